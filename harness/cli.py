@@ -1,0 +1,163 @@
+"""`harness`: parses arguments and wires objects together; the work happens elsewhere.
+
+Exit codes: 0 the work completed (whatever it found), 2 bad input, 1 a failure of the harness,
+130 interrupted (partial results are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.config import Config, load_config, parse_config
+from harness.environments import NAMES, BackendOptions, make_backend
+from harness.errors import UserError
+from harness.progress import ConsoleProgress
+from harness.results import ResultsWriter, host_facts, new_run_dir
+from harness.sweep import Sweep, plan_cells
+from harness.table import render, summary_line
+from harness.versions import LATEST, PyPIIndex, check_syntax, matches, resolve
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_RESULTS = Path("results")
+
+
+def _positive(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        return value
+    return parse
+
+
+def _add_sweep_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=NAMES, default="venv",
+                   help="where each JAX version runs (default: venv; auto = docker if a daemon answers)")
+    p.add_argument("--versions", nargs="+", metavar="V",
+                   help="versions or specifiers replacing the config's jax_versions")
+    p.add_argument("--runs", type=_positive(2), help="most runs per cell (at least 2)")
+    p.add_argument("--jobs", type=_positive(1), default=1, help="runs of a cell in parallel (default 1)")
+    p.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="results folder (default: results/)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
+    p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="sweep the versions and meshes of a config")
+    run.add_argument("config", type=Path)
+    _add_sweep_options(run)
+    run.set_defaults(handler=cmd_run)
+
+    check = sub.add_parser("check", help="run your own script version by version, no config needed")
+    check.add_argument("script", type=Path)
+    check.add_argument("--device-count", type=_positive(1), default=8)
+    check.add_argument("--platform", choices=["cpu", "cuda", "auto"], default="cpu")
+    check.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    _add_sweep_options(check)
+    check.set_defaults(handler=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UserError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    return _sweep(config, args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if not args.script.is_file():
+        raise UserError(f"{args.script}: no such script")
+    data = {"name": _name_for(args.script), "repro": str(args.script.resolve()),
+            "jax_versions": args.versions or [LATEST], "platform": args.platform,
+            "device_count": args.device_count, "runs": args.runs or 8, "timeout_s": args.timeout}
+    config = parse_config(data, source="harness check", base_dir=Path.cwd())
+    return _sweep(config, args)
+
+
+def _name_for(script: Path) -> str:
+    import re
+
+    return "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script")
+
+
+def _versions(config: Config, args: argparse.Namespace, backend) -> list[str]:
+    entries = tuple(args.versions) if args.versions else config.jax_versions
+    for entry in entries:
+        problem = check_syntax(entry)
+        if problem:
+            raise UserError(f"--versions: {problem}")
+    source = "--versions" if args.versions else f"{config.source}: jax_versions"
+    if backend.name == "local":
+        installed = backend.installed_version()
+        if any(matches(e, installed) for e in entries):
+            return [installed]
+        raise UserError(f"{source}: the local interpreter has jax {installed}, which "
+                        f"{', '.join(entries)} does not include (pass --versions {installed})")
+    index = PyPIIndex()
+    args.index = index
+    return resolve(entries, index, source=source)
+
+
+def _sweep(config: Config, args: argparse.Namespace) -> int:
+    progress = ConsoleProgress(quiet=args.quiet)
+    index_holder: dict = {}
+
+    def release_date(version: str):
+        index = index_holder.get("index")
+        return index.release_date(version) if index else None
+
+    choice = make_backend(args.backend, BackendOptions(rebuild=args.rebuild, python=args.python,
+                                                       docker=config.docker, release_date=release_date))
+    progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    versions = _versions(config, args, choice.backend)
+    index_holder["index"] = getattr(args, "index", None)
+    runs = args.runs or config.runs
+    cells = plan_cells(config, versions)
+    progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
+                 f"up to {runs} runs each")
+
+    run_dir = new_run_dir(args.out, config.name)
+    writer = ResultsWriter(run_dir, {
+        "command": " ".join(["harness", *sys.argv[1:]]) if sys.argv else "harness",
+        "config": config.to_json(),
+        "versions": versions,
+        "options": {"runs": runs, "jobs": args.jobs, "backend": choice.backend.name,
+                    "backend_reason": choice.why},
+        "host": host_facts(choice.backend.describe()),
+    })
+    progress.say(f"results: {writer.path}")
+    sweep = Sweep(config, choice.backend, writer, progress, runs=runs, jobs=args.jobs)
+    try:
+        cells_done = sweep.run(cells)
+    except KeyboardInterrupt:
+        writer.finish("interrupted")
+        print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    writer.finish("complete")
+    print(render(cells_done))
+    print()
+    print(summary_line(cells_done))
+    print(f"results: {writer.path}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Sweep configuration: YAML in, validated frozen data out. Pure: no network, no processes.
+
+Every error names the file and the key, so a user can fix it in one go.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import ConfigError
+from harness.model import Mesh, Platform
+from harness.repros import builtin_path
+
+KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
+        "docker"}
+REQUIRED = {"name", "repro", "jax_versions"}
+DOCKER_KEYS = {"base_image", "python"}
+DEFAULT_TIMEOUT_S = 300.0
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Repro:
+    """A built-in repro (by name) or a user's script (by path). Both are plain Python files."""
+
+    name: str
+    path: Path
+    builtin: bool
+
+    @property
+    def takes_mesh(self) -> bool:
+        return self.builtin
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    repro: Repro
+    jax_versions: tuple[str, ...]  # exact versions and/or specifiers, as written
+    platform: Platform = Platform.CPU
+    device_count: int = 8
+    meshes: tuple[Mesh, ...] = ()
+    runs: int = 8
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    docker: dict[str, Any] = field(default_factory=dict)
+    source: str = "<config>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "repro": self.repro.name if self.repro.builtin else str(self.repro.path),
+            "jax_versions": list(self.jax_versions),
+            "platform": str(self.platform),
+            "device_count": self.device_count,
+            "meshes": [m.to_json() for m in self.meshes],
+            "runs": self.runs,
+            "timeout_s": self.timeout_s,
+            "docker": dict(self.docker),
+            "source": self.source,
+        }
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise ConfigError(source, None, "no such config file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(source, None, f"YAML syntax error{where}: {problem}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, None, f"cannot read: {exc}") from None
+    return parse_config(data, source=source, base_dir=path.parent)
+
+
+def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(source, None, "must be a YAML mapping of keys to values")
+    unknown = sorted(set(map(str, data)) - KEYS)
+    if unknown:
+        raise ConfigError(source, unknown[0], f"unknown key (known keys: {', '.join(sorted(KEYS))})")
+    missing = sorted(REQUIRED - set(data))
+    if missing:
+        raise ConfigError(source, missing[0], "required key is missing")
+
+    def err(key: str, message: str) -> ConfigError:
+        return ConfigError(source, key, message)
+
+    name = data["name"]
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise err("name", "must be a word of letters, digits, '.', '_' or '-' (it names result folders)")
+
+    repro = _parse_repro(data["repro"], base_dir, err)
+    versions = _parse_versions(data["jax_versions"], err)
+
+    try:
+        platform = Platform(data.get("platform", "cpu"))
+    except ValueError:
+        raise err("platform", f"must be one of {', '.join(p.value for p in Platform)}, "
+                              f"not {data.get('platform')!r}") from None
+
+    device_count = _int(data, "device_count", 8, err, minimum=1)
+    runs = _int(data, "runs", 8, err, minimum=2, why="a single run cannot show two keys")
+    timeout_s = data.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
+        raise err("timeout_s", "must be a positive number of seconds")
+
+    meshes = _parse_meshes(data.get("meshes"), device_count, repro, err)
+    docker = data.get("docker") or {}
+    if not isinstance(docker, dict):
+        raise err("docker", "must be a mapping (base_image, python)")
+    bad = sorted(set(map(str, docker)) - DOCKER_KEYS)
+    if bad:
+        raise err(f"docker.{bad[0]}", f"unknown key (known: {', '.join(sorted(DOCKER_KEYS))})")
+    for key, value in docker.items():
+        if not isinstance(value, str) or not value:
+            raise err(f"docker.{key}", "must be a non-empty string")
+
+    return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
+                  device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
+                  docker=dict(docker), source=source)
+
+
+def _int(data, key, default, err, minimum, why=""):
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise err(key, f"must be an integer, not {value!r}")
+    if value < minimum:
+        raise err(key, f"must be at least {minimum}" + (f" ({why})" if why else ""))
+    return value
+
+
+def _parse_repro(value, base_dir: Path, err) -> Repro:
+    if not isinstance(value, str) or not value.strip():
+        raise err("repro", "must be the name of a built-in repro or a path to a Python script")
+    builtin = builtin_path(value)
+    if builtin is not None:
+        return Repro(value, builtin, builtin=True)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise err("repro", f"{value!r} is neither a built-in repro nor an existing script ({path})")
+    return Repro(path.stem, path.resolve(), builtin=False)
+
+
+def _parse_versions(value, err) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise err("jax_versions", "must be a list of versions or specifiers")
+    if not value:
+        raise err("jax_versions", "is empty: name at least one version or specifier")
+    out = []
+    for item in value:
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            raise err("jax_versions", f"{item!r} is a number: quote versions, e.g. \"0.4.30\"")
+        if not isinstance(item, str) or not item.strip():
+            raise err("jax_versions", f"{item!r} is not a version or specifier")
+        out.append(item.strip())
+    # Syntax is checked here; matching against the index happens in versions.resolve.
+    from harness.versions import check_syntax
+
+    for item in out:
+        problem = check_syntax(item)
+        if problem:
+            raise err("jax_versions", problem)
+    return tuple(out)
+
+
+def _parse_meshes(value, device_count: int, repro: Repro, err) -> tuple[Mesh, ...]:
+    if value is None:
+        return (Mesh((device_count, 1, 1, 1), ("a", "b", "c", "d")),) if repro.takes_mesh else ()
+    if not isinstance(value, list) or not value:
+        raise err("meshes", "must be a non-empty list of {shape, axis_names}")
+    meshes = []
+    for i, item in enumerate(value):
+        key = f"meshes[{i}]"
+        if not isinstance(item, dict):
+            raise err(key, "must be a mapping with shape and axis_names")
+        extra = sorted(set(map(str, item)) - {"shape", "axis_names"})
+        if extra:
+            raise err(f"{key}.{extra[0]}", "unknown key (known: shape, axis_names)")
+        shape, names = item.get("shape"), item.get("axis_names")
+        if not isinstance(shape, list) or not shape or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
+            raise err(f"{key}.shape", "must be a non-empty list of positive integers")
+        product = 1
+        for s in shape:
+            product *= s
+        if product != device_count:
+            raise err(f"{key}.shape", f"{shape} has {product} devices but device_count is {device_count}")
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise err(f"{key}.axis_names", "must be a list of non-empty strings")
+        if len(names) != len(shape):
+            raise err(f"{key}.axis_names", f"has {len(names)} names for a shape of {len(shape)} dimensions")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise err(f"{key}.axis_names", f"duplicate axis name {dup!r}")
+        if any("," in n for n in names):
+            raise err(f"{key}.axis_names", "axis names cannot contain ','")
+        meshes.append(Mesh(tuple(shape), tuple(names)))
+    return tuple(meshes)

@@ -1,0 +1,60 @@
+"""The Environment interface: a prepared JAX version that runs a script as one fresh process.
+
+Backends (venv, local, docker) differ only in how they make an environment and start a process;
+the runner, the bisector and the reports never ask which one they have.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.model import Platform, ProcessOutcome
+
+# Progress lines from long preparation steps (environment builds); the CLI decides where they go.
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class Environment(abc.ABC):
+    """One JAX version, ready to run."""
+
+    jax_version: str
+
+    @abc.abstractmethod
+    def run(
+        self,
+        script: Path,
+        args: list[str],
+        env: dict[str, str],
+        cache_dir: Path,
+        log_path: Path,
+        timeout_s: float,
+    ) -> ProcessOutcome:
+        """Run `script args` as a fresh process with `env` added to a clean environment.
+
+        The backend points JAX_COMPILATION_CACHE_DIR at `cache_dir` (as the process sees it),
+        writes stdout and stderr to `log_path`, and kills the process after `timeout_s`.
+        """
+
+    @abc.abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Facts for the results: backend, interpreter, jax/jaxlib versions, image."""
+
+
+class Backend(abc.ABC):
+    """Makes environments, one per JAX version (and platform)."""
+
+    name: str
+
+    @abc.abstractmethod
+    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        """Return a ready environment, building or reusing it; raise EnvironmentUnavailable."""
+
+    def describe(self) -> dict[str, Any]:
+        """Host-level facts about this backend (for example the Docker version)."""
+        return {"backend": self.name}

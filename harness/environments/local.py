@@ -1,0 +1,53 @@
+"""The local backend: an interpreter that already has the JAX under test; nothing is installed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.process import clean_environment, run_process
+from harness.environments.venv import PROBE, _probe
+from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.model import Platform, ProcessOutcome
+
+
+class LocalEnvironment(Environment):
+    def __init__(self, python: str, facts: dict[str, Any]):
+        self.python, self.facts, self.jax_version = python, facts, facts["jax"]
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
+        return run_process([self.python, str(script), *args], full_env, log_path, timeout_s,
+                           cwd=Path(script).parent)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "local", "interpreter": self.python, **self.facts}
+
+
+class LocalBackend(Backend):
+    name = "local"
+
+    def __init__(self, python: str | None = None):
+        self.python = python or sys.executable
+        self._facts: dict[str, Any] | None = None
+
+    def installed_version(self) -> str:
+        """The JAX version the interpreter has; BackendUnavailable when it has none."""
+        if self._facts is None:
+            try:
+                self._facts = _probe(Path(self.python), clean_environment({}))
+            except EnvironmentUnavailable as exc:
+                raise BackendUnavailable(f"--backend local: {self.python} cannot import jax "
+                                         f"({exc}); install jax there or use --backend venv") from None
+        return self._facts["jax"]
+
+    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        installed = self.installed_version()
+        if installed != jax_version:
+            raise EnvironmentUnavailable(f"the local interpreter has jax {installed}, not {jax_version}")
+        return LocalEnvironment(self.python, dict(self._facts or {}))
+
+
+__all__ = ["LocalBackend", "LocalEnvironment", "PROBE"]

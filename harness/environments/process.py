@@ -1,0 +1,49 @@
+"""Start one interpreter as a fresh process with a timeout: shared by the venv and local backends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from harness.model import ProcessOutcome
+
+# Variables of the harness's own process that must not leak into a run: they would change what JAX
+# or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
+_SCRUBBED_PREFIXES = ("JAX_", "XLA_", "PYTHON", "VIRTUAL_ENV", "TF_CPP_")
+
+
+def clean_environment(extra: dict[str, str]) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
+    base.update(extra)
+    return base
+
+
+def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
+                cwd: Path | None = None) -> ProcessOutcome:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        # A new session so a timeout kills the whole process group, not just the interpreter.
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, cwd=cwd, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return ProcessOutcome(None, time.monotonic() - start, timed_out=True,
+                                  reason=f"killed after the {timeout_s:g} s timeout")
+        except BaseException:  # Ctrl-C: never leave a child behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    duration = time.monotonic() - start
+    reason = ""
+    if code < 0:
+        reason = f"killed by signal {signal.Signals(-code).name}"
+    elif code != 0:
+        reason = f"exit code {code}"
+    return ProcessOutcome(code, duration, reason=reason)

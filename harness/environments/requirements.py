@@ -1,0 +1,20 @@
+"""What to install for a JAX version on a platform (pure): shared by the venv and docker backends."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from harness.model import Platform
+
+
+def jax_requirements(jax_version: str, platform: Platform) -> list[str]:
+    """Pip requirement strings that give exactly `jax_version` for `platform`.
+
+    The CUDA extra was renamed: 0.4.x up to 0.4.25 published `cuda12_pip` (wheels on Google's
+    find-links page); from 0.4.26 `cuda12` pulls the CUDA libraries from the package index.
+    """
+    v = Version(jax_version)
+    if platform == Platform.CUDA:
+        extra = "cuda12" if v >= Version("0.4.26") else "cuda12_pip"
+        return [f"jax[{extra}]=={jax_version}", f"jaxlib=={jax_version}"]
+    return [f"jax=={jax_version}", f"jaxlib=={jax_version}"]

@@ -1,0 +1,129 @@
+"""The venv backend: a uv virtualenv per JAX version, reused across sweeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.process import clean_environment, run_process
+from harness.environments.requirements import jax_requirements
+from harness.errors import EnvironmentUnavailable
+from harness.model import Platform, ProcessOutcome
+
+# Written last, after a successful install and import check: a folder without it is half-made.
+READY_MARKER = "harness-ready.json"
+
+DEFAULT_ROOT = Path(os.environ.get("HARNESS_ENV_DIR", Path.home() / ".cache" / "jax-cache-harness" / "envs"))
+
+
+def find_uv() -> str:
+    """uv ships as a Python package (a dependency of the harness); fall back to one on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if not found:
+            raise EnvironmentUnavailable("uv is not installed (pip install uv)")
+        return found
+
+
+class VenvEnvironment(Environment):
+    def __init__(self, path: Path, jax_version: str, facts: dict[str, Any]):
+        self.path, self.jax_version, self.facts = path, jax_version, facts
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
+        return run_process([str(self.python), str(script), *args], full_env, log_path, timeout_s,
+                           cwd=Path(script).parent)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "venv", "path": str(self.path), **self.facts}
+
+
+class VenvBackend(Backend):
+    """`uv venv` + `uv pip install jax==V jaxlib==V`, other dependencies as of V's release date."""
+
+    name = "venv"
+
+    def __init__(self, root: Path = DEFAULT_ROOT, python: str = f"{sys.version_info.major}.{sys.version_info.minor}",
+                 release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False):
+        self.root, self.python, self.rebuild = Path(root), python, rebuild
+        self._release_date = release_date
+
+    def env_path(self, jax_version: str, platform: Platform) -> Path:
+        flavour = "cuda" if platform == Platform.CUDA else "cpu"
+        return self.root / f"jax-{jax_version}-{flavour}-py{self.python}"
+
+    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        path = self.env_path(jax_version, platform)
+        marker = path / READY_MARKER
+        if marker.exists() and not self.rebuild:
+            try:
+                facts = json.loads(marker.read_text())
+                return VenvEnvironment(path, jax_version, {**facts, "reused": True})
+            except (OSError, json.JSONDecodeError):
+                pass  # a damaged marker: rebuild below
+        if path.exists():
+            say(f"rebuilding {path.name} (half-made or --rebuild)" if not marker.exists() or self.rebuild
+                else f"rebuilding {path.name}")
+            shutil.rmtree(path)
+        say(f"creating venv for jax {jax_version} ({path})")
+        uv = find_uv()
+        log = path.parent / f"{path.name}.install.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cmd_env = clean_environment({})
+        steps = [[uv, "venv", "--quiet", "--python", self.python, str(path)]]
+        install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
+                   *jax_requirements(jax_version, platform)]
+        cutoff = self._release_date(jax_version) if self._release_date else None
+        if cutoff is not None:
+            # Resolve numpy, scipy, ml_dtypes... as they were when this release came out.
+            install += ["--exclude-newer", (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+        steps.append(install)
+        with open(log, "w") as out:
+            for cmd in steps:
+                out.write("$ " + " ".join(cmd) + "\n")
+                out.flush()
+                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
+                if proc.returncode != 0:
+                    raise EnvironmentUnavailable(f"could not install jax {jax_version}: see {log}",
+                                                 log_tail=_tail(log))
+        facts = _probe(path / "bin" / "python", cmd_env)
+        if facts.get("jax") != jax_version:
+            raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
+        facts["exclude_newer"] = install[-1] if cutoff is not None else None
+        marker.write_text(json.dumps(facts))
+        return VenvEnvironment(path, jax_version, {**facts, "reused": False})
+
+
+PROBE = ("import json, platform, jax, jaxlib, numpy; print(json.dumps({'python': platform.python_version(),"
+         " 'jax': jax.__version__, 'jaxlib': jaxlib.__version__, 'numpy': numpy.__version__}))")
+
+
+def _probe(python: Path, env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise EnvironmentUnavailable(f"jax does not import in {python.parent.parent}: "
+                                     + (proc.stderr.strip().splitlines() or ["?"])[-1],
+                                     log_tail=proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _tail(path: Path, chars: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""

@@ -1,0 +1,141 @@
+"""The project's vocabulary: platforms, verdicts, runs and cells, as plain data.
+
+An *Environment* is where one JAX version runs; a *run* is one fresh process; a *cell* is one
+(JAX version, mesh, platform) measured by several runs; a *verdict* is what a cell says.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Platform(enum.StrEnum):
+    CPU = "cpu"  # simulated devices on the host CPU
+    CUDA = "cuda"
+    AUTO = "auto"  # whatever JAX picks in the environment
+
+
+class Verdict(enum.StrEnum):
+    REPRODUCED = "reproduced"  # some module got two or more distinct cache keys
+    CLEAN = "clean"  # every run succeeded, entries written, one key per module
+    UNSUPPORTED = "unsupported"  # runs succeeded but nothing was cached: nothing measured
+    ERROR = "error"  # environment could not be made, or a run crashed or timed out
+
+
+@dataclass(frozen=True)
+class Mesh:
+    shape: tuple[int, ...]
+    axis_names: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return "x".join(map(str, self.shape)) + " (" + ",".join(self.axis_names) + ")"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "axis_names": list(self.axis_names)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Mesh:
+        return cls(tuple(data["shape"]), tuple(data["axis_names"]))
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """What one cell measures; the unit the runner, the bisector and sharding work with."""
+
+    jax_version: str
+    platform: Platform
+    device_count: int
+    mesh: Mesh | None  # None for a user's script, which builds its own mesh
+
+    @property
+    def key(self) -> str:
+        mesh = self.mesh.label if self.mesh else "script"
+        return f"{self.jax_version}|{self.platform}|{self.device_count}|{mesh}"
+
+
+@dataclass
+class ProcessOutcome:
+    """How one process ended, whatever ran it (a venv interpreter or a container)."""
+
+    exit_code: int | None  # None when it was killed for running past its timeout
+    duration_s: float
+    timed_out: bool = False
+    reason: str = ""  # why it failed, when the backend knows (OOM-killed, image missing, ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass
+class RunRecord:
+    index: int
+    seed: int  # the PYTHONHASHSEED this run had
+    exit_code: int | None
+    duration_s: float
+    new_entries: list[str]  # cache file names that appeared during this run
+    timed_out: bool = False
+    reason: str = ""
+    log: str = ""  # path of this run's stdout/stderr, relative to the results folder
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        return cls(**data)
+
+
+@dataclass
+class CellResult:
+    spec: CellSpec
+    verdict: Verdict
+    keys: dict[str, list[str]]  # module name -> distinct keys written by successful runs
+    runs: list[RunRecord] = field(default_factory=list)
+    reason: str = ""  # one line: why error/unsupported, or which module reproduced
+    listing: list[str] = field(default_factory=list)  # the cache folder after the last run (`ls -1`)
+    environment: dict[str, Any] = field(default_factory=dict)  # backend facts (python, jaxlib, image...)
+    extra: dict[str, Any] = field(default_factory=dict)  # facts added by later stages (seeds, confidence)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jax_version": self.spec.jax_version,
+            "platform": str(self.spec.platform),
+            "device_count": self.spec.device_count,
+            "mesh": self.spec.mesh.to_json() if self.spec.mesh else None,
+            "verdict": str(self.verdict),
+            "reason": self.reason,
+            "keys": self.keys,
+            "runs": [r.to_json() for r in self.runs],
+            "listing": self.listing,
+            "environment": self.environment,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        known = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys",
+                 "runs", "listing", "environment"}
+        spec = CellSpec(
+            jax_version=data["jax_version"],
+            platform=Platform(data["platform"]),
+            device_count=data["device_count"],
+            mesh=Mesh.from_json(data["mesh"]) if data.get("mesh") else None,
+        )
+        return cls(
+            spec=spec,
+            verdict=Verdict(data["verdict"]),
+            keys=data.get("keys", {}),
+            runs=[RunRecord.from_json(r) for r in data.get("runs", [])],
+            reason=data.get("reason", ""),
+            listing=data.get("listing", []),
+            environment=data.get("environment", {}),
+            extra={k: v for k, v in data.items() if k not in known},
+        )

@@ -1,0 +1,134 @@
+"""Results on disk: `results/<UTC timestamp>-<name>/results.json`, rewritten atomically after every
+cell so an interrupted sweep keeps everything it measured; `table.md` beside it; logs in `logs/`."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.analysis import boundaries, version_verdicts
+from harness.model import CellResult
+
+SCHEMA_VERSION = 1
+RESULTS_FILE = "results.json"
+TABLE_FILE = "table.md"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_dir(results_root: Path, name: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = results_root / f"{stamp}-{name}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = results_root / f"{stamp}-{name}-{suffix}"
+    path.mkdir(parents=True)
+    return path
+
+
+def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "harness_python": sys.executable,
+        **{k: v for k, v in backend.items()},
+    }
+
+
+def summarise(cells: list[CellResult]) -> dict[str, Any]:
+    return boundaries(version_verdicts(cells)).to_json()
+
+
+def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:
+    groups: dict[str, list[CellResult]] = {}
+    for cell in cells:
+        label = cell.spec.mesh.label if cell.spec.mesh else "script"
+        groups.setdefault(f"{label} {cell.spec.platform}", []).append(cell)
+    return [{"group": g, **summarise(cs)} for g, cs in groups.items()]
+
+
+class ResultsWriter:
+    """Owns one results folder. `add()` after every cell; `finish()` at the end."""
+
+    def __init__(self, run_dir: Path, document: dict[str, Any]):
+        self.dir = run_dir
+        self.document = {"schema_version": SCHEMA_VERSION, "created": utc_now(), "finished": None,
+                         "status": "running", **document, "cells": [], "summary": None}
+        self._cells: list[CellResult] = []
+        self.flush()
+
+    @property
+    def path(self) -> Path:
+        return self.dir / RESULTS_FILE
+
+    @property
+    def cells(self) -> list[CellResult]:
+        return list(self._cells)
+
+    def add(self, cell: CellResult) -> None:
+        self._cells.append(cell)
+        self.flush()
+
+    def set(self, key: str, value: Any) -> None:
+        self.document[key] = value
+        self.flush()
+
+    def finish(self, status: str = "complete") -> None:
+        self.document["status"] = status
+        self.document["finished"] = utc_now()
+        self.flush()
+
+    def flush(self) -> None:
+        from harness.table import render_markdown
+
+        self.document["cells"] = [c.to_json() for c in self._cells]
+        self.document["summary"] = summarise(self._cells)
+        self.document["summaries"] = summaries_by_mesh(self._cells)
+        write_atomic(self.path, json.dumps(self.document, indent=2) + "\n")
+        write_atomic(self.dir / TABLE_FILE, render_markdown(self._cells, self.document))
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """Read a results.json (or the folder holding one); UserError when it is not one."""
+    from harness.errors import UserError
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such results file") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a readable results file ({exc})") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise UserError(f"{path}: not a harness results file (no schema_version)")
+    if data["schema_version"] > SCHEMA_VERSION:
+        raise UserError(f"{path}: schema_version {data['schema_version']} is newer than this harness "
+                        f"reads ({SCHEMA_VERSION}); upgrade the harness")
+    return data

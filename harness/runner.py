@@ -1,0 +1,133 @@
+"""Measure one cell: several fresh processes sharing one new cache folder, a listing after each.
+
+Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
+With `jobs > 1` a cell's runs overlap; a run's `new_entries` are then what appeared while it ran,
+which may include a neighbour's entries. The verdict does not depend on that attribution.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from harness.analysis import judge
+from harness.config import Repro
+from harness.environments.base import Environment
+from harness.listing import list_dir
+from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+
+# Runs are told about as they finish: (cell, record, runs planned).
+OnRun = Callable[[CellSpec, RunRecord, int], None]
+
+
+def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
+    """What every run needs so that any script, unmodified, writes to the persistent cache."""
+    env = {
+        "PYTHONHASHSEED": str(seed),
+        "PYTHONUNBUFFERED": "1",
+        # The defaults skip small, fast compilations: this repro's would never be cached.
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
+    if spec.platform == Platform.CPU:
+        env["JAX_PLATFORMS"] = "cpu"
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={spec.device_count}"
+    elif spec.platform == Platform.CUDA:
+        env["JAX_PLATFORMS"] = "cuda"
+    return env
+
+
+def repro_args(repro: Repro, spec: CellSpec) -> list[str]:
+    if not repro.takes_mesh or spec.mesh is None:
+        return []
+    return ["--mesh-shape", ",".join(map(str, spec.mesh.shape)),
+            "--axis-names", ",".join(spec.mesh.axis_names)]
+
+
+def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
+    """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""
+    rng = rng or random.SystemRandom()
+    seeds: list[int] = []
+    while len(seeds) < count:
+        s = rng.randint(1, 2**32 - 1)
+        if s not in seeds:
+            seeds.append(s)
+    return seeds
+
+
+@dataclass
+class CellRunner:
+    environment: Environment
+    repro: Repro
+    timeout_s: float
+    jobs: int = 1
+    on_run: OnRun | None = None
+
+    def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
+            results_root: Path | None = None, stop_when_reproduced: bool = False,
+            planned: int | None = None) -> CellResult:
+        """Run once per seed (fewer if `stop_when_reproduced` and a second key shows up)."""
+        seeds = list(seeds)
+        planned = planned or len(seeds)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        args = repro_args(self.repro, spec)
+        records: list[RunRecord] = []
+        lock = threading.Lock()
+
+        def one(index: int, seed: int) -> RunRecord:
+            before = list_dir(cache_dir)
+            log = log_dir / f"run-{index:02d}-seed-{seed}.log"
+            outcome = self.environment.run(self.repro.path, args, process_env(spec, seed), cache_dir,
+                                           log, self.timeout_s)
+            added = sorted(list_dir(cache_dir) - before)
+            rel = log.relative_to(results_root) if results_root else log
+            record = RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
+                               duration_s=round(outcome.duration_s, 3), new_entries=added,
+                               timed_out=outcome.timed_out, reason=outcome.reason, log=str(rel))
+            with lock:
+                records.append(record)
+            if self.on_run:
+                self.on_run(spec, record, planned)
+            return record
+
+        def reproduced() -> bool:
+            return stop_when_reproduced and judge(records).verdict == Verdict.REPRODUCED
+
+        pending = list(enumerate(seeds, start=1))
+        if self.jobs <= 1:
+            for index, seed in pending:
+                one(index, seed)
+                if reproduced():
+                    break
+        else:
+            with ThreadPoolExecutor(self.jobs) as pool:
+                running = set()
+                while pending or running:
+                    while pending and len(running) < self.jobs and not reproduced():
+                        running.add(pool.submit(one, *pending.pop(0)))
+                    if not running:
+                        break
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        future.result()  # re-raise a harness failure (or Ctrl-C) here
+                    if reproduced():
+                        pending.clear()
+        records.sort(key=lambda r: r.index)
+        stopped_early = reproduced() and len(records) < len(seeds)
+        judgement = judge(records, expected_runs=None if stopped_early else len(seeds))
+        return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records,
+                          reason=judgement.reason, listing=sorted(list_dir(cache_dir)),
+                          environment=self.environment.describe())
+
+
+def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
+               log_tail: str = "") -> CellResult:
+    """A cell whose environment could not be made: measured nothing, says `error`."""
+    extra = {"log_tail": log_tail} if log_tail else {}
+    return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
+                      environment=environment or {}, extra=extra)

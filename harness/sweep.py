@@ -1,0 +1,67 @@
+"""A sweep: for each JAX version, prepare an environment and measure its cells, saving as it goes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from harness.config import Config
+from harness.environments.base import Backend
+from harness.errors import EnvironmentUnavailable
+from harness.model import CellResult, CellSpec
+from harness.progress import ConsoleProgress
+from harness.results import ResultsWriter
+from harness.runner import CellRunner, error_cell, random_seeds
+
+SeedPlan = Callable[[CellSpec, int], list[int]]  # (cell, runs) -> seeds
+
+
+def plan_cells(config: Config, versions: list[str]) -> list[CellSpec]:
+    meshes = config.meshes if config.repro.takes_mesh else (None,)
+    return [CellSpec(v, config.platform, config.device_count, mesh) for v in versions for mesh in meshes]
+
+
+def cell_slug(spec: CellSpec) -> str:
+    mesh = "-".join(map(str, spec.mesh.shape)) + "-" + "".join(spec.mesh.axis_names) if spec.mesh else "script"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{spec.jax_version}-{spec.platform}{spec.device_count}-{mesh}")
+
+
+@dataclass
+class Sweep:
+    config: Config
+    backend: Backend
+    writer: ResultsWriter
+    progress: ConsoleProgress
+    runs: int
+    jobs: int = 1
+    seed_plan: SeedPlan = lambda spec, runs: random_seeds(runs)
+
+    def run(self, cells: list[CellSpec]) -> list[CellResult]:
+        results = []
+        environments: dict[str, object] = {}
+        for number, spec in enumerate(cells, start=1):
+            self.progress.cell_started(spec, number, len(cells))
+            result = self._measure(spec, environments)
+            self.writer.add(result)
+            self.progress.cell_finished(result)
+            results.append(result)
+        return results
+
+    def _measure(self, spec: CellSpec, environments: dict) -> CellResult:
+        # One environment per version, shared by that version's meshes; a failure is remembered.
+        env = environments.get(spec.jax_version)
+        if env is None:
+            try:
+                env = self.backend.prepare(spec.jax_version, spec.platform, self.progress.say)
+            except EnvironmentUnavailable as exc:
+                env = exc
+            environments[spec.jax_version] = env
+        if isinstance(env, EnvironmentUnavailable):
+            return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
+        slug = cell_slug(spec)
+        runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
+                            on_run=self.progress.run_finished)
+        return runner.run(spec, self.seed_plan(spec, self.runs), self.writer.dir / "caches" / slug,
+                          self.writer.dir / "logs" / slug, results_root=self.writer.dir)

@@ -1,0 +1,49 @@
+"""The version-by-version table (tabulate), rendered from cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from harness.analysis import boundaries, version_verdicts
+from harness.model import CellResult
+
+HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "detail"]
+
+
+def _keys_column(cell: CellResult) -> str:
+    if not cell.keys:
+        return "-"
+    # The module with the most keys is the one that matters; the seed's is jit_f.
+    module = max(cell.keys, key=lambda m: (len(cell.keys[m]), m == "jit_f"))
+    return f"{module}: {len(cell.keys[module])}"
+
+
+def rows(cells: list[CellResult]) -> list[list[Any]]:
+    out = []
+    for c in cells:
+        ok = sum(r.ok for r in c.runs)
+        out.append([c.spec.jax_version, c.spec.mesh.label if c.spec.mesh else "(script)",
+                    f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
+                    _keys_column(c), c.reason])
+    return out
+
+
+def render(cells: list[CellResult], fmt: str = "github") -> str:
+    if not cells:
+        return "(no cells measured)"
+    return tabulate(rows(cells), headers=HEADERS, tablefmt=fmt)
+
+
+def summary_line(cells: list[CellResult]) -> str:
+    return boundaries(version_verdicts(cells)).line()
+
+
+def render_markdown(cells: list[CellResult], document: dict[str, Any]) -> str:
+    config = document.get("config", {})
+    title = config.get("name", "sweep")
+    lines = [f"# {title}", "", render(cells), "", f"**{summary_line(cells)}**", ""]
+    if document.get("status") != "complete":
+        lines.append(f"_status: {document.get('status')}_\n")
+    return "\n".join(lines)
