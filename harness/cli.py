@@ -64,7 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
     _add_sweep_options(check)
     check.set_defaults(handler=cmd_check)
+
+    # Commands that live in their own modules add their parsers here (one line each).
+    for register in _command_modules():
+        register(sub, _add_sweep_options)
     return parser
+
+
+def _command_modules():
+    """`register(subparsers, add_sweep_options)` functions of the commands kept in other modules."""
+    return []
 
 
 def main(argv: list[str] | None = None) -> int:

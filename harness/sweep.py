@@ -37,6 +37,7 @@ class Sweep:
     runs: int
     jobs: int = 1
     seed_plan: SeedPlan = lambda spec, runs: random_seeds(runs)
+    stop_when_reproduced: bool = False  # stop a cell's runs at the first second key
 
     def run(self, cells: list[CellSpec]) -> list[CellResult]:
         results = []
@@ -64,4 +65,5 @@ class Sweep:
         runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
                             on_run=self.progress.run_finished)
         return runner.run(spec, self.seed_plan(spec, self.runs), self.writer.dir / "caches" / slug,
-                          self.writer.dir / "logs" / slug, results_root=self.writer.dir)
+                          self.writer.dir / "logs" / slug, results_root=self.writer.dir,
+                          stop_when_reproduced=self.stop_when_reproduced)
