@@ -49,7 +49,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Reproduce JAX persistent-compilation-cache regressions version by version.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="sweep the versions and meshes of a config")

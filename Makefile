@@ -1,0 +1,41 @@
+# Everything bootstraps itself: the first target you run makes .venv with the harness installed.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CONFIG ?= configs/shard_map_grad.yaml
+ARGS   ?=
+
+.PHONY: table smoke test test-unit bench clean-envs help
+
+help:
+	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
+	@echo "make smoke      a quick sweep of two releases"
+	@echo "make test       all tests (unit and integration with real JAX releases)"
+	@echo "make test-unit  the fast tests only"
+	@echo "make bench      the harness's overhead against a bare shell loop"
+	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+table: $(STAMP)
+	$(BIN)/harness run $(CONFIG) $(ARGS)
+
+smoke: $(STAMP)
+	$(BIN)/harness run configs/smoke.yaml $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration and not docker" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_runs.py
+
+clean-envs:
+	rm -rf $${HARNESS_ENV_DIR:-$$HOME/.cache/jax-cache-harness/envs}

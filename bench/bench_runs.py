@@ -1,0 +1,77 @@
+"""The harness's own cost: N runs of one cell through the harness vs a bare shell loop.
+
+Both run the same script, in the same virtualenv, with the same environment variables, each run a
+fresh interpreter writing to a fresh cache folder. Prints wall times and ratios; target: serial within
+5% of the bare loop, `--jobs 2` well under it.
+
+    python bench/bench_runs.py [--version 0.4.29] [--runs 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.config import Repro  # noqa: E402
+from harness.environments.process import clean_environment  # noqa: E402
+from harness.environments.venv import VenvBackend  # noqa: E402
+from harness.model import CellSpec, Mesh, Platform  # noqa: E402
+from harness.repros import builtin_path  # noqa: E402
+from harness.runner import CellRunner, process_env, repro_args  # noqa: E402
+
+
+def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path) -> float:
+    lines = []
+    for seed in seeds:
+        env = {**process_env(spec, seed), "JAX_COMPILATION_CACHE_DIR": str(cache)}
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        lines.append(f"{assigns} {shlex.quote(str(python))} {shlex.quote(str(script))} "
+                     f"{' '.join(map(shlex.quote, args))} > /dev/null 2>&1")
+    start = time.monotonic()
+    subprocess.run(["bash", "-c", "\n".join(lines)], check=True, env=clean_environment({}), cwd=script.parent)
+    return time.monotonic() - start
+
+
+def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, jobs: int) -> float:
+    start = time.monotonic()
+    result = CellRunner(env, repro, timeout_s=600, jobs=jobs).run(spec, seeds, work / "cache", work / "logs")
+    elapsed = time.monotonic() - start
+    assert all(r.ok for r in result.runs), result.reason
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", default="0.4.29")
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3, help="take the best of this many timings")
+    args = parser.parse_args()
+
+    env = VenvBackend().prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
+    spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
+    repro = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)
+    seeds = list(range(1, args.runs + 1))
+    best = {"bare loop": float("inf"), "harness": float("inf"), "harness --jobs 2": float("inf")}
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            best["bare loop"] = min(best["bare loop"], bare_loop(env.python, repro.path, repro_args(repro, spec),
+                                                                 spec, seeds, tmp / "bare"))
+            best["harness"] = min(best["harness"], harness_cell(env, repro, spec, seeds, tmp / "h1", 1))
+            best["harness --jobs 2"] = min(best["harness --jobs 2"],
+                                           harness_cell(env, repro, spec, seeds, tmp / "h2", 2))
+    base = best["bare loop"]
+    print(f"jax {args.version}, {args.runs} runs of the built-in repro, best of {args.repeats}:")
+    for name, seconds in best.items():
+        print(f"  {name:18s} {seconds:7.2f} s   ratio to bare loop {seconds / base:5.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The CLI's contract for bad input: one line on stderr, exit 2, no traceback, nothing written."""
+
+import json
+
+import pytest
+
+import harness.cli as cli
+from harness.results import load_results
+from tests.test_versions import INDEX
+
+
+@pytest.fixture(autouse=True)
+def fake_index(monkeypatch):
+    monkeypatch.setattr(cli, "PyPIIndex", lambda: INDEX)
+
+
+def run_cli(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_bad_input(argv, capsys, tmp_path, fragment):
+    out_dir = tmp_path / "results"
+    code, out, err = run_cli([*argv, "--out", str(out_dir)], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("harness: error: "), err
+    assert "Traceback" not in err
+    assert fragment in lines[0]
+    assert not out_dir.exists()  # nothing half-written
+
+
+def test_missing_config(capsys, tmp_path):
+    assert_bad_input(["run", str(tmp_path / "nope.yaml")], capsys, tmp_path, "no such config file")
+
+
+def test_yaml_error(capsys, tmp_path, write):
+    assert_bad_input(["run", str(write("c.yaml", "name: [x\n"))], capsys, tmp_path, "YAML syntax error")
+
+
+def test_unknown_key(capsys, tmp_path, write):
+    path = write("c.yaml", "name: x\nrepro: shard_map_grad\njax_versions: ['0.4.28']\nruns_per_cell: 3\n")
+    assert_bad_input(["run", str(path)], capsys, tmp_path, f"{path}: runs_per_cell: unknown key")
+
+
+def test_version_matching_nothing(capsys, tmp_path, write):
+    path = write("c.yaml", "name: x\nrepro: shard_map_grad\njax_versions: ['>=9']\n")
+    assert_bad_input(["run", str(path)], capsys, tmp_path, "'>=9' matches no jax release")
+
+
+def test_bad_versions_option(capsys, tmp_path):
+    assert_bad_input(["run", "configs/smoke.yaml", "--versions", "0.4.x"], capsys, tmp_path, "--versions")
+
+
+def test_missing_script_for_check(capsys, tmp_path):
+    assert_bad_input(["check", str(tmp_path / "nope.py")], capsys, tmp_path, "no such script")
+
+
+def test_runs_below_two_is_rejected_by_argparse(capsys, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run", "configs/smoke.yaml", "--runs", "1"])
+    assert info.value.code == 2
+
+
+def test_load_results_rejects_non_results(tmp_path):
+    from harness.errors import UserError
+
+    (tmp_path / "results.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(UserError, match="no schema_version"):
+        load_results(tmp_path)

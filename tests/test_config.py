@@ -1,0 +1,90 @@
+"""Config validation: every bad input is one ConfigError naming the file and the key."""
+
+import pytest
+
+from harness.config import load_config
+from harness.errors import ConfigError
+from harness.model import Mesh, Platform
+
+GOOD = """\
+name: shard-map-grad
+repro: shard_map_grad
+jax_versions: ["0.4.25", ">=0.4.26,<0.4.32"]
+platform: cpu
+device_count: 8
+meshes:
+  - shape: [8, 1, 1, 1]
+    axis_names: [a, b, c, d]
+runs: 8
+"""
+
+
+def test_shipped_configs_load():
+    for name in ("configs/shard_map_grad.yaml", "configs/smoke.yaml"):
+        config = load_config(name)
+        assert config.repro.builtin and config.repro.path.is_file()
+
+
+def test_good_config(write):
+    config = load_config(write("c.yaml", GOOD))
+    assert config.name == "shard-map-grad"
+    assert config.jax_versions == ("0.4.25", ">=0.4.26,<0.4.32")
+    assert config.platform == Platform.CPU
+    assert config.meshes == (Mesh((8, 1, 1, 1), ("a", "b", "c", "d")),)
+    assert config.runs == 8
+
+
+def test_defaults(write):
+    config = load_config(write("c.yaml", "name: x\nrepro: shard_map_grad\njax_versions: ['0.4.28']\n"))
+    assert config.device_count == 8 and config.runs == 8 and config.platform == Platform.CPU
+    assert config.meshes == (Mesh((8, 1, 1, 1), ("a", "b", "c", "d")),)
+
+
+def test_user_script_relative_to_config(write):
+    script = write("sub/my_repro.py", "print('hi')\n")
+    config = load_config(write("sub/c.yaml", "name: x\nrepro: my_repro.py\njax_versions: ['0.4.28']\n"))
+    assert not config.repro.builtin and config.repro.path == script.resolve()
+    assert config.meshes == ()  # a user's script builds its own mesh
+
+
+def _error(write, text, name="c.yaml"):
+    path = write(name, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def _replace(old, new):
+    assert old in GOOD
+    return GOOD.replace(old, new)
+
+
+@pytest.mark.parametrize("text, key, fragment", [
+    ("name: [unclosed\n", None, "YAML syntax error (line"),
+    ("- a\n- b\n", None, "mapping"),
+    (GOOD + "colour: blue\n", "colour", "unknown key"),
+    (_replace("device_count: 8", "device_count: eight"), "device_count", "integer"),
+    (_replace("runs: 8", "runs: 1"), "runs", "at least 2"),
+    (_replace("runs: 8", "runs: true"), "runs", "integer"),
+    (_replace('["0.4.25", ">=0.4.26,<0.4.32"]', "[]"), "jax_versions", "empty"),
+    (_replace('["0.4.25", ">=0.4.26,<0.4.32"]', '["0.4.x"]'), "jax_versions", "'0.4.x'"),
+    (_replace('["0.4.25", ">=0.4.26,<0.4.32"]', '[">=0.4.26,<<0.5"]'), "jax_versions", "specifier"),
+    (_replace('["0.4.25", ">=0.4.26,<0.4.32"]', "[0.4]"), "jax_versions", "quote"),
+    (_replace("[8, 1, 1, 1]", "[4, 1, 1, 1]"), "meshes[0].shape", "4 devices but device_count is 8"),
+    (_replace("[a, b, c, d]", "[a, b, c]"), "meshes[0].axis_names", "3 names"),
+    (_replace("[a, b, c, d]", "[a, b, a, d]"), "meshes[0].axis_names", "duplicate axis name 'a'"),
+    (_replace("platform: cpu", "platform: tpu"), "platform", "must be one of"),
+    (_replace("repro: shard_map_grad", "repro: missing_script.py"), "repro", "neither a built-in"),
+    (_replace("name: shard-map-grad", "name: a/b"), "name", "letters"),
+    ("name: x\nrepro: shard_map_grad\n", "jax_versions", "required"),
+])
+def test_bad_input_names_file_and_key(write, text, key, fragment):
+    error = _error(write, text)
+    assert error.key == key
+    assert fragment in str(error)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.yaml")

@@ -1,0 +1,85 @@
+"""End to end with real JAX releases from the package index, 8 CPU-simulated devices.
+
+These create uv virtualenvs (cached under ~/.cache/jax-cache-harness/envs) and run the real repro.
+"""
+
+import json
+
+import pytest
+
+from harness import cli
+from harness.environments.venv import VenvBackend
+from harness.model import Platform
+
+pytestmark = pytest.mark.integration
+
+
+def sweep(argv, tmp_path, capsys):
+    code = cli.main([*argv, "--out", str(tmp_path), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return json.loads((run_dir / "results.json").read_text()), out, run_dir
+
+
+def test_seed_regression_version_by_version(tmp_path, capsys, write):
+    config = write("seed.yaml", """\
+name: seed-subset
+repro: shard_map_grad
+jax_versions: ["0.4.25", "0.4.26", "0.4.28", "0.4.29"]
+device_count: 8
+meshes: [{shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}]
+runs: 6
+""")
+    data, out, run_dir = sweep(["run", str(config)], tmp_path / "results", capsys)
+    verdicts = {c["jax_version"]: c["verdict"] for c in data["cells"]}
+    assert verdicts == {"0.4.25": "unsupported", "0.4.26": "clean", "0.4.28": "reproduced", "0.4.29": "clean"}
+    reproduced = next(c for c in data["cells"] if c["jax_version"] == "0.4.28")
+    assert len(reproduced["keys"]["jit_f"]) >= 2
+    assert len({r["seed"] for r in reproduced["runs"]}) == len(reproduced["runs"])
+    assert all(r["exit_code"] == 0 for r in reproduced["runs"])
+    assert data["summary"]["appears_in"] == "0.4.28"
+    assert data["summary"]["last_clean_before"] == "0.4.26"
+    assert data["summary"]["fixed_in"] == "0.4.29"
+    assert "regression appears in 0.4.28 (last clean 0.4.26); fixed in 0.4.29" in out
+    assert data["status"] == "complete" and data["schema_version"] >= 1
+    assert (run_dir / "table.md").read_text().count("reproduced") >= 1
+    assert (run_dir / reproduced["runs"][0]["log"]).is_file()
+
+
+def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
+    data, _, _ = sweep(["check", "examples/set_order_script.py", "--versions", "0.4.31", "--runs", "6"],
+                       tmp_path / "a", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "reproduced"
+    # 0.4.31 writes each entry as two files: -cache and -atime.
+    assert any(name.endswith("-cache") for name in cell["listing"])
+    assert any(name.endswith("-atime") for name in cell["listing"])
+
+    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "3"],
+                       tmp_path / "b", capsys)
+    assert data["cells"][0]["verdict"] == "clean"
+
+
+def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):
+    script = write("crash.py", "import jax\nraise SystemExit(3)\n")
+    data, _, _ = sweep(["check", str(script), "--versions", "0.4.29", "--runs", "2"], tmp_path / "r", capsys)
+    assert data["cells"][0]["verdict"] == "error" and "exit code 3" in data["cells"][0]["reason"]
+
+
+def test_local_backend_uses_the_given_interpreter(tmp_path, capsys):
+    env = VenvBackend().prepare("0.4.29", Platform.CPU)  # reused from the tests above
+    data, _, _ = sweep(["run", "configs/smoke.yaml", "--backend", "local", "--python", str(env.python),
+                        "--runs", "3"], tmp_path / "r", capsys)
+    (cell,) = data["cells"]
+    assert cell["jax_version"] == "0.4.29" and cell["verdict"] == "clean"
+    assert cell["environment"]["backend"] == "local"
+
+
+def test_half_made_venv_is_rebuilt(tmp_path):
+    backend = VenvBackend(root=tmp_path)
+    path = backend.env_path("0.4.29", Platform.CPU)
+    (path / "bin").mkdir(parents=True)  # as if an install was interrupted: no ready marker
+    env = backend.prepare("0.4.29", Platform.CPU)
+    assert env.describe()["jax"] == "0.4.29" and env.describe()["reused"] is False
+    assert backend.prepare("0.4.29", Platform.CPU).describe()["reused"] is True

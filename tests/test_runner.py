@@ -1,0 +1,102 @@
+"""The runner's bookkeeping against an environment that writes cache entries itself (no JAX)."""
+
+import threading
+import time
+
+from harness.config import Repro
+from harness.environments.base import Environment
+from harness.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
+from harness.runner import CellRunner, process_env, random_seeds, repro_args
+
+SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
+REPRO = Repro("shard_map_grad", __file__, builtin=True)
+
+
+class ScriptedEnvironment(Environment):
+    """Writes the entry `key_for(seed)` into the cache, like a JAX process would."""
+
+    jax_version = "0.4.28"
+
+    def __init__(self, key_for, fail_seeds=(), delay=0.0):
+        self.key_for, self.fail_seeds, self.delay = key_for, set(fail_seeds), delay
+        self.calls = []
+        self.active = 0
+        self.max_active = 0
+        self.lock = threading.Lock()
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        self.calls.append((args, dict(env)))
+        seed = int(env["PYTHONHASHSEED"])
+        time.sleep(self.delay)
+        log_path.write_text(f"seed {seed}\n")
+        (cache_dir / f"jit_f-{self.key_for(seed):064x}").write_text("x")
+        with self.lock:
+            self.active -= 1
+        if seed in self.fail_seeds:
+            return ProcessOutcome(1, 0.01, reason="exit code 1")
+        return ProcessOutcome(0, 0.01)
+
+    def describe(self):
+        return {"backend": "scripted"}
+
+
+def test_process_env_sets_cache_thresholds_and_simulated_devices():
+    env = process_env(SPEC, 1234)
+    assert env["PYTHONHASHSEED"] == "1234"
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] == "-1"
+    assert "XLA_FLAGS" not in process_env(CellSpec("0.4.28", Platform.CUDA, 8, None), 1)
+
+
+def test_repro_args_carry_the_mesh():
+    assert repro_args(REPRO, SPEC) == ["--mesh-shape", "8,1,1,1", "--axis-names", "a,b,c,d"]
+    assert repro_args(Repro("mine", __file__, builtin=False), SPEC) == []
+
+
+def test_random_seeds_distinct_and_nonzero():
+    seeds = random_seeds(50)
+    assert len(set(seeds)) == 50 and all(1 <= s < 2**32 for s in seeds)
+
+
+def test_each_run_gets_its_seed_and_new_entries(tmp_path):
+    env = ScriptedEnvironment(key_for=lambda seed: seed % 2)
+    result = CellRunner(env, REPRO, 10).run(SPEC, [11, 12, 13], tmp_path / "cache", tmp_path / "logs",
+                                            results_root=tmp_path)
+    assert [r.seed for r in result.runs] == [11, 12, 13]
+    assert result.runs[0].new_entries == [f"jit_f-{1:064x}"]
+    assert result.runs[1].new_entries == [f"jit_f-{0:064x}"]
+    assert result.runs[2].new_entries == []  # a cache hit
+    assert result.verdict == Verdict.REPRODUCED
+    assert result.runs[0].log.startswith("logs/")
+    assert sorted(result.listing) == [f"jit_f-{0:064x}", f"jit_f-{1:064x}"]
+
+
+def test_clean_cell(tmp_path):
+    result = CellRunner(ScriptedEnvironment(lambda s: 7), REPRO, 10).run(
+        SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
+    assert result.verdict == Verdict.CLEAN and len(result.runs) == 4
+
+
+def test_failed_run_makes_error(tmp_path):
+    result = CellRunner(ScriptedEnvironment(lambda s: 7, fail_seeds={2}), REPRO, 10).run(
+        SPEC, [1, 2, 3], tmp_path / "c", tmp_path / "l")
+    assert result.verdict == Verdict.ERROR and "run 2" in result.reason
+
+
+def test_stop_when_reproduced(tmp_path):
+    env = ScriptedEnvironment(key_for=lambda seed: seed)
+    result = CellRunner(env, REPRO, 10).run(SPEC, [1, 2, 3, 4, 5], tmp_path / "c", tmp_path / "l",
+                                            stop_when_reproduced=True)
+    assert result.verdict == Verdict.REPRODUCED and len(result.runs) == 2
+
+
+def test_jobs_run_in_parallel(tmp_path):
+    env = ScriptedEnvironment(key_for=lambda seed: 1, delay=0.2)
+    result = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
+    assert env.max_active == 2
+    assert result.verdict == Verdict.CLEAN and [r.index for r in result.runs] == [1, 2, 3, 4]
