@@ -40,8 +40,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None) -> Judgement:
         return Judgement(Verdict.ERROR, keys, f"only {len(runs)} of {expected_runs} runs were made")
     if not keys:
         return Judgement(Verdict.UNSUPPORTED, keys,
-                         "runs succeeded but the cache stayed empty: this release does not write "
-                         "a persistent cache here")
+                         "runs succeeded but the cache stayed empty: nothing measured")
     return Judgement(Verdict.CLEAN, keys, f"one key per module over {len(good)} runs")
 
 

@@ -41,6 +41,16 @@ def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
     return env
 
 
+# A user's script does not print its lowered module as the built-in repro does; JAX's own IR dump
+# (in every release this harness covers) writes each compiled module, the evidence for a report.
+IR_DUMP_VAR = "JAX_DUMP_IR_TO"
+
+
+def ir_dump_dir(log_path: Path) -> Path:
+    """Where a run's IR dump goes: beside its log, so results folders stay self-contained."""
+    return log_path.with_suffix(".ir")
+
+
 def repro_args(repro: Repro, spec: CellSpec) -> list[str]:
     if not repro.takes_mesh or spec.mesh is None:
         return []
@@ -73,6 +83,9 @@ class CellRunner:
         """Run once per seed (fewer if `stop_when_reproduced` and a second key shows up)."""
         seeds = list(seeds)
         planned = planned or len(seeds)
+        # Runs start in other folders (the script's, a container's): give them absolute paths.
+        cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
+        results_root = results_root.resolve() if results_root else None
         cache_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         args = repro_args(self.repro, spec)
@@ -82,8 +95,10 @@ class CellRunner:
         def one(index: int, seed: int) -> RunRecord:
             before = list_dir(cache_dir)
             log = log_dir / f"run-{index:02d}-seed-{seed}.log"
-            outcome = self.environment.run(self.repro.path, args, process_env(spec, seed), cache_dir,
-                                           log, self.timeout_s)
+            env = process_env(spec, seed)
+            if not self.repro.builtin:
+                env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
+            outcome = self.environment.run(self.repro.path, args, env, cache_dir, log, self.timeout_s)
             added = sorted(list_dir(cache_dir) - before)
             rel = log.relative_to(results_root) if results_root else log
             record = RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,

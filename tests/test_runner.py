@@ -1,6 +1,7 @@
 """The runner's bookkeeping against an environment that writes cache entries itself (no JAX)."""
 
 import threading
+from pathlib import Path
 import time
 
 from harness.config import Repro
@@ -100,3 +101,20 @@ def test_jobs_run_in_parallel(tmp_path):
     result = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
     assert env.max_active == 2
     assert result.verdict == Verdict.CLEAN and [r.index for r in result.runs] == [1, 2, 3, 4]
+
+
+def test_relative_folders_reach_the_process_as_absolute_paths(tmp_path, monkeypatch):
+    # Runs start in the script's folder: a relative cache path would land somewhere else entirely.
+    monkeypatch.chdir(tmp_path)
+    seen = []
+
+    class Recording(ScriptedEnvironment):
+        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+            seen.append((cache_dir, log_path))
+            return super().run(script, args, env, cache_dir, log_path, timeout_s)
+
+    result = CellRunner(Recording(lambda s: 1), REPRO, 10).run(
+        SPEC, [1, 2], Path("rel/cache"), Path("rel/logs"),
+        results_root=Path("rel"))
+    assert all(c.is_absolute() and l.is_absolute() for c, l in seen)
+    assert result.runs[0].log.startswith("logs/")
