@@ -15,6 +15,7 @@ from harness.environments import NAMES, BackendOptions, make_backend
 from harness.errors import UserError
 from harness.progress import ConsoleProgress
 from harness.results import ResultsWriter, host_facts, new_run_dir
+from harness.shards.select import parse_shard
 from harness.sweep import Sweep, plan_cells
 from harness.table import render, summary_line
 from harness.versions import LATEST, PyPIIndex, check_syntax, matches, resolve
@@ -46,6 +47,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--shard", type=parse_shard, metavar="I/N",
+                   help="measure only shard I of N of the cells (join them with harness merge)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules():
     """`register(subparsers, add_sweep_options)` functions of the commands kept in other modules."""
-    return []
+    from harness.nightly.command import register_compare, register_nightly
+    from harness.report.command import register as register_report
+    from harness.shards.command import register as register_merge
+
+    return [register_report, register_nightly, register_compare, register_merge]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +147,11 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
     versions = _versions(config, args, choice.backend)
     index_holder["index"] = getattr(args, "index", None)
     runs = args.runs or config.runs
-    cells = plan_cells(config, versions)
+    planned = plan_cells(config, versions)
+    shard = getattr(args, "shard", None)
+    cells = shard.select(planned) if shard else planned
+    if shard:
+        progress.say(f"shard {shard}: {len(cells)} of {len(planned)} cell(s)")
     progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
                  f"up to {runs} runs each")
 
@@ -152,7 +163,9 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
         "options": {"runs": runs, "jobs": args.jobs, "backend": choice.backend.name,
                     "backend_reason": choice.why},
         "host": host_facts(choice.backend.describe()),
+        **({"shard": shard.to_json([c.key for c in planned], [c.key for c in cells])} if shard else {}),
     })
+    args.results_dir = run_dir  # for commands that read the results back (nightly)
     progress.say(f"results: {writer.path}")
     sweep = Sweep(config, choice.backend, writer, progress, runs=runs, jobs=args.jobs)
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import boundaries, version_verdicts
+from harness.hostinfo import accelerator_facts
 from harness.model import CellResult
 
 SCHEMA_VERSION = 1
@@ -56,6 +57,7 @@ def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "harness_python": sys.executable,
+        **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
         **{k: v for k, v in backend.items()},
     }
 
@@ -104,6 +106,7 @@ class ResultsWriter:
         self.flush()
 
     def flush(self) -> None:
+        from harness.report import write_report  # imports results: import here, not at the top
         from harness.table import render_markdown
 
         self.document["cells"] = [c.to_json() for c in self._cells]
@@ -111,6 +114,7 @@ class ResultsWriter:
         self.document["summaries"] = summaries_by_mesh(self._cells)
         write_atomic(self.path, json.dumps(self.document, indent=2) + "\n")
         write_atomic(self.dir / TABLE_FILE, render_markdown(self._cells, self.document))
+        write_report(self.dir, self.document, self._cells)
 
 
 def load_results(path: Path) -> dict[str, Any]:

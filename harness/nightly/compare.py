@@ -1,0 +1,107 @@
+"""Compare a sweep with a baseline, cell by cell (pure): what changed, and whether to raise the alarm.
+
+A nightly sweep usually measures the newest release, which the baseline (last night's results) may not
+have: such a cell is compared with the baseline's newest earlier release on the same mesh and platform,
+so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from packaging.version import Version
+from tabulate import tabulate
+
+from harness.model import CellResult, CellSpec, Verdict
+
+
+class Change(enum.StrEnum):
+    REGRESSED = "regressed"  # clean before, reproduced now: the alarm
+    BROKE = "broke"  # clean before, error now: the alarm (a crash may hide the bug)
+    FIXED = "fixed"  # reproduced before, clean now
+    CHANGED = "changed"  # any other verdict change (unsupported -> clean, error -> clean, ...)
+    SAME = "same"
+    NEW = "new"  # nothing in the baseline to compare with
+
+
+ALARMS = frozenset({Change.REGRESSED, Change.BROKE})
+
+
+@dataclass(frozen=True)
+class CellChange:
+    spec: CellSpec
+    before: Verdict | None
+    after: Verdict
+    baseline_version: str | None  # the baseline cell's version (differs when matched to an earlier release)
+    change: Change
+
+    @property
+    def alarm(self) -> bool:
+        return self.change in ALARMS
+
+
+def _place(spec: CellSpec) -> tuple:
+    """A cell without its version: where it runs."""
+    return (spec.platform, spec.device_count, spec.mesh)
+
+
+def classify(before: Verdict | None, after: Verdict) -> Change:
+    if before is None:
+        return Change.NEW
+    if before == after:
+        return Change.SAME
+    if before == Verdict.CLEAN and after == Verdict.REPRODUCED:
+        return Change.REGRESSED
+    if before == Verdict.CLEAN and after == Verdict.ERROR:
+        return Change.BROKE
+    if before == Verdict.REPRODUCED and after == Verdict.CLEAN:
+        return Change.FIXED
+    return Change.CHANGED
+
+
+def _match(cell: CellResult, baseline: list[CellResult]) -> CellResult | None:
+    exact = [b for b in baseline if b.spec.key == cell.spec.key]
+    if exact:
+        return exact[0]
+    earlier = [b for b in baseline if _place(b.spec) == _place(cell.spec)
+               and Version(b.spec.jax_version) < Version(cell.spec.jax_version)]
+    return max(earlier, key=lambda b: Version(b.spec.jax_version), default=None)
+
+
+def compare(current: list[CellResult], baseline: list[CellResult]) -> list[CellChange]:
+    out = []
+    for cell in current:
+        base = _match(cell, baseline)
+        before = base.verdict if base else None
+        out.append(CellChange(cell.spec, before, cell.verdict, base.spec.jax_version if base else None,
+                              classify(before, cell.verdict)))
+    return out
+
+
+def exit_code(changes: list[CellChange]) -> int:
+    """1 when any cell went from clean to reproduced or error; 0 otherwise."""
+    return 1 if any(c.alarm for c in changes) else 0
+
+
+def render_changes(changes: list[CellChange]) -> str:
+    if not changes:
+        return "no cells to compare"
+    rows = []
+    for c in changes:
+        mesh = c.spec.mesh.label if c.spec.mesh else "(script)"
+        was = f"{c.before} ({c.baseline_version})" if c.before else "—"
+        rows.append([c.spec.jax_version, mesh, f"{c.spec.platform}x{c.spec.device_count}", was, str(c.after),
+                     c.change.upper() if c.alarm else str(c.change)])
+    table = tabulate(rows, headers=["jax", "mesh", "platform", "baseline", "now", "change"], tablefmt="github")
+    alarms = [c for c in changes if c.alarm]
+    moved = [c for c in changes if c.change not in (Change.SAME,)]
+    if alarms:
+        verdict = (f"ALARM: {len(alarms)} cell(s) went from clean to "
+                   + " or ".join(sorted({str(c.after) for c in alarms})) + ": "
+                   + ", ".join(f"jax {c.spec.jax_version}" for c in alarms))
+    elif moved:
+        verdict = f"no regression; {len(moved)} cell(s) changed without raising the alarm"
+    else:
+        verdict = "no change against the baseline"
+    return f"{table}\n\n{verdict}"

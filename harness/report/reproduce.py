@@ -1,0 +1,75 @@
+"""The "Reproduce with" section (pure): shell commands a JAX developer can paste, no harness needed.
+
+The environment variables come from `runner.process_env`, the very function that set up each run,
+so the commands cannot drift from what the harness measured.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from harness.config import Repro
+from harness.environments.requirements import jax_requirements
+from harness.model import CellResult
+from harness.repros import builtin_path
+from harness.report.evidence import seeds_by_key, split_module
+from harness.runner import process_env, repro_args
+
+# Variables set per run (the seed) or only for the harness's own bookkeeping.
+_PER_RUN = ("PYTHONHASHSEED", "PYTHONUNBUFFERED")
+MAX_SEEDS = 8
+
+
+def repro_for(config: dict[str, Any]) -> tuple[Repro, str]:
+    """The repro the config names and how to call its script in a command (repo-relative if built in)."""
+    name = config.get("repro", "")
+    builtin = builtin_path(name)
+    if builtin is not None:
+        return Repro(name, builtin, builtin=True), f"harness/repros/{builtin.name}"
+    path = Path(name)
+    return Repro(path.stem, path, builtin=False), name
+
+
+def shell_commands(cell: CellResult, config: dict[str, Any]) -> str:
+    """A bash block that reruns `cell` by hand with the hash seeds that gave distinct keys."""
+    module = split_module(cell)
+    seeds = list(seeds_by_key(cell, module).values())[:MAX_SEEDS] if module else []
+    if not seeds:
+        seeds = [r.seed for r in cell.runs][:MAX_SEEDS]
+    repro, script = repro_for(config)
+    spec = cell.spec
+    env = {k: v for k, v in process_env(spec, seeds[0] if seeds else 1).items() if k not in _PER_RUN}
+    venv = f"jax-{spec.jax_version}"
+    requirements = jax_requirements(spec.jax_version, spec.platform)
+    if cell.environment.get("numpy"):
+        # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
+        requirements.append(f"numpy=={cell.environment['numpy']}")
+    args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
+    lines = [
+        f"# jax {spec.jax_version}, {spec.mesh.label if spec.mesh else 'user script'}, "
+        f"{spec.platform} x{spec.device_count}",
+        f"python3 -m venv {venv} && {venv}/bin/pip install -q "
+        + " ".join(shlex.quote(r) for r in requirements),
+        'export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"',
+        *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+        "# a fresh process per seed: the hash seed is fixed when the interpreter starts",
+        f"for seed in {' '.join(map(str, seeds))}; do",
+        f"  PYTHONHASHSEED=$seed {venv}/bin/python {shlex.quote(script)}{' ' + args if args else ''} > /dev/null",
+        "done",
+        'ls -1 "$JAX_COMPILATION_CACHE_DIR"',
+    ]
+    if module:
+        lines.append(f"# expected: {len(seeds)} different {module}-* files, one per seed (one file when fixed)")
+    return "\n".join(lines)
+
+
+def harness_command(document: dict[str, Any], cell: CellResult) -> str:
+    """The harness command that measures just this cell again."""
+    source = document.get("config", {}).get("source") or "CONFIG"
+    if source == "harness check":
+        script = document.get("config", {}).get("repro", "SCRIPT")
+        return (f"harness check {shlex.quote(script)} --versions {cell.spec.jax_version} "
+                f"--device-count {cell.spec.device_count} --platform {cell.spec.platform}")
+    return f"harness run {shlex.quote(source)} --versions {cell.spec.jax_version}"

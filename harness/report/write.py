@@ -1,0 +1,39 @@
+"""Write report.md (and each reproduced cell's full diff) into a results folder, atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.model import CellResult
+from harness.report.evidence import Evidence, needs_evidence
+from harness.report.render import REPORT_FILE, EvidenceMap, render_report
+from harness.report.sources import collect_evidence
+from harness.results import load_results, write_atomic
+
+EVIDENCE_DIR = "evidence"
+
+
+def gather_evidence(results_dir: Path, cells: list[CellResult]) -> EvidenceMap:
+    return {c.spec.key: collect_evidence(results_dir, c) for c in cells if needs_evidence(c)}
+
+
+def write_report(results_dir: Path, document: dict[str, Any] | None = None,
+                 cells: list[CellResult] | None = None) -> Path:
+    """Render the report of `results_dir` (its results.json unless `document` is given)."""
+    from harness.sweep import cell_slug
+
+    results_dir = Path(results_dir)
+    if document is None:
+        document = load_results(results_dir)
+    if cells is None:
+        cells = [CellResult.from_json(c) for c in document.get("cells", [])]
+    evidence = gather_evidence(results_dir, cells)
+    for cell in cells:
+        item = evidence.get(cell.spec.key)
+        if isinstance(item, Evidence) and item.diff:
+            # The report cuts long diffs; the whole one stays beside it.
+            write_atomic(results_dir / EVIDENCE_DIR / f"{cell_slug(cell.spec)}.diff", "\n".join(item.diff) + "\n")
+    path = results_dir / REPORT_FILE
+    write_atomic(path, render_report(document, cells, evidence))
+    return path

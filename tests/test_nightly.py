@@ -1,0 +1,109 @@
+"""The nightly comparison: exit 1 exactly when a cell went from clean to reproduced or error."""
+
+import json
+
+import pytest
+
+from harness import cli
+from harness.model import CellResult, CellSpec, Mesh, Platform, Verdict
+from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
+
+MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
+
+
+def cell(version, verdict, mesh=MESH):
+    return CellResult(CellSpec(version, Platform.CPU, 8, mesh), verdict, {}, [])
+
+
+@pytest.mark.parametrize("before, after, change, code", [
+    (Verdict.CLEAN, Verdict.REPRODUCED, Change.REGRESSED, 1),
+    (Verdict.CLEAN, Verdict.ERROR, Change.BROKE, 1),
+    (Verdict.CLEAN, Verdict.CLEAN, Change.SAME, 0),
+    (Verdict.REPRODUCED, Verdict.REPRODUCED, Change.SAME, 0),
+    (Verdict.REPRODUCED, Verdict.CLEAN, Change.FIXED, 0),
+    (Verdict.REPRODUCED, Verdict.ERROR, Change.CHANGED, 0),
+    (Verdict.ERROR, Verdict.REPRODUCED, Change.CHANGED, 0),
+    (Verdict.UNSUPPORTED, Verdict.REPRODUCED, Change.CHANGED, 0),
+    (Verdict.CLEAN, Verdict.UNSUPPORTED, Change.CHANGED, 0),
+    (None, Verdict.REPRODUCED, Change.NEW, 0),
+])
+def test_each_kind_of_difference(before, after, change, code):
+    assert classify(before, after) == change
+    baseline = [cell("0.4.29", before)] if before else []
+    changes = compare([cell("0.4.29", after)], baseline)
+    assert [c.change for c in changes] == [change]
+    assert exit_code(changes) == code
+
+
+def test_a_new_release_is_compared_with_the_newest_earlier_one_on_the_same_mesh():
+    other_mesh = Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))
+    baseline = [cell("0.10.1", Verdict.REPRODUCED), cell("0.10.2", Verdict.CLEAN),
+                cell("0.10.3", Verdict.CLEAN, other_mesh), cell("0.10.9", Verdict.REPRODUCED)]
+    (change,) = compare([cell("0.10.3", Verdict.REPRODUCED)], baseline)
+    assert change.baseline_version == "0.10.2" and change.change == Change.REGRESSED
+    # 0.10.9 is newer, not earlier: never the comparison for 0.10.3.
+    (change,) = compare([cell("0.10.3", Verdict.CLEAN)], [cell("0.10.9", Verdict.REPRODUCED)])
+    assert change.change == Change.NEW
+
+
+def test_render_names_the_alarm():
+    changes = compare([cell("0.4.28", Verdict.REPRODUCED), cell("0.4.29", Verdict.CLEAN)],
+                      [cell("0.4.28", Verdict.CLEAN), cell("0.4.29", Verdict.CLEAN)])
+    text = render_changes(changes)
+    assert "ALARM: 1 cell(s) went from clean to reproduced: jax 0.4.28" in text
+    assert "REGRESSED" in text and "clean (0.4.28)" in text
+    assert "no change" in render_changes(compare([cell("0.4.29", Verdict.CLEAN)], [cell("0.4.29", Verdict.CLEAN)]))
+
+
+def write_results(folder, cells):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(
+        {"schema_version": 1, "status": "complete", "config": {"name": "n"}, "cells": [c.to_json() for c in cells]}))
+    return folder
+
+
+@pytest.mark.parametrize("now, code", [(Verdict.CLEAN, 0), (Verdict.REPRODUCED, 1), (Verdict.ERROR, 1)])
+def test_compare_command_exit_codes(tmp_path, capsys, now, code):
+    baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.CLEAN)])
+    current = write_results(tmp_path / "now", [cell("0.4.29", now)])
+    assert cli.main(["compare", str(current), "--baseline", str(baseline)]) == code
+    assert f"compared with {baseline}" in capsys.readouterr().out
+
+
+def test_bad_baseline_is_bad_input(tmp_path, capsys):
+    current = write_results(tmp_path / "now", [cell("0.4.29", Verdict.CLEAN)])
+    assert cli.main(["compare", str(current), "--baseline", str(tmp_path / "missing")]) == 2
+    assert "no such results file" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_sweep(monkeypatch, tmp_path):
+    """cli._sweep replaced: records the versions nightly asked for; 0.4.30 'reproduces'."""
+    seen = {}
+
+    def sweep(config, args):
+        seen["versions"] = args.versions
+        args.results_dir = write_results(tmp_path / "swept", [cell("0.4.30", Verdict.REPRODUCED)])
+        return 0
+    monkeypatch.setattr(cli, "_sweep", sweep)
+    return seen
+
+
+def test_nightly_sweeps_latest_by_default_and_alarms(tmp_path, fake_sweep, capsys):
+    baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.CLEAN)])
+    code = cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)])
+    assert fake_sweep["versions"] == ["latest"]
+    assert code == 1 and "ALARM" in capsys.readouterr().out
+
+
+def test_nightly_versions_are_configurable(tmp_path, fake_sweep):
+    baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.REPRODUCED)])
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline), "--versions", "0.4.30"]) == 0
+    assert fake_sweep["versions"] == ["0.4.30"]
+    cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline), "--config-versions"])
+    assert fake_sweep["versions"] is None  # the sweep then reads the config's jax_versions
+
+
+def test_nightly_checks_the_baseline_before_sweeping(tmp_path, fake_sweep):
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(tmp_path / "none")]) == 2
+    assert "versions" not in fake_sweep

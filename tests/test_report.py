@@ -1,0 +1,232 @@
+"""report.md from stored results: a real 0.4.28/0.4.29 smoke run (tests/fixtures/smoke-run, caches left
+out) and real IR dumps of a user script on 0.4.28 (tests/fixtures/ir_dump)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.report import REPORT_FILE, render_report, write_report
+from harness.report.evidence import (MissingEvidence, changed_attributes, compare_runs, extract_lowered,
+                                     pick_pair, seeds_by_key, strip_locations)
+from harness.report.reproduce import shell_commands
+from harness.report.sources import collect_evidence, lowered_text
+from harness.hostinfo import parse_nvidia_smi
+from harness.results import ResultsWriter
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys
+
+
+@pytest.fixture
+def smoke_run(tmp_path):
+    folder = tmp_path / "smoke-run"
+    shutil.copytree(FIXTURES / "smoke-run", folder)
+    return folder
+
+
+def test_report_of_a_real_run(smoke_run):
+    report = write_report(smoke_run).read_text()
+    assert report.startswith("# smoke: regression present from the first measured release, 0.4.28")
+    # The boundary line, as analysis.boundaries says it.
+    assert ("**regression present from the first measured release, 0.4.28 (no clean release before it); "
+            "fixed in 0.4.29**") in report
+    # The evidence: the residual's jax.result_info, permuted between run 1 and run 2.
+    diff = report.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
+    removed = [line for line in diff if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in diff if line.startswith("+") and not line.startswith("+++")]
+    assert removed == ["-  func.func private @shmap_body(%arg0: tensor<1x1xf32>) -> (tensor<1x1xf32> "
+                       "{jax.result_info = \"[('b', 'a', 'c', 'd'), None]\"}) {"]
+    assert added == ["+  func.func private @shmap_body(%arg0: tensor<1x1xf32>) -> (tensor<1x1xf32> "
+                     "{jax.result_info = \"[('c', 'a', 'b', 'd'), None]\"}) {"]
+    assert "- `jax.result_info`: `[('b', 'a', 'c', 'd'), None]` → `[('c', 'a', 'b', 'd'), None]`" in report
+    assert f"PYTHONHASHSEED={SEEDS_0428[0]}" in diff[0] and f"PYTHONHASHSEED={SEEDS_0428[1]}" in diff[1]
+    assert len(diff) == 5 and diff[2] == "@@ -19 +19 @@"  # minimal: headers, one hunk, no context
+    # Reproduce with: the seeds that gave distinct keys, the env the harness set, the script and mesh.
+    assert f"for seed in {' '.join(map(str, SEEDS_0428))}; do" in report
+    assert "export XLA_FLAGS=--xla_force_host_platform_device_count=8" in report
+    assert "export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0" in report
+    assert ("PYTHONHASHSEED=$seed jax-0.4.28/bin/python harness/repros/shard_map_grad.py "
+            "--mesh-shape 8,1,1,1 --axis-names a,b,c,d") in report
+    assert "jax-0.4.28/bin/pip install -q jax==0.4.28 jaxlib==0.4.28 numpy==1.26.4" in report
+    assert "harness run configs/smoke.yaml --versions 0.4.28" in report
+    # Environment facts and the listings, folded.
+    assert "| 0.4.28 | 0.4.28 | 0.4.28   | 3.11.7   | 1.26.4  | venv" in report
+    assert "8 simulated CPU devices" in report
+    assert "<details><summary>jax 0.4.28, mesh 8x1x1x1 (a,b,c,d), cpu x8: reproduced, 7 file(s)</summary>" in report
+    assert report.count("jit_f-") >= 5 and "$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
+    assert "```yaml\nname: smoke\nrepro: shard_map_grad\n" in report
+    # The whole diff is kept beside the report.
+    assert "jax.result_info" in (smoke_run / "evidence" / "jax-0.4.28-cpu8-8-1-1-1-abcd.diff").read_text()
+
+
+def test_report_command_regenerates_and_bad_folder_is_one_line(smoke_run, tmp_path, capsys):
+    assert not (smoke_run / REPORT_FILE).exists()
+    assert cli.main(["report", str(smoke_run)]) == 0
+    assert "jax.result_info" in (smoke_run / REPORT_FILE).read_text()
+    assert cli.main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "no such results file" in capsys.readouterr().err
+
+
+def test_report_says_why_when_the_logs_are_gone(smoke_run):
+    shutil.rmtree(smoke_run / "logs")
+    report = write_report(smoke_run).read_text()
+    assert "_No diff: the lowered jit_f of runs 1 and 2 was not kept" in report
+    assert "for seed in" in report  # the seeds do not need the logs
+
+
+def _cells(folder):
+    return [CellResult.from_json(c) for c in json.loads((folder / "results.json").read_text())["cells"]]
+
+
+def test_evidence_pair_and_seeds_from_real_cell(smoke_run):
+    cell = _cells(smoke_run)[0]
+    run_a, run_b = pick_pair(cell, "jit_f")
+    assert (run_a.index, run_b.index) == (1, 2)
+    assert list(seeds_by_key(cell, "jit_f").values()) == SEEDS_0428
+    text = lowered_text(smoke_run, run_a, "jit_f")
+    assert text.startswith("module @jit_f") and "BEGIN LOWERED" not in text
+
+
+def test_pair_skips_runs_that_hit_the_cache():
+    key = "jit_f-" + "a" * 64
+    other = "jit_f-" + "b" * 64
+    runs = [RunRecord(1, 11, 0, 1.0, [key]), RunRecord(2, 12, 0, 1.0, []),  # a cache hit: no key
+            RunRecord(3, 13, 1, 1.0, [other]),  # crashed: not evidence
+            RunRecord(4, 14, 0, 1.0, [key]), RunRecord(5, 15, 0, 1.0, [other])]
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED,
+                      {"jit_f": [key, other]}, runs)
+    a, b = pick_pair(cell, "jit_f")
+    assert (a.index, b.index) == (1, 5)
+    assert seeds_by_key(cell, "jit_f") == {key: 11, other: 15}
+    # Reproduce with: one seed per distinct key, not every run's.
+    assert "for seed in 11 15; do" in shell_commands(cell, {"repro": "shard_map_grad"})
+
+
+def test_real_ir_dumps_diff_to_the_result_info_without_locations():
+    dumps = FIXTURES / "ir_dump"
+    a = (dumps / "run-01.ir" / "jax_ir2_jit_f_compile.mlir").read_text()
+    b = (dumps / "run-02.ir" / "jax_ir2_jit_f_compile.mlir").read_text()
+    assert "loc(" in a and "loc(" not in strip_locations(a) and "#loc" not in strip_locations(a)
+    key_a, key_b = "jit_f-" + "1" * 64, "jit_f-" + "2" * 64
+    ev = compare_runs("jit_f", RunRecord(1, 1, 0, 1.0, [key_a]), RunRecord(2, 2, 0, 1.0, [key_b]), a, b)
+    changed = [line for line in ev.diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert len(changed) == 2 and all("jax.result_info" in line for line in changed)
+    assert [name for name, _, _ in ev.attributes] == ["jax.result_info"]
+
+
+def test_user_script_evidence_read_from_the_ir_dump_beside_the_log(tmp_path):
+    logs = tmp_path / "logs" / "cell"
+    logs.mkdir(parents=True)
+    keys = ["jit_f-" + c * 64 for c in "12"]
+    runs = []
+    for i in (1, 2):
+        (logs / f"run-0{i}.log").write_text("no markers here\n")
+        shutil.copytree(FIXTURES / "ir_dump" / f"run-0{i}.ir", logs / f"run-0{i}.ir")
+        runs.append(RunRecord(i, i, 0, 1.0, [keys[i - 1]], log=f"logs/cell/run-0{i}.log"))
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": keys}, runs)
+    ev = collect_evidence(tmp_path, cell)
+    assert [a for a, _, _ in ev.attributes] == ["jax.result_info"]
+    # Only jit_f's dump is used, not jit_iota's.
+    assert "iota" not in "\n".join(ev.diff)
+
+
+def test_identical_modules_are_said_plainly():
+    key_a, key_b = "jit_f-" + "1" * 64, "jit_f-" + "2" * 64
+    ev = compare_runs("jit_f", RunRecord(1, 1, 0, 1.0, [key_a]), RunRecord(2, 2, 0, 1.0, [key_b]),
+                      "module @jit_f {}\n", "module @jit_f {}\n")
+    assert ev.identical and "identical" in ev.note
+
+
+def test_extract_lowered_needs_both_markers():
+    assert extract_lowered("x\n----- BEGIN LOWERED -----\nmodule\n----- END LOWERED -----\n") == "module\n"
+    assert extract_lowered("----- BEGIN LOWERED -----\nmodule (crashed before the end)") is None
+    assert extract_lowered("Traceback ...") is None
+
+
+def test_changed_attributes_pairs_removed_and_added_lines():
+    diff = ['--- a', '+++ b', '@@ -1 +1 @@', '-x {mhlo.sharding = "{replicated}", jax.result_info = "[a, b]"}',
+            '+x {mhlo.sharding = "{replicated}", jax.result_info = "[b, a]"}']
+    assert changed_attributes(diff) == [("jax.result_info", "[a, b]", "[b, a]")]
+
+
+def _doc(cells, **extra):
+    return {"schema_version": 1, "status": "complete", "config": {"name": "t", "repro": "shard_map_grad",
+                                                                  "source": "c.yaml"},
+            "host": {"os": "Linux", "python": "3.11", "cpu_count": 2, "backend": "docker",
+                     "docker_version": "24.0.7", "gpus": ["NVIDIA H100 (80 GiB)"] * 2, "driver_version": "550.1"},
+            "cells": [c.to_json() for c in cells], **extra}
+
+
+def _cell(version, verdict, platform=Platform.CUDA):
+    return CellResult(CellSpec(version, platform, 8, Mesh((8, 1), ("a", "b"))), verdict, {}, [])
+
+
+BISECT = {  # the shape `harness bisect` stores under "bisect" (harness/bisect/bisection.py Outcome.to_json)
+    "appears": {"last": "0.4.26", "first": "0.4.27", "skipped": []}, "fixed": {"last": "0.4.28", "first": "0.4.29",
+                                                                             "skipped": []},
+    "problem": None, "releases_tested": 4, "runs_total": 40,
+    "steps": [{"point": "0.4.27", "role": "appears", "verdict": "reproduced", "runs": 2, "detail": "jit_f: 2 keys"}],
+    "commits": [{"kind": "appears", "releases": ["0.4.26", "0.4.27"], "commits_in_range": 300, "commits_tested": 9,
+                 "problem": None, "skipped": [],
+                 "culprit": {"sha": "0123456789abcdef0123", "date": "2024-04-20T10:00:00Z",
+                             "subject": "shard_map: residual names from a set"},
+                 "before_culprit": {"sha": "fedcba9876543210fedc", "date": "2024-04-19T10:00:00Z",
+                                    "subject": "an innocent commit"}, "steps": []}]}
+
+
+def test_bisection_host_facts_and_status_render():
+    cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
+    text = render_report(_doc(cells, bisect=BISECT, status="interrupted"), cells, {})
+    assert "## Bisection" in text and "- Appears in 0.4.27 (last before: 0.4.26)" in text
+    assert ("- Culprit: [`0123456789ab`](https://github.com/jax-ml/jax/commit/0123456789abcdef0123) "
+            "shard_map: residual names from a set (2024-04-20)") in text
+    assert "**Commits between 0.4.26 and 0.4.27** (appears): 9 of 300 tested" in text
+    assert "- Docker: 24.0.7" in text and "- NVIDIA driver: 550.1" in text
+    assert "- GPUs: NVIDIA H100 (80 GiB), NVIDIA H100 (80 GiB)" in text
+    assert "**Status: interrupted**" in text
+    assert "regression appears in 0.4.27 (last clean 0.4.26); not fixed in this range" in text
+    # No bisection: no section, no failure.
+    assert "## Bisection" not in render_report(_doc(cells), cells, {})
+
+
+def test_report_renders_what_the_bisector_really_stores():
+    """Built with harness.bisect's own classes, so a change in what it stores shows up here."""
+    bisection = pytest.importorskip("harness.bisect.bisection")
+    logic = pytest.importorskip("harness.bisect.logic")
+    commits = pytest.importorskip("harness.bisect.commits")
+    culprit = commits.CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
+    before = commits.CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
+    search = bisection.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
+                                    boundary=logic.Boundary(before.sha, culprit.sha),
+                                    infos={culprit.sha: culprit, before.sha: before})
+    outcome = bisection.Outcome(logic.Search(appears=logic.Boundary("0.4.26", "0.4.27"),
+                                             fixed=logic.Boundary("0.4.28", "0.4.29")), [], [search])
+    cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
+    text = render_report(_doc(cells, bisect=outcome.to_json()), cells, {})
+    assert "- Appears in 0.4.27 (last before: 0.4.26)" in text and "- Fixed in 0.4.29 (last before: 0.4.28)" in text
+    assert "- Culprit: [`0123456789ab`](https://github.com/jax-ml/jax/commit/0123456789abcdef0123)" in text
+    assert "- Last commit before it: [`fedcba987654`]" in text
+
+
+def test_missing_evidence_is_rendered_not_raised():
+    cells = [_cell("0.4.27", Verdict.REPRODUCED)]
+    text = render_report(_doc(cells), cells, {cells[0].spec.key: MissingEvidence("jit_f", "runs overlapped")})
+    assert "_No diff: runs overlapped._" in text
+
+
+def test_results_writer_keeps_report_beside_results(tmp_path):
+    writer = ResultsWriter(tmp_path, {"config": {"name": "w"}})
+    assert (tmp_path / REPORT_FILE).is_file()
+    writer.add(_cell("0.4.29", Verdict.CLEAN, Platform.CPU))
+    writer.finish()
+    assert "| 0.4.29 " in (tmp_path / REPORT_FILE).read_text()
+
+
+def test_nvidia_smi_parsing():
+    out = "NVIDIA H200, 560.35.03, 143771 MiB\nNVIDIA H200, 560.35.03, 143771 MiB\n"
+    assert parse_nvidia_smi(out) == {"gpus": ["NVIDIA H200 (143771 MiB)"] * 2, "driver_version": "560.35.03"}
+    assert parse_nvidia_smi("") == {}

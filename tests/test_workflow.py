@@ -1,0 +1,57 @@
+"""The nightly workflow parses, and every harness command it runs is one the CLI accepts."""
+
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+
+from harness import cli
+from harness.config import load_config
+
+WORKFLOW = Path(__file__).parent.parent / ".github" / "workflows" / "nightly.yml"
+
+
+def workflow():
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def harness_commands(data):
+    """The argv of each `python -m harness ...` line in the workflow's run steps."""
+    found = []
+    for job in data["jobs"].values():
+        for step in job["steps"]:
+            script = step.get("run", "").replace("\\\n", " ")
+            for line in script.splitlines():
+                match = re.search(r"-m harness (.*)$", line)
+                if match:
+                    # Expressions and variables stand for values: any well-formed one will do.
+                    text = re.sub(r"\$\{\{[^}]*\}\}", "1", match[1])
+                    text = text.replace("$VERSIONS", "latest").replace('"$CONFIG"', data["env"]["CONFIG"])
+                    found.append(shlex.split(text))
+    return found
+
+
+def test_workflow_runs_nightly_on_a_schedule_with_shards_then_merge():
+    data = workflow()
+    triggers = data.get("on", data.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert triggers["schedule"][0]["cron"]
+    shard, merge = data["jobs"]["shard"], data["jobs"]["merge"]
+    assert "self-hosted" in shard["runs-on"] and "gpu-8" in shard["runs-on"]
+    assert len(shard["strategy"]["matrix"]["shard"]) == int(data["env"]["SHARDS"])
+    assert merge["needs"] == "shard"
+    uploads = [s["with"]["name"] for j in (shard, merge) for s in j["steps"]
+               if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert uploads == ["shard-${{ matrix.shard }}", "nightly-results"]
+    load_config(Path(__file__).parent.parent / data["env"]["CONFIG"])  # the config it names is valid
+
+
+def test_workflow_commands_exist_and_parse():
+    commands = harness_commands(workflow())
+    assert [c[0] for c in commands] == ["run", "merge", "compare"]
+    parser = cli.build_parser()
+    for argv in commands:
+        args = parser.parse_args(argv)  # SystemExit (a failed test) on an unknown command or option
+        assert callable(args.handler)
+    run = parser.parse_args(commands[0])
+    assert str(run.shard) == "1/1" and run.versions == ["latest"]
