@@ -130,7 +130,7 @@ def _versions(config: Config, args: argparse.Namespace, backend) -> list[str]:
                         f"{', '.join(entries)} does not include (pass --versions {installed})")
     index = PyPIIndex()
     args.index = index
-    return resolve(entries, index, source=source)
+    return resolve(entries, index, source=source, python=backend.target_python)
 
 
 def _sweep(config: Config, args: argparse.Namespace) -> int:

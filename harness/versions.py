@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -22,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from harness.errors import UserError
 
 _SPEC_CHARS = "<>=!~,"
+_CP_TAG = re.compile(r"-cp(\d+)-")  # CPython tag in a wheel's file name
 
 
 def is_specifier(entry: str) -> bool:
@@ -50,19 +52,37 @@ class Release:
     version: str
     uploaded: datetime | None  # latest upload among the release's files
     yanked: bool = False
+    requires_python: str | None = None
+    wheel_pythons: frozenset[str] = frozenset()  # CPython tags of its binary wheels, e.g. "311"
+
+    def supports(self, python: str | None) -> bool:
+        """Whether this release installs on CPython `python` ("3.11"); True when unknown."""
+        if python is None:
+            return True
+        if self.wheel_pythons:
+            return python.replace(".", "") in self.wheel_pythons
+        if self.requires_python:
+            try:
+                return Version(python) in SpecifierSet(self.requires_python)
+            except (InvalidSpecifier, InvalidVersion):
+                return True
+        return True
 
 
 class PackageIndex(Protocol):
     def releases(self, package: str) -> dict[str, Release]: ...
 
 
-def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: str = "jax_versions") -> list[str]:
-    """Versions named by `entries`: final releases of jax that have a jaxlib of the same version,
-    sorted, without duplicates. An entry that matches nothing is an error naming that entry."""
+def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: str = "jax_versions",
+            python: str | None = None) -> list[str]:
+    """Versions named by `entries`: final releases of jax that have a jaxlib of the same version
+    installable on `python` (when given), sorted, without duplicates. An entry that matches nothing
+    is an error naming that entry."""
     jax = index.releases("jax")
     jaxlib = index.releases("jaxlib")
-    usable = {v for v, r in jax.items() if not r.yanked and v in jaxlib and not jaxlib[v].yanked
-              and _is_final(v)}
+    released = {v for v, r in jax.items() if not r.yanked and v in jaxlib and not jaxlib[v].yanked
+                and _is_final(v)}
+    usable = {v for v in released if jax[v].supports(python) and jaxlib[v].supports(python)}
     chosen: set[str] = set()
     for entry in entries:
         if entry == LATEST:
@@ -73,12 +93,23 @@ def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: s
         else:
             wanted = Version(entry)
             matched = {v for v in usable if Version(v) == wanted}
+            if not matched and any(Version(v) == wanted for v in released):
+                raise UserError(f"{source}: jax {entry} has no jaxlib for Python {python} "
+                                f"(the environments' Python; it needs {jaxlib_or_jax(jax, jaxlib, entry)})")
             if not matched and any(Version(v) == wanted for v in jax):
                 raise UserError(f"{source}: jax {entry} has no matching jaxlib release (or was yanked)")
         if not matched:
             raise UserError(f"{source}: {entry!r} matches no jax release on the package index")
         chosen |= matched
     return sorted(chosen, key=Version)
+
+
+def jaxlib_or_jax(jax: dict[str, Release], jaxlib: dict[str, Release], entry: str) -> str:
+    version = next(v for v in jax if Version(v) == Version(entry))
+    tags = sorted(jaxlib[version].wheel_pythons, key=int)
+    if tags:
+        return "CPython " + ", ".join(f"{t[0]}.{t[1:]}" for t in tags)
+    return f"Python {jax[version].requires_python or jaxlib[version].requires_python}"
 
 
 def _is_final(v: str) -> bool:
@@ -139,7 +170,10 @@ def _parse_pypi(data: dict) -> dict[str, Release]:
             continue
         times = [f.get("upload_time_iso_8601") for f in files if f.get("upload_time_iso_8601")]
         uploaded = max((datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times), default=None)
-        out[version] = Release(version, uploaded, yanked=all(f.get("yanked") for f in files))
+        requires = next((f["requires_python"] for f in files if f.get("requires_python")), None)
+        tags = frozenset(m.group(1) for f in files if (m := _CP_TAG.search(f.get("filename", ""))))
+        out[version] = Release(version, uploaded, yanked=all(f.get("yanked") for f in files),
+                               requires_python=requires, wheel_pythons=tags)
     return out
 
 

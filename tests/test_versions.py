@@ -64,3 +64,28 @@ def test_syntax(entry, ok):
 def test_matches():
     assert matches("latest", "0.7.2") and matches(">=0.4.26", "0.7.2") and matches("0.7.2", "0.7.2")
     assert not matches("<0.5", "0.7.2")
+
+
+def test_releases_without_wheels_for_the_python_are_skipped():
+    index = FakeIndex(jax=["0.4.31", "0.12.0"], jaxlib=["0.4.31", "0.12.0"])
+    index.data["jaxlib"]["0.4.31"] = Release("0.4.31", None, wheel_pythons=frozenset({"310", "311", "312"}))
+    index.data["jaxlib"]["0.12.0"] = Release("0.12.0", None, requires_python=">=3.12",
+                                             wheel_pythons=frozenset({"312", "313"}))
+    assert resolve(["latest"], index, python="3.11") == ["0.4.31"]
+    assert resolve([">=0.4"], index, python="3.12") == ["0.4.31", "0.12.0"]
+    with pytest.raises(UserError, match=r"no jaxlib for Python 3.11 .*CPython 3.12, 3.13"):
+        resolve(["0.12.0"], index, python="3.11")
+
+
+def test_pypi_json_parsing():
+    from harness.versions import _parse_pypi
+
+    data = {"releases": {"0.4.28": [
+        {"filename": "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
+         "upload_time_iso_8601": "2024-05-09T23:25:06.562981Z", "yanked": False},
+        {"filename": "jaxlib-0.4.28-cp312-cp312-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
+         "upload_time_iso_8601": "2024-05-09T23:20:00Z", "yanked": False}], "0.1": []}}
+    (release,) = _parse_pypi(data).values()
+    assert release.wheel_pythons == {"311", "312"} and release.requires_python == ">=3.9"
+    assert release.uploaded.isoformat() == "2024-05-09T23:25:06.562981+00:00"
+    assert release.supports("3.11") and not release.supports("3.10")

@@ -50,6 +50,9 @@ class Backend(abc.ABC):
     """Makes environments, one per JAX version (and platform)."""
 
     name: str
+    # The CPython version ("3.11") environments are made with, so that version resolution skips
+    # releases with no wheels for it; None when the backend installs nothing.
+    target_python: str | None = None
 
     @abc.abstractmethod
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:

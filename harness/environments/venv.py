@@ -61,6 +61,7 @@ class VenvBackend(Backend):
     def __init__(self, root: Path = DEFAULT_ROOT, python: str = f"{sys.version_info.major}.{sys.version_info.minor}",
                  release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False):
         self.root, self.python, self.rebuild = Path(root), python, rebuild
+        self.target_python = python
         self._release_date = release_date
 
     def env_path(self, jax_version: str, platform: Platform) -> Path:
