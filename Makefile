@@ -4,9 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= configs/shard_map_grad.yaml
+BASELINE ?= results/baseline
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench clean-envs help
+.PHONY: table smoke test test-unit bench nightly clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -14,6 +15,7 @@ help:
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only"
 	@echo "make bench      the harness's overhead against a bare shell loop"
+	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
 
 $(STAMP): pyproject.toml
@@ -36,6 +38,9 @@ test-unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_runs.py
+
+nightly: $(STAMP)
+	$(BIN)/harness nightly $(CONFIG) --baseline $(BASELINE) $(ARGS)
 
 clean-envs:
 	rm -rf $${HARNESS_ENV_DIR:-$$HOME/.cache/jax-cache-harness/envs}
