@@ -7,7 +7,7 @@ CONFIG ?= configs/shard_map_grad.yaml
 BASELINE ?= results/baseline
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench nightly clean-envs help
+.PHONY: table smoke test test-unit bench nightly base-image clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -16,6 +16,7 @@ help:
 	@echo "make test-unit  the fast tests only"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
+	@echo "make base-image build the offline Debian base image for --backend docker (needs root, dockerd)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
 
 $(STAMP): pyproject.toml
@@ -38,9 +39,13 @@ test-unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_runs.py
+	$(BIN)/python bench/bench_docker.py
 
 nightly: $(STAMP)
 	$(BIN)/harness nightly $(CONFIG) --baseline $(BASELINE) $(ARGS)
+
+base-image:
+	docker/make_base_image.sh
 
 clean-envs:
 	rm -rf $${HARNESS_ENV_DIR:-$$HOME/.cache/jax-cache-harness/envs}

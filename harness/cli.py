@@ -155,6 +155,7 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
     progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
                  f"up to {runs} runs each")
 
+    choice.backend.check(config.platform, progress.say)
     run_dir = new_run_dir(args.out, config.name)
     writer = ResultsWriter(run_dir, {
         "command": " ".join(["harness", *sys.argv[1:]]) if sys.argv else "harness",

@@ -47,7 +47,7 @@ def make_backend(name: str, options: BackendOptions) -> BackendChoice:
         if available:
             return BackendChoice(_docker(options), f"auto: a Docker daemon answers ({reason})")
         chosen = make_backend("venv", options).backend
-        return BackendChoice(chosen, f"auto: no Docker ({reason}), using uv virtualenvs")
+        return BackendChoice(chosen, f"auto: {reason}; using uv virtualenvs")
     raise UserError(f"--backend: unknown backend {name!r} (choose from {', '.join(NAMES)})")
 
 

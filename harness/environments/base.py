@@ -58,6 +58,10 @@ class Backend(abc.ABC):
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         """Return a ready environment, building or reusing it; raise EnvironmentUnavailable."""
 
+    def check(self, platform: Platform, say: Say = _quiet) -> None:
+        """Raise BackendUnavailable now, before a sweep writes anything, if this backend cannot work
+        here at all (no daemon, no base image). Per-version problems surface later, in prepare()."""
+
     def describe(self) -> dict[str, Any]:
         """Host-level facts about this backend (for example the Docker version)."""
         return {"backend": self.name}

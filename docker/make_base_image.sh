@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Build an offline Debian bookworm + Python 3.11 base image from Debian's own packages, so no image
+# registry is needed (none is reachable on these machines). Idempotent: skips when the image exists.
+#   usage: docker/make_base_image.sh [NAME:TAG]      (default jax-harness-base:bookworm)
+#   env:   DEBIAN_MIRROR (default http://deb.debian.org/debian), FORCE=1 to rebuild
+set -euo pipefail
+
+IMAGE="${1:-${BASE_IMAGE:-jax-harness-base:bookworm}}"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+
+if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
+    echo "base-image: $IMAGE already exists (FORCE=1 to rebuild)"
+    exit 0
+fi
+
+if ! command -v debootstrap >/dev/null 2>&1; then
+    echo "base-image: installing debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
+
+ROOTFS="$(mktemp -d /tmp/jax-harness-rootfs.XXXXXX)"
+trap 'rm -rf "$ROOTFS"' EXIT
+
+start=$(date +%s)
+echo "base-image: debootstrap bookworm into $ROOTFS (about a minute)"
+# minbase + python3-venv: the Dockerfiles make a venv (Debian's system Python is PEP 668 managed).
+debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+    bookworm "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 || {
+    echo "base-image: debootstrap failed; last lines of $ROOTFS.log:" >&2
+    tail -n 20 "$ROOTFS.log" >&2
+    exit 1
+}
+# Downloaded .debs and apt lists are only weight in the image.
+rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+
+echo "base-image: importing as $IMAGE"
+tar -C "$ROOTFS" -c . | docker import \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["python3"]' \
+    - "$IMAGE" >/dev/null
+rm -f "$ROOTFS.log"
+echo "base-image: $IMAGE built in $(( $(date +%s) - start )) s ($(docker run --rm "$IMAGE" python3 --version))"

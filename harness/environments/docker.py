@@ -1,0 +1,442 @@
+"""The docker backend: an image per (JAX version, platform, base image), a fresh container per run.
+
+Images are built through the Docker SDK from `docker/Dockerfile.<platform>`, with the wheels from
+the host-side wheelhouse (see wheelhouse.py and docker/README.md), and tagged from a hash of
+everything that goes into them, so a second sweep builds nothing. Every run is a new container:
+the script's folder mounted read-only, the cell's cache folder mounted read-write (listings are
+read on the host), no network, no Docker socket, run as the host's uid:gid so the host can read and
+delete what it writes, removed afterwards whatever happened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import DeviceRequest, Mount
+
+from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.venv import PROBE
+from harness.environments.wheelhouse import Wheelhouse
+from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.model import Platform, ProcessOutcome
+from harness.runner import IR_DUMP_VAR
+
+IMAGE_REPO = "jax-cache-harness"
+# What `make base-image` builds: Debian bookworm's Python 3.11, no registry needed.
+OFFLINE_BASE_IMAGE = "jax-harness-base:bookworm"
+DEFAULT_PYTHON = "3.11"
+
+
+def default_base_images(python_version: str = DEFAULT_PYTHON) -> dict[Platform, str]:
+    slim = f"python:{python_version}-slim"
+    return {Platform.CPU: slim, Platform.AUTO: slim,
+            Platform.CUDA: "nvidia/cuda:12.4.1-base-ubuntu22.04"}
+
+
+DOCKERFILES = Path(os.environ.get("HARNESS_DOCKERFILES", Path(__file__).resolve().parents[2] / "docker"))
+STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "jax-cache-harness" / "docker"))
+
+# Where a run sees its folders inside the container.
+CACHE_MOUNT = "/harness/cache"
+SCRIPT_MOUNT = "/harness/script"
+IR_DUMP_MOUNT = "/harness/ir"
+# XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
+CUDA_SHM_SIZE = "16g"
+LABEL = "org.jax-cache-harness"
+PROBE_TIMEOUT_S = 300.0
+
+NO_GPU = ("the Docker runtime has no GPU support ({detail}); install the NVIDIA Container Toolkit "
+          "and restart dockerd, or use platform: cpu")
+
+
+def docker_available(factory: Callable[..., docker.DockerClient] = docker.from_env) -> tuple[bool, str]:
+    """Whether a Docker daemon answers, and a reason fit for one line of output."""
+    try:
+        client = factory(timeout=10)
+        try:
+            client.ping()
+            return True, f"Docker {client.version().get('Version', '?')} at {client.api.base_url}"
+        finally:
+            client.close()
+    except (DockerException, requests.RequestException) as exc:
+        return False, f"no Docker daemon answers ({_one_line(exc)})"
+
+
+def dockerfile_for(platform: Platform) -> Path:
+    return DOCKERFILES / ("Dockerfile.cuda" if platform == Platform.CUDA else "Dockerfile.cpu")
+
+
+def image_tag(jax_version: str, platform: Platform, python_version: str, dockerfile_text: str,
+              base_image_id: str, lock_text: str) -> str:
+    """A tag that changes exactly when something that goes into the image changes."""
+    inputs = json.dumps({"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
+                         "python": python_version, "platform": str(platform), "jax": jax_version},
+                        sort_keys=True)
+    digest = hashlib.sha256(inputs.encode()).hexdigest()[:12]
+    flavour = "cuda" if platform == Platform.CUDA else "cpu"
+    return f"{IMAGE_REPO}:jax{jax_version}-{flavour}-py{python_version}-{digest}"
+
+
+def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Platform, user: str,
+               mem_limit: str | None = None, name: str | None = None) -> dict[str, Any]:
+    """What `containers.create` is asked for one run (pure, so tests can read it)."""
+    environment = {**env, "JAX_COMPILATION_CACHE_DIR": CACHE_MOUNT, "HOME": "/tmp"}
+    mounts = [
+        Mount(target=SCRIPT_MOUNT, source=str(Path(script).resolve().parent), type="bind", read_only=True),
+        Mount(target=CACHE_MOUNT, source=str(Path(cache_dir).resolve()), type="bind"),
+    ]
+    if IR_DUMP_VAR in env:
+        # The runner names a host folder for JAX's IR dump (a user script's evidence): mount it.
+        host_dump = Path(env[IR_DUMP_VAR]).resolve()
+        host_dump.mkdir(parents=True, exist_ok=True)
+        mounts.append(Mount(target=IR_DUMP_MOUNT, source=str(host_dump), type="bind"))
+        environment[IR_DUMP_VAR] = IR_DUMP_MOUNT
+    kwargs: dict[str, Any] = {
+        "name": name or f"jax-harness-run-{uuid.uuid4().hex[:12]}",
+        "environment": environment,
+        "mounts": mounts,
+        "working_dir": SCRIPT_MOUNT,
+        "user": user,
+        "network_disabled": True,
+        "network_mode": "none",
+        "labels": {LABEL: "run"},
+        "detach": True,
+    }
+    if mem_limit:
+        kwargs["mem_limit"] = mem_limit
+    if platform == Platform.CUDA:
+        kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        kwargs["shm_size"] = CUDA_SHM_SIZE
+    return kwargs
+
+
+def run_container(client: docker.DockerClient, image: str, command: list[str], kwargs: dict[str, Any],
+                  log_path: Path, timeout_s: float, gpu: bool = False) -> ProcessOutcome:
+    """Create, start, wait (kill at the timeout), save the output, and always remove the container."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    container = None
+    try:
+        try:
+            container = client.containers.create(image, command, **kwargs)
+            container.start()
+        except (DockerException, requests.RequestException) as exc:
+            reason = _explain(exc, gpu)
+            log_path.write_text(reason + "\n")
+            return ProcessOutcome(None, time.monotonic() - start, reason=reason)
+        try:
+            status = container.wait(timeout=timeout_s)
+        except requests.RequestException as exc:  # ReadTimeout, or ConnectionError wrapping one
+            if time.monotonic() - start < timeout_s:
+                return ProcessOutcome(None, time.monotonic() - start,
+                                      reason=f"docker: lost the daemon during the run ({_one_line(exc)})")
+            _kill(container)
+            _save_logs(container, log_path)
+            return ProcessOutcome(None, time.monotonic() - start, timed_out=True,
+                                  reason=f"killed after the {timeout_s:g} s timeout")
+        duration = time.monotonic() - start
+        _save_logs(container, log_path)
+        container.reload()
+        state = container.attrs.get("State", {})
+        code = status.get("StatusCode", state.get("ExitCode"))
+        reason = ""
+        if state.get("OOMKilled"):
+            limit = kwargs.get("mem_limit") or "none set: host memory ran out"
+            reason = f"killed by the OOM killer (memory limit {limit})"
+        elif (status.get("Error") or {}).get("Message"):
+            reason = f"docker: {status['Error']['Message']}"
+        elif code == 137:
+            reason = "killed by SIGKILL (exit code 137)"
+        elif code != 0:
+            reason = f"exit code {code}"
+        return ProcessOutcome(code, duration, reason=reason)
+    finally:
+        # Also on Ctrl-C: a container created before the interrupt is found by its name.
+        _remove(client, container, kwargs.get("name"))
+
+
+class DockerEnvironment(Environment):
+    def __init__(self, client: docker.DockerClient, image: str, jax_version: str, platform: Platform,
+                 facts: dict[str, Any], user: str, mem_limit: str | None = None):
+        self.client, self.image, self.jax_version, self.platform = client, image, jax_version, platform
+        self.facts, self.user, self.mem_limit = facts, user, mem_limit
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        kwargs = run_kwargs(script, env, cache_dir, self.platform, self.user, self.mem_limit)
+        command = ["python", f"{SCRIPT_MOUNT}/{Path(script).name}", *args]
+        return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
+                             gpu=self.platform == Platform.CUDA)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "docker", "image": self.image, **self.facts}
+
+
+class DockerBackend(Backend):
+    """Images from docker/Dockerfile.<platform>, wheels from a host-side wheelhouse, runs in containers."""
+
+    name = "docker"
+
+    def __init__(self, base_image: str | None = None, python_version: str = DEFAULT_PYTHON,
+                 rebuild: bool = False, wheelhouse: Path | None = None, state_dir: Path = STATE_DIR,
+                 client: docker.DockerClient | None = None,
+                 release_date: Callable[[str], Any] | None = None,
+                 base_images: dict[Platform, str] | None = None, mem_limit: str | None = None,
+                 user: str | None = None):
+        self.base_image, self.python_version, self.rebuild = base_image, python_version, rebuild
+        self.target_python = python_version
+        self.state_dir = Path(state_dir)
+        self.wheelhouse = Wheelhouse(Path(wheelhouse) if wheelhouse else self.state_dir / "wheelhouse")
+        self.release_date = release_date
+        self.base_images = base_images or default_base_images(python_version)
+        self.mem_limit = mem_limit
+        self.user = user or f"{os.getuid()}:{os.getgid()}"
+        self._client = client
+        self._bases: dict[Platform, Any] = {}
+        self._rebuilt: set[tuple[str, Platform]] = set()
+        self.builds = 0  # images built by this backend (a warm re-sweep builds none)
+
+    @classmethod
+    def from_options(cls, options) -> DockerBackend:
+        """From the CLI's BackendOptions: the config's `docker:` section, --rebuild, release dates."""
+        section = options.docker or {}
+        return cls(base_image=section.get("base_image"), python_version=section.get("python", DEFAULT_PYTHON),
+                   rebuild=options.rebuild, release_date=options.release_date)
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            try:
+                client = docker.from_env()
+                client.ping()
+            except (DockerException, requests.RequestException) as exc:
+                raise BackendUnavailable(
+                    f"--backend docker: no Docker daemon answers ({_one_line(exc)}); start one "
+                    "(.ci/install-docker.sh does it on Debian) or use --backend venv") from None
+            self._client = client
+        return self._client
+
+    def describe(self) -> dict[str, Any]:
+        version = self.client.version()
+        return {"backend": self.name, "docker_version": version.get("Version"),
+                "docker_api": version.get("ApiVersion"), "python": self.python_version,
+                "base_image": self.base_image or "platform default"}
+
+    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        base = self.base_image_for(platform, say)
+        base_name = base.tags[0] if base.tags else base.id
+        log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{self.python_version}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        cutoff = self.release_date(jax_version) if self.release_date else None
+        # --rebuild means once per sweep: a version prepared again (another mesh, a bisection step)
+        # reuses what this backend just rebuilt.
+        rebuild = self.rebuild and (jax_version, platform) not in self._rebuilt
+        lock = self.wheelhouse.lock(jax_version, platform, self.python_version, cutoff, log,
+                                    refresh=rebuild)
+        dockerfile = dockerfile_for(platform)
+        tag = image_tag(jax_version, platform, self.python_version, dockerfile.read_text(), base.id, lock)
+        facts: dict[str, Any] = {"base_image": base_name, "base_image_id": base.id,
+                                 "exclude_newer": cutoff.isoformat() if cutoff else None}
+        if not rebuild and self._image_exists(tag):
+            facts["reused"] = True
+        else:
+            wheels = self.wheelhouse.files_for(lock, jax_version, platform, self.python_version, log)
+            previous = self._image_id(tag)
+            facts["build_s"] = self._build(tag, dockerfile, base_name, lock, wheels, jax_version,
+                                           platform, log, say, nocache=rebuild)
+            facts["reused"] = False
+            self._rebuilt.add((jax_version, platform))
+            if previous and previous != self._image_id(tag):
+                self._discard(previous)  # the image --rebuild replaced would linger untagged
+        facts.update(self._probe(tag, jax_version, platform, log))
+        if facts.get("jax") != jax_version:
+            raise EnvironmentUnavailable(f"image {tag} has jax {facts.get('jax')}, expected {jax_version}")
+        facts["image_id"] = self.client.images.get(tag).id
+        return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)
+
+    def check(self, platform: Platform, say: Say = _quiet) -> None:
+        self.base_image_for(platform, say)
+
+    def base_image_for(self, platform: Platform, say: Say = _quiet):
+        """The base image, pulled if absent; BackendUnavailable (one line) if it cannot be had.
+
+        Public so that a sweep can check it before it writes anything."""
+        if platform in self._bases:
+            return self._bases[platform]
+        name = self.base_image or self.base_images[platform]
+        image = self._get_or_pull(name, say)
+        if isinstance(image, Exception) and not self.base_image:
+            # The registry is out of reach (as on these machines) but the offline image is here.
+            offline = self._get_or_pull(OFFLINE_BASE_IMAGE, _quiet, pull=False)
+            if not isinstance(offline, Exception) and self.python_version == DEFAULT_PYTHON:
+                say(f"docker: default base image {name} is not available; using {OFFLINE_BASE_IMAGE}")
+                image = offline
+        if isinstance(image, Exception):
+            raise BackendUnavailable(
+                f"docker base image {name} is not here and cannot be pulled ({_one_line(image)}); "
+                f"build the offline one with `make base-image` and set docker.base_image: {OFFLINE_BASE_IMAGE}")
+        self._bases[platform] = image
+        return image
+
+    def _get_or_pull(self, name: str, say: Say, pull: bool = True):
+        try:
+            return self.client.images.get(name)
+        except ImageNotFound as exc:
+            if not pull:
+                return exc
+        except (APIError, requests.RequestException) as exc:
+            return exc
+        say(f"docker: pulling base image {name}")
+        try:
+            return self.client.images.pull(name)
+        except (DockerException, requests.RequestException) as exc:
+            return exc
+
+    def _image_exists(self, tag: str) -> bool:
+        return self._image_id(tag) is not None
+
+    def _image_id(self, tag: str) -> str | None:
+        try:
+            return self.client.images.get(tag).id
+        except ImageNotFound:
+            return None
+
+    def _discard(self, image_id: str) -> None:
+        try:
+            self.client.images.remove(image_id)
+        except (DockerException, requests.RequestException):
+            pass  # still used by a container, or already gone: leave it to `docker image prune`
+
+    def _build(self, tag: str, dockerfile: Path, base_name: str, lock: str, wheels: list[Path],
+               jax_version: str, platform: Platform, log: Path, say: Say, nocache: bool = False) -> float:
+        say(f"jax {jax_version}: building image {tag} on {base_name} (log {log})")
+        start = time.monotonic()
+        error = ""
+        with tempfile.TemporaryDirectory(prefix="jax-harness-context-") as tmp:
+            context = Path(tmp)
+            write_context(context, dockerfile.read_text(), lock, wheels)
+            with open(log, "a") as out:
+                try:
+                    stream = self.client.api.build(
+                        path=str(context), tag=tag, rm=True, forcerm=True, pull=False,
+                        nocache=nocache, decode=True,
+                        buildargs={"BASE_IMAGE": base_name, "PYTHON_VERSION": self.python_version,
+                                   "JAX_VERSION": jax_version},
+                        # cpu installs need nothing from outside; the cuda file may apt-get a Python.
+                        network_mode=None if platform == Platform.CUDA else "none",
+                        labels={LABEL: "image", f"{LABEL}.jax": jax_version})
+                    for chunk in stream:
+                        text = chunk.get("stream", "")
+                        out.write(text)
+                        if text.startswith("Step "):
+                            say(f"jax {jax_version}: {text.strip()[:100]}")
+                        if "error" in chunk:
+                            error = chunk["error"].strip()
+                            out.write(f"ERROR: {error}\n")
+                except (DockerException, requests.RequestException) as exc:
+                    error = _one_line(exc)
+                    out.write(f"ERROR: {error}\n")
+        if not error and not self._image_exists(tag):
+            error = "the build ended without an image"
+        if error:
+            raise EnvironmentUnavailable(f"docker build for jax {jax_version} failed: {_one_line(error)} "
+                                         f"(log {log})", log_tail=_tail(log))
+        self.builds += 1
+        seconds = time.monotonic() - start
+        say(f"jax {jax_version}: image built in {seconds:.0f} s")
+        return round(seconds, 1)
+
+    def _probe(self, tag: str, jax_version: str, platform: Platform, log: Path) -> dict[str, Any]:
+        """python/jax/jaxlib/numpy versions, from a container like the runs' (so, for cuda, it also
+        finds out early whether the runtime can give GPUs at all)."""
+        probe_log = log.with_suffix(".probe.log")
+        with tempfile.TemporaryDirectory(prefix="jax-harness-probe-") as tmp:
+            script = Path(tmp) / "probe.py"
+            script.write_text(PROBE + "\n")
+            os.chmod(tmp, 0o755)
+            os.chmod(script, 0o644)
+            kwargs = run_kwargs(script, {}, Path(tmp), platform, self.user)
+            outcome = run_container(self.client, tag, ["python", f"{SCRIPT_MOUNT}/probe.py"], kwargs,
+                                    probe_log, PROBE_TIMEOUT_S, gpu=platform == Platform.CUDA)
+        output = _tail(probe_log)
+        if not outcome.ok:
+            raise EnvironmentUnavailable(f"jax {jax_version} does not start in {tag}: "
+                                         f"{outcome.reason or 'probe failed'}", log_tail=output)
+        try:
+            return json.loads(output.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            raise EnvironmentUnavailable(f"unreadable probe output from {tag}", log_tail=output) from None
+
+
+def write_context(context: Path, dockerfile_text: str, lock: str, wheels: list[Path]) -> None:
+    """The build context: the Dockerfile, the pinned list, and only the wheels it pins."""
+    (context / "Dockerfile").write_text(dockerfile_text)
+    (context / "requirements.lock").write_text(lock)
+    folder = context / "wheels"
+    folder.mkdir()
+    for wheel in wheels:
+        try:
+            os.link(wheel, folder / wheel.name)  # no copy of 100 MB wheels when on one filesystem
+        except OSError:
+            shutil.copy2(wheel, folder / wheel.name)
+
+
+def _kill(container) -> None:
+    try:
+        container.kill()
+        container.wait(timeout=30)
+    except (DockerException, requests.RequestException):
+        pass  # it exited between the timeout and the kill: removal below does the rest
+
+
+def _save_logs(container, log_path: Path) -> None:
+    try:
+        data = container.logs(stdout=True, stderr=True)
+    except (DockerException, requests.RequestException) as exc:
+        data = f"(could not read the container's output: {_one_line(exc)})\n".encode()
+    log_path.write_bytes(data)
+
+
+def _remove(client, container, name: str | None) -> None:
+    try:
+        if container is None:
+            if not name:
+                return
+            container = client.containers.get(name)
+        container.remove(force=True, v=True)
+    except NotFound:
+        pass
+    except (DockerException, requests.RequestException):
+        pass  # "removal already in progress", or the daemon went away: nothing more to do here
+
+
+def _explain(exc: Exception, gpu: bool) -> str:
+    text = _one_line(exc)
+    if gpu and ("device driver" in text or "nvidia" in text.lower() or "gpu" in text.lower()):
+        return NO_GPU.format(detail=text)
+    return f"docker: {text}"
+
+
+def _one_line(exc: Exception | str) -> str:
+    text = getattr(exc, "explanation", None) or str(exc)
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _tail(path: Path, chars: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""

@@ -1,0 +1,220 @@
+"""A host-side wheelhouse: the exact wheels an image needs, fetched on the host, installed offline.
+
+Why on the host: image builds here have no network, and where they do, HTTPS goes through a
+TLS-intercepting proxy whose CA only the host trusts. The host resolves each JAX version's
+dependencies as of its release date (uv, `--exclude-newer`), keeps that pinned list (a *lock*),
+downloads the pinned wheels once into a folder shared by all versions, and the image build installs
+them with `pip install --no-index`. A warm second sweep touches neither the network nor pip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from harness.environments.requirements import jax_requirements
+from harness.environments.venv import find_uv
+from harness.errors import EnvironmentUnavailable
+from harness.model import Platform
+
+# The images are glibc Linux on x86_64: Debian bookworm (glibc 2.36) and Ubuntu 22.04 (2.35) both
+# run manylinux_2_28 wheels and everything older. pip does not widen a --platform to older glibc
+# versions by itself, so every accepted tag is listed (newest first).
+GLIBC_MAX = 28
+MANYLINUX_X86_64 = tuple(
+    [f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MAX, 4, -1)]
+    + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
+)
+UV_PLATFORM = f"x86_64-manylinux_2_{GLIBC_MAX}"
+
+# Before 0.4.26 the CUDA jaxlib wheels (`jaxlib==V+cuda12.cudnn89`) lived only on this page.
+JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+
+# pip settings of the host that must not reach the downloads (this machine's global pip.conf adds a
+# constraints file and a local find-links folder); index and certificate settings are kept.
+_PIP_KEEP = {"PIP_CERT", "PIP_CLIENT_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST",
+             "PIP_DEFAULT_TIMEOUT", "PIP_PROXY", "PIP_RETRIES", "PIP_DISABLE_PIP_VERSION_CHECK"}
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str  # canonical (PEP 503) name
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def find_links_for(jax_version: str, platform: Platform) -> list[str]:
+    if platform == Platform.CUDA and Version(jax_version) < Version("0.4.26"):
+        return [JAX_CUDA_FIND_LINKS]
+    return []
+
+
+def target_tags(python_version: str, platforms: tuple[str, ...] = MANYLINUX_X86_64) -> set[Tag]:
+    """Every wheel tag a CPython `python_version` on these platforms accepts."""
+    major, minor = (int(p) for p in python_version.split(".")[:2])
+    return set(cpython_tags((major, minor), platforms=list(platforms))) | set(
+        compatible_tags((major, minor), interpreter=f"cp{major}{minor}", platforms=list(platforms)))
+
+
+def parse_lock(text: str) -> list[Pin]:
+    """`name==version` lines (uv's output without annotations) -> pins; anything else is an error."""
+    pins = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as exc:
+            raise ValueError(f"not a pinned requirement: {raw!r} ({exc})") from None
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator != "==":
+            raise ValueError(f"not a pinned requirement: {raw!r}")
+        pins.append(Pin(canonicalize_name(req.name), specs[0].version))
+    return pins
+
+
+def pick_wheels(pins: list[Pin], files: list[str], tags: set[Tag]) -> tuple[dict[Pin, str], list[Pin]]:
+    """Match each pin to a wheel file name that installs on the target; also return the unmatched."""
+    by_pin: dict[Pin, str] = {}
+    for name in sorted(files):
+        try:
+            dist, version, _build, wheel_tags = parse_wheel_filename(name)
+        except InvalidWheelFilename:
+            continue
+        if not wheel_tags & tags:
+            continue
+        for candidate in pins:
+            # Exact version equality, local part included: `jaxlib==0.4.25` is the CPU wheel and
+            # `jaxlib==0.4.25+cuda12.cudnn89` the CUDA one.
+            if candidate.name == canonicalize_name(dist) and Version(candidate.version) == version:
+                by_pin.setdefault(candidate, name)
+    return by_pin, [p for p in pins if p not in by_pin]
+
+
+def lock_command(uv: str, requirements: list[str], python_version: str, output: Path,
+                 cutoff: datetime | None, find_links: list[str]) -> list[str]:
+    cmd = [uv, "pip", "compile", "-", "--no-config", "--quiet", "--no-header", "--no-annotate",
+           "--only-binary", ":all:", "--python-version", python_version,
+           "--python-platform", UV_PLATFORM, "-o", str(output)]
+    if cutoff is not None:
+        # The dependencies (numpy, scipy, ml_dtypes...) as they were the day after the release.
+        cmd += ["--exclude-newer", (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    for link in find_links:
+        cmd += ["--find-links", link]
+    return cmd
+
+
+def download_command(requirements_file: Path, dest: Path, python_version: str,
+                     find_links: list[str]) -> list[str]:
+    major, minor = python_version.split(".")[:2]
+    cmd = [*_pip(), "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+           "--python-version", f"{major}.{minor}", "--implementation", "cp", "--abi", f"cp{major}{minor}",
+           "-d", str(dest), "-r", str(requirements_file)]
+    for platform in MANYLINUX_X86_64:
+        cmd += ["--platform", platform]
+    for link in find_links:
+        cmd += ["--find-links", link]
+    return cmd
+
+
+def host_pip_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The host's environment for pip and uv, without the machine's pip config and local wheels,
+    keeping its CA bundle (pip uses its own certifi bundle unless told about the system's)."""
+    environ = dict(os.environ if environ is None else environ)
+    env = {k: v for k, v in environ.items() if not k.startswith("PIP_") or k in _PIP_KEEP}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    if "PIP_CERT" not in env:
+        bundle = environ.get("REQUESTS_CA_BUNDLE") or environ.get("SSL_CERT_FILE")
+        if bundle:
+            env["PIP_CERT"] = bundle
+    return env
+
+
+def _pip() -> list[str]:
+    # The harness's own venv may be a uv venv without pip: then let uv run pip.
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    return [find_uv(), "tool", "run", "pip"]
+
+
+class Wheelhouse:
+    """`root/wheels/` (shared by every version) and `root/locks/` (one pinned list per version)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.wheels = self.root / "wheels"
+        self.locks = self.root / "locks"
+
+    def lock(self, jax_version: str, platform: Platform, python_version: str,
+             cutoff: datetime | None, log: Path, refresh: bool = False) -> str:
+        """The pinned requirements for this version, resolved once and then read back."""
+        stamp = cutoff.strftime("%Y%m%d") if cutoff else "latest"
+        path = self.locks / f"jax-{jax_version}-{platform}-py{python_version}-{stamp}.txt"
+        if path.exists() and not refresh:
+            return path.read_text()
+        self.locks.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        requirements = jax_requirements(jax_version, platform)
+        cmd = lock_command(find_uv(), requirements, python_version, tmp, cutoff,
+                           find_links_for(jax_version, platform))
+        _run_logged(cmd, log, f"could not resolve the dependencies of jax {jax_version}",
+                    stdin="\n".join(requirements) + "\n", cwd=self.root)
+        text = tmp.read_text()
+        parse_lock(text)  # refuse to keep a list the build could not use
+        tmp.replace(path)
+        return text
+
+    def files_for(self, lock_text: str, jax_version: str, platform: Platform, python_version: str,
+                  log: Path) -> list[Path]:
+        """Wheel paths for every pin, downloading only the ones the wheelhouse lacks."""
+        pins = parse_lock(lock_text)
+        tags = target_tags(python_version)
+        self.wheels.mkdir(parents=True, exist_ok=True)
+        found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
+        if missing:
+            wanted = self.root / f"download-{os.getpid()}.txt"
+            wanted.write_text("".join(f"{p}\n" for p in missing))
+            try:
+                _run_logged(download_command(wanted, self.wheels, python_version,
+                                             find_links_for(jax_version, platform)),
+                            log, f"could not download wheels for jax {jax_version}")
+            finally:
+                wanted.unlink(missing_ok=True)
+            found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
+            if missing:
+                raise EnvironmentUnavailable(
+                    f"no wheel for {', '.join(map(str, missing))} on CPython {python_version} "
+                    f"manylinux x86_64 (jax {jax_version})", log_tail=_tail(log))
+        return [self.wheels / found[p] for p in pins]
+
+
+def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = None,
+                cwd: Path | None = None) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as out:
+        out.write("$ " + " ".join(cmd) + "\n")
+        out.flush()
+        proc = subprocess.run(cmd, input=stdin, text=True, stdout=out, stderr=subprocess.STDOUT,
+                              env=host_pip_environment(), cwd=cwd)
+    if proc.returncode != 0:
+        raise EnvironmentUnavailable(f"{failure}: see {log}", log_tail=_tail(log))
+
+
+def _tail(path: Path, chars: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""

@@ -1,0 +1,429 @@
+"""What the docker backend asks Docker for, checked against a fake client with the SDK's spec.
+
+No daemon is needed: every test hands the backend a `create_autospec` client, and calls that do not
+exist in the SDK (or have the wrong arguments) fail the test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from unittest import mock
+
+import docker
+import pytest
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound
+from docker.models.containers import Container, ContainerCollection
+from docker.models.images import Image, ImageCollection
+
+from harness.environments import docker as dk
+from harness.environments import wheelhouse as wh
+from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.model import Platform
+
+LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
+WHEELS = ["jax-0.4.28-py3-none-any.whl", "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl",
+          "ml_dtypes-0.4.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+          "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"]
+FACTS = {"python": "3.11.2", "jax": "0.4.28", "jaxlib": "0.4.28", "numpy": "1.26.4"}
+RUN_ENV = {"PYTHONHASHSEED": "7", "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+
+
+# ---------------------------------------------------------------- fakes
+
+def fake_image(image_id: str, tags: list[str]) -> Image:
+    image = mock.create_autospec(Image, instance=True)
+    image.id, image.tags = image_id, tags
+    return image
+
+
+def fake_container(status: int = 0, logs: bytes = b"", oom: bool = False) -> Container:
+    container = mock.create_autospec(Container, instance=True)
+    container.attrs = {"State": {"OOMKilled": oom, "ExitCode": status}}
+    container.wait.return_value = {"StatusCode": status, "Error": None}
+    container.logs.return_value = logs
+    return container
+
+
+def fake_client(images: dict[str, Image] | None = None, pull_error: str | None = None):
+    """A client whose images.get knows `images` (by name or tag) and whose builds add the tag."""
+    client = mock.create_autospec(docker.DockerClient, instance=True)
+    client.api = mock.create_autospec(docker.APIClient, instance=True)
+    client.images = mock.create_autospec(ImageCollection, instance=True)
+    client.containers = mock.create_autospec(ContainerCollection, instance=True)
+    known = dict(images or {})
+
+    def get(name):
+        if name in known:
+            return known[name]
+        raise ImageNotFound(f"no such image: {name}")
+
+    def build(**kwargs):
+        previous = known.get(kwargs["tag"])
+        known[kwargs["tag"]] = fake_image("sha256:rebuilt" if previous else "sha256:built", [kwargs["tag"]])
+        return iter([{"stream": "Step 1/2 : FROM base\n"}, {"stream": "Step 2/2 : RUN pip install\n"},
+                     {"stream": "Successfully built abc\n"}])
+
+    client.images.get.side_effect = get
+    client.images.pull.side_effect = APIError(pull_error or "pull access denied")
+    client.api.build.side_effect = build
+    client.containers.create.side_effect = lambda *a, **k: fake_container(
+        logs=(json.dumps(FACTS) + "\n").encode())
+    client.known = known
+    return client
+
+
+@pytest.fixture
+def no_subprocess(monkeypatch):
+    """The wheelhouse must be answered from disk in these tests: no uv, no pip, no network."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"unexpected subprocess: {args[0]!r}")
+    monkeypatch.setattr(wh.subprocess, "run", refuse)
+
+
+@pytest.fixture
+def state(tmp_path: Path, no_subprocess) -> Path:
+    """A state folder whose wheelhouse already holds 0.4.28's lock and wheels."""
+    house = tmp_path / "state" / "wheelhouse"
+    (house / "locks").mkdir(parents=True)
+    (house / "locks" / "jax-0.4.28-cpu-py3.11-latest.txt").write_text(LOCK)
+    (house / "wheels").mkdir()
+    for name in WHEELS + ["torch-2.0.0-cp311-cp311-manylinux1_x86_64.whl"]:  # torch: not pinned
+        (house / "wheels" / name).write_bytes(b"wheel " + name.encode())
+    return tmp_path / "state"
+
+
+def backend(state: Path, client, **kwargs) -> dk.DockerBackend:
+    kwargs.setdefault("base_image", "jax-harness-base:bookworm")
+    return dk.DockerBackend(state_dir=state, client=client, user="1234:5678", **kwargs)
+
+
+BASE = {"jax-harness-base:bookworm": fake_image("sha256:base", ["jax-harness-base:bookworm"])}
+
+
+# ---------------------------------------------------------------- run arguments
+
+def test_cpu_run_arguments(tmp_path):
+    script = tmp_path / "scripts" / "repro.py"
+    kwargs = dk.run_kwargs(script, RUN_ENV, tmp_path / "cache", Platform.CPU, "1234:5678")
+    mounts = {m["Target"]: m for m in kwargs["mounts"]}
+    assert mounts[dk.SCRIPT_MOUNT]["Source"] == str(script.parent.resolve())
+    assert mounts[dk.SCRIPT_MOUNT]["ReadOnly"] is True
+    assert mounts[dk.CACHE_MOUNT]["Source"] == str((tmp_path / "cache").resolve())
+    assert mounts[dk.CACHE_MOUNT]["ReadOnly"] is False
+    assert all(m["Type"] == "bind" for m in mounts.values())  # bind mounts: no volume is created
+    assert not any("docker.sock" in m["Source"] for m in mounts.values())
+    assert kwargs["environment"] == {**RUN_ENV, "JAX_COMPILATION_CACHE_DIR": dk.CACHE_MOUNT,
+                                     "HOME": "/tmp"}
+    assert kwargs["network_disabled"] is True and kwargs["network_mode"] == "none"
+    assert kwargs["user"] == "1234:5678"
+    assert "device_requests" not in kwargs and "privileged" not in kwargs and "volumes" not in kwargs
+
+
+def test_a_user_scripts_ir_dump_folder_is_mounted_and_renamed(tmp_path):
+    from harness.runner import IR_DUMP_VAR
+
+    host_dump = tmp_path / "logs" / "run-01-seed-5.ir"
+    kwargs = dk.run_kwargs(tmp_path / "s.py", {**RUN_ENV, IR_DUMP_VAR: str(host_dump)}, tmp_path / "c",
+                           Platform.CPU, "0:0")
+    mounts = {m["Target"]: m for m in kwargs["mounts"]}
+    assert mounts[dk.IR_DUMP_MOUNT]["Source"] == str(host_dump.resolve()) and host_dump.is_dir()
+    assert mounts[dk.IR_DUMP_MOUNT]["ReadOnly"] is False
+    assert kwargs["environment"][IR_DUMP_VAR] == dk.IR_DUMP_MOUNT
+
+
+def test_cuda_run_arguments_request_every_gpu_and_shared_memory(tmp_path):
+    kwargs = dk.run_kwargs(tmp_path / "r.py", {}, tmp_path, Platform.CUDA, "0:0")
+    [request] = kwargs["device_requests"]
+    assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+    assert kwargs["shm_size"] == dk.CUDA_SHM_SIZE
+    assert kwargs["network_disabled"] is True
+
+
+def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
+    client = fake_client()
+    container = fake_container(logs=b"hello\n")
+    client.containers.create.side_effect = None
+    client.containers.create.return_value = container
+    env = dk.DockerEnvironment(client, "img:tag", "0.4.28", Platform.CUDA, {}, "1:2")
+    script = tmp_path / "repro.py"
+    outcome = env.run(script, ["--mesh-shape", "8,1,1,1"], RUN_ENV, tmp_path / "cache",
+                      tmp_path / "log.txt", 30)
+    assert outcome.ok and outcome.exit_code == 0
+    (image, command), kwargs = client.containers.create.call_args
+    assert image == "img:tag"
+    assert command == ["python", f"{dk.SCRIPT_MOUNT}/repro.py", "--mesh-shape", "8,1,1,1"]
+    assert kwargs["device_requests"][0]["Capabilities"] == [["gpu"]]
+    container.start.assert_called_once_with()
+    container.wait.assert_called_once_with(timeout=30)
+    container.remove.assert_called_once_with(force=True, v=True)
+    assert (tmp_path / "log.txt").read_bytes() == b"hello\n"
+
+
+# ---------------------------------------------------------------- how runs end
+
+def run(client, tmp_path, timeout_s=30.0, **kwargs):
+    kw = dk.run_kwargs(tmp_path / "s.py", {}, tmp_path, Platform.CPU, "0:0", **kwargs)
+    return dk.run_container(client, "img", ["python", "s.py"], kw, tmp_path / "log", timeout_s)
+
+
+def with_container(container):
+    client = fake_client()
+    client.containers.create.side_effect = None
+    client.containers.create.return_value = container
+    return client
+
+
+def test_a_run_past_its_timeout_is_killed_recorded_and_removed(tmp_path):
+    container = fake_container()
+    container.wait.side_effect = [requests.exceptions.ReadTimeout("read timed out"), {"StatusCode": 137}]
+    outcome = run(with_container(container), tmp_path, timeout_s=0.0)
+    assert outcome.timed_out and outcome.exit_code is None and not outcome.ok
+    assert "timeout" in outcome.reason
+    container.kill.assert_called_once()
+    container.remove.assert_called_once_with(force=True, v=True)
+
+
+def test_an_oom_kill_is_the_reason(tmp_path):
+    container = fake_container(status=137, oom=True)
+    outcome = run(with_container(container), tmp_path, mem_limit="256m")
+    assert outcome.exit_code == 137 and not outcome.ok
+    assert "OOM" in outcome.reason and "256m" in outcome.reason
+    container.reload.assert_called_once()
+
+
+def test_a_crash_keeps_its_exit_code(tmp_path):
+    outcome = run(with_container(fake_container(status=1, logs=b"Traceback\n")), tmp_path)
+    assert outcome.exit_code == 1 and outcome.reason == "exit code 1"
+    assert (tmp_path / "log").read_text() == "Traceback\n"
+
+
+def test_ctrl_c_while_waiting_still_removes_the_container(tmp_path):
+    container = fake_container()
+    container.wait.side_effect = KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run(with_container(container), tmp_path)
+    container.remove.assert_called_once_with(force=True, v=True)
+
+
+def test_ctrl_c_during_create_removes_the_container_by_name(tmp_path):
+    client = fake_client()
+    client.containers.create.side_effect = KeyboardInterrupt
+    leftover = fake_container()
+    client.containers.get.return_value = leftover
+    kw = dk.run_kwargs(tmp_path / "s.py", {}, tmp_path, Platform.CPU, "0:0", name="jax-harness-run-x")
+    with pytest.raises(KeyboardInterrupt):
+        dk.run_container(client, "img", ["python"], kw, tmp_path / "log", 5)
+    client.containers.get.assert_called_once_with("jax-harness-run-x")
+    leftover.remove.assert_called_once_with(force=True, v=True)
+
+
+def test_a_runtime_without_gpus_gives_a_clear_reason(tmp_path):
+    container = fake_container()
+    container.start.side_effect = APIError(
+        "500 Server Error", explanation='could not select device driver "" with capabilities: [[gpu]]')
+    client = with_container(container)
+    kw = dk.run_kwargs(tmp_path / "s.py", {}, tmp_path, Platform.CUDA, "0:0")
+    outcome = dk.run_container(client, "img", ["python"], kw, tmp_path / "log", 5, gpu=True)
+    assert not outcome.ok and "NVIDIA Container Toolkit" in outcome.reason
+    container.remove.assert_called_once_with(force=True, v=True)
+
+
+# ---------------------------------------------------------------- image tags and the build context
+
+def test_image_tag_is_stable_and_changes_with_every_input():
+    args = ("0.4.28", Platform.CPU, "3.11", "FROM x\n", "sha256:base", LOCK)
+    tag = dk.image_tag(*args)
+    assert tag == dk.image_tag(*args)
+    assert tag.startswith(f"{dk.IMAGE_REPO}:jax0.4.28-cpu-py3.11-")
+    for i, changed in enumerate(["0.4.29", Platform.CUDA, "3.12", "FROM y\n", "sha256:other", LOCK + "x==1\n"]):
+        other = list(args)
+        other[i] = changed
+        assert dk.image_tag(*other) != tag, f"input {i} does not change the tag"
+
+
+def test_build_context_holds_the_dockerfile_the_lock_and_only_the_pinned_wheels(tmp_path):
+    source = tmp_path / "house"
+    source.mkdir()
+    for name in WHEELS + ["unrelated-1.0-py3-none-any.whl"]:
+        (source / name).write_bytes(name.encode())
+    context = tmp_path / "ctx"
+    context.mkdir()
+    dk.write_context(context, "FROM base\n", LOCK, [source / n for n in WHEELS])
+    files = sorted(str(p.relative_to(context)) for p in context.rglob("*") if p.is_file())
+    assert files == sorted(["Dockerfile", "requirements.lock", *(f"wheels/{n}" for n in WHEELS)])
+    assert (context / "requirements.lock").read_text() == LOCK
+    assert (context / "wheels" / WHEELS[1]).read_bytes() == WHEELS[1].encode()
+
+
+@pytest.mark.parametrize("platform,name", [(Platform.CPU, "Dockerfile.cpu"), (Platform.CUDA, "Dockerfile.cuda")])
+def test_dockerfiles_install_offline_with_the_build_args(platform, name):
+    path = dk.dockerfile_for(platform)
+    assert path.name == name
+    text = path.read_text()
+    for arg in ("ARG BASE_IMAGE", "ARG PYTHON_VERSION", "ARG JAX_VERSION"):
+        assert arg in text
+    assert "--no-index" in text and "requirements.lock" in text
+
+
+# ---------------------------------------------------------------- prepare: build once, reuse after
+
+def test_first_prepare_builds_offline_and_the_second_reuses(state):
+    client = fake_client(BASE)
+    say = []
+    env = backend(state, client).prepare("0.4.28", Platform.CPU, say.append)
+    build = client.api.build.call_args.kwargs
+    assert build["buildargs"] == {"BASE_IMAGE": "jax-harness-base:bookworm", "PYTHON_VERSION": "3.11",
+                                  "JAX_VERSION": "0.4.28"}
+    assert build["network_mode"] == "none" and build["pull"] is False and build["tag"] == env.image
+    assert env.describe()["reused"] is False and env.describe()["jax"] == "0.4.28"
+    assert any("Step 2/2" in line for line in say)  # build progress reaches the user
+    log = Path(next(line for line in say if "(log " in line).split("(log ")[1].rstrip(")"))
+    assert "Step 2/2 : RUN pip install" in log.read_text()  # and the whole log is kept
+
+    again = backend(state, client)
+    env2 = again.prepare("0.4.28", Platform.CPU)
+    assert client.api.build.call_count == 1 and again.builds == 0
+    assert env2.image == env.image and env2.describe()["reused"] is True
+
+
+def test_rebuild_builds_even_when_the_image_exists(state):
+    client = fake_client(BASE)
+    backend(state, client).prepare("0.4.28", Platform.CPU)
+    with mock.patch.object(wh.Wheelhouse, "lock", return_value=LOCK) as lock:
+        rebuilding = backend(state, client, rebuild=True)
+        rebuilding.prepare("0.4.28", Platform.CPU)
+        assert lock.call_args.kwargs["refresh"] is True  # --rebuild also resolves again
+        rebuilding.prepare("0.4.28", Platform.CPU)  # the same sweep, another cell: once is enough
+    assert client.api.build.call_count == 2
+    assert client.api.build.call_args.kwargs["nocache"] is True
+    assert client.api.build.call_args_list[0].kwargs["nocache"] is False
+    client.images.remove.assert_called_once_with("sha256:built")  # the replaced image is not left
+
+
+def test_a_failed_build_is_an_unavailable_environment_with_the_log_tail(state):
+    client = fake_client(BASE)
+    client.api.build.side_effect = lambda **kw: iter([
+        {"stream": "Step 8/12 : RUN pip install\n"},
+        {"stream": "ERROR: No matching distribution found for jaxlib==0.4.28\n"},
+        {"error": "The command '/bin/sh -c pip install' returned a non-zero code: 1",
+         "errorDetail": {"code": 1}}])
+    with pytest.raises(EnvironmentUnavailable) as info:
+        backend(state, client).prepare("0.4.28", Platform.CPU)
+    assert "docker build for jax 0.4.28 failed" in str(info.value)
+    assert "No matching distribution" in info.value.log_tail
+    client.containers.create.assert_not_called()
+
+
+def test_a_base_image_that_cannot_be_pulled_is_one_clear_line(state):
+    client = fake_client({}, pull_error="dial tcp: lookup registry-1.docker.io: no such host")
+    with pytest.raises(BackendUnavailable) as info:
+        backend(state, client, base_image="python:3.11-slim").prepare("0.4.28", Platform.CPU)
+    message = str(info.value)
+    assert "python:3.11-slim" in message and "make base-image" in message and "\n" not in message
+    client.images.pull.assert_called_once_with("python:3.11-slim")
+
+
+def test_the_default_base_falls_back_to_the_offline_image_when_it_is_here(state):
+    client = fake_client(BASE)
+    say = []
+    backend(state, client, base_image=None).prepare("0.4.28", Platform.CPU, say.append)
+    assert client.api.build.call_args.kwargs["buildargs"]["BASE_IMAGE"] == dk.OFFLINE_BASE_IMAGE
+    assert any("python:3.11-slim" in line and dk.OFFLINE_BASE_IMAGE in line for line in say)
+
+
+def test_an_image_whose_jax_does_not_import_is_an_unavailable_environment(state):
+    client = fake_client(BASE)
+    client.containers.create.side_effect = lambda *a, **k: fake_container(
+        status=1, logs=b"ImportError: numpy.core.multiarray failed to import\n")
+    with pytest.raises(EnvironmentUnavailable) as info:
+        backend(state, client).prepare("0.4.28", Platform.CPU)
+    assert "does not start" in str(info.value) and "ImportError" in info.value.log_tail
+
+
+def test_docker_available_says_why_not():
+    def down(**kwargs):
+        raise DockerException("Error while fetching server API version: Connection refused")
+    ok, reason = dk.docker_available(down)
+    assert not ok and "Connection refused" in reason
+
+    client = fake_client()
+    client.version.return_value = {"Version": "20.10.24"}
+    client.api.base_url = "http+docker://localhost"
+    ok, reason = dk.docker_available(lambda **kwargs: client)
+    assert ok and "20.10.24" in reason
+    client.ping.assert_called_once()
+
+
+def test_no_daemon_is_backend_unavailable(monkeypatch, tmp_path):
+    monkeypatch.setattr(dk.docker, "from_env", mock.Mock(side_effect=DockerException("Connection refused")))
+    with pytest.raises(BackendUnavailable, match="no Docker daemon answers"):
+        dk.DockerBackend(state_dir=tmp_path).prepare("0.4.28", Platform.CPU)
+
+
+# ---------------------------------------------------------------- the wheelhouse (pure parts)
+
+def test_lock_parsing_accepts_pins_only():
+    assert wh.parse_lock("# comment\nJAX==0.4.28\nml_dtypes==0.4.0  # via jax\n\n") == [
+        wh.Pin("jax", "0.4.28"), wh.Pin("ml-dtypes", "0.4.0")]
+    with pytest.raises(ValueError):
+        wh.parse_lock("numpy>=1.26\n")
+
+
+def test_wheels_are_picked_by_name_version_and_tag():
+    tags = wh.target_tags("3.11")
+    pins = wh.parse_lock(LOCK + "scipy==1.13.0\n")
+    files = WHEELS + ["numpy-1.26.4-cp312-cp312-manylinux2014_x86_64.whl",  # other Python
+                      "scipy-1.13.0-cp311-cp311-macosx_12_0_arm64.whl",  # other OS
+                      "numpy-1.26.3-cp311-cp311-manylinux2014_x86_64.whl"]  # other version
+    found, missing = wh.pick_wheels(pins, files, tags)
+    assert set(found.values()) == set(WHEELS)
+    assert missing == [wh.Pin("scipy", "1.13.0")]
+    # a manylinux_2_28 wheel (newer jaxlib) installs on the images; 2_34 would not
+    assert wh.pick_wheels([wh.Pin("jaxlib", "0.7.2")],
+                          ["jaxlib-0.7.2-cp311-cp311-manylinux_2_27_x86_64.whl"], tags)[1] == []
+    assert wh.pick_wheels([wh.Pin("jaxlib", "0.7.2")],
+                          ["jaxlib-0.7.2-cp311-cp311-manylinux_2_34_x86_64.whl"], tags)[1] != []
+
+
+def test_cuda_local_versions_are_kept_apart():
+    tags = wh.target_tags("3.11")
+    files = ["jaxlib-0.4.25-cp311-cp311-manylinux2014_x86_64.whl",
+             "jaxlib-0.4.25+cuda12.cudnn89-cp311-cp311-manylinux2014_x86_64.whl"]
+    found, _ = wh.pick_wheels([wh.Pin("jaxlib", "0.4.25+cuda12.cudnn89")], files, tags)
+    assert list(found.values()) == [files[1]]
+    assert wh.find_links_for("0.4.25", Platform.CUDA) == [wh.JAX_CUDA_FIND_LINKS]
+    assert wh.find_links_for("0.4.26", Platform.CUDA) == [] == wh.find_links_for("0.4.25", Platform.CPU)
+
+
+def test_host_downloads_ignore_the_machines_pip_config_but_keep_its_ca_bundle():
+    env = wh.host_pip_environment({"PIP_FIND_LINKS": "/opt/wheels", "PIP_CONSTRAINT": "/etc/c.txt",
+                                   "PIP_INDEX_URL": "https://mirror/simple", "PATH": "/bin",
+                                   "REQUESTS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt"})
+    assert "PIP_FIND_LINKS" not in env and "PIP_CONSTRAINT" not in env
+    assert env["PIP_CONFIG_FILE"] == "/dev/null" and env["PIP_INDEX_URL"] == "https://mirror/simple"
+    assert env["PIP_CERT"] == "/etc/ssl/certs/ca-certificates.crt" and env["PATH"] == "/bin"
+
+
+def test_resolution_is_as_of_the_release_date_and_downloads_are_binary_for_the_image():
+    cutoff = datetime(2024, 5, 9, 23, 25, tzinfo=timezone.utc)
+    cmd = wh.lock_command("uv", ["jax==0.4.28"], "3.11", Path("out.txt"), cutoff, [])
+    assert cmd[cmd.index("--exclude-newer") + 1] == "2024-05-10T23:25:00Z"
+    assert cmd[cmd.index("--python-platform") + 1] == wh.UV_PLATFORM
+    dl = wh.download_command(Path("req.txt"), Path("wheels"), "3.11", [])
+    assert "--no-deps" in dl and "--only-binary=:all:" in dl
+    platforms = [dl[i + 1] for i, a in enumerate(dl) if a == "--platform"]
+    assert "manylinux2014_x86_64" in platforms and f"manylinux_2_{wh.GLIBC_MAX}_x86_64" in platforms
+
+
+def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
+    house = wh.Wheelhouse(tmp_path)
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "jax-0.4.29-cpu-py3.11-20240610.txt").write_text("jax==0.4.29\n")
+    cutoff = datetime(2024, 6, 10, 16, 36, tzinfo=timezone.utc)
+    assert house.lock("0.4.29", Platform.CPU, "3.11", cutoff, tmp_path / "log") == "jax==0.4.29\n"
+    with pytest.raises(AssertionError, match="unexpected subprocess"):
+        house.lock("0.4.29", Platform.CPU, "3.11", cutoff, tmp_path / "log", refresh=True)
