@@ -91,6 +91,7 @@ class CellRunner:
         args = repro_args(self.repro, spec)
         records: list[RunRecord] = []
         lock = threading.Lock()
+        stopping = threading.Event()
 
         def one(index: int, seed: int) -> RunRecord:
             before = list_dir(cache_dir)
@@ -104,6 +105,8 @@ class CellRunner:
             record = RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                                duration_s=round(outcome.duration_s, 3), new_entries=added,
                                timed_out=outcome.timed_out, reason=outcome.reason, log=str(rel))
+            if stopping.is_set():
+                return record  # cut short by Ctrl-C: it measured nothing
             with lock:
                 records.append(record)
             if self.on_run:
@@ -114,14 +117,25 @@ class CellRunner:
             return stop_when_reproduced and judge(records).verdict == Verdict.REPRODUCED
 
         pending = list(enumerate(seeds, start=1))
-        if self.jobs <= 1:
-            for index, seed in pending:
-                one(index, seed)
-                if reproduced():
-                    break
-        else:
-            with ThreadPoolExecutor(self.jobs) as pool:
-                running = set()
+        try:
+            if self.jobs <= 1:
+                for index, seed in pending:
+                    one(index, seed)
+                    if reproduced():
+                        break
+            else:
+                self._run_parallel(one, pending, reproduced, stopping)
+        except KeyboardInterrupt:
+            # Keep the runs that finished before Ctrl-C; the ones it cut short measured nothing.
+            with lock:
+                finished = list(records)
+            raise CellInterrupted(self._result(spec, finished, seeds, cache_dir, interrupted=True)) from None
+        return self._result(spec, records, seeds, cache_dir, stopped_early=reproduced())
+
+    def _run_parallel(self, one, pending, reproduced, stopping: threading.Event) -> None:
+        with ThreadPoolExecutor(self.jobs) as pool:
+            running = set()
+            try:
                 while pending or running:
                     while pending and len(running) < self.jobs and not reproduced():
                         running.add(pool.submit(one, *pending.pop(0)))
@@ -129,15 +143,36 @@ class CellRunner:
                         break
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
-                        future.result()  # re-raise a harness failure (or Ctrl-C) here
+                        future.result()  # re-raise a harness failure here
                     if reproduced():
                         pending.clear()
-        records.sort(key=lambda r: r.index)
-        stopped_early = reproduced() and len(records) < len(seeds)
+            except BaseException:
+                # The pool joins its threads on the way out: stop their processes so that is quick.
+                pending.clear()
+                stopping.set()
+                self.environment.interrupt()
+                raise
+
+    def _result(self, spec: CellSpec, records: list[RunRecord], seeds: list[int], cache_dir: Path,
+                stopped_early: bool = False, interrupted: bool = False) -> CellResult:
+        records = sorted(records, key=lambda r: r.index)
+        stopped_early = stopped_early and len(records) < len(seeds)
         judgement = judge(records, expected_runs=None if stopped_early else len(seeds))
+        reason = judgement.reason
+        if interrupted and judgement.verdict != Verdict.REPRODUCED:
+            reason = f"interrupted after {len(records)} of {len(seeds)} runs"
         return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records,
-                          reason=judgement.reason, listing=sorted(list_dir(cache_dir)),
-                          environment=self.environment.describe())
+                          reason=reason, listing=sorted(list_dir(cache_dir)),
+                          environment=self.environment.describe(),
+                          extra={"interrupted": True} if interrupted else {})
+
+
+class CellInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a cell, carrying what the cell measured before it (to be saved)."""
+
+    def __init__(self, partial: CellResult):
+        super().__init__("interrupted")
+        self.partial = partial
 
 
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,

@@ -13,7 +13,7 @@ from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec
 from harness.progress import ConsoleProgress
 from harness.results import ResultsWriter
-from harness.runner import CellRunner, error_cell, random_seeds
+from harness.runner import CellInterrupted, CellRunner, error_cell, random_seeds
 
 SeedPlan = Callable[[CellSpec, int], list[int]]  # (cell, runs) -> seeds
 
@@ -44,7 +44,11 @@ class Sweep:
         environments: dict[str, object] = {}
         for number, spec in enumerate(cells, start=1):
             self.progress.cell_started(spec, number, len(cells))
-            result = self._measure(spec, environments)
+            try:
+                result = self._measure(spec, environments)
+            except CellInterrupted as stop:
+                self.writer.add(stop.partial)  # what the cell measured before Ctrl-C is kept
+                raise
             self.writer.add(result)
             self.progress.cell_finished(result)
             results.append(result)

@@ -2,12 +2,14 @@
 
 import threading
 from pathlib import Path
+
+import pytest
 import time
 
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
-from harness.runner import CellRunner, process_env, random_seeds, repro_args
+from harness.runner import CellInterrupted, CellRunner, process_env, random_seeds, repro_args
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
 REPRO = Repro("shard_map_grad", __file__, builtin=True)
@@ -118,3 +120,38 @@ def test_relative_folders_reach_the_process_as_absolute_paths(tmp_path, monkeypa
         results_root=Path("rel"))
     assert all(c.is_absolute() and l.is_absolute() for c, l in seen)
     assert result.runs[0].log.startswith("logs/")
+
+
+class InterruptedAt(ScriptedEnvironment):
+    """Ctrl-C arrives while the run with seed `at` is going."""
+
+    def __init__(self, at, **kw):
+        super().__init__(key_for=lambda s: 1, **kw)
+        self.at, self.interrupted = at, False
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        if int(env["PYTHONHASHSEED"]) == self.at:
+            raise KeyboardInterrupt
+        return super().run(script, args, env, cache_dir, log_path, timeout_s)
+
+    def interrupt(self):
+        self.interrupted = True
+
+
+def test_ctrl_c_keeps_the_finished_runs(tmp_path):
+    with pytest.raises(CellInterrupted) as info:
+        CellRunner(InterruptedAt(3), REPRO, 10).run(SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
+    partial = info.value.partial
+    assert [r.seed for r in partial.runs] == [1, 2]
+    assert partial.verdict == Verdict.ERROR and partial.reason == "interrupted after 2 of 4 runs"
+    assert partial.extra == {"interrupted": True}
+
+
+def test_ctrl_c_during_parallel_runs_stops_the_others(tmp_path):
+    env = InterruptedAt(4, delay=0.05)
+    with pytest.raises(CellInterrupted) as info:
+        # A KeyboardInterrupt in a worker reaches the main thread through future.result().
+        CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
+    assert env.interrupted
+    assert 4 not in [r.seed for r in info.value.partial.runs]
+    assert len(info.value.partial.runs) < 6

@@ -45,6 +45,9 @@ class Environment(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Facts for the results: backend, interpreter, jax/jaxlib versions, image."""
 
+    def interrupt(self) -> None:
+        """Stop every run of this environment still going (Ctrl-C during parallel runs)."""
+
 
 class Backend(abc.ABC):
     """Makes environments, one per JAX version (and platform)."""

@@ -171,12 +171,25 @@ class DockerEnvironment(Environment):
                  facts: dict[str, Any], user: str, mem_limit: str | None = None):
         self.client, self.image, self.jax_version, self.platform = client, image, jax_version, platform
         self.facts, self.user, self.mem_limit = facts, user, mem_limit
+        self._running: set[str] = set()  # container names of runs in flight
 
     def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
         kwargs = run_kwargs(script, env, cache_dir, self.platform, self.user, self.mem_limit)
         command = ["python", f"{SCRIPT_MOUNT}/{Path(script).name}", *args]
-        return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
-                             gpu=self.platform == Platform.CUDA)
+        self._running.add(kwargs["name"])
+        try:
+            return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
+                                 gpu=self.platform == Platform.CUDA)
+        finally:
+            self._running.discard(kwargs["name"])
+
+    def interrupt(self) -> None:
+        """Kill the containers of runs still going; each run's own clean-up then removes them."""
+        for name in list(self._running):
+            try:
+                self.client.containers.get(name).kill()
+            except (DockerException, requests.RequestException):
+                pass  # already gone
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "docker", "image": self.image, **self.facts}

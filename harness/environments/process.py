@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +22,22 @@ def clean_environment(extra: dict[str, str]) -> dict[str, str]:
     return base
 
 
+# Processes started here and still running, so that Ctrl-C can stop every parallel run at once.
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every run still going (their process groups): called when a sweep is interrupted."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
                 cwd: Path | None = None) -> ProcessOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,6 +46,8 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
         # A new session so a timeout kills the whole process group, not just the interpreter.
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, cwd=cwd, start_new_session=True)
+        with _live_lock:
+            _live.add(proc)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -40,6 +59,9 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+        finally:
+            with _live_lock:
+                _live.discard(proc)
     duration = time.monotonic() - start
     reason = ""
     if code < 0:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import clean_environment, run_process
+from harness.environments.process import clean_environment, kill_all, run_process
 from harness.environments.requirements import jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
@@ -48,6 +48,9 @@ class VenvEnvironment(Environment):
         full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
         return run_process([str(self.python), str(script), *args], full_env, log_path, timeout_s,
                            cwd=Path(script).parent)
+
+    def interrupt(self) -> None:
+        kill_all()
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "venv", "path": str(self.path), **self.facts}
