@@ -5,13 +5,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= configs/shard_map_grad.yaml
 BASELINE ?= results/baseline
+JAX_REPO ?=
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench nightly base-image clean-envs help
+.PHONY: table smoke test test-unit bench bisect nightly base-image clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
 	@echo "make smoke      a quick sweep of two releases"
+	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only"
 	@echo "make bench      the harness's overhead against a bare shell loop"
@@ -40,6 +42,10 @@ test-unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_docker.py
+	$(BIN)/python bench/bench_bisect.py
+
+bisect: $(STAMP)
+	$(BIN)/harness bisect $(CONFIG) $(if $(JAX_REPO),--jax-repo $(JAX_REPO)) $(ARGS)
 
 nightly: $(STAMP)
 	$(BIN)/harness nightly $(CONFIG) --baseline $(BASELINE) $(ARGS)

@@ -77,11 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command_modules():
     """`register(subparsers, add_sweep_options)` functions of the commands kept in other modules."""
+    from harness.bisect.cli import register as register_bisect
     from harness.nightly.command import register_compare, register_nightly
     from harness.report.command import register as register_report
     from harness.shards.command import register as register_merge
 
-    return [register_report, register_nightly, register_compare, register_merge]
+    return [register_report, register_nightly, register_compare, register_merge, register_bisect]
 
 
 def main(argv: list[str] | None = None) -> int:

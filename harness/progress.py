@@ -26,7 +26,7 @@ class ConsoleProgress:
 
     def run_finished(self, spec: CellSpec, run: RunRecord, planned: int) -> None:
         status = "ok" if run.ok else f"FAILED ({run.reason or run.exit_code})"
-        new = [e.key for e in map(parse_name, run.new_entries) if e]
+        new = sorted({e.key for e in map(parse_name, run.new_entries) if e})  # -cache/-atime pairs once
         shown = ", ".join(k[: k.rfind("-") + 9] + "…" for k in new if k.startswith("jit_f")) or \
             (f"{len(new)} new" if new else "no new entry")
         self.say(f"  run {run.index}/{planned} seed {run.seed}: {status} in {run.duration_s:.1f}s, {shown}")

@@ -32,10 +32,14 @@ def kill_all() -> None:
     with _live_lock:
         procs = list(_live)
     for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended on its own meanwhile
 
 
 def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
@@ -51,12 +55,12 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             proc.wait()
             return ProcessOutcome(None, time.monotonic() - start, timed_out=True,
                                   reason=f"killed after the {timeout_s:g} s timeout")
         except BaseException:  # Ctrl-C: never leave a child behind
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             proc.wait()
             raise
         finally:

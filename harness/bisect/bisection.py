@@ -1,0 +1,204 @@
+"""Orchestration: releases first, then (with a jax repository) commits inside each boundary.
+
+Wires the pure search (`logic`) to measurement (`measure`), the record (`state`) and the results
+file; prints nothing itself except through `progress`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.bisect import logic
+from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_environments,
+                                    commit_label)
+from harness.bisect.logic import Boundary, Role, Step
+from harness.bisect.measure import PointMeasurer
+from harness.bisect.state import BisectState, commit_id, release_id
+from harness.config import Config
+from harness.environments.base import Backend, Environment
+from harness.errors import EnvironmentUnavailable
+from harness.model import CellResult, Verdict
+from harness.progress import ConsoleProgress
+from harness.results import ResultsWriter
+from harness.seeds import SeedPlanner
+from harness.sweep import plan_cells
+
+DEFAULT_SOURCES = Path.home() / ".cache" / "jax-cache-harness" / "commits"
+
+
+@dataclass
+class Row:
+    """One tested point as the table and results show it."""
+
+    point: str  # a version or a commit sha
+    role: Role
+    verdict: Verdict
+    runs: int
+    miss_bound: float | None
+    detail: str
+    commit: CommitInfo | None = None
+    jaxlib: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"point": self.point, "role": str(self.role), "verdict": str(self.verdict), "runs": self.runs,
+               "miss_bound": self.miss_bound, "detail": self.detail}
+        if self.commit:
+            out.update(commit=self.commit.to_json(), jaxlib=self.jaxlib)
+        return out
+
+
+@dataclass
+class CommitSearch:
+    kind: Role  # APPEARS: first bad commit; FIXED: first good commit
+    releases: tuple[str, str]  # the release boundary searched inside
+    count: int = 0  # commits in the range, endpoints included
+    rows: list[Row] = field(default_factory=list)
+    boundary: Boundary | None = None
+    problem: str | None = None
+    infos: dict[str, CommitInfo] = field(default_factory=dict)
+
+    @property
+    def culprit(self) -> CommitInfo | None:
+        return self.infos.get(self.boundary.first) if self.boundary and self.boundary.first else None
+
+    @property
+    def before(self) -> CommitInfo | None:
+        return self.infos.get(self.boundary.last) if self.boundary and self.boundary.last else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": str(self.kind), "releases": list(self.releases), "commits_in_range": self.count,
+                "commits_tested": len(self.rows), "problem": self.problem,
+                "culprit": self.culprit.to_json() if self.culprit else None,
+                "before_culprit": self.before.to_json() if self.before else None,
+                "skipped": list(self.boundary.skipped) if self.boundary else [],
+                "steps": [r.to_json() for r in self.rows]}
+
+
+@dataclass
+class Outcome:
+    releases: logic.Search
+    release_rows: list[Row]
+    commits: list[CommitSearch] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return sum(r.runs for r in self.release_rows) + sum(r.runs for c in self.commits for r in c.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        def boundary(b: Boundary | None) -> dict | None:
+            return None if b is None else {"last": b.last, "first": b.first, "skipped": list(b.skipped)}
+        return {"appears": boundary(self.releases.appears), "fixed": boundary(self.releases.fixed),
+                "problem": self.releases.problem, "releases_tested": len(self.release_rows),
+                "runs_total": self.runs, "steps": [r.to_json() for r in self.release_rows],
+                "commits": [c.to_json() for c in self.commits]}
+
+
+def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = None) -> Row:
+    runs = sum(len(c.runs) for c in cells)
+    bounds = [c.extra.get("miss_bound") for c in cells]
+    clean = step.verdict == Verdict.CLEAN and all(b is not None for b in bounds)
+    detail = "; ".join(c.reason for c in cells if c.reason)
+    jaxlib = next((c.environment.get("jaxlib_release") for c in cells if c.environment), None)
+    return Row(str(step.point), step.role, step.verdict, runs, max(bounds) if clean and bounds else None,
+               detail, commit, jaxlib)
+
+
+@dataclass
+class Bisection:
+    config: Config
+    versions: list[str]  # the release range, oldest first
+    backend: Backend
+    planner: SeedPlanner
+    state: BisectState
+    writer: ResultsWriter
+    progress: ConsoleProgress
+    jobs: int = 1
+    good: str | None = None
+    bad: str | None = None
+    jax_repo: Path | None = None
+    sources_root: Path = DEFAULT_SOURCES
+    # Injectable for tests: the environment providing jaxlib `version` (default: the backend's release).
+    jaxlib_environment: Callable[[str], Environment] | None = None
+    _cells: dict[str, list[CellResult]] = field(default_factory=dict)
+    _environments: dict[str, Environment] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.measurer = PointMeasurer(self.config, self.planner, self.state, self.writer.dir, self.progress,
+                                      self._on_point, self.jobs)
+
+    def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
+        self._cells[point] = cells
+        if point.startswith("release:"):
+            for cell in cells:
+                self.writer.add(cell)
+        if replayed:
+            verdict = next(iter({c.verdict for c in cells}), Verdict.ERROR)
+            self.progress.say(f"{point}: recorded earlier ({verdict}), not measured again")
+
+    def _release_env(self, version: str) -> Environment:
+        if version not in self._environments:
+            self._environments[version] = self.backend.prepare(version, self.config.platform, self.progress.say)
+        return self._environments[version]
+
+    def test_release(self, version: str) -> Verdict:
+        self.progress.say(f"release {version}")
+        return self.measurer.measure(release_id(version), plan_cells(self.config, [version]),
+                                     lambda: self._release_env(version))
+
+    def run(self) -> Outcome:
+        search = logic.search(self.versions, self.test_release, self.good, self.bad)
+        outcome = Outcome(search, [row_for(s, self._cells[release_id(s.point)]) for s in search.steps])
+        self.writer.set("bisect", outcome.to_json())
+        if self.jax_repo is not None and search.problem is None:
+            repo = GitRepo(self.jax_repo)
+            sources = CommitSources(repo, self.sources_root)
+            for boundary, kind in ((search.appears, Role.APPEARS), (search.fixed, Role.FIXED)):
+                if boundary is None:
+                    continue
+                outcome.commits.append(self.commit_search(repo, sources, boundary, kind))
+                self.writer.set("bisect", outcome.to_json())
+        return outcome
+
+    def commit_search(self, repo: GitRepo, sources: CommitSources, boundary: Boundary,
+                      kind: Role) -> CommitSearch:
+        before, after = (Verdict.CLEAN, Verdict.REPRODUCED) if kind == Role.APPEARS else \
+            (Verdict.REPRODUCED, Verdict.CLEAN)
+        found = CommitSearch(kind, (str(boundary.last), str(boundary.first)))
+        if boundary.last is None or boundary.first is None:
+            found.problem = ("no clean release before the regression in the range" if kind == Role.APPEARS
+                             else "not fixed in the range")
+            return found
+        commits = repo.first_parent_range(repo.release_commit(boundary.last),
+                                          repo.release_commit(boundary.first))
+        found.count = len(commits)
+        self.progress.say(f"commits {boundary.last}..{boundary.first}: {len(commits)} on the first-parent line")
+        # The jaxlibs on offer: the releases on both sides of the boundary (and any between).
+        lo, hi = self.versions.index(boundary.last), self.versions.index(boundary.first)
+        jaxlibs = {v: (lambda v=v: self._jaxlib_env(v)) for v in self.versions[lo:hi + 1]}
+
+        def test(sha: str) -> Verdict:
+            info = found.infos.setdefault(sha, repo.info(sha))
+            self.progress.say(f"commit {sha[:10]} {info.date[:10]} {info.subject[:60]}")
+            try:
+                _, source = sources.get(sha)
+            except EnvironmentUnavailable:
+                source = None  # measure() records the same failure as an error cell
+            specs = plan_cells(self.config, [commit_label(source, sha)])
+            return self.measurer.measure(commit_id(sha), specs, commit_environments(sha, sources, jaxlibs))
+
+        narrowed = logic.between(commits, test, before, after, kind)
+        found.boundary, found.problem = narrowed.boundary, narrowed.problem
+        found.rows = [row_for(s, self._cells[commit_id(s.point)], found.infos.get(s.point))
+                      for s in narrowed.steps]
+        failed = next((r for r in found.rows if r.verdict == Verdict.ERROR), None)
+        if found.problem and failed:
+            found.problem += f": {failed.detail}"
+        return found
+
+    def _jaxlib_env(self, version: str) -> Environment:
+        if self.jaxlib_environment is not None:
+            return self.jaxlib_environment(version)
+        return self._release_env(version)
+

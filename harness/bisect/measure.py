@@ -1,0 +1,94 @@
+"""Measure one point (a release or a commit): its cells, each stopping at its first second key.
+
+Recorded points are replayed from the state instead of measured. A point's remaining meshes are
+skipped once one reproduces: the point is bad whatever they say.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from harness.analysis import version_verdicts
+from harness.bisect.state import BisectState
+from harness.config import Config
+from harness.environments.base import Environment
+from harness.errors import EnvironmentUnavailable
+from harness.model import CellResult, CellSpec, Verdict
+from harness.progress import ConsoleProgress
+from harness.runner import CellRunner, error_cell
+from harness.seeds import SeedPlanner
+from harness.sweep import cell_slug
+
+OnPoint = Callable[[str, list[CellResult], bool], None]  # (point id, cells, replayed)
+
+
+def point_verdict(cells: list[CellResult]) -> Verdict:
+    """The rule of `version_verdicts`: reproduced if any cell did, clean only if all are."""
+    if not cells:
+        return Verdict.ERROR
+    return next(iter(version_verdicts(cells).values()))
+
+
+@dataclass
+class PointMeasurer:
+    config: Config
+    planner: SeedPlanner
+    state: BisectState
+    work_dir: Path  # logs/ and caches/ go here
+    progress: ConsoleProgress
+    on_point: OnPoint
+    jobs: int = 1
+
+    def measure(self, point: str, specs: list[CellSpec],
+                prepare: Callable[[], Environment] | list[Callable[[], Environment]]) -> Verdict:
+        """The point's verdict. `prepare` may list alternative environments (for a commit: each jaxlib
+        it accepts): the next is tried only when the previous could not run the point (`error`)."""
+        recorded = self.state.cells(point)
+        if recorded is not None:
+            self.on_point(point, recorded, True)
+            return point_verdict(recorded)
+        alternatives = prepare if isinstance(prepare, list) else [prepare]
+        tried: list[str] = []
+        for attempt in alternatives:
+            cells = self._attempt(specs, attempt)
+            if point_verdict(cells) != Verdict.ERROR:
+                break
+            tried.append("; ".join(c.reason for c in cells))
+        earlier = tried if point_verdict(cells) != Verdict.ERROR else tried[:-1]
+        for cell in cells if earlier else []:
+            cell.extra["earlier_attempts"] = earlier  # why the preferred environments could not run it
+        self.state.record(point, cells)
+        self.on_point(point, cells, False)
+        return point_verdict(cells)
+
+    def _attempt(self, specs: list[CellSpec], prepare: Callable[[], Environment]) -> list[CellResult]:
+        try:
+            environment = prepare()
+        except EnvironmentUnavailable as exc:
+            return [error_cell(s, f"environment: {exc}", log_tail=exc.log_tail) for s in specs]
+        cells = []
+        for number, spec in enumerate(specs, start=1):
+            self.progress.cell_started(spec, number, len(specs))
+            cell = self._cell(spec, environment)
+            self.progress.cell_finished(cell)
+            cells.append(cell)
+            if cell.verdict == Verdict.REPRODUCED:
+                break
+        return cells
+
+    def _cell(self, spec: CellSpec, environment: Environment) -> CellResult:
+        slug = cell_slug(spec)
+        cache_dir, log_dir = self.work_dir / "caches" / slug, self.work_dir / "logs" / slug
+        shutil.rmtree(cache_dir, ignore_errors=True)  # a point cut short earlier left a used cache
+        plan = self.planner.plan(spec, environment, log_dir)
+        runner = CellRunner(environment, self.config.repro, self.config.timeout_s, self.jobs,
+                            on_run=self.progress.run_finished)
+        cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=self.work_dir,
+                          stop_when_reproduced=True)
+        cell.extra["seeds"] = plan.to_json()
+        # The bound speaks only for a clean verdict; a reproduced cell is certain, others say nothing.
+        cell.extra["miss_bound"] = plan.miss_bound if cell.verdict == Verdict.CLEAN else None
+        return cell

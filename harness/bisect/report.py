@@ -1,0 +1,82 @@
+"""What a bisection prints and saves as text (pure): tables of tested points, the boundaries, the
+culprits, ready to paste into an issue."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from harness.analysis import Boundaries
+from harness.bisect.bisection import CommitSearch, Outcome, Row
+from harness.bisect.logic import Role
+from harness.seeds import ASSUMES_CHOSEN, ASSUMES_RANDOM, TARGET_MISS
+
+
+def _bound(row: Row) -> str:
+    if row.miss_bound is None:
+        return "-"
+    return "0 (covered)" if row.miss_bound == 0 else f"{row.miss_bound:.1e}"
+
+
+def release_table(outcome: Outcome, fmt: str = "github") -> str:
+    rows = [[i, r.point, r.role, r.verdict, r.runs, _bound(r), r.detail[:70]]
+            for i, r in enumerate(outcome.release_rows, start=1)]
+    return tabulate(rows, headers=["#", "jax", "tested as", "verdict", "runs", "miss bound", "detail"],
+                    tablefmt=fmt)
+
+
+def commit_table(search: CommitSearch, fmt: str = "github") -> str:
+    rows = [[i, r.point[:10], r.commit.date[:10] if r.commit else "", (r.commit.subject if r.commit else "")[:50],
+             r.jaxlib or "-", r.verdict, r.runs]
+            for i, r in enumerate(search.rows, start=1)]
+    return tabulate(rows, headers=["#", "commit", "date", "subject", "jaxlib", "verdict", "runs"], tablefmt=fmt)
+
+
+def boundaries_line(outcome: Outcome) -> str:
+    s = outcome.releases
+    if s.problem:
+        return f"cannot bisect: {s.problem}"
+    appears, fixed = s.appears, s.fixed
+    line = Boundaries(appears.first if appears else None, appears.last if appears else None,
+                      fixed.first if fixed else None).line()
+    untested = [p for b in (appears, fixed) if b for p in b.skipped]
+    if untested:
+        line += f" (untestable, between the boundaries: {', '.join(untested)})"
+    return line
+
+
+def commit_line(search: CommitSearch) -> str:
+    what = "first bad commit" if search.kind == Role.APPEARS else "first fixed commit"
+    span = f"{search.releases[0]}..{search.releases[1]}"
+    if search.problem:
+        return f"{what} ({span}): not found: {search.problem}"
+    c, b = search.culprit, search.boundary
+    if not b.resolved:
+        return (f"{what} ({span}): somewhere among {len(b.skipped) + 1} commits after {b.last[:10]} up to "
+                f"{b.first[:10]}: too many could not be run to split them ({len(search.rows)} tested)")
+    text = (f"{what} ({span}): {c.sha} {c.date} \"{c.subject}\" "
+            f"({len(search.rows)} of {search.count} commits tested)")
+    if search.boundary and search.boundary.skipped:
+        text += f"; {len(search.boundary.skipped)} untestable commit(s) just before it could not be split"
+    return text
+
+
+def confidence_line(outcome: Outcome) -> str:
+    bounds = [r.miss_bound for r in outcome.release_rows if r.miss_bound is not None]
+    if not bounds:
+        return "no clean verdicts"
+    worst = max(bounds)
+    assumes = ASSUMES_CHOSEN if worst == 0 else ASSUMES_RANDOM
+    return (f"each clean verdict: chance a regression was missed <= {worst:.1e} (target {TARGET_MISS:g}), "
+            f"assuming {assumes}")
+
+
+def text(outcome: Outcome, command: str, fmt: str = "github") -> str:
+    parts = [release_table(outcome, fmt), "", boundaries_line(outcome)]
+    for search in outcome.commits:
+        if search.rows:
+            parts += ["", commit_table(search, fmt)]
+        parts.append(commit_line(search))
+    parts += ["", confidence_line(outcome),
+              f"{len(outcome.release_rows)} release(s) and {sum(len(c.rows) for c in outcome.commits)} "
+              f"commit(s) tested, {outcome.runs} runs", "", f"Reproduce with: {command}"]
+    return "\n".join(parts)

@@ -1,0 +1,82 @@
+"""The resumable record of a bisection: every measured point's cells, saved atomically after each.
+
+A bisection is identified by what determines its path (config, range, seeds, backend, repository);
+the same command finds the same folder and replays the recorded verdicts, so the search retraces
+its steps without measuring them again and reaches the same answer. A point interrupted half-way
+was never recorded and is measured again from scratch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.model import CellResult
+from harness.results import write_atomic
+
+STATE_FILE = "state.json"
+STATE_VERSION = 1
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def release_id(version: str) -> str:
+    return f"release:{version}"
+
+
+def commit_id(sha: str) -> str:
+    return f"commit:{sha}"
+
+
+@dataclass
+class BisectState:
+    path: Path
+    identity: dict[str, Any]
+    points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # point id -> cell JSONs
+    facts: dict[str, Any] = field(default_factory=dict)  # e.g. commit metadata, chosen jaxlib
+
+    @classmethod
+    def open(cls, folder: Path, identity: dict[str, Any], fresh: bool = False) -> BisectState:
+        path = folder / STATE_FILE
+        if fresh or not path.exists():
+            state = cls(path, identity)
+            state.save()
+            return state
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UserError(f"{path}: unreadable bisection state ({exc}); rerun with --fresh") from None
+        if data.get("state_version") != STATE_VERSION:
+            raise UserError(f"{path}: state version {data.get('state_version')} is not "
+                            f"{STATE_VERSION}; rerun with --fresh")
+        if data.get("identity") != json.loads(json.dumps(identity, default=str)):
+            raise UserError(f"{path}: belongs to a different bisection; rerun with --fresh")
+        return cls(path, identity, data.get("points", {}), data.get("facts", {}))
+
+    @property
+    def resumed(self) -> bool:
+        return bool(self.points)
+
+    def cells(self, point: str) -> list[CellResult] | None:
+        recorded = self.points.get(point)
+        return None if recorded is None else [CellResult.from_json(c) for c in recorded]
+
+    def record(self, point: str, cells: list[CellResult]) -> None:
+        self.points[point] = [c.to_json() for c in cells]
+        self.save()
+
+    def note(self, key: str, value: Any) -> None:
+        self.facts[key] = value
+        self.save()
+
+    def save(self) -> None:
+        document = {"state_version": STATE_VERSION, "identity": self.identity, "points": self.points,
+                    "facts": self.facts}
+        write_atomic(self.path, json.dumps(document, indent=1, default=str) + "\n")

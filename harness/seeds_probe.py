@@ -1,0 +1,44 @@
+"""Standalone probe run by an environment's own interpreter: which PYTHONHASHSEED orders which set how.
+
+Usage: python seeds_probe.py '{"names": [...], "subsets": [[...], ...], "seeds": [1, 2, ...]}'
+Prints one JSON line: {"python": ..., "orderings": {seed: [ordering of each subset, ...]}}.
+
+String hashes (and so set iteration order) are fixed when an interpreter starts, so each seed needs
+its own child interpreter; `-S` keeps them cheap. Not `-I`/`-E`: those ignore PYTHONHASHSEED.
+Imports nothing from the harness: it may run inside a container with only the standard library.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+# The expression the shard_map bug iterates: `set(mesh.axis_names) - names`. A subset S is reached
+# by removing the other names, so the probe sees the very table layout the bug sees.
+CHILD = """
+import json, sys
+full, subsets = json.loads(sys.argv[1])
+print(json.dumps([list(set(full) - (set(full) - set(s))) for s in subsets]))
+"""
+
+
+def order_for(seed, names, subsets):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = str(seed)
+    out = subprocess.run([sys.executable, "-S", "-c", CHILD, json.dumps([names, subsets])],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    request = json.loads(sys.argv[1])
+    names, subsets, seeds = request["names"], request["subsets"], request["seeds"]
+    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(lambda s: order_for(s, names, subsets), seeds))
+    print(json.dumps({"python": sys.version.split()[0], "implementation": sys.implementation.name,
+                      "orderings": {str(s): r for s, r in zip(seeds, results)}}))
+
+
+if __name__ == "__main__":
+    main()

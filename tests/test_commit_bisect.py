@@ -1,0 +1,184 @@
+"""Commit bisection end to end on a synthetic git repository: a tiny fake `jax` whose lowering becomes
+set-ordered at a known commit and ordered again at a later one. Runs with this interpreter: the fake
+package needs no JAX, and the "jaxlib environment" is injected."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.bisect.bisection import Bisection
+from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource,
+                                    acceptable_jaxlibs, parse_version_py)
+from harness.bisect.logic import Boundary
+from harness.bisect.state import BisectState
+from harness.config import Config, Repro
+from harness.environments.base import Backend
+from harness.environments.local import LocalEnvironment
+from harness.model import Mesh, Platform, Verdict
+from harness.progress import ConsoleProgress
+from harness.results import ResultsWriter
+from harness.seeds import SeedPlanner
+
+ORDERED = 'def lower(names):\n    return ",".join(names)\n'
+SET_ORDERED = 'def lower(names):\n    return ",".join(set(names) - set())\n'
+BROKEN = 'def lower(names) oops\n'
+VERSION_PY = '_version = "0.1.9"\n_minimum_jaxlib_version = "0.1.0"\n'
+
+REPRO = '''
+import argparse, hashlib, os
+import jax
+p = argparse.ArgumentParser()
+p.add_argument("--mesh-shape")
+p.add_argument("--axis-names")
+args = p.parse_args()
+text = jax.lower(tuple(args.axis_names.split(",")))
+key = hashlib.sha256(text.encode()).hexdigest()
+with open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], "jit_f-" + key), "w") as f:
+    f.write(text)
+'''
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def commit(repo: Path, message: str, lowering: str | None = None) -> str:
+    if lowering is not None:
+        (repo / "jax" / "__init__.py").write_text(lowering)
+    (repo / "NOTES").write_text(message)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def fake_jax(tmp_path_factory):
+    """0.1.0 ordered; set-ordered from `bad`; an unimportable commit inside; ordered again from `fix`."""
+    work = tmp_path_factory.mktemp("fake-jax")
+    (work / "jax").mkdir()
+    (work / "jax" / "version.py").write_text(VERSION_PY)
+    git(work, "init", "-q", "-b", "main")
+    commit(work, "release 0.1.0", ORDERED)
+    git(work, "tag", "jax-v0.1.0")
+    for i in range(9):
+        commit(work, f"filler {i}")
+    bad = commit(work, "iterate the names as a set", SET_ORDERED)
+    broken = commit(work, "a commit that cannot be imported", BROKEN)
+    commit(work, "repair the import", SET_ORDERED)
+    for i in range(6):
+        commit(work, f"more filler {i}")
+    git(work, "tag", "jax-v0.1.1")
+    for i in range(4):
+        commit(work, f"later filler {i}")
+    fix = commit(work, "order the names again", ORDERED)
+    for i in range(7):
+        commit(work, f"last filler {i}")
+    git(work, "tag", "jax-v0.1.2")
+    bare = tmp_path_factory.mktemp("bare") / "jax.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    return {"repo": bare, "bad": bad, "broken": broken, "fix": fix}
+
+
+def plain_python() -> LocalEnvironment:
+    # The "jaxlib environment": an interpreter; the commit's archived jax/ comes first on its path.
+    return LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
+
+
+class ReleaseBackend(Backend):
+    """Releases are the tagged commits, run like any commit (with the plain interpreter)."""
+
+    name = "fake"
+
+    def __init__(self, repo: GitRepo, root: Path):
+        self.sources, self.prepared = CommitSources(repo, root), []
+
+    def prepare(self, version, platform, say=None):
+        self.prepared.append(version)
+        sha = self.sources.repo.release_commit(version)
+        folder, _ = self.sources.get(sha)
+        return CommitEnvironment(plain_python(), folder, sha, version, "none")
+
+
+def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) -> Bisection:
+    script = tmp_path / "repro" / "fake_repro.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(REPRO)
+    config = Config(name="fake", repro=Repro("fake", script, builtin=True), jax_versions=("0.1.*",),
+                    platform=Platform.AUTO, device_count=2, meshes=(Mesh((2, 1), ("x", "y")),),
+                    runs=2, timeout_s=60)
+    folder = tmp_path / "out"
+    folder.mkdir(exist_ok=True)
+    repo = GitRepo(fake["repo"])
+    state = BisectState.open(folder, {"test": "fake"})
+    writer = ResultsWriter(folder, {"config": config.to_json()})
+    return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
+                     SeedPlanner(), state, writer, ConsoleProgress(quiet=True), jax_repo=fake["repo"],
+                     sources_root=tmp_path / "src",
+                     jaxlib_environment=jaxlib_environment or (lambda version: plain_python()))
+
+
+def test_version_py_and_jaxlib_choice():
+    source = parse_version_py('_version = "0.4.27"\n_minimum_jaxlib_version = "0.4.23"\n')
+    assert source == JaxSource("0.4.27", "0.4.23")
+    # jax refuses a jaxlib newer than itself: 0.4.27 is too new for a 0.4.27.dev commit? No: equal
+    # numeric prefixes are accepted, as jax's own check does.
+    assert acceptable_jaxlibs(source, ["0.4.22", "0.4.26", "0.4.27", "0.4.28"]) == ["0.4.27", "0.4.26"]
+    assert acceptable_jaxlibs(JaxSource("0.4.29", "0.4.29"), ["0.4.28"]) == []
+    assert parse_version_py("nothing here") is None
+
+
+def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, tmp_path):
+    outcome = make_bisection(fake_jax, tmp_path).run()
+    assert outcome.releases.problem is None
+    assert outcome.releases.appears == Boundary("0.1.0", "0.1.1")
+    assert outcome.releases.fixed == Boundary("0.1.1", "0.1.2")
+    appears, fixed = outcome.commits
+    assert appears.problem is None and fixed.problem is None
+    assert appears.culprit.sha == fake_jax["bad"]
+    assert appears.culprit.subject == "iterate the names as a set"
+    assert fixed.culprit.sha == fake_jax["fix"]
+    assert len(appears.rows) < appears.count and len(fixed.rows) < fixed.count
+    # The unimportable commit, if the search met it, was skipped: never judged good or bad.
+    for row in appears.rows:
+        if row.point == fake_jax["broken"]:
+            assert row.verdict == Verdict.ERROR
+    # Two chosen seeds cover both orders of two names: every clean commit is certain under that model.
+    assert all(r.miss_bound == 0 for r in appears.rows + fixed.rows if r.verdict == Verdict.CLEAN)
+    # A reproducing cell stops at its second key: two runs.
+    assert all(r.runs == 2 for r in appears.rows if r.verdict == Verdict.REPRODUCED)
+
+
+def test_an_interrupted_bisection_resumes_without_remeasuring_and_gives_the_same_answer(fake_jax, tmp_path):
+    calls = []
+
+    def interrupting(version):
+        calls.append(version)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return plain_python()
+
+    with pytest.raises(KeyboardInterrupt):
+        make_bisection(fake_jax, tmp_path, jaxlib_environment=interrupting).run()
+    recorded = len(BisectState.open(tmp_path / "out", {"test": "fake"}).points)
+    assert recorded >= 3 + 3  # three releases and the commits before the interruption
+
+    measured = []
+
+    def counting(version):
+        measured.append(version)
+        return plain_python()
+
+    backend = ReleaseBackend(GitRepo(fake_jax["repo"]), tmp_path / "src")
+    outcome = make_bisection(fake_jax, tmp_path, jaxlib_environment=counting, backend=backend).run()
+    assert backend.prepared == [], "releases were replayed from the state"
+    assert outcome.commits[0].culprit.sha == fake_jax["bad"]
+    assert outcome.commits[1].culprit.sha == fake_jax["fix"]
+    total = len(outcome.commits[0].rows) + len(outcome.commits[1].rows)
+    assert len(measured) == total - (recorded - 3), "only the unrecorded commits were measured"

@@ -1,0 +1,105 @@
+"""Seed choice and miss bounds: pure parts with made-up probes, and the real probe with this interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.environments.local import LocalEnvironment
+from harness.environments.process import clean_environment
+from harness.model import CellSpec, Mesh, Platform
+from harness.seeds import (Probe, SeedPlanner, SeedStrategy, choose_seeds, chosen_plan, covers,
+                           miss_probability_random, name_sets, run_probe, runs_for_target)
+
+
+def test_random_seed_arithmetic_matches_the_two_ordering_worst_case():
+    assert miss_probability_random(5) == 1 / 16  # "five runs all agree one time in sixteen"
+    assert runs_for_target(1e-3) == 11  # 2^-10 < 1e-3 < 2^-9
+    assert miss_probability_random(11) <= 1e-3 < miss_probability_random(10)
+    assert runs_for_target(1e-3, orderings=24) == 4
+
+
+def test_name_sets_start_with_the_full_set_and_hold_every_subset_of_two_or_more():
+    sets = name_sets(("a", "b", "c", "d"))
+    assert sets[0] == ("a", "b", "c", "d")
+    assert len(sets) == 1 + 4 + 6
+    assert ("b", "d") in sets
+    assert name_sets(("a",)) == []
+
+
+def _probe(orderings: dict[int, list[str]]) -> Probe:
+    return Probe("cpython test", (("a", "b"),), {s: (tuple(o),) for s, o in orderings.items()})
+
+
+def test_two_names_need_the_one_seed_that_reverses_them():
+    probe = _probe({1: ["a", "b"], 2: ["a", "b"], 3: ["a", "b"], 4: ["b", "a"], 5: ["b", "a"]})
+    assert choose_seeds(probe) == [1, 4]
+    plan = chosen_plan(probe)
+    assert plan.seeds == [1, 4]
+    assert plan.covers[0]["pairs_in_both_orders"] is True
+    assert plan.miss_bound == 0.0
+    assert plan.miss_bound_other == 1.0  # nothing random: no claim beyond the probed sets
+    data = plan.to_json()
+    assert data["strategy"] == "chosen" and "assumes" in data and data["target"] == 1e-3
+
+
+def test_an_order_never_seen_among_candidates_is_reported_and_gives_no_certainty():
+    probe = _probe({1: ["a", "b"], 2: ["a", "b"]})
+    plan = chosen_plan(probe)
+    assert len(plan.seeds) == 2  # still two runs
+    assert plan.covers[0]["pairs_in_both_orders"] is False
+    assert plan.miss_bound > 1e-3
+
+
+def test_random_extras_fill_up_to_runs_and_tighten_the_other_mechanism_bound():
+    probe = _probe({1: ["a", "b"], 2: ["b", "a"]})
+    plan = chosen_plan(probe, extra_random=10)
+    assert plan.seeds[:2] == [1, 2] and len(plan.seeds) == 12 and len(set(plan.seeds)) == 12
+    assert plan.miss_bound_other == 2 ** -10
+
+
+def test_a_user_script_falls_back_to_random_seeds_enough_for_the_target(tmp_path):
+    env = LocalEnvironment(sys.executable, {"jax": "none", "python": "x"})
+    plan = SeedPlanner().plan(CellSpec("0.4.28", Platform.CPU, 8, None), env, tmp_path)
+    assert plan.strategy == SeedStrategy.RANDOM and len(plan.seeds) == 11
+    assert plan.miss_bound <= 1e-3 and "worst case of two orderings" in plan.note
+
+
+def _order_in_fresh_interpreter(seed: int, names: tuple[str, ...]) -> tuple[str, ...]:
+    code = f"print(','.join(set({names!r}) - set()))"
+    env = clean_environment({"PYTHONHASHSEED": str(seed)})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return tuple(out.stdout.strip().split(","))
+
+
+def test_the_real_probe_agrees_with_fresh_interpreters_and_covers_both_orders(tmp_path):
+    names = ("a", "b", "c", "d")
+    env = LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
+    probe = run_probe(env, name_sets(names), 16, tmp_path, timeout_s=120)
+    assert sorted(probe.orderings) == list(range(1, 17))
+    # What the probe says is what a run with that seed sees (a probe ignoring PYTHONHASHSEED would not).
+    for seed in (1, 2, 7):
+        assert probe.orderings[seed][0] == _order_in_fresh_interpreter(seed, names)
+    assert len({probe.orderings[s][0] for s in probe.orderings}) > 2
+    seeds = choose_seeds(probe)
+    assert all(c["pairs_in_both_orders"] for c in covers(probe, seeds))
+    assert 2 <= len(seeds) <= 4
+
+
+def test_the_planner_probes_once_per_interpreter(tmp_path, monkeypatch):
+    import harness.seeds as seeds
+
+    calls = []
+    real = seeds.run_probe
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(seeds, "run_probe", counting)
+    env = LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
+    planner = SeedPlanner(candidates=8)
+    spec = CellSpec("0.4.28", Platform.CPU, 2, Mesh((2, 1), ("x", "y")))
+    first = planner.plan(spec, env, tmp_path)
+    second = planner.plan(spec, env, Path(tmp_path / "again"))
+    assert first.seeds == second.seeds and len(calls) == 1
