@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 from harness.config import Config, load_config, parse_config
@@ -93,6 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("\nharness: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
+        traceback.print_exc()
+        print("harness: internal error (a bug in the harness; the traceback above says where)",
+              file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -177,10 +186,10 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
         print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
     writer.finish("complete")
+    print(f"results: {writer.path} (report: {writer.dir / 'report.md'})", file=sys.stderr)
     print(render(cells_done))
     print()
-    print(summary_line(cells_done))
-    print(f"results: {writer.path}")
+    print(summary_line(cells_done))  # last, so `| tail -1` gives the answer
     return EXIT_OK
 
 

@@ -69,3 +69,13 @@ def test_load_results_rejects_non_results(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"hello": 1}))
     with pytest.raises(UserError, match="no schema_version"):
         load_results(tmp_path)
+
+
+def test_a_harness_bug_exits_1_with_its_traceback(capsys, monkeypatch):
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "cmd_run", broken)
+    code, _, err = run_cli(["run", "configs/smoke.yaml"], capsys)
+    assert code == 1
+    assert "RuntimeError: boom" in err and "internal error" in err.strip().splitlines()[-1]
