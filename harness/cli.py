@@ -7,11 +7,13 @@ Exit codes: 0 the work completed (whatever it found), 2 bad input, 1 a failure o
 from __future__ import annotations
 
 import argparse
+import math
+import shlex
 import sys
 import traceback
 from pathlib import Path
 
-from harness.config import Config, load_config, parse_config
+from harness.config import MAX_DEVICES, MAX_RUNS, Config, load_config, parse_config
 from harness.environments import NAMES, BackendOptions, make_backend
 from harness.errors import UserError
 from harness.progress import ConsoleProgress
@@ -25,7 +27,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_RESULTS = Path("results")
 
 
-def _positive(minimum: int):
+def _positive(minimum: int, maximum: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -33,8 +35,20 @@ def _positive(minimum: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}")
         return value
     return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive, finite number of seconds")
+    return value
 
 
 def _add_sweep_options(p: argparse.ArgumentParser) -> None:
@@ -42,8 +56,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
                    help="where each JAX version runs (default: venv; auto = docker if a daemon answers)")
     p.add_argument("--versions", nargs="+", metavar="V",
                    help="versions or specifiers replacing the config's jax_versions")
-    p.add_argument("--runs", type=_positive(2), help="most runs per cell (at least 2)")
-    p.add_argument("--jobs", type=_positive(1), default=1, help="runs of a cell in parallel (default 1)")
+    p.add_argument("--runs", type=_positive(2, MAX_RUNS), help="most runs per cell (at least 2)")
+    p.add_argument("--jobs", type=_positive(1, 256), default=1, help="runs of a cell in parallel (default 1)")
     p.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="results folder (default: results/)")
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
@@ -64,11 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="run your own script version by version, no config needed")
     check.add_argument("script", type=Path)
-    check.add_argument("--device-count", type=_positive(1), default=8)
+    check.add_argument("--device-count", type=_positive(1, MAX_DEVICES), default=8)
     check.add_argument("--platform", choices=["cpu", "cuda", "auto"], default="cpu")
-    check.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
     _add_sweep_options(check)
     check.set_defaults(handler=cmd_check)
+
+    versions = sub.add_parser("versions", help="print the JAX releases a config names, one per line")
+    versions.add_argument("config", type=Path)
+    versions.add_argument("--versions", nargs="+", metavar="V", help="resolve these instead")
+    versions.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                          help="only releases with wheels for this Python (default: this interpreter's)")
+    versions.set_defaults(handler=cmd_versions)
 
     # Commands that live in their own modules add their parsers here (one line each).
     for register in _command_modules():
@@ -117,6 +138,19 @@ def cmd_check(args: argparse.Namespace) -> int:
             "device_count": args.device_count, "runs": args.runs or 8, "timeout_s": args.timeout}
     config = parse_config(data, source="harness check", base_dir=Path.cwd())
     return _sweep(config, args)
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    entries = tuple(args.versions) if args.versions else config.jax_versions
+    for entry in entries:
+        problem = check_syntax(entry)
+        if problem:
+            raise UserError(f"--versions: {problem}")
+    source = "--versions" if args.versions else f"{config.source}: jax_versions"
+    for version in resolve(entries, PyPIIndex(), source=source, python=args.python_version):
+        print(version)
+    return EXIT_OK
 
 
 def _name_for(script: Path) -> str:
@@ -168,7 +202,7 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
     choice.backend.check(config.platform, progress.say)
     run_dir = new_run_dir(args.out, config.name)
     writer = ResultsWriter(run_dir, {
-        "command": " ".join(["harness", *sys.argv[1:]]) if sys.argv else "harness",
+        "command": shlex.join(["harness", *sys.argv[1:]]),
         "config": config.to_json(),
         "versions": versions,
         "options": {"runs": runs, "jobs": args.jobs, "backend": choice.backend.name,
@@ -185,6 +219,9 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
         writer.finish("interrupted")
         print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BaseException:
+        writer.finish("failed")  # what was measured stays; the status says the sweep did not end well
+        raise
     writer.finish("complete")
     print(f"results: {writer.path} (report: {writer.dir / 'report.md'})", file=sys.stderr)
     print(render(cells_done))

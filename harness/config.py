@@ -5,6 +5,7 @@ Every error names the file and the key, so a user can fix it in one go.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "
 REQUIRED = {"name", "repro", "jax_versions"}
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
+MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
+MAX_DEVICES = 4096
+_PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -65,13 +69,33 @@ class Config:
         }
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, line: int):
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key given twice is an error (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise _DuplicateKey(str(key), key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | Path) -> Config:
     path = Path(path)
     source = str(path)
     if not path.is_file():
         raise ConfigError(source, None, "no such config file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except _DuplicateKey as exc:
+        raise ConfigError(source, exc.key, f"given twice (line {exc.line})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -108,11 +132,12 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         raise err("platform", f"must be one of {', '.join(p.value for p in Platform)}, "
                               f"not {data.get('platform')!r}") from None
 
-    device_count = _int(data, "device_count", 8, err, minimum=1)
-    runs = _int(data, "runs", 8, err, minimum=2, why="a single run cannot show two keys")
+    device_count = _int(data, "device_count", 8, err, minimum=1, maximum=MAX_DEVICES)
+    runs = _int(data, "runs", 8, err, minimum=2, why="a single run cannot show two keys", maximum=MAX_RUNS)
     timeout_s = data.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
-        raise err("timeout_s", "must be a positive number of seconds")
+    if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+            or not math.isfinite(timeout_s) or timeout_s <= 0):
+        raise err("timeout_s", "must be a positive, finite number of seconds")
 
     meshes = _parse_meshes(data.get("meshes"), device_count, repro, err)
     docker = data.get("docker") or {}
@@ -124,18 +149,22 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     for key, value in docker.items():
         if not isinstance(value, str) or not value:
             raise err(f"docker.{key}", "must be a non-empty string")
+    if "python" in docker and not _PYTHON_RE.match(docker["python"]):
+        raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {docker['python']!r}")
 
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source)
 
 
-def _int(data, key, default, err, minimum, why=""):
+def _int(data, key, default, err, minimum, why="", maximum=None):
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise err(key, f"must be an integer, not {value!r}")
     if value < minimum:
         raise err(key, f"must be at least {minimum}" + (f" ({why})" if why else ""))
+    if maximum is not None and value > maximum:
+        raise err(key, f"must be at most {maximum}")
     return value
 
 

@@ -26,6 +26,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are for others to read too
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -36,30 +37,46 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_run_dir(results_root: Path, name: str) -> Path:
+    """A new folder for one sweep; UserError when the results folder cannot hold it."""
+    from harness.errors import UserError
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = results_root / f"{stamp}-{name}"
     suffix = 1
     while path.exists():
         suffix += 1
         path = results_root / f"{stamp}-{name}-{suffix}"
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UserError(f"--out {results_root}: cannot create a results folder there ({exc.strerror})") from None
     return path
 
 
 def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
-    return {
+    host = {
         "os": platform.platform(),
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "harness_python": sys.executable,
         **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
-        **{k: v for k, v in backend.items()},
     }
+    # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
+    return {**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host}
 
 
 def summarise(cells: list[CellResult]) -> dict[str, Any]:

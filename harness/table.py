@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from packaging.version import Version
 from tabulate import tabulate
 
 from harness.analysis import boundaries, version_verdicts
@@ -20,9 +21,14 @@ def _keys_column(cell: CellResult) -> str:
     return f"{module}: {len(cell.keys[module])}"
 
 
+def in_version_order(cells: list[CellResult]) -> list[CellResult]:
+    """By version, then mesh: a bisection measures cells out of order."""
+    return sorted(cells, key=lambda c: (Version(c.spec.jax_version), c.spec.mesh.label if c.spec.mesh else ""))
+
+
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
-    for c in cells:
+    for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
         out.append([c.spec.jax_version, c.spec.mesh.label if c.spec.mesh else "(script)",
                     f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",

@@ -43,7 +43,8 @@ def check_syntax(entry: str) -> str | None:
         else:
             Version(entry)
     except (InvalidSpecifier, InvalidVersion):
-        return f"{entry!r} is neither a version (e.g. 0.4.28) na specifier (e.g. \">=0.4.26,<0.4.32\") nor latest"
+        return (f"{entry!r} is not a version (e.g. 0.4.28), a specifier (e.g. \">=0.4.26,<0.4.32\") "
+                f"or latest")
     return None
 
 

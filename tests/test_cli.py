@@ -79,3 +79,30 @@ def test_a_harness_bug_exits_1_with_its_traceback(capsys, monkeypatch):
     code, _, err = run_cli(["run", "configs/smoke.yaml"], capsys)
     assert code == 1
     assert "RuntimeError: boom" in err and "internal error" in err.strip().splitlines()[-1]
+
+
+def test_out_that_is_a_file(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run_cli(["run", "configs/smoke.yaml", "--out", str(blocker / "sub")], capsys)
+    assert code == 2 and err.strip().startswith("harness: error: --out") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python", "/bin/true"])
+def test_local_backend_with_an_interpreter_that_cannot_say(capsys, tmp_path, python):
+    assert_bad_input(["run", "configs/smoke.yaml", "--backend", "local", "--python", python], capsys,
+                     tmp_path, "--backend local")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-3"])
+def test_check_timeout_must_be_positive_and_finite(value, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["check", "examples/stable_script.py", "--timeout", value])
+    assert info.value.code == 2
+
+
+def test_versions_command_prints_the_resolved_releases(capsys):
+    code, out, _ = run_cli(["versions", "configs/shard_map_grad.yaml"], capsys)
+    assert code == 0 and out.split() == ["0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.31"]
+    code, out, _ = run_cli(["versions", "configs/smoke.yaml", "--versions", "latest"], capsys)
+    assert code == 0 and out.split() == ["0.5.0"]

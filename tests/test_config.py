@@ -88,3 +88,16 @@ def test_bad_input_names_file_and_key(write, text, key, fragment):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("text, key, fragment", [
+    (_replace("runs: 8", "runs: 8\ntimeout_s: .nan"), "timeout_s", "finite"),
+    (_replace("runs: 8", "runs: 8\ntimeout_s: .inf"), "timeout_s", "finite"),
+    (_replace("runs: 8", "runs: 99999999999999999999"), "runs", "at most"),
+    (_replace("runs: 8", "runs: 8\ndocker: {python: banana}"), "docker.python", "Python 3 version"),
+    (_replace("runs: 8", "runs: 8\ndocker: {python: '2.7'}"), "docker.python", "Python 3 version"),
+    (_replace("runs: 8", "runs: 8\nruns: 4"), "runs", "given twice (line 10)"),
+])
+def test_more_bad_values(write, text, key, fragment):
+    error = _error(write, text)
+    assert error.key == key and fragment in str(error)

@@ -19,6 +19,7 @@ from docker.models.containers import Container, ContainerCollection
 from docker.models.images import Image, ImageCollection
 
 from harness.environments import docker as dk
+from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
@@ -395,8 +396,8 @@ def test_cuda_local_versions_are_kept_apart():
              "jaxlib-0.4.25+cuda12.cudnn89-cp311-cp311-manylinux2014_x86_64.whl"]
     found, _ = wh.pick_wheels([wh.Pin("jaxlib", "0.4.25+cuda12.cudnn89")], files, tags)
     assert list(found.values()) == [files[1]]
-    assert wh.find_links_for("0.4.25", Platform.CUDA) == [wh.JAX_CUDA_FIND_LINKS]
-    assert wh.find_links_for("0.4.26", Platform.CUDA) == [] == wh.find_links_for("0.4.25", Platform.CPU)
+    assert rq.find_links_for("0.4.25", Platform.CUDA) == [rq.JAX_CUDA_FIND_LINKS]
+    assert rq.find_links_for("0.4.26", Platform.CUDA) == [] == rq.find_links_for("0.4.25", Platform.CPU)
 
 
 def test_host_downloads_ignore_the_machines_pip_config_but_keep_its_ca_bundle():

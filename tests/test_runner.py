@@ -155,3 +155,13 @@ def test_ctrl_c_during_parallel_runs_stops_the_others(tmp_path):
     assert env.interrupted
     assert 4 not in [r.seed for r in info.value.partial.runs]
     assert len(info.value.partial.runs) < 6
+
+
+def test_an_unwritable_environment_folder_is_an_unavailable_environment(tmp_path):
+    from harness.environments.venv import VenvBackend
+    from harness.errors import EnvironmentUnavailable
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(EnvironmentUnavailable, match="cannot make the venv"):
+        VenvBackend(root=blocker / "envs").prepare("0.4.29", Platform.CPU)

@@ -23,7 +23,7 @@ def harness_commands(data):
         for step in job["steps"]:
             script = step.get("run", "").replace("\\\n", " ")
             for line in script.splitlines():
-                match = re.search(r"-m harness (.*)$", line)
+                match = re.search(r"-m harness ([^|)]*)", line)  # up to a pipe or the end of $(...)
                 if match:
                     # Expressions and variables stand for values: any well-formed one will do.
                     text = re.sub(r"\$\{\{[^}]*\}\}", "1", match[1])
@@ -48,10 +48,20 @@ def test_workflow_runs_nightly_on_a_schedule_with_shards_then_merge():
 
 def test_workflow_commands_exist_and_parse():
     commands = harness_commands(workflow())
-    assert [c[0] for c in commands] == ["run", "merge", "compare"]
+    assert [c[0] for c in commands] == ["versions", "run", "merge", "compare"]
     parser = cli.build_parser()
     for argv in commands:
         args = parser.parse_args(argv)  # SystemExit (a failed test) on an unknown command or option
         assert callable(args.handler)
-    run = parser.parse_args(commands[0])
-    assert str(run.shard) == "1/1" and run.versions == ["latest"]
+    plan = parser.parse_args(commands[0])
+    assert plan.versions == ["latest"]
+    run = parser.parse_args(commands[1])
+    assert str(run.shard) == "1/1"
+
+
+def test_every_shard_measures_the_versions_resolved_once():
+    data = workflow()
+    shard = data["jobs"]["shard"]
+    assert shard["needs"] == "plan"
+    sweep = next(s["run"] for s in shard["steps"] if "-m harness run" in s.get("run", ""))
+    assert "--versions ${{ needs.plan.outputs.versions }}" in sweep

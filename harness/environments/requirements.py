@@ -7,6 +7,16 @@ from packaging.version import Version
 from harness.model import Platform
 
 
+# Where the cuda12_pip extra's jaxlib wheels were published (they are not on the package index).
+JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+
+
+def find_links_for(jax_version: str, platform: Platform) -> list[str]:
+    if platform == Platform.CUDA and Version(jax_version) < Version("0.4.26"):
+        return [JAX_CUDA_FIND_LINKS]
+    return []
+
+
 def jax_requirements(jax_version: str, platform: Platform) -> list[str]:
     """Pip requirement strings that give exactly `jax_version` for `platform`.
 

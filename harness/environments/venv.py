@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import clean_environment, kill_all, run_process
-from harness.environments.requirements import jax_requirements
+from harness.environments.requirements import find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
 
@@ -72,6 +72,12 @@ class VenvBackend(Backend):
         return self.root / f"jax-{jax_version}-{flavour}-py{self.python}"
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        try:
+            return self._prepare(jax_version, platform, say)
+        except OSError as exc:  # an unwritable HARNESS_ENV_DIR, a full disk: this cell is `error`
+            raise EnvironmentUnavailable(f"cannot make the venv for jax {jax_version}: {exc}") from None
+
+    def _prepare(self, jax_version: str, platform: Platform, say: Say) -> Environment:
         path = self.env_path(jax_version, platform)
         marker = path / READY_MARKER
         if marker.exists() and not self.rebuild:
@@ -92,10 +98,13 @@ class VenvBackend(Backend):
         steps = [[uv, "venv", "--quiet", "--python", self.python, str(path)]]
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
                    *jax_requirements(jax_version, platform)]
+        for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
+            install += ["--find-links", link]
         cutoff = self._release_date(jax_version) if self._release_date else None
-        if cutoff is not None:
+        exclude_newer = (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ") if cutoff else None
+        if exclude_newer:
             # Resolve numpy, scipy, ml_dtypes... as they were when this release came out.
-            install += ["--exclude-newer", (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+            install += ["--exclude-newer", exclude_newer]
         steps.append(install)
         with open(log, "w") as out:
             for cmd in steps:
@@ -108,7 +117,7 @@ class VenvBackend(Backend):
         facts = _probe(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
-        facts["exclude_newer"] = install[-1] if cutoff is not None else None
+        facts["exclude_newer"] = exclude_newer
         marker.write_text(json.dumps(facts))
         return VenvEnvironment(path, jax_version, {**facts, "reused": False})
 
@@ -118,12 +127,23 @@ PROBE = ("import json, platform, jax, jaxlib, numpy; print(json.dumps({'python':
 
 
 def _probe(python: Path, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env)
+    """jax/jaxlib/numpy/Python versions as `python` sees them; EnvironmentUnavailable if it can't say."""
+    try:
+        proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
+                              timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None
     if proc.returncode != 0:
-        raise EnvironmentUnavailable(f"jax does not import in {python.parent.parent}: "
+        raise EnvironmentUnavailable(f"jax does not import with {python}: "
                                      + (proc.stderr.strip().splitlines() or ["?"])[-1],
                                      log_tail=proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        facts = json.loads(proc.stdout.strip().splitlines()[-1])
+        facts["jax"]  # noqa: B018 - the one fact every caller needs
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise EnvironmentUnavailable(f"{python} did not report its jax version "
+                                     f"(is it a Python interpreter?)") from None
+    return facts
 
 
 def _tail(path: Path, chars: int = 2000) -> str:

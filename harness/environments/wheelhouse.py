@@ -22,7 +22,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from harness.environments.requirements import jax_requirements
+from harness.environments.requirements import find_links_for, jax_requirements
 from harness.environments.venv import find_uv
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
@@ -38,7 +38,6 @@ MANYLINUX_X86_64 = tuple(
 UV_PLATFORM = f"x86_64-manylinux_2_{GLIBC_MAX}"
 
 # Before 0.4.26 the CUDA jaxlib wheels (`jaxlib==V+cuda12.cudnn89`) lived only on this page.
-JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 
 # pip settings of the host that must not reach the downloads (this machine's global pip.conf adds a
 # constraints file and a local find-links folder); index and certificate settings are kept.
@@ -53,12 +52,6 @@ class Pin:
 
     def __str__(self) -> str:
         return f"{self.name}=={self.version}"
-
-
-def find_links_for(jax_version: str, platform: Platform) -> list[str]:
-    if platform == Platform.CUDA and Version(jax_version) < Version("0.4.26"):
-        return [JAX_CUDA_FIND_LINKS]
-    return []
 
 
 def target_tags(python_version: str, platforms: tuple[str, ...] = MANYLINUX_X86_64) -> set[Tag]:
