@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.bisect import report
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource,
                                     acceptable_jaxlibs, parse_version_py)
 from harness.bisect.logic import Boundary
 from harness.bisect.state import BisectState
 from harness.config import Config, Repro
-from harness.environments.base import Backend
+from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
 from harness.model import Mesh, Platform, Verdict
 from harness.progress import ConsoleProgress
@@ -119,7 +120,7 @@ def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) 
     state = BisectState.open(folder, {"test": "fake"})
     writer = ResultsWriter(folder, {"config": config.to_json()})
     return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
-                     SeedPlanner(), state, writer, ConsoleProgress(quiet=True), jax_repo=fake["repo"],
+                     SeedPlanner(), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
                      sources_root=tmp_path / "src",
                      jaxlib_environment=jaxlib_environment or (lambda version: plain_python()))
 
@@ -151,6 +152,9 @@ def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, tmp_
             assert row.verdict == Verdict.ERROR
     # Two chosen seeds cover both orders of two names: every clean commit is certain under that model.
     assert all(r.miss_bound == 0 for r in appears.rows + fixed.rows if r.verdict == Verdict.CLEAN)
+    # ...and says nothing about other hash-order dependence: no random runs were made.
+    assert all(r.miss_bound_other == 1.0 for r in appears.rows + fixed.rows if r.verdict == Verdict.CLEAN)
+    assert "for any other hash-order dependence, <= 1 (no random runs" in report.text(outcome, "cmd")
     # A reproducing cell stops at its second key: two runs.
     assert all(r.runs == 2 for r in appears.rows if r.verdict == Verdict.REPRODUCED)
 
@@ -182,3 +186,54 @@ def test_an_interrupted_bisection_resumes_without_remeasuring_and_gives_the_same
     assert outcome.commits[1].culprit.sha == fake_jax["fix"]
     total = len(outcome.commits[0].rows) + len(outcome.commits[1].rows)
     assert len(measured) == total - (recorded - 3), "only the unrecorded commits were measured"
+
+
+def searched(outcome):
+    """What a bisection found and how: every tested point with its verdict, and the culprits."""
+    return ([(s.point, s.verdict) for s in outcome.releases.steps],
+            [([(r.point, r.verdict) for r in c.rows], c.boundary, c.culprit) for c in outcome.commits])
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(fake_jax, tmp_path_factory):
+    return searched(make_bisection(fake_jax, tmp_path_factory.mktemp("whole")).run())
+
+
+class StopAfter(Environment):
+    """Runs like `base` until `stop()` says so, then raises KeyboardInterrupt (Ctrl-C mid-run)."""
+
+    def __init__(self, base: Environment, stop):
+        self.base, self.stop, self.jax_version = base, stop, base.jax_version
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        if self.stop(script):
+            raise KeyboardInterrupt
+        return self.base.run(script, args, env, cache_dir, log_path, timeout_s)
+
+    def describe(self):
+        return self.base.describe()
+
+
+@pytest.mark.parametrize("k", [0, 4, 7, 10])  # 4: the unimportable commit
+def test_interrupted_after_k_commits_resumes_to_the_same_culprits(fake_jax, tmp_path, uninterrupted, k):
+    """Ctrl-C in the second run of the commit after the first k, i.e. with that commit's cache half
+    written: the resumed bisection must take the same steps to the same culprits."""
+    holder, repro_runs = {}, []
+
+    def stop(script) -> bool:
+        commits = [p for p in holder["bisection"].state.points if p.startswith("commit:")]
+        if len(commits) < k or script.name == "seeds_probe.py":
+            return False
+        repro_runs.append(script)
+        return len(repro_runs) == 2
+
+    first = make_bisection(fake_jax, tmp_path,
+                           jaxlib_environment=lambda version: StopAfter(plain_python(), stop))
+    holder["bisection"] = first
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    points = BisectState.open(tmp_path / "out", {"test": "fake"}).points
+    recorded = [p for p in points if p.startswith("commit:")]
+    assert len(recorded) == k, "the interrupted commit was not recorded"
+
+    assert searched(make_bisection(fake_jax, tmp_path).run()) == uninterrupted

@@ -55,10 +55,12 @@ def test_render_names_the_alarm():
     assert "no change" in render_changes(compare([cell("0.4.29", Verdict.CLEAN)], [cell("0.4.29", Verdict.CLEAN)]))
 
 
-def write_results(folder, cells):
+def write_results(folder, cells, repro=None):
     folder.mkdir(parents=True, exist_ok=True)
+    config = {"name": "n", **({"repro": repro} if repro else {})}
     (folder / "results.json").write_text(json.dumps(
-        {"schema_version": 1, "status": "complete", "config": {"name": "n"}, "cells": [c.to_json() for c in cells]}))
+        {"schema_version": 1, "status": "complete", "config": config,
+         "cells": [c if isinstance(c, dict) else c.to_json() for c in cells]}))
     return folder
 
 
@@ -107,3 +109,55 @@ def test_nightly_versions_are_configurable(tmp_path, fake_sweep):
 def test_nightly_checks_the_baseline_before_sweeping(tmp_path, fake_sweep):
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(tmp_path / "none")]) == 2
     assert "versions" not in fake_sweep
+
+
+def _malformed(change):
+    data = cell("0.4.28", Verdict.CLEAN).to_json()
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda c: c.pop("platform"), "missing key 'platform'"),
+    (lambda c: c.update(verdict="weird"), "'weird' is not a valid Verdict"),
+    (lambda c: c.update(jax_version="tomorrow"), "Invalid version: 'tomorrow'"),
+])
+@pytest.mark.parametrize("side", ["results", "baseline"])
+def test_a_malformed_cell_is_one_line_naming_file_and_cell(tmp_path, capsys, change, says, side):
+    good = [cell("0.4.29", Verdict.CLEAN)] * 2
+    bad = [cell("0.4.29", Verdict.CLEAN), _malformed(change)]
+    current = write_results(tmp_path / "now", bad if side == "results" else good)
+    baseline = write_results(tmp_path / "base", bad if side == "baseline" else good)
+    assert cli.main(["compare", str(current), "--baseline", str(baseline)]) == 2
+    broken = current if side == "results" else baseline
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness: error: {broken / 'results.json'}: cells[1]: ") and says in err
+    assert err.count("\n") == 1
+
+
+def test_nightly_checks_baseline_cells_before_sweeping(tmp_path, fake_sweep, capsys):
+    baseline = write_results(tmp_path / "base", [_malformed(lambda c: c.pop("platform"))])
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == 2
+    assert "versions" not in fake_sweep and "cells[0]: missing key 'platform'" in capsys.readouterr().err
+
+
+def test_compare_refuses_a_baseline_of_another_repro(tmp_path, capsys):
+    scripts = [cell("0.4.29", Verdict.CLEAN, mesh=None)]  # user scripts: nothing but the repro tells them apart
+    current = write_results(tmp_path / "now", scripts, repro="/src/a/step.py")
+    baseline = write_results(tmp_path / "base", scripts, repro="/src/b/train.py")
+    assert cli.main(["compare", str(current), "--baseline", str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert "'step.py'" in err and "'train.py'" in err and err.count("\n") == 1
+    # The same script checked out elsewhere (another machine) is the same repro.
+    same = write_results(tmp_path / "same", scripts, repro="/home/ci/checkout/train.py")
+    assert cli.main(["compare", str(same), "--baseline", str(baseline)]) == 0
+
+
+def test_nightly_refuses_a_baseline_of_another_repro_before_sweeping(tmp_path, fake_sweep, capsys):
+    baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.CLEAN)], repro="/src/b/train.py")
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == 2
+    assert "versions" not in fake_sweep
+    err = capsys.readouterr().err
+    assert "'shard_map_grad'" in err and "'train.py'" in err
+    same = write_results(tmp_path / "same", [cell("0.4.29", Verdict.CLEAN)], repro="shard_map_grad")
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(same)]) == 1  # 0.4.30 reproduces

@@ -1,30 +1,43 @@
-"""report.md from stored results: a real 0.4.28/0.4.29 smoke run (tests/fixtures/smoke-run, caches left
-out) and real IR dumps of a user script on 0.4.28 (tests/fixtures/ir_dump)."""
+"""report.md from stored results: real 0.4.28/0.4.29 smoke runs (tests/fixtures/smoke-run with --jobs 1,
+smoke-run-jobs2 with --jobs 2; caches left out) and real IR dumps of a user script on 0.4.28
+(tests/fixtures/ir_dump)."""
 
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness import cli
+from harness.config import parse_config
 from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.evidence import (MissingEvidence, changed_attributes, compare_runs, extract_lowered,
                                      pick_pair, seeds_by_key, strip_locations)
 from harness.report.reproduce import shell_commands
-from harness.report.sources import collect_evidence, lowered_text
+from harness.report.sources import collect_evidence, collect_seeds, lowered_text
 from harness.hostinfo import parse_nvidia_smi
 from harness.results import ResultsWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys
+# The --jobs 2 run's seeds on 0.4.28: four different lowered jit_f, but every run's new_entries holds two
+# jit_f keys (its own and its neighbour's), so no key can be tied to a run.
+SEEDS_JOBS2 = [1867005222, 2022119898, 3117898470, 2367125814]
 
 
 @pytest.fixture
 def smoke_run(tmp_path):
     folder = tmp_path / "smoke-run"
     shutil.copytree(FIXTURES / "smoke-run", folder)
+    return folder
+
+
+@pytest.fixture
+def jobs2_run(tmp_path):
+    folder = tmp_path / "smoke-run-jobs2"
+    shutil.copytree(FIXTURES / "smoke-run-jobs2", folder)
     return folder
 
 
@@ -230,3 +243,108 @@ def test_nvidia_smi_parsing():
     out = "NVIDIA H200, 560.35.03, 143771 MiB\nNVIDIA H200, 560.35.03, 143771 MiB\n"
     assert parse_nvidia_smi(out) == {"gpus": ["NVIDIA H200 (143771 MiB)"] * 2, "driver_version": "560.35.03"}
     assert parse_nvidia_smi("") == {}
+
+
+def _section(report, title):
+    return report.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_overlapping_runs_diff_two_runs_whose_modules_differ(jobs2_run):
+    report = write_report(jobs2_run).read_text()
+    evidence = _section(report, "Evidence: the lowered module of two runs with different keys")
+    assert "No diff" not in evidence
+    diff = evidence.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
+    assert diff[:2] == [f"--- run 1 (PYTHONHASHSEED={SEEDS_JOBS2[0]})", f"+++ run 2 (PYTHONHASHSEED={SEEDS_JOBS2[1]})"]
+    assert "- `jax.result_info`: `[('d', 'a', 'b', 'c'), None]` → `[('a', 'b', 'd', 'c'), None]`" in evidence
+    assert "wrote `jit_f-" not in evidence  # no key is claimed for a run
+    # Reproduce with: the seeds whose modules differ, listed, not an empty list.
+    listed = ", ".join(f"`{s}`" for s in SEEDS_JOBS2)
+    assert f"gave a different lowered `jit_f`, so a different key, on jax 0.4.28: {listed}" in report
+    assert f"for seed in {' '.join(map(str, SEEDS_JOBS2))}; do" in report
+    assert "# expected: 4 different jit_f-* files" in report
+
+
+def test_overlapping_runs_without_modules_say_so(jobs2_run):
+    shutil.rmtree(jobs2_run / "logs")
+    report = write_report(jobs2_run).read_text()
+    assert "_No diff: the runs overlapped (--jobs), so their keys cannot be told apart" in report
+    assert "0.4.28: ." not in report
+    assert "Which hash seeds gave different `jit_f` keys on jax 0.4.28 cannot be told" in report
+    assert f"for seed in {' '.join(map(str, SEEDS_JOBS2))}; do" in report  # every run's seed
+    assert "# expected: more than one jit_f-* file (one when fixed)" in report
+
+
+def test_overlapping_user_script_runs_are_paired_by_their_ir_dumps(tmp_path):
+    logs = tmp_path / "logs" / "cell"
+    logs.mkdir(parents=True)
+    keys = ["jit_f-" + c * 64 for c in "12"]
+    runs = []
+    for i, dump in ((1, "run-01.ir"), (2, "run-01.ir"), (3, "run-02.ir")):  # runs 1 and 2 lowered the same
+        (logs / f"run-0{i}.log").write_text("no markers here\n")
+        shutil.copytree(FIXTURES / "ir_dump" / dump, logs / f"run-0{i}.ir")
+        # Overlapping runs: every run saw both keys appear.
+        runs.append(RunRecord(i, 10 + i, 0, 1.0, list(keys), log=f"logs/cell/run-0{i}.log"))
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": keys}, runs)
+    assert isinstance(collect_evidence(tmp_path, cell), MissingEvidence)  # by keys: nothing to go on
+    ev = collect_evidence(tmp_path, cell, overlapped=True)
+    assert (ev.run_a.index, ev.run_b.index) == (1, 3) and ev.key_a is None
+    assert [a for a, _, _ in ev.attributes] == ["jax.result_info"]
+    assert collect_seeds(tmp_path, cell, overlapped=True).values == [11, 13]
+
+
+def _config_block(report):
+    return yaml.safe_load(report.split("## Config\n\n```yaml\n", 1)[1].split("```", 1)[0])
+
+
+def test_config_block_is_a_config_harness_accepts(smoke_run, tmp_path):
+    # A config file's sweep (it records `source`) ...
+    parse_config(_config_block(write_report(smoke_run).read_text()))
+    # ... and `harness check`'s (a script: `meshes: []`), with the config it really records.
+    script = tmp_path / "my_step.py"
+    script.write_text("print('hi')\n")
+    config = parse_config({"name": "check-my_step", "repro": str(script), "jax_versions": ["0.4.28"]},
+                          source="harness check").to_json()
+    cells = [_cell("0.4.28", Verdict.CLEAN, Platform.CPU)]
+    shown = _config_block(render_report({**_doc(cells), "config": config}, cells, {}))
+    assert "source" not in shown and "meshes" not in shown
+    assert parse_config(shown).repro.path == script.resolve()
+
+
+def test_report_lists_cells_by_version_then_mesh():
+    order = ["0.4.25", "0.4.26", "0.4.28", "0.4.31", "0.4.27", "0.4.29"]  # a bisection's test order
+    verdicts = {"0.4.27": Verdict.REPRODUCED, "0.4.28": Verdict.REPRODUCED}
+    cells = [_cell(v, verdicts.get(v, Verdict.CLEAN)) for v in order] + [_cell("0.4.10", Verdict.CLEAN)]
+    cells.insert(0, CellResult(CellSpec("0.4.27", Platform.CUDA, 8, Mesh((4, 2), ("a", "b"))), Verdict.CLEAN,
+                               {}, []))
+    report = render_report(_doc(cells), cells, {})
+    expected = [("0.4.10", "8x1 (a,b)"), ("0.4.25", "8x1 (a,b)"), ("0.4.26", "8x1 (a,b)"), ("0.4.27", "4x2 (a,b)"),
+                ("0.4.27", "8x1 (a,b)"), ("0.4.28", "8x1 (a,b)"), ("0.4.29", "8x1 (a,b)"), ("0.4.31", "8x1 (a,b)")]
+    rows = [line.split("|")[1:3] for line in _section(report, "Results").splitlines() if line.startswith("| 0.")]
+    assert [(v.strip(), m.strip()) for v, m in rows] == expected
+    # The other sections follow the same order; the first reproduced cell is the earliest release.
+    env = [line.split("|")[1].strip() for line in _section(report, "Environment").splitlines()
+           if line.startswith("| 0.")]
+    assert env == [v for v, _ in expected]
+    assert "on jax 0.4.27 `a module`" in report.splitlines()[0]
+
+
+def test_bisection_shows_both_miss_bounds():
+    """Seeds as the bisector plans and stores them (harness/bisect/measure.py: cell.extra["seeds"])."""
+    seeds = pytest.importorskip("harness.seeds")
+    probe = seeds.Probe("cpython 3.11", (("a", "b"),), {1: (("a", "b"),), 2: (("b", "a"),)})
+    plan = seeds.chosen_plan(probe)  # two chosen seeds, no random extra runs
+    assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0
+    cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
+    cells[0].extra.update(seeds=plan.to_json(), miss_bound=plan.miss_bound)
+    bisection = _section(render_report(_doc(cells, bisect=BISECT), cells, {}), "Bisection")
+    assert f"`miss_bound` (chance a regression was missed) ≤ 0, assuming {seeds.ASSUMES_CHOSEN}" in bisection
+    assert "`miss_bound_other_mechanisms` ≤ 1 (" in bisection and "none were made" in bisection
+
+
+def test_report_of_a_malformed_cell_is_one_line(smoke_run, capsys):
+    document = json.loads((smoke_run / "results.json").read_text())
+    del document["cells"][1]["platform"]
+    (smoke_run / "results.json").write_text(json.dumps(document))
+    assert cli.main(["report", str(smoke_run)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1]: missing key 'platform'\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.bisect import report
 from harness.bisect.bisection import Bisection
+from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState, identity_key
 from harness.config import load_config
 from harness.environments import BackendOptions, make_backend
@@ -51,21 +52,22 @@ def resume_command(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
-def _release_range(config, args, index) -> list[str]:
+def _release_range(config, args, index, python: str | None = None) -> list[str]:
     entries = list(args.versions or config.jax_versions)
-    for flag, value in (("--good", args.good), ("--bad", args.bad)):
-        if value is not None:
-            problem = check_syntax(value)
-            if problem or any(c in value for c in "<>=!~,"):
-                raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.26")
-            entries.append(value)
-    source = "--versions" if args.versions else f"{config.source}: jax_versions"
-    versions = resolve(tuple(entries), index, source=source)
-    # A named endpoint keeps its spelling as the index has it (0.4.26, not 0.4.26.0).
-    for attr in ("good", "bad"):
+    for flag in ("--good", "--bad"):
+        attr = flag[2:]
         value = getattr(args, attr)
-        if value is not None:
-            setattr(args, attr, next(v for v in versions if resolve((value,), index) == [v]))
+        if value is None:
+            continue
+        if check_syntax(value) or any(c in value for c in "<>=!~,"):
+            raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.26")
+        # Resolved on its own so that an unknown release is blamed on the flag, not on the config;
+        # kept as the index spells it (0.4.26, not 0.4.26.0).
+        release = resolve((value,), index, source=flag, python=python)[0]
+        setattr(args, attr, release)
+        entries.append(release)
+    source = "--versions" if args.versions else f"{config.source}: jax_versions"
+    versions = resolve(tuple(entries), index, source=source, python=python)
     if args.good and args.bad and versions.index(args.good) >= versions.index(args.bad):
         raise UserError(f"--good {args.good} must be an earlier release than --bad {args.bad}")
     return versions
@@ -73,8 +75,6 @@ def _release_range(config, args, index) -> list[str]:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    if args.jax_repo is not None and not args.jax_repo.exists():
-        raise UserError(f"--jax-repo: {args.jax_repo} does not exist")
     if args.backend == "local":
         raise UserError("--backend local has one JAX version; bisection needs venv or docker")
     if args.jax_repo is not None and args.backend not in ("venv",):
@@ -82,16 +82,22 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError("--jax-repo: commit bisection runs with --backend venv")
     if getattr(args, "shard", None):
         raise UserError("--shard: a bisection cannot be split; each step depends on the last")
+    # Checked now, not after the release bisection has been measured and written.
+    repo = GitRepo(args.jax_repo) if args.jax_repo is not None else None
     progress = ConsoleProgress(quiet=args.quiet)
     index = PyPIIndex()
-    versions = _release_range(config, args, index)
     choice = make_backend(args.backend, BackendOptions(rebuild=args.rebuild, python=args.python,
                                                        docker=config.docker,
                                                        release_date=index.release_date))
+    # Releases with no wheels for the environments' Python are left out, as `harness run` does.
+    versions = _release_range(config, args, index, python=choice.backend.target_python)
+    if repo is not None:  # a git repository, but is it jax's, with its release tags?
+        repo.release_commit(args.good or versions[0])
+    choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
     command = resume_command(args)
     identity = {"config": config.to_json(), "versions": versions, "good": args.good, "bad": args.bad,
                 "seeds": args.seeds, "runs": args.runs, "backend": choice.backend.name,
-                "jax_repo": str(args.jax_repo.resolve()) if args.jax_repo else None}
+                "jax_repo": str(repo.path.resolve()) if repo else None}
     folder = args.out / f"bisect-{config.name}-{identity_key(identity)}"
     folder.mkdir(parents=True, exist_ok=True)
     state = BisectState.open(folder, identity, fresh=args.fresh)
@@ -108,17 +114,21 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                  f"({len(versions)}); seeds: {args.seeds}; results: {folder}")
     planner = SeedPlanner(SeedStrategy(args.seeds), runs=args.runs)
     bisection = Bisection(config, versions, choice.backend, planner, state, writer, progress, jobs=args.jobs,
-                          good=args.good, bad=args.bad, jax_repo=args.jax_repo)
+                          good=args.good, bad=args.bad, jax_repo=repo)
     try:
         outcome = bisection.run()
+        writer.finish("complete" if outcome.releases.problem is None else "problem")
+        text = report.text(outcome, command)
+        write_atomic(folder / REPORT_FILE, text + "\n")
     except KeyboardInterrupt:
         writer.finish("interrupted")
         print(f"\ninterrupted: {len(state.points)} point(s) recorded in {state.path}\n"
               f"resume with: {command}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    writer.finish("complete" if outcome.releases.problem is None else "problem")
-    text = report.text(outcome, command)
-    write_atomic(folder / REPORT_FILE, text + "\n")
+    except Exception:
+        # Otherwise results.json says `running` forever; the CLI reports the error itself.
+        writer.finish("failed")
+        raise
     print(text)
     print(f"results: {writer.path}")
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.

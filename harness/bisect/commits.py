@@ -89,7 +89,10 @@ class GitRepo:
             raise UserError(f"--jax-repo: {self.path} is not a git repository")
 
     def _git(self, *args: str, check: bool = True, text: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, text=text)
+        try:
+            proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, text=text)
+        except FileNotFoundError:
+            raise UserError("--jax-repo: git is not installed (or not on PATH)") from None
         if check and proc.returncode != 0:
             err = proc.stderr if text else proc.stderr.decode(errors="replace")
             raise UserError(f"--jax-repo: git {' '.join(args)} failed: {err.strip().splitlines()[-1:]}")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from harness.errors import UserError
 from harness.model import CellResult
 from harness.nightly.compare import compare, exit_code, render_changes
-from harness.results import load_results
+from harness.report.load import load
 from harness.versions import LATEST
-
 
 
 def register_nightly(subparsers, add_sweep_options) -> None:
@@ -34,8 +35,18 @@ def register_compare(subparsers, add_sweep_options) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def cells_of(path: Path) -> list[CellResult]:
-    return [CellResult.from_json(c) for c in load_results(path).get("cells", [])]
+def repro_of(document: dict[str, Any]) -> str | None:
+    """The repro's name: a built-in's, or a script's file name (its folder differs between machines)."""
+    repro = (document.get("config") or {}).get("repro")
+    return Path(repro).name if repro else None
+
+
+def check_same_repro(path: Path, repro: str | None, baseline_path: Path, baseline_repro: str | None) -> None:
+    """Cells are matched by version and mesh alone, and a user's script has no mesh: results of two
+    different programs would be compared cell by cell as if they were one."""
+    if repro and baseline_repro and repro != baseline_repro:
+        raise UserError(f"{path} measures repro {repro!r} but the baseline {baseline_path} measured "
+                        f"{baseline_repro!r}: compare results of the same repro")
 
 
 def report_changes(current: list[CellResult], baseline: list[CellResult], baseline_path: Path) -> int:
@@ -46,20 +57,23 @@ def report_changes(current: list[CellResult], baseline: list[CellResult], baseli
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    baseline = cells_of(args.baseline)
-    return report_changes(cells_of(args.results), baseline, args.baseline)
+    base_doc, baseline = load(args.baseline)
+    document, cells = load(args.results)
+    check_same_repro(args.results, repro_of(document), args.baseline, repro_of(base_doc))
+    return report_changes(cells, baseline, args.baseline)
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
     from harness.cli import EXIT_OK, _sweep
     from harness.config import load_config
 
-    baseline = cells_of(args.baseline)  # a bad baseline fails before an hour of sweeping
+    base_doc, baseline = load(args.baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(args.config)
+    check_same_repro(args.config, config.to_json()["repro"], args.baseline, repro_of(base_doc))
     if not args.versions and not args.config_versions:
         args.versions = [LATEST]
     code = _sweep(config, args)
     if code != EXIT_OK:
         return code
     print()
-    return report_changes(cells_of(args.results_dir), baseline, args.baseline)
+    return report_changes(load(args.results_dir)[1], baseline, args.baseline)

@@ -85,6 +85,38 @@ def run_key(run: RunRecord, module: str) -> str | None:
     return keys.pop() if len(keys) == 1 else None
 
 
+@dataclass(frozen=True)
+class Seeds:
+    """Hash seeds that each gave a different `module`, and what told them apart: "key" (runs one at a
+    time) or "lowered module" (overlapping runs, whose keys cannot be tied to them). Empty when
+    nothing told two apart."""
+
+    values: list[int]
+    basis: str
+
+
+def key_seeds(cell: CellResult, module: str) -> Seeds:
+    return _seeds(list(seeds_by_key(cell, module).values()), "key")
+
+
+def module_seeds(distinct: list[tuple[RunRecord, str]]) -> Seeds:
+    """`distinct` from `first_of_each_module`."""
+    return _seeds([run.seed for run, _ in distinct], "lowered module")
+
+
+def _seeds(values: list[int], basis: str) -> Seeds:
+    return Seeds(values if len(values) > 1 else [], basis)  # one seed differs from nothing
+
+
+def first_of_each_module(texts: list[tuple[RunRecord, str]]) -> list[tuple[RunRecord, str]]:
+    """The first run of each distinct lowered module (debug locations aside), in run order: with
+    overlapping runs this, not `new_entries`, says which runs differ."""
+    seen: dict[str, tuple[RunRecord, str]] = {}
+    for run, text in texts:
+        seen.setdefault(strip_locations(text), (run, text))
+    return list(seen.values())
+
+
 def seeds_by_key(cell: CellResult, module: str) -> dict[str, int]:
     """Each distinct key of `module` and the hash seed of the first run that wrote it."""
     out: dict[str, int] = {}
@@ -133,8 +165,8 @@ class Evidence:
     module: str
     run_a: RunRecord
     run_b: RunRecord
-    key_a: str
-    key_b: str
+    key_a: str | None  # None when the runs overlapped: their new_entries may hold a neighbour's key
+    key_b: str | None
     diff: list[str]  # unified diff lines (no trailing newlines); empty when the modules are identical
     attributes: list[tuple[str, str, str]]
     note: str = ""  # why there is no diff, when there is none
@@ -152,14 +184,16 @@ class MissingEvidence:
     why: str
 
 
-def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, text_b: str) -> Evidence:
+def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, text_b: str,
+                 keyed: bool = True) -> Evidence:
+    """`keyed`: the runs ran one at a time, so each run's new_entries are its own keys."""
     a, b = strip_locations(text_a).splitlines(), strip_locations(text_b).splitlines()
-    label = "run {} (PYTHONHASHSEED={}, {})"
-    key_a, key_b = run_key(run_a, module) or "?", run_key(run_b, module) or "?"
+    key_a, key_b = (run_key(run_a, module) or "?", run_key(run_b, module) or "?") if keyed else (None, None)
+
+    def label(run: RunRecord, key: str | None) -> str:
+        return f"run {run.index} (PYTHONHASHSEED={run.seed}" + (f", {short_key(key)})" if key else ")")
     # No context lines: the changed lines alone are the evidence; the rest is the same module.
-    diff = list(difflib.unified_diff(a, b, label.format(run_a.index, run_a.seed, short_key(key_a)),
-                                     label.format(run_b.index, run_b.seed, short_key(key_b)),
-                                     n=0, lineterm=""))
+    diff = list(difflib.unified_diff(a, b, label(run_a, key_a), label(run_b, key_b), n=0, lineterm=""))
     note = "" if diff else ("the lowered modules are identical: the key difference comes from "
                             "something else hashed into the key (compile options, devices, backend)")
     return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note)

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from harness.model import CellResult, RunRecord
-from harness.report.evidence import (Evidence, MissingEvidence, compare_runs, extract_lowered, pick_pair,
-                                     split_module)
+from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, extract_lowered,
+                                     first_of_each_module, key_seeds, module_seeds, pick_pair, split_module)
 from harness.runner import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
@@ -41,10 +41,35 @@ def _from_dump(folder: Path, module: str) -> str | None:
     return "".join(p.read_text(errors="replace") for _, p in sorted(found))
 
 
-def collect_evidence(results_dir: Path, cell: CellResult) -> Evidence | MissingEvidence:
+def distinct_lowered(results_dir: Path, cell: CellResult, module: str) -> list[tuple[RunRecord, str]]:
+    """The first successful run of each distinct lowered `module` whose text was kept."""
+    texts = [(run, lowered_text(results_dir, run, module)) for run in cell.runs if run.ok]
+    return first_of_each_module([(run, text) for run, text in texts if text is not None])
+
+
+def collect_seeds(results_dir: Path, cell: CellResult, overlapped: bool) -> Seeds | None:
+    """The seeds that each gave a different key (by module when the runs overlapped)."""
+    module = split_module(cell)
+    if module is None:
+        return None
+    return module_seeds(distinct_lowered(results_dir, cell, module)) if overlapped else key_seeds(cell, module)
+
+
+def collect_evidence(results_dir: Path, cell: CellResult, overlapped: bool = False) -> Evidence | MissingEvidence:
+    """`overlapped`: the cell's runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
+    neighbour's key; the two runs are then picked by their lowered modules, not by their keys."""
     module = split_module(cell)
     if module is None:
         return MissingEvidence(None, "no module got two keys")
+    if overlapped:
+        distinct = distinct_lowered(results_dir, cell, module)
+        if len(distinct) < 2:
+            return MissingEvidence(module, f"the runs overlapped (--jobs), so their keys cannot be told apart, "
+                                           f"and no two runs kept a different lowered {module} (this script "
+                                           "does not print it, this JAX release wrote no IR dump, or the "
+                                           "modules are the same and the keys differ for another reason)")
+        (run_a, text_a), (run_b, text_b) = distinct[:2]
+        return compare_runs(module, run_a, run_b, text_a, text_b, keyed=False)
     pair = pick_pair(cell, module)
     if pair is None:
         return MissingEvidence(module, f"no two runs each wrote one {module} key of their own "

@@ -7,15 +7,26 @@ from typing import Any
 
 from harness.model import CellResult
 from harness.report.evidence import Evidence, needs_evidence
-from harness.report.render import REPORT_FILE, EvidenceMap, render_report
-from harness.report.sources import collect_evidence
+from harness.report.load import cells_of_document, results_file
+from harness.report.render import REPORT_FILE, EvidenceMap, SeedsMap, render_report
+from harness.report.sources import collect_evidence, collect_seeds
 from harness.results import load_results, write_atomic
 
 EVIDENCE_DIR = "evidence"
 
 
-def gather_evidence(results_dir: Path, cells: list[CellResult]) -> EvidenceMap:
-    return {c.spec.key: collect_evidence(results_dir, c) for c in cells if needs_evidence(c)}
+def runs_overlapped(document: dict[str, Any]) -> bool:
+    """With --jobs N>1 a cell's runs overlap, and a run's new_entries may include a neighbour's key."""
+    return ((document.get("options") or {}).get("jobs") or 1) > 1
+
+
+def gather_evidence(results_dir: Path, cells: list[CellResult], overlapped: bool = False) -> EvidenceMap:
+    return {c.spec.key: collect_evidence(results_dir, c, overlapped) for c in cells if needs_evidence(c)}
+
+
+def gather_seeds(results_dir: Path, cells: list[CellResult], overlapped: bool) -> SeedsMap:
+    found = {c.spec.key: collect_seeds(results_dir, c, overlapped) for c in cells if needs_evidence(c)}
+    return {key: seeds for key, seeds in found.items() if seeds is not None}
 
 
 def write_report(results_dir: Path, document: dict[str, Any] | None = None,
@@ -27,13 +38,14 @@ def write_report(results_dir: Path, document: dict[str, Any] | None = None,
     if document is None:
         document = load_results(results_dir)
     if cells is None:
-        cells = [CellResult.from_json(c) for c in document.get("cells", [])]
-    evidence = gather_evidence(results_dir, cells)
+        cells = cells_of_document(document, results_file(results_dir))
+    overlapped = runs_overlapped(document)
+    evidence = gather_evidence(results_dir, cells, overlapped)
     for cell in cells:
         item = evidence.get(cell.spec.key)
         if isinstance(item, Evidence) and item.diff:
             # The report cuts long diffs; the whole one stays beside it.
             write_atomic(results_dir / EVIDENCE_DIR / f"{cell_slug(cell.spec)}.diff", "\n".join(item.diff) + "\n")
     path = results_dir / REPORT_FILE
-    write_atomic(path, render_report(document, cells, evidence))
+    write_atomic(path, render_report(document, cells, evidence, gather_seeds(results_dir, cells, overlapped)))
     return path
