@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 import sys
 import traceback
@@ -142,54 +143,45 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_versions(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    entries = tuple(args.versions) if args.versions else config.jax_versions
-    for entry in entries:
-        problem = check_syntax(entry)
-        if problem:
-            raise UserError(f"--versions: {problem}")
-    source = "--versions" if args.versions else f"{config.source}: jax_versions"
+    entries, source = _version_entries(config, args)
     for version in resolve(entries, PyPIIndex(), source=source, python=args.python_version):
         print(version)
     return EXIT_OK
 
 
 def _name_for(script: Path) -> str:
-    import re
-
     return "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script")
 
 
-def _versions(config: Config, args: argparse.Namespace, backend) -> list[str]:
-    entries = tuple(args.versions) if args.versions else config.jax_versions
-    for entry in entries:
+def _version_entries(config: Config, args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
+    """The version entries to resolve (--versions over the config's) and where they came from."""
+    if not args.versions:
+        return config.jax_versions, f"{config.source}: jax_versions"
+    for entry in args.versions:
         problem = check_syntax(entry)
         if problem:
             raise UserError(f"--versions: {problem}")
-    source = "--versions" if args.versions else f"{config.source}: jax_versions"
+    return tuple(args.versions), "--versions"
+
+
+def _versions(config: Config, args: argparse.Namespace, backend, index: PyPIIndex) -> list[str]:
+    entries, source = _version_entries(config, args)
     if backend.name == "local":
         installed = backend.installed_version()
         if any(matches(e, installed) for e in entries):
             return [installed]
         raise UserError(f"{source}: the local interpreter has jax {installed}, which "
                         f"{', '.join(entries)} does not include (pass --versions {installed})")
-    index = PyPIIndex()
-    args.index = index
     return resolve(entries, index, source=source, python=backend.target_python)
 
 
 def _sweep(config: Config, args: argparse.Namespace) -> int:
     progress = ConsoleProgress(quiet=args.quiet)
-    index_holder: dict = {}
-
-    def release_date(version: str):
-        index = index_holder.get("index")
-        return index.release_date(version) if index else None
-
+    index = PyPIIndex()  # asks the network only when a version is resolved or dated
     choice = make_backend(args.backend, BackendOptions(rebuild=args.rebuild, python=args.python,
-                                                       docker=config.docker, release_date=release_date))
+                                                       docker=config.docker, release_date=index.release_date))
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    versions = _versions(config, args, choice.backend)
-    index_holder["index"] = getattr(args, "index", None)
+    versions = _versions(config, args, choice.backend, index)
     runs = args.runs or config.runs
     planned = plan_cells(config, versions)
     shard = getattr(args, "shard", None)

@@ -17,6 +17,9 @@ class FakeIndex:
     def releases(self, package):
         return self.data[package]
 
+    def release_date(self, version):
+        return None
+
 
 INDEX = FakeIndex(
     jax=["0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31", "0.4.32rc1", "0.4.33.dev1",
