@@ -83,3 +83,10 @@ def test_half_made_venv_is_rebuilt(tmp_path):
     env = backend.prepare("0.4.29", Platform.CPU)
     assert env.describe()["jax"] == "0.4.29" and env.describe()["reused"] is False
     assert backend.prepare("0.4.29", Platform.CPU).describe()["reused"] is True
+
+
+def test_builtin_repro_runs_unmodified_on_newer_releases(tmp_path, capsys):
+    # jax.experimental.shard_map moved to jax.shard_map; the repro must absorb that drift.
+    data, _, _ = sweep(["run", "configs/smoke.yaml", "--versions", "0.6.2", "0.10.2", "--runs", "2"],
+                       tmp_path / "r", capsys)
+    assert {c["jax_version"]: c["verdict"] for c in data["cells"]} == {"0.6.2": "clean", "0.10.2": "clean"}
