@@ -32,7 +32,7 @@ def find_uv() -> str:
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if not found:
-            raise EnvironmentUnavailable("uv is not installed (pip install uv)")
+            raise EnvironmentUnavailable("uv is not installed (pip install uv)") from None
         return found
 
 
