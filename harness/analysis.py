@@ -22,15 +22,20 @@ class Judgement:
     reason: str
 
 
+def busiest_module(keys: dict[str, list[str]]) -> str | None:
+    """The module with the most distinct keys (the seed's, jit_f, on a tie); None when there is none.
+    With two or more keys it is the module that reproduced."""
+    return max(keys, key=lambda m: (len(keys[m]), m == "jit_f"), default=None)
+
+
 def judge(runs: list[RunRecord], expected_runs: int | None = None) -> Judgement:
     """The verdict of one cell from its runs' new cache entries."""
     good = [r for r in runs if r.ok]
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
-    split = {m: k for m, k in keys.items() if len(k) > 1}
-    if split:
-        module = max(split, key=lambda m: len(split[m]))
+    module = busiest_module(keys)
+    if module is not None and len(keys[module]) > 1:
         return Judgement(Verdict.REPRODUCED, keys,
-                         f"{module}: {len(split[module])} distinct keys in {len(good)} runs")
+                         f"{module}: {len(keys[module])} distinct keys in {len(good)} runs")
     failed = [r for r in runs if not r.ok]
     if failed:
         first = failed[0]

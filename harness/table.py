@@ -7,18 +7,15 @@ from typing import Any
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.analysis import boundaries, version_verdicts
+from harness.analysis import boundaries, busiest_module, version_verdicts
 from harness.model import CellResult
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "detail"]
 
 
 def _keys_column(cell: CellResult) -> str:
-    if not cell.keys:
-        return "-"
-    # The module with the most keys is the one that matters; the seed's is jit_f.
-    module = max(cell.keys, key=lambda m: (len(cell.keys[m]), m == "jit_f"))
-    return f"{module}: {len(cell.keys[module])}"
+    module = busiest_module(cell.keys)
+    return f"{module}: {len(cell.keys[module])}" if module is not None else "-"
 
 
 def in_version_order(cells: list[CellResult]) -> list[CellResult]:

@@ -42,6 +42,16 @@ def test_reproduced_when_a_module_has_two_keys():
     assert j.verdict == Verdict.REPRODUCED and "jit_f: 2 distinct keys" in j.reason
 
 
+def test_reason_table_and_report_name_the_same_module_on_a_tie():
+    from harness.report.evidence import split_module
+    from harness.table import rows
+
+    j = judge([run(1, [f"jit_a-{H1}", f"jit_f-{H1}"]), run(2, [f"jit_a-{H2}", f"jit_f-{H2}"])])
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), j.verdict, j.keys, reason=j.reason)
+    assert j.reason.startswith("jit_f: 2 distinct keys")
+    assert rows([cell])[0][5] == "jit_f: 2" and split_module(cell) == "jit_f"
+
+
 def test_clean_needs_every_run_ok_and_one_key_each():
     j = judge([run(1, [f"jit_f-{H1}-cache", f"jit_f-{H1}-atime"]), run(2, [])], expected_runs=2)
     assert j.verdict == Verdict.CLEAN and j.keys == {"jit_f": [f"jit_f-{H1}"]}

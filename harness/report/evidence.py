@@ -9,6 +9,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from harness.analysis import busiest_module
 from harness.listing import parse_name
 from harness.model import CellResult, RunRecord, Verdict
 
@@ -73,10 +74,8 @@ def _drop_inline_locs(line: str) -> str:
 
 def split_module(cell: CellResult) -> str | None:
     """The module whose key changed between runs (the one with the most keys), None if none did."""
-    split = {m: k for m, k in cell.keys.items() if len(k) > 1}
-    if not split:
-        return None
-    return max(split, key=lambda m: (len(split[m]), m == "jit_f"))
+    module = busiest_module(cell.keys)
+    return module if module is not None and len(cell.keys[module]) > 1 else None
 
 
 def run_key(run: RunRecord, module: str) -> str | None:
