@@ -78,11 +78,9 @@ class CellRunner:
     on_run: OnRun | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
-            results_root: Path | None = None, stop_when_reproduced: bool = False,
-            planned: int | None = None) -> CellResult:
+            results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
         """Run once per seed (fewer if `stop_when_reproduced` and a second key shows up)."""
         seeds = list(seeds)
-        planned = planned or len(seeds)
         # Runs start in other folders (the script's, a container's): give them absolute paths.
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         results_root = results_root.resolve() if results_root else None
@@ -110,7 +108,7 @@ class CellRunner:
             with lock:
                 records.append(record)
             if self.on_run:
-                self.on_run(spec, record, planned)
+                self.on_run(spec, record, len(seeds))
             return record
 
         def reproduced() -> bool:
