@@ -40,7 +40,6 @@ class BisectState:
     path: Path
     identity: dict[str, Any]
     points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # point id -> cell JSONs
-    facts: dict[str, Any] = field(default_factory=dict)  # e.g. commit metadata, chosen jaxlib
 
     @classmethod
     def open(cls, folder: Path, identity: dict[str, Any], fresh: bool = False) -> BisectState:
@@ -58,7 +57,7 @@ class BisectState:
                             f"{STATE_VERSION}; rerun with --fresh")
         if data.get("identity") != json.loads(json.dumps(identity, default=str)):
             raise UserError(f"{path}: belongs to a different bisection; rerun with --fresh")
-        return cls(path, identity, data.get("points", {}), data.get("facts", {}))
+        return cls(path, identity, data.get("points", {}))
 
     @property
     def resumed(self) -> bool:
@@ -72,11 +71,6 @@ class BisectState:
         self.points[point] = [c.to_json() for c in cells]
         self.save()
 
-    def note(self, key: str, value: Any) -> None:
-        self.facts[key] = value
-        self.save()
-
     def save(self) -> None:
-        document = {"state_version": STATE_VERSION, "identity": self.identity, "points": self.points,
-                    "facts": self.facts}
+        document = {"state_version": STATE_VERSION, "identity": self.identity, "points": self.points}
         write_atomic(self.path, json.dumps(document, indent=1, default=str) + "\n")
