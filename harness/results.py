@@ -134,13 +134,23 @@ class ResultsWriter:
         write_report(self.dir, self.document, self._cells)
 
 
+def results_file(path: Path) -> Path:
+    """A results folder's results.json; any other path is taken to be the file itself."""
+    path = Path(path)
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def results_folder(path: Path) -> Path:
+    """The folder of a results.json; any other path is taken to be the folder itself."""
+    path = Path(path)
+    return path.parent if path.name == RESULTS_FILE else path
+
+
 def load_results(path: Path) -> dict[str, Any]:
     """Read a results.json (or the folder holding one); UserError when it is not one."""
     from harness.errors import UserError
 
-    path = Path(path)
-    if path.is_dir():
-        path = path / RESULTS_FILE
+    path = results_file(path)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

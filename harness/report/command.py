@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.report.write import write_report
-from harness.results import RESULTS_FILE
+from harness.results import results_folder
 
 
 def register(subparsers, add_sweep_options) -> None:
@@ -17,8 +17,7 @@ def register(subparsers, add_sweep_options) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    folder = args.results.parent if args.results.name == RESULTS_FILE else args.results
-    path = write_report(folder)
+    path = write_report(results_folder(args.results))
     if args.show:
         print(path.read_text(), end="")
     print(f"report: {path}")

@@ -13,12 +13,7 @@ from packaging.version import Version
 
 from harness.errors import UserError
 from harness.model import CellResult
-from harness.results import RESULTS_FILE, load_results
-
-
-def results_file(path: Path) -> Path:
-    path = Path(path)
-    return path / RESULTS_FILE if path.is_dir() else path
+from harness.results import load_results, results_file
 
 
 def cells_of_document(document: dict[str, Any], source: Path) -> list[CellResult]:

@@ -7,10 +7,10 @@ from typing import Any
 
 from harness.model import CellResult
 from harness.report.evidence import Evidence, needs_evidence
-from harness.report.load import cells_of_document, results_file
+from harness.report.load import cells_of_document
 from harness.report.render import REPORT_FILE, EvidenceMap, SeedsMap, render_report
 from harness.report.sources import collect_evidence, collect_seeds
-from harness.results import load_results, write_atomic
+from harness.results import load_results, results_file, write_atomic
 
 EVIDENCE_DIR = "evidence"
 

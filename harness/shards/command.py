@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.model import CellResult
 from harness.report import write_report
-from harness.results import RESULTS_FILE, TABLE_FILE, load_results, new_run_dir, write_atomic
+from harness.results import RESULTS_FILE, TABLE_FILE, load_results, new_run_dir, results_folder, write_atomic
 from harness.shards.merge import merge_documents
 from harness.table import render, render_markdown, summary_line
 
@@ -26,7 +26,7 @@ def register(subparsers, add_sweep_options) -> None:
 
 
 def merge_into(folders: list[Path], out_root: Path, command: str) -> tuple[Path, list[CellResult]]:
-    folders = [f.parent if f.name == RESULTS_FILE else f for f in folders]
+    folders = [results_folder(f) for f in folders]
     documents = [(str(f), load_results(f)) for f in folders]
     merged, cells = merge_documents(documents, command)  # refuses before anything is written
     out = new_run_dir(out_root, f"{merged['config'].get('name', 'sweep')}-merged")
