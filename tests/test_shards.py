@@ -103,6 +103,13 @@ def test_same_shard_twice_or_mixed_with_a_whole_sweep_is_refused():
         merge_documents([docs[0], shard_documents(3)[1]])
 
 
+def test_a_malformed_cell_is_bad_input_naming_the_shard():
+    label, doc = shard_documents(2)[1]
+    del doc["cells"][0]["platform"]
+    with pytest.raises(UserError, match="shard2: cells\\[0\\]: missing key 'platform'"):
+        merge_documents([shard_documents(2)[0], (label, doc)])
+
+
 def test_a_missing_shard_makes_an_incomplete_merge():
     merged, cells = merge_documents(shard_documents(3)[:2])
     assert merged["status"] == "incomplete: shard(s) 3 missing"

@@ -1,4 +1,4 @@
-"""Read a results folder back (for `report`, `compare` and `nightly`): its document and its cells.
+"""Read a results folder back (for `report`, `compare`, `nightly` and `merge`): its document and its cells.
 
 A malformed cell (a hand-edited file, a truncated merge) is bad input: one line naming the file and the
 cell, exit 2, not a traceback.
@@ -16,7 +16,7 @@ from harness.model import CellResult
 from harness.results import load_results, results_file
 
 
-def cells_of_document(document: dict[str, Any], source: Path) -> list[CellResult]:
+def cells_of_document(document: dict[str, Any], source: Path | str) -> list[CellResult]:
     cells = document.get("cells") or []
     if not isinstance(cells, list):
         raise UserError(f"{source}: cells: must be a list of cells")

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from harness.errors import UserError
 from harness.model import CellResult
+from harness.report.load import cells_of_document
 from harness.results import SCHEMA_VERSION, summaries_by_mesh, summarise
 
 # What must be equal for shards to be one sweep. `source` is the config's path, which may differ per machine.
@@ -68,8 +69,7 @@ def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = 
     cells: list[CellResult] = []
     seen: dict[str, str] = {}
     for label, doc in documents:
-        for data in doc.get("cells", []):
-            cell = CellResult.from_json(data)
+        for cell in cells_of_document(doc, label):
             if cell.spec.key in seen:
                 raise UserError(f"merge: cell {cell.spec.key} is in both {seen[cell.spec.key]} and {label}")
             seen[cell.spec.key] = label
