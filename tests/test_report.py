@@ -16,7 +16,7 @@ from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.evidence import (MissingEvidence, changed_attributes, compare_runs, extract_lowered,
                                      pick_pair, seeds_by_key, strip_locations)
 from harness.report.reproduce import shell_commands
-from harness.report.sources import collect_evidence, collect_seeds, lowered_text
+from harness.report.sources import collect, lowered_text
 from harness.hostinfo import parse_nvidia_smi
 from harness.results import ResultsWriter
 
@@ -141,7 +141,7 @@ def test_user_script_evidence_read_from_the_ir_dump_beside_the_log(tmp_path):
         shutil.copytree(FIXTURES / "ir_dump" / f"run-0{i}.ir", logs / f"run-0{i}.ir")
         runs.append(RunRecord(i, i, 0, 1.0, [keys[i - 1]], log=f"logs/cell/run-0{i}.log"))
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": keys}, runs)
-    ev = collect_evidence(tmp_path, cell)
+    ev, _ = collect(tmp_path, cell)
     assert [a for a, _, _ in ev.attributes] == ["jax.result_info"]
     # Only jit_f's dump is used, not jit_iota's.
     assert "iota" not in "\n".join(ev.diff)
@@ -285,11 +285,11 @@ def test_overlapping_user_script_runs_are_paired_by_their_ir_dumps(tmp_path):
         # Overlapping runs: every run saw both keys appear.
         runs.append(RunRecord(i, 10 + i, 0, 1.0, list(keys), log=f"logs/cell/run-0{i}.log"))
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": keys}, runs)
-    assert isinstance(collect_evidence(tmp_path, cell), MissingEvidence)  # by keys: nothing to go on
-    ev = collect_evidence(tmp_path, cell, overlapped=True)
+    assert isinstance(collect(tmp_path, cell)[0], MissingEvidence)  # by keys: nothing to go on
+    ev, seeds = collect(tmp_path, cell, overlapped=True)
     assert (ev.run_a.index, ev.run_b.index) == (1, 3) and ev.key_a is None
     assert [a for a, _, _ in ev.attributes] == ["jax.result_info"]
-    assert collect_seeds(tmp_path, cell, overlapped=True).values == [11, 13]
+    assert seeds.values == [11, 13]
 
 
 def _config_block(report):

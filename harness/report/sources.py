@@ -47,29 +47,32 @@ def distinct_lowered(results_dir: Path, cell: CellResult, module: str) -> list[t
     return first_of_each_module([(run, text) for run, text in texts if text is not None])
 
 
-def collect_seeds(results_dir: Path, cell: CellResult, overlapped: bool) -> Seeds | None:
-    """The seeds that each gave a different key (by module when the runs overlapped)."""
+def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tuple[Evidence | MissingEvidence,
+                                                                                 Seeds | None]:
+    """A reproduced cell's evidence and the seeds that each gave a different key, its logs read once.
+
+    `overlapped`: the cell's runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
+    neighbour's key; runs (and seeds) are then told apart by their lowered modules, not by their keys."""
     module = split_module(cell)
     if module is None:
-        return None
-    return module_seeds(distinct_lowered(results_dir, cell, module)) if overlapped else key_seeds(cell, module)
-
-
-def collect_evidence(results_dir: Path, cell: CellResult, overlapped: bool = False) -> Evidence | MissingEvidence:
-    """`overlapped`: the cell's runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
-    neighbour's key; the two runs are then picked by their lowered modules, not by their keys."""
-    module = split_module(cell)
-    if module is None:
-        return MissingEvidence(None, "no module got two keys")
+        return MissingEvidence(None, "no module got two keys"), None
     if overlapped:
         distinct = distinct_lowered(results_dir, cell, module)
-        if len(distinct) < 2:
-            return MissingEvidence(module, f"the runs overlapped (--jobs), so their keys cannot be told apart, "
-                                           f"and no two runs kept a different lowered {module} (this script "
-                                           "does not print it, this JAX release wrote no IR dump, or the "
-                                           "modules are the same and the keys differ for another reason)")
-        (run_a, text_a), (run_b, text_b) = distinct[:2]
-        return compare_runs(module, run_a, run_b, text_a, text_b, keyed=False)
+        return _evidence_by_module(module, distinct), module_seeds(distinct)
+    return _evidence_by_key(results_dir, cell, module), key_seeds(cell, module)
+
+
+def _evidence_by_module(module: str, distinct: list[tuple[RunRecord, str]]) -> Evidence | MissingEvidence:
+    if len(distinct) < 2:
+        return MissingEvidence(module, f"the runs overlapped (--jobs), so their keys cannot be told apart, "
+                                       f"and no two runs kept a different lowered {module} (this script "
+                                       "does not print it, this JAX release wrote no IR dump, or the "
+                                       "modules are the same and the keys differ for another reason)")
+    (run_a, text_a), (run_b, text_b) = distinct[:2]
+    return compare_runs(module, run_a, run_b, text_a, text_b, keyed=False)
+
+
+def _evidence_by_key(results_dir: Path, cell: CellResult, module: str) -> Evidence | MissingEvidence:
     pair = pick_pair(cell, module)
     if pair is None:
         return MissingEvidence(module, f"no two runs each wrote one {module} key of their own "
