@@ -95,7 +95,10 @@ class ResultsWriter:
     """Owns one results folder. `add()` after every cell; `finish()` at the end."""
 
     def __init__(self, run_dir: Path, document: dict[str, Any]):
+        from harness.report import ReportWriter  # imports results: import here, not at the top
+
         self.dir = run_dir
+        self._report = ReportWriter(run_dir)
         self.document = {"schema_version": SCHEMA_VERSION, "created": utc_now(), "finished": None,
                          "status": "running", **document, "cells": [], "summary": None}
         self._cells: list[CellResult] = []
@@ -123,7 +126,6 @@ class ResultsWriter:
         self.flush()
 
     def flush(self) -> None:
-        from harness.report import write_report  # imports results: import here, not at the top
         from harness.table import render_markdown
 
         self.document["cells"] = [c.to_json() for c in self._cells]
@@ -131,7 +133,7 @@ class ResultsWriter:
         self.document["summaries"] = summaries_by_mesh(self._cells)
         write_atomic(self.path, json.dumps(self.document, indent=2) + "\n")
         write_atomic(self.dir / TABLE_FILE, render_markdown(self._cells, self.document))
-        write_report(self.dir, self.document, self._cells)
+        self._report.write(self.document, self._cells)
 
 
 def results_file(path: Path) -> Path:

@@ -239,6 +239,23 @@ def test_results_writer_keeps_report_beside_results(tmp_path):
     assert "| 0.4.29 " in (tmp_path / REPORT_FILE).read_text()
 
 
+def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
+    # A sweep rewrites report.md after every cell: an earlier cell's evidence must not be gathered
+    # again each time (that reread every reproduced cell's logs per cell: quadratic in the sweep).
+    from harness.report import write as report_write
+
+    document = json.loads((smoke_run / "results.json").read_text())
+    reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
+    calls = []
+    monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
+    writer = ResultsWriter(smoke_run, {"config": document["config"], "options": document["options"]})
+    writer.add(reproduced)
+    writer.add(clean)
+    writer.finish()
+    assert calls == [reproduced.spec.key]
+    assert "```diff\n--- run 1 (PYTHONHASHSEED=" in (smoke_run / REPORT_FILE).read_text()
+
+
 def test_nvidia_smi_parsing():
     out = "NVIDIA H200, 560.35.03, 143771 MiB\nNVIDIA H200, 560.35.03, 143771 MiB\n"
     assert parse_nvidia_smi(out) == {"gpus": ["NVIDIA H200 (143771 MiB)"] * 2, "driver_version": "560.35.03"}

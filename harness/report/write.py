@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import CellResult
-from harness.report.evidence import Evidence, needs_evidence
+from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
 from harness.report.load import cells_of_document
-from harness.report.render import REPORT_FILE, EvidenceMap, SeedsMap, render_report
+from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
 from harness.results import load_results, results_file, write_atomic
 
@@ -20,30 +20,41 @@ def runs_overlapped(document: dict[str, Any]) -> bool:
     return ((document.get("options") or {}).get("jobs") or 1) > 1
 
 
-def gather(results_dir: Path, cells: list[CellResult], overlapped: bool) -> tuple[EvidenceMap, SeedsMap]:
-    """Each reproduced cell's evidence and seeds, its logs read once for both."""
-    found = {c.spec.key: collect(results_dir, c, overlapped) for c in cells if needs_evidence(c)}
-    return ({key: e for key, (e, _) in found.items()},
-            {key: s for key, (_, s) in found.items() if s is not None})
+class ReportWriter:
+    """report.md of one results folder, rewritten as often as asked (a sweep: after every cell).
+
+    A reproduced cell's evidence is gathered once, when the cell is first seen: its logs are read and
+    its full diff written then, not again on every rewrite (a finished cell's logs no longer change).
+    """
+
+    def __init__(self, results_dir: Path):
+        self.dir = Path(results_dir)
+        self._found: dict[str, tuple[Evidence | MissingEvidence, Seeds | None]] = {}  # by CellSpec.key
+
+    def write(self, document: dict[str, Any], cells: list[CellResult]) -> Path:
+        from harness.sweep import cell_slug
+
+        overlapped = runs_overlapped(document)
+        for cell in cells:
+            if needs_evidence(cell) and cell.spec.key not in self._found:
+                evidence, seeds = self._found[cell.spec.key] = collect(self.dir, cell, overlapped)
+                if isinstance(evidence, Evidence) and evidence.diff:
+                    # The report cuts long diffs; the whole one stays beside it.
+                    write_atomic(self.dir / EVIDENCE_DIR / f"{cell_slug(cell.spec)}.diff",
+                                 "\n".join(evidence.diff) + "\n")
+        found = {c.spec.key: self._found[c.spec.key] for c in cells if c.spec.key in self._found}
+        evidence = {key: e for key, (e, _) in found.items()}
+        seeds = {key: s for key, (_, s) in found.items() if s is not None}
+        path = self.dir / REPORT_FILE
+        write_atomic(path, render_report(document, cells, evidence, seeds))
+        return path
 
 
 def write_report(results_dir: Path, document: dict[str, Any] | None = None,
                  cells: list[CellResult] | None = None) -> Path:
     """Render the report of `results_dir` (its results.json unless `document` is given)."""
-    from harness.sweep import cell_slug
-
-    results_dir = Path(results_dir)
     if document is None:
         document = load_results(results_dir)
     if cells is None:
         cells = cells_of_document(document, results_file(results_dir))
-    overlapped = runs_overlapped(document)
-    evidence, seeds = gather(results_dir, cells, overlapped)
-    for cell in cells:
-        item = evidence.get(cell.spec.key)
-        if isinstance(item, Evidence) and item.diff:
-            # The report cuts long diffs; the whole one stays beside it.
-            write_atomic(results_dir / EVIDENCE_DIR / f"{cell_slug(cell.spec)}.diff", "\n".join(item.diff) + "\n")
-    path = results_dir / REPORT_FILE
-    write_atomic(path, render_report(document, cells, evidence, seeds))
-    return path
+    return ReportWriter(results_dir).write(document, cells)
