@@ -126,14 +126,21 @@ class ResultsWriter:
         self.flush()
 
     def flush(self) -> None:
-        from harness.table import render_markdown
-
         self.document["cells"] = [c.to_json() for c in self._cells]
         self.document["summary"] = summarise(self._cells)
         self.document["summaries"] = summaries_by_mesh(self._cells)
-        write_atomic(self.path, json.dumps(self.document, indent=2) + "\n")
-        write_atomic(self.dir / TABLE_FILE, render_markdown(self._cells, self.document))
-        self._report.write(self.document, self._cells)
+        write_files(self.dir, self.document, self._cells, self._report)
+
+
+def write_files(folder: Path, document: dict[str, Any], cells: list[CellResult], report=None) -> None:
+    """A results folder's results.json, table.md and report.md (`report`: a ReportWriter that already
+    gathered some cells' evidence), each written atomically."""
+    from harness.report import ReportWriter  # imports results: import here, not at the top
+    from harness.table import render_markdown
+
+    write_atomic(folder / RESULTS_FILE, json.dumps(document, indent=2) + "\n")
+    write_atomic(folder / TABLE_FILE, render_markdown(cells, document))
+    (report or ReportWriter(folder)).write(document, cells)
 
 
 def results_file(path: Path) -> Path:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
 
 from harness.model import CellResult
-from harness.report import write_report
-from harness.results import RESULTS_FILE, TABLE_FILE, load_results, new_run_dir, results_folder, write_atomic
+from harness.results import RESULTS_FILE, load_results, new_run_dir, results_folder, write_files
 from harness.shards.merge import merge_documents
-from harness.table import render, render_markdown, summary_line
+from harness.table import render, summary_line
 
 COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 
@@ -35,9 +33,7 @@ def merge_into(folders: list[Path], out_root: Path, command: str) -> tuple[Path,
             if (folder / name).is_dir():
                 # Slugs name cells, and each cell is in one shard: the trees do not collide.
                 shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
-    write_atomic(out / RESULTS_FILE, json.dumps(merged, indent=2) + "\n")
-    write_atomic(out / TABLE_FILE, render_markdown(cells, merged))
-    write_report(out, merged, cells)
+    write_files(out, merged, cells)
     return out, cells
 
 
