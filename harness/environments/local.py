@@ -7,23 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import clean_environment, kill_all, run_process
+from harness.environments.process import InterpreterEnvironment, clean_environment
 from harness.environments.venv import PROBE, _probe
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform, ProcessOutcome
+from harness.model import Platform
 
 
-class LocalEnvironment(Environment):
+class LocalEnvironment(InterpreterEnvironment):
     def __init__(self, python: str, facts: dict[str, Any]):
         self.python, self.facts, self.jax_version = python, facts, facts["jax"]
-
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
-        return run_process([self.python, str(script), *args], full_env, log_path, timeout_s,
-                           cwd=Path(script).parent)
-
-    def interrupt(self) -> None:
-        kill_all()
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "interpreter": self.python, **self.facts}

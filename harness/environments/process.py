@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+from harness.environments.base import Environment
 from harness.model import ProcessOutcome
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
@@ -73,3 +74,18 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
     elif code != 0:
         reason = f"exit code {code}"
     return ProcessOutcome(code, duration, reason=reason)
+
+
+class InterpreterEnvironment(Environment):
+    """An environment whose runs are `python script args` on this host, in the script's folder
+    (venv and local): `python` is the interpreter."""
+
+    python: str | Path
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
+        return run_process([str(self.python), str(script), *args], full_env, log_path, timeout_s,
+                           cwd=Path(script).parent)
+
+    def interrupt(self) -> None:
+        kill_all()

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import clean_environment, kill_all, run_process
+from harness.environments.process import InterpreterEnvironment, clean_environment
 from harness.environments.requirements import find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
-from harness.model import Platform, ProcessOutcome
+from harness.model import Platform
 
 # Written last, after a successful install and import check: a folder without it is half-made.
 READY_MARKER = "harness-ready.json"
@@ -36,21 +36,13 @@ def find_uv() -> str:
         return found
 
 
-class VenvEnvironment(Environment):
+class VenvEnvironment(InterpreterEnvironment):
     def __init__(self, path: Path, jax_version: str, facts: dict[str, Any]):
         self.path, self.jax_version, self.facts = path, jax_version, facts
 
     @property
     def python(self) -> Path:
         return self.path / "bin" / "python"
-
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
-        return run_process([str(self.python), str(script), *args], full_env, log_path, timeout_s,
-                           cwd=Path(script).parent)
-
-    def interrupt(self) -> None:
-        kill_all()
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "venv", "path": str(self.path), **self.facts}
