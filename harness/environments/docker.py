@@ -26,6 +26,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
 from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.process import log_tail
 from harness.environments.venv import PROBE
 from harness.environments.wheelhouse import Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
@@ -363,7 +364,7 @@ class DockerBackend(Backend):
             error = "the build ended without an image"
         if error:
             raise EnvironmentUnavailable(f"docker build for jax {jax_version} failed: {_one_line(error)} "
-                                         f"(log {log})", log_tail=_tail(log))
+                                         f"(log {log})", log_tail=log_tail(log))
         self.builds += 1
         seconds = time.monotonic() - start
         say(f"jax {jax_version}: image built in {seconds:.0f} s")
@@ -381,7 +382,7 @@ class DockerBackend(Backend):
             kwargs = run_kwargs(script, {}, Path(tmp), platform, self.user)
             outcome = run_container(self.client, tag, ["python", f"{SCRIPT_MOUNT}/probe.py"], kwargs,
                                     probe_log, PROBE_TIMEOUT_S, gpu=platform == Platform.CUDA)
-        output = _tail(probe_log)
+        output = log_tail(probe_log)
         if not outcome.ok:
             raise EnvironmentUnavailable(f"jax {jax_version} does not start in {tag}: "
                                          f"{outcome.reason or 'probe failed'}", log_tail=output)
@@ -446,10 +447,3 @@ def _one_line(exc: Exception | str) -> str:
         text = text.decode(errors="replace")
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     return lines[-1] if lines else type(exc).__name__
-
-
-def _tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""

@@ -43,6 +43,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass  # it ended on its own meanwhile
 
 
+def log_tail(path: Path, chars: int = 2000) -> str:
+    """The end of a log, for an error that cites it; "" when it cannot be read."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
 def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
                 cwd: Path | None = None) -> ProcessOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)

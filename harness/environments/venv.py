@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import InterpreterEnvironment, clean_environment
+from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail
 from harness.environments.requirements import find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
@@ -105,7 +105,7 @@ class VenvBackend(Backend):
                 proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
                 if proc.returncode != 0:
                     raise EnvironmentUnavailable(f"could not install jax {jax_version}: see {log}",
-                                                 log_tail=_tail(log))
+                                                 log_tail=log_tail(log))
         facts = _probe(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
@@ -136,10 +136,3 @@ def _probe(python: Path, env: dict[str, str]) -> dict[str, Any]:
         raise EnvironmentUnavailable(f"{python} did not report its jax version "
                                      f"(is it a Python interpreter?)") from None
     return facts
-
-
-def _tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""

@@ -22,6 +22,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from harness.environments.process import log_tail
 from harness.environments.requirements import find_links_for, jax_requirements
 from harness.environments.venv import find_uv
 from harness.errors import EnvironmentUnavailable
@@ -190,7 +191,7 @@ class Wheelhouse:
             if missing:
                 raise EnvironmentUnavailable(
                     f"no wheel for {', '.join(map(str, missing))} on CPython {python_version} "
-                    f"manylinux x86_64 (jax {jax_version})", log_tail=_tail(log))
+                    f"manylinux x86_64 (jax {jax_version})", log_tail=log_tail(log))
         return [self.wheels / found[p] for p in pins]
 
 
@@ -203,11 +204,4 @@ def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = Non
         proc = subprocess.run(cmd, input=stdin, text=True, stdout=out, stderr=subprocess.STDOUT,
                               env=host_pip_environment(), cwd=cwd)
     if proc.returncode != 0:
-        raise EnvironmentUnavailable(f"{failure}: see {log}", log_tail=_tail(log))
-
-
-def _tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
+        raise EnvironmentUnavailable(f"{failure}: see {log}", log_tail=log_tail(log))
