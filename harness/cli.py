@@ -143,7 +143,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_versions(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    entries, source = _version_entries(config, args)
+    entries, source = version_entries(config, args.versions)
     for version in resolve(entries, PyPIIndex(), source=source, python=args.python_version):
         print(version)
     return EXIT_OK
@@ -153,19 +153,19 @@ def _name_for(script: Path) -> str:
     return "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script")
 
 
-def _version_entries(config: Config, args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
+def version_entries(config: Config, versions: list[str] | None) -> tuple[tuple[str, ...], str]:
     """The version entries to resolve (--versions over the config's) and where they came from."""
-    if not args.versions:
+    if not versions:
         return config.jax_versions, f"{config.source}: jax_versions"
-    for entry in args.versions:
+    for entry in versions:
         problem = check_syntax(entry)
         if problem:
             raise UserError(f"--versions: {problem}")
-    return tuple(args.versions), "--versions"
+    return tuple(versions), "--versions"
 
 
 def _versions(config: Config, args: argparse.Namespace, backend, index: PyPIIndex) -> list[str]:
-    entries, source = _version_entries(config, args)
+    entries, source = version_entries(config, args.versions)
     if backend.name == "local":
         installed = backend.installed_version()
         if any(matches(e, installed) for e in entries):

@@ -83,6 +83,10 @@ def test_an_unknown_endpoint_release_names_its_flag(capsys, tmp_path, backend, f
                    f"{flag}: '0.4.99' matches no jax release")
 
 
+def test_a_malformed_versions_entry_is_refused_as_harness_run_refuses_it(capsys, tmp_path, backend):
+    assert_refused(["--versions", "0.4.x"], capsys, tmp_path, backend, "--versions: '0.4.x' is not a version")
+
+
 def test_an_endpoint_keeps_the_index_spelling(capsys, tmp_path, backend):
     # 0.4.26.0 is 0.4.26; it is recorded (and resumed) as the index spells it.
     bisect(["--good", "0.4.26.0", "--out", str(tmp_path)], capsys)

@@ -11,6 +11,7 @@ from harness.bisect import report
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState, identity_key
+from harness.cli import version_entries
 from harness.config import load_config
 from harness.environments import BackendOptions, make_backend
 from harness.errors import UserError
@@ -53,7 +54,8 @@ def resume_command(args: argparse.Namespace) -> str:
 
 
 def _release_range(config, args, index, python: str | None = None) -> list[str]:
-    entries = list(args.versions or config.jax_versions)
+    entries, source = version_entries(config, args.versions)
+    entries = list(entries)
     for flag in ("--good", "--bad"):
         attr = flag[2:]
         value = getattr(args, attr)
@@ -66,7 +68,6 @@ def _release_range(config, args, index, python: str | None = None) -> list[str]:
         release = resolve((value,), index, source=flag, python=python)[0]
         setattr(args, attr, release)
         entries.append(release)
-    source = "--versions" if args.versions else f"{config.source}: jax_versions"
     versions = resolve(tuple(entries), index, source=source, python=python)
     if args.good and args.bad and versions.index(args.good) >= versions.index(args.bad):
         raise UserError(f"--good {args.good} must be an earlier release than --bad {args.bad}")
