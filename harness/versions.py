@@ -21,6 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
+from harness.results import write_atomic
 
 _SPEC_CHARS = "<>=!~,"
 _CP_TAG = re.compile(r"-cp(\d+)-")  # CPython tag in a wheel's file name
@@ -157,10 +158,8 @@ class PyPIIndex:
             raise UserError(f"cannot reach the package index for {package} ({exc}); "
                             "name exact versions with --backend local, or retry online") from None
         data = json.loads(raw)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        tmp.write_bytes(raw)
-        tmp.replace(cached)
+        # A unique temporary name: shards of one sweep (a Slurm array) may share this folder.
+        write_atomic(cached, raw.decode())
         return data
 
 
