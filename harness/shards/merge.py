@@ -13,6 +13,7 @@ from packaging.version import Version
 from harness.errors import UserError
 from harness.model import CellResult
 from harness.report.load import cells_of_document
+from harness.report.render import BISECTION_KEYS
 from harness.results import SCHEMA_VERSION, summaries_by_mesh, summarise
 
 # What must be equal for shards to be one sweep. `source` is the config's path, which may differ per machine.
@@ -98,7 +99,7 @@ def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = 
         "summaries": summaries_by_mesh(cells),
     }
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
-        for key in ("bisect", "bisection"):
+        for key in BISECTION_KEYS:
             if doc.get(key) and key not in merged:
                 merged[key] = doc[key]
     return merged, cells
