@@ -61,8 +61,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         bisect_s = timed(["bisect", args.config, "--fresh", "--out", str(out / "bisect"), "-q"])
-        sweep_s = timed(["run", args.config, "--out", str(out / "sweep"), "-q"])
-        target_s = timed(["run", args.config, "--runs", str(random_runs), "--out", str(out / "sweep11"), "-q"])
+        # The brute-force baseline: every release, random seeds, every run made.
+        brute = ["--seeds", "random", "--all-runs", "-q"]
+        sweep_s = timed(["run", args.config, "--out", str(out / "sweep"), *brute])
+        target_s = timed(["run", args.config, "--runs", str(random_runs), "--out", str(out / "sweep11"), *brute])
         [bisect_dir] = (out / "bisect").iterdir()
         bisect = json.loads((bisect_dir / "results.json").read_text())["bisect"]
         [sweep_dir] = (out / "sweep").iterdir()

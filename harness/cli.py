@@ -19,6 +19,7 @@ from harness.environments import NAMES, BackendOptions, make_backend
 from harness.errors import UserError
 from harness.progress import ConsoleProgress
 from harness.results import ResultsWriter, host_facts, new_run_dir
+from harness.seeds import SeedPlanner, SeedStrategy, runs_for_target
 from harness.shards.select import parse_shard
 from harness.sweep import Sweep, plan_cells
 from harness.table import render, summary_line
@@ -63,8 +64,16 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--seeds", choices=[s.value for s in SeedStrategy], default=SeedStrategy.CHOSEN.value,
+                   help="chosen: probe the interpreter for hash seeds showing every order of the mesh's "
+                        "axis names, then random ones up to --runs (default); random: random seeds only")
     p.add_argument("--shard", type=parse_shard, metavar="I/N",
                    help="measure only shard I of N of the cells (join them with harness merge)")
+
+
+def _add_all_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all-runs", action="store_true",
+                   help="make every run even after a cell has reproduced (more keys for the report)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="sweep the versions and meshes of a config")
     run.add_argument("config", type=Path)
     _add_sweep_options(run)
+    _add_all_runs(run)
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="run your own script version by version, no config needed")
@@ -83,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--platform", choices=["cpu", "cuda", "auto"], default="cpu")
     check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
     _add_sweep_options(check)
+    _add_all_runs(check)
     check.set_defaults(handler=cmd_check)
 
     versions = sub.add_parser("versions", help="print the JAX releases a config names, one per line")
@@ -136,7 +147,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UserError(f"{args.script}: no such script")
     data = {"name": _name_for(args.script), "repro": str(args.script.resolve()),
             "jax_versions": args.versions or [LATEST], "platform": args.platform,
-            "device_count": args.device_count, "runs": args.runs or 8, "timeout_s": args.timeout}
+            # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
+            "device_count": args.device_count, "runs": args.runs or runs_for_target(),
+            "timeout_s": args.timeout}
     config = parse_config(data, source="harness check", base_dir=Path.cwd())
     return _sweep(config, args)
 
@@ -183,6 +196,7 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     versions = _versions(config, args, choice.backend, index)
     runs = args.runs or config.runs
+    all_runs = getattr(args, "all_runs", False)  # nightly has no such option: it stops early
     planned = plan_cells(config, versions)
     shard = getattr(args, "shard", None)
     cells = shard.select(planned) if shard else planned
@@ -197,14 +211,17 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
         "command": shlex.join(["harness", *sys.argv[1:]]),
         "config": config.to_json(),
         "versions": versions,
-        "options": {"runs": runs, "jobs": args.jobs, "backend": choice.backend.name,
+        "options": {"runs": runs, "jobs": args.jobs, "seeds": args.seeds, "all_runs": all_runs,
+                    "backend": choice.backend.name,
                     "backend_reason": choice.why},
         "host": host_facts(choice.backend.describe()),
         **({"shard": shard.to_json([c.key for c in planned], [c.key for c in cells])} if shard else {}),
     })
     args.results_dir = run_dir  # for commands that read the results back (nightly)
     progress.say(f"results: {writer.path}")
-    sweep = Sweep(config, choice.backend, writer, progress, runs=runs, jobs=args.jobs)
+    sweep = Sweep(config, choice.backend, writer, progress, jobs=args.jobs,
+                  planner=SeedPlanner(SeedStrategy(args.seeds), runs=runs),
+                  stop_when_reproduced=not all_runs)
     try:
         cells_done = sweep.run(cells)
     except KeyboardInterrupt:

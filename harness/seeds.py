@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Environment
-from harness.model import CellSpec
+from harness.model import CellResult, CellSpec, Verdict
 from harness.runner import random_seeds
 
 TARGET_MISS = 1e-3
@@ -151,6 +151,15 @@ class SeedPlan:
             return None
         return miss_probability_random(len(self.random) + 1)
 
+    def summary(self) -> str:
+        """One line for progress output."""
+        if self.strategy == SeedStrategy.RANDOM:
+            return f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
+        complete = all(c["pairs_in_both_orders"] for c in self.covers)
+        cover = "every pair of axis names in both orders" if complete else "not every pair order"
+        extra = f" + {len(self.random)} random" if self.random else ""
+        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}"
+
     def to_json(self) -> dict[str, Any]:
         out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,
                "random": self.random, "python": self.python, "candidates_probed": self.candidates,
@@ -162,6 +171,24 @@ class SeedPlan:
         if self.note:
             out["note"] = self.note
         return out
+
+
+def record_plan(cell: CellResult, plan: SeedPlan) -> None:
+    """Put the seeds and the miss bounds into the cell. The bounds speak only for a clean verdict:
+    a reproduced cell is certain, an error or unsupported cell says nothing."""
+    cell.extra["seeds"] = plan.to_json()
+    clean = cell.verdict == Verdict.CLEAN
+    cell.extra["miss_bound"] = plan.miss_bound if clean else None
+    cell.extra["miss_bound_other_mechanisms"] = plan.miss_bound_other if clean else None
+
+
+def bound_label(bound: float | None, other: float | None) -> str:
+    """Chosen seeds give two bounds (set order, anything else): show both; random seeds give one."""
+    if bound is None:
+        return "-"
+    if other is None:
+        return f"{bound:.2g}"
+    return f"{bound:.2g} (set order), {other:.2g} (other)"
 
 
 def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
@@ -208,8 +235,7 @@ class SeedPlanner:
             return random_plan(self.runs)
         if spec.mesh is None:
             return random_plan(self.runs, note="a user script: the name sets it iterates are unknown, so "
-                                               "random seeds, as many as the target needs assuming the "
-                                               "worst case of two orderings")
+                                               "its seeds are random")
         sets = name_sets(spec.mesh.axis_names)
         try:
             probe = self.probe(environment, sets, log_dir)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
 
 from harness.config import Config
 from harness.environments.base import Backend
@@ -12,9 +11,8 @@ from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec
 from harness.progress import ConsoleProgress
 from harness.results import ResultsWriter
-from harness.runner import CellInterrupted, CellRunner, error_cell, random_seeds
-
-SeedPlan = Callable[[CellSpec, int], list[int]]  # (cell, runs) -> seeds
+from harness.runner import CellInterrupted, CellRunner, error_cell
+from harness.seeds import SeedPlanner, record_plan
 
 
 def plan_cells(config: Config, versions: list[str]) -> list[CellSpec]:
@@ -33,10 +31,9 @@ class Sweep:
     backend: Backend
     writer: ResultsWriter
     progress: ConsoleProgress
-    runs: int
     jobs: int = 1
-    seed_plan: SeedPlan = lambda spec, runs: random_seeds(runs)
-    stop_when_reproduced: bool = False  # stop a cell's runs at the first second key
+    planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
+    stop_when_reproduced: bool = True  # a second key settles the cell: stop its runs there
 
     def run(self, cells: list[CellSpec]) -> list[CellResult]:
         results = []
@@ -65,8 +62,16 @@ class Sweep:
         if isinstance(env, EnvironmentUnavailable):
             return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
         slug = cell_slug(spec)
+        log_dir = self.writer.dir / "logs" / slug
+        plan = self.planner.plan(spec, env, log_dir)
+        self.progress.say(f"  seeds: {plan.summary()}")
         runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
                             on_run=self.progress.run_finished)
-        return runner.run(spec, self.seed_plan(spec, self.runs), self.writer.dir / "caches" / slug,
-                          self.writer.dir / "logs" / slug, results_root=self.writer.dir,
-                          stop_when_reproduced=self.stop_when_reproduced)
+        try:
+            cell = runner.run(spec, plan.seeds, self.writer.dir / "caches" / slug, log_dir,
+                              results_root=self.writer.dir, stop_when_reproduced=self.stop_when_reproduced)
+        except CellInterrupted as stop:
+            record_plan(stop.partial, plan)
+            raise
+        record_plan(cell, plan)
+        return cell

@@ -9,13 +9,19 @@ from tabulate import tabulate
 
 from harness.analysis import boundaries, busiest_module, version_verdicts
 from harness.model import CellResult
+from harness.seeds import bound_label
 
-HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "detail"]
+HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "miss bound", "detail"]
 
 
 def _keys_column(cell: CellResult) -> str:
     module = busiest_module(cell.keys)
     return f"{module}: {len(cell.keys[module])}" if module is not None else "-"
+
+
+def _bound_column(cell: CellResult) -> str:
+    """For a clean cell: the chance a real regression was missed (see harness.seeds)."""
+    return bound_label(cell.extra.get("miss_bound"), cell.extra.get("miss_bound_other_mechanisms"))
 
 
 def in_version_order(cells: list[CellResult]) -> list[CellResult]:
@@ -29,7 +35,7 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
         ok = sum(r.ok for r in c.runs)
         out.append([c.spec.jax_version, c.spec.mesh.label if c.spec.mesh else "(script)",
                     f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
-                    _keys_column(c), c.reason])
+                    _keys_column(c), _bound_column(c), c.reason])
     return out
 
 

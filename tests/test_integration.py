@@ -36,6 +36,11 @@ runs: 6
     assert verdicts == {"0.4.25": "unsupported", "0.4.26": "clean", "0.4.28": "reproduced", "0.4.29": "clean"}
     reproduced = next(c for c in data["cells"] if c["jax_version"] == "0.4.28")
     assert len(reproduced["keys"]["jit_f"]) >= 2
+    # Chosen seeds show the axis names in opposite orders: the first two runs settle it, and it stops.
+    assert reproduced["seeds"]["strategy"] == "chosen" and len(reproduced["runs"]) == 2
+    clean = next(c for c in data["cells"] if c["jax_version"] == "0.4.29")
+    assert len(clean["runs"]) == 6 and clean["miss_bound"] == 0.0
+    assert clean["miss_bound_other_mechanisms"] == 2.0 ** -4  # four random runs beyond the chosen two
     assert len({r["seed"] for r in reproduced["runs"]}) == len(reproduced["runs"])
     assert all(r["exit_code"] == 0 for r in reproduced["runs"])
     assert data["summary"]["appears_in"] == "0.4.28"
@@ -56,9 +61,11 @@ def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
     assert any(name.endswith("-cache") for name in cell["listing"])
     assert any(name.endswith("-atime") for name in cell["listing"])
 
-    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "3"],
-                       tmp_path / "b", capsys)
-    assert data["cells"][0]["verdict"] == "clean"
+    # Without --runs, a script (name sets unknown, so random seeds) gets enough runs for 1e-3.
+    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31"], tmp_path / "b", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean" and cell["seeds"]["strategy"] == "random"
+    assert len(cell["runs"]) == 11 and cell["miss_bound"] <= 1e-3
 
 
 def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):

@@ -32,9 +32,6 @@ def register(subparsers, add_sweep_options) -> None:
     p.add_argument("--bad", metavar="V", help="a release known to reproduce (default: found by search)")
     p.add_argument("--jax-repo", type=Path, metavar="PATH",
                    help="a git clone of jax (bare is fine): continue to the commit inside each boundary")
-    p.add_argument("--seeds", choices=[s.value for s in SeedStrategy], default=SeedStrategy.CHOSEN.value,
-                   help="chosen: probe the interpreter for seeds covering every name order (default); "
-                        "random: enough random seeds for a 1e-3 miss bound")
     p.add_argument("--fresh", action="store_true", help="forget a recorded bisection and start over")
     add_sweep_options(p)
     p.set_defaults(handler=cmd_bisect)

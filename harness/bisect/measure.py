@@ -19,7 +19,7 @@ from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, Verdict
 from harness.progress import ConsoleProgress
 from harness.runner import CellRunner, error_cell
-from harness.seeds import SeedPlanner
+from harness.seeds import SeedPlanner, record_plan
 from harness.sweep import cell_slug
 
 OnPoint = Callable[[str, list[CellResult], bool], None]  # (point id, cells, replayed)
@@ -88,7 +88,5 @@ class PointMeasurer:
                             on_run=self.progress.run_finished)
         cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=self.work_dir,
                           stop_when_reproduced=True)
-        cell.extra["seeds"] = plan.to_json()
-        # The bound speaks only for a clean verdict; a reproduced cell is certain, others say nothing.
-        cell.extra["miss_bound"] = plan.miss_bound if cell.verdict == Verdict.CLEAN else None
+        record_plan(cell, plan)
         return cell

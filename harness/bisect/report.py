@@ -8,7 +8,7 @@ from tabulate import tabulate
 from harness.analysis import Boundaries
 from harness.bisect.bisection import CommitSearch, Outcome, Row
 from harness.bisect.logic import Role
-from harness.seeds import ASSUMES_RANDOM, TARGET_MISS
+from harness.seeds import ASSUMES_RANDOM, TARGET_MISS, bound_label
 
 
 def _num(x: float) -> str:
@@ -16,12 +16,7 @@ def _num(x: float) -> str:
 
 
 def _bound(row: Row) -> str:
-    """Chosen seeds give two bounds (set order, anything else): the column shows both."""
-    if row.miss_bound is None:
-        return "-"
-    if row.miss_bound_other is None:
-        return _num(row.miss_bound)
-    return f"{_num(row.miss_bound)} (set order), {_num(row.miss_bound_other)} (other)"
+    return bound_label(row.miss_bound, row.miss_bound_other)
 
 
 def release_table(outcome: Outcome, fmt: str = "github") -> str:
