@@ -237,6 +237,11 @@ def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]
     if options:
         lines.append(f"- Runs per cell: up to {options.get('runs')}, {options.get('jobs', 1)} at a time; "
                      f"every run a fresh process with its own `PYTHONHASHSEED`")
+        if options.get("seeds") == "chosen":
+            lines.append("- Hash seeds: chosen so that every pair of the mesh's axis names is iterated in "
+                         "both orders, then random ones (a user script's are all random); "
+                         + ("every run was made" if options.get("all_runs") else
+                            "a cell stops at its second key"))
     rows = []
     for c in cells:
         env = c.environment
