@@ -18,7 +18,10 @@ from harness.config import MAX_DEVICES, MAX_RUNS, Config, load_config, parse_con
 from harness.environments import NAMES, BackendOptions, make_backend
 from harness.errors import UserError
 from harness.progress import ConsoleProgress
-from harness.results import ResultsWriter, host_facts, new_run_dir
+from harness.report.load import cells_of_document
+from harness.results import (ResultsWriter, host_facts, load_results, new_run_dir, results_file,
+                             results_folder, utc_now)
+from harness.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.seeds import SeedPlanner, SeedStrategy, runs_for_target
 from harness.shards.select import parse_shard
 from harness.sweep import Sweep, plan_cells
@@ -74,6 +77,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
 def _add_all_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-runs", action="store_true",
                    help="make every run even after a cell has reproduced (more keys for the report)")
+    p.add_argument("--resume", type=Path, metavar="RESULTS_DIR",
+                   help="finish an interrupted sweep in its own folder: measure only the cells it lacks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,6 +182,19 @@ def version_entries(config: Config, versions: list[str] | None) -> tuple[tuple[s
     return tuple(versions), "--versions"
 
 
+def _resume_argv(run_dir: Path) -> list[str]:
+    """This command again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
+    argv, skip = [], False
+    for word in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif word in ("--resume", "--out"):
+            skip = True
+        elif not word.startswith(("--resume=", "--out=")):
+            argv.append(word)
+    return ["harness", *argv, "--resume", str(run_dir)]
+
+
 def _versions(config: Config, args: argparse.Namespace, backend, index: PyPIIndex) -> list[str]:
     entries, source = version_entries(config, args.versions)
     if backend.name == "local":
@@ -206,8 +224,7 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
                  f"up to {runs} runs each")
 
     choice.backend.check(config.platform, progress.say)
-    run_dir = new_run_dir(args.out, config.name)
-    writer = ResultsWriter(run_dir, {
+    header = {
         "command": shlex.join(["harness", *sys.argv[1:]]),
         "config": config.to_json(),
         "versions": versions,
@@ -216,26 +233,40 @@ def _sweep(config: Config, args: argparse.Namespace) -> int:
                     "backend_reason": choice.why},
         "host": host_facts(choice.backend.describe()),
         **({"shard": shard.to_json([c.key for c in planned], [c.key for c in cells])} if shard else {}),
-    })
+    }
+    resume = getattr(args, "resume", None)
+    if resume is not None:
+        previous = load_results(resume)
+        check_same_sweep(previous, header, str(resume))
+        kept = finished_cells(cells_of_document(previous, results_file(resume)))
+        cells = still_to_measure(cells, kept)
+        progress.say(f"resuming {resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
+        run_dir = results_folder(results_file(resume))
+        header.update(created=previous.get("created"), resumed=[*previous.get("resumed", []), utc_now()])
+        writer = ResultsWriter(run_dir, header, cells=kept)
+    else:
+        run_dir = new_run_dir(args.out, config.name)
+        writer = ResultsWriter(run_dir, header)
     args.results_dir = run_dir  # for commands that read the results back (nightly)
     progress.say(f"results: {writer.path}")
     sweep = Sweep(config, choice.backend, writer, progress, jobs=args.jobs,
                   planner=SeedPlanner(SeedStrategy(args.seeds), runs=runs),
                   stop_when_reproduced=not all_runs)
     try:
-        cells_done = sweep.run(cells)
+        sweep.run(cells)
     except KeyboardInterrupt:
         writer.finish("interrupted")
-        print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}", file=sys.stderr)
+        print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}\n"
+              f"resume with: {shlex.join(_resume_argv(writer.dir))}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BaseException:
         writer.finish("failed")  # what was measured stays; the status says the sweep did not end well
         raise
     writer.finish("complete")
     print(f"results: {writer.path} (report: {writer.dir / 'report.md'})", file=sys.stderr)
-    print(render(cells_done))
+    print(render(writer.cells))
     print()
-    print(summary_line(cells_done))  # last, so `| tail -1` gives the answer
+    print(summary_line(writer.cells))  # last, so `| tail -1` gives the answer
     return EXIT_OK
 
 

@@ -94,14 +94,16 @@ def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:
 class ResultsWriter:
     """Owns one results folder. `add()` after every cell; `finish()` at the end."""
 
-    def __init__(self, run_dir: Path, document: dict[str, Any]):
+    def __init__(self, run_dir: Path, document: dict[str, Any], cells: list[CellResult] = ()):
+        """`cells`: those a resumed sweep keeps from its folder (the document then carries the old
+        `created` and a `resumed` list)."""
         from harness.report import ReportWriter  # imports results: import here, not at the top
 
         self.dir = run_dir
         self._report = ReportWriter(run_dir)
-        self.document = {"schema_version": SCHEMA_VERSION, "created": utc_now(), "finished": None,
-                         "status": "running", **document, "cells": [], "summary": None}
-        self._cells: list[CellResult] = []
+        self.document = {"schema_version": SCHEMA_VERSION, "created": utc_now(), **document,
+                         "finished": None, "status": "running", "cells": [], "summary": None}
+        self._cells: list[CellResult] = list(cells)
         self.flush()
 
     @property

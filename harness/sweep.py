@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 
 from harness.config import Config
@@ -62,13 +63,15 @@ class Sweep:
         if isinstance(env, EnvironmentUnavailable):
             return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
         slug = cell_slug(spec)
-        log_dir = self.writer.dir / "logs" / slug
+        cache_dir, log_dir = self.writer.dir / "caches" / slug, self.writer.dir / "logs" / slug
+        for leftover in (cache_dir, log_dir):  # a cell cut short before a resume: start it afresh
+            shutil.rmtree(leftover, ignore_errors=True)
         plan = self.planner.plan(spec, env, log_dir)
         self.progress.say(f"  seeds: {plan.summary()}")
         runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
                             on_run=self.progress.run_finished)
         try:
-            cell = runner.run(spec, plan.seeds, self.writer.dir / "caches" / slug, log_dir,
+            cell = runner.run(spec, plan.seeds, cache_dir, log_dir,
                               results_root=self.writer.dir, stop_when_reproduced=self.stop_when_reproduced)
         except CellInterrupted as stop:
             record_plan(stop.partial, plan)

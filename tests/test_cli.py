@@ -106,3 +106,10 @@ def test_versions_command_prints_the_resolved_releases(capsys):
     assert code == 0 and out.split() == ["0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.31"]
     code, out, _ = run_cli(["versions", "configs/smoke.yaml", "--versions", "latest"], capsys)
     assert code == 0 and out.split() == ["0.5.0"]
+
+
+def test_the_resume_command_drops_out_and_an_earlier_resume(monkeypatch, tmp_path):
+    monkeypatch.setattr(cli.sys, "argv", ["harness", "run", "my config.yaml", "--out", "r", "--jobs", "2",
+                                          "--resume=old"])
+    argv = cli._resume_argv(tmp_path / "run")
+    assert argv == ["harness", "run", "my config.yaml", "--jobs", "2", "--resume", str(tmp_path / "run")]
