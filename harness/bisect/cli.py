@@ -127,7 +127,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         # Otherwise results.json says `running` forever; the CLI reports the error itself.
         writer.finish("failed")
         raise
-    print(text)
-    print(f"results: {writer.path}")
+    print(f"results: {writer.path} (report: {folder / REPORT_FILE})", file=sys.stderr)
+    print(text)  # ends with the line that reproduces it, as `run` ends with its summary
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
     return EXIT_OK if outcome.releases.problem is None else EXIT_BAD_ENDPOINT
