@@ -100,9 +100,12 @@ class CellRunner:
             outcome = self.environment.run(self.repro.path, args, env, cache_dir, log, self.timeout_s)
             added = sorted(list_dir(cache_dir) - before)
             rel = log.relative_to(results_root) if results_root else log
+            reason = outcome.reason
+            if not outcome.ok and not outcome.timed_out:
+                reason = _with_last_line(reason, log)
             record = RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                                duration_s=round(outcome.duration_s, 3), new_entries=added,
-                               timed_out=outcome.timed_out, reason=outcome.reason, log=str(rel))
+                               timed_out=outcome.timed_out, reason=reason, log=str(rel))
             if stopping.is_set():
                 return record  # cut short by Ctrl-C: it measured nothing
             with lock:
@@ -171,6 +174,18 @@ class CellInterrupted(KeyboardInterrupt):
     def __init__(self, partial: CellResult):
         super().__init__("interrupted")
         self.partial = partial
+
+
+def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:
+    """A crash's reason with the last line it printed (usually the exception), so the table says why."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return reason
+    if not lines:
+        return reason
+    last = lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 1] + "…"
+    return f"{reason}: {last}" if reason else last
 
 
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,

@@ -165,3 +165,15 @@ def test_an_unwritable_environment_folder_is_an_unavailable_environment(tmp_path
     blocker.write_text("x")
     with pytest.raises(EnvironmentUnavailable, match="cannot make the venv"):
         VenvBackend(root=blocker / "envs").prepare("0.4.29", Platform.CPU)
+
+
+def test_a_crash_reason_carries_the_last_line_it_printed(tmp_path):
+    class Crashing(ScriptedEnvironment):
+        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+            log_path.write_text("Traceback (most recent call last):\n  ...\nRuntimeError: Unable to "
+                                "initialize backend 'cuda'\n\n")
+            return ProcessOutcome(1, 0.01, reason="exit code 1")
+
+    result = CellRunner(Crashing(lambda s: 1), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c", tmp_path / "l")
+    assert result.runs[0].reason == "exit code 1: RuntimeError: Unable to initialize backend 'cuda'"
+    assert result.verdict == Verdict.ERROR and "Unable to initialize backend" in result.reason
