@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.config import Config
-from harness.environments.base import Backend
+from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec
 from harness.progress import ConsoleProgress
@@ -62,19 +63,27 @@ class Sweep:
             environments[spec.jax_version] = env
         if isinstance(env, EnvironmentUnavailable):
             return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
-        slug = cell_slug(spec)
-        cache_dir, log_dir = self.writer.dir / "caches" / slug, self.writer.dir / "logs" / slug
-        for leftover in (cache_dir, log_dir):  # a cell cut short before a resume: start it afresh
-            shutil.rmtree(leftover, ignore_errors=True)
-        plan = self.planner.plan(spec, env, log_dir)
-        self.progress.say(f"  seeds: {plan.summary()}")
-        runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
-                            on_run=self.progress.run_finished)
-        try:
-            cell = runner.run(spec, plan.seeds, cache_dir, log_dir,
-                              results_root=self.writer.dir, stop_when_reproduced=self.stop_when_reproduced)
-        except CellInterrupted as stop:
-            record_plan(stop.partial, plan)
-            raise
-        record_plan(cell, plan)
-        return cell
+        return measure_cell(spec, env, self.config, self.planner, self.writer.dir, self.progress,
+                            jobs=self.jobs, stop_when_reproduced=self.stop_when_reproduced)
+
+
+def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
+                 work_dir: Path, progress: ConsoleProgress, jobs: int = 1,
+                 stop_when_reproduced: bool = True) -> CellResult:
+    """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
+    the seeds and miss bounds recorded in the result (also in the partial one Ctrl-C leaves)."""
+    slug = cell_slug(spec)
+    cache_dir, log_dir = work_dir / "caches" / slug, work_dir / "logs" / slug
+    for leftover in (cache_dir, log_dir):  # a cell cut short earlier (resume, bisect): start afresh
+        shutil.rmtree(leftover, ignore_errors=True)
+    plan = planner.plan(spec, environment, log_dir)
+    progress.say(f"  seeds: {plan.summary()}")
+    runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished)
+    try:
+        cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
+                          stop_when_reproduced=stop_when_reproduced)
+    except CellInterrupted as stop:
+        record_plan(stop.partial, plan)
+        raise
+    record_plan(cell, plan)
+    return cell

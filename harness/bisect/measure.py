@@ -6,7 +6,6 @@ skipped once one reproduces: the point is bad whatever they say.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -18,9 +17,9 @@ from harness.environments.base import Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, Verdict
 from harness.progress import ConsoleProgress
-from harness.runner import CellRunner, error_cell
-from harness.seeds import SeedPlanner, record_plan
-from harness.sweep import cell_slug
+from harness.runner import error_cell
+from harness.seeds import SeedPlanner
+from harness.sweep import measure_cell
 
 OnPoint = Callable[[str, list[CellResult], bool], None]  # (point id, cells, replayed)
 
@@ -80,13 +79,5 @@ class PointMeasurer:
         return cells
 
     def _cell(self, spec: CellSpec, environment: Environment) -> CellResult:
-        slug = cell_slug(spec)
-        cache_dir, log_dir = self.work_dir / "caches" / slug, self.work_dir / "logs" / slug
-        shutil.rmtree(cache_dir, ignore_errors=True)  # a point cut short earlier left a used cache
-        plan = self.planner.plan(spec, environment, log_dir)
-        runner = CellRunner(environment, self.config.repro, self.config.timeout_s, self.jobs,
-                            on_run=self.progress.run_finished)
-        cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=self.work_dir,
-                          stop_when_reproduced=True)
-        record_plan(cell, plan)
-        return cell
+        return measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
+                            jobs=self.jobs, stop_when_reproduced=True)
