@@ -10,3 +10,21 @@ def write(tmp_path):
         path.write_text(text)
         return path
     return _write
+
+
+@pytest.fixture(autouse=True)
+def no_real_tools_in_unit_tests(request, monkeypatch):
+    """Only tests marked `integration` or `docker` may install JAX or talk to Docker: a unit test
+    that reaches for uv or the daemon by accident fails here instead of quietly doing real work."""
+    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("docker"):
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a unit test tried to use a real tool (uv or Docker); mark it integration/docker")
+
+    import docker
+
+    import harness.environments.venv as venv
+
+    monkeypatch.setattr(venv, "find_uv", refuse)
+    monkeypatch.setattr(docker, "from_env", refuse)

@@ -79,13 +79,12 @@ class VenvBackend(Backend):
             except (OSError, json.JSONDecodeError):
                 pass  # a damaged marker: rebuild below
         if path.exists():
-            say(f"rebuilding {path.name} (half-made or --rebuild)" if not marker.exists() or self.rebuild
-                else f"rebuilding {path.name}")
+            say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else 'half-made or damaged'})")
             shutil.rmtree(path)
         say(f"creating venv for jax {jax_version} ({path})")
+        path.parent.mkdir(parents=True, exist_ok=True)  # first: an unwritable folder fails fast
         uv = find_uv()
         log = path.parent / f"{path.name}.install.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
         cmd_env = clean_environment({})
         steps = [[uv, "venv", "--quiet", "--python", self.python, str(path)]]
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
