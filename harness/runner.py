@@ -184,6 +184,8 @@ def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:
         return reason
     if not lines:
         return reason
+    if lines[-1] in reason:  # the backend already wrote its reason as the log (docker create failed)
+        return reason
     last = lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 1] + "…"
     return f"{reason}: {last}" if reason else last
 

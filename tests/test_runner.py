@@ -177,3 +177,13 @@ def test_a_crash_reason_carries_the_last_line_it_printed(tmp_path):
     result = CellRunner(Crashing(lambda s: 1), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c", tmp_path / "l")
     assert result.runs[0].reason == "exit code 1: RuntimeError: Unable to initialize backend 'cuda'"
     assert result.verdict == Verdict.ERROR and "Unable to initialize backend" in result.reason
+
+
+def test_a_reason_the_backend_wrote_as_the_log_is_not_repeated(tmp_path):
+    class Refused(ScriptedEnvironment):
+        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+            log_path.write_text("docker: the Docker runtime has no GPU support\n")
+            return ProcessOutcome(None, 0.01, reason="docker: the Docker runtime has no GPU support")
+
+    result = CellRunner(Refused(lambda s: 1), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c", tmp_path / "l")
+    assert result.runs[0].reason == "docker: the Docker runtime has no GPU support"
