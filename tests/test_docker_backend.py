@@ -121,6 +121,8 @@ def test_cpu_run_arguments(tmp_path):
                                      "HOME": "/tmp"}
     assert kwargs["network_disabled"] is True and kwargs["network_mode"] == "none"
     assert kwargs["user"] == "1234:5678"
+    # An init is PID 1, so a script that signals itself dies as it would outside a container.
+    assert kwargs["init"] is True
     assert "device_requests" not in kwargs and "privileged" not in kwargs and "volumes" not in kwargs
 
 
@@ -200,6 +202,12 @@ def test_a_crash_keeps_its_exit_code(tmp_path):
     outcome = run(with_container(fake_container(status=1, logs=b"Traceback\n")), tmp_path)
     assert outcome.exit_code == 1 and outcome.reason == "exit code 1"
     assert (tmp_path / "log").read_text() == "Traceback\n"
+
+
+def test_a_death_by_signal_through_the_init_names_the_signal(tmp_path):
+    outcome = run(with_container(fake_container(status=139)), tmp_path)
+    assert outcome.exit_code == 139 and not outcome.ok
+    assert outcome.reason == "killed by signal SIGSEGV (exit code 139)"
 
 
 def test_ctrl_c_while_waiting_still_removes_the_container(tmp_path):

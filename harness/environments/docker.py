@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 import uuid
@@ -108,6 +109,9 @@ def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Pla
         "environment": environment,
         "mounts": mounts,
         "working_dir": SCRIPT_MOUNT,
+        # Without an init the script is PID 1, and the kernel drops the signals PID 1 sends itself:
+        # a script that crashes with os.kill(os.getpid(), SIGSEGV) would exit 0 and read as clean.
+        "init": True,
         "user": user,
         "network_disabled": True,
         "network_mode": "none",
@@ -157,8 +161,9 @@ def run_container(client: docker.DockerClient, image: str, command: list[str], k
             reason = f"killed by the OOM killer (memory limit {limit})"
         elif (status.get("Error") or {}).get("Message"):
             reason = f"docker: {status['Error']['Message']}"
-        elif code == 137:
-            reason = "killed by SIGKILL (exit code 137)"
+        elif code is not None and code > 128 and _signal_name(code - 128):
+            # docker-init exits 128+N when the script dies by signal N, as a shell reports it.
+            reason = f"killed by signal {_signal_name(code - 128)} (exit code {code})"
         elif code != 0:
             reason = f"exit code {code}"
         return ProcessOutcome(code, duration, reason=reason)
@@ -432,6 +437,13 @@ def _remove(client, container, name: str | None) -> None:
         pass
     except (DockerException, requests.RequestException):
         pass  # "removal already in progress", or the daemon went away: nothing more to do here
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
 
 
 def _explain(exc: Exception, gpu: bool) -> str:
