@@ -24,7 +24,8 @@ from harness.environments.process import clean_environment  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform  # noqa: E402
 from harness.repros import builtin_path  # noqa: E402
-from harness.runner import CellRunner, process_env, repro_args  # noqa: E402
+from harness.run_env import process_env, repro_args  # noqa: E402
+from harness.runner import CellRunner  # noqa: E402
 
 
 def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path) -> float:

@@ -1,35 +1,30 @@
-"""`harness`: parses arguments and wires objects together; the work happens elsewhere.
+"""`harness` (layer 6, the top): parses arguments into options, calls the service, shows the outcome.
 
-Exit codes: 0 the work completed (whatever it found), 2 bad input, 1 a failure of the harness,
-130 interrupted (partial results are kept).
+Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`): 0 the work
+completed (whatever it found), 2 bad input, 1 a failure of the harness (or, for nightly and compare,
+a regression), 130 interrupted (partial results are kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
-import shlex
 import sys
 import traceback
 from pathlib import Path
 
-from harness.config import MAX_DEVICES, MAX_RUNS, Config, load_config, parse_config
-from harness.environments import NAMES, BackendOptions, make_backend
-from harness.errors import UserError
+from harness import service
+from harness.config import MAX_DEVICES, MAX_RUNS
+from harness.environments import NAMES, BackendName
+from harness.errors import ExitCode, UserError
+from harness.model import Platform
+from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress
-from harness.report.load import cells_of_document
-from harness.results import (ResultsWriter, host_facts, load_results, new_run_dir, results_file,
-                             results_folder, utc_now)
-from harness.resume import check_same_sweep, finished_cells, still_to_measure
-from harness.seeds import SeedPlanner, SeedStrategy, runs_for_target
+from harness.report.render import REPORT_FILE
+from harness.results import RESULTS_FILE, RunStatus
+from harness.seeds import SeedStrategy
 from harness.shards.select import parse_shard
-from harness.sweep import Sweep, plan_cells
 from harness.table import render, summary_line
-from harness.versions import LATEST, PyPIIndex, check_syntax, matches, resolve
-
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEFAULT_RESULTS = Path("results")
 
 
 def _positive(minimum: int, maximum: int | None = None):
@@ -57,13 +52,13 @@ def _seconds(text: str) -> float:
 
 
 def _add_sweep_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=NAMES, default="venv",
+    p.add_argument("--backend", choices=NAMES, default=BackendName.VENV.value,
                    help="where each JAX version runs (default: venv; auto = docker if a daemon answers)")
     p.add_argument("--versions", nargs="+", metavar="V",
                    help="versions or specifiers replacing the config's jax_versions")
     p.add_argument("--runs", type=_positive(2, MAX_RUNS), help="most runs per cell (at least 2)")
     p.add_argument("--jobs", type=_positive(1, 256), default=1, help="runs of a cell in parallel (default 1)")
-    p.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="results folder (default: results/)")
+    p.add_argument("--out", type=Path, default=service.DEFAULT_RESULTS, help="results folder (default: results/)")
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -95,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run your own script version by version, no config needed")
     check.add_argument("script", type=Path)
     check.add_argument("--device-count", type=_positive(1, MAX_DEVICES), default=8)
-    check.add_argument("--platform", choices=["cpu", "cuda", "auto"], default="cpu")
+    check.add_argument("--platform", choices=[p.value for p in Platform], default=Platform.CPU.value)
     check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
     _add_sweep_options(check)
     _add_all_runs(check)
@@ -108,166 +103,162 @@ def build_parser() -> argparse.ArgumentParser:
                           help="only releases with wheels for this Python (default: this interpreter's)")
     versions.set_defaults(handler=cmd_versions)
 
-    # Commands that live in their own modules add their parsers here (one line each).
-    for register in _command_modules():
-        register(sub, _add_sweep_options)
+    report = sub.add_parser("report", help="(re)write report.md from a results folder, ready for an issue")
+    report.add_argument("results", type=Path, help="a results folder (or its results.json)")
+    report.add_argument("--print", action="store_true", dest="show", help="also print the report")
+    report.set_defaults(handler=cmd_report)
+
+    nightly = sub.add_parser("nightly", help="sweep the newest releases and compare with a baseline "
+                                             "(exit 1 on a regression)")
+    nightly.add_argument("config", type=Path)
+    nightly.add_argument("--baseline", type=Path, required=True,
+                         help="results folder (or results.json) to compare with")
+    nightly.add_argument("--config-versions", action="store_true",
+                         help="sweep the config's jax_versions instead of the default, the latest release")
+    _add_sweep_options(nightly)
+    nightly.set_defaults(handler=cmd_nightly)
+
+    compare = sub.add_parser("compare", help="compare measured results with a baseline (exit 1 on a regression)")
+    compare.add_argument("results", type=Path, help="results folder (or results.json)")
+    compare.add_argument("--baseline", type=Path, required=True)
+    compare.set_defaults(handler=cmd_compare)
+
+    merge = sub.add_parser("merge", help="join shard results (harness run --shard I/N) into one")
+    merge.add_argument("results", type=Path, nargs="+", help="results folders (or results.json files) of the shards")
+    merge.add_argument("--out", type=Path, default=service.DEFAULT_RESULTS,
+                       help="where the merged folder is made (default: results/)")
+    merge.set_defaults(handler=cmd_merge)
+
+    bisect = sub.add_parser("bisect", help="find the releases (and commits) where a regression appears "
+                                           "and where it is fixed")
+    bisect.add_argument("config", type=Path)
+    bisect.add_argument("--good", metavar="V", help="a release known clean (default: the range's first)")
+    bisect.add_argument("--bad", metavar="V", help="a release known to reproduce (default: found by search)")
+    bisect.add_argument("--jax-repo", type=Path, metavar="PATH",
+                        help="a git clone of jax (bare is fine): continue to the commit inside each boundary")
+    bisect.add_argument("--fresh", action="store_true", help="forget a recorded bisection and start over")
+    _add_sweep_options(bisect)
+    bisect.set_defaults(handler=cmd_bisect)
     return parser
 
 
-def _command_modules():
-    """`register(subparsers, add_sweep_options)` functions of the commands kept in other modules."""
-    from harness.bisect.cli import register as register_bisect
-    from harness.nightly.command import register_compare, register_nightly
-    from harness.report.command import register as register_report
-    from harness.shards.command import register as register_merge
-
-    return [register_report, register_nightly, register_compare, register_merge, register_bisect]
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(words)
+    args.words = tuple(words)  # the command as typed: recorded in the results, and resumed
     try:
         return args.handler(args)
     except UserError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("\nharness: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
         traceback.print_exc()
         print("harness: internal error (a bug in the harness; the traceback above says where)",
               file=sys.stderr)
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
 
+
+# ---- options: the Namespace stops here -----------------------------------------------------------
+
+def _measure_options(args: argparse.Namespace) -> dict:
+    return {"backend": BackendName(args.backend), "versions": tuple(args.versions) if args.versions else None,
+            "runs": args.runs, "jobs": args.jobs, "out": args.out, "rebuild": args.rebuild,
+            "python": args.python, "seeds": SeedStrategy(args.seeds), "shard": args.shard}
+
+
+def _sweep_options(args: argparse.Namespace) -> service.SweepOptions:
+    return service.SweepOptions(**_measure_options(args), all_runs=getattr(args, "all_runs", False),
+                                resume=getattr(args, "resume", None), argv=args.words)
+
+
+def _progress(args: argparse.Namespace) -> ConsoleProgress:
+    return ConsoleProgress(quiet=args.quiet)
+
+
+# ---- commands ------------------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    return _sweep(config, args)
+    return _show_sweep(service.run(args.config, _sweep_options(args), _progress(args)))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    if not args.script.is_file():
-        raise UserError(f"{args.script}: no such script")
-    data = {"name": _name_for(args.script), "repro": str(args.script.resolve()),
-            "jax_versions": args.versions or [LATEST], "platform": args.platform,
-            # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-            "device_count": args.device_count, "runs": args.runs or runs_for_target(),
-            "timeout_s": args.timeout}
-    config = parse_config(data, source="harness check", base_dir=Path.cwd())
-    return _sweep(config, args)
+    config = service.check_config(args.script, tuple(args.versions or ()), Platform(args.platform),
+                                  args.device_count, args.runs, args.timeout)
+    return _show_sweep(service.sweep(config, _sweep_options(args), _progress(args)))
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    entries, source = version_entries(config, args.versions)
-    for version in resolve(entries, PyPIIndex(), source=source, python=args.python_version):
+    for version in service.list_versions(args.config, tuple(args.versions or ()), args.python_version):
         print(version)
-    return EXIT_OK
+    return ExitCode.OK
 
 
-def _name_for(script: Path) -> str:
-    return "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script")
+def cmd_report(args: argparse.Namespace) -> int:
+    path = service.report(args.results)
+    if args.show:
+        print(path.read_text(), end="")
+    print(f"report: {path}")
+    return ExitCode.OK
 
 
-def version_entries(config: Config, versions: list[str] | None) -> tuple[tuple[str, ...], str]:
-    """The version entries to resolve (--versions over the config's) and where they came from."""
-    if not versions:
-        return config.jax_versions, f"{config.source}: jax_versions"
-    for entry in versions:
-        problem = check_syntax(entry)
-        if problem:
-            raise UserError(f"--versions: {problem}")
-    return tuple(versions), "--versions"
-
-
-def _resume_argv(run_dir: Path) -> list[str]:
-    """This command again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
-    argv, skip = [], False
-    for word in sys.argv[1:]:
-        if skip:
-            skip = False
-        elif word in ("--resume", "--out"):
-            skip = True
-        elif not word.startswith(("--resume=", "--out=")):
-            argv.append(word)
-    return ["harness", *argv, "--resume", str(run_dir)]
-
-
-def _versions(config: Config, args: argparse.Namespace, backend, index: PyPIIndex) -> list[str]:
-    entries, source = version_entries(config, args.versions)
-    if backend.name == "local":
-        installed = backend.installed_version()
-        if any(matches(e, installed) for e in entries):
-            return [installed]
-        raise UserError(f"{source}: the local interpreter has jax {installed}, which "
-                        f"{', '.join(entries)} does not include (pass --versions {installed})")
-    return resolve(entries, index, source=source, python=backend.target_python)
-
-
-def _sweep(config: Config, args: argparse.Namespace) -> int:
-    progress = ConsoleProgress(quiet=args.quiet)
-    index = PyPIIndex()  # asks the network only when a version is resolved or dated
-    choice = make_backend(args.backend, BackendOptions(rebuild=args.rebuild, python=args.python,
-                                                       docker=config.docker, release_date=index.release_date))
-    progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    versions = _versions(config, args, choice.backend, index)
-    runs = args.runs or config.runs
-    all_runs = getattr(args, "all_runs", False)  # nightly has no such option: it stops early
-    planned = plan_cells(config, versions)
-    shard = getattr(args, "shard", None)
-    cells = shard.select(planned) if shard else planned
-    if shard:
-        progress.say(f"shard {shard}: {len(cells)} of {len(planned)} cell(s)")
-    progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
-                 f"up to {runs} runs each")
-
-    choice.backend.check(config.platform, progress.say)
-    header = {
-        "command": shlex.join(["harness", *sys.argv[1:]]),
-        "config": config.to_json(),
-        "versions": versions,
-        "options": {"runs": runs, "jobs": args.jobs, "seeds": args.seeds, "all_runs": all_runs,
-                    "backend": choice.backend.name,
-                    "backend_reason": choice.why},
-        "host": host_facts(choice.backend.describe()),
-        **({"shard": shard.to_json([c.key for c in planned], [c.key for c in cells])} if shard else {}),
-    }
-    resume = getattr(args, "resume", None)
-    if resume is not None:
-        previous = load_results(resume)
-        check_same_sweep(previous, header, str(resume))
-        kept = finished_cells(cells_of_document(previous, results_file(resume)))
-        cells = still_to_measure(cells, kept)
-        progress.say(f"resuming {resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
-        run_dir = results_folder(results_file(resume))
-        header.update(created=previous.get("created"), resumed=[*previous.get("resumed", []), utc_now()])
-        writer = ResultsWriter(run_dir, header, cells=kept)
-    else:
-        run_dir = new_run_dir(args.out, config.name)
-        writer = ResultsWriter(run_dir, header)
-    args.results_dir = run_dir  # for commands that read the results back (nightly)
-    progress.say(f"results: {writer.path}")
-    sweep = Sweep(config, choice.backend, writer, progress, jobs=args.jobs,
-                  planner=SeedPlanner(SeedStrategy(args.seeds), runs=runs),
-                  stop_when_reproduced=not all_runs)
-    try:
-        sweep.run(cells)
-    except KeyboardInterrupt:
-        writer.finish("interrupted")
-        print(f"\ninterrupted: {len(writer.cells)} cell(s) kept in {writer.path}\n"
-              f"resume with: {shlex.join(_resume_argv(writer.dir))}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BaseException:
-        writer.finish("failed")  # what was measured stays; the status says the sweep did not end well
-        raise
-    writer.finish("complete")
-    print(f"results: {writer.path} (report: {writer.dir / 'report.md'})", file=sys.stderr)
-    print(render(writer.cells))
+def cmd_nightly(args: argparse.Namespace) -> int:
+    found = service.nightly(args.config, _sweep_options(args), args.baseline, args.config_versions,
+                            _progress(args))
+    code = _show_sweep(found.sweep)
+    if code != ExitCode.OK:
+        return code
     print()
-    print(summary_line(writer.cells))  # last, so `| tail -1` gives the answer
-    return EXIT_OK
+    return _show_changes(found.changes, args.baseline)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    return _show_changes(service.compare_folders(args.results, args.baseline), args.baseline)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    merged = service.merge(args.results, args.out, " ".join(["harness", *args.words]))
+    print(render(merged.cells))
+    print()
+    print(summary_line(merged.cells))
+    print(f"results: {merged.folder / RESULTS_FILE}")
+    return ExitCode.OK
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    options = service.BisectOptions(**_measure_options(args), good=args.good, bad=args.bad,
+                                    jax_repo=args.jax_repo, fresh=args.fresh)
+    found = service.bisect(args.config, options, _progress(args))
+    if found.status == RunStatus.INTERRUPTED:
+        print(f"\ninterrupted: {found.points} point(s) recorded in {found.state_path}\n"
+              f"resume with: {found.command}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
+    print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
+    # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
+    return ExitCode.OK if found.status == RunStatus.COMPLETE else ExitCode.BAD_INPUT
+
+
+# ---- showing outcomes ----------------------------------------------------------------------------
+
+def _show_sweep(swept: service.SweepOutcome) -> int:
+    if swept.status == RunStatus.INTERRUPTED:
+        print(f"\ninterrupted: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
+              f"resume with: {swept.resume_command}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(swept.cells))
+    print()
+    print(summary_line(swept.cells))  # last, so `| tail -1` gives the answer
+    return ExitCode.OK
+
+
+def _show_changes(changes: list[CellChange], baseline: Path) -> int:
+    print(f"compared with {baseline}:")
+    print(render_changes(changes))
+    return exit_code(changes)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import yaml
 from harness.errors import ConfigError
 from harness.model import Mesh, Platform
 from harness.repros import builtin_path
+from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
         "docker"}
@@ -197,8 +198,6 @@ def _parse_versions(value, err) -> tuple[str, ...]:
             raise err("jax_versions", f"{item!r} is not a version or specifier")
         out.append(item.strip())
     # Syntax is checked here; matching against the index happens in versions.resolve.
-    from harness.versions import check_syntax
-
     for item in out:
         problem = check_syntax(item)
         if problem:

@@ -1,4 +1,15 @@
-"""Two kinds of failure, kept apart: the user's (exit 2, one line) and the harness's own (exit 1)."""
+"""Two kinds of failure, kept apart: the user's (exit 2, one line) and the harness's own (exit 1);
+and every exit code the harness gives."""
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # the work completed, whatever it found
+    FAILURE = 1  # a failure of the harness itself (its traceback is printed)
+    REGRESSION = 1  # nightly/compare: a cell went from clean to reproduced or error (the alarm)
+    BAD_INPUT = 2  # bad input, one line on stderr, nothing written (also: a bisect endpoint contradicts its flag)
+    INTERRUPTED = 130  # Ctrl-C: what was measured is kept
 
 
 class UserError(Exception):

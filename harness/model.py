@@ -7,6 +7,7 @@ An *Environment* is where one JAX version runs; a *run* is one fresh process; a 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,6 +55,12 @@ class CellSpec:
     def key(self) -> str:
         mesh = self.mesh.label if self.mesh else "script"
         return f"{self.jax_version}|{self.platform}|{self.device_count}|{mesh}"
+
+    @property
+    def slug(self) -> str:
+        """The cell's folder name under logs/, caches/ and evidence/."""
+        mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else "script"
+        return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{self.jax_version}-{self.platform}{self.device_count}-{mesh}")
 
 
 @dataclass

@@ -1,16 +1,31 @@
-"""What a person sees while a sweep runs. Printing lives here, never in the algorithms."""
+"""What a person sees while a sweep runs: the `Progress` protocol the measurement layer talks to, and
+`ConsoleProgress`, the one that prints. Printing lives here, never in the algorithms."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from harness.listing import parse_name
 from harness.model import CellResult, CellSpec, RunRecord
 
 
+class Progress(Protocol):
+    """What sweeps and bisections report as they go."""
+
+    def say(self, message: str) -> None: ...
+
+    def cell_started(self, spec: CellSpec, number: int, total: int) -> None: ...
+
+    def run_finished(self, spec: CellSpec, run: RunRecord, planned: int) -> None: ...
+
+    def cell_finished(self, cell: CellResult) -> None: ...
+
+
 class ConsoleProgress:
+    """Progress as timestamped lines on stderr (nothing with `quiet`)."""
+
     def __init__(self, stream: TextIO = sys.stderr, quiet: bool = False):
         self.stream, self.quiet = stream, quiet
         self._start = time.monotonic()

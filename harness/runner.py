@@ -7,7 +7,6 @@ which may include a neighbour's entries. The verdict does not depend on that att
 
 from __future__ import annotations
 
-import random
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -18,55 +17,11 @@ from harness.analysis import judge
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.listing import list_dir
-from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.model import CellResult, CellSpec, RunRecord, Verdict
+from harness.run_env import IR_DUMP_VAR, ir_dump_dir, process_env, repro_args
 
 # Runs are told about as they finish: (cell, record, runs planned).
 OnRun = Callable[[CellSpec, RunRecord, int], None]
-
-
-def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
-    """What every run needs so that any script, unmodified, writes to the persistent cache."""
-    env = {
-        "PYTHONHASHSEED": str(seed),
-        "PYTHONUNBUFFERED": "1",
-        # The defaults skip small, fast compilations: this repro's would never be cached.
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
-    }
-    if spec.platform == Platform.CPU:
-        env["JAX_PLATFORMS"] = "cpu"
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={spec.device_count}"
-    elif spec.platform == Platform.CUDA:
-        env["JAX_PLATFORMS"] = "cuda"
-    return env
-
-
-# A user's script does not print its lowered module as the built-in repro does; JAX's own IR dump
-# (in every release this harness covers) writes each compiled module, the evidence for a report.
-IR_DUMP_VAR = "JAX_DUMP_IR_TO"
-
-
-def ir_dump_dir(log_path: Path) -> Path:
-    """Where a run's IR dump goes: beside its log, so results folders stay self-contained."""
-    return log_path.with_suffix(".ir")
-
-
-def repro_args(repro: Repro, spec: CellSpec) -> list[str]:
-    if not repro.takes_mesh or spec.mesh is None:
-        return []
-    return ["--mesh-shape", ",".join(map(str, spec.mesh.shape)),
-            "--axis-names", ",".join(spec.mesh.axis_names)]
-
-
-def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
-    """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""
-    rng = rng or random.SystemRandom()
-    seeds: list[int] = []
-    while len(seeds) < count:
-        s = rng.randint(1, 2**32 - 1)
-        if s not in seeds:
-            seeds.append(s)
-    return seeds
 
 
 @dataclass

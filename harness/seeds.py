@@ -17,6 +17,7 @@ import enum
 import itertools
 import json
 import math
+import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,6 @@ from typing import Any
 
 from harness.environments.base import Environment
 from harness.model import CellResult, CellSpec, Verdict
-from harness.runner import random_seeds
 
 TARGET_MISS = 1e-3
 WORST_CASE_ORDERINGS = 2  # the hard case: a set of two names, two equally likely orderings
@@ -45,6 +45,17 @@ ASSUMES_OTHER = ("for a regression outside the probed sets only the random extra
 class SeedStrategy(enum.StrEnum):
     CHOSEN = "chosen"  # probe the environment's interpreter, cover every pair order
     RANDOM = "random"  # enough random seeds for the target under the worst case
+
+
+def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
+    """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""
+    rng = rng or random.SystemRandom()
+    seeds: list[int] = []
+    while len(seeds) < count:
+        s = rng.randint(1, 2**32 - 1)
+        if s not in seeds:
+            seeds.append(s)
+    return seeds
 
 
 def miss_probability_random(runs: int, orderings: int = WORST_CASE_ORDERINGS) -> float:

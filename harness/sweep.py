@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec
-from harness.progress import ConsoleProgress
-from harness.results import ResultsWriter
+from harness.progress import Progress
 from harness.runner import CellInterrupted, CellRunner, error_cell
 from harness.seeds import SeedPlanner, record_plan
 
@@ -22,17 +21,20 @@ def plan_cells(config: Config, versions: list[str]) -> list[CellSpec]:
     return [CellSpec(v, config.platform, config.device_count, mesh) for v in versions for mesh in meshes]
 
 
-def cell_slug(spec: CellSpec) -> str:
-    mesh = "-".join(map(str, spec.mesh.shape)) + "-" + "".join(spec.mesh.axis_names) if spec.mesh else "script"
-    return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{spec.jax_version}-{spec.platform}{spec.device_count}-{mesh}")
+class CellSink(Protocol):
+    """Where a sweep's cells go as each finishes (the results writer of the output layer)."""
+
+    dir: Path  # the cells' logs/ and caches/ go under it
+
+    def add(self, cell: CellResult) -> None: ...
 
 
 @dataclass
 class Sweep:
     config: Config
     backend: Backend
-    writer: ResultsWriter
-    progress: ConsoleProgress
+    writer: CellSink
+    progress: Progress
     jobs: int = 1
     planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
     stop_when_reproduced: bool = True  # a second key settles the cell: stop its runs there
@@ -68,11 +70,11 @@ class Sweep:
 
 
 def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
-                 work_dir: Path, progress: ConsoleProgress, jobs: int = 1,
+                 work_dir: Path, progress: Progress, jobs: int = 1,
                  stop_when_reproduced: bool = True) -> CellResult:
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
     the seeds and miss bounds recorded in the result (also in the partial one Ctrl-C leaves)."""
-    slug = cell_slug(spec)
+    slug = spec.slug
     cache_dir, log_dir = work_dir / "caches" / slug, work_dir / "logs" / slug
     for leftover in (cache_dir, log_dir):  # a cell cut short earlier (resume, bisect): start afresh
         shutil.rmtree(leftover, ignore_errors=True)

@@ -9,6 +9,7 @@ from tabulate import tabulate
 
 from harness.analysis import boundaries, busiest_module, version_verdicts
 from harness.model import CellResult
+from harness.results import RunStatus
 from harness.seeds import bound_label
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "miss bound", "detail"]
@@ -53,6 +54,6 @@ def render_markdown(cells: list[CellResult], document: dict[str, Any]) -> str:
     config = document.get("config", {})
     title = config.get("name", "sweep")
     lines = [f"# {title}", "", render(cells), "", f"**{summary_line(cells)}**", ""]
-    if document.get("status") != "complete":
+    if document.get("status") != RunStatus.COMPLETE:
         lines.append(f"_status: {document.get('status')}_\n")
     return "\n".join(lines)

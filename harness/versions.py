@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
-from harness.results import write_atomic
+from harness.files import write_atomic
 
 _SPEC_CHARS = "<>=!~,"
 _CP_TAG = re.compile(r"-cp(\d+)-")  # CPython tag in a wheel's file name

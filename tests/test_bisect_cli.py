@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import subprocess
@@ -11,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import harness.bisect.cli as bisect_cli
 import harness.cli as cli
+import harness.service as service
 from harness.bisect import report
 from harness.bisect.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
@@ -42,8 +41,8 @@ class FakeBackend(Backend):
 def backend(monkeypatch):
     fake = FakeBackend(EnvironmentUnavailable("no environments in this test"))
     index = SimpleNamespace(releases=INDEX.releases, release_date=lambda version: None)
-    monkeypatch.setattr(bisect_cli, "PyPIIndex", lambda: index)
-    monkeypatch.setattr(bisect_cli, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    monkeypatch.setattr(service, "PyPIIndex", lambda: index)
+    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     return fake
 
 
@@ -117,10 +116,9 @@ def test_ctrl_c_prints_a_resume_command_that_survives_spaces(capsys, tmp_path, b
 
 
 def test_resume_command_quotes_every_path():
-    args = argparse.Namespace(config=Path("my configs/a b.yaml"), good="0.4.26", bad=None,
-                              jax_repo=Path("/src/my jax"), seeds="chosen", runs=None, backend="venv",
-                              out=Path("/tmp/out dir"), versions=[">=0.4.26,<0.4.32"])
-    assert shlex.split(bisect_cli.resume_command(args)) == [
+    options = service.BisectOptions(good="0.4.26", jax_repo=Path("/src/my jax"), out=Path("/tmp/out dir"),
+                                    versions=(">=0.4.26,<0.4.32",))
+    assert shlex.split(service.bisect_command(Path("my configs/a b.yaml"), options)) == [
         "harness", "bisect", "my configs/a b.yaml", "--good", "0.4.26", "--jax-repo", "/src/my jax",
         "--seeds", "chosen", "--backend", "venv", "--out", "/tmp/out dir", "--versions", ">=0.4.26,<0.4.32"]
 

@@ -1,17 +1,19 @@
 """The CLI's contract for bad input: one line on stderr, exit 2, no traceback, nothing written."""
 
 import json
+import shlex
 
 import pytest
 
 import harness.cli as cli
+import harness.service as service
 from harness.results import load_results
 from tests.test_versions import INDEX
 
 
 @pytest.fixture(autouse=True)
 def fake_index(monkeypatch):
-    monkeypatch.setattr(cli, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service, "PyPIIndex", lambda: INDEX)
 
 
 def run_cli(argv, capsys):
@@ -108,8 +110,8 @@ def test_versions_command_prints_the_resolved_releases(capsys):
     assert code == 0 and out.split() == ["0.5.0"]
 
 
-def test_the_resume_command_drops_out_and_an_earlier_resume(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli.sys, "argv", ["harness", "run", "my config.yaml", "--out", "r", "--jobs", "2",
-                                          "--resume=old"])
-    argv = cli._resume_argv(tmp_path / "run")
-    assert argv == ["harness", "run", "my config.yaml", "--jobs", "2", "--resume", str(tmp_path / "run")]
+def test_the_resume_command_drops_out_and_an_earlier_resume(tmp_path):
+    command = service.resume_command(["run", "my config.yaml", "--out", "r", "--jobs", "2", "--resume=old"],
+                                     tmp_path / "run")
+    assert shlex.split(command) == ["harness", "run", "my config.yaml", "--jobs", "2",
+                                    "--resume", str(tmp_path / "run")]

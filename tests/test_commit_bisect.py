@@ -21,7 +21,7 @@ from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
 from harness.model import Mesh, Platform, Verdict
 from harness.progress import ConsoleProgress
-from harness.results import ResultsWriter
+from harness.writer import ResultsWriter
 from harness.seeds import SeedPlanner
 
 ORDERED = 'def lower(names):\n    return ",".join(names)\n'

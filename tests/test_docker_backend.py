@@ -23,6 +23,7 @@ from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
+from harness.run_env import IR_DUMP_VAR
 
 LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
 WHEELS = ["jax-0.4.28-py3-none-any.whl", "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl",
@@ -127,7 +128,6 @@ def test_cpu_run_arguments(tmp_path):
 
 
 def test_a_user_scripts_ir_dump_folder_is_mounted_and_renamed(tmp_path):
-    from harness.runner import IR_DUMP_VAR
 
     host_dump = tmp_path / "logs" / "run-01-seed-5.ir"
     kwargs = dk.run_kwargs(tmp_path / "s.py", {**RUN_ENV, IR_DUMP_VAR: str(host_dump)}, tmp_path / "c",

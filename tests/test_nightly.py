@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness import cli, service
 from harness.model import CellResult, CellSpec, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 
@@ -80,28 +80,28 @@ def test_bad_baseline_is_bad_input(tmp_path, capsys):
 
 @pytest.fixture
 def fake_sweep(monkeypatch, tmp_path):
-    """cli._sweep replaced: records the versions nightly asked for; 0.4.30 'reproduces'."""
+    """The service's sweep replaced: records the versions nightly asked for; 0.4.30 'reproduces'."""
     seen = {}
 
-    def sweep(config, args):
-        seen["versions"] = args.versions
-        args.results_dir = write_results(tmp_path / "swept", [cell("0.4.30", Verdict.REPRODUCED)])
-        return 0
-    monkeypatch.setattr(cli, "_sweep", sweep)
+    def sweep(config, options, progress):
+        seen["versions"] = options.versions
+        cells = [cell("0.4.30", Verdict.REPRODUCED)]
+        return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, service.RunStatus.COMPLETE)
+    monkeypatch.setattr(service, "sweep", sweep)
     return seen
 
 
 def test_nightly_sweeps_latest_by_default_and_alarms(tmp_path, fake_sweep, capsys):
     baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.CLEAN)])
     code = cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)])
-    assert fake_sweep["versions"] == ["latest"]
+    assert fake_sweep["versions"] == ("latest",)
     assert code == 1 and "ALARM" in capsys.readouterr().out
 
 
 def test_nightly_versions_are_configurable(tmp_path, fake_sweep):
     baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.REPRODUCED)])
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline), "--versions", "0.4.30"]) == 0
-    assert fake_sweep["versions"] == ["0.4.30"]
+    assert fake_sweep["versions"] == ("0.4.30",)
     cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline), "--config-versions"])
     assert fake_sweep["versions"] is None  # the sweep then reads the config's jax_versions
 

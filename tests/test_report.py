@@ -18,7 +18,7 @@ from harness.report.evidence import (MissingEvidence, changed_attributes, compar
 from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
 from harness.hostinfo import parse_nvidia_smi
-from harness.results import ResultsWriter
+from harness.writer import ResultsWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys

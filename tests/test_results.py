@@ -4,7 +4,8 @@ import os
 import stat
 
 from harness.model import CellResult, CellSpec, Platform, Verdict
-from harness.results import host_facts, write_atomic
+from harness.files import write_atomic
+from harness.results import host_facts
 from harness.table import render
 
 

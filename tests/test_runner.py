@@ -9,7 +9,9 @@ import time
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
-from harness.runner import CellInterrupted, CellRunner, process_env, random_seeds, repro_args
+from harness.run_env import process_env, repro_args
+from harness.runner import CellInterrupted, CellRunner
+from harness.seeds import random_seeds
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
 REPRO = Repro("shard_map_grad", __file__, builtin=True)

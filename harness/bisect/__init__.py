@@ -1,5 +1,7 @@
-"""Bisection: where a regression appears and where it is fixed, by release and then by commit.
+"""Bisection (layer 3, measurement): where a regression appears and where it is fixed, by release and
+then by commit.
 
-`logic` is the pure search; `state` the resumable record; `releases` and `commits` the orchestration;
-`report` what is printed; `cli` the `harness bisect` command.
+`logic` is the pure search; `state` the resumable record; `measure` measures one point; `bisection`
+the orchestration (releases, then commits); `commits` the jax repository's side; `report` the text.
+The `harness bisect` command is wired in `harness.service` and parsed in `harness.cli`.
 """

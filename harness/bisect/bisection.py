@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from harness.bisect import logic
 from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_environments,
@@ -20,10 +20,9 @@ from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, Verdict
-from harness.progress import ConsoleProgress
-from harness.results import ResultsWriter
+from harness.progress import Progress
 from harness.seeds import SeedPlanner
-from harness.sweep import plan_cells
+from harness.sweep import CellSink, plan_cells
 
 DEFAULT_SOURCES = Path.home() / ".cache" / "jax-cache-harness" / "commits"
 
@@ -114,6 +113,12 @@ def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = Non
                detail, commit, jaxlib, other)
 
 
+class BisectionSink(CellSink, Protocol):
+    """The results writer: release cells as they are measured, the bisection's record under a key."""
+
+    def set(self, key: str, value: Any) -> None: ...
+
+
 @dataclass
 class Bisection:
     config: Config
@@ -121,8 +126,8 @@ class Bisection:
     backend: Backend
     planner: SeedPlanner
     state: BisectState
-    writer: ResultsWriter
-    progress: ConsoleProgress
+    writer: BisectionSink
+    progress: Progress
     jobs: int = 1
     good: str | None = None
     bad: str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -131,8 +132,6 @@ class GitRepo:
                                          + proc.stderr.decode(errors="replace").strip()[-300:])
         tmp = dest.with_name(dest.name + ".partial")
         if tmp.exists():
-            import shutil
-
             shutil.rmtree(tmp)
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
             tar.extractall(tmp, filter="data")

@@ -16,7 +16,7 @@ from harness.config import Config
 from harness.environments.base import Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, Verdict
-from harness.progress import ConsoleProgress
+from harness.progress import Progress
 from harness.runner import error_cell
 from harness.seeds import SeedPlanner
 from harness.sweep import measure_cell
@@ -37,7 +37,7 @@ class PointMeasurer:
     planner: SeedPlanner
     state: BisectState
     work_dir: Path  # logs/ and caches/ go here
-    progress: ConsoleProgress
+    progress: Progress
     on_point: OnPoint
     jobs: int = 1
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.model import CellResult
-from harness.results import write_atomic
+from harness.files import write_atomic
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1

@@ -1,14 +1,31 @@
-"""Backends by name: venv, local, docker, and auto (docker when a daemon answers, else venv)."""
+"""Environments: where one JAX version runs (layer 2, above the pure core).
+
+One interface (`base.Environment`, `base.Backend`) and its backends, registered by name: venv (a uv
+virtualenv per version), local (an interpreter that already has JAX), docker (an image per version),
+and auto (docker when a daemon answers, else venv). Processes and containers live here and nowhere else.
+"""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment
+from harness.environments.docker import DockerBackend, docker_available
+from harness.environments.local import LocalBackend
+from harness.environments.venv import VenvBackend
 from harness.errors import UserError
 
-NAMES = ("auto", "venv", "local", "docker")
+
+class BackendName(enum.StrEnum):
+    AUTO = "auto"  # docker when a daemon answers, else venv
+    VENV = "venv"
+    LOCAL = "local"
+    DOCKER = "docker"
+
+
+NAMES = tuple(n.value for n in BackendName)
 
 
 @dataclass
@@ -25,36 +42,26 @@ class BackendOptions:
     release_date: Callable | None = None  # venv/docker: version -> release datetime
 
 
+# Each backend by its --backend name: how to make it from the options.
+BACKENDS: dict[BackendName, Callable[[BackendOptions], Backend]] = {
+    BackendName.VENV: lambda o: VenvBackend(release_date=o.release_date, rebuild=o.rebuild),
+    BackendName.LOCAL: lambda o: LocalBackend(o.python),
+    BackendName.DOCKER: DockerBackend.from_options,
+}
+
+
 def make_backend(name: str, options: BackendOptions) -> BackendChoice:
-    if name == "venv":
-        from harness.environments.venv import VenvBackend
-
-        return BackendChoice(VenvBackend(release_date=options.release_date, rebuild=options.rebuild),
-                             "asked for with --backend venv")
-    if name == "local":
-        from harness.environments.local import LocalBackend
-
-        return BackendChoice(LocalBackend(options.python), "asked for with --backend local")
-    if name == "docker":
-        return BackendChoice(_docker(options), "asked for with --backend docker")
-    if name == "auto":
-        try:
-            from harness.environments.docker import docker_available
-        except ImportError:
-            available, reason = False, "the docker backend is not installed"
-        else:
-            available, reason = docker_available()
-        if available:
-            return BackendChoice(_docker(options), f"auto: a Docker daemon answers ({reason})")
-        chosen = make_backend("venv", options).backend
-        return BackendChoice(chosen, f"auto: {reason}; using uv virtualenvs")
-    raise UserError(f"--backend: unknown backend {name!r} (choose from {', '.join(NAMES)})")
+    try:
+        name = BackendName(name)
+    except ValueError:
+        raise UserError(f"--backend: unknown backend {name!r} (choose from {', '.join(NAMES)})") from None
+    if name != BackendName.AUTO:
+        return BackendChoice(BACKENDS[name](options), f"asked for with --backend {name}")
+    available, reason = docker_available()
+    if available:
+        return BackendChoice(BACKENDS[BackendName.DOCKER](options), f"auto: a Docker daemon answers ({reason})")
+    return BackendChoice(BACKENDS[BackendName.VENV](options), f"auto: {reason}; using uv virtualenvs")
 
 
-def _docker(options: BackendOptions) -> Backend:
-    from harness.environments.docker import DockerBackend
-
-    return DockerBackend.from_options(options)
-
-
-__all__ = ["Backend", "BackendChoice", "BackendOptions", "Environment", "NAMES", "make_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendChoice", "BackendName", "BackendOptions", "Environment", "NAMES",
+           "make_backend"]

@@ -65,6 +65,11 @@ class Backend(abc.ABC):
         """Raise BackendUnavailable now, before a sweep writes anything, if this backend cannot work
         here at all (no daemon, no base image). Per-version problems surface later, in prepare()."""
 
+    def installed_version(self) -> str | None:
+        """The one JAX version this backend has when it installs nothing (local); None when it makes
+        an environment for whichever version is asked."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Host-level facts about this backend (for example the Docker version)."""
         return {"backend": self.name}

@@ -27,12 +27,11 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import log_tail
-from harness.environments.venv import PROBE
+from harness.environments.process import PROBE, log_tail
 from harness.environments.wheelhouse import Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
-from harness.runner import IR_DUMP_VAR
+from harness.run_env import IR_DUMP_VAR
 
 IMAGE_REPO = "jax-cache-harness"
 # What `make base-image` builds: Debian bookworm's Python 3.11, no registry needed.

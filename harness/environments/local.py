@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import InterpreterEnvironment, clean_environment
-from harness.environments.venv import PROBE, _probe
+from harness.environments.process import InterpreterEnvironment, clean_environment, probe_interpreter
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
 
@@ -32,7 +31,7 @@ class LocalBackend(Backend):
         """The JAX version the interpreter has; BackendUnavailable when it has none."""
         if self._facts is None:
             try:
-                self._facts = _probe(Path(self.python), clean_environment({}))
+                self._facts = probe_interpreter(Path(self.python), clean_environment({}))
             except EnvironmentUnavailable as exc:
                 raise BackendUnavailable(f"--backend local: {self.python} cannot import jax "
                                          f"({exc}); install jax there or use --backend venv") from None
@@ -45,4 +44,3 @@ class LocalBackend(Backend):
         return LocalEnvironment(self.python, dict(self._facts or {}))
 
 
-__all__ = ["LocalBackend", "LocalEnvironment", "PROBE"]

@@ -1,7 +1,9 @@
-"""Start one interpreter as a fresh process with a timeout: shared by the venv and local backends."""
+"""Start one interpreter as a fresh process with a timeout, and ask an interpreter which JAX it has:
+shared by the venv and local backends (and the probe by docker)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +12,7 @@ import time
 from pathlib import Path
 
 from harness.environments.base import Environment
+from harness.errors import EnvironmentUnavailable
 from harness.model import ProcessOutcome
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
@@ -97,3 +100,27 @@ class InterpreterEnvironment(Environment):
 
     def interrupt(self) -> None:
         kill_all()
+
+
+PROBE = ("import json, platform, jax, jaxlib, numpy; print(json.dumps({'python': platform.python_version(),"
+         " 'jax': jax.__version__, 'jaxlib': jaxlib.__version__, 'numpy': numpy.__version__}))")
+
+
+def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
+    """jax/jaxlib/numpy/Python versions as `python` sees them; EnvironmentUnavailable if it can't say."""
+    try:
+        proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
+                              timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None
+    if proc.returncode != 0:
+        raise EnvironmentUnavailable(f"jax does not import with {python}: "
+                                     + (proc.stderr.strip().splitlines() or ["?"])[-1],
+                                     log_tail=proc.stderr[-2000:])
+    try:
+        facts = json.loads(proc.stdout.strip().splitlines()[-1])
+        facts["jax"]  # noqa: B018 - the one fact every caller needs
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise EnvironmentUnavailable(f"{python} did not report its jax version "
+                                     f"(is it a Python interpreter?)") from None
+    return facts

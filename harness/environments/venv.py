@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail
+from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail, probe_interpreter
 from harness.environments.requirements import find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
@@ -26,7 +26,8 @@ DEFAULT_ROOT = Path(os.environ.get("HARNESS_ENV_DIR", Path.home() / ".cache" / "
 def find_uv() -> str:
     """uv ships as a Python package (a dependency of the harness); fall back to one on PATH."""
     try:
-        from uv import find_uv_bin
+        # Imported here, not at the top: without the uv package the harness still works with uv on PATH.
+        from uv import find_uv_bin  # noqa: PLC0415
 
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
@@ -105,33 +106,9 @@ class VenvBackend(Backend):
                 if proc.returncode != 0:
                     raise EnvironmentUnavailable(f"could not install jax {jax_version}: see {log}",
                                                  log_tail=log_tail(log))
-        facts = _probe(path / "bin" / "python", cmd_env)
+        facts = probe_interpreter(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
         facts["exclude_newer"] = exclude_newer
         marker.write_text(json.dumps(facts))
         return VenvEnvironment(path, jax_version, {**facts, "reused": False})
-
-
-PROBE = ("import json, platform, jax, jaxlib, numpy; print(json.dumps({'python': platform.python_version(),"
-         " 'jax': jax.__version__, 'jaxlib': jaxlib.__version__, 'numpy': numpy.__version__}))")
-
-
-def _probe(python: Path, env: dict[str, str]) -> dict[str, Any]:
-    """jax/jaxlib/numpy/Python versions as `python` sees them; EnvironmentUnavailable if it can't say."""
-    try:
-        proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
-                              timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None
-    if proc.returncode != 0:
-        raise EnvironmentUnavailable(f"jax does not import with {python}: "
-                                     + (proc.stderr.strip().splitlines() or ["?"])[-1],
-                                     log_tail=proc.stderr[-2000:])
-    try:
-        facts = json.loads(proc.stdout.strip().splitlines()[-1])
-        facts["jax"]  # noqa: B018 - the one fact every caller needs
-    except (IndexError, ValueError, KeyError, TypeError):
-        raise EnvironmentUnavailable(f"{python} did not report its jax version "
-                                     f"(is it a Python interpreter?)") from None
-    return facts

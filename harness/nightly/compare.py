@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 from tabulate import tabulate
 
+from harness.errors import ExitCode, UserError
 from harness.model import CellResult, CellSpec, Verdict
 
 
@@ -79,9 +82,9 @@ def compare(current: list[CellResult], baseline: list[CellResult]) -> list[CellC
     return out
 
 
-def exit_code(changes: list[CellChange]) -> int:
+def exit_code(changes: list[CellChange]) -> ExitCode:
     """1 when any cell went from clean to reproduced or error; 0 otherwise."""
-    return 1 if any(c.alarm for c in changes) else 0
+    return ExitCode.REGRESSION if any(c.alarm for c in changes) else ExitCode.OK
 
 
 def render_changes(changes: list[CellChange]) -> str:
@@ -105,3 +108,17 @@ def render_changes(changes: list[CellChange]) -> str:
     else:
         verdict = "no change against the baseline"
     return f"{table}\n\n{verdict}"
+
+
+def repro_of(document: dict[str, Any]) -> str | None:
+    """The repro's name: a built-in's, or a script's file name (its folder differs between machines)."""
+    repro = (document.get("config") or {}).get("repro")
+    return Path(repro).name if repro else None
+
+
+def check_same_repro(path: Path, repro: str | None, baseline_path: Path, baseline_repro: str | None) -> None:
+    """Cells are matched by version and mesh alone, and a user's script has no mesh: results of two
+    different programs would be compared cell by cell as if they were one."""
+    if repro and baseline_repro and repro != baseline_repro:
+        raise UserError(f"{path} measures repro {repro!r} but the baseline {baseline_path} measured "
+                        f"{baseline_repro!r}: compare results of the same repro")

@@ -9,6 +9,7 @@ from tabulate import tabulate
 
 from harness.analysis import boundaries, version_verdicts
 from harness.model import CellResult, Platform, Verdict
+from harness.results import RunStatus
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, short_key, split_module
 from harness.report.reproduce import harness_command, shell_commands
 from harness.table import in_version_order, render as render_table
@@ -69,7 +70,7 @@ def _first_reproduced(cells: list[CellResult]) -> CellResult | None:
 
 def _status(document: dict[str, Any]) -> list[str]:
     lines = [""]  # a blank line after the title when there is something to say
-    if document.get("status") not in (None, "complete"):
+    if document.get("status") not in (None, RunStatus.COMPLETE):
         lines.append(f"> **Status: {document.get('status')}** — this sweep did not finish; the rows below "
                      "are what it measured.")
     shard = document.get("shard")

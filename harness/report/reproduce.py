@@ -1,6 +1,6 @@
 """The "Reproduce with" section (pure): shell commands a JAX developer can paste, no harness needed.
 
-The environment variables come from `runner.process_env`, the very function that set up each run,
+The environment variables come from `run_env.process_env`, the very function that set up each run,
 so the commands cannot drift from what the harness measured.
 """
 
@@ -15,7 +15,7 @@ from harness.environments.requirements import jax_requirements
 from harness.model import CellResult
 from harness.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, split_module
-from harness.runner import process_env, repro_args
+from harness.run_env import process_env, repro_args
 
 # Variables set per run (the seed) or only for the harness's own bookkeeping.
 _PER_RUN = ("PYTHONHASHSEED", "PYTHONUNBUFFERED")

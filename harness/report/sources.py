@@ -1,5 +1,5 @@
 """Where a run's lowered module is on disk: the built-in repro prints it into the run's log; a user's
-script gets it from JAX's own IR dump (`JAX_DUMP_IR_TO`, set by the runner) in the folder beside the log."""
+script gets it from JAX's own IR dump (`JAX_DUMP_IR_TO`, set for each run) in the folder beside the log."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.model import CellResult, RunRecord
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, extract_lowered,
                                      first_of_each_module, key_seeds, module_seeds, pick_pair, split_module)
-from harness.runner import ir_dump_dir
+from harness.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 

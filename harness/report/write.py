@@ -10,7 +10,8 @@ from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evid
 from harness.report.load import cells_of_document
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
-from harness.results import load_results, results_file, write_atomic
+from harness.files import write_atomic
+from harness.results import load_results, results_file
 
 EVIDENCE_DIR = "evidence"
 
@@ -32,15 +33,13 @@ class ReportWriter:
         self._found: dict[str, tuple[Evidence | MissingEvidence, Seeds | None]] = {}  # by CellSpec.key
 
     def write(self, document: dict[str, Any], cells: list[CellResult]) -> Path:
-        from harness.sweep import cell_slug
-
         overlapped = runs_overlapped(document)
         for cell in cells:
             if needs_evidence(cell) and cell.spec.key not in self._found:
                 evidence, seeds = self._found[cell.spec.key] = collect(self.dir, cell, overlapped)
                 if isinstance(evidence, Evidence) and evidence.diff:
                     # The report cuts long diffs; the whole one stays beside it.
-                    write_atomic(self.dir / EVIDENCE_DIR / f"{cell_slug(cell.spec)}.diff",
+                    write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff",
                                  "\n".join(evidence.diff) + "\n")
         found = {c.spec.key: self._found[c.spec.key] for c in cells if c.spec.key in self._found}
         evidence = {key: e for key, (e, _) in found.items()}

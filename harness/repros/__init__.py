@@ -1,4 +1,5 @@
-"""Built-in repro programs. Each is a standalone script run by the environment's interpreter."""
+"""Built-in repro programs (core, the bottom layer). Each is a standalone script run by the environment's
+interpreter: it imports nothing from the harness."""
 
 from pathlib import Path
 

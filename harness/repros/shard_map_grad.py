@@ -36,7 +36,8 @@ def _configure_cache_from_env() -> None:
             return
     except AttributeError:
         pass
-    from jax.experimental.compilation_cache import compilation_cache
+    # Only the releases that need it have this module (newer ones may drop it): imported when needed.
+    from jax.experimental.compilation_cache import compilation_cache  # noqa: PLC0415
 
     compilation_cache.set_cache_dir(cache_dir)
 

@@ -1,1 +1,2 @@
-"""Sweeps spread over many machines: `--shard I/N` picks a share of the cells; `merge` joins the shards."""
+"""Sweeps spread over many machines (layer 4, output): `--shard I/N` picks a share of the cells
+(`select`); `merge` joins the shards' documents (pure). The `merge` command is wired in `harness.service`."""

@@ -14,7 +14,7 @@ from harness.errors import UserError
 from harness.model import CellResult
 from harness.report.load import cells_of_document
 from harness.report.render import BISECTION_KEYS
-from harness.results import SCHEMA_VERSION, summaries_by_mesh, summarise
+from harness.results import SCHEMA_VERSION, RunStatus, summaries_by_mesh, summarise
 
 # What must be equal for shards to be one sweep. `source` is the config's path, which may differ per machine.
 _SAME_CONFIG_IGNORES = ("source",)
@@ -79,9 +79,9 @@ def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = 
     cells.sort(key=_plan_order(planned))
 
     statuses = {doc.get("status") for _, doc in documents}
-    status = "complete" if statuses == {"complete"} and not missing else (
+    status = RunStatus.COMPLETE if statuses == {RunStatus.COMPLETE} and not missing else (
         f"incomplete: shard(s) {', '.join(map(str, missing))} missing" if missing else
-        "incomplete: " + ", ".join(sorted(s for s in statuses if s and s != "complete")))
+        "incomplete: " + ", ".join(sorted(s for s in statuses if s and s != RunStatus.COMPLETE)))
     merged = {
         "schema_version": SCHEMA_VERSION,
         "created": min(str(doc.get("created")) for _, doc in documents),

@@ -1,0 +1,385 @@
+"""The application service (layer 5): what each command does, with its options already parsed.
+
+`run`, `check`, `nightly`, `bisect` and `merge` all come through here. A measurement is opened in one
+place (`_open_backend`, `_header`, the writer) and finished in one (`_finish`: the status, and the
+resume command after Ctrl-C); each function returns what it produced (a `SweepOutcome`, a
+`BisectOutcome`, ...) and prints nothing but progress: the CLI shows the outcome.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from harness.bisect import report as bisect_report
+from harness.bisect.bisection import Bisection, Outcome
+from harness.bisect.commits import GitRepo
+from harness.bisect.state import BisectState, identity_key
+from harness.config import Config, load_config, parse_config
+from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
+from harness.errors import UserError
+from harness.files import write_atomic
+from harness.model import CellResult, Platform
+from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
+from harness.progress import Progress
+from harness.report import write_report
+from harness.report.load import cells_of_document, load
+from harness.results import (RESULTS_FILE, RunStatus, host_facts, load_results, new_run_dir, results_file,
+                             results_folder, utc_now)
+from harness.resume import check_same_sweep, finished_cells, still_to_measure
+from harness.seeds import SeedPlanner, SeedStrategy, runs_for_target
+from harness.shards.merge import merge_documents
+from harness.shards.select import Shard
+from harness.sweep import Sweep, plan_cells
+from harness.versions import LATEST, PyPIIndex, check_syntax, is_specifier, matches, resolve
+from harness.writer import ResultsWriter, write_files
+
+DEFAULT_RESULTS = Path("results")
+BISECT_REPORT_FILE = "bisect.md"
+MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """What every measuring command takes (run, check, nightly, bisect)."""
+
+    backend: BackendName = BackendName.VENV
+    versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
+    runs: int | None = None  # replaces the config's runs
+    jobs: int = 1
+    out: Path = DEFAULT_RESULTS
+    rebuild: bool = False
+    python: str | None = None  # --backend local: the interpreter
+    seeds: SeedStrategy = SeedStrategy.CHOSEN
+    shard: Shard | None = None
+
+
+@dataclass(frozen=True)
+class SweepOptions(MeasureOptions):
+    all_runs: bool = False  # every run even after a cell reproduced
+    resume: Path | None = None  # finish the sweep of this results folder
+    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header and the resume line
+
+
+@dataclass(frozen=True)
+class BisectOptions(MeasureOptions):
+    good: str | None = None
+    bad: str | None = None
+    jax_repo: Path | None = None
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    folder: Path
+    cells: list[CellResult]
+    status: RunStatus
+    resume_command: str | None = None  # when interrupted: the command that finishes it
+
+    @property
+    def results_file(self) -> Path:
+        return self.folder / RESULTS_FILE
+
+
+@dataclass(frozen=True)
+class BisectOutcome:
+    folder: Path
+    status: RunStatus
+    command: str  # reproduces, and resumes, this bisection
+    state_path: Path
+    points: int  # points recorded in the state
+    outcome: Outcome | None = None  # None when interrupted
+    text: str = ""  # bisect.md
+
+    @property
+    def results_file(self) -> Path:
+        return self.folder / RESULTS_FILE
+
+    @property
+    def report_file(self) -> Path:
+        return self.folder / BISECT_REPORT_FILE
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    sweep: SweepOutcome
+    changes: list[CellChange] = field(default_factory=list)  # empty unless the sweep completed
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    folder: Path
+    cells: list[CellResult]
+
+
+# ---- opening and finishing a measurement ---------------------------------------------------------
+
+def _open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
+    index = PyPIIndex()  # asks the network only when a version is resolved or dated
+    choice = make_backend(options.backend, BackendOptions(rebuild=options.rebuild, python=options.python,
+                                                          docker=config.docker,
+                                                          release_date=index.release_date))
+    return choice, index
+
+
+def _header(command: str, config: Config, versions: list[str], choice: BackendChoice,
+            options: dict) -> dict:
+    """The results document's header: what was measured, how, where."""
+    return {"command": command, "config": config.to_json(), "versions": versions,
+            "options": {**options, "backend": choice.backend.name, "backend_reason": choice.why},
+            "host": host_facts(choice.backend.describe())}
+
+
+def _finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus]) \
+        -> tuple[RunStatus, T | None]:
+    """Run `measure` and record how it ended in the results: Ctrl-C gives `interrupted` (what was measured
+    stays), a failure of the harness `failed` (and goes on up), otherwise `status(what it returned)`."""
+    try:
+        value = measure()
+    except KeyboardInterrupt:
+        writer.finish(RunStatus.INTERRUPTED)
+        return RunStatus.INTERRUPTED, None
+    except BaseException:
+        writer.finish(RunStatus.FAILED)  # what was measured stays; the status says it did not end well
+        raise
+    ended = status(value)
+    writer.finish(ended)
+    return ended, value
+
+
+# ---- versions ------------------------------------------------------------------------------------
+
+def version_entries(config: Config, versions: tuple[str, ...] | None) -> tuple[tuple[str, ...], str]:
+    """The version entries to resolve (--versions over the config's) and where they came from."""
+    if not versions:
+        return config.jax_versions, f"{config.source}: jax_versions"
+    for entry in versions:
+        problem = check_syntax(entry)
+        if problem:
+            raise UserError(f"--versions: {problem}")
+    return tuple(versions), "--versions"
+
+
+def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str) -> list[str]:
+    """`harness versions`: the releases a config (or --versions) resolves to."""
+    entries, source = version_entries(load_config(config_path), versions)
+    return resolve(entries, PyPIIndex(), source=source, python=python)
+
+
+def _sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: BackendChoice,
+                    index: PyPIIndex) -> list[str]:
+    entries, source = version_entries(config, versions)
+    installed = choice.backend.installed_version()
+    if installed is not None:  # a backend with one JAX (local) measures that one, if the config names it
+        if any(matches(e, installed) for e in entries):
+            return [installed]
+        raise UserError(f"{source}: the local interpreter has jax {installed}, which "
+                        f"{', '.join(entries)} does not include (pass --versions {installed})")
+    return resolve(entries, index, source=source, python=choice.backend.target_python)
+
+
+# ---- sweeps: run, check, nightly -----------------------------------------------------------------
+
+def resume_command(argv: tuple[str, ...] | list[str], run_dir: Path) -> str:
+    """The command `argv` again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
+    words, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in ("--resume", "--out"):
+            skip = True
+        elif not word.startswith(("--resume=", "--out=")):
+            words.append(word)
+    return shlex.join(["harness", *words, "--resume", str(run_dir)])
+
+
+def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOutcome:
+    """`harness run CONFIG`."""
+    return sweep(load_config(config_path), options, progress)
+
+
+def check_config(script: Path, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
+                 runs: int | None, timeout_s: float) -> Config:
+    """`harness check SCRIPT`: the config of a user's script, measured like any other."""
+    if not script.is_file():
+        raise UserError(f"{script}: no such script")
+    data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"),
+            "repro": str(script.resolve()), "jax_versions": list(versions or [LATEST]),
+            "platform": str(platform), "device_count": device_count,
+            # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
+            "runs": runs or runs_for_target(), "timeout_s": timeout_s}
+    return parse_config(data, source="harness check", base_dir=Path.cwd())
+
+
+def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOutcome:
+    """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks)."""
+    choice, index = _open_backend(config, options)
+    progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    versions = _sweep_versions(config, options.versions, choice, index)
+    runs = options.runs or config.runs
+    planned = plan_cells(config, versions)
+    shard = options.shard
+    cells = shard.select(planned) if shard else planned
+    if shard:
+        progress.say(f"shard {shard}: {len(cells)} of {len(planned)} cell(s)")
+    progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
+                 f"up to {runs} runs each")
+
+    choice.backend.check(config.platform, progress.say)
+    header = _header(shlex.join(["harness", *options.argv]), config, versions, choice,
+                     {"runs": runs, "jobs": options.jobs, "seeds": str(options.seeds),
+                      "all_runs": options.all_runs})
+    if shard:
+        header["shard"] = shard.to_json([c.key for c in planned], [c.key for c in cells])
+    if options.resume is not None:
+        previous = load_results(options.resume)
+        check_same_sweep(previous, header, str(options.resume))
+        kept = finished_cells(cells_of_document(previous, results_file(options.resume)))
+        cells = still_to_measure(cells, kept)
+        progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
+        run_dir = results_folder(results_file(options.resume))
+        header.update(created=previous.get("created"), resumed=[*previous.get("resumed", []), utc_now()])
+        writer = ResultsWriter(run_dir, header, cells=kept)
+    else:
+        writer = ResultsWriter(new_run_dir(options.out, config.name), header)
+    progress.say(f"results: {writer.path}")
+    measurement = Sweep(config, choice.backend, writer, progress, jobs=options.jobs,
+                        planner=SeedPlanner(options.seeds, runs=runs),
+                        stop_when_reproduced=not options.all_runs)
+    status, _ = _finish(writer, lambda: measurement.run(cells), lambda _: RunStatus.COMPLETE)
+    again = resume_command(options.argv, writer.dir) if status == RunStatus.INTERRUPTED else None
+    return SweepOutcome(writer.dir, writer.cells, status, again)
+
+
+def compare_folders(results: Path, baseline: Path) -> list[CellChange]:
+    """`harness compare RESULTS --baseline RESULTS`: each cell against the baseline."""
+    base_doc, base_cells = load(baseline)
+    document, cells = load(results)
+    check_same_repro(results, repro_of(document), baseline, repro_of(base_doc))
+    return compare(cells, base_cells)
+
+
+def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_versions: bool,
+            progress: Progress) -> NightlyOutcome:
+    """`harness nightly`: sweep (the latest release unless told otherwise), then compare."""
+    base_doc, base_cells = load(baseline)  # a bad baseline fails before an hour of sweeping
+    config = load_config(config_path)
+    check_same_repro(config_path, config.to_json()["repro"], baseline, repro_of(base_doc))
+    if not options.versions and not config_versions:
+        options = replace(options, versions=(LATEST,))
+    swept = sweep(config, options, progress)
+    if swept.status != RunStatus.COMPLETE:
+        return NightlyOutcome(swept)
+    return NightlyOutcome(swept, compare(load(swept.folder)[1], base_cells))
+
+
+# ---- bisection -----------------------------------------------------------------------------------
+
+def bisect_command(config_path: Path, options: BisectOptions) -> str:
+    """The command that reproduces (and resumes) this bisection, every choice spelled out."""
+    words = ["harness", "bisect", str(config_path)]
+    for flag, value in (("--good", options.good), ("--bad", options.bad), ("--jax-repo", options.jax_repo),
+                        ("--seeds", options.seeds), ("--runs", options.runs), ("--backend", options.backend),
+                        ("--out", options.out)):
+        if value is not None:
+            words += [flag, str(value)]
+    if options.versions:
+        words += ["--versions", *options.versions]
+    return shlex.join(words)
+
+
+def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
+                   python: str | None) -> tuple[list[str], BisectOptions]:
+    """The releases to bisect, and the options with --good/--bad as the index spells them."""
+    entries, source = version_entries(config, options.versions)
+    entries = list(entries)
+    endpoints = {}
+    for flag, value in (("--good", options.good), ("--bad", options.bad)):
+        if value is None:
+            continue
+        if check_syntax(value) or is_specifier(value):
+            raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.26")
+        # Resolved on its own so that an unknown release is blamed on the flag, not on the config;
+        # kept as the index spells it (0.4.26, not 0.4.26.0).
+        release = resolve((value,), index, source=flag, python=python)[0]
+        endpoints[flag[2:]] = release
+        entries.append(release)
+    options = replace(options, **endpoints)
+    versions = resolve(tuple(entries), index, source=source, python=python)
+    if options.good and options.bad and versions.index(options.good) >= versions.index(options.bad):
+        raise UserError(f"--good {options.good} must be an earlier release than --bad {options.bad}")
+    return versions, options
+
+
+def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
+    """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
+    appears and where it is fixed; resumable from its state."""
+    config = load_config(config_path)
+    if options.backend == BackendName.LOCAL:
+        raise UserError("--backend local has one JAX version; bisection needs venv or docker")
+    if options.jax_repo is not None and options.backend != BackendName.VENV:
+        # A commit's jax/ goes on PYTHONPATH as a host path, which a container cannot see.
+        raise UserError("--jax-repo: commit bisection runs with --backend venv")
+    if options.shard:
+        raise UserError("--shard: a bisection cannot be split; each step depends on the last")
+    # Checked now, not after the release bisection has been measured and written.
+    repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
+    choice, index = _open_backend(config, options)
+    # Releases with no wheels for the environments' Python are left out, as `harness run` does.
+    versions, options = _release_range(config, options, index, python=choice.backend.target_python)
+    if repo is not None:  # a git repository, but is it jax's, with its release tags?
+        repo.release_commit(options.good or versions[0])
+    choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
+    command = bisect_command(config_path, options)
+    identity = {"config": config.to_json(), "versions": versions, "good": options.good, "bad": options.bad,
+                "seeds": str(options.seeds), "runs": options.runs, "backend": choice.backend.name,
+                "jax_repo": str(repo.path.resolve()) if repo else None}
+    folder = options.out / f"bisect-{config.name}-{identity_key(identity)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = BisectState.open(folder, identity, fresh=options.fresh)
+    if state.resumed:
+        progress.say(f"resuming: {len(state.points)} point(s) recorded in {state.path}")
+    writer = ResultsWriter(folder, _header(command, config, versions, choice, {
+        "runs": options.runs, "jobs": options.jobs, "seeds": str(options.seeds), "good": options.good,
+        "bad": options.bad, "jax_repo": identity["jax_repo"]}))
+    progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
+                 f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
+    bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),
+                          state, writer, progress, jobs=options.jobs, good=options.good, bad=options.bad,
+                          jax_repo=repo)
+    status, outcome = _finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
+                              if found.releases.problem is None else RunStatus.PROBLEM)
+    text = ""
+    if outcome is not None:
+        text = bisect_report.text(outcome, command)
+        write_atomic(folder / BISECT_REPORT_FILE, text + "\n")
+    return BisectOutcome(folder, status, command, state.path, len(state.points), outcome, text)
+
+
+# ---- output only: report, merge ------------------------------------------------------------------
+
+def report(results: Path) -> Path:
+    """`harness report RESULTS`: report.md written again from the folder's results.json."""
+    return write_report(results_folder(results))
+
+
+def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
+    """`harness merge`: the shards' folders joined into one (refused, before anything is written,
+    when they are not shards of one sweep)."""
+    folders = [results_folder(f) for f in folders]
+    documents = [(str(f), load_results(f)) for f in folders]
+    merged, cells = merge_documents(documents, command)
+    out = new_run_dir(out_root, f"{merged['config'].get('name', 'sweep')}-merged")
+    for folder in folders:
+        for name in MERGE_COPIED:
+            if (folder / name).is_dir():
+                # Slugs name cells, and each cell is in one shard: the trees do not collide.
+                shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
+    write_files(out, merged, cells)
+    return MergeOutcome(out, cells)

@@ -1,0 +1,44 @@
+"""The layering of harness/ (README: Layout), checked by import-linter against the contracts in
+pyproject.toml, and no harness import hidden inside a function (ruff's PLC0415)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}  # this tree's harness, not the installed one
+    return subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True)
+
+
+def test_imports_only_go_down_the_layers():
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    """The contract is not vacuous: the core importing the CLI fails it, naming the import."""
+    shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "harness" / "model.py", "a") as f:
+        f.write("\nfrom harness.cli import main  # noqa: E402, F401\n")
+    proc = lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "harness.model is not allowed to import harness.cli" in proc.stdout
+
+
+def test_no_import_inside_a_function():
+    """An import inside a function hides a cycle from the contract; a third-party one may stay lazy
+    with a comment saying why (and `# noqa: PLC0415`)."""
+    proc = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "--select", "PLC0415",
+                           "--output-format", "concise", "harness"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
