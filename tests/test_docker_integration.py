@@ -65,8 +65,11 @@ def prepared(client, index):
     return {v: backend.prepare(v, Platform.CPU, print) for v in ("0.4.28", "0.4.29")}
 
 
-def our_containers(client) -> list:
-    return client.containers.list(all=True, filters={"label": LABEL})
+def our_containers(client, tmp_path: Path) -> list:
+    """This test's containers: the harness's label and a folder of this test mounted (other sessions on
+    the same engine may run containers of their own meanwhile)."""
+    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+            if any(str(m.get("Source", "")).startswith(str(tmp_path)) for m in c.attrs.get("Mounts", []))]
 
 
 def measure(environment, version: str, tmp_path: Path, seeds=range(1, 7)):
@@ -85,7 +88,7 @@ def test_regressed_release_gives_several_keys_and_the_fixed_one_gives_one(prepar
     assert good.verdict == Verdict.CLEAN and len(good.keys["jit_f"]) == 1, good.keys
     assert bad.environment["backend"] == "docker" and bad.environment["jax"] == "0.4.28"
     # Nothing left behind, and the host can read and delete what the containers wrote.
-    assert our_containers(client) == []
+    assert our_containers(client, tmp_path) == []
     assert {v.name for v in client.volumes.list()} == volumes_before
     cache = tmp_path / "0.4.28" / "cache"
     assert {p.stat().st_uid for p in cache.iterdir()} == {os.getuid()}
@@ -130,7 +133,7 @@ def test_a_hang_an_oom_and_ctrl_c_leave_nothing_behind(prepared, client, tmp_pat
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert our_containers(client) == []
+    assert our_containers(client, tmp_path) == []
 
 
 def test_a_base_image_that_cannot_be_had_is_one_clear_line(client):
@@ -173,4 +176,4 @@ def test_a_runtime_without_gpus_is_one_clear_reason(prepared, client, tmp_path):
                                 prepared["0.4.29"].user)
     outcome = gpu_env.run(script, [], {}, tmp_path, tmp_path / "gpu.log", timeout_s=60)
     assert not outcome.ok and "no GPU support" in outcome.reason and "NVIDIA Container Toolkit" in outcome.reason
-    assert our_containers(client) == []
+    assert our_containers(client, tmp_path) == []

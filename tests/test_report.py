@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli
+from harness import cli, seeds
+from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
 from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
@@ -208,9 +209,6 @@ def test_bisection_host_facts_and_status_render():
 
 def test_report_renders_what_the_bisector_really_stores():
     """Built with harness.bisect's own classes, so a change in what it stores shows up here."""
-    bisection = pytest.importorskip("harness.bisect.bisection")
-    logic = pytest.importorskip("harness.bisect.logic")
-    commits = pytest.importorskip("harness.bisect.commits")
     culprit = commits.CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
     before = commits.CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
     search = bisection.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
@@ -347,7 +345,6 @@ def test_report_lists_cells_by_version_then_mesh():
 
 def test_bisection_shows_both_miss_bounds():
     """Seeds as the bisector plans and stores them (harness/bisect/measure.py: cell.extra["seeds"])."""
-    seeds = pytest.importorskip("harness.seeds")
     probe = seeds.Probe("cpython 3.11", (("a", "b"),), {1: (("a", "b"),), 2: (("b", "a"),)})
     plan = seeds.chosen_plan(probe)  # two chosen seeds, no random extra runs
     assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0

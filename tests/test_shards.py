@@ -89,7 +89,8 @@ def test_mismatched_configs_are_refused():
 def test_config_path_may_differ_between_machines():
     docs = shard_documents(2)
     docs[1][1]["config"]["source"] = "/elsewhere/s.yaml"
-    merge_documents(docs)
+    merged, cells = merge_documents(docs)
+    assert merged["status"] == "complete" and len(cells) == sum(len(d["cells"]) for _, d in docs)
 
 
 def test_same_shard_twice_or_mixed_with_a_whole_sweep_is_refused():
