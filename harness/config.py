@@ -29,6 +29,10 @@ _PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+# The config's `source` when `harness check` made it from a script (no config file).
+CHECK_SOURCE = "harness check"
+
+
 @dataclass(frozen=True)
 class Repro:
     """A built-in repro (by name) or a user's script (by path). Both are plain Python files."""

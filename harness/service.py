@@ -11,18 +11,19 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from harness.bisect import report as bisect_report
 from harness.bisect.bisection import Bisection, Outcome
 from harness.bisect.commits import GitRepo
-from harness.bisect.state import BisectState, identity_key
-from harness.config import Config, load_config, parse_config
+from harness.bisect.state import BisectState
+from harness.config import CHECK_SOURCE, Config, load_config, parse_config
 from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
 from harness.errors import UserError
 from harness.files import write_atomic
+from harness.identity import SweepIdentity
 from harness.model import CellResult, Platform
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
@@ -214,7 +215,7 @@ def check_config(script: Path, versions: tuple[str, ...] | None, platform: Platf
             "platform": str(platform), "device_count": device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
             "runs": runs or runs_for_target(), "timeout_s": timeout_s}
-    return parse_config(data, source="harness check", base_dir=Path.cwd())
+    return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
 
 
 def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOutcome:
@@ -337,17 +338,19 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
         repo.release_commit(options.good or versions[0])
     choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
     command = bisect_command(config_path, options)
-    identity = {"config": config.to_json(), "versions": versions, "good": options.good, "bad": options.bad,
-                "seeds": str(options.seeds), "runs": options.runs, "backend": choice.backend.name,
-                "jax_repo": str(repo.path.resolve()) if repo else None}
-    folder = options.out / f"bisect-{config.name}-{identity_key(identity)}"
+    jax_repo = str(repo.path.resolve()) if repo else None
+    header = _header(command, config, versions, choice, {
+        "runs": options.runs, "jobs": options.jobs, "seeds": str(options.seeds), "good": options.good,
+        "bad": options.bad, "jax_repo": jax_repo})
+    # The same sweep, searched between the same endpoints the same way, finds its recorded state.
+    search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
+    identity = SweepIdentity.of(header)
+    folder = options.out / f"bisect-{config.name}-{identity.key(**search)}"
     folder.mkdir(parents=True, exist_ok=True)
-    state = BisectState.open(folder, identity, fresh=options.fresh)
+    state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)
     if state.resumed:
         progress.say(f"resuming: {len(state.points)} point(s) recorded in {state.path}")
-    writer = ResultsWriter(folder, _header(command, config, versions, choice, {
-        "runs": options.runs, "jobs": options.jobs, "seeds": str(options.seeds), "good": options.good,
-        "bad": options.bad, "jax_repo": identity["jax_repo"]}))
+    writer = ResultsWriter(folder, header)
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
     bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),

@@ -84,6 +84,10 @@ def test_mismatched_configs_are_refused():
     docs[1] = (docs[1][0], {**docs[1][1], "versions": VERSIONS[:2]})
     with pytest.raises(UserError, match="differs in versions"):
         merge_documents(docs)
+    docs = shard_documents(2)  # the same rule as --resume: seeds chosen one way, and randomly the other
+    docs[1] = (docs[1][0], {**docs[1][1], "options": {"runs": 4, "seeds": "random"}})
+    with pytest.raises(UserError, match=r"differs in seeds\)"):
+        merge_documents(docs)
 
 
 def test_config_path_may_differ_between_machines():

@@ -15,7 +15,7 @@ from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_e
                                     commit_label)
 from harness.bisect.logic import Boundary, Role, Step
 from harness.bisect.measure import PointMeasurer
-from harness.bisect.state import BisectState, commit_id, release_id
+from harness.bisect.state import BisectState, commit_id, is_release, release_id
 from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
@@ -144,7 +144,7 @@ class Bisection:
 
     def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
         self._cells[point] = cells
-        if point.startswith("release:"):
+        if is_release(point):
             for cell in cells:
                 self.writer.add(cell)
         if replayed:

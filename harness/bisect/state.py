@@ -1,6 +1,7 @@
 """The resumable record of a bisection: every measured point's cells, saved atomically after each.
 
-A bisection is identified by what determines its path (config, range, seeds, backend, repository);
+A bisection is identified by what determines its path (its `SweepIdentity`, the endpoints, the backend,
+the repository);
 the same command finds the same folder and replays the recorded verdicts, so the search retraces
 its steps without measuring them again and reaches the same answer. A point interrupted half-way
 was never recorded and is measured again from scratch.
@@ -8,7 +9,6 @@ was never recorded and is measured again from scratch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,17 +22,19 @@ STATE_FILE = "state.json"
 STATE_VERSION = 1
 
 
-def identity_key(identity: dict[str, Any]) -> str:
-    text = json.dumps(identity, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
+_RELEASE, _COMMIT = "release:", "commit:"  # what a point id starts with
 
 
 def release_id(version: str) -> str:
-    return f"release:{version}"
+    return f"{_RELEASE}{version}"
 
 
 def commit_id(sha: str) -> str:
-    return f"commit:{sha}"
+    return f"{_COMMIT}{sha}"
+
+
+def is_release(point: str) -> bool:
+    return point.startswith(_RELEASE)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from packaging.version import Version
 
 from harness.model import Platform
@@ -28,3 +30,11 @@ def jax_requirements(jax_version: str, platform: Platform) -> list[str]:
         extra = "cuda12" if v >= Version("0.4.26") else "cuda12_pip"
         return [f"jax[{extra}]=={jax_version}", f"jaxlib=={jax_version}"]
     return [f"jax=={jax_version}", f"jaxlib=={jax_version}"]
+
+
+def exclude_newer(release_date: datetime | None) -> str | None:
+    """uv's `--exclude-newer` for a release: its dependencies (numpy, scipy, ml_dtypes...) as they were
+    the day after it came out, so an old jax gets the numpy it was made for. None when the date is unknown."""
+    if release_date is None:
+        return None
+    return (release_date + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")

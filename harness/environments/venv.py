@@ -7,13 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail, probe_interpreter
-from harness.environments.requirements import find_links_for, jax_requirements
+from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
 
@@ -93,10 +93,9 @@ class VenvBackend(Backend):
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
             install += ["--find-links", link]
         cutoff = self._release_date(jax_version) if self._release_date else None
-        exclude_newer = (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ") if cutoff else None
-        if exclude_newer:
-            # Resolve numpy, scipy, ml_dtypes... as they were when this release came out.
-            install += ["--exclude-newer", exclude_newer]
+        newest = exclude_newer(cutoff)
+        if newest:
+            install += ["--exclude-newer", newest]
         steps.append(install)
         with open(log, "w") as out:
             for cmd in steps:
@@ -109,6 +108,6 @@ class VenvBackend(Backend):
         facts = probe_interpreter(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
-        facts["exclude_newer"] = exclude_newer
+        facts["exclude_newer"] = newest
         marker.write_text(json.dumps(facts))
         return VenvEnvironment(path, jax_version, {**facts, "reused": False})

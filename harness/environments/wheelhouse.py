@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,7 +23,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from harness.environments.process import log_tail
-from harness.environments.requirements import find_links_for, jax_requirements
+from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
 from harness.environments.venv import find_uv
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
@@ -104,8 +104,7 @@ def lock_command(uv: str, requirements: list[str], python_version: str, output: 
            "--only-binary", ":all:", "--python-version", python_version,
            "--python-platform", UV_PLATFORM, "-o", str(output)]
     if cutoff is not None:
-        # The dependencies (numpy, scipy, ml_dtypes...) as they were the day after the release.
-        cmd += ["--exclude-newer", (cutoff + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+        cmd += ["--exclude-newer", exclude_newer(cutoff)]
     for link in find_links:
         cmd += ["--find-links", link]
     return cmd

@@ -10,6 +10,7 @@ from tabulate import tabulate
 from harness.analysis import boundaries, version_verdicts
 from harness.model import CellResult, Platform, Verdict
 from harness.results import RunStatus
+from harness.seeds import SeedStrategy
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, short_key, split_module
 from harness.report.reproduce import harness_command, shell_commands
 from harness.table import in_version_order, render as render_table
@@ -238,7 +239,7 @@ def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]
     if options:
         lines.append(f"- Runs per cell: up to {options.get('runs')}, {options.get('jobs', 1)} at a time; "
                      f"every run a fresh process with its own `PYTHONHASHSEED`")
-        if options.get("seeds") == "chosen":
+        if options.get("seeds") == SeedStrategy.CHOSEN:
             lines.append("- Hash seeds: chosen so that every pair of the mesh's axis names is iterated in "
                          "both orders, then random ones (a user script's are all random); "
                          + ("every run was made" if options.get("all_runs") else

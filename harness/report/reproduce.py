@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from harness.config import Repro
+from harness.config import CHECK_SOURCE, Repro
 from harness.environments.requirements import jax_requirements
 from harness.model import CellResult
 from harness.repros import builtin_path
@@ -73,7 +73,7 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
 def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
     source = document.get("config", {}).get("source") or "CONFIG"
-    if source == "harness check":
+    if source == CHECK_SOURCE:
         script = document.get("config", {}).get("repro", "SCRIPT")
         return (f"harness check {shlex.quote(script)} --versions {cell.spec.jax_version} "
                 f"--device-count {cell.spec.device_count} --platform {cell.spec.platform}")

@@ -1,7 +1,8 @@
 """Join shard results into one sweep (pure: documents in, one document out).
 
-Shards must come from the same sweep: the same config, versions and runs per cell. Anything else would
-put rows measured under different conditions into one table, so it is refused, naming what differs.
+Shards must come from the same sweep (`SweepIdentity`: the same config, versions, runs per cell and
+seeds). Anything else would put rows measured under different conditions into one table, so it is
+refused, naming what differs.
 """
 
 from __future__ import annotations
@@ -11,32 +12,11 @@ from typing import Any
 from packaging.version import Version
 
 from harness.errors import UserError
+from harness.identity import SweepIdentity
 from harness.model import CellResult
 from harness.report.load import cells_of_document
 from harness.report.render import BISECTION_KEYS
 from harness.results import SCHEMA_VERSION, RunStatus, summaries_by_mesh, summarise
-
-# What must be equal for shards to be one sweep. `source` is the config's path, which may differ per machine.
-_SAME_CONFIG_IGNORES = ("source",)
-
-
-def _sweep_identity(document: dict[str, Any]) -> dict[str, Any]:
-    config = {k: v for k, v in (document.get("config") or {}).items() if k not in _SAME_CONFIG_IGNORES}
-    options = document.get("options") or {}
-    return {"config": config, "versions": document.get("versions"), "runs": options.get("runs")}
-
-
-def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    out = []
-    for key in a:
-        if a[key] != b[key]:
-            if key == "config":
-                out += [f"config.{k}" for k in sorted(set(a[key]) | set(b[key]))
-                        if a[key].get(k) != b[key].get(k)]
-            else:
-                out.append(key)
-    return out
-
 
 def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = "harness merge") \
         -> tuple[dict[str, Any], list[CellResult]]:
@@ -45,9 +25,9 @@ def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = 
     if not documents:
         raise UserError("merge: no results to merge")
     first_label, first = documents[0]
-    identity = _sweep_identity(first)
+    identity = SweepIdentity.of(first)
     for label, doc in documents[1:]:
-        differs = _differences(identity, _sweep_identity(doc))
+        differs = identity.differences(SweepIdentity.of(doc))
         if differs:
             raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
                             f"(differs in {', '.join(differs)})")
