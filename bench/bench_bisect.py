@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from harness.config import load_config  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
 from harness.model import CellSpec  # noqa: E402
-from harness.seeds import TARGET_MISS, SeedPlanner, runs_for_target  # noqa: E402
+from harness.confidence import TARGET_MISS, runs_for_target  # noqa: E402
+from harness.seeds import SeedPlanner  # noqa: E402
 
 
 def timed(argv: list[str]) -> float:

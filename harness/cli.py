@@ -22,7 +22,7 @@ from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress
 from harness.report.render import REPORT_FILE
 from harness.results import RESULTS_FILE, RunStatus
-from harness.seeds import SeedStrategy
+from harness.confidence import SeedStrategy
 from harness.shards.select import parse_shard
 from harness.table import render, summary_line
 

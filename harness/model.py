@@ -11,6 +11,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.confidence import MissBounds, SeedPlan
+
 
 class Platform(enum.StrEnum):
     CPU = "cpu"  # simulated devices on the host CPU
@@ -109,10 +111,15 @@ class CellResult:
     reason: str = ""  # one line: why error/unsupported, or which module reproduced
     listing: list[str] = field(default_factory=list)  # the cache folder after the last run (`ls -1`)
     environment: dict[str, Any] = field(default_factory=dict)  # backend facts (python, jaxlib, image...)
-    extra: dict[str, Any] = field(default_factory=dict)  # facts added by later stages (seeds, confidence)
+    seeds: SeedPlan | None = None  # how the runs' hash seeds were chosen (None: no run was planned)
+    miss_bounds: MissBounds | None = None  # a clean cell's confidence (None for any other verdict)
+    interrupted: bool = False  # cut short by Ctrl-C: --resume measures it again
+    log_tail: str = ""  # the end of the environment's log when it could not be made
+    earlier_attempts: list[str] = field(default_factory=list)  # bisect: why preferred environments failed
+    extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "jax_version": self.spec.jax_version,
             "platform": str(self.spec.platform),
             "device_count": self.spec.device_count,
@@ -123,19 +130,29 @@ class CellResult:
             "runs": [r.to_json() for r in self.runs],
             "listing": self.listing,
             "environment": self.environment,
-            **self.extra,
         }
+        if self.seeds is not None:
+            bounds = self.miss_bounds
+            out.update(seeds=self.seeds.to_json(), miss_bound=bounds.set_order if bounds else None,
+                       miss_bound_other_mechanisms=bounds.other if bounds else None)
+        if self.interrupted:
+            out["interrupted"] = True
+        if self.log_tail:
+            out["log_tail"] = self.log_tail
+        if self.earlier_attempts:
+            out["earlier_attempts"] = self.earlier_attempts
+        return {**out, **self.extra}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellResult:
-        known = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys",
-                 "runs", "listing", "environment"}
+        """A cell as results.json holds it; fields added since an older release are optional."""
         spec = CellSpec(
             jax_version=data["jax_version"],
             platform=Platform(data["platform"]),
             device_count=data["device_count"],
             mesh=Mesh.from_json(data["mesh"]) if data.get("mesh") else None,
         )
+        bound = data.get("miss_bound")
         return cls(
             spec=spec,
             verdict=Verdict(data["verdict"]),
@@ -144,5 +161,15 @@ class CellResult:
             reason=data.get("reason", ""),
             listing=data.get("listing", []),
             environment=data.get("environment", {}),
-            extra={k: v for k, v in data.items() if k not in known},
+            seeds=SeedPlan.from_json(data["seeds"]) if data.get("seeds") else None,
+            miss_bounds=MissBounds(bound, data.get("miss_bound_other_mechanisms")) if bound is not None else None,
+            interrupted=bool(data.get("interrupted", False)),
+            log_tail=data.get("log_tail", ""),
+            earlier_attempts=list(data.get("earlier_attempts", [])),
+            extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
+
+
+_CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
+                "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
+                "earlier_attempts"}

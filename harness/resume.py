@@ -29,7 +29,7 @@ def check_same_sweep(previous: dict[str, Any], header: dict[str, Any], where: st
 
 def finished_cells(cells: list[CellResult]) -> list[CellResult]:
     """The cells a resume keeps: all but one cut short by Ctrl-C."""
-    return [c for c in cells if not c.extra.get("interrupted")]
+    return [c for c in cells if not c.interrupted]
 
 
 def still_to_measure(planned: list[CellSpec], kept: list[CellResult]) -> list[CellSpec]:

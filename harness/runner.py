@@ -120,7 +120,7 @@ class CellRunner:
         return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records,
                           reason=reason, listing=sorted(list_dir(cache_dir)),
                           environment=self.environment.describe(),
-                          extra={"interrupted": True} if interrupted else {})
+                          interrupted=interrupted)
 
 
 class CellInterrupted(KeyboardInterrupt):
@@ -148,6 +148,5 @@ def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
                log_tail: str = "") -> CellResult:
     """A cell whose environment could not be made: measured nothing, says `error`."""
-    extra = {"log_tail": log_tail} if log_tail else {}
     return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
-                      environment=environment or {}, extra=extra)
+                      environment=environment or {}, log_tail=log_tail)

@@ -1,4 +1,4 @@
-"""Which PYTHONHASHSEED values a cell runs with, and how sure a `clean` verdict then is.
+"""Which PYTHONHASHSEED values a cell runs with (the plan and its bounds: `harness.confidence`).
 
 The bug class this harness hunts is a Python `set` iterated into a cache key: the key then follows the
 per-process string-hash seed. Random seeds find it only by luck: with two equally likely orderings,
@@ -13,39 +13,21 @@ Pure, except `SeedPlanner.probe`, which runs the probe script in an Environment.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import json
-import math
 import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.model import CellResult, CellSpec, Verdict
 
-TARGET_MISS = 1e-3
-WORST_CASE_ORDERINGS = 2  # the hard case: a set of two names, two equally likely orderings
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
 PROBE_SCRIPT = Path(__file__).with_name("seeds_probe.py")
-
-ASSUMES_CHOSEN = ("the regression makes the cache key follow the iteration order of a set of the mesh's "
-                  "axis names (the shard_map bug: a tuple built from set(mesh.axis_names) - names), and "
-                  "any change in the relative order of two names changes the key; the chosen seeds show "
-                  "every pair of names of every probed set in both orders")
-ASSUMES_RANDOM = ("seeds drawn at random; the regression splits runs into two equally likely orderings "
-                  "(the worst case for a set-order bug whose orderings are equally likely)")
-ASSUMES_OTHER = ("for a regression outside the probed sets only the random extra runs count, each "
-                 "matching the first run's ordering with probability 1/2")
-
-
-class SeedStrategy(enum.StrEnum):
-    CHOSEN = "chosen"  # probe the environment's interpreter, cover every pair order
-    RANDOM = "random"  # enough random seeds for the target under the worst case
-
 
 def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
     """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""
@@ -56,23 +38,6 @@ def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
         if s not in seeds:
             seeds.append(s)
     return seeds
-
-
-def miss_probability_random(runs: int, orderings: int = WORST_CASE_ORDERINGS) -> float:
-    """Chance that `runs` random seeds all land in one of `orderings` equally likely orderings."""
-    if runs < 1:
-        return 1.0
-    return float(orderings) ** (1 - runs)
-
-
-def runs_for_target(target: float = TARGET_MISS, orderings: int = WORST_CASE_ORDERINGS) -> int:
-    """Fewest random runs (at least 2) whose miss probability is at most `target`."""
-    runs = max(2, 1 + math.ceil(-math.log(target) / math.log(orderings)))
-    while miss_probability_random(runs, orderings) > target:  # guard against float rounding
-        runs += 1
-    while runs > 2 and miss_probability_random(runs - 1, orderings) <= target:
-        runs -= 1
-    return runs
 
 
 def name_sets(axis_names: tuple[str, ...] | list[str]) -> list[tuple[str, ...]]:
@@ -130,76 +95,11 @@ def choose_seeds(probe: Probe, minimum: int = 2) -> list[int]:
     return chosen
 
 
-@dataclass
-class SeedPlan:
-    """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
-
-    strategy: SeedStrategy
-    seeds: list[int]
-    chosen: list[int] = field(default_factory=list)
-    random: list[int] = field(default_factory=list)
-    python: str | None = None
-    candidates: int = 0
-    covers: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def miss_bound(self) -> float:
-        """Bound on P(a real regression reads clean), under `assumes`."""
-        if self.strategy == SeedStrategy.CHOSEN:
-            complete = all(c["pairs_in_both_orders"] for c in self.covers)
-            return 0.0 if complete else miss_probability_random(len(self.random) + 1)
-        return miss_probability_random(len(self.seeds))
-
-    @property
-    def assumes(self) -> str:
-        return ASSUMES_CHOSEN if self.strategy == SeedStrategy.CHOSEN else ASSUMES_RANDOM
-
-    @property
-    def miss_bound_other(self) -> float | None:
-        """Chosen seeds: the bound for a mechanism the probe did not look at (random extras only)."""
-        if self.strategy != SeedStrategy.CHOSEN:
-            return None
-        return miss_probability_random(len(self.random) + 1)
-
-    def summary(self) -> str:
-        """One line for progress output."""
-        if self.strategy == SeedStrategy.RANDOM:
-            return f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
-        complete = all(c["pairs_in_both_orders"] for c in self.covers)
-        cover = "every pair of axis names in both orders" if complete else "not every pair order"
-        extra = f" + {len(self.random)} random" if self.random else ""
-        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}"
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,
-               "random": self.random, "python": self.python, "candidates_probed": self.candidates,
-               "covers": self.covers, "miss_bound": self.miss_bound, "assumes": self.assumes,
-               "target": TARGET_MISS}
-        if self.strategy == SeedStrategy.CHOSEN:
-            out["miss_bound_other_mechanisms"] = self.miss_bound_other
-            out["assumes_other_mechanisms"] = ASSUMES_OTHER
-        if self.note:
-            out["note"] = self.note
-        return out
-
-
 def record_plan(cell: CellResult, plan: SeedPlan) -> None:
     """Put the seeds and the miss bounds into the cell. The bounds speak only for a clean verdict:
     a reproduced cell is certain, an error or unsupported cell says nothing."""
-    cell.extra["seeds"] = plan.to_json()
-    clean = cell.verdict == Verdict.CLEAN
-    cell.extra["miss_bound"] = plan.miss_bound if clean else None
-    cell.extra["miss_bound_other_mechanisms"] = plan.miss_bound_other if clean else None
-
-
-def bound_label(bound: float | None, other: float | None) -> str:
-    """Chosen seeds give two bounds (set order, anything else): show both; random seeds give one."""
-    if bound is None:
-        return "-"
-    if other is None:
-        return f"{bound:.2g}"
-    return f"{bound:.2g} (set order), {other:.2g} (other)"
+    cell.seeds = plan
+    cell.miss_bounds = plan.bounds if cell.verdict == Verdict.CLEAN else None
 
 
 def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:

@@ -28,11 +28,11 @@ from harness.model import CellResult, Platform
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
 from harness.report import write_report
-from harness.report.load import cells_of_document, load
-from harness.results import (RESULTS_FILE, RunStatus, host_facts, load_results, new_run_dir, results_file,
-                             results_folder, utc_now)
+from harness.results import (RESULTS_FILE, ResultsHeader, RunStatus, host_facts, load_results, new_run_dir,
+                             results_file, results_folder, utc_now)
 from harness.resume import check_same_sweep, finished_cells, still_to_measure
-from harness.seeds import SeedPlanner, SeedStrategy, runs_for_target
+from harness.confidence import SeedStrategy, runs_for_target
+from harness.seeds import SeedPlanner
 from harness.shards.merge import merge_documents
 from harness.shards.select import Shard
 from harness.sweep import Sweep, plan_cells
@@ -130,11 +130,11 @@ def _open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoic
 
 
 def _header(command: str, config: Config, versions: list[str], choice: BackendChoice,
-            options: dict) -> dict:
+            options: dict) -> ResultsHeader:
     """The results document's header: what was measured, how, where."""
-    return {"command": command, "config": config.to_json(), "versions": versions,
-            "options": {**options, "backend": choice.backend.name, "backend_reason": choice.why},
-            "host": host_facts(choice.backend.describe())}
+    return ResultsHeader(command=command, config=config.to_json(), versions=versions,
+                         options={**options, "backend": choice.backend.name, "backend_reason": choice.why},
+                         host=host_facts(choice.backend.describe()))
 
 
 def _finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus]) \
@@ -237,15 +237,15 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
                      {"runs": runs, "jobs": options.jobs, "seeds": str(options.seeds),
                       "all_runs": options.all_runs})
     if shard:
-        header["shard"] = shard.to_json([c.key for c in planned], [c.key for c in cells])
+        header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
         previous = load_results(options.resume)
-        check_same_sweep(previous, header, str(options.resume))
-        kept = finished_cells(cells_of_document(previous, results_file(options.resume)))
+        check_same_sweep(previous.header.to_json(), header.to_json(), str(options.resume))
+        kept = finished_cells(previous.cells)
         cells = still_to_measure(cells, kept)
         progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
         run_dir = results_folder(results_file(options.resume))
-        header.update(created=previous.get("created"), resumed=[*previous.get("resumed", []), utc_now()])
+        header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
         writer = ResultsWriter(run_dir, header, cells=kept)
     else:
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
@@ -260,24 +260,23 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
 
 def compare_folders(results: Path, baseline: Path) -> list[CellChange]:
     """`harness compare RESULTS --baseline RESULTS`: each cell against the baseline."""
-    base_doc, base_cells = load(baseline)
-    document, cells = load(results)
-    check_same_repro(results, repro_of(document), baseline, repro_of(base_doc))
-    return compare(cells, base_cells)
+    base, current = load_results(baseline), load_results(results)
+    check_same_repro(results, repro_of(current.header.config), baseline, repro_of(base.header.config))
+    return compare(current.cells, base.cells)
 
 
 def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_versions: bool,
             progress: Progress) -> NightlyOutcome:
     """`harness nightly`: sweep (the latest release unless told otherwise), then compare."""
-    base_doc, base_cells = load(baseline)  # a bad baseline fails before an hour of sweeping
+    base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(config_path)
-    check_same_repro(config_path, config.to_json()["repro"], baseline, repro_of(base_doc))
+    check_same_repro(config_path, config.to_json()["repro"], baseline, repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))
     swept = sweep(config, options, progress)
     if swept.status != RunStatus.COMPLETE:
         return NightlyOutcome(swept)
-    return NightlyOutcome(swept, compare(load(swept.folder)[1], base_cells))
+    return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells))
 
 
 # ---- bisection -----------------------------------------------------------------------------------
@@ -344,7 +343,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
         "bad": options.bad, "jax_repo": jax_repo})
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
-    identity = SweepIdentity.of(header)
+    identity = SweepIdentity.of(header.to_json())
     folder = options.out / f"bisect-{config.name}-{identity.key(**search)}"
     folder.mkdir(parents=True, exist_ok=True)
     state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)
@@ -376,13 +375,12 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
     """`harness merge`: the shards' folders joined into one (refused, before anything is written,
     when they are not shards of one sweep)."""
     folders = [results_folder(f) for f in folders]
-    documents = [(str(f), load_results(f)) for f in folders]
-    merged, cells = merge_documents(documents, command)
-    out = new_run_dir(out_root, f"{merged['config'].get('name', 'sweep')}-merged")
+    merged = merge_documents([(str(f), load_results(f)) for f in folders], command)
+    out = new_run_dir(out_root, f"{merged.header.config.get('name', 'sweep')}-merged")
     for folder in folders:
         for name in MERGE_COPIED:
             if (folder / name).is_dir():
                 # Slugs name cells, and each cell is in one shard: the trees do not collide.
                 shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
-    write_files(out, merged, cells)
-    return MergeOutcome(out, cells)
+    write_files(out, merged)
+    return MergeOutcome(out, merged.cells)

@@ -10,7 +10,6 @@ from tabulate import tabulate
 from harness.analysis import boundaries, busiest_module, version_verdicts
 from harness.model import CellResult
 from harness.results import RunStatus
-from harness.seeds import bound_label
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "miss bound", "detail"]
 
@@ -21,8 +20,8 @@ def _keys_column(cell: CellResult) -> str:
 
 
 def _bound_column(cell: CellResult) -> str:
-    """For a clean cell: the chance a real regression was missed (see harness.seeds)."""
-    return bound_label(cell.extra.get("miss_bound"), cell.extra.get("miss_bound_other_mechanisms"))
+    """For a clean cell: the chance a real regression was missed (see harness.confidence)."""
+    return cell.miss_bounds.label() if cell.miss_bounds else "-"
 
 
 def in_version_order(cells: list[CellResult]) -> list[CellResult]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, seeds
+from harness import cli, confidence, seeds
 from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
 from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
@@ -19,6 +19,7 @@ from harness.report.evidence import (MissingEvidence, changed_attributes, compar
 from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
 from harness.hostinfo import parse_nvidia_smi
+from harness.results import ResultsHeader
 from harness.writer import ResultsWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -230,7 +231,7 @@ def test_missing_evidence_is_rendered_not_raised():
 
 
 def test_results_writer_keeps_report_beside_results(tmp_path):
-    writer = ResultsWriter(tmp_path, {"config": {"name": "w"}})
+    writer = ResultsWriter(tmp_path, ResultsHeader(config={"name": "w"}))
     assert (tmp_path / REPORT_FILE).is_file()
     writer.add(_cell("0.4.29", Verdict.CLEAN, Platform.CPU))
     writer.finish()
@@ -246,7 +247,7 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
     calls = []
     monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
-    writer = ResultsWriter(smoke_run, {"config": document["config"], "options": document["options"]})
+    writer = ResultsWriter(smoke_run, ResultsHeader(config=document["config"], options=document["options"]))
     writer.add(reproduced)
     writer.add(clean)
     writer.finish()
@@ -344,14 +345,14 @@ def test_report_lists_cells_by_version_then_mesh():
 
 
 def test_bisection_shows_both_miss_bounds():
-    """Seeds as the bisector plans and stores them (harness/bisect/measure.py: cell.extra["seeds"])."""
+    """Seeds as the bisector plans and stores them (harness/seeds.py record_plan: cell.seeds)."""
     probe = seeds.Probe("cpython 3.11", (("a", "b"),), {1: (("a", "b"),), 2: (("b", "a"),)})
     plan = seeds.chosen_plan(probe)  # two chosen seeds, no random extra runs
     assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
-    cells[0].extra.update(seeds=plan.to_json(), miss_bound=plan.miss_bound)
+    cells[0].seeds, cells[0].miss_bounds = plan, plan.bounds
     bisection = _section(render_report(_doc(cells, bisect=BISECT), cells, {}), "Bisection")
-    assert f"`miss_bound` (chance a regression was missed) ≤ 0, assuming {seeds.ASSUMES_CHOSEN}" in bisection
+    assert f"`miss_bound` (chance a regression was missed) ≤ 0, assuming {confidence.ASSUMES_CHOSEN}" in bisection
     assert "`miss_bound_other_mechanisms` ≤ 1 (" in bisection and "none were made" in bisection
 
 

@@ -1,11 +1,16 @@
 """Result files: atomic, readable by others, host facts not overwritten, tables in version order."""
 
+import json
 import os
 import stat
+from pathlib import Path
 
-from harness.model import CellResult, CellSpec, Platform, Verdict
+import pytest
+
+from harness.errors import UserError
 from harness.files import write_atomic
-from harness.results import host_facts
+from harness.model import CellResult, CellSpec, Platform, Verdict
+from harness.results import ResultsDocument, RunStatus, host_facts
 from harness.table import render
 
 
@@ -32,3 +37,31 @@ def test_table_rows_in_version_order():
     text = render(cells)
     order = [line.split("|")[1].strip() for line in text.splitlines()[2:]]
     assert order == ["0.4.9", "0.4.10", "0.4.27", "0.4.31"]
+
+
+V1 = Path(__file__).parent / "fixtures" / "v1-release-run" / "results.json"
+
+
+def test_fields_this_release_does_not_know_are_kept_when_rewritten():
+    data = json.loads(V1.read_text())
+    data["cells"][0]["attribution"] = {"jit_f": "mesh axis order"}
+    data["slurm"] = {"job": 7}
+    document = ResultsDocument.from_json(data, "newer")
+    assert document.cells[0].extra == {"attribution": {"jit_f": "mesh axis order"}}
+    assert document.sections == {"slurm": {"job": 7}}
+    assert document.to_json() == data
+
+
+def test_a_newer_schema_or_an_unknown_status_is_one_clear_error():
+    data = json.loads(V1.read_text())
+    with pytest.raises(UserError, match="schema_version 3 is newer than this harness reads"):
+        ResultsDocument.from_json({**data, "schema_version": 3}, "f")
+    with pytest.raises(UserError, match="f: status: 'paused' is not a status"):
+        ResultsDocument.from_json({**data, "status": "paused"}, "f")
+
+
+def test_a_merge_status_keeps_its_detail():
+    data = {**json.loads(V1.read_text()), "status": "incomplete: shard(s) 3 missing"}
+    document = ResultsDocument.from_json(data, "merged")
+    assert document.status == RunStatus.INCOMPLETE and document.status_detail == "shard(s) 3 missing"
+    assert document.to_json()["status"] == "incomplete: shard(s) 3 missing"

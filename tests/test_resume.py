@@ -43,7 +43,7 @@ def test_another_sweep_is_refused_naming_what_differs(previous, fragment):
 def test_finished_cells_drop_the_one_cut_short_and_the_rest_is_to_measure():
     specs = [CellSpec(v, Platform.CPU, 8, None) for v in ("0.4.28", "0.4.29", "0.4.30")]
     done = CellResult(specs[0], Verdict.REPRODUCED, {})
-    cut = CellResult(specs[1], Verdict.ERROR, {}, extra={"interrupted": True})
+    cut = CellResult(specs[1], Verdict.ERROR, {}, interrupted=True)
     kept = finished_cells([done, cut])
     assert kept == [done]
     assert still_to_measure(specs, kept) == specs[1:]

@@ -146,7 +146,7 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     partial = info.value.partial
     assert [r.seed for r in partial.runs] == [1, 2]
     assert partial.verdict == Verdict.ERROR and partial.reason == "interrupted after 2 of 4 runs"
-    assert partial.extra == {"interrupted": True}
+    assert partial.interrupted and partial.extra == {}
 
 
 def test_ctrl_c_during_parallel_runs_stops_the_others(tmp_path):

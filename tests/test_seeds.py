@@ -9,8 +9,8 @@ from pathlib import Path
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.model import CellSpec, Mesh, Platform
-from harness.seeds import (Probe, SeedPlanner, SeedStrategy, choose_seeds, chosen_plan, covers,
-                           miss_probability_random, name_sets, run_probe, runs_for_target)
+from harness.confidence import SeedStrategy, miss_probability_random, runs_for_target
+from harness.seeds import Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets, run_probe
 
 
 def test_random_seed_arithmetic_matches_the_two_ordering_worst_case():

@@ -9,6 +9,7 @@ from harness import cli
 from harness.errors import UserError
 from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
 from harness.results import summaries_by_mesh, summarise
+from harness.results import ResultsDocument
 from harness.shards.merge import merge_documents
 from harness.shards.select import Shard, parse_shard
 
@@ -39,6 +40,12 @@ def document(cells, shard=None, **changes):
     return doc
 
 
+def merge(documents):
+    """merge_documents on the documents as results.json holds them: (merged JSON, cells)."""
+    merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in documents])
+    return merged.to_json(), merged.cells
+
+
 def shard_documents(count):
     whole = [measured(s) for s in planned()]
     shards = [Shard(i, count) for i in range(1, count + 1)]
@@ -67,7 +74,7 @@ def test_shards_are_disjoint_and_cover_the_plan(count):
 def test_merged_shards_equal_the_unsharded_sweep(count):
     whole = [measured(s) for s in planned()]
     docs = shard_documents(count)
-    merged, cells = merge_documents(list(reversed(docs)))  # in any order
+    merged, cells = merge(list(reversed(docs)))  # in any order
     assert [c.to_json() for c in cells] == [c.to_json() for c in whole]
     assert merged["cells"] == [c.to_json() for c in whole]
     assert merged["summary"] == summarise(whole) and merged["summaries"] == summaries_by_mesh(whole)
@@ -79,44 +86,44 @@ def test_mismatched_configs_are_refused():
     docs = shard_documents(2)
     docs[1] = (docs[1][0], {**docs[1][1], "config": {**CONFIG, "runs": 8}})
     with pytest.raises(UserError, match=r"shard2 is not from the same sweep as shard1 \(differs in config.runs\)"):
-        merge_documents(docs)
+        merge(docs)
     docs = shard_documents(2)
     docs[1] = (docs[1][0], {**docs[1][1], "versions": VERSIONS[:2]})
     with pytest.raises(UserError, match="differs in versions"):
-        merge_documents(docs)
+        merge(docs)
     docs = shard_documents(2)  # the same rule as --resume: seeds chosen one way, and randomly the other
     docs[1] = (docs[1][0], {**docs[1][1], "options": {"runs": 4, "seeds": "random"}})
     with pytest.raises(UserError, match=r"differs in seeds\)"):
-        merge_documents(docs)
+        merge(docs)
 
 
 def test_config_path_may_differ_between_machines():
     docs = shard_documents(2)
     docs[1][1]["config"]["source"] = "/elsewhere/s.yaml"
-    merged, cells = merge_documents(docs)
+    merged, cells = merge(docs)
     assert merged["status"] == "complete" and len(cells) == sum(len(d["cells"]) for _, d in docs)
 
 
 def test_same_shard_twice_or_mixed_with_a_whole_sweep_is_refused():
     docs = shard_documents(2)
     with pytest.raises(UserError, match="shard 1/2 given twice"):
-        merge_documents([docs[0], docs[0]])
+        merge([docs[0], docs[0]])
     whole = ("whole", document([measured(s) for s in planned()]))
     with pytest.raises(UserError, match="whole is a whole sweep, not a shard"):
-        merge_documents([docs[0], whole])
+        merge([docs[0], whole])
     with pytest.raises(UserError, match="cut 2 and 3 ways"):
-        merge_documents([docs[0], shard_documents(3)[1]])
+        merge([docs[0], shard_documents(3)[1]])
 
 
 def test_a_malformed_cell_is_bad_input_naming_the_shard():
     label, doc = shard_documents(2)[1]
     del doc["cells"][0]["platform"]
     with pytest.raises(UserError, match="shard2: cells\\[0\\]: missing key 'platform'"):
-        merge_documents([shard_documents(2)[0], (label, doc)])
+        merge([shard_documents(2)[0], (label, doc)])
 
 
 def test_a_missing_shard_makes_an_incomplete_merge():
-    merged, cells = merge_documents(shard_documents(3)[:2])
+    merged, cells = merge(shard_documents(3)[:2])
     assert merged["status"] == "incomplete: shard(s) 3 missing"
     assert len(cells) < len(planned())
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli, service
+from harness.confidence import MissBounds, SeedStrategy
+from harness.results import SCHEMA_VERSION, ResultsDocument, RunStatus
 from tests.test_versions import INDEX
 
 V1 = Path(__file__).parent / "fixtures" / "v1-release-run"
@@ -28,6 +30,25 @@ def test_the_fixture_is_a_version_1_folder():
     data = json.loads((V1 / "results.json").read_text())
     assert data["schema_version"] == 1 and data["status"] == "complete"
     assert [c["verdict"] for c in data["cells"]] == ["reproduced", "clean"]
+
+
+def test_a_v1_document_reads_into_types_and_writes_back_every_field():
+    data = json.loads((V1 / "results.json").read_text())
+    document = ResultsDocument.from_json(data, "v1")
+    assert document.schema_version == 1 and document.status == RunStatus.COMPLETE
+    assert document.header.versions == ["0.4.28", "0.4.29"] and document.header.options["runs"] == 3
+    reproduced, clean = document.cells
+    assert clean.miss_bounds == MissBounds(0.0, 0.5) and reproduced.miss_bounds is None
+    assert clean.seeds.strategy == SeedStrategy.CHOSEN and clean.seeds.chosen == [1, 2]
+    assert not clean.interrupted and clean.extra == {}
+    assert document.to_json() == data  # nothing lost, nothing renamed
+
+
+def test_a_new_document_says_version_2_and_reads_back_the_same():
+    data = json.loads((V1 / "results.json").read_text())
+    written = ResultsDocument.from_json({**data, "schema_version": SCHEMA_VERSION}, "v2").to_json()
+    assert SCHEMA_VERSION == 2 and written["schema_version"] == 2
+    assert ResultsDocument.from_json(written, "v2").to_json() == written
 
 
 def test_report_rewrites_the_report_of_a_v1_folder(v1, capsys):

@@ -100,17 +100,17 @@ class Outcome:
 
 def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = None) -> Row:
     runs = sum(len(c.runs) for c in cells)
-    bounds = [c.extra.get("miss_bound") for c in cells]
+    bounds = [c.miss_bounds for c in cells]
     clean = step.verdict == Verdict.CLEAN and bool(bounds) and all(b is not None for b in bounds)
     detail = "; ".join(c.reason for c in cells if c.reason)
     jaxlib = next((c.environment.get("jaxlib_release") for c in cells if c.environment), None)
-    others = [(c.extra.get("seeds") or {}).get("miss_bound_other_mechanisms") for c in cells]
-    other = None
-    if clean and any(o is not None for o in others):
-        # A random-seed cell (no separate figure) bounds every mechanism with its own bound.
-        other = max(b if o is None else o for b, o in zip(bounds, others))
-    return Row(str(step.point), step.role, step.verdict, runs, max(bounds) if clean else None,
-               detail, commit, jaxlib, other)
+    set_order = other = None
+    if clean:
+        set_order = max(b.set_order for b in bounds)
+        if any(b.other is not None for b in bounds):
+            # A random-seed cell (no separate figure) bounds every mechanism with its own bound.
+            other = max(b.set_order if b.other is None else b.other for b in bounds)
+    return Row(str(step.point), step.role, step.verdict, runs, set_order, detail, commit, jaxlib, other)
 
 
 class BisectionSink(CellSink, Protocol):

@@ -58,7 +58,7 @@ class PointMeasurer:
             tried.append("; ".join(c.reason for c in cells))
         earlier = tried if point_verdict(cells) != Verdict.ERROR else tried[:-1]
         for cell in cells if earlier else []:
-            cell.extra["earlier_attempts"] = earlier  # why the preferred environments could not run it
+            cell.earlier_attempts = earlier  # why the preferred environments could not run it
         self.state.record(point, cells)
         self.on_point(point, cells, False)
         return point_verdict(cells)

@@ -8,7 +8,7 @@ from tabulate import tabulate
 from harness.analysis import Boundaries
 from harness.bisect.bisection import CommitSearch, Outcome, Row
 from harness.bisect.logic import Role
-from harness.seeds import ASSUMES_RANDOM, TARGET_MISS, bound_label
+from harness.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 
 
 def _num(x: float) -> str:

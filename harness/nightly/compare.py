@@ -110,9 +110,10 @@ def render_changes(changes: list[CellChange]) -> str:
     return f"{table}\n\n{verdict}"
 
 
-def repro_of(document: dict[str, Any]) -> str | None:
-    """The repro's name: a built-in's, or a script's file name (its folder differs between machines)."""
-    repro = (document.get("config") or {}).get("repro")
+def repro_of(config: dict[str, Any]) -> str | None:
+    """The repro a config names: a built-in's name, or a script's file name (its folder differs between
+    machines)."""
+    repro = config.get("repro")
     return Path(repro).name if repro else None
 
 

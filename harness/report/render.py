@@ -10,7 +10,7 @@ from tabulate import tabulate
 from harness.analysis import boundaries, version_verdicts
 from harness.model import CellResult, Platform, Verdict
 from harness.results import RunStatus
-from harness.seeds import SeedStrategy
+from harness.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, short_key, split_module
 from harness.report.reproduce import harness_command, shell_commands
 from harness.table import in_version_order, render as render_table
@@ -133,24 +133,21 @@ def _bisection(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
 
 
 def _confidence(cells: list[CellResult]) -> list[str]:
-    """The worst miss bounds of the clean cells (harness/seeds.py SeedPlan.to_json, stored by the
-    bisector under each cell's `seeds`). Chosen seeds give `miss_bound` 0 only under their stated
-    assumption; `miss_bound_other_mechanisms`, for any other hash-order dependence, counts the random
-    extra runs alone (1 when none were made): both are shown, or the 0 overstates."""
-    plans = [c.extra["seeds"] for c in cells if c.verdict == Verdict.CLEAN
-             and isinstance(c.extra.get("seeds"), dict) and c.extra["seeds"].get("miss_bound") is not None]
+    """The worst miss bounds of the clean cells (each cell's `seeds`, a harness.confidence SeedPlan).
+    Chosen seeds give `miss_bound` 0 only under their stated assumption; `miss_bound_other_mechanisms`,
+    for any other hash-order dependence, counts the random extra runs alone (1 when none were made):
+    both are shown, or the 0 overstates."""
+    plans = [c.seeds for c in cells if c.verdict == Verdict.CLEAN and c.seeds is not None]
     if not plans:
         return []
-    worst = max(plans, key=lambda p: p["miss_bound"])
-    lines = [f"- Each clean release: `miss_bound` (chance a regression was missed) ≤ {worst['miss_bound']:.2g}, "
-             f"assuming {worst.get('assumes', '?')}"]
-    chosen = [p for p in plans if p.get("miss_bound_other_mechanisms") is not None]
-    if chosen:
+    worst = max(plans, key=lambda p: p.miss_bound)
+    lines = [f"- Each clean release: `miss_bound` (chance a regression was missed) ≤ {worst.miss_bound:.2g}, "
+             f"assuming {worst.assumes}"]
+    if any(p.miss_bound_other is not None for p in plans):
         # A random-seed cell has no separate figure: its own bound holds for every mechanism.
-        other = max(p.get("miss_bound_other_mechanisms", p["miss_bound"]) for p in plans)
+        other = max(p.miss_bound if p.miss_bound_other is None else p.miss_bound_other for p in plans)
         lines.append(f"- For any other hash-order dependence: `miss_bound_other_mechanisms` ≤ {other:.2g} "
-                     f"({chosen[0].get('assumes_other_mechanisms', 'random extra runs only')}"
-                     + ("; none were made: `--runs N` adds them" if other >= 1 else "") + ")")
+                     f"({ASSUMES_OTHER}" + ("; none were made: `--runs N` adds them" if other >= 1 else "") + ")")
     return lines
 
 

@@ -7,11 +7,10 @@ from typing import Any
 
 from harness.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
-from harness.report.load import cells_of_document
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
 from harness.files import write_atomic
-from harness.results import load_results, results_file
+from harness.results import load_results
 
 EVIDENCE_DIR = "evidence"
 
@@ -49,11 +48,7 @@ class ReportWriter:
         return path
 
 
-def write_report(results_dir: Path, document: dict[str, Any] | None = None,
-                 cells: list[CellResult] | None = None) -> Path:
-    """Render the report of `results_dir` (its results.json unless `document` is given)."""
-    if document is None:
-        document = load_results(results_dir)
-    if cells is None:
-        cells = cells_of_document(document, results_file(results_dir))
-    return ReportWriter(results_dir).write(document, cells)
+def write_report(results_dir: Path) -> Path:
+    """Render the report of `results_dir` from its results.json."""
+    document = load_results(results_dir)
+    return ReportWriter(results_dir).write(document.to_json(), document.cells)

@@ -14,29 +14,28 @@ from packaging.version import Version
 from harness.errors import UserError
 from harness.identity import SweepIdentity
 from harness.model import CellResult
-from harness.report.load import cells_of_document
 from harness.report.render import BISECTION_KEYS
-from harness.results import SCHEMA_VERSION, RunStatus, summaries_by_mesh, summarise
+from harness.results import ResultsDocument, ResultsHeader, RunStatus
 
-def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = "harness merge") \
-        -> tuple[dict[str, Any], list[CellResult]]:
-    """`(label, results document)` pairs -> the merged document (without cells) and its cells in the
-    order the unsharded sweep would have measured them. UserError when they are not one sweep."""
+
+def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
+    """`(label, results document)` pairs -> the merged document, its cells in the order the unsharded
+    sweep would have measured them. UserError when they are not one sweep."""
     if not documents:
         raise UserError("merge: no results to merge")
     first_label, first = documents[0]
-    identity = SweepIdentity.of(first)
+    identity = SweepIdentity.of(first.header.to_json())
     for label, doc in documents[1:]:
-        differs = identity.differences(SweepIdentity.of(doc))
+        differs = identity.differences(SweepIdentity.of(doc.header.to_json()))
         if differs:
             raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
                             f"(differs in {', '.join(differs)})")
 
-    shards = [doc.get("shard") for _, doc in documents]
+    shards = [doc.header.shard for _, doc in documents]
     missing: list[int] = []
     if any(shards):
         if not all(shards):
-            plain = next(label for (label, doc) in documents if not doc.get("shard"))
+            plain = next(label for (label, doc) in documents if not doc.header.shard)
             raise UserError(f"merge: {plain} is a whole sweep, not a shard; merge shards of one sweep")
         counts = {s["count"] for s in shards}
         if len(counts) > 1:
@@ -50,39 +49,32 @@ def merge_documents(documents: list[tuple[str, dict[str, Any]]], command: str = 
     cells: list[CellResult] = []
     seen: dict[str, str] = {}
     for label, doc in documents:
-        for cell in cells_of_document(doc, label):
+        for cell in doc.cells:
             if cell.spec.key in seen:
                 raise UserError(f"merge: cell {cell.spec.key} is in both {seen[cell.spec.key]} and {label}")
             seen[cell.spec.key] = label
             cells.append(cell)
-    planned = (shards[0] or {}).get("planned") if shards and shards[0] else None
+    planned = shards[0].get("planned") if shards and shards[0] else None
     cells.sort(key=_plan_order(planned))
 
-    statuses = {doc.get("status") for _, doc in documents}
-    status = RunStatus.COMPLETE if statuses == {RunStatus.COMPLETE} and not missing else (
-        f"incomplete: shard(s) {', '.join(map(str, missing))} missing" if missing else
-        "incomplete: " + ", ".join(sorted(s for s in statuses if s and s != RunStatus.COMPLETE)))
-    merged = {
-        "schema_version": SCHEMA_VERSION,
-        "created": min(str(doc.get("created")) for _, doc in documents),
-        "finished": max(str(doc.get("finished")) for _, doc in documents),
-        "status": status,
-        "command": command,
-        "config": first.get("config"),
-        "versions": first.get("versions"),
-        "options": first.get("options"),
-        "host": first.get("host"),
-        "merged_from": [{"results": label, "shard": doc.get("shard", {}).get("index") if doc.get("shard") else None,
-                         "status": doc.get("status"), "host": doc.get("host")} for label, doc in documents],
-        "cells": [c.to_json() for c in cells],
-        "summary": summarise(cells),
-        "summaries": summaries_by_mesh(cells),
-    }
+    unfinished = sorted({doc.status_text for _, doc in documents if doc.status != RunStatus.COMPLETE})
+    status, detail = RunStatus.COMPLETE, ""
+    if missing:
+        status, detail = RunStatus.INCOMPLETE, f"shard(s) {', '.join(map(str, missing))} missing"
+    elif unfinished:
+        status, detail = RunStatus.INCOMPLETE, ", ".join(unfinished)
+    header = ResultsHeader(command=command, config=first.header.config, versions=first.header.versions,
+                           options=first.header.options, host=first.header.host,
+                           created=min(str(doc.header.created) for _, doc in documents))
+    sections: dict[str, Any] = {
+        "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
+                         "status": doc.status_text, "host": doc.header.host} for label, doc in documents]}
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
         for key in BISECTION_KEYS:
-            if doc.get(key) and key not in merged:
-                merged[key] = doc[key]
-    return merged, cells
+            if doc.sections.get(key) and key not in sections:
+                sections[key] = doc.sections[key]
+    return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
+                           sections)
 
 
 def _plan_order(planned: list[str] | None):
