@@ -21,7 +21,7 @@ from harness.model import Platform
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress
 from harness.report.render import REPORT_FILE
-from harness.results import RESULTS_FILE, RunStatus
+from harness.results import RunStatus
 from harness.confidence import SeedStrategy
 from harness.shards.select import parse_shard
 from harness.table import render, summary_line
@@ -223,7 +223,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     print(render(merged.cells))
     print()
     print(summary_line(merged.cells))
-    print(f"results: {merged.folder / RESULTS_FILE}")
+    print(f"results: {merged.results_file}")
     return ExitCode.OK
 
 

@@ -77,11 +77,10 @@ class BisectOptions(MeasureOptions):
 
 
 @dataclass(frozen=True)
-class SweepOutcome:
+class InFolder:
+    """What a command produced in a results folder."""
+
     folder: Path
-    cells: list[CellResult]
-    status: RunStatus
-    resume_command: str | None = None  # when interrupted: the command that finishes it
 
     @property
     def results_file(self) -> Path:
@@ -89,18 +88,20 @@ class SweepOutcome:
 
 
 @dataclass(frozen=True)
-class BisectOutcome:
-    folder: Path
+class SweepOutcome(InFolder):
+    cells: list[CellResult]
+    status: RunStatus
+    resume_command: str | None = None  # when interrupted: the command that finishes it
+
+
+@dataclass(frozen=True)
+class BisectOutcome(InFolder):
     status: RunStatus
     command: str  # reproduces, and resumes, this bisection
     state_path: Path
     points: int  # points recorded in the state
     outcome: Outcome | None = None  # None when interrupted
     text: str = ""  # bisect.md
-
-    @property
-    def results_file(self) -> Path:
-        return self.folder / RESULTS_FILE
 
     @property
     def report_file(self) -> Path:
@@ -114,8 +115,7 @@ class NightlyOutcome:
 
 
 @dataclass(frozen=True)
-class MergeOutcome:
-    folder: Path
+class MergeOutcome(InFolder):
     cells: list[CellResult]
 
 
