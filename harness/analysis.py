@@ -1,18 +1,152 @@
 """Verdicts and boundaries (pure): runs -> a cell's verdict; cells -> where a regression appears.
 
-A crash is never `clean`, and a cell where nothing was cached is `unsupported`, not clean:
-in both cases nothing was measured.
+A cell reproduces when its runs disagree: a later run computes a key that the cell's earlier runs
+did not (a miss that should have been a hit). The first successful run's keys, however many per
+module (a function compiled at two shapes has two), are the baseline. A crash is never `clean`, and
+a cell where nothing was cached is `unsupported`, not clean: in both cases nothing was measured.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from packaging.version import Version
 
-from harness.listing import entries, keys_by_module
+from harness.listing import Entry, entries, keys_by_module
 from harness.model import CellResult, RunRecord, Verdict
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """What is known of the keys one successful run computed.
+
+    `appeared`: entries that appeared in the cache folder while it ran. A cache hit writes nothing, so
+    this alone cannot tell a run that hit every key from one that compiled fewer things; and with
+    overlapping runs (--jobs) it may hold a neighbour's entries. `computed`: every key the run
+    computed, hits included, when its own log says so (JAX's debug log); None when not known."""
+
+    index: int
+    appeared: frozenset[Entry]
+    computed: frozenset[Entry] | None = None
+
+    @property
+    def known(self) -> frozenset[Entry]:
+        return self.computed if self.computed is not None else self.appeared
+
+
+def run_keys(run: RunRecord) -> RunKeys:
+    """What a stored run shows: its listing only, until a run records what its log says it computed."""
+    return RunKeys(run.index, frozenset(entries(run.new_entries)))
+
+
+def _by_module(found: Iterable[Entry]) -> dict[str, list[str]]:
+    return keys_by_module(set(found))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A cell's later runs against its first: which keys were new, which were not computed again."""
+
+    baseline_run: int | None  # index of the first successful run; None when no run succeeded
+    baseline: dict[str, list[str]]  # module -> the keys the first run computed
+    later_runs: list[int]  # indices of the successful runs after it
+    # later run -> module -> keys no earlier run computed
+    new: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    # later run -> module -> the first run's keys it did not compute (known only from `computed`)
+    fewer: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.new)
+
+    def new_keys(self, module: str) -> list[str]:
+        """The distinct keys of `module` that later runs brought."""
+        return sorted({k for by_module in self.new.values() for k in by_module.get(module, [])})
+
+    def runs_with_new(self, module: str) -> list[int]:
+        return [run for run, by_module in self.new.items() if module in by_module]
+
+    def moved_module(self) -> str | None:
+        """The module with the most new keys (the seed's, jit_f, on a tie); None when none has one."""
+        modules = {m for by_module in self.new.values() for m in by_module}
+        return max(sorted(modules), key=lambda m: (len(self.new_keys(m)), m == "jit_f"), default=None)
+
+    def widest_module(self) -> str | None:
+        """The first run's module with the most keys (jit_f on a tie): what a clean cell's reason names."""
+        return max(sorted(self.baseline), key=lambda m: (len(self.baseline[m]), m == "jit_f"), default=None)
+
+
+def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
+    """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
+    key that no earlier run computed is new; a first-run key a later run is known not to have computed
+    (only its log can say: a hit writes nothing) is `fewer`.
+
+    From the listing alone an entry appears once, but with overlapping runs it can appear while two
+    runs ran: both are named, as it is not known which of them computed it."""
+    runs = sorted(runs, key=lambda r: r.index)
+    if not runs:
+        return Comparison(None, {}, [])
+    first, later = runs[0], runs[1:]
+    seen = set(first.known)
+    new: dict[int, dict[str, list[str]]] = {}
+    fewer: dict[int, dict[str, list[str]]] = {}
+    for run in later:
+        brought = run.known - seen
+        if brought:
+            new[run.index] = _by_module(brought)
+        if run.computed is not None:
+            if first.known - run.computed:
+                fewer[run.index] = _by_module(first.known - run.computed)
+            seen |= run.computed  # known exactly: a later run that computes these again hits them
+    return Comparison(first.index, _by_module(first.known), [r.index for r in later], new, fewer)
+
+
+def comparison_of(runs: Sequence[RunRecord]) -> Comparison:
+    """The comparison of a cell's stored runs (the failed ones left out)."""
+    return compare_with_first_run([run_keys(r) for r in runs if r.ok])
+
+
+def run_ranges(indices: Sequence[int]) -> str:
+    """`2-4`, `2, 5-7`: run numbers as a reader counts them."""
+    parts: list[str] = []
+    ordered = sorted(indices)
+    start = prev = ordered[0] if ordered else 0
+    for i in ordered[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(parts) if ordered else ""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def new_key_phrase(comparison: Comparison, module: str) -> str:
+    """`jit_f: a new key in each of runs 2-4`, `jit_f: 3 new keys in run 2`."""
+    runs = comparison.runs_with_new(module)
+    count = len(comparison.new_keys(module))
+    where = f"run {runs[0]}" if len(runs) == 1 else f"runs {run_ranges(runs)}"
+    if count == len(runs):
+        text = f"a new key in {where}" if len(runs) == 1 else f"a new key in each of {where}"
+    else:  # several keys in one run, or (overlapping runs) one key seen appearing while several ran
+        text = f"{_plural(count, 'new key')} in {where}"
+    if module not in comparison.baseline:
+        text += " (a module the first run did not compile)"
+    return f"{module}: {text}"
+
+
+def fewer_phrase(comparison: Comparison) -> str:
+    run, by_module = next(iter(sorted(comparison.fewer.items())))
+    module = max(sorted(by_module), key=lambda m: (len(by_module[m]), m == "jit_f"))
+    missing = len(by_module[module])
+    return (f"run {run} compiled fewer things than run {comparison.baseline_run} ({module}: "
+            f"{_plural(missing, 'key')} of {len(comparison.baseline.get(module, []))} not computed): "
+            "the runs cannot be compared")
 
 
 @dataclass(frozen=True)
@@ -20,33 +154,36 @@ class Judgement:
     verdict: Verdict
     keys: dict[str, list[str]]
     reason: str
+    comparison: Comparison | None = None
 
 
-def busiest_module(keys: dict[str, list[str]]) -> str | None:
-    """The module with the most distinct keys (the seed's, jit_f, on a tie); None when there is none.
-    With two or more keys it is the module that reproduced."""
-    return max(keys, key=lambda m: (len(keys[m]), m == "jit_f"), default=None)
-
-
-def judge(runs: list[RunRecord], expected_runs: int | None = None) -> Judgement:
-    """The verdict of one cell from its runs' new cache entries."""
+def judge(runs: list[RunRecord], expected_runs: int | None = None,
+          observed: Sequence[RunKeys] | None = None) -> Judgement:
+    """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
+    each successful run is known to have computed; by default what its listing shows (`run_keys`)."""
     good = [r for r in runs if r.ok]
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
-    module = busiest_module(keys)
-    if module is not None and len(keys[module]) > 1:
-        return Judgement(Verdict.REPRODUCED, keys,
-                         f"{module}: {len(keys[module])} distinct keys in {len(good)} runs")
+    comparison = compare_with_first_run(observed if observed is not None else [run_keys(r) for r in good])
+    module = comparison.moved_module()
+    if module is not None:
+        return Judgement(Verdict.REPRODUCED, keys, new_key_phrase(comparison, module), comparison)
     failed = [r for r in runs if not r.ok]
     if failed:
         first = failed[0]
         why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
-        return Judgement(Verdict.ERROR, keys, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})")
+        return Judgement(Verdict.ERROR, keys, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})",
+                         comparison)
     if not runs or (expected_runs is not None and len(runs) < expected_runs):
-        return Judgement(Verdict.ERROR, keys, f"only {len(runs)} of {expected_runs} runs were made")
+        return Judgement(Verdict.ERROR, keys, f"only {len(runs)} of {expected_runs} runs were made", comparison)
     if not keys:
         return Judgement(Verdict.UNSUPPORTED, keys,
-                         "runs succeeded but the cache stayed empty: nothing measured")
-    return Judgement(Verdict.CLEAN, keys, f"one key per module over {len(good)} runs")
+                         "runs succeeded but the cache stayed empty: nothing measured", comparison)
+    if comparison.fewer:
+        return Judgement(Verdict.UNSUPPORTED, keys, fewer_phrase(comparison), comparison)
+    widest = comparison.widest_module()
+    per_run = _plural(len(comparison.baseline[widest]), "key")
+    return Judgement(Verdict.CLEAN, keys, f"{widest}: {per_run} per run, the same in all {len(good)} runs",
+                     comparison)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
                               f"not {data.get('platform')!r}") from None
 
     device_count = _int(data, "device_count", 8, err, minimum=1, maximum=MAX_DEVICES)
-    runs = _int(data, "runs", 8, err, minimum=2, why="a single run cannot show two keys", maximum=MAX_RUNS)
+    runs = _int(data, "runs", 8, err, minimum=2, why="a single run has no later run to compare", maximum=MAX_RUNS)
     timeout_s = data.get("timeout_s", DEFAULT_TIMEOUT_S)
     if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
             or not math.isfinite(timeout_s) or timeout_s <= 0):

@@ -1,8 +1,10 @@
 """Measure one cell: several fresh processes sharing one new cache folder, a listing after each.
 
 Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
-With `jobs > 1` a cell's runs overlap; a run's `new_entries` are then what appeared while it ran,
-which may include a neighbour's entries. The verdict does not depend on that attribution.
+The first run always runs alone: its entries are the cell's baseline, so with `jobs > 1` any
+entry that appears after it is a key the first run did not compute (the verdict needs no more).
+The later runs then overlap, and a run's `new_entries` are what appeared while it ran, which may
+include a neighbour's entries.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class CellRunner:
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
-        """Run once per seed (fewer if `stop_when_reproduced` and a second key shows up)."""
+        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key)."""
         seeds = list(seeds)
         # Runs start in other folders (the script's, a container's): give them absolute paths.
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
@@ -79,7 +81,8 @@ class CellRunner:
                     one(index, seed)
                     if reproduced():
                         break
-            else:
+            elif pending:
+                one(*pending.pop(0))  # the baseline, alone: nothing it computed can appear later
                 self._run_parallel(one, pending, reproduced, stopping)
         except KeyboardInterrupt:
             # Keep the runs that finished before Ctrl-C; the ones it cut short measured nothing.

@@ -75,7 +75,7 @@ def choose_seeds(probe: Probe, minimum: int = 2) -> list[int]:
     """Greedy cover of every observed pair order, most new pairs first (ties: the smaller seed).
 
     Ordered so that the second seed already differs from the first as much as possible: a cell stops
-    at its first second key, so a reproducing cell usually costs two runs.
+    at the first later run with a new key, so a reproducing cell usually costs two runs.
     """
     candidates = sorted(probe.orderings)
     features = {s: _pair_orders(probe, s) for s in candidates}

@@ -37,7 +37,7 @@ class Sweep:
     progress: Progress
     jobs: int = 1
     planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
-    stop_when_reproduced: bool = True  # a second key settles the cell: stop its runs there
+    stop_when_reproduced: bool = True  # a later run with a new key settles the cell: stop its runs there
 
     def run(self, cells: list[CellSpec]) -> list[CellResult]:
         results = []

@@ -7,16 +7,22 @@ from typing import Any
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.analysis import boundaries, busiest_module, version_verdicts
+from harness.analysis import boundaries, comparison_of, version_verdicts
 from harness.model import CellResult
 from harness.results import RunStatus
 
-HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "distinct keys", "miss bound", "detail"]
+HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
 
 
 def _keys_column(cell: CellResult) -> str:
-    module = busiest_module(cell.keys)
-    return f"{module}: {len(cell.keys[module])}" if module is not None else "-"
+    """`jit_f: 1 + 3 new`: the first run's keys of the module that moved and the new ones later runs
+    brought; `jit_f: 2 per run` when none moved (the module with the most keys)."""
+    comparison = comparison_of(cell.runs)
+    module = comparison.moved_module()
+    if module is not None:
+        return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
+    module = comparison.widest_module()
+    return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 
 
 def _bound_column(cell: CellResult) -> str:

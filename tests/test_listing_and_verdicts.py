@@ -1,7 +1,8 @@
 """Cache listings of every naming scheme -> entries -> verdicts and boundaries."""
 
-from harness.analysis import boundaries, judge, version_verdicts
-from harness.listing import entries, keys_by_module, parse_name
+from harness.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, run_ranges,
+                              version_verdicts)
+from harness.listing import Entry, entries, keys_by_module, parse_name
 from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
@@ -37,24 +38,106 @@ def run(index, new, exit_code=0, timed_out=False):
                      timed_out=timed_out)
 
 
-def test_reproduced_when_a_module_has_two_keys():
+def test_reproduced_when_a_later_run_brings_a_new_key():
     j = judge([run(1, [f"jit_f-{H1}", f"jit_iota-{H1}"]), run(2, [f"jit_f-{H2}"])])
-    assert j.verdict == Verdict.REPRODUCED and "jit_f: 2 distinct keys" in j.reason
+    assert j.verdict == Verdict.REPRODUCED and j.reason == "jit_f: a new key in run 2"
+
+
+def test_one_run_with_two_keys_of_a_module_is_not_a_miss():
+    # A function compiled at two shapes: two jit_f keys in one run, and the later runs hit both.
+    j = judge([run(1, [f"jit_f-{H1}", f"jit_f-{H2}"]), run(2, []), run(3, [])], expected_runs=3)
+    assert j.verdict == Verdict.CLEAN and j.reason == "jit_f: 2 keys per run, the same in all 3 runs"
+    assert j.keys == {"jit_f": [f"jit_f-{H1}", f"jit_f-{H2}"]}
 
 
 def test_reason_table_and_report_name_the_same_module_on_a_tie():
-    from harness.report.evidence import split_module
+    from harness.report.evidence import moved_module
     from harness.table import rows
 
-    j = judge([run(1, [f"jit_a-{H1}", f"jit_f-{H1}"]), run(2, [f"jit_a-{H2}", f"jit_f-{H2}"])])
-    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), j.verdict, j.keys, reason=j.reason)
-    assert j.reason.startswith("jit_f: 2 distinct keys")
-    assert rows([cell])[0][5] == "jit_f: 2" and split_module(cell) == "jit_f"
+    runs = [run(1, [f"jit_a-{H1}", f"jit_f-{H1}"]), run(2, [f"jit_a-{H2}", f"jit_f-{H2}"])]
+    j = judge(runs)
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), j.verdict, j.keys, runs, reason=j.reason)
+    assert j.reason == "jit_f: a new key in run 2"
+    assert rows([cell])[0][5] == "jit_f: 1 + 1 new" and moved_module(cell) == "jit_f"
 
 
 def test_clean_needs_every_run_ok_and_one_key_each():
     j = judge([run(1, [f"jit_f-{H1}-cache", f"jit_f-{H1}-atime"]), run(2, [])], expected_runs=2)
     assert j.verdict == Verdict.CLEAN and j.keys == {"jit_f": [f"jit_f-{H1}"]}
+    assert j.reason == "jit_f: 1 key per run, the same in all 2 runs"
+
+
+# The rule itself, over runs that each compile several keys per module. `computed` is what a run's own
+# log (JAX's debug log) says it computed, cache hits included; the listing shows only what was written.
+F1, F2, F3, G1, G2 = (Entry(m, f"{m}-{h}") for m, h in
+                      (("jit_f", H1), ("jit_f", H2), ("jit_f", H3), ("jit_g", H1), ("jit_g", H2)))
+BASE = frozenset({F1, F2, G1, G2})
+
+
+def test_rule_stable_runs_with_several_keys_per_module_are_clean():
+    runs = [RunKeys(1, BASE, BASE)] + [RunKeys(i, frozenset(), BASE) for i in (2, 3, 4)]
+    c = compare_with_first_run(runs)
+    assert not c.reproduced and not c.fewer and c.baseline == {"jit_f": [F1.key, F2.key], "jit_g": [G1.key, G2.key]}
+    assert c.later_runs == [2, 3, 4]
+
+
+def test_rule_one_key_that_moves_is_reproduced():
+    moved = (BASE - {F2}) | {F3}  # run 3 compiled jit_f's second shape to another key
+    runs = [RunKeys(1, BASE, BASE), RunKeys(2, frozenset(), BASE), RunKeys(3, frozenset({F3}), moved)]
+    c = compare_with_first_run(runs)
+    assert c.reproduced and c.new == {3: {"jit_f": [F3.key]}} and c.moved_module() == "jit_f"
+    assert c.runs_with_new("jit_f") == [3] and c.new_keys("jit_g") == []
+    # From the listing alone (no log) the same verdict: F3 appeared after the first run.
+    assert compare_with_first_run([RunKeys(1, BASE), RunKeys(2, frozenset()), RunKeys(3, frozenset({F3}))]).new == c.new
+
+
+def test_rule_a_later_run_that_hits_an_earlier_later_runs_key_brings_nothing():
+    moved = (BASE - {F2}) | {F3}
+    runs = [RunKeys(1, BASE, BASE), RunKeys(2, frozenset({F3}), moved), RunKeys(3, frozenset(), moved)]
+    assert compare_with_first_run(runs).new == {2: {"jit_f": [F3.key]}}
+    # From the listing alone, overlapping runs both saw F3 appear: both are named, the key counted once.
+    c = compare_with_first_run([RunKeys(1, BASE), RunKeys(2, frozenset({F3})), RunKeys(3, frozenset({F3}))])
+    assert c.runs_with_new("jit_f") == [2, 3] and c.new_keys("jit_f") == [F3.key]
+
+
+def test_rule_a_run_that_compiles_fewer_things_is_said_and_not_clean():
+    fewer = BASE - {G2}  # run 2 hit everything it computed, but never compiled jit_g's second shape
+    runs = [RunKeys(1, BASE, BASE), RunKeys(2, frozenset(), fewer), RunKeys(3, frozenset(), BASE)]
+    c = compare_with_first_run(runs)
+    assert not c.reproduced and c.fewer == {2: {"jit_g": [G2.key]}}
+    assert fewer_phrase(c) == ("run 2 compiled fewer things than run 1 (jit_g: 1 key of 2 not computed): "
+                               "the runs cannot be compared")
+    # The listing alone cannot see it: a hit and a compilation never made both write nothing.
+    assert not compare_with_first_run([RunKeys(1, BASE), RunKeys(2, frozenset())]).fewer
+
+
+def test_judge_says_fewer_when_a_run_log_says_so():
+    # The runner gives judge() the listing only today (each run's log comes with the attribution issue);
+    # told what each run computed, the verdict is unsupported, never clean, with the reason above.
+    both = frozenset(entries([f"jit_f-{H1}", f"jit_f-{H2}"]))
+    observed = [RunKeys(1, both, both), RunKeys(2, frozenset(), frozenset(entries([f"jit_f-{H1}"])))]
+    j = judge([run(1, [f"jit_f-{H1}", f"jit_f-{H2}"]), run(2, [])], expected_runs=2, observed=observed)
+    assert j.verdict == Verdict.UNSUPPORTED and j.reason.startswith("run 2 compiled fewer things than run 1")
+
+
+def test_reason_says_which_later_runs_brought_new_keys():
+    runs = [run(1, [f"jit_f-{H1}", f"jit_iota-{H1}"])] + [run(i, [f"jit_f-{i:064x}"]) for i in (2, 3, 4)]
+    assert judge(runs).reason == "jit_f: a new key in each of runs 2-4"
+    runs = [run(1, [f"jit_f-{H1}"]), run(2, []), run(3, [f"jit_f-{H2}", f"jit_f-{H3}"]), run(4, [f"jit_f-{4:064x}"])]
+    assert judge(runs).reason == "jit_f: 3 new keys in runs 3-4"
+    runs = [run(1, [f"jit_f-{H1}"]), run(2, [f"jit_f-{H2}"]), run(3, [f"jit_f-{H2}"])]  # overlapping runs
+    assert judge(runs).reason == "jit_f: 1 new key in runs 2-3"
+    runs = [run(1, [f"jit_f-{H1}"]), run(2, [f"jit_g-{H1}"])]
+    assert judge(runs).reason == "jit_g: a new key in run 2 (a module the first run did not compile)"
+
+
+def test_run_ranges():
+    assert run_ranges([2, 3, 4]) == "2-4" and run_ranges([2, 5, 6, 7, 9]) == "2, 5-7, 9" and run_ranges([3]) == "3"
+
+
+def test_the_first_successful_run_is_the_baseline():
+    j = judge([run(1, [f"jit_f-{H1}"], exit_code=1), run(2, [f"jit_f-{H2}"]), run(3, [])])
+    assert j.verdict == Verdict.ERROR and j.comparison.baseline_run == 2
 
 
 def test_crash_is_never_clean():
@@ -68,7 +151,7 @@ def test_timeout_is_error():
 
 def test_crashed_runs_entries_do_not_count():
     # A crashed run's half-written key must not make the cell look reproduced.
-    j = judge([run(1, [f"jit_f-{H1}"]), run(2, [f"jit_f-{H2}"], exit_code=1)])
+    j = judge([run(1, [f"jit_f-{H1}"]), run(2, [f"jit_f-{H2}"], exit_code=1), run(3, [])])
     assert j.verdict == Verdict.ERROR
 
 

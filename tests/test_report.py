@@ -14,8 +14,9 @@ from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
 from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
-from harness.report.evidence import (MissingEvidence, changed_attributes, compare_runs, extract_lowered,
-                                     pick_pair, seeds_by_key, strip_locations)
+from harness.report.render import EVIDENCE_TITLE
+from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
+                                     extract_lowered, key_seeds, moved_module, strip_locations)
 from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
 from harness.hostinfo import parse_nvidia_smi
@@ -89,7 +90,7 @@ def test_report_command_regenerates_and_bad_folder_is_one_line(smoke_run, tmp_pa
 def test_report_says_why_when_the_logs_are_gone(smoke_run):
     shutil.rmtree(smoke_run / "logs")
     report = write_report(smoke_run).read_text()
-    assert "_No diff: the lowered jit_f of runs 1 and 2 was not kept" in report
+    assert "_No diff: the lowered jit_f of run 1 (the first) and of the later runs was not kept" in report
     assert "for seed in" in report  # the seeds do not need the logs
 
 
@@ -99,24 +100,25 @@ def _cells(folder):
 
 def test_evidence_pair_and_seeds_from_real_cell(smoke_run):
     cell = _cells(smoke_run)[0]
-    run_a, run_b = pick_pair(cell, "jit_f")
-    assert (run_a.index, run_b.index) == (1, 2)
-    assert list(seeds_by_key(cell, "jit_f").values()) == SEEDS_0428
-    text = lowered_text(smoke_run, run_a, "jit_f")
+    evidence, seeds = collect(smoke_run, cell)
+    # The first run against the first later run that brought a new key, each with its own key.
+    assert (evidence.run_a.index, evidence.run_b.index) == (1, 2)
+    assert evidence.key_a == cell.runs[0].new_entries[1] and evidence.key_b == cell.runs[1].new_entries[0]
+    assert seeds.values == SEEDS_0428 and key_seeds(cell, "jit_f").values == SEEDS_0428
+    text = lowered_text(smoke_run, evidence.run_a, "jit_f")
     assert text.startswith("module @jit_f") and "BEGIN LOWERED" not in text
 
 
-def test_pair_skips_runs_that_hit_the_cache():
+def test_seeds_skip_runs_that_hit_the_cache():
     key = "jit_f-" + "a" * 64
     other = "jit_f-" + "b" * 64
     runs = [RunRecord(1, 11, 0, 1.0, [key]), RunRecord(2, 12, 0, 1.0, []),  # a cache hit: no key
             RunRecord(3, 13, 1, 1.0, [other]),  # crashed: not evidence
-            RunRecord(4, 14, 0, 1.0, [key]), RunRecord(5, 15, 0, 1.0, [other])]
+            RunRecord(4, 14, 0, 1.0, []), RunRecord(5, 15, 0, 1.0, [other])]
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED,
                       {"jit_f": [key, other]}, runs)
-    a, b = pick_pair(cell, "jit_f")
-    assert (a.index, b.index) == (1, 5)
-    assert seeds_by_key(cell, "jit_f") == {key: 11, other: 15}
+    assert moved_module(cell) == "jit_f"
+    assert key_seeds(cell, "jit_f").values == [11, 15]
     # Reproduce with: one seed per distinct key, not every run's.
     assert "for seed in 11 15; do" in shell_commands(cell, {"repro": "shard_map_grad"})
 
@@ -127,7 +129,9 @@ def test_real_ir_dumps_diff_to_the_result_info_without_locations():
     b = (dumps / "run-02.ir" / "jax_ir2_jit_f_compile.mlir").read_text()
     assert "loc(" in a and "loc(" not in strip_locations(a) and "#loc" not in strip_locations(a)
     key_a, key_b = "jit_f-" + "1" * 64, "jit_f-" + "2" * 64
-    ev = compare_runs("jit_f", RunRecord(1, 1, 0, 1.0, [key_a]), RunRecord(2, 2, 0, 1.0, [key_b]), a, b)
+    ev = compare_runs("jit_f", RunRecord(1, 1, 0, 1.0, [key_a]), RunRecord(2, 2, 0, 1.0, [key_b]), a, b,
+                      key_a, key_b)
+    assert ev.diff[0] == "--- run 1 (PYTHONHASHSEED=1, jit_f-111111111111…)"
     changed = [line for line in ev.diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and all("jax.result_info" in line for line in changed)
     assert [name for name, _, _ in ev.attributes] == ["jax.result_info"]
@@ -267,27 +271,28 @@ def _section(report, title):
 
 def test_overlapping_runs_diff_two_runs_whose_modules_differ(jobs2_run):
     report = write_report(jobs2_run).read_text()
-    evidence = _section(report, "Evidence: the lowered module of two runs with different keys")
+    evidence = _section(report, EVIDENCE_TITLE[3:])
     assert "No diff" not in evidence
     diff = evidence.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
     assert diff[:2] == [f"--- run 1 (PYTHONHASHSEED={SEEDS_JOBS2[0]})", f"+++ run 2 (PYTHONHASHSEED={SEEDS_JOBS2[1]})"]
     assert "- `jax.result_info`: `[('d', 'a', 'b', 'c'), None]` → `[('a', 'b', 'd', 'c'), None]`" in evidence
     assert "wrote `jit_f-" not in evidence  # no key is claimed for a run
     # Reproduce with: the seeds whose modules differ, listed, not an empty list.
-    listed = ", ".join(f"`{s}`" for s in SEEDS_JOBS2)
-    assert f"gave a different lowered `jit_f`, so a different key, on jax 0.4.28: {listed}" in report
+    listed = ", ".join(f"`{s}`" for s in SEEDS_JOBS2[1:])
+    assert (f"after the first run (hash seed `{SEEDS_JOBS2[0]}`), each of these hash seeds lowered `jit_f` "
+            f"differently from every run before it, so computed a new key: {listed}") in report
     assert f"for seed in {' '.join(map(str, SEEDS_JOBS2))}; do" in report
-    assert "# expected: 4 different jit_f-* files" in report
+    assert "# expected: each seed after the first adds a jit_f-* file (3 new)" in report
 
 
 def test_overlapping_runs_without_modules_say_so(jobs2_run):
     shutil.rmtree(jobs2_run / "logs")
     report = write_report(jobs2_run).read_text()
-    assert "_No diff: the runs overlapped (--jobs), so their keys cannot be told apart" in report
+    assert "_No diff: the lowered jit_f of run 1 (the first) and of the later runs was not kept" in report
     assert "0.4.28: ." not in report
-    assert "Which hash seeds gave different `jit_f` keys on jax 0.4.28 cannot be told" in report
+    assert "Which hash seeds gave a new `jit_f` key on jax 0.4.28 cannot be told" in report
     assert f"for seed in {' '.join(map(str, SEEDS_JOBS2))}; do" in report  # every run's seed
-    assert "# expected: more than one jit_f-* file (one when fixed)" in report
+    assert "# expected: a seed after the first adds a jit_f-* file; when fixed, only the first writes any" in report
 
 
 def test_overlapping_user_script_runs_are_paired_by_their_ir_dumps(tmp_path):
@@ -298,12 +303,13 @@ def test_overlapping_user_script_runs_are_paired_by_their_ir_dumps(tmp_path):
     for i, dump in ((1, "run-01.ir"), (2, "run-01.ir"), (3, "run-02.ir")):  # runs 1 and 2 lowered the same
         (logs / f"run-0{i}.log").write_text("no markers here\n")
         shutil.copytree(FIXTURES / "ir_dump" / dump, logs / f"run-0{i}.ir")
-        # Overlapping runs: every run saw both keys appear.
-        runs.append(RunRecord(i, 10 + i, 0, 1.0, list(keys), log=f"logs/cell/run-0{i}.log"))
+        # The first run ran alone; runs 2 and 3 overlapped, so both saw run 3's key appear.
+        runs.append(RunRecord(i, 10 + i, 0, 1.0, keys[:1] if i == 1 else keys[1:], log=f"logs/cell/run-0{i}.log"))
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": keys}, runs)
-    assert isinstance(collect(tmp_path, cell)[0], MissingEvidence)  # by keys: nothing to go on
+    by_keys = collect(tmp_path, cell)[0]  # by keys, runs 2 and 3 both saw the new key; run 2 lowered what run 1 did
+    assert by_keys.run_b.index == 3 and not by_keys.identical
     ev, seeds = collect(tmp_path, cell, overlapped=True)
-    assert (ev.run_a.index, ev.run_b.index) == (1, 3) and ev.key_a is None
+    assert (ev.run_a.index, ev.run_b.index) == (1, 3) and ev.key_a == keys[0] and ev.key_b is None
     assert [a for a, _, _ in ev.attributes] == ["jax.result_info"]
     assert seeds.values == [11, 13]
 
@@ -341,7 +347,7 @@ def test_report_lists_cells_by_version_then_mesh():
     env = [line.split("|")[1].strip() for line in _section(report, "Environment").splitlines()
            if line.startswith("| 0.")]
     assert env == [v for v, _ in expected]
-    assert "on jax 0.4.27 `a module`" in report.splitlines()[0]
+    assert report.splitlines()[0].endswith("; reproduced on jax 0.4.27")
 
 
 def test_bisection_shows_both_miss_bounds():
@@ -363,3 +369,52 @@ def test_report_of_a_malformed_cell_is_one_line(smoke_run, capsys):
     assert cli.main(["report", str(smoke_run)]) == 2
     err = capsys.readouterr().err
     assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1]: missing key 'platform'\n"
+
+
+def _module(shape: str, constant: str) -> str:
+    return (f"module @jit_f {{\n"
+            f"  func.func public @main(%arg0: tensor<{shape}xf32> loc(\"x\")) -> (tensor<{shape}xf32>) {{\n"
+            f"    %cst = stablehlo.constant dense<{constant}> : tensor<f32> loc(#loc1)\n"
+            f"    return %arg0 : tensor<{shape}xf32>\n  }}\n}}\n")
+
+
+def test_a_new_key_is_paired_with_the_same_shape_in_the_first_run_never_within_one_run(tmp_path):
+    """A function compiled at two shapes: run 2 lowers the 4x4 one differently. The evidence is run 2's
+    4x4 module against run 1's 4x4 module, not run 1's 8x3 against its 4x4."""
+    logs = tmp_path / "logs" / "cell"
+    logs.mkdir(parents=True)
+    compiled = {1: [_module("8x3", "1.0"), _module("4x4", "2.0")],
+                2: [_module("8x3", "1.0"), _module("4x4", "3.0")]}
+    new = {1: ["jit_f-" + "1" * 64, "jit_f-" + "2" * 64], 2: ["jit_f-" + "3" * 64]}
+    runs = []
+    for i, texts in compiled.items():
+        (logs / f"run-0{i}.log").write_text("")
+        dump = logs / f"run-0{i}.ir"
+        dump.mkdir()
+        for n, text in enumerate(texts):
+            (dump / f"jax_ir{n}_jit_f_compile.mlir").write_text(text)
+        runs.append(RunRecord(i, 10 + i, 0, 1.0, new[i], log=f"logs/cell/run-0{i}.log"))
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, runs)
+    ev, seeds = collect(tmp_path, cell)
+    assert (ev.run_a.index, ev.run_b.index) == (1, 2) and ev.arguments == "tensor<4x4xf32>"
+    assert ev.key_a is None and ev.key_b == new[2][0]  # which of run 1's two keys is the 4x4 one is unknown
+    assert [line for line in ev.diff if line[:1] in "+-"] == [
+        "--- run 1 (PYTHONHASHSEED=11, jit_f(tensor<4x4xf32>))",
+        "+++ run 2 (PYTHONHASHSEED=12, jit_f-333333333333…, jit_f(tensor<4x4xf32>))",
+        "-    %cst = stablehlo.constant dense<2.0> : tensor<f32>",
+        "+    %cst = stablehlo.constant dense<3.0> : tensor<f32>"]
+    assert seeds.values == [11, 12]
+    text = _one_evidence_text(ev)
+    assert "Their lowered `jit_f` for arguments `tensor<4x4xf32>` differs" in text
+
+
+def _one_evidence_text(ev):
+    from harness.report.render import _one_evidence
+    return "\n".join(_one_evidence(ev))
+
+
+def test_counterpart_falls_back_to_the_closest_text():
+    first = [_module("8x3", "1.0"), _module("4x4", "2.0")]
+    assert counterpart(_module("2x2", "2.0"), first, []) == first[1]  # no shape matches: the closest text
+    assert counterpart(_module("8x3", "2.0"), first, []) == first[0]  # the same shape wins over closeness
+    assert arguments(first[0]) == "tensor<8x3xf32>"

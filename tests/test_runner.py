@@ -189,3 +189,55 @@ def test_a_reason_the_backend_wrote_as_the_log_is_not_repeated(tmp_path):
 
     result = CellRunner(Refused(lambda s: 1), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c", tmp_path / "l")
     assert result.runs[0].reason == "docker: the Docker runtime has no GPU support"
+
+
+class TwoShapes(ScriptedEnvironment):
+    """A function compiled at two shapes: two entries per process; `moving_seeds` lower the second
+    shape differently (a new key), the way a set iterated into only one shape's computation would."""
+
+    def __init__(self, moving_seeds=(), **kw):
+        super().__init__(key_for=lambda s: 1, **kw)
+        self.moving_seeds = set(moving_seeds)
+        self.running: list[int] = []
+        self.seen_running: dict[int, list[int]] = {}
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        seed = int(env["PYTHONHASHSEED"])
+        with self.lock:
+            self.seen_running[seed] = list(self.running)
+            self.running.append(seed)
+        time.sleep(self.delay)
+        log_path.write_text(f"seed {seed}\n")
+        second = 3 if seed in self.moving_seeds else 2
+        for key in (1, second):
+            name = f"jit_f-{key:064x}"
+            if not (cache_dir / name).exists():  # a hit writes nothing
+                (cache_dir / name).write_text("x")
+        with self.lock:
+            self.running.remove(seed)
+        return ProcessOutcome(0, 0.01)
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, jobs):
+    result = CellRunner(TwoShapes(delay=0.05), REPRO, 10, jobs=jobs).run(
+        SPEC, [1, 2, 3, 4, 5], tmp_path / "c", tmp_path / "l")
+    assert result.verdict == Verdict.CLEAN and result.reason == "jit_f: 2 keys per run, the same in all 5 runs"
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_one_shape_that_moves_is_reproduced_and_the_cell_stops(tmp_path, jobs):
+    env = TwoShapes(moving_seeds={2}, delay=0.05)
+    result = CellRunner(env, REPRO, 10, jobs=jobs).run(SPEC, [1, 2, 3, 4, 5, 6, 7], tmp_path / "c", tmp_path / "l",
+                                                       stop_when_reproduced=True)
+    assert result.verdict == Verdict.REPRODUCED and len(result.runs) < 7
+    # One at a time, the run is known; overlapping runs may all have seen the one new key appear.
+    overlapped = jobs > 1 and result.reason.startswith("jit_f: 1 new key in runs 2")
+    assert result.reason == "jit_f: a new key in run 2" or overlapped
+
+
+def test_with_jobs_the_first_run_runs_alone(tmp_path):
+    env = TwoShapes(delay=0.05)
+    CellRunner(env, REPRO, 10, jobs=3).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
+    assert env.seen_running[1] == [] and all(1 not in running for running in env.seen_running.values())
+    assert any(env.seen_running[s] for s in (2, 3, 4, 5, 6))  # the others did overlap

@@ -1,4 +1,4 @@
-"""Measure one point (a release or a commit): its cells, each stopping at its first second key.
+"""Measure one point (a release or a commit): its cells, each stopping at the first later run with a new key.
 
 Recorded points are replayed from the state instead of measured. A point's remaining meshes are
 skipped once one reproduces: the point is bad whatever they say.

@@ -1,4 +1,5 @@
-"""The evidence for a reproduced cell: the lowered module of two runs that got different keys, diffed.
+"""The evidence for a reproduced cell: a later run's new key against its counterpart in the first run, the
+two lowered modules diffed.
 
 Pure: texts in, texts out. Where the texts come from (run logs, IR dump folders) is in `sources.py`.
 """
@@ -9,7 +10,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from harness.analysis import busiest_module
+from harness.analysis import comparison_of
 from harness.listing import parse_name
 from harness.model import CellResult, RunRecord, Verdict
 
@@ -20,6 +21,9 @@ HLO_END = "----- END LOWERED -----"
 # `name = "value"` attributes on one MLIR line (jax.result_info, mhlo.sharding, ...).
 _ATTRIBUTE_RE = re.compile(r'([A-Za-z_][\w.]*) = "((?:[^"\\]|\\.)*)"')
 _LOC_DEFINITION_RE = re.compile(r"^#loc\d*\s*=")
+# The entry point's parameters, and each one's type: `@main(%arg0: tensor<8x3xf32> {...}, ...)`.
+_MAIN_RE = re.compile(r"func\.func public @main\((.*?)\)\s*->", re.DOTALL)
+_ARG_TYPE_RE = re.compile(r"%arg\d+: ([^\s,{)]+)")
 
 
 def extract_lowered(log_text: str) -> str | None:
@@ -72,72 +76,75 @@ def _drop_inline_locs(line: str) -> str:
         i = k
 
 
-def split_module(cell: CellResult) -> str | None:
-    """The module whose key changed between runs (the one with the most keys), None if none did."""
-    module = busiest_module(cell.keys)
-    return module if module is not None and len(cell.keys[module]) > 1 else None
+def moved_module(cell: CellResult) -> str | None:
+    """The module a later run computed a new key for (the one with the most new keys), None if none did."""
+    return comparison_of(cell.runs).moved_module()
 
 
-def run_key(run: RunRecord, module: str) -> str | None:
-    """The key `run` wrote for `module`, when it wrote exactly one (a cache hit writes none)."""
-    keys = {e.key for e in map(parse_name, run.new_entries) if e and e.module == module}
-    return keys.pop() if len(keys) == 1 else None
+def arguments(text: str) -> str:
+    """The argument types of a lowered module's entry point (`tensor<8x3xf32>, tensor<f32>`): which
+    of a function's compilations (shapes) a module text is."""
+    match = _MAIN_RE.search(text)
+    return ", ".join(_ARG_TYPE_RE.findall(match.group(1))) if match else ""
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).ratio()
+
+
+def counterpart(new_text: str, first_texts: list[str], later_texts: list[str]) -> str:
+    """Which of the first run's compilations of a module a later run's new one is the same computation
+    as: among those the later run did not compute again, the one with the same argument types, else the
+    closest text."""
+    again = {strip_locations(t) for t in later_texts}
+    candidates = [t for t in first_texts if strip_locations(t) not in again] or first_texts
+    same_shape = [t for t in candidates if arguments(t) == arguments(new_text)]
+    stripped = strip_locations(new_text)
+    return max(same_shape or candidates, key=lambda t: _similarity(strip_locations(t), stripped))
+
+
+def new_texts(texts: list[str], earlier: list[str]) -> list[str]:
+    """The compilations in `texts` that none in `earlier` equals (debug locations aside)."""
+    seen = {strip_locations(t) for t in earlier}
+    return [t for t in texts if strip_locations(t) not in seen]
 
 
 @dataclass(frozen=True)
 class Seeds:
-    """Hash seeds that each gave a different `module`, and what told them apart: "key" (runs one at a
-    time) or "lowered module" (overlapping runs, whose keys cannot be tied to them). Empty when
-    nothing told two apart."""
+    """Hash seeds of the first run and of each later run that computed a new key, and what told: "key"
+    (runs one at a time: each run's new entries are its own) or "lowered module" (overlapping runs,
+    told apart by the modules they compiled). Empty when nothing told a later run apart."""
 
     values: list[int]
     basis: str
 
 
 def key_seeds(cell: CellResult, module: str) -> Seeds:
-    return _seeds(list(seeds_by_key(cell, module).values()), "key")
+    """The first run's seed and each later run's that computed a new `module` key, from the runs' keys."""
+    comparison = comparison_of(cell.runs)
+    later = set(comparison.runs_with_new(module))
+    values = [r.seed for r in cell.runs if r.ok and (r.index == comparison.baseline_run or r.index in later)]
+    return _seeds(values, "key")
 
 
-def module_seeds(distinct: list[tuple[RunRecord, str]]) -> Seeds:
-    """`distinct` from `first_of_each_module`."""
-    return _seeds([run.seed for run, _ in distinct], "lowered module")
+def module_seeds(texts: list[tuple[RunRecord, list[str]]]) -> Seeds:
+    """The first run's seed and each later run's that compiled a module no earlier run did: with
+    overlapping runs this, not `new_entries`, says which runs brought a new key. `texts` in run order."""
+    values, earlier = [], []
+    for number, (run, compiled) in enumerate(texts):
+        if number == 0 or new_texts(compiled, earlier):
+            values.append(run.seed)
+        earlier += compiled
+    return _seeds(values, "lowered module")
 
 
 def _seeds(values: list[int], basis: str) -> Seeds:
-    return Seeds(values if len(values) > 1 else [], basis)  # one seed differs from nothing
+    return Seeds(values if len(values) > 1 else [], basis)  # the first run alone shows nothing
 
 
-def first_of_each_module(texts: list[tuple[RunRecord, str]]) -> list[tuple[RunRecord, str]]:
-    """The first run of each distinct lowered module (debug locations aside), in run order: with
-    overlapping runs this, not `new_entries`, says which runs differ."""
-    seen: dict[str, tuple[RunRecord, str]] = {}
-    for run, text in texts:
-        seen.setdefault(strip_locations(text), (run, text))
-    return list(seen.values())
-
-
-def seeds_by_key(cell: CellResult, module: str) -> dict[str, int]:
-    """Each distinct key of `module` and the hash seed of the first run that wrote it."""
-    out: dict[str, int] = {}
-    for run in cell.runs:
-        key = run_key(run, module) if run.ok else None
-        if key and key not in out:
-            out[key] = run.seed
-    return out
-
-
-def pick_pair(cell: CellResult, module: str) -> tuple[RunRecord, RunRecord] | None:
-    """The first two successful runs that wrote different keys for `module`."""
-    first: tuple[RunRecord, str] | None = None
-    for run in cell.runs:
-        key = run_key(run, module) if run.ok else None
-        if key is None:
-            continue
-        if first is None:
-            first = (run, key)
-        elif key != first[1]:
-            return first[0], run
-    return None
+def module_keys(run: RunRecord, module: str) -> list[str]:
+    """The keys of `module` among the entries that appeared while `run` ran."""
+    return sorted({e.key for e in map(parse_name, run.new_entries) if e and e.module == module})
 
 
 def changed_attributes(diff_lines: list[str]) -> list[tuple[str, str, str]]:
@@ -159,16 +166,18 @@ def changed_attributes(diff_lines: list[str]) -> list[tuple[str, str, str]]:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Two runs of one reproduced cell that got different keys, and what differs in their modules."""
+    """A later run's new key of one module against its counterpart in the first run: the same
+    computation (same argument types, or the closest module text), never two keys of one run."""
 
     module: str
-    run_a: RunRecord
-    run_b: RunRecord
-    key_a: str | None  # None when the runs overlapped: their new_entries may hold a neighbour's key
-    key_b: str | None
+    run_a: RunRecord  # the first run, whose keys are the baseline
+    run_b: RunRecord  # a later run that computed a key the first run did not
+    key_a: str | None  # the first run's counterpart key, when known (its only key of the module)
+    key_b: str | None  # the later run's new key, when known (runs one at a time, one new key)
     diff: list[str]  # unified diff lines (no trailing newlines); empty when the modules are identical
     attributes: list[tuple[str, str, str]]
     note: str = ""  # why there is no diff, when there is none
+    arguments: str = ""  # the new module's argument types, when the function was compiled at several
 
     @property
     def identical(self) -> bool:
@@ -184,18 +193,21 @@ class MissingEvidence:
 
 
 def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, text_b: str,
-                 keyed: bool = True) -> Evidence:
-    """`keyed`: the runs ran one at a time, so each run's new_entries are its own keys."""
+                 key_a: str | None = None, key_b: str | None = None, several: bool = False) -> Evidence:
+    """`text_b`: run_b's new compilation of `module`; `text_a`: its counterpart in the first run.
+    `several`: the module was compiled more than once per run, so the labels name the argument types."""
     a, b = strip_locations(text_a).splitlines(), strip_locations(text_b).splitlines()
-    key_a, key_b = (run_key(run_a, module) or "?", run_key(run_b, module) or "?") if keyed else (None, None)
+    shapes = arguments(text_b) if several else ""
 
     def label(run: RunRecord, key: str | None) -> str:
-        return f"run {run.index} (PYTHONHASHSEED={run.seed}" + (f", {short_key(key)})" if key else ")")
+        facts = [f"PYTHONHASHSEED={run.seed}"] + ([short_key(key)] if key else []) + \
+            ([f"{module}({shapes})"] if shapes else [])
+        return f"run {run.index} ({', '.join(facts)})"
     # No context lines: the changed lines alone are the evidence; the rest is the same module.
     diff = list(difflib.unified_diff(a, b, label(run_a, key_a), label(run_b, key_b), n=0, lineterm=""))
     note = "" if diff else ("the lowered modules are identical: the key difference comes from "
                             "something else hashed into the key (compile options, devices, backend)")
-    return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note)
+    return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note, shapes)
 
 
 def short_key(key: str, digits: int = 12) -> str:

@@ -7,20 +7,21 @@ from typing import Any
 import yaml
 from tabulate import tabulate
 
-from harness.analysis import boundaries, version_verdicts
+from harness.analysis import boundaries, comparison_of, version_verdicts
 from harness.model import CellResult, Platform, Verdict
 from harness.results import RunStatus
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
-from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, short_key, split_module
+from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, moved_module, short_key
 from harness.report.reproduce import harness_command, shell_commands
 from harness.table import in_version_order, render as render_table
 
 REPORT_FILE = "report.md"
+EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
 MAX_DIFF_LINES = 80  # a longer diff is cut: the first changed lines carry the point
 MAX_REPRO_CELLS = 3  # "Reproduce with" blocks: the first reproduced cell of each mesh, at most this many
 
 EvidenceMap = dict[str, Evidence | MissingEvidence]  # CellSpec.key -> evidence
-SeedsMap = dict[str, Seeds]  # CellSpec.key -> the seeds that gave different keys
+SeedsMap = dict[str, Seeds]  # CellSpec.key -> the first run's seed and those that brought new keys
 
 
 def render_report(document: dict[str, Any], cells: list[CellResult], evidence: EvidenceMap,
@@ -52,10 +53,14 @@ def summary_sentence(cells: list[CellResult]) -> str:
     worst = _first_reproduced(cells)
     if worst is None:
         return line
-    module = split_module(worst) or "a module"
-    ok = sum(r.ok for r in worst.runs)
-    return (f"{line}; on jax {worst.spec.jax_version} `{module}` got {len(worst.keys.get(module, []))} "
-            f"different persistent-cache keys in {ok} fresh processes")
+    comparison = comparison_of(worst.runs)
+    module = comparison.moved_module()
+    if module is None:  # a results folder judged by an older rule
+        return f"{line}; reproduced on jax {worst.spec.jax_version}" + (f": {worst.reason}" if worst.reason else "")
+    brought = len(comparison.runs_with_new(module))
+    later = len(comparison.later_runs)
+    return (f"{line}; on jax {worst.spec.jax_version} `{module}` got a persistent-cache key the first run did "
+            f"not compute in {brought} of {later} later fresh process" + ("" if later == 1 else "es"))
 
 
 def config_yaml(config: dict[str, Any]) -> str:
@@ -178,7 +183,7 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
     shown = [c for c in cells if c.spec.key in evidence]
     if not shown:
         return []
-    lines = ["## Evidence: the lowered module of two runs with different keys", ""]
+    lines = [EVIDENCE_TITLE, ""]
     for number, cell in enumerate(shown):
         body = _one_evidence(evidence[cell.spec.key])
         title = f"jax {cell.spec.jax_version}, {_where(cell)}"
@@ -193,14 +198,16 @@ def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
     if isinstance(item, MissingEvidence):
         return [f"_No diff: {item.why}._"]
     a, b = item.run_a, item.run_b
-    if item.key_a is None:  # overlapping runs: which key each wrote is not known, only its module
-        first = (f"Run {a.index} (`PYTHONHASHSEED={a.seed}`) and run {b.index} (`PYTHONHASHSEED={b.seed}`) "
-                 f"overlapped with other runs (--jobs), so which key each wrote is not known; their lowered "
-                 f"`{item.module}`, and so their key, differs")
+    what = f"`{item.module}`" + (f" for arguments `{item.arguments}`" if item.arguments else "")
+    if item.key_b is None:  # overlapping later runs: which key each wrote is not known, only its module
+        first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) overlapped with other runs (--jobs), so which key it "
+                 f"wrote is not known, but it is one the first run did not compute: its lowered {what} differs "
+                 f"from the first run's (run {a.index}, `PYTHONHASHSEED={a.seed}`)")
     else:
-        first = (f"Run {a.index} (`PYTHONHASHSEED={a.seed}`) wrote `{short_key(item.key_a)}`; "
-                 f"run {b.index} (`PYTHONHASHSEED={b.seed}`) wrote `{short_key(item.key_b)}`. "
-                 f"Their lowered `{item.module}` differs")
+        counterpart = f" (`{short_key(item.key_a)}`)" if item.key_a else ""
+        first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) computed `{short_key(item.key_b)}`, a key the first "
+                 f"run did not; the first run, run {a.index} (`PYTHONHASHSEED={a.seed}`), compiled the same "
+                 f"computation{counterpart}. Their lowered {what} differs")
     lines = [first + (" in:" if item.attributes else ":"), ""]
     for name, before, after in item.attributes:
         lines.append(f"- `{name}`: `{before}` → `{after}`")
@@ -240,7 +247,7 @@ def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]
             lines.append("- Hash seeds: chosen so that every pair of the mesh's axis names is iterated in "
                          "both orders, then random ones (a user script's are all random); "
                          + ("every run was made" if options.get("all_runs") else
-                            "a cell stops at its second key"))
+                            "a cell stops at the first later run with a new key"))
     rows = []
     for c in cells:
         env = c.environment
@@ -291,21 +298,23 @@ def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMa
 
 
 def _seeds_of(cell: CellResult, seeds: SeedsMap) -> Seeds | None:
-    module = split_module(cell)
+    module = moved_module(cell)
     return seeds.get(cell.spec.key) or (key_seeds(cell, module) if module else None)
 
 
 def _seeds_sentence(cell: CellResult, seeds: Seeds | None) -> str:
-    module, version = split_module(cell) or "a module", cell.spec.jax_version
+    module, version = moved_module(cell) or "a module", cell.spec.jax_version
     if seeds is None or not seeds.values:
-        return (f"Which hash seeds gave different `{module}` keys on jax {version} cannot be told from the "
-                "results (overlapping runs whose lowered modules were not kept, or keys that came from cache "
-                "hits), so the commands below use every run's seed.")
-    listed = ", ".join(f"`{s}`" for s in seeds.values)
+        return (f"Which hash seeds gave a new `{module}` key on jax {version} cannot be told from the results "
+                "(overlapping runs whose lowered modules were not kept), so the commands below use every "
+                "run's seed.")
+    first, rest = f"`{seeds.values[0]}`", ", ".join(f"`{s}`" for s in seeds.values[1:])
     if seeds.basis == "key":
-        return f"Each of these hash seeds gave a different `{module}` key on jax {version}: {listed}."
-    return (f"Each of these hash seeds gave a different lowered `{module}`, so a different key, on jax "
-            f"{version}: {listed} (the runs overlapped, so keys are told apart by their modules).")
+        return (f"On jax {version}, after the first run (hash seed {first}), each of these hash seeds computed "
+                f"a `{module}` key that no run before it had: {rest}.")
+    return (f"On jax {version}, after the first run (hash seed {first}), each of these hash seeds lowered "
+            f"`{module}` differently from every run before it, so computed a new key: {rest} (the later runs "
+            "overlapped, so they are told apart by their modules).")
 
 
 def _listings(cells: list[CellResult]) -> list[str]:

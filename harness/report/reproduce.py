@@ -14,7 +14,7 @@ from harness.config import CHECK_SOURCE, Repro
 from harness.environments.requirements import jax_requirements
 from harness.model import CellResult
 from harness.repros import builtin_path
-from harness.report.evidence import Seeds, key_seeds, split_module
+from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
 
 # Variables set per run (the seed) or only for the harness's own bookkeeping.
@@ -33,9 +33,9 @@ def repro_for(config: dict[str, Any]) -> tuple[Repro, str]:
 
 
 def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | None = None) -> str:
-    """A bash block that reruns `cell` by hand with the hash seeds that gave distinct keys (`distinct`,
-    by default read from the runs' keys); every run's seed when none are known."""
-    module = split_module(cell)
+    """A bash block that reruns `cell` by hand with the first run's hash seed and those that brought new
+    keys (`distinct`, by default read from the runs' keys); every run's seed when none are known."""
+    module = moved_module(cell)
     if distinct is None and module:
         distinct = key_seeds(cell, module)
     seeds = distinct.values[:MAX_SEEDS] if distinct else []
@@ -64,9 +64,11 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         'ls -1 "$JAX_COMPILATION_CACHE_DIR"',
     ]
     if module and distinct and distinct.values:
-        lines.append(f"# expected: {len(seeds)} different {module}-* files, one per seed (one file when fixed)")
+        lines.append(f"# expected: each seed after the first adds a {module}-* file ({len(seeds) - 1} new); "
+                     "when fixed, only the first seed writes any")
     elif module:
-        lines.append(f"# expected: more than one {module}-* file (one when fixed)")
+        lines.append(f"# expected: a seed after the first adds a {module}-* file; when fixed, only the first "
+                     "writes any")
     return "\n".join(lines)
 
 

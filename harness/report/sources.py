@@ -1,86 +1,101 @@
 """Where a run's lowered module is on disk: the built-in repro prints it into the run's log; a user's
-script gets it from JAX's own IR dump (`JAX_DUMP_IR_TO`, set for each run) in the folder beside the log."""
+script gets it from JAX's own IR dump (`JAX_DUMP_IR_TO`, set for each run) in the folder beside the log,
+one file per compilation (a function compiled at two shapes has two)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from harness.analysis import Comparison, comparison_of
 from harness.model import CellResult, RunRecord
-from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, extract_lowered,
-                                     first_of_each_module, key_seeds, module_seeds, pick_pair, split_module)
+from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, counterpart, extract_lowered,
+                                     key_seeds, module_keys, module_seeds, new_texts)
 from harness.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 
 
-def lowered_text(results_dir: Path, run: RunRecord, module: str) -> str | None:
-    """The module `module` as `run` compiled it, or None when neither source has it."""
+def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
+    """Each compilation of `module` in `run`, in the order it compiled them; empty when none was kept."""
     if not run.log:
-        return None
+        return []
     log = results_dir / run.log
     dumped = _from_dump(ir_dump_dir(log), module)
-    if dumped is not None:
+    if dumped:
         return dumped
     try:
-        return extract_lowered(log.read_text(errors="replace"))
+        printed = extract_lowered(log.read_text(errors="replace"))
     except OSError:
-        return None
+        return []
+    return [printed] if printed is not None else []
 
 
-def _from_dump(folder: Path, module: str) -> str | None:
-    # JAX names dumps `jax_ir<counter>_<module>_compile.mlir`; a module compiled twice has two.
+def lowered_text(results_dir: Path, run: RunRecord, module: str) -> str | None:
+    """The run's only (or first) compilation of `module`, None when none was kept."""
+    texts = lowered_texts(results_dir, run, module)
+    return texts[0] if texts else None
+
+
+def _from_dump(folder: Path, module: str) -> list[str]:
+    # JAX names dumps `jax_ir<counter>_<module>_compile.mlir`: one per compilation, counted in order.
     safe = re.sub(r"[^\w.)( -]", "", module)
     try:
         found = [(int(m["n"]), p) for p in folder.iterdir()
                  if (m := _DUMP_RE.match(p.name)) and m["module"] == safe]
     except OSError:
-        return None
-    if not found:
-        return None
-    return "".join(p.read_text(errors="replace") for _, p in sorted(found))
-
-
-def distinct_lowered(results_dir: Path, cell: CellResult, module: str) -> list[tuple[RunRecord, str]]:
-    """The first successful run of each distinct lowered `module` whose text was kept."""
-    texts = [(run, lowered_text(results_dir, run, module)) for run in cell.runs if run.ok]
-    return first_of_each_module([(run, text) for run, text in texts if text is not None])
+        return []
+    return [p.read_text(errors="replace") for _, p in sorted(found)]
 
 
 def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tuple[Evidence | MissingEvidence,
                                                                                  Seeds | None]:
-    """A reproduced cell's evidence and the seeds that each gave a different key, its logs read once.
+    """A reproduced cell's evidence and the seeds of the runs that brought new keys, its logs read once.
 
-    `overlapped`: the cell's runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
-    neighbour's key; runs (and seeds) are then told apart by their lowered modules, not by their keys."""
-    module = split_module(cell)
+    `overlapped`: the later runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
+    neighbour's key; which later run brought a new key is then told by the modules it compiled."""
+    comparison = comparison_of(cell.runs)
+    module = comparison.moved_module()
     if module is None:
-        return MissingEvidence(None, "no module got two keys"), None
+        return MissingEvidence(None, "no later run computed a key the first run did not"), None
+    runs = [r for r in cell.runs if r.ok]
+    first = next(r for r in runs if r.index == comparison.baseline_run)
+    texts = [(run, lowered_texts(results_dir, run, module)) for run in runs]
     if overlapped:
-        distinct = distinct_lowered(results_dir, cell, module)
-        return _evidence_by_module(module, distinct), module_seeds(distinct)
-    return _evidence_by_key(results_dir, cell, module), key_seeds(cell, module)
+        seeds = module_seeds(texts)
+        candidates = [run for run, _ in texts if run.index != first.index]
+    else:
+        seeds = key_seeds(cell, module)
+        later = set(comparison.runs_with_new(module))
+        candidates = [run for run in runs if run.index in later]
+    return _evidence(module, comparison, first, candidates, dict((r.index, t) for r, t in texts), overlapped), seeds
 
 
-def _evidence_by_module(module: str, distinct: list[tuple[RunRecord, str]]) -> Evidence | MissingEvidence:
-    if len(distinct) < 2:
-        return MissingEvidence(module, f"the runs overlapped (--jobs), so their keys cannot be told apart, "
-                                       f"and no two runs kept a different lowered {module} (this script "
-                                       "does not print it, this JAX release wrote no IR dump, or the "
-                                       "modules are the same and the keys differ for another reason)")
-    (run_a, text_a), (run_b, text_b) = distinct[:2]
-    return compare_runs(module, run_a, run_b, text_a, text_b, keyed=False)
+def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates: list[RunRecord],
+              texts: dict[int, list[str]], overlapped: bool) -> Evidence | MissingEvidence:
+    first_texts = texts[first.index]
+    kept = [run for run in candidates if texts[run.index]]
+    if not first_texts or not kept:
+        return MissingEvidence(module, f"the lowered {module} of run {first.index} (the first) and of the later runs "
+                                       "was not kept (this script does not print it, and this JAX release wrote no "
+                                       "IR dump)")
+    key_a = _only(comparison.baseline.get(module, []))  # the first run ran alone: its keys are its own
+    for run in kept:
+        moved = new_texts(texts[run.index], first_texts)
+        if moved:
+            several = len(first_texts) > 1 or len(texts[run.index]) > 1
+            key_b = None if overlapped else _only(module_keys(run, module))
+            return compare_runs(module, first, run, counterpart(moved[0], first_texts, texts[run.index]), moved[0],
+                                key_a, key_b, several)
+    if overlapped:
+        return MissingEvidence(module, f"the runs overlapped (--jobs), so their keys cannot be tied to them, and no "
+                                       f"later run kept a lowered {module} the first run did not (the modules are "
+                                       "the same and the keys differ for another reason)")
+    # The new key came with modules the first run also compiled: the key moved for another reason.
+    run = kept[0]
+    same = texts[run.index][0]  # equal to one of the first run's: the diff is empty, and the note says why
+    return compare_runs(module, first, run, same, same, key_a, _only(module_keys(run, module)))
 
 
-def _evidence_by_key(results_dir: Path, cell: CellResult, module: str) -> Evidence | MissingEvidence:
-    pair = pick_pair(cell, module)
-    if pair is None:
-        return MissingEvidence(module, f"no two runs each wrote one {module} key of their own "
-                                       "(runs overlapped with --jobs, or the keys came from cache hits)")
-    run_a, run_b = pair
-    texts = [lowered_text(results_dir, r, module) for r in pair]
-    if any(t is None for t in texts):
-        return MissingEvidence(module, f"the lowered {module} of runs {run_a.index} and {run_b.index} was "
-                                       "not kept (this script does not print it, and this JAX release "
-                                       "wrote no IR dump)")
-    return compare_runs(module, run_a, run_b, texts[0], texts[1])
+def _only(keys: list[str]) -> str | None:
+    return keys[0] if len(keys) == 1 else None
