@@ -68,6 +68,36 @@ def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
     assert len(cell["runs"]) == 11 and cell["miss_bound"] <= 1e-3
 
 
+def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, capsys):
+    # Two jit_f entries per process, both hit by every later process: not a miss (issue 15).
+    data, out, _ = sweep(["check", "examples/two_shapes.py", "--versions", "0.4.31", "0.10.2", "--runs", "4"],
+                         tmp_path, capsys)
+    for cell in data["cells"]:
+        assert cell["verdict"] == "clean", cell["reason"]
+        assert cell["reason"] == "jit_f: 2 keys per run, the same in all 4 runs"
+        assert len(cell["keys"]["jit_f"]) == 2 and len(cell["runs"]) == 4
+    assert "jit_f: 2 per run" in out
+
+
+def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tmp_path, capsys):
+    data, _, run_dir = sweep(["check", "examples/two_shapes_one_moves.py", "--versions", "0.4.31", "0.10.2",
+                              "--runs", "6"], tmp_path, capsys)
+    report = (run_dir / "report.md").read_text()
+    for cell in data["cells"]:
+        assert cell["verdict"] == "reproduced", cell["reason"]
+        assert cell["reason"].startswith("jit_f: a new key in run ")
+        # The first run wrote both shapes; the run that stopped the cell wrote one new key, the 4x4 one.
+        def jit_f(run):
+            return [n for n in run["new_entries"] if n.startswith("jit_f-") and n.endswith("-cache")]
+        assert len(jit_f(cell["runs"][0])) == 2 and len(jit_f(cell["runs"][-1])) == 1
+        evidence = (run_dir / "evidence" / f"jax-{cell['jax_version']}-cpu8-script.diff").read_text().splitlines()
+        assert evidence[0].startswith("--- run 1 (") and evidence[0].endswith("jit_f(tensor<4x4xf32>))")
+        assert evidence[1].endswith("jit_f(tensor<4x4xf32>))")
+        changed = [line for line in evidence[2:] if line[:1] in "+-"]
+        assert changed and all("8x3" not in line for line in changed)
+    assert "Their lowered `jit_f` for arguments `tensor<4x4xf32>` differs" in report
+
+
 def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):
     script = write("crash.py", "import jax\nraise SystemExit(3)\n")
     data, _, _ = sweep(["check", str(script), "--versions", "0.4.29", "--runs", "2"], tmp_path / "r", capsys)
