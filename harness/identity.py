@@ -21,7 +21,7 @@ class SweepIdentity:
     versions: tuple[str, ...]
     runs: int | None  # the most runs per cell
     seeds: str | None  # how the hash seeds are chosen
-    all_runs: bool | None  # whether a cell stops at its second key
+    all_runs: bool | None  # whether a cell stops at the first later run with a new key
 
     @classmethod
     def of(cls, document: dict[str, Any]) -> SweepIdentity:

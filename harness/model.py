@@ -21,9 +21,9 @@ class Platform(enum.StrEnum):
 
 
 class Verdict(enum.StrEnum):
-    REPRODUCED = "reproduced"  # some module got two or more distinct cache keys
-    CLEAN = "clean"  # every run succeeded, entries written, one key per module
-    UNSUPPORTED = "unsupported"  # runs succeeded but nothing was cached: nothing measured
+    REPRODUCED = "reproduced"  # a later run computed a key the first run did not: a miss
+    CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen
+    UNSUPPORTED = "unsupported"  # nothing was cached, or runs compiled different things: nothing measured
     ERROR = "error"  # environment could not be made, or a run crashed or timed out
 
 
