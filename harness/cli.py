@@ -24,6 +24,7 @@ from harness.report.render import REPORT_FILE
 from harness.results import RunStatus
 from harness.confidence import SeedStrategy
 from harness.shards.select import parse_shard
+from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.table import render, summary_line
 
 
@@ -139,6 +140,26 @@ def build_parser() -> argparse.ArgumentParser:
     bisect.add_argument("--fresh", action="store_true", help="forget a recorded bisection and start over")
     _add_sweep_options(bisect)
     bisect.set_defaults(handler=cmd_bisect)
+
+    submit = sub.add_parser("submit", help="run a sweep on a Slurm cluster: an array job of shards, then a merge")
+    submit.add_argument("config", type=Path)
+    submit.add_argument("--shards", type=_positive(1), required=True, metavar="N",
+                        help="array tasks, each measuring a share of the cells")
+    _add_sweep_options(submit)
+    submit.add_argument("--all-runs", action="store_true",
+                        help="make every run even after a cell has reproduced (as for run)")
+    submit.add_argument("--wait", action="store_true",
+                        help="wait for the merge job, then print the merged table and summary (exit as run does)")
+    submit.add_argument("--partition", metavar="P", help="the Slurm partition (default: the cluster's default)")
+    submit.add_argument("--cpus-per-task", type=_positive(1), metavar="N", help="CPUs per shard task (default: --jobs)")
+    submit.add_argument("--time", metavar="LIMIT",
+                        help="time limit per shard task, as sbatch reads it (default 02:00:00)")
+    submit.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                        help="one more #SBATCH line for both jobs, e.g. --sbatch-arg=--account=lab (repeatable)")
+    submit.add_argument("--only-shards", type=_positive(1), nargs="+", default=[], metavar="I",
+                        help="submit these shards again, into the sweep's folder (given by --out)")
+    submit.add_argument("--dry-run", action="store_true", help="print the job scripts; submit nothing")
+    submit.set_defaults(handler=cmd_submit)
     return parser
 
 
@@ -239,6 +260,43 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
     return ExitCode.OK if found.status == RunStatus.COMPLETE else ExitCode.BAD_INPUT
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    options = service.SubmitOptions(**_measure_options(args), shards=args.shards, all_runs=args.all_runs,
+                                    partition=args.partition, cpus_per_task=args.cpus_per_task, time=args.time,
+                                    sbatch_args=tuple(args.sbatch_arg), only_shards=tuple(args.only_shards),
+                                    argv=args.words)
+    found = service.submit(args.config, options, dry_run=args.dry_run)
+    if found.submitted is None:
+        print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
+        print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)
+        return ExitCode.OK
+    done = found.submitted
+    print(f"shards: job {done.array_job} (array tasks {','.join(map(str, done.shards))} of {args.shards})")
+    print(f"merge: job {done.merge_job} (after the shards, however they end)")
+    print(f"folder: {done.sweep_dir}")
+    if not args.wait:
+        return ExitCode.OK
+    try:
+        waited = service.wait_submission(found, _progress(args))
+    except KeyboardInterrupt:
+        print(f"\nstopped waiting; the jobs go on (cancel them with: scancel {done.array_job} {done.merge_job})",
+              file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if waited.merged is None:
+        print(f"the merge job left no results: see {done.sweep_dir / LOG_FOLDER}", file=sys.stderr)
+        return ExitCode.FAILURE
+    merged = waited.merged
+    print(f"results: {merged.results_file} (report: {merged.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(merged.cells))
+    print()
+    print(summary_line(merged.cells))  # last, as for run
+    if merged.complete:
+        return ExitCode.OK
+    print(f"{merged.status}" + (f"; re-submit with: {waited.resubmit_command}" if waited.resubmit_command else ""),
+          file=sys.stderr)
+    return ExitCode.FAILURE
 
 
 # ---- showing outcomes ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Accelerator facts of the measuring host, for the report: GPUs and the NVIDIA driver.
+"""Facts of the measuring host, for the report: GPUs and the NVIDIA driver, the Slurm job.
 
 Collected when a sweep starts (a report may be rendered later, elsewhere). Never fails a sweep:
 a host without nvidia-smi simply has no such facts.
@@ -6,9 +6,10 @@ a host without nvidia-smi simply has no such facts.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
-from typing import Any
+from typing import Any, Mapping
 
 _QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
 
@@ -36,3 +37,13 @@ def accelerator_facts() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {}
     return parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else {}
+
+
+# Set by Slurm in a job's environment: which job (and array task) measured these results.
+_SLURM_VARIABLES = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
+                    "slurm_array_task_id": "SLURM_ARRAY_TASK_ID", "slurm_node": "SLURMD_NODENAME"}
+
+
+def scheduler_facts(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The Slurm job this process runs in ({} outside Slurm), so `sacct -j` can find it later."""
+    return {key: environ[var] for key, var in _SLURM_VARIABLES.items() if environ.get(var)}

@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from harness.analysis import boundaries, version_verdicts
 from harness.errors import UserError
-from harness.hostinfo import accelerator_facts
+from harness.hostinfo import accelerator_facts, scheduler_facts
 from harness.model import CellResult
 
 # 2: written from ResultsDocument. Version 1 files (the release before) have the same fields: a field
@@ -154,6 +154,7 @@ def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "harness_python": sys.executable,
         **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
+        **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }
     # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
     return {**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host}

@@ -1,6 +1,6 @@
 """The application service (layer 5): what each command does, with its options already parsed.
 
-`run`, `check`, `nightly`, `bisect` and `merge` all come through here. A measurement is opened in one
+`run`, `check`, `nightly`, `bisect`, `merge` and `submit` all come through here. A measurement is opened in one
 place (`_open_backend`, `_header`, the writer) and finished in one (`_finish`: the status, and the
 resume command after Ctrl-C); each function returns what it produced (a `SweepOutcome`, a
 `BisectOutcome`, ...) and prints nothing but progress: the CLI shows the outcome.
@@ -8,10 +8,13 @@ resume command after Ctrl-C); each function returns what it produced (a `SweepOu
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import sys
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -35,6 +38,10 @@ from harness.confidence import SeedStrategy, runs_for_target
 from harness.seeds import SeedPlanner
 from harness.shards.merge import merge_documents
 from harness.shards.select import Shard
+from harness.slurm import submission
+from harness.slurm.jobs import Resources, SweepJobs, check_time
+from harness.slurm.scheduler import Slurm
+from harness.slurm.submission import MergedSweep, Submitted
 from harness.sweep import Sweep, plan_cells
 from harness.versions import LATEST, PyPIIndex, check_syntax, is_specifier, matches, resolve
 from harness.writer import ResultsWriter, write_files
@@ -44,6 +51,8 @@ BISECT_REPORT_FILE = "bisect.md"
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 
 T = TypeVar("T")
+# Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
+SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,20 @@ class SweepOptions(MeasureOptions):
     all_runs: bool = False  # every run even after a cell reproduced
     resume: Path | None = None  # finish the sweep of this results folder
     argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header and the resume line
+
+
+@dataclass(frozen=True)
+class SubmitOptions(MeasureOptions):
+    """`harness submit`: the sweep's options (as for run) and what each Slurm task asks for."""
+
+    shards: int = 1
+    all_runs: bool = False
+    partition: str | None = None  # None: the cluster's default
+    cpus_per_task: int | None = None  # None: --jobs (each parallel run has a core)
+    time: str | None = None  # Slurm's format; None: the scripts' default
+    sbatch_args: tuple[str, ...] = ()  # more #SBATCH lines, e.g. --account=lab
+    only_shards: tuple[int, ...] = ()  # re-submit these into the folder `out` names
+    argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,19 @@ class BisectOutcome(InFolder):
 class NightlyOutcome:
     sweep: SweepOutcome
     changes: list[CellChange] = field(default_factory=list)  # empty unless the sweep completed
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    jobs: SweepJobs  # the scripts (a dry run's are for a folder not yet made)
+    submitted: Submitted | None  # None: a dry run
+    merged_before: frozenset[str] = frozenset()  # merged folders already there (a re-submission's)
+
+
+@dataclass(frozen=True)
+class SubmitWaitOutcome:
+    merged: MergedSweep | None  # None: the merge job left no results
+    resubmit_command: str | None = None  # when shards are missing or did not finish
 
 
 @dataclass(frozen=True)
@@ -384,3 +420,101 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
                 shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
     write_files(out, merged)
     return MergeOutcome(out, merged.cells)
+
+
+# ---- Slurm: submit ----------------------------------------------------------------------------
+
+def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[str, ...]:
+    """`harness run` options of every shard task: the sweep's identity, versions resolved."""
+    words = ["--versions", *versions, "--runs", str(runs), "--jobs", str(options.jobs),
+             "--backend", str(options.backend), "--seeds", str(options.seeds)]
+    if options.all_runs:
+        words.append("--all-runs")
+    if options.python:
+        words += ["--python", options.python]
+    return tuple(words)
+
+
+def _check_submit_options(options: SubmitOptions) -> None:
+    if options.shard is not None:
+        raise UserError("--shard: submit cuts the sweep itself; use --shards N (and --only-shards I to re-submit)")
+    if options.rebuild:
+        raise UserError("--rebuild: not with submit (tasks sharing a node would rebuild the same environment); "
+                        "remake them with `make clean-envs` or `harness run --rebuild` on one node")
+    if options.time is not None and (problem := check_time(options.time)):
+        raise UserError(f"--time: {problem}")
+    outside = [i for i in options.only_shards if not 1 <= i <= options.shards]
+    if outside:
+        raise UserError(f"--only-shards {outside[0]}: shards are numbered 1 to {options.shards}")
+    if options.partition is not None and not options.partition.strip():
+        raise UserError("--partition: empty name")
+
+
+def plan_submission(config_path: Path, options: SubmitOptions) -> tuple[SweepJobs, dict]:
+    """The job scripts and the submission record; UserError, with nothing written, for bad input."""
+    _check_submit_options(options)
+    config = load_config(config_path)
+    runs = options.runs or config.runs
+    record = None
+    if options.only_shards:  # the folder's sweep: its versions, unless named again
+        record = submission.read_submission(options.out.absolute())
+        versions = list(options.versions) if options.versions else record["versions"]
+        sweep_dir = options.out.absolute()
+    else:
+        choice, index = _open_backend(config, options)
+        versions = _sweep_versions(config, options.versions, choice, index)
+        cells = len(plan_cells(config, versions))
+        if options.shards > cells:
+            raise UserError(f"--shards {options.shards}: the sweep has only {cells} cell(s); "
+                            f"use at most {cells} shards")
+        # Named for a dry run; the real folder is made at submission (this name, or it with a suffix).
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        sweep_dir = (options.out / f"{stamp}-{config.name}-slurm").absolute()
+    resources = Resources.for_config(
+        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs,
+        time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args)
+    jobs = SweepJobs(name=config.name, sweep_dir=sweep_dir, harness=(sys.executable, "-m", "harness"),
+                     config=config_path.absolute(), shards=options.shards,
+                     sweep_args=_task_args(options, versions, runs), resources=resources, workdir=Path.cwd(),
+                     env=tuple((k, os.environ[k]) for k in SUBMIT_PASSES_ON if os.environ.get(k)))
+    if record is None:
+        record = submission.new_record(jobs, versions)
+    else:
+        submission.check_same_submission(record, jobs)
+    return jobs, record
+
+
+def submit(config_path: Path, options: SubmitOptions, dry_run: bool = False,
+           slurm: Slurm | None = None) -> SubmitOutcome:
+    """`harness submit`: the sweep as a Slurm array of shard tasks and a merge job after them."""
+    jobs, record = plan_submission(config_path, options)
+    if dry_run:
+        return SubmitOutcome(jobs, None)
+    slurm = slurm or Slurm()
+    slurm.check(options.partition)
+    again = bool(options.only_shards)
+    before = frozenset(submission.merged_folders(jobs.sweep_dir)) if again else frozenset()
+    # Resources given again with --only-shards: sbatch's command line overrides the script's lines.
+    overrides = ([f"--time={options.time}"] if options.time else []) + \
+        ([f"--cpus-per-task={options.cpus_per_task}"] if options.cpus_per_task else []) + \
+        ([f"--partition={options.partition}"] if options.partition else []) + list(options.sbatch_args)
+    done = submission.submit(slurm, jobs, record, options.out, only_shards=options.only_shards,
+                             overrides=tuple(overrides) if again else (),
+                             command=shlex.join(["harness", *options.argv]))
+    return SubmitOutcome(jobs, done, before)
+
+
+def wait_submission(submitted: SubmitOutcome, progress: Progress, slurm: Slurm | None = None,
+                    poll_s: float = 3.0) -> SubmitWaitOutcome:
+    """`harness submit --wait`: follow the jobs until the merge job has ended, then read its results."""
+    done = submitted.submitted
+    submission.follow(slurm or Slurm(), done, progress.say, poll_s)
+    folder = submission.newest_merge(done.sweep_dir, exclude=set(submitted.merged_before))
+    if folder is None:
+        return SubmitWaitOutcome(None)
+    merged = submission.read_merge(folder)
+    again = None
+    if not merged.complete and merged.unfinished:
+        again = submission.resubmit_command(submission.read_submission(done.sweep_dir), done.sweep_dir,
+                                            merged.unfinished)
+    return SubmitWaitOutcome(merged, again)

@@ -124,8 +124,17 @@ def test_a_malformed_cell_is_bad_input_naming_the_shard():
 
 def test_a_missing_shard_makes_an_incomplete_merge():
     merged, cells = merge(shard_documents(3)[:2])
-    assert merged["status"] == "incomplete: shard(s) 3 missing"
+    assert merged["status"] == "incomplete: shard 3 missing"
     assert len(cells) < len(planned())
+    assert merged["shards"] == {"count": 3, "missing": [3], "unfinished": {}}
+
+
+def test_an_interrupted_shard_is_named_in_the_merge():
+    docs = shard_documents(3)
+    docs[1][1]["status"] = "interrupted"
+    merged, _ = merge(docs[:2])
+    assert merged["status"] == "incomplete: shard 3 missing, shard 2 interrupted"
+    assert merged["shards"] == {"count": 3, "missing": [3], "unfinished": {"2": "interrupted"}}
 
 
 def test_cli_rejects_a_bad_shard(capsys):

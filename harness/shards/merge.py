@@ -57,18 +57,23 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     planned = shards[0].get("planned") if shards and shards[0] else None
     cells.sort(key=_plan_order(planned))
 
-    unfinished = sorted({doc.status_text for _, doc in documents if doc.status != RunStatus.COMPLETE})
-    status, detail = RunStatus.COMPLETE, ""
-    if missing:
-        status, detail = RunStatus.INCOMPLETE, f"shard(s) {', '.join(map(str, missing))} missing"
-    elif unfinished:
-        status, detail = RunStatus.INCOMPLETE, ", ".join(unfinished)
+    # Which shards are not there or did not finish, by number: the merge's status names them, and
+    # `shards` keeps them as data for a re-submission of just those (harness submit --only-shards).
+    unfinished = {doc.header.shard["index"] if doc.header.shard else label: doc.status_text
+                  for label, doc in documents if doc.status != RunStatus.COMPLETE}
+    parts = [f"shard {i} missing" for i in missing]
+    parts += [f"shard {k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, int))]
+    parts += [f"{k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, str))]
+    status, detail = (RunStatus.INCOMPLETE, ", ".join(parts)) if parts else (RunStatus.COMPLETE, "")
     header = ResultsHeader(command=command, config=first.header.config, versions=first.header.versions,
                            options=first.header.options, host=first.header.host,
                            created=min(str(doc.header.created) for _, doc in documents))
     sections: dict[str, Any] = {
         "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
                          "status": doc.status_text, "host": doc.header.host} for label, doc in documents]}
+    if shards[0]:
+        sections["shards"] = {"count": shards[0]["count"], "missing": missing,
+                              "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
         for key in BISECTION_KEYS:
             if doc.sections.get(key) and key not in sections:

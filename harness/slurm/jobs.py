@@ -1,0 +1,130 @@
+"""The Slurm job scripts of a submitted sweep (pure: a plan in, script text out).
+
+Two scripts, written into the sweep's folder so a person can read them and run them again by hand:
+`shard.sbatch`, an array job whose task I runs `harness run ... --shard I/N`, and `merge.sbatch`, which
+joins what the shards left (`harness merge`). A shard that already has results (a cancelled task, a
+lost node) resumes in its own folder, so re-submitting it measures only the cells it lacks.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.model import Platform
+
+SHARD_SCRIPT = "shard.sbatch"
+MERGE_SCRIPT = "merge.sbatch"
+LOG_FOLDER = "slurm-logs"
+MERGED_FOLDER = "merged"
+DEFAULT_TIME = "02:00:00"
+MERGE_TIME = "00:30:00"  # merging copies logs and renders tables: minutes, whatever the sweep cost
+
+# Slurm's --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
+_TIME_RE = re.compile(r"^(\d+-\d{1,2}(:\d{1,2}){0,2}|\d+(:\d{1,2}){0,2})$")
+
+
+def check_time(text: str) -> str | None:
+    """None when `text` is a Slurm time limit, else what is wrong (for one error line)."""
+    if not _TIME_RE.match(text) or not any(c != "0" for c in re.sub(r"\D", "", text)):
+        return (f"{text!r} is not a Slurm time limit (minutes, HH:MM:SS or D-HH:MM:SS, "
+                f"e.g. 90 or 02:00:00)")
+    return None
+
+
+def shard_folder(sweep_dir: Path, index: int) -> Path:
+    return sweep_dir / f"shard-{index}"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What each shard task asks of the scheduler."""
+    cpus_per_task: int = 1
+    time: str = DEFAULT_TIME
+    partition: str | None = None  # None: the cluster's default partition
+    gpus: int = 0  # a cuda config asks for its device_count
+    extra: tuple[str, ...] = ()  # --sbatch-arg words, as given (e.g. --account=lab)
+
+    @classmethod
+    def for_config(cls, platform: Platform, device_count: int, **given) -> Resources:
+        return cls(gpus=device_count if platform == Platform.CUDA else 0, **given)
+
+
+@dataclass(frozen=True)
+class SweepJobs:
+    """One submitted sweep: what every shard task runs and where everything goes (absolute paths,
+    since tasks start on other machines in whatever folder Slurm gives them)."""
+    name: str  # the config's name: job names and the merged folder's
+    sweep_dir: Path  # the folder this sweep's scripts, shard results and merge live in
+    harness: tuple[str, ...]  # how a node runs the harness, e.g. (/home/me/.venv/bin/python, -m, harness)
+    config: Path
+    shards: int
+    sweep_args: tuple[str, ...]  # --versions (resolved), --runs, --jobs, --backend, --seeds, ...
+    resources: Resources = field(default_factory=Resources)
+    workdir: Path = Path("/")  # where the commands run (relative paths in the config resolve from its file)
+    env: tuple[tuple[str, str], ...] = ()  # variables exported first (HARNESS_ENV_DIR given at submit)
+
+    def _header(self, job_name: str, output: str, time: str, gpus: int, cpus: int) -> list[str]:
+        res = self.resources
+        lines = [f"#SBATCH --job-name={job_name}", f"#SBATCH --output={self.sweep_dir / LOG_FOLDER / output}",
+                 f"#SBATCH --cpus-per-task={cpus}", f"#SBATCH --time={time}"]
+        if res.partition:
+            lines.append(f"#SBATCH --partition={res.partition}")
+        if gpus:
+            lines.append(f"#SBATCH --gres=gpu:{gpus}")
+        lines += [f"#SBATCH {arg}" for arg in res.extra]
+        return lines
+
+    def _prologue(self) -> list[str]:
+        lines = ["set -euo pipefail", f"cd {shlex.quote(str(self.workdir))}"]
+        lines += [f"export {k}={shlex.quote(v)}" for k, v in self.env]
+        return lines
+
+    def shard_script(self) -> str:
+        res = self.resources
+        run = shlex.join([*self.harness, "run", str(self.config), *self.sweep_args])
+        out = shlex.quote(str(self.sweep_dir / "shard-"))
+        return "\n".join([
+            "#!/bin/bash",
+            f"# The shards of the sweep {self.name}: task I measures shard I/{self.shards} of its cells.",
+            f"# Written by harness submit; run again with `sbatch {SHARD_SCRIPT}` (every shard),",
+            f"# `sbatch --array={self.shards} {SHARD_SCRIPT}` (shard {self.shards} alone) or, without Slurm,",
+            f"# `SLURM_ARRAY_TASK_ID={self.shards} bash {SHARD_SCRIPT}`.",
+            *self._header(f"harness-{self.name}", "shard-%a-%A.out", res.time, res.gpus, res.cpus_per_task),
+            f"#SBATCH --array=1-{self.shards}",
+            *self._prologue(),
+            "shard=${SLURM_ARRAY_TASK_ID:?run me with sbatch, or set SLURM_ARRAY_TASK_ID}",
+            f"out={out}$shard",
+            "# A shard cut short before (cancelled, node lost) resumes in its own folder: only the cells",
+            "# it lacks are measured, and the merge finds one folder per shard.",
+            "shopt -s nullglob",
+            "previous=(\"$out\"/*/results.json)",
+            "resume=()",
+            "if [ ${#previous[@]} -gt 0 ]; then resume=(--resume \"$(dirname \"${previous[-1]}\")\"); fi",
+            f"exec {run} --shard \"$shard/{self.shards}\" --out \"$out\" \"${{resume[@]}}\"",
+            "",
+        ])
+
+    def merge_script(self) -> str:
+        merge = shlex.join([*self.harness, "merge"])
+        merged = shlex.quote(str(self.sweep_dir / MERGED_FOLDER))
+        return "\n".join([
+            "#!/bin/bash",
+            f"# Joins the shards of the sweep {self.name} (harness merge) once their array job has ended,",
+            "# however it ended: a missing or interrupted shard makes an incomplete merge that says which.",
+            f"# Written by harness submit; run again with `sbatch {MERGE_SCRIPT}` or `bash {MERGE_SCRIPT}`.",
+            *self._header(f"harness-{self.name}-merge", "merge-%j.out", MERGE_TIME, 0, 1),
+            *self._prologue(),
+            "shopt -s nullglob",
+            "shards=()",
+            f"for i in $(seq 1 {self.shards}); do",
+            f"    found=({shlex.quote(str(self.sweep_dir))}/shard-\"$i\"/*/results.json)",
+            "    if [ ${#found[@]} -gt 0 ]; then shards+=(\"$(dirname \"${found[-1]}\")\"); "
+            "else echo \"shard $i: no results\"; fi",
+            "done",
+            "if [ ${#shards[@]} -eq 0 ]; then echo \"no shard left results: nothing to merge\" >&2; exit 1; fi",
+            f"exec {merge} \"${{shards[@]}}\" --out {merged}",
+            "",
+        ])
