@@ -2,6 +2,9 @@
 
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -9,7 +12,8 @@ import yaml
 from harness import cli
 from harness.config import load_config
 
-WORKFLOW = Path(__file__).parent.parent / ".github" / "workflows" / "nightly.yml"
+ROOT = Path(__file__).parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 
 
 def workflow():
@@ -65,3 +69,14 @@ def test_every_shard_measures_the_versions_resolved_once():
     assert shard["needs"] == "plan"
     sweep = next(s["run"] for s in shard["steps"] if "-m harness run" in s.get("run", ""))
     assert "--versions ${{ needs.plan.outputs.versions }}" in sweep
+
+
+def test_actionlint_finds_nothing_in_the_workflows():
+    """The real linter (installed with the test extra; config in .github/actionlint.yaml): expressions,
+    action inputs and versions, runner labels, job needs."""
+    actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    assert actionlint, "actionlint is not installed: pip install -e '.[test]'"
+    workflows = sorted(str(p.relative_to(ROOT)) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
+    assert workflows
+    done = subprocess.run([actionlint, "-no-color", "-config-file", ".github/actionlint.yaml", *workflows], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
