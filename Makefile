@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py
+	$(BIN)/python bench/bench_slurm.py
 
 bisect: $(STAMP)
 	$(BIN)/harness bisect $(CONFIG) $(if $(JAX_REPO),--jax-repo $(JAX_REPO)) $(ARGS)
