@@ -9,18 +9,19 @@ include a neighbour's entries.
 
 from __future__ import annotations
 
+import functools
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from harness.analysis import judge
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.listing import list_dir
 from harness.model import CellResult, CellSpec, RunRecord, Verdict
 from harness.run_env import IR_DUMP_VAR, ir_dump_dir, process_env, repro_args
+from harness.tally import Tally
 
 # Runs are told about as they finish: (cell, record, runs planned).
 OnRun = Callable[[CellSpec, RunRecord, int], None]
@@ -28,6 +29,10 @@ OnRun = Callable[[CellSpec, RunRecord, int], None]
 
 @dataclass
 class CellRunner:
+    """Measures one cell. `measure_run` makes one run (a fresh process, the listing before and after);
+    `run` schedules them, one at a time or `jobs` at once, until the cell's `Tally` says stop; what is
+    decided from the records (the verdict, when to stop) is the tally's, not the scheduler's."""
+
     environment: Environment
     repro: Repro
     timeout_s: float
@@ -36,74 +41,87 @@ class CellRunner:
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
-        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key)."""
+        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key). After
+        Ctrl-C the cell comes back `interrupted`, with the runs that finished: the caller saves it, then
+        stops."""
         seeds = list(seeds)
         # Runs start in other folders (the script's, a container's): give them absolute paths.
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         results_root = results_root.resolve() if results_root else None
         cache_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
-        args = repro_args(self.repro, spec)
-        records: list[RunRecord] = []
+        tally = Tally(len(seeds), stop_when_reproduced)
+        measure = functools.partial(self.measure_run, spec, cache_dir, log_dir, results_root)
+        interrupted = self._schedule(spec, list(enumerate(seeds, start=1)), measure, tally)
+        return tally.cell(spec, sorted(list_dir(cache_dir)), self.environment.describe(), interrupted)
+
+    def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
+                    index: int, seed: int) -> RunRecord:
+        """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile."""
+        before = list_dir(cache_dir)
+        log = log_dir / f"run-{index:02d}-seed-{seed}.log"
+        env = process_env(spec, seed)
+        if not self.repro.builtin:
+            env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
+        outcome = self.environment.run(self.repro.path, repro_args(self.repro, spec), env, cache_dir, log,
+                                       self.timeout_s)
+        added = sorted(list_dir(cache_dir) - before)
+        reason = outcome.reason
+        if not outcome.ok and not outcome.timed_out:
+            reason = _with_last_line(reason, log)
+        return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
+                         duration_s=round(outcome.duration_s, 3), new_entries=added,
+                         timed_out=outcome.timed_out, reason=reason,
+                         log=str(log.relative_to(results_root) if results_root else log))
+
+    def _schedule(self, spec: CellSpec, pending: list[tuple[int, int]],
+                  measure: Callable[[int, int], RunRecord], tally: Tally) -> bool:
+        """Make the pending runs into `tally` until it says stop; True when Ctrl-C cut them short (the
+        runs it cut measured nothing and are not kept)."""
         lock = threading.Lock()
         stopping = threading.Event()
 
-        def one(index: int, seed: int) -> RunRecord:
-            before = list_dir(cache_dir)
-            log = log_dir / f"run-{index:02d}-seed-{seed}.log"
-            env = process_env(spec, seed)
-            if not self.repro.builtin:
-                env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
-            outcome = self.environment.run(self.repro.path, args, env, cache_dir, log, self.timeout_s)
-            added = sorted(list_dir(cache_dir) - before)
-            rel = log.relative_to(results_root) if results_root else log
-            reason = outcome.reason
-            if not outcome.ok and not outcome.timed_out:
-                reason = _with_last_line(reason, log)
-            record = RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
-                               duration_s=round(outcome.duration_s, 3), new_entries=added,
-                               timed_out=outcome.timed_out, reason=reason, log=str(rel))
-            if stopping.is_set():
-                return record  # cut short by Ctrl-C: it measured nothing
+        def one(index: int, seed: int) -> None:
+            record = measure(index, seed)
             with lock:
-                records.append(record)
+                if stopping.is_set():
+                    return
+                tally.add(record)
             if self.on_run:
-                self.on_run(spec, record, len(seeds))
-            return record
+                self.on_run(spec, record, tally.planned)
 
-        def reproduced() -> bool:
-            return stop_when_reproduced and judge(records).verdict == Verdict.REPRODUCED
+        def stop_now() -> bool:
+            with lock:
+                return tally.stop_now()
 
-        pending = list(enumerate(seeds, start=1))
         try:
             if self.jobs <= 1:
                 for index, seed in pending:
                     one(index, seed)
-                    if reproduced():
+                    if stop_now():
                         break
             elif pending:
                 one(*pending.pop(0))  # the baseline, alone: nothing it computed can appear later
-                self._run_parallel(one, pending, reproduced, stopping)
+                self._run_parallel(one, pending, stop_now, stopping)
         except KeyboardInterrupt:
-            # Keep the runs that finished before Ctrl-C; the ones it cut short measured nothing.
             with lock:
-                finished = list(records)
-            raise CellInterrupted(self._result(spec, finished, seeds, cache_dir, interrupted=True)) from None
-        return self._result(spec, records, seeds, cache_dir, stopped_early=reproduced())
+                stopping.set()
+            return True
+        return False
 
-    def _run_parallel(self, one, pending, reproduced, stopping: threading.Event) -> None:
+    def _run_parallel(self, one, pending, stop_now, stopping: threading.Event) -> None:
         with ThreadPoolExecutor(self.jobs) as pool:
             running = set()
             try:
                 while pending or running:
-                    while pending and len(running) < self.jobs and not reproduced():
+                    while pending and len(running) < self.jobs and not stop_now():
                         running.add(pool.submit(one, *pending.pop(0)))
                     if not running:
                         break
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
                         future.result()  # re-raise a harness failure here
-                    if reproduced():
+                    if stop_now():
                         pending.clear()
             except BaseException:
                 # The pool joins its threads on the way out: stop their processes so that is quick.
@@ -111,27 +129,6 @@ class CellRunner:
                 stopping.set()
                 self.environment.interrupt()
                 raise
-
-    def _result(self, spec: CellSpec, records: list[RunRecord], seeds: list[int], cache_dir: Path,
-                stopped_early: bool = False, interrupted: bool = False) -> CellResult:
-        records = sorted(records, key=lambda r: r.index)
-        stopped_early = stopped_early and len(records) < len(seeds)
-        judgement = judge(records, expected_runs=None if stopped_early else len(seeds))
-        reason = judgement.reason
-        if interrupted and judgement.verdict != Verdict.REPRODUCED:
-            reason = f"interrupted after {len(records)} of {len(seeds)} runs"
-        return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records,
-                          reason=reason, listing=sorted(list_dir(cache_dir)),
-                          environment=self.environment.describe(),
-                          interrupted=interrupted)
-
-
-class CellInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a cell, carrying what the cell measured before it (to be saved)."""
-
-    def __init__(self, partial: CellResult):
-        super().__init__("interrupted")
-        self.partial = partial
 
 
 def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:

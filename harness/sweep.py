@@ -12,7 +12,7 @@ from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec
 from harness.progress import Progress
-from harness.runner import CellInterrupted, CellRunner, error_cell
+from harness.runner import CellRunner, error_cell
 from harness.seeds import SeedPlanner, record_plan
 
 
@@ -44,12 +44,10 @@ class Sweep:
         environments: dict[str, object] = {}
         for number, spec in enumerate(cells, start=1):
             self.progress.cell_started(spec, number, len(cells))
-            try:
-                result = self._measure(spec, environments)
-            except CellInterrupted as stop:
-                self.writer.add(stop.partial)  # what the cell measured before Ctrl-C is kept
-                raise
-            self.writer.add(result)
+            result = self._measure(spec, environments)
+            self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
+            if result.interrupted:
+                raise KeyboardInterrupt
             self.progress.cell_finished(result)
             results.append(result)
         return results
@@ -73,7 +71,8 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
                  work_dir: Path, progress: Progress, jobs: int = 1,
                  stop_when_reproduced: bool = True) -> CellResult:
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
-    the seeds and miss bounds recorded in the result (also in the partial one Ctrl-C leaves)."""
+    the seeds and miss bounds recorded in the result. After Ctrl-C the cell is `interrupted` and holds
+    the runs that finished; the caller saves it (a sweep) or drops it (a bisection), then stops."""
     slug = spec.slug
     cache_dir, log_dir = work_dir / "caches" / slug, work_dir / "logs" / slug
     for leftover in (cache_dir, log_dir):  # a cell cut short earlier (resume, bisect): start afresh
@@ -81,11 +80,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
     runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished)
-    try:
-        cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
-                          stop_when_reproduced=stop_when_reproduced)
-    except CellInterrupted as stop:
-        record_plan(stop.partial, plan)
-        raise
+    cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
+                      stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)
     return cell

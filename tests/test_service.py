@@ -21,8 +21,8 @@ from tests.test_versions import INDEX
 
 
 class FakeBackend(Backend):
-    """prepare(version) does what `plan[version]` says: raise the exception, or give a scripted environment
-    whose runs all write one key (clean)."""
+    """prepare(version) does what `plan[version]` says: raise the exception, give that environment, or by
+    default a scripted environment whose runs all write one key (clean)."""
 
     name = "venv"
 
@@ -31,10 +31,10 @@ class FakeBackend(Backend):
 
     def prepare(self, jax_version, platform, say=None):
         self.prepared.append(jax_version)
-        failure = self.plan.get(jax_version)
-        if failure is not None:
-            raise failure
-        return ScriptedEnvironment(lambda seed: 1)
+        planned = self.plan.get(jax_version)
+        if isinstance(planned, BaseException):
+            raise planned
+        return planned or ScriptedEnvironment(lambda seed: 1)
 
 
 @pytest.fixture
@@ -79,6 +79,30 @@ def test_ctrl_c_keeps_what_was_measured_and_prints_the_resume_command(backend, t
     resume = shlex.split(err.split("resume with: ", 1)[1].strip())
     assert resume == ["harness", "run", "configs/smoke.yaml", "--runs", "2", "--seeds", "random", "-q",
                       "--resume", str(folder)]
+
+
+class InterruptedOnRun(ScriptedEnvironment):
+    """Clean runs, until Ctrl-C arrives during run number `at`."""
+
+    def __init__(self, at):
+        super().__init__(key_for=lambda seed: 1)
+        self.at, self.started = at, 0
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        self.started += 1
+        if self.started == self.at:
+            raise KeyboardInterrupt
+        return super().run(script, args, env, cache_dir, log_path, timeout_s)
+
+
+def test_ctrl_c_inside_a_cell_saves_the_runs_it_finished(backend, tmp_path, capsys):
+    backend.plan["0.4.29"] = InterruptedOnRun(3)
+    code, data, _, _ = sweep(["configs/smoke.yaml", "--runs", "4"], tmp_path, capsys)
+    assert code == 130 and data["status"] == "interrupted"
+    cut = data["cells"][-1]
+    assert cut["jax_version"] == "0.4.29" and cut["interrupted"] is True
+    assert [r["index"] for r in cut["runs"]] == [1, 2] and cut["reason"] == "interrupted after 2 of 4 runs"
+    assert len(cut["seeds"]["seeds"]) == 4  # the plan is recorded with the partial cell too
 
 
 def test_a_failure_of_the_harness_says_failed_in_the_results_and_exits_1(backend, tmp_path, capsys):

@@ -79,5 +79,8 @@ class PointMeasurer:
         return cells
 
     def _cell(self, spec: CellSpec, environment: Environment) -> CellResult:
-        return measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
+        cell = measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
                             jobs=self.jobs, stop_when_reproduced=True)
+        if cell.interrupted:
+            raise KeyboardInterrupt  # a point cut short is not recorded: it is measured again on resume
+        return cell

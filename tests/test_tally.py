@@ -1,0 +1,47 @@
+"""The pure half of measuring a cell: records in; the verdict, whether to stop, and the cell out."""
+
+from harness.model import CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.tally import Tally
+
+SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
+KEY = "jit_f-{:064x}"
+
+
+def run(index, key, exit_code=0):
+    return RunRecord(index=index, seed=index, exit_code=exit_code, duration_s=0.1, new_entries=[KEY.format(key)])
+
+
+def test_a_second_key_stops_the_cell_only_when_asked():
+    eager, patient = Tally(planned=6, stop_when_reproduced=True), Tally(planned=6)
+    for tally in (eager, patient):
+        tally.add(run(1, 1))
+        assert not tally.stop_now()
+        tally.add(run(2, 2))
+    assert eager.stop_now() and not patient.stop_now()
+
+
+def test_a_cell_that_stopped_early_is_reproduced_not_short_of_runs():
+    tally = Tally(planned=6, stop_when_reproduced=True)
+    for record in (run(2, 2), run(1, 1)):  # parallel runs finish in any order
+        tally.add(record)
+    cell = tally.cell(SPEC, ["listing"], {"backend": "fake"})
+    assert cell.verdict == Verdict.REPRODUCED and [r.index for r in cell.runs] == [1, 2]
+    assert cell.listing == ["listing"] and cell.environment == {"backend": "fake"} and not cell.interrupted
+
+
+def test_runs_missing_without_a_reason_are_an_error():
+    tally = Tally(planned=4)
+    tally.add(run(1, 1))
+    cell = tally.cell(SPEC, [], {})
+    assert cell.verdict == Verdict.ERROR and cell.reason == "only 1 of 4 runs were made"
+
+
+def test_ctrl_c_says_how_far_the_cell_got_unless_it_had_reproduced():
+    tally = Tally(planned=8, stop_when_reproduced=True)
+    tally.add(run(1, 1))
+    cut = tally.cell(SPEC, [], {}, interrupted=True)
+    assert cut.interrupted and cut.reason == "interrupted after 1 of 8 runs"
+    tally.add(run(2, 2))
+    settled = tally.cell(SPEC, [], {}, interrupted=True)
+    assert settled.interrupted and settled.verdict == Verdict.REPRODUCED
+    assert not settled.reason.startswith("interrupted")  # the verdict's own reason: it is settled
