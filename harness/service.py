@@ -22,6 +22,7 @@ from harness.bisect import report as bisect_report
 from harness.bisect.bisection import Bisection, Outcome
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
+from harness.confidence import SeedStrategy, runs_for_target
 from harness.config import CHECK_SOURCE, Config, load_config, parse_config
 from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
 from harness.errors import UserError
@@ -34,7 +35,6 @@ from harness.report import write_report
 from harness.results import (RESULTS_FILE, ResultsHeader, RunStatus, host_facts, load_results, new_run_dir,
                              results_file, results_folder, utc_now)
 from harness.resume import check_same_sweep, finished_cells, still_to_measure
-from harness.confidence import SeedStrategy, runs_for_target
 from harness.seeds import SeedPlanner
 from harness.shards.merge import merge_documents
 from harness.shards.select import Shard

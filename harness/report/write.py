@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
-from harness.files import write_atomic
 from harness.results import load_results
 
 EVIDENCE_DIR = "evidence"
