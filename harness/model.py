@@ -44,6 +44,10 @@ class Mesh:
         return cls(tuple(data["shape"]), tuple(data["axis_names"]))
 
 
+# In place of a mesh: a user's script builds its own, which the harness does not know.
+NO_MESH = "script"
+
+
 @dataclass(frozen=True)
 class CellSpec:
     """What one cell measures; the unit the runner, the bisector and sharding work with."""
@@ -55,13 +59,17 @@ class CellSpec:
 
     @property
     def key(self) -> str:
-        mesh = self.mesh.label if self.mesh else "script"
-        return f"{self.jax_version}|{self.platform}|{self.device_count}|{mesh}"
+        return f"{self.jax_version}|{self.platform}|{self.device_count}|{self.mesh_label}"
+
+    @property
+    def mesh_label(self) -> str:
+        """The mesh as keys, tables and summaries name it."""
+        return self.mesh.label if self.mesh else NO_MESH
 
     @property
     def slug(self) -> str:
         """The cell's folder name under logs/, caches/ and evidence/."""
-        mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else "script"
+        mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else NO_MESH
         return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{self.jax_version}-{self.platform}{self.device_count}-{mesh}")
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Protocol, TextIO
 
 from harness.listing import parse_name
-from harness.model import CellResult, CellSpec, RunRecord
+from harness.model import NO_MESH, CellResult, CellSpec, RunRecord
 
 
 class Progress(Protocol):
@@ -36,7 +36,7 @@ class ConsoleProgress:
             print(f"[{elapsed:6.1f}s] {message}", file=self.stream, flush=True)
 
     def cell_started(self, spec: CellSpec, number: int, total: int) -> None:
-        mesh = spec.mesh.label if spec.mesh else "user script"
+        mesh = spec.mesh.label if spec.mesh else f"user {NO_MESH}"
         self.say(f"cell {number}/{total}: jax {spec.jax_version}, {mesh}, {spec.platform} x{spec.device_count}")
 
     def run_finished(self, spec: CellSpec, run: RunRecord, planned: int) -> None:

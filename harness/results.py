@@ -167,7 +167,7 @@ def summarise(cells: list[CellResult]) -> dict[str, Any]:
 def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:
     groups: dict[str, list[CellResult]] = {}
     for cell in cells:
-        label = cell.spec.mesh.label if cell.spec.mesh else "script"
+        label = cell.spec.mesh_label
         groups.setdefault(f"{label} {cell.spec.platform}", []).append(cell)
     return [{"group": g, **summarise(cs)} for g, cs in groups.items()]
 

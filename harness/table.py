@@ -39,7 +39,7 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
-        out.append([c.spec.jax_version, c.spec.mesh.label if c.spec.mesh else "(script)",
+        out.append([c.spec.jax_version, c.spec.mesh_label,
                     f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
                     _keys_column(c), _bound_column(c), c.reason])
     return out

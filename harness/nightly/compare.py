@@ -92,7 +92,7 @@ def render_changes(changes: list[CellChange]) -> str:
         return "no cells to compare"
     rows = []
     for c in changes:
-        mesh = c.spec.mesh.label if c.spec.mesh else "(script)"
+        mesh = c.spec.mesh_label
         was = f"{c.before} ({c.baseline_version})" if c.before else "—"
         rows.append([c.spec.jax_version, mesh, f"{c.spec.platform}x{c.spec.device_count}", was, str(c.after),
                      c.change.upper() if c.alarm else str(c.change)])

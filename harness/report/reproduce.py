@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.config import CHECK_SOURCE, Repro
 from harness.environments.requirements import jax_requirements
-from harness.model import CellResult
+from harness.model import NO_MESH, CellResult
 from harness.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
@@ -51,7 +51,7 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         requirements.append(f"numpy=={cell.environment['numpy']}")
     args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
     lines = [
-        f"# jax {spec.jax_version}, {spec.mesh.label if spec.mesh else 'user script'}, "
+        f"# jax {spec.jax_version}, {spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
         f"{spec.platform} x{spec.device_count}",
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
         + " ".join(shlex.quote(r) for r in requirements),
