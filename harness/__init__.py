@@ -2,8 +2,9 @@
 
 The package is layered; a module imports only from layers below its own (pyproject.toml's
 import-linter contract, checked by the tests): cli -> service -> output (results, table, report,
-writer, nightly, shards) -> measurement (seeds, runner, sweep, bisect) -> environments -> pure core
-(model, config, versions, listing, analysis, run_env, progress, files, errors, repros).
+writer, nightly, shards, slurm) -> measurement (seeds, runner, sweep, bisect) -> environments -> pure
+core (tally, analysis, run_env, progress, config, versions, listing, model, identity, confidence, files,
+errors; repros and the seed probe, which import nothing). Every module has a layer (tests/test_layers.py).
 """
 
 __version__ = "0.1.0"

@@ -4,9 +4,11 @@ pyproject.toml, and no harness import hidden inside a function (ruff's PLC0415).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,3 +44,12 @@ def test_no_import_inside_a_function():
     proc = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "--select", "PLC0415",
                            "--output-format", "concise", "harness"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_module_of_the_package_has_a_layer():
+    """A module the contract does not name is not checked at all: each new one must take its place."""
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    named = {m.strip() for layer in contract["layers"] for m in re.split(r"[|:]", layer)}
+    modules = {f"harness.{p.stem}" for p in (ROOT / "harness").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    packages = {f"harness.{p.parent.name}" for p in (ROOT / "harness").glob("*/__init__.py")}
+    assert modules | packages <= named, f"not in any layer: {sorted((modules | packages) - named)}"
