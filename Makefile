@@ -18,7 +18,8 @@ help:
 	@echo "make test-unit  the fast tests only"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
-	@echo "make base-image build the offline Debian base image for --backend docker (needs root, dockerd)"
+	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
+	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
 
 $(STAMP): pyproject.toml
@@ -51,8 +52,10 @@ bisect: $(STAMP)
 nightly: $(STAMP)
 	$(BIN)/harness nightly $(CONFIG) --baseline $(BASELINE) $(ARGS)
 
+DEBIAN ?= bookworm
+
 base-image:
-	docker/make_base_image.sh
+	DEBIAN=$(DEBIAN) docker/make_base_image.sh
 
 clean-envs:
 	rm -rf $${HARNESS_ENV_DIR:-$$HOME/.cache/jax-cache-harness/envs}

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Build an offline Debian bookworm + Python 3.11 base image from Debian's own packages, so no image
-# registry is needed (none is reachable on these machines). Idempotent: skips when the image exists.
-#   usage: docker/make_base_image.sh [NAME:TAG]      (default jax-harness-base:bookworm)
-#   env:   DEBIAN_MIRROR (default http://deb.debian.org/debian), FORCE=1 to rebuild
+# Build an offline Debian base image (with the release's Python) from Debian's own packages, so no
+# image registry is needed (none is reachable on these machines). Idempotent: skips when it exists.
+#   usage: docker/make_base_image.sh [NAME:TAG]      (default jax-harness-base:$DEBIAN)
+#   env:   DEBIAN=bookworm (Python 3.11, the default) or trixie (Python 3.13, for JAX 0.11 and newer)
+#          DEBIAN_MIRROR (default http://deb.debian.org/debian), FORCE=1 to rebuild
 set -euo pipefail
 
-IMAGE="${1:-${BASE_IMAGE:-jax-harness-base:bookworm}}"
+DEBIAN="${DEBIAN:-bookworm}"
+case "$DEBIAN" in
+    bookworm|trixie) ;;
+    *) echo "base-image: DEBIAN=$DEBIAN is not supported (bookworm: Python 3.11, trixie: Python 3.13)" >&2
+       exit 2 ;;
+esac
+IMAGE="${1:-${BASE_IMAGE:-jax-harness-base:$DEBIAN}}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
@@ -23,10 +30,10 @@ ROOTFS="$(mktemp -d /tmp/jax-harness-rootfs.XXXXXX)"
 trap 'rm -rf "$ROOTFS"' EXIT
 
 start=$(date +%s)
-echo "base-image: debootstrap bookworm into $ROOTFS (about a minute)"
+echo "base-image: debootstrap $DEBIAN into $ROOTFS (a minute or more)"
 # minbase + python3-venv: the Dockerfiles make a venv (Debian's system Python is PEP 668 managed).
 debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
-    bookworm "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 || {
+    "$DEBIAN" "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 || {
     echo "base-image: debootstrap failed; last lines of $ROOTFS.log:" >&2
     tail -n 20 "$ROOTFS.log" >&2
     exit 1

@@ -62,12 +62,21 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=service.DEFAULT_RESULTS, help="results folder (default: results/)")
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")
+    _add_python_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.add_argument("--seeds", choices=[s.value for s in SeedStrategy], default=SeedStrategy.CHOSEN.value,
                    help="chosen: probe the interpreter for hash seeds showing every order of the mesh's "
                         "axis names, then random ones up to --runs (default); random: random seeds only")
     p.add_argument("--shard", type=parse_shard, metavar="I/N",
                    help="measure only shard I of N of the cells (join them with harness merge)")
+
+
+def _add_python_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--python-search", nargs="+", action="extend", type=Path, default=[], metavar="PATH",
+                   help="more Pythons for the releases that need another one than the harness's: "
+                        "interpreters, or folders holding them (searched before PATH, uv and pyenv)")
+    p.add_argument("--install-python", action="store_true",
+                   help="where no Python here has wheels for a release, `uv python install` one (downloads)")
 
 
 def _add_all_runs(p: argparse.ArgumentParser) -> None:
@@ -100,8 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     versions = sub.add_parser("versions", help="print the JAX releases a config names, one per line")
     versions.add_argument("config", type=Path)
     versions.add_argument("--versions", nargs="+", metavar="V", help="resolve these instead")
-    versions.add_argument("--python-version", default=f"{sys.version_info.major}.{sys.version_info.minor}",
-                          help="only releases with wheels for this Python (default: this interpreter's)")
+    versions.add_argument("--python-version", metavar="3.N",
+                          help="only releases with wheels for this Python (default: the config's python:, "
+                               "auto: each release in a Python this machine has)")
+    _add_python_options(versions)
     versions.set_defaults(handler=cmd_versions)
 
     report = sub.add_parser("report", help="(re)write report.md from a results folder, ready for an issue")
@@ -187,7 +198,12 @@ def main(argv: list[str] | None = None) -> int:
 def _measure_options(args: argparse.Namespace) -> dict:
     return {"backend": BackendName(args.backend), "versions": tuple(args.versions) if args.versions else None,
             "runs": args.runs, "jobs": args.jobs, "out": args.out, "rebuild": args.rebuild,
-            "python": args.python, "seeds": SeedStrategy(args.seeds), "shard": args.shard}
+            "python": args.python, "seeds": SeedStrategy(args.seeds), "shard": args.shard,
+            "pythons": _python_options(args)}
+
+
+def _python_options(args: argparse.Namespace) -> service.PythonOptions:
+    return service.PythonOptions(search=tuple(args.python_search), install=args.install_python)
 
 
 def _sweep_options(args: argparse.Namespace) -> service.SweepOptions:
@@ -212,8 +228,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    for version in service.list_versions(args.config, tuple(args.versions or ()), args.python_version):
-        print(version)
+    """One release per line, a tab, and the Python it would run in (`cut -f1` gives the releases)."""
+    resolution = service.list_versions(args.config, tuple(args.versions or ()), args.python_version,
+                                       _python_options(args))
+    for line in resolution.notes():
+        print(f"harness: {line}", file=sys.stderr)
+    for version in resolution.versions:
+        print(f"{version}\t{resolution.pythons[version]}")
     return ExitCode.OK
 
 

@@ -15,11 +15,12 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.model import Mesh, Platform
+from harness.pythons import AUTO, PythonVersion
 from harness.repros import builtin_path
 from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
-        "docker"}
+        "docker", "python"}
 REQUIRED = {"name", "repro", "jax_versions"}
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
@@ -58,6 +59,7 @@ class Config:
     timeout_s: float = DEFAULT_TIMEOUT_S
     docker: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
+    python: PythonVersion | None = None  # None: auto, chosen per release (harness/pythons.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,8 @@ class Config:
             "timeout_s": self.timeout_s,
             "docker": dict(self.docker),
             "source": self.source,
+            # Only when pinned: a sweep made before the key existed is the same sweep (resume, merge).
+            **({"python": str(self.python)} if self.python else {}),
         }
 
 
@@ -157,9 +161,17 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     if "python" in docker and not _PYTHON_RE.match(docker["python"]):
         raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {docker['python']!r}")
 
+    python = data.get("python", AUTO)
+    if python != AUTO:
+        try:
+            python = PythonVersion.parse(python if isinstance(python, str) else "")
+        except ValueError:
+            raise err("python", f"must be auto or a Python 3 version such as \"3.12\" (quoted), "
+                                f"not {data.get('python')!r}") from None
+
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
-                  docker=dict(docker), source=source)
+                  docker=dict(docker), source=source, python=None if python == AUTO else python)
 
 
 def _int(data, key, default, err, minimum, why="", maximum=None):

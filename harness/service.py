@@ -25,12 +25,14 @@ from harness.bisect.state import BisectState
 from harness.confidence import SeedStrategy, runs_for_target
 from harness.config import CHECK_SOURCE, Config, load_config, parse_config
 from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
+from harness.environments import interpreters
 from harness.errors import UserError
 from harness.files import write_atomic
 from harness.identity import SweepIdentity
 from harness.model import CellResult, Platform
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
+from harness.pythons import PythonChooser, PythonVersion
 from harness.report import write_report
 from harness.results import (RESULTS_FILE, ResultsHeader, RunStatus, host_facts, load_results, new_run_dir,
                              results_file, results_folder, utc_now)
@@ -43,7 +45,8 @@ from harness.slurm.jobs import Resources, SweepJobs, check_time
 from harness.slurm.scheduler import Slurm
 from harness.slurm.submission import MergedSweep, Submitted
 from harness.sweep import Sweep, plan_cells
-from harness.versions import LATEST, PyPIIndex, check_syntax, is_specifier, matches, resolve
+from harness.versions import (LATEST, PyPIIndex, Resolution, check_syntax, is_specifier, matches, release_pythons,
+                              resolve)
 from harness.writer import ResultsWriter, write_files
 
 DEFAULT_RESULTS = Path("results")
@@ -53,6 +56,14 @@ MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind
 T = TypeVar("T")
 # Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
 SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
+
+
+@dataclass(frozen=True)
+class PythonOptions:
+    """Where to look for the Pythons that releases need besides the harness's own (harness/pythons.py)."""
+
+    search: tuple[Path, ...] = ()  # --python-search: interpreters, or folders holding them
+    install: bool = False  # --install-python: let uv download a Python none here has (off: it downloads)
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ class MeasureOptions:
     python: str | None = None  # --backend local: the interpreter
     seeds: SeedStrategy = SeedStrategy.CHOSEN
     shard: Shard | None = None
+    pythons: PythonOptions = PythonOptions()
 
 
 @dataclass(frozen=True)
@@ -159,10 +171,22 @@ class MergeOutcome(InFolder):
 
 def _open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
     index = PyPIIndex()  # asks the network only when a version is resolved or dated
-    choice = make_backend(options.backend, BackendOptions(rebuild=options.rebuild, python=options.python,
-                                                          docker=config.docker,
-                                                          release_date=index.release_date))
-    return choice, index
+    return make_backend(options.backend, _backend_options(config, options, index)), index
+
+
+def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) -> BackendOptions:
+    search = options.pythons.search
+    return BackendOptions(rebuild=options.rebuild, python=options.python, docker=config.docker,
+                          release_date=index.release_date, python_pin=config.python,
+                          interpreters=lambda: interpreters.discover(search),
+                          wheel_pythons=lambda platforms: release_pythons(index, platforms),
+                          install_python=interpreters.install_with_uv if options.pythons.install else None)
+
+
+def _say_left_out(resolution: Resolution, progress: Progress) -> list[str]:
+    for line in resolution.notes():
+        progress.say(line)
+    return resolution.versions
 
 
 def _header(command: str, config: Config, versions: list[str], choice: BackendChoice,
@@ -203,14 +227,23 @@ def version_entries(config: Config, versions: tuple[str, ...] | None) -> tuple[t
     return tuple(versions), "--versions"
 
 
-def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str) -> list[str]:
-    """`harness versions`: the releases a config (or --versions) resolves to."""
-    entries, source = version_entries(load_config(config_path), versions)
-    return resolve(entries, PyPIIndex(), source=source, python=python)
+def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str | None,
+                  pythons: PythonOptions = PythonOptions()) -> Resolution:
+    """`harness versions`: the releases a config (or --versions) resolves to, each with the Python its
+    venv would use (`python`, "3.N", pins one as the config's python: does)."""
+    config = load_config(config_path)
+    if python:
+        try:
+            config = replace(config, python=PythonVersion.parse(python))
+        except ValueError as exc:
+            raise UserError(f"--python-version: {exc}") from None
+    entries, source = version_entries(config, versions)
+    choice, index = _open_backend(config, MeasureOptions(pythons=pythons))
+    return resolve(entries, index, source=source, pythons=choice.backend.pythons)
 
 
 def _sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: BackendChoice,
-                    index: PyPIIndex) -> list[str]:
+                    index: PyPIIndex, progress: Progress) -> list[str]:
     entries, source = version_entries(config, versions)
     installed = choice.backend.installed_version()
     if installed is not None:  # a backend with one JAX (local) measures that one, if the config names it
@@ -218,7 +251,7 @@ def _sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: Ba
             return [installed]
         raise UserError(f"{source}: the local interpreter has jax {installed}, which "
                         f"{', '.join(entries)} does not include (pass --versions {installed})")
-    return resolve(entries, index, source=source, python=choice.backend.target_python)
+    return _say_left_out(resolve(entries, index, source=source, pythons=choice.backend.pythons), progress)
 
 
 # ---- sweeps: run, check, nightly -----------------------------------------------------------------
@@ -258,7 +291,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
     """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks)."""
     choice, index = _open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    versions = _sweep_versions(config, options.versions, choice, index)
+    versions = _sweep_versions(config, options.versions, choice, index, progress)
     runs = options.runs or config.runs
     planned = plan_cells(config, versions)
     shard = options.shard
@@ -331,7 +364,7 @@ def bisect_command(config_path: Path, options: BisectOptions) -> str:
 
 
 def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
-                   python: str | None) -> tuple[list[str], BisectOptions]:
+                   pythons: PythonChooser | None, progress: Progress) -> tuple[list[str], BisectOptions]:
     """The releases to bisect, and the options with --good/--bad as the index spells them."""
     entries, source = version_entries(config, options.versions)
     entries = list(entries)
@@ -343,11 +376,11 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
             raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.26")
         # Resolved on its own so that an unknown release is blamed on the flag, not on the config;
         # kept as the index spells it (0.4.26, not 0.4.26.0).
-        release = resolve((value,), index, source=flag, python=python)[0]
+        release = resolve((value,), index, source=flag, pythons=pythons).versions[0]
         endpoints[flag[2:]] = release
         entries.append(release)
     options = replace(options, **endpoints)
-    versions = resolve(tuple(entries), index, source=source, python=python)
+    versions = _say_left_out(resolve(tuple(entries), index, source=source, pythons=pythons), progress)
     if options.good and options.bad and versions.index(options.good) >= versions.index(options.bad):
         raise UserError(f"--good {options.good} must be an earlier release than --bad {options.bad}")
     return versions, options
@@ -367,8 +400,8 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     # Checked now, not after the release bisection has been measured and written.
     repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
     choice, index = _open_backend(config, options)
-    # Releases with no wheels for the environments' Python are left out, as `harness run` does.
-    versions, options = _release_range(config, options, index, python=choice.backend.target_python)
+    # Releases no Python here can run are left out (each named), as `harness run` does.
+    versions, options = _release_range(config, options, index, choice.backend.pythons, progress)
     if repo is not None:  # a git repository, but is it jax's, with its release tags?
         repo.release_commit(options.good or versions[0])
     choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing

@@ -8,23 +8,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
+from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.files import write_atomic
 
 _SPEC_CHARS = "<>=!~,"
-_CP_TAG = re.compile(r"-cp(\d+)-")  # CPython tag in a wheel's file name
+# The CPython feature releases a wheel is looked for: far past any that exists today.
+_CANDIDATE_PYTHONS = tuple(PythonVersion(3, minor) for minor in range(6, 40))
 
 
 def is_specifier(entry: str) -> bool:
@@ -55,63 +59,128 @@ class Release:
     uploaded: datetime | None  # latest upload among the release's files
     yanked: bool = False
     requires_python: str | None = None
-    wheel_pythons: frozenset[str] = frozenset()  # CPython tags of its binary wheels, e.g. "311"
+    wheel_tags: frozenset[Tag] = frozenset()  # every tag of its binary wheels
 
-    def supports(self, python: str | None) -> bool:
-        """Whether this release installs on CPython `python` ("3.11"); True when unknown."""
-        if python is None:
-            return True
-        if self.wheel_pythons:
-            return python.replace(".", "") in self.wheel_pythons
-        if self.requires_python:
-            try:
-                return Version(python) in SpecifierSet(self.requires_python)
-            except (InvalidSpecifier, InvalidVersion):
-                return True
-        return True
+    def pythons(self, platforms: Sequence[str]) -> frozenset[PythonVersion] | None:
+        """The CPython versions with a wheel of this release that installs on `platforms`, narrowed
+        by its Requires-Python; None when the index lists no wheels (a pure-Python release, a fake)."""
+        allowed = _requires(self.requires_python)
+        if not self.wheel_tags:
+            return None
+        return frozenset(v for v in _CANDIDATE_PYTHONS
+                         if self.wheel_tags & target_tags(v, tuple(platforms)) and allowed(v))
+
+
+def _requires(requires_python: str | None):
+    try:
+        spec = SpecifierSet(requires_python or "")
+    except InvalidSpecifier:
+        spec = SpecifierSet()
+    return lambda v: Version(f"{v}.0") in spec
+
+
+@lru_cache(maxsize=None)
+def target_tags(python: PythonVersion, platforms: tuple[str, ...]) -> frozenset[Tag]:
+    """Every wheel tag a (regular, not free-threaded) CPython `python` on these platforms accepts."""
+    version = (python.major, python.minor)
+    abi = f"cp{python.major}{python.minor}"
+    return frozenset(cpython_tags(version, abis=[abi], platforms=list(platforms))) | frozenset(
+        compatible_tags(version, interpreter=abi, platforms=list(platforms)))
 
 
 class PackageIndex(Protocol):
     def releases(self, package: str) -> dict[str, Release]: ...
 
 
+def release_pythons(index: PackageIndex, platforms: Sequence[str]):
+    """A function: jax version -> the Pythons with wheels for both its jax and its jaxlib on
+    `platforms` (None when the index does not say)."""
+    def pythons(version: str) -> frozenset[PythonVersion] | None:
+        jax, jaxlib = index.releases("jax").get(version), index.releases("jaxlib").get(version)
+        if jax is None or jaxlib is None:
+            return None
+        found = jaxlib.pythons(platforms)
+        allowed = _requires(jax.requires_python)
+        if found is None:
+            return None if jax.requires_python is None else frozenset(v for v in _CANDIDATE_PYTHONS if allowed(v))
+        return frozenset(v for v in found if allowed(v))
+    return pythons
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The releases the entries name, the Python each runs in, and those no Python here can run."""
+
+    versions: list[str]
+    pythons: dict[str, PythonChoice] = field(default_factory=dict)  # empty without a chooser
+    unrunnable: list[NoPython] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        """One line per release left out because no Python here can run it."""
+        return [f"left out: {problem}" for problem in self.unrunnable]
+
+
 def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: str = "jax_versions",
-            python: str | None = None) -> list[str]:
-    """Versions named by `entries`: final releases of jax that have a jaxlib of the same version
-    installable on `python` (when given), sorted, without duplicates. An entry that matches nothing
-    is an error naming that entry."""
+            pythons: PythonChooser | None = None) -> Resolution:
+    """The releases `entries` name: final releases of jax with a jaxlib of the same version, sorted,
+    without duplicates, each with the Python it runs in. With a `pythons` chooser, a release no
+    Python here can run is left out of a range or `latest` (and listed in `unrunnable`, with what it
+    needs) and is an error when named exactly. An entry that matches nothing is an error."""
     jax = index.releases("jax")
     jaxlib = index.releases("jaxlib")
     released = {v for v, r in jax.items() if not r.yanked and v in jaxlib and not jaxlib[v].yanked
                 and _is_final(v)}
-    usable = {v for v in released if jax[v].supports(python) and jaxlib[v].supports(python)}
+    choices: dict[str, PythonChoice] = {}
+    problems: dict[str, NoPython] = {}
+
+    def runnable(version: str) -> bool:
+        """Chosen only for releases an entry names: the machine is searched for other Pythons only
+        when one of those needs it."""
+        if pythons is None:
+            return True
+        if version not in choices and version not in problems:
+            try:
+                choices[version] = pythons.choose(version)
+            except NoPython as problem:
+                problems[version] = problem
+        return version in choices
+
     chosen: set[str] = set()
+    left_out: set[str] = set()
     for entry in entries:
         if entry == LATEST:
-            matched = {max(usable, key=Version)} if usable else set()
+            newest_first = sorted(released, key=Version, reverse=True)
+            matched, skipped = set(), set()
+            for version in newest_first:
+                if runnable(version):
+                    matched = {version}
+                    break
+                skipped.add(version)
         elif is_specifier(entry):
             spec = SpecifierSet(entry)
-            matched = {v for v in usable if Version(v) in spec}
+            named = {v for v in released if Version(v) in spec}
+            matched = {v for v in named if runnable(v)}
+            skipped = named - matched
         else:
             wanted = Version(entry)
-            matched = {v for v in usable if Version(v) == wanted}
-            if not matched and any(Version(v) == wanted for v in released):
-                raise UserError(f"{source}: jax {entry} has no jaxlib for Python {python} "
-                                f"(the environments' Python; it needs {jaxlib_or_jax(jax, jaxlib, entry)})")
+            named = {v for v in released if Version(v) == wanted}
+            matched = {v for v in named if runnable(v)}
+            skipped = set()
+            if named - matched:
+                raise UserError(f"{source}: {problems[min(named - matched)]}")
             if not matched and any(Version(v) == wanted for v in jax):
                 raise UserError(f"{source}: jax {entry} has no matching jaxlib release (or was yanked)")
         if not matched:
+            if skipped:
+                newest_skipped = problems[max(skipped, key=Version)]
+                raise UserError(f"{source}: {entry!r} matches no jax release a Python here can run: "
+                                f"{newest_skipped}")
             raise UserError(f"{source}: {entry!r} matches no jax release on the package index")
         chosen |= matched
-    return sorted(chosen, key=Version)
-
-
-def jaxlib_or_jax(jax: dict[str, Release], jaxlib: dict[str, Release], entry: str) -> str:
-    version = next(v for v in jax if Version(v) == Version(entry))
-    tags = sorted(jaxlib[version].wheel_pythons, key=int)
-    if tags:
-        return "CPython " + ", ".join(f"{t[0]}.{t[1:]}" for t in tags)
-    return f"Python {jax[version].requires_python or jaxlib[version].requires_python}"
+        left_out |= skipped
+    versions = sorted(chosen, key=Version)
+    return Resolution(versions, {v: choices[v] for v in versions if v in choices},
+                      [problems[v] for v in sorted(left_out - chosen, key=Version)])
 
 
 def _is_final(v: str) -> bool:
@@ -171,10 +240,22 @@ def _parse_pypi(data: dict) -> dict[str, Release]:
         times = [f.get("upload_time_iso_8601") for f in files if f.get("upload_time_iso_8601")]
         uploaded = max((datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times), default=None)
         requires = next((f["requires_python"] for f in files if f.get("requires_python")), None)
-        tags = frozenset(m.group(1) for f in files if (m := _CP_TAG.search(f.get("filename", ""))))
         out[version] = Release(version, uploaded, yanked=all(f.get("yanked") for f in files),
-                               requires_python=requires, wheel_pythons=tags)
+                               requires_python=requires, wheel_tags=_wheel_tags(files))
     return out
+
+
+def _wheel_tags(files: list[dict]) -> frozenset[Tag]:
+    tags: set[Tag] = set()
+    for f in files:
+        name = f.get("filename", "")
+        if not name.endswith(".whl") or f.get("yanked"):
+            continue
+        try:
+            tags |= parse_wheel_filename(name)[3]
+        except InvalidWheelFilename:
+            continue
+    return frozenset(tags)
 
 
 def matches(entry: str, version: str) -> bool:

@@ -24,7 +24,11 @@ def no_real_tools_in_unit_tests(request, monkeypatch):
 
     import docker
 
+    import harness.environments.interpreters as interpreters
     import harness.environments.venv as venv
 
     monkeypatch.setattr(venv, "find_uv", refuse)
+    monkeypatch.setattr(interpreters, "find_uv", refuse)
     monkeypatch.setattr(docker, "from_env", refuse)
+    # The machine's own Pythons are not a unit test's input: only the harness's, unless a test says.
+    monkeypatch.setattr(interpreters, "machine_sources", lambda search=(): {})

@@ -383,7 +383,7 @@ def test_lock_parsing_accepts_pins_only():
 
 
 def test_wheels_are_picked_by_name_version_and_tag():
-    tags = wh.target_tags("3.11")
+    tags = wh.image_tags("3.11")
     pins = wh.parse_lock(LOCK + "scipy==1.13.0\n")
     files = WHEELS + ["numpy-1.26.4-cp312-cp312-manylinux2014_x86_64.whl",  # other Python
                       "scipy-1.13.0-cp311-cp311-macosx_12_0_arm64.whl",  # other OS
@@ -399,7 +399,7 @@ def test_wheels_are_picked_by_name_version_and_tag():
 
 
 def test_cuda_local_versions_are_kept_apart():
-    tags = wh.target_tags("3.11")
+    tags = wh.image_tags("3.11")
     files = ["jaxlib-0.4.25-cp311-cp311-manylinux2014_x86_64.whl",
              "jaxlib-0.4.25+cuda12.cudnn89-cp311-cp311-manylinux2014_x86_64.whl"]
     found, _ = wh.pick_wheels([wh.Pin("jaxlib", "0.4.25+cuda12.cudnn89")], files, tags)

@@ -115,7 +115,7 @@ def test_local_backend_uses_the_given_interpreter(tmp_path, capsys):
 
 def test_half_made_venv_is_rebuilt(tmp_path):
     backend = VenvBackend(root=tmp_path)
-    path = backend.env_path("0.4.29", Platform.CPU)
+    path = backend.env_path("0.4.29", Platform.CPU, backend.pythons.own)
     (path / "bin").mkdir(parents=True)  # as if an install was interrupted: no ready marker
     env = backend.prepare("0.4.29", Platform.CPU)
     assert env.describe()["jax"] == "0.4.29" and env.describe()["reused"] is False

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from harness.errors import UserError
+from harness.pythons import PythonVersion
 from harness.versions import Release, check_syntax, matches, resolve
 
 
@@ -31,16 +32,16 @@ INDEX = FakeIndex(
 
 
 def test_seed_range():
-    assert resolve(["0.4.25", ">=0.4.26,<0.4.32"], INDEX) == [
+    assert resolve(["0.4.25", ">=0.4.26,<0.4.32"], INDEX).versions == [
         "0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.31"]  # 0.4.30 yanked, rc excluded
 
 
 def test_sorted_numerically_and_deduplicated():
-    assert resolve(["0.5.0", "0.4.9", ">=0.4.9,<0.4.26", "0.4.9"], INDEX) == ["0.4.9", "0.4.25", "0.5.0"]
+    assert resolve(["0.5.0", "0.4.9", ">=0.4.9,<0.4.26", "0.4.9"], INDEX).versions == ["0.4.9", "0.4.25", "0.5.0"]
 
 
 def test_latest_is_newest_usable_release():
-    assert resolve(["latest"], INDEX) == ["0.5.0"]
+    assert resolve(["latest"], INDEX).versions == ["0.5.0"]
 
 
 def test_no_match_names_the_entry():
@@ -69,17 +70,6 @@ def test_matches():
     assert not matches("<0.5", "0.7.2")
 
 
-def test_releases_without_wheels_for_the_python_are_skipped():
-    index = FakeIndex(jax=["0.4.31", "0.12.0"], jaxlib=["0.4.31", "0.12.0"])
-    index.data["jaxlib"]["0.4.31"] = Release("0.4.31", None, wheel_pythons=frozenset({"310", "311", "312"}))
-    index.data["jaxlib"]["0.12.0"] = Release("0.12.0", None, requires_python=">=3.12",
-                                             wheel_pythons=frozenset({"312", "313"}))
-    assert resolve(["latest"], index, python="3.11") == ["0.4.31"]
-    assert resolve([">=0.4"], index, python="3.12") == ["0.4.31", "0.12.0"]
-    with pytest.raises(UserError, match=r"no jaxlib for Python 3.11 .*CPython 3.12, 3.13"):
-        resolve(["0.12.0"], index, python="3.11")
-
-
 def test_pypi_json_parsing():
     from harness.versions import _parse_pypi
 
@@ -89,6 +79,6 @@ def test_pypi_json_parsing():
         {"filename": "jaxlib-0.4.28-cp312-cp312-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
          "upload_time_iso_8601": "2024-05-09T23:20:00Z", "yanked": False}], "0.1": []}}
     (release,) = _parse_pypi(data).values()
-    assert release.wheel_pythons == {"311", "312"} and release.requires_python == ">=3.9"
+    assert release.requires_python == ">=3.9"
     assert release.uploaded.isoformat() == "2024-05-09T23:25:06.562981+00:00"
-    assert release.supports("3.11") and not release.supports("3.10")
+    assert release.pythons(("manylinux2014_x86_64",)) == {PythonVersion(3, 11), PythonVersion(3, 12)}

@@ -11,11 +11,14 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from packaging.tags import platform_tags
+
 from harness.environments.base import Backend, Environment
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
-from harness.environments.venv import VenvBackend
+from harness.environments.venv import VenvBackend, own_python_only
 from harness.errors import UserError
+from harness.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
 
 
 class BackendName(enum.StrEnum):
@@ -40,11 +43,38 @@ class BackendOptions:
     python: str | None = None  # local: the interpreter that has JAX
     docker: dict[str, Any] = field(default_factory=dict)  # the config's docker: section
     release_date: Callable | None = None  # venv/docker: version -> release datetime
+    # venv/docker: which Python each release runs in (see harness/pythons.py)
+    python_pin: PythonVersion | None = None  # the config's python: (None: auto)
+    interpreters: Callable[[], list[Interpreter]] | None = None  # discovery, run only when needed
+    wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup
+    install_python: Callable[[PythonVersion], Interpreter | None] | None = None  # opted in: uv installs
+
+
+def host_platforms() -> tuple[str, ...]:
+    """The wheel platform tags this machine installs (a venv's wheels are the host's)."""
+    return tuple(platform_tags())
+
+
+def python_chooser(options: BackendOptions, platforms: tuple[str, ...], own: PythonVersion,
+                   pinned: PythonVersion | None, own_interpreter: str | None = None,
+                   provided: frozenset[PythonVersion] = frozenset()) -> PythonChooser:
+    """A chooser over the interpreters found here (searched only when needed) and the wheels the
+    index lists for `platforms`."""
+    wheel_pythons = options.wheel_pythons(platforms) if options.wheel_pythons else (lambda _version: None)
+    return PythonChooser(own, wheel_pythons, find=options.interpreters or list, own_interpreter=own_interpreter,
+                         pinned=pinned, provided=provided, install=options.install_python)
+
+
+def _venv(options: BackendOptions) -> VenvBackend:
+    own = own_python_only()
+    pythons = python_chooser(options, host_platforms(), own.own, options.python_pin,
+                             own_interpreter=own.own_interpreter) if options.interpreters else None
+    return VenvBackend(pythons=pythons, release_date=options.release_date, rebuild=options.rebuild)
 
 
 # Each backend by its --backend name: how to make it from the options.
 BACKENDS: dict[BackendName, Callable[[BackendOptions], Backend]] = {
-    BackendName.VENV: lambda o: VenvBackend(release_date=o.release_date, rebuild=o.rebuild),
+    BackendName.VENV: _venv,
     BackendName.LOCAL: lambda o: LocalBackend(o.python),
     BackendName.DOCKER: DockerBackend.from_options,
 }
@@ -64,4 +94,4 @@ def make_backend(name: str, options: BackendOptions) -> BackendChoice:
 
 
 __all__ = ["BACKENDS", "Backend", "BackendChoice", "BackendName", "BackendOptions", "Environment", "NAMES",
-           "make_backend"]
+           "host_platforms", "make_backend", "python_chooser"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.model import Platform, ProcessOutcome
+from harness.pythons import PythonChooser
 
 # Progress lines from long preparation steps (environment builds); the CLI decides where they go.
 Say = Callable[[str], None]
@@ -53,9 +54,9 @@ class Backend(abc.ABC):
     """Makes environments, one per JAX version (and platform)."""
 
     name: str
-    # The CPython version ("3.11") environments are made with, so that version resolution skips
-    # releases with no wheels for it; None when the backend installs nothing.
-    target_python: str | None = None
+    # Chooses the Python each release is installed in, so that version resolution keeps only the
+    # releases some Python here can run; None when the backend installs nothing (local).
+    pythons: PythonChooser | None = None
 
     @abc.abstractmethod
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:

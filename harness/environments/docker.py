@@ -28,14 +28,18 @@ from docker.types import DeviceRequest, Mount
 
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import PROBE, log_tail
-from harness.environments.wheelhouse import Wheelhouse
+from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
+from harness.pythons import NoPython, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 
 IMAGE_REPO = "jax-cache-harness"
-# What `make base-image` builds: Debian bookworm's Python 3.11, no registry needed.
-OFFLINE_BASE_IMAGE = "jax-harness-base:bookworm"
+# What `make base-image` builds from Debian's packages, no registry needed: a Debian release and
+# the Python it ships. `make base-image DEBIAN=trixie` gives the Python the newest JAX needs.
+DEBIAN_PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
+OFFLINE_BASE_IMAGES = {python: f"jax-harness-base:{release}" for release, python in DEBIAN_PYTHONS.items()}
+OFFLINE_BASE_IMAGE = OFFLINE_BASE_IMAGES["3.11"]
 DEFAULT_PYTHON = "3.11"
 
 
@@ -210,9 +214,12 @@ class DockerBackend(Backend):
                  client: docker.DockerClient | None = None,
                  release_date: Callable[[str], Any] | None = None,
                  base_images: dict[Platform, str] | None = None, mem_limit: str | None = None,
-                 user: str | None = None):
+                 user: str | None = None, wheel_pythons=None):
         self.base_image, self.python_version, self.rebuild = base_image, python_version, rebuild
-        self.target_python = python_version
+        # Step one of the per-release Python choice: the images' Python stays pinned.
+        self.pythons = PythonChooser(PythonVersion.parse(python_version), wheel_pythons or (lambda _v: None),
+                                     pinned=PythonVersion.parse(python_version),
+                                     provided=frozenset({PythonVersion.parse(python_version)}))
         self.state_dir = Path(state_dir)
         self.wheelhouse = Wheelhouse(Path(wheelhouse) if wheelhouse else self.state_dir / "wheelhouse")
         self.release_date = release_date
@@ -229,7 +236,8 @@ class DockerBackend(Backend):
         """From the CLI's BackendOptions: the config's `docker:` section, --rebuild, release dates."""
         section = options.docker or {}
         return cls(base_image=section.get("base_image"), python_version=section.get("python", DEFAULT_PYTHON),
-                   rebuild=options.rebuild, release_date=options.release_date)
+                   rebuild=options.rebuild, release_date=options.release_date,
+                   wheel_pythons=options.wheel_pythons(MANYLINUX_X86_64) if options.wheel_pythons else None)
 
     @property
     def client(self) -> docker.DockerClient:
@@ -251,6 +259,10 @@ class DockerBackend(Backend):
                 "base_image": self.base_image or "platform default"}
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        try:
+            self.pythons.choose(jax_version)
+        except NoPython as exc:
+            raise EnvironmentUnavailable(str(exc)) from None
         base = self.base_image_for(platform, say)
         base_name = base.tags[0] if base.tags else base.id
         log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{self.python_version}.log"

@@ -16,6 +16,7 @@ from harness.environments.process import InterpreterEnvironment, clean_environme
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
+from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 # Written last, after a successful install and import check: a folder without it is half-made.
 READY_MARKER = "harness-ready.json"
@@ -49,34 +50,48 @@ class VenvEnvironment(InterpreterEnvironment):
         return {"backend": "venv", "path": str(self.path), **self.facts}
 
 
+def own_python_only() -> PythonChooser:
+    """The harness's own interpreter for every release (no index consulted): tests and benchmarks."""
+    return PythonChooser(PythonVersion(sys.version_info.major, sys.version_info.minor), lambda _version: None,
+                         own_interpreter=sys.executable)
+
+
 class VenvBackend(Backend):
-    """`uv venv` + `uv pip install jax==V jaxlib==V`, other dependencies as of V's release date."""
+    """`uv venv` + `uv pip install jax==V jaxlib==V`, other dependencies as of V's release date, in
+    the Python chosen for V (see harness/pythons.py)."""
 
     name = "venv"
 
-    def __init__(self, root: Path = DEFAULT_ROOT, python: str = f"{sys.version_info.major}.{sys.version_info.minor}",
+    def __init__(self, root: Path = DEFAULT_ROOT, pythons: PythonChooser | None = None,
                  release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False):
-        self.root, self.python, self.rebuild = Path(root), python, rebuild
-        self.target_python = python
+        self.root, self.rebuild = Path(root), rebuild
+        self.pythons = pythons or own_python_only()
         self._release_date = release_date
 
-    def env_path(self, jax_version: str, platform: Platform) -> Path:
+    def env_path(self, jax_version: str, platform: Platform, python: PythonVersion) -> Path:
+        """Keyed by version, flavour and Python: the name venvs had before the choice existed."""
         flavour = "cuda" if platform == Platform.CUDA else "cpu"
-        return self.root / f"jax-{jax_version}-{flavour}-py{self.python}"
+        return self.root / f"jax-{jax_version}-{flavour}-py{python}"
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         try:
-            return self._prepare(jax_version, platform, say)
+            choice = self.pythons.choose(jax_version)
+        except NoPython as exc:
+            raise EnvironmentUnavailable(str(exc)) from None
+        say(f"jax {jax_version}: {choice}")
+        try:
+            return self._prepare(jax_version, platform, choice, say)
         except OSError as exc:  # an unwritable HARNESS_ENV_DIR, a full disk: this cell is `error`
             raise EnvironmentUnavailable(f"cannot make the venv for jax {jax_version}: {exc}") from None
 
-    def _prepare(self, jax_version: str, platform: Platform, say: Say) -> Environment:
-        path = self.env_path(jax_version, platform)
+    def _prepare(self, jax_version: str, platform: Platform, choice: PythonChoice, say: Say) -> Environment:
+        path = self.env_path(jax_version, platform, choice.version)
         marker = path / READY_MARKER
+        chosen = {"python_choice": choice.to_json()}
         if marker.exists() and not self.rebuild:
             try:
                 facts = json.loads(marker.read_text())
-                return VenvEnvironment(path, jax_version, {**facts, "reused": True})
+                return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
             except (OSError, json.JSONDecodeError):
                 pass  # a damaged marker: rebuild below
         if path.exists():
@@ -87,7 +102,10 @@ class VenvBackend(Backend):
         uv = find_uv()
         log = path.parent / f"{path.name}.install.log"
         cmd_env = clean_environment({})
-        steps = [[uv, "venv", "--quiet", "--python", self.python, str(path)]]
+        # The interpreter found for the chosen version: uv alone would not find pyenv's Pythons,
+        # and would try to download one where it cannot.
+        steps = [[uv, "venv", "--quiet", "--no-python-downloads", "--python",
+                  choice.interpreter or str(choice.version), str(path)]]
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
                    *jax_requirements(jax_version, platform)]
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
@@ -110,4 +128,4 @@ class VenvBackend(Backend):
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
         facts["exclude_newer"] = newest
         marker.write_text(json.dumps(facts))
-        return VenvEnvironment(path, jax_version, {**facts, "reused": False})
+        return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": False})

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
@@ -27,6 +27,8 @@ from harness.environments.requirements import exclude_newer, find_links_for, jax
 from harness.environments.venv import find_uv
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
+from harness.pythons import PythonVersion
+from harness.versions import target_tags
 
 # The images are glibc Linux on x86_64: Debian bookworm (glibc 2.36) and Ubuntu 22.04 (2.35) both
 # run manylinux_2_28 wheels and everything older. pip does not widen a --platform to older glibc
@@ -55,11 +57,9 @@ class Pin:
         return f"{self.name}=={self.version}"
 
 
-def target_tags(python_version: str, platforms: tuple[str, ...] = MANYLINUX_X86_64) -> set[Tag]:
-    """Every wheel tag a CPython `python_version` on these platforms accepts."""
-    major, minor = (int(p) for p in python_version.split(".")[:2])
-    return set(cpython_tags((major, minor), platforms=list(platforms))) | set(
-        compatible_tags((major, minor), interpreter=f"cp{major}{minor}", platforms=list(platforms)))
+def image_tags(python_version: str, platforms: tuple[str, ...] = MANYLINUX_X86_64) -> frozenset[Tag]:
+    """Every wheel tag a CPython `python_version` ("3.11") in the images accepts."""
+    return target_tags(PythonVersion.parse(python_version), platforms)
 
 
 def parse_lock(text: str) -> list[Pin]:
@@ -174,7 +174,7 @@ class Wheelhouse:
                   log: Path) -> list[Path]:
         """Wheel paths for every pin, downloading only the ones the wheelhouse lacks."""
         pins = parse_lock(lock_text)
-        tags = target_tags(python_version)
+        tags = image_tags(python_version)
         self.wheels.mkdir(parents=True, exist_ok=True)
         found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
         if missing:

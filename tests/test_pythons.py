@@ -1,0 +1,170 @@
+"""The Python each release runs in: wheel tags from a fake index, fake interpreters, no processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.config import parse_config
+from harness.environments import interpreters
+from harness.errors import ConfigError, UserError
+from harness.pythons import Found, Interpreter, NoPython, PythonChooser, PythonVersion, Why
+from harness.versions import _parse_pypi, release_pythons, resolve
+
+PY = {minor: PythonVersion(3, minor) for minor in range(9, 16)}
+HOST = ("manylinux_2_36_x86_64", "manylinux_2_27_x86_64", "manylinux2014_x86_64", "linux_x86_64")
+
+
+def wheels(package: str, version: str, pythons: list[int], extra: list[str] = ()) -> list[dict]:
+    """PyPI JSON `files` of a release: Linux x86_64 wheels per CPython, plus other files."""
+    names = [f"{package}-{version}-cp3{m}-cp3{m}-manylinux_2_27_x86_64.whl" for m in pythons]
+    names += [f"{package}-{version}-cp3{m}-cp3{m}-win_amd64.whl" for m in pythons]
+    names += list(extra) + [f"{package}-{version}.tar.gz"]
+    return [{"filename": n, "upload_time_iso_8601": "2026-01-01T00:00:00Z", "yanked": False,
+             "requires_python": f">=3.{min(pythons)}"} for n in names]
+
+
+class FakeIndex:
+    """The releases as PyPI lists them: jax is pure Python, jaxlib has a wheel per CPython."""
+
+    def __init__(self, jaxlib: dict[str, list[int]], extra: dict[str, list[str]] | None = None):
+        self.data = {
+            "jax": _parse_pypi({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
+                                                  "requires_python": f">=3.{min(p)}"}]
+                                             for v, p in jaxlib.items()}}),
+            "jaxlib": _parse_pypi({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
+                                                for v, p in jaxlib.items()}}),
+        }
+
+    def releases(self, package):
+        return self.data[package]
+
+
+# Shaped like the real index: 0.10.2 is the last with 3.11 wheels, 0.11 and 0.12 need 3.12+.
+INDEX = FakeIndex({
+    "0.4.26": [9, 10, 11, 12], "0.4.31": [10, 11, 12], "0.10.2": [11, 12, 13, 14],
+    "0.11.0": [12, 13, 14], "0.12.0.1": [12, 13, 14, 15],
+}, extra={"0.12.0.1": ["jaxlib-0.12.0.1-cp315-cp315t-manylinux_2_27_x86_64.whl"],
+          "0.11.0": ["jaxlib-0.11.0-cp311-cp311-manylinux_2_27_aarch64.whl"]})
+
+
+def interp(minor: int, found: Found = Found.PYENV) -> Interpreter:
+    return Interpreter(PY[minor], f"/fake/python3.{minor}", found)
+
+
+def chooser(*minors: int, own: int = 11, pinned: int | None = None) -> PythonChooser:
+    return PythonChooser(PY[own], release_pythons(INDEX, HOST), find=lambda: [interp(m) for m in minors],
+                         own_interpreter=f"/fake/python3.{own}", pinned=PY[pinned] if pinned else None)
+
+
+def test_the_machine_is_searched_only_when_a_release_needs_another_python():
+    def find():
+        raise AssertionError("searched")
+
+    lazy = PythonChooser(PY[11], release_pythons(INDEX, HOST), find=find, own_interpreter="/fake/python3.11")
+    assert lazy.choose("0.4.31").why == Why.HARNESS
+    assert resolve([">=0.4.26,<0.11"], INDEX, pythons=lazy).versions == ["0.4.26", "0.4.31", "0.10.2"]
+    with pytest.raises(AssertionError, match="searched"):
+        lazy.choose("0.11.0")
+
+
+def test_wheel_tags_give_the_pythons_for_this_platform_only():
+    pythons = release_pythons(INDEX, HOST)
+    # The aarch64 cp311 wheel of 0.11.0 does not install here; the free-threaded cp315t is not cp315.
+    assert pythons("0.11.0") == {PY[12], PY[13], PY[14]}
+    assert pythons("0.12.0.1") == {PY[12], PY[13], PY[14], PY[15]}
+    assert release_pythons(INDEX, ("manylinux_2_27_aarch64",))("0.11.0") == frozenset()  # cp311, but >=3.12
+
+
+def test_the_harness_python_is_kept_where_the_release_has_wheels_for_it():
+    choice = chooser(12, 13).choose("0.10.2")
+    assert (choice.version, choice.why, choice.interpreter) == (PY[11], Why.HARNESS, "/fake/python3.11")
+
+
+def test_otherwise_the_newest_python_here_with_a_wheel():
+    choice = chooser(10, 12, 13).choose("0.12.0.1")
+    assert (choice.version, choice.why, choice.interpreter) == (PY[13], Why.NEWEST, "/fake/python3.13")
+    assert "not 3.11: the newest of those here" in choice.reason
+    assert chooser(12).choose("0.11.0").version == PY[12]
+
+
+def test_no_python_here_names_what_the_release_needs():
+    with pytest.raises(NoPython, match=r"jax 0.12.0.1 needs CPython 3.12, 3.13, 3.14 or 3.15; .*has 3.10 or 3.11"):
+        chooser(10).choose("0.12.0.1")
+
+
+def test_a_pinned_python_is_used_or_refused_in_one_line():
+    assert chooser(12, 13, pinned=12).choose("0.12.0.1").why == Why.PINNED
+    assert chooser(12, 13, pinned=12).choose("0.4.31").version == PY[12]
+    with pytest.raises(NoPython, match="no jaxlib wheel for the pinned Python 3.13"):
+        chooser(13, pinned=13).choose("0.4.31")
+    with pytest.raises(NoPython, match="pinned Python 3.12 is not on this machine"):
+        chooser(13, pinned=12).choose("0.12.0.1")
+
+
+def test_latest_is_the_newest_release_some_python_here_runs():
+    resolution = resolve(["latest"], INDEX, pythons=chooser(12, 13))
+    assert resolution.versions == ["0.12.0.1"] and resolution.pythons["0.12.0.1"].version == PY[13]
+    only_311 = resolve(["latest"], INDEX, pythons=chooser())
+    assert only_311.versions == ["0.10.2"]
+    # The newer releases are named, with what they need, not silently skipped.
+    assert [p.jax_version for p in only_311.unrunnable] == ["0.11.0", "0.12.0.1"]
+    assert "needs CPython 3.12, 3.13 or 3.14" in only_311.notes()[0]
+
+
+def test_a_range_keeps_every_runnable_release_each_in_its_python():
+    resolution = resolve([">=0.10.2"], INDEX, pythons=chooser(12, 13))
+    assert resolution.versions == ["0.10.2", "0.11.0", "0.12.0.1"] and not resolution.unrunnable
+    assert [str(resolution.pythons[v].version) for v in resolution.versions] == ["3.11", "3.13", "3.13"]
+
+
+def test_a_range_names_the_releases_left_out():
+    resolution = resolve([">=0.10.2"], INDEX, pythons=chooser())
+    assert resolution.versions == ["0.10.2"] and len(resolution.notes()) == 2
+
+
+def test_an_exact_release_no_python_runs_is_an_error_naming_the_need():
+    with pytest.raises(UserError, match=r"cfg: jax 0.11.0 needs CPython 3.12, 3.13 or 3.14"):
+        resolve(["0.11.0"], INDEX, source="cfg", pythons=chooser())
+    with pytest.raises(UserError, match=r"'>=0.11' matches no jax release a Python here can run"):
+        resolve([">=0.11"], INDEX, pythons=chooser())
+
+
+def test_discovery_prefers_the_harness_then_search_path_uv_pyenv_and_drops_what_does_not_run():
+    # A pyenv shim for a version pyenv has not enabled is on PATH but does not run (probe: None).
+    versions = {"/s/py3.12": PY[12], "/p/python3.12": PY[12], "/p/python3.12-shim": None, "/pyenv/3.13": PY[13]}
+    result = interpreters.discover(sources={Found.SEARCH: lambda: ["/s/py3.12"],
+                           Found.PATH: lambda: ["/p/python3.12", "/p/python3.12-shim"],
+                           Found.UV: lambda: [], Found.PYENV: lambda: ["/pyenv/3.13"]},
+                  run=versions.get)
+    assert result[0].found == Found.HARNESS
+    assert [(i.path, i.found) for i in result[1:]] == [
+        ("/s/py3.12", Found.SEARCH), ("/p/python3.12", Found.PATH), ("/pyenv/3.13", Found.PYENV)]
+    chosen = PythonChooser(result[0].version, lambda v: frozenset({PY[12]}), find=lambda: result)
+    assert chosen.choose("x").interpreter == "/s/py3.12"  # the user's --python-search wins
+
+
+def test_search_paths_take_interpreters_and_folders_of_them(tmp_path):
+    def executable(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        os.chmod(path, 0o755)
+        return path
+
+    direct = executable(tmp_path / "mine" / "python")
+    in_bin = executable(tmp_path / "tree" / "bin" / "python3.12")
+    versions_folder = [executable(tmp_path / "versions" / v / "bin" / f"python{v[:4]}") for v in ("3.12.1", "3.13.0")]
+    found = interpreters.search_candidates([direct, tmp_path / "tree", tmp_path / "versions", tmp_path / "none"])
+    assert found == [str(direct), str(in_bin), *map(str, versions_folder)]
+
+
+def test_config_python_key():
+    base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["latest"]}
+    assert parse_config(base).python is None and "python" not in parse_config(base).to_json()
+    pinned = parse_config({**base, "python": "3.12"})
+    assert pinned.python == PY[12] and pinned.to_json()["python"] == "3.12"
+    for bad in (3.12, "3", "python3.12", "2.7"):
+        with pytest.raises(ConfigError, match="python: must be auto or a Python 3 version"):
+            parse_config({**base, "python": bad})
