@@ -288,7 +288,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                                     partition=args.partition, cpus_per_task=args.cpus_per_task, time=args.time,
                                     sbatch_args=tuple(args.sbatch_arg), only_shards=tuple(args.only_shards),
                                     argv=args.words)
-    found = service.submit(args.config, options, dry_run=args.dry_run)
+    found = service.submit(args.config, options, dry_run=args.dry_run, progress=ConsoleProgress())
     if found.submitted is None:
         print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
         print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)

@@ -183,8 +183,8 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) 
                           install_python=interpreters.install_with_uv if options.pythons.install else None)
 
 
-def _say_left_out(resolution: Resolution, progress: Progress) -> list[str]:
-    for line in resolution.notes():
+def _say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:
+    for line in resolution.notes() if progress else ():
         progress.say(line)
     return resolution.versions
 
@@ -243,7 +243,7 @@ def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: s
 
 
 def _sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: BackendChoice,
-                    index: PyPIIndex, progress: Progress) -> list[str]:
+                    index: PyPIIndex, progress: Progress | None) -> list[str]:
     entries, source = version_entries(config, versions)
     installed = choice.backend.installed_version()
     if installed is not None:  # a backend with one JAX (local) measures that one, if the config names it
@@ -483,8 +483,10 @@ def _check_submit_options(options: SubmitOptions) -> None:
         raise UserError("--partition: empty name")
 
 
-def plan_submission(config_path: Path, options: SubmitOptions) -> tuple[SweepJobs, dict]:
-    """The job scripts and the submission record; UserError, with nothing written, for bad input."""
+def plan_submission(config_path: Path, options: SubmitOptions,
+                    progress: Progress | None = None) -> tuple[SweepJobs, dict]:
+    """The job scripts and the submission record; UserError, with nothing written, for bad input.
+    `progress` hears of the releases left out because no Python here can run them."""
     _check_submit_options(options)
     config = load_config(config_path)
     runs = options.runs or config.runs
@@ -495,7 +497,7 @@ def plan_submission(config_path: Path, options: SubmitOptions) -> tuple[SweepJob
         sweep_dir = options.out.absolute()
     else:
         choice, index = _open_backend(config, options)
-        versions = _sweep_versions(config, options.versions, choice, index)
+        versions = _sweep_versions(config, options.versions, choice, index, progress)
         cells = len(plan_cells(config, versions))
         if options.shards > cells:
             raise UserError(f"--shards {options.shards}: the sweep has only {cells} cell(s); "
@@ -518,9 +520,9 @@ def plan_submission(config_path: Path, options: SubmitOptions) -> tuple[SweepJob
 
 
 def submit(config_path: Path, options: SubmitOptions, dry_run: bool = False,
-           slurm: Slurm | None = None) -> SubmitOutcome:
+           slurm: Slurm | None = None, progress: Progress | None = None) -> SubmitOutcome:
     """`harness submit`: the sweep as a Slurm array of shard tasks and a merge job after them."""
-    jobs, record = plan_submission(config_path, options)
+    jobs, record = plan_submission(config_path, options, progress)
     if dry_run:
         return SubmitOutcome(jobs, None)
     slurm = slurm or Slurm()
