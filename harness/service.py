@@ -465,6 +465,10 @@ def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[
         words.append("--all-runs")
     if options.python:
         words += ["--python", options.python]
+    if options.pythons.search:  # the tasks look for interpreters where the submitter was told to
+        words += ["--python-search", *(str(p.absolute()) for p in options.pythons.search)]
+    if options.pythons.install:
+        words.append("--install-python")
     return tuple(words)
 
 

@@ -171,6 +171,16 @@ def test_dry_run_prints_the_scripts_and_writes_nothing(no_slurm, capsys, tmp_pat
     assert "nothing submitted" in err and not (tmp_path / "results").exists()
 
 
+def test_the_tasks_get_the_sweep_options(no_slurm, capsys, tmp_path):
+    code, out, err = run_submit(["configs/smoke.yaml", "--shards", "2", "--dry-run", "--all-runs", "--seeds",
+                                 "random", "--runs", "5", "--python-search", str(tmp_path), "--install-python",
+                                 "--out", str(tmp_path / "results")], capsys)
+    assert code == 0, err
+    run = next(line for line in out.splitlines() if line.startswith("exec ") and " run " in line)
+    assert (f"--versions 0.4.28 0.4.29 --runs 5 --jobs 1 --backend venv --seeds random --all-runs "
+            f"--python-search {tmp_path} --install-python") in run
+
+
 class RecordingSlurm(Slurm):
     """Slurm's answers for the submit logic: job ids in order, what was submitted, a refusal on demand."""
 
