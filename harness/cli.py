@@ -17,7 +17,7 @@ from harness import service
 from harness.config import MAX_DEVICES, MAX_RUNS
 from harness.environments import NAMES, BackendName
 from harness.errors import ExitCode, UserError
-from harness.model import Platform
+from harness.model import Platform, ThresholdMode
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress
 from harness.report.render import REPORT_FILE
@@ -86,6 +86,12 @@ def _add_all_runs(p: argparse.ArgumentParser) -> None:
                    help="finish an interrupted sweep in its own folder: measure only the cells it lacks")
 
 
+def _add_script_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-thresholds", choices=[m.value for m in ThresholdMode],
+                   help="a user's script's own minimum compile time / entry size: kept and recorded "
+                        "(script, the default) or replaced by zeros so every module is cached (harness)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harness", description="Reproduce JAX persistent-compilation-cache regressions version by version.")
@@ -95,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path)
     _add_sweep_options(run)
     _add_all_runs(run)
+    _add_script_options(run)
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="run your own script version by version, no config needed")
@@ -104,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
     _add_sweep_options(check)
     _add_all_runs(check)
+    _add_script_options(check)
     check.set_defaults(handler=cmd_check)
 
     versions = sub.add_parser("versions", help="print the JAX releases a config names, one per line")
@@ -207,7 +215,9 @@ def _python_options(args: argparse.Namespace) -> service.PythonOptions:
 
 
 def _sweep_options(args: argparse.Namespace) -> service.SweepOptions:
+    thresholds = getattr(args, "cache_thresholds", None)
     return service.SweepOptions(**_measure_options(args), all_runs=getattr(args, "all_runs", False),
+                                cache_thresholds=ThresholdMode(thresholds) if thresholds else None,
                                 resume=getattr(args, "resume", None), argv=args.words)
 
 

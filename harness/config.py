@@ -14,13 +14,13 @@ from typing import Any
 import yaml
 
 from harness.errors import ConfigError
-from harness.model import Mesh, Platform
+from harness.model import Mesh, Platform, ThresholdMode
 from harness.pythons import AUTO, PythonVersion
 from harness.repros import builtin_path
 from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
-        "docker", "python"}
+        "docker", "python", "cache_thresholds"}
 REQUIRED = {"name", "repro", "jax_versions"}
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
@@ -60,9 +60,11 @@ class Config:
     docker: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
     python: PythonVersion | None = None  # None: auto, chosen per release (harness/pythons.py)
+    # A user's script's own cache thresholds are kept, or replaced by the harness's zeros.
+    cache_thresholds: ThresholdMode = ThresholdMode.SCRIPT
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "repro": self.repro.name if self.repro.builtin else str(self.repro.path),
             "jax_versions": list(self.jax_versions),
@@ -76,6 +78,11 @@ class Config:
             # Only when pinned: a sweep made before the key existed is the same sweep (resume, merge).
             **({"python": str(self.python)} if self.python else {}),
         }
+        # Written only when not the default, so a results folder made before the key existed is
+        # still the same sweep for --resume and merge.
+        if self.cache_thresholds != ThresholdMode.SCRIPT:
+            data["cache_thresholds"] = str(self.cache_thresholds)
+        return data
 
 
 class _DuplicateKey(Exception):
@@ -169,9 +176,16 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
             raise err("python", f"must be auto or a Python 3 version such as \"3.12\" (quoted), "
                                 f"not {data.get('python')!r}") from None
 
+    try:
+        thresholds = ThresholdMode(data.get("cache_thresholds", ThresholdMode.SCRIPT.value))
+    except ValueError:
+        raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
+                                      f"not {data.get('cache_thresholds')!r}") from None
+
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
-                  docker=dict(docker), source=source, python=None if python == AUTO else python)
+                  docker=dict(docker), source=source, python=None if python == AUTO else python,
+                  cache_thresholds=thresholds)
 
 
 def _int(data, key, default, err, minimum, why="", maximum=None):

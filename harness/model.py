@@ -87,6 +87,74 @@ class ProcessOutcome:
         return self.exit_code == 0 and not self.timed_out
 
 
+class ThresholdMode(enum.StrEnum):
+    """Whose persistent-cache thresholds a user's script runs with."""
+
+    SCRIPT = "script"  # what the script sets is kept (part of its author's setup), and recorded
+    HARNESS = "harness"  # the harness's zeros: every compiled module is cached, so measured
+
+
+@dataclass(frozen=True)
+class CacheSetting:
+    """One cache setting a user's script made, as the harness's start-up hook saw it."""
+
+    option: str  # jax_compilation_cache_dir, jax_enable_compilation_cache, or a threshold
+    api: str  # how: jax.config.update, set_cache_dir, initialize_cache, os.environ
+    requested: Any  # what the script asked for
+    applied: Any  # what the run got instead (the cell's folder for a cache folder)
+
+
+@dataclass(frozen=True)
+class ScriptCache:
+    """What a run's script did to its cache: its settings in order, and the cache JAX had at exit
+    (`final`: the options' values, `cache_path` and the harness's `target`; empty when the script
+    never imported jax or did not exit normally)."""
+
+    settings: tuple[CacheSetting, ...] = ()
+    final: dict[str, Any] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # what the hook could not do
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": [asdict(s) for s in self.settings], "final": self.final,
+                "problems": list(self.problems)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScriptCache:
+        return cls(tuple(CacheSetting(**s) for s in data.get("settings", [])), data.get("final") or {},
+                   tuple(data.get("problems", [])))
+
+
+@dataclass(frozen=True)
+class ScriptCacheFacts:
+    """What a cell's runs' scripts did to their cache, over all runs (harness/script_cache.py)."""
+
+    folders: tuple[tuple[str, str], ...] = ()  # (folder asked for, api): redirected to the cell's folder
+    disabled: str | None = None  # how the script turned its cache off
+    escaped: str | None = None  # a cache folder JAX used that is not the cell's (not redirected)
+    thresholds: tuple[CacheSetting, ...] = ()  # threshold settings the script made (last of each option)
+    problems: tuple[str, ...] = ()  # what the hook could not do
+    mode: ThresholdMode = ThresholdMode.SCRIPT  # whose thresholds applied
+    notes: tuple[str, ...] = ()  # the report's sentences
+
+    @property
+    def any(self) -> bool:
+        return bool(self.folders or self.disabled or self.escaped or self.thresholds or self.problems)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"folders": [{"requested": f, "api": api} for f, api in self.folders],
+                "disabled": self.disabled, "escaped": self.escaped,
+                "thresholds": [asdict(s) for s in self.thresholds], "problems": list(self.problems),
+                "thresholds_mode": str(self.mode), "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScriptCacheFacts:
+        return cls(tuple((str(f["requested"]), str(f["api"])) for f in data.get("folders", [])),
+                   data.get("disabled"), data.get("escaped"),
+                   tuple(CacheSetting(**s) for s in data.get("thresholds", [])), tuple(data.get("problems", [])),
+                   ThresholdMode(data.get("thresholds_mode", ThresholdMode.SCRIPT.value)),
+                   tuple(data.get("notes", [])))
+
+
 @dataclass
 class RunRecord:
     index: int
@@ -97,17 +165,24 @@ class RunRecord:
     timed_out: bool = False
     reason: str = ""
     log: str = ""  # path of this run's stdout/stderr, relative to the results folder
+    script_cache: ScriptCache | None = None  # a user's script's own cache settings (absent before)
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("script_cache")
+        if self.script_cache is not None:
+            data["script_cache"] = self.script_cache.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        return cls(**data)
+        data = dict(data)
+        script_cache = data.pop("script_cache", None)
+        return cls(**data, script_cache=ScriptCache.from_json(script_cache) if script_cache else None)
 
 
 @dataclass
@@ -124,6 +199,7 @@ class CellResult:
     interrupted: bool = False  # cut short by Ctrl-C: --resume measures it again
     log_tail: str = ""  # the end of the environment's log when it could not be made
     earlier_attempts: list[str] = field(default_factory=list)  # bisect: why preferred environments failed
+    script_cache: ScriptCacheFacts | None = None  # what a user's script did to its own cache
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     def to_json(self) -> dict[str, Any]:
@@ -149,6 +225,8 @@ class CellResult:
             out["log_tail"] = self.log_tail
         if self.earlier_attempts:
             out["earlier_attempts"] = self.earlier_attempts
+        if self.script_cache is not None:
+            out["script_cache"] = self.script_cache.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -174,10 +252,11 @@ class CellResult:
             interrupted=bool(data.get("interrupted", False)),
             log_tail=data.get("log_tail", ""),
             earlier_attempts=list(data.get("earlier_attempts", [])),
+            script_cache=ScriptCacheFacts.from_json(data["script_cache"]) if data.get("script_cache") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
 
 _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
-                "earlier_attempts"}
+                "earlier_attempts", "script_cache"}

@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config import Repro
-from harness.model import CellSpec, Platform
+from harness.model import CellSpec, Platform, ThresholdMode
+from harness.startup import STARTUP_DIR
+from harness.startup.jax_cache_harness_hook import RECORD_VAR, THRESHOLDS_VAR
 
 
 def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
@@ -37,6 +39,18 @@ IR_DUMP_VAR = "JAX_DUMP_IR_TO"
 def ir_dump_dir(log_path: Path) -> Path:
     """Where a run's IR dump goes: beside its log, so results folders stay self-contained."""
     return log_path.with_suffix(".ir")
+
+
+def cache_record_path(log_path: Path) -> Path:
+    """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
+    return log_path.with_suffix(".cache.jsonl")
+
+
+def hook_env(record: Path, thresholds: ThresholdMode) -> dict[str, str]:
+    """What a user's script's run needs so that its own cache settings are taken over and recorded:
+    the start-up hook's folder first on PYTHONPATH (Python then imports its sitecustomize), the file it
+    records to, and whose thresholds apply. Host paths: the docker backend maps them into the container."""
+    return {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds)}
 
 
 def repro_args(repro: Repro, spec: CellSpec) -> list[str]:

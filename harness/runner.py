@@ -19,8 +19,9 @@ from typing import Callable, Iterable
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.listing import list_dir
-from harness.model import CellResult, CellSpec, RunRecord, Verdict
-from harness.run_env import IR_DUMP_VAR, ir_dump_dir, process_env, repro_args
+from harness.model import CellResult, CellSpec, RunRecord, ThresholdMode, Verdict
+from harness.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, process_env, repro_args
+from harness.script_cache import read_record, with_script_cache
 from harness.tally import Tally
 
 # Runs are told about as they finish: (cell, record, runs planned).
@@ -38,6 +39,7 @@ class CellRunner:
     timeout_s: float
     jobs: int = 1
     on_run: OnRun | None = None
+    thresholds: ThresholdMode = ThresholdMode.SCRIPT  # a user's script's own thresholds kept, or zeros
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
@@ -53,7 +55,8 @@ class CellRunner:
         tally = Tally(len(seeds), stop_when_reproduced)
         measure = functools.partial(self.measure_run, spec, cache_dir, log_dir, results_root)
         interrupted = self._schedule(spec, list(enumerate(seeds, start=1)), measure, tally)
-        return tally.cell(spec, sorted(list_dir(cache_dir)), self.environment.describe(), interrupted)
+        cell = tally.cell(spec, sorted(list_dir(cache_dir)), self.environment.describe(), interrupted)
+        return with_script_cache(cell, self.thresholds)
 
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
                     index: int, seed: int) -> RunRecord:
@@ -61,8 +64,10 @@ class CellRunner:
         before = list_dir(cache_dir)
         log = log_dir / f"run-{index:02d}-seed-{seed}.log"
         env = process_env(spec, seed)
+        record_file = cache_record_path(log)
         if not self.repro.builtin:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
+            env.update(hook_env(record_file, self.thresholds))
         outcome = self.environment.run(self.repro.path, repro_args(self.repro, spec), env, cache_dir, log,
                                        self.timeout_s)
         added = sorted(list_dir(cache_dir) - before)
@@ -72,7 +77,8 @@ class CellRunner:
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
-                         log=str(log.relative_to(results_root) if results_root else log))
+                         log=str(log.relative_to(results_root) if results_root else log),
+                         script_cache=None if self.repro.builtin else read_record(record_file))
 
     def _schedule(self, spec: CellSpec, pending: list[tuple[int, int]],
                   measure: Callable[[int, int], RunRecord], tally: Tally) -> bool:

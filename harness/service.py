@@ -29,7 +29,7 @@ from harness.environments import interpreters
 from harness.errors import UserError
 from harness.files import write_atomic
 from harness.identity import SweepIdentity
-from harness.model import CellResult, Platform
+from harness.model import CellResult, Platform, ThresholdMode
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
 from harness.pythons import PythonChooser, PythonVersion
@@ -87,6 +87,7 @@ class SweepOptions(MeasureOptions):
     all_runs: bool = False  # every run even after a cell reproduced
     resume: Path | None = None  # finish the sweep of this results folder
     argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header and the resume line
+    cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,8 @@ def check_config(script: Path, versions: tuple[str, ...] | None, platform: Platf
 
 def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOutcome:
     """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks)."""
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
     choice, index = _open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     versions = _sweep_versions(config, options.versions, choice, index, progress)

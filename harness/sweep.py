@@ -79,7 +79,8 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
         shutil.rmtree(leftover, ignore_errors=True)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
-    runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished)
+    runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished,
+                        thresholds=config.cache_thresholds)
     cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.config import load_config
+from harness.config import load_config, parse_config
 from harness.errors import ConfigError
 from harness.model import Mesh, Platform
 
@@ -105,3 +105,15 @@ def test_missing_file(tmp_path):
 def test_more_bad_values(write, text, key, fragment):
     error = _error(write, text)
     assert error.key == key and fragment in str(error)
+
+
+def test_cache_thresholds_key():
+    from harness.model import ThresholdMode
+
+    base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
+    assert parse_config(base).cache_thresholds == ThresholdMode.SCRIPT
+    assert "cache_thresholds" not in parse_config(base).to_json()  # old results folders stay the same sweep
+    config = parse_config({**base, "cache_thresholds": "harness"})
+    assert config.cache_thresholds == ThresholdMode.HARNESS and config.to_json()["cache_thresholds"] == "harness"
+    with pytest.raises(ConfigError, match="cache_thresholds.*must be one of script, harness"):
+        parse_config({**base, "cache_thresholds": "zero"})

@@ -436,3 +436,19 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
     assert house.lock("0.4.29", Platform.CPU, "3.11", cutoff, tmp_path / "log") == "jax==0.4.29\n"
     with pytest.raises(AssertionError, match="unexpected subprocess"):
         house.lock("0.4.29", Platform.CPU, "3.11", cutoff, tmp_path / "log", refresh=True)
+
+
+def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
+    from harness.run_env import hook_env
+    from harness.model import ThresholdMode
+    from harness.startup import STARTUP_DIR
+
+    record = tmp_path / "logs" / "run-01-seed-5.cache.jsonl"
+    kwargs = dk.run_kwargs(tmp_path / "s.py", {**RUN_ENV, **hook_env(record, ThresholdMode.HARNESS)},
+                           tmp_path / "c", Platform.CPU, "0:0")
+    mounts = {m["Target"]: m for m in kwargs["mounts"]}
+    assert mounts[dk.STARTUP_MOUNT]["Source"] == str(STARTUP_DIR) and mounts[dk.STARTUP_MOUNT]["ReadOnly"]
+    assert mounts[dk.RECORD_MOUNT]["Source"] == str(record.parent.resolve())
+    assert kwargs["environment"]["PYTHONPATH"] == dk.STARTUP_MOUNT
+    assert kwargs["environment"]["HARNESS_CACHE_RECORD"] == f"{dk.RECORD_MOUNT}/{record.name}"
+    assert kwargs["environment"]["HARNESS_CACHE_THRESHOLDS"] == "harness"

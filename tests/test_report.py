@@ -12,7 +12,7 @@ import yaml
 from harness import cli, confidence, seeds
 from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
-from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
@@ -418,3 +418,19 @@ def test_counterpart_falls_back_to_the_closest_text():
     assert counterpart(_module("2x2", "2.0"), first, []) == first[1]  # no shape matches: the closest text
     assert counterpart(_module("8x3", "2.0"), first, []) == first[0]  # the same shape wins over closeness
     assert arguments(first[0]) == "tensor<8x3xf32>"
+
+
+def test_a_scripts_own_cache_folder_is_reported_and_listed_by_hand(tmp_path):
+    cell = _cell("0.4.28", Verdict.REPRODUCED, platform=Platform.CPU)
+    cell.script_cache = ScriptCacheFacts(folders=(("/jax cache", "set_cache_dir"),),
+                                         notes=("the script set its cache folder to /jax cache (set_cache_dir); "
+                                                "the harness redirected it to the cell's folder",))
+    doc = _doc([cell])
+    doc["config"] = {"name": "check-sm", "repro": "/s/sm.py", "source": "harness check",
+                     "cache_thresholds": "harness"}
+    report = render_report(doc, [cell], {})
+    assert ("- The script set its cache folder to /jax cache (set_cache_dir); the harness redirected it "
+            "to the cell's folder (jax 0.4.28).") in _section(report, "The script's own cache settings")
+    commands = shell_commands(cell, doc["config"])
+    assert "ls -1 '/jax cache'" in commands.splitlines()
+    assert "--cache-thresholds harness" in report

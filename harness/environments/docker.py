@@ -33,6 +33,8 @@ from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
 from harness.pythons import NoPython, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
+from harness.run_env import STARTUP_DIR
+from harness.startup.jax_cache_harness_hook import RECORD_VAR
 
 IMAGE_REPO = "jax-cache-harness"
 # What `make base-image` builds from Debian's packages, no registry needed: a Debian release and
@@ -56,6 +58,8 @@ STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "
 CACHE_MOUNT = "/harness/cache"
 SCRIPT_MOUNT = "/harness/script"
 IR_DUMP_MOUNT = "/harness/ir"
+STARTUP_MOUNT = "/harness/startup"  # the start-up hook's folder (read-only)
+RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
 # XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
 CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
@@ -107,6 +111,16 @@ def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Pla
         host_dump.mkdir(parents=True, exist_ok=True)
         mounts.append(Mount(target=IR_DUMP_MOUNT, source=str(host_dump), type="bind"))
         environment[IR_DUMP_VAR] = IR_DUMP_MOUNT
+    if RECORD_VAR in env:
+        # The start-up hook (a user's script's own cache settings) and the file it records to.
+        record = Path(env[RECORD_VAR]).resolve()
+        record.parent.mkdir(parents=True, exist_ok=True)
+        mounts.append(Mount(target=RECORD_MOUNT, source=str(record.parent), type="bind"))
+        environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
+    if str(STARTUP_DIR) in env.get("PYTHONPATH", "").split(os.pathsep):
+        mounts.append(Mount(target=STARTUP_MOUNT, source=str(STARTUP_DIR), type="bind", read_only=True))
+        environment["PYTHONPATH"] = os.pathsep.join(
+            STARTUP_MOUNT if part == str(STARTUP_DIR) else part for part in env["PYTHONPATH"].split(os.pathsep))
     kwargs: dict[str, Any] = {
         "name": name or f"jax-harness-run-{uuid.uuid4().hex[:12]}",
         "environment": environment,

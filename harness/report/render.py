@@ -35,6 +35,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         [f"# {config.get('name', 'sweep')}: {summary_sentence(cells)}", *_status(document)],
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells),
+        _script_cache(cells),
         _bisection(document, cells),
         _evidence(cells, evidence),
         _environment(document, cells),
@@ -102,6 +103,23 @@ def _boundaries(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
                if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)]
     if skipped:
         lines += ["", f"_Stepped over (nothing measured): {', '.join(skipped)}._"]
+    return lines
+
+
+def _script_cache(cells: list[CellResult]) -> list[str]:
+    """What a user's script did to its own cache (the runner's cell.script_cache.notes), each
+    sentence once with the releases it held for."""
+    releases: dict[str, list[str]] = {}
+    for cell in cells:
+        for note in cell.script_cache.notes if cell.script_cache else ():
+            releases.setdefault(note, [])
+            if cell.spec.jax_version not in releases[note]:
+                releases[note].append(cell.spec.jax_version)
+    if not releases:
+        return []
+    lines = ["## The script's own cache settings", ""]
+    for note, versions in releases.items():
+        lines.append(f"- {note[0].upper()}{note[1:]} (jax {', '.join(versions)}).")
     return lines
 
 

@@ -50,6 +50,8 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
         requirements.append(f"numpy=={cell.environment['numpy']}")
     args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
+    own = script_folder(cell)
+    listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     lines = [
         f"# jax {spec.jax_version}, {spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
         f"{spec.platform} x{spec.device_count}",
@@ -61,7 +63,9 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         f"for seed in {' '.join(map(str, seeds))}; do",
         f"  PYTHONHASHSEED=$seed {venv}/bin/python {shlex.quote(script)}{' ' + args if args else ''} > /dev/null",
         "done",
-        'ls -1 "$JAX_COMPILATION_CACHE_DIR"',
+        *([f"# the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, which "
+           "should be empty before the first run"] if own else []),
+        f"ls -1 {listed}",
     ]
     if module and distinct and distinct.values:
         lines.append(f"# expected: each seed after the first adds a {module}-* file ({len(seeds) - 1} new); "
@@ -72,11 +76,18 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     return "\n".join(lines)
 
 
+def script_folder(cell: CellResult) -> tuple[str, str] | None:
+    """The cache folder a user's script set for itself, and how (by hand, its entries go there)."""
+    return cell.script_cache.folders[-1] if cell.script_cache and cell.script_cache.folders else None
+
+
 def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
     source = document.get("config", {}).get("source") or "CONFIG"
     if source == CHECK_SOURCE:
         script = document.get("config", {}).get("repro", "SCRIPT")
+        thresholds = document.get("config", {}).get("cache_thresholds")
         return (f"harness check {shlex.quote(script)} --versions {cell.spec.jax_version} "
-                f"--device-count {cell.spec.device_count} --platform {cell.spec.platform}")
+                f"--device-count {cell.spec.device_count} --platform {cell.spec.platform}"
+                + (f" --cache-thresholds {shlex.quote(thresholds)}" if thresholds else ""))
     return f"harness run {shlex.quote(source)} --versions {cell.spec.jax_version}"

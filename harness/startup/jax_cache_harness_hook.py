@@ -1,0 +1,182 @@
+"""The harness's cache hook, run inside a user's script's process (installed by this folder's
+`sitecustomize`): the script's own cache settings are taken over, not fought.
+
+Every release from 0.4.26 to the newest routes each way a script sets its cache through one method,
+`jax._src.config.Config.update`: `jax.config.update("jax_compilation_cache_dir", ...)`, and
+`compilation_cache.set_cache_dir` / `initialize_cache`, which call it. Once `jax._src.config` has
+been executed, that method is wrapped: a cache folder the script asks for becomes the cell's folder
+(the one the harness gave in JAX_COMPILATION_CACHE_DIR), thresholds are kept (or replaced by the
+harness's zeros with HARNESS_CACHE_THRESHOLDS=harness), and each setting is appended as one JSON line
+to the file HARNESS_CACHE_RECORD names. At exit the cache JAX actually used is appended too, so a
+setting this hook could not redirect is seen rather than guessed.
+
+Standard library only, and no syntax newer than the oldest Python a JAX release supports.
+"""
+
+import atexit
+import json
+import os
+import sys
+import threading
+
+RECORD_VAR = "HARNESS_CACHE_RECORD"  # the file the events go to, one JSON object a line
+THRESHOLDS_VAR = "HARNESS_CACHE_THRESHOLDS"  # "script" (default): keep the script's; "harness": zeros
+TARGET_VAR = "JAX_COMPILATION_CACHE_DIR"  # the cell's cache folder, as this process sees it
+
+CACHE_DIR = "jax_compilation_cache_dir"
+ENABLE = "jax_enable_compilation_cache"
+MIN_COMPILE_TIME = "jax_persistent_cache_min_compile_time_secs"
+MIN_ENTRY_SIZE = "jax_persistent_cache_min_entry_size_bytes"
+# What the harness gives every run (as environment variables): every compiled module is cached.
+HARNESS_THRESHOLDS = {MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
+WATCHED = (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
+
+# The cache module's public setters call Config.update: recorded under their own names.
+API_MODULE = "jax._src.compilation_cache"
+API_FUNCTIONS = ("set_cache_dir", "initialize_cache")
+CONFIG_MODULE = "jax._src.config"
+
+
+def caller_api(module, function):
+    """The name a Config.update call is recorded under, from its caller; None for JAX's own updates
+    (`_initialize_cache` setting its default entry size, absl flags), which are not the script's."""
+    if module == API_MODULE and function in API_FUNCTIONS:
+        return function
+    if module and (module == "jax" or module.startswith("jax.")):
+        return None
+    return "jax.config.update"
+
+
+def decide(option, value, api, target, thresholds):
+    """What one update of `option` to `value` becomes: (value to apply, event to record or None).
+
+    A cache folder always becomes `target` (None or "" is the script turning its cache off: kept);
+    a threshold the script sets is kept unless `thresholds` is "harness"; JAX's own updates pass.
+    """
+    if option not in WATCHED:
+        return value, None
+    if option == CACHE_DIR and value and target and value != target:
+        applied = target
+    elif api is None:
+        return value, None
+    elif option in HARNESS_THRESHOLDS and thresholds == "harness":
+        applied = HARNESS_THRESHOLDS[option]
+    else:
+        applied = value
+    return applied, {"kind": "setting", "option": option, "api": api or "jax", "requested": value,
+                     "applied": applied}
+
+
+def environment_changes(values, target, thresholds):
+    """The settings a script made through os.environ before importing jax, as JAX read them when
+    its options were defined: [(option, value to apply, event)]. `values` maps option to value."""
+    changes = []
+    expected = {CACHE_DIR: target, ENABLE: True}
+    expected.update(HARNESS_THRESHOLDS)
+    for option in WATCHED:
+        if option not in values or values[option] == expected[option]:
+            continue
+        applied, event = decide(option, values[option], "os.environ", target, thresholds)
+        changes.append((option, applied, event))
+    return changes
+
+
+class _Hook:
+    def __init__(self, record, target, thresholds):
+        self.record, self.target, self.thresholds = record, target, thresholds
+        self.lock = threading.Lock()
+
+    def write(self, event):
+        line = json.dumps(event, default=str, sort_keys=True)
+        with self.lock:
+            try:
+                with open(self.record, "a") as out:
+                    out.write(line + "\n")
+            except OSError as exc:
+                sys.stderr.write("harness: cannot record a cache setting: %s\n" % exc)
+
+    def config_loaded(self, module):
+        cls, config = getattr(module, "Config", None), getattr(module, "config", None)
+        original = getattr(cls, "update", None)
+        if original is None or config is None:
+            self.write({"kind": "problem", "detail": "jax._src.config has no Config.update: the script's "
+                        "cache settings were not redirected"})
+            return
+        hook = self
+
+        def update(self, name, val):
+            if name in WATCHED:
+                frame = sys._getframe(1)
+                api = caller_api(frame.f_globals.get("__name__"), frame.f_code.co_name)
+                val, event = decide(name, val, api, hook.target, hook.thresholds)
+                if event is not None:
+                    hook.write(event)
+            return original(self, name, val)
+
+        update.__wrapped__ = original
+        cls.update = update
+        for option, applied, event in environment_changes(_values(config), self.target, self.thresholds):
+            self.write(event)
+            original(config, option, applied)
+
+    def at_exit(self):
+        config = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
+        if config is None:
+            return  # the script never imported jax
+        final = {"kind": "final", "target": self.target}
+        final.update(_values(config))
+        cache = getattr(sys.modules.get(API_MODULE), "_cache", None)
+        path = getattr(cache, "_path", None)
+        final["cache_path"] = str(path) if path is not None else None
+        self.write(final)
+
+
+def _values(config):
+    out = {}
+    for option in WATCHED:
+        try:
+            out[option] = config._read(option)
+        except Exception:  # an option this release lacks
+            pass
+    return out
+
+
+class _AfterImport:
+    """A meta-path finder that runs `hooks[name](module)` right after module `name` is executed
+    (before anything imports names from it), and otherwise finds nothing."""
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+
+    def find_spec(self, name, path, target=None):
+        hook = self.hooks.get(name)
+        if hook is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        execute = getattr(loader, "exec_module", None)
+        if execute is None:
+            return spec
+
+        def exec_module(module):
+            execute(module)
+            hook(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def install():
+    """Watch for jax's config module; record what the script sets and what JAX used at exit."""
+    hook = _Hook(os.environ[RECORD_VAR], os.environ.get(TARGET_VAR),
+                 os.environ.get(THRESHOLDS_VAR, "script"))
+    sys.meta_path.insert(0, _AfterImport({CONFIG_MODULE: hook.config_loaded}))
+    atexit.register(hook.at_exit)
+    return hook

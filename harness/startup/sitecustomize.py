@@ -1,0 +1,27 @@
+"""Python imports this at start-up in every run of a user's script (the harness puts this folder first
+on PYTHONPATH). It installs the harness's cache hook, then runs the `sitecustomize` this one shadows
+(the virtualenv's, the image's or the user's own), so a run starts exactly as it would without us."""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+import jax_cache_harness_hook
+
+
+def _chain():
+    """Run the next `sitecustomize` on sys.path, the one Python would have run without this folder."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+if os.environ.get(jax_cache_harness_hook.RECORD_VAR):
+    jax_cache_harness_hook.install()
+_chain()

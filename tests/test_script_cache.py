@@ -1,0 +1,189 @@
+"""A user's script's own cache settings: the start-up hook's decisions (pure), its record, and what the
+report and the verdict's reason make of them. No JAX here: the hook's logic is plain functions."""
+
+import json
+import subprocess
+import sys
+
+from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
+from harness.script_cache import cell_facts, empty_cache_reason, parse_record
+from harness.startup import STARTUP_DIR
+from harness.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE,
+                                                    caller_api, decide, environment_changes)
+
+CELL = "/results/caches/cell"
+
+
+def test_a_cache_folder_the_script_asks_for_becomes_the_cells():
+    applied, event = decide(CACHE_DIR, "/jaxcache", "set_cache_dir", CELL, "script")
+    assert applied == CELL
+    assert event == {"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir", "requested": "/jaxcache",
+                     "applied": CELL}
+
+
+def test_turning_the_cache_off_is_the_scripts_choice_and_recorded():
+    for option, value in ((CACHE_DIR, None), (CACHE_DIR, ""), (ENABLE, False)):
+        applied, event = decide(option, value, "jax.config.update", CELL, "script")
+        assert applied == value and event["requested"] == value
+
+
+def test_thresholds_are_kept_by_default_and_zeroed_when_asked():
+    assert decide(MIN_COMPILE_TIME, 2.5, "jax.config.update", CELL, "script")[0] == 2.5
+    assert decide(MIN_COMPILE_TIME, 2.5, "jax.config.update", CELL, "harness")[0] == 0.0
+    applied, event = decide(MIN_ENTRY_SIZE, 10_000, "jax.config.update", CELL, "harness")
+    assert applied == -1 and event["requested"] == 10_000
+
+
+def test_jaxs_own_updates_pass_untouched_except_a_cache_folder():
+    # _initialize_cache sets its default minimum entry size: not the script's, not recorded.
+    assert decide(MIN_ENTRY_SIZE, 0, None, CELL, "harness") == (0, None)
+    # A folder from absl flags (inside jax) still goes to the cell.
+    assert decide(CACHE_DIR, "/flags", None, CELL, "script")[0] == CELL
+    assert decide("jax_enable_x64", True, "jax.config.update", CELL, "script") == (True, None)
+
+
+def test_callers_are_named_by_what_the_script_called():
+    assert caller_api("jax._src.compilation_cache", "set_cache_dir") == "set_cache_dir"
+    assert caller_api("jax._src.compilation_cache", "initialize_cache") == "initialize_cache"
+    assert caller_api("jax._src.compilation_cache", "_initialize_cache") is None
+    assert caller_api("__main__", "<module>") == "jax.config.update"
+    assert caller_api("jaxtyping_user", "setup") == "jax.config.update"  # a name starting "jax" only
+
+
+def test_settings_made_through_os_environ_before_import_are_seen():
+    values = {CACHE_DIR: "/from/env", ENABLE: True, MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
+    ((option, applied, event),) = environment_changes(values, CELL, "script")
+    assert (option, applied, event["api"]) == (CACHE_DIR, CELL, "os.environ")
+    untouched = {CACHE_DIR: CELL, ENABLE: True, MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
+    assert environment_changes(untouched, CELL, "script") == []
+
+
+def record(*events):
+    return "\n".join(json.dumps(e) for e in events) + "\n"
+
+
+def run_with(text, index=1):
+    return RunRecord(index, index, 0, 1.0, [], script_cache=parse_record(text))
+
+
+def test_the_record_becomes_a_run_fact_and_survives_json():
+    text = record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir", "requested": "/jaxcache",
+                   "applied": CELL},
+                  {"kind": "final", "cache_path": CELL, "target": CELL}) + '{"kind": "setti'  # killed mid-line
+    run = run_with(text)
+    assert run.script_cache.settings == (CacheSetting(CACHE_DIR, "set_cache_dir", "/jaxcache", CELL),)
+    assert RunRecord.from_json(json.loads(json.dumps(run.to_json()))) == run
+    # A run recorded before this field existed still loads.
+    old = {k: v for k, v in run.to_json().items() if k != "script_cache"}
+    assert RunRecord.from_json(old).script_cache is None
+
+
+def test_a_redirected_folder_is_a_note_not_a_reason():
+    facts = cell_facts([run_with(record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir",
+                                         "requested": "/jaxcache", "applied": CELL}))], ThresholdMode.SCRIPT)
+    assert facts.notes[0].startswith(
+        "the script set its cache folder to /jaxcache (set_cache_dir); the harness redirected it")
+    assert empty_cache_reason(facts) is None  # an empty cache is the release's doing
+    assert ScriptCacheFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
+
+
+def test_a_script_that_disables_the_cache_is_told_apart_from_an_unsupported_release():
+    facts = cell_facts([run_with(record({"kind": "setting", "option": ENABLE, "api": "jax.config.update",
+                                         "requested": False, "applied": False}))], ThresholdMode.SCRIPT)
+    assert empty_cache_reason(facts) == (
+        "the script turned its cache off: jax.config.update('jax_enable_compilation_cache', False); "
+        "nothing measured")
+
+
+def test_a_cache_the_hook_could_not_redirect_is_named():
+    facts = cell_facts([run_with(record({"kind": "final", "cache_path": "/elsewhere", "target": CELL}))],
+                       ThresholdMode.SCRIPT)
+    assert "went to /elsewhere, which the harness could not redirect" in empty_cache_reason(facts)
+
+
+def test_restrictive_thresholds_explain_an_empty_cache_only_when_kept():
+    text = record({"kind": "setting", "option": MIN_COMPILE_TIME, "api": "jax.config.update", "requested": 60.0,
+                   "applied": 60.0})
+    facts = cell_facts([run_with(text)], ThresholdMode.SCRIPT)
+    reason = empty_cache_reason(facts)
+    assert "kept every module out of the cache" in reason and "--cache-thresholds harness" in reason
+    assert "never measured" in facts.notes[0]
+    zeroed = cell_facts([run_with(record({"kind": "setting", "option": MIN_COMPILE_TIME, "api": "jax.config.update",
+                                          "requested": 60.0, "applied": 0.0}))], ThresholdMode.HARNESS)
+    assert empty_cache_reason(zeroed) is None
+    assert "replaced by the harness's zeros" in zeroed.notes[0]
+
+
+def test_runs_without_a_record_have_no_facts():
+    assert cell_facts([RunRecord(1, 1, 0, 1.0, []), run_with("")], ThresholdMode.SCRIPT) is None
+
+
+def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path):
+    """The user's own sitecustomize still runs, and without the record variable nothing is hooked."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITE_RAN = True\n")
+    code = "import builtins, sys; print(getattr(builtins, 'USER_SITE_RAN', False), " \
+           "any(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{user}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+    env["HARNESS_CACHE_RECORD"] = str(tmp_path / "record.jsonl")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_the_hook_does_not_change_the_hash_seed(tmp_path):
+    env = {"PYTHONPATH": str(STARTUP_DIR), "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "PYTHONHASHSEED": "7", "PATH": "/usr/bin:/bin"}
+    runs = {subprocess.run([sys.executable, "-c", "print(hash('axis'))"], env=env, capture_output=True,
+                           text=True, check=True).stdout for _ in range(2)}
+    bare = subprocess.run([sys.executable, "-c", "print(hash('axis'))"], env={"PYTHONHASHSEED": "7"},
+                          capture_output=True, text=True, check=True).stdout
+    assert runs == {bare}
+
+
+FAKE_CONFIG = '''
+class Config:
+    def __init__(self):
+        self.values = {"jax_compilation_cache_dir": None, "jax_enable_compilation_cache": True,
+                       "jax_persistent_cache_min_compile_time_secs": 1.0,
+                       "jax_persistent_cache_min_entry_size_bytes": 0}
+    def update(self, name, val):
+        self.values[name] = val
+    def _read(self, name):
+        return self.values[name]
+
+config = Config()
+import os
+config.values["jax_compilation_cache_dir"] = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+config.values["jax_persistent_cache_min_compile_time_secs"] = 0.0  # as the harness's variables set it
+config.values["jax_persistent_cache_min_entry_size_bytes"] = -1
+'''
+FAKE_CACHE = '''
+from jax._src import config
+def set_cache_dir(path):
+    config.config.update("jax_compilation_cache_dir", path)
+'''
+
+
+def test_the_hook_wraps_configs_update_once_jax_is_imported(tmp_path, write):
+    """A stand-in `jax` with the same shape as the real one (Config.update, set_cache_dir calling it):
+    the wiring is tested here; tests/test_script_cache_integration.py runs real releases."""
+    write("fake/jax/__init__.py", "from jax._src.config import config\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    write("fake/jax/_src/compilation_cache.py", FAKE_CACHE)
+    script = write("script.py", "import jax\nfrom jax._src import compilation_cache as cc\n"
+                                "cc.set_cache_dir('/jaxcache')\n"
+                                "jax.config.update('jax_persistent_cache_min_compile_time_secs', 5.0)\n"
+                                "print(jax.config._read('jax_compilation_cache_dir'))\n")
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "JAX_COMPILATION_CACHE_DIR": CELL, "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == CELL
+    cache = parse_record((tmp_path / "r.jsonl").read_text())
+    assert [(s.option, s.api, s.requested, s.applied) for s in cache.settings] == [
+        (CACHE_DIR, "set_cache_dir", "/jaxcache", CELL),
+        (MIN_COMPILE_TIME, "jax.config.update", 5.0, 5.0)]
+    assert cache.final["jax_compilation_cache_dir"] == CELL and cache.final["target"] == CELL
