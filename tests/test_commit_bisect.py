@@ -19,7 +19,7 @@ from harness.bisect.state import BisectState
 from harness.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
-from harness.model import Mesh, Platform, Verdict
+from harness.model import Mesh, Platform, ProcessOutcome, Verdict
 from harness.progress import ConsoleProgress
 from harness.results import ResultsHeader
 from harness.writer import ResultsWriter
@@ -238,3 +238,21 @@ def test_interrupted_after_k_commits_resumes_to_the_same_culprits(fake_jax, tmp_
     assert len(recorded) == k, "the interrupted commit was not recorded"
 
     assert searched(make_bisection(fake_jax, tmp_path).run()) == uninterrupted
+
+
+def test_a_commits_jax_goes_first_and_a_scripts_hook_folder_stays_on_the_path(tmp_path):
+    seen = {}
+
+    class Base(Environment):
+        jax_version = "0.4.26"
+
+        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+            seen.update(env)
+            return ProcessOutcome(0, 0.1)
+
+        def describe(self):
+            return {}
+
+    commit = CommitEnvironment(Base(), tmp_path / "src", "abc", "0.4.27.dev+abc", "0.4.26")
+    commit.run(tmp_path / "s.py", [], {"PYTHONPATH": "/hook"}, tmp_path, tmp_path / "l.log", 10)
+    assert seen["PYTHONPATH"] == f"{tmp_path / 'src'}:/hook"

@@ -12,6 +12,7 @@ newer than any release before it; so the newest release environment it accepts i
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -146,8 +147,9 @@ class CommitEnvironment(Environment):
         self.jax_version = label
 
     def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        return self.base.run(script, args, {**env, "PYTHONPATH": str(self.source_root)}, cache_dir,
-                             log_path, timeout_s)
+        # The commit's jax first; a user script's start-up hook folder (run_env.hook_env) stays on the path.
+        path = os.pathsep.join(p for p in (str(self.source_root), env.get("PYTHONPATH", "")) if p)
+        return self.base.run(script, args, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
 
     def describe(self) -> dict[str, Any]:
         return {**self.base.describe(), "jax_commit": self.sha, "jax_source": str(self.source_root),
