@@ -1,14 +1,23 @@
 """One run as a process (environments/process.py): a timeout kills its whole process group, an exit by
-signal says which, and the harness's own environment does not leak into a run. Real processes, no JAX."""
+signal says which, the harness's own environment does not leak into a run, and whatever a run starts is
+gone when it ends (the supervisor). Real processes, no JAX."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 import time
+from pathlib import Path
 
+import pytest
+
+from harness.environments import process
 from harness.environments.process import clean_environment, run_process
+
+supervised_only = pytest.mark.skipif(not process.SUPERVISED, reason="the supervisor needs Linux's prctl")
 
 
 def _alive(pid: int) -> bool:
@@ -60,3 +69,119 @@ def test_the_harness_environment_does_not_leak_into_a_run(monkeypatch):
     env = clean_environment({"PYTHONHASHSEED": "7"})
     assert env["PYTHONHASHSEED"] == "7" and "JAX_PLATFORMS" not in env and "XLA_FLAGS" not in env
     assert env["PATH"] == os.environ["PATH"]
+
+
+# Starts a grandchild in a session of its own (out of the run's process group), records its pid.
+LEAVE_A_SETSID_GRANDCHILD = """\
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+open({pid_file!r}, "w").write(str(child.pid))
+"""
+
+# A double fork: the grandchild is orphaned at once and reparented (to init, without a subreaper).
+DOUBLE_FORK = """\
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open({pid_file!r}, "w").write(str(os.getpid()))
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_file(path: Path, seconds: float = 20) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def script(tmp_path: Path, text: str) -> tuple[list[str], Path]:
+    pid_file = tmp_path / "leftover.pid"
+    path = tmp_path / "script.py"
+    path.write_text(text.format(pid_file=str(pid_file)))
+    return [sys.executable, str(path)], pid_file
+
+
+@supervised_only
+@pytest.mark.parametrize("text", [LEAVE_A_SETSID_GRANDCHILD, DOUBLE_FORK], ids=["setsid", "double-fork"])
+def test_what_a_run_leaves_behind_after_exit_0_is_gone_when_it_ends(tmp_path, text):
+    argv, pid_file = script(tmp_path, text)
+    outcome = run_process(argv, dict(os.environ), tmp_path / "run.log", timeout_s=60)
+    assert outcome.exit_code == 0, (tmp_path / "run.log").read_text()
+    assert not alive(int(wait_for_file(pid_file)))
+
+
+@supervised_only
+def test_a_timeout_takes_down_a_setsid_grandchild_too(tmp_path):
+    argv, pid_file = script(tmp_path, LEAVE_A_SETSID_GRANDCHILD + "import time; time.sleep(600)\n")
+    outcome = run_process(argv, dict(os.environ), tmp_path / "run.log", timeout_s=3)
+    assert outcome.timed_out
+    assert not alive(int(wait_for_file(pid_file)))
+
+
+@supervised_only
+def test_an_interpreter_that_cannot_start_is_a_failed_run_not_an_exception(tmp_path):
+    dangling = tmp_path / "venv" / "bin" / "python"
+    dangling.parent.mkdir(parents=True)
+    dangling.symlink_to(tmp_path / "gone" / "python3.11")
+    outcome = run_process([str(dangling), "x.py"], dict(os.environ), tmp_path / "run.log", timeout_s=60)
+    assert not outcome.ok and outcome.exit_code == 127
+    assert "cannot start" in (tmp_path / "run.log").read_text()
+    missing_cwd = run_process([sys.executable, "-c", "pass"], dict(os.environ), tmp_path / "cwd.log",
+                              timeout_s=60, cwd=tmp_path / "no-such-folder")
+    assert not missing_cwd.ok and "could not start" in missing_cwd.reason
+
+
+@supervised_only
+def test_a_killed_harness_leaves_no_run_behind(tmp_path):
+    """SIGKILL cannot be handled: the supervisor learns of it from the kernel (PR_SET_PDEATHSIG)."""
+    argv, pid_file = script(tmp_path, LEAVE_A_SETSID_GRANDCHILD + "import time; time.sleep(600)\n")
+    harness = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import os
+        from pathlib import Path
+        from harness.environments.process import run_process
+        run_process({argv!r}, dict(os.environ), Path({str(tmp_path / 'run.log')!r}), timeout_s=600)
+        """)], cwd=Path(__file__).resolve().parents[1])
+    try:
+        leftover = int(wait_for_file(pid_file))
+        harness.kill()
+        harness.wait()
+        deadline = time.monotonic() + 20
+        while alive(leftover) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(leftover)
+    finally:
+        harness.kill()
+
+
+@supervised_only
+def test_a_run_that_prints_without_end_keeps_the_head_and_the_tail_of_its_log(tmp_path):
+    code = ("import sys; print('FIRST LINE', flush=True); "
+            "[sys.stdout.write('x' * 1000 + '\\n') for _ in range(5000)]; print('LAST LINE')")
+    outcome = run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log",
+                          timeout_s=60, max_log_bytes=100_000)
+    assert outcome.ok
+    log = (tmp_path / "run.log").read_bytes()
+    assert len(log) < 100_000 + 200
+    assert log.startswith(b"FIRST LINE\n") and log.endswith(b"LAST LINE\n")
+    assert b"bytes of output cut here; the log keeps the first 50000 and the last 50000 bytes" in log
+
+
+@supervised_only
+def test_stdout_and_stderr_reach_the_log_in_order(tmp_path):
+    code = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True); print('out2')"
+    run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log", timeout_s=60)
+    assert (tmp_path / "run.log").read_text() == "out\nerr\nout2\n"

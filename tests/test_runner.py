@@ -238,3 +238,19 @@ def test_with_jobs_the_first_run_runs_alone(tmp_path):
     CellRunner(env, REPRO, 10, jobs=3).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
     assert env.seen_running[1] == [] and all(1 not in running for running in env.seen_running.values())
     assert any(env.seen_running[s] for s in (2, 3, 4, 5, 6))  # the others did overlap
+
+
+def test_an_environment_whose_interpreter_cannot_start_gives_an_error_cell(tmp_path):
+    """A ready venv whose bin/python is a dangling link: each run fails, the cell is `error`, and the
+    runner returns (the sweep goes on to the next version) instead of raising."""
+    from harness.environments.venv import VenvEnvironment
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(tmp_path / "gone" / "python3.11")
+    script = tmp_path / "user.py"
+    script.write_text("print('never runs')\n")
+    runner = CellRunner(VenvEnvironment(venv, "0.4.29", {}), Repro("user", script, builtin=False), 60)
+    cell = runner.run(CellSpec("0.4.29", Platform.CPU, 1, None), [1, 2], tmp_path / "cache", tmp_path / "logs")
+    assert cell.verdict == Verdict.ERROR and len(cell.runs) == 2
+    assert "cannot start" in cell.runs[0].reason, cell.runs[0].reason

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -30,20 +31,52 @@ def clean_environment(extra: dict[str, str]) -> dict[str, str]:
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
+# Every run starts under supervise.py, which takes down whatever the script leaves behind (see there).
+SUPERVISOR = Path(__file__).with_name("supervise.py")
+SUPERVISED = sys.platform.startswith("linux")
+# How long a supervisor gets to kill its run's processes after SIGTERM before its group is SIGKILLed.
+STOP_GRACE_S = 10.0
+# A run's log keeps the first and last half of this much output, and says how much it cut between.
+MAX_LOG_BYTES = 32 << 20
+
+
+def supervised(argv: list[str], max_log_bytes: int = MAX_LOG_BYTES) -> list[str]:
+    """The command line that runs `argv` under the supervisor (the harness's own interpreter; -I -S:
+    it needs nothing but the standard library, and starts in milliseconds)."""
+    if not SUPERVISED:
+        return argv
+    return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), str(max_log_bytes), *argv]
+
 
 def kill_all() -> None:
-    """Kill every run still going (their process groups): called when a sweep is interrupted."""
+    """Stop every run still going: called when a sweep is interrupted."""
     with _live_lock:
         procs = list(_live)
     for proc in procs:
-        _kill_group(proc)
+        _signal(proc, signal.SIGTERM if SUPERVISED else signal.SIGKILL)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _signal(proc: subprocess.Popen, signum: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if signum == signal.SIGKILL:
+            os.killpg(proc.pid, signum)
+        else:
+            os.kill(proc.pid, signum)
     except ProcessLookupError:
         pass  # it ended on its own meanwhile
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop a run and everything it started: the supervisor kills them all on SIGTERM; its process
+    group is SIGKILLed if it does not finish within the grace period."""
+    if SUPERVISED:
+        _signal(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal(proc, signal.SIGKILL)
+    proc.wait()
 
 
 def log_tail(path: Path, chars: int = 2000) -> str:
@@ -55,25 +88,28 @@ def log_tail(path: Path, chars: int = 2000) -> str:
 
 
 def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
-                cwd: Path | None = None) -> ProcessOutcome:
+                cwd: Path | None = None, max_log_bytes: int = MAX_LOG_BYTES) -> ProcessOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log_path, "wb") as log:
-        # A new session so a timeout kills the whole process group, not just the interpreter.
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True)
+        try:
+            # A new session: the run's process group is its own, apart from the harness's terminal.
+            proc = subprocess.Popen(supervised(argv, max_log_bytes), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+        except OSError as exc:  # a missing folder or interpreter: this run's failure, not the sweep's
+            reason = f"could not start the run's process: {exc}"
+            log.write(reason.encode() + b"\n")
+            return ProcessOutcome(None, time.monotonic() - start, reason=reason)
         with _live_lock:
             _live.add(proc)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.wait()
+            _stop(proc)
             return ProcessOutcome(None, time.monotonic() - start, timed_out=True,
                                   reason=f"killed after the {timeout_s:g} s timeout")
-        except BaseException:  # Ctrl-C: never leave a child behind
-            _kill_group(proc)
-            proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: never leave a child behind
+            _stop(proc)
             raise
         finally:
             with _live_lock:

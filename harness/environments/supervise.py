@@ -1,0 +1,222 @@
+"""Run one command as a harness run, and take down everything it started when it ends.
+
+Usage: python -I -S supervise.py HARNESS_PID MAX_LOG_BYTES COMMAND [ARGS...]
+
+A run's script may leave processes behind: a `setsid` grandchild escapes the process group a timeout
+kills, and a background child can outlive a script that exits 0 and write into the next run's cache.
+This supervisor stands between the harness and the script. It makes itself a child subreaper
+(`prctl(PR_SET_CHILD_SUBREAPER)`), so every orphan the script leaves (however it detached) becomes its
+child instead of init's; when the script has exited (or the harness stops the run with SIGTERM) it
+kills its children until none is left, and only then exits, with the script's exit status (a death by
+signal is passed on as the same signal). It also asks the kernel for SIGTERM when the harness dies
+(`PR_SET_PDEATHSIG`), so a SIGKILLed harness leaves no run behind.
+
+Why a separate process and not the harness itself as subreaper: orphans then come to a process that
+serves one run only, so nothing has to guess which run an orphan belonged to with `--jobs N`, and
+reaping them cannot race with the harness's own `subprocess` waits.
+
+It also relays the script's output (stdout and stderr, as one stream) into the run's log, keeping
+the first and the last MAX_LOG_BYTES / 2 and saying how much it cut between: a script that prints
+without end cannot fill the disk.
+
+Linux only (prctl); elsewhere the harness runs the script directly. Standard library only.
+"""
+
+import collections
+import ctypes
+import os
+import resource
+import select
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+EXIT_CANNOT_START = 127  # as a shell reports a command it cannot run
+CLEANUP_ROUNDS = 100  # each round kills the current children; their orphans arrive for the next
+
+
+class Stop(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def on_stop(signum, frame):
+    raise Stop(signum)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class CappedLog:
+    """Writes the first `limit - limit // 2` bytes of a stream to `fd` as they come, keeps the last
+    `limit // 2` in memory, and on close() says how many bytes it cut between the two, then the tail."""
+
+    def __init__(self, fd, limit):
+        self.fd = fd
+        self.head = self.head_left = limit - limit // 2
+        self.tail_limit = limit // 2
+        self.tail = collections.deque()
+        self.tail_size = 0
+        self.cut = 0
+
+    def write(self, data):
+        if self.head_left > 0:
+            part = data[:self.head_left]
+            write_all(self.fd, part)
+            self.head_left -= len(part)
+            data = data[len(part):]
+        if data:
+            self.tail.append(data)
+            self.tail_size += len(data)
+            while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_limit:
+                dropped = self.tail.popleft()
+                self.tail_size -= len(dropped)
+                self.cut += len(dropped)
+
+    def close(self):
+        data = b"".join(self.tail)
+        if len(data) > self.tail_limit:
+            self.cut += len(data) - self.tail_limit
+            data = data[len(data) - self.tail_limit:]
+        if self.cut:
+            write_all(self.fd, f"\n[harness: {self.cut} bytes of output cut here; the log keeps the first "
+                               f"{self.head} and the last {self.tail_limit} bytes]\n".encode())
+        write_all(self.fd, data)
+        self.tail.clear()
+
+
+def children():
+    """Our children (including zombies): from /proc/self/task/*/children, or by scanning /proc."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def kill_everything_left():
+    """SIGKILL every child we have, round after round (each round's orphans are ours in the next),
+    reaping as we go."""
+    for _ in range(CLEANUP_ROUNDS):
+        left = children()
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def exit_like(status):
+    """End this process the way the script ended: its exit code, or death by its signal."""
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the script's core, if any, is enough
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # a signal that does not kill (never expected): report it anyway
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def drain(read_end, log, seconds=5.0):
+    """The rest of the output, once every writer is gone (or after `seconds` of silence)."""
+    while True:
+        ready, _, _ = select.select([read_end], [], [], seconds)
+        if not ready:
+            return
+        data = os.read(read_end, 1 << 16)
+        if not data:
+            return
+        log.write(data)
+
+
+def main(argv):
+    harness_pid, log_limit, command = int(argv[1]), int(argv[2]), argv[3:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_stop)
+    if os.getppid() != harness_pid:  # the harness died before PDEATHSIG was set
+        os._exit(128 + signal.SIGTERM)
+    log = CappedLog(1, log_limit)
+    read_end, write_end = os.pipe()
+    # A child's exit wakes the select below through this pipe (no polling, no latency added to a run).
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake_write)
+    status = None
+    try:
+        try:
+            # In this process group, so the harness's last resort (killing the group) reaches it; with
+            # the signal dispositions a fresh process would have; stdout and stderr into the relay.
+            script_pid = os.posix_spawnp(
+                command[0], command, os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_DUP2, write_end, 2)],
+                setsigdef=[signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD])
+        except OSError as exc:
+            write_all(1, f"harness: cannot start {command[0]}: {exc.strerror}\n".encode())
+            os._exit(EXIT_CANNOT_START)
+        os.close(write_end)
+        watched = [read_end, wake_read]
+        while status is None:
+            ready, _, _ = select.select(watched, [], [])
+            if read_end in ready:
+                data = os.read(read_end, 1 << 16)
+                if data:
+                    log.write(data)
+                else:
+                    watched.remove(read_end)  # every writer closed its end; the script may still run
+            if wake_read in ready:
+                os.read(wake_read, 512)
+            while True:  # reap the script, and orphans that ended on their own meanwhile
+                try:
+                    pid, ended = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid == script_pid:
+                    status = ended
+    except Stop as stop:
+        kill_everything_left()
+        drain(read_end, log)
+        log.close()
+        os._exit(128 + stop.signum)
+    # The script is done: nothing it started may go on (and write into the next run's cache).
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # finish the clean-up even if told to stop now
+    kill_everything_left()
+    drain(read_end, log)
+    log.close()
+    exit_like(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
