@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
 MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
 MAX_DEVICES = 4096
+# Bounds on what a config file may be, so that no input can cost unbounded time or memory. A real
+# config is a few hundred bytes, a dozen values, four levels deep.
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
+MAX_VALUES = 10_000  # scalars, lists and maps, counted after YAML aliases are expanded
+MAX_DEPTH = 50
+MAX_TEXT = 4096  # characters in one value (a path, a version)
+# Characters that would let a config string change what a pasted "Reproduce with" command does, or
+# how a terminal shows it: C0/C1 controls (newline, escape...), line/paragraph separators and the
+# bidirectional overrides.
+_CONTROL_CATEGORIES = {"Cc", "Zl", "Zp"}
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -90,12 +102,24 @@ class _DuplicateKey(Exception):
         self.key, self.line = key, line
 
 
+class _BadKey(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+class _TooBig(Exception):
+    """The YAML is larger than any config (after alias expansion), nested too deeply, or recursive."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load, except that a key given twice is an error (plain YAML keeps the last silently)."""
+    """safe_load, except that a key given twice is an error (plain YAML keeps the last silently), and
+    so is a key that is a list or a map (`? [a, b] : c`)."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _BadKey(key_node.start_mark.line + 1)
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise _DuplicateKey(str(key), key_node.start_mark.line + 1)
@@ -103,28 +127,96 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_config(path: str | Path) -> Config:
-    path = Path(path)
-    source = str(path)
+def _check_size(root: yaml.Node) -> None:
+    """Refuse a document of more than MAX_VALUES values once aliases are expanded (the "billion
+    laughs": nine aliases of nine aliases... are small on disk and huge once walked), deeper than
+    MAX_DEPTH, with a value longer than MAX_TEXT, or with an alias inside itself. Counted on the node
+    graph with each shared node's size computed once, so the check itself stays small."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, yaml.ScalarNode):
+            if len(node.value) > MAX_TEXT:
+                raise _TooBig(f"a value longer than {MAX_TEXT} characters (line {node.start_mark.line + 1})")
+            sizes[id(node)] = 1
+            continue
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if children_done:
+            in_progress.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[id(node)] > MAX_VALUES:
+                raise _TooBig(f"more than {MAX_VALUES} values once its aliases are expanded")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in in_progress:
+            raise _TooBig("an alias refers to a node that contains it")
+        in_progress.add(id(node))
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def _read_text(path: Path, source: str) -> str:
+    """The file's text, read up to MAX_CONFIG_BYTES (so /dev/zero or a huge file cannot fill memory)."""
+    if path.exists() and not path.is_file():
+        raise ConfigError(source, None, "not a regular file")
     if not path.is_file():
         raise ConfigError(source, None, "no such config file")
     try:
-        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(source, None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config")
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, None, f"cannot read: {exc}") from None
+
+
+def _parse_yaml(text: str) -> Any:
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    source = str(path)
+    text = _read_text(path, source)
+    try:
+        data = _parse_yaml(text)
     except _DuplicateKey as exc:
         raise ConfigError(source, exc.key, f"given twice (line {exc.line})") from None
+    except _BadKey as exc:
+        raise ConfigError(source, None, f"line {exc.line}: a key must be a word, not a list or a map") from None
+    except _TooBig as exc:
+        raise ConfigError(source, None, f"not a config: {exc}") from None
+    except RecursionError:  # composing nests Python calls before _check_size can look
+        raise ConfigError(source, None, f"not a config: nested more than {MAX_DEPTH} levels deep") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(source, None, f"YAML syntax error{where}: {problem}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(source, None, f"cannot read: {exc}") from None
+    except ValueError as exc:  # a YAML integer past Python's 4300-digit limit, say
+        raise ConfigError(source, None, f"not a config: {str(exc).split(';')[0]}") from None
     return parse_config(data, source=source, base_dir=path.parent)
 
 
 def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(source, None, "must be a YAML mapping of keys to values")
+    check_text(data, source)
     unknown = sorted(set(map(str, data)) - KEYS)
     if unknown:
         raise ConfigError(source, unknown[0], f"unknown key (known keys: {', '.join(sorted(KEYS))})")
@@ -146,7 +238,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         platform = Platform(data.get("platform", "cpu"))
     except ValueError:
         raise err("platform", f"must be one of {', '.join(p.value for p in Platform)}, "
-                              f"not {data.get('platform')!r}") from None
+                              f"not {_short(data.get('platform'))}") from None
 
     device_count = _int(data, "device_count", 8, err, minimum=1, maximum=MAX_DEVICES)
     runs = _int(data, "runs", 8, err, minimum=2, why="a single run has no later run to compare", maximum=MAX_RUNS)
@@ -156,7 +248,9 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         raise err("timeout_s", "must be a positive, finite number of seconds")
 
     meshes = _parse_meshes(data.get("meshes"), device_count, repro, err)
-    docker = data.get("docker") or {}
+    docker = data.get("docker")
+    if docker is None:  # absent, or `docker:` with nothing under it
+        docker = {}
     if not isinstance(docker, dict):
         raise err("docker", "must be a mapping (base_image, python)")
     bad = sorted(set(map(str, docker)) - DOCKER_KEYS)
@@ -166,7 +260,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         if not isinstance(value, str) or not value:
             raise err(f"docker.{key}", "must be a non-empty string")
     if "python" in docker and not _PYTHON_RE.match(docker["python"]):
-        raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {docker['python']!r}")
+        raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {_short(docker['python'])}")
 
     python = data.get("python", AUTO)
     if python != AUTO:
@@ -188,10 +282,46 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
                   cache_thresholds=thresholds)
 
 
+def control_character(text: str) -> str | None:
+    """The first character of `text` that must not be in a config string, as U+XXXX; else None."""
+    for ch in text:
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES or ch in _BIDI_CONTROLS:
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def check_text(data: Any, source: str) -> None:
+    """ConfigError naming the key of the first string (key or value, at any depth) that holds a
+    control character: such text reaches shell commands in reports and progress lines."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            found = control_character(value)
+            if found:
+                raise ConfigError(source, where or None, f"contains a control character ({found}); "
+                                                         "config text must be printable")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                path = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and control_character(key):
+                    raise ConfigError(source, where or None,
+                                      f"a key contains a control character ({control_character(key)})")
+                stack.append((path, item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr() of a value for an error line, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _int(data, key, default, err, minimum, why="", maximum=None):
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise err(key, f"must be an integer, not {value!r}")
+        raise err(key, f"must be an integer, not {_short(value)}")
     if value < minimum:
         raise err(key, f"must be at least {minimum}" + (f" ({why})" if why else ""))
     if maximum is not None and value > maximum:
@@ -205,11 +335,14 @@ def _parse_repro(value, base_dir: Path, err) -> Repro:
     builtin = builtin_path(value)
     if builtin is not None:
         return Repro(value, builtin, builtin=True)
-    path = Path(value).expanduser()
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # ~user with no such user, or no home folder at all
+        raise err("repro", f"{_short(value)}: cannot expand '~' (no such user or home folder)") from None
     if not path.is_absolute():
         path = base_dir / path
     if not path.is_file():
-        raise err("repro", f"{value!r} is neither a built-in repro nor an existing script ({path})")
+        raise err("repro", f"{_short(value)} is neither a built-in repro nor an existing script ({path})")
     return Repro(path.stem, path.resolve(), builtin=False)
 
 
@@ -223,9 +356,9 @@ def _parse_versions(value, err) -> tuple[str, ...]:
     out = []
     for item in value:
         if isinstance(item, (int, float)) and not isinstance(item, bool):
-            raise err("jax_versions", f"{item!r} is a number: quote versions, e.g. \"0.4.30\"")
+            raise err("jax_versions", f"{_short(item)} is a number: quote versions, e.g. \"0.4.30\"")
         if not isinstance(item, str) or not item.strip():
-            raise err("jax_versions", f"{item!r} is not a version or specifier")
+            raise err("jax_versions", f"{_short(item)} is not a version or specifier")
         out.append(item.strip())
     # Syntax is checked here; matching against the index happens in versions.resolve.
     for item in out:
@@ -256,14 +389,15 @@ def _parse_meshes(value, device_count: int, repro: Repro, err) -> tuple[Mesh, ..
         for s in shape:
             product *= s
         if product != device_count:
-            raise err(f"{key}.shape", f"{shape} has {product} devices but device_count is {device_count}")
+            raise err(f"{key}.shape", f"{_short(shape)} has {_short(product)} devices but device_count "
+                                      f"is {device_count}")
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise err(f"{key}.axis_names", "must be a list of non-empty strings")
         if len(names) != len(shape):
             raise err(f"{key}.axis_names", f"has {len(names)} names for a shape of {len(shape)} dimensions")
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
-            raise err(f"{key}.axis_names", f"duplicate axis name {dup!r}")
+            raise err(f"{key}.axis_names", f"duplicate axis name {_short(dup)}")
         if any("," in n for n in names):
             raise err(f"{key}.axis_names", "axis names cannot contain ','")
         meshes.append(Mesh(tuple(shape), tuple(names)))

@@ -38,16 +38,22 @@ def is_specifier(entry: str) -> bool:
 LATEST = "latest"  # the newest usable release on the index
 
 
+# Longer than any version or specifier list anyone writes; parsing 5,000 digits fails in int().
+MAX_ENTRY_LENGTH = 200
+
+
 def check_syntax(entry: str) -> str | None:
     """None when `entry` is a well-formed version, PEP 440 specifier or `latest`, else what is wrong."""
     if entry == LATEST:
         return None
+    if len(entry) > MAX_ENTRY_LENGTH:
+        return f"{entry[:20]!r}... is {len(entry)} characters long: not a version or specifier"
     try:
         if is_specifier(entry):
             SpecifierSet(entry)
         else:
             Version(entry)
-    except (InvalidSpecifier, InvalidVersion):
+    except (InvalidSpecifier, InvalidVersion, ValueError):  # ValueError: a number past 4300 digits
         return (f"{entry!r} is not a version (e.g. 0.4.28), a specifier (e.g. \">=0.4.26,<0.4.32\") "
                 f"or latest")
     return None

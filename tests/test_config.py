@@ -117,3 +117,67 @@ def test_cache_thresholds_key():
     assert config.cache_thresholds == ThresholdMode.HARNESS and config.to_json()["cache_thresholds"] == "harness"
     with pytest.raises(ConfigError, match="cache_thresholds.*must be one of script, harness"):
         parse_config({**base, "cache_thresholds": "zero"})
+
+
+# ---------------------------------------------------------------- hostile input (issue 10)
+
+BASE = "name: t\nrepro: shard_map_grad\n"
+LAUGHS = BASE + "jax_versions: ['0.4.29']\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+LAUGHS_UNDER_A_KNOWN_KEY = ("x0: &x0 [a, a, a, a, a, a, a, a, a]\n"
+                            + "".join(f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]\n" for i in range(1, 10))
+                            + "name: t\nrepro: shard_map_grad\njax_versions: *x9\n")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (BASE + "jax_versions: ['" + "1" * 5000 + "']\n", "longer than 4096 characters"),
+    (BASE + "jax_versions: ['0.4.29']\ndevice_count: " + "1" * 5000 + "\n", "longer than 4096 characters"),
+    (BASE + "jax_versions: ['0.4.29']\nmeshes: [{shape: [" + "9" * 4000 + "], axis_names: [a]}]\n",
+     "devices but device_count is 8"),
+    (BASE + "jax_versions: ['0.4.29']\n? [a, b]\n: c\n", "a key must be a word, not a list or a map"),
+    (BASE + "jax_versions: ['0.4.29']\n? {a: 1}\n: c\n", "a key must be a word, not a list or a map"),
+    (BASE + "jax_versions: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 50 levels deep"),
+    (BASE + "jax_versions: " + "[" * 60 + "'0.4.29'" + "]" * 60 + "\n", "nested more than 50 levels deep"),
+    (LAUGHS, "more than 10000 values once its aliases are expanded"),
+    (LAUGHS_UNDER_A_KNOWN_KEY, "more than 10000 values once its aliases are expanded"),
+    ("name: t\nrepro: ~nosuchuser-harness/x.py\njax_versions: ['0.4.29']\n", "cannot expand '~'"),
+    (BASE + "jax_versions: ['0.4.29']\ndocker: []\n", "docker: must be a mapping"),
+    (BASE + "jax_versions: ['0.4.29']\ndocker: 0\n", "docker: must be a mapping"),
+    (BASE + "jax_versions: ['0.4.29']\ndocker: ''\n", "docker: must be a mapping"),
+], ids=["5000-digit-version", "5000-digit-device-count", "4000-digit-mesh-size", "list-key", "map-key",
+        "nested-100000", "nested-60", "laughs", "laughs-under-jax_versions", "unknown-user", "docker-list",
+        "docker-0", "docker-empty-string"])
+def test_hostile_yaml_is_one_line(write, text, fragment):
+    """Refused before anything walks the expanded document (`make stress` shows how long each takes)."""
+    with pytest.raises(ConfigError) as info:
+        load_config(write("c.yaml", text))
+    message = str(info.value)
+    assert fragment in message, message
+    assert "\n" not in message and len(message) < 300, message  # one line, nothing echoed at length
+
+
+@pytest.mark.parametrize("where, value", [
+    ("name", '"t\\nx"'), ("repro", '"shard_map_grad\\r"'), ("jax_versions[0]", '["0.4.29\\u001b[2J"]'),
+    ("meshes[0].axis_names[0]", '[{shape: [8, 1], axis_names: ["a\\ntouch /tmp/pwned", b]}]'),
+    ("docker.base_image", '{base_image: "img\\u202e"}'), ("docker", '{"py\\nthon": "3.11"}'),
+])
+def test_control_characters_are_refused_in_every_config_string(write, where, value):
+    top = where.split(".")[0].split("[")[0]
+    fields = {"name": '"t"', "repro": "shard_map_grad", "jax_versions": '["0.4.29"]', "device_count": "8"}
+    fields[top] = value
+    text = "".join(f"{k}: {v}\n" for k, v in fields.items())
+    with pytest.raises(ConfigError) as info:
+        load_config(write("c.yaml", text))
+    assert f": {where}: " in str(info.value) and "control character" in str(info.value), str(info.value)
+
+
+def test_absurd_files_are_refused_without_reading_them_whole(tmp_path):
+    from harness.config import MAX_CONFIG_BYTES
+
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.truncate(MAX_CONFIG_BYTES * 100)  # sparse: 100 MiB on paper
+    with pytest.raises(ConfigError, match="larger than 1 MiB"):
+        load_config(big)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config("/dev/zero")

@@ -434,3 +434,22 @@ def test_a_scripts_own_cache_folder_is_reported_and_listed_by_hand(tmp_path):
     commands = shell_commands(cell, doc["config"])
     assert "ls -1 '/jax cache'" in commands.splitlines()
     assert "--cache-thresholds harness" in report
+
+
+def test_pasted_reproduce_commands_run_nothing_a_name_smuggles_in(tmp_path):
+    """A newline in an axis name (a results file from before config text was checked, or edited)
+    stays inside a comment, and every value in a generated command is shell-quoted."""
+    import shlex
+
+    mesh = Mesh((8, 1), ("a\ntouch /tmp/pwned", "b"))
+    run = RunRecord(1, 7, 0, 1.0, ["jit_f-" + "1" * 64])
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, mesh), Verdict.REPRODUCED, {}, [run])
+    block = shell_commands(cell, {"repro": "shard_map_grad"})
+    words = shlex.split(block, comments=True)  # as the shell splits it: the name stays one quoted word
+    assert "touch" not in words and "a\ntouch /tmp/pwned,b" in words, block
+    document = _doc([cell], command="harness run 'c.yaml\ntouch /tmp/pwned'")
+    document["config"]["source"] = "my configs/c.yaml; rm -rf ~"
+    text = render_report(document, [cell], {})
+    assert "harness run 'my configs/c.yaml; rm -rf ~' --versions 0.4.28" in text
+    bash = text.split("With the harness")[1].split("```bash")[1].split("```")[0]
+    assert "touch" not in shlex.split(bash, comments=True), bash

@@ -12,7 +12,7 @@ from harness.model import CellResult, Platform, Verdict
 from harness.results import RunStatus
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, moved_module, short_key
-from harness.report.reproduce import harness_command, shell_commands
+from harness.report.reproduce import harness_command, shell_comment, shell_commands
 from harness.table import in_version_order, render as render_table
 
 REPORT_FILE = "report.md"
@@ -310,7 +310,7 @@ def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMa
     lines += ["With the harness (a fresh process per run, new seeds each time):", "", "```bash",
               *(harness_command(document, c) for c in chosen)]
     if document.get("command"):
-        lines.append(f"# the whole sweep, as it was run: {document['command']}")
+        lines.append(shell_comment(f"the whole sweep, as it was run: {document['command']}"))
     lines.append("```")
     return lines
 

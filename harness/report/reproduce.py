@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from harness.config import CHECK_SOURCE, Repro
+from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.model import NO_MESH, CellResult
 from harness.repros import builtin_path
@@ -44,7 +44,7 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     repro, script = repro_for(config)
     spec = cell.spec
     env = {k: v for k, v in process_env(spec, seeds[0] if seeds else 1).items() if k not in _PER_RUN}
-    venv = f"jax-{spec.jax_version}"
+    venv = shlex.quote(f"jax-{spec.jax_version}")
     requirements = jax_requirements(spec.jax_version, spec.platform)
     if cell.environment.get("numpy"):
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
@@ -53,8 +53,8 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     own = script_folder(cell)
     listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     lines = [
-        f"# jax {spec.jax_version}, {spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
-        f"{spec.platform} x{spec.device_count}",
+        shell_comment(f"jax {spec.jax_version}, {spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
+                      f"{spec.platform} x{spec.device_count}"),
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
         + " ".join(shlex.quote(r) for r in requirements),
         'export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"',
@@ -63,16 +63,16 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         f"for seed in {' '.join(map(str, seeds))}; do",
         f"  PYTHONHASHSEED=$seed {venv}/bin/python {shlex.quote(script)}{' ' + args if args else ''} > /dev/null",
         "done",
-        *([f"# the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, which "
-           "should be empty before the first run"] if own else []),
+        *([shell_comment(f"the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, "
+                         "which should be empty before the first run")] if own else []),
         f"ls -1 {listed}",
     ]
     if module and distinct and distinct.values:
-        lines.append(f"# expected: each seed after the first adds a {module}-* file ({len(seeds) - 1} new); "
-                     "when fixed, only the first seed writes any")
+        lines.append(shell_comment(f"expected: each seed after the first adds a {module}-* file "
+                                   f"({len(seeds) - 1} new); when fixed, only the first seed writes any"))
     elif module:
-        lines.append(f"# expected: a seed after the first adds a {module}-* file; when fixed, only the first "
-                     "writes any")
+        lines.append(shell_comment(f"expected: a seed after the first adds a {module}-* file; when fixed, "
+                                   "only the first writes any"))
     return "\n".join(lines)
 
 
@@ -87,7 +87,13 @@ def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     if source == CHECK_SOURCE:
         script = document.get("config", {}).get("repro", "SCRIPT")
         thresholds = document.get("config", {}).get("cache_thresholds")
-        return (f"harness check {shlex.quote(script)} --versions {cell.spec.jax_version} "
-                f"--device-count {cell.spec.device_count} --platform {cell.spec.platform}"
-                + (f" --cache-thresholds {shlex.quote(thresholds)}" if thresholds else ""))
-    return f"harness run {shlex.quote(source)} --versions {cell.spec.jax_version}"
+        return shlex.join(["harness", "check", str(script), "--versions", cell.spec.jax_version,
+                           "--device-count", str(cell.spec.device_count), "--platform", str(cell.spec.platform),
+                           *(["--cache-thresholds", str(thresholds)] if thresholds else [])])
+    return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version])
+
+
+def shell_comment(text: str) -> str:
+    """A shell comment line that stays one line: a newline in a name (from a results file written
+    before config text was checked, or edited by hand) would otherwise start a command when pasted."""
+    return "# " + "".join("?" if control_character(ch) else ch for ch in text)
