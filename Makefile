@@ -8,7 +8,7 @@ BASELINE ?= results/baseline
 JAX_REPO ?=
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench bisect nightly base-image clean-envs help
+.PHONY: table smoke test test-unit bench stress bisect nightly base-image clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -17,6 +17,7 @@ help:
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only"
 	@echo "make bench      the harness's overhead against a bare shell loop"
+	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
 	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
@@ -45,6 +46,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py
 	$(BIN)/python bench/bench_slurm.py
+
+stress: $(STAMP)
+	$(BIN)/python stress/stress.py $(ARGS)
 
 bisect: $(STAMP)
 	$(BIN)/harness bisect $(CONFIG) $(if $(JAX_REPO),--jax-repo $(JAX_REPO)) $(ARGS)

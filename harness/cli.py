@@ -2,13 +2,15 @@
 
 Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`): 0 the work
 completed (whatever it found), 2 bad input, 1 a failure of the harness (or, for nightly and compare,
-a regression), 130 interrupted (partial results are kept).
+a regression), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (129 SIGHUP; partial results are kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -25,7 +27,10 @@ from harness.results import RunStatus
 from harness.confidence import SeedStrategy
 from harness.shards.select import parse_shard
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
+from harness.stopping import interrupted_exit_code, interrupted_how, stop_signals_interrupt
 from harness.table import render, summary_line
+
+_STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _positive(minimum: int, maximum: int | None = None):
@@ -86,6 +91,13 @@ def _add_all_runs(p: argparse.ArgumentParser) -> None:
                    help="finish an interrupted sweep in its own folder: measure only the cells it lacks")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and where to look, not the usage block (exit 2, as argparse does)."""
+
+    def error(self, message: str):
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def _add_script_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-thresholds", choices=[m.value for m in ThresholdMode],
                    help="a user's script's own minimum compile time / entry size: kept and recorded "
@@ -93,7 +105,7 @@ def _add_script_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="harness", description="Reproduce JAX persistent-compilation-cache regressions version by version.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -187,18 +199,29 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(words)
     args.words = tuple(words)  # the command as typed: recorded in the results, and resumed
     try:
-        return args.handler(args)
+        with stop_signals_interrupt():
+            return args.handler(args)
     except UserError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        print("\nharness: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
-        traceback.print_exc()
-        print("harness: internal error (a bug in the harness; the traceback above says where)",
-              file=sys.stderr)
+        print(f"\nharness: {interrupted_how()}", file=sys.stderr)
+        return interrupted_exit_code()
+    except OSError as exc:
+        if exc.errno not in _STORAGE_FULL:
+            return _internal_error()
+        # Not a bug and not bad input: the machine's storage. What was measured was saved up to here.
+        print(f"harness: error: {exc.strerror}{f' ({exc.filename})' if exc.filename else ''}; the results "
+              "keep every cell saved before it", file=sys.stderr)
         return ExitCode.FAILURE
+    except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    print("harness: internal error (a bug in the harness; the traceback above says where)", file=sys.stderr)
+    return ExitCode.FAILURE
 
 
 # ---- options: the Namespace stops here -----------------------------------------------------------
@@ -271,7 +294,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    merged = service.merge(args.results, args.out, " ".join(["harness", *args.words]))
+    merged = service.merge(args.results, args.out, shlex.join(["harness", *args.words]))
     print(render(merged.cells))
     print()
     print(summary_line(merged.cells))
@@ -284,9 +307,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                                     jax_repo=args.jax_repo, fresh=args.fresh)
     found = service.bisect(args.config, options, _progress(args))
     if found.status == RunStatus.INTERRUPTED:
-        print(f"\ninterrupted: {found.points} point(s) recorded in {found.state_path}\n"
+        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
               f"resume with: {found.command}", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
     print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
@@ -334,9 +357,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def _show_sweep(swept: service.SweepOutcome) -> int:
     if swept.status == RunStatus.INTERRUPTED:
-        print(f"\ninterrupted: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
+        print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
               f"resume with: {swept.resume_command}", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        return interrupted_exit_code()
     print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)
     print(render(swept.cells))
     print()

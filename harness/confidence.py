@@ -115,7 +115,8 @@ class SeedPlan:
         complete = all(c["pairs_in_both_orders"] for c in self.covers)
         cover = "every pair of axis names in both orders" if complete else "not every pair order"
         extra = f" + {len(self.random)} random" if self.random else ""
-        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}"
+        note = f"; {self.note}" if self.note else ""
+        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}{note}"
 
     def to_json(self) -> dict[str, Any]:
         out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,

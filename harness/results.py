@@ -18,6 +18,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+from filelock import FileLock, Timeout
 from packaging.version import Version
 
 from harness.analysis import boundaries, version_verdicts
@@ -66,6 +67,70 @@ class ResultsHeader:
         return out
 
 
+# Held (flock) by the one process writing a results folder; the kernel drops it if that process dies.
+WRITER_LOCK_FILE = ".writer.lock"
+# A results.json of 10,000 cells with long listings is tens of MiB; past this it is not one of ours,
+# and reading it must not exhaust memory (`harness report /dev/zero`).
+MAX_RESULTS_BYTES = 256 << 20
+_NONE = type(None)
+# The top-level keys readers use and the types they must have. Every key is optional: folders written
+# by earlier releases lack some, and a reader treats a missing one as empty.
+DOCUMENT_TYPES: dict[str, tuple[type, ...]] = {
+    "config": (dict,), "versions": (list,), "options": (dict,), "host": (dict,), "shard": (dict, _NONE),
+    "cells": (list, _NONE), "summary": (dict, _NONE), "summaries": (list,), "command": (str,),
+    "status": (str, _NONE), "resumed": (list,), "created": (str, _NONE), "finished": (str, _NONE),
+    "bisect": (dict, _NONE),
+}
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "repro": (str,), "source": (str,), "jax_versions": (list,), "platform": (str,),
+    "meshes": (list,), "docker": (dict,), "device_count": (int,), "runs": (int,),
+    "timeout_s": (int, float),
+}
+# What every reader of a cell relies on (fields a release did not write yet may be missing).
+CELL_TYPES: dict[str, tuple[type, ...]] = {
+    "jax_version": (str,), "platform": (str,), "device_count": (int,), "mesh": (dict, _NONE),
+    "verdict": (str,), "reason": (str,), "keys": (dict,), "runs": (list,), "listing": (list,),
+    "environment": (dict,), "seeds": (dict, _NONE),
+}
+RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,), "seed": (int,), "exit_code": (int, _NONE), "duration_s": (int, float),
+    "new_entries": (list,), "timed_out": (bool,), "reason": (str,), "log": (str,),
+}
+
+
+def _wrong_type(data: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str = "") -> str | None:
+    for key, allowed in types.items():
+        value = data.get(key)
+        if key in data and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
+            names = " or ".join("null" if t is _NONE else t.__name__ for t in allowed)
+            return f"{prefix}{key}: must be {names}, not {type(value).__name__}"
+    return None
+
+
+def _cell_problem(data: Any) -> str | None:
+    """What makes `data` no cell a reader can use, or None (one line, nothing echoed at length)."""
+    if not isinstance(data, dict):
+        return f"must be a mapping, not {type(data).__name__}"
+    problem = _wrong_type(data, CELL_TYPES)
+    if problem:
+        return problem
+    for module, keys in (data.get("keys") or {}).items():
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            return f"keys.{str(module)[:40]}: must be a list of cache keys"
+    if not all(isinstance(name, str) for name in data.get("listing") or []):
+        return "listing: must be a list of file names"
+    for j, run in enumerate(data.get("runs") or []):
+        if not isinstance(run, dict):
+            return f"runs[{j}]: must be a mapping, not {type(run).__name__}"
+        problem = _wrong_type(run, RUN_TYPES, f"runs[{j}].")
+        if problem:
+            return problem
+        if not all(isinstance(name, str) for name in run.get("new_entries") or []):
+            return f"runs[{j}].new_entries: must be a list of file names"
+    return None
+
+
+
 _HEADER_FIELDS = ("command", "config", "versions", "options", "host", "shard", "created", "resumed")
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
 
@@ -96,9 +161,15 @@ class ResultsDocument:
         if not isinstance(data, dict) or "schema_version" not in data:
             raise UserError(f"{source}: not a harness results file (no schema_version)")
         version = data["schema_version"]
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise UserError(f"{source}: schema_version must be a whole number from 1, not {str(version)[:20]!r}")
+        if version > SCHEMA_VERSION:
             raise UserError(f"{source}: schema_version {version} is newer than this harness "
                             f"reads ({SCHEMA_VERSION}); upgrade the harness")
+        problem = _wrong_type(data, DOCUMENT_TYPES) or _wrong_type(data.get("config") or {}, CONFIG_TYPES,
+                                                                  "config.")
+        if problem:
+            raise UserError(f"{source}: {problem}")
         header = ResultsHeader(**{k: data[k] for k in _HEADER_FIELDS if data.get(k) is not None})
         status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
         try:
@@ -117,6 +188,9 @@ def _cells(cells: Any, source: Path | str) -> list[CellResult]:
         raise UserError(f"{source}: cells: must be a list of cells")
     out = []
     for i, data in enumerate(cells):
+        problem = _cell_problem(data)
+        if problem:
+            raise UserError(f"{source}: cells[{i}]: {problem}")
         try:
             cell = CellResult.from_json(data)
             Version(cell.spec.jax_version)  # compare and sorting need it; InvalidVersion is a ValueError
@@ -185,12 +259,46 @@ def results_folder(path: Path) -> Path:
 
 
 def load_results(path: Path) -> ResultsDocument:
-    """Read a results.json (or the folder holding one); UserError when it is not one."""
+    """Read a results.json (or the folder holding one); UserError (one line) when it is not one.
+
+    Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
+    down to each cell's keys and runs, before anything is built from it."""
     path = results_file(path)
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a results file (not a regular file)")
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RESULTS_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: no such results file") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise UserError(f"{path}: not a readable results file ({exc.strerror})") from None
+    if len(raw) > MAX_RESULTS_BYTES:
+        raise UserError(f"{path}: larger than {MAX_RESULTS_BYTES >> 20} MiB: not a harness results file")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a harness results file (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a readable results file ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a harness results file (nested too deeply)") from None
     return ResultsDocument.from_json(data, path)
+
+
+def lock_results_folder(folder: Path) -> FileLock:
+    """Become the one writer of `folder`; UserError (one line) when another process is writing it.
+
+    Two `--resume` of one folder would measure into the same caches and logs and mix their cells: the
+    second is refused. Take it before reading the folder, so what is read is what nobody else writes."""
+    # One lock object per folder in this process (is_singleton): re-entering it here is allowed; the
+    # guard is against another process.
+    lock = FileLock(Path(folder).resolve() / WRITER_LOCK_FILE, thread_local=False, is_singleton=True)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise UserError(f"{folder}: another harness process is writing this results folder; "
+                        "wait for it to finish (or stop it) and try again") from None
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot lock the results folder ({exc.strerror})") from None
+    return lock

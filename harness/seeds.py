@@ -116,12 +116,20 @@ def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
     return out
 
 
-def chosen_plan(probe: Probe, extra_random: int = 0) -> SeedPlan:
+def chosen_plan(probe: Probe, extra_random: int = 0, limit: int | None = None) -> SeedPlan:
+    """Chosen seeds, then `extra_random` random ones; at most `limit` seeds in all (`runs` is a
+    ceiling: when covering every pair order needs more, the plan says so and its bound is weaker)."""
     chosen = choose_seeds(probe)
+    note = ""
+    if limit is not None and len(chosen) > limit:
+        note = (f"covering every pair order needs {len(chosen)} chosen seeds, more than runs: {limit}; "
+                f"only {limit} run (set runs to {len(chosen)} for a zero set-order bound)")
+        chosen, extra_random = chosen[:limit], 0
     extra = random_seeds(extra_random + len(chosen))
     extra = [s for s in extra if s not in chosen][:extra_random]
     return SeedPlan(SeedStrategy.CHOSEN, chosen + extra, chosen=chosen, random=extra,
-                    python=probe.python, candidates=len(probe.orderings), covers=covers(probe, chosen))
+                    python=probe.python, candidates=len(probe.orderings), covers=covers(probe, chosen),
+                    note=note)
 
 
 def random_plan(runs: int | None = None, note: str = "") -> SeedPlan:
@@ -152,7 +160,8 @@ class SeedPlanner:
             probe = self.probe(environment, sets, log_dir)
         except ProbeFailed as exc:
             return random_plan(self.runs, note=f"seed probe failed ({exc}); random seeds instead")
-        plan = chosen_plan(probe, extra_random=max(0, (self.runs or 0) - len(choose_seeds(probe))))
+        plan = chosen_plan(probe, extra_random=max(0, (self.runs or 0) - len(choose_seeds(probe))),
+                           limit=self.runs)
         if not sets:
             plan.note = "fewer than two axis names: no set order to cover"
         return plan

@@ -34,8 +34,8 @@ from harness.nightly.compare import CellChange, check_same_repro, compare, repro
 from harness.progress import Progress
 from harness.pythons import PythonChooser, PythonVersion
 from harness.report import write_report
-from harness.results import (RESULTS_FILE, ResultsHeader, RunStatus, host_facts, load_results, new_run_dir,
-                             results_file, results_folder, utc_now)
+from harness.results import (RESULTS_FILE, ResultsHeader, RunStatus, host_facts, load_results,
+                             lock_results_folder, new_run_dir, results_file, results_folder, utc_now)
 from harness.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.seeds import SeedPlanner
 from harness.shards.merge import merge_documents
@@ -198,17 +198,28 @@ def _header(command: str, config: Config, versions: list[str], choice: BackendCh
                          host=host_facts(choice.backend.describe()))
 
 
-def _finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus]) \
-        -> tuple[RunStatus, T | None]:
-    """Run `measure` and record how it ended in the results: Ctrl-C gives `interrupted` (what was measured
-    stays), a failure of the harness `failed` (and goes on up), otherwise `status(what it returned)`."""
+def _finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],
+            new_folder: bool = False) -> tuple[RunStatus, T | None]:
+    """Run `measure` and record how it ended in the results: Ctrl-C (or SIGTERM) gives `interrupted`
+    (what was measured stays), a failure of the harness `failed` (and goes on up), otherwise
+    `status(what it returned)`. Bad input found late in a `new_folder` that holds no cell yet (a
+    backend that cannot run) removes the folder: bad input leaves nothing written."""
     try:
         value = measure()
     except KeyboardInterrupt:
         writer.finish(RunStatus.INTERRUPTED)
         return RunStatus.INTERRUPTED, None
+    except UserError:
+        if new_folder and not writer.cells:
+            writer.discard()
+        else:
+            writer.finish(RunStatus.FAILED)
+        raise
     except BaseException:
-        writer.finish(RunStatus.FAILED)  # what was measured stays; the status says it did not end well
+        try:
+            writer.finish(RunStatus.FAILED)  # what was measured stays; the status says it did not end well
+        except OSError:
+            pass  # a full disk: results.json keeps what the last cell wrote; the first error is the news
         raise
     ended = status(value)
     writer.finish(ended)
@@ -290,6 +301,12 @@ def check_config(script: Path, versions: tuple[str, ...] | None, platform: Platf
 
 def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOutcome:
     """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks)."""
+    lock = None
+    if options.resume is not None:
+        # First, before anything is resolved or printed: a folder another process is writing is
+        # refused in one line, and what is read below is what nobody else writes.
+        load_results(options.resume)  # a folder that is no results folder is said so before locking it
+        lock = lock_results_folder(results_folder(results_file(options.resume)))
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
     choice, index = _open_backend(config, options)
@@ -311,21 +328,22 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
-        previous = load_results(options.resume)
+        previous = load_results(options.resume)  # again, now that no other process can be writing it
         check_same_sweep(previous.header.to_json(), header.to_json(), str(options.resume))
         kept = finished_cells(previous.cells)
         cells = still_to_measure(cells, kept)
         progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
         run_dir = results_folder(results_file(options.resume))
         header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
-        writer = ResultsWriter(run_dir, header, cells=kept)
+        writer = ResultsWriter(run_dir, header, cells=kept, lock=lock)
     else:
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
     measurement = Sweep(config, choice.backend, writer, progress, jobs=options.jobs,
                         planner=SeedPlanner(options.seeds, runs=runs),
                         stop_when_reproduced=not options.all_runs)
-    status, _ = _finish(writer, lambda: measurement.run(cells), lambda _: RunStatus.COMPLETE)
+    status, _ = _finish(writer, lambda: measurement.run(cells), lambda _: RunStatus.COMPLETE,
+                        new_folder=options.resume is None)
     again = resume_command(options.argv, writer.dir) if status == RunStatus.INTERRUPTED else None
     return SweepOutcome(writer.dir, writer.cells, status, again)
 

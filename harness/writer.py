@@ -4,23 +4,30 @@ atomically after every cell, so an interrupted sweep keeps everything it measure
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report import ReportWriter
-from harness.results import RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus, utc_now
+from harness.results import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
+                             lock_results_folder, utc_now)
 from harness.table import render_markdown
 
 
 class ResultsWriter:
     """Owns one results folder. `add()` after every cell; `finish()` at the end."""
 
-    def __init__(self, run_dir: Path, header: ResultsHeader, cells: list[CellResult] = ()):
+    def __init__(self, run_dir: Path, header: ResultsHeader, cells: list[CellResult] = (),
+                 lock: FileLock | None = None):
         """`cells`: those a resumed sweep keeps from its folder (the header then carries the old
-        `created` and a `resumed` list)."""
+        `created` and a `resumed` list). `lock`: the folder's writer lock if the caller took it
+        already (before reading the folder); otherwise it is taken here."""
         self.dir = run_dir
+        self._lock = lock or lock_results_folder(run_dir)
         self._report = ReportWriter(run_dir)
         if header.created is None:
             header.created = utc_now()
@@ -47,7 +54,15 @@ class ResultsWriter:
     def finish(self, status: RunStatus = RunStatus.COMPLETE) -> None:
         self.document.status = status
         self.document.finished = utc_now()
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            self._lock.release()
+
+    def discard(self) -> None:
+        """Remove the folder this writer made (nothing was measured in it) and give up its lock."""
+        self._lock.release()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def flush(self) -> None:
         write_files(self.dir, self.document, self._report)

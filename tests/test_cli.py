@@ -117,3 +117,18 @@ def test_the_resume_command_drops_out_and_an_earlier_resume(tmp_path):
                                      tmp_path / "run")
     assert shlex.split(command) == ["harness", "run", "my config.yaml", "--jobs", "2",
                                     "--resume", str(tmp_path / "run")]
+
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "configs/smoke.yaml", "--runs", "1"], "harness run: error: argument --runs: must be at least 2"),
+    ([], "harness: error: the following arguments are required: COMMAND"),
+    (["frob"], "invalid choice: 'frob'"),
+    (["bisect", "configs/smoke.yaml", "--good"], "harness bisect: error: argument --good: expected one argument"),
+])
+def test_usage_errors_are_one_line_and_a_hint_not_the_usage_block(argv, fragment, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and fragment in err and "--help)" in err, err

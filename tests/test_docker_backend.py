@@ -46,7 +46,8 @@ def fake_container(status: int = 0, logs: bytes = b"", oom: bool = False) -> Con
     container = mock.create_autospec(Container, instance=True)
     container.attrs = {"State": {"OOMKilled": oom, "ExitCode": status}}
     container.wait.return_value = {"StatusCode": status, "Error": None}
-    container.logs.return_value = logs
+    # The SDK gives the whole output as bytes, or with stream=True as an iterator of chunks.
+    container.logs.side_effect = lambda **kw: iter([logs[:3], logs[3:]]) if kw.get("stream") else logs
     return container
 
 
@@ -202,6 +203,15 @@ def test_a_crash_keeps_its_exit_code(tmp_path):
     outcome = run(with_container(fake_container(status=1, logs=b"Traceback\n")), tmp_path)
     assert outcome.exit_code == 1 and outcome.reason == "exit code 1"
     assert (tmp_path / "log").read_text() == "Traceback\n"
+
+
+def test_a_container_that_prints_without_end_keeps_the_head_and_the_tail(tmp_path):
+    container = fake_container(status=0)
+    container.logs.side_effect = lambda **kw: iter([b"FIRST\n"] + [b"x" * 999 + b"\n"] * 5000 + [b"LAST\n"])
+    dk._save_logs(container, tmp_path / "log", max_bytes=10_000)
+    log = (tmp_path / "log").read_bytes()
+    assert log.startswith(b"FIRST\n") and log.endswith(b"LAST\n") and len(log) < 10_200
+    assert b"bytes of output cut here" in log
 
 
 def test_a_death_by_signal_through_the_init_names_the_signal(tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -37,6 +38,114 @@ def test_table_rows_in_version_order():
     text = render(cells)
     order = [line.split("|")[1].strip() for line in text.splitlines()[2:]]
     assert order == ["0.4.9", "0.4.10", "0.4.27", "0.4.31"]
+
+
+def test_a_second_process_cannot_write_a_results_folder_being_written(tmp_path):
+    import subprocess
+    import sys
+
+    from harness.errors import UserError
+    from harness.results import lock_results_folder
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+                               "lock_results_folder; lock = lock_results_folder(sys.argv[1]); print('held', flush=True); "
+                               "time.sleep(60)", str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="another harness process is writing this results folder"):
+            lock_results_folder(folder)
+    finally:
+        holder.kill()
+        holder.wait()
+    lock_results_folder(folder).release()  # the kernel dropped the killed holder's lock
+
+
+# ---------------------------------------------------------------- malformed results folders (issue 10)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "smoke-run"
+
+
+def _good() -> dict:
+    return json.loads((FIXTURE / "results.json").read_text())
+
+
+def _with(**changes) -> bytes:
+    return json.dumps({**_good(), **changes}).encode()
+
+
+def _with_cell(**changes) -> bytes:
+    good = _good()
+    return json.dumps({**good, "cells": [{**good["cells"][0], **changes}]}).encode()
+
+
+MALFORMED = {
+    "binary": b"\x00\xff\xfe" * 100,
+    "not-json": b"{nope",
+    "a-list": b"[]",
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "schema-version-string": _with(schema_version="1"),
+    "schema-version-null": _with(schema_version=None),
+    "config-list": _with(config=[]),
+    "config-string": _with(config="x"),
+    "config-repro-number": _with(config={**_good()["config"], "repro": 3}),
+    "cells-map": _with(cells={}),
+    "cells-string": _with(cells="abc"),
+    "cell-number": _with(cells=[1]),
+    "cell-runs-string": _with_cell(runs="x"),
+    "cell-run-number": _with_cell(runs=[1]),
+    "cell-keys-list": _with_cell(keys=[]),
+    "cell-keys-of-numbers": _with_cell(keys={"jit_f": [1, 2]}),
+    "cell-mesh-string": _with_cell(mesh="x"),
+    "versions-string": _with(versions="0.4.29"),
+    "options-list": _with(options=[]),
+    "host-list": _with(host=[]),
+    "shard-string": _with(shard="x"),
+}
+
+
+@pytest.fixture
+def good_folder(tmp_path):
+    folder = tmp_path / "good"
+    shutil.copytree(FIXTURE, folder)
+    return folder
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+@pytest.mark.parametrize("command", ["report", "compare-new", "compare-baseline", "merge"])
+def test_every_reader_of_a_malformed_results_file_says_one_line_and_exits_2(tmp_path, good_folder, capsys,
+                                                                             name, command):
+    from harness import cli
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "results.json").write_bytes(MALFORMED[name])
+    argv = {"report": ["report", str(bad)],
+            "compare-new": ["compare", str(bad), "--baseline", str(good_folder)],
+            "compare-baseline": ["compare", str(good_folder), "--baseline", str(bad)],
+            "merge": ["merge", str(bad), str(good_folder), "--out", str(tmp_path / "merged")]}[command]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(bad) in err, err
+    assert not (tmp_path / "merged").exists() or not any((tmp_path / "merged").iterdir())
+
+
+def test_report_of_dev_zero_is_refused_without_reading_it(capsys):
+    from harness import cli
+
+    assert cli.main(["report", "/dev/zero"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_results_file_past_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from harness import results
+    from harness.errors import UserError
+
+    monkeypatch.setattr(results, "MAX_RESULTS_BYTES", 1000)
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 1, "pad": "x" * 2000}))
+    with pytest.raises(UserError, match="larger than"):
+        results.load_results(tmp_path)
 
 
 V1 = Path(__file__).parent / "fixtures" / "v1-release-run" / "results.json"

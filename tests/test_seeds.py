@@ -103,3 +103,20 @@ def test_the_planner_probes_once_per_interpreter(tmp_path, monkeypatch):
     first = planner.plan(spec, env, tmp_path)
     second = planner.plan(spec, env, Path(tmp_path / "again"))
     assert first.seeds == second.seeds and len(calls) == 1
+
+
+def test_runs_is_a_ceiling_even_when_covering_every_pair_order_needs_more():
+    """Eight axis names can need more chosen seeds than `runs`: the plan stays within runs and says
+    so (in the line printed before the cell's runs), with the weaker bound that follows."""
+    import random
+
+    sets = name_sets(tuple("abcdefgh"))
+    rng = random.Random(0)
+    probe = Probe("cpython test", tuple(sets),
+                  {s: tuple(tuple(rng.sample(names, len(names))) for names in sets) for s in range(1, 33)})
+    needed = len(choose_seeds(probe))
+    assert needed > 4
+    plan = chosen_plan(probe, extra_random=0, limit=4)
+    assert len(plan.seeds) == 4 and plan.miss_bound > 0
+    assert f"needs {needed} chosen seeds, more than runs: 4" in plan.summary()
+    assert len(chosen_plan(probe, extra_random=3, limit=needed + 3).seeds) == needed + 3

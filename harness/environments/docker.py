@@ -27,7 +27,9 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
 from harness.environments.base import Backend, Environment, Say, _quiet
-from harness.environments.process import PROBE, log_tail
+from harness.environments.locking import held
+from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
+from harness.environments.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
@@ -63,6 +65,7 @@ RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
 # XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
 CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
+OWNER_LABEL = f"{LABEL}.owner-pid"
 PROBE_TIMEOUT_S = 300.0
 
 NO_GPU = ("the Docker runtime has no GPU support ({detail}); install the NVIDIA Container Toolkit "
@@ -132,7 +135,8 @@ def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Pla
         "user": user,
         "network_disabled": True,
         "network_mode": "none",
-        "labels": {LABEL: "run"},
+        # Which harness process started it: a test (or a user) counts only its own containers.
+        "labels": {LABEL: "run", OWNER_LABEL: str(os.getpid())},
         "detach": True,
     }
     if mem_limit:
@@ -277,6 +281,12 @@ class DockerBackend(Backend):
             self.pythons.choose(jax_version)
         except NoPython as exc:
             raise EnvironmentUnavailable(str(exc)) from None
+        # Another sweep building this image right now: wait for it, then reuse its image.
+        name = f"jax-{jax_version}-{platform}-py{self.python_version}"
+        with held(self.state_dir / "locks" / f"{name}.lock", f"the image for {name}", say):
+            return self._prepare_locked(jax_version, platform, say)
+
+    def _prepare_locked(self, jax_version: str, platform: Platform, say: Say) -> Environment:
         base = self.base_image_for(platform, say)
         base_name = base.tags[0] if base.tags else base.id
         log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{self.python_version}.log"
@@ -443,12 +453,16 @@ def _kill(container) -> None:
         pass  # it exited between the timeout and the kill: removal below does the rest
 
 
-def _save_logs(container, log_path: Path) -> None:
-    try:
-        data = container.logs(stdout=True, stderr=True)
-    except (DockerException, requests.RequestException) as exc:
-        data = f"(could not read the container's output: {_one_line(exc)})\n".encode()
-    log_path.write_bytes(data)
+def _save_logs(container, log_path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
+    """The container's output into the run's log, streamed: its head and tail kept, the cut said."""
+    with open(log_path, "wb") as out:
+        log = CappedLog(out.fileno(), max_bytes)
+        try:
+            for chunk in container.logs(stdout=True, stderr=True, stream=True):
+                log.write(chunk)
+        except (DockerException, requests.RequestException) as exc:
+            log.write(f"(could not read the container's output: {_one_line(exc)})\n".encode())
+        log.close()
 
 
 def _remove(client, container, name: str | None) -> None:

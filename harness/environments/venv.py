@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.locking import held
 from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail, probe_interpreter
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
 from harness.errors import EnvironmentUnavailable
@@ -86,16 +87,25 @@ class VenvBackend(Backend):
 
     def _prepare(self, jax_version: str, platform: Platform, choice: PythonChoice, say: Say) -> Environment:
         path = self.env_path(jax_version, platform, choice.version)
+        # Another sweep making this venv right now: wait for it, then reuse what it made.
+        with held(path.parent / f".{path.name}.lock", f"the venv {path.name}", say):
+            return self._prepare_locked(path, jax_version, platform, choice, say)
+
+    def _prepare_locked(self, path: Path, jax_version: str, platform: Platform, choice: PythonChoice,
+                        say: Say) -> Environment:
         marker = path / READY_MARKER
         chosen = {"python_choice": choice.to_json()}
+        damage = "half-made"
         if marker.exists() and not self.rebuild:
-            try:
-                facts = json.loads(marker.read_text())
-                return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
-            except (OSError, json.JSONDecodeError):
-                pass  # a damaged marker: rebuild below
+            damage = damaged(path)
+            if not damage:
+                try:
+                    facts = json.loads(marker.read_text())
+                    return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
+                except (OSError, json.JSONDecodeError):
+                    damage = "unreadable marker"
         if path.exists():
-            say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else 'half-made or damaged'})")
+            say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else damage})")
             shutil.rmtree(path)
         say(f"creating venv for jax {jax_version} ({path})")
         path.parent.mkdir(parents=True, exist_ok=True)  # first: an unwritable folder fails fast
@@ -129,3 +139,16 @@ class VenvBackend(Backend):
         facts["exclude_newer"] = newest
         marker.write_text(json.dumps(facts))
         return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": False})
+
+
+def damaged(path: Path) -> str:
+    """Why a venv that says it is ready cannot run (its interpreter gone, jax deleted), or "".
+    Cheap (no process): it runs before every reuse."""
+    python = path / "bin" / "python"
+    if not python.exists():  # follows the link: a dangling bin/python does not exist
+        return "damaged: bin/python is missing or a dangling link"
+    if not os.access(python, os.X_OK):
+        return "damaged: bin/python is not executable"
+    if not any(path.glob("lib/python*/site-packages/jax/__init__.py")):
+        return "damaged: the jax package is missing"
+    return ""

@@ -22,6 +22,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from harness.environments.locking import held
 from harness.environments.process import log_tail
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
 from harness.environments.venv import find_uv
@@ -178,20 +179,28 @@ class Wheelhouse:
         self.wheels.mkdir(parents=True, exist_ok=True)
         found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
         if missing:
-            wanted = self.root / f"download-{os.getpid()}.txt"
-            wanted.write_text("".join(f"{p}\n" for p in missing))
-            try:
-                _run_logged(download_command(wanted, self.wheels, python_version,
-                                             find_links_for(jax_version, platform)),
-                            log, f"could not download wheels for jax {jax_version}")
-            finally:
-                wanted.unlink(missing_ok=True)
-            found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
+            # Shared by every version: two images built at once must not download into it together.
+            with held(self.root / "download.lock", "wheels in the wheelhouse"):
+                found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)  # the other's, now here
+                if missing:
+                    self._download(missing, jax_version, platform, python_version, log)
+                    found, missing = pick_wheels(pins, os.listdir(self.wheels), tags)
             if missing:
                 raise EnvironmentUnavailable(
                     f"no wheel for {', '.join(map(str, missing))} on CPython {python_version} "
                     f"manylinux x86_64 (jax {jax_version})", log_tail=log_tail(log))
         return [self.wheels / found[p] for p in pins]
+
+    def _download(self, missing: list[Pin], jax_version: str, platform: Platform, python_version: str,
+                  log: Path) -> None:
+        wanted = self.root / f"download-{os.getpid()}.txt"
+        wanted.write_text("".join(f"{p}\n" for p in missing))
+        try:
+            _run_logged(download_command(wanted, self.wheels, python_version,
+                                         find_links_for(jax_version, platform)),
+                        log, f"could not download wheels for jax {jax_version}")
+        finally:
+            wanted.unlink(missing_ok=True)
 
 
 def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = None,

@@ -1,0 +1,324 @@
+"""`make stress`: replay the fault cases of issue 10 against real runs and print a tried / held table.
+
+Every case starts the real `harness` command line as its own process (as a user, a scheduler or a
+careless config would), with real JAX releases in real venvs (and Docker where an engine answers),
+and checks the behaviour the harness promises (README, "Signals, concurrency and faults"). Exit 1 if
+any case did not hold. Slow (minutes): not part of `make test`, whose fault tests cover the same
+ground one case at a time.
+
+    python stress/stress.py [--only WORD] [--no-docker]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tabulate import tabulate
+
+REPO = Path(__file__).resolve().parents[1]
+VERSION = "0.4.29"
+BASE_IMAGE = "jax-harness-base:bookworm"
+
+
+@dataclass
+class Result:
+    case: str
+    held: bool
+    detail: str
+    seconds: float
+
+
+class Harness:
+    """Runs `harness ...` in a scratch folder and answers questions about what it left."""
+
+    def __init__(self, root: Path, env_dir: Path):
+        self.root, self.env_dir = root, env_dir
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "HARNESS_ENV_DIR": str(self.env_dir), **extra}
+
+    def start(self, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPO, env=env or self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run(self, *argv: str, timeout: float = 900, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        proc = self.start(*argv, env=env)
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+
+    def write(self, name: str, text: str | bytes) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return path
+
+    def config(self, name: str, script_text: str, runs: int = 2, timeout_s: int = 120, extra: str = "") -> Path:
+        script = self.write(f"{name}/script.py", script_text)
+        return self.write(f"{name}.yaml", f"name: {name}\nrepro: {script}\njax_versions: ['{VERSION}']\n"
+                                          f"runs: {runs}\ntimeout_s: {timeout_s}\n"
+                                          f"docker: {{base_image: '{BASE_IMAGE}'}}\n{extra}")
+
+
+def one_line(code: int, err: str, expected: int = 2) -> tuple[bool, str]:
+    lines = err.strip().splitlines()
+    ok = code == expected and len(lines) == 1 and "Traceback" not in err
+    return ok, f"exit {code}: {lines[-1][:90] if lines else '(nothing on stderr)'}"
+
+
+def results_of(out: Path) -> dict:
+    (found,) = out.glob("*/results.json")
+    return json.loads(found.read_text())
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for(predicate: Callable[[], object], seconds: float) -> object:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    return None
+
+
+# ---------------------------------------------------------------- cases
+
+COMPILE_THEN_SEGV = """\
+import os, signal
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
+os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+HANG = """\
+import os, time
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"started-{os.getpid()}"), "w").close()
+time.sleep(600)
+"""
+
+LEAVE_BEHIND = """\
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"left-{child.pid}"), "w").close()
+"""
+
+FLOOD = "import sys\nprint('FIRST')\nfor _ in range(60_000): sys.stdout.write('x' * 1023 + '\\n')\nprint('LAST')\n"
+
+
+def case_self_signal(h: Harness, backend: str) -> tuple[bool, str]:
+    code, _, err = h.run("run", str(h.config(f"segv-{backend}", COMPILE_THEN_SEGV)), "--backend", backend,
+                         "--seeds", "random", "--quiet", "--out", str(h.root / f"segv-{backend}-out"))
+    cell = results_of(h.root / f"segv-{backend}-out")["cells"][0]
+    return code == 0 and cell["verdict"] == "error", f"verdict {cell['verdict']}: {cell['reason'][:70]}"
+
+
+def case_sigterm(h: Harness, backend: str) -> tuple[bool, str]:
+    out = h.root / f"term-{backend}-out"
+    proc = h.start("run", str(h.config(f"term-{backend}", HANG, runs=3, timeout_s=300)), "--backend", backend,
+                   "--seeds", "random", "--out", str(out))
+    marker = wait_for(lambda: sorted(out.glob("*/caches/*/started-*")), 300)
+    if not marker:
+        proc.kill()
+        return False, "the run never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    status = results_of(out)["status"]
+    left = ""
+    if backend == "venv":
+        pid = int(marker[0].name.split("-")[1])
+        left = "the run still runs" if alive(pid) else ""
+    else:
+        import docker
+
+        running = docker.from_env().containers.list(
+            all=True, filters={"label": f"org.jax-cache-harness.owner-pid={proc.pid}"})
+        left = f"{len(running)} container(s) left" if running else ""
+    held = proc.returncode == 143 and status == "interrupted" and "resume with:" in err and not left
+    return held, f"exit {proc.returncode}, status {status}" + (f", {left}" if left else ", nothing left")
+
+
+def case_left_behind(h: Harness) -> tuple[bool, str]:
+    out = h.root / "left-out"
+    code, _, _ = h.run("run", str(h.config("left", LEAVE_BEHIND)), "--seeds", "random", "--quiet",
+                       "--out", str(out))
+    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive(p)]
+    return code == 0 and pids and not survivors, f"{len(pids)} setsid grandchildren, {len(survivors)} alive after"
+
+
+def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
+    out = h.root / "timeout-out"
+    code, _, _ = h.run("run", str(h.config("timeout", LEAVE_BEHIND + "import time; time.sleep(600)\n",
+                                           timeout_s=5)), "--seeds", "random", "--quiet", "--out", str(out))
+    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive(p)]
+    cell = results_of(out)["cells"][0]
+    return (code == 0 and cell["verdict"] == "error" and pids and not survivors,
+            f"verdict {cell['verdict']}, {len(survivors)} of {len(pids)} grandchildren alive")
+
+
+def case_damaged_venv(h: Harness, how: str) -> tuple[bool, str]:
+    from harness.environments.venv import VenvBackend
+    from harness.model import Platform
+
+    env_dir = h.root / f"envs-{how}"
+    venv = VenvBackend(root=env_dir).prepare(VERSION, Platform.CPU)
+    if how == "dangling python":
+        target = venv.python.resolve()
+        venv.python.unlink()
+        venv.python.symlink_to(env_dir / "gone" / target.name)
+    else:
+        (package,) = venv.path.glob("lib/python*/site-packages/jax")
+        shutil.rmtree(package)
+    out = h.root / f"damaged-{how.replace(' ', '-')}-out"
+    code, _, err = h.run("check", "examples/stable_script.py", "--versions", VERSION, "--runs", "2",
+                         "--out", str(out), env=h.env(HARNESS_ENV_DIR=str(env_dir)))
+    cell = results_of(out)["cells"][0]
+    rebuilt = "rebuilding" in err and "damaged" in err
+    return code == 0 and rebuilt and cell["verdict"] == "clean", f"exit {code}, rebuilt: {rebuilt}, {cell['verdict']}"
+
+
+def case_two_sweeps_one_venv(h: Harness) -> tuple[bool, str]:
+    env_dir = h.root / "envs-shared"
+    procs = [h.start("check", "examples/stable_script.py", "--versions", VERSION, "--runs", "2", "--quiet",
+                     "--out", str(h.root / f"shared-{i}"), env=h.env(HARNESS_ENV_DIR=str(env_dir))) for i in (1, 2)]
+    codes = []
+    for proc in procs:
+        proc.communicate(timeout=900)
+        codes.append(proc.returncode)
+    verdicts = [results_of(h.root / f"shared-{i}")["cells"][0]["verdict"] for i in (1, 2)]
+    return codes == [0, 0] and verdicts == ["clean", "clean"], f"exits {codes}, verdicts {verdicts}"
+
+
+def case_two_resumes(h: Harness) -> tuple[bool, str]:
+    out = h.root / "resume-out"
+    first = h.start("run", str(h.config("resume", HANG, runs=2, timeout_s=300)), "--seeds", "random",
+                    "--out", str(out))
+    if not wait_for(lambda: sorted(out.glob("*/caches/*/started-*")), 300):
+        first.kill()
+        return False, "the first sweep never started a run"
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=60)
+    (folder,) = out.iterdir()
+    again = h.start("run", str(h.root / "resume.yaml"), "--seeds", "random", "--resume", str(folder))
+    time.sleep(1)  # the resumed cell starts afresh: its old cache folder goes, a new run starts
+    wait_for(lambda: sorted(folder.glob("caches/*/started-*")), 300)
+    code, _, err = h.run("run", str(h.root / "resume.yaml"), "--seeds", "random", "--resume", str(folder))
+    again.send_signal(signal.SIGTERM)
+    again.communicate(timeout=60)
+    held, detail = one_line(code, err)
+    return held and "another harness process is writing" in err, detail
+
+
+def case_flood(h: Harness) -> tuple[bool, str]:
+    out = h.root / "flood-out"
+    code, _, _ = h.run("run", str(h.config("flood", FLOOD)), "--seeds", "random", "--quiet", "--out", str(out))
+    logs = sorted(out.glob("*/logs/*/run-*.log"))
+    sizes = [p.stat().st_size for p in logs]
+    text = logs[0].read_bytes() if logs else b""
+    held = code == 0 and logs and all(s < (32 << 20) + 1024 for s in sizes) and b"cut here" in text
+    return held, f"{len(logs)} logs, largest {max(sizes, default=0) >> 20} MiB of 60 MiB printed"
+
+
+def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
+    base = "name: t\nrepro: shard_map_grad\n"
+    cfg = {
+        "newline in an axis name": base + "jax_versions: ['0.4.29']\nmeshes: [{shape: [8,1,1,1], "
+                                          "axis_names: [\"a\\ntouch /tmp/x\", b, c, d]}]\n",
+        "5,000-digit version": base + "jax_versions: ['" + "1" * 5000 + "']\n",
+        "5,000-digit device_count": base + "jax_versions: ['0.4.29']\ndevice_count: " + "1" * 5000 + "\n",
+        "a key that is a list": base + "jax_versions: ['0.4.29']\n? [a, b]\n: c\n",
+        "nesting 100,000 deep": base + "jax_versions: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "exponential aliases": "x0: &x0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
+            f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]\n" for i in range(1, 10)) + base + "jax_versions: *x9\n",
+        "repro: ~nosuchuser/x.py": "name: t\nrepro: ~nosuchuser-stress/x.py\njax_versions: ['0.4.29']\n",
+        "docker: []": base + "jax_versions: ['0.4.29']\ndocker: []\n",
+    }
+    cases = [(name, ["run", str(h.write(f"bad/{i}.yaml", text)), "--out", str(h.root / "bad-out")])
+             for i, (name, text) in enumerate(cfg.items())]
+    huge = h.root / "bad" / "huge.yaml"
+    with open(huge, "wb") as f:
+        f.truncate(100 << 20)
+    cases.append(("a 100 MiB config", ["run", str(huge), "--out", str(h.root / "bad-out")]))
+    cases.append(("a wrong option", ["run", "configs/smoke.yaml", "--runs", "1"]))
+    good = REPO / "tests" / "fixtures" / "smoke-run"
+    for name, content in {"binary results.json": b"\x00\xff" * 64,
+                          "cells: {} in results.json": b'{"schema_version": 1, "cells": {}}',
+                          "schema_version: \"1\"": b'{"schema_version": "1"}'}.items():
+        folder = h.root / "bad" / name.split()[0].strip(':"{}')
+        h.write(f"bad/{folder.name}/results.json", content)
+        cases += [(f"{name}: report", ["report", str(folder)]),
+                  (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
+                  (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
+    cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    return cases
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run only the cases whose name contains this")
+    parser.add_argument("--no-docker", action="store_true", help="skip the docker cases")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from harness.environments.docker import docker_available
+
+    with_docker = not args.no_docker and docker_available()[0]
+    root = Path(tempfile.mkdtemp(prefix="harness-stress-"))
+    h = Harness(root, Path(os.environ.get("HARNESS_ENV_DIR",
+                                          Path.home() / ".cache" / "jax-cache-harness" / "envs")))
+    cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
+        ("self-signalled SIGSEGV after compiling (venv) is error", lambda: case_self_signal(h, "venv")),
+        ("SIGTERM to a running sweep (venv)", lambda: case_sigterm(h, "venv")),
+        ("setsid grandchild after exit 0 is gone", lambda: case_left_behind(h)),
+        ("setsid grandchild of a timed-out run is gone", lambda: case_timeout_left_behind(h)),
+        ("venv with a dangling bin/python is rebuilt", lambda: case_damaged_venv(h, "dangling python")),
+        ("venv whose jax was removed is rebuilt", lambda: case_damaged_venv(h, "jax removed")),
+        ("two sweeps make one new venv", lambda: case_two_sweeps_one_venv(h)),
+        ("a second --resume of a folder being written", lambda: case_two_resumes(h)),
+        ("a run printing 60 MiB", lambda: case_flood(h)),
+    ]
+    if with_docker:
+        cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
+                       lambda: case_self_signal(h, "docker")),
+                      ("SIGTERM to a running sweep (docker)", lambda: case_sigterm(h, "docker"))]
+    for name, argv in bad_input_cases(h):
+        cases.append((f"bad input: {name}", lambda argv=argv: one_line(*h.run(*argv, timeout=60)[::2])))
+    results = []
+    for name, check in cases:
+        if args.only and args.only not in name:
+            continue
+        start = time.monotonic()
+        try:
+            held, detail = check()
+        except Exception as exc:  # a case that could not even be tried is a case that did not hold
+            held, detail = False, f"{type(exc).__name__}: {str(exc)[:80]}"
+        results.append(Result(name, bool(held), detail, time.monotonic() - start))
+        print(f"{'held' if held else 'BROKE'}: {name} ({detail})", file=sys.stderr, flush=True)
+    print(tabulate([(r.case, "yes", "yes" if r.held else "NO", f"{r.seconds:.1f}", r.detail) for r in results],
+                   headers=["case", "tried", "held", "s", "detail"], tablefmt="github"))
+    held = sum(r.held for r in results)
+    print(f"\n{held} of {len(results)} held" + ("" if with_docker else " (docker cases skipped: no engine)"))
+    shutil.rmtree(root, ignore_errors=True)
+    return 0 if held == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""A sweep under faults, with a fake backend (pure logic of the CLI's ending, no JAX): bad input found
+late leaves no folder, a full disk keeps the cells saved before it, and says so in one line."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import pytest
+
+import harness.cli as cli
+import harness.service as service
+import harness.writer as writer
+from harness.environments import BackendChoice
+from harness.environments.base import Backend, Environment
+from harness.errors import BackendUnavailable
+from harness.model import ProcessOutcome
+
+# Two cells (two meshes) of one version.
+CONFIG = ("name: faults\nrepro: shard_map_grad\njax_versions: ['0.4.29']\nruns: 2\ndevice_count: 2\n"
+          "meshes: [{shape: [2, 1], axis_names: [a, b]}, {shape: [1, 2], axis_names: [a, b]}]\n")
+
+
+class WritesOneKey(Environment):
+    """Every run writes the same cache entry: a clean cell."""
+
+    def __init__(self, version: str):
+        self.jax_version = version
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        Path(log_path).write_text("ok\n")
+        (Path(cache_dir) / ("jit_f-" + "1" * 64)).write_text("")
+        return ProcessOutcome(0, 0.01)
+
+    def describe(self):
+        return {"backend": "fake", "python": "3.11"}
+
+
+class FakeBackend(Backend):
+    name = "local"  # so the CLI asks it for its version instead of the package index
+
+    def __init__(self, fail_with: Exception | None = None):
+        self.fail_with = fail_with
+
+    def installed_version(self) -> str:
+        return "0.4.29"
+
+    def prepare(self, jax_version, platform, say=None) -> Environment:
+        if self.fail_with:
+            raise self.fail_with
+        return WritesOneKey(jax_version)
+
+
+@pytest.fixture
+def sweep(monkeypatch, tmp_path, write):
+    config = write("c.yaml", CONFIG)
+
+    def run(backend: Backend, *extra: str) -> int:
+        monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(backend, "test"))
+        return cli.main(["run", str(config), "--backend", "local", "--seeds", "random", "--quiet",
+                         "--out", str(tmp_path / "out"), *extra])
+    return run
+
+
+def test_a_backend_that_cannot_run_found_late_leaves_no_results_folder(sweep, tmp_path, capsys):
+    code = sweep(FakeBackend(BackendUnavailable("--backend local: this interpreter has no jax")))
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines() == ["harness: error: --backend local: this interpreter has no jax"]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(sweep, tmp_path, capsys,
+                                                                            monkeypatch):
+    real = writer.write_atomic
+    writes = {"n": 0}
+
+    def fills_up(path, text):
+        writes["n"] += Path(path).name == "results.json"
+        if writes["n"] > 2:  # written when the folder is made and after the first cell; then full
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, text)
+
+    monkeypatch.setattr(writer, "write_atomic", fills_up)
+    code = sweep(FakeBackend())
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("harness: error: No space left on device"), err
+    (folder,) = (tmp_path / "out").iterdir()
+    saved = json.loads((folder / "results.json").read_text())
+    assert saved["status"] == "running" and len(saved["cells"]) == 1  # as saved after the first cell
