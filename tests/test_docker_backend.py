@@ -23,6 +23,7 @@ from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
+from harness.pythons import PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 
 LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
@@ -334,7 +335,8 @@ def test_a_failed_build_is_an_unavailable_environment_with_the_log_tail(state):
         backend(state, client).prepare("0.4.28", Platform.CPU)
     assert "docker build for jax 0.4.28 failed" in str(info.value)
     assert "No matching distribution" in info.value.log_tail
-    client.containers.create.assert_not_called()
+    assert python_checks(client) == [["python3.11", "-c", "pass"]]  # and no run: only the base was asked
+    assert client.containers.create.call_count == 1
 
 
 def test_a_base_image_that_cannot_be_pulled_is_one_clear_line(state):
@@ -356,8 +358,9 @@ def test_the_default_base_falls_back_to_the_offline_image_when_it_is_here(state)
 
 def test_an_image_whose_jax_does_not_import_is_an_unavailable_environment(state):
     client = fake_client(BASE)
-    client.containers.create.side_effect = lambda *a, **k: fake_container(
-        status=1, logs=b"ImportError: numpy.core.multiarray failed to import\n")
+    client.containers.create.side_effect = lambda image, command, **k: fake_container(
+        status=0 if command[1:] == ["-c", "pass"] else 1,  # the base has its Python; jax fails to import
+        logs=b"ImportError: numpy.core.multiarray failed to import\n")
     with pytest.raises(EnvironmentUnavailable) as info:
         backend(state, client).prepare("0.4.28", Platform.CPU)
     assert "does not start" in str(info.value) and "ImportError" in info.value.log_tail
@@ -462,3 +465,78 @@ def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
     assert kwargs["environment"]["PYTHONPATH"] == dk.STARTUP_MOUNT
     assert kwargs["environment"]["HARNESS_CACHE_RECORD"] == f"{dk.RECORD_MOUNT}/{record.name}"
     assert kwargs["environment"]["HARNESS_CACHE_THRESHOLDS"] == "harness"
+
+
+# ---------------------------------------------------------------- the images' Python per release
+
+NEW_LOCK = "jax==0.12.0.1\njaxlib==0.12.0.1\nnumpy==2.3.0\n"
+NEW_WHEELS = ["jax-0.12.0.1-py3-none-any.whl", "jaxlib-0.12.0.1-cp313-cp313-manylinux_2_27_x86_64.whl",
+              "numpy-2.3.0-cp313-cp313-manylinux_2_28_x86_64.whl"]
+TRIXIE = {"jax-harness-base:trixie": fake_image("sha256:trixie", ["jax-harness-base:trixie"])}
+
+
+def newest_only(version: str):
+    """Wheels as the index lists them: 0.4.28 for 3.9-3.12, 0.12.0.1 for 3.12-3.15."""
+    minors = range(9, 13) if version == "0.4.28" else range(12, 16)
+    return frozenset(PythonVersion(3, m) for m in minors)
+
+
+def auto_backend(state: Path, client, **kwargs) -> dk.DockerBackend:
+    house = state / "wheelhouse"
+    (house / "locks" / "jax-0.12.0.1-cpu-py3.13-latest.txt").write_text(NEW_LOCK)
+    for name in NEW_WHEELS:
+        (house / "wheels" / name).write_bytes(b"wheel " + name.encode())
+    pinned = kwargs.pop("pinned", None)
+    pythons = PythonChooser(PythonVersion(3, 11), newest_only, pinned=pinned,
+                            provided=dk.OFFLINE_PYTHONS | ({pinned} if pinned else set()))
+    return dk.DockerBackend(state_dir=state, client=client, user="1234:5678", pythons=pythons, **kwargs)
+
+
+def python_checks(client) -> list[list[str]]:
+    return [c.args[1] for c in client.containers.create.call_args_list if c.args[1][1:] == ["-c", "pass"]]
+
+
+def test_the_images_python_follows_the_choice_on_the_offline_base_that_has_it(state):
+    client = fake_client({**BASE, **TRIXIE})
+    newest_facts = {**FACTS, "python": "3.13.5", "jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
+    client.containers.create.side_effect = lambda *a, **k: fake_container(logs=json.dumps(newest_facts).encode())
+    say = []
+    backend = auto_backend(state, client)
+    env = backend.prepare("0.12.0.1", Platform.CPU, say.append)
+    assert env.describe()["python_choice"]["version"] == "3.13" and env.describe()["python_choice"]["why"] == "newest"
+    build = client.api.build.call_args.kwargs
+    assert build["buildargs"]["PYTHON_VERSION"] == "3.13"
+    assert build["buildargs"]["BASE_IMAGE"] == "jax-harness-base:trixie" and "-py3.13-" in build["tag"]
+    assert any(line.startswith("jax 0.12.0.1: Python 3.13 (") for line in say)
+    assert python_checks(client) == [["python3.13", "-c", "pass"]]  # the base's Python, asked first
+    # The release the harness's Python runs keeps the 3.11 image on bookworm, as before.
+    client.containers.create.side_effect = lambda *a, **k: fake_container(logs=json.dumps(FACTS).encode())
+    backend.prepare("0.4.28", Platform.CPU)
+    assert client.api.build.call_args.kwargs["buildargs"]["BASE_IMAGE"] == dk.OFFLINE_BASE_IMAGE
+
+
+def test_no_base_image_with_that_python_names_the_fix_and_builds_nothing(state):
+    client = fake_client(BASE)  # bookworm only: Python 3.11
+    with pytest.raises(EnvironmentUnavailable) as info:
+        auto_backend(state, client).prepare("0.12.0.1", Platform.CPU)
+    message = str(info.value)
+    assert "no base image with Python 3.13" in message and "make base-image DEBIAN=trixie" in message
+    assert "\n" not in message
+    client.api.build.assert_not_called()
+
+
+def test_a_base_image_without_that_python_is_refused_before_any_download_or_build(state):
+    client = fake_client(BASE)
+    client.containers.create.side_effect = lambda *a, **k: fake_container(status=127)
+    with pytest.raises(EnvironmentUnavailable) as info:
+        auto_backend(state, client, base_image=dk.OFFLINE_BASE_IMAGE).prepare("0.12.0.1", Platform.CPU)
+    assert "jax-harness-base:bookworm has no python3.13, the Python chosen for jax 0.12.0.1" in str(info.value)
+    assert "set docker.base_image to one with python3.13, e.g. jax-harness-base:trixie" in str(info.value)
+    client.api.build.assert_not_called()
+
+
+def test_a_pinned_python_no_debian_release_has_says_what_to_do(state):
+    client = fake_client({**BASE, **TRIXIE})
+    with pytest.raises(EnvironmentUnavailable, match="no Debian release offline has Python 3.12.*docker.base_image"):
+        auto_backend(state, client, pinned=PythonVersion(3, 12)).prepare("0.12.0.1", Platform.CPU)
+    client.api.build.assert_not_called()

@@ -19,13 +19,15 @@ import pytest
 from harness import cli
 from harness.config import Repro
 from harness.environments import BackendOptions, make_backend
-from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, DockerBackend, DockerEnvironment,
-                                         docker_available)
+from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
+                                         DockerBackend, DockerEnvironment, docker_available)
+from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.errors import BackendUnavailable
 from harness.model import CellSpec, Mesh, Platform, Verdict
+from harness.pythons import PythonChooser, PythonVersion
 from harness.repros import builtin_path
 from harness.runner import CellRunner
-from harness.versions import PyPIIndex
+from harness.versions import PyPIIndex, release_pythons
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 
@@ -176,4 +178,24 @@ def test_a_runtime_without_gpus_is_one_clear_reason(prepared, client, tmp_path):
                                 prepared["0.4.29"].user)
     outcome = gpu_env.run(script, [], {}, tmp_path, tmp_path / "gpu.log", timeout_s=60)
     assert not outcome.ok and "no GPU support" in outcome.reason and "NVIDIA Container Toolkit" in outcome.reason
+    assert our_containers(client, tmp_path) == []
+
+
+def test_a_release_that_needs_a_newer_python_gets_the_trixie_image_with_it(client, index, tmp_path):
+    """jax 0.12.0.1 has no wheel for 3.11: its image is built on Debian trixie's Python 3.13, chosen as
+    a venv's Python is, and the seed's repro runs clean there."""
+    trixie = OFFLINE_BASE_IMAGES["3.13"]
+    try:
+        client.images.get(trixie)
+    except docker.errors.ImageNotFound:
+        _missing(f"the base image {trixie} is not built: run `make base-image DEBIAN=trixie`")
+    pythons = PythonChooser(PythonVersion(3, 11), release_pythons(index, MANYLINUX_X86_64),
+                            provided=OFFLINE_PYTHONS)
+    backend = DockerBackend(release_date=index.release_date, pythons=pythons)
+    environment = backend.prepare("0.12.0.1", Platform.CPU, print)
+    facts = environment.describe()
+    assert facts["base_image"] == trixie and facts["python"].startswith("3.13.")
+    assert facts["python_choice"]["why"] == "newest"
+    cell = measure(environment, "0.12.0.1", tmp_path, seeds=range(1, 4))
+    assert cell.verdict == Verdict.CLEAN and all(r.ok for r in cell.runs), [r.reason for r in cell.runs]
     assert our_containers(client, tmp_path) == []

@@ -33,7 +33,7 @@ from harness.environments.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform, ProcessOutcome
-from harness.pythons import NoPython, PythonChooser, PythonVersion
+from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 from harness.run_env import STARTUP_DIR
 from harness.startup.jax_cache_harness_hook import RECORD_VAR
@@ -44,7 +44,22 @@ IMAGE_REPO = "jax-cache-harness"
 DEBIAN_PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
 OFFLINE_BASE_IMAGES = {python: f"jax-harness-base:{release}" for release, python in DEBIAN_PYTHONS.items()}
 OFFLINE_BASE_IMAGE = OFFLINE_BASE_IMAGES["3.11"]
+OFFLINE_PYTHONS = frozenset(PythonVersion.parse(p) for p in DEBIAN_PYTHONS.values())
 DEFAULT_PYTHON = "3.11"
+
+
+def offline_fix(python_version: str, configured: bool = False) -> str:
+    """How to get a base image with this Python where no registry can be reached (`configured`: the
+    config names a base image, which must then change too)."""
+    release = next((r for r, p in DEBIAN_PYTHONS.items() if p == python_version), None)
+    if release and configured:
+        return (f"set docker.base_image to one with python{python_version}, e.g. "
+                f"{OFFLINE_BASE_IMAGES[python_version]} (`make base-image DEBIAN={release}`)")
+    if release:
+        return f"build it with `make base-image DEBIAN={release}` (Debian {release}'s Python {python_version})"
+    offers = ", ".join(f"{r}: {p}" for r, p in DEBIAN_PYTHONS.items())
+    return (f"no Debian release offline has Python {python_version} ({offers}): set docker.base_image to "
+            f"an image with python{python_version}, or pin python: to one of those")
 
 
 def default_base_images(python_version: str = DEFAULT_PYTHON) -> dict[Platform, str]:
@@ -227,25 +242,28 @@ class DockerBackend(Backend):
 
     name = "docker"
 
-    def __init__(self, base_image: str | None = None, python_version: str = DEFAULT_PYTHON,
+    def __init__(self, base_image: str | None = None, python_version: str | None = None,
                  rebuild: bool = False, wheelhouse: Path | None = None, state_dir: Path = STATE_DIR,
                  client: docker.DockerClient | None = None,
                  release_date: Callable[[str], Any] | None = None,
                  base_images: dict[Platform, str] | None = None, mem_limit: str | None = None,
-                 user: str | None = None, wheel_pythons=None):
-        self.base_image, self.python_version, self.rebuild = base_image, python_version, rebuild
-        # Step one of the per-release Python choice: the images' Python stays pinned.
-        self.pythons = PythonChooser(PythonVersion.parse(python_version), wheel_pythons or (lambda _v: None),
-                                     pinned=PythonVersion.parse(python_version),
-                                     provided=frozenset({PythonVersion.parse(python_version)}))
+                 user: str | None = None, pythons: PythonChooser | None = None):
+        self.base_image, self.rebuild = base_image, rebuild
+        # The images' Python per release, chosen as for venvs (harness/pythons.py) among those the
+        # offline base images provide; python_version (docker.python) pins it.
+        pinned = PythonVersion.parse(python_version) if python_version else None
+        self.pythons = pythons or PythonChooser(PythonVersion.parse(DEFAULT_PYTHON), lambda _v: None,
+                                                pinned=pinned, provided=OFFLINE_PYTHONS)
+        self.python_version = python_version or "auto"
         self.state_dir = Path(state_dir)
         self.wheelhouse = Wheelhouse(Path(wheelhouse) if wheelhouse else self.state_dir / "wheelhouse")
         self.release_date = release_date
-        self.base_images = base_images or default_base_images(python_version)
+        self._base_images = base_images
         self.mem_limit = mem_limit
         self.user = user or f"{os.getuid()}:{os.getgid()}"
         self._client = client
-        self._bases: dict[Platform, Any] = {}
+        self._bases: dict[tuple[Platform, str], Any] = {}
+        self._has_python: dict[tuple[str, str], bool] = {}  # (base image id, "3.N")
         self._rebuilt: set[tuple[str, Platform]] = set()
         self.builds = 0  # images built by this backend (a warm re-sweep builds none)
 
@@ -253,9 +271,14 @@ class DockerBackend(Backend):
     def from_options(cls, options) -> DockerBackend:
         """From the CLI's BackendOptions: the config's `docker:` section, --rebuild, release dates."""
         section = options.docker or {}
-        return cls(base_image=section.get("base_image"), python_version=section.get("python", DEFAULT_PYTHON),
-                   rebuild=options.rebuild, release_date=options.release_date,
-                   wheel_pythons=options.wheel_pythons(MANYLINUX_X86_64) if options.wheel_pythons else None)
+        pin = section.get("python")
+        pinned = PythonVersion.parse(pin) if pin else options.python_pin
+        # The images' Pythons are the base images', not the host's: the machine is not searched.
+        pythons = PythonChooser(PythonVersion.parse(DEFAULT_PYTHON),
+                                options.wheel_pythons(MANYLINUX_X86_64) if options.wheel_pythons else (lambda _v: None),
+                                pinned=pinned, provided=OFFLINE_PYTHONS | ({pinned} if pinned else set()))
+        return cls(base_image=section.get("base_image"), python_version=pin, rebuild=options.rebuild,
+                   release_date=options.release_date, pythons=pythons)
 
     @property
     def client(self) -> docker.DockerClient:
@@ -278,36 +301,41 @@ class DockerBackend(Backend):
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         try:
-            self.pythons.choose(jax_version)
+            choice = self.pythons.choose(jax_version)
         except NoPython as exc:
             raise EnvironmentUnavailable(str(exc)) from None
         # Another sweep building this image right now: wait for it, then reuse its image.
-        name = f"jax-{jax_version}-{platform}-py{self.python_version}"
+        name = f"jax-{jax_version}-{platform}-py{choice.version}"
         with held(self.state_dir / "locks" / f"{name}.lock", f"the image for {name}", say):
-            return self._prepare_locked(jax_version, platform, say)
+            return self._prepare_locked(jax_version, platform, choice, say)
 
-    def _prepare_locked(self, jax_version: str, platform: Platform, say: Say) -> Environment:
-        base = self.base_image_for(platform, say)
+    def _prepare_locked(self, jax_version: str, platform: Platform, choice: PythonChoice,
+                        say: Say) -> Environment:
+        python = str(choice.version)
+        say(f"jax {jax_version}: {choice}")
+        base = self.base_image_for(platform, say, python)
         base_name = base.tags[0] if base.tags else base.id
-        log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{self.python_version}.log"
+        # Before any download or build: an image whose Python cannot install the wheels is never built.
+        self._require_python(base, base_name, choice, jax_version, platform)
+        log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{python}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         cutoff = self.release_date(jax_version) if self.release_date else None
         # --rebuild means once per sweep: a version prepared again (another mesh, a bisection step)
         # reuses what this backend just rebuilt.
         rebuild = self.rebuild and (jax_version, platform) not in self._rebuilt
-        lock = self.wheelhouse.lock(jax_version, platform, self.python_version, cutoff, log,
-                                    refresh=rebuild)
+        lock = self.wheelhouse.lock(jax_version, platform, python, cutoff, log, refresh=rebuild)
         dockerfile = dockerfile_for(platform)
-        tag = image_tag(jax_version, platform, self.python_version, dockerfile.read_text(), base.id, lock)
+        tag = image_tag(jax_version, platform, python, dockerfile.read_text(), base.id, lock)
         facts: dict[str, Any] = {"base_image": base_name, "base_image_id": base.id,
-                                 "exclude_newer": cutoff.isoformat() if cutoff else None}
+                                 "exclude_newer": cutoff.isoformat() if cutoff else None,
+                                 "python_choice": choice.to_json()}
         if not rebuild and self._image_exists(tag):
             facts["reused"] = True
         else:
-            wheels = self.wheelhouse.files_for(lock, jax_version, platform, self.python_version, log)
+            wheels = self.wheelhouse.files_for(lock, jax_version, platform, python, log)
             previous = self._image_id(tag)
             facts["build_s"] = self._build(tag, dockerfile, base_name, lock, wheels, jax_version,
-                                           platform, log, say, nocache=rebuild)
+                                           platform, python, log, say, nocache=rebuild)
             facts["reused"] = False
             self._rebuilt.add((jax_version, platform))
             if previous and previous != self._image_id(tag):
@@ -319,28 +347,59 @@ class DockerBackend(Backend):
         return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)
 
     def check(self, platform: Platform, say: Say = _quiet) -> None:
-        self.base_image_for(platform, say)
+        """The base image of the Python most releases use (the pinned one, or the default)."""
+        self.base_image_for(platform, say, str(self.pythons.pinned or self.pythons.own))
 
-    def base_image_for(self, platform: Platform, say: Say = _quiet):
-        """The base image, pulled if absent; BackendUnavailable (one line) if it cannot be had.
+    def base_image_for(self, platform: Platform, say: Say = _quiet, python: str = DEFAULT_PYTHON):
+        """The base image for `python`, pulled if absent. Cannot be had: BackendUnavailable (one
+        line) for the configured or default image, EnvironmentUnavailable for another Python's
+        default image (only the releases that need that Python are affected).
 
         Public so that a sweep can check it before it writes anything."""
-        if platform in self._bases:
-            return self._bases[platform]
-        name = self.base_image or self.base_images[platform]
+        if (platform, python) in self._bases:
+            return self._bases[(platform, python)]
+        name = self.base_image or self._default_bases(python)[platform]
         image = self._get_or_pull(name, say)
-        if isinstance(image, Exception) and not self.base_image:
-            # The registry is out of reach (as on these machines) but the offline image is here.
-            offline = self._get_or_pull(OFFLINE_BASE_IMAGE, _quiet, pull=False)
-            if not isinstance(offline, Exception) and self.python_version == DEFAULT_PYTHON:
-                say(f"docker: default base image {name} is not available; using {OFFLINE_BASE_IMAGE}")
+        offline_name = OFFLINE_BASE_IMAGES.get(python)
+        if isinstance(image, Exception) and not self.base_image and offline_name:
+            # The registry is out of reach (as on these machines) but the offline image may be here.
+            offline = self._get_or_pull(offline_name, _quiet, pull=False)
+            if not isinstance(offline, Exception):
+                say(f"docker: default base image {name} is not available; using {offline_name}")
                 image = offline
         if isinstance(image, Exception):
-            raise BackendUnavailable(
-                f"docker base image {name} is not here and cannot be pulled ({_one_line(image)}); "
-                f"build the offline one with `make base-image` and set docker.base_image: {OFFLINE_BASE_IMAGE}")
-        self._bases[platform] = image
+            if self.base_image or python == DEFAULT_PYTHON:
+                raise BackendUnavailable(
+                    f"docker base image {name} is not here and cannot be pulled ({_one_line(image)}); "
+                    f"build the offline one with `make base-image` and set docker.base_image: {OFFLINE_BASE_IMAGE}")
+            raise EnvironmentUnavailable(f"docker: no base image with Python {python} here ({name} cannot be "
+                                         f"pulled); {offline_fix(python)}")
+        self._bases[(platform, python)] = image
         return image
+
+    def _default_bases(self, python: str) -> dict[Platform, str]:
+        return self._base_images or default_base_images(python)
+
+    def _require_python(self, base, base_name: str, choice: PythonChoice, jax_version: str,
+                        platform: Platform) -> None:
+        """EnvironmentUnavailable, naming the fix, when the base image has no python3.N (asked once
+        per image and Python, in a throwaway container like the runs'). The cuda Dockerfile installs
+        its Python itself, so a cuda base is not asked."""
+        if platform == Platform.CUDA:
+            return
+        python = str(choice.version)
+        key = (base.id, python)
+        if key not in self._has_python:
+            with tempfile.TemporaryDirectory(prefix="jax-harness-python-") as tmp:
+                os.chmod(tmp, 0o755)
+                kwargs = run_kwargs(Path(tmp) / "none.py", {}, Path(tmp), platform, self.user)
+                outcome = run_container(self.client, base.id, [f"python{python}", "-c", "pass"], kwargs,
+                                        Path(tmp) / "python.log", PROBE_TIMEOUT_S)
+            self._has_python[key] = outcome.ok
+        if not self._has_python[key]:
+            raise EnvironmentUnavailable(f"docker: base image {base_name} has no python{python}, the Python "
+                                         f"chosen for jax {jax_version} ({choice.reason}); "
+                                         f"{offline_fix(python, configured=bool(self.base_image))}")
 
     def _get_or_pull(self, name: str, say: Say, pull: bool = True):
         try:
@@ -372,7 +431,8 @@ class DockerBackend(Backend):
             pass  # still used by a container, or already gone: leave it to `docker image prune`
 
     def _build(self, tag: str, dockerfile: Path, base_name: str, lock: str, wheels: list[Path],
-               jax_version: str, platform: Platform, log: Path, say: Say, nocache: bool = False) -> float:
+               jax_version: str, platform: Platform, python: str, log: Path, say: Say,
+               nocache: bool = False) -> float:
         say(f"jax {jax_version}: building image {tag} on {base_name} (log {log})")
         start = time.monotonic()
         error = ""
@@ -384,7 +444,7 @@ class DockerBackend(Backend):
                     stream = self.client.api.build(
                         path=str(context), tag=tag, rm=True, forcerm=True, pull=False,
                         nocache=nocache, decode=True,
-                        buildargs={"BASE_IMAGE": base_name, "PYTHON_VERSION": self.python_version,
+                        buildargs={"BASE_IMAGE": base_name, "PYTHON_VERSION": python,
                                    "JAX_VERSION": jax_version},
                         # cpu installs need nothing from outside; the cuda file may apt-get a Python.
                         network_mode=None if platform == Platform.CUDA else "none",
