@@ -41,6 +41,9 @@ class FakeIndex:
     def releases(self, package):
         return self.data[package]
 
+    def release_date(self, version):
+        return None
+
 
 # Shaped like the real index: 0.10.2 is the last with 3.11 wheels, 0.11 and 0.12 need 3.12+.
 INDEX = FakeIndex({
@@ -168,3 +171,36 @@ def test_config_python_key():
     for bad in (3.12, "3", "python3.12", "2.7"):
         with pytest.raises(ConfigError, match="python: must be auto or a Python 3 version"):
             parse_config({**base, "python": bad})
+
+
+def test_a_python_is_installed_only_when_the_user_opted_in():
+    asked = []
+
+    def install(version):
+        asked.append(version)
+        return Interpreter(version, f"/uv/python{version}", Found.UV) if version == PY[13] else None
+
+    opted_in = PythonChooser(PY[11], release_pythons(INDEX, HOST), find=list, own_interpreter="/fake/python3.11",
+                             install=install)
+    choice = opted_in.choose("0.11.0")
+    assert (choice.version, choice.why, choice.interpreter) == (PY[13], Why.INSTALLED, "/uv/python3.13")
+    assert asked == [PY[14], PY[13]]  # newest first; 3.14 could not be had
+    assert opted_in.choose("0.12.0.1").version == PY[13] and asked == [PY[14], PY[13]]  # installed once
+    with pytest.raises(NoPython):
+        PythonChooser(PY[11], release_pythons(INDEX, HOST), find=list, own_interpreter="/x").choose("0.11.0")
+
+
+def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsys):
+    from harness import cli, service
+
+    monkeypatch.setattr(service, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(interpreters, "discover", lambda search=(): [interp(13)])
+    monkeypatch.setattr("harness.environments.host_platforms", lambda: HOST)
+    assert cli.main(["versions", "configs/releases.yaml", "--versions", ">=0.10.2", "latest"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["0.10.2", "0.11.0", "0.12.0.1"]
+    assert out.splitlines()[-1].startswith("0.12.0.1\tPython 3.13 (jaxlib has wheels for 3.12, 3.13, 3.14 or 3.15")
+    assert cli.main(["versions", "configs/releases.yaml", "--versions", ">=0.10.2", "--python-version", "3.11"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["0.10.2\tPython 3.11 (pinned)"]
+    assert err.count("harness: left out: jax ") == 2 and "0.12.0.1 has no jaxlib wheel for the pinned Python 3.11" in err
