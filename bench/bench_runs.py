@@ -2,7 +2,8 @@
 
 Both run the same script, in the same virtualenv, with the same environment variables, each run a
 fresh interpreter writing to a fresh cache folder. Prints wall times and ratios; target: serial within
-5% of the bare loop, `--jobs 2` well under it.
+5% of the bare loop, `--jobs 2` well under it. Then the cost of JAX's cache log (which every run gets, for
+attribution) on the seed cell: the same runs with and without it, as a ratio (target: at most 1.05).
 
     python bench/bench_runs.py [--version 0.4.29] [--runs 8]
 """
@@ -23,16 +24,21 @@ from harness.config import Repro  # noqa: E402
 from harness.environments import process  # noqa: E402
 from harness.environments.process import clean_environment  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
+from harness.jaxlog import LOG_ENV  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform  # noqa: E402
 from harness.repros import builtin_path  # noqa: E402
 from harness.run_env import process_env, repro_args  # noqa: E402
-from harness.runner import CellRunner  # noqa: E402
+from harness.runner import CellRunner, read_jax_log  # noqa: E402
 
 
-def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path) -> float:
+def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path,
+              jax_log: bool = True) -> float:
+    """`jax_log=False`: without the variables that turn JAX's cache log on (what the log costs)."""
     lines = []
     for seed in seeds:
         env = {**process_env(spec, seed), "JAX_COMPILATION_CACHE_DIR": str(cache)}
+        if not jax_log:
+            env = {k: v for k, v in env.items() if k not in LOG_ENV}
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         lines.append(f"{assigns} {shlex.quote(str(python))} {shlex.quote(str(script))} "
                      f"{' '.join(map(shlex.quote, args))} > /dev/null 2>&1")
@@ -52,6 +58,7 @@ def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", default="0.4.29")
+    parser.add_argument("--seed-version", default="0.4.28", help="the seed cell, for the cost of JAX's cache log")
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3, help="take the best of this many timings")
     args = parser.parse_args()
@@ -81,6 +88,32 @@ def main() -> None:
     print(f"jax {args.version}, {args.runs} runs of the built-in repro, best of {args.repeats}:")
     for name, seconds in best.items():
         print(f"  {name:22s} {seconds:7.2f} s   ratio to bare loop {seconds / base:5.3f}")
+    log_cost(args, repro, seeds)
+
+
+def log_cost(args, repro: Repro, seeds: list[int]) -> None:
+    """The seed cell's runs with JAX's cache log on (as the harness runs them) against the same runs
+    without it, each in a fresh cache folder; and the harness's reading of the logs, per run."""
+    env = VenvBackend().prepare(args.seed_version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
+    spec = CellSpec(args.seed_version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
+    best = {True: float("inf"), False: float("inf")}
+    parse_s = float("inf")
+    for _ in range(args.repeats):
+        for jax_log in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                best[jax_log] = min(best[jax_log], bare_loop(env.python, repro.path, repro_args(repro, spec), spec,
+                                                             seeds, Path(tmp) / "c", jax_log))
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            CellRunner(env, repro, timeout_s=600).run(spec, seeds, tmp / "cache", tmp / "logs")
+            logs = sorted((tmp / "logs").glob("*.log"))
+            start = time.monotonic()
+            for log in logs:
+                read_jax_log(log, args.seed_version, True)
+            parse_s = min(parse_s, (time.monotonic() - start) / len(logs))
+    print(f"jax {args.seed_version} (the seed cell), {args.runs} runs, best of {args.repeats}: JAX's cache log on "
+          f"{best[True]:.2f} s, off {best[False]:.2f} s, ratio {best[True] / best[False]:5.3f} (target <= 1.05); "
+          f"reading one run's log {parse_s * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ from typing import Iterable, Sequence
 
 from packaging.version import Version
 
+from harness.jaxlog import LoggedKey, Outcome, differing_components
 from harness.listing import Entry, entries, keys_by_module
-from harness.model import CellResult, RunRecord, Verdict
+from harness.model import Attribution, CellResult, RunRecord, Verdict
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,12 @@ class RunKeys:
 
 
 def run_keys(run: RunRecord) -> RunKeys:
-    """What a stored run shows: its listing only, until a run records what its log says it computed."""
-    return RunKeys(run.index, frozenset(entries(run.new_entries)))
+    """What a stored run shows: its listing, and when JAX's log named its keys, every key it computed
+    (hits and entries never written included): the log ties each key to its own run."""
+    computed = None
+    if run.keys is not None:
+        computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys)
+    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed)
 
 
 def _by_module(found: Iterable[Entry]) -> dict[str, list[str]]:
@@ -149,12 +154,105 @@ def fewer_phrase(comparison: Comparison) -> str:
             "the runs cannot be compared")
 
 
+def _quoted(reason: str, limit: int = 120) -> str:
+    return f'JAX: "{reason if len(reason) <= limit else reason[: limit - 1] + "…"}"'
+
+
+def _logged(runs: Sequence[RunRecord]) -> list[LoggedKey]:
+    return [k for r in runs if r.keys is not None for k in r.keys.keys]
+
+
+def logs_complete(runs: Sequence[RunRecord]) -> bool:
+    """Whether every successful run's log named its keys: then each key is tied to its own run."""
+    good = [r for r in runs if r.ok]
+    return bool(good) and all(r.keys is not None for r in good)
+
+
+def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
+    """module -> JAX's reason, for each module that the successful runs' logs say was compiled and
+    never written (not one of its keys written, hit, or on disk)."""
+    good = [r for r in runs if r.ok]
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    logged = _logged(good)
+    refused = {k.module: k.reason for k in logged if k.outcome == Outcome.NOT_WRITTEN}
+    kept = {k.module for k in logged if k.outcome != Outcome.NOT_WRITTEN or k.key in on_disk}
+    return {module: reason for module, reason in sorted(refused.items()) if module not in kept}
+
+
+def where_seen(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -> str:
+    """Where the new keys of `module` were seen: the cache folder, JAX's log, or both; and when they
+    were never written, JAX's reason."""
+    new = set(comparison.new_keys(module))
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    logged = {k.key: k for k in _logged([r for r in runs if r.ok])}
+    in_log = new & set(logged)
+    if not in_log:
+        return ""  # the listing's word alone, as without logs
+    if new & on_disk:
+        return " (on disk and in JAX's log)"
+    refused = [logged[k].reason for k in sorted(in_log) if logged[k].outcome == Outcome.NOT_WRITTEN]
+    return f" (in JAX's log only, never written; {_quoted(refused[0])})" if refused else " (in JAX's log only)"
+
+
+def inconsistencies(runs: Sequence[RunRecord]) -> list[str]:
+    """Where the cache folder and the runs' JAX logs disagree: an entry no run's log computed, or a
+    key a log wrote (or hit) that never was in the folder. Said, never dropped; only where every
+    successful run's log named its keys."""
+    if not logs_complete(runs):
+        return []
+    on_disk = {e.key: e for r in runs for e in entries(r.new_entries)}
+    logged: dict[str, tuple[int, LoggedKey]] = {}
+    for run in runs:
+        for k in run.keys.keys if run.keys is not None else []:
+            logged.setdefault(k.key, (run.index, k))
+    out = [f"{key}: in the cache folder, but no run's log computed it" for key in sorted(set(on_disk) - set(logged))]
+    for key, (index, k) in sorted(logged.items()):
+        if key in on_disk or k.outcome == Outcome.NOT_WRITTEN:
+            continue
+        what = {Outcome.WRITTEN: "logged writing it", Outcome.HIT: "logged a hit on it",
+                Outcome.MISS: "compiled it and logged neither a write nor why not"}[k.outcome]
+        out.append(f"{key}: run {index}'s JAX {what}, but it never was in the cache folder")
+    return out
+
+
+def attribute(comparison: Comparison, runs: Sequence[RunRecord]) -> tuple[Attribution | None, str]:
+    """Which key components moved: the first later run's new key of the moved module against its
+    counterpart among the first run's keys (the one it differs from least, preferring those the later
+    run did not compute again). (None, why) when the logs cannot say."""
+    module = comparison.moved_module()
+    if module is None:
+        return None, ""
+    by_index = {r.index: r for r in runs}
+    first, later = by_index[comparison.baseline_run], by_index[comparison.runs_with_new(module)[0]]
+    for run in (first, later):
+        if run.keys is None:
+            return None, f"run {run.index}: {run.log_note or 'its log was not read'}"
+    new_key = comparison.new[later.index][module][0]
+    moved = later.keys.by_key().get(new_key)
+    mine = [k for k in first.keys.keys if k.module == module]
+    if moved is None:
+        return None, f"run {later.index}'s log does not name {new_key} (it was seen only in the cache folder)"
+    if not mine:
+        return None, f"the first run (run {first.index}) compiled no {module}: there is nothing to compare with"
+    again = set(later.keys.by_key())
+    candidates = [k for k in mine if k.key not in again] or mine
+    counterpart = min(candidates, key=lambda k: (len(differing_components(k, moved)), k.key))
+    if not counterpart.components or not moved.components:
+        return None, f"JAX logged no key components for {module} (this release logs only the keys)"
+    names = list(counterpart.components) + [n for n in moved.components if n not in counterpart.components]
+    hashes = [(n, counterpart.components.get(n), moved.components.get(n)) for n in names]
+    return Attribution(module, first.index, later.index, counterpart.key, moved.key, hashes), ""
+
+
 @dataclass(frozen=True)
 class Judgement:
     verdict: Verdict
     keys: dict[str, list[str]]
     reason: str
     comparison: Comparison | None = None
+    attribution: Attribution | None = None
+    attribution_unavailable: str = ""  # why a reproduced cell has no attribution
+    inconsistencies: list[str] = field(default_factory=list)
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
@@ -164,26 +262,38 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     good = [r for r in runs if r.ok]
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
     comparison = compare_with_first_run(observed if observed is not None else [run_keys(r) for r in good])
+    disagree = inconsistencies(runs)
     module = comparison.moved_module()
+
+    def judgement(verdict: Verdict, reason: str, **more) -> Judgement:
+        if disagree:
+            reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
+        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, **more)
+
     if module is not None:
-        return Judgement(Verdict.REPRODUCED, keys, new_key_phrase(comparison, module), comparison)
+        attribution, unavailable = attribute(comparison, good)
+        return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs),
+                         attribution=attribution, attribution_unavailable=unavailable)
     failed = [r for r in runs if not r.ok]
     if failed:
         first = failed[0]
         why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
-        return Judgement(Verdict.ERROR, keys, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})",
-                         comparison)
+        return judgement(Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})")
     if not runs or (expected_runs is not None and len(runs) < expected_runs):
-        return Judgement(Verdict.ERROR, keys, f"only {len(runs)} of {expected_runs} runs were made", comparison)
+        return judgement(Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made")
+    refused = never_written(good)
+    if refused:  # compiled in every run, the same key each time, but never cached: nothing to hit
+        module, why = next(iter(refused.items()))
+        others = f" (and {_plural(len(refused) - 1, 'other module')})" if len(refused) > 1 else ""
+        return judgement(Verdict.UNSUPPORTED, f"{module}{others}: never written to the cache, {_quoted(why)}; "
+                                              f"no module's keys differ between the {len(good)} runs")
     if not keys:
-        return Judgement(Verdict.UNSUPPORTED, keys,
-                         "runs succeeded but the cache stayed empty: nothing measured", comparison)
+        return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
-        return Judgement(Verdict.UNSUPPORTED, keys, fewer_phrase(comparison), comparison)
+        return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
     widest = comparison.widest_module()
     per_run = _plural(len(comparison.baseline[widest]), "key")
-    return Judgement(Verdict.CLEAN, keys, f"{widest}: {per_run} per run, the same in all {len(good)} runs",
-                     comparison)
+    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs")
 
 
 @dataclass(frozen=True)

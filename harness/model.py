@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.confidence import MissBounds, SeedPlan
+from harness.jaxlog import RunLog
 
 
 class Platform(enum.StrEnum):
@@ -25,6 +26,43 @@ class Verdict(enum.StrEnum):
     CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen
     UNSUPPORTED = "unsupported"  # nothing was cached, or runs compiled different things: nothing measured
     ERROR = "error"  # environment could not be made, or a run crashed or timed out
+
+
+class Cause(enum.StrEnum):
+    """The likely cause of a key that moved, read from the lowered modules' diff."""
+
+    ORDER = "order"  # the same tokens in another order: an unordered collection iterated into the module
+    ADDRESS = "address"  # a hex address or large integer that changes every run: an address or id()
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Which components of a module's key moved between two runs, from their JAX logs: the first run's
+    key against a later run's new key of the same computation."""
+
+    module: str
+    run_a: int  # the first run
+    run_b: int  # a later run that computed a key the first did not
+    key_a: str
+    key_b: str
+    hashes: list[tuple[str, str | None, str | None]]  # (component, its hash in run_a, in run_b), JAX's order
+
+    @property
+    def components(self) -> list[str]:
+        """The components (JAX's spelling) whose hashes differ between the two runs."""
+        return [name for name, a, b in self.hashes if a != b]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "runs": [self.run_a, self.run_b], "keys": [self.key_a, self.key_b],
+                "hashes": {name: [a, b] for name, a, b in self.hashes}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Attribution:
+        run_a, run_b = data["runs"]
+        key_a, key_b = data["keys"]
+        return cls(data["module"], run_a, run_b, key_a, key_b,
+                   [(name, pair[0], pair[1]) for name, pair in data.get("hashes", {}).items()])
 
 
 @dataclass(frozen=True)
@@ -166,6 +204,10 @@ class RunRecord:
     reason: str = ""
     log: str = ""  # path of this run's stdout/stderr, relative to the results folder
     script_cache: ScriptCache | None = None  # a user's script's own cache settings (absent before)
+    # What JAX's own log says this run computed (module -> key -> outcome, reason, component hashes);
+    # None when its log named no key (`log_note` says why) or the run predates the harness reading it.
+    keys: RunLog | None = None
+    log_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -173,16 +215,24 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("script_cache")
+        for name in ("script_cache", "keys", "log_note"):
+            data.pop(name)
         if self.script_cache is not None:
             data["script_cache"] = self.script_cache.to_json()
+        if self.keys is not None:
+            data["keys"] = self.keys.to_json()
+        if self.log_note:
+            data["log_note"] = self.log_note
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        """A run as results.json holds it; `script_cache`, `keys` and `log_note` are absent from older folders."""
         data = dict(data)
         script_cache = data.pop("script_cache", None)
-        return cls(**data, script_cache=ScriptCache.from_json(script_cache) if script_cache else None)
+        keys = data.pop("keys", None)
+        return cls(**data, script_cache=ScriptCache.from_json(script_cache) if script_cache else None,
+                   keys=RunLog.from_json(keys) if keys is not None else None)
 
 
 @dataclass
@@ -200,6 +250,11 @@ class CellResult:
     log_tail: str = ""  # the end of the environment's log when it could not be made
     earlier_attempts: list[str] = field(default_factory=list)  # bisect: why preferred environments failed
     script_cache: ScriptCacheFacts | None = None  # what a user's script did to its own cache
+    # From the runs' JAX logs: which key components moved (a reproduced cell), or why that is unknown.
+    attribution: Attribution | None = None
+    attribution_unavailable: str = ""
+    inconsistencies: list[str] = field(default_factory=list)  # the cache folder and the logs disagree
+    cause: Cause | None = None  # from the evidence's module diff (set when the report gathers it)
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     def to_json(self) -> dict[str, Any]:
@@ -227,6 +282,15 @@ class CellResult:
             out["earlier_attempts"] = self.earlier_attempts
         if self.script_cache is not None:
             out["script_cache"] = self.script_cache.to_json()
+        if self.attribution is not None:
+            out["attribution"] = self.attribution.components
+            out["attribution_detail"] = self.attribution.to_json()
+        if self.attribution_unavailable:
+            out["attribution_unavailable"] = self.attribution_unavailable
+        if self.inconsistencies:
+            out["inconsistencies"] = self.inconsistencies
+        if self.cause is not None:
+            out["cause"] = str(self.cause)
         return {**out, **self.extra}
 
     @classmethod
@@ -253,10 +317,15 @@ class CellResult:
             log_tail=data.get("log_tail", ""),
             earlier_attempts=list(data.get("earlier_attempts", [])),
             script_cache=ScriptCacheFacts.from_json(data["script_cache"]) if data.get("script_cache") else None,
+            attribution=Attribution.from_json(data["attribution_detail"]) if data.get("attribution_detail") else None,
+            attribution_unavailable=data.get("attribution_unavailable", ""),
+            inconsistencies=list(data.get("inconsistencies", [])),
+            cause=Cause(data["cause"]) if data.get("cause") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
 
 _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
-                "earlier_attempts", "script_cache"}
+                "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
+                "inconsistencies", "cause"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config import Repro
+from harness.jaxlog import LOG_ENV
 from harness.model import CellSpec, Platform, ThresholdMode
 from harness.startup import STARTUP_DIR
 from harness.startup.jax_cache_harness_hook import RECORD_VAR, THRESHOLDS_VAR
@@ -22,6 +23,8 @@ def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
         # The defaults skip small, fast compilations: this repro's would never be cached.
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        # JAX's own account of each key (its components, hit or miss, why not written), read after the run.
+        **LOG_ENV,
     }
     if spec.platform == Platform.CPU:
         env["JAX_PLATFORMS"] = "cpu"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from harness import jaxlog
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.listing import list_dir
@@ -74,11 +75,13 @@ class CellRunner:
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
             reason = _with_last_line(reason, log)
+        keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(results_root) if results_root else log),
-                         script_cache=None if self.repro.builtin else read_record(record_file))
+                         script_cache=None if self.repro.builtin else read_record(record_file),
+                         keys=keys, log_note=note)
 
     def _schedule(self, spec: CellSpec, pending: list[tuple[int, int]],
                   measure: Callable[[int, int], RunRecord], tally: Tally) -> bool:
@@ -135,6 +138,24 @@ class CellRunner:
                 stopping.set()
                 self.environment.interrupt()
                 raise
+
+
+def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
+    """What JAX's log says this run computed (None, and why, when it named no key); a log over
+    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as exc:
+        return None, f"its log could not be read ({exc.strerror})"
+    lines = text.splitlines()
+    parsed = jaxlog.parse(lines)
+    if len(text) > jaxlog.LOG_CAP_BYTES:
+        cut = log.with_name(log.name + ".tmp")
+        cut.write_text("\n".join(jaxlog.capped(lines)) + "\n")
+        cut.replace(log)
+    if parsed.empty:
+        return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
+    return parsed, ""
 
 
 def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:

@@ -36,4 +36,7 @@ class Tally:
         if interrupted and judgement.verdict != Verdict.REPRODUCED:
             reason = f"interrupted after {len(records)} of {self.planned} runs"
         return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,
-                          listing=listing, environment=environment, interrupted=interrupted)
+                          listing=listing, environment=environment, interrupted=interrupted,
+                          attribution=judgement.attribution,
+                          attribution_unavailable=judgement.attribution_unavailable,
+                          inconsistencies=judgement.inconsistencies)

@@ -13,6 +13,8 @@ from filelock import FileLock
 from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report import ReportWriter
+from harness.report.evidence import Evidence
+from harness.report.write import runs_overlapped
 from harness.results import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
 from harness.table import render_markdown
@@ -43,6 +45,10 @@ class ResultsWriter:
         return list(self.document.cells)
 
     def add(self, cell: CellResult) -> None:
+        # A reproduced cell's likely cause comes from its evidence's module diff: results.json keeps it.
+        evidence = self._report.gather(cell, runs_overlapped(self.document.header.to_json()))
+        if isinstance(evidence, Evidence):
+            cell.cause = evidence.cause
         self.document.cells.append(cell)
         self.flush()
 

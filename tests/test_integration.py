@@ -34,6 +34,10 @@ runs: 6
     data, out, run_dir = sweep(["run", str(config)], tmp_path / "results", capsys)
     verdicts = {c["jax_version"]: c["verdict"] for c in data["cells"]}
     assert verdicts == {"0.4.25": "unsupported", "0.4.26": "clean", "0.4.28": "reproduced", "0.4.29": "clean"}
+    # 0.4.25 computes no key on CPU: its runs say so, from their logs; the others' logs name every key.
+    too_old = next(c for c in data["cells"] if c["jax_version"] == "0.4.25")
+    assert all("keys" not in r and "JAX 0.4.25 logs no cache key" in r["log_note"] for r in too_old["runs"])
+    assert all("jit_f" in r["keys"] for c in data["cells"] if c["jax_version"] != "0.4.25" for r in c["runs"])
     reproduced = next(c for c in data["cells"] if c["jax_version"] == "0.4.28")
     assert len(reproduced["keys"]["jit_f"]) >= 2
     # Chosen seeds show the axis names in opposite orders: the first two runs settle it, and it stops.

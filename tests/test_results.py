@@ -153,10 +153,10 @@ V1 = Path(__file__).parent / "fixtures" / "v1-release-run" / "results.json"
 
 def test_fields_this_release_does_not_know_are_kept_when_rewritten():
     data = json.loads(V1.read_text())
-    data["cells"][0]["attribution"] = {"jit_f": "mesh axis order"}
+    data["cells"][0]["blame"] = {"jit_f": "mesh axis order"}  # a field a newer release might add
     data["slurm"] = {"job": 7}
     document = ResultsDocument.from_json(data, "newer")
-    assert document.cells[0].extra == {"attribution": {"jit_f": "mesh axis order"}}
+    assert document.cells[0].extra == {"blame": {"jit_f": "mesh axis order"}}
     assert document.sections == {"slurm": {"job": 7}}
     assert document.to_json() == data
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import time
 
+from harness import jaxlog
 from harness.config import Repro
 from harness.environments.base import Environment
 from harness.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
@@ -254,3 +255,45 @@ def test_an_environment_whose_interpreter_cannot_start_gives_an_error_cell(tmp_p
     cell = runner.run(CellSpec("0.4.29", Platform.CPU, 1, None), [1, 2], tmp_path / "cache", tmp_path / "logs")
     assert cell.verdict == Verdict.ERROR and len(cell.runs) == 2
     assert "cannot start" in cell.runs[0].reason, cell.runs[0].reason
+
+
+class LoggingEnvironment(ScriptedEnvironment):
+    """Writes a real JAX debug log (tests/fixtures/jax_logs) as the run's log, and the entries it wrote."""
+
+    LOGS = Path(__file__).parent / "fixtures" / "jax_logs"
+
+    def __init__(self, log_for_seed, delay=0.0):
+        super().__init__(key_for=lambda seed: 0, delay=delay)
+        self.log_for_seed = log_for_seed
+
+    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        self.calls.append((args, dict(env)))
+        seed = int(env["PYTHONHASHSEED"])
+        text = (self.LOGS / self.log_for_seed[seed]).read_text()
+        time.sleep(self.delay)
+        log_path.write_text(text)
+        for k in jaxlog.parse(text).with_outcome(jaxlog.Outcome.WRITTEN):
+            (cache_dir / k.key).write_text("x")
+        return ProcessOutcome(0, 0.01)
+
+
+def test_each_run_keeps_the_keys_its_own_log_names_with_jobs(tmp_path):
+    """Overlapping runs: the listing can blur which run wrote which entry, the log cannot."""
+    logs = {1: "seed-0.4.28-hs1-0.err", 2: "seed-0.4.28-hs2-4.err", 3: "seed-0.4.28-hs2-4.err"}
+    env = LoggingEnvironment(logs, delay=0.2)
+    result = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3], tmp_path / "c", tmp_path / "l",
+                                                    results_root=tmp_path)
+    assert env.calls[0][1]["JAX_LOGGING_LEVEL"] == "DEBUG"
+    assert "jax._src.cache_key" in env.calls[0][1]["JAX_DEBUG_LOG_MODULES"]
+    first, second, third = result.runs
+    assert first.keys.modules()["jit_f"] == ["jit_f-bf0f8ab75e1d07afa7159bccd1662ab460cf3941ef653f02db21360faeae2eb6"]
+    assert second.keys.modules()["jit_f"] == third.keys.modules()["jit_f"] == [
+        "jit_f-6337b97ed54dcc614cfc64cd27e7d3f6b44970e768b192c84bb6aed5c8e119bb"]
+    assert result.verdict == Verdict.REPRODUCED
+
+
+def test_a_run_whose_log_names_no_key_says_why(tmp_path):
+    result = CellRunner(ScriptedEnvironment(lambda s: 7), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c",
+                                                                         tmp_path / "l")
+    assert all(r.keys is None and "no cache key" in r.log_note for r in result.runs)
+    assert result.verdict == Verdict.CLEAN  # the listing still gives the verdict

@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass
 
 from harness.analysis import comparison_of
-from harness.listing import parse_name
-from harness.model import CellResult, RunRecord, Verdict
+from harness.model import Cause, CellResult, RunRecord, Verdict
 
 # Printed by the built-in repro around `f.lower(x).as_text()` (harness/repros/shard_map_grad.py).
 HLO_BEGIN = "----- BEGIN LOWERED -----"
@@ -142,16 +141,53 @@ def _seeds(values: list[int], basis: str) -> Seeds:
     return Seeds(values if len(values) > 1 else [], basis)  # the first run alone shows nothing
 
 
-def module_keys(run: RunRecord, module: str) -> list[str]:
-    """The keys of `module` among the entries that appeared while `run` ran."""
-    return sorted({e.key for e in map(parse_name, run.new_entries) if e and e.module == module})
+# A token of a module line: a name or number (with the dots, % and # MLIR puts in them), or one other character.
+_TOKEN_RE = re.compile(r"[\w.%#@$]+|\S")
+# What changes every run when an object's address or id() is printed into a module.
+_ADDRESS_RE = re.compile(r"^(?:0x[0-9a-fA-F]{6,}|\d{8,})$")
+
+
+def _removed_added(diff_lines: list[str]) -> tuple[list[str], list[str]]:
+    removed = [line[1:] for line in diff_lines if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff_lines if line.startswith("+") and not line.startswith("+++")]
+    return removed, added
+
+
+def likely_cause(diff_lines: list[str]) -> Cause | None:
+    """`order` when the differing lines hold the same tokens in another order (a set iterated into the
+    module: its order follows PYTHONHASHSEED), `address` when what differs is a hex address or a large
+    integer (an object's address or id() printed into the module), else `other`; None for no diff."""
+    removed, added = _removed_added(diff_lines)
+    if not removed and not added:
+        return None
+    tokens_a = [_TOKEN_RE.findall(line) for line in removed]
+    tokens_b = [_TOKEN_RE.findall(line) for line in added]
+    if sorted(t for line in tokens_a for t in line) == sorted(t for line in tokens_b for t in line):
+        return Cause.ORDER
+    changed = set()
+    for a, b in zip(tokens_a, tokens_b):
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                changed.update(a[i1:i2] + b[j1:j2])
+    if changed and len(removed) == len(added) and all(_ADDRESS_RE.match(t) for t in changed):
+        return Cause.ADDRESS
+    return Cause.OTHER
+
+
+CAUSE_WORDS = {
+    Cause.ORDER: "the differing lines hold the same tokens in another order: an unordered collection (a set, "
+                 "whose iteration order follows PYTHONHASHSEED) is iterated into the module",
+    Cause.ADDRESS: "what differs is a hex address or a large integer that changes every run: an object's "
+                   "address or id() is printed into the module",
+    Cause.OTHER: "the differing lines are neither a reordering nor an address: read the diff",
+}
 
 
 def changed_attributes(diff_lines: list[str]) -> list[tuple[str, str, str]]:
     """(attribute, before, after) for quoted attributes whose value differs between the removed and
     the added lines of a diff: the one-line explanation (for the seed, `jax.result_info`)."""
-    removed = [line[1:] for line in diff_lines if line.startswith("-") and not line.startswith("---")]
-    added = [line[1:] for line in diff_lines if line.startswith("+") and not line.startswith("+++")]
+    removed, added = _removed_added(diff_lines)
     found: list[tuple[str, str, str]] = []
     for old, new in zip(removed, added):
         before, after = _ATTRIBUTE_RE.findall(old), _ATTRIBUTE_RE.findall(new)
@@ -182,6 +218,10 @@ class Evidence:
     @property
     def identical(self) -> bool:
         return not self.diff
+
+    @property
+    def cause(self) -> Cause | None:
+        return likely_cause(self.diff)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ import yaml
 from tabulate import tabulate
 
 from harness.analysis import boundaries, comparison_of, version_verdicts
-from harness.model import CellResult, Platform, Verdict
+from harness.model import Attribution, CellResult, Platform, Verdict
 from harness.results import RunStatus
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
-from harness.report.evidence import Evidence, MissingEvidence, Seeds, key_seeds, moved_module, short_key
+from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Seeds, key_seeds, moved_module,
+                                     short_key)
 from harness.report.reproduce import harness_command, shell_comment, shell_commands
+from harness.run_env import process_env
 from harness.table import in_version_order, render as render_table
 
 REPORT_FILE = "report.md"
@@ -203,13 +205,54 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
         return []
     lines = [EVIDENCE_TITLE, ""]
     for number, cell in enumerate(shown):
-        body = _one_evidence(evidence[cell.spec.key])
+        body = _attribution(cell) + _one_evidence(evidence[cell.spec.key]) + _inconsistencies(cell)
         title = f"jax {cell.spec.jax_version}, {_where(cell)}"
         if number == 0:
             lines += [f"### {title}", "", *body, ""]
         else:  # the first one makes the point; the rest are folded
             lines += [f"<details><summary>{title}</summary>", "", *body, "", "</details>", ""]
     return lines
+
+
+def _attribution(cell: CellResult) -> list[str]:
+    """Which key components moved, from the runs' JAX logs: a components x runs table, the differing
+    ones marked; when the computation is not among them, that the modules are identical."""
+    item = cell.attribution
+    if item is None:
+        why = cell.attribution_unavailable or "the runs' JAX logs were not read (a folder from before they were)"
+        return [f"_Attribution unavailable: {why}. The verdict comes from the cache folder alone._", ""]
+    moved = item.components
+    names = ", ".join(f"`{n}`" for n in moved) or "none"
+    lines = [f"Which part of the `{item.module}` key moved (JAX's own log, each component's own hash): {names}.", ""]
+    rows = [[f"**{name}**" if a != b else name, _short_hash(a), _short_hash(b), "differs" if a != b else ""]
+            for name, a, b in item.hashes]
+    lines += [tabulate(rows, headers=["component", f"run {item.run_a} ({short_key(item.key_a)})",
+                                      f"run {item.run_b} ({short_key(item.key_b)})", ""], tablefmt="github"), ""]
+    if "computation" not in moved:
+        lines += [f"The lowered modules are identical (the `computation` hash is the same): the key moved through "
+                  f"{names} alone.", ""]
+        if "XLA flags" in moved:
+            lines += [_xla_flags(cell, item), ""]
+    return lines
+
+
+def _xla_flags(cell: CellResult, item: Attribution) -> str:
+    runs = {r.index: r for r in cell.runs}
+    given = {i: process_env(cell.spec, runs[i].seed).get("XLA_FLAGS", "") for i in (item.run_a, item.run_b) if i in runs}
+    shown = "; ".join(f"run {i}: `XLA_FLAGS={flags}`" if flags else f"run {i}: none" for i, flags in given.items())
+    return (f"The XLA flags the harness gave the runs ({shown}) were the same, so the process changed them itself "
+            "(its own XLA_FLAGS, or `--xla_*` arguments, which JAX also hashes): the harness cannot see what it set.")
+
+
+def _short_hash(value: str | None) -> str:
+    return f"`{value[:12]}…`" if value else "(not logged)"
+
+
+def _inconsistencies(cell: CellResult) -> list[str]:
+    if not cell.inconsistencies:
+        return []
+    return ["", "The cache folder and the runs' JAX logs disagree:", "",
+            *(f"- {line}" for line in cell.inconsistencies)]
 
 
 def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
@@ -234,7 +277,8 @@ def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
     diff = item.diff
     if len(diff) > MAX_DIFF_LINES:
         diff = diff[:MAX_DIFF_LINES] + [f"... ({len(item.diff) - MAX_DIFF_LINES} more diff lines)"]
-    return lines + ["", "```diff", *diff, "```"]
+    cause = item.cause
+    return lines + ["", "```diff", *diff, "```", "", f"Likely cause (`{cause}`): {CAUSE_WORDS[cause]}."]
 
 
 def _where(cell: CellResult) -> str:

@@ -12,13 +12,15 @@ from typing import Any
 
 from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
+from harness.jaxlog import LOG_ENV
 from harness.model import NO_MESH, CellResult
 from harness.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
 
-# Variables set per run (the seed) or only for the harness's own bookkeeping.
-_PER_RUN = ("PYTHONHASHSEED", "PYTHONUNBUFFERED")
+# Variables set per run (the seed) or only for the harness's own bookkeeping (JAX's debug log, which
+# the harness reads for each run's keys: pasted, it would bury the listing under JAX's chatter).
+_PER_RUN = ("PYTHONHASHSEED", "PYTHONUNBUFFERED", *LOG_ENV)
 MAX_SEEDS = 8
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.analysis import Comparison, comparison_of
+from harness.analysis import Comparison, comparison_of, logs_complete
 from harness.model import CellResult, RunRecord
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, counterpart, extract_lowered,
-                                     key_seeds, module_keys, module_seeds, new_texts)
+                                     key_seeds, module_seeds, new_texts)
 from harness.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
@@ -59,6 +59,8 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
     if module is None:
         return MissingEvidence(None, "no later run computed a key the first run did not"), None
     runs = [r for r in cell.runs if r.ok]
+    # Each run's own JAX log ties its keys to it: overlapping runs are then told apart exactly.
+    overlapped = overlapped and not logs_complete(cell.runs)
     first = next(r for r in runs if r.index == comparison.baseline_run)
     texts = [(run, lowered_texts(results_dir, run, module)) for run in runs]
     if overlapped:
@@ -66,8 +68,11 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
         candidates = [run for run, _ in texts if run.index != first.index]
     else:
         seeds = key_seeds(cell, module)
-        later = set(comparison.runs_with_new(module))
-        candidates = [run for run in runs if run.index in later]
+        later = comparison.runs_with_new(module)
+        if cell.attribution is not None and cell.attribution.run_b in later:  # the runs the attribution shows
+            later.remove(cell.attribution.run_b)
+            later.insert(0, cell.attribution.run_b)
+        candidates = [next(r for r in runs if r.index == index) for index in later]
     return _evidence(module, comparison, first, candidates, dict((r.index, t) for r, t in texts), overlapped), seeds
 
 
@@ -84,7 +89,7 @@ def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates:
         moved = new_texts(texts[run.index], first_texts)
         if moved:
             several = len(first_texts) > 1 or len(texts[run.index]) > 1
-            key_b = None if overlapped else _only(module_keys(run, module))
+            key_b = None if overlapped else _only(comparison.new.get(run.index, {}).get(module, []))
             return compare_runs(module, first, run, counterpart(moved[0], first_texts, texts[run.index]), moved[0],
                                 key_a, key_b, several)
     if overlapped:
@@ -94,7 +99,7 @@ def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates:
     # The new key came with modules the first run also compiled: the key moved for another reason.
     run = kept[0]
     same = texts[run.index][0]  # equal to one of the first run's: the diff is empty, and the note says why
-    return compare_runs(module, first, run, same, same, key_a, _only(module_keys(run, module)))
+    return compare_runs(module, first, run, same, same, key_a, _only(comparison.new.get(run.index, {}).get(module, [])))
 
 
 def _only(keys: list[str]) -> str | None:

@@ -31,15 +31,21 @@ class ReportWriter:
         self.dir = Path(results_dir)
         self._found: dict[str, tuple[Evidence | MissingEvidence, Seeds | None]] = {}  # by CellSpec.key
 
+    def gather(self, cell: CellResult, overlapped: bool) -> Evidence | MissingEvidence | None:
+        """A reproduced cell's evidence (its logs read the first time only); None for other cells."""
+        if not needs_evidence(cell):
+            return None
+        if cell.spec.key not in self._found:
+            evidence, _ = self._found[cell.spec.key] = collect(self.dir, cell, overlapped)
+            if isinstance(evidence, Evidence) and evidence.diff:
+                # The report cuts long diffs; the whole one stays beside it.
+                write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff", "\n".join(evidence.diff) + "\n")
+        return self._found[cell.spec.key][0]
+
     def write(self, document: dict[str, Any], cells: list[CellResult]) -> Path:
         overlapped = runs_overlapped(document)
         for cell in cells:
-            if needs_evidence(cell) and cell.spec.key not in self._found:
-                evidence, seeds = self._found[cell.spec.key] = collect(self.dir, cell, overlapped)
-                if isinstance(evidence, Evidence) and evidence.diff:
-                    # The report cuts long diffs; the whole one stays beside it.
-                    write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff",
-                                 "\n".join(evidence.diff) + "\n")
+            self.gather(cell, overlapped)
         found = {c.spec.key: self._found[c.spec.key] for c in cells if c.spec.key in self._found}
         evidence = {key: e for key, (e, _) in found.items()}
         seeds = {key: s for key, (_, s) in found.items() if s is not None}

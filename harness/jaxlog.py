@@ -1,0 +1,237 @@
+"""JAX's own account of its persistent cache, read from a run's log (pure: text in, typed data out).
+
+With `JAX_DEBUG_LOG_MODULES=jax._src.cache_key,jax._src.compiler,jax._src.compilation_cache` and
+`JAX_LOGGING_LEVEL=DEBUG` (both needed from 0.9.1; before 0.4.36 the level is ignored) JAX logs, for each
+compilation, every component of the cache key:
+
+    get_cache_key hash of serialized <component>: <64 hex>      (that component alone)
+    get_cache_key hash after serializing <component>: <64 hex>  (the running hash; the last one is the key)
+
+and what became of the key: `PERSISTENT COMPILATION CACHE MISS for 'M' with key 'K'` and `Persistent
+compilation cache hit for 'M' with key 'K'` (from 0.4.31; before, the hit names no key and a miss shows only
+as `'M' took at least ... to compile`), `Writing M to persistent compilation cache with key K`, and
+`Not writing persistent cache entry for 'M' because <reason>`.
+
+The line prefix (`DEBUG:<time>:<logger>:<lineno>:`) changes between releases, and newer releases print
+some lines twice: the messages are searched for anywhere in a line, and a repeated line changes nothing.
+Component names contain spaces (`jax_lib version`).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from packaging.version import InvalidVersion, Version
+
+# The loggers to turn on, and the level newer releases need as well (a run's environment gets both).
+LOG_ENV = {
+    "JAX_DEBUG_LOG_MODULES": "jax._src.cache_key,jax._src.compiler,jax._src.compilation_cache",
+    "JAX_LOGGING_LEVEL": "DEBUG",
+}
+
+_HEX = r"[0-9a-f]{64}"
+_COMPONENT_RE = re.compile(rf"get_cache_key hash of serialized (?P<name>.+?): (?P<hash>{_HEX})\s*$")
+_RUNNING_RE = re.compile(rf"get_cache_key hash after serializing (?P<name>.+?): (?P<hash>{_HEX})\s*$")
+_MISS_RE = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
+_HIT_RE = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)'(?: with key '(?P<key>[^']+)')?")
+_WRITE_RE = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '?(?P<key>[^'\s]+?)'?\.?\s*$")
+_NOT_WRITTEN_RE = re.compile(r"Not writing persistent cache entry for '(?P<module>[^']+)' because (?P<reason>.+?)\s*$")
+_NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '(?P<key>[^']+)' since (?P<reason>.+?)\s*$")
+_COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile")
+_EXCLUDED_FLAG_RE = re.compile(r"Not including XLA flag in cache key: (?P<flag>\S+)")
+
+# Every message above holds one of these: a line without any is not JAX's cache talking.
+_MARKERS = ("get_cache_key", "ompilation cache", "persistent cache entry", "to compile", "XLA flag in cache key")
+
+
+class Outcome(enum.StrEnum):
+    """What became of one key in one run, as JAX logged it."""
+
+    HIT = "hit"
+    MISS = "miss"  # compiled; neither a write nor a refusal was logged (yet)
+    WRITTEN = "written"
+    NOT_WRITTEN = "not written"  # JAX said why (`reason`)
+
+
+# A later message about the same key says more than an earlier one.
+_STRENGTH = {Outcome.HIT: 0, Outcome.MISS: 1, Outcome.WRITTEN: 2, Outcome.NOT_WRITTEN: 3}
+
+
+@dataclass
+class LoggedKey:
+    """One key a run computed: its module, what became of it, and each component's own hash."""
+
+    module: str
+    key: str
+    outcome: Outcome
+    reason: str = ""  # JAX's words when it did not write the entry
+    components: dict[str, str] = field(default_factory=dict)  # component (JAX's spelling) -> hash, JAX's order
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"outcome": str(self.outcome)}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.components:
+            out["components"] = self.components
+        return out
+
+
+@dataclass
+class RunLog:
+    """What one run's log says of the persistent cache. `keys` in the order JAX first named them."""
+
+    keys: list[LoggedKey] = field(default_factory=list)
+    excluded_flags: list[str] = field(default_factory=list)  # XLA flags JAX left out of the key
+
+    @property
+    def empty(self) -> bool:
+        return not self.keys
+
+    def by_key(self) -> dict[str, LoggedKey]:
+        return {k.key: k for k in self.keys}
+
+    def modules(self) -> dict[str, list[str]]:
+        """module -> its keys, sorted."""
+        out: dict[str, list[str]] = {}
+        for k in sorted(self.keys, key=lambda k: k.key):
+            out.setdefault(k.module, []).append(k.key)
+        return out
+
+    def with_outcome(self, *outcomes: Outcome) -> list[LoggedKey]:
+        return [k for k in self.keys if k.outcome in outcomes]
+
+    def to_json(self) -> dict[str, Any]:
+        """module -> key -> {outcome, reason, components}: what results.json holds per run."""
+        out: dict[str, dict[str, Any]] = {}
+        for k in self.keys:
+            out.setdefault(k.module, {})[k.key] = k.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunLog:
+        keys = [LoggedKey(module, key, Outcome(info.get("outcome", "miss")), info.get("reason", ""),
+                          dict(info.get("components", {})))
+                for module, by_key in data.items() for key, info in by_key.items()]
+        return cls(keys)
+
+
+def is_cache_line(line: str) -> bool:
+    """Whether a log line is one this parser reads (what a capped log always keeps)."""
+    return any(marker in line for marker in _MARKERS)
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.keys: dict[str, LoggedKey] = {}
+        self.last_key_of: dict[str, str] = {}  # module -> the key of its compilation under way
+        self.block: dict[str, str] = {}  # the components of the key being computed
+        self.running: str | None = None  # its running hash
+        self.pending: tuple[dict[str, str], str] | None = None  # a computed key no message has named yet
+        self.excluded: list[str] = []
+
+    def component(self, name: str, digest: str) -> None:
+        if self.block.get(name, digest) != digest:  # a component seen again, changed: a new key
+            self._close_block()
+        self.block[name] = digest
+
+    def running_hash(self, digest: str) -> None:
+        self.running = digest
+        self.pending = (dict(self.block), digest)
+
+    def _close_block(self) -> None:
+        self.block, self.running = {}, None
+
+    def event(self, module: str, key: str | None, outcome: Outcome, reason: str = "") -> None:
+        components: dict[str, str] = {}
+        if self.pending is not None:
+            block, digest = self.pending
+            if key is None:
+                key = f"{module}-{digest}"
+            if key == f"{module}-{digest}":
+                components = block
+                self.pending = None
+                self._close_block()
+        if key is None:
+            key = self.last_key_of.get(module)
+        if key is None:
+            return  # a message about a key this log never computed (logging turned on mid-run)
+        self.last_key_of[module] = key
+        known = self.keys.get(key)
+        if known is None:
+            self.keys[key] = LoggedKey(module, key, outcome, reason, components)
+            return
+        if components and not known.components:
+            known.components = components
+        if _STRENGTH[outcome] >= _STRENGTH[known.outcome]:
+            known.outcome = outcome
+            known.reason = reason or known.reason
+
+
+def parse(text: str | Iterable[str]) -> RunLog:
+    """The keys a run's log names, with their outcomes and components; empty when JAX logged none."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    reader = _Reader()
+    for line in lines:
+        if not is_cache_line(line):
+            continue
+        if m := _COMPONENT_RE.search(line):
+            reader.component(m["name"], m["hash"])
+        elif m := _RUNNING_RE.search(line):
+            reader.running_hash(m["hash"])
+        elif m := _MISS_RE.search(line):
+            reader.event(m["module"], m["key"], Outcome.MISS)
+        elif m := _HIT_RE.search(line):
+            reader.event(m["module"], m["key"], Outcome.HIT)
+        elif m := _WRITE_RE.search(line):
+            reader.event(m["module"], m["key"], Outcome.WRITTEN)
+        elif m := _NOT_WRITTEN_RE.search(line):
+            reader.event(m["module"], None, Outcome.NOT_WRITTEN, m["reason"])
+        elif m := _NOT_WRITTEN_KEY_RE.search(line):
+            module = m["key"].rpartition("-")[0]
+            reader.event(module, m["key"], Outcome.NOT_WRITTEN, m["reason"])
+        elif m := _COMPILED_RE.search(line):
+            reader.event(m["module"], None, Outcome.MISS)
+        elif m := _EXCLUDED_FLAG_RE.search(line):
+            if m["flag"] not in reader.excluded:
+                reader.excluded.append(m["flag"])
+    return RunLog(list(reader.keys.values()), reader.excluded)
+
+
+def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:
+    """The components whose own hashes differ between two keys, in JAX's order (a component only one
+    of them has counts as differing: a release that hashes more)."""
+    names = list(a.components) + [n for n in b.components if n not in a.components]
+    return [n for n in names if a.components.get(n) != b.components.get(n)]
+
+
+# A run's log is kept whole up to this size; past it, the head and the tail (the script's own output,
+# a traceback) and every line this parser reads are kept, the rest of JAX's debug chatter is cut.
+LOG_CAP_BYTES = 2 * 1024 * 1024
+CAP_KEEP_LINES = 500
+
+
+def capped(lines: list[str], keep: int = CAP_KEEP_LINES) -> list[str]:
+    """The first and last `keep` lines, and between them only the cache lines, with a line saying
+    how many were cut."""
+    if len(lines) <= 2 * keep:
+        return lines
+    middle = lines[keep:-keep]
+    kept = [line for line in middle if is_cache_line(line)]
+    note = (f"[harness: {len(middle) - len(kept)} lines cut here to keep the log under "
+            f"{LOG_CAP_BYTES // (1024 * 1024)} MiB; JAX's cache lines kept]")
+    return lines[:keep] + [note] + kept + lines[-keep:]
+
+
+def no_keys_note(version: str) -> str:
+    """Why a successful run's log named no key, in words for the report."""
+    try:
+        old = Version(version) < Version("0.4.26")
+    except InvalidVersion:
+        old = False
+    if old:
+        return f"JAX {version} logs no cache key (the CPU persistent cache starts at 0.4.26)"
+    return ("JAX logged no cache key (the script compiled nothing, or changed logging itself: "
+            "its own handlers or levels for the `jax` loggers)")
