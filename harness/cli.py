@@ -335,9 +335,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         waited = service.wait_submission(found, _progress(args))
     except KeyboardInterrupt:
-        print(f"\nstopped waiting; the jobs go on (cancel them with: scancel {done.array_job} {done.merge_job})",
-              file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        print(f"\n{interrupted_how()}: stopped waiting; the jobs go on (cancel them with: "
+              f"scancel {done.array_job} {done.merge_job})", file=sys.stderr)
+        return interrupted_exit_code()
     if waited.merged is None:
         print(f"the merge job left no results: see {done.sweep_dir / LOG_FOLDER}", file=sys.stderr)
         return ExitCode.FAILURE

@@ -497,8 +497,8 @@ def _check_submit_options(options: SubmitOptions) -> None:
     if options.shard is not None:
         raise UserError("--shard: submit cuts the sweep itself; use --shards N (and --only-shards I to re-submit)")
     if options.rebuild:
-        raise UserError("--rebuild: not with submit (tasks sharing a node would rebuild the same environment); "
-                        "remake them with `make clean-envs` or `harness run --rebuild` on one node")
+        raise UserError("--rebuild: not with submit (every task would rebuild the environments it shares with "
+                        "the others); remake them with `make clean-envs` or `harness run --rebuild` on one node")
     if options.time is not None and (problem := check_time(options.time)):
         raise UserError(f"--time: {problem}")
     outside = [i for i in options.only_shards if not 1 <= i <= options.shards]

@@ -41,9 +41,9 @@ def cluster():
                  "run .ci/install-slurm.sh")
 
 
-def harness(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def harness(*argv: str, timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
+                          cwd=ROOT, timeout=timeout, env=env)
 
 
 def submitted(out: str) -> tuple[str, str, Path]:
@@ -118,3 +118,57 @@ def test_a_bad_partition_submits_nothing(tmp_path):
 def _partitions() -> str:
     out = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True, text=True).stdout
     return ", ".join(sorted(set(out.split())))
+
+
+def test_a_cancelled_task_leaves_an_interrupted_shard_that_a_resubmission_completes(tmp_path):
+    options = ["--runs", "12", "--all-runs"]  # long enough to cancel shard 2 in the middle of its cell
+    first = harness("submit", SMOKE, "--shards", "2", *options, "--out", str(tmp_path / "slurm"))
+    assert first.returncode == 0, first.stderr
+    array, merge, folder = submitted(first.stdout)
+
+    deadline = time.monotonic() + 600
+    while not list(folder.glob("shard-2/*/logs/*/run-*.log")):  # shard 2 has begun its runs
+        assert time.monotonic() < deadline, "shard 2 never started a run"
+        time.sleep(0.5)
+    subprocess.run(["scancel", f"{array}_2"], check=True)
+    wait_until_gone(merge)
+
+    shard2 = json.loads(the_one("shard-2/*/results.json", folder).read_text())
+    assert shard2["status"] == "interrupted"  # SIGTERM stopped it as Ctrl-C would: what it measured is kept
+    assert completion_states(shard2["host"]["slurm_job_id"]) == {shard2["host"]["slurm_job_id"]: "CANCELLED"}
+    merged = json.loads(the_one("merged/*/results.json", folder).read_text())
+    assert merged["status"] == "incomplete: shard 2 interrupted"
+
+    again = harness("submit", SMOKE, "--shards", "2", *options, "--only-shards", "2", "--out", str(folder),
+                    "--wait")
+    assert again.returncode == 0, again.stderr
+    assert submitted(again.stdout)[2] == folder
+    shard2 = json.loads(the_one("shard-2/*/results.json", folder).read_text())  # the same folder, resumed
+    assert shard2["status"] == "complete" and shard2.get("resumed")
+    merges = sorted(folder.glob("merged/*/results.json"))
+    assert len(merges) == 2 and json.loads(merges[-1].read_text())["status"] == "complete"
+    assert verdicts(merges[-1]) == {"0.4.28": "reproduced", "0.4.29": "clean"}
+
+
+def test_two_tasks_needing_one_new_environment_make_it_once(tmp_path):
+    """Both shards measure jax 0.4.29 (two meshes), start together on this node and find no venv in the
+    HARNESS_ENV_DIR given at submission: one makes it while the other waits, then reuses it."""
+    config = tmp_path / "two-meshes.yaml"
+    config.write_text("name: two-meshes\nrepro: shard_map_grad\njax_versions: ['0.4.29']\nruns: 3\n"
+                      "meshes:\n  - {shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}\n"
+                      "  - {shape: [4, 2, 1, 1], axis_names: [a, b, c, d]}\n")
+    envs = tmp_path / "envs"
+    done = harness("submit", str(config), "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
+                   env={**os.environ, "HARNESS_ENV_DIR": str(envs)})
+    assert done.returncode == 0, done.stderr
+    folder = submitted(done.stdout)[2]
+    assert f"export HARNESS_ENV_DIR={envs}" in (folder / "shard.sbatch").read_text()
+    merged = json.loads(the_one("merged/*/results.json", folder).read_text())
+    assert merged["status"] == "complete"
+    assert [c["verdict"] for c in merged["cells"]] == ["clean", "clean"]
+    logs = [p.read_text() for p in sorted((folder / "slurm-logs").glob("shard-*.out"))]
+    assert len(logs) == 2
+    assert sum("creating venv for jax 0.4.29" in log for log in logs) == 1, logs
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    made = [p.name for p in envs.iterdir() if p.is_dir() and p.name.startswith("jax-")]
+    assert made == [f"jax-0.4.29-cpu-{python}"]
