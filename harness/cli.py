@@ -117,7 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="run your own script version by version, no config needed")
-    check.add_argument("script", type=Path)
+    check.add_argument("script", type=Path, nargs="?", help="the script (or -m MODULE); after `--`, its arguments")
+    check.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE` instead")
+    check.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                       help="a variable the script needs (repeatable); the harness's own cannot be overridden")
+    check.add_argument("--cwd", type=Path, help="the folder each run starts in (default: the script's folder; "
+                                                "for -m, the current folder)")
     check.add_argument("--device-count", type=_positive(1, MAX_DEVICES), default=8)
     check.add_argument("--platform", choices=[p.value for p in Platform], default=Platform.CPU.value)
     check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
@@ -196,7 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(words)
+    # Everything after the first `--` goes to the script untouched (harness check SCRIPT -- ARG ...).
+    own, script_args = (words[:words.index("--")], words[words.index("--") + 1:]) if "--" in words else (words, [])
+    parser = build_parser()
+    args = parser.parse_args(own)
+    if script_args and args.command != "check":
+        parser.error(f"{args.command}: takes no script arguments after `--` (a config's args: does that)")
+    args.script_args = script_args
     args.words = tuple(words)  # the command as typed: recorded in the results, and resumed
     try:
         with stop_signals_interrupt():
@@ -255,9 +266,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if (args.script is None) == (args.module is None):
+        raise UserError("check: name a script or -m MODULE (one of them)")
     config = service.check_config(args.script, tuple(args.versions or ()), Platform(args.platform),
-                                  args.device_count, args.runs, args.timeout)
+                                  args.device_count, args.runs, args.timeout,
+                                  service.ScriptRun(module=args.module, args=tuple(args.script_args),
+                                                    env=_env_pairs(args.env), cwd=args.cwd))
     return _show_sweep(service.sweep(config, _sweep_options(args), _progress(args)))
+
+
+def _env_pairs(items: list[str]) -> dict[str, str]:
+    """--env NAME=VALUE ... as a mapping (the config's env: validates names and values)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UserError(f"--env {item!r}: expected NAME=VALUE")
+        if name in out:
+            raise UserError(f"--env {name}: given twice")
+        out[name] = value
+    return out
 
 
 def cmd_versions(args: argparse.Namespace) -> int:

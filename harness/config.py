@@ -21,8 +21,8 @@ from harness.repros import builtin_path
 from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
-        "docker", "python", "cache_thresholds"}
-REQUIRED = {"name", "repro", "jax_versions"}
+        "docker", "python", "cache_thresholds", "module", "args", "env", "cwd"}
+REQUIRED = {"name", "jax_versions"}  # and one of repro / module
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
 MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
@@ -48,11 +48,13 @@ CHECK_SOURCE = "harness check"
 
 @dataclass(frozen=True)
 class Repro:
-    """A built-in repro (by name) or a user's script (by path). Both are plain Python files."""
+    """A built-in repro (by name), a user's script (by path), or a user's module run as `python -m`
+    (`module`; `path` is its file, found in the working folder)."""
 
     name: str
     path: Path
     builtin: bool
+    module: str | None = None
 
     @property
     def takes_mesh(self) -> bool:
@@ -74,6 +76,11 @@ class Config:
     python: PythonVersion | None = None  # None: auto, chosen per release (harness/pythons.py)
     # A user's script's own cache thresholds are kept, or replaced by the harness's zeros.
     cache_thresholds: ThresholdMode = ThresholdMode.SCRIPT
+    # How the script's author runs it: its arguments, environment additions, working folder (None: the
+    # script's folder).
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -94,6 +101,15 @@ class Config:
         # still the same sweep for --resume and merge.
         if self.cache_thresholds != ThresholdMode.SCRIPT:
             data["cache_thresholds"] = str(self.cache_thresholds)
+        if self.repro.module:
+            del data["repro"]
+            data["module"] = self.repro.module
+        if self.args:
+            data["args"] = list(self.args)
+        if self.env:
+            data["env"] = dict(self.env)
+        if self.cwd is not None:
+            data["cwd"] = str(self.cwd)
         return data
 
 
@@ -223,6 +239,9 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     missing = sorted(REQUIRED - set(data))
     if missing:
         raise ConfigError(source, missing[0], "required key is missing")
+    if ("repro" in data) == ("module" in data):
+        raise ConfigError(source, "repro", "name either repro (a built-in or a script) or module "
+                                           "(run as python -m), not both" if "repro" in data else "required key is missing")
 
     def err(key: str, message: str) -> ConfigError:
         return ConfigError(source, key, message)
@@ -231,7 +250,15 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise err("name", "must be a word of letters, digits, '.', '_' or '-' (it names result folders)")
 
-    repro = _parse_repro(data["repro"], base_dir, err)
+    args = _parse_args(data.get("args", []), err)
+    env = _parse_env(data.get("env", {}), err)
+    cwd = _parse_cwd(data.get("cwd"), base_dir, err)
+    if "module" in data:
+        # python -m finds a module in its working folder: by default the folder the config is read from.
+        cwd = cwd or base_dir.resolve()
+        repro = _parse_module(data["module"], cwd, err)
+    else:
+        repro = _parse_repro(data["repro"], base_dir, err)
     versions = _parse_versions(data["jax_versions"], err)
 
     try:
@@ -279,7 +306,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source, python=None if python == AUTO else python,
-                  cache_thresholds=thresholds)
+                  cache_thresholds=thresholds, args=args, env=env, cwd=cwd)
 
 
 def control_character(text: str) -> str | None:
@@ -344,6 +371,71 @@ def _parse_repro(value, base_dir: Path, err) -> Repro:
     if not path.is_file():
         raise err("repro", f"{_short(value)} is neither a built-in repro nor an existing script ({path})")
     return Repro(path.stem, path.resolve(), builtin=False)
+
+
+# The variables the harness sets for every run (run_env.process_env, the start-up hook, the backends): a
+# user's `env:` cannot override them. XLA_FLAGS and PYTHONPATH are merged instead (MERGED_VARIABLES).
+RESERVED_VARIABLES = frozenset({
+    "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_PLATFORMS",
+    "JAX_DUMP_IR_TO", "JAX_DEBUG_LOG_MODULES", "JAX_LOGGING_LEVEL", "HARNESS_CACHE_RECORD",
+    "HARNESS_CACHE_THRESHOLDS"})
+MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+_VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _text(value: Any, key: str, what: str, err) -> str:
+    """A string (check_text has already refused control characters in every config string)."""
+    if not isinstance(value, str):
+        raise err(key, f"{what} must be a string, not {_short(value)} (quote it)")
+    return value
+
+
+def _parse_args(value: Any, err) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise err("args", "must be a list of strings (the script's command-line arguments)")
+    return tuple(_text(a, f"args[{i}]", "an argument", err) for i, a in enumerate(value))
+
+
+def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise err("env", "must be a mapping of variable names to strings")
+    out = []
+    for name, text in value.items():
+        if not isinstance(name, str) or not _VARIABLE_RE.match(name):
+            raise err("env", f"{name!r} is not a variable name (letters, digits, _)")
+        key = f"env.{name}"
+        if name in RESERVED_VARIABLES:
+            raise err(key, "is set by the harness for every run and cannot be overridden")
+        text = _text(text, key, "a value", err)
+        if name == "XLA_FLAGS" and DEVICE_COUNT_FLAG in text:
+            raise err(key, f"sets {DEVICE_COUNT_FLAG}, which the harness sets from device_count "
+                           "(use device_count / --device-count); other flags are merged with it")
+        out.append((name, text))
+    return tuple(out)
+
+
+def _parse_cwd(value: Any, base_dir: Path, err) -> Path | None:
+    if value is None:
+        return None
+    path = Path(_text(value, "cwd", "the working folder", err)).expanduser()
+    path = (path if path.is_absolute() else base_dir / path).resolve()
+    if not path.is_dir():
+        raise err("cwd", f"{value!r} is not a folder ({path})")
+    return path
+
+
+def _parse_module(value: Any, cwd: Path, err) -> Repro:
+    if not isinstance(value, str) or not _MODULE_RE.match(value):
+        raise err("module", f"must be a dotted module name such as mypkg.train, not {value!r}")
+    relative = Path(*value.split("."))
+    for candidate in (cwd / relative.with_suffix(".py"), cwd / relative / "__main__.py"):
+        if candidate.is_file():
+            return Repro(value, candidate.resolve(), builtin=False, module=value)
+    raise err("module", f"no module {value} in the working folder {cwd} (python -m looks there; "
+                        "set cwd / --cwd to the folder that holds its package)")
 
 
 def _parse_versions(value, err) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.confidence import MissBounds, SeedPlan
@@ -109,6 +110,46 @@ class CellSpec:
         """The cell's folder name under logs/, caches/ and evidence/."""
         mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else NO_MESH
         return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{self.jax_version}-{self.platform}{self.device_count}-{mesh}")
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a run starts, as its author starts it: `python SCRIPT ARGS` or `python -m MODULE ARGS`, in the
+    folder `cwd` (host paths: a container backend mounts them and says where they are inside)."""
+
+    script: Path | None  # None for a module
+    args: tuple[str, ...] = ()
+    cwd: Path | None = None  # None: the script's folder
+    module: str | None = None
+
+    @property
+    def workdir(self) -> Path:
+        if self.cwd is not None:
+            return self.cwd
+        assert self.script is not None, "a module run names its working folder"
+        return self.script.parent
+
+    def argv(self, script_as_seen: str | None = None) -> list[str]:
+        """The interpreter's arguments; `script_as_seen`: the script's path where the run sees it."""
+        head = ["-m", self.module] if self.module else [script_as_seen or str(self.script)]
+        return [*head, *self.args]
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """How a cell's runs were started, for the report's commands: the interpreter's arguments (host
+    paths), the user's environment additions as the runs got them (XLA_FLAGS merged), the folder."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    cwd: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "env": dict(self.env), "cwd": self.cwd}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunCommand:
+        return cls(tuple(data.get("argv", [])), tuple((data.get("env") or {}).items()), str(data.get("cwd", "")))
 
 
 @dataclass
@@ -255,6 +296,7 @@ class CellResult:
     attribution_unavailable: str = ""
     inconsistencies: list[str] = field(default_factory=list)  # the cache folder and the logs disagree
     cause: Cause | None = None  # from the evidence's module diff (set when the report gathers it)
+    command: RunCommand | None = None  # a user's script: its arguments, environment additions, folder
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     def to_json(self) -> dict[str, Any]:
@@ -291,6 +333,8 @@ class CellResult:
             out["inconsistencies"] = self.inconsistencies
         if self.cause is not None:
             out["cause"] = str(self.cause)
+        if self.command is not None:
+            out["command"] = self.command.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -321,6 +365,7 @@ class CellResult:
             attribution_unavailable=data.get("attribution_unavailable", ""),
             inconsistencies=list(data.get("inconsistencies", [])),
             cause=Cause(data["cause"]) if data.get("cause") else None,
+            command=RunCommand.from_json(data["command"]) if data.get("command") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -328,4 +373,4 @@ class CellResult:
 _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
-                "inconsistencies", "cause"}
+                "inconsistencies", "cause", "command"}

@@ -6,11 +6,12 @@ same functions, so what a JAX developer pastes cannot drift from what the harnes
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from harness.config import Repro
+from harness.config import RESERVED_VARIABLES, Repro
 from harness.jaxlog import LOG_ENV
-from harness.model import CellSpec, Platform, ThresholdMode
+from harness.model import CellSpec, Platform, Program, RunCommand, ThresholdMode
 from harness.startup import STARTUP_DIR
 from harness.startup.jax_cache_harness_hook import RECORD_VAR, THRESHOLDS_VAR
 
@@ -61,3 +62,35 @@ def repro_args(repro: Repro, spec: CellSpec) -> list[str]:
         return []
     return ["--mesh-shape", ",".join(map(str, spec.mesh.shape)),
             "--axis-names", ",".join(spec.mesh.axis_names)]
+
+
+def program_for(repro: Repro, spec: CellSpec, args: tuple[str, ...] = (), cwd: Path | None = None) -> Program:
+    """What each run of a cell starts: the repro or script with its arguments, or the module, in the
+    working folder `cwd` (the script's own folder by default)."""
+    args = (*repro_args(repro, spec), *args)
+    if repro.module:
+        return Program(None, args, cwd, module=repro.module)
+    return Program(repro.path, args, cwd)
+
+
+def merge_user_env(env: dict[str, str], user: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The run's variables with the user's additions: XLA_FLAGS joined with the harness's device-count
+    flag, PYTHONPATH after the harness's hook folder; the names the harness sets are refused earlier
+    (config.RESERVED_VARIABLES)."""
+    out = dict(env)
+    for name, value in user:
+        assert name not in RESERVED_VARIABLES, name
+        if name == "XLA_FLAGS":
+            out[name] = " ".join(v for v in (value, env.get(name)) if v)
+        elif name == "PYTHONPATH":
+            out[name] = os.pathsep.join(v for v in (env.get(name), value) if v)
+        else:
+            out[name] = value
+    return out
+
+
+def run_command(program: Program, env: dict[str, str], user: tuple[tuple[str, str], ...]) -> RunCommand:
+    """What the report shows of a cell's runs: the interpreter's arguments, the user's variables as the
+    runs got them (a merged XLA_FLAGS in full), the working folder."""
+    shown = tuple((name, env[name] if name == "XLA_FLAGS" else value) for name, value in user)
+    return RunCommand(tuple(program.argv()), shown, str(program.workdir))

@@ -21,7 +21,8 @@ from harness.config import Repro
 from harness.environments.base import Environment
 from harness.listing import list_dir
 from harness.model import CellResult, CellSpec, RunRecord, ThresholdMode, Verdict
-from harness.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, process_env, repro_args
+from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+                             program_for, run_command)
 from harness.script_cache import read_record, with_script_cache
 from harness.tally import Tally
 
@@ -41,6 +42,10 @@ class CellRunner:
     jobs: int = 1
     on_run: OnRun | None = None
     thresholds: ThresholdMode = ThresholdMode.SCRIPT  # a user's script's own thresholds kept, or zeros
+    # As the script's author runs it: its arguments, environment additions, working folder.
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
@@ -57,6 +62,9 @@ class CellRunner:
         measure = functools.partial(self.measure_run, spec, cache_dir, log_dir, results_root)
         interrupted = self._schedule(spec, list(enumerate(seeds, start=1)), measure, tally)
         cell = tally.cell(spec, sorted(list_dir(cache_dir)), self.environment.describe(), interrupted)
+        if not self.repro.builtin:
+            program = program_for(self.repro, spec, self.args, self.cwd)
+            cell.command = run_command(program, merge_user_env(process_env(spec, 1), self.env), self.env)
         return with_script_cache(cell, self.thresholds)
 
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
@@ -69,8 +77,9 @@ class CellRunner:
         if not self.repro.builtin:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
             env.update(hook_env(record_file, self.thresholds))
-        outcome = self.environment.run(self.repro.path, repro_args(self.repro, spec), env, cache_dir, log,
-                                       self.timeout_s)
+            env = merge_user_env(env, self.env)
+        program = program_for(self.repro, spec, self.args, self.cwd)
+        outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:

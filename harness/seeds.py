@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
-from harness.model import CellResult, CellSpec, Verdict
+from harness.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
@@ -189,7 +189,7 @@ def run_probe(environment: Environment, sets: list[tuple[str, ...]], candidates:
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "seed-probe.log"
     with tempfile.TemporaryDirectory(prefix="seed-probe-cache-") as cache:
-        outcome = environment.run(PROBE_SCRIPT, [request], {}, Path(cache), log, timeout_s)
+        outcome = environment.run(Program(PROBE_SCRIPT, (request,)), {}, Path(cache), log, timeout_s)
     text = log.read_text(errors="replace") if log.exists() else ""
     if not outcome.ok:
         raise ProbeFailed(outcome.reason or f"exit code {outcome.exit_code}")

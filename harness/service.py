@@ -286,16 +286,38 @@ def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOu
     return sweep(load_config(config_path), options, progress)
 
 
-def check_config(script: Path, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
-                 runs: int | None, timeout_s: float) -> Config:
-    """`harness check SCRIPT`: the config of a user's script, measured like any other."""
-    if not script.is_file():
-        raise UserError(f"{script}: no such script")
-    data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"),
-            "repro": str(script.resolve()), "jax_versions": list(versions or [LATEST]),
+@dataclass(frozen=True)
+class ScriptRun:
+    """How `harness check` runs the user's code: a module instead of the script, arguments, environment
+    additions, working folder (validated as a config's module/args/env/cwd keys)."""
+
+    module: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+
+def check_config(script: Path | None, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
+                 runs: int | None, timeout_s: float, how: ScriptRun = ScriptRun()) -> Config:
+    """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
+    other."""
+    if how.module is None:
+        if script is None or not script.is_file():
+            raise UserError(f"{script}: no such script")
+        stem, target = script.stem, {"repro": str(script.resolve())}
+    else:
+        stem, target = how.module, {"module": how.module}
+    data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"),
+            **target, "jax_versions": list(versions or [LATEST]),
             "platform": str(platform), "device_count": device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
             "runs": runs or runs_for_target(), "timeout_s": timeout_s}
+    if how.args:
+        data["args"] = list(how.args)
+    if how.env:
+        data["env"] = dict(how.env)
+    if how.cwd is not None:
+        data["cwd"] = str(how.cwd.resolve())
     return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
 
 

@@ -80,7 +80,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
     runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished,
-                        thresholds=config.cache_thresholds)
+                        thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd)
     cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)

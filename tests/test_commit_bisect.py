@@ -19,7 +19,7 @@ from harness.bisect.state import BisectState
 from harness.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
-from harness.model import Mesh, Platform, ProcessOutcome, Verdict
+from harness.model import Mesh, Platform, ProcessOutcome, Program, Verdict
 from harness.progress import ConsoleProgress
 from harness.results import ResultsHeader
 from harness.writer import ResultsWriter
@@ -206,10 +206,10 @@ class StopAfter(Environment):
     def __init__(self, base: Environment, stop):
         self.base, self.stop, self.jax_version = base, stop, base.jax_version
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
-        if self.stop(script):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
+        if self.stop(program.script):
             raise KeyboardInterrupt
-        return self.base.run(script, args, env, cache_dir, log_path, timeout_s)
+        return self.base.run(program, env, cache_dir, log_path, timeout_s)
 
     def describe(self):
         return self.base.describe()
@@ -246,7 +246,7 @@ def test_a_commits_jax_goes_first_and_a_scripts_hook_folder_stays_on_the_path(tm
     class Base(Environment):
         jax_version = "0.4.26"
 
-        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        def run(self, program, env, cache_dir, log_path, timeout_s):
             seen.update(env)
             return ProcessOutcome(0, 0.1)
 
@@ -254,5 +254,5 @@ def test_a_commits_jax_goes_first_and_a_scripts_hook_folder_stays_on_the_path(tm
             return {}
 
     commit = CommitEnvironment(Base(), tmp_path / "src", "abc", "0.4.27.dev+abc", "0.4.26")
-    commit.run(tmp_path / "s.py", [], {"PYTHONPATH": "/hook"}, tmp_path, tmp_path / "l.log", 10)
+    commit.run(Program(tmp_path / "s.py"), {"PYTHONPATH": "/hook"}, tmp_path, tmp_path / "l.log", 10)
     assert seen["PYTHONPATH"] == f"{tmp_path / 'src'}:/hook"

@@ -22,7 +22,7 @@ from harness.environments import docker as dk
 from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform
+from harness.model import Platform, Program
 from harness.pythons import PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 
@@ -155,7 +155,7 @@ def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
     client.containers.create.return_value = container
     env = dk.DockerEnvironment(client, "img:tag", "0.4.28", Platform.CUDA, {}, "1:2")
     script = tmp_path / "repro.py"
-    outcome = env.run(script, ["--mesh-shape", "8,1,1,1"], RUN_ENV, tmp_path / "cache",
+    outcome = env.run(Program(script, ("--mesh-shape", "8,1,1,1")), RUN_ENV, tmp_path / "cache",
                       tmp_path / "log.txt", 30)
     assert outcome.ok and outcome.exit_code == 0
     (image, command), kwargs = client.containers.create.call_args

@@ -23,7 +23,7 @@ from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE
                                          DockerBackend, DockerEnvironment, docker_available)
 from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.errors import BackendUnavailable
-from harness.model import CellSpec, Mesh, Platform, Verdict
+from harness.model import CellSpec, Mesh, Platform, Program, Verdict
 from harness.pythons import PythonChooser, PythonVersion
 from harness.repros import builtin_path
 from harness.runner import CellRunner
@@ -122,7 +122,7 @@ def test_a_hang_an_oom_and_ctrl_c_leave_nothing_behind(prepared, client, tmp_pat
 
     small_env = DockerEnvironment(client, image.image, "0.4.29", Platform.CPU, {}, image.user,
                                   mem_limit="128m")
-    oom = small_env.run(script, ["eat"], {}, cache, tmp_path / "eat.log", timeout_s=60)
+    oom = small_env.run(Program(script, ("eat",)), {}, cache, tmp_path / "eat.log", timeout_s=60)
     assert not oom.ok and "OOM" in oom.reason
 
     def interrupt(signum, frame):
@@ -176,7 +176,7 @@ def test_a_runtime_without_gpus_is_one_clear_reason(prepared, client, tmp_path):
     script.write_text("print('never runs')\n")
     gpu_env = DockerEnvironment(client, prepared["0.4.29"].image, "0.4.29", Platform.CUDA, {},
                                 prepared["0.4.29"].user)
-    outcome = gpu_env.run(script, [], {}, tmp_path, tmp_path / "gpu.log", timeout_s=60)
+    outcome = gpu_env.run(Program(script), {}, tmp_path, tmp_path / "gpu.log", timeout_s=60)
     assert not outcome.ok and "no GPU support" in outcome.reason and "NVIDIA Container Toolkit" in outcome.reason
     assert our_containers(client, tmp_path) == []
 

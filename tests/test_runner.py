@@ -30,11 +30,11 @@ class ScriptedEnvironment(Environment):
         self.max_active = 0
         self.lock = threading.Lock()
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         with self.lock:
             self.active += 1
             self.max_active = max(self.max_active, self.active)
-        self.calls.append((args, dict(env)))
+        self.calls.append((list(program.args), dict(env)))
         seed = int(env["PYTHONHASHSEED"])
         time.sleep(self.delay)
         log_path.write_text(f"seed {seed}\n")
@@ -114,9 +114,9 @@ def test_relative_folders_reach_the_process_as_absolute_paths(tmp_path, monkeypa
     seen = []
 
     class Recording(ScriptedEnvironment):
-        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        def run(self, program, env, cache_dir, log_path, timeout_s):
             seen.append((cache_dir, log_path))
-            return super().run(script, args, env, cache_dir, log_path, timeout_s)
+            return super().run(program, env, cache_dir, log_path, timeout_s)
 
     result = CellRunner(Recording(lambda s: 1), REPRO, 10).run(
         SPEC, [1, 2], Path("rel/cache"), Path("rel/logs"),
@@ -132,10 +132,10 @@ class InterruptedAt(ScriptedEnvironment):
         super().__init__(key_for=lambda s: 1, **kw)
         self.at, self.interrupted = at, False
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         if int(env["PYTHONHASHSEED"]) == self.at:
             raise KeyboardInterrupt
-        return super().run(script, args, env, cache_dir, log_path, timeout_s)
+        return super().run(program, env, cache_dir, log_path, timeout_s)
 
     def interrupt(self):
         self.interrupted = True
@@ -169,7 +169,7 @@ def test_an_unwritable_environment_folder_is_an_unavailable_environment(tmp_path
 
 def test_a_crash_reason_carries_the_last_line_it_printed(tmp_path):
     class Crashing(ScriptedEnvironment):
-        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        def run(self, program, env, cache_dir, log_path, timeout_s):
             log_path.write_text("Traceback (most recent call last):\n  ...\nRuntimeError: Unable to "
                                 "initialize backend 'cuda'\n\n")
             return ProcessOutcome(1, 0.01, reason="exit code 1")
@@ -181,7 +181,7 @@ def test_a_crash_reason_carries_the_last_line_it_printed(tmp_path):
 
 def test_a_reason_the_backend_wrote_as_the_log_is_not_repeated(tmp_path):
     class Refused(ScriptedEnvironment):
-        def run(self, script, args, env, cache_dir, log_path, timeout_s):
+        def run(self, program, env, cache_dir, log_path, timeout_s):
             log_path.write_text("docker: the Docker runtime has no GPU support\n")
             return ProcessOutcome(None, 0.01, reason="docker: the Docker runtime has no GPU support")
 
@@ -199,7 +199,7 @@ class TwoShapes(ScriptedEnvironment):
         self.running: list[int] = []
         self.seen_running: dict[int, list[int]] = {}
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         seed = int(env["PYTHONHASHSEED"])
         with self.lock:
             self.seen_running[seed] = list(self.running)

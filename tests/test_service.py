@@ -88,11 +88,11 @@ class InterruptedOnRun(ScriptedEnvironment):
         super().__init__(key_for=lambda seed: 1)
         self.at, self.started = at, 0
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         self.started += 1
         if self.started == self.at:
             raise KeyboardInterrupt
-        return super().run(script, args, env, cache_dir, log_path, timeout_s)
+        return super().run(program, env, cache_dir, log_path, timeout_s)
 
 
 def test_ctrl_c_inside_a_cell_saves_the_runs_it_finished(backend, tmp_path, capsys):

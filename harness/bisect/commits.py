@@ -146,10 +146,10 @@ class CommitEnvironment(Environment):
         self.base, self.source_root, self.sha, self.jaxlib = base, source_root, sha, jaxlib
         self.jax_version = label
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
         # The commit's jax first; a user script's start-up hook folder (run_env.hook_env) stays on the path.
         path = os.pathsep.join(p for p in (str(self.source_root), env.get("PYTHONPATH", "")) if p)
-        return self.base.run(script, args, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
+        return self.base.run(program, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
 
     def describe(self) -> dict[str, Any]:
         return {**self.base.describe(), "jax_commit": self.sha, "jax_source": str(self.source_root),

@@ -10,7 +10,7 @@ import abc
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.model import Platform, ProcessOutcome
+from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import PythonChooser
 
 # Progress lines from long preparation steps (environment builds); the CLI decides where they go.
@@ -29,14 +29,14 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     def run(
         self,
-        script: Path,
-        args: list[str],
+        program: Program,
         env: dict[str, str],
         cache_dir: Path,
         log_path: Path,
         timeout_s: float,
     ) -> ProcessOutcome:
-        """Run `script args` as a fresh process with `env` added to a clean environment.
+        """Run `program` (`python SCRIPT ARGS` or `python -m MODULE ARGS` in its folder) as a fresh
+        process with `env` added to a clean environment.
 
         The backend points JAX_COMPILATION_CACHE_DIR at `cache_dir` (as the process sees it),
         writes stdout and stderr to `log_path`, and kills the process after `timeout_s`.

@@ -32,7 +32,7 @@ from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
 from harness.environments.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform, ProcessOutcome
+from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 from harness.run_env import STARTUP_DIR
@@ -75,6 +75,7 @@ STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "
 CACHE_MOUNT = "/harness/cache"
 SCRIPT_MOUNT = "/harness/script"
 IR_DUMP_MOUNT = "/harness/ir"
+WORK_MOUNT = "/harness/cwd"  # the run's working folder when it is not the script's
 STARTUP_MOUNT = "/harness/startup"  # the start-up hook's folder (read-only)
 RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
 # XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
@@ -115,14 +116,24 @@ def image_tag(jax_version: str, platform: Platform, python_version: str, dockerf
     return f"{IMAGE_REPO}:jax{jax_version}-{flavour}-py{python_version}-{digest}"
 
 
-def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Platform, user: str,
+def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, platform: Platform, user: str,
                mem_limit: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """What `containers.create` is asked for one run (pure, so tests can read it)."""
+    """What `containers.create` is asked for one run (pure, so tests can read it). A bare path is a
+    script run in its own folder."""
+    if not isinstance(program, Program):
+        program = Program(Path(program))
     environment = {**env, "JAX_COMPILATION_CACHE_DIR": CACHE_MOUNT, "HOME": "/tmp"}
-    mounts = [
-        Mount(target=SCRIPT_MOUNT, source=str(Path(script).resolve().parent), type="bind", read_only=True),
-        Mount(target=CACHE_MOUNT, source=str(Path(cache_dir).resolve()), type="bind"),
-    ]
+    mounts = [Mount(target=CACHE_MOUNT, source=str(Path(cache_dir).resolve()), type="bind")]
+    workdir = program.workdir.resolve()
+    working_dir = WORK_MOUNT
+    if program.script is not None:
+        script_dir = program.script.resolve().parent
+        mounts.insert(0, Mount(target=SCRIPT_MOUNT, source=str(script_dir), type="bind", read_only=True))
+        if workdir == script_dir:
+            working_dir = SCRIPT_MOUNT  # already mounted
+    if working_dir == WORK_MOUNT:
+        # The working folder (--cwd, or a module's package folder), read-only like the script's.
+        mounts.append(Mount(target=WORK_MOUNT, source=str(workdir), type="bind", read_only=True))
     if IR_DUMP_VAR in env:
         # The runner names a host folder for JAX's IR dump (a user script's evidence): mount it.
         host_dump = Path(env[IR_DUMP_VAR]).resolve()
@@ -143,7 +154,7 @@ def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Pla
         "name": name or f"jax-harness-run-{uuid.uuid4().hex[:12]}",
         "environment": environment,
         "mounts": mounts,
-        "working_dir": SCRIPT_MOUNT,
+        "working_dir": working_dir,
         # Without an init the script is PID 1, and the kernel drops the signals PID 1 sends itself:
         # a script that crashes with os.kill(os.getpid(), SIGSEGV) would exit 0 and read as clean.
         "init": True,
@@ -160,6 +171,12 @@ def run_kwargs(script: Path, env: dict[str, str], cache_dir: Path, platform: Pla
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         kwargs["shm_size"] = CUDA_SHM_SIZE
     return kwargs
+
+
+def container_command(program: Program) -> list[str]:
+    """`python SCRIPT ARGS` or `python -m MODULE ARGS` as the container sees them."""
+    script = f"{SCRIPT_MOUNT}/{program.script.name}" if program.script else None
+    return ["python", *program.argv(script)]
 
 
 def run_container(client: docker.DockerClient, image: str, command: list[str], kwargs: dict[str, Any],
@@ -215,9 +232,9 @@ class DockerEnvironment(Environment):
         self.facts, self.user, self.mem_limit = facts, user, mem_limit
         self._running: set[str] = set()  # container names of runs in flight
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        kwargs = run_kwargs(script, env, cache_dir, self.platform, self.user, self.mem_limit)
-        command = ["python", f"{SCRIPT_MOUNT}/{Path(script).name}", *args]
+    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+        kwargs = run_kwargs(program, env, cache_dir, self.platform, self.user, self.mem_limit)
+        command = container_command(program)
         self._running.add(kwargs["name"])
         try:
             return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,

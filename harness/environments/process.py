@@ -129,10 +129,10 @@ class InterpreterEnvironment(Environment):
 
     python: str | Path
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
         full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
-        return run_process([str(self.python), str(script), *args], full_env, log_path, timeout_s,
-                           cwd=Path(script).parent)
+        return run_process([str(self.python), *program.argv()], full_env, log_path, timeout_s,
+                           cwd=program.workdir)
 
     def interrupt(self) -> None:
         kill_all()

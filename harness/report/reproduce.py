@@ -52,6 +52,16 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
         requirements.append(f"numpy=={cell.environment['numpy']}")
     args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
+    python = f"{venv}/bin/python"
+    command = cell.command
+    setup: list[str] = []
+    if command is not None:
+        # As the author runs it: their variables (XLA_FLAGS as merged), their folder, their arguments.
+        env.update(command.env)
+        python, setup = '"$python"', [f'python="$PWD/{venv}/bin/python"', f"cd {shlex.quote(command.cwd)}"]
+        script, args = command.argv[0], " ".join(shlex.quote(a) for a in command.argv[1:])
+        if command.argv[0] == "-m":
+            script, args = "-m", " ".join(shlex.quote(a) for a in command.argv[1:])
     own = script_folder(cell)
     listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     lines = [
@@ -61,9 +71,11 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         + " ".join(shlex.quote(r) for r in requirements),
         'export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"',
         *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+        *setup,
         "# a fresh process per seed: the hash seed is fixed when the interpreter starts",
         f"for seed in {' '.join(map(str, seeds))}; do",
-        f"  PYTHONHASHSEED=$seed {venv}/bin/python {shlex.quote(script)}{' ' + args if args else ''} > /dev/null",
+        f"  PYTHONHASHSEED=$seed {python} {script if script == '-m' else shlex.quote(script)}"
+        f"{' ' + args if args else ''} > /dev/null",
         "done",
         *([shell_comment(f"the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, "
                          "which should be empty before the first run")] if own else []),
@@ -87,11 +99,20 @@ def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
     source = document.get("config", {}).get("source") or "CONFIG"
     if source == CHECK_SOURCE:
-        script = document.get("config", {}).get("repro", "SCRIPT")
-        thresholds = document.get("config", {}).get("cache_thresholds")
-        return shlex.join(["harness", "check", str(script), "--versions", cell.spec.jax_version,
-                           "--device-count", str(cell.spec.device_count), "--platform", str(cell.spec.platform),
-                           *(["--cache-thresholds", str(thresholds)] if thresholds else [])])
+        config = document.get("config", {})
+        words = ["harness", "check", *(["-m", config["module"]] if config.get("module")
+                                       else [config.get("repro", "SCRIPT")]),
+                 "--versions", cell.spec.jax_version, "--device-count", str(cell.spec.device_count),
+                 "--platform", str(cell.spec.platform)]
+        if config.get("cache_thresholds"):
+            words += ["--cache-thresholds", config["cache_thresholds"]]
+        for name, value in (config.get("env") or {}).items():
+            words += ["--env", f"{name}={value}"]
+        if config.get("cwd"):
+            words += ["--cwd", config["cwd"]]
+        if config.get("args"):
+            words += ["--", *config["args"]]
+        return shlex.join(str(w) for w in words)
     return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version])
 
 

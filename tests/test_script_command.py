@@ -1,0 +1,166 @@
+"""Running a script as its author runs it (pure parts): arguments, environment additions, `-m module`,
+working folder; the clash rule, XLA_FLAGS merging, and the report's quoted commands."""
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.config import parse_config
+from harness.environments import docker as dk
+from harness.errors import ConfigError
+from harness.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
+from harness.report.reproduce import harness_command, shell_commands
+from harness.run_env import merge_user_env, process_env, program_for, run_command
+
+SPEC = CellSpec("0.4.31", Platform.CPU, 4, None)
+
+
+@pytest.fixture
+def script(write):
+    return write("proj/train.py", "import jax\n")
+
+
+def config(script, **keys):
+    return parse_config({"name": "t", "repro": str(script), "jax_versions": ["0.4.31"], **keys},
+                        base_dir=script.parent)
+
+
+def test_args_env_and_cwd_are_read_and_recorded_only_when_given(script, tmp_path):
+    plain = config(script)
+    assert (plain.args, plain.env, plain.cwd) == ((), (), None)
+    assert not {"args", "env", "cwd", "module"} & set(plain.to_json())  # older results: the same sweep
+    full = config(script, args=["--steps", "1", "a b"], env={"MODEL_SIZE": "tiny"}, cwd="..")
+    assert full.args == ("--steps", "1", "a b") and full.env == (("MODEL_SIZE", "tiny"),)
+    assert full.cwd == tmp_path.resolve()
+    assert full.to_json()["args"] == ["--steps", "1", "a b"] and full.to_json()["env"] == {"MODEL_SIZE": "tiny"}
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"args": "--steps 1"}, "args: must be a list of strings"),
+    ({"args": ["--steps", 1]}, "args[1]: an argument must be a string, not 1 (quote it)"),
+    ({"args": ["a\nb"]}, "args[0]: an argument has a control character ('\\n')"),
+    ({"env": ["A=1"]}, "env: must be a mapping"),
+    ({"env": {"MODEL SIZE": "x"}}, "env: 'MODEL SIZE' is not a variable name"),
+    ({"env": {"STEPS": 1}}, "env.STEPS: a value must be a string, not 1 (quote it)"),
+    ({"env": {"A": "x\x00"}}, "env.A: a value has a control character"),
+    ({"env": {"PYTHONHASHSEED": "0"}}, "env.PYTHONHASHSEED: is set by the harness for every run and cannot be "
+                                       "overridden"),
+    ({"env": {"JAX_COMPILATION_CACHE_DIR": "/x"}}, "env.JAX_COMPILATION_CACHE_DIR: is set by the harness"),
+    ({"env": {"JAX_DUMP_IR_TO": "/x"}}, "env.JAX_DUMP_IR_TO: is set by the harness"),
+    ({"env": {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}},
+     "env.XLA_FLAGS: sets --xla_force_host_platform_device_count, which the harness sets from device_count"),
+    ({"cwd": "nowhere"}, "cwd: 'nowhere' is not a folder"),
+])
+def test_bad_args_env_and_cwd_are_one_line_naming_the_key(script, keys, message):
+    with pytest.raises(ConfigError) as info:
+        config(script, **keys)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_module_instead_of_repro(write, tmp_path):
+    write("pkg/__init__.py", "")
+    write("pkg/train.py", "")
+    base = {"name": "t", "jax_versions": ["0.4.31"]}
+    cfg = parse_config({**base, "module": "pkg.train"}, base_dir=tmp_path)
+    assert cfg.repro.module == "pkg.train" and cfg.cwd == tmp_path.resolve()
+    assert cfg.to_json()["module"] == "pkg.train" and "repro" not in cfg.to_json()
+    for keys, message in (({"module": "pkg.nothere"}, "no module pkg.nothere in the working folder"),
+                          ({"module": "pkg"}, "no module pkg in"),  # a package without __main__.py
+                          ({"module": "pkg/train"}, "must be a dotted module name"),
+                          ({"module": "pkg.train", "repro": "shard_map_grad"}, "not both"),
+                          ({}, "repro: required key is missing")):
+        with pytest.raises(ConfigError, match=message):
+            parse_config({**base, **keys}, base_dir=tmp_path)
+
+
+def test_user_variables_are_added_xla_flags_merged_pythonpath_after_the_hook():
+    env = {**process_env(SPEC, 5), "PYTHONPATH": "/hook"}
+    merged = merge_user_env(env, (("MODEL_SIZE", "tiny"), ("XLA_FLAGS", "--xla_dump_to=/tmp/d"),
+                                  ("PYTHONPATH", "/src")))
+    assert merged["MODEL_SIZE"] == "tiny"
+    assert merged["XLA_FLAGS"] == "--xla_dump_to=/tmp/d --xla_force_host_platform_device_count=4"
+    assert merged["PYTHONPATH"] == "/hook:/src"
+    assert merged["PYTHONHASHSEED"] == "5"
+
+
+def test_the_cells_command_records_argv_merged_env_and_folder(script, tmp_path):
+    cfg = config(script, args=["--steps", "1"], env={"XLA_FLAGS": "--xla_dump_to=/d", "MODEL_SIZE": "tiny"})
+    program = program_for(cfg.repro, SPEC, cfg.args, cfg.cwd)
+    assert program.argv() == [str(script.resolve()), "--steps", "1"] and program.workdir == script.parent.resolve()
+    command = run_command(program, merge_user_env(process_env(SPEC, 1), cfg.env), cfg.env)
+    assert command.env == (("XLA_FLAGS", "--xla_dump_to=/d --xla_force_host_platform_device_count=4"),
+                           ("MODEL_SIZE", "tiny"))
+    assert RunCommand.from_json(command.to_json()) == command
+    module = Program(None, ("-v",), tmp_path, module="pkg.train")
+    assert module.argv() == ["-m", "pkg.train", "-v"] and module.workdir == tmp_path
+
+
+def test_docker_mounts_the_working_folder_read_only_where_the_script_folder_is_not_it(tmp_path):
+    script = tmp_path / "code" / "train.py"
+    same = dk.run_kwargs(Program(script, ("x",)), {}, tmp_path / "c", Platform.CPU, "0:0")
+    assert same["working_dir"] == dk.SCRIPT_MOUNT and dk.WORK_MOUNT not in {m["Target"] for m in same["mounts"]}
+    other = dk.run_kwargs(Program(script, (), tmp_path / "data"), {}, tmp_path / "c", Platform.CPU, "0:0")
+    mounts = {m["Target"]: m for m in other["mounts"]}
+    assert other["working_dir"] == dk.WORK_MOUNT and mounts[dk.WORK_MOUNT]["ReadOnly"]
+    assert mounts[dk.WORK_MOUNT]["Source"] == str((tmp_path / "data").resolve())
+    module = Program(None, ("--steps", "1"), tmp_path / "proj", module="pkg.train")
+    kwargs = dk.run_kwargs(module, {}, tmp_path / "c", Platform.CPU, "0:0")
+    assert kwargs["working_dir"] == dk.WORK_MOUNT and dk.SCRIPT_MOUNT not in {m["Target"] for m in kwargs["mounts"]}
+    assert dk.container_command(module) == ["python", "-m", "pkg.train", "--steps", "1"]
+    assert dk.container_command(Program(script, ("a b",))) == ["python", f"{dk.SCRIPT_MOUNT}/train.py", "a b"]
+
+
+def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
+    cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
+    cell.command = RunCommand(("/my proj/train.py", "--name", "it's"), (("MODEL_SIZE", "a b"),), "/my proj")
+    text = shell_commands(cell, {"repro": "/my proj/train.py"})
+    assert "export MODEL_SIZE='a b'" in text and "cd '/my proj'" in text
+    run_line = next(line for line in text.splitlines() if "PYTHONHASHSEED=$seed" in line)
+    assert shlex.split(run_line.split('"$python" ', 1)[1].split(" >")[0]) == ["/my proj/train.py", "--name", "it's"]
+    document = {"config": {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
+                           "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj"}}
+    words = shlex.split(harness_command(document, cell))
+    assert words[:3] == ["harness", "check", "/my proj/train.py"]
+    assert words[words.index("--env") + 1] == "MODEL_SIZE=a b" and words[words.index("--cwd") + 1] == "/my proj"
+    assert words[words.index("--") + 1:] == ["--name", "it's"]
+    module = {"config": {"source": "harness check", "module": "pkg.train"}}
+    assert shlex.split(harness_command(module, cell))[2:4] == ["-m", "pkg.train"]
+
+
+def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypatch):
+    seen = {}
+
+    def fake_check_config(script, versions, platform, device_count, runs, timeout_s, how):
+        seen.update(script=script, how=how)
+        raise cli.UserError("stop here")
+
+    monkeypatch.setattr(cli.service, "check_config", fake_check_config)
+    code = cli.main(["check", str(script), "--env", "A=1=2", "--cwd", str(script.parent), "--",
+                     "--versions", "x", "--", "-m"])
+    assert code == 2
+    assert seen["how"].args == ("--versions", "x", "--", "-m") and seen["how"].env == {"A": "1=2"}
+    assert seen["how"].cwd == script.parent
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["check", "--versions", "0.4.31"], "name a script or -m MODULE"),
+    (["check", "s.py", "-m", "pkg"], "name a script or -m MODULE"),
+    (["check", "-m", "pkg", "--env", "NOEQUALS"], "--env 'NOEQUALS': expected NAME=VALUE"),
+    (["check", "-m", "pkg", "--env", "A=1", "--env", "A=2"], "--env A: given twice"),
+    (["check", "-m", "pkg", "--env", "PYTHONHASHSEED=0"], "env.PYTHONHASHSEED: is set by the harness"),
+])
+def test_cli_bad_script_options_are_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__main__.py").write_text("")
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_run_refuses_script_arguments(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run", "x.yaml", "--", "a"])
+    assert info.value.code == 2 and "takes no script arguments" in capsys.readouterr().err
