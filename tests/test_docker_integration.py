@@ -117,7 +117,7 @@ def test_a_hang_an_oom_and_ctrl_c_leave_nothing_behind(prepared, client, tmp_pat
     cache.mkdir()
     image = prepared["0.4.29"]
 
-    hang = image.run(script, ["hang"], {}, cache, tmp_path / "hang.log", timeout_s=3)
+    hang = image.run(Program(script, ("hang",)), {}, cache, tmp_path / "hang.log", timeout_s=3)
     assert hang.timed_out and hang.exit_code is None and "timeout" in hang.reason
 
     small_env = DockerEnvironment(client, image.image, "0.4.29", Platform.CPU, {}, image.user,
@@ -131,7 +131,7 @@ def test_a_hang_an_oom_and_ctrl_c_leave_nothing_behind(prepared, client, tmp_pat
     try:
         signal.setitimer(signal.ITIMER_REAL, 2.0)
         with pytest.raises(KeyboardInterrupt):
-            image.run(script, ["hang"], {}, cache, tmp_path / "ctrl-c.log", timeout_s=120)
+            image.run(Program(script, ("hang",)), {}, cache, tmp_path / "ctrl-c.log", timeout_s=120)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -40,11 +40,11 @@ def test_args_env_and_cwd_are_read_and_recorded_only_when_given(script, tmp_path
 @pytest.mark.parametrize("keys, message", [
     ({"args": "--steps 1"}, "args: must be a list of strings"),
     ({"args": ["--steps", 1]}, "args[1]: an argument must be a string, not 1 (quote it)"),
-    ({"args": ["a\nb"]}, "args[0]: an argument has a control character ('\\n')"),
+    ({"args": ["a\nb"]}, "args[0]: contains a control character (U+000A)"),
     ({"env": ["A=1"]}, "env: must be a mapping"),
     ({"env": {"MODEL SIZE": "x"}}, "env: 'MODEL SIZE' is not a variable name"),
     ({"env": {"STEPS": 1}}, "env.STEPS: a value must be a string, not 1 (quote it)"),
-    ({"env": {"A": "x\x00"}}, "env.A: a value has a control character"),
+    ({"env": {"A": "x\x00"}}, "env.A: contains a control character (U+0000)"),
     ({"env": {"PYTHONHASHSEED": "0"}}, "env.PYTHONHASHSEED: is set by the harness for every run and cannot be "
                                        "overridden"),
     ({"env": {"JAX_COMPILATION_CACHE_DIR": "/x"}}, "env.JAX_COMPILATION_CACHE_DIR: is set by the harness"),

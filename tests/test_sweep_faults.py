@@ -28,7 +28,7 @@ class WritesOneKey(Environment):
     def __init__(self, version: str):
         self.jax_version = version
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
         Path(log_path).write_text("ok\n")
         (Path(cache_dir) / ("jit_f-" + "1" * 64)).write_text("")
         return ProcessOutcome(0, 0.01)
