@@ -266,8 +266,8 @@ class LoggingEnvironment(ScriptedEnvironment):
         super().__init__(key_for=lambda seed: 0, delay=delay)
         self.log_for_seed = log_for_seed
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
-        self.calls.append((args, dict(env)))
+    def run(self, program, env, cache_dir, log_path, timeout_s):
+        self.calls.append((list(program.args), dict(env)))
         seed = int(env["PYTHONHASHSEED"])
         text = (self.LOGS / self.log_for_seed[seed]).read_text()
         time.sleep(self.delay)
