@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--device-count", type=_positive(1, MAX_DEVICES), default=8)
     check.add_argument("--platform", choices=[p.value for p in Platform], default=Platform.CPU.value)
     check.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per run (default 300)")
+    check.add_argument("--with", dest="with_requirements", action="append", default=[], metavar="REQ",
+                       help="a requirement the script needs besides jax (repeatable, as `uv run --with`), "
+                            "installed with each release as of its date; added to the script's inline metadata")
+    check.add_argument("--requirements", dest="requirements_files", action="append", default=[], type=Path,
+                       metavar="FILE", help="a requirements file (as `pip -r`; repeatable)")
     _add_sweep_options(check)
     _add_all_runs(check)
     _add_script_options(check)
@@ -271,7 +276,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     config = service.check_config(args.script, tuple(args.versions or ()), Platform(args.platform),
                                   args.device_count, args.runs, args.timeout,
                                   service.ScriptRun(module=args.module, args=tuple(args.script_args),
-                                                    env=_env_pairs(args.env), cwd=args.cwd))
+                                                    env=_env_pairs(args.env), cwd=args.cwd,
+                                                    with_requirements=tuple(args.with_requirements),
+                                                    requirements_files=tuple(args.requirements_files)))
     return _show_sweep(service.sweep(config, _sweep_options(args), _progress(args)))
 
 

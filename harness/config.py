@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from harness.dependencies import Requirements, parse_requirements, read_requirements_file, script_requirements
 from harness.errors import ConfigError
 from harness.model import Mesh, Platform, ThresholdMode
 from harness.pythons import AUTO, PythonVersion
@@ -21,7 +22,8 @@ from harness.repros import builtin_path
 from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
-        "docker", "python", "cache_thresholds", "module", "args", "env", "cwd"}
+        "docker", "python", "cache_thresholds", "module", "args", "env", "cwd", "requirements",
+        "requirements_file"}
 REQUIRED = {"name", "jax_versions"}  # and one of repro / module
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
@@ -81,6 +83,9 @@ class Config:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     cwd: Path | None = None
+    # The script's own dependencies (inline metadata, requirements, requirements_file), installed
+    # with each release's jax as of its date.
+    requirements: Requirements = Requirements()
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -96,6 +101,8 @@ class Config:
             "source": self.source,
             # Only when pinned: a sweep made before the key existed is the same sweep (resume, merge).
             **({"python": str(self.python)} if self.python else {}),
+            # Only when there are some: an older results folder (no such key) stays the same sweep.
+            **({"requirements": self.requirements.to_json()} if self.requirements else {}),
         }
         # Written only when not the default, so a results folder made before the key existed is
         # still the same sweep for --resume and merge.
@@ -302,11 +309,13 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     except ValueError:
         raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
                                       f"not {data.get('cache_thresholds')!r}") from None
+    requirements = _parse_requirements(data, repro, base_dir, source, err)
 
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source, python=None if python == AUTO else python,
-                  cache_thresholds=thresholds, args=args, env=env, cwd=cwd)
+                  cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
+                  requirements=requirements)
 
 
 def control_character(text: str) -> str | None:
@@ -436,6 +445,25 @@ def _parse_module(value: Any, cwd: Path, err) -> Repro:
             return Repro(value, candidate.resolve(), builtin=False, module=value)
     raise err("module", f"no module {value} in the working folder {cwd} (python -m looks there; "
                         "set cwd / --cwd to the folder that holds its package)")
+def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) -> Requirements:
+    """The config's `requirements` and `requirements_file`, and the script's inline metadata (PEP 723).
+    A bad string is a UserError naming the file, the key or the script, and the string."""
+    listed = data.get("requirements", [])
+    if not isinstance(listed, list):
+        raise err("requirements", "must be a list of requirement strings, e.g. [flax, \"optax>=0.2\"]")
+    found = parse_requirements(listed, f"{source}: requirements")
+    file = data.get("requirements_file")
+    if file is not None:
+        if not isinstance(file, str) or not file.strip():
+            raise err("requirements_file", "must be the path of a requirements file")
+        path = Path(file).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        if not path.is_file():
+            raise err("requirements_file", f"no such file: {path}")
+        found += read_requirements_file(path, f"{source}: requirements_file")
+    if not repro.builtin and repro.module is None:  # a script's own metadata (uv reads scripts only)
+        found += script_requirements(repro.path)
+    return found
 
 
 def _parse_versions(value, err) -> tuple[str, ...]:

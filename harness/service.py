@@ -24,6 +24,7 @@ from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
 from harness.confidence import SeedStrategy, runs_for_target
 from harness.config import CHECK_SOURCE, Config, load_config, parse_config
+from harness.dependencies import parse_requirements, read_requirements_file
 from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
 from harness.environments import interpreters
 from harness.errors import UserError
@@ -181,7 +182,8 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) 
                           release_date=index.release_date, python_pin=config.python,
                           interpreters=lambda: interpreters.discover(search),
                           wheel_pythons=lambda platforms: release_pythons(index, platforms),
-                          install_python=interpreters.install_with_uv if options.pythons.install else None)
+                          install_python=interpreters.install_with_uv if options.pythons.install else None,
+                          requirements=config.requirements)
 
 
 def _say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:
@@ -295,6 +297,9 @@ class ScriptRun:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    # The script's requirements besides those in its inline metadata: --with strings, --requirements files.
+    with_requirements: tuple[str, ...] = ()
+    requirements_files: tuple[Path, ...] = ()
 
 
 def check_config(script: Path | None, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
@@ -307,11 +312,16 @@ def check_config(script: Path | None, versions: tuple[str, ...] | None, platform
         stem, target = script.stem, {"repro": str(script.resolve())}
     else:
         stem, target = how.module, {"module": how.module}
+    requirements = parse_requirements(how.with_requirements, "--with")  # a bad one names the flag
+    for file in how.requirements_files:
+        if not file.is_file():
+            raise UserError(f"--requirements: {file}: no such file")
+        requirements += read_requirements_file(file, "--requirements")
     data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"),
             **target, "jax_versions": list(versions or [LATEST]),
             "platform": str(platform), "device_count": device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-            "runs": runs or runs_for_target(), "timeout_s": timeout_s}
+            "runs": runs or runs_for_target(), "timeout_s": timeout_s, "requirements": requirements.to_json()}
     if how.args:
         data["args"] = list(how.args)
     if how.env:
@@ -333,6 +343,9 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
         config = replace(config, cache_thresholds=options.cache_thresholds)
     choice, index = _open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    if config.requirements:
+        progress.say(f"the script's requirements, installed with each release as of its date: "
+                     f"{', '.join(config.requirements.items)}")
     versions = _sweep_versions(config, options.versions, choice, index, progress)
     runs = options.runs or config.runs
     planned = plan_cells(config, versions)

@@ -18,6 +18,7 @@ import pytest
 
 from harness import cli
 from harness.config import Repro
+from harness.dependencies import parse_requirements
 from harness.environments import BackendOptions, make_backend
 from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
                                          DockerBackend, DockerEnvironment, docker_available)
@@ -199,3 +200,22 @@ def test_a_release_that_needs_a_newer_python_gets_the_trixie_image_with_it(clien
     cell = measure(environment, "0.12.0.1", tmp_path, seeds=range(1, 4))
     assert cell.verdict == Verdict.CLEAN and all(r.ok for r in cell.runs), [r.reason for r in cell.runs]
     assert our_containers(client, tmp_path) == []
+
+
+def test_the_scripts_requirements_go_into_the_image(client, index, tmp_path, capsys):
+    """The wheelhouse resolves the script's inline requirements with jax as of the release's date (the
+    same Flax the venv backend gets), the image has them, and the same set reuses the image."""
+    code = cli.main(["check", "examples/flax_mlp_step.py", "--backend", "docker", "--versions", "0.4.31",
+                     "--runs", "2", "--out", str(tmp_path / "out"), "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert all(r["exit_code"] == 0 for r in cell["runs"]) and len(cell["keys"]["jit_step"]) == 1
+    environment = cell["environment"]
+    assert environment["backend"] == "docker" and environment["requirements"] == ["flax", "optax"]
+    assert environment["distributions"]["flax"] == "0.8.5" and environment["distributions"]["optax"] == "0.2.3"
+    again = DockerBackend(base_image=OFFLINE_BASE_IMAGE, release_date=index.release_date,
+                          requirements=parse_requirements(["Optax", "flax"], "test"))
+    assert again.prepare("0.4.31", Platform.CPU).image == environment["image"] and again.builds == 0

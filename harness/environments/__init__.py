@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from packaging.tags import platform_tags
 
+from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
@@ -48,6 +49,7 @@ class BackendOptions:
     interpreters: Callable[[], list[Interpreter]] | None = None  # discovery, run only when needed
     wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup
     install_python: Callable[[PythonVersion], Interpreter | None] | None = None  # opted in: uv installs
+    requirements: Requirements = Requirements()  # the script's own, installed beside each jax
 
 
 def host_platforms() -> tuple[str, ...]:
@@ -69,13 +71,14 @@ def _venv(options: BackendOptions) -> VenvBackend:
     own = own_python_only()
     pythons = python_chooser(options, host_platforms(), own.own, options.python_pin,
                              own_interpreter=own.own_interpreter) if options.interpreters else None
-    return VenvBackend(pythons=pythons, release_date=options.release_date, rebuild=options.rebuild)
+    return VenvBackend(pythons=pythons, release_date=options.release_date, rebuild=options.rebuild,
+                       requirements=options.requirements)
 
 
 # Each backend by its --backend name: how to make it from the options.
 BACKENDS: dict[BackendName, Callable[[BackendOptions], Backend]] = {
     BackendName.VENV: _venv,
-    BackendName.LOCAL: lambda o: LocalBackend(o.python),
+    BackendName.LOCAL: lambda o: LocalBackend(o.python, o.requirements),
     BackendName.DOCKER: DockerBackend.from_options,
 }
 

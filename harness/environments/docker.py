@@ -26,6 +26,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
+from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
 from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
@@ -106,11 +107,15 @@ def dockerfile_for(platform: Platform) -> Path:
 
 
 def image_tag(jax_version: str, platform: Platform, python_version: str, dockerfile_text: str,
-              base_image_id: str, lock_text: str) -> str:
-    """A tag that changes exactly when something that goes into the image changes."""
-    inputs = json.dumps({"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
-                         "python": python_version, "platform": str(platform), "jax": jax_version},
-                        sort_keys=True)
+              base_image_id: str, lock_text: str, requirements: Requirements = Requirements()) -> str:
+    """A tag that changes exactly when something that goes into the image changes (the lock already
+    pins the script's requirements; they are named too, so that a set resolving to the same pins
+    still says what it asked for)."""
+    identity = {"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
+                "python": python_version, "platform": str(platform), "jax": jax_version}
+    if requirements:  # absent when there are none: images built before requirements keep their tags
+        identity["requirements"] = requirements.to_json()
+    inputs = json.dumps(identity, sort_keys=True)
     digest = hashlib.sha256(inputs.encode()).hexdigest()[:12]
     flavour = "cuda" if platform == Platform.CUDA else "cpu"
     return f"{IMAGE_REPO}:jax{jax_version}-{flavour}-py{python_version}-{digest}"
@@ -264,8 +269,10 @@ class DockerBackend(Backend):
                  client: docker.DockerClient | None = None,
                  release_date: Callable[[str], Any] | None = None,
                  base_images: dict[Platform, str] | None = None, mem_limit: str | None = None,
-                 user: str | None = None, pythons: PythonChooser | None = None):
+                 user: str | None = None, pythons: PythonChooser | None = None,
+                 requirements: Requirements = Requirements()):
         self.base_image, self.rebuild = base_image, rebuild
+        self.requirements = requirements  # the script's own, resolved with each jax into its image
         # The images' Python per release, chosen as for venvs (harness/pythons.py) among those the
         # offline base images provide; python_version (docker.python) pins it.
         pinned = PythonVersion.parse(python_version) if python_version else None
@@ -295,7 +302,8 @@ class DockerBackend(Backend):
                                 options.wheel_pythons(MANYLINUX_X86_64) if options.wheel_pythons else (lambda _v: None),
                                 pinned=pinned, provided=OFFLINE_PYTHONS | ({pinned} if pinned else set()))
         return cls(base_image=section.get("base_image"), python_version=pin, rebuild=options.rebuild,
-                   release_date=options.release_date, pythons=pythons)
+                   release_date=options.release_date, pythons=pythons,
+                   requirements=options.requirements)
 
     @property
     def client(self) -> docker.DockerClient:
@@ -334,18 +342,22 @@ class DockerBackend(Backend):
         base_name = base.tags[0] if base.tags else base.id
         # Before any download or build: an image whose Python cannot install the wheels is never built.
         self._require_python(base, base_name, choice, jax_version, platform)
-        log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{python}.log"
+        extra = f"-req{self.requirements.digest}" if self.requirements else ""
+        log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{python}{extra}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         cutoff = self.release_date(jax_version) if self.release_date else None
         # --rebuild means once per sweep: a version prepared again (another mesh, a bisection step)
         # reuses what this backend just rebuilt.
         rebuild = self.rebuild and (jax_version, platform) not in self._rebuilt
-        lock = self.wheelhouse.lock(jax_version, platform, python, cutoff, log, refresh=rebuild)
+        lock = self.wheelhouse.lock(jax_version, platform, python, cutoff, log, refresh=rebuild,
+                                    extra=self.requirements)
         dockerfile = dockerfile_for(platform)
-        tag = image_tag(jax_version, platform, python, dockerfile.read_text(), base.id, lock)
+        tag = image_tag(jax_version, platform, python, dockerfile.read_text(), base.id, lock, self.requirements)
         facts: dict[str, Any] = {"base_image": base_name, "base_image_id": base.id,
                                  "exclude_newer": cutoff.isoformat() if cutoff else None,
                                  "python_choice": choice.to_json()}
+        if self.requirements:
+            facts["requirements"] = self.requirements.to_json()
         if not rebuild and self._image_exists(tag):
             facts["reused"] = True
         else:

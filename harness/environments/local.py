@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.dependencies import Requirements, unmet
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import InterpreterEnvironment, clean_environment, probe_interpreter
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
@@ -23,8 +24,9 @@ class LocalEnvironment(InterpreterEnvironment):
 class LocalBackend(Backend):
     name = "local"
 
-    def __init__(self, python: str | None = None):
+    def __init__(self, python: str | None = None, requirements: Requirements = Requirements()):
         self.python = python or sys.executable
+        self.requirements = requirements  # nothing is installed: they must already be there
         self._facts: dict[str, Any] | None = None
 
     def installed_version(self) -> str:
@@ -36,6 +38,17 @@ class LocalBackend(Backend):
                 raise BackendUnavailable(f"--backend local: {self.python} cannot import jax "
                                          f"({exc}); install jax there or use --backend venv") from None
         return self._facts["jax"]
+
+    def check(self, platform: Platform, say: Say = _quiet) -> None:
+        """The script's requirements must be satisfied by the interpreter: one line naming what is
+        missing, before any run (every run would otherwise fail on its import)."""
+        self.installed_version()
+        facts = self._facts or {}
+        missing = unmet(self.requirements, facts.get("distributions", {}), facts.get("python", ""))
+        if missing:
+            raise BackendUnavailable(f"--backend local: {self.python} does not satisfy the script's "
+                                     f"requirements: {'; '.join(missing)} (install them there, or use "
+                                     f"--backend venv)")
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         installed = self.installed_version()

@@ -138,15 +138,32 @@ class InterpreterEnvironment(Environment):
         kill_all()
 
 
-PROBE = ("import json, platform, jax, jaxlib, numpy; print(json.dumps({'python': platform.python_version(),"
-         " 'jax': jax.__version__, 'jaxlib': jaxlib.__version__, 'numpy': numpy.__version__}))")
+# Every installed distribution and its version, so each cell records exactly what it ran with.
+DISTRIBUTIONS = ("{d.metadata['Name']: d.version for d in importlib.metadata.distributions()"
+                 " if d.metadata['Name']}")
+PROBE = ("import json, platform, importlib.metadata, jax, jaxlib, numpy; print(json.dumps({"
+         "'python': platform.python_version(), 'jax': jax.__version__, 'jaxlib': jaxlib.__version__,"
+         f" 'numpy': numpy.__version__, 'distributions': {DISTRIBUTIONS}}}, sort_keys=True))")
+
+
+def list_distributions(python: Path, env: dict[str, str]) -> dict[str, str]:
+    """Installed distributions without importing jax (cheap); {} when the interpreter cannot say."""
+    code = f"import json, importlib.metadata; print(json.dumps({DISTRIBUTIONS}, sort_keys=True))"
+    try:
+        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, timeout=60,
+                              cwd=Path(python).parent)
+        return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, IndexError, ValueError):
+        return {}
 
 
 def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
     """jax/jaxlib/numpy/Python versions as `python` sees them; EnvironmentUnavailable if it can't say."""
     try:
+        # In the interpreter's folder: `-c` puts the working folder on sys.path, and a checkout's
+        # *.egg-info there would be listed as installed.
         proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
-                              timeout=300)
+                              timeout=300, cwd=Path(python).parent)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None
     if proc.returncode != 0:

@@ -1,7 +1,9 @@
-"""What to install for a JAX version on a platform (pure): shared by the venv and docker backends."""
+"""What to install for a JAX version on a platform, and why an install failed (pure): shared by the
+venv and docker backends."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from packaging.version import Version
@@ -38,3 +40,30 @@ def exclude_newer(release_date: datetime | None) -> str | None:
     if release_date is None:
         return None
     return (release_date + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+# uv's error lines start with `error:` (or `×` on a terminal); the cause follows, indented, after
+# `cause:` or `╰─▶`; `hint:` lines are advice, not the reason.
+_UV_DECORATION = re.compile(r"^(?:error:|×|╰─▶|│|cause:|caused by:)\s*", re.IGNORECASE)
+
+
+def resolver_reason(log_text: str, limit: int = 400) -> str:
+    """uv's reason for a failed install or resolution, as one line ("" when the log has none):
+    the last command's error and its causes, joined."""
+    last_command = log_text.rsplit("\n$ ", 1)[-1]
+    lines = [line.strip() for line in last_command.splitlines()[1:]]
+    start = next((i for i, line in enumerate(lines) if line.startswith(("error:", "×"))), None)
+    if start is None:
+        return ""
+    parts = []
+    for line in lines[start:]:
+        if not line or line.startswith("hint:"):
+            break
+        text = line
+        while True:  # "× ╰─▶ cause:" may stack
+            stripped = _UV_DECORATION.sub("", text)
+            if stripped == text:
+                break
+            text = stripped
+        if text:
+            parts.append(text)
+    reason = parts[0].rstrip(":") + (": " + " ".join(parts[1:]) if len(parts) > 1 else "")
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"

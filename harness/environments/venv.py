@@ -11,10 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
-from harness.environments.process import InterpreterEnvironment, clean_environment, log_tail, probe_interpreter
-from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
+from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
+                                           log_tail, probe_interpreter)
+from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
@@ -58,21 +60,26 @@ def own_python_only() -> PythonChooser:
 
 
 class VenvBackend(Backend):
-    """`uv venv` + `uv pip install jax==V jaxlib==V`, other dependencies as of V's release date, in
-    the Python chosen for V (see harness/pythons.py)."""
+    """`uv venv` + `uv pip install jax==V jaxlib==V [the script's requirements]`, everything but jax
+    and jaxlib resolved as of V's release date, in the Python chosen for V (see harness/pythons.py)."""
 
     name = "venv"
 
     def __init__(self, root: Path = DEFAULT_ROOT, pythons: PythonChooser | None = None,
-                 release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False):
+                 release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False,
+                 requirements: Requirements = Requirements()):
         self.root, self.rebuild = Path(root), rebuild
         self.pythons = pythons or own_python_only()
         self._release_date = release_date
+        self.requirements = requirements
 
     def env_path(self, jax_version: str, platform: Platform, python: PythonVersion) -> Path:
-        """Keyed by version, flavour and Python: the name venvs had before the choice existed."""
+        """Keyed by version, flavour, Python and the script's requirement set: the name venvs had
+        before the choice existed, plus `-req<digest>` when there are requirements (another set is
+        another environment; none keeps the plain name and its reuse)."""
         flavour = "cuda" if platform == Platform.CUDA else "cpu"
-        return self.root / f"jax-{jax_version}-{flavour}-py{python}"
+        extra = f"-req{self.requirements.digest}" if self.requirements else ""
+        return self.root / f"jax-{jax_version}-{flavour}-py{python}{extra}"
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         try:
@@ -101,9 +108,13 @@ class VenvBackend(Backend):
             if not damage:
                 try:
                     facts = json.loads(marker.read_text())
-                    return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
                 except (OSError, json.JSONDecodeError):
                     damage = "unreadable marker"
+                else:
+                    if "distributions" not in facts:  # made before environments listed their contents
+                        facts["distributions"] = list_distributions(path / "bin" / "python", clean_environment({}))
+                        _write_marker(marker, facts)
+                    return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
         if path.exists():
             say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else damage})")
             shutil.rmtree(path)
@@ -116,8 +127,10 @@ class VenvBackend(Backend):
         # and would try to download one where it cannot.
         steps = [[uv, "venv", "--quiet", "--no-python-downloads", "--python",
                   choice.interpreter or str(choice.version), str(path)]]
+        # The script's requirements go in the same resolution as jax: each release gets the Flax
+        # (Optax, ...) of its time that works with it, or uv says why none does.
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
-                   *jax_requirements(jax_version, platform)]
+                   *jax_requirements(jax_version, platform), *self.requirements.items]
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
             install += ["--find-links", link]
         cutoff = self._release_date(jax_version) if self._release_date else None
@@ -131,13 +144,18 @@ class VenvBackend(Backend):
                 out.flush()
                 proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
                 if proc.returncode != 0:
-                    raise EnvironmentUnavailable(f"could not install jax {jax_version}: see {log}",
+                    why = resolver_reason(log_tail(log, chars=20_000))
+                    what = f"jax {jax_version}" + (f" with {', '.join(self.requirements.items)}"
+                                                  if self.requirements else "")
+                    raise EnvironmentUnavailable(f"could not install {what}: {why or 'see the log'} ({log})",
                                                  log_tail=log_tail(log))
         facts = probe_interpreter(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
         facts["exclude_newer"] = newest
-        marker.write_text(json.dumps(facts))
+        if self.requirements:
+            facts["requirements"] = self.requirements.to_json()
+        _write_marker(marker, facts)
         return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": False})
 
 
@@ -152,3 +170,9 @@ def damaged(path: Path) -> str:
     if not any(path.glob("lib/python*/site-packages/jax/__init__.py")):
         return "damaged: the jax package is missing"
     return ""
+
+
+def _write_marker(marker: Path, facts: dict[str, Any]) -> None:
+    tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(facts))
+    tmp.replace(marker)  # atomic: a reader never sees half a marker

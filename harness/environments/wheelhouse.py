@@ -22,9 +22,10 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from harness.dependencies import Requirements
 from harness.environments.locking import held
 from harness.environments.process import log_tail
-from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements
+from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.environments.venv import find_uv
 from harness.errors import EnvironmentUnavailable
 from harness.model import Platform
@@ -153,18 +154,22 @@ class Wheelhouse:
         self.locks = self.root / "locks"
 
     def lock(self, jax_version: str, platform: Platform, python_version: str,
-             cutoff: datetime | None, log: Path, refresh: bool = False) -> str:
-        """The pinned requirements for this version, resolved once and then read back."""
+             cutoff: datetime | None, log: Path, refresh: bool = False,
+             extra: Requirements = Requirements()) -> str:
+        """The pinned requirements for this version (and the script's `extra` requirements, resolved
+        together with it as of the same date), resolved once and then read back."""
         stamp = cutoff.strftime("%Y%m%d") if cutoff else "latest"
-        path = self.locks / f"jax-{jax_version}-{platform}-py{python_version}-{stamp}.txt"
+        suffix = f"-req{extra.digest}" if extra else ""
+        path = self.locks / f"jax-{jax_version}-{platform}-py{python_version}-{stamp}{suffix}.txt"
         if path.exists() and not refresh:
             return path.read_text()
         self.locks.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        requirements = jax_requirements(jax_version, platform)
+        requirements = [*jax_requirements(jax_version, platform), *extra.items]
         cmd = lock_command(find_uv(), requirements, python_version, tmp, cutoff,
                            find_links_for(jax_version, platform))
-        _run_logged(cmd, log, f"could not resolve the dependencies of jax {jax_version}",
+        what = f"jax {jax_version}" + (f" with {', '.join(extra.items)}" if extra else "")
+        _run_logged(cmd, log, f"could not resolve the dependencies of {what}",
                     stdin="\n".join(requirements) + "\n", cwd=self.root)
         text = tmp.read_text()
         parse_lock(text)  # refuse to keep a list the build could not use
@@ -212,4 +217,5 @@ def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = Non
         proc = subprocess.run(cmd, input=stdin, text=True, stdout=out, stderr=subprocess.STDOUT,
                               env=host_pip_environment(), cwd=cwd)
     if proc.returncode != 0:
-        raise EnvironmentUnavailable(f"{failure}: see {log}", log_tail=log_tail(log))
+        why = resolver_reason(log_tail(log, chars=20_000))  # uv's reason, when it gave one
+        raise EnvironmentUnavailable(f"{failure}: {why or 'see the log'} ({log})", log_tail=log_tail(log))

@@ -7,7 +7,11 @@ from typing import Any
 import yaml
 from tabulate import tabulate
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from harness.analysis import boundaries, comparison_of, version_verdicts
+from harness.dependencies import other_distributions
 from harness.model import Attribution, CellResult, Platform, Verdict
 from harness.results import RunStatus
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
@@ -318,6 +322,29 @@ def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]
     if rows:
         lines += ["", tabulate(rows, headers=["cell", "jax", "jaxlib", "python", "numpy", "backend", "image"],
                                tablefmt="github")]
+    return lines + _packages(document, cells)
+
+
+def _packages(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
+    """What else each cell had installed: the script's requirements as resolved for that release
+    (a different Flax per JAX release is the point), then every other package, folded."""
+    requested = (document.get("config") or {}).get("requirements") or []
+    names = {canonicalize_name(Requirement(r).name) for r in requested}
+    listed = [(c, other_distributions(c.environment.get("distributions") or {})) for c in cells]
+    listed = [(c, d) for c, d in listed if d]
+    lines = []
+    if requested:
+        lines += ["", f"The script's requirements ({', '.join(f'`{r}`' for r in requested)}), installed with each "
+                      "release as of its date:", ""]
+        for cell, installed in listed:
+            got = ", ".join(f"{n} {installed[n]}" for n in sorted(names) if n in installed) or "—"
+            lines.append(f"- jax {cell.spec.jax_version}: {got}")
+    if listed:
+        lines += ["", "<details><summary>packages installed besides jax and jaxlib, per cell</summary>", ""]
+        for cell, installed in listed:
+            lines.append(f"- jax {cell.spec.jax_version} ({_where(cell)}): "
+                         + ", ".join(f"**{n} {v}**" if n in names else f"{n} {v}" for n, v in installed.items()))
+        lines += ["", "</details>"]
     return lines
 
 

@@ -10,6 +10,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.jaxlog import LOG_ENV
@@ -51,6 +54,7 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     if cell.environment.get("numpy"):
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
         requirements.append(f"numpy=={cell.environment['numpy']}")
+    requirements += _script_requirements(cell, config)
     args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
     python = f"{venv}/bin/python"
     command = cell.command
@@ -95,6 +99,17 @@ def script_folder(cell: CellResult) -> tuple[str, str] | None:
     return cell.script_cache.folders[-1] if cell.script_cache and cell.script_cache.folders else None
 
 
+def _script_requirements(cell: CellResult, config: dict[str, Any]) -> list[str]:
+    """The script's requirements pinned to the versions this cell had (as they were resolved for its
+    release); the requirement as written where the cell did not record its packages."""
+    installed = {canonicalize_name(n): v for n, v in (cell.environment.get("distributions") or {}).items()}
+    pinned = []
+    for text in config.get("requirements") or []:
+        name = canonicalize_name(Requirement(text).name)
+        pinned.append(f"{name}=={installed[name]}" if name in installed else text)
+    return pinned
+
+
 def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
     source = document.get("config", {}).get("source") or "CONFIG"
@@ -110,6 +125,8 @@ def harness_command(document: dict[str, Any], cell: CellResult) -> str:
             words += ["--env", f"{name}={value}"]
         if config.get("cwd"):
             words += ["--cwd", config["cwd"]]
+        for requirement in config.get("requirements") or []:
+            words += ["--with", requirement]
         if config.get("args"):
             words += ["--", *config["args"]]
         return shlex.join(str(w) for w in words)
