@@ -357,6 +357,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
                  f"up to {runs} runs each")
 
     choice.backend.check(config.platform, progress.say)
+    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
     header = _header(shlex.join(["harness", *options.argv]), config, versions, choice,
                      {"runs": runs, "jobs": options.jobs, "seeds": str(options.seeds),
                       "all_runs": options.all_runs})
@@ -461,6 +462,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     if repo is not None:  # a git repository, but is it jax's, with its release tags?
         repo.release_commit(options.good or versions[0])
     choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
+    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
     command = bisect_command(config_path, options)
     jax_repo = str(repo.path.resolve()) if repo else None
     header = _header(command, config, versions, choice, {

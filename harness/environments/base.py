@@ -10,6 +10,8 @@ import abc
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.environments.gpus import GpuCount, host_gpus, shortfall
+from harness.errors import BackendUnavailable
 from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import PythonChooser
 
@@ -70,6 +72,22 @@ class Backend(abc.ABC):
         """The one JAX version this backend has when it installs nothing (local); None when it makes
         an environment for whichever version is asked."""
         return None
+
+    def check_gpus(self, platform: Platform, device_count: int, source: str = "device_count",
+                   say: Say = _quiet) -> None:
+        """Before a cuda sweep: BackendUnavailable (one line) when its runs would see fewer than
+        `device_count` GPUs, instead of every run failing."""
+        if platform != Platform.CUDA:
+            return
+        count = self.visible_gpus(say)
+        problem = shortfall(count, device_count, source)
+        if problem:
+            raise BackendUnavailable(problem)
+        say(f"GPUs: {count.visible} visible ({count.how}), {device_count} needed")
+
+    def visible_gpus(self, say: Say = _quiet) -> GpuCount:
+        """The GPUs this backend's runs see; on the host by default."""
+        return host_gpus()
 
     def describe(self) -> dict[str, Any]:
         """Host-level facts about this backend (for example the Docker version)."""

@@ -28,6 +28,7 @@ from docker.types import DeviceRequest, Mount
 
 from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.gpus import CONTAINER_ADVICE, GpuCount, parse_gpu_list
 from harness.environments.locking import held
 from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
 from harness.environments.supervise import CappedLog
@@ -84,6 +85,7 @@ CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
 OWNER_LABEL = f"{LABEL}.owner-pid"
 PROBE_TIMEOUT_S = 300.0
+GPU_LIST_TIMEOUT_S = 60.0
 
 NO_GPU = ("the Docker runtime has no GPU support ({detail}); install the NVIDIA Container Toolkit "
           "and restart dockerd, or use platform: cpu")
@@ -182,6 +184,16 @@ def container_command(program: Program) -> list[str]:
     """`python SCRIPT ARGS` or `python -m MODULE ARGS` as the container sees them."""
     script = f"{SCRIPT_MOUNT}/{program.script.name}" if program.script else None
     return ["python", *program.argv(script)]
+
+
+def gpu_list_kwargs() -> dict[str, Any]:
+    """A container that lists the GPUs the runtime gives (pure, so tests can read it)."""
+    return {"name": f"jax-harness-gpus-{uuid.uuid4().hex[:12]}",
+            # The NVIDIA runtime mounts the driver's nvidia-smi only for the `utility` capability.
+            "environment": {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+            "device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])],
+            "network_disabled": True, "network_mode": "none", "labels": {LABEL: "gpus", OWNER_LABEL: str(os.getpid())},
+            "detach": True}
 
 
 def run_container(client: docker.DockerClient, image: str, command: list[str], kwargs: dict[str, Any],
@@ -378,6 +390,20 @@ class DockerBackend(Backend):
     def check(self, platform: Platform, say: Say = _quiet) -> None:
         """The base image of the Python most releases use (the pinned one, or the default)."""
         self.base_image_for(platform, say, str(self.pythons.pinned or self.pythons.own))
+
+    def visible_gpus(self, say: Say = _quiet) -> GpuCount:
+        """What the container runtime gives a run: `nvidia-smi -L` (mounted by the NVIDIA runtime) in
+        a container of the cuda base image with every GPU requested, as the runs request them."""
+        how = "a container with the GPUs requested (nvidia-smi -L)"
+        image = self.base_image_for(Platform.CUDA, say, str(self.pythons.pinned or self.pythons.own))
+        log = self.state_dir / "logs" / "gpus.log"
+        kwargs = gpu_list_kwargs()
+        outcome = run_container(self.client, image.id, ["nvidia-smi", "-L"], kwargs, log, GPU_LIST_TIMEOUT_S)
+        if not outcome.ok:
+            last = (log_tail(log).strip().splitlines() or [""])[-1]
+            problem = outcome.reason if last in outcome.reason else f"{outcome.reason}: {last}"
+            return GpuCount(0, how, problem, CONTAINER_ADVICE)
+        return GpuCount(parse_gpu_list(log.read_text(errors="replace")), how, advice=CONTAINER_ADVICE)
 
     def base_image_for(self, platform: Platform, say: Say = _quiet, python: str = DEFAULT_PYTHON):
         """The base image for `python`, pulled if absent. Cannot be had: BackendUnavailable (one

@@ -1,0 +1,68 @@
+"""How many GPUs a cuda sweep's runs can see, asked once before the sweep instead of failing every run.
+
+The host asks `nvidia-smi -L`; the docker backend asks a container with the GPUs requested, the way
+its runs get them (see docker.py). The judgement is pure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping
+
+_GPU_LINE = re.compile(r"^GPU \d+:", re.M)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
+TIMEOUT_S = 60
+HOST_ADVICE = "check the NVIDIA driver (`nvidia-smi -L`) and CUDA_VISIBLE_DEVICES"
+CONTAINER_ADVICE = ("check that the NVIDIA Container Toolkit is installed (and dockerd restarted since) and that "
+                    "`nvidia-smi -L` lists the GPUs on the host")
+
+
+@dataclass(frozen=True)
+class GpuCount:
+    visible: int  # GPUs seen (0 when they could not be listed at all)
+    how: str  # where they were counted, for the message
+    problem: str = ""  # why they could not be listed (no nvidia-smi, no GPU runtime...)
+    advice: str = HOST_ADVICE  # what to check
+
+
+
+
+def parse_gpu_list(text: str) -> int:
+    """GPUs in `nvidia-smi -L` output (pure)."""
+    return len(_GPU_LINE.findall(text))
+
+
+def shortfall(count: GpuCount, needed: int, source: str = "device_count") -> str | None:
+    """One line saying why a cuda sweep cannot run here, or None when enough GPUs are visible (pure)."""
+    if count.visible >= needed:
+        return None
+    seen = f"{count.how} lists {count.visible}" if not count.problem else f"{count.how}: {count.problem}"
+    return f"{source}: platform cuda needs {needed} GPU(s), but {seen}; {count.advice}"
+
+
+def within_visible_devices(listed: int, cuda_visible_devices: str | None) -> int:
+    """The GPUs a process sees when CUDA_VISIBLE_DEVICES (which runs on the host inherit, and
+    nvidia-smi ignores) narrows the listed ones (pure)."""
+    if cuda_visible_devices is None:
+        return listed
+    return min(listed, len([d for d in cuda_visible_devices.split(",") if d.strip()]))
+
+
+def host_gpus(nvidia_smi: str | None = None, environ: Mapping[str, str] = os.environ) -> GpuCount:
+    """The GPUs a process on this host sees: `nvidia-smi -L`, narrowed by CUDA_VISIBLE_DEVICES."""
+    narrowed = environ.get("CUDA_VISIBLE_DEVICES")
+    how = "nvidia-smi -L" + (f" with CUDA_VISIBLE_DEVICES={narrowed!r}" if narrowed is not None else "")
+    smi = nvidia_smi or shutil.which("nvidia-smi")
+    if not smi:
+        return GpuCount(0, how, "nvidia-smi is not on PATH (no NVIDIA driver here?)")
+    try:
+        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return GpuCount(0, how, f"could not run it ({exc})")
+    if proc.returncode != 0:
+        lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+        return GpuCount(0, how, f"exit code {proc.returncode}" + (f": {lines[-1]}" if lines else ""))
+    return GpuCount(within_visible_devices(parse_gpu_list(proc.stdout), narrowed), how)

@@ -1,0 +1,130 @@
+"""Before a cuda sweep: enough GPUs visible, or one line saying why not (no run is made)."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+from docker.errors import APIError
+
+from harness import cli, service
+from harness.environments import docker as dk
+from harness.environments.base import Backend
+from harness.environments.gpus import (CONTAINER_ADVICE, GpuCount, host_gpus, parse_gpu_list, shortfall,
+                                       within_visible_devices)
+from harness.errors import BackendUnavailable
+from harness.model import Platform
+from tests.test_docker_backend import BASE, fake_client, fake_container
+from tests.test_versions import INDEX
+
+SMI_L = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b)\n"
+         "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2c3d)\n")
+
+
+def fake_smi(tmp_path, output=SMI_L, code=0):
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir(exist_ok=True)
+    smi.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] || exit 9\nprintf '%s' '{output}'\nexit {code}\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    return smi
+
+
+def test_parse_and_narrow():
+    assert parse_gpu_list(SMI_L) == 2
+    assert parse_gpu_list("No devices found.\n") == 0
+    assert within_visible_devices(8, None) == 8
+    assert within_visible_devices(8, "0,1,2") == 3
+    assert within_visible_devices(2, "0,1,2,3") == 2
+    assert within_visible_devices(8, "") == 0
+
+
+def test_shortfall_is_one_line_naming_what_to_check():
+    assert shortfall(GpuCount(8, "nvidia-smi -L"), 8) is None
+    text = shortfall(GpuCount(2, "nvidia-smi -L"), 8, "configs/nightly.yaml: device_count")
+    assert text == ("configs/nightly.yaml: device_count: platform cuda needs 8 GPU(s), but nvidia-smi -L lists 2; "
+                    "check the NVIDIA driver (`nvidia-smi -L`) and CUDA_VISIBLE_DEVICES")
+    text = shortfall(GpuCount(0, "a container", "docker: no GPU runtime", CONTAINER_ADVICE), 1)
+    assert "but a container: docker: no GPU runtime; check that the NVIDIA Container Toolkit" in text
+    assert "\n" not in text
+
+
+def test_host_gpus_asks_nvidia_smi(tmp_path):
+    assert host_gpus(str(fake_smi(tmp_path)), environ={}) == GpuCount(2, "nvidia-smi -L")
+    narrowed = host_gpus(str(fake_smi(tmp_path)), environ={"CUDA_VISIBLE_DEVICES": "1"})
+    assert narrowed.visible == 1 and "CUDA_VISIBLE_DEVICES='1'" in narrowed.how
+    failed = host_gpus(str(fake_smi(tmp_path, "NVIDIA-SMI has failed because it could not communicate", 9)),
+                       environ={})
+    assert failed.visible == 0 and failed.problem == ("exit code 9: NVIDIA-SMI has failed because it could not "
+                                                      "communicate")
+
+
+def test_no_nvidia_smi_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    count = host_gpus(environ={})
+    assert count.visible == 0 and "nvidia-smi is not on PATH" in count.problem
+
+
+class Counting(Backend):
+    name = "fake"
+
+    def __init__(self, visible):
+        self.visible, self.asked = visible, 0
+
+    def prepare(self, jax_version, platform, say=None):
+        raise AssertionError("nothing is prepared before the check")
+
+    def visible_gpus(self, say=None):
+        self.asked += 1
+        return GpuCount(self.visible, "nvidia-smi -L")
+
+
+def test_check_gpus_only_for_cuda():
+    backend = Counting(2)
+    backend.check_gpus(Platform.CPU, 8)
+    backend.check_gpus(Platform.AUTO, 8)
+    assert backend.asked == 0
+    backend.check_gpus(Platform.CUDA, 2)
+    with pytest.raises(BackendUnavailable, match="needs 8 GPU"):
+        backend.check_gpus(Platform.CUDA, 8)
+
+
+def test_a_cuda_sweep_with_too_few_gpus_stops_before_writing_anything(tmp_path, monkeypatch, write, capsys):
+    monkeypatch.setattr(service, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setenv("PATH", f"{fake_smi(tmp_path).parent}:/usr/bin:/bin")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    config = write("gpu.yaml", "name: gpu\nrepro: shard_map_grad\njax_versions: ['0.4.28']\nplatform: cuda\n"
+                               "device_count: 8\n")
+    out = tmp_path / "out"
+    assert cli.main(["run", str(config), "--backend", "venv", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"harness: error: {config}: device_count: platform cuda needs 8 GPU(s), but nvidia-smi -L "
+                       "lists 2; check the NVIDIA driver (`nvidia-smi -L`) and CUDA_VISIBLE_DEVICES")
+    assert not out.exists()
+
+
+def test_docker_counts_what_a_container_with_the_gpus_requested_sees(tmp_path):
+    client = fake_client(dict(BASE))
+    client.containers.create.side_effect = lambda *a, **k: fake_container(logs=SMI_L.encode())
+    backend = dk.DockerBackend(state_dir=tmp_path, client=client, base_image="jax-harness-base:bookworm")
+    count = backend.visible_gpus()
+    assert count.visible == 2 and count.advice == CONTAINER_ADVICE
+    image, command = client.containers.create.call_args.args
+    kwargs = client.containers.create.call_args.kwargs
+    assert (image, command) == ("sha256:base", ["nvidia-smi", "-L"])
+    (request,) = kwargs["device_requests"]
+    assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
+    assert "utility" in kwargs["environment"]["NVIDIA_DRIVER_CAPABILITIES"]  # or nvidia-smi is not mounted
+    assert kwargs["network_mode"] == "none"
+
+
+def test_docker_without_a_gpu_runtime_says_so_in_one_line(tmp_path):
+    client = fake_client(dict(BASE))
+    client.containers.create.side_effect = APIError(
+        "500 Server Error", explanation='could not select device driver "" with capabilities: [[gpu]]')
+    backend = dk.DockerBackend(state_dir=tmp_path, client=client, base_image="jax-harness-base:bookworm")
+    with pytest.raises(BackendUnavailable) as caught:
+        backend.check_gpus(Platform.CUDA, 8, "nightly.yaml: device_count")
+    assert str(caught.value) == (
+        "nightly.yaml: device_count: platform cuda needs 8 GPU(s), but a container with the GPUs requested "
+        "(nvidia-smi -L): docker: could not select device driver \"\" with capabilities: [[gpu]]; "
+        + CONTAINER_ADVICE)
