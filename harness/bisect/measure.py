@@ -50,33 +50,10 @@ class PointMeasurer:
             self.on_point(point, recorded, True)
             return point_verdict(recorded)
         alternatives = prepare if isinstance(prepare, list) else [prepare]
-        tried: list[str] = []
-        for attempt in alternatives:
-            cells = self._attempt(specs, attempt)
-            if point_verdict(cells) != Verdict.ERROR:
-                break
-            tried.append("; ".join(c.reason for c in cells))
-        earlier = tried if point_verdict(cells) != Verdict.ERROR else tried[:-1]
-        for cell in cells if earlier else []:
-            cell.earlier_attempts = earlier  # why the preferred environments could not run it
+        cells = measure_alternatives(specs, alternatives, self._cell, self.progress)
         self.state.record(point, cells)
         self.on_point(point, cells, False)
         return point_verdict(cells)
-
-    def _attempt(self, specs: list[CellSpec], prepare: Callable[[], Environment]) -> list[CellResult]:
-        try:
-            environment = prepare()
-        except EnvironmentUnavailable as exc:
-            return [error_cell(s, f"environment: {exc}", log_tail=exc.log_tail) for s in specs]
-        cells = []
-        for number, spec in enumerate(specs, start=1):
-            self.progress.cell_started(spec, number, len(specs))
-            cell = self._cell(spec, environment)
-            self.progress.cell_finished(cell)
-            cells.append(cell)
-            if cell.verdict == Verdict.REPRODUCED:
-                break
-        return cells
 
     def _cell(self, spec: CellSpec, environment: Environment) -> CellResult:
         cell = measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
@@ -84,3 +61,40 @@ class PointMeasurer:
         if cell.interrupted:
             raise KeyboardInterrupt  # a point cut short is not recorded: it is measured again on resume
         return cell
+
+
+def measure_alternatives(specs: list[CellSpec], alternatives: list[Callable[[], Environment]],
+                         measure: Callable[[CellSpec, Environment], CellResult], progress: Progress,
+                         all_specs: bool = False) -> list[CellResult]:
+    """The cells of one point, from the first environment that can run it: the next alternative is
+    tried only when every cell of the previous one is `error`. Unless `all_specs`, the remaining
+    meshes are skipped once one reproduces (a bisection step needs no more)."""
+    tried: list[str] = []
+    cells: list[CellResult] = []
+    for prepare in alternatives:
+        cells = _attempt(specs, prepare, measure, progress, all_specs)
+        if point_verdict(cells) != Verdict.ERROR:
+            break
+        tried.append("; ".join(c.reason for c in cells))
+    earlier = tried if point_verdict(cells) != Verdict.ERROR else tried[:-1]
+    for cell in cells if earlier else []:
+        cell.earlier_attempts = earlier  # why the preferred environments could not run it
+    return cells
+
+
+def _attempt(specs: list[CellSpec], prepare: Callable[[], Environment],
+             measure: Callable[[CellSpec, Environment], CellResult], progress: Progress,
+             all_specs: bool) -> list[CellResult]:
+    try:
+        environment = prepare()
+    except EnvironmentUnavailable as exc:
+        return [error_cell(s, f"environment: {exc}", log_tail=exc.log_tail) for s in specs]
+    cells = []
+    for number, spec in enumerate(specs, start=1):
+        progress.cell_started(spec, number, len(specs))
+        cell = measure(spec, environment)
+        progress.cell_finished(cell)
+        cells.append(cell)
+        if cell.verdict == Verdict.REPRODUCED and not all_specs:
+            break
+    return cells
