@@ -396,7 +396,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
     """`harness nightly`: sweep (the latest release unless told otherwise), then compare."""
     base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(config_path)
-    check_same_repro(config_path, config.to_json()["repro"], baseline, repro_of(base.header.config))
+    check_same_repro(config_path, repro_of(config.to_json()), baseline, repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))
     swept = sweep(config, options, progress)
