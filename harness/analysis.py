@@ -319,9 +319,12 @@ class Boundaries:
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced,
-    clean only if every cell is clean, else error (if any) or unsupported."""
+    clean only if every cell is clean, else error (if any) or unsupported. Releases only: a commit
+    measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
     by_version: dict[str, list[Verdict]] = {}
     for cell in cells:
+        if cell.commit is not None:
+            continue
         by_version.setdefault(cell.spec.jax_version, []).append(cell.verdict)
     out = {}
     for version, verdicts in by_version.items():

@@ -157,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="results folder (or results.json) to compare with")
     nightly.add_argument("--config-versions", action="store_true",
                          help="sweep the config's jax_versions instead of the default, the latest release")
+    nightly.add_argument("--jax-repo", type=Path, metavar="PATH",
+                         help="a clone of jax (bare is fine): also measure the commit at --ref, fetched first "
+                              "when the clone has a remote, and compare it with the baseline's newest release")
+    nightly.add_argument("--ref", default="main",
+                         help="--jax-repo: the branch, tag or commit to measure (default: main)")
     _add_sweep_options(nightly)
     nightly.set_defaults(handler=cmd_nightly)
 
@@ -315,8 +320,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
+    jax_ref = service.JaxRef(args.jax_repo, args.ref) if args.jax_repo is not None else None
     found = service.nightly(args.config, _sweep_options(args), args.baseline, args.config_versions,
-                            _progress(args))
+                            _progress(args), jax_ref)
     code = _show_sweep(found.sweep)
     if code != ExitCode.OK:
         return code

@@ -152,6 +152,27 @@ class RunCommand:
         return cls(tuple(data.get("argv", [])), tuple((data.get("env") or {}).items()), str(data.get("cwd", "")))
 
 
+@dataclass(frozen=True)
+class CommitInfo:
+    """A jax commit: what a commit bisection blames, or what `nightly --jax-repo` measures beside releases."""
+
+    sha: str
+    date: str  # committer date, ISO 8601
+    subject: str
+
+    @property
+    def label(self) -> str:
+        """How tables name a commit's cell (its spec keeps a PEP 440 version for sorting)."""
+        return f"jax@{self.sha[:12]}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"sha": self.sha, "date": self.date, "subject": self.subject}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CommitInfo:
+        return cls(data["sha"], data.get("date", ""), data.get("subject", ""))
+
+
 @dataclass
 class ProcessOutcome:
     """How one process ended, whatever ran it (a venv interpreter or a container)."""
@@ -276,6 +297,28 @@ class RunRecord:
                    keys=RunLog.from_json(keys) if keys is not None else None)
 
 
+@dataclass(frozen=True)
+class MeasuredCommit:
+    """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one, how it was
+    named, and the jaxlib release it ran with (None when none could)."""
+
+    info: CommitInfo
+    ref: str | None = None  # what --ref said
+    fetched_from: str | None = None  # the remote fetched before; None when nothing was fetched
+    jaxlib: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.info.label
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.info.to_json(), "ref": self.ref, "fetched_from": self.fetched_from, "jaxlib": self.jaxlib}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MeasuredCommit:
+        return cls(CommitInfo.from_json(data), data.get("ref"), data.get("fetched_from"), data.get("jaxlib"))
+
+
 @dataclass
 class CellResult:
     spec: CellSpec
@@ -297,7 +340,14 @@ class CellResult:
     inconsistencies: list[str] = field(default_factory=list)  # the cache folder and the logs disagree
     cause: Cause | None = None  # from the evidence's module diff (set when the report gathers it)
     command: RunCommand | None = None  # a user's script: its arguments, environment additions, folder
+    commit: MeasuredCommit | None = None  # nightly --jax-repo: the commit measured instead of a release
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
+
+    @property
+    def label(self) -> str:
+        """`jax@<sha>` for a commit's cell, the release otherwise."""
+        commit = self.commit
+        return commit.label if commit else self.spec.jax_version
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -335,6 +385,8 @@ class CellResult:
             out["cause"] = str(self.cause)
         if self.command is not None:
             out["command"] = self.command.to_json()
+        if self.commit is not None:
+            out["commit"] = self.commit.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -366,6 +418,7 @@ class CellResult:
             inconsistencies=list(data.get("inconsistencies", [])),
             cause=Cause(data["cause"]) if data.get("cause") else None,
             command=RunCommand.from_json(data["command"]) if data.get("command") else None,
+            commit=MeasuredCommit.from_json(data["commit"]) if data.get("commit") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -373,4 +426,4 @@ class CellResult:
 _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
-                "inconsistencies", "cause", "command"}
+                "inconsistencies", "cause", "command", "commit"}

@@ -15,12 +15,14 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from harness.bisect import report as bisect_report
-from harness.bisect.bisection import Bisection, Outcome
-from harness.bisect.commits import GitRepo
+from harness.bisect.bisection import DEFAULT_SOURCES, Bisection, Outcome
+from harness.bisect.commits import CommitSources, GitRepo
+from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
 from harness.bisect.state import BisectState
 from harness.confidence import SeedStrategy, runs_for_target
 from harness.config import CHECK_SOURCE, Config, load_config, parse_config
@@ -331,8 +333,10 @@ def check_config(script: Path | None, versions: tuple[str, ...] | None, platform
     return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
 
 
-def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOutcome:
-    """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks)."""
+def sweep(config: Config, options: SweepOptions, progress: Progress,
+          more: Callable[[Sweep, PyPIIndex], object] | None = None) -> SweepOutcome:
+    """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks);
+    `more`, when given, measures further cells into the same results after them (nightly's commit)."""
     lock = None
     if options.resume is not None:
         # First, before anything is resolved or printed: a folder another process is writing is
@@ -378,8 +382,12 @@ def sweep(config: Config, options: SweepOptions, progress: Progress) -> SweepOut
     measurement = Sweep(config, choice.backend, writer, progress, jobs=options.jobs,
                         planner=SeedPlanner(options.seeds, runs=runs),
                         stop_when_reproduced=not options.all_runs)
-    status, _ = _finish(writer, lambda: measurement.run(cells), lambda _: RunStatus.COMPLETE,
-                        new_folder=options.resume is None)
+    def measure() -> None:
+        measurement.run(cells)
+        if more is not None:
+            more(measurement, index)
+
+    status, _ = _finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
     again = resume_command(options.argv, writer.dir) if status == RunStatus.INTERRUPTED else None
     return SweepOutcome(writer.dir, writer.cells, status, again)
 
@@ -392,17 +400,44 @@ def compare_folders(results: Path, baseline: Path) -> list[CellChange]:
 
 
 def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_versions: bool,
-            progress: Progress) -> NightlyOutcome:
-    """`harness nightly`: sweep (the latest release unless told otherwise), then compare."""
+            progress: Progress, jax_ref: JaxRef | None = None) -> NightlyOutcome:
+    """`harness nightly`: sweep (the latest release unless told otherwise, and the commit `jax_ref`
+    names when given), then compare."""
     base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(config_path)
     check_same_repro(config_path, repro_of(config.to_json()), baseline, repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))
-    swept = sweep(config, options, progress)
+    more = None
+    if jax_ref is not None:
+        if options.backend != BackendName.VENV:
+            # The commit's jax/ goes on PYTHONPATH as a host path, which a container cannot see.
+            raise UserError("--jax-repo: the commit runs with --backend venv")
+        if options.shard:
+            raise UserError("--jax-repo: the commit is one more cell on one machine; run nightly without --shard")
+        repo = GitRepo(jax_ref.repo)
+        more = partial(_measure_commit, fetch_ref(repo, jax_ref.ref, progress.say), repo)
+    swept = sweep(config, options, progress, more)
     if swept.status != RunStatus.COMPLETE:
         return NightlyOutcome(swept)
     return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells))
+
+
+@dataclass(frozen=True)
+class JaxRef:
+    """nightly --jax-repo PATH --ref REF: the jax commit measured beside the releases."""
+
+    repo: Path
+    ref: str = "main"
+
+
+ANY_RELEASE = ">=0"
+
+
+def _measure_commit(target: RefCommit, repo: GitRepo, measurement: Sweep, index: PyPIIndex) -> None:
+    # The jaxlibs on offer: every release the backend can make an environment for (a Python here runs it).
+    releases = resolve((ANY_RELEASE,), index, source="--jax-repo", pythons=measurement.backend.pythons).versions
+    measure_ref(target, CommitSources(repo, DEFAULT_SOURCES), releases, measurement)
 
 
 # ---- bisection -----------------------------------------------------------------------------------

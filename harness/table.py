@@ -35,11 +35,17 @@ def in_version_order(cells: list[CellResult]) -> list[CellResult]:
     return sorted(cells, key=lambda c: (Version(c.spec.jax_version), c.spec.mesh.label if c.spec.mesh else ""))
 
 
+def cell_label(cell: CellResult) -> str:
+    """The first column: the release, or `jax@<sha> (<date>)` for a commit's cell."""
+    commit = cell.commit
+    return f"{commit.label} ({commit.info.date[:10]})" if commit else cell.spec.jax_version
+
+
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
-        out.append([c.spec.jax_version, c.spec.mesh_label,
+        out.append([cell_label(c), c.spec.mesh_label,
                     f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
                     _keys_column(c), _bound_column(c), c.reason])
     return out

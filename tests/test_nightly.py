@@ -5,8 +5,9 @@ import json
 import pytest
 
 from harness import cli, service
-from harness.model import CellResult, CellSpec, Mesh, Platform, Verdict
+from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
+from harness.table import render, summary_line
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 
@@ -83,7 +84,7 @@ def fake_sweep(monkeypatch, tmp_path):
     """The service's sweep replaced: records the versions nightly asked for; 0.4.30 'reproduces'."""
     seen = {}
 
-    def sweep(config, options, progress):
+    def sweep(config, options, progress, more=None):
         seen["versions"] = options.versions
         cells = [cell("0.4.30", Verdict.REPRODUCED)]
         return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, service.RunStatus.COMPLETE)
@@ -161,3 +162,50 @@ def test_nightly_refuses_a_baseline_of_another_repro_before_sweeping(tmp_path, f
     assert "'shard_map_grad'" in err and "'train.py'" in err
     same = write_results(tmp_path / "same", [cell("0.4.29", Verdict.CLEAN)], repro="shard_map_grad")
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(same)]) == 1  # 0.4.30 reproduces
+
+
+def commit_cell(sha, verdict, mesh=MESH):
+    """A jax commit's cell as `nightly --jax-repo` records it: a PEP 440 label, the commit in `commit`."""
+    result = cell(f"0.10.3.dev0+g{sha[:10]}", verdict, mesh)
+    result.commit = MeasuredCommit(CommitInfo(sha, "2026-11-29T22:10:00+00:00", "s"), "main", "origin", "0.10.2")
+    return result
+
+
+SHA = "c0cfc7ae9ff9" + "0" * 28
+
+
+@pytest.mark.parametrize("now, change, code", [
+    (Verdict.REPRODUCED, Change.REGRESSED, 1), (Verdict.ERROR, Change.BROKE, 1), (Verdict.CLEAN, Change.SAME, 0)])
+def test_a_commit_is_compared_with_the_baseline_s_newest_release(now, change, code):
+    other_mesh = Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))
+    baseline = [cell("0.10.1", Verdict.REPRODUCED), cell("0.10.2", Verdict.CLEAN),
+                cell("0.10.9", Verdict.REPRODUCED, other_mesh),
+                commit_cell("f" * 40, Verdict.REPRODUCED)]  # last night's commit: never the reference
+    (result,) = compare([commit_cell(SHA, now)], baseline)
+    assert (result.baseline_version, result.before, result.change) == ("0.10.2", Verdict.CLEAN, change)
+    assert result.label == "jax@c0cfc7ae9ff9" and exit_code([result]) == code
+    text = render_changes([result])
+    assert "jax@c0cfc7ae9ff9" in text and "clean (0.10.2)" in text
+    if code:
+        assert f"ALARM: 1 cell(s) went from clean to {now}: jax@c0cfc7ae9ff9" in text
+
+
+def test_an_older_commit_still_meets_the_newest_release_and_releases_ignore_commits():
+    # The seed's culprit (a 0.4.27 dev commit) against a baseline of 0.4.26 and 0.4.31: the newest.
+    (result,) = compare([commit_cell(SHA, Verdict.REPRODUCED)],
+                        [cell("0.4.26", Verdict.CLEAN), cell("0.4.31", Verdict.CLEAN)])
+    assert result.baseline_version == "0.4.31" and result.change == Change.REGRESSED
+    # A release is never matched with a commit's cell of the baseline, even a lower-sorting one.
+    (result,) = compare([cell("0.10.3", Verdict.CLEAN)], [commit_cell(SHA, Verdict.REPRODUCED)])
+    assert result.change == Change.NEW
+
+
+def test_a_commit_cell_reads_back_and_is_labelled_in_the_table():
+    back = CellResult.from_json(json.loads(json.dumps(commit_cell(SHA, Verdict.REPRODUCED).to_json())))
+    assert back.commit.info.sha == SHA and back.commit.jaxlib == "0.10.2" and back.label == "jax@c0cfc7ae9ff9"
+    table = render([cell("0.10.2", Verdict.CLEAN), back])
+    assert "| jax@c0cfc7ae9ff9 (2026-11-29) |" in table
+    # The release summary stays about releases.
+    assert summary_line([cell("0.10.2", Verdict.CLEAN), back]) == "not reproduced in this range"
+    # A cell of an older results file has no commit.
+    assert CellResult.from_json(cell("0.10.2", Verdict.CLEAN).to_json()).commit is None

@@ -52,7 +52,7 @@ def test_workflow_runs_nightly_on_a_schedule_with_shards_then_merge():
 
 def test_workflow_commands_exist_and_parse():
     commands = harness_commands(workflow())
-    assert [c[0] for c in commands] == ["versions", "run", "merge", "compare"]
+    assert [c[0] for c in commands] == ["versions", "run", "merge", "compare", "nightly"]
     parser = cli.build_parser()
     for argv in commands:
         args = parser.parse_args(argv)  # SystemExit (a failed test) on an unknown command or option
@@ -80,3 +80,14 @@ def test_actionlint_finds_nothing_in_the_workflows():
     assert workflows
     done = subprocess.run([actionlint, "-no-color", "-config-file", ".github/actionlint.yaml", *workflows], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_optional_jax_main_job_measures_the_ref_against_the_last_green_night():
+    data = workflow()
+    job = data["jobs"]["jax-main"]
+    assert job["if"] == "vars.JAX_CLONE != ''" and "gpu-8" in job["runs-on"]
+    nightly = cli.build_parser().parse_args(harness_commands(data)[-1])
+    assert nightly.jax_repo == Path("$JAX_CLONE") and nightly.ref == "$JAX_REF" and nightly.backend == "venv"
+    assert str(nightly.baseline) == "baseline/*" and nightly.versions == ["1"]
+    dispatch = (data.get("on") or data.get(True))["workflow_dispatch"]["inputs"]
+    assert dispatch["jax_ref"]["default"] == "main"

@@ -25,20 +25,10 @@ from packaging.version import InvalidVersion, Version
 
 from harness.environments.base import Environment
 from harness.errors import EnvironmentUnavailable, UserError
-from harness.model import ProcessOutcome
+from harness.model import CommitInfo, ProcessOutcome
 
 _VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)
 _MIN_JAXLIB_RE = re.compile(r'^_minimum_jaxlib_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    sha: str
-    date: str  # committer date, ISO 8601
-    subject: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"sha": self.sha, "date": self.date, "subject": self.subject}
 
 
 @dataclass(frozen=True)
@@ -103,6 +93,18 @@ class GitRepo:
     def resolve(self, ref: str) -> str | None:
         proc = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return proc.stdout.strip() if proc.returncode == 0 else None
+
+    def remotes(self) -> list[str]:
+        return self._git("remote").stdout.split()
+
+    def fetch(self, remote: str, ref: str) -> tuple[str | None, str]:
+        """Fetch `ref` from `remote`: the commit it names there (FETCH_HEAD), or None and git's last
+        line when that failed (no network, or no such ref on the remote)."""
+        proc = self._git("fetch", "--quiet", remote, ref, check=False)
+        if proc.returncode != 0:
+            lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+            return None, lines[-1] if lines else f"exit code {proc.returncode}"
+        return self.resolve("FETCH_HEAD"), ""
 
     def release_commit(self, version: str) -> str:
         for tag in (f"jax-v{version}", f"v{version}"):

@@ -2,7 +2,9 @@
 
 A nightly sweep usually measures the newest release, which the baseline (last night's results) may not
 have: such a cell is compared with the baseline's newest earlier release on the same mesh and platform,
-so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears.
+so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears. A jax commit's
+cell (`nightly --jax-repo`) is compared with the baseline's newest release on its mesh and platform:
+the question is whether the branch broke what the last release got right.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ALARMS = frozenset({Change.REGRESSED, Change.BROKE})
 @dataclass(frozen=True)
 class CellChange:
     spec: CellSpec
+    label: str  # the release, or jax@<sha> for a commit's cell
     before: Verdict | None
     after: Verdict
     baseline_version: str | None  # the baseline cell's version (differs when matched to an earlier release)
@@ -64,12 +67,14 @@ def classify(before: Verdict | None, after: Verdict) -> Change:
 
 
 def _match(cell: CellResult, baseline: list[CellResult]) -> CellResult | None:
-    exact = [b for b in baseline if b.spec.key == cell.spec.key]
-    if exact:
-        return exact[0]
-    earlier = [b for b in baseline if _place(b.spec) == _place(cell.spec)
-               and Version(b.spec.jax_version) < Version(cell.spec.jax_version)]
-    return max(earlier, key=lambda b: Version(b.spec.jax_version), default=None)
+    releases = [b for b in baseline if b.commit is None]  # last night's commit is not a reference
+    if cell.commit is None:
+        exact = [b for b in releases if b.spec.key == cell.spec.key]
+        if exact:
+            return exact[0]
+    candidates = [b for b in releases if _place(b.spec) == _place(cell.spec)
+                  and (cell.commit is not None or Version(b.spec.jax_version) < Version(cell.spec.jax_version))]
+    return max(candidates, key=lambda b: Version(b.spec.jax_version), default=None)
 
 
 def compare(current: list[CellResult], baseline: list[CellResult]) -> list[CellChange]:
@@ -77,8 +82,8 @@ def compare(current: list[CellResult], baseline: list[CellResult]) -> list[CellC
     for cell in current:
         base = _match(cell, baseline)
         before = base.verdict if base else None
-        out.append(CellChange(cell.spec, before, cell.verdict, base.spec.jax_version if base else None,
-                              classify(before, cell.verdict)))
+        out.append(CellChange(cell.spec, cell.label, before, cell.verdict,
+                              base.spec.jax_version if base else None, classify(before, cell.verdict)))
     return out
 
 
@@ -94,7 +99,7 @@ def render_changes(changes: list[CellChange]) -> str:
     for c in changes:
         mesh = c.spec.mesh_label
         was = f"{c.before} ({c.baseline_version})" if c.before else "—"
-        rows.append([c.spec.jax_version, mesh, f"{c.spec.platform}x{c.spec.device_count}", was, str(c.after),
+        rows.append([c.label, mesh, f"{c.spec.platform}x{c.spec.device_count}", was, str(c.after),
                      c.change.upper() if c.alarm else str(c.change)])
     table = tabulate(rows, headers=["jax", "mesh", "platform", "baseline", "now", "change"], tablefmt="github")
     alarms = [c for c in changes if c.alarm]
@@ -102,7 +107,8 @@ def render_changes(changes: list[CellChange]) -> str:
     if alarms:
         verdict = (f"ALARM: {len(alarms)} cell(s) went from clean to "
                    + " or ".join(sorted({str(c.after) for c in alarms})) + ": "
-                   + ", ".join(f"jax {c.spec.jax_version}" for c in alarms))
+                   + ", ".join(c.label if c.label != c.spec.jax_version else f"jax {c.label}"
+                              for c in alarms))
     elif moved:
         verdict = f"no regression; {len(moved)} cell(s) changed without raising the alarm"
     else:

@@ -42,6 +42,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells),
         _script_cache(cells),
+        _commits(cells),
         _bisection(document, cells),
         _evidence(cells, evidence),
         _environment(document, cells),
@@ -63,10 +64,10 @@ def summary_sentence(cells: list[CellResult]) -> str:
     comparison = comparison_of(worst.runs)
     module = comparison.moved_module()
     if module is None:  # a results folder judged by an older rule
-        return f"{line}; reproduced on jax {worst.spec.jax_version}" + (f": {worst.reason}" if worst.reason else "")
+        return f"{line}; reproduced on {_jax(worst)}" + (f": {worst.reason}" if worst.reason else "")
     brought = len(comparison.runs_with_new(module))
     later = len(comparison.later_runs)
-    return (f"{line}; on jax {worst.spec.jax_version} `{module}` got a persistent-cache key the first run did "
+    return (f"{line}; on {_jax(worst)} `{module}` got a persistent-cache key the first run did "
             f"not compute in {brought} of {later} later fresh process" + ("" if later == 1 else "es"))
 
 
@@ -126,6 +127,23 @@ def _script_cache(cells: list[CellResult]) -> list[str]:
     lines = ["## The script's own cache settings", ""]
     for note, versions in releases.items():
         lines.append(f"- {note[0].upper()}{note[1:]} (jax {', '.join(versions)}).")
+    return lines
+
+
+def _commits(cells: list[CellResult]) -> list[str]:
+    """The jax commits measured beside the releases (`nightly --jax-repo`): which, when, with what jaxlib."""
+    measured = [c for c in cells if c.commit]
+    if not measured:
+        return []
+    lines = ["## jax commits", ""]
+    for cell in measured:
+        commit = cell.commit
+        ref = f" (`--ref {commit.ref}`)" if commit.ref else ""
+        jaxlib = commit.jaxlib or cell.environment.get("jaxlib_release")
+        ran = f"run with jaxlib {jaxlib} (the newest release it accepts that ran)" if jaxlib else \
+            "no jaxlib ran it"
+        lines.append(f"- {cell.label}{ref}: {_commit(commit.info.to_json())}; {ran}; {_where(cell)}: **{cell.verdict}**"
+                     + (f" ({cell.reason})" if cell.reason and cell.verdict != Verdict.CLEAN else ""))
     return lines
 
 
@@ -210,7 +228,7 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
     lines = [EVIDENCE_TITLE, ""]
     for number, cell in enumerate(shown):
         body = _attribution(cell) + _one_evidence(evidence[cell.spec.key]) + _inconsistencies(cell)
-        title = f"jax {cell.spec.jax_version}, {_where(cell)}"
+        title = f"{_jax(cell)}, {_where(cell)}"
         if number == 0:
             lines += [f"### {title}", "", *body, ""]
         else:  # the first one makes the point; the rest are folded
@@ -285,6 +303,11 @@ def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
     return lines + ["", "```diff", *diff, "```", "", f"Likely cause (`{cause}`): {CAUSE_WORDS[cause]}."]
 
 
+def _jax(cell: CellResult) -> str:
+    """`jax 0.4.28`, or `jax@c0cfc7ae9ff9` for a commit's cell."""
+    return cell.label if cell.commit else f"jax {cell.spec.jax_version}"
+
+
 def _where(cell: CellResult) -> str:
     mesh = f"mesh {cell.spec.mesh.label}" if cell.spec.mesh else "user script"
     return f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}"
@@ -317,7 +340,7 @@ def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]
     rows = []
     for c in cells:
         env = c.environment
-        rows.append([c.spec.jax_version, env.get("jax", "—"), env.get("jaxlib", "—"), env.get("python", "—"),
+        rows.append([c.label, env.get("jax", "—"), env.get("jaxlib", "—"), env.get("python", "—"),
                      env.get("numpy", "—"), env.get("backend", "—"), env.get("image", "") or ""])
     if rows:
         lines += ["", tabulate(rows, headers=["cell", "jax", "jaxlib", "python", "numpy", "backend", "image"],
@@ -392,16 +415,16 @@ def _seeds_of(cell: CellResult, seeds: SeedsMap) -> Seeds | None:
 
 
 def _seeds_sentence(cell: CellResult, seeds: Seeds | None) -> str:
-    module, version = moved_module(cell) or "a module", cell.spec.jax_version
+    module, version = moved_module(cell) or "a module", _jax(cell)
     if seeds is None or not seeds.values:
-        return (f"Which hash seeds gave a new `{module}` key on jax {version} cannot be told from the results "
+        return (f"Which hash seeds gave a new `{module}` key on {version} cannot be told from the results "
                 "(overlapping runs whose lowered modules were not kept), so the commands below use every "
                 "run's seed.")
     first, rest = f"`{seeds.values[0]}`", ", ".join(f"`{s}`" for s in seeds.values[1:])
     if seeds.basis == "key":
-        return (f"On jax {version}, after the first run (hash seed {first}), each of these hash seeds computed "
+        return (f"On {version}, after the first run (hash seed {first}), each of these hash seeds computed "
                 f"a `{module}` key that no run before it had: {rest}.")
-    return (f"On jax {version}, after the first run (hash seed {first}), each of these hash seeds lowered "
+    return (f"On {version}, after the first run (hash seed {first}), each of these hash seeds lowered "
             f"`{module}` differently from every run before it, so computed a new key: {rest} (the later runs "
             "overlapped, so they are told apart by their modules).")
 
@@ -411,7 +434,7 @@ def _listings(cells: list[CellResult]) -> list[str]:
     for c in cells:
         if not c.listing and not c.runs:
             continue
-        lines += [f"<details><summary>jax {c.spec.jax_version}, {_where(c)}: {c.verdict}, "
+        lines += [f"<details><summary>{_jax(c)}, {_where(c)}: {c.verdict}, "
                   f"{len(c.listing)} file(s)</summary>", "", "```console",
                   "$ ls -1 $JAX_COMPILATION_CACHE_DIR", *c.listing, "```", "", "</details>", ""]
     return lines

@@ -49,8 +49,11 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     repro, script = repro_for(config)
     spec = cell.spec
     env = {k: v for k, v in process_env(spec, seeds[0] if seeds else 1).items() if k not in _PER_RUN}
-    venv = shlex.quote(f"jax-{spec.jax_version}")
-    requirements = jax_requirements(spec.jax_version, spec.platform)
+    commit = cell.commit.info if cell.commit else None
+    jaxlib = cell.commit.jaxlib if cell.commit else None
+    # A commit ran as its `jax/` folder (git archive) on the path of the jaxlib release's environment.
+    venv = shlex.quote(f"jax-{commit.sha[:12]}" if commit else f"jax-{spec.jax_version}")
+    requirements = jax_requirements(jaxlib or spec.jax_version, spec.platform)
     if cell.environment.get("numpy"):
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
         requirements.append(f"numpy=={cell.environment['numpy']}")
@@ -69,10 +72,13 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     own = script_folder(cell)
     listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     lines = [
-        shell_comment(f"jax {spec.jax_version}, {spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
+        shell_comment(f"{cell.label if cell.commit else 'jax ' + spec.jax_version}, "
+                      f"{spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
                       f"{spec.platform} x{spec.device_count}"),
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
         + " ".join(shlex.quote(r) for r in requirements),
+        *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {commit.sha}:jax"
+           f" | tar -x -C {venv}/src/jax", f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
         'export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"',
         *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
         *setup,
@@ -113,6 +119,9 @@ def _script_requirements(cell: CellResult, config: dict[str, Any]) -> list[str]:
 def harness_command(document: dict[str, Any], cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
     source = document.get("config", {}).get("source") or "CONFIG"
+    if cell.commit:
+        return (f"harness nightly {shlex.quote(source)} --baseline BASELINE --jax-repo /path/to/jax "
+                f"--ref {cell.commit.info.sha}")
     if source == CHECK_SOURCE:
         config = document.get("config", {})
         words = ["harness", "check", *(["-m", config["module"]] if config.get("module")
