@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -12,7 +13,7 @@ from harness.environments import docker as dk
 from harness.environments.base import Backend
 from harness.environments.gpus import (CONTAINER_ADVICE, GpuCount, host_gpus, parse_gpu_list, shortfall,
                                        within_visible_devices)
-from harness.errors import BackendUnavailable
+from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
 from tests.test_docker_backend import BASE, fake_client, fake_container
 from tests.test_versions import INDEX
@@ -128,3 +129,47 @@ def test_docker_without_a_gpu_runtime_says_so_in_one_line(tmp_path):
         "nightly.yaml: device_count: platform cuda needs 8 GPU(s), but a container with the GPUs requested "
         "(nvidia-smi -L): docker: could not select device driver \"\" with capabilities: [[gpu]]; "
         + CONTAINER_ADVICE)
+
+
+# ---------------------------------------------------------------- the cuda image's own probe
+
+JAX_NO_CUDA = (b"WARNING: cuda plugin found but failed to initialize\n"
+               b"RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices. "
+               b"(you may need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu to skip this "
+               b"backend.)\n")
+
+
+def test_cuda_probe_reports_the_plugin_and_devices(tmp_path):
+    client = fake_client(dict(BASE))
+    facts = {"jax-cuda12-plugin": "0.4.28", "cuda_devices": 8, "device_kind": "NVIDIA H100 80GB HBM3"}
+    client.containers.create.side_effect = lambda *a, **k: fake_container(logs=(json.dumps(facts) + "\n").encode())
+    backend = dk.DockerBackend(state_dir=tmp_path, client=client, base_image="jax-harness-base:bookworm")
+    assert backend.cuda_probe("img:cuda", tmp_path / "x.log") == facts
+    kwargs = client.containers.create.call_args.kwargs
+    assert kwargs["environment"]["JAX_PLATFORMS"] == "cuda" and kwargs["device_requests"]
+
+
+def test_cuda_probe_without_a_visible_device_is_one_line_naming_what_to_check(tmp_path):
+    client = fake_client(dict(BASE))
+    client.containers.create.side_effect = lambda *a, **k: fake_container(status=1, logs=JAX_NO_CUDA)
+    backend = dk.DockerBackend(state_dir=tmp_path, client=client, base_image="jax-harness-base:bookworm")
+    with pytest.raises(EnvironmentUnavailable) as caught:
+        backend.cuda_probe("img:cuda", tmp_path / "x.log", request_gpus=False)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith("no CUDA device is visible in img:cuda (jax: RuntimeError: Unable "
+                                                "to initialize backend 'cuda'")
+    assert "NVIDIA Container Toolkit" in text and "GPUs are requested" in text
+    assert "device_requests" not in client.containers.create.call_args.kwargs
+
+
+def test_cuda_probe_when_the_runtime_gives_no_gpu_keeps_the_runtime_s_reason(tmp_path):
+    client = fake_client(dict(BASE))
+    client.containers.create.side_effect = APIError(
+        "500", explanation='could not select device driver "" with capabilities: [[gpu]]')
+    backend = dk.DockerBackend(state_dir=tmp_path, client=client, base_image="jax-harness-base:bookworm")
+    with pytest.raises(EnvironmentUnavailable, match="the Docker runtime has no GPU support .*Container Toolkit"):
+        backend.cuda_probe("img:cuda", tmp_path / "x.log")
+
+
+def test_the_cuda_default_base_is_a_plain_python():
+    assert dk.default_base_images("3.11")[Platform.CUDA] == "python:3.11-slim"

@@ -65,9 +65,10 @@ def offline_fix(python_version: str, configured: bool = False) -> str:
 
 
 def default_base_images(python_version: str = DEFAULT_PYTHON) -> dict[Platform, str]:
+    """A plain Python base for every platform: jax[cuda12]'s wheels bring CUDA's libraries and the
+    NVIDIA runtime mounts the driver (docker/Dockerfile.cuda says why an nvidia/cuda base is optional)."""
     slim = f"python:{python_version}-slim"
-    return {Platform.CPU: slim, Platform.AUTO: slim,
-            Platform.CUDA: "nvidia/cuda:12.4.1-base-ubuntu22.04"}
+    return {Platform.CPU: slim, Platform.AUTO: slim, Platform.CUDA: slim}
 
 
 DOCKERFILES = Path(os.environ.get("HARNESS_DOCKERFILES", Path(__file__).resolve().parents[2] / "docker"))
@@ -87,6 +88,23 @@ OWNER_LABEL = f"{LABEL}.owner-pid"
 PROBE_TIMEOUT_S = 300.0
 GPU_LIST_TIMEOUT_S = 60.0
 
+NO_CUDA_DEVICE = ("no CUDA device is visible in {image} (jax: {said}); check that the NVIDIA Container Toolkit "
+                  "is installed (dockerd restarted since) and that the GPUs are requested (the harness asks for "
+                  "all; `docker run --rm --gpus all IMAGE nvidia-smi -L` must list them)")
+# Run in the image with JAX_PLATFORMS=cuda: the plugin's version (0.4.26 on) and the devices it gives.
+CUDA_PROBE = """\
+import importlib.metadata as md, json
+facts = {}
+for dist in ("jax-cuda12-plugin", "jax-cuda12-pjrt"):
+    try:
+        facts[dist] = md.version(dist)
+    except md.PackageNotFoundError:
+        pass
+import jax
+devices = jax.devices("cuda")
+facts.update(cuda_devices=len(devices), device_kind=devices[0].device_kind)
+print(json.dumps(facts))
+"""
 NO_GPU = ("the Docker runtime has no GPU support ({detail}); install the NVIDIA Container Toolkit "
           "and restart dockerd, or use platform: cpu")
 
@@ -348,6 +366,29 @@ class DockerBackend(Backend):
 
     def _prepare_locked(self, jax_version: str, platform: Platform, choice: PythonChoice,
                         say: Say) -> Environment:
+        tag, facts, log = self._image_locked(jax_version, platform, choice, say)
+        facts.update(self._probe(tag, jax_version, platform, log))
+        if facts.get("jax") != jax_version:
+            raise EnvironmentUnavailable(f"image {tag} has jax {facts.get('jax')}, expected {jax_version}")
+        if platform == Platform.CUDA:
+            facts.update(self.cuda_probe(tag, log))
+        facts["image_id"] = self.client.images.get(tag).id
+        return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)
+
+    def image(self, jax_version: str, platform: Platform,
+              say: Say = _quiet) -> tuple[str, dict[str, Any], Path]:
+        """The image's tag, built unless it exists, the facts of how it was had, and its log: what
+        prepare() does before it probes the image (`make cuda-image-check` probes it its own way)."""
+        try:
+            choice = self.pythons.choose(jax_version)
+        except NoPython as exc:
+            raise EnvironmentUnavailable(str(exc)) from None
+        name = f"jax-{jax_version}-{platform}-py{choice.version}"
+        with held(self.state_dir / "locks" / f"{name}.lock", f"the image for {name}", say):
+            return self._image_locked(jax_version, platform, choice, say)
+
+    def _image_locked(self, jax_version: str, platform: Platform, choice: PythonChoice,
+                      say: Say) -> tuple[str, dict[str, Any], Path]:
         python = str(choice.version)
         say(f"jax {jax_version}: {choice}")
         base = self.base_image_for(platform, say, python)
@@ -381,11 +422,32 @@ class DockerBackend(Backend):
             self._rebuilt.add((jax_version, platform))
             if previous and previous != self._image_id(tag):
                 self._discard(previous)  # the image --rebuild replaced would linger untagged
-        facts.update(self._probe(tag, jax_version, platform, log))
-        if facts.get("jax") != jax_version:
-            raise EnvironmentUnavailable(f"image {tag} has jax {facts.get('jax')}, expected {jax_version}")
-        facts["image_id"] = self.client.images.get(tag).id
-        return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)
+        return tag, facts, log
+
+    def cuda_probe(self, tag: str, log: Path, request_gpus: bool = True) -> dict[str, Any]:
+        """The CUDA plugin's version and the devices JAX sees in `tag`, in a container like a cuda
+        run's. EnvironmentUnavailable, one line, when it sees none: before any run, not in each."""
+        probe_log = log.with_suffix(".cuda-probe.log")
+        with tempfile.TemporaryDirectory(prefix="jax-harness-probe-") as tmp:
+            script = Path(tmp) / "cuda_probe.py"
+            script.write_text(CUDA_PROBE)
+            os.chmod(tmp, 0o755)
+            os.chmod(script, 0o644)
+            kwargs = run_kwargs(script, {"JAX_PLATFORMS": "cuda"}, Path(tmp),
+                                Platform.CUDA if request_gpus else Platform.CPU, self.user)
+            outcome = run_container(self.client, tag, ["python", f"{SCRIPT_MOUNT}/cuda_probe.py"], kwargs,
+                                    probe_log, PROBE_TIMEOUT_S, gpu=request_gpus)
+        output = log_tail(probe_log)
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        if outcome.ok:
+            try:
+                return json.loads(lines[-1])
+            except (IndexError, json.JSONDecodeError):
+                raise EnvironmentUnavailable(f"unreadable CUDA probe output from {tag}", log_tail=output) from None
+        if outcome.reason.startswith(NO_GPU.split("(")[0]):
+            raise EnvironmentUnavailable(outcome.reason, log_tail=output)  # the runtime gave no GPU at all
+        said = lines[-1] if lines else outcome.reason
+        raise EnvironmentUnavailable(NO_CUDA_DEVICE.format(image=tag, said=said[:200]), log_tail=output)
 
     def check(self, platform: Platform, say: Say = _quiet) -> None:
         """The base image of the Python most releases use (the pinned one, or the default)."""
