@@ -8,7 +8,7 @@ BASELINE ?= results/baseline
 JAX_REPO ?=
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench stress bisect nightly base-image clean-envs help
+.PHONY: table smoke test test-unit bench stress bisect nightly base-image cuda-image-check gpu-check clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -21,6 +21,8 @@ help:
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
 	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
+	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
+	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
 
 $(STAMP): pyproject.toml
@@ -60,6 +62,12 @@ DEBIAN ?= bookworm
 
 base-image:
 	DEBIAN=$(DEBIAN) docker/make_base_image.sh
+
+gpu-check: $(STAMP)
+	.ci/gpu-check $(ARGS)
+
+cuda-image-check: $(STAMP)
+	$(BIN)/python docker/check_cuda_image.py $(ARGS)
 
 clean-envs:
 	rm -rf $${HARNESS_ENV_DIR:-$$HOME/.cache/jax-cache-harness/envs}
