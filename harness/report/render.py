@@ -58,9 +58,12 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
 def summary_sentence(cells: list[CellResult]) -> str:
     """The one line for an issue title or first sentence."""
     line = boundaries(version_verdicts(cells)).line()
-    worst = _first_reproduced(cells)
+    # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
+    worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
     if worst is None:
         return line
+    if worst.commit is not None:
+        line += " of releases; jax commit " + worst.label + " reproduces"
     comparison = comparison_of(worst.runs)
     module = comparison.moved_module()
     if module is None:  # a results folder judged by an older rule
