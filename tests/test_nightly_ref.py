@@ -63,9 +63,9 @@ class ReleaseEnvironment(LocalEnvironment):
         super().__init__(sys.executable, {"jax": version, "jaxlib": version, "python": sys.version.split()[0]})
         self.folder = folder
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         path = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(self.folder)) if p)
-        return super().run(script, args, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
+        return super().run(program, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
 
 
 class ReleaseBackend(Backend):
