@@ -45,6 +45,15 @@ def run_keys(run: RunRecord) -> RunKeys:
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed)
 
 
+def nothing_cached(runs: Sequence[RunRecord]) -> bool:
+    """Every run succeeded, wrote no cache entry and (where its JAX log was read) computed no key: later
+    runs of the same program cannot change the verdict, which is `unsupported`."""
+    if not runs or not all(r.ok for r in runs):
+        return False
+    known = [run_keys(r) for r in runs]
+    return not any(k.appeared or k.computed for k in known)
+
+
 def _by_module(found: Iterable[Entry]) -> dict[str, list[str]]:
     return keys_by_module(set(found))
 

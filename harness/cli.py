@@ -33,6 +33,9 @@ from harness.table import render, summary_line
 _STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
+JOBS_AUTO = "auto"
+
+
 def _positive(minimum: int, maximum: int | None = None):
     def parse(text: str) -> int:
         try:
@@ -45,6 +48,15 @@ def _positive(minimum: int, maximum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be at most {maximum}")
         return value
     return parse
+
+
+def _jobs(text: str) -> int | None:
+    """`auto` (None: the service chooses from the cores and the platform) or a number of runs at once."""
+    if text == JOBS_AUTO:
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once or '{JOBS_AUTO}'")
+    return _positive(1, 256)(text)
 
 
 def _seconds(text: str) -> float:
@@ -63,7 +75,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--versions", nargs="+", metavar="V",
                    help="versions or specifiers replacing the config's jax_versions")
     p.add_argument("--runs", type=_positive(2, MAX_RUNS), help="most runs per cell (at least 2)")
-    p.add_argument("--jobs", type=_positive(1, 256), default=1, help="runs of a cell in parallel (default 1)")
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N|auto",
+                   help="runs at once (default auto: one per core for cpu cells, 1 for cuda cells)")
     p.add_argument("--out", type=Path, default=service.DEFAULT_RESULTS, help="results folder (default: results/)")
     p.add_argument("--rebuild", action="store_true", help="rebuild environments/images even if ready")
     p.add_argument("--python", help="--backend local: the interpreter that has JAX (default: this one)")

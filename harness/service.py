@@ -34,6 +34,7 @@ from harness.files import write_atomic
 from harness.identity import SweepIdentity
 from harness.model import CellResult, Platform, ThresholdMode
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
+from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
 from harness.pythons import PythonChooser, PythonVersion
 from harness.report import write_report
@@ -76,7 +77,7 @@ class MeasureOptions:
     backend: BackendName = BackendName.VENV
     versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
     runs: int | None = None  # replaces the config's runs
-    jobs: int = 1
+    jobs: int | None = None  # runs at once; None: auto (harness/parallelism.py)
     out: Path = DEFAULT_RESULTS
     rebuild: bool = False
     python: str | None = None  # --backend local: the interpreter
@@ -186,6 +187,13 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) 
                           wheel_pythons=lambda platforms: release_pythons(index, platforms),
                           install_python=interpreters.install_with_uv if options.pythons.install else None,
                           requirements=config.requirements)
+
+
+def _jobs(config: Config, options: MeasureOptions, progress: Progress) -> Jobs:
+    """The runs at once (--jobs, or auto from the cores and the platform), said and then recorded."""
+    jobs = choose_jobs(options.jobs, config.platform, usable_cores())
+    progress.say(jobs.line())
+    return jobs
 
 
 def _say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:
@@ -362,8 +370,9 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
 
     choice.backend.check(config.platform, progress.say)
     choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
+    jobs = _jobs(config, options, progress)
     header = _header(shlex.join(["harness", *options.argv]), config, versions, choice,
-                     {"runs": runs, "jobs": options.jobs, "seeds": str(options.seeds),
+                     {"runs": runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
                       "all_runs": options.all_runs})
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
@@ -379,7 +388,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     else:
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
-    measurement = Sweep(config, choice.backend, writer, progress, jobs=options.jobs,
+    measurement = Sweep(config, choice.backend, writer, progress, jobs=jobs.count,
                         planner=SeedPlanner(options.seeds, runs=runs),
                         stop_when_reproduced=not options.all_runs)
     def measure() -> None:
@@ -500,9 +509,10 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
     command = bisect_command(config_path, options)
     jax_repo = str(repo.path.resolve()) if repo else None
+    jobs = _jobs(config, options, progress)
     header = _header(command, config, versions, choice, {
-        "runs": options.runs, "jobs": options.jobs, "seeds": str(options.seeds), "good": options.good,
-        "bad": options.bad, "jax_repo": jax_repo})
+        "runs": options.runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
+        "good": options.good, "bad": options.bad, "jax_repo": jax_repo})
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
     identity = SweepIdentity.of(header.to_json())
@@ -515,7 +525,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
     bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),
-                          state, writer, progress, jobs=options.jobs, good=options.good, bad=options.bad,
+                          state, writer, progress, jobs=jobs.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
     status, outcome = _finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
                               if found.releases.problem is None else RunStatus.PROBLEM)
@@ -552,7 +562,7 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
 
 def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[str, ...]:
     """`harness run` options of every shard task: the sweep's identity, versions resolved."""
-    words = ["--versions", *versions, "--runs", str(runs), "--jobs", str(options.jobs),
+    words = ["--versions", *versions, "--runs", str(runs), "--jobs", str(options.jobs or "auto"),
              "--backend", str(options.backend), "--seeds", str(options.seeds)]
     if options.all_runs:
         words.append("--all-runs")
@@ -603,7 +613,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         sweep_dir = (options.out / f"{stamp}-{config.name}-slurm").absolute()
     resources = Resources.for_config(
-        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs,
+        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
         time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args)
     jobs = SweepJobs(name=config.name, sweep_dir=sweep_dir, harness=(sys.executable, "-m", "harness"),
                      config=config_path.absolute(), shards=options.shards,

@@ -119,11 +119,12 @@ def test_the_resume_command_drops_out_and_an_earlier_resume(tmp_path):
                                     "--resume", str(tmp_path / "run")]
 
 
-
 @pytest.mark.parametrize("argv, fragment", [
     (["run", "configs/smoke.yaml", "--runs", "1"], "harness run: error: argument --runs: must be at least 2"),
     ([], "harness: error: the following arguments are required: COMMAND"),
     (["frob"], "invalid choice: 'frob'"),
+    (["run", "configs/smoke.yaml", "--jobs", "many"], "argument --jobs: 'many': give a number of runs at once or 'auto'"),
+    (["run", "configs/smoke.yaml", "--jobs", "0"], "argument --jobs: must be at least 1"),
     (["bisect", "configs/smoke.yaml", "--good"], "harness bisect: error: argument --good: expected one argument"),
 ])
 def test_usage_errors_are_one_line_and_a_hint_not_the_usage_block(argv, fragment, capsys):

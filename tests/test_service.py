@@ -97,7 +97,7 @@ class InterruptedOnRun(ScriptedEnvironment):
 
 def test_ctrl_c_inside_a_cell_saves_the_runs_it_finished(backend, tmp_path, capsys):
     backend.plan["0.4.29"] = InterruptedOnRun(3)
-    code, data, _, _ = sweep(["configs/smoke.yaml", "--runs", "4"], tmp_path, capsys)
+    code, data, _, _ = sweep(["configs/smoke.yaml", "--runs", "4", "--jobs", "1"], tmp_path, capsys)
     assert code == 130 and data["status"] == "interrupted"
     cut = data["cells"][-1]
     assert cut["jax_version"] == "0.4.29" and cut["interrupted"] is True

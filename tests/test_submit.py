@@ -177,7 +177,7 @@ def test_the_tasks_get_the_sweep_options(no_slurm, capsys, tmp_path):
                                  "--out", str(tmp_path / "results")], capsys)
     assert code == 0, err
     run = next(line for line in out.splitlines() if line.startswith("exec ") and " run " in line)
-    assert (f"--versions 0.4.28 0.4.29 --runs 5 --jobs 1 --backend venv --seeds random --all-runs "
+    assert (f"--versions 0.4.28 0.4.29 --runs 5 --jobs auto --backend venv --seeds random --all-runs "
             f"--python-search {tmp_path} --install-python") in run
 
 

@@ -45,3 +45,44 @@ def test_ctrl_c_says_how_far_the_cell_got_unless_it_had_reproduced():
     settled = tally.cell(SPEC, [], {}, interrupted=True)
     assert settled.interrupted and settled.verdict == Verdict.REPRODUCED
     assert not settled.reason.startswith("interrupted")  # the verdict's own reason: it is settled
+
+
+def empty(index, exit_code=0):
+    return RunRecord(index=index, seed=index, exit_code=exit_code, duration_s=0.1, new_entries=[])
+
+
+def test_two_runs_that_cached_nothing_stop_the_cell_as_unsupported_saying_why():
+    tally = Tally(planned=11, stop_when_reproduced=True)
+    tally.add(empty(1))
+    assert not tally.stop_now()  # one run is not enough: the second has another hash seed
+    tally.add(empty(2))
+    assert tally.stop_now()
+    cell = tally.cell(SPEC, [], {})
+    assert cell.verdict == Verdict.UNSUPPORTED and len(cell.runs) == 2
+    assert "stopped after 2 of 11 runs: none wrote an entry, so later runs could not change" in cell.reason
+
+
+def test_nothing_cached_keeps_every_run_with_all_runs():
+    tally = Tally(planned=4)
+    tally.add(empty(1))
+    tally.add(empty(2))
+    assert not tally.stop_now()
+
+
+def test_a_crash_or_an_entry_keeps_the_cell_going():
+    crashed, wrote = Tally(planned=6, stop_when_reproduced=True), Tally(planned=6, stop_when_reproduced=True)
+    crashed.add(empty(1))
+    crashed.add(empty(2, exit_code=1))
+    wrote.add(run(1, 1))
+    wrote.add(empty(2))
+    assert not crashed.stop_now() and not wrote.stop_now()
+
+
+def test_a_run_still_going_that_cached_something_is_judged_by_the_rule_not_called_unsupported():
+    tally = Tally(planned=6, stop_when_reproduced=True)
+    tally.add(empty(1))
+    tally.add(empty(2))
+    assert tally.stop_now()
+    tally.add(run(3, 1))  # overlapping, started before the decision: a key the first run did not compute
+    cell = tally.cell(SPEC, [], {})
+    assert cell.verdict == Verdict.REPRODUCED and "could not change" not in cell.reason
