@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -10,10 +11,52 @@ from typing import Protocol
 from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
-from harness.model import CellResult, CellSpec
+from harness.model import CellResult, CellSpec, Platform
 from harness.progress import Progress
 from harness.runner import CellRunner, error_cell
 from harness.seeds import SeedPlanner, record_plan
+
+
+# Environments made beyond the one being measured: installs overlap runs, and at most this many
+# finished environments wait (a Ctrl-C waits for at most one install still going).
+PREPARE_AHEAD = 2
+
+
+class Preparations:
+    """The sweep's environments, one per (version, platform), made in cell order by one worker thread
+    while the cells run, a bounded number ahead. A failure is the value of that environment (its
+    cells are `error`), remembered like a success."""
+
+    def __init__(self, backend: Backend, progress: Progress, ahead: int):
+        self.backend, self.progress, self.ahead = backend, progress, ahead
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare")
+        self._made: dict[tuple[str, Platform], Future] = {}
+
+    def want(self, upcoming: list[CellSpec]) -> None:
+        """`upcoming[0]` is measured now: make sure it and the next `ahead` environments are on the way."""
+        keys = list(dict.fromkeys((spec.jax_version, spec.platform) for spec in upcoming))
+        for key in keys[: 1 + self.ahead]:
+            if key not in self._made:
+                self._made[key] = self._pool.submit(self._prepare, *key, ahead=key != keys[0])
+
+    def get(self, spec: CellSpec) -> Environment | EnvironmentUnavailable:
+        future = self._made[(spec.jax_version, spec.platform)]
+        if not future.done():
+            self.progress.say(f"  waiting for the environment of jax {spec.jax_version}")
+        return future.result()  # a bug of the harness in preparing is raised here
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _prepare(self, version: str, platform: Platform, ahead: bool) -> Environment | EnvironmentUnavailable:
+        say = self.progress.say
+        if ahead:  # said while another cell's runs are being reported
+            def say(message: str) -> None:
+                self.progress.say(f"  (preparing jax {version} ahead) {message.strip()}")
+        try:
+            return self.backend.prepare(version, platform, say)
+        except EnvironmentUnavailable as exc:
+            return exc
 
 
 def plan_cells(config: Config, versions: list[str]) -> list[CellSpec]:
@@ -39,28 +82,26 @@ class Sweep:
     planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
     stop_when_reproduced: bool = True  # a later run with a new key settles the cell: stop its runs there
 
+    prepare_ahead: int = PREPARE_AHEAD
+
     def run(self, cells: list[CellSpec]) -> list[CellResult]:
         results = []
-        environments: dict[str, object] = {}
-        for number, spec in enumerate(cells, start=1):
-            self.progress.cell_started(spec, number, len(cells))
-            result = self._measure(spec, environments)
-            self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
-            if result.interrupted:
-                raise KeyboardInterrupt
-            self.progress.cell_finished(result)
-            results.append(result)
+        preparations = Preparations(self.backend, self.progress, self.prepare_ahead)
+        try:
+            for number, spec in enumerate(cells, start=1):
+                preparations.want(cells[number - 1:])
+                self.progress.cell_started(spec, number, len(cells))
+                result = self._measure(spec, preparations.get(spec))
+                self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
+                if result.interrupted:
+                    raise KeyboardInterrupt
+                self.progress.cell_finished(result)
+                results.append(result)
+        finally:
+            preparations.close()
         return results
 
-    def _measure(self, spec: CellSpec, environments: dict) -> CellResult:
-        # One environment per version, shared by that version's meshes; a failure is remembered.
-        env = environments.get(spec.jax_version)
-        if env is None:
-            try:
-                env = self.backend.prepare(spec.jax_version, spec.platform, self.progress.say)
-            except EnvironmentUnavailable as exc:
-                env = exc
-            environments[spec.jax_version] = env
+    def _measure(self, spec: CellSpec, env: Environment | EnvironmentUnavailable) -> CellResult:
         if isinstance(env, EnvironmentUnavailable):
             return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
         return measure_cell(spec, env, self.config, self.planner, self.writer.dir, self.progress,
