@@ -44,6 +44,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration and not docker" $(PYTEST_ARGS)
 
 bench: $(STAMP)
+	$(BIN)/python bench/bench_table.py
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py

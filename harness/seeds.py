@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import tempfile
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 
 from harness.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
+from harness.environments.process import InterpreterEnvironment
 from harness.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
@@ -167,13 +169,25 @@ class SeedPlanner:
         return plan
 
     def probe(self, environment: Environment, sets: list[tuple[str, ...]], log_dir: Path) -> Probe:
-        facts = environment.describe()
-        # Hash order depends on the interpreter only, so environments sharing one share the probe.
-        who = (facts.get("python"), facts.get("interpreter") or facts.get("image") or facts.get("backend"))
-        key = (who if who[0] else id(environment), tuple(sets))
+        """Probed once per interpreter and name sets: a sweep's cells share the answer."""
+        key = (interpreter_key(environment), tuple(sets))
         if key not in self._probes:
             self._probes[key] = run_probe(environment, sets, self.candidates, log_dir, self.timeout_s)
         return self._probes[key]
+
+
+def interpreter_key(environment: Environment) -> tuple:
+    """What a set's iteration order depends on: the interpreter (its build: the string hash and the set
+    implementation) and its version. A venv's `bin/python` resolves to the interpreter it was made
+    from, so the venvs of one Python share a key; a container's interpreter is its image's."""
+    facts = environment.describe()
+    version = facts.get("python")
+    if isinstance(environment, InterpreterEnvironment):
+        return ("host", os.path.realpath(environment.python), version)
+    where = facts.get("image") or facts.get("interpreter")
+    if version and where:
+        return (facts.get("backend"), where, version)
+    return ("environment", id(environment))  # nothing says which interpreter: this environment's own
 
 
 class ProbeFailed(Exception):

@@ -120,3 +120,18 @@ def test_runs_is_a_ceiling_even_when_covering_every_pair_order_needs_more():
     assert len(plan.seeds) == 4 and plan.miss_bound > 0
     assert f"needs {needed} chosen seeds, more than runs: 4" in plan.summary()
     assert len(chosen_plan(probe, extra_random=3, limit=needed + 3).seeds) == needed + 3
+
+
+def test_venvs_of_one_interpreter_share_a_probe_and_other_interpreters_do_not(tmp_path):
+    from harness.seeds import interpreter_key
+
+    version = sys.version.split()[0]
+    for name in ("venv-a", "venv-b"):  # what `uv venv` makes: bin/python, a link to the interpreter
+        (tmp_path / name / "bin").mkdir(parents=True)
+        (tmp_path / name / "bin" / "python").symlink_to(sys.executable)
+    a = LocalEnvironment(str(tmp_path / "venv-a" / "bin" / "python"), {"jax": "none", "python": version})
+    b = LocalEnvironment(str(tmp_path / "venv-b" / "bin" / "python"), {"jax": "none", "python": version})
+    assert interpreter_key(a) == interpreter_key(b)
+    other = tmp_path / "other-python"
+    other.write_text("#!/bin/sh\n")
+    assert interpreter_key(LocalEnvironment(str(other), {"jax": "none", "python": version})) != interpreter_key(a)
