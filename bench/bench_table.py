@@ -59,7 +59,7 @@ def shell_loop(document: dict, config_path: Path, work: Path) -> float:
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         command = (f"{assigns} {shlex.quote(str(python))} {shlex.quote(str(config.repro.path))} "
                    f"{' '.join(map(shlex.quote, repro_args(config.repro, spec)))} > /dev/null 2>&1")
-        lines += [f"for i in $(seq {SEED_RUNS}); do {command}; done", f"ls -1 {shlex.quote(str(cache))} > /dev/null"]
+        lines += [f"for i in $(seq {SEED_RUNS}); do {command}; done", f"ls -1 {shlex.quote(str(cache))} > /dev/null 2>&1 || true"]
     start = time.monotonic()
     subprocess.run(["bash", "-c", "\n".join(lines)], check=True, env=clean_environment({}),
                    cwd=config.repro.path.parent)

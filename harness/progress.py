@@ -44,7 +44,9 @@ class ConsoleProgress:
         new = sorted({e.key for e in map(parse_name, run.new_entries) if e})  # -cache/-atime pairs once
         shown = ", ".join(k[: k.rfind("-") + 9] + "…" for k in new if k.startswith("jit_f")) or \
             (f"{len(new)} new" if new else "no new entry")
-        self.say(f"  run {run.index}/{planned} seed {run.seed}: {status} in {run.duration_s:.1f}s, {shown}")
+        # Cells overlap (a cell's last runs beside the next one's first): each line names its cell.
+        self.say(f"  jax {spec.jax_version} {spec.mesh_label} run {run.index}/{planned} seed {run.seed}: "
+                 f"{status} in {run.duration_s:.1f}s, {shown}")
 
     def cell_finished(self, cell: CellResult) -> None:
         self.say(f"  => {cell.verdict}: {cell.reason}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -186,3 +186,124 @@ def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
     """A cell whose environment could not be made: measured nothing, says `error`."""
     return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
                       environment=environment or {}, log_tail=log_tail)
+
+
+@dataclass
+class OpenCell:
+    """A cell being measured by `run_cells`: its runner, folders, tally and the runs it has yet to start."""
+
+    runner: CellRunner
+    spec: CellSpec
+    cache_dir: Path
+    log_dir: Path
+    results_root: Path | None
+    tally: Tally
+    pending: list[tuple[int, int]]  # (index, seed), in order
+    running: int = 0
+    baseline_done: bool = False  # the first run finished (alone: nothing of this cell ran beside it)
+
+    @classmethod
+    def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
+             results_root: Path | None = None, stop_when_reproduced: bool = False) -> OpenCell:
+        seeds = list(seeds)
+        cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
+                   Tally(len(seeds), stop_when_reproduced), list(enumerate(seeds, start=1)))
+
+    def startable(self) -> bool:
+        if not self.pending or self.tally.stop_now():
+            return False
+        return self.baseline_done or self.running == 0  # the first run alone, then any number
+
+    def finished(self) -> bool:
+        return self.running == 0 and not self.startable()
+
+    def measure(self, index: int, seed: int) -> RunRecord:
+        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, index, seed)
+
+    def result(self, interrupted: bool = False) -> CellResult:
+        cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
+                               interrupted)
+        return with_script_cache(cell, self.runner.thresholds)
+
+
+# What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
+# or its result already (an environment that could not be made).
+CellOpener = Callable[[], "OpenCell | CellResult"]
+
+
+def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[CellResult], None],
+              on_run: OnRun | None = None) -> None:
+    """Measure cells with `jobs` runs at once in all: a cell's first run alone (in its own folder), then
+    its later runs, and when the open cells cannot use a free slot (a cell's first run, or a cell that
+    stopped), the next cell starts. Each cell keeps its own folders, seeds and tally, so what it
+    measures does not depend on its neighbours; results reach `on_result` in cell order.
+
+    Ctrl-C: every open cell comes back `interrupted` with the runs that finished (in order, after the
+    cells before it), then KeyboardInterrupt goes on up."""
+    openers = iter(openers)
+    opened: list[OpenCell | CellResult | None] = []  # by cell number: still open, or its result
+    emitted = 0
+    running: dict[Future, tuple[int, OpenCell]] = {}
+    exhausted = False
+    failure: Exception | None = None
+
+    def emit_ready() -> None:
+        nonlocal emitted
+        while emitted < len(opened) and isinstance(opened[emitted], CellResult):
+            on_result(opened[emitted])
+            emitted += 1
+
+    pool = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="run")
+    try:
+        while True:
+            while len(running) < max(1, jobs):
+                cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable()), None)
+                if cell is None:
+                    if exhausted:
+                        break
+                    opener = next(openers, None)
+                    if opener is None:
+                        exhausted = True
+                        break
+                    try:
+                        opened.append(opener())
+                    except Exception as exc:  # a bug of the harness: finish the cells already open, then raise
+                        failure, exhausted = exc, True
+                        break
+                    continue
+                index, seed = cell.pending.pop(0)
+                cell.running += 1
+                running[pool.submit(cell.measure, index, seed)] = (opened.index(cell), cell)
+            for number, cell in enumerate(opened):
+                if isinstance(cell, OpenCell) and cell.finished():
+                    opened[number] = cell.result()
+            emit_ready()
+            if not running:
+                if exhausted:
+                    if failure is not None:
+                        raise failure
+                    return
+                continue
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                _, cell = running.pop(future)
+                record = future.result()  # a harness failure is raised here
+                cell.running -= 1
+                cell.baseline_done = True
+                cell.tally.add(record)
+                if on_run:
+                    on_run(cell.spec, record, cell.tally.planned)
+    except KeyboardInterrupt:
+        for cell in {id(c): c for c in opened if isinstance(c, OpenCell)}.values():
+            cell.runner.environment.interrupt()
+        pool.shutdown(wait=True, cancel_futures=True)  # the runs cut short measured nothing: not kept
+        for number, cell in enumerate(opened):
+            if isinstance(cell, OpenCell):
+                opened[number] = cell.result(interrupted=True)
+        emit_ready()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

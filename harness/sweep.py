@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from harness.confidence import SeedPlan
 from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, Platform
 from harness.progress import Progress
-from harness.runner import CellRunner, error_cell
+from harness.runner import CellOpener, CellRunner, OpenCell, error_cell, run_cells
 from harness.seeds import SeedPlanner, record_plan
 
 
@@ -85,27 +86,51 @@ class Sweep:
     prepare_ahead: int = PREPARE_AHEAD
 
     def run(self, cells: list[CellSpec]) -> list[CellResult]:
-        results = []
+        """Measure `cells`, overlapping them where a cell leaves run slots free (run_cells), and give
+        each to the writer in cell order as soon as it and those before it are done."""
+        results: list[CellResult] = []
+        plans: dict[str, SeedPlan] = {}
         preparations = Preparations(self.backend, self.progress, self.prepare_ahead)
-        try:
-            for number, spec in enumerate(cells, start=1):
+
+        def opener(number: int, spec: CellSpec) -> CellOpener:
+            def open_cell() -> OpenCell | CellResult:
                 preparations.want(cells[number - 1:])
                 self.progress.cell_started(spec, number, len(cells))
-                result = self._measure(spec, preparations.get(spec))
-                self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
-                if result.interrupted:
-                    raise KeyboardInterrupt
+                env = preparations.get(spec)
+                if isinstance(env, EnvironmentUnavailable):
+                    return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
+                cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
+                plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
+                self.progress.say(f"  seeds: {plan.summary()}")
+                runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
+                                    thresholds=self.config.cache_thresholds)
+                return OpenCell.open(runner, spec, plan.seeds, cache_dir, log_dir, self.writer.dir,
+                                     stop_when_reproduced=self.stop_when_reproduced)
+            return open_cell
+
+        def finished(result: CellResult) -> None:
+            if result.spec.key in plans:
+                record_plan(result, plans[result.spec.key])
+            self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
+            if not result.interrupted:
                 self.progress.cell_finished(result)
                 results.append(result)
+
+        try:
+            run_cells((opener(n, spec) for n, spec in enumerate(cells, start=1)), self.jobs, finished,
+                      on_run=self.progress.run_finished)
         finally:
             preparations.close()
         return results
 
-    def _measure(self, spec: CellSpec, env: Environment | EnvironmentUnavailable) -> CellResult:
-        if isinstance(env, EnvironmentUnavailable):
-            return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
-        return measure_cell(spec, env, self.config, self.planner, self.writer.dir, self.progress,
-                            jobs=self.jobs, stop_when_reproduced=self.stop_when_reproduced)
+
+def fresh_folders(spec: CellSpec, work_dir: Path) -> tuple[Path, Path]:
+    """The cell's caches/ and logs/ folders under `work_dir`, emptied of what a cell cut short earlier
+    (resume, bisect) left there."""
+    cache_dir, log_dir = work_dir / "caches" / spec.slug, work_dir / "logs" / spec.slug
+    for leftover in (cache_dir, log_dir):
+        shutil.rmtree(leftover, ignore_errors=True)
+    return cache_dir, log_dir
 
 
 def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
@@ -114,10 +139,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
     the seeds and miss bounds recorded in the result. After Ctrl-C the cell is `interrupted` and holds
     the runs that finished; the caller saves it (a sweep) or drops it (a bisection), then stops."""
-    slug = spec.slug
-    cache_dir, log_dir = work_dir / "caches" / slug, work_dir / "logs" / slug
-    for leftover in (cache_dir, log_dir):  # a cell cut short earlier (resume, bisect): start afresh
-        shutil.rmtree(leftover, ignore_errors=True)
+    cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
     runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished,
