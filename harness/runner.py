@@ -3,14 +3,13 @@
 Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
 The first run always runs alone: its entries are the cell's baseline, so with `jobs > 1` any
 entry that appears after it is a key the first run did not compute (the verdict needs no more).
-The later runs then overlap, and a run's `new_entries` are what appeared while it ran, which may
-include a neighbour's entries.
+The second runs alone too (see SETTLING_RUNS); the later runs then overlap, and a run's `new_entries`
+are what appeared while it ran, which may include a neighbour's entries. `run_cells` schedules the
+runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
 """
 
 from __future__ import annotations
 
-import functools
-import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,12 @@ from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_d
                              program_for, run_command)
 from harness.script_cache import read_record, with_script_cache
 from harness.tally import Tally
+
+# A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
+# with the seed that shows the axis names in the other order, settles a set-order regression (the cell
+# stops there) or a cell that cached nothing. Only then do its runs overlap; meanwhile the free slots
+# go to the next cell.
+SETTLING_RUNS = 2
 
 # Runs are told about as they finish: (cell, record, runs planned).
 OnRun = Callable[[CellSpec, RunRecord, int], None]
@@ -49,19 +54,19 @@ class CellRunner:
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
-        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key). After
-        Ctrl-C the cell comes back `interrupted`, with the runs that finished: the caller saves it, then
-        stops."""
-        seeds = list(seeds)
-        # Runs start in other folders (the script's, a container's): give them absolute paths.
-        cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
-        results_root = results_root.resolve() if results_root else None
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        tally = Tally(len(seeds), stop_when_reproduced)
-        measure = functools.partial(self.measure_run, spec, cache_dir, log_dir, results_root)
-        interrupted = self._schedule(spec, list(enumerate(seeds, start=1)), measure, tally)
-        cell = tally.cell(spec, sorted(list_dir(cache_dir)), self.environment.describe(), interrupted)
+        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key, or
+        nothing can change). After Ctrl-C the cell comes back `interrupted`, with the runs that
+        finished: the caller saves it, then stops."""
+        results: list[CellResult] = []
+        try:
+            run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
+                                             stop_when_reproduced)], self.jobs, results.append, self.on_run)
+        except KeyboardInterrupt:
+            pass  # the cell came back interrupted
+        return results[0]
+
+    def finish(self, spec: CellSpec, cell: CellResult) -> CellResult:
+        """The measured cell with what the runner adds: a user script's command, its cache settings."""
         if not self.repro.builtin:
             program = program_for(self.repro, spec, self.args, self.cwd)
             cell.command = run_command(program, merge_user_env(process_env(spec, 1), self.env), self.env)
@@ -91,62 +96,6 @@ class CellRunner:
                          log=str(log.relative_to(results_root) if results_root else log),
                          script_cache=None if self.repro.builtin else read_record(record_file),
                          keys=keys, log_note=note)
-
-    def _schedule(self, spec: CellSpec, pending: list[tuple[int, int]],
-                  measure: Callable[[int, int], RunRecord], tally: Tally) -> bool:
-        """Make the pending runs into `tally` until it says stop; True when Ctrl-C cut them short (the
-        runs it cut measured nothing and are not kept)."""
-        lock = threading.Lock()
-        stopping = threading.Event()
-
-        def one(index: int, seed: int) -> None:
-            record = measure(index, seed)
-            with lock:
-                if stopping.is_set():
-                    return
-                tally.add(record)
-            if self.on_run:
-                self.on_run(spec, record, tally.planned)
-
-        def stop_now() -> bool:
-            with lock:
-                return tally.stop_now()
-
-        try:
-            if self.jobs <= 1:
-                for index, seed in pending:
-                    one(index, seed)
-                    if stop_now():
-                        break
-            elif pending:
-                one(*pending.pop(0))  # the baseline, alone: nothing it computed can appear later
-                self._run_parallel(one, pending, stop_now, stopping)
-        except KeyboardInterrupt:
-            with lock:
-                stopping.set()
-            return True
-        return False
-
-    def _run_parallel(self, one, pending, stop_now, stopping: threading.Event) -> None:
-        with ThreadPoolExecutor(self.jobs) as pool:
-            running = set()
-            try:
-                while pending or running:
-                    while pending and len(running) < self.jobs and not stop_now():
-                        running.add(pool.submit(one, *pending.pop(0)))
-                    if not running:
-                        break
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        future.result()  # re-raise a harness failure here
-                    if stop_now():
-                        pending.clear()
-            except BaseException:
-                # The pool joins its threads on the way out: stop their processes so that is quick.
-                pending.clear()
-                stopping.set()
-                self.environment.interrupt()
-                raise
 
 
 def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
@@ -200,7 +149,6 @@ class OpenCell:
     tally: Tally
     pending: list[tuple[int, int]]  # (index, seed), in order
     running: int = 0
-    baseline_done: bool = False  # the first run finished (alone: nothing of this cell ran beside it)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
@@ -215,7 +163,13 @@ class OpenCell:
     def startable(self) -> bool:
         if not self.pending or self.tally.stop_now():
             return False
-        return self.baseline_done or self.running == 0  # the first run alone, then any number
+        if len(self.tally.records) < SETTLING_RUNS:
+            return self.running == 0  # one at a time until the cell may have settled
+        return True
+
+    @property
+    def baseline_done(self) -> bool:
+        return bool(self.tally.records)
 
     def finished(self) -> bool:
         return self.running == 0 and not self.startable()
@@ -226,7 +180,7 @@ class OpenCell:
     def result(self, interrupted: bool = False) -> CellResult:
         cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
                                interrupted)
-        return with_script_cache(cell, self.runner.thresholds)
+        return self.runner.finish(self.spec, cell)
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
@@ -292,7 +246,6 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
                 _, cell = running.pop(future)
                 record = future.result()  # a harness failure is raised here
                 cell.running -= 1
-                cell.baseline_done = True
                 cell.tally.add(record)
                 if on_run:
                     on_run(cell.spec, record, cell.tally.planned)
