@@ -14,7 +14,7 @@ from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, Platform
 from harness.progress import Progress
-from harness.runner import CellOpener, CellRunner, OpenCell, error_cell, run_cells
+from harness.runner import CellOpener, CellRunner, OnRun, OpenCell, error_cell, run_cells
 from harness.seeds import SeedPlanner, record_plan
 
 
@@ -102,8 +102,7 @@ class Sweep:
                 cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
                 plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
-                runner = CellRunner(env, self.config.repro, self.config.timeout_s, self.jobs,
-                                    thresholds=self.config.cache_thresholds)
+                runner = cell_runner(env, self.config, self.jobs)
                 return OpenCell.open(runner, spec, plan.seeds, cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced)
             return open_cell
@@ -124,6 +123,12 @@ class Sweep:
         return results
 
 
+def cell_runner(environment: Environment, config: Config, jobs: int, on_run: OnRun | None = None) -> CellRunner:
+    """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout."""
+    return CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=on_run,
+                      thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd)
+
+
 def fresh_folders(spec: CellSpec, work_dir: Path) -> tuple[Path, Path]:
     """The cell's caches/ and logs/ folders under `work_dir`, emptied of what a cell cut short earlier
     (resume, bisect) left there."""
@@ -142,8 +147,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
-    runner = CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=progress.run_finished,
-                        thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd)
+    runner = cell_runner(environment, config, jobs, on_run=progress.run_finished)
     cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)

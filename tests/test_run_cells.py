@@ -24,7 +24,7 @@ class CountingEnvironment(ScriptedEnvironment):
         super().__init__(key_for, delay=delay)
         self.shared, self.name, self.interrupt_on_seed = shared, name, interrupt_on_seed
 
-    def run(self, script, args, env, cache_dir, log_path, timeout_s):
+    def run(self, program, env, cache_dir, log_path, timeout_s):
         seed = int(env["PYTHONHASHSEED"])
         if seed == self.interrupt_on_seed:
             raise KeyboardInterrupt
@@ -33,7 +33,7 @@ class CountingEnvironment(ScriptedEnvironment):
             self.shared.most = max(self.shared.most, self.shared.active)
             self.shared.starts.append((self.name, seed, self.active))
         try:
-            return super().run(script, args, env, cache_dir, log_path, timeout_s)
+            return super().run(program, env, cache_dir, log_path, timeout_s)
         finally:
             with self.shared.lock:
                 self.shared.active -= 1
