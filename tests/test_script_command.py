@@ -2,7 +2,6 @@
 working folder; the clash rule, XLA_FLAGS merging, and the report's quoted commands."""
 
 import shlex
-from pathlib import Path
 
 import pytest
 

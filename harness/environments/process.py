@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.environments.base import Environment
 from harness.errors import EnvironmentUnavailable
