@@ -21,16 +21,18 @@ from harness.seeds import SeedPlanner, record_plan
 # Environments made beyond the one being measured: installs overlap runs, and at most this many
 # finished environments wait (a Ctrl-C waits for at most one install still going).
 PREPARE_AHEAD = 2
+# Installs are mostly waiting on uv (links from its cache, metadata): two at a time overlap well.
+PREPARE_WORKERS = 2
 
 
 class Preparations:
-    """The sweep's environments, one per (version, platform), made in cell order by one worker thread
-    while the cells run, a bounded number ahead. A failure is the value of that environment (its
+    """The sweep's environments, one per (version, platform), made in cell order by a few worker
+    threads while the cells run, a bounded number ahead. A failure is the value of that environment (its
     cells are `error`), remembered like a success."""
 
     def __init__(self, backend: Backend, progress: Progress, ahead: int):
         self.backend, self.progress, self.ahead = backend, progress, ahead
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare")
+        self._pool = ThreadPoolExecutor(PREPARE_WORKERS, thread_name_prefix="prepare")
         self._made: dict[tuple[str, Platform], Future] = {}
 
     def want(self, upcoming: list[CellSpec]) -> None:

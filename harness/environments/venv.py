@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -27,8 +28,18 @@ READY_MARKER = "harness-ready.json"
 DEFAULT_ROOT = Path(os.environ.get("HARNESS_ENV_DIR", Path.home() / ".cache" / "jax-cache-harness" / "envs"))
 
 
+# A sweep prepares environments on several threads; uv's finder reads sysconfig, whose first
+# initialisation is not thread-safe (a concurrent first call sees a half-filled table).
+_FIND_UV_LOCK = threading.Lock()
+
+
 def find_uv() -> str:
     """uv ships as a Python package (a dependency of the harness); fall back to one on PATH."""
+    with _FIND_UV_LOCK:
+        return _find_uv()
+
+
+def _find_uv() -> str:
     try:
         # Imported here, not at the top: without the uv package the harness still works with uv on PATH.
         from uv import find_uv_bin  # noqa: PLC0415
