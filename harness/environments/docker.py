@@ -18,8 +18,9 @@ import signal
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import docker
 import requests
@@ -355,14 +356,20 @@ class DockerBackend(Backend):
                 "base_image": self.base_image or "platform default"}
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+        with self._image_lock(jax_version, platform, say) as choice:
+            return self._prepare_locked(jax_version, platform, choice, say)
+
+    @contextmanager
+    def _image_lock(self, jax_version: str, platform: Platform, say: Say) -> Iterator[PythonChoice]:
+        """The release's Python, with its image's lock held: another sweep building this image right
+        now is waited for, then its image is reused."""
         try:
             choice = self.pythons.choose(jax_version)
         except NoPython as exc:
             raise EnvironmentUnavailable(str(exc)) from None
-        # Another sweep building this image right now: wait for it, then reuse its image.
         name = f"jax-{jax_version}-{platform}-py{choice.version}"
         with held(self.state_dir / "locks" / f"{name}.lock", f"the image for {name}", say):
-            return self._prepare_locked(jax_version, platform, choice, say)
+            yield choice
 
     def _prepare_locked(self, jax_version: str, platform: Platform, choice: PythonChoice,
                         say: Say) -> Environment:
@@ -379,12 +386,7 @@ class DockerBackend(Backend):
               say: Say = _quiet) -> tuple[str, dict[str, Any], Path]:
         """The image's tag, built unless it exists, the facts of how it was had, and its log: what
         prepare() does before it probes the image (`make cuda-image-check` probes it its own way)."""
-        try:
-            choice = self.pythons.choose(jax_version)
-        except NoPython as exc:
-            raise EnvironmentUnavailable(str(exc)) from None
-        name = f"jax-{jax_version}-{platform}-py{choice.version}"
-        with held(self.state_dir / "locks" / f"{name}.lock", f"the image for {name}", say):
+        with self._image_lock(jax_version, platform, say) as choice:
             return self._image_locked(jax_version, platform, choice, say)
 
     def _image_locked(self, jax_version: str, platform: Platform, choice: PythonChoice,
