@@ -21,7 +21,7 @@ from harness.config import Repro
 from harness.dependencies import parse_requirements
 from harness.environments import BackendOptions, make_backend
 from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
-                                         DockerBackend, DockerEnvironment, docker_available)
+                                         DockerBackend, DockerEnvironment)
 from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.errors import BackendUnavailable
 from harness.model import CellSpec, Mesh, Platform, Program, Verdict
@@ -29,6 +29,7 @@ from harness.pythons import PythonChooser, PythonVersion
 from harness.repros import builtin_path
 from harness.runner import CellRunner
 from harness.versions import PyPIIndex, release_pythons
+from tests.docker_engine import engine_with_base_image, missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 
@@ -36,22 +37,9 @@ SPEC_MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 REPRO = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)
 
 
-def _missing(reason: str):
-    if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"HARNESS_REQUIRE_DOCKER=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def client():
-    ok, reason = docker_available()
-    if not ok:
-        _missing(f"{reason}: start one with .ci/install-docker.sh")
-    client = docker.from_env()
-    try:
-        client.images.get(OFFLINE_BASE_IMAGE)
-    except docker.errors.ImageNotFound:
-        _missing(f"the base image {OFFLINE_BASE_IMAGE} is not built: run `make base-image`")
+    client = engine_with_base_image()
     yield client
     client.close()
 
@@ -189,7 +177,7 @@ def test_a_release_that_needs_a_newer_python_gets_the_trixie_image_with_it(clien
     try:
         client.images.get(trixie)
     except docker.errors.ImageNotFound:
-        _missing(f"the base image {trixie} is not built: run `make base-image DEBIAN=trixie`")
+        missing(f"the base image {trixie} is not built: run `make base-image DEBIAN=trixie`")
     pythons = PythonChooser(PythonVersion(3, 11), release_pythons(index, MANYLINUX_X86_64),
                             provided=OFFLINE_PYTHONS)
     backend = DockerBackend(release_date=index.release_date, pythons=pythons)

@@ -21,10 +21,12 @@ import pytest
 
 from harness import cli
 from harness.config import Repro
-from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerBackend, docker_available
+from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerBackend
 from harness.environments.venv import VenvBackend
 from harness.model import CellSpec, Platform, Verdict
 from harness.runner import CellRunner
+from harness.versions import PyPIIndex
+from tests.docker_engine import engine_with_base_image
 
 pytestmark = pytest.mark.integration
 
@@ -44,23 +46,9 @@ print("still alive after SIGSEGV")
 
 
 def _docker_environment():
-    ok, reason = docker_available()
-    if not ok:
-        _missing(f"{reason}: start one with .ci/install-docker.sh")
-    client = docker.from_env()
-    try:
-        client.images.get(OFFLINE_BASE_IMAGE)
-    except docker.errors.ImageNotFound:
-        _missing(f"the base image {OFFLINE_BASE_IMAGE} is not built: run `make base-image`")
-    from harness.versions import PyPIIndex
+    engine_with_base_image().close()
     backend = DockerBackend(base_image=OFFLINE_BASE_IMAGE, release_date=PyPIIndex().release_date)
     return backend.prepare(VERSION, Platform.CPU, print)
-
-
-def _missing(reason: str):
-    if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"HARNESS_REQUIRE_DOCKER=1 but {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module", params=["venv", pytest.param("docker", marks=pytest.mark.docker)])
