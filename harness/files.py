@@ -1,9 +1,11 @@
-"""Writing files so that a reader never sees half of one (pure core: no harness imports)."""
+"""Writing files so that a reader never sees half of one, and finding the harness's own files (pure
+core: no harness imports)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from importlib.resources import files
 from pathlib import Path
 
 
@@ -31,3 +33,13 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def package_path(package: str, *parts: str) -> Path:
+    """A file or folder shipped in `package` (package data, or a module run as a program), as a path on
+    disk: through importlib.resources, so it is found in an installed wheel as in a checkout. Interpreters
+    run these files and containers mount them, so they must be real files (the wheel is not zip-safe)."""
+    path = Path(str(files(package).joinpath(*parts)))
+    if not path.exists():
+        raise FileNotFoundError(f"{package}: {'/'.join(parts)} is missing from the installed harness")
+    return path

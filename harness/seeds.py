@@ -25,11 +25,12 @@ from typing import Any
 from harness.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
+from harness.files import package_path
 from harness.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
-PROBE_SCRIPT = Path(__file__).with_name("seeds_probe.py")
+PROBE_SCRIPT = package_path("harness", "seeds_probe.py")  # run by the environment's interpreter
 
 def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
     """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""

@@ -1,6 +1,6 @@
 """The docker backend: an image per (JAX version, platform, base image), a fresh container per run.
 
-Images are built through the Docker SDK from `docker/Dockerfile.<platform>`, with the wheels from
+Images are built through the Docker SDK from `harness/environments/dockerfiles/Dockerfile.<platform>`, with the wheels from
 the host-side wheelhouse (see wheelhouse.py and docker/README.md), and tagged from a hash of
 everything that goes into them, so a second sweep builds nothing. Every run is a new container:
 the script's folder mounted read-only, the cell's cache folder mounted read-write (listings are
@@ -35,6 +35,7 @@ from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
 from harness.environments.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.files import package_path
 from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
@@ -67,12 +68,13 @@ def offline_fix(python_version: str, configured: bool = False) -> str:
 
 def default_base_images(python_version: str = DEFAULT_PYTHON) -> dict[Platform, str]:
     """A plain Python base for every platform: jax[cuda12]'s wheels bring CUDA's libraries and the
-    NVIDIA runtime mounts the driver (docker/Dockerfile.cuda says why an nvidia/cuda base is optional)."""
+    NVIDIA runtime mounts the driver (dockerfiles/Dockerfile.cuda says why an nvidia/cuda base is optional)."""
     slim = f"python:{python_version}-slim"
     return {Platform.CPU: slim, Platform.AUTO: slim, Platform.CUDA: slim}
 
 
-DOCKERFILES = Path(os.environ.get("HARNESS_DOCKERFILES", Path(__file__).resolve().parents[2] / "docker"))
+# Package data (pyproject.toml), so an installed harness (pipx, uv tool) finds them as a checkout does.
+DOCKERFILES = Path(os.environ.get("HARNESS_DOCKERFILES") or package_path("harness.environments", "dockerfiles"))
 STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "jax-cache-harness" / "docker"))
 
 # Where a run sees its folders inside the container.
@@ -291,7 +293,7 @@ class DockerEnvironment(Environment):
 
 
 class DockerBackend(Backend):
-    """Images from docker/Dockerfile.<platform>, wheels from a host-side wheelhouse, runs in containers."""
+    """Images from dockerfiles/Dockerfile.<platform>, wheels from a host-side wheelhouse, runs in containers."""
 
     name = "docker"
 

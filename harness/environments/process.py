@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.environments.base import Environment
 from harness.errors import EnvironmentUnavailable
+from harness.files import package_path
 from harness.model import ProcessOutcome
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
@@ -33,7 +34,7 @@ _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
 # Every run starts under supervise.py, which takes down whatever the script leaves behind (see there).
-SUPERVISOR = Path(__file__).with_name("supervise.py")
+SUPERVISOR = package_path("harness.environments", "supervise.py")
 SUPERVISED = sys.platform.startswith("linux")
 # How long a supervisor gets to kill its run's processes after SIGTERM before its group is SIGKILLed.
 STOP_GRACE_S = 10.0

@@ -2,7 +2,9 @@
 first on the run's PYTHONPATH, so Python's start-up imports `sitecustomize` from here (see
 `jax_cache_harness_hook`). Nothing here imports the harness; it must run on any interpreter JAX does."""
 
+from importlib.resources import files
 from pathlib import Path
 
 # The folder a run's PYTHONPATH starts with (mounted read-only into containers).
-STARTUP_DIR = Path(__file__).resolve().parent
+# Through importlib.resources, so an installed wheel finds it as a checkout does (a real folder: mounted).
+STARTUP_DIR = Path(str(files(__name__))).resolve()
