@@ -4,11 +4,16 @@ A cell reproduces when its runs disagree: a later run computes a key that the ce
 did not (a miss that should have been a hit). The first successful run's keys, however many per
 module (a function compiled at two shapes has two), are the baseline. A crash is never `clean`, and
 a cell where nothing was cached is `unsupported`, not clean: in both cases nothing was measured.
+
+The cache folder outranks JAX's log: a script can silence or reconfigure the `jax` loggers, print so
+much that its output is cut, or print lines that look like JAX's. An entry that appeared while a run
+ran and that no run's log names is a key that run computed, whatever its log says; a log that
+disagrees with the folder is not trusted for that run (said in the reason) and never drops an entry.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 from packaging.version import Version
@@ -30,19 +35,61 @@ class RunKeys:
     index: int
     appeared: frozenset[Entry]
     computed: frozenset[Entry] | None = None
+    # False when the run's log disagrees with the cache folder: it may be missing lines (a script that
+    # silenced the `jax` loggers, output cut) or hold lines JAX never wrote, so it cannot show `fewer`.
+    log_trusted: bool = True
 
-    @property
-    def known(self) -> frozenset[Entry]:
-        return self.computed if self.computed is not None else self.appeared
+    def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
+        """Its keys: the log's, and every entry that appeared while it ran that no run's log
+        (`claimed`: all of them together) names; the listing alone when it has no log."""
+        if self.computed is None:
+            return self.appeared
+        return self.computed | (self.appeared - claimed)
 
 
-def run_keys(run: RunRecord) -> RunKeys:
+def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
     """What a stored run shows: its listing, and when JAX's log named its keys, every key it computed
-    (hits and entries never written included): the log ties each key to its own run."""
+    (hits and entries never written included): the log ties each key to its own run. With `on_disk`
+    (every entry key that was ever in the cell's folder) a logged hit on a key never there is dropped:
+    nothing was there to hit, so JAX did not write that line."""
     computed = None
     if run.keys is not None:
-        computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys)
+        computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys
+                             if on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed)
+
+
+def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
+    """run index -> why its JAX log cannot be trusted, for each successful run whose log named keys but
+    disagrees with the cache folder: an entry appeared while it ran that no run's log names (lines
+    missing: the script changed the `jax` loggers' levels or handlers, or its output was cut), or it
+    logged a hit or a write of a key that never was in the folder (lines JAX did not write)."""
+    good = [r for r in runs if r.ok]
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
+    out: dict[int, str] = {}
+    for run in good:
+        if run.keys is None:
+            continue
+        unnamed = sorted(e.key for e in entries(run.new_entries) if e.key not in claimed)
+        phantom = sorted(k.key for k in run.keys.with_outcome(Outcome.HIT, Outcome.WRITTEN) if k.key not in on_disk)
+        why = []
+        if unnamed:
+            why.append(f"{_plural(len(unnamed), 'entry')} appeared in the cache folder while it ran that it does "
+                       f"not name ({unnamed[0]}{', ...' if len(unnamed) > 1 else ''})")
+        if phantom:
+            why.append(f"it logged a hit or a write of {_plural(len(phantom), 'key')} never in the cache folder "
+                       f"({phantom[0]}{', ...' if len(phantom) > 1 else ''})")
+        if why:
+            out[run.index] = "; ".join(why)
+    return out
+
+
+def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
+    """What each successful run is known to have computed, the cache folder over the logs (see the module)."""
+    on_disk = frozenset(e.key for r in runs for e in entries(r.new_entries))
+    untrusted = untrusted_logs(runs)
+    return [replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted) for r in runs if r.ok]
 
 
 def nothing_cached(runs: Sequence[RunRecord]) -> bool:
@@ -97,28 +144,33 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     (only its log can say: a hit writes nothing) is `fewer`.
 
     From the listing alone an entry appears once, but with overlapping runs it can appear while two
-    runs ran: both are named, as it is not known which of them computed it."""
+    runs ran: both are named, as it is not known which of them computed it. An entry that some run's
+    log names is that run's; one that no log names is a key of every run it appeared during, whatever
+    their logs say (a log can be silenced or cut; the folder cannot)."""
     runs = sorted(runs, key=lambda r: r.index)
     if not runs:
         return Comparison(None, {}, [])
+    claimed = frozenset().union(*(r.computed for r in runs if r.computed is not None))
     first, later = runs[0], runs[1:]
-    seen = set(first.known)
+    baseline = first.known(claimed)
+    seen = set(baseline)
     new: dict[int, dict[str, list[str]]] = {}
     fewer: dict[int, dict[str, list[str]]] = {}
     for run in later:
-        brought = run.known - seen
+        known = run.known(claimed)
+        brought = known - seen
         if brought:
             new[run.index] = _by_module(brought)
         if run.computed is not None:
-            if first.known - run.computed:
-                fewer[run.index] = _by_module(first.known - run.computed)
+            if run.log_trusted and baseline - known:
+                fewer[run.index] = _by_module(baseline - known)
             seen |= run.computed  # known exactly: a later run that computes these again hits them
-    return Comparison(first.index, _by_module(first.known), [r.index for r in later], new, fewer)
+    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer)
 
 
 def comparison_of(runs: Sequence[RunRecord]) -> Comparison:
     """The comparison of a cell's stored runs (the failed ones left out)."""
-    return compare_with_first_run([run_keys(r) for r in runs if r.ok])
+    return compare_with_first_run(observed_keys(runs))
 
 
 def run_ranges(indices: Sequence[int]) -> str:
@@ -262,22 +314,29 @@ class Judgement:
     attribution: Attribution | None = None
     attribution_unavailable: str = ""  # why a reproduced cell has no attribution
     inconsistencies: list[str] = field(default_factory=list)
+    untrusted_logs: dict[int, str] = field(default_factory=dict)  # run index -> why its log is not trusted
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
           observed: Sequence[RunKeys] | None = None) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
-    each successful run is known to have computed; by default what its listing shows (`run_keys`)."""
+    each successful run is known to have computed; by default its listing and its log (`observed_keys`)."""
     good = [r for r in runs if r.ok]
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
-    comparison = compare_with_first_run(observed if observed is not None else [run_keys(r) for r in good])
+    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs))
     disagree = inconsistencies(runs)
+    untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
     def judgement(verdict: Verdict, reason: str, **more) -> Judgement:
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
-        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, **more)
+        if untrusted:
+            which = sorted(untrusted)
+            whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
+            reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
+                       "(the cache folder's entries count)")
+        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **more)
 
     if module is not None:
         attribution, unavailable = attribute(comparison, good)

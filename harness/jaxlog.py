@@ -208,20 +208,22 @@ def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:
 
 
 # A run's log is kept whole up to this size; past it, the head and the tail (the script's own output,
-# a traceback) and every line this parser reads are kept, the rest of JAX's debug chatter is cut.
+# a traceback), every line this parser reads and the harness's own notes (what the run supervisor cut)
+# are kept, the rest of JAX's debug chatter is cut.
 LOG_CAP_BYTES = 2 * 1024 * 1024
 CAP_KEEP_LINES = 500
+NOTE_PREFIX = "[harness: "  # the harness's notes in a log (the supervisor's too: supervise.NOTE_PREFIX)
 
 
 def capped(lines: list[str], keep: int = CAP_KEEP_LINES) -> list[str]:
-    """The first and last `keep` lines, and between them only the cache lines, with a line saying
-    how many were cut."""
+    """The first and last `keep` lines, and between them only the cache lines and the harness's notes,
+    with a line saying how many were cut."""
     if len(lines) <= 2 * keep:
         return lines
     middle = lines[keep:-keep]
-    kept = [line for line in middle if is_cache_line(line)]
-    note = (f"[harness: {len(middle) - len(kept)} lines cut here to keep the log under "
-            f"{LOG_CAP_BYTES // (1024 * 1024)} MiB; JAX's cache lines kept]")
+    kept = [line for line in middle if is_cache_line(line) or line.startswith(NOTE_PREFIX)]
+    note = (f"{NOTE_PREFIX}{len(middle) - len(kept)} lines cut here to keep the log under "
+            f"{LOG_CAP_BYTES // (1024 * 1024)} MiB; JAX's cache lines and the harness's notes kept]")
     return lines[:keep] + [note] + kept + lines[-keep:]
 
 

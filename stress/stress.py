@@ -1,4 +1,4 @@
-"""`make stress`: replay the fault cases of issue 10 against real runs and print a tried / held table.
+"""`make stress`: replay the fault cases of issues 10 and 27 against real runs and print a tried / held table.
 
 Every case starts the real `harness` command line as its own process (as a user, a scheduler or a
 careless config would), with real JAX releases in real venvs (and Docker where an engine answers),
@@ -238,6 +238,38 @@ def case_flood(h: Harness) -> tuple[bool, str]:
     return held, f"{len(logs)} logs, largest {max(sizes, default=0) >> 20} MiB of 60 MiB printed"
 
 
+# Issue 27: a set-order bug (a new jit_f key in about every other run) behind what a script does to JAX's log.
+SET_ORDER_F = """
+STAGES = list({"embed", "attend", "mix", "project"})
+
+
+@jax.jit
+def f(x):
+    for i, name in enumerate(STAGES):
+        x = x * (i + 1) + len(name)
+    return x
+"""
+SILENCED = ("import logging\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x + 1)(jnp.float32(1))\n"
+            "for n in ('jax', 'jax._src.compiler', 'jax._src.cache_key', 'jax._src.compilation_cache'):\n"
+            "    logging.getLogger(n).setLevel(logging.ERROR)\n" + SET_ORDER_F + "print(f(jnp.ones(4)))\n")
+FLOOD_AROUND = ("import sys\nimport jax, jax.numpy as jnp\n" + SET_ORDER_F
+                + "sys.stderr.write(('x' * 1023 + '\\n') * 40 * 1024)\nprint(f(jnp.ones(4)), flush=True)\n"
+                  "sys.stderr.write(('x' * 1023 + '\\n') * 40 * 1024)\n")
+FAKE_HIT = ("import os, sys\nimport jax, jax.numpy as jnp\n" + SET_ORDER_F + "f(jnp.ones(4))\n"
+            "print(\"Persistent compilation cache hit for 'jit_f' with key 'jit_f-\" + '0' * 64 + \"'\", "
+            "file=sys.stderr)\n")
+
+
+def case_log_against_folder(h: Harness, name: str, script: str, untrusted: bool) -> tuple[bool, str]:
+    """The cell reproduces, as its cache folder shows, whatever the script did to JAX's log."""
+    out = h.root / f"{name}-out"
+    code, _, _ = h.run("check", str(h.write(f"{name}/script.py", script)), "--versions", "0.4.31", "--runs", "8",
+                       "--quiet", "--out", str(out))
+    cell = results_of(out)["cells"][0]
+    said = ("not trusted" in cell["reason"]) == untrusted
+    return code == 0 and cell["verdict"] == "reproduced" and said, f"verdict {cell['verdict']}: {cell['reason'][:80]}"
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -294,6 +326,12 @@ def main() -> int:
         ("two sweeps make one new venv", lambda: case_two_sweeps_one_venv(h)),
         ("a second --resume of a folder being written", lambda: case_two_resumes(h)),
         ("a run printing 60 MiB", lambda: case_flood(h)),
+        ("new jit_f entries behind jax loggers set to ERROR reproduce",
+         lambda: case_log_against_folder(h, "silenced", SILENCED, untrusted=True)),
+        ("a run printing 80 MiB around its compile keeps JAX's cache lines",
+         lambda: case_log_against_folder(h, "flood-around", FLOOD_AROUND, untrusted=False)),
+        ("a printed fake cache-hit line is not trusted and hides no new key",
+         lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=True)),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",

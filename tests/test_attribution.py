@@ -89,7 +89,11 @@ def test_disk_and_log_disagreements_are_reported():
     assert j.verdict == Verdict.CLEAN
     assert any(line.startswith(stray) and "no run's log computed it" in line for line in j.inconsistencies)
     assert any(line.startswith("jit_iota-") and "run 1's JAX logged writing it" in line for line in j.inconsistencies)
-    assert j.reason.endswith("the cache folder and JAX's log disagree on 2 keys")
+    assert j.reason.endswith("the cache folder and JAX's log disagree on 2 keys, so the JAX logs of runs 1-2 "
+                             "are not trusted (the cache folder's entries count)")
+    # Run 1 does not name the stray entry and logged writing jit_iota; run 2 logged a hit on it.
+    assert set(j.untrusted_logs) == {1, 2} and "does not name" in j.untrusted_logs[1]
+    assert "logged a hit or a write of 1 key never in the cache folder (jit_iota-" in j.untrusted_logs[1]
 
 
 def test_without_logs_the_listing_still_judges_and_attribution_says_why():
@@ -149,3 +153,63 @@ def test_the_seeds_stored_diff_is_an_order_change(tmp_path):
     report = write_report(folder).read_text()
     assert "Likely cause (`order`)" in report
     assert "_Attribution unavailable: the runs' JAX logs were not read" in report
+
+
+# Issue 27, item 1: a log that misses lines (silenced loggers, cut output) or holds lines JAX never wrote
+# never outvotes the cache folder.
+def _first_lines(name: str, count: int | None = None) -> jaxlog.RunLog:
+    """The log's first `count` lines; by default those before it mentions jit_f (then the script set the
+    `jax` loggers to ERROR)."""
+    lines = (LOGS / name).read_text().splitlines()
+    if count is None:
+        count = next(i for i, line in enumerate(lines) if "jit_f" in line)
+    return jaxlog.parse(lines[:count])
+
+
+def test_new_entries_a_silenced_log_does_not_name_reproduce():
+    """Each run writes a new jit_f entry after the script set the `jax` loggers to ERROR: every log names
+    jit_iota and jit_reshape only, the folder shows three jit_f keys."""
+    new_f = [f"jit_f-{c * 64}" for c in "abc"]
+    runs = []
+    for index in (1, 2, 3):
+        log = _first_lines("seed-0.6.2-hs1-0.err" if index == 1 else "seed-0.6.2-hs2-4.err")
+        written = [k.key for k in log.with_outcome(Outcome.WRITTEN)]
+        runs.append(RunRecord(index, index, 0, 0.5, sorted(written + [new_f[index - 1]]), keys=log))
+    assert {k.module for r in runs for k in r.keys.keys} == {"jit_iota", "jit_reshape"}
+    j = judge(runs, expected_runs=3)
+    assert j.verdict == Verdict.REPRODUCED, j.reason
+    assert j.reason.startswith("jit_f: a new key in each of runs 2-3;")
+    assert j.reason.endswith("so the JAX logs of runs 1-3 are not trusted (the cache folder's entries count)")
+    assert "1 entry appeared in the cache folder while it ran that it does not name (jit_f-bbbb" in j.untrusted_logs[2]
+    assert j.attribution is None and "seen only in the cache folder" in j.attribution_unavailable
+
+
+def test_a_fake_hit_line_does_not_hide_a_new_entry():
+    """Run 2 prints a hit line for run 1's jit_f key (no JAX log of its own) and writes a new entry."""
+    first = run_from_log(1, 1, "seed-0.4.31-hs1-0.err")
+    (old_f,) = [k.key for k in first.keys.keys if k.module == "jit_f"]
+    fake = jaxlog.parse(f"Persistent compilation cache hit for 'jit_f' with key '{old_f}'\n")
+    second = RunRecord(2, 2, 0, 0.5, [f"jit_f-{'d' * 64}-cache", f"jit_f-{'d' * 64}-atime"], keys=fake)
+    j = judge([first, second])
+    assert j.verdict == Verdict.REPRODUCED and j.reason.startswith("jit_f: a new key in run 2"), j.reason
+    assert list(j.untrusted_logs) == [2]
+
+
+def test_a_fake_hit_on_a_key_never_in_the_folder_is_not_a_new_key():
+    """A line JAX cannot have written (a hit on an entry that never existed) does not reproduce a cell."""
+    runs = [run_from_log(1, 1, "seed-0.6.2-hs1-0.err"), run_from_log(2, 2, "seed-0.6.2-hs2-4.err")]
+    phantom = f"jit_f-{'e' * 64}"
+    runs[1].keys.keys.append(jaxlog.LoggedKey("jit_f", phantom, Outcome.HIT))
+    j = judge(runs)
+    assert j.verdict == Verdict.CLEAN, j.reason
+    assert f"it logged a hit or a write of 1 key never in the cache folder ({phantom})" in j.untrusted_logs[2]
+    assert "run 2's JAX log is not trusted" in j.reason
+
+
+def test_an_untrusted_log_cannot_say_a_run_compiled_fewer_things():
+    """A log cut short names fewer keys than the first run's; the folder shows the run wrote a new one."""
+    runs = [run_from_log(1, 1, "seed-0.6.2-hs1-0.err"),
+            RunRecord(2, 2, 0, 0.5, [f"jit_g-{'f' * 64}"], keys=_first_lines("seed-0.6.2-hs2-4.err", 40))]
+    j = judge(runs)
+    assert j.verdict == Verdict.REPRODUCED and "jit_g: a new key in run 2" in j.reason
+    assert j.comparison.fewer == {}

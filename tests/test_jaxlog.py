@@ -127,3 +127,18 @@ def test_capped_keeps_head_tail_and_cache_lines():
     assert lines[2500] in out and "lines cut" in out[100]
     assert len(out) == 202
     assert jaxlog.capped(lines[:150], keep=100) == lines[:150]
+
+
+def test_capped_keeps_the_supervisors_note_of_what_it_cut():
+    """Issue 27: a second cut must not drop the note that says the run's output was cut before."""
+    lines = [f"noise {i}" for i in range(5000)]
+    lines[3000] = "[harness: 123 bytes of output cut here; the log keeps the first 1 and the last 1 bytes]"
+    out = jaxlog.capped(lines, keep=100)
+    assert lines[3000] in out
+
+
+def test_the_supervisor_keeps_the_same_cache_lines_this_parser_reads():
+    from harness.environments import supervise
+
+    assert [m.decode() for m in supervise.CACHE_LINE_MARKERS] == list(jaxlog._MARKERS)
+    assert supervise.NOTE_PREFIX.decode() == jaxlog.NOTE_PREFIX

@@ -185,3 +185,64 @@ def test_stdout_and_stderr_reach_the_log_in_order(tmp_path):
     code = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True); print('out2')"
     run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log", timeout_s=60)
     assert (tmp_path / "run.log").read_text() == "out\nerr\nout2\n"
+
+
+# Issue 27: JAX's cache lines printed among 30 MB of a script's own output (the seed's 0.4.31 log, line by line).
+SEED_LOG = Path(__file__).parent / "fixtures" / "jax_logs" / "seed-0.4.31-hs2-8.err"
+
+
+def _flood_around(log_lines: list[str], noise: int) -> bytes:
+    out = []
+    for i, line in enumerate(log_lines):
+        out.append(("x" * 999 + "\n") * noise)
+        out.append(line + "\n")
+    return "".join(out).encode()
+
+
+def _capped(data: bytes, path: Path, limit: int, cache_limit: int | None = None, chunk: int = 4093) -> bytes:
+    from harness.environments.supervise import CappedLog
+
+    with open(path, "wb") as f:
+        log = CappedLog(f.fileno(), limit, cache_limit)
+        for start in range(0, len(data), chunk):  # chunks that end inside lines
+            log.write(data[start:start + chunk])
+        log.close()
+    return path.read_bytes()
+
+
+def test_a_cut_log_keeps_every_line_of_jaxs_cache_log(tmp_path):
+    from harness import jaxlog
+
+    lines = SEED_LOG.read_text().splitlines()
+    data = _flood_around(lines, noise=100)
+    assert len(data) > 20 * 50_000
+    out = _capped(data, tmp_path / "log", 50_000)
+    text = out.decode()
+    assert jaxlog.parse(text).to_json() == jaxlog.parse(lines).to_json()
+    assert "bytes of output cut here" in text and "bytes of JAX's cache lines from between]" in text
+    assert len(out) < 50_000 + sum(len(line) + 1 for line in lines if jaxlog.is_cache_line(line)) + 300
+    assert text.startswith("x" * 999 + "\n") and text.endswith(lines[-1] + "\n")
+
+
+def test_cache_lines_past_their_own_limit_are_cut_and_said(tmp_path):
+    data = b"h" * 1000 + b"\n" + b"to compile\n" * 500 + b"t" * 1000 + b"\n"
+    text = _capped(data, tmp_path / "log", 2_000, cache_limit=1_000).decode()
+    assert text.count("to compile") == 1000 // len("to compile\n")
+    assert "bytes of them were cut too, JAX's log of this run is incomplete]" in text
+
+
+@supervised_only
+def test_a_supervised_run_that_prints_30_mb_keeps_its_jax_cache_lines(tmp_path):
+    from harness import jaxlog
+
+    lines = SEED_LOG.read_text().splitlines()
+    script = tmp_path / "flood.py"
+    script.write_text("import sys\nlines = open(sys.argv[1]).read().splitlines()\n"
+                      "for line in lines:\n    sys.stdout.write(('x' * 999 + '\\n') * 2000)\n"
+                      "    print(line, file=sys.stderr if 'DEBUG' in line else sys.stdout, flush=True)\n")
+    outcome = run_process([sys.executable, str(script), str(SEED_LOG)], clean_environment({}),
+                          tmp_path / "run.log", timeout_s=120, max_log_bytes=1 << 20)
+    assert outcome.ok
+    text = (tmp_path / "run.log").read_text()
+    assert len(text) < (1 << 20) + 100_000
+    assert jaxlog.parse(text).to_json() == jaxlog.parse(lines).to_json()

@@ -17,7 +17,7 @@ reaping them cannot race with the harness's own `subprocess` waits.
 
 It also relays the script's output (stdout and stderr, as one stream) into the run's log, keeping
 the first and the last MAX_LOG_BYTES / 2 and saying how much it cut between: a script that prints
-without end cannot fill the disk.
+without end cannot fill the disk. Every line of JAX's cache log from between is kept (CappedLog).
 
 Linux only (prctl); elsewhere the harness runs the script directly. Standard library only.
 """
@@ -52,22 +52,48 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+# JAX's cache log (harness/jaxlog.py reads it): a line holding one of these is kept however much output
+# is cut around it, as the verdict and the attribution read it. The same list as jaxlog's _MARKERS (a
+# test says so); copied, as this file runs alone on the standard library.
+CACHE_LINE_MARKERS = (b"get_cache_key", b"ompilation cache", b"persistent cache entry", b"to compile",
+                      b"XLA flag in cache key")
+NOTE_PREFIX = b"[harness: "  # how the harness's own notes in a log begin (jaxlog.capped keeps them too)
+MAX_LINE = 1 << 16  # of a line without end in the cut part, only its last this many bytes are looked at
+
+
 class CappedLog:
     """Writes the first `limit - limit // 2` bytes of a stream to `fd` as they come, keeps the last
-    `limit // 2` in memory, and on close() says how many bytes it cut between the two, then the tail."""
+    `limit // 2` in memory, and on close() says how many bytes it cut between the two, then the tail.
 
-    def __init__(self, fd, limit):
+    Of the part it cuts, every line of JAX's cache log (CACHE_LINE_MARKERS) is written as it goes, up
+    to `cache_limit` bytes (by default `limit`): a script that prints without end loses its own output,
+    not JAX's account of the keys. Past that the note says JAX's cache lines were cut too."""
+
+    def __init__(self, fd, limit, cache_limit=None):
         self.fd = fd
         self.head = self.head_left = limit - limit // 2
         self.tail_limit = limit // 2
         self.tail = collections.deque()
         self.tail_size = 0
         self.cut = 0
+        self.cache_left = limit if cache_limit is None else cache_limit
+        self.cache_kept = 0
+        self.cache_cut = 0
+        self.line = bytearray()  # the cut part's line being put together
+        self.at_line_start = True  # whether the last byte written to fd ended a line
+
+    def _out(self, data):
+        write_all(self.fd, data)
+        self.at_line_start = data.endswith(b"\n")
+
+    def _new_line(self):
+        if not self.at_line_start:
+            self._out(b"\n")
 
     def write(self, data):
         if self.head_left > 0:
             part = data[:self.head_left]
-            write_all(self.fd, part)
+            self._out(part)
             self.head_left -= len(part)
             data = data[len(part):]
         if data:
@@ -76,17 +102,50 @@ class CappedLog:
             while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_limit:
                 dropped = self.tail.popleft()
                 self.tail_size -= len(dropped)
-                self.cut += len(dropped)
+                self._cut(dropped)
+
+    def _cut(self, data):
+        """Bytes that fall between the head and the tail: its cache lines kept, the rest counted."""
+        self.line += data
+        *lines, rest = self.line.split(b"\n")
+        for line in lines:
+            self._consider(bytes(line) + b"\n")
+        if len(rest) > MAX_LINE:  # a line without end: only its end can hold a line of JAX's after it
+            self.cut += len(rest) - MAX_LINE
+            rest = rest[-MAX_LINE:]
+        self.line = bytearray(rest)
+
+    def _consider(self, line):
+        if not any(marker in line for marker in CACHE_LINE_MARKERS):
+            self.cut += len(line)
+        elif len(line) > self.cache_left:
+            self.cache_cut += len(line)
+            self.cut += len(line)
+            self.cache_left = 0
+        else:
+            if self.cache_kept == 0:
+                self._new_line()
+            self._out(line)
+            self.cache_kept += len(line)
+            self.cache_left -= len(line)
 
     def close(self):
         data = b"".join(self.tail)
         if len(data) > self.tail_limit:
-            self.cut += len(data) - self.tail_limit
+            self._cut(data[:len(data) - self.tail_limit])
             data = data[len(data) - self.tail_limit:]
+        if self.line:  # the cut part ends inside a line the tail finishes
+            self._consider(bytes(self.line))
+            self.line = bytearray()
         if self.cut:
-            write_all(self.fd, f"\n[harness: {self.cut} bytes of output cut here; the log keeps the first "
-                               f"{self.head} and the last {self.tail_limit} bytes]\n".encode())
-        write_all(self.fd, data)
+            kept = (f"and {self.cache_kept} bytes of JAX's cache lines from between"
+                    if not self.cache_cut else
+                    f"and the first {self.cache_kept} bytes of JAX's cache lines from between: "
+                    f"{self.cache_cut} bytes of them were cut too, JAX's log of this run is incomplete")
+            self._new_line()
+            self._out(NOTE_PREFIX + f"{self.cut} bytes of output cut here; the log keeps the first {self.head} "
+                                    f"and the last {self.tail_limit} bytes, {kept}]\n".encode())
+        self._out(data)
         self.tail.clear()
 
 
