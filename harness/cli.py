@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import math
 import shlex
 import sys
@@ -223,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a name from a program or an old results file never stops a print
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     words = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first `--` goes to the script untouched (harness check SCRIPT -- ARG ...).
     own, script_args = (words[:words.index("--")], words[words.index("--") + 1:]) if "--" in words else (words, [])

@@ -25,7 +25,9 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are for others to read too
-        with os.fdopen(fd, "w") as f:
+        # A text read from an older results file or a program may hold lone surrogates (a file name's
+        # bytes that are not UTF-8): written as \udcNN rather than failing the whole file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

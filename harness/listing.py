@@ -39,10 +39,21 @@ def keys_by_module(all_entries: set[Entry]) -> dict[str, list[str]]:
     return out
 
 
+def readable_name(name: str) -> str:
+    """A file name as text that any file or terminal can take: a program can make names that are not
+    UTF-8 (Python holds their bytes as surrogates, which no UTF-8 writer accepts); those bytes become
+    `\\xNN`. No cache entry has such a name (JAX's are ASCII), so nothing a verdict reads changes."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def list_dir(path: Path) -> set[str]:
-    """The plain file names directly in `path` (what `ls -1` shows, without folders)."""
+    """The plain file names directly in `path` (what `ls -1` shows, without folders), readable."""
     try:
         with os.scandir(path) as it:
-            return {e.name for e in it if e.is_file(follow_symlinks=False)}
+            return {readable_name(e.name) for e in it if e.is_file(follow_symlinks=False)}
     except FileNotFoundError:
         return set()

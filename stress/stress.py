@@ -270,6 +270,22 @@ def case_log_against_folder(h: Harness, name: str, script: str, untrusted: bool)
     return code == 0 and cell["verdict"] == "reproduced" and said, f"verdict {cell['verdict']}: {cell['reason'][:80]}"
 
 
+ODD_NAME = ("import os\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"
+            "open(os.path.join(os.environ['JAX_COMPILATION_CACHE_DIR'].encode(), b'odd-\\xff-name'), 'wb').close()\n")
+
+
+def case_odd_file_name(h: Harness) -> tuple[bool, str]:
+    out = h.root / "odd-name-out"
+    code, _, err = h.run("check", str(h.write("odd-name/script.py", ODD_NAME)), "--versions", "0.4.31", "--runs",
+                         "2", "--quiet", "--out", str(out))
+    if code != 0:
+        return False, f"exit {code}: {err.strip().splitlines()[-1][:80] if err.strip() else ''}"
+    (folder,) = out.iterdir()
+    again, _, _ = h.run("report", str(folder))
+    cell = results_of(out)["cells"][0]
+    return again == 0 and (folder / "report.md").is_file(), f"verdict {cell['verdict']}, report exit {again}"
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -332,6 +348,7 @@ def main() -> int:
          lambda: case_log_against_folder(h, "flood-around", FLOOD_AROUND, untrusted=False)),
         ("a printed fake cache-hit line is not trusted and hides no new key",
          lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=True)),
+        ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",

@@ -199,3 +199,18 @@ def test_version_verdict_over_meshes():
              cell("0.4.29", Verdict.CLEAN), cell("0.4.29", Verdict.ERROR), cell("0.4.26", Verdict.CLEAN)]
     assert version_verdicts(cells) == {"0.4.26": Verdict.CLEAN, "0.4.28": Verdict.REPRODUCED,
                                        "0.4.29": Verdict.ERROR}
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_readably(tmp_path):
+    """Issue 27, item 2: a program can make such a name; the listing must be writable anywhere."""
+    import json
+    import os
+
+    from harness.listing import list_dir
+
+    os.close(os.open(os.fsencode(tmp_path) + b"/odd-\xff\xfe-name", os.O_CREAT | os.O_WRONLY))
+    (tmp_path / f"jit_f-{H1}-cache").touch()
+    names = list_dir(tmp_path)
+    assert names == {"odd-\\xff\\xfe-name", f"jit_f-{H1}-cache"}
+    json.dumps(sorted(names), ensure_ascii=False).encode()  # no surrogates left
+    assert entries(names) == {Entry("jit_f", f"jit_f-{H1}")}

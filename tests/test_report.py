@@ -453,3 +453,14 @@ def test_pasted_reproduce_commands_run_nothing_a_name_smuggles_in(tmp_path):
     assert "harness run 'my configs/c.yaml; rm -rf ~' --versions 0.4.28" in text
     bash = text.split("With the harness")[1].split("```bash")[1].split("```")[0]
     assert "touch" not in shlex.split(bash, comments=True), bash
+
+
+def test_report_of_a_folder_whose_listing_has_a_non_utf8_name(smoke_run, capsys):
+    """Issue 27, item 2: results.json written before the listing was made readable holds the name's
+    bytes as lone surrogates; report, its table and the printed table still come out."""
+    data = json.loads((smoke_run / "results.json").read_text())
+    data["cells"][0]["listing"].append("odd-\udcff\udcfe-name")
+    data["cells"][0]["runs"][0]["new_entries"].append("odd-\udcff\udcfe-name")
+    (smoke_run / "results.json").write_text(json.dumps(data))
+    assert cli.main(["report", str(smoke_run)]) == 0, capsys.readouterr().err
+    assert "odd-\\udcff\\udcfe-name" in (smoke_run / REPORT_FILE).read_text()

@@ -174,3 +174,9 @@ def test_a_merge_status_keeps_its_detail():
     document = ResultsDocument.from_json(data, "merged")
     assert document.status == RunStatus.INCOMPLETE and document.status_detail == "shard(s) 3 missing"
     assert document.to_json()["status"] == "incomplete: shard(s) 3 missing"
+
+
+def test_write_atomic_takes_text_with_lone_surrogates(tmp_path):
+    """Issue 27, item 2: an older results file can hold a non-UTF-8 file name as "\\udcff"."""
+    write_atomic(tmp_path / "report.md", "odd-\udcff-name\n")
+    assert (tmp_path / "report.md").read_text() == "odd-\\udcff-name\n"
