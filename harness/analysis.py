@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from packaging.version import Version
 
-from harness.jaxlog import LoggedKey, Outcome, differing_components
+from harness.jaxlog import LoggedKey, Outcome, differing_components, refused_for_no_cache
 from harness.listing import Entry, entries, keys_by_module
 from harness.model import Attribution, CellResult, RunRecord, Verdict
 
@@ -231,11 +231,14 @@ def logs_complete(runs: Sequence[RunRecord]) -> bool:
 
 def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
     """module -> JAX's reason, for each module that the successful runs' logs say was compiled and
-    never written (not one of its keys written, hit, or on disk)."""
+    never written (not one of its keys written, hit, or on disk). A module refused because JAX had no
+    cache yet (compiled before the script set its folder) is left out: that is the process's state at
+    the time, not the module's (a cell where nothing at all was cached is told by harness/as_it_runs.py)."""
     good = [r for r in runs if r.ok]
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
     logged = _logged(good)
-    refused = {k.module: k.reason for k in logged if k.outcome == Outcome.NOT_WRITTEN}
+    refused = {k.module: k.reason for k in logged
+               if k.outcome == Outcome.NOT_WRITTEN and not refused_for_no_cache(k.reason)}
     kept = {k.module for k in logged if k.outcome != Outcome.NOT_WRITTEN or k.key in on_disk}
     return {module: reason for module, reason in sorted(refused.items()) if module not in kept}
 

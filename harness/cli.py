@@ -114,8 +114,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _add_script_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-thresholds", choices=[m.value for m in ThresholdMode],
-                   help="a user's script's own minimum compile time / entry size: kept and recorded "
-                        "(script, the default) or replaced by zeros so every module is cached (harness)")
+                   help="the persistent cache's minimum compile time / entry size: zeros, so every module "
+                        "is cached and measured (harness, the default), or as the script runs: its own, "
+                        "else JAX's defaults (script); either way the cell says what its own would not write")
 
 
 def build_parser() -> argparse.ArgumentParser:

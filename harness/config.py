@@ -76,8 +76,8 @@ class Config:
     docker: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
     python: PythonVersion | None = None  # None: auto, chosen per release (harness/pythons.py)
-    # A user's script's own cache thresholds are kept, or replaced by the harness's zeros.
-    cache_thresholds: ThresholdMode = ThresholdMode.SCRIPT
+    # The harness's zero thresholds (every module cached, so measured), or the script's own / JAX's defaults.
+    cache_thresholds: ThresholdMode = ThresholdMode.HARNESS
     # How the script's author runs it: its arguments, environment additions, working folder (None: the
     # script's folder).
     args: tuple[str, ...] = ()
@@ -106,7 +106,7 @@ class Config:
         }
         # Written only when not the default, so a results folder made before the key existed is
         # still the same sweep for --resume and merge.
-        if self.cache_thresholds != ThresholdMode.SCRIPT:
+        if self.cache_thresholds != ThresholdMode.HARNESS:
             data["cache_thresholds"] = str(self.cache_thresholds)
         if self.repro.module:
             del data["repro"]
@@ -305,7 +305,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
                                 f"not {data.get('python')!r}") from None
 
     try:
-        thresholds = ThresholdMode(data.get("cache_thresholds", ThresholdMode.SCRIPT.value))
+        thresholds = ThresholdMode(data.get("cache_thresholds", ThresholdMode.HARNESS.value))
     except ValueError:
         raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
                                       f"not {data.get('cache_thresholds')!r}") from None
@@ -388,7 +388,7 @@ RESERVED_VARIABLES = frozenset({
     "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_PLATFORMS",
     "JAX_DUMP_IR_TO", "JAX_DEBUG_LOG_MODULES", "JAX_LOGGING_LEVEL", "HARNESS_CACHE_RECORD",
-    "HARNESS_CACHE_THRESHOLDS"})
+    "HARNESS_CACHE_THRESHOLDS", "HARNESS_CACHE_FOLDER"})
 MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 _VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

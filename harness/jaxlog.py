@@ -40,7 +40,9 @@ _HIT_RE = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)'(
 _WRITE_RE = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '?(?P<key>[^'\s]+?)'?\.?\s*$")
 _NOT_WRITTEN_RE = re.compile(r"Not writing persistent cache entry for '(?P<module>[^']+)' because (?P<reason>.+?)\s*$")
 _NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '(?P<key>[^']+)' since (?P<reason>.+?)\s*$")
-_COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile")
+_COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile(?: \((?P<secs>[\d.]+)s\))?")
+# How long a compile took, where JAX says (both with and below the minimum compile time).
+_COMPILE_TIME_RE = re.compile(r"seconds to compile \((?P<secs>[\d.]+)s\)")
 _EXCLUDED_FLAG_RE = re.compile(r"Not including XLA flag in cache key: (?P<flag>\S+)")
 
 # Every message above holds one of these: a line without any is not JAX's cache talking.
@@ -69,6 +71,7 @@ class LoggedKey:
     outcome: Outcome
     reason: str = ""  # JAX's words when it did not write the entry
     components: dict[str, str] = field(default_factory=dict)  # component (JAX's spelling) -> hash, JAX's order
+    compile_time_s: float | None = None  # as JAX logs it (two decimals), when it compiled and said
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"outcome": str(self.outcome)}
@@ -76,6 +79,8 @@ class LoggedKey:
             out["reason"] = self.reason
         if self.components:
             out["components"] = self.components
+        if self.compile_time_s is not None:
+            out["compile_time_s"] = self.compile_time_s
         return out
 
 
@@ -113,9 +118,18 @@ class RunLog:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunLog:
         keys = [LoggedKey(module, key, Outcome(info.get("outcome", "miss")), info.get("reason", ""),
-                          dict(info.get("components", {})))
+                          dict(info.get("components", {})), info.get("compile_time_s"))
                 for module, by_key in data.items() for key, info in by_key.items()]
         return cls(keys)
+
+
+# JAX's reason when it had no cache at that moment (from 0.5.1: a computation before the folder was set):
+# a fact about the process then, not about the module.
+NO_CACHE_YET = "cache is disabled/not initialized"
+
+
+def refused_for_no_cache(reason: str) -> bool:
+    return NO_CACHE_YET in reason
 
 
 def is_cache_line(line: str) -> bool:
@@ -144,7 +158,8 @@ class _Reader:
     def _close_block(self) -> None:
         self.block, self.running = {}, None
 
-    def event(self, module: str, key: str | None, outcome: Outcome, reason: str = "") -> None:
+    def event(self, module: str, key: str | None, outcome: Outcome, reason: str = "",
+              compile_time_s: float | None = None) -> None:
         components: dict[str, str] = {}
         if self.pending is not None:
             block, digest = self.pending
@@ -161,8 +176,10 @@ class _Reader:
         self.last_key_of[module] = key
         known = self.keys.get(key)
         if known is None:
-            self.keys[key] = LoggedKey(module, key, outcome, reason, components)
+            self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s)
             return
+        if compile_time_s is not None:
+            known.compile_time_s = compile_time_s
         if components and not known.components:
             known.components = components
         if _STRENGTH[outcome] >= _STRENGTH[known.outcome]:
@@ -188,16 +205,21 @@ def parse(text: str | Iterable[str]) -> RunLog:
         elif m := _WRITE_RE.search(line):
             reader.event(m["module"], m["key"], Outcome.WRITTEN)
         elif m := _NOT_WRITTEN_RE.search(line):
-            reader.event(m["module"], None, Outcome.NOT_WRITTEN, m["reason"])
+            reader.event(m["module"], None, Outcome.NOT_WRITTEN, m["reason"], _compile_time(m["reason"]))
         elif m := _NOT_WRITTEN_KEY_RE.search(line):
             module = m["key"].rpartition("-")[0]
             reader.event(module, m["key"], Outcome.NOT_WRITTEN, m["reason"])
         elif m := _COMPILED_RE.search(line):
-            reader.event(m["module"], None, Outcome.MISS)
+            reader.event(m["module"], None, Outcome.MISS, compile_time_s=float(m["secs"]) if m["secs"] else None)
         elif m := _EXCLUDED_FLAG_RE.search(line):
             if m["flag"] not in reader.excluded:
                 reader.excluded.append(m["flag"])
     return RunLog(list(reader.keys.values()), reader.excluded)
+
+
+def _compile_time(text: str) -> float | None:
+    m = _COMPILE_TIME_RE.search(text)
+    return float(m["secs"]) if m else None
 
 
 def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:

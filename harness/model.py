@@ -190,8 +190,28 @@ class ProcessOutcome:
 class ThresholdMode(enum.StrEnum):
     """Whose persistent-cache thresholds a user's script runs with."""
 
-    SCRIPT = "script"  # what the script sets is kept (part of its author's setup), and recorded
-    HARNESS = "harness"  # the harness's zeros: every compiled module is cached, so measured
+    SCRIPT = "script"  # as the script runs: what it sets is kept, JAX's defaults where it sets none
+    HARNESS = "harness"  # the harness's zeros (the default): every compiled module is cached, so measured
+
+
+class FolderMode(enum.StrEnum):
+    """How a user's script's runs get the cell's cache folder (docs/as-it-runs.md)."""
+
+    HOOK = "hook"  # only where the script sets a folder in code, at that moment (the start-up hook)
+    ENVIRONMENT = "environment"  # from JAX_COMPILATION_CACHE_DIR: the script sets none of its own
+
+
+class NothingCached(enum.StrEnum):
+    """Why a cell's runs cached nothing (its verdict is `unsupported`): from JAX's log and the hook's record."""
+
+    UNINITIALISED = "cache uninitialised"  # JAX set up its cache without a folder before the script set one
+    DISABLED = "cache disabled"  # the script turned its cache off
+    ELSEWHERE = "cache elsewhere"  # the cache went to a folder the harness could not redirect
+    THRESHOLDS = "thresholds"  # every module compiled faster (or smaller) than the thresholds
+    HOST_CALLBACKS = "host callbacks"  # JAX never writes a module that uses host callbacks
+    NOT_WRITTEN = "not written"  # JAX refused to write every module, for another reason it gave
+    NO_PERSISTENT_CACHE = "no persistent cache"  # the release has no persistent cache on this platform
+    UNKNOWN = "unknown"  # the runs cached nothing, and neither the log nor the hook says why
 
 
 @dataclass(frozen=True)
@@ -202,6 +222,8 @@ class CacheSetting:
     api: str  # how: jax.config.update, set_cache_dir, initialize_cache, os.environ
     requested: Any  # what the script asked for
     applied: Any  # what the run got instead (the cell's folder for a cache folder)
+    # A cache folder's setting: JAX's cache at that moment ({"initialized", "path"}; None: not yet imported).
+    cache_then: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,16 +257,21 @@ class ScriptCacheFacts:
     problems: tuple[str, ...] = ()  # what the hook could not do
     mode: ThresholdMode = ThresholdMode.SCRIPT  # whose thresholds applied
     notes: tuple[str, ...] = ()  # the report's sentences
+    # The script's call that set its folder after JAX had initialised its cache without one: no cache.
+    uninitialised: str | None = None
 
     @property
     def any(self) -> bool:
         return bool(self.folders or self.disabled or self.escaped or self.thresholds or self.problems)
 
     def to_json(self) -> dict[str, Any]:
-        return {"folders": [{"requested": f, "api": api} for f, api in self.folders],
-                "disabled": self.disabled, "escaped": self.escaped,
-                "thresholds": [asdict(s) for s in self.thresholds], "problems": list(self.problems),
-                "thresholds_mode": str(self.mode), "notes": list(self.notes)}
+        out = {"folders": [{"requested": f, "api": api} for f, api in self.folders],
+               "disabled": self.disabled, "escaped": self.escaped,
+               "thresholds": [asdict(s) for s in self.thresholds], "problems": list(self.problems),
+               "thresholds_mode": str(self.mode), "notes": list(self.notes)}
+        if self.uninitialised:
+            out["uninitialised"] = self.uninitialised
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScriptCacheFacts:
@@ -252,7 +279,47 @@ class ScriptCacheFacts:
                    data.get("disabled"), data.get("escaped"),
                    tuple(CacheSetting(**s) for s in data.get("thresholds", [])), tuple(data.get("problems", [])),
                    ThresholdMode(data.get("thresholds_mode", ThresholdMode.SCRIPT.value)),
-                   tuple(data.get("notes", [])))
+                   tuple(data.get("notes", [])), data.get("uninitialised"))
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One run of a seed check: the seed, the cell's run that had it, and how its re-run ended."""
+
+    seed: int
+    run: int  # the cell's run with this seed
+    rerun_ok: bool
+    rerun_detail: str = ""  # why the re-run failed
+    log: str = ""  # the re-run's log, relative to the results folder
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SeedRun:
+        return cls(int(data["seed"]), int(data["run"]), bool(data["rerun_ok"]), str(data.get("rerun_detail", "")),
+                   str(data.get("log", "")))
+
+
+@dataclass(frozen=True)
+class SeedCheck:
+    """Whether a cell's failures follow the hash seed: a failing and a passing seed re-run once each,
+    in fresh cache folders. It follows the seed when each re-run ends as its first run did."""
+
+    failing: SeedRun
+    passing: SeedRun
+
+    @property
+    def follows_seed(self) -> bool:
+        return not self.failing.rerun_ok and self.passing.rerun_ok
+
+    def to_json(self) -> dict[str, Any]:
+        return {"failing": self.failing.to_json(), "passing": self.passing.to_json(),
+                "follows_seed": self.follows_seed}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SeedCheck:
+        return cls(SeedRun.from_json(data["failing"]), SeedRun.from_json(data["passing"]))
 
 
 @dataclass
@@ -341,6 +408,14 @@ class CellResult:
     cause: Cause | None = None  # from the evidence's module diff (set when the report gathers it)
     command: RunCommand | None = None  # a user's script: its arguments, environment additions, folder
     commit: MeasuredCommit | None = None  # nightly --jax-repo: the commit measured instead of a release
+    # A user's script: how its runs got the cell's folder, and why (None: results older than the choice).
+    cache_folder: FolderMode | None = None
+    cache_folder_why: str = ""
+    nothing_cached: NothingCached | None = None  # an unsupported cell that cached nothing: why
+    # As the script runs it (its own or JAX's default thresholds): what would not be written, when
+    # that differs from what was measured; it leads the cell's detail.
+    as_you_run_it: str = ""
+    seed_check: SeedCheck | None = None  # some runs failed, others passed: does the failure follow the seed
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     @property
@@ -348,6 +423,11 @@ class CellResult:
         """`jax@<sha>` for a commit's cell, the release otherwise."""
         commit = self.commit
         return commit.label if commit else self.spec.jax_version
+
+    @property
+    def detail(self) -> str:
+        """The table's detail: what the program's own thresholds would not write leads the reason."""
+        return f"{self.as_you_run_it}; {self.reason}" if self.as_you_run_it else self.reason
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -387,6 +467,14 @@ class CellResult:
             out["command"] = self.command.to_json()
         if self.commit is not None:
             out["commit"] = self.commit.to_json()
+        if self.cache_folder is not None:
+            out["cache_folder"] = {"mode": str(self.cache_folder), "why": self.cache_folder_why}
+        if self.nothing_cached is not None:
+            out["nothing_cached"] = str(self.nothing_cached)
+        if self.as_you_run_it:
+            out["as_you_run_it"] = self.as_you_run_it
+        if self.seed_check is not None:
+            out["seed_check"] = self.seed_check.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -419,6 +507,11 @@ class CellResult:
             cause=Cause(data["cause"]) if data.get("cause") else None,
             command=RunCommand.from_json(data["command"]) if data.get("command") else None,
             commit=MeasuredCommit.from_json(data["commit"]) if data.get("commit") else None,
+            cache_folder=FolderMode(data["cache_folder"]["mode"]) if data.get("cache_folder") else None,
+            cache_folder_why=(data.get("cache_folder") or {}).get("why", ""),
+            nothing_cached=NothingCached(data["nothing_cached"]) if data.get("nothing_cached") else None,
+            as_you_run_it=data.get("as_you_run_it", ""),
+            seed_check=SeedCheck.from_json(data["seed_check"]) if data.get("seed_check") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -426,4 +519,5 @@ class CellResult:
 _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
-                "inconsistencies", "cause", "command", "commit"}
+                "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
+                "seed_check"}

@@ -49,4 +49,4 @@ class ConsoleProgress:
                  f"{status} in {run.duration_s:.1f}s, {shown}")
 
     def cell_finished(self, cell: CellResult) -> None:
-        self.say(f"  => {cell.verdict}: {cell.reason}")
+        self.say(f"  => {cell.verdict}: {cell.detail}")

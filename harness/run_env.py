@@ -11,19 +11,22 @@ from pathlib import Path
 
 from harness.config import RESERVED_VARIABLES, Repro
 from harness.jaxlog import LOG_ENV
-from harness.model import CellSpec, Platform, Program, RunCommand, ThresholdMode
+from harness.model import CellSpec, FolderMode, Platform, Program, RunCommand, ThresholdMode
 from harness.startup import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import RECORD_VAR, THRESHOLDS_VAR
+from harness.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
+
+# The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
+# compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.
+ZERO_THRESHOLDS = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
 
 
-def process_env(spec: CellSpec, seed: int) -> dict[str, str]:
-    """What every run needs so that any script, unmodified, writes to the persistent cache."""
+def process_env(spec: CellSpec, seed: int, thresholds: ThresholdMode = ThresholdMode.HARNESS) -> dict[str, str]:
+    """What every run needs so that any script, unmodified, writes to the persistent cache; with
+    `thresholds` SCRIPT, JAX's default thresholds apply where the script sets none."""
     env = {
         "PYTHONHASHSEED": str(seed),
         "PYTHONUNBUFFERED": "1",
-        # The defaults skip small, fast compilations: this repro's would never be cached.
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        **(ZERO_THRESHOLDS if thresholds == ThresholdMode.HARNESS else {}),
         # JAX's own account of each key (its components, hit or miss, why not written), read after the run.
         **LOG_ENV,
     }
@@ -50,11 +53,14 @@ def cache_record_path(log_path: Path) -> Path:
     return log_path.with_suffix(".cache.jsonl")
 
 
-def hook_env(record: Path, thresholds: ThresholdMode) -> dict[str, str]:
+def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT) -> dict[str, str]:
     """What a user's script's run needs so that its own cache settings are taken over and recorded:
     the start-up hook's folder first on PYTHONPATH (Python then imports its sitecustomize), the file it
-    records to, and whose thresholds apply. Host paths: the docker backend maps them into the container."""
-    return {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds)}
+    records to, whose thresholds apply, and whether the cell's folder reaches JAX only through the
+    script's own setting (FolderMode.HOOK: the hook takes it out of the environment at start-up).
+    Host paths: the docker backend maps them into the container."""
+    return {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
+            FOLDER_VAR: str(folder)}
 
 
 def repro_args(repro: Repro, spec: CellSpec) -> list[str]:

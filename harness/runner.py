@@ -10,19 +10,23 @@ runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
 from harness import jaxlog
+from harness.as_it_runs import explain
 from harness.config import Repro
 from harness.environments.base import Environment
+from harness.failure import with_detail
 from harness.listing import list_dir
-from harness.model import CellResult, CellSpec, RunRecord, ThresholdMode, Verdict
+from harness.model import CellResult, CellSpec, FolderMode, RunRecord, SeedCheck, SeedRun, ThresholdMode, Verdict
 from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
-from harness.script_cache import read_record, with_script_cache
+from harness.script_cache import read_record, sets_own_folder, with_script_cache
+from harness.seed_check import candidates, with_seed_check
 from harness.tally import Tally
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
@@ -46,7 +50,7 @@ class CellRunner:
     timeout_s: float
     jobs: int = 1
     on_run: OnRun | None = None
-    thresholds: ThresholdMode = ThresholdMode.SCRIPT  # a user's script's own thresholds kept, or zeros
+    thresholds: ThresholdMode = ThresholdMode.HARNESS  # zeros (every module cached), or the script's own
     # As the script's author runs it: its arguments, environment additions, working folder.
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -65,30 +69,39 @@ class CellRunner:
             pass  # the cell came back interrupted
         return results[0]
 
-    def finish(self, spec: CellSpec, cell: CellResult) -> CellResult:
-        """The measured cell with what the runner adds: a user script's command, its cache settings."""
+    def finish(self, spec: CellSpec, cell: CellResult, folder: FolderMode | None = None, folder_why: str = "",
+               seed_check: SeedCheck | None = None) -> CellResult:
+        """The measured cell with what the runner adds: a user script's command, its cache settings and
+        how its runs got the folder, why nothing was cached, what its own thresholds would not write,
+        whether its failures follow the hash seed."""
         if not self.repro.builtin:
             program = program_for(self.repro, spec, self.args, self.cwd)
-            cell.command = run_command(program, merge_user_env(process_env(spec, 1), self.env), self.env)
-        return with_script_cache(cell, self.thresholds)
+            cell.command = run_command(program, merge_user_env(process_env(spec, 1, self.thresholds), self.env),
+                                       self.env)
+            cell = replace(cell, cache_folder=folder, cache_folder_why=folder_why)
+        cell = explain(with_script_cache(cell, self.thresholds), self.thresholds if not self.repro.builtin
+                       else ThresholdMode.SCRIPT)
+        return with_seed_check(cell, seed_check) if seed_check is not None else cell
 
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
-                    index: int, seed: int) -> RunRecord:
-        """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile."""
+                    index: int, seed: int, folder: FolderMode = FolderMode.ENVIRONMENT,
+                    name: str | None = None) -> RunRecord:
+        """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile.
+        `folder`: how a user's script gets the cell's folder; `name`: the log's, for a run outside the plan."""
         before = list_dir(cache_dir)
-        log = log_dir / f"run-{index:02d}-seed-{seed}.log"
-        env = process_env(spec, seed)
+        log = log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
+        env = process_env(spec, seed, self.thresholds if not self.repro.builtin else ThresholdMode.HARNESS)
         record_file = cache_record_path(log)
         if not self.repro.builtin:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
-            env.update(hook_env(record_file, self.thresholds))
+            env.update(hook_env(record_file, self.thresholds, folder))
             env = merge_user_env(env, self.env)
         program = program_for(self.repro, spec, self.args, self.cwd)
         outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
-            reason = _with_last_line(reason, log)
+            reason = _with_detail(reason, log)
         keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
@@ -116,18 +129,13 @@ def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | Non
     return parsed, ""
 
 
-def _with_last_line(reason: str, log: Path, limit: int = 160) -> str:
-    """A crash's reason with the last line it printed (usually the exception), so the table says why."""
+def _with_detail(reason: str, log: Path) -> str:
+    """A crash's reason with what failed (the exception, or the program's own last line), so the table says why."""
     try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return reason
-    if not lines:
-        return reason
-    if lines[-1] in reason:  # the backend already wrote its reason as the log (docker create failed)
-        return reason
-    last = lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 1] + "…"
-    return f"{reason}: {last}" if reason else last
+    return with_detail(reason, lines)
 
 
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
@@ -135,6 +143,15 @@ def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
     """A cell whose environment could not be made: measured nothing, says `error`."""
     return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
                       environment=environment or {}, log_tail=log_tail)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of an open cell: a planned run (`check` None), or a seed check's re-run of run `index`."""
+
+    index: int
+    seed: int
+    check: str | None = None  # "failing" or "passing"
 
 
 @dataclass
@@ -149,6 +166,11 @@ class OpenCell:
     tally: Tally
     pending: list[tuple[int, int]]  # (index, seed), in order
     running: int = 0
+    # How a user's script's runs get the cell's folder: decided by its first run (None until then).
+    folder: FolderMode | None = None
+    folder_why: str = ""
+    checks: list[Job] | None = None  # the seed check's re-runs still to start (None: not planned yet)
+    rechecked: dict[str, SeedRun] = field(default_factory=dict)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
@@ -157,15 +179,36 @@ class OpenCell:
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
+        folder = FolderMode.ENVIRONMENT if runner.repro.builtin else None
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
-                   Tally(len(seeds), stop_when_reproduced), list(enumerate(seeds, start=1)))
+                   Tally(len(seeds), stop_when_reproduced), list(enumerate(seeds, start=1)), folder=folder)
+
+    def _planned_runs_left(self) -> bool:
+        return bool(self.pending) and not self.tally.stop_now()
 
     def startable(self) -> bool:
-        if not self.pending or self.tally.stop_now():
-            return False
-        if len(self.tally.records) < SETTLING_RUNS:
-            return self.running == 0  # one at a time until the cell may have settled
-        return True
+        if self._planned_runs_left():
+            if len(self.tally.records) < SETTLING_RUNS:
+                return self.running == 0  # one at a time until the cell may have settled
+            return True
+        if self.checks is None and self.running == 0:
+            self.checks = self._plan_checks()
+        return bool(self.checks)
+
+    def _plan_checks(self) -> list[Job]:
+        """Some runs failed and others passed: re-run a failing and a passing seed once each."""
+        found = candidates(self.tally.records)
+        if found is None:
+            return []
+        failing, passing = found
+        return [Job(failing.index, failing.seed, "failing"), Job(passing.index, passing.seed, "passing")]
+
+    def take(self) -> Job:
+        if self._planned_runs_left():
+            index, seed = self.pending.pop(0)
+            return Job(index, seed)
+        assert self.checks
+        return self.checks.pop(0)
 
     @property
     def baseline_done(self) -> bool:
@@ -174,13 +217,66 @@ class OpenCell:
     def finished(self) -> bool:
         return self.running == 0 and not self.startable()
 
-    def measure(self, index: int, seed: int) -> RunRecord:
-        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, index, seed)
+    def measure(self, job: Job) -> RunRecord:
+        if job.check is not None:
+            return self._recheck(job)
+        if self.folder is None:
+            return self._first_run(job)
+        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                       job.seed, self.folder)
+
+    def _first_run(self, job: Job) -> RunRecord:
+        """A user's script's first run tells how its runs get the folder: with the folder only through
+        the hook (as the script runs, its own order of things kept); when the script set no folder in
+        code, it could not cache at all as written, so the run is redone with the folder from the
+        environment (its first attempt's log kept beside, as `.no-folder.log`)."""
+        record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                         job.seed, FolderMode.HOOK)
+        api = sets_own_folder(record.script_cache)
+        if api is not None:
+            self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
+            return record
+        self.folder = FolderMode.ENVIRONMENT
+        self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
+                           "JAX_COMPILATION_CACHE_DIR")
+        log = self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log"
+        if log.exists():
+            log.replace(log.with_suffix(".no-folder.log"))
+        for leftover in (cache_record_path(log), ir_dump_dir(log)):
+            shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+        for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
+            (self.cache_dir / name).unlink(missing_ok=True)
+        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                       job.seed, self.folder)
+
+    def _recheck(self, job: Job) -> RunRecord:
+        """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
+        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{job.seed}")
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, job.index, job.seed,
+                                       self.folder or FolderMode.ENVIRONMENT,
+                                       name=f"seed-check-run-{job.index:02d}-seed-{job.seed}")
+
+    def done(self, job: Job, record: RunRecord) -> bool:
+        """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
+        if job.check is None:
+            self.tally.add(record)
+            return True
+        detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
+        self.rechecked[job.check] = SeedRun(job.seed, job.index, record.ok, detail, record.log)
+        return False
+
+    def seed_check(self) -> SeedCheck | None:
+        if {"failing", "passing"} <= set(self.rechecked):
+            return SeedCheck(self.rechecked["failing"], self.rechecked["passing"])
+        return None
 
     def result(self, interrupted: bool = False) -> CellResult:
         cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
                                interrupted)
-        return self.runner.finish(self.spec, cell)
+        return self.runner.finish(self.spec, cell, self.folder, self.folder_why,
+                                  None if interrupted else self.seed_check())
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
@@ -200,7 +296,7 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
     openers = iter(openers)
     opened: list[OpenCell | CellResult | None] = []  # by cell number: still open, or its result
     emitted = 0
-    running: dict[Future, tuple[int, OpenCell]] = {}
+    running: dict[Future, tuple[int, OpenCell, Job]] = {}
     exhausted = False
     failure: Exception | None = None
 
@@ -228,9 +324,9 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
                         failure, exhausted = exc, True
                         break
                     continue
-                index, seed = cell.pending.pop(0)
+                job = cell.take()
                 cell.running += 1
-                running[pool.submit(cell.measure, index, seed)] = (opened.index(cell), cell)
+                running[pool.submit(cell.measure, job)] = (opened.index(cell), cell, job)
             for number, cell in enumerate(opened):
                 if isinstance(cell, OpenCell) and cell.finished():
                     opened[number] = cell.result()
@@ -243,11 +339,10 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
                 continue
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                _, cell = running.pop(future)
+                _, cell, job = running.pop(future)
                 record = future.result()  # a harness failure is raised here
                 cell.running -= 1
-                cell.tally.add(record)
-                if on_run:
+                if cell.done(job, record) and on_run:
                     on_run(cell.spec, record, cell.tally.planned)
     except KeyboardInterrupt:
         for cell in {id(c): c for c in opened if isinstance(c, OpenCell)}.values():

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode, Verdict
+from harness.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
 from harness.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, MIN_COMPILE_TIME,
                                                     MIN_ENTRY_SIZE)
 
@@ -30,15 +30,10 @@ def read_record(path: Path) -> ScriptCache | None:
 
 
 def with_script_cache(cell: CellResult, mode: ThresholdMode) -> CellResult:
-    """The cell with what its runs' scripts did to their cache; when that is why nothing was cached,
-    its reason says so instead of blaming the release."""
+    """The cell with what its runs' scripts did to their cache (why that cached nothing is
+    harness/as_it_runs.py's)."""
     facts = cell_facts(cell.runs, mode)
-    if facts is None:
-        return cell
-    reason = cell.reason
-    if cell.verdict == Verdict.UNSUPPORTED and not cell.interrupted:
-        reason = empty_cache_reason(facts) or reason
-    return replace(cell, script_cache=facts, reason=reason)
+    return cell if facts is None else replace(cell, script_cache=facts)
 
 
 def parse_record(text: str) -> ScriptCache:
@@ -55,8 +50,10 @@ def parse_record(text: str) -> ScriptCache:
             continue
         kind = event.get("kind")
         if kind == "setting":
+            then = event.get("cache_then")
             settings.append(CacheSetting(str(event.get("option")), str(event.get("api")),
-                                         event.get("requested"), event.get("applied")))
+                                         event.get("requested"), event.get("applied"),
+                                         then if isinstance(then, dict) else None))
         elif kind == "final":
             final = {k: v for k, v in event.items() if k != "kind"}
         elif kind == "problem":
@@ -68,13 +65,16 @@ def cell_facts(runs: Iterable[RunRecord], mode: ThresholdMode) -> ScriptCacheFac
     """What the runs' scripts did to their cache, with the report's notes; None when they did nothing."""
     folders: dict[tuple[str, str], None] = {}
     thresholds: dict[str, CacheSetting] = {}
-    disabled = escaped = None
+    disabled = escaped = uninitialised = None
     problems: dict[str, None] = {}
     for run in runs:
         cache = run.script_cache
         if cache is None:
             continue
         problems.update(dict.fromkeys(cache.problems))
+        late = uninitialised_setting(cache.settings)
+        if late is not None and uninitialised is None:
+            uninitialised = _call(late)
         for s in cache.settings:
             if s.option == CACHE_DIR:
                 if s.requested:
@@ -89,28 +89,24 @@ def cell_facts(runs: Iterable[RunRecord], mode: ThresholdMode) -> ScriptCacheFac
         used = final.get("cache_path")
         if escaped is None and used and final.get("target") and used != final["target"]:
             escaped = str(used)
-    facts = ScriptCacheFacts(tuple(folders), disabled, escaped, tuple(thresholds.values()), tuple(problems), mode)
+    facts = ScriptCacheFacts(tuple(folders), disabled, escaped, tuple(thresholds.values()), tuple(problems), mode,
+                             uninitialised=uninitialised)
     return replace(facts, notes=tuple(notes(facts))) if facts.any else None
+
+
+def uninitialised_setting(settings: Iterable[CacheSetting]) -> CacheSetting | None:
+    """The folder setting made after JAX had initialised its cache without a folder (jax#25768):
+    JAX never looks at the folder again, so nothing is cached."""
+    for s in settings:
+        then = s.cache_then
+        if s.option == CACHE_DIR and s.requested and then and then.get("initialized") and not then.get("path"):
+            return s
+    return None
 
 
 def restrictive_thresholds(facts: ScriptCacheFacts) -> tuple[CacheSetting, ...]:
     """Thresholds that were applied and can keep a module out of the cache."""
     return tuple(s for s in facts.thresholds if _number(s.applied) > 0)
-
-
-def empty_cache_reason(facts: ScriptCacheFacts) -> str | None:
-    """Why a cell whose runs all succeeded cached nothing, when the script is the reason: one line
-    that tells it apart from a release without a persistent cache. None when the script is not."""
-    if facts.disabled:
-        return f"the script turned its cache off: {facts.disabled}; nothing measured"
-    if facts.escaped:
-        return (f"the script's cache went to {facts.escaped}, which the harness could not redirect; "
-                "nothing measured")
-    restrictive = restrictive_thresholds(facts)
-    if restrictive and facts.mode == ThresholdMode.SCRIPT:
-        return (f"the script's thresholds ({_thresholds(restrictive)}) kept every module out of the cache; "
-                "--cache-thresholds harness measures with zeros")
-    return None
 
 
 def notes(facts: ScriptCacheFacts) -> list[str]:
@@ -119,6 +115,9 @@ def notes(facts: ScriptCacheFacts) -> list[str]:
     for folder, api in facts.folders:
         out.append(f"the script set its cache folder to {folder} ({api}); the harness redirected it to "
                    "the cell's folder, and nothing was written there")
+    if facts.uninitialised:
+        out.append(f"the script set its cache folder after JAX had initialised its cache without one "
+                   f"({facts.uninitialised}): JAX never used it")
     if facts.disabled:
         out.append(f"the script turned its cache off: {facts.disabled}")
     if facts.escaped:
@@ -155,3 +154,12 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+def sets_own_folder(cache: ScriptCache | None) -> str | None:
+    """How a run's script set its own cache folder (`set_cache_dir`, `jax.config.update`, ...), None, a
+    folder of None included (turning the cache off is the script's own setup too), when it set none."""
+    for s in cache.settings if cache is not None else ():
+        if s.option == CACHE_DIR:
+            return s.api
+    return None

@@ -47,7 +47,7 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
         ok = sum(r.ok for r in c.runs)
         out.append([cell_label(c), c.spec.mesh_label,
                     f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
-                    _keys_column(c), _bound_column(c), c.reason])
+                    _keys_column(c), _bound_column(c), c.detail])
     return out
 
 

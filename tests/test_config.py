@@ -111,10 +111,10 @@ def test_cache_thresholds_key():
     from harness.model import ThresholdMode
 
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
-    assert parse_config(base).cache_thresholds == ThresholdMode.SCRIPT
+    assert parse_config(base).cache_thresholds == ThresholdMode.HARNESS  # zeros: every module measured
     assert "cache_thresholds" not in parse_config(base).to_json()  # old results folders stay the same sweep
-    config = parse_config({**base, "cache_thresholds": "harness"})
-    assert config.cache_thresholds == ThresholdMode.HARNESS and config.to_json()["cache_thresholds"] == "harness"
+    config = parse_config({**base, "cache_thresholds": "script"})
+    assert config.cache_thresholds == ThresholdMode.SCRIPT and config.to_json()["cache_thresholds"] == "script"
     with pytest.raises(ConfigError, match="cache_thresholds.*must be one of script, harness"):
         parse_config({**base, "cache_thresholds": "zero"})
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
-from harness.script_cache import cell_facts, empty_cache_reason, parse_record
+from harness.script_cache import cell_facts, parse_record, sets_own_folder
 from harness.startup import STARTUP_DIR
 from harness.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE,
                                                     caller_api, decide, environment_changes)
@@ -51,11 +51,11 @@ def test_callers_are_named_by_what_the_script_called():
 
 
 def test_settings_made_through_os_environ_before_import_are_seen():
-    values = {CACHE_DIR: "/from/env", ENABLE: True, MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
-    ((option, applied, event),) = environment_changes(values, CELL, "script")
+    values = {CACHE_DIR: "/from/env", ENABLE: True, MIN_COMPILE_TIME: 1.0, MIN_ENTRY_SIZE: 0}
+    ((option, applied, event),) = environment_changes(values, [CACHE_DIR], CELL, "script")
     assert (option, applied, event["api"]) == (CACHE_DIR, CELL, "os.environ")
-    untouched = {CACHE_DIR: CELL, ENABLE: True, MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
-    assert environment_changes(untouched, CELL, "script") == []
+    # What the process started with (the harness's variables, or JAX's defaults) is not the script's.
+    assert environment_changes(values, [], CELL, "script") == []
 
 
 def record(*events):
@@ -83,35 +83,30 @@ def test_a_redirected_folder_is_a_note_not_a_reason():
                                          "requested": "/jaxcache", "applied": CELL}))], ThresholdMode.SCRIPT)
     assert facts.notes[0].startswith(
         "the script set its cache folder to /jaxcache (set_cache_dir); the harness redirected it")
-    assert empty_cache_reason(facts) is None  # an empty cache is the release's doing
+    assert sets_own_folder(parse_record(record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir",
+                                                "requested": "/j", "applied": CELL}))) == "set_cache_dir"
+    assert sets_own_folder(parse_record(record({"kind": "final", "target": CELL}))) is None
     assert ScriptCacheFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
 
 
-def test_a_script_that_disables_the_cache_is_told_apart_from_an_unsupported_release():
-    facts = cell_facts([run_with(record({"kind": "setting", "option": ENABLE, "api": "jax.config.update",
-                                         "requested": False, "applied": False}))], ThresholdMode.SCRIPT)
-    assert empty_cache_reason(facts) == (
-        "the script turned its cache off: jax.config.update('jax_enable_compilation_cache', False); "
-        "nothing measured")
-
-
-def test_a_cache_the_hook_could_not_redirect_is_named():
-    facts = cell_facts([run_with(record({"kind": "final", "cache_path": "/elsewhere", "target": CELL}))],
-                       ThresholdMode.SCRIPT)
-    assert "went to /elsewhere, which the harness could not redirect" in empty_cache_reason(facts)
-
-
-def test_restrictive_thresholds_explain_an_empty_cache_only_when_kept():
+def test_kept_thresholds_are_noted_and_zeroed_ones_said_replaced():
     text = record({"kind": "setting", "option": MIN_COMPILE_TIME, "api": "jax.config.update", "requested": 60.0,
                    "applied": 60.0})
     facts = cell_facts([run_with(text)], ThresholdMode.SCRIPT)
-    reason = empty_cache_reason(facts)
-    assert "kept every module out of the cache" in reason and "--cache-thresholds harness" in reason
     assert "never measured" in facts.notes[0]
     zeroed = cell_facts([run_with(record({"kind": "setting", "option": MIN_COMPILE_TIME, "api": "jax.config.update",
                                           "requested": 60.0, "applied": 0.0}))], ThresholdMode.HARNESS)
-    assert empty_cache_reason(zeroed) is None
     assert "replaced by the harness's zeros" in zeroed.notes[0]
+
+
+def test_a_folder_set_after_jax_initialised_its_cache_without_one_is_recorded():
+    setting = {"kind": "setting", "option": CACHE_DIR, "api": "jax.config.update", "requested": "/mine",
+               "applied": CELL, "cache_then": {"initialized": True, "path": None}}
+    facts = cell_facts([run_with(record(setting))], ThresholdMode.HARNESS)
+    assert facts.uninitialised == "jax.config.update('jax_compilation_cache_dir', '/mine')"
+    assert ScriptCacheFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
+    in_time = dict(setting, cache_then=None)  # JAX's cache module not even imported yet
+    assert cell_facts([run_with(record(in_time))], ThresholdMode.HARNESS).uninitialised is None
 
 
 def test_runs_without_a_record_have_no_facts():
@@ -187,3 +182,23 @@ def test_the_hook_wraps_configs_update_once_jax_is_imported(tmp_path, write):
         (CACHE_DIR, "set_cache_dir", "/jaxcache", CELL),
         (MIN_COMPILE_TIME, "jax.config.update", 5.0, 5.0)]
     assert cache.final["jax_compilation_cache_dir"] == CELL and cache.final["target"] == CELL
+
+
+def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_script_sets_it(tmp_path, write):
+    """HARNESS_CACHE_FOLDER=hook: neither the script nor JAX sees the cell's folder until the script sets
+    its own, which becomes the cell's; its setting records JAX's cache at that moment."""
+    write("fake/jax/__init__.py", "from jax._src.config import config\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    write("fake/jax/_src/compilation_cache.py", FAKE_CACHE + "_cache_initialized = True\n_cache = None\n")
+    script = write("script.py", "import os, jax\nfrom jax._src import compilation_cache as cc\n"
+                                "print(os.environ.get('JAX_COMPILATION_CACHE_DIR'))\n"
+                                "cc.set_cache_dir('/jaxcache')\n"
+                                "print(jax.config._read('jax_compilation_cache_dir'))\n")
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": "hook", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", CELL]
+    (setting,) = parse_record((tmp_path / "r.jsonl").read_text()).settings
+    assert (setting.requested, setting.applied) == ("/jaxcache", CELL)
+    assert setting.cache_then == {"initialized": True, "path": None}

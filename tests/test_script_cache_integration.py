@@ -86,21 +86,24 @@ def test_jax_config_update_on_a_recent_release(tmp_path, capsys, write):
     assert not asked.exists()
 
 
-def test_thresholds_the_script_sets_are_kept_unless_the_harness_is_asked(tmp_path, capsys, write):
+def test_thresholds_the_script_sets_are_zeroed_unless_its_own_are_asked_for(tmp_path, capsys, write):
     script = write("slow_only.py", STABLE.format(
         setup="jax.config.update('jax_persistent_cache_min_compile_time_secs', 600.0)"))
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "kept", capsys)
-    (cell,) = data["cells"]
-    assert cell["verdict"] == "unsupported"
-    assert cell["reason"].startswith("the script's thresholds (minimum compile time (s) 600.0) kept every "
-                                     "module out of the cache")
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--cache-thresholds", "harness"],
-                    tmp_path / "zeroed", capsys)
+    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "zeroed", capsys)
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
-    assert data["config"]["cache_thresholds"] == "harness"
+    assert "cache_thresholds" not in data["config"]  # the default
     (setting,) = cell["runs"][0]["script_cache"]["settings"]
     assert (setting["requested"], setting["applied"]) == (600.0, 0.0)
+    assert cell["as_you_run_it"].startswith("as you run it, nothing is written: ")
+    assert cell["as_you_run_it"].endswith("below your 600 s threshold (jax_persistent_cache_min_compile_time_secs)")
+    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--cache-thresholds", "script"],
+                    tmp_path / "kept", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "unsupported" and cell["nothing_cached"] == "thresholds"
+    assert cell["reason"].startswith("nothing is cached, because as you run it, ")
+    assert "below your 600 s threshold" in cell["reason"]
+    assert data["config"]["cache_thresholds"] == "script"
 
 
 def test_a_script_that_turns_the_cache_off_is_not_an_unsupported_release(tmp_path, capsys, write):
@@ -108,5 +111,6 @@ def test_a_script_that_turns_the_cache_off_is_not_an_unsupported_release(tmp_pat
     data, _ = check([str(script), "--versions", "0.4.26", "--runs", "2"], tmp_path, capsys)
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported"
-    assert cell["reason"] == ("the script turned its cache off: "
-                              "jax.config.update('jax_enable_compilation_cache', False); nothing measured")
+    assert cell["nothing_cached"] == "cache disabled"
+    assert cell["reason"].startswith("nothing is cached, because the script turned its cache off: "
+                                     "jax.config.update('jax_enable_compilation_cache', False)")

@@ -17,7 +17,8 @@ from harness.results import RunStatus
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Seeds, key_seeds, moved_module,
                                      short_key)
-from harness.report.reproduce import harness_command, shell_comment, shell_commands
+from harness.report.reproduce import harness_command, seed_commands, shell_comment, shell_commands
+from harness.seed_check import phrase
 from harness.run_env import process_env
 from harness.table import in_version_order, render as render_table
 
@@ -39,6 +40,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
     cells = in_version_order(cells)
     sections = [
         [f"# {config.get('name', 'sweep')}: {summary_sentence(cells)}", *_status(document)],
+        _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells),
         _script_cache(cells),
@@ -114,6 +116,21 @@ def _boundaries(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
     if skipped:
         lines += ["", f"_Stepped over (nothing measured): {', '.join(skipped)}._"]
     return lines
+
+
+def _as_it_runs(cells: list[CellResult]) -> list[str]:
+    """The report's first lines, where what the program does as its author runs it differs from what
+    was measured, or is the finding: its own thresholds, why nothing was cached, a seed-dependent failure."""
+    said: dict[str, list[str]] = {}
+    for cell in cells:
+        sentences = [cell.as_you_run_it] if cell.as_you_run_it else []
+        if cell.nothing_cached is not None:
+            sentences.append(cell.reason)
+        if cell.seed_check is not None and cell.seed_check.follows_seed:
+            sentences.append(f"{phrase(cell.seed_check)} (see Reproduce with)")
+        for sentence in sentences:
+            said.setdefault(sentence, []).append(_jax(cell))
+    return [f"- **{', '.join(where)}**: {text[0].upper()}{text[1:]}." for text, where in said.items()]
 
 
 def _script_cache(cells: list[CellResult]) -> list[str]:
@@ -404,6 +421,9 @@ def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMa
                   " From a checkout of the harness (for the built-in repro's script):", ""]
     for cell in chosen:
         lines += ["```bash", shell_commands(cell, config, _seeds_of(cell, seeds)), "```", ""]
+    for cell in [c for c in cells if c.seed_check is not None and c.seed_check.follows_seed][:MAX_REPRO_CELLS]:
+        lines += [f"On {_jax(cell)} the failure follows the hash seed: a failing and a passing seed, by hand:", "",
+                  "```bash", seed_commands(cell, config), "```", ""]
     lines += ["With the harness (a fresh process per run, new seeds each time):", "", "```bash",
               *(harness_command(document, c) for c in chosen)]
     if document.get("command"):

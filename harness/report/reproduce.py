@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.jaxlog import LOG_ENV
-from harness.model import NO_MESH, CellResult
+from harness.model import NO_MESH, CellResult, FolderMode, ThresholdMode
 from harness.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
@@ -46,9 +46,51 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     seeds = distinct.values[:MAX_SEEDS] if distinct else []
     if not seeds:
         seeds = [r.seed for r in cell.runs][:MAX_SEEDS]
+    setup, python, script, args = _setup(cell, config, seeds[0] if seeds else 1)
+    own = script_folder(cell)
+    listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
+    lines = [
+        *setup,
+        "# a fresh process per seed: the hash seed is fixed when the interpreter starts",
+        f"for seed in {' '.join(map(str, seeds))}; do",
+        f"  PYTHONHASHSEED=$seed {python} {script if script == '-m' else shlex.quote(script)}"
+        f"{' ' + args if args else ''} > /dev/null",
+        "done",
+        *([shell_comment(f"the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, "
+                         "which should be empty before the first run")] if own else []),
+        f"ls -1 {listed}",
+    ]
+    if module and distinct and distinct.values:
+        lines.append(shell_comment(f"expected: each seed after the first adds a {module}-* file "
+                                   f"({len(seeds) - 1} new); when fixed, only the first seed writes any"))
+    elif module:
+        lines.append(shell_comment(f"expected: a seed after the first adds a {module}-* file; when fixed, "
+                                   "only the first writes any"))
+    return "\n".join(lines)
+
+
+def seed_commands(cell: CellResult, config: dict[str, Any]) -> str:
+    """A bash block that runs the seed check's two seeds by hand: the failing one, then the passing one."""
+    check = cell.seed_check
+    assert check is not None
+    setup, python, script, args = _setup(cell, config, check.failing.seed)
+    call = f"{python} {script if script == '-m' else shlex.quote(script)}{' ' + args if args else ''}"
+    return "\n".join([
+        *setup,
+        shell_comment(f"fails (run {check.failing.run} and its re-run)"),
+        f"PYTHONHASHSEED={check.failing.seed} {call}",
+        shell_comment(f"passes (run {check.passing.run} and its re-run)"),
+        f"PYTHONHASHSEED={check.passing.seed} {call}",
+    ])
+
+
+def _setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list[str], str, str, str]:
+    """The lines before a cell's runs (its environment, its variables, its folder), and how a run is
+    called: (lines, python, script, arguments)."""
     repro, script = repro_for(config)
     spec = cell.spec
-    env = {k: v for k, v in process_env(spec, seeds[0] if seeds else 1).items() if k not in _PER_RUN}
+    thresholds = ThresholdMode(config.get("cache_thresholds") or ThresholdMode.HARNESS.value)
+    env = {k: v for k, v in process_env(spec, seed, thresholds).items() if k not in _PER_RUN}
     commit = cell.commit.info if cell.commit else None
     jaxlib = cell.commit.jaxlib if cell.commit else None
     # A commit ran as its `jax/` folder (git archive) on the path of the jaxlib release's environment.
@@ -69,8 +111,8 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         script, args = command.argv[0], " ".join(shlex.quote(a) for a in command.argv[1:])
         if command.argv[0] == "-m":
             script, args = "-m", " ".join(shlex.quote(a) for a in command.argv[1:])
-    own = script_folder(cell)
-    listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
+    # A script that sets its own folder ran without one in its environment: so does the command.
+    folder = [] if cell.cache_folder == FolderMode.HOOK else ['export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"']
     lines = [
         shell_comment(f"{cell.label if cell.commit else 'jax ' + spec.jax_version}, "
                       f"{spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
@@ -79,25 +121,11 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
         + " ".join(shlex.quote(r) for r in requirements),
         *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {commit.sha}:jax"
            f" | tar -x -C {venv}/src/jax", f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
-        'export JAX_COMPILATION_CACHE_DIR="$(mktemp -d)"',
+        *folder,
         *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
         *setup,
-        "# a fresh process per seed: the hash seed is fixed when the interpreter starts",
-        f"for seed in {' '.join(map(str, seeds))}; do",
-        f"  PYTHONHASHSEED=$seed {python} {script if script == '-m' else shlex.quote(script)}"
-        f"{' ' + args if args else ''} > /dev/null",
-        "done",
-        *([shell_comment(f"the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, "
-                         "which should be empty before the first run")] if own else []),
-        f"ls -1 {listed}",
     ]
-    if module and distinct and distinct.values:
-        lines.append(shell_comment(f"expected: each seed after the first adds a {module}-* file "
-                                   f"({len(seeds) - 1} new); when fixed, only the first seed writes any"))
-    elif module:
-        lines.append(shell_comment(f"expected: a seed after the first adds a {module}-* file; when fixed, "
-                                   "only the first writes any"))
-    return "\n".join(lines)
+    return lines, python, script, args
 
 
 def script_folder(cell: CellResult) -> tuple[str, str] | None:

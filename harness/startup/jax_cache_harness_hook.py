@@ -10,6 +10,12 @@ harness's zeros with HARNESS_CACHE_THRESHOLDS=harness), and each setting is appe
 to the file HARNESS_CACHE_RECORD names. At exit the cache JAX actually used is appended too, so a
 setting this hook could not redirect is seen rather than guessed.
 
+With HARNESS_CACHE_FOLDER=hook the cell's folder is taken out of the environment before the script
+starts: JAX then has a folder only once the script sets one, at the moment it sets it, so the order in
+which the script initialises things stays its own (jax-ml/jax#25768: a computation before the folder
+is set leaves the cache uninitialised on 0.5.0). Each folder setting records whether JAX's cache was
+already initialised then.
+
 Standard library only, and no syntax newer than the oldest Python a JAX release supports.
 """
 
@@ -22,6 +28,10 @@ import threading
 RECORD_VAR = "HARNESS_CACHE_RECORD"  # the file the events go to, one JSON object a line
 THRESHOLDS_VAR = "HARNESS_CACHE_THRESHOLDS"  # "script" (default): keep the script's; "harness": zeros
 TARGET_VAR = "JAX_COMPILATION_CACHE_DIR"  # the cell's cache folder, as this process sees it
+# "environment" (default): JAX reads the cell's folder from TARGET_VAR; "hook": TARGET_VAR is removed
+# at start-up, and the folder is the cell's only where the script sets one.
+FOLDER_VAR = "HARNESS_CACHE_FOLDER"
+HOOK_ONLY = "hook"
 
 CACHE_DIR = "jax_compilation_cache_dir"
 ENABLE = "jax_enable_compilation_cache"
@@ -30,6 +40,8 @@ MIN_ENTRY_SIZE = "jax_persistent_cache_min_entry_size_bytes"
 # What the harness gives every run (as environment variables): every compiled module is cached.
 HARNESS_THRESHOLDS = {MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
 WATCHED = (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
+# JAX reads each option's start value from the variable of its name in capitals.
+VARIABLES = dict((option, option.upper()) for option in WATCHED)
 
 # The cache module's public setters call Config.update: recorded under their own names.
 API_MODULE = "jax._src.compilation_cache"
@@ -67,23 +79,41 @@ def decide(option, value, api, target, thresholds):
                      "applied": applied}
 
 
-def environment_changes(values, target, thresholds):
+def environment_changes(values, changed, target, thresholds):
     """The settings a script made through os.environ before importing jax, as JAX read them when
-    its options were defined: [(option, value to apply, event)]. `values` maps option to value."""
+    its options were defined: [(option, value to apply, event)]. `values` maps option to value,
+    `changed` holds the options whose variable the script changed after start-up."""
     changes = []
-    expected = {CACHE_DIR: target, ENABLE: True}
-    expected.update(HARNESS_THRESHOLDS)
     for option in WATCHED:
-        if option not in values or values[option] == expected[option]:
+        if option not in values or option not in changed:
             continue
         applied, event = decide(option, values[option], "os.environ", target, thresholds)
-        changes.append((option, applied, event))
+        if event is not None:
+            changes.append((option, applied, event))
     return changes
 
 
+def environment_snapshot(environ):
+    """The watched options' variables as the process started (what the harness gave)."""
+    return dict((option, environ.get(variable)) for option, variable in VARIABLES.items())
+
+
+def cache_state():
+    """JAX's persistent cache in this process now: {"initialized", "path"}; None before JAX's cache
+    module is imported (then nothing can have initialised it)."""
+    module = sys.modules.get(API_MODULE)
+    if module is None:
+        return None
+    cache = getattr(module, "_cache", None)
+    path = getattr(cache, "_path", None)
+    return {"initialized": bool(getattr(module, "_cache_initialized", cache is not None)),
+            "path": str(path) if path is not None else None}
+
+
 class _Hook:
-    def __init__(self, record, target, thresholds):
+    def __init__(self, record, target, thresholds, started_with):
         self.record, self.target, self.thresholds = record, target, thresholds
+        self.started_with = started_with  # environment_snapshot() at start-up
         self.lock = threading.Lock()
 
     def write(self, event):
@@ -110,12 +140,16 @@ class _Hook:
                 api = caller_api(frame.f_globals.get("__name__"), frame.f_code.co_name)
                 val, event = decide(name, val, api, hook.target, hook.thresholds)
                 if event is not None:
+                    if name == CACHE_DIR:
+                        event["cache_then"] = cache_state()
                     hook.write(event)
             return original(self, name, val)
 
         update.__wrapped__ = original
         cls.update = update
-        for option, applied, event in environment_changes(_values(config), self.target, self.thresholds):
+        now = environment_snapshot(os.environ)
+        changed = [option for option in WATCHED if now[option] != self.started_with[option]]
+        for option, applied, event in environment_changes(_values(config), changed, self.target, self.thresholds):
             self.write(event)
             original(config, option, applied)
 
@@ -125,9 +159,9 @@ class _Hook:
             return  # the script never imported jax
         final = {"kind": "final", "target": self.target}
         final.update(_values(config))
-        cache = getattr(sys.modules.get(API_MODULE), "_cache", None)
-        path = getattr(cache, "_path", None)
-        final["cache_path"] = str(path) if path is not None else None
+        state = cache_state() or {"initialized": False, "path": None}
+        final["cache_path"] = state["path"]
+        final["cache_initialized"] = state["initialized"]
         self.write(final)
 
 
@@ -174,9 +208,14 @@ class _AfterImport:
 
 
 def install():
-    """Watch for jax's config module; record what the script sets and what JAX used at exit."""
-    hook = _Hook(os.environ[RECORD_VAR], os.environ.get(TARGET_VAR),
-                 os.environ.get(THRESHOLDS_VAR, "script"))
+    """Watch for jax's config module; record what the script sets and what JAX used at exit. In
+    hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""
+    if os.environ.get(FOLDER_VAR) == HOOK_ONLY:
+        target = os.environ.pop(TARGET_VAR, None)
+    else:
+        target = os.environ.get(TARGET_VAR)
+    hook = _Hook(os.environ[RECORD_VAR], target, os.environ.get(THRESHOLDS_VAR, "script"),
+                 environment_snapshot(os.environ))
     sys.meta_path.insert(0, _AfterImport({CONFIG_MODULE: hook.config_loaded}))
     atexit.register(hook.at_exit)
     return hook

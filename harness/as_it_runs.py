@@ -1,0 +1,203 @@
+"""A cell as its program really runs (pure): why nothing was cached, and what the program's own
+thresholds would keep out of the cache (docs/as-it-runs.md).
+
+A cell whose runs cached nothing is `unsupported`, never `clean`, and its reason says why, from the
+start-up hook's record (the script turned its cache off; it set its folder after JAX had initialised
+its cache without one; the cache went elsewhere) and from JAX's own log (every module was refused:
+host callbacks, thresholds, another reason JAX gave), or the release (no CPU persistent cache before
+0.4.26). Separately, the compile times JAX logs say which modules the script's own minimum compile
+time (or JAX's default of 1 s where it sets none) would keep out of the cache: measured with the
+harness's zeros, that is what the user would not see, so it leads the cell's detail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from packaging.version import InvalidVersion, Version
+
+from harness.analysis import never_written
+from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
+from harness.model import (CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts,
+                           ThresholdMode, Verdict)
+from harness.startup.jax_cache_harness_hook import MIN_COMPILE_TIME, MIN_ENTRY_SIZE
+
+# JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26
+# to 0.10.2 (jax/_src/config.py).
+JAX_DEFAULT_MIN_COMPILE_TIME_S = 1.0
+FIRST_CPU_PERSISTENT_CACHE = Version("0.4.26")
+# What the tally adds to a reason when a cell stopped early: kept after the cause's sentence.
+_STOP_NOTE = "; stopped after "
+_LISTED = 3  # modules named in a sentence before "and N more"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The minimum compile time the program runs with as written: its own, or JAX's default."""
+
+    seconds: float
+    own: bool  # the script set it
+
+    def phrase(self) -> str:
+        whose = "your" if self.own else "JAX's default"
+        return f"{whose} {_seconds(self.seconds)} threshold ({MIN_COMPILE_TIME})"
+
+
+def explain(cell: CellResult, mode: ThresholdMode) -> CellResult:
+    """The cell with why nothing was cached (an unsupported cell that wrote nothing), and what its
+    own thresholds would not write (measured with the harness's zeros)."""
+    if cell.interrupted:
+        return cell
+    facts = cell.script_cache
+    good = [r for r in cell.runs if r.ok]
+    threshold = own_threshold(facts)
+    slow = compile_times(good)
+    below = {m: t for m, t in slow.items() if t < threshold.seconds}
+    as_run = ""
+    if mode == ThresholdMode.HARNESS and below and written_any(good):
+        as_run = as_you_run_it(below, slow, threshold, facts)
+    cause = why_nothing_cached(cell, facts, below, threshold)
+    if cause is None:
+        return replace(cell, as_you_run_it=as_run)
+    kind, sentence = cause
+    stop = cell.reason.find(_STOP_NOTE)
+    return replace(cell, nothing_cached=kind, as_you_run_it=as_run,
+                   reason=sentence + (cell.reason[stop:] if stop >= 0 else ""))
+
+
+def own_threshold(facts: ScriptCacheFacts | None) -> Threshold:
+    for s in facts.thresholds if facts else ():
+        if s.option == MIN_COMPILE_TIME:
+            return Threshold(_number(s.requested), own=True)
+    return Threshold(JAX_DEFAULT_MIN_COMPILE_TIME_S, own=False)
+
+
+def compile_times(runs: Sequence[RunRecord]) -> dict[str, float]:
+    """module -> the longest compile JAX logged for it in these runs (the kindest to a threshold)."""
+    out: dict[str, float] = {}
+    for run in runs:
+        for k in run.keys.keys if run.keys is not None else ():
+            if k.compile_time_s is not None:
+                out[k.module] = max(out.get(k.module, 0.0), k.compile_time_s)
+    return out
+
+
+def written_any(runs: Sequence[RunRecord]) -> bool:
+    return any(r.new_entries for r in runs) or any(
+        k.outcome in (Outcome.WRITTEN, Outcome.HIT) for r in runs if r.keys is not None for k in r.keys.keys)
+
+
+def as_you_run_it(below: dict[str, float], times: dict[str, float], threshold: Threshold,
+                  facts: ScriptCacheFacts | None) -> str:
+    """`as you run it, nothing is written: jit_f compiles in 0.02 s, below JAX's default 1 s threshold`."""
+    above = sorted(m for m in times if m not in below)
+    head = "nothing is written" if not above else (
+        f"{_count(len(below), 'module')} of {len(times)} {'is' if len(below) == 1 else 'are'} never written")
+    text = f"as you run it, {head}: {_compiles(below)}, below {threshold.phrase()}"
+    if above:
+        text += f"; {_names(above)} {'compiles' if len(above) == 1 else 'compile'} slower and would be"
+    return text + _entry_size_note(facts)
+
+
+def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: dict[str, float],
+                       threshold: Threshold) -> tuple[NothingCached, str] | None:
+    """(cause, the cell's reason) for an unsupported cell whose runs wrote nothing; None otherwise."""
+    good = [r for r in cell.runs if r.ok]
+    if cell.verdict != Verdict.UNSUPPORTED or cell.keys or not good or written_any(good):
+        return None
+    if facts is not None and facts.disabled:
+        return NothingCached.DISABLED, f"nothing is cached, because the script turned its cache off: {facts.disabled}"
+    if facts is not None and facts.uninitialised:
+        return NothingCached.UNINITIALISED, (
+            f"nothing is cached, because JAX's cache was never initialised: a computation ran before the "
+            f"script set its folder ({facts.uninitialised}), and JAX {cell.spec.jax_version} then keeps no "
+            "cache for the whole process")
+    if facts is not None and facts.escaped:
+        return NothingCached.ELSEWHERE, (f"nothing is cached here, because the script's cache went to "
+                                         f"{facts.escaped}, which the harness could not redirect")
+    if _before_cpu_cache(cell):
+        return NothingCached.NO_PERSISTENT_CACHE, (
+            f"nothing is cached, because JAX {cell.spec.jax_version} has no persistent cache on CPU "
+            f"(it starts at {FIRST_CPU_PERSISTENT_CACHE}): nothing measured")
+    refused = never_written(good)
+    if refused:
+        return _refused(refused, below, threshold)
+    if _initialised_without_folder(good) or _no_cache_logged(good):
+        return NothingCached.UNINITIALISED, (
+            "nothing is cached, because JAX's cache was never initialised with a folder (a computation ran "
+            f'before any folder was set; JAX: "{NO_CACHE_YET}"), so nothing is written in the whole process')
+    return NothingCached.UNKNOWN, "runs succeeded but the cache stayed empty: nothing measured"
+
+
+def _refused(refused: dict[str, str], below: dict[str, float], threshold: Threshold) -> tuple[NothingCached, str]:
+    """Every module JAX compiled was refused a write: the cause JAX gave for most of them."""
+    slow = {m: t for m, t in below.items() if m in refused}
+    callbacks = sorted(m for m, why in refused.items() if "host callback" in why)
+    if len(slow) >= max(len(callbacks), 1):
+        text = f"nothing is cached, because as you run it, {_compiles(slow)}, below {threshold.phrase()}"
+        if callbacks:
+            text += f"; {_names(callbacks)} {'uses' if len(callbacks) == 1 else 'use'} host callbacks"
+        return NothingCached.THRESHOLDS, text
+    module = next(iter(refused))
+    quoted = f'JAX: "{refused[module]}"'
+    if callbacks:
+        return NothingCached.HOST_CALLBACKS, (f"nothing is cached, because JAX never writes a module that uses "
+                                              f"host callbacks: {_names(callbacks)} ({quoted})")
+    return NothingCached.NOT_WRITTEN, f"nothing is cached, because JAX wrote no module: {_names(sorted(refused))} ({quoted})"
+
+
+def _no_cache_logged(runs: Sequence[RunRecord]) -> bool:
+    """JAX's log said it had no cache when it would have written (0.5.0 and later)."""
+    return any(refused_for_no_cache(k.reason) for r in runs if r.keys is not None for k in r.keys.keys)
+
+
+def _initialised_without_folder(runs: Sequence[RunRecord]) -> bool:
+    """The hook saw JAX's cache initialised with no folder at exit, in every run that says."""
+    finals = [r.script_cache.final for r in runs if r.script_cache is not None and r.script_cache.final]
+    return bool(finals) and all(f.get("cache_initialized") and not f.get("cache_path") for f in finals)
+
+
+def _before_cpu_cache(cell: CellResult) -> bool:
+    if cell.spec.platform != Platform.CPU:
+        return False
+    try:
+        return Version(cell.spec.jax_version) < FIRST_CPU_PERSISTENT_CACHE
+    except InvalidVersion:
+        return False
+
+
+def _entry_size_note(facts: ScriptCacheFacts | None) -> str:
+    for s in facts.thresholds if facts else ():
+        if s.option == MIN_ENTRY_SIZE and _number(s.requested) > 0:
+            return (f" (your minimum entry size, {s.requested!r} bytes, keeps smaller entries out too; "
+                    "entry sizes are not measured)")
+    return ""
+
+
+def _compiles(times: dict[str, float]) -> str:
+    """`jit_f compiles in 0.02 s`, `jit_f compiles in 0.02 s, jit_g in 0.01 s (and 2 more)`."""
+    ordered = sorted(times.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ordered[:_LISTED]
+    text = ", ".join(f"{m} {'compiles ' if i == 0 else ''}in {_seconds(t)}" for i, (m, t) in enumerate(shown))
+    return text + (f" (and {len(ordered) - _LISTED} more)" if len(ordered) > _LISTED else "")
+
+
+def _names(modules: Sequence[str]) -> str:
+    shown = ", ".join(modules[:_LISTED])
+    return shown + (f" (and {len(modules) - _LISTED} more)" if len(modules) > _LISTED else "")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
