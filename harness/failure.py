@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from harness.jaxlog import NOTE_PREFIX
+
 # A Python logging record at a level the harness's JAX_LOGGING_LEVEL=DEBUG shows, in the formats JAX's
 # releases use (`DEBUG:2026-11-30 03:27:21,848:jax._src.compiler:704: ...`, `DEBUG:jax._src.dispatch:...`),
 # and the C++ side's INFO/VLOG lines (`I1201 13:47:13.123456  1234 file.cc:12] ...`).
 _HARNESS_LEVEL_RECORD_RE = re.compile(r"^(DEBUG|INFO)[: ]")
 _CPP_INFO_RE = re.compile(r"^I\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]")
-_HARNESS_NOTE = "[harness:"
 _TRACEBACK = "Traceback (most recent call last):"
 _FRAME_RE = re.compile(r"^\s+\S")  # a frame's `  File ...` line, its source line, carets
 # Python's chained-exception separators, and JAX's note above its filtered traceback.
@@ -30,7 +31,7 @@ DETAIL_LIMIT = 200
 def is_harness_noise(line: str) -> bool:
     """A line the harness's own settings made the run print: not the program speaking."""
     text = line.strip()
-    return bool(_HARNESS_LEVEL_RECORD_RE.match(text) or _CPP_INFO_RE.match(text) or text.startswith(_HARNESS_NOTE))
+    return bool(_HARNESS_LEVEL_RECORD_RE.match(text) or _CPP_INFO_RE.match(text) or text.startswith(NOTE_PREFIX.strip()))
 
 
 def exception_line(lines: Sequence[str]) -> str | None:
