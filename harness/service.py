@@ -34,6 +34,7 @@ from harness.files import write_atomic
 from harness.identity import SweepIdentity
 from harness.model import CellResult, Platform, ThresholdMode
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
+from harness.options import DEFAULT_RESULTS, Given, options_for, parse
 from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
 from harness.pythons import PythonChooser, PythonVersion
@@ -53,7 +54,6 @@ from harness.versions import (LATEST, PyPIIndex, Resolution, check_syntax, is_sp
                               resolve)
 from harness.writer import ResultsWriter, write_files
 
-DEFAULT_RESULTS = Path("results")
 BISECT_REPORT_FILE = "bisect.md"
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 
@@ -66,8 +66,10 @@ SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
 class PythonOptions:
     """Where to look for the Pythons that releases need besides the harness's own (harness/pythons.py)."""
 
-    search: tuple[Path, ...] = ()  # --python-search: interpreters, or folders holding them
-    install: bool = False  # --install-python: let uv download a Python none here has (off: it downloads)
+    # --python-search: interpreters, or folders holding them
+    search: tuple[Path, ...] = field(default=(), metadata={"option": "python_search"})
+    # --install-python: let uv download a Python none here has (off: it downloads)
+    install: bool = field(default=False, metadata={"option": "install_python"})
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,16 @@ class MeasureOptions:
     seeds: SeedStrategy = SeedStrategy.CHOSEN
     shard: Shard | None = None
     pythons: PythonOptions = PythonOptions()
+    cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
+    # The command as parsed (harness/options.py): every command line printed for it is spelled from this.
+    given: Given | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class SweepOptions(MeasureOptions):
     all_runs: bool = False  # every run even after a cell reproduced
     resume: Path | None = None  # finish the sweep of this results folder
-    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header and the resume line
-    cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
+    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header records it
 
 
 @dataclass(frozen=True)
@@ -280,17 +284,17 @@ def _sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: Ba
 
 # ---- sweeps: run, check, nightly -----------------------------------------------------------------
 
-def resume_command(argv: tuple[str, ...] | list[str], run_dir: Path) -> str:
-    """The command `argv` again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
-    words, skip = [], False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word in ("--resume", "--out"):
-            skip = True
-        elif not word.startswith(("--resume=", "--out=")):
-            words.append(word)
-    return shlex.join(["harness", *words, "--resume", str(run_dir)])
+def given_of(options: MeasureOptions, argv: tuple[str, ...] = ()) -> Given | None:
+    """The command as parsed: the options' own, or (for a caller that built them by hand) `argv` read
+    by the same parser."""
+    if options.given is not None:
+        return options.given
+    return parse(list(argv))[0] if argv else None
+
+
+def resume_command(given: Given, run_dir: Path) -> str:
+    """The command `given` again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
+    return given.with_values(out=DEFAULT_RESULTS, resume=run_dir).line()
 
 
 def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOutcome:
@@ -397,7 +401,8 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
             more(measurement, index)
 
     status, _ = _finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
-    again = resume_command(options.argv, writer.dir) if status == RunStatus.INTERRUPTED else None
+    given = given_of(options, options.argv)
+    again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
     return SweepOutcome(writer.dir, writer.cells, status, again)
 
 
@@ -451,17 +456,23 @@ def _measure_commit(target: RefCommit, repo: GitRepo, measurement: Sweep, index:
 
 # ---- bisection -----------------------------------------------------------------------------------
 
+# Spelled even at their defaults: a bisection's line says how it was searched, for the reader of bisect.md.
+BISECT_SPELLED = ("seeds", "backend", "out")
+
+
 def bisect_command(config_path: Path, options: BisectOptions) -> str:
-    """The command that reproduces (and resumes) this bisection, every choice spelled out."""
-    words = ["harness", "bisect", str(config_path)]
-    for flag, value in (("--good", options.good), ("--bad", options.bad), ("--jax-repo", options.jax_repo),
-                        ("--seeds", options.seeds), ("--runs", options.runs), ("--backend", options.backend),
-                        ("--out", options.out)):
-        if value is not None:
-            words += [flag, str(value)]
-    if options.versions:
-        words += ["--versions", *options.versions]
-    return shlex.join(words)
+    """The command that reproduces (and resumes) this bisection: every option it was given (endpoints as
+    resolved), spelled by the options' one declaration."""
+    given = options.given or Given("bisect", {})
+    values = {"config": config_path, "good": options.good, "bad": options.bad, "versions": options.versions,
+              "jax_repo": options.jax_repo, "seeds": options.seeds, "runs": options.runs,
+              "backend": options.backend, "out": options.out}
+    if options.given is None:  # built by hand: what the fields say
+        values.update(jobs=options.jobs, python=options.python, python_search=options.pythons.search,
+                      install_python=options.pythons.install, cache_thresholds=options.cache_thresholds,
+                      rebuild=options.rebuild)
+    # --fresh starts over once; the line resumes what it started.
+    return given.with_values(**values, fresh=False).line(always=BISECT_SPELLED)
 
 
 def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
@@ -491,6 +502,8 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
     config = load_config(config_path)
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
     if options.backend == BackendName.LOCAL:
         raise UserError("--backend local has one JAX version; bisection needs venv or docker")
     if options.jax_repo is not None and options.backend != BackendName.VENV:
@@ -560,19 +573,32 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
 
 # ---- Slurm: submit ----------------------------------------------------------------------------
 
+# What a shard task sets itself (its shard and folder: the job script), or must not (a task is quiet).
+_TASK_OWN = ("config", "shard", "out", "resume", "quiet")
+# Spelled even at their defaults: the tasks run as the submitter's harness chose, whatever theirs defaults to.
+TASK_SPELLED = ("versions", "runs", "jobs", "backend", "seeds")
+
+
 def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[str, ...]:
-    """`harness run` options of every shard task: the sweep's identity, versions resolved."""
-    words = ["--versions", *versions, "--runs", str(runs), "--jobs", str(options.jobs or "auto"),
-             "--backend", str(options.backend), "--seeds", str(options.seeds)]
-    if options.all_runs:
-        words.append("--all-runs")
-    if options.python:
-        words += ["--python", options.python]
-    if options.pythons.search:  # the tasks look for interpreters where the submitter was told to
-        words += ["--python-search", *(str(p.absolute()) for p in options.pythons.search)]
-    if options.pythons.install:
-        words.append("--install-python")
-    return tuple(words)
+    """`harness run` options of every shard task: each option `submit` was given that `run` takes too,
+    versions and runs resolved, paths absolute (the tasks may start elsewhere)."""
+    given = options.given
+    values = dict(given.values) if given is not None else {
+        "jobs": options.jobs, "backend": options.backend, "seeds": options.seeds, "all_runs": options.all_runs,
+        "python": options.python, "python_search": options.pythons.search,
+        "install_python": options.pythons.install, "cache_thresholds": options.cache_thresholds}
+    run_dests = {o.dest for o in options_for("run")} - set(_TASK_OWN)
+    task = Given("run", {k: v for k, v in values.items() if k in run_dests})
+    task = task.with_values(versions=tuple(versions), runs=runs, jobs=options.jobs)
+    return tuple(task.words(always=TASK_SPELLED, absolute=True)[1:])
+
+
+def _same_task_options(recorded: list[str], now: tuple[str, ...]) -> bool:
+    """Whether two shard tasks' `harness run` options mean the same, however each was spelled."""
+    try:
+        return parse(["run", "CONFIG", *recorded])[0] == parse(["run", "CONFIG", *now])[0]
+    except SystemExit:  # words this harness does not read: not the same
+        return False
 
 
 def _check_submit_options(options: SubmitOptions) -> None:
@@ -622,6 +648,8 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     if record is None:
         record = submission.new_record(jobs, versions)
     else:
+        if _same_task_options(record.get("sweep_args") or [], jobs.sweep_args):
+            jobs = replace(jobs, sweep_args=tuple(record["sweep_args"]))  # as an earlier release spelled them
         submission.check_same_submission(record, jobs)
     return jobs, record
 

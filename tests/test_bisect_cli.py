@@ -119,8 +119,8 @@ def test_resume_command_quotes_every_path():
     options = service.BisectOptions(good="0.4.26", jax_repo=Path("/src/my jax"), out=Path("/tmp/out dir"),
                                     versions=(">=0.4.26,<0.4.32",))
     assert shlex.split(service.bisect_command(Path("my configs/a b.yaml"), options)) == [
-        "harness", "bisect", "my configs/a b.yaml", "--good", "0.4.26", "--jax-repo", "/src/my jax",
-        "--seeds", "chosen", "--backend", "venv", "--out", "/tmp/out dir", "--versions", ">=0.4.26,<0.4.32"]
+        "harness", "bisect", "my configs/a b.yaml", "--versions", ">=0.4.26,<0.4.32", "--backend", "venv",
+        "--seeds", "chosen", "--jax-repo", "/src/my jax", "--good", "0.4.26", "--out", "/tmp/out dir"]
 
 
 def outcome_with(*rows: Row) -> Outcome:
@@ -149,3 +149,44 @@ def test_random_seeds_state_one_bound():
     line = report.confidence_line(outcome_with(row(Verdict.CLEAN, 2 ** -10)))
     assert line.startswith("each clean verdict: chance a regression was missed <= 0.00098 (target 0.001)")
     assert "other hash-order" not in line
+
+
+class InterruptedBackend(FakeBackend):
+    """The first release cannot be made (an error point, recorded); Ctrl-C while making the second."""
+
+    def prepare(self, jax_version, platform, say=None):
+        self.prepared.append(jax_version)
+        if len(self.prepared) == 2:
+            raise KeyboardInterrupt
+        raise EnvironmentUnavailable(f"no environment for {jax_version} in this test")
+
+
+def test_an_interrupted_bisection_resumes_with_every_option_it_was_given(capsys, tmp_path, monkeypatch, backend):
+    fake = InterruptedBackend(EnvironmentUnavailable("unused"))
+    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    pythons = tmp_path / "my pythons"
+    code, _, err = bisect(["--python-search", str(pythons), "--jobs", "1", "--cache-thresholds", "harness",
+                           "--out", str(tmp_path / "out")], capsys)
+    assert code == 130, err
+    line = err.split("resume with: ", 1)[1].strip().splitlines()[0]
+    words = shlex.split(line)
+    assert words[words.index("--python-search") + 1] == str(pythons)
+    assert words[words.index("--jobs") + 1] == "1"
+    assert words[words.index("--cache-thresholds") + 1] == "harness"
+    [state] = (tmp_path / "out").glob("bisect-*/state.json")
+    recorded = json.loads(state.read_text())["points"]
+    assert list(recorded) == [f"release:{fake.prepared[0]}"]
+
+    # The line, as a user pastes it, finds the same state: the first point is replayed, not made again.
+    first, interrupted = fake.prepared
+    fake.prepared.clear()
+    assert words[0] == "harness"
+    cli.main(words[1:])
+    err = capsys.readouterr().err
+    assert fake.prepared[:1] == [interrupted] and first not in fake.prepared, fake.prepared
+    assert list((tmp_path / "out").glob("bisect-*/state.json")) == [state]
+    # Without --cache-thresholds it is another bisection (the config differs), which starts afresh.
+    fake.prepared.clear()
+    cli.main([w for w in words[1:] if w not in ("--cache-thresholds", "harness")])
+    capsys.readouterr()
+    assert fake.prepared[0] == first and len(list((tmp_path / "out").glob("bisect-*/state.json"))) == 2

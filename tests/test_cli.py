@@ -7,6 +7,7 @@ import pytest
 
 import harness.cli as cli
 import harness.service as service
+import harness.options as options
 from harness.results import load_results
 from tests.test_versions import INDEX
 
@@ -74,7 +75,7 @@ def test_load_results_rejects_non_results(tmp_path):
 
 
 def test_a_harness_bug_exits_1_with_its_traceback(capsys, monkeypatch):
-    def broken(args):
+    def broken(given, words):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(cli, "cmd_run", broken)
@@ -113,8 +114,8 @@ def test_versions_command_prints_the_resolved_releases(capsys):
 
 
 def test_the_resume_command_drops_out_and_an_earlier_resume(tmp_path):
-    command = service.resume_command(["run", "my config.yaml", "--out", "r", "--jobs", "2", "--resume=old"],
-                                     tmp_path / "run")
+    given, _ = options.parse(["run", "my config.yaml", "--out", "r", "--jobs", "2", "--resume=old"])
+    command = service.resume_command(given, tmp_path / "run")
     assert shlex.split(command) == ["harness", "run", "my config.yaml", "--jobs", "2",
                                     "--resume", str(tmp_path / "run")]
 

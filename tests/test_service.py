@@ -77,7 +77,7 @@ def test_ctrl_c_keeps_what_was_measured_and_prints_the_resume_command(backend, t
     (folder,) = (tmp_path / "out").iterdir()
     assert f"interrupted: 1 cell(s) kept in {folder / 'results.json'}" in err
     resume = shlex.split(err.split("resume with: ", 1)[1].strip())
-    assert resume == ["harness", "run", "configs/smoke.yaml", "--runs", "2", "--seeds", "random", "-q",
+    assert resume == ["harness", "run", "configs/smoke.yaml", "--runs", "2", "--seeds", "random", "--quiet",
                       "--resume", str(folder)]
 
 

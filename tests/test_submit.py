@@ -237,6 +237,18 @@ def test_resubmission_with_another_sweep_is_refused(tmp_path):
                        slurm=RecordingSlurm())
 
 
+def test_a_submission_an_earlier_release_spelled_otherwise_is_resubmitted(tmp_path):
+    done = service.submit(SMOKE, options(tmp_path), slurm=RecordingSlurm()).submitted
+    path = done.sweep_dir / "submission.json"
+    record = json.loads(path.read_text())
+    words = record["sweep_args"]  # the same options in another order, as an earlier harness wrote them
+    at = words.index("--seeds")
+    record["sweep_args"] = words[at:at + 2] + words[:at] + words[at + 2:]
+    path.write_text(json.dumps(record))
+    service.submit(SMOKE, options(tmp_path, out=done.sweep_dir, only_shards=(1,)), slurm=RecordingSlurm())
+    assert json.loads(path.read_text())["sweep_args"] == record["sweep_args"]
+
+
 def test_a_refused_merge_cancels_the_array_and_leaves_no_folder(tmp_path):
     slurm = RecordingSlurm(refuse_merge=True)
     with pytest.raises(SlurmError, match="invalid dependency"):

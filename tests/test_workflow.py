@@ -56,7 +56,7 @@ def test_workflow_commands_exist_and_parse():
     parser = cli.build_parser()
     for argv in commands:
         args = parser.parse_args(argv)  # SystemExit (a failed test) on an unknown command or option
-        assert callable(args.handler)
+        assert callable(cli.handler(args.command))
     plan = parser.parse_args(commands[0])
     assert plan.versions == ["latest"]
     run = parser.parse_args(commands[1])

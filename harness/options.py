@@ -1,0 +1,481 @@
+"""Every option of every command, declared once (the model: nox's `_option_set.py`).
+
+An `Option` says everything about one flag (or positional argument): its flags, how its text is read
+(`type`), its default, its help and argument group, which commands take it, whether it is part of the
+sweep's identity (harness/identity.py: what must be equal for cells to share one table), and how its
+value is spelled back on a command line. From these declarations, and nowhere else, come:
+
+- the parser (`build_parser`: `harness --help` and each command's groups and example),
+- what the service receives (`Given`: the command and each of its options' values, typed),
+- every command line the harness prints (`Given.line`): resume after Ctrl-C, a bisection's reproduce and
+  resume line, the `harness run` of each Slurm shard task (and so the job scripts and the re-submit line),
+- docs/commands.md (`make docs`; tests/test_docs.py fails when it is out of date).
+
+To add an option: append one `Option(...)` to `OPTIONS` below, naming the commands that take it, its group
+and an `example` (the words after the flag, used by the docs and the round-trip test). If the service acts
+on it, give the service's options dataclass (harness/service) a field named as the option's `dest`:
+`from_given` fills it and tests/test_options.py checks that the defaults agree. Parsing, printing, the docs
+and the round-trip test (parse -> print -> parse gives the same options) need nothing more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, get_type_hints
+
+from harness.confidence import SeedStrategy
+from harness.config import MAX_DEVICES, MAX_RUNS
+from harness.environments import BackendName
+from harness.errors import ExitCode
+from harness.model import Platform, ThresholdMode
+from harness.shards.select import parse_shard
+
+DEFAULT_RESULTS = Path("results")
+JOBS_AUTO = "auto"
+SCRIPT_ARGS = "script_args"  # the dest of the words after `--` (harness check SCRIPT -- ARG ...)
+
+
+# ---- how option text is read (argparse types: a bad value is one line naming the option) --------------
+
+def positive(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def jobs(text: str) -> int | None:
+    """`auto` (None: the service chooses from the cores and the platform) or a number of runs at once."""
+    if text == JOBS_AUTO:
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once or '{JOBS_AUTO}'")
+    return positive(1, 256)(text)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive, finite number of seconds")
+    return value
+
+
+def _spell_jobs(value: int | None) -> str:
+    return JOBS_AUTO if value is None else str(value)
+
+
+# ---- the declaration ------------------------------------------------------------------------------
+
+class Group:
+    """The argument groups of --help and of docs/commands.md, in the order they are shown."""
+
+    INPUT = "what to measure"
+    MEASURE = "how it is measured"
+    SCRIPT = "how the script runs"
+    ENVIRONMENT = "where it runs"
+    RESULTS = "results and output"
+    BISECT = "bisection"
+    NIGHTLY = "nightly"
+    SLURM = "Slurm"
+
+
+@dataclass(frozen=True)
+class Option:
+    dest: str  # the name the service knows it by (and the Given's key)
+    flags: tuple[str, ...]  # () for a positional argument
+    help: str
+    commands: frozenset[str]
+    group: str = Group.INPUT
+    example: tuple[str, ...] = ()  # the words after the flag in an example (docs, round-trip test)
+    default: Any = None
+    type: Callable[[str], Any] | None = None
+    action: str | None = None  # store_true, append, extend (argparse's)
+    nargs: str | None = None  # "+", "?" (argparse's)
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    required: bool = False
+    identity: bool = False  # part of the sweep's identity (SweepIdentity): changing it is another sweep
+    spell: Callable[[Any], str] = str  # one value as a command-line word
+    convert: Callable[[Any], Any] | None = None  # the parsed text as the service's type (an enum)
+
+    @property
+    def positional(self) -> bool:
+        return not self.flags
+
+    @property
+    def flag(self) -> str:
+        return self.flags[-1] if self.flags else self.dest
+
+    @property
+    def many(self) -> bool:
+        return self.nargs == "+" or self.action in ("append", "extend")
+
+    def add_to(self, parser: argparse._ActionsContainer) -> None:
+        kwargs: dict[str, Any] = {"help": self.help}
+        if self.positional:
+            kwargs.update(metavar=self.metavar or self.dest.upper())
+            if self.nargs:
+                kwargs["nargs"] = self.nargs
+            if self.type:
+                kwargs["type"] = self.type
+            parser.add_argument(self.dest, **kwargs)
+            return
+        kwargs.update(dest=self.dest)
+        if self.action == "store_true":
+            parser.add_argument(*self.flags, action="store_true", **kwargs)
+            return
+        for name in ("type", "nargs", "choices", "metavar", "action"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        if self.required:
+            kwargs["required"] = True
+        # A list's default is a fresh list (argparse appends to it).
+        kwargs["default"] = list(self.default) if isinstance(self.default, tuple) else self.default
+        parser.add_argument(*self.flags, **kwargs)
+
+    def words(self, value: Any, absolute: bool = False, force: bool = False) -> list[str]:
+        """The value spelled back as argparse reads it; [] for the default (unless `force`)."""
+        def word(one: Any) -> str:
+            if absolute and isinstance(one, Path):
+                one = one.absolute()
+            return self.spell(one)
+
+        if self.positional:
+            values = value if self.many else [] if value is None else [value]
+            return [word(v) for v in values]
+        if self.action == "store_true":
+            return [self.flag] if value else []
+        if value is None and not (force and self.spell is not str):  # jobs spells None: auto
+            return []
+        if (self.many and not value) or (value == self.default and not force):
+            return []
+        if self.action == "append":
+            return [w for v in value for w in self._joined(word(v))]
+        if self.many:
+            return [self.flag, *(word(v) for v in value)]
+        return self._joined(word(value))
+
+    def _joined(self, text: str) -> list[str]:
+        # `--sbatch-arg --account=lab` would read as two flags: a value that looks like one is attached.
+        return [f"{self.flag}={text}"] if text.startswith("-") else [self.flag, text]
+
+
+def _commands(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+SWEEPING = _commands("run", "check", "nightly", "bisect", "submit")  # every command that measures
+RESUMABLE = _commands("run", "check")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("config", (), "the config (YAML): the repro, versions, meshes, platform, runs",
+           _commands("run", "versions", "nightly", "bisect", "submit"), type=Path, example=("configs/smoke.yaml",)),
+    Option("script", (), "the script (or -m MODULE); after `--`, its arguments", _commands("check"), type=Path,
+           nargs="?", example=("train.py",)),
+    Option("results", (), "a results folder (or its results.json)", _commands("report", "compare"), type=Path,
+           example=("results/run",)),
+    Option("results", (), "results folders (or results.json files) of the shards", _commands("merge"),
+           type=Path, nargs="+", example=("results/shard-1", "results/shard-2")),
+    Option("versions", ("--versions",), "versions or specifiers replacing the config's jax_versions",
+           SWEEPING, nargs="+", metavar="V", identity=True, example=(">=0.4.26,<0.4.30", "0.4.31")),
+    Option("versions", ("--versions",), "resolve these instead of the config's jax_versions",
+           _commands("versions"), nargs="+", metavar="V", example=("latest",)),
+    Option("runs", ("--runs",), "most runs per cell (at least 2; default: the config's)", SWEEPING, Group.MEASURE,
+           type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",)),
+    Option("jobs", ("--jobs",), "runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",
+           SWEEPING, Group.ENVIRONMENT, type=jobs, metavar="N|auto", spell=_spell_jobs, example=("2",)),
+    Option("backend", ("--backend",), "where each JAX version runs (auto = docker if a daemon answers)",
+           SWEEPING, Group.ENVIRONMENT, convert=BackendName, choices=tuple(m.value for m in BackendName),
+           default=BackendName.VENV,
+           example=("docker",)),
+    Option("seeds", ("--seeds",), "chosen: probe the interpreter for hash seeds showing every order of the mesh's "
+           "axis names, then random ones up to --runs (default); random: random seeds only", SWEEPING,
+           Group.MEASURE, convert=SeedStrategy, choices=tuple(m.value for m in SeedStrategy),
+           default=SeedStrategy.CHOSEN,
+           identity=True, example=("random",)),
+    Option("all_runs", ("--all-runs",), "make every run even after a cell has reproduced (more keys for the "
+           "report)", _commands("run", "check", "submit"), Group.MEASURE, action="store_true", identity=True),
+    Option("cache_thresholds", ("--cache-thresholds",), "the persistent cache's minimum compile time / entry size: "
+           "zeros, so every module is cached and measured (harness, the default), or as the script runs: its own, "
+           "else JAX's defaults (script); either way the cell says what its own would not write",
+           SWEEPING, Group.MEASURE, convert=ThresholdMode, choices=tuple(m.value for m in ThresholdMode),
+           example=("harness",)),
+    Option("rebuild", ("--rebuild",), "rebuild environments/images even if ready", SWEEPING, Group.ENVIRONMENT,
+           action="store_true"),
+    Option("python", ("--python",), "--backend local: the interpreter that has JAX (default: this one)",
+           SWEEPING, Group.ENVIRONMENT, metavar="PATH", example=("/usr/bin/python3",)),
+    Option("python_search", ("--python-search",), "more Pythons for the releases that need another one than the "
+           "harness's: interpreters, or folders holding them (searched before PATH, uv and pyenv)",
+           SWEEPING | {"versions"}, Group.ENVIRONMENT, type=Path, nargs="+", action="extend", default=(),
+           metavar="PATH", example=("/opt/pythons",)),
+    Option("install_python", ("--install-python",), "where no Python here has wheels for a release, `uv python "
+           "install` one (downloads)", SWEEPING | {"versions"}, Group.ENVIRONMENT, action="store_true"),
+    Option("python_version", ("--python-version",), "only releases with wheels for this Python (default: the "
+           "config's python:, auto: each release in a Python this machine has)", _commands("versions"),
+           Group.ENVIRONMENT, metavar="3.N", example=("3.12",)),
+    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check"),
+           Group.INPUT, metavar="MODULE", example=("mypkg.train",)),
+    Option("env", ("--env",), "a variable the script needs (repeatable); the harness's own cannot be overridden",
+           _commands("check"), Group.SCRIPT, action="append", default=(), metavar="NAME=VALUE",
+           example=("MODEL=tiny",)),
+    Option("cwd", ("--cwd",), "the folder each run starts in (default: the script's folder; for -m, the current "
+           "folder)", _commands("check"), Group.SCRIPT, type=Path, example=("work dir",)),
+    Option("device_count", ("--device-count",), "devices each run sees (simulated on cpu)", _commands("check"),
+           Group.SCRIPT, type=positive(1, MAX_DEVICES), default=8, example=("4",)),
+    Option("platform", ("--platform",), "where JAX computes", _commands("check"), Group.SCRIPT, convert=Platform,
+           choices=tuple(m.value for m in Platform), default=Platform.CPU, example=("cuda",)),
+    Option("timeout", ("--timeout",), "seconds per run", _commands("check"), Group.SCRIPT, type=seconds,
+           default=300.0, example=("60.0",)),
+    Option("with_requirements", ("--with",), "a requirement the script needs besides jax (repeatable, as "
+           "`uv run --with`), installed with each release as of its date; added to the script's inline metadata",
+           _commands("check"), Group.SCRIPT, action="append", default=(), metavar="REQ", example=("flax",)),
+    Option("requirements_files", ("--requirements",), "a requirements file (as `pip -r`; repeatable)",
+           _commands("check"), Group.SCRIPT, action="append", default=(), type=Path, metavar="FILE",
+           example=("requirements.txt",)),
+    Option("shard", ("--shard",), "measure only shard I of N of the cells (join them with harness merge)",
+           SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),
+    Option("baseline", ("--baseline",), "results folder (or results.json) to compare with",
+           _commands("nightly", "compare"), Group.INPUT, type=Path, required=True, example=("results/baseline",)),
+    Option("config_versions", ("--config-versions",),
+           "sweep the config's jax_versions instead of the default, the latest release", _commands("nightly"),
+           Group.NIGHTLY, action="store_true"),
+    Option("jax_repo", ("--jax-repo",), "a clone of jax (bare is fine): also measure the commit at --ref, "
+           "fetched first when the clone has a remote, and compare it with the baseline's newest release",
+           _commands("nightly"), Group.NIGHTLY, type=Path, metavar="PATH", example=("../jax",)),
+    Option("jax_repo", ("--jax-repo",), "a git clone of jax (bare is fine): continue to the commit inside each "
+           "boundary", _commands("bisect"), Group.BISECT, type=Path, metavar="PATH", example=("../jax",)),
+    Option("ref", ("--ref",), "--jax-repo: the branch, tag or commit to measure", _commands("nightly"),
+           Group.NIGHTLY, default="main", example=("v0.4.30",)),
+    Option("good", ("--good",), "a release known clean (default: the range's first)", _commands("bisect"),
+           Group.BISECT, metavar="V", example=("0.4.26",)),
+    Option("bad", ("--bad",), "a release known to reproduce (default: found by search)", _commands("bisect"),
+           Group.BISECT, metavar="V", example=("0.4.28",)),
+    Option("fresh", ("--fresh",), "forget a recorded bisection and start over", _commands("bisect"), Group.BISECT,
+           action="store_true"),
+    Option("shards", ("--shards",), "array tasks, each measuring a share of the cells", _commands("submit"),
+           Group.SLURM, type=positive(1), required=True, metavar="N", example=("4",)),
+    Option("wait", ("--wait",), "wait for the merge job, then print the merged table and summary (exit as run "
+           "does)", _commands("submit"), Group.SLURM, action="store_true"),
+    Option("partition", ("--partition",), "the Slurm partition (default: the cluster's default)",
+           _commands("submit"), Group.SLURM, metavar="P", example=("debug",)),
+    Option("cpus_per_task", ("--cpus-per-task",), "CPUs per shard task (default: --jobs)", _commands("submit"),
+           Group.SLURM, type=positive(1), metavar="N", example=("4",)),
+    Option("time", ("--time",), "time limit per shard task, as sbatch reads it (default 02:00:00)",
+           _commands("submit"), Group.SLURM, metavar="LIMIT", example=("01:00:00",)),
+    Option("sbatch_args", ("--sbatch-arg",), "one more #SBATCH line for both jobs, e.g. "
+           "--sbatch-arg=--account=lab (repeatable)", _commands("submit"), Group.SLURM, action="append",
+           default=(), metavar="ARG", example=("--account=lab",)),
+    Option("only_shards", ("--only-shards",), "submit these shards again, into the sweep's folder (given by "
+           "--out)", _commands("submit"), Group.SLURM, type=positive(1), nargs="+", default=(), metavar="I",
+           example=("2", "3")),
+    Option("dry_run", ("--dry-run",), "print the job scripts; submit nothing", _commands("submit"), Group.SLURM,
+           action="store_true"),
+    Option("quiet", ("-q", "--quiet"), "no progress lines", SWEEPING, Group.RESULTS, action="store_true"),
+    Option("show", ("--print",), "also print the report", _commands("report"), Group.RESULTS, action="store_true"),
+    Option("out", ("--out",), "results folder", SWEEPING, Group.RESULTS, type=Path, default=DEFAULT_RESULTS,
+           metavar="DIR",
+           example=("my results",)),
+    Option("out", ("--out",), "where the merged folder is made", _commands("merge"), Group.RESULTS, type=Path,
+           metavar="DIR",
+           default=DEFAULT_RESULTS, example=("merged",)),
+    Option("resume", ("--resume",), "finish an interrupted sweep in its own folder: measure only the cells it "
+           "lacks", RESUMABLE, Group.RESULTS, type=Path, metavar="RESULTS_DIR", example=("results/run",)),
+    Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", _commands("check"),
+           Group.SCRIPT, default=(), example=("--steps", "1")),
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    example: str  # one typical use, shown at the end of its --help and in the docs
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "sweep the versions and meshes of a config",
+            "harness run configs/shard_map_grad.yaml --versions '>=0.4.26,<0.4.30' --jobs 2"),
+    Command("check", "run your own script version by version, no config needed",
+            "harness check train.py --versions 0.4.30 0.4.31 --with flax -- --steps 10"),
+    Command("versions", "print the JAX releases a config names, one per line",
+            "harness versions configs/shard_map_grad.yaml --python-version auto"),
+    Command("report", "(re)write report.md from a results folder, ready for an issue",
+            "harness report results/20260101T000000Z-shard_map_grad --print"),
+    Command("nightly", "sweep the newest releases and compare with a baseline (exit 1 on a regression)",
+            "harness nightly configs/shard_map_grad.yaml --baseline results/baseline"),
+    Command("compare", "compare measured results with a baseline (exit 1 on a regression)",
+            "harness compare results/new --baseline results/baseline"),
+    Command("merge", "join shard results (harness run --shard I/N) into one",
+            "harness merge results/shard-1 results/shard-2 --out results"),
+    Command("bisect", "find the releases (and commits) where a regression appears and where it is fixed",
+            "harness bisect configs/shard_map_grad.yaml --good 0.4.26 --bad 0.4.28 --jax-repo ../jax"),
+    Command("submit", "run a sweep on a Slurm cluster: an array job of shards, then a merge",
+            "harness submit configs/shard_map_grad.yaml --shards 4 --wait"),
+)
+COMMAND_NAMES = tuple(c.name for c in COMMANDS)
+
+
+def options_for(command: str) -> tuple[Option, ...]:
+    """The command's options in declaration order (positionals first, as they are spelled)."""
+    taken = [o for o in OPTIONS if command in o.commands]
+    return tuple([o for o in taken if o.positional] + [o for o in taken if not o.positional])
+
+
+def option(command: str, dest: str) -> Option:
+    (found,) = [o for o in options_for(command) if o.dest == dest]
+    return found
+
+
+def identity_dests() -> frozenset[str]:
+    return frozenset(o.dest for o in OPTIONS if o.identity)
+
+
+# ---- the parser -------------------------------------------------------------------------------------
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and where to look, not the usage block (exit 2, as argparse does)."""
+
+    def error(self, message: str):
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
+def build_parser(description: str = "") -> OneLineParser:
+    parser = OneLineParser(prog="harness", description=description,
+                           epilog="`harness COMMAND --help` shows a command's options, grouped, and an example.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help[0].upper() + command.help[1:],
+                           epilog=f"example:\n  {command.example}", formatter_class=_Formatter)
+        groups: dict[str, argparse._ArgumentGroup] = {}
+        for opt in options_for(command.name):
+            if opt.dest == SCRIPT_ARGS:
+                continue  # split off before parsing (parse)
+            target = p if opt.positional else groups.setdefault(opt.group, p.add_argument_group(opt.group))
+            opt.add_to(target)
+    return parser
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the example's line as written; says each flag's default where it has one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
+                and "default" not in text):
+            text += f" (default: {default})"
+        return text
+
+
+# ---- what was given, and how it is spelled back ----------------------------------------------------
+
+@dataclass(frozen=True)
+class Given:
+    """A command and its options' values (every option the command takes; defaults filled in), typed as
+    the parser reads them. `line()` spells it back; parsing that line gives the same Given."""
+
+    command: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, dest: str) -> Any:
+        return self.values[dest]
+
+    def get(self, dest: str, default: Any = None) -> Any:
+        return self.values.get(dest, default)
+
+    def with_values(self, **changes: Any) -> Given:
+        unknown = set(changes) - {o.dest for o in options_for(self.command)}
+        if unknown:
+            raise KeyError(f"{self.command} takes no option {sorted(unknown)}")
+        return replace(self, values={**self.values, **changes})
+
+    def words(self, always: Iterable[str] = (), absolute: bool = False) -> list[str]:
+        """The command line after `harness`: positionals, then every option whose value is not its
+        default (and those in `always`, spelled even at their default), then `-- ARGS`."""
+        always = set(always)
+        out = [self.command]
+        rest: list[str] = []
+        for opt in options_for(self.command):
+            value = self.values.get(opt.dest, opt.default)
+            if opt.dest == SCRIPT_ARGS:
+                rest = ["--", *map(str, value)] if value else []
+                continue
+            out += opt.words(value, absolute, force=opt.dest in always)
+        return out + rest
+
+    def line(self, always: Iterable[str] = (), absolute: bool = False) -> str:
+        return shlex.join(["harness", *self.words(always, absolute)])
+
+
+def split_script_args(words: list[str]) -> tuple[list[str], list[str]]:
+    """The harness's own words and the script's (everything after the first `--`, untouched)."""
+    if "--" not in words:
+        return list(words), []
+    at = words.index("--")
+    return words[:at], words[at + 1:]
+
+
+def given_from(args: argparse.Namespace, script_args: list[str]) -> Given:
+    values: dict[str, Any] = {}
+    for opt in options_for(args.command):
+        if opt.dest == SCRIPT_ARGS:
+            values[opt.dest] = tuple(script_args)
+            continue
+        value = getattr(args, opt.dest)
+        if isinstance(value, list):
+            value = tuple(value)
+        elif opt.convert is not None and value is not None:
+            value = opt.convert(value)
+        values[opt.dest] = value
+    return Given(args.command, values)
+
+
+def parse(words: list[str], parser: argparse.ArgumentParser | None = None) -> tuple[Given, argparse.Namespace]:
+    """The words after `harness` as a Given (and the Namespace, which stops at the CLI). A script's
+    arguments after `--` go only to `check`."""
+    parser = parser or build_parser()
+    own, script_args = split_script_args(words)
+    args = parser.parse_args(own)
+    if script_args and SCRIPT_ARGS not in {o.dest for o in options_for(args.command)}:
+        parser.error(f"{args.command}: takes no script arguments after `--` (a config's args: does that)")
+    return given_from(args, script_args), args
+
+
+# ---- the service's typed options, filled from a Given ----------------------------------------------
+
+def from_given(cls: type, parsed: Given, **more: Any) -> Any:
+    """An options dataclass with each field named as an option's dest taken from `parsed` (a field whose
+    type is itself such a dataclass is filled the same way, by its fields' `option` metadata or names),
+    and its `given` field, where it has one, the Given itself (what its command lines are spelled from)."""
+    if "given" in {f.name for f in fields(cls)}:
+        more.setdefault("given", parsed)
+    return cls(**{**_fields_from(cls, parsed), **more})
+
+
+def _fields_from(cls: type, given: Given) -> dict[str, Any]:
+    hints = get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        kind = hints[f.name]
+        if isinstance(kind, type) and is_dataclass(kind):
+            out[f.name] = kind(**_fields_from(kind, given))
+            continue
+        dest = f.metadata.get("option", f.name)
+        if dest in given.values and f.init:
+            out[f.name] = given.values[dest]
+    return out

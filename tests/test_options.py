@@ -1,0 +1,121 @@
+"""Every option declared once (harness/options.py): parse -> print -> parse gives the same options, for every
+option of every command; the service's options agree with the declarations; each command has a handler."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+
+import pytest
+
+from harness import cli, options, service
+from harness.identity import SweepIdentity
+from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
+
+
+def _words(opt: Option) -> list[str]:
+    if opt.dest == SCRIPT_ARGS:
+        return ["--", *opt.example]
+    if opt.positional:
+        return list(opt.example)
+    if opt.action == "store_true":
+        return [opt.flag]
+    if opt.example[0].startswith("-"):  # as a user must type it: attached
+        return [f"{opt.flag}={opt.example[0]}"]
+    return [opt.flag, *opt.example]
+
+
+def _base(command: str) -> list[str]:
+    """The command with what it cannot do without: its positionals and its required flags."""
+    needed = [o for o in options_for(command) if o.positional or o.required]
+    return [command, *(w for o in needed for w in _words(o))]
+
+
+def _with(command: str, opt: Option) -> list[str]:
+    base = _base(command)
+    if opt.positional or opt.required:
+        return base
+    words = _words(opt)
+    if opt.dest == SCRIPT_ARGS:
+        return base + words
+    return base + words
+
+
+def every_option():
+    return [pytest.param(c, o, id=f"{c} {o.flag}") for c in COMMAND_NAMES for o in options_for(c)]
+
+
+@pytest.mark.parametrize("command,opt", every_option())
+def test_each_option_survives_parse_print_parse(command, opt):
+    assert opt.example or opt.action == "store_true", f"{opt.flag}: give it an example (the docs show it)"
+    given, _ = parse(_with(command, opt))
+    if not (opt.positional or opt.required):
+        # The example is not the default, so the line below really has to carry it.
+        assert given[opt.dest] != parse(_base(command))[0][opt.dest], f"{opt.flag}: the example is the default"
+    printed = given.words()
+    again, _ = parse(printed)
+    assert again == given, printed
+    assert parse(given.words(absolute=True))[0].command == command
+
+
+@pytest.mark.parametrize("command", COMMAND_NAMES)
+def test_all_options_of_a_command_at_once_survive_parse_print_parse(command):
+    taken = options_for(command)
+    words = _base(command) + [w for o in taken if not (o.positional or o.required or o.dest == SCRIPT_ARGS)
+                              for w in _words(o)]
+    words += [w for o in taken if o.dest == SCRIPT_ARGS for w in _words(o)]
+    given, _ = parse(words)
+    assert parse(given.words())[0] == given
+    # Spelling defaults out (as the bisection's and the shard tasks' lines do) changes nothing either.
+    assert parse(given.words(always=[o.dest for o in taken]))[0] == given
+
+
+def test_a_value_that_looks_like_a_flag_is_attached_to_its_flag():
+    given, _ = parse(["submit", "c.yaml", "--shards", "2", "--sbatch-arg=--account=lab"])
+    assert given["sbatch_args"] == ("--account=lab",)
+    assert "--sbatch-arg=--account=lab" in given.words() and parse(given.words())[0] == given
+
+
+def test_every_command_has_a_handler_and_an_example():
+    for command in options.COMMANDS:
+        assert callable(cli.handler(command.name))
+        assert command.example.startswith(f"harness {command.name} ")
+        assert parse(command.example.split()[1:])  # the example parses (its quoting is plain)
+
+
+def test_a_flag_is_declared_once_per_command():
+    for command in COMMAND_NAMES:
+        flags = [f for o in options_for(command) for f in o.flags]
+        dests = [o.dest for o in options_for(command)]
+        assert len(flags) == len(set(flags)) and len(dests) == len(set(dests)), command
+
+
+@pytest.mark.parametrize("cls,command", [(service.SweepOptions, "run"), (service.SweepOptions, "check"),
+                                         (service.BisectOptions, "bisect"), (service.SubmitOptions, "submit"),
+                                         (service.PythonOptions, "versions"), (service.ScriptRun, "check")])
+def test_the_services_options_default_as_declared(cls, command):
+    declared = {o.dest: o.default for o in options_for(command)}
+    for f in fields(cls):
+        dest = f.metadata.get("option", f.name)
+        if dest not in declared or f.default is MISSING:
+            continue
+        default = declared[dest]
+        assert f.default == (default if default is not None or f.default is None else f.default), dest
+
+
+def test_the_services_options_are_filled_from_what_was_given():
+    given, _ = parse(["bisect", "c.yaml", "--jobs", "1", "--python-search", "/py", "--cache-thresholds", "harness",
+                      "--good", "0.4.26", "--seeds", "random"])
+    filled = options.from_given(service.BisectOptions, given)
+    assert (filled.jobs, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
+        (1, (options.Path("/py"),), "harness", "0.4.26", "random")
+    assert filled.given is given
+
+
+def test_the_identity_options_are_the_sweep_identity():
+    named = {f.name for f in fields(SweepIdentity)} - {"config"}
+    assert options.identity_dests() == named
+
+
+def test_given_refuses_an_option_its_command_does_not_take():
+    with pytest.raises(KeyError):
+        Given("report", {}).with_values(jobs=2)
