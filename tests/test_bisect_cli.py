@@ -165,14 +165,14 @@ def test_an_interrupted_bisection_resumes_with_every_option_it_was_given(capsys,
     fake = InterruptedBackend(EnvironmentUnavailable("unused"))
     monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     pythons = tmp_path / "my pythons"
-    code, _, err = bisect(["--python-search", str(pythons), "--jobs", "1", "--cache-thresholds", "harness",
+    code, _, err = bisect(["--python-search", str(pythons), "--jobs", "1", "--cache-thresholds", "script",
                            "--out", str(tmp_path / "out")], capsys)
     assert code == 130, err
     line = err.split("resume with: ", 1)[1].strip().splitlines()[0]
     words = shlex.split(line)
     assert words[words.index("--python-search") + 1] == str(pythons)
     assert words[words.index("--jobs") + 1] == "1"
-    assert words[words.index("--cache-thresholds") + 1] == "harness"
+    assert words[words.index("--cache-thresholds") + 1] == "script"
     [state] = (tmp_path / "out").glob("bisect-*/state.json")
     recorded = json.loads(state.read_text())["points"]
     assert list(recorded) == [f"release:{fake.prepared[0]}"]
@@ -187,6 +187,6 @@ def test_an_interrupted_bisection_resumes_with_every_option_it_was_given(capsys,
     assert list((tmp_path / "out").glob("bisect-*/state.json")) == [state]
     # Without --cache-thresholds it is another bisection (the config differs), which starts afresh.
     fake.prepared.clear()
-    cli.main([w for w in words[1:] if w not in ("--cache-thresholds", "harness")])
+    cli.main([w for w in words[1:] if w not in ("--cache-thresholds", "script")])
     capsys.readouterr()
     assert fake.prepared[0] == first and len(list((tmp_path / "out").glob("bisect-*/state.json"))) == 2
