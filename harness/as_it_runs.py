@@ -55,7 +55,8 @@ def explain(cell: CellResult, mode: ThresholdMode) -> CellResult:
     slow = compile_times(good)
     below = {m: t for m, t in slow.items() if t < threshold.seconds}
     as_run = ""
-    if mode == ThresholdMode.HARNESS and below and written_any(good):
+    # Told where it is what the user would see differently: not over a failure, which is the finding.
+    if mode == ThresholdMode.HARNESS and below and written_any(good) and len(good) == len(cell.runs):
         as_run = as_you_run_it(below, slow, threshold, facts)
     cause = why_nothing_cached(cell, facts, below, threshold)
     if cause is None:

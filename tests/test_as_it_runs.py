@@ -153,3 +153,10 @@ def test_a_cell_that_cached_something_has_no_cause_and_the_json_round_trips():
     clean = recorded_cell("docs_example", "0.4.31", recorded="-zeros")
     assert CellResult.from_json(clean.to_json()).as_you_run_it == clean.as_you_run_it
     assert judge(clean.runs).verdict == Verdict.CLEAN
+
+
+def test_a_failure_is_not_led_by_the_thresholds():
+    runs = [recorded_run(i, f"docs_example-0.4.31-zeros-hs{i}") for i in (1, 2)]
+    runs.append(RunRecord(3, 3, 1, 0.5, [], reason="exit code 1: ValueError: boom"))
+    cell = cell_of("0.4.31", runs, ThresholdMode.HARNESS)
+    assert cell.verdict == Verdict.ERROR and cell.as_you_run_it == "" and cell.detail == cell.reason

@@ -1,5 +1,7 @@
 """What a failed run says failed (harness/failure.py): the exception, never the harness's own log level's output."""
 
+from pathlib import Path
+
 from harness.failure import exception_line, failure_detail, is_harness_noise, with_detail
 
 # As a run's log ends when a compile fails on 0.5.3 with the harness's JAX_LOGGING_LEVEL=DEBUG: the
@@ -62,3 +64,12 @@ def test_nothing_said_leaves_the_reason_alone_and_long_lines_are_cut():
     assert with_detail("could not start: boom", ["could not start: boom"]) == "could not start: boom"
     detail = failure_detail(["ValueError: " + "x" * 500])
     assert len(detail) == 200 and detail.endswith("…")
+
+
+def test_a_real_failing_run_of_shardys_verifier_on_0_5_3():
+    """Recorded with `harness check tests/fixtures/as_it_runs/shardy_replicated_axes.py --versions 0.5.3`:
+    the log's last line is JAX's debug record at exit; the detail is the exception."""
+    lines = (Path(__file__).parent / "fixtures" / "jax_logs" / "shardy-0.5.3-failing.err").read_text().splitlines()
+    assert lines[-1].endswith("Clearing JAX backend caches.")
+    assert failure_detail(lines) == ("ValueError: Cannot lower jaxpr with verifier errors: 'sdy.sharding_constraint' "
+                                     "op replicated axes are not ordered w.r.t. mesh")
