@@ -19,8 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.analysis import never_written
 from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
-from harness.model import (CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts,
-                           ThresholdMode, Verdict)
+from harness.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.startup.jax_cache_harness_hook import MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
 # JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26
@@ -44,9 +43,10 @@ class Threshold:
         return f"{whose} {_seconds(self.seconds)} threshold ({MIN_COMPILE_TIME})"
 
 
-def explain(cell: CellResult, mode: ThresholdMode) -> CellResult:
+def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
     """The cell with why nothing was cached (an unsupported cell that wrote nothing), and what its
-    own thresholds would not write (measured with the harness's zeros)."""
+    own thresholds would not write (`tell_thresholds`: a user's program; the built-in repro is the
+    harness's own, measured with zeros by design)."""
     if cell.interrupted:
         return cell
     facts = cell.script_cache
@@ -55,8 +55,9 @@ def explain(cell: CellResult, mode: ThresholdMode) -> CellResult:
     slow = compile_times(good)
     below = {m: t for m, t in slow.items() if t < threshold.seconds}
     as_run = ""
-    # Told where it is what the user would see differently: not over a failure, which is the finding.
-    if mode == ThresholdMode.HARNESS and below and written_any(good) and len(good) == len(cell.runs):
+    # Told wherever the program's own threshold keeps a module out while others were written (where
+    # nothing was, the reason says it); not over a failure, which is the finding.
+    if tell_thresholds and below and written_any(good) and len(good) == len(cell.runs):
         as_run = as_you_run_it(below, slow, threshold, facts)
     cause = why_nothing_cached(cell, facts, below, threshold)
     if cause is None:

@@ -79,8 +79,7 @@ class CellRunner:
             cell.command = run_command(program, merge_user_env(process_env(spec, 1, self.thresholds), self.env),
                                        self.env)
             cell = replace(cell, cache_folder=folder, cache_folder_why=folder_why)
-        cell = explain(with_script_cache(cell, self.thresholds), self.thresholds if not self.repro.builtin
-                       else ThresholdMode.SCRIPT)
+        cell = explain(with_script_cache(cell, self.thresholds), tell_thresholds=not self.repro.builtin)
         return with_seed_check(cell, seed_check) if seed_check is not None else cell
 
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,

@@ -37,7 +37,7 @@ def cell_of(version: str, runs: list[RunRecord], mode: ThresholdMode) -> CellRes
     for run in runs:
         tally.add(run)
     cell = tally.cell(CellSpec(version, Platform.CPU, 8, None), [], {})
-    return explain(with_script_cache(cell, mode), mode)
+    return explain(with_script_cache(cell, mode))
 
 
 def recorded_cell(script: str, version: str, mode: ThresholdMode = ThresholdMode.HARNESS,
@@ -128,7 +128,7 @@ def test_a_release_before_the_cpu_cache_says_so_and_keeps_the_stop_note():
     tally = Tally(8, stop_when_reproduced=True)
     for run in runs:
         tally.add(run)
-    cell = explain(tally.cell(CellSpec("0.4.25", Platform.CPU, 8, None), [], {}), ThresholdMode.HARNESS)
+    cell = explain(tally.cell(CellSpec("0.4.25", Platform.CPU, 8, None), [], {}))
     assert cell.nothing_cached == NothingCached.NO_PERSISTENT_CACHE
     assert cell.reason.startswith("nothing is cached, because JAX 0.4.25 has no persistent cache on CPU "
                                   "(it starts at 0.4.26): nothing measured; stopped after 2 of 8 runs")
@@ -160,3 +160,16 @@ def test_a_failure_is_not_led_by_the_thresholds():
     runs.append(RunRecord(3, 3, 1, 0.5, [], reason="exit code 1: ValueError: boom"))
     cell = cell_of("0.4.31", runs, ThresholdMode.HARNESS)
     assert cell.verdict == Verdict.ERROR and cell.as_you_run_it == "" and cell.detail == cell.reason
+
+
+def test_as_it_runs_a_module_below_its_threshold_is_told_beside_those_written():
+    """--cache-thresholds script: JAX refused the fast modules and wrote the slow one."""
+    runs = [recorded_run(i, f"docs_example-0.4.31-script-hs{i}") for i in (1, 2)]
+    for run in runs:
+        f = next(k for k in run.keys.keys if k.module == "jit_f")
+        f.outcome, f.reason, f.compile_time_s = Outcome.WRITTEN, "", 1.5
+        run.new_entries = [f.key]
+    cell = cell_of("0.4.31", runs, ThresholdMode.SCRIPT)
+    assert cell.nothing_cached is None
+    assert cell.as_you_run_it.startswith("as you run it, 2 modules of 3 are never written: ")
+    assert cell.detail.startswith(cell.as_you_run_it)

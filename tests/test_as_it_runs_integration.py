@@ -52,7 +52,7 @@ def test_the_documentations_example_names_its_threshold_and_compile_time(tmp_pat
     assert told.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
     assert f"| {told}; jit_f: 1 key per run" in printed  # it leads the table's detail
     report = (run_dir / "report.md").read_text()
-    assert f"**jax 0.4.31**: As you run it, nothing is written" in report[: report.index("## Results")]
+    assert "**jax 0.4.31**: As you run it, nothing is written" in report[: report.index("## Results")]
     data, _, _ = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2",
                         "--cache-thresholds", "script"], tmp_path / "script", capsys)
     (cell,) = data["cells"]
