@@ -19,7 +19,7 @@ from typing import Callable
 from harness import options, service
 from harness.errors import ExitCode, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
-from harness.progress import ConsoleProgress
+from harness.progress import ConsoleProgress, console_streams
 from harness.report.render import REPORT_FILE
 from harness.results import RunStatus
 from harness.options import SCRIPT_ARGS, Given, from_given
@@ -43,15 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     given, _ = options.parse(words, build_parser())  # the Namespace stops here
     try:
-        with stop_signals_interrupt():
+        with stop_signals_interrupt(), console_streams():
             return handler(given.command)(given, tuple(words))
     except UserError as exc:
+        ConsoleProgress.discard_all()  # bad input is said alone, not after what was resolved before it
         print(f"harness: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
+        ConsoleProgress.release_all()
         print(f"\nharness: {interrupted_how()}", file=sys.stderr)
         return interrupted_exit_code()
     except OSError as exc:
+        ConsoleProgress.release_all()
         if exc.errno not in _STORAGE_FULL:
             return _internal_error()
         # Not a bug and not bad input: the machine's storage. What was measured was saved up to here.
@@ -60,9 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.FAILURE
     except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
         return _internal_error()
+    finally:
+        ConsoleProgress.release_all()
 
 
 def _internal_error() -> int:
+    ConsoleProgress.release_all()
     traceback.print_exc()
     print("harness: internal error (a bug in the harness; the traceback above says where)", file=sys.stderr)
     return ExitCode.FAILURE
@@ -70,8 +76,13 @@ def _internal_error() -> int:
 
 # ---- commands: each takes what was given (harness/options.py) and the words as typed ------------
 
+# The lines a command prints before it measures are held this long at most (until its first cell), so
+# that bad input found meanwhile (a --resume of another sweep, a read-only --out) is said alone.
+SETUP_HOLD_S = 3.0
+
+
 def _progress(given: Given) -> ConsoleProgress:
-    return ConsoleProgress(quiet=given["quiet"])
+    return ConsoleProgress(quiet=given["quiet"], hold_s=SETUP_HOLD_S)
 
 
 def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
@@ -202,6 +213,7 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
 # ---- showing outcomes ----------------------------------------------------------------------------
 
 def _show_sweep(swept: service.SweepOutcome) -> int:
+    ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
     if swept.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
               f"resume with: {swept.resume_command}", file=sys.stderr)

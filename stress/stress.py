@@ -286,6 +286,21 @@ def case_odd_file_name(h: Harness) -> tuple[bool, str]:
     return again == 0 and (folder / "report.md").is_file(), f"verdict {cell['verdict']}, report exit {again}"
 
 
+def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
+    """`harness check ... 2>&1 | head -N`: the printing stops, the sweep finishes and saves every run."""
+    out = h.root / f"pipe-{lines}-out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "check", "examples/stable_script.py", "--versions",
+                             VERSION, "--runs", "3", "--all-runs", "--out", str(out)], cwd=REPO, env=h.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for _ in range(lines):
+        proc.stdout.readline()
+    proc.stdout.close()
+    code = proc.wait(timeout=900)
+    data = results_of(out)
+    runs = sum(len(c["runs"]) for c in data["cells"])
+    return code == 0 and data["status"] == "complete" and runs == 3, f"exit {code}, {data['status']}, {runs} runs"
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -349,6 +364,8 @@ def main() -> int:
         ("a printed fake cache-hit line is not trusted and hides no new key",
          lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=True)),
         ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
+        ("progress into a closed pipe (| head -3)", lambda: case_closed_pipe(h, 3)),
+        ("progress into a closed pipe after a run (| head -9)", lambda: case_closed_pipe(h, 9)),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",

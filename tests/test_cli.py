@@ -134,3 +134,32 @@ def test_usage_errors_are_one_line_and_a_hint_not_the_usage_block(argv, fragment
     err = capsys.readouterr().err
     assert info.value.code == 2
     assert len(err.strip().splitlines()) == 1 and fragment in err and "--help)" in err, err
+
+
+def test_bad_input_found_after_the_setup_lines_is_said_alone(capfd, tmp_path):
+    """Issue 27, item 10: the lines printed while a sweep resolves its backend and versions are held,
+    so a --resume of another sweep is one line, not the fourth."""
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "smoke-run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "smoke-run", folder)
+    code = cli.main(["run", "configs/smoke.yaml", "--versions", "0.4.29", "--resume", str(folder)])
+    err = capfd.readouterr().err  # whatever reached file descriptor 2
+    assert code == 2
+    assert err.strip().splitlines() == [f"harness: error: --resume {folder}: versions differ (0.4.28, 0.4.29 "
+                                        "there, 0.4.29 now): pass --versions 0.4.28 0.4.29"]
+
+
+def test_held_progress_lines_come_out_after_the_hold(capsys):
+    import time
+
+    from harness.progress import ConsoleProgress
+
+    progress = ConsoleProgress(hold_s=0.2)
+    progress.say("backend: venv")
+    assert capsys.readouterr().err == ""
+    time.sleep(0.6)  # a slow preparation still shows
+    assert "backend: venv" in capsys.readouterr().err
+    progress.say("then at once")
+    assert "then at once" in capsys.readouterr().err

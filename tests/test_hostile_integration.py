@@ -29,3 +29,25 @@ def test_a_file_name_that_is_not_utf8_in_the_cache_folder(tmp_path, capsys, writ
     assert cell["verdict"] == "clean" and "odd-\\xff\\xfe-name" in cell["listing"]
     assert "odd-\\xff\\xfe-name" in (folder / "report.md").read_text()
     assert cli.main(["report", str(folder)]) == 0
+
+
+@pytest.mark.parametrize("lines", [3, 9])
+def test_a_closed_progress_pipe_stops_the_printing_not_the_sweep(tmp_path, lines):
+    """`harness check ... 2>&1 | head -N`: the sweep finishes, saves every run and exits 0."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "check", "examples/stable_script.py", "--versions",
+                             VERSION, "--runs", "3", "--all-runs", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for _ in range(lines):
+        proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=300) == 0
+    (folder,) = out.iterdir()
+    data = json.loads((folder / "results.json").read_text())
+    assert data["status"] == "complete"
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean" and len(cell["runs"]) == 3
+    assert (folder / "report.md").is_file()
