@@ -19,8 +19,9 @@ from typing import Iterable, Sequence
 from packaging.version import Version
 
 from harness.jaxlog import LoggedKey, Outcome, differing_components, refused_for_no_cache
-from harness.listing import Entry, entries, keys_by_module
-from harness.model import Attribution, CellResult, RunRecord, Verdict
+from harness.listing import Entry, entries, keys_by_module, parse_name
+from harness.model import Attribution, CellResult, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.ranks import first_split, host_components, split_phrase, unattributed, writers
 
 
 @dataclass(frozen=True)
@@ -318,6 +319,7 @@ class Judgement:
     attribution_unavailable: str = ""  # why a reproduced cell has no attribution
     inconsistencies: list[str] = field(default_factory=list)
     untrusted_logs: dict[int, str] = field(default_factory=dict)  # run index -> why its log is not trusted
+    rank_split: RankSplit | None = None  # a job's processes computed different keys for one module
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
@@ -341,6 +343,9 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
                        "(the cache folder's entries count)")
         return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **more)
 
+    split = first_split(runs)
+    if split is not None:  # certain from one launch, even one that then hung or died
+        return judgement(Verdict.REPRODUCED, split_phrase(split), rank_split=split)
     if module is not None:
         attribution, unavailable = attribute(comparison, good)
         return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs),
@@ -362,9 +367,68 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
         return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
+    jobs = [r for r in good if r.ranks]
+    if jobs and not any(rank.joined for r in jobs for rank in r.ranks):
+        return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "
+                                              f"{len(jobs[0].ranks)} processes of each run were separate "
+                                              "programs, not one job")
     widest = comparison.widest_module()
+    if jobs:
+        return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
+                                        f"{len(jobs[0].ranks)} processes")
     per_run = _plural(len(comparison.baseline[widest]), "key")
     return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs")
+
+
+def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
+    """One process of a job's runs, as if it had run alone: its seed, its end, its own log's keys, and the
+    entries of the folder that are its keys (JAX writes from process 0 only)."""
+    out = []
+    for run in runs:
+        mine = next((r for r in run.ranks if r.rank == rank), None)
+        if mine is None:
+            continue
+        computed = {k.key for k in mine.keys.keys} if mine.keys is not None else set()
+        written = [n for n in run.new_entries if (e := parse_name(n)) is not None and e.key in computed]
+        out.append(RunRecord(run.index, mine.seed, mine.exit_code, mine.duration_s, written, mine.timed_out,
+                             mine.reason, mine.log, mine.script_cache, mine.keys, mine.log_note))
+    return out
+
+
+def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
+    """Every key these runs' logs name was refused because the process is not process 0."""
+    logged = _logged([r for r in runs if r.ok])
+    return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
+
+
+def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> JobFacts:
+    """A multi-process cell's runs per process (each judged by the rule alone, against its own first run),
+    which processes wrote, and the ranks' key differences that name only their devices."""
+    per_process = []
+    for rank in range(processes):
+        mine = rank_runs(runs, rank)
+        judgement = judge(mine, expected_runs)
+        verdict, reason = judgement.verdict, judgement.reason
+        if verdict == Verdict.UNSUPPORTED and _refused_as_not_first(mine):  # the same keys, never written
+            verdict = Verdict.CLEAN
+            module = judgement.comparison.widest_module() if judgement.comparison else None
+            reason = (f"{module}: the same keys in all {len(mine)} runs; never written "
+                      f"(JAX writes from process 0 only)")
+        per_process.append(ProcessVerdict(rank, verdict, reason))
+    notes = []
+    host = host_components(runs)
+    wrote = writers(runs)
+    if host:
+        notes.append(f"the processes' keys of one module differ in {', '.join(host)} only (the key names the "
+                     "process's own devices): a process other than the writer never hits what it wrote")
+    if wrote == (0,) and processes > 1:
+        notes.append("only process 0 wrote to the cache (JAX writes from process 0 only)")
+    for run in runs:
+        notes += [f"run {run.index}, process {r.rank}: {r.reason}" for r in run.ranks if r.ok and r.reason]
+    if blind := unattributed(runs):
+        notes.append(f"{', '.join(blind)}: the processes' keys differ, and this release logs no key components "
+                     "to say whether the programs or only the devices differ")
+    return JobFacts(processes, tuple(per_process), wrote, host, tuple(notes))
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,13 @@ class SeedPlan:
     candidates: int = 0
     covers: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    # A multi-process cell: each launch's seeds by rank (`seeds` are rank 0's); empty for one process.
+    ranks: list[list[int]] = field(default_factory=list)
+    ranks_how: str = ""
+
+    def launches(self) -> list[int | tuple[int, ...]]:
+        """What each run starts with: a seed, or a job's seeds by rank."""
+        return [tuple(r) for r in self.ranks] if self.ranks else list(self.seeds)
 
     @property
     def miss_bound(self) -> float:
@@ -90,7 +97,13 @@ class SeedPlan:
         if self.strategy == SeedStrategy.CHOSEN:
             complete = all(c["pairs_in_both_orders"] for c in self.covers)
             return 0.0 if complete else miss_probability_random(len(self.random) + 1)
-        return miss_probability_random(len(self.seeds))
+        # A job's processes each draw a seed, and any two that differ show (ranks of one run disagree, or a
+        # later run brings a new key): every process counts.
+        return miss_probability_random(len(self.seeds) * self.processes)
+
+    @property
+    def processes(self) -> int:
+        return len(self.ranks[0]) if self.ranks else 1
 
     @property
     def assumes(self) -> str:
@@ -111,12 +124,18 @@ class SeedPlan:
     def summary(self) -> str:
         """One line for progress output."""
         if self.strategy == SeedStrategy.RANDOM:
-            return f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
+            return (f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
+                    + self._ranks_summary())
         complete = all(c["pairs_in_both_orders"] for c in self.covers)
         cover = "every pair of axis names in both orders" if complete else "not every pair order"
         extra = f" + {len(self.random)} random" if self.random else ""
         note = f"; {self.note}" if self.note else ""
-        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}{note}"
+        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}{note}" + self._ranks_summary()
+
+    def _ranks_summary(self) -> str:
+        if not self.ranks:
+            return ""
+        return "; by process: " + ", ".join("(" + ", ".join(map(str, r)) + ")" for r in self.ranks)
 
     def to_json(self) -> dict[str, Any]:
         out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,
@@ -128,6 +147,9 @@ class SeedPlan:
             out["assumes_other_mechanisms"] = ASSUMES_OTHER
         if self.note:
             out["note"] = self.note
+        if self.ranks:
+            out["ranks"] = self.ranks
+            out["ranks_how"] = self.ranks_how
         return out
 
     @classmethod
@@ -136,4 +158,5 @@ class SeedPlan:
         return cls(SeedStrategy(data["strategy"]), list(data.get("seeds", [])), chosen=list(data.get("chosen", [])),
                    random=list(data.get("random", [])), python=data.get("python"),
                    candidates=data.get("candidates_probed", 0), covers=list(data.get("covers", [])),
-                   note=data.get("note", ""))
+                   note=data.get("note", ""), ranks=[list(r) for r in data.get("ranks", [])],
+                   ranks_how=data.get("ranks_how", ""))

@@ -23,12 +23,13 @@ from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
         "docker", "python", "cache_thresholds", "module", "args", "env", "cwd", "requirements",
-        "requirements_file"}
+        "requirements_file", "processes"}
 REQUIRED = {"name", "jax_versions"}  # and one of repro / module
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
 MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
 MAX_DEVICES = 4096
+MAX_PROCESSES = 64  # processes of one multi-process job on this machine
 # Bounds on what a config file may be, so that no input can cost unbounded time or memory. A real
 # config is a few hundred bytes, a dozen values, four levels deep.
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
@@ -86,6 +87,8 @@ class Config:
     # The script's own dependencies (inline metadata, requirements, requirements_file), installed
     # with each release's jax as of its date.
     requirements: Requirements = Requirements()
+    # Each run one job of this many processes on this machine, the devices split between them.
+    processes: int = 1
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -117,6 +120,8 @@ class Config:
             data["env"] = dict(self.env)
         if self.cwd is not None:
             data["cwd"] = str(self.cwd)
+        if self.processes > 1:  # only then: an older results folder stays the same sweep
+            data["processes"] = self.processes
         return data
 
 
@@ -310,12 +315,30 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
                                       f"not {data.get('cache_thresholds')!r}") from None
     requirements = _parse_requirements(data, repro, base_dir, source, err)
+    processes = _int(data, "processes", 1, err, minimum=1, maximum=MAX_PROCESSES)
+    problem = processes_problem(processes, device_count, platform, repro)
+    if problem:
+        raise err("processes", problem)
 
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source, python=None if python == AUTO else python,
                   cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
-                  requirements=requirements)
+                  requirements=requirements, processes=processes)
+
+
+def processes_problem(processes: int, device_count: int, platform: Platform, repro: Repro) -> str | None:
+    """Why a multi-process cell of this shape cannot be measured (None when it can)."""
+    if processes == 1:
+        return None
+    if repro.builtin:
+        return (f"the built-in repro {repro.name} runs in one process; a multi-process job needs a script that "
+                "calls jax.distributed.initialize() (e.g. examples/multihost_pvary.py)")
+    if platform != Platform.CPU:
+        return "multi-process jobs run on the cpu platform only (each process its share of simulated devices)"
+    if device_count % processes:
+        return f"device_count {device_count} cannot be split evenly between {processes} processes"
+    return None
 
 
 def control_character(text: str) -> str | None:

@@ -33,3 +33,8 @@ class EnvironmentUnavailable(Exception):
 
 class BackendUnavailable(UserError):
     """The chosen backend cannot work on this machine at all (no Docker daemon, no JAX installed)."""
+
+
+class JobUnsupported(Exception):
+    """A multi-process run cannot be made here (this backend, or this release cannot run such a job): the
+    cell is `unsupported`, saying why, never `error`."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from packaging.version import InvalidVersion, Version
@@ -40,13 +40,16 @@ _HIT_RE = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)'(
 _WRITE_RE = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '?(?P<key>[^'\s]+?)'?\.?\s*$")
 _NOT_WRITTEN_RE = re.compile(r"Not writing persistent cache entry for '(?P<module>[^']+)' because (?P<reason>.+?)\s*$")
 _NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '(?P<key>[^']+)' since (?P<reason>.+?)\s*$")
+# A process other than 0 of a multi-process job never writes (JAX: "Only write cache entries from the first
+# process"); the message names no key: it is the refusal of the key this process just computed.
+_NOT_WRITTEN_SINCE_RE = re.compile(r"Not writing persistent cache entry since (?P<reason>.+?)\s*$")
 _COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile(?: \((?P<secs>[\d.]+)s\))?")
 # How long a compile took, where JAX says (both with and below the minimum compile time).
 _COMPILE_TIME_RE = re.compile(r"seconds to compile \((?P<secs>[\d.]+)s\)")
 _EXCLUDED_FLAG_RE = re.compile(r"Not including XLA flag in cache key: (?P<flag>\S+)")
 
 # Every message above holds one of these: a line without any is not JAX's cache talking.
-_MARKERS = ("get_cache_key", "ompilation cache", "persistent cache entry", "to compile", "XLA flag in cache key")
+_MARKERS = ("get_cache_key", "ompilation cache", "COMPILATION CACHE MISS", "persistent cache entry", "to compile", "XLA flag in cache key")
 
 
 class Outcome(enum.StrEnum):
@@ -145,6 +148,7 @@ class _Reader:
         self.running: str | None = None  # its running hash
         self.pending: tuple[dict[str, str], str] | None = None  # a computed key no message has named yet
         self.excluded: list[str] = []
+        self.last_key: str | None = None  # the key named last, whatever its module
 
     def component(self, name: str, digest: str) -> None:
         if self.block.get(name, digest) != digest:  # a component seen again, changed: a new key
@@ -174,6 +178,7 @@ class _Reader:
         if key is None:
             return  # a message about a key this log never computed (logging turned on mid-run)
         self.last_key_of[module] = key
+        self.last_key = key
         known = self.keys.get(key)
         if known is None:
             self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s)
@@ -209,6 +214,10 @@ def parse(text: str | Iterable[str]) -> RunLog:
         elif m := _NOT_WRITTEN_KEY_RE.search(line):
             module = m["key"].rpartition("-")[0]
             reader.event(module, m["key"], Outcome.NOT_WRITTEN, m["reason"])
+        elif m := _NOT_WRITTEN_SINCE_RE.search(line):
+            if reader.last_key is not None:
+                module = reader.keys[reader.last_key].module
+                reader.event(module, reader.last_key, Outcome.NOT_WRITTEN, m["reason"])
         elif m := _COMPILED_RE.search(line):
             reader.event(m["module"], None, Outcome.MISS, compile_time_s=float(m["secs"]) if m["secs"] else None)
         elif m := _EXCLUDED_FLAG_RE.search(line):
@@ -220,6 +229,26 @@ def parse(text: str | Iterable[str]) -> RunLog:
 def _compile_time(text: str) -> float | None:
     m = _COMPILE_TIME_RE.search(text)
     return float(m["secs"]) if m else None
+
+
+def merged(logs: Iterable[RunLog]) -> RunLog:
+    """The keys of several processes' logs together (a job's): each key once, with the strongest outcome
+    any process logged for it (one process wrote what the others were refused) and its components."""
+    keys: dict[str, LoggedKey] = {}
+    flags: list[str] = []
+    for log in logs:
+        for k in log.keys:
+            known = keys.get(k.key)
+            if known is None:
+                keys[k.key] = replace(k, components=dict(k.components))
+                continue
+            if k.components and not known.components:
+                known.components = dict(k.components)
+            if k.outcome == Outcome.WRITTEN or (known.outcome != Outcome.WRITTEN
+                                                 and _STRENGTH[k.outcome] > _STRENGTH[known.outcome]):
+                known.outcome, known.reason = k.outcome, k.reason
+        flags += [f for f in log.excluded_flags if f not in flags]
+    return RunLog(list(keys.values()), flags)
 
 
 def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:

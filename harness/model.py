@@ -67,6 +67,71 @@ class Attribution:
 
 
 @dataclass(frozen=True)
+class RankSplit:
+    """The processes of one run (a job) computed different keys for the same module: they lowered
+    different programs (the multi-host hang class), or their keys differ in another component."""
+
+    module: str
+    run: int
+    ranks: tuple[int, int]
+    keys: tuple[str, str]
+    hashes: list[tuple[str, str | None, str | None]]  # (component, its hash in ranks[0], in ranks[1])
+
+    @property
+    def components(self) -> list[str]:
+        return [name for name, a, b in self.hashes if a != b]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "run": self.run, "ranks": list(self.ranks), "keys": list(self.keys),
+                "components": self.components, "hashes": {name: [a, b] for name, a, b in self.hashes}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankSplit:
+        return cls(data["module"], int(data["run"]), tuple(data["ranks"]), tuple(data["keys"]),
+                   [(name, pair[0], pair[1]) for name, pair in data.get("hashes", {}).items()])
+
+
+@dataclass(frozen=True)
+class ProcessVerdict:
+    """One process of a job judged alone: its launches' keys against its own first launch's."""
+
+    rank: int
+    verdict: Verdict
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "verdict": str(self.verdict), "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcessVerdict:
+        return cls(int(data["rank"]), Verdict(data["verdict"]), data.get("reason", ""))
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the runs of a multi-process cell show besides the verdict (harness/ranks.py)."""
+
+    processes: int
+    per_process: tuple[ProcessVerdict, ...] = ()
+    writers: tuple[int, ...] = ()  # ranks whose JAX logged writing an entry
+    # Components in which the ranks' keys of one module differed in every run, and nothing else did: the
+    # key names the process's own devices (on the CPU each process's simulated devices are its own).
+    host_components: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"processes": self.processes, "per_process": [p.to_json() for p in self.per_process],
+                "writers": list(self.writers), "host_components": list(self.host_components),
+                "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JobFacts:
+        return cls(int(data["processes"]), tuple(ProcessVerdict.from_json(p) for p in data.get("per_process", [])),
+                   tuple(data.get("writers", [])), tuple(data.get("host_components", [])),
+                   tuple(data.get("notes", [])))
+
+
+@dataclass(frozen=True)
 class Mesh:
     shape: tuple[int, ...]
     axis_names: tuple[str, ...]
@@ -95,10 +160,23 @@ class CellSpec:
     platform: Platform
     device_count: int
     mesh: Mesh | None  # None for a user's script, which builds its own mesh
+    # A multi-process cell: each run is one job of this many processes (device_count is the job's total).
+    processes: int = 1
 
     @property
     def key(self) -> str:
-        return f"{self.jax_version}|{self.platform}|{self.device_count}|{self.mesh_label}"
+        job = f"|{self.processes}p" if self.processes > 1 else ""
+        return f"{self.jax_version}|{self.platform}|{self.device_count}|{self.mesh_label}{job}"
+
+    @property
+    def is_job(self) -> bool:
+        return self.processes > 1
+
+    @property
+    def devices_label(self) -> str:
+        """`cpux8`, or `cpux8 (2 processes)` for a job: what the table's platform column says."""
+        label = f"{self.platform}x{self.device_count}"
+        return f"{label} ({self.processes} processes)" if self.is_job else label
 
     @property
     def mesh_label(self) -> str:
@@ -109,7 +187,9 @@ class CellSpec:
     def slug(self) -> str:
         """The cell's folder name under logs/, caches/ and evidence/."""
         mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else NO_MESH
-        return re.sub(r"[^A-Za-z0-9._-]", "_", f"jax-{self.jax_version}-{self.platform}{self.device_count}-{mesh}")
+        job = f"-{self.processes}p" if self.is_job else ""
+        return re.sub(r"[^A-Za-z0-9._-]", "_",
+                      f"jax-{self.jax_version}-{self.platform}{self.device_count}{job}-{mesh}")
 
 
 @dataclass(frozen=True)
@@ -323,6 +403,50 @@ class SeedCheck:
 
 
 @dataclass
+class RankRecord:
+    """One process of a multi-process run (a job): its rank, hash seed, how it ended, its own log and
+    what that log says it computed."""
+
+    rank: int
+    seed: int
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    reason: str = ""
+    log: str = ""
+    keys: RunLog | None = None
+    log_note: str = ""
+    script_cache: ScriptCache | None = None
+    joined: bool | None = None  # whether its script called jax.distributed.initialize() (None: not known)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"rank": self.rank, "seed": self.seed, "exit_code": self.exit_code, "duration_s": self.duration_s,
+                "timed_out": self.timed_out, "reason": self.reason, "log": self.log}
+        if self.keys is not None:
+            data["keys"] = self.keys.to_json()
+        if self.log_note:
+            data["log_note"] = self.log_note
+        if self.script_cache is not None:
+            data["script_cache"] = self.script_cache.to_json()
+        if self.joined is not None:
+            data["joined"] = self.joined
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankRecord:
+        return cls(int(data["rank"]), int(data["seed"]), data.get("exit_code"), float(data.get("duration_s", 0.0)),
+                   bool(data.get("timed_out", False)), data.get("reason", ""), data.get("log", ""),
+                   RunLog.from_json(data["keys"]) if data.get("keys") is not None else None,
+                   data.get("log_note", ""),
+                   ScriptCache.from_json(data["script_cache"]) if data.get("script_cache") else None,
+                   data.get("joined"))
+
+
+@dataclass
 class RunRecord:
     index: int
     seed: int  # the PYTHONHASHSEED this run had
@@ -337,6 +461,9 @@ class RunRecord:
     # None when its log named no key (`log_note` says why) or the run predates the harness reading it.
     keys: RunLog | None = None
     log_note: str = ""
+    # A multi-process run: each process, by rank (the fields above are the job's: `seed` and `log` rank 0's,
+    # `keys` every rank's together); empty for a single process.
+    ranks: list[RankRecord] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -344,8 +471,10 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("script_cache", "keys", "log_note"):
+        for name in ("script_cache", "keys", "log_note", "ranks"):
             data.pop(name)
+        if self.ranks:
+            data["ranks"] = [r.to_json() for r in self.ranks]
         if self.script_cache is not None:
             data["script_cache"] = self.script_cache.to_json()
         if self.keys is not None:
@@ -360,8 +489,9 @@ class RunRecord:
         data = dict(data)
         script_cache = data.pop("script_cache", None)
         keys = data.pop("keys", None)
+        ranks = [RankRecord.from_json(r) for r in data.pop("ranks", [])]
         return cls(**data, script_cache=ScriptCache.from_json(script_cache) if script_cache else None,
-                   keys=RunLog.from_json(keys) if keys is not None else None)
+                   keys=RunLog.from_json(keys) if keys is not None else None, ranks=ranks)
 
 
 @dataclass(frozen=True)
@@ -416,6 +546,8 @@ class CellResult:
     # that differs from what was measured; it leads the cell's detail.
     as_you_run_it: str = ""
     seed_check: SeedCheck | None = None  # some runs failed, others passed: does the failure follow the seed
+    rank_split: RankSplit | None = None  # a job whose processes computed different keys for one module
+    job: JobFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     @property
@@ -475,6 +607,12 @@ class CellResult:
             out["as_you_run_it"] = self.as_you_run_it
         if self.seed_check is not None:
             out["seed_check"] = self.seed_check.to_json()
+        if self.spec.is_job:
+            out["processes"] = self.spec.processes
+        if self.rank_split is not None:
+            out["rank_split"] = self.rank_split.to_json()
+        if self.job is not None:
+            out["job"] = self.job.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -485,6 +623,7 @@ class CellResult:
             platform=Platform(data["platform"]),
             device_count=data["device_count"],
             mesh=Mesh.from_json(data["mesh"]) if data.get("mesh") else None,
+            processes=int(data.get("processes", 1)),
         )
         bound = data.get("miss_bound")
         return cls(
@@ -512,6 +651,8 @@ class CellResult:
             nothing_cached=NothingCached(data["nothing_cached"]) if data.get("nothing_cached") else None,
             as_you_run_it=data.get("as_you_run_it", ""),
             seed_check=SeedCheck.from_json(data["seed_check"]) if data.get("seed_check") else None,
+            rank_split=RankSplit.from_json(data["rank_split"]) if data.get("rank_split") else None,
+            job=JobFacts.from_json(data["job"]) if data.get("job") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -520,4 +661,4 @@ _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "r
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
                 "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-                "seed_check"}
+                "seed_check", "processes", "rank_split", "job"}

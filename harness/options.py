@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, get_type_hints
 
 from harness.confidence import SeedStrategy
-from harness.config import MAX_DEVICES, MAX_RUNS
+from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.environments import BackendName
 from harness.errors import ExitCode
 from harness.model import Platform, ThresholdMode
@@ -249,6 +249,9 @@ OPTIONS: tuple[Option, ...] = (
            example=("requirements.txt",)),
     Option("shard", ("--shard",), "measure only shard I of N of the cells (join them with harness merge)",
            SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),
+    Option("processes", ("--processes",), "each run one job of N processes on this machine, each with its own "
+           "hash seed, the devices split between them (replaces the config's processes; docs/multi-process.md)",
+           SWEEPING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", identity=True, example=("2",)),
     Option("baseline", ("--baseline",), "results folder (or results.json) to compare with",
            _commands("nightly", "compare"), Group.INPUT, type=Path, required=True, example=("results/baseline",)),
     Option("config_versions", ("--config-versions",),

@@ -16,15 +16,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from harness import jaxlog
 from harness.as_it_runs import explain
 from harness.config import Repro
 from harness.environments.base import Environment
-from harness.failure import with_detail
+from harness.errors import JobUnsupported
+from harness.job import job_problem, measure_job
 from harness.listing import list_dir
 from harness.model import CellResult, CellSpec, FolderMode, RunRecord, SeedCheck, SeedRun, ThresholdMode, Verdict
 from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
+from harness.run_logs import read_jax_log, with_log_detail
 from harness.script_cache import read_record, sets_own_folder, with_script_cache
 from harness.seed_check import candidates, with_seed_check
 from harness.tally import Tally
@@ -82,6 +83,13 @@ class CellRunner:
         cell = explain(with_script_cache(cell, self.thresholds), tell_thresholds=not self.repro.builtin)
         return with_seed_check(cell, seed_check) if seed_check is not None else cell
 
+    def measure_job(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
+                    index: int, seeds: tuple[int, ...]) -> RunRecord:
+        """One run of a multi-process cell: a job of a process per seed (harness/job.py)."""
+        return measure_job(self.environment, program_for(self.repro, spec, self.args, self.cwd), spec, seeds,
+                           cache_dir, log_dir, results_root, index, self.timeout_s, self.env, self.thresholds,
+                           script=not self.repro.builtin)
+
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
                     index: int, seed: int, folder: FolderMode = FolderMode.ENVIRONMENT,
                     name: str | None = None) -> RunRecord:
@@ -100,7 +108,7 @@ class CellRunner:
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
-            reason = _with_detail(reason, log)
+            reason = with_log_detail(reason, log)
         keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
@@ -108,33 +116,6 @@ class CellRunner:
                          log=str(log.relative_to(results_root) if results_root else log),
                          script_cache=None if self.repro.builtin else read_record(record_file),
                          keys=keys, log_note=note)
-
-
-def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
-    """What JAX's log says this run computed (None, and why, when it named no key); a log over
-    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError as exc:
-        return None, f"its log could not be read ({exc.strerror})"
-    lines = text.splitlines()
-    parsed = jaxlog.parse(lines)
-    if len(text) > jaxlog.LOG_CAP_BYTES:
-        cut = log.with_name(log.name + ".tmp")
-        cut.write_text("\n".join(jaxlog.capped(lines)) + "\n")
-        cut.replace(log)
-    if parsed.empty:
-        return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
-    return parsed, ""
-
-
-def _with_detail(reason: str, log: Path) -> str:
-    """A crash's reason with what failed (the exception, or the program's own last line), so the table says why."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return reason
-    return with_detail(reason, lines)
 
 
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
@@ -151,6 +132,7 @@ class Job:
     index: int
     seed: int
     check: str | None = None  # "failing" or "passing"
+    ranks: tuple[int, ...] = ()  # a multi-process cell's run: its seeds by process (`seed` is process 0's)
 
 
 @dataclass
@@ -163,7 +145,7 @@ class OpenCell:
     log_dir: Path
     results_root: Path | None
     tally: Tally
-    pending: list[tuple[int, int]]  # (index, seed), in order
+    pending: list[tuple[int, tuple[int, ...]]]  # (index, seeds: one, or one per process of a job), in order
     running: int = 0
     # How a user's script's runs get the cell's folder: decided by its first run (None until then).
     folder: FolderMode | None = None
@@ -172,15 +154,38 @@ class OpenCell:
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
-             results_root: Path | None = None, stop_when_reproduced: bool = False) -> OpenCell:
-        seeds = list(seeds)
+    def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
+             log_dir: Path, results_root: Path | None = None,
+             stop_when_reproduced: bool = False) -> OpenCell | CellResult:
+        """The cell ready to run; a multi-process cell whose environment cannot run such a job here is
+        `unsupported` at once, saying why."""
+        launches = [s if isinstance(s, tuple) else (s,) for s in seeds]
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         folder = FolderMode.ENVIRONMENT if runner.repro.builtin else None
+        folder_why = ""
+        if spec.is_job:
+            assert all(len(s) == spec.processes for s in launches), "a job's runs need a seed per process"
+            try:
+                problem = job_problem(runner.environment, spec, log_dir, runner.timeout_s)
+            except JobUnsupported as exc:
+                problem = str(exc)
+            if problem:
+                return CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
+                                  environment=runner.environment.describe())
+            # Every process gets the folder from JAX_COMPILATION_CACHE_DIR (a folder the script sets in
+            # code is redirected there by the hook): one way for all of a job's processes.
+            folder = FolderMode.ENVIRONMENT
+            folder_why = "a multi-process cell: each process gets the folder from JAX_COMPILATION_CACHE_DIR"
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
-                   Tally(len(seeds), stop_when_reproduced), list(enumerate(seeds, start=1)), folder=folder)
+                   Tally(len(launches), stop_when_reproduced), list(enumerate(launches, start=1)), folder=folder,
+                   folder_why=folder_why)
+
+    @property
+    def slots(self) -> int:
+        """Run slots one of its runs occupies: a job's processes each take one."""
+        return self.spec.processes
 
     def _planned_runs_left(self) -> bool:
         return bool(self.pending) and not self.tally.stop_now()
@@ -197,15 +202,15 @@ class OpenCell:
     def _plan_checks(self) -> list[Job]:
         """Some runs failed and others passed: re-run a failing and a passing seed once each."""
         found = candidates(self.tally.records)
-        if found is None:
+        if found is None or self.spec.is_job:  # a job's seeds are several: its failures are not re-run
             return []
         failing, passing = found
         return [Job(failing.index, failing.seed, "failing"), Job(passing.index, passing.seed, "passing")]
 
     def take(self) -> Job:
         if self._planned_runs_left():
-            index, seed = self.pending.pop(0)
-            return Job(index, seed)
+            index, seeds = self.pending.pop(0)
+            return Job(index, seeds[0], ranks=seeds if self.spec.is_job else ())
         assert self.checks
         return self.checks.pop(0)
 
@@ -217,6 +222,9 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, job: Job) -> RunRecord:
+        if self.spec.is_job:
+            return self.runner.measure_job(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                           job.ranks)
         if job.check is not None:
             return self._recheck(job)
         if self.folder is None:
@@ -306,10 +314,19 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
             emitted += 1
 
     pool = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="run")
+
+    def busy() -> int:  # slots taken; a job wider than `jobs` runs alone
+        return sum(min(cell.slots, max(1, jobs)) for _, cell, _ in running.values())
+
+    def fits(cell: OpenCell) -> bool:
+        return busy() + min(cell.slots, max(1, jobs)) <= max(1, jobs)
+
     try:
         while True:
-            while len(running) < max(1, jobs):
-                cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable()), None)
+            while busy() < max(1, jobs):
+                cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable() and fits(c)), None)
+                if cell is None and any(isinstance(c, OpenCell) and c.startable() for c in opened):
+                    break  # a job waits for slots to free up
                 if cell is None:
                     if exhausted:
                         break

@@ -135,6 +135,45 @@ def chosen_plan(probe: Probe, extra_random: int = 0, limit: int | None = None) -
                     note=note)
 
 
+RANKS_CHOSEN = ("process 0 takes the plan's seed; each other process the candidate seed that orders the probed "
+                "axis-name sets most differently from the processes before it in the launch, so two processes "
+                "of one launch iterate those sets differently wherever a seed can")
+RANKS_RANDOM = ("a distinct random seed per process: two processes of one launch order a set of two names "
+                "differently with probability 1/2, and every launch draws again")
+
+
+def rank_seeds(first: int, processes: int, probe: Probe | None, taken: set[int],
+               rng: random.Random | None = None) -> tuple[int, ...]:
+    """A launch's seeds by rank, rank 0's being `first`. With a probe, each next rank is the candidate
+    whose pair orders differ most from those of the ranks before it (ties: the smaller seed); without,
+    random seeds. No seed twice in one launch, and none of `taken` (the plan's own)."""
+    seeds = [first]
+    if probe is not None and first in probe.orderings:
+        features = {c: _pair_orders(probe, c) for c in sorted(probe.orderings)}
+        while len(seeds) < processes:
+            seen = frozenset().union(*(features.get(s, frozenset()) for s in seeds))
+            free = [c for c in features if c not in seeds and c not in taken]
+            if not free:
+                break
+            seeds.append(max(free, key=lambda c: (len(features[c] - seen), -c)))
+    while len(seeds) < processes:
+        extra = random_seeds(1, rng)[0]
+        if extra not in seeds and extra not in taken:
+            seeds.append(extra)
+    return tuple(seeds)
+
+
+def with_ranks(plan: SeedPlan, processes: int, probe: Probe | None = None,
+               rng: random.Random | None = None) -> SeedPlan:
+    """The plan for a multi-process cell: each launch's seeds by rank (`rank_seeds`), said how."""
+    if processes < 2:
+        return plan
+    taken = set(plan.seeds)
+    plan.ranks = [list(rank_seeds(seed, processes, probe, taken, rng)) for seed in plan.seeds]
+    plan.ranks_how = RANKS_CHOSEN if probe is not None else RANKS_RANDOM
+    return plan
+
+
 def random_plan(runs: int | None = None, note: str = "") -> SeedPlan:
     runs = runs or runs_for_target()
     seeds = random_seeds(runs)
@@ -153,6 +192,19 @@ class SeedPlanner:
     _probes: dict = field(default_factory=dict)
 
     def plan(self, spec: CellSpec, environment: Environment, log_dir: Path) -> SeedPlan:
+        if not spec.is_job:
+            return self._plan(spec, environment, log_dir)[0]
+        plan, probe = self._plan(spec, environment, log_dir)
+        return with_ranks(plan, spec.processes, probe)
+
+    def _plan(self, spec: CellSpec, environment: Environment, log_dir: Path) -> tuple[SeedPlan, Probe | None]:
+        plan = self._plan_of(spec, environment, log_dir)
+        probe = None
+        if plan.strategy == SeedStrategy.CHOSEN and spec.mesh is not None:
+            probe = self._probes.get((interpreter_key(environment), tuple(name_sets(spec.mesh.axis_names))))
+        return plan, probe
+
+    def _plan_of(self, spec: CellSpec, environment: Environment, log_dir: Path) -> SeedPlan:
         if self.strategy == SeedStrategy.RANDOM:
             return random_plan(self.runs)
         if spec.mesh is None:

@@ -25,7 +25,7 @@ from harness.bisect.commits import CommitSources, GitRepo
 from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
 from harness.bisect.state import BisectState
 from harness.confidence import SeedStrategy, runs_for_target
-from harness.config import CHECK_SOURCE, Config, load_config, parse_config
+from harness.config import CHECK_SOURCE, Config, load_config, parse_config, processes_problem
 from harness.dependencies import parse_requirements, read_requirements_file
 from harness.environments import BackendChoice, BackendName, BackendOptions, make_backend
 from harness.environments import interpreters
@@ -89,6 +89,7 @@ class MeasureOptions:
     cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
     # The command as parsed (harness/options.py): every command line printed for it is spelled from this.
     given: Given | None = field(default=None, compare=False)
+    processes: int | None = None  # replaces the config's processes (a multi-process job per run)
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,16 @@ def check_config(script: Path | None, versions: tuple[str, ...] | None, platform
     return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
 
 
+def with_processes(config: Config, processes: int | None) -> Config:
+    """The config with --processes in place of its processes:, checked as the key is."""
+    if processes is None or processes == config.processes:
+        return config
+    problem = processes_problem(processes, config.device_count, config.platform, config.repro)
+    if problem:
+        raise UserError(f"--processes {processes}: {problem}")
+    return replace(config, processes=processes)
+
+
 def sweep(config: Config, options: SweepOptions, progress: Progress,
           more: Callable[[Sweep, PyPIIndex], object] | None = None) -> SweepOutcome:
     """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks);
@@ -357,6 +368,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         lock = lock_results_folder(results_folder(results_file(options.resume)))
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
+    config = with_processes(config, options.processes)
     choice, index = _open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     if config.requirements:
@@ -501,7 +513,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
     """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
-    config = load_config(config_path)
+    config = with_processes(load_config(config_path), options.processes)
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
     if options.backend == BackendName.LOCAL:
@@ -621,7 +633,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     """The job scripts and the submission record; UserError, with nothing written, for bad input.
     `progress` hears of the releases left out because no Python here can run them."""
     _check_submit_options(options)
-    config = load_config(config_path)
+    config = with_processes(load_config(config_path), options.processes)
     runs = options.runs or config.runs
     record = None
     if options.only_shards:  # the folder's sweep: its versions, unless named again

@@ -64,7 +64,8 @@ class Preparations:
 
 def plan_cells(config: Config, versions: list[str]) -> list[CellSpec]:
     meshes = config.meshes if config.repro.takes_mesh else (None,)
-    return [CellSpec(v, config.platform, config.device_count, mesh) for v in versions for mesh in meshes]
+    return [CellSpec(v, config.platform, config.device_count, mesh, config.processes) for v in versions
+            for mesh in meshes]
 
 
 class CellSink(Protocol):
@@ -105,7 +106,7 @@ class Sweep:
                 plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.jobs)
-                return OpenCell.open(runner, spec, plan.seeds, cache_dir, log_dir, self.writer.dir,
+                return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced)
             return open_cell
 
@@ -150,7 +151,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
     runner = cell_runner(environment, config, jobs, on_run=progress.run_finished)
-    cell = runner.run(spec, plan.seeds, cache_dir, log_dir, results_root=work_dir,
+    cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)
     return cell

@@ -7,7 +7,7 @@ from typing import Any
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.analysis import boundaries, comparison_of, version_verdicts
+from harness.analysis import boundaries, comparison_of, rank_runs, version_verdicts
 from harness.model import CellResult
 from harness.results import RunStatus
 
@@ -16,8 +16,11 @@ HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound"
 
 def _keys_column(cell: CellResult) -> str:
     """`jit_f: 1 + 3 new`: the first run's keys of the module that moved and the new ones later runs
-    brought; `jit_f: 2 per run` when none moved (the module with the most keys)."""
-    comparison = comparison_of(cell.runs)
+    brought; `jit_f: 2 per run` when none moved (the module with the most keys). A job's are process
+    0's, or the module its processes disagree on."""
+    if cell.rank_split is not None:
+        return f"{cell.rank_split.module}: processes differ"
+    comparison = comparison_of(rank_runs(cell.runs, 0) if cell.spec.is_job else cell.runs)
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
@@ -45,8 +48,7 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
-        out.append([cell_label(c), c.spec.mesh_label,
-                    f"{c.spec.platform}x{c.spec.device_count}", str(c.verdict), f"{ok}/{len(c.runs)}",
+        out.append([cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
                     _keys_column(c), _bound_column(c), c.detail])
     return out
 

@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis import judge, nothing_cached, run_keys
+from harness.analysis import job_facts, judge, nothing_cached, run_keys
 from harness.model import CellResult, CellSpec, RunRecord, Verdict
 
 
@@ -74,4 +74,6 @@ class Tally:
                           listing=listing, environment=environment, interrupted=interrupted,
                           attribution=judgement.attribution,
                           attribution_unavailable=judgement.attribution_unavailable,
-                          inconsistencies=judgement.inconsistencies)
+                          inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,
+                          job=job_facts(records, spec.processes, None if stopped_early else self.planned)
+                          if spec.is_job else None)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
-from harness.errors import BackendUnavailable
+from harness.errors import BackendUnavailable, JobUnsupported
 from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import PythonChooser
 
@@ -43,6 +43,13 @@ class Environment(abc.ABC):
         The backend points JAX_COMPILATION_CACHE_DIR at `cache_dir` (as the process sees it),
         writes stdout and stderr to `log_path`, and kills the process after `timeout_s`.
         """
+
+    def run_job(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
+                timeout_s: float) -> list[ProcessOutcome]:
+        """Run one job: a process of `program` per entry of `envs` (by rank), all at once, sharing
+        `cache_dir`, each with its own log; every process stopped by `timeout_s` (sooner once one of them
+        has failed). One outcome per process. JobUnsupported when this backend cannot."""
+        raise JobUnsupported(f"the {self.describe().get('backend', 'this')} backend cannot run a multi-process job")
 
     @abc.abstractmethod
     def describe(self) -> dict[str, Any]:

@@ -89,21 +89,51 @@ def log_tail(path: Path, chars: int = 2000) -> str:
         return ""
 
 
+def start_process(argv: list[str], env: dict[str, str], log, cwd: Path | None = None,
+                  max_log_bytes: int = MAX_LOG_BYTES) -> subprocess.Popen | str:
+    """Start `argv` supervised, its output into the open file `log`, registered for Ctrl-C; or why it
+    could not start (also written to the log). The caller waits for it, or `stop_process`es it, then
+    calls `forget`."""
+    try:
+        # A new session: the run's process group is its own, apart from the harness's terminal.
+        proc = subprocess.Popen(supervised(argv, max_log_bytes), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+    except OSError as exc:  # a missing folder or interpreter: this run's failure, not the sweep's
+        reason = f"could not start the run's process: {exc}"
+        log.write(reason.encode() + b"\n")
+        return reason
+    with _live_lock:
+        _live.add(proc)
+    return proc
+
+
+def forget(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.discard(proc)
+
+
+def signal_stop(proc: subprocess.Popen) -> None:
+    """The first half of `_stop`: ask the supervisor to take the run down (several runs at once)."""
+    _signal(proc, signal.SIGTERM if SUPERVISED else signal.SIGKILL)
+
+
+stop_process = _stop
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        return f"killed by signal {signal.Signals(-code).name}"
+    return f"exit code {code}" if code != 0 else ""
+
+
 def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s: float,
                 cwd: Path | None = None, max_log_bytes: int = MAX_LOG_BYTES) -> ProcessOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log_path, "wb") as log:
-        try:
-            # A new session: the run's process group is its own, apart from the harness's terminal.
-            proc = subprocess.Popen(supervised(argv, max_log_bytes), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
-        except OSError as exc:  # a missing folder or interpreter: this run's failure, not the sweep's
-            reason = f"could not start the run's process: {exc}"
-            log.write(reason.encode() + b"\n")
-            return ProcessOutcome(None, time.monotonic() - start, reason=reason)
-        with _live_lock:
-            _live.add(proc)
+        proc = start_process(argv, env, log, cwd, max_log_bytes)
+        if isinstance(proc, str):
+            return ProcessOutcome(None, time.monotonic() - start, reason=proc)
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -114,15 +144,71 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
             _stop(proc)
             raise
         finally:
-            with _live_lock:
-                _live.discard(proc)
-    duration = time.monotonic() - start
-    reason = ""
-    if code < 0:
-        reason = f"killed by signal {signal.Signals(-code).name}"
-    elif code != 0:
-        reason = f"exit code {code}"
-    return ProcessOutcome(code, duration, reason=reason)
+            forget(proc)
+    return ProcessOutcome(code, time.monotonic() - start, reason=exit_reason(code))
+
+
+# When one process of a job fails, the others are given this long to end on their own (JAX's coordination
+# service tells them), then stopped: a peer waiting on a collective would otherwise wait for the timeout.
+PEER_GRACE_S = 10.0
+AFTER_PEERS = "stopped after every other process had ended well"
+_POLL_S = 0.05
+
+
+def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_s: float, cwd: Path | None = None,
+                  peer_grace_s: float = PEER_GRACE_S) -> list[ProcessOutcome]:
+    """Run the processes of one job at once, each `(argv, env, log)` supervised as `run_process` runs one.
+    All are stopped at `timeout_s`; once one has failed, the rest `peer_grace_s` later. Every process is
+    gone when this returns (its supervisor takes down what it started), also after Ctrl-C."""
+    start = time.monotonic()
+    logs, procs, outcomes = [], [], []
+    try:
+        for argv, env, log_path in starts:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            logs.append(open(log_path, "wb"))
+            proc = start_process(argv, env, logs[-1], cwd)
+            procs.append(proc)
+            outcomes.append(ProcessOutcome(None, 0.0, reason=proc) if isinstance(proc, str) else None)
+        deadline, why = start + timeout_s, f"killed after the {timeout_s:g} s timeout"
+        while any(o is None for o in outcomes):
+            now = time.monotonic()
+            for i, proc in enumerate(procs):
+                if outcomes[i] is None and (code := proc.poll()) is not None:
+                    outcomes[i] = ProcessOutcome(code, now - start, reason=exit_reason(code))
+            failed = next((i for i, o in enumerate(outcomes) if o is not None and not o.ok), None)
+            if failed is not None and now + peer_grace_s < deadline:
+                deadline = now + peer_grace_s
+                why = f"stopped {peer_grace_s:g} s after process {failed} failed ({outcomes[failed].reason})"
+            elif (failed is None and len(outcomes) > 1 and sum(o is None for o in outcomes) == 1
+                  and now + peer_grace_s < deadline):  # the last one: JAX's process 0 can hang at exit
+                deadline = now + peer_grace_s
+                why = f"{AFTER_PEERS} ({peer_grace_s:g} s after the last one)"
+            if all(o is not None for o in outcomes):
+                break
+            if now >= deadline:
+                _stop_all([p for p, o in zip(procs, outcomes) if o is None])
+                outcomes = [o or ProcessOutcome(None, time.monotonic() - start, timed_out=True, reason=why)
+                            for o in outcomes]
+                break
+            time.sleep(_POLL_S)
+    except BaseException:  # Ctrl-C, SIGTERM: never leave a process behind
+        _stop_all([p for p in procs if not isinstance(p, str) and p.poll() is None])
+        raise
+    finally:
+        for proc in procs:
+            if not isinstance(proc, str):
+                forget(proc)
+        for log in logs:
+            log.close()
+    return outcomes
+
+
+def _stop_all(procs: list[subprocess.Popen]) -> None:
+    """Stop several runs at once: every supervisor told first, then each waited for (or killed)."""
+    for proc in procs:
+        signal_stop(proc)
+    for proc in procs:
+        stop_process(proc)
 
 
 class InterpreterEnvironment(Environment):
@@ -135,6 +221,12 @@ class InterpreterEnvironment(Environment):
         full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
         return run_process([str(self.python), *program.argv()], full_env, log_path, timeout_s,
                            cwd=program.workdir)
+
+    def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+        argv = [str(self.python), *program.argv()]
+        full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
+        return run_processes([(argv, env, log) for env, log in zip(full, log_paths)], timeout_s,
+                             cwd=program.workdir)
 
     def interrupt(self) -> None:
         kill_all()

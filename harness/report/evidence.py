@@ -214,6 +214,7 @@ class Evidence:
     attributes: list[tuple[str, str, str]]
     note: str = ""  # why there is no diff, when there is none
     arguments: str = ""  # the new module's argument types, when the function was compiled at several
+    ranks: tuple[int, int] | None = None  # two processes of one run (a job): run_a and run_b are that run
 
     @property
     def identical(self) -> bool:
@@ -248,6 +249,18 @@ def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, t
     note = "" if diff else ("the lowered modules are identical: the key difference comes from "
                             "something else hashed into the key (compile options, devices, backend)")
     return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note, shapes)
+
+
+def compare_ranks(module: str, run: RunRecord, ranks: tuple[int, int], seeds: tuple[int, int], text_a: str,
+                  text_b: str, keys: tuple[str, str]) -> Evidence:
+    """Two processes of one run (a job) lowered `module` each their own way: their modules' diff."""
+    a, b = strip_locations(text_a).splitlines(), strip_locations(text_b).splitlines()
+    labels = [f"run {run.index}, process {rank} (PYTHONHASHSEED={seed}, {short_key(key)})"
+              for rank, seed, key in zip(ranks, seeds, keys)]
+    diff = list(difflib.unified_diff(a, b, labels[0], labels[1], n=0, lineterm=""))
+    note = "" if diff else ("the lowered modules are identical: the keys differ through something else hashed "
+                            "into them (compile options, devices)")
+    return Evidence(module, run, run, keys[0], keys[1], diff, changed_attributes(diff), note, ranks=ranks)
 
 
 def short_key(key: str, digits: int = 12) -> str:

@@ -43,6 +43,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells),
+        _jobs(cells),
         _script_cache(cells),
         _commits(cells),
         _bisection(document, cells),
@@ -259,6 +260,8 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
 def _attribution(cell: CellResult) -> list[str]:
     """Which key components moved, from the runs' JAX logs: a components x runs table, the differing
     ones marked; when the computation is not among them, that the modules are identical."""
+    if cell.rank_split is not None:
+        return _rank_attribution(cell)
     item = cell.attribution
     if item is None:
         why = cell.attribution_unavailable or "the runs' JAX logs were not read (a folder from before they were)"
@@ -275,6 +278,55 @@ def _attribution(cell: CellResult) -> list[str]:
                   f"{names} alone.", ""]
         if "XLA flags" in moved:
             lines += [_xla_flags(cell, item), ""]
+    return lines
+
+
+def _rank_attribution(cell: CellResult) -> list[str]:
+    """The components of the two processes' keys of one run, from each process's own JAX log."""
+    split = cell.rank_split
+    a, b = split.ranks
+    names = ", ".join(f"`{n}`" for n in split.components) or "none"
+    lines = [f"Which parts of the `{split.module}` key differ between processes {a} and {b} of run {split.run} "
+             f"(each process's own JAX log): {names}.", ""]
+    rows = [[f"**{name}**" if x != y else name, _short_hash(x), _short_hash(y), "differs" if x != y else ""]
+            for name, x, y in split.hashes]
+    lines += [tabulate(rows, headers=["component", f"process {a} ({short_key(split.keys[0])})",
+                                      f"process {b} ({short_key(split.keys[1])})", ""], tablefmt="github"), ""]
+    if "computation" in split.components:
+        lines += ["The processes lowered different programs for the same function: the collectives each then "
+                  "runs do not match the other's, so such a job hangs or dies.", ""]
+    if "accelerator_config" in split.components:
+        lines += ["(`accelerator_config` names each process's own devices and differs between the processes of "
+                  "every job here; it is not what moved.)", ""]
+    return lines
+
+
+def _jobs(cells: list[CellResult]) -> list[str]:
+    """What the multi-process cells were, and what each process said on its own."""
+    jobs = [c for c in cells if c.spec.is_job and c.job is not None]
+    if not jobs:
+        return []
+    lines = ["## Multi-process cells", "",
+             "Each run of these cells was one job of several processes on this machine (a coordinator on a "
+             "loopback port, the devices split between them, each process with its own `PYTHONHASHSEED`, one cache "
+             "folder shared), as a multi-host job runs one process per host. The cell's verdict is the job's: "
+             "`reproduced` when the processes of one run computed different keys for the same module (they "
+             "lowered different programs), or when a later run computed a key no earlier run had; each process "
+             "is also judged alone (below). See docs/multi-process.md for what this simulates and what not.", ""]
+    for cell in jobs:
+        job = cell.job
+        seeds = cell.seeds.ranks if cell.seeds is not None else []
+        lines.append(f"- **{_jax(cell)}**, {job.processes} processes per run"
+                     + (f"; seeds by process: {', '.join('(' + ', '.join(map(str, r)) + ')' for r in seeds)}"
+                        if seeds else ""))
+        for verdict in job.per_process:
+            lines.append(f"  - process {verdict.rank}: {verdict.verdict} ({verdict.reason})")
+        writers = ", ".join(map(str, job.writers)) if job.writers else "none"
+        lines.append(f"  - processes that wrote to the cache: {writers}")
+        lines += [f"  - {note}" for note in job.notes]
+    if any(c.seeds is not None and c.seeds.ranks_how for c in jobs):
+        how = next(c.seeds.ranks_how for c in jobs if c.seeds is not None and c.seeds.ranks_how)
+        lines += ["", f"Seeds by process: {how}."]
     return lines
 
 
@@ -302,7 +354,10 @@ def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
         return [f"_No diff: {item.why}._"]
     a, b = item.run_a, item.run_b
     what = f"`{item.module}`" + (f" for arguments `{item.arguments}`" if item.arguments else "")
-    if item.key_b is None:  # overlapping later runs: which key each wrote is not known, only its module
+    if item.ranks is not None:
+        first = (f"Processes {item.ranks[0]} and {item.ranks[1]} of run {a.index} computed different keys for "
+                 f"{what}; their lowered modules differ")
+    elif item.key_b is None:  # overlapping later runs: which key each wrote is not known, only its module
         first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) overlapped with other runs (--jobs), so which key it "
                  f"wrote is not known, but it is one the first run did not compute: its lowered {what} differs "
                  f"from the first run's (run {a.index}, `PYTHONHASHSEED={a.seed}`)")
@@ -330,7 +385,8 @@ def _jax(cell: CellResult) -> str:
 
 def _where(cell: CellResult) -> str:
     mesh = f"mesh {cell.spec.mesh.label}" if cell.spec.mesh else "user script"
-    return f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}"
+    job = f" in {cell.spec.processes} processes" if cell.spec.is_job else ""
+    return f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}{job}"
 
 
 def _environment(document: dict[str, Any], cells: list[CellResult]) -> list[str]:

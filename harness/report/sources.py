@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness.analysis import Comparison, comparison_of, logs_complete
 from harness.model import CellResult, RunRecord
-from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_runs, counterpart, extract_lowered,
-                                     key_seeds, module_seeds, new_texts)
+from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
+                                     extract_lowered, key_seeds, module_seeds, new_texts)
 from harness.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
@@ -54,6 +54,8 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
 
     `overlapped`: the later runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
     neighbour's key; which later run brought a new key is then told by the modules it compiled."""
+    if cell.rank_split is not None:
+        return _rank_evidence(results_dir, cell), None
     comparison = comparison_of(cell.runs)
     module = comparison.moved_module()
     if module is None:
@@ -100,6 +102,27 @@ def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates:
     run = kept[0]
     same = texts[run.index][0]  # equal to one of the first run's: the diff is empty, and the note says why
     return compare_runs(module, first, run, same, same, key_a, _only(comparison.new.get(run.index, {}).get(module, [])))
+
+
+def _rank_evidence(results_dir: Path, cell: CellResult) -> Evidence | MissingEvidence:
+    """The two processes' lowered modules of the run whose processes disagreed, paired."""
+    split = cell.rank_split
+    run = next((r for r in cell.runs if r.index == split.run), None)
+    ranks = {r.rank: r for r in run.ranks} if run is not None else {}
+    if any(rank not in ranks for rank in split.ranks):
+        return MissingEvidence(split.module, f"run {split.run}'s processes are not in the results")
+    texts = []
+    for rank in split.ranks:
+        stand_in = RunRecord(split.run, ranks[rank].seed, ranks[rank].exit_code, 0.0, [], log=ranks[rank].log)
+        found = lowered_texts(results_dir, stand_in, split.module)
+        if not found:
+            return MissingEvidence(split.module, f"the lowered {split.module} of run {split.run}, process {rank} "
+                                                 "was not kept (this JAX release wrote no IR dump)")
+        texts.append(found)
+    a = texts[0][0]
+    b = counterpart(a, texts[1], [])
+    return compare_ranks(split.module, run, split.ranks, (ranks[split.ranks[0]].seed, ranks[split.ranks[1]].seed),
+                         a, b, split.keys)
 
 
 def _only(keys: list[str]) -> str | None:

@@ -48,6 +48,15 @@ API_MODULE = "jax._src.compilation_cache"
 API_FUNCTIONS = ("set_cache_dir", "initialize_cache")
 CONFIG_MODULE = "jax._src.config"
 
+# A multi-process run (a job): each process is told the job, and jax.distributed.initialize() called as on a
+# cluster (no arguments, or some) gets what it leaves out from here, on every release.
+JOB_COORDINATOR_VAR = "HARNESS_JOB_COORDINATOR"  # host:port of process 0's coordinator
+JOB_PROCESSES_VAR = "HARNESS_JOB_PROCESSES"
+JOB_RANK_VAR = "HARNESS_JOB_RANK"
+DISTRIBUTED_MODULE = "jax._src.distributed"
+# The line each process prints when the script calls initialize(): the harness reads it in the run's log.
+JOINED_MARK = "harness: jax.distributed.initialize("
+
 
 def caller_api(module, function):
     """The name a Config.update call is recorded under, from its caller; None for JAX's own updates
@@ -205,6 +214,42 @@ class _AfterImport:
 
         loader.exec_module = exec_module
         return spec
+
+
+def job_defaults(environ, coordinator_address, num_processes, process_id):
+    """initialize()'s job arguments: what the script passed, else the job's, from the environment."""
+    if coordinator_address is None:
+        coordinator_address = environ[JOB_COORDINATOR_VAR]
+    if num_processes is None:
+        num_processes = int(environ[JOB_PROCESSES_VAR])
+    if process_id is None:
+        process_id = int(environ[JOB_RANK_VAR])
+    return coordinator_address, num_processes, process_id
+
+
+def distributed_loaded(module):
+    """Wrap jax._src.distributed.initialize before jax.distributed takes its name."""
+    original = getattr(module, "initialize", None)
+    if original is None:
+        sys.stderr.write("harness: jax._src.distributed has no initialize(): the job was not set up\n")
+        return
+
+    def initialize(coordinator_address=None, num_processes=None, process_id=None, *args, **kwargs):
+        coordinator_address, num_processes, process_id = job_defaults(
+            os.environ, coordinator_address, num_processes, process_id)
+        sys.stderr.write("%scoordinator_address=%r, num_processes=%d, process_id=%d)\n"
+                         % (JOINED_MARK, coordinator_address, num_processes, process_id))
+        sys.stderr.flush()
+        return original(coordinator_address, num_processes, process_id, *args, **kwargs)
+
+    initialize.__wrapped__ = original
+    initialize.__doc__ = original.__doc__
+    module.initialize = initialize
+
+
+def install_job():
+    """Watch for jax's distributed module: a script's initialize() joins this run's job."""
+    sys.meta_path.insert(0, _AfterImport({DISTRIBUTED_MODULE: distributed_loaded}))
 
 
 def install():

@@ -24,4 +24,6 @@ def _chain():
 
 if os.environ.get(jax_cache_harness_hook.RECORD_VAR):
     jax_cache_harness_hook.install()
+if os.environ.get(jax_cache_harness_hook.JOB_PROCESSES_VAR):
+    jax_cache_harness_hook.install_job()
 _chain()

@@ -1,0 +1,83 @@
+"""Multi-process cells with real releases: each run one job of two processes on this machine, each with
+its own hash seed (docs/multi-process.md)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+def check(argv, out: Path, capsys):
+    code = cli.main(["check", *argv, "--processes", "2", "--out", str(out), "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return json.loads((run_dir / "results.json").read_text()), run_dir
+
+
+def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
+    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "3"], tmp_path, capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert cell["processes"] == 2
+    for run in cell["runs"]:
+        assert [r["rank"] for r in run["ranks"]] == [0, 1]
+        assert all(r["joined"] for r in run["ranks"])
+        assert len({r["seed"] for r in run["ranks"]}) == 2  # each process its own hash seed
+    assert cell["seeds"]["ranks"] == [[r["seed"] for r in run["ranks"]] for run in cell["runs"]]
+    job = cell["job"]
+    assert job["writers"] == [0]  # JAX writes from process 0 only
+    assert [p["verdict"] for p in job["per_process"]] == ["clean", "clean"]
+
+
+def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_path, capsys):
+    data, run_dir = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "--runs", "6",
+                           "--timeout", "120"], tmp_path, capsys)
+    verdicts = {c["jax_version"]: c for c in data["cells"]}
+    broken, fixed = verdicts["0.8.1"], verdicts["0.8.2"]
+    assert broken["verdict"] == "reproduced", broken["reason"]
+    assert "computed different keys" in broken["reason"] or "new key" in broken["reason"]
+    if "rank_split" in broken:
+        assert broken["rank_split"]["module"] == "jit_loss"
+        assert "computation" in broken["rank_split"]["components"]
+    assert fixed["verdict"] == "clean", fixed["reason"]
+    assert "accelerator_config" in fixed["job"]["host_components"]
+    report = (run_dir / "report.md").read_text()
+    assert "processes" in report
+
+
+def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsys, write):
+    script = write("never_joins.py", "import os, time\nimport jax\n"
+                                     "if os.environ['HARNESS_JOB_RANK'] == '1':\n"
+                                     "    open(os.environ['PID_FILE'] + '.' + str(os.getpid()), 'w').close()\n"
+                                     "    time.sleep(3600)\n"
+                                     "jax.distributed.initialize()\nprint(jax.device_count())\n")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20",
+                     "--env", f"PID_FILE={pids / 'sleeper'}"], tmp_path / "out", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "error", cell["reason"]
+    assert "processes did not finish" in cell["reason"]
+    for run in cell["runs"]:
+        assert run["timed_out"]
+        assert 20 <= run["duration_s"] < 60
+    sleepers = [int(p.name.rsplit(".", 1)[1]) for p in pids.iterdir()]
+    assert sleepers
+    for pid in sleepers:  # every process of every job is gone
+        assert not Path(f"/proc/{pid}").exists(), f"process {pid} was left behind"
+
+
+def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
+    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.4.31", "--runs", "2",
+                     "--timeout", "60"], tmp_path, capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "unsupported", cell["reason"]
+    assert "cannot run a 2-process job here" in cell["reason"]
