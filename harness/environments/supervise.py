@@ -55,8 +55,8 @@ def write_all(fd, data):
 # JAX's cache log (harness/jaxlog.py reads it): a line holding one of these is kept however much output
 # is cut around it, as the verdict and the attribution read it. The same list as jaxlog's _MARKERS (a
 # test says so); copied, as this file runs alone on the standard library.
-CACHE_LINE_MARKERS = (b"get_cache_key", b"ompilation cache", b"persistent cache entry", b"to compile",
-                      b"XLA flag in cache key")
+CACHE_LINE_MARKERS = (b"get_cache_key", b"ompilation cache", b"COMPILATION CACHE MISS", b"persistent cache entry",
+                      b"to compile", b"XLA flag in cache key")
 NOTE_PREFIX = b"[harness: "  # how the harness's own notes in a log begin (jaxlog.capped keeps them too)
 MAX_LINE = 1 << 16  # of a line without end in the cut part, only its last this many bytes are looked at
 
