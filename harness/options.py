@@ -251,7 +251,7 @@ OPTIONS: tuple[Option, ...] = (
            SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),
     Option("processes", ("--processes",), "each run one job of N processes on this machine, each with its own "
            "hash seed, the devices split between them (replaces the config's processes; docs/multi-process.md)",
-           SWEEPING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", identity=True, example=("2",)),
+           SWEEPING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", example=("2",)),  # the config says it
     Option("baseline", ("--baseline",), "results folder (or results.json) to compare with",
            _commands("nightly", "compare"), Group.INPUT, type=Path, required=True, example=("results/baseline",)),
     Option("config_versions", ("--config-versions",),
