@@ -191,14 +191,16 @@ def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_scr
     write("fake/jax/_src/__init__.py", "")
     write("fake/jax/_src/config.py", FAKE_CONFIG)
     write("fake/jax/_src/compilation_cache.py", FAKE_CACHE + "_cache_initialized = True\n_cache = None\n")
-    script = write("script.py", "import os, jax\nfrom jax._src import compilation_cache as cc\n"
+    script = write("script.py", "import os, sys, subprocess, jax\nfrom jax._src import compilation_cache as cc\n"
                                 "print(os.environ.get('JAX_COMPILATION_CACHE_DIR'))\n"
                                 "cc.set_cache_dir('/jaxcache')\n"
-                                "print(jax.config._read('jax_compilation_cache_dir'))\n")
+                                "print(jax.config._read('jax_compilation_cache_dir'))\n"
+                                "if len(sys.argv) == 1:\n"  # a process it starts is redirected too
+                                "    sys.stdout.flush(); subprocess.run([sys.executable, __file__, 'child'])\n")
     env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": "hook", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["None", CELL]
-    (setting,) = parse_record((tmp_path / "r.jsonl").read_text()).settings
-    assert (setting.requested, setting.applied) == ("/jaxcache", CELL)
-    assert setting.cache_then == {"initialized": True, "path": None}
+    assert out.stdout.split() == ["None", CELL, "None", CELL]
+    settings = parse_record((tmp_path / "r.jsonl").read_text()).settings
+    assert [(s.requested, s.applied) for s in settings] == [("/jaxcache", CELL)] * 2
+    assert settings[0].cache_then == {"initialized": True, "path": None}

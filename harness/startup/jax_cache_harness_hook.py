@@ -32,6 +32,8 @@ TARGET_VAR = "JAX_COMPILATION_CACHE_DIR"  # the cell's cache folder, as this pro
 # at start-up, and the folder is the cell's only where the script sets one.
 FOLDER_VAR = "HARNESS_CACHE_FOLDER"
 HOOK_ONLY = "hook"
+# Where hook-only mode keeps the cell's folder, so that processes the script starts redirect theirs too.
+KEPT_TARGET_VAR = "HARNESS_CACHE_TARGET"
 
 CACHE_DIR = "jax_compilation_cache_dir"
 ENABLE = "jax_enable_compilation_cache"
@@ -256,7 +258,9 @@ def install():
     """Watch for jax's config module; record what the script sets and what JAX used at exit. In
     hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""
     if os.environ.get(FOLDER_VAR) == HOOK_ONLY:
-        target = os.environ.pop(TARGET_VAR, None)
+        target = os.environ.pop(TARGET_VAR, None) or os.environ.get(KEPT_TARGET_VAR)
+        if target:
+            os.environ[KEPT_TARGET_VAR] = target
     else:
         target = os.environ.get(TARGET_VAR)
     hook = _Hook(os.environ[RECORD_VAR], target, os.environ.get(THRESHOLDS_VAR, "script"),
