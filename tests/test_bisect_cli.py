@@ -41,8 +41,8 @@ class FakeBackend(Backend):
 def backend(monkeypatch):
     fake = FakeBackend(EnvironmentUnavailable("no environments in this test"))
     index = SimpleNamespace(releases=INDEX.releases, release_date=lambda version: None)
-    monkeypatch.setattr(service, "PyPIIndex", lambda: index)
-    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: index)
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     return fake
 
 
@@ -163,7 +163,7 @@ class InterruptedBackend(FakeBackend):
 
 def test_an_interrupted_bisection_resumes_with_every_option_it_was_given(capsys, tmp_path, monkeypatch, backend):
     fake = InterruptedBackend(EnvironmentUnavailable("unused"))
-    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     pythons = tmp_path / "my pythons"
     code, _, err = bisect(["--python-search", str(pythons), "--jobs", "1", "--cache-thresholds", "script",
                            "--out", str(tmp_path / "out")], capsys)

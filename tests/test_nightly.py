@@ -8,6 +8,7 @@ from harness import cli, service
 from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 from harness.table import render, summary_line
+from harness.results import RunStatus
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 
@@ -87,8 +88,8 @@ def fake_sweep(monkeypatch, tmp_path):
     def sweep(config, options, progress, more=None):
         seen["versions"] = options.versions
         cells = [cell("0.4.30", Verdict.REPRODUCED)]
-        return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, service.RunStatus.COMPLETE)
-    monkeypatch.setattr(service, "sweep", sweep)
+        return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, RunStatus.COMPLETE)
+    monkeypatch.setattr(service.watching, "sweep", sweep)
     return seen
 
 

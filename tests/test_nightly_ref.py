@@ -90,9 +90,9 @@ def nightly(fake_jax, tmp_path, monkeypatch):
     config.write_text(f"name: fake\nrepro: {script}\njax_versions: ['0.1.2']\nplatform: auto\n"
                       "device_count: 1\nruns: 6\ntimeout_s: 60\n")
     backend = ReleaseBackend(fake_jax["repo"], tmp_path / "releases")
-    monkeypatch.setattr(service, "PyPIIndex", FakeIndex)
-    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(backend, "test"))
-    monkeypatch.setattr(service, "DEFAULT_SOURCES", tmp_path / "commits")
+    monkeypatch.setattr(service.measurement, "PyPIIndex", FakeIndex)
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(backend, "test"))
+    monkeypatch.setattr(service.watching, "DEFAULT_SOURCES", tmp_path / "commits")
 
     def main(*argv):
         return cli.main(list(argv))

@@ -40,8 +40,8 @@ class FakeBackend(Backend):
 @pytest.fixture
 def backend(monkeypatch):
     fake = FakeBackend({})
-    monkeypatch.setattr(service, "PyPIIndex", lambda: INDEX)
-    monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     return fake
 
 

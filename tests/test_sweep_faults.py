@@ -57,7 +57,7 @@ def sweep(monkeypatch, tmp_path, write):
     config = write("c.yaml", CONFIG)
 
     def run(backend: Backend, *extra: str) -> int:
-        monkeypatch.setattr(service, "make_backend", lambda name, options: BackendChoice(backend, "test"))
+        monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(backend, "test"))
         return cli.main(["run", str(config), "--backend", "local", "--seeds", "random", "--quiet",
                          "--out", str(tmp_path / "out"), *extra])
     return run

@@ -1,0 +1,120 @@
+"""`harness bisect`: the releases (then commits) where a regression appears and where it is fixed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from harness.bisect import report as bisect_report
+from harness.bisect.bisection import Bisection
+from harness.bisect.commits import GitRepo
+from harness.bisect.state import BisectState
+from harness.config import Config, load_config
+from harness.environments import BackendName
+from harness.errors import UserError
+from harness.files import write_atomic
+from harness.identity import SweepIdentity
+from harness.options import Given
+from harness.progress import Progress
+from harness.pythons import PythonChooser
+from harness.results import (RunStatus)
+from harness.seeds import SeedPlanner
+from harness.versions import (PyPIIndex, check_syntax, is_specifier, resolve)
+from harness.writer import ResultsWriter
+from harness.service.measurement import (finish, jobs_for, open_backend, results_header, say_left_out,
+                                         version_entries, with_processes)
+from harness.service.options import BisectOptions
+from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
+
+
+# Spelled even at their defaults: a bisection's line says how it was searched, for the reader of bisect.md.
+BISECT_SPELLED = ("seeds", "backend", "out")
+
+
+def bisect_command(config_path: Path, options: BisectOptions) -> str:
+    """The command that reproduces (and resumes) this bisection: every option it was given (endpoints as
+    resolved), spelled by the options' one declaration."""
+    given = options.given or Given("bisect", {})
+    values = {"config": config_path, "good": options.good, "bad": options.bad, "versions": options.versions,
+              "jax_repo": options.jax_repo, "seeds": options.seeds, "runs": options.runs,
+              "backend": options.backend, "out": options.out}
+    if options.given is None:  # built by hand: what the fields say
+        values.update(jobs=options.jobs, python=options.python, python_search=options.pythons.search,
+                      install_python=options.pythons.install, cache_thresholds=options.cache_thresholds,
+                      rebuild=options.rebuild)
+    # --fresh starts over once; the line resumes what it started.
+    return given.with_values(**values, fresh=False).line(always=BISECT_SPELLED)
+
+
+def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
+                   pythons: PythonChooser | None, progress: Progress) -> tuple[list[str], BisectOptions]:
+    """The releases to bisect, and the options with --good/--bad as the index spells them."""
+    entries, source = version_entries(config, options.versions)
+    entries = list(entries)
+    endpoints = {}
+    for flag, value in (("--good", options.good), ("--bad", options.bad)):
+        if value is None:
+            continue
+        if check_syntax(value) or is_specifier(value):
+            raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.26")
+        # Resolved on its own so that an unknown release is blamed on the flag, not on the config;
+        # kept as the index spells it (0.4.26, not 0.4.26.0).
+        release = resolve((value,), index, source=flag, pythons=pythons).versions[0]
+        endpoints[flag[2:]] = release
+        entries.append(release)
+    options = replace(options, **endpoints)
+    versions = say_left_out(resolve(tuple(entries), index, source=source, pythons=pythons), progress)
+    if options.good and options.bad and versions.index(options.good) >= versions.index(options.bad):
+        raise UserError(f"--good {options.good} must be an earlier release than --bad {options.bad}")
+    return versions, options
+
+
+def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
+    """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
+    appears and where it is fixed; resumable from its state."""
+    config = with_processes(load_config(config_path), options.processes)
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
+    if options.backend == BackendName.LOCAL:
+        raise UserError("--backend local has one JAX version; bisection needs venv or docker")
+    if options.jax_repo is not None and options.backend != BackendName.VENV:
+        # A commit's jax/ goes on PYTHONPATH as a host path, which a container cannot see.
+        raise UserError("--jax-repo: commit bisection runs with --backend venv")
+    if options.shard:
+        raise UserError("--shard: a bisection cannot be split; each step depends on the last")
+    # Checked now, not after the release bisection has been measured and written.
+    repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
+    choice, index = open_backend(config, options)
+    # Releases no Python here can run are left out (each named), as `harness run` does.
+    versions, options = _release_range(config, options, index, choice.backend.pythons, progress)
+    if repo is not None:  # a git repository, but is it jax's, with its release tags?
+        repo.release_commit(options.good or versions[0])
+    choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
+    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
+    command = bisect_command(config_path, options)
+    jax_repo = str(repo.path.resolve()) if repo else None
+    jobs = jobs_for(config, options, progress)
+    header = results_header(command, config, versions, choice, {
+        "runs": options.runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
+        "good": options.good, "bad": options.bad, "jax_repo": jax_repo})
+    # The same sweep, searched between the same endpoints the same way, finds its recorded state.
+    search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
+    identity = SweepIdentity.of(header.to_json())
+    folder = options.out / f"bisect-{config.name}-{identity.key(**search)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)
+    if state.resumed:
+        progress.say(f"resuming: {len(state.points)} point(s) recorded in {state.path}")
+    writer = ResultsWriter(folder, header)
+    progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
+                 f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
+    bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),
+                          state, writer, progress, jobs=jobs.count, good=options.good, bad=options.bad,
+                          jax_repo=repo)
+    status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
+                              if found.releases.problem is None else RunStatus.PROBLEM)
+    text = ""
+    if outcome is not None:
+        text = bisect_report.text(outcome, command)
+        write_atomic(folder / BISECT_REPORT_FILE, text + "\n")
+    return BisectOutcome(folder, status, command, state.path, len(state.points), outcome, text)

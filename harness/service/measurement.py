@@ -1,0 +1,116 @@
+"""The one place a measurement is opened (backend, versions, checks, jobs, header) and finished (its
+status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, TypeVar
+
+from harness.config import Config, processes_problem
+from harness.environments import BackendChoice, BackendOptions, make_backend
+from harness.environments import interpreters
+from harness.errors import UserError
+from harness.parallelism import Jobs, choose_jobs, usable_cores
+from harness.progress import Progress
+from harness.results import (ResultsHeader, RunStatus, host_facts)
+from harness.versions import (PyPIIndex, Resolution, check_syntax, matches, release_pythons,
+                              resolve)
+from harness.writer import ResultsWriter
+from harness.service.options import MeasureOptions
+
+
+T = TypeVar("T")
+
+def open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
+    index = PyPIIndex()  # asks the network only when a version is resolved or dated
+    return make_backend(options.backend, _backend_options(config, options, index)), index
+
+
+def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) -> BackendOptions:
+    search = options.pythons.search
+    return BackendOptions(rebuild=options.rebuild, python=options.python, docker=config.docker,
+                          release_date=index.release_date, python_pin=config.python,
+                          interpreters=lambda: interpreters.discover(search),
+                          wheel_pythons=lambda platforms: release_pythons(index, platforms),
+                          install_python=interpreters.install_with_uv if options.pythons.install else None,
+                          requirements=config.requirements)
+
+
+def jobs_for(config: Config, options: MeasureOptions, progress: Progress) -> Jobs:
+    """The runs at once (--jobs, or auto from the cores and the platform), said and then recorded."""
+    jobs = choose_jobs(options.jobs, config.platform, usable_cores())
+    progress.say(jobs.line())
+    return jobs
+
+
+def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:
+    for line in resolution.notes() if progress else ():
+        progress.say(line)
+    return resolution.versions
+
+
+def results_header(command: str, config: Config, versions: list[str], choice: BackendChoice,
+            options: dict) -> ResultsHeader:
+    """The results document's header: what was measured, how, where."""
+    return ResultsHeader(command=command, config=config.to_json(), versions=versions,
+                         options={**options, "backend": choice.backend.name, "backend_reason": choice.why},
+                         host=host_facts(choice.backend.describe()))
+
+
+def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],
+            new_folder: bool = False) -> tuple[RunStatus, T | None]:
+    """Run `measure` and record how it ended in the results: Ctrl-C (or SIGTERM) gives `interrupted`
+    (what was measured stays), a failure of the harness `failed` (and goes on up), otherwise
+    `status(what it returned)`. Bad input found late in a `new_folder` that holds no cell yet (a
+    backend that cannot run) removes the folder: bad input leaves nothing written."""
+    try:
+        value = measure()
+    except KeyboardInterrupt:
+        writer.finish(RunStatus.INTERRUPTED)
+        return RunStatus.INTERRUPTED, None
+    except UserError:
+        if new_folder and not writer.cells:
+            writer.discard()
+        else:
+            writer.finish(RunStatus.FAILED)
+        raise
+    except BaseException:
+        try:
+            writer.finish(RunStatus.FAILED)  # what was measured stays; the status says it did not end well
+        except OSError:
+            pass  # a full disk: results.json keeps what the last cell wrote; the first error is the news
+        raise
+    ended = status(value)
+    writer.finish(ended)
+    return ended, value
+
+def with_processes(config: Config, processes: int | None) -> Config:
+    """The config with --processes in place of its processes:, checked as the key is."""
+    if processes is None or processes == config.processes:
+        return config
+    problem = processes_problem(processes, config.device_count, config.platform, config.repro)
+    if problem:
+        raise UserError(f"--processes {processes}: {problem}")
+    return replace(config, processes=processes)
+
+
+def version_entries(config: Config, versions: tuple[str, ...] | None) -> tuple[tuple[str, ...], str]:
+    """The version entries to resolve (--versions over the config's) and where they came from."""
+    if not versions:
+        return config.jax_versions, f"{config.source}: jax_versions"
+    for entry in versions:
+        problem = check_syntax(entry)
+        if problem:
+            raise UserError(f"--versions: {problem}")
+    return tuple(versions), "--versions"
+
+def sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: BackendChoice,
+                    index: PyPIIndex, progress: Progress | None) -> list[str]:
+    entries, source = version_entries(config, versions)
+    installed = choice.backend.installed_version()
+    if installed is not None:  # a backend with one JAX (local) measures that one, if the config names it
+        if any(matches(e, installed) for e in entries):
+            return [installed]
+        raise UserError(f"{source}: the local interpreter has jax {installed}, which "
+                        f"{', '.join(entries)} does not include (pass --versions {installed})")
+    return say_left_out(resolve(entries, index, source=source, pythons=choice.backend.pythons), progress)

@@ -1,0 +1,92 @@
+"""The typed options each command's service takes: filled from what was given (harness/options.py
+declares every flag once; `from_given` fills a field named as an option's dest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.confidence import SeedStrategy
+from harness.environments import BackendName
+from harness.model import ThresholdMode
+from harness.options import DEFAULT_RESULTS, Given
+from harness.shards.select import Shard
+
+
+@dataclass(frozen=True)
+class PythonOptions:
+    """Where to look for the Pythons that releases need besides the harness's own (harness/pythons.py)."""
+
+    # --python-search: interpreters, or folders holding them
+    search: tuple[Path, ...] = field(default=(), metadata={"option": "python_search"})
+    # --install-python: let uv download a Python none here has (off: it downloads)
+    install: bool = field(default=False, metadata={"option": "install_python"})
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """What every measuring command takes (run, check, nightly, bisect)."""
+
+    backend: BackendName = BackendName.VENV
+    versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
+    runs: int | None = None  # replaces the config's runs
+    jobs: int | None = None  # runs at once; None: auto (harness/parallelism.py)
+    out: Path = DEFAULT_RESULTS
+    rebuild: bool = False
+    python: str | None = None  # --backend local: the interpreter
+    seeds: SeedStrategy = SeedStrategy.CHOSEN
+    shard: Shard | None = None
+    pythons: PythonOptions = PythonOptions()
+    cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
+    # The command as parsed (harness/options.py): every command line printed for it is spelled from this.
+    given: Given | None = field(default=None, compare=False)
+    processes: int | None = None  # replaces the config's processes (a multi-process job per run)
+
+
+@dataclass(frozen=True)
+class SweepOptions(MeasureOptions):
+    all_runs: bool = False  # every run even after a cell reproduced
+    resume: Path | None = None  # finish the sweep of this results folder
+    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header records it
+
+
+@dataclass(frozen=True)
+class SubmitOptions(MeasureOptions):
+    """`harness submit`: the sweep's options (as for run) and what each Slurm task asks for."""
+
+    shards: int = 1
+    all_runs: bool = False
+    partition: str | None = None  # None: the cluster's default
+    cpus_per_task: int | None = None  # None: --jobs (each parallel run has a core)
+    time: str | None = None  # Slurm's format; None: the scripts' default
+    sbatch_args: tuple[str, ...] = ()  # more #SBATCH lines, e.g. --account=lab
+    only_shards: tuple[int, ...] = ()  # re-submit these into the folder `out` names
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BisectOptions(MeasureOptions):
+    good: str | None = None
+    bad: str | None = None
+    jax_repo: Path | None = None
+    fresh: bool = False
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """How `harness check` runs the user's code: a module instead of the script, arguments, environment
+    additions, working folder (validated as a config's module/args/env/cwd keys)."""
+
+    module: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    # The script's requirements besides those in its inline metadata: --with strings, --requirements files.
+    with_requirements: tuple[str, ...] = ()
+    requirements_files: tuple[Path, ...] = ()
+
+@dataclass(frozen=True)
+class JaxRef:
+    """nightly --jax-repo PATH --ref REF: the jax commit measured beside the releases."""
+
+    repo: Path
+    ref: str = "main"

@@ -1,0 +1,56 @@
+"""Commands that only read results (and the index): `harness versions`, `report`, `merge`."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from harness.config import load_config
+from harness.errors import UserError
+from harness.pythons import PythonVersion
+from harness.report import write_report
+from harness.results import (load_results,
+                             new_run_dir, results_folder)
+from harness.shards.merge import merge_documents
+from harness.versions import (Resolution, resolve)
+from harness.writer import write_files
+from harness.service.measurement import open_backend, version_entries
+from harness.service.options import MeasureOptions, PythonOptions
+from harness.service.outcomes import MergeOutcome
+
+
+MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
+
+def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str | None,
+                  pythons: PythonOptions = PythonOptions()) -> Resolution:
+    """`harness versions`: the releases a config (or --versions) resolves to, each with the Python its
+    venv would use (`python`, "3.N", pins one as the config's python: does)."""
+    config = load_config(config_path)
+    if python:
+        try:
+            config = replace(config, python=PythonVersion.parse(python))
+        except ValueError as exc:
+            raise UserError(f"--python-version: {exc}") from None
+    entries, source = version_entries(config, versions)
+    choice, index = open_backend(config, MeasureOptions(pythons=pythons))
+    return resolve(entries, index, source=source, pythons=choice.backend.pythons)
+
+def report(results: Path) -> Path:
+    """`harness report RESULTS`: report.md written again from the folder's results.json."""
+    return write_report(results_folder(results))
+
+
+def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
+    """`harness merge`: the shards' folders joined into one (refused, before anything is written,
+    when they are not shards of one sweep)."""
+    folders = [results_folder(f) for f in folders]
+    merged = merge_documents([(str(f), load_results(f)) for f in folders], command)
+    out = new_run_dir(out_root, f"{merged.header.config.get('name', 'sweep')}-merged")
+    for folder in folders:
+        for name in MERGE_COPIED:
+            if (folder / name).is_dir():
+                # Slugs name cells, and each cell is in one shard: the trees do not collide.
+                shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
+    write_files(out, merged)
+    return MergeOutcome(out, merged.cells)

@@ -1,0 +1,142 @@
+"""`harness submit`: a sweep as a Slurm array of shard tasks and a merge job after them."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.config import load_config
+from harness.errors import UserError
+from harness.options import Given, options_for, parse
+from harness.progress import Progress
+from harness.slurm import submission
+from harness.slurm.jobs import Resources, SweepJobs, check_time
+from harness.slurm.scheduler import Slurm
+from harness.sweep import plan_cells
+from harness.service.measurement import open_backend, sweep_versions, with_processes
+from harness.service.options import SubmitOptions
+from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
+
+
+# Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
+SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
+
+# What a shard task sets itself (its shard and folder: the job script), or must not (a task is quiet).
+_TASK_OWN = ("config", "shard", "out", "resume", "quiet")
+# Spelled even at their defaults: the tasks run as the submitter's harness chose, whatever theirs defaults to.
+TASK_SPELLED = ("versions", "runs", "jobs", "backend", "seeds")
+
+
+def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[str, ...]:
+    """`harness run` options of every shard task: each option `submit` was given that `run` takes too,
+    versions and runs resolved, paths absolute (the tasks may start elsewhere)."""
+    given = options.given
+    values = dict(given.values) if given is not None else {
+        "jobs": options.jobs, "backend": options.backend, "seeds": options.seeds, "all_runs": options.all_runs,
+        "python": options.python, "python_search": options.pythons.search,
+        "install_python": options.pythons.install, "cache_thresholds": options.cache_thresholds}
+    run_dests = {o.dest for o in options_for("run")} - set(_TASK_OWN)
+    task = Given("run", {k: v for k, v in values.items() if k in run_dests})
+    task = task.with_values(versions=tuple(versions), runs=runs, jobs=options.jobs)
+    return tuple(task.words(always=TASK_SPELLED, absolute=True)[1:])
+
+
+def _same_task_options(recorded: list[str], now: tuple[str, ...]) -> bool:
+    """Whether two shard tasks' `harness run` options mean the same, however each was spelled."""
+    try:
+        return parse(["run", "CONFIG", *recorded])[0] == parse(["run", "CONFIG", *now])[0]
+    except SystemExit:  # words this harness does not read: not the same
+        return False
+
+
+def _check_submit_options(options: SubmitOptions) -> None:
+    if options.shard is not None:
+        raise UserError("--shard: submit cuts the sweep itself; use --shards N (and --only-shards I to re-submit)")
+    if options.rebuild:
+        raise UserError("--rebuild: not with submit (every task would rebuild the environments it shares with "
+                        "the others); remake them with `make clean-envs` or `harness run --rebuild` on one node")
+    if options.time is not None and (problem := check_time(options.time)):
+        raise UserError(f"--time: {problem}")
+    outside = [i for i in options.only_shards if not 1 <= i <= options.shards]
+    if outside:
+        raise UserError(f"--only-shards {outside[0]}: shards are numbered 1 to {options.shards}")
+    if options.partition is not None and not options.partition.strip():
+        raise UserError("--partition: empty name")
+
+
+def plan_submission(config_path: Path, options: SubmitOptions,
+                    progress: Progress | None = None) -> tuple[SweepJobs, dict]:
+    """The job scripts and the submission record; UserError, with nothing written, for bad input.
+    `progress` hears of the releases left out because no Python here can run them."""
+    _check_submit_options(options)
+    config = with_processes(load_config(config_path), options.processes)
+    runs = options.runs or config.runs
+    record = None
+    if options.only_shards:  # the folder's sweep: its versions, unless named again
+        record = submission.read_submission(options.out.absolute())
+        versions = list(options.versions) if options.versions else record["versions"]
+        sweep_dir = options.out.absolute()
+    else:
+        choice, index = open_backend(config, options)
+        versions = sweep_versions(config, options.versions, choice, index, progress)
+        cells = len(plan_cells(config, versions))
+        if options.shards > cells:
+            raise UserError(f"--shards {options.shards}: the sweep has only {cells} cell(s); "
+                            f"use at most {cells} shards")
+        # Named for a dry run; the real folder is made at submission (this name, or it with a suffix).
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        sweep_dir = (options.out / f"{stamp}-{config.name}-slurm").absolute()
+    resources = Resources.for_config(
+        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
+        time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args)
+    jobs = SweepJobs(name=config.name, sweep_dir=sweep_dir, harness=(sys.executable, "-m", "harness"),
+                     config=config_path.absolute(), shards=options.shards,
+                     sweep_args=_task_args(options, versions, runs), resources=resources, workdir=Path.cwd(),
+                     env=tuple((k, os.environ[k]) for k in SUBMIT_PASSES_ON if os.environ.get(k)))
+    if record is None:
+        record = submission.new_record(jobs, versions)
+    else:
+        if _same_task_options(record.get("sweep_args") or [], jobs.sweep_args):
+            jobs = replace(jobs, sweep_args=tuple(record["sweep_args"]))  # as an earlier release spelled them
+        submission.check_same_submission(record, jobs)
+    return jobs, record
+
+
+def submit(config_path: Path, options: SubmitOptions, dry_run: bool = False,
+           slurm: Slurm | None = None, progress: Progress | None = None) -> SubmitOutcome:
+    """`harness submit`: the sweep as a Slurm array of shard tasks and a merge job after them."""
+    jobs, record = plan_submission(config_path, options, progress)
+    if dry_run:
+        return SubmitOutcome(jobs, None)
+    slurm = slurm or Slurm()
+    slurm.check(options.partition)
+    again = bool(options.only_shards)
+    before = frozenset(submission.merged_folders(jobs.sweep_dir)) if again else frozenset()
+    # Resources given again with --only-shards: sbatch's command line overrides the script's lines.
+    overrides = ([f"--time={options.time}"] if options.time else []) + \
+        ([f"--cpus-per-task={options.cpus_per_task}"] if options.cpus_per_task else []) + \
+        ([f"--partition={options.partition}"] if options.partition else []) + list(options.sbatch_args)
+    done = submission.submit(slurm, jobs, record, options.out, only_shards=options.only_shards,
+                             overrides=tuple(overrides) if again else (),
+                             command=shlex.join(["harness", *options.argv]))
+    return SubmitOutcome(jobs, done, before)
+
+
+def wait_submission(submitted: SubmitOutcome, progress: Progress, slurm: Slurm | None = None,
+                    poll_s: float = 3.0) -> SubmitWaitOutcome:
+    """`harness submit --wait`: follow the jobs until the merge job has ended, then read its results."""
+    done = submitted.submitted
+    submission.follow(slurm or Slurm(), done, progress.say, poll_s)
+    folder = submission.newest_merge(done.sweep_dir, exclude=set(submitted.merged_before))
+    if folder is None:
+        return SubmitWaitOutcome(None)
+    merged = submission.read_merge(folder)
+    again = None
+    if not merged.complete and merged.unfinished:
+        again = submission.resubmit_command(submission.read_submission(done.sweep_dir), done.sweep_dir,
+                                            merged.unfinished)
+    return SubmitWaitOutcome(merged, again)

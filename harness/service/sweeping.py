@@ -1,0 +1,136 @@
+"""`harness run` and `harness check`: sweep a config's cells (or a shard, or what an interrupted sweep
+still lacks), and the line that resumes it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from harness.confidence import runs_for_target
+from harness.config import CHECK_SOURCE, Config, load_config, parse_config
+from harness.dependencies import parse_requirements, read_requirements_file
+from harness.errors import UserError
+from harness.model import Platform
+from harness.options import DEFAULT_RESULTS, Given, parse
+from harness.progress import Progress
+from harness.results import (RunStatus, load_results,
+                             lock_results_folder, new_run_dir, results_file, results_folder, utc_now)
+from harness.resume import check_same_sweep, finished_cells, still_to_measure
+from harness.seeds import SeedPlanner
+from harness.sweep import Sweep, plan_cells
+from harness.versions import (LATEST, PyPIIndex)
+from harness.writer import ResultsWriter
+from harness.service.measurement import finish, jobs_for, open_backend, results_header, sweep_versions, with_processes
+from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
+from harness.service.outcomes import SweepOutcome
+
+
+def given_of(options: MeasureOptions, argv: tuple[str, ...] = ()) -> Given | None:
+    """The command as parsed: the options' own, or (for a caller that built them by hand) `argv` read
+    by the same parser."""
+    if options.given is not None:
+        return options.given
+    return parse(list(argv))[0] if argv else None
+
+
+def resume_command(given: Given, run_dir: Path) -> str:
+    """The command `given` again, continuing in `run_dir` (an earlier --resume replaced, --out dropped)."""
+    return given.with_values(out=DEFAULT_RESULTS, resume=run_dir).line()
+
+
+def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOutcome:
+    """`harness run CONFIG`."""
+    return sweep(load_config(config_path), options, progress)
+
+def check_config(script: Path | None, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
+                 runs: int | None, timeout_s: float, how: ScriptRun = ScriptRun()) -> Config:
+    """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
+    other."""
+    if how.module is None:
+        if script is None or not script.is_file():
+            raise UserError(f"{script}: no such script")
+        stem, target = script.stem, {"repro": str(script.resolve())}
+    else:
+        stem, target = how.module, {"module": how.module}
+    requirements = parse_requirements(how.with_requirements, "--with")  # a bad one names the flag
+    for file in how.requirements_files:
+        if not file.is_file():
+            raise UserError(f"--requirements: {file}: no such file")
+        requirements += read_requirements_file(file, "--requirements")
+    data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"),
+            **target, "jax_versions": list(versions or [LATEST]),
+            "platform": str(platform), "device_count": device_count,
+            # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
+            "runs": runs or runs_for_target(), "timeout_s": timeout_s, "requirements": requirements.to_json()}
+    if how.args:
+        data["args"] = list(how.args)
+    if how.env:
+        data["env"] = dict(how.env)
+    if how.cwd is not None:
+        data["cwd"] = str(how.cwd.resolve())
+    return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
+
+
+def sweep(config: Config, options: SweepOptions, progress: Progress,
+          more: Callable[[Sweep, PyPIIndex], object] | None = None) -> SweepOutcome:
+    """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks);
+    `more`, when given, measures further cells into the same results after them (nightly's commit)."""
+    lock = None
+    if options.resume is not None:
+        # First, before anything is resolved or printed: a folder another process is writing is
+        # refused in one line, and what is read below is what nobody else writes.
+        load_results(options.resume)  # a folder that is no results folder is said so before locking it
+        lock = lock_results_folder(results_folder(results_file(options.resume)))
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
+    config = with_processes(config, options.processes)
+    choice, index = open_backend(config, options)
+    progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    if config.requirements:
+        progress.say(f"the script's requirements, installed with each release as of its date: "
+                     f"{', '.join(config.requirements.items)}")
+    versions = sweep_versions(config, options.versions, choice, index, progress)
+    runs = options.runs or config.runs
+    planned = plan_cells(config, versions)
+    shard = options.shard
+    cells = shard.select(planned) if shard else planned
+    if shard:
+        progress.say(f"shard {shard}: {len(cells)} of {len(planned)} cell(s)")
+    progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
+                 f"up to {runs} runs each")
+
+    choice.backend.check(config.platform, progress.say)
+    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
+    jobs = jobs_for(config, options, progress)
+    header = results_header(shlex.join(["harness", *options.argv]), config, versions, choice,
+                     {"runs": runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
+                      "all_runs": options.all_runs})
+    if shard:
+        header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
+    if options.resume is not None:
+        previous = load_results(options.resume)  # again, now that no other process can be writing it
+        check_same_sweep(previous.header.to_json(), header.to_json(), str(options.resume))
+        kept = finished_cells(previous.cells)
+        cells = still_to_measure(cells, kept)
+        progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
+        run_dir = results_folder(results_file(options.resume))
+        header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
+        writer = ResultsWriter(run_dir, header, cells=kept, lock=lock)
+    else:
+        writer = ResultsWriter(new_run_dir(options.out, config.name), header)
+    progress.say(f"results: {writer.path}")
+    measurement = Sweep(config, choice.backend, writer, progress, jobs=jobs.count,
+                        planner=SeedPlanner(options.seeds, runs=runs),
+                        stop_when_reproduced=not options.all_runs)
+    def measure() -> None:
+        measurement.run(cells)
+        if more is not None:
+            more(measurement, index)
+
+    status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
+    given = given_of(options, options.argv)
+    again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
+    return SweepOutcome(writer.dir, writer.cells, status, again)
