@@ -301,6 +301,15 @@ def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
     return code == 0 and data["status"] == "complete" and runs == 3, f"exit {code}, {data['status']}, {runs} runs"
 
 
+def case_submit_out_with_a_space(h: Harness) -> tuple[bool, str]:
+    """The real Slurm takes the job scripts of a folder named with a space and a %, and the sweep merges."""
+    code, out, err = h.run("submit", "configs/smoke.yaml", "--shards", "2", "--wait", "--quiet",
+                           "--out", str(h.root / "slurm out 100%"))
+    merged = sorted((h.root / "slurm out 100%").glob("*/merged/*/results.json"))
+    status = json.loads(merged[0].read_text())["status"] if merged else "no merged results"
+    return code == 0 and status == "complete", f"exit {code}, merged: {status}"
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -332,6 +341,8 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
                   (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
     cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
+                                                         "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases
 
 
@@ -371,6 +382,8 @@ def main() -> int:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
                        lambda: case_self_signal(h, "docker")),
                       ("SIGTERM to a running sweep (docker)", lambda: case_sigterm(h, "docker"))]
+    if shutil.which("sbatch"):
+        cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):
         cases.append((f"bad input: {name}", lambda argv=argv: one_line(*h.run(*argv, timeout=60)[::2])))
     results = []

@@ -85,7 +85,8 @@ def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
     whole = harness("run", SMOKE, "--out", str(tmp_path / "whole"), "--quiet")
     assert whole.returncode == 0, whole.stderr
 
-    sharded = harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"))
+    # A folder whose name sbatch would split or expand if the scripts did not quote it (issue 27, item 6).
+    sharded = harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm out 100%"))
     assert sharded.returncode == 0, sharded.stderr
     array, merge, folder = submitted(sharded.stdout)
     assert sharded.stdout.strip().splitlines()[-1] == whole.stdout.strip().splitlines()[-1]
@@ -101,6 +102,8 @@ def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
     task_ids = [s["host"]["slurm_job_id"] for s in shards]
     assert completion_states(*task_ids, merge) == {j: "COMPLETED" for j in (*task_ids, merge)}
     assert (folder / "shard.sbatch").is_file() and (folder / "merge.sbatch").is_file()
+    logs = sorted(p.name for p in (folder / "slurm-logs").iterdir())
+    assert logs == sorted([f"shard-1-{array}.out", f"shard-2-{array}.out", f"merge-{merge}.out"])
 
 
 def test_a_bad_partition_submits_nothing(tmp_path):

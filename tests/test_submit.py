@@ -55,6 +55,22 @@ def test_scripts_are_valid_bash_with_the_resources_asked_for(tmp_path):
     assert "--gres" not in merge and "--array" not in merge and "#SBATCH --cpus-per-task=1" in merge
 
 
+def test_a_folder_with_a_space_and_a_percent_is_one_word_of_the_output_line(tmp_path):
+    """Issue 27, item 6: sbatch splits a directive at spaces unless quoted, and expands `%` in its file
+    names: the folder is quoted and its own `%` doubled, the pattern's `%a` / `%j` kept."""
+    j = jobs(tmp_path, sweep_dir=Path('/r/my "results" 100%/s'))
+    shard, merge = j.shard_script(), j.merge_script()
+    assert '#SBATCH --output="/r/my \\"results\\" 100%%/s/slurm-logs/shard-%a-%A.out"' in shard
+    assert '#SBATCH --output="/r/my \\"results\\" 100%%/s/slurm-logs/merge-%j.out"' in merge
+    for script in (shard, merge):
+        assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+
+
+def test_a_directive_with_a_control_character_is_never_written(tmp_path):
+    with pytest.raises(ValueError, match="control character"):
+        jobs(tmp_path, resources=Resources(extra=("--account=a\nb",))).shard_script()
+
+
 def test_resources_follow_the_platform():
     assert Resources.for_config(Platform.CUDA, 8).gpus == 8
     assert Resources.for_config(Platform.CPU, 8).gpus == 0
@@ -148,6 +164,11 @@ def test_config_error_is_refused_before_slurm_is_asked(no_slurm, capsys, tmp_pat
     (["--shards", "2", "--rebuild"], "--rebuild"),
     (["--shards", "2", "--versions", "0.4.99"], "0.4.99"),
     (["--shards", "2", "--partition", " "], "--partition"),
+    # Issue 27, item 3: a newline would start a line of its own in both scripts (and end their directives).
+    (["--shards", "2", "--sbatch-arg", "--account=lab\n#SBATCH --array=9"],
+     "--sbatch-arg '--account=lab\\n#SBATCH --array=9': contains a control character (U+000A)"),
+    (["--shards", "2", "--sbatch-arg=--comment=a\rb"], "control character (U+000D)"),
+    (["--shards", "2", "--partition", "debug\nx"], "--partition 'debug\\nx': contains a control character"),
 ])
 def test_bad_options(argv, fragment, capsys, tmp_path):
     assert_refused(["configs/smoke.yaml", *argv], capsys, tmp_path, fragment)

@@ -14,7 +14,7 @@ from harness.errors import UserError
 from harness.options import Given, options_for, parse
 from harness.progress import Progress
 from harness.slurm import submission
-from harness.slurm.jobs import Resources, SweepJobs, check_time
+from harness.slurm.jobs import Resources, SweepJobs, check_time, directive_problem
 from harness.slurm.scheduler import Slurm
 from harness.sweep import plan_cells
 from harness.service.measurement import open_backend, sweep_versions, with_processes
@@ -66,6 +66,11 @@ def _check_submit_options(options: SubmitOptions) -> None:
         raise UserError(f"--only-shards {outside[0]}: shards are numbered 1 to {options.shards}")
     if options.partition is not None and not options.partition.strip():
         raise UserError("--partition: empty name")
+    # Each of these becomes an #SBATCH line (or part of one) of both job scripts.
+    for flag, text in [("--sbatch-arg", arg) for arg in options.sbatch_args] + [
+            ("--partition", options.partition or ""), ("--out", str(options.out))]:
+        if problem := directive_problem(text):
+            raise UserError(f"{flag} {text!r}: {problem}")
 
 
 def plan_submission(config_path: Path, options: SubmitOptions,

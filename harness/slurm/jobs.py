@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.config import control_character
 from harness.model import Platform
 
 SHARD_SCRIPT = "shard.sbatch"
@@ -32,6 +33,21 @@ def check_time(text: str) -> str | None:
         return (f"{text!r} is not a Slurm time limit (minutes, HH:MM:SS or D-HH:MM:SS, "
                 f"e.g. 90 or 02:00:00)")
     return None
+
+
+def directive_problem(text: str) -> str | None:
+    """None when `text` can be one `#SBATCH` line's words, else what is wrong: a control character (a
+    newline would end the directive and start a script line of its own; sbatch stops reading
+    directives at the first line that is not one, so `--array` below it would be lost)."""
+    found = control_character(text)
+    return f"contains a control character ({found}); an #SBATCH line must be one printable line" if found else None
+
+
+def directive_path(path: Path) -> str:
+    """A path as one word of an #SBATCH line: in double quotes (sbatch splits its directives at spaces,
+    honouring double quotes and backslashes), with `%` doubled (sbatch's file name patterns)."""
+    text = str(path).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return f'"{text}"'
 
 
 def shard_folder(sweep_dir: Path, index: int) -> Path:
@@ -68,13 +84,17 @@ class SweepJobs:
 
     def _header(self, job_name: str, output: str, time: str, gpus: int, cpus: int) -> list[str]:
         res = self.resources
-        lines = [f"#SBATCH --job-name={job_name}", f"#SBATCH --output={self.sweep_dir / LOG_FOLDER / output}",
+        logs = directive_path(self.sweep_dir / LOG_FOLDER)[:-1] + f'/{output}"'  # the pattern's own % kept
+        lines = [f"#SBATCH --job-name={job_name}", f"#SBATCH --output={logs}",
                  f"#SBATCH --cpus-per-task={cpus}", f"#SBATCH --time={time}"]
         if res.partition:
             lines.append(f"#SBATCH --partition={res.partition}")
         if gpus:
             lines.append(f"#SBATCH --gres=gpu:{gpus}")
         lines += [f"#SBATCH {arg}" for arg in res.extra]
+        for line in lines:  # what came from the command line was refused before; this never writes one
+            if problem := directive_problem(line):
+                raise ValueError(f"{line!r}: {problem}")
         return lines
 
     def _prologue(self) -> list[str]:
