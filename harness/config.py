@@ -16,6 +16,7 @@ import yaml
 
 from harness.dependencies import Requirements, parse_requirements, read_requirements_file, script_requirements
 from harness.errors import ConfigError
+from harness.factors import Factor, parse_factors
 from harness.model import Mesh, Platform, ThresholdMode
 from harness.pythons import AUTO, PythonVersion
 from harness.repros import builtin_path
@@ -23,7 +24,7 @@ from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
         "docker", "python", "cache_thresholds", "module", "args", "env", "cwd", "requirements",
-        "requirements_file", "processes"}
+        "requirements_file", "processes", "vary"}
 REQUIRED = {"name", "jax_versions"}  # and one of repro / module
 DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
@@ -89,6 +90,8 @@ class Config:
     requirements: Requirements = Requirements()
     # Each run one job of this many processes on this machine, the devices split between them.
     processes: int = 1
+    # --vary: environment factors each cell also runs under (harness/factors.py); none by default.
+    vary: tuple[Factor, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -122,6 +125,8 @@ class Config:
             data["cwd"] = str(self.cwd)
         if self.processes > 1:  # only then: an older results folder stays the same sweep
             data["processes"] = self.processes
+        if self.vary:  # only when set: a sweep without it keeps its identity
+            data["vary"] = [str(f) for f in self.vary]
         return data
 
 
@@ -319,12 +324,21 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     problem = processes_problem(processes, device_count, platform, repro)
     if problem:
         raise err("processes", problem)
+    vary: tuple[Factor, ...] = ()
+    if data.get("vary") is not None:
+        value = data["vary"]
+        if not isinstance(value, (str, list)):
+            raise err("vary", "must be a list of factor names, or all")
+        try:
+            vary = parse_factors(value)
+        except ValueError as exc:
+            raise err("vary", str(exc)) from None
 
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source, python=None if python == AUTO else python,
                   cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
-                  requirements=requirements, processes=processes)
+                  requirements=requirements, processes=processes, vary=vary)
 
 
 def processes_problem(processes: int, device_count: int, platform: Platform, repro: Repro) -> str | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.confidence import MissBounds, SeedPlan
+from harness.factors import Factor, FactorOutcome
 from harness.jaxlog import RunLog
 
 
@@ -494,6 +495,75 @@ class RunRecord:
                    keys=RunLog.from_json(keys) if keys is not None else None, ranks=ranks)
 
 
+@dataclass
+class FactorResult:
+    """One factor of `--vary`: its run against the cell's reference run (harness/variation.py)."""
+
+    factor: Factor
+    outcome: FactorOutcome
+    reason: str = ""  # the miss in words ("compile_options moved, 3 of 3 modules"), or why not judged
+    components: list[str] = field(default_factory=list)  # key components that moved (JAX's spelling)
+    modules: list[str] = field(default_factory=list)  # the reference's modules it missed
+    modules_total: int = 0  # the reference's modules
+    change: str = ""  # what the run changed, in words (the other path, the variable's value)
+    run: RunRecord | None = None  # None when the factor could not be varied here
+
+    @property
+    def missed(self) -> bool:
+        """A miss under a factor that should not matter: what makes a cell `reproduced`."""
+        return self.outcome == FactorOutcome.MISS
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"factor": str(self.factor), "outcome": str(self.outcome), "reason": self.reason}
+        if self.components:
+            out["components"] = self.components
+        if self.modules or self.modules_total:
+            out.update(modules=self.modules, modules_total=self.modules_total)
+        if self.change:
+            out["change"] = self.change
+        if self.run is not None:
+            out["run"] = self.run.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FactorResult:
+        return cls(Factor(data["factor"]), FactorOutcome(data["outcome"]), data.get("reason", ""),
+                   list(data.get("components", [])), list(data.get("modules", [])),
+                   int(data.get("modules_total", 0)), data.get("change", ""),
+                   RunRecord.from_json(data["run"]) if data.get("run") else None)
+
+
+@dataclass
+class CellVariation:
+    """A cell's `--vary` measurement: the reference run (the cell's first, in the plain environment),
+    one run per factor with its hash seed, and, when a factor missed, a control run: the plain
+    environment with the same seed again, which must hit for a miss to be the factor's."""
+
+    reference_run: int  # index of the cell's run the factors are compared with
+    seed: int  # its hash seed, which every factor run had
+    factors: list[FactorResult] = field(default_factory=list)
+    control: RunRecord | None = None
+    note: str = ""  # why no factor was judged (the reference failed, nothing was cached, the control missed)
+
+    def missed(self) -> list[FactorResult]:
+        return [f for f in self.factors if f.missed]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reference_run": self.reference_run, "seed": self.seed,
+                               "factors": [f.to_json() for f in self.factors]}
+        if self.control is not None:
+            out["control"] = self.control.to_json()
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellVariation:
+        return cls(int(data["reference_run"]), int(data["seed"]),
+                   [FactorResult.from_json(f) for f in data.get("factors", [])],
+                   RunRecord.from_json(data["control"]) if data.get("control") else None, data.get("note", ""))
+
+
 @dataclass(frozen=True)
 class MeasuredCommit:
     """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one, how it was
@@ -548,6 +618,7 @@ class CellResult:
     seed_check: SeedCheck | None = None  # some runs failed, others passed: does the failure follow the seed
     rank_split: RankSplit | None = None  # a job whose processes computed different keys for one module
     job: JobFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
+    variation: CellVariation | None = None  # --vary: the factors' runs against the reference run
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     @property
@@ -613,6 +684,8 @@ class CellResult:
             out["rank_split"] = self.rank_split.to_json()
         if self.job is not None:
             out["job"] = self.job.to_json()
+        if self.variation is not None:
+            out["variation"] = self.variation.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -653,6 +726,7 @@ class CellResult:
             seed_check=SeedCheck.from_json(data["seed_check"]) if data.get("seed_check") else None,
             rank_split=RankSplit.from_json(data["rank_split"]) if data.get("rank_split") else None,
             job=JobFacts.from_json(data["job"]) if data.get("job") else None,
+            variation=CellVariation.from_json(data["variation"]) if data.get("variation") else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -661,4 +735,4 @@ _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "r
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
                 "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-                "seed_check", "processes", "rank_split", "job"}
+                "seed_check", "processes", "rank_split", "job", "variation"}

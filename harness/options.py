@@ -31,6 +31,7 @@ from harness.confidence import SeedStrategy
 from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.environments import BackendName
 from harness.errors import ExitCode
+from harness.factors import Factor, parse_factors
 from harness.model import Platform, ThresholdMode
 from harness.shards.select import parse_shard
 
@@ -73,6 +74,14 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError("must be a positive, finite number of seconds")
     return value
+
+
+def factors(text: str) -> tuple[Factor, ...]:
+    """--vary: `cache-path,cwd` or `all` (harness/factors.py)."""
+    try:
+        return parse_factors(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _spell_jobs(value: int | None) -> str:
@@ -215,6 +224,10 @@ OPTIONS: tuple[Option, ...] = (
            "else JAX's defaults (script); either way the cell says what its own would not write",
            SWEEPING, Group.MEASURE, convert=ThresholdMode, choices=tuple(m.value for m in ThresholdMode),
            example=("harness",)),
+    Option("vary", ("--vary",), "after each cell's runs, one run per environment factor with the first run's hash "
+           f"seed: {', '.join(f.value for f in Factor)}, or all (docs/variation.md); replaces the config's vary",
+           SWEEPING, Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
+           example=("cache-path,cwd",)),
     Option("rebuild", ("--rebuild",), "rebuild environments/images even if ready", SWEEPING, Group.ENVIRONMENT,
            action="store_true"),
     Option("python", ("--python",), "--backend local: the interpreter that has JAX (default: this one)",

@@ -10,6 +10,7 @@ runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one
 
 from __future__ import annotations
 
+import os
 import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -18,17 +19,22 @@ from typing import Callable, Iterable
 
 from harness.as_it_runs import explain
 from harness.config import Repro
+from harness.environments import varying
 from harness.environments.base import Environment
 from harness.errors import JobUnsupported
+from harness.factors import Factor, RunVariation
 from harness.job import job_problem, measure_job
-from harness.listing import list_dir
-from harness.model import CellResult, CellSpec, FolderMode, RunRecord, SeedCheck, SeedRun, ThresholdMode, Verdict
+from harness.listing import entries, list_dir
+from harness.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
+                           SeedRun, ThresholdMode, Verdict)
 from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.run_logs import read_jax_log, with_log_detail
 from harness.script_cache import read_record, sets_own_folder, with_script_cache
 from harness.seed_check import candidates, with_seed_check
 from harness.tally import Tally
+from harness.variation import (cannot_vary, judge_factor, needs_control, reference_of, verdict_with, why_not_varied,
+                               with_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
@@ -38,6 +44,8 @@ SETTLING_RUNS = 2
 
 # Runs are told about as they finish: (cell, record, runs planned).
 OnRun = Callable[[CellSpec, RunRecord, int], None]
+# --vary: each factor's result as it is judged.
+OnFactor = Callable[[CellSpec, FactorResult], None]
 
 
 @dataclass
@@ -56,6 +64,9 @@ class CellRunner:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     cwd: Path | None = None
+    # --vary: after the cell's runs, one run per factor with the first run's seed (harness/variation.py).
+    vary: tuple[Factor, ...] = ()
+    on_factor: OnFactor | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
@@ -92,9 +103,11 @@ class CellRunner:
 
     def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
                     index: int, seed: int, folder: FolderMode = FolderMode.ENVIRONMENT,
-                    name: str | None = None) -> RunRecord:
+                    name: str | None = None, program: Program | None = None,
+                    variation: RunVariation | None = None) -> RunRecord:
         """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile.
-        `folder`: how a user's script gets the cell's folder; `name`: the log's, for a run outside the plan."""
+        `folder`: how a user's script gets the cell's folder; `name`: the log's, for a run outside the plan;
+        a factor's run (--vary) has its own `program` (moved) and `variation`."""
         before = list_dir(cache_dir)
         log = log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
         env = process_env(spec, seed, self.thresholds if not self.repro.builtin else ThresholdMode.HARNESS)
@@ -103,8 +116,11 @@ class CellRunner:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
             env.update(hook_env(record_file, self.thresholds, folder))
             env = merge_user_env(env, self.env)
-        program = program_for(self.repro, spec, self.args, self.cwd)
-        outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
+        program = program or program_for(self.repro, spec, self.args, self.cwd)
+        if variation is None:
+            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
+        else:
+            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s, variation=variation)
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
@@ -127,12 +143,15 @@ def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
 
 @dataclass(frozen=True)
 class Job:
-    """One run of an open cell: a planned run (`check` None), or a seed check's re-run of run `index`."""
+    """One run of an open cell: a planned run (`check` None), a seed check's re-run of run `index`, or
+    (--vary) a factor's run or the control run, with the reference run's seed."""
 
     index: int
     seed: int
     check: str | None = None  # "failing" or "passing"
     ranks: tuple[int, ...] = ()  # a multi-process cell's run: its seeds by process (`seed` is process 0's)
+    factor: Factor | None = None
+    control: bool = False
 
 
 @dataclass
@@ -152,6 +171,7 @@ class OpenCell:
     folder_why: str = ""
     checks: list[Job] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
+    vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -197,7 +217,15 @@ class OpenCell:
             return True
         if self.checks is None and self.running == 0:
             self.checks = self._plan_checks()
-        return bool(self.checks)
+        if self.checks:
+            return True
+        # --vary: the factors' runs one at a time, once every other run of the cell has ended
+        return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
+
+    def _vary_phase(self) -> VaryPhase | None:
+        if self.vary is None and self.runner.vary:
+            self.vary = VaryPhase.begin(self)
+        return self.vary
 
     def _plan_checks(self) -> list[Job]:
         """Some runs failed and others passed: re-run a failing and a passing seed once each."""
@@ -211,8 +239,9 @@ class OpenCell:
         if self._planned_runs_left():
             index, seeds = self.pending.pop(0)
             return Job(index, seeds[0], ranks=seeds if self.spec.is_job else ())
-        assert self.checks
-        return self.checks.pop(0)
+        if self.checks:
+            return self.checks.pop(0)
+        return self.vary.take()
 
     @property
     def baseline_done(self) -> bool:
@@ -221,7 +250,9 @@ class OpenCell:
     def finished(self) -> bool:
         return self.running == 0 and not self.startable()
 
-    def measure(self, job: Job) -> RunRecord:
+    def measure(self, job: Job) -> RunRecord | FactorResult:
+        if job.factor is not None or job.control:
+            return self.vary.measure(job)
         if self.spec.is_job:
             return self.runner.measure_job(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
                                            job.ranks)
@@ -265,8 +296,11 @@ class OpenCell:
                                        self.folder or FolderMode.ENVIRONMENT,
                                        name=f"seed-check-run-{job.index:02d}-seed-{job.seed}")
 
-    def done(self, job: Job, record: RunRecord) -> bool:
+    def done(self, job: Job, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
+        if job.factor is not None or job.control:
+            self.vary.done(job, record)
+            return False
         if job.check is None:
             self.tally.add(record)
             return True
@@ -282,8 +316,105 @@ class OpenCell:
     def result(self, interrupted: bool = False) -> CellResult:
         cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
                                interrupted)
+        if self.runner.vary and not interrupted:
+            phase = self._vary_phase()
+            cell.variation = phase.variation
+            cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, phase.variation)
+        elif self.vary is not None:  # interrupted while its factors ran: what was judged is kept
+            cell.variation = self.vary.variation
+            self.vary.variation.note = self.vary.variation.note or "interrupted before every factor was run"
         return self.runner.finish(self.spec, cell, self.folder, self.folder_why,
                                   None if interrupted else self.seed_check())
+
+
+@dataclass
+class VaryPhase:
+    """--vary for one cell: after its own runs, one run per factor with the reference run's hash seed,
+    one at a time (each sees the cache folder as the cell's runs left it), then a control run when a
+    factor missed. What each run says is judged in harness/variation.py."""
+
+    cell: OpenCell
+    reference: RunRecord | None
+    variation: CellVariation
+    todo: list[Factor] = field(default_factory=list)
+    runs_made: int = 0
+
+    @classmethod
+    def begin(cls, cell: OpenCell) -> VaryPhase:
+        reference = reference_of(cell.tally.records)
+        verdict = cell.tally.cell(cell.spec, [], {}).verdict
+        variation = CellVariation(reference.index if reference else 0, reference.seed if reference else 0)
+        why = why_not_varied(reference, verdict)
+        if cell.spec.is_job:
+            why = "a multi-process cell's runs are jobs; --vary varies single-process cells only"
+        if why:
+            variation.note = f"no factor was run: {why}"
+            return cls(cell, reference, variation)
+        return cls(cell, reference, variation, list(cell.runner.vary))
+
+    def has_next(self) -> bool:
+        return bool(self.todo) or (self.reference is not None and needs_control(self.variation))
+
+    def take(self) -> Job:
+        self.runs_made += 1
+        index = self.cell.tally.planned + self.runs_made  # after every run the cell could have made
+        if self.todo:
+            return Job(index, self.reference.seed, factor=self.todo.pop(0))
+        self.variation.control = RunRecord(index, self.reference.seed, None, 0.0, [])  # taken: not again
+        return Job(index, self.reference.seed, control=True)
+
+    def done(self, job: Job, result: RunRecord | FactorResult) -> None:
+        if job.control:
+            with_control(self.variation, self.reference, result)
+            return
+        self.variation.factors.append(result)
+        if self.cell.runner.on_factor:
+            self.cell.runner.on_factor(self.cell.spec, result)
+
+    def _run(self, job: Job, prepared: varying.FactorRun | None) -> RunRecord:
+        cell = self.cell
+        name = f"vary-{job.factor}-seed-{job.seed}" if job.factor else f"control-seed-{job.seed}"
+        return cell.runner.measure_run(cell.spec, prepared.cache_dir if prepared else cell.cache_dir, cell.log_dir,
+                                       cell.results_root, job.index, job.seed, cell.folder or FolderMode.ENVIRONMENT,
+                                       name=name, program=prepared.program if prepared else None,
+                                       variation=prepared.variation if prepared else None)
+
+    def measure(self, job: Job) -> RunRecord | FactorResult:
+        """The control run's record, or a factor's result (its run judged against the reference)."""
+        if job.control:
+            return self._run(job, None)
+        factor = job.factor
+        cell, runner = self.cell, self.cell.runner
+        environment = runner.environment
+        why = environment.cannot_vary(factor)
+        if why:
+            return cannot_vary(factor, why)
+        program = program_for(runner.repro, cell.spec, runner.args, runner.cwd)
+        work = cell.log_dir / f"vary-{factor}"
+        try:
+            prepared = varying.prepare(factor, program, cell.cache_dir, work, {**os.environ, **dict(runner.env)})
+            if factor == Factor.USER:
+                for path in (prepared.program.script, prepared.program.workdir):
+                    problem = path is not None and varying.unreachable_by_others(path)
+                    if problem:
+                        raise varying.CannotVary(problem)
+                varying.open_to_all(cell.cache_dir, cell.log_dir)
+            elif factor == Factor.PREFIX:
+                copy = environment.prefix_copy()
+                prepared = replace(prepared, change=f"the environment's packages copied to {copy.parent.parent}")
+            elif factor == Factor.COMPRESSION:
+                folder, change = environment.compression_folder(work)
+                prepared = replace(prepared, variation=replace(prepared.variation, pythonpath_first=str(folder)),
+                                   change=change)
+        except varying.CannotVary as exc:
+            return cannot_vary(factor, str(exc))
+        record = self._run(job, prepared)
+        on_disk = frozenset(e.key for e in entries(list_dir(prepared.cache_dir)))
+        if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it
+            for name in record.new_entries:
+                entry = cell.cache_dir / name
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
+        return judge_factor(factor, self.reference, record, prepared.change, on_disk)
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,

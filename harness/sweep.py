@@ -12,9 +12,9 @@ from harness.confidence import SeedPlan
 from harness.config import Config
 from harness.environments.base import Backend, Environment
 from harness.errors import EnvironmentUnavailable
-from harness.model import CellResult, CellSpec, Platform
+from harness.model import CellResult, CellSpec, FactorResult, Platform
 from harness.progress import Progress
-from harness.runner import CellOpener, CellRunner, OnRun, OpenCell, error_cell, run_cells
+from harness.runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
 from harness.seeds import SeedPlanner, record_plan
 
 
@@ -105,7 +105,7 @@ class Sweep:
                 cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
                 plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
-                runner = cell_runner(env, self.config, self.jobs)
+                runner = cell_runner(env, self.config, self.jobs, on_factor=factor_line(self.progress))
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced)
             return open_cell
@@ -126,10 +126,21 @@ class Sweep:
         return results
 
 
-def cell_runner(environment: Environment, config: Config, jobs: int, on_run: OnRun | None = None) -> CellRunner:
-    """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout."""
+def cell_runner(environment: Environment, config: Config, jobs: int, on_run: OnRun | None = None,
+                on_factor: OnFactor | None = None) -> CellRunner:
+    """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout,
+    the factors it varies."""
     return CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=on_run,
-                      thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd)
+                      thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
+                      vary=config.vary, on_factor=on_factor)
+
+
+def factor_line(progress: Progress) -> OnFactor:
+    """--vary: one progress line per factor judged."""
+    def say(spec: CellSpec, result: FactorResult) -> None:
+        progress.say(f"  jax {spec.jax_version} {spec.mesh_label} vary {result.factor}: {result.outcome}"
+                     + (f" ({result.reason})" if result.reason else ""))
+    return say
 
 
 def fresh_folders(spec: CellSpec, work_dir: Path) -> tuple[Path, Path]:
@@ -150,7 +161,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
-    runner = cell_runner(environment, config, jobs, on_run=progress.run_finished)
+    runner = cell_runner(environment, config, jobs, on_run=progress.run_finished, on_factor=factor_line(progress))
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)

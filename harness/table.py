@@ -10,8 +10,10 @@ from tabulate import tabulate
 from harness.analysis import boundaries, comparison_of, rank_runs, version_verdicts
 from harness.model import CellResult
 from harness.results import RunStatus
+from harness.variation import vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
+VARY_HEADER = "vary"  # --vary: the factors that missed
 
 
 def _keys_column(cell: CellResult) -> str:
@@ -44,19 +46,29 @@ def cell_label(cell: CellResult) -> str:
     return f"{commit.label} ({commit.info.date[:10]})" if commit else cell.spec.jax_version
 
 
+def varied(cells: list[CellResult]) -> bool:
+    """Whether the table gets the --vary column (only then: tables without it stay as they were)."""
+    return any(c.variation is not None for c in cells)
+
+
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
+    with_vary = varied(cells)
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
-        out.append([cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
-                    _keys_column(c), _bound_column(c), c.detail])
+        row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
+               _keys_column(c), _bound_column(c), c.detail]
+        if with_vary:
+            row.insert(-1, vary_column(c.variation))
+        out.append(row)
     return out
 
 
 def render(cells: list[CellResult], fmt: str = "github") -> str:
     if not cells:
         return "(no cells measured)"
-    return tabulate(rows(cells), headers=HEADERS, tablefmt=fmt)
+    headers = [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
+    return tabulate(rows(cells), headers=headers, tablefmt=fmt)
 
 
 def summary_line(cells: list[CellResult]) -> str:

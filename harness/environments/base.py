@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
+from harness.environments.varying import CannotVary
 from harness.errors import BackendUnavailable, JobUnsupported
+from harness.factors import Factor
 from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import PythonChooser
 
@@ -41,7 +43,8 @@ class Environment(abc.ABC):
         process with `env` added to a clean environment.
 
         The backend points JAX_COMPILATION_CACHE_DIR at `cache_dir` (as the process sees it),
-        writes stdout and stderr to `log_path`, and kills the process after `timeout_s`.
+        writes stdout and stderr to `log_path`, and kills the process after `timeout_s`. A factor's
+        run (--vary) also gets `variation=RunVariation(...)`: what this backend must change besides.
         """
 
     def run_job(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
@@ -50,6 +53,19 @@ class Environment(abc.ABC):
         `cache_dir`, each with its own log; every process stopped by `timeout_s` (sooner once one of them
         has failed). One outcome per process. JobUnsupported when this backend cannot."""
         raise JobUnsupported(f"the {self.describe().get('backend', 'this')} backend cannot run a multi-process job")
+
+    def cannot_vary(self, factor: Factor) -> str:
+        """Why this environment cannot make `factor`'s change (--vary), or "" when it can."""
+        return "this environment takes no variations"
+
+    def prefix_copy(self) -> Path:
+        """The interpreter of this environment's packages at another path (--vary prefix)."""
+        raise CannotVary(self.cannot_vary(Factor.PREFIX) or "no copy of this environment")
+
+    def compression_folder(self, work: Path) -> tuple[Path, str]:
+        """A folder that, first on PYTHONPATH, flips whether zstandard imports (--vary compression),
+        and what it does in words."""
+        raise CannotVary(self.cannot_vary(Factor.COMPRESSION) or "zstandard cannot be flipped here")
 
     @abc.abstractmethod
     def describe(self) -> dict[str, Any]:

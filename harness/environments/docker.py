@@ -35,6 +35,7 @@ from harness.environments.process import MAX_LOG_BYTES, PROBE, log_tail
 from harness.environments.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.files import package_path
 from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
@@ -84,6 +85,8 @@ IR_DUMP_MOUNT = "/harness/ir"
 WORK_MOUNT = "/harness/cwd"  # the run's working folder when it is not the script's
 STARTUP_MOUNT = "/harness/startup"  # the start-up hook's folder (read-only)
 RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
+ELSEWHERE = "-elsewhere"  # --vary cache-path / script-path: the folder mounted at another path
+OTHER_HOME = "/tmp/harness-home-elsewhere"  # --vary home inside a container
 # XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
 CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
@@ -145,23 +148,30 @@ def image_tag(jax_version: str, platform: Platform, python_version: str, dockerf
 
 
 def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, platform: Platform, user: str,
-               mem_limit: str | None = None, name: str | None = None) -> dict[str, Any]:
+               mem_limit: str | None = None, name: str | None = None,
+               variation: RunVariation | None = None) -> dict[str, Any]:
     """What `containers.create` is asked for one run (pure, so tests can read it). A bare path is a
-    script run in its own folder."""
+    script run in its own folder. A factor's run (--vary) changes what its `variation` says: the cache
+    and script folders mounted at other paths, another user, host name, home, variables' order."""
     if not isinstance(program, Program):
         program = Program(Path(program))
-    environment = {**env, "JAX_COMPILATION_CACHE_DIR": CACHE_MOUNT, "HOME": "/tmp"}
-    mounts = [Mount(target=CACHE_MOUNT, source=str(Path(cache_dir).resolve()), type="bind")]
+    cache_mount, script_mount, work_mount = mount_points(variation)
+    environment = {**env, "JAX_COMPILATION_CACHE_DIR": cache_mount, "HOME": "/tmp"}
+    if variation is not None:
+        environment.update(variation.env)
+        if dict(variation.env).get("HOME"):  # the host folder does not exist inside
+            environment["HOME"] = OTHER_HOME
+    mounts = [Mount(target=cache_mount, source=str(Path(cache_dir).resolve()), type="bind")]
     workdir = program.workdir.resolve()
-    working_dir = WORK_MOUNT
+    working_dir = work_mount
     if program.script is not None:
         script_dir = program.script.resolve().parent
-        mounts.insert(0, Mount(target=SCRIPT_MOUNT, source=str(script_dir), type="bind", read_only=True))
+        mounts.insert(0, Mount(target=script_mount, source=str(script_dir), type="bind", read_only=True))
         if workdir == script_dir:
-            working_dir = SCRIPT_MOUNT  # already mounted
-    if working_dir == WORK_MOUNT:
+            working_dir = script_mount  # already mounted
+    if working_dir == work_mount:
         # The working folder (--cwd, or a module's package folder), read-only like the script's.
-        mounts.append(Mount(target=WORK_MOUNT, source=str(workdir), type="bind", read_only=True))
+        mounts.append(Mount(target=work_mount, source=str(workdir), type="bind", read_only=True))
     if IR_DUMP_VAR in env:
         # The runner names a host folder for JAX's IR dump (a user script's evidence): mount it.
         host_dump = Path(env[IR_DUMP_VAR]).resolve()
@@ -178,9 +188,11 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         mounts.append(Mount(target=STARTUP_MOUNT, source=str(STARTUP_DIR), type="bind", read_only=True))
         environment["PYTHONPATH"] = os.pathsep.join(
             STARTUP_MOUNT if part == str(STARTUP_DIR) else part for part in env["PYTHONPATH"].split(os.pathsep))
+    if variation is not None and variation.uid is not None:
+        user = f"{variation.uid}:{OTHER_GID}"
     kwargs: dict[str, Any] = {
         "name": name or f"jax-harness-run-{uuid.uuid4().hex[:12]}",
-        "environment": environment,
+        "environment": reordered(environment, variation),
         "mounts": mounts,
         "working_dir": working_dir,
         # Without an init the script is PID 1, and the kernel drops the signals PID 1 sends itself:
@@ -195,15 +207,28 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
     }
     if mem_limit:
         kwargs["mem_limit"] = mem_limit
+    if variation is not None and variation.hostname is not None:
+        kwargs["hostname"] = variation.hostname
     if platform == Platform.CUDA:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         kwargs["shm_size"] = CUDA_SHM_SIZE
     return kwargs
 
 
-def container_command(program: Program) -> list[str]:
+def mount_points(variation: RunVariation | None) -> tuple[str, str, str]:
+    """Where the cache, the script's folder and the working folder are seen inside: elsewhere for the
+    factor that moves them (cache-path the cache; script-path the script and its folder; cwd the
+    working folder), so the path the process sees changes as it does on the host."""
+    factor = variation.factor if variation is not None else None
+    cache = CACHE_MOUNT + ELSEWHERE if factor == Factor.CACHE_PATH else CACHE_MOUNT
+    script = SCRIPT_MOUNT + ELSEWHERE if factor == Factor.SCRIPT_PATH else SCRIPT_MOUNT
+    work = WORK_MOUNT + ELSEWHERE if factor in (Factor.CWD, Factor.SCRIPT_PATH) else WORK_MOUNT
+    return cache, script, work
+
+
+def container_command(program: Program, variation: RunVariation | None = None) -> list[str]:
     """`python SCRIPT ARGS` or `python -m MODULE ARGS` as the container sees them."""
-    script = f"{SCRIPT_MOUNT}/{program.script.name}" if program.script else None
+    script = f"{mount_points(variation)[1]}/{program.script.name}" if program.script else None
     return ["python", *program.argv(script)]
 
 
@@ -270,15 +295,23 @@ class DockerEnvironment(Environment):
         self.facts, self.user, self.mem_limit = facts, user, mem_limit
         self._running: set[str] = set()  # container names of runs in flight
 
-    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        kwargs = run_kwargs(program, env, cache_dir, self.platform, self.user, self.mem_limit)
-        command = container_command(program)
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation: RunVariation | None = None,
+            ) -> ProcessOutcome:
+        kwargs = run_kwargs(program, env, cache_dir, self.platform, self.user, self.mem_limit, variation=variation)
+        command = container_command(program, variation)
         self._running.add(kwargs["name"])
         try:
             return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
                                  gpu=self.platform == Platform.CUDA)
         finally:
             self._running.discard(kwargs["name"])
+
+    def cannot_vary(self, factor: Factor) -> str:
+        if factor == Factor.PREFIX:
+            return "the image's Python is at one path (vary it with --backend venv)"
+        if factor == Factor.COMPRESSION:
+            return "zstandard would have to be installed into the image (vary it with --backend venv)"
+        return ""
 
     def interrupt(self) -> None:
         """Kill the containers of runs still going; each run's own clean-up then removes them."""

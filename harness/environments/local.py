@@ -9,6 +9,7 @@ from typing import Any
 from harness.dependencies import Requirements, unmet
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import InterpreterEnvironment, clean_environment, probe_interpreter
+from harness.environments.venv import compression_folder
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import Platform
 
@@ -19,6 +20,9 @@ class LocalEnvironment(InterpreterEnvironment):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "interpreter": self.python, **self.facts}
+
+    def compression_folder(self, work: Path) -> tuple[Path, str]:
+        return compression_folder(self.python, work)
 
 
 class LocalBackend(Backend):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Environment
+from harness.environments.varying import unreachable_by_others
 from harness.errors import EnvironmentUnavailable
+from harness.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.files import package_path
 from harness.model import ProcessOutcome
 
@@ -217,9 +220,19 @@ class InterpreterEnvironment(Environment):
 
     python: str | Path
 
-    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
-        full_env = clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)})
-        return run_process([str(self.python), *program.argv()], full_env, log_path, timeout_s,
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation: RunVariation | None = None,
+            ) -> ProcessOutcome:
+        extra = {**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}
+        python = str(self.python)
+        if variation is not None:
+            extra.update(variation.env)
+            if variation.pythonpath_first:
+                extra["PYTHONPATH"] = os.pathsep.join(p for p in (variation.pythonpath_first,
+                                                                  extra.get("PYTHONPATH")) if p)
+            if variation.other_prefix:
+                python = str(self.prefix_copy())
+        full_env = reordered(clean_environment(extra), variation)
+        return run_process(wrapped([python, *program.argv()], variation), full_env, log_path, timeout_s,
                            cwd=program.workdir)
 
     def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
@@ -227,6 +240,15 @@ class InterpreterEnvironment(Environment):
         full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
         return run_processes([(argv, env, log) for env, log in zip(full, log_paths)], timeout_s,
                              cwd=program.workdir)
+
+    def cannot_vary(self, factor: Factor) -> str:
+        if factor == Factor.USER:
+            return other_user_problem(Path(self.python))
+        if factor == Factor.HOSTNAME:
+            return uts_namespace_problem()
+        if factor == Factor.PREFIX:
+            return "the interpreter is not one the harness made: it is not copied"
+        return ""
 
     def interrupt(self) -> None:
         kill_all()
@@ -271,3 +293,44 @@ def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
         raise EnvironmentUnavailable(f"{python} did not report its jax version "
                                      f"(is it a Python interpreter?)") from None
     return facts
+
+
+def wrapped(argv: list[str], variation: RunVariation | None) -> list[str]:
+    """The command with what only a wrapper can change: another user (setpriv), another host name (a
+    UTS namespace of its own, unshare)."""
+    if variation is None:
+        return argv
+    if variation.hostname is not None:
+        argv = [shutil.which("unshare") or "unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"',
+                variation.hostname, *argv]
+    if variation.uid is not None:
+        argv = [shutil.which("setpriv") or "setpriv", f"--reuid={variation.uid}", f"--regid={OTHER_GID}", "--clear-groups", "--", *argv]
+    return argv
+
+
+def other_user_problem(python: Path) -> str:
+    """Why a run cannot start as another uid here, or ""."""
+    if os.geteuid() != 0:
+        return f"starting a process as another user needs root (the harness runs as uid {os.geteuid()})"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    return unreachable_by_others(python) or unreachable_by_others(python.resolve())
+
+
+_UTS_PROBLEM: list[str] = []  # probed once per process
+
+
+def uts_namespace_problem() -> str:
+    """Why a run cannot get a host name of its own (a UTS namespace) here, or ""."""
+    if not _UTS_PROBLEM:
+        if shutil.which("unshare") is None:
+            _UTS_PROBLEM.append("unshare (util-linux) is not installed")
+        else:
+            try:
+                probe = subprocess.run(["unshare", "--uts", "--", "hostname", "harness-probe"], capture_output=True,
+                                       text=True, timeout=30)
+                _UTS_PROBLEM.append("" if probe.returncode == 0 else
+                                    f"no UTS namespace here (unshare --uts: {probe.stderr.strip() or probe.returncode})")
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                _UTS_PROBLEM.append(f"no UTS namespace here ({exc})")
+    return _UTS_PROBLEM[0]

@@ -15,15 +15,19 @@ from typing import Any, Callable
 from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
+from harness.environments.varying import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
                                            log_tail, probe_interpreter)
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.errors import EnvironmentUnavailable
+from harness.factors import Factor
 from harness.model import Platform
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 # Written last, after a successful install and import check: a folder without it is half-made.
 READY_MARKER = "harness-ready.json"
+# --vary prefix: the venv's copy at another path, beside it.
+PREFIX_COPY_SUFFIX = "-elsewhere"
 
 DEFAULT_ROOT = Path(os.environ.get("HARNESS_ENV_DIR", Path.home() / ".cache" / "jax-cache-harness" / "envs"))
 
@@ -62,6 +66,57 @@ class VenvEnvironment(InterpreterEnvironment):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "venv", "path": str(self.path), **self.facts}
+
+    def cannot_vary(self, factor: Factor) -> str:
+        return "" if factor == Factor.PREFIX else super().cannot_vary(factor)
+
+    def prefix_copy(self) -> Path:
+        """This venv copied (hard links where it can) to another path, made once and reused: the same
+        packages at another prefix. Its interpreter."""
+        copy = self.path.with_name(self.path.name + PREFIX_COPY_SUFFIX)
+        made_from = (self.path / READY_MARKER).read_text()  # a rebuilt venv makes a new copy
+        stamp = copy / ".copied-from"
+        with held(copy.parent / f".{copy.name}.lock", f"the copy {copy.name}", _quiet):
+            if not stamp.exists() or stamp.read_text() != made_from:
+                tmp = copy.with_name(copy.name + ".tmp")
+                for leftover in (tmp, copy):
+                    shutil.rmtree(leftover, ignore_errors=True)
+                try:
+                    shutil.copytree(self.path, tmp, symlinks=True, copy_function=os.link)
+                except OSError:  # another file system: copies
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    shutil.copytree(self.path, tmp, symlinks=True)
+                (tmp / stamp.name).write_text(made_from)
+                tmp.rename(copy)
+        return copy / "bin" / "python"
+
+    def compression_folder(self, work: Path) -> tuple[Path, str]:
+        return compression_folder(self.python, work)
+
+
+def compression_folder(python: Path | str, work: Path) -> tuple[Path, str]:
+    """A folder that, first on PYTHONPATH, flips whether zstandard imports for `python`: a stand-in
+    that refuses to import when it has zstandard, else zstandard installed there (uv, from the index)."""
+    folder = work / "compression"
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = subprocess.run([str(python), "-c", "import zstandard"], capture_output=True,
+                           env=clean_environment({}), cwd=folder, timeout=120)
+    if probe.returncode == 0:
+        (folder / "zstandard").mkdir(exist_ok=True)
+        (folder / "zstandard" / "__init__.py").write_text(
+            'raise ImportError("zstandard hidden by the harness (--vary compression)")\n')
+        return folder, "zstandard hidden (the environment has it)"
+    log = work / "compression-install.log"
+    try:
+        uv = find_uv()
+    except EnvironmentUnavailable as exc:
+        raise CannotVary(f"zstandard cannot be installed: {exc}") from None
+    with open(log, "w") as out:
+        done = subprocess.run([uv, "pip", "install", "--quiet", "--python", str(python), "--target", str(folder),
+                               "zstandard"], stdout=out, stderr=subprocess.STDOUT, env=clean_environment({}))
+    if done.returncode != 0:
+        raise CannotVary(f"zstandard could not be installed for {python} ({log_tail(log, 300).strip()})")
+    return folder, "zstandard importable (installed beside the environment, which has none)"
 
 
 def own_python_only() -> PythonChooser:

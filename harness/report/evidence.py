@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from harness.analysis import comparison_of
+from harness.variation import by_factors_only
 from harness.model import Cause, CellResult, RunRecord, Verdict
 
 # Printed by the built-in repro around `f.lower(x).as_text()` (harness/repros/shard_map_grad.py).
@@ -270,4 +271,5 @@ def short_key(key: str, digits: int = 12) -> str:
 
 
 def needs_evidence(cell: CellResult) -> bool:
-    return cell.verdict == Verdict.REPRODUCED
+    """A cell reproduced by its own runs (a --vary factor's miss has its own section)."""
+    return cell.verdict == Verdict.REPRODUCED and not by_factors_only(cell)

@@ -19,6 +19,8 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, See
                                      short_key)
 from harness.report.reproduce import harness_command, seed_commands, shell_comment, shell_commands
 from harness.seed_check import phrase
+from harness.report.variation import variation_section
+from harness.variation import by_factors_only
 from harness.run_env import process_env
 from harness.table import in_version_order, render as render_table
 
@@ -48,6 +50,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         _commits(cells),
         _bisection(document, cells),
         _evidence(cells, evidence),
+        variation_section(document, cells),
         _environment(document, cells),
         ["## Config", "", "```yaml", config_yaml(config), "```"],
         _reproduce(document, cells, seeds or {}),
@@ -462,7 +465,7 @@ def _devices(cells: list[CellResult], document: dict[str, Any]) -> str:
 def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMap) -> list[str]:
     firsts: dict[tuple, CellResult] = {}
     for c in cells:
-        if c.verdict == Verdict.REPRODUCED:
+        if c.verdict == Verdict.REPRODUCED and not by_factors_only(c):  # a factor's: its own commands
             firsts.setdefault((c.spec.platform, c.spec.device_count, c.spec.mesh), c)
     chosen = list(firsts.values())[:MAX_REPRO_CELLS]
     config = document.get("config", {})

@@ -84,6 +84,15 @@ def seed_commands(cell: CellResult, config: dict[str, Any]) -> str:
     ])
 
 
+def run_setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list[str], str, str]:
+    """The lines before a run by hand, the run itself (`"$python" SCRIPT ARGS`, after `PYTHONHASHSEED=...`)
+    and the cache folder to list: what --vary's commands are made of."""
+    setup, python, script, args = _setup(cell, config, seed)
+    own = script_folder(cell)
+    listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
+    return setup, f"{python} {script if script == '-m' else shlex.quote(script)}{' ' + args if args else ''}", listed
+
+
 def _setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list[str], str, str, str]:
     """The lines before a cell's runs (its environment, its variables, its folder), and how a run is
     called: (lines, python, script, arguments)."""

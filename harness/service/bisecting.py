@@ -22,7 +22,7 @@ from harness.seeds import SeedPlanner
 from harness.versions import (PyPIIndex, check_syntax, is_specifier, resolve)
 from harness.writer import ResultsWriter
 from harness.service.measurement import (finish, jobs_for, open_backend, results_header, say_left_out,
-                                         version_entries, with_processes)
+                                         version_entries, with_processes, with_vary)
 from harness.service.options import BisectOptions
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 
@@ -41,7 +41,7 @@ def bisect_command(config_path: Path, options: BisectOptions) -> str:
     if options.given is None:  # built by hand: what the fields say
         values.update(jobs=options.jobs, python=options.python, python_search=options.pythons.search,
                       install_python=options.pythons.install, cache_thresholds=options.cache_thresholds,
-                      rebuild=options.rebuild)
+                      rebuild=options.rebuild, vary=options.vary)
     # --fresh starts over once; the line resumes what it started.
     return given.with_values(**values, fresh=False).line(always=BISECT_SPELLED)
 
@@ -72,7 +72,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
     """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
-    config = with_processes(load_config(config_path), options.processes)
+    config = with_vary(with_processes(load_config(config_path), options.processes), options.vary)
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
     if options.backend == BackendName.LOCAL:

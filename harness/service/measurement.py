@@ -10,6 +10,7 @@ from harness.config import Config, processes_problem
 from harness.environments import BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
 from harness.errors import UserError
+from harness.factors import Factor
 from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
 from harness.results import (ResultsHeader, RunStatus, host_facts)
@@ -83,6 +84,11 @@ def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T]
     ended = status(value)
     writer.finish(ended)
     return ended, value
+
+def with_vary(config: Config, vary: tuple[Factor, ...] | None) -> Config:
+    """The config with --vary's factors in place of its vary: key."""
+    return replace(config, vary=vary) if vary is not None else config
+
 
 def with_processes(config: Config, processes: int | None) -> Config:
     """The config with --processes in place of its processes:, checked as the key is."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.confidence import SeedStrategy
 from harness.environments import BackendName
+from harness.factors import Factor
 from harness.model import ThresholdMode
 from harness.options import DEFAULT_RESULTS, Given
 from harness.shards.select import Shard
@@ -41,6 +42,7 @@ class MeasureOptions:
     # The command as parsed (harness/options.py): every command line printed for it is spelled from this.
     given: Given | None = field(default=None, compare=False)
     processes: int | None = None  # replaces the config's processes (a multi-process job per run)
+    vary: tuple[Factor, ...] | None = None  # replaces the config's vary (docs/variation.md)
 
 
 @dataclass(frozen=True)

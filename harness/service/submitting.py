@@ -17,7 +17,7 @@ from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time, directive_problem
 from harness.slurm.scheduler import Slurm
 from harness.sweep import plan_cells
-from harness.service.measurement import open_backend, sweep_versions, with_processes
+from harness.service.measurement import open_backend, sweep_versions, with_processes, with_vary
 from harness.service.options import SubmitOptions
 from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 
@@ -38,7 +38,8 @@ def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[
     values = dict(given.values) if given is not None else {
         "jobs": options.jobs, "backend": options.backend, "seeds": options.seeds, "all_runs": options.all_runs,
         "python": options.python, "python_search": options.pythons.search,
-        "install_python": options.pythons.install, "cache_thresholds": options.cache_thresholds}
+        "install_python": options.pythons.install, "cache_thresholds": options.cache_thresholds,
+        "vary": options.vary}
     run_dests = {o.dest for o in options_for("run")} - set(_TASK_OWN)
     task = Given("run", {k: v for k, v in values.items() if k in run_dests})
     task = task.with_values(versions=tuple(versions), runs=runs, jobs=options.jobs)
@@ -78,7 +79,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     """The job scripts and the submission record; UserError, with nothing written, for bad input.
     `progress` hears of the releases left out because no Python here can run them."""
     _check_submit_options(options)
-    config = with_processes(load_config(config_path), options.processes)
+    config = with_vary(with_processes(load_config(config_path), options.processes), options.vary)
     runs = options.runs or config.runs
     record = None
     if options.only_shards:  # the folder's sweep: its versions, unless named again

@@ -23,7 +23,7 @@ from harness.seeds import SeedPlanner
 from harness.sweep import Sweep, plan_cells
 from harness.versions import (LATEST, PyPIIndex)
 from harness.writer import ResultsWriter
-from harness.service.measurement import finish, jobs_for, open_backend, results_header, sweep_versions, with_processes
+from harness.service.measurement import finish, jobs_for, open_backend, results_header, sweep_versions, with_processes, with_vary
 from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 
@@ -86,7 +86,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         lock = lock_results_folder(results_folder(results_file(options.resume)))
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
-    config = with_processes(config, options.processes)
+    config = with_vary(with_processes(config, options.processes), options.vary)
     choice, index = open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     if config.requirements:

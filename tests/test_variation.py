@@ -1,0 +1,362 @@
+"""--vary: the factors (pure), how a factor's run is judged, what it does to a cell's verdict, the host
+folders a factor's run gets, what the backends are asked for, and the runner's factor runs against an
+environment that keys like JAX 0.4.36-0.10.2 (the cache folder's path in the compile options)."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import Repro, parse_config
+from harness.environments import varying
+from harness.environments.base import Environment
+from harness.environments.docker import CACHE_MOUNT, ELSEWHERE, SCRIPT_MOUNT, container_command, run_kwargs
+from harness.environments.process import wrapped
+from harness.errors import ConfigError
+from harness.factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
+from harness.jaxlog import LoggedKey, Outcome, RunLog
+from harness.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
+from harness.report.render import render_report
+from harness.runner import CellRunner
+from harness.table import render
+from harness.variation import judge_factor, vary_column, verdict_with, with_control
+
+SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
+
+
+def h(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def logged(module: str, **components: str) -> LoggedKey:
+    hashes = {name: h(value) for name, value in components.items()}
+    key = f"{module}-{h(module + repr(sorted(hashes.items())))}"
+    return LoggedKey(module, key, Outcome.WRITTEN, components=hashes)
+
+
+def record(index: int, *keys: LoggedKey, ok: bool = True, listed: bool = True) -> RunRecord:
+    return RunRecord(index, 7, 0 if ok else 1, 0.1, [f"{k.key}-cache" for k in keys] if listed else [],
+                     reason="" if ok else "exit code 1", keys=RunLog(list(keys)) if keys else None)
+
+
+REFERENCE = record(1, logged("jit_f", computation="f", compile_options="/a"),
+                   logged("jit_g", computation="g", compile_options="/a"))
+
+
+# ---- the factors ------------------------------------------------------------------------------------
+
+def test_factors_parse_in_order_once_and_all_is_every_factor():
+    assert parse_factors("cache-path,cwd,cache-path") == (Factor.CACHE_PATH, Factor.CWD)
+    assert parse_factors(["tz", "locale"]) == (Factor.TZ, Factor.LOCALE)
+    assert parse_factors(ALL) == tuple(Factor)
+    for bad in ("cache_path", "", "cwd,nope"):
+        with pytest.raises(ValueError, match="factor"):
+            parse_factors(bad)
+
+
+def test_config_vary_key_is_validated_and_kept_in_the_identity(tmp_path):
+    base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.31"]}
+    config = parse_config({**base, "vary": ["cache-path", "tz"]})
+    assert config.vary == (Factor.CACHE_PATH, Factor.TZ)
+    assert config.to_json()["vary"] == ["cache-path", "tz"]
+    assert "vary" not in parse_config(base).to_json()  # a sweep without it keeps its identity
+    with pytest.raises(ConfigError, match="vary: unknown factor 'hostnme'"):
+        parse_config({**base, "vary": ["hostnme"]})
+    with pytest.raises(ConfigError, match="vary: must be a list"):
+        parse_config({**base, "vary": 3})
+
+
+def test_a_bad_vary_option_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "examples/stable_script.py", "--vary", "cache-path,moon"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown factor 'moon'" in err[0]
+
+
+# ---- judging one factor's run -------------------------------------------------------------------------
+
+def test_the_same_keys_again_is_a_hit():
+    again = record(9, *REFERENCE.keys.keys, listed=False)
+    result = judge_factor(Factor.CWD, REFERENCE, again)
+    assert result.outcome == FactorOutcome.HIT and not result.missed
+    assert result.reason == "every module the reference computed was hit (2 of 2)"
+
+
+def test_a_miss_names_the_moved_component_and_the_modules():
+    moved = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                   logged("jit_g", computation="g", compile_options="/b"))
+    result = judge_factor(Factor.CACHE_PATH, REFERENCE, moved, "the cache folder copied to /b")
+    assert result.outcome == FactorOutcome.MISS and result.missed
+    assert result.components == ["compile_options"] and result.modules == ["jit_f", "jit_g"]
+    assert result.reason == "compile_options moved, 2 of 2 modules"
+
+
+def test_a_miss_only_in_the_component_meant_for_the_factor_is_keyed_by_design():
+    ref = record(1, logged("jit_f", computation="f", compression="zlib"))
+    other = record(9, logged("jit_f", computation="f", compression="zstandard"))
+    result = judge_factor(Factor.COMPRESSION, ref, other)
+    assert result.outcome == FactorOutcome.KEYED_BY_DESIGN and not result.missed
+    assert "hosts sharing a cache must agree on it (compression moved, 1 of 1 module)" == result.reason
+    # the same component moving under another factor is a miss: nothing meant it to
+    assert judge_factor(Factor.HOME, ref, other).outcome == FactorOutcome.MISS
+    # and compression with another component moving too is a miss
+    both = record(9, logged("jit_f", computation="f2", compression="zstandard"))
+    assert judge_factor(Factor.COMPRESSION, ref, both).outcome == FactorOutcome.MISS
+
+
+def test_a_failed_run_or_other_modules_are_not_judged():
+    failed = record(9, ok=False)
+    assert judge_factor(Factor.CWD, REFERENCE, failed).outcome == FactorOutcome.NOT_JUDGED
+    other = record(9, logged("jit_h", computation="h", compile_options="/a"))
+    result = judge_factor(Factor.CWD, REFERENCE, other)
+    assert result.outcome == FactorOutcome.NOT_JUDGED and "other modules" in result.reason
+
+
+def test_without_logs_an_entry_written_by_the_factor_run_is_a_miss():
+    ref = RunRecord(1, 7, 0, 0.1, [f"jit_f-{'a' * 64}"])
+    hit = RunRecord(9, 7, 0, 0.1, [])
+    miss = RunRecord(9, 7, 0, 0.1, [f"jit_f-{'b' * 64}"])
+    assert judge_factor(Factor.TZ, ref, hit).outcome == FactorOutcome.HIT
+    result = judge_factor(Factor.TZ, ref, miss)
+    assert result.outcome == FactorOutcome.MISS and "names no key components" in result.reason
+
+
+# ---- the cell's verdict ------------------------------------------------------------------------------
+
+def _variation(*results):
+    return CellVariation(1, 7, list(results))
+
+
+def test_a_clean_cell_missing_under_a_factor_is_reproduced_naming_it():
+    moved = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                   logged("jit_g", computation="g", compile_options="/b"))
+    variation = _variation(judge_factor(Factor.CACHE_PATH, REFERENCE, moved),
+                           judge_factor(Factor.CWD, REFERENCE, record(10, *REFERENCE.keys.keys)))
+    verdict, reason = verdict_with(Verdict.CLEAN, "jit_f: 1 key per run, the same in all 8 runs", variation)
+    assert verdict == Verdict.REPRODUCED
+    assert reason == ("misses when the cache folder is reached by another path "
+                      "(compile_options moved, 2 of 2 modules)")
+    # reproduced by its seeds: stays, the factor's miss added
+    verdict, reason = verdict_with(Verdict.REPRODUCED, "jit_f: a new key in run 2", variation)
+    assert verdict == Verdict.REPRODUCED and reason.startswith("jit_f: a new key in run 2; also misses when")
+    # error and unsupported cells are unchanged
+    assert verdict_with(Verdict.ERROR, "boom", variation) == (Verdict.ERROR, "boom")
+    # no --vary: exactly as before
+    assert verdict_with(Verdict.CLEAN, "fine", None) == (Verdict.CLEAN, "fine")
+
+
+def test_keyed_by_design_and_hits_keep_a_cell_clean():
+    ref = record(1, logged("jit_f", computation="f", compression="zlib"))
+    variation = _variation(judge_factor(Factor.COMPRESSION, ref, record(9, logged("jit_f", computation="f",
+                                                                                   compression="zstandard"))))
+    assert verdict_with(Verdict.CLEAN, "fine", variation) == (Verdict.CLEAN, "fine")
+    assert vary_column(variation) == "keyed by design: compression"
+
+
+def test_a_control_run_that_misses_too_blames_no_factor():
+    moved = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                   logged("jit_g", computation="g", compile_options="/b"))
+    variation = _variation(judge_factor(Factor.CACHE_PATH, REFERENCE, moved))
+    with_control(variation, REFERENCE, record(10, logged("jit_f", computation="f@0x7f", compile_options="/a"),
+                                              REFERENCE.keys.keys[1]))
+    assert variation.factors[0].outcome == FactorOutcome.NOT_JUDGED and not variation.missed()
+    verdict, reason = verdict_with(Verdict.CLEAN, "fine", variation)
+    assert verdict == Verdict.REPRODUCED and "the keys move without any factor" in reason
+    # a control that hits leaves the factor's miss standing
+    variation = _variation(judge_factor(Factor.CACHE_PATH, REFERENCE, moved))
+    with_control(variation, REFERENCE, record(10, *REFERENCE.keys.keys))
+    assert [f.factor for f in variation.missed()] == [Factor.CACHE_PATH]
+
+
+def test_a_cell_with_its_variation_round_trips_and_renders():
+    moved = record(9, logged("jit_f", computation="f", compile_options="/b"))
+    cell = CellResult(SPEC, Verdict.CLEAN, {"jit_f": ["k"]}, runs=[REFERENCE], reason="fine",
+                      variation=_variation(judge_factor(Factor.CACHE_PATH, REFERENCE, moved, "copied to /b")))
+    cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, cell.variation)
+    again = CellResult.from_json(cell.to_json())
+    assert again.variation.to_json() == cell.variation.to_json()
+    assert again.variation.factors[0].run.keys.keys[0].components == moved.keys.keys[0].components
+    header = [word.strip() for word in render([again]).splitlines()[0].split("|")]
+    assert "miss: cache-path" in render([again]) and header[-3:] == ["vary", "detail", ""]
+    plain = render([CellResult(SPEC, Verdict.CLEAN, {}, runs=[REFERENCE])])
+    assert "vary" not in plain.splitlines()[0]  # no column without --vary
+    document = {"config": {"name": "x", "repro": "/s.py", "source": "harness check"}, "options": {}}
+    report = render_report(document, [again], {})
+    assert "## Environment variation" in report
+    assert "| cache-path | miss | compile_options | 1 of 2 |" in report
+    assert 'cp -r "$JAX_COMPILATION_CACHE_DIR" "$JAX_COMPILATION_CACHE_DIR-elsewhere"' in report
+    assert "--vary cache-path" in report
+
+
+# ---- the host folders of a factor's run ----------------------------------------------------------------
+
+def test_prepare_makes_each_factors_change(tmp_path):
+    script_dir = tmp_path / "proj"
+    script_dir.mkdir()
+    (script_dir / "train.py").write_text("print(1)\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / f"jit_f-{'a' * 64}-cache").write_text("x")
+    program = Program(script_dir / "train.py", ("--steps", "1"))
+    run = varying.prepare(Factor.CACHE_PATH, program, cache, tmp_path / "w1", {})
+    assert run.cache_dir != cache and sorted(p.name for p in run.cache_dir.iterdir()) == [f"jit_f-{'a' * 64}-cache"]
+    run = varying.prepare(Factor.CWD, program, cache, tmp_path / "w2", {})
+    assert run.program.workdir != script_dir and run.program.workdir.is_dir() and run.program.script == program.script
+    run = varying.prepare(Factor.SCRIPT_PATH, program, cache, tmp_path / "w3", {})
+    assert run.program.script != program.script and run.program.script.read_text() == "print(1)\n"
+    assert run.program.args == ("--steps", "1") and run.program.workdir == run.program.script.parent
+    assert varying.prepare(Factor.TZ, program, cache, tmp_path / "w4", {}).variation.env == (("TZ", OTHER_TZ),)
+    home = dict(varying.prepare(Factor.HOME, program, cache, tmp_path / "w5", {}).variation.env)["HOME"]
+    assert Path(home).is_dir() and home != os.environ.get("HOME")
+    assert varying.prepare(Factor.ENV_ORDER, program, cache, tmp_path / "w6", {}).variation.reverse_env
+
+
+def test_the_other_locale_is_never_the_reference_runs():
+    assert varying.other_locale({"LANG": "C.UTF-8"}) == "POSIX"
+    assert varying.other_locale({"LC_ALL": "C.utf8", "LANG": "de_DE.UTF-8"}) == "POSIX"
+    assert varying.other_locale({"LANG": "en_US.UTF-8"}) == "C.UTF-8"
+    assert varying.other_locale({}) == "C.UTF-8"
+
+
+def test_what_cannot_be_varied_says_why(tmp_path, monkeypatch):
+    module = Program(None, (), tmp_path, module="mypkg.train")
+    with pytest.raises(varying.CannotVary, match="python -m finds the module"):
+        varying.prepare(Factor.CWD, module, tmp_path, tmp_path / "w", {})
+    monkeypatch.setattr(varying, "MAX_COPY_FILES", 2)
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(4):
+        (big / f"f{i}.py").write_text("")
+    with pytest.raises(varying.CannotVary, match="too large to copy"):
+        varying.prepare(Factor.SCRIPT_PATH, Program(big / "f0.py"), tmp_path, tmp_path / "w2", {})
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "s.py").write_text("")
+    assert "not reachable by another user" in varying.unreachable_by_others(closed / "s.py")
+
+
+def test_the_wrappers_change_the_user_and_the_host_name():
+    argv = ["python", "s.py"]
+    assert wrapped(argv, None) == argv
+    user = wrapped(argv, RunVariation(Factor.USER, uid=OTHER_UID))
+    assert user[0].endswith("setpriv") and f"--reuid={OTHER_UID}" in user and user[-2:] == argv
+    host = wrapped(argv, RunVariation(Factor.HOSTNAME, hostname=OTHER_HOSTNAME))
+    assert host[0].endswith("unshare") and "--uts" in host and OTHER_HOSTNAME in host and host[-2:] == argv
+
+
+def test_containers_see_the_moved_folder_at_another_path(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    plain = run_kwargs(Program(script), {}, tmp_path, Platform.CPU, "0:0")
+    moved = run_kwargs(Program(script), {}, tmp_path, Platform.CPU, "0:0",
+                       variation=RunVariation(Factor.CACHE_PATH))
+    assert plain["environment"]["JAX_COMPILATION_CACHE_DIR"] == CACHE_MOUNT
+    assert moved["environment"]["JAX_COMPILATION_CACHE_DIR"] == CACHE_MOUNT + ELSEWHERE
+    assert {m["Target"] for m in moved["mounts"]} >= {CACHE_MOUNT + ELSEWHERE}
+    copied = RunVariation(Factor.SCRIPT_PATH)
+    assert container_command(Program(script), copied)[1] == f"{SCRIPT_MOUNT}{ELSEWHERE}/s.py"
+    assert run_kwargs(Program(script), {}, tmp_path, Platform.CPU, "0:0", variation=copied)["working_dir"] == \
+        SCRIPT_MOUNT + ELSEWHERE
+    other = run_kwargs(Program(script), {"A": "1", "B": "2"}, tmp_path, Platform.CPU, "0:0",
+                       variation=RunVariation(Factor.USER, uid=OTHER_UID))
+    assert other["user"] == f"{OTHER_UID}:65534"
+    named = run_kwargs(Program(script), {}, tmp_path, Platform.CPU, "0:0",
+                       variation=RunVariation(Factor.HOSTNAME, hostname=OTHER_HOSTNAME))
+    assert named["hostname"] == OTHER_HOSTNAME and "hostname" not in plain
+    order = run_kwargs(Program(script), {"A": "1", "B": "2"}, tmp_path, Platform.CPU, "0:0",
+                       variation=RunVariation(Factor.ENV_ORDER, reverse_env=True))
+    same = run_kwargs(Program(script), {"A": "1", "B": "2"}, tmp_path, Platform.CPU, "0:0")
+    assert list(order["environment"]) == list(reversed(list(same["environment"])))
+
+
+# ---- the runner's factor runs ---------------------------------------------------------------------------
+
+class PathKeyedEnvironment(Environment):
+    """Logs and writes keys like JAX 0.4.36-0.10.2: the cache folder's path is in the compile options,
+    the time zone in nothing; `moving` makes every run's computation differ (an address in the module)."""
+
+    jax_version = "0.5.0"
+
+    def __init__(self, cannot=(), moving=False):
+        self.cannot, self.moving, self.runs = set(cannot), moving, []
+
+    def cannot_vary(self, factor):
+        return "not here" if factor in self.cannot else ""
+
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        self.runs.append((program, variation))
+        computation = f"f{len(self.runs)}" if self.moving else "f"
+        components = {"computation": h(computation), "compile_options": h(str(cache_dir)),
+                      "compression": h("zlib")}
+        key = h(repr(sorted(components.items())))
+        lines = [f"DEBUG:jax._src.cache_key:get_cache_key hash of serialized {n}: {v}" for n, v in components.items()]
+        lines.append(f"DEBUG:jax._src.cache_key:get_cache_key hash after serializing compression: {key}")
+        entry = cache_dir / f"jit_f-{key}-cache"
+        if entry.exists():
+            lines.append(f"DEBUG:jax._src.compiler:Persistent compilation cache hit for 'jit_f' with key 'jit_f-{key}'")
+        else:
+            lines.append(f"DEBUG:jax._src.compiler:PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key 'jit_f-{key}'")
+            lines.append(f"DEBUG:jax._src.compiler:Writing jit_f to persistent compilation cache with key 'jit_f-{key}'")
+            entry.write_text("x")
+        log_path.write_text("\n".join(lines) + "\n")
+        return ProcessOutcome(0, 0.01)
+
+    def describe(self):
+        return {"backend": "path-keyed"}
+
+
+def _measure(tmp_path, environment, vary):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, vary=vary)
+    return runner.run(SPEC, [11, 12, 13], tmp_path / "cache", tmp_path / "logs", results_root=tmp_path)
+
+
+def test_cache_path_misses_where_the_path_is_keyed_and_the_others_hit(tmp_path):
+    environment = PathKeyedEnvironment(cannot={Factor.USER})
+    cell = _measure(tmp_path, environment, (Factor.CACHE_PATH, Factor.TZ, Factor.CWD, Factor.USER))
+    assert [r.seed for r in cell.runs] == [11, 12, 13]  # the cell's own runs as without --vary
+    outcomes = {f.factor: f.outcome for f in cell.variation.factors}
+    assert outcomes == {Factor.CACHE_PATH: FactorOutcome.MISS, Factor.TZ: FactorOutcome.HIT,
+                        Factor.CWD: FactorOutcome.HIT, Factor.USER: FactorOutcome.CANNOT_VARY}
+    assert cell.variation.factors[0].components == ["compile_options"]
+    assert all(f.run is None or f.run.seed == 11 for f in cell.variation.factors)  # the reference's seed
+    assert cell.variation.control is not None and cell.variation.control.seed == 11  # a factor missed
+    assert cell.verdict == Verdict.REPRODUCED
+    assert cell.reason == ("misses when the cache folder is reached by another path "
+                           "(compile_options moved, 1 of 1 module)")
+    assert len(cell.listing) == 1  # the factors' entries are not left in the cell's folder
+    # one run per factor that could be varied (user could not), then the control (no variation)
+    varied = [v.factor for _, v in environment.runs if v is not None]
+    assert varied == [Factor.CACHE_PATH, Factor.TZ, Factor.CWD] and environment.runs[-1][1] is None
+
+
+def test_factors_that_all_hit_cost_one_run_each_and_no_control(tmp_path):
+    environment = PathKeyedEnvironment()
+    cell = _measure(tmp_path, environment, (Factor.TZ, Factor.LOCALE, Factor.HOME))
+    assert cell.verdict == Verdict.CLEAN and cell.variation.control is None
+    assert [v.factor for _, v in environment.runs if v is not None] == [Factor.TZ, Factor.LOCALE, Factor.HOME]
+    assert environment.runs[-1][1] is not None  # no control run after them
+
+
+def test_keys_that_move_in_every_run_are_not_blamed_on_a_factor(tmp_path):
+    cell = _measure(tmp_path, PathKeyedEnvironment(moving=True), (Factor.TZ,))
+    assert cell.verdict == Verdict.REPRODUCED  # by its own runs, as without --vary
+    assert not cell.variation.missed()
+
+
+def test_a_log_that_claims_hits_never_hides_an_entry_the_run_wrote():
+    # its log says the reference's keys again (a cut or faked log), but a new entry appeared meanwhile
+    claims = record(9, *REFERENCE.keys.keys, listed=False)
+    claims.new_entries = [f"jit_f-{'c' * 64}-cache"]
+    assert judge_factor(Factor.HOME, REFERENCE, claims).outcome == FactorOutcome.MISS
+    # and a hit on a key that never was in the folder is not believed
+    faked = record(9, *REFERENCE.keys.keys, listed=False)
+    for key in faked.keys.keys:
+        key.outcome = Outcome.HIT
+    on_disk = frozenset({REFERENCE.keys.keys[1].key})
+    result = judge_factor(Factor.HOME, REFERENCE, faked, on_disk=on_disk)
+    assert result.outcome != FactorOutcome.HIT

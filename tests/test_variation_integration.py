@@ -1,0 +1,84 @@
+"""--vary on real releases: the cache folder's path in the key (0.4.36 until 0.11.0), no false alarm from
+any factor where nothing is keyed on the environment, and the seed's regression still found by its seeds.
+
+Lean on purpose: two runs per cell (the factors need only the reference), one release per finding.
+"""
+
+import json
+import os
+
+import pytest
+
+from harness import cli
+from harness.environments.interpreters import discover
+from harness.pythons import PythonVersion
+
+pytestmark = pytest.mark.integration
+
+
+def sweep(argv, tmp_path, capsys):
+    code = cli.main([*argv, "--out", str(tmp_path), "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return json.loads((run_dir / "results.json").read_text()), out, run_dir
+
+
+def factors(cell):
+    return {f["factor"]: f for f in cell["variation"]["factors"]}
+
+
+def test_cache_path_reproduces_on_a_release_that_keys_the_path(tmp_path, capsys):
+    data, out, run_dir = sweep(["check", "examples/stable_script.py", "--versions", "0.5.0", "--runs", "2",
+                                "--vary", "cache-path"], tmp_path, capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "reproduced"
+    assert cell["reason"].startswith("misses when the cache folder is reached by another path (compile_options moved")
+    found = factors(cell)["cache-path"]
+    assert found["outcome"] == "miss" and found["components"] == ["compile_options"]
+    assert found["modules"] and len(found["modules"]) == found["modules_total"]  # every module missed
+    assert cell["variation"]["control"]["exit_code"] == 0  # the plain environment, same seed, hit
+    assert [r["seed"] for r in cell["runs"]][0] == cell["variation"]["seed"] == found["run"]["seed"]
+    assert "miss: cache-path" in out
+    report = (run_dir / "report.md").read_text()
+    assert "## Environment variation" in report and "--vary cache-path" in report
+
+
+def test_cache_path_is_clean_once_fixed_in_0_11_0(tmp_path, capsys):
+    if not any(i.version == PythonVersion(3, 12) for i in discover()):
+        reason = "no Python 3.12 on this machine; jax 0.11 needs one"
+        if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.11.0", "--runs", "2",
+                        "--vary", "cache-path"], tmp_path, capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert factors(cell)["cache-path"]["outcome"] == "hit"
+
+
+def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
+    data, out, run_dir = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "2",
+                                "--vary", "all"], tmp_path, capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    found = factors(cell)
+    assert set(found) == {"cache-path", "cwd", "script-path", "home", "user", "hostname", "env-order", "tz",
+                          "locale", "prefix", "compression"}
+    assert found["compression"]["outcome"] == "keyed by design"
+    assert found["compression"]["components"] == ["compression"]
+    for name, result in found.items():
+        if name != "compression":  # a factor is a hit, or says why it could not be made here: never silent
+            assert result["outcome"] in ("hit", "cannot vary here"), (name, result)
+            assert result["outcome"] == "hit" or result["reason"]
+    assert "keyed by design: compression" in out
+    assert "keyed by design" in (run_dir / "report.md").read_text()
+
+
+def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
+    data, _, _ = sweep(["run", "configs/smoke.yaml", "--vary", "all"], tmp_path, capsys)
+    cells = {c["jax_version"]: c for c in data["cells"]}
+    assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced", "0.4.29": "clean"}
+    assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
+    for cell in cells.values():
+        assert not [f for f in cell["variation"]["factors"] if f["outcome"] == "miss"]
