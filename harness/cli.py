@@ -1,8 +1,9 @@
 """`harness` (layer 6, the top): parses arguments into options, calls the service, shows the outcome.
 
-Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`): 0 the work
-completed (whatever it found), 2 bad input, 1 a failure of the harness (or, for nightly and compare,
-a regression), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (129 SIGHUP; partial results are kept).
+Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`, docs/ci.md): 0 the
+work completed (whatever it found), 1 a regression (nightly and compare; run and check with --fail-on),
+2 bad input, 3 a failure of the harness itself, 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (129
+SIGHUP; partial results are kept).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from harness import options, service
+from harness import ci, options, service
 from harness.errors import ExitCode, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress, console_streams
@@ -95,16 +96,18 @@ def _sweep_options(given: Given, words: tuple[str, ...]) -> service.SweepOptions
 
 
 def cmd_run(given: Given, words: tuple[str, ...]) -> int:
-    return _show_sweep(service.run(given["config"], _sweep_options(given, words), _progress(given)))
+    _check_ci_paths(given)
+    return _show_sweep(service.run(given["config"], _sweep_options(given, words), _progress(given)), given)
 
 
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     if (given["script"] is None) == (given["module"] is None):
         raise UserError("check: name a script or -m MODULE (one of them)")
+    _check_ci_paths(given)
     how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
     config = service.check_config(given["script"], given["versions"] or (), given["platform"],
                                   given["device_count"], given["runs"], given["timeout"], how)
-    return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)))
+    return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)), given)
 
 
 def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:
@@ -140,10 +143,12 @@ def cmd_report(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_nightly(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
     jax_ref = service.JaxRef(given["jax_repo"], given["ref"]) if given["jax_repo"] is not None else None
     found = service.nightly(given["config"], _sweep_options(given, words), given["baseline"],
-                            given["config_versions"], _progress(given), jax_ref)
-    code = _show_sweep(found.sweep)
+                            given["config_versions"], _progress(given), jax_ref,
+                            max_lost_growth=given["max_lost_growth"])
+    code = _show_sweep(found.sweep, given)
     if code != ExitCode.OK:
         return code
     print()
@@ -151,7 +156,8 @@ def cmd_nightly(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_compare(given: Given, words: tuple[str, ...]) -> int:
-    return _show_changes(service.compare_folders(given["results"], given["baseline"]), given["baseline"])
+    return _show_changes(service.compare_folders(given["results"], given["baseline"], given["max_lost_growth"]),
+                         given["baseline"])
 
 
 def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
@@ -212,7 +218,14 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
 
 # ---- showing outcomes ----------------------------------------------------------------------------
 
-def _show_sweep(swept: service.SweepOutcome) -> int:
+def _check_ci_paths(given: Given) -> None:
+    """A bad CI output path is bad input, said before an hour of measuring."""
+    path = given.get("junit_xml")
+    if path is not None and path.is_dir():
+        raise UserError(f"--junit-xml {path}: is a folder; give the file to write")
+
+
+def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
     ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
     if swept.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
@@ -222,6 +235,20 @@ def _show_sweep(swept: service.SweepOutcome) -> int:
     print(render(swept.cells))
     print()
     print(summary_line(swept.cells))  # last, so `| tail -1` gives the answer
+    return _ci_outputs(swept, given) if given is not None else ExitCode.OK
+
+
+def _ci_outputs(swept: service.SweepOutcome, given: Given) -> int:
+    """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names."""
+    if given.get("junit_xml") is not None:
+        ci.write_junit(given["junit_xml"], swept.cells, swept.folder.name)
+        print(f"junit: {given['junit_xml']}", file=sys.stderr)
+    ci.append_step_summary(swept.cells, swept.folder.name)
+    fail_on = given.get("fail_on") or frozenset()
+    failed = ci.failing(swept.cells, fail_on)
+    if failed:
+        print(f"harness: {ci.fail_line(failed, fail_on)}", file=sys.stderr)
+        return ExitCode.REGRESSION
     return ExitCode.OK
 
 

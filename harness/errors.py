@@ -1,14 +1,19 @@
-"""Two kinds of failure, kept apart: the user's (exit 2, one line) and the harness's own (exit 1);
-and every exit code the harness gives."""
+"""Three kinds of failure, kept apart so a CI can tell them apart: what was measured (a regression,
+exit 1), the user's (bad input, exit 2, one line) and the harness's own (exit 3); and every exit code
+the harness gives (docs/ci.md lists them)."""
 
 import enum
 
 
 class ExitCode(enum.IntEnum):
-    OK = 0  # the work completed, whatever it found
-    FAILURE = 1  # a failure of the harness itself (its traceback is printed)
-    REGRESSION = 1  # nightly/compare: a cell went from clean to reproduced or error (the alarm)
+    OK = 0  # the work completed, whatever it found (unless --fail-on names what it found)
+    # nightly/compare: a cell went from clean to reproduced or error, or its seconds lost per start grew
+    # past --max-lost-growth (the alarm); run/check: a cell's verdict is one --fail-on names. JAX broke it.
+    REGRESSION = 1
     BAD_INPUT = 2  # bad input, one line on stderr, nothing written (also: a bisect endpoint contradicts its flag)
+    # The harness itself failed: a bug (its traceback is printed), a full disk, a merge job that left no
+    # results. 3, as pytest's internal error: the harness broke, not JAX, and nothing was decided.
+    FAILURE = 3
     INTERRUPTED = 130  # Ctrl-C: what was measured is kept
 
 

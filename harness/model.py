@@ -403,6 +403,64 @@ class SeedCheck:
         return cls(SeedRun.from_json(data["failing"]), SeedRun.from_json(data["passing"]))
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """What one run's compiles cost, from its JAX log (harness/cost.py): the keys it compiled (misses)
+    and their logged seconds, the keys it loaded (hits) and the seconds the run that wrote each had
+    logged compiling it (what the hit saved)."""
+
+    run: int
+    modules: int  # modules the run computed a key of
+    misses: int  # keys compiled
+    miss_s: float  # their compile seconds, as JAX logged them
+    untimed_misses: int  # compiled keys whose seconds JAX did not log (a module it never writes)
+    hits: int
+    saved_s: float
+    missed_modules: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "modules": self.modules, "misses": self.misses, "miss_s": self.miss_s,
+                "untimed_misses": self.untimed_misses, "hits": self.hits, "saved_s": self.saved_s,
+                "missed_modules": list(self.missed_modules)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunCost:
+        return cls(int(data["run"]), int(data.get("modules", 0)), int(data.get("misses", 0)),
+                   float(data.get("miss_s", 0.0)), int(data.get("untimed_misses", 0)), int(data.get("hits", 0)),
+                   float(data.get("saved_s", 0.0)), tuple(data.get("missed_modules", ())))
+
+
+@dataclass(frozen=True)
+class CellCost:
+    """What a cell's misses cost each fresh process, and what its hits saved (harness/cost.py). `starts`:
+    the later successful runs, each a fresh process that should have loaded what the first one compiled."""
+
+    starts: int
+    lost_per_start_s: float  # mean compile seconds of the later runs' misses
+    saved_per_start_s: float  # mean seconds the later runs' hits saved
+    modules: int  # modules the later runs computed
+    missed_modules: tuple[str, ...]  # modules a later run compiled again
+    each_start_missed: tuple[str, ...]  # those every later run compiled again
+    untimed_modules: tuple[str, ...]  # missed modules whose compile seconds JAX did not log
+    first_run_s: float  # the first run's compile seconds (a cold cache: every key a miss)
+    runs: tuple[RunCost, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"starts": self.starts, "lost_per_start_s": self.lost_per_start_s,
+                "saved_per_start_s": self.saved_per_start_s, "modules": self.modules,
+                "missed_modules": list(self.missed_modules), "each_start_missed": list(self.each_start_missed),
+                "untimed_modules": list(self.untimed_modules), "first_run_s": self.first_run_s,
+                "runs": [r.to_json() for r in self.runs]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellCost:
+        return cls(int(data.get("starts", 0)), float(data.get("lost_per_start_s", 0.0)),
+                   float(data.get("saved_per_start_s", 0.0)), int(data.get("modules", 0)),
+                   tuple(data.get("missed_modules", ())), tuple(data.get("each_start_missed", ())),
+                   tuple(data.get("untimed_modules", ())), float(data.get("first_run_s", 0.0)),
+                   tuple(RunCost.from_json(r) for r in data.get("runs", ())))
+
+
 @dataclass
 class RankRecord:
     """One process of a multi-process run (a job): its rank, hash seed, how it ended, its own log and
@@ -619,6 +677,7 @@ class CellResult:
     rank_split: RankSplit | None = None  # a job whose processes computed different keys for one module
     job: JobFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
     variation: CellVariation | None = None  # --vary: the factors' runs against the reference run
+    cost: CellCost | None = None  # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
 
     @property
@@ -686,6 +745,8 @@ class CellResult:
             out["job"] = self.job.to_json()
         if self.variation is not None:
             out["variation"] = self.variation.to_json()
+        if self.cost is not None:
+            out["cost"] = self.cost.to_json()
         return {**out, **self.extra}
 
     @classmethod
@@ -727,6 +788,7 @@ class CellResult:
             rank_split=RankSplit.from_json(data["rank_split"]) if data.get("rank_split") else None,
             job=JobFacts.from_json(data["job"]) if data.get("job") else None,
             variation=CellVariation.from_json(data["variation"]) if data.get("variation") else None,
+            cost=CellCost.from_json(data["cost"]) if isinstance(data.get("cost"), dict) else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},
         )
 
@@ -735,4 +797,4 @@ _CELL_FIELDS = {"jax_version", "platform", "device_count", "mesh", "verdict", "r
                 "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
                 "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
                 "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-                "seed_check", "processes", "rank_split", "job", "variation"}
+                "seed_check", "processes", "rank_split", "job", "variation", "cost"}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, get_type_hints
 
+from harness import ci
 from harness.confidence import SeedStrategy
 from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.environments import BackendName
@@ -86,6 +87,18 @@ def factors(text: str) -> tuple[Factor, ...]:
 
 def _spell_jobs(value: int | None) -> str:
     return JOBS_AUTO if value is None else str(value)
+
+
+def fail_on(text: str) -> frozenset:
+    """`reproduced,error`: the verdicts that make run/check exit 1 (harness/ci.py)."""
+    try:
+        return ci.parse_fail_on(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _spell_fail_on(value: frozenset) -> str:
+    return ",".join(str(v) for v in ci.FAILABLE if v in value)
 
 
 # ---- the declaration ------------------------------------------------------------------------------
@@ -311,6 +324,16 @@ OPTIONS: tuple[Option, ...] = (
            default=DEFAULT_RESULTS, example=("merged",)),
     Option("resume", ("--resume",), "finish an interrupted sweep in its own folder: measure only the cells it "
            "lacks", RESUMABLE, Group.RESULTS, type=Path, metavar="RESULTS_DIR", example=("results/run",)),
+    Option("junit_xml", ("--junit-xml",), "also write the cells as JUnit XML: reproduced and error are failures "
+           "(the reason their message), unsupported skipped, clean passes (docs/ci.md)",
+           _commands("run", "check", "nightly"), Group.RESULTS, type=Path, metavar="PATH", example=("junit.xml",)),
+    Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
+           "unsupported; comma-separated); without it, exit 0 whatever the cells say", RESUMABLE, Group.RESULTS,
+           type=fail_on, default=frozenset(), metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
+           example=("reproduced,error",)),
+    Option("max_lost_growth", ("--max-lost-growth",), "also alarm (exit 1) on a cell whose seconds lost per "
+           "fresh process grew by more than this against the baseline", _commands("nightly", "compare"),
+           Group.NIGHTLY, type=seconds, metavar="SECONDS", example=("5.0",)),
     Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", _commands("check"),
            Group.SCRIPT, default=(), example=("--steps", "1")),
 )

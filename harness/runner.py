@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 from harness.as_it_runs import explain
 from harness.config import Repro
 from harness.environments import varying
+from harness.cost import cell_cost
 from harness.environments.base import Environment
 from harness.errors import JobUnsupported
 from harness.factors import Factor, RunVariation
@@ -85,7 +86,9 @@ class CellRunner:
                seed_check: SeedCheck | None = None) -> CellResult:
         """The measured cell with what the runner adds: a user script's command, its cache settings and
         how its runs got the folder, why nothing was cached, what its own thresholds would not write,
-        whether its failures follow the hash seed."""
+        whether its failures follow the hash seed, and what its misses cost in seconds (from the runs' JAX
+        logs)."""
+        cell.cost = cell_cost(cell.runs)
         if not self.repro.builtin:
             program = program_for(self.repro, spec, self.args, self.cwd)
             cell.command = run_command(program, merge_user_env(process_env(spec, 1, self.thresholds), self.env),

@@ -8,6 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.analysis import boundaries, comparison_of, rank_runs, version_verdicts
+from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult
 from harness.results import RunStatus
 from harness.variation import vary_column
@@ -51,13 +52,19 @@ def varied(cells: list[CellResult]) -> bool:
     return any(c.variation is not None for c in cells)
 
 
+def detail(cell: CellResult) -> str:
+    """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
+    cost (or its hits saved) per fresh process."""
+    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell))) if part)
+
+
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
     with_vary = varied(cells)
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
         row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
-               _keys_column(c), _bound_column(c), c.detail]
+               _keys_column(c), _bound_column(c), detail(c)]
         if with_vary:
             row.insert(-1, vary_column(c.variation))
         out.append(row)

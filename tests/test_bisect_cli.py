@@ -93,7 +93,7 @@ def test_an_endpoint_keeps_the_index_spelling(capsys, tmp_path, backend):
     assert json.loads(results.read_text())["options"]["good"] == "0.4.26"
 
 
-@pytest.mark.parametrize("failure,code", [(RuntimeError("a harness bug"), 1),
+@pytest.mark.parametrize("failure,code", [(RuntimeError("a harness bug"), 3),
                                           (UserError("something the user can fix"), 2)])
 def test_a_failure_after_results_exist_marks_them_failed(capsys, tmp_path, backend, failure, code):
     backend.failure = failure

@@ -74,13 +74,13 @@ def test_load_results_rejects_non_results(tmp_path):
         load_results(tmp_path)
 
 
-def test_a_harness_bug_exits_1_with_its_traceback(capsys, monkeypatch):
+def test_a_harness_bug_exits_3_with_its_traceback(capsys, monkeypatch):
     def broken(given, words):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(cli, "cmd_run", broken)
     code, _, err = run_cli(["run", "configs/smoke.yaml"], capsys)
-    assert code == 1
+    assert code == 3
     assert "RuntimeError: boom" in err and "internal error" in err.strip().splitlines()[-1]
 
 

@@ -142,3 +142,33 @@ def test_the_supervisor_keeps_the_same_cache_lines_this_parser_reads():
 
     assert [m.decode() for m in supervise.CACHE_LINE_MARKERS] == list(jaxlog._MARKERS)
     assert supervise.NOTE_PREFIX.decode() == jaxlog.NOTE_PREFIX
+
+
+@pytest.mark.parametrize("version", ["0.4.26", "0.4.28", "0.4.31", "0.6.2", "0.10.2"])
+def test_each_compiled_key_has_the_seconds_jax_logged(version):
+    """`'jit_f' took at least 0.00 seconds to compile (0.07s)`: every release, before or after the write."""
+    log = parse(f"seed-{version}-hs1-0.err")
+    text = (LOGS / f"seed-{version}-hs1-0.err").read_text()
+    for k in log.keys:
+        assert k.compile_time_s is not None and k.compile_time_s >= 0, k
+        assert f"'{k.module}' took at least 0.00 seconds to compile ({k.compile_time_s:.2f}s)" in text
+
+
+def test_hits_and_host_callbacks_have_no_compile_seconds():
+    """A hit compiles nothing; a module JAX refuses for host callbacks is refused before it is timed."""
+    assert all(k.compile_time_s is None for k in parse("seed-0.6.2-hs2-4.err").keys)
+    callback = parse("host_callback-0.4.31-hs1.err")
+    refused = next(k for k in callback.keys if k.module == "jit_f")
+    assert refused.outcome == Outcome.NOT_WRITTEN and refused.compile_time_s is None
+    assert all(k.compile_time_s is not None for k in callback.keys if k.module != "jit_f")
+
+
+def test_a_threshold_refusal_keeps_its_measured_seconds():
+    digest = "cd" * 32
+    text = "\n".join([
+        f"DEBUG:t:jax._src.cache_key:2: get_cache_key hash after serializing computation: {digest}",
+        "DEBUG:t:jax._src.compiler:9: Not writing persistent cache entry for 'jit_g' because it took < 1.00 "
+        "seconds to compile (0.02s)"])
+    (k,) = jaxlog.parse(text).keys
+    assert (k.outcome, k.compile_time_s) == (Outcome.NOT_WRITTEN, 0.02)
+    assert RunLog.from_json(jaxlog.parse(text).to_json()).keys[0].compile_time_s == 0.02

@@ -5,6 +5,10 @@ have: such a cell is compared with the baseline's newest earlier release on the 
 so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears. A jax commit's
 cell (`nightly --jax-repo`) is compared with the baseline's newest release on its mesh and platform:
 the question is whether the branch broke what the last release got right.
+
+With a threshold (`--max-lost-growth SECONDS`) a cell whose seconds lost per fresh process (harness/cost.py)
+grew by more than it against its baseline cell raises the alarm too, whatever the verdicts: a miss that got
+dearer, or a module that stopped being written.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from packaging.version import Version
 from tabulate import tabulate
 
+from harness.cost import cost_of
 from harness.errors import ExitCode, UserError
 from harness.model import CellResult, CellSpec, Verdict
 
@@ -28,9 +33,10 @@ class Change(enum.StrEnum):
     CHANGED = "changed"  # any other verdict change (unsupported -> clean, error -> clean, ...)
     SAME = "same"
     NEW = "new"  # nothing in the baseline to compare with
+    COSTLIER = "costlier"  # seconds lost per start grew past the threshold: the alarm
 
 
-ALARMS = frozenset({Change.REGRESSED, Change.BROKE})
+ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER})
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,8 @@ class CellChange:
     after: Verdict
     baseline_version: str | None  # the baseline cell's version (differs when matched to an earlier release)
     change: Change
+    lost_before: float | None = None  # seconds lost per fresh process (None: not known)
+    lost_after: float | None = None
 
     @property
     def alarm(self) -> bool:
@@ -77,18 +85,37 @@ def _match(cell: CellResult, baseline: list[CellResult]) -> CellResult | None:
     return max(candidates, key=lambda b: Version(b.spec.jax_version), default=None)
 
 
-def compare(current: list[CellResult], baseline: list[CellResult]) -> list[CellChange]:
+def _lost(cell: CellResult | None) -> float | None:
+    cost = cost_of(cell) if cell is not None else None
+    return cost.lost_per_start_s if cost is not None and cost.starts else None
+
+
+def grew(before: float | None, after: float | None, threshold: float | None) -> bool:
+    """Whether seconds lost per start grew past `threshold`; never when either is unknown (a baseline
+    written before the harness kept compile seconds says nothing of them)."""
+    if threshold is None or before is None or after is None:
+        return False
+    return after - before > threshold
+
+
+def compare(current: list[CellResult], baseline: list[CellResult],
+            max_lost_growth: float | None = None) -> list[CellChange]:
     out = []
     for cell in current:
         base = _match(cell, baseline)
         before = base.verdict if base else None
+        change = classify(before, cell.verdict)
+        lost_before, lost_after = _lost(base), _lost(cell)
+        if base is not None and change not in ALARMS and grew(lost_before, lost_after, max_lost_growth):
+            change = Change.COSTLIER
         out.append(CellChange(cell.spec, cell.label, before, cell.verdict,
-                              base.spec.jax_version if base else None, classify(before, cell.verdict)))
+                              base.spec.jax_version if base else None, change, lost_before, lost_after))
     return out
 
 
 def exit_code(changes: list[CellChange]) -> ExitCode:
-    """1 when any cell went from clean to reproduced or error; 0 otherwise."""
+    """1 when any cell went from clean to reproduced or error, or lost more seconds per start than the
+    threshold allows; 0 otherwise."""
     return ExitCode.REGRESSION if any(c.alarm for c in changes) else ExitCode.OK
 
 
@@ -100,20 +127,40 @@ def render_changes(changes: list[CellChange]) -> str:
         mesh = c.spec.mesh_label
         was = f"{c.before} ({c.baseline_version})" if c.before else "—"
         rows.append([c.label, mesh, f"{c.spec.platform}x{c.spec.device_count}", was, str(c.after),
-                     c.change.upper() if c.alarm else str(c.change)])
-    table = tabulate(rows, headers=["jax", "mesh", "platform", "baseline", "now", "change"], tablefmt="github")
+                     _lost_column(c), c.change.upper() if c.alarm else str(c.change)])
+    table = tabulate(rows, headers=["jax", "mesh", "platform", "baseline", "now", "lost per start", "change"],
+                     tablefmt="github")
     alarms = [c for c in changes if c.alarm]
     moved = [c for c in changes if c.change not in (Change.SAME,)]
     if alarms:
-        verdict = (f"ALARM: {len(alarms)} cell(s) went from clean to "
-                   + " or ".join(sorted({str(c.after) for c in alarms})) + ": "
-                   + ", ".join(c.label if c.label != c.spec.jax_version else f"jax {c.label}"
-                              for c in alarms))
+        broke = [c for c in alarms if c.change != Change.COSTLIER]
+        dearer = [c for c in alarms if c.change == Change.COSTLIER]
+        parts = []
+        if broke:
+            parts.append(f"{len(broke)} cell(s) went from clean to "
+                         + " or ".join(sorted({str(c.after) for c in broke})) + ": " + _labels(broke))
+        if dearer:
+            parts.append(f"{len(dearer)} cell(s) lose more seconds per fresh process than the threshold "
+                         "allows: " + _labels(dearer))
+        verdict = "ALARM: " + "; ".join(parts)
     elif moved:
         verdict = f"no regression; {len(moved)} cell(s) changed without raising the alarm"
     else:
         verdict = "no change against the baseline"
     return f"{table}\n\n{verdict}"
+
+
+def _labels(changes: list[CellChange]) -> str:
+    return ", ".join(c.label if c.label != c.spec.jax_version else f"jax {c.label}" for c in changes)
+
+
+def _lost_column(change: CellChange) -> str:
+    """`0.00 s -> 0.80 s`: seconds lost per fresh process, the baseline's then now's."""
+    def shown(value: float | None) -> str:
+        return "?" if value is None else f"{value:.2f} s"
+    if change.lost_before is None and change.lost_after is None:
+        return "-"
+    return f"{shown(change.lost_before)} -> {shown(change.lost_after)}"
 
 
 def repro_of(config: dict[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ from harness.report.reproduce import harness_command, seed_commands, shell_comme
 from harness.seed_check import phrase
 from harness.report.variation import variation_section
 from harness.variation import by_factors_only
+from harness.report.stats import cache_statistics
 from harness.run_env import process_env
 from harness.table import in_version_order, render as render_table
 
@@ -46,6 +47,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells),
         _jobs(cells),
+        cache_statistics(cells),
         _script_cache(cells),
         _commits(cells),
         _bisection(document, cells),

@@ -22,15 +22,16 @@ from harness.service.outcomes import NightlyOutcome
 from harness.service.sweeping import sweep
 
 
-def compare_folders(results: Path, baseline: Path) -> list[CellChange]:
+def compare_folders(results: Path, baseline: Path, max_lost_growth: float | None = None) -> list[CellChange]:
     """`harness compare RESULTS --baseline RESULTS`: each cell against the baseline."""
     base, current = load_results(baseline), load_results(results)
     check_same_repro(results, repro_of(current.header.config), baseline, repro_of(base.header.config))
-    return compare(current.cells, base.cells)
+    return compare(current.cells, base.cells, max_lost_growth)
 
 
 def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_versions: bool,
-            progress: Progress, jax_ref: JaxRef | None = None) -> NightlyOutcome:
+            progress: Progress, jax_ref: JaxRef | None = None,
+            max_lost_growth: float | None = None) -> NightlyOutcome:
     """`harness nightly`: sweep (the latest release unless told otherwise, and the commit `jax_ref`
     names when given), then compare."""
     base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
@@ -50,7 +51,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
     swept = sweep(config, options, progress, more)
     if swept.status != RunStatus.COMPLETE:
         return NightlyOutcome(swept)
-    return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells))
+    return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells, max_lost_growth))
 
 ANY_RELEASE = ">=0"
 

@@ -1,0 +1,55 @@
+"""The report's cache statistics (pure), as `sccache --show-stats` gives them: per cell its requests, hits,
+misses, modules never written and why, and the seconds compiled and saved; per module in a fold."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from harness.cost import ModuleStats, cost_of, cost_phrase, module_stats
+from harness.model import CellResult
+
+STATS_TITLE = "## Cache statistics"
+
+
+def _where(cell: CellResult) -> str:
+    return f"jax {cell.label}, {cell.spec.mesh_label}, {cell.spec.platform} x{cell.spec.device_count}"
+
+
+def cache_statistics(cells: list[CellResult]) -> list[str]:
+    """The section's lines; empty when no cell's runs logged a key (nothing JAX said to count)."""
+    measured = [(c, module_stats(c.runs)) for c in cells]
+    measured = [(c, stats) for c, stats in measured if stats]
+    if not measured:
+        return []
+    rows = []
+    for cell, stats in measured:
+        runs = sum(1 for r in cell.runs if r.ok and r.keys is not None)
+        rows.append([cell.label, cell.spec.mesh_label, runs, sum(s.requests for s in stats),
+                     sum(s.hits for s in stats), sum(s.misses for s in stats), sum(s.later_misses for s in stats),
+                     sum(s.not_written for s in stats), f"{sum(s.compile_s for s in stats):.2f}",
+                     f"{sum(s.saved_s for s in stats):.2f}"])
+    lines = [STATS_TITLE, "",
+             ("From each run's JAX log: every key a run computed is a request, loaded (a hit) or compiled (a miss; "
+              "a cell's first run has a cold cache, so its misses are expected, a later run's are not). Seconds "
+              "are JAX's own compile times (to the hundredth); a hit saved what the run that wrote it logged."), "",
+             tabulate(rows, headers=["jax", "mesh", "runs", "requests", "hits", "misses", "later misses",
+                                     "not written", "compile s", "saved s"], tablefmt="github"), ""]
+    for cell, _ in measured:
+        phrase = cost_phrase(cost_of(cell))
+        if phrase:
+            lines.append(f"- {_where(cell)}: {phrase}.")
+    refused = [(cell, s) for cell, stats in measured for s in stats if s.not_written]
+    if refused:
+        lines += ["", "Not written to the cache, and why (JAX's words):", ""]
+        lines += [f"- {_where(cell)}: `{s.module}` in {s.not_written} run(s): \"{s.reason}\"" for cell, s in refused]
+    for cell, stats in measured:
+        lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(stats), "",
+                  "</details>"]
+    return lines
+
+
+def _module_table(stats: list[ModuleStats]) -> str:
+    rows = [[s.module, s.requests, s.hits, s.misses, s.later_misses, s.not_written, f"{s.compile_s:.2f}",
+             f"{s.saved_s:.2f}"] for s in stats]
+    return tabulate(rows, headers=["module", "requests", "hits", "misses", "later misses", "not written",
+                                   "compile s", "saved s"], tablefmt="github")

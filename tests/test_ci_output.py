@@ -1,0 +1,191 @@
+"""What a CI reads: JUnit XML valid against the schema pytest's own tests use, GitHub's job summary,
+--fail-on, the exit codes that tell a regression (1) from a failure of the harness (3), and nightly's
+alarm on seconds lost per start."""
+
+import json
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from harness import cli, service
+from harness.ci import (
+    append_step_summary,
+    failing,
+    junit_xml,
+    parse_fail_on,
+    step_summary,
+    write_junit,
+)
+from harness.errors import ExitCode
+from harness.model import (
+    CellCost,
+    CellResult,
+    CellSpec,
+    Mesh,
+    Platform,
+    RunRecord,
+    Verdict,
+)
+from harness.nightly.compare import Change, compare, exit_code, render_changes
+from harness.table import render, summary_line
+
+SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "fixtures" / "junit-10.xsd")
+MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
+
+
+def cost(lost: float, saved: float = 0.0, missed=("jit_f",)) -> CellCost:
+    return CellCost(starts=2, lost_per_start_s=lost, saved_per_start_s=saved, modules=4,
+                    missed_modules=tuple(missed) if lost else (), each_start_missed=tuple(missed) if lost else (),
+                    untimed_modules=(), first_run_s=0.1)
+
+
+def cell(version, verdict, reason="", lost=None, saved=0.0):
+    runs = [RunRecord(index=i, seed=i, exit_code=0, duration_s=1.2345, new_entries=[]) for i in (1, 2)]
+    return CellResult(CellSpec(version, Platform.CPU, 8, MESH), verdict, {}, runs, reason=reason,
+                      cost=cost(lost, saved) if lost is not None else None)
+
+
+CELLS = [cell("0.4.28", Verdict.REPRODUCED, "jit_f: a new key in run 2", lost=0.8),
+         cell("0.4.29", Verdict.CLEAN, "jit_f: 1 key per run", lost=0.0, saved=0.5),
+         cell("0.4.25", Verdict.UNSUPPORTED, "nothing was cached"),
+         cell("0.4.30", Verdict.ERROR, "1 of 2 runs failed (run 2: exit code 1: ValueError: <bad> & \"quoted\"")]
+
+
+def test_junit_xml_validates_against_pytests_schema_and_says_each_cells_verdict(tmp_path):
+    path = tmp_path / "deep" / "junit.xml"
+    write_junit(path, CELLS, "shard-map-grad")
+    text = path.read_text()
+    SCHEMA.validate(text)  # raises on any departure from the schema
+    tree = SCHEMA.to_dict(text)
+    (suite,) = tree["testsuite"]
+    assert (suite["@tests"], suite["@failures"], suite["@errors"], suite["@skipped"]) == ("4", "2", "0", "1")
+    cases = {c["@name"]: c for c in suite["testcase"]}
+    assert list(cases) == [f"jax {v} 8x1x1x1 (a,b,c,d) cpux8" for v in ("0.4.25", "0.4.28", "0.4.29", "0.4.30")]
+    reproduced = cases["jax 0.4.28 8x1x1x1 (a,b,c,d) cpux8"]
+    (failure,) = reproduced["failure"]
+    assert failure["@type"] == "reproduced" and failure["@message"].startswith("jit_f: a new key in run 2; ")
+    assert "0.80 s lost per start" in failure["@message"]
+    assert cases["jax 0.4.30 8x1x1x1 (a,b,c,d) cpux8"]["failure"][0]["@message"].endswith('& "quoted"')
+    assert cases["jax 0.4.25 8x1x1x1 (a,b,c,d) cpux8"]["skipped"][0]["@message"] == "nothing was cached"
+    assert "failure" not in cases["jax 0.4.29 8x1x1x1 (a,b,c,d) cpux8"]
+    assert reproduced["@time"] == "2.469" and reproduced["@classname"] == "shard-map-grad"
+
+
+def test_an_empty_sweep_is_a_valid_suite_of_no_cases():
+    SCHEMA.validate(junit_xml([], "none").tostring().decode())
+
+
+def test_the_step_summary_appends_the_table_and_the_boundary_line(tmp_path):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    assert append_step_summary(CELLS, "sweep", {"GITHUB_STEP_SUMMARY": str(summary)}) == summary
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and render(CELLS) in text and f"**{summary_line(CELLS)}**" in text
+    assert step_summary(CELLS, "sweep") in text
+    assert append_step_summary(CELLS, "sweep", {}) is None  # not on GitHub: nothing written
+
+
+def test_fail_on_names_verdicts():
+    assert parse_fail_on("reproduced,error") == {Verdict.REPRODUCED, Verdict.ERROR}
+    assert [c.spec.jax_version for c in failing(CELLS, parse_fail_on("reproduced"))] == ["0.4.28"]
+    for bad in ("clean", "reproduced,nope", ""):
+        with pytest.raises(ValueError):
+            parse_fail_on(bad)
+
+
+@pytest.fixture
+def swept(monkeypatch, tmp_path):
+    """The service's sweep replaced by one that returns CELLS (written as a results folder)."""
+    def sweep(config, options, progress, more=None):
+        folder = write_results(tmp_path / "swept", CELLS)
+        return service.SweepOutcome(folder, CELLS, service.RunStatus.COMPLETE)
+    monkeypatch.setattr(service.sweeping, "sweep", sweep)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.mark.parametrize("flags, code", [([], 0), (["--fail-on", "reproduced"], 1),
+                                         (["--fail-on", "unsupported,error"], 1)])
+def test_run_exits_1_only_when_fail_on_names_a_cells_verdict(swept, tmp_path, capsys, monkeypatch, flags, code):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit = tmp_path / "junit.xml"
+    assert cli.main(["run", "configs/smoke.yaml", "--junit-xml", str(junit), *flags]) == code
+    err = capsys.readouterr().err
+    SCHEMA.validate(junit.read_text())
+    assert summary_line(CELLS) in summary.read_text()
+    if code:
+        assert f"harness: --fail-on {','.join(sorted(flags[1].split(',')))}: " in err
+
+
+def test_fail_on_a_word_that_is_no_verdict_is_bad_input(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["check", "examples/stable_script.py", "--fail-on", "clean"])
+    assert info.value.code == ExitCode.BAD_INPUT and "--fail-on" in capsys.readouterr().err
+
+
+def test_junit_xml_at_a_folder_is_bad_input_before_measuring(swept, tmp_path, capsys):
+    assert cli.main(["run", "configs/smoke.yaml", "--junit-xml", str(tmp_path)]) == ExitCode.BAD_INPUT
+    assert "--junit-xml" in capsys.readouterr().err
+
+
+def write_results(folder, cells):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(
+        {"schema_version": 2, "status": "complete", "config": {"name": "n"}, "cells": [c.to_json() for c in cells]}))
+    return folder
+
+
+# ---- exit codes: a regression is 1, the harness's own failure 3 ----------------------------------
+
+def test_the_exit_codes_are_pinned():
+    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REGRESSION", 1), ("BAD_INPUT", 2), ("FAILURE", 3),
+                                                    ("INTERRUPTED", 130)]
+
+
+def test_nightly_exits_3_when_the_harness_crashes_and_1_on_a_regression(monkeypatch, tmp_path, capsys):
+    baseline = write_results(tmp_path / "base", [cell("0.4.29", Verdict.CLEAN)])
+
+    def crashes(config, options, progress, more=None):
+        raise RuntimeError("a bug in the harness")
+    monkeypatch.setattr(service.watching, "sweep", crashes)
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == ExitCode.FAILURE == 3
+    assert "RuntimeError: a bug in the harness" in capsys.readouterr().err
+
+    def regresses(config, options, progress, more=None):
+        cells = [cell("0.4.30", Verdict.REPRODUCED)]
+        return service.SweepOutcome(write_results(tmp_path / "now", cells), cells, service.RunStatus.COMPLETE)
+    monkeypatch.setattr(service.watching, "sweep", regresses)
+    assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == ExitCode.REGRESSION == 1
+
+
+def test_a_broken_baseline_file_is_bad_input_not_a_harness_failure(tmp_path, capsys):
+    (tmp_path / "results.json").write_text("{not json")
+    assert cli.main(["compare", str(tmp_path), "--baseline", str(tmp_path)]) == 2
+
+
+# ---- nightly/compare: seconds lost per start ---------------------------------------------------
+
+@pytest.mark.parametrize("before, after, threshold, change", [
+    (0.1, 0.9, 0.5, Change.COSTLIER),  # still reproduced, but each start now loses 0.8 s more
+    (0.1, 0.5, 0.5, Change.SAME),  # grew by 0.4 s: under the threshold
+    (0.1, 0.9, None, Change.SAME),  # no threshold: verdicts only
+    (None, 0.9, 0.5, Change.SAME),  # a baseline without seconds says nothing of them
+])
+def test_seconds_lost_per_start_growing_past_the_threshold_alarms(before, after, threshold, change):
+    base = [cell("0.4.28", Verdict.REPRODUCED, lost=before)]
+    (found,) = compare([cell("0.4.28", Verdict.REPRODUCED, lost=after)], base, max_lost_growth=threshold)
+    assert found.change == change
+    assert exit_code([found]) == (1 if change == Change.COSTLIER else 0)
+    if change == Change.COSTLIER:
+        text = render_changes([found])
+        assert "lose more seconds per fresh process than the threshold allows: jax 0.4.28" in text
+        assert "0.10 s -> 0.90 s" in text and "COSTLIER" in text
+
+
+def test_compare_command_takes_the_threshold(tmp_path, capsys):
+    baseline = write_results(tmp_path / "base", [cell("0.4.28", Verdict.REPRODUCED, lost=0.1)])
+    current = write_results(tmp_path / "now", [cell("0.4.28", Verdict.REPRODUCED, lost=2.0)])
+    assert cli.main(["compare", str(current), "--baseline", str(baseline)]) == 0
+    assert cli.main(["compare", str(current), "--baseline", str(baseline), "--max-lost-growth", "1"]) == 1
+    assert "ALARM" in capsys.readouterr().out
