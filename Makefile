@@ -46,6 +46,7 @@ test-unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py
 	$(BIN)/python bench/bench_runs.py
+	$(BIN)/python bench/bench_seconds.py
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py
 	$(BIN)/python bench/bench_slurm.py

@@ -32,16 +32,18 @@ from harness.runner import CellRunner, read_jax_log  # noqa: E402
 
 
 def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path,
-              jax_log: bool = True) -> float:
-    """`jax_log=False`: without the variables that turn JAX's cache log on (what the log costs)."""
+              jax_log: bool = True, logs: Path | None = None) -> float:
+    """`jax_log=False`: without the variables that turn JAX's cache log on (what the log costs); `logs`: keep
+    each run's output there as run-NN.log (else /dev/null)."""
     lines = []
-    for seed in seeds:
+    for index, seed in enumerate(seeds, start=1):
         env = {**process_env(spec, seed), "JAX_COMPILATION_CACHE_DIR": str(cache)}
         if not jax_log:
             env = {k: v for k, v in env.items() if k not in LOG_ENV}
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        out = shlex.quote(str(logs / f"run-{index:02d}.log")) if logs else "/dev/null"
         lines.append(f"{assigns} {shlex.quote(str(python))} {shlex.quote(str(script))} "
-                     f"{' '.join(map(shlex.quote, args))} > /dev/null 2>&1")
+                     f"{' '.join(map(shlex.quote, args))} > {out} 2>&1")
     start = time.monotonic()
     subprocess.run(["bash", "-c", "\n".join(lines)], check=True, env=clean_environment({}), cwd=script.parent)
     return time.monotonic() - start

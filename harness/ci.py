@@ -44,7 +44,7 @@ def failing(cells: Iterable[CellResult], fail_on: frozenset[Verdict]) -> list[Ce
 
 def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict]) -> str:
     """One line for stderr: which cells failed the job, and why."""
-    words = ",".join(sorted(str(v) for v in fail_on))
+    words = ",".join(str(v) for v in FAILABLE if v in fail_on)
     return (f"--fail-on {words}: {len(cells)} cell(s) failed: "
             + "; ".join(f"{cell_label(c)} {c.spec.mesh_label} {c.verdict}" for c in cells))
 

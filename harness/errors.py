@@ -3,6 +3,7 @@ exit 1), the user's (bad input, exit 2, one line) and the harness's own (exit 3)
 the harness gives (docs/ci.md lists them)."""
 
 import enum
+import sys
 
 
 class ExitCode(enum.IntEnum):
@@ -15,6 +16,40 @@ class ExitCode(enum.IntEnum):
     # results. 3, as pytest's internal error: the harness broke, not JAX, and nothing was decided.
     FAILURE = 3
     INTERRUPTED = 130  # Ctrl-C: what was measured is kept
+
+
+_MEANINGS = {
+    ExitCode.REGRESSION: ("Regression", "a cell went from clean to reproduced or error, lost more seconds per start "
+                          "than allowed, or has a verdict --fail-on names: JAX's cache broke (the table says where)"),
+    ExitCode.BAD_INPUT: ("Bad input", "the line above says what to fix; nothing was measured"),
+    ExitCode.FAILURE: ("The harness itself failed", "exit 3 is a failure of the harness (a bug, a full disk), not "
+                       "a verdict on JAX: see the traceback above"),
+}
+
+
+def meaning(code: int) -> tuple[str, str]:
+    """(title, sentence) for an exit code, as a CI shows it; ("", "") for 0."""
+    if code == ExitCode.OK:
+        return "", ""
+    if code in _MEANINGS:
+        return _MEANINGS[ExitCode(code)]
+    if code > 128:
+        return "Interrupted", f"stopped by signal {code - 128}; what was measured is kept (resume with --resume)"
+    return "Unexpected exit", f"exit {code}"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m harness.errors CODE [WHAT]`: a GitHub Actions error annotation for a harness exit code (the
+    nightly workflow and the action say with it which failure it was); prints nothing for 0."""
+    code, what = int(argv[0]), " ".join(argv[1:]) or "harness"
+    title, sentence = meaning(code)
+    if title:
+        print(f"::error title={what}: {title}::{sentence}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
 
 
 class UserError(Exception):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from harness import cli, service
+from harness import cli, errors, service
 from harness.ci import (
     append_step_summary,
     failing,
@@ -104,9 +104,10 @@ def swept(monkeypatch, tmp_path):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
-@pytest.mark.parametrize("flags, code", [([], 0), (["--fail-on", "reproduced"], 1),
-                                         (["--fail-on", "unsupported,error"], 1)])
-def test_run_exits_1_only_when_fail_on_names_a_cells_verdict(swept, tmp_path, capsys, monkeypatch, flags, code):
+@pytest.mark.parametrize("flags, code, said", [([], 0, ""), (["--fail-on", "reproduced"], 1, "reproduced"),
+                                               (["--fail-on", "unsupported,error"], 1, "error,unsupported")])
+def test_run_exits_1_only_when_fail_on_names_a_cells_verdict(swept, tmp_path, capsys, monkeypatch, flags, code,
+                                                             said):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     junit = tmp_path / "junit.xml"
@@ -115,7 +116,7 @@ def test_run_exits_1_only_when_fail_on_names_a_cells_verdict(swept, tmp_path, ca
     SCHEMA.validate(junit.read_text())
     assert summary_line(CELLS) in summary.read_text()
     if code:
-        assert f"harness: --fail-on {','.join(sorted(flags[1].split(',')))}: " in err
+        assert f"harness: --fail-on {said}: " in err
 
 
 def test_fail_on_a_word_that_is_no_verdict_is_bad_input(capsys):
@@ -141,6 +142,16 @@ def write_results(folder, cells):
 def test_the_exit_codes_are_pinned():
     assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REGRESSION", 1), ("BAD_INPUT", 2), ("FAILURE", 3),
                                                     ("INTERRUPTED", 130)]
+
+
+@pytest.mark.parametrize("code, title", [(1, "Regression"), (2, "Bad input"), (3, "The harness itself failed"),
+                                         (143, "Interrupted")])
+def test_a_ci_is_told_which_failure_an_exit_code_is(capsys, code, title):
+    """`python -m harness.errors CODE WHAT`: the nightly workflow's and the action's annotation."""
+    assert errors.main([str(code), "compare"]) == 0
+    assert capsys.readouterr().out.startswith(f"::error title=compare: {title}::")
+    errors.main(["0", "compare"])
+    assert capsys.readouterr().out == ""
 
 
 def test_nightly_exits_3_when_the_harness_crashes_and_1_on_a_regression(monkeypatch, tmp_path, capsys):

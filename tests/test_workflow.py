@@ -91,3 +91,13 @@ def test_the_optional_jax_main_job_measures_the_ref_against_the_last_green_night
     assert str(nightly.baseline) == "baseline/*" and nightly.versions == ["1"]
     dispatch = (data.get("on") or data.get(True))["workflow_dispatch"]["inputs"]
     assert dispatch["jax_ref"]["default"] == "main"
+
+
+def test_the_workflow_tells_a_regression_from_a_failure_of_the_harness():
+    """Each step that runs a sweep or a comparison names what its exit code means (1 a regression, 3 the
+    harness broke) through harness.errors, then exits with it."""
+    for job in workflow()["jobs"].values():
+        for step in job["steps"]:
+            script = step.get("run", "")
+            if re.search(r"-m harness (run|compare|nightly) ", script):
+                assert 'python -m harness.errors "$code"' in script and 'exit "$code"' in script, step["name"]

@@ -1,0 +1,171 @@
+"""The GitHub Action (action.yml) and the example workflow in docs/ci.md: actionlint finds nothing, every
+expression names a declared input, and (integration) the action's shell steps, run for real here with
+its inputs substituted, pass on a clean script and fail on the seed's repro at 0.4.28."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parent.parent
+ACTION = ROOT / "action.yml"
+DOCS = ROOT / "docs" / "ci.md"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def action():
+    return yaml.safe_load(ACTION.read_text())
+
+
+def example_workflow() -> str:
+    """The first ```yaml block after "### Example workflow" in docs/ci.md."""
+    text = DOCS.read_text().split("### Example workflow", 1)[1]
+    return re.search(r"```yaml\n(.*?)```", text, re.DOTALL)[1]
+
+
+def actionlint() -> str:
+    found = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    assert found, "actionlint is not installed: pip install -e '.[test]'"
+    return found
+
+
+def test_the_action_is_composite_with_the_inputs_the_docs_name():
+    data = action()
+    assert data["runs"]["using"] == "composite"
+    inputs = data["inputs"]
+    for name in ("script", "module", "versions", "runs", "device-count", "extra-args", "fail-on-unsupported"):
+        assert name in inputs and "description" in inputs[name], name
+        assert f"`{name}`" in DOCS.read_text(), name
+    steps = data["runs"]["steps"]
+    assert all(s.get("shell") == "bash" for s in steps if "run" in s)
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()"
+    # Every expression is one the action may use: its inputs, the runner's temp folder, its own path, steps.
+    for expression in EXPRESSION.findall(ACTION.read_text()):
+        for operand in expression.split("||"):
+            operand = operand.strip()
+            if operand.startswith("inputs."):
+                assert operand[len("inputs."):] in inputs, operand
+            else:
+                assert operand in ("github.action_path", "runner.temp") or operand.startswith("steps.check."), operand
+
+
+def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_path):
+    """The example as a workflow of a repository whose root holds action.yml (`uses: ./`), so actionlint
+    checks its `with:` against the action's inputs."""
+    workflow = example_workflow()
+    assert "uses: OWNER/jax-cache-harness@main" in workflow
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # actionlint finds `./` from the repo root
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy(ACTION, tmp_path / "action.yml")
+    (tmp_path / ".github" / "workflows" / "jax-cache.yml").write_text(
+        workflow.replace("OWNER/jax-cache-harness@main", "./"))
+    done = subprocess.run([actionlint(), "-no-color", ".github/workflows/jax-cache.yml"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # And a wrong input name is caught: the check is real.
+    (tmp_path / ".github" / "workflows" / "jax-cache.yml").write_text(
+        workflow.replace("OWNER/jax-cache-harness@main", "./").replace("device-count:", "devices:"))
+    done = subprocess.run([actionlint(), "-no-color", ".github/workflows/jax-cache.yml"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "devices" in done.stdout, done.stdout
+
+
+# ---- the steps, run for real ---------------------------------------------------------------------
+
+class Runner:
+    """Runs the action's shell steps as GitHub would (bash -eo pipefail, the step's env with its
+    expressions substituted, GITHUB_OUTPUT/GITHUB_STEP_SUMMARY/RUNNER_TEMP files); `uses:` steps
+    (upload-artifact) are GitHub's own and are skipped."""
+
+    def __init__(self, temp: Path, workspace: Path):
+        self.temp, self.workspace = temp, workspace
+        self.temp.mkdir(parents=True, exist_ok=True)
+
+    def value(self, expression: str, inputs: dict[str, str]) -> str:
+        declared = action()["inputs"]
+        for operand in (o.strip() for o in expression.split("||")):
+            if operand.startswith("inputs."):
+                name = operand[len("inputs."):]
+                found = inputs.get(name, declared[name].get("default", ""))
+            elif operand == "runner.temp":
+                found = str(self.temp)
+            elif operand == "github.action_path":
+                found = str(ROOT)
+            else:
+                raise AssertionError(f"an expression the test cannot evaluate: {operand}")
+            if found:
+                return found
+        return ""
+
+    def substitute(self, text: str, inputs: dict[str, str]) -> str:
+        return EXPRESSION.sub(lambda m: self.value(m[1], inputs), text)
+
+    def run(self, step_name: str, inputs: dict[str, str], label: str) -> tuple[int, dict[str, str], str]:
+        (step,) = [s for s in action()["runs"]["steps"] if s.get("name") == step_name]
+        assert EXPRESSION.search(step["run"]) is None, "inputs reach the shell as variables only"
+        output, summary = self.temp / f"{label}.output", self.temp / f"{label}.summary"
+        env = {**os.environ, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
+               "RUNNER_TEMP": str(self.temp), "GITHUB_ACTION_PATH": str(ROOT),
+               **{k: self.substitute(str(v), inputs) for k, v in step.get("env", {}).items()}}
+        env.pop("VIRTUAL_ENV", None)
+        script = self.temp / f"{label}.sh"
+        script.write_text(step["run"])
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=self.workspace,
+                              env=env, capture_output=True, text=True, timeout=1200)
+        outputs = dict(line.split("=", 1) for line in output.read_text().splitlines()) if output.exists() else {}
+        text = done.stdout + done.stderr
+        return done.returncode, outputs, text + (summary.read_text() if summary.exists() else "")
+
+
+CHECK_STEP = "Check the persistent cache, release by release"
+
+
+@pytest.mark.integration
+def test_the_actions_steps_pass_on_a_clean_script_and_fail_on_the_seed_at_0_4_28(tmp_path):
+    workspace = tmp_path / "workspace"
+    (workspace / "tests").mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "stable_script.py", workspace / "tests" / "cache_probe.py")
+    shutil.copy(ROOT / "harness" / "repros" / "shard_map_grad.py", workspace / "tests" / "seed.py")
+    runner = Runner(tmp_path / "runner-temp", workspace)
+    code, _, text = runner.run("Install the harness", {}, "install")
+    assert code == 0, text
+    assert (tmp_path / "runner-temp" / "jax-cache-harness" / "bin" / "harness").is_file()
+
+    code, outputs, text = runner.run(CHECK_STEP, {"script": "tests/cache_probe.py", "versions": "0.4.28",
+                                                  "runs": "3", "extra-args": "--jobs 1 --quiet"}, "clean")
+    assert code == 0, text
+    assert outputs["exit-code"] == "0" and outputs["results"] == str(tmp_path / "runner-temp" / "jax-cache-results")
+    assert "| 0.4.28 " in text and "clean" in text and "::error" not in text  # the job summary's table
+    (folder,) = Path(outputs["results"]).glob("*/results.json")
+    assert json.loads(folder.read_text())["cells"][0]["verdict"] == "clean"
+    shutil.rmtree(outputs["results"])
+
+    code, outputs, text = runner.run(CHECK_STEP, {"script": "tests/seed.py", "versions": "0.4.28", "runs": "3",
+                                                  "extra-args": "--quiet"}, "seed")
+    assert code == 1 and outputs["exit-code"] == "1", text
+    assert "::error title=JAX cache check: Regression::" in text and "--fail-on reproduced,error: 1 cell(s) failed" in text
+    assert "lost per start" in text  # the table's detail, in the job summary too
+    junit = (Path(outputs["results"]) / "junit.xml").read_text()
+    assert 'type="reproduced"' in junit
+
+
+def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
+    """No install needed to see extra-args refused: the harness's own check runs from this checkout."""
+    runner = Runner(tmp_path / "runner-temp", ROOT)
+    venv = tmp_path / "runner-temp" / "jax-cache-harness" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    (venv / "harness").symlink_to(Path(sys.executable).parent / "harness")
+    code, _, text = runner.run(CHECK_STEP, {"script": "examples/stable_script.py", "extra-args": "--with 'flax"},
+                               "unclosed")
+    assert code == 2 and "extra-args: not words a shell could split" in text
+    code, outputs, text = runner.run(CHECK_STEP, {"script": "no/such/script.py"}, "missing")
+    assert code == 2 and outputs["exit-code"] == "2" and "no such script" in text, text
+    assert "::error title=JAX cache check: Bad input::" in text
