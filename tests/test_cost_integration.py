@@ -40,7 +40,7 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     # The key's compile time is what JAX logged in that run.
     second = cells["0.4.28"]["runs"][1]
     (new_key,) = [k for k, info in second["keys"]["jit_f"].items() if info["outcome"] != "hit"]
-    assert f"({second['keys']['jit_f'][new_key]['compile_s']:.2f}s)" in (run_dir / second["log"]).read_text()
+    assert f"({second['keys']['jit_f'][new_key]['compile_time_s']:.2f}s)" in (run_dir / second["log"]).read_text()
 
 
 def test_cache_statistics_name_the_module_a_host_callback_keeps_out_of_the_cache(tmp_path, capsys):
