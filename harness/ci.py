@@ -50,7 +50,7 @@ def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict]) -> str:
 
 
 def _case_name(cell: CellResult) -> str:
-    return f"jax {cell_label(cell)} {cell.spec.mesh_label} {cell.spec.platform}x{cell.spec.device_count}"
+    return f"jax {cell_label(cell)} {cell.spec.mesh_label} {cell.spec.devices_label}"
 
 
 def _seconds(value: float) -> float:
