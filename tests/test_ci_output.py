@@ -28,6 +28,7 @@ from harness.model import (
     Verdict,
 )
 from harness.nightly.compare import Change, compare, exit_code, render_changes
+from harness.results import RunStatus
 from harness.table import render, summary_line
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "fixtures" / "junit-10.xsd")
@@ -99,7 +100,7 @@ def swept(monkeypatch, tmp_path):
     """The service's sweep replaced by one that returns CELLS (written as a results folder)."""
     def sweep(config, options, progress, more=None):
         folder = write_results(tmp_path / "swept", CELLS)
-        return service.SweepOutcome(folder, CELLS, service.RunStatus.COMPLETE)
+        return service.SweepOutcome(folder, CELLS, RunStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
@@ -165,7 +166,7 @@ def test_nightly_exits_3_when_the_harness_crashes_and_1_on_a_regression(monkeypa
 
     def regresses(config, options, progress, more=None):
         cells = [cell("0.4.30", Verdict.REPRODUCED)]
-        return service.SweepOutcome(write_results(tmp_path / "now", cells), cells, service.RunStatus.COMPLETE)
+        return service.SweepOutcome(write_results(tmp_path / "now", cells), cells, RunStatus.COMPLETE)
     monkeypatch.setattr(service.watching, "sweep", regresses)
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == ExitCode.REGRESSION == 1
 
