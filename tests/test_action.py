@@ -154,6 +154,17 @@ def test_the_actions_steps_pass_on_a_clean_script_and_fail_on_the_seed_at_0_4_28
     assert "lost per start" in text  # the table's detail, in the job summary too
     junit = (Path(outputs["results"]) / "junit.xml").read_text()
     assert 'type="reproduced"' in junit
+    shutil.rmtree(outputs["results"])
+
+    # A release that caches nothing of the script (a host callback before 0.11): passes, saying why, unless
+    # fail-on-unsupported.
+    shutil.copy(ROOT / "examples" / "host_callback.py", workspace / "tests" / "callback.py")
+    inputs = {"script": "tests/callback.py", "versions": "0.6.0", "runs": "2", "extra-args": "--quiet"}
+    code, outputs, text = runner.run(CHECK_STEP, inputs, "unsupported")
+    assert code == 0 and "::warning title=jax 0.6.0: nothing measured::" in text and "host callbacks" in text, text
+    shutil.rmtree(outputs["results"])
+    code, outputs, text = runner.run(CHECK_STEP, {**inputs, "fail-on-unsupported": "true"}, "unsupported-fails")
+    assert code == 1 and "--fail-on reproduced,error,unsupported: 1 cell(s) failed" in text, text
 
 
 def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
