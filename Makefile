@@ -8,7 +8,7 @@ BASELINE ?= results/baseline
 JAX_REPO ?=
 ARGS   ?=
 
-.PHONY: table smoke test test-unit bench stress bisect nightly base-image cuda-image-check gpu-check clean-envs help
+.PHONY: table smoke test test-unit docs bench stress bisect nightly base-image cuda-image-check gpu-check clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -16,6 +16,7 @@ help:
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only"
+	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
@@ -42,6 +43,9 @@ test: $(STAMP)
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration and not docker" $(PYTEST_ARGS)
+
+docs: $(STAMP)
+	$(BIN)/python -m harness.docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py

@@ -2,7 +2,7 @@
 
 Every case starts the real `harness` command line as its own process (as a user, a scheduler or a
 careless config would), with real JAX releases in real venvs (and Docker where an engine answers),
-and checks the behaviour the harness promises (README, "Signals, concurrency and faults"). Exit 1 if
+and checks the behaviour the harness promises (docs/signals-and-concurrency.md). Exit 1 if
 any case did not hold. Slow (minutes): not part of `make test`, whose fault tests cover the same
 ground one case at a time.
 

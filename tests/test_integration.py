@@ -84,7 +84,7 @@ def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, capsys):
 
 
 def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tmp_path, capsys):
-    # --jobs 1: the report ties each new key to its run only when runs do not overlap (README).
+    # --jobs 1: the report ties each new key to its run only when runs do not overlap (docs/measuring.md).
     data, _, run_dir = sweep(["check", "examples/two_shapes_one_moves.py", "--versions", "0.4.31", "0.10.2",
                               "--runs", "6", "--jobs", "1"], tmp_path, capsys)
     report = (run_dir / "report.md").read_text()

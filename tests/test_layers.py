@@ -1,4 +1,4 @@
-"""The layering of harness/ (README: Layout), checked by import-linter against the contracts in
+"""The layering of harness/ (docs/architecture.md), checked by import-linter against the contracts in
 pyproject.toml, and no harness import hidden inside a function (ruff's PLC0415)."""
 
 from __future__ import annotations
