@@ -7,6 +7,7 @@ from typing import Any
 from packaging.version import Version
 from tabulate import tabulate
 
+from harness import markdown
 from harness.analysis import boundaries, comparison_of, rank_runs, version_verdicts
 from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult
@@ -72,10 +73,24 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
 
 
 def render(cells: list[CellResult], fmt: str = "github") -> str:
+    """The table for a terminal: each cell on one line (a name or a reason with a newline would split a row)."""
     if not cells:
         return "(no cells measured)"
-    headers = [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
-    return tabulate(rows(cells), headers=headers, tablefmt=fmt)
+    return tabulate([[markdown.one_line(v) for v in row] for row in rows(cells)], headers=_headers(cells),
+                    tablefmt=fmt)
+
+
+def render_markdown_table(cells: list[CellResult]) -> str:
+    """The table for report.md and table.md: every cell's text escaped for Markdown (a module name or a
+    reason from a program or a results file cannot add columns, rows or HTML)."""
+    if not cells:
+        return "(no cells measured)"
+    return tabulate([[markdown.cell(markdown.text(v)) for v in row] for row in rows(cells)], headers=_headers(cells),
+                    tablefmt="github")
+
+
+def _headers(cells: list[CellResult]) -> list[str]:
+    return [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
 
 
 def summary_line(cells: list[CellResult]) -> str:
@@ -84,8 +99,8 @@ def summary_line(cells: list[CellResult]) -> str:
 
 def render_markdown(cells: list[CellResult], document: dict[str, Any]) -> str:
     config = document.get("config", {})
-    title = config.get("name", "sweep")
-    lines = [f"# {title}", "", render(cells), "", f"**{summary_line(cells)}**", ""]
+    title = markdown.text(config.get("name", "sweep"))
+    lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(summary_line(cells))}**", ""]
     if document.get("status") != RunStatus.COMPLETE:
-        lines.append(f"_status: {document.get('status')}_\n")
+        lines.append(f"_status: {markdown.text(document.get('status'))}_\n")
     return "\n".join(lines)

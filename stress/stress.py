@@ -286,6 +286,27 @@ def case_odd_file_name(h: Harness) -> tuple[bool, str]:
     return again == 0 and (folder / "report.md").is_file(), f"verdict {cell['verdict']}, report exit {again}"
 
 
+PLANTED = ("import os, random\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"
+           "d = '%064x' % random.getrandbits(256)\n"
+           "open(os.path.join(os.environ['JAX_COMPILATION_CACHE_DIR'], 'jit_a|b|c<img src=x>```<!-- -' + d + '-cache'),"
+           " 'w').close()\n")
+
+
+def case_planted_markdown(h: Harness) -> tuple[bool, str]:
+    """A planted file name is the cell's finding: report.md shows it as text (no HTML, no extra columns)."""
+    import re
+
+    out = h.root / "planted-out"
+    code, _, _ = h.run("check", str(h.write("planted/script.py", PLANTED)), "--versions", "0.4.31", "--runs", "3",
+                       "--quiet", "--out", str(out))
+    (folder,) = out.iterdir()
+    text = (folder / "report.md").read_text()
+    outside = re.sub(r"(?s)(`{3,})[^\n]*\n.*?\n\1\n", "", text)
+    outside = re.sub(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", "", outside)
+    raw = [tag for tag in ("<img", "<!--") if tag in outside]
+    return code == 0 and not raw, f"exit {code}, raw HTML outside code: {raw or 'none'}"
+
+
 def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
     """`harness check ... 2>&1 | head -N`: the printing stops, the sweep finishes and saves every run."""
     out = h.root / f"pipe-{lines}-out"
@@ -375,6 +396,7 @@ def main() -> int:
         ("a printed fake cache-hit line is not trusted and hides no new key",
          lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=True)),
         ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
+        ("a planted file name with Markdown and HTML in report.md", lambda: case_planted_markdown(h)),
         ("progress into a closed pipe (| head -3)", lambda: case_closed_pipe(h, 3)),
         ("progress into a closed pipe after a run (| head -9)", lambda: case_closed_pipe(h, 9)),
     ]

@@ -51,3 +51,31 @@ def test_a_closed_progress_pipe_stops_the_printing_not_the_sweep(tmp_path, lines
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean" and len(cell["runs"]) == 3
     assert (folder / "report.md").is_file()
+
+
+PLANTED_NAMES = """\
+import os, random
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
+folder = os.environ["JAX_COMPILATION_CACHE_DIR"]
+digest = "%064x" % random.getrandbits(256)  # a new "key" in every run: this module is the one that moves
+open(os.path.join(folder, "jit_a|b|c<img src=x>```<!-- -" + digest + "-cache"), "w").close()
+"""
+
+
+def test_file_names_a_program_plants_cannot_inject_markdown(tmp_path, capsys, write):
+    """Issue 27, item 5: the planted module name is the cell's finding, shown as text, never as HTML."""
+    from tests.test_report import _outside_fences, _unescaped_pipes
+
+    script = write("planted.py", PLANTED_NAMES)
+    assert cli.main(["check", str(script), "--versions", VERSION, "--runs", "3", "--quiet",
+                     "--out", str(tmp_path / "r")]) == 0, capsys.readouterr().err
+    (folder,) = (tmp_path / "r").iterdir()
+    (cell,) = json.loads((folder / "results.json").read_text())["cells"]
+    assert cell["verdict"] == "reproduced" and "jit_a|b|c<img src=x>```<!-- " in cell["keys"]
+    for name in ("report.md", "table.md"):
+        text = (folder / name).read_text()
+        markdown = _outside_fences(text)
+        assert "<img" not in markdown and "<!--" not in markdown, name
+        header, _, row = [line for line in text.splitlines() if line.startswith("|")][:3]
+        assert _unescaped_pipes(row) == _unescaped_pipes(header), row

@@ -3,6 +3,7 @@ smoke-run-jobs2 with --jobs 2; caches left out) and real IR dumps of a user scri
 (tests/fixtures/ir_dump)."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -464,3 +465,54 @@ def test_report_of_a_folder_whose_listing_has_a_non_utf8_name(smoke_run, capsys)
     (smoke_run / "results.json").write_text(json.dumps(data))
     assert cli.main(["report", str(smoke_run)]) == 0, capsys.readouterr().err
     assert "odd-\\udcff\\udcfe-name" in (smoke_run / REPORT_FILE).read_text()
+
+
+# Issue 27, item 5: text a program or a hand-edited results file supplies reads as text in report.md and
+# table.md: no HTML, no extra columns or rows, no code span or fence it can close.
+EVIL_MODULE = "jit_a|b|c<img src=x onerror=alert(1)>```<!-- "
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line.replace("\\\\", "")))
+
+
+def _outside_fences(text: str) -> str:
+    """The Markdown outside fenced blocks (a fence closes only with as many backticks as it opened with)."""
+    out, fence = [], None
+    for line in text.splitlines():
+        marks = re.match(r"^(`{3,})", line)
+        if fence is None and marks:
+            fence = marks[1]
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            out.append(re.sub(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", "", line))  # and code spans, which show text as is
+    return "\n".join(out)
+
+
+def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
+    from harness.results import load_results
+    from harness.table import render_markdown
+
+    data = json.loads((smoke_run / "results.json").read_text())
+    data["config"]["name"] = "smoke\n# a title of its own <!--"
+    cell = data["cells"][0]
+    evil = f"{EVIL_MODULE}-{'c' * 64}-cache"
+    cell["listing"] += [evil, "a\n```\n<!-- a line of its own"]
+    cell["runs"][1]["new_entries"] = [evil.replace("c" * 64, h * 64) for h in "cdef"]  # the module that moved most
+    cell["reason"] = "jit_f: a new key | in run 2\n<details><summary>hidden"
+    (smoke_run / "results.json").write_text(json.dumps(data))
+    report = write_report(smoke_run).read_text()
+    table = render_markdown(load_results(smoke_run).cells, data)
+    for text in (report, table):
+        markdown = _outside_fences(text)
+        assert "<img" not in markdown and "<!--" not in markdown and "<details><summary>hidden" not in markdown
+        assert "jit\\_a" not in text and "jit_a\\|b\\|c&lt;img src=x onerror=alert(1)&gt;\\`\\`\\`&lt;!--" in text
+        assert "# a title of its own" not in text.splitlines()[1:]  # the name stayed on the title line
+        rows = [line for line in text.splitlines() if line.startswith("| 0.4.2") and "| cpux8 " in line]
+        header = next(line for line in text.splitlines() if line.startswith("| jax ") and "| verdict " in line)
+        assert len(rows) == 2 and all(_unescaped_pipes(r) == _unescaped_pipes(header) for r in rows), rows
+    assert report.splitlines()[0].startswith("# smoke # a title of its own &lt;!--: regression")
+    # The listing's fence is longer than the backticks a name holds, and each name stays on one line.
+    assert "````console\n$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
+    assert "\na ``` <!-- a line of its own\n" in report

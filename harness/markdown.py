@@ -1,0 +1,66 @@
+"""Text from a program or a results file, made safe for Markdown (pure; imports nothing of the harness).
+
+report.md and table.md are meant to be pasted into a GitHub issue, and much of what they show comes from
+places nobody checked: file names a program wrote into its cache folder (module names, the listing), the
+last line a crashed run printed, JAX's own words, IR attributes, a hand-edited `results.json`. Such text
+must read as text: it cannot open HTML (`<!--` would hide the rest of an issue, `<img>` would load),
+start a line of its own (a newline would split a title or a table row), add table columns (`|`), open a
+code span or a link. Our own Markdown is written around it; each function here is for one place:
+
+- `text`: running text (a title, a sentence, a list item);
+- `code`: an inline code span around the text (a key, a module, an attribute's value);
+- `cell`: a table cell, after `text` or `code` (GFM splits a row at every `|`, even in a code span);
+- `fence`: a fenced block (a diff, a listing, a config) that no line inside can close.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable
+
+# Line breaks and other controls (a newline, a carriage return, an escape) and the bidirectional
+# overrides that reorder what a reader sees: none of them belongs inside one line of a report.
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Backslash escapes: a backslash itself, a code span, a link or an image. (Emphasis, `*` and `_`, is
+# left alone: it can restyle a word, not hide or add anything, and module names are full of `_`.)
+_ESCAPED = re.compile(r"([\\`\[\]])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def one_line(value: object) -> str:
+    """The text on one line: each control character (newline included) a space."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI else ch
+                   for ch in str(value))
+
+
+def text(value: object) -> str:
+    """Running text: one line, its HTML characters as entities, Markdown's own characters escaped."""
+    escaped = _ESCAPED.sub(r"\\\1", one_line(value))
+    return "".join(_HTML.get(ch, ch) for ch in escaped)
+
+
+def code(value: object) -> str:
+    """An inline code span that shows the text as it is: delimited by more backticks than the text's
+    longest run of them, padded when it starts or ends with one."""
+    content = one_line(value)
+    longest = max((len(m) for m in _BACKTICKS.findall(content)), default=0)
+    fence = "`" * (longest + 1)
+    if content.startswith("`") or content.endswith("`"):
+        content = f" {content} "
+    return f"{fence}{content}{fence}"
+
+
+def cell(value: str) -> str:
+    """A table cell's Markdown (already `text` or `code`): its pipes escaped, as GFM asks inside code too."""
+    return value.replace("|", "\\|")
+
+
+def fence(lines: Iterable[object], info: str = "") -> list[str]:
+    """A fenced block around `lines` (each kept on one line) whose fence no line can close: longer
+    than the longest run of backticks anywhere in them."""
+    body = [one_line(line) for line in lines]
+    longest = max((len(m) for line in body for m in _BACKTICKS.findall(line)), default=0)
+    marks = "`" * max(3, longest + 1)
+    return [f"{marks}{info}", *body, marks]
