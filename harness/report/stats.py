@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from harness import markdown as md
 from harness.cost import ModuleStats, cost_of, cost_phrase, module_stats
 from harness.model import CellResult
 
@@ -12,7 +13,7 @@ STATS_TITLE = "## Cache statistics"
 
 
 def _where(cell: CellResult) -> str:
-    return f"jax {cell.label}, {cell.spec.mesh_label}, {cell.spec.platform} x{cell.spec.device_count}"
+    return md.text(f"jax {cell.label}, {cell.spec.mesh_label}, {cell.spec.platform} x{cell.spec.device_count}")
 
 
 def cache_statistics(cells: list[CellResult]) -> list[str]:
@@ -24,7 +25,7 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
     rows = []
     for cell, stats in measured:
         runs = sum(1 for r in cell.runs if r.ok and r.keys is not None)
-        rows.append([cell.label, cell.spec.mesh_label, runs, sum(s.requests for s in stats),
+        rows.append([md.cell(md.text(cell.label)), md.cell(md.text(cell.spec.mesh_label)), runs, sum(s.requests for s in stats),
                      sum(s.hits for s in stats), sum(s.misses for s in stats), sum(s.later_misses for s in stats),
                      sum(s.not_written for s in stats), f"{sum(s.compile_s for s in stats):.2f}",
                      f"{sum(s.saved_s for s in stats):.2f}"])
@@ -37,11 +38,12 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
     for cell, _ in measured:
         phrase = cost_phrase(cost_of(cell))
         if phrase:
-            lines.append(f"- {_where(cell)}: {phrase}.")
+            lines.append(f"- {_where(cell)}: {md.text(phrase)}.")
     refused = [(cell, s) for cell, stats in measured for s in stats if s.not_written]
     if refused:
         lines += ["", "Not written to the cache, and why (JAX's words):", ""]
-        lines += [f"- {_where(cell)}: `{s.module}` in {s.not_written} run(s): \"{s.reason}\"" for cell, s in refused]
+        lines += [f"- {_where(cell)}: {md.code(s.module)} in {s.not_written} run(s): \"{md.text(s.reason)}\""
+                  for cell, s in refused]
     for cell, stats in measured:
         lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(stats), "",
                   "</details>"]
@@ -49,7 +51,7 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
 
 
 def _module_table(stats: list[ModuleStats]) -> str:
-    rows = [[s.module, s.requests, s.hits, s.misses, s.later_misses, s.not_written, f"{s.compile_s:.2f}",
+    rows = [[md.cell(md.text(s.module)), s.requests, s.hits, s.misses, s.later_misses, s.not_written, f"{s.compile_s:.2f}",
              f"{s.saved_s:.2f}"] for s in stats]
     return tabulate(rows, headers=["module", "requests", "hits", "misses", "later misses", "not written",
                                    "compile s", "saved s"], tablefmt="github")

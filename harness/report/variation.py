@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from harness import markdown as md
 from harness.factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, WHEN, Factor, FactorOutcome
 from harness.model import CellResult, FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
@@ -63,10 +64,6 @@ def _by_hand(cell: CellResult, config: dict[str, Any], factor: FactorResult, see
     return lines
 
 
-def _detail(factor: FactorResult) -> str:
-    return factor.reason.replace("|", "\\|")
-
-
 def variation_section(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
     varied = [c for c in cells if c.variation is not None]
     if not varied:
@@ -77,7 +74,7 @@ def variation_section(document: dict[str, Any], cells: list[CellResult]) -> list
              "it computed no key the reference did not (docs/variation.md).", ""]
     for cell in varied:
         variation = cell.variation
-        lines += [f"### jax {cell.label}, {cell.spec.mesh_label}: reference run {variation.reference_run} "
+        lines += [f"### jax {md.text(cell.label)}, {md.text(cell.spec.mesh_label)}: reference run {variation.reference_run} "
                   f"(seed {variation.seed})", ""]
         if variation.note:
             lines += [f"_{variation.note}_", ""]
@@ -85,13 +82,13 @@ def variation_section(document: dict[str, Any], cells: list[CellResult]) -> list
             lines += ["| factor | result | moved | modules | change | detail |", "|---|---|---|---|---|---|"]
             for f in variation.factors:
                 modules = f"{len(f.modules)} of {f.modules_total}" if f.modules else "-"
-                lines.append(f"| {f.factor} | {f.outcome} | {', '.join(f.components) or '-'} | {modules} | "
-                             f"{(f.change or '-').replace('|', '/')} | {_detail(f)} |")
+                lines.append(f"| {f.factor} | {f.outcome} | {md.cell(md.text(', '.join(f.components) or '-'))} | "
+                             f"{modules} | {md.cell(md.text(f.change or '-'))} | {md.cell(md.text(f.reason))} |")
             lines.append("")
         for f in variation.missed():
-            lines += [f"Reproduce with ({f.factor}: {f.reason}):", "", "```bash",
-                      *_by_hand(cell, config, f, variation.seed), "```", "", "```bash",
-                      harness_command(document, cell) + f" --vary {f.factor}", "```", ""]
+            lines += [f"Reproduce with ({f.factor}: {md.text(f.reason)}):", "",
+                      *md.fence(_by_hand(cell, config, f, variation.seed), "bash"), "",
+                      *md.fence([harness_command(document, cell) + f" --vary {f.factor}"], "bash"), ""]
         keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
         if keyed:
             lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "
