@@ -19,7 +19,7 @@ from harness.environments.base import Environment
 from harness.environments.process import clean_environment, run_processes
 from harness.errors import ConfigError
 from harness.job_env import JobPlan, rank_env, rank_log
-from harness.model import CellSpec, Platform, ProcessOutcome, Verdict
+from harness.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
 from harness.runner import CellRunner, OpenCell, run_cells
 from harness.seeds import Probe, random_plan, rank_seeds, with_ranks
 from harness.startup import jax_cache_harness_hook as hook
@@ -209,3 +209,17 @@ def test_a_job_takes_a_slot_per_process(tmp_path, monkeypatch):
     assert all([rank.seed for rank in run.ranks] == list(seeds) for run, seeds in zip(job.runs, [(1, 2), (3, 4),
                                                                                                  (5, 6)]))
     assert job.verdict == Verdict.CLEAN and job.job is not None and job.job.processes == 2
+
+
+def test_a_jobs_containers_share_process_0s_network_of_nothing_but_a_loopback(tmp_path):
+    from harness.environments.docker import job_kwargs
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    envs = [{"HARNESS_JOB_RANK": "0"}, {"HARNESS_JOB_RANK": "1"}, {"HARNESS_JOB_RANK": "2"}]
+    first, *others = job_kwargs(Program(script), envs, tmp_path, Platform.CPU, "1000:1000")
+    assert first["network_mode"] == "none" and first["hostname"] == "localhost"
+    assert all(k["network_mode"] == f"container:{first['name']}" for k in others)
+    assert not any("network_disabled" in k for k in (first, *others))  # it leaves no /etc/hosts: gloo fails
+    assert len({k["name"] for k in (first, *others)}) == 3
+    assert [k["environment"]["HARNESS_JOB_RANK"] for k in (first, *others)] == ["0", "1", "2"]

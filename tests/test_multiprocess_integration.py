@@ -85,3 +85,25 @@ def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported", cell["reason"]
     assert "cannot run a 2-process job here" in cell["reason"]
+
+
+@pytest.mark.docker
+def test_a_job_in_containers_one_per_process_sharing_a_loopback(tmp_path, capsys, write):
+    from tests.docker_engine import engine_with_base_image
+    from tests.test_docker_integration import our_containers
+
+    client = engine_with_base_image()
+    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "2",
+                     "--backend", "docker"], tmp_path / "stable", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert all(r["joined"] for run in cell["runs"] for r in run["ranks"])
+    script = write("never_joins.py", "import os, time\nimport jax\n"
+                                     "if os.environ['HARNESS_JOB_RANK'] == '1':\n    time.sleep(3600)\n"
+                                     "jax.distributed.initialize()\nprint(jax.device_count())\n")
+    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20", "--backend", "docker"],
+                    tmp_path / "hang", capsys)
+    (cell,) = data["cells"]
+    assert cell["verdict"] == "error" and "processes did not finish" in cell["reason"], cell["reason"]
+    assert our_containers(client, tmp_path) == []
+    client.close()
