@@ -333,12 +333,18 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
             vary = parse_factors(value)
         except ValueError as exc:
             raise err("vary", str(exc)) from None
+    if vary and processes > 1:
+        raise err("vary", VARY_WITH_PROCESSES)
 
     return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
                   device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
                   docker=dict(docker), source=source, python=None if python == AUTO else python,
                   cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
                   requirements=requirements, processes=processes, vary=vary)
+
+
+VARY_WITH_PROCESSES = ("cannot be combined with processes > 1 yet: a factor's run is one process (vary a "
+                       "single-process cell)")
 
 
 def processes_problem(processes: int, device_count: int, platform: Platform, repro: Repro) -> str | None:

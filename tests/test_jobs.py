@@ -223,3 +223,11 @@ def test_a_jobs_containers_share_process_0s_network_of_nothing_but_a_loopback(tm
     assert not any("network_disabled" in k for k in (first, *others))  # it leaves no /etc/hosts: gloo fails
     assert len({k["name"] for k in (first, *others)}) == 3
     assert [k["environment"]["HARNESS_JOB_RANK"] for k in (first, *others)] == ["0", "1", "2"]
+
+
+def test_vary_and_processes_are_not_combined_yet(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import jax\n")
+    with pytest.raises(ConfigError, match="cannot be combined with processes"):
+        parse_config({"name": "t", "repro": str(script), "jax_versions": ["0.10.2"], "processes": 2,
+                      "vary": "all"})

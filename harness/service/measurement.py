@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, TypeVar
 
-from harness.config import Config, processes_problem
+from harness.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
 from harness.errors import UserError
@@ -87,7 +87,10 @@ def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T]
 
 def with_vary(config: Config, vary: tuple[Factor, ...] | None) -> Config:
     """The config with --vary's factors in place of its vary: key."""
-    return replace(config, vary=vary) if vary is not None else config
+    config = replace(config, vary=vary) if vary is not None else config
+    if config.vary and config.processes > 1:
+        raise UserError(f"--vary with --processes {config.processes}: {VARY_WITH_PROCESSES}")
+    return config
 
 
 def with_processes(config: Config, processes: int | None) -> Config:
