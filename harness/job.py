@@ -9,6 +9,7 @@ on a collective a peer never joins) are stopped at the run's timeout, and the ru
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from pathlib import Path
@@ -129,19 +130,21 @@ def measure_job(environment: Environment, program: Program, spec: CellSpec, seed
                      log_note="" if logged else ranks[0].log_note, ranks=ranks)
 
 
+# The probe's answer: one JSON object, found anywhere in a line (gloo's threads print mid-line).
+_ANSWER_RE = re.compile(r'\{"process_index"[^{}]*\}')
+
+
 def _answer(log: Path) -> dict | None:
-    """The probe's JSON line (JAX's own shutdown lines come after it)."""
+    """The probe's JSON answer (JAX's own lines come before, after and around it)."""
     try:
-        lines = log.read_text(errors="replace").splitlines()
+        text = log.read_text(errors="replace")
     except OSError:
         return None
-    for line in reversed(lines):
-        if line.startswith('{"process_index"'):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
+    found = _ANSWER_RE.findall(text)
+    try:
+        return json.loads(found[-1]) if found else None
+    except ValueError:
+        return None
 
 
 _checked: dict[tuple, str | None] = {}

@@ -231,3 +231,14 @@ def test_vary_and_processes_are_not_combined_yet(tmp_path):
     with pytest.raises(ConfigError, match="cannot be combined with processes"):
         parse_config({"name": "t", "repro": str(script), "jax_versions": ["0.10.2"], "processes": 2,
                       "vary": "all"})
+
+
+def test_the_probes_answer_is_found_where_gloo_cut_its_line(tmp_path):
+    from harness.job import _answer
+
+    log = tmp_path / "probe.log"
+    log.write_text('[Gloo] Rank {"process_index": 1, "process_count": 2, "device_count": 8, "local_device_count": 4}'
+                   "1 is connected to 1 peer ranks.\nI1201 client.cc:140] shutdown\n")
+    assert _answer(log) == {"process_index": 1, "process_count": 2, "device_count": 8, "local_device_count": 4}
+    log.write_text("no answer\n")
+    assert _answer(log) is None
