@@ -53,6 +53,8 @@ def test_scripts_are_valid_bash_with_the_resources_asked_for(tmp_path):
     assert "#SBATCH --cpus-per-task=4" in shard and "#SBATCH --time=90" in shard
     merge = j.merge_script()
     assert "--gres" not in merge and "--array" not in merge and "#SBATCH --cpus-per-task=1" in merge
+    # No shard's results: the merge job fails as the harness does (3), not as a regression (1).
+    assert "nothing to merge\" >&2; exit 3; fi" in merge
 
 
 def test_a_folder_with_a_space_and_a_percent_is_one_word_of_the_output_line(tmp_path):

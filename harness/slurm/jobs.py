@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import control_character
+from harness.errors import ExitCode
 from harness.model import Platform
 
 SHARD_SCRIPT = "shard.sbatch"
@@ -144,7 +145,9 @@ class SweepJobs:
             "    if [ ${#found[@]} -gt 0 ]; then shards+=(\"$(dirname \"${found[-1]}\")\"); "
             "else echo \"shard $i: no results\"; fi",
             "done",
-            "if [ ${#shards[@]} -eq 0 ]; then echo \"no shard left results: nothing to merge\" >&2; exit 1; fi",
+            # No shard left results: nothing was measured, a failure of the run, not a regression (ExitCode.FAILURE).
+            f"if [ ${{#shards[@]}} -eq 0 ]; then echo \"no shard left results: nothing to merge\" >&2; "
+            f"exit {int(ExitCode.FAILURE)}; fi",
             f"exec {merge} \"${{shards[@]}}\" --out {merged}",
             "",
         ])
