@@ -329,7 +329,7 @@ OPTIONS: tuple[Option, ...] = (
            _commands("run", "check", "nightly"), Group.RESULTS, type=Path, metavar="PATH", example=("junit.xml",)),
     Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
            "unsupported; comma-separated); without it, exit 0 whatever the cells say", RESUMABLE, Group.RESULTS,
-           type=fail_on, default=frozenset(), metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
+           type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
            example=("reproduced,error",)),
     Option("max_lost_growth", ("--max-lost-growth",), "also alarm (exit 1) on a cell whose seconds lost per "
            "fresh process grew by more than this against the baseline", _commands("nightly", "compare"),
