@@ -8,12 +8,14 @@ BASELINE ?= results/baseline
 JAX_REPO ?=
 ARGS   ?=
 
-.PHONY: table smoke test test-unit docs bench stress bisect nightly base-image cuda-image-check gpu-check clean-envs help
+.PHONY: table smoke test test-unit docs bench stress bisect reduce nightly base-image cuda-image-check gpu-check clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
 	@echo "make smoke      a quick sweep of two releases"
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
+	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
+	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/options.py)"
@@ -54,12 +56,20 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py
 	$(BIN)/python bench/bench_slurm.py
+	$(BIN)/python bench/bench_reduce.py
 
 stress: $(STAMP)
 	$(BIN)/python stress/stress.py $(ARGS)
 
 bisect: $(STAMP)
 	$(BIN)/harness bisect $(CONFIG) $(if $(JAX_REPO),--jax-repo $(JAX_REPO)) $(ARGS)
+
+SCRIPT ?= examples/train_shard_map_grad.py
+BAD    ?= 0.4.28
+GOOD   ?= 0.4.29
+
+reduce: $(STAMP)
+	$(BIN)/harness reduce $(SCRIPT) --versions $(BAD) $(if $(GOOD),--good $(GOOD)) $(ARGS)
 
 nightly: $(STAMP)
 	$(BIN)/harness nightly $(CONFIG) --baseline $(BASELINE) $(ARGS)

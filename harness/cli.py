@@ -21,6 +21,7 @@ from harness import ci, options, service
 from harness.errors import ExitCode, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.progress import ConsoleProgress, console_streams
+from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
 from harness.results import RunStatus
 from harness.options import SCRIPT_ARGS, Given, from_given
@@ -108,6 +109,29 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     config = service.check_config(given["script"], given["versions"] or (), given["platform"],
                                   given["device_count"], given["runs"], given["timeout"], how)
     return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)), given)
+
+
+def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
+    options = from_given(service.ReduceOptions, given, argv=words)
+    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+    done = service.reduce(given["script"], how, given["platform"], given["device_count"], given["timeout"],
+                          options, _progress(given))
+    state = done.state
+    if done.status == RunStatus.INTERRUPTED:
+        print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {done.original_lines} lines, "
+              f"{state.measured} candidates run) is {done.best_file}\n"
+              f"continue with: {service.resume_command(given, done.folder)}", file=sys.stderr)
+        return interrupted_exit_code()
+    print(f"results: {done.folder / 'results.json'} (report: {done.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(list(done.cells)))
+    print()
+    print(f"reduced: {done.reduced} ({done.original_lines} -> {size(done.reduced.read_text())} lines; "
+          f"{state.measured} candidates run in {state.seconds:.0f} s)")
+    if done.problem:
+        print(f"harness: the reduced program's own check did not keep the signature: {done.problem}",
+              file=sys.stderr)
+        return ExitCode.FAILURE
+    return ExitCode.OK
 
 
 def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:

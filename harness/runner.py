@@ -70,14 +70,18 @@ class CellRunner:
     on_factor: OnFactor | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
-            results_root: Path | None = None, stop_when_reproduced: bool = False) -> CellResult:
+            results_root: Path | None = None, stop_when_reproduced: bool = False,
+            give_up: Callable[[list[RunRecord]], bool] | None = None,
+            folder: FolderMode | None = None) -> CellResult:
         """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key, or
-        nothing can change). After Ctrl-C the cell comes back `interrupted`, with the runs that
-        finished: the caller saves it, then stops."""
+        nothing can change). `folder`: how a user's script gets the cell's folder when that is known
+        already (harness reduce: as the original got it); None: its first run tells. After Ctrl-C the cell
+        comes back `interrupted`, with the runs that finished: the caller saves it, then stops."""
         results: list[CellResult] = []
         try:
             run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
-                                             stop_when_reproduced)], self.jobs, results.append, self.on_run)
+                                             stop_when_reproduced, give_up, folder)], self.jobs, results.append,
+                      self.on_run)
         except KeyboardInterrupt:
             pass  # the cell came back interrupted
         return results[0]
@@ -179,15 +183,16 @@ class OpenCell:
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
              log_dir: Path, results_root: Path | None = None,
-             stop_when_reproduced: bool = False) -> OpenCell | CellResult:
+             stop_when_reproduced: bool = False, give_up: Callable[[list[RunRecord]], bool] | None = None,
+             folder: FolderMode | None = None) -> OpenCell | CellResult:
         """The cell ready to run; a multi-process cell whose environment cannot run such a job here is
-        `unsupported` at once, saying why."""
+        `unsupported` at once, saying why. `give_up` and `folder`: see CellRunner.run."""
         launches = [s if isinstance(s, tuple) else (s,) for s in seeds]
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
-        folder = FolderMode.ENVIRONMENT if runner.repro.builtin else None
-        folder_why = ""
+        folder = FolderMode.ENVIRONMENT if runner.repro.builtin else folder
+        folder_why = "as the original's runs got it (harness reduce)" if folder and not runner.repro.builtin else ""
         if spec.is_job:
             assert all(len(s) == spec.processes for s in launches), "a job's runs need a seed per process"
             try:
@@ -202,7 +207,8 @@ class OpenCell:
             folder = FolderMode.ENVIRONMENT
             folder_why = "a multi-process cell: each process gets the folder from JAX_COMPILATION_CACHE_DIR"
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
-                   Tally(len(launches), stop_when_reproduced), list(enumerate(launches, start=1)), folder=folder,
+                   Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
+                   folder=folder,
                    folder_why=folder_why)
 
     @property
@@ -219,9 +225,12 @@ class OpenCell:
                 return self.running == 0  # one at a time until the cell may have settled
             return True
         if self.checks is None and self.running == 0:
-            self.checks = self._plan_checks()
+            # A cell whose caller gave up (harness reduce's rejected candidate) needs no seed check, no factor.
+            self.checks = [] if self.tally.gave_up else self._plan_checks()
         if self.checks:
             return True
+        if self.tally.gave_up:
+            return False
         # --vary: the factors' runs one at a time, once every other run of the cell has ended
         return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
 

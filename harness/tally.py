@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from harness.analysis import job_facts, judge, nothing_cached, run_keys
 from harness.model import CellResult, CellSpec, RunRecord, Verdict
@@ -25,6 +25,7 @@ def _logs_read(records: list[RunRecord]) -> bool:
 class Stop(enum.Enum):
     REPRODUCED = "a later run computed a new key"
     NOTHING_CACHED = "nothing was cached"
+    GAVE_UP = "the caller's give_up said the runs cannot give what it looks for"
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Tally:
     # (`nothing_to_measure`); off, every planned run is made (--all-runs).
     stop_when_reproduced: bool = False
     records: list[RunRecord] = field(default_factory=list)
+    # Stop as soon as this says the runs so far cannot give what the caller looks for (`harness reduce`
+    # rejects a candidate at its first crash, or a first run without the module it tracks).
+    give_up: Callable[[list[RunRecord]], bool] | None = None
     _stopped: Stop | None = None
 
     def add(self, record: RunRecord) -> None:
@@ -42,11 +46,17 @@ class Tally:
     def stop_now(self) -> bool:
         """Once true, stays true (runs still going when it turned are added, but it was decided)."""
         if self._stopped is None:
-            if self.stop_when_reproduced and judge(self.records).verdict == Verdict.REPRODUCED:
+            if self.give_up is not None and self.give_up(self.records):
+                self._stopped = Stop.GAVE_UP
+            elif self.stop_when_reproduced and judge(self.records).verdict == Verdict.REPRODUCED:
                 self._stopped = Stop.REPRODUCED
             elif self.stop_when_reproduced and self.nothing_to_measure():
                 self._stopped = Stop.NOTHING_CACHED
         return self._stopped is not None
+
+    @property
+    def gave_up(self) -> bool:
+        return self._stopped == Stop.GAVE_UP
 
     def nothing_to_measure(self) -> bool:
         """The first run and one more (another hash seed) cached nothing at all: the program or the release

@@ -86,3 +86,17 @@ def test_a_run_still_going_that_cached_something_is_judged_by_the_rule_not_calle
     tally.add(run(3, 1))  # overlapping, started before the decision: a key the first run did not compute
     cell = tally.cell(SPEC, [], {})
     assert cell.verdict == Verdict.REPRODUCED and "could not change" not in cell.reason
+
+
+def test_give_up_stops_the_cell_at_once_and_its_verdict_counts_only_the_runs_made():
+    tally = Tally(planned=6, stop_when_reproduced=True, give_up=lambda records: any(not r.ok for r in records))
+    tally.add(run(1, 1, exit_code=1))
+    assert tally.stop_now()
+    cell = tally.cell(SPEC, [], {})
+    assert cell.verdict == Verdict.ERROR and len(cell.runs) == 1 and "only 1 of 6" not in cell.reason
+
+
+def test_without_give_up_a_crash_does_not_stop_the_cell():
+    tally = Tally(planned=6, stop_when_reproduced=True)
+    tally.add(run(1, 1, exit_code=1))
+    assert not tally.stop_now()

@@ -53,6 +53,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         _script_cache(cells),
         _commits(cells),
         _bisection(document, cells),
+        _minimal_reproducer(document),
         _evidence(cells, evidence),
         variation_section(document, cells),
         _environment(document, cells),
@@ -178,6 +179,27 @@ def _commits(cells: list[CellResult]) -> list[str]:
 
 BISECTION_KEYS = ("bisect", "bisection")  # harness bisect writes `bisect`; tolerate either
 JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
+
+
+def _minimal_reproducer(document: dict[str, Any]) -> list[str]:
+    """The reduced program, when `harness reduce` made these results (its `reduce` section)."""
+    found = document.get("reduce")
+    if not isinstance(found, dict) or not isinstance(found.get("reduced"), dict):
+        return []
+    original, reduced = found.get("original") or {}, found["reduced"]
+    signature = found.get("signature") or {}
+    moved = ", ".join(signature.get("components") or []) or "unknown"
+    kept = (f"`reproduced` on jax {found.get('bad')} through `{signature.get('module')}` (key component "
+            f"{moved}, cause `{signature.get('cause') or 'unknown'}`)"
+            + (f", `clean` on jax {found['good']}" if found.get("good") else ""))
+    source = str(reduced.get("source", "")).rstrip("\n")
+    fence = "````" if "```" in source else "```"
+    return ["## Minimal reproducer", "",
+            f"`harness reduce` shrank `{original.get('path')}` from {original.get('lines')} to "
+            f"{reduced.get('lines')} lines ({original.get('bytes')} -> {reduced.get('bytes')} bytes), keeping "
+            f"its failure signature: {kept}; {found.get('candidates_run')} candidates run in "
+            f"{found.get('seconds')} s. The table above is this program's own check.", "",
+            f"{fence}python", source, fence]
 
 
 def _bisection(document: dict[str, Any], cells: list[CellResult]) -> list[str]:

@@ -6,7 +6,7 @@ A module per command (pip's `commands/` is the model), over two shared ones:
 - `outcomes`: what each command produced, for the CLI to show;
 - `measurement`: the one place a measurement is opened (backend, versions, checks, jobs, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
-- `sweeping` (run, check), `watching` (nightly, compare), `bisecting` (bisect), `submitting` (submit),
+- `sweeping` (run, check), `reducing` (reduce: harness/reduce/ does the work), `watching` (nightly, compare), `bisecting` (bisect), `submitting` (submit),
   `reading` (versions, report, merge).
 
 Each command returns what it produced and prints nothing but progress: the CLI shows the outcome.
@@ -15,18 +15,19 @@ Each command returns what it produced and prints nothing but progress: the CLI s
 from harness.options import DEFAULT_RESULTS
 from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command
 from harness.service.measurement import version_entries
-from harness.service.options import (BisectOptions, JaxRef, MeasureOptions, PythonOptions, ScriptRun, SubmitOptions,
-                                     SweepOptions)
+from harness.service.options import (BisectOptions, JaxRef, MeasureOptions, PythonOptions, ReduceOptions, ScriptRun,
+                                     SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)
 from harness.service.reading import list_versions, merge, report
+from harness.service.reducing import reduce
 from harness.service.submitting import SUBMIT_PASSES_ON, plan_submission, submit, wait_submission
 from harness.service.sweeping import check_config, given_of, resume_command, run, sweep
 from harness.service.watching import compare_folders, nightly
 
 __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PASSES_ON", "BisectOptions",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
-           "PythonOptions", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
+           "PythonOptions", "ReduceOptions", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
            "SweepOutcome", "bisect", "bisect_command", "check_config", "compare_folders", "given_of",
-           "list_versions", "merge", "nightly", "plan_submission", "report", "resume_command", "run", "submit",
+           "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

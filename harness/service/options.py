@@ -74,6 +74,16 @@ class BisectOptions(MeasureOptions):
     fresh: bool = False
 
 @dataclass(frozen=True)
+class ReduceOptions(MeasureOptions):
+    """`harness reduce`: the measuring options (as for check), the good release, the search's budget."""
+
+    good: str | None = None
+    resume: Path | None = None  # continue the reduction in this folder
+    max_candidates: int | None = None  # candidates run at most (None: until no pass shrinks the program)
+    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the headers record it
+
+
+@dataclass(frozen=True)
 class ScriptRun:
     """How `harness check` runs the user's code: a module instead of the script, arguments, environment
     additions, working folder (validated as a config's module/args/env/cwd keys)."""

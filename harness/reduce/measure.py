@@ -1,0 +1,135 @@
+"""A candidate program measured the way `harness check` measures a script: the harness's own cell runner
+(fresh processes, one cache folder, hash seeds recorded, JAX's log read) and the report's evidence (the
+likely cause), in the environment the original ran in, with the shortest plan that can decide.
+
+On the bad release: the seeds that disagreed for the original first (the baseline's, then the one that
+brought the new key), then a few more in case the candidate changed the names a set orders; the cell stops
+at the first new key, and gives up at the first crash or at a first run that did not compute the module the
+signature tracks (or nothing at all). On the good release: the two seeds that disagreed for the candidate,
+which must agree there. Each run has a timeout derived from the original's run time, so a candidate that
+hangs costs a bounded time and is rejected.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.analysis import comparison_of
+from harness.config import Config, Repro
+from harness.environments.base import Environment
+from harness.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
+from harness.reduce.passes import digest
+from harness.reduce.search import Tried
+from harness.reduce.signature import Signature, why_not_kept
+from harness.report import ReportWriter
+from harness.report.evidence import Evidence
+from harness.sweep import cell_runner
+
+# A candidate's run may take this many times the original's slowest run (plus the floor) before it is
+# killed as hanging: a reduced program does less, but the machine is shared and `import jax` varies.
+TIMEOUT_FACTOR = 2.0
+TIMEOUT_FLOOR_S = 10.0
+
+
+def candidate_timeout(original_runs: list[RunRecord], ceiling: float) -> float:
+    slowest = max((r.duration_s for r in original_runs if r.ok), default=ceiling)
+    return min(ceiling, TIMEOUT_FLOOR_S + TIMEOUT_FACTOR * slowest)
+
+
+def disagreeing_seeds(cell: CellResult, module: str) -> list[int]:
+    """The first run's seed and the seed of the first later run with a new key of `module`."""
+    comparison = comparison_of(cell.runs)
+    later = comparison.runs_with_new(module)
+    by_index = {r.index: r.seed for r in cell.runs}
+    if comparison.baseline_run is None or not later:
+        return []
+    return [by_index[comparison.baseline_run], by_index[later[0]]]
+
+
+@dataclass(frozen=True)
+class Release:
+    """Where candidates run for one release: its cell and its prepared environment."""
+
+    spec: CellSpec
+    environment: Environment
+
+
+@dataclass
+class Measurer:
+    config: Config  # the original's check config: arguments, environment, thresholds, timeout
+    script: Path  # the original script (candidates take its file name)
+    workdir: Path  # the folder the original's runs start in
+    bad: Release
+    good: Release | None
+    target: Signature
+    bad_seeds: list[int]  # disagreeing seeds first, then the extras
+    work: Path  # scratch: each candidate's folder is removed once measured
+    timeout_s: float
+    jobs: int = 1
+    folder: FolderMode | None = None  # how the original's runs got the cell's cache folder: the candidates' too
+    _good_seeds: dict[str, list[int]] = field(default_factory=dict)  # by digest: the seeds that disagreed
+
+    def _config(self, path: Path) -> Config:
+        # The candidate sits in the scratch folder but runs where the original ran (`config` already
+        # has the original's folder on PYTHONPATH when it imports modules from there).
+        return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=self.workdir,
+                       timeout_s=self.timeout_s)
+
+    def _cell(self, source: str, release: Release, seeds: list[int], tag: str, give_up) -> CellResult:
+        folder = self.work / f"{digest(source)[:16]}-{tag}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        try:
+            path = folder / self.script.name
+            path.write_text(source)
+            runner = cell_runner(release.environment, self._config(path), jobs=1)
+            cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
+                              stop_when_reproduced=True, give_up=give_up, folder=self.folder)
+            if cell.interrupted:
+                raise KeyboardInterrupt
+            evidence = ReportWriter(folder).gather(cell, overlapped=False)
+            if isinstance(evidence, Evidence):
+                cell.cause = evidence.cause
+            return cell
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _give_up_bad(self, records: list[RunRecord]) -> bool:
+        if not records:
+            return False
+        if any(not r.ok for r in records):
+            return True  # a crash or a hang: rejected, whatever the later runs would say
+        first = min(records, key=lambda r: r.index)
+        if len(records) == 1 and first.keys is not None:
+            return self.target.module not in {k.module for k in first.keys.keys}
+        return len(records) == 1 and first.keys is None and not first.new_entries  # compiled nothing
+
+    def one_bad(self, source: str) -> Tried:
+        cell = self._cell(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
+        why = why_not_kept(self.target, cell)
+        if why is None:
+            self._good_seeds[digest(source)] = disagreeing_seeds(cell, self.target.module)
+            return Tried(True, f"reproduced in {len(cell.runs)} runs")
+        return Tried(False, why)
+
+    def test_bad(self, sources: list[str]) -> list[Tried]:
+        if len(sources) == 1 or self.jobs <= 1:
+            return [self.one_bad(s) for s in sources]
+        with ThreadPoolExecutor(min(self.jobs, len(sources)), thread_name_prefix="candidate") as pool:
+            try:
+                return list(pool.map(self.one_bad, sources))
+            except KeyboardInterrupt:
+                self.bad.environment.interrupt()  # the runs still going end now; nothing they measured is kept
+                raise
+
+    def test_good(self, source: str) -> Tried:
+        assert self.good is not None
+        seeds = self._good_seeds.get(digest(source)) or self.bad_seeds[:2]
+        cell = self._cell(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
+        if cell.verdict == Verdict.CLEAN:
+            return Tried(True, f"clean on {self.good.spec.jax_version}")
+        return Tried(False, f"{cell.verdict} on {self.good.spec.jax_version}, the good release"
+                            + (f" ({cell.reason})" if cell.reason else ""))

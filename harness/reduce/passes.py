@@ -1,0 +1,248 @@
+"""Candidate programs made from a program's syntax (pure): coarse passes of the harness's own, run before
+pysource-minimize's fine ones (harness/reduce/search.py says why both).
+
+- `removals`: delete a chunk of statements from one block (halves first, then quarters, ... single
+  statements), the hierarchical delta-debugging order: a 150-line script loses its logging,
+  checkpointing and training loop in a few candidates instead of one statement at a time.
+- `unwrappings`: a compound statement (if, for, while, with, try) replaced by its body.
+- `dead_code`: definitions, imports and assignments nothing uses any more, all in one candidate.
+- `inlinings`: a function without parameters called once as a statement (`main()`) replaced by its body,
+  and the `if __name__ == "__main__":` guard by what it guards: a reproducer reads top to bottom.
+
+Every candidate is `ast.unparse`d, so equal programs have equal text (the memo's key), and comments go
+(`harness reduce` puts a script's inline metadata block back on the result). `broken` rejects a candidate
+without running it when pyflakes finds a name it uses but never defines.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import warnings
+from collections.abc import Callable, Iterator
+
+from pyflakes import checker as flakes
+from pyflakes import messages
+
+# pyflakes' findings that make a run fail for certain once the code is reached.
+_FATAL = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
+
+# A pass: candidates made from a program, each with its place in the pass's order. After a candidate is
+# kept, the pass starts again from the new program at the kept one's place: what came before it was
+# rejected already (or the pass would have stopped there).
+Place = tuple[int, ...]
+Pass = Callable[[str], Iterator[tuple[Place, str]]]
+
+
+def normalise(source: str) -> str:
+    """The program as `ast.unparse` writes it: the form every candidate has."""
+    return ast.unparse(ast.parse(source)) + "\n"
+
+
+def digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def size(source: str) -> int:
+    """Lines that hold something (blank lines and comments do not count)."""
+    return sum(1 for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+def broken(source: str) -> str | None:
+    """Why a candidate cannot run (it does not compile, or uses a name it never defines); None: try it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # `0()`: the run will say what it does
+            tree = ast.parse(source)
+            compile(tree, "<candidate>", "exec")
+    except (SyntaxError, ValueError) as exc:
+        return f"does not compile ({exc.__class__.__name__})"
+    found = [m for m in flakes.Checker(tree).messages if isinstance(m, _FATAL)]
+    if found:
+        return f"pyflakes: {found[0].message % found[0].message_args}"
+    return None
+
+
+def _blocks(tree: ast.AST, classes: bool = True) -> list[list[ast.stmt]]:
+    """Every statement list of the program, outermost first (the module's body, then nested ones);
+    `classes=False` leaves out class bodies (their names are used as attributes, which names do not show)."""
+    out: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        if not classes and isinstance(node, ast.ClassDef):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append(block)
+        for handler in getattr(node, "handlers", []) or []:
+            out.append(handler.body)
+    return out
+
+
+def _emit(tree: ast.AST) -> str | None:
+    try:
+        return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    except (ValueError, TypeError, AttributeError):  # a node left in a shape unparse cannot write
+        return None
+
+
+def _chunk_sizes(length: int) -> list[int]:
+    sizes, n = [], length
+    while n >= 1:
+        sizes.append(n)
+        if n == 1:
+            break
+        n = (n + 1) // 2
+    return sizes
+
+
+def removals(source: str) -> Iterator[tuple[Place, str]]:
+    """The program without a chunk of one block's statements: big chunks of the outer blocks first."""
+    tree = ast.parse(source)
+    block_count = len(_blocks(tree))
+    longest = max((len(b) for b in _blocks(tree)), default=0)
+    seen: set[str] = set()
+    for chunk in _chunk_sizes(longest):
+        for number in range(block_count):
+            length = len(_blocks(tree)[number])
+            if chunk > length or (number == 0 and chunk == length):
+                continue  # (a module without any statement measures nothing)
+            # From the end of the block: a statement's uses come after it, so removing the last ones first
+            # lets the earlier ones go (and pyflakes rejects, unrun, a definition whose use is still there).
+            for start in reversed(range(0, length, chunk)):
+                copied = copy.deepcopy(tree)
+                block = _blocks(copied)[number]
+                del block[start:start + chunk]
+                if not block:
+                    block.append(ast.Pass())
+                text = _emit(copied)
+                if text and text != source and text not in seen:
+                    seen.add(text)
+                    yield (-chunk, number, -start), text
+
+
+def _bound_names(stmt: ast.stmt) -> set[str] | None:
+    """The names a definition-like statement binds (None: not one that `dead_code` may drop)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"} or None
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = set()
+        for target in targets:
+            elts = target.elts if isinstance(target, ast.Tuple) else [target]
+            if not all(isinstance(e, ast.Name) for e in elts):
+                return None
+            names |= {e.id for e in elts}
+        return names
+    return None
+
+
+def _used_names(tree: ast.AST) -> set[str]:
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    # `__all__ = ["f"]` and string annotations name things too.
+    used |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.isidentifier()}
+    return used
+
+
+def dead_code(source: str) -> Iterator[tuple[Place, str]]:
+    """The program without the definitions, imports (and, in a second candidate, assignments) whose names
+    nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
+    candidate. Assignments come second, as their right-hand side may be needed for what it does."""
+    for place, kinds in (((0,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
+                                 ast.Assign, ast.AnnAssign)),
+                         ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
+        tree = ast.parse(source)
+        while True:
+            used = _used_names(tree)
+            dropped = False
+            for block in _blocks(tree, classes=False):
+                keep = []
+                for stmt in block:
+                    names = _bound_names(stmt) if isinstance(stmt, kinds) else None
+                    if names and not names & used:
+                        dropped = True
+                        continue
+                    if names and isinstance(stmt, (ast.Import, ast.ImportFrom)) and len(stmt.names) > 1:
+                        stmt.names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in used]
+                    keep.append(stmt)
+                block[:] = keep or [ast.Pass()]
+            if not dropped:
+                break
+        text = _emit(tree)
+        if text and text != source:
+            yield place, text
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+def unwrappings(source: str) -> Iterator[tuple[Place, str]]:
+    """The program with one compound statement replaced by its body (the else part dropped)."""
+    tree = ast.parse(source)
+    places = [(b, i) for b, block in enumerate(_blocks(tree)) for i, s in enumerate(block) if isinstance(s, _COMPOUND)]
+    for number, index in places:
+        copied = copy.deepcopy(tree)
+        block = _blocks(copied)[number]
+        block[index:index + 1] = block[index].body
+        text = _emit(copied)
+        if text and text != source:
+            yield (number, index), text
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def _inlinable(fn: ast.stmt) -> bool:
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+        return False
+    a = fn.args
+    if a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg:
+        return False
+    # A return, global or nonlocal would change meaning at module level; nested functions may have them.
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        if isinstance(node, (ast.Return, ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+    return True
+
+
+def inlinings(source: str) -> Iterator[tuple[Place, str]]:
+    """A top-level function without parameters, called exactly once as a top-level statement, replaced
+    at the call by its body; and the `__main__` guard replaced by its body."""
+    tree = ast.parse(source)
+    body = tree.body
+    for index, stmt in enumerate(body):
+        if _is_main_guard(stmt) and not stmt.orelse:
+            copied = copy.deepcopy(tree)
+            copied.body[index:index + 1] = copied.body[index].body
+            text = _emit(copied)
+            if text:
+                yield (0, index), text
+    uses: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            uses[node.id] = uses.get(node.id, 0) + 1
+    for index, fn in enumerate(body):
+        if not _inlinable(fn) or uses.get(fn.name) != 1:
+            continue
+        calls = [i for i, s in enumerate(body) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                 and isinstance(s.value.func, ast.Name) and s.value.func.id == fn.name and not s.value.args
+                 and not s.value.keywords and i > index]
+        if len(calls) != 1:
+            continue
+        copied = copy.deepcopy(tree)
+        copied.body[calls[0]:calls[0] + 1] = copied.body[index].body
+        del copied.body[index]
+        text = _emit(copied)
+        if text:
+            yield (1, index), text
+
+
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, dead_code, inlinings, unwrappings)

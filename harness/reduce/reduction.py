@@ -1,0 +1,253 @@
+"""`harness reduce`: the original's check, the search, the reduced program's check, in one folder.
+
+    <folder>/original/   the original's check on the bad (and good) release: its signature and seeds
+    <folder>/reduce.json the search's state (--resume reads it); best.py the best program so far
+    <folder>/reduced.py  the answer; results.json, table.md and report.md beside it are its own check,
+                         and the report's "Minimal reproducer" section holds it, ready for a JAX issue
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.config import Config, Repro
+from harness.environments.base import Backend
+from harness.errors import EnvironmentUnavailable, UserError
+from harness.model import CellResult, Verdict
+from harness.progress import Progress
+from harness.reduce.measure import Measurer, Release, candidate_timeout, disagreeing_seeds
+from harness.reduce.passes import digest, normalise, size
+from harness.reduce.search import Search, Tried
+from harness.reduce.signature import Signature, signature_of, why_not_kept
+from harness.reduce.state import ReduceState, load_state
+from harness.results import ResultsHeader, RunStatus, load_results
+from harness.seeds import SeedPlanner, random_seeds
+from harness.sweep import Sweep, plan_cells
+from harness.writer import ResultsWriter
+
+ORIGINAL_DIR = "original"
+REDUCED_FILE = "reduced.py"
+SCRATCH_DIR = "candidates"
+REDUCE_SECTION = "reduce"
+# Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
+# orders (a shortened axis name): with two orderings each more seed misses with probability 1/2.
+EXTRA_SEEDS = 3
+
+# PEP 723's own regular expression for an inline metadata block.
+_METADATA_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+HeaderFor = Callable[[Config, list[str]], ResultsHeader]
+
+
+@dataclass(frozen=True)
+class ReduceOutcome:
+    folder: Path
+    status: RunStatus
+    state: ReduceState
+    original_lines: int
+    reduced: Path | None = None  # None when interrupted (best.py holds the best so far)
+    cells: tuple[CellResult, ...] = ()  # the reduced program's check
+    problem: str | None = None  # the reduced program's check did not keep the signature: why
+
+    @property
+    def best_file(self) -> Path:
+        return self.folder / "best.py"
+
+
+def metadata_block(source: str) -> str:
+    """The script's inline metadata (PEP 723) block, to put back on the reduced program."""
+    match = next((m for m in _METADATA_RE.finditer(source) if m.group("type") == "script"), None)
+    return match.group(0) + "\n" if match else ""
+
+
+def local_imports(source: str, folder: Path) -> bool:
+    """Whether the script imports a module that sits beside it (candidates then need its folder on
+    PYTHONPATH, as they are written elsewhere)."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return any((folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file() for n in names)
+
+
+def program_config(config: Config, path: Path, original: Path, source: str) -> Config:
+    """`config` running `path` where the original ran, with the original's folder on PYTHONPATH when the
+    original imports modules from it."""
+    env = dict(config.env)
+    if local_imports(source, original.parent):
+        env["PYTHONPATH"] = ":".join(v for v in (env.get("PYTHONPATH"), str(original.parent.resolve())) if v)
+    return replace(config, repro=Repro(path.stem, path.resolve(), builtin=False),
+                   cwd=config.cwd or original.parent.resolve(), env=tuple(env.items()))
+
+
+@dataclass
+class Reduction:
+    config: Config  # the original's check config (versions: the bad release, then the good one)
+    script: Path
+    backend: Backend
+    bad: str
+    good: str | None
+    folder: Path
+    header: HeaderFor
+    progress: Progress
+    planner: SeedPlanner
+    jobs: int = 1
+    max_candidates: int | None = None
+
+    @property
+    def versions(self) -> list[str]:
+        return [self.bad] + ([self.good] if self.good else [])
+
+    # ---- the original -------------------------------------------------------------------------
+
+    def _check(self, config: Config, folder: Path, section: dict | None = None) -> list[CellResult]:
+        """`harness check` of `config` on the bad and good releases into `folder`."""
+        folder.mkdir(parents=True, exist_ok=True)
+        writer = ResultsWriter(folder, self.header(config, self.versions))
+        try:
+            cells = Sweep(config, self.backend, writer, self.progress, jobs=self.jobs,
+                          planner=self.planner).run(plan_cells(config, self.versions))
+        except KeyboardInterrupt:
+            writer.finish(RunStatus.INTERRUPTED)
+            raise
+        except BaseException:
+            writer.finish(RunStatus.FAILED)
+            raise
+        if section is not None:
+            writer.set(REDUCE_SECTION, section)
+        writer.finish(RunStatus.COMPLETE)
+        return cells
+
+    def _original(self, source: str) -> ReduceState:
+        folder = self.folder / ORIGINAL_DIR
+        self.progress.say(f"the original on jax {', '.join(self.versions)}: {folder}")
+        started = time.monotonic()
+        cells = {c.spec.jax_version: c for c in self._check(self.config, folder)}
+        bad = cells[self.bad]
+        where = f"(its check: {folder})"
+        if bad.verdict != Verdict.REPRODUCED:
+            what = {Verdict.CLEAN: "clean", Verdict.UNSUPPORTED: "unsupported (nothing was measured)",
+                    Verdict.ERROR: "an error, not a cache miss (reduce keeps a cache-miss signature, "
+                                   "never a crash)"}[bad.verdict]
+            raise UserError(f"{self.script}: {what} on jax {self.bad}: {bad.reason}; nothing to reduce {where}")
+        if self.good and cells[self.good].verdict != Verdict.CLEAN:
+            good = cells[self.good]
+            raise UserError(f"{self.script}: {good.verdict}, not clean, on --good {self.good}: {good.reason}; "
+                            f"a reduced program could not be told from a new bug of its own {where}")
+        signature = signature_of(bad)
+        assert signature is not None
+        seeds = disagreeing_seeds(bad, signature.module)
+        extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds][:EXTRA_SEEDS]
+        timeout = candidate_timeout([r for c in cells.values() for r in c.runs], self.config.timeout_s)
+        self.progress.say(f"signature: {signature.describe()} on jax {self.bad}"
+                          + (f", clean on jax {self.good}" if self.good else "")
+                          + f"; candidates run up to {timeout:.0f} s each")
+        return ReduceState(str(self.script), digest(source), self.bad, self.good, signature, seeds + extra,
+                           timeout, normalise(source), check_seconds=sum(r.duration_s for r in bad.runs)
+                           or time.monotonic() - started, folder=bad.cache_folder)
+
+    # ---- the search ---------------------------------------------------------------------------
+
+    def _release(self, version: str) -> Release:
+        spec = plan_cells(self.config, [version])[0]
+        try:
+            environment = self.backend.prepare(version, self.config.platform, self.progress.say)
+        except EnvironmentUnavailable as exc:
+            raise UserError(f"jax {version}: its environment cannot be made ({exc})") from None
+        return Release(spec, environment)
+
+    def run(self, resume: bool = False) -> ReduceOutcome:
+        source = self.script.read_text()
+        try:
+            ast.parse(source)
+        except SyntaxError as exc:
+            raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
+                            f"{exc.msg}): nothing to reduce") from None
+        if resume:
+            state = load_state(self.folder)
+            if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good):
+                raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
+                                f"{' / ' + state.good if state.good else ''}, as it was then; "
+                                "give the same script and versions")
+            self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
+                              f"{len(state.memo)} candidate(s) remembered")
+        else:
+            state = self._original(source)
+        state.status = "running"
+        state.save(self.folder)
+        original_lines = size(source)
+        measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
+                            self.config.cwd or self.script.parent.resolve(), self._release(self.bad),
+                            self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
+                            self.folder / SCRATCH_DIR, state.timeout_s, self.jobs, folder=state.folder)
+        started = time.monotonic()
+
+        def tried(candidate: str, answer: Tried, best: str) -> None:
+            if answer.measured:
+                state.measured += 1
+                verdict = "kept" if answer.kept else f"rejected: {answer.why}"
+                self.progress.say(f"  candidate {state.measured} ({size(candidate)} lines): {verdict}; "
+                                  f"best so far {size(best)} of {original_lines} lines")
+            state.best, state.memo = search.best, search.memo
+            state.seconds = seconds_before + time.monotonic() - started
+            state.save(self.folder)
+
+        seconds_before = state.seconds
+        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, jobs=self.jobs,
+                        memo=dict(state.memo), on_tried=tried, max_candidates=self.max_candidates)
+        first = search.memo.get(digest(state.best))
+        if not resume and state.best != source:
+            # The search's programs are `ast.unparse`d: the original in that form must still reproduce.
+            search.memo.pop(digest(state.best), None)
+            if not search.decide([state.best])[0].kept:
+                raise UserError(f"{self.script}: rewritten by ast.unparse (comments and layout dropped) it no "
+                                f"longer reproduces ({search.memo[digest(state.best)].why}): it cannot be reduced")
+        elif first is None:
+            search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
+        try:
+            best = search.run()
+        except KeyboardInterrupt:
+            state.best, state.status = search.best, "interrupted"
+            state.seconds = seconds_before + time.monotonic() - started
+            state.save(self.folder)
+            return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
+        state.best, state.seconds = best, seconds_before + time.monotonic() - started
+        state.save(self.folder)
+        return self._finish(source, state, original_lines)
+
+    # ---- the answer ---------------------------------------------------------------------------
+
+    def _finish(self, source: str, state: ReduceState, original_lines: int) -> ReduceOutcome:
+        reduced = metadata_block(source) + state.best
+        path = self.folder / REDUCED_FILE
+        path.write_text(reduced)
+        self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "
+                          f"in {state.seconds:.0f} s; its own check on jax {', '.join(self.versions)}")
+        section = {"original": {"path": state.script, "lines": original_lines, "bytes": len(source.encode())},
+                   "reduced": {"path": REDUCED_FILE, "lines": size(reduced), "bytes": len(reduced.encode()),
+                               "source": reduced},
+                   "signature": state.signature.to_json(), "bad": state.bad, "good": state.good,
+                   "candidates_run": state.measured, "candidates_decided": len(state.memo),
+                   "seconds": round(state.seconds, 1), "original_check_seconds": round(state.check_seconds, 1)}
+        cells = self._check(program_config(self.config, path, self.script, source), self.folder, section)
+        by_version = {c.spec.jax_version: c for c in cells}
+        problem = why_not_kept(state.signature, by_version[state.bad], by_version.get(state.good or ""))
+        state.status = "complete"
+        state.save(self.folder)
+        return ReduceOutcome(self.folder, RunStatus.COMPLETE if problem is None else RunStatus.PROBLEM, state,
+                             original_lines, path, tuple(cells), problem)
+
+
+def reduce_section(folder: Path) -> dict | None:
+    """The reduce section of a folder's results (None when it has none)."""
+    return load_results(folder).sections.get(REDUCE_SECTION)
+
+
+__all__ = ["ReduceOutcome", "Reduction", "Signature", "metadata_block", "reduce_section"]

@@ -1,0 +1,239 @@
+"""The search for the smallest program that keeps a failure signature (pure: the tests are callbacks).
+
+Two kinds of passes, coarse first:
+- the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, unwrapping), whose candidates
+  are independent, so `jobs` of them are measured at once and the first kept one (in the pass's order) wins;
+- pysource-minimize (AST-level, statements down to expressions and literals: ints halved toward 0,
+  strings shortened, so shapes, mesh sizes and axis names shrink), which calls its checker one candidate at
+  a time. Alone it tries hundreds of candidates on a 150-line script, each a few fresh JAX processes; after
+  the coarse passes it starts from a few dozen lines.
+
+The memo (by source digest) answers a candidate tried before, in this search or a resumed one; pyflakes
+rejects a candidate that uses a name it never defines without running it. The good release is checked at
+checkpoints rather than for every candidate (most are rejected on the bad release anyway): when the best
+program is not clean there, the accepted programs since the last checked one are bisected back to the
+last clean one, and the one that broke it is remembered as rejected.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pysource_minimize import minimize
+
+from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
+
+MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while a round still shrinks the program
+
+
+@dataclass(frozen=True)
+class Tried:
+    """What one candidate gave: kept (it has the signature) or rejected, and why."""
+
+    kept: bool
+    why: str = ""
+    measured: bool = True  # False: decided without running it (pyflakes, the memo)
+
+    def to_json(self) -> dict:
+        return {"kept": self.kept, "why": self.why}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Tried:
+        return cls(bool(data["kept"]), data.get("why", ""), measured=False)
+
+
+# Candidates measured on the bad release, all at once where cores allow; results in the same order.
+TestBad = Callable[[list[str]], list[Tried]]
+# One program on the good release (it must stay clean there).
+TestGood = Callable[[str], Tried]
+# Told about every candidate decided: its source, what it gave, the best program so far.
+OnTried = Callable[[str, Tried, str], None]
+
+
+class OutOfCandidates(Exception):
+    """The candidate budget is spent: the best so far is the answer."""
+
+
+@dataclass
+class Search:
+    best: str  # normalised; known to keep the signature
+    test_bad: TestBad
+    test_good: TestGood | None = None
+    jobs: int = 1
+    memo: dict[str, Tried] = field(default_factory=dict)  # by digest
+    on_tried: OnTried | None = None
+    max_candidates: int | None = None
+    measured: int = 0  # candidates run (memo answers and pyflakes rejections not counted)
+    decided: int = 0  # every candidate decided, however
+    _chain: list[str] = field(default_factory=list)  # kept since the last program clean on the good release
+    _good: set[str] = field(default_factory=set)  # digests known clean on the good release
+
+    def __post_init__(self) -> None:
+        self.best = normalise(self.best)
+        self.memo.setdefault(digest(self.best), Tried(True, "the original", measured=False))
+        self._chain = [self.best]
+
+    # ---- deciding candidates -----------------------------------------------------------------
+
+    def _quick(self, source: str) -> Tried | None:
+        known = self.memo.get(digest(source))
+        if known is not None:
+            return Tried(known.kept, known.why, measured=False)
+        why = broken(source)
+        if why is not None:
+            return Tried(False, why, measured=False)
+        return None
+
+    def decide(self, sources: list[str]) -> list[Tried]:
+        """Each candidate's answer: from the memo or pyflakes, else measured (all of those at once)."""
+        answers: list[Tried | None] = [self._quick(s) for s in sources]
+        to_measure = [s for s, a in zip(sources, answers) if a is None]
+        if to_measure:
+            if self.max_candidates is not None and self.measured >= self.max_candidates:
+                raise OutOfCandidates()
+            measured = iter(self.test_bad(to_measure))
+            self.measured += len(to_measure)
+            answers = [a if a is not None else next(measured) for a in answers]
+        for source, answer in zip(sources, answers):
+            assert answer is not None
+            self.memo[digest(source)] = answer
+            self.decided += 1
+        return answers  # type: ignore[return-value]
+
+    def _told(self, sources: list[str], answers: list[Tried]) -> None:
+        """After the kept one (if any) became the best: the progress hears of each."""
+        for source, answer in zip(sources, answers):
+            if self.on_tried:
+                self.on_tried(source, answer, self.best)
+
+    def _accept(self, source: str) -> None:
+        if source != self.best:
+            self.best = source
+            self._chain.append(source)
+
+    # ---- passes ------------------------------------------------------------------------------
+
+    def run_pass(self, make: Pass) -> bool:
+        """Candidates of `make` from the best program, `jobs` at a time; the first kept one becomes the
+        best and the pass goes on from it, at the kept one's place. True when it shrank the program."""
+        start, resume_at = self.best, None
+        while True:
+            batch: list[tuple[Place, str]] = []
+            kept_at = None
+            for place, candidate in make(self.best):
+                if resume_at is not None and place < resume_at:
+                    continue
+                if len(candidate) >= len(self.best):
+                    continue  # the coarse passes only ever shrink a program: no progress
+                quick = self._quick(candidate)
+                if quick is not None and not quick.kept:
+                    continue  # already rejected: no slot spent on it
+                batch.append((place, candidate))
+                if len(batch) < max(1, self.jobs):
+                    continue
+                kept_at = self._first_kept(batch)
+                if kept_at is not None:
+                    break
+                batch = []
+            if kept_at is None and batch:
+                kept_at = self._first_kept(batch)
+            if kept_at is None:
+                return self.best != start
+            resume_at = kept_at
+
+    def _first_kept(self, batch: list[tuple[Place, str]]) -> Place | None:
+        """Decide the batch; the first kept candidate in the pass's order becomes the best (whichever
+        finished first), and its place is returned."""
+        sources = [source for _, source in batch]
+        answers = self.decide(sources)
+        kept = [(place, source) for (place, source), a in zip(batch, answers) if a.kept]
+        if kept:
+            self._accept(kept[0][1])
+        self._told(sources, answers)
+        return kept[0][0] if kept else None
+
+    def polish(self) -> None:
+        """pysource-minimize from the best program: statements, expressions, literals, one at a time."""
+        def checker(source: str) -> bool:
+            try:
+                candidate = normalise(source)
+            except (SyntaxError, ValueError, RecursionError):
+                return False
+            if candidate == self.best:
+                return True
+            answer = self.decide([candidate])[0]
+            if answer.kept:
+                self._accept(candidate)
+            self._told([candidate], [answer])
+            return answer.kept
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            result = normalise(minimize(self.best, checker))
+        if result != self.best and self.memo.get(digest(result), Tried(False)).kept:
+            self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    # ---- the good release --------------------------------------------------------------------
+
+    def checkpoint(self) -> bool:
+        """True when the best program is clean on the good release (or none was given). Otherwise the
+        programs kept since the last clean one are bisected back to the last clean one, which becomes
+        the best; the first that was not clean is remembered as rejected."""
+        if self.test_good is None or digest(self.best) in self._good:
+            return True
+        answer = self.test_good(self.best)
+        if answer.kept:
+            self._good.add(digest(self.best))
+            self._chain = [self.best]
+            return True
+        self._reject(self.best, answer)
+        low, high = 0, len(self._chain) - 1  # chain[0] is clean on the good release; chain[high] is not
+        while high - low > 1:
+            middle = (low + high) // 2
+            answer = self.test_good(self._chain[middle])
+            if answer.kept:
+                low = middle
+            else:
+                self._reject(self._chain[middle], answer)
+                high = middle
+        for source in self._chain[high + 1:]:
+            self.memo.pop(digest(source), None)  # made from one that is not clean: measured again if met
+        self.best = self._chain[low]
+        self._good.add(digest(self.best))
+        self._chain = [self.best]
+        return False
+
+    def _reject(self, source: str, answer: Tried) -> None:
+        self.memo[digest(source)] = Tried(False, answer.why)
+        if self.on_tried:
+            self.on_tried(source, Tried(False, answer.why), self._chain[0])
+
+    # ---- the whole search --------------------------------------------------------------------
+
+    def run(self, coarse: tuple[Pass, ...] = COARSE_PASSES, fine: bool = True) -> str:
+        """The smallest program found (clean on the good release when one is given). KeyboardInterrupt
+        goes on up with `best` as far as it got; a spent budget ends the search quietly."""
+        try:
+            for _ in range(MAX_ROUNDS):
+                start = self.best
+                for make in coarse:
+                    self.run_pass(make)
+                while not self.checkpoint():
+                    pass
+                if fine:
+                    self.polish()
+                    while not self.checkpoint():
+                        pass
+                if self.best == start:
+                    break
+        except OutOfCandidates:
+            while not self.checkpoint():
+                pass
+        return self.best
+
+
+def node_count(source: str) -> int:
+    return sum(1 for _ in ast.walk(ast.parse(source)))

@@ -1,0 +1,73 @@
+"""`harness reduce`: the service's side, thin: the original's config as `check` makes it, the backend, the
+bad and good releases, the folder; the reduction itself is harness/reduce/."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+from harness.config import Config
+from harness.environments import BackendChoice
+from harness.errors import UserError
+from harness.model import Platform
+from harness.progress import Progress
+from harness.reduce.reduction import ReduceOutcome, Reduction
+from harness.results import ResultsHeader, new_run_dir
+from harness.seeds import SeedPlanner
+from harness.versions import LATEST, PyPIIndex, check_syntax, is_specifier, resolve
+from harness.service.measurement import jobs_for, open_backend, results_header, sweep_versions
+from harness.service.options import ReduceOptions, ScriptRun
+from harness.service.sweeping import check_config
+
+
+def _one_release(flag: str, value: str, choice: BackendChoice, index: PyPIIndex) -> str:
+    if check_syntax(value) or is_specifier(value) or value == LATEST:
+        raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.28")
+    return resolve((value,), index, source=flag, pythons=choice.backend.pythons).versions[0]
+
+
+def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
+           options: ReduceOptions, progress: Progress) -> ReduceOutcome:
+    """`harness reduce SCRIPT --versions V [--good G]`: the smallest program that keeps the script's
+    failure signature on V (and stays clean on G); resumable from its folder (harness/reduce/)."""
+    if not options.versions or len(options.versions) != 1:
+        raise UserError("--versions: give the one release where the script reproduces (e.g. --versions 0.4.28)")
+    if options.resume is not None and not options.resume.is_dir():
+        raise UserError(f"--resume {options.resume}: no such folder")
+    config = check_config(script, None, platform, device_count, options.runs, timeout_s, how)
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
+    choice, index = open_backend(config, options)
+    installed = choice.backend.installed_version()
+    if installed is not None:
+        if options.good:
+            raise UserError(f"--good: --backend {choice.backend.name} has one JAX version ({installed}); "
+                            "use venv or docker")
+        bad = sweep_versions(config, options.versions, choice, index, progress)[0]
+    else:
+        bad = _one_release("--versions", options.versions[0], choice, index)
+    good = _one_release("--good", options.good, choice, index) if options.good else None
+    if good == bad:
+        raise UserError(f"--good {good}: the same release as --versions")
+    versions = [bad] + ([good] if good else [])
+    config = replace(config, jax_versions=tuple(versions))
+    progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    choice.backend.check(config.platform, progress.say)
+    choice.backend.check_gpus(config.platform, config.device_count, "--device-count", progress.say)
+    jobs = jobs_for(config, options, progress)
+    command = shlex.join(["harness", *options.argv])
+
+    def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
+        return results_header(command, measured, measured_versions, choice,
+                       {"runs": options.runs or config.runs, "jobs": jobs.count, "jobs_why": jobs.why,
+                        "seeds": str(options.seeds), "all_runs": False})
+
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
+    folder = options.resume or new_run_dir(options.out, f"reduce-{stem}")
+    progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
+    reduction = Reduction(config, script, choice.backend, bad, good, folder, header, progress,
+                          SeedPlanner(options.seeds, runs=options.runs), jobs=jobs.count,
+                          max_candidates=options.max_candidates)
+    return reduction.run(resume=options.resume is not None)

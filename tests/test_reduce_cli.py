@@ -1,0 +1,65 @@
+"""harness reduce's bad input (one line, exit 2, nothing written), its state file and its report section."""
+
+import pytest
+
+import harness.service as service
+from harness.model import Cause
+from harness.reduce.search import Tried
+from harness.reduce.signature import Signature
+from harness.reduce.state import ReduceState, load_state
+from harness.report.render import _minimal_reproducer
+from harness.errors import UserError
+from tests.test_cli import assert_bad_input
+from tests.test_versions import INDEX
+
+SCRIPT = "examples/train_shard_map_grad.py"
+
+
+@pytest.fixture(autouse=True)
+def fake_index(monkeypatch):
+    monkeypatch.setattr(service, "PyPIIndex", lambda: INDEX)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    ([SCRIPT, "--versions", "0.4.28", "0.4.29"], "--versions: give the one release where the script reproduces"),
+    ([SCRIPT], "--versions: give the one release"),
+    ([SCRIPT, "--versions", ">=0.4.28"], "--versions: '>=0.4.28' must be one release"),
+    ([SCRIPT, "--versions", "0.4.28", "--good", "latest"], "--good: 'latest' must be one release"),
+    ([SCRIPT, "--versions", "0.4.28", "--good", "0.4.28"], "--good 0.4.28: the same release as --versions"),
+    (["nope.py", "--versions", "0.4.28"], "nope.py: no such script"),
+    ([SCRIPT, "--versions", "0.4.28", "--resume", "/nonexistent/reduce"], "no such folder"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(argv, fragment, capsys, tmp_path):
+    assert_bad_input(["reduce", *argv], capsys, tmp_path, fragment)
+
+
+def test_resume_of_a_folder_that_is_no_reduction_says_so(capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert_bad_input(["reduce", SCRIPT, "--versions", "0.4.28", "--resume", str(tmp_path / "empty")], capsys,
+                     tmp_path, "no reduce.json there")
+
+
+def test_the_state_reads_back_what_it_wrote(tmp_path):
+    state = ReduceState("s.py", "d" * 64, "0.4.28", "0.4.29", Signature("jit_f", ("computation",), Cause.ORDER),
+                        [1, 2, 3], 24.0, "import jax\n", {"a" * 64: Tried(False, "crashed")}, measured=5,
+                        seconds=12.5, check_seconds=3.0)
+    state.save(tmp_path)
+    again = load_state(tmp_path)
+    assert again.to_json() == state.to_json()
+    assert (tmp_path / "best.py").read_text() == "import jax\n"
+    (tmp_path / "reduce.json").write_text("{")
+    with pytest.raises(UserError, match="reduce.json is unreadable"):
+        load_state(tmp_path)
+
+
+def test_the_report_section_holds_the_reduced_program_in_a_fence():
+    section = {"original": {"path": "train.py", "lines": 150, "bytes": 6000},
+               "reduced": {"path": "reduced.py", "lines": 2, "bytes": 30, "source": "import jax\nprint(1)\n"},
+               "signature": {"module": "jit_f", "components": ["computation"], "cause": "order"},
+               "bad": "0.4.28", "good": "0.4.29", "candidates_run": 40, "seconds": 300.0}
+    lines = _minimal_reproducer({"reduce": section})
+    assert lines[0] == "## Minimal reproducer"
+    assert "from 150 to 2 lines" in lines[2] and "`reproduced` on jax 0.4.28 through `jit_f`" in lines[2]
+    assert "computation" in lines[2] and "`clean` on jax 0.4.29" in lines[2] and "40 candidates" in lines[2]
+    assert lines[-3:] == ["```python", "import jax\nprint(1)", "```"]
+    assert _minimal_reproducer({}) == []  # results of any other command have no such section

@@ -1,0 +1,108 @@
+"""harness reduce's own passes and the checks made before a candidate runs (pure: sources in, sources out)."""
+
+import ast
+
+from harness.reduce.passes import broken, dead_code, inlinings, normalise, removals, size, unwrappings
+from harness.reduce.reduction import local_imports, metadata_block
+
+PROGRAM = normalise("""
+import os
+a = 1
+b = 2
+c = 3
+def main():
+    print(a)
+    print(b)
+if __name__ == "__main__":
+    main()
+""")
+
+
+def sources(candidates):
+    return [text for _, text in candidates]
+
+
+def test_removals_try_big_chunks_of_the_outer_block_first_then_smaller_ones():
+    made = list(removals(PROGRAM))
+    places = [place for place, _ in made]
+    assert places == sorted(places)  # the order a pass resumes in after a kept candidate
+    # Half of the module's six statements go first, the last half first (uses come after definitions).
+    assert made[0][1] == normalise("import os\na = 1\nb = 2\n")
+    assert made[1][1] == normalise("c = 3\ndef main():\n    print(a)\n    print(b)\nif __name__ == '__main__':\n"
+                                   "    main()\n")
+    singles = sources(removals(PROGRAM))[-8:]
+    assert normalise("import os\na = 1\nb = 2\nc = 3\ndef main():\n    print(a)\n"
+                     "if __name__ == '__main__':\n    main()\n") in singles
+
+
+def test_a_block_left_empty_holds_pass_so_the_candidate_still_compiles():
+    for text in sources(removals(PROGRAM)):
+        compile(text, "<candidate>", "exec")
+    assert any("def main():\n    pass" in text for text in sources(removals(PROGRAM)))
+
+
+def test_every_candidate_is_in_the_normal_form_and_none_is_the_program_itself():
+    for make in (removals, unwrappings, inlinings, dead_code):
+        for text in sources(make(PROGRAM)):
+            assert text == normalise(text) and text != PROGRAM
+
+
+def test_dead_code_goes_in_one_candidate_definitions_and_imports_first_then_assignments_too():
+    program = normalise("import os, json\nimport numpy as np\nx = compute()\ndef unused():\n    return np.ones(1)\n"
+                        "def used():\n    return json.dumps(1)\nclass Config:\n    size: int = 3\n"
+                        "    def method(self):\n        return 1\nprint(used(), Config)\n")
+    (_, everything), (_, no_assignments) = list(dead_code(program))
+    # `unused` goes, and with it the numpy import only it used; the class keeps its field and method.
+    assert everything == normalise("import json\ndef used():\n    return json.dumps(1)\nclass Config:\n"
+                                   "    size: int = 3\n\n    def method(self):\n        return 1\n"
+                                   "print(used(), Config)\n")
+    assert "x = compute()" in no_assignments and "def unused" not in no_assignments
+
+
+def test_unwrapping_replaces_a_compound_statement_by_its_body():
+    program = normalise("for i in range(3):\n    x = i\n    y = 2\nwith open('f') as f:\n    z = 1\n")
+    made = sources(unwrappings(program))
+    assert normalise("x = i\ny = 2\nwith open('f') as f:\n    z = 1\n") in made
+    assert normalise("for i in range(3):\n    x = i\n    y = 2\nz = 1\n") in made
+
+
+def test_inlining_flattens_the_main_guard_and_a_function_called_once():
+    made = sources(inlinings(PROGRAM))
+    assert normalise("import os\na = 1\nb = 2\nc = 3\ndef main():\n    print(a)\n    print(b)\nmain()\n") in made
+    flat = normalise("import os\na = 1\nb = 2\nc = 3\ndef main():\n    print(a)\n    print(b)\nmain()\n")
+    assert normalise("import os\na = 1\nb = 2\nc = 3\nprint(a)\nprint(b)\n") in sources(inlinings(flat))
+
+
+def test_a_function_with_parameters_a_return_or_two_calls_is_not_inlined():
+    for program in ("def f(x):\n    print(x)\nf(1)\n", "def f():\n    return 1\nf()\n",
+                    "def f():\n    print(1)\nf()\nf()\n", "@dec\ndef f():\n    print(1)\nf()\n"):
+        assert not [t for _, t in inlinings(normalise(program)) if "def f" not in t], program
+
+
+def test_broken_rejects_what_cannot_run_without_running_it():
+    assert broken("import jax\nprint(jax)\n") is None
+    assert "undefined name 'mesh'" in broken("import jax\nprint(mesh)\n")
+    assert "undefined name" in broken("def f():\n    return y\n")  # even in a function body
+    assert broken("x = (\n").startswith("does not compile")
+    assert broken("print(__file__)\n") is None  # module globals are defined
+
+
+def test_size_counts_lines_that_hold_code():
+    assert size("# comment\n\nimport jax\n\nx = 1  # note\n") == 2
+
+
+def test_the_inline_metadata_block_is_found_as_pep_723_spells_it():
+    script = '# /// script\n# dependencies = ["flax"]\n# ///\nimport jax\n'
+    assert metadata_block(script) == '# /// script\n# dependencies = ["flax"]\n# ///\n'
+    assert metadata_block("# /// pyproject\n# x = 1\n# ///\nimport jax\n") == ""  # not a script block
+    assert metadata_block("import jax\n") == ""
+    ast.parse(metadata_block(script) + normalise(script))  # put back on a reduced program, it still parses
+
+
+def test_local_imports_are_modules_beside_the_script(tmp_path):
+    (tmp_path / "helpers.py").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    assert local_imports("import helpers\n", tmp_path)
+    assert local_imports("from pkg.sub import x\n", tmp_path)
+    assert not local_imports("import jax\nfrom . import helpers\n", tmp_path)

@@ -1,0 +1,123 @@
+"""The reducer's search with lambdas for the measurements: what it keeps, what it asks, in which order."""
+
+import pytest
+
+from harness.reduce.passes import digest, normalise, size
+from harness.reduce.search import OutOfCandidates, Search, Tried
+
+# A program "reproduces" while it still calls bug(n) with n defined; it is "clean on the good release"
+# unless it also prints "noise".
+PROGRAM = normalise("""
+import os
+import json
+n = 4
+log = []
+def helper(x):
+    return x + 1
+def bug(k):
+    return k * 2
+for step in range(3):
+    log.append(helper(step))
+print(json.dumps(log))
+if __name__ == "__main__":
+    print(bug(n))
+""")
+
+
+class Measured:
+    def __init__(self, keep):
+        self.keep, self.calls, self.batches = keep, [], []
+
+    def __call__(self, sources):
+        self.batches.append(len(sources))
+        self.calls += sources
+        return [Tried(True) if self.keep(s) else Tried(False, "no bug") for s in sources]
+
+
+def reproduces(source):
+    return "bug(n)" in source and "n = " in source and "def bug" in source and "return k" in source
+
+
+def test_the_search_ends_at_the_smallest_program_that_keeps_the_signature():
+    bad = Measured(reproduces)
+    search = Search(PROGRAM, bad, jobs=1)
+    best = search.run()
+    assert reproduces(best)
+    # pysource-minimize's passes go down to expressions and literals: the 4 is halved to 0, `k * 2` is `k`.
+    assert best == normalise("n = 0\ndef bug(k):\n    return k\nbug(n)\n")
+    assert search.measured == len(bad.calls) and len(set(bad.calls)) == len(bad.calls)  # the memo: none twice
+
+
+def test_a_candidate_pyflakes_rejects_is_never_measured():
+    bad = Measured(reproduces)
+    Search(PROGRAM, bad).run()
+    assert all("undefined" not in s for s in bad.calls)
+    from harness.reduce.passes import broken
+    assert all(broken(s) is None for s in bad.calls)
+
+
+def test_jobs_measure_candidates_together_and_the_first_kept_in_order_wins():
+    serial, parallel = Measured(reproduces), Measured(reproduces)
+    one = Search(PROGRAM, serial, jobs=1).run(fine=False)
+    two = Search(PROGRAM, parallel, jobs=2).run(fine=False)
+    assert one == two  # the same answer whatever the slots
+    assert max(parallel.batches) == 2 and max(serial.batches) == 1
+
+
+def test_the_memo_answers_a_resumed_search_without_measuring_again():
+    first = Measured(reproduces)
+    search = Search(PROGRAM, first)
+    best = search.run()
+    again = Measured(reproduces)
+    resumed = Search(PROGRAM, again, memo=dict(search.memo))
+    assert resumed.run() == best
+    assert again.calls == []
+
+
+def test_the_good_release_is_checked_at_checkpoints_and_a_program_that_breaks_it_is_undone():
+    # Removing the `print(json...)` line makes the program "not clean on the good release" in this fake:
+    # the reduced program must keep it.
+    def clean(source):
+        return Tried(True) if "json.dumps" in source else Tried(False, "reproduced on the good release")
+
+    good_calls = []
+
+    def good(source):
+        good_calls.append(source)
+        return clean(source)
+
+    search = Search(PROGRAM, Measured(reproduces), good)
+    best = search.run()
+    assert reproduces(best) and "json.dumps" in best
+    assert good_calls and len(good_calls) < search.measured  # not once per candidate
+    rejected = [k for k, v in search.memo.items() if not v.kept and "good release" in v.why]
+    assert rejected  # what broke it is remembered
+
+
+def test_a_spent_budget_keeps_the_best_so_far():
+    bad = Measured(reproduces)
+    search = Search(PROGRAM, bad, max_candidates=3)
+    best = search.run()
+    assert search.measured == 3 and reproduces(best) and size(best) < size(PROGRAM)
+
+
+def test_ctrl_c_leaves_the_best_so_far_in_the_search():
+    count = {"n": 0}
+
+    def bad(sources):
+        count["n"] += 1
+        if count["n"] > 4:
+            raise KeyboardInterrupt
+        return [Tried(reproduces(s)) for s in sources]
+
+    search = Search(PROGRAM, bad)
+    with pytest.raises(KeyboardInterrupt):
+        search.run()
+    assert reproduces(search.best) and search.memo[digest(search.best)].kept
+
+
+def test_out_of_candidates_is_raised_only_when_a_candidate_needs_measuring():
+    search = Search(PROGRAM, Measured(reproduces), max_candidates=0)
+    assert search.decide([PROGRAM]) == [Tried(True, "the original", measured=False)]
+    with pytest.raises(OutOfCandidates):
+        search.decide([normalise("n = 4\n")])
