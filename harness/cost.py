@@ -114,7 +114,9 @@ def cost_phrase(cost: CellCost | None) -> str:
         timed = [m for m in cost.missed_modules if m not in cost.untimed_modules]
         if not timed:  # JAX times a compile only when it considers writing it
             return f"{who} ({missed}; JAX logs no compile time for a module it never writes)"
-        lost = f"{seconds(cost.lost_per_start_s)} lost per start" + ("" if cost.each_start_missed else " on average")
+        # JAX logs hundredths: a compile it logged as 0.00 s still cost something, under 0.01 s.
+        amount = seconds(cost.lost_per_start_s) if cost.lost_per_start_s > 0 else "under 0.01 s"
+        lost = f"{amount} lost per start" + ("" if cost.each_start_missed else " on average")
         if cost.untimed_modules:
             lost += f", plus {_names(cost.untimed_modules)} untimed (never written, so JAX logs no compile time)"
         return f"{who}: {lost} ({missed})"

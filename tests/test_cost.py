@@ -77,3 +77,11 @@ def test_a_cell_from_an_older_folder_gets_its_cost_from_its_runs():
     assert old.cost is None and cost_of(old) == cell_cost(runs)
     again = CellResult.from_json({**old.to_json(), "cost": cell_cost(runs).to_json()})
     assert again.cost == cell_cost(runs)
+
+
+def test_a_miss_jax_logged_as_0_00_s_is_said_to_cost_under_a_hundredth():
+    runs = [run(1, "seed-0.4.28-hs1-0.err"), run(2, "seed-0.4.28-hs2-4.err")]
+    for k in runs[1].keys.keys:
+        k.compile_time_s = 0.0 if k.compile_time_s is not None else None
+    assert cost_phrase(cell_cost(runs)) == ("each fresh process recompiles jit_f: under 0.01 s lost per start "
+                                            "(1 of 4 modules missed)")
