@@ -28,7 +28,7 @@ from harness.errors import BackendUnavailable  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform  # noqa: E402
 from harness.repros import builtin_path  # noqa: E402
 from harness.runner import CellRunner  # noqa: E402
-from harness.versions import PyPIIndex  # noqa: E402
+from harness.pypi import PyPIIndex  # noqa: E402
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 REPRO = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)

@@ -24,10 +24,10 @@ from harness.environments.docker import (SCRIPT_MOUNT, DockerBackend, DockerEnvi
 from harness.environments.process import log_tail
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.model import CellSpec, Mesh, Platform, Verdict
-from harness.progress import ConsoleProgress
+from harness.console import ConsoleProgress
 from harness.seeds import SeedPlanner
 from harness.sweep import measure_cell
-from harness.versions import PyPIIndex
+from harness.pypi import PyPIIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ("import importlib.metadata as md, jax_plugins.xla_cuda12 as plugin; "

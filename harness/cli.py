@@ -20,7 +20,7 @@ from typing import Callable
 from harness import ci, options, service
 from harness.errors import ExitCode, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
-from harness.progress import ConsoleProgress, console_streams
+from harness.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
 from harness.results import RunStatus

@@ -1,17 +1,13 @@
-"""Facts of the measuring host, for the report: GPUs and the NVIDIA driver, the Slurm job.
-
-Collected when a sweep starts (a report may be rendered later, elsewhere). Never fails a sweep:
-a host without nvidia-smi simply has no such facts.
-"""
+"""Facts of the measuring host, for the report, read purely: `nvidia-smi`'s answer (asked by
+harness/environments/gpus.py) and the Slurm job's variables. A host without nvidia-smi simply has no
+such facts."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from typing import Any, Mapping
 
-_QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
+NVIDIA_SMI_QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
 
 
 def parse_nvidia_smi(output: str) -> dict[str, Any]:
@@ -26,17 +22,6 @@ def parse_nvidia_smi(output: str) -> dict[str, Any]:
     if not gpus:
         return {}
     return {"gpus": gpus, "driver_version": ", ".join(sorted(drivers))}
-
-
-def accelerator_facts() -> dict[str, Any]:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return {}
-    try:
-        proc = subprocess.run([smi, *_QUERY], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else {}
 
 
 # Set by Slurm in a job's environment: which job (and array task) measured these results.

@@ -23,7 +23,8 @@ from packaging.version import Version
 
 from harness.analysis import boundaries, version_verdicts
 from harness.errors import UserError
-from harness.hostinfo import accelerator_facts, scheduler_facts
+from harness.environments.gpus import accelerator_facts
+from harness.hostinfo import scheduler_facts
 from harness.model import CellResult
 
 # 2: written from ResultsDocument. Version 1 files (the release before) have the same fields: a field

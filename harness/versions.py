@@ -1,20 +1,14 @@
 """JAX versions: check what a config names, and resolve specifiers against the package index.
 
-The resolution itself is pure (it takes an index object); `PyPIIndex` is the thin edge that asks
-PyPI's JSON API and keeps a short-lived copy on disk so repeated sweeps don't ask again.
+Pure: the resolution takes an index object (harness/pypi.py's `PyPIIndex` is the edge that asks PyPI's
+JSON API); `parse_pypi` reads that API's answer.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from pathlib import Path
 from typing import Protocol, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -24,7 +18,6 @@ from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
-from harness.files import write_atomic
 
 _SPEC_CHARS = "<>=!~,"
 # The CPython feature releases a wheel is looked for: far past any that exists today.
@@ -197,48 +190,7 @@ def _is_final(v: str) -> bool:
     return not (parsed.is_prerelease or parsed.is_devrelease)
 
 
-class PyPIIndex:
-    """PyPI's JSON API, cached on disk for `ttl_s` (default an hour)."""
-
-    def __init__(self, url: str | None = None, cache_dir: Path | None = None, ttl_s: float = 3600):
-        self.url = (url or os.environ.get("HARNESS_PYPI_JSON", "https://pypi.org/pypi")).rstrip("/")
-        self.cache_dir = cache_dir or Path.home() / ".cache" / "jax-cache-harness" / "index"
-        self.ttl_s = ttl_s
-        self._memo: dict[str, dict[str, Release]] = {}
-
-    def releases(self, package: str) -> dict[str, Release]:
-        if package not in self._memo:
-            self._memo[package] = _parse_pypi(self._fetch(package))
-        return self._memo[package]
-
-    def release_date(self, version: str) -> datetime | None:
-        """When jax==version and jaxlib==version were published (the later of the two)."""
-        dates = [self.releases(p).get(version) for p in ("jax", "jaxlib")]
-        known = [r.uploaded for r in dates if r and r.uploaded]
-        return max(known) if known else None
-
-    def _fetch(self, package: str) -> dict:
-        cached = self.cache_dir / f"{package}.json"
-        if cached.exists() and time.time() - cached.stat().st_mtime < self.ttl_s:
-            try:
-                return json.loads(cached.read_text())
-            except (OSError, json.JSONDecodeError):
-                pass
-        try:
-            with urllib.request.urlopen(f"{self.url}/{package}/json", timeout=60) as response:
-                raw = response.read()
-        except (urllib.error.URLError, OSError) as exc:
-            if cached.exists():  # stale beats nothing when the index is unreachable
-                return json.loads(cached.read_text())
-            raise UserError(f"cannot reach the package index for {package} ({exc}); "
-                            "name exact versions with --backend local, or retry online") from None
-        data = json.loads(raw)
-        # A unique temporary name: shards of one sweep (a Slurm array) may share this folder.
-        write_atomic(cached, raw.decode())
-        return data
-
-
-def _parse_pypi(data: dict) -> dict[str, Release]:
+def parse_pypi(data: dict) -> dict[str, Release]:
     out = {}
     for version, files in data.get("releases", {}).items():
         if not files:

@@ -154,7 +154,7 @@ def test_bad_input_found_after_the_setup_lines_is_said_alone(capfd, tmp_path):
 def test_held_progress_lines_come_out_after_the_hold(capsys):
     import time
 
-    from harness.progress import ConsoleProgress
+    from harness.console import ConsoleProgress
 
     progress = ConsoleProgress(hold_s=0.2)
     progress.say("backend: venv")

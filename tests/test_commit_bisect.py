@@ -20,7 +20,7 @@ from harness.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
 from harness.model import Mesh, Platform, ProcessOutcome, Program, Verdict
-from harness.progress import ConsoleProgress
+from harness.console import ConsoleProgress
 from harness.results import ResultsHeader
 from harness.writer import ResultsWriter
 from harness.seeds import SeedPlanner

@@ -28,7 +28,8 @@ from harness.model import CellSpec, Mesh, Platform, Program, Verdict
 from harness.pythons import PythonChooser, PythonVersion
 from harness.repros import builtin_path
 from harness.runner import CellRunner
-from harness.versions import PyPIIndex, release_pythons
+from harness.pypi import PyPIIndex
+from harness.versions import release_pythons
 from tests.docker_engine import engine_with_base_image, missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]

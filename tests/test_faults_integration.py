@@ -25,7 +25,7 @@ from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerB
 from harness.environments.venv import VenvBackend
 from harness.model import CellSpec, Platform, Verdict
 from harness.runner import CellRunner
-from harness.versions import PyPIIndex
+from harness.pypi import PyPIIndex
 from tests.docker_engine import engine_with_base_image
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.errors import UserError
-from harness.versions import PyPIIndex
+from harness.pypi import PyPIIndex
 
 JAX = {"releases": {"0.4.28": [{"filename": "jax-0.4.28.tar.gz", "upload_time_iso_8601": "2024-05-09T12:00:00Z"}]}}
 

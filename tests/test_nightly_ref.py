@@ -23,7 +23,7 @@ from harness.environments.base import Backend
 from harness.environments.local import LocalEnvironment
 from harness.errors import UserError
 from harness.model import Verdict
-from harness.progress import ConsoleProgress
+from harness.console import ConsoleProgress
 from harness.results import ResultsHeader
 from harness.sweep import Sweep
 from harness.versions import Release

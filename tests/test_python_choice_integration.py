@@ -12,7 +12,7 @@ import pytest
 
 from harness import cli
 from harness.environments.interpreters import discover
-from harness.progress import ConsoleProgress
+from harness.console import ConsoleProgress
 from harness.pythons import PythonVersion
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from harness.config import parse_config
 from harness.environments import interpreters
 from harness.errors import ConfigError, UserError
 from harness.pythons import Found, Interpreter, NoPython, PythonChooser, PythonVersion, Why
-from harness.versions import _parse_pypi, release_pythons, resolve
+from harness.versions import parse_pypi, release_pythons, resolve
 
 PY = {minor: PythonVersion(3, minor) for minor in range(9, 16)}
 HOST = ("manylinux_2_36_x86_64", "manylinux_2_27_x86_64", "manylinux2014_x86_64", "linux_x86_64")
@@ -31,10 +31,10 @@ class FakeIndex:
 
     def __init__(self, jaxlib: dict[str, list[int]], extra: dict[str, list[str]] | None = None):
         self.data = {
-            "jax": _parse_pypi({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
+            "jax": parse_pypi({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
                                                   "requires_python": f">=3.{min(p)}"}]
                                              for v, p in jaxlib.items()}}),
-            "jaxlib": _parse_pypi({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
+            "jaxlib": parse_pypi({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
                                                 for v, p in jaxlib.items()}}),
         }
 

@@ -71,14 +71,14 @@ def test_matches():
 
 
 def test_pypi_json_parsing():
-    from harness.versions import _parse_pypi
+    from harness.versions import parse_pypi
 
     data = {"releases": {"0.4.28": [
         {"filename": "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
          "upload_time_iso_8601": "2024-05-09T23:25:06.562981Z", "yanked": False},
         {"filename": "jaxlib-0.4.28-cp312-cp312-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
          "upload_time_iso_8601": "2024-05-09T23:20:00Z", "yanked": False}], "0.1": []}}
-    (release,) = _parse_pypi(data).values()
+    (release,) = parse_pypi(data).values()
     assert release.requires_python == ">=3.9"
     assert release.uploaded.isoformat() == "2024-05-09T23:25:06.562981+00:00"
     assert release.pythons(("manylinux2014_x86_64",)) == {PythonVersion(3, 11), PythonVersion(3, 12)}

@@ -11,7 +11,9 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
+
+from harness.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
 
 _GPU_LINE = re.compile(r"^GPU \d+:", re.M)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
 TIMEOUT_S = 60
@@ -66,3 +68,15 @@ def host_gpus(nvidia_smi: str | None = None, environ: Mapping[str, str] = os.env
         lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
         return GpuCount(0, how, f"exit code {proc.returncode}" + (f": {lines[-1]}" if lines else ""))
     return GpuCount(within_visible_devices(parse_gpu_list(proc.stdout), narrowed), how)
+
+
+def accelerator_facts() -> dict[str, Any]:
+    """The host's GPUs and driver, for the report (collected when a sweep starts; never fails one)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return {}
+    try:
+        proc = subprocess.run([smi, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else {}

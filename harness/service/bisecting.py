@@ -16,16 +16,24 @@ from harness.files import write_atomic
 from harness.identity import SweepIdentity
 from harness.options import Given
 from harness.progress import Progress
+from harness.pypi import PyPIIndex
 from harness.pythons import PythonChooser
-from harness.results import (RunStatus)
+from harness.results import RunStatus
 from harness.seeds import SeedPlanner
-from harness.versions import (PyPIIndex, check_syntax, is_specifier, resolve)
-from harness.writer import ResultsWriter
-from harness.service.measurement import (finish, jobs_for, open_backend, results_header, say_left_out,
-                                         version_entries, with_processes, with_vary)
+from harness.service.measurement import (
+    finish,
+    jobs_for,
+    open_backend,
+    results_header,
+    say_left_out,
+    version_entries,
+    with_processes,
+    with_vary,
+)
 from harness.service.options import BisectOptions
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
-
+from harness.versions import check_syntax, is_specifier, resolve
+from harness.writer import ResultsWriter
 
 # Spelled even at their defaults: a bisection's line says how it was searched, for the reader of bisect.md.
 BISECT_SPELLED = ("seeds", "backend", "out")

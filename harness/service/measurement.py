@@ -13,12 +13,11 @@ from harness.errors import UserError
 from harness.factors import Factor
 from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
-from harness.results import (ResultsHeader, RunStatus, host_facts)
-from harness.versions import (PyPIIndex, Resolution, check_syntax, matches, release_pythons,
-                              resolve)
-from harness.writer import ResultsWriter
+from harness.pypi import PyPIIndex
+from harness.results import ResultsHeader, RunStatus, host_facts
 from harness.service.options import MeasureOptions
-
+from harness.versions import Resolution, check_syntax, matches, release_pythons, resolve
+from harness.writer import ResultsWriter
 
 T = TypeVar("T")
 

@@ -8,10 +8,9 @@ from pathlib import Path
 from harness.bisect.bisection import Outcome
 from harness.model import CellResult
 from harness.nightly.compare import CellChange
-from harness.results import (RESULTS_FILE, RunStatus)
+from harness.results import RESULTS_FILE, RunStatus
 from harness.slurm.jobs import SweepJobs
 from harness.slurm.submission import MergedSweep, Submitted
-
 
 BISECT_REPORT_FILE = "bisect.md"
 

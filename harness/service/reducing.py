@@ -16,7 +16,8 @@ from harness.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
 from harness.results import ResultsHeader, new_run_dir
 from harness.seeds import SeedPlanner
-from harness.versions import LATEST, PyPIIndex, check_syntax, is_specifier, resolve
+from harness.pypi import PyPIIndex
+from harness.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service.measurement import jobs_for, open_backend, results_header, sweep_versions
 from harness.service.options import ReduceOptions, ScriptRun
 from harness.service.sweeping import check_config

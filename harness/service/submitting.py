@@ -13,14 +13,18 @@ from harness.config import load_config
 from harness.errors import UserError
 from harness.options import Given, options_for, parse
 from harness.progress import Progress
+from harness.service.measurement import (
+    open_backend,
+    sweep_versions,
+    with_processes,
+    with_vary,
+)
+from harness.service.options import SubmitOptions
+from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time, directive_problem
 from harness.slurm.scheduler import Slurm
 from harness.sweep import plan_cells
-from harness.service.measurement import open_backend, sweep_versions, with_processes, with_vary
-from harness.service.options import SubmitOptions
-from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
-
 
 # Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
 SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)

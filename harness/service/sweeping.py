@@ -16,16 +16,32 @@ from harness.errors import UserError
 from harness.model import Platform
 from harness.options import DEFAULT_RESULTS, Given, parse
 from harness.progress import Progress
-from harness.results import (RunStatus, load_results,
-                             lock_results_folder, new_run_dir, results_file, results_folder, utc_now)
+from harness.pypi import PyPIIndex
+from harness.results import (
+    RunStatus,
+    load_results,
+    lock_results_folder,
+    new_run_dir,
+    results_file,
+    results_folder,
+    utc_now,
+)
 from harness.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.seeds import SeedPlanner
-from harness.sweep import Sweep, plan_cells
-from harness.versions import (LATEST, PyPIIndex)
-from harness.writer import ResultsWriter
-from harness.service.measurement import finish, jobs_for, open_backend, results_header, sweep_versions, with_processes, with_vary
+from harness.service.measurement import (
+    finish,
+    jobs_for,
+    open_backend,
+    results_header,
+    sweep_versions,
+    with_processes,
+    with_vary,
+)
 from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
+from harness.sweep import Sweep, plan_cells
+from harness.versions import LATEST
+from harness.writer import ResultsWriter
 
 
 def given_of(options: MeasureOptions, argv: tuple[str, ...] = ()) -> Given | None:

@@ -14,12 +14,13 @@ from harness.environments import BackendName
 from harness.errors import UserError
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
-from harness.results import (RunStatus, load_results)
-from harness.sweep import Sweep
-from harness.versions import (LATEST, PyPIIndex, resolve)
+from harness.pypi import PyPIIndex
+from harness.results import RunStatus, load_results
 from harness.service.options import JaxRef, SweepOptions
 from harness.service.outcomes import NightlyOutcome
 from harness.service.sweeping import sweep
+from harness.sweep import Sweep
+from harness.versions import LATEST, resolve
 
 
 def compare_folders(results: Path, baseline: Path, max_lost_growth: float | None = None) -> list[CellChange]:
