@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from harness.dependencies import Requirements, parse_requirements, read_requirements_file, script_requirements
+from harness.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
+                                  script_requirements)
 from harness.errors import ConfigError
 from harness.factors import Factor, parse_factors
 from harness.model import Mesh, Platform, ThresholdMode
@@ -502,8 +503,8 @@ def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) ->
             raise err("requirements_file", "must be the path of a requirements file")
         path = Path(file).expanduser()
         path = path if path.is_absolute() else base_dir / path
-        if not path.is_file():
-            raise err("requirements_file", f"no such file: {path}")
+        if problem := requirements_file_problem(path):
+            raise err("requirements_file", f"{problem}: {path}")
         found += read_requirements_file(path, f"{source}: requirements_file")
     if not repro.builtin and repro.module is None:  # a script's own metadata (uv reads scripts only)
         found += script_requirements(repro.path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,8 +83,29 @@ def parse_requirements(strings: Iterable[object], where: str) -> Requirements:
         if Requirement(item).name in JAX_OWN:
             raise UserError(f"{where}: {value!r}: jax and jaxlib are pinned by the harness for each "
                             "release (choose them with --versions or jax_versions)")
+        if Requirement(item).url:  # `name @ file:///...` would run its setup.py here; `@ https://` skips the date
+            raise UserError(f"{where}: {value!r}: a direct reference (`name @ URL`) bypasses the package index "
+                            "and the release's date; name the package and a version instead")
         items.add(item)
     return Requirements(tuple(sorted(items)))
+
+
+MAX_REQUIREMENTS_BYTES = 1 << 20  # 1 MiB: /dev/zero or a huge file is not a requirements file
+
+
+def requirements_file_problem(path: Path) -> str | None:
+    """None when `path` can be read as a requirements file, else what is wrong with it (for one line)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read ({_one_line(exc)})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_REQUIREMENTS_BYTES:
+        return f"larger than {MAX_REQUIREMENTS_BYTES >> 20} MiB: not a requirements file"
+    return None
 
 
 def read_requirements_file(path: Path, where: str) -> Requirements:
@@ -94,6 +116,8 @@ def read_requirements_file(path: Path, where: str) -> Requirements:
 
 
 def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...]) -> Requirements:
+    if problem := requirements_file_problem(path):
+        raise UserError(f"{where}: {path}: {problem}")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -362,6 +362,12 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
                   (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
     cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    direct = h.write("bad/direct.py", "# /// script\n# dependencies = ['evil @ file:///tmp/evil']\n# ///\nimport jax\n")
+    cases += [("a direct-URL requirement in a script's metadata", ["check", str(direct), "--out", str(h.root / "bad-out")]),
+              ("--with 'pkg @ https://...'", ["check", "examples/stable_script.py", "--with", "evil @ https://x/e.whl",
+                                             "--out", str(h.root / "bad-out")]),
+              ("--requirements /dev/zero", ["check", "examples/stable_script.py", "--requirements", "/dev/zero",
+                                            "--out", str(h.root / "bad-out")])]
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases

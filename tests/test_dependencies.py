@@ -90,6 +90,36 @@ def test_requirements_files_as_pip_reads_them(write):
         read_requirements_file(loop, "--requirements")
 
 
+@pytest.mark.parametrize("direct", ["flax @ file:///tmp/flax", "flax @ https://example.invalid/flax-0.8.whl",
+                                    "flax@git+https://example.invalid/flax.git"])
+def test_a_direct_reference_is_refused_wherever_it_is_written(direct, write):
+    """Issue 27, item 7: `name @ URL` skips the index and the release's date (a file:// one runs its setup.py
+    on this host): refused in --with, a requirements file and a script's inline metadata."""
+    with pytest.raises(UserError, match=r"^--with: .*a direct reference \(`name @ URL`\) bypasses the package index"):
+        parse_requirements([direct], "--with")
+    with pytest.raises(UserError, match=r"r\.txt line 1: .*a direct reference"):
+        read_requirements_file(write("r.txt", direct + "\n"), "--requirements")
+    with pytest.raises(UserError, match=r"s\.py: inline script metadata \(dependencies\): .*a direct reference"):
+        script_requirements(write("s.py", f"# /// script\n# dependencies = [{direct!r}]\n# ///\n"))
+
+
+def test_a_requirements_file_that_is_not_one_says_what_it_is(tmp_path):
+    """Issue 27, item 10: /dev/zero is no missing file, and would never end; a huge file is not read."""
+    with pytest.raises(UserError, match=r"^--requirements: /dev/zero: not a regular file$"):
+        read_requirements_file(Path("/dev/zero"), "--requirements")
+    with pytest.raises(UserError, match=r"nope\.txt: no such file$"):
+        read_requirements_file(tmp_path / "nope.txt", "--requirements")
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as f:
+        f.truncate(2 << 20)
+    with pytest.raises(UserError, match="larger than 1 MiB: not a requirements file"):
+        read_requirements_file(huge, "--requirements")
+    include = tmp_path / "inc.txt"
+    include.write_text("-r /dev/zero\n")
+    with pytest.raises(UserError, match="/dev/zero: not a regular file"):
+        read_requirements_file(include, "--requirements")
+
+
 # ---------------------------------------------------------------- identity
 
 def test_the_same_set_in_any_spelling_or_order_has_one_identity():
