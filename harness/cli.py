@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import io
 import shlex
 import sys
@@ -132,6 +133,33 @@ def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
               file=sys.stderr)
         return ExitCode.FAILURE
     return ExitCode.OK
+
+
+def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
+    """The fingerprint as JSON on stdout (and in --output): from one run per release of the script, or
+    read from a results folder."""
+    source = given["script"]
+    if source is not None and given["module"] is None and (source.is_dir() or source.name == "results.json"):
+        taken = service.read_fingerprint(source)
+    else:
+        if (source is None) == (given["module"] is None):
+            raise UserError("fingerprint: name a script, -m MODULE or a results folder (one of them)")
+        how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+        config = service.check_config(source, given["versions"] or (), given["platform"], given["device_count"],
+                                      2, given["timeout"], how)
+        taken = service.fingerprint(config, from_given(service.FingerprintOptions, given), _progress(given))
+    text = json.dumps(taken.to_json(), indent=1)
+    if given.get("output") is not None and source is not None and source.is_dir():
+        given["output"].write_text(text + "\n")
+    print(text)
+    return ExitCode.OK
+
+
+def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
+    """Exit 0 when every module's keys are the same in both, 1 when some differ (as diff does)."""
+    text, differs = service.diff_files(given["a"], given["b"])
+    print(text)
+    return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
 
 
 def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:

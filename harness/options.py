@@ -347,7 +347,22 @@ OPTIONS: tuple[Option, ...] = (
            _commands("reduce"), Group.RESULTS, type=Path, metavar="REDUCE_DIR", example=("results/reduce",)),
     Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", SCRIPTED,
            Group.SCRIPT, default=(), example=("--steps", "1")),
+    Option("seed", ("--seed",), "the hash seed of each release's run (the same on both machines)",
+           _commands("fingerprint"), Group.MEASURE, type=positive(0, 2**32 - 1), default=1, metavar="N",
+           example=("7",)),
+    Option("cache_dir", ("--cache-dir",), "the cache folder each run uses (emptied first; default: one fixed "
+           "path under the temporary folder, as the path is in the key on some releases)", _commands("fingerprint"),
+           Group.MEASURE, type=Path, metavar="DIR", example=("/tmp/jaxcache",)),
+    Option("output", ("--output", "-o"), "write the fingerprint (JSON) here too (it is always printed)",
+           _commands("fingerprint"), Group.RESULTS, type=Path, metavar="FILE", example=("here.json",)),
+    Option("a", (), "a fingerprint (harness fingerprint's JSON) or a results folder", _commands("diff"), type=Path,
+           metavar="A", example=("a.json",)),
+    Option("b", (), "the other one", _commands("diff"), type=Path, metavar="B", example=("b.json",)),
 )
+# `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
+_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes"}
+OPTIONS = tuple(replace(o, commands=o.commands | {"fingerprint"})
+                if "check" in o.commands and o.dest not in _NOT_FINGERPRINT else o for o in OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -378,6 +393,11 @@ COMMANDS: tuple[Command, ...] = (
             "harness bisect configs/shard_map_grad.yaml --good 0.4.26 --bad 0.4.28 --jax-repo ../jax"),
     Command("submit", "run a sweep on a Slurm cluster: an array job of shards, then a merge",
             "harness submit configs/shard_map_grad.yaml --shards 4 --wait"),
+    Command("fingerprint", "each module's cache key and its components, one run per release, as JSON to paste "
+            "from two machines (or from a results folder)",
+            "harness fingerprint train.py --versions 0.5.0 --output here.json"),
+    Command("diff", "which modules' keys differ between two fingerprints, and which components moved "
+            "(exit 1 when any does)", "harness diff here.json there.json"),
 )
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 

@@ -82,3 +82,38 @@ def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
     assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
     for cell in cells.values():
         assert not [f for f in cell["variation"]["factors"] if f["outcome"] == "miss"]
+
+
+def test_bisection_with_cache_path_finds_where_the_miss_appears_and_where_it_is_fixed(tmp_path, capsys, write):
+    if not any(i.version == PythonVersion(3, 12) for i in discover()):
+        reason = "no Python 3.12 on this machine; jax 0.11 needs one"
+        if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    script = os.path.abspath("examples/stable_script.py")
+    config = write("plain.yaml", f"name: plain\nrepro: {script}\njax_versions: ['>=0.4.31']\nruns: 2\n")
+    argv = ["bisect", str(config), "--vary", "cache-path", "--good", "0.4.31",
+            "--versions", "0.4.31", "0.4.35", "0.4.36", "0.5.0", "0.10.2", "0.11.0", "--out", str(tmp_path), "-q"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "regression appears in 0.4.36 (last clean 0.4.35); fixed in 0.11.0" in out
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("bisect-")]
+    cells = {c["jax_version"]: c for c in json.loads((folder / "results.json").read_text())["cells"]}
+    for version, cell in cells.items():  # every point measured its factor, and only the factor moved it
+        assert factors(cell)["cache-path"]["outcome"] == ("miss" if cell["verdict"] == "reproduced" else "hit")
+        assert cell["reason"].startswith("misses when the cache folder") == (cell["verdict"] == "reproduced")
+
+
+def test_fingerprints_of_two_environments_differing_in_one_factor_are_diffed(tmp_path, capsys):
+    # Two "machines": the same release and script, their cache folders at two paths (the one factor).
+    for name in ("a", "b"):
+        assert cli.main(["fingerprint", "examples/stable_script.py", "--versions", "0.5.0", "-q", "--out",
+                         str(tmp_path / f"work-{name}"), "--cache-dir", str(tmp_path / f"cache-{name}"),
+                         "--output", str(tmp_path / f"{name}.json")]) == 0
+    capsys.readouterr()
+    assert cli.main(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 1
+    out = capsys.readouterr().out
+    assert "jax 0.5.0 (cpu x8): 3 of 3 modules' keys differ; moved: compile_options" in out
+    assert "cache_dir:" in out
+    # the same machine twice: the same keys
+    assert cli.main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0

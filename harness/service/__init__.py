@@ -14,9 +14,11 @@ Each command returns what it produced and prints nothing but progress: the CLI s
 
 from harness.options import DEFAULT_RESULTS
 from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command
+from harness.service.fingerprinting import diff_files, fingerprint
+from harness.service.fingerprinting import read as read_fingerprint
 from harness.service.measurement import version_entries
-from harness.service.options import (BisectOptions, JaxRef, MeasureOptions, PythonOptions, ReduceOptions, ScriptRun,
-                                     SubmitOptions, SweepOptions)
+from harness.service.options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
+                                     ReduceOptions, ScriptRun, SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)
 from harness.service.reading import list_versions, merge, report
@@ -26,6 +28,7 @@ from harness.service.sweeping import check_config, given_of, resume_command, run
 from harness.service.watching import compare_folders, nightly
 
 __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PASSES_ON", "BisectOptions",
+           "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
            "PythonOptions", "ReduceOptions", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
            "SweepOutcome", "bisect", "bisect_command", "check_config", "compare_folders", "given_of",

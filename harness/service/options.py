@@ -102,3 +102,13 @@ class JaxRef:
 
     repo: Path
     ref: str = "main"
+
+
+@dataclass(frozen=True)
+class FingerprintOptions(MeasureOptions):
+    """`harness fingerprint`: one run per release with one hash seed, in a cache folder at a fixed path (so
+    that two machines compare the same thing), written as JSON to `output` (stdout when None)."""
+
+    seed: int = 1
+    cache_dir: Path | None = None  # None: FINGERPRINT_CACHE
+    output: Path | None = None

@@ -1,0 +1,187 @@
+"""Fingerprints (pure): each module's cache key and its components, per release, as small JSON a user can
+paste from two machines; and their diff: which modules' keys differ and which components moved (what
+Bazel users do with two execution logs).
+
+`harness fingerprint` takes one from one run per release (a fixed hash seed, so two machines compare the
+same thing), or from a results folder (each cell's first run); `harness diff A B` compares two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.model import CellResult
+
+FORMAT = 1
+# Facts of the two machines worth naming when keys differ (the rest of a host's facts are noise).
+HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "driver", "backend", "cache_dir")
+
+
+@dataclass
+class FingerprintCell:
+    jax_version: str
+    platform: str
+    device_count: int
+    seed: int | None
+    modules: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # module -> key -> components
+    facts: dict[str, Any] = field(default_factory=dict)  # jaxlib, the environment's python, ...
+    note: str = ""  # why no key is known (the run failed, its log named none)
+
+    @property
+    def label(self) -> str:
+        return f"jax {self.jax_version} ({self.platform} x{self.device_count})"
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"jax_version": self.jax_version, "platform": self.platform, "device_count": self.device_count,
+               "seed": self.seed, "modules": self.modules, "facts": self.facts}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FingerprintCell:
+        return cls(str(data["jax_version"]), str(data.get("platform", "")), int(data.get("device_count", 0)),
+                   data.get("seed"), {m: {k: dict(c) for k, c in keys.items()} for m, keys in
+                                      (data.get("modules") or {}).items()},
+                   dict(data.get("facts") or {}), data.get("note", ""))
+
+
+@dataclass
+class Fingerprint:
+    host: dict[str, Any]
+    cells: list[FingerprintCell]
+    source: str = ""  # the script, or the results folder it was taken from
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fingerprint": FORMAT, "source": self.source, "host": self.host,
+                "cells": [c.to_json() for c in self.cells]}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Fingerprint:
+        """ValueError (one line naming `where`) for anything that is no fingerprint."""
+        if not isinstance(data, dict) or "cells" not in data or not isinstance(data["cells"], list):
+            raise ValueError(f"{where}: not a fingerprint (no cells)")
+        try:
+            return cls(dict(data.get("host") or {}), [FingerprintCell.from_json(c) for c in data["cells"]],
+                       str(data.get("source", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{where}: not a fingerprint ({exc})") from None
+
+
+def cell_fingerprint(cell: CellResult, cache_dir: str = "") -> FingerprintCell:
+    """A cell's first successful run: its keys and their components, from JAX's log."""
+    facts = {k: cell.environment[k] for k in ("jaxlib", "python", "backend") if k in cell.environment}
+    if cache_dir:
+        facts["cache_dir"] = cache_dir
+    out = FingerprintCell(cell.spec.jax_version, str(cell.spec.platform), cell.spec.device_count, None, facts=facts)
+    run = next((r for r in sorted(cell.runs, key=lambda r: r.index) if r.ok), None)
+    if run is None:
+        out.note = "no run succeeded: " + (cell.reason or "nothing measured")
+        return out
+    out.seed = run.seed
+    if run.keys is None:
+        out.note = run.log_note or "its log named no key"
+        return out
+    for key in run.keys.keys:
+        out.modules.setdefault(key.module, {})[key.key] = dict(key.components)
+    return out
+
+
+@dataclass
+class ModuleDiff:
+    module: str
+    only_a: list[str]  # keys A computed that B did not
+    only_b: list[str]
+    components: list[str]  # what moved between each key of B and its closest key of A (JAX's order)
+
+
+@dataclass
+class CellDiff:
+    label: str
+    modules: list[ModuleDiff]
+    same: int  # modules whose keys are the same on both
+    missing: str = ""  # the cell is in one fingerprint only
+    seeds: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.modules or self.missing)
+
+
+def _moved(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The components whose hashes differ between two keys, in JAX's order."""
+    names = list(a) + [n for n in b if n not in a]
+    return [n for n in names if a.get(n) != b.get(n)]
+
+
+def _closest(components: dict[str, str], others: dict[str, dict[str, str]]) -> list[str]:
+    """What moved between a key and the closest of `others` (the one differing in fewest components)."""
+    if not others:
+        return []
+    best = min(others.items(), key=lambda kv: (len(_moved(kv[1], components)), kv[0]))
+    return _moved(best[1], components)
+
+
+def diff_cells(a: FingerprintCell, b: FingerprintCell) -> CellDiff:
+    modules, same = [], 0
+    for module in sorted(set(a.modules) | set(b.modules)):
+        keys_a, keys_b = a.modules.get(module, {}), b.modules.get(module, {})
+        only_a, only_b = sorted(set(keys_a) - set(keys_b)), sorted(set(keys_b) - set(keys_a))
+        if not only_a and not only_b:
+            same += 1
+            continue
+        moved: list[str] = []
+        for key in only_b:
+            for name in _closest(keys_b[key], {k: keys_a[k] for k in only_a} or keys_a):
+                if name not in moved:
+                    moved.append(name)
+        modules.append(ModuleDiff(module, only_a, only_b, moved))
+    return CellDiff(a.label, modules, same, seeds=(a.seed, b.seed))
+
+
+def diff(a: Fingerprint, b: Fingerprint) -> list[CellDiff]:
+    """Each release in either fingerprint: which modules' keys differ, which components moved."""
+    def key(c: FingerprintCell) -> tuple[str, str, int]:
+        return (c.jax_version, c.platform, c.device_count)
+    theirs = {key(c): c for c in b.cells}
+    out = []
+    for cell in a.cells:
+        other = theirs.pop(key(cell), None)
+        out.append(diff_cells(cell, other) if other else CellDiff(cell.label, [], 0, missing="only in A"))
+    out += [CellDiff(c.label, [], 0, missing="only in B") for c in theirs.values()]
+    return out
+
+
+def host_differences(a: Fingerprint, b: Fingerprint) -> list[str]:
+    out = []
+    for name in HOST_FACTS:
+        if a.host.get(name) != b.host.get(name):
+            out.append(f"{name}: {a.host.get(name, '-')} vs {b.host.get(name, '-')}")
+    return out
+
+
+def render_diff(a: Fingerprint, b: Fingerprint, found: list[CellDiff]) -> str:
+    lines = []
+    for cell in found:
+        if cell.missing:
+            lines.append(f"{cell.label}: {cell.missing}")
+            continue
+        total = cell.same + len(cell.modules)
+        if not cell.modules:
+            lines.append(f"{cell.label}: the same keys ({total} module{'' if total == 1 else 's'})")
+            continue
+        moved = sorted({c for m in cell.modules for c in m.components},
+                       key=lambda c: min(m.components.index(c) for m in cell.modules if c in m.components))
+        lines.append(f"{cell.label}: {len(cell.modules)} of {total} modules' keys differ; moved: "
+                     f"{', '.join(moved) or 'unknown (no components logged)'}")
+        for m in cell.modules:
+            what = ", ".join(m.components) or ("only in A" if not m.only_b else "only in B" if not m.only_a else "?")
+            lines.append(f"  {m.module}: {what}")
+        if cell.seeds[0] != cell.seeds[1]:
+            lines.append(f"  (hash seeds differ: {cell.seeds[0]} vs {cell.seeds[1]}; a set-ordered program's keys "
+                         "follow the seed, not the machine)")
+    hosts = host_differences(a, b)
+    if hosts:
+        lines.append("the two differ in: " + "; ".join(hosts))
+    return "\n".join(lines)
