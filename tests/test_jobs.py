@@ -242,3 +242,24 @@ def test_the_probes_answer_is_found_where_gloo_cut_its_line(tmp_path):
     assert _answer(log) == {"process_index": 1, "process_count": 2, "device_count": 8, "local_device_count": 4}
     log.write_text("no answer\n")
     assert _answer(log) is None
+
+
+def test_a_multi_process_sweeps_shards_ask_for_a_task_per_process_and_start_runs_with_srun(tmp_path):
+    from harness.environments.process import LAUNCHER_VAR, SRUN
+    from harness.slurm.jobs import Resources, SweepJobs
+
+    def jobs(tasks):
+        return SweepJobs(name="mh", sweep_dir=tmp_path, harness=("python", "-m", "harness"), config=tmp_path / "c.yaml",
+                         shards=2, sweep_args=("--processes", str(tasks)), resources=Resources(tasks=tasks))
+    shard, merge = jobs(2).shard_script(), jobs(2).merge_script()
+    assert "#SBATCH --ntasks=2" in shard and f"export {LAUNCHER_VAR}={SRUN}" in shard
+    assert "--ntasks" not in merge and LAUNCHER_VAR not in merge
+    single = jobs(1).shard_script()
+    assert "--ntasks" not in single and LAUNCHER_VAR not in single
+
+
+def test_srun_mode_leaves_the_coordinator_and_rank_to_jax_and_slurm(monkeypatch, capsys):
+    monkeypatch.delenv(hook.JOB_COORDINATOR_VAR, raising=False)
+    monkeypatch.delenv(hook.JOB_RANK_VAR, raising=False)
+    monkeypatch.setenv(hook.JOB_PROCESSES_VAR, "2")
+    assert hook.job_defaults(dict(__import__("os").environ), None, None, None) == (None, 2, None)

@@ -20,6 +20,7 @@ from harness.errors import EnvironmentUnavailable
 from harness.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.files import package_path
 from harness.model import ProcessOutcome
+from harness.startup import STARTUP_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
 # or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
@@ -214,6 +215,45 @@ def _stop_all(procs: list[subprocess.Popen]) -> None:
         stop_process(proc)
 
 
+# `harness submit --processes N` sets this in each shard task: a job's processes are then started by srun,
+# one Slurm task each, on the allocation's nodes (harness/startup/job_task.py).
+LAUNCHER_VAR = "HARNESS_JOB_LAUNCHER"
+SRUN = "srun"
+JOB_TASK = STARTUP_DIR / "job_task.py"
+
+
+def run_processes_srun(starts: list[tuple[list[str], dict[str, str], Path]], timeout_s: float,
+                       cwd: Path | None = None) -> list[ProcessOutcome]:
+    """Run a job's processes as the tasks of one `srun` step (one task each, wherever Slurm puts them),
+    the step supervised as a run is: killed at `timeout_s`, and with it every task (--kill-on-bad-exit:
+    one task failing ends the others too). Each task's outcome is the status file it wrote; a task that
+    wrote none did not finish."""
+    first_log = starts[0][2]
+    spec_dir = first_log.with_name(first_log.stem + ".srun")
+    shutil.rmtree(spec_dir, ignore_errors=True)
+    spec_dir.mkdir(parents=True)
+    for rank, (argv, env, log) in enumerate(starts):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(b"")
+        (spec_dir / f"rank{rank}.json").write_text(json.dumps(
+            {"argv": argv, "env": env, "log": str(log), "cwd": str(cwd) if cwd else None}))
+    step = ["srun", f"--ntasks={len(starts)}", "--kill-on-bad-exit=1", "--export=ALL", f"--chdir={spec_dir}",
+            sys.executable, "-I", "-S", str(JOB_TASK), str(spec_dir)]
+    outcome = run_process(step, clean_environment({}), spec_dir / "srun.log", timeout_s)
+    outcomes = []
+    for rank in range(len(starts)):
+        try:
+            code = json.loads((spec_dir / f"rank{rank}.status").read_text())["exit_code"]
+        except (OSError, ValueError, KeyError):  # the task did not finish: stopped with the step, or never began
+            said = log_tail(spec_dir / "srun.log", 300).strip().replace("\n", "; ")
+            why = outcome.reason or "srun ended, but the task wrote no status"
+            outcomes.append(ProcessOutcome(None, outcome.duration_s, timed_out=True,
+                                           reason=why if outcome.timed_out or not said else f"{why} (srun: {said})"))
+            continue
+        outcomes.append(ProcessOutcome(code, outcome.duration_s, reason=exit_reason(code)))
+    return outcomes
+
+
 class InterpreterEnvironment(Environment):
     """An environment whose runs are `python script args` on this host, in the script's folder
     (venv and local): `python` is the interpreter."""
@@ -238,8 +278,10 @@ class InterpreterEnvironment(Environment):
     def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
         argv = [str(self.python), *program.argv()]
         full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
-        return run_processes([(argv, env, log) for env, log in zip(full, log_paths)], timeout_s,
-                             cwd=program.workdir)
+        starts = [(argv, env, log) for env, log in zip(full, log_paths)]
+        if os.environ.get(LAUNCHER_VAR) == SRUN:
+            return run_processes_srun(starts, timeout_s, cwd=program.workdir)
+        return run_processes(starts, timeout_s, cwd=program.workdir)
 
     def cannot_vary(self, factor: Factor) -> str:
         if factor == Factor.USER:

@@ -102,7 +102,8 @@ def plan_submission(config_path: Path, options: SubmitOptions,
         sweep_dir = (options.out / f"{stamp}-{config.name}-slurm").absolute()
     resources = Resources.for_config(
         config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
-        time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args)
+        time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args,
+        tasks=config.processes)
     jobs = SweepJobs(name=config.name, sweep_dir=sweep_dir, harness=(sys.executable, "-m", "harness"),
                      config=config_path.absolute(), shards=options.shards,
                      sweep_args=_task_args(options, versions, runs), resources=resources, workdir=Path.cwd(),

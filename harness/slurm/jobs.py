@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import control_character
+from harness.environments.process import LAUNCHER_VAR, SRUN
 from harness.errors import ExitCode
 from harness.model import Platform
 
@@ -63,6 +64,9 @@ class Resources:
     partition: str | None = None  # None: the cluster's default partition
     gpus: int = 0  # a cuda config asks for its device_count
     extra: tuple[str, ...] = ()  # --sbatch-arg words, as given (e.g. --account=lab)
+    # A multi-process sweep (--processes N): N Slurm tasks per shard, each run's processes started by srun,
+    # one a task, wherever Slurm puts them (on a real cluster, N hosts).
+    tasks: int = 1
 
     @classmethod
     def for_config(cls, platform: Platform, device_count: int, **given) -> Resources:
@@ -92,6 +96,8 @@ class SweepJobs:
             lines.append(f"#SBATCH --partition={res.partition}")
         if gpus:
             lines.append(f"#SBATCH --gres=gpu:{gpus}")
+        if res.tasks > 1 and job_name == f"harness-{self.name}":  # the shards, not the merge
+            lines.append(f"#SBATCH --ntasks={res.tasks}")
         lines += [f"#SBATCH {arg}" for arg in res.extra]
         for line in lines:  # what came from the command line was refused before; this never writes one
             if problem := directive_problem(line):
@@ -116,6 +122,8 @@ class SweepJobs:
             *self._header(f"harness-{self.name}", "shard-%a-%A.out", res.time, res.gpus, res.cpus_per_task),
             f"#SBATCH --array=1-{self.shards}",
             *self._prologue(),
+            *([f"export {LAUNCHER_VAR}={SRUN}  # each run's {res.tasks} processes: the tasks of one srun step"]
+              if res.tasks > 1 else []),
             "shard=${SLURM_ARRAY_TASK_ID:?run me with sbatch, or set SLURM_ARRAY_TASK_ID}",
             f"out={out}$shard",
             "# A shard cut short before (cancelled, node lost) resumes in its own folder: only the cells",

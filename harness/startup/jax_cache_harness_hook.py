@@ -219,12 +219,13 @@ class _AfterImport:
 
 
 def job_defaults(environ, coordinator_address, num_processes, process_id):
-    """initialize()'s job arguments: what the script passed, else the job's, from the environment."""
+    """initialize()'s job arguments: what the script passed, else the job's, from the environment; what
+    neither gives stays None, for JAX's own cluster detection (srun's tasks: from SLURM_*)."""
     if coordinator_address is None:
-        coordinator_address = environ[JOB_COORDINATOR_VAR]
-    if num_processes is None:
+        coordinator_address = environ.get(JOB_COORDINATOR_VAR)
+    if num_processes is None and environ.get(JOB_PROCESSES_VAR):
         num_processes = int(environ[JOB_PROCESSES_VAR])
-    if process_id is None:
+    if process_id is None and environ.get(JOB_RANK_VAR):
         process_id = int(environ[JOB_RANK_VAR])
     return coordinator_address, num_processes, process_id
 
@@ -239,7 +240,7 @@ def distributed_loaded(module):
     def initialize(coordinator_address=None, num_processes=None, process_id=None, *args, **kwargs):
         coordinator_address, num_processes, process_id = job_defaults(
             os.environ, coordinator_address, num_processes, process_id)
-        sys.stderr.write("%scoordinator_address=%r, num_processes=%d, process_id=%d)\n"
+        sys.stderr.write("%scoordinator_address=%r, num_processes=%r, process_id=%r)\n"
                          % (JOINED_MARK, coordinator_address, num_processes, process_id))
         sys.stderr.flush()
         return original(coordinator_address, num_processes, process_id, *args, **kwargs)
