@@ -383,9 +383,13 @@ class VaryPhase:
         if self.cell.runner.on_factor:
             self.cell.runner.on_factor(self.cell.spec, result)
 
+    @staticmethod
+    def _name(job: Job) -> str:
+        return f"vary-{job.factor}-seed-{job.seed}" if job.factor else f"control-seed-{job.seed}"
+
     def _run(self, job: Job, prepared: varying.FactorRun | None) -> RunRecord:
         cell = self.cell
-        name = f"vary-{job.factor}-seed-{job.seed}" if job.factor else f"control-seed-{job.seed}"
+        name = self._name(job)
         return cell.runner.measure_run(cell.spec, prepared.cache_dir if prepared else cell.cache_dir, cell.log_dir,
                                        cell.results_root, job.index, job.seed, cell.folder or FolderMode.ENVIRONMENT,
                                        name=name, program=prepared.program if prepared else None,
@@ -410,6 +414,8 @@ class VaryPhase:
                     problem = path is not None and varying.unreachable_by_others(path)
                     if problem:
                         raise varying.CannotVary(problem)
+                # Its IR dump's folder made now, so that it too is open to the other user.
+                (cell.log_dir / f"{self._name(job)}.ir").mkdir(parents=True, exist_ok=True)
                 varying.open_to_all(cell.cache_dir, cell.log_dir)
             elif factor == Factor.PREFIX:
                 copy = environment.prefix_copy()
