@@ -26,7 +26,7 @@ from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docke
 from harness.environments.venv import VenvBackend  # noqa: E402
 from harness.errors import BackendUnavailable  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform  # noqa: E402
-from harness.repros import builtin_path  # noqa: E402
+from harness.inside.repros import builtin_path  # noqa: E402
 from harness.runner import CellRunner  # noqa: E402
 from harness.pypi import PyPIIndex  # noqa: E402
 

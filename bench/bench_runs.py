@@ -26,7 +26,7 @@ from harness.environments.process import clean_environment  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
 from harness.jaxlog import LOG_ENV  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform  # noqa: E402
-from harness.repros import builtin_path  # noqa: E402
+from harness.inside.repros import builtin_path  # noqa: E402
 from harness.run_env import process_env, repro_args  # noqa: E402
 from harness.runner import CellRunner, read_jax_log  # noqa: E402
 

@@ -24,7 +24,7 @@ from harness.config import Repro  # noqa: E402
 from harness.cost import cell_cost  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
 from harness.model import CellSpec, Mesh, Platform, RunRecord  # noqa: E402
-from harness.repros import builtin_path  # noqa: E402
+from harness.inside.repros import builtin_path  # noqa: E402
 from harness.run_env import process_env, repro_args  # noqa: E402
 from harness.runner import read_jax_log  # noqa: E402
 

@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from harness.analysis import never_written
 from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
-from harness.startup.jax_cache_harness_hook import MIN_COMPILE_TIME, MIN_ENTRY_SIZE
+from harness.inside.startup.jax_cache_harness_hook import MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
 # JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26
 # to 0.10.2 (jax/_src/config.py).

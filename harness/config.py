@@ -20,7 +20,7 @@ from harness.errors import ConfigError
 from harness.factors import Factor, parse_factors
 from harness.model import Mesh, Platform, ThresholdMode
 from harness.pythons import AUTO, PythonVersion
-from harness.repros import builtin_path
+from harness.inside.repros import builtin_path
 from harness.versions import check_syntax
 
 KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",

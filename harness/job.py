@@ -24,8 +24,8 @@ from harness.model import CellSpec, ProcessOutcome, Program, RankRecord, RunReco
 from harness.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
 from harness.run_logs import read_jax_log, with_log_detail
 from harness.script_cache import read_record
-from harness.startup import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import JOINED_MARK
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_hook import JOINED_MARK
 
 PROBE_SCRIPT = STARTUP_DIR / "job_probe.py"  # run from its folder: harness/ would shadow `bisect`
 PROBE_TIMEOUT_S = 120.0

@@ -2,7 +2,7 @@
 devices and where the job's coordinator listens.
 
 How a user's unmodified script joins the job: it calls `jax.distributed.initialize()` as it would on a
-cluster, and the harness's start-up hook (harness/startup) fills in what the call leaves out from
+cluster, and the harness's start-up hook (harness/inside/startup) fills in what the call leaves out from
 HARNESS_JOB_* variables. Chosen over faking a cluster's variables (SLURM_*, OMPI_*) for JAX's own
 auto-detection: those would collide with a real allocation when the harness itself runs under Slurm
 (`harness submit`), each release detects clusters a little differently, and the Slurm port is derived from
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from harness.model import CellSpec, Platform, ThresholdMode
 from harness.run_env import process_env
-from harness.startup import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 
 # Collectives between processes on the CPU: gloo. JAX's default before 0.5.0 is none (a cross-process
 # collective then fails); the option is ignored by releases that lack it.

@@ -12,8 +12,8 @@ from pathlib import Path
 from harness.config import RESERVED_VARIABLES, Repro
 from harness.jaxlog import LOG_ENV
 from harness.model import CellSpec, FolderMode, Platform, Program, RunCommand, ThresholdMode
-from harness.startup import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
 
 # The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
 # compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.

@@ -1,6 +1,6 @@
 """A user's script's own cache settings (pure): the start-up hook's record in, facts and sentences out.
 
-The hook (harness/startup/jax_cache_harness_hook.py) runs inside each run and appends one JSON line
+The hook (harness/inside/startup/jax_cache_harness_hook.py) runs inside each run and appends one JSON line
 per setting the script made, and one `final` line with the cache JAX used at exit. Here those lines
 become a ScriptCache per run, and a cell's runs become the notes the report shows ("the script set its
 cache folder to /jaxcache; the harness redirected it") and, when nothing was cached, the one line that
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
-from harness.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, MIN_COMPILE_TIME,
+from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, MIN_COMPILE_TIME,
                                                     MIN_ENTRY_SIZE)
 
 THRESHOLD_NAMES = {MIN_COMPILE_TIME: "minimum compile time (s)", MIN_ENTRY_SIZE: "minimum entry size (bytes)"}

@@ -30,7 +30,7 @@ from harness.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
-PROBE_SCRIPT = package_path("harness", "seeds_probe.py")  # run by the environment's interpreter
+PROBE_SCRIPT = package_path("harness.inside", "seeds_probe.py")  # run by the environment's interpreter
 
 def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
     """Distinct seeds in PYTHONHASHSEED's range (0 disables hashing randomisation, so never 0)."""

@@ -454,7 +454,7 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
 def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
     from harness.run_env import hook_env
     from harness.model import ThresholdMode
-    from harness.startup import STARTUP_DIR
+    from harness.inside.startup import STARTUP_DIR
 
     record = tmp_path / "logs" / "run-01-seed-5.cache.jsonl"
     kwargs = dk.run_kwargs(tmp_path / "s.py", {**RUN_ENV, **hook_env(record, ThresholdMode.HARNESS)},

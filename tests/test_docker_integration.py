@@ -26,7 +26,7 @@ from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.errors import BackendUnavailable
 from harness.model import CellSpec, Mesh, Platform, Program, Verdict
 from harness.pythons import PythonChooser, PythonVersion
-from harness.repros import builtin_path
+from harness.inside.repros import builtin_path
 from harness.runner import CellRunner
 from harness.pypi import PyPIIndex
 from harness.versions import release_pythons

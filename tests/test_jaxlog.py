@@ -138,7 +138,7 @@ def test_capped_keeps_the_supervisors_note_of_what_it_cut():
 
 
 def test_the_supervisor_keeps_the_same_cache_lines_this_parser_reads():
-    from harness.environments import supervise
+    from harness.inside import supervise
 
     assert [m.decode() for m in supervise.CACHE_LINE_MARKERS] == list(jaxlog._MARKERS)
     assert supervise.NOTE_PREFIX.decode() == jaxlog.NOTE_PREFIX

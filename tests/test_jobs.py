@@ -22,7 +22,7 @@ from harness.job_env import JobPlan, rank_env, rank_log
 from harness.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
 from harness.runner import CellRunner, OpenCell, run_cells
 from harness.seeds import Probe, random_plan, rank_seeds, with_ranks
-from harness.startup import jax_cache_harness_hook as hook
+from harness.inside.startup import jax_cache_harness_hook as hook
 from tests.test_process import _alive
 
 

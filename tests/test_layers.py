@@ -3,6 +3,7 @@ pyproject.toml, and no harness import hidden inside a function (ruff's PLC0415).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -53,3 +54,25 @@ def test_every_module_of_the_package_has_a_layer():
     modules = {f"harness.{p.stem}" for p in (ROOT / "harness").glob("*.py") if p.stem not in ("__init__", "__main__")}
     packages = {f"harness.{p.parent.name}" for p in (ROOT / "harness").glob("*/__init__.py")}
     assert modules | packages <= named, f"not in any layer: {sorted((modules | packages) - named)}"
+
+
+def test_the_programs_run_inside_an_environment_import_nothing_from_the_harness():
+    """harness/inside/ runs on the environment's interpreter, alone: a harness import there would fail in
+    a container or an old Python, and is refused here first."""
+    found = []
+    for path in sorted((ROOT / "harness" / "inside").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n == "harness" or n.startswith("harness.")]
+    assert not found, found
+
+
+def test_an_import_of_a_command_module_by_the_measurement_breaks_the_service_contract(tmp_path):
+    shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "harness" / "service" / "measurement.py", "a") as f:
+        f.write("\nfrom harness.service.bisecting import bisect  # noqa: E402, F401\n")
+    proc = lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "harness.service.measurement is not allowed to import harness.service.bisecting" in proc.stdout

@@ -200,7 +200,7 @@ def _flood_around(log_lines: list[str], noise: int) -> bytes:
 
 
 def _capped(data: bytes, path: Path, limit: int, cache_limit: int | None = None, chunk: int = 4093) -> bytes:
-    from harness.environments.supervise import CappedLog
+    from harness.inside.supervise import CappedLog
 
     with open(path, "wb") as f:
         log = CappedLog(f.fileno(), limit, cache_limit)

@@ -66,7 +66,7 @@ def test_report_of_a_real_run(smoke_run):
     assert f"for seed in {' '.join(map(str, SEEDS_0428))}; do" in report
     assert "export XLA_FLAGS=--xla_force_host_platform_device_count=8" in report
     assert "export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0" in report
-    assert ("PYTHONHASHSEED=$seed jax-0.4.28/bin/python harness/repros/shard_map_grad.py "
+    assert ("PYTHONHASHSEED=$seed jax-0.4.28/bin/python harness/inside/repros/shard_map_grad.py "
             "--mesh-shape 8,1,1,1 --axis-names a,b,c,d") in report
     assert "jax-0.4.28/bin/pip install -q jax==0.4.28 jaxlib==0.4.28 numpy==1.26.4" in report
     assert "harness run configs/smoke.yaml --versions 0.4.28" in report

@@ -8,7 +8,7 @@ from harness.config import Repro
 from harness.environments.base import Environment
 from harness.model import CellSpec, FolderMode, Platform, ProcessOutcome, Verdict
 from harness.runner import CellRunner
-from harness.startup.jax_cache_harness_hook import CACHE_DIR, FOLDER_VAR, RECORD_VAR
+from harness.inside.startup.jax_cache_harness_hook import CACHE_DIR, FOLDER_VAR, RECORD_VAR
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 8, None)
 

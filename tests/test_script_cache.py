@@ -7,8 +7,8 @@ import sys
 
 from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
 from harness.script_cache import cell_facts, parse_record, sets_own_folder
-from harness.startup import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE,
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE,
                                                     caller_api, decide, environment_changes)
 
 CELL = "/results/caches/cell"

@@ -33,7 +33,7 @@ from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.gpus import CONTAINER_ADVICE, GpuCount, parse_gpu_list
 from harness.environments.locking import held
 from harness.environments.process import AFTER_PEERS, MAX_LOG_BYTES, PEER_GRACE_S, PROBE, log_tail
-from harness.environments.supervise import CappedLog
+from harness.inside.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.factors import OTHER_GID, Factor, RunVariation, reordered
@@ -42,7 +42,7 @@ from harness.model import Platform, ProcessOutcome, Program
 from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.run_env import IR_DUMP_VAR
 from harness.run_env import STARTUP_DIR
-from harness.startup.jax_cache_harness_hook import RECORD_VAR
+from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
 
 IMAGE_REPO = "jax-cache-harness"
 # What `make base-image` builds from Debian's packages, no registry needed: a Debian release and
@@ -84,7 +84,7 @@ CACHE_MOUNT = "/harness/cache"
 SCRIPT_MOUNT = "/harness/script"
 IR_DUMP_MOUNT = "/harness/ir"
 WORK_MOUNT = "/harness/cwd"  # the run's working folder when it is not the script's
-STARTUP_MOUNT = "/harness/startup"  # the start-up hook's folder (read-only)
+STARTUP_MOUNT = "/harness/inside/startup"  # the start-up hook's folder (read-only)
 RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
 ELSEWHERE = "-elsewhere"  # --vary cache-path / script-path: the folder mounted at another path
 OTHER_HOME = "/tmp/harness-home-elsewhere"  # --vary home inside a container

@@ -20,7 +20,7 @@ from harness.errors import EnvironmentUnavailable
 from harness.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.files import package_path
 from harness.model import ProcessOutcome
-from harness.startup import STARTUP_DIR
+from harness.inside.startup import STARTUP_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
 # or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
@@ -38,7 +38,7 @@ _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
 # Every run starts under supervise.py, which takes down whatever the script leaves behind (see there).
-SUPERVISOR = package_path("harness.environments", "supervise.py")
+SUPERVISOR = package_path("harness.inside", "supervise.py")
 SUPERVISED = sys.platform.startswith("linux")
 # How long a supervisor gets to kill its run's processes after SIGTERM before its group is SIGKILLed.
 STOP_GRACE_S = 10.0
@@ -216,7 +216,7 @@ def _stop_all(procs: list[subprocess.Popen]) -> None:
 
 
 # `harness submit --processes N` sets this in each shard task: a job's processes are then started by srun,
-# one Slurm task each, on the allocation's nodes (harness/startup/job_task.py).
+# one Slurm task each, on the allocation's nodes (harness/inside/startup/job_task.py).
 LAUNCHER_VAR = "HARNESS_JOB_LAUNCHER"
 SRUN = "srun"
 JOB_TASK = STARTUP_DIR / "job_task.py"

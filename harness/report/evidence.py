@@ -14,7 +14,7 @@ from harness.analysis import comparison_of
 from harness.variation import by_factors_only
 from harness.model import Cause, CellResult, RunRecord, Verdict
 
-# Printed by the built-in repro around `f.lower(x).as_text()` (harness/repros/shard_map_grad.py).
+# Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
 HLO_BEGIN = "----- BEGIN LOWERED -----"
 HLO_END = "----- END LOWERED -----"
 

@@ -17,7 +17,7 @@ from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.jaxlog import LOG_ENV
 from harness.model import NO_MESH, CellResult, FolderMode, ThresholdMode
-from harness.repros import builtin_path
+from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
 
@@ -32,7 +32,7 @@ def repro_for(config: dict[str, Any]) -> tuple[Repro, str]:
     name = config.get("repro", "")
     builtin = builtin_path(name)
     if builtin is not None:
-        return Repro(name, builtin, builtin=True), f"harness/repros/{builtin.name}"
+        return Repro(name, builtin, builtin=True), f"harness/inside/repros/{builtin.name}"
     path = Path(name)
     return Repro(path.stem, path, builtin=False), name
 
