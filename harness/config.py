@@ -38,6 +38,7 @@ MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
 MAX_VALUES = 10_000  # scalars, lists and maps, counted after YAML aliases are expanded
 MAX_DEPTH = 50
 MAX_TEXT = 4096  # characters in one value (a path, a version)
+MAX_NAME = 240  # characters in a config's name; a folder made from it is shortened to fit (files.fitting_name)
 # Characters that would let a config string change what a pasted "Reproduce with" command does, or
 # how a terminal shows it: C0/C1 controls (newline, escape...), line/paragraph separators and the
 # bidirectional overrides.
@@ -267,6 +268,8 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
     name = data["name"]
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise err("name", "must be a word of letters, digits, '.', '_' or '-' (it names result folders)")
+    if len(name) > MAX_NAME:
+        raise err("name", f"is {len(name)} characters long; at most {MAX_NAME} (it names result folders)")
 
     args = _parse_args(data.get("args", []), err)
     env = _parse_env(data.get("env", {}), err)

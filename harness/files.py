@@ -3,6 +3,7 @@ core: no harness imports)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from importlib.resources import files
@@ -45,3 +46,19 @@ def package_path(package: str, *parts: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{package}: {'/'.join(parts)} is missing from the installed harness")
     return path
+
+
+# A file name's limit on Linux filesystems (NAME_MAX); a folder's name is kept this far below it, so the
+# harness's own suffixes ("-2", ".lock", a temporary file's) still fit.
+NAME_MAX = 255
+FOLDER_NAME_MAX = NAME_MAX - 15
+
+
+def fitting_name(name: str, room: int = FOLDER_NAME_MAX) -> str:
+    """`name` when it fits in `room` characters, else its start and a short hash of the whole (two long
+    names that share their start stay apart)."""
+    if len(name.encode()) <= room:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    start = name.encode()[: room - len(digest) - 1].decode(errors="ignore")
+    return f"{start}-{digest}"

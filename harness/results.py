@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from harness.analysis import boundaries, version_verdicts
 from harness.errors import UserError
+from harness.files import fitting_name
 from harness.environments.gpus import accelerator_facts
 from harness.hostinfo import scheduler_facts
 from harness.model import CellResult
@@ -210,11 +211,12 @@ def utc_now() -> str:
 def new_run_dir(results_root: Path, name: str) -> Path:
     """A new folder for one sweep; UserError when the results folder cannot hold it."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = results_root / f"{stamp}-{name}"
+    folder = fitting_name(f"{stamp}-{name}")  # a config's name may be long (up to config.MAX_NAME)
+    path = results_root / folder
     suffix = 1
     while path.exists():
         suffix += 1
-        path = results_root / f"{stamp}-{name}-{suffix}"
+        path = results_root / f"{folder}-{suffix}"
     try:
         path.mkdir(parents=True)
     except OSError as exc:

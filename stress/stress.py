@@ -344,6 +344,7 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
             f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]\n" for i in range(1, 10)) + base + "jax_versions: *x9\n",
         "repro: ~nosuchuser/x.py": "name: t\nrepro: ~nosuchuser-stress/x.py\njax_versions: ['0.4.29']\n",
         "docker: []": base + "jax_versions: ['0.4.29']\ndocker: []\n",
+        "a 300-character name": "name: " + "n" * 300 + "\nrepro: shard_map_grad\njax_versions: ['0.4.29']\n",
     }
     cases = [(name, ["run", str(h.write(f"bad/{i}.yaml", text)), "--out", str(h.root / "bad-out")])
              for i, (name, text) in enumerate(cfg.items())]

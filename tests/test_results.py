@@ -180,3 +180,36 @@ def test_write_atomic_takes_text_with_lone_surrogates(tmp_path):
     """Issue 27, item 2: an older results file can hold a non-UTF-8 file name as "\\udcff"."""
     write_atomic(tmp_path / "report.md", "odd-\udcff-name\n")
     assert (tmp_path / "report.md").read_text() == "odd-\\udcff-name\n"
+
+
+def test_a_config_name_of_240_characters_makes_its_folders(tmp_path):
+    """Issue 27, item 8: a 300-character name was `OSError: File name too long`; names up to 240 work."""
+    from harness.files import NAME_MAX, fitting_name
+    from harness.results import new_run_dir
+
+    for name in ("n" * 240, "n" * 240 + "-slurm", "n" * 239 + "m"):
+        folder = new_run_dir(tmp_path, name)
+        assert folder.is_dir() and len(folder.name) <= NAME_MAX
+    assert len({p.name for p in tmp_path.iterdir()}) == 3  # long names sharing their start stay apart
+    assert fitting_name("short") == "short"
+
+
+def test_a_config_name_past_240_characters_is_one_line():
+    import pytest
+
+    from harness.config import parse_config
+    from harness.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="name: is 300 characters long; at most 240"):
+        parse_config({"name": "n" * 300, "repro": "shard_map_grad", "jax_versions": ["0.4.29"]}, "c.yaml")
+    assert parse_config({"name": "n" * 240, "repro": "shard_map_grad", "jax_versions": ["0.4.29"]}, "c.yaml")
+
+
+def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path):
+    from harness.service import check_config
+    from harness.model import Platform
+
+    script = tmp_path / ("s" * 250 + ".py")
+    script.write_text("import jax\n")
+    config = check_config(script, ("0.4.31",), Platform.CPU, 1, None, 60)
+    assert len(config.name) <= 240 and config.name.startswith("check-sss")

@@ -12,7 +12,7 @@ from harness.bisect.state import BisectState
 from harness.config import Config, load_config
 from harness.environments import BackendName
 from harness.errors import UserError
-from harness.files import write_atomic
+from harness.files import fitting_name, write_atomic
 from harness.identity import SweepIdentity
 from harness.options import Given
 from harness.progress import Progress
@@ -108,7 +108,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
     identity = SweepIdentity.of(header.to_json())
-    folder = options.out / f"bisect-{config.name}-{identity.key(**search)}"
+    folder = options.out / fitting_name(f"bisect-{config.name}-{identity.key(**search)}")
     folder.mkdir(parents=True, exist_ok=True)
     state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)
     if state.resumed:

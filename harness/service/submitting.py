@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.config import load_config
 from harness.errors import UserError
+from harness.files import fitting_name
 from harness.options import Given, options_for, parse
 from harness.progress import Progress
 from harness.service.measurement import (
@@ -99,7 +100,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
                             f"use at most {cells} shards")
         # Named for a dry run; the real folder is made at submission (this name, or it with a suffix).
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        sweep_dir = (options.out / f"{stamp}-{config.name}-slurm").absolute()
+        sweep_dir = (options.out / fitting_name(f"{stamp}-{config.name}-slurm")).absolute()
     resources = Resources.for_config(
         config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
         time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args,

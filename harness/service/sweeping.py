@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Callable
 
 from harness.confidence import runs_for_target
-from harness.config import CHECK_SOURCE, Config, load_config, parse_config
+from harness.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config
 from harness.dependencies import parse_requirements, read_requirements_file
 from harness.errors import UserError
+from harness.files import fitting_name
 from harness.model import Platform
 from harness.options import DEFAULT_RESULTS, Given, parse
 from harness.progress import Progress
@@ -74,7 +75,7 @@ def check_config(script: Path | None, versions: tuple[str, ...] | None, platform
     requirements = parse_requirements(how.with_requirements, "--with")  # a bad one names the flag
     for file in how.requirements_files:
         requirements += read_requirements_file(file, "--requirements")  # a missing or odd file is one line
-    data = {"name": "check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"),
+    data = {"name": fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME),
             **target, "jax_versions": list(versions or [LATEST]),
             "platform": str(platform), "device_count": device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
