@@ -10,6 +10,7 @@ skipped with theirs, clean cells pass. The file validates against the schema pyt
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -25,6 +26,11 @@ STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
 # What --fail-on may name: the verdicts that measured a problem, or could not measure at all.
 FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED)
 MAX_MESSAGE = 500  # a failure's message attribute: the reason, not a log
+
+
+def suite_name(folder: Path) -> str:
+    """A results folder's name without its UTC stamp (`check-train`): the same test suite night after night."""
+    return re.sub(r"^\d{8}T\d{6}Z-", "", folder.name) or folder.name
 
 
 def parse_fail_on(text: str) -> frozenset[Verdict]:

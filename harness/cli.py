@@ -293,9 +293,9 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
 def _ci_outputs(swept: service.SweepOutcome, given: Given) -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names."""
     if given.get("junit_xml") is not None:
-        ci.write_junit(given["junit_xml"], swept.cells, swept.folder.name)
+        ci.write_junit(given["junit_xml"], swept.cells, ci.suite_name(swept.folder))
         print(f"junit: {given['junit_xml']}", file=sys.stderr)
-    ci.append_step_summary(swept.cells, swept.folder.name)
+    ci.append_step_summary(swept.cells, ci.suite_name(swept.folder))
     fail_on = given.get("fail_on") or frozenset()
     failed = ci.failing(swept.cells, fail_on)
     if failed:

@@ -15,6 +15,7 @@ from harness.ci import (
     junit_xml,
     parse_fail_on,
     step_summary,
+    suite_name,
     write_junit,
 )
 from harness.errors import ExitCode
@@ -85,6 +86,12 @@ def test_the_step_summary_appends_the_table_and_the_boundary_line(tmp_path):
     assert text.startswith("earlier step\n") and render(CELLS) in text and f"**{summary_line(CELLS)}**" in text
     assert step_summary(CELLS, "sweep") in text
     assert append_step_summary(CELLS, "sweep", {}) is None  # not on GitHub: nothing written
+
+
+def test_the_suite_is_named_after_the_sweep_not_its_timestamp():
+    assert suite_name(Path("results/20261201T144931Z-check-train")) == "check-train"
+    assert suite_name(Path("results/20261201T144931Z-shard-map-grad-2")) == "shard-map-grad-2"
+    assert suite_name(Path("results/mine")) == "mine"
 
 
 def test_fail_on_names_verdicts():
