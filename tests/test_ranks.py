@@ -137,3 +137,26 @@ def test_a_job_cell_has_its_own_key_and_folder():
     assert SPEC.devices_label == "cpux8 (2 processes)" and single.devices_label == "cpux8"
     assert isinstance(JobFacts.from_json(JobFacts(2).to_json()), JobFacts)
     assert RankSplit.from_json(first_split([pvary_0_8_1(1)]).to_json()) == first_split([pvary_0_8_1(1)])
+
+
+def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processes():
+    from harness.report.render import render_report
+    from harness.seeds import random_plan, with_ranks
+    from harness.table import render
+
+    runs = [pvary_0_8_1(1)]
+    plan = with_ranks(random_plan(2), 2)
+    cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(first_split(runs)), seeds=plan,
+                      rank_split=first_split(runs), job=job_facts(runs, 2))
+    document = {"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
+                "config": {"name": "t", "repro": "train.py", "source": "harness check", "processes": 2}}
+    from harness.report.evidence import MissingEvidence
+
+    text = render_report(document, [cell], {SPEC.key: MissingEvidence("jit_loss", "no IR dump in this test")})
+    assert "## Multi-process cells" in text and "2 processes per run" in text
+    assert "processes that wrote to the cache: 0" in text
+    assert "differ between processes 0 and 1 of run 1" in text and "| **computation**" in text
+    assert "each run is a job of 2 processes" in text and "--processes 2" in text
+    assert "for seed in" not in text  # no single-process loop for a job's cell
+    table = render([cell])
+    assert "cpux8 (2 processes)" in table and "jit_loss: processes differ" in table

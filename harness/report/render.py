@@ -510,10 +510,13 @@ def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMa
         if not chosen:
             return []
         lines += ["Nothing reproduced; to measure again:", ""]
-    else:
+    elif not chosen[0].spec.is_job:  # a job's cell says its seeds itself (_job_reproduce)
         lines += [_seeds_sentence(chosen[0], _seeds_of(chosen[0], seeds)) +
                   " From a checkout of the harness (for the built-in repro's script):", ""]
     for cell in chosen:
+        if cell.spec.is_job:  # its processes must join one another: the harness starts them as a job
+            lines += [_job_reproduce(cell), ""]
+            continue
         lines += [*md.fence(shell_commands(cell, config, _seeds_of(cell, seeds)).splitlines(), "bash"), ""]
     for cell in [c for c in cells if c.seed_check is not None and c.seed_check.follows_seed][:MAX_REPRO_CELLS]:
         lines += [f"On {_jax(cell)} the failure follows the hash seed: a failing and a passing seed, by hand:", "",
@@ -523,6 +526,17 @@ def _reproduce(document: dict[str, Any], cells: list[CellResult], seeds: SeedsMa
         commands.append(shell_comment(f"the whole sweep, as it was run: {document['command']}"))
     return lines + ["With the harness (a fresh process per run, new seeds each time):", "",
                     *md.fence([line for command in commands for line in command.splitlines()], "bash")]
+
+
+def _job_reproduce(cell: CellResult) -> str:
+    """A multi-process cell's runs by hand: which seeds, and why the harness command starts them."""
+    split = cell.rank_split
+    run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+    seeds = ", ".join(f"`PYTHONHASHSEED={r.seed}`" for r in run.ranks) if run is not None else ""
+    which = f" (run {run.index} had {seeds} for processes {', '.join(str(r.rank) for r in run.ranks)})" if seeds else ""
+    return (f"On {_jax(cell)} each run is a job of {cell.spec.processes} processes that join one another "
+            f"(`jax.distributed.initialize()`), each with its own hash seed{which}; the harness command below "
+            "starts them so (docs/multi-process.md).")
 
 
 def _seeds_of(cell: CellResult, seeds: SeedsMap) -> Seeds | None:

@@ -173,10 +173,13 @@ def harness_command(document: dict[str, Any], cell: CellResult) -> str:
             words += ["--cwd", config["cwd"]]
         for requirement in config.get("requirements") or []:
             words += ["--with", requirement]
+        if cell.spec.is_job:
+            words += ["--processes", str(cell.spec.processes)]
         if config.get("args"):
             words += ["--", *config["args"]]
         return shlex.join(str(w) for w in words)
-    return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version])
+    job = ["--processes", str(cell.spec.processes)] if cell.spec.is_job else []
+    return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version, *job])
 
 
 def shell_comment(text: str) -> str:
