@@ -32,17 +32,21 @@ def main() -> int:
     parser.add_argument("--script", default="examples/train_shard_map_grad.py")
     parser.add_argument("--bad", default="0.4.28")
     parser.add_argument("--good", default="0.4.29")
+    parser.add_argument("--keep", type=Path, help="keep the check's and the reduction's folders here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
         check_s = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet"])
         reduce_s = timed(["reduce", args.script, "--versions", args.bad, "--good", args.good,
                           "--out", f"{tmp}/reduce", "--quiet"])
         (folder,) = Path(tmp, "reduce").iterdir()
+        reduced = (folder / "reduced.py").read_text()
         state = json.loads((folder / "reduce.json").read_text())
         section = json.loads((folder / "results.json").read_text())["reduce"]
     print(f"harness reduce {args.script} --versions {args.bad} --good {args.good}:")
     print(f"  {section['original']['lines']} -> {section['reduced']['lines']} lines; {state['measured']} candidates "
           f"run, {section['candidates_decided']} decided (memo, pyflakes and runs)")
+    print("the reduced program:\n" + reduced)
     print(f"  wall time {reduce_s:.0f} s (search {state['seconds']:.0f} s); one full check of the original on "
           f"{args.bad}: {check_s:.1f} s; ratio reduce/check {reduce_s / check_s:.0f}x")
     return 0
