@@ -6,8 +6,9 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
   checkpointing and training loop in a few candidates instead of one statement at a time.
 - `unwrappings`: a compound statement (if, for, while, with, try) replaced by its body.
 - `dead_code`: definitions, imports and assignments nothing uses any more, all in one candidate.
-- `inlinings`: a function without parameters called once as a statement (`main()`) replaced by its body,
-  and the `if __name__ == "__main__":` guard by what it guards: a reproducer reads top to bottom.
+- `inlinings`: a top-level function called once (`main()`, `mesh = make_mesh(config)`) replaced at the
+  call by its body (parameters assigned, the final return as the assignment), and the
+  `if __name__ == "__main__":` guard by what it guards: a reproducer reads top to bottom.
 
 Every candidate is `ast.unparse`d, so equal programs have equal text (the memo's key), and comments go
 (`harness reduce` puts a script's inline metadata block back on the result). `broken` rejects a candidate
@@ -213,9 +214,57 @@ def _inlinable(fn: ast.stmt) -> bool:
     return True
 
 
+def _returns_at_end_only(fn: ast.FunctionDef) -> bool:
+    """The function's only `return` (outside nested functions) is its last statement, with a value."""
+    def returns(nodes: list[ast.stmt]) -> int:
+        count = 0
+        for node in nodes:
+            for child in ast.walk(node):
+                if isinstance(child, ast.Return):
+                    count += 1
+        return count
+    nested = [n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    plain = [n for n in fn.body[:-1] if n not in nested]
+    last = fn.body[-1]
+    return isinstance(last, ast.Return) and last.value is not None and returns(plain) == 0 and \
+        not any(isinstance(c, ast.Return) for c in ast.walk(last.value))
+
+
+def _inline_with_arguments(fn: ast.FunctionDef, call_stmt: ast.stmt) -> list[ast.stmt] | None:
+    """`x = f(a, b)` (or `f(a, b)`) with `def f(p, q): ...; return e` as `p = a; q = b; ...; x = e`."""
+    call = call_stmt.value
+    a = fn.args
+    if fn.decorator_list or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or call.keywords:
+        return None
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or len(call.args) > len(a.args):
+        return None
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        if isinstance(node, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await)):
+            return None
+    defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
+    bound: list[ast.stmt] = []
+    for index, param in enumerate(a.args):
+        value = call.args[index] if index < len(call.args) else defaults.get(param.arg)
+        if value is None:
+            return None
+        if not (isinstance(value, ast.Name) and value.id == param.arg):  # `x = x` says nothing
+            bound.append(ast.Assign(targets=[ast.Name(param.arg, ast.Store())], value=copy.deepcopy(value)))
+    body = copy.deepcopy(fn.body)
+    if isinstance(body[-1], ast.Return):
+        result = body.pop().value
+        if isinstance(call_stmt, ast.Assign):
+            body.append(ast.Assign(targets=call_stmt.targets, value=result))
+        else:
+            body.append(ast.Expr(result))
+    elif isinstance(call_stmt, ast.Assign):
+        return None
+    return bound + body
+
+
 def inlinings(source: str) -> Iterator[tuple[Place, str]]:
-    """A top-level function without parameters, called exactly once as a top-level statement, replaced
-    at the call by its body; and the `__main__` guard replaced by its body."""
+    """The `__main__` guard replaced by its body; a top-level function called exactly once, in a top-level
+    statement (`f()`, `x = f(a, b)`), replaced there by its body (its parameters assigned first, its
+    final `return e` as `x = e`), and its definition dropped: a reproducer reads top to bottom."""
     tree = ast.parse(source)
     body = tree.body
     for index, stmt in enumerate(body):
@@ -230,15 +279,23 @@ def inlinings(source: str) -> Iterator[tuple[Place, str]]:
         if isinstance(node, ast.Name):
             uses[node.id] = uses.get(node.id, 0) + 1
     for index, fn in enumerate(body):
-        if not _inlinable(fn) or uses.get(fn.name) != 1:
+        if not isinstance(fn, ast.FunctionDef) or uses.get(fn.name) != 1:
             continue
-        calls = [i for i, s in enumerate(body) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-                 and isinstance(s.value.func, ast.Name) and s.value.func.id == fn.name and not s.value.args
-                 and not s.value.keywords and i > index]
+        calls = [i for i, s in enumerate(body) if i > index and isinstance(s, (ast.Expr, ast.Assign))
+                 and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+                 and s.value.func.id == fn.name]
         if len(calls) != 1:
             continue
+        if _inlinable(fn) and not body[calls[0]].value.args and isinstance(body[calls[0]], ast.Expr):
+            replacement = copy.deepcopy(fn.body)
+        elif _returns_at_end_only(fn) or (not any(isinstance(n, ast.Return) for n in ast.walk(fn))):
+            replacement = _inline_with_arguments(fn, body[calls[0]])
+        else:
+            replacement = None
+        if not replacement:
+            continue
         copied = copy.deepcopy(tree)
-        copied.body[calls[0]:calls[0] + 1] = copied.body[index].body
+        copied.body[calls[0]:calls[0] + 1] = replacement
         del copied.body[index]
         text = _emit(copied)
         if text:

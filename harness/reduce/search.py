@@ -219,8 +219,11 @@ class Search:
         try:
             for _ in range(MAX_ROUNDS):
                 start = self.best
-                for make in coarse:
-                    self.run_pass(make)
+                shrunk = True
+                while shrunk:  # the coarse passes to their fixpoint first: pysource-minimize is the slow part
+                    shrunk = False
+                    for make in coarse:
+                        shrunk = self.run_pass(make) or shrunk
                 while not self.checkpoint():
                     pass
                 if fine:
