@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.inside.repros import builtin_path
+
 ROOT = Path(__file__).parent.parent
 ACTION = ROOT / "action.yml"
 DOCS = ROOT / "docs" / "ci.md"
@@ -132,7 +134,7 @@ def test_the_actions_steps_pass_on_a_clean_script_and_fail_on_the_seed_at_0_4_28
     workspace = tmp_path / "workspace"
     (workspace / "tests").mkdir(parents=True)
     shutil.copy(ROOT / "examples" / "stable_script.py", workspace / "tests" / "cache_probe.py")
-    shutil.copy(ROOT / "harness" / "repros" / "shard_map_grad.py", workspace / "tests" / "seed.py")
+    shutil.copy(builtin_path("shard_map_grad"), workspace / "tests" / "seed.py")  # the seed's repro, as a script
     runner = Runner(tmp_path / "runner-temp", workspace)
     code, _, text = runner.run("Install the harness", {}, "install")
     assert code == 0, text
