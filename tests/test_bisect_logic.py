@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from harness.bisect.logic import Boundary, Role, between, search
-from harness.model import Verdict
+from harness.bisect import bisection
+from harness.bisect.logic import Boundary, Role, Search, between, search
+from harness.model import CommitInfo, Verdict
 
 C, R, E, U = Verdict.CLEAN, Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED
 
@@ -162,3 +165,29 @@ def test_a_long_untestable_stretch_stops_at_the_skip_budget_and_says_so():
     assert out.boundary.resolved is False
     assert len(calls) < 40
     assert pts.index(out.boundary.last) <= 19 and pts.index(out.boundary.first) >= 190
+
+
+def test_a_bisection_outcome_reads_back_from_its_json_as_written_now_and_before():
+    culprit = CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
+    before = CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
+    rows = [bisection.Row("0.4.26", Role.ENDPOINT, Verdict.CLEAN, 8, 0.0, "1 key", miss_bound_other=0.016),
+            bisection.Row("0.4.27", Role.APPEARS, Verdict.REPRODUCED, 2, None, "a new key in run 2")]
+    commit_row = bisection.Row(culprit.sha, Role.APPEARS, Verdict.REPRODUCED, 2, None, "new key", culprit, "0.4.26")
+    search = bisection.CommitSearch(Role.APPEARS, ("0.4.26", "0.4.27"), 300, [commit_row],
+                                    Boundary(before.sha, culprit.sha, ("abc",), resolved=False),
+                                    infos={culprit.sha: culprit, before.sha: before})
+    outcome = bisection.Outcome(Search(appears=Boundary("0.4.26", "0.4.27"), fixed=Boundary("0.4.28", None),
+                                       steps=[]), rows, [search])
+    data = json.loads(json.dumps(outcome.to_json()))
+    again = bisection.Outcome.from_json(data)
+    assert again.to_json() == data
+    assert again.commits[0].culprit == culprit and again.commits[0].before == before
+    assert [s.point for s in again.releases.steps] == ["0.4.26", "0.4.27"]
+
+    # As an earlier release wrote it: no `resolved`, no commit `boundary`.
+    for b in (data["appears"], data["fixed"]):
+        b.pop("resolved")
+    data["commits"][0].pop("boundary")
+    old = bisection.Outcome.from_json(data)
+    assert old.releases.appears == Boundary("0.4.26", "0.4.27") and old.commits[0].culprit == culprit
+    assert old.commits[0].boundary == Boundary(before.sha, culprit.sha, ("abc",))

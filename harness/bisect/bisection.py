@@ -51,6 +51,28 @@ class Row:
             out.update(commit=self.commit.to_json(), jaxlib=self.jaxlib)
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Row:
+        commit = data.get("commit")
+        return cls(data["point"], Role(data["role"]), Verdict(data["verdict"]), int(data["runs"]),
+                   data.get("miss_bound"), data.get("detail", ""),
+                   CommitInfo.from_json(commit) if commit else None, data.get("jaxlib"),
+                   data.get("miss_bound_other_mechanisms"))
+
+
+def _boundary_json(b: Boundary | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {"last": b.last, "first": b.first, "skipped": list(b.skipped), "resolved": b.resolved}
+
+
+def _boundary(data: dict[str, Any] | None) -> Boundary | None:
+    """A boundary as results.json holds it (`resolved` is absent from older folders: they were)."""
+    if data is None:
+        return None
+    return Boundary(data.get("last"), data.get("first"), tuple(data.get("skipped") or ()),
+                    bool(data.get("resolved", True)))
+
 
 @dataclass
 class CommitSearch:
@@ -76,7 +98,21 @@ class CommitSearch:
                 "culprit": self.culprit.to_json() if self.culprit else None,
                 "before_culprit": self.before.to_json() if self.before else None,
                 "skipped": list(self.boundary.skipped) if self.boundary else [],
+                "boundary": _boundary_json(self.boundary),
                 "steps": [r.to_json() for r in self.rows]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CommitSearch:
+        rows = [Row.from_json(r) for r in data.get("steps") or ()]
+        infos = {r.commit.sha: r.commit for r in rows if r.commit}
+        ends = {k: CommitInfo.from_json(data[k]) for k in ("culprit", "before_culprit") if data.get(k)}
+        infos.update({info.sha: info for info in ends.values()})
+        boundary = _boundary(data.get("boundary"))
+        if boundary is None and (ends or data.get("skipped")):  # written before `boundary` was
+            boundary = Boundary(ends["before_culprit"].sha if "before_culprit" in ends else None,
+                                ends["culprit"].sha if "culprit" in ends else None, tuple(data.get("skipped") or ()))
+        return cls(Role(data["kind"]), tuple(data["releases"]), int(data.get("commits_in_range", 0)), rows,
+                   boundary, data.get("problem"), infos)
 
 
 @dataclass
@@ -90,12 +126,18 @@ class Outcome:
         return sum(r.runs for r in self.release_rows) + sum(r.runs for c in self.commits for r in c.rows)
 
     def to_json(self) -> dict[str, Any]:
-        def boundary(b: Boundary | None) -> dict | None:
-            return None if b is None else {"last": b.last, "first": b.first, "skipped": list(b.skipped)}
-        return {"appears": boundary(self.releases.appears), "fixed": boundary(self.releases.fixed),
+        return {"appears": _boundary_json(self.releases.appears), "fixed": _boundary_json(self.releases.fixed),
                 "problem": self.releases.problem, "releases_tested": len(self.release_rows),
                 "runs_total": self.runs, "steps": [r.to_json() for r in self.release_rows],
                 "commits": [c.to_json() for c in self.commits]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        """The outcome as results.json's `bisect` holds it (folders of earlier releases included)."""
+        rows = [Row.from_json(r) for r in data.get("steps") or ()]
+        search = logic.Search(_boundary(data.get("appears")), _boundary(data.get("fixed")),
+                              [Step(r.point, r.verdict, r.role) for r in rows], data.get("problem"))
+        return cls(search, rows, [CommitSearch.from_json(c) for c in data.get("commits") or ()])
 
 
 def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = None) -> Row:
