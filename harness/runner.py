@@ -350,6 +350,7 @@ class VaryPhase:
     variation: CellVariation
     todo: list[Factor] = field(default_factory=list)
     runs_made: int = 0
+    control_taken: bool = False
 
     @classmethod
     def begin(cls, cell: OpenCell) -> VaryPhase:
@@ -365,14 +366,15 @@ class VaryPhase:
         return cls(cell, reference, variation, list(cell.runner.vary))
 
     def has_next(self) -> bool:
-        return bool(self.todo) or (self.reference is not None and needs_control(self.variation))
+        return bool(self.todo) or (self.reference is not None and not self.control_taken
+                                   and needs_control(self.variation))
 
     def take(self) -> Job:
         self.runs_made += 1
         index = self.cell.tally.planned + self.runs_made  # after every run the cell could have made
         if self.todo:
             return Job(index, self.reference.seed, factor=self.todo.pop(0))
-        self.variation.control = RunRecord(index, self.reference.seed, None, 0.0, [])  # taken: not again
+        self.control_taken = True
         return Job(index, self.reference.seed, control=True)
 
     def done(self, job: Job, result: RunRecord | FactorResult) -> None:
