@@ -155,6 +155,30 @@ def case_sigterm(h: Harness, backend: str) -> tuple[bool, str]:
     return held, f"exit {proc.returncode}, status {status}" + (f", {left}" if left else ", nothing left")
 
 
+def case_sigkill_docker(h: Harness) -> tuple[bool, str]:
+    """A SIGKILLed harness: its run container ends by itself past the run's timeout, and the next docker
+    sweep removes it."""
+    import docker
+
+    out = h.root / "sigkill-docker-out"
+    proc = h.start("run", str(h.config("sigkill-docker", HANG, runs=2, timeout_s=5)), "--backend", "docker",
+                   "--seeds", "random", "--out", str(out))
+    if not wait_for(lambda: sorted(out.glob("*/caches/*/started-*")), 300):
+        proc.kill()
+        return False, "the run never started"
+    proc.kill()
+    proc.wait(timeout=30)
+    client = docker.from_env()
+    mine = {"label": f"org.jax-cache-harness.owner-pid={proc.pid}"}
+    ended = wait_for(lambda: not client.containers.list(filters=mine), 90)
+    code, _, err = h.run("check", "examples/stable_script.py", "--versions", VERSION, "--runs", "2", "--backend",
+                         "docker", "--out", str(h.root / "sigkill-next-out"))
+    left = client.containers.list(all=True, filters=mine)
+    said = "said so" if "removed 1 container" in err else "another sweep removed it first"
+    return bool(ended) and code == 0 and not left, \
+        f"ended by itself: {bool(ended)}, next sweep exit {code}, {len(left)} left ({said})"
+
+
 def case_left_behind(h: Harness) -> tuple[bool, str]:
     out = h.root / "left-out"
     code, _, _ = h.run("run", str(h.config("left", LEAVE_BEHIND)), "--seeds", "random", "--quiet",
@@ -410,7 +434,9 @@ def main() -> int:
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
                        lambda: case_self_signal(h, "docker")),
-                      ("SIGTERM to a running sweep (docker)", lambda: case_sigterm(h, "docker"))]
+                      ("SIGTERM to a running sweep (docker)", lambda: case_sigterm(h, "docker")),
+                      ("SIGKILL under docker: the container ends by itself, the next sweep removes it",
+                       lambda: case_sigkill_docker(h))]
     if shutil.which("sbatch"):
         cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):

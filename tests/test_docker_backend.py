@@ -7,6 +7,8 @@ exist in the SDK (or have the wrong arguments) fail the test.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from unittest import mock
@@ -160,7 +162,9 @@ def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
     assert outcome.ok and outcome.exit_code == 0
     (image, command), kwargs = client.containers.create.call_args
     assert image == "img:tag"
-    assert command == ["python", f"{dk.SCRIPT_MOUNT}/repro.py", "--mesh-shape", "8,1,1,1"]
+    # Its own deadline inside (issue 27, item 9): the run's timeout and a grace, whatever the harness does.
+    assert command == ["timeout", "-s", "KILL", str(30 + dk.INSIDE_DEADLINE_GRACE_S),
+                       "python", f"{dk.SCRIPT_MOUNT}/repro.py", "--mesh-shape", "8,1,1,1"]
     assert kwargs["device_requests"][0]["Capabilities"] == [["gpu"]]
     container.start.assert_called_once_with()
     container.wait.assert_called_once_with(timeout=30)
@@ -540,3 +544,49 @@ def test_a_pinned_python_no_debian_release_has_says_what_to_do(state):
     with pytest.raises(EnvironmentUnavailable, match="no Debian release offline has Python 3.12.*docker.base_image"):
         auto_backend(state, client, pinned=PythonVersion(3, 12)).prepare("0.12.0.1", Platform.CPU)
     client.api.build.assert_not_called()
+
+
+
+# ---------------------------------------------------------------- containers a gone harness left (issue 27, item 9)
+
+def test_a_container_names_its_owner_by_pid_start_time_and_boot():
+    labels = dk.run_kwargs(Path("/s.py"), {}, Path("/c"), Platform.CPU, "0:0")["labels"]
+    assert labels[dk.OWNER_LABEL] == str(os.getpid()) and labels[dk.OWNER_START_LABEL].isdigit()
+    assert labels[dk.OWNER_BOOT_LABEL] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert not dk.owner_gone(labels)  # this process: alive, the same one
+
+
+def test_an_owner_is_gone_when_its_pid_is_free_or_another_process():
+    mine = dk.owner_labels()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert dk.owner_gone({**mine, dk.OWNER_LABEL: str(dead.pid)})  # (a pid freed just now, not yet reused)
+    assert dk.owner_gone({**mine, dk.OWNER_START_LABEL: "1"})  # our pid, but not the process that started it
+    assert dk.owner_gone({dk.OWNER_LABEL: str(dead.pid)})  # a container of an earlier release: the pid alone
+    assert not dk.owner_gone({**mine, dk.OWNER_LABEL: str(dead.pid), dk.OWNER_BOOT_LABEL: "another-machine"})
+    assert not dk.owner_gone({dk.OWNER_LABEL: "not a pid"}) and not dk.owner_gone({})
+
+
+def test_the_next_sweep_removes_only_run_containers_whose_owner_is_gone():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = {**dk.owner_labels(), dk.OWNER_LABEL: str(dead.pid)}
+
+    def container(name, labels):
+        c = mock.create_autospec(Container, instance=True)
+        c.name, c.labels = name, labels
+        return c
+
+    orphan = container("orphan", {dk.LABEL: "run", **gone})
+    alive = container("alive", {dk.LABEL: "run", **dk.owner_labels()})
+    image_build = container("build", {dk.LABEL: "image", **gone})
+    client = fake_client()
+    client.containers.list.return_value = [orphan, alive, image_build]
+    said = []
+    assert dk.reap_orphans(client, said.append) == ["orphan"]
+    orphan.remove.assert_called_once_with(force=True, v=True)
+    alive.remove.assert_not_called()
+    image_build.remove.assert_not_called()
+    (_, kwargs), = client.containers.list.call_args_list
+    assert kwargs == {"all": True, "filters": {"label": [dk.LABEL, dk.OWNER_LABEL]}}
+    assert said == ["docker: removed 1 container(s) left by harness processes that are gone: orphan"]

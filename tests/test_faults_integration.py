@@ -151,6 +151,40 @@ def test_sigterm_stops_saves_and_leaves_nothing_running(backend_name, tmp_path):
         assert left == [], "a container outlived the sweep"
 
 
+@pytest.mark.docker
+def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_next_sweep(tmp_path):
+    """Issue 27, item 9: SIGKILL cannot be caught, so the harness cannot remove its containers. Each ends
+    by itself a little past the run's timeout (its own deadline, inside), and the next docker sweep
+    removes what such a harness left (a stopped container; its owner's pid in its labels)."""
+    from harness.environments.docker import INSIDE_DEADLINE_GRACE_S, reap_orphans
+
+    _docker_environment()
+    client = docker.from_env()
+    timeout_s = 5
+    proc, out = start_sweep("docker", HANG_AFTER_START, tmp_path / "killed", runs=2, timeout_s=timeout_s)
+    try:
+        wait_for(lambda: started_markers(out), 240, "the first run to start")
+        proc.kill()
+        proc.wait(timeout=30)
+        mine = {"label": f"{OWNER_LABEL}={proc.pid}"}
+        (container,) = client.containers.list(all=True, filters=mine)
+        # Still running now (nobody kills it), but not after the run's timeout and the grace.
+        started = time.monotonic()
+        wait_for(lambda: not client.containers.list(filters=mine), timeout_s + INSIDE_DEADLINE_GRACE_S + 30,
+                 "the container to end by itself")
+        assert time.monotonic() - started <= timeout_s + INSIDE_DEADLINE_GRACE_S + 30
+        assert [c.name for c in client.containers.list(all=True, filters=mine)] == [container.name]  # stopped
+        # The next docker sweep removes it (and only containers whose owner is gone).
+        said = []
+        assert container.name in reap_orphans(client, said.append)
+        assert client.containers.list(all=True, filters=mine) == [] and said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for left in client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={proc.pid}"}):
+            left.remove(force=True)
+
+
 def test_a_damaged_venv_is_detected_and_rebuilt(tmp_path):
     backend = VenvBackend(root=tmp_path / "envs")
     first = backend.prepare(VERSION, Platform.CPU)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -92,6 +93,14 @@ OTHER_HOME = "/tmp/harness-home-elsewhere"  # --vary home inside a container
 CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
 OWNER_LABEL = f"{LABEL}.owner-pid"
+# With the pid, which process it was (its start time, in clock ticks since boot) and on which machine and
+# boot (the kernel's boot id): a pid reused by another process, or one of another host sharing the
+# engine, is never taken for the owner.
+OWNER_START_LABEL = f"{LABEL}.owner-start"
+OWNER_BOOT_LABEL = f"{LABEL}.owner-boot"
+# A run's container ends by itself this long after the run's timeout, even when no harness is left to
+# kill it (a SIGKILLed harness): the host-side timeout comes first while the harness lives.
+INSIDE_DEADLINE_GRACE_S = 30
 PROBE_TIMEOUT_S = 300.0
 GPU_LIST_TIMEOUT_S = 60.0
 
@@ -203,7 +212,7 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         "network_disabled": True,
         "network_mode": "none",
         # Which harness process started it: a test (or a user) counts only its own containers.
-        "labels": {LABEL: "run", OWNER_LABEL: str(os.getpid())},
+        "labels": {LABEL: "run", **owner_labels()},
         "detach": True,
     }
     if mem_limit:
@@ -227,10 +236,74 @@ def mount_points(variation: RunVariation | None) -> tuple[str, str, str]:
     return cache, script, work
 
 
-def container_command(program: Program, variation: RunVariation | None = None) -> list[str]:
-    """`python SCRIPT ARGS` or `python -m MODULE ARGS` as the container sees them."""
+def container_command(program: Program, variation: RunVariation | None = None,
+                      timeout_s: float | None = None) -> list[str]:
+    """`python SCRIPT ARGS` or `python -m MODULE ARGS` as the container sees them; with `timeout_s`, under
+    `timeout -s KILL` (coreutils or busybox, in every base image) a little past the run's timeout, so the
+    container ends by itself even if the harness that should stop it is gone. (Docker has no run-time
+    limit of its own; `timeout` kills its whole process group, and passes a signal death on as its own.)"""
     script = f"{mount_points(variation)[1]}/{program.script.name}" if program.script else None
-    return ["python", *program.argv(script)]
+    command = ["python", *program.argv(script)]
+    if timeout_s is not None and math.isfinite(timeout_s):
+        command = ["timeout", "-s", "KILL", str(math.ceil(timeout_s) + INSIDE_DEADLINE_GRACE_S), *command]
+    return command
+
+
+def _process_start(pid: int) -> str | None:
+    """A process's start time (clock ticks after boot, /proc/PID/stat field 22); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def owner_labels() -> dict[str, str]:
+    """The labels that say which harness process, on which machine, owns a container."""
+    return {OWNER_LABEL: str(os.getpid()), OWNER_START_LABEL: _process_start(os.getpid()) or "",
+            OWNER_BOOT_LABEL: _boot_id()}
+
+
+def owner_gone(labels: dict[str, str]) -> bool:
+    """Whether the harness process a container's labels name is gone (pure but for /proc): its pid is
+    no process, or another process now (another start time). False when the owner ran on another machine
+    or boot (that machine's harness decides), or the labels name no owner of ours."""
+    try:
+        pid = int(labels.get(OWNER_LABEL, ""))
+    except ValueError:
+        return False
+    boot = labels.get(OWNER_BOOT_LABEL)
+    if boot and boot != _boot_id():
+        return False
+    started = _process_start(pid)
+    if started is None:
+        return True
+    return bool(labels.get(OWNER_START_LABEL)) and labels[OWNER_START_LABEL] != started
+
+
+def reap_orphans(client: docker.DockerClient, say: Say) -> list[str]:
+    """Remove the harness's run containers whose owner is gone (a SIGKILLed harness cannot remove its own);
+    the names of those removed. Only containers with the harness's label and an owner pid are looked at."""
+    try:
+        found = client.containers.list(all=True, filters={"label": [f"{LABEL}", OWNER_LABEL]})
+    except (DockerException, requests.RequestException):
+        return []
+    removed = []
+    for container in found:
+        if container.labels.get(LABEL) in ("run", "gpus") and owner_gone(container.labels):
+            _remove(client, container, None)
+            removed.append(container.name)
+    if removed:
+        say(f"docker: removed {len(removed)} container(s) left by harness processes that are gone: "
+            f"{', '.join(removed[:3])}{', ...' if len(removed) > 3 else ''}")
+    return removed
 
 
 def gpu_list_kwargs() -> dict[str, Any]:
@@ -239,7 +312,7 @@ def gpu_list_kwargs() -> dict[str, Any]:
             # The NVIDIA runtime mounts the driver's nvidia-smi only for the `utility` capability.
             "environment": {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
             "device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])],
-            "network_disabled": True, "network_mode": "none", "labels": {LABEL: "gpus", OWNER_LABEL: str(os.getpid())},
+            "network_disabled": True, "network_mode": "none", "labels": {LABEL: "gpus", **owner_labels()},
             "detach": True}
 
 
@@ -304,7 +377,7 @@ class DockerEnvironment(Environment):
     def run(self, program, env, cache_dir, log_path, timeout_s, variation: RunVariation | None = None,
             ) -> ProcessOutcome:
         kwargs = run_kwargs(program, env, cache_dir, self.platform, self.user, self.mem_limit, variation=variation)
-        command = container_command(program, variation)
+        command = container_command(program, variation, timeout_s)
         self._running.add(kwargs["name"])
         try:
             return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
@@ -496,7 +569,9 @@ class DockerBackend(Backend):
         raise EnvironmentUnavailable(NO_CUDA_DEVICE.format(image=tag, said=said[:200]), log_tail=output)
 
     def check(self, platform: Platform, say: Say = _quiet) -> None:
-        """The base image of the Python most releases use (the pinned one, or the default)."""
+        """The base image of the Python most releases use (the pinned one, or the default); first, the
+        run containers a harness that is gone left behind are removed."""
+        reap_orphans(self.client, say)
         self.base_image_for(platform, say, str(self.pythons.pinned or self.pythons.own))
 
     def visible_gpus(self, say: Say = _quiet) -> GpuCount:
@@ -756,7 +831,7 @@ def run_job_containers(environment: DockerEnvironment, program: Program, envs: l
     rest are killed `peer_grace_s` later. Every container is removed when this returns."""
     kwargs = job_kwargs(program, envs, cache_dir, environment.platform, environment.user, environment.mem_limit)
     names = [k["name"] for k in kwargs]
-    command = container_command(program)
+    command = container_command(program, timeout_s=timeout_s)
     outcomes: list[ProcessOutcome | None] = [None] * len(kwargs)
     first_running = threading.Event()
     done = threading.Condition()
