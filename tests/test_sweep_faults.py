@@ -89,3 +89,34 @@ def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(swe
     (folder,) = (tmp_path / "out").iterdir()
     saved = json.loads((folder / "results.json").read_text())
     assert saved["status"] == "running" and len(saved["cells"]) == 1  # as saved after the first cell
+
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(sweep, tmp_path, capsys, monkeypatch):
+    """Issue 27, item 10: a write that fails on a full disk names no file itself (only open() does); the
+    one line says which file could not be written, as docs/signals-and-concurrency.md promises."""
+    import harness.files as files
+
+    real_write, real_fsync = writer.write_atomic, files.os.fsync
+    writes = {"n": 0}
+
+    def full_fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as the kernel says it: no file name
+
+    def fills_up(path, text):
+        writes["n"] += Path(path).name == "results.json"
+        if writes["n"] > 2:
+            monkeypatch.setattr(files.os, "fsync", full_fsync)
+        try:
+            real_write(path, text)
+        finally:
+            monkeypatch.setattr(files.os, "fsync", real_fsync)
+
+    monkeypatch.setattr(writer, "write_atomic", fills_up)
+    code = sweep(FakeBackend())
+    err = capsys.readouterr().err
+    (folder,) = (tmp_path / "out").iterdir()
+    assert code == 3 and err.strip().splitlines()[-1] == (
+        f"harness: error: No space left on device ({folder / 'results.json'}); the results keep every cell "
+        "saved before it"), err
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # the temporary file is gone
