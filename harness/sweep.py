@@ -6,7 +6,7 @@ import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from harness.confidence import SeedPlan
 from harness.config import Config
@@ -113,7 +113,7 @@ class Sweep:
         def finished(result: CellResult) -> None:
             if result.spec.key in plans:
                 record_plan(result, plans[result.spec.key])
-            self.writer.add(result)  # also a cell cut short by Ctrl-C: what it measured is kept
+            self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
             if not result.interrupted:
                 self.progress.cell_finished(result)
                 results.append(result)
@@ -152,12 +152,22 @@ def fresh_folders(spec: CellSpec, work_dir: Path) -> tuple[Path, Path]:
     return cache_dir, log_dir
 
 
+def keep_then_stop(cell: CellResult, keep: Callable[[CellResult], None]) -> CellResult:
+    """The one Ctrl-C policy of every path that measures a cell (a sweep's, a bisection's point, nightly's
+    commit): a cell cut short is kept (`keep`: the results hold what it measured, `interrupted`), then the
+    interrupt goes on up. It is never a finished cell: a resumed sweep or bisection measures it again."""
+    if cell.interrupted:
+        keep(cell)
+        raise KeyboardInterrupt
+    return cell
+
+
 def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
-                 work_dir: Path, progress: Progress, jobs: int = 1,
+                 work_dir: Path, progress: Progress, keep: Callable[[CellResult], None], jobs: int = 1,
                  stop_when_reproduced: bool = True) -> CellResult:
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
-    the seeds and miss bounds recorded in the result. After Ctrl-C the cell is `interrupted` and holds
-    the runs that finished; the caller saves it (a sweep) or drops it (a bisection), then stops."""
+    the seeds and miss bounds recorded in the result. After Ctrl-C the cell (`interrupted`, with the runs
+    that finished) goes to `keep`, and KeyboardInterrupt on up (`keep_then_stop`)."""
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
@@ -165,4 +175,4 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced)
     record_plan(cell, plan)
-    return cell
+    return keep_then_stop(cell, keep)

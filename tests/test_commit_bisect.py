@@ -4,6 +4,7 @@ package needs no JAX, and the "jaxlib environment" is injected."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +257,35 @@ def test_a_commits_jax_goes_first_and_a_scripts_hook_folder_stays_on_the_path(tm
     commit = CommitEnvironment(Base(), tmp_path / "src", "abc", "0.4.27.dev+abc", "0.4.26")
     commit.run(Program(tmp_path / "s.py"), {"PYTHONPATH": "/hook"}, tmp_path, tmp_path / "l.log", 10)
     assert seen["PYTHONPATH"] == f"{tmp_path / 'src'}:/hook"
+
+
+class StoppingReleaseBackend(ReleaseBackend):
+    """Releases as above; Ctrl-C in the second repro run of release `stop_in`."""
+
+    def __init__(self, repo: GitRepo, root: Path, stop_in: str):
+        super().__init__(repo, root)
+        self.stop_in, self.runs = stop_in, 0
+
+    def prepare(self, version, platform, say=None):
+        environment = super().prepare(version, platform, say)
+        if version != self.stop_in:
+            return environment
+
+        def stop(script) -> bool:
+            if script.name == "seeds_probe.py":
+                return False
+            self.runs += 1
+            return self.runs == 2
+        return StopAfter(environment, stop)
+
+
+def test_a_release_cell_cut_short_is_kept_in_the_results_but_never_recorded_as_a_point(fake_jax, tmp_path):
+    """The one Ctrl-C policy (sweep.keep_then_stop), as a sweep keeps its cell: results.json holds what the
+    cell measured, `interrupted`; the state does not, so the resumed bisection measures it again."""
+    backend = StoppingReleaseBackend(GitRepo(fake_jax["repo"]), tmp_path / "src", stop_in="0.1.2")
+    with pytest.raises(KeyboardInterrupt):
+        make_bisection(fake_jax, tmp_path, backend=backend).run()
+    cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
+    cut = [c for c in cells if c["jax_version"] == "0.1.2"]
+    assert len(cut) == 1 and cut[0]["interrupted"] and len(cut[0]["runs"]) == 1, cut
+    assert "release:0.1.2" not in BisectState.open(tmp_path / "out", {"test": "fake"}).points

@@ -182,7 +182,7 @@ class Bisection:
 
     def __post_init__(self):
         self.measurer = PointMeasurer(self.config, self.planner, self.state, self.writer.dir, self.progress,
-                                      self._on_point, self.jobs)
+                                      self._on_point, self.jobs, self._on_interrupted)
 
     def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
         self._cells[point] = cells
@@ -192,6 +192,10 @@ class Bisection:
         if replayed:
             verdict = next(iter({c.verdict for c in cells}), Verdict.ERROR)
             self.progress.say(f"{point}: recorded earlier ({verdict}), not measured again")
+
+    def _on_interrupted(self, point: str, cell: CellResult) -> None:
+        if is_release(point):  # the results hold release cells; a commit's are in the state alone
+            self.writer.add(cell)
 
     def _release_env(self, version: str) -> Environment:
         if version not in self._environments:

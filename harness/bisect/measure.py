@@ -22,6 +22,7 @@ from harness.seeds import SeedPlanner
 from harness.sweep import measure_cell
 
 OnPoint = Callable[[str, list[CellResult], bool], None]  # (point id, cells, replayed)
+OnInterrupted = Callable[[str, CellResult], None]  # (point id, the cell Ctrl-C cut short)
 
 
 def point_verdict(cells: list[CellResult]) -> Verdict:
@@ -40,6 +41,7 @@ class PointMeasurer:
     progress: Progress
     on_point: OnPoint
     jobs: int = 1
+    on_interrupted: OnInterrupted = lambda point, cell: None  # where a cell cut short is kept
 
     def measure(self, point: str, specs: list[CellSpec],
                 prepare: Callable[[], Environment] | list[Callable[[], Environment]]) -> Verdict:
@@ -50,17 +52,17 @@ class PointMeasurer:
             self.on_point(point, recorded, True)
             return point_verdict(recorded)
         alternatives = prepare if isinstance(prepare, list) else [prepare]
-        cells = measure_alternatives(specs, alternatives, self._cell, self.progress)
+        def measure(spec: CellSpec, environment: Environment) -> CellResult:
+            # Cut short, the cell is kept in the results (a release's; a commit's cells are in the state
+            # only) but the point is never recorded: a resumed bisection measures it again.
+            return measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
+                                keep=lambda cell: self.on_interrupted(point, cell), jobs=self.jobs,
+                                stop_when_reproduced=True)
+
+        cells = measure_alternatives(specs, alternatives, measure, self.progress)
         self.state.record(point, cells)
         self.on_point(point, cells, False)
         return point_verdict(cells)
-
-    def _cell(self, spec: CellSpec, environment: Environment) -> CellResult:
-        cell = measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
-                            jobs=self.jobs, stop_when_reproduced=True)
-        if cell.interrupted:
-            raise KeyboardInterrupt  # a point cut short is not recorded: it is measured again on resume
-        return cell
 
 
 def measure_alternatives(specs: list[CellSpec], alternatives: list[Callable[[], Environment]],

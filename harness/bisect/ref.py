@@ -101,12 +101,12 @@ def _measure(target: RefCommit, sources: CommitSources, releases: list[str], swe
                                          folder, sha, commit_label(source, sha), jaxlib)
 
     def measure(spec: CellSpec, env: Environment) -> CellResult:
-        cell = measure_cell(spec, env, sweep.config, sweep.planner, sweep.writer.dir, progress,
-                            jobs=sweep.jobs, stop_when_reproduced=sweep.stop_when_reproduced)
-        if cell.interrupted:  # Ctrl-C: keep what the cell measured, named as the commit, then stop
+        # Ctrl-C: what the cell measured is kept, named as the commit, then the sweep stops.
+        def keep(cell: CellResult) -> None:
             sweep.writer.add(_tag(cell, target, cell.environment.get("jaxlib_release")))
-            raise KeyboardInterrupt
-        return cell
+
+        return measure_cell(spec, env, sweep.config, sweep.planner, sweep.writer.dir, progress, keep=keep,
+                            jobs=sweep.jobs, stop_when_reproduced=sweep.stop_when_reproduced)
 
     cells = measure_alternatives(specs, [environment(j) for j in jaxlibs], measure, progress, all_specs=True)
     return [_tag(c, target, c.environment.get("jaxlib_release")) for c in cells]
