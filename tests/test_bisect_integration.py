@@ -22,7 +22,7 @@ def test_release_bisection_finds_both_boundaries_and_resumes(tmp_path, capsys):
     [folder] = [p for p in tmp_path.iterdir() if p.name.startswith("bisect-")]
     data = json.loads((folder / "results.json").read_text())
     bisect = data["bisect"]
-    assert bisect["appears"] == {"last": "0.4.26", "first": "0.4.27", "skipped": []}
+    assert bisect["appears"] == {"last": "0.4.26", "first": "0.4.27", "skipped": [], "resolved": True}
     assert bisect["fixed"]["last"] == "0.4.28" and bisect["fixed"]["first"] == "0.4.29"
     tested = [s["point"] for s in bisect["steps"]]
     # endpoints first (good, bad, the far end for the fix), then one step for each boundary
