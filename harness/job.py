@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import tempfile
 import threading
 from pathlib import Path
 
@@ -171,8 +172,6 @@ def job_problem(environment: Environment, spec: CellSpec, log_dir: Path, timeout
 
 
 def _probe(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: float) -> str | None:
-    import tempfile  # noqa: PLC0415 - only a job's cell probes
-
     with tempfile.TemporaryDirectory(prefix="job-probe-cache-") as cache:
         try:
             record = measure_job(environment, Program(PROBE_SCRIPT), spec,
