@@ -428,8 +428,8 @@ def main() -> int:
          lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=True)),
         ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
         ("a planted file name with Markdown and HTML in report.md", lambda: case_planted_markdown(h)),
-        ("progress into a closed pipe (| head -3)", lambda: case_closed_pipe(h, 3)),
-        ("progress into a closed pipe after a run (| head -9)", lambda: case_closed_pipe(h, 9)),
+        ("progress into a pipe closed after 3 lines (head -3)", lambda: case_closed_pipe(h, 3)),
+        ("progress into a pipe closed after a run (head -9)", lambda: case_closed_pipe(h, 9)),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
