@@ -3,13 +3,17 @@ option of every command; the service's options agree with the declarations; each
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import MISSING, fields
+from pathlib import Path
 
 import pytest
 
 from harness import cli, options, service
 from harness.identity import SweepIdentity
+from harness.model import CellResult, CellSpec, Mesh, Platform, ThresholdMode, Verdict
 from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
+from harness.report.reproduce import harness_command
 
 
 def _words(opt: Option) -> list[str]:
@@ -107,7 +111,7 @@ def test_the_services_options_are_filled_from_what_was_given():
                       "--good", "0.4.26", "--seeds", "random"])
     filled = options.from_given(service.BisectOptions, given)
     assert (filled.jobs, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
-        (1, (options.Path("/py"),), "harness", "0.4.26", "random")
+        (1, (Path("/py"),), "harness", "0.4.26", "random")
     assert filled.given is given
 
 
@@ -119,3 +123,20 @@ def test_the_identity_options_are_the_sweep_identity():
 def test_given_refuses_an_option_its_command_does_not_take():
     with pytest.raises(KeyError):
         Given("report", {}).with_values(jobs=2)
+
+
+def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
+    """report/reproduce.py spells its `harness check` line by hand (the report layer lies below the
+    options'): the registry's parser must read it as the cell's own options, so neither can drift."""
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 4, Mesh((4, 1), ("a", "b"))), Verdict.CLEAN, {}, [])
+    config = {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
+              "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj", "cache_thresholds": "script",
+              "requirements": ["flax==0.8.0"]}
+    given, _ = parse(shlex.split(harness_command({"config": config}, cell))[1:])
+    assert (given["script"], given["versions"], given["device_count"], given["platform"]) == \
+        (Path("/my proj/train.py"), ("0.4.31",), 4, Platform.CPU)
+    assert (given["env"], given["cwd"], given["cache_thresholds"], given["with_requirements"]) == \
+        (("MODEL_SIZE=a b",), Path("/my proj"), ThresholdMode.SCRIPT, ("flax==0.8.0",))
+    assert given[SCRIPT_ARGS] == ("--name", "it's")
+    run, _ = parse(shlex.split(harness_command({"config": {"source": "c.yaml"}}, cell))[1:])
+    assert (run.command, run["config"], run["versions"]) == ("run", Path("c.yaml"), ("0.4.31",))
