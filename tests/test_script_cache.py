@@ -184,6 +184,23 @@ def test_the_hook_wraps_configs_update_once_jax_is_imported(tmp_path, write):
     assert cache.final["jax_compilation_cache_dir"] == CELL and cache.final["target"] == CELL
 
 
+def test_a_threshold_the_script_sets_in_os_environ_is_its_own_even_at_the_harnesss_value(tmp_path, write):
+    """Under harness thresholds a script's own os.environ["...MIN_COMPILE_TIME_SECS"] = "0" equals what the
+    harness gave: still the script's setting (else the cell says it runs under JAX's 1 s default)."""
+    write("fake/jax/__init__.py", "from jax._src.config import config\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    script = write("script.py", "import os\n"
+                                "os.environ['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] = '0'\n"
+                                "import jax\n")
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_THRESHOLDS": "harness", "PATH": "/usr/bin:/bin",
+           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+    subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    cache = parse_record((tmp_path / "r.jsonl").read_text())
+    assert [(s.option, s.api, s.requested) for s in cache.settings] == [(MIN_COMPILE_TIME, "os.environ", 0.0)]
+
+
 def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_script_sets_it(tmp_path, write):
     """HARNESS_CACHE_FOLDER=hook: neither the script nor JAX sees the cell's folder until the script sets
     its own, which becomes the cell's; its setting records JAX's cache at that moment."""

@@ -125,7 +125,20 @@ class _Hook:
     def __init__(self, record, target, thresholds, started_with):
         self.record, self.target, self.thresholds = record, target, thresholds
         self.started_with = started_with  # environment_snapshot() at start-up
+        # Options whose variable the script set itself, even to the value the harness gave (a script's
+        # own zero thresholds under harness thresholds are still its own): seen through os.putenv's
+        # audit event, until JAX has read them.
+        self.put = set()
+        self.config_read = False
         self.lock = threading.Lock()
+
+    def audit(self, event, args):
+        if event != "os.putenv" or self.config_read or not args:
+            return
+        key = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
+        for option, variable in VARIABLES.items():
+            if key == variable:
+                self.put.add(option)
 
     def write(self, event):
         line = json.dumps(event, default=str, sort_keys=True)
@@ -158,8 +171,9 @@ class _Hook:
 
         update.__wrapped__ = original
         cls.update = update
+        self.config_read = True
         now = environment_snapshot(os.environ)
-        changed = [option for option in WATCHED if now[option] != self.started_with[option]]
+        changed = [option for option in WATCHED if now[option] != self.started_with[option] or option in self.put]
         for option, applied, event in environment_changes(_values(config), changed, self.target, self.thresholds):
             self.write(event)
             original(config, option, applied)
@@ -268,4 +282,6 @@ def install():
                  environment_snapshot(os.environ))
     sys.meta_path.insert(0, _AfterImport({CONFIG_MODULE: hook.config_loaded}))
     atexit.register(hook.at_exit)
+    if hasattr(sys, "addaudithook"):  # Python 3.8+; os.putenv's event from 3.9 (before: the values' diff)
+        sys.addaudithook(hook.audit)
     return hook
