@@ -384,23 +384,27 @@ class SeedRun:
 
 @dataclass(frozen=True)
 class SeedCheck:
-    """Whether a cell's failures follow the hash seed: a failing and a passing seed re-run once each,
+    """Whether a cell's failures follow the hash seed: a failing and a passing seed re-run (harness/seed_check.py),
     in fresh cache folders. It follows the seed when each re-run ends as its first run did."""
 
     failing: SeedRun
     passing: SeedRun
+    again: tuple[SeedRun, ...] = ()  # the further re-runs of either seed (none in results written before)
 
     @property
     def follows_seed(self) -> bool:
-        return not self.failing.rerun_ok and self.passing.rerun_ok
+        return all(r.rerun_ok == (r.seed == self.passing.seed) for r in (self.failing, self.passing, *self.again))
 
     def to_json(self) -> dict[str, Any]:
-        return {"failing": self.failing.to_json(), "passing": self.passing.to_json(),
-                "follows_seed": self.follows_seed}
+        out = {"failing": self.failing.to_json(), "passing": self.passing.to_json(), "follows_seed": self.follows_seed}
+        if self.again:
+            out["again"] = [r.to_json() for r in self.again]
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SeedCheck:
-        return cls(SeedRun.from_json(data["failing"]), SeedRun.from_json(data["passing"]))
+        return cls(SeedRun.from_json(data["failing"]), SeedRun.from_json(data["passing"]),
+                   tuple(SeedRun.from_json(r) for r in data.get("again", ())))
 
 
 @dataclass(frozen=True)

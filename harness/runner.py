@@ -32,7 +32,7 @@ from harness.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_d
                              program_for, run_command)
 from harness.run_logs import read_jax_log, with_log_detail
 from harness.script_cache import read_record, sets_own_folder, with_script_cache
-from harness.seed_check import candidates, with_seed_check
+from harness.seed_check import FAILING, PASSING, RERUNS, candidates, with_seed_check
 from harness.tally import Tally
 from harness.variation import (cannot_vary, judge_factor, needs_control, reference_of, verdict_with, why_not_varied,
                                with_control)
@@ -155,7 +155,7 @@ class Job:
 
     index: int
     seed: int
-    check: str | None = None  # "failing" or "passing"
+    check: str | None = None  # a seed check's re-run: one of seed_check.RERUNS
     ranks: tuple[int, ...] = ()  # a multi-process cell's run: its seeds by process (`seed` is process 0's)
     factor: Factor | None = None
     control: bool = False
@@ -240,12 +240,13 @@ class OpenCell:
         return self.vary
 
     def _plan_checks(self) -> list[Job]:
-        """Some runs failed and others passed: re-run a failing and a passing seed once each."""
+        """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
         found = candidates(self.tally.records)
         if found is None or self.spec.is_job:  # a job's seeds are several: its failures are not re-run
             return []
         failing, passing = found
-        return [Job(failing.index, failing.seed, "failing"), Job(passing.index, passing.seed, "passing")]
+        return [Job(run.index, run.seed, check) for check in RERUNS
+                for run in ([failing] if check.startswith(FAILING) else [passing])]
 
     def take(self) -> Job:
         if self._planned_runs_left():
@@ -301,12 +302,13 @@ class OpenCell:
 
     def _recheck(self, job: Job) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
-        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{job.seed}")
+        again = "" if job.check in (FAILING, PASSING) else "-again"
+        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{job.seed}{again}")
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(parents=True)
         return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, job.index, job.seed,
                                        self.folder or FolderMode.ENVIRONMENT,
-                                       name=f"seed-check-run-{job.index:02d}-seed-{job.seed}")
+                                       name=f"seed-check-run-{job.index:02d}-seed-{job.seed}{again}")
 
     def done(self, job: Job, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
@@ -321,8 +323,9 @@ class OpenCell:
         return False
 
     def seed_check(self) -> SeedCheck | None:
-        if {"failing", "passing"} <= set(self.rechecked):
-            return SeedCheck(self.rechecked["failing"], self.rechecked["passing"])
+        if {FAILING, PASSING} <= set(self.rechecked):
+            again = tuple(self.rechecked[c] for c in RERUNS if c not in (FAILING, PASSING) and c in self.rechecked)
+            return SeedCheck(self.rechecked[FAILING], self.rechecked[PASSING], again)
         return None
 
     def result(self, interrupted: bool = False) -> CellResult:
