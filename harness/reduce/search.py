@@ -26,7 +26,7 @@ from pysource_minimize import minimize
 
 from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
 
-MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while a round still shrinks the program
+MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
 @dataclass(frozen=True)
@@ -213,25 +213,29 @@ class Search:
 
     # ---- the whole search --------------------------------------------------------------------
 
+    def _coarse_fixpoint(self, coarse: tuple[Pass, ...]) -> bool:
+        """The coarse passes until none shrinks the program (pysource-minimize is the slow part), then the
+        good release's checkpoint. True when they shrank it."""
+        start, shrunk = self.best, True
+        while shrunk:
+            shrunk = False
+            for make in coarse:
+                shrunk = self.run_pass(make) or shrunk
+        while not self.checkpoint():
+            pass
+        return self.best != start
+
     def run(self, coarse: tuple[Pass, ...] = COARSE_PASSES, fine: bool = True) -> str:
         """The smallest program found (clean on the good release when one is given). KeyboardInterrupt
         goes on up with `best` as far as it got; a spent budget ends the search quietly."""
         try:
-            for _ in range(MAX_ROUNDS):
-                start = self.best
-                shrunk = True
-                while shrunk:  # the coarse passes to their fixpoint first: pysource-minimize is the slow part
-                    shrunk = False
-                    for make in coarse:
-                        shrunk = self.run_pass(make) or shrunk
+            for round_number in range(MAX_ROUNDS):
+                coarse_shrunk = self._coarse_fixpoint(coarse)
+                if not fine or (round_number and not coarse_shrunk):
+                    break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
+                self.polish()
                 while not self.checkpoint():
                     pass
-                if fine:
-                    self.polish()
-                    while not self.checkpoint():
-                        pass
-                if self.best == start:
-                    break
         except OutOfCandidates:
             while not self.checkpoint():
                 pass
