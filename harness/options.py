@@ -271,7 +271,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("platform", ("--platform",), "where JAX computes", SCRIPTED, Group.SCRIPT, convert=Platform,
            choices=tuple(m.value for m in Platform), default=Platform.CPU, example=("cuda",)),
     Option("timeout", ("--timeout",), "seconds per run", SCRIPTED, Group.SCRIPT, type=seconds,
-           default=300.0, example=("60.0",)),
+           metavar="SECONDS", default=300.0, example=("60.0",)),
     Option("with_requirements", ("--with",), "a requirement the script needs besides jax (repeatable, as "
            "`uv run --with`), installed with each release as of its date; added to the script's inline metadata",
            SCRIPTED, Group.SCRIPT, action="append", default=(), metavar="REQ", example=("flax",)),
