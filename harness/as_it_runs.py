@@ -129,7 +129,20 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
         return NothingCached.UNINITIALISED, (
             "nothing is cached, because JAX's cache was never initialised with a folder (a computation ran "
             f'before any folder was set; JAX: "{NO_CACHE_YET}"), so nothing is written in the whole process')
-    return NothingCached.UNKNOWN, "runs succeeded but the cache stayed empty: nothing measured"
+    unknown = "runs succeeded but the cache stayed empty: nothing measured"
+    in_force = _threshold_in_force(facts)
+    if in_force and not compile_times(good):  # JAX's log said nothing (silenced): its likely cause, not certain
+        unknown += (f" (JAX logged no compile times to tell why; {Threshold(in_force, own=True).phrase()} was in "
+                    "force, and keeps out every module that compiles faster)")
+    return NothingCached.UNKNOWN, unknown
+
+
+def _threshold_in_force(facts: ScriptCacheFacts | None) -> float:
+    """The script's own minimum compile time as its runs got it (0 when zeroed by the harness or unset)."""
+    for s in facts.thresholds if facts else ():
+        if s.option == MIN_COMPILE_TIME:
+            return max(_number(s.applied), 0.0)
+    return 0.0
 
 
 def _refused(refused: dict[str, str], below: dict[str, float], threshold: Threshold) -> tuple[NothingCached, str]:

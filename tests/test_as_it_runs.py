@@ -173,3 +173,20 @@ def test_as_it_runs_a_module_below_its_threshold_is_told_beside_those_written():
     assert cell.nothing_cached is None
     assert cell.as_you_run_it.startswith("as you run it, 2 modules of 3 are never written: ")
     assert cell.detail.startswith(cell.as_you_run_it)
+
+
+def test_a_silenced_log_under_the_scripts_own_threshold_names_it_as_the_likely_cause():
+    """--cache-thresholds script, JAX's log silenced by the script (logging.disable): no compile time to
+    go on, but the 5 s minimum it set was in force; said, without claiming it as the certain cause."""
+    setting = ('{"kind": "setting", "option": "jax_persistent_cache_min_compile_time_secs", '
+               '"api": "jax.config.update", "requested": 5.0, "applied": 5.0}\n')
+    runs = [RunRecord(i, i, 0, 0.5, [], script_cache=parse_record(setting)) for i in (1, 2)]
+    cell = cell_of("0.5.1", runs, ThresholdMode.SCRIPT)
+    assert cell.verdict == Verdict.UNSUPPORTED and cell.nothing_cached == NothingCached.UNKNOWN
+    assert cell.reason.startswith("runs succeeded but the cache stayed empty: nothing measured (JAX logged no "
+                                  "compile times to tell why; your 5 s threshold "
+                                  "(jax_persistent_cache_min_compile_time_secs) was in force")
+    zeroed = ('{"kind": "setting", "option": "jax_persistent_cache_min_compile_time_secs", '
+              '"api": "jax.config.update", "requested": 5.0, "applied": 0.0}\n')
+    runs = [RunRecord(i, i, 0, 0.5, [], script_cache=parse_record(zeroed)) for i in (1, 2)]
+    assert "in force" not in cell_of("0.5.1", runs, ThresholdMode.HARNESS).reason
