@@ -70,9 +70,11 @@ def test_a_script_whose_only_failure_is_a_crash_is_refused_in_one_line(tmp_path)
 
 
 def test_ctrl_c_keeps_the_best_so_far_and_resume_goes_on_from_it(tmp_path):
+    # SIGINT as a terminal's Ctrl-C sends it (a test run in the background would otherwise pass it on ignored).
     proc = subprocess.Popen([sys.executable, "-m", "harness", "reduce", str(SEED), "--versions", "0.4.28",
-                             "--out", str(tmp_path), "--max-candidates", "12"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             "--out", str(tmp_path), "--max-candidates", "40"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 900
     state = None
     while time.monotonic() < deadline and proc.poll() is None:
@@ -93,6 +95,7 @@ def test_ctrl_c_keeps_the_best_so_far_and_resume_goes_on_from_it(tmp_path):
     interrupted = json.loads((folder / "reduce.json").read_text())
     assert interrupted["status"] == "interrupted" and (folder / "best.py").read_text() == interrupted["best"]
     words = resume.removeprefix("continue with: harness ").split()
+    assert "--max-candidates" in words  # the options as given, --resume added
     done = harness(*words)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "the original on jax" not in done.stderr  # not measured again
