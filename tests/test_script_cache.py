@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
 from harness.script_cache import cell_facts, parse_record, sets_own_folder
 from harness.inside.startup import STARTUP_DIR
@@ -199,6 +201,30 @@ def test_a_threshold_the_script_sets_in_os_environ_is_its_own_even_at_the_harnes
     subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     cache = parse_record((tmp_path / "r.jsonl").read_text())
     assert [(s.option, s.api, s.requested) for s in cache.settings] == [(MIN_COMPILE_TIME, "os.environ", 0.0)]
+
+
+@pytest.mark.parametrize("folder_mode", ["environment", "hook"])
+def test_a_launchers_os_environ_folder_for_its_worker_is_redirected_not_taken_as_the_cells(tmp_path, write,
+                                                                                             folder_mode):
+    """A script that never imports jax sets JAX_COMPILATION_CACHE_DIR for the worker it starts: the worker's
+    folder is the cell's (before, in either mode, the worker's hook took the script's folder as the cell's,
+    so entries went to the user's own folder and the cell's stayed empty)."""
+    write("fake/jax/__init__.py", "from jax._src.config import config\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    write("worker.py", "import jax\nprint(jax.config._read('jax_compilation_cache_dir'))\n")
+    script = write("launcher.py", "import os, subprocess, sys\n"
+                                  "os.environ['JAX_COMPILATION_CACHE_DIR'] = '/mine'\n"
+                                  "sys.stdout.flush()\n"
+                                  "subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), 'worker.py')])\n")
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": folder_mode, "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [CELL]
+    cache = parse_record((tmp_path / "r.jsonl").read_text())
+    assert [(s.option, s.api, s.requested, s.applied) for s in cache.settings] == [
+        (CACHE_DIR, "os.environ", "/mine", CELL)]
+    assert cache.final["target"] == CELL
 
 
 def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_script_sets_it(tmp_path, write):

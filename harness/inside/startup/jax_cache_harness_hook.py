@@ -272,14 +272,23 @@ def install_job():
 def install():
     """Watch for jax's config module; record what the script sets and what JAX used at exit. In
     hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""
-    if os.environ.get(FOLDER_VAR) == HOOK_ONLY:
-        target = os.environ.pop(TARGET_VAR, None) or os.environ.get(KEPT_TARGET_VAR)
-        if target:
-            os.environ[KEPT_TARGET_VAR] = target
+    kept = os.environ.get(KEPT_TARGET_VAR)
+    started_with = environment_snapshot(os.environ)
+    if kept:
+        # A process the script started: the cell's folder is the kept one, and a folder in this process's
+        # environment that is not it was set by the script (a launcher's os.environ for its workers): the
+        # script's own, redirected when JAX reads it, never the cell's (nor written to as the target).
+        target = kept
+        if started_with[CACHE_DIR] != kept:
+            started_with[CACHE_DIR] = None
+    elif os.environ.get(FOLDER_VAR) == HOOK_ONLY:
+        target = os.environ.pop(TARGET_VAR, None)
+        started_with[CACHE_DIR] = None
     else:
         target = os.environ.get(TARGET_VAR)
-    hook = _Hook(os.environ[RECORD_VAR], target, os.environ.get(THRESHOLDS_VAR, "script"),
-                 environment_snapshot(os.environ))
+    if target:
+        os.environ[KEPT_TARGET_VAR] = target
+    hook = _Hook(os.environ[RECORD_VAR], target, os.environ.get(THRESHOLDS_VAR, "script"), started_with)
     sys.meta_path.insert(0, _AfterImport({CONFIG_MODULE: hook.config_loaded}))
     atexit.register(hook.at_exit)
     if hasattr(sys, "addaudithook"):  # Python 3.8+; os.putenv's event from 3.9 (before: the values' diff)
