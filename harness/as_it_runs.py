@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from harness.analysis import never_written
 from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
-from harness.inside.startup.jax_cache_harness_hook import MIN_COMPILE_TIME, MIN_ENTRY_SIZE
+from harness.inside.startup.jax_cache_harness_hook import LATE_ENVIRON, MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
 # JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26
 # to 0.10.2 (jax/_src/config.py).
@@ -118,6 +118,12 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
     if facts is not None and facts.escaped:
         return NothingCached.ELSEWHERE, (f"nothing is cached here, because the script's cache went to "
                                          f"{facts.escaped}, which the harness could not redirect")
+    late = next((f for f, api in facts.folders if api == LATE_ENVIRON), None) if facts is not None else None
+    if late is not None:
+        return NothingCached.SET_TOO_LATE, (
+            f"nothing is cached, because the script set JAX_COMPILATION_CACHE_DIR={late} in os.environ after "
+            "importing jax, which had already read its options: JAX never sees that folder (set it before "
+            "`import jax`, or with jax.config.update('jax_compilation_cache_dir', ...))")
     if _before_cpu_cache(cell):
         return NothingCached.NO_PERSISTENT_CACHE, (
             f"nothing is cached, because JAX {cell.spec.jax_version} has no persistent cache on CPU "

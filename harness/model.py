@@ -292,6 +292,7 @@ class NothingCached(enum.StrEnum):
     HOST_CALLBACKS = "host callbacks"  # JAX never writes a module that uses host callbacks
     NOT_WRITTEN = "not written"  # JAX refused to write every module, for another reason it gave
     NO_PERSISTENT_CACHE = "no persistent cache"  # the release has no persistent cache on this platform
+    SET_TOO_LATE = "set too late"  # the script put its folder in os.environ after importing jax
     UNKNOWN = "unknown"  # the runs cached nothing, and neither the log nor the hook says why
 
 

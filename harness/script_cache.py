@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
-from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, MIN_COMPILE_TIME,
-                                                    MIN_ENTRY_SIZE)
+from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, LATE_ENVIRON,
+                                                           MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 
 THRESHOLD_NAMES = {MIN_COMPILE_TIME: "minimum compile time (s)", MIN_ENTRY_SIZE: "minimum entry size (bytes)"}
 
@@ -113,6 +113,10 @@ def notes(facts: ScriptCacheFacts) -> list[str]:
     """Sentences for the report, one per thing the script did."""
     out = []
     for folder, api in facts.folders:
+        if api == LATE_ENVIRON:
+            out.append(f"the script set JAX_COMPILATION_CACHE_DIR to {folder} in os.environ after importing jax: "
+                       "only processes it starts read it, never its own JAX")
+            continue
         out.append(f"the script set its cache folder to {folder} ({api}); the harness redirected it to "
                    "the cell's folder, and nothing was written there")
     if facts.uninitialised:

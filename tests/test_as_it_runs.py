@@ -190,3 +190,14 @@ def test_a_silenced_log_under_the_scripts_own_threshold_names_it_as_the_likely_c
               '"api": "jax.config.update", "requested": 5.0, "applied": 0.0}\n')
     runs = [RunRecord(i, i, 0, 0.5, [], script_cache=parse_record(zeroed)) for i in (1, 2)]
     assert "in force" not in cell_of("0.5.1", runs, ThresholdMode.HARNESS).reason
+
+
+def test_a_folder_set_in_os_environ_after_import_jax_is_the_cause():
+    setting = ('{"kind": "setting", "option": "jax_compilation_cache_dir", "api": "os.environ after import jax", '
+               '"requested": "/mine", "applied": "/mine", "cache_then": {"initialized": false, "path": null}}\n')
+    runs = [RunRecord(i, i, 0, 0.5, [], script_cache=parse_record(setting)) for i in (1, 2)]
+    cell = cell_of("0.5.1", runs, ThresholdMode.HARNESS)
+    assert cell.verdict == Verdict.UNSUPPORTED and cell.nothing_cached == NothingCached.SET_TOO_LATE
+    assert cell.reason.startswith("nothing is cached, because the script set JAX_COMPILATION_CACHE_DIR=/mine in "
+                                  "os.environ after importing jax")
+    assert any("after importing jax: only processes it starts read it" in n for n in cell.script_cache.notes)

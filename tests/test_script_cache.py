@@ -10,8 +10,8 @@ import pytest
 from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
 from harness.script_cache import cell_facts, parse_record, sets_own_folder
 from harness.inside.startup import STARTUP_DIR
-from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE,
-                                                    caller_api, decide, environment_changes)
+from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, LATE_ENVIRON, MIN_COMPILE_TIME,
+                                                           MIN_ENTRY_SIZE, caller_api, decide, environment_changes)
 
 CELL = "/results/caches/cell"
 
@@ -225,6 +225,21 @@ def test_a_launchers_os_environ_folder_for_its_worker_is_redirected_not_taken_as
     assert [(s.option, s.api, s.requested, s.applied) for s in cache.settings] == [
         (CACHE_DIR, "os.environ", "/mine", CELL)]
     assert cache.final["target"] == CELL
+
+
+def test_a_folder_put_in_os_environ_after_import_jax_is_recorded_as_too_late(tmp_path, write):
+    """JAX reads JAX_COMPILATION_CACHE_DIR when it defines its options: a script that sets it after `import jax`
+    has no cache (before, the hook saw nothing, the run got the folder from the environment and read clean)."""
+    write("fake/jax/__init__.py", "from jax._src.config import config\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    script = write("script.py", "import os, jax\nos.environ['JAX_COMPILATION_CACHE_DIR'] = '/mine'\n")
+    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": "hook", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    cache = parse_record((tmp_path / "r.jsonl").read_text())
+    assert [(s.option, s.api, s.requested) for s in cache.settings] == [(CACHE_DIR, LATE_ENVIRON, "/mine")]
+    assert sets_own_folder(cache) == LATE_ENVIRON  # measured as it runs: no folder from the environment
 
 
 def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_script_sets_it(tmp_path, write):

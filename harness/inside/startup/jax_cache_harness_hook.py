@@ -45,6 +45,8 @@ WATCHED = (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 # JAX reads each option's start value from the variable of its name in capitals.
 VARIABLES = dict((option, option.upper()) for option in WATCHED)
 
+# A folder the script put in os.environ after JAX had read its options (at `import jax`).
+LATE_ENVIRON = "os.environ after import jax"
 # The cache module's public setters call Config.update: recorded under their own names.
 API_MODULE = "jax._src.compilation_cache"
 API_FUNCTIONS = ("set_cache_dir", "initialize_cache")
@@ -133,9 +135,17 @@ class _Hook:
         self.lock = threading.Lock()
 
     def audit(self, event, args):
-        if event != "os.putenv" or self.config_read or not args:
+        if event != "os.putenv" or not args:
             return
         key = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
+        if self.config_read:
+            # JAX read its options at import: a folder put in os.environ now is never this process's
+            # (only the processes it starts read it). Recorded, so the cell can say so when nothing is cached.
+            if key == VARIABLES[CACHE_DIR] and len(args) > 1:
+                value = args[1].decode("utf-8", "replace") if isinstance(args[1], bytes) else str(args[1])
+                self.write({"kind": "setting", "option": CACHE_DIR, "api": LATE_ENVIRON, "requested": value,
+                            "applied": value, "cache_then": cache_state()})
+            return
         for option, variable in VARIABLES.items():
             if key == variable:
                 self.put.add(option)
