@@ -118,7 +118,7 @@ def notes(facts: ScriptCacheFacts) -> list[str]:
                        "only processes it starts read it, never its own JAX")
             continue
         out.append(f"the script set its cache folder to {folder} ({api}); the harness redirected it to "
-                   "the cell's folder, and nothing was written there")
+                   "the cell's folder, so nothing was written to yours")
     if facts.uninitialised:
         out.append(f"the script set its cache folder after JAX had initialised its cache without one "
                    f"({facts.uninitialised}): JAX never used it")

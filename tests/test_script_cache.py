@@ -83,8 +83,8 @@ def test_the_record_becomes_a_run_fact_and_survives_json():
 def test_a_redirected_folder_is_a_note_not_a_reason():
     facts = cell_facts([run_with(record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir",
                                          "requested": "/jaxcache", "applied": CELL}))], ThresholdMode.SCRIPT)
-    assert facts.notes[0].startswith(
-        "the script set its cache folder to /jaxcache (set_cache_dir); the harness redirected it")
+    assert facts.notes[0] == ("the script set its cache folder to /jaxcache (set_cache_dir); the harness redirected "
+                              "it to the cell's folder, so nothing was written to yours")  # not "nothing written"
     assert sets_own_folder(parse_record(record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir",
                                                 "requested": "/j", "applied": CELL}))) == "set_cache_dir"
     assert sets_own_folder(parse_record(record({"kind": "final", "target": CELL}))) is None
