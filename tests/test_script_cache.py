@@ -215,15 +215,18 @@ def test_a_launchers_os_environ_folder_for_its_worker_is_redirected_not_taken_as
     write("worker.py", "import jax\nprint(jax.config._read('jax_compilation_cache_dir'))\n")
     script = write("launcher.py", "import os, subprocess, sys\n"
                                   "os.environ['JAX_COMPILATION_CACHE_DIR'] = '/mine'\n"
+                                  "os.environ['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] = '0'\n"
                                   "sys.stdout.flush()\n"
                                   "subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), 'worker.py')])\n")
     env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
-           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": folder_mode, "PATH": "/usr/bin:/bin"}
+           "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": folder_mode, "PATH": "/usr/bin:/bin",
+           "HARNESS_CACHE_THRESHOLDS": "harness", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [CELL]
     cache = parse_record((tmp_path / "r.jsonl").read_text())
+    # the launcher's zero threshold for its worker is its own, though it equals the harness's
     assert [(s.option, s.api, s.requested, s.applied) for s in cache.settings] == [
-        (CACHE_DIR, "os.environ", "/mine", CELL)]
+        (CACHE_DIR, "os.environ", "/mine", CELL), (MIN_COMPILE_TIME, "os.environ", 0.0, 0.0)]
     assert cache.final["target"] == CELL
 
 

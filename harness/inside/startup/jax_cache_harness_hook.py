@@ -45,6 +45,8 @@ WATCHED = (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 # JAX reads each option's start value from the variable of its name in capitals.
 VARIABLES = dict((option, option.upper()) for option in WATCHED)
 
+# The options whose variables the script (or a process that started this one) put in os.environ.
+PUT_VAR = "HARNESS_CACHE_PUT"
 # A folder the script put in os.environ after JAX had read its options (at `import jax`).
 LATE_ENVIRON = "os.environ after import jax"
 # The cache module's public setters call Config.update: recorded under their own names.
@@ -129,8 +131,8 @@ class _Hook:
         self.started_with = started_with  # environment_snapshot() at start-up
         # Options whose variable the script set itself, even to the value the harness gave (a script's
         # own zero thresholds under harness thresholds are still its own): seen through os.putenv's
-        # audit event, until JAX has read them.
-        self.put = set()
+        # audit event, and inherited from the process that started this one (PUT_VAR).
+        self.put = set(o for o in os.environ.get(PUT_VAR, "").split(",") if o in VARIABLES)
         self.config_read = False
         self.lock = threading.Lock()
 
@@ -138,6 +140,12 @@ class _Hook:
         if event != "os.putenv" or not args:
             return
         key = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
+        for option, variable in VARIABLES.items():
+            if key == variable and option not in self.put:
+                self.put.add(option)
+                # Told to the processes the script starts: what it set is its own there too (a launcher's
+                # zero threshold for its workers is the launcher's, though it equals the harness's).
+                os.environ[PUT_VAR] = ",".join(sorted(self.put))
         if self.config_read:
             # JAX read its options at import: a folder put in os.environ now is never this process's
             # (only the processes it starts read it). Recorded, so the cell can say so when nothing is cached.
@@ -146,9 +154,6 @@ class _Hook:
                 self.write({"kind": "setting", "option": CACHE_DIR, "api": LATE_ENVIRON, "requested": value,
                             "applied": value, "cache_then": cache_state()})
             return
-        for option, variable in VARIABLES.items():
-            if key == variable:
-                self.put.add(option)
 
     def write(self, event):
         line = json.dumps(event, default=str, sort_keys=True)
