@@ -6,13 +6,11 @@ HARNESS_REQUIRE_PYTHON_312=1, so in CI a missing one fails instead.
 
 import json
 import os
-import sys
 
 import pytest
 
 from harness import cli
 from harness.environments.interpreters import discover
-from harness.console import ConsoleProgress
 from harness.pythons import PythonVersion
 
 pytestmark = pytest.mark.integration
@@ -40,15 +38,13 @@ def sweep(argv, tmp_path, capsys):
     return json.loads((run_dir / "results.json").read_text()), out, err
 
 
-def test_each_release_in_the_python_it_chose(interpreters, tmp_path, capsys, write, monkeypatch):
+def test_each_release_in_the_python_it_chose(interpreters, tmp_path, capsys, write):
     config = write("newest.yaml", """\
 name: newest
 repro: shard_map_grad
 jax_versions: ["0.10.2", "0.12.0.1"]
 runs: 3
 """)
-    # Progress goes to the stderr of the moment (ConsoleProgress binds its stream when defined).
-    monkeypatch.setattr(cli, "ConsoleProgress", lambda quiet: ConsoleProgress(sys.stderr, quiet=quiet))
     data, _, err = sweep(["run", str(config)], tmp_path / "r", capsys)
     cells = {c["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.10.2": "clean", "0.12.0.1": "clean"}
@@ -61,7 +57,7 @@ runs: 3
     assert "jax 0.12.0.1: Python" in err  # the choice is printed with the environment
 
 
-def test_a_pinned_python_312_environment(interpreters, tmp_path, capsys, write, monkeypatch):
+def test_a_pinned_python_312_environment(interpreters, tmp_path, capsys, write):
     config = write("pinned.yaml", """\
 name: pinned
 repro: shard_map_grad
