@@ -13,6 +13,7 @@ hangs costs a bounded time and is rejected.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,9 +80,9 @@ class Measurer:
                        timeout_s=self.timeout_s)
 
     def _cell(self, source: str, release: Release, seeds: list[int], tag: str, give_up) -> CellResult:
-        folder = self.work / f"{digest(source)[:16]}-{tag}"
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+        # A folder of its own, even for a source measured twice at once (or left by an interrupted reduction).
+        self.work.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-{tag}-", dir=self.work))
         try:
             path = folder / self.script.name
             path.write_text(source)
@@ -118,9 +119,11 @@ class Measurer:
     def test_bad(self, sources: list[str]) -> list[Tried]:
         if len(sources) == 1 or self.jobs <= 1:
             return [self.one_bad(s) for s in sources]
-        with ThreadPoolExecutor(min(self.jobs, len(sources)), thread_name_prefix="candidate") as pool:
+        distinct = list(dict.fromkeys(sources))  # the same candidate twice in a batch is measured once
+        with ThreadPoolExecutor(min(self.jobs, len(distinct)), thread_name_prefix="candidate") as pool:
             try:
-                return list(pool.map(self.one_bad, sources))
+                tried = dict(zip(distinct, pool.map(self.one_bad, distinct)))
+                return [tried[s] for s in sources]
             except KeyboardInterrupt:
                 self.bad.environment.interrupt()  # the runs still going end now; nothing they measured is kept
                 raise
