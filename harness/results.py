@@ -12,6 +12,7 @@ import enum
 import json
 import os
 import platform
+import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,6 +72,7 @@ class ResultsHeader:
 
 # Held (flock) by the one process writing a results folder; the kernel drops it if that process dies.
 WRITER_LOCK_FILE = ".writer.lock"
+WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, since when
 # A results.json of 10,000 cells with long listings is tens of MiB; past this it is not one of ours,
 # and reading it must not exhaust memory (`harness report /dev/zero`).
 MAX_RESULTS_BYTES = 256 << 20
@@ -290,18 +292,35 @@ def load_results(path: Path) -> ResultsDocument:
 
 
 def lock_results_folder(folder: Path) -> FileLock:
-    """Become the one writer of `folder`; UserError (one line) when another process is writing it.
+    """Become the one writer of `folder`; UserError (one line, naming the holder) when another process is
+    writing it.
 
     Two `--resume` of one folder would measure into the same caches and logs and mix their cells: the
     second is refused. Take it before reading the folder, so what is read is what nobody else writes."""
     # One lock object per folder in this process (is_singleton): re-entering it here is allowed; the
     # guard is against another process.
-    lock = FileLock(Path(folder).resolve() / WRITER_LOCK_FILE, thread_local=False, is_singleton=True)
+    folder = Path(folder)
+    lock = FileLock(folder.resolve() / WRITER_LOCK_FILE, thread_local=False, is_singleton=True)
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise UserError(f"{folder}: another harness process is writing this results folder; "
+        raise UserError(f"{folder}: another harness process{_holder(folder)} is writing this results folder; "
                         "wait for it to finish (or stop it) and try again") from None
     except OSError as exc:
         raise UserError(f"{folder}: cannot lock the results folder ({exc.strerror})") from None
+    if lock.lock_counter == 1:  # just taken by this process: say who holds it, for the next one refused
+        holder = {"pid": os.getpid(), "argv": ["harness", *sys.argv[1:]], "since": utc_now()}
+        try:
+            (folder.resolve() / WRITER_HOLDER_FILE).write_text(json.dumps(holder) + "\n")
+        except OSError:
+            pass  # the lock holds without it; a refusal then names no holder
     return lock
+
+
+def _holder(folder: Path) -> str:
+    """` (pid 123: harness reduce x.py ..., since ...)` from the holder's note; "" when it left none."""
+    try:
+        holder = json.loads((Path(folder).resolve() / WRITER_HOLDER_FILE).read_text())
+        return f" (pid {int(holder['pid'])}: {shlex.join(map(str, holder['argv']))}, since {holder['since']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""

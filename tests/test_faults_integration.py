@@ -234,7 +234,8 @@ def test_a_results_folder_being_written_refuses_a_second_writer(tmp_path, capsys
         holder.kill()
         holder.wait()
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "another harness process is writing" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"another harness process (pid {holder.pid}: " in err and "is writing this results folder" in err, err
 
 
 @pytest.mark.parametrize("content", [b"\x00\xff" * 50, b'{"schema_version": 1, "cells": {}}',

@@ -39,6 +39,47 @@ def test_resume_of_a_folder_that_is_no_reduction_says_so(capsys, tmp_path):
                      tmp_path, "no reduce.json there")
 
 
+@pytest.fixture
+def held_folder(tmp_path):
+    """A reduce folder whose writer lock another process holds (as a reduction at work there does)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "reduce"
+    folder.mkdir()
+    (folder / "reduce.json").write_text('{"unchanged": true}')
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+                               "lock_results_folder; folder = sys.argv[1]; sys.argv = ['-c', 'reduce', 'train.py']; "
+                               "lock = lock_results_folder(folder); print('held', flush=True); time.sleep(60)",
+                               str(folder)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield folder, holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_resume_of_a_folder_another_reduction_holds_is_refused_naming_it(capsys, tmp_path, held_folder):
+    folder, pid = held_folder
+    assert_bad_input(["reduce", SCRIPT, "--versions", "0.4.28", "--resume", str(folder)], capsys, tmp_path,
+                     f"another harness process (pid {pid}: harness reduce train.py, since ")
+    assert (folder / "reduce.json").read_text() == '{"unchanged": true}'  # nothing read, nothing lost
+
+
+def test_a_reduction_takes_its_folder_s_lock_before_anything_else(held_folder):
+    from pathlib import Path
+
+    from harness.reduce.reduction import Reduction
+
+    folder, pid = held_folder
+    reduction = Reduction(None, Path("/nonexistent.py"), None, "0.4.28", None, folder, None, None, None)
+    with pytest.raises(UserError, match=f"pid {pid}: harness reduce train.py"):
+        reduction.run(resume=True)
+    assert (folder / "reduce.json").read_text() == '{"unchanged": true}'
+
+
 def test_the_state_reads_back_what_it_wrote(tmp_path):
     state = ReduceState("s.py", "d" * 64, "0.4.28", "0.4.29", Signature("jit_f", ("computation",), Cause.ORDER),
                         [1, 2, 3], 24.0, "import jax\n", {"a" * 64: Tried(False, "crashed")}, measured=5,

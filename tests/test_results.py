@@ -54,7 +54,8 @@ def test_a_second_process_cannot_write_a_results_folder_being_written(tmp_path):
                                "time.sleep(60)", str(folder)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(UserError, match="another harness process is writing this results folder"):
+        with pytest.raises(UserError, match=rf"another harness process \(pid {holder.pid}: harness {folder}, since "
+                                            r"[0-9T:Z-]+\) is writing this results folder"):
             lock_results_folder(folder)
     finally:
         holder.kill()

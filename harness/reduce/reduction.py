@@ -25,7 +25,7 @@ from harness.reduce.passes import digest, normalise, size
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
 from harness.reduce.state import ReduceState, load_state
-from harness.results import ResultsHeader, RunStatus, load_results
+from harness.results import ResultsHeader, RunStatus, load_results, lock_results_folder
 from harness.seeds import SeedPlanner, random_seeds
 from harness.sweep import Sweep, plan_cells
 from harness.writer import ResultsWriter
@@ -164,6 +164,15 @@ class Reduction:
         return Release(spec, environment)
 
     def run(self, resume: bool = False) -> ReduceOutcome:
+        """The whole reduction, holding the folder's writer lock throughout: a second reduction or
+        `--resume` of this folder is refused in one line (naming this one) before it reads anything."""
+        lock = lock_results_folder(self.folder)
+        try:
+            return self._run(resume)
+        finally:
+            lock.release()
+
+    def _run(self, resume: bool) -> ReduceOutcome:
         source = self.script.read_text()
         try:
             ast.parse(source)

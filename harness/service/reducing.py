@@ -14,7 +14,7 @@ from harness.errors import UserError
 from harness.model import Platform
 from harness.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
-from harness.results import ResultsHeader, new_run_dir
+from harness.results import ResultsHeader, lock_results_folder, new_run_dir
 from harness.seeds import SeedPlanner
 from harness.pypi import PyPIIndex
 from harness.versions import LATEST, check_syntax, is_specifier, resolve
@@ -37,6 +37,17 @@ def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, 
         raise UserError("--versions: give the one release where the script reproduces (e.g. --versions 0.4.28)")
     if options.resume is not None and not options.resume.is_dir():
         raise UserError(f"--resume {options.resume}: no such folder")
+    # A reduction (or another --resume) at work in that folder: refused before anything is prepared.
+    held = lock_results_folder(options.resume) if options.resume is not None else None
+    try:
+        return _reduce(script, how, platform, device_count, timeout_s, options, progress)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
+            options: ReduceOptions, progress: Progress) -> ReduceOutcome:
     config = check_config(script, None, platform, device_count, options.runs, timeout_s, how)
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
