@@ -20,7 +20,8 @@ from harness.cost import cost_of, cost_phrase
 from harness.errors import UserError
 from harness.files import write_atomic
 from harness.model import CellResult, Verdict
-from harness.table import cell_label, detail, in_version_order, render, summary_line
+from harness import markdown
+from harness.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
 # What --fail-on may name: the verdicts that measured a problem, or could not measure at all.
@@ -110,8 +111,10 @@ def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str) -> Non
 
 
 def step_summary(cells: Sequence[CellResult], title: str) -> str:
-    """Markdown for GitHub's job summary: the table and the boundary line."""
-    return f"### {title}\n\n{render(list(cells))}\n\n**{summary_line(list(cells))}**\n"
+    """Markdown for GitHub's job summary: the table and the boundary line, escaped as report.md's are (a
+    reason or a module name from the program can add no column, HTML or mention)."""
+    return (f"### {markdown.text(title)}\n\n{render_markdown_table(list(cells))}\n\n"
+            f"**{markdown.text(summary_line(list(cells)))}**\n")
 
 
 def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None) -> Path | None:

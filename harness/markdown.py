@@ -5,7 +5,8 @@ places nobody checked: file names a program wrote into its cache folder (module 
 last line a crashed run printed, JAX's own words, IR attributes, a hand-edited `results.json`. Such text
 must read as text: it cannot open HTML (`<!--` would hide the rest of an issue, `<img>` would load),
 start a line of its own (a newline would split a title or a table row), add table columns (`|`), open a
-code span or a link. Our own Markdown is written around it; each function here is for one place:
+code span or a link, or notify anyone (`@name` mentions a user or team, `#123` cross-references an issue).
+Our own Markdown is written around it; each function here is for one place:
 
 - `text`: running text (a title, a sentence, a list item);
 - `code`: an inline code span around the text (a key, a module, an attribute's value);
@@ -27,6 +28,13 @@ _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # left alone: it can restyle a word, not hide or add anything, and module names are full of `_`.)
 _ESCAPED = re.compile(r"([\\`\[\]])")
 _BACKTICKS = re.compile(r"`+")
+# GitHub makes `@name` a mention (a notification to that user or team) where no letter, digit or `_`
+# comes before the `@` (`user@host` is none), and `#123` or `owner/repo#123` a reference (a line in that
+# issue's timeline), after the Markdown is rendered, so no backslash escape stops it; a zero-width space
+# after the `@` or `#` does (as Renovate and Dependabot do), and shows nothing. Inside a code span or a
+# fence GitHub links neither.
+_ZERO_WIDTH_SPACE = "\u200b"
+_REFERENCE = re.compile(r"((?<![A-Za-z0-9_])@(?=[A-Za-z0-9])|#(?=[0-9]))")
 
 
 def one_line(value: object) -> str:
@@ -36,9 +44,10 @@ def one_line(value: object) -> str:
 
 
 def text(value: object) -> str:
-    """Running text: one line, its HTML characters as entities, Markdown's own characters escaped."""
+    """Running text: one line, its HTML characters as entities, Markdown's own characters escaped, no
+    mention or issue reference GitHub would act on."""
     escaped = _ESCAPED.sub(r"\\\1", one_line(value))
-    return "".join(_HTML.get(ch, ch) for ch in escaped)
+    return _REFERENCE.sub(r"\1" + _ZERO_WIDTH_SPACE, "".join(_HTML.get(ch, ch) for ch in escaped))
 
 
 def code(value: object) -> str:

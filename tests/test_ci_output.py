@@ -30,7 +30,7 @@ from harness.model import (
 )
 from harness.nightly.compare import Change, compare, exit_code, render_changes
 from harness.results import RunStatus
-from harness.table import render, summary_line
+from harness.table import render_markdown_table, summary_line
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "fixtures" / "junit-10.xsd")
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
@@ -52,6 +52,15 @@ CELLS = [cell("0.4.28", Verdict.REPRODUCED, "jit_f: a new key in run 2", lost=0.
          cell("0.4.29", Verdict.CLEAN, "jit_f: 1 key per run", lost=0.0, saved=0.5),
          cell("0.4.25", Verdict.UNSUPPORTED, "nothing was cached"),
          cell("0.4.30", Verdict.ERROR, "1 of 2 runs failed (run 2: exit code 1: ValueError: <bad> & \"quoted\"")]
+
+
+def test_the_step_summary_escapes_what_a_program_wrote_as_report_md_does():
+    """A reason holds what a crash printed: in the job summary it adds no column, no HTML, no mention."""
+    reason = "ValueError: <img src=x> | cc @someone about #12"
+    text = step_summary([cell("0.4.30", Verdict.ERROR, reason)], "check-@team")
+    assert text.startswith("### check-@\u200bteam\n")
+    assert "ValueError: &lt;img src=x&gt; \\| cc @\u200bsomeone about #\u200b12" in text
+    assert "<img" not in text and "@someone" not in text
 
 
 def test_junit_xml_validates_against_pytests_schema_and_says_each_cells_verdict(tmp_path):
@@ -83,7 +92,8 @@ def test_the_step_summary_appends_the_table_and_the_boundary_line(tmp_path):
     summary.write_text("earlier step\n")
     assert append_step_summary(CELLS, "sweep", {"GITHUB_STEP_SUMMARY": str(summary)}) == summary
     text = summary.read_text()
-    assert text.startswith("earlier step\n") and render(CELLS) in text and f"**{summary_line(CELLS)}**" in text
+    assert text.startswith("earlier step\n") and render_markdown_table(CELLS) in text
+    assert f"**{summary_line(CELLS)}**" in text
     assert step_summary(CELLS, "sweep") in text
     assert append_step_summary(CELLS, "sweep", {}) is None  # not on GitHub: nothing written
 

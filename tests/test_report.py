@@ -516,3 +516,40 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     # The listing's fence is longer than the backticks a name holds, and each name stays on one line.
     assert "````console\n$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
     assert "\na ``` <!-- a line of its own\n" in report
+
+
+def _mentions(markdown: str) -> list[str]:
+    """The `@name` mentions and `#123` references GitHub would act on (outside code, which it links not)."""
+    return re.findall(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][\w/-]*|#[0-9]+", _outside_fences(markdown))
+
+
+def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
+    """A module name, a reason (a crash's words), a config name or a script's setting that holds `@someone`
+    or `#123` would, pasted into an issue, notify that user or cross-reference that issue: the `@` and
+    the `#` are followed by a zero-width space there, and code spans and fences keep them as they are."""
+    from harness.results import load_results
+    from harness.table import render_markdown
+
+    data = json.loads((smoke_run / "results.json").read_text())
+    data["config"]["name"] = "smoke for @octocat (#123)"
+    cell = data["cells"][0]
+    named = f"jit.@octo-team-{'c' * 64}-cache"
+    cell["listing"].append(named)
+    cell["runs"][1]["new_entries"] = [named.replace("c" * 64, h * 64) for h in "cdef"]
+    cell["reason"] = "ValueError: ask @someone, see jax-ml/jax#25768 and #7"
+    (smoke_run / "results.json").write_text(json.dumps(data))
+    report = write_report(smoke_run).read_text()
+    table = render_markdown(load_results(smoke_run).cells, data)
+    for text in (report, table):
+        assert _mentions(text) == [], _mentions(text)
+        assert "ask @\u200bsomeone, see jax-ml/jax#\u200b25768 and #\u200b7" in text
+    assert report.splitlines()[0].startswith("# smoke for @\u200boctocat (#\u200b123): ")
+    assert f"\n{named}\n" in report  # the listing's fence shows the name as it is
+
+
+def test_mention_escaping_leaves_code_and_plain_text_alone():
+    from harness import markdown as md
+
+    assert md.text("user@host, jax@0123abc, # 1, #x, @ alone") == "user@host, jax@0123abc, # 1, #x, @ alone"
+    assert md.text("(@a) `@b` &@c") == "(@\u200ba) \\`@\u200bb\\` &amp;@\u200bc"
+    assert md.code("@someone #1") == "`@someone #1`" and md.fence(["@someone #1"]) == ["```", "@someone #1", "```"]
