@@ -7,7 +7,10 @@ its cache without one; the cache went elsewhere) and from JAX's own log (every m
 host callbacks, thresholds, another reason JAX gave), or the release (no CPU persistent cache before
 0.4.26). Separately, the compile times JAX logs say which modules the script's own minimum compile
 time (or JAX's default of 1 s where it sets none) would keep out of the cache: measured with the
-harness's zeros, that is what the user would not see, so it leads the cell's detail.
+harness's zeros, that is what the user would not see, so it leads the cell's detail. Each module is told
+under its real reason: one compiled before the script set its folder was refused because JAX had no
+cache yet, whatever the threshold; and a script that sets no folder at all keeps no cache as written
+(the harness measures it with JAX_COMPILATION_CACHE_DIR), so that comes before any threshold.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from packaging.version import InvalidVersion, Version
 
 from harness.analysis import never_written
 from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
+from harness.listing import entries
 from harness.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.script_cache import sets_own_folder
 from harness.inside.startup.jax_cache_harness_hook import LATE_ENVIRON, MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
 # JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26
@@ -29,6 +34,9 @@ FIRST_CPU_PERSISTENT_CACHE = Version("0.4.26")
 # What the tally adds to a reason when a cell stopped early: kept after the cause's sentence.
 _STOP_NOTE = "; stopped after "
 _LISTED = 3  # modules named in a sentence before "and N more"
+# A script that sets no folder, as its author runs it (the harness gives its runs one to measure keys).
+NO_FOLDER = ("the script sets no cache folder, so JAX keeps no persistent cache unless JAX_COMPILATION_CACHE_DIR "
+             "is set (the harness set it to measure)")
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,15 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
     good = [r for r in cell.runs if r.ok]
     threshold = own_threshold(facts)
     slow = compile_times(good)
-    below = {m: t for m, t in slow.items() if t < threshold.seconds}
+    early = compiled_before_any_cache(good)  # never written whatever the threshold
+    below = {m: t for m, t in slow.items() if t < threshold.seconds and m not in early}
+    no_folder = sets_no_folder(good, facts)
     as_run = ""
     # Told wherever the program's own threshold keeps a module out while others were written (where
     # nothing was, the reason says it); not over a failure, which is the finding.
     if tell_thresholds and below and written_any(good) and len(good) == len(cell.runs):
-        as_run = as_you_run_it(below, slow, threshold, facts)
-    cause = why_nothing_cached(cell, facts, below, threshold)
+        as_run = as_you_run_it(below, slow, threshold, facts, early, no_folder)
+    cause = why_nothing_cached(cell, facts, below, threshold, no_folder)
     if cause is None:
         return replace(cell, as_you_run_it=as_run)
     kind, sentence = cause
@@ -85,26 +95,62 @@ def compile_times(runs: Sequence[RunRecord]) -> dict[str, float]:
     return out
 
 
+def compiled_before_any_cache(runs: Sequence[RunRecord]) -> list[str]:
+    """The modules JAX refused only because it had no cache yet (compiled before the script set its
+    folder, from 0.5.1 on), none of whose keys was written or hit in any run."""
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    logged = [k for r in runs if r.keys is not None for k in r.keys.keys]
+    refused = {k.module for k in logged if k.outcome == Outcome.NOT_WRITTEN and refused_for_no_cache(k.reason)}
+    kept = {k.module for k in logged if k.outcome in (Outcome.WRITTEN, Outcome.HIT) or k.key in on_disk}
+    return sorted(refused - kept)
+
+
+def sets_no_folder(runs: Sequence[RunRecord], facts: ScriptCacheFacts | None) -> bool:
+    """The hook's records say the script set no cache folder of any kind (in code, in os.environ, for the
+    processes it starts) and JAX used no other: as written it has no cache unless the environment gives one."""
+    recorded = [r.script_cache for r in runs if r.script_cache is not None]
+    return (bool(recorded) and all(sets_own_folder(c) is None for c in recorded)
+            and not (facts is not None and (facts.folders or facts.disabled or facts.escaped)))
+
+
 def written_any(runs: Sequence[RunRecord]) -> bool:
     return any(r.new_entries for r in runs) or any(
         k.outcome in (Outcome.WRITTEN, Outcome.HIT) for r in runs if r.keys is not None for k in r.keys.keys)
 
 
 def as_you_run_it(below: dict[str, float], times: dict[str, float], threshold: Threshold,
-                  facts: ScriptCacheFacts | None) -> str:
-    """`as you run it, nothing is written: jit_f compiles in 0.02 s, below JAX's default 1 s threshold`."""
-    above = sorted(m for m in times if m not in below)
+                  facts: ScriptCacheFacts | None, early: Sequence[str] = (), no_folder: bool = False) -> str:
+    """`as you run it, nothing is written: jit_f compiles in 0.02 s, below JAX's default 1 s threshold`;
+    `early`: modules refused because JAX had no cache yet, told apart; `no_folder`: the script sets none,
+    which comes first (`as you run it, nothing is cached: the script sets no cache folder, ...; even with
+    it, jit_f compiles in ...`)."""
+    above = sorted(m for m in times if m not in below and m not in early)
+    timed = len(below) + len(above)
     head = "nothing is written" if not above else (
-        f"{_count(len(below), 'module')} of {len(times)} {'is' if len(below) == 1 else 'are'} never written")
-    text = f"as you run it, {head}: {_compiles(below)}, below {threshold.phrase()}"
+        f"{_count(len(below), 'module')} of {timed} {'is' if len(below) == 1 else 'are'} never written")
+    below_phrase = f"{_compiles(below)}, below {threshold.phrase()}"
+    if no_folder:
+        text = f"as you run it, nothing is cached: {NO_FOLDER}; even with it, " + (
+            below_phrase if not above else f"{head}: {below_phrase}")
+    else:
+        text = f"as you run it, {head}: {below_phrase}"
     if above:
         text += f"; {_names(above)} {'compiles' if len(above) == 1 else 'compile'} slower and would be"
+    if early:
+        text += f"; {_before_any_cache(early)}"
     return text + _entry_size_note(facts)
 
 
+def _before_any_cache(modules: Sequence[str]) -> str:
+    return (f"{_names(modules)} {'was' if len(modules) == 1 else 'were'} compiled before the script set its folder, "
+            f'when JAX had no cache yet, and {"is" if len(modules) == 1 else "are"} never written whatever the '
+            f'threshold (JAX: "{NO_CACHE_YET}")')
+
+
 def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: dict[str, float],
-                       threshold: Threshold) -> tuple[NothingCached, str] | None:
-    """(cause, the cell's reason) for an unsupported cell whose runs wrote nothing; None otherwise."""
+                       threshold: Threshold, no_folder: bool = False) -> tuple[NothingCached, str] | None:
+    """(cause, the cell's reason) for an unsupported cell whose runs wrote nothing; None otherwise.
+    `no_folder`: the script sets no cache folder (sets_no_folder)."""
     good = [r for r in cell.runs if r.ok]
     if cell.verdict != Verdict.UNSUPPORTED or cell.keys or not good or written_any(good):
         return None
@@ -130,7 +176,7 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
             f"(it starts at {FIRST_CPU_PERSISTENT_CACHE}): nothing measured")
     refused = never_written(good)
     if refused:
-        return _refused(refused, below, threshold)
+        return _refused(refused, below, threshold, no_folder)
     if _initialised_without_folder(good) or _no_cache_logged(good):
         return NothingCached.UNINITIALISED, (
             "nothing is cached, because JAX's cache was never initialised with a folder (a computation ran "
@@ -151,15 +197,21 @@ def _threshold_in_force(facts: ScriptCacheFacts | None) -> float:
     return 0.0
 
 
-def _refused(refused: dict[str, str], below: dict[str, float], threshold: Threshold) -> tuple[NothingCached, str]:
-    """Every module JAX compiled was refused a write: the cause JAX gave for most of them."""
+def _refused(refused: dict[str, str], below: dict[str, float], threshold: Threshold,
+             no_folder: bool = False) -> tuple[NothingCached, str]:
+    """Every module JAX compiled was refused a write: the cause JAX gave for most of them; a script that
+    sets no folder has no cache at all as written, which comes before a threshold."""
     slow = {m: t for m, t in below.items() if m in refused}
     callbacks = sorted(m for m, why in refused.items() if "host callback" in why)
     if len(slow) >= max(len(callbacks), 1):
-        text = f"nothing is cached, because as you run it, {_compiles(slow)}, below {threshold.phrase()}"
+        below_phrase = f"{_compiles(slow)}, below {threshold.phrase()}"
+        if no_folder:
+            kind, text = NothingCached.UNINITIALISED, f"nothing is cached, because {NO_FOLDER}; even with it, {below_phrase}"
+        else:
+            kind, text = NothingCached.THRESHOLDS, f"nothing is cached, because as you run it, {below_phrase}"
         if callbacks:
             text += f"; {_names(callbacks)} {'uses' if len(callbacks) == 1 else 'use'} host callbacks"
-        return NothingCached.THRESHOLDS, text
+        return kind, text
     module = next(iter(refused))
     quoted = f'JAX: "{refused[module]}"'
     if callbacks:

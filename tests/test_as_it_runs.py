@@ -201,3 +201,47 @@ def test_a_folder_set_in_os_environ_after_import_jax_is_the_cause():
     assert cell.reason.startswith("nothing is cached, because the script set JAX_COMPILATION_CACHE_DIR=/mine in "
                                   "os.environ after importing jax")
     assert any("after importing jax: only processes it starts read it" in n for n in cell.script_cache.notes)
+
+
+def test_a_script_that_sets_no_folder_is_told_that_first_not_a_threshold():
+    """no_folder.py sets no cache folder: as its author runs it JAX keeps no cache at all, so that leads;
+    JAX's default threshold comes after, for a run given JAX_COMPILATION_CACHE_DIR as the harness gave it."""
+    cell = recorded_cell("no_folder", "0.4.31", recorded="-zeros")
+    assert cell.verdict == Verdict.CLEAN, cell.reason
+    assert cell.as_you_run_it.startswith(
+        "as you run it, nothing is cached: the script sets no cache folder, so JAX keeps no persistent cache "
+        "unless JAX_COMPILATION_CACHE_DIR is set (the harness set it to measure); even with it, jit_f compiles in ")
+    assert cell.as_you_run_it.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
+    assert cell.detail.startswith(cell.as_you_run_it + "; jit_f: 1 key per run")
+
+
+def test_a_script_that_sets_no_folder_caches_nothing_as_written_because_it_has_no_cache():
+    cell = recorded_cell("no_folder", "0.4.31", ThresholdMode.SCRIPT, "-script")
+    assert cell.verdict == Verdict.UNSUPPORTED
+    assert cell.nothing_cached == NothingCached.UNINITIALISED
+    assert cell.reason.startswith("nothing is cached, because the script sets no cache folder, so JAX keeps no "
+                                  "persistent cache unless JAX_COMPILATION_CACHE_DIR is set")
+    assert "; even with it, jit_f compiles in " in cell.reason and "below JAX's default 1 s threshold" in cell.reason
+    assert cell.as_you_run_it == ""
+
+
+def test_a_folder_set_in_code_is_not_told_as_no_folder():
+    for cell in (recorded_cell("docs_example", "0.4.31", recorded="-zeros"),
+                 recorded_cell("docs_example", "0.4.31", ThresholdMode.SCRIPT, "-script")):
+        assert "sets no cache folder" not in cell.as_you_run_it + cell.reason
+
+
+def test_modules_compiled_before_the_folder_was_set_are_told_under_that_reason_not_the_threshold():
+    """init_order_default_threshold.py on 0.5.1: jnp.ones runs before the folder is set, so JAX refuses its
+    modules ("cache is disabled/not initialized") whatever the threshold; jit_f and the sum, compiled
+    after, are the ones JAX's default 1 s threshold keeps out."""
+    cell = recorded_cell("init_order_default_threshold", "0.5.1", recorded="-zeros")
+    assert cell.verdict == Verdict.CLEAN, cell.reason
+    told = cell.as_you_run_it
+    threshold_part, _, early_part = told.partition("below JAX's default 1 s threshold")
+    assert threshold_part.startswith("as you run it, nothing is written: ") and "jit_f" in threshold_part
+    assert "jit_broadcast_in_dim" not in threshold_part and "jit_convert_element_type" not in threshold_part
+    assert early_part.startswith(" (jax_persistent_cache_min_compile_time_secs); jit_broadcast_in_dim, "
+                                 "jit_convert_element_type were compiled before the script set its folder, when JAX "
+                                 "had no cache yet, and are never written whatever the threshold (JAX: "
+                                 '"cache is disabled/not initialized")')

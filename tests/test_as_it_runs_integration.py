@@ -66,6 +66,9 @@ def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, cap
     assert cell["verdict"] == "clean", cell["reason"]
     assert cell["cache_folder"]["mode"] == "environment"
     assert "set no cache folder in code" in cell["cache_folder"]["why"]
+    # As its author runs it (no JAX_COMPILATION_CACHE_DIR) it has no cache: told before JAX's threshold.
+    assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
+    assert "; even with it, " in cell["as_you_run_it"] and "below JAX's default 1 s threshold" in cell["as_you_run_it"]
     logs = run_dir / "logs" / "jax-0.4.31-cpu8-script"
     assert len(list(logs.glob("run-01-*.no-folder.log"))) == 1  # the first attempt, kept beside
 

@@ -95,14 +95,15 @@ def test_thresholds_the_script_sets_are_zeroed_unless_its_own_are_asked_for(tmp_
     assert "cache_thresholds" not in data["config"]  # the default
     (setting,) = cell["runs"][0]["script_cache"]["settings"]
     assert (setting["requested"], setting["applied"]) == (600.0, 0.0)
-    assert cell["as_you_run_it"].startswith("as you run it, nothing is written: ")
+    # It sets no folder: as written it has no cache at all, which comes before its threshold.
+    assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
     assert cell["as_you_run_it"].endswith("below your 600 s threshold (jax_persistent_cache_min_compile_time_secs)")
     data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--cache-thresholds", "script"],
                     tmp_path / "kept", capsys)
     (cell,) = data["cells"]
-    assert cell["verdict"] == "unsupported" and cell["nothing_cached"] == "thresholds"
-    assert cell["reason"].startswith("nothing is cached, because as you run it, ")
-    assert "below your 600 s threshold" in cell["reason"]
+    assert cell["verdict"] == "unsupported" and cell["nothing_cached"] == "cache uninitialised"
+    assert cell["reason"].startswith("nothing is cached, because the script sets no cache folder, ")
+    assert "; even with it, " in cell["reason"] and "below your 600 s threshold" in cell["reason"]
     assert data["config"]["cache_thresholds"] == "script"
 
 
