@@ -20,7 +20,8 @@ from packaging.version import Version
 
 from harness.jaxlog import LoggedKey, Outcome, differing_components, refused_for_no_cache
 from harness.listing import Entry, entries, keys_by_module, parse_name
-from harness.model import Attribution, CellResult, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.model import (Attribution, CellResult, JobFacts, NothingCached, ProcessVerdict, RankSplit, RunRecord,
+                           Verdict)
 from harness.ranks import first_split, host_components, split_phrase, unattributed, writers
 
 
@@ -432,24 +433,70 @@ def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | No
 
 
 @dataclass(frozen=True)
+class Uncached:
+    """Consecutive releases whose every cell cached nothing (`unsupported` with a `nothing_cached` cause),
+    told as a boundary is: where it starts, the release before it that cached, where caching comes back.
+    Releases that measured nothing for another reason (an error) are stepped over, as boundaries() does."""
+
+    first: str
+    last: str
+    causes: tuple[NothingCached, ...]
+    cached_before: str | None  # the last release before it that cached (clean or reproduced)
+    cached_after: str | None  # the first release after it that cached
+
+    def phrase(self) -> str:
+        """`nothing is cached in 0.4.25 (no persistent cache; no release before it cached); cached from 0.4.26`."""
+        span = self.first if self.first == self.last else f"{self.first} to {self.last}"
+        why = ", ".join(self.causes)
+        if self.cached_before is None and self.cached_after is None:
+            return f"nothing is cached on any release measured ({span}: {why})"
+        before = f"last cached {self.cached_before}" if self.cached_before else "no release before it cached"
+        text = f"nothing is cached in {span} ({why}; {before})"
+        if self.cached_after is None:
+            return text + "; not cached again in this range"
+        return text + f"; cached {'again ' if self.cached_before else ''}from {self.cached_after}"
+
+
+@dataclass(frozen=True)
 class Boundaries:
     appears_in: str | None
     last_clean_before: str | None
     fixed_in: str | None
+    # The releases measured (clean or reproduced), in order: where every one of them reproduced, there is no
+    # boundary to tell (empty: not known, as for a bisection's own line, which has its known-good release).
+    measured: tuple[str, ...] = ()
+    uncached: tuple[Uncached, ...] = ()  # ranges of releases that cached nothing
 
     def to_json(self) -> dict:
         return {"appears_in": self.appears_in, "last_clean_before": self.last_clean_before,
                 "fixed_in": self.fixed_in, "line": self.line()}
 
+    @property
+    def no_boundary(self) -> bool:
+        """Every release measured reproduced, the earliest included, and none was clean: the range shows
+        no boundary (a program's own nondeterminism differs on every release)."""
+        return bool(self.measured) and self.appears_in is not None and not self.last_clean_before and not self.fixed_in
+
     def line(self) -> str:
         if self.appears_in is None:
-            return "not reproduced in this range"
-        if self.last_clean_before:
-            text = f"regression appears in {self.appears_in} (last clean {self.last_clean_before})"
+            text = "not reproduced in this range"
+        elif self.no_boundary:
+            first, last = self.measured[0], self.measured[-1]
+            if first == last:
+                text = (f"keys differ between fresh processes on {first}, the only release measured, so the range "
+                        "shows no boundary (measure an earlier release for one)")
+            else:
+                text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
+                        f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
+                        f"than {first})")
         else:
-            text = f"regression present from the first measured release, {self.appears_in} (no clean release before it)"
-        text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
-        return text
+            if self.last_clean_before:
+                text = f"regression appears in {self.appears_in} (last clean {self.last_clean_before})"
+            else:
+                text = (f"regression present from the first measured release, {self.appears_in} "
+                        "(no clean release before it)")
+            text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
+        return "; ".join([text, *(u.phrase() for u in self.uncached)])
 
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
@@ -472,6 +519,43 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
         else:
             out[version] = Verdict.UNSUPPORTED
     return dict(sorted(out.items(), key=lambda kv: Version(kv[0])))
+
+
+def release_boundaries(cells: Sequence[CellResult]) -> Boundaries:
+    """The releases' boundaries (boundaries()), with which releases were measured and the ranges of
+    releases that cached nothing: what every summary line of a sweep says."""
+    verdicts = version_verdicts(cells)
+    measured = tuple(v for v, verdict in verdicts.items() if verdict in (Verdict.CLEAN, Verdict.REPRODUCED))
+    return replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts))
+
+
+def uncached_ranges(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Uncached, ...]:
+    """The runs of consecutive releases (errors stepped over) whose every cell cached nothing."""
+    causes: dict[str, list[NothingCached | None]] = {}
+    for cell in cells:
+        if cell.commit is None:
+            causes.setdefault(cell.spec.jax_version, []).append(cell.nothing_cached)
+    states: list[tuple[str, tuple[NothingCached, ...] | None]] = []  # (release, its causes, or None: it cached)
+    for version, verdict in verdicts.items():  # in version order
+        found = causes.get(version, [])
+        if verdict in (Verdict.CLEAN, Verdict.REPRODUCED):
+            states.append((version, None))
+        elif verdict == Verdict.UNSUPPORTED and found and all(c is not None for c in found):
+            states.append((version, tuple(dict.fromkeys(c for c in found if c is not None))))
+    out: list[Uncached] = []
+    i = 0
+    while i < len(states):
+        if states[i][1] is None:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(states) and states[j + 1][1] is not None:
+            j += 1
+        why = tuple(dict.fromkeys(c for _, found in states[i:j + 1] for c in found or ()))
+        out.append(Uncached(states[i][0], states[j][0], why, states[i - 1][0] if i > 0 else None,
+                            states[j + 1][0] if j + 1 < len(states) else None))
+        i = j + 1
+    return tuple(out)
 
 
 def boundaries(verdicts: dict[str, Verdict]) -> Boundaries:

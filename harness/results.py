@@ -22,7 +22,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from packaging.version import Version
 
-from harness.analysis import boundaries, version_verdicts
+from harness.analysis import release_boundaries
 from harness.errors import UserError
 from harness.files import fitting_name
 from harness.environments.gpus import accelerator_facts
@@ -240,7 +240,7 @@ def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarise(cells: list[CellResult]) -> dict[str, Any]:
-    return boundaries(version_verdicts(cells)).to_json()
+    return release_boundaries(cells).to_json()
 
 
 def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness import markdown
-from harness.analysis import boundaries, comparison_of, rank_runs, version_verdicts
+from harness.analysis import comparison_of, rank_runs, release_boundaries
 from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult
 from harness.results import RunStatus
@@ -94,7 +94,7 @@ def _headers(cells: list[CellResult]) -> list[str]:
 
 
 def summary_line(cells: list[CellResult]) -> str:
-    return boundaries(version_verdicts(cells)).line()
+    return release_boundaries(cells).line()
 
 
 def render_markdown(cells: list[CellResult], document: dict[str, Any]) -> str:

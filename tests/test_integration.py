@@ -50,7 +50,9 @@ runs: 6
     assert data["summary"]["appears_in"] == "0.4.28"
     assert data["summary"]["last_clean_before"] == "0.4.26"
     assert data["summary"]["fixed_in"] == "0.4.29"
-    assert out.strip().splitlines()[-1] == "regression appears in 0.4.28 (last clean 0.4.26); fixed in 0.4.29"
+    assert out.strip().splitlines()[-1] == ("regression appears in 0.4.28 (last clean 0.4.26); fixed in 0.4.29; "
+                                            "nothing is cached in 0.4.25 (no persistent cache; no release before "
+                                            "it cached); cached from 0.4.26")
     assert data["status"] == "complete" and data["schema_version"] >= 1
     assert (run_dir / "table.md").read_text().count("reproduced") >= 1
     assert (run_dir / reproduced["runs"][0]["log"]).is_file()

@@ -1,9 +1,9 @@
 """Cache listings of every naming scheme -> entries -> verdicts and boundaries."""
 
-from harness.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, run_ranges,
-                              version_verdicts)
+from harness.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, release_boundaries,
+                              run_ranges, version_verdicts)
 from harness.listing import Entry, entries, keys_by_module, parse_name
-from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.model import CellResult, CellSpec, NothingCached, Platform, RunRecord, Verdict
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 
@@ -192,6 +192,71 @@ def test_never_reproduced():
 def test_not_fixed():
     b = boundaries({"0.4.26": Verdict.CLEAN, "0.4.27": Verdict.REPRODUCED})
     assert b.fixed_in is None and b.line().endswith("not fixed in this range")
+
+
+def cells_of(rows, causes=None):
+    """A cell per release; an unsupported one with its `nothing_cached` cause where `causes` names one."""
+    causes = causes or {}
+    return [CellResult(CellSpec(v, Platform.CPU, 8, None), verdict, {}, nothing_cached=causes.get(v))
+            for v, verdict in rows.items()]
+
+
+def test_the_releases_that_cache_nothing_get_a_boundary_line_of_their_own():
+    """The seed's table: 0.4.25 has no CPU persistent cache; its range is told as a boundary is."""
+    b = release_boundaries(cells_of(SEED_ROWS, {"0.4.25": NothingCached.NO_PERSISTENT_CACHE}))
+    assert b.line() == ("regression appears in 0.4.27 (last clean 0.4.26); fixed in 0.4.29; nothing is cached in "
+                        "0.4.25 (no persistent cache; no release before it cached); cached from 0.4.26")
+    assert b.to_json()["line"] == b.line() and b.to_json()["appears_in"] == "0.4.27"
+    # The same table with 0.4.25 unsupported for another reason (nothing_cached unset): no such line.
+    assert release_boundaries(cells_of(SEED_ROWS)).line() == boundaries(SEED_ROWS).line()
+
+
+def test_a_range_that_caches_nothing_in_the_middle_or_at_the_end_errors_stepped_over():
+    rows = {"0.4.31": Verdict.CLEAN, "0.5.0": Verdict.UNSUPPORTED, "0.5.0.1": Verdict.ERROR,
+            "0.5.0.2": Verdict.UNSUPPORTED, "0.5.1": Verdict.CLEAN, "0.6.0": Verdict.UNSUPPORTED}
+    uninitialised = {v: NothingCached.UNINITIALISED for v in ("0.5.0", "0.5.0.2")}
+    b = release_boundaries(cells_of(rows, {**uninitialised, "0.6.0": NothingCached.SET_TOO_LATE}))
+    assert [u.phrase() for u in b.uncached] == [
+        "nothing is cached in 0.5.0 to 0.5.0.2 (cache uninitialised; last cached 0.4.31); cached again from 0.5.1",
+        "nothing is cached in 0.6.0 (set too late; last cached 0.5.1); not cached again in this range"]
+    assert b.line().startswith("not reproduced in this range; nothing is cached in 0.5.0 to 0.5.0.2 ")
+    only = release_boundaries(cells_of({"0.5.0": Verdict.UNSUPPORTED}, uninitialised))
+    assert only.line() == "not reproduced in this range; nothing is cached on any release measured (0.5.0: cache uninitialised)"
+
+
+def test_a_release_with_a_cell_that_cached_is_not_in_a_range_that_cached_nothing():
+    cached = CellResult(CellSpec("0.5.0", Platform.CPU, 4, None), Verdict.CLEAN, {})
+    cells = [*cells_of({"0.5.0": Verdict.UNSUPPORTED}, {"0.5.0": NothingCached.UNINITIALISED}), cached]
+    assert release_boundaries(cells).uncached == ()
+
+
+def test_keys_that_differ_on_every_release_measured_are_no_regression():
+    """A program's own nondeterminism (a random constant) reproduces on every release, the earliest
+    included: no clean release, so no boundary, and the line claims no regression."""
+    b = release_boundaries(cells_of({"0.4.31": Verdict.REPRODUCED, "0.5.0": Verdict.REPRODUCED}))
+    assert b.no_boundary
+    assert b.line() == ("keys differ between fresh processes on every release measured, 0.4.31 to 0.5.0, so the "
+                        "range shows no boundary: likely the program's own nondeterminism (or a regression older "
+                        "than 0.4.31)")
+    one = release_boundaries(cells_of({"0.4.28": Verdict.REPRODUCED}))
+    assert one.line() == ("keys differ between fresh processes on 0.4.28, the only release measured, so the range "
+                          "shows no boundary (measure an earlier release for one)")
+    assert "regression present" not in b.line() + one.line()
+
+
+def test_a_known_good_release_keeps_the_boundary():
+    for rows in ({"0.4.26": Verdict.CLEAN, "0.4.27": Verdict.REPRODUCED},  # clean before
+                 {"0.4.28": Verdict.REPRODUCED, "0.4.29": Verdict.CLEAN}):  # fixed after
+        b = release_boundaries(cells_of(rows))
+        assert not b.no_boundary and b.line().startswith("regression ")
+    # A bisection's line (its known-good release is its own) is told as before.
+    assert boundaries({"0.4.28": Verdict.REPRODUCED}).line().startswith("regression present from the first")
+    # A release that cached nothing is not a clean one: still no boundary.
+    rows = {"0.4.25": Verdict.UNSUPPORTED, "0.4.26": Verdict.REPRODUCED, "0.4.27": Verdict.REPRODUCED}
+    b = release_boundaries(cells_of(rows, {"0.4.25": NothingCached.NO_PERSISTENT_CACHE}))
+    assert b.line().startswith("keys differ between fresh processes on every release measured, 0.4.26 to 0.4.27")
+    assert b.line().endswith("; nothing is cached in 0.4.25 (no persistent cache; no release before it cached); "
+                             "cached from 0.4.26")
 
 
 def test_version_verdict_over_meshes():

@@ -13,7 +13,7 @@ import yaml
 from harness import cli, confidence, seeds
 from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
-from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.model import CellResult, CellSpec, Mesh, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
@@ -553,3 +553,29 @@ def test_mention_escaping_leaves_code_and_plain_text_alone():
     assert md.text("user@host, jax@0123abc, # 1, #x, @ alone") == "user@host, jax@0123abc, # 1, #x, @ alone"
     assert md.text("(@a) `@b` &@c") == "(@\u200ba) \\`@\u200bb\\` &amp;@\u200bc"
     assert md.code("@someone #1") == "`@someone #1`" and md.fence(["@someone #1"]) == ["```", "@someone #1", "```"]
+
+
+def test_a_report_whose_every_release_reproduces_claims_no_regression_and_points_to_the_diff(smoke_run):
+    """Only 0.4.28 (it reproduces) left of the smoke run: no clean release, so no boundary; the headline
+    says so, and the Boundaries section names the diff's likely cause instead of where it "appears"."""
+    data = json.loads((smoke_run / "results.json").read_text())
+    data["cells"] = [c for c in data["cells"] if c["jax_version"] == "0.4.28"]
+    (smoke_run / "results.json").write_text(json.dumps(data))
+    report = write_report(smoke_run).read_text()
+    assert report.startswith("# smoke: keys differ between fresh processes on 0.4.28, the only release measured, so "
+                             "the range shows no boundary (measure an earlier release for one); on jax 0.4.28 `jit_f`")
+    assert "regression" not in report.split("## Results")[0]
+    assert "- Appears in: — (every release measured reproduces, 0.4.28 included)" in report
+    assert "- What differs: on jax 0.4.28, `order`: the differing lines hold the same tokens in another order" in report
+
+
+def test_a_report_tells_the_releases_that_cached_nothing_as_a_boundary():
+    too_old = CellResult(CellSpec("0.4.25", Platform.CPU, 8, None), Verdict.UNSUPPORTED, {}, [],
+                         reason="nothing is cached, because JAX 0.4.25 has no persistent cache on CPU",
+                         nothing_cached=NothingCached.NO_PERSISTENT_CACHE)
+    clean = CellResult(CellSpec("0.4.26", Platform.CPU, 8, None), Verdict.CLEAN, {}, [])
+    text = render_report(_doc([too_old, clean]), [too_old, clean], {})
+    line = ("not reproduced in this range; nothing is cached in 0.4.25 (no persistent cache; no release before it "
+            "cached); cached from 0.4.26")
+    assert text.startswith(f"# t: {line}\n") and f"**{line}**" in text
+    assert "- Nothing cached: nothing is cached in 0.4.25 (no persistent cache; " in text

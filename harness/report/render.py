@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness import markdown as md
-from harness.analysis import boundaries, comparison_of, version_verdicts
+from harness.analysis import comparison_of, release_boundaries, version_verdicts
 from harness.dependencies import other_distributions
 from harness.model import Attribution, CellResult, Platform, Verdict
 from harness.results import RunStatus
@@ -47,7 +47,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
         [f"# {md.text(config.get('name', 'sweep'))}: {summary_sentence(cells)}", *_status(document)],
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
-        _boundaries(document, cells),
+        _boundaries(document, cells, evidence),
         _jobs(cells),
         cache_statistics(cells),
         _script_cache(cells),
@@ -68,7 +68,7 @@ def render_report(document: dict[str, Any], cells: list[CellResult], evidence: E
 
 def summary_sentence(cells: list[CellResult]) -> str:
     """The one line for an issue title or first sentence (Markdown)."""
-    line = md.text(boundaries(version_verdicts(cells)).line())
+    line = md.text(release_boundaries(cells).line())
     # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
     worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
     if worst is None:
@@ -111,12 +111,18 @@ def _status(document: dict[str, Any]) -> list[str]:
     return lines if len(lines) > 1 else []
 
 
-def _boundaries(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
-    b = boundaries(version_verdicts(cells))
-    lines = ["## Boundaries", "", f"**{md.text(b.line())}**", "",
-             f"- Appears in: {md.text(b.appears_in or '—')}"
-             + (f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else ""),
+def _boundaries(document: dict[str, Any], cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
+    b = release_boundaries(cells)
+    if b.no_boundary:  # no clean release measured: where it "appears" is not known
+        appears = f"— (every release measured reproduces, {md.text(b.measured[0])} included)"
+    else:
+        appears = md.text(b.appears_in or "—") + (
+            f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else "")
+    lines = ["## Boundaries", "", f"**{md.text(b.line())}**", "", f"- Appears in: {appears}",
              f"- Fixed in: {md.text(b.fixed_in or '—')}"]
+    lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
+    if b.no_boundary:
+        lines.append(f"- What differs: {_likely_cause(cells, evidence)}")
     groups = document.get("summaries") or []
     if len(groups) > 1:
         lines += ["", "Per mesh:", ""] + [f"- {md.text(g.get('group'))}: {md.text(g.get('line'))}" for g in groups]
@@ -125,6 +131,16 @@ def _boundaries(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
     if skipped:
         lines += ["", f"_Stepped over (nothing measured): {md.text(', '.join(skipped))}._"]
     return lines
+
+
+def _likely_cause(cells: list[CellResult], evidence: EvidenceMap) -> str:
+    """The first reproduced release's likely cause, from its evidence below (where the report has it)."""
+    for cell in cells:
+        item = evidence.get(cell.spec.key)
+        if cell.verdict == Verdict.REPRODUCED and isinstance(item, Evidence):
+            return (f"on {_jax(cell)}, `{item.cause}`: {CAUSE_WORDS[item.cause]} (the diff is in the Evidence "
+                    "below)")
+    return "the Evidence below, where the runs' lowered modules were kept"
 
 
 def _as_it_runs(cells: list[CellResult]) -> list[str]:
