@@ -579,3 +579,15 @@ def test_a_report_tells_the_releases_that_cached_nothing_as_a_boundary():
             "cached); cached from 0.4.26")
     assert text.startswith(f"# t: {line}\n") and f"**{line}**" in text
     assert "- Nothing cached: nothing is cached in 0.4.25 (no persistent cache; " in text
+
+
+def test_no_boundary_with_identical_modules_points_to_the_note():
+    """Every release reproduces and the modules are identical (the keys moved outside them, e.g. XLA flags
+    that follow the seed): there is no diff's cause to name, the note is pointed to (it crashed the report)."""
+    key_a, key_b = "jit_f-" + "1" * 64, "jit_f-" + "2" * 64
+    runs = [RunRecord(1, 1, 0, 1.0, [key_a]), RunRecord(2, 2, 0, 1.0, [key_b])]
+    cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": [key_a, key_b]}, runs)
+    ev = compare_runs("jit_f", runs[0], runs[1], "module @jit_f {}\n", "module @jit_f {}\n")
+    assert ev.cause is None
+    text = render_report(_doc([cell]), [cell], {cell.spec.key: ev})
+    assert f"- What differs: on jax 0.4.28, {ev.note}" in text.replace("\\", "")

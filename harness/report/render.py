@@ -137,9 +137,11 @@ def _likely_cause(cells: list[CellResult], evidence: EvidenceMap) -> str:
     """The first reproduced release's likely cause, from its evidence below (where the report has it)."""
     for cell in cells:
         item = evidence.get(cell.spec.key)
-        if cell.verdict == Verdict.REPRODUCED and isinstance(item, Evidence):
-            return (f"on {_jax(cell)}, `{item.cause}`: {CAUSE_WORDS[item.cause]} (the diff is in the Evidence "
-                    "below)")
+        if cell.verdict != Verdict.REPRODUCED or not isinstance(item, Evidence):
+            continue
+        if item.cause is None:  # identical modules: what moved is outside them, as the note says
+            return f"on {_jax(cell)}, {md.text(item.note or 'the lowered modules are identical')} (see the Evidence below)"
+        return f"on {_jax(cell)}, `{item.cause}`: {CAUSE_WORDS[item.cause]} (the diff is in the Evidence below)"
     return "the Evidence below, where the runs' lowered modules were kept"
 
 
