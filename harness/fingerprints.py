@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.header import HostFacts
 from harness.model import CellResult
 
 FORMAT = 1
 # Facts of the two machines worth naming when keys differ (the rest of a host's facts are noise).
-HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "driver", "backend", "cache_dir")
+CACHE_DIR = "cache_dir"  # a fingerprint's host fact: the one cache folder its runs used
+HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "driver_version", "backend", CACHE_DIR)
 
 
 @dataclass
@@ -49,12 +51,12 @@ class FingerprintCell:
 
 @dataclass
 class Fingerprint:
-    host: dict[str, Any]
+    host: HostFacts
     cells: list[FingerprintCell]
     source: str = ""  # the script, or the results folder it was taken from
 
     def to_json(self) -> dict[str, Any]:
-        return {"fingerprint": FORMAT, "source": self.source, "host": self.host,
+        return {"fingerprint": FORMAT, "source": self.source, "host": self.host.to_json(),
                 "cells": [c.to_json() for c in self.cells]}
 
     @classmethod
@@ -63,7 +65,8 @@ class Fingerprint:
         if not isinstance(data, dict) or "cells" not in data or not isinstance(data["cells"], list):
             raise ValueError(f"{where}: not a fingerprint (no cells)")
         try:
-            return cls(dict(data.get("host") or {}), [FingerprintCell.from_json(c) for c in data["cells"]],
+            return cls(HostFacts.from_json(data.get("host") or {}),
+                       [FingerprintCell.from_json(c) for c in data["cells"]],
                        str(data.get("source", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{where}: not a fingerprint ({exc})") from None
@@ -154,11 +157,9 @@ def diff(a: Fingerprint, b: Fingerprint) -> list[CellDiff]:
 
 
 def host_differences(a: Fingerprint, b: Fingerprint) -> list[str]:
-    out = []
-    for name in HOST_FACTS:
-        if a.host.get(name) != b.host.get(name):
-            out.append(f"{name}: {a.host.get(name, '-')} vs {b.host.get(name, '-')}")
-    return out
+    ours, theirs = a.host.to_json(), b.host.to_json()  # compared fact by fact, by the names a reader sees
+    return [f"{name}: {ours.get(name, '-')} vs {theirs.get(name, '-')}" for name in HOST_FACTS
+            if ours.get(name) != theirs.get(name)]
 
 
 def render_diff(a: Fingerprint, b: Fingerprint, found: list[CellDiff]) -> str:

@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.header import ResultsHeader
+
 # The config's `source` is the file's path, which differs between machines and may move.
 _IGNORED_CONFIG_KEYS = ("source",)
 
@@ -24,13 +26,14 @@ class SweepIdentity:
     all_runs: bool | None  # whether a cell stops at the first later run with a new key
 
     @classmethod
-    def of(cls, document: dict[str, Any]) -> SweepIdentity:
-        """The identity of a results document (or of the header of one about to be written)."""
-        config = document.get("config") or {}
-        options = document.get("options") or {}
-        return cls(config={k: v for k, v in config.items() if k not in _IGNORED_CONFIG_KEYS},
-                   versions=tuple(document.get("versions") or ()), runs=options.get("runs"),
-                   seeds=options.get("seeds"), all_runs=options.get("all_runs"))
+    def of(cls, header: ResultsHeader) -> SweepIdentity:
+        """The identity of a results document's header (or of one about to be written). The config is
+        compared as it is recorded, key by key, so that a key an older release did not write (its
+        default) and one it wrote agree only where they are equal."""
+        options = header.options
+        return cls(config={k: v for k, v in header.config.to_json().items() if k not in _IGNORED_CONFIG_KEYS},
+                   versions=tuple(header.versions), runs=options.runs,
+                   seeds=None if options.seeds is None else str(options.seeds), all_runs=options.all_runs)
 
     def differences(self, other: SweepIdentity) -> list[str]:
         """What differs, each named as the results file names it: `config.runs`, `versions`, `seeds`..."""

@@ -23,6 +23,15 @@ class Platform(enum.StrEnum):
     AUTO = "auto"  # whatever JAX picks in the environment
 
 
+class BackendName(enum.StrEnum):
+    """Where each JAX version runs (harness/environments: one backend each)."""
+
+    AUTO = "auto"  # docker when a daemon answers, else venv
+    VENV = "venv"
+    LOCAL = "local"
+    DOCKER = "docker"
+
+
 class Verdict(enum.StrEnum):
     REPRODUCED = "reproduced"  # a later run computed a key the first run did not: a miss
     CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen

@@ -1,7 +1,7 @@
 """The results document and its folder: `results/<UTC timestamp>-<name>/results.json` (written by
 `harness.writer` after every cell), read back by report, compare, merge and --resume; logs in `logs/`.
 
-`ResultsDocument` is the file as typed data: a header (what was measured, how, where), the cells, the
+`ResultsDocument` is the file as typed data: a header (what was measured, how, where: harness/header.py), the cells, the
 status, and the sections later stages add (a bisection, a merge). `to_json`/`from_json` are the one
 way in and out; a file written by an earlier release (schema_version 1) reads the same way.
 """
@@ -26,6 +26,7 @@ from harness.analysis import release_boundaries
 from harness.errors import UserError
 from harness.files import fitting_name
 from harness.environments.gpus import accelerator_facts
+from harness.header import HostFacts, ResultsHeader
 from harness.hostinfo import scheduler_facts
 from harness.model import CellResult
 
@@ -45,29 +46,6 @@ class RunStatus(enum.StrEnum):
     FAILED = "failed"  # a failure of the harness itself
     PROBLEM = "problem"  # a bisection whose endpoint contradicts its flag
     INCOMPLETE = "incomplete"  # a merge that lacks shards, or took one that did not complete
-
-
-@dataclass
-class ResultsHeader:
-    """What was measured, how and where: fixed when a sweep (or a bisection) starts."""
-
-    command: str = ""  # shell-quoted, ready to paste
-    config: dict[str, Any] = field(default_factory=dict)  # Config.to_json(), as resolved
-    versions: list[str] = field(default_factory=list)  # the resolved releases
-    options: dict[str, Any] = field(default_factory=dict)  # runs, jobs, seeds, all_runs, backend and why...
-    host: dict[str, Any] = field(default_factory=dict)  # OS, Python, GPUs, backend facts
-    shard: dict[str, Any] | None = None  # Shard.to_json(): this machine's share of the cells
-    created: str | None = None
-    resumed: list[str] = field(default_factory=list)  # when --resume continued it
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"created": self.created, "command": self.command, "config": self.config, "versions": self.versions,
-               "options": self.options, "host": self.host}
-        if self.shard:
-            out["shard"] = self.shard
-        if self.resumed:
-            out["resumed"] = self.resumed
-        return out
 
 
 # Held (flock) by the one process writing a results folder; the kernel drops it if that process dies.
@@ -135,7 +113,7 @@ def _cell_problem(data: Any) -> str | None:
 
 
 
-_HEADER_FIELDS = ("command", "config", "versions", "options", "host", "shard", "created", "resumed")
+_HEADER_FIELDS = ResultsHeader.FIELDS
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
 
 
@@ -174,7 +152,10 @@ class ResultsDocument:
                                                                   "config.")
         if problem:
             raise UserError(f"{source}: {problem}")
-        header = ResultsHeader(**{k: data[k] for k in _HEADER_FIELDS if data.get(k) is not None})
+        try:
+            header = ResultsHeader.from_json(data)
+        except ValueError as exc:
+            raise UserError(f"{source}: {exc}") from None
         status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
         try:
             status = RunStatus(status)
@@ -226,7 +207,7 @@ def new_run_dir(results_root: Path, name: str) -> Path:
     return path
 
 
-def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
+def host_facts(backend: dict[str, Any]) -> HostFacts:
     host = {
         "os": platform.platform(),
         "python": platform.python_version(),
@@ -236,7 +217,7 @@ def host_facts(backend: dict[str, Any]) -> dict[str, Any]:
         **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }
     # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
-    return {**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host}
+    return HostFacts.from_json({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})
 
 
 def summarise(cells: list[CellResult]) -> dict[str, Any]:

@@ -3,14 +3,13 @@ and which of its cells still need measuring. A cell cut short by Ctrl-C is measu
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.errors import UserError
+from harness.header import ResultsHeader
 from harness.identity import SweepIdentity
 from harness.model import CellResult, CellSpec
 
 
-def check_same_sweep(previous: dict[str, Any], header: dict[str, Any], where: str) -> None:
+def check_same_sweep(previous: ResultsHeader, header: ResultsHeader, where: str) -> None:
     """UserError naming the first thing that differs between the folder's sweep and this one."""
     old, new = SweepIdentity.of(previous), SweepIdentity.of(header)
     for name in old.differences(new):
@@ -23,7 +22,7 @@ def check_same_sweep(previous: dict[str, Any], header: dict[str, Any], where: st
                             f"{', '.join(new.versions)} now): pass --versions {' '.join(old.versions)}")
         raise UserError(f"--resume {where}: option {name} differs ({getattr(old, name)!r} there, "
                         f"{getattr(new, name)!r} now)")
-    if (previous.get("shard") or {}).get("cells") != (header.get("shard") or {}).get("cells"):
+    if (previous.shard or {}).get("cells") != (header.shard or {}).get("cells"):
         raise UserError(f"--resume {where}: it measured another shard (pass the same --shard)")
 
 

@@ -11,7 +11,7 @@ from harness import markdown
 from harness.analysis import comparison_of, rank_runs, release_boundaries
 from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult
-from harness.results import RunStatus
+from harness.results import ResultsDocument, RunStatus
 from harness.variation import vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
@@ -97,10 +97,9 @@ def summary_line(cells: list[CellResult]) -> str:
     return release_boundaries(cells).line()
 
 
-def render_markdown(cells: list[CellResult], document: dict[str, Any]) -> str:
-    config = document.get("config", {})
-    title = markdown.text(config.get("name", "sweep"))
+def render_markdown(cells: list[CellResult], document: ResultsDocument) -> str:
+    title = markdown.text(document.header.config.name or "sweep")
     lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(summary_line(cells))}**", ""]
-    if document.get("status") != RunStatus.COMPLETE:
-        lines.append(f"_status: {markdown.text(document.get('status'))}_\n")
+    if document.status_text != RunStatus.COMPLETE:
+        lines.append(f"_status: {markdown.text(document.status_text)}_\n")
     return "\n".join(lines)

@@ -14,7 +14,6 @@ from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import Evidence
-from harness.report.write import runs_overlapped
 from harness.results import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
 from harness.table import render_markdown
@@ -46,7 +45,7 @@ class ResultsWriter:
 
     def add(self, cell: CellResult) -> None:
         # A reproduced cell's likely cause comes from its evidence's module diff: results.json keeps it.
-        evidence = self._report.gather(cell, runs_overlapped(self.document.header.to_json()))
+        evidence = self._report.gather(cell, self.document.header.options.overlapped)
         if isinstance(evidence, Evidence):
             cell.cause = evidence.cause
         self.document.cells.append(cell)
@@ -79,5 +78,5 @@ def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | 
     gathered some cells' evidence), each written atomically."""
     data = document.to_json()
     write_atomic(folder / RESULTS_FILE, json.dumps(data, indent=2) + "\n")
-    write_atomic(folder / TABLE_FILE, render_markdown(document.cells, data))
-    (report or ReportWriter(folder)).write(data, document.cells)
+    write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document))
+    (report or ReportWriter(folder)).write(document, document.cells)

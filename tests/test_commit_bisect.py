@@ -22,7 +22,7 @@ from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
 from harness.model import Mesh, Platform, ProcessOutcome, Program, Verdict
 from harness.console import ConsoleProgress
-from harness.results import ResultsHeader
+from harness.header import RecordedConfig, ResultsHeader
 from harness.writer import ResultsWriter
 from harness.seeds import SeedPlanner
 
@@ -120,7 +120,7 @@ def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) 
     folder.mkdir(exist_ok=True)
     repo = GitRepo(fake["repo"])
     state = BisectState.open(folder, {"test": "fake"})
-    writer = ResultsWriter(folder, ResultsHeader(config=config.to_json()))
+    writer = ResultsWriter(folder, ResultsHeader(config=RecordedConfig.from_json(config.to_json())))
     return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
                      SeedPlanner(), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
                      sources_root=tmp_path / "src",

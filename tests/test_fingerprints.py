@@ -4,6 +4,7 @@ import json
 
 from harness.cli import main
 from harness.fingerprints import Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
+from harness.header import HostFacts
 from harness.jaxlog import LoggedKey, Outcome, RunLog
 from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 
@@ -18,8 +19,8 @@ def cell(version="0.5.0", **modules):
 
 
 def test_the_same_keys_are_the_same_and_a_moved_component_is_named():
-    a = Fingerprint({"hostname": "a"}, [cell(jit_f={"1": comps(computation="1", compile_options="1")})])
-    b = Fingerprint({"hostname": "b"}, [cell(jit_f={"2": comps(computation="1", compile_options="2")})])
+    a = Fingerprint(HostFacts(hostname="a"), [cell(jit_f={"1": comps(computation="1", compile_options="1")})])
+    b = Fingerprint(HostFacts(hostname="b"), [cell(jit_f={"2": comps(computation="1", compile_options="2")})])
     same = diff(a, a)
     assert not any(c.differs for c in same)
     assert "the same keys (1 module)" in render_diff(a, a, same)
@@ -31,13 +32,13 @@ def test_the_same_keys_are_the_same_and_a_moved_component_is_named():
 
 
 def test_a_release_in_one_fingerprint_only_and_other_seeds_are_said():
-    a = Fingerprint({}, [cell("0.5.0", jit_f={"1": comps(computation="1")})])
-    b = Fingerprint({}, [cell("0.6.0", jit_f={"1": comps(computation="1")})])
+    a = Fingerprint(HostFacts(), [cell("0.5.0", jit_f={"1": comps(computation="1")})])
+    b = Fingerprint(HostFacts(), [cell("0.6.0", jit_f={"1": comps(computation="1")})])
     text = render_diff(a, b, diff(a, b))
     assert "jax 0.5.0 (cpu x8): only in A" in text and "jax 0.6.0 (cpu x8): only in B" in text
     other = cell(jit_f={"2": comps(computation="2")})
     other.seed = 7
-    text = render_diff(a, Fingerprint({}, [other]), diff(a, Fingerprint({}, [other])))
+    text = render_diff(a, Fingerprint(HostFacts(), [other]), diff(a, Fingerprint(HostFacts(), [other])))
     assert "hash seeds differ: 1 vs 7" in text and "jit_f: computation" in text
 
 
@@ -49,13 +50,13 @@ def test_a_fingerprint_round_trips_and_comes_from_a_cells_first_good_run():
     found = cell_fingerprint(result, "/c")
     assert found.seed == 5 and found.modules == {"jit_f": {key.key: key.components}}
     assert found.facts == {"jaxlib": "0.5.0", "cache_dir": "/c"}
-    taken = Fingerprint({"hostname": "x"}, [found], "s.py")
+    taken = Fingerprint(HostFacts(hostname="x"), [found], "s.py")
     assert Fingerprint.from_json(taken.to_json(), "f").to_json() == taken.to_json()
 
 
 def test_harness_diff_exits_1_when_keys_differ_and_2_for_what_is_no_fingerprint(tmp_path, capsys):
-    a = Fingerprint({}, [cell(jit_f={"1": comps(computation="1", compile_options="1")})])
-    b = Fingerprint({}, [cell(jit_f={"2": comps(computation="1", compile_options="2")})])
+    a = Fingerprint(HostFacts(), [cell(jit_f={"1": comps(computation="1", compile_options="1")})])
+    b = Fingerprint(HostFacts(), [cell(jit_f={"2": comps(computation="1", compile_options="2")})])
     (tmp_path / "a.json").write_text(json.dumps(a.to_json()))
     (tmp_path / "b.json").write_text(json.dumps(b.to_json()))
     assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0
@@ -72,3 +73,12 @@ def test_a_results_folder_is_a_fingerprint_too(capsys):
     assert main(["fingerprint", "tests/fixtures/smoke-run"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [c["jax_version"] for c in data["cells"]] and data["fingerprint"] == 1
+
+
+def test_the_hosts_are_compared_by_the_facts_a_results_folder_records():
+    """A results folder's host says `driver_version` (nvidia-smi's): that is the driver compared, and a
+    fingerprint file reads its host back typed."""
+    a = Fingerprint(HostFacts(driver_version="550.1", gpus=("H100 (80 GiB)",)), [])
+    b = Fingerprint(HostFacts.from_json({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
+    assert render_diff(a, b, []) == "the two differ in: driver_version: 550.1 vs 535.2"
+    assert Fingerprint.from_json(a.to_json(), "a").host == a.host

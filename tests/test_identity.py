@@ -1,5 +1,6 @@
 """One sweep identity for --resume, merge and the bisection state: what counts, what does not."""
 
+from harness.header import ResultsHeader
 from harness.identity import SweepIdentity
 
 DOCUMENT = {"config": {"name": "smoke", "runs": 4, "source": "configs/smoke.yaml"}, "versions": ["0.4.28"],
@@ -14,7 +15,7 @@ def identity(**changes):
             doc[section][name] = value
         else:
             doc[section] = value
-    return SweepIdentity.of(doc)
+    return SweepIdentity.of(ResultsHeader.from_json(doc))
 
 
 def test_where_the_config_lives_and_how_the_runs_were_made_do_not_count():

@@ -13,6 +13,7 @@ from harness import cli, options, service
 from harness.identity import SweepIdentity
 from harness.model import CellResult, CellSpec, Mesh, Platform, ThresholdMode, Verdict
 from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
+from harness.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command
 
 
@@ -132,11 +133,11 @@ def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
     config = {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
               "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj", "cache_thresholds": "script",
               "requirements": ["flax==0.8.0"]}
-    given, _ = parse(shlex.split(harness_command({"config": config}, cell))[1:])
+    given, _ = parse(shlex.split(harness_command(ResultsHeader(config=RecordedConfig.from_json(config)), cell))[1:])
     assert (given["script"], given["versions"], given["device_count"], given["platform"]) == \
         (Path("/my proj/train.py"), ("0.4.31",), 4, Platform.CPU)
     assert (given["env"], given["cwd"], given["cache_thresholds"], given["with_requirements"]) == \
         (("MODEL_SIZE=a b",), Path("/my proj"), ThresholdMode.SCRIPT, ("flax==0.8.0",))
     assert given[SCRIPT_ARGS] == ("--name", "it's")
-    run, _ = parse(shlex.split(harness_command({"config": {"source": "c.yaml"}}, cell))[1:])
+    run, _ = parse(shlex.split(harness_command(ResultsHeader(config=RecordedConfig(source="c.yaml")), cell))[1:])
     assert (run.command, run["config"], run["versions"]) == ("run", Path("c.yaml"), ("0.4.31",))

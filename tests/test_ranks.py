@@ -141,6 +141,7 @@ def test_a_job_cell_has_its_own_key_and_folder():
 
 def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processes():
     from harness.report.render import render_report
+    from harness.results import ResultsDocument
     from harness.seeds import random_plan, with_ranks
     from harness.table import render
 
@@ -152,7 +153,7 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
                 "config": {"name": "t", "repro": "train.py", "source": "harness check", "processes": 2}}
     from harness.report.evidence import MissingEvidence
 
-    text = render_report(document, [cell], {SPEC.key: MissingEvidence("jit_loss", "no IR dump in this test")})
+    text = render_report(ResultsDocument.from_json(document, "test"), [cell], {SPEC.key: MissingEvidence("jit_loss", "no IR dump in this test")})
     assert "## Multi-process cells" in text and "2 processes per run" in text
     assert "processes that wrote to the cache: 0" in text
     assert "differ between processes 0 and 1 of run 1" in text and "| **computation**" in text

@@ -21,7 +21,8 @@ from harness.report.evidence import (MissingEvidence, arguments, changed_attribu
 from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
 from harness.hostinfo import parse_nvidia_smi
-from harness.results import ResultsHeader
+from harness.header import RecordedConfig, ResultsHeader
+from harness.results import ResultsDocument
 from harness.writer import ResultsWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -121,7 +122,7 @@ def test_seeds_skip_runs_that_hit_the_cache():
     assert moved_module(cell) == "jit_f"
     assert key_seeds(cell, "jit_f").values == [11, 15]
     # Reproduce with: one seed per distinct key, not every run's.
-    assert "for seed in 11 15; do" in shell_commands(cell, {"repro": "shard_map_grad"})
+    assert "for seed in 11 15; do" in shell_commands(cell, RecordedConfig(repro="shard_map_grad"))
 
 
 def test_real_ir_dumps_diff_to_the_result_info_without_locations():
@@ -173,6 +174,11 @@ def test_changed_attributes_pairs_removed_and_added_lines():
     assert changed_attributes(diff) == [("jax.result_info", "[a, b]", "[b, a]")]
 
 
+def _render(document, cells, evidence, seeds=None):
+    """report.md of a results document given as its JSON (checked and typed as a reader reads it)."""
+    return render_report(ResultsDocument.from_json(document, "test"), cells, evidence, seeds)
+
+
 def _doc(cells, **extra):
     return {"schema_version": 1, "status": "complete", "config": {"name": "t", "repro": "shard_map_grad",
                                                                   "source": "c.yaml"},
@@ -200,7 +206,7 @@ BISECT = {  # the shape `harness bisect` stores under "bisect" (harness/bisect/b
 
 def test_bisection_host_facts_and_status_render():
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
-    text = render_report(_doc(cells, bisect=BISECT, status="interrupted"), cells, {})
+    text = _render(_doc(cells, bisect=BISECT, status="interrupted"), cells, {})
     assert "## Bisection" in text and "- Appears in 0.4.27 (last before: 0.4.26)" in text
     assert ("- Culprit: [`0123456789ab`](https://github.com/jax-ml/jax/commit/0123456789abcdef0123) "
             "shard_map: residual names from a set (2024-04-20)") in text
@@ -210,7 +216,7 @@ def test_bisection_host_facts_and_status_render():
     assert "**Status: interrupted**" in text
     assert "regression appears in 0.4.27 (last clean 0.4.26); not fixed in this range" in text
     # No bisection: no section, no failure.
-    assert "## Bisection" not in render_report(_doc(cells), cells, {})
+    assert "## Bisection" not in _render(_doc(cells), cells, {})
 
 
 def test_report_renders_what_the_bisector_really_stores():
@@ -223,7 +229,7 @@ def test_report_renders_what_the_bisector_really_stores():
     outcome = bisection.Outcome(logic.Search(appears=logic.Boundary("0.4.26", "0.4.27"),
                                              fixed=logic.Boundary("0.4.28", "0.4.29")), [], [search])
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
-    text = render_report(_doc(cells, bisect=outcome.to_json()), cells, {})
+    text = _render(_doc(cells, bisect=outcome.to_json()), cells, {})
     assert "- Appears in 0.4.27 (last before: 0.4.26)" in text and "- Fixed in 0.4.29 (last before: 0.4.28)" in text
     assert "- Culprit: [`0123456789ab`](https://github.com/jax-ml/jax/commit/0123456789abcdef0123)" in text
     assert "- Last commit before it: [`fedcba987654`]" in text
@@ -231,12 +237,12 @@ def test_report_renders_what_the_bisector_really_stores():
 
 def test_missing_evidence_is_rendered_not_raised():
     cells = [_cell("0.4.27", Verdict.REPRODUCED)]
-    text = render_report(_doc(cells), cells, {cells[0].spec.key: MissingEvidence("jit_f", "runs overlapped")})
+    text = _render(_doc(cells), cells, {cells[0].spec.key: MissingEvidence("jit_f", "runs overlapped")})
     assert "_No diff: runs overlapped._" in text
 
 
 def test_results_writer_keeps_report_beside_results(tmp_path):
-    writer = ResultsWriter(tmp_path, ResultsHeader(config={"name": "w"}))
+    writer = ResultsWriter(tmp_path, ResultsHeader(config=RecordedConfig(name="w")))
     assert (tmp_path / REPORT_FILE).is_file()
     writer.add(_cell("0.4.29", Verdict.CLEAN, Platform.CPU))
     writer.finish()
@@ -252,7 +258,7 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
     calls = []
     monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
-    writer = ResultsWriter(smoke_run, ResultsHeader(config=document["config"], options=document["options"]))
+    writer = ResultsWriter(smoke_run, ResultsHeader.from_json(document))
     writer.add(reproduced)
     writer.add(clean)
     writer.finish()
@@ -328,7 +334,7 @@ def test_config_block_is_a_config_harness_accepts(smoke_run, tmp_path):
     config = parse_config({"name": "check-my_step", "repro": str(script), "jax_versions": ["0.4.28"]},
                           source="harness check").to_json()
     cells = [_cell("0.4.28", Verdict.CLEAN, Platform.CPU)]
-    shown = _config_block(render_report({**_doc(cells), "config": config}, cells, {}))
+    shown = _config_block(_render(_doc(cells, config=config), cells, {}))
     assert "source" not in shown and "meshes" not in shown
     assert parse_config(shown).repro.path == script.resolve()
 
@@ -339,7 +345,7 @@ def test_report_lists_cells_by_version_then_mesh():
     cells = [_cell(v, verdicts.get(v, Verdict.CLEAN)) for v in order] + [_cell("0.4.10", Verdict.CLEAN)]
     cells.insert(0, CellResult(CellSpec("0.4.27", Platform.CUDA, 8, Mesh((4, 2), ("a", "b"))), Verdict.CLEAN,
                                {}, []))
-    report = render_report(_doc(cells), cells, {})
+    report = _render(_doc(cells), cells, {})
     expected = [("0.4.10", "8x1 (a,b)"), ("0.4.25", "8x1 (a,b)"), ("0.4.26", "8x1 (a,b)"), ("0.4.27", "4x2 (a,b)"),
                 ("0.4.27", "8x1 (a,b)"), ("0.4.28", "8x1 (a,b)"), ("0.4.29", "8x1 (a,b)"), ("0.4.31", "8x1 (a,b)")]
     rows = [line.split("|")[1:3] for line in _section(report, "Results").splitlines() if line.startswith("| 0.")]
@@ -358,7 +364,7 @@ def test_bisection_shows_both_miss_bounds():
     assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
     cells[0].seeds, cells[0].miss_bounds = plan, plan.bounds
-    bisection = _section(render_report(_doc(cells, bisect=BISECT), cells, {}), "Bisection")
+    bisection = _section(_render(_doc(cells, bisect=BISECT), cells, {}), "Bisection")
     assert f"`miss_bound` (chance a regression was missed) ≤ 0, assuming {confidence.ASSUMES_CHOSEN}" in bisection
     assert "`miss_bound_other_mechanisms` ≤ 1 (" in bisection and "none were made" in bisection
 
@@ -429,10 +435,10 @@ def test_a_scripts_own_cache_folder_is_reported_and_listed_by_hand(tmp_path):
     doc = _doc([cell])
     doc["config"] = {"name": "check-sm", "repro": "/s/sm.py", "source": "harness check",
                      "cache_thresholds": "harness"}
-    report = render_report(doc, [cell], {})
+    report = _render(doc, [cell], {})
     assert ("- The script set its cache folder to /jax cache (set_cache_dir); the harness redirected it "
             "to the cell's folder (jax 0.4.28).") in _section(report, "The script's own cache settings")
-    commands = shell_commands(cell, doc["config"])
+    commands = shell_commands(cell, RecordedConfig.from_json(doc["config"]))
     assert "ls -1 '/jax cache'" in commands.splitlines()
     assert "--cache-thresholds harness" in report
 
@@ -445,12 +451,12 @@ def test_pasted_reproduce_commands_run_nothing_a_name_smuggles_in(tmp_path):
     mesh = Mesh((8, 1), ("a\ntouch /tmp/pwned", "b"))
     run = RunRecord(1, 7, 0, 1.0, ["jit_f-" + "1" * 64])
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, mesh), Verdict.REPRODUCED, {}, [run])
-    block = shell_commands(cell, {"repro": "shard_map_grad"})
+    block = shell_commands(cell, RecordedConfig(repro="shard_map_grad"))
     words = shlex.split(block, comments=True)  # as the shell splits it: the name stays one quoted word
     assert "touch" not in words and "a\ntouch /tmp/pwned,b" in words, block
     document = _doc([cell], command="harness run 'c.yaml\ntouch /tmp/pwned'")
     document["config"]["source"] = "my configs/c.yaml; rm -rf ~"
-    text = render_report(document, [cell], {})
+    text = _render(document, [cell], {})
     assert "harness run 'my configs/c.yaml; rm -rf ~' --versions 0.4.28" in text
     bash = text.split("With the harness")[1].split("```bash")[1].split("```")[0]
     assert "touch" not in shlex.split(bash, comments=True), bash
@@ -503,7 +509,7 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     cell["reason"] = "jit_f: a new key | in run 2\n<details><summary>hidden"
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    table = render_markdown(load_results(smoke_run).cells, data)
+    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
     for text in (report, table):
         markdown = _outside_fences(text)
         assert "<img" not in markdown and "<!--" not in markdown and "<details><summary>hidden" not in markdown
@@ -539,7 +545,7 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
     cell["reason"] = "ValueError: ask @someone, see jax-ml/jax#25768 and #7"
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    table = render_markdown(load_results(smoke_run).cells, data)
+    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
     for text in (report, table):
         assert _mentions(text) == [], _mentions(text)
         assert "ask @\u200bsomeone, see jax-ml/jax#\u200b25768 and #\u200b7" in text
@@ -574,7 +580,7 @@ def test_a_report_tells_the_releases_that_cached_nothing_as_a_boundary():
                          reason="nothing is cached, because JAX 0.4.25 has no persistent cache on CPU",
                          nothing_cached=NothingCached.NO_PERSISTENT_CACHE)
     clean = CellResult(CellSpec("0.4.26", Platform.CPU, 8, None), Verdict.CLEAN, {}, [])
-    text = render_report(_doc([too_old, clean]), [too_old, clean], {})
+    text = _render(_doc([too_old, clean]), [too_old, clean], {})
     line = ("not reproduced in this range; nothing is cached in 0.4.25 (no persistent cache; no release before it "
             "cached); cached from 0.4.26")
     assert text.startswith(f"# t: {line}\n") and f"**{line}**" in text

@@ -28,8 +28,11 @@ def test_write_atomic_follows_the_umask(tmp_path):
 
 def test_backend_facts_do_not_overwrite_the_hosts():
     facts = host_facts({"backend": "docker", "python": "3.11", "docker_version": "20.10"})
-    assert facts["python"].count(".") == 2  # the host's full version, e.g. 3.11.7
-    assert facts["backend_python"] == "3.11" and facts["docker_version"] == "20.10"
+    assert facts.python.count(".") == 2  # the host's full version, e.g. 3.11.7
+    assert facts.facts == {"docker_version": "20.10", "backend_python": "3.11"}
+    written = facts.to_json()
+    assert list(written)[:3] == ["backend", "backend_python", "docker_version"]  # the backend's facts first, as it said them
+    assert written["backend"] == "docker" and written["python"] == facts.python
 
 
 def test_table_rows_in_version_order():

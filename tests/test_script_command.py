@@ -10,6 +10,7 @@ from harness.config import parse_config
 from harness.environments import docker as dk
 from harness.errors import ConfigError
 from harness.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
+from harness.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command, shell_commands
 from harness.run_env import merge_user_env, process_env, program_for, run_command
 
@@ -114,18 +115,18 @@ def test_docker_mounts_the_working_folder_read_only_where_the_script_folder_is_n
 def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
     cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
     cell.command = RunCommand(("/my proj/train.py", "--name", "it's"), (("MODEL_SIZE", "a b"),), "/my proj")
-    text = shell_commands(cell, {"repro": "/my proj/train.py"})
+    text = shell_commands(cell, RecordedConfig(repro="/my proj/train.py"))
     assert "export MODEL_SIZE='a b'" in text and "cd '/my proj'" in text
     run_line = next(line for line in text.splitlines() if "PYTHONHASHSEED=$seed" in line)
     assert shlex.split(run_line.split('"$python" ', 1)[1].split(" >")[0]) == ["/my proj/train.py", "--name", "it's"]
     document = {"config": {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
                            "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj"}}
-    words = shlex.split(harness_command(document, cell))
+    words = shlex.split(harness_command(ResultsHeader.from_json(document), cell))
     assert words[:3] == ["harness", "check", "/my proj/train.py"]
     assert words[words.index("--env") + 1] == "MODEL_SIZE=a b" and words[words.index("--cwd") + 1] == "/my proj"
     assert words[words.index("--") + 1:] == ["--name", "it's"]
     module = {"config": {"source": "harness check", "module": "pkg.train"}}
-    assert shlex.split(harness_command(module, cell))[2:4] == ["-m", "pkg.train"]
+    assert shlex.split(harness_command(ResultsHeader.from_json(module), cell))[2:4] == ["-m", "pkg.train"]
 
 
 def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypatch):

@@ -36,7 +36,7 @@ def test_a_v1_document_reads_into_types_and_writes_back_every_field():
     data = json.loads((V1 / "results.json").read_text())
     document = ResultsDocument.from_json(data, "v1")
     assert document.schema_version == 1 and document.status == RunStatus.COMPLETE
-    assert document.header.versions == ["0.4.28", "0.4.29"] and document.header.options["runs"] == 3
+    assert document.header.versions == ["0.4.28", "0.4.29"] and document.header.options.runs == 3
     reproduced, clean = document.cells
     assert clean.miss_bounds == MissBounds(0.0, 0.5) and reproduced.miss_bounds is None
     assert clean.seeds.strategy == SeedStrategy.CHOSEN and clean.seeds.chosen == [1, 2]

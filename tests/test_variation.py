@@ -18,7 +18,9 @@ from harness.errors import ConfigError
 from harness.factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
 from harness.jaxlog import LoggedKey, Outcome, RunLog
 from harness.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
+from harness.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
+from harness.results import ResultsDocument, RunStatus
 from harness.runner import CellRunner
 from harness.table import render
 from harness.variation import judge_factor, vary_column, verdict_with, with_control
@@ -183,7 +185,8 @@ def test_a_cell_with_its_variation_round_trips_and_renders():
     assert "miss: cache-path" in render([again]) and header[-3:] == ["vary", "detail", ""]
     plain = render([CellResult(SPEC, Verdict.CLEAN, {}, runs=[REFERENCE])])
     assert "vary" not in plain.splitlines()[0]  # no column without --vary
-    document = {"config": {"name": "x", "repro": "/s.py", "source": "harness check"}, "options": {}}
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="x", repro="/s.py", source="harness check")),
+                               [again], RunStatus.COMPLETE)
     report = render_report(document, [again], {})
     assert "## Environment variation" in report
     assert "| cache-path | miss | compile_options | 1 of 2 |" in report

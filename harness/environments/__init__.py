@@ -7,7 +7,6 @@ and auto (docker when a daemon answers, else venv). Processes and containers liv
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -19,14 +18,8 @@ from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
 from harness.errors import UserError
+from harness.model import BackendName
 from harness.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
-
-
-class BackendName(enum.StrEnum):
-    AUTO = "auto"  # docker when a daemon answers, else venv
-    VENV = "venv"
-    LOCAL = "local"
-    DOCKER = "docker"
 
 
 NAMES = tuple(n.value for n in BackendName)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.version import Version
 from tabulate import tabulate
 
 from harness.cost import cost_of
 from harness.errors import ExitCode, UserError
+from harness.header import RecordedConfig
 from harness.model import CellResult, CellSpec, Verdict
 
 
@@ -163,11 +163,10 @@ def _lost_column(change: CellChange) -> str:
     return f"{shown(change.lost_before)} -> {shown(change.lost_after)}"
 
 
-def repro_of(config: dict[str, Any]) -> str | None:
+def repro_of(config: RecordedConfig) -> str | None:
     """The repro a config names: a built-in's name, or a script's file name (its folder differs between
     machines)."""
-    repro = config.get("repro")
-    return Path(repro).name if repro else None
+    return Path(config.repro).name if config.repro else None
 
 
 def check_same_repro(path: Path, repro: str | None, baseline_path: Path, baseline_repro: str | None) -> None:

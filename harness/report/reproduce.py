@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
+from harness.header import RecordedConfig, ResultsHeader
 from harness.jaxlog import LOG_ENV
-from harness.model import NO_MESH, CellResult, FolderMode, ThresholdMode
+from harness.model import NO_MESH, CellResult, FolderMode
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
@@ -27,9 +27,9 @@ _PER_RUN = ("PYTHONHASHSEED", "PYTHONUNBUFFERED", *LOG_ENV)
 MAX_SEEDS = 8
 
 
-def repro_for(config: dict[str, Any]) -> tuple[Repro, str]:
+def repro_for(config: RecordedConfig) -> tuple[Repro, str]:
     """The repro the config names and how to call its script in a command (repo-relative if built in)."""
-    name = config.get("repro", "")
+    name = config.repro or ""
     builtin = builtin_path(name)
     if builtin is not None:
         return Repro(name, builtin, builtin=True), f"harness/inside/repros/{builtin.name}"
@@ -37,7 +37,7 @@ def repro_for(config: dict[str, Any]) -> tuple[Repro, str]:
     return Repro(path.stem, path, builtin=False), name
 
 
-def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | None = None) -> str:
+def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | None = None) -> str:
     """A bash block that reruns `cell` by hand with the first run's hash seed and those that brought new
     keys (`distinct`, by default read from the runs' keys); every run's seed when none are known."""
     module = moved_module(cell)
@@ -69,7 +69,7 @@ def shell_commands(cell: CellResult, config: dict[str, Any], distinct: Seeds | N
     return "\n".join(lines)
 
 
-def seed_commands(cell: CellResult, config: dict[str, Any]) -> str:
+def seed_commands(cell: CellResult, config: RecordedConfig) -> str:
     """A bash block that runs the seed check's two seeds by hand: the failing one, then the passing one."""
     check = cell.seed_check
     assert check is not None
@@ -84,7 +84,7 @@ def seed_commands(cell: CellResult, config: dict[str, Any]) -> str:
     ])
 
 
-def run_setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list[str], str, str]:
+def run_setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[str], str, str]:
     """The lines before a run by hand, the run itself (`"$python" SCRIPT ARGS`, after `PYTHONHASHSEED=...`)
     and the cache folder to list: what --vary's commands are made of."""
     setup, python, script, args = _setup(cell, config, seed)
@@ -93,13 +93,12 @@ def run_setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list
     return setup, f"{python} {script if script == '-m' else shlex.quote(script)}{' ' + args if args else ''}", listed
 
 
-def _setup(cell: CellResult, config: dict[str, Any], seed: int) -> tuple[list[str], str, str, str]:
+def _setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[str], str, str, str]:
     """The lines before a cell's runs (its environment, its variables, its folder), and how a run is
     called: (lines, python, script, arguments)."""
     repro, script = repro_for(config)
     spec = cell.spec
-    thresholds = ThresholdMode(config.get("cache_thresholds") or ThresholdMode.HARNESS.value)
-    env = {k: v for k, v in process_env(spec, seed, thresholds).items() if k not in _PER_RUN}
+    env = {k: v for k, v in process_env(spec, seed, config.thresholds).items() if k not in _PER_RUN}
     commit = cell.commit.info if cell.commit else None
     jaxlib = cell.commit.jaxlib if cell.commit else None
     # A commit ran as its `jax/` folder (git archive) on the path of the jaxlib release's environment.
@@ -142,41 +141,40 @@ def script_folder(cell: CellResult) -> tuple[str, str] | None:
     return cell.script_cache.folders[-1] if cell.script_cache and cell.script_cache.folders else None
 
 
-def _script_requirements(cell: CellResult, config: dict[str, Any]) -> list[str]:
+def _script_requirements(cell: CellResult, config: RecordedConfig) -> list[str]:
     """The script's requirements pinned to the versions this cell had (as they were resolved for its
     release); the requirement as written where the cell did not record its packages."""
     installed = {canonicalize_name(n): v for n, v in (cell.environment.get("distributions") or {}).items()}
     pinned = []
-    for text in config.get("requirements") or []:
+    for text in config.requirements or ():
         name = canonicalize_name(Requirement(text).name)
         pinned.append(f"{name}=={installed[name]}" if name in installed else text)
     return pinned
 
 
-def harness_command(document: dict[str, Any], cell: CellResult) -> str:
+def harness_command(header: ResultsHeader, cell: CellResult) -> str:
     """The harness command that measures just this cell again."""
-    source = document.get("config", {}).get("source") or "CONFIG"
+    config = header.config
+    source = config.source or "CONFIG"
     if cell.commit:
         return (f"harness nightly {shlex.quote(source)} --baseline BASELINE --jax-repo /path/to/jax "
                 f"--ref {cell.commit.info.sha}")
     if source == CHECK_SOURCE:
-        config = document.get("config", {})
-        words = ["harness", "check", *(["-m", config["module"]] if config.get("module")
-                                       else [config.get("repro", "SCRIPT")]),
+        words = ["harness", "check", *(["-m", config.module] if config.module else [config.repro or "SCRIPT"]),
                  "--versions", cell.spec.jax_version, "--device-count", str(cell.spec.device_count),
                  "--platform", str(cell.spec.platform)]
-        if config.get("cache_thresholds"):
-            words += ["--cache-thresholds", config["cache_thresholds"]]
-        for name, value in (config.get("env") or {}).items():
+        if config.cache_thresholds:
+            words += ["--cache-thresholds", str(config.cache_thresholds)]
+        for name, value in config.env or ():
             words += ["--env", f"{name}={value}"]
-        if config.get("cwd"):
-            words += ["--cwd", config["cwd"]]
-        for requirement in config.get("requirements") or []:
+        if config.cwd:
+            words += ["--cwd", config.cwd]
+        for requirement in config.requirements or ():
             words += ["--with", requirement]
         if cell.spec.is_job:
             words += ["--processes", str(cell.spec.processes)]
-        if config.get("args"):
-            words += ["--", *config["args"]]
+        if config.args:
+            words += ["--", *config.args]
         return shlex.join(str(w) for w in words)
     job = ["--processes", str(cell.spec.processes)] if cell.spec.is_job else []
     return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version, *job])

@@ -5,10 +5,9 @@ the one change."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
-
 from harness import markdown as md
 from harness.factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, WHEN, Factor, FactorOutcome
+from harness.header import RecordedConfig, ResultsHeader
 from harness.model import CellResult, FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
 
@@ -38,7 +37,7 @@ def _prefix(factor: FactorResult, builtin: bool) -> tuple[list[str], str]:
     return [], ""
 
 
-def _by_hand(cell: CellResult, config: dict[str, Any], factor: FactorResult, seed: int) -> list[str]:
+def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, seed: int) -> list[str]:
     setup, run, listed = run_setup(cell, config, seed)
     builtin = cell.command is None
     before, prefix = _prefix(factor, builtin)
@@ -64,11 +63,11 @@ def _by_hand(cell: CellResult, config: dict[str, Any], factor: FactorResult, see
     return lines
 
 
-def variation_section(document: dict[str, Any], cells: list[CellResult]) -> list[str]:
+def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[str]:
     varied = [c for c in cells if c.variation is not None]
     if not varied:
         return []
-    config = document.get("config", {})
+    config = header.config
     lines = [TITLE, "",
              "Each factor's run had the reference run's hash seed and one change of environment; it hits when "
              "it computed no key the reference did not (docs/variation.md).", ""]
@@ -88,7 +87,7 @@ def variation_section(document: dict[str, Any], cells: list[CellResult]) -> list
         for f in variation.missed():
             lines += [f"Reproduce with ({f.factor}: {md.text(f.reason)}):", "",
                       *md.fence(_by_hand(cell, config, f, variation.seed), "bash"), "",
-                      *md.fence([harness_command(document, cell) + f" --vary {f.factor}"], "bash"), ""]
+                      *md.fence([harness_command(header, cell) + f" --vary {f.factor}"], "bash"), ""]
         keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
         if keyed:
             lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
-from harness.results import load_results
+from harness.results import ResultsDocument, load_results
 
 EVIDENCE_DIR = "evidence"
-
-
-def runs_overlapped(document: dict[str, Any]) -> bool:
-    """With --jobs N>1 a cell's runs overlap, and a run's new_entries may include a neighbour's key."""
-    return ((document.get("options") or {}).get("jobs") or 1) > 1
 
 
 class ReportWriter:
@@ -42,8 +36,8 @@ class ReportWriter:
                 write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff", "\n".join(evidence.diff) + "\n")
         return self._found[cell.spec.key][0]
 
-    def write(self, document: dict[str, Any], cells: list[CellResult]) -> Path:
-        overlapped = runs_overlapped(document)
+    def write(self, document: ResultsDocument, cells: list[CellResult]) -> Path:
+        overlapped = document.header.options.overlapped
         for cell in cells:
             self.gather(cell, overlapped)
         found = {c.spec.key: self._found[c.spec.key] for c in cells if c.spec.key in self._found}
@@ -57,4 +51,4 @@ class ReportWriter:
 def write_report(results_dir: Path) -> Path:
     """Render the report of `results_dir` from its results.json."""
     document = load_results(results_dir)
-    return ReportWriter(results_dir).write(document.to_json(), document.cells)
+    return ReportWriter(results_dir).write(document, document.cells)

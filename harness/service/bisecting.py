@@ -13,6 +13,7 @@ from harness.config import Config, load_config
 from harness.environments import BackendName
 from harness.errors import UserError
 from harness.files import fitting_name, write_atomic
+from harness.header import BisectRange, RecordedOptions
 from harness.identity import SweepIdentity
 from harness.options import Given
 from harness.progress import Progress
@@ -102,12 +103,12 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     command = bisect_command(config_path, options)
     jax_repo = str(repo.path.resolve()) if repo else None
     jobs = jobs_for(config, options, progress)
-    header = results_header(command, config, versions, choice, {
-        "runs": options.runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
-        "good": options.good, "bad": options.bad, "jax_repo": jax_repo})
+    header = results_header(command, config, versions, choice, RecordedOptions(
+        runs=options.runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
+        bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
-    identity = SweepIdentity.of(header.to_json())
+    identity = SweepIdentity.of(header)
     folder = options.out / fitting_name(f"bisect-{config.name}-{identity.key(**search)}")
     folder.mkdir(parents=True, exist_ok=True)
     state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)

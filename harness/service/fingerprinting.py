@@ -14,7 +14,9 @@ from pathlib import Path
 from harness.config import Config
 from harness.errors import EnvironmentUnavailable, UserError
 from harness.files import write_atomic
-from harness.fingerprints import Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
+from harness.fingerprints import (CACHE_DIR, Fingerprint, FingerprintCell, cell_fingerprint, diff,
+                                  render_diff)
+from harness.header import HostFacts
 from harness.progress import Progress
 from harness.results import load_results, new_run_dir, results_file, results_folder
 from harness.service.measurement import open_backend, sweep_versions
@@ -26,10 +28,10 @@ from harness.sweep import cell_runner, plan_cells
 FINGERPRINT_CACHE = Path(tempfile.gettempdir()) / "jax-cache-harness-fingerprint"
 
 
-def this_host(backend: str, cache_dir: Path) -> dict:
-    return {"hostname": socket.gethostname(), "os": platform.platform(), "machine": platform.machine(),
-            "python": platform.python_version(), "cpu_count": os.cpu_count(), "backend": backend,
-            "cache_dir": str(cache_dir)}
+def this_host(backend: str, cache_dir: Path) -> HostFacts:
+    return HostFacts.from_json({"hostname": socket.gethostname(), "os": platform.platform(),
+                                "machine": platform.machine(), "python": platform.python_version(),
+                                "cpu_count": os.cpu_count(), "backend": backend, CACHE_DIR: str(cache_dir)})
 
 
 def fingerprint(config: Config, options: FingerprintOptions, progress: Progress) -> Fingerprint:
@@ -70,7 +72,8 @@ def from_results(folder: Path) -> Fingerprint:
     """A results folder's cells as a fingerprint (each cell's first successful run)."""
     document = load_results(folder)
     root = results_folder(results_file(folder))
-    return Fingerprint(dict(document.header.host), [cell_fingerprint(c, str(root / "caches" / c.spec.slug)) for c in document.cells],
+    return Fingerprint(document.header.host,
+                       [cell_fingerprint(c, str(root / "caches" / c.spec.slug)) for c in document.cells],
                        source=str(root))
 
 

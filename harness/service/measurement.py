@@ -14,7 +14,9 @@ from harness.factors import Factor
 from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
 from harness.pypi import PyPIIndex
-from harness.results import ResultsHeader, RunStatus, host_facts
+from harness.header import RecordedConfig, RecordedOptions, ResultsHeader
+from harness.model import BackendName
+from harness.results import RunStatus, host_facts
 from harness.service.options import MeasureOptions
 from harness.versions import Resolution, check_syntax, matches, release_pythons, resolve
 from harness.writer import ResultsWriter
@@ -50,10 +52,10 @@ def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]
 
 
 def results_header(command: str, config: Config, versions: list[str], choice: BackendChoice,
-            options: dict) -> ResultsHeader:
-    """The results document's header: what was measured, how, where."""
-    return ResultsHeader(command=command, config=config.to_json(), versions=versions,
-                         options={**options, "backend": choice.backend.name, "backend_reason": choice.why},
+                   options: RecordedOptions) -> ResultsHeader:
+    """The results document's header: what was measured, how (`options`, the backend added), where."""
+    return ResultsHeader(command=command, config=RecordedConfig.from_json(config.to_json()), versions=versions,
+                         options=replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why),
                          host=host_facts(choice.backend.describe()))
 
 

@@ -44,7 +44,7 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
     when they are not shards of one sweep)."""
     folders = [results_folder(f) for f in folders]
     merged = merge_documents([(str(f), load_results(f)) for f in folders], command)
-    out = new_run_dir(out_root, f"{merged.header.config.get('name', 'sweep')}-merged")
+    out = new_run_dir(out_root, f"{merged.header.config.name or 'sweep'}-merged")
     for folder in folders:
         for name in MERGE_COPIED:
             if (folder / name).is_dir():

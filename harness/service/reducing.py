@@ -14,7 +14,8 @@ from harness.errors import UserError
 from harness.model import Platform
 from harness.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
-from harness.results import ResultsHeader, lock_results_folder, new_run_dir
+from harness.header import RecordedOptions, ResultsHeader
+from harness.results import lock_results_folder, new_run_dir
 from harness.seeds import SeedPlanner
 from harness.pypi import PyPIIndex
 from harness.versions import LATEST, check_syntax, is_specifier, resolve
@@ -73,8 +74,8 @@ def _reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int,
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
         return results_header(command, measured, measured_versions, choice,
-                       {"runs": options.runs or config.runs, "jobs": jobs.count, "jobs_why": jobs.why,
-                        "seeds": str(options.seeds), "all_runs": False})
+                              RecordedOptions(runs=options.runs or config.runs, jobs=jobs.count, jobs_why=jobs.why,
+                                              seeds=options.seeds, all_runs=False))
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
     folder = options.resume or new_run_dir(options.out, f"reduce-{stem}")

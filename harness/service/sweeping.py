@@ -14,6 +14,7 @@ from harness.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_co
 from harness.dependencies import parse_requirements, read_requirements_file
 from harness.errors import UserError
 from harness.files import fitting_name
+from harness.header import RecordedOptions
 from harness.model import Platform
 from harness.options import DEFAULT_RESULTS, Given, parse
 from harness.progress import Progress
@@ -121,13 +122,13 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
     jobs = jobs_for(config, options, progress)
     header = results_header(shlex.join(["harness", *options.argv]), config, versions, choice,
-                     {"runs": runs, "jobs": jobs.count, "jobs_why": jobs.why, "seeds": str(options.seeds),
-                      "all_runs": options.all_runs})
+                            RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
+                                            all_runs=options.all_runs))
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
         previous = load_results(options.resume)  # again, now that no other process can be writing it
-        check_same_sweep(previous.header.to_json(), header.to_json(), str(options.resume))
+        check_same_sweep(previous.header, header, str(options.resume))
         kept = finished_cells(previous.cells)
         cells = still_to_measure(cells, kept)
         progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")

@@ -12,6 +12,7 @@ from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
 from harness.config import load_config
 from harness.environments import BackendName
 from harness.errors import UserError
+from harness.header import RecordedConfig
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.progress import Progress
 from harness.pypi import PyPIIndex
@@ -37,7 +38,8 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
     names when given), then compare."""
     base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(config_path)
-    check_same_repro(config_path, repro_of(config.to_json()), baseline, repro_of(base.header.config))
+    check_same_repro(config_path, repro_of(RecordedConfig.from_json(config.to_json())), baseline,
+                     repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))
     more = None

@@ -24,9 +24,9 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     if not documents:
         raise UserError("merge: no results to merge")
     first_label, first = documents[0]
-    identity = SweepIdentity.of(first.header.to_json())
+    identity = SweepIdentity.of(first.header)
     for label, doc in documents[1:]:
-        differs = identity.differences(SweepIdentity.of(doc.header.to_json()))
+        differs = identity.differences(SweepIdentity.of(doc.header))
         if differs:
             raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
                             f"(differs in {', '.join(differs)})")
@@ -70,7 +70,7 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
                            created=min(str(doc.header.created) for _, doc in documents))
     sections: dict[str, Any] = {
         "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
-                         "status": doc.status_text, "host": doc.header.host} for label, doc in documents]}
+                         "status": doc.status_text, "host": doc.header.host.to_json()} for label, doc in documents]}
     if shards[0]:
         sections["shards"] = {"count": shards[0]["count"], "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
