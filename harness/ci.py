@@ -19,29 +19,17 @@ from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 from harness.cost import cost_of, cost_phrase
 from harness.errors import UserError
 from harness.files import write_atomic
-from harness.model import CellResult, Verdict
+from harness.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness import markdown
 from harness.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
-# What --fail-on may name: the verdicts that measured a problem, or could not measure at all.
-FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED)
 MAX_MESSAGE = 500  # a failure's message attribute: the reason, not a log
 
 
 def suite_name(folder: Path) -> str:
     """A results folder's name without its UTC stamp (`check-train`): the same test suite night after night."""
     return re.sub(r"^\d{8}T\d{6}Z-", "", folder.name) or folder.name
-
-
-def parse_fail_on(text: str) -> frozenset[Verdict]:
-    """`reproduced,error` -> those verdicts; ValueError (one line) for any other word."""
-    words = [w.strip() for w in text.split(",") if w.strip()]
-    allowed = {str(v): v for v in FAILABLE}
-    unknown = [w for w in words if w not in allowed]
-    if unknown or not words:
-        raise ValueError(f"{(unknown or [text])[0]!r}: give verdicts from {', '.join(allowed)}, comma-separated")
-    return frozenset(allowed[w] for w in words)
 
 
 def failing(cells: Iterable[CellResult], fail_on: frozenset[Verdict]) -> list[CellResult]:

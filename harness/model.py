@@ -39,6 +39,20 @@ class Verdict(enum.StrEnum):
     ERROR = "error"  # environment could not be made, or a run crashed or timed out
 
 
+# What --fail-on may name (harness/ci.py): the verdicts that measured a problem, or could not measure at all.
+FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED)
+
+
+def parse_fail_on(text: str) -> frozenset[Verdict]:
+    """`reproduced,error` -> those verdicts; ValueError (one line) for any other word."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    allowed = {str(v): v for v in FAILABLE}
+    unknown = [w for w in words if w not in allowed]
+    if unknown or not words:
+        raise ValueError(f"{(unknown or [text])[0]!r}: give verdicts from {', '.join(allowed)}, comma-separated")
+    return frozenset(allowed[w] for w in words)
+
+
 class Cause(enum.StrEnum):
     """The likely cause of a key that moved, read from the lowered modules' diff."""
 

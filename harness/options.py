@@ -1,4 +1,5 @@
-"""Every option of every command, declared once (the model: nox's `_option_set.py`).
+"""Every option of every command, declared once (the model: nox's `_option_set.py`). Pure, and below the
+report in the layers (it imports only the core's types and parsers), so every layer above can spell with it.
 
 An `Option` says everything about one flag (or positional argument): its flags, how its text is read
 (`type`), its default, its help and argument group, which commands take it, whether it is part of the
@@ -8,7 +9,8 @@ value is spelled back on a command line. From these declarations, and nowhere el
 - the parser (`build_parser`: `harness --help` and each command's groups and example),
 - what the service receives (`Given`: the command and each of its options' values, typed),
 - every command line the harness prints (`Given.line`): resume after Ctrl-C, a bisection's reproduce and
-  resume line, the `harness run` of each Slurm shard task (and so the job scripts and the re-submit line),
+  resume line, the `harness run` of each Slurm shard task (and so the job scripts), the report's `harness
+  check`/`run`/`nightly` line that measures one cell again (harness/report/reproduce.py),
 - docs/commands.md (`make docs`; tests/test_docs.py fails when it is out of date).
 
 To add an option: append one `Option(...)` to `OPTIONS` below, naming the commands that take it, its group
@@ -27,14 +29,12 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, get_type_hints
 
-from harness import ci
 from harness.confidence import SeedStrategy
 from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
-from harness.environments import BackendName
 from harness.errors import ExitCode
 from harness.factors import Factor, parse_factors
-from harness.model import Platform, ThresholdMode
-from harness.shards.select import parse_shard
+from harness.model import FAILABLE, BackendName, Platform, ThresholdMode, parse_fail_on
+from harness.sharding import parse_shard
 
 DEFAULT_RESULTS = Path("results")
 JOBS_AUTO = "auto"
@@ -92,13 +92,13 @@ def _spell_jobs(value: int | None) -> str:
 def fail_on(text: str) -> frozenset:
     """`reproduced,error`: the verdicts that make run/check exit 1 (harness/ci.py)."""
     try:
-        return ci.parse_fail_on(text)
+        return parse_fail_on(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _spell_fail_on(value: frozenset) -> str:
-    return ",".join(str(v) for v in ci.FAILABLE if v in value)
+    return ",".join(str(v) for v in FAILABLE if v in value)
 
 
 # ---- the declaration ------------------------------------------------------------------------------
@@ -212,6 +212,9 @@ OPTIONS: tuple[Option, ...] = (
            _commands("run", "versions", "nightly", "bisect", "submit"), type=Path, example=("configs/smoke.yaml",)),
     Option("script", (), "the script (or -m MODULE); after `--`, its arguments", _commands("check"), type=Path,
            nargs="?", example=("train.py",)),
+    # Right after the script it stands for, so every line spelled from here reads `harness check -m MODULE ...`.
+    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check"),
+           Group.INPUT, metavar="MODULE", example=("mypkg.train",)),
     Option("script", (), "the script to reduce; after `--`, its arguments", _commands("reduce"), type=Path,
            example=("train.py",)),
     Option("results", (), "a results folder (or its results.json)", _commands("report", "compare"), type=Path,
@@ -259,8 +262,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("python_version", ("--python-version",), "only releases with wheels for this Python (default: the "
            "config's python:, auto: each release in a Python this machine has)", _commands("versions"),
            Group.ENVIRONMENT, metavar="3.N", example=("3.12",)),
-    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check"),
-           Group.INPUT, metavar="MODULE", example=("mypkg.train",)),
     Option("env", ("--env",), "a variable the script needs (repeatable); the harness's own cannot be overridden",
            SCRIPTED, Group.SCRIPT, action="append", default=(), metavar="NAME=VALUE",
            example=("MODEL=tiny",)),

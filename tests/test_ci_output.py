@@ -13,12 +13,12 @@ from harness.ci import (
     append_step_summary,
     failing,
     junit_xml,
-    parse_fail_on,
     step_summary,
     suite_name,
     write_junit,
 )
 from harness.errors import ExitCode
+from harness.model import parse_fail_on
 from harness.model import (
     CellCost,
     CellResult,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness import cli, options, service
+from harness.factors import Factor
 from harness.identity import SweepIdentity
-from harness.model import CellResult, CellSpec, Mesh, Platform, ThresholdMode, Verdict
+from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, ThresholdMode, Verdict
 from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
 from harness.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command
@@ -126,18 +127,33 @@ def test_given_refuses_an_option_its_command_does_not_take():
         Given("report", {}).with_values(jobs=2)
 
 
+def _read_back(header: ResultsHeader, cell: CellResult, **more) -> Given:
+    line = harness_command(header, cell, **more)
+    given, _ = parse(shlex.split(line)[1:])
+    assert given.line(always=("versions", "device_count", "platform") if given.command == "check" else ()) == line
+    return given
+
+
 def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
-    """report/reproduce.py spells its `harness check` line by hand (the report layer lies below the
-    options'): the registry's parser must read it as the cell's own options, so neither can drift."""
+    """report/reproduce.py spells its `harness check`/`run`/`nightly` lines with the registry (Given.line):
+    parsed back, each is the cell's own options, and spelled again it is the same line."""
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 4, Mesh((4, 1), ("a", "b"))), Verdict.CLEAN, {}, [])
     config = {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
               "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj", "cache_thresholds": "script",
               "requirements": ["flax==0.8.0"]}
-    given, _ = parse(shlex.split(harness_command(ResultsHeader(config=RecordedConfig.from_json(config)), cell))[1:])
+    header = ResultsHeader(config=RecordedConfig.from_json(config))
+    given = _read_back(header, cell, vary=(Factor.CWD, Factor.TZ))
     assert (given["script"], given["versions"], given["device_count"], given["platform"]) == \
         (Path("/my proj/train.py"), ("0.4.31",), 4, Platform.CPU)
     assert (given["env"], given["cwd"], given["cache_thresholds"], given["with_requirements"]) == \
         (("MODEL_SIZE=a b",), Path("/my proj"), ThresholdMode.SCRIPT, ("flax==0.8.0",))
-    assert given[SCRIPT_ARGS] == ("--name", "it's")
-    run, _ = parse(shlex.split(harness_command(ResultsHeader(config=RecordedConfig(source="c.yaml")), cell))[1:])
-    assert (run.command, run["config"], run["versions"]) == ("run", Path("c.yaml"), ("0.4.31",))
+    assert given[SCRIPT_ARGS] == ("--name", "it's")  # --vary went before `--`, not to the script
+    assert given["vary"] == (Factor.CWD, Factor.TZ) and given["processes"] is None
+    module = _read_back(ResultsHeader(config=RecordedConfig(source="harness check", module="pkg.train")), cell)
+    assert (module["module"], module["script"]) == ("pkg.train", None)
+    job = CellResult(CellSpec("0.4.31", Platform.CPU, 4, None, processes=2), Verdict.CLEAN, {}, [])
+    run = _read_back(ResultsHeader(config=RecordedConfig(source="c.yaml")), job)
+    assert (run.command, run["config"], run["versions"], run["processes"]) == ("run", Path("c.yaml"), ("0.4.31",), 2)
+    commit = CellResult(cell.spec, Verdict.CLEAN, {}, [], commit=MeasuredCommit(CommitInfo("ab" * 20, "2024-01-01", "s")))
+    nightly = _read_back(ResultsHeader(config=RecordedConfig(source="c.yaml")), commit)
+    assert (nightly.command, nightly["ref"], nightly["jax_repo"]) == ("nightly", "ab" * 20, Path("/path/to/jax"))

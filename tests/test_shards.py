@@ -11,7 +11,7 @@ from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdi
 from harness.results import summaries_by_mesh, summarise
 from harness.results import ResultsDocument
 from harness.shards.merge import merge_documents
-from harness.shards.select import Shard, parse_shard
+from harness.sharding import Shard, parse_shard
 
 MESHES = [Mesh((8, 1, 1, 1), ("a", "b", "c", "d")), Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))]
 VERSIONS = ["0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30"]

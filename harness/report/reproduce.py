@@ -16,7 +16,9 @@ from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.header import RecordedConfig, ResultsHeader
 from harness.jaxlog import LOG_ENV
+from harness.factors import Factor
 from harness.model import NO_MESH, CellResult, FolderMode
+from harness.options import SCRIPT_ARGS, Given
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.run_env import process_env, repro_args
@@ -152,32 +154,26 @@ def _script_requirements(cell: CellResult, config: RecordedConfig) -> list[str]:
     return pinned
 
 
-def harness_command(header: ResultsHeader, cell: CellResult) -> str:
-    """The harness command that measures just this cell again."""
+def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor, ...] = ()) -> str:
+    """The harness command that measures just this cell again (with these --vary factors), spelled by the
+    options registry as every other command line the harness prints (harness/options.py)."""
     config = header.config
     source = config.source or "CONFIG"
+    job = {"processes": cell.spec.processes} if cell.spec.is_job else {}
+    varied = {"vary": vary} if vary else {}
     if cell.commit:
-        return (f"harness nightly {shlex.quote(source)} --baseline BASELINE --jax-repo /path/to/jax "
-                f"--ref {cell.commit.info.sha}")
+        return Given("nightly", {"config": Path(source), "baseline": Path("BASELINE"), "jax_repo": Path("/path/to/jax"),
+                                 "ref": cell.commit.info.sha, **varied}).line()
     if source == CHECK_SOURCE:
-        words = ["harness", "check", *(["-m", config.module] if config.module else [config.repro or "SCRIPT"]),
-                 "--versions", cell.spec.jax_version, "--device-count", str(cell.spec.device_count),
-                 "--platform", str(cell.spec.platform)]
-        if config.cache_thresholds:
-            words += ["--cache-thresholds", str(config.cache_thresholds)]
-        for name, value in config.env or ():
-            words += ["--env", f"{name}={value}"]
-        if config.cwd:
-            words += ["--cwd", config.cwd]
-        for requirement in config.requirements or ():
-            words += ["--with", requirement]
-        if cell.spec.is_job:
-            words += ["--processes", str(cell.spec.processes)]
-        if config.args:
-            words += ["--", *config.args]
-        return shlex.join(str(w) for w in words)
-    job = ["--processes", str(cell.spec.processes)] if cell.spec.is_job else []
-    return shlex.join(["harness", "run", str(source), "--versions", cell.spec.jax_version, *job])
+        given = Given("check", {
+            "script": None if config.module else Path(config.repro or "SCRIPT"), "module": config.module,
+            "versions": (cell.spec.jax_version,), "device_count": cell.spec.device_count,
+            "platform": cell.spec.platform, "cache_thresholds": config.cache_thresholds, **varied,
+            "env": tuple(f"{name}={value}" for name, value in config.env or ()),
+            "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
+            SCRIPT_ARGS: config.args or (), **job})
+        return given.line(always=("versions", "device_count", "platform"))
+    return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **job}).line()
 
 
 def shell_comment(text: str) -> str:

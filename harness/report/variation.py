@@ -87,7 +87,7 @@ def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[st
         for f in variation.missed():
             lines += [f"Reproduce with ({f.factor}: {md.text(f.reason)}):", "",
                       *md.fence(_by_hand(cell, config, f, variation.seed), "bash"), "",
-                      *md.fence([harness_command(header, cell) + f" --vary {f.factor}"], "bash"), ""]
+                      *md.fence([harness_command(header, cell, vary=(f.factor,))], "bash"), ""]
         keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
         if keyed:
             lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "

@@ -11,7 +11,7 @@ from harness.environments import BackendName
 from harness.factors import Factor
 from harness.model import ThresholdMode
 from harness.options import DEFAULT_RESULTS, Given
-from harness.shards.select import Shard
+from harness.sharding import Shard
 
 
 @dataclass(frozen=True)

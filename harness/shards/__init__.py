@@ -1,2 +1,3 @@
-"""Sweeps spread over many machines (layer 4, output): `--shard I/N` picks a share of the cells
-(`select`); `merge` joins the shards' documents (pure). The `merge` command is wired in `harness.service`."""
+"""Sweeps spread over many machines (layer 4, output): `merge` joins the shards' documents (pure); which
+share of the cells a shard measures (`--shard I/N`) is harness/sharding.py, in the pure core, where the
+options registry reads it. The `merge` command is wired in `harness.service`."""
