@@ -595,5 +595,5 @@ def test_no_boundary_with_identical_modules_points_to_the_note():
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {"jit_f": [key_a, key_b]}, runs)
     ev = compare_runs("jit_f", runs[0], runs[1], "module @jit_f {}\n", "module @jit_f {}\n")
     assert ev.cause is None
-    text = render_report(_doc([cell]), [cell], {cell.spec.key: ev})
+    text = _render(_doc([cell]), [cell], {cell.spec.key: ev})
     assert f"- What differs: on jax 0.4.28, {ev.note}" in text.replace("\\", "")
