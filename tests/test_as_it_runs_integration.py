@@ -2,30 +2,22 @@
 devices: a folder set in code reaches JAX only when the script sets it, nothing cached is never
 `clean`, the program's own thresholds are told, and a failure that follows the hash seed says so."""
 
-import json
 from pathlib import Path
 
 import pytest
 
-from harness import cli
+from tests.sweeps import check
 
 pytestmark = pytest.mark.integration
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "as_it_runs"
 
 
-def check(argv, out: Path, capsys):
-    code = cli.main(["check", *argv, "--out", str(out), "--quiet"])
-    printed, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), run_dir, printed
-
-
 def test_an_array_made_before_the_folder_is_set_leaves_0_5_0_without_a_cache(tmp_path, capsys):
     """jax-ml/jax#25768, fixed in 0.5.1: with the folder in the environment, 0.5.0 looked clean."""
-    data, run_dir, _ = check([str(SCRIPTS / "init_order.py"), "--versions", "0.5.0", "0.5.1", "--runs", "2"],
-                             tmp_path, capsys)
+    swept = check([str(SCRIPTS / "init_order.py"), "--versions", "0.5.0", "0.5.1", "--runs", "2"],
+                  tmp_path, capsys)
+    data = swept.data
     old, fixed = data["cells"]
     assert old["verdict"] == "unsupported", old["reason"]
     assert old["nothing_cached"] == "cache uninitialised"
@@ -35,7 +27,7 @@ def test_an_array_made_before_the_folder_is_set_leaves_0_5_0_without_a_cache(tmp
     for cell in (old, fixed):
         assert cell["cache_folder"]["mode"] == "hook"
         assert all(not r["new_entries"] for r in old["runs"])
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     first = report[: report.index("## Results")]
     assert "**jax 0.5.0**: Nothing is cached, because JAX's cache was never initialised" in first
     assert not Path("/tmp/jax-25768-cache").exists() or not any(Path("/tmp/jax-25768-cache").iterdir())
@@ -43,25 +35,27 @@ def test_an_array_made_before_the_folder_is_set_leaves_0_5_0_without_a_cache(tmp
 
 def test_the_documentations_example_names_its_threshold_and_compile_time(tmp_path, capsys):
     """jax-ml/jax#21908: measured with zeros it is clean, and as its author runs it nothing is written."""
-    data, run_dir, printed = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2"],
-                                   tmp_path / "zeros", capsys)
+    swept = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2"],
+                  tmp_path / "zeros", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     told = cell["as_you_run_it"]
     assert told.startswith("as you run it, nothing is written: ") and "jit_f in " in told
     assert told.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
-    assert f"| {told}; jit_f: 1 key per run" in printed  # it leads the table's detail
-    report = (run_dir / "report.md").read_text()
+    assert f"| {told}; jit_f: 1 key per run" in swept.out  # it leads the table's detail
+    report = (swept.run_dir / "report.md").read_text()
     assert "**jax 0.4.31**: As you run it, nothing is written" in report[: report.index("## Results")]
-    data, _, _ = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2",
-                        "--cache-thresholds", "script"], tmp_path / "script", capsys)
+    data = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2",
+                  "--cache-thresholds", "script"], tmp_path / "script", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported" and cell["nothing_cached"] == "thresholds"
     assert cell["reason"].startswith("nothing is cached, because as you run it, ") and "1 s threshold" in cell["reason"]
 
 
 def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, capsys):
-    data, run_dir, _ = check(["examples/stable_script.py", "--versions", "0.4.31", "--runs", "2"], tmp_path, capsys)
+    swept = check(["examples/stable_script.py", "--versions", "0.4.31", "--runs", "2"], tmp_path, capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert cell["cache_folder"]["mode"] == "environment"
@@ -69,15 +63,16 @@ def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, cap
     # As its author runs it (no JAX_COMPILATION_CACHE_DIR) it has no cache: told before JAX's threshold.
     assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
     assert "; even with it, " in cell["as_you_run_it"] and "below JAX's default 1 s threshold" in cell["as_you_run_it"]
-    logs = run_dir / "logs" / "jax-0.4.31-cpu8-script"
+    logs = swept.run_dir / "logs" / "jax-0.4.31-cpu8-script"
     assert len(list(logs.glob("run-01-*.no-folder.log"))) == 1  # the first attempt, kept beside
 
 
 def test_a_compile_that_fails_for_some_hash_seeds_names_the_exception_and_the_seeds(tmp_path, capsys):
     """Shardy's verifier on 0.5.3 (fixed by jax commit 71b36dca84): two replicated axes in set order. Ten
     random seeds all on one side of a two-way split: about 1 in 500."""
-    data, run_dir, _ = check([str(SCRIPTS / "shardy_replicated_axes.py"), "--versions", "0.5.3", "--runs", "10"],
-                             tmp_path, capsys)
+    swept = check([str(SCRIPTS / "shardy_replicated_axes.py"), "--versions", "0.5.3", "--runs", "10"],
+                  tmp_path, capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "error"
     failed = [r for r in cell["runs"] if r["exit_code"] != 0]
@@ -92,6 +87,6 @@ def test_a_compile_that_fails_for_some_hash_seeds_names_the_exception_and_the_se
     assert f"seed {check_['passing']['seed']} passes" in cell["reason"]
     assert "ValueError: Cannot lower jaxpr with verifier errors: 'sdy.sharding_constraint' op replicated axes" \
         in cell["reason"]
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     assert f"PYTHONHASHSEED={check_['failing']['seed']} " in report
     assert f"PYTHONHASHSEED={check_['passing']['seed']} " in report

@@ -1,21 +1,11 @@
 """JAX's own log read end to end (issue 9), with real JAX releases on 8 CPU-simulated devices: which key
 component moved, what was never written, and keys tied to their runs with --jobs."""
 
-import json
-
 import pytest
 
-from harness import cli
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
-
-
-def sweep(argv, tmp_path, capsys):
-    code = cli.main([*argv, "--out", str(tmp_path), "--quiet"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), run_dir
 
 
 SEED = """\
@@ -29,7 +19,8 @@ runs: 2
 
 
 def test_seed_on_0_4_28_the_computation_moved_by_set_order(tmp_path, capsys, write):
-    data, run_dir = sweep(["run", str(write("seed.yaml", SEED))], tmp_path / "r", capsys)
+    swept = sweep(["run", str(write("seed.yaml", SEED))], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
     assert cell["attribution"] == ["computation"]
@@ -40,27 +31,28 @@ def test_seed_on_0_4_28_the_computation_moved_by_set_order(tmp_path, capsys, wri
         (f,) = run["keys"]["jit_f"].values()
         assert f["outcome"] == "written" and "XLA flags" in f["components"]
     assert "inconsistencies" not in cell
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     assert report.index("| **computation** ") < report.index("```diff")
     assert "Likely cause (`order`)" in report
 
 
 def test_xla_flags_that_follow_the_hash_seed_are_attributed_with_identical_modules(tmp_path, capsys):
     # Four flag values: eight runs that all agree with the first are rare (about 1 in 16,000 if equally likely).
-    data, run_dir = sweep(["check", "examples/xla_flags_follow_seed.py", "--versions", "0.4.28",
-                           "--runs", "8"], tmp_path / "r", capsys)
+    swept = sweep(["check", "examples/xla_flags_follow_seed.py", "--versions", "0.4.28",
+                   "--runs", "8"], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
     assert cell["attribution"] == ["XLA flags"]
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     assert "The lowered modules are identical" in report and "through `XLA flags` alone" in report
     assert "`XLA_FLAGS=--xla_force_host_platform_device_count=8`" in report
 
 
 @pytest.mark.parametrize("version, verdict", [("0.4.31", "reproduced"), ("0.10.2", "unsupported")])
 def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version, verdict):
-    data, _ = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "3"], tmp_path / "r",
-                    capsys)
+    data = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "3"], tmp_path / "r",
+                 capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == verdict, cell["reason"]
     assert 'JAX: "it uses host callbacks' in cell["reason"]
@@ -72,8 +64,9 @@ def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version, v
 
 
 def test_jobs_2_ties_every_key_to_its_own_run(tmp_path, capsys, write):
-    data, run_dir = sweep(["run", str(write("seed.yaml", SEED.replace("runs: 2", "runs: 6"))), "--jobs", "2",
-                           "--all-runs", "--seeds", "random"], tmp_path / "r", capsys)
+    swept = sweep(["run", str(write("seed.yaml", SEED.replace("runs: 2", "runs: 6"))), "--jobs", "2",
+                   "--all-runs", "--seeds", "random"], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     listing = {n for n in cell["listing"]}
     seen = set()
@@ -89,7 +82,7 @@ def test_jobs_2_ties_every_key_to_its_own_run(tmp_path, capsys, write):
     if cell["verdict"] == "reproduced":
         later = [r for r in cell["runs"][1:] if set(r["keys"]["jit_f"]) - set(cell["runs"][0]["keys"]["jit_f"])]
         assert cell["attribution_detail"]["runs"][1] == later[0]["index"]
-        report = (run_dir / "report.md").read_text()
+        report = (swept.run_dir / "report.md").read_text()
         assert "overlapped with other runs" not in report  # the log says which key each run computed
         new_key = next(iter(later[0]["keys"]["jit_f"]))
         assert f"computed `{new_key[:18]}…`" in report
@@ -98,12 +91,13 @@ def test_jobs_2_ties_every_key_to_its_own_run(tmp_path, capsys, write):
 def test_a_script_that_silences_logging_still_gets_a_verdict_and_says_why_no_attribution(tmp_path, capsys, write):
     script = write("quiet.py", "import logging\nlogging.disable(logging.CRITICAL)  # its own choice\n"
                    + open("examples/set_order_script.py").read())
-    data, run_dir = sweep(["check", str(script), "--versions", "0.4.31", "--runs", "6"], tmp_path / "r", capsys)
+    swept = sweep(["check", str(script), "--versions", "0.4.31", "--runs", "6"], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]  # from the cache folder alone
     assert all("keys" not in run and "changed logging" in run["log_note"] for run in cell["runs"])
     assert "attribution" not in cell and "changed logging" in cell["attribution_unavailable"]
-    assert "Attribution unavailable: run 1: JAX logged no cache key" in (run_dir / "report.md").read_text()
+    assert "Attribution unavailable: run 1: JAX logged no cache key" in (swept.run_dir / "report.md").read_text()
 
 
 # Issue 27, item 1: what a script does to JAX's log never outvotes the cache folder. A set-order bug (a new
@@ -144,8 +138,9 @@ for _ in range(20 * 1024):
 
 
 def test_a_script_that_silences_jax_after_its_first_compile_still_reproduces(tmp_path, capsys, write):
-    data, run_dir = sweep(["check", str(write("quiet.py", SILENCED_AFTER_FIRST_COMPILE)), "--versions", "0.4.31",
-                           "--runs", "8"], tmp_path / "r", capsys)
+    swept = sweep(["check", str(write("quiet.py", SILENCED_AFTER_FIRST_COMPILE)), "--versions", "0.4.31",
+                   "--runs", "8"], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert all("keys" in run and "jit_f" not in run["keys"] for run in cell["runs"])  # the logs name no jit_f
     assert cell["verdict"] == "reproduced", cell["reason"]  # the folder's new jit_f entries count
@@ -153,13 +148,14 @@ def test_a_script_that_silences_jax_after_its_first_compile_still_reproduces(tmp
 
 
 def test_a_script_that_prints_40_mib_keeps_its_jax_cache_lines(tmp_path, capsys, write):
-    data, run_dir = sweep(["check", str(write("loud.py", FLOOD_AROUND_COMPILE)), "--versions", "0.4.31",
-                           "--runs", "8"], tmp_path / "r", capsys)
+    swept = sweep(["check", str(write("loud.py", FLOOD_AROUND_COMPILE)), "--versions", "0.4.31",
+                   "--runs", "8"], tmp_path / "r", capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
     for run in cell["runs"]:  # JAX's account of jit_f came from the middle of the output, which was cut
         assert len(run["keys"]["jit_f"]) == 1
-        text = (run_dir / run["log"]).read_text()
+        text = (swept.run_dir / run["log"]).read_text()
         assert "bytes of output cut here" in text and len(text) < 3 << 20
     assert "inconsistencies" not in cell and "not trusted" not in cell["reason"]
     assert cell["attribution"] == ["computation"]

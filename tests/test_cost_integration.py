@@ -2,27 +2,19 @@
 process on 0.4.28 and saves it on 0.4.29 (JSON, table, report); a host-callback script's cache statistics
 name the module JAX never writes, with JAX's reason, on 0.6.0."""
 
-import json
 import re
 
 import pytest
 
-from harness import cli
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
 
 
-def sweep(argv, tmp_path, capsys):
-    code = cli.main([*argv, "--out", str(tmp_path), "--quiet"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), out, run_dir
-
-
 def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp_path, capsys):
-    data, out, run_dir = sweep(["run", "configs/shard_map_grad.yaml", "--versions", "0.4.28", "0.4.29",
-                                "--runs", "3", "--jobs", "1"], tmp_path, capsys)
+    swept = sweep(["run", "configs/shard_map_grad.yaml", "--versions", "0.4.28", "0.4.29",
+                   "--runs", "3", "--jobs", "1"], tmp_path, capsys)
+    data = swept.data
     cells = {c["jax_version"]: c for c in data["cells"]}
     bad, good = cells["0.4.28"]["cost"], cells["0.4.29"]["cost"]
     assert cells["0.4.28"]["verdict"] == "reproduced" and cells["0.4.29"]["verdict"] == "clean"
@@ -32,7 +24,8 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     assert all(r["hits"] == 4 and r["misses"] == 0 for r in good["runs"][1:])
     lost = f"each fresh process recompiles jit_f: {bad['lost_per_start_s']:.2f} s lost per start (1 of 4 modules missed)"
     saved = f"a hit saves {good['saved_per_start_s']:.2f} s per start (4 modules loaded)"
-    for text in (out, (run_dir / "table.md").read_text(), (run_dir / "report.md").read_text()):
+    run_dir = swept.run_dir
+    for text in (swept.out, (run_dir / "table.md").read_text(), (run_dir / "report.md").read_text()):
         assert lost in text and saved in text
     report = (run_dir / "report.md").read_text()
     stats = report.split("## Cache statistics", 1)[1]
@@ -44,12 +37,13 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
 
 
 def test_cache_statistics_name_the_module_a_host_callback_keeps_out_of_the_cache(tmp_path, capsys):
-    data, out, run_dir = sweep(["check", "examples/host_callback.py", "--versions", "0.6.0", "--runs", "2"],
-                               tmp_path, capsys)
+    swept = sweep(["check", "examples/host_callback.py", "--versions", "0.6.0", "--runs", "2"],
+                  tmp_path, capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["cost"]["each_start_missed"] == ["jit_f"] and cell["cost"]["untimed_modules"] == ["jit_f"]
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     stats = report.split("## Cache statistics", 1)[1]
     assert ("- jax 0.6.0, script, cpu x8: `jit_f` in 2 run(s): \"it uses host callbacks (e.g. from jax.debug.print "
             "or breakpoint)\"") in stats
-    assert "each fresh process recompiles jit_f (1 of 3 modules missed" in out
+    assert "each fresh process recompiles jit_f (1 of 3 modules missed" in swept.out

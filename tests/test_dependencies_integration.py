@@ -1,31 +1,20 @@
 """A user's script with its own dependencies (Flax, Optax), installed with each real JAX release as of
 that release's date, in real uv virtualenvs."""
 
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from harness import cli
 from harness.dependencies import parse_requirements
 from harness.environments.venv import VenvBackend
 from harness.model import Platform
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
 
 EXAMPLE = Path("examples/flax_mlp_step.py")
-
-
-def sweep(argv, out, capsys, expect=0):
-    code = cli.main([*argv, "--out", str(out), "--quiet"])
-    stdout, err = capsys.readouterr()
-    assert code == expect, err
-    if expect != 0:
-        return None, err
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), run_dir
 
 
 def without_metadata(tmp_path) -> Path:
@@ -50,14 +39,15 @@ def assert_flax_step_measured(cell):
 
 
 def test_inline_metadata_gets_each_release_the_flax_of_its_time(tmp_path, capsys):
-    data, run_dir = sweep(["check", str(EXAMPLE), "--versions", "0.4.31", "0.10.2", "--runs", "2"],
-                          tmp_path / "inline", capsys)
+    swept = sweep(["check", str(EXAMPLE), "--versions", "0.4.31", "0.10.2", "--runs", "2"],
+                  tmp_path / "inline", capsys)
+    data = swept.data
     cells = {c["jax_version"]: c for c in data["cells"]}
     old, new = (assert_flax_step_measured(cells[v]) for v in ("0.4.31", "0.10.2"))
     assert old["flax"] == "0.8.5" and old["optax"] == "0.2.3"  # as resolved on 0.4.31's date
     assert new["flax"] != old["flax"]  # a newer release gets a newer Flax
     assert data["config"]["requirements"] == ["flax", "optax"]
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     assert "- jax 0.4.31: flax 0.8.5, optax 0.2.3" in report
     assert f"- jax 0.10.2: flax {new['flax']}, optax {new['optax']}" in report
     assert "flax==0.8.5 optax==0.2.3" in report  # the hand-run commands pin what was measured
@@ -66,8 +56,8 @@ def test_inline_metadata_gets_each_release_the_flax_of_its_time(tmp_path, capsys
 def test_with_flag_shares_the_environment_of_the_same_set(tmp_path, capsys):
     first = VenvBackend(requirements=parse_requirements(["flax", "optax"], "test")).prepare(
         "0.4.31", Platform.CPU)  # made by the test above, or now
-    data, _ = sweep(["check", str(without_metadata(tmp_path)), "--with", "optax", "--with", "Flax",
-                     "--versions", "0.4.31", "--runs", "2"], tmp_path / "with", capsys)
+    data = sweep(["check", str(without_metadata(tmp_path)), "--with", "optax", "--with", "Flax",
+                  "--versions", "0.4.31", "--runs", "2"], tmp_path / "with", capsys).data
     (cell,) = data["cells"]
     assert_flax_step_measured(cell)
     assert cell["environment"]["path"] == str(first.path) and cell["environment"]["reused"] is True
@@ -87,8 +77,8 @@ def test_a_different_set_is_a_different_environment(tmp_path):
 
 
 def test_an_impossible_pin_is_each_cells_error_with_uvs_reason(tmp_path, capsys):
-    data, _ = sweep(["check", str(EXAMPLE), "--with", "flax==0.0.1", "--versions", "0.4.31", "0.6.2",
-                     "--runs", "2"], tmp_path / "pin", capsys)
+    data = sweep(["check", str(EXAMPLE), "--with", "flax==0.0.1", "--versions", "0.4.31", "0.6.2",
+                  "--runs", "2"], tmp_path / "pin", capsys).data
     assert [c["jax_version"] for c in data["cells"]] == ["0.4.31", "0.6.2"]  # the sweep went on
     for cell in data["cells"]:
         assert cell["verdict"] == "error" and not cell["runs"]
@@ -99,8 +89,8 @@ def test_an_impossible_pin_is_each_cells_error_with_uvs_reason(tmp_path, capsys)
 
 def test_local_backend_names_what_the_interpreter_lacks(tmp_path, capsys):
     env = VenvBackend(requirements=parse_requirements(["flax", "optax"], "test")).prepare("0.4.31", Platform.CPU)
-    _, err = sweep(["check", str(EXAMPLE), "--with", "flax>=99", "--with", "einops", "--backend", "local",
-                    "--python", str(env.python), "--versions", "0.4.31"], tmp_path / "local", capsys, expect=2)
+    err = sweep(["check", str(EXAMPLE), "--with", "flax>=99", "--with", "einops", "--backend", "local",
+                 "--python", str(env.python), "--versions", "0.4.31"], tmp_path / "local", capsys, expect=2).err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "flax>=99 (has 0.8.5)" in lines[0] and "einops (not installed)" in lines[0]
     assert not (tmp_path / "local").exists()

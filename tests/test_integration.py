@@ -3,23 +3,13 @@
 These create uv virtualenvs (cached under ~/.cache/jax-cache-harness/envs) and run the real repro.
 """
 
-import json
-
 import pytest
 
-from harness import cli
 from harness.environments.venv import VenvBackend
 from harness.model import Platform
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
-
-
-def sweep(argv, tmp_path, capsys):
-    code = cli.main([*argv, "--out", str(tmp_path), "--quiet"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), out, run_dir
 
 
 def test_seed_regression_version_by_version(tmp_path, capsys, write):
@@ -31,7 +21,8 @@ device_count: 8
 meshes: [{shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}]
 runs: 6
 """)
-    data, out, run_dir = sweep(["run", str(config)], tmp_path / "results", capsys)
+    swept = sweep(["run", str(config)], tmp_path / "results", capsys)
+    data = swept.data
     verdicts = {c["jax_version"]: c["verdict"] for c in data["cells"]}
     assert verdicts == {"0.4.25": "unsupported", "0.4.26": "clean", "0.4.28": "reproduced", "0.4.29": "clean"}
     # 0.4.25 computes no key on CPU: its runs say so, from their logs; the others' logs name every key.
@@ -50,17 +41,17 @@ runs: 6
     assert data["summary"]["appears_in"] == "0.4.28"
     assert data["summary"]["last_clean_before"] == "0.4.26"
     assert data["summary"]["fixed_in"] == "0.4.29"
-    assert out.strip().splitlines()[-1] == ("regression appears in 0.4.28 (last clean 0.4.26); fixed in 0.4.29; "
-                                            "nothing is cached in 0.4.25 (no persistent cache; no release before "
-                                            "it cached); cached from 0.4.26")
+    assert swept.out.strip().splitlines()[-1] == (
+        "regression appears in 0.4.28 (last clean 0.4.26); fixed in 0.4.29; nothing is cached in 0.4.25 (no "
+        "persistent cache; no release before it cached); cached from 0.4.26")
     assert data["status"] == "complete" and data["schema_version"] >= 1
-    assert (run_dir / "table.md").read_text().count("reproduced") >= 1
-    assert (run_dir / reproduced["runs"][0]["log"]).is_file()
+    assert (swept.run_dir / "table.md").read_text().count("reproduced") >= 1
+    assert (swept.run_dir / reproduced["runs"][0]["log"]).is_file()
 
 
 def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
-    data, _, _ = sweep(["check", "examples/set_order_script.py", "--versions", "0.4.31", "--runs", "6"],
-                       tmp_path / "a", capsys)
+    data = sweep(["check", "examples/set_order_script.py", "--versions", "0.4.31", "--runs", "6"],
+                 tmp_path / "a", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced"
     # 0.4.31 writes each entry as two files: -cache and -atime.
@@ -68,7 +59,7 @@ def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
     assert any(name.endswith("-atime") for name in cell["listing"])
 
     # Without --runs, a script (name sets unknown, so random seeds) gets enough runs for 1e-3.
-    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31"], tmp_path / "b", capsys)
+    data = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31"], tmp_path / "b", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean" and cell["seeds"]["strategy"] == "random"
     assert len(cell["runs"]) == 11 and cell["miss_bound"] <= 1e-3
@@ -76,20 +67,22 @@ def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
 
 def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, capsys):
     # Two jit_f entries per process, both hit by every later process: not a miss (issue 15).
-    data, out, _ = sweep(["check", "examples/two_shapes.py", "--versions", "0.4.31", "0.10.2", "--runs", "4"],
-                         tmp_path, capsys)
+    swept = sweep(["check", "examples/two_shapes.py", "--versions", "0.4.31", "0.10.2", "--runs", "4"],
+                  tmp_path, capsys)
+    data = swept.data
     for cell in data["cells"]:
         assert cell["verdict"] == "clean", cell["reason"]
         assert cell["reason"] == "jit_f: 2 keys per run, the same in all 4 runs"
         assert len(cell["keys"]["jit_f"]) == 2 and len(cell["runs"]) == 4
-    assert "jit_f: 2 per run" in out
+    assert "jit_f: 2 per run" in swept.out
 
 
 def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tmp_path, capsys):
     # --jobs 1: the report ties each new key to its run only when runs do not overlap (docs/measuring.md).
-    data, _, run_dir = sweep(["check", "examples/two_shapes_one_moves.py", "--versions", "0.4.31", "0.10.2",
-                              "--runs", "6", "--jobs", "1"], tmp_path, capsys)
-    report = (run_dir / "report.md").read_text()
+    swept = sweep(["check", "examples/two_shapes_one_moves.py", "--versions", "0.4.31", "0.10.2",
+                   "--runs", "6", "--jobs", "1"], tmp_path, capsys)
+    data = swept.data
+    report = (swept.run_dir / "report.md").read_text()
     for cell in data["cells"]:
         assert cell["verdict"] == "reproduced", cell["reason"]
         assert cell["reason"].startswith("jit_f: a new key in run ")
@@ -97,7 +90,7 @@ def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tm
         def jit_f(run):
             return [n for n in run["new_entries"] if n.startswith("jit_f-") and n.endswith("-cache")]
         assert len(jit_f(cell["runs"][0])) == 2 and len(jit_f(cell["runs"][-1])) == 1
-        evidence = (run_dir / "evidence" / f"jax-{cell['jax_version']}-cpu8-script.diff").read_text().splitlines()
+        evidence = (swept.run_dir / "evidence" / f"jax-{cell['jax_version']}-cpu8-script.diff").read_text().splitlines()
         assert evidence[0].startswith("--- run 1 (") and evidence[0].endswith("jit_f(tensor<4x4xf32>))")
         assert evidence[1].endswith("jit_f(tensor<4x4xf32>))")
         changed = [line for line in evidence[2:] if line[:1] in "+-"]
@@ -107,14 +100,14 @@ def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tm
 
 def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):
     script = write("crash.py", "import jax\nraise SystemExit(3)\n")
-    data, _, _ = sweep(["check", str(script), "--versions", "0.4.29", "--runs", "2"], tmp_path / "r", capsys)
+    data = sweep(["check", str(script), "--versions", "0.4.29", "--runs", "2"], tmp_path / "r", capsys).data
     assert data["cells"][0]["verdict"] == "error" and "exit code 3" in data["cells"][0]["reason"]
 
 
 def test_local_backend_uses_the_given_interpreter(tmp_path, capsys):
     env = VenvBackend().prepare("0.4.29", Platform.CPU)  # reused from the tests above
-    data, _, _ = sweep(["run", "configs/smoke.yaml", "--backend", "local", "--python", str(env.python),
-                        "--runs", "3"], tmp_path / "r", capsys)
+    data = sweep(["run", "configs/smoke.yaml", "--backend", "local", "--python", str(env.python),
+                  "--runs", "3"], tmp_path / "r", capsys).data
     (cell,) = data["cells"]
     assert cell["jax_version"] == "0.4.29" and cell["verdict"] == "clean"
     assert cell["environment"]["backend"] == "local"
@@ -131,6 +124,6 @@ def test_half_made_venv_is_rebuilt(tmp_path):
 
 def test_builtin_repro_runs_unmodified_on_newer_releases(tmp_path, capsys):
     # jax.experimental.shard_map moved to jax.shard_map; the repro must absorb that drift.
-    data, _, _ = sweep(["run", "configs/smoke.yaml", "--versions", "0.6.2", "0.10.2", "--runs", "2"],
-                       tmp_path / "r", capsys)
+    data = sweep(["run", "configs/smoke.yaml", "--versions", "0.6.2", "0.10.2", "--runs", "2"],
+                 tmp_path / "r", capsys).data
     assert {c["jax_version"]: c["verdict"] for c in data["cells"]} == {"0.6.2": "clean", "0.10.2": "clean"}

@@ -1,30 +1,26 @@
 """Multi-process cells with real releases: each run one job of two processes on this machine, each with
 its own hash seed (docs/multi-process.md)."""
 
-import json
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from harness import cli
+from tests import sweeps
+from tests.sweeps import Swept
 
 pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
-def check(argv, out: Path, capsys):
-    code = cli.main(["check", *argv, "--processes", "2", "--out", str(out), "--quiet"])
-    _, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), run_dir
+def check(argv, out: Path, capsys) -> Swept:
+    """`harness check ARGV --processes 2`: each run a job of two processes."""
+    return sweeps.check([*argv, "--processes", "2"], out, capsys)
 
 
 def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
-    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "3"], tmp_path, capsys)
+    data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "3"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert cell["processes"] == 2
@@ -39,8 +35,9 @@ def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
 
 
 def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_path, capsys):
-    data, run_dir = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "--runs", "6",
-                           "--timeout", "120"], tmp_path, capsys)
+    swept = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "--runs", "6",
+                   "--timeout", "120"], tmp_path, capsys)
+    data = swept.data
     verdicts = {c["jax_version"]: c for c in data["cells"]}
     broken, fixed = verdicts["0.8.1"], verdicts["0.8.2"]
     assert broken["verdict"] == "reproduced", broken["reason"]
@@ -50,7 +47,7 @@ def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_pa
         assert "computation" in broken["rank_split"]["components"]
     assert fixed["verdict"] == "clean", fixed["reason"]
     assert "accelerator_config" in fixed["job"]["host_components"]
-    report = (run_dir / "report.md").read_text()
+    report = (swept.run_dir / "report.md").read_text()
     assert "processes" in report
 
 
@@ -62,8 +59,8 @@ def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsy
                                      "jax.distributed.initialize()\nprint(jax.device_count())\n")
     pids = tmp_path / "pids"
     pids.mkdir()
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20",
-                     "--env", f"PID_FILE={pids / 'sleeper'}"], tmp_path / "out", capsys)
+    data = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20",
+                  "--env", f"PID_FILE={pids / 'sleeper'}"], tmp_path / "out", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "error", cell["reason"]
     assert "processes did not finish" in cell["reason"]
@@ -80,8 +77,8 @@ def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsy
 
 
 def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
-    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.4.31", "--runs", "2",
-                     "--timeout", "60"], tmp_path, capsys)
+    data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.4.31", "--runs", "2",
+                  "--timeout", "60"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported", cell["reason"]
     assert "cannot run a 2-process job here" in cell["reason"]
@@ -93,16 +90,16 @@ def test_a_job_in_containers_one_per_process_sharing_a_loopback(tmp_path, capsys
     from tests.test_docker_integration import our_containers
 
     client = engine_with_base_image()
-    data, _ = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "2",
-                     "--backend", "docker"], tmp_path / "stable", capsys)
+    data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "2",
+                  "--backend", "docker"], tmp_path / "stable", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert all(r["joined"] for run in cell["runs"] for r in run["ranks"])
     script = write("never_joins.py", "import os, time\nimport jax\n"
                                      "if os.environ['HARNESS_JOB_RANK'] == '1':\n    time.sleep(3600)\n"
                                      "jax.distributed.initialize()\nprint(jax.device_count())\n")
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20", "--backend", "docker"],
-                    tmp_path / "hang", capsys)
+    data = check([str(script), "--versions", "0.10.2", "--runs", "2", "--timeout", "20", "--backend", "docker"],
+                 tmp_path / "hang", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "error" and "processes did not finish" in cell["reason"], cell["reason"]
     assert our_containers(client, tmp_path) == []

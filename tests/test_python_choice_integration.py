@@ -4,14 +4,13 @@ Skipped, saying why, where no Python 3.12 is found (PATH, uv, pyenv); `.ci/run` 
 HARNESS_REQUIRE_PYTHON_312=1, so in CI a missing one fails instead.
 """
 
-import json
 import os
 
 import pytest
 
-from harness import cli
 from harness.environments.interpreters import discover
 from harness.pythons import PythonVersion
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +29,6 @@ def interpreters():
     return found
 
 
-def sweep(argv, tmp_path, capsys):
-    code = cli.main([*argv, "--out", str(tmp_path)])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), out, err
-
-
 def test_each_release_in_the_python_it_chose(interpreters, tmp_path, capsys, write):
     config = write("newest.yaml", """\
 name: newest
@@ -45,7 +36,8 @@ repro: shard_map_grad
 jax_versions: ["0.10.2", "0.12.0.1"]
 runs: 3
 """)
-    data, _, err = sweep(["run", str(config)], tmp_path / "r", capsys)
+    swept = sweep(["run", str(config)], tmp_path / "r", capsys, quiet=False)
+    data = swept.data
     cells = {c["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.10.2": "clean", "0.12.0.1": "clean"}
     own = cells["0.10.2"]["environment"]
@@ -54,7 +46,7 @@ runs: 3
     newest = max(i.version for i in interpreters)
     assert newer["python_choice"] == {**newer["python_choice"], "why": "newest", "version": str(newest)}
     assert newer["python"].startswith(f"{newest}.")  # what the venv's interpreter itself reported
-    assert "jax 0.12.0.1: Python" in err  # the choice is printed with the environment
+    assert "jax 0.12.0.1: Python" in swept.err  # the choice is printed with the environment
 
 
 def test_a_pinned_python_312_environment(interpreters, tmp_path, capsys, write):
@@ -65,7 +57,7 @@ jax_versions: ["0.11.0"]
 python: "3.12"
 runs: 3
 """)
-    data, _, _ = sweep(["run", str(config)], tmp_path / "r", capsys)
+    data = sweep(["run", str(config)], tmp_path / "r", capsys, quiet=False).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean" and cell["environment"]["python"].startswith("3.12.")
     assert cell["environment"]["python_choice"]["why"] == "pinned"

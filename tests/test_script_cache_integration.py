@@ -5,28 +5,19 @@
 so the releases are told apart, and `/jaxcache` is never created.
 """
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from harness import cli
 from harness.environments.docker import docker_available
+from tests.sweeps import check
 
 pytestmark = pytest.mark.integration
 
 SM = Path(__file__).parent / "fixtures" / "sm.py"
 SEED_VERDICTS = {"0.4.26": "clean", "0.4.27": "reproduced", "0.4.28": "reproduced", "0.4.29": "clean"}
 ITS_FOLDER = Path("/jaxcache")
-
-
-def check(argv, out: Path, capsys):
-    code = cli.main(["check", *argv, "--out", str(out), "--quiet"])
-    _, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), run_dir
 
 
 def assert_seed_script_measured(data, run_dir):
@@ -52,8 +43,9 @@ def no_jaxcache():
 
 
 def test_the_seed_issues_own_script(tmp_path, capsys, no_jaxcache):
-    data, run_dir = check([str(SM), "--versions", *SEED_VERDICTS], tmp_path, capsys)
-    assert_seed_script_measured(data, run_dir)
+    swept = check([str(SM), "--versions", *SEED_VERDICTS], tmp_path, capsys)
+    data = swept.data
+    assert_seed_script_measured(data, swept.run_dir)
 
 
 @pytest.mark.docker
@@ -63,9 +55,10 @@ def test_the_seed_issues_own_script_in_containers(tmp_path, capsys, no_jaxcache)
         if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
             pytest.fail(f"HARNESS_REQUIRE_DOCKER=1 but {reason}")
         pytest.skip(reason)
-    data, run_dir = check([str(SM), "--versions", *SEED_VERDICTS, "--backend", "docker"], tmp_path, capsys)
+    swept = check([str(SM), "--versions", *SEED_VERDICTS, "--backend", "docker"], tmp_path, capsys)
+    data = swept.data
     assert {c["environment"]["backend"] for c in data["cells"]} == {"docker"}
-    assert_seed_script_measured(data, run_dir)
+    assert_seed_script_measured(data, swept.run_dir)
 
 
 STABLE = """\
@@ -79,7 +72,7 @@ def test_jax_config_update_on_a_recent_release(tmp_path, capsys, write):
     asked = tmp_path / "its-own-cache"
     script = write("config_update.py", STABLE.format(
         setup=f"jax.config.update('jax_compilation_cache_dir', {str(asked)!r})"))
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "r", capsys)
+    data = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "r", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert cell["script_cache"]["folders"] == [{"requested": str(asked), "api": "jax.config.update"}]
@@ -89,7 +82,7 @@ def test_jax_config_update_on_a_recent_release(tmp_path, capsys, write):
 def test_thresholds_the_script_sets_are_zeroed_unless_its_own_are_asked_for(tmp_path, capsys, write):
     script = write("slow_only.py", STABLE.format(
         setup="jax.config.update('jax_persistent_cache_min_compile_time_secs', 600.0)"))
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "zeroed", capsys)
+    data = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "zeroed", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert "cache_thresholds" not in data["config"]  # the default
@@ -98,8 +91,8 @@ def test_thresholds_the_script_sets_are_zeroed_unless_its_own_are_asked_for(tmp_
     # It sets no folder: as written it has no cache at all, which comes before its threshold.
     assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
     assert cell["as_you_run_it"].endswith("below your 600 s threshold (jax_persistent_cache_min_compile_time_secs)")
-    data, _ = check([str(script), "--versions", "0.10.2", "--runs", "2", "--cache-thresholds", "script"],
-                    tmp_path / "kept", capsys)
+    data = check([str(script), "--versions", "0.10.2", "--runs", "2", "--cache-thresholds", "script"],
+                 tmp_path / "kept", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported" and cell["nothing_cached"] == "cache uninitialised"
     assert cell["reason"].startswith("nothing is cached, because the script sets no cache folder, ")
@@ -109,7 +102,7 @@ def test_thresholds_the_script_sets_are_zeroed_unless_its_own_are_asked_for(tmp_
 
 def test_a_script_that_turns_the_cache_off_is_not_an_unsupported_release(tmp_path, capsys, write):
     script = write("off.py", STABLE.format(setup="jax.config.update('jax_enable_compilation_cache', False)"))
-    data, _ = check([str(script), "--versions", "0.4.26", "--runs", "2"], tmp_path, capsys)
+    data = check([str(script), "--versions", "0.4.26", "--runs", "2"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "unsupported"
     assert cell["nothing_cached"] == "cache disabled"

@@ -1,11 +1,9 @@
 """--vary in containers (a real engine): the folder a factor moves is mounted at another path inside, the
 user and the host name are the container's; what an image cannot vary says so."""
 
-import json
-
 import pytest
 
-from harness import cli
+from tests import sweeps
 from tests.docker_engine import engine_with_base_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
@@ -19,12 +17,8 @@ def client():
 
 
 def check(tmp_path, capsys, *argv):
-    code = cli.main(["check", "examples/stable_script.py", "--backend", "docker", "--runs", "2", "-q",
-                     "--out", str(tmp_path), *argv])
-    _, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
+    (cell,) = sweeps.check(["examples/stable_script.py", "--backend", "docker", "--runs", "2", *argv], tmp_path,
+                           capsys).data["cells"]
     return cell, {f["factor"]: f for f in cell["variation"]["factors"]}
 
 

@@ -12,16 +12,9 @@ import pytest
 from harness import cli
 from harness.environments.interpreters import discover
 from harness.pythons import PythonVersion
+from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration
-
-
-def sweep(argv, tmp_path, capsys):
-    code = cli.main([*argv, "--out", str(tmp_path), "-q"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "results.json").read_text()), out, run_dir
 
 
 def factors(cell):
@@ -29,8 +22,9 @@ def factors(cell):
 
 
 def test_cache_path_reproduces_on_a_release_that_keys_the_path(tmp_path, capsys):
-    data, out, run_dir = sweep(["check", "examples/stable_script.py", "--versions", "0.5.0", "--runs", "2",
-                                "--vary", "cache-path"], tmp_path, capsys)
+    swept = sweep(["check", "examples/stable_script.py", "--versions", "0.5.0", "--runs", "2",
+                   "--vary", "cache-path"], tmp_path, capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "reproduced"
     assert cell["reason"].startswith("misses when the cache folder is reached by another path (compile_options moved")
@@ -39,8 +33,8 @@ def test_cache_path_reproduces_on_a_release_that_keys_the_path(tmp_path, capsys)
     assert found["modules"] and len(found["modules"]) == found["modules_total"]  # every module missed
     assert cell["variation"]["control"]["exit_code"] == 0  # the plain environment, same seed, hit
     assert [r["seed"] for r in cell["runs"]][0] == cell["variation"]["seed"] == found["run"]["seed"]
-    assert "miss: cache-path" in out
-    report = (run_dir / "report.md").read_text()
+    assert "miss: cache-path" in swept.out
+    report = (swept.run_dir / "report.md").read_text()
     assert "## Environment variation" in report and "--vary cache-path" in report
 
 
@@ -50,16 +44,17 @@ def test_cache_path_is_clean_once_fixed_in_0_11_0(tmp_path, capsys):
         if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    data, _, _ = sweep(["check", "examples/stable_script.py", "--versions", "0.11.0", "--runs", "2",
-                        "--vary", "cache-path"], tmp_path, capsys)
+    data = sweep(["check", "examples/stable_script.py", "--versions", "0.11.0", "--runs", "2",
+                  "--vary", "cache-path"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert factors(cell)["cache-path"]["outcome"] == "hit"
 
 
 def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
-    data, out, run_dir = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "2",
-                                "--vary", "all"], tmp_path, capsys)
+    swept = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "2",
+                   "--vary", "all"], tmp_path, capsys)
+    data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     found = factors(cell)
@@ -71,12 +66,12 @@ def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
         if name != "compression":  # a factor is a hit, or says why it could not be made here: never silent
             assert result["outcome"] in ("hit", "cannot vary here"), (name, result)
             assert result["outcome"] == "hit" or result["reason"]
-    assert "keyed by design: compression" in out
-    assert "keyed by design" in (run_dir / "report.md").read_text()
+    assert "keyed by design: compression" in swept.out
+    assert "keyed by design" in (swept.run_dir / "report.md").read_text()
 
 
 def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
-    data, _, _ = sweep(["run", "configs/smoke.yaml", "--vary", "all"], tmp_path, capsys)
+    data = sweep(["run", "configs/smoke.yaml", "--vary", "all"], tmp_path, capsys).data
     cells = {c["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced", "0.4.29": "clean"}
     assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
