@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pysource_minimize import minimize
 
 from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
+from harness.reduce.readable import less_readable, restorations
 
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
@@ -116,9 +117,11 @@ class Search:
 
     # ---- passes ------------------------------------------------------------------------------
 
-    def run_pass(self, make: Pass) -> bool:
+    def run_pass(self, make: Pass, shrink_only: bool = True) -> bool:
         """Candidates of `make` from the best program, `jobs` at a time; the first kept one becomes the
-        best and the pass goes on from it, at the kept one's place. True when it shrank the program."""
+        best and the pass goes on from it, at the kept one's place. True when it changed the program.
+        `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
+        progress); the readability pass's candidates are not shorter, and each makes one value readable."""
         start, resume_at = self.best, None
         while True:
             batch: list[tuple[Place, str]] = []
@@ -126,7 +129,7 @@ class Search:
             for place, candidate in make(self.best):
                 if resume_at is not None and place < resume_at:
                     continue
-                if len(candidate) >= len(self.best):
+                if shrink_only and len(candidate) >= len(self.best):
                     continue  # the coarse passes only ever shrink a program: no progress
                 quick = self._quick(candidate)
                 if quick is not None and not quick.kept:
@@ -164,6 +167,8 @@ class Search:
                 return False
             if candidate == self.best:
                 return True
+            if less_readable(self.best, candidate):
+                return False  # never run: a reproducer must read like a program (harness/reduce/readable.py)
             answer = self.decide([candidate])[0]
             if answer.kept:
                 self._accept(candidate)
@@ -175,6 +180,13 @@ class Search:
             result = normalise(minimize(self.best, checker))
         if result != self.best and self.memo.get(digest(result), Tried(False)).kept:
             self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    def restore(self) -> None:
+        """Readable values put back where the best program has unreadable ones (int axis names, zero
+        sizes), each kept only if it keeps the signature, then the good release's checkpoint."""
+        self.run_pass(restorations, shrink_only=False)
+        while not self.checkpoint():
+            pass
 
     # ---- the good release --------------------------------------------------------------------
 
@@ -236,6 +248,7 @@ class Search:
                 self.polish()
                 while not self.checkpoint():
                     pass
+            self.restore()
         except OutOfCandidates:
             while not self.checkpoint():
                 pass
