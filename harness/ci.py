@@ -98,14 +98,23 @@ def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str) -> Non
         raise UserError(f"--junit-xml {path}: cannot write it ({exc.strerror})") from None
 
 
-def step_summary(cells: Sequence[CellResult], title: str) -> str:
+def merged_suite_name(name: str, folder: Path) -> str:
+    """A merge's suite: the sweep's name (its config's), as the unsharded sweep's suite is named, so a CI
+    sees the same test suite whether the sweep ran on one machine or in shards."""
+    return name or suite_name(folder)
+
+
+def step_summary(cells: Sequence[CellResult], title: str, status: str = "") -> str:
     """Markdown for GitHub's job summary: the table and the boundary line, escaped as report.md's are (a
-    reason or a module name from the program can add no column, HTML or mention)."""
-    return (f"### {markdown.text(title)}\n\n{render_markdown_table(list(cells))}\n\n"
+    reason or a module name from the program can add no column, HTML or mention). `status`, when given,
+    says first what the cells are not (a merge's `incomplete: shard 3 missing`)."""
+    said = f"**{markdown.text(status)}**\n\n" if status else ""
+    return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(list(cells))}\n\n"
             f"**{markdown.text(summary_line(list(cells)))}**\n")
 
 
-def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None) -> Path | None:
+def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None,
+                        status: str = "") -> Path | None:
     """Append the summary to the file GITHUB_STEP_SUMMARY names, when it is set; the path, or None."""
     target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
     if not target:
@@ -113,7 +122,7 @@ def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[s
     path = Path(target)
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(step_summary(cells, title) + "\n")
+            out.write(step_summary(cells, title, status) + "\n")
     except OSError as exc:
         raise UserError(f"{STEP_SUMMARY_VAR}={target}: cannot append the summary ({exc.strerror})") from None
     return path

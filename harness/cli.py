@@ -1,9 +1,9 @@
 """`harness` (layer 6, the top): parses arguments into options, calls the service, shows the outcome.
 
 Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`, docs/ci.md): 0 the
-work completed (whatever it found), 1 a regression (nightly and compare; run and check with --fail-on),
-2 bad input, 3 a failure of the harness itself, 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (129
-SIGHUP; partial results are kept).
+work completed (whatever it found), 1 a regression (nightly and compare; run, check, merge and submit
+--wait with --fail-on), 2 bad input, 3 a failure of the harness itself (or an incomplete merge), 130
+interrupted by Ctrl-C, 143 stopped by SIGTERM (129 SIGHUP; partial results are kept).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
+from harness.model import CellResult
 from harness.results import RunStatus
 from harness.options import SCRIPT_ARGS, Given, from_given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
@@ -213,12 +214,14 @@ def cmd_compare(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
     merged = service.merge(list(given["results"]), given["out"], shlex.join(["harness", *words]))
     print(render(merged.cells))
     print()
     print(summary_line(merged.cells))
     print(f"results: {merged.results_file}")
-    return ExitCode.OK
+    return _merged_outputs(merged.cells, merged.status, merged.complete,
+                           ci.merged_suite_name(merged.name, merged.folder), given)
 
 
 def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
@@ -235,8 +238,12 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
-    options = from_given(service.SubmitOptions, given, argv=words)
-    found = service.submit(given["config"], options, dry_run=given["dry_run"], progress=ConsoleProgress())
+    _check_ci_paths(given)
+    if not given["wait"] and (given["junit_xml"] is not None or given["fail_on"]):
+        flag = "--junit-xml" if given["junit_xml"] is not None else "--fail-on"
+        raise UserError(f"{flag}: only with --wait (the merged cells are read only when waiting for them)")
+    submit_options = from_given(service.SubmitOptions, given, argv=words)
+    found = service.submit(given["config"], submit_options, dry_run=given["dry_run"], progress=ConsoleProgress())
     if found.submitted is None:
         print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
         print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)
@@ -261,11 +268,8 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
     print(render(merged.cells))
     print()
     print(summary_line(merged.cells))  # last, as for run
-    if merged.complete:
-        return ExitCode.OK
-    print(f"{merged.status}" + (f"; re-submit with: {waited.resubmit_command}" if waited.resubmit_command else ""),
-          file=sys.stderr)
-    return ExitCode.FAILURE
+    return _merged_outputs(merged.cells, merged.status, merged.complete,
+                           ci.merged_suite_name(merged.name, merged.folder), given, waited.resubmit_command)
 
 
 # ---- showing outcomes ----------------------------------------------------------------------------
@@ -287,21 +291,34 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
     print(render(swept.cells))
     print()
     print(summary_line(swept.cells))  # last, so `| tail -1` gives the answer
-    return _ci_outputs(swept, given) if given is not None else ExitCode.OK
+    return _ci_outputs(swept.cells, ci.suite_name(swept.folder), given) if given is not None else ExitCode.OK
 
 
-def _ci_outputs(swept: service.SweepOutcome, given: Given) -> int:
+def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "") -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names."""
     if given.get("junit_xml") is not None:
-        ci.write_junit(given["junit_xml"], swept.cells, ci.suite_name(swept.folder))
+        ci.write_junit(given["junit_xml"], cells, suite)
         print(f"junit: {given['junit_xml']}", file=sys.stderr)
-    ci.append_step_summary(swept.cells, ci.suite_name(swept.folder))
+    ci.append_step_summary(cells, suite, status=status)
     fail_on = given.get("fail_on") or frozenset()
-    failed = ci.failing(swept.cells, fail_on)
+    failed = ci.failing(cells, fail_on)
     if failed:
         print(f"harness: {ci.fail_line(failed, fail_on)}", file=sys.stderr)
         return ExitCode.REGRESSION
     return ExitCode.OK
+
+
+def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, given: Given,
+                    resubmit_command: str | None = None) -> int:
+    """merge and submit --wait: the CI outputs of the merged cells. An incomplete merge (a shard missing or
+    cut short) exits 3, as the harness's failure: nothing was decided for the cells it lacks. A verdict
+    --fail-on names among the cells it has is still 1: that regression was measured."""
+    code = _ci_outputs(cells, suite, given, status="" if complete else status)
+    if complete:
+        return code
+    print(f"harness: {status}" + (f"; re-submit with: {resubmit_command}" if resubmit_command else ""),
+          file=sys.stderr)
+    return code if code == ExitCode.REGRESSION else ExitCode.FAILURE
 
 
 def _show_changes(changes: list[CellChange], baseline: Path) -> int:

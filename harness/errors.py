@@ -9,11 +9,13 @@ import sys
 class ExitCode(enum.IntEnum):
     OK = 0  # the work completed, whatever it found (unless --fail-on names what it found)
     # nightly/compare: a cell went from clean to reproduced or error, or its seconds lost per start grew
-    # past --max-lost-growth (the alarm); run/check: a cell's verdict is one --fail-on names. JAX broke it.
+    # past --max-lost-growth (the alarm); run/check/merge/submit --wait: a cell's verdict is one --fail-on
+    # names. JAX broke it.
     REGRESSION = 1
     BAD_INPUT = 2  # bad input, one line on stderr, nothing written (also: a bisect endpoint contradicts its flag)
     # The harness itself failed: a bug (its traceback is printed), a full disk, a merge job that left no
-    # results. 3, as pytest's internal error: the harness broke, not JAX, and nothing was decided.
+    # results, a merge that lacks shards (missing or cut short). 3, as pytest's internal error: the harness
+    # (or the machines it ran on) broke, not JAX, and nothing was decided for the cells it lacks.
     FAILURE = 3
     INTERRUPTED = 130  # Ctrl-C: what was measured is kept
 
@@ -22,8 +24,8 @@ _MEANINGS = {
     ExitCode.REGRESSION: ("Regression", "a cell went from clean to reproduced or error, lost more seconds per start "
                           "than allowed, or has a verdict --fail-on names: JAX's cache broke (the table says where)"),
     ExitCode.BAD_INPUT: ("Bad input", "the line above says what to fix; nothing was measured"),
-    ExitCode.FAILURE: ("The harness itself failed", "exit 3 is a failure of the harness (a bug, a full disk), not "
-                       "a verdict on JAX: see the traceback above"),
+    ExitCode.FAILURE: ("The harness itself failed", "exit 3 is a failure of the harness (a bug, a full disk) or of "
+                       "its machines (a merge lacking shards), not a verdict on JAX: see the lines above"),
 }
 
 

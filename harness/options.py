@@ -206,6 +206,9 @@ RESUMABLE = _commands("run", "check")
 # harness reduce measures a script as check does, on one release (and a good one), without shards.
 MEASURING = SWEEPING | {"reduce"}
 SCRIPTED = _commands("check", "reduce")  # the commands that run a user's script
+# What a CI reads of the cells (--junit-xml, --fail-on; docs/ci.md): of a sweep, or of the shards merged
+# (submit: with --wait, once the merge job has ended).
+CI_OUTPUTS = RESUMABLE | {"merge", "submit"}
 
 OPTIONS: tuple[Option, ...] = (
     Option("config", (), "the config (YAML): the repro, versions, meshes, platform, runs",
@@ -335,10 +338,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("resume", ("--resume",), "finish an interrupted sweep in its own folder: measure only the cells it "
            "lacks", RESUMABLE, Group.RESULTS, type=Path, metavar="RESULTS_DIR", example=("results/run",)),
     Option("junit_xml", ("--junit-xml",), "also write the cells as JUnit XML: reproduced and error are failures "
-           "(the reason their message), unsupported skipped, clean passes (docs/ci.md)",
-           _commands("run", "check", "nightly"), Group.RESULTS, type=Path, metavar="PATH", example=("junit.xml",)),
+           "(the reason their message), unsupported skipped, clean passes (docs/ci.md); merge and submit --wait: "
+           "the merged cells", CI_OUTPUTS | {"nightly"}, Group.RESULTS, type=Path, metavar="PATH",
+           example=("junit.xml",)),
     Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
-           "unsupported; comma-separated); without it, exit 0 whatever the cells say", RESUMABLE, Group.RESULTS,
+           "unsupported; comma-separated); without it, exit 0 whatever the cells say", CI_OUTPUTS, Group.RESULTS,
            type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
            example=("reproduced,error",)),
     Option("max_lost_growth", ("--max-lost-growth",), "also alarm (exit 1) on a cell whose seconds lost per "

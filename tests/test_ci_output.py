@@ -218,3 +218,71 @@ def test_compare_command_takes_the_threshold(tmp_path, capsys):
     assert cli.main(["compare", str(current), "--baseline", str(baseline)]) == 0
     assert cli.main(["compare", str(current), "--baseline", str(baseline), "--max-lost-growth", "1"]) == 1
     assert "ALARM" in capsys.readouterr().out
+
+
+# ---- merge and submit --wait: the CI outputs of the merged cells -----------------------------------
+
+def shard_folders(tmp_path, keep=(1, 2)):
+    """Shards 1 and 2 of a sweep (tests/test_shards.py's: 10 cells, 4 reproduced) as results folders; only
+    those in `keep`."""
+    from tests.test_shards import shard_documents
+    folders = []
+    for index, (label, doc) in enumerate(shard_documents(2), start=1):
+        if index in keep:
+            folders.append(str(write_doc(tmp_path / label, doc)))
+    return folders
+
+
+def write_doc(folder, doc):
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(doc))
+    return folder
+
+
+def ci_files(tmp_path, monkeypatch):
+    summary, junit = tmp_path / "summary.md", tmp_path / "out" / "junit.xml"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return summary, junit
+
+
+def junit_cases(junit) -> dict:
+    text = junit.read_text()
+    SCHEMA.validate(text)
+    (suite,) = SCHEMA.to_dict(text)["testsuite"]
+    return suite
+
+
+@pytest.mark.parametrize("flags, code", [([], 0), (["--fail-on", "reproduced"], 1), (["--fail-on", "error"], 0)])
+def test_merge_writes_the_junit_and_summary_of_the_merged_cells(tmp_path, capsys, monkeypatch, flags, code):
+    summary, junit = ci_files(tmp_path, monkeypatch)
+    args = ["merge", *shard_folders(tmp_path), "--out", str(tmp_path / "m"), "--junit-xml", str(junit), *flags]
+    assert cli.main(args) == code
+    err = capsys.readouterr().err
+    suite = junit_cases(junit)
+    # The suite of the sweep the shards cut (its config's name, as the unsharded sweep's folder is named).
+    assert suite["@name"] == "s" and (suite["@tests"], suite["@failures"]) == ("10", "4")
+    (merged,) = (tmp_path / "m").iterdir()
+    cells = service.reading.load_results(merged).cells
+    assert summary.read_text() == step_summary(cells, "s") + "\n"
+    assert ("harness: --fail-on reproduced: 4 cell(s) failed: 0.4.27 4x2x1x1" in err) == (code == 1)
+
+
+@pytest.mark.parametrize("flags, code", [([], 3), (["--fail-on", "error"], 3), (["--fail-on", "reproduced"], 1)])
+def test_an_incomplete_merge_exits_3_unless_a_cell_it_has_fails_the_job(tmp_path, capsys, monkeypatch, flags, code):
+    """A shard missing: nothing was decided for its cells (3, as the harness's failure); a reproduced cell
+    among those merged was measured all the same (1)."""
+    summary, junit = ci_files(tmp_path, monkeypatch)
+    args = ["merge", *shard_folders(tmp_path, keep=(1,)), "--out", str(tmp_path / "m"), "--junit-xml", str(junit),
+            *flags]
+    assert cli.main(args) == code
+    err = capsys.readouterr().err
+    assert "harness: incomplete: shard 2 missing" in err
+    assert junit_cases(junit)["@tests"] == "5"  # shard 1's cells
+    text = summary.read_text()
+    assert text.startswith("### s\n\n**incomplete: shard 2 missing**\n\n")
+
+
+def test_merge_junit_xml_at_a_folder_is_bad_input_before_anything_is_written(tmp_path, capsys):
+    folders = shard_folders(tmp_path)
+    assert cli.main(["merge", *folders, "--out", str(tmp_path / "m"), "--junit-xml", str(tmp_path)]) == 2
+    assert "--junit-xml" in capsys.readouterr().err and not (tmp_path / "m").exists()

@@ -106,6 +106,27 @@ def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
     assert logs == sorted([f"shard-1-{array}.out", f"shard-2-{array}.out", f"merge-{merge}.out"])
 
 
+def test_submit_wait_writes_the_junit_and_summary_of_the_merged_cells_and_fails_on_them(tmp_path):
+    """In CI: --wait with --junit-xml, GITHUB_STEP_SUMMARY and --fail-on, of the cells the merge job joined."""
+    from tests.test_ci_output import SCHEMA
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
+    done = harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
+                   "--junit-xml", str(junit), "--fail-on", "reproduced",
+                   env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 1, done.stderr  # 0.4.28 reproduces
+    assert "harness: --fail-on reproduced: 1 cell(s) failed: 0.4.28 8x1x1x1 (a,b,c,d) reproduced" in done.stderr
+    text = junit.read_text()
+    SCHEMA.validate(text)
+    (suite,) = SCHEMA.to_dict(text)["testsuite"]
+    assert (suite["@name"], suite["@tests"], suite["@failures"]) == ("smoke", "2", "1")
+    assert [c["@name"] for c in suite["testcase"]] == [f"jax {v} 8x1x1x1 (a,b,c,d) cpux8" for v in ("0.4.28", "0.4.29")]
+    assert summary.read_text().startswith("### smoke\n\n| ")
+    # The tasks wrote neither (each measures a share): their command lines do not carry them.
+    folder = submitted(done.stdout)[2]
+    assert "--junit-xml" not in (folder / "shard.sbatch").read_text()
+    assert completion_states(merge := submitted(done.stdout)[1]) == {merge: "COMPLETED"}
+
+
 def test_a_bad_partition_submits_nothing(tmp_path):
     done = harness("submit", SMOKE, "--shards", "2", "--partition", "no-such-partition",
                    "--out", str(tmp_path / "r"))

@@ -278,3 +278,60 @@ def test_a_refused_merge_cancels_the_array_and_leaves_no_folder(tmp_path):
         service.submit(SMOKE, options(tmp_path), slurm=slurm)
     assert slurm.calls[-1] == ("scancel", ("101",))
     assert list((tmp_path / "r").iterdir()) == []
+
+
+# --- --junit-xml, GITHUB_STEP_SUMMARY and --fail-on: of the merged cells, with --wait ---
+
+@pytest.mark.parametrize("flags", [["--junit-xml", "j.xml"], ["--fail-on", "reproduced"]])
+def test_ci_outputs_without_wait_are_refused(flags, capsys, tmp_path):
+    assert_refused(["configs/smoke.yaml", "--shards", "2", *flags], capsys, tmp_path, "with --wait")
+
+
+def test_the_tasks_do_not_get_the_ci_outputs(no_slurm, capsys, tmp_path):
+    """Each task's share is not the sweep: the JUnit file and --fail-on are of the merged cells."""
+    code, out, err = run_submit(["configs/smoke.yaml", "--shards", "2", "--dry-run", "--wait", "--junit-xml",
+                                 str(tmp_path / "j.xml"), "--fail-on", "reproduced"], capsys)
+    assert code == 0, err
+    run = next(line for line in out.splitlines() if line.startswith("exec ") and " run " in line)
+    assert "--junit-xml" not in run and "--fail-on" not in run and not (tmp_path / "j.xml").exists()
+
+
+class MergingSlurm(RecordingSlurm):
+    """A cluster whose jobs are done as soon as submitted: the merge job merges the shards of
+    tests/test_shards.py (those in `shards`) into the sweep's merged/ folder, as merge.sbatch would."""
+
+    def __init__(self, shards=(1, 2)):
+        super().__init__()
+        self.shards = shards
+
+    def submit(self, script, *options):
+        if script.name == "merge.sbatch":
+            from tests.test_ci_output import shard_folders
+            folders = shard_folders(script.parent / "shards", keep=self.shards)
+            service.merge([Path(f) for f in folders], script.parent / "merged", "harness merge")
+        return super().submit(script, *options)
+
+    def states(self, *job_ids):
+        return {}  # every job has ended
+
+
+@pytest.mark.parametrize("shards, flags, code, said", [
+    ((1, 2), [], 0, ""),
+    ((1, 2), ["--fail-on", "reproduced"], 1, "harness: --fail-on reproduced: 4 cell(s) failed"),
+    ((1,), [], 3, "harness: incomplete: shard 2 missing; re-submit with: harness submit"),
+    ((1,), ["--fail-on", "reproduced"], 1, "harness: incomplete: shard 2 missing"),
+])
+def test_submit_wait_writes_the_ci_outputs_of_the_merged_cells(shards, flags, code, said, monkeypatch, capsys,
+                                                               tmp_path):
+    from tests.test_ci_output import junit_cases
+    monkeypatch.setattr(service.submitting, "Slurm", lambda: MergingSlurm(shards))
+    summary, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code_, out, err = run_submit(["configs/smoke.yaml", "--shards", "2", "--wait", "--out", str(tmp_path / "r"),
+                                  "--junit-xml", str(junit), *flags], capsys)
+    assert code_ == code, err
+    assert said in err
+    suite = junit_cases(junit)
+    assert suite["@name"] == "s" and suite["@tests"] == str(5 * len(shards))
+    assert summary.read_text().startswith("### s\n\n" + ("" if len(shards) == 2 else
+                                                         "**incomplete: shard 2 missing**\n\n"))

@@ -68,3 +68,9 @@ class SubmitWaitOutcome:
 @dataclass(frozen=True)
 class MergeOutcome(InFolder):
     cells: list[CellResult]
+    status: str = str(RunStatus.COMPLETE)  # results.json's, e.g. "incomplete: shard 3 missing"
+    name: str = ""  # the sweep's (its config's name): the merged JUnit suite is the unsharded sweep's
+
+    @property
+    def complete(self) -> bool:
+        return self.status == RunStatus.COMPLETE

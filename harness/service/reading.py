@@ -51,4 +51,4 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
                 # Slugs name cells, and each cell is in one shard: the trees do not collide.
                 shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
     write_files(out, merged)
-    return MergeOutcome(out, merged.cells)
+    return MergeOutcome(out, merged.cells, merged.status_text, merged.header.config.name or "")

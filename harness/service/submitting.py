@@ -30,8 +30,9 @@ from harness.sweep import plan_cells
 # Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
 SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
 
-# What a shard task sets itself (its shard and folder: the job script), or must not (a task is quiet).
-_TASK_OWN = ("config", "shard", "out", "resume", "quiet")
+# What a shard task sets itself (its shard and folder: the job script), or must not: a task is quiet, and
+# the CI outputs are of the merged cells (submit --wait writes them), not each task's share.
+_TASK_OWN = ("config", "shard", "out", "resume", "quiet", "junit_xml", "fail_on")
 # Spelled even at their defaults: the tasks run as the submitter's harness chose, whatever theirs defaults to.
 TASK_SPELLED = ("versions", "runs", "jobs", "backend", "seeds")
 

@@ -39,6 +39,7 @@ class MergedSweep:
     cells: list[CellResult]
     status: str  # results.json's, e.g. "incomplete: shard 2 interrupted"
     unfinished: tuple[int, ...]
+    name: str = ""  # the sweep's (its config's name)
 
     @property
     def results_file(self) -> Path:
@@ -145,7 +146,8 @@ def read_merge(folder: Path) -> MergedSweep:
     document = load_results(folder)
     shards = document.sections.get("shards") or {}  # absent in merges written before harness submit
     unfinished = tuple(sorted({*shards.get("missing", []), *map(int, shards.get("unfinished", {}))}))
-    return MergedSweep(folder, document.cells, document.status_text, unfinished)
+    return MergedSweep(folder, document.cells, document.status_text, unfinished,
+                       document.header.config.name or "")
 
 
 def resubmit_command(record: dict[str, Any], sweep_dir: Path, shards: tuple[int, ...]) -> str:
