@@ -30,6 +30,7 @@ def test_an_array_made_before_the_folder_is_set_leaves_0_5_0_without_a_cache(tmp
     report = (swept.run_dir / "report.md").read_text()
     first = report[: report.index("## Results")]
     assert "**jax 0.5.0**: Nothing is cached, because JAX's cache was never initialised" in first
+    assert "the harness set JAX_COMPILATION_CACHE_DIR" not in report  # the folder is the script's own
     assert not Path("/tmp/jax-25768-cache").exists() or not any(Path("/tmp/jax-25768-cache").iterdir())
 
 
@@ -65,6 +66,9 @@ def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, cap
     assert "; even with it, " in cell["as_you_run_it"] and "below JAX's default 1 s threshold" in cell["as_you_run_it"]
     logs = swept.run_dir / "logs" / "jax-0.4.31-cpu8-script"
     assert len(list(logs.glob("run-01-*.no-folder.log"))) == 1  # the first attempt, kept beside
+    report = (swept.run_dir / "report.md").read_text()
+    assert ("- The script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it is "
+            "not set, JAX keeps no persistent cache for this script) (jax 0.4.31).") in report
 
 
 def test_a_compile_that_fails_for_some_hash_seeds_names_the_exception_and_the_seeds(tmp_path, capsys):

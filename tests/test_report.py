@@ -13,7 +13,7 @@ import yaml
 from harness import cli, confidence, seeds
 from harness.bisect import bisection, commits, logic
 from harness.config import parse_config
-from harness.model import CellResult, CellSpec, Mesh, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.model import CellResult, CellSpec, Mesh, FolderMode, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
@@ -597,3 +597,32 @@ def test_no_boundary_with_identical_modules_points_to_the_note():
     assert ev.cause is None
     text = _render(_doc([cell]), [cell], {cell.spec.key: ev})
     assert f"- What differs: on jax 0.4.28, {ev.note}" in text.replace("\\", "")
+
+
+def _script_cell(version, folder=None, processes=1):
+    cell = CellResult(CellSpec(version, Platform.CPU, 8, None, processes=processes), Verdict.CLEAN, {}, [],
+                      cache_folder=folder, cache_folder_why="as the runner says it" if folder else "")
+    return cell
+
+
+def test_the_report_says_where_a_cache_folder_came_from_when_not_from_the_script():
+    """cache_folder (the as-it-runs hook's record): a note per cell whose folder the harness set; none where
+    the script set its own (the hook redirected it), nor for cells written before it was recorded."""
+    cells = [_script_cell("0.4.28", FolderMode.ENVIRONMENT), _script_cell("0.4.29", FolderMode.ENVIRONMENT),
+             _script_cell("0.4.30", FolderMode.HOOK), _script_cell("0.4.31"),
+             _script_cell("0.5.0", FolderMode.ENVIRONMENT, processes=2)]
+    doc = _doc(cells)
+    doc["config"] = {"name": "check-s", "repro": "/s/s.py", "source": "harness check"}
+    section = _section(_render(doc, cells, {}), "The script's own cache settings")
+    assert section.strip().splitlines() == [
+        "- The script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it is "
+        "not set, JAX keeps no persistent cache for this script) (jax 0.4.28, 0.4.29).",
+        "- The harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a folder "
+        "the script sets in code is redirected to it) (jax 0.5.0)."]
+
+
+def test_no_folder_note_where_the_script_sets_its_own_or_the_field_is_absent():
+    cells = [_script_cell("0.4.30", FolderMode.HOOK), CellResult.from_json(
+        {k: v for k, v in _script_cell("0.4.31", FolderMode.ENVIRONMENT).to_json().items() if k != "cache_folder"})]
+    assert cells[1].cache_folder is None  # as results written before the field read
+    assert "The script's own cache settings" not in _render(_doc(cells), cells, {})

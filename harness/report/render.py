@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from harness import markdown as md
 from harness.analysis import comparison_of, release_boundaries, version_verdicts
 from harness.dependencies import other_distributions
-from harness.model import Attribution, CellResult, Platform, Verdict
+from harness.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.header import RecordedConfig, RecordedOptions
 from harness.results import ResultsDocument, RunStatus, summaries_by_mesh
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
@@ -162,12 +162,28 @@ def _as_it_runs(cells: list[CellResult]) -> list[str]:
     return [f"- **{', '.join(where)}**: {md.text(text[0].upper() + text[1:])}." for text, where in said.items()]
 
 
+def folder_note(cell: CellResult) -> str | None:
+    """Where the cell's cache folder came from, when not from the script itself (its `cache_folder`,
+    docs/as-it-runs.md); None for a folder the script set (the hook redirected it: its own note says so),
+    for the harness's built-in repros and for results written before cells recorded it."""
+    if cell.cache_folder != FolderMode.ENVIRONMENT:
+        return None
+    if cell.spec.is_job:  # the hook redirects a folder set in code to it, so it holds either way
+        return ("the harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a "
+                "folder the script sets in code is redirected to it)")
+    # A user's script is in `environment` mode only when its first run set no folder (harness/runner.py).
+    return ("the script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it "
+            "is not set, JAX keeps no persistent cache for this script)")
+
+
 def _script_cache(cells: list[CellResult]) -> list[str]:
-    """What a user's script did to its own cache (the runner's cell.script_cache.notes), each
-    sentence once with the releases it held for."""
+    """Where the cache folder of a user's script came from (when not from the script itself), then what
+    the script did to its own cache (the runner's cell.script_cache.notes), each sentence once with the
+    releases it held for."""
     releases: dict[str, list[str]] = {}
     for cell in cells:
-        for note in cell.script_cache.notes if cell.script_cache else ():
+        folder = folder_note(cell)
+        for note in [folder] * bool(folder) + list(cell.script_cache.notes if cell.script_cache else ()):
             releases.setdefault(note, [])
             if cell.spec.jax_version not in releases[note]:
                 releases[note].append(cell.spec.jax_version)
