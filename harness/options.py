@@ -365,7 +365,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("b", (), "the other one", _commands("diff"), type=Path, metavar="B", example=("b.json",)),
 )
 # `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
-_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes"}
+# A fingerprint is JSON to paste, not a verdict: no CI outputs.
+_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes", "junit_xml",
+                    "fail_on"}
 OPTIONS = tuple(replace(o, commands=o.commands | {"fingerprint"})
                 if "check" in o.commands and o.dest not in _NOT_FINGERPRINT else o for o in OPTIONS)
 
