@@ -250,7 +250,7 @@ OPTIONS: tuple[Option, ...] = (
            example=("harness",)),
     Option("vary", ("--vary",), "after each cell's runs, one run per environment factor with the first run's hash "
            f"seed: {', '.join(f.value for f in Factor)}, or all (docs/variation.md); replaces the config's vary",
-           SWEEPING, Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
+           MEASURING, Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
            example=("cache-path,cwd",)),
     Option("rebuild", ("--rebuild",), "rebuild environments/images even if ready", MEASURING, Group.ENVIRONMENT,
            action="store_true"),
@@ -286,7 +286,7 @@ OPTIONS: tuple[Option, ...] = (
            SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),
     Option("processes", ("--processes",), "each run one job of N processes on this machine, each with its own "
            "hash seed, the devices split between them (replaces the config's processes; docs/multi-process.md)",
-           SWEEPING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", example=("2",)),  # the config says it
+           MEASURING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", example=("2",)),  # the config says it
     Option("baseline", ("--baseline",), "results folder (or results.json) to compare with",
            _commands("nightly", "compare"), Group.INPUT, type=Path, required=True, example=("results/baseline",)),
     Option("config_versions", ("--config-versions",),

@@ -117,3 +117,63 @@ def test_a_script_with_arguments_variables_and_inline_dependencies(tmp_path):
     assert cell.command.argv[-2:] == ("--axes", "a,b,c,d") and dict(cell.command.env) == {"MODEL_SIZE": "tiny"}
     assert "six" in cell.environment.get("distributions", {})
     assert os.path.basename(cell.command.argv[0]) == "reduced.py"
+
+
+def axis_names_read_as_names(source):
+    """Every axis-name position of the program holds strings that are names (harness/reduce/readable.py)."""
+    import ast
+
+    from harness.reduce.readable import restorations
+
+    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+    for call in calls:
+        name = ast.unparse(call.func).rpartition(".")[2]
+        if name in ("make_mesh", "P", "PartitionSpec", "psum"):
+            args = call.args[1:] if name in ("make_mesh", "psum") else call.args
+            for constant in (c for a in args for c in ast.walk(a) if isinstance(c, ast.Constant)):
+                assert isinstance(constant.value, str) and constant.value.isidentifier(), source
+    assert list(restorations(source)) == [], source
+
+
+def test_a_miss_under_a_factor_reduces_keeping_the_factor(tmp_path):
+    # The cache folder's path is in the key on 0.5.0 (not on 0.4.31): a miss only `--vary cache-path` shows.
+    done = harness("reduce", FIXTURES / "vary_cache_path.py", "--versions", "0.5.0", "--good", "0.4.31",
+                   "--vary", "cache-path", "--runs", "2", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = only_folder(tmp_path)
+    reduced = (folder / "reduced.py").read_text()
+    assert size(reduced) <= 8 < size((FIXTURES / "vary_cache_path.py").read_text()), reduced
+    assert "def train_step" in reduced  # the script's own module is the one tracked
+    state = json.loads((folder / "reduce.json").read_text())
+    assert state["signature"] == {"module": "jit_train_step", "components": ["compile_options"], "cause": None,
+                                  "factor": "cache-path"}
+    assert state["vary"] == ["cache-path"] and state["measured"] > 0
+    cells = {c.spec.jax_version: c for c in load_results(folder).cells}
+    bad, good = cells["0.5.0"], cells["0.4.31"]
+    assert bad.verdict == "reproduced" and good.verdict == "clean"
+    (missed,) = bad.variation.factors
+    assert missed.outcome == "miss" and missed.components == ["compile_options"] and "jit_train_step" in missed.modules
+    assert good.variation.factors[0].outcome == "hit"
+    assert "when varying `cache-path`" in (folder / "report.md").read_text()
+
+
+def test_processes_that_lower_different_programs_reduce_keeping_their_disagreement(tmp_path):
+    # The pvary program of 0.8.1 (its processes order a frozenset of axis names by their own hash seeds),
+    # fixed in 0.8.2, as a job of two processes.
+    # Each candidate is a job of two processes; pysource-minimize alone proposes ~500 of them for this
+    # program: a budget keeps the test in CI's minutes (the coarse passes and the readability pass still run).
+    done = harness("reduce", FIXTURES / "pvary_job.py", "--versions", "0.8.1", "--good", "0.8.2",
+                   "--processes", "2", "--runs", "4", "--max-candidates", "100", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = only_folder(tmp_path)
+    reduced = (folder / "reduced.py").read_text()
+    assert size(reduced) < size((FIXTURES / "pvary_job.py").read_text()) - 5, reduced
+    axis_names_read_as_names(reduced)  # the mesh's and psum's axis names are still names, not ints
+    state = json.loads((folder / "reduce.json").read_text())
+    assert state["signature"] == {"module": "jit_loss", "components": ["computation"], "cause": "order",
+                                  "ranks": [0, 1]}
+    assert state["processes"] == 2 and 0 < state["measured"] <= 130  # the budget, then the readability pass
+    cells = {c.spec.jax_version: c for c in load_results(folder).cells}
+    assert cells["0.8.1"].verdict == "reproduced" and cells["0.8.2"].verdict == "clean"
+    assert all(len(run.ranks) == 2 for run in cells["0.8.2"].runs)
+    assert "between processes 0 and 1" in (folder / "report.md").read_text()

@@ -141,3 +141,10 @@ f(jax.numpy.zeros((0, 4)))
     assert "make_mesh((2, 4), ('x', 'y'))" in best, best
     assert "jax.lax.psum(0, 'x')" in best, best  # the same int, the same name
     assert "zeros(2)" in best, best  # the zero size restored to 2
+
+
+def test_readable_values_are_restored_even_after_the_budget_is_spent():
+    program = normalise("import jax\nmesh = jax.make_mesh((2, 4), (0, 1))\nprint(mesh)\n")
+    search = Search(program, calls_kept(program), max_candidates=1)
+    best = search.run()
+    assert "('x', 'y')" in best, best

@@ -65,3 +65,85 @@ def test_with_a_good_release_the_candidate_must_be_clean_there():
 def test_unknown_components_in_the_original_are_not_asked_of_a_candidate():
     unknown = Signature("jit_f", (), Cause.ORDER)
     assert why_not_kept(unknown, cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])) is None
+
+
+# ---- --vary: the factor that missed -------------------------------------------------------------------
+
+from harness.factors import Factor, FactorOutcome  # noqa: E402
+from harness.model import CellVariation, FactorResult, RankRecord, RankSplit  # noqa: E402
+
+
+def varied(spec, outcome, modules=("jit_broadcast_in_dim", "jit_step"), components=("compile_options",),
+           factor=Factor.CACHE_PATH):
+    result = cell(spec, [[key("jit_step", 1)]])
+    variation = CellVariation(1, 101, [FactorResult(factor, outcome, "r", list(components), list(modules), 2)])
+    result.variation = variation
+    if outcome == FactorOutcome.MISS:
+        result.verdict = Verdict.REPRODUCED
+    return result
+
+
+VARY_TARGET = Signature("jit_step", ("compile_options",), None, factor=Factor.CACHE_PATH)
+
+
+def test_under_vary_the_signature_is_the_first_factor_that_missed_through_the_script_s_own_module():
+    missed = varied(BAD, FactorOutcome.MISS)
+    assert signature_of(missed, (Factor.CWD, Factor.CACHE_PATH), frozenset({"jit_step"})) == VARY_TARGET
+    assert signature_of(missed, (Factor.CACHE_PATH,)).module == "jit_broadcast_in_dim"  # no own module known
+    assert signature_of(varied(BAD, FactorOutcome.HIT), (Factor.CACHE_PATH,)) is None
+    reproduced_by_seeds = cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])
+    assert signature_of(reproduced_by_seeds, (Factor.CACHE_PATH,)) is None  # no factor missed: refused
+    assert Signature.from_json(VARY_TARGET.to_json()) == VARY_TARGET
+    assert "when varying cache-path" in VARY_TARGET.describe()
+
+
+def test_under_vary_a_candidate_keeps_it_only_if_the_same_factor_misses_the_same_way():
+    assert why_not_kept(VARY_TARGET, varied(BAD, FactorOutcome.MISS)) is None
+    assert "cache-path hit" in why_not_kept(VARY_TARGET, varied(BAD, FactorOutcome.HIT))
+    other = varied(BAD, FactorOutcome.MISS, modules=("jit_broadcast_in_dim",))
+    assert "another module missed under cache-path (jit_broadcast_in_dim" in why_not_kept(VARY_TARGET, other)
+    moved = varied(BAD, FactorOutcome.MISS, components=("compile_options", "computation"))
+    assert "other key components moved under cache-path" in why_not_kept(VARY_TARGET, moved)
+    crashed = cell(BAD, [[key("jit_step", 1)]], exit_codes={1: 1})
+    assert why_not_kept(VARY_TARGET, crashed).startswith("error on 0.4.28")
+    # with --good: clean there under the same factor
+    assert why_not_kept(VARY_TARGET, varied(BAD, FactorOutcome.MISS), varied(GOOD, FactorOutcome.HIT)) is None
+    assert "the good release" in why_not_kept(VARY_TARGET, varied(BAD, FactorOutcome.MISS),
+                                              varied(GOOD, FactorOutcome.MISS))
+
+
+# ---- --processes: the ranks that disagreed ------------------------------------------------------------
+
+def split_cell(spec, module="jit_loss", ranks=(0, 1), differ=("computation", "accelerator_config"),
+               cause=Cause.ORDER):
+    result = cell(spec, [[key(module, 1)]])
+    hashes = [(c, "a", "b") for c in differ] + [("compile_options", "o", "o")]
+    result.rank_split = RankSplit(module, 1, ranks, (key(module, 1), key(module, 2)), hashes)
+    result.verdict, result.cause = Verdict.REPRODUCED, cause
+    return result
+
+
+RANK_TARGET = Signature("jit_loss", ("computation",), Cause.ORDER, ranks=(0, 1))
+
+
+def test_between_processes_the_signature_is_the_ranks_module_and_program_components():
+    assert signature_of(split_cell(BAD)) == RANK_TARGET  # the devices' own component left out
+    assert Signature.from_json(RANK_TARGET.to_json()) == RANK_TARGET
+    assert "between processes 0 and 1" in RANK_TARGET.describe()
+    old = {"module": "jit_f", "components": ["computation"], "cause": "order"}  # a reduce.json from before
+    assert Signature.from_json(old) == TARGET
+
+
+def test_between_processes_a_candidate_keeps_it_only_if_the_same_ranks_disagree_the_same_way():
+    assert why_not_kept(RANK_TARGET, split_cell(BAD)) is None
+    assert "another module (jit_step" in why_not_kept(RANK_TARGET, split_cell(BAD, module="jit_step"))
+    assert "other processes disagree (0 and 2" in why_not_kept(RANK_TARGET, split_cell(BAD, ranks=(0, 2)))
+    host_only = split_cell(BAD, differ=("accelerator_config", "compile_options_x"))
+    assert "differ in other components" in why_not_kept(RANK_TARGET, host_only)
+    assert "another cause" in why_not_kept(RANK_TARGET, split_cell(BAD, cause=Cause.ADDRESS))
+    by_a_later_run = cell(BAD, [[key("jit_loss", 1)], [key("jit_loss", 2)]])
+    assert "not by a disagreement between processes" in why_not_kept(RANK_TARGET, by_a_later_run)
+    assert why_not_kept(RANK_TARGET, cell(BAD, [[key("jit_loss", 1)], []])).startswith("clean on 0.4.28")
+    apart = split_cell(BAD)
+    apart.runs[0].ranks = [RankRecord(0, 1, 0, 1.0, joined=False), RankRecord(1, 2, 0, 1.0, joined=False)]
+    assert "never called jax.distributed.initialize()" in why_not_kept(RANK_TARGET, apart)

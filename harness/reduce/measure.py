@@ -7,7 +7,9 @@ brought the new key), then a few more in case the candidate changed the names a 
 at the first new key, and gives up at the first crash or at a first run that did not compute the module the
 signature tracks (or nothing at all). On the good release: the two seeds that disagreed for the candidate,
 which must agree there. Each run has a timeout derived from the original's run time, so a candidate that
-hangs costs a bounded time and is rejected.
+hangs costs a bounded time and is rejected. Under --vary, one run and the signature's factor's (then the
+control run); between processes, one job with the seeds whose processes disagreed (then fresh launches),
+where a process may hang or die as the original's did, but not crash of its own.
 """
 
 from __future__ import annotations
@@ -40,14 +42,55 @@ def candidate_timeout(original_runs: list[RunRecord], ceiling: float) -> float:
     return min(ceiling, TIMEOUT_FLOOR_S + TIMEOUT_FACTOR * slowest)
 
 
-def disagreeing_seeds(cell: CellResult, module: str) -> list[int]:
-    """The first run's seed and the seed of the first later run with a new key of `module`."""
+Launch = int | tuple[int, ...]  # one run's seed, or a job's seeds by process
+
+
+def launch_of(run: RunRecord) -> Launch:
+    """The seeds a run was started with: its own, or (a job) each process's, by rank."""
+    return tuple(r.seed for r in sorted(run.ranks, key=lambda r: r.rank)) if run.ranks else run.seed
+
+
+def disagreeing_seeds(cell: CellResult, module: str) -> list[Launch]:
+    """The first run's seed and the seed of the first later run with a new key of `module` (a job's
+    launches: a seed per process)."""
     comparison = comparison_of(cell.runs)
     later = comparison.runs_with_new(module)
-    by_index = {r.index: r.seed for r in cell.runs}
+    by_index = {r.index: launch_of(r) for r in cell.runs}
     if comparison.baseline_run is None or not later:
         return []
     return [by_index[comparison.baseline_run], by_index[later[0]]]
+
+
+def deciding_seeds(cell: CellResult, target: Signature) -> list[Launch]:
+    """The shortest plan that can show `target` again: under a factor, the reference run's seed (its
+    factor's run and the control have it too); between processes, the launch whose processes disagreed;
+    otherwise the two seeds that disagreed."""
+    if target.factor is not None:
+        return [cell.variation.seed] if cell.variation is not None else []
+    if target.ranks is not None:
+        split = cell.rank_split
+        run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+        return [launch_of(run)] if run is not None else []
+    return disagreeing_seeds(cell, target.module)
+
+
+def failure_kind(reason: str, timed_out: bool) -> str:
+    """How a process ended badly, in one word: `timed out`, or the exception's class
+    (`exit code 1: jax.errors.JaxRuntimeError: UNKNOWN: ...` -> `jax.errors.JaxRuntimeError`)."""
+    if timed_out:
+        return "timed out"
+    text = reason.rpartition("exit code ")[2]
+    text = text.partition(": ")[2] or text
+    return text.partition(":")[0].strip() or reason
+
+
+def own_failures(cell: CellResult) -> list[str]:
+    """What the processes of a cell's disagreeing run died of, other than a hang (a multi-process bug's own
+    symptom: mismatched collectives hang, or give up with JAX's error, after the keys were computed)."""
+    split = cell.rank_split
+    run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+    return sorted({failure_kind(r.reason, r.timed_out) for r in (run.ranks if run else [])
+                   if r.exit_code != 0 and not r.timed_out})
 
 
 @dataclass(frozen=True)
@@ -66,20 +109,24 @@ class Measurer:
     bad: Release
     good: Release | None
     target: Signature
-    bad_seeds: list[int]  # disagreeing seeds first, then the extras
+    bad_seeds: list[Launch]  # the deciding seeds first, then the extras
     work: Path  # scratch: each candidate's folder is removed once measured
     timeout_s: float
     jobs: int = 1
     folder: FolderMode | None = None  # how the original's runs got the cell's cache folder: the candidates' too
-    _good_seeds: dict[str, list[int]] = field(default_factory=dict)  # by digest: the seeds that disagreed
+    # Between processes: how the original's processes died (own_failures); a candidate's may die so, or hang,
+    # but a crash of its own (a TypeError once the keys were computed) is not the bug and is rejected.
+    tolerated: tuple[str, ...] = ()
+    _good_seeds: dict[str, list[Launch]] = field(default_factory=dict)  # by digest: the seeds that decided
 
     def _config(self, path: Path) -> Config:
         # The candidate sits in the scratch folder but runs where the original ran (`config` already
-        # has the original's folder on PYTHONPATH when it imports modules from there).
+        # has the original's folder on PYTHONPATH when it imports modules from there). Under --vary only the
+        # signature's factor is run; a job keeps the original's processes (its cell spec's).
         return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=self.workdir,
-                       timeout_s=self.timeout_s)
+                       timeout_s=self.timeout_s, vary=(self.target.factor,) if self.target.factor else ())
 
-    def _cell(self, source: str, release: Release, seeds: list[int], tag: str, give_up) -> CellResult:
+    def cell(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up) -> CellResult:
         # A folder of its own, even for a source measured twice at once (or left by an interrupted reduction).
         self.work.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-{tag}-", dir=self.work))
@@ -109,10 +156,14 @@ class Measurer:
         return len(records) == 1 and first.keys is None and not first.new_entries  # compiled nothing
 
     def one_bad(self, source: str) -> Tried:
-        cell = self._cell(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
+        cell = self.cell(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
         why = why_not_kept(self.target, cell)
+        if why is None and self.target.ranks is not None:
+            crashed = [f for f in own_failures(cell) if f not in self.tolerated]
+            if crashed:
+                why = f"a process crashed on its own ({crashed[0]}), not as the original's did"
         if why is None:
-            self._good_seeds[digest(source)] = disagreeing_seeds(cell, self.target.module)
+            self._good_seeds[digest(source)] = deciding_seeds(cell, self.target)
             return Tried(True, f"reproduced in {len(cell.runs)} runs")
         return Tried(False, why)
 
@@ -130,8 +181,9 @@ class Measurer:
 
     def test_good(self, source: str) -> Tried:
         assert self.good is not None
-        seeds = self._good_seeds.get(digest(source)) or self.bad_seeds[:2]
-        cell = self._cell(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
+        seeds = self._good_seeds.get(digest(source)) or self.bad_seeds[:1 if self.target.factor or
+                                                                         self.target.ranks else 2]
+        cell = self.cell(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
         if cell.verdict == Verdict.CLEAN:
             return Tried(True, f"clean on {self.good.spec.jax_version}")
         return Tried(False, f"{cell.verdict} on {self.good.spec.jax_version}, the good release"

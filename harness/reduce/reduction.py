@@ -20,7 +20,7 @@ from harness.environments.base import Backend
 from harness.errors import EnvironmentUnavailable, UserError
 from harness.model import CellResult, Verdict
 from harness.progress import Progress
-from harness.reduce.measure import Measurer, Release, candidate_timeout, disagreeing_seeds
+from harness.reduce.measure import Measurer, Release, candidate_timeout, deciding_seeds, own_failures
 from harness.reduce.passes import digest, normalise, size
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
@@ -37,6 +37,9 @@ REDUCE_SECTION = "reduce"
 # Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
 # orders (a shortened axis name): with two orderings each more seed misses with probability 1/2.
 EXTRA_SEEDS = 3
+# A job's candidate: the launch whose processes disagreed, then launches of fresh seeds (two processes
+# order a set of two names differently with probability 1/2 in each).
+EXTRA_LAUNCHES = 2
 
 # PEP 723's own regular expression for an inline metadata block.
 _METADATA_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
@@ -141,17 +144,30 @@ class Reduction:
             good = cells[self.good]
             raise UserError(f"{self.script}: {good.verdict}, not clean, on --good {self.good}: {good.reason}; "
                             f"a reduced program could not be told from a new bug of its own {where}")
-        signature = signature_of(bad)
-        assert signature is not None
-        seeds = disagreeing_seeds(bad, signature.module)
-        extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds][:EXTRA_SEEDS]
+        own = frozenset(f"jit_{n.name}" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef))
+        signature = signature_of(bad, self.config.vary, own)
+        if signature is None:  # reproduced by its seeds (or the control run), but no factor missed
+            raise UserError(f"{self.script}: reproduced on jax {self.bad} ({bad.reason}), but under no --vary "
+                            f"factor: nothing of --vary {','.join(map(str, self.config.vary))} to reduce; "
+                            f"reduce it without --vary {where}")
+        seeds = deciding_seeds(bad, signature)
+        processes = self.config.processes
+        if signature.factor is not None:
+            extra = []  # one run and the factor's: the miss does not follow the seed
+        elif processes > 1:  # launches: a seed per process, as the cell's own were drawn
+            drawn = random_seeds(processes * EXTRA_LAUNCHES)
+            extra = [tuple(drawn[i:i + processes]) for i in range(0, len(drawn), processes)]
+        else:
+            extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds][:EXTRA_SEEDS]
         timeout = candidate_timeout([r for c in cells.values() for r in c.runs], self.config.timeout_s)
         self.progress.say(f"signature: {signature.describe()} on jax {self.bad}"
                           + (f", clean on jax {self.good}" if self.good else "")
                           + f"; candidates run up to {timeout:.0f} s each")
         return ReduceState(str(self.script), digest(source), self.bad, self.good, signature, seeds + extra,
                            timeout, normalise(source), check_seconds=sum(r.duration_s for r in bad.runs)
-                           or time.monotonic() - started, folder=bad.cache_folder)
+                           or time.monotonic() - started, folder=bad.cache_folder,
+                           vary=tuple(map(str, self.config.vary)), processes=self.config.processes,
+                           tolerated=tuple(own_failures(bad)))
 
     # ---- the search ---------------------------------------------------------------------------
 
@@ -181,10 +197,14 @@ class Reduction:
                             f"{exc.msg}): nothing to reduce") from None
         if resume:
             state = load_state(self.folder)
-            if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good):
+            given = (tuple(map(str, self.config.vary)), self.config.processes)
+            if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good) \
+                    or (state.vary, state.processes) != given:
+                how = (f" --vary {','.join(state.vary)}" if state.vary else "") + \
+                    (f" --processes {state.processes}" if state.processes > 1 else "")
                 raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
-                                f"{' / ' + state.good if state.good else ''}, as it was then; "
-                                "give the same script and versions")
+                                f"{' / ' + state.good if state.good else ''}{how}, as it was then; "
+                                "give the same script, versions and options")
             self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
                               f"{len(state.memo)} candidate(s) remembered")
         else:
@@ -192,10 +212,15 @@ class Reduction:
         state.status = "running"
         state.save(self.folder)
         original_lines = size(source)
+        # A job's candidate takes a run slot per process: fewer candidates at once.
+        at_once = max(1, self.jobs // self.config.processes)
         measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
                             self.config.cwd or self.script.parent.resolve(), self._release(self.bad),
                             self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
-                            self.folder / SCRATCH_DIR, state.timeout_s, self.jobs, folder=state.folder)
+                            self.folder / SCRATCH_DIR, state.timeout_s, at_once, folder=state.folder,
+                            tolerated=state.tolerated)
+        if not resume and self.config.processes > 1 and state.signature.ranks is None:
+            self._between_processes(state, measurer, source)
         started = time.monotonic()
 
         def tried(candidate: str, answer: Tried, best: str) -> None:
@@ -209,7 +234,7 @@ class Reduction:
             state.save(self.folder)
 
         seconds_before = state.seconds
-        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, jobs=self.jobs,
+        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, jobs=at_once,
                         memo=dict(state.memo), on_tried=tried, max_candidates=self.max_candidates)
         first = search.memo.get(digest(state.best))
         if not resume and state.best != source:
@@ -229,11 +254,35 @@ class Reduction:
             return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
         state.best, state.seconds = best, seconds_before + time.monotonic() - started
         state.save(self.folder)
-        return self._finish(source, state, original_lines)
+        return self._finish(source, state, original_lines, measurer)
+
+    def _between_processes(self, state: ReduceState, measurer: Measurer, source: str) -> None:
+        """A job that reproduced by a later run (every process of run 1 lowered one program, every process
+        of run 2 another) rather than by its processes disagreeing: one job whose process 0 has run 1's
+        seed and process 1 run 2's shows the disagreement itself, which is the signature a multi-process
+        reduction keeps (docs/reduce.md). Where that job's processes do not disagree, the later run's
+        new key stays the signature."""
+        first, later = state.bad_seeds[:2]
+        if not isinstance(first, tuple) or not isinstance(later, tuple):
+            return
+        launch = (first[0], later[0], *first[2:])
+        self.progress.say(f"the original as one job with run 1's and run 2's seeds {launch}: do its processes "
+                          "disagree?")
+        cell = measurer.cell(source, measurer.bad, [launch], "split", None)
+        found = signature_of(cell)
+        if found is None or found.ranks is None or found.module != state.signature.module:
+            self.progress.say(f"  no ({cell.verdict}: {cell.reason}); the signature stays {state.signature.describe()}")
+            return
+        state.signature, measurer.target = found, found
+        state.tolerated = measurer.tolerated = tuple(own_failures(cell))
+        state.bad_seeds = [launch] + [s for s in state.bad_seeds[2:]]
+        measurer.bad_seeds = state.bad_seeds
+        state.save(self.folder)
+        self.progress.say(f"  yes: signature {found.describe()}")
 
     # ---- the answer ---------------------------------------------------------------------------
 
-    def _finish(self, source: str, state: ReduceState, original_lines: int) -> ReduceOutcome:
+    def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer) -> ReduceOutcome:
         reduced = metadata_block(source) + state.best
         path = self.folder / REDUCED_FILE
         path.write_text(reduced)
@@ -243,11 +292,19 @@ class Reduction:
                    "reduced": {"path": REDUCED_FILE, "lines": size(reduced), "bytes": len(reduced.encode()),
                                "source": reduced},
                    "signature": state.signature.to_json(), "bad": state.bad, "good": state.good,
+                   "vary": list(state.vary), "processes": state.processes,
                    "candidates_run": state.measured, "candidates_decided": len(state.memo),
                    "seconds": round(state.seconds, 1), "original_check_seconds": round(state.check_seconds, 1)}
         cells = self._check(program_config(self.config, path, self.script, source), self.folder, section)
         by_version = {c.spec.jax_version: c for c in cells}
-        problem = why_not_kept(state.signature, by_version[state.bad], by_version.get(state.good or ""))
+        bad = by_version[state.bad]
+        if state.signature.ranks is not None and bad.verdict == Verdict.REPRODUCED and bad.rank_split is None:
+            # Its random launches showed the bug as a later run's new key (each launch's processes agreeing
+            # with each other): the launch whose processes disagreed shows the signature itself.
+            self.progress.say(f"its check reproduced by a later run; as one job with the seeds {state.bad_seeds[0]} "
+                              "whose processes disagreed:")
+            bad = measurer.cell(state.best, measurer.bad, state.bad_seeds[:1], "split", None)
+        problem = why_not_kept(state.signature, bad, by_version.get(state.good or ""))
         state.status = "complete"
         state.save(self.folder)
         return ReduceOutcome(self.folder, RunStatus.COMPLETE if problem is None else RunStatus.PROBLEM, state,

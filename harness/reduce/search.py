@@ -252,6 +252,10 @@ class Search:
         except OutOfCandidates:
             while not self.checkpoint():
                 pass
+            # Readable values go back even when the budget is spent: a few candidates, and the answer is
+            # pasted into an issue as it is.
+            self.max_candidates = None
+            self.restore()
         return self.best
 
 

@@ -225,9 +225,17 @@ def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
     original, reduced = found.get("original") or {}, found["reduced"]
     signature = found.get("signature") or {}
     moved = ", ".join(signature.get("components") or []) or "unknown"
-    kept = (f"`reproduced` on jax {found.get('bad')} through `{signature.get('module')}` (key component "
+    where = ""
+    if signature.get("factor"):
+        where = f" when varying `{signature['factor']}` (`--vary {signature['factor']}`)"
+    elif signature.get("ranks"):
+        a, b = signature["ranks"][:2]
+        where = f" between processes {a} and {b} of one job (`--processes {found.get('processes', 2)}`)"
+    same = " under the same factor" if signature.get("factor") else \
+        " with as many processes" if signature.get("ranks") else ""
+    kept = (f"`reproduced` on jax {found.get('bad')} through `{signature.get('module')}`{where} (key component "
             f"{moved}, cause `{signature.get('cause') or 'unknown'}`)"
-            + (f", `clean` on jax {found['good']}" if found.get("good") else ""))
+            + (f", `clean` on jax {found['good']}{same}" if found.get("good") else ""))
     source = str(reduced.get("source", "")).rstrip("\n")
     fence = "````" if "```" in source else "```"
     return ["## Minimal reproducer", "",

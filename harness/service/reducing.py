@@ -19,7 +19,8 @@ from harness.results import lock_results_folder, new_run_dir
 from harness.seeds import SeedPlanner
 from harness.pypi import PyPIIndex
 from harness.versions import LATEST, check_syntax, is_specifier, resolve
-from harness.service.measurement import jobs_for, open_backend, results_header, sweep_versions
+from harness.service.measurement import (jobs_for, open_backend, results_header, sweep_versions, with_processes,
+                                         with_vary)
 from harness.service.options import ReduceOptions, ScriptRun
 from harness.service.sweeping import check_config
 
@@ -52,6 +53,8 @@ def _reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int,
     config = check_config(script, None, platform, device_count, options.runs, timeout_s, how)
     if options.cache_thresholds is not None:
         config = replace(config, cache_thresholds=options.cache_thresholds)
+    # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
+    config = with_vary(with_processes(config, options.processes), options.vary)
     choice, index = open_backend(config, options)
     installed = choice.backend.installed_version()
     if installed is not None:
