@@ -104,3 +104,29 @@ def test_the_report_section_holds_the_reduced_program_in_a_fence():
     assert "computation" in lines[2] and "`clean` on jax 0.4.29" in lines[2] and "40 candidates" in lines[2]
     assert lines[-3:] == ["```python", "import jax\nprint(1)", "```"]
     assert _minimal_reproducer({}) == []  # results of any other command have no such section
+
+
+@pytest.mark.parametrize("given, fragment", [
+    ({"vary": ()}, "--vary cache-path, as it was then"),
+    ({"processes": 2, "device_count": 8}, "--vary cache-path, as it was then"),
+])
+def test_a_resume_with_other_vary_or_processes_is_refused(tmp_path, given, fragment):
+    from dataclasses import replace
+    from pathlib import Path
+
+    from harness.config import Config, Repro
+    from harness.factors import Factor
+    from harness.reduce.passes import digest
+    from harness.reduce.reduction import Reduction
+
+    script = tmp_path / "train.py"
+    script.write_text("import jax\n")
+    folder = tmp_path / "reduce"
+    folder.mkdir()
+    ReduceState(str(script), digest(script.read_text()), "0.5.0", None,
+                Signature("jit_f", ("compile_options",), None, factor=Factor.CACHE_PATH), [1], 20.0, "import jax\n",
+                vary=("cache-path",)).save(folder)
+    config = replace(Config("train", Repro("train", script, builtin=False), ("0.5.0",)), **given)
+    reduction = Reduction(config, Path(script), None, "0.5.0", None, folder, None, None, None)
+    with pytest.raises(UserError, match=fragment):
+        reduction.run(resume=True)
