@@ -715,6 +715,12 @@ class CellResult:
         return commit.label if commit else self.spec.jax_version
 
     @property
+    def split_run(self) -> RunRecord | None:
+        """The run whose processes computed different keys (rank_split's), when the cell has it."""
+        split = self.rank_split
+        return next((r for r in self.runs if r.index == split.run), None) if split is not None else None
+
+    @property
     def detail(self) -> str:
         """The table's detail: what the program's own thresholds would not write leads the reason."""
         return f"{self.as_you_run_it}; {self.reason}" if self.as_you_run_it else self.reason

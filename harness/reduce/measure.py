@@ -68,8 +68,7 @@ def deciding_seeds(cell: CellResult, target: Signature) -> list[Launch]:
     if target.factor is not None:
         return [cell.variation.seed] if cell.variation is not None else []
     if target.ranks is not None:
-        split = cell.rank_split
-        run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+        run = cell.split_run
         return [launch_of(run)] if run is not None else []
     return disagreeing_seeds(cell, target.module)
 
@@ -87,8 +86,7 @@ def failure_kind(reason: str, timed_out: bool) -> str:
 def own_failures(cell: CellResult) -> list[str]:
     """What the processes of a cell's disagreeing run died of, other than a hang (a multi-process bug's own
     symptom: mismatched collectives hang, or give up with JAX's error, after the keys were computed)."""
-    split = cell.rank_split
-    run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+    run = cell.split_run
     return sorted({failure_kind(r.reason, r.timed_out) for r in (run.ranks if run else [])
                    if r.exit_code != 0 and not r.timed_out})
 

@@ -578,8 +578,7 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
 
 def _job_reproduce(cell: CellResult) -> str:
     """A multi-process cell's runs by hand: which seeds, and why the harness command starts them."""
-    split = cell.rank_split
-    run = next((r for r in cell.runs if split is not None and r.index == split.run), None)
+    run = cell.split_run
     seeds = ", ".join(f"`PYTHONHASHSEED={r.seed}`" for r in run.ranks) if run is not None else ""
     which = f" (run {run.index} had {seeds} for processes {', '.join(str(r.rank) for r in run.ranks)})" if seeds else ""
     return (f"On {_jax(cell)} each run is a job of {cell.spec.processes} processes that join one another "

@@ -107,7 +107,7 @@ def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates:
 def _rank_evidence(results_dir: Path, cell: CellResult) -> Evidence | MissingEvidence:
     """The two processes' lowered modules of the run whose processes disagreed, paired."""
     split = cell.rank_split
-    run = next((r for r in cell.runs if r.index == split.run), None)
+    run = cell.split_run
     ranks = {r.rank: r for r in run.ranks} if run is not None else {}
     if any(rank not in ranks for rank in split.ranks):
         return MissingEvidence(split.module, f"run {split.run}'s processes are not in the results")
