@@ -7,4 +7,4 @@ core (tally, analysis, run_env, progress, config, versions, listing, model, iden
 errors; repros and the seed probe, which import nothing). Every module has a layer (tests/test_layers.py).
 """
 
-__version__ = "0.1.0"
+# The version has one source, pyproject.toml, read at run time: harness.files.harness_version().

@@ -6,8 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
+
+DISTRIBUTION = "jax-cache-harness"
 
 
 def _current_umask() -> int:
@@ -51,6 +54,15 @@ def package_path(package: str, *parts: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{package}: {'/'.join(parts)} is missing from the installed harness")
     return path
+
+
+def harness_version() -> str:
+    """The installed harness's version: pyproject.toml's `version`, its one source, as the installer
+    recorded it (a checkout run without installing it says so rather than guess)."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 # A file name's limit on Linux filesystems (NAME_MAX); a folder's name is kept this far below it, so the

@@ -234,6 +234,7 @@ class HostFacts:
     python: str | None = None  # the harness's Python version
     cpu_count: int | None = None
     harness_python: str | None = None  # its path on the measuring machine
+    harness_version: str | None = None  # the harness that measured (absent in older folders)
     gpus: tuple[str, ...] | None = None  # from nvidia-smi: `name (memory)` each
     driver_version: str | None = None
     slurm_job_id: str | None = None  # the Slurm job (and array task) that measured, so `sacct -j` finds it
@@ -260,7 +261,7 @@ class HostFacts:
                           **_written([(k, list(v) if isinstance(v, tuple) else v) for k, v in own], {})}, self.order)
 
 
-_HOST_TEXT = ("os", "python", "harness_python", "driver_version", "slurm_job_id", "slurm_array_job_id",
+_HOST_TEXT = ("os", "python", "harness_python", "harness_version", "driver_version", "slurm_job_id", "slurm_array_job_id",
               "slurm_array_task_id", "slurm_node", "hostname", "machine")
 _HOST_KEYS = tuple(f.name for f in fields(HostFacts) if f.name not in ("facts", "order"))
 

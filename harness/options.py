@@ -33,6 +33,7 @@ from harness.confidence import SeedStrategy
 from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.errors import ExitCode
 from harness.factors import Factor, parse_factors
+from harness.files import harness_version
 from harness.model import FAILABLE, BackendName, Platform, ThresholdMode, parse_fail_on
 from harness.sharding import parse_shard
 
@@ -436,6 +437,8 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser(description: str = "") -> OneLineParser:
     parser = OneLineParser(prog="harness", description=description,
                            epilog="`harness COMMAND --help` shows a command's options, grouped, and an example.")
+    parser.add_argument("--version", action="version", version=f"harness {harness_version()}",
+                        help="print the harness's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help[0].upper() + command.help[1:],

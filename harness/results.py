@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from harness.analysis import release_boundaries
 from harness.errors import UserError
-from harness.files import fitting_name
+from harness.files import fitting_name, harness_version
 from harness.environments.gpus import accelerator_facts
 from harness.header import HostFacts, ResultsHeader
 from harness.hostinfo import scheduler_facts
@@ -213,6 +213,7 @@ def host_facts(backend: dict[str, Any]) -> HostFacts:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "harness_python": sys.executable,
+        "harness_version": harness_version(),
         **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
         **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ ROOT = Path(__file__).parent.parent
 ACTION = ROOT / "action.yml"
 DOCS = ROOT / "docs" / "ci.md"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+# The example pins the action to the tag of pyproject.toml's version (docs/ci.md; CHANGELOG.md).
+PINNED = f"uses: OWNER/jax-cache-harness@v{tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['version']}"
 
 
 def action():
@@ -40,6 +45,9 @@ def actionlint() -> str:
 def test_the_action_is_composite_with_the_inputs_the_docs_name():
     data = action()
     assert data["runs"]["using"] == "composite"
+    # The Marketplace listing's icon and colour (GitHub accepts these colours only).
+    assert data["branding"]["icon"] and data["branding"]["color"] in (
+        "white", "black", "yellow", "blue", "green", "orange", "red", "purple", "gray-dark")
     inputs = data["inputs"]
     for name in ("script", "module", "versions", "runs", "device-count", "extra-args", "fail-on-unsupported"):
         assert name in inputs and "description" in inputs[name], name
@@ -62,18 +70,18 @@ def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_
     """The example as a workflow of a repository whose root holds action.yml (`uses: ./`), so actionlint
     checks its `with:` against the action's inputs."""
     workflow = example_workflow()
-    assert "uses: OWNER/jax-cache-harness@main" in workflow
+    assert PINNED in workflow  # a tag of this version, never a branch
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # actionlint finds `./` from the repo root
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     shutil.copy(ACTION, tmp_path / "action.yml")
     (tmp_path / ".github" / "workflows" / "jax-cache.yml").write_text(
-        workflow.replace("OWNER/jax-cache-harness@main", "./"))
+        workflow.replace(PINNED, "uses: ./"))
     done = subprocess.run([actionlint(), "-no-color", ".github/workflows/jax-cache.yml"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     # And a wrong input name is caught: the check is real.
     (tmp_path / ".github" / "workflows" / "jax-cache.yml").write_text(
-        workflow.replace("OWNER/jax-cache-harness@main", "./").replace("device-count:", "devices:"))
+        workflow.replace(PINNED, "uses: ./").replace("device-count:", "devices:"))
     done = subprocess.run([actionlint(), "-no-color", ".github/workflows/jax-cache.yml"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 1 and "devices" in done.stdout, done.stdout

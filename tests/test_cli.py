@@ -2,6 +2,8 @@
 
 import json
 import shlex
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,14 @@ def assert_bad_input(argv, capsys, tmp_path, fragment):
     assert "Traceback" not in err
     assert fragment in lines[0]
     assert not out_dir.exists()  # nothing half-written
+
+
+def test_version_is_pyprojects(capsys):
+    """`harness --version`: the one source, pyproject.toml's version, as installed."""
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    version = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert done.value.code == 0 and capsys.readouterr().out == f"harness {version}\n"
 
 
 def test_missing_config(capsys, tmp_path):

@@ -3,6 +3,7 @@ back key for key; a header made now is written exactly as the dicts it replaced 
 
 import hashlib
 import json
+import tomllib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from harness.config import CHECK_SOURCE, parse_config
 from harness.dependencies import Requirements
 from harness.errors import UserError
 from harness.factors import Factor
+from harness.files import harness_version
 from harness.header import BisectRange, HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
 from harness.identity import SweepIdentity
 from harness.model import BackendName, Platform, ThresholdMode
@@ -75,6 +77,11 @@ def test_a_header_made_now_is_written_as_the_config_and_options_dicts_were(tmp_p
     # The host: the backend's facts first (a clashing one renamed), then the host's own.
     host = host_facts({"backend": "docker", "python": "3.10", "docker_version": "24"})
     assert list(host.to_json())[:4] == ["backend", "backend_python", "docker_version", "os"]
+    # The harness that measured, as installed (pyproject.toml's version), after its interpreter's path.
+    assert host.harness_version == harness_version() == tomllib.loads(
+        (Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert list(host.to_json()).index("harness_version") == list(host.to_json()).index("harness_python") + 1
+    assert "harness_version" not in HostFacts.from_json({"os": "L"}).to_json()  # an older folder's stays absent
 
 
 def test_the_sweep_identity_and_its_key_are_what_they_were_for_an_old_folder():
