@@ -2,9 +2,14 @@
 fail the job (`--fail-on`).
 
 JUnit through junitparser (a maintained library that knows the format's elements and counts), not by hand:
-reproduced and error cells are failures with the cell's reason as the message, unsupported cells are
-skipped with theirs, clean cells pass. The file validates against the schema pytest's own tests use
+reproduced and error cells are failures with the detail's first sentence as the message (the whole text in
+the body), an error cell that never ran the program is an error, unsupported cells are skipped, clean cells
+pass. What a program printed is in it with the characters XML 1.0 forbids shown as escapes, so the file is
+well-formed whatever a crash printed, and validates against the schema pytest's own tests use
 (tests/fixtures/junit-10.xsd).
+
+Every output path is checked before the first run (`output_problems`: bad input, exit 2, nothing run); one
+that fails after the sweep raises `OutputFailed`, which the CLI reports while the verdict's exit code stands.
 """
 
 from __future__ import annotations
@@ -14,17 +19,68 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from harness.cost import cost_of, cost_phrase
-from harness.errors import UserError
 from harness.files import write_atomic
 from harness.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness import markdown
+from harness.markdown import visible
 from harness.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
-MAX_MESSAGE = 500  # a failure's message attribute: the reason, not a log
+MAX_MESSAGE = 200  # a failure's message attribute: one sentence a CI shows in a list, not a log
+ELLIPSIS = "\u2026"
+
+
+class OutputFailed(Exception):
+    """A CI output (the JUnit file, the job summary) could not be written after the sweep: reported, and
+    the verdict's exit code still wins (a regression stays 1)."""
+
+
+def file_problem(path: Path, regular_only: bool = True) -> str:
+    """Why a file could not be written at `path`, or "": a folder there, a parent that is a file, a folder
+    that cannot be written (checked without writing anything). `regular_only`: a device or a pipe there is
+    refused too (a file replaced atomically would replace it)."""
+    if path.is_dir():
+        return "is a folder; give the file to write"
+    if path.exists() or path.is_symlink():
+        if regular_only and not path.is_file():
+            return "is not a regular file"
+        return "" if os.access(path, os.W_OK) else "cannot be written (no permission)"
+    parent = path.parent
+    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be made in {parent} (no permission)"
+    return ""
+
+
+def folder_problem(path: Path) -> str:
+    """Why a folder of results could not be made at or under `path`, or "" (nothing is made here)."""
+    if path.is_dir():
+        return "" if os.access(path, os.W_OK | os.X_OK) else "cannot be written (no permission)"
+    if path.exists():
+        return "is not a folder"
+    return file_problem(path)
+
+
+def output_problems(junit_xml: Path | None, environ: dict[str, str] | None = None) -> list[str]:
+    """What is wrong with the CI outputs a command will write (--junit-xml, GITHUB_STEP_SUMMARY), each one
+    line that names it; checked before the first run, so a bad path costs no measurement."""
+    problems = []
+    if junit_xml is not None:
+        problem = file_problem(junit_xml)
+        if problem:
+            problems.append(f"--junit-xml {junit_xml}: {problem}")
+    target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
+    if target:
+        problem = file_problem(Path(target), regular_only=False)  # appended to: /dev/stdout will do
+        if problem:
+            problems.append(f"{STEP_SUMMARY_VAR}={target}: {problem}")
+    return problems
 
 
 def suite_name(folder: Path) -> str:
@@ -45,7 +101,7 @@ def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict]) -> str:
 
 
 def _case_name(cell: CellResult) -> str:
-    return f"jax {cell_label(cell)} {cell.spec.mesh_label} {cell.spec.devices_label}"
+    return visible(f"jax {cell_label(cell)} {cell.spec.mesh_label} {cell.spec.devices_label}", keep="")
 
 
 def _seconds(value: float) -> float:
@@ -54,18 +110,22 @@ def _seconds(value: float) -> float:
 
 def junit_xml(cells: Sequence[CellResult], suite_name: str) -> JUnitXml:
     """One test suite, one test case per cell (the time: its runs' wall seconds)."""
+    suite_name = visible(suite_name, keep="")
     suite = TestSuite(suite_name)
     for cell in in_version_order(list(cells)):
         case = TestCase(_case_name(cell), classname=suite_name,
                         time=_seconds(sum(r.duration_s for r in cell.runs)))
-        message = detail(cell)[:MAX_MESSAGE]
+        text = visible(detail(cell))
+        message = first_sentence(text)
         if cell.verdict in (Verdict.REPRODUCED, Verdict.ERROR):
-            failure = Failure(message, str(cell.verdict))
-            failure.text = _failure_text(cell)
-            case.result = [failure]
+            result = (Error if never_ran(cell) else Failure)(message, str(cell.verdict))
+            result.text = _failure_text(cell, text)
+            case.result = [result]
         elif cell.verdict == Verdict.UNSUPPORTED:
-            case.result = [Skipped(message, str(cell.verdict))]
-        case.system_out = _case_output(cell)
+            skipped = Skipped(message, str(cell.verdict))
+            skipped.text = text
+            case.result = [skipped]
+        case.system_out = visible(_case_output(cell))
         suite.add_testcase(case)
     suite.update_statistics()
     suite.time = _seconds(suite.time or 0.0)  # a sum of floats: back to three decimals
@@ -74,8 +134,25 @@ def junit_xml(cells: Sequence[CellResult], suite_name: str) -> JUnitXml:
     return xml
 
 
-def _failure_text(cell: CellResult) -> str:
-    lines = [f"verdict: {cell.verdict}", f"reason: {cell.reason}"]
+def never_ran(cell: CellResult) -> bool:
+    """An error cell none of whose runs started the program (its environment could not be made, or its
+    process could not start): JUnit's `<error>`, the test's machinery failing, not the test."""
+    return cell.verdict == Verdict.ERROR and all(r.exit_code is None and not r.timed_out for r in cell.runs)
+
+
+def first_sentence(text: str, limit: int = MAX_MESSAGE) -> str:
+    """The text's first sentence (up to a full stop followed by a space: a version's dots are not one),
+    cut at a word with an ellipsis when longer than `limit`; on one line."""
+    sentence = re.split(r"(?<=\.)\s", " ".join(text.split()), maxsplit=1)[0]
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[:limit - 1]
+    at_word = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return at_word.rstrip(" ,;:") + ELLIPSIS
+
+
+def _failure_text(cell: CellResult, text: str) -> str:
+    lines = [text, f"verdict: {cell.verdict}", f"reason: {visible(cell.reason)}"]
     phrase = cost_phrase(cost_of(cell))
     if phrase:
         lines.append(f"cost: {phrase}")
@@ -89,13 +166,13 @@ def _case_output(cell: CellResult) -> str:
 
 
 def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str) -> None:
-    """The JUnit file at `path`, written atomically (its folder made); UserError when it cannot be."""
+    """The JUnit file at `path`, written atomically (its folder made); OutputFailed when it cannot be."""
     text = junit_xml(cells, suite_name).tostring().decode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text if text.startswith("<?xml") else '<?xml version="1.0" encoding="utf-8"?>\n' + text)
     except OSError as exc:
-        raise UserError(f"--junit-xml {path}: cannot write it ({exc.strerror})") from None
+        raise OutputFailed(f"--junit-xml {path}: cannot write it ({exc.strerror})") from None
 
 
 def merged_suite_name(name: str, folder: Path) -> str:
@@ -124,5 +201,5 @@ def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[s
         with open(path, "a", encoding="utf-8") as out:
             out.write(step_summary(cells, title, status) + "\n")
     except OSError as exc:
-        raise UserError(f"{STEP_SUMMARY_VAR}={target}: cannot append the summary ({exc.strerror})") from None
+        raise OutputFailed(f"{STEP_SUMMARY_VAR}={target}: cannot append the summary ({exc.strerror})") from None
     return path

@@ -275,10 +275,16 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
 # ---- showing outcomes ----------------------------------------------------------------------------
 
 def _check_ci_paths(given: Given) -> None:
-    """A bad CI output path is bad input, said before an hour of measuring."""
-    path = given.get("junit_xml")
-    if path is not None and path.is_dir():
-        raise UserError(f"--junit-xml {path}: is a folder; give the file to write")
+    """Every output path a command will write (--junit-xml, GITHUB_STEP_SUMMARY, the results folder --out),
+    checked before the first run: a bad one is bad input, said in one line before an hour of measuring."""
+    problems = ci.output_problems(given.get("junit_xml"))
+    out = given.get("out")
+    if out is not None and given.get("resume") is None:
+        problem = ci.folder_problem(out)
+        if problem:
+            problems.append(f"--out {out}: {problem}")
+    if problems:
+        raise UserError(problems[0])
 
 
 def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
@@ -295,17 +301,29 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
 
 
 def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "") -> int:
-    """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names."""
+    """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
+    An output that cannot be written (its path was checked before the sweep; something changed since) is
+    said, the others are still written, and the verdict's exit code wins: a regression stays 1, and
+    otherwise it is 3 (the harness could not deliver what it was asked), never 2."""
+    unwritten = []
     if given.get("junit_xml") is not None:
-        ci.write_junit(given["junit_xml"], cells, suite)
-        print(f"junit: {given['junit_xml']}", file=sys.stderr)
-    ci.append_step_summary(cells, suite, status=status)
+        try:
+            ci.write_junit(given["junit_xml"], cells, suite)
+            print(f"junit: {given['junit_xml']}", file=sys.stderr)
+        except ci.OutputFailed as exc:
+            unwritten.append(str(exc))
+    try:
+        ci.append_step_summary(cells, suite, status=status)
+    except ci.OutputFailed as exc:
+        unwritten.append(str(exc))
+    for problem in unwritten:
+        print(f"harness: error: {problem}; the results folder has every cell", file=sys.stderr)
     fail_on = given.get("fail_on") or frozenset()
     failed = ci.failing(cells, fail_on)
     if failed:
         print(f"harness: {ci.fail_line(failed, fail_on)}", file=sys.stderr)
         return ExitCode.REGRESSION
-    return ExitCode.OK
+    return ExitCode.FAILURE if unwritten else ExitCode.OK
 
 
 def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, given: Given,

@@ -12,6 +12,7 @@ import weakref
 from typing import Any, Iterator, TextIO
 
 from harness.listing import parse_name
+from harness.markdown import visible
 from harness.model import NO_MESH, CellResult, CellSpec, RunRecord
 
 
@@ -97,7 +98,11 @@ class QuietWhenClosed:
     """A text stream that goes silent once its reader has gone (`harness check ... 2>&1 | head -3`): what
     cannot be printed must never cost a measurement, so the sweep goes on, saves everything and exits as it
     would have; only the printing stops. Its file descriptor then points at /dev/null, so the
-    interpreter's own last flush cannot fail either."""
+    interpreter's own last flush cannot fail either.
+
+    Everything written through it reaches the terminal with control characters (ESC, BEL, BS, a carriage
+    return, the C1 range) and bidi overrides shown as escapes (`\x1b[31m`): a crash line, a module name or a
+    reason a program wrote cannot move the cursor, retitle the window or recolour what follows."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
@@ -106,7 +111,8 @@ class QuietWhenClosed:
     def write(self, text: str) -> int:
         if not self.reader_gone:
             try:
-                return self._stream.write(text)
+                self._stream.write(visible(text))
+                return len(text)
             except BrokenPipeError:
                 self._gone()
         return len(text)

@@ -73,3 +73,20 @@ def fence(lines: Iterable[object], info: str = "") -> list[str]:
     longest = max((len(m) for line in body for m in _BACKTICKS.findall(line)), default=0)
     marks = "`" * max(3, longest + 1)
     return [f"{marks}{info}", *body, marks]
+
+
+def _hidden(ch: str) -> bool:
+    """A character a terminal or an XML parser must not get raw: a control (ESC, NUL, BEL, BS, DEL, the C1
+    range), a lone surrogate (a file name's bytes that are not UTF-8), U+FFFE/U+FFFF, a bidi override."""
+    return unicodedata.category(ch) in ("Cc", "Cs") or ch in _BIDI or ch in "\ufffe\uffff"
+
+
+def visible(value: object, keep: str = "\n\t") -> str:
+    """The text with each such character shown as its escape (`\\x1b`, `\\udcff`), the characters in `keep`
+    as they are: what a program printed stays readable and can move no cursor, colour no line and break
+    no XML. (Python's own escapes, so the text says exactly which character it was.)"""
+    text = str(value)
+    if not any(_hidden(ch) and ch not in keep for ch in text):
+        return text
+    return "".join(ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   if _hidden(ch) and ch not in keep else ch for ch in text)

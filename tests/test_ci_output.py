@@ -3,6 +3,7 @@
 alarm on seconds lost per start."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import xmlschema
 
 from harness import cli, errors, service
 from harness.ci import (
+    MAX_MESSAGE,
     append_step_summary,
     failing,
     junit_xml,
@@ -33,6 +35,13 @@ from harness.results import RunStatus
 from harness.table import render_markdown_table, summary_line
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "fixtures" / "junit-10.xsd")
+# The same schema with its one slip mended: it declares a test case's error element as `errors` (upstream too),
+# where JUnit (Ant, Surefire, pytest, every CI's reader) writes `<error>`; only a cell that never ran the
+# program has one, and it is validated against this.
+SCHEMA_WITH_ERROR = xmlschema.XMLSchema(
+    (Path(__file__).parent / "fixtures" / "junit-10.xsd").read_text()
+    .replace('<xs:element name="errors">', '<xs:element name="error">')
+    .replace('<xs:element ref="errors"/>', '<xs:element ref="error"/>'))
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 
 
@@ -286,3 +295,147 @@ def test_merge_junit_xml_at_a_folder_is_bad_input_before_anything_is_written(tmp
     folders = shard_folders(tmp_path)
     assert cli.main(["merge", *folders, "--out", str(tmp_path / "m"), "--junit-xml", str(tmp_path)]) == 2
     assert "--junit-xml" in capsys.readouterr().err and not (tmp_path / "m").exists()
+
+
+# ---- issue 32.1-3: output paths checked before the first run; late failures; hostile text ---------
+
+HOSTILE = "ValueError: \x1b[31mred\x1b[0m \x00 bell\x07 back\x08 del\x7f c1\x85\x9b odd\udcff end"
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    """The service's sweep replaced by one that counts its calls and returns CELLS."""
+    calls = []
+
+    def sweep(config, options, progress, more=None):
+        calls.append(config)
+        folder = write_results(tmp_path / "swept", CELLS)
+        return service.SweepOutcome(folder, CELLS, RunStatus.COMPLETE)
+    monkeypatch.setattr(service.sweeping, "sweep", sweep)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return calls
+
+
+def a_file(tmp_path):
+    (tmp_path / "A").mkdir()
+    (tmp_path / "A" / "B").write_text("a file, not a folder")
+    return tmp_path / "A" / "B"
+
+
+@pytest.mark.parametrize("what", ["summary at a folder", "junit under a file", "out at a file",
+                                  "junit at /dev/null"])
+def test_every_output_path_is_checked_before_the_first_run(counted, tmp_path, capsys, monkeypatch, what):
+    """Bad input: one line, exit 2, and the sweep never started (before, a bad GITHUB_STEP_SUMMARY or a
+    --junit-xml under a file was found after every run, and turned a regression's exit 1 into 2)."""
+    args = ["run", "configs/smoke.yaml", "--fail-on", "reproduced", "--out", str(tmp_path / "out")]
+    if what == "summary at a folder":
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))
+        said = "GITHUB_STEP_SUMMARY"
+    elif what == "junit under a file":
+        args += ["--junit-xml", str(a_file(tmp_path) / "j.xml")]
+        said = "--junit-xml"
+    elif what == "out at a file":
+        args[-1] = str(a_file(tmp_path))
+        said = "--out"
+    else:
+        args += ["--junit-xml", os.devnull]
+        said = "is not a regular file"
+    assert cli.main(args) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0] and err[0].startswith("harness: error: ")
+    assert counted == [] and not (tmp_path / "out").exists()
+
+
+def test_merge_and_submit_wait_check_their_output_paths_first(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))
+    folders = shard_folders(tmp_path)
+    assert cli.main(["merge", *folders, "--out", str(tmp_path / "m")]) == ExitCode.BAD_INPUT
+    assert "GITHUB_STEP_SUMMARY" in capsys.readouterr().err and not (tmp_path / "m").exists()
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    monkeypatch.setattr(service, "submit", lambda *a, **k: pytest.fail("submitted despite a bad output path"))
+    junit = a_file(tmp_path) / "j.xml"
+    assert cli.main(["submit", "configs/smoke.yaml", "--shards", "2", "--wait", "--junit-xml", str(junit),
+                     "--out", str(tmp_path / "s")]) == ExitCode.BAD_INPUT
+    assert "--junit-xml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, code", [(["--fail-on", "reproduced"], ExitCode.REGRESSION), ([], ExitCode.FAILURE)])
+def test_an_output_that_fails_after_the_sweep_is_said_and_the_verdict_still_decides(tmp_path, capsys, monkeypatch,
+                                                                                    flags, code):
+    """The paths were fine before the sweep; meanwhile the summary became a folder and the JUnit file's folder
+    a file. Both are said; a regression stays 1 (before: 2, and --fail-on skipped); otherwise 3, not 2."""
+    summary, junit_dir = tmp_path / "summary.md", tmp_path / "ci"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    def sweep(config, options, progress, more=None):
+        summary.mkdir()
+        junit_dir.write_text("now a file")
+        return service.SweepOutcome(write_results(tmp_path / "swept", CELLS), CELLS, RunStatus.COMPLETE)
+    monkeypatch.setattr(service.sweeping, "sweep", sweep)
+    assert cli.main(["run", "configs/smoke.yaml", "--junit-xml", str(junit_dir / "j.xml"), *flags]) == code
+    err = capsys.readouterr().err
+    assert "harness: error: --junit-xml" in err and "harness: error: GITHUB_STEP_SUMMARY" in err
+    assert ("harness: --fail-on reproduced: 1 cell(s) failed" in err) == bool(flags)
+
+
+def test_junit_xml_is_well_formed_whatever_a_crash_printed(tmp_path):
+    """ESC, NUL, BEL, BS, DEL, C1 and a lone surrogate in a crash line: shown as escapes, so a strict XML
+    parser (expat) reads the file and the schema holds (before, they were written raw into message=)."""
+    import xml.etree.ElementTree as ElementTree
+
+    path = tmp_path / "junit.xml"
+    write_junit(path, [cell("0.4.30", Verdict.ERROR, HOSTILE)], "check-\x1b[2Jx")
+    text = path.read_text()
+    ElementTree.fromstring(text.encode())  # expat: raises on any character XML 1.0 forbids
+    SCHEMA.validate(text)
+    (suite,) = SCHEMA.to_dict(text)["testsuite"]
+    (failure,) = suite["testcase"][0]["failure"]
+    assert failure["@message"].startswith("ValueError: \\x1b[31mred\\x1b[0m \\x00 bell\\x07 back\\x08 del\\x7f "
+                                          "c1\\x85\\x9b odd\\udcff end")
+    assert not any(ord(ch) < 32 and ch not in "\n\t" or 0x7f <= ord(ch) <= 0x9f for ch in text)
+    assert suite["@name"] == "check-\\x1b[2Jx"
+
+
+def test_the_junit_message_is_the_first_sentence_cut_at_a_word_and_the_body_keeps_all(tmp_path):
+    long_reason = "jit_f: a new key in run 2 " + " ".join(f"word{i}" for i in range(80)) + ". Second sentence."
+    xml = junit_xml([cell("0.4.28", Verdict.REPRODUCED, long_reason)], "s").tostring().decode()
+    (suite,) = SCHEMA.to_dict(xml)["testsuite"]
+    (failure,) = suite["testcase"][0]["failure"]
+    message = failure["@message"]
+    assert len(message) <= MAX_MESSAGE and message.endswith("\u2026")
+    assert long_reason.startswith(message[:-1]) and message[:-1].split()[-1] in long_reason.split()  # a whole word
+    assert long_reason in failure["$"]  # the whole text stays in the body
+    two = junit_xml([cell("0.4.28", Verdict.REPRODUCED, "jit_f: moved in 0.4.28. See the report.")], "s")
+    (suite,) = SCHEMA.to_dict(two.tostring().decode())["testsuite"]
+    assert suite["testcase"][0]["failure"][0]["@message"] == "jit_f: moved in 0.4.28."
+
+
+def test_an_error_cell_that_never_ran_the_program_is_a_junit_error_not_a_failure():
+    never = CellResult(CellSpec("0.4.31", Platform.CPU, 8, MESH), Verdict.ERROR, {}, [],
+                       reason="the environment could not be made: no wheel for this Python")
+    not_started = RunRecord(index=1, seed=1, exit_code=None, duration_s=0.0, new_entries=[],
+                            reason="could not start the run's process: [Errno 2] No such file")
+    unstarted = CellResult(CellSpec("0.4.32", Platform.CPU, 8, MESH), Verdict.ERROR, {}, [not_started],
+                           reason="could not start")
+    crashed = cell("0.4.30", Verdict.ERROR, "1 of 2 runs failed")
+    text = junit_xml([never, unstarted, crashed], "s").tostring().decode()
+    SCHEMA_WITH_ERROR.validate(text)
+    (suite,) = SCHEMA_WITH_ERROR.to_dict(text)["testsuite"]
+    assert (suite["@errors"], suite["@failures"]) == ("2", "1")
+    kinds = {c["@name"].split()[1]: [k for k in ("error", "failure") if k in c] for c in suite["testcase"]}
+    assert kinds == {"0.4.30": ["failure"], "0.4.31": ["error"], "0.4.32": ["error"]}
+
+
+def test_the_terminal_gets_no_raw_escape_from_a_programs_text(counted, capsys, monkeypatch):
+    """The table, the summary, --fail-on's line and the progress: a reason's ESC and C1 are shown as escapes."""
+    hostile = [cell("0.4.30", Verdict.ERROR, HOSTILE)]
+
+    def sweep(config, options, progress, more=None):
+        progress.say(f"  => error: {HOSTILE}")
+        return service.SweepOutcome(Path("/nonexistent"), hostile, RunStatus.COMPLETE)
+    monkeypatch.setattr(service.sweeping, "sweep", sweep)
+    assert cli.main(["run", "configs/smoke.yaml", "--fail-on", "error"]) == ExitCode.REGRESSION
+    out, err = capsys.readouterr()
+    for text in (out, err):
+        assert not any(ord(ch) < 32 and ch not in "\n\t" or 0x7f <= ord(ch) <= 0x9f for ch in text)
+    assert "\\x1b[31mred" in err

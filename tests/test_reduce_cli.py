@@ -130,3 +130,29 @@ def test_a_resume_with_other_vary_or_processes_is_refused(tmp_path, given, fragm
     reduction = Reduction(config, Path(script), None, "0.5.0", None, folder, None, None, None)
     with pytest.raises(UserError, match=fragment):
         reduction.run(resume=True)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_reduced_program_that_no_longer_keeps_the_signature_exits_3_as_docs_reduce_md_says(
+        resume, tmp_path, capsys, monkeypatch):
+    """Issue 32.4: not a regression of JAX (1) but the harness failing to deliver a checked answer (3); the
+    code and docs/reduce.md agree (the page said 1)."""
+    from pathlib import Path
+
+    from harness import cli
+    from harness.errors import ExitCode
+    from harness.reduce.reduction import ReduceOutcome
+    from harness.results import RunStatus
+
+    reduced = tmp_path / "reduced.py"
+    reduced.write_text("import jax\n")
+    state = ReduceState("s.py", "d" * 64, "0.4.28", "0.4.29", Signature("jit_f", ("computation",), Cause.ORDER),
+                        [1, 2], 24.0, "import jax\n", {}, measured=5, seconds=12.5, check_seconds=3.0)
+    done = ReduceOutcome(tmp_path, RunStatus.COMPLETE, state, 40, reduced,
+                         problem="clean on 0.4.28 (5 runs)")
+    monkeypatch.setattr(service, "reduce", lambda *a, **k: done)
+    argv = ["reduce", SCRIPT, "--versions", "0.4.28"] + (["--resume", str(tmp_path)] if resume else [])
+    assert cli.main(argv) == ExitCode.FAILURE == 3
+    assert "did not keep the signature: clean on 0.4.28" in capsys.readouterr().err
+    page = " ".join((Path(__file__).parents[1] / "docs" / "reduce.md").read_text().split())
+    assert "does not keep the signature (a flaky machine), the command says why and exits 3" in page
