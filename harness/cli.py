@@ -179,7 +179,8 @@ def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:
 def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
     """One release per line, a tab, and the Python it would run in (`cut -f1` gives the releases)."""
     resolution = service.list_versions(given["config"], given["versions"] or (), given["python_version"],
-                                       from_given(service.PythonOptions, given))
+                                       from_given(service.PythonOptions, given), given["index_url"],
+                                       given["extra_index_urls"])
     for line in resolution.notes():
         print(f"harness: {line}", file=sys.stderr)
     for version in resolution.versions:

@@ -12,9 +12,9 @@ import hashlib
 import re
 import stat
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -61,6 +61,82 @@ class Requirements:
         return list(self.items)
 
 
+# Where uv and pip read an index from the environment, in the order the harness honours them (uv's own
+# spellings first: the installer is uv). Extra indexes are space-separated, as both tools read them.
+INDEX_VARIABLES = ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL")
+EXTRA_INDEX_VARIABLES = ("UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where an environment's packages come from besides the public index's dated releases: another
+    index (and extra ones), and the user's own packages installed editable (absolute paths). Part of
+    the environment's identity: two sweeps with other sources never share an environment."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    editables: tuple[str, ...] = ()
+    # Where the indexes came from when not from the command line: the variable's name.
+    index_variable: str | None = field(default=None, compare=False)
+    # The projects an extra index serves: installed as it has them, not as of the release's date (a
+    # private index rarely records upload times, and uv drops undated files under --exclude-newer).
+    undated: tuple[str, ...] = field(default=(), compare=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.index_url or self.extra_index_urls or self.editables)
+
+    @property
+    def digest(self) -> str:
+        """Ten hex digits naming these sources (an environment's folder carries them)."""
+        text = "\n".join([self.index_url or "", *self.extra_index_urls, "", *self.editables])
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+    def index_args(self) -> list[str]:
+        """uv's (and pip's) flags for the indexes."""
+        out = ["--index-url", self.index_url] if self.index_url else []
+        for url in self.extra_index_urls:
+            out += ["--extra-index-url", url]
+        return out
+
+    def undated_args(self) -> list[str]:
+        """uv's flags that exempt the extra indexes' own projects from --exclude-newer."""
+        return [word for name in self.undated for word in ("--exclude-newer-package", f"{name}=false")]
+
+    def editable_args(self) -> list[str]:
+        return [word for path in self.editables for word in ("--editable", path)]
+
+
+def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editables: Iterable[Path],
+                 environ: Mapping[str, str]) -> Sources:
+    """The sources given on the command line, an index from the environment where none is given (see
+    INDEX_VARIABLES), and each editable path checked to be a folder a package builds from (UserError)."""
+    variable = None
+    index = index_url
+    if index is None:
+        variable = next((name for name in INDEX_VARIABLES if environ.get(name, "").strip()), None)
+        index = environ[variable] if variable else None
+    extras = tuple(extra_index_urls)
+    if not extras:
+        extra_variable = next((name for name in EXTRA_INDEX_VARIABLES if environ.get(name, "").strip()), None)
+        if extra_variable:
+            extras, variable = tuple(environ[extra_variable].split()), variable or extra_variable
+    for url in (index, *extras):
+        if url is not None and not re.match(r"^(https?|file)://\S+$", url.strip()):
+            raise UserError(f"--index-url/--extra-index-url: {url!r} is not an http(s):// or file:// URL")
+    folders = []
+    for path in editables:
+        folder = Path(path).resolve()
+        if not folder.is_dir():
+            raise UserError(f"--with-editable: {path}: no such folder (give your package's folder, "
+                            "the one with pyproject.toml or setup.py)")
+        if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+            raise UserError(f"--with-editable: {path}: has no pyproject.toml, setup.py or setup.cfg: "
+                            "not a package folder")
+        folders.append(str(folder))
+    return Sources(index.strip() if index else None, tuple(u.strip() for u in extras),
+                   tuple(dict.fromkeys(folders)), index_variable=variable)
+
+
 def normalise(text: str) -> str:
     """One spelling per requirement: canonical name, sorted extras and specifiers (packaging's str)."""
     requirement = Requirement(text)
@@ -85,7 +161,8 @@ def parse_requirements(strings: Iterable[object], where: str) -> Requirements:
                             "release (choose them with --versions or jax_versions)")
         if Requirement(item).url:  # `name @ file:///...` would run its setup.py here; `@ https://` skips the date
             raise UserError(f"{where}: {value!r}: a direct reference (`name @ URL`) bypasses the package index "
-                            "and the release's date; name the package and a version instead")
+                            "and the release's date; name the package and a version instead (your own "
+                            "package: --with-editable PATH)")
         items.add(item)
     return Requirements(tuple(sorted(items)))
 
@@ -133,7 +210,8 @@ def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...]) -> R
             found += _read_requirements_file(target, where, (*seen, path.resolve()))
         elif line.startswith("-"):
             raise UserError(f"{here}: pip option {line.split()[0]!r} is not supported (only requirements "
-                            "and -r includes; packages come from the index as of each release)")
+                            "and -r includes; packages come from the index as of each release: your own "
+                            "package is --with-editable PATH, another index --index-url URL)")
         else:
             found += parse_requirements([line], here)
     return found

@@ -75,6 +75,10 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple((_text(k), _text(v)) for k, v in value.items())
 
 
+def _listed(values: tuple[str, ...] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
 def _unknown(data: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
@@ -188,6 +192,10 @@ class RecordedOptions:
     bisect: BisectRange | None = None  # a bisection's
     backend: BackendName | None = None
     backend_reason: str | None = None
+    # Where packages came from besides PyPI (--index-url, --extra-index-url, --with-editable); absent: PyPI.
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] | None = None
+    editables: tuple[str, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
@@ -202,6 +210,9 @@ class RecordedOptions:
                    all_runs=_read(data, "all_runs", _flag, "true or false"), bisect=bisect,
                    backend=_read(data, "backend", BackendName, "one of " + ", ".join(BackendName)),
                    backend_reason=_read(data, "backend_reason", _text, "text"),
+                   index_url=_read(data, "index_url", _text, "text"),
+                   extra_index_urls=_read(data, "extra_index_urls", _texts, "a list of URLs"),
+                   editables=_read(data, "editables", _texts, "a list of paths"),
                    extra=_unknown(data, _OPTIONS_KEYS), order=tuple(data))
 
     def to_json(self) -> dict[str, Any]:
@@ -210,7 +221,10 @@ class RecordedOptions:
         if self.bisect is not None:  # all three, null where not given, as a bisection always wrote them
             out.update(good=self.bisect.good, bad=self.bisect.bad, jax_repo=self.bisect.jax_repo)
         return _in_order({**out, **_written([("backend", None if self.backend is None else str(self.backend)),
-                                             ("backend_reason", self.backend_reason)], self.extra)}, self.order)
+                                             ("backend_reason", self.backend_reason),
+                                             ("index_url", self.index_url),
+                                             ("extra_index_urls", _listed(self.extra_index_urls)),
+                                             ("editables", _listed(self.editables))], self.extra)}, self.order)
 
     @property
     def overlapped(self) -> bool:

@@ -6,14 +6,17 @@ JSON API); `parse_pypi` reads that API's answer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from html.parser import HTMLParser
 from typing import Protocol, Sequence
+from urllib.parse import unquote, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import canonicalize_name, InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
@@ -201,6 +204,93 @@ def parse_pypi(data: dict) -> dict[str, Release]:
         out[version] = Release(version, uploaded, yanked=all(f.get("yanked") for f in files),
                                requires_python=requires, wheel_tags=_wheel_tags(files))
     return out
+
+
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
+
+
+def parse_simple(data: dict) -> dict[str, Release]:
+    """A simple API page (PEP 691 JSON: `files`, each with `filename` and, where the index has them,
+    PEP 700's `upload-time`, `requires-python`, `yanked`) as parse_pypi's releases, grouped by the version
+    each file's name carries. A mirror that gives no upload times gives releases without dates."""
+    by_version: dict[str, list[dict]] = {}
+    for entry in data.get("files", []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
+            continue
+        version = _file_version(entry["filename"])
+        if version is None:
+            continue
+        by_version.setdefault(version, []).append({
+            "filename": entry["filename"], "upload_time_iso_8601": entry.get("upload-time"),
+            "requires_python": entry.get("requires-python"), "yanked": bool(entry.get("yanked"))})
+    return parse_pypi({"releases": by_version})
+
+
+def _file_version(filename: str) -> str | None:
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[1])
+        if filename.endswith((".tar.gz", ".zip")):
+            return str(parse_sdist_filename(filename)[1])
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return None
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[dict] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        named = dict(attrs)
+        href = named.get("href") or ""
+        filename = unquote(urlsplit(href).path.rsplit("/", 1)[-1])
+        if filename:
+            self.files.append({"filename": filename, "url": href,
+                               "requires-python": named.get("data-requires-python"),
+                               "yanked": "data-yanked" in named})
+
+
+class _AnchorTexts(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self._open = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._open = tag == "a"
+        if self._open:
+            self.names.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._open = self._open and tag != "a"
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self.names[-1] += data
+
+
+def simple_projects(page: str, is_json: bool) -> tuple[str, ...]:
+    """The project names a simple index's root lists (PEP 691 JSON `projects`, or PEP 503's anchors),
+    canonical and sorted. ValueError for JSON that is not an index's."""
+    if is_json:
+        data = json.loads(page)
+        names = [p["name"] for p in data.get("projects", []) if isinstance(p, dict) and isinstance(p.get("name"), str)]
+    else:
+        anchors = _AnchorTexts()
+        anchors.feed(page)
+        names = [n.strip() for n in anchors.names if n.strip()]
+    return tuple(sorted({canonicalize_name(n) for n in names}))
+
+
+def simple_html_as_json(page: str) -> dict:
+    """A PEP 503 HTML page (one anchor per file) in PEP 691's JSON shape (no upload times: HTML has none)."""
+    anchors = _Anchors()
+    anchors.feed(page)
+    return {"meta": {"api-version": "1.0"}, "files": anchors.files}
 
 
 def _wheel_tags(files: list[dict]) -> frozenset[Tag]:

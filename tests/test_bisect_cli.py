@@ -41,7 +41,7 @@ class FakeBackend(Backend):
 def backend(monkeypatch):
     fake = FakeBackend(EnvironmentUnavailable("no environments in this test"))
     index = SimpleNamespace(releases=INDEX.releases, release_date=lambda version: None)
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: index)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: index)
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     return fake
 

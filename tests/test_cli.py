@@ -16,7 +16,7 @@ from tests.test_versions import INDEX
 
 @pytest.fixture(autouse=True)
 def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
 
 
 def run_cli(argv, capsys):

@@ -252,7 +252,7 @@ def test_bad_requirements_for_check_name_the_flag_or_the_script(capsys, tmp_path
 
 def _cli(argv, capsys, tmp_path, monkeypatch):
     if monkeypatch is not None:
-        monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+        monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     out_dir = tmp_path / "results"
     code = cli.main([*argv, "--out", str(out_dir)])
     _, err = capsys.readouterr()

@@ -90,7 +90,7 @@ def test_check_gpus_only_for_cuda():
 
 
 def test_a_cuda_sweep_with_too_few_gpus_stops_before_writing_anything(tmp_path, monkeypatch, write, capsys):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     monkeypatch.setenv("PATH", f"{fake_smi(tmp_path).parent}:/usr/bin:/bin")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     config = write("gpu.yaml", "name: gpu\nrepro: shard_map_grad\njax_versions: ['0.4.28']\nplatform: cuda\n"

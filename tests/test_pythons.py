@@ -193,7 +193,7 @@ def test_a_python_is_installed_only_when_the_user_opted_in():
 def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsys):
     from harness import cli, service
 
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     monkeypatch.setattr(interpreters, "discover", lambda search=(): [interp(13)])
     monkeypatch.setattr("harness.environments.host_platforms", lambda: HOST)
     assert cli.main(["versions", "configs/releases.yaml", "--versions", ">=0.10.2", "latest"]) == 0

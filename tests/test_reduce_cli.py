@@ -17,7 +17,7 @@ SCRIPT = "examples/train_shard_map_grad.py"
 
 @pytest.fixture(autouse=True)
 def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -40,7 +40,7 @@ class FakeBackend(Backend):
 @pytest.fixture
 def backend(monkeypatch):
     fake = FakeBackend({})
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     return fake
 

@@ -23,7 +23,7 @@ from tests.test_versions import INDEX
 
 @pytest.fixture(autouse=True)
 def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
 
 
 def jobs(tmp_path, **kwargs) -> SweepJobs:

@@ -76,7 +76,7 @@ def test_merge_takes_a_v1_folder(v1, tmp_path, capsys):
 
 
 def test_resume_of_a_finished_v1_folder_measures_nothing_and_keeps_its_cells(v1, monkeypatch, capfd):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda: INDEX)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     before = json.loads((v1 / "results.json").read_text())
     assert cli.main(["run", "configs/smoke.yaml", "--runs", "3", "--resume", str(v1)]) == 0
     assert capfd.readouterr().out.strip().splitlines()[-1] == SUMMARY

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from packaging.tags import platform_tags
 
-from harness.dependencies import Requirements
+from harness.dependencies import Requirements, Sources
 from harness.environments.base import Backend, Environment
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
@@ -29,6 +29,7 @@ NAMES = tuple(n.value for n in BackendName)
 class BackendChoice:
     backend: Backend
     why: str
+    sources: Sources = Sources()  # where its packages come from besides the public index
 
 
 @dataclass
@@ -43,6 +44,7 @@ class BackendOptions:
     wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup
     install_python: Callable[[PythonVersion], Interpreter | None] | None = None  # opted in: uv installs
     requirements: Requirements = Requirements()  # the script's own, installed beside each jax
+    sources: Sources = Sources()  # venv: another index, the user's own packages (editable)
 
 
 def host_platforms() -> tuple[str, ...]:
@@ -65,14 +67,30 @@ def _venv(options: BackendOptions) -> VenvBackend:
     pythons = python_chooser(options, host_platforms(), own.own, options.python_pin,
                              own_interpreter=own.own_interpreter) if options.interpreters else None
     return VenvBackend(pythons=pythons, release_date=options.release_date, rebuild=options.rebuild,
-                       requirements=options.requirements)
+                       requirements=options.requirements, sources=options.sources)
+
+
+def _local(options: BackendOptions) -> LocalBackend:
+    if options.sources.editables:
+        raise UserError("--with-editable: --backend local installs nothing; install your package into that "
+                        "interpreter (pip install -e PATH), or use --backend venv")
+    return LocalBackend(options.python, options.requirements)
+
+
+def _docker(options: BackendOptions) -> DockerBackend:
+    # An index from the environment stays as before (the wheelhouse's uv reads UV_INDEX_URL itself).
+    given = options.sources.editables or (options.sources.index_variable is None and options.sources)
+    if given:
+        raise UserError("--with-editable and --index-url/--extra-index-url are honoured by --backend venv "
+                        "only: the docker backend's images install from the public index")
+    return DockerBackend.from_options(options)
 
 
 # Each backend by its --backend name: how to make it from the options.
 BACKENDS: dict[BackendName, Callable[[BackendOptions], Backend]] = {
     BackendName.VENV: _venv,
-    BackendName.LOCAL: lambda o: LocalBackend(o.python, o.requirements),
-    BackendName.DOCKER: DockerBackend.from_options,
+    BackendName.LOCAL: _local,
+    BackendName.DOCKER: _docker,
 }
 
 

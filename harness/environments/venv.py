@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.dependencies import Requirements
+from harness.dependencies import Requirements, Sources
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
 from harness.environments.varying import CannotVary
@@ -133,8 +133,9 @@ class VenvBackend(Backend):
 
     def __init__(self, root: Path = DEFAULT_ROOT, pythons: PythonChooser | None = None,
                  release_date: Callable[[str], datetime | None] | None = None, rebuild: bool = False,
-                 requirements: Requirements = Requirements()):
+                 requirements: Requirements = Requirements(), sources: Sources = Sources()):
         self.root, self.rebuild = Path(root), rebuild
+        self.sources = sources
         self.pythons = pythons or own_python_only()
         self._release_date = release_date
         self.requirements = requirements
@@ -142,9 +143,11 @@ class VenvBackend(Backend):
     def env_path(self, jax_version: str, platform: Platform, python: PythonVersion) -> Path:
         """Keyed by version, flavour, Python and the script's requirement set: the name venvs had
         before the choice existed, plus `-req<digest>` when there are requirements (another set is
-        another environment; none keeps the plain name and its reuse)."""
+        another environment; none keeps the plain name and its reuse), plus `-src<digest>` when packages
+        come from another index or the user's own folders (--index-url, --with-editable)."""
         flavour = "cuda" if platform == Platform.CUDA else "cpu"
         extra = f"-req{self.requirements.digest}" if self.requirements else ""
+        extra += f"-src{self.sources.digest}" if self.sources else ""
         return self.root / f"jax-{jax_version}-{flavour}-py{python}{extra}"
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
@@ -194,15 +197,17 @@ class VenvBackend(Backend):
         steps = [[uv, "venv", "--quiet", "--no-python-downloads", "--python",
                   choice.interpreter or str(choice.version), str(path)]]
         # The script's requirements go in the same resolution as jax: each release gets the Flax
-        # (Optax, ...) of its time that works with it, or uv says why none does.
+        # (Optax, ...) of its time that works with it, or uv says why none does. So does the user's own
+        # package (--with-editable): its dependencies as of the release, its pins held against jax's.
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
-                   *jax_requirements(jax_version, platform), *self.requirements.items]
+                   *jax_requirements(jax_version, platform), *self.requirements.items,
+                   *self.sources.editable_args(), *self.sources.index_args()]
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
             install += ["--find-links", link]
         cutoff = self._release_date(jax_version) if self._release_date else None
         newest = exclude_newer(cutoff)
         if newest:
-            install += ["--exclude-newer", newest]
+            install += ["--exclude-newer", newest, *self.sources.undated_args()]
         steps.append(install)
         with open(log, "w") as out:
             for cmd in steps:
@@ -211,8 +216,8 @@ class VenvBackend(Backend):
                 proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
                 if proc.returncode != 0:
                     why = resolver_reason(log_tail(log, chars=20_000))
-                    what = f"jax {jax_version}" + (f" with {', '.join(self.requirements.items)}"
-                                                  if self.requirements else "")
+                    besides = [*self.requirements.items, *self.sources.editables]
+                    what = f"jax {jax_version}" + (f" with {', '.join(besides)}" if besides else "")
                     raise EnvironmentUnavailable(f"could not install {what}: {why or 'see the log'} ({log})",
                                                  log_tail=log_tail(log))
         facts = probe_interpreter(path / "bin" / "python", cmd_env)
@@ -221,6 +226,10 @@ class VenvBackend(Backend):
         facts["exclude_newer"] = newest
         if self.requirements:
             facts["requirements"] = self.requirements.to_json()
+        if self.sources.index_url or self.sources.extra_index_urls:
+            facts["index_urls"] = [u for u in (self.sources.index_url, *self.sources.extra_index_urls) if u]
+        if self.sources.editables:
+            facts["editables"] = list(self.sources.editables)
         _write_marker(marker, facts)
         return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": False})
 

@@ -3,9 +3,11 @@ status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable, TypeVar
 
+from harness.dependencies import Sources, sources_from
 from harness.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
@@ -13,7 +15,7 @@ from harness.errors import UserError
 from harness.factors import Factor
 from harness.parallelism import Jobs, choose_jobs, usable_cores
 from harness.progress import Progress
-from harness.pypi import PyPIIndex
+from harness.pypi import PyPIIndex, private_projects
 from harness.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.model import BackendName
 from harness.results import RunStatus, host_facts
@@ -24,18 +26,38 @@ from harness.writer import ResultsWriter
 T = TypeVar("T")
 
 def open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
-    index = PyPIIndex()  # asks the network only when a version is resolved or dated
-    return make_backend(options.backend, _backend_options(config, options, index)), index
+    sources = sources_from(options.index_url, options.extra_index_urls, options.with_editable, os.environ)
+    if sources.extra_index_urls and options.backend != BackendName.LOCAL:
+        sources = replace(sources, undated=tuple(sorted({name for url in sources.extra_index_urls
+                                                          for name in private_projects(url)})))
+    index = PyPIIndex(index_url=sources.index_url)  # asks the network only when a version is resolved or dated
+    choice = make_backend(options.backend, _backend_options(config, options, index, sources))
+    return replace(choice, sources=sources), index
 
 
-def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex) -> BackendOptions:
+def sources_line(sources: Sources) -> str:
+    """What a sweep says of where packages come from besides PyPI ("" when nothing else)."""
+    parts = []
+    indexes = [u for u in (sources.index_url, *sources.extra_index_urls) if u]
+    if indexes:
+        parts.append(f"packages from {', '.join(indexes)}"
+                     + (f" (from {sources.index_variable})" if sources.index_variable else ""))
+    if sources.undated:
+        parts.append(f"undated (as the extra index has them, not as of each release): {', '.join(sources.undated)}")
+    if sources.editables:
+        parts.append(f"your package(s), editable, in each release's venv: {', '.join(sources.editables)}")
+    return "; ".join(parts)
+
+
+def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex,
+                     sources: Sources = Sources()) -> BackendOptions:
     search = options.pythons.search
     return BackendOptions(rebuild=options.rebuild, python=options.python, docker=config.docker,
                           release_date=index.release_date, python_pin=config.python,
                           interpreters=lambda: interpreters.discover(search),
                           wheel_pythons=lambda platforms: release_pythons(index, platforms),
                           install_python=interpreters.install_with_uv if options.pythons.install else None,
-                          requirements=config.requirements)
+                          requirements=config.requirements, sources=sources)
 
 
 def jobs_for(config: Config, options: MeasureOptions, progress: Progress) -> Jobs:
@@ -55,8 +77,15 @@ def results_header(command: str, config: Config, versions: list[str], choice: Ba
                    options: RecordedOptions) -> ResultsHeader:
     """The results document's header: what was measured, how (`options`, the backend added), where."""
     return ResultsHeader(command=command, config=RecordedConfig.from_json(config.to_json()), versions=versions,
-                         options=replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why),
+                         options=replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why,
+                                         **recorded_sources(choice.sources)),
                          host=host_facts(choice.backend.describe()))
+
+
+def recorded_sources(sources: Sources) -> dict:
+    """results.json's record of the sources: absent when packages came from PyPI alone (older folders)."""
+    return {"index_url": sources.index_url, "extra_index_urls": sources.extra_index_urls or None,
+            "editables": sources.editables or None}
 
 
 def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],

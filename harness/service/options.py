@@ -43,6 +43,10 @@ class MeasureOptions:
     given: Given | None = field(default=None, compare=False)
     processes: int | None = None  # replaces the config's processes (a multi-process job per run)
     vary: tuple[Factor, ...] | None = None  # replaces the config's vary (docs/variation.md)
+    # Where packages come from (harness/dependencies.py's Sources): another index, the user's own package.
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    with_editable: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

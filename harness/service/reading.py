@@ -21,7 +21,8 @@ from harness.writer import write_files
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 
 def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str | None,
-                  pythons: PythonOptions = PythonOptions()) -> Resolution:
+                  pythons: PythonOptions = PythonOptions(), index_url: str | None = None,
+                  extra_index_urls: tuple[str, ...] = ()) -> Resolution:
     """`harness versions`: the releases a config (or --versions) resolves to, each with the Python its
     venv would use (`python`, "3.N", pins one as the config's python: does)."""
     config = load_config(config_path)
@@ -31,7 +32,8 @@ def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: s
         except ValueError as exc:
             raise UserError(f"--python-version: {exc}") from None
     entries, source = version_entries(config, versions)
-    choice, index = open_backend(config, MeasureOptions(pythons=pythons))
+    choice, index = open_backend(config, MeasureOptions(pythons=pythons, index_url=index_url,
+                                                        extra_index_urls=extra_index_urls))
     return resolve(entries, index, source=source, pythons=choice.backend.pythons)
 
 def report(results: Path) -> Path:

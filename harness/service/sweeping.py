@@ -35,6 +35,7 @@ from harness.service.measurement import (
     jobs_for,
     open_backend,
     results_header,
+    sources_line,
     sweep_versions,
     with_processes,
     with_vary,
@@ -105,6 +106,8 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     config = with_vary(with_processes(config, options.processes), options.vary)
     choice, index = open_backend(config, options)
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
+    if where := sources_line(choice.sources):
+        progress.say(where)
     if config.requirements:
         progress.say(f"the script's requirements, installed with each release as of its date: "
                      f"{', '.join(config.requirements.items)}")

@@ -1,0 +1,139 @@
+"""Your own package and your own index (issue 33.2), the pure parts and the release list: where packages
+come from (flags, then UV_*/PIP_* variables), an environment's name carrying them, results.json recording
+them, and `harness versions` resolving from a real simple-API-only mirror served on the loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.dependencies import Sources, parse_requirements, read_requirements_file, sources_from
+from harness.environments.venv import VenvBackend
+from harness.errors import UserError
+from harness.header import RecordedOptions
+from harness.model import Platform
+from harness.pypi import PyPIIndex, private_projects
+from harness.pythons import PythonVersion
+from harness.versions import parse_simple, simple_html_as_json
+from tests.local_index import build_wheel, served, simple_index
+
+MIRROR = "https://mirror.example/simple"
+
+
+def package(tmp_path, name="mypkg"):
+    folder = tmp_path / name
+    (folder / name).mkdir(parents=True)
+    (folder / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "0.1"\n')
+    return folder
+
+
+def test_the_command_line_wins_over_the_variables_and_uvs_spelling_over_pips():
+    environ = {"PIP_INDEX_URL": "https://pip.example/simple", "UV_INDEX_URL": "https://uv.example/simple",
+               "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://b.example/simple"}
+    from_variables = sources_from(None, (), (), environ)
+    assert from_variables.index_url == "https://uv.example/simple"
+    assert from_variables.extra_index_urls == ("https://a.example/simple", "https://b.example/simple")
+    assert from_variables.index_variable == "UV_INDEX_URL"
+    given = sources_from(MIRROR, ("https://c.example/simple",), (), environ)
+    assert (given.index_url, given.extra_index_urls, given.index_variable) == (
+        MIRROR, ("https://c.example/simple",), None)
+    assert not sources_from(None, (), (), {})
+    assert given.index_args() == ["--index-url", MIRROR, "--extra-index-url", "https://c.example/simple"]
+
+
+def test_an_index_that_is_no_url_and_a_folder_that_is_no_package_are_one_line(tmp_path):
+    with pytest.raises(UserError, match="not an http"):
+        sources_from("mirror.example", (), (), {})
+    with pytest.raises(UserError, match="no such folder"):
+        sources_from(None, (), (tmp_path / "absent",), {})
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(UserError, match="no pyproject.toml"):
+        sources_from(None, (), (tmp_path / "plain",), {})
+    folder = package(tmp_path)
+    assert sources_from(None, (), (folder, folder / "." ), {}).editables == (str(folder.resolve()),)
+
+
+def test_the_refusals_of_a_path_requirement_point_to_with_editable(tmp_path, write):
+    with pytest.raises(UserError, match="--with-editable"):
+        parse_requirements([f"mypkg @ file://{tmp_path}"], "--with")
+    with pytest.raises(UserError, match="--with-editable PATH, another index --index-url"):
+        read_requirements_file(write("r.txt", "-e .\n"), "--requirements")
+
+
+def test_another_source_is_another_environment_and_none_keeps_the_old_name(tmp_path, write):
+    python = PythonVersion(3, 11)
+    plain = VenvBackend(root=tmp_path).env_path("0.4.31", Platform.CPU, python)
+    assert plain.name == "jax-0.4.31-cpu-py3.11"
+    folder = package(tmp_path)
+    own = VenvBackend(root=tmp_path, sources=sources_from(None, (), (folder,), {}))
+    other = VenvBackend(root=tmp_path, sources=sources_from(None, (), (package(tmp_path, "other"),), {}))
+    mirrored = VenvBackend(root=tmp_path, sources=Sources(index_url=MIRROR))
+    names = {b.env_path("0.4.31", Platform.CPU, python).name for b in (own, other, mirrored)}
+    assert len(names) == 3 and all(n.startswith("jax-0.4.31-cpu-py3.11-src") for n in names)
+
+
+def test_results_record_the_sources_and_a_header_without_them_round_trips_as_written():
+    recorded = RecordedOptions(runs=4, index_url=MIRROR, extra_index_urls=("https://c.example/simple",),
+                               editables=("/home/me/mypkg",))
+    data = recorded.to_json()
+    assert data["index_url"] == MIRROR and data["editables"] == ["/home/me/mypkg"]
+    assert RecordedOptions.from_json(data) == recorded
+    old = {"runs": 4, "jobs": 1, "backend": "venv"}
+    assert RecordedOptions.from_json(old).to_json() == old
+
+
+def test_a_simple_page_gives_releases_without_dates_and_json_pages_with_them():
+    page = ('<a href="../../f/jax-0.4.28-py3-none-any.whl#sha256=00" data-requires-python="&gt;=3.9">w</a>'
+            '<a href="../../f/jax-0.4.28.tar.gz">s</a><a href="jax-0.4.27.tar.gz" data-yanked="">y</a>'
+            '<a href="not-a-dist.txt">n</a>')
+    releases = parse_simple(simple_html_as_json(page))
+    assert sorted(releases) == ["0.4.27", "0.4.28"]
+    assert releases["0.4.28"].uploaded is None and releases["0.4.28"].requires_python == ">=3.9"
+    assert releases["0.4.27"].yanked
+    dated = parse_simple({"files": [{"filename": "jax-0.4.28.tar.gz", "upload-time": "2024-05-09T12:00:00Z"}]})
+    assert dated["0.4.28"].uploaded.isoformat() == "2024-05-09T12:00:00+00:00"
+
+
+JAX_FILES = {v: [f"jax-{v}-py3-none-any.whl", f"jax-{v}.tar.gz"] for v in ("0.4.26", "0.4.27", "0.4.28", "0.4.30")}
+JAXLIB_FILES = {v: [f"jaxlib-{v}-cp311-cp311-manylinux2014_x86_64.whl"] for v in JAX_FILES}
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A simple-API-only mirror (no JSON API) listing four jax releases (their files lead nowhere: the list
+    is what is read), on the loopback."""
+    simple_index(tmp_path / "mirror", {"jax": sum(JAX_FILES.values(), []), "jaxlib": sum(JAXLIB_FILES.values(), [])})
+    with served(tmp_path / "mirror") as url:
+        yield f"{url}/simple"
+
+
+def test_harness_versions_resolves_from_a_mirror_with_no_json_api(mirror, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the index's disk copy, kept apart
+    code = cli.main(["versions", "configs/smoke.yaml", "--versions", ">=0.4.27", "--index-url", mirror])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["0.4.27", "0.4.28", "0.4.30"]
+    assert all(line.split("\t")[1].startswith("Python 3.11") for line in out.splitlines())
+
+
+def test_pip_index_url_alone_sends_the_release_list_to_the_mirror(mirror, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PIP_INDEX_URL", mirror)
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli.main(["versions", "configs/smoke.yaml", "--versions", "latest"]) == 0
+    assert capsys.readouterr().out.split("\t")[0] == "0.4.30"  # the mirror's newest, not PyPI's
+
+
+def test_a_mirror_release_has_no_date_so_its_environment_is_not_dated(mirror, tmp_path):
+    index = PyPIIndex(cache_dir=tmp_path, index_url=mirror)
+    assert index.release_date("0.4.28") is None and "0.4.26" in index.releases("jax")
+
+
+def test_an_extra_index_names_its_own_projects_and_a_mirror_of_pypi_none(tmp_path):
+    wheel = build_wheel(tmp_path / "built", "tinypkg", "1.0", "VALUE = 42\n")
+    simple_index(tmp_path / "private", {"tinypkg": [wheel.name], "Other_Pkg": []}, {wheel.name: wheel})
+    with served(tmp_path / "private") as url:
+        assert private_projects(f"{url}/simple") == ("other-pkg", "tinypkg")
+    with pytest.raises(UserError, match="cannot reach"):
+        private_projects(url + "/simple", timeout_s=5)  # stopped now
