@@ -34,8 +34,8 @@ from harness.run_logs import read_jax_log, with_log_detail
 from harness.script_cache import read_record, sets_own_folder, with_script_cache
 from harness.seed_check import FAILING, PASSING, RERUNS, candidates, with_seed_check
 from harness.tally import Tally
-from harness.variation import (cannot_vary, judge_factor, needs_control, reference_of, verdict_with, why_not_varied,
-                               with_control)
+from harness.variation import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, verdict_with,
+                               why_not_varied, with_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
@@ -413,7 +413,8 @@ class VaryPhase:
         program = program_for(runner.repro, cell.spec, runner.args, runner.cwd)
         work = cell.log_dir / f"vary-{factor}"
         try:
-            prepared = varying.prepare(factor, program, cell.cache_dir, work, {**os.environ, **dict(runner.env)})
+            prepared = varying.prepare(factor, program, cell.cache_dir, work, {**os.environ, **dict(runner.env)},
+                                       tuple(p for p in (cell.results_root,) if p is not None))
             if factor == Factor.USER:
                 for path in (prepared.program.script, prepared.program.workdir):
                     problem = path is not None and varying.unreachable_by_others(path)
@@ -431,6 +432,8 @@ class VaryPhase:
                                    change=change)
         except varying.CannotVary as exc:
             return cannot_vary(factor, str(exc))
+        except OSError as exc:  # its folders could not be made (a full disk, a file name too long): one factor lost
+            return not_judged(factor, f"its folders could not be made ({exc}): the factor could not be measured")
         record = self._run(job, prepared)
         on_disk = frozenset(e.key for e in entries(list_dir(prepared.cache_dir)))
         if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it

@@ -100,6 +100,10 @@ def cannot_vary(factor: Factor, why: str) -> FactorResult:
     return FactorResult(factor, FactorOutcome.CANNOT_VARY, reason=why)
 
 
+def not_judged(factor: Factor, why: str) -> FactorResult:
+    return FactorResult(factor, FactorOutcome.NOT_JUDGED, reason=why)
+
+
 def control_missed(reference: RunRecord, control: RunRecord) -> str:
     """Why the control run (plain environment, the reference's seed) shows the keys moving without any
     factor, or "" when it hit every key the reference computed."""

@@ -363,3 +363,75 @@ def test_a_log_that_claims_hits_never_hides_an_entry_the_run_wrote():
     on_disk = frozenset({REFERENCE.keys.keys[1].key})
     result = judge_factor(Factor.HOME, REFERENCE, faked, on_disk=on_disk)
     assert result.outcome != FactorOutcome.HIT
+
+
+def test_a_script_path_copy_leaves_out_the_results_cache_and_environment_folders(tmp_path):
+    """Issue 32.7: run from a project folder, the results folder is inside the script's folder; copying it
+    copied the copy into itself until `File name too long`."""
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "train.py").write_text("print(1)\n")
+    (project / "pkg" / "util.py").write_text("")
+    results = project / "results" / "20260101-t"
+    work = results / "logs" / "jax-0.4.31" / "vary-script-path"
+    cache = results / "caches" / "jax-0.4.31"
+    cache.mkdir(parents=True)
+    (results / "results.json").write_text("{}")
+    earlier = project / "results" / "20251231-t"
+    earlier.mkdir()
+    (earlier / "results.json").write_text("{}")
+    (project / "env" / "lib").mkdir(parents=True)  # a venv under any name
+    (project / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    own_cache = project / "jax-cache"  # a cache folder given outside the results folder
+    own_cache.mkdir()
+    (own_cache / f"jit_f-{'a' * 64}-cache").write_text("x")
+    run = varying.prepare(Factor.SCRIPT_PATH, Program(project / "train.py", (), project), own_cache, work, {},
+                          (results,))
+    copy = run.program.script.parent
+    copied = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+    assert copied == ["pkg", "pkg/util.py", "train.py"], copied
+    assert run.program.workdir == copy
+    module = varying.prepare(Factor.SCRIPT_PATH, Program(None, (), project, module="pkg.util"), own_cache, work,
+                             {}, (results,))
+    assert (module.program.workdir / "pkg" / "util.py").is_file()
+    assert not (module.program.workdir / "results" / "20260101-t").exists()
+
+
+def test_results_folders_do_not_count_towards_the_copy_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(varying, "MAX_COPY_FILES", 3)
+    project = tmp_path / "proj"
+    results = project / "results" / "r"
+    results.mkdir(parents=True)
+    (project / "s.py").write_text("")
+    (results / "results.json").write_text("{}")
+    for i in range(10):
+        (results / f"log{i}").write_text("")
+    run = varying.prepare(Factor.SCRIPT_PATH, Program(project / "s.py"), results / "cache", results / "work", {},
+                          (results,))
+    assert run.program.script.read_text() == ""
+
+
+def test_script_path_with_the_results_folder_inside_the_scripts_folder(tmp_path):
+    """The default when run from a project folder: `results/` is beside the script (here the logs are)."""
+    cell = _measure(tmp_path, PathKeyedEnvironment(), (Factor.SCRIPT_PATH, Factor.TZ))
+    found = {f.factor: f for f in cell.variation.factors}
+    assert found[Factor.SCRIPT_PATH].outcome == FactorOutcome.HIT, found[Factor.SCRIPT_PATH].reason
+    copy = tmp_path / "logs" / "vary-script-path" / "script" / tmp_path.name
+    assert (copy / "s.py").is_file() and not (copy / "logs").exists() and not (copy / "cache").exists()
+
+
+def test_a_factor_whose_folders_cannot_be_made_is_not_judged_and_the_sweep_goes_on(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    os.mkfifo(project / "a-pipe")  # shutil copies no named pipe: the copy fails
+    script = project / "s.py"
+    script.write_text("")
+    runner = CellRunner(PathKeyedEnvironment(), Repro("s", script, builtin=False), 10,
+                        vary=(Factor.SCRIPT_PATH, Factor.TZ))
+    cell = runner.run(SPEC, [11, 12], tmp_path / "cache", tmp_path / "logs", results_root=tmp_path)
+    found = {f.factor: f for f in cell.variation.factors}
+    assert found[Factor.SCRIPT_PATH].outcome == FactorOutcome.NOT_JUDGED
+    assert "a-pipe" in found[Factor.SCRIPT_PATH].reason and "could not be made" in found[Factor.SCRIPT_PATH].reason
+    assert found[Factor.TZ].outcome == FactorOutcome.HIT  # the next factor still ran
+    assert cell.verdict == Verdict.CLEAN and "script-path not judged (its folders could not be made" in cell.reason
+    assert vary_column(cell.variation) == "1 hit; not judged: script-path"

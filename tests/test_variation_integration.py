@@ -112,3 +112,20 @@ def test_fingerprints_of_two_environments_differing_in_one_factor_are_diffed(tmp
     assert "cache_dir:" in out
     # the same machine twice: the same keys
     assert cli.main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0
+
+
+def test_script_path_from_a_project_folder_holding_the_results(tmp_path, capsys, monkeypatch):
+    """Issue 32.7: run from the script's folder, `results/` is inside what script-path copies; the copy
+    copied itself until `File name too long` (exit 3, no cell). Also with `all,cwd`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "train.py"
+    script.write_text(open("examples/stable_script.py").read())
+    monkeypatch.chdir(project)
+    swept = sweep(["check", "train.py", "--versions", "0.4.31", "--runs", "2", "--vary", "script-path,all,cwd"],
+                  project / "results", capsys)
+    (cell,) = swept.data["cells"]
+    found = factors(cell)
+    assert found["script-path"]["outcome"] == "hit", found["script-path"]
+    copy = swept.run_dir / "logs"
+    assert not list(copy.rglob("results")), "the results folder was copied"

@@ -20,7 +20,10 @@ from harness.model import Program
 # project folder with a dataset is not one to copy for every cell.
 MAX_COPY_FILES = 5_000
 MAX_COPY_BYTES = 512 << 20
-_NOT_COPIED = shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.pyc")
+_NOT_COPIED_NAMES = frozenset({".git", "__pycache__", ".venv"})
+# A folder holding one of these is an environment (a venv) or a results folder (earlier sweeps' too):
+# never part of what a script is, and a results folder inside the script's folder holds the copy itself.
+_NOT_COPIED_MARKERS = ("pyvenv.cfg", "results.json")
 
 
 @dataclass(frozen=True)
@@ -43,10 +46,24 @@ def other_locale(env: dict[str, str]) -> str:
     return "POSIX" if current.replace("utf8", "UTF-8") == "C.UTF-8" else "C.UTF-8"
 
 
-def _size(folder: Path) -> tuple[int, int]:
+def _not_copied(folder: Path, target: Path, never: tuple[Path, ...]) -> bool:
+    """Whether `folder` (inside the folder being copied) stays out of the copy: the harness's own folders
+    (`never`: the results folder, the cache folder), one that holds the copy's target (copying it would
+    copy the copy, until `File name too long`), an environment or a results folder."""
+    if folder.name in _NOT_COPIED_NAMES:
+        return True
+    if folder.is_symlink():  # copied as the link it is: nothing under it is copied
+        return False
+    resolved = folder.resolve()
+    if resolved in never or target.resolve().is_relative_to(resolved):
+        return True
+    return any((folder / marker).exists() for marker in _NOT_COPIED_MARKERS)
+
+
+def _size(folder: Path, target: Path, never: tuple[Path, ...]) -> tuple[int, int]:
     files = size = 0
     for root, dirs, names in os.walk(folder):
-        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".venv")]
+        dirs[:] = [d for d in dirs if not _not_copied(Path(root) / d, target, never)]
         files += len(names)
         size += sum((Path(root) / n).lstat().st_size for n in names)
         if files > MAX_COPY_FILES or size > MAX_COPY_BYTES:
@@ -54,21 +71,30 @@ def _size(folder: Path) -> tuple[int, int]:
     return files, size
 
 
-def _copy_folder(source: Path, target: Path) -> Path:
-    files, size = _size(source)
+def _copy_folder(source: Path, target: Path, never: tuple[Path, ...]) -> Path:
+    never = tuple(p.resolve() for p in never)
+    files, size = _size(source, target, never)
     if files > MAX_COPY_FILES or size > MAX_COPY_BYTES:
         raise CannotVary(f"{source} is too large to copy for every cell (more than {MAX_COPY_FILES} files "
                          f"or {MAX_COPY_BYTES >> 20} MiB)")
+
+    def ignored(root: str, names: list[str]) -> set[str]:
+        return {n for n in names if n.endswith(".pyc")
+                or (os.path.isdir(os.path.join(root, n)) and _not_copied(Path(root) / n, target, never))}
+
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target, symlinks=True, ignore=_NOT_COPIED)
+    shutil.copytree(source, target, symlinks=True, ignore=ignored)
     return target
 
 
 def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
-            reference_env: dict[str, str]) -> FactorRun:
+            reference_env: dict[str, str], never_copy: tuple[Path, ...] = ()) -> FactorRun:
     """The run of `factor`, its host folders made under `work` (a folder of its own). `reference_env`:
     the variables the reference run's process had (the locale and time zone are changed away from
-    them). CannotVary when the change cannot be made for this program."""
+    them). `never_copy`: the harness's folders (the results folder) a script-path copy leaves out, as it
+    leaves out `work`, the cache folder, environments and results folders. CannotVary when the change
+    cannot be made for this program."""
+    never_copy = (*never_copy, cache_dir, work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     variation = RunVariation(factor)
@@ -86,11 +112,12 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
                          f"the run starts in {elsewhere} instead of {program.workdir}")
     if factor == Factor.SCRIPT_PATH:
         if program.module is not None:  # the module's package is found in its working folder: copy that
-            copy = _copy_folder(program.workdir, work / "script" / program.workdir.name)
+            copy = _copy_folder(program.workdir, work / "script" / program.workdir.name, never_copy)
             return FactorRun(replace(program, cwd=copy), cache_dir, variation,
                              f"the module's folder copied to {copy}")
         assert program.script is not None
-        folder = _copy_folder(program.script.parent, work / "script" / program.script.parent.name)
+        folder = _copy_folder(program.script.parent, work / "script" / program.script.parent.name,
+                              never_copy)
         moved = replace(program, script=folder / program.script.name)
         if program.cwd is not None and program.cwd.resolve() == program.script.parent.resolve():
             moved = replace(moved, cwd=folder)
