@@ -1,14 +1,18 @@
-"""Writing files so that a reader never sees half of one, and finding the harness's own files (pure
-core: no harness imports)."""
+"""Writing files so that a reader never sees half of one, reading a JSON file a user hands the harness
+within bounds, and finding the harness's own files (pure core: imports only harness.errors)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
 
 DISTRIBUTION = "jax-cache-harness"
 
@@ -79,3 +83,31 @@ def fitting_name(name: str, room: int = FOLDER_NAME_MAX) -> str:
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     start = name.encode()[: room - len(digest) - 1].decode(errors="ignore")
     return f"{start}-{digest}"
+
+
+def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
+    """The JSON document in `path`, read within bounds (a regular file, at most `limit` bytes, UTF-8, not
+    nested past the parser's depth, no integer of more digits than Python converts); UserError (one line
+    naming `path` and the `kind` of file it is not: "results file") otherwise. The one rule for every
+    JSON file a user hands the harness (results.json, a fingerprint): `/dev/zero` is never read whole."""
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a {kind} (not a regular file)")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such {kind}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: not a readable {kind} ({exc.strerror})") from None
+    if len(raw) > limit:
+        raise UserError(f"{path}: larger than {limit >> 20} MiB: not a harness {kind}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a harness {kind} (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a readable {kind} ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a harness {kind} (nested too deeply)") from None
+    except ValueError:  # Python converts no integer of more than 4,300 digits
+        raise UserError(f"{path}: not a harness {kind} (a number of thousands of digits)") from None

@@ -12,9 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.header import HostFacts
-from harness.model import CellResult
+from harness.model import CellResult, Platform
 
 FORMAT = 1
+# A fingerprint is small (a few KiB per release): past this a file is not one (the results reader's
+# rule, harness.files.read_json_bounded, with a fingerprint's bound).
+MAX_FINGERPRINT_BYTES = 32 << 20
+# Every text a diff prints is at most this long: a module or key is a file name (NAME_MAX), a host fact
+# a path at most; a fingerprint cannot make `harness diff` print megabytes.
+MAX_NAME = 255
+MAX_FACT = 4096
+MAX_SEED = 2**32 - 1  # PYTHONHASHSEED's range
 # Facts of the two machines worth naming when keys differ (the rest of a host's facts are noise).
 CACHE_DIR = "cache_dir"  # a fingerprint's host fact: the one cache folder its runs used
 HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "driver_version", "backend", CACHE_DIR)
@@ -42,11 +50,77 @@ class FingerprintCell:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FingerprintCell:
-        return cls(str(data["jax_version"]), str(data.get("platform", "")), int(data.get("device_count", 0)),
+    def from_json(cls, data: Any) -> FingerprintCell:
+        """ValueError (one line, naming the field) for a cell a diff cannot use (checked first)."""
+        problem = cell_problem(data)
+        if problem:
+            raise ValueError(problem)
+        return cls(data["jax_version"], data.get("platform", ""), data.get("device_count", 0),
                    data.get("seed"), {m: {k: dict(c) for k, c in keys.items()} for m, keys in
                                       (data.get("modules") or {}).items()},
                    dict(data.get("facts") or {}), data.get("note", ""))
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:40]
+
+
+def _bad_text(value: Any, limit: int) -> str:
+    """Why `value` is no text of at most `limit` characters without control characters, or ""."""
+    if not isinstance(value, str):
+        return f"must be text, not {type(value).__name__} {_shown(value)}"
+    if len(value) > limit:
+        return f"must be at most {limit} characters, not {len(value)}"
+    if not value.isprintable():
+        return f"must be printable text, not {_shown(value)}"
+    return ""
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def cell_problem(data: Any) -> str | None:
+    """What makes `data` no fingerprint cell (one line: the field and what it must be), or None."""
+    if not isinstance(data, dict):
+        return f"must be a mapping, not {type(data).__name__}"
+    if "jax_version" not in data:
+        return "jax_version: missing"
+    why = _bad_text(data["jax_version"], 100)
+    if why:
+        return f"jax_version: {why}"
+    if "platform" in data and not (isinstance(data["platform"], str) and data["platform"] in tuple(Platform)):
+        return f"platform: must be one of {', '.join(Platform)}, not {_shown(data['platform'])}"
+    if "device_count" in data and not (_whole(data["device_count"]) and 0 <= data["device_count"] <= 1 << 20):
+        return f"device_count: must be a whole number of devices, not {_shown(data['device_count'])}"
+    seed = data.get("seed")
+    if seed is not None and not (_whole(seed) and 0 <= seed <= MAX_SEED):
+        return f"seed: must be a hash seed from 0 to {MAX_SEED} or null, not {_shown(seed)}"
+    modules = data.get("modules") or {}
+    if not isinstance(modules, dict):
+        return f"modules: must be a mapping of modules to keys, not {type(modules).__name__}"
+    for module, keys in modules.items():
+        where = f"modules.{module[:40]}"
+        why = _bad_text(module, MAX_NAME)
+        if why:
+            return f"modules: a module name {why}"
+        if not isinstance(keys, dict):
+            return f"{where}: must be a mapping of keys to components, not {type(keys).__name__}"
+        for key, components in keys.items():
+            why = _bad_text(key, MAX_NAME)
+            if why:
+                return f"{where}: a key {why}"
+            if not isinstance(components, dict):
+                return f"{where}.{key[:40]}: must be a mapping of components to hashes, not {type(components).__name__}"
+            for name, value in components.items():
+                why = _bad_text(name, MAX_NAME) or _bad_text(value, MAX_NAME)
+                if why:
+                    return f"{where}.{key[:40]}: a component or its hash {why}"
+    if not isinstance(data.get("facts") or {}, dict):
+        return f"facts: must be a mapping, not {type(data['facts']).__name__}"
+    if "note" in data and not isinstance(data["note"], str):
+        return f"note: must be text, not {type(data['note']).__name__}"
+    return None
 
 
 @dataclass
@@ -61,15 +135,36 @@ class Fingerprint:
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Fingerprint:
-        """ValueError (one line naming `where`) for anything that is no fingerprint."""
-        if not isinstance(data, dict) or "cells" not in data or not isinstance(data["cells"], list):
-            raise ValueError(f"{where}: not a fingerprint (no cells)")
+        """ValueError (one line naming `where` and the field) for anything that is no fingerprint."""
+        def refused(why: str) -> ValueError:
+            return ValueError(f"{where}: not a fingerprint ({why})")
+
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+            raise refused("no cells")
+        version = data.get("fingerprint")
+        if not (_whole(version) and version == FORMAT):
+            raise refused(f"fingerprint: must be {FORMAT}, the format this release reads, not {_shown(version)}")
+        why = _bad_text(data.get("source", ""), MAX_FACT)
+        if why:
+            raise refused(f"source: {why}")
+        host = data.get("host") or {}
+        if not isinstance(host, dict):
+            raise refused(f"host: must be a mapping, not {type(host).__name__}")
+        for name in HOST_FACTS:  # what a diff prints of the hosts
+            value = host.get(name)
+            why = "" if value is None or _whole(value) else _bad_text(
+                value if not isinstance(value, list) else " ".join(map(str, value)), MAX_FACT)
+            if why:
+                raise refused(f"host.{name}: {why}")
+        for i, cell in enumerate(data["cells"]):
+            problem = cell_problem(cell)
+            if problem:
+                raise refused(f"cells[{i}].{problem}" if isinstance(cell, dict) else f"cells[{i}]: {problem}")
         try:
-            return cls(HostFacts.from_json(data.get("host") or {}),
-                       [FingerprintCell.from_json(c) for c in data["cells"]],
+            return cls(HostFacts.from_json(host), [FingerprintCell.from_json(c) for c in data["cells"]],
                        str(data.get("source", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{where}: not a fingerprint ({exc})") from None
+            raise refused(str(exc)) from None
 
 
 def cell_fingerprint(cell: CellResult, cache_dir: str = "") -> FingerprintCell:

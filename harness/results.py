@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from harness.analysis import release_boundaries
 from harness.errors import UserError
-from harness.files import fitting_name, harness_version
+from harness.files import fitting_name, harness_version, read_json_bounded
 from harness.environments.gpus import accelerator_facts
 from harness.header import HostFacts, ResultsHeader
 from harness.hostinfo import scheduler_facts
@@ -251,26 +251,7 @@ def load_results(path: Path) -> ResultsDocument:
     Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
     down to each cell's keys and runs, before anything is built from it."""
     path = results_file(path)
-    if path.exists() and not path.is_file():
-        raise UserError(f"{path}: not a results file (not a regular file)")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_RESULTS_BYTES + 1)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such results file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: not a readable results file ({exc.strerror})") from None
-    if len(raw) > MAX_RESULTS_BYTES:
-        raise UserError(f"{path}: larger than {MAX_RESULTS_BYTES >> 20} MiB: not a harness results file")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a harness results file (not UTF-8 text)") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not a readable results file ({exc})") from None
-    except RecursionError:
-        raise UserError(f"{path}: not a harness results file (nested too deeply)") from None
-    return ResultsDocument.from_json(data, path)
+    return ResultsDocument.from_json(read_json_bounded(path, MAX_RESULTS_BYTES, "results file"), path)
 
 
 def lock_results_folder(folder: Path) -> FileLock:

@@ -48,12 +48,13 @@ class Harness:
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "HARNESS_ENV_DIR": str(self.env_dir), **extra}
 
-    def start(self, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPO, env=env or self.env(),
+    def start(self, *argv: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=cwd, env=env or self.env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def run(self, *argv: str, timeout: float = 900, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        proc = self.start(*argv, env=env)
+    def run(self, *argv: str, timeout: float = 900, env: dict[str, str] | None = None,
+            cwd: Path = REPO) -> tuple[int, str, str]:
+        proc = self.start(*argv, env=env, cwd=cwd)
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err
 
@@ -355,6 +356,52 @@ def case_submit_out_with_a_space(h: Harness) -> tuple[bool, str]:
     return code == 0 and status == "complete", f"exit {code}, merged: {status}"
 
 
+def case_vary_from_the_project_folder(h: Harness, factors: str) -> tuple[bool, str]:
+    """`harness check train.py --vary ...` run from the script's folder: results/ is inside what script-path
+    copies (it copied itself until `File name too long`); the cell is measured and script-path judged."""
+    project = h.root / f"project-{factors.replace(',', '-')}"
+    h.write(f"{project.name}/train.py", (REPO / "examples" / "stable_script.py").read_text())
+    code, _, err = h.run("check", "train.py", "--versions", "0.4.31", "--runs", "2", "--vary", factors, "--quiet",
+                         cwd=project)
+    if code != 0:
+        return False, f"exit {code}: {err.strip().splitlines()[-1][:80] if err.strip() else ''}"
+    cells = results_of(project / "results")["cells"]
+    found = {f["factor"]: f["outcome"] for c in cells for f in c["variation"]["factors"]}
+    copied = list((project / "results").rglob("script/*/results"))
+    return (len(cells) == 1 and found.get("script-path") == "hit" and not copied,
+            f"{len(cells)} cell, script-path {found.get('script-path')}, results copied: {len(copied)}")
+
+
+def bad_fingerprints(h: Harness) -> list[tuple[str, list[str]]]:
+    """`harness diff GOOD BAD`: each a traceback, a value printed at length or a wrong type taken before."""
+    cell = {"jax_version": "0.4.31", "platform": "cpu", "device_count": 8, "seed": 1,
+            "modules": {"jit_f": {"jit_f-" + "a" * 64: {"computation": "b" * 64}}}, "facts": {}}
+    good = {"fingerprint": 1, "source": "s.py", "host": {}, "cells": [cell]}
+    text = json.dumps(good)
+    bad = {
+        "200,000 nested brackets": "[" * 200_000 + "]" * 200_000,
+        "a seed of 100,000 digits": text.replace('"seed": 1', '"seed": ' + "1" * 100_000),
+        "jax_version: null": text.replace('"0.4.31"', "null"),
+        "seed: NaN": text.replace('"seed": 1', '"seed": NaN'),
+        "seed: Infinity": text.replace('"seed": 1', '"seed": Infinity'),
+        'seed: "s"': text.replace('"seed": 1', '"seed": "s"'),
+        "an integer hash": text.replace('"' + "b" * 64 + '"', "12345"),
+        "fingerprint: 2": text.replace('"fingerprint": 1', '"fingerprint": 2'),
+        "an unknown platform": text.replace('"cpu"', '"tpu-v9"'),
+    }
+    path = h.write("fingerprints/good.json", text)
+    cases = [(f"diff: {name}", ["diff", str(path), str(h.write(f"fingerprints/{i}.json", content))])
+             for i, (name, content) in enumerate(bad.items())]
+    huge = h.root / "fingerprints" / "huge.json"  # a 200 MB value: read whole and printed before
+    with open(huge, "w") as f:
+        f.write('{"fingerprint": 1, "cells": [{"jax_version": "')
+        for _ in range(200):
+            f.write("9" * (1 << 20))
+        f.write('"}]}')
+    cases.append(("diff: a 200 MB fingerprint", ["diff", str(path), str(huge)]))
+    return cases
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -395,7 +442,7 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
                                             "--out", str(h.root / "bad-out")])]
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
-    return cases
+    return cases + bad_fingerprints(h)
 
 
 def main() -> int:
@@ -430,6 +477,10 @@ def main() -> int:
         ("a planted file name with Markdown and HTML in report.md", lambda: case_planted_markdown(h)),
         ("progress into a pipe closed after 3 lines (head -3)", lambda: case_closed_pipe(h, 3)),
         ("progress into a pipe closed after a run (head -9)", lambda: case_closed_pipe(h, 9)),
+        ("--vary script-path from the project folder holding results/",
+         lambda: case_vary_from_the_project_folder(h, "script-path")),
+        ("--vary all,all from the project folder", lambda: case_vary_from_the_project_folder(h, "all,all")),
+        ("--vary all,cwd from the project folder", lambda: case_vary_from_the_project_folder(h, "all,cwd")),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",

@@ -2,8 +2,10 @@
 
 import json
 
+import pytest
+
 from harness.cli import main
-from harness.fingerprints import Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
+from harness.fingerprints import MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
 from harness.header import HostFacts
 from harness.jaxlog import LoggedKey, Outcome, RunLog
 from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
@@ -82,3 +84,83 @@ def test_the_hosts_are_compared_by_the_facts_a_results_folder_records():
     b = Fingerprint(HostFacts.from_json({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
     assert render_diff(a, b, []) == "the two differ in: driver_version: 550.1 vs 535.2"
     assert Fingerprint.from_json(a.to_json(), "a").host == a.host
+
+
+def _good():
+    return Fingerprint(HostFacts(hostname="h"), [cell(jit_f={"1": comps(computation="1")})], "s.py").to_json()
+
+
+def _with_cell(**fields):
+    data = _good()
+    data["cells"][0].update(fields)
+    return json.dumps(data)
+
+
+# Issue 32.8: each was a traceback, a value printed at length, or a wrong type taken as a fingerprint.
+MALFORMED = {
+    "200,000 nested brackets": "[" * 200_000 + "]" * 200_000,
+    "a seed of 100,000 digits": _with_cell(seed=0).replace('"seed": 0', '"seed": ' + "1" * 100_000),
+    "jax_version: null": _with_cell(jax_version=None),
+    "jax_version: a number": _with_cell(jax_version=5),
+    "a jax_version of 300 characters": _with_cell(jax_version="1" * 300),
+    "seed: NaN": _with_cell(seed=0).replace('"seed": 0', '"seed": NaN'),
+    "seed: Infinity": _with_cell(seed=0).replace('"seed": 0', '"seed": Infinity'),
+    'seed: "s"': _with_cell(seed="s"),
+    "seed: true": _with_cell(seed=True),
+    "seed: -1": _with_cell(seed=-1),
+    "an integer hash": _with_cell(modules={"jit_f": {"jit_f-1": {"computation": 12345}}}),
+    "keys as a list": _with_cell(modules={"jit_f": ["jit_f-1"]}),
+    "a module name with a newline": _with_cell(modules={"jit_f\nx": {}}),
+    "fingerprint: 2": json.dumps({**_good(), "fingerprint": 2}),
+    "no fingerprint format": json.dumps({k: v for k, v in _good().items() if k != "fingerprint"}),
+    "an unknown platform": _with_cell(platform="tpu-v9"),
+    "device_count: text": _with_cell(device_count="8"),
+    "a cell that is a list": json.dumps({**_good(), "cells": [[1]]}),
+    "host: a list": json.dumps({**_good(), "host": [1]}),
+    "a hostname of 5,000 characters": json.dumps({**_good(), "host": {"hostname": "h" * 5000}}),
+    "binary": b"\x00\xff" * 64,
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_malformed_fingerprint_is_one_line_and_exit_2(name, tmp_path, capsys):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(_good()))
+    content = MALFORMED[name]
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+    for a, b in ((good, bad), (bad, good)):
+        assert main(["diff", str(a), str(b)]) == 2, name
+        out, err = capsys.readouterr()
+        assert not out and len(err.splitlines()) == 1 and len(err) < 400, err[:500]
+        assert str(bad) in err and "Traceback" not in err
+
+
+def test_a_fingerprint_larger_than_its_bound_is_not_read_and_no_value_is_printed_at_length(tmp_path, capsys):
+    big = tmp_path / "big.json"
+    big.write_text(_with_cell(jax_version="9" * (40 << 20)))  # 40 MiB, past the bound
+    assert main(["diff", str(big), str(big)]) == 2
+    err = capsys.readouterr().err
+    assert f"larger than {MAX_FINGERPRINT_BYTES >> 20} MiB" in err and len(err) < 300
+    big.write_text(_with_cell(jax_version="9" * (1 << 20)))  # within the bound: the value is not echoed
+    assert main(["diff", str(big), str(big)]) == 2
+    err = capsys.readouterr().err
+    assert "jax_version: must be at most 100 characters" in err and len(err) < 300
+    assert main(["diff", "/dev/zero", str(big)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_good_fingerprint_still_reads(tmp_path, capsys):
+    path = tmp_path / "good.json"
+    path.write_text(_with_cell(seed=None, platform="cuda", device_count=2, note="its log named no key"))
+    assert main(["diff", str(path), str(path)]) == 0
+    assert "jax 0.5.0 (cuda x2)" in capsys.readouterr().out
+
+
+def test_the_results_reader_follows_the_same_rule(tmp_path, capsys):
+    """One bounded reader for both: a results.json with a number of 5,000 digits was a traceback too."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "results.json").write_text('{"schema_version": ' + "1" * 5000 + "}")
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not a harness results file" in err

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from harness.config import Config
 from harness.errors import EnvironmentUnavailable, UserError
-from harness.files import write_atomic
-from harness.fingerprints import (CACHE_DIR, Fingerprint, FingerprintCell, cell_fingerprint, diff,
-                                  render_diff)
+from harness.files import read_json_bounded, write_atomic
+from harness.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
+                                  cell_fingerprint, diff, render_diff)
 from harness.header import HostFacts
 from harness.progress import Progress
 from harness.results import load_results, new_run_dir, results_file, results_folder
@@ -81,10 +81,7 @@ def read(path: Path) -> Fingerprint:
     """A fingerprint file, or a results folder (or its results.json) read as one; UserError otherwise."""
     if path.is_dir() or path.name == "results.json":
         return from_results(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read a fingerprint ({exc})") from None
+    data = read_json_bounded(path, MAX_FINGERPRINT_BYTES, "fingerprint file")
     if isinstance(data, dict) and "fingerprint" not in data and "cells" in data and "config" in data:
         return from_results(path)
     try:
