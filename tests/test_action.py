@@ -22,6 +22,9 @@ DOCS = ROOT / "docs" / "ci.md"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
+# Every shell step: bash with -euo pipefail (GitHub's `shell: bash` has no -u; tests/test_workflow.py).
+STRICT_BASH = "bash --noprofile --norc -euo pipefail {0}"
+
 # The example pins the action to the tag of pyproject.toml's version (docs/ci.md; CHANGELOG.md).
 PINNED = f"uses: OWNER/jax-cache-harness@v{tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['version']}"
 
@@ -53,7 +56,7 @@ def test_the_action_is_composite_with_the_inputs_the_docs_name():
         assert name in inputs and "description" in inputs[name], name
         assert f"`{name}`" in DOCS.read_text(), name
     steps = data["runs"]["steps"]
-    assert all(s.get("shell") == "bash" for s in steps if "run" in s)
+    assert all(s.get("shell") == STRICT_BASH for s in steps if "run" in s)
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
     # Every expression is one the action may use: its inputs, the runner's temp folder, its own path, steps.
@@ -90,7 +93,7 @@ def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_
 # ---- the steps, run for real ---------------------------------------------------------------------
 
 class Runner:
-    """Runs the action's shell steps as GitHub would (bash -eo pipefail, the step's env with its
+    """Runs the action's shell steps as GitHub would (the step's `shell`, the step's env with its
     expressions substituted, GITHUB_OUTPUT/GITHUB_STEP_SUMMARY/RUNNER_TEMP files); `uses:` steps
     (upload-artifact) are GitHub's own and are skipped."""
 
@@ -127,7 +130,7 @@ class Runner:
         env.pop("VIRTUAL_ENV", None)
         script = self.temp / f"{label}.sh"
         script.write_text(step["run"])
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=self.workspace,
+        done = subprocess.run([str(script) if w == "{0}" else w for w in step["shell"].split()], cwd=self.workspace,
                               env=env, capture_output=True, text=True, timeout=1200)
         outputs = dict(line.split("=", 1) for line in output.read_text().splitlines()) if output.exists() else {}
         text = done.stdout + done.stderr
