@@ -372,6 +372,23 @@ def case_vary_from_the_project_folder(h: Harness, factors: str) -> tuple[bool, s
             f"{len(cells)} cell, script-path {found.get('script-path')}, results copied: {len(copied)}")
 
 
+def case_nightly_plan_with_bad_versions(h: Harness, versions: str) -> tuple[bool, str]:
+    """nightly.yml's plan step, run as the workflow runs it (its `defaults` shell) with the real harness:
+    versions it cannot resolve fail the step (without pipefail it passed, planning no release; an
+    unquoted `*` became the repository's file names)."""
+    import yaml
+
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text())
+    (step,) = [s for s in workflow["jobs"]["plan"]["steps"] if s.get("id") == "resolve"]
+    script, output = h.write("plan/step.sh", step["run"]), h.root / "plan" / "output"
+    shell = [str(script) if w == "{0}" else w for w in workflow["defaults"]["run"]["shell"].split()]
+    env = h.env(CONFIG=workflow["env"]["CONFIG"], VERSIONS=versions, GITHUB_OUTPUT=str(output),
+                GITHUB_STEP_SUMMARY=str(h.root / "plan" / "summary"))
+    done = subprocess.run(shell, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    planned = output.read_text() if output.exists() else ""
+    return done.returncode != 0 and "versions=" not in planned, f"step exit {done.returncode}, output {planned!r}"
+
+
 def bad_fingerprints(h: Harness) -> list[tuple[str, list[str]]]:
     """`harness diff GOOD BAD`: each a traceback, a value printed at length or a wrong type taken before."""
     cell = {"jax_version": "0.4.31", "platform": "cpu", "device_count": 8, "seed": 1,
@@ -481,6 +498,9 @@ def main() -> int:
          lambda: case_vary_from_the_project_folder(h, "script-path")),
         ("--vary all,all from the project folder", lambda: case_vary_from_the_project_folder(h, "all,all")),
         ("--vary all,cwd from the project folder", lambda: case_vary_from_the_project_folder(h, "all,cwd")),
+        ("nightly plan step: versions '*' fail it", lambda: case_nightly_plan_with_bad_versions(h, "*")),
+        ("nightly plan step: an unknown release fails it",
+         lambda: case_nightly_plan_with_bad_versions(h, "0.0.0.999")),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
