@@ -20,6 +20,7 @@ from harness.jaxlog import LoggedKey, Outcome, RunLog
 from harness.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
 from harness.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
+from harness.report.variation import variation_section
 from harness.results import ResultsDocument, RunStatus
 from harness.runner import CellRunner
 from harness.table import render
@@ -435,3 +436,5 @@ def test_a_factor_whose_folders_cannot_be_made_is_not_judged_and_the_sweep_goes_
     assert found[Factor.TZ].outcome == FactorOutcome.HIT  # the next factor still ran
     assert cell.verdict == Verdict.CLEAN and "script-path not judged (its folders could not be made" in cell.reason
     assert vary_column(cell.variation) == "1 hit; not judged: script-path"
+    report = "\n".join(variation_section(ResultsHeader(), [cell]))
+    assert "| script-path | not judged |" in report and "its folders could not be made" in report

@@ -1,5 +1,6 @@
 """The nightly workflow parses, and every harness command it runs is one the CLI accepts."""
 
+import json
 import os
 import re
 import shlex
@@ -163,8 +164,6 @@ def zizmor() -> str:
 
 
 def zizmor_findings(persona: str) -> list[dict]:
-    import json
-
     done = subprocess.run([zizmor(), "--offline", "--no-progress", "--format", "json", f"--persona={persona}",
                            ".github/workflows", "action.yml"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode in (0, 10, 11, 12, 13, 14), done.stderr  # 10+: findings, read below
