@@ -82,6 +82,14 @@ def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_
     done = subprocess.run([actionlint(), "-no-color", ".github/workflows/jax-cache.yml"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+    zizmor = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
+    assert zizmor, "zizmor is not installed: pip install -e '.[test]'"
+    done = subprocess.run([zizmor, "--offline", "--no-progress", "--format", "json", ".github/workflows", "action.yml"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    # Pinned actions, no credentials kept, no injection; `self-repository` is about the `uses: ./` this test
+    # puts in place of the user's `uses: OWNER/jax-cache-harness@v...`.
+    found = [f["ident"] for f in json.loads(done.stdout) if f["ident"] != "self-repository"]
+    assert found == [], done.stdout
     # And a wrong input name is caught: the check is real.
     (tmp_path / ".github" / "workflows" / "jax-cache.yml").write_text(
         workflow.replace(PINNED, "uses: ./").replace("device-count:", "devices:"))
