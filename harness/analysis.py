@@ -22,7 +22,7 @@ from harness.jaxlog import LoggedKey, Outcome, differing_components, refused_for
 from harness.listing import Entry, entries, keys_by_module, parse_name
 from harness.model import (Attribution, CellResult, JobFacts, NothingCached, ProcessVerdict, RankSplit, RunRecord,
                            Verdict)
-from harness.ranks import first_split, host_components, split_phrase, unattributed, writers
+from harness.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
 @dataclass(frozen=True)
@@ -422,6 +422,8 @@ def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | No
     if host:
         notes.append(f"the processes' keys of one module differ in {', '.join(host)} only (the key names the "
                      "process's own devices): a process other than the writer never hits what it wrote")
+    if local := local_differences(runs):
+        notes.append(local_note(local))
     if wrote == (0,) and processes > 1:
         notes.append("only process 0 wrote to the cache (JAX writes from process 0 only)")
     for run in runs:

@@ -12,6 +12,10 @@ compilation cache hit for 'M' with key 'K'` (from 0.4.31; before, the hit names 
 as `'M' took at least ... to compile`), `Writing M to persistent compilation cache with key K`, and
 `Not writing persistent cache entry for 'M' because <reason>`.
 
+Just before a key, `jax._src.compiler` logs the devices the computation is compiled for (0.4.26 to 0.10.2):
+`get_compile_options: num_replicas=1 num_partitions=8 device_assignment=[[CpuDevice(id=0) ...` (numpy
+prints a long assignment over several lines, each continuation indented). Each key keeps its devices' ids.
+
 The line prefix (`DEBUG:<time>:<logger>:<lineno>:`) changes between releases, and newer releases print
 some lines twice: the messages are searched for anywhere in a line, and a repeated line changes nothing.
 Component names contain spaces (`jax_lib version`).
@@ -47,9 +51,15 @@ _COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to com
 # How long a compile took, where JAX says (both with and below the minimum compile time).
 _COMPILE_TIME_RE = re.compile(r"seconds to compile \((?P<secs>[\d.]+)s\)")
 _EXCLUDED_FLAG_RE = re.compile(r"Not including XLA flag in cache key: (?P<flag>\S+)")
+_COMPILE_OPTIONS_RE = re.compile(r"get_compile_options: num_replicas=(?P<replicas>\d+) num_partitions=(?P<partitions>\d+) "
+                                 r"device_assignment=(?P<devices>.*)$")
+# A device in an assignment, whatever the platform prints: CpuDevice(id=0), CudaDevice(id=3), TpuDevice(id=2, ...).
+_DEVICE_MARK = "Device(id="
+_DEVICE_ID_RE = re.compile(r"Device\(id=(?P<id>\d+)")
 
 # Every message above holds one of these: a line without any is not JAX's cache talking.
-_MARKERS = ("get_cache_key", "ompilation cache", "COMPILATION CACHE MISS", "persistent cache entry", "to compile", "XLA flag in cache key")
+_MARKERS = ("get_cache_key", "ompilation cache", "COMPILATION CACHE MISS", "persistent cache entry", "to compile",
+            "XLA flag in cache key", "get_compile_options:", _DEVICE_MARK)
 
 
 class Outcome(enum.StrEnum):
@@ -75,6 +85,9 @@ class LoggedKey:
     reason: str = ""  # JAX's words when it did not write the entry
     components: dict[str, str] = field(default_factory=dict)  # component (JAX's spelling) -> hash, JAX's order
     compile_time_s: float | None = None  # as JAX logs it (two decimals), when it compiled and said
+    # The ids of the devices it was compiled for, in the assignment's order; () when JAX's log did not say
+    # them all (a release that logs no assignment, a summarised or cut one, results from before).
+    devices: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"outcome": str(self.outcome)}
@@ -84,6 +97,8 @@ class LoggedKey:
             out["components"] = self.components
         if self.compile_time_s is not None:
             out["compile_time_s"] = self.compile_time_s
+        if self.devices:
+            out["devices"] = list(self.devices)
         return out
 
 
@@ -121,7 +136,8 @@ class RunLog:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunLog:
         keys = [LoggedKey(module, key, Outcome(info.get("outcome", "miss")), info.get("reason", ""),
-                          dict(info.get("components", {})), info.get("compile_time_s"))
+                          dict(info.get("components", {})), info.get("compile_time_s"),
+                          tuple(info.get("devices", ())))
                 for module, by_key in data.items() for key, info in by_key.items()]
         return cls(keys)
 
@@ -146,18 +162,38 @@ class _Reader:
         self.last_key_of: dict[str, str] = {}  # module -> the key of its compilation under way
         self.block: dict[str, str] = {}  # the components of the key being computed
         self.running: str | None = None  # its running hash
-        self.pending: tuple[dict[str, str], str] | None = None  # a computed key no message has named yet
+        # a computed key no message has named yet: its components, its running hash, its devices
+        self.pending: tuple[dict[str, str], str, tuple[int, ...]] | None = None
+        self.block_devices: tuple[int, ...] = ()  # the devices of the key being computed
+        self.next_devices: tuple[int, ...] = ()  # the assignment logged last, for the next key computed
+        self.assignment: list[int] | None = None  # an assignment still being read (numpy wraps long ones)
+        self.assignment_size = 0  # how many devices it has (num_replicas x num_partitions)
         self.excluded: list[str] = []
         self.last_key: str | None = None  # the key named last, whatever its module
+
+    def compile_options(self, size: int, text: str) -> None:
+        self.assignment, self.assignment_size, self.next_devices = [], size, ()
+        self.assignment_continues(text)
+
+    def assignment_continues(self, text: str) -> None:
+        """More of the assignment being read; once every device is named, the next key's."""
+        assert self.assignment is not None
+        self.assignment += [int(m["id"]) for m in _DEVICE_ID_RE.finditer(text)]
+        if len(self.assignment) >= self.assignment_size:
+            if len(self.assignment) == self.assignment_size:
+                self.next_devices = tuple(self.assignment)
+            self.assignment = None
 
     def component(self, name: str, digest: str) -> None:
         if self.block.get(name, digest) != digest:  # a component seen again, changed: a new key
             self._close_block()
+        if not self.block:  # a key's first component: it is compiled for the devices just logged
+            self.block_devices, self.next_devices = self.next_devices, ()
         self.block[name] = digest
 
     def running_hash(self, digest: str) -> None:
         self.running = digest
-        self.pending = (dict(self.block), digest)
+        self.pending = (dict(self.block), digest, self.block_devices)
 
     def _close_block(self) -> None:
         self.block, self.running = {}, None
@@ -165,12 +201,13 @@ class _Reader:
     def event(self, module: str, key: str | None, outcome: Outcome, reason: str = "",
               compile_time_s: float | None = None) -> None:
         components: dict[str, str] = {}
+        devices: tuple[int, ...] | None = None
         if self.pending is not None:
-            block, digest = self.pending
+            block, digest, block_devices = self.pending
             if key is None:
                 key = f"{module}-{digest}"
             if key == f"{module}-{digest}":
-                components = block
+                components, devices = block, block_devices
                 self.pending = None
                 self._close_block()
         if key is None:
@@ -181,7 +218,9 @@ class _Reader:
         self.last_key = key
         known = self.keys.get(key)
         if known is None:
-            self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s)
+            if devices is None:  # a release that logs no components: the assignment logged just before
+                devices, self.next_devices = self.next_devices, ()
+            self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s, devices)
             return
         if compile_time_s is not None:
             known.compile_time_s = compile_time_s
@@ -197,9 +236,16 @@ def parse(text: str | Iterable[str]) -> RunLog:
     lines = text.splitlines() if isinstance(text, str) else text
     reader = _Reader()
     for line in lines:
+        if reader.assignment is not None:
+            if line[:1].isspace() and _DEVICE_MARK in line:
+                reader.assignment_continues(line)
+                continue
+            reader.assignment = None  # it ended unread (numpy summarised it): its devices stay unknown
         if not is_cache_line(line):
             continue
-        if m := _COMPONENT_RE.search(line):
+        if m := _COMPILE_OPTIONS_RE.search(line):
+            reader.compile_options(int(m["replicas"]) * int(m["partitions"]), m["devices"])
+        elif m := _COMPONENT_RE.search(line):
             reader.component(m["name"], m["hash"])
         elif m := _RUNNING_RE.search(line):
             reader.running_hash(m["hash"])

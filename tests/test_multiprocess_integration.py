@@ -35,20 +35,41 @@ def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
 
 
 def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_path, capsys):
-    swept = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "--runs", "6",
+    """The program also computes on each process's own device (jnp.ones, a PRNG key, a device_put): those
+    keys differ between the processes by design, and the fixed releases still read clean."""
+    swept = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "0.10.2", "--runs", "6",
                    "--timeout", "120"], tmp_path, capsys)
     data = swept.data
     verdicts = {c["jax_version"]: c for c in data["cells"]}
-    broken, fixed = verdicts["0.8.1"], verdicts["0.8.2"]
+    broken = verdicts["0.8.1"]
     assert broken["verdict"] == "reproduced", broken["reason"]
     assert "computed different keys" in broken["reason"] or "new key" in broken["reason"]
     if "rank_split" in broken:
         assert broken["rank_split"]["module"] == "jit_loss"
         assert "computation" in broken["rank_split"]["components"]
-    assert fixed["verdict"] == "clean", fixed["reason"]
-    assert "accelerator_config" in fixed["job"]["host_components"]
+    for version in ("0.8.2", "0.10.2"):
+        fixed = verdicts[version]
+        assert fixed["verdict"] == "clean", (version, fixed["reason"])
+        assert "accelerator_config" in fixed["job"]["host_components"]
+        (local,) = [n for n in fixed["job"]["notes"] if "its own devices" in n]
+        assert "jit_broadcast_in_dim" in local and "compile_options" in local
+        # The local computations' keys were recorded with the devices they were compiled for.
+        rank1 = fixed["runs"][0]["ranks"][1]["keys"]
+        assert [k["devices"] for k in rank1["jit_broadcast_in_dim"].values()] == [[2048]]
+        assert all(len(k["devices"]) == 8 for k in rank1["jit_loss"].values())
     report = (swept.run_dir / "report.md").read_text()
     assert "processes" in report
+
+
+def test_processes_that_differ_in_a_constant_reproduce_and_their_collectives_are_not_blamed(tmp_path, capsys):
+    swept = check([str(EXAMPLES / "multihost_rank_constant.py"), "--versions", "0.10.2", "--runs", "2"],
+                  tmp_path, capsys)
+    (cell,) = swept.data["cells"]
+    assert cell["verdict"] == "reproduced", cell["reason"]
+    assert cell["rank_split"]["module"] == "jit_total" and "computation" in cell["rank_split"]["components"]
+    assert "collectives" not in cell["reason"]
+    report = (swept.run_dir / "report.md").read_text()
+    assert "the same program but for a constant" in report and "do not match" not in report
 
 
 def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsys, write):

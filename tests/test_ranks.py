@@ -161,3 +161,136 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
     assert "for seed in" not in text  # no single-process loop for a job's cell
     table = render([cell])
     assert "cpux8 (2 processes)" in table and "jit_loss: processes differ" in table
+
+
+# A psum program with local arrays beside it (`jnp.ones`, a PRNG key, a device_put on a local device), two
+# processes of one launch: real logs, tests/fixtures/jax_logs/job-local-*.err (seeds in the comments).
+def local_job(version, index=1, failed=False):
+    code = 1 if failed else 0
+    return job(index, [rank(0, 3025137998, f"job-local-{version}-rank0.err", exit_code=code),
+                       rank(1, 650478405, f"job-local-{version}-rank1.err", exit_code=code)], failed=failed)
+
+
+LOCAL_MODULES = {"jit_broadcast_in_dim", "jit_convert_element_type", "jit__threefry_seed", "jit_multiply",
+                 "jit__reduce_sum", "jit__uniform"}  # 0.10.2 also compiles a jit_stage
+
+
+def test_each_key_keeps_the_devices_jax_logged_it_was_compiled_for():
+    ours = {k.module: k.devices for k in jaxlog.parse((LOGS / "job-local-0.10.2-rank0.err").read_text()).keys}
+    theirs = {k.module: k.devices for k in jaxlog.parse((LOGS / "job-local-0.10.2-rank1.err").read_text()).keys}
+    assert ours["jit_broadcast_in_dim"] == (0,) and theirs["jit_broadcast_in_dim"] == (2048,)
+    # The job's computation: numpy wraps its assignment over two lines, both read.
+    assert ours["jit_loss"] == theirs["jit_loss"] == (0, 1, 2, 3, 2048, 2049, 2050, 2051)
+    # A single-process log of 0.4.26 (the oldest release with a CPU cache) says its devices the same way.
+    seed = {k.module: k.devices for k in jaxlog.parse((LOGS / "seed-0.4.26-hs1-0.err").read_text()).keys}
+    assert seed["jit_f"] == tuple(range(8)) and seed["jit_iota"] == (0,)
+    key = jaxlog.parse((LOGS / "job-local-0.10.2-rank0.err").read_text()).keys[0]
+    assert jaxlog.RunLog.from_json(jaxlog.RunLog([key]).to_json()).keys[0].devices == (0,)
+    assert jaxlog.RunLog.from_json({"jit_f": {"jit_f-" + "0" * 64: {"outcome": "miss"}}}).keys[0].devices == ()
+
+
+def test_an_assignment_cut_short_leaves_the_devices_unknown():
+    head = ("DEBUG:jax._src.compiler:173: get_compile_options: num_replicas=1 num_partitions=8 "
+            "device_assignment=[[CpuDevice(id=0) CpuDevice(id=1) ...\n")
+    key = "DEBUG:jax._src.compiler:135: PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key 'jit_f-" + "a" * 64 + "'\n"
+    (logged,) = jaxlog.parse(head + key).keys
+    assert logged.devices == ()
+    (logged,) = jaxlog.parse(head.replace(" ...", "") + "  CpuDevice(id=2) CpuDevice(id=3) CpuDevice(id=4)\n"
+                             "  CpuDevice(id=5) CpuDevice(id=6) CpuDevice(id=7)]]\n" + key).keys
+    assert logged.devices == tuple(range(8))
+
+
+def test_local_computations_are_no_split_and_the_job_reads_clean_on_0_8_2_and_0_10_2():
+    for version in ("0.8.2", "0.10.2"):
+        runs = [local_job(version, 1), local_job(version, 2)]
+        differing = {d.module for d in differences(runs[0])}
+        assert LOCAL_MODULES <= differing  # their keys do differ between the processes ...
+        assert first_split(runs) is None  # ... but each process compiled them for its own device
+        judgement = judge(runs, expected_runs=2)
+        assert judgement.verdict == Verdict.CLEAN, (version, judgement.reason)
+        facts = job_facts(runs, 2, 2)
+        assert [p.verdict for p in facts.per_process] == [Verdict.CLEAN, Verdict.CLEAN], facts.per_process
+        assert facts.host_components == ("accelerator_config",)  # jit_loss, compiled for the same 8 devices
+        (note,) = [n for n in facts.notes if "its own devices" in n]
+        assert "jit_broadcast_in_dim" in note and "(1 device each)" in note
+        assert "keys differ between the processes in compile_options, accelerator_config" in note
+
+
+def test_ranks_that_lowered_different_programs_still_reproduce_beside_local_computations():
+    runs = [local_job("0.8.1", failed=True)]
+    split = first_split(runs)
+    assert split is not None and split.module == "jit_loss" and "computation" in split.components
+    judgement = judge(runs)
+    assert judgement.verdict == Verdict.REPRODUCED and judgement.rank_split == split
+    assert judgement.reason.startswith("jit_loss: processes 0 and 1 of run 1 computed different keys")
+
+
+def test_a_local_computation_is_not_the_counterpart_of_the_jobs_one():
+    """Process 1 compiled `jit_loss` only for its own device, process 0 only for the job's: no split (nothing
+    to compare), the modules' devices differ."""
+    local = local_job("0.10.2")
+    ours, theirs = local.ranks[0].keys, local.ranks[1].keys
+    job_loss = next(k for k in ours.keys if k.module == "jit_loss")
+    own = next(k for k in theirs.keys if k.module == "jit_multiply")
+    theirs.keys = [jaxlog.LoggedKey("jit_loss", "jit_loss-" + "b" * 64, own.outcome, own.reason, dict(own.components),
+                                    devices=own.devices)]
+    ours.keys = [job_loss]
+    (difference,) = differences(local)
+    assert difference.other_devices and not difference.compared
+    assert first_split([local]) is None
+
+
+def test_keys_without_devices_are_compared_as_before():
+    runs = [local_job("0.10.2")]
+    for r in runs[0].ranks:
+        for k in r.keys.keys:
+            k.devices = ()  # results written before the devices were kept
+    split = first_split(runs)
+    assert split is not None and "compile_options" in split.components
+
+
+def test_the_split_phrase_claims_no_collectives():
+    split = first_split([pvary_0_8_1(1)])
+    assert split_phrase(split).endswith("(computation, accelerator_config differ: they lowered different programs)")
+
+
+RANK_DUMPS = Path(__file__).parent / "fixtures" / "ir_dump" / "ranks"
+
+
+def rank_evidence(name):
+    """The lowered modules of two processes of one launch (real IR dumps), diffed as the report does."""
+    from harness.report.evidence import compare_ranks
+
+    a, b = ((RANK_DUMPS / f"{name}-rank{r}.mlir").read_text() for r in (0, 1))
+    return compare_ranks("jit_f", RunRecord(1, 11, 0, 1.0, []), (0, 1), (11, 12), a, b,
+                         ("jit_f-" + "a" * 64, "jit_f-" + "b" * 64))
+
+
+def test_what_two_processes_programs_differ_in_is_read_from_their_diff():
+    from harness.report.evidence import ProgramsDiffer, programs_differ
+
+    # 0.8.1's pvary/psum program: the psum's replica groups follow the hash seed.
+    assert programs_differ(rank_evidence("pvary-0.8.1").diff) == ProgramsDiffer.COLLECTIVES
+    # `x * (1.0 + jax.process_index())` in a jitted sum over the job's devices, 0.10.2: one constant differs.
+    assert programs_differ(rank_evidence("constant-0.10.2").diff) == ProgramsDiffer.CONSTANTS
+    assert programs_differ(["--- a", "+++ b", "-  %0 = stablehlo.sine %arg0", "+  %0 = stablehlo.cosine %arg0"]) \
+        == ProgramsDiffer.OTHER
+    assert programs_differ([]) is None
+
+
+def test_the_report_claims_mismatched_collectives_only_where_a_collective_differs():
+    from harness.report.render import render_report
+    from harness.results import ResultsDocument
+
+    runs = [pvary_0_8_1(1)]
+    split = first_split(runs)
+    cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(split), rank_split=split,
+                      job=job_facts(runs, 2))
+    document = ResultsDocument.from_json({"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
+                                          "config": {"name": "t", "repro": "train.py", "source": "harness check",
+                                                     "processes": 2}}, "test")
+    collectives = render_report(document, [cell], {SPEC.key: rank_evidence("pvary-0.8.1")})
+    assert "the collectives each then runs do not match the other's" in collectives
+    constant = render_report(document, [cell], {SPEC.key: rank_evidence("constant-0.10.2")})
+    assert "do not match" not in constant
+    assert "the same program but for a constant" in constant and "their collectives match" in constant

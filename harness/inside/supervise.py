@@ -56,7 +56,7 @@ def write_all(fd, data):
 # is cut around it, as the verdict and the attribution read it. The same list as jaxlog's _MARKERS (a
 # test says so); copied, as this file runs alone on the standard library.
 CACHE_LINE_MARKERS = (b"get_cache_key", b"ompilation cache", b"COMPILATION CACHE MISS", b"persistent cache entry",
-                      b"to compile", b"XLA flag in cache key")
+                      b"to compile", b"XLA flag in cache key", b"get_compile_options:", b"Device(id=")
 NOTE_PREFIX = b"[harness: "  # how the harness's own notes in a log begin (jaxlog.capped keeps them too)
 MAX_LINE = 1 << 16  # of a line without end in the cut part, only its last this many bytes are looked at
 

@@ -7,6 +7,7 @@ Pure: texts in, texts out. Where the texts come from (run logs, IR dump folders)
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from dataclasses import dataclass
 
@@ -262,6 +263,33 @@ def compare_ranks(module: str, run: RunRecord, ranks: tuple[int, int], seeds: tu
     note = "" if diff else ("the lowered modules are identical: the keys differ through something else hashed "
                             "into them (compile options, devices)")
     return Evidence(module, run, run, keys[0], keys[1], diff, changed_attributes(diff), note, ranks=ranks)
+
+
+# Ops that move data between devices: where one differs between two processes, what each sends and waits for differs.
+_COLLECTIVE_RE = re.compile(r"\b(?:all_reduce|all_gather|reduce_scatter|all_to_all|collective_permute|"
+                            r"collective_broadcast|send|recv)\b|\breplica_groups\b|\bsource_target_pairs\b")
+_CONSTANT_RE = re.compile(r"\b(?:stablehlo|mhlo|arith)\.constant\b")
+
+
+class ProgramsDiffer(enum.StrEnum):
+    """How the lowered modules of two processes of one job differ, read from their diff."""
+
+    COLLECTIVES = "collectives"  # a collective's line differs: the processes' collectives do not match
+    CONSTANTS = "constants"  # only constants differ: the same collectives, other values
+    OTHER = "other"  # other lines, no collective among them
+
+
+def programs_differ(diff_lines: list[str]) -> ProgramsDiffer | None:
+    """What differs between two processes' lowered modules; None for no diff (the keys differ elsewhere)."""
+    removed, added = _removed_added(diff_lines)
+    changed = removed + added
+    if not changed:
+        return None
+    if any(_COLLECTIVE_RE.search(line) for line in changed):
+        return ProgramsDiffer.COLLECTIVES
+    if all(_CONSTANT_RE.search(line) for line in changed):
+        return ProgramsDiffer.CONSTANTS
+    return ProgramsDiffer.OTHER
 
 
 def short_key(key: str, digits: int = 12) -> str:

@@ -18,8 +18,8 @@ from harness.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.header import RecordedConfig, RecordedOptions
 from harness.results import ResultsDocument, RunStatus, summaries_by_mesh
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
-from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Seeds, key_seeds, moved_module,
-                                     short_key)
+from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
+                                     moved_module, programs_differ, short_key)
 from harness.report.reproduce import harness_command, seed_commands, shell_comment, shell_commands
 from harness.seed_check import phrase
 from harness.report.variation import variation_section
@@ -324,7 +324,8 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
         return []
     lines = [EVIDENCE_TITLE, ""]
     for number, cell in enumerate(shown):
-        body = _attribution(cell) + _one_evidence(evidence[cell.spec.key]) + _inconsistencies(cell)
+        body = _attribution(cell, evidence[cell.spec.key]) + _one_evidence(evidence[cell.spec.key]) + \
+            _inconsistencies(cell)
         title = f"{_jax(cell)}, {_where(cell)}"
         if number == 0:
             lines += [f"### {title}", "", *body, ""]
@@ -333,11 +334,11 @@ def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
     return lines
 
 
-def _attribution(cell: CellResult) -> list[str]:
+def _attribution(cell: CellResult, item: Evidence | MissingEvidence | None = None) -> list[str]:
     """Which key components moved, from the runs' JAX logs: a components x runs table, the differing
     ones marked; when the computation is not among them, that the modules are identical."""
     if cell.rank_split is not None:
-        return _rank_attribution(cell)
+        return _rank_attribution(cell, item)
     item = cell.attribution
     if item is None:
         why = cell.attribution_unavailable or "the runs' JAX logs were not read (a folder from before they were)"
@@ -359,8 +360,30 @@ def _attribution(cell: CellResult) -> list[str]:
     return lines
 
 
-def _rank_attribution(cell: CellResult) -> list[str]:
-    """The components of the two processes' keys of one run, from each process's own JAX log."""
+# What two processes' different programs mean for the job, by what their lowered modules' diff shows.
+PROGRAMS_DIFFER_WORDS = {
+    ProgramsDiffer.COLLECTIVES: "The processes lowered different programs for the same function, and a collective "
+                                "is among the differing lines: the collectives each then runs do not match the "
+                                "other's, so such a job hangs or dies.",
+    ProgramsDiffer.CONSTANTS: "The processes lowered the same program but for a constant (only constants differ "
+                              "in the diff below): their collectives match, so the job runs, but each process "
+                              "computes its own key and none hits what process 0 wrote.",
+    ProgramsDiffer.OTHER: "The processes lowered different programs for the same function; no collective is among "
+                          "the differing lines below.",
+}
+
+
+def _programs_differ_words(item: Evidence | MissingEvidence | None) -> str:
+    found = programs_differ(item.diff) if isinstance(item, Evidence) else None
+    if found is not None:
+        return PROGRAMS_DIFFER_WORDS[found]
+    return ("The processes lowered different programs for the same function; whether their collectives differ "
+            "only the lowered modules' diff can say, and it is not here.")
+
+
+def _rank_attribution(cell: CellResult, item: Evidence | MissingEvidence | None) -> list[str]:
+    """The components of the two processes' keys of one run, from each process's own JAX log; what their
+    programs' difference means for the job, from the lowered modules' diff."""
     split = cell.rank_split
     a, b = split.ranks
     names = ", ".join(md.code(n) for n in split.components) or "none"
@@ -372,8 +395,7 @@ def _rank_attribution(cell: CellResult) -> list[str]:
                                       md.cell(f"process {b} ({md.text(short_key(split.keys[1]))})"), ""],
                        tablefmt="github"), ""]
     if "computation" in split.components:
-        lines += ["The processes lowered different programs for the same function: the collectives each then "
-                  "runs do not match the other's, so such a job hangs or dies.", ""]
+        lines += [_programs_differ_words(item), ""]
     if "accelerator_config" in split.components:
         lines += ["(`accelerator_config` names each process's own devices and differs between the processes of "
                   "every job here; it is not what moved.)", ""]
@@ -389,8 +411,9 @@ def _jobs(cells: list[CellResult]) -> list[str]:
              "Each run of these cells was one job of several processes on this machine (a coordinator on a "
              "loopback port, the devices split between them, each process with its own `PYTHONHASHSEED`, one cache "
              "folder shared), as a multi-host job runs one process per host. The cell's verdict is the job's: "
-             "`reproduced` when the processes of one run computed different keys for the same module (they "
-             "lowered different programs), or when a later run computed a key no earlier run had; each process "
+             "`reproduced` when the processes of one run computed different keys for the same module compiled for "
+             "the same devices (they lowered different programs; a computation on a process's own devices is "
+             "keyed per process by design, and judged per process), or when a later run computed a key no earlier run had; each process "
              "is also judged alone (below). See docs/multi-process.md for what this simulates and what not.", ""]
     for cell in jobs:
         job = cell.job
