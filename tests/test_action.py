@@ -201,3 +201,17 @@ def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
     code, outputs, text = runner.run(CHECK_STEP, {"script": "no/such/script.py"}, "missing")
     assert code == 2 and outputs["exit-code"] == "2" and "no such script" in text, text
     assert "::error title=JAX cache check: Bad input::" in text
+
+
+def test_a_cells_reason_cannot_add_a_workflow_command(tmp_path):
+    """The check step's warning for an unsupported release is one workflow command, whatever the reason
+    says: a newline in it would start a command of its own (`::error::`, `::add-mask::`)."""
+    (step,) = [s for s in action()["runs"]["steps"] if s.get("name") == CHECK_STEP]
+    program = step["run"].split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    (tmp_path / "r").mkdir()
+    cell = {"jax_version": "0.6.0", "verdict": "unsupported", "reason": "host callbacks\n::error::injected 100%"}
+    (tmp_path / "r" / "results.json").write_text(json.dumps({"cells": [cell, {**cell, "verdict": "clean"}]}))
+    done = subprocess.run([sys.executable, "-", str(tmp_path)], input=program, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["::warning title=jax 0.6.0: nothing measured::host callbacks%0A::error::"
+                                        "injected 100%25"]
