@@ -85,12 +85,12 @@ def test_the_state_reads_back_what_it_wrote(tmp_path):
                         [1, 2, 3], 24.0, "import jax\n", {"a" * 64: Tried(False, "crashed")}, measured=5,
                         seconds=12.5, check_seconds=3.0)
     state.save(tmp_path)
-    again = load_state(tmp_path)
+    again = load_state(tmp_path, "import jax\n")
     assert again.to_json() == state.to_json()
     assert (tmp_path / "best.py").read_text() == "import jax\n"
     (tmp_path / "reduce.json").write_text("{")
-    with pytest.raises(UserError, match="reduce.json is unreadable"):
-        load_state(tmp_path)
+    with pytest.raises(UserError, match="reduce.json: not a readable reduce state file"):
+        load_state(tmp_path, "import jax\n")
 
 
 def test_the_report_section_holds_the_reduced_program_in_a_fence():

@@ -196,7 +196,7 @@ class Reduction:
             raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
                             f"{exc.msg}): nothing to reduce") from None
         if resume:
-            state = load_state(self.folder)
+            state = load_state(self.folder, normalise(source))
             given = (tuple(map(str, self.config.vary)), self.config.processes)
             if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good) \
                     or (state.vary, state.processes) != given:
@@ -205,6 +205,9 @@ class Reduction:
                 raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
                                 f"{' / ' + state.good if state.good else ''}{how}, as it was then; "
                                 "give the same script, versions and options")
+            if state.unsealed:
+                self.progress.say(f"{self.folder}: its reduce.json was written before states were sealed: its "
+                                  "best program is not run; resuming from the original, its memo kept")
             self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
                               f"{len(state.memo)} candidate(s) remembered")
         else:

@@ -1,0 +1,118 @@
+"""reduce.json as --resume reads it: every field checked by type and range, the size and depth bounded by
+the results reader's rule, and a best program this reducer did not write (its seal does not match) refused
+before anything runs; a state from before seals resumes from the original."""
+
+import json
+
+import pytest
+
+from harness.errors import UserError
+from harness.model import Cause
+from harness.reduce import state as state_module
+from harness.reduce.search import Tried
+from harness.reduce.signature import Signature
+from harness.reduce.state import STATE_FILE, ReduceState, load_state
+
+ORIGINAL = "import jax\nprint(jax.jit(lambda x: x)(1))\n"
+
+
+@pytest.fixture(autouse=True)
+def own_key(tmp_path, monkeypatch):
+    monkeypatch.setattr(state_module, "KEY_FILE", tmp_path / "key" / "reduce-state.key")
+
+
+def _state() -> ReduceState:
+    return ReduceState("train.py", "d" * 64, "0.4.28", "0.4.29", Signature("jit_f", ("computation",), Cause.ORDER),
+                       [1, 2, (3, 4)], 24.0, "import jax\n", {"a" * 64: Tried(False, "crashed")}, measured=5)
+
+
+def _written(where, **changes):
+    """A sealed state with `changes` made to its document afterwards, as an edit would."""
+    _state().save(where)
+    data = json.loads((where / STATE_FILE).read_text())
+    data.update(changes)
+    (where / STATE_FILE).write_text(json.dumps(data))
+    return data
+
+
+def test_a_sealed_state_reads_back(tmp_path):
+    _state().save(tmp_path)
+    again = load_state(tmp_path, ORIGINAL)
+    assert again.to_json() == _state().to_json() and not again.unsealed
+    assert state_module.KEY_FILE.stat().st_mode & 0o077 == 0  # the user's alone
+
+
+def test_a_planted_best_is_refused(tmp_path):
+    _written(tmp_path, best="open('/tmp/planted', 'w').write('ran')\n")
+    with pytest.raises(UserError, match="seal does not match.*not run"):
+        load_state(tmp_path, ORIGINAL)
+
+
+def test_a_planted_state_with_a_recomputed_digest_is_refused(tmp_path):
+    # The digests are plain sha256: anyone can recompute them; the seal needs the user's key.
+    data = _written(tmp_path, best="print('planted')\n")
+    data["seal"] = state_module.hashlib.sha256(json.dumps(data).encode()).hexdigest()
+    (tmp_path / STATE_FILE).write_text(json.dumps(data))
+    with pytest.raises(UserError, match="seal does not match"):
+        load_state(tmp_path, ORIGINAL)
+
+
+def test_a_state_from_before_seals_resumes_from_the_original(tmp_path):
+    data = _state().to_json()
+    data["version"] = 2
+    data["best"] = "print('planted')\n"
+    (tmp_path / STATE_FILE).write_text(json.dumps(data))
+    state = load_state(tmp_path, ORIGINAL)
+    assert state.best == ORIGINAL and state.unsealed and state.memo
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("timeout_s", float("nan"), "timeout_s: nan is not a positive finite number"),
+    ("timeout_s", -1, "timeout_s: -1 is not a positive"),
+    ("timeout_s", "20", "timeout_s: must be"),
+    ("bad_seeds", "abc", "bad_seeds: must be list"),
+    ("bad_seeds", [1, -2], "bad_seeds: '-2' is not a seed"),
+    ("bad_seeds", [True], "bad_seeds: 'True' is not a seed"),
+    ("bad_seeds", [], "bad_seeds: no seeds"),
+    ("version", 99, "version: 99 is not from 1 to 3"),
+    ("memo", [], "memo: must be dict"),
+    ("memo", {"x": {"kept": True}}, "memo: 'x': not a digest"),
+    ("memo", {"a" * 64: {"kept": "yes"}}, "not a digest and an answer"),
+    ("best", "def (:\n", "best: not Python"),
+    ("best", 3, "best: must be str"),
+    ("signature", [], "signature: must be dict"),
+    ("signature", {"module": "jit_f", "cause": "nonsense"}, "signature: not a signature"),
+    ("signature", {"module": 3}, "signature: not a signature"),
+    ("status", "done", "status: 'done' is not one of"),
+    ("processes", 0, "processes: 0 is not from 1"),
+    ("measured", -1, "measured: -1 is not from 0"),
+    ("seconds", float("inf"), "seconds: inf is not"),
+    ("vary", ["nonsense"], "'nonsense' is not a valid Factor"),
+    ("folder", "elsewhere", "'elsewhere' is not a valid FolderMode"),
+    ("original_digest", "abc", "original_digest: not a sha256 digest"),
+    ("good", 4, "good: must be str"),
+])
+def test_a_field_of_the_wrong_type_or_range_is_one_line(tmp_path, field, value, fragment):
+    _written(tmp_path, **{field: value})
+    with pytest.raises(UserError, match="reduce.json is not a reduce state") as caught:
+        load_state(tmp_path, ORIGINAL)
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("[]", "not a reduce state (a JSON object), but list"),
+    ("\xff", "not a readable reduce state file"),
+])
+def test_a_document_that_is_no_state_is_one_line(tmp_path, text, fragment):
+    (tmp_path / STATE_FILE).write_text(text)
+    with pytest.raises(UserError, match="reduce") as caught:
+        load_state(tmp_path, ORIGINAL)
+    assert fragment in str(caught.value)
+
+
+def test_a_state_larger_than_the_bound_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(state_module, "MAX_STATE_BYTES", 1 << 20)
+    (tmp_path / STATE_FILE).write_text(" " * (2 << 20))
+    with pytest.raises(UserError, match="larger than 1 MiB: not a harness reduce state file"):
+        load_state(tmp_path, ORIGINAL)
