@@ -148,3 +148,40 @@ def test_readable_values_are_restored_even_after_the_budget_is_spent():
     search = Search(program, calls_kept(program), max_candidates=1)
     best = search.run()
     assert "('x', 'y')" in best, best
+
+
+WRITES = normalise("""
+import os
+from pathlib import Path
+out = '/tmp/x/canary/out/cfg_' + str(1)
+os.makedirs(os.path.dirname(out), exist_ok=True)
+open('logs/train.log', 'w').write('step')
+Path('results').mkdir(exist_ok=True)
+with open(f'checkpoints/{out}.npz', 'wb') as f:
+    f.write(b'')
+label = 'plain words'
+""")
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("'/tmp/x/canary/out/cfg_'", "'/tmp/x/canary'", "the path '/tmp/x/canary/out/cfg_' made '/tmp/x/canary'"),
+    ("'/tmp/x/canary/out/cfg_' + str(1)", "'/tmp/x/canary'", "the path '/tmp/x/canary/out/cfg_' made"),
+    ("'logs/train.log'", "'g'", "the path 'logs/train.log' made 'g'"),
+    ("'logs/train.log'", "''", "the path 'logs/train.log' made ''"),
+    ("Path('results')", "Path('r')", "the path 'results' made 'r'"),  # no '/' nor extension: Path's argument
+    ("'checkpoints/", "'c", "the path 'checkpoints/' made"),  # a part of an f-string
+])
+def test_a_path_literal_is_never_shortened(old, new, why):
+    assert WRITES.count(old) >= 1
+    found = less_readable(WRITES, normalise(WRITES.replace(old, new, 1)))
+    assert found is not None and found.startswith(why), found
+
+
+@pytest.mark.parametrize("old, new", [
+    ("open('logs/train.log', 'w').write('step')\n", ""),  # the whole write removed: nothing is written elsewhere
+    ("'plain words'", "'p'"),  # not a path
+    ("write('step')", "write('s')"),  # what is written, not where
+])
+def test_what_it_may_do_near_a_path(old, new):
+    assert WRITES.count(old) >= 1
+    assert less_readable(WRITES, normalise(WRITES.replace(old, new, 1))) is None

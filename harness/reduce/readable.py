@@ -9,6 +9,11 @@ a float halves into `0.0244140625`. Two guards:
   but stays a non-empty string; a positive int stays positive and one of 2 or more stays at least 2 (shapes,
   mesh sizes, counts stay plausible: 8 -> 4 -> 2); a float never gets a longer spelling; no identifier is
   renamed to pysource-minimize's `unique_name_N`.
+- A path is never shortened: a string literal used as a path (an argument to `open`, `Path`, or a
+  function of `os`, `os.path`, `shutil`, `pathlib`; or one holding a `/` or ending in a file extension)
+  stays as it is wherever a candidate keeps the expression around it. A shortened path writes elsewhere:
+  `'/tmp/x/canary/out/cfg_'` made `'/tmp/x/canary'` wrote beside the user's folder, `'logs/train.log'`
+  made `'g'` truncates a file in the project.
 - `restorations(source)`: candidates that put readable values back where a program has unreadable ones
   anyway (a reduction resumed from before these guards, or values the coarse passes left): ints used as
   axis names become short names ('x', 'y', ...), zero sizes in shapes become 2, 4 or 8. Each is kept only
@@ -18,6 +23,7 @@ a float halves into `0.0244140625`. Two guards:
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from harness.reduce.passes import Place, _emit
@@ -37,6 +43,48 @@ _AXIS_KEYWORDS = frozenset({"axis_name", "axis_names", "axes"})
 # Calls whose first argument is a shape.
 _SHAPED = frozenset({"ones", "zeros", "empty", "full", "arange", "reshape", "normal", "uniform", "randint",
                      "ShapeDtypeStruct", "broadcast_to", "make_mesh", "iota"})
+
+
+# Calls whose string arguments are paths, by the called name, and modules all of whose functions take paths.
+_PATH_CALLS = frozenset({"open", "Path", "PurePath", "PosixPath", "FileIO", "mkdir", "makedirs", "remove",
+                         "unlink", "rmdir", "rmtree", "rename", "replace", "write_text", "write_bytes", "touch",
+                         "copy", "copyfile", "copytree", "move", "symlink", "chdir", "savez", "save", "load",
+                         "loadtxt", "savetxt", "NamedTemporaryFile", "mkdtemp", "mkstemp", "TemporaryDirectory"})
+_PATH_MODULES = frozenset({"os", "path", "shutil", "pathlib", "tempfile", "glob"})
+# A file extension: a dot and up to 8 letters or digits at the end (`train.log`, `cfg.yaml`, `out.npz`).
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+
+
+def _looks_like_path(value: object) -> bool:
+    return isinstance(value, str) and ("/" in value or "\\" in value or bool(_EXTENSION.search(value)))
+
+
+def _path_literals(tree: ast.AST) -> set[int]:
+    """The ids of the string constants of `tree` that are paths: path-like text, or any string argument of
+    a call that takes paths (also inside an f-string or a `+` there)."""
+    found = {id(n) for n in ast.walk(tree) if isinstance(n, ast.Constant) and _looks_like_path(n.value)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        module = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else \
+            func.value.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) else ""
+        if _called(node) in _PATH_CALLS or module in _PATH_MODULES:
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                found |= {id(n) for n in ast.walk(argument) if isinstance(n, ast.Constant)
+                          and isinstance(n.value, str)}
+    return found
+
+
+def _path_changed(old: ast.AST, new: ast.AST, paths: set[int]) -> str | None:
+    """Why the change from `old` to `new` shortens a path: one of `old`'s path literals is not in `new`
+    as it was (the change keeps the expression, so the program would use another path)."""
+    kept = [n.value for n in ast.walk(new) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    for node in ast.walk(old):
+        if id(node) in paths and node.value not in kept:
+            made = new.value if isinstance(new, ast.Constant) else ast.unparse(new)
+            return f"the path {node.value!r} made {str(made)[:60]!r}"
+    return None
 
 
 def _is_name(value: object) -> bool:
@@ -128,8 +176,9 @@ def less_readable(best: str, candidate: str) -> str | None:
         before, after = ast.parse(best), ast.parse(candidate)
     except SyntaxError:
         return None  # the usual screening says so
+    paths = _path_literals(before)
     for old, new in _changes(before, after):
-        why = _why(old, new)
+        why = _path_changed(old, new, paths) or _why(old, new)
         if why:
             return why
     return None
