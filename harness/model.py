@@ -225,6 +225,9 @@ class Program:
     args: tuple[str, ...] = ()
     cwd: Path | None = None  # None: the script's folder
     module: str | None = None
+    # A command the interpreter starts under, on this host (the reducer's sandbox: bwrap and its arguments);
+    # a backend that runs elsewhere (a container) ignores it.
+    launcher: tuple[str, ...] = ()
 
     @property
     def workdir(self) -> Path:

@@ -462,6 +462,54 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     return cases + bad_fingerprints(h)
 
 
+REDUCED_VERSION = "0.4.28"  # the seed's bug: a release where the reducer has something to reduce
+CANARY_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "writes_beside_itself.py").read_text()
+_reduced: dict[str, Path] = {}
+
+
+def reduced_folder(h: Harness) -> Path:
+    """A small reduction of the seed (two candidates), made once for the cases that edit its state."""
+    if "seed" not in _reduced:
+        out = h.root / "reduce-seed"
+        code, _, err = h.run("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                             "--max-candidates", "2", "--quiet", "--out", str(out), timeout=1800)
+        if code != 0:
+            raise RuntimeError(f"the seed's reduction exited {code}: {err.strip()[-80:]}")
+        (_reduced["seed"],) = [p for p in out.iterdir() if p.is_dir()]
+    return _reduced["seed"]
+
+
+def case_reduce_writes_outside(h: Harness) -> tuple[bool, str]:
+    """A candidate that writes outside its folder (the `if` choosing the script's own folder removed) is
+    refused; nothing appears in the canary folder nor beside the user's script; the reduction still works."""
+    canary, user = h.root / "canary", h.root / "writer-project"
+    script = h.write("writer-project/train.py", CANARY_SCRIPT.replace("@CANARY@", str(canary / "out")))
+    out = h.root / "writer-out"
+    code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
+                         timeout=3600)
+    (folder,) = out.iterdir()
+    memo = json.loads((folder / "reduce.json").read_text())["memo"].values()
+    refused = sum("wrote outside its own folder" in t["why"] for t in memo)
+    beside = sorted(p.name for p in user.rglob("*"))
+    held = code == 0 and not canary.exists() and beside == ["cfg_run.txt", "out", "train.py"] and refused > 0
+    return held, f"exit {code}, {refused} candidate(s) refused, canary {'written' if canary.exists() else 'empty'}"
+
+
+def case_reduce_state(h: Harness, change: dict | None) -> tuple[bool, str]:
+    """--resume of an edited reduce.json: a planted best (None: the seal's refusal), or a field out of range."""
+    source = reduced_folder(h)
+    folder = h.root / f"reduce-edited-{len(list(h.root.glob('reduce-edited-*')))}"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns(".writer*"))
+    state = json.loads((folder / "reduce.json").read_text())
+    planted = h.root / "planted-best-ran"
+    state.update(change if change is not None else {"best": f"open({str(planted)!r}, 'w').write('ran')\n"})
+    (folder / "reduce.json").write_text(json.dumps(state))
+    code, _, err = h.run("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                         "--resume", str(folder), "--quiet", timeout=600)
+    held, detail = one_line(code, err)
+    return held and not planted.exists(), detail
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run only the cases whose name contains this")
@@ -501,6 +549,14 @@ def main() -> int:
         ("nightly plan step: versions '*' fail it", lambda: case_nightly_plan_with_bad_versions(h, "*")),
         ("nightly plan step: an unknown release fails it",
          lambda: case_nightly_plan_with_bad_versions(h, "0.0.0.999")),
+        ("reduce: a candidate writing outside its folder is refused, nothing appears there",
+         lambda: case_reduce_writes_outside(h)),
+        ("reduce --resume: a planted best is refused unrun", lambda: case_reduce_state(h, None)),
+        ("reduce --resume: timeout_s NaN", lambda: case_reduce_state(h, {"timeout_s": float("nan")})),
+        ("reduce --resume: timeout_s -1", lambda: case_reduce_state(h, {"timeout_s": -1})),
+        ("reduce --resume: bad_seeds 'abc'", lambda: case_reduce_state(h, {"bad_seeds": "abc"})),
+        ("reduce --resume: version 99", lambda: case_reduce_state(h, {"version": 99})),
+        ("reduce --resume: memo []", lambda: case_reduce_state(h, {"memo": []})),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",

@@ -178,3 +178,42 @@ def test_processes_that_lower_different_programs_reduce_keeping_their_disagreeme
     assert cells["0.8.1"].verdict == "reproduced" and cells["0.8.2"].verdict == "clean"
     assert all(len(run.ranks) == 2 for run in cells["0.8.2"].runs)
     assert "between processes 0 and 1" in (folder / "report.md").read_text()
+
+
+WRITES_BESIDE_ITSELF = (FIXTURES / "writes_beside_itself.py").read_text()
+
+
+def test_a_candidate_that_would_write_outside_its_folder_is_refused_and_nothing_appears_there(tmp_path):
+    # The original writes under its own folder; dropping the `if` (a removal the reducer tries) makes a
+    # candidate write to the canary folder instead. Candidates run in a copy of the folder, under bubblewrap
+    # where it works here, and the write watch refuses such a candidate: nothing appears outside.
+    user, canary = tmp_path / "project", tmp_path / "canary"
+    user.mkdir()
+    script = user / "train.py"
+    script.write_text(WRITES_BESIDE_ITSELF.replace("@CANARY@", str(canary / "out")))
+    done = harness("reduce", script, "--versions", "0.4.28", "--out", tmp_path / "results")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not canary.exists(), sorted(canary.rglob("*"))
+    assert sorted(p.name for p in user.rglob("*")) == ["cfg_run.txt", "out", "train.py"]  # the original's own
+    folder = only_folder(tmp_path / "results")
+    state = json.loads((folder / "reduce.json").read_text())
+    refused = [t["why"] for t in state["memo"].values() if "wrote outside its own folder" in t["why"]]
+    assert refused and str(canary / "out") in refused[0], sorted({t["why"] for t in state["memo"].values()})
+    assert "candidates run under bubblewrap" in done.stdout + done.stderr
+    assert "def g" in (folder / "reduced.py").read_text()
+    assert load_results(folder).cells[0].verdict == "reproduced"
+
+
+def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path):
+    done = harness("reduce", SEED, "--versions", "0.4.28", "--out", tmp_path, "--max-candidates", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = only_folder(tmp_path)
+    state = json.loads((folder / "reduce.json").read_text())
+    planted = tmp_path / "planted-ran"
+    state["best"] = f"open({str(planted)!r}, 'w').write('ran')\n"
+    (folder / "reduce.json").write_text(json.dumps(state))
+    again = harness("reduce", SEED, "--versions", "0.4.28", "--resume", folder, "--quiet")
+    assert again.returncode == 2
+    (line,) = again.stderr.strip().splitlines()
+    assert "seal does not match" in line and "not run" in line
+    assert not planted.exists()

@@ -46,6 +46,7 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
 
 
 def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
+    from harness.reduce.sandbox import Workspace
     from harness.config import Config, Repro
     from harness.factors import Factor
     from harness.reduce.signature import Signature
@@ -55,10 +56,12 @@ def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
     target = Signature("jit_f", (), None, factor=Factor.CACHE_PATH)
     measurer = Measurer(config=config, script=tmp_path / "s.py", workdir=tmp_path, bad=None, good=None,
                         target=target, bad_seeds=[1], work=tmp_path / "candidates", timeout_s=10.0)
-    assert measurer._config(tmp_path / "c" / "s.py").vary == (Factor.CACHE_PATH,)
+    space = Workspace(tmp_path / "c")
+    assert measurer._config(tmp_path / "c" / "s.py", space).vary == (Factor.CACHE_PATH,)
     plain = Measurer(config=config, script=tmp_path / "s.py", workdir=tmp_path, bad=None, good=None,
                      target=Signature("jit_f", (), None), bad_seeds=[1], work=tmp_path, timeout_s=10.0)
-    assert plain._config(tmp_path / "c" / "s.py").vary == ()
+    assert plain._config(tmp_path / "c" / "s.py", space).vary == ()
+    assert plain._config(tmp_path / "c" / "s.py", space).cwd == space.work  # its own copy, not the user's folder
 
 
 def test_how_a_process_died_in_one_word():

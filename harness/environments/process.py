@@ -272,11 +272,11 @@ class InterpreterEnvironment(Environment):
             if variation.other_prefix:
                 python = str(self.prefix_copy())
         full_env = reordered(clean_environment(extra), variation)
-        return run_process(wrapped([python, *program.argv()], variation), full_env, log_path, timeout_s,
-                           cwd=program.workdir)
+        return run_process([*program.launcher, *wrapped([python, *program.argv()], variation)], full_env, log_path,
+                           timeout_s, cwd=program.workdir)
 
     def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
-        argv = [str(self.python), *program.argv()]
+        argv = [*program.launcher, str(self.python), *program.argv()]
         full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
         starts = [(argv, env, log) for env, log in zip(full, log_paths)]
         if os.environ.get(LAUNCHER_VAR) == SRUN:

@@ -25,6 +25,7 @@ from harness.config import Config, Repro
 from harness.environments.base import Environment
 from harness.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
 from harness.reduce.passes import digest
+from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature, why_not_kept
 from harness.report import ReportWriter
@@ -91,6 +92,29 @@ def own_failures(cell: CellResult) -> list[str]:
                    if r.exit_code != 0 and not r.timed_out})
 
 
+REFUSED_FOR_WRITING = "refused: it wrote outside its own folder"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A candidate's cell, and the paths outside its own folder its runs wrote (or tried to)."""
+
+    cell: CellResult
+    wrote_outside: tuple[str, ...] = ()
+
+    @property
+    def refused(self) -> str | None:
+        """Why the candidate is refused for what it wrote, whatever it measured; None: it wrote nowhere else."""
+        return wrote_outside(self.wrote_outside)
+
+
+def wrote_outside(paths: tuple[str, ...]) -> str | None:
+    if not paths:
+        return None
+    more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+    return f"{REFUSED_FOR_WRITING} ({paths[0]}{more})"
+
+
 @dataclass(frozen=True)
 class Release:
     """Where candidates run for one release: its cell and its prepared environment."""
@@ -115,31 +139,40 @@ class Measurer:
     # Between processes: how the original's processes died (own_failures); a candidate's may die so, or hang,
     # but a crash of its own (a TypeError once the keys were computed) is not the bug and is rejected.
     tolerated: tuple[str, ...] = ()
+    # Where candidates run (harness/reduce/sandbox.py): each in a copy of `workdir`'s `files`, its own HOME
+    # and TMPDIR, under bubblewrap where the machine allows; one that wrote outside its folder is refused.
+    sandbox: Sandbox = Sandbox(Confinement.WATCH, "not asked for")
+    files: list[tuple[Path, Path]] = field(default_factory=list)
     _good_seeds: dict[str, list[Launch]] = field(default_factory=dict)  # by digest: the seeds that decided
 
-    def _config(self, path: Path) -> Config:
-        # The candidate sits in the scratch folder but runs where the original ran (`config` already
-        # has the original's folder on PYTHONPATH when it imports modules from there). Under --vary only the
-        # signature's factor is run; a job keeps the original's processes (its cell spec's).
-        return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=self.workdir,
+    def _config(self, path: Path, space: Workspace) -> Config:
+        # The candidate sits in its workspace's copy of the original's working folder and runs there (`config`
+        # has the original's folder on PYTHONPATH when it imports modules from there: read-only to it). Under
+        # --vary only the signature's factor is run; a job keeps the original's processes (its cell spec's).
+        return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=space.work,
                        timeout_s=self.timeout_s, vary=(self.target.factor,) if self.target.factor else ())
 
     def cell(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up) -> CellResult:
+        return self.measure(source, release, seeds, tag, give_up).cell
+
+    def measure(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up) -> Measured:
         # A folder of its own, even for a source measured twice at once (or left by an interrupted reduction).
         self.work.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-{tag}-", dir=self.work))
         try:
-            path = folder / self.script.name
-            path.write_text(source)
-            runner = cell_runner(release.environment, self._config(path), jobs=1)
+            space = Workspace.make(folder, self.workdir, self.script, source, self.files)
+            path = space.script_for(self.workdir, self.script)
+            environment = ConfinedEnvironment(release.environment, space, self.sandbox)
+            runner = cell_runner(environment, self._config(path, space), jobs=1)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)
             if cell.interrupted:
                 raise KeyboardInterrupt
+            wrote = tuple(space.writes_outside())
             evidence = ReportWriter(folder).gather(cell, overlapped=False)
             if isinstance(evidence, Evidence):
                 cell.cause = evidence.cause
-            return cell
+            return Measured(cell, wrote)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -154,8 +187,9 @@ class Measurer:
         return len(records) == 1 and first.keys is None and not first.new_entries  # compiled nothing
 
     def one_bad(self, source: str) -> Tried:
-        cell = self.cell(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
-        why = why_not_kept(self.target, cell)
+        measured = self.measure(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
+        cell = measured.cell
+        why = measured.refused or why_not_kept(self.target, cell)
         if why is None and self.target.ranks is not None:
             crashed = [f for f in own_failures(cell) if f not in self.tolerated]
             if crashed:
@@ -181,7 +215,10 @@ class Measurer:
         assert self.good is not None
         seeds = self._good_seeds.get(digest(source)) or self.bad_seeds[:1 if self.target.factor or
                                                                          self.target.ranks else 2]
-        cell = self.cell(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
+        measured = self.measure(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
+        cell = measured.cell
+        if measured.refused:
+            return Tried(False, measured.refused)
         if cell.verdict == Verdict.CLEAN:
             return Tried(True, f"clean on {self.good.spec.jax_version}")
         return Tried(False, f"{cell.verdict} on {self.good.spec.jax_version}, the good release"

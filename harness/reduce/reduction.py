@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -20,8 +22,11 @@ from harness.environments.base import Backend
 from harness.errors import EnvironmentUnavailable, UserError
 from harness.model import CellResult, Verdict
 from harness.progress import Progress
-from harness.reduce.measure import Measurer, Release, candidate_timeout, deciding_seeds, own_failures
+from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
+                                    own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
+from harness.reduce.sandbox import HOME_DIR, TMP_DIR, Sandbox, Workspace, copy_plan
+from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
 from harness.reduce.state import ReduceState, load_state
@@ -33,6 +38,7 @@ from harness.writer import ResultsWriter
 ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"
 SCRATCH_DIR = "candidates"
+CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
 REDUCE_SECTION = "reduce"
 # Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
 # orders (a shortened axis name): with two orderings each more seed misses with probability 1/2.
@@ -171,6 +177,15 @@ class Reduction:
 
     # ---- the search ---------------------------------------------------------------------------
 
+    def _copied(self, workdir: Path) -> list[tuple[Path, Path]]:
+        """What each candidate's copy of the working folder holds: all of it but this reduction's folder
+        (and the results folder holding it, when that is inside)."""
+        left_out = [self.folder]
+        parent = self.folder.resolve().parent
+        if parent != workdir.resolve() and parent.is_relative_to(workdir.resolve()):
+            left_out.append(parent)
+        return copy_plan(workdir, left_out)
+
     def _release(self, version: str) -> Release:
         spec = plan_cells(self.config, [version])[0]
         try:
@@ -217,11 +232,14 @@ class Reduction:
         original_lines = size(source)
         # A job's candidate takes a run slot per process: fewer candidates at once.
         at_once = max(1, self.jobs // self.config.processes)
+        measurer_workdir = self.config.cwd or self.script.parent.resolve()
         measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
-                            self.config.cwd or self.script.parent.resolve(), self._release(self.bad),
+                            measurer_workdir, self._release(self.bad),
                             self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
                             self.folder / SCRATCH_DIR, state.timeout_s, at_once, folder=state.folder,
-                            tolerated=state.tolerated)
+                            tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name),
+                            files=self._copied(measurer_workdir))
+        self.progress.say(measurer.sandbox.describe())
         if not resume and self.config.processes > 1 and state.signature.ranks is None:
             self._between_processes(state, measurer, source)
         started = time.monotonic()
@@ -244,6 +262,12 @@ class Reduction:
             # The search's programs are `ast.unparse`d: the original in that form must still reproduce.
             search.memo.pop(digest(state.best), None)
             if not search.decide([state.best])[0].kept:
+                why = search.memo[digest(state.best)].why
+                if why.startswith(REFUSED_FOR_WRITING):
+                    raise UserError(f"{self.script}: run as each candidate runs (in a copy of its working folder, "
+                                    f"its own HOME and TMPDIR) it {why.removeprefix('refused: ')}: a candidate may "
+                                    "not, so it cannot be reduced; have it write under its folder, HOME or TMPDIR "
+                                    "(docs/reduce.md)")
                 raise UserError(f"{self.script}: rewritten by ast.unparse (comments and layout dropped) it no "
                                 f"longer reproduces ({search.memo[digest(state.best)].why}): it cannot be reduced")
         elif first is None:
@@ -297,8 +321,18 @@ class Reduction:
                    "signature": state.signature.to_json(), "bad": state.bad, "good": state.good,
                    "vary": list(state.vary), "processes": state.processes,
                    "candidates_run": state.measured, "candidates_decided": len(state.memo),
-                   "seconds": round(state.seconds, 1), "original_check_seconds": round(state.check_seconds, 1)}
-        cells = self._check(program_config(self.config, path, self.script, source), self.folder, section)
+                   "seconds": round(state.seconds, 1), "original_check_seconds": round(state.check_seconds, 1),
+                   "sandbox": measurer.sandbox.to_json()}
+        # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
+        # and the write watch: a write outside this folder and the working folder is said, and not kept.
+        space = Workspace(self.folder / CHECK_DIR)
+        shutil.rmtree(space.folder, ignore_errors=True)
+        (space.folder / HOME_DIR).mkdir(parents=True)
+        (space.folder / TMP_DIR).mkdir()
+        checked = program_config(self.config, path, self.script, source)
+        roots = os.pathsep.join(str(p) for p in (self.folder.resolve(), measurer.workdir.resolve()))
+        watch = {**space.env(), WRITE_ROOTS_VAR: roots} if measurer.sandbox.watched else {}
+        cells = self._check(replace(checked, env=(*checked.env, *watch.items())), self.folder, section)
         by_version = {c.spec.jax_version: c for c in cells}
         bad = by_version[state.bad]
         if state.signature.ranks is not None and bad.verdict == Verdict.REPRODUCED and bad.rank_split is None:
@@ -307,7 +341,8 @@ class Reduction:
             self.progress.say(f"its check reproduced by a later run; as one job with the seeds {state.bad_seeds[0]} "
                               "whose processes disagreed:")
             bad = measurer.cell(state.best, measurer.bad, state.bad_seeds[:1], "split", None)
-        problem = why_not_kept(state.signature, bad, by_version.get(state.good or ""))
+        problem = wrote_outside(tuple(space.writes_outside())) or \
+            why_not_kept(state.signature, bad, by_version.get(state.good or ""))
         state.status = "complete"
         state.save(self.folder)
         return ReduceOutcome(self.folder, RunStatus.COMPLETE if problem is None else RunStatus.PROBLEM, state,

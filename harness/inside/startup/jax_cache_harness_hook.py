@@ -259,6 +259,70 @@ def job_defaults(environ, coordinator_address, num_processes, process_id):
     return coordinator_address, num_processes, process_id
 
 
+# The reducer's candidates (harness/reduce/sandbox.py): the folders a run may write to, and the file where a
+# write elsewhere is recorded (the candidate is then refused). Seen through the audit events of Python's own
+# file operations, in this process and every Python process it starts (they inherit both variables).
+WRITE_ROOTS_VAR = "HARNESS_WRITE_ROOTS"
+WRITES_RECORD_VAR = "HARNESS_WRITES_RECORD"
+# Event -> the positions of its arguments that are paths written to (open: when its flags write).
+_WRITING_EVENTS = {"open": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.remove": (0,), "os.rmdir": (0,),
+                   "os.truncate": (0,), "shutil.rmtree": (0,), "os.symlink": (1,), "os.link": (1,),
+                   "os.chmod": (0,), "os.utime": (0,), "shutil.copyfile": (1,), "shutil.copytree": (1,)}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_MAX_WRITES_RECORDED = 20
+
+
+class _WriteWatch:
+    """Records every write outside `roots` (devices aside; bytecode caches too, which Python writes and a
+    read-only place refuses silently)."""
+
+    def __init__(self, roots, record):
+        self.roots = [os.path.realpath(r) for r in roots if r]
+        self.record, self.recorded = record, 0
+        self.busy = threading.local()
+
+    def outside(self, path):
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "replace")
+        if not isinstance(path, str) or not path:
+            return None  # a file descriptor: opened by a path seen before
+        full = os.path.realpath(path)
+        if full.startswith("/dev/") or (full.endswith(".pyc") and "__pycache__" in full):
+            return None
+        for root in self.roots:
+            if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
+                return None
+        return full
+
+    def audit(self, event, args):
+        positions = _WRITING_EVENTS.get(event)
+        if positions is None or getattr(self.busy, "on", False) or self.recorded >= _MAX_WRITES_RECORDED:
+            return
+        if event == "open" and (len(args) < 3 or not isinstance(args[2], int) or not args[2] & _WRITE_FLAGS):
+            return
+        self.busy.on = True
+        try:
+            for position in positions:
+                full = self.outside(args[position]) if len(args) > position else None
+                if full is not None:
+                    self.recorded += 1
+                    with open(self.record, "a") as out:
+                        out.write(json.dumps({"event": event, "path": full, "pid": os.getpid()}) + "\n")
+        except Exception:  # noqa: BLE001 - an audit hook must never break the program it watches
+            pass
+        finally:
+            self.busy.on = False
+
+
+def install_write_watch():
+    """Record writes outside the run's own folders (the reducer's candidates)."""
+    if hasattr(sys, "addaudithook"):
+        watch = _WriteWatch(os.environ[WRITE_ROOTS_VAR].split(os.pathsep), os.environ[WRITES_RECORD_VAR])
+        sys.addaudithook(watch.audit)
+        return watch
+    return None
+
+
 def distributed_loaded(module):
     """Wrap jax._src.distributed.initialize before jax.distributed takes its name."""
     original = getattr(module, "initialize", None)

@@ -1,0 +1,121 @@
+"""Where a reducer's candidate runs (harness/reduce/sandbox.py): a copy of the working folder, its own HOME and
+TMPDIR, the write watch of the start-up hook, and bubblewrap's read-only file system where the machine has it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import UserError
+from harness.inside.startup import STARTUP_DIR
+from harness.reduce import sandbox
+from harness.reduce.measure import Measured, wrote_outside
+from harness.reduce.sandbox import Confinement, Sandbox, Workspace, bwrap_launcher, bwrap_problem, copy_plan
+
+WRITER = """
+import os, sys
+from pathlib import Path
+own, outside = Path(sys.argv[1]), Path(sys.argv[2])
+(own / "fine.txt").write_text("mine")
+open("relative.log", "w").write("in my cwd, my folder")
+for write in (lambda: (outside / "canary.txt").write_text("escaped"), lambda: os.mkdir(outside / "made"),
+              lambda: open(outside / "appended.log", "a").write("x")):
+    try:
+        write()
+    except OSError as exc:
+        print("refused:", exc.strerror)
+open(os.devnull, "w").write("devices are fine")
+"""
+
+
+def _space(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "train.py").write_text("print('the original')\n")
+    (user / "data.csv").write_text("1,2\n")
+    (user / ".git").mkdir()
+    (user / ".git" / "HEAD").write_text("ref\n")
+    space = Workspace.make(tmp_path / "candidate", user, user / "train.py", WRITER, copy_plan(user, []))
+    return user, space
+
+
+def _run(space, user, launcher=()):
+    env = {**os.environ, "PYTHONPATH": str(STARTUP_DIR), **space.env()}
+    return subprocess.run([*launcher, sys.executable, str(space.script_for(user, user / "train.py")),
+                           str(space.folder), str(user)], cwd=space.work, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_workspace_is_a_copy_with_the_candidate_in_the_script_s_place(tmp_path):
+    user, space = _space(tmp_path)
+    assert (space.work / "data.csv").read_text() == "1,2\n"  # what the script reads is there
+    assert (space.work / "train.py").read_text() == WRITER  # the candidate, not the original
+    assert not (space.work / ".git").exists()  # version control is not copied
+    assert (user / "train.py").read_text() == "print('the original')\n"
+    assert set(space.env()) >= {"HOME", "TMPDIR"} and space.env()["HOME"].startswith(str(space.folder))
+
+
+def test_the_write_watch_records_every_write_outside_the_candidate_s_folder(tmp_path):
+    user, space = _space(tmp_path)
+    done = _run(space, user)
+    assert done.returncode == 0, done.stderr
+    assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in
+                                                     ("canary.txt", "made", "appended.log"))
+    why = Measured(None, tuple(space.writes_outside())).refused
+    assert why.startswith("refused: it wrote outside its own folder (") and "and 2 more" in why
+    assert wrote_outside(()) is None
+
+
+@pytest.fixture
+def bwrap():
+    """Skips where bubblewrap cannot run, unless HARNESS_REQUIRE_BWRAP=1 (CI: .ci/run installs it)."""
+    if bwrap_problem():
+        if os.environ.get("HARNESS_REQUIRE_BWRAP") == "1":
+            pytest.fail(f"HARNESS_REQUIRE_BWRAP=1 but {bwrap_problem()}")
+        pytest.skip(f"no bubblewrap here: {bwrap_problem()}")
+
+
+def test_under_bubblewrap_the_user_s_folder_is_read_only_and_the_write_is_still_refused(tmp_path, bwrap):
+    user, space = _space(tmp_path)
+    before = sorted(p.name for p in user.iterdir())
+    done = _run(space, user, bwrap_launcher([space.folder]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("refused: Read-only file system") == 3  # the writes failed
+    assert sorted(p.name for p in user.iterdir()) == before  # nothing appeared beside the user's files
+    assert (space.work / "relative.log").exists() and (space.folder / "fine.txt").exists()
+    # Failing under the sandbox is no pass: the watch saw each attempt, so the candidate is refused.
+    assert len(space.writes_outside()) == 3
+
+
+def test_under_bubblewrap_tmp_is_read_only_too(tmp_path, bwrap):
+    marker = f"/tmp/harness-sandbox-probe-{os.getpid()}"
+    done = subprocess.run([*bwrap_launcher([tmp_path]), sys.executable, "-c",
+                           f"open({marker!r}, 'w').write('x')"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Read-only file system" in done.stderr
+    assert not os.path.exists(marker)
+
+
+def test_without_bubblewrap_the_reduction_says_why_and_watches(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox.bwrap_problem.cache_clear()
+    try:
+        here = Sandbox.here("venv")
+        assert here.confinement == Confinement.WATCH and "bwrap) is not installed" in here.why_not
+        assert "not confined (bubblewrap (bwrap) is not installed)" in here.describe()
+    finally:
+        sandbox.bwrap_problem.cache_clear()
+    assert Sandbox.here("docker").confinement == Confinement.CONTAINER and not Sandbox.here("docker").watched
+
+
+def test_a_working_folder_too_large_to_copy_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "MAX_COPY_FILES", 3)
+    for i in range(5):
+        (tmp_path / f"f{i}.txt").write_text("x")
+    with pytest.raises(UserError, match="files to copy for each candidate"):
+        copy_plan(tmp_path, [])
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(sandbox, "MAX_COPY_FILES", 10)
+    (tmp_path / "results" / "big.json").write_text(json.dumps(list(range(10))))
+    assert all(rel.parts[0] != "results" for rel, _ in copy_plan(tmp_path, [tmp_path / "results"]))
