@@ -119,3 +119,41 @@ def test_a_working_folder_too_large_to_copy_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "MAX_COPY_FILES", 10)
     (tmp_path / "results" / "big.json").write_text(json.dumps(list(range(10))))
     assert all(rel.parts[0] != "results" for rel, _ in copy_plan(tmp_path, [tmp_path / "results"]))
+
+
+def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path):
+    from harness.environments.base import Backend, Environment
+    from harness.model import Program
+    from harness.reduce.sandbox import WatchedBackend
+
+    class Recorded(Environment):  # what the check's runs are started with
+        jax_version = "0.4.28"
+
+        def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+            self.started = (program, env)
+
+        def describe(self):
+            return {}
+
+    class Made(Backend):
+        name = "venv"
+
+        def prepare(self, jax_version, platform, say=None):
+            return Recorded()
+
+    user = tmp_path / "user"
+    user.mkdir()
+    script = user / "reduced.py"
+    script.write_text(f"open({str(user / 'mine.txt')!r}, 'w').write('x')\n"
+                      f"open({str(tmp_path / 'elsewhere.txt')!r}, 'w').write('x')\n")
+    space = Workspace(tmp_path / "check")
+    for sub in ("home", "tmp"):
+        (space.folder / sub).mkdir(parents=True)
+    environment = WatchedBackend(Made(), space, Sandbox(Confinement.BWRAP), (user,)).prepare("0.4.28", None)
+    environment.run(Program(script), {"PYTHONPATH": str(STARTUP_DIR)}, tmp_path / "cache", tmp_path / "log", 10)
+    program, env = environment.inner.started
+    assert program.launcher == ()  # run as a user runs reduced.py: not under bubblewrap, but watched
+    assert env["HOME"] == str(space.folder / "home") and str(user) in env["HARNESS_WRITE_ROOTS"]
+    done = subprocess.run([sys.executable, str(script)], cwd=user, env={**os.environ, **env}, timeout=60)
+    assert done.returncode == 0 and (user / "mine.txt").exists()
+    assert space.writes_outside() == [str((tmp_path / "elsewhere.txt").resolve())]

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
 import time
@@ -25,8 +24,7 @@ from harness.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
-from harness.reduce.sandbox import HOME_DIR, TMP_DIR, Sandbox, Workspace, copy_plan
-from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR
+from harness.reduce.sandbox import HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, copy_plan
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
 from harness.reduce.state import ReduceState, load_state
@@ -116,12 +114,14 @@ class Reduction:
 
     # ---- the original -------------------------------------------------------------------------
 
-    def _check(self, config: Config, folder: Path, section: dict | None = None) -> list[CellResult]:
-        """`harness check` of `config` on the bad and good releases into `folder`."""
+    def _check(self, config: Config, folder: Path, section: dict | None = None,
+               backend: Backend | None = None) -> list[CellResult]:
+        """`harness check` of `config` on the bad and good releases into `folder` (by `backend`, else the
+        reduction's)."""
         folder.mkdir(parents=True, exist_ok=True)
         writer = ResultsWriter(folder, self.header(config, self.versions))
         try:
-            cells = Sweep(config, self.backend, writer, self.progress, jobs=self.jobs,
+            cells = Sweep(config, backend or self.backend, writer, self.progress, jobs=self.jobs,
                           planner=self.planner).run(plan_cells(config, self.versions))
         except KeyboardInterrupt:
             writer.finish(RunStatus.INTERRUPTED)
@@ -329,10 +329,9 @@ class Reduction:
         shutil.rmtree(space.folder, ignore_errors=True)
         (space.folder / HOME_DIR).mkdir(parents=True)
         (space.folder / TMP_DIR).mkdir()
-        checked = program_config(self.config, path, self.script, source)
-        roots = os.pathsep.join(str(p) for p in (self.folder.resolve(), measurer.workdir.resolve()))
-        watch = {**space.env(), WRITE_ROOTS_VAR: roots} if measurer.sandbox.watched else {}
-        cells = self._check(replace(checked, env=(*checked.env, *watch.items())), self.folder, section)
+        watched = WatchedBackend(self.backend, space, measurer.sandbox,
+                                 (self.folder.resolve(), Path(measurer.workdir).resolve()))
+        cells = self._check(program_config(self.config, path, self.script, source), self.folder, section, watched)
         by_version = {c.spec.jax_version: c for c in cells}
         bad = by_version[state.bad]
         if state.signature.ranks is not None and bad.verdict == Verdict.REPRODUCED and bad.rank_split is None:

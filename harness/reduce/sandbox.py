@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness.environments.base import Environment
+from harness.environments.base import Backend, Environment
 from harness.errors import UserError
 from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR, WRITES_RECORD_VAR
 from harness.model import Program, ProcessOutcome
@@ -191,8 +191,8 @@ class ConfinedEnvironment(Environment):
     """An environment whose runs are one candidate's: in its workspace, its HOME, TMPDIR and write watch set,
     under bubblewrap when the sandbox has it. Everything else is the environment's own."""
 
-    def __init__(self, inner: Environment, space: Workspace, sandbox: Sandbox) -> None:
-        self.inner, self.space, self.sandbox = inner, space, sandbox
+    def __init__(self, inner: Environment, space: Workspace, sandbox: Sandbox, roots: tuple[Path, ...] = ()) -> None:
+        self.inner, self.space, self.sandbox, self.roots = inner, space, sandbox, roots
         self.jax_version = inner.jax_version
 
     def __getattr__(self, name: str) -> Any:
@@ -205,7 +205,12 @@ class ConfinedEnvironment(Environment):
         return replace(program, launcher=bwrap_launcher(writable))
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
-        return {**env, **self.space.env()} if self.sandbox.watched else env
+        if not self.sandbox.watched:
+            return env
+        extra = self.space.env()
+        if self.roots:
+            extra[WRITE_ROOTS_VAR] = os.pathsep.join(str(r) for r in (self.space.folder, *self.roots))
+        return {**env, **extra}
 
     def run(self, program, env, cache_dir, log_path, timeout_s, variation=None) -> ProcessOutcome:
         extra = {"variation": variation} if variation is not None else {}
@@ -230,6 +235,35 @@ class ConfinedEnvironment(Environment):
 
     def interrupt(self) -> None:
         self.inner.interrupt()
+
+
+class WatchedBackend(Backend):
+    """A backend whose environments' runs get a workspace's HOME, TMPDIR and write watch (writes allowed in
+    it and `roots`), not bubblewrap: the reduced program's own check, run where the original ran."""
+
+    def __init__(self, inner: Backend, space: Workspace, sandbox: Sandbox, roots: tuple[Path, ...]) -> None:
+        self.inner, self.space, self.sandbox, self.roots = inner, space, sandbox, roots
+        self.name, self.pythons = inner.name, inner.pythons
+
+    def prepare(self, jax_version, platform, say=lambda _: None) -> Environment:
+        watch_only = replace(self.sandbox, confinement=Confinement.WATCH) if self.sandbox.watched else self.sandbox
+        return ConfinedEnvironment(self.inner.prepare(jax_version, platform, say), self.space, watch_only,
+                                   self.roots)
+
+    def check(self, platform, say=lambda _: None) -> None:
+        self.inner.check(platform, say)
+
+    def installed_version(self) -> str | None:
+        return self.inner.installed_version()
+
+    def check_gpus(self, platform, device_count, source="device_count", say=lambda _: None) -> None:
+        self.inner.check_gpus(platform, device_count, source, say)
+
+    def visible_gpus(self, say=lambda _: None):
+        return self.inner.visible_gpus(say)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
 
 
 def _inside(path: Path, folder: Path) -> bool:
