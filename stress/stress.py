@@ -486,7 +486,7 @@ def case_reduce_writes_outside(h: Harness) -> tuple[bool, str]:
     script = h.write("writer-project/train.py", CANARY_SCRIPT.replace("@CANARY@", str(canary / "out")))
     out = h.root / "writer-out"
     code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
-                         timeout=3600)
+                         "--max-candidates", "30", timeout=3600)
     (folder,) = out.iterdir()
     memo = json.loads((folder / "reduce.json").read_text())["memo"].values()
     refused = sum("wrote outside its own folder" in t["why"] for t in memo)
