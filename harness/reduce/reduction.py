@@ -36,6 +36,7 @@ from harness.writer import ResultsWriter
 ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"
 SCRATCH_DIR = "candidates"
+SNAPSHOT_DIR = "workdir"  # the working folder before anything ran: each candidate's copy is made from it
 CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
 REDUCE_SECTION = "reduce"
 # Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
@@ -177,14 +178,28 @@ class Reduction:
 
     # ---- the search ---------------------------------------------------------------------------
 
-    def _copied(self, workdir: Path) -> list[tuple[Path, Path]]:
-        """What each candidate's copy of the working folder holds: all of it but this reduction's folder
-        (and the results folder holding it, when that is inside)."""
+    @property
+    def workdir(self) -> Path:
+        return self.config.cwd or self.script.parent.resolve()
+
+    def _snapshot(self) -> None:
+        """The working folder as it was before anything ran (all of it but this reduction's folder and the
+        results folder holding it, when inside), kept in the reduction's folder: each candidate's copy is made
+        from it, so a file the original's check wrote there is no input a candidate may rely on."""
+        snapshot = self.folder / SNAPSHOT_DIR
+        if snapshot.is_dir():
+            return  # a resumed reduction: taken when it started
         left_out = [self.folder]
         parent = self.folder.resolve().parent
-        if parent != workdir.resolve() and parent.is_relative_to(workdir.resolve()):
+        if parent != self.workdir.resolve() and parent.is_relative_to(self.workdir.resolve()):
             left_out.append(parent)
-        return copy_plan(workdir, left_out)
+        partial = self.folder / (SNAPSHOT_DIR + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        for relative, path in copy_plan(self.workdir, left_out):
+            (partial / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, partial / relative)
+        partial.mkdir(exist_ok=True)
+        partial.rename(snapshot)
 
     def _release(self, version: str) -> Release:
         spec = plan_cells(self.config, [version])[0]
@@ -226,19 +241,20 @@ class Reduction:
             self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
                               f"{len(state.memo)} candidate(s) remembered")
         else:
+            self._snapshot()
             state = self._original(source)
         state.status = "running"
         state.save(self.folder)
         original_lines = size(source)
         # A job's candidate takes a run slot per process: fewer candidates at once.
         at_once = max(1, self.jobs // self.config.processes)
-        measurer_workdir = self.config.cwd or self.script.parent.resolve()
+        self._snapshot()  # (a reduction from before snapshots: taken now)
         measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
-                            measurer_workdir, self._release(self.bad),
+                            self.workdir, self._release(self.bad),
                             self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
                             self.folder / SCRATCH_DIR, state.timeout_s, at_once, folder=state.folder,
                             tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name),
-                            files=self._copied(measurer_workdir))
+                            files=copy_plan(self.folder / SNAPSHOT_DIR, []))
         self.progress.say(measurer.sandbox.describe())
         if not resume and self.config.processes > 1 and state.signature.ranks is None:
             self._between_processes(state, measurer, source)
