@@ -23,11 +23,10 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.factors import Factor
-from harness.files import write_atomic
+from harness.files import read_json_bounded, write_atomic
 from harness.model import FolderMode
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature
-from harness.results import read_bounded_json
 
 STATE_FILE = "reduce.json"
 BEST_FILE = "best.py"  # the best program so far (the search's form), for a look while it works
@@ -236,7 +235,7 @@ def load_state(folder: Path, original: str) -> ReduceState:
     path = folder / STATE_FILE
     if not path.exists():
         raise UserError(f"--resume {folder}: no {STATE_FILE} there (not a harness reduce folder)")
-    data = read_bounded_json(path, MAX_STATE_BYTES, "reduce state file")
+    data = read_json_bounded(path, MAX_STATE_BYTES, "reduce state file")
     try:
         state = ReduceState.from_json(data)
     except StateProblem as exc:
