@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TARGET_MISS = 1e-3
+# Above this a clean verdict is weak: 3 random runs miss a two-order regression one time in 4, 4 runs one in
+# 8 (0.125); 6 runs (0.031) are the fewest that are not weak.
+WEAK_BOUND = 0.05
 WORST_CASE_ORDERINGS = 2  # the hard case: a set of two names, two equally likely orderings
 
 ASSUMES_CHOSEN = ("the regression makes the cache key follow the iteration order of a set of the mesh's "
@@ -160,3 +163,23 @@ class SeedPlan:
                    candidates=data.get("candidates_probed", 0), covers=list(data.get("covers", [])),
                    note=data.get("note", ""), ranks=[list(r) for r in data.get("ranks", [])],
                    ranks_how=data.get("ranks_how", ""))
+
+
+def runs_for_strong(plan: SeedPlan) -> int:
+    """Runs per cell (--runs) that bring the plan's set-order bound to WEAK_BOUND or below: random seeds,
+    enough for it (a job's processes each count); chosen seeds that could not cover every pair order,
+    the chosen ones with enough random runs after them."""
+    random_runs = runs_for_target(WEAK_BOUND)
+    if plan.strategy == SeedStrategy.CHOSEN:
+        return len(plan.chosen) + random_runs - 1
+    return math.ceil(random_runs / plan.processes)
+
+
+def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
+    """What a clean cell says when its miss bound is weak, with the runs that would make it strong;
+    "" when it is not weak (or not known: a results file without its plan)."""
+    if bounds is None or plan is None or bounds.set_order <= WEAK_BOUND:
+        return ""
+    runs = runs_for_strong(plan)
+    return (f"weak: a regression would read clean with chance up to {bounds.set_order:.2g} (above {WEAK_BOUND}); "
+            f"--runs {runs} would make it at most {miss_probability_random(runs_for_target(WEAK_BOUND)):.2g}")

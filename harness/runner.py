@@ -47,6 +47,9 @@ SETTLING_RUNS = 2
 OnRun = Callable[[CellSpec, RunRecord, int], None]
 # --vary: each factor's result as it is judged.
 OnFactor = Callable[[CellSpec, FactorResult], None]
+# A user script's later seeds, chosen once run 1 is done: (run 1's seed, its IR dump folder) -> the seeds
+# of the runs after it (harness.seeds.Reseed).
+Reseed = Callable[[int, Path], list[int]]
 
 
 @dataclass
@@ -72,15 +75,17 @@ class CellRunner:
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
             give_up: Callable[[list[RunRecord]], bool] | None = None,
-            folder: FolderMode | None = None) -> CellResult:
+            folder: FolderMode | None = None, reseed: Reseed | None = None) -> CellResult:
         """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key, or
         nothing can change). `folder`: how a user's script gets the cell's folder when that is known
-        already (harness reduce: as the original got it); None: its first run tells. After Ctrl-C the cell
-        comes back `interrupted`, with the runs that finished: the caller saves it, then stops."""
+        already (harness reduce: as the original got it); None: its first run tells. `reseed`: the seeds
+        after the first, chosen from what it lowered. After Ctrl-C the cell comes back `interrupted`, with
+        the runs that finished: the caller saves it, then stops."""
         results: list[CellResult] = []
         try:
             run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
-                                             stop_when_reproduced, give_up, folder)], self.jobs, results.append,
+                                             stop_when_reproduced, give_up, folder, reseed)], self.jobs,
+                      results.append,
                       self.on_run)
         except KeyboardInterrupt:
             pass  # the cell came back interrupted
@@ -179,14 +184,15 @@ class OpenCell:
     checks: list[Job] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
+    reseed: Reseed | None = None  # a user script's: its later seeds, chosen after run 1
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
              log_dir: Path, results_root: Path | None = None,
              stop_when_reproduced: bool = False, give_up: Callable[[list[RunRecord]], bool] | None = None,
-             folder: FolderMode | None = None) -> OpenCell | CellResult:
+             folder: FolderMode | None = None, reseed: Reseed | None = None) -> OpenCell | CellResult:
         """The cell ready to run; a multi-process cell whose environment cannot run such a job here is
-        `unsupported` at once, saying why. `give_up` and `folder`: see CellRunner.run."""
+        `unsupported` at once, saying why. `give_up`, `folder` and `reseed`: see CellRunner.run."""
         launches = [s if isinstance(s, tuple) else (s,) for s in seeds]
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +215,7 @@ class OpenCell:
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
-                   folder_why=folder_why)
+                   folder_why=folder_why, reseed=None if spec.is_job else reseed)
 
     @property
     def slots(self) -> int:
@@ -272,9 +278,21 @@ class OpenCell:
         if job.check is not None:
             return self._recheck(job)
         if self.folder is None:
-            return self._first_run(job)
-        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
-                                       job.seed, self.folder)
+            record = self._first_run(job)
+        else:
+            record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                             job.seed, self.folder)
+        if self.reseed is not None and not self.tally.records:
+            self._reseed(job)
+        return record
+
+    def _reseed(self, job: Job) -> None:
+        """After run 1 (it runs alone: nothing else is taken meanwhile), the later runs' seeds chosen from
+        the module it lowered."""
+        reseed, self.reseed = self.reseed, None
+        dump = ir_dump_dir(self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log")
+        later = reseed(job.seed, dump)
+        self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
 
     def _first_run(self, job: Job) -> RunRecord:
         """A user's script's first run tells how its runs get the folder: with the folder only through

@@ -8,7 +8,13 @@ how candidate seeds order the name sets involved, and a few seeds are picked so 
 names in every set is seen in both orders. A key that depends on such an order then differs between
 two of the runs with certainty, and a cell stops as soon as it does.
 
-Pure, except `SeedPlanner.probe`, which runs the probe script in an Environment.
+A user's script names no mesh: its first run's seed is random, and the sets come from the module it
+lowered (`harness.ir_names`: names quoted together, e.g. a shard_map's mesh axis names); the runs after it
+get seeds chosen so that, with the first run's, every pair of names of each set is seen in both orders
+(`SeedPlanner.reseeder`, called by the runner once run 1 is done).
+
+Pure, except `SeedPlanner.probe`, `run_probe` and `names_in_dump`, which run the probe script in an
+Environment and read a run's IR dump.
 """
 
 from __future__ import annotations
@@ -20,16 +26,19 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.files import package_path
+from harness.ir_names import name_groups
 from harness.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
+MAX_DUMP_BYTES = 4 << 20  # a module's text read for names: its start holds the signatures and locations
+SCRIPT_RANDOM = "a user script: the name sets it iterates are unknown, so its seeds are random"
 PROBE_SCRIPT = package_path("harness.inside", "seeds_probe.py")  # run by the environment's interpreter
 
 def random_seeds(count: int, rng: random.Random | None = None) -> list[int]:
@@ -74,8 +83,9 @@ def _pair_orders(probe: Probe, seed: int) -> frozenset[tuple[int, str, str]]:
                      for a, b in itertools.combinations(ordering, 2))
 
 
-def choose_seeds(probe: Probe, minimum: int = 2) -> list[int]:
-    """Greedy cover of every observed pair order, most new pairs first (ties: the smaller seed).
+def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) -> list[int]:
+    """Greedy cover of every observed pair order, most new pairs first (ties: the smaller seed), after
+    the `given` seeds (already run: a user script's first run), which the list starts with.
 
     Ordered so that the second seed already differs from the first as much as possible: a cell stops
     at the first later run with a new key, so a reproducing cell usually costs two runs.
@@ -83,8 +93,8 @@ def choose_seeds(probe: Probe, minimum: int = 2) -> list[int]:
     candidates = sorted(probe.orderings)
     features = {s: _pair_orders(probe, s) for s in candidates}
     universe = frozenset().union(*features.values()) if features else frozenset()
-    chosen: list[int] = []
-    covered: set = set()
+    chosen: list[int] = [s for s in given if s in features]
+    covered: set = set().union(*(features[s] for s in chosen))
     while covered != universe:
         best = max((s for s in candidates if s not in chosen),
                    key=lambda s: (len(features[s] - covered), -s))
@@ -96,6 +106,36 @@ def choose_seeds(probe: Probe, minimum: int = 2) -> list[int]:
         if seed not in chosen:
             chosen.append(seed)
     return chosen
+
+
+def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
+    """The name sets of the modules a run dumped (JAX_DUMP_IR_TO): see `harness.ir_names`."""
+    texts = []
+    for path in sorted(folder.glob("*.mlir")) if folder.is_dir() else []:
+        with path.open(errors="replace") as module:
+            texts.append(module.read(MAX_DUMP_BYTES))
+    return name_groups(texts)
+
+
+def script_plan(probe: Probe, first: int, runs: int, groups: list[tuple[str, ...]]) -> SeedPlan:
+    """A user script's plan once its first run (seed `first`) is done: chosen seeds that, with `first`,
+    show every pair of each group's names in both orders, then random ones up to `runs` in all (a
+    ceiling: when the cover needs more, only `runs` run and the plan says so)."""
+    chosen = choose_seeds(probe, given=(first,))
+    found = "; ".join(", ".join(g) for g in groups)
+    note = f"names from run 1's lowered module: {found}"
+    if len(chosen) > runs:
+        note += (f"; covering every pair order needs {len(chosen)} seeds, more than runs: {runs}; only {runs} "
+                 f"run (set runs to {len(chosen)} for a zero set-order bound)")
+        chosen = chosen[:runs]
+    extra = [s for s in random_seeds(runs + len(chosen)) if s not in chosen][:runs - len(chosen)]
+    return SeedPlan(SeedStrategy.CHOSEN, chosen + extra, chosen=chosen, random=extra, python=probe.python,
+                    candidates=len(probe.orderings), covers=covers(probe, chosen), note=note)
+
+
+# A user script's later seeds, once its first run is done: (the first run's seed, its IR dump folder) ->
+# the seeds of the runs after it.
+Reseed = Callable[[int, Path], list[int]]
 
 
 def record_plan(cell: CellResult, plan: SeedPlan) -> None:
@@ -208,8 +248,7 @@ class SeedPlanner:
         if self.strategy == SeedStrategy.RANDOM:
             return random_plan(self.runs)
         if spec.mesh is None:
-            return random_plan(self.runs, note="a user script: the name sets it iterates are unknown, so "
-                                               "its seeds are random")
+            return random_plan(self.runs, note=SCRIPT_RANDOM)
         sets = name_sets(spec.mesh.axis_names)
         try:
             probe = self.probe(environment, sets, log_dir)
@@ -227,6 +266,33 @@ class SeedPlanner:
         if key not in self._probes:
             self._probes[key] = run_probe(environment, sets, self.candidates, log_dir, self.timeout_s)
         return self._probes[key]
+
+    def reseeder(self, spec: CellSpec, plan: SeedPlan, environment: Environment, log_dir: Path) -> Reseed | None:
+        """For a user script's single-process cell planned with chosen seeds (`plan` still random: its
+        names were unknown), what picks its later seeds after run 1, rewriting `plan` to say so; None for
+        any other cell. A job's ranks keep their random seeds."""
+        if self.strategy != SeedStrategy.CHOSEN or spec.mesh is not None or spec.is_job:
+            return None
+
+        def reseed(first: int, dump: Path) -> list[int]:
+            groups = names_in_dump(dump)
+            if not groups:
+                plan.note = (f"{SCRIPT_RANDOM}: run 1's lowered module carries no set of two or more short "
+                             "names")
+                return plan.seeds[1:]
+            sets = [s for g in groups for s in name_sets(g)]
+            seeds = sorted({first, *range(1, self.candidates + 1)})
+            try:
+                probe = run_probe(environment, sets, self.candidates, log_dir, self.timeout_s, groups=groups,
+                                  seeds=seeds)
+            except ProbeFailed as exc:
+                plan.note = f"seed probe failed ({exc}); random seeds instead"
+                return plan.seeds[1:]
+            chosen = script_plan(probe, first, len(plan.seeds), groups)
+            for name in ("strategy", "seeds", "chosen", "random", "python", "candidates", "covers", "note"):
+                setattr(plan, name, getattr(chosen, name))
+            return plan.seeds[1:]
+        return reseed
 
 
 def interpreter_key(environment: Environment) -> tuple:
@@ -248,11 +314,18 @@ class ProbeFailed(Exception):
 
 
 def run_probe(environment: Environment, sets: list[tuple[str, ...]], candidates: int, log_dir: Path,
-              timeout_s: float) -> Probe:
-    """Run `seeds_probe.py` with the environment's interpreter; its last stdout line is the answer."""
-    names = list(sets[0]) if sets else []
-    request = json.dumps({"names": names, "subsets": [list(s) for s in sets],
-                          "seeds": list(range(1, candidates + 1))})
+              timeout_s: float, groups: list[tuple[str, ...]] | None = None,
+              seeds: list[int] | None = None) -> Probe:
+    """Run `seeds_probe.py` with the environment's interpreter; its last stdout line is the answer.
+    `sets`: the name sets of one mesh (its names first), or, with `groups`, of each group in turn (each
+    group's `name_sets`); `seeds`: those to probe (default 1..candidates)."""
+    seeds = seeds or list(range(1, candidates + 1))
+    if groups is None:
+        names = list(sets[0]) if sets else []
+        request = json.dumps({"names": names, "subsets": [list(s) for s in sets], "seeds": seeds})
+    else:
+        request = json.dumps({"groups": [[list(g), [list(s) for s in name_sets(g)]] for g in groups],
+                              "seeds": seeds})
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "seed-probe.log"
     with tempfile.TemporaryDirectory(prefix="seed-probe-cache-") as cache:

@@ -15,7 +15,7 @@ from harness.errors import EnvironmentUnavailable
 from harness.model import CellResult, CellSpec, FactorResult, Platform
 from harness.progress import Progress
 from harness.runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
-from harness.seeds import SeedPlanner, record_plan
+from harness.seeds import Reseed, SeedPlanner, record_plan
 
 
 # Environments made beyond the one being measured: installs overlap runs, and at most this many
@@ -107,7 +107,9 @@ class Sweep:
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.jobs, on_factor=factor_line(self.progress))
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
-                                     stop_when_reproduced=self.stop_when_reproduced)
+                                     stop_when_reproduced=self.stop_when_reproduced,
+                                     reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
+                                                 self.progress))
             return open_cell
 
         def finished(result: CellResult) -> None:
@@ -124,6 +126,18 @@ class Sweep:
         finally:
             preparations.close()
         return results
+
+
+def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | None:
+    """The reseed, telling the seeds it chose."""
+    if reseed is None:
+        return None
+
+    def reseed_and_say(first: int, dump: Path) -> list[int]:
+        later = reseed(first, dump)
+        progress.say(f"  seeds after run 1: {plan.summary()}")
+        return later
+    return reseed_and_say
 
 
 def cell_runner(environment: Environment, config: Config, jobs: int, on_run: OnRun | None = None,
@@ -173,6 +187,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     progress.say(f"  seeds: {plan.summary()}")
     runner = cell_runner(environment, config, jobs, on_run=progress.run_finished, on_factor=factor_line(progress))
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
-                      stop_when_reproduced=stop_when_reproduced)
+                      stop_when_reproduced=stop_when_reproduced,
+                      reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress))
     record_plan(cell, plan)
     return keep_then_stop(cell, keep)

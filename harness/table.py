@@ -9,6 +9,7 @@ from tabulate import tabulate
 
 from harness import markdown
 from harness.analysis import comparison_of, rank_runs, release_boundaries
+from harness.confidence import runs_for_strong, weak_bound_phrase
 from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult
 from harness.results import ResultsDocument, RunStatus
@@ -56,7 +57,24 @@ def varied(cells: list[CellResult]) -> bool:
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
-    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell))) if part)
+    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell)), weak_bound(cell)) if part)
+
+
+def weak_bound(cell: CellResult) -> str:
+    """A clean cell's weak miss bound said, with the runs that would make it strong ("" otherwise)."""
+    return weak_bound_phrase(cell.miss_bounds, cell.seeds)
+
+
+def weak_bounds_sentence(cells: list[CellResult]) -> str:
+    """For the summary: which clean cells are weak, and how many runs would make them strong."""
+    weak = [c for c in in_version_order(cells) if weak_bound(c)]
+    if not weak:
+        return ""
+    worst = max(c.miss_bounds.set_order for c in weak)
+    releases = ", ".join(dict.fromkeys(cell_label(c) for c in weak))
+    runs = max(runs_for_strong(c.seeds) for c in weak)
+    return (f"clean on {releases} is weak (a regression would read clean with chance up to {worst:.2g}): "
+            f"measure with --runs {runs}")
 
 
 def rows(cells: list[CellResult]) -> list[list[Any]]:
@@ -94,7 +112,7 @@ def _headers(cells: list[CellResult]) -> list[str]:
 
 
 def summary_line(cells: list[CellResult]) -> str:
-    return release_boundaries(cells).line()
+    return "; ".join(part for part in (release_boundaries(cells).line(), weak_bounds_sentence(cells)) if part)
 
 
 def render_markdown(cells: list[CellResult], document: ResultsDocument) -> str:

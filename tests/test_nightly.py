@@ -210,3 +210,37 @@ def test_a_commit_cell_reads_back_and_is_labelled_in_the_table():
     assert summary_line([cell("0.10.2", Verdict.CLEAN), back]) == "not reproduced in this range"
     # A cell of an older results file has no commit.
     assert CellResult.from_json(cell("0.10.2", Verdict.CLEAN).to_json()).commit is None
+
+
+def _clean_with(plan):
+    from harness.seeds import record_plan
+    out = cell("0.4.28", Verdict.CLEAN, mesh=None)
+    record_plan(out, plan)
+    return out
+
+
+def test_a_baseline_whose_clean_was_weak_is_said_instead_of_a_regression(tmp_path, capsys):
+    """3 random runs read clean (a regression of two orders is missed one time in 4): reproduced now is not
+    called REGRESSED, and the text says the baseline was weak; a strong baseline still raises the alarm."""
+    from harness.seeds import random_plan
+    weak = write_results(tmp_path / "weak", [_clean_with(random_plan(3))])
+    strong = write_results(tmp_path / "strong", [_clean_with(random_plan(11))])
+    now = write_results(tmp_path / "now", [cell("0.4.28", Verdict.REPRODUCED, mesh=None)])
+    assert cli.main(["compare", str(now), "--baseline", str(weak)]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSED" not in out and "weak baseline" in out
+    assert ("1 cell(s) reproduce where the baseline read clean but its miss bound was weak, so no regression is "
+            "claimed: jax 0.4.28 (baseline 0.4.28 weak: a regression would read clean with chance up to 0.25 "
+            "(above 0.05); --runs 6 would make it at most 0.031)") in out
+    assert cli.main(["compare", str(now), "--baseline", str(strong)]) == 1
+    assert "REGRESSED" in capsys.readouterr().out
+
+
+def test_a_weak_clean_cell_says_so_in_its_row_and_the_summary():
+    from harness.seeds import random_plan
+    cells = [_clean_with(random_plan(4))]
+    table = render(cells)
+    assert "weak: a regression would read clean with chance up to 0.12 (above 0.05); --runs 6" in table
+    assert summary_line(cells) == ("not reproduced in this range; clean on 0.4.28 is weak (a regression would "
+                                   "read clean with chance up to 0.12): measure with --runs 6")
+    assert "weak" not in summary_line([_clean_with(random_plan(6))])

@@ -135,3 +135,66 @@ def test_venvs_of_one_interpreter_share_a_probe_and_other_interpreters_do_not(tm
     other = tmp_path / "other-python"
     other.write_text("#!/bin/sh\n")
     assert interpreter_key(LocalEnvironment(str(other), {"jax": "none", "python": version})) != interpreter_key(a)
+
+
+def test_a_user_script_s_later_seeds_cover_both_orders_with_its_first_run_s():
+    from harness.seeds import script_plan
+    first = 123456789
+    probe = _probe({first: ["b", "a"], 1: ["b", "a"], 2: ["b", "a"], 3: ["a", "b"]})
+    plan = script_plan(probe, first, 4, [("a", "b")])
+    assert plan.seeds[:2] == [first, 3] and len(plan.seeds) == 4 and plan.random == plan.seeds[2:]
+    assert plan.strategy == SeedStrategy.CHOSEN and plan.covers[0]["pairs_in_both_orders"] is True
+    assert "names from run 1's lowered module: a, b" in plan.note
+    assert plan.miss_bound == 0.0 and plan.miss_bound_other == 2 ** -2
+    # a first run that already shows one order: the seed of the other order is second, whatever its number
+    probe = _probe({first: ["a", "b"], 1: ["a", "b"], 2: ["b", "a"]})
+    assert choose_seeds(probe, given=(first,)) == [first, 2]
+
+
+def test_a_cover_longer_than_runs_is_cut_and_says_so():
+    from harness.seeds import script_plan
+    probe = Probe("cpython test", (("a", "b"), ("c", "d")),
+                  {1: (("a", "b"), ("c", "d")), 2: (("b", "a"), ("c", "d")), 3: (("a", "b"), ("d", "c"))})
+    plan = script_plan(probe, 1, 2, [("a", "b"), ("c", "d")])
+    assert len(plan.seeds) == 2 and "needs 3 seeds, more than runs: 2" in plan.note
+    assert plan.miss_bound > 0
+
+
+def test_the_reseeder_chooses_from_run_1_s_dump_with_this_interpreter(tmp_path):
+    """The real probe (this Python) on the recorded 0.4.28 dump: every pair order of {a, b} and of
+    {a, b, c, d} is in the runs after a random first one."""
+    planner = SeedPlanner(runs=None)
+    spec = CellSpec("0.4.28", Platform.CPU, 8, None)
+    env = LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
+    plan = planner.plan(spec, env, tmp_path)
+    assert plan.strategy == SeedStrategy.RANDOM and len(plan.seeds) == runs_for_target()
+    reseed = planner.reseeder(spec, plan, env, tmp_path)
+    later = reseed(plan.seeds[0], Path(__file__).parent / "fixtures" / "ir_dump" / "run-01.ir")
+    assert plan.strategy == SeedStrategy.CHOSEN and plan.seeds[1:] == later and len(plan.seeds) == runs_for_target()
+    assert all(c["pairs_in_both_orders"] for c in plan.covers) and plan.miss_bound == 0.0
+    assert plan.chosen[0] == plan.seeds[0]
+
+
+def test_a_dump_without_names_keeps_the_random_seeds(tmp_path):
+    planner = SeedPlanner(runs=4)
+    spec = CellSpec("0.4.28", Platform.CPU, 8, None)
+    plan = planner.plan(spec, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}), tmp_path)
+    seeds = list(plan.seeds)
+    assert planner.reseeder(spec, plan, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}), tmp_path)(seeds[0], tmp_path) == seeds[1:]
+    assert plan.strategy == SeedStrategy.RANDOM and "carries no set" in plan.note
+    assert SeedPlanner(strategy=SeedStrategy.RANDOM).reseeder(spec, plan, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}),
+                                                              tmp_path) is None
+
+
+def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
+    from harness.confidence import SeedPlan, WEAK_BOUND, weak_bound_phrase
+    from harness.seeds import random_plan
+    plan = random_plan(4)
+    assert plan.miss_bound == 0.125 > WEAK_BOUND
+    assert weak_bound_phrase(plan.bounds, plan) == (
+        "weak: a regression would read clean with chance up to 0.12 (above 0.05); --runs 6 would make it at most "
+        "0.031")
+    assert weak_bound_phrase(random_plan(6).bounds, random_plan(6)) == ""
+    assert weak_bound_phrase(None, plan) == "" and weak_bound_phrase(plan.bounds, None) == ""
+    job = SeedPlan(SeedStrategy.RANDOM, [1, 2], random=[1, 2], ranks=[[1, 3], [2, 4]])  # 4 processes' seeds
+    assert "--runs 3 " in weak_bound_phrase(job.bounds, job)

@@ -1,7 +1,9 @@
 """Standalone probe run by an environment's own interpreter: which PYTHONHASHSEED orders which set how.
 
 Usage: python seeds_probe.py '{"names": [...], "subsets": [[...], ...], "seeds": [1, 2, ...]}'
-Prints one JSON line: {"python": ..., "orderings": {seed: [ordering of each subset, ...]}}.
+   or: python seeds_probe.py '{"groups": [[names, subsets], ...], "seeds": [1, 2, ...]}' (several sets at once)
+Prints one JSON line: {"python": ..., "orderings": {seed: [ordering of each subset, ...]}}, the subsets of
+every group in turn.
 
 String hashes (and so set iteration order) are fixed when an interpreter starts, so each seed needs
 its own child interpreter; `-S` keeps them cheap. Not `-I`/`-E`: those ignore PYTHONHASHSEED.
@@ -18,24 +20,25 @@ from concurrent.futures import ThreadPoolExecutor
 # by removing the other names, so the probe sees the very table layout the bug sees.
 CHILD = """
 import json, sys
-full, subsets = json.loads(sys.argv[1])
-print(json.dumps([list(set(full) - (set(full) - set(s))) for s in subsets]))
+groups = json.loads(sys.argv[1])
+print(json.dumps([list(set(full) - (set(full) - set(s))) for full, subsets in groups for s in subsets]))
 """
 
 
-def order_for(seed, names, subsets):
+def order_for(seed, groups):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONHASHSEED"] = str(seed)
-    out = subprocess.run([sys.executable, "-S", "-c", CHILD, json.dumps([names, subsets])],
+    out = subprocess.run([sys.executable, "-S", "-c", CHILD, json.dumps(groups)],
                          env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
 def main():
     request = json.loads(sys.argv[1])
-    names, subsets, seeds = request["names"], request["subsets"], request["seeds"]
+    groups = request.get("groups") or [[request["names"], request["subsets"]]]
+    seeds = request["seeds"]
     with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
-        results = list(pool.map(lambda s: order_for(s, names, subsets), seeds))
+        results = list(pool.map(lambda s: order_for(s, groups), seeds))
     print(json.dumps({"python": sys.version.split()[0], "implementation": sys.implementation.name,
                       "orderings": {str(s): r for s, r in zip(seeds, results)}}))
 

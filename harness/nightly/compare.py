@@ -20,6 +20,7 @@ from pathlib import Path
 from packaging.version import Version
 from tabulate import tabulate
 
+from harness.confidence import weak_bound_phrase
 from harness.cost import cost_of
 from harness.errors import ExitCode, UserError
 from harness.header import RecordedConfig
@@ -34,6 +35,9 @@ class Change(enum.StrEnum):
     SAME = "same"
     NEW = "new"  # nothing in the baseline to compare with
     COSTLIER = "costlier"  # seconds lost per start grew past the threshold: the alarm
+    # clean before with a weak miss bound (harness.confidence.WEAK_BOUND), reproduced now: the baseline's
+    # runs may have missed what is there now, so it is no regression until a strong baseline says so
+    WEAK_BASELINE = "weak baseline"
 
 
 ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER})
@@ -49,6 +53,7 @@ class CellChange:
     change: Change
     lost_before: float | None = None  # seconds lost per fresh process (None: not known)
     lost_after: float | None = None
+    baseline_weak: str = ""  # the baseline cell's weak-bound phrase ("" when its clean was not weak)
 
     @property
     def alarm(self) -> bool:
@@ -105,11 +110,14 @@ def compare(current: list[CellResult], baseline: list[CellResult],
         base = _match(cell, baseline)
         before = base.verdict if base else None
         change = classify(before, cell.verdict)
+        weak = weak_bound_phrase(base.miss_bounds, base.seeds) if base is not None else ""
+        if change == Change.REGRESSED and weak:
+            change = Change.WEAK_BASELINE
         lost_before, lost_after = _lost(base), _lost(cell)
         if base is not None and change not in ALARMS and grew(lost_before, lost_after, max_lost_growth):
             change = Change.COSTLIER
         out.append(CellChange(cell.spec, cell.label, before, cell.verdict,
-                              base.spec.jax_version if base else None, change, lost_before, lost_after))
+                              base.spec.jax_version if base else None, change, lost_before, lost_after, weak))
     return out
 
 
@@ -147,6 +155,11 @@ def render_changes(changes: list[CellChange]) -> str:
         verdict = f"no regression; {len(moved)} cell(s) changed without raising the alarm"
     else:
         verdict = "no change against the baseline"
+    weak = [c for c in changes if c.change == Change.WEAK_BASELINE]
+    if weak:
+        verdict += (f"; {len(weak)} cell(s) reproduce where the baseline read clean but its miss bound was weak, "
+                    "so no regression is claimed: " + "; ".join(f"{_labels([c])} (baseline {c.baseline_version} "
+                                                                 f"{c.baseline_weak})" for c in weak))
     return f"{table}\n\n{verdict}"
 
 

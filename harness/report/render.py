@@ -26,7 +26,7 @@ from harness.report.variation import variation_section
 from harness.variation import by_factors_only
 from harness.report.stats import cache_statistics
 from harness.run_env import process_env
-from harness.table import in_version_order, render_markdown_table as render_table
+from harness.table import in_version_order, render_markdown_table as render_table, summary_line
 
 REPORT_FILE = "report.md"
 EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
@@ -70,7 +70,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
 
 def summary_sentence(cells: list[CellResult]) -> str:
     """The one line for an issue title or first sentence (Markdown)."""
-    line = md.text(release_boundaries(cells).line())
+    line = md.text(summary_line(cells))
     # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
     worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
     if worst is None:
