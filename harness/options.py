@@ -238,7 +238,8 @@ OPTIONS: tuple[Option, ...] = (
            default=BackendName.VENV,
            example=("docker",)),
     Option("seeds", ("--seeds",), "chosen: probe the interpreter for hash seeds showing every order of the mesh's "
-           "axis names, then random ones up to --runs (default); random: random seeds only", MEASURING,
+           "axis names (a script's: the names its first run lowered), then random ones up to --runs (default); "
+           "random: random seeds only", MEASURING,
            Group.MEASURE, convert=SeedStrategy, choices=tuple(m.value for m in SeedStrategy),
            default=SeedStrategy.CHOSEN,
            identity=True, example=("random",)),
