@@ -29,7 +29,7 @@ from harness.results import RunStatus
 from harness.options import SCRIPT_ARGS, Given, from_given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.stopping import interrupted_exit_code, interrupted_how, stop_signals_interrupt
-from harness.table import render, summary_line
+from harness.table import render, summary_json, summary_line
 
 _STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
 DESCRIPTION = "Reproduce JAX persistent-compilation-cache regressions version by version."
@@ -295,9 +295,14 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
               f"resume with: {swept.resume_command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)
-    print(render(swept.cells))
-    print()
-    print(summary_line(swept.cells))  # last, so `| tail -1` gives the answer
+    as_json = given is not None and given.get("json")
+    human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
+    print(render(swept.cells), file=human)
+    print(file=human)
+    print(summary_line(swept.cells), file=human)  # last, so `| tail -1` gives the answer
+    if as_json:
+        print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
+                                      str(swept.folder / REPORT_FILE))))
     return _ci_outputs(swept.cells, ci.suite_name(swept.folder), given) if given is not None else ExitCode.OK
 
 

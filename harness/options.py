@@ -342,6 +342,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("dry_run", ("--dry-run",), "print the job scripts; submit nothing", _commands("submit"), Group.SLURM,
            action="store_true"),
     Option("quiet", ("-q", "--quiet"), "no progress lines", MEASURING, Group.RESULTS, action="store_true"),
+    Option("json", ("--json",), "print the summary (cells, verdicts, boundaries, seconds) as one JSON object on "
+           "stdout; the table goes to stderr (docs/results.md)", RESUMABLE, Group.RESULTS, action="store_true"),
     Option("show", ("--print",), "also print the report", _commands("report"), Group.RESULTS, action="store_true"),
     Option("out", ("--out",), "results folder", MEASURING, Group.RESULTS, type=Path, default=DEFAULT_RESULTS,
            metavar="DIR",
@@ -380,7 +382,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 # `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
 # A fingerprint is JSON to paste, not a verdict: no CI outputs.
-_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes", "junit_xml",
+_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes", "junit_xml", "json",
                     "fail_on"}
 OPTIONS = tuple(replace(o, commands=o.commands | {"fingerprint"})
                 if "check" in o.commands and o.dest not in _NOT_FINGERPRINT else o for o in OPTIONS)
