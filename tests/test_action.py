@@ -66,7 +66,8 @@ def test_the_action_is_composite_with_the_inputs_the_docs_name():
             if operand.startswith("inputs."):
                 assert operand[len("inputs."):] in inputs, operand
             else:
-                assert operand in ("github.action_path", "runner.temp") or operand.startswith("steps.check."), operand
+                assert operand in ("github.action_path", "runner.temp", "runner.os") or operand.startswith(
+                    ("steps.check.", "steps.install.")), operand
 
 
 def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_path):
@@ -162,20 +163,22 @@ def test_the_actions_steps_pass_on_a_clean_script_and_fail_on_the_seed_at_0_4_28
     code, outputs, text = runner.run(CHECK_STEP, {"script": "tests/cache_probe.py", "versions": "0.4.28",
                                                   "runs": "3", "extra-args": "--jobs 1 --quiet"}, "clean")
     assert code == 0, text
-    assert outputs["exit-code"] == "0" and outputs["results"] == str(tmp_path / "runner-temp" / "jax-cache-results")
+    clean = outputs
+    assert clean["exit-code"] == "0" and Path(clean["results"]).parent == Path(clean["folder"])
+    assert Path(clean["folder"]).parent == tmp_path / "runner-temp" / "jax-cache-results"
     assert "| 0.4.28 " in text and "clean" in text and "::error" not in text  # the job summary's table
-    (folder,) = Path(outputs["results"]).glob("*/results.json")
-    assert json.loads(folder.read_text())["cells"][0]["verdict"] == "clean"
-    shutil.rmtree(outputs["results"])
+    assert json.loads((Path(clean["results"]) / "results.json").read_text())["cells"][0]["verdict"] == "clean"
 
+    # A second use in the same job: its own folder, junit.xml and artifact name; the first's are untouched.
     code, outputs, text = runner.run(CHECK_STEP, {"script": "tests/seed.py", "versions": "0.4.28", "runs": "3",
                                                   "extra-args": "--quiet"}, "seed")
     assert code == 1 and outputs["exit-code"] == "1", text
+    assert outputs["folder"] != clean["folder"] and outputs["artifact"] != clean["artifact"]
+    assert 'type="reproduced"' not in (Path(clean["folder"]) / "junit.xml").read_text()
     assert "::error title=JAX cache check: Regression::" in text and "--fail-on reproduced,error: 1 cell(s) failed" in text
     assert "lost per start" in text  # the table's detail, in the job summary too
-    junit = (Path(outputs["results"]) / "junit.xml").read_text()
+    junit = (Path(outputs["folder"]) / "junit.xml").read_text()
     assert 'type="reproduced"' in junit
-    shutil.rmtree(outputs["results"])
 
     # A release that caches nothing of the script (a host callback before 0.11): passes, saying why, unless
     # fail-on-unsupported.
@@ -183,7 +186,7 @@ def test_the_actions_steps_pass_on_a_clean_script_and_fail_on_the_seed_at_0_4_28
     inputs = {"script": "tests/callback.py", "versions": "0.6.0", "runs": "2", "extra-args": "--quiet"}
     code, outputs, text = runner.run(CHECK_STEP, inputs, "unsupported")
     assert code == 0 and "::warning title=jax 0.6.0: nothing measured::" in text and "host callbacks" in text, text
-    shutil.rmtree(outputs["results"])
+    assert text.count("::warning") == 1  # its own cell only, not the other uses' folders
     code, outputs, text = runner.run(CHECK_STEP, {**inputs, "fail-on-unsupported": "true"}, "unsupported-fails")
     assert code == 1 and "--fail-on reproduced,error,unsupported: 1 cell(s) failed" in text, text
 
@@ -195,12 +198,21 @@ def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
     venv.mkdir(parents=True)
     (venv / "python").symlink_to(sys.executable)
     (venv / "harness").symlink_to(Path(sys.executable).parent / "harness")
-    code, _, text = runner.run(CHECK_STEP, {"script": "examples/stable_script.py", "extra-args": "--with 'flax"},
-                               "unclosed")
+    code, outputs, text = runner.run(CHECK_STEP, {"script": "examples/stable_script.py",
+                                                  "extra-args": "--with 'flax"}, "unclosed")
     assert code == 2 and "extra-args: not words a shell could split" in text
+    assert outputs["exit-code"] == "2"  # set on this exit too
+    first = outputs
     code, outputs, text = runner.run(CHECK_STEP, {"script": "no/such/script.py"}, "missing")
     assert code == 2 and outputs["exit-code"] == "2" and "no such script" in text, text
     assert "::error title=JAX cache check: Bad input::" in text
+    assert "results" not in outputs  # no folder holds a results.json
+    # Two uses in one job: each its own folder and its own default artifact name.
+    assert first["folder"] != outputs["folder"] and first["artifact"] != outputs["artifact"]
+    assert outputs["artifact"].startswith("jax-cache-check-") and len({first["artifact"], outputs["artifact"]}) == 2
+    named = runner.run(CHECK_STEP, {"script": "no/such/script.py", "artifact-name": "mine"}, "named")[1]
+    assert named["artifact"] == "mine"
+
 
 
 def test_a_cells_reason_cannot_add_a_workflow_command(tmp_path):
@@ -215,3 +227,14 @@ def test_a_cells_reason_cannot_add_a_workflow_command(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["::warning title=jax 0.6.0: nothing measured::host callbacks%0A::error::"
                                         "injected 100%25"]
+
+
+
+def test_the_environments_are_cached_between_workflow_runs_keyed_on_the_releases_and_the_harness():
+    steps = action()["runs"]["steps"]
+    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
+    assert cache["with"]["path"] == "~/.cache/jax-cache-harness/envs"
+    assert "steps.install.outputs.envs-key" in cache["with"]["key"]
+    install = next(s for s in steps if s.get("id") == "install")
+    assert "inputs.versions" in install["env"]["ENVIRONMENTS_OF"] and "harness\" --version" in install["run"]
+    assert [s.get("id") for s in steps].index("install") < steps.index(cache)
