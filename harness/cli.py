@@ -71,6 +71,33 @@ def main(argv: list[str] | None = None) -> int:
         ConsoleProgress.release_all()
 
 
+def cmd_completion(given: Given, words: tuple[str, ...]) -> int:
+    """The completion script (shtab: generated from the parser, so from the options registry; nothing of
+    the harness runs on a Tab press). Path-typed options and arguments complete file names."""
+    try:
+        # Here, not at the top (as uv in environments/venv.py): a venv made before shtab was a dependency
+        # still runs every other command; this one says what to install.
+        import shtab  # noqa: PLC0415
+    except ImportError:
+        raise UserError("completion needs shtab, a dependency of the harness: pip install shtab") from None
+    parser = build_parser()
+    for action in _all_actions(parser):
+        if action.type is Path:
+            action.complete = shtab.FILE  # type: ignore[attr-defined]
+    print(shtab.complete(parser, shell=given["shell"]), end="")
+    return ExitCode.OK
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    found = []
+    for action in parser._actions:
+        found.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_actions(sub)
+    return found
+
+
 def _internal_error() -> int:
     ConsoleProgress.release_all()
     traceback.print_exc()

@@ -39,6 +39,7 @@ from harness.sharding import parse_shard
 
 DEFAULT_RESULTS = Path("results")
 JOBS_AUTO = "auto"
+COMPLETION_SHELLS = ("bash", "zsh")  # what shtab writes and the tests check
 SCRIPT_ARGS = "script_args"  # the dest of the words after `--` (harness check SCRIPT -- ARG ...)
 
 
@@ -156,6 +157,8 @@ class Option:
                 kwargs["nargs"] = self.nargs
             if self.type:
                 kwargs["type"] = self.type
+            if self.choices:
+                kwargs["choices"] = self.choices
             parser.add_argument(self.dest, **kwargs)
             return
         kwargs.update(dest=self.dest)
@@ -379,6 +382,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("a", (), "a fingerprint (harness fingerprint's JSON) or a results folder", _commands("diff"), type=Path,
            metavar="A", example=("a.json",)),
     Option("b", (), "the other one", _commands("diff"), type=Path, metavar="B", example=("b.json",)),
+    Option("shell", (), "the shell the script is for", _commands("completion"), choices=COMPLETION_SHELLS,
+           example=("bash",)),
 )
 # `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
 # A fingerprint is JSON to paste, not a verdict: no CI outputs.
@@ -421,6 +426,8 @@ COMMANDS: tuple[Command, ...] = (
             "harness fingerprint train.py --versions 0.5.0 --output here.json"),
     Command("diff", "which modules' keys differ between two fingerprints, and which components moved "
             "(exit 1 when any does)", "harness diff here.json there.json"),
+    Command("completion", "print the shell completion script for bash or zsh (README: Shell completion)",
+            "harness completion bash"),
 )
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 
