@@ -419,6 +419,94 @@ def bad_fingerprints(h: Harness) -> list[tuple[str, list[str]]]:
     return cases
 
 
+# Issue 32: CI outputs, hostile text in JUnit and on the terminal, a temporary folder per run.
+RAW = tuple(chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7f, 0xa0)))  # no \t, \n
+
+
+def case_summary_at_a_folder(h: Harness) -> tuple[bool, str]:
+    """GITHUB_STEP_SUMMARY naming a folder: bad input before the first run (it was exit 2 after the sweep)."""
+    out = h.root / "summary-folder-out"
+    code, _, err = h.run("check", "examples/stable_script.py", "--versions", VERSION, "--runs", "2", "--fail-on",
+                         "reproduced", "--out", str(out), env=h.env(GITHUB_STEP_SUMMARY=str(h.root)), timeout=120)
+    held, detail = one_line(code, err)
+    return held and "GITHUB_STEP_SUMMARY" in err and not out.exists(), detail + (", nothing run" if not out.exists() else "")
+
+
+LATE_OUTPUTS = ("import os\nimport jax, jax.numpy as jnp\n" + SET_ORDER_F + "print(f(jnp.ones(4)))\n"
+                "summary = os.environ['GITHUB_STEP_SUMMARY']\n"
+                "if not os.path.isdir(summary):\n    os.remove(summary) if os.path.exists(summary) else None\n"
+                "    os.mkdir(summary)\n"
+                "ci = os.environ['LATE_CI']\nif not os.path.exists(ci):\n    open(ci, 'w').write('a file now')\n")
+
+
+def case_outputs_failing_after_the_sweep(h: Harness) -> tuple[bool, str]:
+    """The program turns the summary into a folder and the JUnit file's folder into a file while it runs: both
+    are said, and the regression still exits 1 (it was 2, --fail-on skipped)."""
+    out, summary, ci = h.root / "late-out", h.root / "late-summary.md", h.root / "late-ci"
+    code, _, err = h.run("check", str(h.write("late/script.py", LATE_OUTPUTS)), "--versions", "0.4.31", "--runs",
+                         "8", "--quiet", "--fail-on", "reproduced", "--junit-xml", str(ci / "junit.xml"),
+                         "--env", f"LATE_CI={ci}", "--out", str(out), env=h.env(GITHUB_STEP_SUMMARY=str(summary)))
+    cell = results_of(out)["cells"][0]
+    said = "error: GITHUB_STEP_SUMMARY" in err and "error: --junit-xml" in err
+    return (code == 1 and said and cell["verdict"] == "reproduced",
+            f"exit {code}, verdict {cell['verdict']}, both outputs said: {said}")
+
+
+HOSTILE_CRASH = ("import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"
+                 f"raise ValueError({''.join(RAW)!r} + ' \\x1b]0;owned\\x07 \\x1b[2J end')\n")
+
+
+def case_hostile_crash_in_junit(h: Harness) -> tuple[bool, str]:
+    """A crash line holding every C0, DEL and C1 character: the JUnit file is well-formed (expat), valid
+    (the schema), and stderr and stdout get no raw control character."""
+    import xml.etree.ElementTree as ElementTree
+
+    import xmlschema
+
+    out, junit = h.root / "hostile-out", h.root / "hostile-ci" / "junit.xml"
+    code, stdout, err = h.run("check", str(h.write("hostile/script.py", HOSTILE_CRASH)), "--versions", VERSION,
+                              "--runs", "2", "--fail-on", "error", "--junit-xml", str(junit), "--out", str(out))
+    text = junit.read_text(errors="strict") if junit.exists() else ""
+    try:
+        ElementTree.fromstring(text.encode())
+        xmlschema.XMLSchema(REPO / "tests" / "fixtures" / "junit-10.xsd").validate(text)
+        parsed = "well-formed and valid"
+    except Exception as exc:  # noqa: BLE001 - what broke is the detail
+        parsed = f"{type(exc).__name__}: {str(exc)[:60]}"
+    raw = sorted({f"{ord(c):#x}" for c in stdout + err if c in RAW})
+    return (code == 1 and parsed == "well-formed and valid" and not raw and "\\x1b" in text,
+            f"exit {code}, junit {parsed}, raw on the terminal: {raw[:4] or 'none'}")
+
+
+TRAIN_CKPT = ("import os, tempfile\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"
+              "folder = tempfile.mkdtemp(prefix='train-ckpt-')\n"
+              "open(os.path.join(folder, 'step-1.ckpt'), 'w').write('weights')\n"
+              "open(os.path.join(os.environ['JAX_COMPILATION_CACHE_DIR'], f'ckpt-{os.getpid()}'), 'w')"
+              ".write(folder + '\\n' + os.environ.get('TMPDIR', ''))\n")
+
+
+def case_run_tmpdir(h: Harness, backend: str, hang: bool = False) -> tuple[bool, str]:
+    """A script's tempfile.mkdtemp(prefix='train-ckpt-') is in a folder of its run's own, gone with the run
+    (107 /tmp/train-ckpt-* were found, one per run), also when the run times out."""
+    name = f"ckpt-{backend}{'-timeout' if hang else ''}"
+    base = h.root / f"{name}-machine-tmp"
+    base.mkdir()
+    out = h.root / f"{name}-out"
+    config = h.config(name, TRAIN_CKPT + ("import time; time.sleep(600)\n" if hang else ""), runs=3,
+                      timeout_s=20 if hang else 120)
+    code, _, _ = h.run("run", str(config), "--backend", backend, "--seeds", "random", "--quiet", "--out", str(out),
+                       env=h.env(TMPDIR=str(base)))
+    seen = [p.read_text().split("\n") for p in out.glob("*/caches/*/ckpt-*")]
+    tmpdirs = {tmpdir for _, tmpdir in seen}
+    if backend == "docker":  # the container's own /tmp, which exists inside and goes with the container
+        own = tmpdirs == {"/tmp"}
+    else:
+        own = len(tmpdirs) == len(seen) and all(Path(t).parent == base for t in tmpdirs)
+    left = sorted(p.name for p in base.iterdir())
+    held = code == 0 and bool(seen) and own and not left
+    return held, f"exit {code}, {len(seen)} runs, TMPDIR {sorted(tmpdirs)[:1]}..., left: {left[:3] or 'none'}"
+
+
 def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
@@ -457,6 +545,9 @@ def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
                                              "--out", str(h.root / "bad-out")]),
               ("--requirements /dev/zero", ["check", "examples/stable_script.py", "--requirements", "/dev/zero",
                                             "--out", str(h.root / "bad-out")])]
+    a_file = h.write("bad/a-file", "a file, not a folder")
+    cases.append(("--junit-xml under a file", ["check", "examples/stable_script.py", "--junit-xml",
+                                               str(a_file / "j.xml"), "--out", str(h.root / "bad-out")]))
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases + bad_fingerprints(h)
@@ -557,13 +648,22 @@ def main() -> int:
         ("reduce --resume: bad_seeds 'abc'", lambda: case_reduce_state(h, {"bad_seeds": "abc"})),
         ("reduce --resume: version 99", lambda: case_reduce_state(h, {"version": 99})),
         ("reduce --resume: memo []", lambda: case_reduce_state(h, {"memo": []})),
+        ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
+        ("an output that fails after the sweep: said, and the regression still exits 1",
+         lambda: case_outputs_failing_after_the_sweep(h)),
+        ("a crash line full of control characters in the JUnit file and on the terminal",
+         lambda: case_hostile_crash_in_junit(h)),
+        ("a script's /tmp/train-ckpt-* goes with its run (venv)", lambda: case_run_tmpdir(h, "venv")),
+        ("a timed-out script's /tmp/train-ckpt-* goes with its run (venv)",
+         lambda: case_run_tmpdir(h, "venv", hang=True)),
     ]
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
                        lambda: case_self_signal(h, "docker")),
                       ("SIGTERM to a running sweep (docker)", lambda: case_sigterm(h, "docker")),
                       ("SIGKILL under docker: the container ends by itself, the next sweep removes it",
-                       lambda: case_sigkill_docker(h))]
+                       lambda: case_sigkill_docker(h)),
+                      ("a script's /tmp/train-ckpt-* goes with its run (docker)", lambda: case_run_tmpdir(h, "docker"))]
     if shutil.which("sbatch"):
         cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):

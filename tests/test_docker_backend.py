@@ -123,12 +123,21 @@ def test_cpu_run_arguments(tmp_path):
     assert all(m["Type"] == "bind" for m in mounts.values())  # bind mounts: no volume is created
     assert not any("docker.sock" in m["Source"] for m in mounts.values())
     assert kwargs["environment"] == {**RUN_ENV, "JAX_COMPILATION_CACHE_DIR": dk.CACHE_MOUNT,
-                                     "HOME": "/tmp"}
+                                     "HOME": "/tmp", "TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
     assert kwargs["network_disabled"] is True and kwargs["network_mode"] == "none"
     assert kwargs["user"] == "1234:5678"
     # An init is PID 1, so a script that signals itself dies as it would outside a container.
     assert kwargs["init"] is True
     assert "device_requests" not in kwargs and "privileged" not in kwargs and "volumes" not in kwargs
+
+
+def test_a_runs_temporary_folder_is_the_containers_own_whatever_the_host_said(tmp_path):
+    """Issue 32.10: a host path (the harness's per-run folder, a config's TMPDIR) would not exist inside; the
+    container's /tmp does, and goes with the container."""
+    env = {**RUN_ENV, "TMPDIR": "/host/tmp/harness-run-x", "HARNESS_RUN_TMPDIR": "/host/tmp/harness-run-x"}
+    environment = dk.run_kwargs(tmp_path / "s.py", env, tmp_path / "c", Platform.CPU, "0:0")["environment"]
+    assert {k: environment.get(k) for k in ("TMPDIR", "TEMP", "TMP", "HARNESS_RUN_TMPDIR")} == {
+        "TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp", "HARNESS_RUN_TMPDIR": None}
 
 
 def test_a_user_scripts_ir_dump_folder_is_mounted_and_renamed(tmp_path):

@@ -246,3 +246,104 @@ def test_a_supervised_run_that_prints_30_mb_keeps_its_jax_cache_lines(tmp_path):
     text = (tmp_path / "run.log").read_text()
     assert len(text) < (1 << 20) + 100_000
     assert jaxlog.parse(text).to_json() == jaxlog.parse(lines).to_json()
+
+
+# ---- issue 32.10: a temporary folder per run, removed with the run ------------------------------
+
+# What a training script does: a checkpoint folder under the temporary folder, one read-only inside it.
+TRAIN_CKPT = """\
+import json, os, sys, tempfile
+folder = tempfile.mkdtemp(prefix="train-ckpt-")
+open(os.path.join(folder, "step-1.ckpt"), "w").write("weights")
+os.makedirs(os.path.join(folder, "frozen"))
+open(os.path.join(folder, "frozen", "f"), "w").write("x")
+os.chmod(os.path.join(folder, "frozen"), 0o500)
+with open({record!r}, "a") as f:
+    f.write(json.dumps({{v: os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP", "HARNESS_RUN_TMPDIR")}}
+                       | {{"made": folder}}) + "\\n")
+"""
+
+
+def tmp_script(tmp_path: Path, tail: str = "") -> tuple[list[str], Path, Path]:
+    record, base = tmp_path / "record.jsonl", tmp_path / "machine-tmp"
+    base.mkdir(parents=True)
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN_CKPT.format(record=str(record)) + tail)
+    return [sys.executable, str(path)], record, base
+
+
+def records(path: Path) -> list[dict]:
+    import json
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_each_run_gets_its_own_temporary_folder_and_it_goes_with_the_run(tmp_path):
+    """Before, a script's /tmp/train-ckpt-* stayed, one per run (107 were found)."""
+    argv, record, base = tmp_script(tmp_path)
+    for i in (1, 2):
+        outcome = run_process(argv, clean_environment({"TMPDIR": str(base)}), tmp_path / f"run{i}.log", 60)
+        assert outcome.ok, (tmp_path / f"run{i}.log").read_text()
+    first, second = records(record)
+    for seen in (first, second):
+        assert seen["TMPDIR"] == seen["TEMP"] == seen["TMP"] and Path(seen["made"]).parent == Path(seen["TMPDIR"])
+        assert Path(seen["TMPDIR"]).parent == base and Path(seen["TMPDIR"]).name.startswith("harness-run-")
+        assert seen["HARNESS_RUN_TMPDIR"] is None or not process.SUPERVISED  # the supervisor's, not the script's
+    assert first["TMPDIR"] != second["TMPDIR"]
+    assert list(base.iterdir()) == []  # nothing left, read-only folder included
+
+
+def test_a_timed_out_run_and_a_job_leave_no_temporary_folder(tmp_path):
+    argv, record, base = tmp_script(tmp_path, "import time; time.sleep(600)\n")
+    outcome = run_process(argv, clean_environment({"TMPDIR": str(base)}), tmp_path / "run.log", timeout_s=3)
+    assert outcome.timed_out and records(record)
+    assert list(base.iterdir()) == []
+    argv, record, base = tmp_script(tmp_path / "job")
+    env = clean_environment({"TMPDIR": str(base)})
+    outcomes = process.run_processes([(argv, env, tmp_path / "job" / f"rank{r}.log") for r in (0, 1)], 60)
+    assert all(o.ok for o in outcomes)
+    made = {r["TMPDIR"] for r in records(record)}
+    assert len(made) == 2 and list(base.iterdir()) == []  # a folder per process, both gone
+
+
+@supervised_only
+def test_a_killed_harness_leaves_no_temporary_folder_the_supervisor_removes_it(tmp_path):
+    """SIGKILL: the harness cannot remove the folder; its supervisor, told by the kernel, does."""
+    argv, record, base = tmp_script(tmp_path, "import time; time.sleep(600)\n")
+    harness = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        from pathlib import Path
+        from harness.environments.process import clean_environment, run_process
+        run_process({argv!r}, clean_environment({{"TMPDIR": {str(base)!r}}}), Path({str(tmp_path / 'run.log')!r}),
+                    timeout_s=600)
+        """)], cwd=Path(__file__).resolve().parents[1])
+    try:
+        wait_for_file(record)
+        harness.kill()
+        harness.wait()
+        deadline = time.monotonic() + 20
+        while list(base.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(base.iterdir()) == []
+    finally:
+        harness.kill()
+
+
+def test_an_srun_task_gets_a_temporary_folder_of_its_own_on_its_node(tmp_path):
+    """job_task.py (one Slurm task) as srun starts it, here without Slurm: rank 0 of a spec."""
+    import json
+
+    argv, record, base = tmp_script(tmp_path)
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    (spec_dir / "rank0.json").write_text(json.dumps({"argv": argv, "env": clean_environment({"TMPDIR": str(base)}),
+                                                     "log": str(tmp_path / "task.log"), "cwd": str(tmp_path)}))
+    done = subprocess.run([sys.executable, "-I", "-S", str(process.JOB_TASK), str(spec_dir)],
+                          env={**os.environ, "SLURM_PROCID": "0"}, timeout=60)
+    assert done.returncode == 0, (tmp_path / "task.log").read_text()
+    (seen,) = records(record)
+    assert Path(seen["TMPDIR"]).parent == base and seen["TEMP"] == seen["TMPDIR"]
+    assert list(base.iterdir()) == []
+
+
+def test_the_supervisor_and_the_harness_name_the_run_folder_alike():
+    from harness.inside import supervise
+    assert supervise.RUN_TMPDIR_VAR == process.RUN_TMPDIR_VAR

@@ -33,7 +33,8 @@ from harness.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.gpus import CONTAINER_ADVICE, GpuCount, parse_gpu_list
 from harness.environments.locking import held
-from harness.environments.process import AFTER_PEERS, MAX_LOG_BYTES, PEER_GRACE_S, PROBE, log_tail
+from harness.environments.process import (AFTER_PEERS, MAX_LOG_BYTES, PEER_GRACE_S, PROBE, RUN_TMP_VARS,
+                                          RUN_TMPDIR_VAR, log_tail)
 from harness.inside.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.errors import BackendUnavailable, EnvironmentUnavailable
@@ -89,6 +90,7 @@ STARTUP_MOUNT = "/harness/inside/startup"  # the start-up hook's folder (read-on
 RECORD_MOUNT = "/harness/record"  # the folder of the hook's record file
 ELSEWHERE = "-elsewhere"  # --vary cache-path / script-path: the folder mounted at another path
 OTHER_HOME = "/tmp/harness-home-elsewhere"  # --vary home inside a container
+CONTAINER_TMP = "/tmp"  # a run's TMPDIR inside its container (the container's own, gone with it)
 # XLA's GPU clients use shared memory for collectives; Docker's default 64 MB is too small.
 CUDA_SHM_SIZE = "16g"
 LABEL = "org.jax-cache-harness"
@@ -171,6 +173,10 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         environment.update(variation.env)
         if dict(variation.env).get("HOME"):  # the host folder does not exist inside
             environment["HOME"] = OTHER_HOME
+    # The run's temporary folder is the container's own /tmp (a host path would not exist inside): a
+    # fresh container per run, removed with it, so what the script leaves there goes with the run.
+    environment.update({name: CONTAINER_TMP for name in RUN_TMP_VARS})
+    environment.pop(RUN_TMPDIR_VAR, None)
     mounts = [Mount(target=cache_mount, source=str(Path(cache_dir).resolve()), type="bind")]
     workdir = program.workdir.resolve()
     working_dir = work_mount

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -93,27 +94,84 @@ def log_tail(path: Path, chars: int = 2000) -> str:
         return ""
 
 
+# Each process of a run gets a temporary folder of its own in these variables, removed when it ends (however
+# it ends: exit, crash, timeout, Ctrl-C): what a script leaves in its temporary folder (a checkpoint under
+# /tmp/train-ckpt-*) goes with its run instead of piling up one per run. RUN_TMPDIR_VAR names the folder
+# for the supervisor, which removes it too when the harness itself is killed (inside/supervise.py).
+RUN_TMP_VARS = ("TMPDIR", "TEMP", "TMP")
+RUN_TMPDIR_VAR = "HARNESS_RUN_TMPDIR"
+RUN_TMP_PREFIX = "harness-run-"
+_run_tmp: dict[subprocess.Popen, Path] = {}
+
+
+def make_run_tmp(env: dict[str, str]) -> Path | None:
+    """A new temporary folder for one run's process, in the temporary folder its environment names (the
+    machine's otherwise); sticky and open to all, as /tmp is, so a run as another user (--vary user) can
+    use it too. None when none can be made: the run then has the machine's."""
+    for base in (env.get("TMPDIR"), tempfile.gettempdir(), "/tmp"):
+        if not base:
+            continue
+        try:
+            path = Path(tempfile.mkdtemp(prefix=RUN_TMP_PREFIX, dir=base))
+            path.chmod(0o1777)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def with_run_tmp(env: dict[str, str], folder: Path | None) -> dict[str, str]:
+    if folder is None:
+        return env
+    return {**env, **{name: str(folder) for name in RUN_TMP_VARS}, RUN_TMPDIR_VAR: str(folder)}
+
+
+def remove_run_tmp(folder: Path | None) -> None:
+    """Remove a run's temporary folder, whatever the script left in it (a folder it made read-only too)."""
+    if folder is None:
+        return
+
+    def writable_then_again(function, path, _exc_info) -> None:
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass  # what cannot be removed even so stays (a mount inside it)
+    if folder.exists():
+        shutil.rmtree(folder, onerror=writable_then_again)  # onerror: Python 3.11 has no onexc
+
+
 def start_process(argv: list[str], env: dict[str, str], log, cwd: Path | None = None,
                   max_log_bytes: int = MAX_LOG_BYTES) -> subprocess.Popen | str:
-    """Start `argv` supervised, its output into the open file `log`, registered for Ctrl-C; or why it
-    could not start (also written to the log). The caller waits for it, or `stop_process`es it, then
-    calls `forget`."""
+    """Start `argv` supervised, its output into the open file `log`, registered for Ctrl-C, with a
+    temporary folder of its own; or why it could not start (also written to the log). The caller waits
+    for it, or `stop_process`es it, then calls `forget` (which removes its temporary folder)."""
+    folder = make_run_tmp(env)
     try:
         # A new session: the run's process group is its own, apart from the harness's terminal.
         proc = subprocess.Popen(supervised(argv, max_log_bytes), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+                                stdin=subprocess.DEVNULL, env=with_run_tmp(env, folder), cwd=cwd,
+                                start_new_session=True)
     except OSError as exc:  # a missing folder or interpreter: this run's failure, not the sweep's
+        remove_run_tmp(folder)
         reason = f"could not start the run's process: {exc}"
         log.write(reason.encode() + b"\n")
         return reason
     with _live_lock:
         _live.add(proc)
+        if folder is not None:
+            _run_tmp[proc] = folder
     return proc
 
 
 def forget(proc: subprocess.Popen) -> None:
+    """A run's process has ended (or been stopped): no longer one Ctrl-C stops; its temporary folder goes."""
     with _live_lock:
         _live.discard(proc)
+        folder = _run_tmp.pop(proc, None)
+    remove_run_tmp(folder)
 
 
 def signal_stop(proc: subprocess.Popen) -> None:

@@ -19,6 +19,11 @@ It also relays the script's output (stdout and stderr, as one stream) into the r
 the first and the last MAX_LOG_BYTES / 2 and saying how much it cut between: a script that prints
 without end cannot fill the disk. Every line of JAX's cache log from between is kept (CappedLog).
 
+When the harness names the run's temporary folder (HARNESS_RUN_TMPDIR, the folder TMPDIR, TEMP and TMP
+point at), the supervisor removes it once everything is killed: the harness removes it too after the run,
+but a SIGKILLed harness cannot, and a supervisor told by PR_SET_PDEATHSIG still does. The script does not
+see the variable.
+
 Linux only (prctl); elsewhere the harness runs the script directly. Standard library only.
 """
 
@@ -27,12 +32,14 @@ import ctypes
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 EXIT_CANNOT_START = 127  # as a shell reports a command it cannot run
+RUN_TMPDIR_VAR = "HARNESS_RUN_TMPDIR"  # harness/environments/process.py's (a test says so)
 CLEANUP_ROUNDS = 100  # each round kills the current children; their orphans arrive for the next
 
 
@@ -214,8 +221,25 @@ def drain(read_end, log, seconds=5.0):
         log.write(data)
 
 
+def remove_run_tmp(folder):
+    """The run's temporary folder and whatever the script left in it (made writable where it must be)."""
+    if not folder:
+        return
+
+    def writable_then_again(function, path, exc_info):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+    shutil.rmtree(folder, onerror=writable_then_again)
+
+
 def main(argv):
     harness_pid, log_limit, command = int(argv[1]), int(argv[2]), argv[3:]
+    run_tmp = os.environ.pop(RUN_TMPDIR_VAR, None)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -241,6 +265,7 @@ def main(argv):
                 setsigdef=[signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD])
         except OSError as exc:
             write_all(1, f"harness: cannot start {command[0]}: {exc.strerror}\n".encode())
+            remove_run_tmp(run_tmp)
             os._exit(EXIT_CANNOT_START)
         os.close(write_end)
         watched = [read_end, wake_read]
@@ -265,6 +290,7 @@ def main(argv):
                     status = ended
     except Stop as stop:
         kill_everything_left()
+        remove_run_tmp(run_tmp)
         drain(read_end, log)
         log.close()
         os._exit(128 + stop.signum)
@@ -272,6 +298,7 @@ def main(argv):
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # finish the clean-up even if told to stop now
     kill_everything_left()
+    remove_run_tmp(run_tmp)
     drain(read_end, log)
     log.close()
     exit_like(status)
