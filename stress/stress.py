@@ -453,7 +453,8 @@ def case_outputs_failing_after_the_sweep(h: Harness) -> tuple[bool, str]:
 
 
 HOSTILE_CRASH = ("import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"
-                 f"raise ValueError({''.join(RAW)!r} + ' \\x1b]0;owned\\x07 \\x1b[2J end')\n")
+                 # ESC first: \v, \f and \r end the crash's line (Python's splitlines), what follows is cut
+                 f"raise ValueError('\\x1b]0;owned\\x07 \\x1b[2J \\x1b[31mred ' + {''.join(RAW)!r})\n")
 
 
 def case_hostile_crash_in_junit(h: Harness) -> tuple[bool, str]:
