@@ -14,7 +14,7 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from packaging.version import Version
 
@@ -449,6 +449,8 @@ class Uncached:
     def phrase(self) -> str:
         """`nothing is cached in 0.4.25 (no persistent cache; no release before it cached); cached from 0.4.26`."""
         span = self.first if self.first == self.last else f"{self.first} to {self.last}"
+        if self.causes == (NothingCached.NO_JAX,):  # not the release's doing: nothing to cache at all
+            return f"the program compiled nothing with JAX ({span}: it never imported jax): nothing measured"
         why = ", ".join(self.causes)
         if self.cached_before is None and self.cached_after is None:
             return f"nothing is cached on any release measured ({span}: {why})"
@@ -457,6 +459,11 @@ class Uncached:
         if self.cached_after is None:
             return text + "; not cached again in this range"
         return text + f"; cached {'again ' if self.cached_before else ''}from {self.cached_after}"
+
+
+# (the measured release before a gap, the one after it) -> the command that measures the gap (the options
+# registry spells it, above this layer: harness/report/reproduce.py's `narrowing`).
+Narrowing = Callable[[str, str], str]
 
 
 @dataclass(frozen=True)
@@ -468,6 +475,19 @@ class Boundaries:
     # boundary to tell (empty: not known, as for a bisection's own line, which has its known-good release).
     measured: tuple[str, ...] = ()
     uncached: tuple[Uncached, ...] = ()  # ranges of releases that cached nothing
+    last_reproduced_before_fix: str | None = None  # the last reproduced release before `fixed_in`
+    # Every release known to exist in the range (the index's, as the sweep recorded it, and those of the
+    # cells): a boundary between two measured releases with others between them is told as a range.
+    releases: tuple[str, ...] = ()
+    # Where no release was measured at all (nothing is claimed): how many cells, and the first failed one's
+    # reason (None where every release cached nothing: the `uncached` phrases say why).
+    unmeasured: tuple[int, str | None] | None = None
+
+    def not_measured_between(self, low: str, high: str) -> list[str]:
+        """The known releases strictly between two measured ones that were not measured (clean or reproduced)."""
+        done = set(self.measured)
+        return [v for v in sorted(set(self.releases), key=Version)
+                if Version(low) < Version(v) < Version(high) and v not in done]
 
     def to_json(self) -> dict:
         return {"appears_in": self.appears_in, "last_clean_before": self.last_clean_before,
@@ -479,7 +499,23 @@ class Boundaries:
         no boundary (a program's own nondeterminism differs on every release)."""
         return bool(self.measured) and self.appears_in is not None and not self.last_clean_before and not self.fixed_in
 
-    def line(self) -> str:
+    def _gap(self, low: str | None, high: str, narrowing: Narrowing | None) -> str:
+        """`, with 0.4.29-0.4.30 not measured (narrow it: harness ...)`; "" where no known release lies between."""
+        missing = self.not_measured_between(low, high) if low else []
+        if not missing:
+            return ""
+        span = missing[0] if len(missing) == 1 else f"{missing[0]}-{missing[-1]}"
+        narrow = f" (narrow it: {narrowing(low, high)})" if narrowing else ""
+        return f", with {span} not measured{narrow}"
+
+    def line(self, narrowing: Narrowing | None = None) -> str:
+        """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
+        unmeasured (without it the gap is still said, with no command)."""
+        if self.unmeasured is not None:  # no "not reproduced": nothing was
+            cells, why = self.unmeasured
+            said = [] if why is None else [f"nothing was measured: {'the only cell' if cells == 1 else f'all {cells} cells'} "
+                                           f"failed or cached nothing ({why})"]
+            return "; ".join([*said, *(u.phrase() for u in self.uncached)])
         if self.appears_in is None:
             text = "not reproduced in this range"
         elif self.no_boundary:
@@ -492,12 +528,19 @@ class Boundaries:
                         f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
                         f"than {first})")
         else:
-            if self.last_clean_before:
+            appears_gap = self._gap(self.last_clean_before, self.appears_in, narrowing)
+            if appears_gap:
+                text = f"regression appears after {self.last_clean_before}, by {self.appears_in}{appears_gap}"
+            elif self.last_clean_before:
                 text = f"regression appears in {self.appears_in} (last clean {self.last_clean_before})"
             else:
                 text = (f"regression present from the first measured release, {self.appears_in} "
                         "(no clean release before it)")
-            text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
+            fixed_gap = self._gap(self.last_reproduced_before_fix, self.fixed_in, narrowing) if self.fixed_in else ""
+            if fixed_gap:
+                text += f"; fixed after {self.last_reproduced_before_fix}, by {self.fixed_in}{fixed_gap}"
+            else:
+                text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
         return "; ".join([text, *(u.phrase() for u in self.uncached)])
 
 
@@ -523,12 +566,24 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     return dict(sorted(out.items(), key=lambda kv: Version(kv[0])))
 
 
-def release_boundaries(cells: Sequence[CellResult]) -> Boundaries:
+def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()) -> Boundaries:
     """The releases' boundaries (boundaries()), with which releases were measured and the ranges of
-    releases that cached nothing: what every summary line of a sweep says."""
+    releases that cached nothing: what every summary line of a sweep says. `releases`: every release
+    known to exist in the range (the index's, recorded by the sweep; the cells' own are added), so a
+    boundary between two measured releases with others between them is said as a range, not a release."""
     verdicts = version_verdicts(cells)
     measured = tuple(v for v, verdict in verdicts.items() if verdict in (Verdict.CLEAN, Verdict.REPRODUCED))
-    return replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts))
+    known = tuple(sorted({*releases, *verdicts}, key=Version))
+    found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
+                    releases=known)
+    releases_only = [c for c in cells if c.commit is None]
+    if releases_only and not measured:
+        failed = [c for c in releases_only if c.verdict == Verdict.ERROR or
+                  (c.verdict == Verdict.UNSUPPORTED and c.nothing_cached is None)]  # not told by `uncached`
+        first = min(failed, key=lambda c: Version(c.spec.jax_version), default=None)
+        found = replace(found, unmeasured=(len(releases_only),
+                                           f"jax {first.spec.jax_version}: {first.reason}" if first else None))
+    return found
 
 
 def uncached_ranges(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Uncached, ...]:
@@ -567,14 +622,17 @@ def boundaries(verdicts: dict[str, Verdict]) -> Boundaries:
     """
     ordered = [(v, verdicts[v]) for v in sorted(verdicts, key=Version)
                if verdicts[v] in (Verdict.CLEAN, Verdict.REPRODUCED)]
-    appears = last_clean = fixed = None
+    appears = last_clean = fixed = last_reproduced = None
     for version, verdict in ordered:
         if appears is None:
             if verdict == Verdict.CLEAN:
                 last_clean = version
             else:
-                appears = version
+                appears = last_reproduced = version
         elif verdict == Verdict.CLEAN:
             fixed = version
             break
-    return Boundaries(appears, last_clean if appears else None, fixed)
+        else:
+            last_reproduced = version
+    return Boundaries(appears, last_clean if appears else None, fixed,
+                      last_reproduced_before_fix=last_reproduced if fixed else None)

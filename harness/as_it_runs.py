@@ -174,6 +174,10 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
         return NothingCached.NO_PERSISTENT_CACHE, (
             f"nothing is cached, because JAX {cell.spec.jax_version} has no persistent cache on CPU "
             f"(it starts at {FIRST_CPU_PERSISTENT_CACHE}): nothing measured")
+    if cell.cache_folder is not None and compiled_nothing_with_jax(good):  # a user's script (the hook ran)
+        return NothingCached.NO_JAX, ("nothing is cached, because the program compiled nothing with JAX: JAX's log "
+                                      "named no key and the harness's start-up hook saw no `import jax` in any run: "
+                                      "nothing measured")
     refused = never_written(good)
     if refused:
         return _refused(refused, below, threshold, no_folder)
@@ -187,6 +191,15 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
         unknown += (f" (JAX logged no compile times to tell why; {Threshold(in_force, own=True).phrase()} was in "
                     "force, and keeps out every module that compiles faster)")
     return NothingCached.UNKNOWN, unknown
+
+
+def compiled_nothing_with_jax(runs: Sequence[RunRecord]) -> bool:
+    """A user's script's runs (the start-up hook in each) none of which imported jax as the hook saw it (it
+    records nothing, or no setting and no cache at exit, where jax was never imported) and whose JAX logs
+    named no key."""
+    return bool(runs) and all(
+        (r.script_cache is None or not (r.script_cache.final or r.script_cache.settings))
+        and (r.keys is None or not r.keys.keys) for r in runs)
 
 
 def _threshold_in_force(facts: ScriptCacheFacts | None) -> float:

@@ -326,7 +326,7 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
     human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
     print(render(swept.cells), file=human)
     print(file=human)
-    print(summary_line(swept.cells), file=human)  # last, so `| tail -1` gives the answer
+    print(summary_line(swept.cells, swept.summary or None), file=human)  # last, so `| tail -1` gives the answer
     if as_json:
         print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
                                       str(swept.folder / REPORT_FILE))))

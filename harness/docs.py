@@ -42,7 +42,7 @@ def _default(opt: Option) -> str:
         return "required"
     if opt.action == "store_true" or opt.default in (None, (), False):
         return ""
-    return f"`{opt.default}`"
+    return f"`{opt.default if opt.spell is str else opt.spell(opt.default)}`"  # as a command line spells it
 
 
 def render() -> str:

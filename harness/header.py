@@ -292,8 +292,11 @@ class ResultsHeader:
     shard: dict[str, Any] | None = None  # Shard.to_json(): this machine's share of the cells
     created: str | None = None
     resumed: list[str] = field(default_factory=list)  # when --resume continued it
+    # Every release on the index from the first version to the last (measured or not): what a boundary
+    # between two measured releases leaves unmeasured. Empty in results written before it (not known).
+    releases: list[str] = field(default_factory=list)
 
-    FIELDS = ("command", "config", "versions", "options", "host", "shard", "created", "resumed")
+    FIELDS = ("command", "config", "versions", "options", "host", "shard", "created", "resumed", "releases")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ResultsHeader:
@@ -305,7 +308,8 @@ class ResultsHeader:
                 parts[key] = part.from_json(data.get(key) or {})
             except ValueError as exc:
                 raise ValueError(f"{key}.{exc}") from None
-        plain = {k: data[k] for k in ("command", "versions", "shard", "created", "resumed") if data.get(k) is not None}
+        plain = {k: data[k] for k in ("command", "versions", "shard", "created", "resumed", "releases")
+                 if data.get(k) is not None}
         return cls(**plain, **parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -315,4 +319,6 @@ class ResultsHeader:
             out["shard"] = self.shard
         if self.resumed:
             out["resumed"] = self.resumed
+        if self.releases:
+            out["releases"] = self.releases
         return out

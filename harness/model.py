@@ -319,6 +319,7 @@ class NothingCached(enum.StrEnum):
     NOT_WRITTEN = "not written"  # JAX refused to write every module, for another reason it gave
     NO_PERSISTENT_CACHE = "no persistent cache"  # the release has no persistent cache on this platform
     SET_TOO_LATE = "set too late"  # the script put its folder in os.environ after importing jax
+    NO_JAX = "no jax"  # the program never imported jax: it compiled nothing with JAX
     UNKNOWN = "unknown"  # the runs cached nothing, and neither the log nor the hook says why
 
 

@@ -34,7 +34,7 @@ from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.errors import ExitCode
 from harness.factors import Factor, parse_factors
 from harness.files import harness_version
-from harness.model import FAILABLE, BackendName, Platform, ThresholdMode, parse_fail_on
+from harness.model import FAILABLE, BackendName, Platform, ThresholdMode, Verdict, parse_fail_on
 from harness.sharding import parse_shard
 
 DEFAULT_RESULTS = Path("results")
@@ -91,8 +91,15 @@ def _spell_jobs(value: int | None) -> str:
     return JOBS_AUTO if value is None else str(value)
 
 
+# `harness check` is a check, as pytest is: it fails on these unless told otherwise (`--fail-on none`).
+CHECK_FAILS_ON = frozenset((Verdict.REPRODUCED, Verdict.ERROR))
+NO_FAILURE = "none"  # --fail-on none: exit 0 whatever the cells say
+
+
 def fail_on(text: str) -> frozenset:
-    """`reproduced,error`: the verdicts that make run/check exit 1 (harness/ci.py)."""
+    """`reproduced,error`: the verdicts that make run/check exit 1 (harness/ci.py); `none`: no verdict."""
+    if text.strip() == NO_FAILURE:
+        return frozenset()
     try:
         return parse_fail_on(text)
     except ValueError as exc:
@@ -100,7 +107,7 @@ def fail_on(text: str) -> frozenset:
 
 
 def _spell_fail_on(value: frozenset) -> str:
-    return ",".join(str(v) for v in FAILABLE if v in value)
+    return ",".join(str(v) for v in FAILABLE if v in value) or NO_FAILURE
 
 
 # ---- the declaration ------------------------------------------------------------------------------
@@ -361,9 +368,13 @@ OPTIONS: tuple[Option, ...] = (
            "the merged cells", CI_OUTPUTS | {"nightly"}, Group.RESULTS, type=Path, metavar="PATH",
            example=("junit.xml",)),
     Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
-           "unsupported; comma-separated); without it, exit 0 whatever the cells say", CI_OUTPUTS, Group.RESULTS,
-           type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
+           "unsupported; comma-separated); without it, exit 0 whatever the cells say", CI_OUTPUTS - {"check"},
+           Group.RESULTS, type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
            example=("reproduced,error",)),
+    Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
+           "unsupported; comma-separated; `none`: exit 0 whatever the cells say)", _commands("check"),
+           Group.RESULTS, type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
+           default=CHECK_FAILS_ON, example=("reproduced,error,unsupported",)),
     Option("max_lost_growth", ("--max-lost-growth",), "also alarm (exit 1) on a cell whose seconds lost per "
            "fresh process grew by more than this against the baseline", _commands("nightly", "compare"),
            Group.NIGHTLY, type=seconds, metavar="SECONDS", example=("5.0",)),

@@ -61,7 +61,7 @@ DOCUMENT_TYPES: dict[str, tuple[type, ...]] = {
     "config": (dict,), "versions": (list,), "options": (dict,), "host": (dict,), "shard": (dict, _NONE),
     "cells": (list, _NONE), "summary": (dict, _NONE), "summaries": (list,), "command": (str,),
     "status": (str, _NONE), "resumed": (list,), "created": (str, _NONE), "finished": (str, _NONE),
-    "bisect": (dict, _NONE),
+    "bisect": (dict, _NONE), "releases": (list,),
 }
 CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "repro": (str,), "source": (str,), "jax_versions": (list,), "platform": (str,),

@@ -111,13 +111,19 @@ def _headers(cells: list[CellResult]) -> list[str]:
     return [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
 
 
-def summary_line(cells: list[CellResult]) -> str:
-    return "; ".join(part for part in (release_boundaries(cells).line(), weak_bounds_sentence(cells)) if part)
+def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> str:
+    """The summary line: the boundaries' (`boundary_line`, as the results header knows them: harness/report/
+    reproduce.py's summary_of; without it, of the cells alone, the releases between them on the index not
+    known), then what weak miss bounds leave open."""
+    line = boundary_line if boundary_line is not None else release_boundaries(cells).line()
+    return "; ".join(part for part in (line, weak_bounds_sentence(cells)) if part)
 
 
-def render_markdown(cells: list[CellResult], document: ResultsDocument) -> str:
+def render_markdown(cells: list[CellResult], document: ResultsDocument, summary: str | None = None) -> str:
+    """table.md; `summary`: the line as the header knows it (harness/report/reproduce.py's summary_of)."""
     title = markdown.text(document.header.config.name or "sweep")
-    lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(summary_line(cells))}**", ""]
+    line = summary_line(cells, summary if summary is not None else release_boundaries(cells, document.header.releases).line())
+    lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(line)}**", ""]
     if document.status_text != RunStatus.COMPLETE:
         lines.append(f"_status: {markdown.text(document.status_text)}_\n")
     return "\n".join(lines)

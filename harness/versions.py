@@ -122,6 +122,22 @@ class Resolution:
         return [f"left out: {problem}" for problem in self.unrunnable]
 
 
+def final_releases(index: PackageIndex) -> set[str]:
+    """The final jax releases with a jaxlib of the same version, neither yanked."""
+    jax = index.releases("jax")
+    jaxlib = index.releases("jaxlib")
+    return {v for v, r in jax.items() if not r.yanked and v in jaxlib and not jaxlib[v].yanked and _is_final(v)}
+
+
+def releases_between(index: PackageIndex, versions: Sequence[str]) -> list[str]:
+    """Every final release from the lowest of `versions` to the highest, in order: what a sweep of some of
+    them leaves unmeasured (a boundary between 0.4.28 and 0.4.31 says 0.4.29-0.4.30 were not measured)."""
+    if len(versions) < 2:
+        return list(versions)
+    low, high = min(map(Version, versions)), max(map(Version, versions))
+    return sorted((v for v in final_releases(index) if low <= Version(v) <= high), key=Version)
+
+
 def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: str = "jax_versions",
             pythons: PythonChooser | None = None) -> Resolution:
     """The releases `entries` name: final releases of jax with a jaxlib of the same version, sorted,
@@ -129,9 +145,7 @@ def resolve(entries: tuple[str, ...] | list[str], index: PackageIndex, source: s
     Python here can run is left out of a range or `latest` (and listed in `unrunnable`, with what it
     needs) and is an error when named exactly. An entry that matches nothing is an error."""
     jax = index.releases("jax")
-    jaxlib = index.releases("jaxlib")
-    released = {v for v, r in jax.items() if not r.yanked and v in jaxlib and not jaxlib[v].yanked
-                and _is_final(v)}
+    released = final_releases(index)
     choices: dict[str, PythonChoice] = {}
     problems: dict[str, NoPython] = {}
 

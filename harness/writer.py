@@ -14,6 +14,7 @@ from harness.files import write_atomic
 from harness.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import Evidence
+from harness.report.reproduce import summary_of
 from harness.results import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
 from harness.table import render_markdown
@@ -78,5 +79,6 @@ def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | 
     gathered some cells' evidence), each written atomically."""
     data = document.to_json()
     write_atomic(folder / RESULTS_FILE, json.dumps(data, indent=2) + "\n")
-    write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document))
+    write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document,
+                                                      summary_of(document.header, document.cells)))
     (report or ReportWriter(folder)).write(document, document.cells)

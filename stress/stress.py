@@ -292,7 +292,7 @@ def case_log_against_folder(h: Harness, name: str, script: str, untrusted: bool)
                        "--quiet", "--out", str(out))
     cell = results_of(out)["cells"][0]
     said = ("not trusted" in cell["reason"]) == untrusted
-    return code == 0 and cell["verdict"] == "reproduced" and said, f"verdict {cell['verdict']}: {cell['reason'][:80]}"
+    return code == 1 and cell["verdict"] == "reproduced" and said, f"verdict {cell['verdict']}: {cell['reason'][:80]}"
 
 
 ODD_NAME = ("import os\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0))\n"

@@ -21,18 +21,27 @@ class Swept:
     err: str
 
 
-def sweep(argv: Sequence[str], out: Path, capsys, expect: int = 0, quiet: bool = True) -> Swept:
+def sweep(argv: Sequence[str], out: Path, capsys, expect: int | None = 0, quiet: bool = True) -> Swept:
     """`harness ARGV --out OUT --quiet` (without --quiet: its progress goes to `err`); the exit code must
-    be `expect`, and only a command that succeeded has results to read."""
+    be `expect`, and only a command that succeeded has results to read. `expect=None`: the exit code
+    `harness check` gives by default, 1 where a cell is reproduced or error (it failed, as a test does), else 0."""
+    if argv[0] == "check" and expect == 0:
+        expect = None  # a check passes or fails by its cells (its own rule, checked below)
     code = cli.main([*argv, "--out", str(out), *(["--quiet"] if quiet else [])])
     printed, err = capsys.readouterr()
-    assert code == expect, err
-    if code != 0:
+    if expect is not None:
+        assert code == expect, err
+    if code not in (0, 1) or (expect is not None and code != 0):
+        assert expect is not None, err
         return Swept(None, None, printed, err)
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return Swept(json.loads((run_dir / "results.json").read_text()), run_dir, printed, err)
+    data = json.loads((run_dir / "results.json").read_text())
+    if expect is None:
+        failed = any(c["verdict"] in ("reproduced", "error") for c in data["cells"])
+        assert code == int(failed), err
+    return Swept(data, run_dir, printed, err)
 
 
 def check(argv: Sequence[str], out: Path, capsys, **options: Any) -> Swept:
-    """`harness check ARGV ...`, as sweep()."""
+    """`harness check ARGV ...`, as sweep() (its exit code by check's own rule unless `expect` says)."""
     return sweep(["check", *argv], out, capsys, **options)

@@ -69,7 +69,7 @@ def test_file_names_a_program_plants_cannot_inject_markdown(tmp_path, capsys, wr
 
     script = write("planted.py", PLANTED_NAMES)
     assert cli.main(["check", str(script), "--versions", VERSION, "--runs", "3", "--quiet",
-                     "--out", str(tmp_path / "r")]) == 0, capsys.readouterr().err
+                     "--out", str(tmp_path / "r")]) == 1, capsys.readouterr().err  # reproduced: check fails
     (folder,) = (tmp_path / "r").iterdir()
     (cell,) = json.loads((folder / "results.json").read_text())["cells"]
     assert cell["verdict"] == "reproduced" and "jit_a|b|c<img src=x>```<!-- " in cell["keys"]

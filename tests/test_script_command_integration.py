@@ -63,7 +63,7 @@ def test_a_script_that_needs_its_argument_and_its_variable(backend, tmp_path, ca
     base = [str(script), "--backend", backend]
     code, err, run_dir = check(base, tmp_path / "bare", capsys)
     (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
-    assert code == 0 and cell["verdict"] == "error" and "exit code 1" in cell["reason"]
+    assert code == 1 and cell["verdict"] == "error" and "exit code 1" in cell["reason"]  # check fails on error
 
     code, err, run_dir = check([*base, "--env", "MODEL_SIZE=it's small", "--env", "XLA_FLAGS=--xla_dump_hlo_as_text",
                                 "--cwd", str(tmp_path / "data"), "--", "--model", "tiny one"],

@@ -12,15 +12,16 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness import markdown as md
-from harness.analysis import comparison_of, release_boundaries, version_verdicts
+from harness.analysis import Boundaries, comparison_of, release_boundaries, version_verdicts
 from harness.dependencies import other_distributions
 from harness.model import Attribution, CellResult, FolderMode, Platform, Verdict
-from harness.header import RecordedConfig, RecordedOptions
+from harness.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.results import ResultsDocument, RunStatus, summaries_by_mesh
 from harness.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
-from harness.report.reproduce import harness_command, seed_commands, shell_comment, shell_commands
+from harness.report.reproduce import (harness_command, narrowing, seed_commands, shell_comment, shell_commands,
+                                      summary_of)
 from harness.seed_check import phrase
 from harness.report.variation import variation_section
 from harness.variation import by_factors_only
@@ -46,7 +47,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     # and "the first reproduced cell" is then the earliest release.
     cells = in_version_order(cells)
     sections = [
-        [f"# {md.text(config.name or 'sweep')}: {summary_sentence(cells)}", *_status(document)],
+        [f"# {md.text(config.name or 'sweep')}: {summary_sentence(cells, header)}", *_status(document)],
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells, evidence),
@@ -68,9 +69,10 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     return "\n\n".join("\n".join(s).strip("\n") for s in sections if s) + "\n"
 
 
-def summary_sentence(cells: list[CellResult]) -> str:
-    """The one line for an issue title or first sentence (Markdown)."""
-    line = md.text(summary_line(cells))
+def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = None) -> str:
+    """The one line for an issue title or first sentence (Markdown); with the `header`, a boundary across
+    releases not measured is told as a range, with the command that narrows it."""
+    line = md.text(summary_line(cells, summary_of(header, cells) if header is not None else None))
     # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
     worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
     if worst is None:
@@ -114,14 +116,14 @@ def _status(document: ResultsDocument) -> list[str]:
 
 
 def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
-    b = release_boundaries(cells)
+    b = release_boundaries(cells, document.header.releases)
     if b.no_boundary:  # no clean release measured: where it "appears" is not known
         appears = f"— (every release measured reproduces, {md.text(b.measured[0])} included)"
     else:
         appears = md.text(b.appears_in or "—") + (
             f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else "")
-    lines = ["## Boundaries", "", f"**{md.text(b.line())}**", "", f"- Appears in: {appears}",
-             f"- Fixed in: {md.text(b.fixed_in or '—')}"]
+    lines = ["## Boundaries", "", f"**{md.text(b.line(narrowing(document.header)))}**", "", f"- Appears in: {appears}",
+             f"- Fixed in: {_fixed(b)}"]
     lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
     if b.no_boundary:
         lines.append(f"- What differs: {_likely_cause(cells, evidence)}")
@@ -133,6 +135,17 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
     if skipped:
         lines += ["", f"_Stepped over (nothing measured): {md.text(', '.join(skipped))}._"]
     return lines
+
+
+def _fixed(b: Boundaries) -> str:
+    """`0.4.31`, or `by 0.4.31 (after 0.4.28; 0.4.29-0.4.30 not measured)` where releases lie unmeasured between."""
+    if not b.fixed_in:
+        return "—"
+    missing = b.not_measured_between(b.last_reproduced_before_fix, b.fixed_in) if b.last_reproduced_before_fix else []
+    if not missing:
+        return md.text(b.fixed_in)
+    span = missing[0] if len(missing) == 1 else f"{missing[0]}-{missing[-1]}"
+    return md.text(f"by {b.fixed_in} (after {b.last_reproduced_before_fix}; {span} not measured)")
 
 
 def _likely_cause(cells: list[CellResult], evidence: EvidenceMap) -> str:

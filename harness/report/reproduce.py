@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Callable
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from harness.analysis import release_boundaries
 from harness.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.header import RecordedConfig, ResultsHeader
@@ -174,6 +176,33 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
             SCRIPT_ARGS: config.args or (), **job})
         return given.line(always=("versions", "device_count", "platform"))
     return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **job}).line()
+
+
+def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:
+    """(the measured release before a gap, the one after it) -> the command that measures the releases
+    between: `harness bisect CONFIG --versions '>=LOW,<=HIGH'` for a config (it tests the two ends and
+    narrows the boundary between them), `harness check SCRIPT --versions '>LOW,<HIGH' ...` for a script
+    (bisect takes a config), both spelled by the options registry."""
+    config = header.config
+
+    def command(low: str, high: str) -> str:
+        if config.source == CHECK_SOURCE:
+            return Given("check", {
+                "script": None if config.module else Path(config.repro or "SCRIPT"), "module": config.module,
+                "versions": (f">{low},<{high}",), "device_count": config.device_count,
+                "platform": config.platform, "cache_thresholds": config.cache_thresholds,
+                "env": tuple(f"{name}={value}" for name, value in config.env or ()),
+                "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
+                SCRIPT_ARGS: config.args or ()}).line(always=("versions",))
+        return Given("bisect", {"config": Path(config.source or "CONFIG"), "versions": (f">={low},<={high}",)}).line()
+    return command
+
+
+def summary_of(header: ResultsHeader, cells: list[CellResult]) -> str:
+    """The boundaries' line of a sweep's cells with what its header knows (table.summary_line adds the rest):
+    the releases between those measured (a boundary across unmeasured ones is told as a range) and the
+    command that narrows it."""
+    return release_boundaries(cells, header.releases).line(narrowing(header))
 
 
 def shell_comment(text: str) -> str:

@@ -30,6 +30,7 @@ class SweepOutcome(InFolder):
     cells: list[CellResult]
     status: RunStatus
     resume_command: str | None = None  # when interrupted: the command that finishes it
+    summary: str = ""  # the boundaries' line as the results header knows it (releases between, the narrowing command)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from harness.header import RecordedOptions
 from harness.model import Platform
 from harness.options import DEFAULT_RESULTS, Given, parse
 from harness.progress import Progress
+from harness.report.reproduce import summary_of
 from harness.pypi import PyPIIndex
 from harness.results import (
     RunStatus,
@@ -43,7 +44,7 @@ from harness.service.measurement import (
 from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.sweep import Sweep, plan_cells
-from harness.versions import LATEST
+from harness.versions import LATEST, releases_between
 from harness.writer import ResultsWriter
 
 
@@ -127,6 +128,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     header = results_header(shlex.join(["harness", *options.argv]), config, versions, choice,
                             RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
                                             all_runs=options.all_runs))
+    header.releases = releases_between(index, versions)  # the index was read to resolve them: no new query
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
@@ -152,4 +154,4 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
     given = given_of(options, options.argv)
     again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
-    return SweepOutcome(writer.dir, writer.cells, status, again)
+    return SweepOutcome(writer.dir, writer.cells, status, again, summary_of(writer.document.header, writer.cells))
