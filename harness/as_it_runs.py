@@ -20,7 +20,7 @@ from typing import Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from harness.analysis import never_written
+from harness.analysis import longest_compiles, never_written
 from harness.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.listing import entries
 from harness.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
@@ -87,12 +87,7 @@ def own_threshold(facts: ScriptCacheFacts | None) -> Threshold:
 
 def compile_times(runs: Sequence[RunRecord]) -> dict[str, float]:
     """module -> the longest compile JAX logged for it in these runs (the kindest to a threshold)."""
-    out: dict[str, float] = {}
-    for run in runs:
-        for k in run.keys.keys if run.keys is not None else ():
-            if k.compile_time_s is not None:
-                out[k.module] = max(out.get(k.module, 0.0), k.compile_time_s)
-    return out
+    return longest_compiles(runs)
 
 
 def compiled_before_any_cache(runs: Sequence[RunRecord]) -> list[str]:

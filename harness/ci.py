@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
+from harness.analysis import comparison_of
 from harness.cost import cost_of, cost_phrase
 from harness.files import write_atomic
 from harness.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
@@ -93,11 +94,24 @@ def failing(cells: Iterable[CellResult], fail_on: frozenset[Verdict]) -> list[Ce
     return [c for c in in_version_order(list(cells)) if c.verdict in fail_on]
 
 
-def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict]) -> str:
-    """One line for stderr: which cells failed the job, and why."""
+def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict], report: Path | None = None) -> str:
+    """One line for stderr: which cells failed the job, which module missed in each (or why nothing was
+    measured), and where report.md says why. It names no culprit: a miss can be JAX's, the program's own
+    (a set's order) or a module JAX never caches."""
     words = ",".join(str(v) for v in FAILABLE if v in fail_on)
+    where = f"; why, in {report}" if report is not None else ""
     return (f"--fail-on {words}: {len(cells)} cell(s) failed: "
-            + "; ".join(f"{cell_label(c)} {c.spec.mesh_label} {c.verdict}" for c in cells))
+            + "; ".join(f"{cell_label(c)} {c.spec.mesh_label} {c.verdict} ({_what_failed(c)})" for c in cells) + where)
+
+
+def _what_failed(cell: CellResult) -> str:
+    """`jit_f missed the cache in a fresh process`, or the start of the reason of a cell that measured nothing."""
+    if cell.verdict == Verdict.REPRODUCED:
+        module = cell.rank_split.module if cell.rank_split is not None else comparison_of(cell.runs).moved_module()
+        if module is not None:
+            return f"{module} missed the cache in a fresh process"
+    reason = cell.reason.split(";", 1)[0]
+    return reason if len(reason) <= 100 else reason[:99] + "…"
 
 
 def _case_name(cell: CellResult) -> str:

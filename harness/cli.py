@@ -330,10 +330,11 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
     if as_json:
         print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
                                       str(swept.folder / REPORT_FILE))))
-    return _ci_outputs(swept.cells, ci.suite_name(swept.folder), given) if given is not None else ExitCode.OK
+    return (_ci_outputs(swept.cells, ci.suite_name(swept.folder), given, report=swept.folder / REPORT_FILE)
+            if given is not None else ExitCode.OK)
 
 
-def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "") -> int:
+def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "", report: Path | None = None) -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
     An output that cannot be written (its path was checked before the sweep; something changed since) is
     said, the others are still written, and the verdict's exit code wins: a regression stays 1, and
@@ -354,7 +355,7 @@ def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str =
     fail_on = given.get("fail_on") or frozenset()
     failed = ci.failing(cells, fail_on)
     if failed:
-        print(f"harness: {ci.fail_line(failed, fail_on)}", file=sys.stderr)
+        print(f"harness: {ci.fail_line(failed, fail_on, report)}", file=sys.stderr)
         return ExitCode.REGRESSION
     return ExitCode.FAILURE if unwritten else ExitCode.OK
 

@@ -10,7 +10,7 @@ class ExitCode(enum.IntEnum):
     OK = 0  # the work completed, whatever it found (unless --fail-on names what it found)
     # nightly/compare: a cell went from clean to reproduced or error, or its seconds lost per start grew
     # past --max-lost-growth (the alarm); run/check/merge/submit --wait: a cell's verdict is one --fail-on
-    # names. JAX broke it.
+    # names (check: reproduced or error by default). A miss measured: JAX's, the program's or a module JAX never caches.
     REGRESSION = 1
     BAD_INPUT = 2  # bad input, one line on stderr, nothing written (also: a bisect endpoint contradicts its flag)
     # The harness itself failed: a bug (its traceback is printed), a full disk, a merge job that left no
@@ -22,7 +22,9 @@ class ExitCode(enum.IntEnum):
 
 _MEANINGS = {
     ExitCode.REGRESSION: ("Regression", "a cell went from clean to reproduced or error, lost more seconds per start "
-                          "than allowed, or has a verdict --fail-on names: JAX's cache broke (the table says where)"),
+                          "than allowed, or has a verdict --fail-on names (check: reproduced or error): the line "
+                          "above names the module that missed, and report.md says why (JAX's key, the program's own "
+                          "nondeterminism such as a set's order, or a module JAX never caches)"),
     ExitCode.BAD_INPUT: ("Bad input", "the line above says what to fix; nothing was measured"),
     ExitCode.FAILURE: ("The harness itself failed", "exit 3 is a failure of the harness (a bug, a full disk) or of "
                        "its machines (a merge lacking shards), not a verdict on JAX: see the lines above"),

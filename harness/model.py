@@ -703,7 +703,7 @@ class CellResult:
     cache_folder_why: str = ""
     nothing_cached: NothingCached | None = None  # an unsupported cell that cached nothing: why
     # As the script runs it (its own or JAX's default thresholds): what would not be written, when
-    # that differs from what was measured; it leads the cell's detail.
+    # that differs from what was measured; shortened after the reason in the cell's detail (report.md has it whole).
     as_you_run_it: str = ""
     seed_check: SeedCheck | None = None  # some runs failed, others passed: does the failure follow the seed
     rank_split: RankSplit | None = None  # a job whose processes computed different keys for one module
@@ -726,8 +726,13 @@ class CellResult:
 
     @property
     def detail(self) -> str:
-        """The table's detail: what the program's own thresholds would not write leads the reason."""
-        return f"{self.as_you_run_it}; {self.reason}" if self.as_you_run_it else self.reason
+        """The table's detail: the verdict's reason first, then, shortened, how the program differs as its author
+        runs it (`as you run it, nothing is cached: the script sets no ...` -> its head): measured with the
+        harness's settings, so beside `clean` it reads as a note on the settings, not a contradiction."""
+        if not self.as_you_run_it:
+            return self.reason
+        head = self.as_you_run_it.split(":", 1)[0]
+        return f"{self.reason}; with the harness's cache settings (as you run it, {head.removeprefix('as you run it, ')}: see report.md)"
 
     def to_json(self) -> dict[str, Any]:
         out = {

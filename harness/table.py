@@ -8,7 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness import markdown
-from harness.analysis import comparison_of, rank_runs, release_boundaries
+from harness.analysis import comparison_of, longest_compiles, rank_runs, release_boundaries
 from harness.confidence import runs_for_strong, weak_bound_phrase
 from harness.cost import cost_of, cost_phrase
 from harness.model import CellResult, Verdict
@@ -20,16 +20,18 @@ VARY_HEADER = "vary"  # --vary: the factors that missed
 
 
 def _keys_column(cell: CellResult) -> str:
-    """`jit_f: 1 + 3 new`: the first run's keys of the module that moved and the new ones later runs
-    brought; `jit_f: 2 per run` when none moved (the module with the most keys). A job's are process
-    0's, or the module its processes disagree on."""
+    """`jit_f: 1 + 3 new`: the first run's keys of the module that moved (the most new keys) and the new ones
+    later runs brought; `jit_f: 2 per run` when none moved: the user's own function, the largest program by
+    JAX's compile times (not a helper with many keys: Comparison.main_module). A job's are process 0's, or
+    the module its processes disagree on."""
     if cell.rank_split is not None:
         return f"{cell.rank_split.module}: processes differ"
-    comparison = comparison_of(rank_runs(cell.runs, 0) if cell.spec.is_job else cell.runs)
+    runs = rank_runs(cell.runs, 0) if cell.spec.is_job else cell.runs
+    comparison = comparison_of(runs)
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
-    module = comparison.widest_module()
+    module = comparison.main_module(longest_compiles([r for r in runs if r.ok]))
     return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 
 

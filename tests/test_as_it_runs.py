@@ -80,7 +80,9 @@ def test_docs_example_measured_with_zeros_says_what_its_default_threshold_keeps_
     assert cell.as_you_run_it.startswith("as you run it, nothing is written: ")
     assert "jit_f in 0.03 s" in cell.as_you_run_it
     assert cell.as_you_run_it.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
-    assert cell.detail.startswith(cell.as_you_run_it + "; jit_f: 1 key per run")
+    # The verdict's reason leads; the note follows, shortened to its head (report.md has it whole).
+    assert cell.detail.startswith("jit_f: 1 key per run") and cell.as_you_run_it not in cell.detail
+    assert cell.detail.endswith("; with the harness's cache settings (as you run it, nothing is written: see report.md)")
 
 
 def test_docs_example_as_it_runs_caches_nothing_because_of_its_threshold():
@@ -172,7 +174,8 @@ def test_as_it_runs_a_module_below_its_threshold_is_told_beside_those_written():
     cell = cell_of("0.4.31", runs, ThresholdMode.SCRIPT)
     assert cell.nothing_cached is None
     assert cell.as_you_run_it.startswith("as you run it, 2 modules of 3 are never written: ")
-    assert cell.detail.startswith(cell.as_you_run_it)
+    assert cell.detail.startswith(cell.reason)
+    assert cell.detail.endswith("(as you run it, 2 modules of 3 are never written: see report.md)")
 
 
 def test_a_silenced_log_under_the_scripts_own_threshold_names_it_as_the_likely_cause():
@@ -212,7 +215,8 @@ def test_a_script_that_sets_no_folder_is_told_that_first_not_a_threshold():
         "as you run it, nothing is cached: the script sets no cache folder, so JAX keeps no persistent cache "
         "unless JAX_COMPILATION_CACHE_DIR is set (the harness set it to measure); even with it, jit_f compiles in ")
     assert cell.as_you_run_it.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
-    assert cell.detail.startswith(cell.as_you_run_it + "; jit_f: 1 key per run")
+    assert cell.detail == ("jit_f: 1 key per run, the same in all 2 runs; with the harness's cache settings "
+                           "(as you run it, nothing is cached: see report.md)")
 
 
 def test_a_script_that_sets_no_folder_caches_nothing_as_written_because_it_has_no_cache():

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from harness import cli, service
-from harness.analysis import release_boundaries
-from harness.errors import ExitCode
+from harness.analysis import Comparison, judge, release_boundaries
+from harness.table import rows
+from harness.ci import fail_line
+from harness.errors import ExitCode, meaning
 from harness.header import RecordedConfig, ResultsHeader
 from harness.as_it_runs import explain
-from harness.model import CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
+from harness.report.evidence import likely_cause
+from harness.model import Cause, CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
 from harness.options import CHECK_FAILS_ON, Given, option, parse
 from harness.report.reproduce import narrowing, summary_of
 from harness.results import ResultsDocument, RunStatus, load_results
@@ -187,3 +190,60 @@ def test_errors_beside_releases_that_cached_nothing_are_both_said():
     assert line.startswith("nothing was measured: all 2 cells failed or cached nothing (jax 0.4.31: 2 of 2 runs failed")
     assert line.endswith("; nothing is cached on any release measured (0.4.25: no persistent cache)")
     assert "not reproduced" not in line
+
+
+# ---- the likely cause: a reordering with the shardings that follow from it -----------------------------
+
+_BEFORE = ('  func.func public @main(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,4]<=[8]}"}) -> '
+           '(tensor<8x16xf32> {jax.result_info = "[(\'batch\', \'feats\')]", mhlo.sharding = "{devices=[2,4]<=[8]}"}) {')
+_AFTER = ('  func.func public @main(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[2,4]<=[4,2]T(1,0)}"}) -> '
+          '(tensor<8x16xf32> {jax.result_info = "[(\'feats\', \'batch\')]", mhlo.sharding = "{devices=[2,4]<=[4,2]T(1,0)}"}) {')
+
+
+def diff(before: list[str], after: list[str]) -> list[str]:
+    return ["--- run 1", "+++ run 2", "@@ -3 +3 @@", *("-" + b for b in before), *("+" + a for a in after)]
+
+
+def test_names_reordered_with_their_shardings_rewritten_are_order_not_other():
+    """The FSDP+TP shard_map program: jax.result_info [('batch','feats')] -> [('feats','batch')], with the
+    mhlo.sharding attributes that follow from the mesh axes' order."""
+    sharding_line = '    %1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{devices=[2,4]<=[8]}"} : tensor<8x16xf32>'
+    moved = sharding_line.replace("<=[8]", "<=[4,2]T(1,0)")
+    assert likely_cause(diff([_BEFORE, sharding_line], [_AFTER, moved])) == Cause.ORDER
+    # Only the shardings differ (no name moved): not a reordering.
+    assert likely_cause(diff([sharding_line], [moved])) == Cause.OTHER
+    # Names reordered beside a constant that changed: not a reordering either.
+    changed = _AFTER.replace("8x16xf32>", "8x17xf32>", 1)
+    assert likely_cause(diff([_BEFORE], [changed])) == Cause.OTHER
+
+
+# ---- the keys column and a clean reason name the user's own function -----------------------------------
+
+def test_a_clean_cell_names_the_users_function_not_the_helper_with_most_keys():
+    first = [f"jit_broadcast_in_dim-{c * 64}" for c in "abc"] + [f"jit_f-{'d' * 64}", f"jit_iota-{'e' * 64}"]
+    runs = [RunRecord(1, 1, 0, 0.1, first), RunRecord(2, 2, 0, 0.1, [])]
+    judged = judge(runs, expected_runs=2)
+    assert judged.verdict == Verdict.CLEAN and judged.reason.startswith("jit_f: 1 key per run"), judged.reason
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), judged.verdict, judged.keys, runs=runs,
+                      reason=judged.reason)
+    assert rows([cell])[0][5] == "jit_f: 1 per run"
+    # Of the user's own modules, the largest program (the longest compile JAX logged) is named.
+    two = Comparison(1, {"jit_f": ["k1"], "jit_train_step": ["k2"], "jit_broadcast_in_dim": ["a", "b"]}, [2])
+    assert two.main_module({"jit_f": 0.02, "jit_train_step": 0.4, "jit_broadcast_in_dim": 0.9}) == "jit_train_step"
+    assert Comparison(1, {"jit_broadcast_in_dim": ["a"]}, [2]).main_module() == "jit_broadcast_in_dim"  # alone
+
+
+# ---- the failure line: which module missed, where report.md says why, no culprit named ------------------
+
+def test_the_failure_line_names_the_module_that_missed_and_points_at_the_report():
+    first, later = f"jit_f-{'a' * 64}", f"jit_f-{'b' * 64}"
+    runs = [RunRecord(1, 1, 0, 0.1, [first]), RunRecord(2, 2, 0, 0.1, [later])]
+    reproduced = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, runs=runs,
+                            reason="jit_f: a new key in run 2")
+    error = cells_of({"0.4.31": Verdict.ERROR}, "2 of 2 runs failed (run 1: exit code 2)")[0]
+    line = fail_line([reproduced, error], CHECK_FAILS_ON, Path("results/x/report.md"))
+    assert line == ("--fail-on reproduced,error: 2 cell(s) failed: 0.4.28 script reproduced (jit_f missed the cache in a "
+                    "fresh process); 0.4.31 script error (2 of 2 runs failed (run 1: exit code 2)); why, in "
+                    "results/x/report.md")
+    assert "JAX's cache broke" not in line + meaning(ExitCode.REGRESSION)[1]
+    assert "report.md says why" in meaning(ExitCode.REGRESSION)[1]

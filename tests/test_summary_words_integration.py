@@ -44,6 +44,7 @@ def test_a_script_that_never_imports_jax_says_it_compiled_nothing_with_jax(tmp_p
 def test_check_on_a_reproducing_example_exits_1_by_default(tmp_path, capsys):
     code, line, err = checked(["examples/set_order_script.py"], tmp_path / "r", capsys, runs=6)
     assert code == 1, err
-    assert "reproduced" in err and "harness: --fail-on reproduced,error: 1 cell(s) failed: 0.4.31" in err
+    assert "harness: --fail-on reproduced,error: 1 cell(s) failed: 0.4.31" in err
+    assert "missed the cache in a fresh process" in err and "report.md" in err
     code, _, err = checked(["examples/set_order_script.py", "--fail-on", "none"], tmp_path / "n", capsys, runs=6)
     assert code == 0, err

@@ -157,14 +157,18 @@ def _removed_added(diff_lines: list[str]) -> tuple[list[str], list[str]]:
 
 def likely_cause(diff_lines: list[str]) -> Cause | None:
     """`order` when the differing lines hold the same tokens in another order (a set iterated into the
-    module: its order follows PYTHONHASHSEED), `address` when what differs is a hex address or a large
-    integer (an object's address or id() printed into the module), else `other`; None for no diff."""
+    module: its order follows PYTHONHASHSEED), also when what else differs is only the sharding attributes
+    that follow from the reordered names (names in another order, `mhlo.sharding` rewritten to match);
+    `address` when what differs is a hex address or a large integer (an object's address or id() printed
+    into the module), else `other`; None for no diff."""
     removed, added = _removed_added(diff_lines)
     if not removed and not added:
         return None
     tokens_a = [_TOKEN_RE.findall(line) for line in removed]
     tokens_b = [_TOKEN_RE.findall(line) for line in added]
     if sorted(t for line in tokens_a for t in line) == sorted(t for line in tokens_b for t in line):
+        return Cause.ORDER
+    if _reordered_apart_from_shardings(removed, added):
         return Cause.ORDER
     changed = set()
     for a, b in zip(tokens_a, tokens_b):
@@ -177,9 +181,26 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
     return Cause.OTHER
 
 
+# A sharding attribute's value: it is derived from the mesh axes' order, so it moves with a reordering of names.
+_SHARDING_RE = re.compile(r'(?:mhlo|sdy)\.sharding\w*\s*=\s*(?:"(?:[^"\\]|\\.)*"|#sdy\.\w+<[^>]*>)')
+
+
+def _reordered_apart_from_shardings(removed: list[str], added: list[str]) -> bool:
+    """With every sharding attribute's value taken out, the differing lines hold the same tokens in another
+    order (and some did move: lines that differ only in their shardings are not a reordering)."""
+    def tokens(lines: list[str]) -> list[list[str]]:
+        return [_TOKEN_RE.findall(_SHARDING_RE.sub("sharding", line)) for line in lines]
+    a, b = tokens(removed), tokens(added)
+    if not any(_SHARDING_RE.search(line) for line in removed + added):
+        return False
+    flat_a, flat_b = [t for line in a for t in line], [t for line in b for t in line]
+    return flat_a != flat_b and sorted(flat_a) == sorted(flat_b)
+
+
 CAUSE_WORDS = {
-    Cause.ORDER: "the differing lines hold the same tokens in another order: an unordered collection (a set, "
-                 "whose iteration order follows PYTHONHASHSEED) is iterated into the module",
+    Cause.ORDER: "the differing lines hold the same tokens in another order (with the shardings that follow from "
+                 "it): an unordered collection (a set, whose iteration order follows PYTHONHASHSEED) is iterated "
+                 "into the module",
     Cause.ADDRESS: "what differs is a hex address or a large integer that changes every run: an object's "
                    "address or id() is printed into the module",
     Cause.OTHER: "the differing lines are neither a reordering nor an address: read the diff",
