@@ -32,6 +32,9 @@ class BackendName(enum.StrEnum):
     DOCKER = "docker"
 
 
+DEFAULT_BACKEND = BackendName.VENV  # --backend's default (auto is asked for, never assumed)
+
+
 class Verdict(enum.StrEnum):
     REPRODUCED = "reproduced"  # a later run computed a key the first run did not: a miss
     CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen

@@ -29,13 +29,14 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, get_type_hints
 
-from harness.confidence import SeedStrategy
+from harness.confidence import SeedStrategy, runs_for_target
 from harness.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.errors import ExitCode
 from harness.factors import Factor, parse_factors
 from harness.files import harness_version
-from harness.model import FAILABLE, BackendName, Platform, ThresholdMode, Verdict, parse_fail_on
+from harness.model import DEFAULT_BACKEND, FAILABLE, BackendName, Platform, ThresholdMode, Verdict, parse_fail_on
 from harness.sharding import parse_shard
+from harness.versions import LATEST
 
 DEFAULT_RESULTS = Path("results")
 JOBS_AUTO = "auto"
@@ -217,6 +218,7 @@ RESUMABLE = _commands("run", "check")
 # harness reduce measures a script as check does, on one release (and a good one), without shards.
 MEASURING = SWEEPING | {"reduce"}
 SCRIPTED = _commands("check", "reduce")  # the commands that run a user's script
+CONFIGURED = MEASURING - SCRIPTED  # the measuring commands that read a config
 # What a CI reads of the cells (--junit-xml, --fail-on; docs/ci.md): of a sweep, or of the shards merged
 # (submit: with --wait, once the merge job has ended).
 CI_OUTPUTS = RESUMABLE | {"merge", "submit"}
@@ -236,16 +238,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("results", (), "results folders (or results.json files) of the shards", _commands("merge"),
            type=Path, nargs="+", example=("results/shard-1", "results/shard-2")),
     Option("versions", ("--versions",), "versions or specifiers replacing the config's jax_versions",
-           MEASURING, nargs="+", metavar="V", identity=True, example=(">=0.4.26,<0.4.30", "0.4.31")),
+           CONFIGURED, nargs="+", metavar="V", identity=True, example=(">=0.4.26,<0.4.30", "0.4.31")),
+    Option("versions", ("--versions",), f"versions or specifiers to measure (default: {LATEST})",
+           _commands("check"), nargs="+", metavar="V", identity=True, example=(">=0.4.26,<0.4.30", "0.4.31")),
+    Option("versions", ("--versions",), "the one release where the script reproduces (required)",
+           _commands("reduce"), nargs="+", metavar="V", identity=True, example=("0.4.28",)),
     Option("versions", ("--versions",), "resolve these instead of the config's jax_versions",
            _commands("versions"), nargs="+", metavar="V", example=("latest",)),
-    Option("runs", ("--runs",), "most runs per cell (at least 2; default: the config's)", MEASURING, Group.MEASURE,
+    Option("runs", ("--runs",), "most runs per cell (at least 2; default: the config's)", CONFIGURED, Group.MEASURE,
+           type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",)),
+    # A script has no config: its default is what random seeds need for the 1e-3 bound (service.check_config).
+    Option("runs", ("--runs",), f"most runs per cell (at least 2; default: {runs_for_target()}, enough for a "
+           "miss bound of 1e-3 whatever the script's name sets)", SCRIPTED, Group.MEASURE,
            type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",)),
     Option("jobs", ("--jobs",), "runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",
            MEASURING, Group.ENVIRONMENT, type=jobs, metavar="N|auto", spell=_spell_jobs, example=("2",)),
     Option("backend", ("--backend",), "where each JAX version runs (auto = docker if a daemon answers)",
            MEASURING, Group.ENVIRONMENT, convert=BackendName, choices=tuple(m.value for m in BackendName),
-           default=BackendName.VENV,
+           default=DEFAULT_BACKEND,
            example=("docker",)),
     Option("seeds", ("--seeds",), "chosen: probe the interpreter for hash seeds showing every order of the mesh's "
            "axis names (a script's: the names its first run lowered), then random ones up to --runs (default); "
@@ -261,7 +271,7 @@ OPTIONS: tuple[Option, ...] = (
            MEASURING, Group.MEASURE, convert=ThresholdMode, choices=tuple(m.value for m in ThresholdMode),
            example=("harness",)),
     Option("vary", ("--vary",), "after each cell's runs, one run per environment factor with the first run's hash "
-           f"seed: {', '.join(f.value for f in Factor)}, or all (docs/variation.md); replaces the config's vary",
+           f"seed: {', '.join(f.value for f in Factor)}, or all (docs/variation.md); with a config, replaces its vary",
            MEASURING, Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
            example=("cache-path,cwd",)),
     Option("rebuild", ("--rebuild",), "rebuild environments/images even if ready", MEASURING, Group.ENVIRONMENT,
@@ -309,7 +319,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("shard", ("--shard",), "measure only shard I of N of the cells (join them with harness merge)",
            SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),
     Option("processes", ("--processes",), "each run one job of N processes on this machine, each with its own "
-           "hash seed, the devices split between them (replaces the config's processes; docs/multi-process.md)",
+           "hash seed, the devices split between them (with a config, replaces its processes; docs/multi-process.md)",
            MEASURING, Group.MEASURE, type=positive(1, MAX_PROCESSES), metavar="N", example=("2",)),  # the config says it
     Option("baseline", ("--baseline",), "results folder (or results.json) to compare with",
            _commands("nightly", "compare"), Group.INPUT, type=Path, required=True, example=("results/baseline",)),

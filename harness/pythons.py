@@ -148,7 +148,9 @@ class PythonChooser:
                                jax_version, frozenset({self.pinned}))
             return self._choice(self.pinned, Why.PINNED, "pinned")
         if (supported is None or self.own in supported) and self.own in self._own_set():
-            return self._choice(self.own, Why.HARNESS, "the harness's own Python")
+            # A backend that runs no interpreter of the harness's (docker) preferred its base image's own.
+            return self._choice(self.own, Why.HARNESS, "the harness's own Python" if self.own_interpreter
+                                else "the base image's default Python")
         have = self.available()
         runnable = [v for v in have if supported is None or v in supported]
         if not runnable and supported and self.install is not None:

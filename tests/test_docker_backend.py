@@ -20,6 +20,7 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from docker.models.containers import Container, ContainerCollection
 from docker.models.images import Image, ImageCollection
 
+from harness.environments import BackendOptions, make_backend
 from harness.environments import docker as dk
 from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
@@ -599,3 +600,9 @@ def test_the_next_sweep_removes_only_run_containers_whose_owner_is_gone():
     (_, kwargs), = client.containers.list.call_args_list
     assert kwargs == {"all": True, "filters": {"label": [dk.LABEL, dk.OWNER_LABEL]}}
     assert said == ["docker: removed 1 container(s) left by harness processes that are gone: orphan"]
+
+
+def test_the_backend_line_says_asked_only_when_it_was():
+    """The default (venv) is said as the default, typed or not; another backend was asked for by name."""
+    assert make_backend("venv", BackendOptions()).why == "--backend venv, the default"
+    assert make_backend("docker", BackendOptions()).why == "asked for with --backend docker"  # no daemon asked yet

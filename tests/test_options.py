@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from harness import cli, options, service
+from harness.confidence import runs_for_target
 from harness.factors import Factor
 from harness.identity import SweepIdentity
 from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, ThresholdMode, Verdict
 from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
 from harness.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command
+from harness.versions import LATEST
 
 
 def _words(opt: Option) -> list[str]:
@@ -157,3 +159,18 @@ def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
     commit = CellResult(cell.spec, Verdict.CLEAN, {}, [], commit=MeasuredCommit(CommitInfo("ab" * 20, "2024-01-01", "s")))
     nightly = _read_back(ResultsHeader(config=RecordedConfig(source="c.yaml")), commit)
     assert (nightly.command, nightly["ref"], nightly["jax_repo"]) == ("nightly", "ab" * 20, Path("/path/to/jax"))
+
+
+def test_a_command_without_a_config_says_its_own_defaults():
+    """check, reduce and fingerprint take a script, not a config: no help of theirs may point to a config's
+    value, and their defaults are what the service uses (check_config: latest, runs_for_target())."""
+    for command in COMMAND_NAMES:
+        if "config" in {o.dest for o in options_for(command)}:
+            continue
+        for opt in options_for(command):
+            assert "the config's" not in opt.help, (command, opt.flag, opt.help)
+    assert f"default: {runs_for_target()}," in options.option("check", "runs").help
+    assert f"default: {LATEST})" in options.option("check", "versions").help
+    assert "the config's" in options.option("run", "runs").help  # a config's command keeps its wording
+    config = service.check_config(Path(__file__), None, Platform.CPU, 8, None, 300.0)
+    assert (config.runs, config.jax_versions) == (runs_for_target(), (LATEST,))

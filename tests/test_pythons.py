@@ -86,6 +86,15 @@ def test_the_harness_python_is_kept_where_the_release_has_wheels_for_it():
     assert (choice.version, choice.why, choice.interpreter) == (PY[11], Why.HARNESS, "/fake/python3.11")
 
 
+def test_a_base_images_python_is_not_called_the_harnesss():
+    """docker: no interpreter of the harness's runs; its default version is the base image's own Python."""
+    image = PythonChooser(PY[11], release_pythons(INDEX, HOST), provided=frozenset({PY[11], PY[13]}))
+    choice = image.choose("0.10.2")
+    assert (choice.version, choice.why, choice.interpreter) == (PY[11], Why.HARNESS, None)
+    assert str(choice) == "Python 3.11 (the base image's default Python)"
+    assert str(chooser(12).choose("0.10.2")) == "Python 3.11 (the harness's own Python)"
+
+
 def test_otherwise_the_newest_python_here_with_a_wheel():
     choice = chooser(10, 12, 13).choose("0.12.0.1")
     assert (choice.version, choice.why, choice.interpreter) == (PY[13], Why.NEWEST, "/fake/python3.13")
@@ -190,7 +199,7 @@ def test_a_python_is_installed_only_when_the_user_opted_in():
         PythonChooser(PY[11], release_pythons(INDEX, HOST), find=list, own_interpreter="/x").choose("0.11.0")
 
 
-def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsys):
+def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsys, tmp_path):
     from harness import cli, service
 
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
@@ -204,3 +213,9 @@ def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsy
     out, err = capsys.readouterr()
     assert out.splitlines() == ["0.10.2\tPython 3.11 (pinned)"]
     assert err.count("harness: left out: jax ") == 2 and "0.12.0.1 has no jaxlib wheel for the pinned Python 3.11" in err
+    # auto (the example of `harness versions --help`): each release in a Python here, whatever the config pins.
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(Path("configs/releases.yaml").read_text() + 'python: "3.11"\n')
+    assert cli.main(["versions", str(pinned), "--versions", ">=0.10.2", "--python-version", "auto"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["0.10.2", "0.11.0", "0.12.0.1"], err

@@ -18,7 +18,7 @@ from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
 from harness.errors import UserError
-from harness.model import BackendName
+from harness.model import DEFAULT_BACKEND, BackendName
 from harness.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
 
 
@@ -99,6 +99,8 @@ def make_backend(name: str, options: BackendOptions) -> BackendChoice:
         name = BackendName(name)
     except ValueError:
         raise UserError(f"--backend: unknown backend {name!r} (choose from {', '.join(NAMES)})") from None
+    if name == DEFAULT_BACKEND:  # whether typed or not: the words say only what is true either way
+        return BackendChoice(BACKENDS[name](options), f"--backend {name}, the default")
     if name != BackendName.AUTO:
         return BackendChoice(BACKENDS[name](options), f"asked for with --backend {name}")
     available, reason = docker_available()

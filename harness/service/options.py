@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.confidence import SeedStrategy
 from harness.environments import BackendName
 from harness.factors import Factor
-from harness.model import ThresholdMode
+from harness.model import DEFAULT_BACKEND, ThresholdMode
 from harness.options import DEFAULT_RESULTS, Given
 from harness.sharding import Shard
 
@@ -28,7 +28,7 @@ class PythonOptions:
 class MeasureOptions:
     """What every measuring command takes (run, check, nightly, bisect)."""
 
-    backend: BackendName = BackendName.VENV
+    backend: BackendName = DEFAULT_BACKEND
     versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
     runs: int | None = None  # replaces the config's runs
     jobs: int | None = None  # runs at once; None: auto (harness/parallelism.py)

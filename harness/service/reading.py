@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.config import load_config
 from harness.errors import UserError
-from harness.pythons import PythonVersion
+from harness.pythons import AUTO, PythonVersion
 from harness.report import write_report
 from harness.results import load_results, new_run_dir, results_folder
 from harness.service.measurement import open_backend, version_entries
@@ -26,11 +26,13 @@ def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: s
     """`harness versions`: the releases a config (or --versions) resolves to, each with the Python its
     venv would use (`python`, "3.N", pins one as the config's python: does)."""
     config = load_config(config_path)
-    if python:
+    if python == AUTO:  # each release in a Python this machine has, whatever the config pins
+        config = replace(config, python=None)
+    elif python:
         try:
             config = replace(config, python=PythonVersion.parse(python))
         except ValueError as exc:
-            raise UserError(f"--python-version: {exc}") from None
+            raise UserError(f"--python-version: {exc} (or auto)") from None
     entries, source = version_entries(config, versions)
     choice, index = open_backend(config, MeasureOptions(pythons=pythons, index_url=index_url,
                                                         extra_index_urls=extra_index_urls))
