@@ -76,8 +76,8 @@ nightly: $(STAMP)
 
 DEBIAN ?= bookworm
 
-base-image:
-	DEBIAN=$(DEBIAN) docker/make_base_image.sh
+base-image: $(STAMP)
+	$(BIN)/harness base-image --debian $(DEBIAN) $(ARGS)
 
 gpu-check: $(STAMP)
 	.ci/gpu-check $(ARGS)

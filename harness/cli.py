@@ -117,8 +117,9 @@ def _progress(given: Given) -> ConsoleProgress:
 
 
 def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
-    """`cmd_<command>` below: one per command of harness/options.py (tests/test_options.py checks)."""
-    return globals()[f"cmd_{command}"]
+    """`cmd_<command>` below (`base-image`: cmd_base_image): one per command of harness/options.py
+    (tests/test_options.py checks)."""
+    return globals()[f"cmd_{command.replace('-', '_')}"]
 
 
 def _sweep_options(given: Given, words: tuple[str, ...]) -> service.SweepOptions:
@@ -213,6 +214,18 @@ def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
     for version in resolution.versions:
         print(f"{version}\t{resolution.pythons[version]}")
     return ExitCode.OK
+
+
+def cmd_init(given: Given, words: tuple[str, ...]) -> int:
+    written = service.init_config(given["script"], given["output"], given["force"])
+    print(f"config: {written} (edit it, then: {shlex.join(['harness', 'run', str(written)])})")
+    return ExitCode.OK
+
+
+def cmd_base_image(given: Given, words: tuple[str, ...]) -> int:
+    """The build script's own exit code: 0 built or already there, 1 a step failed."""
+    return ExitCode.OK if service.base_image(given["debian"], given["image"], given["force"]) == 0 else \
+        ExitCode.FAILURE
 
 
 def cmd_report(given: Given, words: tuple[str, ...]) -> int:

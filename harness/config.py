@@ -19,6 +19,7 @@ from harness.dependencies import (Requirements, parse_requirements, read_require
 from harness.errors import ConfigError
 from harness.factors import Factor, parse_factors
 from harness.model import Mesh, Platform, ThresholdMode
+from harness.files import CONFIG_SUFFIXES, shipped_configs
 from harness.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path
 from harness.versions import check_syntax
@@ -224,9 +225,50 @@ def _parse_yaml(text: str) -> Any:
         loader.dispose()
 
 
+def starter_config(repro: str, name: str, runs: int, header: str, run_line: str) -> str:
+    """`harness init`'s config for a user's script (`repro`, relative to the config's folder): every key a
+    script's config takes, the optional ones commented out, each with what it does (docs/config.md)."""
+    return f"""\
+# {header}
+# Measure it with: {run_line}   (every key: docs/config.md)
+name: {name}  # names the results folders (letters, digits, . _ -)
+repro: {_yaml_text(repro)}  # the script, relative to this file (or `module: pkg.train`, run as python -m)
+jax_versions: ["latest"]  # releases or PEP 440 specifiers, quoted: ["0.4.31", ">=0.6,<0.8", "latest"]
+platform: cpu  # cpu (devices simulated on the CPU) | cuda | auto (whatever JAX picks)
+device_count: 8  # devices each run sees
+runs: {runs}  # the most fresh processes per release (at least 2): enough for a miss bound of 1e-3
+timeout_s: {DEFAULT_TIMEOUT_S:g}  # seconds per run; a run past it is killed and its cell is an error
+# args: ["--steps", "1"]  # the script's arguments (strings)
+# env: {{MODEL_SIZE: tiny}}  # variables the script needs (not the harness's own)
+# cwd: .  # the folder runs start in, relative to this file (default: the script's folder)
+# requirements: [flax, "optax>=0.2"]  # what the script needs besides jax, installed as of each release's date
+# requirements_file: requirements.txt  # the same from a file, relative to this file
+# cache_thresholds: script  # the script's own cache thresholds (default: harness, zeros: every module cached)
+# python: "3.12"  # one Python for every release (default: auto, chosen per release)
+"""
+
+
+def _yaml_text(text: str) -> str:
+    """A string as one YAML scalar (quoted when it needs to be: a path with a space or a colon)."""
+    return yaml.safe_dump(text, default_style=None, width=MAX_TEXT).removesuffix("\n...\n").strip()
+
+
+def config_file(given: str | Path) -> Path:
+    """The config a command names: the file at that path, or, when there is none and it is a bare name
+    (`shard_map_grad`, `smoke.yaml`), the config of that name shipped with the harness (so the installed
+    tool runs what the README shows, with no checkout)."""
+    path = Path(given)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    return shipped_configs().get(path.stem if path.suffix in CONFIG_SUFFIXES else path.name, path)
+
+
 def load_config(path: str | Path) -> Config:
-    path = Path(path)
+    path = config_file(path)
     source = str(path)
+    if not path.exists() and len(path.parts) == 1:
+        raise ConfigError(source, None, "no such config file, nor a shipped config of that name (shipped: "
+                                        f"{', '.join(shipped_configs())})")
     text = _read_text(path, source)
     try:
         data = _parse_yaml(text)

@@ -69,6 +69,16 @@ def harness_version() -> str:
         return "unknown (not installed)"
 
 
+CONFIGS_FOLDER = "configs"  # in the package: the shipped configs (a checkout's configs/ links to it)
+CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The configs shipped in the package, by name (the file's stem): `harness run smoke` reads smoke.yaml."""
+    folder = Path(str(files("harness").joinpath(CONFIGS_FOLDER)))
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
+
+
 # A file name's limit on Linux filesystems (NAME_MAX); a folder's name is kept this far below it, so the
 # harness's own suffixes ("-2", ".lock", a temporary file's) still fit.
 NAME_MAX = 255

@@ -223,8 +223,12 @@ CONFIGURED = MEASURING - SCRIPTED  # the measuring commands that read a config
 # (submit: with --wait, once the merge job has ended).
 CI_OUTPUTS = RESUMABLE | {"merge", "submit"}
 
+# The Debian releases `harness base-image` builds from (environments/docker.py: DEBIAN_PYTHONS, the same).
+DEBIAN_RELEASES = ("bookworm", "trixie")
+
 OPTIONS: tuple[Option, ...] = (
-    Option("config", (), "the config (YAML): the repro, versions, meshes, platform, runs",
+    Option("config", (), "the config (YAML): the repro, versions, meshes, platform, runs; or a shipped one by "
+           "name (shard_map_grad, smoke, releases, nightly, gpu_local)",
            _commands("run", "versions", "nightly", "bisect", "submit"), type=Path, example=("configs/smoke.yaml",)),
     Option("script", (), "the script (or -m MODULE); after `--`, its arguments", _commands("check"), type=Path,
            nargs="?", example=("train.py",)),
@@ -405,6 +409,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("b", (), "the other one", _commands("diff"), type=Path, metavar="B", example=("b.json",)),
     Option("shell", (), "the shell the script is for", _commands("completion"), choices=COMPLETION_SHELLS,
            example=("bash",)),
+    Option("script", (), "your script: the config runs it (its path is written relative to the config)",
+           _commands("init"), type=Path, example=("train.py",)),
+    Option("output", ("--output", "-o"), "where to write the config (default: the script's name with .yaml, in "
+           "the current folder)", _commands("init"), Group.RESULTS, type=Path, metavar="FILE",
+           example=("jax-cache.yaml",)),
+    Option("force", ("--force",), "replace the file if it exists", _commands("init"), Group.RESULTS,
+           action="store_true"),
+    Option("debian", ("--debian",), "the Debian release: bookworm (Python 3.11) or trixie (Python 3.13, for JAX "
+           "0.11 and newer)", _commands("base-image"), Group.ENVIRONMENT, choices=DEBIAN_RELEASES,
+           default=DEBIAN_RELEASES[0], example=("trixie",)),
+    Option("image", ("--image",), "the image's name (default: jax-harness-base:DEBIAN, the name --backend docker "
+           "looks for)", _commands("base-image"), Group.ENVIRONMENT, metavar="NAME:TAG",
+           example=("jax-harness-base:trixie",)),
+    Option("force", ("--force",), "build it again even if it exists", _commands("base-image"), Group.ENVIRONMENT,
+           action="store_true"),
 )
 # `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
 # A fingerprint is JSON to paste, not a verdict: no CI outputs.
@@ -423,25 +442,25 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "sweep the versions and meshes of a config",
-            "harness run configs/shard_map_grad.yaml --versions '>=0.4.26,<0.4.30' --jobs 2"),
+            "harness run shard_map_grad --versions '>=0.4.26,<0.4.30' --jobs 2"),
     Command("check", "run your own script version by version, no config needed",
             "harness check train.py --versions 0.4.30 0.4.31 --with flax -- --steps 10"),
     Command("reduce", "shrink your script to the smallest one that still misses the cache the same way "
             "(docs/reduce.md)", "harness reduce train.py --versions 0.4.28 --good 0.4.29 -- --steps 1"),
     Command("versions", "print the JAX releases a config names, one per line",
-            "harness versions configs/shard_map_grad.yaml --python-version auto"),
+            "harness versions shard_map_grad --python-version auto"),
     Command("report", "(re)write report.md from a results folder, ready for an issue",
             "harness report results/20260101T000000Z-shard_map_grad --print"),
     Command("nightly", "sweep the newest releases and compare with a baseline (exit 1 on a regression)",
-            "harness nightly configs/shard_map_grad.yaml --baseline results/baseline"),
+            "harness nightly shard_map_grad --baseline results/baseline"),
     Command("compare", "compare measured results with a baseline (exit 1 on a regression)",
             "harness compare results/new --baseline results/baseline"),
     Command("merge", "join shard results (harness run --shard I/N) into one",
             "harness merge results/shard-1 results/shard-2 --out results"),
     Command("bisect", "find the releases (and commits) where a regression appears and where it is fixed",
-            "harness bisect configs/shard_map_grad.yaml --good 0.4.26 --bad 0.4.28 --jax-repo ../jax"),
+            "harness bisect shard_map_grad --good 0.4.26 --bad 0.4.28 --jax-repo ../jax"),
     Command("submit", "run a sweep on a Slurm cluster: an array job of shards, then a merge",
-            "harness submit configs/shard_map_grad.yaml --shards 4 --wait"),
+            "harness submit shard_map_grad --shards 4 --wait"),
     Command("fingerprint", "each module's cache key and its components, one run per release, as JSON to paste "
             "from two machines (or from a results folder)",
             "harness fingerprint train.py --versions 0.5.0 --output here.json"),
@@ -449,6 +468,10 @@ COMMANDS: tuple[Command, ...] = (
             "(exit 1 when any does)", "harness diff here.json there.json"),
     Command("completion", "print the shell completion script for bash or zsh (README: Shell completion)",
             "harness completion bash"),
+    Command("init", "write a commented starter config that runs your script (then: harness run CONFIG)",
+            "harness init train.py --output jax-cache.yaml"),
+    Command("base-image", "build the offline Debian base image --backend docker uses where no registry is "
+            "reachable (needs root: debootstrap, then docker import)", "harness base-image --debian trixie"),
 )
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 

@@ -27,5 +27,5 @@ def engine_with_base_image() -> docker.DockerClient:
         client.images.get(OFFLINE_BASE_IMAGE)
     except docker.errors.ImageNotFound:
         client.close()
-        missing(f"the base image {OFFLINE_BASE_IMAGE} is not built: run `make base-image`")
+        missing(f"the base image {OFFLINE_BASE_IMAGE} is not built: run `harness base-image`")
     return client

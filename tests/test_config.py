@@ -1,8 +1,11 @@
 """Config validation: every bad input is one ConfigError naming the file and the key."""
 
+from pathlib import Path
+
 import pytest
 
 from harness.config import load_config, parse_config
+from harness.files import shipped_configs
 from harness.errors import ConfigError
 from harness.model import Mesh, Platform
 
@@ -20,13 +23,30 @@ runs: 8
 
 
 def test_shipped_configs_load():
-    from pathlib import Path
-
     names = sorted(Path("configs").glob("*.yaml"))
     assert len(names) >= 4
     for name in names:
         config = load_config(name)
         assert config.repro.builtin and config.repro.path.is_file()
+
+
+def test_a_shipped_config_is_found_by_name_outside_the_checkout(tmp_path, monkeypatch):
+    """`harness run shard_map_grad`: the package's config of that name, when no such file is here; the
+    checkout's configs/ is that same folder (one source, no copies)."""
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "configs").resolve() == shipped_configs()["smoke"].parent.resolve()
+    assert (root / "configs").is_symlink()
+    monkeypatch.chdir(tmp_path)
+    by_name = load_config("smoke")
+    assert by_name == load_config("smoke.yaml") == load_config(root / "harness" / "configs" / "smoke.yaml")
+    assert by_name.name == "smoke" and by_name.jax_versions == ("0.4.28", "0.4.29")
+    (tmp_path / "smoke.yaml").write_text(GOOD)  # a file of that name here wins over the shipped one
+    assert load_config("smoke.yaml").name == "shard-map-grad"
+    with pytest.raises(ConfigError, match=r"nosuch: no such config file, nor a shipped config of that name "
+                                          r"\(shipped: gpu_local, nightly, releases, shard_map_grad, smoke\)"):
+        load_config("nosuch")
+    with pytest.raises(ConfigError, match="no such config file$"):
+        load_config("sub/smoke.yaml")  # a path is a path
 
 
 def test_good_config(write):

@@ -358,7 +358,7 @@ def test_a_base_image_that_cannot_be_pulled_is_one_clear_line(state):
     with pytest.raises(BackendUnavailable) as info:
         backend(state, client, base_image="python:3.11-slim").prepare("0.4.28", Platform.CPU)
     message = str(info.value)
-    assert "python:3.11-slim" in message and "make base-image" in message and "\n" not in message
+    assert "python:3.11-slim" in message and "harness base-image" in message and "\n" not in message
     client.images.pull.assert_called_once_with("python:3.11-slim")
 
 
@@ -534,7 +534,7 @@ def test_no_base_image_with_that_python_names_the_fix_and_builds_nothing(state):
     with pytest.raises(EnvironmentUnavailable) as info:
         auto_backend(state, client).prepare("0.12.0.1", Platform.CPU)
     message = str(info.value)
-    assert "no base image with Python 3.13" in message and "make base-image DEBIAN=trixie" in message
+    assert "no base image with Python 3.13" in message and "harness base-image --debian trixie" in message
     assert "\n" not in message
     client.api.build.assert_not_called()
 

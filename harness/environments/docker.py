@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -37,7 +38,7 @@ from harness.environments.process import (AFTER_PEERS, MAX_LOG_BYTES, PEER_GRACE
                                           RUN_TMPDIR_VAR, log_tail)
 from harness.inside.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
-from harness.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.errors import BackendUnavailable, EnvironmentUnavailable, UserError
 from harness.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.files import package_path
 from harness.model import Platform, ProcessOutcome, Program
@@ -47,13 +48,24 @@ from harness.run_env import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
 
 IMAGE_REPO = "jax-cache-harness"
-# What `make base-image` builds from Debian's packages, no registry needed: a Debian release and
-# the Python it ships. `make base-image DEBIAN=trixie` gives the Python the newest JAX needs.
+# What `harness base-image` builds from Debian's packages, no registry needed: a Debian release and
+# the Python it ships. `harness base-image --debian trixie` gives the Python the newest JAX needs.
 DEBIAN_PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
 OFFLINE_BASE_IMAGES = {python: f"jax-harness-base:{release}" for release, python in DEBIAN_PYTHONS.items()}
 OFFLINE_BASE_IMAGE = OFFLINE_BASE_IMAGES["3.11"]
 OFFLINE_PYTHONS = frozenset(PythonVersion.parse(p) for p in DEBIAN_PYTHONS.values())
 DEFAULT_PYTHON = "3.11"
+
+
+def build_base_image(debian: str, image: str | None = None, force: bool = False) -> int:
+    """`harness base-image`: the offline Debian base image (debootstrap, then `docker import`) built by the
+    script shipped in the package, so an installed harness needs no checkout; it says its own progress.
+    Its exit code: 0 built or already there, 2 an unsupported Debian release, 1 a failed step."""
+    if debian not in DEBIAN_PYTHONS:
+        raise UserError(f"--debian {debian}: not supported ({', '.join(DEBIAN_PYTHONS)})")
+    script = package_path("harness.environments", "dockerfiles", "make_base_image.sh")
+    env = {**os.environ, "DEBIAN": debian, "FORCE": "1" if force else "0"}
+    return subprocess.run(["bash", str(script), *([image] if image else [])], env=env, check=False).returncode
 
 
 def offline_fix(python_version: str, configured: bool = False) -> str:
@@ -62,9 +74,9 @@ def offline_fix(python_version: str, configured: bool = False) -> str:
     release = next((r for r, p in DEBIAN_PYTHONS.items() if p == python_version), None)
     if release and configured:
         return (f"set docker.base_image to one with python{python_version}, e.g. "
-                f"{OFFLINE_BASE_IMAGES[python_version]} (`make base-image DEBIAN={release}`)")
+                f"{OFFLINE_BASE_IMAGES[python_version]} (`harness base-image --debian {release}`)")
     if release:
-        return f"build it with `make base-image DEBIAN={release}` (Debian {release}'s Python {python_version})"
+        return f"build it with `harness base-image --debian {release}` (Debian {release}'s Python {python_version})"
     offers = ", ".join(f"{r}: {p}" for r, p in DEBIAN_PYTHONS.items())
     return (f"no Debian release offline has Python {python_version} ({offers}): set docker.base_image to "
             f"an image with python{python_version}, or pin python: to one of those")
@@ -615,7 +627,7 @@ class DockerBackend(Backend):
             if self.base_image or python == DEFAULT_PYTHON:
                 raise BackendUnavailable(
                     f"docker base image {name} is not here and cannot be pulled ({_one_line(image)}); "
-                    f"build the offline one with `make base-image` and set docker.base_image: {OFFLINE_BASE_IMAGE}")
+                    f"build the offline one with `harness base-image` and set docker.base_image: {OFFLINE_BASE_IMAGE}")
             raise EnvironmentUnavailable(f"docker: no base image with Python {python} here ({name} cannot be "
                                          f"pulled); {offline_fix(python)}")
         self._bases[(platform, python)] = image

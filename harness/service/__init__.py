@@ -7,7 +7,7 @@ A module per command (pip's `commands/` is the model), over two shared ones:
 - `measurement`: the one place a measurement is opened (backend, versions, checks, jobs, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
 - `sweeping` (run, check), `reducing` (reduce: harness/reduce/ does the work), `watching` (nightly, compare), `bisecting` (bisect), `submitting` (submit),
-  `reading` (versions, report, merge).
+  `reading` (versions, report, merge), `preparing` (init, base-image).
 
 Each command returns what it produced and prints nothing but progress: the CLI shows the outcome.
 """
@@ -21,6 +21,7 @@ from harness.service.options import (BisectOptions, FingerprintOptions, JaxRef, 
                                      ReduceOptions, ScriptRun, SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)
+from harness.service.preparing import base_image, init_config
 from harness.service.reading import list_versions, merge, report
 from harness.service.reducing import reduce
 from harness.service.submitting import SUBMIT_PASSES_ON, plan_submission, submit, wait_submission
@@ -31,6 +32,6 @@ __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PA
            "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
            "PythonOptions", "ReduceOptions", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
-           "SweepOutcome", "bisect", "bisect_command", "check_config", "compare_folders", "given_of",
-           "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
+           "SweepOutcome", "base_image", "bisect", "bisect_command", "check_config", "compare_folders", "given_of",
+           "init_config", "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build an offline Debian base image (with the release's Python) from Debian's own packages, so no
 # image registry is needed (none is reachable on these machines). Idempotent: skips when it exists.
-#   usage: docker/make_base_image.sh [NAME:TAG]      (default jax-harness-base:$DEBIAN)
+#   usage: harness base-image [--debian trixie] [--image NAME:TAG] [--force]  (runs this script, shipped
+#          in the package; or make_base_image.sh [NAME:TAG], default jax-harness-base:$DEBIAN)
 #   env:   DEBIAN=bookworm (Python 3.11, the default) or trixie (Python 3.13, for JAX 0.11 and newer)
 #          DEBIAN_MIRROR (default http://deb.debian.org/debian), FORCE=1 to rebuild
 set -euo pipefail
@@ -16,7 +17,7 @@ IMAGE="${1:-${BASE_IMAGE:-jax-harness-base:$DEBIAN}}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
-    echo "base-image: $IMAGE already exists (FORCE=1 to rebuild)"
+    echo "base-image: $IMAGE already exists (rebuild it with: harness base-image --force)"
     exit 0
 fi
 

@@ -1,0 +1,43 @@
+"""What a user sets up before measuring: `harness init` (a starter config for their script) and
+`harness base-image` (the offline Debian image `--backend docker` builds on), both from the installed
+package alone."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from harness.confidence import runs_for_target
+from harness.config import MAX_NAME, load_config, starter_config
+from harness.environments.docker import build_base_image
+from harness.errors import UserError
+from harness.files import fitting_name, harness_version, write_atomic
+
+
+def init_config(script: Path, output: Path | None = None, force: bool = False) -> Path:
+    """`harness init SCRIPT`: a commented config that runs SCRIPT (written to `output`, default the script's
+    name with .yaml, in the current folder), checked by the config's own reader before it is kept."""
+    if not script.is_file():
+        raise UserError(f"{script}: no such script")
+    if script.suffix in (".yaml", ".yml"):
+        raise UserError(f"{script}: is a config; give the Python script the config should run")
+    output = output if output is not None else Path(f"{script.stem}.yaml")
+    if output.exists() and not force:
+        raise UserError(f"{output}: already exists (--force to replace it)")
+    if output.is_dir():
+        raise UserError(f"{output}: is a folder; give the file to write")
+    name = fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"), MAX_NAME)
+    repro = os.path.relpath(script.resolve(), output.resolve().parent)
+    text = starter_config(repro, name, runs_for_target(),
+                          f"A starter config for {script.name}, written by harness {harness_version()} "
+                          f"(`harness init`).", shlex.join(["harness", "run", str(output)]))
+    write_atomic(output, text)
+    load_config(output)  # what was written reads back as a config (a bad one is a bug, said as one)
+    return output
+
+
+def base_image(debian: str, image: str | None = None, force: bool = False) -> int:
+    """`harness base-image`: build (or keep) the offline base image; the build script's exit code."""
+    return build_base_image(debian, image, force)
