@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -27,7 +28,9 @@ print(jax.jit(lambda x: x * 2)(jnp.ones(4)))
 # What the harness reads from its own package while it runs (harness/files.py: package_path).
 RUN_TIME_FILES = ("harness/environments/dockerfiles/Dockerfile.cpu", "harness/environments/dockerfiles/Dockerfile.cuda",
                   "harness/inside/startup/sitecustomize.py", "harness/inside/startup/jax_cache_harness_hook.py",
-                  "harness/inside/repros/shard_map_grad.py", "harness/inside/seeds_probe.py", "harness/inside/supervise.py")
+                  "harness/inside/repros/shard_map_grad.py", "harness/inside/seeds_probe.py", "harness/inside/supervise.py",
+                  "harness/environments/dockerfiles/make_base_image.sh",
+                  *(f"harness/configs/{name}.yaml" for name in ("gpu_local", "nightly", "releases", "shard_map_grad", "smoke")))
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +74,45 @@ def test_harness_check_runs_from_the_installed_wheel(installed, backend, tmp_pat
     assert VERSION in done.stdout and "clean" in done.stdout, done.stdout
     (run_dir,) = (tmp_path / "out").iterdir()
     assert (run_dir / "results.json").is_file() and (run_dir / "report.md").is_file()
+
+
+@pytest.fixture(scope="module")
+def tool(tmp_path_factory) -> Path:
+    """`harness` as `uv tool install` puts it on a user's PATH, from a wheel built from a fresh clone of this
+    checkout (only what is committed: package data that git does not track would be missing here)."""
+    where = tmp_path_factory.mktemp("tool")
+    uv = find_uv_bin()
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(where / "clone")], check=True)
+    subprocess.run([uv, "build", "--wheel", "--out-dir", str(where / "dist"), str(where / "clone")],
+                   check=True, capture_output=True, text=True)
+    (wheel,) = (where / "dist").glob("jax_cache_harness-*.whl")
+    metadata = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+    env = {**_outside_env(), "UV_TOOL_DIR": str(where / "tools"), "UV_TOOL_BIN_DIR": str(where / "bin")}
+    subprocess.run([uv, "tool", "install", "--quiet", "--python", sys.executable, str(wheel)], env=env, check=True)
+    return where / "bin" / "harness"
+
+
+def _tool(tool: Path, cwd: Path, *words: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(tool), *words], cwd=cwd, env=_outside_env(), capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_the_tool_says_its_version_runs_shipped_configs_by_name_and_writes_a_starter_config(tool, tmp_path):
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _tool(tool, tmp_path, "--version").stdout == f"harness {version}\n"
+    # The README's config examples, by name, in a folder that knows nothing of the checkout.
+    listed = _tool(tool, tmp_path, "versions", "shard_map_grad", "--versions", VERSION)
+    assert listed.returncode == 0 and listed.stdout.startswith(f"{VERSION}\tPython "), listed.stderr
+    auto = _tool(tool, tmp_path, "versions", "smoke", "--python-version", "auto")  # versions --help's example
+    assert auto.returncode == 0 and auto.stdout.splitlines()[0].startswith("0.4.28\t"), auto.stderr
+    (tmp_path / "doubling.py").write_text(SCRIPT)
+    made = _tool(tool, tmp_path, "init", "doubling.py")
+    assert made.returncode == 0 and "config: doubling.yaml" in made.stdout, made.stderr
+    checked = _tool(tool, tmp_path, "versions", "doubling.yaml", "--versions", VERSION)
+    assert checked.returncode == 0 and checked.stdout.startswith(VERSION), checked.stderr
+    for command in ("run", "check", "init", "base-image"):
+        shown = _tool(tool, tmp_path, command, "--help")
+        assert shown.returncode == 0 and "example:" in shown.stdout, shown.stderr
+    missing = _tool(tool, tmp_path, "run", "nosuch")
+    assert missing.returncode == 2 and "shipped: gpu_local, nightly, releases, shard_map_grad, smoke" in missing.stderr
