@@ -11,86 +11,13 @@ before wrote.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
+from harness.codec import in_order, read_recorded, recorded_keys, to_builtins, what, write_recorded
 from harness.confidence import SeedStrategy
 from harness.factors import Factor
 from harness.model import BackendName, Mesh, Platform, ThresholdMode
-
-T = TypeVar("T")
-
-
-def _read(data: Mapping[str, Any], key: str, read: Callable[[Any], T], what: str) -> T | None:
-    """data[key] read by `read`, None when absent or null; ValueError naming the key when it is not `what`."""
-    value = data.get(key)
-    if value is None:
-        return None
-    try:
-        return read(value)
-    except (TypeError, ValueError, KeyError, AttributeError):
-        raise ValueError(f"{key}: must be {what}, not {str(value)[:40]!r}") from None
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError
-    return value
-
-
-def _whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError
-    return value
-
-
-def _number(value: Any) -> float:
-    """A number as written (300 stays 300, 300.0 stays 300.0: the file is written back as it was)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError
-    return value
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError
-    return value
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise TypeError
-    return dict(value)
-
-
-def _texts(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise TypeError
-    return tuple(_text(v) for v in value)
-
-
-def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict):
-        raise TypeError
-    return tuple((_text(k), _text(v)) for k, v in value.items())
-
-
-def _listed(values: tuple[str, ...] | None) -> list[str] | None:
-    return None if values is None else list(values)
-
-
-def _unknown(data: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k not in known}
-
-
-def _written(pairs: list[tuple[str, Any]], extra: Mapping[str, Any]) -> dict[str, Any]:
-    return {**{k: v for k, v in pairs if v is not None}, **extra}
-
-
-def _in_order(out: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    """`out` with the keys a file had in the order it had them (then any others): what is read is written
-    back as it was, whatever order an older release wrote."""
-    return {**{k: out[k] for k in order if k in out}, **out}
 
 
 @dataclass(frozen=True)
@@ -103,63 +30,42 @@ class RecordedConfig:
 
     name: str | None = None
     repro: str | None = None
-    jax_versions: tuple[str, ...] | None = None
+    jax_versions: tuple[str, ...] | None = field(default=None, metadata=what("a list of versions"))
     platform: Platform | None = None
     device_count: int | None = None
-    meshes: tuple[Mesh, ...] | None = None
+    meshes: tuple[Mesh, ...] | None = field(default=None, metadata=what("a list of meshes"))
     runs: int | None = None
-    timeout_s: float | None = None
-    docker: Mapping[str, Any] | None = None  # the config's docker: section (base_image, python)
+    timeout_s: int | float | None = field(default=None, metadata=what("a number of seconds"))  # 300 stays 300
+    # the config's docker: section (base_image, python)
+    docker: Mapping[str, Any] | None = field(default=None, metadata=what("a mapping"))
     source: str | None = None
     python: str | None = None  # only when pinned
-    requirements: tuple[str, ...] | None = None  # only when the script has some
+    # only when the script has some
+    requirements: tuple[str, ...] | None = field(default=None, metadata=what("a list of requirements"))
     cache_thresholds: ThresholdMode | None = None  # only when not the harness's
     module: str | None = None
-    args: tuple[str, ...] | None = None
-    env: tuple[tuple[str, str], ...] | None = None
-    cwd: str | None = None
+    args: tuple[str, ...] | None = field(default=None, metadata=what("a list of words"))
+    # written as a mapping (results.json's `env`: {name: value})
+    env: tuple[tuple[str, str], ...] | None = field(default=None, metadata=what("a mapping of names to values"))
+    cwd: str | None = field(default=None, metadata=what("a path"))
     processes: int | None = None  # only when more than one
-    vary: tuple[Factor, ...] | None = None
+    vary: tuple[Factor, ...] | None = field(default=None, metadata=what("a list of factors"))
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this release does not know
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)  # the keys as read, in order
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordedConfig:
         """ValueError naming the key (`platform: must be ...`) for a value no release wrote."""
-        return cls(
-            name=_read(data, "name", _text, "text"), repro=_read(data, "repro", _text, "text"),
-            jax_versions=_read(data, "jax_versions", _texts, "a list of versions"),
-            platform=_read(data, "platform", Platform, "one of " + ", ".join(Platform)),
-            device_count=_read(data, "device_count", _whole, "a whole number"),
-            meshes=_read(data, "meshes", lambda v: tuple(Mesh.from_json(m) for m in v), "a list of meshes"),
-            runs=_read(data, "runs", _whole, "a whole number"),
-            timeout_s=_read(data, "timeout_s", _number, "a number of seconds"),
-            docker=_read(data, "docker", _mapping, "a mapping"),
-            source=_read(data, "source", _text, "text"), python=_read(data, "python", _text, "text"),
-            requirements=_read(data, "requirements", _texts, "a list of requirements"),
-            cache_thresholds=_read(data, "cache_thresholds", ThresholdMode, "one of " + ", ".join(ThresholdMode)),
-            module=_read(data, "module", _text, "text"), args=_read(data, "args", _texts, "a list of words"),
-            env=_read(data, "env", _pairs, "a mapping of names to values"), cwd=_read(data, "cwd", _text, "a path"),
-            processes=_read(data, "processes", _whole, "a whole number"),
-            vary=_read(data, "vary", lambda v: tuple(Factor(f) for f in v), "a list of factors"),
-            extra=_unknown(data, _CONFIG_KEYS), order=tuple(data))
+        env = data.get("env")
+        if env is not None and not isinstance(env, dict):
+            raise ValueError(f"env: must be a mapping of names to values, not {str(env)[:40]!r}")
+        return read_recorded(cls, {**data, "env": list(env.items())} if env is not None else data)
 
     def to_json(self) -> dict[str, Any]:
-        return _in_order(_written([
-            ("name", self.name), ("repro", self.repro),
-            ("jax_versions", None if self.jax_versions is None else list(self.jax_versions)),
-            ("platform", None if self.platform is None else str(self.platform)),
-            ("device_count", self.device_count),
-            ("meshes", None if self.meshes is None else [m.to_json() for m in self.meshes]),
-            ("runs", self.runs), ("timeout_s", self.timeout_s),
-            ("docker", None if self.docker is None else dict(self.docker)),
-            ("source", self.source), ("python", self.python),
-            ("requirements", None if self.requirements is None else list(self.requirements)),
-            ("cache_thresholds", None if self.cache_thresholds is None else str(self.cache_thresholds)),
-            ("module", self.module), ("args", None if self.args is None else list(self.args)),
-            ("env", None if self.env is None else dict(self.env)), ("cwd", self.cwd),
-            ("processes", self.processes), ("vary", None if self.vary is None else [str(f) for f in self.vary]),
-        ], self.extra), self.order)
+        out = write_recorded(self)
+        if self.env is not None:
+            out["env"] = dict(self.env)
+        return out
 
     @property
     def thresholds(self) -> ThresholdMode:
@@ -167,7 +73,6 @@ class RecordedConfig:
         return self.cache_thresholds or ThresholdMode.HARNESS
 
 
-_CONFIG_KEYS = tuple(f.name for f in fields(RecordedConfig) if f.name not in ("extra", "order"))
 
 
 @dataclass(frozen=True)
@@ -194,37 +99,26 @@ class RecordedOptions:
     backend_reason: str | None = None
     # Where packages came from besides PyPI (--index-url, --extra-index-url, --with-editable); absent: PyPI.
     index_url: str | None = None
-    extra_index_urls: tuple[str, ...] | None = None
-    editables: tuple[str, ...] | None = None
+    extra_index_urls: tuple[str, ...] | None = field(default=None, metadata=what("a list of URLs"))
+    editables: tuple[str, ...] | None = field(default=None, metadata=what("a list of paths"))
     extra: Mapping[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordedOptions:
-        bisect = None
-        if any(k in data for k in _BISECT_KEYS):
-            bisect = BisectRange(*(_read(data, k, _text, "text") for k in _BISECT_KEYS))
-        return cls(runs=_read(data, "runs", _whole, "a whole number"), jobs=_read(data, "jobs", _whole, "a whole number"),
-                   jobs_why=_read(data, "jobs_why", _text, "text"),
-                   seeds=_read(data, "seeds", SeedStrategy, "one of " + ", ".join(SeedStrategy)),
-                   all_runs=_read(data, "all_runs", _flag, "true or false"), bisect=bisect,
-                   backend=_read(data, "backend", BackendName, "one of " + ", ".join(BackendName)),
-                   backend_reason=_read(data, "backend_reason", _text, "text"),
-                   index_url=_read(data, "index_url", _text, "text"),
-                   extra_index_urls=_read(data, "extra_index_urls", _texts, "a list of URLs"),
-                   editables=_read(data, "editables", _texts, "a list of paths"),
-                   extra=_unknown(data, _OPTIONS_KEYS), order=tuple(data))
+        options = read_recorded(cls, data, known=_OPTIONS_KEYS)
+        if not any(k in data for k in _BISECT_KEYS):
+            return options
+        return replace(options, bisect=read_recorded(BisectRange, {k: data.get(k) for k in _BISECT_KEYS},
+                                                     known=_BISECT_KEYS, extra=None, order=None))
 
     def to_json(self) -> dict[str, Any]:
-        out = _written([("runs", self.runs), ("jobs", self.jobs), ("jobs_why", self.jobs_why),
-                        ("seeds", None if self.seeds is None else str(self.seeds)), ("all_runs", self.all_runs)], {})
-        if self.bisect is not None:  # all three, null where not given, as a bisection always wrote them
-            out.update(good=self.bisect.good, bad=self.bisect.bad, jax_repo=self.bisect.jax_repo)
-        return _in_order({**out, **_written([("backend", None if self.backend is None else str(self.backend)),
-                                             ("backend_reason", self.backend_reason),
-                                             ("index_url", self.index_url),
-                                             ("extra_index_urls", _listed(self.extra_index_urls)),
-                                             ("editables", _listed(self.editables))], self.extra)}, self.order)
+        out = write_recorded(replace(self, bisect=None, order=()))
+        if self.bisect is not None:  # all three after all_runs, null where not given, as a bisection wrote them
+            place = next((i for i, k in enumerate(out) if k not in _BEFORE_BISECT), len(out))
+            items = list(out.items())
+            out = {**dict(items[:place]), **to_builtins(self.bisect), **dict(items[place:])}
+        return in_order(out, self.order)
 
     @property
     def overlapped(self) -> bool:
@@ -233,8 +127,8 @@ class RecordedOptions:
 
 
 _BISECT_KEYS = ("good", "bad", "jax_repo")
-_OPTIONS_KEYS = (*(f.name for f in fields(RecordedOptions) if f.name not in ("extra", "order", "bisect")),
-                 *_BISECT_KEYS)
+_OPTIONS_KEYS = (*recorded_keys(RecordedOptions, "extra", "order", "bisect"), *_BISECT_KEYS)
+_BEFORE_BISECT = ("runs", "jobs", "jobs_why", "seeds", "all_runs")
 
 
 @dataclass(frozen=True)
@@ -249,7 +143,8 @@ class HostFacts:
     cpu_count: int | None = None
     harness_python: str | None = None  # its path on the measuring machine
     harness_version: str | None = None  # the harness that measured (absent in older folders)
-    gpus: tuple[str, ...] | None = None  # from nvidia-smi: `name (memory)` each
+    # from nvidia-smi: `name (memory)` each
+    gpus: tuple[str, ...] | None = field(default=None, metadata=what("a list of GPUs"))
     driver_version: str | None = None
     slurm_job_id: str | None = None  # the Slurm job (and array task) that measured, so `sacct -j` finds it
     slurm_array_job_id: str | None = None
@@ -262,22 +157,15 @@ class HostFacts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HostFacts:
-        text = {k: _read(data, k, _text, "text") for k in _HOST_TEXT}
-        return cls(backend=_read(data, "backend", BackendName, "one of " + ", ".join(BackendName)),
-                   cpu_count=_read(data, "cpu_count", _whole, "a whole number"),
-                   gpus=_read(data, "gpus", _texts, "a list of GPUs"), facts=_unknown(data, _HOST_KEYS),
-                   order=tuple(data), **text)
+        return read_recorded(cls, data, extra="facts")
 
     def to_json(self) -> dict[str, Any]:
         # The backend's facts first, then the host's own: as results.host_facts always ordered them.
-        own = [(k, getattr(self, k)) for k in _HOST_KEYS if k != "backend"]
-        return _in_order({**_written([("backend", None if self.backend is None else str(self.backend))], self.facts),
-                          **_written([(k, list(v) if isinstance(v, tuple) else v) for k, v in own], {})}, self.order)
+        own = write_recorded(replace(self, facts={}, order=()), extra="facts")
+        backend = {"backend": own.pop("backend")} if "backend" in own else {}
+        return in_order({**backend, **self.facts, **own}, self.order)
 
 
-_HOST_TEXT = ("os", "python", "harness_python", "harness_version", "driver_version", "slurm_job_id", "slurm_array_job_id",
-              "slurm_array_task_id", "slurm_node", "hostname", "machine")
-_HOST_KEYS = tuple(f.name for f in fields(HostFacts) if f.name not in ("facts", "order"))
 
 
 @dataclass

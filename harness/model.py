@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.codec import convert, to_builtins
 from harness.confidence import MissBounds, SeedPlan
 from harness.factors import Factor, FactorOutcome
 from harness.jaxlog import RunLog
@@ -168,11 +169,11 @@ class Mesh:
         return "x".join(map(str, self.shape)) + " (" + ",".join(self.axis_names) + ")"
 
     def to_json(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "axis_names": list(self.axis_names)}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Mesh:
-        return cls(tuple(data["shape"]), tuple(data["axis_names"]))
+        return convert(data, cls)
 
 
 # In place of a mesh: a user's script builds its own, which the harness does not know.
