@@ -17,7 +17,7 @@ help:
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
-	@echo "make test-unit  the fast tests only"
+	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm)"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
@@ -44,7 +44,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration and not docker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m harness.docs

@@ -118,7 +118,7 @@ def _progress(given: Given) -> ConsoleProgress:
 
 def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
     """`cmd_<command>` below (`base-image`: cmd_base_image): one per command of harness/options.py
-    (tests/test_options.py checks)."""
+    (tests/unit/test_options.py checks)."""
     return globals()[f"cmd_{command.replace('-', '_')}"]
 
 

@@ -1,5 +1,5 @@
 """docs/commands.md, generated from the options' one declaration (harness/options.py) and the parser built
-from it, so the page cannot differ from `--help`. `make docs` writes it; tests/test_docs.py fails when
+from it, so the page cannot differ from `--help`. `make docs` writes it; tests/unit/test_docs.py fails when
 it is out of date (a flag added without regenerating the page)."""
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ value is spelled back on a command line. From these declarations, and nowhere el
 - every command line the harness prints (`Given.line`): resume after Ctrl-C, a bisection's reproduce and
   resume line, the `harness run` of each Slurm shard task (and so the job scripts), the report's `harness
   check`/`run`/`nightly` line that measures one cell again (harness/report/reproduce.py),
-- docs/commands.md (`make docs`; tests/test_docs.py fails when it is out of date).
+- docs/commands.md (`make docs`; tests/unit/test_docs.py fails when it is out of date).
 
 To add an option: append one `Option(...)` to `OPTIONS` below, naming the commands that take it, its group
 and an `example` (the words after the flag, used by the docs and the round-trip test). If the service acts
 on it, give the service's options dataclass (harness/service) a field named as the option's `dest`:
-`from_given` fills it and tests/test_options.py checks that the defaults agree. Parsing, printing, the docs
+`from_given` fills it and tests/unit/test_options.py checks that the defaults agree. Parsing, printing, the docs
 and the round-trip test (parse -> print -> parse gives the same options) need nothing more.
 """
 

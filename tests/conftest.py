@@ -16,7 +16,7 @@ def write(tmp_path):
 def no_real_tools_in_unit_tests(request, monkeypatch):
     """Only tests marked `integration` or `docker` may install JAX or talk to Docker: a unit test
     that reaches for uv or the daemon by accident fails here instead of quietly doing real work."""
-    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("docker"):
+    if any(request.node.get_closest_marker(name) for name in ("integration", "docker", "slurm")):
         return
 
     def refuse(*args, **kwargs):

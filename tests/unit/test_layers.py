@@ -1,0 +1,78 @@
+"""The layering of harness/ (docs/architecture.md), checked by import-linter against the contracts in
+pyproject.toml, and no harness import hidden inside a function (ruff's PLC0415)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}  # this tree's harness, not the installed one
+    return subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True)
+
+
+def test_imports_only_go_down_the_layers():
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    """The contract is not vacuous: the core importing the CLI fails it, naming the import."""
+    shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "harness" / "model.py", "a") as f:
+        f.write("\nfrom harness.cli import main  # noqa: E402, F401\n")
+    proc = lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "harness.model is not allowed to import harness.cli" in proc.stdout
+
+
+def test_no_import_inside_a_function():
+    """An import inside a function hides a cycle from the contract; a third-party one may stay lazy
+    with a comment saying why (and `# noqa: PLC0415`)."""
+    proc = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "--select", "PLC0415",
+                           "--output-format", "concise", "harness"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_module_of_the_package_has_a_layer():
+    """A module the contract does not name is not checked at all: each new one must take its place."""
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    named = {m.strip() for layer in contract["layers"] for m in re.split(r"[|:]", layer)}
+    modules = {f"harness.{p.stem}" for p in (ROOT / "harness").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    packages = {f"harness.{p.parent.name}" for p in (ROOT / "harness").glob("*/__init__.py")}
+    assert modules | packages <= named, f"not in any layer: {sorted((modules | packages) - named)}"
+
+
+def test_the_programs_run_inside_an_environment_import_nothing_from_the_harness():
+    """harness/inside/ runs on the environment's interpreter, alone: a harness import there would fail in
+    a container or an old Python, and is refused here first."""
+    found = []
+    for path in sorted((ROOT / "harness" / "inside").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n == "harness" or n.startswith("harness.")]
+    assert not found, found
+
+
+def test_an_import_of_a_command_module_by_the_measurement_breaks_the_service_contract(tmp_path):
+    shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "harness" / "service" / "measurement.py", "a") as f:
+        f.write("\nfrom harness.service.bisecting import bisect  # noqa: E402, F401\n")
+    proc = lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "harness.service.measurement is not allowed to import harness.service.bisecting" in proc.stdout

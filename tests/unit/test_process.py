@@ -1,0 +1,349 @@
+"""One run as a process (environments/process.py): a timeout kills its whole process group, an exit by
+signal says which, the harness's own environment does not leak into a run, and whatever a run starts is
+gone when it ends (the supervisor). Real processes, no JAX."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.environments import process
+from harness.environments.process import clean_environment, run_process
+
+supervised_only = pytest.mark.skipif(not process.SUPERVISED, reason="the supervisor needs Linux's prctl")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_timeout_kills_the_run_and_the_children_it_started(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "spawner.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n")
+    start = time.monotonic()
+    outcome = run_process([sys.executable, str(script)], clean_environment({}), tmp_path / "run.log", timeout_s=2)
+    assert time.monotonic() - start < 30
+    assert outcome.timed_out and outcome.exit_code is None and not outcome.ok
+    assert outcome.reason == "killed after the 2 s timeout"
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:  # the kill is delivered, then reaped by init
+        time.sleep(0.05)
+    assert not _alive(child), "the grandchild survived the timeout"
+
+
+def test_an_exit_by_signal_is_named(tmp_path):
+    code = "import os, signal; print('about to crash', flush=True); os.kill(os.getpid(), signal.SIGSEGV)"
+    outcome = run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log", timeout_s=30)
+    assert outcome.exit_code == -signal.SIGSEGV and not outcome.timed_out and not outcome.ok
+    assert outcome.reason == "killed by signal SIGSEGV"
+    assert (tmp_path / "run.log").read_text() == "about to crash\n"
+
+
+def test_a_nonzero_exit_says_its_code(tmp_path):
+    outcome = run_process([sys.executable, "-c", "raise SystemExit(3)"], clean_environment({}),
+                          tmp_path / "run.log", timeout_s=30)
+    assert outcome.exit_code == 3 and outcome.reason == "exit code 3"
+
+
+def test_the_harness_environment_does_not_leak_into_a_run(monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # a fixed seed would hide every set-order bug
+    monkeypatch.setenv("JAX_PLATFORMS", "tpu")
+    monkeypatch.setenv("XLA_FLAGS", "--stray")
+    env = clean_environment({"PYTHONHASHSEED": "7"})
+    assert env["PYTHONHASHSEED"] == "7" and "JAX_PLATFORMS" not in env and "XLA_FLAGS" not in env
+    assert env["PATH"] == os.environ["PATH"]
+
+
+# Starts a grandchild in a session of its own (out of the run's process group), records its pid.
+LEAVE_A_SETSID_GRANDCHILD = """\
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+open({pid_file!r}, "w").write(str(child.pid))
+"""
+
+# A double fork: the grandchild is orphaned at once and reparented (to init, without a subreaper).
+DOUBLE_FORK = """\
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open({pid_file!r}, "w").write(str(os.getpid()))
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_file(path: Path, seconds: float = 20) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def script(tmp_path: Path, text: str) -> tuple[list[str], Path]:
+    pid_file = tmp_path / "leftover.pid"
+    path = tmp_path / "script.py"
+    path.write_text(text.format(pid_file=str(pid_file)))
+    return [sys.executable, str(path)], pid_file
+
+
+@supervised_only
+@pytest.mark.parametrize("text", [LEAVE_A_SETSID_GRANDCHILD, DOUBLE_FORK], ids=["setsid", "double-fork"])
+def test_what_a_run_leaves_behind_after_exit_0_is_gone_when_it_ends(tmp_path, text):
+    argv, pid_file = script(tmp_path, text)
+    outcome = run_process(argv, dict(os.environ), tmp_path / "run.log", timeout_s=60)
+    assert outcome.exit_code == 0, (tmp_path / "run.log").read_text()
+    assert not alive(int(wait_for_file(pid_file)))
+
+
+@supervised_only
+def test_a_timeout_takes_down_a_setsid_grandchild_too(tmp_path):
+    argv, pid_file = script(tmp_path, LEAVE_A_SETSID_GRANDCHILD + "import time; time.sleep(600)\n")
+    outcome = run_process(argv, dict(os.environ), tmp_path / "run.log", timeout_s=3)
+    assert outcome.timed_out
+    assert not alive(int(wait_for_file(pid_file)))
+
+
+@supervised_only
+def test_an_interpreter_that_cannot_start_is_a_failed_run_not_an_exception(tmp_path):
+    dangling = tmp_path / "venv" / "bin" / "python"
+    dangling.parent.mkdir(parents=True)
+    dangling.symlink_to(tmp_path / "gone" / "python3.11")
+    outcome = run_process([str(dangling), "x.py"], dict(os.environ), tmp_path / "run.log", timeout_s=60)
+    assert not outcome.ok and outcome.exit_code == 127
+    assert "cannot start" in (tmp_path / "run.log").read_text()
+    missing_cwd = run_process([sys.executable, "-c", "pass"], dict(os.environ), tmp_path / "cwd.log",
+                              timeout_s=60, cwd=tmp_path / "no-such-folder")
+    assert not missing_cwd.ok and "could not start" in missing_cwd.reason
+
+
+@supervised_only
+def test_a_killed_harness_leaves_no_run_behind(tmp_path):
+    """SIGKILL cannot be handled: the supervisor learns of it from the kernel (PR_SET_PDEATHSIG)."""
+    argv, pid_file = script(tmp_path, LEAVE_A_SETSID_GRANDCHILD + "import time; time.sleep(600)\n")
+    harness = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import os
+        from pathlib import Path
+        from harness.environments.process import run_process
+        run_process({argv!r}, dict(os.environ), Path({str(tmp_path / 'run.log')!r}), timeout_s=600)
+        """)], cwd=Path(__file__).resolve().parents[2])
+    try:
+        leftover = int(wait_for_file(pid_file))
+        harness.kill()
+        harness.wait()
+        deadline = time.monotonic() + 20
+        while alive(leftover) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(leftover)
+    finally:
+        harness.kill()
+
+
+@supervised_only
+def test_a_run_that_prints_without_end_keeps_the_head_and_the_tail_of_its_log(tmp_path):
+    code = ("import sys; print('FIRST LINE', flush=True); "
+            "[sys.stdout.write('x' * 1000 + '\\n') for _ in range(5000)]; print('LAST LINE')")
+    outcome = run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log",
+                          timeout_s=60, max_log_bytes=100_000)
+    assert outcome.ok
+    log = (tmp_path / "run.log").read_bytes()
+    assert len(log) < 100_000 + 200
+    assert log.startswith(b"FIRST LINE\n") and log.endswith(b"LAST LINE\n")
+    assert b"bytes of output cut here; the log keeps the first 50000 and the last 50000 bytes" in log
+
+
+@supervised_only
+def test_stdout_and_stderr_reach_the_log_in_order(tmp_path):
+    code = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True); print('out2')"
+    run_process([sys.executable, "-c", code], clean_environment({}), tmp_path / "run.log", timeout_s=60)
+    assert (tmp_path / "run.log").read_text() == "out\nerr\nout2\n"
+
+
+# Issue 27: JAX's cache lines printed among 30 MB of a script's own output (the seed's 0.4.31 log, line by line).
+SEED_LOG = Path(__file__).parents[1] / "fixtures" / "jax_logs" / "seed-0.4.31-hs2-8.err"
+
+
+def _flood_around(log_lines: list[str], noise: int) -> bytes:
+    out = []
+    for i, line in enumerate(log_lines):
+        out.append(("x" * 999 + "\n") * noise)
+        out.append(line + "\n")
+    return "".join(out).encode()
+
+
+def _capped(data: bytes, path: Path, limit: int, cache_limit: int | None = None, chunk: int = 4093) -> bytes:
+    from harness.inside.supervise import CappedLog
+
+    with open(path, "wb") as f:
+        log = CappedLog(f.fileno(), limit, cache_limit)
+        for start in range(0, len(data), chunk):  # chunks that end inside lines
+            log.write(data[start:start + chunk])
+        log.close()
+    return path.read_bytes()
+
+
+def test_a_cut_log_keeps_every_line_of_jaxs_cache_log(tmp_path):
+    from harness import jaxlog
+
+    lines = SEED_LOG.read_text().splitlines()
+    data = _flood_around(lines, noise=100)
+    assert len(data) > 20 * 50_000
+    out = _capped(data, tmp_path / "log", 50_000)
+    text = out.decode()
+    assert jaxlog.parse(text).to_json() == jaxlog.parse(lines).to_json()
+    assert "bytes of output cut here" in text and "bytes of JAX's cache lines from between]" in text
+    assert len(out) < 50_000 + sum(len(line) + 1 for line in lines if jaxlog.is_cache_line(line)) + 300
+    assert text.startswith("x" * 999 + "\n") and text.endswith(lines[-1] + "\n")
+
+
+def test_cache_lines_past_their_own_limit_are_cut_and_said(tmp_path):
+    data = b"h" * 1000 + b"\n" + b"to compile\n" * 500 + b"t" * 1000 + b"\n"
+    text = _capped(data, tmp_path / "log", 2_000, cache_limit=1_000).decode()
+    assert text.count("to compile") == 1000 // len("to compile\n")
+    assert "bytes of them were cut too, JAX's log of this run is incomplete]" in text
+
+
+@supervised_only
+def test_a_supervised_run_that_prints_30_mb_keeps_its_jax_cache_lines(tmp_path):
+    from harness import jaxlog
+
+    lines = SEED_LOG.read_text().splitlines()
+    script = tmp_path / "flood.py"
+    script.write_text("import sys\nlines = open(sys.argv[1]).read().splitlines()\n"
+                      "for line in lines:\n    sys.stdout.write(('x' * 999 + '\\n') * 2000)\n"
+                      "    print(line, file=sys.stderr if 'DEBUG' in line else sys.stdout, flush=True)\n")
+    outcome = run_process([sys.executable, str(script), str(SEED_LOG)], clean_environment({}),
+                          tmp_path / "run.log", timeout_s=120, max_log_bytes=1 << 20)
+    assert outcome.ok
+    text = (tmp_path / "run.log").read_text()
+    assert len(text) < (1 << 20) + 100_000
+    assert jaxlog.parse(text).to_json() == jaxlog.parse(lines).to_json()
+
+
+# ---- issue 32.10: a temporary folder per run, removed with the run ------------------------------
+
+# What a training script does: a checkpoint folder under the temporary folder, one read-only inside it.
+TRAIN_CKPT = """\
+import json, os, sys, tempfile
+folder = tempfile.mkdtemp(prefix="train-ckpt-")
+open(os.path.join(folder, "step-1.ckpt"), "w").write("weights")
+os.makedirs(os.path.join(folder, "frozen"))
+open(os.path.join(folder, "frozen", "f"), "w").write("x")
+os.chmod(os.path.join(folder, "frozen"), 0o500)
+with open({record!r}, "a") as f:
+    f.write(json.dumps({{v: os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP", "HARNESS_RUN_TMPDIR")}}
+                       | {{"made": folder}}) + "\\n")
+"""
+
+
+def tmp_script(tmp_path: Path, tail: str = "") -> tuple[list[str], Path, Path]:
+    record, base = tmp_path / "record.jsonl", tmp_path / "machine-tmp"
+    base.mkdir(parents=True)
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN_CKPT.format(record=str(record)) + tail)
+    return [sys.executable, str(path)], record, base
+
+
+def records(path: Path) -> list[dict]:
+    import json
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_each_run_gets_its_own_temporary_folder_and_it_goes_with_the_run(tmp_path):
+    """Before, a script's /tmp/train-ckpt-* stayed, one per run (107 were found)."""
+    argv, record, base = tmp_script(tmp_path)
+    for i in (1, 2):
+        outcome = run_process(argv, clean_environment({"TMPDIR": str(base)}), tmp_path / f"run{i}.log", 60)
+        assert outcome.ok, (tmp_path / f"run{i}.log").read_text()
+    first, second = records(record)
+    for seen in (first, second):
+        assert seen["TMPDIR"] == seen["TEMP"] == seen["TMP"] and Path(seen["made"]).parent == Path(seen["TMPDIR"])
+        assert Path(seen["TMPDIR"]).parent == base and Path(seen["TMPDIR"]).name.startswith("harness-run-")
+        assert seen["HARNESS_RUN_TMPDIR"] is None or not process.SUPERVISED  # the supervisor's, not the script's
+    assert first["TMPDIR"] != second["TMPDIR"]
+    assert list(base.iterdir()) == []  # nothing left, read-only folder included
+
+
+def test_a_timed_out_run_and_a_job_leave_no_temporary_folder(tmp_path):
+    argv, record, base = tmp_script(tmp_path, "import time; time.sleep(600)\n")
+    outcome = run_process(argv, clean_environment({"TMPDIR": str(base)}), tmp_path / "run.log", timeout_s=3)
+    assert outcome.timed_out and records(record)
+    assert list(base.iterdir()) == []
+    argv, record, base = tmp_script(tmp_path / "job")
+    env = clean_environment({"TMPDIR": str(base)})
+    outcomes = process.run_processes([(argv, env, tmp_path / "job" / f"rank{r}.log") for r in (0, 1)], 60)
+    assert all(o.ok for o in outcomes)
+    made = {r["TMPDIR"] for r in records(record)}
+    assert len(made) == 2 and list(base.iterdir()) == []  # a folder per process, both gone
+
+
+@supervised_only
+def test_a_killed_harness_leaves_no_temporary_folder_the_supervisor_removes_it(tmp_path):
+    """SIGKILL: the harness cannot remove the folder; its supervisor, told by the kernel, does."""
+    argv, record, base = tmp_script(tmp_path, "import time; time.sleep(600)\n")
+    harness = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        from pathlib import Path
+        from harness.environments.process import clean_environment, run_process
+        run_process({argv!r}, clean_environment({{"TMPDIR": {str(base)!r}}}), Path({str(tmp_path / 'run.log')!r}),
+                    timeout_s=600)
+        """)], cwd=Path(__file__).resolve().parents[2])
+    try:
+        wait_for_file(record)
+        harness.kill()
+        harness.wait()
+        deadline = time.monotonic() + 20
+        while list(base.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(base.iterdir()) == []
+    finally:
+        harness.kill()
+
+
+def test_an_srun_task_gets_a_temporary_folder_of_its_own_on_its_node(tmp_path):
+    """job_task.py (one Slurm task) as srun starts it, here without Slurm: rank 0 of a spec."""
+    import json
+
+    argv, record, base = tmp_script(tmp_path)
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    (spec_dir / "rank0.json").write_text(json.dumps({"argv": argv, "env": clean_environment({"TMPDIR": str(base)}),
+                                                     "log": str(tmp_path / "task.log"), "cwd": str(tmp_path)}))
+    done = subprocess.run([sys.executable, "-I", "-S", str(process.JOB_TASK), str(spec_dir)],
+                          env={**os.environ, "SLURM_PROCID": "0"}, timeout=60)
+    assert done.returncode == 0, (tmp_path / "task.log").read_text()
+    (seen,) = records(record)
+    assert Path(seen["TMPDIR"]).parent == base and seen["TEMP"] == seen["TMPDIR"]
+    assert list(base.iterdir()) == []
+
+
+def test_the_supervisor_and_the_harness_name_the_run_folder_alike():
+    from harness.inside import supervise
+    assert supervise.RUN_TMPDIR_VAR == process.RUN_TMPDIR_VAR

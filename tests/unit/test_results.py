@@ -1,0 +1,219 @@
+"""Result files: atomic, readable by others, host facts not overwritten, tables in version order."""
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UserError
+from harness.files import write_atomic
+from harness.model import CellResult, CellSpec, Platform, Verdict
+from harness.results import ResultsDocument, RunStatus, host_facts
+from harness.table import render
+
+
+def test_write_atomic_follows_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "results.json"
+        write_atomic(path, "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary file left
+
+
+def test_backend_facts_do_not_overwrite_the_hosts():
+    facts = host_facts({"backend": "docker", "python": "3.11", "docker_version": "20.10"})
+    assert facts.python.count(".") == 2  # the host's full version, e.g. 3.11.7
+    assert facts.facts == {"docker_version": "20.10", "backend_python": "3.11"}
+    written = facts.to_json()
+    assert list(written)[:3] == ["backend", "backend_python", "docker_version"]  # the backend's facts first, as it said them
+    assert written["backend"] == "docker" and written["python"] == facts.python
+
+
+def test_table_rows_in_version_order():
+    cells = [CellResult(CellSpec(v, Platform.CPU, 8, None), Verdict.CLEAN, {})
+             for v in ("0.4.9", "0.4.31", "0.4.10", "0.4.27")]
+    text = render(cells)
+    order = [line.split("|")[1].strip() for line in text.splitlines()[2:]]
+    assert order == ["0.4.9", "0.4.10", "0.4.27", "0.4.31"]
+
+
+def test_a_second_process_cannot_write_a_results_folder_being_written(tmp_path):
+    import subprocess
+    import sys
+
+    from harness.errors import UserError
+    from harness.results import lock_results_folder
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+                               "lock_results_folder; lock = lock_results_folder(sys.argv[1]); print('held', flush=True); "
+                               "time.sleep(60)", str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=rf"another harness process \(pid {holder.pid}: harness {folder}, since "
+                                            r"[0-9T:Z-]+\) is writing this results folder"):
+            lock_results_folder(folder)
+    finally:
+        holder.kill()
+        holder.wait()
+    lock_results_folder(folder).release()  # the kernel dropped the killed holder's lock
+
+
+# ---------------------------------------------------------------- malformed results folders (issue 10)
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-run"
+
+
+def _good() -> dict:
+    return json.loads((FIXTURE / "results.json").read_text())
+
+
+def _with(**changes) -> bytes:
+    return json.dumps({**_good(), **changes}).encode()
+
+
+def _with_cell(**changes) -> bytes:
+    good = _good()
+    return json.dumps({**good, "cells": [{**good["cells"][0], **changes}]}).encode()
+
+
+MALFORMED = {
+    "binary": b"\x00\xff\xfe" * 100,
+    "not-json": b"{nope",
+    "a-list": b"[]",
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "schema-version-string": _with(schema_version="1"),
+    "schema-version-null": _with(schema_version=None),
+    "config-list": _with(config=[]),
+    "config-string": _with(config="x"),
+    "config-repro-number": _with(config={**_good()["config"], "repro": 3}),
+    "cells-map": _with(cells={}),
+    "cells-string": _with(cells="abc"),
+    "cell-number": _with(cells=[1]),
+    "cell-runs-string": _with_cell(runs="x"),
+    "cell-run-number": _with_cell(runs=[1]),
+    "cell-keys-list": _with_cell(keys=[]),
+    "cell-keys-of-numbers": _with_cell(keys={"jit_f": [1, 2]}),
+    "cell-mesh-string": _with_cell(mesh="x"),
+    "versions-string": _with(versions="0.4.29"),
+    "options-list": _with(options=[]),
+    "host-list": _with(host=[]),
+    "shard-string": _with(shard="x"),
+}
+
+
+@pytest.fixture
+def good_folder(tmp_path):
+    folder = tmp_path / "good"
+    shutil.copytree(FIXTURE, folder)
+    return folder
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+@pytest.mark.parametrize("command", ["report", "compare-new", "compare-baseline", "merge"])
+def test_every_reader_of_a_malformed_results_file_says_one_line_and_exits_2(tmp_path, good_folder, capsys,
+                                                                             name, command):
+    from harness import cli
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "results.json").write_bytes(MALFORMED[name])
+    argv = {"report": ["report", str(bad)],
+            "compare-new": ["compare", str(bad), "--baseline", str(good_folder)],
+            "compare-baseline": ["compare", str(good_folder), "--baseline", str(bad)],
+            "merge": ["merge", str(bad), str(good_folder), "--out", str(tmp_path / "merged")]}[command]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(bad) in err, err
+    assert not (tmp_path / "merged").exists() or not any((tmp_path / "merged").iterdir())
+
+
+def test_report_of_dev_zero_is_refused_without_reading_it(capsys):
+    from harness import cli
+
+    assert cli.main(["report", "/dev/zero"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_results_file_past_the_size_limit_is_refused(tmp_path, monkeypatch):
+    from harness import results
+    from harness.errors import UserError
+
+    monkeypatch.setattr(results, "MAX_RESULTS_BYTES", 1000)
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 1, "pad": "x" * 2000}))
+    with pytest.raises(UserError, match="larger than"):
+        results.load_results(tmp_path)
+
+
+V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run" / "results.json"
+
+
+def test_fields_this_release_does_not_know_are_kept_when_rewritten():
+    data = json.loads(V1.read_text())
+    data["cells"][0]["blame"] = {"jit_f": "mesh axis order"}  # a field a newer release might add
+    data["slurm"] = {"job": 7}
+    document = ResultsDocument.from_json(data, "newer")
+    assert document.cells[0].extra == {"blame": {"jit_f": "mesh axis order"}}
+    assert document.sections == {"slurm": {"job": 7}}
+    assert document.to_json() == data
+
+
+def test_a_newer_schema_or_an_unknown_status_is_one_clear_error():
+    data = json.loads(V1.read_text())
+    with pytest.raises(UserError, match="schema_version 3 is newer than this harness reads"):
+        ResultsDocument.from_json({**data, "schema_version": 3}, "f")
+    with pytest.raises(UserError, match="f: status: 'paused' is not a status"):
+        ResultsDocument.from_json({**data, "status": "paused"}, "f")
+
+
+def test_a_merge_status_keeps_its_detail():
+    data = {**json.loads(V1.read_text()), "status": "incomplete: shard(s) 3 missing"}
+    document = ResultsDocument.from_json(data, "merged")
+    assert document.status == RunStatus.INCOMPLETE and document.status_detail == "shard(s) 3 missing"
+    assert document.to_json()["status"] == "incomplete: shard(s) 3 missing"
+
+
+def test_write_atomic_takes_text_with_lone_surrogates(tmp_path):
+    """Issue 27, item 2: an older results file can hold a non-UTF-8 file name as "\\udcff"."""
+    write_atomic(tmp_path / "report.md", "odd-\udcff-name\n")
+    assert (tmp_path / "report.md").read_text() == "odd-\\udcff-name\n"
+
+
+def test_a_config_name_of_240_characters_makes_its_folders(tmp_path):
+    """Issue 27, item 8: a 300-character name was `OSError: File name too long`; names up to 240 work."""
+    from harness.files import NAME_MAX, fitting_name
+    from harness.results import new_run_dir
+
+    for name in ("n" * 240, "n" * 240 + "-slurm", "n" * 239 + "m"):
+        folder = new_run_dir(tmp_path, name)
+        assert folder.is_dir() and len(folder.name) <= NAME_MAX
+    assert len({p.name for p in tmp_path.iterdir()}) == 3  # long names sharing their start stay apart
+    assert fitting_name("short") == "short"
+
+
+def test_a_config_name_past_240_characters_is_one_line():
+    import pytest
+
+    from harness.config import parse_config
+    from harness.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="name: is 300 characters long; at most 240"):
+        parse_config({"name": "n" * 300, "repro": "shard_map_grad", "jax_versions": ["0.4.29"]}, "c.yaml")
+    assert parse_config({"name": "n" * 240, "repro": "shard_map_grad", "jax_versions": ["0.4.29"]}, "c.yaml")
+
+
+def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path):
+    from harness.service import check_config
+    from harness.model import Platform
+
+    script = tmp_path / ("s" * 250 + ".py")
+    script.write_text("import jax\n")
+    config = check_config(script, ("0.4.31",), Platform.CPU, 1, None, 60)
+    assert len(config.name) <= 240 and config.name.startswith("check-sss")

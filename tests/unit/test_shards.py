@@ -1,0 +1,157 @@
+"""--shard I/N and merge: the shards of a sweep, merged, equal the unsharded sweep."""
+
+import argparse
+import json
+
+import pytest
+
+from harness import cli
+from harness.errors import UserError
+from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.results import summaries_by_mesh, summarise
+from harness.results import ResultsDocument
+from harness.shards.merge import merge_documents
+from harness.sharding import Shard, parse_shard
+
+MESHES = [Mesh((8, 1, 1, 1), ("a", "b", "c", "d")), Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))]
+VERSIONS = ["0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30"]
+VERDICTS = {"0.4.26": Verdict.CLEAN, "0.4.27": Verdict.REPRODUCED, "0.4.28": Verdict.REPRODUCED,
+            "0.4.29": Verdict.CLEAN, "0.4.30": Verdict.CLEAN}
+CONFIG = {"name": "s", "repro": "shard_map_grad", "jax_versions": [">=0.4.26"], "runs": 4, "source": "s.yaml"}
+
+
+def planned():
+    return [CellSpec(v, Platform.CPU, 8, m) for v in VERSIONS for m in MESHES]
+
+
+def measured(spec):
+    key = f"jit_f-{abs(hash(spec.key)):064x}"[:70]
+    return CellResult(spec, VERDICTS[spec.jax_version], {"jit_f": [key]},
+                      [RunRecord(1, 7, 0, 1.0, [key], log="logs/x/run-01.log")], "why", [key], {"jax": spec.jax_version})
+
+
+def document(cells, shard=None, **changes):
+    doc = {"schema_version": 1, "created": "2026-11-29T00:00:00Z", "finished": "2026-11-29T01:00:00Z",
+           "status": "complete", "config": dict(CONFIG), "versions": VERSIONS, "options": {"runs": 4},
+           "host": {"os": "Linux"}, "cells": [c.to_json() for c in cells],
+           **({"shard": shard.to_json([s.key for s in planned()], [c.spec.key for c in cells])} if shard else {})}
+    for key, value in changes.items():
+        doc["config" if key in CONFIG else key] = value if key not in CONFIG else {**doc["config"], key: value}
+    return doc
+
+
+def merge(documents):
+    """merge_documents on the documents as results.json holds them: (merged JSON, cells)."""
+    merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in documents])
+    return merged.to_json(), merged.cells
+
+
+def shard_documents(count):
+    whole = [measured(s) for s in planned()]
+    shards = [Shard(i, count) for i in range(1, count + 1)]
+    return [(f"shard{s.index}", document(s.select(whole), s)) for s in shards]
+
+
+@pytest.mark.parametrize("text, expected", [("1/1", Shard(1, 1)), ("2/4", Shard(2, 4)), (" 4 / 4 ", Shard(4, 4))])
+def test_parse_shard(text, expected):
+    assert parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "2", "a/b", "-1/2", "1/2/3"])
+def test_parse_shard_rejects(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_shard(text)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 7, 11, 12])
+def test_shards_are_disjoint_and_cover_the_plan(count):
+    cells = planned()
+    chosen = [s.key for i in range(1, count + 1) for s in Shard(i, count).select(cells)]
+    assert sorted(chosen) == sorted(s.key for s in cells) and len(set(chosen)) == len(cells)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 10, 12])
+def test_merged_shards_equal_the_unsharded_sweep(count):
+    whole = [measured(s) for s in planned()]
+    docs = shard_documents(count)
+    merged, cells = merge(list(reversed(docs)))  # in any order
+    assert [c.to_json() for c in cells] == [c.to_json() for c in whole]
+    assert merged["cells"] == [c.to_json() for c in whole]
+    assert merged["summary"] == summarise(whole) and merged["summaries"] == summaries_by_mesh(whole)
+    assert merged["summary"]["appears_in"] == "0.4.27" and merged["summary"]["fixed_in"] == "0.4.29"
+    assert merged["status"] == "complete" and len(merged["merged_from"]) == count
+
+
+def test_mismatched_configs_are_refused():
+    docs = shard_documents(2)
+    docs[1] = (docs[1][0], {**docs[1][1], "config": {**CONFIG, "runs": 8}})
+    with pytest.raises(UserError, match=r"shard2 is not from the same sweep as shard1 \(differs in config.runs\)"):
+        merge(docs)
+    docs = shard_documents(2)
+    docs[1] = (docs[1][0], {**docs[1][1], "versions": VERSIONS[:2]})
+    with pytest.raises(UserError, match="differs in versions"):
+        merge(docs)
+    docs = shard_documents(2)  # the same rule as --resume: seeds chosen one way, and randomly the other
+    docs[1] = (docs[1][0], {**docs[1][1], "options": {"runs": 4, "seeds": "random"}})
+    with pytest.raises(UserError, match=r"differs in seeds\)"):
+        merge(docs)
+
+
+def test_config_path_may_differ_between_machines():
+    docs = shard_documents(2)
+    docs[1][1]["config"]["source"] = "/elsewhere/s.yaml"
+    merged, cells = merge(docs)
+    assert merged["status"] == "complete" and len(cells) == sum(len(d["cells"]) for _, d in docs)
+
+
+def test_same_shard_twice_or_mixed_with_a_whole_sweep_is_refused():
+    docs = shard_documents(2)
+    with pytest.raises(UserError, match="shard 1/2 given twice"):
+        merge([docs[0], docs[0]])
+    whole = ("whole", document([measured(s) for s in planned()]))
+    with pytest.raises(UserError, match="whole is a whole sweep, not a shard"):
+        merge([docs[0], whole])
+    with pytest.raises(UserError, match="cut 2 and 3 ways"):
+        merge([docs[0], shard_documents(3)[1]])
+
+
+def test_a_malformed_cell_is_bad_input_naming_the_shard():
+    label, doc = shard_documents(2)[1]
+    del doc["cells"][0]["platform"]
+    with pytest.raises(UserError, match="shard2: cells\\[0\\]: missing key 'platform'"):
+        merge([shard_documents(2)[0], (label, doc)])
+
+
+def test_a_missing_shard_makes_an_incomplete_merge():
+    merged, cells = merge(shard_documents(3)[:2])
+    assert merged["status"] == "incomplete: shard 3 missing"
+    assert len(cells) < len(planned())
+    assert merged["shards"] == {"count": 3, "missing": [3], "unfinished": {}}
+
+
+def test_an_interrupted_shard_is_named_in_the_merge():
+    docs = shard_documents(3)
+    docs[1][1]["status"] = "interrupted"
+    merged, _ = merge(docs[:2])
+    assert merged["status"] == "incomplete: shard 3 missing, shard 2 interrupted"
+    assert merged["shards"] == {"count": 3, "missing": [3], "unfinished": {"2": "interrupted"}}
+
+
+def test_cli_rejects_a_bad_shard(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "configs/smoke.yaml", "--shard", "3/2"])
+    assert exc.value.code == 2 and "--shard" in capsys.readouterr().err
+
+
+def test_merge_command_refuses_before_writing(tmp_path, capsys):
+    folders = []
+    for label, doc in shard_documents(2):
+        folder = tmp_path / label
+        folder.mkdir()
+        doc["config"]["runs"] = 4 if label == "shard1" else 5
+        (folder / "results.json").write_text(json.dumps(doc))
+        folders.append(str(folder))
+    out = tmp_path / "merged"
+    assert cli.main(["merge", *folders, "--out", str(out)]) == 2
+    assert "differs in config.runs" in capsys.readouterr().err
+    assert not out.exists()
