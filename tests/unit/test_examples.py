@@ -21,9 +21,9 @@ import pytest
 from harness import cli, options, service
 from harness.config import config_file, load_config
 from harness.options import COMMAND_NAMES, parse
-from tests.test_versions import INDEX
+from tests.unit.test_versions import INDEX
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker" / "README.md"]
 # The user's own code in an example: theirs to have, not the checkout's (a path to the checkout must exist).
 USER_SCRIPTS = {"train.py", "my_step.py", "my_model_step.py", "multihost_train.py"}

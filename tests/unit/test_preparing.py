@@ -9,15 +9,13 @@ import stat
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from harness import cli, options
 from harness.confidence import runs_for_target
 from harness.config import KEYS, load_config
-from harness.environments.docker import DEBIAN_PYTHONS, OFFLINE_BASE_IMAGE
+from harness.environments.docker import DEBIAN_PYTHONS
 from harness.files import package_path, shipped_configs
 from harness.versions import LATEST
-from tests.docker_engine import engine_with_base_image
 
 SCRIPT = "import jax\nprint(jax.numpy.ones(3))\n"
 
@@ -85,10 +83,3 @@ def test_base_image_runs_the_shipped_script_with_the_release_asked_for(tmp_path,
                                                              "image inspect mine:1"]
     assert "base-image: jax-harness-base:trixie already exists (rebuild it with: harness base-image --force)" \
         in capfd.readouterr().out
-
-
-@pytest.mark.docker
-def test_base_image_of_a_real_engine_keeps_the_image_it_has(capfd):
-    engine_with_base_image().close()
-    assert cli.main(["base-image"]) == 0
-    assert f"base-image: {OFFLINE_BASE_IMAGE} already exists" in capfd.readouterr().out
