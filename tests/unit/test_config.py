@@ -33,7 +33,7 @@ def test_shipped_configs_load():
 def test_a_shipped_config_is_found_by_name_outside_the_checkout(tmp_path, monkeypatch):
     """`harness run shard_map_grad`: the package's config of that name, when no such file is here; the
     checkout's configs/ is that same folder (one source, no copies)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     assert (root / "configs").resolve() == shipped_configs()["smoke"].parent.resolve()
     assert (root / "configs").is_symlink()
     monkeypatch.chdir(tmp_path)
