@@ -18,7 +18,7 @@ help:
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm)"
-	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/options.py)"
+	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
@@ -47,7 +47,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 docs: $(STAMP)
-	$(BIN)/python -m harness.docs
+	$(BIN)/python -m harness.cli.docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py

@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.config import load_config  # noqa: E402
+from harness.inputs.config import load_config  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.model import CellSpec  # noqa: E402
-from harness.confidence import TARGET_MISS, runs_for_target  # noqa: E402
-from harness.seeds import SeedPlanner  # noqa: E402
+from harness.core.model import CellSpec  # noqa: E402
+from harness.core.confidence import TARGET_MISS, runs_for_target  # noqa: E402
+from harness.measure.seeds import SeedPlanner  # noqa: E402
 
 
 def timed(argv: list[str]) -> float:

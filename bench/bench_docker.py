@@ -20,15 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import cli  # noqa: E402
-from harness.config import Repro  # noqa: E402
+from harness.cli import commands as cli
+from harness.inputs.config import Repro  # noqa: E402
 from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docker_available  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.errors import BackendUnavailable  # noqa: E402
-from harness.model import CellSpec, Mesh, Platform  # noqa: E402
+from harness.core.errors import BackendUnavailable  # noqa: E402
+from harness.core.model import CellSpec, Mesh, Platform  # noqa: E402
 from harness.inside.repros import builtin_path  # noqa: E402
-from harness.runner import CellRunner  # noqa: E402
-from harness.pypi import PyPIIndex  # noqa: E402
+from harness.measure.cell_runner import CellRunner  # noqa: E402
+from harness.environments.package_index import PyPIIndex  # noqa: E402
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 REPRO = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)

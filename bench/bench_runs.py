@@ -20,15 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.config import Repro  # noqa: E402
+from harness.inputs.config import Repro  # noqa: E402
 from harness.environments import process  # noqa: E402
 from harness.environments.process import clean_environment  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.jaxlog import LOG_ENV  # noqa: E402
-from harness.model import CellSpec, Mesh, Platform  # noqa: E402
+from harness.core.jaxlog import LOG_ENV  # noqa: E402
+from harness.core.model import CellSpec, Mesh, Platform  # noqa: E402
 from harness.inside.repros import builtin_path  # noqa: E402
-from harness.run_env import process_env, repro_args  # noqa: E402
-from harness.runner import CellRunner, read_jax_log  # noqa: E402
+from harness.inputs.run_env import process_env, repro_args  # noqa: E402
+from harness.measure.cell_runner import CellRunner, read_jax_log  # noqa: E402
 
 
 def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path,

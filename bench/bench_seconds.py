@@ -1,4 +1,4 @@
-"""The cost of measuring seconds (what a miss costs, harness/cost.py) on the seed cell, as two ratios:
+"""The cost of measuring seconds (what a miss costs, harness/verdicts/cost.py) on the seed cell, as two ratios:
 
 - the seconds' own work: reading each run's compile times from its JAX log and computing the cell's cost,
   on top of the runs the harness makes anyway (target <= 1.05);
@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_runs import bare_loop  # noqa: E402
 
-from harness.config import Repro  # noqa: E402
-from harness.cost import cell_cost  # noqa: E402
+from harness.inputs.config import Repro  # noqa: E402
+from harness.verdicts.cost import cell_cost  # noqa: E402
 from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.model import CellSpec, Mesh, Platform, RunRecord  # noqa: E402
+from harness.core.model import CellSpec, Mesh, Platform, RunRecord  # noqa: E402
 from harness.inside.repros import builtin_path  # noqa: E402
-from harness.run_env import process_env, repro_args  # noqa: E402
-from harness.runner import read_jax_log  # noqa: E402
+from harness.inputs.run_env import process_env, repro_args  # noqa: E402
+from harness.measure.cell_runner import read_jax_log  # noqa: E402
 
 
 def with_seconds(python: Path, repro: Repro, spec: CellSpec, seeds: list[int], work: Path) -> tuple[float, float]:

@@ -18,16 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.environments.docker import (SCRIPT_MOUNT, DockerBackend, DockerEnvironment, run_container,
                                          run_kwargs)
 from harness.environments.process import log_tail
-from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import CellSpec, Mesh, Platform, Verdict
-from harness.console import ConsoleProgress
-from harness.seeds import SeedPlanner
-from harness.sweep import measure_cell
-from harness.pypi import PyPIIndex
+from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.core.model import CellSpec, Mesh, Platform, Verdict
+from harness.cli.console import ConsoleProgress
+from harness.measure.seeds import SeedPlanner
+from harness.measure.sweep import measure_cell
+from harness.environments.package_index import PyPIIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ("import importlib.metadata as md, jax_plugins.xla_cuda12 as plugin; "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness import cli
+from harness.cli import commands as cli
 
 
 @dataclass(frozen=True)

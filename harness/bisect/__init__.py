@@ -3,5 +3,5 @@ then by commit.
 
 `logic` is the pure search; `state` the resumable record; `measure` measures one point; `bisection`
 the orchestration (releases, then commits); `commits` the jax repository's side; `report` the text.
-The `harness bisect` command is wired in `harness.service` and parsed in `harness.cli`.
+The `harness bisect` command is wired in `harness.service` and parsed in `harness.cli.commands`.
 """

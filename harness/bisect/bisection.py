@@ -16,13 +16,13 @@ from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_e
 from harness.bisect.logic import Boundary, Role, Step
 from harness.bisect.measure import PointMeasurer
 from harness.bisect.state import BisectState, commit_id, is_release, release_id
-from harness.config import Config
+from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
-from harness.errors import EnvironmentUnavailable
-from harness.model import CellResult, Verdict
-from harness.progress import Progress
-from harness.seeds import SeedPlanner
-from harness.sweep import CellSink, plan_cells
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.model import CellResult, Verdict
+from harness.measure.progress import Progress
+from harness.measure.seeds import SeedPlanner
+from harness.measure.sweep import CellSink, plan_cells
 
 DEFAULT_SOURCES = Path.home() / ".cache" / "jax-cache-harness" / "commits"
 

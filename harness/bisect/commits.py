@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 from packaging.version import InvalidVersion, Version
 
 from harness.environments.base import Environment
-from harness.errors import EnvironmentUnavailable, UserError
-from harness.model import CommitInfo, ProcessOutcome
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.model import CommitInfo, ProcessOutcome
 
 _VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)
 _MIN_JAXLIB_RE = re.compile(r'^_minimum_jaxlib_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
-from harness.model import Verdict
+from harness.core.model import Verdict
 
 P = TypeVar("P", bound=Hashable)
 

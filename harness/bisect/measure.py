@@ -10,16 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from harness.analysis import version_verdicts
+from harness.verdicts.analysis import version_verdicts
 from harness.bisect.state import BisectState
-from harness.config import Config
+from harness.inputs.config import Config
 from harness.environments.base import Environment
-from harness.errors import EnvironmentUnavailable
-from harness.model import CellResult, CellSpec, Verdict
-from harness.progress import Progress
-from harness.runner import error_cell
-from harness.seeds import SeedPlanner
-from harness.sweep import measure_cell
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.model import CellResult, CellSpec, Verdict
+from harness.measure.progress import Progress
+from harness.measure.cell_runner import error_cell
+from harness.measure.seeds import SeedPlanner
+from harness.measure.sweep import measure_cell
 
 OnPoint = Callable[[str, list[CellResult], bool], None]  # (point id, cells, replayed)
 OnInterrupted = Callable[[str, CellResult], None]  # (point id, the cell Ctrl-C cut short)

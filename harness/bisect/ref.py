@@ -18,10 +18,10 @@ from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, J
                                     commit_label)
 from harness.bisect.measure import measure_alternatives
 from harness.environments.base import Environment
-from harness.errors import EnvironmentUnavailable, UserError
-from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit
-from harness.runner import error_cell
-from harness.sweep import Sweep, measure_cell, plan_cells
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit
+from harness.measure.cell_runner import error_cell
+from harness.measure.sweep import Sweep, measure_cell, plan_cells
 
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from harness.analysis import Boundaries
+from harness.verdicts.analysis import Boundaries
 from harness.bisect.bisection import CommitSearch, Outcome, Row
 from harness.bisect.logic import Role
-from harness.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
+from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 
 
 def _num(x: float) -> str:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.model import CellResult
-from harness.files import write_atomic
+from harness.core.errors import UserError
+from harness.core.model import CellResult
+from harness.core.files import write_atomic
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1

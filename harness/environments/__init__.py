@@ -12,14 +12,14 @@ from typing import Any, Callable
 
 from packaging.tags import platform_tags
 
-from harness.dependencies import Requirements, Sources
+from harness.inputs.dependencies import Requirements, Sources
 from harness.environments.base import Backend, Environment
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
-from harness.errors import UserError
-from harness.model import DEFAULT_BACKEND, BackendName
-from harness.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
+from harness.core.errors import UserError
+from harness.core.model import DEFAULT_BACKEND, BackendName
+from harness.inputs.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
 
 
 NAMES = tuple(n.value for n in BackendName)
@@ -38,7 +38,7 @@ class BackendOptions:
     python: str | None = None  # local: the interpreter that has JAX
     docker: dict[str, Any] = field(default_factory=dict)  # the config's docker: section
     release_date: Callable | None = None  # venv/docker: version -> release datetime
-    # venv/docker: which Python each release runs in (see harness/pythons.py)
+    # venv/docker: which Python each release runs in (see harness/inputs/pythons.py)
     python_pin: PythonVersion | None = None  # the config's python: (None: auto)
     interpreters: Callable[[], list[Interpreter]] | None = None  # discovery, run only when needed
     wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup

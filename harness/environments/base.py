@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
-from harness.environments.varying import CannotVary
-from harness.errors import BackendUnavailable, JobUnsupported
-from harness.factors import Factor
-from harness.model import Platform, ProcessOutcome, Program
-from harness.pythons import PythonChooser
+from harness.environments.vary import CannotVary
+from harness.core.errors import BackendUnavailable, JobUnsupported
+from harness.core.vary_factors import Factor
+from harness.core.model import Platform, ProcessOutcome, Program
+from harness.inputs.pythons import PythonChooser
 
 # Progress lines from long preparation steps (environment builds); the CLI decides where they go.
 Say = Callable[[str], None]

@@ -30,7 +30,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
-from harness.dependencies import Requirements
+from harness.inputs.dependencies import Requirements
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.gpus import CONTAINER_ADVICE, GpuCount, parse_gpu_list
 from harness.environments.locking import held
@@ -38,13 +38,13 @@ from harness.environments.process import (AFTER_PEERS, MAX_LOG_BYTES, PEER_GRACE
                                           RUN_TMPDIR_VAR, log_tail)
 from harness.inside.supervise import CappedLog
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
-from harness.errors import BackendUnavailable, EnvironmentUnavailable, UserError
-from harness.factors import OTHER_GID, Factor, RunVariation, reordered
-from harness.files import package_path
-from harness.model import Platform, ProcessOutcome, Program
-from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
-from harness.run_env import IR_DUMP_VAR
-from harness.run_env import STARTUP_DIR
+from harness.core.errors import BackendUnavailable, EnvironmentUnavailable, UserError
+from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.files import package_path
+from harness.core.model import Platform, ProcessOutcome, Program
+from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
+from harness.inputs.run_env import IR_DUMP_VAR
+from harness.inputs.run_env import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
 
 IMAGE_REPO = "jax-cache-harness"
@@ -439,7 +439,7 @@ class DockerBackend(Backend):
                  requirements: Requirements = Requirements()):
         self.base_image, self.rebuild = base_image, rebuild
         self.requirements = requirements  # the script's own, resolved with each jax into its image
-        # The images' Python per release, chosen as for venvs (harness/pythons.py) among those the
+        # The images' Python per release, chosen as for venvs (harness/inputs/pythons.py) among those the
         # offline base images provide; python_version (docker.python) pins it.
         pinned = PythonVersion.parse(python_version) if python_version else None
         self.pythons = pythons or PythonChooser(PythonVersion.parse(DEFAULT_PYTHON), lambda _v: None,

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from harness.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
+from harness.core.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
 
 _GPU_LINE = re.compile(r"^GPU \d+:", re.M)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
 TIMEOUT_S = 60

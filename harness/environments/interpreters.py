@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from harness.environments.venv import find_uv
-from harness.errors import EnvironmentUnavailable
-from harness.pythons import Found, Interpreter, PythonVersion
+from harness.core.errors import EnvironmentUnavailable
+from harness.inputs.pythons import Found, Interpreter, PythonVersion
 
 _MINORS = range(6, 40)
 _PROBE = "import sys; print(sys.implementation.name, sys.version_info[0], sys.version_info[1])"

@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.dependencies import Requirements, unmet
+from harness.inputs.dependencies import Requirements, unmet
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import InterpreterEnvironment, clean_environment, probe_interpreter
 from harness.environments.venv import compression_folder
-from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform
+from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.core.model import Platform
 
 
 class LocalEnvironment(InterpreterEnvironment):

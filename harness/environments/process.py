@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Environment
-from harness.environments.varying import unreachable_by_others
-from harness.errors import EnvironmentUnavailable
-from harness.factors import OTHER_GID, Factor, RunVariation, reordered
-from harness.files import package_path
-from harness.model import ProcessOutcome
+from harness.environments.vary import unreachable_by_others
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.files import package_path
+from harness.core.model import ProcessOutcome
 from harness.inside.startup import STARTUP_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from packaging.version import Version
 
-from harness.model import Platform
+from harness.core.model import Platform
 
 
 # Where the cuda12_pip extra's jaxlib wheels were published (they are not on the package index).

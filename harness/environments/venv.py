@@ -12,17 +12,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.dependencies import Requirements, Sources
+from harness.inputs.dependencies import Requirements, Sources
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
-from harness.environments.varying import CannotVary
+from harness.environments.vary import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
                                            log_tail, probe_interpreter)
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
-from harness.errors import EnvironmentUnavailable
-from harness.factors import Factor
-from harness.model import Platform
-from harness.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.vary_factors import Factor
+from harness.core.model import Platform
+from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 # Written last, after a successful install and import check: a folder without it is half-made.
 READY_MARKER = "harness-ready.json"
@@ -127,7 +127,7 @@ def own_python_only() -> PythonChooser:
 
 class VenvBackend(Backend):
     """`uv venv` + `uv pip install jax==V jaxlib==V [the script's requirements]`, everything but jax
-    and jaxlib resolved as of V's release date, in the Python chosen for V (see harness/pythons.py)."""
+    and jaxlib resolved as of V's release date, in the Python chosen for V (see harness/inputs/pythons.py)."""
 
     name = "venv"
 

@@ -22,15 +22,15 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from harness.dependencies import Requirements
+from harness.inputs.dependencies import Requirements
 from harness.environments.locking import held
 from harness.environments.process import log_tail
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.environments.venv import find_uv
-from harness.errors import EnvironmentUnavailable
-from harness.model import Platform
-from harness.pythons import PythonVersion
-from harness.versions import target_tags
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.model import Platform
+from harness.inputs.pythons import PythonVersion
+from harness.inputs.versions import target_tags
 
 # The images are glibc Linux on x86_64: Debian bookworm (glibc 2.36) and Ubuntu 22.04 (2.35) both
 # run manylinux_2_28 wheels and everything older. pip does not widen a --platform to older glibc

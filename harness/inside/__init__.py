@@ -4,5 +4,5 @@ starts under. Each runs on whatever interpreter the environment has (any Python 
 
 The room's contract: nothing here imports from the harness (tests/unit/test_layers.py checks it, and the
 layers contract puts the room at the bottom). The harness finds these files through importlib.resources
-(harness/files.py: package_path), so an installed wheel runs them as a checkout does.
+(harness/core/files.py: package_path), so an installed wheel runs them as a checkout does.
 """

@@ -59,7 +59,7 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-# JAX's cache log (harness/jaxlog.py reads it): a line holding one of these is kept however much output
+# JAX's cache log (harness/core/jaxlog.py reads it): a line holding one of these is kept however much output
 # is cut around it, as the verdict and the attribution read it. The same list as jaxlog's _MARKERS (a
 # test says so); copied, as this file runs alone on the standard library.
 CACHE_LINE_MARKERS = (b"get_cache_key", b"ompilation cache", b"COMPILATION CACHE MISS", b"persistent cache entry",

@@ -6,7 +6,7 @@ so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears
 cell (`nightly --jax-repo`) is compared with the baseline's newest release on its mesh and platform:
 the question is whether the branch broke what the last release got right.
 
-With a threshold (`--max-lost-growth SECONDS`) a cell whose seconds lost per fresh process (harness/cost.py)
+With a threshold (`--max-lost-growth SECONDS`) a cell whose seconds lost per fresh process (harness/verdicts/cost.py)
 grew by more than it against its baseline cell raises the alarm too, whatever the verdicts: a miss that got
 dearer, or a module that stopped being written.
 """
@@ -20,11 +20,11 @@ from pathlib import Path
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.confidence import weak_bound_phrase
-from harness.cost import cost_of
-from harness.errors import ExitCode, UserError
-from harness.header import RecordedConfig
-from harness.model import CellResult, CellSpec, Verdict
+from harness.core.confidence import weak_bound_phrase
+from harness.verdicts.cost import cost_of
+from harness.core.errors import ExitCode, UserError
+from harness.results.header import RecordedConfig
+from harness.core.model import CellResult, CellSpec, Verdict
 
 
 class Change(enum.StrEnum):
@@ -35,7 +35,7 @@ class Change(enum.StrEnum):
     SAME = "same"
     NEW = "new"  # nothing in the baseline to compare with
     COSTLIER = "costlier"  # seconds lost per start grew past the threshold: the alarm
-    # clean before with a weak miss bound (harness.confidence.WEAK_BOUND), reproduced now: the baseline's
+    # clean before with a weak miss bound (harness.core.confidence.WEAK_BOUND), reproduced now: the baseline's
     # runs may have missed what is there now, so it is no regression until a strong baseline says so
     WEAK_BASELINE = "weak baseline"
 

@@ -20,17 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.analysis import comparison_of
-from harness.config import Config, Repro
+from harness.verdicts.analysis import comparison_of
+from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
-from harness.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature, why_not_kept
 from harness.report import ReportWriter
 from harness.report.evidence import Evidence
-from harness.sweep import cell_runner
+from harness.measure.sweep import cell_runner
 
 # A candidate's run may take this many times the original's slowest run (plus the floor) before it is
 # killed as hanging: a reduced program does less, but the machine is shared and `import jax` varies.

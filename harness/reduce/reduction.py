@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.config import Config, Repro
+from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend
-from harness.errors import EnvironmentUnavailable, UserError
-from harness.model import CellResult, Verdict
-from harness.progress import Progress
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.model import CellResult, Verdict
+from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
@@ -28,10 +28,10 @@ from harness.reduce.sandbox import HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, W
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
 from harness.reduce.state import ReduceState, load_state
-from harness.results import ResultsHeader, RunStatus, load_results, lock_results_folder
-from harness.seeds import SeedPlanner, random_seeds
-from harness.sweep import Sweep, plan_cells
-from harness.writer import ResultsWriter
+from harness.results.document import ResultsHeader, RunStatus, load_results, lock_results_folder
+from harness.measure.seeds import SeedPlanner, random_seeds
+from harness.measure.sweep import Sweep, plan_cells
+from harness.output.writer import ResultsWriter
 
 ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Backend, Environment
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR, WRITES_RECORD_VAR
-from harness.model import Program, ProcessOutcome
+from harness.core.model import Program, ProcessOutcome
 
 WORK_DIR = "work"  # the copy of the original's working folder, the candidate in it
 HOME_DIR = "home"

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis import comparison_of
-from harness.factors import Factor
-from harness.model import Cause, CellResult, FactorResult, Verdict
-from harness.ranks import HOST_COMPONENTS
+from harness.verdicts.analysis import comparison_of
+from harness.core.vary_factors import Factor
+from harness.core.model import Cause, CellResult, FactorResult, Verdict
+from harness.verdicts.ranks import HOST_COMPONENTS
 
 
 @dataclass(frozen=True)

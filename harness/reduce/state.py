@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.factors import Factor
-from harness.files import read_json_bounded, write_atomic
-from harness.model import FolderMode
+from harness.core.errors import UserError
+from harness.core.vary_factors import Factor
+from harness.core.files import read_json_bounded, write_atomic
+from harness.core.model import FolderMode
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature
 

@@ -11,9 +11,9 @@ import enum
 import re
 from dataclasses import dataclass
 
-from harness.analysis import comparison_of
-from harness.variation import by_factors_only
-from harness.model import Cause, CellResult, RunRecord, Verdict
+from harness.verdicts.analysis import comparison_of
+from harness.verdicts.vary import by_factors_only
+from harness.core.model import Cause, CellResult, RunRecord, Verdict
 
 # Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
 HLO_BEGIN = "----- BEGIN LOWERED -----"

@@ -11,23 +11,23 @@ from tabulate import tabulate
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness import markdown as md
-from harness.analysis import Boundaries, comparison_of, release_boundaries, version_verdicts
-from harness.dependencies import other_distributions
-from harness.model import Attribution, CellResult, FolderMode, Platform, Verdict
-from harness.header import RecordedConfig, RecordedOptions, ResultsHeader
-from harness.results import ResultsDocument, RunStatus, summaries_by_mesh
-from harness.confidence import ASSUMES_OTHER, SeedStrategy
+from harness.core import markdown as md
+from harness.verdicts.analysis import Boundaries, comparison_of, release_boundaries, version_verdicts
+from harness.inputs.dependencies import other_distributions
+from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
+from harness.results.document import BISECTION_KEYS, ResultsDocument, RunStatus, summaries_by_mesh
+from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
 from harness.report.reproduce import (harness_command, narrowing, seed_commands, shell_comment, shell_commands,
                                       summary_of)
-from harness.seed_check import phrase
-from harness.report.variation import variation_section
-from harness.variation import by_factors_only
+from harness.verdicts.seed_check import phrase
+from harness.report.vary import variation_section
+from harness.verdicts.vary import by_factors_only
 from harness.report.stats import cache_statistics
-from harness.run_env import process_env
-from harness.table import in_version_order, render_markdown_table as render_table, summary_line
+from harness.inputs.run_env import process_env
+from harness.report.table import in_version_order, render_markdown_table as render_table, summary_line
 
 REPORT_FILE = "report.md"
 EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
@@ -184,7 +184,7 @@ def folder_note(cell: CellResult) -> str | None:
     if cell.spec.is_job:  # the hook redirects a folder set in code to it, so it holds either way
         return ("the harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a "
                 "folder the script sets in code is redirected to it)")
-    # A user's script is in `environment` mode only when its first run set no folder (harness/runner.py).
+    # A user's script is in `environment` mode only when its first run set no folder (harness/measure/cell_runner.py).
     return ("the script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it "
             "is not set, JAX keeps no persistent cache for this script)")
 
@@ -226,7 +226,6 @@ def _commits(cells: list[CellResult]) -> list[str]:
     return lines
 
 
-BISECTION_KEYS = ("bisect", "bisection")  # harness bisect writes `bisect`; tolerate either
 JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
 
 
@@ -289,7 +288,7 @@ def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
 
 
 def _confidence(cells: list[CellResult]) -> list[str]:
-    """The worst miss bounds of the clean cells (each cell's `seeds`, a harness.confidence SeedPlan).
+    """The worst miss bounds of the clean cells (each cell's `seeds`, a harness.core.confidence SeedPlan).
     Chosen seeds give `miss_bound` 0 only under their stated assumption; `miss_bound_other_mechanisms`,
     for any other hash-order dependence, counts the random extra runs alone (1 when none were made):
     both are shown, or the 0 overstates."""

@@ -13,17 +13,17 @@ from typing import Callable
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.analysis import release_boundaries
-from harness.config import CHECK_SOURCE, Repro, control_character
+from harness.verdicts.analysis import release_boundaries
+from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
-from harness.header import RecordedConfig, ResultsHeader
-from harness.jaxlog import LOG_ENV
-from harness.factors import Factor
-from harness.model import NO_MESH, CellResult, FolderMode
-from harness.options import SCRIPT_ARGS, Given
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.core.jaxlog import LOG_ENV
+from harness.core.vary_factors import Factor
+from harness.core.model import NO_MESH, CellResult, FolderMode
+from harness.inputs.options import SCRIPT_ARGS, Given
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
-from harness.run_env import process_env, repro_args
+from harness.inputs.run_env import process_env, repro_args
 
 # Variables set per run (the seed) or only for the harness's own bookkeeping (JAX's debug log, which
 # the harness reads for each run's keys: pasted, it would bury the listing under JAX's chatter).
@@ -158,7 +158,7 @@ def _script_requirements(cell: CellResult, config: RecordedConfig) -> list[str]:
 
 def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor, ...] = ()) -> str:
     """The harness command that measures just this cell again (with these --vary factors), spelled by the
-    options registry as every other command line the harness prints (harness/options.py)."""
+    options registry as every other command line the harness prints (harness/inputs/options.py)."""
     config = header.config
     source = config.source or "CONFIG"
     job = {"processes": cell.spec.processes} if cell.spec.is_job else {}

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.analysis import Comparison, comparison_of, logs_complete
-from harness.model import CellResult, RunRecord
+from harness.verdicts.analysis import Comparison, comparison_of, logs_complete
+from harness.core.model import CellResult, RunRecord
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      extract_lowered, key_seeds, module_seeds, new_texts)
-from harness.run_env import ir_dump_dir
+from harness.inputs.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.files import write_atomic
-from harness.model import CellResult
+from harness.core.files import write_atomic
+from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
-from harness.results import ResultsDocument, load_results
+from harness.results.document import ResultsDocument, load_results
 
 EVIDENCE_DIR = "evidence"
 

@@ -2,7 +2,7 @@
 
 A module per command (pip's `commands/` is the model), over two shared ones:
 
-- `options`: the typed options each command takes, filled from harness/options.py's declarations;
+- `options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
 - `outcomes`: what each command produced, for the CLI to show;
 - `measurement`: the one place a measurement is opened (backend, versions, checks, jobs, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
@@ -12,7 +12,7 @@ A module per command (pip's `commands/` is the model), over two shared ones:
 Each command returns what it produced and prints nothing but progress: the CLI shows the outcome.
 """
 
-from harness.options import DEFAULT_RESULTS
+from harness.inputs.options import DEFAULT_RESULTS
 from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command
 from harness.service.fingerprinting import diff_files, fingerprint
 from harness.service.fingerprinting import read as read_fingerprint

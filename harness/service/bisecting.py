@@ -9,18 +9,18 @@ from harness.bisect import report as bisect_report
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
-from harness.config import Config, load_config
+from harness.inputs.config import Config, load_config
 from harness.environments import BackendName
-from harness.errors import UserError
-from harness.files import fitting_name, write_atomic
-from harness.header import BisectRange, RecordedOptions
-from harness.identity import SweepIdentity
-from harness.options import Given
-from harness.progress import Progress
-from harness.pypi import PyPIIndex
-from harness.pythons import PythonChooser
-from harness.results import RunStatus
-from harness.seeds import SeedPlanner
+from harness.core.errors import UserError
+from harness.core.files import fitting_name, write_atomic
+from harness.results.header import BisectRange, RecordedOptions
+from harness.results.identity import SweepIdentity
+from harness.inputs.options import Given
+from harness.measure.progress import Progress
+from harness.environments.package_index import PyPIIndex
+from harness.inputs.pythons import PythonChooser
+from harness.results.document import RunStatus
+from harness.measure.seeds import SeedPlanner
 from harness.service.measurement import (
     finish,
     jobs_for,
@@ -33,8 +33,8 @@ from harness.service.measurement import (
 )
 from harness.service.options import BisectOptions
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
-from harness.versions import check_syntax, is_specifier, resolve
-from harness.writer import ResultsWriter
+from harness.inputs.versions import check_syntax, is_specifier, resolve
+from harness.output.writer import ResultsWriter
 
 # Spelled even at their defaults: a bisection's line says how it was searched, for the reader of bisect.md.
 BISECT_SPELLED = ("seeds", "backend", "out")

@@ -1,5 +1,5 @@
 """`harness fingerprint` and `harness diff`: each module's key and components on this machine, and what
-differs between two machines' fingerprints (harness/fingerprints.py)."""
+differs between two machines' fingerprints (harness/results/fingerprints.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ import socket
 import tempfile
 from pathlib import Path
 
-from harness.config import Config
-from harness.errors import EnvironmentUnavailable, UserError
-from harness.files import read_json_bounded, write_atomic
-from harness.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
+from harness.inputs.config import Config
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.files import read_json_bounded, write_atomic
+from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
                                   cell_fingerprint, diff, render_diff)
-from harness.header import HostFacts
-from harness.progress import Progress
-from harness.results import load_results, new_run_dir, results_file, results_folder
+from harness.results.header import HostFacts
+from harness.measure.progress import Progress
+from harness.results.document import load_results, new_run_dir, results_file, results_folder
 from harness.service.measurement import open_backend, sweep_versions
 from harness.service.options import FingerprintOptions
-from harness.sweep import cell_runner, plan_cells
+from harness.measure.sweep import cell_runner, plan_cells
 
 # The cache folder's path is part of the key on some releases (0.4.36 until 0.11.0): a fingerprint's runs
 # use one fixed path, so two machines' fingerprints differ only where the machines do.

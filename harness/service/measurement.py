@@ -7,21 +7,21 @@ import os
 from dataclasses import replace
 from typing import Callable, TypeVar
 
-from harness.dependencies import Sources, sources_from
-from harness.config import VARY_WITH_PROCESSES, Config, processes_problem
+from harness.inputs.dependencies import Sources, sources_from
+from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
-from harness.errors import UserError
-from harness.factors import Factor
-from harness.parallelism import Jobs, choose_jobs, usable_cores
-from harness.progress import Progress
-from harness.pypi import PyPIIndex, private_projects
-from harness.header import RecordedConfig, RecordedOptions, ResultsHeader
-from harness.model import BackendName
-from harness.results import RunStatus, host_facts
+from harness.core.errors import UserError
+from harness.core.vary_factors import Factor
+from harness.measure.parallelism import Jobs, choose_jobs, usable_cores
+from harness.measure.progress import Progress
+from harness.environments.package_index import PyPIIndex, private_projects
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
+from harness.core.model import BackendName
+from harness.results.document import RunStatus, host_facts
 from harness.service.options import MeasureOptions
-from harness.versions import Resolution, check_syntax, matches, release_pythons, resolve
-from harness.writer import ResultsWriter
+from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
+from harness.output.writer import ResultsWriter
 
 T = TypeVar("T")
 

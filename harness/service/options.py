@@ -1,4 +1,4 @@
-"""The typed options each command's service takes: filled from what was given (harness/options.py
+"""The typed options each command's service takes: filled from what was given (harness/inputs/options.py
 declares every flag once; `from_given` fills a field named as an option's dest)."""
 
 from __future__ import annotations
@@ -6,17 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.confidence import SeedStrategy
+from harness.core.confidence import SeedStrategy
 from harness.environments import BackendName
-from harness.factors import Factor
-from harness.model import DEFAULT_BACKEND, ThresholdMode
-from harness.options import DEFAULT_RESULTS, Given
-from harness.sharding import Shard
+from harness.core.vary_factors import Factor
+from harness.core.model import DEFAULT_BACKEND, ThresholdMode
+from harness.inputs.options import DEFAULT_RESULTS, Given
+from harness.inputs.sharding import Shard
 
 
 @dataclass(frozen=True)
 class PythonOptions:
-    """Where to look for the Pythons that releases need besides the harness's own (harness/pythons.py)."""
+    """Where to look for the Pythons that releases need besides the harness's own (harness/inputs/pythons.py)."""
 
     # --python-search: interpreters, or folders holding them
     search: tuple[Path, ...] = field(default=(), metadata={"option": "python_search"})
@@ -31,7 +31,7 @@ class MeasureOptions:
     backend: BackendName = DEFAULT_BACKEND
     versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
     runs: int | None = None  # replaces the config's runs
-    jobs: int | None = None  # runs at once; None: auto (harness/parallelism.py)
+    jobs: int | None = None  # runs at once; None: auto (harness/measure/parallelism.py)
     out: Path = DEFAULT_RESULTS
     rebuild: bool = False
     python: str | None = None  # --backend local: the interpreter
@@ -39,11 +39,11 @@ class MeasureOptions:
     shard: Shard | None = None
     pythons: PythonOptions = PythonOptions()
     cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
-    # The command as parsed (harness/options.py): every command line printed for it is spelled from this.
+    # The command as parsed (harness/inputs/options.py): every command line printed for it is spelled from this.
     given: Given | None = field(default=None, compare=False)
     processes: int | None = None  # replaces the config's processes (a multi-process job per run)
     vary: tuple[Factor, ...] | None = None  # replaces the config's vary (docs/variation.md)
-    # Where packages come from (harness/dependencies.py's Sources): another index, the user's own package.
+    # Where packages come from (harness/inputs/dependencies.py's Sources): another index, the user's own package.
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     with_editable: tuple[Path, ...] = ()

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.bisect.bisection import Outcome
-from harness.model import CellResult
+from harness.core.model import CellResult
 from harness.nightly.compare import CellChange
-from harness.results import RESULTS_FILE, RunStatus
+from harness.results.document import RESULTS_FILE, RunStatus
 from harness.slurm.jobs import SweepJobs
 from harness.slurm.submission import MergedSweep, Submitted
 

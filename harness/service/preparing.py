@@ -9,11 +9,11 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.confidence import runs_for_target
-from harness.config import MAX_NAME, load_config, starter_config
+from harness.core.confidence import runs_for_target
+from harness.inputs.config import MAX_NAME, load_config, starter_config
 from harness.environments.docker import build_base_image
-from harness.errors import UserError
-from harness.files import fitting_name, harness_version, write_atomic
+from harness.core.errors import UserError
+from harness.core.files import fitting_name, harness_version, write_atomic
 
 
 def init_config(script: Path, output: Path | None = None, force: bool = False) -> Path:

@@ -6,17 +6,17 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.pythons import AUTO, PythonVersion
+from harness.inputs.config import load_config
+from harness.core.errors import UserError
+from harness.inputs.pythons import AUTO, PythonVersion
 from harness.report import write_report
-from harness.results import load_results, new_run_dir, results_folder
+from harness.results.document import load_results, new_run_dir, results_folder
 from harness.service.measurement import open_backend, version_entries
 from harness.service.options import MeasureOptions, PythonOptions
 from harness.service.outcomes import MergeOutcome
-from harness.shards.merge import merge_documents
-from harness.versions import Resolution, resolve
-from harness.writer import write_files
+from harness.results.merge import merge_documents
+from harness.inputs.versions import Resolution, resolve
+from harness.output.writer import write_files
 
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 

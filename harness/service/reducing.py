@@ -8,17 +8,17 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from harness.config import Config
+from harness.inputs.config import Config
 from harness.environments import BackendChoice
-from harness.errors import UserError
-from harness.model import Platform
-from harness.progress import Progress
+from harness.core.errors import UserError
+from harness.core.model import Platform
+from harness.measure.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
-from harness.header import RecordedOptions, ResultsHeader
-from harness.results import lock_results_folder, new_run_dir
-from harness.seeds import SeedPlanner
-from harness.pypi import PyPIIndex
-from harness.versions import LATEST, check_syntax, is_specifier, resolve
+from harness.results.header import RecordedOptions, ResultsHeader
+from harness.results.document import lock_results_folder, new_run_dir
+from harness.measure.seeds import SeedPlanner
+from harness.environments.package_index import PyPIIndex
+from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service.measurement import (jobs_for, open_backend, results_header, sweep_versions, with_processes,
                                          with_vary)
 from harness.service.options import ReduceOptions, ScriptRun

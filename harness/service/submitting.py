@@ -9,11 +9,11 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.config import load_config
-from harness.errors import UserError
-from harness.files import fitting_name
-from harness.options import Given, options_for, parse
-from harness.progress import Progress
+from harness.inputs.config import load_config
+from harness.core.errors import UserError
+from harness.core.files import fitting_name
+from harness.inputs.options import Given, options_for, parse
+from harness.measure.progress import Progress
 from harness.service.measurement import (
     open_backend,
     sweep_versions,
@@ -25,7 +25,7 @@ from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time, directive_problem
 from harness.slurm.scheduler import Slurm
-from harness.sweep import plan_cells
+from harness.measure.sweep import plan_cells
 
 # Set where you submit, the shard tasks get it too (written into the job script): node-local environments.
 SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)

@@ -9,18 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from harness.confidence import runs_for_target
-from harness.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config
-from harness.dependencies import parse_requirements, read_requirements_file
-from harness.errors import UserError
-from harness.files import fitting_name
-from harness.header import RecordedOptions
-from harness.model import Platform
-from harness.options import DEFAULT_RESULTS, Given, parse
-from harness.progress import Progress
+from harness.core.confidence import runs_for_target
+from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config
+from harness.inputs.dependencies import parse_requirements, read_requirements_file
+from harness.core.errors import UserError
+from harness.core.files import fitting_name
+from harness.results.header import RecordedOptions
+from harness.core.model import Platform
+from harness.inputs.options import DEFAULT_RESULTS, Given, parse
+from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
-from harness.pypi import PyPIIndex
-from harness.results import (
+from harness.environments.package_index import PyPIIndex
+from harness.results.document import (
     RunStatus,
     load_results,
     lock_results_folder,
@@ -29,8 +29,8 @@ from harness.results import (
     results_folder,
     utc_now,
 )
-from harness.resume import check_same_sweep, finished_cells, still_to_measure
-from harness.seeds import SeedPlanner
+from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
+from harness.measure.seeds import SeedPlanner
 from harness.service.measurement import (
     finish,
     jobs_for,
@@ -43,9 +43,9 @@ from harness.service.measurement import (
 )
 from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
-from harness.sweep import Sweep, plan_cells
-from harness.versions import LATEST, releases_between
-from harness.writer import ResultsWriter
+from harness.measure.sweep import Sweep, plan_cells
+from harness.inputs.versions import LATEST, releases_between
+from harness.output.writer import ResultsWriter
 
 
 def given_of(options: MeasureOptions, argv: tuple[str, ...] = ()) -> Given | None:

@@ -9,19 +9,19 @@ from pathlib import Path
 from harness.bisect.bisection import DEFAULT_SOURCES
 from harness.bisect.commits import CommitSources, GitRepo
 from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.environments import BackendName
-from harness.errors import UserError
-from harness.header import RecordedConfig
+from harness.core.errors import UserError
+from harness.results.header import RecordedConfig
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
-from harness.progress import Progress
-from harness.pypi import PyPIIndex
-from harness.results import RunStatus, load_results
+from harness.measure.progress import Progress
+from harness.environments.package_index import PyPIIndex
+from harness.results.document import RunStatus, load_results
 from harness.service.options import JaxRef, SweepOptions
 from harness.service.outcomes import NightlyOutcome
 from harness.service.sweeping import sweep
-from harness.sweep import Sweep
-from harness.versions import LATEST, resolve
+from harness.measure.sweep import Sweep
+from harness.inputs.versions import LATEST, resolve
 
 
 def compare_folders(results: Path, baseline: Path, max_lost_growth: float | None = None) -> list[CellChange]:

@@ -13,10 +13,10 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.config import control_character
+from harness.inputs.config import control_character
 from harness.environments.process import LAUNCHER_VAR, SRUN
-from harness.errors import ExitCode
-from harness.model import Platform
+from harness.core.errors import ExitCode
+from harness.core.model import Platform
 
 SHARD_SCRIPT = "shard.sbatch"
 MERGE_SCRIPT = "merge.sbatch"

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 TIMEOUT_S = 60  # a controller that does not answer in a minute is down, not slow
 

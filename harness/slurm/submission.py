@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.errors import UserError
-from harness.files import write_atomic
-from harness.model import CellResult
-from harness.results import RESULTS_FILE, RunStatus, load_results, new_run_dir, utc_now
+from harness.core.errors import UserError
+from harness.core.files import write_atomic
+from harness.core.model import CellResult
+from harness.results.document import RESULTS_FILE, RunStatus, load_results, new_run_dir, utc_now
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, MERGED_FOLDER, SHARD_SCRIPT, SweepJobs
 from harness.slurm.scheduler import Slurm
 

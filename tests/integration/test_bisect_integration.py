@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.commands import main
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "shard_map_grad.yaml"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.dependencies import parse_requirements
+from harness.inputs.dependencies import parse_requirements
 from harness.environments.venv import VenvBackend
-from harness.model import Platform
+from harness.core.model import Platform
 from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration

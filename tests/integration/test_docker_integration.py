@@ -16,20 +16,20 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import cli
-from harness.config import Repro
-from harness.dependencies import parse_requirements
+from harness.cli import commands as cli
+from harness.inputs.config import Repro
+from harness.inputs.dependencies import parse_requirements
 from harness.environments import BackendOptions, make_backend
 from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
                                          DockerBackend, DockerEnvironment)
 from harness.environments.wheelhouse import MANYLINUX_X86_64
-from harness.errors import BackendUnavailable
-from harness.model import CellSpec, Mesh, Platform, Program, Verdict
-from harness.pythons import PythonChooser, PythonVersion
+from harness.core.errors import BackendUnavailable
+from harness.core.model import CellSpec, Mesh, Platform, Program, Verdict
+from harness.inputs.pythons import PythonChooser, PythonVersion
 from harness.inside.repros import builtin_path
-from harness.runner import CellRunner
-from harness.pypi import PyPIIndex
-from harness.versions import release_pythons
+from harness.measure.cell_runner import CellRunner
+from harness.environments.package_index import PyPIIndex
+from harness.inputs.versions import release_pythons
 from tests.docker_engine import engine_with_base_image, missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]

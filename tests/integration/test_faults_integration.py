@@ -19,13 +19,13 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import cli
-from harness.config import Repro
+from harness.cli import commands as cli
+from harness.inputs.config import Repro
 from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerBackend
 from harness.environments.venv import VenvBackend
-from harness.model import CellSpec, Platform, Verdict
-from harness.runner import CellRunner
-from harness.pypi import PyPIIndex
+from harness.core.model import CellSpec, Platform, Verdict
+from harness.measure.cell_runner import CellRunner
+from harness.environments.package_index import PyPIIndex
 from tests.docker_engine import engine_with_base_image
 
 pytestmark = pytest.mark.integration
@@ -204,7 +204,7 @@ def test_a_damaged_venv_is_detected_and_rebuilt(tmp_path):
 def test_two_sweeps_needing_one_new_venv_share_it(tmp_path):
     """Two processes prepare the same new venv at once: one builds it, the other waits and reuses it."""
     prepare = ("import json, sys; from pathlib import Path; from harness.environments.venv import VenvBackend; "
-               "from harness.model import Platform; "
+               "from harness.core.model import Platform; "
                f"env = VenvBackend(root=Path(sys.argv[1])).prepare({VERSION!r}, Platform.CPU, print); "
                "print(json.dumps(env.describe()))")
     procs = [subprocess.Popen([sys.executable, "-c", prepare, str(tmp_path / "envs")], cwd=REPO,
@@ -224,7 +224,7 @@ def test_a_results_folder_being_written_refuses_a_second_writer(tmp_path, capsys
     assert cli.main([*argv, "--out", str(tmp_path / "out")]) == 0
     (folder,) = (tmp_path / "out").iterdir()
     capsys.readouterr()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results.document import "
                                "lock_results_folder; lock = lock_results_folder(sys.argv[1]); print('held', flush=True); "
                                "time.sleep(120)", str(folder)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

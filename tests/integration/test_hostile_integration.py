@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 
 pytestmark = pytest.mark.integration
 

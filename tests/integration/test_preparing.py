@@ -3,7 +3,7 @@ tests/unit/test_preparing.py)."""
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 from harness.environments.docker import OFFLINE_BASE_IMAGE
 from tests.docker_engine import engine_with_base_image
 

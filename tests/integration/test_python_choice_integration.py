@@ -9,7 +9,7 @@ import os
 import pytest
 
 from harness.environments.interpreters import discover
-from harness.pythons import PythonVersion
+from harness.inputs.pythons import PythonVersion
 from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.reduce.passes import size
-from harness.results import load_results
+from harness.results.document import load_results
 
 pytestmark = pytest.mark.integration
 

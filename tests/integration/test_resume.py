@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 
 
 @pytest.mark.integration

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 from harness.environments.docker import docker_available
 
 pytestmark = pytest.mark.integration

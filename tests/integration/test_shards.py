@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness import cli
-from harness.ci import step_summary
-from harness.results import load_results
+from harness.cli import commands as cli
+from harness.output.ci import step_summary
+from harness.results.document import load_results
 from tests.unit.test_ci_output import SCHEMA
 
 

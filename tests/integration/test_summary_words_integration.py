@@ -4,7 +4,7 @@ nothing with JAX), and check on a reproducing example (exit 1 by default)."""
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from harness import cli
+from harness.cli import commands as cli
 from harness.environments.interpreters import discover
-from harness.pythons import PythonVersion
+from harness.inputs.pythons import PythonVersion
 from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration

@@ -25,7 +25,7 @@ SCRIPT = """\
 import jax, jax.numpy as jnp
 print(jax.jit(lambda x: x * 2)(jnp.ones(4)))
 """
-# What the harness reads from its own package while it runs (harness/files.py: package_path).
+# What the harness reads from its own package while it runs (harness/core/files.py: package_path).
 RUN_TIME_FILES = ("harness/environments/dockerfiles/Dockerfile.cpu", "harness/environments/dockerfiles/Dockerfile.cuda",
                   "harness/inside/startup/sitecustomize.py", "harness/inside/startup/jax_cache_harness_hook.py",
                   "harness/inside/repros/shard_map_grad.py", "harness/inside/seeds_probe.py", "harness/inside/supervise.py",

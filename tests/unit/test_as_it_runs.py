@@ -1,4 +1,4 @@
-"""A cell as its program really runs (harness/as_it_runs.py), on JAX logs and start-up hook records
+"""A cell as its program really runs (harness/verdicts/uncached.py), on JAX logs and start-up hook records
 recorded from real releases (tests/fixtures/jax_logs): why nothing was cached, and what the program's
 own thresholds would not write.
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import jaxlog
-from harness.analysis import judge
-from harness.as_it_runs import explain
-from harness.jaxlog import Outcome
-from harness.model import (CellResult, CellSpec, NothingCached, Platform, RunRecord, ThresholdMode, Verdict)
-from harness.script_cache import parse_record, with_script_cache
-from harness.tally import Tally
+from harness.core import jaxlog
+from harness.verdicts.analysis import judge
+from harness.verdicts.uncached import explain
+from harness.core.jaxlog import Outcome
+from harness.core.model import (CellResult, CellSpec, NothingCached, Platform, RunRecord, ThresholdMode, Verdict)
+from harness.verdicts.script_settings import parse_record, with_script_cache
+from harness.verdicts.judge import Tally
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 

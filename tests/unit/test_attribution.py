@@ -4,10 +4,10 @@ real stored logs (tests/fixtures/jax_logs), no JAX needed."""
 import shutil
 from pathlib import Path
 
-from harness import jaxlog
-from harness.analysis import judge
-from harness.jaxlog import Outcome
-from harness.model import Cause, CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core import jaxlog
+from harness.verdicts.analysis import judge
+from harness.core.jaxlog import Outcome
+from harness.core.model import Cause, CellResult, CellSpec, Platform, RunRecord, Verdict
 from harness.report.evidence import likely_cause
 from harness.report.render import _attribution
 from harness.report.write import write_report

@@ -10,15 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-import harness.cli as cli
+import harness.cli.commands as cli
 import harness.service as service
 from harness.bisect import report
 from harness.bisect.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
 from harness.environments.base import Backend
-from harness.errors import EnvironmentUnavailable, UserError
-from harness.model import Verdict
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.model import Verdict
 from tests.unit.test_versions import INDEX
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "shard_map_grad.yaml"

@@ -8,7 +8,7 @@ import pytest
 
 from harness.bisect import bisection
 from harness.bisect.logic import Boundary, Role, Search, between, search
-from harness.model import CommitInfo, Verdict
+from harness.core.model import CommitInfo, Verdict
 
 C, R, E, U = Verdict.CLEAN, Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED
 

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from harness import cli, errors, service
-from harness.ci import (
+from harness import service
+from harness.cli import commands as cli
+from harness.core import errors
+from harness.output.ci import (
     MAX_MESSAGE,
     append_step_summary,
     failing,
@@ -19,9 +21,9 @@ from harness.ci import (
     suite_name,
     write_junit,
 )
-from harness.errors import ExitCode
-from harness.model import parse_fail_on
-from harness.model import (
+from harness.core.errors import ExitCode
+from harness.core.model import parse_fail_on
+from harness.core.model import (
     CellCost,
     CellResult,
     CellSpec,
@@ -31,8 +33,8 @@ from harness.model import (
     Verdict,
 )
 from harness.nightly.compare import Change, compare, exit_code, render_changes
-from harness.results import RunStatus
-from harness.table import render_markdown_table, summary_line
+from harness.results.document import RunStatus
+from harness.report.table import render_markdown_table, summary_line
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[1] / "fixtures" / "junit-10.xsd")
 # The same schema with its one slip mended: it declares a test case's error element as `errors` (upstream too),
@@ -174,7 +176,7 @@ def test_the_exit_codes_are_pinned():
 @pytest.mark.parametrize("code, title", [(1, "Regression"), (2, "Bad input"), (3, "The harness itself failed"),
                                          (143, "Interrupted")])
 def test_a_ci_is_told_which_failure_an_exit_code_is(capsys, code, title):
-    """`python -m harness.errors CODE WHAT`: the nightly workflow's and the action's annotation."""
+    """`python -m harness.core.errors CODE WHAT`: the nightly workflow's and the action's annotation."""
     assert errors.main([str(code), "compare"]) == 0
     assert capsys.readouterr().out.startswith(f"::error title=compare: {title}::")
     errors.main(["0", "compare"])

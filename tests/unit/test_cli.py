@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import harness.cli as cli
+import harness.cli.commands as cli
 import harness.service as service
-import harness.options as options
-from harness.results import load_results
+import harness.inputs.options as options
+from harness.results.document import load_results
 from tests.unit.test_versions import INDEX
 
 
@@ -77,7 +77,7 @@ def test_runs_below_two_is_rejected_by_argparse(capsys, tmp_path):
 
 
 def test_load_results_rejects_non_results(tmp_path):
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     (tmp_path / "results.json").write_text(json.dumps({"hello": 1}))
     with pytest.raises(UserError, match="no schema_version"):
@@ -164,7 +164,7 @@ def test_bad_input_found_after_the_setup_lines_is_said_alone(capfd, tmp_path):
 def test_held_progress_lines_come_out_after_the_hold(capsys):
     import time
 
-    from harness.console import ConsoleProgress
+    from harness.cli.console import ConsoleProgress
 
     progress = ConsoleProgress(hold_s=0.2)
     progress.say("backend: venv")

@@ -17,14 +17,14 @@ from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, J
                                     acceptable_jaxlibs, parse_version_py)
 from harness.bisect.logic import Boundary
 from harness.bisect.state import BisectState
-from harness.config import Config, Repro
+from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
-from harness.model import Mesh, Platform, ProcessOutcome, Program, Verdict
-from harness.console import ConsoleProgress
-from harness.header import RecordedConfig, ResultsHeader
-from harness.writer import ResultsWriter
-from harness.seeds import SeedPlanner
+from harness.core.model import Mesh, Platform, ProcessOutcome, Program, Verdict
+from harness.cli.console import ConsoleProgress
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.output.writer import ResultsWriter
+from harness.measure.seeds import SeedPlanner
 
 ORDERED = 'def lower(names):\n    return ",".join(names)\n'
 SET_ORDERED = 'def lower(names):\n    return ",".join(set(names) - set())\n'

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.options import COMMAND_NAMES
+from harness.cli import commands as cli
+from harness.inputs.options import COMMAND_NAMES
 
 
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config, parse_config
-from harness.files import shipped_configs
-from harness.errors import ConfigError
-from harness.model import Mesh, Platform
+from harness.inputs.config import load_config, parse_config
+from harness.core.files import shipped_configs
+from harness.core.errors import ConfigError
+from harness.core.model import Mesh, Platform
 
 GOOD = """\
 name: shard-map-grad
@@ -128,7 +128,7 @@ def test_more_bad_values(write, text, key, fragment):
 
 
 def test_cache_thresholds_key():
-    from harness.model import ThresholdMode
+    from harness.core.model import ThresholdMode
 
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
     assert parse_config(base).cache_thresholds == ThresholdMode.HARNESS  # zeros: every module measured
@@ -192,7 +192,7 @@ def test_control_characters_are_refused_in_every_config_string(write, where, val
 
 
 def test_absurd_files_are_refused_without_reading_them_whole(tmp_path):
-    from harness.config import MAX_CONFIG_BYTES
+    from harness.inputs.config import MAX_CONFIG_BYTES
 
     big = tmp_path / "big.yaml"
     with open(big, "wb") as f:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from harness.console import ConsoleProgress, QuietWhenClosed, console_streams
+from harness.cli.console import ConsoleProgress, QuietWhenClosed, console_streams
 
 
 def test_a_stream_whose_reader_is_gone_goes_silent_and_points_at_devnull():
@@ -35,7 +35,7 @@ def test_progress_prints_to_the_stderr_of_the_moment():
 
 def test_a_python_that_prints_into_a_closed_pipe_exits_cleanly(tmp_path):
     """As `harness ... | head -3` does: everything after the third line goes nowhere, quietly."""
-    code = ("import sys\nfrom harness.console import console_streams\nwith console_streams():\n"
+    code = ("import sys\nfrom harness.cli.console import console_streams\nwith console_streams():\n"
             "    for i in range(100000):\n        print(i)\nprint('after')\nsys.exit(3)\n")
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=err)

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from harness import jaxlog
-from harness.cost import cell_cost, cost_of, cost_phrase, module_stats
-from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core import jaxlog
+from harness.verdicts.cost import cell_cost, cost_of, cost_phrase, module_stats
+from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 

@@ -6,21 +6,21 @@ from pathlib import Path
 
 import pytest
 
-import harness.cli as cli
+import harness.cli.commands as cli
 import harness.environments.docker as dk
 import harness.environments.wheelhouse as wh
 import harness.service as service
-from harness.config import load_config, parse_config
-from harness.dependencies import (Requirements, other_distributions, parse_requirements, read_requirements_file,
+from harness.inputs.config import load_config, parse_config
+from harness.inputs.dependencies import (Requirements, other_distributions, parse_requirements, read_requirements_file,
                                   script_metadata, script_requirements, unmet)
 from harness.environments.local import LocalBackend
 from harness.environments.requirements import resolver_reason
 from harness.environments.venv import VenvBackend
-from harness.errors import BackendUnavailable, UserError
-from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
-from harness.pythons import PythonVersion
+from harness.core.errors import BackendUnavailable, UserError
+from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.inputs.pythons import PythonVersion
 from harness.report.render import render_report
-from harness.results import ResultsDocument
+from harness.results.document import ResultsDocument
 from tests.unit.test_versions import INDEX
 
 SCRIPT = '''\

@@ -24,10 +24,10 @@ from harness.environments import BackendOptions, make_backend
 from harness.environments import docker as dk
 from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
-from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform, Program
-from harness.pythons import PythonChooser, PythonVersion
-from harness.run_env import IR_DUMP_VAR
+from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.core.model import Platform, Program
+from harness.inputs.pythons import PythonChooser, PythonVersion
+from harness.inputs.run_env import IR_DUMP_VAR
 
 LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
 WHEELS = ["jax-0.4.28-py3-none-any.whl", "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl",
@@ -466,8 +466,8 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
 
 
 def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
-    from harness.run_env import hook_env
-    from harness.model import ThresholdMode
+    from harness.inputs.run_env import hook_env
+    from harness.core.model import ThresholdMode
     from harness.inside.startup import STARTUP_DIR
 
     record = tmp_path / "logs" / "run-01-seed-5.cache.jsonl"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import docs
-from harness.options import COMMAND_NAMES, options_for
+from harness.cli import docs
+from harness.inputs.options import COMMAND_NAMES, options_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_commands_page_is_what_the_parser_says():
     written = (ROOT / docs.COMMANDS_DOC).read_text()
     assert written == docs.render(), (
-        f"{docs.COMMANDS_DOC} is out of date with harness/options.py: run `{docs.REGENERATE}` and commit it")
+        f"{docs.COMMANDS_DOC} is out of date with harness/inputs/options.py: run `{docs.REGENERATE}` and commit it")
 
 
 def test_every_command_and_flag_is_in_the_commands_page():

@@ -1,4 +1,4 @@
-"""Every example a user is shown, run or checked: the example of each command's `--help` (harness/options.py's
+"""Every example a user is shown, run or checked: the example of each command's `--help` (harness/inputs/options.py's
 registry) and every `harness ...` line in the fenced code blocks of README.md, docs/ and docker/README.md.
 
 Each is parsed by the real parser (a flag that no longer exists, a wrong value, fails here). Those that
@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, options, service
-from harness.config import config_file, load_config
-from harness.options import COMMAND_NAMES, parse
+from harness import service
+from harness.cli import commands as cli
+from harness.inputs import options
+from harness.inputs.config import config_file, load_config
+from harness.inputs.options import COMMAND_NAMES, parse
 from tests.unit.test_versions import INDEX
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.fingerprints import MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
-from harness.header import HostFacts
-from harness.jaxlog import LoggedKey, Outcome, RunLog
-from harness.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.cli.commands import main
+from harness.results.fingerprints import MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
+from harness.results.header import HostFacts
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 
 
 def comps(**values):

@@ -8,13 +8,14 @@ import stat
 import pytest
 from docker.errors import APIError
 
-from harness import cli, service
+from harness import service
+from harness.cli import commands as cli
 from harness.environments import docker as dk
 from harness.environments.base import Backend
 from harness.environments.gpus import (CONTAINER_ADVICE, GpuCount, host_gpus, parse_gpu_list, shortfall,
                                        within_visible_devices)
-from harness.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.model import Platform
+from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
+from harness.core.model import Platform
 from tests.unit.test_docker_backend import BASE, fake_client, fake_container
 from tests.unit.test_versions import INDEX
 

@@ -1,4 +1,4 @@
-"""The results header typed (harness/header.py): every shape an earlier release wrote reads, and is written
+"""The results header typed (harness/results/header.py): every shape an earlier release wrote reads, and is written
 back key for key; a header made now is written exactly as the dicts it replaced were."""
 
 import hashlib
@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.confidence import SeedStrategy
-from harness.config import CHECK_SOURCE, parse_config
-from harness.dependencies import Requirements
-from harness.errors import UserError
-from harness.factors import Factor
-from harness.files import harness_version
-from harness.header import BisectRange, HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
-from harness.identity import SweepIdentity
-from harness.model import BackendName, Platform, ThresholdMode
-from harness.results import ResultsDocument, host_facts, load_results
+from harness.core.confidence import SeedStrategy
+from harness.inputs.config import CHECK_SOURCE, parse_config
+from harness.inputs.dependencies import Requirements
+from harness.core.errors import UserError
+from harness.core.vary_factors import Factor
+from harness.core.files import harness_version
+from harness.results.header import BisectRange, HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
+from harness.results.identity import SweepIdentity
+from harness.core.model import BackendName, Platform, ThresholdMode
+from harness.results.document import ResultsDocument, host_facts, load_results
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FOLDERS = ["v1-release-run", "smoke-run", "smoke-run-jobs2"]

@@ -1,7 +1,7 @@
 """One sweep identity for --resume, merge and the bisection state: what counts, what does not."""
 
-from harness.header import ResultsHeader
-from harness.identity import SweepIdentity
+from harness.results.header import ResultsHeader
+from harness.results.identity import SweepIdentity
 
 DOCUMENT = {"config": {"name": "smoke", "runs": 4, "source": "configs/smoke.yaml"}, "versions": ["0.4.28"],
             "options": {"runs": 4, "seeds": "chosen", "all_runs": False, "jobs": 1, "backend": "venv"}}

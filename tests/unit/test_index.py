@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.errors import UserError
-from harness.pypi import PyPIIndex
+from harness.core.errors import UserError
+from harness.environments.package_index import PyPIIndex
 
 JAX = {"releases": {"0.4.28": [{"filename": "jax-0.4.28.tar.gz", "upload_time_iso_8601": "2024-05-09T12:00:00Z"}]}}
 

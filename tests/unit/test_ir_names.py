@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from harness.ir_names import MAX_NAMES, name_groups
-from harness.seeds import names_in_dump
+from harness.core.ir_names import MAX_NAMES, name_groups
+from harness.measure.seeds import names_in_dump
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import jaxlog
-from harness.jaxlog import LoggedKey, Outcome, RunLog
-from harness.listing import entries
+from harness.core import jaxlog
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.listing import entries
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 OLD_COMPONENTS = ["computation", "jax_lib version", "XLA flags", "compile_options", "accelerator_config",

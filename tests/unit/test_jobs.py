@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import parse_config
-from harness.confidence import miss_probability_random
+from harness.inputs.config import parse_config
+from harness.core.confidence import miss_probability_random
 from harness.environments.base import Environment
 from harness.environments.process import clean_environment, run_processes
-from harness.errors import ConfigError
-from harness.job_env import JobPlan, rank_env, rank_log
-from harness.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
-from harness.runner import CellRunner, OpenCell, run_cells
-from harness.seeds import Probe, random_plan, rank_seeds, with_ranks
+from harness.core.errors import ConfigError
+from harness.measure.multiprocess_env import JobPlan, rank_env, rank_log
+from harness.core.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
+from harness.measure.cell_runner import CellRunner, OpenCell, run_cells
+from harness.measure.seeds import Probe, random_plan, rank_seeds, with_ranks
 from harness.inside.startup import jax_cache_harness_hook as hook
 from tests.unit.test_process import _alive
 
@@ -81,7 +81,7 @@ def test_the_last_process_is_stopped_after_the_grace_once_every_other_ended_well
 
 def test_a_process_0_that_hangs_in_jax_shutdown_after_its_work_has_ended_well(tmp_path):
     from harness.environments.process import AFTER_PEERS
-    from harness.job import HUNG_AT_EXIT, SHUTDOWN_DONE, _hung_at_exit
+    from harness.measure.multiprocess_run import HUNG_AT_EXIT, SHUTDOWN_DONE, _hung_at_exit
 
     stopped = ProcessOutcome(None, 11.0, timed_out=True, reason=f"{AFTER_PEERS} (10 s after the last one)")
     log = tmp_path / "r0.log"
@@ -187,11 +187,11 @@ class JobEnvironment(Environment):
 
 
 def test_a_job_takes_a_slot_per_process(tmp_path, monkeypatch):
-    import harness.runner as runner_module
+    import harness.measure.cell_runner as runner_module
 
     monkeypatch.setattr(runner_module, "job_problem", lambda *args: None)
     env = JobEnvironment()
-    from harness.config import Repro
+    from harness.inputs.config import Repro
 
     repro = Repro("train", tmp_path / "train.py", builtin=False)
     results = []
@@ -234,7 +234,7 @@ def test_vary_and_processes_are_not_combined_yet(tmp_path):
 
 
 def test_the_probes_answer_is_found_where_gloo_cut_its_line(tmp_path):
-    from harness.job import _answer
+    from harness.measure.multiprocess_run import _answer
 
     log = tmp_path / "probe.log"
     log.write_text('[Gloo] Rank {"process_index": 1, "process_count": 2, "device_count": 8, "local_device_count": 4}'

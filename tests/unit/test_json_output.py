@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from harness import cli
-from harness.results import RunStatus
-from harness.table import SUMMARY_FORMAT, summary_json, summary_line
+from harness.cli import commands as cli
+from harness.results.document import RunStatus
+from harness.report.table import SUMMARY_FORMAT, summary_json, summary_line
 from tests.unit.test_ci_output import CELLS
 
 

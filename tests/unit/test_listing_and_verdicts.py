@@ -1,9 +1,9 @@
 """Cache listings of every naming scheme -> entries -> verdicts and boundaries."""
 
-from harness.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, release_boundaries,
+from harness.verdicts.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, release_boundaries,
                               run_ranges, version_verdicts)
-from harness.listing import Entry, entries, keys_by_module, parse_name
-from harness.model import CellResult, CellSpec, NothingCached, Platform, RunRecord, Verdict
+from harness.core.listing import Entry, entries, keys_by_module, parse_name
+from harness.core.model import CellResult, CellSpec, NothingCached, Platform, RunRecord, Verdict
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 
@@ -52,7 +52,7 @@ def test_one_run_with_two_keys_of_a_module_is_not_a_miss():
 
 def test_reason_table_and_report_name_the_same_module_on_a_tie():
     from harness.report.evidence import moved_module
-    from harness.table import rows
+    from harness.report.table import rows
 
     runs = [run(1, [f"jit_a-{H1}", f"jit_f-{H1}"]), run(2, [f"jit_a-{H2}", f"jit_f-{H2}"])]
     j = judge(runs)
@@ -272,7 +272,7 @@ def test_a_file_name_that_is_not_utf8_is_listed_readably(tmp_path):
     import json
     import os
 
-    from harness.listing import list_dir
+    from harness.core.listing import list_dir
 
     os.close(os.open(os.fsencode(tmp_path) + b"/odd-\xff\xfe-name", os.O_CREAT | os.O_WRONLY))
     (tmp_path / f"jit_f-{H1}-cache").touch()

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from harness import cli, service
-from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
+from harness import service
+from harness.cli import commands as cli
+from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
-from harness.table import render, summary_line
-from harness.results import RunStatus
+from harness.report.table import render, summary_line
+from harness.results.document import RunStatus
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 
@@ -213,7 +214,7 @@ def test_a_commit_cell_reads_back_and_is_labelled_in_the_table():
 
 
 def _clean_with(plan):
-    from harness.seeds import record_plan
+    from harness.measure.seeds import record_plan
     out = cell("0.4.28", Verdict.CLEAN, mesh=None)
     record_plan(out, plan)
     return out
@@ -222,7 +223,7 @@ def _clean_with(plan):
 def test_a_baseline_whose_clean_was_weak_is_said_instead_of_a_regression(tmp_path, capsys):
     """3 random runs read clean (a regression of two orders is missed one time in 4): reproduced now is not
     called REGRESSED, and the text says the baseline was weak; a strong baseline still raises the alarm."""
-    from harness.seeds import random_plan
+    from harness.measure.seeds import random_plan
     weak = write_results(tmp_path / "weak", [_clean_with(random_plan(3))])
     strong = write_results(tmp_path / "strong", [_clean_with(random_plan(11))])
     now = write_results(tmp_path / "now", [cell("0.4.28", Verdict.REPRODUCED, mesh=None)])
@@ -237,7 +238,7 @@ def test_a_baseline_whose_clean_was_weak_is_said_instead_of_a_regression(tmp_pat
 
 
 def test_a_weak_clean_cell_says_so_in_its_row_and_the_summary():
-    from harness.seeds import random_plan
+    from harness.measure.seeds import random_plan
     cells = [_clean_with(random_plan(4))]
     table = render(cells)
     assert "weak: a regression would read clean with chance up to 0.12 (above 0.05); --runs 6" in table

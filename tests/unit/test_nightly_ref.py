@@ -14,20 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, service
+from harness import service
+from harness.cli import commands as cli
 from harness.bisect import ref as ref_module
 from harness.bisect.commits import CommitSources, GitRepo
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.environments import BackendChoice
 from harness.environments.base import Backend
 from harness.environments.local import LocalEnvironment
-from harness.errors import UserError
-from harness.model import Verdict
-from harness.console import ConsoleProgress
-from harness.results import ResultsHeader
-from harness.sweep import Sweep
-from harness.versions import Release
-from harness.writer import ResultsWriter
+from harness.core.errors import UserError
+from harness.core.model import Verdict
+from harness.cli.console import ConsoleProgress
+from harness.results.document import ResultsHeader
+from harness.measure.sweep import Sweep
+from harness.inputs.versions import Release
+from harness.output.writer import ResultsWriter
 from tests.unit.test_commit_bisect import SET_ORDERED, commit, fake_jax, git  # noqa: F401 (fake_jax: a fixture)
 
 # A user's script (no mesh arguments): four names, so random seeds show a set order at once.

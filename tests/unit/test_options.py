@@ -1,4 +1,4 @@
-"""Every option declared once (harness/options.py): parse -> print -> parse gives the same options, for every
+"""Every option declared once (harness/inputs/options.py): parse -> print -> parse gives the same options, for every
 option of every command; the service's options agree with the declarations; each command has a handler."""
 
 from __future__ import annotations
@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, options, service
-from harness.confidence import runs_for_target
-from harness.factors import Factor
-from harness.identity import SweepIdentity
-from harness.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, ThresholdMode, Verdict
-from harness.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
-from harness.header import RecordedConfig, ResultsHeader
+from harness import service
+from harness.cli import commands as cli
+from harness.inputs import options
+from harness.core.confidence import runs_for_target
+from harness.core.vary_factors import Factor
+from harness.results.identity import SweepIdentity
+from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, ThresholdMode, Verdict
+from harness.inputs.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
+from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command
-from harness.versions import LATEST
+from harness.inputs.versions import LATEST
 
 
 def _words(opt: Option) -> list[str]:

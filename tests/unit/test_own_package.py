@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness import cli
-from harness.dependencies import Sources, parse_requirements, read_requirements_file, sources_from
+from harness.cli import commands as cli
+from harness.inputs.dependencies import Sources, parse_requirements, read_requirements_file, sources_from
 from harness.environments.venv import VenvBackend
-from harness.errors import UserError
-from harness.header import RecordedOptions
-from harness.model import Platform
-from harness.pypi import PyPIIndex, private_projects
-from harness.pythons import PythonVersion
-from harness.versions import parse_simple, simple_html_as_json
+from harness.core.errors import UserError
+from harness.results.header import RecordedOptions
+from harness.core.model import Platform
+from harness.environments.package_index import PyPIIndex, private_projects
+from harness.inputs.pythons import PythonVersion
+from harness.inputs.versions import parse_simple, simple_html_as_json
 from tests.local_index import build_wheel, served, simple_index
 
 MIRROR = "https://mirror.example/simple"

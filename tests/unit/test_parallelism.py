@@ -1,7 +1,7 @@
 """--jobs auto: one run per core for cpu cells, one at a time for GPU cells unless asked."""
 
-from harness.model import Platform
-from harness.parallelism import choose_jobs, usable_cores
+from harness.core.model import Platform
+from harness.measure.parallelism import choose_jobs, usable_cores
 
 
 def test_auto_uses_the_cores_for_cpu_cells():

@@ -6,9 +6,9 @@ import threading
 import pytest
 
 from harness.environments.base import Backend
-from harness.errors import EnvironmentUnavailable
-from harness.model import CellSpec, Mesh, Platform
-from harness.sweep import Preparations
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.model import CellSpec, Mesh, Platform
+from harness.measure.sweep import Preparations
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 

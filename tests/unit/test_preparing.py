@@ -10,12 +10,13 @@ import subprocess
 from pathlib import Path
 
 
-from harness import cli, options
-from harness.confidence import runs_for_target
-from harness.config import KEYS, load_config
+from harness.cli import commands as cli
+from harness.inputs import options
+from harness.core.confidence import runs_for_target
+from harness.inputs.config import KEYS, load_config
 from harness.environments.docker import DEBIAN_PYTHONS
-from harness.files import package_path, shipped_configs
-from harness.versions import LATEST
+from harness.core.files import package_path, shipped_configs
+from harness.inputs.versions import LATEST
 
 SCRIPT = "import jax\nprint(jax.numpy.ones(3))\n"
 

@@ -211,7 +211,7 @@ def _capped(data: bytes, path: Path, limit: int, cache_limit: int | None = None,
 
 
 def test_a_cut_log_keeps_every_line_of_jaxs_cache_log(tmp_path):
-    from harness import jaxlog
+    from harness.core import jaxlog
 
     lines = SEED_LOG.read_text().splitlines()
     data = _flood_around(lines, noise=100)
@@ -233,7 +233,7 @@ def test_cache_lines_past_their_own_limit_are_cut_and_said(tmp_path):
 
 @supervised_only
 def test_a_supervised_run_that_prints_30_mb_keeps_its_jax_cache_lines(tmp_path):
-    from harness import jaxlog
+    from harness.core import jaxlog
 
     lines = SEED_LOG.read_text().splitlines()
     script = tmp_path / "flood.py"

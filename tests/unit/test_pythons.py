@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import parse_config
+from harness.inputs.config import parse_config
 from harness.environments import interpreters
-from harness.errors import ConfigError, UserError
-from harness.pythons import Found, Interpreter, NoPython, PythonChooser, PythonVersion, Why
-from harness.versions import parse_pypi, release_pythons, resolve
+from harness.core.errors import ConfigError, UserError
+from harness.inputs.pythons import Found, Interpreter, NoPython, PythonChooser, PythonVersion, Why
+from harness.inputs.versions import parse_pypi, release_pythons, resolve
 
 PY = {minor: PythonVersion(3, minor) for minor in range(9, 16)}
 HOST = ("manylinux_2_36_x86_64", "manylinux_2_27_x86_64", "manylinux2014_x86_64", "linux_x86_64")
@@ -200,7 +200,8 @@ def test_a_python_is_installed_only_when_the_user_opted_in():
 
 
 def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsys, tmp_path):
-    from harness import cli, service
+    from harness import service
+    from harness.cli import commands as cli
 
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     monkeypatch.setattr(interpreters, "discover", lambda search=(): [interp(13)])

@@ -3,12 +3,12 @@
 
 from pathlib import Path
 
-from harness import jaxlog
-from harness.analysis import job_facts, judge
-from harness.jaxlog import Outcome
-from harness.model import (CellResult, CellSpec, JobFacts, Platform, RankRecord, RankSplit, RunRecord,
+from harness.core import jaxlog
+from harness.verdicts.analysis import job_facts, judge
+from harness.core.jaxlog import Outcome
+from harness.core.model import (CellResult, CellSpec, JobFacts, Platform, RankRecord, RankSplit, RunRecord,
                            Verdict)
-from harness.ranks import differences, first_split, host_components, split_phrase, writers
+from harness.verdicts.ranks import differences, first_split, host_components, split_phrase, writers
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 SPEC = CellSpec("0.8.1", Platform.CPU, 8, None, processes=2)
@@ -104,7 +104,7 @@ def test_a_job_no_process_joined_is_not_clean():
 
 
 def test_a_hung_job_is_an_error_naming_its_processes():
-    from harness.job import job_reason
+    from harness.measure.multiprocess_run import job_reason
 
     ranks = [RankRecord(0, 11, None, 20.0, True, "killed after the 20 s timeout"),
              RankRecord(1, 12, None, 20.0, True, "killed after the 20 s timeout")]
@@ -141,9 +141,9 @@ def test_a_job_cell_has_its_own_key_and_folder():
 
 def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processes():
     from harness.report.render import render_report
-    from harness.results import ResultsDocument
-    from harness.seeds import random_plan, with_ranks
-    from harness.table import render
+    from harness.results.document import ResultsDocument
+    from harness.measure.seeds import random_plan, with_ranks
+    from harness.report.table import render
 
     runs = [pvary_0_8_1(1)]
     plan = with_ranks(random_plan(2), 2)
@@ -280,7 +280,7 @@ def test_what_two_processes_programs_differ_in_is_read_from_their_diff():
 
 def test_the_report_claims_mismatched_collectives_only_where_a_collective_differs():
     from harness.report.render import render_report
-    from harness.results import ResultsDocument
+    from harness.results.document import ResultsDocument
 
     runs = [pvary_0_8_1(1)]
     split = first_split(runs)

@@ -3,12 +3,12 @@
 import pytest
 
 import harness.service as service
-from harness.model import Cause
+from harness.core.model import Cause
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature
 from harness.reduce.state import ReduceState, load_state
 from harness.report.render import _minimal_reproducer
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tests.unit.test_cli import assert_bad_input
 from tests.unit.test_versions import INDEX
 
@@ -48,7 +48,7 @@ def held_folder(tmp_path):
     folder = tmp_path / "reduce"
     folder.mkdir()
     (folder / "reduce.json").write_text('{"unchanged": true}')
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results.document import "
                                "lock_results_folder; folder = sys.argv[1]; sys.argv = ['-c', 'reduce', 'train.py']; "
                                "lock = lock_results_folder(folder); print('held', flush=True); time.sleep(60)",
                                str(folder)],
@@ -114,8 +114,8 @@ def test_a_resume_with_other_vary_or_processes_is_refused(tmp_path, given, fragm
     from dataclasses import replace
     from pathlib import Path
 
-    from harness.config import Config, Repro
-    from harness.factors import Factor
+    from harness.inputs.config import Config, Repro
+    from harness.core.vary_factors import Factor
     from harness.reduce.passes import digest
     from harness.reduce.reduction import Reduction
 
@@ -139,10 +139,10 @@ def test_a_reduced_program_that_no_longer_keeps_the_signature_exits_3_as_docs_re
     code and docs/reduce.md agree (the page said 1)."""
     from pathlib import Path
 
-    from harness import cli
-    from harness.errors import ExitCode
+    from harness.cli import commands as cli
+    from harness.core.errors import ExitCode
     from harness.reduce.reduction import ReduceOutcome
-    from harness.results import RunStatus
+    from harness.results.document import RunStatus
 
     reduced = tmp_path / "reduced.py"
     reduced.write_text("import jax\n")

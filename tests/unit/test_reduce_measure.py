@@ -24,8 +24,8 @@ def test_a_candidate_twice_in_one_batch_is_measured_once(monkeypatch, tmp_path):
 
 
 def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
-    from harness.factors import Factor
-    from harness.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
+    from harness.core.vary_factors import Factor
+    from harness.core.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
     from harness.reduce.measure import deciding_seeds, launch_of
     from harness.reduce.signature import Signature
     from tests.unit.test_reduce_signature import cell, key
@@ -47,8 +47,8 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
 
 def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
     from harness.reduce.sandbox import Workspace
-    from harness.config import Config, Repro
-    from harness.factors import Factor
+    from harness.inputs.config import Config, Repro
+    from harness.core.vary_factors import Factor
     from harness.reduce.signature import Signature
 
     config = Config("s", Repro("s", tmp_path / "s.py", builtin=False), ("0.5.0",),

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.inside.startup import STARTUP_DIR
 from harness.reduce import sandbox
 from harness.reduce.measure import Measured, wrote_outside
@@ -123,7 +123,7 @@ def test_a_working_folder_too_large_to_copy_is_one_line(tmp_path, monkeypatch):
 
 def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path):
     from harness.environments.base import Backend, Environment
-    from harness.model import Program
+    from harness.core.model import Program
     from harness.reduce.sandbox import WatchedBackend
 
     class Recorded(Environment):  # what the check's runs are started with

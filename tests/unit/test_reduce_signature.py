@@ -1,8 +1,8 @@
 """A cell's failure signature and whether a candidate keeps it (pure: cells in, reasons out)."""
 
-from harness.model import Attribution, Cause, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import Attribution, Cause, CellSpec, Platform, RunRecord, Verdict
 from harness.reduce.signature import Signature, signature_of, why_not_kept
-from harness.tally import Tally
+from harness.verdicts.judge import Tally
 
 BAD = CellSpec("0.4.28", Platform.CPU, 8, None)
 GOOD = CellSpec("0.4.29", Platform.CPU, 8, None)
@@ -69,8 +69,8 @@ def test_unknown_components_in_the_original_are_not_asked_of_a_candidate():
 
 # ---- --vary: the factor that missed -------------------------------------------------------------------
 
-from harness.factors import Factor, FactorOutcome  # noqa: E402
-from harness.model import CellVariation, FactorResult, RankRecord, RankSplit  # noqa: E402
+from harness.core.vary_factors import Factor, FactorOutcome  # noqa: E402
+from harness.core.model import CellVariation, FactorResult, RankRecord, RankSplit  # noqa: E402
 
 
 def varied(spec, outcome, modules=("jit_broadcast_in_dim", "jit_step"), components=("compile_options",),

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.errors import UserError
-from harness.model import Cause
+from harness.core.errors import UserError
+from harness.core.model import Cause
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature

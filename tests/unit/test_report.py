@@ -10,20 +10,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, confidence, seeds
+from harness.cli import commands as cli
+from harness.core import confidence
+from harness.measure import seeds
 from harness.bisect import bisection, commits, logic
-from harness.config import parse_config
-from harness.model import CellResult, CellSpec, Mesh, FolderMode, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.inputs.config import parse_config
+from harness.core.model import CellResult, CellSpec, Mesh, FolderMode, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
                                      extract_lowered, key_seeds, moved_module, strip_locations)
 from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
-from harness.hostinfo import parse_nvidia_smi
-from harness.header import RecordedConfig, ResultsHeader
-from harness.results import ResultsDocument
-from harness.writer import ResultsWriter
+from harness.core.hostinfo import parse_nvidia_smi
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.document import ResultsDocument
+from harness.output.writer import ResultsWriter
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys
@@ -358,7 +360,7 @@ def test_report_lists_cells_by_version_then_mesh():
 
 
 def test_bisection_shows_both_miss_bounds():
-    """Seeds as the bisector plans and stores them (harness/seeds.py record_plan: cell.seeds)."""
+    """Seeds as the bisector plans and stores them (harness/measure/seeds.py record_plan: cell.seeds)."""
     probe = seeds.Probe("cpython 3.11", (("a", "b"),), {1: (("a", "b"),), 2: (("b", "a"),)})
     plan = seeds.chosen_plan(probe)  # two chosen seeds, no random extra runs
     assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0
@@ -497,8 +499,8 @@ def _outside_fences(text: str) -> str:
 
 
 def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
-    from harness.results import load_results
-    from harness.table import render_markdown
+    from harness.results.document import load_results
+    from harness.report.table import render_markdown
 
     data = json.loads((smoke_run / "results.json").read_text())
     data["config"]["name"] = "smoke\n# a title of its own <!--"
@@ -533,8 +535,8 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
     """A module name, a reason (a crash's words), a config name or a script's setting that holds `@someone`
     or `#123` would, pasted into an issue, notify that user or cross-reference that issue: the `@` and
     the `#` are followed by a zero-width space there, and code spans and fences keep them as they are."""
-    from harness.results import load_results
-    from harness.table import render_markdown
+    from harness.results.document import load_results
+    from harness.report.table import render_markdown
 
     data = json.loads((smoke_run / "results.json").read_text())
     data["config"]["name"] = "smoke for @octocat (#123)"
@@ -554,7 +556,7 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
 
 
 def test_mention_escaping_leaves_code_and_plain_text_alone():
-    from harness import markdown as md
+    from harness.core import markdown as md
 
     assert md.text("user@host, jax@0123abc, # 1, #x, @ alone") == "user@host, jax@0123abc, # 1, #x, @ alone"
     assert md.text("(@a) `@b` &@c") == "(@\u200ba) \\`@\u200bb\\` &amp;@\u200bc"

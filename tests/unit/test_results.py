@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
-from harness.files import write_atomic
-from harness.model import CellResult, CellSpec, Platform, Verdict
-from harness.results import ResultsDocument, RunStatus, host_facts
-from harness.table import render
+from harness.core.errors import UserError
+from harness.core.files import write_atomic
+from harness.core.model import CellResult, CellSpec, Platform, Verdict
+from harness.results.document import ResultsDocument, RunStatus, host_facts
+from harness.report.table import render
 
 
 def test_write_atomic_follows_the_umask(tmp_path):
@@ -47,12 +47,12 @@ def test_a_second_process_cannot_write_a_results_folder_being_written(tmp_path):
     import subprocess
     import sys
 
-    from harness.errors import UserError
-    from harness.results import lock_results_folder
+    from harness.core.errors import UserError
+    from harness.results.document import lock_results_folder
 
     folder = tmp_path / "run"
     folder.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results import "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from harness.results.document import "
                                "lock_results_folder; lock = lock_results_folder(sys.argv[1]); print('held', flush=True); "
                                "time.sleep(60)", str(folder)], stdout=subprocess.PIPE, text=True)
     try:
@@ -120,7 +120,7 @@ def good_folder(tmp_path):
 @pytest.mark.parametrize("command", ["report", "compare-new", "compare-baseline", "merge"])
 def test_every_reader_of_a_malformed_results_file_says_one_line_and_exits_2(tmp_path, good_folder, capsys,
                                                                              name, command):
-    from harness import cli
+    from harness.cli import commands as cli
 
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -136,15 +136,15 @@ def test_every_reader_of_a_malformed_results_file_says_one_line_and_exits_2(tmp_
 
 
 def test_report_of_dev_zero_is_refused_without_reading_it(capsys):
-    from harness import cli
+    from harness.cli import commands as cli
 
     assert cli.main(["report", "/dev/zero"]) == 2
     assert "not a regular file" in capsys.readouterr().err
 
 
 def test_a_results_file_past_the_size_limit_is_refused(tmp_path, monkeypatch):
-    from harness import results
-    from harness.errors import UserError
+    from harness.results import document as results
+    from harness.core.errors import UserError
 
     monkeypatch.setattr(results, "MAX_RESULTS_BYTES", 1000)
     (tmp_path / "results.json").write_text(json.dumps({"schema_version": 1, "pad": "x" * 2000}))
@@ -188,8 +188,8 @@ def test_write_atomic_takes_text_with_lone_surrogates(tmp_path):
 
 def test_a_config_name_of_240_characters_makes_its_folders(tmp_path):
     """Issue 27, item 8: a 300-character name was `OSError: File name too long`; names up to 240 work."""
-    from harness.files import NAME_MAX, fitting_name
-    from harness.results import new_run_dir
+    from harness.core.files import NAME_MAX, fitting_name
+    from harness.results.document import new_run_dir
 
     for name in ("n" * 240, "n" * 240 + "-slurm", "n" * 239 + "m"):
         folder = new_run_dir(tmp_path, name)
@@ -201,8 +201,8 @@ def test_a_config_name_of_240_characters_makes_its_folders(tmp_path):
 def test_a_config_name_past_240_characters_is_one_line():
     import pytest
 
-    from harness.config import parse_config
-    from harness.errors import ConfigError
+    from harness.inputs.config import parse_config
+    from harness.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="name: is 300 characters long; at most 240"):
         parse_config({"name": "n" * 300, "repro": "shard_map_grad", "jax_versions": ["0.4.29"]}, "c.yaml")
@@ -211,7 +211,7 @@ def test_a_config_name_past_240_characters_is_one_line():
 
 def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path):
     from harness.service import check_config
-    from harness.model import Platform
+    from harness.core.model import Platform
 
     script = tmp_path / ("s" * 250 + ".py")
     script.write_text("import jax\n")

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from harness.errors import UserError
-from harness.header import ResultsHeader
-from harness.model import CellResult, CellSpec, Platform, Verdict
-from harness.resume import check_same_sweep, finished_cells, still_to_measure
+from harness.core.errors import UserError
+from harness.results.header import ResultsHeader
+from harness.core.model import CellResult, CellSpec, Platform, Verdict
+from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
 
 HEADER = {"config": {"name": "smoke", "runs": 4, "source": "configs/smoke.yaml"},
           "versions": ["0.4.28", "0.4.29"], "options": {"runs": 4, "seeds": "chosen", "all_runs": False}}

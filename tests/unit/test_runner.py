@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 import time
 
-from harness import jaxlog
-from harness.config import Repro
+from harness.core import jaxlog
+from harness.inputs.config import Repro
 from harness.environments.base import Environment
-from harness.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
-from harness.run_env import process_env, repro_args
-from harness.runner import CellRunner
-from harness.seeds import random_seeds
+from harness.core.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
+from harness.inputs.run_env import process_env, repro_args
+from harness.measure.cell_runner import CellRunner
+from harness.measure.seeds import random_seeds
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
 REPRO = Repro("shard_map_grad", __file__, builtin=True)
@@ -159,7 +159,7 @@ def test_ctrl_c_during_parallel_runs_stops_the_others(tmp_path):
 
 def test_an_unwritable_environment_folder_is_an_unavailable_environment(tmp_path):
     from harness.environments.venv import VenvBackend
-    from harness.errors import EnvironmentUnavailable
+    from harness.core.errors import EnvironmentUnavailable
 
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -4,11 +4,11 @@
 import json
 from pathlib import Path
 
-from harness.config import Repro
+from harness.inputs.config import Repro
 from harness.environments.base import Environment
-from harness.model import CellSpec, FolderMode, Platform, ProcessOutcome, SeedCheck, Verdict
-from harness.runner import CellRunner
-from harness.seed_check import phrase
+from harness.core.model import CellSpec, FolderMode, Platform, ProcessOutcome, SeedCheck, Verdict
+from harness.measure.cell_runner import CellRunner
+from harness.verdicts.seed_check import phrase
 from harness.inside.startup.jax_cache_harness_hook import CACHE_DIR, FOLDER_VAR, RECORD_VAR
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 8, None)

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
-from harness.script_cache import cell_facts, parse_record, sets_own_folder
+from harness.core.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
+from harness.verdicts.script_settings import cell_facts, parse_record, sets_own_folder
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, LATE_ENVIRON, MIN_COMPILE_TIME,
                                                            MIN_ENTRY_SIZE, caller_api, decide, environment_changes)

@@ -5,14 +5,14 @@ import shlex
 
 import pytest
 
-from harness import cli
-from harness.config import parse_config
+from harness.cli import commands as cli
+from harness.inputs.config import parse_config
 from harness.environments import docker as dk
-from harness.errors import ConfigError
-from harness.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
-from harness.header import RecordedConfig, ResultsHeader
+from harness.core.errors import ConfigError
+from harness.core.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
+from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command, shell_commands
-from harness.run_env import merge_user_env, process_env, program_for, run_command
+from harness.inputs.run_env import merge_user_env, process_env, program_for, run_command
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 4, None)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
-from harness.model import CellSpec, Mesh, Platform
-from harness.confidence import SeedStrategy, miss_probability_random, runs_for_target
-from harness.seeds import Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets, run_probe
+from harness.core.model import CellSpec, Mesh, Platform
+from harness.core.confidence import SeedStrategy, miss_probability_random, runs_for_target
+from harness.measure.seeds import Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets, run_probe
 
 
 def test_random_seed_arithmetic_matches_the_two_ordering_worst_case():
@@ -88,7 +88,7 @@ def test_the_real_probe_agrees_with_fresh_interpreters_and_covers_both_orders(tm
 
 
 def test_the_planner_probes_once_per_interpreter(tmp_path, monkeypatch):
-    import harness.seeds as seeds
+    import harness.measure.seeds as seeds
 
     calls = []
     real = seeds.run_probe
@@ -123,7 +123,7 @@ def test_runs_is_a_ceiling_even_when_covering_every_pair_order_needs_more():
 
 
 def test_venvs_of_one_interpreter_share_a_probe_and_other_interpreters_do_not(tmp_path):
-    from harness.seeds import interpreter_key
+    from harness.measure.seeds import interpreter_key
 
     version = sys.version.split()[0]
     for name in ("venv-a", "venv-b"):  # what `uv venv` makes: bin/python, a link to the interpreter
@@ -138,7 +138,7 @@ def test_venvs_of_one_interpreter_share_a_probe_and_other_interpreters_do_not(tm
 
 
 def test_a_user_script_s_later_seeds_cover_both_orders_with_its_first_run_s():
-    from harness.seeds import script_plan
+    from harness.measure.seeds import script_plan
     first = 123456789
     probe = _probe({first: ["b", "a"], 1: ["b", "a"], 2: ["b", "a"], 3: ["a", "b"]})
     plan = script_plan(probe, first, 4, [("a", "b")])
@@ -152,7 +152,7 @@ def test_a_user_script_s_later_seeds_cover_both_orders_with_its_first_run_s():
 
 
 def test_a_cover_longer_than_runs_is_cut_and_says_so():
-    from harness.seeds import script_plan
+    from harness.measure.seeds import script_plan
     probe = Probe("cpython test", (("a", "b"), ("c", "d")),
                   {1: (("a", "b"), ("c", "d")), 2: (("b", "a"), ("c", "d")), 3: (("a", "b"), ("d", "c"))})
     plan = script_plan(probe, 1, 2, [("a", "b"), ("c", "d")])
@@ -187,8 +187,8 @@ def test_a_dump_without_names_keeps_the_random_seeds(tmp_path):
 
 
 def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
-    from harness.confidence import SeedPlan, WEAK_BOUND, weak_bound_phrase
-    from harness.seeds import random_plan
+    from harness.core.confidence import SeedPlan, WEAK_BOUND, weak_bound_phrase
+    from harness.measure.seeds import random_plan
     plan = random_plan(4)
     assert plan.miss_bound == 0.125 > WEAK_BOUND
     assert weak_bound_phrase(plan.bounds, plan) == (

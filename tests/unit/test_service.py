@@ -10,12 +10,13 @@ import stat
 
 import pytest
 
-from harness import cli, service
+from harness import service
+from harness.cli import commands as cli
 from harness.environments import BackendChoice
 from harness.environments.base import Backend
 from harness.environments.local import LocalBackend
-from harness.errors import EnvironmentUnavailable
-from harness.model import Platform
+from harness.core.errors import EnvironmentUnavailable
+from harness.core.model import Platform
 from tests.unit.test_runner import ScriptedEnvironment
 from tests.unit.test_versions import INDEX
 

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from harness import cli
-from harness.errors import UserError
-from harness.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
-from harness.results import summaries_by_mesh, summarise
-from harness.results import ResultsDocument
-from harness.shards.merge import merge_documents
-from harness.sharding import Shard, parse_shard
+from harness.cli import commands as cli
+from harness.core.errors import UserError
+from harness.core.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.results.document import summaries_by_mesh, summarise
+from harness.results.document import ResultsDocument
+from harness.results.merge import merge_documents
+from harness.inputs.sharding import Shard, parse_shard
 
 MESHES = [Mesh((8, 1, 1, 1), ("a", "b", "c", "d")), Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))]
 VERSIONS = ["0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30"]

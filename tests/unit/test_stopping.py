@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.stopping import interrupted_exit_code, interrupted_how, stop_signals_interrupt
+from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])

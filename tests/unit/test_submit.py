@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import harness.cli as cli
+import harness.cli.commands as cli
 import harness.service as service
-from harness.errors import UserError
-from harness.model import Platform
+from harness.core.errors import UserError
+from harness.core.model import Platform
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time
 from harness.slurm.scheduler import Slurm, SlurmError

@@ -8,20 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, service
-from harness.analysis import Comparison, judge, release_boundaries
-from harness.table import rows
-from harness.ci import fail_line
-from harness.errors import ExitCode, meaning
-from harness.header import RecordedConfig, ResultsHeader
-from harness.as_it_runs import explain
+from harness import service
+from harness.cli import commands as cli
+from harness.verdicts.analysis import Comparison, judge, release_boundaries
+from harness.report.table import rows
+from harness.output.ci import fail_line
+from harness.core.errors import ExitCode, meaning
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.verdicts.uncached import explain
 from harness.report.evidence import likely_cause
-from harness.model import Cause, CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
-from harness.options import CHECK_FAILS_ON, Given, option, parse
+from harness.core.model import Cause, CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
+from harness.inputs.options import CHECK_FAILS_ON, Given, option, parse
 from harness.report.reproduce import narrowing, summary_of
-from harness.results import ResultsDocument, RunStatus, load_results
-from harness.versions import Release, releases_between
-from harness.writer import write_files
+from harness.results.document import ResultsDocument, RunStatus, load_results
+from harness.inputs.versions import Release, releases_between
+from harness.output.writer import write_files
 
 RELEASES = ("0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31")
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import harness.cli as cli
+import harness.cli.commands as cli
 import harness.service as service
-import harness.writer as writer
+import harness.output.writer as writer
 from harness.environments import BackendChoice
 from harness.environments.base import Backend, Environment
-from harness.errors import BackendUnavailable
-from harness.model import ProcessOutcome
+from harness.core.errors import BackendUnavailable
+from harness.core.model import ProcessOutcome
 
 # Two cells (two meshes) of one version.
 CONFIG = ("name: faults\nrepro: shard_map_grad\njax_versions: ['0.4.29']\nruns: 2\ndevice_count: 2\n"
@@ -95,7 +95,7 @@ def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(swe
 def test_a_full_disk_names_the_file_it_could_not_write(sweep, tmp_path, capsys, monkeypatch):
     """Issue 27, item 10: a write that fails on a full disk names no file itself (only open() does); the
     one line says which file could not be written, as docs/signals-and-concurrency.md promises."""
-    import harness.files as files
+    import harness.core.files as files
 
     real_write, real_fsync = writer.write_atomic, files.os.fsync
     writes = {"n": 0}

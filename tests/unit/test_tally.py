@@ -1,7 +1,7 @@
 """The pure half of measuring a cell: records in; the verdict, whether to stop, and the cell out."""
 
-from harness.model import CellSpec, Mesh, Platform, RunRecord, Verdict
-from harness.tally import Tally
+from harness.core.model import CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.verdicts.judge import Tally
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
 KEY = "jit_f-{:064x}"

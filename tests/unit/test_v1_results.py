@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, service
-from harness.confidence import MissBounds, SeedStrategy
-from harness.results import SCHEMA_VERSION, ResultsDocument, RunStatus
+from harness import service
+from harness.cli import commands as cli
+from harness.core.confidence import MissBounds, SeedStrategy
+from harness.results.document import SCHEMA_VERSION, ResultsDocument, RunStatus
 from tests.unit.test_versions import INDEX
 
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run"

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.config import Repro, parse_config
-from harness.environments import varying
+from harness.cli.commands import main
+from harness.inputs.config import Repro, parse_config
+from harness.environments import vary as varying
 from harness.environments.base import Environment
 from harness.environments.docker import CACHE_MOUNT, ELSEWHERE, SCRIPT_MOUNT, container_command, run_kwargs
 from harness.environments.process import wrapped
-from harness.errors import ConfigError
-from harness.factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
-from harness.jaxlog import LoggedKey, Outcome, RunLog
-from harness.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
-from harness.header import RecordedConfig, ResultsHeader
+from harness.core.errors import ConfigError
+from harness.core.vary_factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
+from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
-from harness.report.variation import variation_section
-from harness.results import ResultsDocument, RunStatus
-from harness.runner import CellRunner
-from harness.table import render
-from harness.variation import judge_factor, vary_column, verdict_with, with_control
+from harness.report.vary import variation_section
+from harness.results.document import ResultsDocument, RunStatus
+from harness.measure.cell_runner import CellRunner
+from harness.report.table import render
+from harness.verdicts.vary import judge_factor, vary_column, verdict_with, with_control
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
 

@@ -4,9 +4,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness.errors import UserError
-from harness.pythons import PythonVersion
-from harness.versions import Release, check_syntax, matches, resolve
+from harness.core.errors import UserError
+from harness.inputs.pythons import PythonVersion
+from harness.inputs.versions import Release, check_syntax, matches, resolve
 
 
 class FakeIndex:
@@ -71,7 +71,7 @@ def test_matches():
 
 
 def test_pypi_json_parsing():
-    from harness.versions import parse_pypi
+    from harness.inputs.versions import parse_pypi
 
     data = {"releases": {"0.4.28": [
         {"filename": "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl", "requires_python": ">=3.9",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from harness import cli
-from harness.config import load_config
+from harness.cli import commands as cli
+from harness.inputs.config import load_config
 
 ROOT = Path(__file__).parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -99,12 +99,12 @@ def test_the_optional_jax_main_job_measures_the_ref_against_the_last_green_night
 
 def test_the_workflow_tells_a_regression_from_a_failure_of_the_harness():
     """Each step that runs a sweep or a comparison names what its exit code means (1 a regression, 3 the
-    harness broke) through harness.errors, then exits with it."""
+    harness broke) through harness.core.errors, then exits with it."""
     for job in workflow()["jobs"].values():
         for step in job["steps"]:
             script = step.get("run", "")
             if re.search(r"-m harness (run|compare|nightly) ", script):
-                assert 'python -m harness.errors "$code"' in script and 'exit "$code"' in script, step["name"]
+                assert 'python -m harness.core.errors "$code"' in script and 'exit "$code"' in script, step["name"]
 
 
 # ---- hardening (issue 32.9) ----------------------------------------------------------------------

@@ -1,0 +1,2 @@
+"""`harness`: parses arguments, calls the service, shows the outcome; the console; docs/commands.md.
+"""

@@ -1,0 +1,398 @@
+"""`harness` (layer 6, the top): parses arguments into options, calls the service, shows the outcome.
+
+Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`, docs/ci.md): 0 the
+work completed (whatever it found), 1 a regression (nightly and compare; run, check, merge and submit
+--wait with --fail-on), 2 bad input, 3 a failure of the harness itself (or an incomplete merge), 130
+interrupted by Ctrl-C, 143 stopped by SIGTERM (129 SIGHUP; partial results are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import io
+import shlex
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from harness import service
+from harness.output import ci
+from harness.inputs import options
+from harness.core.errors import ExitCode, UserError
+from harness.nightly.compare import CellChange, exit_code, render_changes
+from harness.cli.console import ConsoleProgress, console_streams
+from harness.reduce.passes import size
+from harness.report.render import REPORT_FILE
+from harness.core.model import CellResult
+from harness.results.document import RunStatus
+from harness.inputs.options import SCRIPT_ARGS, Given, from_given
+from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
+from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
+from harness.report.table import render, summary_json, summary_line
+
+_STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
+DESCRIPTION = "Reproduce JAX persistent-compilation-cache regressions version by version."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command, from the options' one declaration (harness/inputs/options.py)."""
+    return options.build_parser(DESCRIPTION)
+
+
+def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a name from a program or an old results file never stops a print
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    words = list(sys.argv[1:] if argv is None else argv)
+    given, _ = options.parse(words, build_parser())  # the Namespace stops here
+    try:
+        with stop_signals_interrupt(), console_streams():
+            return handler(given.command)(given, tuple(words))
+    except UserError as exc:
+        ConsoleProgress.discard_all()  # bad input is said alone, not after what was resolved before it
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except KeyboardInterrupt:
+        ConsoleProgress.release_all()
+        print(f"\nharness: {interrupted_how()}", file=sys.stderr)
+        return interrupted_exit_code()
+    except OSError as exc:
+        ConsoleProgress.release_all()
+        if exc.errno not in _STORAGE_FULL:
+            return _internal_error()
+        # Not a bug and not bad input: the machine's storage. What was measured was saved up to here.
+        print(f"harness: error: {exc.strerror}{f' ({exc.filename})' if exc.filename else ''}; the results "
+              "keep every cell saved before it", file=sys.stderr)
+        return ExitCode.FAILURE
+    except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
+        return _internal_error()
+    finally:
+        ConsoleProgress.release_all()
+
+
+def cmd_completion(given: Given, words: tuple[str, ...]) -> int:
+    """The completion script (shtab: generated from the parser, so from the options registry; nothing of
+    the harness runs on a Tab press). Path-typed options and arguments complete file names."""
+    try:
+        # Here, not at the top (as uv in environments/venv.py): a venv made before shtab was a dependency
+        # still runs every other command; this one says what to install.
+        import shtab  # noqa: PLC0415
+    except ImportError:
+        raise UserError("completion needs shtab, a dependency of the harness: pip install shtab") from None
+    parser = build_parser()
+    for action in _all_actions(parser):
+        if action.type is Path:
+            action.complete = shtab.FILE  # type: ignore[attr-defined]
+    print(shtab.complete(parser, shell=given["shell"]), end="")
+    return ExitCode.OK
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    found = []
+    for action in parser._actions:
+        found.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_actions(sub)
+    return found
+
+
+def _internal_error() -> int:
+    ConsoleProgress.release_all()
+    traceback.print_exc()
+    print("harness: internal error (a bug in the harness; the traceback above says where)", file=sys.stderr)
+    return ExitCode.FAILURE
+
+
+# ---- commands: each takes what was given (harness/inputs/options.py) and the words as typed ------------
+
+# The lines a command prints before it measures are held this long at most (until its first cell), so
+# that bad input found meanwhile (a --resume of another sweep, a read-only --out) is said alone.
+SETUP_HOLD_S = 3.0
+
+
+def _progress(given: Given) -> ConsoleProgress:
+    return ConsoleProgress(quiet=given["quiet"], hold_s=SETUP_HOLD_S)
+
+
+def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
+    """`cmd_<command>` below (`base-image`: cmd_base_image): one per command of harness/inputs/options.py
+    (tests/unit/test_options.py checks)."""
+    return globals()[f"cmd_{command.replace('-', '_')}"]
+
+
+def _sweep_options(given: Given, words: tuple[str, ...]) -> service.SweepOptions:
+    return from_given(service.SweepOptions, given, argv=words)
+
+
+def cmd_run(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
+    return _show_sweep(service.run(given["config"], _sweep_options(given, words), _progress(given)), given)
+
+
+def cmd_check(given: Given, words: tuple[str, ...]) -> int:
+    if (given["script"] is None) == (given["module"] is None):
+        raise UserError("check: name a script or -m MODULE (one of them)")
+    _check_ci_paths(given)
+    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+    config = service.check_config(given["script"], given["versions"] or (), given["platform"],
+                                  given["device_count"], given["runs"], given["timeout"], how)
+    return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)), given)
+
+
+def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
+    options = from_given(service.ReduceOptions, given, argv=words)
+    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+    done = service.reduce(given["script"], how, given["platform"], given["device_count"], given["timeout"],
+                          options, _progress(given))
+    state = done.state
+    if done.status == RunStatus.INTERRUPTED:
+        print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {done.original_lines} lines, "
+              f"{state.measured} candidates run) is {done.best_file}\n"
+              f"continue with: {service.resume_command(given, done.folder)}", file=sys.stderr)
+        return interrupted_exit_code()
+    print(f"results: {done.folder / 'results.json'} (report: {done.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(list(done.cells)))
+    print()
+    print(f"reduced: {done.reduced} ({done.original_lines} -> {size(done.reduced.read_text())} lines; "
+          f"{state.measured} candidates run in {state.seconds:.0f} s)")
+    if done.problem:
+        print(f"harness: the reduced program's own check did not keep the signature: {done.problem}",
+              file=sys.stderr)
+        return ExitCode.FAILURE
+    return ExitCode.OK
+
+
+def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
+    """The fingerprint as JSON on stdout (and in --output): from one run per release of the script, or
+    read from a results folder."""
+    source = given["script"]
+    if source is not None and given["module"] is None and (source.is_dir() or source.name == "results.json"):
+        taken = service.read_fingerprint(source)
+    else:
+        if (source is None) == (given["module"] is None):
+            raise UserError("fingerprint: name a script, -m MODULE or a results folder (one of them)")
+        how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+        config = service.check_config(source, given["versions"] or (), given["platform"], given["device_count"],
+                                      2, given["timeout"], how)
+        taken = service.fingerprint(config, from_given(service.FingerprintOptions, given), _progress(given))
+    text = json.dumps(taken.to_json(), indent=1)
+    if given.get("output") is not None and source is not None and source.is_dir():
+        given["output"].write_text(text + "\n")
+    print(text)
+    return ExitCode.OK
+
+
+def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
+    """Exit 0 when every module's keys are the same in both, 1 when some differ (as diff does)."""
+    text, differs = service.diff_files(given["a"], given["b"])
+    print(text)
+    return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
+
+
+def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:
+    """--env NAME=VALUE ... as a mapping (the config's env: validates names and values)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UserError(f"--env {item!r}: expected NAME=VALUE")
+        if name in out:
+            raise UserError(f"--env {name}: given twice")
+        out[name] = value
+    return out
+
+
+def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
+    """One release per line, a tab, and the Python it would run in (`cut -f1` gives the releases)."""
+    resolution = service.list_versions(given["config"], given["versions"] or (), given["python_version"],
+                                       from_given(service.PythonOptions, given), given["index_url"],
+                                       given["extra_index_urls"])
+    for line in resolution.notes():
+        print(f"harness: {line}", file=sys.stderr)
+    for version in resolution.versions:
+        print(f"{version}\t{resolution.pythons[version]}")
+    return ExitCode.OK
+
+
+def cmd_init(given: Given, words: tuple[str, ...]) -> int:
+    written = service.init_config(given["script"], given["output"], given["force"])
+    print(f"config: {written} (edit it, then: {shlex.join(['harness', 'run', str(written)])})")
+    return ExitCode.OK
+
+
+def cmd_base_image(given: Given, words: tuple[str, ...]) -> int:
+    """The build script's own exit code: 0 built or already there, 1 a step failed."""
+    return ExitCode.OK if service.base_image(given["debian"], given["image"], given["force"]) == 0 else \
+        ExitCode.FAILURE
+
+
+def cmd_report(given: Given, words: tuple[str, ...]) -> int:
+    path = service.report(given["results"])
+    if given["show"]:
+        print(path.read_text(), end="")
+    print(f"report: {path}")
+    return ExitCode.OK
+
+
+def cmd_nightly(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
+    jax_ref = service.JaxRef(given["jax_repo"], given["ref"]) if given["jax_repo"] is not None else None
+    found = service.nightly(given["config"], _sweep_options(given, words), given["baseline"],
+                            given["config_versions"], _progress(given), jax_ref,
+                            max_lost_growth=given["max_lost_growth"])
+    code = _show_sweep(found.sweep, given)
+    if code != ExitCode.OK:
+        return code
+    print()
+    return _show_changes(found.changes, given["baseline"])
+
+
+def cmd_compare(given: Given, words: tuple[str, ...]) -> int:
+    return _show_changes(service.compare_folders(given["results"], given["baseline"], given["max_lost_growth"]),
+                         given["baseline"])
+
+
+def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
+    merged = service.merge(list(given["results"]), given["out"], shlex.join(["harness", *words]))
+    print(render(merged.cells))
+    print()
+    print(summary_line(merged.cells))
+    print(f"results: {merged.results_file}")
+    return _merged_outputs(merged.cells, merged.status, merged.complete,
+                           ci.merged_suite_name(merged.name, merged.folder), given)
+
+
+def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
+    found = service.bisect(given["config"], from_given(service.BisectOptions, given),
+                           _progress(given))
+    if found.status == RunStatus.INTERRUPTED:
+        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
+              f"resume with: {found.command}", file=sys.stderr)
+        return interrupted_exit_code()
+    print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
+    print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
+    # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
+    return ExitCode.OK if found.status == RunStatus.COMPLETE else ExitCode.BAD_INPUT
+
+
+def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
+    _check_ci_paths(given)
+    if not given["wait"] and (given["junit_xml"] is not None or given["fail_on"]):
+        flag = "--junit-xml" if given["junit_xml"] is not None else "--fail-on"
+        raise UserError(f"{flag}: only with --wait (the merged cells are read only when waiting for them)")
+    submit_options = from_given(service.SubmitOptions, given, argv=words)
+    found = service.submit(given["config"], submit_options, dry_run=given["dry_run"], progress=ConsoleProgress())
+    if found.submitted is None:
+        print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
+        print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)
+        return ExitCode.OK
+    done = found.submitted
+    print(f"shards: job {done.array_job} (array tasks {','.join(map(str, done.shards))} of {given['shards']})")
+    print(f"merge: job {done.merge_job} (after the shards, however they end)")
+    print(f"folder: {done.sweep_dir}")
+    if not given["wait"]:
+        return ExitCode.OK
+    try:
+        waited = service.wait_submission(found, _progress(given))
+    except KeyboardInterrupt:
+        print(f"\n{interrupted_how()}: stopped waiting; the jobs go on (cancel them with: "
+              f"scancel {done.array_job} {done.merge_job})", file=sys.stderr)
+        return interrupted_exit_code()
+    if waited.merged is None:
+        print(f"the merge job left no results: see {done.sweep_dir / LOG_FOLDER}", file=sys.stderr)
+        return ExitCode.FAILURE
+    merged = waited.merged
+    print(f"results: {merged.results_file} (report: {merged.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(merged.cells))
+    print()
+    print(summary_line(merged.cells))  # last, as for run
+    return _merged_outputs(merged.cells, merged.status, merged.complete,
+                           ci.merged_suite_name(merged.name, merged.folder), given, waited.resubmit_command)
+
+
+# ---- showing outcomes ----------------------------------------------------------------------------
+
+def _check_ci_paths(given: Given) -> None:
+    """Every output path a command will write (--junit-xml, GITHUB_STEP_SUMMARY, the results folder --out),
+    checked before the first run: a bad one is bad input, said in one line before an hour of measuring."""
+    problems = ci.output_problems(given.get("junit_xml"))
+    out = given.get("out")
+    if out is not None and given.get("resume") is None:
+        problem = ci.folder_problem(out)
+        if problem:
+            problems.append(f"--out {out}: {problem}")
+    if problems:
+        raise UserError(problems[0])
+
+
+def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
+    ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
+    if swept.status == RunStatus.INTERRUPTED:
+        print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
+              f"resume with: {swept.resume_command}", file=sys.stderr)
+        return interrupted_exit_code()
+    print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)
+    as_json = given is not None and given.get("json")
+    human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
+    print(render(swept.cells), file=human)
+    print(file=human)
+    print(summary_line(swept.cells, swept.summary or None), file=human)  # last, so `| tail -1` gives the answer
+    if as_json:
+        print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
+                                      str(swept.folder / REPORT_FILE))))
+    return (_ci_outputs(swept.cells, ci.suite_name(swept.folder), given, report=swept.folder / REPORT_FILE)
+            if given is not None else ExitCode.OK)
+
+
+def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "", report: Path | None = None) -> int:
+    """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
+    An output that cannot be written (its path was checked before the sweep; something changed since) is
+    said, the others are still written, and the verdict's exit code wins: a regression stays 1, and
+    otherwise it is 3 (the harness could not deliver what it was asked), never 2."""
+    unwritten = []
+    if given.get("junit_xml") is not None:
+        try:
+            ci.write_junit(given["junit_xml"], cells, suite)
+            print(f"junit: {given['junit_xml']}", file=sys.stderr)
+        except ci.OutputFailed as exc:
+            unwritten.append(str(exc))
+    try:
+        ci.append_step_summary(cells, suite, status=status)
+    except ci.OutputFailed as exc:
+        unwritten.append(str(exc))
+    for problem in unwritten:
+        print(f"harness: error: {problem}; the results folder has every cell", file=sys.stderr)
+    fail_on = given.get("fail_on") or frozenset()
+    failed = ci.failing(cells, fail_on)
+    if failed:
+        print(f"harness: {ci.fail_line(failed, fail_on, report)}", file=sys.stderr)
+        return ExitCode.REGRESSION
+    return ExitCode.FAILURE if unwritten else ExitCode.OK
+
+
+def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, given: Given,
+                    resubmit_command: str | None = None) -> int:
+    """merge and submit --wait: the CI outputs of the merged cells. An incomplete merge (a shard missing or
+    cut short) exits 3, as the harness's failure: nothing was decided for the cells it lacks. A verdict
+    --fail-on names among the cells it has is still 1: that regression was measured."""
+    code = _ci_outputs(cells, suite, given, status="" if complete else status)
+    if complete:
+        return code
+    print(f"harness: {status}" + (f"; re-submit with: {resubmit_command}" if resubmit_command else ""),
+          file=sys.stderr)
+    return code if code == ExitCode.REGRESSION else ExitCode.FAILURE
+
+
+def _show_changes(changes: list[CellChange], baseline: Path) -> int:
+    print(f"compared with {baseline}:")
+    print(render_changes(changes))
+    return exit_code(changes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""How sure a `clean` verdict is (pure): the seed plan a cell ran with, and the miss bounds it gives.
+
+The bug class this harness hunts makes a cache key follow a Python `set`'s iteration order, which
+follows the per-process string-hash seed. With two equally likely orderings, n random runs all agree
+with probability 2^(1-n). Seeds chosen to show every pair of the mesh's axis names in both orders
+(`harness.measure.seeds`) make a set-order regression certain to show; only the random extra runs bound any
+other hash-order dependence. A clean cell records both bounds (`MissBounds`) and the plan behind them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+TARGET_MISS = 1e-3
+# Above this a clean verdict is weak: 3 random runs miss a two-order regression one time in 4, 4 runs one in
+# 8 (0.125); 6 runs (0.031) are the fewest that are not weak.
+WEAK_BOUND = 0.05
+WORST_CASE_ORDERINGS = 2  # the hard case: a set of two names, two equally likely orderings
+
+ASSUMES_CHOSEN = ("the regression makes the cache key follow the iteration order of a set of the mesh's "
+                  "axis names (the shard_map bug: a tuple built from set(mesh.axis_names) - names), and "
+                  "any change in the relative order of two names changes the key; the chosen seeds show "
+                  "every pair of names of every probed set in both orders")
+ASSUMES_RANDOM = ("seeds drawn at random; the regression splits runs into two equally likely orderings "
+                  "(the worst case for a set-order bug whose orderings are equally likely)")
+ASSUMES_OTHER = ("for a regression outside the probed sets only the random extra runs count, each "
+                 "matching the first run's ordering with probability 1/2")
+
+
+class SeedStrategy(enum.StrEnum):
+    CHOSEN = "chosen"  # probe the environment's interpreter, cover every pair order
+    RANDOM = "random"  # enough random seeds for the target under the worst case
+
+
+def miss_probability_random(runs: int, orderings: int = WORST_CASE_ORDERINGS) -> float:
+    """Chance that `runs` random seeds all land in one of `orderings` equally likely orderings."""
+    if runs < 1:
+        return 1.0
+    return float(orderings) ** (1 - runs)
+
+
+def runs_for_target(target: float = TARGET_MISS, orderings: int = WORST_CASE_ORDERINGS) -> int:
+    """Fewest random runs (at least 2) whose miss probability is at most `target`."""
+    runs = max(2, 1 + math.ceil(-math.log(target) / math.log(orderings)))
+    while miss_probability_random(runs, orderings) > target:  # guard against float rounding
+        runs += 1
+    while runs > 2 and miss_probability_random(runs - 1, orderings) <= target:
+        runs -= 1
+    return runs
+
+
+def bound_label(bound: float | None, other: float | None) -> str:
+    """Chosen seeds give two bounds (set order, anything else): show both; random seeds give one."""
+    if bound is None:
+        return "-"
+    if other is None:
+        return f"{bound:.2g}"
+    return f"{bound:.2g} (set order), {other:.2g} (other)"
+
+
+@dataclass(frozen=True)
+class MissBounds:
+    """A clean cell's confidence: the chance that a real regression was missed. `set_order` holds if the
+    key follows the order of a set of the mesh's axis names; `other`, for chosen seeds, for any other
+    hash-order dependence (None for random seeds, whose one bound already covers every mechanism)."""
+
+    set_order: float
+    other: float | None = None
+
+    def label(self) -> str:
+        return bound_label(self.set_order, self.other)
+
+
+@dataclass
+class SeedPlan:
+    """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
+
+    strategy: SeedStrategy
+    seeds: list[int]
+    chosen: list[int] = field(default_factory=list)
+    random: list[int] = field(default_factory=list)
+    python: str | None = None
+    candidates: int = 0
+    covers: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+    # A multi-process cell: each launch's seeds by rank (`seeds` are rank 0's); empty for one process.
+    ranks: list[list[int]] = field(default_factory=list)
+    ranks_how: str = ""
+
+    def launches(self) -> list[int | tuple[int, ...]]:
+        """What each run starts with: a seed, or a job's seeds by rank."""
+        return [tuple(r) for r in self.ranks] if self.ranks else list(self.seeds)
+
+    @property
+    def miss_bound(self) -> float:
+        """Bound on P(a real regression reads clean), under `assumes`."""
+        if self.strategy == SeedStrategy.CHOSEN:
+            complete = all(c["pairs_in_both_orders"] for c in self.covers)
+            return 0.0 if complete else miss_probability_random(len(self.random) + 1)
+        # A job's processes each draw a seed, and any two that differ show (ranks of one run disagree, or a
+        # later run brings a new key): every process counts.
+        return miss_probability_random(len(self.seeds) * self.processes)
+
+    @property
+    def processes(self) -> int:
+        return len(self.ranks[0]) if self.ranks else 1
+
+    @property
+    def assumes(self) -> str:
+        return ASSUMES_CHOSEN if self.strategy == SeedStrategy.CHOSEN else ASSUMES_RANDOM
+
+    @property
+    def miss_bound_other(self) -> float | None:
+        """Chosen seeds: the bound for a mechanism the probe did not look at (random extras only)."""
+        if self.strategy != SeedStrategy.CHOSEN:
+            return None
+        return miss_probability_random(len(self.random) + 1)
+
+    @property
+    def bounds(self) -> MissBounds:
+        """What this plan says of a clean cell."""
+        return MissBounds(self.miss_bound, self.miss_bound_other)
+
+    def summary(self) -> str:
+        """One line for progress output."""
+        if self.strategy == SeedStrategy.RANDOM:
+            return (f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
+                    + self._ranks_summary())
+        complete = all(c["pairs_in_both_orders"] for c in self.covers)
+        cover = "every pair of axis names in both orders" if complete else "not every pair order"
+        extra = f" + {len(self.random)} random" if self.random else ""
+        note = f"; {self.note}" if self.note else ""
+        return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}{note}" + self._ranks_summary()
+
+    def _ranks_summary(self) -> str:
+        if not self.ranks:
+            return ""
+        return "; by process: " + ", ".join("(" + ", ".join(map(str, r)) + ")" for r in self.ranks)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,
+               "random": self.random, "python": self.python, "candidates_probed": self.candidates,
+               "covers": self.covers, "miss_bound": self.miss_bound, "assumes": self.assumes,
+               "target": TARGET_MISS}
+        if self.strategy == SeedStrategy.CHOSEN:
+            out["miss_bound_other_mechanisms"] = self.miss_bound_other
+            out["assumes_other_mechanisms"] = ASSUMES_OTHER
+        if self.note:
+            out["note"] = self.note
+        if self.ranks:
+            out["ranks"] = self.ranks
+            out["ranks_how"] = self.ranks_how
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SeedPlan:
+        """The plan a results file recorded; its bounds are derived again from the seeds, as written."""
+        return cls(SeedStrategy(data["strategy"]), list(data.get("seeds", [])), chosen=list(data.get("chosen", [])),
+                   random=list(data.get("random", [])), python=data.get("python"),
+                   candidates=data.get("candidates_probed", 0), covers=list(data.get("covers", [])),
+                   note=data.get("note", ""), ranks=[list(r) for r in data.get("ranks", [])],
+                   ranks_how=data.get("ranks_how", ""))
+
+
+def runs_for_strong(plan: SeedPlan) -> int:
+    """Runs per cell (--runs) that bring the plan's set-order bound to WEAK_BOUND or below: random seeds,
+    enough for it (a job's processes each count); chosen seeds that could not cover every pair order,
+    the chosen ones with enough random runs after them."""
+    random_runs = runs_for_target(WEAK_BOUND)
+    if plan.strategy == SeedStrategy.CHOSEN:
+        return len(plan.chosen) + random_runs - 1
+    return math.ceil(random_runs / plan.processes)
+
+
+def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
+    """What a clean cell says when its miss bound is weak, with the runs that would make it strong;
+    "" when it is not weak (or not known: a results file without its plan)."""
+    if bounds is None or plan is None or bounds.set_order <= WEAK_BOUND:
+        return ""
+    runs = runs_for_strong(plan)
+    return (f"weak: a regression would read clean with chance up to {bounds.set_order:.2g} (above {WEAK_BOUND}); "
+            f"--runs {runs} would make it at most {miss_probability_random(runs_for_target(WEAK_BOUND)):.2g}")

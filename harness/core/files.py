@@ -1,0 +1,123 @@
+"""Writing files so that a reader never sees half of one, reading a JSON file a user hands the harness
+within bounds, and finding the harness's own files (pure core: imports only harness.core.errors)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from importlib.metadata import PackageNotFoundError, version
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import UserError
+
+DISTRIBUTION = "jax-cache-harness"
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half a file.
+    The temporary name is unique, so processes sharing a folder (shards of one sweep) never collide."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are for others to read too
+        # A text read from an older results file or a program may hold lone surrogates (a file name's
+        # bytes that are not UTF-8): written as \udcNN rather than failing the whole file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # a write or fsync that fails (a full disk) names no file: say which
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def package_path(package: str, *parts: str) -> Path:
+    """A file or folder shipped in `package` (package data, or a module run as a program), as a path on
+    disk: through importlib.resources, so it is found in an installed wheel as in a checkout. Interpreters
+    run these files and containers mount them, so they must be real files (the wheel is not zip-safe)."""
+    path = Path(str(files(package).joinpath(*parts)))
+    if not path.exists():
+        raise FileNotFoundError(f"{package}: {'/'.join(parts)} is missing from the installed harness")
+    return path
+
+
+def harness_version() -> str:
+    """The installed harness's version: pyproject.toml's `version`, its one source, as the installer
+    recorded it (a checkout run without installing it says so rather than guess)."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+CONFIGS_FOLDER = "configs"  # in the package: the shipped configs (a checkout's configs/ links to it)
+CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The configs shipped in the package, by name (the file's stem): `harness run smoke` reads smoke.yaml."""
+    folder = Path(str(files("harness").joinpath(CONFIGS_FOLDER)))
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
+
+
+# A file name's limit on Linux filesystems (NAME_MAX); a folder's name is kept this far below it, so the
+# harness's own suffixes ("-2", ".lock", a temporary file's) still fit.
+NAME_MAX = 255
+FOLDER_NAME_MAX = NAME_MAX - 15
+
+
+def fitting_name(name: str, room: int = FOLDER_NAME_MAX) -> str:
+    """`name` when it fits in `room` characters, else its start and a short hash of the whole (two long
+    names that share their start stay apart)."""
+    if len(name.encode()) <= room:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    start = name.encode()[: room - len(digest) - 1].decode(errors="ignore")
+    return f"{start}-{digest}"
+
+
+def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
+    """The JSON document in `path`, read within bounds (a regular file, at most `limit` bytes, UTF-8, not
+    nested past the parser's depth, no integer of more digits than Python converts); UserError (one line
+    naming `path` and the `kind` of file it is not: "results file") otherwise. The one rule for every
+    JSON file a user hands the harness (results.json, a fingerprint): `/dev/zero` is never read whole."""
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a {kind} (not a regular file)")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such {kind}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: not a readable {kind} ({exc.strerror})") from None
+    if len(raw) > limit:
+        raise UserError(f"{path}: larger than {limit >> 20} MiB: not a harness {kind}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a harness {kind} (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a readable {kind} ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a harness {kind} (nested too deeply)") from None
+    except ValueError:  # Python converts no integer of more than 4,300 digits
+        raise UserError(f"{path}: not a harness {kind} (a number of thousands of digits)") from None

@@ -1,0 +1,39 @@
+"""The short names a lowered module carries (pure: MLIR text in, name sets out).
+
+A user's script iterates sets the harness cannot see, but the names that reach its module are there to
+read: mesh axis names in a shard_map's shardings and residuals (`loc("[('feats', 'batch'), None]")`,
+`jax.result_info = "[('batch',), ('feats',)]"`), a Shardy mesh (`sdy.mesh @mesh = <["batch"=4, "feats"=2]>`),
+pytree keys in `result_info` (`"['w1']"`). The names quoted together in one string are one group: a set
+the program may have iterated into that string. Each group, and all the names together, is a set whose
+orders the chosen seeds then cover (harness/measure/seeds.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_NAMES = 8  # a "small" set: its pair orders are covered by a few seeds
+MAX_GROUPS = 12  # beyond this a module's names are not a few sets but a vocabulary
+_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,31}"
+_STRING_RE = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_QUOTED_NAME_RE = re.compile(rf"'({_NAME})'")
+_SDY_MESH_RE = re.compile(r'<\[((?:\s*"[^"\n]+"\s*=\s*\d+\s*,?)+)\]>')
+_SDY_AXIS_RE = re.compile(rf'"({_NAME})"\s*=\s*\d+')
+
+
+def name_groups(texts: list[str]) -> list[tuple[str, ...]]:
+    """The name sets of these modules' texts: each group of two to MAX_NAMES names quoted together, and
+    every name found as one more group when they are few enough; sorted, smallest first, at most
+    MAX_GROUPS."""
+    groups: set[tuple[str, ...]] = set()
+    everything: set[str] = set()
+    for text in texts:
+        for mesh in _SDY_MESH_RE.finditer(text):
+            groups.add(tuple(sorted(set(_SDY_AXIS_RE.findall(mesh.group(1))))))
+        for string in _STRING_RE.finditer(text):
+            groups.add(tuple(sorted(set(_QUOTED_NAME_RE.findall(string.group(1))))))
+    for group in groups:
+        everything.update(group)
+    groups.add(tuple(sorted(everything)))
+    small = [g for g in groups if 2 <= len(g) <= MAX_NAMES]
+    return sorted(small, key=lambda g: (len(g), g))[:MAX_GROUPS]

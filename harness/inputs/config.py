@@ -1,0 +1,614 @@
+"""Sweep configuration: YAML in, validated frozen data out. Pure: no network, no processes.
+
+Every error names the file and the key, so a user can fix it in one go.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
+                                  script_requirements)
+from harness.core.errors import ConfigError
+from harness.core.vary_factors import Factor, parse_factors
+from harness.core.model import Mesh, Platform, ThresholdMode
+from harness.core.files import CONFIG_SUFFIXES, shipped_configs
+from harness.inputs.pythons import AUTO, PythonVersion
+from harness.inside.repros import builtin_path
+from harness.inputs.versions import check_syntax
+
+KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
+        "docker", "python", "cache_thresholds", "module", "args", "env", "cwd", "requirements",
+        "requirements_file", "processes", "vary"}
+REQUIRED = {"name", "jax_versions"}  # and one of repro / module
+DOCKER_KEYS = {"base_image", "python"}
+DEFAULT_TIMEOUT_S = 300.0
+MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
+MAX_DEVICES = 4096
+MAX_PROCESSES = 64  # processes of one multi-process job on this machine
+# Bounds on what a config file may be, so that no input can cost unbounded time or memory. A real
+# config is a few hundred bytes, a dozen values, four levels deep.
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
+MAX_VALUES = 10_000  # scalars, lists and maps, counted after YAML aliases are expanded
+MAX_DEPTH = 50
+MAX_TEXT = 4096  # characters in one value (a path, a version)
+MAX_NAME = 240  # characters in a config's name; a folder made from it is shortened to fit (files.fitting_name)
+# Characters that would let a config string change what a pasted "Reproduce with" command does, or
+# how a terminal shows it: C0/C1 controls (newline, escape...), line/paragraph separators and the
+# bidirectional overrides.
+_CONTROL_CATEGORIES = {"Cc", "Zl", "Zp"}
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# The config's `source` when `harness check` made it from a script (no config file).
+CHECK_SOURCE = "harness check"
+
+
+@dataclass(frozen=True)
+class Repro:
+    """A built-in repro (by name), a user's script (by path), or a user's module run as `python -m`
+    (`module`; `path` is its file, found in the working folder)."""
+
+    name: str
+    path: Path
+    builtin: bool
+    module: str | None = None
+
+    @property
+    def takes_mesh(self) -> bool:
+        return self.builtin
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    repro: Repro
+    jax_versions: tuple[str, ...]  # exact versions and/or specifiers, as written
+    platform: Platform = Platform.CPU
+    device_count: int = 8
+    meshes: tuple[Mesh, ...] = ()
+    runs: int = 8
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    docker: dict[str, Any] = field(default_factory=dict)
+    source: str = "<config>"
+    python: PythonVersion | None = None  # None: auto, chosen per release (harness/inputs/pythons.py)
+    # The harness's zero thresholds (every module cached, so measured), or the script's own / JAX's defaults.
+    cache_thresholds: ThresholdMode = ThresholdMode.HARNESS
+    # How the script's author runs it: its arguments, environment additions, working folder (None: the
+    # script's folder).
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
+    # The script's own dependencies (inline metadata, requirements, requirements_file), installed
+    # with each release's jax as of its date.
+    requirements: Requirements = Requirements()
+    # Each run one job of this many processes on this machine, the devices split between them.
+    processes: int = 1
+    # --vary: environment factors each cell also runs under (harness/core/vary_factors.py); none by default.
+    vary: tuple[Factor, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "name": self.name,
+            "repro": self.repro.name if self.repro.builtin else str(self.repro.path),
+            "jax_versions": list(self.jax_versions),
+            "platform": str(self.platform),
+            "device_count": self.device_count,
+            "meshes": [m.to_json() for m in self.meshes],
+            "runs": self.runs,
+            "timeout_s": self.timeout_s,
+            "docker": dict(self.docker),
+            "source": self.source,
+            # Only when pinned: a sweep made before the key existed is the same sweep (resume, merge).
+            **({"python": str(self.python)} if self.python else {}),
+            # Only when there are some: an older results folder (no such key) stays the same sweep.
+            **({"requirements": self.requirements.to_json()} if self.requirements else {}),
+        }
+        # Written only when not the default, so a results folder made before the key existed is
+        # still the same sweep for --resume and merge.
+        if self.cache_thresholds != ThresholdMode.HARNESS:
+            data["cache_thresholds"] = str(self.cache_thresholds)
+        if self.repro.module:
+            del data["repro"]
+            data["module"] = self.repro.module
+        if self.args:
+            data["args"] = list(self.args)
+        if self.env:
+            data["env"] = dict(self.env)
+        if self.cwd is not None:
+            data["cwd"] = str(self.cwd)
+        if self.processes > 1:  # only then: an older results folder stays the same sweep
+            data["processes"] = self.processes
+        if self.vary:  # only when set: a sweep without it keeps its identity
+            data["vary"] = [str(f) for f in self.vary]
+        return data
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, line: int):
+        self.key, self.line = key, line
+
+
+class _BadKey(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+class _TooBig(Exception):
+    """The YAML is larger than any config (after alias expansion), nested too deeply, or recursive."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, except that a key given twice is an error (plain YAML keeps the last silently), and
+    so is a key that is a list or a map (`? [a, b] : c`)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _BadKey(key_node.start_mark.line + 1)
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise _DuplicateKey(str(key), key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_size(root: yaml.Node) -> None:
+    """Refuse a document of more than MAX_VALUES values once aliases are expanded (the "billion
+    laughs": nine aliases of nine aliases... are small on disk and huge once walked), deeper than
+    MAX_DEPTH, with a value longer than MAX_TEXT, or with an alias inside itself. Counted on the node
+    graph with each shared node's size computed once, so the check itself stays small."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, yaml.ScalarNode):
+            if len(node.value) > MAX_TEXT:
+                raise _TooBig(f"a value longer than {MAX_TEXT} characters (line {node.start_mark.line + 1})")
+            sizes[id(node)] = 1
+            continue
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if children_done:
+            in_progress.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[id(node)] > MAX_VALUES:
+                raise _TooBig(f"more than {MAX_VALUES} values once its aliases are expanded")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in in_progress:
+            raise _TooBig("an alias refers to a node that contains it")
+        in_progress.add(id(node))
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def _read_text(path: Path, source: str) -> str:
+    """The file's text, read up to MAX_CONFIG_BYTES (so /dev/zero or a huge file cannot fill memory)."""
+    if path.exists() and not path.is_file():
+        raise ConfigError(source, None, "not a regular file")
+    if not path.is_file():
+        raise ConfigError(source, None, "no such config file")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(source, None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config")
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, None, f"cannot read: {exc}") from None
+
+
+def _parse_yaml(text: str) -> Any:
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def starter_config(repro: str, name: str, runs: int, header: str, run_line: str) -> str:
+    """`harness init`'s config for a user's script (`repro`, relative to the config's folder): every key a
+    script's config takes, the optional ones commented out, each with what it does (docs/config.md)."""
+    return f"""\
+# {header}
+# Measure it with: {run_line}   (every key: docs/config.md)
+name: {name}  # names the results folders (letters, digits, . _ -)
+repro: {_yaml_text(repro)}  # the script, relative to this file (or `module: pkg.train`, run as python -m)
+jax_versions: ["latest"]  # releases or PEP 440 specifiers, quoted: ["0.4.31", ">=0.6,<0.8", "latest"]
+platform: cpu  # cpu (devices simulated on the CPU) | cuda | auto (whatever JAX picks)
+device_count: 8  # devices each run sees
+runs: {runs}  # the most fresh processes per release (at least 2): enough for a miss bound of 1e-3
+timeout_s: {DEFAULT_TIMEOUT_S:g}  # seconds per run; a run past it is killed and its cell is an error
+# args: ["--steps", "1"]  # the script's arguments (strings)
+# env: {{MODEL_SIZE: tiny}}  # variables the script needs (not the harness's own)
+# cwd: .  # the folder runs start in, relative to this file (default: the script's folder)
+# requirements: [flax, "optax>=0.2"]  # what the script needs besides jax, installed as of each release's date
+# requirements_file: requirements.txt  # the same from a file, relative to this file
+# cache_thresholds: script  # the script's own cache thresholds (default: harness, zeros: every module cached)
+# python: "3.12"  # one Python for every release (default: auto, chosen per release)
+"""
+
+
+def _yaml_text(text: str) -> str:
+    """A string as one YAML scalar (quoted when it needs to be: a path with a space or a colon)."""
+    return yaml.safe_dump(text, default_style=None, width=MAX_TEXT).removesuffix("\n...\n").strip()
+
+
+def config_file(given: str | Path) -> Path:
+    """The config a command names: the file at that path, or, when there is none and it is a bare name
+    (`shard_map_grad`, `smoke.yaml`), the config of that name shipped with the harness (so the installed
+    tool runs what the README shows, with no checkout)."""
+    path = Path(given)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    return shipped_configs().get(path.stem if path.suffix in CONFIG_SUFFIXES else path.name, path)
+
+
+def load_config(path: str | Path) -> Config:
+    path = config_file(path)
+    source = str(path)
+    if not path.exists() and len(path.parts) == 1:
+        raise ConfigError(source, None, "no such config file, nor a shipped config of that name (shipped: "
+                                        f"{', '.join(shipped_configs())})")
+    text = _read_text(path, source)
+    try:
+        data = _parse_yaml(text)
+    except _DuplicateKey as exc:
+        raise ConfigError(source, exc.key, f"given twice (line {exc.line})") from None
+    except _BadKey as exc:
+        raise ConfigError(source, None, f"line {exc.line}: a key must be a word, not a list or a map") from None
+    except _TooBig as exc:
+        raise ConfigError(source, None, f"not a config: {exc}") from None
+    except RecursionError:  # composing nests Python calls before _check_size can look
+        raise ConfigError(source, None, f"not a config: nested more than {MAX_DEPTH} levels deep") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(source, None, f"YAML syntax error{where}: {problem}") from None
+    except ValueError as exc:  # a YAML integer past Python's 4300-digit limit, say
+        raise ConfigError(source, None, f"not a config: {str(exc).split(';')[0]}") from None
+    return parse_config(data, source=source, base_dir=path.parent)
+
+
+def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(source, None, "must be a YAML mapping of keys to values")
+    check_text(data, source)
+    unknown = sorted(set(map(str, data)) - KEYS)
+    if unknown:
+        raise ConfigError(source, unknown[0], f"unknown key (known keys: {', '.join(sorted(KEYS))})")
+    missing = sorted(REQUIRED - set(data))
+    if missing:
+        raise ConfigError(source, missing[0], "required key is missing")
+    if ("repro" in data) == ("module" in data):
+        raise ConfigError(source, "repro", "name either repro (a built-in or a script) or module "
+                                           "(run as python -m), not both" if "repro" in data else "required key is missing")
+
+    def err(key: str, message: str) -> ConfigError:
+        return ConfigError(source, key, message)
+
+    name = data["name"]
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise err("name", "must be a word of letters, digits, '.', '_' or '-' (it names result folders)")
+    if len(name) > MAX_NAME:
+        raise err("name", f"is {len(name)} characters long; at most {MAX_NAME} (it names result folders)")
+
+    args = _parse_args(data.get("args", []), err)
+    env = _parse_env(data.get("env", {}), err)
+    cwd = _parse_cwd(data.get("cwd"), base_dir, err)
+    if "module" in data:
+        # python -m finds a module in its working folder: by default the folder the config is read from.
+        cwd = cwd or base_dir.resolve()
+        repro = _parse_module(data["module"], cwd, err)
+    else:
+        repro = _parse_repro(data["repro"], base_dir, err)
+    versions = _parse_versions(data["jax_versions"], err)
+
+    try:
+        platform = Platform(data.get("platform", "cpu"))
+    except ValueError:
+        raise err("platform", f"must be one of {', '.join(p.value for p in Platform)}, "
+                              f"not {_short(data.get('platform'))}") from None
+
+    device_count = _int(data, "device_count", 8, err, minimum=1, maximum=MAX_DEVICES)
+    runs = _int(data, "runs", 8, err, minimum=2, why="a single run has no later run to compare", maximum=MAX_RUNS)
+    timeout_s = data.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+            or not math.isfinite(timeout_s) or timeout_s <= 0):
+        raise err("timeout_s", "must be a positive, finite number of seconds")
+
+    meshes = _parse_meshes(data.get("meshes"), device_count, repro, err)
+    docker = data.get("docker")
+    if docker is None:  # absent, or `docker:` with nothing under it
+        docker = {}
+    if not isinstance(docker, dict):
+        raise err("docker", "must be a mapping (base_image, python)")
+    bad = sorted(set(map(str, docker)) - DOCKER_KEYS)
+    if bad:
+        raise err(f"docker.{bad[0]}", f"unknown key (known: {', '.join(sorted(DOCKER_KEYS))})")
+    for key, value in docker.items():
+        if not isinstance(value, str) or not value:
+            raise err(f"docker.{key}", "must be a non-empty string")
+    if "python" in docker and not _PYTHON_RE.match(docker["python"]):
+        raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {_short(docker['python'])}")
+
+    python = data.get("python", AUTO)
+    if python != AUTO:
+        try:
+            python = PythonVersion.parse(python if isinstance(python, str) else "")
+        except ValueError:
+            raise err("python", f"must be auto or a Python 3 version such as \"3.12\" (quoted), "
+                                f"not {data.get('python')!r}") from None
+
+    try:
+        thresholds = ThresholdMode(data.get("cache_thresholds", ThresholdMode.HARNESS.value))
+    except ValueError:
+        raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
+                                      f"not {data.get('cache_thresholds')!r}") from None
+    requirements = _parse_requirements(data, repro, base_dir, source, err)
+    processes = _int(data, "processes", 1, err, minimum=1, maximum=MAX_PROCESSES)
+    problem = processes_problem(processes, device_count, platform, repro)
+    if problem:
+        raise err("processes", problem)
+    vary: tuple[Factor, ...] = ()
+    if data.get("vary") is not None:
+        value = data["vary"]
+        if not isinstance(value, (str, list)):
+            raise err("vary", "must be a list of factor names, or all")
+        try:
+            vary = parse_factors(value)
+        except ValueError as exc:
+            raise err("vary", str(exc)) from None
+    if vary and processes > 1:
+        raise err("vary", VARY_WITH_PROCESSES)
+
+    return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
+                  device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
+                  docker=dict(docker), source=source, python=None if python == AUTO else python,
+                  cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
+                  requirements=requirements, processes=processes, vary=vary)
+
+
+VARY_WITH_PROCESSES = ("cannot be combined with processes > 1 yet: a factor's run is one process (vary a "
+                       "single-process cell)")
+
+
+def processes_problem(processes: int, device_count: int, platform: Platform, repro: Repro) -> str | None:
+    """Why a multi-process cell of this shape cannot be measured (None when it can)."""
+    if processes == 1:
+        return None
+    if repro.builtin:
+        return (f"the built-in repro {repro.name} runs in one process; a multi-process job needs a script that "
+                "calls jax.distributed.initialize() (e.g. examples/multihost_pvary.py)")
+    if platform != Platform.CPU:
+        return "multi-process jobs run on the cpu platform only (each process its share of simulated devices)"
+    if device_count % processes:
+        return f"device_count {device_count} cannot be split evenly between {processes} processes"
+    return None
+
+
+def control_character(text: str) -> str | None:
+    """The first character of `text` that must not be in a config string, as U+XXXX; else None."""
+    for ch in text:
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES or ch in _BIDI_CONTROLS:
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def check_text(data: Any, source: str) -> None:
+    """ConfigError naming the key of the first string (key or value, at any depth) that holds a
+    control character: such text reaches shell commands in reports and progress lines."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            found = control_character(value)
+            if found:
+                raise ConfigError(source, where or None, f"contains a control character ({found}); "
+                                                         "config text must be printable")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                path = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and control_character(key):
+                    raise ConfigError(source, where or None,
+                                      f"a key contains a control character ({control_character(key)})")
+                stack.append((path, item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr() of a value for an error line, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _int(data, key, default, err, minimum, why="", maximum=None):
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise err(key, f"must be an integer, not {_short(value)}")
+    if value < minimum:
+        raise err(key, f"must be at least {minimum}" + (f" ({why})" if why else ""))
+    if maximum is not None and value > maximum:
+        raise err(key, f"must be at most {maximum}")
+    return value
+
+
+def _parse_repro(value, base_dir: Path, err) -> Repro:
+    if not isinstance(value, str) or not value.strip():
+        raise err("repro", "must be the name of a built-in repro or a path to a Python script")
+    builtin = builtin_path(value)
+    if builtin is not None:
+        return Repro(value, builtin, builtin=True)
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # ~user with no such user, or no home folder at all
+        raise err("repro", f"{_short(value)}: cannot expand '~' (no such user or home folder)") from None
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise err("repro", f"{_short(value)} is neither a built-in repro nor an existing script ({path})")
+    return Repro(path.stem, path.resolve(), builtin=False)
+
+
+# The variables the harness sets for every run (run_env.process_env, the start-up hook, the backends): a
+# user's `env:` cannot override them. XLA_FLAGS and PYTHONPATH are merged instead (MERGED_VARIABLES).
+RESERVED_VARIABLES = frozenset({
+    "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_PLATFORMS",
+    "JAX_DUMP_IR_TO", "JAX_DEBUG_LOG_MODULES", "JAX_LOGGING_LEVEL", "HARNESS_CACHE_RECORD",
+    "HARNESS_CACHE_THRESHOLDS", "HARNESS_CACHE_FOLDER",
+    "HARNESS_CACHE_TARGET", "HARNESS_CACHE_PUT"})
+MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+_VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _text(value: Any, key: str, what: str, err) -> str:
+    """A string (check_text has already refused control characters in every config string)."""
+    if not isinstance(value, str):
+        raise err(key, f"{what} must be a string, not {_short(value)} (quote it)")
+    return value
+
+
+def _parse_args(value: Any, err) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise err("args", "must be a list of strings (the script's command-line arguments)")
+    return tuple(_text(a, f"args[{i}]", "an argument", err) for i, a in enumerate(value))
+
+
+def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise err("env", "must be a mapping of variable names to strings")
+    out = []
+    for name, text in value.items():
+        if not isinstance(name, str) or not _VARIABLE_RE.match(name):
+            raise err("env", f"{name!r} is not a variable name (letters, digits, _)")
+        key = f"env.{name}"
+        if name in RESERVED_VARIABLES:
+            raise err(key, "is set by the harness for every run and cannot be overridden")
+        text = _text(text, key, "a value", err)
+        if name == "XLA_FLAGS" and DEVICE_COUNT_FLAG in text:
+            raise err(key, f"sets {DEVICE_COUNT_FLAG}, which the harness sets from device_count "
+                           "(use device_count / --device-count); other flags are merged with it")
+        out.append((name, text))
+    return tuple(out)
+
+
+def _parse_cwd(value: Any, base_dir: Path, err) -> Path | None:
+    if value is None:
+        return None
+    path = Path(_text(value, "cwd", "the working folder", err)).expanduser()
+    path = (path if path.is_absolute() else base_dir / path).resolve()
+    if not path.is_dir():
+        raise err("cwd", f"{value!r} is not a folder ({path})")
+    return path
+
+
+def _parse_module(value: Any, cwd: Path, err) -> Repro:
+    if not isinstance(value, str) or not _MODULE_RE.match(value):
+        raise err("module", f"must be a dotted module name such as mypkg.train, not {value!r}")
+    relative = Path(*value.split("."))
+    for candidate in (cwd / relative.with_suffix(".py"), cwd / relative / "__main__.py"):
+        if candidate.is_file():
+            return Repro(value, candidate.resolve(), builtin=False, module=value)
+    raise err("module", f"no module {value} in the working folder {cwd} (python -m looks there; "
+                        "set cwd / --cwd to the folder that holds its package)")
+def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) -> Requirements:
+    """The config's `requirements` and `requirements_file`, and the script's inline metadata (PEP 723).
+    A bad string is a UserError naming the file, the key or the script, and the string."""
+    listed = data.get("requirements", [])
+    if not isinstance(listed, list):
+        raise err("requirements", "must be a list of requirement strings, e.g. [flax, \"optax>=0.2\"]")
+    found = parse_requirements(listed, f"{source}: requirements")
+    file = data.get("requirements_file")
+    if file is not None:
+        if not isinstance(file, str) or not file.strip():
+            raise err("requirements_file", "must be the path of a requirements file")
+        path = Path(file).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        if problem := requirements_file_problem(path):
+            raise err("requirements_file", f"{problem}: {path}")
+        found += read_requirements_file(path, f"{source}: requirements_file")
+    if not repro.builtin and repro.module is None:  # a script's own metadata (uv reads scripts only)
+        found += script_requirements(repro.path)
+    return found
+
+
+def _parse_versions(value, err) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise err("jax_versions", "must be a list of versions or specifiers")
+    if not value:
+        raise err("jax_versions", "is empty: name at least one version or specifier")
+    out = []
+    for item in value:
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            raise err("jax_versions", f"{_short(item)} is a number: quote versions, e.g. \"0.4.30\"")
+        if not isinstance(item, str) or not item.strip():
+            raise err("jax_versions", f"{_short(item)} is not a version or specifier")
+        out.append(item.strip())
+    # Syntax is checked here; matching against the index happens in versions.resolve.
+    for item in out:
+        problem = check_syntax(item)
+        if problem:
+            raise err("jax_versions", problem)
+    return tuple(out)
+
+
+def _parse_meshes(value, device_count: int, repro: Repro, err) -> tuple[Mesh, ...]:
+    if value is None:
+        return (Mesh((device_count, 1, 1, 1), ("a", "b", "c", "d")),) if repro.takes_mesh else ()
+    if not isinstance(value, list) or not value:
+        raise err("meshes", "must be a non-empty list of {shape, axis_names}")
+    meshes = []
+    for i, item in enumerate(value):
+        key = f"meshes[{i}]"
+        if not isinstance(item, dict):
+            raise err(key, "must be a mapping with shape and axis_names")
+        extra = sorted(set(map(str, item)) - {"shape", "axis_names"})
+        if extra:
+            raise err(f"{key}.{extra[0]}", "unknown key (known: shape, axis_names)")
+        shape, names = item.get("shape"), item.get("axis_names")
+        if not isinstance(shape, list) or not shape or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
+            raise err(f"{key}.shape", "must be a non-empty list of positive integers")
+        product = 1
+        for s in shape:
+            product *= s
+        if product != device_count:
+            raise err(f"{key}.shape", f"{_short(shape)} has {_short(product)} devices but device_count "
+                                      f"is {device_count}")
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise err(f"{key}.axis_names", "must be a list of non-empty strings")
+        if len(names) != len(shape):
+            raise err(f"{key}.axis_names", f"has {len(names)} names for a shape of {len(shape)} dimensions")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise err(f"{key}.axis_names", f"duplicate axis name {_short(dup)}")
+        if any("," in n for n in names):
+            raise err(f"{key}.axis_names", "axis names cannot contain ','")
+        meshes.append(Mesh(tuple(shape), tuple(names)))
+    return tuple(meshes)

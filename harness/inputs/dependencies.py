@@ -1,0 +1,310 @@
+"""A user's own dependencies (Flax, Optax, ...), as Python users already write them (pure).
+
+Three spellings, one result: PEP 723 inline script metadata (`# /// script` with `dependencies`),
+a requirements file (`pip -r`), and plain PEP 508 strings (`--with`, the config's `requirements:`).
+Every string is validated with `packaging` and named by where it came from; the set is normalised
+and sorted, so its digest names an environment: the same set reuses it, another set makes another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from harness.core.errors import UserError
+
+# The specification's reference regular expression (packaging.python.org, "Inline script metadata").
+# No maintained library offers this parser (`packaging` has none); the spec gives these lines as the
+# way to read a block, and uv reads it the same way.
+_BLOCK_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+_OPENING_RE = re.compile(r"(?m)^# /// script\s*$")
+
+# JAX itself: pinned by the harness for each release, never by the user.
+JAX_OWN = frozenset({"jax", "jaxlib"})
+# What every environment has whatever the script asks for: JAX's own plugins and CUDA libraries, and
+# the installer's tools. A report lists the rest, the packages the script's results depend on.
+_INFRASTRUCTURE = re.compile(r"^(jax|jaxlib|jax-cuda\d+-(plugin|pjrt)|nvidia-.*|pip|setuptools|wheel)$")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """A normalised, sorted, duplicate-free set of PEP 508 requirement strings."""
+
+    items: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __add__(self, other: Requirements) -> Requirements:
+        return Requirements(tuple(sorted(set(self.items) | set(other.items))))
+
+    @property
+    def digest(self) -> str:
+        """Ten hex digits naming this set (the same for any spelling or order of the same strings)."""
+        return hashlib.sha256("\n".join(self.items).encode()).hexdigest()[:10]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The canonical (PEP 503) distribution names asked for."""
+        return tuple(sorted({Requirement(item).name for item in self.items}))
+
+    def to_json(self) -> list[str]:
+        return list(self.items)
+
+
+# Where uv and pip read an index from the environment, in the order the harness honours them (uv's own
+# spellings first: the installer is uv). Extra indexes are space-separated, as both tools read them.
+INDEX_VARIABLES = ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL")
+EXTRA_INDEX_VARIABLES = ("UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where an environment's packages come from besides the public index's dated releases: another
+    index (and extra ones), and the user's own packages installed editable (absolute paths). Part of
+    the environment's identity: two sweeps with other sources never share an environment."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    editables: tuple[str, ...] = ()
+    # Where the indexes came from when not from the command line: the variable's name.
+    index_variable: str | None = field(default=None, compare=False)
+    # The projects an extra index serves: installed as it has them, not as of the release's date (a
+    # private index rarely records upload times, and uv drops undated files under --exclude-newer).
+    undated: tuple[str, ...] = field(default=(), compare=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.index_url or self.extra_index_urls or self.editables)
+
+    @property
+    def digest(self) -> str:
+        """Ten hex digits naming these sources (an environment's folder carries them)."""
+        text = "\n".join([self.index_url or "", *self.extra_index_urls, "", *self.editables])
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+    def index_args(self) -> list[str]:
+        """uv's (and pip's) flags for the indexes."""
+        out = ["--index-url", self.index_url] if self.index_url else []
+        for url in self.extra_index_urls:
+            out += ["--extra-index-url", url]
+        return out
+
+    def undated_args(self) -> list[str]:
+        """uv's flags that exempt the extra indexes' own projects from --exclude-newer."""
+        return [word for name in self.undated for word in ("--exclude-newer-package", f"{name}=false")]
+
+    def editable_args(self) -> list[str]:
+        return [word for path in self.editables for word in ("--editable", path)]
+
+
+def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editables: Iterable[Path],
+                 environ: Mapping[str, str]) -> Sources:
+    """The sources given on the command line, an index from the environment where none is given (see
+    INDEX_VARIABLES), and each editable path checked to be a folder a package builds from (UserError)."""
+    variable = None
+    index = index_url
+    if index is None:
+        variable = next((name for name in INDEX_VARIABLES if environ.get(name, "").strip()), None)
+        index = environ[variable] if variable else None
+    extras = tuple(extra_index_urls)
+    if not extras:
+        extra_variable = next((name for name in EXTRA_INDEX_VARIABLES if environ.get(name, "").strip()), None)
+        if extra_variable:
+            extras, variable = tuple(environ[extra_variable].split()), variable or extra_variable
+    for url in (index, *extras):
+        if url is not None and not re.match(r"^(https?|file)://\S+$", url.strip()):
+            raise UserError(f"--index-url/--extra-index-url: {url!r} is not an http(s):// or file:// URL")
+    folders = []
+    for path in editables:
+        folder = Path(path).resolve()
+        if not folder.is_dir():
+            raise UserError(f"--with-editable: {path}: no such folder (give your package's folder, "
+                            "the one with pyproject.toml or setup.py)")
+        if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+            raise UserError(f"--with-editable: {path}: has no pyproject.toml, setup.py or setup.cfg: "
+                            "not a package folder")
+        folders.append(str(folder))
+    return Sources(index.strip() if index else None, tuple(u.strip() for u in extras),
+                   tuple(dict.fromkeys(folders)), index_variable=variable)
+
+
+def normalise(text: str) -> str:
+    """One spelling per requirement: canonical name, sorted extras and specifiers (packaging's str)."""
+    requirement = Requirement(text)
+    requirement.name = canonicalize_name(requirement.name)
+    return str(requirement)
+
+
+def parse_requirements(strings: Iterable[object], where: str) -> Requirements:
+    """Validate each string; UserError naming `where` and the bad string."""
+    items = set()
+    for number, value in enumerate(strings):
+        if not isinstance(value, str) or not value.strip():
+            raise UserError(f"{where}: item {number + 1} ({value!r}) is not a requirement string")
+        try:
+            item = normalise(value.strip())
+        except InvalidRequirement as exc:
+            # packaging's message is the reason, then the string with a caret: keep the reason.
+            reason = (str(exc).splitlines() or ["invalid"])[0]
+            raise UserError(f"{where}: {value!r} is not a valid requirement ({reason})") from None
+        if Requirement(item).name in JAX_OWN:
+            raise UserError(f"{where}: {value!r}: jax and jaxlib are pinned by the harness for each "
+                            "release (choose them with --versions or jax_versions)")
+        if Requirement(item).url:  # `name @ file:///...` would run its setup.py here; `@ https://` skips the date
+            raise UserError(f"{where}: {value!r}: a direct reference (`name @ URL`) bypasses the package index "
+                            "and the release's date; name the package and a version instead (your own "
+                            "package: --with-editable PATH)")
+        items.add(item)
+    return Requirements(tuple(sorted(items)))
+
+
+MAX_REQUIREMENTS_BYTES = 1 << 20  # 1 MiB: /dev/zero or a huge file is not a requirements file
+
+
+def requirements_file_problem(path: Path) -> str | None:
+    """None when `path` can be read as a requirements file, else what is wrong with it (for one line)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read ({_one_line(exc)})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_REQUIREMENTS_BYTES:
+        return f"larger than {MAX_REQUIREMENTS_BYTES >> 20} MiB: not a requirements file"
+    return None
+
+
+def read_requirements_file(path: Path, where: str) -> Requirements:
+    """A requirements file as `pip -r` reads one: a requirement per line, `#` comments, `\\`
+    continuations and `-r other.txt` includes (relative to the file). Other pip options (index URLs,
+    `-e`, hashes) would change where packages come from, which the harness decides: refused."""
+    return _read_requirements_file(Path(path), where, seen=())
+
+
+def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...]) -> Requirements:
+    if problem := requirements_file_problem(path):
+        raise UserError(f"{where}: {path}: {problem}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{where}: cannot read {path} ({_one_line(exc)})") from None
+    found = Requirements()
+    for number, line in _logical_lines(text):
+        here = f"{where}: {path} line {number}"
+        include = re.match(r"^(?:-r|--requirement)(?:\s+|=)(\S+)$", line)
+        if include:
+            target = (path.parent / include.group(1)).resolve()
+            if target in seen or target == path.resolve():
+                raise UserError(f"{here}: {include.group(1)} includes itself")
+            found += _read_requirements_file(target, where, (*seen, path.resolve()))
+        elif line.startswith("-"):
+            raise UserError(f"{here}: pip option {line.split()[0]!r} is not supported (only requirements "
+                            "and -r includes; packages come from the index as of each release: your own "
+                            "package is --with-editable PATH, another index --index-url URL)")
+        else:
+            found += parse_requirements([line], here)
+    return found
+
+
+def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
+    """(first line number, text) per requirement line, comments dropped and continuations joined."""
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()  # pip: a comment starts at '#' after a space
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = (pending + line).strip(), ""
+        if line:
+            yield start, line
+    if pending.strip():
+        yield start, pending.strip()
+
+
+def script_metadata(text: str) -> dict | None:
+    """The `script` block of PEP 723 inline metadata, as TOML data; None when the script has none.
+
+    ValueError for two blocks, a block never closed, or TOML that does not parse."""
+    blocks = [m for m in _BLOCK_RE.finditer(text) if m.group("type") == "script"]
+    if len(blocks) > 1:
+        raise ValueError("has more than one `# /// script` block")
+    if not blocks:
+        if _OPENING_RE.search(text):
+            raise ValueError("opens a `# /// script` block that no `# ///` line closes")
+        return None
+    content = "".join(line[2:] if line.startswith("# ") else line[1:]
+                      for line in blocks[0].group("content").splitlines(keepends=True))
+    try:
+        return tomllib.loads(content)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"has a `# /// script` block that is not valid TOML ({exc})") from None
+
+
+def script_requirements(path: Path) -> Requirements:
+    """The `dependencies` of a script's inline metadata (empty when it has none); UserError naming
+    the script when the block or a string in it is malformed."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read ({_one_line(exc)})") from None
+    where = f"{path}: inline script metadata"
+    try:
+        metadata = script_metadata(text)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if metadata is None:
+        return Requirements()
+    dependencies = metadata.get("dependencies", [])
+    if not isinstance(dependencies, list):
+        raise UserError(f"{where}: dependencies must be a list of requirement strings")
+    return parse_requirements(dependencies, f"{where} (dependencies)")
+
+
+def unmet(requirements: Requirements, installed: dict[str, str], python_version: str) -> list[str]:
+    """What an interpreter with `installed` (distribution name -> version) lacks, one phrase each.
+
+    Markers are evaluated for that interpreter's Python; extras are not checked (their packages are
+    ordinary requirements of the distribution, named by its metadata, not by the extra)."""
+    versions = {canonicalize_name(name): version for name, version in installed.items()}
+    environment = {"python_version": ".".join(python_version.split(".")[:2]),
+                   "python_full_version": python_version, "extra": ""}
+    missing = []
+    for item in requirements.items:
+        requirement = Requirement(item)
+        if requirement.marker is not None and not requirement.marker.evaluate(environment):
+            continue
+        have = versions.get(requirement.name)
+        if have is None:
+            missing.append(f"{item} (not installed)")
+            continue
+        try:
+            ok = requirement.specifier.contains(Version(have), prereleases=True)
+        except InvalidVersion:
+            ok = not requirement.specifier
+        if not ok:
+            missing.append(f"{item} (has {have})")
+    return missing
+
+
+def other_distributions(distributions: dict[str, str]) -> dict[str, str]:
+    """Installed distributions besides JAX's own and the installer's, by canonical name, sorted."""
+    named = {canonicalize_name(name): version for name, version in distributions.items()}
+    return {name: named[name] for name in sorted(named) if not _INFRASTRUCTURE.match(name)}
+
+
+def _one_line(exc: Exception) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines) if lines else type(exc).__name__

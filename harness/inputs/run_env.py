@@ -1,0 +1,102 @@
+"""What a run gets besides its script (pure): the environment variables and arguments of one run.
+
+The runner sets them up for every run, and the report's "Reproduce with" commands are written from the
+same functions, so what a JAX developer pastes cannot drift from what the harness measured.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.inputs.config import RESERVED_VARIABLES, Repro
+from harness.core.jaxlog import LOG_ENV
+from harness.core.model import CellSpec, FolderMode, Platform, Program, RunCommand, ThresholdMode
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
+
+# The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
+# compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.
+ZERO_THRESHOLDS = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+
+
+def process_env(spec: CellSpec, seed: int, thresholds: ThresholdMode = ThresholdMode.HARNESS) -> dict[str, str]:
+    """What every run needs so that any script, unmodified, writes to the persistent cache; with
+    `thresholds` SCRIPT, JAX's default thresholds apply where the script sets none."""
+    env = {
+        "PYTHONHASHSEED": str(seed),
+        "PYTHONUNBUFFERED": "1",
+        **(ZERO_THRESHOLDS if thresholds == ThresholdMode.HARNESS else {}),
+        # JAX's own account of each key (its components, hit or miss, why not written), read after the run.
+        **LOG_ENV,
+    }
+    if spec.platform == Platform.CPU:
+        env["JAX_PLATFORMS"] = "cpu"
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={spec.device_count}"
+    elif spec.platform == Platform.CUDA:
+        env["JAX_PLATFORMS"] = "cuda"
+    return env
+
+
+# A user's script does not print its lowered module as the built-in repro does; JAX's own IR dump
+# (in every release this harness covers) writes each compiled module, the evidence for a report.
+IR_DUMP_VAR = "JAX_DUMP_IR_TO"
+
+
+def ir_dump_dir(log_path: Path) -> Path:
+    """Where a run's IR dump goes: beside its log, so results folders stay self-contained."""
+    return log_path.with_suffix(".ir")
+
+
+def cache_record_path(log_path: Path) -> Path:
+    """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
+    return log_path.with_suffix(".cache.jsonl")
+
+
+def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT) -> dict[str, str]:
+    """What a user's script's run needs so that its own cache settings are taken over and recorded:
+    the start-up hook's folder first on PYTHONPATH (Python then imports its sitecustomize), the file it
+    records to, whose thresholds apply, and whether the cell's folder reaches JAX only through the
+    script's own setting (FolderMode.HOOK: the hook takes it out of the environment at start-up).
+    Host paths: the docker backend maps them into the container."""
+    return {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
+            FOLDER_VAR: str(folder)}
+
+
+def repro_args(repro: Repro, spec: CellSpec) -> list[str]:
+    if not repro.takes_mesh or spec.mesh is None:
+        return []
+    return ["--mesh-shape", ",".join(map(str, spec.mesh.shape)),
+            "--axis-names", ",".join(spec.mesh.axis_names)]
+
+
+def program_for(repro: Repro, spec: CellSpec, args: tuple[str, ...] = (), cwd: Path | None = None) -> Program:
+    """What each run of a cell starts: the repro or script with its arguments, or the module, in the
+    working folder `cwd` (the script's own folder by default)."""
+    args = (*repro_args(repro, spec), *args)
+    if repro.module:
+        return Program(None, args, cwd, module=repro.module)
+    return Program(repro.path, args, cwd)
+
+
+def merge_user_env(env: dict[str, str], user: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The run's variables with the user's additions: XLA_FLAGS joined with the harness's device-count
+    flag, PYTHONPATH after the harness's hook folder; the names the harness sets are refused earlier
+    (config.RESERVED_VARIABLES)."""
+    out = dict(env)
+    for name, value in user:
+        assert name not in RESERVED_VARIABLES, name
+        if name == "XLA_FLAGS":
+            out[name] = " ".join(v for v in (value, env.get(name)) if v)
+        elif name == "PYTHONPATH":
+            out[name] = os.pathsep.join(v for v in (env.get(name), value) if v)
+        else:
+            out[name] = value
+    return out
+
+
+def run_command(program: Program, env: dict[str, str], user: tuple[tuple[str, str], ...]) -> RunCommand:
+    """What the report shows of a cell's runs: the interpreter's arguments, the user's variables as the
+    runs got them (a merged XLA_FLAGS in full), the working folder."""
+    shown = tuple((name, env[name] if name == "XLA_FLAGS" else value) for name, value in user)
+    return RunCommand(tuple(program.argv()), shown, str(program.workdir))

@@ -1,0 +1,548 @@
+"""Measure one cell: several fresh processes sharing one new cache folder, a listing after each.
+
+Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
+The first run always runs alone: its entries are the cell's baseline, so with `jobs > 1` any
+entry that appears after it is a key the first run did not compute (the verdict needs no more).
+The second runs alone too (see SETTLING_RUNS); the later runs then overlap, and a run's `new_entries`
+are what appeared while it ran, which may include a neighbour's entries. `run_cells` schedules the
+runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from harness.verdicts.uncached import explain
+from harness.inputs.config import Repro
+from harness.environments import vary as varying
+from harness.verdicts.cost import cell_cost
+from harness.environments.base import Environment
+from harness.core.errors import JobUnsupported
+from harness.core.vary_factors import Factor, RunVariation
+from harness.measure.multiprocess_run import job_problem, measure_job
+from harness.core.listing import entries, list_dir
+from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
+                           SeedRun, ThresholdMode, Verdict)
+from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+                             program_for, run_command)
+from harness.measure.run_logs import read_jax_log, with_log_detail
+from harness.verdicts.script_settings import read_record, sets_own_folder, with_script_cache
+from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates, with_seed_check
+from harness.verdicts.judge import Tally
+from harness.verdicts.vary import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, verdict_with,
+                               why_not_varied, with_control)
+
+# A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
+# with the seed that shows the axis names in the other order, settles a set-order regression (the cell
+# stops there) or a cell that cached nothing. Only then do its runs overlap; meanwhile the free slots
+# go to the next cell.
+SETTLING_RUNS = 2
+
+# Runs are told about as they finish: (cell, record, runs planned).
+OnRun = Callable[[CellSpec, RunRecord, int], None]
+# --vary: each factor's result as it is judged.
+OnFactor = Callable[[CellSpec, FactorResult], None]
+# A user script's later seeds, chosen once run 1 is done: (run 1's seed, its IR dump folder) -> the seeds
+# of the runs after it (harness.measure.seeds.Reseed).
+Reseed = Callable[[int, Path], list[int]]
+
+
+@dataclass
+class CellRunner:
+    """Measures one cell. `measure_run` makes one run (a fresh process, the listing before and after);
+    `run` schedules them, one at a time or `jobs` at once, until the cell's `Tally` says stop; what is
+    decided from the records (the verdict, when to stop) is the tally's, not the scheduler's."""
+
+    environment: Environment
+    repro: Repro
+    timeout_s: float
+    jobs: int = 1
+    on_run: OnRun | None = None
+    thresholds: ThresholdMode = ThresholdMode.HARNESS  # zeros (every module cached), or the script's own
+    # As the script's author runs it: its arguments, environment additions, working folder.
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
+    # --vary: after the cell's runs, one run per factor with the first run's seed (harness/verdicts/vary.py).
+    vary: tuple[Factor, ...] = ()
+    on_factor: OnFactor | None = None
+
+    def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
+            results_root: Path | None = None, stop_when_reproduced: bool = False,
+            give_up: Callable[[list[RunRecord]], bool] | None = None,
+            folder: FolderMode | None = None, reseed: Reseed | None = None) -> CellResult:
+        """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key, or
+        nothing can change). `folder`: how a user's script gets the cell's folder when that is known
+        already (harness reduce: as the original got it); None: its first run tells. `reseed`: the seeds
+        after the first, chosen from what it lowered. After Ctrl-C the cell comes back `interrupted`, with
+        the runs that finished: the caller saves it, then stops."""
+        results: list[CellResult] = []
+        try:
+            run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
+                                             stop_when_reproduced, give_up, folder, reseed)], self.jobs,
+                      results.append,
+                      self.on_run)
+        except KeyboardInterrupt:
+            pass  # the cell came back interrupted
+        return results[0]
+
+    def finish(self, spec: CellSpec, cell: CellResult, folder: FolderMode | None = None, folder_why: str = "",
+               seed_check: SeedCheck | None = None) -> CellResult:
+        """The measured cell with what the runner adds: a user script's command, its cache settings and
+        how its runs got the folder, why nothing was cached, what its own thresholds would not write,
+        whether its failures follow the hash seed, and what its misses cost in seconds (from the runs' JAX
+        logs)."""
+        cell.cost = cell_cost(cell.runs)
+        if not self.repro.builtin:
+            program = program_for(self.repro, spec, self.args, self.cwd)
+            cell.command = run_command(program, merge_user_env(process_env(spec, 1, self.thresholds), self.env),
+                                       self.env)
+            cell = replace(cell, cache_folder=folder, cache_folder_why=folder_why)
+        cell = explain(with_script_cache(cell, self.thresholds), tell_thresholds=not self.repro.builtin)
+        return with_seed_check(cell, seed_check) if seed_check is not None else cell
+
+    def measure_job(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
+                    index: int, seeds: tuple[int, ...]) -> RunRecord:
+        """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
+        return measure_job(self.environment, program_for(self.repro, spec, self.args, self.cwd), spec, seeds,
+                           cache_dir, log_dir, results_root, index, self.timeout_s, self.env, self.thresholds,
+                           script=not self.repro.builtin)
+
+    def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
+                    index: int, seed: int, folder: FolderMode = FolderMode.ENVIRONMENT,
+                    name: str | None = None, program: Program | None = None,
+                    variation: RunVariation | None = None) -> RunRecord:
+        """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile.
+        `folder`: how a user's script gets the cell's folder; `name`: the log's, for a run outside the plan;
+        a factor's run (--vary) has its own `program` (moved) and `variation`."""
+        before = list_dir(cache_dir)
+        log = log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
+        env = process_env(spec, seed, self.thresholds if not self.repro.builtin else ThresholdMode.HARNESS)
+        record_file = cache_record_path(log)
+        if not self.repro.builtin:
+            env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
+            env.update(hook_env(record_file, self.thresholds, folder))
+            env = merge_user_env(env, self.env)
+        program = program or program_for(self.repro, spec, self.args, self.cwd)
+        if variation is None:
+            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
+        else:
+            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s, variation=variation)
+        added = sorted(list_dir(cache_dir) - before)
+        reason = outcome.reason
+        if not outcome.ok and not outcome.timed_out:
+            reason = with_log_detail(reason, log)
+        keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
+        return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
+                         duration_s=round(outcome.duration_s, 3), new_entries=added,
+                         timed_out=outcome.timed_out, reason=reason,
+                         log=str(log.relative_to(results_root) if results_root else log),
+                         script_cache=None if self.repro.builtin else read_record(record_file),
+                         keys=keys, log_note=note)
+
+
+def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
+               log_tail: str = "") -> CellResult:
+    """A cell whose environment could not be made: measured nothing, says `error`."""
+    return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
+                      environment=environment or {}, log_tail=log_tail)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of an open cell: a planned run (`check` None), a seed check's re-run of run `index`, or
+    (--vary) a factor's run or the control run, with the reference run's seed."""
+
+    index: int
+    seed: int
+    check: str | None = None  # a seed check's re-run: one of seed_check.RERUNS
+    ranks: tuple[int, ...] = ()  # a multi-process cell's run: its seeds by process (`seed` is process 0's)
+    factor: Factor | None = None
+    control: bool = False
+
+
+@dataclass
+class OpenCell:
+    """A cell being measured by `run_cells`: its runner, folders, tally and the runs it has yet to start."""
+
+    runner: CellRunner
+    spec: CellSpec
+    cache_dir: Path
+    log_dir: Path
+    results_root: Path | None
+    tally: Tally
+    pending: list[tuple[int, tuple[int, ...]]]  # (index, seeds: one, or one per process of a job), in order
+    running: int = 0
+    # How a user's script's runs get the cell's folder: decided by its first run (None until then).
+    folder: FolderMode | None = None
+    folder_why: str = ""
+    checks: list[Job] | None = None  # the seed check's re-runs still to start (None: not planned yet)
+    rechecked: dict[str, SeedRun] = field(default_factory=dict)
+    vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
+    reseed: Reseed | None = None  # a user script's: its later seeds, chosen after run 1
+
+    @classmethod
+    def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
+             log_dir: Path, results_root: Path | None = None,
+             stop_when_reproduced: bool = False, give_up: Callable[[list[RunRecord]], bool] | None = None,
+             folder: FolderMode | None = None, reseed: Reseed | None = None) -> OpenCell | CellResult:
+        """The cell ready to run; a multi-process cell whose environment cannot run such a job here is
+        `unsupported` at once, saying why. `give_up`, `folder` and `reseed`: see CellRunner.run."""
+        launches = [s if isinstance(s, tuple) else (s,) for s in seeds]
+        cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        folder = FolderMode.ENVIRONMENT if runner.repro.builtin else folder
+        folder_why = "as the original's runs got it (harness reduce)" if folder and not runner.repro.builtin else ""
+        if spec.is_job:
+            assert all(len(s) == spec.processes for s in launches), "a job's runs need a seed per process"
+            try:
+                problem = job_problem(runner.environment, spec, log_dir, runner.timeout_s)
+            except JobUnsupported as exc:
+                problem = str(exc)
+            if problem:
+                return CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
+                                  environment=runner.environment.describe())
+            # Every process gets the folder from JAX_COMPILATION_CACHE_DIR (a folder the script sets in
+            # code is redirected there by the hook): one way for all of a job's processes.
+            folder = FolderMode.ENVIRONMENT
+            folder_why = "a multi-process cell: each process gets the folder from JAX_COMPILATION_CACHE_DIR"
+        return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
+                   Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
+                   folder=folder,
+                   folder_why=folder_why, reseed=None if spec.is_job else reseed)
+
+    @property
+    def slots(self) -> int:
+        """Run slots one of its runs occupies: a job's processes each take one."""
+        return self.spec.processes
+
+    def _planned_runs_left(self) -> bool:
+        return bool(self.pending) and not self.tally.stop_now()
+
+    def startable(self) -> bool:
+        if self._planned_runs_left():
+            if len(self.tally.records) < SETTLING_RUNS:
+                return self.running == 0  # one at a time until the cell may have settled
+            return True
+        if self.checks is None and self.running == 0:
+            # A cell whose caller gave up (harness reduce's rejected candidate) needs no seed check, no factor.
+            self.checks = [] if self.tally.gave_up else self._plan_checks()
+        if self.checks:
+            return True
+        if self.tally.gave_up:
+            return False
+        # --vary: the factors' runs one at a time, once every other run of the cell has ended
+        return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
+
+    def _vary_phase(self) -> VaryPhase | None:
+        if self.vary is None and self.runner.vary:
+            self.vary = VaryPhase.begin(self)
+        return self.vary
+
+    def _plan_checks(self) -> list[Job]:
+        """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
+        found = candidates(self.tally.records)
+        if found is None or self.spec.is_job:  # a job's seeds are several: its failures are not re-run
+            return []
+        failing, passing = found
+        return [Job(run.index, run.seed, check) for check in RERUNS
+                for run in ([failing] if check.startswith(FAILING) else [passing])]
+
+    def take(self) -> Job:
+        if self._planned_runs_left():
+            index, seeds = self.pending.pop(0)
+            return Job(index, seeds[0], ranks=seeds if self.spec.is_job else ())
+        if self.checks:
+            return self.checks.pop(0)
+        return self.vary.take()
+
+    @property
+    def baseline_done(self) -> bool:
+        return bool(self.tally.records)
+
+    def finished(self) -> bool:
+        return self.running == 0 and not self.startable()
+
+    def measure(self, job: Job) -> RunRecord | FactorResult:
+        if job.factor is not None or job.control:
+            return self.vary.measure(job)
+        if self.spec.is_job:
+            return self.runner.measure_job(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                           job.ranks)
+        if job.check is not None:
+            return self._recheck(job)
+        if self.folder is None:
+            record = self._first_run(job)
+        else:
+            record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                             job.seed, self.folder)
+        if self.reseed is not None and not self.tally.records:
+            self._reseed(job)
+        return record
+
+    def _reseed(self, job: Job) -> None:
+        """After run 1 (it runs alone: nothing else is taken meanwhile), the later runs' seeds chosen from
+        the module it lowered."""
+        reseed, self.reseed = self.reseed, None
+        dump = ir_dump_dir(self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log")
+        later = reseed(job.seed, dump)
+        self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
+
+    def _first_run(self, job: Job) -> RunRecord:
+        """A user's script's first run tells how its runs get the folder: with the folder only through
+        the hook (as the script runs, its own order of things kept); when the script set no folder in
+        code, it could not cache at all as written, so the run is redone with the folder from the
+        environment (its first attempt's log kept beside, as `.no-folder.log`)."""
+        record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                         job.seed, FolderMode.HOOK)
+        api = sets_own_folder(record.script_cache)
+        if api is not None:
+            self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
+            return record
+        self.folder = FolderMode.ENVIRONMENT
+        self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
+                           "JAX_COMPILATION_CACHE_DIR")
+        log = self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log"
+        if log.exists():
+            log.replace(log.with_suffix(".no-folder.log"))
+        for leftover in (cache_record_path(log), ir_dump_dir(log)):
+            shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+        for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
+            (self.cache_dir / name).unlink(missing_ok=True)
+        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
+                                       job.seed, self.folder)
+
+    def _recheck(self, job: Job) -> RunRecord:
+        """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
+        again = "" if job.check in (FAILING, PASSING) else "-again"
+        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{job.seed}{again}")
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, job.index, job.seed,
+                                       self.folder or FolderMode.ENVIRONMENT,
+                                       name=f"seed-check-run-{job.index:02d}-seed-{job.seed}{again}")
+
+    def done(self, job: Job, record: RunRecord | FactorResult) -> bool:
+        """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
+        if job.factor is not None or job.control:
+            self.vary.done(job, record)
+            return False
+        if job.check is None:
+            self.tally.add(record)
+            return True
+        detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
+        self.rechecked[job.check] = SeedRun(job.seed, job.index, record.ok, detail, record.log)
+        return False
+
+    def seed_check(self) -> SeedCheck | None:
+        if {FAILING, PASSING} <= set(self.rechecked):
+            again = tuple(self.rechecked[c] for c in RERUNS if c not in (FAILING, PASSING) and c in self.rechecked)
+            return SeedCheck(self.rechecked[FAILING], self.rechecked[PASSING], again)
+        return None
+
+    def result(self, interrupted: bool = False) -> CellResult:
+        cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
+                               interrupted)
+        if self.runner.vary and not interrupted:
+            phase = self._vary_phase()
+            cell.variation = phase.variation
+            cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, phase.variation)
+        elif self.vary is not None:  # interrupted while its factors ran: what was judged is kept
+            cell.variation = self.vary.variation
+            self.vary.variation.note = self.vary.variation.note or "interrupted before every factor was run"
+        return self.runner.finish(self.spec, cell, self.folder, self.folder_why,
+                                  None if interrupted else self.seed_check())
+
+
+@dataclass
+class VaryPhase:
+    """--vary for one cell: after its own runs, one run per factor with the reference run's hash seed,
+    one at a time (each sees the cache folder as the cell's runs left it), then a control run when a
+    factor missed. What each run says is judged in harness/verdicts/vary.py."""
+
+    cell: OpenCell
+    reference: RunRecord | None
+    variation: CellVariation
+    todo: list[Factor] = field(default_factory=list)
+    runs_made: int = 0
+    control_taken: bool = False
+
+    @classmethod
+    def begin(cls, cell: OpenCell) -> VaryPhase:
+        reference = reference_of(cell.tally.records)
+        verdict = cell.tally.cell(cell.spec, [], {}).verdict
+        variation = CellVariation(reference.index if reference else 0, reference.seed if reference else 0)
+        why = why_not_varied(reference, verdict)
+        if cell.spec.is_job:
+            why = "a multi-process cell's runs are jobs; --vary varies single-process cells only"
+        if why:
+            variation.note = f"no factor was run: {why}"
+            return cls(cell, reference, variation)
+        return cls(cell, reference, variation, list(cell.runner.vary))
+
+    def has_next(self) -> bool:
+        return bool(self.todo) or (self.reference is not None and not self.control_taken
+                                   and needs_control(self.variation))
+
+    def take(self) -> Job:
+        self.runs_made += 1
+        index = self.cell.tally.planned + self.runs_made  # after every run the cell could have made
+        if self.todo:
+            return Job(index, self.reference.seed, factor=self.todo.pop(0))
+        self.control_taken = True
+        return Job(index, self.reference.seed, control=True)
+
+    def done(self, job: Job, result: RunRecord | FactorResult) -> None:
+        if job.control:
+            with_control(self.variation, self.reference, result)
+            return
+        self.variation.factors.append(result)
+        if self.cell.runner.on_factor:
+            self.cell.runner.on_factor(self.cell.spec, result)
+
+    @staticmethod
+    def _name(job: Job) -> str:
+        return f"vary-{job.factor}-seed-{job.seed}" if job.factor else f"control-seed-{job.seed}"
+
+    def _run(self, job: Job, prepared: varying.FactorRun | None) -> RunRecord:
+        cell = self.cell
+        name = self._name(job)
+        return cell.runner.measure_run(cell.spec, prepared.cache_dir if prepared else cell.cache_dir, cell.log_dir,
+                                       cell.results_root, job.index, job.seed, cell.folder or FolderMode.ENVIRONMENT,
+                                       name=name, program=prepared.program if prepared else None,
+                                       variation=prepared.variation if prepared else None)
+
+    def measure(self, job: Job) -> RunRecord | FactorResult:
+        """The control run's record, or a factor's result (its run judged against the reference)."""
+        if job.control:
+            return self._run(job, None)
+        factor = job.factor
+        cell, runner = self.cell, self.cell.runner
+        environment = runner.environment
+        why = environment.cannot_vary(factor)
+        if why:
+            return cannot_vary(factor, why)
+        program = program_for(runner.repro, cell.spec, runner.args, runner.cwd)
+        work = cell.log_dir / f"vary-{factor}"
+        try:
+            prepared = varying.prepare(factor, program, cell.cache_dir, work, {**os.environ, **dict(runner.env)},
+                                       tuple(p for p in (cell.results_root,) if p is not None))
+            if factor == Factor.USER:
+                for path in (prepared.program.script, prepared.program.workdir):
+                    problem = path is not None and varying.unreachable_by_others(path)
+                    if problem:
+                        raise varying.CannotVary(problem)
+                # Its IR dump's folder made now, so that it too is open to the other user.
+                (cell.log_dir / f"{self._name(job)}.ir").mkdir(parents=True, exist_ok=True)
+                varying.open_to_all(cell.cache_dir, cell.log_dir)
+            elif factor == Factor.PREFIX:
+                copy = environment.prefix_copy()
+                prepared = replace(prepared, change=f"the environment's packages copied to {copy.parent.parent}")
+            elif factor == Factor.COMPRESSION:
+                folder, change = environment.compression_folder(work)
+                prepared = replace(prepared, variation=replace(prepared.variation, pythonpath_first=str(folder)),
+                                   change=change)
+        except varying.CannotVary as exc:
+            return cannot_vary(factor, str(exc))
+        except OSError as exc:  # its folders could not be made (a full disk, a file name too long): one factor lost
+            return not_judged(factor, f"its folders could not be made ({exc}): the factor could not be measured")
+        record = self._run(job, prepared)
+        on_disk = frozenset(e.key for e in entries(list_dir(prepared.cache_dir)))
+        if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it
+            for name in record.new_entries:
+                entry = cell.cache_dir / name
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
+        return judge_factor(factor, self.reference, record, prepared.change, on_disk)
+
+
+# What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
+# or its result already (an environment that could not be made).
+CellOpener = Callable[[], "OpenCell | CellResult"]
+
+
+def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[CellResult], None],
+              on_run: OnRun | None = None) -> None:
+    """Measure cells with `jobs` runs at once in all: a cell's first run alone (in its own folder), then
+    its later runs, and when the open cells cannot use a free slot (a cell's first run, or a cell that
+    stopped), the next cell starts. Each cell keeps its own folders, seeds and tally, so what it
+    measures does not depend on its neighbours; results reach `on_result` in cell order.
+
+    Ctrl-C: every open cell comes back `interrupted` with the runs that finished (in order, after the
+    cells before it), then KeyboardInterrupt goes on up."""
+    openers = iter(openers)
+    opened: list[OpenCell | CellResult | None] = []  # by cell number: still open, or its result
+    emitted = 0
+    running: dict[Future, tuple[int, OpenCell, Job]] = {}
+    exhausted = False
+    failure: Exception | None = None
+
+    def emit_ready() -> None:
+        nonlocal emitted
+        while emitted < len(opened) and isinstance(opened[emitted], CellResult):
+            on_result(opened[emitted])
+            emitted += 1
+
+    pool = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="run")
+
+    def busy() -> int:  # slots taken; a job wider than `jobs` runs alone
+        return sum(min(cell.slots, max(1, jobs)) for _, cell, _ in running.values())
+
+    def fits(cell: OpenCell) -> bool:
+        return busy() + min(cell.slots, max(1, jobs)) <= max(1, jobs)
+
+    try:
+        while True:
+            while busy() < max(1, jobs):
+                cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable() and fits(c)), None)
+                if cell is None and any(isinstance(c, OpenCell) and c.startable() for c in opened):
+                    break  # a job waits for slots to free up
+                if cell is None:
+                    if exhausted:
+                        break
+                    opener = next(openers, None)
+                    if opener is None:
+                        exhausted = True
+                        break
+                    try:
+                        opened.append(opener())
+                    except Exception as exc:  # a bug of the harness: finish the cells already open, then raise
+                        failure, exhausted = exc, True
+                        break
+                    continue
+                job = cell.take()
+                cell.running += 1
+                running[pool.submit(cell.measure, job)] = (opened.index(cell), cell, job)
+            for number, cell in enumerate(opened):
+                if isinstance(cell, OpenCell) and cell.finished():
+                    opened[number] = cell.result()
+            emit_ready()
+            if not running:
+                if exhausted:
+                    if failure is not None:
+                        raise failure
+                    return
+                continue
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                _, cell, job = running.pop(future)
+                record = future.result()  # a harness failure is raised here
+                cell.running -= 1
+                if cell.done(job, record) and on_run:
+                    on_run(cell.spec, record, cell.tally.planned)
+    except KeyboardInterrupt:
+        for cell in {id(c): c for c in opened if isinstance(c, OpenCell)}.values():
+            cell.runner.environment.interrupt()
+        pool.shutdown(wait=True, cancel_futures=True)  # the runs cut short measured nothing: not kept
+        for number, cell in enumerate(opened):
+            if isinstance(cell, OpenCell):
+                opened[number] = cell.result(interrupted=True)
+        emit_ready()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

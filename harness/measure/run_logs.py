@@ -1,0 +1,35 @@
+"""A run's log read back after it ended: what JAX's log says it computed, and what a crash said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core import jaxlog
+from harness.verdicts.failure import with_detail
+
+
+def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
+    """What JAX's log says this run computed (None, and why, when it named no key); a log over
+    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as exc:
+        return None, f"its log could not be read ({exc.strerror})"
+    lines = text.splitlines()
+    parsed = jaxlog.parse(lines)
+    if len(text) > jaxlog.LOG_CAP_BYTES:
+        cut = log.with_name(log.name + ".tmp")
+        cut.write_text("\n".join(jaxlog.capped(lines)) + "\n")
+        cut.replace(log)
+    if parsed.empty:
+        return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
+    return parsed, ""
+
+
+def with_log_detail(reason: str, log: Path) -> str:
+    """A crash's reason with what failed (the exception, or the program's own last line), so the table says why."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return reason
+    return with_detail(reason, lines)

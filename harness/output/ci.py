@@ -1,0 +1,219 @@
+"""What a CI reads of a sweep: JUnit XML (each cell a test case), the GitHub job summary, and which cells
+fail the job (`--fail-on`).
+
+JUnit through junitparser (a maintained library that knows the format's elements and counts), not by hand:
+reproduced and error cells are failures with the detail's first sentence as the message (the whole text in
+the body), an error cell that never ran the program is an error, unsupported cells are skipped, clean cells
+pass. What a program printed is in it with the characters XML 1.0 forbids shown as escapes, so the file is
+well-formed whatever a crash printed, and validates against the schema pytest's own tests use
+(tests/fixtures/junit-10.xsd).
+
+Every output path is checked before the first run (`output_problems`: bad input, exit 2, nothing run); one
+that fails after the sweep raises `OutputFailed`, which the CLI reports while the verdict's exit code stands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from harness.verdicts.analysis import comparison_of
+from harness.verdicts.cost import cost_of, cost_phrase
+from harness.core.files import write_atomic
+from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
+from harness.core import markdown
+from harness.core.markdown import visible
+from harness.report.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
+
+STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
+MAX_MESSAGE = 200  # a failure's message attribute: one sentence a CI shows in a list, not a log
+ELLIPSIS = "\u2026"
+
+
+class OutputFailed(Exception):
+    """A CI output (the JUnit file, the job summary) could not be written after the sweep: reported, and
+    the verdict's exit code still wins (a regression stays 1)."""
+
+
+def file_problem(path: Path, regular_only: bool = True) -> str:
+    """Why a file could not be written at `path`, or "": a folder there, a parent that is a file, a folder
+    that cannot be written (checked without writing anything). `regular_only`: a device or a pipe there is
+    refused too (a file replaced atomically would replace it)."""
+    if path.is_dir():
+        return "is a folder; give the file to write"
+    if path.exists() or path.is_symlink():
+        if regular_only and not path.is_file():
+            return "is not a regular file"
+        return "" if os.access(path, os.W_OK) else "cannot be written (no permission)"
+    parent = path.parent
+    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be made in {parent} (no permission)"
+    return ""
+
+
+def folder_problem(path: Path) -> str:
+    """Why a folder of results could not be made at or under `path`, or "" (nothing is made here)."""
+    if path.is_dir():
+        return "" if os.access(path, os.W_OK | os.X_OK) else "cannot be written (no permission)"
+    if path.exists():
+        return "is not a folder"
+    return file_problem(path)
+
+
+def output_problems(junit_xml: Path | None, environ: dict[str, str] | None = None) -> list[str]:
+    """What is wrong with the CI outputs a command will write (--junit-xml, GITHUB_STEP_SUMMARY), each one
+    line that names it; checked before the first run, so a bad path costs no measurement."""
+    problems = []
+    if junit_xml is not None:
+        problem = file_problem(junit_xml)
+        if problem:
+            problems.append(f"--junit-xml {junit_xml}: {problem}")
+    target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
+    if target:
+        problem = file_problem(Path(target), regular_only=False)  # appended to: /dev/stdout will do
+        if problem:
+            problems.append(f"{STEP_SUMMARY_VAR}={target}: {problem}")
+    return problems
+
+
+def suite_name(folder: Path) -> str:
+    """A results folder's name without its UTC stamp (`check-train`): the same test suite night after night."""
+    return re.sub(r"^\d{8}T\d{6}Z-", "", folder.name) or folder.name
+
+
+def failing(cells: Iterable[CellResult], fail_on: frozenset[Verdict]) -> list[CellResult]:
+    """The cells whose verdict is one `fail_on` names, in version order."""
+    return [c for c in in_version_order(list(cells)) if c.verdict in fail_on]
+
+
+def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict], report: Path | None = None) -> str:
+    """One line for stderr: which cells failed the job, which module missed in each (or why nothing was
+    measured), and where report.md says why. It names no culprit: a miss can be JAX's, the program's own
+    (a set's order) or a module JAX never caches."""
+    words = ",".join(str(v) for v in FAILABLE if v in fail_on)
+    where = f"; why, in {report}" if report is not None else ""
+    return (f"--fail-on {words}: {len(cells)} cell(s) failed: "
+            + "; ".join(f"{cell_label(c)} {c.spec.mesh_label} {c.verdict} ({_what_failed(c)})" for c in cells) + where)
+
+
+def _what_failed(cell: CellResult) -> str:
+    """`jit_f missed the cache in a fresh process`, or the start of the reason of a cell that measured nothing."""
+    if cell.verdict == Verdict.REPRODUCED:
+        module = cell.rank_split.module if cell.rank_split is not None else comparison_of(cell.runs).moved_module()
+        if module is not None:
+            return f"{module} missed the cache in a fresh process"
+    reason = cell.reason.split(";", 1)[0]
+    return reason if len(reason) <= 100 else reason[:99] + "…"
+
+
+def _case_name(cell: CellResult) -> str:
+    return visible(f"jax {cell_label(cell)} {cell.spec.mesh_label} {cell.spec.devices_label}", keep="")
+
+
+def _seconds(value: float) -> float:
+    return round(value, 3)  # the schema's time: at most three decimals
+
+
+def junit_xml(cells: Sequence[CellResult], suite_name: str) -> JUnitXml:
+    """One test suite, one test case per cell (the time: its runs' wall seconds)."""
+    suite_name = visible(suite_name, keep="")
+    suite = TestSuite(suite_name)
+    for cell in in_version_order(list(cells)):
+        case = TestCase(_case_name(cell), classname=suite_name,
+                        time=_seconds(sum(r.duration_s for r in cell.runs)))
+        text = visible(detail(cell))
+        message = first_sentence(text)
+        if cell.verdict in (Verdict.REPRODUCED, Verdict.ERROR):
+            result = (Error if never_ran(cell) else Failure)(message, str(cell.verdict))
+            result.text = _failure_text(cell, text)
+            case.result = [result]
+        elif cell.verdict == Verdict.UNSUPPORTED:
+            skipped = Skipped(message, str(cell.verdict))
+            skipped.text = text
+            case.result = [skipped]
+        case.system_out = visible(_case_output(cell))
+        suite.add_testcase(case)
+    suite.update_statistics()
+    suite.time = _seconds(suite.time or 0.0)  # a sum of floats: back to three decimals
+    xml = JUnitXml(suite_name)  # the root carries only its name, as pytest's does (the schema has no
+    xml.add_testsuite(suite)     # `skipped` on <testsuites>); the counts are the suite's
+    return xml
+
+
+def never_ran(cell: CellResult) -> bool:
+    """An error cell none of whose runs started the program (its environment could not be made, or its
+    process could not start): JUnit's `<error>`, the test's machinery failing, not the test."""
+    return cell.verdict == Verdict.ERROR and all(r.exit_code is None and not r.timed_out for r in cell.runs)
+
+
+def first_sentence(text: str, limit: int = MAX_MESSAGE) -> str:
+    """The text's first sentence (up to a full stop followed by a space: a version's dots are not one),
+    cut at a word with an ellipsis when longer than `limit`; on one line."""
+    sentence = re.split(r"(?<=\.)\s", " ".join(text.split()), maxsplit=1)[0]
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[:limit - 1]
+    at_word = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return at_word.rstrip(" ,;:") + ELLIPSIS
+
+
+def _failure_text(cell: CellResult, text: str) -> str:
+    lines = [text, f"verdict: {cell.verdict}", f"reason: {visible(cell.reason)}"]
+    phrase = cost_phrase(cost_of(cell))
+    if phrase:
+        lines.append(f"cost: {phrase}")
+    return "\n".join(lines)
+
+
+def _case_output(cell: CellResult) -> str:
+    runs = ", ".join(f"run {r.index} (PYTHONHASHSEED={r.seed}): "
+                     + ("ok" if r.ok else f"failed{': ' + r.reason if r.reason else ''}") for r in cell.runs)
+    return f"{cell.verdict}: {detail(cell)}\nruns: {runs or 'none'}"
+
+
+def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str) -> None:
+    """The JUnit file at `path`, written atomically (its folder made); OutputFailed when it cannot be."""
+    text = junit_xml(cells, suite_name).tostring().decode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text if text.startswith("<?xml") else '<?xml version="1.0" encoding="utf-8"?>\n' + text)
+    except OSError as exc:
+        raise OutputFailed(f"--junit-xml {path}: cannot write it ({exc.strerror})") from None
+
+
+def merged_suite_name(name: str, folder: Path) -> str:
+    """A merge's suite: the sweep's name (its config's), as the unsharded sweep's suite is named, so a CI
+    sees the same test suite whether the sweep ran on one machine or in shards."""
+    return name or suite_name(folder)
+
+
+def step_summary(cells: Sequence[CellResult], title: str, status: str = "") -> str:
+    """Markdown for GitHub's job summary: the table and the boundary line, escaped as report.md's are (a
+    reason or a module name from the program can add no column, HTML or mention). `status`, when given,
+    says first what the cells are not (a merge's `incomplete: shard 3 missing`)."""
+    said = f"**{markdown.text(status)}**\n\n" if status else ""
+    return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(list(cells))}\n\n"
+            f"**{markdown.text(summary_line(list(cells)))}**\n")
+
+
+def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None,
+                        status: str = "") -> Path | None:
+    """Append the summary to the file GITHUB_STEP_SUMMARY names, when it is set; the path, or None."""
+    target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
+    if not target:
+        return None
+    path = Path(target)
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(step_summary(cells, title, status) + "\n")
+    except OSError as exc:
+        raise OutputFailed(f"{STEP_SUMMARY_VAR}={target}: cannot append the summary ({exc.strerror})") from None
+    return path

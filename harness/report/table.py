@@ -1,0 +1,158 @@
+"""The version-by-version table (tabulate), rendered from cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import Version
+from tabulate import tabulate
+
+from harness.core import markdown
+from harness.verdicts.analysis import comparison_of, longest_compiles, rank_runs, release_boundaries
+from harness.core.confidence import runs_for_strong, weak_bound_phrase
+from harness.verdicts.cost import cost_of, cost_phrase
+from harness.core.model import CellResult, Verdict
+from harness.results.document import ResultsDocument, RunStatus
+from harness.verdicts.vary import vary_column
+
+HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
+VARY_HEADER = "vary"  # --vary: the factors that missed
+
+
+def _keys_column(cell: CellResult) -> str:
+    """`jit_f: 1 + 3 new`: the first run's keys of the module that moved (the most new keys) and the new ones
+    later runs brought; `jit_f: 2 per run` when none moved: the user's own function, the largest program by
+    JAX's compile times (not a helper with many keys: Comparison.main_module). A job's are process 0's, or
+    the module its processes disagree on."""
+    if cell.rank_split is not None:
+        return f"{cell.rank_split.module}: processes differ"
+    runs = rank_runs(cell.runs, 0) if cell.spec.is_job else cell.runs
+    comparison = comparison_of(runs)
+    module = comparison.moved_module()
+    if module is not None:
+        return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
+    module = comparison.main_module(longest_compiles([r for r in runs if r.ok]))
+    return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
+
+
+def _bound_column(cell: CellResult) -> str:
+    """For a clean cell: the chance a real regression was missed (see harness.core.confidence)."""
+    return cell.miss_bounds.label() if cell.miss_bounds else "-"
+
+
+def in_version_order(cells: list[CellResult]) -> list[CellResult]:
+    """By version, then mesh: a bisection measures cells out of order."""
+    return sorted(cells, key=lambda c: (Version(c.spec.jax_version), c.spec.mesh.label if c.spec.mesh else ""))
+
+
+def cell_label(cell: CellResult) -> str:
+    """The first column: the release, or `jax@<sha> (<date>)` for a commit's cell."""
+    commit = cell.commit
+    return f"{commit.label} ({commit.info.date[:10]})" if commit else cell.spec.jax_version
+
+
+def varied(cells: list[CellResult]) -> bool:
+    """Whether the table gets the --vary column (only then: tables without it stay as they were)."""
+    return any(c.variation is not None for c in cells)
+
+
+def detail(cell: CellResult) -> str:
+    """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
+    cost (or its hits saved) per fresh process."""
+    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell)), weak_bound(cell)) if part)
+
+
+def weak_bound(cell: CellResult) -> str:
+    """A clean cell's weak miss bound said, with the runs that would make it strong ("" otherwise)."""
+    return weak_bound_phrase(cell.miss_bounds, cell.seeds)
+
+
+def weak_bounds_sentence(cells: list[CellResult]) -> str:
+    """For the summary: which clean cells are weak, and how many runs would make them strong."""
+    weak = [c for c in in_version_order(cells) if weak_bound(c)]
+    if not weak:
+        return ""
+    worst = max(c.miss_bounds.set_order for c in weak)
+    releases = ", ".join(dict.fromkeys(cell_label(c) for c in weak))
+    runs = max(runs_for_strong(c.seeds) for c in weak)
+    return (f"clean on {releases} is weak (a regression would read clean with chance up to {worst:.2g}): "
+            f"measure with --runs {runs}")
+
+
+def rows(cells: list[CellResult]) -> list[list[Any]]:
+    out = []
+    with_vary = varied(cells)
+    for c in in_version_order(cells):
+        ok = sum(r.ok for r in c.runs)
+        row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
+               _keys_column(c), _bound_column(c), detail(c)]
+        if with_vary:
+            row.insert(-1, vary_column(c.variation))
+        out.append(row)
+    return out
+
+
+def render(cells: list[CellResult], fmt: str = "github") -> str:
+    """The table for a terminal: each cell on one line (a name or a reason with a newline would split a row)."""
+    if not cells:
+        return "(no cells measured)"
+    return tabulate([[markdown.one_line(v) for v in row] for row in rows(cells)], headers=_headers(cells),
+                    tablefmt=fmt)
+
+
+def render_markdown_table(cells: list[CellResult]) -> str:
+    """The table for report.md and table.md: every cell's text escaped for Markdown (a module name or a
+    reason from a program or a results file cannot add columns, rows or HTML)."""
+    if not cells:
+        return "(no cells measured)"
+    return tabulate([[markdown.cell(markdown.text(v)) for v in row] for row in rows(cells)], headers=_headers(cells),
+                    tablefmt="github")
+
+
+def _headers(cells: list[CellResult]) -> list[str]:
+    return [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
+
+
+def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> str:
+    """The summary line: the boundaries' (`boundary_line`, as the results header knows them: harness/report/
+    reproduce.py's summary_of; without it, of the cells alone, the releases between them on the index not
+    known), then what weak miss bounds leave open."""
+    line = boundary_line if boundary_line is not None else release_boundaries(cells).line()
+    return "; ".join(part for part in (line, weak_bounds_sentence(cells)) if part)
+
+
+def render_markdown(cells: list[CellResult], document: ResultsDocument, summary: str | None = None) -> str:
+    """table.md; `summary`: the line as the header knows it (harness/report/reproduce.py's summary_of)."""
+    title = markdown.text(document.header.config.name or "sweep")
+    line = summary_line(cells, summary if summary is not None else release_boundaries(cells, document.header.releases).line())
+    lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(line)}**", ""]
+    if document.status_text != RunStatus.COMPLETE:
+        lines.append(f"_status: {markdown.text(document.status_text)}_\n")
+    return "\n".join(lines)
+
+
+# ---- the summary as one JSON object (--json: docs/results.md) --------------------------------------------
+
+SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
+
+
+def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str) -> dict[str, Any]:
+    """What a sweep's table and summary line say, as data: each cell's verdict, reason, runs and seconds,
+    the count of each verdict, the releases' boundaries, and where the results are."""
+    boundaries = release_boundaries(cells)
+    return {"format": SUMMARY_FORMAT, "status": str(status), "results": results_file, "report": report_file,
+            "summary": boundaries.line(), "boundaries": boundaries.to_json(),
+            "verdicts": {str(v): sum(c.verdict == v for c in cells) for v in Verdict},
+            "cells": [_cell_json(c) for c in in_version_order(cells)]}
+
+
+def _cell_json(cell: CellResult) -> dict[str, Any]:
+    cost = cost_of(cell)
+    return {"jax": cell_label(cell), "jax_version": cell.spec.jax_version, "mesh": cell.spec.mesh_label,
+            "platform": cell.spec.devices_label, "verdict": str(cell.verdict), "reason": cell.reason,
+            "runs": len(cell.runs), "runs_ok": sum(r.ok for r in cell.runs), "keys": _keys_column(cell),
+            "miss_bound": cell.miss_bounds.label() if cell.miss_bounds else None, "detail": detail(cell),
+            "seconds": {"runs": round(sum(r.duration_s for r in cell.runs), 3),
+                        "lost_per_start": cost.lost_per_start_s if cost else None,
+                        "saved_per_start": cost.saved_per_start_s if cost else None,
+                        "first_run_compile": cost.first_run_s if cost else None}}

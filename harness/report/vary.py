@@ -1,0 +1,95 @@
+"""The report's "Environment variation" section (pure): each cell's factors in a table, and for each
+factor that missed, the commands that show the miss by hand: the reference run, then the same seed with
+the one change."""
+
+from __future__ import annotations
+
+import shlex
+from harness.core import markdown as md
+from harness.core.vary_factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, WHEN, Factor, FactorOutcome
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.core.model import CellResult, FactorResult
+from harness.report.reproduce import harness_command, run_setup, shell_comment
+
+TITLE = "## Environment variation"
+
+
+def _prefix(factor: FactorResult, builtin: bool) -> tuple[list[str], str]:
+    """Lines before the factor's run, and what goes before `PYTHONHASHSEED=... python ...` on its line."""
+    f = factor.factor
+    if f == Factor.CACHE_PATH:
+        return (['cp -r "$JAX_COMPILATION_CACHE_DIR" "$JAX_COMPILATION_CACHE_DIR-elsewhere"'],
+                'JAX_COMPILATION_CACHE_DIR="$JAX_COMPILATION_CACHE_DIR-elsewhere" ')
+    if f == Factor.HOME:
+        return [], 'HOME="$(mktemp -d)" '
+    if f == Factor.TZ:
+        return [], f"TZ={OTHER_TZ} "
+    if f == Factor.LOCALE:
+        locale = next((part.split("=", 1)[1] for part in factor.change.split() if part.startswith("LC_ALL=")),
+                      "C.UTF-8")
+        return [], f"LC_ALL={shlex.quote(locale)} LANG={shlex.quote(locale)} "
+    if f == Factor.USER:
+        return ([shell_comment(f"uid {OTHER_UID} must be able to read the environment and write the cache"),
+                 'chmod -R a+rwX "$JAX_COMPILATION_CACHE_DIR"'],
+                f"setpriv --reuid={OTHER_UID} --regid={OTHER_GID} --clear-groups -- env ")
+    if f == Factor.HOSTNAME:
+        return [], f"unshare --uts -- sh -c 'hostname {OTHER_HOSTNAME} && exec \"$@\"' _ env "
+    return [], ""
+
+
+def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, seed: int) -> list[str]:
+    setup, run, listed = run_setup(cell, config, seed)
+    builtin = cell.command is None
+    before, prefix = _prefix(factor, builtin)
+    lines = [*setup, shell_comment("the reference run, in the plain environment"),
+             f"PYTHONHASHSEED={seed} {run} > /dev/null", f"ls -1 {listed}",
+             shell_comment(f"the same seed again, when {WHEN[factor.factor]}")]
+    f = factor.factor
+    if f == Factor.CWD:
+        moved = " ".join('"$OLDPWD"/' + w if builtin and not w.startswith(("-", '"')) else w for w in run.split(" "))
+        lines.append(f'(cd "$(mktemp -d)" && PYTHONHASHSEED={seed} {moved} > /dev/null)')
+    elif f in (Factor.SCRIPT_PATH, Factor.PREFIX, Factor.ENV_ORDER, Factor.COMPRESSION):
+        how = {Factor.SCRIPT_PATH: "copy the script's folder elsewhere (cp -r) and run the copy",
+               Factor.PREFIX: "copy the environment (cp -a jax-V jax-V-elsewhere) and run its python",
+               Factor.ENV_ORDER: "run it with the same variables in the reverse order",
+               Factor.COMPRESSION: "pip install (or uninstall) zstandard in the environment, then run it"}[f]
+        lines += [shell_comment(how), f"PYTHONHASHSEED={seed} {run} > /dev/null"]
+    else:
+        lines += before + [f"{prefix}PYTHONHASHSEED={seed} {run} > /dev/null"]
+    shown = '"$JAX_COMPILATION_CACHE_DIR-elsewhere"' if f == Factor.CACHE_PATH else listed
+    lines += [f"ls -1 {shown}",
+              shell_comment("expected: the second run adds an entry for each module that missed "
+                            f"({', '.join(factor.modules) or 'the modules'}); when fixed, it adds none")]
+    return lines
+
+
+def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[str]:
+    varied = [c for c in cells if c.variation is not None]
+    if not varied:
+        return []
+    config = header.config
+    lines = [TITLE, "",
+             "Each factor's run had the reference run's hash seed and one change of environment; it hits when "
+             "it computed no key the reference did not (docs/variation.md).", ""]
+    for cell in varied:
+        variation = cell.variation
+        lines += [f"### jax {md.text(cell.label)}, {md.text(cell.spec.mesh_label)}: reference run {variation.reference_run} "
+                  f"(seed {variation.seed})", ""]
+        if variation.note:
+            lines += [f"_{variation.note}_", ""]
+        if variation.factors:
+            lines += ["| factor | result | moved | modules | change | detail |", "|---|---|---|---|---|---|"]
+            for f in variation.factors:
+                modules = f"{len(f.modules)} of {f.modules_total}" if f.modules else "-"
+                lines.append(f"| {f.factor} | {f.outcome} | {md.cell(md.text(', '.join(f.components) or '-'))} | "
+                             f"{modules} | {md.cell(md.text(f.change or '-'))} | {md.cell(md.text(f.reason))} |")
+            lines.append("")
+        for f in variation.missed():
+            lines += [f"Reproduce with ({f.factor}: {md.text(f.reason)}):", "",
+                      *md.fence(_by_hand(cell, config, f, variation.seed), "bash"), "",
+                      *md.fence([harness_command(header, cell, vary=(f.factor,))], "bash"), ""]
+        keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
+        if keyed:
+            lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "
+                      "must agree on it; not a regression.", ""]
+    return lines

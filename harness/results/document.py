@@ -1,0 +1,293 @@
+"""The results document and its folder: `results/<UTC timestamp>-<name>/results.json` (written by
+`harness.output.writer` after every cell), read back by report, compare, merge and --resume; logs in `logs/`.
+
+`ResultsDocument` is the file as typed data: a header (what was measured, how, where: harness/results/header.py), the cells, the
+status, and the sections later stages add (a bisection, a merge). `to_json`/`from_json` are the one
+way in and out; a file written by an earlier release (schema_version 1) reads the same way.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import platform
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any
+
+from filelock import FileLock, Timeout
+from packaging.version import Version
+
+from harness.verdicts.analysis import release_boundaries
+from harness.core.errors import UserError
+from harness.core.files import fitting_name, harness_version, read_json_bounded
+from harness.environments.gpus import accelerator_facts
+from harness.results.header import HostFacts, ResultsHeader
+from harness.core.hostinfo import scheduler_facts
+from harness.core.model import CellResult
+
+# 2: written from ResultsDocument. Version 1 files (the release before) have the same fields: a field
+# added since is optional when reading, so report, compare, merge and --resume take both.
+SCHEMA_VERSION = 2
+RESULTS_FILE = "results.json"
+TABLE_FILE = "table.md"
+
+
+class RunStatus(enum.StrEnum):
+    """How a measurement ended, as results.json's `status` says."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"  # Ctrl-C: what was measured is kept
+    FAILED = "failed"  # a failure of the harness itself
+    PROBLEM = "problem"  # a bisection whose endpoint contradicts its flag
+    INCOMPLETE = "incomplete"  # a merge that lacks shards, or took one that did not complete
+
+
+# Held (flock) by the one process writing a results folder; the kernel drops it if that process dies.
+WRITER_LOCK_FILE = ".writer.lock"
+WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, since when
+# A results.json of 10,000 cells with long listings is tens of MiB; past this it is not one of ours,
+# and reading it must not exhaust memory (`harness report /dev/zero`).
+MAX_RESULTS_BYTES = 256 << 20
+_NONE = type(None)
+# The top-level keys readers use and the types they must have. Every key is optional: folders written
+# by earlier releases lack some, and a reader treats a missing one as empty.
+DOCUMENT_TYPES: dict[str, tuple[type, ...]] = {
+    "config": (dict,), "versions": (list,), "options": (dict,), "host": (dict,), "shard": (dict, _NONE),
+    "cells": (list, _NONE), "summary": (dict, _NONE), "summaries": (list,), "command": (str,),
+    "status": (str, _NONE), "resumed": (list,), "created": (str, _NONE), "finished": (str, _NONE),
+    "bisect": (dict, _NONE), "releases": (list,),
+}
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "repro": (str,), "source": (str,), "jax_versions": (list,), "platform": (str,),
+    "meshes": (list,), "docker": (dict,), "device_count": (int,), "runs": (int,),
+    "timeout_s": (int, float),
+}
+# What every reader of a cell relies on (fields a release did not write yet may be missing).
+CELL_TYPES: dict[str, tuple[type, ...]] = {
+    "jax_version": (str,), "platform": (str,), "device_count": (int,), "mesh": (dict, _NONE),
+    "verdict": (str,), "reason": (str,), "keys": (dict,), "runs": (list,), "listing": (list,),
+    "environment": (dict,), "seeds": (dict, _NONE),
+}
+RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,), "seed": (int,), "exit_code": (int, _NONE), "duration_s": (int, float),
+    "new_entries": (list,), "timed_out": (bool,), "reason": (str,), "log": (str,),
+}
+
+
+def _wrong_type(data: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str = "") -> str | None:
+    for key, allowed in types.items():
+        value = data.get(key)
+        if key in data and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
+            names = " or ".join("null" if t is _NONE else t.__name__ for t in allowed)
+            return f"{prefix}{key}: must be {names}, not {type(value).__name__}"
+    return None
+
+
+def _cell_problem(data: Any) -> str | None:
+    """What makes `data` no cell a reader can use, or None (one line, nothing echoed at length)."""
+    if not isinstance(data, dict):
+        return f"must be a mapping, not {type(data).__name__}"
+    problem = _wrong_type(data, CELL_TYPES)
+    if problem:
+        return problem
+    for module, keys in (data.get("keys") or {}).items():
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            return f"keys.{str(module)[:40]}: must be a list of cache keys"
+    if not all(isinstance(name, str) for name in data.get("listing") or []):
+        return "listing: must be a list of file names"
+    for j, run in enumerate(data.get("runs") or []):
+        if not isinstance(run, dict):
+            return f"runs[{j}]: must be a mapping, not {type(run).__name__}"
+        problem = _wrong_type(run, RUN_TYPES, f"runs[{j}].")
+        if problem:
+            return problem
+        if not all(isinstance(name, str) for name in run.get("new_entries") or []):
+            return f"runs[{j}].new_entries: must be a list of file names"
+    return None
+
+
+
+_HEADER_FIELDS = ResultsHeader.FIELDS
+_DERIVED = ("summary", "summaries")  # computed from the cells on every write
+
+
+# The section a bisection adds: harness bisect writes `bisect`; tolerate either.
+BISECTION_KEYS = ("bisect", "bisection")
+
+
+@dataclass
+class ResultsDocument:
+    header: ResultsHeader
+    cells: list[CellResult] = field(default_factory=list)
+    status: RunStatus = RunStatus.RUNNING
+    status_detail: str = ""  # why a merge is incomplete ("shard(s) 3 missing"), written into `status`
+    finished: str | None = None
+    sections: dict[str, Any] = field(default_factory=dict)  # added by later stages: bisect, merged_from...
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def status_text(self) -> str:
+        return f"{self.status}: {self.status_detail}" if self.status_detail else str(self.status)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, **self.header.to_json(), "finished": self.finished,
+                "status": self.status_text, "cells": [c.to_json() for c in self.cells],
+                "summary": summarise(self.cells), "summaries": summaries_by_mesh(self.cells), **self.sections}
+
+    @classmethod
+    def from_json(cls, data: Any, source: Path | str) -> ResultsDocument:
+        """The document of a results.json (`source` names it in errors); UserError, one line naming the
+        file and the cell, when it is not one this harness can read."""
+        if not isinstance(data, dict) or "schema_version" not in data:
+            raise UserError(f"{source}: not a harness results file (no schema_version)")
+        version = data["schema_version"]
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise UserError(f"{source}: schema_version must be a whole number from 1, not {str(version)[:20]!r}")
+        if version > SCHEMA_VERSION:
+            raise UserError(f"{source}: schema_version {version} is newer than this harness "
+                            f"reads ({SCHEMA_VERSION}); upgrade the harness")
+        problem = _wrong_type(data, DOCUMENT_TYPES) or _wrong_type(data.get("config") or {}, CONFIG_TYPES,
+                                                                  "config.")
+        if problem:
+            raise UserError(f"{source}: {problem}")
+        try:
+            header = ResultsHeader.from_json(data)
+        except ValueError as exc:
+            raise UserError(f"{source}: {exc}") from None
+        status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
+        try:
+            status = RunStatus(status)
+        except ValueError:
+            raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
+        known = {"schema_version", "finished", "status", "cells", *_HEADER_FIELDS, *_DERIVED}
+        return cls(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
+                   {k: v for k, v in data.items() if k not in known}, version)
+
+
+def _cells(cells: Any, source: Path | str) -> list[CellResult]:
+    if cells is None:
+        return []
+    if not isinstance(cells, list):
+        raise UserError(f"{source}: cells: must be a list of cells")
+    out = []
+    for i, data in enumerate(cells):
+        problem = _cell_problem(data)
+        if problem:
+            raise UserError(f"{source}: cells[{i}]: {problem}")
+        try:
+            cell = CellResult.from_json(data)
+            Version(cell.spec.jax_version)  # compare and sorting need it; InvalidVersion is a ValueError
+        except KeyError as exc:
+            raise UserError(f"{source}: cells[{i}]: missing key {exc}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UserError(f"{source}: cells[{i}]: {exc}") from None
+        out.append(cell)
+    return out
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_dir(results_root: Path, name: str) -> Path:
+    """A new folder for one sweep; UserError when the results folder cannot hold it."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = fitting_name(f"{stamp}-{name}")  # a config's name may be long (up to config.MAX_NAME)
+    path = results_root / folder
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = results_root / f"{folder}-{suffix}"
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UserError(f"--out {results_root}: cannot create a results folder there ({exc.strerror})") from None
+    return path
+
+
+def host_facts(backend: dict[str, Any]) -> HostFacts:
+    host = {
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "harness_python": sys.executable,
+        "harness_version": harness_version(),
+        **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
+        **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
+    }
+    # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
+    return HostFacts.from_json({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})
+
+
+def summarise(cells: list[CellResult]) -> dict[str, Any]:
+    return release_boundaries(cells).to_json()
+
+
+def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:
+    groups: dict[str, list[CellResult]] = {}
+    for cell in cells:
+        label = cell.spec.mesh_label
+        groups.setdefault(f"{label} {cell.spec.platform}", []).append(cell)
+    return [{"group": g, **summarise(cs)} for g, cs in groups.items()]
+
+
+def results_file(path: Path) -> Path:
+    """A results folder's results.json; any other path is taken to be the file itself."""
+    path = Path(path)
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def results_folder(path: Path) -> Path:
+    """The folder of a results.json; any other path is taken to be the folder itself."""
+    path = Path(path)
+    return path.parent if path.name == RESULTS_FILE else path
+
+
+def load_results(path: Path) -> ResultsDocument:
+    """Read a results.json (or the folder holding one); UserError (one line) when it is not one.
+
+    Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
+    down to each cell's keys and runs, before anything is built from it."""
+    path = results_file(path)
+    return ResultsDocument.from_json(read_json_bounded(path, MAX_RESULTS_BYTES, "results file"), path)
+
+
+def lock_results_folder(folder: Path) -> FileLock:
+    """Become the one writer of `folder`; UserError (one line, naming the holder) when another process is
+    writing it.
+
+    Two `--resume` of one folder would measure into the same caches and logs and mix their cells: the
+    second is refused. Take it before reading the folder, so what is read is what nobody else writes."""
+    # One lock object per folder in this process (is_singleton): re-entering it here is allowed; the
+    # guard is against another process.
+    folder = Path(folder)
+    lock = FileLock(folder.resolve() / WRITER_LOCK_FILE, thread_local=False, is_singleton=True)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise UserError(f"{folder}: another harness process{_holder(folder)} is writing this results folder; "
+                        "wait for it to finish (or stop it) and try again") from None
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot lock the results folder ({exc.strerror})") from None
+    if lock.lock_counter == 1:  # just taken by this process: say who holds it, for the next one refused
+        holder = {"pid": os.getpid(), "argv": ["harness", *sys.argv[1:]], "since": utc_now()}
+        try:
+            (folder.resolve() / WRITER_HOLDER_FILE).write_text(json.dumps(holder) + "\n")
+        except OSError:
+            pass  # the lock holds without it; a refusal then names no holder
+    return lock
+
+
+def _holder(folder: Path) -> str:
+    """` (pid 123: harness reduce x.py ..., since ...)` from the holder's note; "" when it left none."""
+    try:
+        holder = json.loads((Path(folder).resolve() / WRITER_HOLDER_FILE).read_text())
+        return f" (pid {int(holder['pid'])}: {shlex.join(map(str, holder['argv']))}, since {holder['since']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""

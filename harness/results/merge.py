@@ -1,0 +1,89 @@
+"""Join shard results into one sweep (pure: documents in, one document out).
+
+Shards must come from the same sweep (`SweepIdentity`: the same config, versions, runs per cell and
+seeds). Anything else would put rows measured under different conditions into one table, so it is
+refused, naming what differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import Version
+
+from harness.core.errors import UserError
+from harness.results.identity import SweepIdentity
+from harness.core.model import CellResult
+from harness.results.document import BISECTION_KEYS, ResultsDocument, ResultsHeader, RunStatus
+
+
+def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
+    """`(label, results document)` pairs -> the merged document, its cells in the order the unsharded
+    sweep would have measured them. UserError when they are not one sweep."""
+    if not documents:
+        raise UserError("merge: no results to merge")
+    first_label, first = documents[0]
+    identity = SweepIdentity.of(first.header)
+    for label, doc in documents[1:]:
+        differs = identity.differences(SweepIdentity.of(doc.header))
+        if differs:
+            raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
+                            f"(differs in {', '.join(differs)})")
+
+    shards = [doc.header.shard for _, doc in documents]
+    missing: list[int] = []
+    if any(shards):
+        if not all(shards):
+            plain = next(label for (label, doc) in documents if not doc.header.shard)
+            raise UserError(f"merge: {plain} is a whole sweep, not a shard; merge shards of one sweep")
+        counts = {s["count"] for s in shards}
+        if len(counts) > 1:
+            raise UserError(f"merge: the shards were cut {' and '.join(map(str, sorted(counts)))} ways")
+        indices = [s["index"] for s in shards]
+        repeated = sorted({i for i in indices if indices.count(i) > 1})
+        if repeated:
+            raise UserError(f"merge: shard {repeated[0]}/{counts.pop()} given twice")
+        missing = sorted(set(range(1, shards[0]["count"] + 1)) - set(indices))
+
+    cells: list[CellResult] = []
+    seen: dict[str, str] = {}
+    for label, doc in documents:
+        for cell in doc.cells:
+            if cell.spec.key in seen:
+                raise UserError(f"merge: cell {cell.spec.key} is in both {seen[cell.spec.key]} and {label}")
+            seen[cell.spec.key] = label
+            cells.append(cell)
+    planned = shards[0].get("planned") if shards and shards[0] else None
+    cells.sort(key=_plan_order(planned))
+
+    # Which shards are not there or did not finish, by number: the merge's status names them, and
+    # `shards` keeps them as data for a re-submission of just those (harness submit --only-shards).
+    unfinished = {doc.header.shard["index"] if doc.header.shard else label: doc.status_text
+                  for label, doc in documents if doc.status != RunStatus.COMPLETE}
+    parts = [f"shard {i} missing" for i in missing]
+    parts += [f"shard {k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, int))]
+    parts += [f"{k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, str))]
+    status, detail = (RunStatus.INCOMPLETE, ", ".join(parts)) if parts else (RunStatus.COMPLETE, "")
+    header = ResultsHeader(command=command, config=first.header.config, versions=first.header.versions,
+                           options=first.header.options, host=first.header.host,
+                           created=min(str(doc.header.created) for _, doc in documents))
+    sections: dict[str, Any] = {
+        "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
+                         "status": doc.status_text, "host": doc.header.host.to_json()} for label, doc in documents]}
+    if shards[0]:
+        sections["shards"] = {"count": shards[0]["count"], "missing": missing,
+                              "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
+    for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
+        for key in BISECTION_KEYS:
+            if doc.sections.get(key) and key not in sections:
+                sections[key] = doc.sections[key]
+    return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
+                           sections)
+
+
+def _plan_order(planned: list[str] | None):
+    position = {key: i for i, key in enumerate(planned or [])}
+
+    def key(cell: CellResult):
+        return (position.get(cell.spec.key, len(position)), Version(cell.spec.jax_version), cell.spec.key)
+    return key

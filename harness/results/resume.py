@@ -1,0 +1,36 @@
+"""Resume an interrupted sweep in its own results folder (pure): is it the same sweep (`SweepIdentity`),
+and which of its cells still need measuring. A cell cut short by Ctrl-C is measured again from scratch."""
+
+from __future__ import annotations
+
+from harness.core.errors import UserError
+from harness.results.header import ResultsHeader
+from harness.results.identity import SweepIdentity
+from harness.core.model import CellResult, CellSpec
+
+
+def check_same_sweep(previous: ResultsHeader, header: ResultsHeader, where: str) -> None:
+    """UserError naming the first thing that differs between the folder's sweep and this one."""
+    old, new = SweepIdentity.of(previous), SweepIdentity.of(header)
+    for name in old.differences(new):
+        if name.startswith("config."):
+            key = name.removeprefix("config.")
+            raise UserError(f"--resume {where}: config.{key} differs ({old.config.get(key)!r} there, "
+                            f"{new.config.get(key)!r} now): resume with the config that made it")
+        if name == "versions":
+            raise UserError(f"--resume {where}: versions differ ({', '.join(old.versions)} there, "
+                            f"{', '.join(new.versions)} now): pass --versions {' '.join(old.versions)}")
+        raise UserError(f"--resume {where}: option {name} differs ({getattr(old, name)!r} there, "
+                        f"{getattr(new, name)!r} now)")
+    if (previous.shard or {}).get("cells") != (header.shard or {}).get("cells"):
+        raise UserError(f"--resume {where}: it measured another shard (pass the same --shard)")
+
+
+def finished_cells(cells: list[CellResult]) -> list[CellResult]:
+    """The cells a resume keeps: all but one cut short by Ctrl-C."""
+    return [c for c in cells if not c.interrupted]
+
+
+def still_to_measure(planned: list[CellSpec], kept: list[CellResult]) -> list[CellSpec]:
+    done = {c.spec.key for c in kept}
+    return [spec for spec in planned if spec.key not in done]

@@ -1,0 +1,89 @@
+"""A cell's runs as they finish (pure): the verdict so far, whether to stop now, and the cell at the end.
+
+The runner's scheduler (serial or parallel, Ctrl-C) feeds it records; everything it decides is here,
+tested without processes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness.verdicts.analysis import job_facts, judge, nothing_cached, run_keys
+from harness.core.model import CellResult, CellSpec, RunRecord, Verdict
+
+
+# Runs that must all cache nothing before a cell stops as `unsupported`: the first, and one with another seed.
+NOTHING_CACHED_AFTER = 2
+
+
+def _logs_read(records: list[RunRecord]) -> bool:
+    return all(run_keys(r).computed is not None for r in records)
+
+
+class Stop(enum.Enum):
+    REPRODUCED = "a later run computed a new key"
+    NOTHING_CACHED = "nothing was cached"
+    GAVE_UP = "the caller's give_up said the runs cannot give what it looks for"
+
+
+@dataclass
+class Tally:
+    planned: int  # runs the cell's seed plan has
+    # Stop early: at a later run with a new key (the cell reproduced), or once nothing can change
+    # (`nothing_to_measure`); off, every planned run is made (--all-runs).
+    stop_when_reproduced: bool = False
+    records: list[RunRecord] = field(default_factory=list)
+    # Stop as soon as this says the runs so far cannot give what the caller looks for (`harness reduce`
+    # rejects a candidate at its first crash, or a first run without the module it tracks).
+    give_up: Callable[[list[RunRecord]], bool] | None = None
+    _stopped: Stop | None = None
+
+    def add(self, record: RunRecord) -> None:
+        self.records.append(record)
+
+    def stop_now(self) -> bool:
+        """Once true, stays true (runs still going when it turned are added, but it was decided)."""
+        if self._stopped is None:
+            if self.give_up is not None and self.give_up(self.records):
+                self._stopped = Stop.GAVE_UP
+            elif self.stop_when_reproduced and judge(self.records).verdict == Verdict.REPRODUCED:
+                self._stopped = Stop.REPRODUCED
+            elif self.stop_when_reproduced and self.nothing_to_measure():
+                self._stopped = Stop.NOTHING_CACHED
+        return self._stopped is not None
+
+    @property
+    def gave_up(self) -> bool:
+        return self._stopped == Stop.GAVE_UP
+
+    def nothing_to_measure(self) -> bool:
+        """The first run and one more (another hash seed) cached nothing at all: the program or the release
+        does not use the persistent cache, and no later run can make the cell anything but `unsupported`.
+        (A crash, or a run that wrote or computed a key, keeps the cell going as planned.)"""
+        return len(self.records) >= NOTHING_CACHED_AFTER and nothing_cached(self.records)
+
+    def cell(self, spec: CellSpec, listing: list[str], environment: dict[str, Any],
+             interrupted: bool = False) -> CellResult:
+        """The cell from the runs made: all of them, fewer when it stopped early, or those that finished
+        before Ctrl-C (`interrupted`: then a cell that had not reproduced says how far it got)."""
+        records = sorted(self.records, key=lambda r: r.index)
+        stopped_early = not interrupted and self.stop_now() and len(records) < self.planned
+        if self._stopped == Stop.NOTHING_CACHED and not nothing_cached(records):
+            stopped_early = False  # a run still going then cached something after all: the cell is short
+        judgement = judge(records, expected_runs=None if stopped_early else self.planned)
+        reason = judgement.reason
+        if stopped_early and self._stopped == Stop.NOTHING_CACHED:
+            reason += (f"; stopped after {len(records)} of {self.planned} runs: none wrote an entry"
+                       + (" or computed a key (JAX's log)" if _logs_read(records) else "")
+                       + ", so later runs could not change the verdict")
+        if interrupted and judgement.verdict != Verdict.REPRODUCED:
+            reason = f"interrupted after {len(records)} of {self.planned} runs"
+        return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,
+                          listing=listing, environment=environment, interrupted=interrupted,
+                          attribution=judgement.attribution,
+                          attribution_unavailable=judgement.attribution_unavailable,
+                          inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,
+                          job=job_facts(records, spec.processes, None if stopped_early else self.planned)
+                          if spec.is_job else None)

@@ -1,0 +1,202 @@
+"""How a factor's run is judged, and what the factors do to a cell's verdict (pure: records in, data out).
+
+A factor's run has the reference run's hash seed and one change of environment. Against the reference
+(the cell's first run, in the plain environment), using what each run computed (JAX's log; the cache
+folder's new entries where the log names no key):
+
+- hit: it computed no key the reference did not;
+- miss: it computed new keys of the reference's modules; the components that moved (JAX's log) say
+  why. A miss whose only moved components are ones JAX hashes on purpose for that factor
+  (`factors.KEYED_BY_DESIGN`: zstandard or not) is `keyed by design`, never a regression;
+- not judged: its run failed, or it compiled other modules than the reference.
+
+A miss only counts once a control run, the plain environment with the same seed again, hits: when
+the control misses too, the keys move without the factor (an address, a time) and no factor is blamed.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from harness.verdicts.analysis import comparison_of, run_keys
+from harness.core.vary_factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
+from harness.core.jaxlog import LoggedKey, differing_components
+from harness.core.listing import Entry
+from harness.core.model import CellResult, CellVariation, FactorResult, RunRecord, Verdict
+
+
+def _modules(found: frozenset[Entry]) -> list[str]:
+    return sorted({e.module for e in found})
+
+
+def _logged(run: RunRecord) -> dict[str, LoggedKey]:
+    return run.keys.by_key() if run.keys is not None else {}
+
+
+def moved_components(reference: RunRecord, run: RunRecord, new: frozenset[Entry]) -> list[str] | None:
+    """The key components that differ between each new key and its closest counterpart among the
+    reference's keys of the same module, in JAX's order; None when a log names no components."""
+    mine, theirs = _logged(reference), _logged(run)
+    moved: list[str] = []
+    for entry in sorted(new, key=lambda e: e.key):
+        key = theirs.get(entry.key)
+        counterparts = [k for k in mine.values() if k.module == entry.module and k.components]
+        if key is None or not key.components or not counterparts:
+            return None
+        closest = min(counterparts, key=lambda k: (len(differing_components(k, key)), k.key))
+        moved += [c for c in differing_components(closest, key) if c not in moved]
+    return moved
+
+
+def judge_factor(factor: Factor, reference: RunRecord, run: RunRecord, change: str = "",
+                 on_disk: frozenset[str] | None = None) -> FactorResult:
+    """One factor's run against the reference run (both with the same hash seed). `on_disk`: the entry
+    keys in the factor run's cache folder after it ran; a hit its log claims on a key never there is
+    not believed (nothing was there to hit)."""
+    result = FactorResult(factor, FactorOutcome.NOT_JUDGED, change=change, run=run)
+    if not run.ok:
+        result.reason = f"its run failed ({run.reason or run.exit_code}): the factor could not be measured"
+        return result
+    ref, mine = run_keys(reference), run_keys(run, on_disk)
+    # An entry that appeared during the factor's run is a key the folder did not hold, whatever its log
+    # says: a cut or silenced log never hides a miss.
+    new, known = mine.appeared - ref.known(), False
+    if ref.computed is not None and mine.computed is not None:
+        new, known = new | (mine.computed - ref.computed), True
+    ref_modules = _modules(ref.known())
+    result.modules_total = len(ref_modules)
+    if not new:
+        if known and ref.computed - mine.computed:
+            result.reason = (f"it computed fewer keys than the reference ("
+                             f"{len(ref.computed - mine.computed)} key(s) not computed): nothing to compare")
+            return result
+        result.outcome = FactorOutcome.HIT
+        result.reason = f"every module the reference computed was hit ({len(ref_modules)} of {len(ref_modules)})"
+        return result
+    missed = [m for m in _modules(new) if m in ref_modules]
+    if not missed:
+        result.reason = f"it compiled other modules than the reference ({', '.join(_modules(new))})"
+        return result
+    result.modules = missed
+    count = f"{len(missed)} of {len(ref_modules)} module{'' if len(ref_modules) == 1 else 's'}"
+    components = moved_components(reference, run, new)
+    if components is None:
+        result.outcome = FactorOutcome.MISS
+        result.reason = f"new keys for {count}; JAX's log names no key components"
+        return result
+    result.components = components
+    moved = ", ".join(components) or "no component"
+    by_design = KEYED_BY_DESIGN.get(factor, frozenset())
+    if components and set(components) <= by_design:
+        result.outcome = FactorOutcome.KEYED_BY_DESIGN
+        result.reason = f"hosts sharing a cache must agree on it ({moved} moved, {count})"
+    else:
+        result.outcome = FactorOutcome.MISS
+        result.reason = f"{moved} moved, {count}"
+    return result
+
+
+def cannot_vary(factor: Factor, why: str) -> FactorResult:
+    return FactorResult(factor, FactorOutcome.CANNOT_VARY, reason=why)
+
+
+def not_judged(factor: Factor, why: str) -> FactorResult:
+    return FactorResult(factor, FactorOutcome.NOT_JUDGED, reason=why)
+
+
+def control_missed(reference: RunRecord, control: RunRecord) -> str:
+    """Why the control run (plain environment, the reference's seed) shows the keys moving without any
+    factor, or "" when it hit every key the reference computed."""
+    if not control.ok:
+        return f"the control run (the plain environment, seed {control.seed}) failed ({control.reason})"
+    judged = judge_factor(Factor.CWD, reference, control)  # any factor: only hit or not matters here
+    if judged.outcome == FactorOutcome.HIT:
+        return ""
+    return (f"the control run (the plain environment, seed {control.seed} again) missed too "
+            f"({judged.reason}): the keys move without any factor")
+
+
+def with_control(variation: CellVariation, reference: RunRecord, control: RunRecord) -> CellVariation:
+    """The variation once its control ran: a factor's miss stands only if the control hit."""
+    variation.control = control
+    why = control_missed(reference, control)
+    if why:
+        for factor in variation.factors:
+            if factor.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN):
+                factor.outcome = FactorOutcome.NOT_JUDGED
+                factor.reason = f"{factor.reason}; not the factor's: {why}"
+        variation.note = why
+    return variation
+
+
+def needs_control(variation: CellVariation) -> bool:
+    return variation.control is None and any(
+        f.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN) for f in variation.factors)
+
+
+def miss_phrase(factor: FactorResult) -> str:
+    """`misses when the cache folder is reached by another path (compile_options moved, 3 of 3 modules)`."""
+    return f"misses when {WHEN[factor.factor]} ({factor.reason})"
+
+
+def verdict_with(verdict: Verdict, reason: str, variation: CellVariation | None) -> tuple[Verdict, str]:
+    """The cell's verdict and reason once its factors are judged. A clean cell that misses under a
+    factor that should not matter is `reproduced`, its reason naming the factor; a cell reproduced by
+    its seeds stays so (the factors' misses are added); error and unsupported cells are unchanged."""
+    if variation is None:
+        return verdict, reason
+    missed = variation.missed()
+    unjudged = [f for f in variation.factors if f.outcome == FactorOutcome.NOT_JUDGED]
+    if verdict == Verdict.CLEAN and variation.note and variation.control is not None:
+        return Verdict.REPRODUCED, variation.note
+    if verdict == Verdict.CLEAN and missed:
+        return Verdict.REPRODUCED, "; ".join(miss_phrase(f) for f in missed)
+    if verdict == Verdict.REPRODUCED and missed:
+        return verdict, reason + "; also " + "; ".join(miss_phrase(f) for f in missed)
+    if verdict == Verdict.CLEAN and unjudged:
+        names = ", ".join(str(f.factor) for f in unjudged)
+        return verdict, f"{reason}; --vary: {names} not judged ({unjudged[0].reason})"
+    return verdict, reason
+
+
+def vary_column(variation: CellVariation | None) -> str:
+    """The table's column: the factors that missed, or how many hit."""
+    if variation is None:
+        return "-"
+    if variation.note and not variation.factors:
+        return "not judged"
+    missed = [str(f.factor) for f in variation.missed()]
+    if missed:
+        return "miss: " + ", ".join(missed)
+    parts = []
+    for outcome in FactorOutcome:
+        named = [str(f.factor) for f in variation.factors if f.outcome == outcome]
+        if named:
+            parts.append(f"{len(named)} hit" if outcome == FactorOutcome.HIT else f"{outcome}: {', '.join(named)}")
+    return "; ".join(parts) or "-"
+
+
+def reference_of(records: Sequence[RunRecord]) -> RunRecord | None:
+    """The run factors are compared with: the cell's first run."""
+    ordered = sorted(records, key=lambda r: r.index)
+    return ordered[0] if ordered else None
+
+
+def why_not_varied(reference: RunRecord | None, verdict: Verdict) -> str:
+    """Why a cell's factors are not run at all, or "" when they are."""
+    if reference is None:
+        return "no run was made"
+    if not reference.ok:
+        return f"the reference run (run {reference.index}) failed"
+    if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED):
+        return f"the cell is {verdict}: there is nothing to compare"
+    if not run_keys(reference).known:
+        return f"the reference run (run {reference.index}) computed no key"
+    return ""
+
+
+def by_factors_only(cell: CellResult) -> bool:
+    """A reproduced cell whose own runs agree: only a factor (or the control run) missed, so the
+    evidence and commands of its runs have nothing to show; the variation section has."""
+    return (cell.verdict == Verdict.REPRODUCED and cell.variation is not None
+            and not comparison_of(cell.runs).reproduced)
