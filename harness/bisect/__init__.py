@@ -1,4 +1,4 @@
-"""Bisection (layer 3, measurement): where a regression appears and where it is fixed, by release and
+"""Bisection: where a regression appears and where it is fixed, by release and
 then by commit.
 
 `logic` is the pure search; `state` the resumable record; `measure` measures one point; `bisection`

@@ -1,4 +1,4 @@
-"""`harness` (layer 6, the top): parses arguments into options, calls the service, shows the outcome.
+"""`harness` (the top layer): parses arguments into options, calls the service, shows the outcome.
 
 Nothing below this module sees an argparse Namespace. Exit codes (`errors.ExitCode`, docs/ci.md): 0 the
 work completed (whatever it found), 1 a regression (nightly and compare; run, check, merge and submit

@@ -1,4 +1,4 @@
-"""Environments: where one JAX version runs (layer 2, above the pure core).
+"""Environments: where one JAX version runs.
 
 One interface (`base.Environment`, `base.Backend`) and its backends, registered by name: venv (a uv
 virtualenv per version), local (an interpreter that already has JAX), docker (an image per version),

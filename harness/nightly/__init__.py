@@ -1,2 +1,2 @@
-"""The nightly check (layer 4, output): compare a sweep with a baseline, cell by cell, and say whether to
+"""The nightly check: compare a sweep with a baseline, cell by cell, and say whether to
 raise the alarm (pure). The `nightly` and `compare` commands are wired in `harness.service`."""
