@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from harness.core.compat import upgrade
+
 T = TypeVar("T")
 
 # The field metadata that says what a value must be, where the type alone says it less well ("a list of GPUs").
@@ -37,13 +39,28 @@ def what(description: str) -> dict[str, str]:
 
 
 def to_builtins(value: Any) -> Any:
-    """`value` (records, enums, tuples, nested) as JSON's types: dicts, lists, text, numbers, null."""
-    return msgspec.json.decode(msgspec.json.encode(value))
+    """`value` (records, enums, tuples, nested) as JSON's types: dicts, lists, text, numbers, null (a NaN stays
+    a float, written `NaN` by json.dumps as before)."""
+    return _listed(msgspec.to_builtins(value))
+
+
+def _listed(value: Any) -> Any:
+    """Tuples as lists, as JSON reads them back (msgspec.to_builtins keeps them tuples)."""
+    if isinstance(value, dict):
+        return {k: _listed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_listed(v) for v in value]
+    return value
 
 
 def convert(data: Any, kind: type[T]) -> T:
     """`data` (JSON's types) as `kind`, strictly: msgspec.ValidationError for a value of the wrong type."""
     return msgspec.convert(data, kind, strict=True)
+
+
+def decode(kind: type[T], data: Any) -> T:
+    """A record as results.json holds it, any release's: harness/compat.py's upgrade, then a strict decode."""
+    return convert(upgrade(kind.__name__, data), kind)
 
 
 def read_recorded(kind: type[T], data: Mapping[str, Any], *, extra: str | None = "extra",

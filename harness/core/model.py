@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.codec import convert, to_builtins
+from harness.core.codec import convert, decode, to_builtins
 from harness.core.confidence import MissBounds, SeedPlan
 from harness.core.vary_factors import Factor, FactorOutcome
 from harness.core.jaxlog import RunLog
@@ -128,11 +128,11 @@ class ProcessVerdict:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "verdict": str(self.verdict), "reason": self.reason}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProcessVerdict:
-        return cls(int(data["rank"]), Verdict(data["verdict"]), data.get("reason", ""))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -148,15 +148,11 @@ class JobFacts:
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"processes": self.processes, "per_process": [p.to_json() for p in self.per_process],
-                "writers": list(self.writers), "host_components": list(self.host_components),
-                "notes": list(self.notes)}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> JobFacts:
-        return cls(int(data["processes"]), tuple(ProcessVerdict.from_json(p) for p in data.get("per_process", [])),
-                   tuple(data.get("writers", [])), tuple(data.get("host_components", [])),
-                   tuple(data.get("notes", [])))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -277,11 +273,11 @@ class CommitInfo:
         return f"jax@{self.sha[:12]}"
 
     def to_json(self) -> dict[str, str]:
-        return {"sha": self.sha, "date": self.date, "subject": self.subject}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CommitInfo:
-        return cls(data["sha"], data.get("date", ""), data.get("subject", ""))
+        return decode(cls, data)
 
 
 @dataclass
@@ -350,13 +346,11 @@ class ScriptCache:
     problems: tuple[str, ...] = ()  # what the hook could not do
 
     def to_json(self) -> dict[str, Any]:
-        return {"settings": [asdict(s) for s in self.settings], "final": self.final,
-                "problems": list(self.problems)}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScriptCache:
-        return cls(tuple(CacheSetting(**s) for s in data.get("settings", [])), data.get("final") or {},
-                   tuple(data.get("problems", [])))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -406,12 +400,11 @@ class SeedRun:
     log: str = ""  # the re-run's log, relative to the results folder
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SeedRun:
-        return cls(int(data["seed"]), int(data["run"]), bool(data["rerun_ok"]), str(data.get("rerun_detail", "")),
-                   str(data.get("log", "")))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -455,15 +448,11 @@ class RunCost:
     missed_modules: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": self.run, "modules": self.modules, "misses": self.misses, "miss_s": self.miss_s,
-                "untimed_misses": self.untimed_misses, "hits": self.hits, "saved_s": self.saved_s,
-                "missed_modules": list(self.missed_modules)}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunCost:
-        return cls(int(data["run"]), int(data.get("modules", 0)), int(data.get("misses", 0)),
-                   float(data.get("miss_s", 0.0)), int(data.get("untimed_misses", 0)), int(data.get("hits", 0)),
-                   float(data.get("saved_s", 0.0)), tuple(data.get("missed_modules", ())))
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -482,19 +471,11 @@ class CellCost:
     runs: tuple[RunCost, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"starts": self.starts, "lost_per_start_s": self.lost_per_start_s,
-                "saved_per_start_s": self.saved_per_start_s, "modules": self.modules,
-                "missed_modules": list(self.missed_modules), "each_start_missed": list(self.each_start_missed),
-                "untimed_modules": list(self.untimed_modules), "first_run_s": self.first_run_s,
-                "runs": [r.to_json() for r in self.runs]}
+        return to_builtins(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellCost:
-        return cls(int(data.get("starts", 0)), float(data.get("lost_per_start_s", 0.0)),
-                   float(data.get("saved_per_start_s", 0.0)), int(data.get("modules", 0)),
-                   tuple(data.get("missed_modules", ())), tuple(data.get("each_start_missed", ())),
-                   tuple(data.get("untimed_modules", ())), float(data.get("first_run_s", 0.0)),
-                   tuple(RunCost.from_json(r) for r in data.get("runs", ())))
+        return decode(cls, data)
 
 
 @dataclass

@@ -1,0 +1,46 @@
+"""What results written by earlier releases lack, filled in before the library decodes them (pure, dict to dict).
+
+Every rule for an older shape is here, by the record it applies to: a key an earlier release did not write
+gets the value that release meant by leaving it out; a null some release wrote where the record now keeps an
+empty value reads as that value. harness/core/codec.py then decodes strictly: anything else missing or of the
+wrong type is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Record -> the keys earlier releases may lack, with what their absence meant.
+MISSING: dict[str, dict[str, Any]] = {
+    "ProcessVerdict": {"reason": ""},
+    "CommitInfo": {"date": "", "subject": ""},
+    "RunCost": {"modules": 0, "misses": 0, "miss_s": 0.0, "untimed_misses": 0, "hits": 0, "saved_s": 0.0},
+    "CellCost": {"starts": 0, "lost_per_start_s": 0.0, "saved_per_start_s": 0.0, "modules": 0,
+                 "missed_modules": [], "each_start_missed": [], "untimed_modules": [], "first_run_s": 0.0},
+}
+# Record -> keys some release wrote null where the record keeps an empty value.
+NULL_AS_EMPTY: dict[str, dict[str, Any]] = {
+    "ScriptCache": {"final": {}},
+}
+
+# Record -> its keys that hold a list of another record: upgraded with it.
+NESTED: dict[str, dict[str, str]] = {
+    "JobFacts": {"per_process": "ProcessVerdict"},
+    "CellCost": {"runs": "RunCost"},
+}
+
+
+def upgrade(record: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` as today's `record` reads it: missing keys filled, nulls that meant empty made empty, the
+    records it holds upgraded too."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{record}: must be a mapping, not {type(data).__name__}")
+    out = {**MISSING.get(record, {}), **data}
+    for key, empty in NULL_AS_EMPTY.get(record, {}).items():
+        if out.get(key) is None:
+            out[key] = empty
+    for key, inner in NESTED.get(record, {}).items():
+        if isinstance(out.get(key), list):
+            out[key] = [upgrade(inner, item) for item in out[key]]
+    return out
