@@ -1,4 +1,4 @@
-"""harness/core/codec.py and harness/compat.py: records converted by msgspec from their types, what older results
+"""harness/core/codec.py and harness/core/compat.py: records converted by msgspec from their types, what older results
 lack filled in by one upgrade step before a strict decode."""
 
 import json

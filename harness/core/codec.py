@@ -59,7 +59,7 @@ def convert(data: Any, kind: type[T]) -> T:
 
 
 def decode(kind: type[T], data: Any) -> T:
-    """A record as results.json holds it, any release's: harness/compat.py's upgrade, then a strict decode."""
+    """A record as results.json holds it, any release's: harness/core/compat.py's upgrade, then a strict decode."""
     return convert(upgrade(kind.__name__, data), kind)
 
 
