@@ -48,6 +48,7 @@ test-unit: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m harness.cli.docs
+	$(BIN)/python -m harness.results.schemas
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py

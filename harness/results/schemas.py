@@ -1,0 +1,139 @@
+"""docs/schemas/*.json: the JSON Schemas of results.json, a results header's parts and a fingerprint, generated
+from the types that read and write them (msgspec.json.schema_components over harness/results/header.py's and
+harness/core/model.py's records), never written by hand. `make docs` writes them; tests/unit/test_schemas.py fails when a
+committed one differs from what the types say, and validates every fixture folder's results.json against it.
+
+What is not yet a typed record (a cell's own keys, a run) is an open object here: the schema checks what the
+types describe and lets the rest through, as the readers do with keys they do not know.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from harness.core.compat import MISSING, NULL_AS_EMPTY
+from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
+from harness.core.model import CellCost, CommitInfo, JobFacts, Mesh, ScriptCache, SeedRun
+
+SCHEMAS_DIR = Path("docs") / "schemas"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+REF = "#/$defs/{name}"
+# A recorded part's bookkeeping (harness/codec.py: read_recorded), no key of the file.
+_BOOKKEEPING = {"RecordedConfig": ("extra", "order"), "RecordedOptions": ("extra", "order", "bisect"),
+                "HostFacts": ("facts", "order")}
+_BISECT_KEYS = ("good", "bad", "jax_repo")  # a bisection's options: text or null
+
+
+def _components() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellCost, JobFacts, CommitInfo, ScriptCache, SeedRun, Mesh)
+    schemas, defs = msgspec.json.schema_components(kinds, ref_template=REF)
+    for name, skipped in _BOOKKEEPING.items():
+        props = defs[name]["properties"]
+        for key in skipped:
+            props.pop(key, None)
+    # What harness/core/compat.py fills in for older results may be absent (or null) in a file that reads.
+    for name, missing in MISSING.items():
+        if name in defs:
+            required = [k for k in defs[name].get("required", []) if k not in missing]
+            defs[name]["required"] = required
+            if not required:
+                del defs[name]["required"]
+    for name, nulls in NULL_AS_EMPTY.items():
+        for key in nulls:
+            if name in defs:
+                defs[name]["properties"][key] = _nullable(defs[name]["properties"][key])
+    # RecordedConfig.env is pairs in memory, a mapping in the file (RecordedConfig.to_json)
+    defs["RecordedConfig"]["properties"]["env"] = {"anyOf": [{"type": "object", "additionalProperties": {"type": "string"}},
+                                                             {"type": "null"}]}
+    for key in _BISECT_KEYS:
+        defs["RecordedOptions"]["properties"][key] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    return schemas, defs
+
+
+def _document(title: str, description: str, properties: dict[str, Any], required: list[str],
+              defs: dict[str, Any]) -> dict[str, Any]:
+    used = _used(properties, defs)
+    return {"$schema": DRAFT, "title": title, "description": description, "type": "object",
+            "properties": properties, "required": required, "$defs": {k: defs[k] for k in sorted(used)}}
+
+
+def _used(node: Any, defs: dict[str, Any], seen: set[str] | None = None) -> set[str]:
+    seen = set() if seen is None else seen
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name not in seen:
+                seen.add(name)
+                _used(defs[name], defs, seen)
+        for value in node.values():
+            _used(value, defs, seen)
+    elif isinstance(node, list):
+        for value in node:
+            _used(value, defs, seen)
+    return seen
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(name=name)}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """File name -> schema."""
+    _, defs = _components()
+    text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+    cell = {"type": "object", "description": "One cell; the keys below are typed records, the others open",
+            "properties": {"jax_version": text, "mesh": _nullable(_ref("Mesh")), "job": _ref("JobFacts"),
+                           "cost": _ref("CellCost"), "commit": _ref("CommitInfo"),
+                           "seed_check": {"type": "object", "properties": {"failing": _ref("SeedRun"),
+                                                                           "passing": _ref("SeedRun"),
+                                                                           "again": {"type": "array",
+                                                                                     "items": _ref("SeedRun")}}},
+                           "runs": {"type": "array", "items": {"type": "object", "properties": {
+                               "script_cache": _ref("ScriptCache")}}}},
+            "required": ["jax_version", "platform", "device_count", "verdict"]}
+    results = _document(
+        "results.json", "A results folder's document (docs/results.md), any release's: schema_version 1 or 2",
+        {"schema_version": {"type": "integer", "minimum": 1}, "created": _nullable(text), "command": text,
+         "config": _ref("RecordedConfig"), "versions": texts, "options": _ref("RecordedOptions"),
+         "host": _ref("HostFacts"), "finished": _nullable(text), "status": _nullable(text), "resumed": texts,
+         "releases": texts, "cells": _nullable({"type": "array", "items": cell})},
+        ["schema_version"], defs)
+    fingerprint = _document(
+        "fingerprint", "harness fingerprint's file (docs/variation.md)",
+        {"fingerprint": {"type": "integer"}, "source": _nullable(text), "host": _ref("HostFacts"),
+         "cells": {"type": "array", "items": {"type": "object"}}}, ["fingerprint", "cells"], defs)
+    config = {"$schema": DRAFT, "title": "config", "description": "The config as results.json records it "
+              "(its `config`): a config file's keys as resolved when the sweep started", **defs["RecordedConfig"],
+              "$defs": {k: defs[k] for k in sorted(_used(defs["RecordedConfig"], defs))}}
+    config.pop("title", None)
+    config["title"] = "config"
+    return {"results.schema.json": results, "config.schema.json": config, "fingerprint.schema.json": fingerprint}
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.schemas [FOLDER]`: write every schema (default docs/schemas/)."""
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0]) if args else SCHEMAS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas().items():
+        (folder / name).write_text(render(schema))
+        print(f"wrote {folder / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

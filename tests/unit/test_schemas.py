@@ -1,0 +1,81 @@
+"""docs/schemas/*.json are generated from the types (harness/schemas.py, `make docs`) and every fixture folder's
+results.json, old ones included, validates against the results schema."""
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness.results import schemas
+from harness.results.fingerprints import Fingerprint
+from harness.results.header import HostFacts
+
+ROOT = Path(__file__).parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FOLDERS = sorted(p.parent.name for p in FIXTURES.glob("*/results.json"))
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((ROOT / schemas.SCHEMAS_DIR / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("name", sorted(schemas.schemas()))
+def test_the_committed_schema_is_what_the_types_say(name):
+    written = (ROOT / schemas.SCHEMAS_DIR / name).read_text()
+    assert written == schemas.render(schemas.schemas()[name]), (
+        f"{schemas.SCHEMAS_DIR / name} is out of date with the types: run `make docs` and commit it")
+
+
+def test_every_fixture_folder_is_there():
+    assert {"v1-release-run", "smoke-run", "smoke-run-jobs2"} <= set(FOLDERS)
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_fixture_results_file_validates(folder):
+    data = json.loads((FIXTURES / folder / "results.json").read_text())
+    _validator("results.schema.json").validate(data)
+    _validator("config.schema.json").validate(data["config"])
+
+
+@pytest.mark.parametrize("path, value", [
+    (("config", "platform"), "tpu"),
+    (("options", "jobs"), "2"),
+    (("host", "gpus"), "H100"),
+    (("config", "env"), ["X=1"]),
+    (("cells", 0, "mesh", "shape"), ["8"]),
+])
+def test_a_value_no_release_wrote_does_not_validate(path, value):
+    data = copy.deepcopy(json.loads((FIXTURES / "v1-release-run" / "results.json").read_text()))
+    node = data
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        _validator("results.schema.json").validate(data)
+
+
+def test_a_header_made_now_validates_with_every_part_it_can_hold():
+    data = json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())
+    data["config"].update(env={"X": "1"}, args=["--a"], cwd="/w", processes=2, vary=["script-path"],
+                          cache_thresholds="script", from_a_newer_release={"x": 1})
+    data["options"].update(good=None, bad="0.4.28", jax_repo=None, index_url="https://i.example/simple")
+    data["host"].update(gpus=["H100 (80 GB)"], docker_version="27")
+    _validator("results.schema.json").validate(data)
+
+
+def test_a_fingerprint_written_now_validates():
+    written = Fingerprint(HostFacts(hostname="h", gpus=("H100",)), [], "s.py").to_json()
+    _validator("fingerprint.schema.json").validate(json.loads(json.dumps(written)))
+
+
+def test_what_compat_fills_in_for_older_results_is_not_required():
+    cost = {"runs": [{"run": 2}]}  # an older cost: harness/core/compat.py fills in the rest
+    job = {"processes": 2, "per_process": [{"rank": 0, "verdict": "clean"}]}
+    data = json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())
+    data["cells"][0].update(cost=cost, job=job, commit={"sha": "abc"})
+    data["cells"][0]["runs"][0]["script_cache"] = {"settings": [], "final": None, "problems": []}
+    _validator("results.schema.json").validate(data)
