@@ -6,7 +6,7 @@ and checks the behaviour the harness promises (docs/signals-and-concurrency.md).
 any case did not hold. Slow (minutes): not part of `make test`, whose fault tests cover the same
 ground one case at a time.
 
-    python stress/stress.py [--only WORD] [--no-docker]
+    python stress/stress.py [--only WORD] [--no-docker] [--list]
 """
 
 from __future__ import annotations
@@ -389,7 +389,10 @@ def case_nightly_plan_with_bad_versions(h: Harness, versions: str) -> tuple[bool
     return done.returncode != 0 and "versions=" not in planned, f"step exit {done.returncode}, output {planned!r}"
 
 
-def bad_fingerprints(h: Harness) -> list[tuple[str, list[str]]]:
+Argv = list[str] | Callable[[], list[str]]  # a callable writes its input first (a 200 MB file: only when run)
+
+
+def bad_fingerprints(h: Harness) -> list[tuple[str, Argv]]:
     """`harness diff GOOD BAD`: each a traceback, a value printed at length or a wrong type taken before."""
     cell = {"jax_version": "0.4.31", "platform": "cpu", "device_count": 8, "seed": 1,
             "modules": {"jit_f": {"jit_f-" + "a" * 64: {"computation": "b" * 64}}}, "facts": {}}
@@ -409,13 +412,16 @@ def bad_fingerprints(h: Harness) -> list[tuple[str, list[str]]]:
     path = h.write("fingerprints/good.json", text)
     cases = [(f"diff: {name}", ["diff", str(path), str(h.write(f"fingerprints/{i}.json", content))])
              for i, (name, content) in enumerate(bad.items())]
-    huge = h.root / "fingerprints" / "huge.json"  # a 200 MB value: read whole and printed before
-    with open(huge, "w") as f:
-        f.write('{"fingerprint": 1, "cells": [{"jax_version": "')
-        for _ in range(200):
-            f.write("9" * (1 << 20))
-        f.write('"}]}')
-    cases.append(("diff: a 200 MB fingerprint", ["diff", str(path), str(huge)]))
+
+    def huge() -> list[str]:  # a 200 MB value: read whole and printed before
+        with open(h.root / "fingerprints" / "huge.json", "w") as f:
+            f.write('{"fingerprint": 1, "cells": [{"jax_version": "')
+            for _ in range(200):
+                f.write("9" * (1 << 20))
+            f.write('"}]}')
+        return ["diff", str(path), f.name]
+
+    cases.append(("diff: a 200 MB fingerprint", huge))
     return cases
 
 
@@ -508,7 +514,7 @@ def case_run_tmpdir(h: Harness, backend: str, hang: bool = False) -> tuple[bool,
     return held, f"exit {code}, {len(seen)} runs, TMPDIR {sorted(tmpdirs)[:1]}..., left: {left[:3] or 'none'}"
 
 
-def bad_input_cases(h: Harness) -> list[tuple[str, list[str]]]:
+def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
     base = "name: t\nrepro: shard_map_grad\n"
     cfg = {
         "newline in an axis name": base + "jax_versions: ['0.4.29']\nmeshes: [{shape: [8,1,1,1], "
@@ -602,18 +608,8 @@ def case_reduce_state(h: Harness, change: dict | None) -> tuple[bool, str]:
     return held and not planted.exists(), detail
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="run only the cases whose name contains this")
-    parser.add_argument("--no-docker", action="store_true", help="skip the docker cases")
-    args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
-    from harness.environments.docker import docker_available
-
-    with_docker = not args.no_docker and docker_available()[0]
-    root = Path(tempfile.mkdtemp(prefix="harness-stress-"))
-    h = Harness(root, Path(os.environ.get("HARNESS_ENV_DIR",
-                                          Path.home() / ".cache" / "jax-cache-harness" / "envs")))
+def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+    """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
         ("self-signalled SIGSEGV after compiling (venv) is error", lambda: case_self_signal(h, "venv")),
         ("SIGTERM to a running sweep (venv)", lambda: case_sigterm(h, "venv")),
@@ -665,10 +661,33 @@ def main() -> int:
                       ("SIGKILL under docker: the container ends by itself, the next sweep removes it",
                        lambda: case_sigkill_docker(h)),
                       ("a script's /tmp/train-ckpt-* goes with its run (docker)", lambda: case_run_tmpdir(h, "docker"))]
-    if shutil.which("sbatch"):
+    if with_slurm:
         cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):
-        cases.append((f"bad input: {name}", lambda argv=argv: one_line(*h.run(*argv, timeout=60)[::2])))
+        cases.append((f"bad input: {name}", lambda argv=argv: one_line(
+            *h.run(*(argv() if callable(argv) else argv), timeout=60)[::2])))
+    return cases
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run only the cases whose name contains this")
+    parser.add_argument("--no-docker", action="store_true", help="skip the docker cases")
+    parser.add_argument("--list", action="store_true", help="print every case's name (docker and Slurm ones too), "
+                                                            "one a line, and run none")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    root = Path(tempfile.mkdtemp(prefix="harness-stress-"))
+    h = Harness(root, Path(os.environ.get("HARNESS_ENV_DIR",
+                                          Path.home() / ".cache" / "jax-cache-harness" / "envs")))
+    if args.list:
+        print("\n".join(name for name, _ in build_cases(h, with_docker=True, with_slurm=True)))
+        shutil.rmtree(root, ignore_errors=True)
+        return 0
+    from harness.environments.docker import docker_available
+
+    with_docker = not args.no_docker and docker_available()[0]
+    cases = build_cases(h, with_docker, with_slurm=bool(shutil.which("sbatch")))
     results = []
     for name, check in cases:
         if args.only and args.only not in name:
