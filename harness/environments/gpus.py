@@ -1,7 +1,7 @@
 """How many GPUs a cuda sweep's runs can see, asked once before the sweep instead of failing every run.
 
 The host asks `nvidia-smi -L`; the docker backend asks a container with the GPUs requested, the way
-its runs get them (see docker.py). The judgement is pure.
+its runs get them (see docker/gpu_probe.py). The judgement is pure.
 """
 
 from __future__ import annotations

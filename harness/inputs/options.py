@@ -223,7 +223,7 @@ CONFIGURED = MEASURING - SCRIPTED  # the measuring commands that read a config
 # (submit: with --wait, once the merge job has ended).
 CI_OUTPUTS = RESUMABLE | {"merge", "submit"}
 
-# The Debian releases `harness base-image` builds from (environments/docker.py: DEBIAN_PYTHONS, the same).
+# The Debian releases `harness base-image` builds from (environments/docker/images.py: DEBIAN_PYTHONS, the same).
 DEBIAN_RELEASES = ("bookworm", "trixie")
 
 OPTIONS: tuple[Option, ...] = (

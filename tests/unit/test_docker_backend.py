@@ -22,6 +22,7 @@ from docker.models.images import Image, ImageCollection
 
 from harness.environments import BackendOptions, make_backend
 from harness.environments import docker as dk
+from harness.environments.docker import containers
 from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
@@ -223,7 +224,7 @@ def test_a_crash_keeps_its_exit_code(tmp_path):
 def test_a_container_that_prints_without_end_keeps_the_head_and_the_tail(tmp_path):
     container = fake_container(status=0)
     container.logs.side_effect = lambda **kw: iter([b"FIRST\n"] + [b"x" * 999 + b"\n"] * 5000 + [b"LAST\n"])
-    dk._save_logs(container, tmp_path / "log", max_bytes=10_000)
+    containers._save_logs(container, tmp_path / "log", max_bytes=10_000)
     log = (tmp_path / "log").read_bytes()
     assert log.startswith(b"FIRST\n") and log.endswith(b"LAST\n") and len(log) < 10_200
     assert b"bytes of output cut here" in log
@@ -395,7 +396,7 @@ def test_docker_available_says_why_not():
 
 
 def test_no_daemon_is_backend_unavailable(monkeypatch, tmp_path):
-    monkeypatch.setattr(dk.docker, "from_env", mock.Mock(side_effect=DockerException("Connection refused")))
+    monkeypatch.setattr(docker, "from_env", mock.Mock(side_effect=DockerException("Connection refused")))
     with pytest.raises(BackendUnavailable, match="no Docker daemon answers"):
         dk.DockerBackend(state_dir=tmp_path).prepare("0.4.28", Platform.CPU)
 
