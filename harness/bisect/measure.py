@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from harness.verdicts.analysis import version_verdicts
+from harness.verdicts.boundaries import version_verdicts
 from harness.bisect.state import BisectState
 from harness.inputs.config import Config
 from harness.environments.base import Environment

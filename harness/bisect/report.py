@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from harness.verdicts.analysis import Boundaries
+from harness.verdicts.boundaries import Boundaries
 from harness.bisect.bisection import CommitSearch, Outcome, Row
 from harness.bisect.logic import Role
 from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label

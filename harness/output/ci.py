@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from harness.verdicts.analysis import comparison_of
+from harness.verdicts.keys import comparison_of
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.verdicts.analysis import comparison_of
+from harness.verdicts.keys import comparison_of
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
 from harness.core.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict

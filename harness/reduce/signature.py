@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.verdicts.analysis import comparison_of
+from harness.verdicts.keys import comparison_of
 from harness.core.vary_factors import Factor
 from harness.core.model import Cause, CellResult, FactorResult, Verdict
 from harness.verdicts.ranks import HOST_COMPONENTS

@@ -11,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from harness.verdicts.analysis import comparison_of
+from harness.verdicts.keys import comparison_of
 from harness.verdicts.vary import by_factors_only
 from harness.core.model import Cause, CellResult, RunRecord, Verdict
 

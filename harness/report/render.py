@@ -12,7 +12,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness.core import markdown as md
-from harness.verdicts.analysis import Boundaries, comparison_of, release_boundaries, version_verdicts
+from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
+from harness.verdicts.keys import comparison_of
 from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader

@@ -13,7 +13,7 @@ from typing import Callable
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.verdicts.analysis import release_boundaries
+from harness.verdicts.boundaries import release_boundaries
 from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, ResultsHeader

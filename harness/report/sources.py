@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.verdicts.analysis import Comparison, comparison_of, logs_complete
+from harness.verdicts.keys import Comparison, comparison_of, logs_complete
 from harness.core.model import CellResult, RunRecord
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      extract_lowered, key_seeds, module_seeds, new_texts)

@@ -8,7 +8,9 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.core import markdown
-from harness.verdicts.analysis import comparison_of, longest_compiles, rank_runs, release_boundaries
+from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.keys import comparison_of, longest_compiles
+from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.model import CellResult, Verdict

@@ -22,7 +22,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from packaging.version import Version
 
-from harness.verdicts.analysis import release_boundaries
+from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, harness_version, read_json_bounded
 from harness.environments.gpus import accelerator_facts

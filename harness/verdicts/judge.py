@@ -10,7 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.verdicts.analysis import job_facts, judge, nothing_cached, run_keys
+from harness.verdicts.keys import nothing_cached, run_keys
+from harness.verdicts.verdict import job_facts, judge
 from harness.core.model import CellResult, CellSpec, RunRecord, Verdict
 
 

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from harness.verdicts.analysis import longest_compiles, never_written
+from harness.verdicts.keys import longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
 from harness.core.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict

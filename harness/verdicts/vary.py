@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.verdicts.analysis import comparison_of, run_keys
+from harness.verdicts.keys import comparison_of, run_keys
 from harness.core.vary_factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.listing import Entry

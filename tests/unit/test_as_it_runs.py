@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.core import jaxlog
-from harness.verdicts.analysis import judge
+from harness.verdicts.verdict import judge
 from harness.verdicts.uncached import explain
 from harness.core.jaxlog import Outcome
 from harness.core.model import (CellResult, CellSpec, NothingCached, Platform, RunRecord, ThresholdMode, Verdict)

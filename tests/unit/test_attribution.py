@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 from harness.core import jaxlog
-from harness.verdicts.analysis import judge
+from harness.verdicts.verdict import judge
 from harness.core.jaxlog import Outcome
 from harness.core.model import Cause, CellResult, CellSpec, Platform, RunRecord, Verdict
 from harness.report.evidence import likely_cause

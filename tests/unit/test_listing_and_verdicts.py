@@ -1,7 +1,9 @@
 """Cache listings of every naming scheme -> entries -> verdicts and boundaries."""
 
-from harness.verdicts.analysis import (RunKeys, boundaries, compare_with_first_run, fewer_phrase, judge, release_boundaries,
-                              run_ranges, version_verdicts)
+from harness.verdicts.boundaries import boundaries, release_boundaries, version_verdicts
+from harness.verdicts.keys import RunKeys, compare_with_first_run
+from harness.verdicts.phrases import fewer_phrase, run_ranges
+from harness.verdicts.verdict import judge
 from harness.core.listing import Entry, entries, keys_by_module, parse_name
 from harness.core.model import CellResult, CellSpec, NothingCached, Platform, RunRecord, Verdict
 

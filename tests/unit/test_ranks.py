@@ -4,7 +4,7 @@
 from pathlib import Path
 
 from harness.core import jaxlog
-from harness.verdicts.analysis import job_facts, judge
+from harness.verdicts.verdict import job_facts, judge
 from harness.core.jaxlog import Outcome
 from harness.core.model import (CellResult, CellSpec, JobFacts, Platform, RankRecord, RankSplit, RunRecord,
                            Verdict)

@@ -51,7 +51,7 @@ def jobs2_run(tmp_path):
 def test_report_of_a_real_run(smoke_run):
     report = write_report(smoke_run).read_text()
     assert report.startswith("# smoke: regression present from the first measured release, 0.4.28")
-    # The boundary line, as analysis.boundaries says it.
+    # The boundary line, as verdicts/boundaries.py says it.
     assert ("**regression present from the first measured release, 0.4.28 (no clean release before it); "
             "fixed in 0.4.29**") in report
     # The evidence: the residual's jax.result_info, permuted between run 1 and run 2.

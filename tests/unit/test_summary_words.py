@@ -10,7 +10,9 @@ import pytest
 
 from harness import service
 from harness.cli import commands as cli
-from harness.verdicts.analysis import Comparison, judge, release_boundaries
+from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.keys import Comparison
+from harness.verdicts.verdict import judge
 from harness.report.table import rows
 from harness.output.ci import fail_line
 from harness.core.errors import ExitCode, meaning

@@ -1,0 +1,216 @@
+"""Versions -> where a regression appears and where it is fixed (pure): one verdict per release, the
+boundaries, the ranges of releases that cached nothing, and the summary line's parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
+
+from packaging.version import Version
+
+from harness.core.model import CellResult, NothingCached, Verdict
+
+
+@dataclass(frozen=True)
+class Uncached:
+    """Consecutive releases whose every cell cached nothing (`unsupported` with a `nothing_cached` cause),
+    told as a boundary is: where it starts, the release before it that cached, where caching comes back.
+    Releases that measured nothing for another reason (an error) are stepped over, as boundaries() does."""
+
+    first: str
+    last: str
+    causes: tuple[NothingCached, ...]
+    cached_before: str | None  # the last release before it that cached (clean or reproduced)
+    cached_after: str | None  # the first release after it that cached
+
+    def phrase(self) -> str:
+        """`nothing is cached in 0.4.25 (no persistent cache; no release before it cached); cached from 0.4.26`."""
+        span = self.first if self.first == self.last else f"{self.first} to {self.last}"
+        if self.causes == (NothingCached.NO_JAX,):  # not the release's doing: nothing to cache at all
+            return f"the program compiled nothing with JAX ({span}: it never imported jax): nothing measured"
+        why = ", ".join(self.causes)
+        if self.cached_before is None and self.cached_after is None:
+            return f"nothing is cached on any release measured ({span}: {why})"
+        before = f"last cached {self.cached_before}" if self.cached_before else "no release before it cached"
+        text = f"nothing is cached in {span} ({why}; {before})"
+        if self.cached_after is None:
+            return text + "; not cached again in this range"
+        return text + f"; cached {'again ' if self.cached_before else ''}from {self.cached_after}"
+
+
+# (the measured release before a gap, the one after it) -> the command that measures the gap (the options
+# registry spells it, above this layer: harness/report/reproduce.py's `narrowing`).
+Narrowing = Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    appears_in: str | None
+    last_clean_before: str | None
+    fixed_in: str | None
+    # The releases measured (clean or reproduced), in order: where every one of them reproduced, there is no
+    # boundary to tell (empty: not known, as for a bisection's own line, which has its known-good release).
+    measured: tuple[str, ...] = ()
+    uncached: tuple[Uncached, ...] = ()  # ranges of releases that cached nothing
+    last_reproduced_before_fix: str | None = None  # the last reproduced release before `fixed_in`
+    # Every release known to exist in the range (the index's, as the sweep recorded it, and those of the
+    # cells): a boundary between two measured releases with others between them is told as a range.
+    releases: tuple[str, ...] = ()
+    # Where no release was measured at all (nothing is claimed): how many cells, and the first failed one's
+    # reason (None where every release cached nothing: the `uncached` phrases say why).
+    unmeasured: tuple[int, str | None] | None = None
+
+    def not_measured_between(self, low: str, high: str) -> list[str]:
+        """The known releases strictly between two measured ones that were not measured (clean or reproduced)."""
+        done = set(self.measured)
+        return [v for v in sorted(set(self.releases), key=Version)
+                if Version(low) < Version(v) < Version(high) and v not in done]
+
+    def to_json(self) -> dict:
+        return {"appears_in": self.appears_in, "last_clean_before": self.last_clean_before,
+                "fixed_in": self.fixed_in, "line": self.line()}
+
+    @property
+    def no_boundary(self) -> bool:
+        """Every release measured reproduced, the earliest included, and none was clean: the range shows
+        no boundary (a program's own nondeterminism differs on every release)."""
+        return bool(self.measured) and self.appears_in is not None and not self.last_clean_before and not self.fixed_in
+
+    def _gap(self, low: str | None, high: str, narrowing: Narrowing | None) -> str:
+        """`, with 0.4.29-0.4.30 not measured (narrow it: harness ...)`; "" where no known release lies between."""
+        missing = self.not_measured_between(low, high) if low else []
+        if not missing:
+            return ""
+        span = missing[0] if len(missing) == 1 else f"{missing[0]}-{missing[-1]}"
+        narrow = f" (narrow it: {narrowing(low, high)})" if narrowing else ""
+        return f", with {span} not measured{narrow}"
+
+    def line(self, narrowing: Narrowing | None = None) -> str:
+        """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
+        unmeasured (without it the gap is still said, with no command)."""
+        if self.unmeasured is not None:  # no "not reproduced": nothing was
+            cells, why = self.unmeasured
+            said = [] if why is None else [f"nothing was measured: {'the only cell' if cells == 1 else f'all {cells} cells'} "
+                                           f"failed or cached nothing ({why})"]
+            return "; ".join([*said, *(u.phrase() for u in self.uncached)])
+        if self.appears_in is None:
+            text = "not reproduced in this range"
+        elif self.no_boundary:
+            first, last = self.measured[0], self.measured[-1]
+            if first == last:
+                text = (f"keys differ between fresh processes on {first}, the only release measured, so the range "
+                        "shows no boundary (measure an earlier release for one)")
+            else:
+                text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
+                        f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
+                        f"than {first})")
+        else:
+            appears_gap = self._gap(self.last_clean_before, self.appears_in, narrowing)
+            if appears_gap:
+                text = f"regression appears after {self.last_clean_before}, by {self.appears_in}{appears_gap}"
+            elif self.last_clean_before:
+                text = f"regression appears in {self.appears_in} (last clean {self.last_clean_before})"
+            else:
+                text = (f"regression present from the first measured release, {self.appears_in} "
+                        "(no clean release before it)")
+            fixed_gap = self._gap(self.last_reproduced_before_fix, self.fixed_in, narrowing) if self.fixed_in else ""
+            if fixed_gap:
+                text += f"; fixed after {self.last_reproduced_before_fix}, by {self.fixed_in}{fixed_gap}"
+            else:
+                text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
+        return "; ".join([text, *(u.phrase() for u in self.uncached)])
+
+
+def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
+    """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced,
+    clean only if every cell is clean, else error (if any) or unsupported. Releases only: a commit
+    measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
+    by_version: dict[str, list[Verdict]] = {}
+    for cell in cells:
+        if cell.commit is not None:
+            continue
+        by_version.setdefault(cell.spec.jax_version, []).append(cell.verdict)
+    out = {}
+    for version, verdicts in by_version.items():
+        if Verdict.REPRODUCED in verdicts:
+            out[version] = Verdict.REPRODUCED
+        elif all(v == Verdict.CLEAN for v in verdicts):
+            out[version] = Verdict.CLEAN
+        elif Verdict.ERROR in verdicts:
+            out[version] = Verdict.ERROR
+        else:
+            out[version] = Verdict.UNSUPPORTED
+    return dict(sorted(out.items(), key=lambda kv: Version(kv[0])))
+
+
+def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()) -> Boundaries:
+    """The releases' boundaries (boundaries()), with which releases were measured and the ranges of
+    releases that cached nothing: what every summary line of a sweep says. `releases`: every release
+    known to exist in the range (the index's, recorded by the sweep; the cells' own are added), so a
+    boundary between two measured releases with others between them is said as a range, not a release."""
+    verdicts = version_verdicts(cells)
+    measured = tuple(v for v, verdict in verdicts.items() if verdict in (Verdict.CLEAN, Verdict.REPRODUCED))
+    known = tuple(sorted({*releases, *verdicts}, key=Version))
+    found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
+                    releases=known)
+    releases_only = [c for c in cells if c.commit is None]
+    if releases_only and not measured:
+        failed = [c for c in releases_only if c.verdict == Verdict.ERROR or
+                  (c.verdict == Verdict.UNSUPPORTED and c.nothing_cached is None)]  # not told by `uncached`
+        first = min(failed, key=lambda c: Version(c.spec.jax_version), default=None)
+        found = replace(found, unmeasured=(len(releases_only),
+                                           f"jax {first.spec.jax_version}: {first.reason}" if first else None))
+    return found
+
+
+def uncached_ranges(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Uncached, ...]:
+    """The runs of consecutive releases (errors stepped over) whose every cell cached nothing."""
+    causes: dict[str, list[NothingCached | None]] = {}
+    for cell in cells:
+        if cell.commit is None:
+            causes.setdefault(cell.spec.jax_version, []).append(cell.nothing_cached)
+    states: list[tuple[str, tuple[NothingCached, ...] | None]] = []  # (release, its causes, or None: it cached)
+    for version, verdict in verdicts.items():  # in version order
+        found = causes.get(version, [])
+        if verdict in (Verdict.CLEAN, Verdict.REPRODUCED):
+            states.append((version, None))
+        elif verdict == Verdict.UNSUPPORTED and found and all(c is not None for c in found):
+            states.append((version, tuple(dict.fromkeys(c for c in found if c is not None))))
+    out: list[Uncached] = []
+    i = 0
+    while i < len(states):
+        if states[i][1] is None:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(states) and states[j + 1][1] is not None:
+            j += 1
+        why = tuple(dict.fromkeys(c for _, found in states[i:j + 1] for c in found or ()))
+        out.append(Uncached(states[i][0], states[j][0], why, states[i - 1][0] if i > 0 else None,
+                            states[j + 1][0] if j + 1 < len(states) else None))
+        i = j + 1
+    return tuple(out)
+
+
+def boundaries(verdicts: dict[str, Verdict]) -> Boundaries:
+    """Where the first regression appears (after its nearest clean release) and where it is fixed.
+
+    Versions that are `error` or `unsupported` say nothing and are stepped over.
+    """
+    ordered = [(v, verdicts[v]) for v in sorted(verdicts, key=Version)
+               if verdicts[v] in (Verdict.CLEAN, Verdict.REPRODUCED)]
+    appears = last_clean = fixed = last_reproduced = None
+    for version, verdict in ordered:
+        if appears is None:
+            if verdict == Verdict.CLEAN:
+                last_clean = version
+            else:
+                appears = last_reproduced = version
+        elif verdict == Verdict.CLEAN:
+            fixed = version
+            break
+        else:
+            last_reproduced = version
+    return Boundaries(appears, last_clean if appears else None, fixed,
+                      last_reproduced_before_fix=last_reproduced if fixed else None)

@@ -1,0 +1,255 @@
+"""What a cell's runs computed (pure): each run's keys per module, the cache folder over the logs, and
+the comparison of the later runs with the first (new keys, fewer keys).
+
+The cache folder outranks JAX's log: a script can silence or reconfigure the `jax` loggers, print so
+much that its output is cut, or print lines that look like JAX's. An entry that appeared while a run
+ran and that no run's log names is a key that run computed, whatever its log says; a log that
+disagrees with the folder is not trusted for that run (said in the reason) and never drops an entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
+
+from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
+from harness.core.listing import Entry, entries, keys_by_module
+from harness.core.model import RunRecord
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """What is known of the keys one successful run computed.
+
+    `appeared`: entries that appeared in the cache folder while it ran. A cache hit writes nothing, so
+    this alone cannot tell a run that hit every key from one that compiled fewer things; and with
+    overlapping runs (--jobs) it may hold a neighbour's entries. `computed`: every key the run
+    computed, hits included, when its own log says so (JAX's debug log); None when not known."""
+
+    index: int
+    appeared: frozenset[Entry]
+    computed: frozenset[Entry] | None = None
+    # False when the run's log disagrees with the cache folder: it may be missing lines (a script that
+    # silenced the `jax` loggers, output cut) or hold lines JAX never wrote, so it cannot show `fewer`.
+    log_trusted: bool = True
+
+    def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
+        """Its keys: the log's, and every entry that appeared while it ran that no run's log
+        (`claimed`: all of them together) names; the listing alone when it has no log."""
+        if self.computed is None:
+            return self.appeared
+        return self.computed | (self.appeared - claimed)
+
+
+def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
+    """What a stored run shows: its listing, and when JAX's log named its keys, every key it computed
+    (hits and entries never written included): the log ties each key to its own run. With `on_disk`
+    (every entry key that was ever in the cell's folder) a logged hit on a key never there is dropped:
+    nothing was there to hit, so JAX did not write that line."""
+    computed = None
+    if run.keys is not None:
+        computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys
+                             if on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
+    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed)
+
+
+def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
+    """run index -> why its JAX log cannot be trusted, for each successful run whose log named keys but
+    disagrees with the cache folder: an entry appeared while it ran that no run's log names (lines
+    missing: the script changed the `jax` loggers' levels or handlers, or its output was cut), or it
+    logged a hit or a write of a key that never was in the folder (lines JAX did not write)."""
+    good = [r for r in runs if r.ok]
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
+    out: dict[int, str] = {}
+    for run in good:
+        if run.keys is None:
+            continue
+        unnamed = sorted(e.key for e in entries(run.new_entries) if e.key not in claimed)
+        phantom = sorted(k.key for k in run.keys.with_outcome(Outcome.HIT, Outcome.WRITTEN) if k.key not in on_disk)
+        why = []
+        if unnamed:
+            why.append(f"{_plural(len(unnamed), 'entry')} appeared in the cache folder while it ran that it does "
+                       f"not name ({unnamed[0]}{', ...' if len(unnamed) > 1 else ''})")
+        if phantom:
+            why.append(f"it logged a hit or a write of {_plural(len(phantom), 'key')} never in the cache folder "
+                       f"({phantom[0]}{', ...' if len(phantom) > 1 else ''})")
+        if why:
+            out[run.index] = "; ".join(why)
+    return out
+
+
+def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
+    """What each successful run is known to have computed, the cache folder over the logs (see the module)."""
+    on_disk = frozenset(e.key for r in runs for e in entries(r.new_entries))
+    untrusted = untrusted_logs(runs)
+    return [replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted) for r in runs if r.ok]
+
+
+def nothing_cached(runs: Sequence[RunRecord]) -> bool:
+    """Every run succeeded, wrote no cache entry and (where its JAX log was read) computed no key: later
+    runs of the same program cannot change the verdict, which is `unsupported`."""
+    if not runs or not all(r.ok for r in runs):
+        return False
+    known = [run_keys(r) for r in runs]
+    return not any(k.appeared or k.computed for k in known)
+
+
+def _by_module(found: Iterable[Entry]) -> dict[str, list[str]]:
+    return keys_by_module(set(found))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A cell's later runs against its first: which keys were new, which were not computed again."""
+
+    baseline_run: int | None  # index of the first successful run; None when no run succeeded
+    baseline: dict[str, list[str]]  # module -> the keys the first run computed
+    later_runs: list[int]  # indices of the successful runs after it
+    # later run -> module -> keys no earlier run computed
+    new: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    # later run -> module -> the first run's keys it did not compute (known only from `computed`)
+    fewer: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.new)
+
+    def new_keys(self, module: str) -> list[str]:
+        """The distinct keys of `module` that later runs brought."""
+        return sorted({k for by_module in self.new.values() for k in by_module.get(module, [])})
+
+    def runs_with_new(self, module: str) -> list[int]:
+        return [run for run, by_module in self.new.items() if module in by_module]
+
+    def moved_module(self) -> str | None:
+        """The module with the most new keys (the seed's, jit_f, on a tie); None when none has one."""
+        modules = {m for by_module in self.new.values() for m in by_module}
+        return max(sorted(modules), key=lambda m: (len(self.new_keys(m)), m == "jit_f"), default=None)
+
+    def widest_module(self) -> str | None:
+        """The first run's module with the most keys (jit_f on a tie)."""
+        return max(sorted(self.baseline), key=lambda m: (len(self.baseline[m]), m == "jit_f"), default=None)
+
+    def main_module(self, compile_s: dict[str, float] | None = None) -> str | None:
+        """The user's own function among the first run's modules: not one JAX compiles for a single operation
+        run outside a jit (jit_broadcast_in_dim has the most keys only because it is compiled at every shape),
+        where another exists; of those, the largest program by the longest compile JAX logged for it
+        (`compile_s`), then the most keys."""
+        own = [m for m in self.baseline if not dispatch_helper(m)] or list(self.baseline)
+        timed = compile_s or {}
+        return max(sorted(own), key=lambda m: (timed.get(m, -1.0), len(self.baseline[m]), m == "jit_f"), default=None)
+
+
+# The modules JAX compiles for one jax.numpy/lax operation run eagerly (outside any jit): `jit_` and the
+# primitive's name. They are JAX's, never the user's function (seen in the recorded logs: iota, reshape,
+# _multi_slice, broadcast_in_dim, convert_element_type; the rest are primitives a script commonly runs eagerly).
+_DISPATCH_PRIMITIVES = frozenset((
+    "broadcast_in_dim", "convert_element_type", "iota", "reshape", "_multi_slice", "concatenate", "squeeze",
+    "transpose", "select_n", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
+    "slice", "pad", "add", "sub", "mul", "div", "neg", "integer_pow", "pow", "exp", "log", "tanh",
+    "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general", "clamp", "max", "min",
+    "eq", "ne", "lt", "gt", "le", "ge", "and", "or", "not", "copy", "expand_dims", "_where", "_reduce_sum",
+    "_mean", "_var", "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "cumsum", "sort", "rng_bit_generator",
+    "random_bits", "random_wrap", "random_unwrap", "random_seed", "threefry2x32", "_threefry_split",
+    "_uniform", "_normal", "_normal_real", "_truncated_normal", "_randint", "_bernoulli", "_gamma",
+))
+
+
+def dispatch_helper(module: str) -> bool:
+    """A module JAX compiled for one operation run eagerly (`jit_broadcast_in_dim`), not a user's function."""
+    return module.startswith("jit_") and module[len("jit_"):] in _DISPATCH_PRIMITIVES
+
+
+def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
+    """module -> the longest compile JAX logged for it in these runs: how large a program each module is."""
+    out: dict[str, float] = {}
+    for run in runs:
+        for k in run.keys.keys if run.keys is not None else ():
+            if k.compile_time_s is not None:
+                out[k.module] = max(out.get(k.module, 0.0), k.compile_time_s)
+    return out
+
+
+def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
+    """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
+    key that no earlier run computed is new; a first-run key a later run is known not to have computed
+    (only its log can say: a hit writes nothing) is `fewer`.
+
+    From the listing alone an entry appears once, but with overlapping runs it can appear while two
+    runs ran: both are named, as it is not known which of them computed it. An entry that some run's
+    log names is that run's; one that no log names is a key of every run it appeared during, whatever
+    their logs say (a log can be silenced or cut; the folder cannot)."""
+    runs = sorted(runs, key=lambda r: r.index)
+    if not runs:
+        return Comparison(None, {}, [])
+    claimed = frozenset().union(*(r.computed for r in runs if r.computed is not None))
+    first, later = runs[0], runs[1:]
+    baseline = first.known(claimed)
+    seen = set(baseline)
+    new: dict[int, dict[str, list[str]]] = {}
+    fewer: dict[int, dict[str, list[str]]] = {}
+    for run in later:
+        known = run.known(claimed)
+        brought = known - seen
+        if brought:
+            new[run.index] = _by_module(brought)
+        if run.computed is not None:
+            if run.log_trusted and baseline - known:
+                fewer[run.index] = _by_module(baseline - known)
+            seen |= run.computed  # known exactly: a later run that computes these again hits them
+    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer)
+
+
+def comparison_of(runs: Sequence[RunRecord]) -> Comparison:
+    """The comparison of a cell's stored runs (the failed ones left out)."""
+    return compare_with_first_run(observed_keys(runs))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _logged(runs: Sequence[RunRecord]) -> list[LoggedKey]:
+    return [k for r in runs if r.keys is not None for k in r.keys.keys]
+
+
+def logs_complete(runs: Sequence[RunRecord]) -> bool:
+    """Whether every successful run's log named its keys: then each key is tied to its own run."""
+    good = [r for r in runs if r.ok]
+    return bool(good) and all(r.keys is not None for r in good)
+
+
+def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
+    """module -> JAX's reason, for each module that the successful runs' logs say was compiled and
+    never written (not one of its keys written, hit, or on disk). A module refused because JAX had no
+    cache yet (compiled before the script set its folder) is left out: that is the process's state at
+    the time, not the module's (a cell where nothing at all was cached is told by harness/verdicts/uncached.py)."""
+    good = [r for r in runs if r.ok]
+    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    logged = _logged(good)
+    refused = {k.module: k.reason for k in logged
+               if k.outcome == Outcome.NOT_WRITTEN and not refused_for_no_cache(k.reason)}
+    kept = {k.module for k in logged if k.outcome != Outcome.NOT_WRITTEN or k.key in on_disk}
+    return {module: reason for module, reason in sorted(refused.items()) if module not in kept}
+
+
+def inconsistencies(runs: Sequence[RunRecord]) -> list[str]:
+    """Where the cache folder and the runs' JAX logs disagree: an entry no run's log computed, or a
+    key a log wrote (or hit) that never was in the folder. Said, never dropped; only where every
+    successful run's log named its keys."""
+    if not logs_complete(runs):
+        return []
+    on_disk = {e.key: e for r in runs for e in entries(r.new_entries)}
+    logged: dict[str, tuple[int, LoggedKey]] = {}
+    for run in runs:
+        for k in run.keys.keys if run.keys is not None else []:
+            logged.setdefault(k.key, (run.index, k))
+    out = [f"{key}: in the cache folder, but no run's log computed it" for key in sorted(set(on_disk) - set(logged))]
+    for key, (index, k) in sorted(logged.items()):
+        if key in on_disk or k.outcome == Outcome.NOT_WRITTEN:
+            continue
+        what = {Outcome.WRITTEN: "logged writing it", Outcome.HIT: "logged a hit on it",
+                Outcome.MISS: "compiled it and logged neither a write nor why not"}[k.outcome]
+        out.append(f"{key}: run {index}'s JAX {what}, but it never was in the cache folder")
+    return out

@@ -1,0 +1,173 @@
+"""Runs -> a cell's verdict and its reason (pure), for one process or each process of a job.
+
+A cell reproduces when its runs disagree: a later run computes a key that the cell's earlier runs
+did not (a miss that should have been a hit). The first successful run's keys, however many per
+module (a function compiled at two shapes has two), are the baseline. A crash is never `clean`, and
+a cell where nothing was cached is `unsupported`, not clean: in both cases nothing was measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from harness.core.jaxlog import Outcome, differing_components
+from harness.core.listing import entries, keys_by_module, parse_name
+from harness.core.model import Attribution, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.verdicts.keys import (Comparison, RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
+                                   longest_compiles, never_written, observed_keys, untrusted_logs)
+from harness.verdicts.phrases import _quoted, fewer_phrase, new_key_phrase, run_ranges, where_seen
+from harness.verdicts.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
+
+
+def attribute(comparison: Comparison, runs: Sequence[RunRecord]) -> tuple[Attribution | None, str]:
+    """Which key components moved: the first later run's new key of the moved module against its
+    counterpart among the first run's keys (the one it differs from least, preferring those the later
+    run did not compute again). (None, why) when the logs cannot say."""
+    module = comparison.moved_module()
+    if module is None:
+        return None, ""
+    by_index = {r.index: r for r in runs}
+    first, later = by_index[comparison.baseline_run], by_index[comparison.runs_with_new(module)[0]]
+    for run in (first, later):
+        if run.keys is None:
+            return None, f"run {run.index}: {run.log_note or 'its log was not read'}"
+    new_key = comparison.new[later.index][module][0]
+    moved = later.keys.by_key().get(new_key)
+    mine = [k for k in first.keys.keys if k.module == module]
+    if moved is None:
+        return None, f"run {later.index}'s log does not name {new_key} (it was seen only in the cache folder)"
+    if not mine:
+        return None, f"the first run (run {first.index}) compiled no {module}: there is nothing to compare with"
+    again = set(later.keys.by_key())
+    candidates = [k for k in mine if k.key not in again] or mine
+    counterpart = min(candidates, key=lambda k: (len(differing_components(k, moved)), k.key))
+    if not counterpart.components or not moved.components:
+        return None, f"JAX logged no key components for {module} (this release logs only the keys)"
+    names = list(counterpart.components) + [n for n in moved.components if n not in counterpart.components]
+    hashes = [(n, counterpart.components.get(n), moved.components.get(n)) for n in names]
+    return Attribution(module, first.index, later.index, counterpart.key, moved.key, hashes), ""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    keys: dict[str, list[str]]
+    reason: str
+    comparison: Comparison | None = None
+    attribution: Attribution | None = None
+    attribution_unavailable: str = ""  # why a reproduced cell has no attribution
+    inconsistencies: list[str] = field(default_factory=list)
+    untrusted_logs: dict[int, str] = field(default_factory=dict)  # run index -> why its log is not trusted
+    rank_split: RankSplit | None = None  # a job's processes computed different keys for one module
+
+
+def judge(runs: list[RunRecord], expected_runs: int | None = None,
+          observed: Sequence[RunKeys] | None = None) -> Judgement:
+    """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
+    each successful run is known to have computed; by default its listing and its log (`observed_keys`)."""
+    good = [r for r in runs if r.ok]
+    keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
+    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs))
+    disagree = inconsistencies(runs)
+    untrusted = untrusted_logs(runs)
+    module = comparison.moved_module()
+
+    def judgement(verdict: Verdict, reason: str, **more) -> Judgement:
+        if disagree:
+            reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
+        if untrusted:
+            which = sorted(untrusted)
+            whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
+            reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
+                       "(the cache folder's entries count)")
+        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **more)
+
+    split = first_split(runs)
+    if split is not None:  # certain from one launch, even one that then hung or died
+        return judgement(Verdict.REPRODUCED, split_phrase(split), rank_split=split)
+    if module is not None:
+        attribution, unavailable = attribute(comparison, good)
+        return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs),
+                         attribution=attribution, attribution_unavailable=unavailable)
+    failed = [r for r in runs if not r.ok]
+    if failed:
+        first = failed[0]
+        why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
+        return judgement(Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})")
+    if not runs or (expected_runs is not None and len(runs) < expected_runs):
+        return judgement(Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made")
+    refused = never_written(good)
+    if refused:  # compiled in every run, the same key each time, but never cached: nothing to hit
+        module, why = next(iter(refused.items()))
+        others = f" (and {_plural(len(refused) - 1, 'other module')})" if len(refused) > 1 else ""
+        return judgement(Verdict.UNSUPPORTED, f"{module}{others}: never written to the cache, {_quoted(why)}; "
+                                              f"no module's keys differ between the {len(good)} runs")
+    if not keys:
+        return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
+    if comparison.fewer:
+        return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
+    jobs = [r for r in good if r.ranks]
+    if jobs and not any(rank.joined for r in jobs for rank in r.ranks):
+        return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "
+                                              f"{len(jobs[0].ranks)} processes of each run were separate "
+                                              "programs, not one job")
+    widest = comparison.main_module(longest_compiles(good))
+    if jobs:
+        return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
+                                        f"{len(jobs[0].ranks)} processes")
+    per_run = _plural(len(comparison.baseline[widest]), "key")
+    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs")
+
+
+def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
+    """One process of a job's runs, as if it had run alone: its seed, its end, its own log's keys, and the
+    entries of the folder that are its keys (JAX writes from process 0 only)."""
+    out = []
+    for run in runs:
+        mine = next((r for r in run.ranks if r.rank == rank), None)
+        if mine is None:
+            continue
+        computed = {k.key for k in mine.keys.keys} if mine.keys is not None else set()
+        written = [n for n in run.new_entries if (e := parse_name(n)) is not None and e.key in computed]
+        out.append(RunRecord(run.index, mine.seed, mine.exit_code, mine.duration_s, written, mine.timed_out,
+                             mine.reason, mine.log, mine.script_cache, mine.keys, mine.log_note))
+    return out
+
+
+def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
+    """Every key these runs' logs name was refused because the process is not process 0."""
+    logged = _logged([r for r in runs if r.ok])
+    return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
+
+
+def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> JobFacts:
+    """A multi-process cell's runs per process (each judged by the rule alone, against its own first run),
+    which processes wrote, and the ranks' key differences that name only their devices."""
+    per_process = []
+    for rank in range(processes):
+        mine = rank_runs(runs, rank)
+        judgement = judge(mine, expected_runs)
+        verdict, reason = judgement.verdict, judgement.reason
+        if verdict == Verdict.UNSUPPORTED and _refused_as_not_first(mine):  # the same keys, never written
+            verdict = Verdict.CLEAN
+            module = judgement.comparison.widest_module() if judgement.comparison else None
+            reason = (f"{module}: the same keys in all {len(mine)} runs; never written "
+                      f"(JAX writes from process 0 only)")
+        per_process.append(ProcessVerdict(rank, verdict, reason))
+    notes = []
+    host = host_components(runs)
+    wrote = writers(runs)
+    if host:
+        notes.append(f"the processes' keys of one module differ in {', '.join(host)} only (the key names the "
+                     "process's own devices): a process other than the writer never hits what it wrote")
+    if local := local_differences(runs):
+        notes.append(local_note(local))
+    if wrote == (0,) and processes > 1:
+        notes.append("only process 0 wrote to the cache (JAX writes from process 0 only)")
+    for run in runs:
+        notes += [f"run {run.index}, process {r.rank}: {r.reason}" for r in run.ranks if r.ok and r.reason]
+    if blind := unattributed(runs):
+        notes.append(f"{', '.join(blind)}: the processes' keys differ, and this release logs no key components "
+                     "to say whether the programs or only the devices differ")
+    return JobFacts(processes, tuple(per_process), wrote, host, tuple(notes))
