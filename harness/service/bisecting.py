@@ -21,16 +21,8 @@ from harness.environments.package_index import PyPIIndex
 from harness.inputs.pythons import PythonChooser
 from harness.results.document import RunStatus
 from harness.measure.seeds import SeedPlanner
-from harness.service.measurement import (
-    finish,
-    jobs_for,
-    open_backend,
-    results_header,
-    say_left_out,
-    version_entries,
-    with_processes,
-    with_vary,
-)
+from harness.service import measurement
+from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.options import BisectOptions
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
@@ -81,9 +73,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
     """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
-    config = with_vary(with_processes(load_config(config_path), options.processes), options.vary)
-    if options.cache_thresholds is not None:
-        config = replace(config, cache_thresholds=options.cache_thresholds)
+    config = load_config(config_path)
     if options.backend == BackendName.LOCAL:
         raise UserError("--backend local has one JAX version; bisection needs venv or docker")
     if options.jax_repo is not None and options.backend != BackendName.VENV:
@@ -93,17 +83,16 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
         raise UserError("--shard: a bisection cannot be split; each step depends on the last")
     # Checked now, not after the release bisection has been measured and written.
     repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
-    choice, index = open_backend(config, options)
+    opened = measurement.open(config, options)
+    config, choice = opened.config, opened.choice
     # Releases no Python here can run are left out (each named), as `harness run` does.
-    versions, options = _release_range(config, options, index, choice.backend.pythons, progress)
+    versions, options = _release_range(config, options, opened.index, choice.backend.pythons, progress)
     if repo is not None:  # a git repository, but is it jax's, with its release tags?
         repo.release_commit(options.good or versions[0])
-    choice.backend.check(config.platform, progress.say)  # no Docker daemon: say so before writing
-    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
+    jobs = opened.ready(options, progress)  # no Docker daemon: said before anything is written
     command = bisect_command(config_path, options)
     jax_repo = str(repo.path.resolve()) if repo else None
-    jobs = jobs_for(config, options, progress)
-    header = results_header(command, config, versions, choice, RecordedOptions(
+    header = opened.header(command, versions, RecordedOptions(
         runs=options.runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
         bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.

@@ -19,7 +19,7 @@ from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fing
 from harness.results.header import HostFacts
 from harness.measure.progress import Progress
 from harness.results.document import load_results, new_run_dir, results_file, results_folder
-from harness.service.measurement import open_backend, sweep_versions
+from harness.service import measurement
 from harness.service.options import FingerprintOptions
 from harness.measure.sweep import cell_runner, plan_cells
 
@@ -36,9 +36,10 @@ def this_host(backend: str, cache_dir: Path) -> HostFacts:
 
 def fingerprint(config: Config, options: FingerprintOptions, progress: Progress) -> Fingerprint:
     """One run per release (the config's, or --versions) with one hash seed; its keys and components."""
-    choice, index = open_backend(config, options)
-    versions = sweep_versions(config, options.versions, choice, index, progress)
-    choice.backend.check(config.platform, progress.say)
+    opened = measurement.open(config, options)
+    config, choice = opened.config, opened.choice
+    versions = opened.versions(options.versions, progress)
+    choice.backend.check(config.platform, progress.say)  # one run each, no --jobs: no GPU or jobs line
     work = new_run_dir(options.out, f"fingerprint-{config.name}")
     cache_root = (options.cache_dir or FINGERPRINT_CACHE).absolute()
     progress.say(f"fingerprint: {len(versions)} release(s), hash seed {options.seed}, cache folder {cache_root}, "

@@ -4,12 +4,12 @@ status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 from harness.inputs.dependencies import Sources, sources_from
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
-from harness.environments import BackendChoice, BackendOptions, make_backend
+from harness.environments import Backend, BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
 from harness.core.errors import UserError
 from harness.core.vary_factors import Factor
@@ -24,6 +24,55 @@ from harness.inputs.versions import Resolution, check_syntax, matches, release_p
 from harness.output.writer import ResultsWriter
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measurement opened: the config as the options change it, the backend chosen (with where packages
+    come from) and the package index that resolves and dates its releases."""
+
+    config: Config
+    choice: BackendChoice
+    index: PyPIIndex
+
+    @property
+    def backend(self) -> Backend:
+        return self.choice.backend
+
+    def versions(self, entries: tuple[str, ...] | None, progress: Progress | None) -> list[str]:
+        """The releases to measure: `entries` (--versions) or the config's, resolved for this backend."""
+        return sweep_versions(self.config, entries, self.choice, self.index, progress)
+
+    def ready(self, options: MeasureOptions, progress: Progress, device_count_source: str | None = None) -> Jobs:
+        """The backend checked for the platform and its GPUs (bad input said before anything is written),
+        then the runs at once (said)."""
+        config = self.config
+        self.backend.check(config.platform, progress.say)
+        self.backend.check_gpus(config.platform, config.device_count,
+                                device_count_source or f"{config.source}: device_count", progress.say)
+        return jobs_for(config, options, progress)
+
+    def header(self, command: str, versions: list[str], options: RecordedOptions,
+               config: Config | None = None) -> ResultsHeader:
+        """The results document's header of `config` (this measurement's unless given) on `versions`."""
+        return results_header(command, config or self.config, versions, self.choice, options)
+
+
+def open(config: Config, options: MeasureOptions) -> Measurement:  # shadows the builtin here only: callers say measurement.open
+    """The one opening of every command that measures: the config as the options change it, then the
+    backend and the index."""
+    config = configured(config, options)
+    choice, index = open_backend(config, options)
+    return Measurement(config, choice, index)
+
+
+def configured(config: Config, options: MeasureOptions) -> Config:
+    """The config with the options' replacements of its keys (--cache-thresholds, --processes, --vary),
+    each checked as the key is."""
+    if options.cache_thresholds is not None:
+        config = replace(config, cache_thresholds=options.cache_thresholds)
+    return with_vary(with_processes(config, options.processes), options.vary)
+
 
 def open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
     sources = sources_from(options.index_url, options.extra_index_urls, options.with_editable, os.environ)

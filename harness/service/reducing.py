@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.inputs.config import Config
-from harness.environments import BackendChoice
 from harness.core.errors import UserError
 from harness.core.model import Platform
 from harness.measure.progress import Progress
@@ -17,18 +16,16 @@ from harness.reduce.reduction import ReduceOutcome, Reduction
 from harness.results.header import RecordedOptions, ResultsHeader
 from harness.results.document import lock_results_folder, new_run_dir
 from harness.measure.seeds import SeedPlanner
-from harness.environments.package_index import PyPIIndex
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
-from harness.service.measurement import (jobs_for, open_backend, results_header, sweep_versions, with_processes,
-                                         with_vary)
+from harness.service import measurement
 from harness.service.options import ReduceOptions, ScriptRun
 from harness.service.sweeping import check_config
 
 
-def _one_release(flag: str, value: str, choice: BackendChoice, index: PyPIIndex) -> str:
+def _one_release(flag: str, value: str, opened: measurement.Measurement) -> str:
     if check_syntax(value) or is_specifier(value) or value == LATEST:
         raise UserError(f"{flag}: {value!r} must be one release, e.g. 0.4.28")
-    return resolve((value,), index, source=flag, pythons=choice.backend.pythons).versions[0]
+    return resolve((value,), opened.index, source=flag, pythons=opened.backend.pythons).versions[0]
 
 
 def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
@@ -51,34 +48,30 @@ def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, 
 def _reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
             options: ReduceOptions, progress: Progress) -> ReduceOutcome:
     config = check_config(script, None, platform, device_count, options.runs, timeout_s, how)
-    if options.cache_thresholds is not None:
-        config = replace(config, cache_thresholds=options.cache_thresholds)
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
-    config = with_vary(with_processes(config, options.processes), options.vary)
-    choice, index = open_backend(config, options)
+    opened = measurement.open(config, options)
+    config, choice = opened.config, opened.choice
     installed = choice.backend.installed_version()
     if installed is not None:
         if options.good:
             raise UserError(f"--good: --backend {choice.backend.name} has one JAX version ({installed}); "
                             "use venv or docker")
-        bad = sweep_versions(config, options.versions, choice, index, progress)[0]
+        bad = opened.versions(options.versions, progress)[0]
     else:
-        bad = _one_release("--versions", options.versions[0], choice, index)
-    good = _one_release("--good", options.good, choice, index) if options.good else None
+        bad = _one_release("--versions", options.versions[0], opened)
+    good = _one_release("--good", options.good, opened) if options.good else None
     if good == bad:
         raise UserError(f"--good {good}: the same release as --versions")
     versions = [bad] + ([good] if good else [])
     config = replace(config, jax_versions=tuple(versions))
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    choice.backend.check(config.platform, progress.say)
-    choice.backend.check_gpus(config.platform, config.device_count, "--device-count", progress.say)
-    jobs = jobs_for(config, options, progress)
+    jobs = opened.ready(options, progress, device_count_source="--device-count")
     command = shlex.join(["harness", *options.argv])
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
-        return results_header(command, measured, measured_versions, choice,
-                              RecordedOptions(runs=options.runs or config.runs, jobs=jobs.count, jobs_why=jobs.why,
-                                              seeds=options.seeds, all_runs=False))
+        return opened.header(command, measured_versions,
+                             RecordedOptions(runs=options.runs or config.runs, jobs=jobs.count, jobs_why=jobs.why,
+                                             seeds=options.seeds, all_runs=False), config=measured)
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
     folder = options.resume or new_run_dir(options.out, f"reduce-{stem}")

@@ -14,12 +14,7 @@ from harness.core.errors import UserError
 from harness.core.files import fitting_name
 from harness.inputs.options import Given, options_for, parse
 from harness.measure.progress import Progress
-from harness.service.measurement import (
-    open_backend,
-    sweep_versions,
-    with_processes,
-    with_vary,
-)
+from harness.service import measurement
 from harness.service.options import SubmitOptions
 from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 from harness.slurm import submission
@@ -85,7 +80,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     """The job scripts and the submission record; UserError, with nothing written, for bad input.
     `progress` hears of the releases left out because no Python here can run them."""
     _check_submit_options(options)
-    config = with_vary(with_processes(load_config(config_path), options.processes), options.vary)
+    config = measurement.configured(load_config(config_path), options)
     runs = options.runs or config.runs
     record = None
     if options.only_shards:  # the folder's sweep: its versions, unless named again
@@ -93,8 +88,8 @@ def plan_submission(config_path: Path, options: SubmitOptions,
         versions = list(options.versions) if options.versions else record["versions"]
         sweep_dir = options.out.absolute()
     else:
-        choice, index = open_backend(config, options)
-        versions = sweep_versions(config, options.versions, choice, index, progress)
+        # Only a new sweep opens a backend: re-submitted shards keep the folder's versions.
+        versions = measurement.open(config, options).versions(options.versions, progress)
         cells = len(plan_cells(config, versions))
         if options.shards > cells:
             raise UserError(f"--shards {options.shards}: the sweep has only {cells} cell(s); "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -31,16 +30,8 @@ from harness.results.document import (
 )
 from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.measure.seeds import SeedPlanner
-from harness.service.measurement import (
-    finish,
-    jobs_for,
-    open_backend,
-    results_header,
-    sources_line,
-    sweep_versions,
-    with_processes,
-    with_vary,
-)
+from harness.service import measurement
+from harness.service.measurement import finish, sources_line
 from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
@@ -102,17 +93,15 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         # refused in one line, and what is read below is what nobody else writes.
         load_results(options.resume)  # a folder that is no results folder is said so before locking it
         lock = lock_results_folder(results_folder(results_file(options.resume)))
-    if options.cache_thresholds is not None:
-        config = replace(config, cache_thresholds=options.cache_thresholds)
-    config = with_vary(with_processes(config, options.processes), options.vary)
-    choice, index = open_backend(config, options)
+    opened = measurement.open(config, options)
+    config, choice = opened.config, opened.choice
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     if where := sources_line(choice.sources):
         progress.say(where)
     if config.requirements:
         progress.say(f"the script's requirements, installed with each release as of its date: "
                      f"{', '.join(config.requirements.items)}")
-    versions = sweep_versions(config, options.versions, choice, index, progress)
+    versions = opened.versions(options.versions, progress)
     runs = options.runs or config.runs
     planned = plan_cells(config, versions)
     shard = options.shard
@@ -122,13 +111,11 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
                  f"up to {runs} runs each")
 
-    choice.backend.check(config.platform, progress.say)
-    choice.backend.check_gpus(config.platform, config.device_count, f"{config.source}: device_count", progress.say)
-    jobs = jobs_for(config, options, progress)
-    header = results_header(shlex.join(["harness", *options.argv]), config, versions, choice,
-                            RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
-                                            all_runs=options.all_runs))
-    header.releases = releases_between(index, versions)  # the index was read to resolve them: no new query
+    jobs = opened.ready(options, progress)
+    header = opened.header(shlex.join(["harness", *options.argv]), versions,
+                           RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
+                                           all_runs=options.all_runs))
+    header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
@@ -143,13 +130,14 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     else:
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
-    measurement = Sweep(config, choice.backend, writer, progress, jobs=jobs.count,
+    cells_sweep = Sweep(config, choice.backend, writer, progress, jobs=jobs.count,
                         planner=SeedPlanner(options.seeds, runs=runs),
                         stop_when_reproduced=not options.all_runs)
+
     def measure() -> None:
-        measurement.run(cells)
+        cells_sweep.run(cells)
         if more is not None:
-            more(measurement, index)
+            more(cells_sweep, opened.index)
 
     status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
     given = given_of(options, options.argv)

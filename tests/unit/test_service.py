@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,10 @@ from harness.cli import commands as cli
 from harness.environments import BackendChoice
 from harness.environments.base import Backend
 from harness.environments.local import LocalBackend
-from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import Platform
+from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.model import Platform, ThresholdMode
+from harness.core.vary_factors import Factor
+from harness.inputs.config import load_config
 from tests.unit.test_runner import ScriptedEnvironment
 from tests.unit.test_versions import INDEX
 
@@ -139,3 +142,33 @@ def test_a_sweep_with_the_local_backend_names_the_version_to_pass(python_with_ja
     assert code == 2 and err[-1] == ("harness: error: configs/smoke.yaml: jax_versions: the local interpreter has "
                                      "jax 0.4.30, which 0.4.28, 0.4.29 does not include (pass --versions 0.4.30)")
     assert not out.exists()
+
+
+def test_every_measuring_command_opens_with_the_options_replacements_of_the_config(backend):
+    config = load_config(Path("configs/smoke.yaml"))
+    opened = service.measurement.open(config, service.MeasureOptions(cache_thresholds=ThresholdMode.SCRIPT))
+    assert opened.config.cache_thresholds == ThresholdMode.SCRIPT and opened.backend is backend
+    assert opened.versions(("0.4.28",), None) == ["0.4.28"]
+    with pytest.raises(UserError, match="--processes 2: the built-in repro"):  # checked as the key is
+        service.measurement.open(config, service.MeasureOptions(processes=2, vary=(Factor.CWD,)))
+
+
+class Quiet:
+    def say(self, message):
+        pass
+
+
+def test_fingerprint_runs_with_the_cache_thresholds_it_was_given(backend, monkeypatch, tmp_path):
+    """--cache-thresholds is a fingerprint option: its runs take it (they ran with the config's before)."""
+    measured = []
+
+    def runner(environment, config, runs):
+        measured.append(config.cache_thresholds)
+        raise KeyboardInterrupt  # the config is what this test reads; no run is needed
+
+    monkeypatch.setattr(service.fingerprinting, "cell_runner", runner)
+    config = load_config(Path("configs/smoke.yaml"))
+    options = service.FingerprintOptions(cache_thresholds=ThresholdMode.SCRIPT, out=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        service.fingerprint(config, options, Quiet())
+    assert measured == [ThresholdMode.SCRIPT]
