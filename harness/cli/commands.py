@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import service
+from harness.service import option_checks
 from harness.output import ci
 from harness.inputs import options
 from harness.core.errors import ExitCode, UserError
@@ -134,8 +135,7 @@ def cmd_run(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
-    if (given["script"] is None) == (given["module"] is None):
-        raise UserError("check: name a script or -m MODULE (one of them)")
+    option_checks.check_script_or_module("check", given["script"], given["module"])
     _check_ci_paths(given)
     how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
     config = service.check_config(given["script"], given["versions"] or (), given["platform"],
@@ -173,8 +173,7 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
     if source is not None and given["module"] is None and (source.is_dir() or source.name == "results.json"):
         taken = service.read_fingerprint(source)
     else:
-        if (source is None) == (given["module"] is None):
-            raise UserError("fingerprint: name a script, -m MODULE or a results folder (one of them)")
+        option_checks.check_fingerprint_source(source, given["module"])
         how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
         config = service.check_config(source, given["versions"] or (), given["platform"], given["device_count"],
                                       2, given["timeout"], how)
@@ -282,9 +281,7 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
 
 def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
     _check_ci_paths(given)
-    if not given["wait"] and (given["junit_xml"] is not None or given["fail_on"]):
-        flag = "--junit-xml" if given["junit_xml"] is not None else "--fail-on"
-        raise UserError(f"{flag}: only with --wait (the merged cells are read only when waiting for them)")
+    option_checks.check_ci_outputs_need_wait(given["wait"], given["junit_xml"], given["fail_on"])
     submit_options = from_given(service.SubmitOptions, given, argv=words)
     found = service.submit(given["config"], submit_options, dry_run=given["dry_run"], progress=ConsoleProgress())
     if found.submitted is None:

@@ -10,7 +10,6 @@ from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
 from harness.inputs.config import Config, load_config
-from harness.environments import BackendName
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, write_atomic
 from harness.results.header import BisectRange, RecordedOptions
@@ -23,6 +22,7 @@ from harness.results.document import RunStatus
 from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
+from harness.service.option_checks import check_bisect
 from harness.service.options import BisectOptions
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
@@ -74,13 +74,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
     config = load_config(config_path)
-    if options.backend == BackendName.LOCAL:
-        raise UserError("--backend local has one JAX version; bisection needs venv or docker")
-    if options.jax_repo is not None and options.backend != BackendName.VENV:
-        # A commit's jax/ goes on PYTHONPATH as a host path, which a container cannot see.
-        raise UserError("--jax-repo: commit bisection runs with --backend venv")
-    if options.shard:
-        raise UserError("--shard: a bisection cannot be split; each step depends on the last")
+    check_bisect(options)
     # Checked now, not after the release bisection has been measured and written.
     repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
     opened = measurement.open(config, options)

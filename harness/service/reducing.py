@@ -18,6 +18,7 @@ from harness.results.document import lock_results_folder, new_run_dir
 from harness.measure.seeds import SeedPlanner
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
+from harness.service.option_checks import check_reduce
 from harness.service.options import ReduceOptions, ScriptRun
 from harness.service.sweeping import check_config
 
@@ -32,10 +33,7 @@ def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, 
            options: ReduceOptions, progress: Progress) -> ReduceOutcome:
     """`harness reduce SCRIPT --versions V [--good G]`: the smallest program that keeps the script's
     failure signature on V (and stays clean on G); resumable from its folder (harness/reduce/)."""
-    if not options.versions or len(options.versions) != 1:
-        raise UserError("--versions: give the one release where the script reproduces (e.g. --versions 0.4.28)")
-    if options.resume is not None and not options.resume.is_dir():
-        raise UserError(f"--resume {options.resume}: no such folder")
+    check_reduce(options)
     # A reduction (or another --resume) at work in that folder: refused before anything is prepared.
     held = lock_results_folder(options.resume) if options.resume is not None else None
     try:

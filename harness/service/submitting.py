@@ -15,10 +15,11 @@ from harness.core.files import fitting_name
 from harness.inputs.options import Given, options_for, parse
 from harness.measure.progress import Progress
 from harness.service import measurement
+from harness.service.option_checks import check_submit
 from harness.service.options import SubmitOptions
 from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 from harness.slurm import submission
-from harness.slurm.jobs import Resources, SweepJobs, check_time, directive_problem
+from harness.slurm.jobs import Resources, SweepJobs
 from harness.slurm.scheduler import Slurm
 from harness.measure.sweep import plan_cells
 
@@ -55,31 +56,11 @@ def _same_task_options(recorded: list[str], now: tuple[str, ...]) -> bool:
         return False
 
 
-def _check_submit_options(options: SubmitOptions) -> None:
-    if options.shard is not None:
-        raise UserError("--shard: submit cuts the sweep itself; use --shards N (and --only-shards I to re-submit)")
-    if options.rebuild:
-        raise UserError("--rebuild: not with submit (every task would rebuild the environments it shares with "
-                        "the others); remake them with `make clean-envs` or `harness run --rebuild` on one node")
-    if options.time is not None and (problem := check_time(options.time)):
-        raise UserError(f"--time: {problem}")
-    outside = [i for i in options.only_shards if not 1 <= i <= options.shards]
-    if outside:
-        raise UserError(f"--only-shards {outside[0]}: shards are numbered 1 to {options.shards}")
-    if options.partition is not None and not options.partition.strip():
-        raise UserError("--partition: empty name")
-    # Each of these becomes an #SBATCH line (or part of one) of both job scripts.
-    for flag, text in [("--sbatch-arg", arg) for arg in options.sbatch_args] + [
-            ("--partition", options.partition or ""), ("--out", str(options.out))]:
-        if problem := directive_problem(text):
-            raise UserError(f"{flag} {text!r}: {problem}")
-
-
 def plan_submission(config_path: Path, options: SubmitOptions,
                     progress: Progress | None = None) -> tuple[SweepJobs, dict]:
     """The job scripts and the submission record; UserError, with nothing written, for bad input.
     `progress` hears of the releases left out because no Python here can run them."""
-    _check_submit_options(options)
+    check_submit(options)
     config = measurement.configured(load_config(config_path), options)
     runs = options.runs or config.runs
     record = None
