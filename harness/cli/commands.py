@@ -137,17 +137,13 @@ def cmd_run(given: Given, words: tuple[str, ...]) -> int:
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     option_checks.check_script_or_module("check", given["script"], given["module"])
     _check_ci_paths(given)
-    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
-    config = service.check_config(given["script"], given["versions"] or (), given["platform"],
-                                  given["device_count"], given["runs"], given["timeout"], how)
+    config = service.check_config(_script_check(given))
     return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)), given)
 
 
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, argv=words)
-    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
-    done = service.reduce(given["script"], how, given["platform"], given["device_count"], given["timeout"],
-                          options, _progress(given))
+    done = service.reduce(_script_check(given), options, _progress(given))
     state = done.state
     if done.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {done.original_lines} lines, "
@@ -174,9 +170,7 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
         taken = service.read_fingerprint(source)
     else:
         option_checks.check_fingerprint_source(source, given["module"])
-        how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
-        config = service.check_config(source, given["versions"] or (), given["platform"], given["device_count"],
-                                      2, given["timeout"], how)
+        config = service.check_config(_script_check(given, runs=2))
         taken = service.fingerprint(config, from_given(service.FingerprintOptions, given), _progress(given))
     text = json.dumps(taken.to_json(), indent=1)
     if given.get("output") is not None and source is not None and source.is_dir():
@@ -190,6 +184,12 @@ def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
     text, differs = service.diff_files(given["a"], given["b"])
     print(text)
     return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
+
+
+def _script_check(given: Given, **more) -> service.ScriptCheck:
+    """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
+    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+    return from_given(service.ScriptCheck, given, how=how, **more)
 
 
 def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:

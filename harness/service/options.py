@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.core.confidence import SeedStrategy
 from harness.environments import BackendName
 from harness.core.vary_factors import Factor
-from harness.core.model import DEFAULT_BACKEND, ThresholdMode
+from harness.core.model import DEFAULT_BACKEND, Platform, ThresholdMode
 from harness.inputs.options import DEFAULT_RESULTS, Given
 from harness.inputs.sharding import Shard
 
@@ -99,6 +99,20 @@ class ScriptRun:
     # The script's requirements besides those in its inline metadata: --with strings, --requirements files.
     with_requirements: tuple[str, ...] = ()
     requirements_files: tuple[Path, ...] = ()
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptCheck:
+    """The user's code that `harness check` (and reduce, fingerprint) measures, and how: what becomes its
+    config (sweeping.check_config). No defaults here: the options' declarations have them."""
+
+    script: Path | None
+    how: ScriptRun
+    versions: tuple[str, ...] | None  # None or empty: the latest release
+    platform: Platform
+    device_count: int
+    runs: int | None  # None: enough runs for the confidence target
+    timeout_s: float = field(metadata={"option": "timeout"})
+
 
 @dataclass(frozen=True)
 class JaxRef:

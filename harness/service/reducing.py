@@ -6,11 +6,9 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
-from pathlib import Path
 
 from harness.inputs.config import Config
 from harness.core.errors import UserError
-from harness.core.model import Platform
 from harness.measure.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
 from harness.results.header import RecordedOptions, ResultsHeader
@@ -19,7 +17,7 @@ from harness.measure.seeds import SeedPlanner
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
 from harness.service.option_checks import check_reduce
-from harness.service.options import ReduceOptions, ScriptRun
+from harness.service.options import ReduceOptions, ScriptCheck
 from harness.service.sweeping import check_config
 
 
@@ -29,23 +27,23 @@ def _one_release(flag: str, value: str, opened: measurement.Measurement) -> str:
     return resolve((value,), opened.index, source=flag, pythons=opened.backend.pythons).versions[0]
 
 
-def reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
-           options: ReduceOptions, progress: Progress) -> ReduceOutcome:
+def reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> ReduceOutcome:
     """`harness reduce SCRIPT --versions V [--good G]`: the smallest program that keeps the script's
     failure signature on V (and stays clean on G); resumable from its folder (harness/reduce/)."""
     check_reduce(options)
     # A reduction (or another --resume) at work in that folder: refused before anything is prepared.
     held = lock_results_folder(options.resume) if options.resume is not None else None
     try:
-        return _reduce(script, how, platform, device_count, timeout_s, options, progress)
+        return _reduce(check, options, progress)
     finally:
         if held is not None:
             held.release()
 
 
-def _reduce(script: Path, how: ScriptRun, platform: Platform, device_count: int, timeout_s: float,
-            options: ReduceOptions, progress: Progress) -> ReduceOutcome:
-    config = check_config(script, None, platform, device_count, options.runs, timeout_s, how)
+def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> ReduceOutcome:
+    script = check.script
+    # The one release reduced is --versions (resolved below), the runs the reduction's: not what check says.
+    config = check_config(replace(check, versions=None, runs=options.runs))
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
     opened = measurement.open(config, options)
     config, choice = opened.config, opened.choice

@@ -14,7 +14,6 @@ from harness.inputs.dependencies import parse_requirements, read_requirements_fi
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
 from harness.results.header import RecordedOptions
-from harness.core.model import Platform
 from harness.inputs.options import DEFAULT_RESULTS, Given, parse
 from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
@@ -32,7 +31,7 @@ from harness.results.resume import check_same_sweep, finished_cells, still_to_me
 from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
-from harness.service.options import MeasureOptions, ScriptRun, SweepOptions
+from harness.service.options import MeasureOptions, ScriptCheck, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between
@@ -56,10 +55,10 @@ def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOu
     """`harness run CONFIG`."""
     return sweep(load_config(config_path), options, progress)
 
-def check_config(script: Path | None, versions: tuple[str, ...] | None, platform: Platform, device_count: int,
-                 runs: int | None, timeout_s: float, how: ScriptRun = ScriptRun()) -> Config:
+def check_config(check: ScriptCheck) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
     other."""
+    script, how = check.script, check.how
     if how.module is None:
         if script is None or not script.is_file():
             raise UserError(f"{script}: no such script")
@@ -70,10 +69,10 @@ def check_config(script: Path | None, versions: tuple[str, ...] | None, platform
     for file in how.requirements_files:
         requirements += read_requirements_file(file, "--requirements")  # a missing or odd file is one line
     data = {"name": fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME),
-            **target, "jax_versions": list(versions or [LATEST]),
-            "platform": str(platform), "device_count": device_count,
+            **target, "jax_versions": list(check.versions or [LATEST]),
+            "platform": str(check.platform), "device_count": check.device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-            "runs": runs or runs_for_target(), "timeout_s": timeout_s, "requirements": requirements.to_json()}
+            "runs": check.runs or runs_for_target(), "timeout_s": check.timeout_s, "requirements": requirements.to_json()}
     if how.args:
         data["args"] = list(how.args)
     if how.env:

@@ -132,8 +132,8 @@ def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
 def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypatch):
     seen = {}
 
-    def fake_check_config(script, versions, platform, device_count, runs, timeout_s, how):
-        seen.update(script=script, how=how)
+    def fake_check_config(check):
+        seen.update(script=check.script, how=check.how)
         raise cli.UserError("stop here")
 
     monkeypatch.setattr(cli.service, "check_config", fake_check_config)
