@@ -4,11 +4,12 @@ HARNESS_REQUIRE_DOCKER=1, set by CI, so CI cannot pass by skipping them)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-import docker
 import pytest
 
-from harness.environments.docker import OFFLINE_BASE_IMAGE, docker_available
+import docker
+from harness.environments.docker import LABEL, OFFLINE_BASE_IMAGE, docker_available
 
 
 def missing(reason: str):
@@ -29,3 +30,10 @@ def engine_with_base_image() -> docker.DockerClient:
         client.close()
         missing(f"the base image {OFFLINE_BASE_IMAGE} is not built: run `harness base-image`")
     return client
+
+
+def our_containers(client, tmp_path: Path) -> list:
+    """This test's containers: the harness's label and a folder of this test mounted (other sessions on
+    the same engine may run containers of their own meanwhile)."""
+    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+            if any(str(m.get("Source", "")).startswith(str(tmp_path)) for m in c.attrs.get("Mounts", []))]

@@ -1,6 +1,10 @@
 """tests/integration/: real JAX releases, Docker, Slurm. Every test here is `integration` by its folder;
 one marked `docker` or `slurm` keeps that marker (`-m docker`, `-m slurm` select them in CI and the docs)."""
 
+import os
+import shutil
+import subprocess
+
 import pytest
 
 
@@ -9,3 +13,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.is_relative_to(here) and not any(item.get_closest_marker(m) for m in ("docker", "slurm")):
             item.add_marker(pytest.mark.integration)
+
+
+def _slurm_missing(reason: str):
+    if os.environ.get("HARNESS_REQUIRE_SLURM") == "1":
+        pytest.fail(f"HARNESS_REQUIRE_SLURM=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """A Slurm controller with a node up, or a skip that says why (a failure under HARNESS_REQUIRE_SLURM=1,
+    set by .ci/run, so CI cannot pass by skipping): the slurm tests use it."""
+    if not shutil.which("sbatch"):
+        _slurm_missing("no Slurm commands here: make a one-node cluster with .ci/install-slurm.sh")
+    done = subprocess.run(["sinfo", "--noheader", "--format=%T"], capture_output=True, text=True)
+    if done.returncode != 0 or not {"idle", "mixed", "allocated"} & set(done.stdout.split()):
+        _slurm_missing(f"no Slurm node is up ({(done.stderr or done.stdout).strip() or 'sinfo said nothing'}): "
+                       "run .ci/install-slurm.sh")

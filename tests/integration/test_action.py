@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.inside.repros import builtin_path
-from tests.unit.test_action import CHECK_STEP, ROOT, Runner
+from tests.helpers import CHECK_STEP, ROOT, Runner
 
 
 @pytest.mark.integration

@@ -20,7 +20,7 @@ from harness.cli import commands as cli
 from harness.inputs.config import Repro
 from harness.inputs.dependencies import parse_requirements
 from harness.environments import BackendOptions, make_backend
-from harness.environments.docker import (LABEL, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
+from harness.environments.docker import (OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
                                          DockerBackend, DockerEnvironment)
 from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.core.errors import BackendUnavailable
@@ -30,7 +30,7 @@ from harness.inside.repros import builtin_path
 from harness.measure.cell_runner import CellRunner
 from harness.environments.package_index import PyPIIndex
 from harness.inputs.versions import release_pythons
-from tests.docker_engine import engine_with_base_image, missing
+from tests.docker_engine import engine_with_base_image, missing, our_containers
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 
@@ -55,13 +55,6 @@ def prepared(client, index):
     """0.4.28 and 0.4.29 images, built (or reused) once for this module."""
     backend = DockerBackend(base_image=OFFLINE_BASE_IMAGE, release_date=index.release_date)
     return {v: backend.prepare(v, Platform.CPU, print) for v in ("0.4.28", "0.4.29")}
-
-
-def our_containers(client, tmp_path: Path) -> list:
-    """This test's containers: the harness's label and a folder of this test mounted (other sessions on
-    the same engine may run containers of their own meanwhile)."""
-    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
-            if any(str(m.get("Source", "")).startswith(str(tmp_path)) for m in c.attrs.get("Mounts", []))]
 
 
 def measure(environment, version: str, tmp_path: Path, seeds=range(1, 7)):

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from harness.cli import commands as cli
+from tests.helpers import outside_fences, unescaped_pipes
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +66,6 @@ open(os.path.join(folder, "jit_a|b|c<img src=x>```<!-- -" + digest + "-cache"), 
 
 def test_file_names_a_program_plants_cannot_inject_markdown(tmp_path, capsys, write):
     """Issue 27, item 5: the planted module name is the cell's finding, shown as text, never as HTML."""
-    from tests.unit.test_report import _outside_fences, _unescaped_pipes
 
     script = write("planted.py", PLANTED_NAMES)
     assert cli.main(["check", str(script), "--versions", VERSION, "--runs", "3", "--quiet",
@@ -75,7 +75,7 @@ def test_file_names_a_program_plants_cannot_inject_markdown(tmp_path, capsys, wr
     assert cell["verdict"] == "reproduced" and "jit_a|b|c<img src=x>```<!-- " in cell["keys"]
     for name in ("report.md", "table.md"):
         text = (folder / name).read_text()
-        markdown = _outside_fences(text)
+        markdown = outside_fences(text)
         assert "<img" not in markdown and "<!--" not in markdown, name
         header, _, row = [line for line in text.splitlines() if line.startswith("|")][:3]
-        assert _unescaped_pipes(row) == _unescaped_pipes(header), row
+        assert unescaped_pipes(row) == unescaped_pipes(header), row

@@ -8,6 +8,7 @@ import pytest
 
 from tests import sweeps
 from tests.sweeps import Swept
+from tests.docker_engine import engine_with_base_image, our_containers
 
 pytestmark = pytest.mark.integration
 
@@ -107,8 +108,6 @@ def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
 
 @pytest.mark.docker
 def test_a_job_in_containers_one_per_process_sharing_a_loopback(tmp_path, capsys, write):
-    from tests.docker_engine import engine_with_base_image
-    from tests.integration.test_docker_integration import our_containers
 
     client = engine_with_base_image()
     data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "2",

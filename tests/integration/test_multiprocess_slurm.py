@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_slurm import cluster, harness  # noqa: F401 - the cluster fixture skips without Slurm
+from tests.helpers import run_harness
 
-pytestmark = [pytest.mark.slurm, pytest.mark.integration]
+pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.usefixtures("slurm_cluster")]
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -17,7 +17,7 @@ def test_each_run_is_one_srun_step_of_two_tasks(tmp_path):
     config = tmp_path / "multihost.yaml"
     config.write_text(f"name: multihost\nrepro: {EXAMPLES / 'multihost_stable.py'}\njax_versions: ['0.10.2']\n"
                       "runs: 2\ntimeout_s: 120\n")
-    done = harness("submit", str(config), "--shards", "1", "--processes", "2", "--wait", "--out", str(tmp_path / "out"))
+    done = run_harness("submit", str(config), "--shards", "1", "--processes", "2", "--wait", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr + done.stdout
     (sweep,) = (tmp_path / "out").iterdir()
     assert "#SBATCH --ntasks=2" in (sweep / "shard.sbatch").read_text()
@@ -40,7 +40,7 @@ def test_a_step_whose_task_never_joins_ends_at_the_timeout_with_no_task_left(tmp
                       "    time.sleep(3600)\njax.distributed.initialize()\nprint(jax.device_count())\n")
     config = tmp_path / "hang.yaml"
     config.write_text(f"name: hang\nrepro: {script}\njax_versions: ['0.10.2']\nruns: 2\ntimeout_s: 20\n")
-    done = harness("submit", str(config), "--shards", "1", "--processes", "2", "--wait", "--out", str(tmp_path / "out"))
+    done = run_harness("submit", str(config), "--shards", "1", "--processes", "2", "--wait", "--out", str(tmp_path / "out"))
     (results,) = (tmp_path / "out").glob("*/merged/*/results.json")
     (cell,) = json.loads(results.read_text())["cells"]
     assert cell["verdict"] == "error" and "processes did not finish" in cell["reason"], (cell["reason"], done.stderr)

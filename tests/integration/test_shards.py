@@ -7,7 +7,7 @@ import pytest
 from harness.cli import commands as cli
 from harness.output.ci import step_summary
 from harness.results.document import load_results
-from tests.unit.test_ci_output import SCHEMA
+from tests.cells import SCHEMA
 
 
 @pytest.mark.integration

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -19,31 +18,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slurm, pytest.mark.integration]
+from tests.cells import SCHEMA
+from tests.helpers import run_harness
+
+pytestmark = [pytest.mark.slurm, pytest.mark.integration, pytest.mark.usefixtures("slurm_cluster")]
 
 ROOT = Path(__file__).parents[2]
 SMOKE = "configs/smoke.yaml"
-
-
-def _missing(reason: str):
-    if os.environ.get("HARNESS_REQUIRE_SLURM") == "1":
-        pytest.fail(f"HARNESS_REQUIRE_SLURM=1 but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    if not shutil.which("sbatch"):
-        _missing("no Slurm commands here: make a one-node cluster with .ci/install-slurm.sh")
-    done = subprocess.run(["sinfo", "--noheader", "--format=%T"], capture_output=True, text=True)
-    if done.returncode != 0 or not {"idle", "mixed", "allocated"} & set(done.stdout.split()):
-        _missing(f"no Slurm node is up ({(done.stderr or done.stdout).strip() or 'sinfo said nothing'}): "
-                 "run .ci/install-slurm.sh")
-
-
-def harness(*argv: str, timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout, env=env)
 
 
 def submitted(out: str) -> tuple[str, str, Path]:
@@ -82,11 +63,11 @@ def wait_until_gone(job_id: str, timeout: float = 600) -> None:
 
 
 def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
-    whole = harness("run", SMOKE, "--out", str(tmp_path / "whole"), "--quiet")
+    whole = run_harness("run", SMOKE, "--out", str(tmp_path / "whole"), "--quiet")
     assert whole.returncode == 0, whole.stderr
 
     # A folder whose name sbatch would split or expand if the scripts did not quote it (issue 27, item 6).
-    sharded = harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm out 100%"))
+    sharded = run_harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm out 100%"))
     assert sharded.returncode == 0, sharded.stderr
     array, merge, folder = submitted(sharded.stdout)
     assert sharded.stdout.strip().splitlines()[-1] == whole.stdout.strip().splitlines()[-1]
@@ -108,9 +89,8 @@ def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
 
 def test_submit_wait_writes_the_junit_and_summary_of_the_merged_cells_and_fails_on_them(tmp_path):
     """In CI: --wait with --junit-xml, GITHUB_STEP_SUMMARY and --fail-on, of the cells the merge job joined."""
-    from tests.unit.test_ci_output import SCHEMA
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
-    done = harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
+    done = run_harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
                    "--junit-xml", str(junit), "--fail-on", "reproduced",
                    env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
     assert done.returncode == 1, done.stderr  # 0.4.28 reproduces
@@ -128,7 +108,7 @@ def test_submit_wait_writes_the_junit_and_summary_of_the_merged_cells_and_fails_
 
 
 def test_a_bad_partition_submits_nothing(tmp_path):
-    done = harness("submit", SMOKE, "--shards", "2", "--partition", "no-such-partition",
+    done = run_harness("submit", SMOKE, "--shards", "2", "--partition", "no-such-partition",
                    "--out", str(tmp_path / "r"))
     assert done.returncode == 2
     assert done.stderr.strip() == ("harness: error: --partition no-such-partition: no such partition "
@@ -146,7 +126,7 @@ def _partitions() -> str:
 
 def test_a_cancelled_task_leaves_an_interrupted_shard_that_a_resubmission_completes(tmp_path):
     options = ["--runs", "12", "--all-runs"]  # long enough to cancel shard 2 in the middle of its cell
-    first = harness("submit", SMOKE, "--shards", "2", *options, "--out", str(tmp_path / "slurm"))
+    first = run_harness("submit", SMOKE, "--shards", "2", *options, "--out", str(tmp_path / "slurm"))
     assert first.returncode == 0, first.stderr
     array, merge, folder = submitted(first.stdout)
 
@@ -163,7 +143,7 @@ def test_a_cancelled_task_leaves_an_interrupted_shard_that_a_resubmission_comple
     merged = json.loads(the_one("merged/*/results.json", folder).read_text())
     assert merged["status"] == "incomplete: shard 2 interrupted"
 
-    again = harness("submit", SMOKE, "--shards", "2", *options, "--only-shards", "2", "--out", str(folder),
+    again = run_harness("submit", SMOKE, "--shards", "2", *options, "--only-shards", "2", "--out", str(folder),
                     "--wait")
     assert again.returncode == 0, again.stderr
     assert submitted(again.stdout)[2] == folder
@@ -182,7 +162,7 @@ def test_two_tasks_needing_one_new_environment_make_it_once(tmp_path):
                       "meshes:\n  - {shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}\n"
                       "  - {shape: [4, 2, 1, 1], axis_names: [a, b, c, d]}\n")
     envs = tmp_path / "envs"
-    done = harness("submit", str(config), "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
+    done = run_harness("submit", str(config), "--shards", "2", "--wait", "--out", str(tmp_path / "slurm"),
                    env={**os.environ, "HARNESS_ENV_DIR": str(envs)})
     assert done.returncode == 0, done.stderr
     folder = submitted(done.stdout)[2]

@@ -3,6 +3,8 @@ is refused at collection, so a slow test cannot hide among the fast ones (`make 
 
 import pytest
 
+from tests.fakes import fake_jax_repository
+
 SLOW_MARKERS = ("integration", "docker", "slurm")
 
 
@@ -14,3 +16,10 @@ def pytest_collection_modifyitems(config, items):
         slow = [name for name in SLOW_MARKERS if item.get_closest_marker(name)]
         if slow:
             raise pytest.UsageError(f"{item.nodeid} is marked {', '.join(slow)}: move it to tests/integration/")
+
+
+@pytest.fixture(scope="module")
+def fake_jax(tmp_path_factory):
+    """The synthetic git repository of a fake `jax` (tests/fakes.py), one per module (a test may push to
+    its upstream): {"repo": the bare clone, "bad": the set-ordered commit, "broken", "fix"}."""
+    return fake_jax_repository(tmp_path_factory.mktemp("fake-jax"), tmp_path_factory.mktemp("bare") / "jax.git")

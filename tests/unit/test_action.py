@@ -3,7 +3,6 @@ expression names a declared input, and (integration) the action's shell steps, r
 its inputs substituted, pass on a clean script and fail on the seed's repro at 0.4.28."""
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -11,13 +10,11 @@ import sys
 import tomllib
 from pathlib import Path
 
-import yaml
+from tests.helpers import ACTION, CHECK_STEP, EXPRESSION, Runner, action
 
 
 ROOT = Path(__file__).parents[2]
-ACTION = ROOT / "action.yml"
 DOCS = ROOT / "docs" / "ci.md"
-EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
 # Every shell step: bash with -euo pipefail (GitHub's `shell: bash` has no -u; tests/unit/test_workflow.py).
@@ -25,10 +22,6 @@ STRICT_BASH = "bash --noprofile --norc -euo pipefail {0}"
 
 # The example pins the action to the tag of pyproject.toml's version (docs/ci.md; CHANGELOG.md).
 PINNED = f"uses: OWNER/jax-cache-harness@v{tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['version']}"
-
-
-def action():
-    return yaml.safe_load(ACTION.read_text())
 
 
 def example_workflow() -> str:
@@ -98,54 +91,6 @@ def test_actionlint_finds_nothing_in_the_example_workflow_using_this_action(tmp_
 
 
 # ---- the steps, run for real ---------------------------------------------------------------------
-
-class Runner:
-    """Runs the action's shell steps as GitHub would (the step's `shell`, the step's env with its
-    expressions substituted, GITHUB_OUTPUT/GITHUB_STEP_SUMMARY/RUNNER_TEMP files); `uses:` steps
-    (upload-artifact) are GitHub's own and are skipped."""
-
-    def __init__(self, temp: Path, workspace: Path):
-        self.temp, self.workspace = temp, workspace
-        self.temp.mkdir(parents=True, exist_ok=True)
-
-    def value(self, expression: str, inputs: dict[str, str]) -> str:
-        declared = action()["inputs"]
-        for operand in (o.strip() for o in expression.split("||")):
-            if operand.startswith("inputs."):
-                name = operand[len("inputs."):]
-                found = inputs.get(name, declared[name].get("default", ""))
-            elif operand == "runner.temp":
-                found = str(self.temp)
-            elif operand == "github.action_path":
-                found = str(ROOT)
-            else:
-                raise AssertionError(f"an expression the test cannot evaluate: {operand}")
-            if found:
-                return found
-        return ""
-
-    def substitute(self, text: str, inputs: dict[str, str]) -> str:
-        return EXPRESSION.sub(lambda m: self.value(m[1], inputs), text)
-
-    def run(self, step_name: str, inputs: dict[str, str], label: str) -> tuple[int, dict[str, str], str]:
-        (step,) = [s for s in action()["runs"]["steps"] if s.get("name") == step_name]
-        assert EXPRESSION.search(step["run"]) is None, "inputs reach the shell as variables only"
-        output, summary = self.temp / f"{label}.output", self.temp / f"{label}.summary"
-        env = {**os.environ, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
-               "RUNNER_TEMP": str(self.temp), "GITHUB_ACTION_PATH": str(ROOT),
-               **{k: self.substitute(str(v), inputs) for k, v in step.get("env", {}).items()}}
-        env.pop("VIRTUAL_ENV", None)
-        script = self.temp / f"{label}.sh"
-        script.write_text(step["run"])
-        done = subprocess.run([str(script) if w == "{0}" else w for w in step["shell"].split()], cwd=self.workspace,
-                              env=env, capture_output=True, text=True, timeout=1200)
-        outputs = dict(line.split("=", 1) for line in output.read_text().splitlines()) if output.exists() else {}
-        text = done.stdout + done.stderr
-        return done.returncode, outputs, text + (summary.read_text() if summary.exists() else "")
-
-
-CHECK_STEP = "Check the persistent cache, release by release"
-
 
 def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
     """No install needed to see extra-args refused: the harness's own check runs from this checkout."""

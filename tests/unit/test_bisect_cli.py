@@ -16,30 +16,16 @@ from harness.bisect import report
 from harness.bisect.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
-from harness.environments.base import Backend
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.model import Verdict
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX, FakeBackend
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "shard_map_grad.yaml"
 
 
-class FakeBackend(Backend):
-    """Every prepare() raises `failure` (an exception instance), and is counted."""
-
-    name = "venv"
-
-    def __init__(self, failure: BaseException):
-        self.failure, self.prepared = failure, []
-
-    def prepare(self, jax_version, platform, say=None):
-        self.prepared.append(jax_version)
-        raise self.failure
-
-
 @pytest.fixture
 def backend(monkeypatch):
-    fake = FakeBackend(EnvironmentUnavailable("no environments in this test"))
+    fake = FakeBackend(failure=EnvironmentUnavailable("no environments in this test"))
     index = SimpleNamespace(releases=INDEX.releases, release_date=lambda version: None)
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: index)
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
@@ -162,7 +148,7 @@ class InterruptedBackend(FakeBackend):
 
 
 def test_an_interrupted_bisection_resumes_with_every_option_it_was_given(capsys, tmp_path, monkeypatch, backend):
-    fake = InterruptedBackend(EnvironmentUnavailable("unused"))
+    fake = InterruptedBackend(failure=EnvironmentUnavailable("unused"))
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
     pythons = tmp_path / "my pythons"
     code, _, err = bisect(["--python-search", str(pythons), "--jobs", "1", "--cache-thresholds", "script",

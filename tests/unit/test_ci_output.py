@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-import xmlschema
 
 from harness import service
 from harness.cli import commands as cli
@@ -24,10 +23,8 @@ from harness.output.ci import (
 from harness.core.errors import ExitCode
 from harness.core.model import parse_fail_on
 from harness.core.model import (
-    CellCost,
     CellResult,
     CellSpec,
-    Mesh,
     Platform,
     RunRecord,
     Verdict,
@@ -35,35 +32,7 @@ from harness.core.model import (
 from harness.nightly.compare import Change, compare, exit_code, render_changes
 from harness.results.document import RunStatus
 from harness.report.table import render_markdown_table, summary_line
-
-SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[1] / "fixtures" / "junit-10.xsd")
-# The same schema with its one slip mended: it declares a test case's error element as `errors` (upstream too),
-# where JUnit (Ant, Surefire, pytest, every CI's reader) writes `<error>`; only a cell that never ran the
-# program has one, and it is validated against this.
-SCHEMA_WITH_ERROR = xmlschema.XMLSchema(
-    (Path(__file__).parents[1] / "fixtures" / "junit-10.xsd").read_text()
-    .replace('<xs:element name="errors">', '<xs:element name="error">')
-    .replace('<xs:element ref="errors"/>', '<xs:element ref="error"/>'))
-MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
-
-
-def cost(lost: float, saved: float = 0.0, missed=("jit_f",)) -> CellCost:
-    return CellCost(starts=2, lost_per_start_s=lost, saved_per_start_s=saved, modules=4,
-                    missed_modules=tuple(missed) if lost else (), each_start_missed=tuple(missed) if lost else (),
-                    untimed_modules=(), first_run_s=0.1)
-
-
-def cell(version, verdict, reason="", lost=None, saved=0.0):
-    runs = [RunRecord(index=i, seed=i, exit_code=0, duration_s=1.2345, new_entries=[]) for i in (1, 2)]
-    return CellResult(CellSpec(version, Platform.CPU, 8, MESH), verdict, {}, runs, reason=reason,
-                      cost=cost(lost, saved) if lost is not None else None)
-
-
-CELLS = [cell("0.4.28", Verdict.REPRODUCED, "jit_f: a new key in run 2", lost=0.8),
-         cell("0.4.29", Verdict.CLEAN, "jit_f: 1 key per run", lost=0.0, saved=0.5),
-         cell("0.4.25", Verdict.UNSUPPORTED, "nothing was cached"),
-         cell("0.4.30", Verdict.ERROR, "1 of 2 runs failed (run 2: exit code 1: ValueError: <bad> & \"quoted\"")]
-
+from tests.cells import CELLS, MESH, SCHEMA, SCHEMA_WITH_ERROR, cell, junit_cases, shard_folders
 
 def test_the_step_summary_escapes_what_a_program_wrote_as_report_md_does():
     """A reason holds what a crash printed: in the job summary it adds no column, no HTML, no mention."""
@@ -233,34 +202,10 @@ def test_compare_command_takes_the_threshold(tmp_path, capsys):
 
 # ---- merge and submit --wait: the CI outputs of the merged cells -----------------------------------
 
-def shard_folders(tmp_path, keep=(1, 2)):
-    """Shards 1 and 2 of a sweep (tests/unit/test_shards.py's: 10 cells, 4 reproduced) as results folders; only
-    those in `keep`."""
-    from tests.unit.test_shards import shard_documents
-    folders = []
-    for index, (label, doc) in enumerate(shard_documents(2), start=1):
-        if index in keep:
-            folders.append(str(write_doc(tmp_path / label, doc)))
-    return folders
-
-
-def write_doc(folder, doc):
-    folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps(doc))
-    return folder
-
-
 def ci_files(tmp_path, monkeypatch):
     summary, junit = tmp_path / "summary.md", tmp_path / "out" / "junit.xml"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     return summary, junit
-
-
-def junit_cases(junit) -> dict:
-    text = junit.read_text()
-    SCHEMA.validate(text)
-    (suite,) = SCHEMA.to_dict(text)["testsuite"]
-    return suite
 
 
 @pytest.mark.parametrize("flags, code", [([], 0), (["--fail-on", "reproduced"], 1), (["--fail-on", "error"], 0)])

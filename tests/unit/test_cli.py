@@ -11,29 +11,13 @@ import harness.cli.commands as cli
 import harness.service as service
 import harness.inputs.options as options
 from harness.results.document import load_results
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX
+from tests.helpers import assert_bad_input, run_cli
 
 
 @pytest.fixture(autouse=True)
 def fake_index(monkeypatch):
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
-
-
-def run_cli(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_bad_input(argv, capsys, tmp_path, fragment):
-    out_dir = tmp_path / "results"
-    code, out, err = run_cli([*argv, "--out", str(out_dir)], capsys)
-    assert code == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("harness: error: "), err
-    assert "Traceback" not in err
-    assert fragment in lines[0]
-    assert not out_dir.exists()  # nothing half-written
 
 
 def test_version_is_pyprojects(capsys):

@@ -5,7 +5,6 @@ package needs no JAX, and the "jaxlib environment" is injected."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,11 +25,6 @@ from harness.results.header import RecordedConfig, ResultsHeader
 from harness.output.writer import ResultsWriter
 from harness.measure.seeds import SeedPlanner
 
-ORDERED = 'def lower(names):\n    return ",".join(names)\n'
-SET_ORDERED = 'def lower(names):\n    return ",".join(set(names) - set())\n'
-BROKEN = 'def lower(names) oops\n'
-VERSION_PY = '_version = "0.1.9"\n_minimum_jaxlib_version = "0.1.0"\n'
-
 REPRO = '''
 import argparse, hashlib, os
 import jax
@@ -43,50 +37,6 @@ key = hashlib.sha256(text.encode()).hexdigest()
 with open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], "jit_f-" + key), "w") as f:
     f.write(text)
 '''
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
-
-
-def commit(repo: Path, message: str, lowering: str | None = None) -> str:
-    if lowering is not None:
-        (repo / "jax" / "__init__.py").write_text(lowering)
-    (repo / "NOTES").write_text(message)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
-
-
-@pytest.fixture(scope="module")
-def fake_jax(tmp_path_factory):
-    """0.1.0 ordered; set-ordered from `bad`; an unimportable commit inside; ordered again from `fix`."""
-    work = tmp_path_factory.mktemp("fake-jax")
-    (work / "jax").mkdir()
-    (work / "jax" / "version.py").write_text(VERSION_PY)
-    git(work, "init", "-q", "-b", "main")
-    commit(work, "release 0.1.0", ORDERED)
-    git(work, "tag", "jax-v0.1.0")
-    for i in range(9):
-        commit(work, f"filler {i}")
-    bad = commit(work, "iterate the names as a set", SET_ORDERED)
-    broken = commit(work, "a commit that cannot be imported", BROKEN)
-    commit(work, "repair the import", SET_ORDERED)
-    for i in range(6):
-        commit(work, f"more filler {i}")
-    git(work, "tag", "jax-v0.1.1")
-    for i in range(4):
-        commit(work, f"later filler {i}")
-    fix = commit(work, "order the names again", ORDERED)
-    for i in range(7):
-        commit(work, f"last filler {i}")
-    git(work, "tag", "jax-v0.1.2")
-    bare = tmp_path_factory.mktemp("bare") / "jax.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
-    return {"repo": bare, "bad": bad, "broken": broken, "fix": fix}
 
 
 def plain_python() -> LocalEnvironment:
@@ -137,8 +87,14 @@ def test_version_py_and_jaxlib_choice():
     assert parse_version_py("nothing here") is None
 
 
-def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, tmp_path):
-    outcome = make_bisection(fake_jax, tmp_path).run()
+@pytest.fixture(scope="module")
+def whole(fake_jax, tmp_path_factory):
+    """One bisection from start to end, uninterrupted: the tests that only read its outcome share it."""
+    return make_bisection(fake_jax, tmp_path_factory.mktemp("whole")).run()
+
+
+def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, whole):
+    outcome = whole
     assert outcome.releases.problem is None
     assert outcome.releases.appears == Boundary("0.1.0", "0.1.1")
     assert outcome.releases.fixed == Boundary("0.1.1", "0.1.2")
@@ -197,8 +153,8 @@ def searched(outcome):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(fake_jax, tmp_path_factory):
-    return searched(make_bisection(fake_jax, tmp_path_factory.mktemp("whole")).run())
+def uninterrupted(whole):
+    return searched(whole)
 
 
 class StopAfter(Environment):

@@ -21,7 +21,7 @@ from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdic
 from harness.inputs.pythons import PythonVersion
 from harness.report.render import render_report
 from harness.results.document import ResultsDocument
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX
 
 SCRIPT = '''\
 # /// script

@@ -16,9 +16,8 @@ from unittest import mock
 import docker
 import pytest
 import requests
-from docker.errors import APIError, DockerException, ImageNotFound
-from docker.models.containers import Container, ContainerCollection
-from docker.models.images import Image, ImageCollection
+from docker.errors import APIError, DockerException
+from docker.models.containers import Container
 
 from harness.environments import BackendOptions, make_backend
 from harness.environments import docker as dk
@@ -29,60 +28,17 @@ from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.model import Platform, Program
 from harness.inputs.pythons import PythonChooser, PythonVersion
 from harness.inputs.run_env import IR_DUMP_VAR
+from tests.fakes import BASE, FACTS, fake_client, fake_container, fake_image
 
 LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
 WHEELS = ["jax-0.4.28-py3-none-any.whl", "jaxlib-0.4.28-cp311-cp311-manylinux2014_x86_64.whl",
           "ml_dtypes-0.4.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
           "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"]
-FACTS = {"python": "3.11.2", "jax": "0.4.28", "jaxlib": "0.4.28", "numpy": "1.26.4"}
 RUN_ENV = {"PYTHONHASHSEED": "7", "JAX_PLATFORMS": "cpu",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
 
 
 # ---------------------------------------------------------------- fakes
-
-def fake_image(image_id: str, tags: list[str]) -> Image:
-    image = mock.create_autospec(Image, instance=True)
-    image.id, image.tags = image_id, tags
-    return image
-
-
-def fake_container(status: int = 0, logs: bytes = b"", oom: bool = False) -> Container:
-    container = mock.create_autospec(Container, instance=True)
-    container.attrs = {"State": {"OOMKilled": oom, "ExitCode": status}}
-    container.wait.return_value = {"StatusCode": status, "Error": None}
-    # The SDK gives the whole output as bytes, or with stream=True as an iterator of chunks.
-    container.logs.side_effect = lambda **kw: iter([logs[:3], logs[3:]]) if kw.get("stream") else logs
-    return container
-
-
-def fake_client(images: dict[str, Image] | None = None, pull_error: str | None = None):
-    """A client whose images.get knows `images` (by name or tag) and whose builds add the tag."""
-    client = mock.create_autospec(docker.DockerClient, instance=True)
-    client.api = mock.create_autospec(docker.APIClient, instance=True)
-    client.images = mock.create_autospec(ImageCollection, instance=True)
-    client.containers = mock.create_autospec(ContainerCollection, instance=True)
-    known = dict(images or {})
-
-    def get(name):
-        if name in known:
-            return known[name]
-        raise ImageNotFound(f"no such image: {name}")
-
-    def build(**kwargs):
-        previous = known.get(kwargs["tag"])
-        known[kwargs["tag"]] = fake_image("sha256:rebuilt" if previous else "sha256:built", [kwargs["tag"]])
-        return iter([{"stream": "Step 1/2 : FROM base\n"}, {"stream": "Step 2/2 : RUN pip install\n"},
-                     {"stream": "Successfully built abc\n"}])
-
-    client.images.get.side_effect = get
-    client.images.pull.side_effect = APIError(pull_error or "pull access denied")
-    client.api.build.side_effect = build
-    client.containers.create.side_effect = lambda *a, **k: fake_container(
-        logs=(json.dumps(FACTS) + "\n").encode())
-    client.known = known
-    return client
-
 
 @pytest.fixture
 def no_subprocess(monkeypatch):
@@ -107,9 +63,6 @@ def state(tmp_path: Path, no_subprocess) -> Path:
 def backend(state: Path, client, **kwargs) -> dk.DockerBackend:
     kwargs.setdefault("base_image", "jax-harness-base:bookworm")
     return dk.DockerBackend(state_dir=state, client=client, user="1234:5678", **kwargs)
-
-
-BASE = {"jax-harness-base:bookworm": fake_image("sha256:base", ["jax-harness-base:bookworm"])}
 
 
 # ---------------------------------------------------------------- run arguments

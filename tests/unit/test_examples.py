@@ -23,7 +23,7 @@ from harness.cli import commands as cli
 from harness.inputs import options
 from harness.inputs.config import config_file, load_config
 from harness.inputs.options import COMMAND_NAMES, parse
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker" / "README.md"]

@@ -1,6 +1,7 @@
 """The suite's folders mark its tests: everything under tests/integration/ is `integration` (a `docker` or
 `slurm` test keeps its own marker), and a slow marker on a test under tests/unit/ stops the collection."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,9 @@ def project(tmp_path: Path, unit_test: str) -> Path:
     for folder in ("unit", "integration"):
         (tmp_path / "tests" / folder).mkdir(parents=True)
         shutil.copy(TESTS / folder / "conftest.py", tmp_path / "tests" / folder / "conftest.py")
+        (tmp_path / "tests" / folder / "__init__.py").write_text("")
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    shutil.copy(TESTS / "fakes.py", tmp_path / "tests" / "fakes.py")  # the unit folder's fixtures use it
     (tmp_path / "tests" / "unit" / "test_fast.py").write_text(unit_test)
     (tmp_path / "tests" / "integration" / "test_slow.py").write_text(
         "import pytest\n\ndef test_plain():\n    pass\n\n@pytest.mark.docker\ndef test_engine():\n    pass\n")
@@ -41,3 +45,26 @@ def test_a_slow_marker_under_unit_is_an_error_at_collection(tmp_path):
     assert done.returncode != 0
     assert "tests/unit/test_fast.py::test_cluster is marked slurm: move it to tests/integration/" in \
         done.stdout + done.stderr
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (tests....test_*) that a module's source imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return [name for name in found if name.split(".")[0] == "tests" and name.split(".")[-1].startswith("test_")]
+
+
+def test_no_test_module_imports_another():
+    """What two test modules share lives in tests/fakes.py, tests/helpers.py, tests/cells.py, ... or a
+    conftest.py: importing a test module runs it and hides what the tests depend on."""
+    assert imported_test_modules("from tests.unit.test_versions import INDEX\nfrom tests import test_x\n"
+                                 "def f():\n    import tests.integration.test_slurm\n") == [
+        "tests.unit.test_versions", "tests.test_x", "tests.integration.test_slurm"]
+    assert imported_test_modules("from tests.fakes import INDEX\nfrom harness.core import model\n") == []
+    found = {str(path.relative_to(TESTS)): imported_test_modules(path.read_text())
+             for path in sorted(TESTS.rglob("*.py")) if "fixtures" not in path.parts}
+    assert {path: names for path, names in found.items() if names} == {}

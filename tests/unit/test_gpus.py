@@ -16,8 +16,7 @@ from harness.environments.gpus import (CONTAINER_ADVICE, GpuCount, host_gpus, pa
                                        within_visible_devices)
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.model import Platform
-from tests.unit.test_docker_backend import BASE, fake_client, fake_container
-from tests.unit.test_versions import INDEX
+from tests.fakes import BASE, INDEX, fake_client, fake_container
 
 SMI_L = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b)\n"
          "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2c3d)\n")

@@ -23,7 +23,7 @@ from harness.core.model import CellSpec, Platform, ProcessOutcome, Program, Verd
 from harness.measure.cell_runner import CellRunner, OpenCell, run_cells
 from harness.measure.seeds import Probe, random_plan, rank_seeds, with_ranks
 from harness.inside.startup import jax_cache_harness_hook as hook
-from tests.unit.test_process import _alive
+from tests.helpers import pid_exists
 
 
 def _script(tmp_path: Path, name: str, text: str) -> list[str]:
@@ -34,9 +34,9 @@ def _script(tmp_path: Path, name: str, text: str) -> list[str]:
 
 def _wait_gone(pid: int) -> bool:
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_exists(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not pid_exists(pid)
 
 
 def test_a_job_waits_for_every_process_and_gives_each_its_log(tmp_path):

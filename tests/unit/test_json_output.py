@@ -10,7 +10,7 @@ import pytest
 from harness.cli import commands as cli
 from harness.results.document import RunStatus
 from harness.report.table import SUMMARY_FORMAT, summary_json, summary_line
-from tests.unit.test_ci_output import CELLS
+from tests.cells import CELLS
 
 
 def test_the_summary_object_has_every_cell_its_verdict_and_seconds_and_the_boundaries():

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -27,9 +26,8 @@ from harness.core.model import Verdict
 from harness.cli.console import ConsoleProgress
 from harness.results.document import ResultsHeader
 from harness.measure.sweep import Sweep
-from harness.inputs.versions import Release
 from harness.output.writer import ResultsWriter
-from tests.unit.test_commit_bisect import SET_ORDERED, commit, fake_jax, git  # noqa: F401 (fake_jax: a fixture)
+from tests.fakes import SET_ORDERED, FakeIndex, commit, git
 
 # A user's script (no mesh arguments): four names, so random seeds show a set order at once.
 REPRO = '''
@@ -41,19 +39,6 @@ with open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], "jit_f-" + key),
     f.write(text)
 '''
 RELEASES = ("0.1.0", "0.1.1", "0.1.2")
-
-
-class FakeIndex:
-    """The package index as it would be if the synthetic repository's releases were published."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def releases(self, package):
-        return {v: Release(v, datetime(2024, 1, 1 + i, tzinfo=timezone.utc)) for i, v in enumerate(RELEASES)}
-
-    def release_date(self, version):
-        return self.releases("jax")[version].uploaded
 
 
 class ReleaseEnvironment(LocalEnvironment):
@@ -91,7 +76,7 @@ def nightly(fake_jax, tmp_path, monkeypatch):
     config.write_text(f"name: fake\nrepro: {script}\njax_versions: ['0.1.2']\nplatform: auto\n"
                       "device_count: 1\nruns: 6\ntimeout_s: 60\n")
     backend = ReleaseBackend(fake_jax["repo"], tmp_path / "releases")
-    monkeypatch.setattr(service.measurement, "PyPIIndex", FakeIndex)
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda *args, **kwargs: FakeIndex.published(RELEASES))
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(backend, "test"))
     monkeypatch.setattr(service.watching, "DEFAULT_SOURCES", tmp_path / "commits")
 

@@ -16,16 +16,9 @@ import pytest
 
 from harness.environments import process
 from harness.environments.process import clean_environment, run_process
+from tests.helpers import pid_exists
 
 supervised_only = pytest.mark.skipif(not process.SUPERVISED, reason="the supervisor needs Linux's prctl")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_timeout_kills_the_run_and_the_children_it_started(tmp_path):
@@ -43,9 +36,9 @@ def test_a_timeout_kills_the_run_and_the_children_it_started(tmp_path):
     assert outcome.reason == "killed after the 2 s timeout"
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:  # the kill is delivered, then reaped by init
+    while pid_exists(child) and time.monotonic() < deadline:  # the kill is delivered, then reaped by init
         time.sleep(0.05)
-    assert not _alive(child), "the grandchild survived the timeout"
+    assert not pid_exists(child), "the grandchild survived the timeout"
 
 
 def test_an_exit_by_signal_is_named(tmp_path):

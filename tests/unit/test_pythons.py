@@ -11,42 +11,15 @@ from harness.inputs.config import parse_config
 from harness.environments import interpreters
 from harness.core.errors import ConfigError, UserError
 from harness.inputs.pythons import Found, Interpreter, NoPython, PythonChooser, PythonVersion, Why
-from harness.inputs.versions import parse_pypi, release_pythons, resolve
+from harness.inputs.versions import release_pythons, resolve
+from tests.fakes import FakeIndex
 
 PY = {minor: PythonVersion(3, minor) for minor in range(9, 16)}
 HOST = ("manylinux_2_36_x86_64", "manylinux_2_27_x86_64", "manylinux2014_x86_64", "linux_x86_64")
 
 
-def wheels(package: str, version: str, pythons: list[int], extra: list[str] = ()) -> list[dict]:
-    """PyPI JSON `files` of a release: Linux x86_64 wheels per CPython, plus other files."""
-    names = [f"{package}-{version}-cp3{m}-cp3{m}-manylinux_2_27_x86_64.whl" for m in pythons]
-    names += [f"{package}-{version}-cp3{m}-cp3{m}-win_amd64.whl" for m in pythons]
-    names += list(extra) + [f"{package}-{version}.tar.gz"]
-    return [{"filename": n, "upload_time_iso_8601": "2026-01-01T00:00:00Z", "yanked": False,
-             "requires_python": f">=3.{min(pythons)}"} for n in names]
-
-
-class FakeIndex:
-    """The releases as PyPI lists them: jax is pure Python, jaxlib has a wheel per CPython."""
-
-    def __init__(self, jaxlib: dict[str, list[int]], extra: dict[str, list[str]] | None = None):
-        self.data = {
-            "jax": parse_pypi({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
-                                                  "requires_python": f">=3.{min(p)}"}]
-                                             for v, p in jaxlib.items()}}),
-            "jaxlib": parse_pypi({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
-                                                for v, p in jaxlib.items()}}),
-        }
-
-    def releases(self, package):
-        return self.data[package]
-
-    def release_date(self, version):
-        return None
-
-
 # Shaped like the real index: 0.10.2 is the last with 3.11 wheels, 0.11 and 0.12 need 3.12+.
-INDEX = FakeIndex({
+INDEX = FakeIndex.of_wheels({
     "0.4.26": [9, 10, 11, 12], "0.4.31": [10, 11, 12], "0.10.2": [11, 12, 13, 14],
     "0.11.0": [12, 13, 14], "0.12.0.1": [12, 13, 14, 15],
 }, extra={"0.12.0.1": ["jaxlib-0.12.0.1-cp315-cp315t-manylinux_2_27_x86_64.whl"],

@@ -9,8 +9,8 @@ from harness.reduce.signature import Signature
 from harness.reduce.state import ReduceState, load_state
 from harness.report.render import _minimal_reproducer
 from harness.core.errors import UserError
-from tests.unit.test_cli import assert_bad_input
-from tests.unit.test_versions import INDEX
+from tests.helpers import assert_bad_input
+from tests.fakes import INDEX
 
 SCRIPT = "examples/train_shard_map_grad.py"
 

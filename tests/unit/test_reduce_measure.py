@@ -4,6 +4,7 @@ import threading
 
 from harness.reduce.measure import Measurer
 from harness.reduce.search import Tried
+from tests.reduce_cells import cell, key
 
 
 def test_a_candidate_twice_in_one_batch_is_measured_once(monkeypatch, tmp_path):
@@ -28,7 +29,6 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
     from harness.core.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
     from harness.reduce.measure import deciding_seeds, launch_of
     from harness.reduce.signature import Signature
-    from tests.unit.test_reduce_signature import cell, key
 
     job_run = RunRecord(index=3, seed=7, exit_code=0, duration_s=1.0, new_entries=[],
                         ranks=[RankRecord(1, 70, 0, 1.0), RankRecord(0, 7, 0, 1.0)])

@@ -1,30 +1,11 @@
 """A cell's failure signature and whether a candidate keeps it (pure: cells in, reasons out)."""
 
-from harness.core.model import Attribution, Cause, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import Cause, CellSpec, Platform, Verdict
 from harness.reduce.signature import Signature, signature_of, why_not_kept
-from harness.verdicts.judge import Tally
+from tests.reduce_cells import cell, key
 
 BAD = CellSpec("0.4.28", Platform.CPU, 8, None)
 GOOD = CellSpec("0.4.29", Platform.CPU, 8, None)
-
-
-def key(module, n):
-    return f"{module}-{n:064x}"
-
-
-def cell(spec, keys_per_run, components=("computation",), cause=Cause.ORDER, exit_codes=None):
-    records = [RunRecord(index=i, seed=100 + i, exit_code=(exit_codes or {}).get(i, 0), duration_s=1.0,
-                         new_entries=list(keys)) for i, keys in enumerate(keys_per_run, start=1)]
-    tally = Tally(len(records))
-    for record in records:
-        tally.add(record)
-    result = tally.cell(spec, [], {})
-    if result.verdict == Verdict.REPRODUCED:
-        module = keys_per_run[1][0].rpartition("-")[0]
-        result.attribution = Attribution(module, 1, 2, keys_per_run[0][0], keys_per_run[1][0],
-                                         [(c, "a", "b") for c in components] + [("devices", "x", "x")])
-        result.cause = cause
-    return result
 
 
 TARGET = Signature("jit_f", ("computation",), Cause.ORDER)

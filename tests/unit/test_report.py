@@ -26,6 +26,7 @@ from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.document import ResultsDocument
 from harness.output.writer import ResultsWriter
+from tests.helpers import outside_fences, unescaped_pipes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys
@@ -480,24 +481,6 @@ def test_report_of_a_folder_whose_listing_has_a_non_utf8_name(smoke_run, capsys)
 EVIL_MODULE = "jit_a|b|c<img src=x onerror=alert(1)>```<!-- "
 
 
-def _unescaped_pipes(line: str) -> int:
-    return len(re.findall(r"(?<!\\)\|", line.replace("\\\\", "")))
-
-
-def _outside_fences(text: str) -> str:
-    """The Markdown outside fenced blocks (a fence closes only with as many backticks as it opened with)."""
-    out, fence = [], None
-    for line in text.splitlines():
-        marks = re.match(r"^(`{3,})", line)
-        if fence is None and marks:
-            fence = marks[1]
-        elif fence is not None and line.strip() == fence:
-            fence = None
-        elif fence is None:
-            out.append(re.sub(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", "", line))  # and code spans, which show text as is
-    return "\n".join(out)
-
-
 def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     from harness.results.document import load_results
     from harness.report.table import render_markdown
@@ -513,13 +496,13 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     report = write_report(smoke_run).read_text()
     table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
     for text in (report, table):
-        markdown = _outside_fences(text)
+        markdown = outside_fences(text)
         assert "<img" not in markdown and "<!--" not in markdown and "<details><summary>hidden" not in markdown
         assert "jit\\_a" not in text and "jit_a\\|b\\|c&lt;img src=x onerror=alert(1)&gt;\\`\\`\\`&lt;!--" in text
         assert "# a title of its own" not in text.splitlines()[1:]  # the name stayed on the title line
         rows = [line for line in text.splitlines() if line.startswith("| 0.4.2") and "| cpux8 " in line]
         header = next(line for line in text.splitlines() if line.startswith("| jax ") and "| verdict " in line)
-        assert len(rows) == 2 and all(_unescaped_pipes(r) == _unescaped_pipes(header) for r in rows), rows
+        assert len(rows) == 2 and all(unescaped_pipes(r) == unescaped_pipes(header) for r in rows), rows
     assert report.splitlines()[0].startswith("# smoke # a title of its own &lt;!--: regression")
     # The listing's fence is longer than the backticks a name holds, and each name stays on one line.
     assert "````console\n$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
@@ -528,7 +511,7 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
 
 def _mentions(markdown: str) -> list[str]:
     """The `@name` mentions and `#123` references GitHub would act on (outside code, which it links not)."""
-    return re.findall(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][\w/-]*|#[0-9]+", _outside_fences(markdown))
+    return re.findall(r"(?<![A-Za-z0-9_])@[A-Za-z0-9][\w/-]*|#[0-9]+", outside_fences(markdown))
 
 
 def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):

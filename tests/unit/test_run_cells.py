@@ -7,7 +7,7 @@ import pytest
 
 from harness.core.model import CellSpec, Mesh, Platform, Verdict
 from harness.measure.cell_runner import CellRunner, OpenCell, error_cell, run_cells
-from tests.unit.test_runner import REPRO, ScriptedEnvironment
+from tests.fakes import REPRO, ScriptedEnvironment
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 

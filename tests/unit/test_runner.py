@@ -1,6 +1,5 @@
 """The runner's bookkeeping against an environment that writes cache entries itself (no JAX)."""
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -8,45 +7,13 @@ import time
 
 from harness.core import jaxlog
 from harness.inputs.config import Repro
-from harness.environments.base import Environment
 from harness.core.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
 from harness.inputs.run_env import process_env, repro_args
 from harness.measure.cell_runner import CellRunner
 from harness.measure.seeds import random_seeds
+from tests.fakes import REPRO, ScriptedEnvironment
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
-REPRO = Repro("shard_map_grad", __file__, builtin=True)
-
-
-class ScriptedEnvironment(Environment):
-    """Writes the entry `key_for(seed)` into the cache, like a JAX process would."""
-
-    jax_version = "0.4.28"
-
-    def __init__(self, key_for, fail_seeds=(), delay=0.0):
-        self.key_for, self.fail_seeds, self.delay = key_for, set(fail_seeds), delay
-        self.calls = []
-        self.active = 0
-        self.max_active = 0
-        self.lock = threading.Lock()
-
-    def run(self, program, env, cache_dir, log_path, timeout_s):
-        with self.lock:
-            self.active += 1
-            self.max_active = max(self.max_active, self.active)
-        self.calls.append((list(program.args), dict(env)))
-        seed = int(env["PYTHONHASHSEED"])
-        time.sleep(self.delay)
-        log_path.write_text(f"seed {seed}\n")
-        (cache_dir / f"jit_f-{self.key_for(seed):064x}").write_text("x")
-        with self.lock:
-            self.active -= 1
-        if seed in self.fail_seeds:
-            return ProcessOutcome(1, 0.01, reason="exit code 1")
-        return ProcessOutcome(0, 0.01)
-
-    def describe(self):
-        return {"backend": "scripted"}
 
 
 def test_process_env_sets_cache_thresholds_and_simulated_devices():

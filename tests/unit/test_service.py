@@ -14,31 +14,12 @@ import pytest
 from harness import service
 from harness.cli import commands as cli
 from harness.environments import BackendChoice
-from harness.environments.base import Backend
 from harness.environments.local import LocalBackend
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.model import Platform, ThresholdMode
 from harness.core.vary_factors import Factor
 from harness.inputs.config import load_config
-from tests.unit.test_runner import ScriptedEnvironment
-from tests.unit.test_versions import INDEX
-
-
-class FakeBackend(Backend):
-    """prepare(version) does what `plan[version]` says: raise the exception, give that environment, or by
-    default a scripted environment whose runs all write one key (clean)."""
-
-    name = "venv"
-
-    def __init__(self, plan):
-        self.plan, self.prepared = plan, []
-
-    def prepare(self, jax_version, platform, say=None):
-        self.prepared.append(jax_version)
-        planned = self.plan.get(jax_version)
-        if isinstance(planned, BaseException):
-            raise planned
-        return planned or ScriptedEnvironment(lambda seed: 1)
+from tests.fakes import INDEX, FakeBackend, ScriptedEnvironment
 
 
 @pytest.fixture

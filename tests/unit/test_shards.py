@@ -7,49 +7,16 @@ import pytest
 
 from harness.cli import commands as cli
 from harness.core.errors import UserError
-from harness.core.model import CellResult, CellSpec, Mesh, Platform, RunRecord, Verdict
 from harness.results.document import summaries_by_mesh, summarise
 from harness.results.document import ResultsDocument
 from harness.results.merge import merge_documents
 from harness.inputs.sharding import Shard, parse_shard
-
-MESHES = [Mesh((8, 1, 1, 1), ("a", "b", "c", "d")), Mesh((4, 2, 1, 1), ("a", "b", "c", "d"))]
-VERSIONS = ["0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30"]
-VERDICTS = {"0.4.26": Verdict.CLEAN, "0.4.27": Verdict.REPRODUCED, "0.4.28": Verdict.REPRODUCED,
-            "0.4.29": Verdict.CLEAN, "0.4.30": Verdict.CLEAN}
-CONFIG = {"name": "s", "repro": "shard_map_grad", "jax_versions": [">=0.4.26"], "runs": 4, "source": "s.yaml"}
-
-
-def planned():
-    return [CellSpec(v, Platform.CPU, 8, m) for v in VERSIONS for m in MESHES]
-
-
-def measured(spec):
-    key = f"jit_f-{abs(hash(spec.key)):064x}"[:70]
-    return CellResult(spec, VERDICTS[spec.jax_version], {"jit_f": [key]},
-                      [RunRecord(1, 7, 0, 1.0, [key], log="logs/x/run-01.log")], "why", [key], {"jax": spec.jax_version})
-
-
-def document(cells, shard=None, **changes):
-    doc = {"schema_version": 1, "created": "2026-11-29T00:00:00Z", "finished": "2026-11-29T01:00:00Z",
-           "status": "complete", "config": dict(CONFIG), "versions": VERSIONS, "options": {"runs": 4},
-           "host": {"os": "Linux"}, "cells": [c.to_json() for c in cells],
-           **({"shard": shard.to_json([s.key for s in planned()], [c.spec.key for c in cells])} if shard else {})}
-    for key, value in changes.items():
-        doc["config" if key in CONFIG else key] = value if key not in CONFIG else {**doc["config"], key: value}
-    return doc
-
+from tests.cells import CONFIG, VERSIONS, document, measured, planned, shard_documents
 
 def merge(documents):
     """merge_documents on the documents as results.json holds them: (merged JSON, cells)."""
     merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in documents])
     return merged.to_json(), merged.cells
-
-
-def shard_documents(count):
-    whole = [measured(s) for s in planned()]
-    shards = [Shard(i, count) for i in range(1, count + 1)]
-    return [(f"shard{s.index}", document(s.select(whole), s)) for s in shards]
 
 
 @pytest.mark.parametrize("text, expected", [("1/1", Shard(1, 1)), ("2/4", Shard(2, 4)), (" 4 / 4 ", Shard(4, 4))])

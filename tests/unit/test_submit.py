@@ -18,7 +18,8 @@ from harness.core.model import Platform
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time
 from harness.slurm.scheduler import Slurm, SlurmError
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX
+from tests.cells import junit_cases, shard_folders
 
 
 @pytest.fixture(autouse=True)
@@ -298,7 +299,7 @@ def test_the_tasks_do_not_get_the_ci_outputs(no_slurm, capsys, tmp_path):
 
 class MergingSlurm(RecordingSlurm):
     """A cluster whose jobs are done as soon as submitted: the merge job merges the shards of
-    tests/unit/test_shards.py (those in `shards`) into the sweep's merged/ folder, as merge.sbatch would."""
+    tests/cells.py (those in `shards`) into the sweep's merged/ folder, as merge.sbatch would."""
 
     def __init__(self, shards=(1, 2)):
         super().__init__()
@@ -306,7 +307,6 @@ class MergingSlurm(RecordingSlurm):
 
     def submit(self, script, *options):
         if script.name == "merge.sbatch":
-            from tests.unit.test_ci_output import shard_folders
             folders = shard_folders(script.parent / "shards", keep=self.shards)
             service.merge([Path(f) for f in folders], script.parent / "merged", "harness merge")
         return super().submit(script, *options)
@@ -323,7 +323,6 @@ class MergingSlurm(RecordingSlurm):
 ])
 def test_submit_wait_writes_the_ci_outputs_of_the_merged_cells(shards, flags, code, said, monkeypatch, capsys,
                                                                tmp_path):
-    from tests.unit.test_ci_output import junit_cases
     monkeypatch.setattr(service.submitting, "Slurm", lambda: MergingSlurm(shards))
     summary, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

@@ -16,6 +16,7 @@ from harness.environments import BackendChoice
 from harness.environments.base import Backend, Environment
 from harness.core.errors import BackendUnavailable
 from harness.core.model import ProcessOutcome
+from tests.fakes import FakeBackend
 
 # Two cells (two meshes) of one version.
 CONFIG = ("name: faults\nrepro: shard_map_grad\njax_versions: ['0.4.29']\nruns: 2\ndevice_count: 2\n"
@@ -37,19 +38,10 @@ class WritesOneKey(Environment):
         return {"backend": "fake", "python": "3.11"}
 
 
-class FakeBackend(Backend):
-    name = "local"  # so the CLI asks it for its version instead of the package index
-
-    def __init__(self, fail_with: Exception | None = None):
-        self.fail_with = fail_with
-
-    def installed_version(self) -> str:
-        return "0.4.29"
-
-    def prepare(self, jax_version, platform, say=None) -> Environment:
-        if self.fail_with:
-            raise self.fail_with
-        return WritesOneKey(jax_version)
+def local(**options) -> FakeBackend:
+    """A local backend (the CLI asks it for its version, 0.4.29, instead of the package index) whose
+    runs all write one key."""
+    return FakeBackend(name="local", installed="0.4.29", default=WritesOneKey, **options)
 
 
 @pytest.fixture
@@ -64,7 +56,7 @@ def sweep(monkeypatch, tmp_path, write):
 
 
 def test_a_backend_that_cannot_run_found_late_leaves_no_results_folder(sweep, tmp_path, capsys):
-    code = sweep(FakeBackend(BackendUnavailable("--backend local: this interpreter has no jax")))
+    code = sweep(local(failure=BackendUnavailable("--backend local: this interpreter has no jax")))
     err = capsys.readouterr().err
     assert code == 2 and err.strip().splitlines() == ["harness: error: --backend local: this interpreter has no jax"]
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -82,7 +74,7 @@ def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(swe
         real(path, text)
 
     monkeypatch.setattr(writer, "write_atomic", fills_up)
-    code = sweep(FakeBackend())
+    code = sweep(local())
     err = capsys.readouterr().err
     assert code == 3 and "Traceback" not in err  # the harness could not finish: its failure code
     assert err.strip().splitlines()[-1].startswith("harness: error: No space left on device"), err
@@ -113,7 +105,7 @@ def test_a_full_disk_names_the_file_it_could_not_write(sweep, tmp_path, capsys, 
             monkeypatch.setattr(files.os, "fsync", real_fsync)
 
     monkeypatch.setattr(writer, "write_atomic", fills_up)
-    code = sweep(FakeBackend())
+    code = sweep(local())
     err = capsys.readouterr().err
     (folder,) = (tmp_path / "out").iterdir()
     assert code == 3 and err.strip().splitlines()[-1] == (

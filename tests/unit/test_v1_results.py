@@ -14,7 +14,7 @@ from harness import service
 from harness.cli import commands as cli
 from harness.core.confidence import MissBounds, SeedStrategy
 from harness.results.document import SCHEMA_VERSION, ResultsDocument, RunStatus
-from tests.unit.test_versions import INDEX
+from tests.fakes import INDEX
 
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run"
 SUMMARY = "regression present from the first measured release, 0.4.28 (no clean release before it); fixed in 0.4.29"

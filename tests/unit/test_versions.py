@@ -1,34 +1,12 @@
 """Version resolution against a fake index: releases only, sorted, jaxlib must exist."""
 
-from datetime import datetime, timezone
 
 import pytest
 
 from harness.core.errors import UserError
 from harness.inputs.pythons import PythonVersion
-from harness.inputs.versions import Release, check_syntax, matches, resolve
-
-
-class FakeIndex:
-    def __init__(self, jax, jaxlib, yanked=()):
-        t = datetime(2024, 1, 1, tzinfo=timezone.utc)
-        self.data = {"jax": {v: Release(v, t, v in yanked) for v in jax},
-                     "jaxlib": {v: Release(v, t) for v in jaxlib}}
-
-    def releases(self, package):
-        return self.data[package]
-
-    def release_date(self, version):
-        return None
-
-
-INDEX = FakeIndex(
-    jax=["0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31", "0.4.32rc1", "0.4.33.dev1",
-         "0.4.9", "0.5.0", "0.4.34"],
-    jaxlib=["0.4.25", "0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31", "0.4.32rc1", "0.4.9",
-            "0.5.0", "0.4.33.dev1"],
-    yanked=["0.4.30"],
-)
+from harness.inputs.versions import check_syntax, matches, resolve
+from tests.fakes import INDEX
 
 
 def test_seed_range():
