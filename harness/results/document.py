@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 import json
 import os
-import platform
 import shlex
 import sys
 from datetime import datetime, timezone
@@ -24,10 +23,8 @@ from packaging.version import Version
 
 from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
-from harness.core.files import fitting_name, harness_version, read_json_bounded
-from harness.environments.gpus import accelerator_facts
-from harness.results.header import HostFacts, ResultsHeader
-from harness.core.hostinfo import scheduler_facts
+from harness.core.files import fitting_name, read_json_bounded
+from harness.results.header import ResultsHeader
 from harness.core.model import CellResult
 
 # 2: written from ResultsDocument. Version 1 files (the release before) have the same fields: a field
@@ -209,20 +206,6 @@ def new_run_dir(results_root: Path, name: str) -> Path:
     except OSError as exc:
         raise UserError(f"--out {results_root}: cannot create a results folder there ({exc.strerror})") from None
     return path
-
-
-def host_facts(backend: dict[str, Any]) -> HostFacts:
-    host = {
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "harness_python": sys.executable,
-        "harness_version": harness_version(),
-        **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
-        **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
-    }
-    # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
-    return HostFacts.from_json({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})
 
 
 def summarise(cells: list[CellResult]) -> dict[str, Any]:

@@ -4,21 +4,26 @@ status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from dataclasses import dataclass, replace
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from harness.inputs.dependencies import Sources, sources_from
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import Backend, BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
+from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError
+from harness.core.files import harness_version
+from harness.core.hostinfo import scheduler_facts
 from harness.core.vary_factors import Factor
 from harness.measure.parallelism import Jobs, choose_jobs, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex, private_projects
-from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
+from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.model import BackendName
-from harness.results.document import RunStatus, host_facts
+from harness.results.document import RunStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
 from harness.output.writer import ResultsWriter
@@ -202,3 +207,19 @@ def sweep_versions(config: Config, versions: tuple[str, ...] | None, choice: Bac
         raise UserError(f"{source}: the local interpreter has jax {installed}, which "
                         f"{', '.join(entries)} does not include (pass --versions {installed})")
     return say_left_out(resolve(entries, index, source=source, pythons=choice.backend.pythons), progress)
+
+
+def host_facts(backend: dict[str, Any]) -> HostFacts:
+    """This machine as results.json's `host` records it: the backend's facts, then the host's own (the GPUs
+    nvidia-smi answers with, the Slurm job), probed here at the edge and not by the results document."""
+    host = {
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "harness_python": sys.executable,
+        "harness_version": harness_version(),
+        **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
+        **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
+    }
+    # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
+    return HostFacts.from_json({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})

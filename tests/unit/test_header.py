@@ -18,7 +18,8 @@ from harness.core.files import harness_version
 from harness.results.header import BisectRange, HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
 from harness.results.identity import SweepIdentity
 from harness.core.model import BackendName, Platform, ThresholdMode
-from harness.results.document import ResultsDocument, host_facts, load_results
+from harness.results.document import ResultsDocument, load_results
+from harness.service.measurement import host_facts
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FOLDERS = ["v1-release-run", "smoke-run", "smoke-run-jobs2"]

@@ -11,7 +11,8 @@ import pytest
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
 from harness.core.model import CellResult, CellSpec, Platform, Verdict
-from harness.results.document import ResultsDocument, RunStatus, host_facts
+from harness.results.document import ResultsDocument, RunStatus
+from harness.service.measurement import host_facts
 from harness.report.table import render
 
 
