@@ -160,7 +160,7 @@ class HostFacts:
         return read_recorded(cls, data, extra="facts")
 
     def to_json(self) -> dict[str, Any]:
-        # The backend's facts first, then the host's own: as results.host_facts always ordered them.
+        # The backend's facts first, then the host's own: as host_facts (service/measurement.py) always ordered them.
         own = write_recorded(replace(self, facts={}, order=()), extra="facts")
         backend = {"backend": own.pop("backend")} if "backend" in own else {}
         return in_order({**backend, **self.facts, **own}, self.order)
