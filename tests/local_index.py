@@ -59,7 +59,8 @@ def served(folder: Path) -> Iterator[str]:
     """`folder` over HTTP on 127.0.0.1 (a free port) while the block runs: its base URL."""
     handler = partial(_Quiet, directory=str(folder))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop to look again: every 10 ms, not the default 0.5 s
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
