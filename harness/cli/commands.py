@@ -125,8 +125,13 @@ def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
     return globals()[f"cmd_{command.replace('-', '_')}"]
 
 
+def _typed(words: tuple[str, ...]) -> str:
+    """The command line as typed: the results header records it."""
+    return shlex.join(["harness", *words])
+
+
 def _sweep_options(given: Given, words: tuple[str, ...]) -> service.SweepOptions:
-    return from_given(service.SweepOptions, given, argv=words)
+    return from_given(service.SweepOptions, given, command=_typed(words))
 
 
 def cmd_run(given: Given, words: tuple[str, ...]) -> int:
@@ -142,7 +147,7 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
-    options = from_given(service.ReduceOptions, given, argv=words)
+    options = from_given(service.ReduceOptions, given, command=_typed(words))
     done = service.reduce(_script_check(given), options, _progress(given))
     state = done.state
     if done.status == RunStatus.INTERRUPTED:
@@ -282,7 +287,7 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
 def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
     _check_ci_paths(given)
     option_checks.check_ci_outputs_need_wait(given["wait"], given["junit_xml"], given["fail_on"])
-    submit_options = from_given(service.SubmitOptions, given, argv=words)
+    submit_options = from_given(service.SubmitOptions, given, command=_typed(words))
     found = service.submit(given["config"], submit_options, dry_run=given["dry_run"], progress=ConsoleProgress())
     if found.submitted is None:
         print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")

@@ -41,6 +41,8 @@ class MeasureOptions:
     cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
     # The command as parsed (harness/inputs/options.py): every command line printed for it is spelled from this.
     given: Given | None = field(default=None, compare=False)
+    # The command line as typed, which the results header records ("harness" alone for options built by hand).
+    command: str = field(default="harness", compare=False)
     processes: int | None = None  # replaces the config's processes (a multi-process job per run)
     vary: tuple[Factor, ...] | None = None  # replaces the config's vary (docs/variation.md)
     # Where packages come from (harness/inputs/dependencies.py's Sources): another index, the user's own package.
@@ -53,7 +55,6 @@ class MeasureOptions:
 class SweepOptions(MeasureOptions):
     all_runs: bool = False  # every run even after a cell reproduced
     resume: Path | None = None  # finish the sweep of this results folder
-    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the header records it
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,6 @@ class SubmitOptions(MeasureOptions):
     time: str | None = None  # Slurm's format; None: the scripts' default
     sbatch_args: tuple[str, ...] = ()  # more #SBATCH lines, e.g. --account=lab
     only_shards: tuple[int, ...] = ()  # re-submit these into the folder `out` names
-    argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,6 @@ class ReduceOptions(MeasureOptions):
     good: str | None = None
     resume: Path | None = None  # continue the reduction in this folder
     max_candidates: int | None = None  # candidates run at most (None: until no pass shrinks the program)
-    argv: tuple[str, ...] = ()  # the command as typed (after `harness`): the headers record it
 
 
 @dataclass(frozen=True)

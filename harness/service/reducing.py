@@ -4,7 +4,6 @@ bad and good releases, the folder; the reduction itself is harness/reduce/."""
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import replace
 
 from harness.inputs.config import Config
@@ -62,7 +61,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     config = replace(config, jax_versions=tuple(versions))
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     jobs = opened.ready(options, progress, device_count_source="--device-count")
-    command = shlex.join(["harness", *options.argv])
+    command = options.command
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
         return opened.header(command, measured_versions,

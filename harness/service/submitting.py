@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -111,7 +110,7 @@ def submit(config_path: Path, options: SubmitOptions, dry_run: bool = False,
         ([f"--partition={options.partition}"] if options.partition else []) + list(options.sbatch_args)
     done = submission.submit(slurm, jobs, record, options.out, only_shards=options.only_shards,
                              overrides=tuple(overrides) if again else (),
-                             command=shlex.join(["harness", *options.argv]))
+                             command=options.command)
     return SubmitOutcome(jobs, done, before)
 
 

@@ -4,7 +4,6 @@ still lacks), and the line that resumes it."""
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 from typing import Callable
 
@@ -14,7 +13,7 @@ from harness.inputs.dependencies import parse_requirements, read_requirements_fi
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
 from harness.results.header import RecordedOptions
-from harness.inputs.options import DEFAULT_RESULTS, Given, parse
+from harness.inputs.options import DEFAULT_RESULTS, Given
 from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
 from harness.environments.package_index import PyPIIndex
@@ -31,19 +30,11 @@ from harness.results.resume import check_same_sweep, finished_cells, still_to_me
 from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
-from harness.service.options import MeasureOptions, ScriptCheck, SweepOptions
+from harness.service.options import ScriptCheck, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between
 from harness.output.writer import ResultsWriter
-
-
-def given_of(options: MeasureOptions, argv: tuple[str, ...] = ()) -> Given | None:
-    """The command as parsed: the options' own, or (for a caller that built them by hand) `argv` read
-    by the same parser."""
-    if options.given is not None:
-        return options.given
-    return parse(list(argv))[0] if argv else None
 
 
 def resume_command(given: Given, run_dir: Path) -> str:
@@ -111,7 +102,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
                  f"up to {runs} runs each")
 
     jobs = opened.ready(options, progress)
-    header = opened.header(shlex.join(["harness", *options.argv]), versions,
+    header = opened.header(options.command, versions,
                            RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
                                            all_runs=options.all_runs))
     header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
@@ -139,6 +130,6 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
             more(cells_sweep, opened.index)
 
     status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
-    given = given_of(options, options.argv)
+    given = options.given
     again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
     return SweepOutcome(writer.dir, writer.cells, status, again, summary_of(writer.document.header, writer.cells))
