@@ -76,6 +76,10 @@ class Sources:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     editables: tuple[str, ...] = ()
+    # Each editable folder's content digest (editable_content), in the order of `editables`: part of a
+    # sweep's identity (an edit between a sweep and its --resume is another package), not of the
+    # environment's (an editable install sees the edit without a rebuild).
+    editable_digests: tuple[str, ...] = field(default=(), compare=False)
     # Where the indexes came from when not from the command line: the variable's name.
     index_variable: str | None = field(default=None, compare=False)
     # The projects an extra index serves: installed as it has them, not as of the release's date (a
@@ -123,18 +127,49 @@ def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editabl
     for url in (index, *extras):
         if url is not None and not re.match(r"^(https?|file)://\S+$", url.strip()):
             raise UserError(f"--index-url/--extra-index-url: {url!r} is not an http(s):// or file:// URL")
-    folders = []
-    for path in editables:
-        folder = Path(path).resolve()
-        if not folder.is_dir():
-            raise UserError(f"--with-editable: {path}: no such folder (give your package's folder, "
-                            "the one with pyproject.toml or setup.py)")
-        if not any((folder / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
-            raise UserError(f"--with-editable: {path}: has no pyproject.toml, setup.py or setup.cfg: "
-                            "not a package folder")
-        folders.append(str(folder))
-    return Sources(index.strip() if index else None, tuple(u.strip() for u in extras),
-                   tuple(dict.fromkeys(folders)), index_variable=variable)
+    folders = tuple(dict.fromkeys(str(package_folder(path, "--with-editable")) for path in editables))
+    return Sources(index.strip() if index else None, tuple(u.strip() for u in extras), folders,
+                   editable_digests=tuple(editable_content(Path(f)) for f in folders), index_variable=variable)
+
+
+def package_folder(path: Path, where: str) -> Path:
+    """`path` resolved, when it is a folder a package builds from; else UserError naming `where`."""
+    folder = Path(path).expanduser().resolve()
+    if not folder.is_dir():
+        raise UserError(f"{where}: {path}: no such folder (give your package's folder, "
+                        "the one with pyproject.toml or setup.py)")
+    if not any((folder / name).is_file() for name in PACKAGE_FILES):
+        raise UserError(f"{where}: {path}: has no pyproject.toml, setup.py or setup.cfg: not a package folder")
+    return folder
+
+
+PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+# Not the package's content: version control, caches, build outputs and environments inside the folder.
+_NOT_CONTENT = re.compile(r"^(\..*|__pycache__|build|dist|node_modules|.*\.egg-info)$")
+
+
+def editable_content(folder: Path) -> str:
+    """Ten hex digits of an editable package's files (their paths and bytes, outside _NOT_CONTENT), so
+    that a sweep can tell that the code it measures changed between two invocations."""
+    digest = hashlib.sha256()
+    for path in sorted(_content_files(folder)):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError as exc:  # an unreadable file is content the sweep cannot vouch for: named
+            digest.update(f"unreadable: {exc.strerror}".encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:10]
+
+
+def _content_files(folder: Path) -> Iterable[Path]:
+    for entry in folder.iterdir():
+        if _NOT_CONTENT.match(entry.name) or entry.is_symlink():
+            continue
+        if entry.is_dir():
+            yield from _content_files(entry)
+        elif entry.is_file():
+            yield entry
 
 
 def normalise(text: str) -> str:

@@ -311,14 +311,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("with_editable", ("--with-editable",), "your own package's folder (repeatable, as `uv run "
            "--with-editable`), installed editable into each release's venv in the same resolution as jax, its "
            "dependencies as of the release's date (a pin that contradicts the release: that cell's error)",
-           SCRIPTED, Group.SCRIPT, action="append", default=(), type=Path, metavar="PATH", example=("mypkg",)),
+           SCRIPTED, Group.SCRIPT, action="append", default=(), type=Path, metavar="PATH", identity=True,
+           example=("mypkg",)),
     Option("index_url", ("--index-url",), "the package index for the releases' environments and the release "
            "list (default: UV_DEFAULT_INDEX, UV_INDEX_URL or PIP_INDEX_URL, else PyPI); a mirror's simple API "
-           "is enough", MEASURING | {"versions"}, Group.ENVIRONMENT, metavar="URL",
+           "is enough", MEASURING | {"versions"}, Group.ENVIRONMENT, metavar="URL", identity=True,
            example=("https://mirror.example/simple",)),
     Option("extra_index_urls", ("--extra-index-url",), "one more index the environments install from "
            "(repeatable; default: UV_EXTRA_INDEX_URL or PIP_EXTRA_INDEX_URL)", MEASURING | {"versions"},
-           Group.ENVIRONMENT, action="append", default=(), metavar="URL",
+           Group.ENVIRONMENT, action="append", default=(), metavar="URL", identity=True,
            example=("https://extra.example/simple",)),
     Option("shard", ("--shard",), "measure only shard I of N of the cells (join them with harness merge)",
            SWEEPING, Group.INPUT, type=parse_shard, metavar="I/N", example=("2/4",)),

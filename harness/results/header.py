@@ -101,6 +101,8 @@ class RecordedOptions:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] | None = field(default=None, metadata=what("a list of URLs"))
     editables: tuple[str, ...] | None = field(default=None, metadata=what("a list of paths"))
+    # Each editable's content digest, in the order of `editables` (absent in folders written before it).
+    editable_digests: tuple[str, ...] | None = field(default=None, metadata=what("a list of digests"))
     extra: Mapping[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 

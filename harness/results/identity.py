@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from harness.results.header import ResultsHeader
 
@@ -24,6 +24,12 @@ class SweepIdentity:
     runs: int | None  # the most runs per cell
     seeds: str | None  # how the hash seeds are chosen
     all_runs: bool | None  # whether a cell stops at the first later run with a new key
+    # Where the packages came from (--index-url, --extra-index-url, --with-editable): None or () for PyPI
+    # alone, as folders written before these options read. Each editable is (folder, content digest); the
+    # digest is None in folders written before it was recorded, and then only the folder is compared.
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    with_editable: tuple[tuple[str, str | None], ...] = ()
 
     @classmethod
     def of(cls, header: ResultsHeader) -> SweepIdentity:
@@ -33,16 +39,46 @@ class SweepIdentity:
         options = header.options
         return cls(config={k: v for k, v in header.config.to_json().items() if k not in _IGNORED_CONFIG_KEYS},
                    versions=tuple(header.versions), runs=options.runs,
-                   seeds=None if options.seeds is None else str(options.seeds), all_runs=options.all_runs)
+                   seeds=None if options.seeds is None else str(options.seeds), all_runs=options.all_runs,
+                   index_url=options.index_url, extra_index_urls=tuple(options.extra_index_urls or ()),
+                   with_editable=_editables(options.editables or (), options.editable_digests))
 
     def differences(self, other: SweepIdentity) -> list[str]:
         """What differs, each named as the results file names it: `config.runs`, `versions`, `seeds`..."""
         out = [f"config.{k}" for k in sorted(set(self.config) | set(other.config))
                if self.config.get(k) != other.config.get(k)]
-        return out + [name for name in ("versions", "runs", "seeds", "all_runs")
-                      if getattr(self, name) != getattr(other, name)]
+        out += [name for name in ("versions", "runs", "seeds", "all_runs", "index_url", "extra_index_urls")
+                if getattr(self, name) != getattr(other, name)]
+        # The editables as results.json names them (options.editables, options.editable_digests).
+        return out + (["editables"] if not _same_editables(self.with_editable, other.with_editable) else [])
+
+    def describe(self, name: str) -> str:
+        """One difference's value here, as a user reads it (an editable: its folder and content digest)."""
+        if name == "editables":
+            return ", ".join(f"{folder} (content {digest or 'not recorded'})"
+                             for folder, digest in self.with_editable) or "none"
+        value = getattr(self, name)
+        if name == "extra_index_urls":
+            return ", ".join(value) or "none"
+        return "none" if value is None else str(value)
 
     def key(self, **more: Any) -> str:
         """A short stable hash of the identity and `more` (what else names a folder), for folder names."""
-        text = json.dumps({**asdict(self), **more}, sort_keys=True, default=str)
+        # The sources only when given, so that a sweep from PyPI alone keeps the key it had before them.
+        own = {k: v for k, v in asdict(self).items() if k not in _SOURCES or v}
+        text = json.dumps({**own, **more}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+_SOURCES = ("index_url", "extra_index_urls", "with_editable")
+
+
+def _editables(folders: Sequence[str], digests: Sequence[str] | None) -> tuple[tuple[str, str | None], ...]:
+    found = tuple(digests or ())
+    return tuple((folder, found[i] if i < len(found) else None) for i, folder in enumerate(folders))
+
+
+def _same_editables(a: tuple[tuple[str, str | None], ...], b: tuple[tuple[str, str | None], ...]) -> bool:
+    """The same folders, and the same content wherever both sweeps recorded it."""
+    return len(a) == len(b) and all(fa == fb and (da is None or db is None or da == db)
+                                    for (fa, da), (fb, db) in zip(a, b))

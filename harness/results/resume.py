@@ -20,10 +20,19 @@ def check_same_sweep(previous: ResultsHeader, header: ResultsHeader, where: str)
         if name == "versions":
             raise UserError(f"--resume {where}: versions differ ({', '.join(old.versions)} there, "
                             f"{', '.join(new.versions)} now): pass --versions {' '.join(old.versions)}")
+        if name in _SOURCE_FLAGS:
+            flag = _SOURCE_FLAGS[name]
+            raise UserError(f"--resume {where}: {flag} differs ({old.describe(name)} there, {new.describe(name)} "
+                            f"now): resume with the sources that made it, or measure anew in another folder")
         raise UserError(f"--resume {where}: option {name} differs ({getattr(old, name)!r} there, "
                         f"{getattr(new, name)!r} now)")
     if (previous.shard or {}).get("cells") != (header.shard or {}).get("cells"):
         raise UserError(f"--resume {where}: it measured another shard (pass the same --shard)")
+
+
+# The identity's sources as the user gives them (harness/inputs/options.py).
+_SOURCE_FLAGS = {"index_url": "--index-url", "extra_index_urls": "--extra-index-url",
+                 "editables": "--with-editable"}
 
 
 def finished_cells(cells: list[CellResult]) -> list[CellResult]:

@@ -139,7 +139,7 @@ def results_header(command: str, config: Config, versions: list[str], choice: Ba
 def recorded_sources(sources: Sources) -> dict:
     """results.json's record of the sources: absent when packages came from PyPI alone (older folders)."""
     return {"index_url": sources.index_url, "extra_index_urls": sources.extra_index_urls or None,
-            "editables": sources.editables or None}
+            "editables": sources.editables or None, "editable_digests": sources.editable_digests or None}
 
 
 def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],
