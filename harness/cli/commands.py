@@ -142,8 +142,10 @@ def cmd_run(given: Given, words: tuple[str, ...]) -> int:
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     option_checks.check_script_or_module("check", given["script"], given["module"])
     _check_ci_paths(given)
-    config = service.check_config(_script_check(given))
-    return _show_sweep(service.sweep(config, _sweep_options(given, words), _progress(given)), given)
+    check = _script_check(given)
+    config = service.check_config(check)
+    options = service.with_script_packages(_sweep_options(given, words), check.how)  # --with . is --with-editable .
+    return _show_sweep(service.sweep(config, options, _progress(given)), given)
 
 
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
@@ -175,8 +177,10 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
         taken = service.read_fingerprint(source)
     else:
         option_checks.check_fingerprint_source(source, given["module"])
-        config = service.check_config(_script_check(given, runs=2))
-        taken = service.fingerprint(config, from_given(service.FingerprintOptions, given), _progress(given))
+        check = _script_check(given, runs=2)
+        config = service.check_config(check)
+        options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.how)
+        taken = service.fingerprint(config, options, _progress(given))
     text = json.dumps(taken.to_json(), indent=1)
     if given.get("output") is not None and source is not None and source.is_dir():
         given["output"].write_text(text + "\n")
@@ -210,11 +214,15 @@ def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _say_on_stderr(line: str) -> None:
+    print(f"harness: {line}", file=sys.stderr)
+
+
 def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
     """One release per line, a tab, and the Python it would run in (`cut -f1` gives the releases)."""
     resolution = service.list_versions(given["config"], given["versions"] or (), given["python_version"],
                                        from_given(service.PythonOptions, given), given["index_url"],
-                                       given["extra_index_urls"])
+                                       given["extra_index_urls"], say=_say_on_stderr)
     for line in resolution.notes():
         print(f"harness: {line}", file=sys.stderr)
     for version in resolution.versions:

@@ -79,10 +79,15 @@ def _local(options: BackendOptions) -> LocalBackend:
 
 def _docker(options: BackendOptions) -> DockerBackend:
     # An index from the environment stays as before (the wheelhouse's uv reads UV_INDEX_URL itself).
-    given = options.sources.editables or (options.sources.index_variable is None and options.sources)
-    if given:
-        raise UserError("--with-editable and --index-url/--extra-index-url are honoured by --backend venv "
-                        "only: the docker backend's images install from the public index")
+    # Your own package is not copied in: an image installs offline from a wheelhouse of the release's
+    # wheels, which would need the package built and its dependencies downloaded as of each date.
+    if options.sources.editables:
+        raise UserError("--with-editable (or --with PATH, -e PATH): --backend docker builds each release's image "
+                        "offline from the public index's wheels, without your folder; measure your package "
+                        "with --backend venv (the default): drop --backend docker")
+    if options.sources.index_variable is None and options.sources:
+        raise UserError("--index-url/--extra-index-url: --backend docker's images install from the public index "
+                        "only; measure from your index with --backend venv (the default): drop --backend docker")
     return DockerBackend.from_options(options)
 
 

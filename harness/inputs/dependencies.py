@@ -132,7 +132,7 @@ def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editabl
                    editable_digests=tuple(editable_content(Path(f)) for f in folders), index_variable=variable)
 
 
-def package_folder(path: Path, where: str) -> Path:
+def package_folder(path: Path | str, where: str) -> Path:
     """`path` resolved, when it is a folder a package builds from; else UserError naming `where`."""
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
@@ -224,10 +224,38 @@ def read_requirements_file(path: Path, where: str) -> Requirements:
     """A requirements file as `pip -r` reads one: a requirement per line, `#` comments, `\\`
     continuations and `-r other.txt` includes (relative to the file). Other pip options (index URLs,
     `-e`, hashes) would change where packages come from, which the harness decides: refused."""
-    return _read_requirements_file(Path(path), where, seen=())
+    return _read_requirements_file(Path(path), where, seen=(), editables=None)
 
 
-def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...]) -> Requirements:
+def read_script_requirements_file(path: Path, where: str) -> tuple[Requirements, tuple[Path, ...]]:
+    """A requirements file given for a script (`--requirements FILE`): as read_requirements_file, and
+    `-e PATH` (or a line that is a folder's path) names the user's own package, as `--with-editable PATH`
+    does (relative to the file, as pip reads it): (requirements, package folders)."""
+    editables: list[Path] = []
+    found = _read_requirements_file(Path(path), where, seen=(), editables=editables)
+    return found, tuple(editables)
+
+
+def split_script_requirements(strings: Iterable[str], where: str) -> tuple[Requirements, tuple[Path, ...]]:
+    """`--with` strings: a folder's path (`.`, `./mypkg`, `~/src/mypkg`, as uv's `--with .`) is the user's
+    own package, installed as `--with-editable PATH`; the rest are requirements. (requirements, folders)."""
+    strings = tuple(strings)
+    folders = tuple(package_folder(text, where) for text in strings if is_local_path(text))
+    return parse_requirements([t for t in strings if not is_local_path(t)], where), folders
+
+
+def is_local_path(text: object) -> bool:
+    """Whether a requirement-like string is spelled as a local path (uv's and pip's rule: it starts
+    with `.`, `/` or `~`, or has a `/` and is no URL or `name @ ...` reference). A bare name is a name."""
+    if not isinstance(text, str):
+        return False
+    text = text.strip()
+    return bool(text) and "://" not in text and "@" not in text and (text.startswith((".", "/", "~"))
+                                                                      or "/" in text)
+
+
+def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...],
+                            editables: list[Path] | None) -> Requirements:
     if problem := requirements_file_problem(path):
         raise UserError(f"{where}: {path}: {problem}")
     try:
@@ -238,11 +266,18 @@ def _read_requirements_file(path: Path, where: str, seen: tuple[Path, ...]) -> R
     for number, line in _logical_lines(text):
         here = f"{where}: {path} line {number}"
         include = re.match(r"^(?:-r|--requirement)(?:\s+|=)(\S+)$", line)
+        editable = re.match(r"^(?:-e|--editable)(?:\s+|=)(\S+)$", line)
         if include:
             target = (path.parent / include.group(1)).resolve()
             if target in seen or target == path.resolve():
                 raise UserError(f"{here}: {include.group(1)} includes itself")
-            found += _read_requirements_file(target, where, (*seen, path.resolve()))
+            found += _read_requirements_file(target, where, (*seen, path.resolve()), editables)
+        elif editables is not None and (editable or is_local_path(line)):
+            named = editable.group(1) if editable else line
+            if not is_local_path(named) and not (path.parent / named).is_dir():
+                raise UserError(f"{here}: -e {named}: only a local folder can be editable (your own package's "
+                                "folder, as --with-editable PATH)")
+            editables.append(package_folder(path.parent / Path(named).expanduser(), here))
         elif line.startswith("-"):
             raise UserError(f"{here}: pip option {line.split()[0]!r} is not supported (only requirements "
                             "and -r includes; packages come from the index as of each release: your own "

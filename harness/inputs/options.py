@@ -303,9 +303,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("timeout", ("--timeout",), "seconds per run", SCRIPTED, Group.SCRIPT, type=seconds,
            metavar="SECONDS", default=300.0, example=("60.0",)),
     Option("with_requirements", ("--with",), "a requirement the script needs besides jax (repeatable, as "
-           "`uv run --with`), installed with each release as of its date; added to the script's inline metadata",
+           "`uv run --with`), installed with each release as of its date; added to the script's inline metadata; "
+           "a folder's path (`--with .`, `./mypkg`) is your own package, as --with-editable PATH",
            SCRIPTED, Group.SCRIPT, action="append", default=(), metavar="REQ", example=("flax",)),
-    Option("requirements_files", ("--requirements",), "a requirements file (as `pip -r`; repeatable)",
+    Option("requirements_files", ("--requirements",), "a requirements file (as `pip -r`; repeatable); its "
+           "`-e PATH` lines are your own package, as --with-editable PATH",
            SCRIPTED, Group.SCRIPT, action="append", default=(), type=Path, metavar="FILE",
            example=("requirements.txt",)),
     Option("with_editable", ("--with-editable",), "your own package's folder (repeatable, as `uv run "

@@ -77,7 +77,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     check_bisect(options)
     # Checked now, not after the release bisection has been measured and written.
     repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None
-    opened = measurement.open(config, options)
+    opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice
     # Releases no Python here can run are left out (each named), as `harness run` does.
     versions, options = _release_range(config, options, opened.index, choice.backend.pythons, progress)

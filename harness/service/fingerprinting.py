@@ -36,7 +36,7 @@ def this_host(backend: str, cache_dir: Path) -> HostFacts:
 
 def fingerprint(config: Config, options: FingerprintOptions, progress: Progress) -> Fingerprint:
     """One run per release (the config's, or --versions) with one hash seed; its keys and components."""
-    opened = measurement.open(config, options)
+    opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice
     versions = opened.versions(options.versions, progress)
     choice.backend.check(config.platform, progress.say)  # one run each, no --jobs: no GPU or jobs line

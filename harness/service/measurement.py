@@ -63,11 +63,12 @@ class Measurement:
         return results_header(command, config or self.config, versions, self.choice, options)
 
 
-def open(config: Config, options: MeasureOptions) -> Measurement:  # shadows the builtin here only: callers say measurement.open
+def open(config: Config, options: MeasureOptions,
+         say: Callable[[str], None] | None = None) -> Measurement:  # shadows the builtin here only: callers say measurement.open
     """The one opening of every command that measures: the config as the options change it, then the
-    backend and the index."""
+    backend and the index (`say`, when given, hears which index: sources_line)."""
     config = configured(config, options)
-    choice, index = open_backend(config, options)
+    choice, index = open_backend(config, options, say)
     return Measurement(config, choice, index)
 
 
@@ -79,23 +80,27 @@ def configured(config: Config, options: MeasureOptions) -> Config:
     return with_vary(with_processes(config, options.processes), options.vary)
 
 
-def open_backend(config: Config, options: MeasureOptions) -> tuple[BackendChoice, PyPIIndex]:
+def open_backend(config: Config, options: MeasureOptions,
+                 say: Callable[[str], None] | None = None) -> tuple[BackendChoice, PyPIIndex]:
+    """The backend and the index the releases are read from; `say` (a progress line) is told which
+    index that is, and what else the packages come from."""
     sources = sources_from(options.index_url, options.extra_index_urls, options.with_editable, os.environ)
     if sources.extra_index_urls and options.backend != BackendName.LOCAL:
         sources = replace(sources, undated=tuple(sorted({name for url in sources.extra_index_urls
                                                           for name in private_projects(url)})))
     index = PyPIIndex(index_url=sources.index_url)  # asks the network only when a version is resolved or dated
     choice = make_backend(options.backend, _backend_options(config, options, index, sources))
+    if say is not None:
+        say(sources_line(sources))
     return replace(choice, sources=sources), index
 
 
 def sources_line(sources: Sources) -> str:
-    """What a sweep says of where packages come from besides PyPI ("" when nothing else)."""
-    parts = []
+    """The one line a command says of where the releases and packages come from (PyPI: the default)."""
     indexes = [u for u in (sources.index_url, *sources.extra_index_urls) if u]
-    if indexes:
-        parts.append(f"packages from {', '.join(indexes)}"
-                     + (f" (from {sources.index_variable})" if sources.index_variable else ""))
+    parts = [f"packages from {', '.join(indexes)}" + (f" (from {sources.index_variable})" if sources.index_variable
+                                                      else "") if indexes
+             else "packages from PyPI (the default; another index: --index-url URL)"]
     if sources.undated:
         parts.append(f"undated (as the extra index has them, not as of each release): {', '.join(sources.undated)}")
     if sources.editables:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from harness.inputs.config import load_config
 from harness.core.errors import UserError
@@ -22,7 +23,7 @@ MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind
 
 def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: str | None,
                   pythons: PythonOptions = PythonOptions(), index_url: str | None = None,
-                  extra_index_urls: tuple[str, ...] = ()) -> Resolution:
+                  extra_index_urls: tuple[str, ...] = (), say: Callable[[str], None] | None = None) -> Resolution:
     """`harness versions`: the releases a config (or --versions) resolves to, each with the Python its
     venv would use (`python`, "3.N", pins one as the config's python: does)."""
     config = load_config(config_path)
@@ -35,7 +36,7 @@ def list_versions(config_path: Path, versions: tuple[str, ...] | None, python: s
             raise UserError(f"--python-version: {exc} (or auto)") from None
     entries, source = version_entries(config, versions)
     choice, index = open_backend(config, MeasureOptions(pythons=pythons, index_url=index_url,
-                                                        extra_index_urls=extra_index_urls))
+                                                        extra_index_urls=extra_index_urls), say)
     return resolve(entries, index, source=source, pythons=choice.backend.pythons)
 
 def report(results: Path) -> Path:

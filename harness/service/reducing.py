@@ -17,7 +17,7 @@ from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
 from harness.service.option_checks import check_reduce
 from harness.service.options import ReduceOptions, ScriptCheck
-from harness.service.sweeping import check_config
+from harness.service.sweeping import check_config, with_script_packages
 
 
 def _one_release(flag: str, value: str, opened: measurement.Measurement) -> str:
@@ -43,8 +43,9 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     script = check.script
     # The one release reduced is --versions (resolved below), the runs the reduction's: not what check says.
     config = check_config(replace(check, versions=None, runs=options.runs))
+    options = with_script_packages(options, check.how)  # --with . and -e PATH are --with-editable PATH
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
-    opened = measurement.open(config, options)
+    opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice
     installed = choice.backend.installed_version()
     if installed is not None:

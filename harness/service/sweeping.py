@@ -4,12 +4,13 @@ still lacks), and the line that resumes it."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from harness.core.confidence import runs_for_target
 from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config
-from harness.inputs.dependencies import parse_requirements, read_requirements_file
+from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
 from harness.results.header import RecordedOptions
@@ -30,7 +31,7 @@ from harness.results.resume import check_same_sweep, finished_cells, still_to_me
 from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
-from harness.service.options import ScriptCheck, SweepOptions
+from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between
@@ -46,6 +47,25 @@ def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOu
     """`harness run CONFIG`."""
     return sweep(load_config(config_path), options, progress)
 
+M = TypeVar("M", bound=MeasureOptions)
+
+
+def script_requirements(how: ScriptRun) -> tuple[Requirements, tuple[Path, ...]]:
+    """The requirements of --with and --requirements, and the user's own package folders they name
+    (`--with .`, `-e PATH` in the file): those are installed as --with-editable PATH is."""
+    requirements, folders = split_script_requirements(how.with_requirements, "--with")  # a bad one names the flag
+    for file in how.requirements_files:
+        more, found = read_script_requirements_file(file, "--requirements")  # a missing or odd file is one line
+        requirements, folders = requirements + more, folders + found
+    return requirements, folders
+
+
+def with_script_packages(options: M, how: ScriptRun) -> M:
+    """The options with the package folders --with and --requirements name added to --with-editable."""
+    _, folders = script_requirements(how)
+    return replace(options, with_editable=(*options.with_editable, *folders)) if folders else options
+
+
 def check_config(check: ScriptCheck) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
     other."""
@@ -56,9 +76,7 @@ def check_config(check: ScriptCheck) -> Config:
         stem, target = script.stem, {"repro": str(script.resolve())}
     else:
         stem, target = how.module, {"module": how.module}
-    requirements = parse_requirements(how.with_requirements, "--with")  # a bad one names the flag
-    for file in how.requirements_files:
-        requirements += read_requirements_file(file, "--requirements")  # a missing or odd file is one line
+    requirements, _ = script_requirements(how)
     data = {"name": fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME),
             **target, "jax_versions": list(check.versions or [LATEST]),
             "platform": str(check.platform), "device_count": check.device_count,
@@ -86,8 +104,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     opened = measurement.open(config, options)
     config, choice = opened.config, opened.choice
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    if where := sources_line(choice.sources):
-        progress.say(where)
+    progress.say(sources_line(choice.sources))
     if config.requirements:
         progress.say(f"the script's requirements, installed with each release as of its date: "
                      f"{', '.join(config.requirements.items)}")

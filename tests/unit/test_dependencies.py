@@ -242,9 +242,12 @@ def test_bad_requirements_for_check_name_the_flag_or_the_script(capsys, tmp_path
     code, err = _cli(["check", str(script), "--with", "flax", "--with", "optax>=0.2,<"], capsys, tmp_path,
                      monkeypatch)
     assert code == 2 and "--with: 'optax>=0.2,<' is not a valid requirement" in err
-    reqs = write("r.txt", "flax\n-e ./local\n")
+    reqs = write("r.txt", "flax\n--index-url https://x.example/simple\n")
     code, err = _cli(["check", str(script), "--requirements", str(reqs)], capsys, tmp_path, monkeypatch)
-    assert code == 2 and "--requirements: " in err and "line 2: pip option '-e'" in err
+    assert code == 2 and "--requirements: " in err and "line 2: pip option '--index-url'" in err
+    reqs = write("r.txt", "flax\n-e ./local\n")  # your own package, as --with-editable: here no such folder
+    code, err = _cli(["check", str(script), "--requirements", str(reqs)], capsys, tmp_path, monkeypatch)
+    assert code == 2 and "--requirements: " in err and "line 2: " in err and "/local: no such folder" in err
     bad = write("bad.py", "# /// script\n# dependencies = ['flax @']\n# ///\n")
     code, err = _cli(["check", str(bad)], capsys, tmp_path, monkeypatch)
     assert code == 2 and "bad.py: inline script metadata (dependencies): 'flax @'" in err

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import commands as cli
-from harness.inputs.dependencies import Sources, parse_requirements, read_requirements_file, sources_from
+from harness.inputs.dependencies import (Sources, is_local_path, parse_requirements, read_requirements_file,
+                                        read_script_requirements_file, sources_from, split_script_requirements)
+from harness.service.measurement import sources_line
 from harness.environments.venv import VenvBackend
 from harness.core.errors import UserError
 from harness.results.header import RecordedOptions
@@ -137,3 +139,59 @@ def test_an_extra_index_names_its_own_projects_and_a_mirror_of_pypi_none(tmp_pat
         assert private_projects(f"{url}/simple") == ("other-pkg", "tinypkg")
     with pytest.raises(UserError, match="cannot reach"):
         private_projects(url + "/simple", timeout_s=5)  # stopped now
+
+
+def test_with_a_folder_path_is_your_own_package_and_a_bare_name_a_requirement(tmp_path, monkeypatch):
+    folder = package(tmp_path)
+    (tmp_path / "flax").mkdir()  # a folder named as a package: `--with flax` still means the package
+    monkeypatch.chdir(folder)
+    requirements, folders = split_script_requirements([".", "flax", f"{tmp_path}/mypkg", "../mypkg"], "--with")
+    assert requirements.items == ("flax",) and folders == (folder.resolve(),) * 3
+    assert is_local_path("~/src/mypkg") and not is_local_path("mypkg @ https://x.example/a.whl")
+    with pytest.raises(UserError, match=r"^--with: \./absent: no such folder"):
+        split_script_requirements(["./absent"], "--with")
+    with pytest.raises(UserError, match="not a package folder"):
+        split_script_requirements([str(tmp_path / "flax")], "--with")
+
+
+def test_minus_e_in_a_script_requirements_file_is_your_own_package_relative_to_the_file(tmp_path, write):
+    folder = package(tmp_path)
+    listed = write("reqs/r.txt", "flax\n-e ../mypkg\n--editable=../mypkg\n")
+    requirements, folders = read_script_requirements_file(listed, "--requirements")
+    assert requirements.items == ("flax",) and folders == (folder.resolve(), folder.resolve())
+    with pytest.raises(UserError, match="line 1: -e git\\+https://x.example/p.git: only a local folder"):
+        read_script_requirements_file(write("g.txt", "-e git+https://x.example/p.git\n"), "--requirements")
+    with pytest.raises(UserError, match="pip option '-e'"):  # a config's requirements_file: no --with-editable there
+        read_requirements_file(listed, "c.yaml: requirements_file")
+
+
+@pytest.mark.parametrize("words", [["--with", "PKG"], ["--requirements", "REQS"]])
+def test_with_a_folder_reaches_the_backend_as_with_editable(words, tmp_path, write, capsys):
+    """--backend local refuses an editable package: that it says so shows `--with .` and `-e .` became one."""
+    folder = package(tmp_path)
+    script = write("step.py", "import jax\n")
+    reqs = write("r.txt", f"-e {folder}\n")
+    words = [str(folder) if w == "PKG" else str(reqs) if w == "REQS" else w for w in words]
+    code = cli.main(["check", str(script), *words, "--backend", "local", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--with-editable: --backend local installs nothing" in err, err
+
+
+def test_docker_refuses_your_package_and_your_index_naming_what_to_use_instead(tmp_path, write, capsys):
+    folder = package(tmp_path)
+    script = write("step.py", "import jax\n")
+    for words, flag in (([f"--with-editable={folder}"], "--with-editable"), (["--index-url", MIRROR], "--index-url")):
+        code = cli.main(["check", str(script), *words, "--backend", "docker", "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"harness: error: {flag}") and \
+            "--backend venv (the default): drop --backend docker" in err[0], err
+
+
+def test_versions_says_which_index_it_reads_pypi_too(mirror, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("UV_INDEX_URL", mirror)
+    for name in ("UV_DEFAULT_INDEX", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli.main(["versions", "configs/smoke.yaml", "--versions", "latest"]) == 0
+    assert f"harness: packages from {mirror} (from UV_INDEX_URL)" in capsys.readouterr().err.splitlines()
+    assert sources_line(Sources()) == "packages from PyPI (the default; another index: --index-url URL)"
