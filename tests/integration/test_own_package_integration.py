@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cli import commands as cli
 from tests.local_index import build_wheel, served, simple_index
 from tests.sweeps import check
 
@@ -71,3 +72,22 @@ def test_a_package_pinning_another_jax_is_that_cells_error_in_one_line(tmp_path,
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "error" and not cell["runs"]
     assert "mypkg" in cell["reason"] and "jax==0.4.30" in cell["reason"] and "\n" not in cell["reason"]
+
+
+def test_with_a_folder_is_your_package_and_an_edit_before_resume_is_refused(tmp_path, capsys, private_index):
+    """`--with PATH` installs the package as --with-editable does; results.json records its content, and a
+    --resume after the package was edited is refused in one line (exit 2): one table, one package."""
+    folder, script = own_package(tmp_path, '"tinypkg"')
+    argv = [str(script), "--with", str(folder), "--extra-index-url", private_index, "--versions", "0.4.31",
+            "--runs", "2"]
+    swept = check(argv, tmp_path / "out", capsys, quiet=False)
+    (cell,) = swept.data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert cell["environment"]["editables"] == [str(folder.resolve())]
+    (digest,) = swept.data["options"]["editable_digests"]
+    assert f"packages from {private_index}" in swept.err
+    (folder / "mypkg" / "__init__.py").write_text(STEP.replace("jnp.sin", "jnp.cos"))
+    code = cli.main(["check", *argv, "--resume", str(swept.run_dir), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"--with-editable differs ({folder.resolve()} (content {digest}) there" in err[0]
