@@ -125,7 +125,7 @@ def test_a_base_image_that_cannot_be_had_is_one_clear_line(client):
     backend = DockerBackend(base_image="jax-harness-no-such-base:1")
     with pytest.raises(BackendUnavailable) as info:
         backend.prepare("0.4.29", Platform.CPU)
-    assert "jax-harness-no-such-base:1" in str(info.value) and "make base-image" in str(info.value)
+    assert "jax-harness-no-such-base:1" in str(info.value) and "harness base-image" in str(info.value)
 
 
 def test_auto_chooses_docker_when_a_daemon_answers(client):
