@@ -172,7 +172,10 @@ def job_problem(environment: Environment, spec: CellSpec, log_dir: Path, timeout
 
 
 def _probe(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: float) -> str | None:
-    with tempfile.TemporaryDirectory(prefix="job-probe-cache-") as cache:
+    # The probe's cache folder beside its logs, not in /tmp: a reduction's write watch allows only the run's
+    # own folders, and the probe is the harness's, not the candidate's.
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="job-probe-cache-", dir=log_dir) as cache:
         try:
             record = measure_job(environment, Program(PROBE_SCRIPT), spec,
                                  tuple(range(1, spec.processes + 1)), Path(cache), log_dir, None, 1, timeout_s,
