@@ -170,7 +170,7 @@ class Bisection:
     state: BisectState
     writer: BisectionSink
     progress: Progress
-    jobs: int = 1
+    at_once: int = 1
     good: str | None = None
     bad: str | None = None
     jax_repo: GitRepo | None = None  # built (so checked) by the caller before anything is measured
@@ -182,7 +182,7 @@ class Bisection:
 
     def __post_init__(self):
         self.measurer = PointMeasurer(self.config, self.planner, self.state, self.writer.dir, self.progress,
-                                      self._on_point, self.jobs, self._on_interrupted)
+                                      self._on_point, self.at_once, self._on_interrupted)
 
     def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
         self._cells[point] = cells

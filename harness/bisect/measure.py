@@ -40,7 +40,7 @@ class PointMeasurer:
     work_dir: Path  # logs/ and caches/ go here
     progress: Progress
     on_point: OnPoint
-    jobs: int = 1
+    at_once: int = 1
     on_interrupted: OnInterrupted = lambda point, cell: None  # where a cell cut short is kept
 
     def measure(self, point: str, specs: list[CellSpec],
@@ -56,7 +56,7 @@ class PointMeasurer:
             # Cut short, the cell is kept in the results (a release's; a commit's cells are in the state
             # only) but the point is never recorded: a resumed bisection measures it again.
             return measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
-                                keep=lambda cell: self.on_interrupted(point, cell), jobs=self.jobs,
+                                keep=lambda cell: self.on_interrupted(point, cell), at_once=self.at_once,
                                 stop_when_reproduced=True)
 
         cells = measure_alternatives(specs, alternatives, measure, self.progress)

@@ -106,7 +106,7 @@ def _measure(target: RefCommit, sources: CommitSources, releases: list[str], swe
             sweep.writer.add(_tag(cell, target, cell.environment.get("jaxlib_release")))
 
         return measure_cell(spec, env, sweep.config, sweep.planner, sweep.writer.dir, progress, keep=keep,
-                            jobs=sweep.jobs, stop_when_reproduced=sweep.stop_when_reproduced)
+                            at_once=sweep.at_once, stop_when_reproduced=sweep.stop_when_reproduced)
 
     cells = measure_alternatives(specs, [environment(j) for j in jaxlibs], measure, progress, all_specs=True)
     return [_tag(c, target, c.environment.get("jaxlib_release")) for c in cells]

@@ -26,7 +26,7 @@ NULL_AS_EMPTY: dict[str, dict[str, Any]] = {
 
 # Record -> its keys that hold a list of another record: upgraded with it.
 NESTED: dict[str, dict[str, str]] = {
-    "JobFacts": {"per_process": "ProcessVerdict"},
+    "GroupFacts": {"per_process": "ProcessVerdict"},
     "CellCost": {"runs": "RunCost"},
 }
 

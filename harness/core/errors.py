@@ -79,6 +79,6 @@ class BackendUnavailable(UserError):
     """The chosen backend cannot work on this machine at all (no Docker daemon, no JAX installed)."""
 
 
-class JobUnsupported(Exception):
+class GroupUnsupported(Exception):
     """A multi-process run cannot be made here (this backend, or this release cannot run such a job): the
     cell is `unsupported`, saying why, never `error`."""

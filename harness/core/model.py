@@ -136,7 +136,7 @@ class ProcessVerdict:
 
 
 @dataclass(frozen=True)
-class JobFacts:
+class GroupFacts:
     """What the runs of a multi-process cell show besides the verdict (harness/verdicts/ranks.py)."""
 
     processes: int
@@ -151,7 +151,7 @@ class JobFacts:
         return to_builtins(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> JobFacts:
+    def from_json(cls, data: dict[str, Any]) -> GroupFacts:
         return decode(cls, data)
 
 
@@ -189,18 +189,18 @@ class CellSpec:
 
     @property
     def key(self) -> str:
-        job = f"|{self.processes}p" if self.processes > 1 else ""
-        return f"{self.jax_version}|{self.platform}|{self.device_count}|{self.mesh_label}{job}"
+        group = f"|{self.processes}p" if self.processes > 1 else ""
+        return f"{self.jax_version}|{self.platform}|{self.device_count}|{self.mesh_label}{group}"
 
     @property
-    def is_job(self) -> bool:
+    def is_multiprocess(self) -> bool:
         return self.processes > 1
 
     @property
     def devices_label(self) -> str:
         """`cpux8`, or `cpux8 (2 processes)` for a job: what the table's platform column says."""
         label = f"{self.platform}x{self.device_count}"
-        return f"{label} ({self.processes} processes)" if self.is_job else label
+        return f"{label} ({self.processes} processes)" if self.is_multiprocess else label
 
     @property
     def mesh_label(self) -> str:
@@ -211,9 +211,9 @@ class CellSpec:
     def slug(self) -> str:
         """The cell's folder name under logs/, caches/ and evidence/."""
         mesh = "-".join(map(str, self.mesh.shape)) + "-" + "".join(self.mesh.axis_names) if self.mesh else NO_MESH
-        job = f"-{self.processes}p" if self.is_job else ""
+        group = f"-{self.processes}p" if self.is_multiprocess else ""
         return re.sub(r"[^A-Za-z0-9._-]", "_",
-                      f"jax-{self.jax_version}-{self.platform}{self.device_count}{job}-{mesh}")
+                      f"jax-{self.jax_version}-{self.platform}{self.device_count}{group}-{mesh}")
 
 
 @dataclass(frozen=True)
@@ -692,7 +692,7 @@ class CellResult:
     as_you_run_it: str = ""
     seed_check: SeedCheck | None = None  # some runs failed, others passed: does the failure follow the seed
     rank_split: RankSplit | None = None  # a job whose processes computed different keys for one module
-    job: JobFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
+    job: GroupFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
     variation: CellVariation | None = None  # --vary: the factors' runs against the reference run
     cost: CellCost | None = None  # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     extra: dict[str, Any] = field(default_factory=dict)  # fields this release does not know, kept as read
@@ -765,7 +765,7 @@ class CellResult:
             out["as_you_run_it"] = self.as_you_run_it
         if self.seed_check is not None:
             out["seed_check"] = self.seed_check.to_json()
-        if self.spec.is_job:
+        if self.spec.is_multiprocess:
             out["processes"] = self.spec.processes
         if self.rank_split is not None:
             out["rank_split"] = self.rank_split.to_json()
@@ -814,7 +814,7 @@ class CellResult:
             as_you_run_it=data.get("as_you_run_it", ""),
             seed_check=SeedCheck.from_json(data["seed_check"]) if data.get("seed_check") else None,
             rank_split=RankSplit.from_json(data["rank_split"]) if data.get("rank_split") else None,
-            job=JobFacts.from_json(data["job"]) if data.get("job") else None,
+            job=GroupFacts.from_json(data["job"]) if data.get("job") else None,
             variation=CellVariation.from_json(data["variation"]) if data.get("variation") else None,
             cost=CellCost.from_json(data["cost"]) if isinstance(data.get("cost"), dict) else None,
             extra={k: v for k, v in data.items() if k not in _CELL_FIELDS},

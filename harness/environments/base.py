@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.vary import CannotVary
-from harness.core.errors import BackendUnavailable, JobUnsupported
+from harness.core.errors import BackendUnavailable, GroupUnsupported
 from harness.core.vary_factors import Factor
 from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.pythons import PythonChooser
@@ -47,12 +47,12 @@ class Environment(abc.ABC):
         run (--vary) also gets `variation=RunVariation(...)`: what this backend must change besides.
         """
 
-    def run_job(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
+    def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                 timeout_s: float) -> list[ProcessOutcome]:
         """Run one job: a process of `program` per entry of `envs` (by rank), all at once, sharing
         `cache_dir`, each with its own log; every process stopped by `timeout_s` (sooner once one of them
         has failed). One outcome per process. JobUnsupported when this backend cannot."""
-        raise JobUnsupported(f"the {self.describe().get('backend', 'this')} backend cannot run a multi-process job")
+        raise GroupUnsupported(f"the {self.describe().get('backend', 'this')} backend cannot run a multi-process job")
 
     def cannot_vary(self, factor: Factor) -> str:
         """Why this environment cannot make `factor`'s change (--vary), or "" when it can."""

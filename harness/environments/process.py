@@ -333,7 +333,7 @@ class InterpreterEnvironment(Environment):
         return run_process([*program.launcher, *wrapped([python, *program.argv()], variation)], full_env, log_path,
                            timeout_s, cwd=program.workdir)
 
-    def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
         argv = [*program.launcher, str(self.python), *program.argv()]
         full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
         starts = [(argv, env, log) for env, log in zip(full, log_paths)]

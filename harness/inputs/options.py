@@ -61,7 +61,7 @@ def positive(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def jobs(text: str) -> int | None:
+def runs_at_once(text: str) -> int | None:
     """`auto` (None: the service chooses from the cores and the platform) or a number of runs at once."""
     if text == JOBS_AUTO:
         return None
@@ -88,7 +88,7 @@ def factors(text: str) -> tuple[Factor, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _spell_jobs(value: int | None) -> str:
+def _spell_runs_at_once(value: int | None) -> str:
     return JOBS_AUTO if value is None else str(value)
 
 
@@ -256,7 +256,7 @@ OPTIONS: tuple[Option, ...] = (
            "miss bound of 1e-3 whatever the script's name sets)", SCRIPTED, Group.MEASURE,
            type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",)),
     Option("jobs", ("--jobs",), "runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",
-           MEASURING, Group.ENVIRONMENT, type=jobs, metavar="N|auto", spell=_spell_jobs, example=("2",)),
+           MEASURING, Group.ENVIRONMENT, type=runs_at_once, metavar="N|auto", spell=_spell_runs_at_once, example=("2",)),
     Option("backend", ("--backend",), "where each JAX version runs (auto = docker if a daemon answers)",
            MEASURING, Group.ENVIRONMENT, convert=BackendName, choices=tuple(m.value for m in BackendName),
            default=DEFAULT_BACKEND,

@@ -22,9 +22,9 @@ from harness.inputs.config import Repro
 from harness.environments import vary as varying
 from harness.verdicts.cost import cell_cost
 from harness.environments.base import Environment
-from harness.core.errors import JobUnsupported
+from harness.core.errors import GroupUnsupported
 from harness.core.vary_factors import Factor, RunVariation
-from harness.measure.multiprocess_run import job_problem, measure_job
+from harness.measure.multiprocess_run import group_problem, measure_group
 from harness.core.listing import entries, list_dir
 from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
                            SeedRun, ThresholdMode, Verdict)
@@ -61,7 +61,7 @@ class CellRunner:
     environment: Environment
     repro: Repro
     timeout_s: float
-    jobs: int = 1
+    at_once: int = 1
     on_run: OnRun | None = None
     thresholds: ThresholdMode = ThresholdMode.HARNESS  # zeros (every module cached), or the script's own
     # As the script's author runs it: its arguments, environment additions, working folder.
@@ -84,7 +84,7 @@ class CellRunner:
         results: list[CellResult] = []
         try:
             run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
-                                             stop_when_reproduced, give_up, folder, reseed)], self.jobs,
+                                             stop_when_reproduced, give_up, folder, reseed)], self.at_once,
                       results.append,
                       self.on_run)
         except KeyboardInterrupt:
@@ -106,10 +106,10 @@ class CellRunner:
         cell = explain(with_script_cache(cell, self.thresholds), tell_thresholds=not self.repro.builtin)
         return with_seed_check(cell, seed_check) if seed_check is not None else cell
 
-    def measure_job(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
+    def measure_group(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
                     index: int, seeds: tuple[int, ...]) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
-        return measure_job(self.environment, program_for(self.repro, spec, self.args, self.cwd), spec, seeds,
+        return measure_group(self.environment, program_for(self.repro, spec, self.args, self.cwd), spec, seeds,
                            cache_dir, log_dir, results_root, index, self.timeout_s, self.env, self.thresholds,
                            script=not self.repro.builtin)
 
@@ -154,7 +154,7 @@ def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
 
 
 @dataclass(frozen=True)
-class Job:
+class QueuedRun:
     """One run of an open cell: a planned run (`check` None), a seed check's re-run of run `index`, or
     (--vary) a factor's run or the control run, with the reference run's seed."""
 
@@ -181,7 +181,7 @@ class OpenCell:
     # How a user's script's runs get the cell's folder: decided by its first run (None until then).
     folder: FolderMode | None = None
     folder_why: str = ""
-    checks: list[Job] | None = None  # the seed check's re-runs still to start (None: not planned yet)
+    checks: list[QueuedRun] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
     reseed: Reseed | None = None  # a user script's: its later seeds, chosen after run 1
@@ -199,11 +199,11 @@ class OpenCell:
         log_dir.mkdir(parents=True, exist_ok=True)
         folder = FolderMode.ENVIRONMENT if runner.repro.builtin else folder
         folder_why = "as the original's runs got it (harness reduce)" if folder and not runner.repro.builtin else ""
-        if spec.is_job:
+        if spec.is_multiprocess:
             assert all(len(s) == spec.processes for s in launches), "a job's runs need a seed per process"
             try:
-                problem = job_problem(runner.environment, spec, log_dir, runner.timeout_s)
-            except JobUnsupported as exc:
+                problem = group_problem(runner.environment, spec, log_dir, runner.timeout_s)
+            except GroupUnsupported as exc:
                 problem = str(exc)
             if problem:
                 return CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
@@ -215,7 +215,7 @@ class OpenCell:
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
-                   folder_why=folder_why, reseed=None if spec.is_job else reseed)
+                   folder_why=folder_why, reseed=None if spec.is_multiprocess else reseed)
 
     @property
     def slots(self) -> int:
@@ -245,19 +245,19 @@ class OpenCell:
             self.vary = VaryPhase.begin(self)
         return self.vary
 
-    def _plan_checks(self) -> list[Job]:
+    def _plan_checks(self) -> list[QueuedRun]:
         """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
         found = candidates(self.tally.records)
-        if found is None or self.spec.is_job:  # a job's seeds are several: its failures are not re-run
+        if found is None or self.spec.is_multiprocess:  # a job's seeds are several: its failures are not re-run
             return []
         failing, passing = found
-        return [Job(run.index, run.seed, check) for check in RERUNS
+        return [QueuedRun(run.index, run.seed, check) for check in RERUNS
                 for run in ([failing] if check.startswith(FAILING) else [passing])]
 
-    def take(self) -> Job:
+    def take(self) -> QueuedRun:
         if self._planned_runs_left():
             index, seeds = self.pending.pop(0)
-            return Job(index, seeds[0], ranks=seeds if self.spec.is_job else ())
+            return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
         if self.checks:
             return self.checks.pop(0)
         return self.vary.take()
@@ -269,38 +269,38 @@ class OpenCell:
     def finished(self) -> bool:
         return self.running == 0 and not self.startable()
 
-    def measure(self, job: Job) -> RunRecord | FactorResult:
-        if job.factor is not None or job.control:
-            return self.vary.measure(job)
-        if self.spec.is_job:
-            return self.runner.measure_job(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
-                                           job.ranks)
-        if job.check is not None:
-            return self._recheck(job)
+    def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
+        if queued.factor is not None or queued.control:
+            return self.vary.measure(queued)
+        if self.spec.is_multiprocess:
+            return self.runner.measure_group(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
+                                           queued.ranks)
+        if queued.check is not None:
+            return self._recheck(queued)
         if self.folder is None:
-            record = self._first_run(job)
+            record = self._first_run(queued)
         else:
-            record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
-                                             job.seed, self.folder)
+            record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
+                                             queued.seed, self.folder)
         if self.reseed is not None and not self.tally.records:
-            self._reseed(job)
+            self._reseed(queued)
         return record
 
-    def _reseed(self, job: Job) -> None:
+    def _reseed(self, queued: QueuedRun) -> None:
         """After run 1 (it runs alone: nothing else is taken meanwhile), the later runs' seeds chosen from
         the module it lowered."""
         reseed, self.reseed = self.reseed, None
-        dump = ir_dump_dir(self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log")
-        later = reseed(job.seed, dump)
+        dump = ir_dump_dir(self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log")
+        later = reseed(queued.seed, dump)
         self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
 
-    def _first_run(self, job: Job) -> RunRecord:
+    def _first_run(self, queued: QueuedRun) -> RunRecord:
         """A user's script's first run tells how its runs get the folder: with the folder only through
         the hook (as the script runs, its own order of things kept); when the script set no folder in
         code, it could not cache at all as written, so the run is redone with the folder from the
         environment (its first attempt's log kept beside, as `.no-folder.log`)."""
-        record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
-                                         job.seed, FolderMode.HOOK)
+        record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
+                                         queued.seed, FolderMode.HOOK)
         api = sets_own_folder(record.script_cache)
         if api is not None:
             self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
@@ -308,36 +308,36 @@ class OpenCell:
         self.folder = FolderMode.ENVIRONMENT
         self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
                            "JAX_COMPILATION_CACHE_DIR")
-        log = self.log_dir / f"run-{job.index:02d}-seed-{job.seed}.log"
+        log = self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log"
         if log.exists():
             log.replace(log.with_suffix(".no-folder.log"))
         for leftover in (cache_record_path(log), ir_dump_dir(log)):
             shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
         for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
             (self.cache_dir / name).unlink(missing_ok=True)
-        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, job.index,
-                                       job.seed, self.folder)
+        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
+                                       queued.seed, self.folder)
 
-    def _recheck(self, job: Job) -> RunRecord:
+    def _recheck(self, queued: QueuedRun) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
-        again = "" if job.check in (FAILING, PASSING) else "-again"
-        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{job.seed}{again}")
+        again = "" if queued.check in (FAILING, PASSING) else "-again"
+        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{queued.seed}{again}")
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(parents=True)
-        return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, job.index, job.seed,
+        return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, queued.index, queued.seed,
                                        self.folder or FolderMode.ENVIRONMENT,
-                                       name=f"seed-check-run-{job.index:02d}-seed-{job.seed}{again}")
+                                       name=f"seed-check-run-{queued.index:02d}-seed-{queued.seed}{again}")
 
-    def done(self, job: Job, record: RunRecord | FactorResult) -> bool:
+    def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
-        if job.factor is not None or job.control:
-            self.vary.done(job, record)
+        if queued.factor is not None or queued.control:
+            self.vary.done(queued, record)
             return False
-        if job.check is None:
+        if queued.check is None:
             self.tally.add(record)
             return True
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
-        self.rechecked[job.check] = SeedRun(job.seed, job.index, record.ok, detail, record.log)
+        self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
         return False
 
     def seed_check(self) -> SeedCheck | None:
@@ -379,7 +379,7 @@ class VaryPhase:
         verdict = cell.tally.cell(cell.spec, [], {}).verdict
         variation = CellVariation(reference.index if reference else 0, reference.seed if reference else 0)
         why = why_not_varied(reference, verdict)
-        if cell.spec.is_job:
+        if cell.spec.is_multiprocess:
             why = "a multi-process cell's runs are jobs; --vary varies single-process cells only"
         if why:
             variation.note = f"no factor was run: {why}"
@@ -390,16 +390,16 @@ class VaryPhase:
         return bool(self.todo) or (self.reference is not None and not self.control_taken
                                    and needs_control(self.variation))
 
-    def take(self) -> Job:
+    def take(self) -> QueuedRun:
         self.runs_made += 1
         index = self.cell.tally.planned + self.runs_made  # after every run the cell could have made
         if self.todo:
-            return Job(index, self.reference.seed, factor=self.todo.pop(0))
+            return QueuedRun(index, self.reference.seed, factor=self.todo.pop(0))
         self.control_taken = True
-        return Job(index, self.reference.seed, control=True)
+        return QueuedRun(index, self.reference.seed, control=True)
 
-    def done(self, job: Job, result: RunRecord | FactorResult) -> None:
-        if job.control:
+    def done(self, queued: QueuedRun, result: RunRecord | FactorResult) -> None:
+        if queued.control:
             with_control(self.variation, self.reference, result)
             return
         self.variation.factors.append(result)
@@ -407,22 +407,22 @@ class VaryPhase:
             self.cell.runner.on_factor(self.cell.spec, result)
 
     @staticmethod
-    def _name(job: Job) -> str:
-        return f"vary-{job.factor}-seed-{job.seed}" if job.factor else f"control-seed-{job.seed}"
+    def _name(queued: QueuedRun) -> str:
+        return f"vary-{queued.factor}-seed-{queued.seed}" if queued.factor else f"control-seed-{queued.seed}"
 
-    def _run(self, job: Job, prepared: varying.FactorRun | None) -> RunRecord:
+    def _run(self, queued: QueuedRun, prepared: varying.FactorRun | None) -> RunRecord:
         cell = self.cell
-        name = self._name(job)
+        name = self._name(queued)
         return cell.runner.measure_run(cell.spec, prepared.cache_dir if prepared else cell.cache_dir, cell.log_dir,
-                                       cell.results_root, job.index, job.seed, cell.folder or FolderMode.ENVIRONMENT,
+                                       cell.results_root, queued.index, queued.seed, cell.folder or FolderMode.ENVIRONMENT,
                                        name=name, program=prepared.program if prepared else None,
                                        variation=prepared.variation if prepared else None)
 
-    def measure(self, job: Job) -> RunRecord | FactorResult:
+    def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         """The control run's record, or a factor's result (its run judged against the reference)."""
-        if job.control:
-            return self._run(job, None)
-        factor = job.factor
+        if queued.control:
+            return self._run(queued, None)
+        factor = queued.factor
         cell, runner = self.cell, self.cell.runner
         environment = runner.environment
         why = environment.cannot_vary(factor)
@@ -439,7 +439,7 @@ class VaryPhase:
                     if problem:
                         raise varying.CannotVary(problem)
                 # Its IR dump's folder made now, so that it too is open to the other user.
-                (cell.log_dir / f"{self._name(job)}.ir").mkdir(parents=True, exist_ok=True)
+                (cell.log_dir / f"{self._name(queued)}.ir").mkdir(parents=True, exist_ok=True)
                 varying.open_to_all(cell.cache_dir, cell.log_dir)
             elif factor == Factor.PREFIX:
                 copy = environment.prefix_copy()
@@ -452,7 +452,7 @@ class VaryPhase:
             return cannot_vary(factor, str(exc))
         except OSError as exc:  # its folders could not be made (a full disk, a file name too long): one factor lost
             return not_judged(factor, f"its folders could not be made ({exc}): the factor could not be measured")
-        record = self._run(job, prepared)
+        record = self._run(queued, prepared)
         on_disk = frozenset(e.key for e in entries(list_dir(prepared.cache_dir)))
         if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it
             for name in record.new_entries:
@@ -466,7 +466,7 @@ class VaryPhase:
 CellOpener = Callable[[], "OpenCell | CellResult"]
 
 
-def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[CellResult], None],
+def run_cells(openers: Iterable[CellOpener], at_once: int, on_result: Callable[[CellResult], None],
               on_run: OnRun | None = None) -> None:
     """Measure cells with `jobs` runs at once in all: a cell's first run alone (in its own folder), then
     its later runs, and when the open cells cannot use a free slot (a cell's first run, or a cell that
@@ -478,7 +478,7 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
     openers = iter(openers)
     opened: list[OpenCell | CellResult | None] = []  # by cell number: still open, or its result
     emitted = 0
-    running: dict[Future, tuple[int, OpenCell, Job]] = {}
+    running: dict[Future, tuple[int, OpenCell, QueuedRun]] = {}
     exhausted = False
     failure: Exception | None = None
 
@@ -488,17 +488,17 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
             on_result(opened[emitted])
             emitted += 1
 
-    pool = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="run")
+    pool = ThreadPoolExecutor(max(1, at_once), thread_name_prefix="run")
 
     def busy() -> int:  # slots taken; a job wider than `jobs` runs alone
-        return sum(min(cell.slots, max(1, jobs)) for _, cell, _ in running.values())
+        return sum(min(cell.slots, max(1, at_once)) for _, cell, _ in running.values())
 
     def fits(cell: OpenCell) -> bool:
-        return busy() + min(cell.slots, max(1, jobs)) <= max(1, jobs)
+        return busy() + min(cell.slots, max(1, at_once)) <= max(1, at_once)
 
     try:
         while True:
-            while busy() < max(1, jobs):
+            while busy() < max(1, at_once):
                 cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable() and fits(c)), None)
                 if cell is None and any(isinstance(c, OpenCell) and c.startable() for c in opened):
                     break  # a job waits for slots to free up
@@ -515,9 +515,9 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
                         failure, exhausted = exc, True
                         break
                     continue
-                job = cell.take()
+                queued = cell.take()
                 cell.running += 1
-                running[pool.submit(cell.measure, job)] = (opened.index(cell), cell, job)
+                running[pool.submit(cell.measure, queued)] = (opened.index(cell), cell, queued)
             for number, cell in enumerate(opened):
                 if isinstance(cell, OpenCell) and cell.finished():
                     opened[number] = cell.result()
@@ -530,10 +530,10 @@ def run_cells(openers: Iterable[CellOpener], jobs: int, on_result: Callable[[Cel
                 continue
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                _, cell, job = running.pop(future)
+                _, cell, queued = running.pop(future)
                 record = future.result()  # a harness failure is raised here
                 cell.running -= 1
-                if cell.done(job, record) and on_run:
+                if cell.done(queued, record) and on_run:
                     on_run(cell.spec, record, cell.tally.planned)
     except KeyboardInterrupt:
         for cell in {id(c): c for c in opened if isinstance(c, OpenCell)}.values():

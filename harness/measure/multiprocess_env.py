@@ -26,7 +26,7 @@ CPU_COLLECTIVES = {"JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo"}
 
 
 @dataclass(frozen=True)
-class JobPlan:
+class GroupPlan:
     """One launch of a job: the seeds by rank and the coordinator's address."""
 
     seeds: tuple[int, ...]
@@ -42,7 +42,7 @@ def devices_per_process(spec: CellSpec) -> int:
     return spec.device_count // spec.processes
 
 
-def rank_env(spec: CellSpec, plan: JobPlan, rank: int,
+def rank_env(spec: CellSpec, plan: GroupPlan, rank: int,
              thresholds: ThresholdMode = ThresholdMode.HARNESS) -> dict[str, str]:
     """The variables of process `rank`: a run's own (its seed), its share of the simulated devices, the job."""
     env = process_env(spec, plan.seeds[rank], thresholds)
@@ -54,7 +54,7 @@ def rank_env(spec: CellSpec, plan: JobPlan, rank: int,
     return env
 
 
-def job_hook_env() -> dict[str, str]:
+def group_hook_env() -> dict[str, str]:
     """The start-up hook's folder on PYTHONPATH, for a run that has no other reason to load it."""
     return {"PYTHONPATH": str(STARTUP_DIR)}
 

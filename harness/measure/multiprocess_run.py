@@ -17,9 +17,9 @@ from pathlib import Path
 
 from harness.environments.base import Environment
 from harness.environments.process import AFTER_PEERS
-from harness.core.errors import JobUnsupported
+from harness.core.errors import GroupUnsupported
 from harness.core.jaxlog import merged
-from harness.measure.multiprocess_env import JobPlan, job_hook_env, rank_env, rank_log
+from harness.measure.multiprocess_env import GroupPlan, group_hook_env, rank_env, rank_log
 from harness.core.listing import list_dir
 from harness.core.model import CellSpec, ProcessOutcome, Program, RankRecord, RunRecord, ThresholdMode
 from harness.inputs.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
@@ -79,7 +79,7 @@ def _rank_reason(outcome: ProcessOutcome, log: Path) -> str:
     return reason if outcome.timed_out else with_log_detail(reason, log)
 
 
-def job_reason(ranks: list[RankRecord]) -> str:
+def group_reason(ranks: list[RankRecord]) -> str:
     """Why a job failed, naming each process that did not end well: `processes did not finish: ...` when
     one was stopped (a hang), `processes failed: ...` when each ended by itself."""
     bad = [r for r in ranks if not r.ok]
@@ -89,23 +89,23 @@ def job_reason(ranks: list[RankRecord]) -> str:
     return f"{head}: " + "; ".join(f"process {r.rank} ({r.reason})" for r in bad)
 
 
-def measure_job(environment: Environment, program: Program, spec: CellSpec, seeds: tuple[int, ...],
+def measure_group(environment: Environment, program: Program, spec: CellSpec, seeds: tuple[int, ...],
                 cache_dir: Path, log_dir: Path, results_root: Path | None, index: int, timeout_s: float,
                 user_env: tuple[tuple[str, str], ...] = (), thresholds: ThresholdMode = ThresholdMode.HARNESS,
                 script: bool = True) -> RunRecord:
     """One launch: every process at once, then the listing, each process's log read."""
-    plan = JobPlan(seeds, f"{LOOPBACK}:{free_port()}")
+    plan = GroupPlan(seeds, f"{LOOPBACK}:{free_port()}")
     before = list_dir(cache_dir)
     log = log_dir / f"run-{index:02d}-seed-{seeds[0]}.log"
     logs = [rank_log(log, rank) for rank in range(plan.processes)]
     envs = []
     for rank, rank_log_path in enumerate(logs):
-        env = {**rank_env(spec, plan, rank, thresholds if script else ThresholdMode.HARNESS), **job_hook_env()}
+        env = {**rank_env(spec, plan, rank, thresholds if script else ThresholdMode.HARNESS), **group_hook_env()}
         if script:
             env[IR_DUMP_VAR] = str(ir_dump_dir(rank_log_path).resolve())
             env.update(hook_env(cache_record_path(rank_log_path), thresholds))
         envs.append(merge_user_env(env, user_env))
-    outcomes = environment.run_job(program, envs, cache_dir, logs, timeout_s)
+    outcomes = environment.run_group(program, envs, cache_dir, logs, timeout_s)
     added = sorted(list_dir(cache_dir) - before)
 
     def shown(path: Path) -> str:
@@ -126,7 +126,7 @@ def measure_job(environment: Environment, program: Program, spec: CellSpec, seed
     return RunRecord(index=index, seed=seeds[0],
                      exit_code=0 if failed is None else failed.exit_code,
                      duration_s=round(max(o.duration_s for o in outcomes), 3), new_entries=added,
-                     timed_out=any(r.timed_out for r in ranks), reason=job_reason(ranks), log=shown(logs[0]),
+                     timed_out=any(r.timed_out for r in ranks), reason=group_reason(ranks), log=shown(logs[0]),
                      script_cache=ranks[0].script_cache, keys=merged(logged) if logged else None,
                      log_note="" if logged else ranks[0].log_note, ranks=ranks)
 
@@ -158,7 +158,7 @@ def _environment_key(environment: Environment, spec: CellSpec) -> tuple:
             spec.processes)
 
 
-def job_problem(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: float) -> str | None:
+def group_problem(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: float) -> str | None:
     """Why this environment cannot run a job of `spec.processes` here (None when it can): a probe job joins
     and runs one collective across all processes. Asked once per environment and job shape."""
     key = _environment_key(environment, spec)
@@ -177,10 +177,10 @@ def _probe(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: f
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="job-probe-cache-", dir=log_dir) as cache:
         try:
-            record = measure_job(environment, Program(PROBE_SCRIPT), spec,
+            record = measure_group(environment, Program(PROBE_SCRIPT), spec,
                                  tuple(range(1, spec.processes + 1)), Path(cache), log_dir, None, 1, timeout_s,
                                  script=False)
-        except JobUnsupported as exc:
+        except GroupUnsupported as exc:
             return str(exc)
     what = f"jax {spec.jax_version} cannot run a {spec.processes}-process job here"
     if not record.ok:

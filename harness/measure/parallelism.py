@@ -16,7 +16,7 @@ from harness.core.model import Platform
 
 
 @dataclass(frozen=True)
-class Jobs:
+class RunsAtOnce:
     """The runs at once of a sweep, and why that number."""
 
     count: int
@@ -34,11 +34,11 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def choose_jobs(requested: int | None, platform: Platform, cores: int) -> Jobs:
+def choose_runs_at_once(requested: int | None, platform: Platform, cores: int) -> RunsAtOnce:
     """`requested` None is `--jobs auto`."""
     if requested is not None:
-        return Jobs(requested, "--jobs")
+        return RunsAtOnce(requested, "--jobs")
     if platform == Platform.CPU:
-        return Jobs(max(1, cores), f"auto: {cores} core(s) here, cpu cells")
-    return Jobs(1, f"auto: {platform} cells run one at a time (each run would claim most of the GPU memory; "
+        return RunsAtOnce(max(1, cores), f"auto: {cores} core(s) here, cpu cells")
+    return RunsAtOnce(1, f"auto: {platform} cells run one at a time (each run would claim most of the GPU memory; "
                    f"--jobs N to overlap them)")

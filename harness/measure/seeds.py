@@ -232,7 +232,7 @@ class SeedPlanner:
     _probes: dict = field(default_factory=dict)
 
     def plan(self, spec: CellSpec, environment: Environment, log_dir: Path) -> SeedPlan:
-        if not spec.is_job:
+        if not spec.is_multiprocess:
             return self._plan(spec, environment, log_dir)[0]
         plan, probe = self._plan(spec, environment, log_dir)
         return with_ranks(plan, spec.processes, probe)
@@ -271,7 +271,7 @@ class SeedPlanner:
         """For a user script's single-process cell planned with chosen seeds (`plan` still random: its
         names were unknown), what picks its later seeds after run 1, rewriting `plan` to say so; None for
         any other cell. A job's ranks keep their random seeds."""
-        if self.strategy != SeedStrategy.CHOSEN or spec.mesh is not None or spec.is_job:
+        if self.strategy != SeedStrategy.CHOSEN or spec.mesh is not None or spec.is_multiprocess:
             return None
 
         def reseed(first: int, dump: Path) -> list[int]:

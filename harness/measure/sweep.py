@@ -82,7 +82,7 @@ class Sweep:
     backend: Backend
     writer: CellSink
     progress: Progress
-    jobs: int = 1
+    at_once: int = 1
     planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
     stop_when_reproduced: bool = True  # a later run with a new key settles the cell: stop its runs there
 
@@ -105,7 +105,7 @@ class Sweep:
                 cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
                 plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
-                runner = cell_runner(env, self.config, self.jobs, on_factor=factor_line(self.progress))
+                runner = cell_runner(env, self.config, self.at_once, on_factor=factor_line(self.progress))
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
@@ -121,7 +121,7 @@ class Sweep:
                 results.append(result)
 
         try:
-            run_cells((opener(n, spec) for n, spec in enumerate(cells, start=1)), self.jobs, finished,
+            run_cells((opener(n, spec) for n, spec in enumerate(cells, start=1)), self.at_once, finished,
                       on_run=self.progress.run_finished)
         finally:
             preparations.close()
@@ -140,11 +140,11 @@ def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | 
     return reseed_and_say
 
 
-def cell_runner(environment: Environment, config: Config, jobs: int, on_run: OnRun | None = None,
+def cell_runner(environment: Environment, config: Config, at_once: int, on_run: OnRun | None = None,
                 on_factor: OnFactor | None = None) -> CellRunner:
     """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout,
     the factors it varies."""
-    return CellRunner(environment, config.repro, config.timeout_s, jobs, on_run=on_run,
+    return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
                       vary=config.vary, on_factor=on_factor)
 
@@ -177,7 +177,7 @@ def keep_then_stop(cell: CellResult, keep: Callable[[CellResult], None]) -> Cell
 
 
 def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
-                 work_dir: Path, progress: Progress, keep: Callable[[CellResult], None], jobs: int = 1,
+                 work_dir: Path, progress: Progress, keep: Callable[[CellResult], None], at_once: int = 1,
                  stop_when_reproduced: bool = True) -> CellResult:
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
     the seeds and miss bounds recorded in the result. After Ctrl-C the cell (`interrupted`, with the runs
@@ -185,7 +185,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
-    runner = cell_runner(environment, config, jobs, on_run=progress.run_finished, on_factor=factor_line(progress))
+    runner = cell_runner(environment, config, at_once, on_run=progress.run_finished, on_factor=factor_line(progress))
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced,
                       reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress))

@@ -134,7 +134,7 @@ class Measurer:
     bad_seeds: list[Launch]  # the deciding seeds first, then the extras
     work: Path  # scratch: each candidate's folder is removed once measured
     timeout_s: float
-    jobs: int = 1
+    at_once: int = 1
     folder: FolderMode | None = None  # how the original's runs got the cell's cache folder: the candidates' too
     # Between processes: how the original's processes died (own_failures); a candidate's may die so, or hang,
     # but a crash of its own (a TypeError once the keys were computed) is not the bug and is rejected.
@@ -163,7 +163,7 @@ class Measurer:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
             environment = ConfinedEnvironment(release.environment, space, self.sandbox)
-            runner = cell_runner(environment, self._config(path, space), jobs=1)
+            runner = cell_runner(environment, self._config(path, space), at_once=1)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)
             if cell.interrupted:
@@ -200,10 +200,10 @@ class Measurer:
         return Tried(False, why)
 
     def test_bad(self, sources: list[str]) -> list[Tried]:
-        if len(sources) == 1 or self.jobs <= 1:
+        if len(sources) == 1 or self.at_once <= 1:
             return [self.one_bad(s) for s in sources]
         distinct = list(dict.fromkeys(sources))  # the same candidate twice in a batch is measured once
-        with ThreadPoolExecutor(min(self.jobs, len(distinct)), thread_name_prefix="candidate") as pool:
+        with ThreadPoolExecutor(min(self.at_once, len(distinct)), thread_name_prefix="candidate") as pool:
             try:
                 tried = dict(zip(distinct, pool.map(self.one_bad, distinct)))
                 return [tried[s] for s in sources]

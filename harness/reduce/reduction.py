@@ -106,7 +106,7 @@ class Reduction:
     header: HeaderFor
     progress: Progress
     planner: SeedPlanner
-    jobs: int = 1
+    at_once: int = 1
     max_candidates: int | None = None
 
     @property
@@ -122,7 +122,7 @@ class Reduction:
         folder.mkdir(parents=True, exist_ok=True)
         writer = ResultsWriter(folder, self.header(config, self.versions))
         try:
-            cells = Sweep(config, backend or self.backend, writer, self.progress, jobs=self.jobs,
+            cells = Sweep(config, backend or self.backend, writer, self.progress, at_once=self.at_once,
                           planner=self.planner).run(plan_cells(config, self.versions))
         except KeyboardInterrupt:
             writer.finish(RunStatus.INTERRUPTED)
@@ -247,12 +247,12 @@ class Reduction:
         state.save(self.folder)
         original_lines = size(source)
         # A job's candidate takes a run slot per process: fewer candidates at once.
-        at_once = max(1, self.jobs // self.config.processes)
+        candidates_at_once = max(1, self.at_once // self.config.processes)
         self._snapshot()  # (a reduction from before snapshots: taken now)
         measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
                             self.workdir, self._release(self.bad),
                             self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
-                            self.folder / SCRATCH_DIR, state.timeout_s, at_once, folder=state.folder,
+                            self.folder / SCRATCH_DIR, state.timeout_s, candidates_at_once, folder=state.folder,
                             tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name),
                             files=copy_plan(self.folder / SNAPSHOT_DIR, []))
         self.progress.say(measurer.sandbox.describe())
@@ -271,7 +271,7 @@ class Reduction:
             state.save(self.folder)
 
         seconds_before = state.seconds
-        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, jobs=at_once,
+        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, at_once=candidates_at_once,
                         memo=dict(state.memo), on_tried=tried, max_candidates=self.max_candidates)
         first = search.memo.get(digest(state.best))
         if not resume and state.best != source:

@@ -217,8 +217,8 @@ class ConfinedEnvironment(Environment):
         return self.inner.run(self._program(program, cache_dir), self._env(env), cache_dir, log_path, timeout_s,
                               **extra)
 
-    def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
-        return self.inner.run_job(self._program(program, cache_dir), [self._env(e) for e in envs], cache_dir,
+    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+        return self.inner.run_group(self._program(program, cache_dir), [self._env(e) for e in envs], cache_dir,
                                   log_paths, timeout_s)
 
     def cannot_vary(self, factor):

@@ -63,7 +63,7 @@ class Search:
     best: str  # normalised; known to keep the signature
     test_bad: TestBad
     test_good: TestGood | None = None
-    jobs: int = 1
+    at_once: int = 1
     memo: dict[str, Tried] = field(default_factory=dict)  # by digest
     on_tried: OnTried | None = None
     max_candidates: int | None = None
@@ -135,7 +135,7 @@ class Search:
                 if quick is not None and not quick.kept:
                     continue  # already rejected: no slot spent on it
                 batch.append((place, candidate))
-                if len(batch) < max(1, self.jobs):
+                if len(batch) < max(1, self.at_once):
                     continue
                 kept_at = self._first_kept(batch)
                 if kept_at is not None:

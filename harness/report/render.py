@@ -52,7 +52,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells, evidence),
-        _jobs(cells),
+        _groups(cells),
         cache_statistics(cells),
         _script_cache(cells),
         _commits(cells),
@@ -182,7 +182,7 @@ def folder_note(cell: CellResult) -> str | None:
     for the harness's built-in repros and for results written before cells recorded it."""
     if cell.cache_folder != FolderMode.ENVIRONMENT:
         return None
-    if cell.spec.is_job:  # the hook redirects a folder set in code to it, so it holds either way
+    if cell.spec.is_multiprocess:  # the hook redirects a folder set in code to it, so it holds either way
         return ("the harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a "
                 "folder the script sets in code is redirected to it)")
     # A user's script is in `environment` mode only when its first run set no folder (harness/measure/cell_runner.py).
@@ -415,10 +415,10 @@ def _rank_attribution(cell: CellResult, item: Evidence | MissingEvidence | None)
     return lines
 
 
-def _jobs(cells: list[CellResult]) -> list[str]:
+def _groups(cells: list[CellResult]) -> list[str]:
     """What the multi-process cells were, and what each process said on its own."""
-    jobs = [c for c in cells if c.spec.is_job and c.job is not None]
-    if not jobs:
+    groups = [c for c in cells if c.spec.is_multiprocess and c.job is not None]
+    if not groups:
         return []
     lines = ["## Multi-process cells", "",
              "Each run of these cells was one job of several processes on this machine (a coordinator on a "
@@ -428,19 +428,19 @@ def _jobs(cells: list[CellResult]) -> list[str]:
              "the same devices (they lowered different programs; a computation on a process's own devices is "
              "keyed per process by design, and judged per process), or when a later run computed a key no earlier run had; each process "
              "is also judged alone (below). See docs/multi-process.md for what this simulates and what not.", ""]
-    for cell in jobs:
-        job = cell.job
+    for cell in groups:
+        facts = cell.job
         seeds = cell.seeds.ranks if cell.seeds is not None else []
-        lines.append(f"- **{_jax(cell)}**, {job.processes} processes per run"
+        lines.append(f"- **{_jax(cell)}**, {facts.processes} processes per run"
                      + (f"; seeds by process: {', '.join('(' + ', '.join(map(str, r)) + ')' for r in seeds)}"
                         if seeds else ""))
-        for verdict in job.per_process:
+        for verdict in facts.per_process:
             lines.append(f"  - process {verdict.rank}: {verdict.verdict} ({md.text(verdict.reason)})")
-        writers = ", ".join(map(str, job.writers)) if job.writers else "none"
+        writers = ", ".join(map(str, facts.writers)) if facts.writers else "none"
         lines.append(f"  - processes that wrote to the cache: {writers}")
-        lines += [f"  - {md.text(note)}" for note in job.notes]
-    if any(c.seeds is not None and c.seeds.ranks_how for c in jobs):
-        how = next(c.seeds.ranks_how for c in jobs if c.seeds is not None and c.seeds.ranks_how)
+        lines += [f"  - {md.text(note)}" for note in facts.notes]
+    if any(c.seeds is not None and c.seeds.ranks_how for c in groups):
+        how = next(c.seeds.ranks_how for c in groups if c.seeds is not None and c.seeds.ranks_how)
         lines += ["", f"Seeds by process: {how}."]
     return lines
 
@@ -501,8 +501,8 @@ def _jax(cell: CellResult) -> str:
 
 def _where(cell: CellResult) -> str:
     mesh = f"mesh {cell.spec.mesh.label}" if cell.spec.mesh else "user script"
-    job = f" in {cell.spec.processes} processes" if cell.spec.is_job else ""
-    return md.text(f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}{job}")
+    group = f" in {cell.spec.processes} processes" if cell.spec.is_multiprocess else ""
+    return md.text(f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}{group}")
 
 
 # The host's facts the Environment section names itself; the others follow under their own names.
@@ -594,12 +594,12 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
         if not chosen:
             return []
         lines += ["Nothing reproduced; to measure again:", ""]
-    elif not chosen[0].spec.is_job:  # a job's cell says its seeds itself (_job_reproduce)
+    elif not chosen[0].spec.is_multiprocess:  # a job's cell says its seeds itself (_group_reproduce)
         lines += [_seeds_sentence(chosen[0], _seeds_of(chosen[0], seeds)) +
                   " From a checkout of the harness (for the built-in repro's script):", ""]
     for cell in chosen:
-        if cell.spec.is_job:  # its processes must join one another: the harness starts them as a job
-            lines += [_job_reproduce(cell), ""]
+        if cell.spec.is_multiprocess:  # its processes must join one another: the harness starts them as a job
+            lines += [_group_reproduce(cell), ""]
             continue
         lines += [*md.fence(shell_commands(cell, config, _seeds_of(cell, seeds)).splitlines(), "bash"), ""]
     for cell in [c for c in cells if c.seed_check is not None and c.seed_check.follows_seed][:MAX_REPRO_CELLS]:
@@ -612,7 +612,7 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
                     *md.fence([line for command in commands for line in command.splitlines()], "bash")]
 
 
-def _job_reproduce(cell: CellResult) -> str:
+def _group_reproduce(cell: CellResult) -> str:
     """A multi-process cell's runs by hand: which seeds, and why the harness command starts them."""
     run = cell.split_run
     seeds = ", ".join(f"`PYTHONHASHSEED={r.seed}`" for r in run.ranks) if run is not None else ""

@@ -161,7 +161,7 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
     options registry as every other command line the harness prints (harness/inputs/options.py)."""
     config = header.config
     source = config.source or "CONFIG"
-    job = {"processes": cell.spec.processes} if cell.spec.is_job else {}
+    group = {"processes": cell.spec.processes} if cell.spec.is_multiprocess else {}
     varied = {"vary": vary} if vary else {}
     if cell.commit:
         return Given("nightly", {"config": Path(source), "baseline": Path("BASELINE"), "jax_repo": Path("/path/to/jax"),
@@ -173,9 +173,9 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
             "platform": cell.spec.platform, "cache_thresholds": config.cache_thresholds, **varied,
             "env": tuple(f"{name}={value}" for name, value in config.env or ()),
             "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
-            SCRIPT_ARGS: config.args or (), **job})
+            SCRIPT_ARGS: config.args or (), **group})
         return given.line(always=("versions", "device_count", "platform"))
-    return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **job}).line()
+    return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **group}).line()
 
 
 def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:

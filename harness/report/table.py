@@ -28,7 +28,7 @@ def _keys_column(cell: CellResult) -> str:
     the module its processes disagree on."""
     if cell.rank_split is not None:
         return f"{cell.rank_split.module}: processes differ"
-    runs = rank_runs(cell.runs, 0) if cell.spec.is_job else cell.runs
+    runs = rank_runs(cell.runs, 0) if cell.spec.is_multiprocess else cell.runs
     comparison = comparison_of(runs)
     module = comparison.moved_module()
     if module is not None:

@@ -18,7 +18,7 @@ import msgspec
 
 from harness.core.compat import MISSING, NULL_AS_EMPTY
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
-from harness.core.model import CellCost, CommitInfo, JobFacts, Mesh, ScriptCache, SeedRun
+from harness.core.model import CellCost, CommitInfo, GroupFacts, Mesh, ScriptCache, SeedRun
 
 SCHEMAS_DIR = Path("docs") / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -30,7 +30,7 @@ _BISECT_KEYS = ("good", "bad", "jax_repo")  # a bisection's options: text or nul
 
 
 def _components() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellCost, JobFacts, CommitInfo, ScriptCache, SeedRun, Mesh)
+    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellCost, GroupFacts, CommitInfo, ScriptCache, SeedRun, Mesh)
     schemas, defs = msgspec.json.schema_components(kinds, ref_template=REF)
     for name, skipped in _BOOKKEEPING.items():
         props = defs[name]["properties"]
@@ -92,7 +92,7 @@ def schemas() -> dict[str, dict[str, Any]]:
     _, defs = _components()
     text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
     cell = {"type": "object", "description": "One cell; the keys below are typed records, the others open",
-            "properties": {"jax_version": text, "mesh": _nullable(_ref("Mesh")), "job": _ref("JobFacts"),
+            "properties": {"jax_version": text, "mesh": _nullable(_ref("Mesh")), "job": _ref("GroupFacts"),
                            "cost": _ref("CellCost"), "commit": _ref("CommitInfo"),
                            "seed_check": {"type": "object", "properties": {"failing": _ref("SeedRun"),
                                                                            "passing": _ref("SeedRun"),

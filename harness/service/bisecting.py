@@ -83,11 +83,11 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     versions, options = _release_range(config, options, opened.index, choice.backend.pythons, progress)
     if repo is not None:  # a git repository, but is it jax's, with its release tags?
         repo.release_commit(options.good or versions[0])
-    jobs = opened.ready(options, progress)  # no Docker daemon: said before anything is written
+    at_once = opened.ready(options, progress)  # no Docker daemon: said before anything is written
     command = bisect_command(config_path, options)
     jax_repo = str(repo.path.resolve()) if repo else None
     header = opened.header(command, versions, RecordedOptions(
-        runs=options.runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
+        runs=options.runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
         bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
@@ -101,7 +101,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
     bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),
-                          state, writer, progress, jobs=jobs.count, good=options.good, bad=options.bad,
+                          state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
     status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
                               if found.releases.problem is None else RunStatus.PROBLEM)

@@ -18,7 +18,7 @@ from harness.core.errors import UserError
 from harness.core.files import harness_version
 from harness.core.hostinfo import scheduler_facts
 from harness.core.vary_factors import Factor
-from harness.measure.parallelism import Jobs, choose_jobs, usable_cores
+from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
@@ -48,14 +48,14 @@ class Measurement:
         """The releases to measure: `entries` (--versions) or the config's, resolved for this backend."""
         return sweep_versions(self.config, entries, self.choice, self.index, progress)
 
-    def ready(self, options: MeasureOptions, progress: Progress, device_count_source: str | None = None) -> Jobs:
+    def ready(self, options: MeasureOptions, progress: Progress, device_count_source: str | None = None) -> RunsAtOnce:
         """The backend checked for the platform and its GPUs (bad input said before anything is written),
         then the runs at once (said)."""
         config = self.config
         self.backend.check(config.platform, progress.say)
         self.backend.check_gpus(config.platform, config.device_count,
                                 device_count_source or f"{config.source}: device_count", progress.say)
-        return jobs_for(config, options, progress)
+        return runs_at_once_for(config, options, progress)
 
     def header(self, command: str, versions: list[str], options: RecordedOptions,
                config: Config | None = None) -> ResultsHeader:
@@ -119,11 +119,11 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex,
                           requirements=config.requirements, sources=sources)
 
 
-def jobs_for(config: Config, options: MeasureOptions, progress: Progress) -> Jobs:
+def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress) -> RunsAtOnce:
     """The runs at once (--jobs, or auto from the cores and the platform), said and then recorded."""
-    jobs = choose_jobs(options.jobs, config.platform, usable_cores())
-    progress.say(jobs.line())
-    return jobs
+    at_once = choose_runs_at_once(options.jobs, config.platform, usable_cores())
+    progress.say(at_once.line())
+    return at_once
 
 
 def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:

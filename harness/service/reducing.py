@@ -61,18 +61,18 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     versions = [bad] + ([good] if good else [])
     config = replace(config, jax_versions=tuple(versions))
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    jobs = opened.ready(options, progress, device_count_source="--device-count")
+    at_once = opened.ready(options, progress, device_count_source="--device-count")
     command = options.command
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
         return opened.header(command, measured_versions,
-                             RecordedOptions(runs=options.runs or config.runs, jobs=jobs.count, jobs_why=jobs.why,
+                             RecordedOptions(runs=options.runs or config.runs, jobs=at_once.count, jobs_why=at_once.why,
                                              seeds=options.seeds, all_runs=False), config=measured)
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
     folder = options.resume or new_run_dir(options.out, f"reduce-{stem}")
     progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
     reduction = Reduction(config, script, choice.backend, bad, good, folder, header, progress,
-                          SeedPlanner(options.seeds, runs=options.runs), jobs=jobs.count,
+                          SeedPlanner(options.seeds, runs=options.runs), at_once=at_once.count,
                           max_candidates=options.max_candidates)
     return reduction.run(resume=options.resume is not None)

@@ -118,9 +118,9 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     progress.say(f"{len(versions)} JAX version(s): {', '.join(versions)}; {len(cells)} cell(s), "
                  f"up to {runs} runs each")
 
-    jobs = opened.ready(options, progress)
+    at_once = opened.ready(options, progress)
     header = opened.header(options.command, versions,
-                           RecordedOptions(runs=runs, jobs=jobs.count, jobs_why=jobs.why, seeds=options.seeds,
+                           RecordedOptions(runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
                                            all_runs=options.all_runs))
     header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
     if shard:
@@ -137,7 +137,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     else:
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
-    cells_sweep = Sweep(config, choice.backend, writer, progress, jobs=jobs.count,
+    cells_sweep = Sweep(config, choice.backend, writer, progress, at_once=at_once.count,
                         planner=SeedPlanner(options.seeds, runs=runs),
                         stop_when_reproduced=not options.all_runs)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.verdicts.keys import nothing_cached, run_keys
-from harness.verdicts.verdict import job_facts, judge
+from harness.verdicts.verdict import group_facts, judge
 from harness.core.model import CellResult, CellSpec, RunRecord, Verdict
 
 
@@ -86,5 +86,5 @@ class Tally:
                           attribution=judgement.attribution,
                           attribution_unavailable=judgement.attribution_unavailable,
                           inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,
-                          job=job_facts(records, spec.processes, None if stopped_early else self.planned)
-                          if spec.is_job else None)
+                          job=group_facts(records, spec.processes, None if stopped_early else self.planned)
+                          if spec.is_multiprocess else None)

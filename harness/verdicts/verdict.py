@@ -13,7 +13,7 @@ from typing import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
 from harness.core.listing import entries, keys_by_module, parse_name
-from harness.core.model import Attribution, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.core.model import Attribution, GroupFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
 from harness.verdicts.keys import (Comparison, RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import _quoted, fewer_phrase, new_key_phrase, run_ranges, where_seen
@@ -107,15 +107,15 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
         return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
-    jobs = [r for r in good if r.ranks]
-    if jobs and not any(rank.joined for r in jobs for rank in r.ranks):
+    groups = [r for r in good if r.ranks]
+    if groups and not any(rank.joined for r in groups for rank in r.ranks):
         return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "
-                                              f"{len(jobs[0].ranks)} processes of each run were separate "
+                                              f"{len(groups[0].ranks)} processes of each run were separate "
                                               "programs, not one job")
     widest = comparison.main_module(longest_compiles(good))
-    if jobs:
+    if groups:
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
-                                        f"{len(jobs[0].ranks)} processes")
+                                        f"{len(groups[0].ranks)} processes")
     per_run = _plural(len(comparison.baseline[widest]), "key")
     return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs")
 
@@ -141,7 +141,7 @@ def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
     return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
 
 
-def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> JobFacts:
+def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> GroupFacts:
     """A multi-process cell's runs per process (each judged by the rule alone, against its own first run),
     which processes wrote, and the ranks' key differences that name only their devices."""
     per_process = []
@@ -170,4 +170,4 @@ def job_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | No
     if blind := unattributed(runs):
         notes.append(f"{', '.join(blind)}: the processes' keys differ, and this release logs no key components "
                      "to say whether the programs or only the devices differ")
-    return JobFacts(processes, tuple(per_process), wrote, host, tuple(notes))
+    return GroupFacts(processes, tuple(per_process), wrote, host, tuple(notes))

@@ -20,7 +20,7 @@ def check(argv, out: Path, capsys) -> Swept:
     return sweeps.check([*argv, "--processes", "2"], out, capsys)
 
 
-def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
+def test_a_deterministic_process_group_is_clean_on_0_10_2(tmp_path, capsys):
     data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "3"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
@@ -30,9 +30,9 @@ def test_a_deterministic_job_is_clean_on_0_10_2(tmp_path, capsys):
         assert all(r["joined"] for r in run["ranks"])
         assert len({r["seed"] for r in run["ranks"]}) == 2  # each process its own hash seed
     assert cell["seeds"]["ranks"] == [[r["seed"] for r in run["ranks"]] for run in cell["runs"]]
-    job = cell["job"]
-    assert job["writers"] == [0]  # JAX writes from process 0 only
-    assert [p["verdict"] for p in job["per_process"]] == ["clean", "clean"]
+    facts = cell["job"]
+    assert facts["writers"] == [0]  # JAX writes from process 0 only
+    assert [p["verdict"] for p in facts["per_process"]] == ["clean", "clean"]
 
 
 def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_path, capsys):
@@ -98,7 +98,7 @@ def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsy
         assert not Path(f"/proc/{pid}").exists(), f"process {pid} was left behind"
 
 
-def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
+def test_a_release_that_cannot_run_a_process_group_is_unsupported(tmp_path, capsys):
     data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.4.31", "--runs", "2",
                   "--timeout", "60"], tmp_path, capsys).data
     (cell,) = data["cells"]
@@ -107,7 +107,7 @@ def test_a_release_that_cannot_run_a_job_is_unsupported(tmp_path, capsys):
 
 
 @pytest.mark.docker
-def test_a_job_in_containers_one_per_process_sharing_a_loopback(tmp_path, capsys, write):
+def test_a_process_group_in_containers_one_per_process_sharing_a_loopback(tmp_path, capsys, write):
 
     client = engine_with_base_image()
     data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "2",

@@ -18,7 +18,7 @@ from harness.core.confidence import miss_probability_random
 from harness.environments.base import Environment
 from harness.environments.process import clean_environment, run_processes
 from harness.core.errors import ConfigError
-from harness.measure.multiprocess_env import JobPlan, rank_env, rank_log
+from harness.measure.multiprocess_env import GroupPlan, rank_env, rank_log
 from harness.core.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
 from harness.measure.cell_runner import CellRunner, OpenCell, run_cells
 from harness.measure.seeds import Probe, random_plan, rank_seeds, with_ranks
@@ -39,7 +39,7 @@ def _wait_gone(pid: int) -> bool:
     return not pid_exists(pid)
 
 
-def test_a_job_waits_for_every_process_and_gives_each_its_log(tmp_path):
+def test_a_process_group_waits_for_every_process_and_gives_each_its_log(tmp_path):
     argv = _script(tmp_path, "ok.py", "import os; print('rank', os.environ['RANK'])\n")
     starts = [(argv, clean_environment({"RANK": str(r)}), tmp_path / f"r{r}.log") for r in range(3)]
     outcomes = run_processes(starts, timeout_s=30)
@@ -93,9 +93,9 @@ def test_a_process_0_that_hangs_in_jax_shutdown_after_its_work_has_ended_well(tm
     assert not _hung_at_exit(timeout, log) and HUNG_AT_EXIT
 
 
-def test_rank_env_splits_the_devices_and_tells_each_process_the_job():
+def test_rank_env_splits_the_devices_and_tells_each_process_the_group():
     spec = CellSpec("0.10.2", Platform.CPU, 8, None, processes=2)
-    plan = JobPlan((11, 12), "127.0.0.1:4000")
+    plan = GroupPlan((11, 12), "127.0.0.1:4000")
     envs = [rank_env(spec, plan, r) for r in range(2)]
     assert [e["PYTHONHASHSEED"] for e in envs] == ["11", "12"]
     assert all(e["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4" for e in envs)
@@ -127,7 +127,7 @@ def test_each_process_of_a_launch_orders_the_names_differently_where_a_seed_can(
     assert len(set(seeds)) == 3 and seeds[0] == 5 and all(0 < s < 2**32 for s in seeds)
 
 
-def test_a_job_plan_has_seeds_by_process_and_counts_them_in_its_bound():
+def test_a_group_plan_has_seeds_by_process_and_counts_them_in_its_bound():
     plan = with_ranks(random_plan(4), 2, rng=random.Random(1))
     assert [r[0] for r in plan.ranks] == plan.seeds and all(len(set(r)) == 2 for r in plan.ranks)
     assert plan.launches() == [tuple(r) for r in plan.ranks]
@@ -152,7 +152,7 @@ def test_processes_in_a_config(tmp_path):
         parse_config({"name": "t", "repro": "shard_map_grad", "jax_versions": ["0.4.28"], "processes": 2})
 
 
-class JobEnvironment(Environment):
+class GroupEnvironment(Environment):
     """Records how many processes were going at once; a job's processes each write their rank's key."""
 
     jax_version = "0.10.2"
@@ -173,7 +173,7 @@ class JobEnvironment(Environment):
         self._enter(-1)
         return ProcessOutcome(0, 0.05)
 
-    def run_job(self, program, envs, cache_dir, log_paths, timeout_s):
+    def run_group(self, program, envs, cache_dir, log_paths, timeout_s):
         self._enter(len(envs))
         time.sleep(0.05)
         for env, log in zip(envs, log_paths):
@@ -186,11 +186,11 @@ class JobEnvironment(Environment):
         return {"backend": "scripted"}
 
 
-def test_a_job_takes_a_slot_per_process(tmp_path, monkeypatch):
+def test_a_process_group_takes_a_slot_per_process(tmp_path, monkeypatch):
     import harness.measure.cell_runner as runner_module
 
-    monkeypatch.setattr(runner_module, "job_problem", lambda *args: None)
-    env = JobEnvironment()
+    monkeypatch.setattr(runner_module, "group_problem", lambda *args: None)
+    env = GroupEnvironment()
     from harness.inputs.config import Repro
 
     repro = Repro("train", tmp_path / "train.py", builtin=False)
@@ -199,25 +199,25 @@ def test_a_job_takes_a_slot_per_process(tmp_path, monkeypatch):
     def opener(version, processes):
         spec = CellSpec(version, Platform.CPU, 4, None, processes=processes)
         seeds = [(1, 2), (3, 4), (5, 6)] if processes == 2 else [1, 2, 3, 4]
-        return lambda: OpenCell.open(CellRunner(env, repro, 10, jobs=3), spec, seeds, tmp_path / "c" / version,
+        return lambda: OpenCell.open(CellRunner(env, repro, 10, at_once=3), spec, seeds, tmp_path / "c" / version,
                                      tmp_path / "l" / version, tmp_path)
 
     run_cells([opener("a", 2), opener("b", 1), opener("c", 2)], 3, results.append)
     assert env.most <= 3
     assert [len(r.runs) for r in results] == [3, 4, 3]
-    job = results[0]
-    assert all([rank.seed for rank in run.ranks] == list(seeds) for run, seeds in zip(job.runs, [(1, 2), (3, 4),
+    group_cell = results[0]
+    assert all([rank.seed for rank in run.ranks] == list(seeds) for run, seeds in zip(group_cell.runs, [(1, 2), (3, 4),
                                                                                                  (5, 6)]))
-    assert job.verdict == Verdict.CLEAN and job.job is not None and job.job.processes == 2
+    assert group_cell.verdict == Verdict.CLEAN and group_cell.job is not None and group_cell.job.processes == 2
 
 
-def test_a_jobs_containers_share_process_0s_network_of_nothing_but_a_loopback(tmp_path):
-    from harness.environments.docker import job_kwargs
+def test_a_process_groups_containers_share_process_0s_network_of_nothing_but_a_loopback(tmp_path):
+    from harness.environments.docker import group_kwargs
 
     script = tmp_path / "train.py"
     script.write_text("")
     envs = [{"HARNESS_JOB_RANK": "0"}, {"HARNESS_JOB_RANK": "1"}, {"HARNESS_JOB_RANK": "2"}]
-    first, *others = job_kwargs(Program(script), envs, tmp_path, Platform.CPU, "1000:1000")
+    first, *others = group_kwargs(Program(script), envs, tmp_path, Platform.CPU, "1000:1000")
     assert first["network_mode"] == "none" and first["hostname"] == "localhost"
     assert all(k["network_mode"] == f"container:{first['name']}" for k in others)
     assert not any("network_disabled" in k for k in (first, *others))  # it leaves no /etc/hosts: gloo fails

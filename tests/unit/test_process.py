@@ -285,7 +285,7 @@ def test_each_run_gets_its_own_temporary_folder_and_it_goes_with_the_run(tmp_pat
     assert list(base.iterdir()) == []  # nothing left, read-only folder included
 
 
-def test_a_timed_out_run_and_a_job_leave_no_temporary_folder(tmp_path):
+def test_a_timed_out_run_and_a_process_group_leave_no_temporary_folder(tmp_path):
     argv, record, base = tmp_script(tmp_path, "import time; time.sleep(600)\n")
     outcome = run_process(argv, clean_environment({"TMPDIR": str(base)}), tmp_path / "run.log", timeout_s=3)
     assert outcome.timed_out and records(record)

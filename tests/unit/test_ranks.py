@@ -4,9 +4,9 @@
 from pathlib import Path
 
 from harness.core import jaxlog
-from harness.verdicts.verdict import job_facts, judge
+from harness.verdicts.verdict import group_facts, judge
 from harness.core.jaxlog import Outcome
-from harness.core.model import (CellResult, CellSpec, JobFacts, Platform, RankRecord, RankSplit, RunRecord,
+from harness.core.model import (CellResult, CellSpec, GroupFacts, Platform, RankRecord, RankSplit, RunRecord,
                            Verdict)
 from harness.verdicts.ranks import differences, first_split, host_components, split_phrase, writers
 
@@ -19,7 +19,7 @@ def rank(number, seed, name, exit_code=0, timed_out=False, joined=True):
                       f"run.rank{number}.log", jaxlog.parse((LOGS / name).read_text()), joined=joined)
 
 
-def job(index, ranks, failed=False):
+def group_run(index, ranks, failed=False):
     """A launch as the runner records it: the folder holds what rank 0 wrote; the keys are every rank's."""
     written = [k.key + "-cache" for r in ranks for k in r.keys.with_outcome(Outcome.WRITTEN)]
     return RunRecord(index, ranks[0].seed, 1 if failed else 0, 1.0, sorted(written),
@@ -27,12 +27,12 @@ def job(index, ranks, failed=False):
 
 
 def pvary_0_10_2(index, joined=True):  # ranks agree on the program; keys differ in the devices only
-    return job(index, [rank(0, 11, "job-pvary-0.10.2-seed11-rank0.err", joined=joined),
+    return group_run(index, [rank(0, 11, "job-pvary-0.10.2-seed11-rank0.err", joined=joined),
                        rank(1, 12, "job-pvary-0.10.2-seed12-rank1.err", joined=joined)])
 
 
 def pvary_0_8_1(index):  # the two seeds order the axes differently: the ranks lowered different programs
-    return job(index, [rank(0, 11, "job-pvary-0.8.1-seed11-rank0.err", exit_code=1),
+    return group_run(index, [rank(0, 11, "job-pvary-0.8.1-seed11-rank0.err", exit_code=1),
                        rank(1, 12, "job-pvary-0.8.1-seed12-rank1.err", exit_code=1)], failed=True)
 
 
@@ -60,7 +60,7 @@ def test_keys_that_differ_in_the_devices_only_are_no_split():
     assert writers([run]) == (0,)
 
 
-def test_ranks_that_lowered_different_programs_reproduce_even_when_the_job_died():
+def test_ranks_that_lowered_different_programs_reproduce_even_when_the_group_died():
     runs = [pvary_0_8_1(1)]
     split = first_split(runs)
     assert split is not None and split.module == "jit_loss" and split.run == 1 and split.ranks == (0, 1)
@@ -76,7 +76,7 @@ def test_stable_launches_are_clean_and_each_process_is_judged_alone():
     runs = [pvary_0_10_2(1), pvary_0_10_2(2), pvary_0_10_2(3)]
     judgement = judge(runs, expected_runs=3)
     assert judgement.verdict == Verdict.CLEAN, judgement.reason
-    facts = job_facts(runs, 2, 3)
+    facts = group_facts(runs, 2, 3)
     assert [(p.rank, p.verdict) for p in facts.per_process] == [(0, Verdict.CLEAN), (1, Verdict.CLEAN)]
     assert "never written (JAX writes from process 0 only)" in facts.per_process[1].reason
     assert facts.writers == (0,) and facts.host_components == ("accelerator_config",)
@@ -96,29 +96,29 @@ def test_a_later_launch_whose_process_computes_a_new_key_reproduces():
     assert judgement.verdict == Verdict.REPRODUCED and "new key" in judgement.reason
 
 
-def test_a_job_no_process_joined_is_not_clean():
+def test_a_process_group_no_process_joined_is_not_clean():
     runs = [pvary_0_10_2(1, joined=False), pvary_0_10_2(2, joined=False)]
     judgement = judge(runs)
     assert judgement.verdict == Verdict.UNSUPPORTED
     assert "no process called jax.distributed.initialize()" in judgement.reason
 
 
-def test_a_hung_job_is_an_error_naming_its_processes():
-    from harness.measure.multiprocess_run import job_reason
+def test_a_hung_process_group_is_an_error_naming_its_processes():
+    from harness.measure.multiprocess_run import group_reason
 
     ranks = [RankRecord(0, 11, None, 20.0, True, "killed after the 20 s timeout"),
              RankRecord(1, 12, None, 20.0, True, "killed after the 20 s timeout")]
-    reason = job_reason(ranks)
+    reason = group_reason(ranks)
     assert reason.startswith("processes did not finish: process 0 (killed after the 20 s timeout)")
     run = RunRecord(1, 11, None, 20.0, [], timed_out=True, reason=reason, ranks=ranks)
     judgement = judge([run, run], expected_runs=2)
     assert judgement.verdict == Verdict.ERROR and "processes did not finish" in judgement.reason
-    assert job_reason([RankRecord(0, 1, 1, 1.0, reason="exit code 1")]) == "processes failed: process 0 (exit code 1)"
+    assert group_reason([RankRecord(0, 1, 1, 1.0, reason="exit code 1")]) == "processes failed: process 0 (exit code 1)"
 
 
 def test_multi_process_cells_round_trip_and_single_process_cells_are_written_as_before():
     runs = [pvary_0_8_1(1)]
-    cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, rank_split=first_split(runs), job=job_facts(runs, 2))
+    cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, rank_split=first_split(runs), job=group_facts(runs, 2))
     data = cell.to_json()
     assert data["processes"] == 2 and data["rank_split"]["module"] == "jit_loss"
     back = CellResult.from_json(data)
@@ -130,12 +130,12 @@ def test_multi_process_cells_round_trip_and_single_process_cells_are_written_as_
     assert not {"processes", "rank_split", "job"} & set(single) and "ranks" not in single["runs"][0]
 
 
-def test_a_job_cell_has_its_own_key_and_folder():
+def test_a_multiprocess_cell_has_its_own_key_and_folder():
     single = CellSpec("0.8.1", Platform.CPU, 8, None)
     assert SPEC.key != single.key and SPEC.slug != single.slug and SPEC.slug.endswith("-2p-script")
     assert single.key == "0.8.1|cpu|8|script" and single.slug == "jax-0.8.1-cpu8-script"
     assert SPEC.devices_label == "cpux8 (2 processes)" and single.devices_label == "cpux8"
-    assert isinstance(JobFacts.from_json(JobFacts(2).to_json()), JobFacts)
+    assert isinstance(GroupFacts.from_json(GroupFacts(2).to_json()), GroupFacts)
     assert RankSplit.from_json(first_split([pvary_0_8_1(1)]).to_json()) == first_split([pvary_0_8_1(1)])
 
 
@@ -148,7 +148,7 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
     runs = [pvary_0_8_1(1)]
     plan = with_ranks(random_plan(2), 2)
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(first_split(runs)), seeds=plan,
-                      rank_split=first_split(runs), job=job_facts(runs, 2))
+                      rank_split=first_split(runs), job=group_facts(runs, 2))
     document = {"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
                 "config": {"name": "t", "repro": "train.py", "source": "harness check", "processes": 2}}
     from harness.report.evidence import MissingEvidence
@@ -165,9 +165,9 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
 
 # A psum program with local arrays beside it (`jnp.ones`, a PRNG key, a device_put on a local device), two
 # processes of one launch: real logs, tests/fixtures/jax_logs/job-local-*.err (seeds in the comments).
-def local_job(version, index=1, failed=False):
+def local_group(version, index=1, failed=False):
     code = 1 if failed else 0
-    return job(index, [rank(0, 3025137998, f"job-local-{version}-rank0.err", exit_code=code),
+    return group_run(index, [rank(0, 3025137998, f"job-local-{version}-rank0.err", exit_code=code),
                        rank(1, 650478405, f"job-local-{version}-rank1.err", exit_code=code)], failed=failed)
 
 
@@ -200,15 +200,15 @@ def test_an_assignment_cut_short_leaves_the_devices_unknown():
     assert logged.devices == tuple(range(8))
 
 
-def test_local_computations_are_no_split_and_the_job_reads_clean_on_0_8_2_and_0_10_2():
+def test_local_computations_are_no_split_and_the_group_reads_clean_on_0_8_2_and_0_10_2():
     for version in ("0.8.2", "0.10.2"):
-        runs = [local_job(version, 1), local_job(version, 2)]
+        runs = [local_group(version, 1), local_group(version, 2)]
         differing = {d.module for d in differences(runs[0])}
         assert LOCAL_MODULES <= differing  # their keys do differ between the processes ...
         assert first_split(runs) is None  # ... but each process compiled them for its own device
         judgement = judge(runs, expected_runs=2)
         assert judgement.verdict == Verdict.CLEAN, (version, judgement.reason)
-        facts = job_facts(runs, 2, 2)
+        facts = group_facts(runs, 2, 2)
         assert [p.verdict for p in facts.per_process] == [Verdict.CLEAN, Verdict.CLEAN], facts.per_process
         assert facts.host_components == ("accelerator_config",)  # jit_loss, compiled for the same 8 devices
         (note,) = [n for n in facts.notes if "its own devices" in n]
@@ -217,7 +217,7 @@ def test_local_computations_are_no_split_and_the_job_reads_clean_on_0_8_2_and_0_
 
 
 def test_ranks_that_lowered_different_programs_still_reproduce_beside_local_computations():
-    runs = [local_job("0.8.1", failed=True)]
+    runs = [local_group("0.8.1", failed=True)]
     split = first_split(runs)
     assert split is not None and split.module == "jit_loss" and "computation" in split.components
     judgement = judge(runs)
@@ -225,23 +225,23 @@ def test_ranks_that_lowered_different_programs_still_reproduce_beside_local_comp
     assert judgement.reason.startswith("jit_loss: processes 0 and 1 of run 1 computed different keys")
 
 
-def test_a_local_computation_is_not_the_counterpart_of_the_jobs_one():
+def test_a_local_computation_is_not_the_counterpart_of_the_groups_one():
     """Process 1 compiled `jit_loss` only for its own device, process 0 only for the job's: no split (nothing
     to compare), the modules' devices differ."""
-    local = local_job("0.10.2")
+    local = local_group("0.10.2")
     ours, theirs = local.ranks[0].keys, local.ranks[1].keys
-    job_loss = next(k for k in ours.keys if k.module == "jit_loss")
+    group_loss = next(k for k in ours.keys if k.module == "jit_loss")
     own = next(k for k in theirs.keys if k.module == "jit_multiply")
     theirs.keys = [jaxlog.LoggedKey("jit_loss", "jit_loss-" + "b" * 64, own.outcome, own.reason, dict(own.components),
                                     devices=own.devices)]
-    ours.keys = [job_loss]
+    ours.keys = [group_loss]
     (difference,) = differences(local)
     assert difference.other_devices and not difference.compared
     assert first_split([local]) is None
 
 
 def test_keys_without_devices_are_compared_as_before():
-    runs = [local_job("0.10.2")]
+    runs = [local_group("0.10.2")]
     for r in runs[0].ranks:
         for k in r.keys.keys:
             k.devices = ()  # results written before the devices were kept
@@ -285,7 +285,7 @@ def test_the_report_claims_mismatched_collectives_only_where_a_collective_differ
     runs = [pvary_0_8_1(1)]
     split = first_split(runs)
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(split), rank_split=split,
-                      job=job_facts(runs, 2))
+                      job=group_facts(runs, 2))
     document = ResultsDocument.from_json({"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
                                           "config": {"name": "t", "repro": "train.py", "source": "harness check",
                                                      "processes": 2}}, "test")

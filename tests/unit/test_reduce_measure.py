@@ -11,7 +11,7 @@ def test_a_candidate_twice_in_one_batch_is_measured_once(monkeypatch, tmp_path):
     # Two threads on one candidate once shared its folder: the second's mkdir failed (FileExistsError), an
     # internal error that ended the reduction (seen in CI's Ctrl-C test).
     measurer = Measurer(config=None, script=tmp_path / "s.py", workdir=tmp_path, bad=None, good=None, target=None,
-                        bad_seeds=[1, 2], work=tmp_path / "candidates", timeout_s=10.0, jobs=2)
+                        bad_seeds=[1, 2], work=tmp_path / "candidates", timeout_s=10.0, at_once=2)
     calls, lock = [], threading.Lock()
 
     def one_bad(source):
@@ -30,12 +30,12 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
     from harness.reduce.measure import deciding_seeds, launch_of
     from harness.reduce.signature import Signature
 
-    job_run = RunRecord(index=3, seed=7, exit_code=0, duration_s=1.0, new_entries=[],
+    group_run = RunRecord(index=3, seed=7, exit_code=0, duration_s=1.0, new_entries=[],
                         ranks=[RankRecord(1, 70, 0, 1.0), RankRecord(0, 7, 0, 1.0)])
-    assert launch_of(job_run) == (7, 70)  # a seed per process, by rank
+    assert launch_of(group_run) == (7, 70)  # a seed per process, by rank
     spec = CellSpec("0.8.1", Platform.CPU, 8, None, 2)
     split = cell(spec, [[key("jit_loss", 1)]])
-    split.runs.append(job_run)
+    split.runs.append(group_run)
     split.rank_split = RankSplit("jit_loss", 3, (0, 1), ("a", "b"), [])
     assert deciding_seeds(split, Signature("jit_loss", (), None, ranks=(0, 1))) == [(7, 70)]
     varied = cell(CellSpec("0.5.0", Platform.CPU, 8, None), [[key("jit_f", 1)]])

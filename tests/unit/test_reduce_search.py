@@ -40,7 +40,7 @@ def reproduces(source):
 
 def test_the_search_ends_at_the_smallest_program_that_keeps_the_signature():
     bad = Measured(reproduces)
-    search = Search(PROGRAM, bad, jobs=1)
+    search = Search(PROGRAM, bad, at_once=1)
     best = search.run()
     assert reproduces(best)
     # pysource-minimize's passes go down to expressions and literals: `k * 2` is `k`, the 4 is halved, but
@@ -59,8 +59,8 @@ def test_a_candidate_pyflakes_rejects_is_never_measured():
 
 def test_jobs_measure_candidates_together_and_the_first_kept_in_order_wins():
     serial, parallel = Measured(reproduces), Measured(reproduces)
-    one = Search(PROGRAM, serial, jobs=1).run(fine=False)
-    two = Search(PROGRAM, parallel, jobs=2).run(fine=False)
+    one = Search(PROGRAM, serial, at_once=1).run(fine=False)
+    two = Search(PROGRAM, parallel, at_once=2).run(fine=False)
     assert one == two  # the same answer whatever the slots
     assert max(parallel.batches) == 2 and max(serial.batches) == 1
 

@@ -43,7 +43,7 @@ def smoke_run(tmp_path):
 
 
 @pytest.fixture
-def jobs2_run(tmp_path):
+def two_at_once_run(tmp_path):
     folder = tmp_path / "smoke-run-jobs2"
     shutil.copytree(FIXTURES / "smoke-run-jobs2", folder)
     return folder
@@ -279,8 +279,8 @@ def _section(report, title):
     return report.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_overlapping_runs_diff_two_runs_whose_modules_differ(jobs2_run):
-    report = write_report(jobs2_run).read_text()
+def test_overlapping_runs_diff_two_runs_whose_modules_differ(two_at_once_run):
+    report = write_report(two_at_once_run).read_text()
     evidence = _section(report, EVIDENCE_TITLE[3:])
     assert "No diff" not in evidence
     diff = evidence.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
@@ -295,9 +295,9 @@ def test_overlapping_runs_diff_two_runs_whose_modules_differ(jobs2_run):
     assert "# expected: each seed after the first adds a jit_f-* file (3 new)" in report
 
 
-def test_overlapping_runs_without_modules_say_so(jobs2_run):
-    shutil.rmtree(jobs2_run / "logs")
-    report = write_report(jobs2_run).read_text()
+def test_overlapping_runs_without_modules_say_so(two_at_once_run):
+    shutil.rmtree(two_at_once_run / "logs")
+    report = write_report(two_at_once_run).read_text()
     assert "_No diff: the lowered jit_f of run 1 (the first) and of the later runs was not kept" in report
     assert "0.4.28: ." not in report
     assert "Which hash seeds gave a new `jit_f` key on jax 0.4.28 cannot be told" in report

@@ -43,7 +43,7 @@ def opener(tmp_path, env, version, seeds, stop=True):
     spec = CellSpec(version, Platform.CPU, 8, MESH)
 
     def open_cell():
-        runner = CellRunner(env, REPRO, 10, jobs=2)
+        runner = CellRunner(env, REPRO, 10, at_once=2)
         return OpenCell.open(runner, spec, seeds, tmp_path / "caches" / version, tmp_path / "logs" / version,
                              tmp_path, stop_when_reproduced=stop)
     return open_cell

@@ -70,7 +70,7 @@ def test_stop_when_reproduced(tmp_path):
 
 def test_jobs_run_in_parallel(tmp_path):
     env = ScriptedEnvironment(key_for=lambda seed: 1, delay=0.2)
-    result = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
+    result = CellRunner(env, REPRO, 10, at_once=2).run(SPEC, [1, 2, 3, 4], tmp_path / "c", tmp_path / "l")
     assert env.max_active == 2
     assert result.verdict == Verdict.CLEAN and [r.index for r in result.runs] == [1, 2, 3, 4]
 
@@ -118,7 +118,7 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
 def test_ctrl_c_during_parallel_runs_stops_the_others(tmp_path):
     env = InterruptedAt(4, delay=0.05)
     # A KeyboardInterrupt in a worker reaches the main thread through future.result().
-    partial = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
+    partial = CellRunner(env, REPRO, 10, at_once=2).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
     assert env.interrupted and partial.interrupted
     assert 4 not in [r.seed for r in partial.runs]
     assert len(partial.runs) < 6
@@ -183,27 +183,27 @@ class TwoShapes(ScriptedEnvironment):
         return ProcessOutcome(0, 0.01)
 
 
-@pytest.mark.parametrize("jobs", [1, 3])
-def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, jobs):
-    result = CellRunner(TwoShapes(delay=0.05), REPRO, 10, jobs=jobs).run(
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, at_once):
+    result = CellRunner(TwoShapes(delay=0.05), REPRO, 10, at_once=at_once).run(
         SPEC, [1, 2, 3, 4, 5], tmp_path / "c", tmp_path / "l")
     assert result.verdict == Verdict.CLEAN and result.reason == "jit_f: 2 keys per run, the same in all 5 runs"
 
 
-@pytest.mark.parametrize("jobs", [1, 3])
-def test_one_shape_that_moves_is_reproduced_and_the_cell_stops(tmp_path, jobs):
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_one_shape_that_moves_is_reproduced_and_the_cell_stops(tmp_path, at_once):
     env = TwoShapes(moving_seeds={2}, delay=0.05)
-    result = CellRunner(env, REPRO, 10, jobs=jobs).run(SPEC, [1, 2, 3, 4, 5, 6, 7], tmp_path / "c", tmp_path / "l",
+    result = CellRunner(env, REPRO, 10, at_once=at_once).run(SPEC, [1, 2, 3, 4, 5, 6, 7], tmp_path / "c", tmp_path / "l",
                                                        stop_when_reproduced=True)
     assert result.verdict == Verdict.REPRODUCED and len(result.runs) < 7
     # One at a time, the run is known; overlapping runs may all have seen the one new key appear.
-    overlapped = jobs > 1 and result.reason.startswith("jit_f: 1 new key in runs 2")
+    overlapped = at_once > 1 and result.reason.startswith("jit_f: 1 new key in runs 2")
     assert result.reason == "jit_f: a new key in run 2" or overlapped
 
 
 def test_with_jobs_the_first_run_runs_alone(tmp_path):
     env = TwoShapes(delay=0.05)
-    CellRunner(env, REPRO, 10, jobs=3).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
+    CellRunner(env, REPRO, 10, at_once=3).run(SPEC, [1, 2, 3, 4, 5, 6], tmp_path / "c", tmp_path / "l")
     assert env.seen_running[1] == [] and all(1 not in running for running in env.seen_running.values())
     assert any(env.seen_running[s] for s in (2, 3, 4, 5, 6))  # the others did overlap
 
@@ -248,7 +248,7 @@ def test_each_run_keeps_the_keys_its_own_log_names_with_jobs(tmp_path):
     """Overlapping runs: the listing can blur which run wrote which entry, the log cannot."""
     logs = {1: "seed-0.4.28-hs1-0.err", 2: "seed-0.4.28-hs2-4.err", 3: "seed-0.4.28-hs2-4.err"}
     env = LoggingEnvironment(logs, delay=0.2)
-    result = CellRunner(env, REPRO, 10, jobs=2).run(SPEC, [1, 2, 3], tmp_path / "c", tmp_path / "l",
+    result = CellRunner(env, REPRO, 10, at_once=2).run(SPEC, [1, 2, 3], tmp_path / "c", tmp_path / "l",
                                                     results_root=tmp_path)
     assert env.calls[0][1]["JAX_LOGGING_LEVEL"] == "DEBUG"
     assert "jax._src.cache_key" in env.calls[0][1]["JAX_DEBUG_LOG_MODULES"]

@@ -196,5 +196,5 @@ def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
         "0.031")
     assert weak_bound_phrase(random_plan(6).bounds, random_plan(6)) == ""
     assert weak_bound_phrase(None, plan) == "" and weak_bound_phrase(plan.bounds, None) == ""
-    job = SeedPlan(SeedStrategy.RANDOM, [1, 2], random=[1, 2], ranks=[[1, 3], [2, 4]])  # 4 processes' seeds
-    assert "--runs 3 " in weak_bound_phrase(job.bounds, job)
+    group_plan = SeedPlan(SeedStrategy.RANDOM, [1, 2], random=[1, 2], ranks=[[1, 3], [2, 4]])  # 4 processes' seeds
+    assert "--runs 3 " in weak_bound_phrase(group_plan.bounds, group_plan)

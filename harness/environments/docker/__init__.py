@@ -19,7 +19,7 @@ from harness.environments.docker.containers import (CACHE_MOUNT, CONTAINER_TMP, 
                                                     IR_DUMP_MOUNT, OTHER_HOME, RECORD_MOUNT, SCRIPT_MOUNT,
                                                     STARTUP_MOUNT, WORK_MOUNT, container_command, mount_points,
                                                     run_container, run_kwargs)
-from harness.environments.docker.environment import DockerEnvironment, job_kwargs, run_job_containers
+from harness.environments.docker.environment import DockerEnvironment, group_kwargs, run_group_containers
 from harness.environments.docker.gpu_probe import (CUDA_PROBE, GPU_LIST_TIMEOUT_S, NO_CUDA_DEVICE, NO_GPU,
                                                    gpu_list_kwargs)
 from harness.environments.docker.images import (DEBIAN_PYTHONS, DEFAULT_PYTHON, DOCKERFILES, IMAGE_REPO,
@@ -33,7 +33,7 @@ __all__ = [
     "PROBE_TIMEOUT_S", "STATE_DIR", "DockerBackend", "docker_available",
     "CACHE_MOUNT", "CONTAINER_TMP", "CUDA_SHM_SIZE", "ELSEWHERE", "IR_DUMP_MOUNT", "OTHER_HOME", "RECORD_MOUNT",
     "SCRIPT_MOUNT", "STARTUP_MOUNT", "WORK_MOUNT", "container_command", "mount_points", "run_container", "run_kwargs",
-    "DockerEnvironment", "job_kwargs", "run_job_containers",
+    "DockerEnvironment", "group_kwargs", "run_group_containers",
     "CUDA_PROBE", "GPU_LIST_TIMEOUT_S", "NO_CUDA_DEVICE", "NO_GPU", "gpu_list_kwargs",
     "DEBIAN_PYTHONS", "DEFAULT_PYTHON", "DOCKERFILES", "IMAGE_REPO", "OFFLINE_BASE_IMAGE", "OFFLINE_BASE_IMAGES",
     "OFFLINE_PYTHONS", "build_base_image", "default_base_images", "dockerfile_for", "image_tag", "offline_fix",

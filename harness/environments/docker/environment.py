@@ -46,8 +46,8 @@ class DockerEnvironment(Environment):
             return "zstandard would have to be installed into the image (vary it with --backend venv)"
         return ""
 
-    def run_job(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
-        return run_job_containers(self, program, envs, cache_dir, log_paths, timeout_s)
+    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+        return run_group_containers(self, program, envs, cache_dir, log_paths, timeout_s)
 
     def interrupt(self) -> None:
         """Kill the containers of runs still going; each run's own clean-up then removes them."""
@@ -63,7 +63,7 @@ class DockerEnvironment(Environment):
 
 # ---- multi-process runs (jobs) ---------------------------------------------------------------------
 
-def job_kwargs(program: Program, envs: list[dict[str, str]], cache_dir: Path, platform: Platform, user: str,
+def group_kwargs(program: Program, envs: list[dict[str, str]], cache_dir: Path, platform: Platform, user: str,
                mem_limit: str | None = None) -> list[dict[str, Any]]:
     """One container per process of a job (pure): each its own process tree, init and mounts, as a host
     would be; process 0's has a network namespace of its own with nothing but a loopback, and the others
@@ -86,13 +86,13 @@ def job_kwargs(program: Program, envs: list[dict[str, str]], cache_dir: Path, pl
     return out
 
 
-def run_job_containers(environment: DockerEnvironment, program: Program, envs: list[dict[str, str]],
+def run_group_containers(environment: DockerEnvironment, program: Program, envs: list[dict[str, str]],
                        cache_dir: Path, log_paths: list[Path], timeout_s: float,
                        peer_grace_s: float = PEER_GRACE_S) -> list[ProcessOutcome]:
     """Run a job's containers: process 0's first (the others join its network once it runs), each waited
     for in its own thread with the run's timeout; once one has failed, or all but one have ended well, the
     rest are killed `peer_grace_s` later. Every container is removed when this returns."""
-    kwargs = job_kwargs(program, envs, cache_dir, environment.platform, environment.user, environment.mem_limit)
+    kwargs = group_kwargs(program, envs, cache_dir, environment.platform, environment.user, environment.mem_limit)
     names = [k["name"] for k in kwargs]
     command = container_command(program, timeout_s=timeout_s)
     outcomes: list[ProcessOutcome | None] = [None] * len(kwargs)
