@@ -7,6 +7,8 @@ CONFIG ?= configs/shard_map_grad.yaml
 BASELINE ?= results/baseline
 JAX_REPO ?=
 ARGS   ?=
+# make test-unit spreads tests/unit over one pytest-xdist worker per core; XDIST= runs them in one process.
+XDIST  ?= -n auto
 
 .PHONY: table smoke test test-unit docs bench stress bisect reduce nightly base-image cuda-image-check gpu-check clean-envs help
 
@@ -17,7 +19,7 @@ help:
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
 	@echo "make test       all tests (unit and integration with real JAX releases)"
-	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm)"
+	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
@@ -26,7 +28,7 @@ help:
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
 	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
 	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
-	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict'"
+	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (test-unit in one process)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +46,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m harness.cli.docs

@@ -3,7 +3,8 @@ is refused at collection, so a slow test cannot hide among the fast ones (`make 
 
 import pytest
 
-from tests.fakes import fake_jax_repository
+from harness import service
+from tests.fakes import INDEX, fake_jax_repository
 
 SLOW_MARKERS = ("integration", "docker", "slurm")
 
@@ -23,3 +24,9 @@ def fake_jax(tmp_path_factory):
     """The synthetic git repository of a fake `jax` (tests/fakes.py), one per module (a test may push to
     its upstream): {"repo": the bare clone, "bad": the set-ordered commit, "broken", "fix"}."""
     return fake_jax_repository(tmp_path_factory.mktemp("fake-jax"), tmp_path_factory.mktemp("bare") / "jax.git")
+
+
+@pytest.fixture
+def fake_index(monkeypatch):
+    """The harness's package index is tests/fakes.py's INDEX (0.4.25-0.4.31), never PyPI."""
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)

@@ -11,13 +11,10 @@ import harness.cli.commands as cli
 import harness.service as service
 import harness.inputs.options as options
 from harness.results.document import load_results
-from tests.fakes import INDEX
 from tests.helpers import assert_bad_input, run_cli
 
 
-@pytest.fixture(autouse=True)
-def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
+pytestmark = pytest.mark.usefixtures("fake_index")
 
 
 def test_version_is_pyprojects(capsys):

@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import service
 from harness.cli import commands as cli
 from harness.inputs import options
 from harness.inputs.config import config_file, load_config
 from harness.inputs.options import COMMAND_NAMES, parse
-from tests.fakes import INDEX
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker" / "README.md"]
@@ -112,9 +110,6 @@ def _runnable(command: str) -> list[tuple[str, str]]:
     return [(w, line) for w, line in EXAMPLES if line.split()[1] == command]
 
 
-@pytest.fixture
-def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
 
 
 @pytest.mark.parametrize("where,line", _runnable("versions"))

@@ -10,14 +10,11 @@ from harness.reduce.state import ReduceState, load_state
 from harness.report.render import _minimal_reproducer
 from harness.core.errors import UserError
 from tests.helpers import assert_bad_input
-from tests.fakes import INDEX
 
 SCRIPT = "examples/train_shard_map_grad.py"
 
 
-@pytest.fixture(autouse=True)
-def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
+pytestmark = pytest.mark.usefixtures("fake_index")
 
 
 @pytest.mark.parametrize("argv, fragment", [

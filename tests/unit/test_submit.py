@@ -18,13 +18,10 @@ from harness.core.model import Platform
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time
 from harness.slurm.scheduler import Slurm, SlurmError
-from tests.fakes import INDEX
 from tests.cells import junit_cases, shard_folders
 
 
-@pytest.fixture(autouse=True)
-def fake_index(monkeypatch):
-    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
+pytestmark = pytest.mark.usefixtures("fake_index")
 
 
 def jobs(tmp_path, **kwargs) -> SweepJobs:
