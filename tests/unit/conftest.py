@@ -3,7 +3,6 @@ is refused at collection, so a slow test cannot hide among the fast ones (`make 
 
 import pytest
 
-from harness import service
 from tests.fakes import INDEX, fake_jax_repository
 
 SLOW_MARKERS = ("integration", "docker", "slurm")
@@ -29,4 +28,6 @@ def fake_jax(tmp_path_factory):
 @pytest.fixture
 def fake_index(monkeypatch):
     """The harness's package index is tests/fakes.py's INDEX (0.4.25-0.4.31), never PyPI."""
+    from harness import service  # a second to import: not at the top, test_folders.py collects copies of this file
+
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)

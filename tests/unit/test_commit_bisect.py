@@ -59,6 +59,11 @@ class ReleaseBackend(Backend):
         return CommitEnvironment(plain_python(), folder, sha, version, "none")
 
 
+# The seed probe's answer (32 child interpreters) depends on the interpreter only, and every bisection here
+# runs this one: they share it, as a sweep's cells do, instead of probing again per bisection.
+PROBES: dict = {}
+
+
 def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) -> Bisection:
     script = tmp_path / "repro" / "fake_repro.py"
     script.parent.mkdir(exist_ok=True)
@@ -72,7 +77,7 @@ def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) 
     state = BisectState.open(folder, {"test": "fake"})
     writer = ResultsWriter(folder, ResultsHeader(config=RecordedConfig.from_json(config.to_json())))
     return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
-                     SeedPlanner(), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
+                     SeedPlanner(_probes=PROBES), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
                      sources_root=tmp_path / "src",
                      jaxlib_environment=jaxlib_environment or (lambda version: plain_python()))
 

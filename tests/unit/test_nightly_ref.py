@@ -67,36 +67,52 @@ class ReleaseBackend(Backend):
         return ReleaseEnvironment(folder, version)
 
 
-@pytest.fixture
-def nightly(fake_jax, tmp_path, monkeypatch):
-    """Runs `harness ...` against the synthetic repository; returns (exit code, stdout, stderr)."""
-    script = tmp_path / "fake_repro.py"
-    script.write_text(REPRO)
-    config = tmp_path / "fake.yaml"
-    config.write_text(f"name: fake\nrepro: {script}\njax_versions: ['0.1.2']\nplatform: auto\n"
-                      "device_count: 1\nruns: 6\ntimeout_s: 60\n")
-    backend = ReleaseBackend(fake_jax["repo"], tmp_path / "releases")
+def harness_against(monkeypatch, fake_jax, root: Path) -> ReleaseBackend:
+    """`harness ...` in this process measures the synthetic repository's releases, prepared under `root`."""
+    backend = ReleaseBackend(fake_jax["repo"], root / "releases")
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda *args, **kwargs: FakeIndex.published(RELEASES))
     monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(backend, "test"))
-    monkeypatch.setattr(service.watching, "DEFAULT_SOURCES", tmp_path / "commits")
+    monkeypatch.setattr(service.watching, "DEFAULT_SOURCES", root / "commits")
+    return backend
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """The repro and its config, one per module: the baseline and every nightly below measure this config."""
+    folder = tmp_path_factory.mktemp("project")
+    script = folder / "fake_repro.py"
+    script.write_text(REPRO)
+    config = folder / "fake.yaml"
+    config.write_text(f"name: fake\nrepro: {script}\njax_versions: ['0.1.2']\nplatform: auto\n"
+                      "device_count: 1\nruns: 6\ntimeout_s: 60\n")
+    return config
+
+
+@pytest.fixture(scope="module")
+def baseline(fake_jax, project, tmp_path_factory) -> Path:
+    """Tonight's baseline: the newest release, 0.1.2, measured clean; measured once, the tests only read it."""
+    root = tmp_path_factory.mktemp("baseline")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        harness_against(monkeypatch, fake_jax, root)
+        assert cli.main(["run", str(project), "-q", "--out", str(root / "base")]) == 0
+    (folder,) = (root / "base").iterdir()
+    return folder
+
+
+@pytest.fixture
+def nightly(fake_jax, project, tmp_path, monkeypatch):
+    """Runs `harness ...` against the synthetic repository; returns (exit code, stdout, stderr)."""
+    backend = harness_against(monkeypatch, fake_jax, tmp_path)
 
     def main(*argv):
         return cli.main(list(argv))
 
-    main.config, main.backend, main.tmp = config, backend, tmp_path
+    main.config, main.backend, main.tmp = project, backend, tmp_path
     return main
 
 
-def baseline_of(nightly, capsys) -> Path:
-    """Tonight's baseline: the newest release, 0.1.2, measured clean."""
-    assert nightly("run", str(nightly.config), "-q", "--out", str(nightly.tmp / "base")) == 0
+def test_a_bad_commit_against_a_clean_baseline_exits_1_and_a_good_one_0(nightly, baseline, fake_jax, capsys):
     capsys.readouterr()
-    (folder,) = (nightly.tmp / "base").iterdir()
-    return folder
-
-
-def test_a_bad_commit_against_a_clean_baseline_exits_1_and_a_good_one_0(nightly, fake_jax, capsys):
-    baseline = baseline_of(nightly, capsys)
     common = ["nightly", str(nightly.config), "--baseline", str(baseline), "--jax-repo", str(fake_jax["repo"]),
               "-q", "--out", str(nightly.tmp / "out")]
 
@@ -134,9 +150,9 @@ def test_a_bad_commit_against_a_clean_baseline_exits_1_and_a_good_one_0(nightly,
     assert f"{label} ({info['date'][:10]})" in table
 
 
-def test_ref_main_is_fetched_from_the_clone_s_remote(nightly, fake_jax, capfd):
+def test_ref_main_is_fetched_from_the_clone_s_remote(nightly, baseline, fake_jax, capfd):
     """A commit pushed upstream after the clone was made is what `--ref <branch>` measures."""
-    baseline = baseline_of(nightly, capfd)
+    capfd.readouterr()
     repo = Path(fake_jax["repo"])
     upstream = Path(subprocess.run(["git", "-C", str(repo), "remote", "get-url", "origin"], check=True,
                                    capture_output=True, text=True).stdout.strip())
@@ -209,8 +225,9 @@ def test_fetch_failure_measures_the_local_ref_and_says_so(fake_jax, tmp_path):
     (["--shard", "1/2"], "run nightly without --shard"),
     (["--ref", "no-such-ref"], "--ref: 'no-such-ref' is not a commit"),
 ])
-def test_nightly_jax_repo_bad_input_is_one_line_and_writes_nothing(nightly, fake_jax, capsys, extra, message):
-    baseline = baseline_of(nightly, capsys)
+def test_nightly_jax_repo_bad_input_is_one_line_and_writes_nothing(nightly, baseline, fake_jax, capsys, extra,
+                                                                   message):
+    capsys.readouterr()
     out = nightly.tmp / "out"
     code = cli.main(["nightly", str(nightly.config), "--baseline", str(baseline), "--jax-repo",
                      str(fake_jax["repo"]), "--out", str(out), *extra])
