@@ -601,10 +601,10 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
         if cell.spec.is_multiprocess:  # its processes must join one another: the harness starts them as a job
             lines += [_group_reproduce(cell), ""]
             continue
-        lines += [*md.fence(shell_commands(cell, config, _seeds_of(cell, seeds)).splitlines(), "bash"), ""]
+        lines += [*md.fence(shell_commands(cell, config, _seeds_of(cell, seeds), header.options).splitlines(), "bash"), ""]
     for cell in [c for c in cells if c.seed_check is not None and c.seed_check.follows_seed][:MAX_REPRO_CELLS]:
         lines += [f"On {_jax(cell)} the failure follows the hash seed: a failing and a passing seed, by hand:", "",
-                  *md.fence(seed_commands(cell, config).splitlines(), "bash"), ""]
+                  *md.fence(seed_commands(cell, config, header.options).splitlines(), "bash"), ""]
     commands = [harness_command(header, c) for c in chosen]
     if header.command:
         commands.append(shell_comment(f"the whole sweep, as it was run: {header.command}"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -16,11 +16,11 @@ from packaging.utils import canonicalize_name
 from harness.verdicts.boundaries import release_boundaries
 from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
-from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.jaxlog import LOG_ENV
 from harness.core.vary_factors import Factor
 from harness.core.model import NO_MESH, CellResult, FolderMode
-from harness.inputs.options import SCRIPT_ARGS, Given
+from harness.inputs.options import SCRIPT_ARGS, Given, options_for
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.inputs.run_env import process_env, repro_args
@@ -41,7 +41,8 @@ def repro_for(config: RecordedConfig) -> tuple[Repro, str]:
     return Repro(path.stem, path, builtin=False), name
 
 
-def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | None = None) -> str:
+def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | None = None,
+                   options: RecordedOptions | None = None) -> str:
     """A bash block that reruns `cell` by hand with the first run's hash seed and those that brought new
     keys (`distinct`, by default read from the runs' keys); every run's seed when none are known."""
     module = moved_module(cell)
@@ -50,7 +51,7 @@ def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | N
     seeds = distinct.values[:MAX_SEEDS] if distinct else []
     if not seeds:
         seeds = [r.seed for r in cell.runs][:MAX_SEEDS]
-    setup, python, script, args = _setup(cell, config, seeds[0] if seeds else 1)
+    setup, python, script, args = _setup(cell, config, seeds[0] if seeds else 1, options)
     own = script_folder(cell)
     listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     lines = [
@@ -73,11 +74,11 @@ def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | N
     return "\n".join(lines)
 
 
-def seed_commands(cell: CellResult, config: RecordedConfig) -> str:
+def seed_commands(cell: CellResult, config: RecordedConfig, options: RecordedOptions | None = None) -> str:
     """A bash block that runs the seed check's two seeds by hand: the failing one, then the passing one."""
     check = cell.seed_check
     assert check is not None
-    setup, python, script, args = _setup(cell, config, check.failing.seed)
+    setup, python, script, args = _setup(cell, config, check.failing.seed, options)
     call = f"{python} {script if script == '-m' else shlex.quote(script)}{' ' + args if args else ''}"
     return "\n".join([
         *setup,
@@ -88,18 +89,21 @@ def seed_commands(cell: CellResult, config: RecordedConfig) -> str:
     ])
 
 
-def run_setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[str], str, str]:
+def run_setup(cell: CellResult, config: RecordedConfig, seed: int,
+              options: RecordedOptions | None = None) -> tuple[list[str], str, str]:
     """The lines before a run by hand, the run itself (`"$python" SCRIPT ARGS`, after `PYTHONHASHSEED=...`)
     and the cache folder to list: what --vary's commands are made of."""
-    setup, python, script, args = _setup(cell, config, seed)
+    setup, python, script, args = _setup(cell, config, seed, options)
     own = script_folder(cell)
     listed = shlex.quote(own[0]) if own else '"$JAX_COMPILATION_CACHE_DIR"'
     return setup, f"{python} {script if script == '-m' else shlex.quote(script)}{' ' + args if args else ''}", listed
 
 
-def _setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[str], str, str, str]:
+def _setup(cell: CellResult, config: RecordedConfig, seed: int,
+           options: RecordedOptions | None = None) -> tuple[list[str], str, str, str]:
     """The lines before a cell's runs (its environment, its variables, its folder), and how a run is
-    called: (lines, python, script, arguments)."""
+    called: (lines, python, script, arguments). `options` (results.json's): the index the packages came
+    from and the user's own packages (installed editable, as the harness did)."""
     repro, script = repro_for(config)
     spec = cell.spec
     env = {k: v for k, v in process_env(spec, seed, config.thresholds).items() if k not in _PER_RUN}
@@ -130,7 +134,7 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[st
                       f"{spec.mesh.label if spec.mesh else f'user {NO_MESH}'}, "
                       f"{spec.platform} x{spec.device_count}"),
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
-        + " ".join(shlex.quote(r) for r in requirements),
+        + " ".join([*_index_words(options), *(shlex.quote(r) for r in requirements), *_editable_words(options)]),
         *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {commit.sha}:jax"
            f" | tar -x -C {venv}/src/jax", f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
         *folder,
@@ -138,6 +142,19 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int) -> tuple[list[st
         *setup,
     ]
     return lines, python, script, args
+
+
+def _index_words(options: RecordedOptions | None) -> list[str]:
+    """pip's words for the index the sweep installed from (none: PyPI)."""
+    if options is None:
+        return []
+    first = ["--index-url", shlex.quote(options.index_url)] if options.index_url else []
+    return first + [w for url in options.extra_index_urls or () for w in ("--extra-index-url", shlex.quote(url))]
+
+
+def _editable_words(options: RecordedOptions | None) -> list[str]:
+    """pip's words for the user's own packages, installed editable with the release (as --with-editable)."""
+    return [w for path in (options.editables if options else None) or () for w in ("-e", shlex.quote(path))]
 
 
 def script_folder(cell: CellResult) -> tuple[str, str] | None:
@@ -156,6 +173,18 @@ def _script_requirements(cell: CellResult, config: RecordedConfig) -> list[str]:
     return pinned
 
 
+def installed_from(header: ResultsHeader, command: str) -> dict[str, Any]:
+    """The options that changed what was installed (results.json's options: --index-url,
+    --extra-index-url, --with-editable), as `command` takes them: a pasted line measures the same
+    packages. Empty for a folder measured from PyPI alone (or written before they were recorded)."""
+    options = header.options
+    values: dict[str, Any] = {"index_url": options.index_url,
+                              "extra_index_urls": tuple(options.extra_index_urls or ()),
+                              "with_editable": tuple(Path(p) for p in options.editables or ())}
+    takes = {o.dest for o in options_for(command)}
+    return {k: v for k, v in values.items() if k in takes and v}
+
+
 def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor, ...] = ()) -> str:
     """The harness command that measures just this cell again (with these --vary factors), spelled by the
     options registry as every other command line the harness prints (harness/inputs/options.py)."""
@@ -165,7 +194,7 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
     varied = {"vary": vary} if vary else {}
     if cell.commit:
         return Given("nightly", {"config": Path(source), "baseline": Path("BASELINE"), "jax_repo": Path("/path/to/jax"),
-                                 "ref": cell.commit.info.sha, **varied}).line()
+                                 "ref": cell.commit.info.sha, **varied, **installed_from(header, "nightly")}).line()
     if source == CHECK_SOURCE:
         given = Given("check", {
             "script": None if config.module else Path(config.repro or "SCRIPT"), "module": config.module,
@@ -173,9 +202,10 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
             "platform": cell.spec.platform, "cache_thresholds": config.cache_thresholds, **varied,
             "env": tuple(f"{name}={value}" for name, value in config.env or ()),
             "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
-            SCRIPT_ARGS: config.args or (), **group})
+            SCRIPT_ARGS: config.args or (), **group, **installed_from(header, "check")})
         return given.line(always=("versions", "device_count", "platform"))
-    return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **group}).line()
+    return Given("run", {"config": Path(source), "versions": (cell.spec.jax_version,), **varied, **group,
+                         **installed_from(header, "run")}).line()
 
 
 def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:
@@ -193,8 +223,9 @@ def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:
                 "platform": config.platform, "cache_thresholds": config.cache_thresholds,
                 "env": tuple(f"{name}={value}" for name, value in config.env or ()),
                 "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
-                SCRIPT_ARGS: config.args or ()}).line(always=("versions",))
-        return Given("bisect", {"config": Path(config.source or "CONFIG"), "versions": (f">={low},<={high}",)}).line()
+                SCRIPT_ARGS: config.args or (), **installed_from(header, "check")}).line(always=("versions",))
+        return Given("bisect", {"config": Path(config.source or "CONFIG"), "versions": (f">={low},<={high}",),
+                                **installed_from(header, "bisect")}).line()
     return command
 
 

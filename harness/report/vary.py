@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from harness.core import markdown as md
 from harness.core.vary_factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, WHEN, Factor, FactorOutcome
-from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.model import CellResult, FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
 
@@ -37,8 +37,9 @@ def _prefix(factor: FactorResult, builtin: bool) -> tuple[list[str], str]:
     return [], ""
 
 
-def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, seed: int) -> list[str]:
-    setup, run, listed = run_setup(cell, config, seed)
+def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, seed: int,
+             options: RecordedOptions | None = None) -> list[str]:
+    setup, run, listed = run_setup(cell, config, seed, options)
     builtin = cell.command is None
     before, prefix = _prefix(factor, builtin)
     lines = [*setup, shell_comment("the reference run, in the plain environment"),
@@ -86,7 +87,7 @@ def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[st
             lines.append("")
         for f in variation.missed():
             lines += [f"Reproduce with ({f.factor}: {md.text(f.reason)}):", "",
-                      *md.fence(_by_hand(cell, config, f, variation.seed), "bash"), "",
+                      *md.fence(_by_hand(cell, config, f, variation.seed, header.options), "bash"), "",
                       *md.fence([harness_command(header, cell, vary=(f.factor,))], "bash"), ""]
         keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
         if keyed:

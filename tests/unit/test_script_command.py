@@ -2,6 +2,7 @@
 working folder; the clash rule, XLA_FLAGS merging, and the report's quoted commands."""
 
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,8 @@ from harness.environments import docker as dk
 from harness.core.errors import ConfigError
 from harness.core.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
 from harness.results.header import RecordedConfig, ResultsHeader
-from harness.report.reproduce import harness_command, shell_commands
+from harness.inputs.options import parse
+from harness.report.reproduce import harness_command, narrowing, shell_commands
 from harness.inputs.run_env import merge_user_env, process_env, program_for, run_command
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 4, None)
@@ -164,3 +166,34 @@ def test_run_refuses_script_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["run", "x.yaml", "--", "a"])
     assert info.value.code == 2 and "takes no script arguments" in capsys.readouterr().err
+
+
+def test_reproduce_lines_carry_the_options_that_changed_what_was_installed():
+    """--with-editable, --with (a package), --index-url and --extra-index-url, as results.json recorded
+    them, are in the harness line (parsed back: the same values) and in the pip line by hand."""
+    cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
+    document = {"config": {"source": "harness check", "repro": "/my proj/train.py", "requirements": ["flax>=0.8"]},
+                "options": {"index_url": "https://mirror.example/simple",
+                            "extra_index_urls": ["https://extra.example/simple"],
+                            "editables": ["/src/my pkg"], "editable_digests": ["sha256:ab"]}}
+    header = ResultsHeader.from_json(document)
+    for line in (harness_command(header, cell), narrowing(header)("0.4.26", "0.4.30")):
+        given, _ = parse(shlex.split(line)[1:])
+        assert given["with_editable"] == (Path("/src/my pkg"),) and given["with_requirements"] == ("flax>=0.8",)
+        assert given["index_url"] == "https://mirror.example/simple"
+        assert given["extra_index_urls"] == ("https://extra.example/simple",)
+    config = {"config": {"source": "sweep.yaml"}, "options": document["options"]}
+    run = parse(shlex.split(harness_command(ResultsHeader.from_json(config), cell))[1:])[0]
+    assert run.command == "run" and run["index_url"] == "https://mirror.example/simple"
+    assert run["extra_index_urls"] == ("https://extra.example/simple",)  # run takes no --with-editable
+    bisect = parse(shlex.split(narrowing(ResultsHeader.from_json(config))("0.4.26", "0.4.30"))[1:])[0]
+    assert bisect["index_url"] == "https://mirror.example/simple"
+    pip = next(l for l in shell_commands(cell, header.config, options=header.options).splitlines() if "pip install" in l)
+    words = shlex.split(pip.split("&& ", 1)[1])
+    assert words[words.index("--index-url") + 1] == "https://mirror.example/simple"
+    assert words[words.index("--extra-index-url") + 1] == "https://extra.example/simple"
+    assert words[words.index("-e") + 1] == "/src/my pkg" and "flax>=0.8" in words
+    # A folder measured from PyPI alone (every folder before the sources were recorded): nothing added.
+    plain = ResultsHeader.from_json({"config": document["config"]})
+    assert "--index-url" not in harness_command(plain, cell) and "--with-editable" not in harness_command(plain, cell)
+    assert "--index-url" not in shell_commands(cell, plain.config, options=plain.options)
