@@ -87,7 +87,11 @@ def cmd_completion(given: Given, words: tuple[str, ...]) -> int:
     for action in _all_actions(parser):
         if action.type is Path:
             action.complete = shtab.FILE  # type: ignore[attr-defined]
-    print(shtab.complete(parser, shell=given["shell"]), end="")
+    text = shtab.complete(parser, shell=given["shell"])
+    # shtab's zsh script registers itself only when eval'd (`eval "$(harness completion zsh)"`); sourced
+    # (`source <(harness completion zsh)`, as a .zshrc does) it called _arguments outside a completion
+    # and failed: it registers then too. From a folder on $fpath it still runs as the completion itself.
+    print(text.replace("[[ $zsh_eval_context[-1] == eval ]]", "[[ $zsh_eval_context[-1] == (eval|file) ]]"), end="")
     return ExitCode.OK
 
 
