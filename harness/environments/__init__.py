@@ -79,13 +79,9 @@ def _local(options: BackendOptions) -> LocalBackend:
 
 def _docker(options: BackendOptions) -> DockerBackend:
     # An index from the environment stays as before (the wheelhouse's uv reads UV_INDEX_URL itself).
-    # Your own package is not copied in: an image installs offline from a wheelhouse of the release's
-    # wheels, which would need the package built and its dependencies downloaded as of each date.
-    if options.sources.editables:
-        raise UserError("--with-editable (or --with PATH, -e PATH): --backend docker builds each release's image "
-                        "offline from the public index's wheels, without your folder; measure your package "
-                        "with --backend venv (the default): drop --backend docker")
-    if options.sources.index_variable is None and options.sources:
+    # Your own package is built as a wheel on the host, its dependencies resolved with each release into
+    # the wheelhouse, and installed in the image after jax (docker/backend.py, wheelhouse.local_wheel).
+    if options.sources.index_variable is None and (options.sources.index_url or options.sources.extra_index_urls):
         raise UserError("--index-url/--extra-index-url: --backend docker's images install from the public index "
                         "only; measure from your index with --backend venv (the default): drop --backend docker")
     return DockerBackend.from_options(options)

@@ -9,6 +9,7 @@ them with `pip install --no-index`. A warm second sweep touches neither the netw
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import subprocess
@@ -155,26 +156,54 @@ class Wheelhouse:
 
     def lock(self, jax_version: str, platform: Platform, python_version: str,
              cutoff: datetime | None, log: Path, refresh: bool = False,
-             extra: Requirements = Requirements()) -> str:
-        """The pinned requirements for this version (and the script's `extra` requirements, resolved
-        together with it as of the same date), resolved once and then read back."""
+             extra: Requirements = Requirements(), local: tuple[Path, ...] = ()) -> str:
+        """The pinned requirements for this version (and the script's `extra` requirements, and the
+        dependencies of the `local` wheels (the user's own packages, built by local_wheel), resolved
+        together with it as of the same date), resolved once and then read back. The local wheels
+        themselves are not in the list: the image installs them after it (Dockerfile lines of
+        images.local_steps)."""
         stamp = cutoff.strftime("%Y%m%d") if cutoff else "latest"
         suffix = f"-req{extra.digest}" if extra else ""
+        if local:
+            named = "\n".join(f"{w.parent.name}/{w.name}" for w in local)  # the folders name the contents
+            suffix += "-own" + hashlib.sha256(named.encode()).hexdigest()[:10]
         path = self.locks / f"jax-{jax_version}-{platform}-py{python_version}-{stamp}{suffix}.txt"
         if path.exists() and not refresh:
             return path.read_text()
         self.locks.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        requirements = [*jax_requirements(jax_version, platform), *extra.items]
+        own = {canonicalize_name(parse_wheel_filename(w.name)[0]): w for w in local}
+        requirements = [*jax_requirements(jax_version, platform), *extra.items,
+                        *(f"{name} @ {wheel.resolve().as_uri()}" for name, wheel in own.items())]
         cmd = lock_command(find_uv(), requirements, python_version, tmp, cutoff,
                            find_links_for(jax_version, platform))
-        what = f"jax {jax_version}" + (f" with {', '.join(extra.items)}" if extra else "")
+        what = f"jax {jax_version}" + (f" with {', '.join([*extra.items, *own])}" if extra or own else "")
         _run_logged(cmd, log, f"could not resolve the dependencies of {what}",
                     stdin="\n".join(requirements) + "\n", cwd=self.root)
-        text = tmp.read_text()
+        text = _without(tmp.read_text(), set(own))
         parse_lock(text)  # refuse to keep a list the build could not use
+        tmp.write_text(text)
         tmp.replace(path)
         return text
+
+    def local_wheel(self, folder: Path, digest: str, log: Path) -> Path:
+        """The wheel of the user's package in `folder` (its content digest `digest`), built on the host once
+        per content (`uv build --wheel`: the image build has no network for a build backend)."""
+        out = self.root / "local" / f"{Path(folder).name}-{digest}"
+        built = sorted(out.glob("*.whl")) if out.is_dir() else []
+        if built:
+            return built[0]
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        _run_logged([find_uv(), "build", "--wheel", "--no-config", "--quiet", "--out-dir", str(tmp), str(folder)],
+                    log, f"could not build a wheel of your package {folder}")
+        wheels = sorted(tmp.glob("*.whl"))
+        if len(wheels) != 1:
+            raise EnvironmentUnavailable(f"building {folder} gave {len(wheels)} wheels, not one ({log})",
+                                         log_tail=log_tail(log))
+        if not out.exists():  # another sweep's build of the same content may have landed first
+            tmp.replace(out)
+        return min(out.glob("*.whl"))
 
     def files_for(self, lock_text: str, jax_version: str, platform: Platform, python_version: str,
                   log: Path) -> list[Path]:
@@ -206,6 +235,19 @@ class Wheelhouse:
                         log, f"could not download wheels for jax {jax_version}")
         finally:
             wanted.unlink(missing_ok=True)
+
+
+def _without(lock_text: str, names: set[str]) -> str:
+    """The lock without the lines of the user's own packages (`name @ file:///...whl`)."""
+    if not names:
+        return lock_text
+    kept = []
+    for raw in lock_text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line and not line.startswith("-") and canonicalize_name(Requirement(line).name) in names:
+            continue
+        kept.append(raw)
+    return "".join(f"{line}\n" for line in kept)
 
 
 def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = None,

@@ -177,10 +177,10 @@ def test_with_a_folder_reaches_the_backend_as_with_editable(words, tmp_path, wri
     assert code == 2 and "--with-editable: --backend local installs nothing" in err, err
 
 
-def test_docker_refuses_your_package_and_your_index_naming_what_to_use_instead(tmp_path, write, capsys):
-    folder = package(tmp_path)
+def test_docker_refuses_your_index_naming_what_to_use_instead(tmp_path, write, capsys):
+    """(--with-editable it installs since: tests/unit/test_docker_own_package.py.)"""
     script = write("step.py", "import jax\n")
-    for words, flag in (([f"--with-editable={folder}"], "--with-editable"), (["--index-url", MIRROR], "--index-url")):
+    for words, flag in ((["--index-url", MIRROR], "--index-url"),):
         code = cli.main(["check", str(script), *words, "--backend", "docker", "--out", str(tmp_path / "out")])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and err[0].startswith(f"harness: error: {flag}") and \

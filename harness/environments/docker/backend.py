@@ -16,7 +16,7 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound
 
-from harness.inputs.dependencies import Requirements
+from harness.inputs.dependencies import Requirements, Sources
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.docker.containers import SCRIPT_MOUNT, _one_line, run_container, run_kwargs
 from harness.environments.docker.environment import DockerEnvironment
@@ -24,7 +24,7 @@ from harness.environments.docker.gpu_probe import (CUDA_PROBE, GPU_LIST_TIMEOUT_
                                                    gpu_list_kwargs)
 from harness.environments.docker.images import (DEFAULT_PYTHON, OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES,
                                                 OFFLINE_PYTHONS, default_base_images, dockerfile_for, image_tag,
-                                                offline_fix, write_context)
+                                                offline_fix, with_own_packages, write_context)
 from harness.environments.docker.reaping import LABEL, reap_orphans
 from harness.environments.gpus import CONTAINER_ADVICE, GpuCount, parse_gpu_list
 from harness.environments.locking import held
@@ -62,9 +62,12 @@ class DockerBackend(Backend):
                  release_date: Callable[[str], Any] | None = None,
                  base_images: dict[Platform, str] | None = None, mem_limit: str | None = None,
                  user: str | None = None, pythons: PythonChooser | None = None,
-                 requirements: Requirements = Requirements()):
+                 requirements: Requirements = Requirements(), sources: Sources = Sources()):
         self.base_image, self.rebuild = base_image, rebuild
         self.requirements = requirements  # the script's own, resolved with each jax into its image
+        # The user's own packages (--with-editable): built as wheels on the host, their dependencies resolved
+        # with each jax, installed after it; the image's tag names their content digests.
+        self.sources = sources
         # The images' Python per release, chosen as for venvs (harness/inputs/pythons.py) among those the
         # offline base images provide; python_version (docker.python) pins it.
         pinned = PythonVersion.parse(python_version) if python_version else None
@@ -95,7 +98,7 @@ class DockerBackend(Backend):
                                 pinned=pinned, provided=OFFLINE_PYTHONS | ({pinned} if pinned else set()))
         return cls(base_image=section.get("base_image"), python_version=pin, rebuild=options.rebuild,
                    release_date=options.release_date, pythons=pythons,
-                   requirements=options.requirements)
+                   requirements=options.requirements, sources=options.sources)
 
     @property
     def client(self) -> docker.DockerClient:
@@ -159,33 +162,45 @@ class DockerBackend(Backend):
         # Before any download or build: an image whose Python cannot install the wheels is never built.
         self._require_python(base, base_name, choice, jax_version, platform)
         extra = f"-req{self.requirements.digest}" if self.requirements else ""
+        extra += f"-src{self.sources.digest}" if self.sources.editables else ""  # as a venv's folder
         log = self.state_dir / "logs" / f"jax-{jax_version}-{platform}-py{python}{extra}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         cutoff = self.release_date(jax_version) if self.release_date else None
         # --rebuild means once per sweep: a version prepared again (another mesh, a bisection step)
         # reuses what this backend just rebuilt.
         rebuild = self.rebuild and (jax_version, platform) not in self._rebuilt
+        own = self._own_wheels(log)
         lock = self.wheelhouse.lock(jax_version, platform, python, cutoff, log, refresh=rebuild,
-                                    extra=self.requirements)
+                                    extra=self.requirements, local=own)
         dockerfile = dockerfile_for(platform)
-        tag = image_tag(jax_version, platform, python, dockerfile.read_text(), base.id, lock, self.requirements)
+        dockerfile_text = with_own_packages(dockerfile.read_text(), own)
+        tag = image_tag(jax_version, platform, python, dockerfile_text, base.id, lock, self.requirements,
+                        self.sources.editable_digests if own else ())
         facts: dict[str, Any] = {"base_image": base_name, "base_image_id": base.id,
                                  "exclude_newer": cutoff.isoformat() if cutoff else None,
                                  "python_choice": choice.to_json()}
         if self.requirements:
             facts["requirements"] = self.requirements.to_json()
+        if own:
+            facts["own_packages"] = [w.name for w in own]
         if not rebuild and self._image_exists(tag):
             facts["reused"] = True
         else:
             wheels = self.wheelhouse.files_for(lock, jax_version, platform, python, log)
             previous = self._image_id(tag)
-            facts["build_s"] = self._build(tag, dockerfile, base_name, lock, wheels, jax_version,
-                                           platform, python, log, say, nocache=rebuild)
+            facts["build_s"] = self._build(tag, dockerfile_text, base_name, lock, wheels, jax_version,
+                                           platform, python, log, say, nocache=rebuild, own=own)
             facts["reused"] = False
             self._rebuilt.add((jax_version, platform))
             if previous and previous != self._image_id(tag):
                 self._discard(previous)  # the image --rebuild replaced would linger untagged
         return tag, facts, log
+
+    def _own_wheels(self, log: Path) -> tuple[Path, ...]:
+        """The wheels of the user's own packages, built once per content (their digests name them)."""
+        digests = self.sources.editable_digests or tuple("" for _ in self.sources.editables)
+        return tuple(self.wheelhouse.local_wheel(Path(folder), digest or "nodigest", log)
+                     for folder, digest in zip(self.sources.editables, digests))
 
     def cuda_probe(self, tag: str, log: Path, request_gpus: bool = True) -> dict[str, Any]:
         """The CUDA plugin's version and the devices JAX sees in `tag`, in a container like a cuda
@@ -312,15 +327,15 @@ class DockerBackend(Backend):
         except (DockerException, requests.RequestException):
             pass  # still used by a container, or already gone: leave it to `docker image prune`
 
-    def _build(self, tag: str, dockerfile: Path, base_name: str, lock: str, wheels: list[Path],
+    def _build(self, tag: str, dockerfile_text: str, base_name: str, lock: str, wheels: list[Path],
                jax_version: str, platform: Platform, python: str, log: Path, say: Say,
-               nocache: bool = False) -> float:
+               nocache: bool = False, own: tuple[Path, ...] = ()) -> float:
         say(f"jax {jax_version}: building image {tag} on {base_name} (log {log})")
         start = time.monotonic()
         error = ""
         with tempfile.TemporaryDirectory(prefix="jax-harness-context-") as tmp:
             context = Path(tmp)
-            write_context(context, dockerfile.read_text(), lock, wheels)
+            write_context(context, dockerfile_text, lock, wheels, own)
             with open(log, "a") as out:
                 try:
                     stream = self.client.api.build(

@@ -69,22 +69,49 @@ def dockerfile_for(platform: Platform) -> Path:
 
 
 def image_tag(jax_version: str, platform: Platform, python_version: str, dockerfile_text: str,
-              base_image_id: str, lock_text: str, requirements: Requirements = Requirements()) -> str:
+              base_image_id: str, lock_text: str, requirements: Requirements = Requirements(),
+              own_digests: tuple[str, ...] = ()) -> str:
     """A tag that changes exactly when something that goes into the image changes (the lock already
     pins the script's requirements; they are named too, so that a set resolving to the same pins
-    still says what it asked for)."""
-    identity = {"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
-                "python": python_version, "platform": str(platform), "jax": jax_version}
+    still says what it asked for; `own_digests`: the content digests of the user's own packages)."""
+    identity: dict[str, object] = {"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
+                                   "python": python_version, "platform": str(platform), "jax": jax_version}
     if requirements:  # absent when there are none: images built before requirements keep their tags
         identity["requirements"] = requirements.to_json()
+    if own_digests:  # the same: absent without --with-editable
+        identity["own_packages"] = list(own_digests)
     inputs = json.dumps(identity, sort_keys=True)
     digest = hashlib.sha256(inputs.encode()).hexdigest()[:12]
     flavour = "cuda" if platform == Platform.CUDA else "cpu"
     return f"{IMAGE_REPO}:jax{jax_version}-{flavour}-py{python_version}-{digest}"
 
 
-def write_context(context: Path, dockerfile_text: str, lock: str, wheels: list[Path]) -> None:
-    """The build context: the Dockerfile, the pinned list, and only the wheels it pins."""
+OWN_FOLDER = "own"  # the build context's folder of the user's own packages' wheels
+
+
+def with_own_packages(dockerfile_text: str, own: tuple[Path, ...]) -> str:
+    """The Dockerfile with the user's own packages (--with-editable, built as wheels on the host) installed
+    after jax, without dependencies (the lock has them, resolved with the release); unchanged without any,
+    so that the images without them keep their tags."""
+    if not own:
+        return dockerfile_text
+    wheels = " ".join(f"/opt/harness/{OWN_FOLDER}/{w.name}" for w in own)
+    return dockerfile_text + (
+        "\n# Your own package(s) (--with-editable), built as wheels on the host, after jax; their dependencies\n"
+        "# are in requirements.lock, resolved with the release's.\n"
+        f"COPY {OWN_FOLDER}/ /opt/harness/{OWN_FOLDER}/\n"
+        "RUN /opt/jax/bin/pip install --no-index --no-deps --no-cache-dir --disable-pip-version-check "
+        f"{wheels}\n")
+
+
+def write_context(context: Path, dockerfile_text: str, lock: str, wheels: list[Path],
+                  own: tuple[Path, ...] = ()) -> None:
+    """The build context: the Dockerfile, the pinned list, and only the wheels it pins (and the user's own
+    packages' wheels, in their folder)."""
+    if own:
+        (context / OWN_FOLDER).mkdir()
+        for wheel in own:
+            shutil.copy2(wheel, context / OWN_FOLDER / wheel.name)
     (context / "Dockerfile").write_text(dockerfile_text)
     (context / "requirements.lock").write_text(lock)
     folder = context / "wheels"
