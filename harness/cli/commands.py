@@ -29,7 +29,7 @@ from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
 from harness.core.model import CellResult
 from harness.results.document import RunStatus
-from harness.inputs.options import SCRIPT_ARGS, Given, from_given
+from harness.inputs.options import Given, from_given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
 from harness.report.table import render, summary_json, summary_line
@@ -87,7 +87,7 @@ def cmd_completion(given: Given, words: tuple[str, ...]) -> int:
     for action in _all_actions(parser):
         if action.type is Path:
             action.complete = shtab.FILE  # type: ignore[attr-defined]
-    text = shtab.complete(parser, shell=given["shell"])
+    text = shtab.complete(parser, shell=given.shell)
     # shtab's zsh script registers itself only when eval'd (`eval "$(harness completion zsh)"`); sourced
     # (`source <(harness completion zsh)`, as a .zshrc does) it called _arguments outside a completion
     # and failed: it registers then too. From a folder on $fpath it still runs as the completion itself.
@@ -119,8 +119,8 @@ def _internal_error() -> int:
 SETUP_HOLD_S = 3.0
 
 
-def _progress(given: Given) -> ConsoleProgress:
-    return ConsoleProgress(quiet=given["quiet"], hold_s=SETUP_HOLD_S)
+def _progress(quiet: bool) -> ConsoleProgress:
+    return ConsoleProgress(quiet=quiet, hold_s=SETUP_HOLD_S)
 
 
 def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
@@ -139,22 +139,24 @@ def _sweep_options(given: Given, words: tuple[str, ...]) -> service.SweepOptions
 
 
 def cmd_run(given: Given, words: tuple[str, ...]) -> int:
-    _check_ci_paths(given)
-    return _show_sweep(service.run(given["config"], _sweep_options(given, words), _progress(given)), given)
+    _check_ci_paths(given.junit_xml, given.out, given.resume)
+    swept = service.run(given.config, _sweep_options(given, words), _progress(given.quiet))
+    return _show_sweep(swept, given.junit_xml, given.fail_on, as_json=given.json)
 
 
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
-    option_checks.check_script_or_module("check", given["script"], given["module"])
-    _check_ci_paths(given)
+    option_checks.check_script_or_module("check", given.script, given.module)
+    _check_ci_paths(given.junit_xml, given.out, given.resume)
     check = _script_check(given)
     config = service.check_config(check)
     options = service.with_script_packages(_sweep_options(given, words), check.how)  # --with . is --with-editable .
-    return _show_sweep(service.sweep(config, options, _progress(given)), given)
+    swept = service.sweep(config, options, _progress(given.quiet))
+    return _show_sweep(swept, given.junit_xml, given.fail_on, as_json=given.json)
 
 
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, command=_typed(words))
-    done = service.reduce(_script_check(given), options, _progress(given))
+    done = service.reduce(_script_check(given), options, _progress(given.quiet))
     state = done.state
     if done.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {done.original_lines} lines, "
@@ -176,32 +178,32 @@ def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
 def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
     """The fingerprint as JSON on stdout (and in --output): from one run per release of the script, or
     read from a results folder."""
-    source = given["script"]
-    if source is not None and given["module"] is None and (source.is_dir() or source.name == "results.json"):
+    source = given.script
+    if source is not None and given.module is None and (source.is_dir() or source.name == "results.json"):
         taken = service.read_fingerprint(source)
     else:
-        option_checks.check_fingerprint_source(source, given["module"])
+        option_checks.check_fingerprint_source(source, given.module)
         check = _script_check(given, runs=2)
         config = service.check_config(check)
         options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.how)
-        taken = service.fingerprint(config, options, _progress(given))
+        taken = service.fingerprint(config, options, _progress(given.quiet))
     text = json.dumps(taken.to_json(), indent=1)
-    if given.get("output") is not None and source is not None and source.is_dir():
-        given["output"].write_text(text + "\n")
+    if given.output is not None and source is not None and source.is_dir():
+        given.output.write_text(text + "\n")
     print(text)
     return ExitCode.OK
 
 
 def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
     """Exit 0 when every module's keys are the same in both, 1 when some differ (as diff does)."""
-    text, differs = service.diff_files(given["a"], given["b"])
+    text, differs = service.diff_files(given.a, given.b)
     print(text)
     return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
 
 
 def _script_check(given: Given, **more) -> service.ScriptCheck:
     """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
-    how = from_given(service.ScriptRun, given, env=_env_pairs(given["env"]), args=given[SCRIPT_ARGS])
+    how = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
     return from_given(service.ScriptCheck, given, how=how, **more)
 
 
@@ -224,9 +226,9 @@ def _say_on_stderr(line: str) -> None:
 
 def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
     """One release per line, a tab, and the Python it would run in (`cut -f1` gives the releases)."""
-    resolution = service.list_versions(given["config"], given["versions"] or (), given["python_version"],
-                                       from_given(service.PythonOptions, given), given["index_url"],
-                                       given["extra_index_urls"], say=_say_on_stderr)
+    resolution = service.list_versions(given.config, given.versions or (), given.python_version,
+                                       from_given(service.PythonOptions, given), given.index_url,
+                                       given.extra_index_urls, say=_say_on_stderr)
     for line in resolution.notes():
         print(f"harness: {line}", file=sys.stderr)
     for version in resolution.versions:
@@ -235,57 +237,57 @@ def cmd_versions(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_init(given: Given, words: tuple[str, ...]) -> int:
-    written = service.init_config(given["script"], given["output"], given["force"])
+    written = service.init_config(given.script, given.output, given.force)
     print(f"config: {written} (edit it, then: {shlex.join(['harness', 'run', str(written)])})")
     return ExitCode.OK
 
 
 def cmd_base_image(given: Given, words: tuple[str, ...]) -> int:
     """The build script's own exit code: 0 built or already there, 1 a step failed."""
-    return ExitCode.OK if service.base_image(given["debian"], given["image"], given["force"]) == 0 else \
+    return ExitCode.OK if service.base_image(given.debian, given.image, given.force) == 0 else \
         ExitCode.FAILURE
 
 
 def cmd_report(given: Given, words: tuple[str, ...]) -> int:
-    path = service.report(given["results"])
-    if given["show"]:
+    path = service.report(given.results)
+    if given.show:
         print(path.read_text(), end="")
     print(f"report: {path}")
     return ExitCode.OK
 
 
 def cmd_nightly(given: Given, words: tuple[str, ...]) -> int:
-    _check_ci_paths(given)
-    jax_ref = service.JaxRef(given["jax_repo"], given["ref"]) if given["jax_repo"] is not None else None
-    found = service.nightly(given["config"], _sweep_options(given, words), given["baseline"],
-                            given["config_versions"], _progress(given), jax_ref,
-                            max_lost_growth=given["max_lost_growth"])
-    code = _show_sweep(found.sweep, given)
+    _check_ci_paths(given.junit_xml, given.out)
+    jax_ref = from_given(service.JaxRef, given) if given.jax_repo is not None else None
+    found = service.nightly(given.config, _sweep_options(given, words), given.baseline,
+                            given.config_versions, _progress(given.quiet), jax_ref,
+                            max_lost_growth=given.max_lost_growth)
+    code = _show_sweep(found.sweep, given.junit_xml)
     if code != ExitCode.OK:
         return code
     print()
-    return _show_changes(found.changes, given["baseline"])
+    return _show_changes(found.changes, given.baseline)
 
 
 def cmd_compare(given: Given, words: tuple[str, ...]) -> int:
-    return _show_changes(service.compare_folders(given["results"], given["baseline"], given["max_lost_growth"]),
-                         given["baseline"])
+    return _show_changes(service.compare_folders(given.results, given.baseline, given.max_lost_growth),
+                         given.baseline)
 
 
 def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
-    _check_ci_paths(given)
-    merged = service.merge(list(given["results"]), given["out"], shlex.join(["harness", *words]))
+    _check_ci_paths(given.junit_xml, given.out)
+    merged = service.merge(list(given.results), given.out, shlex.join(["harness", *words]))
     print(render(merged.cells))
     print()
     print(summary_line(merged.cells))
     print(f"results: {merged.results_file}")
     return _merged_outputs(merged.cells, merged.status, merged.complete,
-                           ci.merged_suite_name(merged.name, merged.folder), given)
+                           ci.merged_suite_name(merged.name, merged.folder), given.junit_xml, given.fail_on)
 
 
 def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
-    found = service.bisect(given["config"], from_given(service.BisectOptions, given),
-                           _progress(given))
+    found = service.bisect(given.config, from_given(service.BisectOptions, given),
+                           _progress(given.quiet))
     if found.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
               f"resume with: {found.command}", file=sys.stderr)
@@ -297,22 +299,22 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
-    _check_ci_paths(given)
-    option_checks.check_ci_outputs_need_wait(given["wait"], given["junit_xml"], given["fail_on"])
+    _check_ci_paths(given.junit_xml, given.out)
+    option_checks.check_ci_outputs_need_wait(given.wait, given.junit_xml, given.fail_on)
     submit_options = from_given(service.SubmitOptions, given, command=_typed(words))
-    found = service.submit(given["config"], submit_options, dry_run=given["dry_run"], progress=ConsoleProgress())
+    found = service.submit(given.config, submit_options, dry_run=given.dry_run, progress=ConsoleProgress())
     if found.submitted is None:
         print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
         print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)
         return ExitCode.OK
     done = found.submitted
-    print(f"shards: job {done.array_job} (array tasks {','.join(map(str, done.shards))} of {given['shards']})")
+    print(f"shards: job {done.array_job} (array tasks {','.join(map(str, done.shards))} of {given.shards})")
     print(f"merge: job {done.merge_job} (after the shards, however they end)")
     print(f"folder: {done.sweep_dir}")
-    if not given["wait"]:
+    if not given.wait:
         return ExitCode.OK
     try:
-        waited = service.wait_submission(found, _progress(given))
+        waited = service.wait_submission(found, _progress(given.quiet))
     except KeyboardInterrupt:
         print(f"\n{interrupted_how()}: stopped waiting; the jobs go on (cancel them with: "
               f"scancel {done.array_job} {done.merge_job})", file=sys.stderr)
@@ -326,17 +328,18 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
     print()
     print(summary_line(merged.cells))  # last, as for run
     return _merged_outputs(merged.cells, merged.status, merged.complete,
-                           ci.merged_suite_name(merged.name, merged.folder), given, waited.resubmit_command)
+                           ci.merged_suite_name(merged.name, merged.folder), given.junit_xml, given.fail_on,
+                           waited.resubmit_command)
 
 
 # ---- showing outcomes ----------------------------------------------------------------------------
 
-def _check_ci_paths(given: Given) -> None:
-    """Every output path a command will write (--junit-xml, GITHUB_STEP_SUMMARY, the results folder --out),
-    checked before the first run: a bad one is bad input, said in one line before an hour of measuring."""
-    problems = ci.output_problems(given.get("junit_xml"))
-    out = given.get("out")
-    if out is not None and given.get("resume") is None:
+def _check_ci_paths(junit_xml: Path | None, out: Path, resume: Path | None = None) -> None:
+    """Every output path a command will write (--junit-xml, GITHUB_STEP_SUMMARY, the results folder --out,
+    unless it resumes another), checked before the first run: a bad one is bad input, said in one line
+    before an hour of measuring."""
+    problems = ci.output_problems(junit_xml)
+    if out is not None and resume is None:
         problem = ci.folder_problem(out)
         if problem:
             problems.append(f"--out {out}: {problem}")
@@ -344,14 +347,16 @@ def _check_ci_paths(given: Given) -> None:
         raise UserError(problems[0])
 
 
-def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
+def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: frozenset | None = None,
+                as_json: bool = False) -> int:
+    """The table and summary (--json: the summary as JSON on stdout, the rest on stderr), then the CI
+    outputs (--junit-xml, --fail-on: nightly has no --fail-on, its exit is the comparison's)."""
     ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
     if swept.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
               f"resume with: {swept.resume_command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)
-    as_json = given is not None and given.get("json")
     human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
     print(render(swept.cells), file=human)
     print(file=human)
@@ -359,20 +364,21 @@ def _show_sweep(swept: service.SweepOutcome, given: Given | None = None) -> int:
     if as_json:
         print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
                                       str(swept.folder / REPORT_FILE))))
-    return (_ci_outputs(swept.cells, ci.suite_name(swept.folder), given, report=swept.folder / REPORT_FILE)
-            if given is not None else ExitCode.OK)
+    return _ci_outputs(swept.cells, ci.suite_name(swept.folder), junit_xml, fail_on,
+                       report=swept.folder / REPORT_FILE)
 
 
-def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str = "", report: Path | None = None) -> int:
+def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fail_on: frozenset | None,
+                status: str = "", report: Path | None = None) -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
     An output that cannot be written (its path was checked before the sweep; something changed since) is
     said, the others are still written, and the verdict's exit code wins: a regression stays 1, and
     otherwise it is 3 (the harness could not deliver what it was asked), never 2."""
     unwritten = []
-    if given.get("junit_xml") is not None:
+    if junit_xml is not None:
         try:
-            ci.write_junit(given["junit_xml"], cells, suite)
-            print(f"junit: {given['junit_xml']}", file=sys.stderr)
+            ci.write_junit(junit_xml, cells, suite)
+            print(f"junit: {junit_xml}", file=sys.stderr)
         except ci.OutputFailed as exc:
             unwritten.append(str(exc))
     try:
@@ -381,7 +387,7 @@ def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str =
         unwritten.append(str(exc))
     for problem in unwritten:
         print(f"harness: error: {problem}; the results folder has every cell", file=sys.stderr)
-    fail_on = given.get("fail_on") or frozenset()
+    fail_on = fail_on or frozenset()
     failed = ci.failing(cells, fail_on)
     if failed:
         print(f"harness: {ci.fail_line(failed, fail_on, report)}", file=sys.stderr)
@@ -389,12 +395,12 @@ def _ci_outputs(cells: list[CellResult], suite: str, given: Given, status: str =
     return ExitCode.FAILURE if unwritten else ExitCode.OK
 
 
-def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, given: Given,
-                    resubmit_command: str | None = None) -> int:
+def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, junit_xml: Path | None,
+                    fail_on: frozenset | None, resubmit_command: str | None = None) -> int:
     """merge and submit --wait: the CI outputs of the merged cells. An incomplete merge (a shard missing or
     cut short) exits 3, as the harness's failure: nothing was decided for the cells it lacks. A verdict
     --fail-on names among the cells it has is still 1: that regression was measured."""
-    code = _ci_outputs(cells, suite, given, status="" if complete else status)
+    code = _ci_outputs(cells, suite, junit_xml, fail_on, status="" if complete else status)
     if complete:
         return code
     print(f"harness: {status}" + (f"; re-submit with: {resubmit_command}" if resubmit_command else ""),

@@ -15,19 +15,23 @@ value is spelled back on a command line. From these declarations, and nowhere el
 
 To add an option: append one `Option(...)` to `OPTIONS` below, naming the commands that take it, its group
 and an `example` (the words after the flag, used by the docs and the round-trip test). If the service acts
-on it, give the service's options dataclass (harness/service) a field named as the option's `dest`:
-`from_given` fills it and tests/unit/test_options.py checks that the defaults agree. Parsing, printing, the docs
-and the round-trip test (parse -> print -> parse gives the same options) need nothing more.
+on it, name its `dest` in the `@takes_options(...)` of the service's options dataclass (harness/service/
+options.py): the field, its type (`Option.value_type`) and its default come from here, and `from_given` fills
+it (then `make docs` rewrites harness/service/options.pyi, which tests/unit/test_options.py checks). Parsing,
+printing, the docs and the round-trip test (parse -> print -> parse gives the same options) need nothing more.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import shlex
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+import textwrap
+import types
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, get_type_hints
+from typing import Any, Callable, Iterable, Mapping, Union, get_args, get_origin, get_type_hints
 
 from harness.core.confidence import SeedStrategy, runs_for_target
 from harness.inputs.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
@@ -144,6 +148,29 @@ class Option:
     identity: bool = False  # part of the sweep's identity (SweepIdentity): changing it is another sweep
     spell: Callable[[Any], str] = str  # one value as a command-line word
     convert: Callable[[Any], Any] | None = None  # the parsed text as the service's type (an enum)
+    kind: Any = None  # the value's Python type where `value_type` cannot infer it
+
+    @property
+    def value_type(self) -> Any:
+        """The Python type of the value the service receives (a field of harness/service/options.py): `kind`,
+        else inferred from the action, `convert` or `type` (a class, or a parser's return annotation) and
+        `nargs`; `| None` where the default is None (and the option is not required)."""
+        if self.kind is not None:
+            return self.kind
+        if self.action == "store_true":
+            return bool
+        if self.convert is not None:
+            one = self.convert
+        elif self.type is None:
+            one = str
+        elif isinstance(self.type, type):
+            one = self.type
+        else:
+            one = get_type_hints(self.type)["return"]
+        kind = tuple[one, ...] if self.many else one
+        if self.default is None and not self.required and not _admits_none(kind):
+            kind = kind | None
+        return kind
 
     @property
     def positional(self) -> bool:
@@ -207,6 +234,11 @@ class Option:
     def _joined(self, text: str) -> list[str]:
         # `--sbatch-arg --account=lab` would read as two flags: a value that looks like one is attached.
         return [f"{self.flag}={text}"] if text.startswith("-") else [self.flag, text]
+
+
+def _admits_none(kind: Any) -> bool:
+    return kind is type(None) or type(None) in get_args(kind) and (
+        isinstance(kind, types.UnionType) or get_origin(kind) is Union)
 
 
 def _commands(*names: str) -> frozenset[str]:
@@ -398,7 +430,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("resume", ("--resume",), "continue an interrupted reduction in its folder (Ctrl-C prints the command)",
            _commands("reduce"), Group.RESULTS, type=Path, metavar="REDUCE_DIR", example=("results/reduce",)),
     Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", SCRIPTED,
-           Group.SCRIPT, default=(), example=("--steps", "1")),
+           Group.SCRIPT, default=(), example=("--steps", "1"), kind=tuple[str, ...]),
     Option("seed", ("--seed",), "the hash seed of each release's run (the same on both machines)",
            _commands("fingerprint"), Group.MEASURE, type=positive(0, 2**32 - 1), default=1, metavar="N",
            example=("7",)),
@@ -543,6 +575,16 @@ class Given:
     command: str
     values: Mapping[str, Any] = field(default_factory=dict)
 
+    def __getattr__(self, dest: str) -> Any:
+        """`given.jobs`: the value of an option the command takes; any other name (a typo, an option of
+        another command) is an AttributeError (tests/unit/test_options.py also reads the handlers' uses)."""
+        if dest.startswith("_") or dest == "values":  # not an option (copy, pickle, a dataclass's own)
+            raise AttributeError(dest)
+        try:
+            return self.values[dest]
+        except KeyError:
+            raise AttributeError(f"{self.command} takes no option {dest!r}") from None
+
     def __getitem__(self, dest: str) -> Any:
         return self.values[dest]
 
@@ -607,7 +649,45 @@ def parse(words: list[str], parser: argparse.ArgumentParser | None = None) -> tu
     return given_from(args, script_args), args
 
 
-# ---- the service's typed options, filled from a Given ----------------------------------------------
+# ---- the service's typed options, declared from the registry and filled from a Given ------------------
+
+REGISTRY_FIELDS = "__registry_fields__"  # a class's {field name: dest} that takes_options added
+
+
+def registry_option(dest: str) -> Option:
+    """The one declaration of `dest` a service field is made from: where several commands declare it
+    (their help differs), they must agree on its type and default, or the field would mean two things."""
+    declared = [o for o in OPTIONS if o.dest == dest]
+    if not declared:
+        raise KeyError(f"no option {dest!r} in the registry")
+    if len({(repr(o.value_type), repr(o.default)) for o in declared}) > 1:
+        raise TypeError(f"option {dest!r}: its declarations differ in type or default")
+    return declared[0]
+
+
+def takes_options(*dests: str, defaults: bool = True, **renamed: str) -> Callable[[type], type]:
+    """A class decorator, under `@dataclass`: one field per option, named as its dest (or `name=dest`),
+    its type and default (none with defaults=False) those the registry declares, so a field of an option is
+    written once, here in OPTIONS. The class's own annotations are the service's fields that are no option;
+    one that names an option taken here is refused (tests/unit/test_options.py checks the rest)."""
+    def add(cls: type) -> type:
+        own = dict(inspect.get_annotations(cls))
+        added: dict[str, Any] = {}
+        taken: dict[str, str] = {}
+        for name, dest in [(d, d) for d in dests] + list(renamed.items()):
+            if name in own:
+                raise TypeError(f"{cls.__name__}.{name}: the option {dest!r} is declared in the registry; "
+                                "do not declare its field again")
+            opt = registry_option(dest)
+            added[name] = opt.value_type
+            metadata = {"option": dest} if name != dest else {}
+            setattr(cls, name, field(default=opt.default, metadata=metadata) if defaults
+                    else field(metadata=metadata))
+            taken[name] = dest
+        cls.__annotations__ = {**added, **own}
+        setattr(cls, REGISTRY_FIELDS, {**getattr(cls, REGISTRY_FIELDS, {}), **taken})
+        return cls
+    return add
 
 def from_given(cls: type, parsed: Given, **more: Any) -> Any:
     """An options dataclass with each field named as an option's dest taken from `parsed` (a field whose
@@ -630,3 +710,58 @@ def _fields_from(cls: type, given: Given) -> dict[str, Any]:
         if dest in given.values and f.init:
             out[f.name] = given.values[dest]
     return out
+
+
+# ---- a stub of a module of such classes (what a type checker and a reader see) -----------------------
+
+def dataclass_stub(module: types.ModuleType, more: Iterable[str] = ()) -> str:
+    """The `.pyi` of a module of dataclasses (harness/service/options.pyi): each class with every field,
+    the registry's among them, typed, then the lines `more` (the module's other names); tests/unit/
+    test_options.py checks it is the module's."""
+    imports: dict[str, set[str]] = {"dataclasses": {"dataclass"}}
+    body: list[str] = []
+    classes = [c for c in vars(module).values()
+               if isinstance(c, type) and is_dataclass(c) and c.__module__ == module.__name__]
+    for cls in classes:
+        hints = get_type_hints(cls)
+        own = [f for f in fields(cls) if not any(f.name in {g.name for g in fields(b)}
+                                                 for b in cls.__bases__ if is_dataclass(b))]
+        flags = ["frozen=True"] if cls.__dataclass_params__.frozen else []  # type: ignore[attr-defined]
+        if own and all(f.kw_only for f in own):
+            flags.append("kw_only=True")
+        bases = ", ".join(b.__name__ for b in cls.__bases__ if b is not object)
+        body += ["", "", f"@dataclass({', '.join(flags)})", f"class {cls.__name__}{f'({bases})' if bases else ''}:"]
+        if cls.__dict__.get("__doc__") and not cls.__doc__.startswith(f"{cls.__name__}("):
+            body += textwrap.wrap('"""' + " ".join(cls.__doc__.split()) + '"""', 110, initial_indent="    ",
+                                  subsequent_indent="    ")
+        registry = getattr(cls, REGISTRY_FIELDS, {})
+        for f in own:
+            has_default = f.default is not MISSING or f.default_factory is not MISSING  # type: ignore[misc]
+            note = ""
+            if f.name in registry:
+                opt = registry_option(registry[f.name])
+                note = f"  # {max(opt.flags, key=len)}" if opt.flags else f"  # {opt.dest.upper()}"
+            body.append(f"    {f.name}: {_spell_type(hints[f.name], imports, module.__name__)}"
+                        f"{' = ...' if has_default else ''}{note}")
+        if not own:
+            body.append("    ...")
+    head = [f'"""Generated from {module.__name__} by `make docs`; do not edit by hand."""']
+    for ours in (False, True):  # the standard library's, then the harness's
+        head += [""] + [f"from {where} import {', '.join(sorted(names))}" for where, names in sorted(imports.items())
+                        if where.startswith("harness") == ours]
+    return "\n".join(head + body + ["", "", *more]) + "\n"
+
+
+def _spell_type(kind: Any, imports: dict[str, set[str]], here: str) -> str:
+    if kind is type(None):
+        return "None"
+    if kind is Ellipsis:
+        return "..."
+    if isinstance(kind, types.UnionType) or get_origin(kind) is Union:
+        return " | ".join(_spell_type(k, imports, here) for k in get_args(kind))
+    if get_origin(kind) is not None:
+        args = ", ".join(_spell_type(k, imports, here) for k in get_args(kind))
+        return f"{_spell_type(get_origin(kind), imports, here)}[{args}]"
+    if kind.__module__ not in ("builtins", here):
+        imports.setdefault(kind.__module__, set()).add(kind.__qualname__)
+    return kind.__qualname__

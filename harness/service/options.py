@@ -1,131 +1,101 @@
-"""The typed options each command's service takes: filled from what was given (harness/inputs/options.py
-declares every flag once; `from_given` fills a field named as an option's dest)."""
+"""The typed options each command's service takes. A field of an option is not written here: harness/inputs/
+options.py declares every option once (its type and default among the rest) and `@takes_options(dest, ...)`
+makes the field from that declaration; a class's own annotations are what the service needs besides the
+options. `from_given` fills both kinds from what was given. For readers and type checkers, options.pyi
+beside this file lists every field (`make docs` writes it; tests/unit/test_options.py checks it)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.confidence import SeedStrategy
-from harness.environments import BackendName
-from harness.core.vary_factors import Factor
-from harness.core.model import DEFAULT_BACKEND, Platform, ThresholdMode
-from harness.inputs.options import DEFAULT_RESULTS, Given
-from harness.inputs.sharding import Shard
+from harness.inputs.options import Given, dataclass_stub, takes_options
 
 
 @dataclass(frozen=True)
+@takes_options(search="python_search", install="install_python")
 class PythonOptions:
-    """Where to look for the Pythons that releases need besides the harness's own (harness/inputs/pythons.py)."""
-
-    # --python-search: interpreters, or folders holding them
-    search: tuple[Path, ...] = field(default=(), metadata={"option": "python_search"})
-    # --install-python: let uv download a Python none here has (off: it downloads)
-    install: bool = field(default=False, metadata={"option": "install_python"})
+    """Where to look for the Pythons that releases need besides the harness's own (harness/inputs/pythons.py):
+    --python-search interpreters or folders, --install-python (uv downloads one none here has)."""
 
 
 @dataclass(frozen=True)
+@takes_options("backend", "versions", "runs", "jobs", "out", "rebuild", "python", "seeds", "shard",
+               "cache_thresholds", "processes", "vary", "index_url", "extra_index_urls", "with_editable")
 class MeasureOptions:
-    """What every measuring command takes (run, check, nightly, bisect)."""
+    """What every measuring command takes (run, check, nightly, bisect): where it runs, what replaces the
+    config's keys, where packages come from (harness/inputs/dependencies.py's Sources)."""
 
-    backend: BackendName = DEFAULT_BACKEND
-    versions: tuple[str, ...] | None = None  # replaces the config's jax_versions
-    runs: int | None = None  # replaces the config's runs
-    jobs: int | None = None  # runs at once; None: auto (harness/measure/parallelism.py)
-    out: Path = DEFAULT_RESULTS
-    rebuild: bool = False
-    python: str | None = None  # --backend local: the interpreter
-    seeds: SeedStrategy = SeedStrategy.CHOSEN
-    shard: Shard | None = None
     pythons: PythonOptions = PythonOptions()
-    cache_thresholds: ThresholdMode | None = None  # replaces the config's cache_thresholds
     # The command as parsed (harness/inputs/options.py): every command line printed for it is spelled from this.
     given: Given | None = field(default=None, compare=False)
     # The command line as typed, which the results header records ("harness" alone for options built by hand).
     command: str = field(default="harness", compare=False)
-    processes: int | None = None  # replaces the config's processes (a multi-process job per run)
-    vary: tuple[Factor, ...] | None = None  # replaces the config's vary (docs/variation.md)
-    # Where packages come from (harness/inputs/dependencies.py's Sources): another index, the user's own package.
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-    with_editable: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
+@takes_options("all_runs", "resume")
 class SweepOptions(MeasureOptions):
-    all_runs: bool = False  # every run even after a cell reproduced
-    resume: Path | None = None  # finish the sweep of this results folder
+    """run, check, nightly: every run even after a cell reproduced; finish the sweep of a results folder."""
 
 
 @dataclass(frozen=True)
+@takes_options("shards", "all_runs", "partition", "cpus_per_task", "time", "sbatch_args", "only_shards")
 class SubmitOptions(MeasureOptions):
     """`harness submit`: the sweep's options (as for run) and what each Slurm task asks for."""
 
-    shards: int = 1
-    all_runs: bool = False
-    partition: str | None = None  # None: the cluster's default
-    cpus_per_task: int | None = None  # None: --jobs (each parallel run has a core)
-    time: str | None = None  # Slurm's format; None: the scripts' default
-    sbatch_args: tuple[str, ...] = ()  # more #SBATCH lines, e.g. --account=lab
-    only_shards: tuple[int, ...] = ()  # re-submit these into the folder `out` names
-
 
 @dataclass(frozen=True)
+@takes_options("good", "bad", "jax_repo", "fresh")
 class BisectOptions(MeasureOptions):
-    good: str | None = None
-    bad: str | None = None
-    jax_repo: Path | None = None
-    fresh: bool = False
+    """`harness bisect`: the known endpoints, a jax clone for the commits, whether to start over."""
+
 
 @dataclass(frozen=True)
+@takes_options("good", "resume", "max_candidates")
 class ReduceOptions(MeasureOptions):
     """`harness reduce`: the measuring options (as for check), the good release, the search's budget."""
 
-    good: str | None = None
-    resume: Path | None = None  # continue the reduction in this folder
-    max_candidates: int | None = None  # candidates run at most (None: until no pass shrinks the program)
-
 
 @dataclass(frozen=True)
+@takes_options("module", "cwd", "with_requirements", "requirements_files", args="script_args")
 class ScriptRun:
     """How `harness check` runs the user's code: a module instead of the script, arguments, environment
-    additions, working folder (validated as a config's module/args/env/cwd keys)."""
+    additions, working folder (validated as a config's module/args/env/cwd keys), and the script's
+    requirements besides its inline metadata (--with strings, --requirements files)."""
 
-    module: str | None = None
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: Path | None = None
-    # The script's requirements besides those in its inline metadata: --with strings, --requirements files.
-    with_requirements: tuple[str, ...] = ()
-    requirements_files: tuple[Path, ...] = ()
+    # --env NAME=VALUE ... as a mapping (an option's value made into another type: not the option's field).
+    env: dict[str, str] = field(default_factory=dict, metadata={"derived_from": "env"})
+
 
 @dataclass(frozen=True, kw_only=True)
+@takes_options("script", "versions", "platform", "device_count", "runs", defaults=False, timeout_s="timeout")
 class ScriptCheck:
     """The user's code that `harness check` (and reduce, fingerprint) measures, and how: what becomes its
-    config (sweeping.check_config). No defaults here: the options' declarations have them."""
+    config (sweeping.check_config). No defaults: each is given (versions None or empty: the latest release;
+    runs None: enough runs for the confidence target)."""
 
-    script: Path | None
     how: ScriptRun
-    versions: tuple[str, ...] | None  # None or empty: the latest release
-    platform: Platform
-    device_count: int
-    runs: int | None  # None: enough runs for the confidence target
-    timeout_s: float = field(metadata={"option": "timeout"})
 
 
 @dataclass(frozen=True)
+@takes_options("ref", repo="jax_repo")
 class JaxRef:
-    """nightly --jax-repo PATH --ref REF: the jax commit measured beside the releases."""
-
-    repo: Path
-    ref: str = "main"
+    """nightly --jax-repo PATH --ref REF: the jax commit measured beside the releases (made only with a repo)."""
 
 
 @dataclass(frozen=True)
+@takes_options("seed", "cache_dir", "output")
 class FingerprintOptions(MeasureOptions):
     """`harness fingerprint`: one run per release with one hash seed, in a cache folder at a fixed path (so
     that two machines compare the same thing), written as JSON to `output` (stdout when None)."""
 
-    seed: int = 1
-    cache_dir: Path | None = None  # None: FINGERPRINT_CACHE
-    output: Path | None = None
+
+STUB = Path(__file__).with_suffix(".pyi")
+
+
+def stub() -> str:
+    """options.pyi's text: every class here with every field, typed."""
+    return dataclass_stub(sys.modules[PythonOptions.__module__], ["STUB: Path", "", "", "def stub() -> str: ..."])
+

@@ -3,8 +3,11 @@ option of every command; the service's options agree with the declarations; each
 
 from __future__ import annotations
 
+import ast
+import re
 import shlex
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from typing import get_type_hints
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,8 @@ import pytest
 from harness import service
 from harness.cli import commands as cli
 from harness.inputs import options
+from harness.service import options as service_options
+from harness.core.confidence import SeedStrategy
 from harness.core.confidence import runs_for_target
 from harness.core.vary_factors import Factor
 from harness.results.identity import SweepIdentity
@@ -119,6 +124,96 @@ def test_the_services_options_are_filled_from_what_was_given():
     assert (filled.jobs, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
         (1, (Path("/py"),), "harness", "0.4.26", "random")
     assert filled.given is given
+
+
+def _redeclared(cls: type) -> list[str]:
+    """The fields of a service options class named as (or mapped to) a registry option but not made from
+    the registry by @takes_options (a field written twice: its type and default could drift)."""
+    registry = {o.dest for o in options.OPTIONS}
+    taken = getattr(cls, options.REGISTRY_FIELDS, {})
+    return [f.name for f in fields(cls) if f.metadata.get("option", f.name) in registry
+            and f.name not in taken and "derived_from" not in f.metadata]
+
+
+def _service_option_classes() -> list[type]:
+    return [c for c in vars(service_options).values()
+            if isinstance(c, type) and is_dataclass(c) and c.__module__ == service_options.__name__]
+
+
+def test_no_service_options_field_redeclares_a_registry_option():
+    assert len(_service_option_classes()) >= 10
+    for cls in _service_option_classes():
+        assert not _redeclared(cls), (cls.__name__, _redeclared(cls))
+        hints = get_type_hints(cls)
+        for name, dest in getattr(cls, options.REGISTRY_FIELDS, {}).items():
+            assert hints[name] == options.registry_option(dest).value_type, (cls.__name__, name)
+
+
+def test_a_field_written_again_beside_the_registry_is_caught():
+    @dataclass(frozen=True)
+    class ByHand:
+        jobs: int | None = None
+
+    assert _redeclared(ByHand) == ["jobs"]
+    with pytest.raises(TypeError, match="declared in the registry"):
+        @dataclass(frozen=True)
+        @options.takes_options("jobs")
+        class Twice:
+            jobs: int | None = None
+
+
+def test_the_service_options_stub_is_up_to_date():
+    assert service_options.STUB.read_text() == service_options.stub(), (
+        f"{service_options.STUB} is out of date with the registry: run `make docs` and commit it")
+    stubbed: dict = {}
+    exec(compile(service_options.STUB.read_text(), str(service_options.STUB), "exec"), stubbed)  # its names resolve
+    assert {c.__name__ for c in _service_option_classes()} <= set(stubbed)
+
+
+def test_the_value_types_are_inferred_from_the_declarations():
+    assert options.option("run", "jobs").value_type == int | None
+    assert options.option("run", "versions").value_type == tuple[str, ...] | None
+    assert options.option("run", "out").value_type is Path
+    assert options.option("run", "seeds").value_type is SeedStrategy
+    assert options.option("submit", "shards").value_type is int  # required: never None once parsed
+    assert options.option("check", "with_editable").value_type == tuple[Path, ...]
+    assert options.option("check", "rebuild").value_type is bool
+
+
+def test_given_reads_its_options_as_attributes():
+    given, _ = parse(["run", "c.yaml", "--jobs", "2"])
+    assert (given.jobs, given.config) == (2, Path("c.yaml"))
+    with pytest.raises(AttributeError, match="takes no option 'jbos'"):
+        given.jbos  # noqa: B018
+    with pytest.raises(AttributeError):
+        given.baseline  # noqa: B018  (nightly's, not run's)
+
+
+_GIVEN_OWN = {"command", "values", "line", "words", "with_values", "get"}
+
+
+def test_the_handlers_read_only_options_their_command_takes():
+    """Each `given.NAME` in harness/cli/commands.py names an option of every command whose handler reads it
+    (directly, or through a helper it calls): a typo fails here, not when a user first takes that branch."""
+    tree = ast.parse(Path(cli.__file__).read_text())
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+
+    def reads(function: ast.FunctionDef) -> set[str]:
+        return {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == "given"} - _GIVEN_OWN
+
+    def calls(function: ast.FunctionDef) -> set[str]:
+        return {n.func.id for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+    checked = 0
+    for command in COMMAND_NAMES:
+        handler = functions[f"cmd_{command.replace('-', '_')}"]
+        dests = {o.dest for o in options_for(command)}
+        read = reads(handler).union(*(reads(functions[c]) for c in calls(handler) & set(functions)))
+        assert read <= dests, (command, sorted(read - dests))
+        checked += len(read)
+    assert checked > 30
+    assert not re.search(r"given\[|given\.get\(", Path(cli.__file__).read_text())
 
 
 def test_the_identity_options_are_the_sweep_identity():
