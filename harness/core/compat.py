@@ -14,6 +14,13 @@ from typing import Any
 # Record -> the keys earlier releases may lack, with what their absence meant.
 MISSING: dict[str, dict[str, Any]] = {
     "ProcessVerdict": {"reason": ""},
+    "Attribution": {"hashes": {}},
+    "RankSplit": {"hashes": {}},
+    "RunCommand": {"argv": [], "env": {}, "cwd": ""},
+    "RankRecord": {"exit_code": None, "duration_s": 0.0},
+    "CellResult": {"keys": {}},
+    "SeedPlan": {"seeds": []},
+    "LoggedKey": {"outcome": "miss"},
     "CommitInfo": {"date": "", "subject": ""},
     "RunCost": {"modules": 0, "misses": 0, "miss_s": 0.0, "untimed_misses": 0, "hits": 0, "saved_s": 0.0},
     "CellCost": {"starts": 0, "lost_per_start_s": 0.0, "saved_per_start_s": 0.0, "modules": 0,
@@ -22,6 +29,12 @@ MISSING: dict[str, dict[str, Any]] = {
 # Record -> keys some release wrote null where the record keeps an empty value.
 NULL_AS_EMPTY: dict[str, dict[str, Any]] = {
     "ScriptCache": {"final": {}},
+    "RunCommand": {"env": {}},
+}
+
+# Record -> keys some release wrote as something other than the record they hold now: read as absent.
+ABSENT_UNLESS_MAPPING: dict[str, tuple[str, ...]] = {
+    "CellResult": ("cost",),
 }
 
 # Record -> its keys that hold a list of another record: upgraded with it.
@@ -40,6 +53,9 @@ def upgrade(record: str, data: Mapping[str, Any]) -> dict[str, Any]:
     for key, empty in NULL_AS_EMPTY.get(record, {}).items():
         if out.get(key) is None:
             out[key] = empty
+    for key in ABSENT_UNLESS_MAPPING.get(record, ()):
+        if key in out and not isinstance(out[key], Mapping):
+            del out[key]
     for key, inner in NESTED.get(record, {}).items():
         if isinstance(out.get(key), list):
             out[key] = [upgrade(inner, item) for item in out[key]]

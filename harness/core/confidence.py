@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.core.codec import Omit, Record, shape, shaped, written
+
 TARGET_MISS = 1e-3
 # Above this a clean verdict is weak: 3 random runs miss a two-order regression one time in 4, 4 runs one in
 # 8 (0.125); 6 runs (0.031) are the fewest that are not weak.
@@ -62,20 +64,27 @@ def bound_label(bound: float | None, other: float | None) -> str:
 
 
 @dataclass(frozen=True)
-class MissBounds:
+class MissBounds(Record):
     """A clean cell's confidence: the chance that a real regression was missed. `set_order` holds if the
     key follows the order of a set of the mesh's axis names; `other`, for chosen seeds, for any other
     hash-order dependence (None for random seeds, whose one bound already covers every mechanism)."""
 
-    set_order: float
-    other: float | None = None
+    set_order: float = field(metadata=shape(key="miss_bound"))
+    other: float | None = field(default=None, metadata=shape(key="miss_bound_other_mechanisms"))
 
     def label(self) -> str:
         return bound_label(self.set_order, self.other)
 
 
+def _not_chosen(plan: SeedPlan) -> bool:
+    return plan.strategy != SeedStrategy.CHOSEN
+
+
+@shaped(order=("strategy", "seeds", "chosen", "random", "python", "candidates_probed", "covers", "miss_bound",
+               "assumes", "target", "miss_bound_other_mechanisms", "assumes_other_mechanisms", "note", "ranks",
+               "ranks_how"))
 @dataclass
-class SeedPlan:
+class SeedPlan(Record):
     """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
 
     strategy: SeedStrategy
@@ -83,18 +92,18 @@ class SeedPlan:
     chosen: list[int] = field(default_factory=list)
     random: list[int] = field(default_factory=list)
     python: str | None = None
-    candidates: int = 0
+    candidates: int = field(default=0, metadata=shape(key="candidates_probed"))
     covers: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""
+    note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
     # A multi-process cell: each launch's seeds by rank (`seeds` are rank 0's); empty for one process.
-    ranks: list[list[int]] = field(default_factory=list)
-    ranks_how: str = ""
+    ranks: list[list[int]] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
+    ranks_how: str = field(default="", metadata=shape(omit=lambda plan: not plan.ranks))
 
     def launches(self) -> list[int | tuple[int, ...]]:
         """What each run starts with: a seed, or a job's seeds by rank."""
         return [tuple(r) for r in self.ranks] if self.ranks else list(self.seeds)
 
-    @property
+    @written()
     def miss_bound(self) -> float:
         """Bound on P(a real regression reads clean), under `assumes`."""
         if self.strategy == SeedStrategy.CHOSEN:
@@ -108,16 +117,25 @@ class SeedPlan:
     def processes(self) -> int:
         return len(self.ranks[0]) if self.ranks else 1
 
-    @property
+    @written()
     def assumes(self) -> str:
         return ASSUMES_CHOSEN if self.strategy == SeedStrategy.CHOSEN else ASSUMES_RANDOM
 
-    @property
+    @written()
+    def target(self) -> float:
+        """The bound a plan aims for (written for readers of the file)."""
+        return TARGET_MISS
+
+    @written(key="miss_bound_other_mechanisms", omit=_not_chosen)
     def miss_bound_other(self) -> float | None:
         """Chosen seeds: the bound for a mechanism the probe did not look at (random extras only)."""
         if self.strategy != SeedStrategy.CHOSEN:
             return None
         return miss_probability_random(len(self.random) + 1)
+
+    @written(omit=_not_chosen)
+    def assumes_other_mechanisms(self) -> str:
+        return ASSUMES_OTHER
 
     @property
     def bounds(self) -> MissBounds:
@@ -139,30 +157,6 @@ class SeedPlan:
         if not self.ranks:
             return ""
         return "; by process: " + ", ".join("(" + ", ".join(map(str, r)) + ")" for r in self.ranks)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"strategy": str(self.strategy), "seeds": self.seeds, "chosen": self.chosen,
-               "random": self.random, "python": self.python, "candidates_probed": self.candidates,
-               "covers": self.covers, "miss_bound": self.miss_bound, "assumes": self.assumes,
-               "target": TARGET_MISS}
-        if self.strategy == SeedStrategy.CHOSEN:
-            out["miss_bound_other_mechanisms"] = self.miss_bound_other
-            out["assumes_other_mechanisms"] = ASSUMES_OTHER
-        if self.note:
-            out["note"] = self.note
-        if self.ranks:
-            out["ranks"] = self.ranks
-            out["ranks_how"] = self.ranks_how
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SeedPlan:
-        """The plan a results file recorded; its bounds are derived again from the seeds, as written."""
-        return cls(SeedStrategy(data["strategy"]), list(data.get("seeds", [])), chosen=list(data.get("chosen", [])),
-                   random=list(data.get("random", [])), python=data.get("python"),
-                   candidates=data.get("candidates_probed", 0), covers=list(data.get("covers", [])),
-                   note=data.get("note", ""), ranks=[list(r) for r in data.get("ranks", [])],
-                   ranks_how=data.get("ranks_how", ""))
 
 
 def runs_for_strong(plan: SeedPlan) -> int:

@@ -26,9 +26,11 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
+
+from harness.core.codec import Form, Omit, Record, shape, shaped
 
 # The loggers to turn on, and the level newer releases need as well (a run's environment gets both).
 LOG_ENV = {
@@ -76,38 +78,31 @@ _STRENGTH = {Outcome.HIT: 0, Outcome.MISS: 1, Outcome.WRITTEN: 2, Outcome.NOT_WR
 
 
 @dataclass
-class LoggedKey:
+class LoggedKey(Record):
     """One key a run computed: its module, what became of it, and each component's own hash."""
 
     module: str
     key: str
     outcome: Outcome
-    reason: str = ""  # JAX's words when it did not write the entry
-    components: dict[str, str] = field(default_factory=dict)  # component (JAX's spelling) -> hash, JAX's order
-    compile_time_s: float | None = None  # as JAX logs it (two decimals), when it compiled and said
+    reason: str = field(default="", metadata=shape(omit=Omit.EMPTY))  # JAX's words when it did not write the entry
+    # component (JAX's spelling) -> hash, JAX's order
+    components: dict[str, str] = field(default_factory=dict, metadata=shape(omit=Omit.EMPTY))
+    # as JAX logs it (two decimals), when it compiled and said
+    compile_time_s: float | None = field(default=None, metadata=shape(omit=Omit.NONE))
     # The ids of the devices it was compiled for, in the assignment's order; () when JAX's log did not say
     # them all (a release that logs no assignment, a summarised or cut one, results from before).
-    devices: tuple[int, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"outcome": str(self.outcome)}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.components:
-            out["components"] = self.components
-        if self.compile_time_s is not None:
-            out["compile_time_s"] = self.compile_time_s
-        if self.devices:
-            out["devices"] = list(self.devices)
-        return out
+    devices: tuple[int, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
 
 
+@shaped(unwrapped="keys")
 @dataclass
-class RunLog:
-    """What one run's log says of the persistent cache. `keys` in the order JAX first named them."""
+class RunLog(Record):
+    """What one run's log says of the persistent cache. `keys` in the order JAX first named them; results.json
+    holds them as module -> key -> {outcome, reason, components, ...}."""
 
-    keys: list[LoggedKey] = field(default_factory=list)
-    excluded_flags: list[str] = field(default_factory=list)  # XLA flags JAX left out of the key
+    keys: list[LoggedKey] = field(default_factory=list, metadata=shape(form=Form.KEYED, names=("module", "key")))
+    # XLA flags JAX left out of the key (this run's reading only: results.json has never held them)
+    excluded_flags: list[str] = field(default_factory=list, metadata=shape(omit=Omit.ALWAYS))
 
     @property
     def empty(self) -> bool:
@@ -125,21 +120,6 @@ class RunLog:
 
     def with_outcome(self, *outcomes: Outcome) -> list[LoggedKey]:
         return [k for k in self.keys if k.outcome in outcomes]
-
-    def to_json(self) -> dict[str, Any]:
-        """module -> key -> {outcome, reason, components}: what results.json holds per run."""
-        out: dict[str, dict[str, Any]] = {}
-        for k in self.keys:
-            out.setdefault(k.module, {})[k.key] = k.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunLog:
-        keys = [LoggedKey(module, key, Outcome(info.get("outcome", "miss")), info.get("reason", ""),
-                          dict(info.get("components", {})), info.get("compile_time_s"),
-                          tuple(info.get("devices", ())))
-                for module, by_key in data.items() for key, info in by_key.items()]
-        return cls(keys)
 
 
 # JAX's reason when it had no cache at that moment (from 0.5.1: a computation before the folder was set):

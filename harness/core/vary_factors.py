@@ -9,8 +9,12 @@ apply. reprotest is the model: build twice, vary one thing, diff.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+
+from harness.core.codec import Form, Omit, Record, shape, shaped
+
+_EMPTY = shape(omit=Omit.EMPTY)
+_NONE = shape(omit=Omit.NONE)
 
 
 class Factor(enum.StrEnum):
@@ -91,31 +95,22 @@ class FactorOutcome(enum.StrEnum):
     NOT_JUDGED = "not judged"  # the run failed, compiled something else, or the reference cannot be compared
 
 
+@shaped(order=("factor", "env", "reverse_env", "other_prefix", "uid", "hostname", "pythonpath_first"))
 @dataclass(frozen=True)
-class RunVariation:
+class RunVariation(Record):
     """What one factor's run changes, as the backend applies it (host paths already made by the runner:
     the cache folder's copy, the script's copy, the other working and home folders; a container backend
     also mounts the folder the factor moves at another path inside)."""
 
     factor: Factor
-    env: tuple[tuple[str, str], ...] = ()  # variables set or replaced (TZ, LC_ALL, HOME)
-    reverse_env: bool = False  # the process's variables in the reverse order
-    uid: int | None = None  # run as this user (and OTHER_GID)
-    hostname: str | None = None
-    other_prefix: bool = False  # the environment's packages from a copy at another path
-    pythonpath_first: str | None = None  # compression: a folder that provides or hides zstandard
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"factor": str(self.factor)}
-        if self.env:
-            out["env"] = dict(self.env)
-        for name in ("reverse_env", "other_prefix"):
-            if getattr(self, name):
-                out[name] = True
-        for name in ("uid", "hostname", "pythonpath_first"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        return out
+    # variables set or replaced (TZ, LC_ALL, HOME)
+    env: tuple[tuple[str, str], ...] = field(default=(), metadata=shape(form=Form.MAPPING, omit=Omit.EMPTY))
+    reverse_env: bool = field(default=False, metadata=_EMPTY)  # the process's variables in the reverse order
+    uid: int | None = field(default=None, metadata=_NONE)  # run as this user (and OTHER_GID)
+    hostname: str | None = field(default=None, metadata=_NONE)
+    other_prefix: bool = field(default=False, metadata=_EMPTY)  # the environment's packages from a copy at another path
+    # compression: a folder that provides or hides zstandard
+    pythonpath_first: str | None = field(default=None, metadata=_NONE)
 
 
 def reordered(env: dict[str, str], variation: RunVariation | None) -> dict[str, str]:

@@ -1,10 +1,11 @@
 """docs/schemas/*.json: the JSON Schemas of results.json, a results header's parts and a fingerprint, generated
-from the types that read and write them (msgspec.json.schema_components over harness/results/header.py's and
-harness/core/model.py's records), never written by hand. `make docs` writes them; tests/unit/test_schemas.py fails when a
-committed one differs from what the types say, and validates every fixture folder's results.json against it.
+from the types that read and write them (harness/core/codec.py's schema_components: msgspec's schemas of
+harness/results/header.py's and harness/core/model.py's records with the file's shapes applied), never written by
+hand. `make docs` writes them; tests/unit/test_schemas.py fails when a committed one differs from what the types
+say, and validates every fixture folder's results.json against it.
 
-What is not yet a typed record (a cell's own keys, a run) is an open object here: the schema checks what the
-types describe and lets the rest through, as the readers do with keys they do not know.
+A cell is typed to its last key: its runs, their processes and logged keys, its seeds, variation and cost. Keys a
+record does not know are let through where its reader keeps them (a cell's `extra`), as the readers do.
 """
 
 from __future__ import annotations
@@ -14,45 +15,32 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from harness.core.compat import MISSING, NULL_AS_EMPTY
+from harness.core.codec import schema_components
+from harness.core.model import CellResult
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
-from harness.core.model import CellCost, CommitInfo, GroupFacts, Mesh, ScriptCache, SeedRun
 
 SCHEMAS_DIR = Path("docs") / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 REF = "#/$defs/{name}"
-# A recorded part's bookkeeping (harness/codec.py: read_recorded), no key of the file.
+# A recorded part's bookkeeping (harness/core/codec.py: read_recorded), no key of the file.
 _BOOKKEEPING = {"RecordedConfig": ("extra", "order"), "RecordedOptions": ("extra", "order", "bisect"),
                 "HostFacts": ("facts", "order")}
 _BISECT_KEYS = ("good", "bad", "jax_repo")  # a bisection's options: text or null
 
 
-def _components() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellCost, GroupFacts, CommitInfo, ScriptCache, SeedRun, Mesh)
-    schemas, defs = msgspec.json.schema_components(kinds, ref_template=REF)
+def _components() -> dict[str, Any]:
+    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellResult)
+    defs = schema_components(kinds, ref_template=REF)
     for name, skipped in _BOOKKEEPING.items():
         props = defs[name]["properties"]
         for key in skipped:
             props.pop(key, None)
-    # What harness/core/compat.py fills in for older results may be absent (or null) in a file that reads.
-    for name, missing in MISSING.items():
-        if name in defs:
-            required = [k for k in defs[name].get("required", []) if k not in missing]
-            defs[name]["required"] = required
-            if not required:
-                del defs[name]["required"]
-    for name, nulls in NULL_AS_EMPTY.items():
-        for key in nulls:
-            if name in defs:
-                defs[name]["properties"][key] = _nullable(defs[name]["properties"][key])
     # RecordedConfig.env is pairs in memory, a mapping in the file (RecordedConfig.to_json)
     defs["RecordedConfig"]["properties"]["env"] = {"anyOf": [{"type": "object", "additionalProperties": {"type": "string"}},
                                                              {"type": "null"}]}
     for key in _BISECT_KEYS:
         defs["RecordedOptions"]["properties"][key] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    return schemas, defs
+    return defs
 
 
 def _document(title: str, description: str, properties: dict[str, Any], required: list[str],
@@ -89,24 +77,14 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 def schemas() -> dict[str, dict[str, Any]]:
     """File name -> schema."""
-    _, defs = _components()
+    defs = _components()
     text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
-    cell = {"type": "object", "description": "One cell; the keys below are typed records, the others open",
-            "properties": {"jax_version": text, "mesh": _nullable(_ref("Mesh")), "job": _ref("GroupFacts"),
-                           "cost": _ref("CellCost"), "commit": _ref("CommitInfo"),
-                           "seed_check": {"type": "object", "properties": {"failing": _ref("SeedRun"),
-                                                                           "passing": _ref("SeedRun"),
-                                                                           "again": {"type": "array",
-                                                                                     "items": _ref("SeedRun")}}},
-                           "runs": {"type": "array", "items": {"type": "object", "properties": {
-                               "script_cache": _ref("ScriptCache")}}}},
-            "required": ["jax_version", "platform", "device_count", "verdict"]}
     results = _document(
         "results.json", "A results folder's document (docs/results.md), any release's: schema_version 1 or 2",
         {"schema_version": {"type": "integer", "minimum": 1}, "created": _nullable(text), "command": text,
          "config": _ref("RecordedConfig"), "versions": texts, "options": _ref("RecordedOptions"),
          "host": _ref("HostFacts"), "finished": _nullable(text), "status": _nullable(text), "resumed": texts,
-         "releases": texts, "cells": _nullable({"type": "array", "items": cell})},
+         "releases": texts, "cells": _nullable({"type": "array", "items": _ref("CellResult")})},
         ["schema_version"], defs)
     fingerprint = _document(
         "fingerprint", "harness fingerprint's file (docs/variation.md)",

@@ -79,3 +79,38 @@ def test_what_compat_fills_in_for_older_results_is_not_required():
     data["cells"][0].update(cost=cost, job=job, commit={"sha": "abc"})
     data["cells"][0]["runs"][0]["script_cache"] = {"settings": [], "final": None, "problems": []}
     _validator("results.schema.json").validate(data)
+
+
+def _cell_validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads((ROOT / schemas.SCHEMAS_DIR / "results.schema.json").read_text())
+    return jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/CellResult"})
+
+
+def test_every_cell_with_every_optional_part_validates_to_its_last_key():
+    from tests.records_golden import rich_cells
+    for cell in rich_cells():
+        _cell_validator().validate(json.loads(json.dumps(cell.to_json())))
+
+
+@pytest.mark.parametrize("where, value", [
+    (("runs", 0, "ranks", 0, "seed"), "11"),
+    (("runs", 0, "keys", "jit_f", "k1", "outcome"), "kept"),
+    (("runs", 0, "keys", "jit_f", "k1", "devices"), ["0"]),
+    (("attribution_detail", "runs"), [1]),
+    (("rank_split", "hashes", "hlo"), ["h1"]),
+    (("command", "env"), [["XLA_FLAGS", "--a"]]),
+    (("script_cache", "folders", 0), ["/tmp/c", "jax.config.update"]),
+    (("variation", "factors", 0, "factor"), "moon-phase"),
+    (("seeds", "candidates_probed"), "40"),
+    (("cache_folder", "mode"), "somewhere"),
+    (("processes",), "2"),
+])
+def test_a_wrong_value_anywhere_in_a_cell_does_not_validate(where, value):
+    from tests.records_golden import rich_cells
+    data = json.loads(json.dumps(rich_cells()[0].to_json()))
+    node = data
+    for step in where[:-1]:
+        node = node[step]
+    node[where[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        _cell_validator().validate(data)
