@@ -1,5 +1,5 @@
-"""How fast results.json's cells are encoded and decoded: the harness's own code (CellResult.from_json/to_json,
-through harness/core/codec.py where converted) against msgspec and pydantic over stand-in types of the cells'
+"""How fast results.json's cells are encoded and decoded: the harness's own code (CellResult.from_json/to_json:
+harness/core/codec.py's encode/decode by the records' shapes) against msgspec and pydantic over stand-in types of the cells'
 shapes (a run, a mesh, a seed plan), on a fixture folder's cells repeated N times. docs/architecture.md
 (Serialisation) quotes its ratios. pydantic is optional (`pip install pydantic` to compare it).
 

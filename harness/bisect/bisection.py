@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from harness.bisect import logic
+from harness.core.codec import Record, shape, shaped
 from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_environments,
                                     commit_label)
 from harness.bisect.logic import Boundary, Role, Step
@@ -27,8 +28,14 @@ from harness.measure.sweep import CellSink, plan_cells
 DEFAULT_SOURCES = Path.home() / ".cache" / "jax-cache-harness" / "commits"
 
 
+def _no_commit(row: Row) -> bool:
+    return row.commit is None
+
+
+@shaped(order=("point", "role", "verdict", "runs", "miss_bound", "miss_bound_other_mechanisms", "detail", "commit",
+               "jaxlib"))
 @dataclass
-class Row:
+class Row(Record):
     """One tested point as the table and results show it."""
 
     point: str  # a version or a commit sha
@@ -37,27 +44,12 @@ class Row:
     runs: int
     miss_bound: float | None
     detail: str
-    commit: CommitInfo | None = None
-    jaxlib: str | None = None
+    commit: CommitInfo | None = field(default=None, metadata=shape(omit=_no_commit))
+    jaxlib: str | None = field(default=None, metadata=shape(omit=_no_commit))  # written with the commit
     # Chosen seeds: the bound for hash-order dependence other than set order (random extras only).
     # None when every cell ran random seeds, whose bound already is `miss_bound`.
-    miss_bound_other: float | None = None
+    miss_bound_other: float | None = field(default=None, metadata=shape(key="miss_bound_other_mechanisms"))
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"point": self.point, "role": str(self.role), "verdict": str(self.verdict), "runs": self.runs,
-               "miss_bound": self.miss_bound, "miss_bound_other_mechanisms": self.miss_bound_other,
-               "detail": self.detail}
-        if self.commit:
-            out.update(commit=self.commit.to_json(), jaxlib=self.jaxlib)
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Row:
-        commit = data.get("commit")
-        return cls(data["point"], Role(data["role"]), Verdict(data["verdict"]), int(data["runs"]),
-                   data.get("miss_bound"), data.get("detail", ""),
-                   CommitInfo.from_json(commit) if commit else None, data.get("jaxlib"),
-                   data.get("miss_bound_other_mechanisms"))
 
 
 def _boundary_json(b: Boundary | None) -> dict[str, Any] | None:

@@ -48,10 +48,13 @@ def to_builtins(value: Any) -> Any:
 def _listed(value: Any) -> Any:
     """Tuples as lists, as JSON reads them back (msgspec.to_builtins keeps them tuples)."""
     if isinstance(value, dict):
-        return {k: _listed(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else _listed(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_listed(v) for v in value]
+        return [v if type(v) in _SCALARS else _listed(v) for v in value]
     return value
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def convert(data: Any, kind: type[T]) -> T:
@@ -239,7 +242,22 @@ def is_record(kind: Any) -> bool:
     return isinstance(kind, type) and dataclasses.is_dataclass(kind) and issubclass(kind, Record)
 
 
-def _left_out(rule: Omit | Callable[[Any], bool], value: Any, record: Any, default: Any) -> bool:
+@functools.cache
+def _holds_record(hint: Any) -> bool:
+    """Whether a value of `hint` may hold a record (else msgspec writes it whole, and it is read as it is)."""
+    return is_record(hint) or any(_holds_record(a) for a in typing.get_args(hint))
+
+
+def _leaf(value: Any) -> Any:
+    """A value that holds no record, as JSON's types."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, enum.Enum):
+        return value.value
+    return to_builtins(value)
+
+
+def _left_out(rule: Omit | Callable[[Any], bool], value: Any, record: Any, f: dataclasses.Field[Any] | None) -> bool:
     if callable(rule):
         return bool(rule(record))
     if rule is Omit.ALWAYS:
@@ -249,7 +267,7 @@ def _left_out(rule: Omit | Callable[[Any], bool], value: Any, record: Any, defau
     if rule is Omit.EMPTY:
         return value is None or value is False or (isinstance(value, (str, list, tuple, dict)) and not value)
     if rule is Omit.DEFAULT:
-        return value == default
+        return f is not None and value == _field_default(f)
     return False
 
 
@@ -282,9 +300,12 @@ def _place(out: dict[str, Any], key: str, value: Any, shared: set[str]) -> None:
         out[key] = value
 
 
-def _shared_keys(fields: tuple[tuple[dataclasses.Field[Any], Shape, Any], ...]) -> set[str]:
+@functools.cache
+def _shared_keys(kind: type) -> frozenset[str]:
+    """The keys several of `kind`'s fields share (written as one list)."""
+    fields = _plan(kind)[1]
     keys = [s.key or f.name for f, s, _ in fields if s.form is not Form.SPLICED and "." not in (s.key or f.name)]
-    return {k for k in keys if keys.count(k) > 1}
+    return frozenset(k for k in keys if keys.count(k) > 1)
 
 
 def encode(record: Any) -> Any:
@@ -296,10 +317,10 @@ def encode(record: Any) -> Any:
         return _formed(s, getattr(record, f.name))
     out: dict[str, Any] = {}
     extra: dict[str, Any] = {}
-    shared = _shared_keys(fields)
+    shared = _shared_keys(kind)
     for f, s, hint in fields:
         value = getattr(record, f.name)
-        if _left_out(s.omit, value, record, _field_default(f)):
+        if s.omit is not Omit.NEVER and _left_out(s.omit, value, record, f):
             continue
         if s.form is Form.EXTRA:
             extra = dict(value)
@@ -308,10 +329,11 @@ def encode(record: Any) -> Any:
                 (fs.key or ff.name): None for ff, fs, _ in _plan(_record_in(hint))[1]}
             out.update(inner)
         else:
-            _place(out, s.key or f.name, _formed(s, value), shared)
+            _place(out, s.key or f.name, _formed(s, value) if s.form is not Form.VALUE or _holds_record(hint)
+                   else _leaf(value), shared)
     for name, prop in props:
         value = getattr(record, name)
-        if not _left_out(prop.shape.omit, value, record, None):
+        if prop.shape.omit is Omit.NEVER or not _left_out(prop.shape.omit, value, record, None):
             out[prop.shape.key or name] = _value(value)
     if rules.order:
         out = in_order(out, rules.order)
@@ -354,7 +376,7 @@ def _unformed(s: Shape, value: Any, hint: Any) -> Any:
     if s.form is Form.KEYED:
         inner = _item_kind(hint)
         return [_reshaped(inner, item) for item in _flattened(value, s.names)] if isinstance(value, Mapping) else value
-    return _read_value(value, hint)
+    return _read_value(value, hint) if _holds_record(hint) else value
 
 
 def _flattened(nested: Mapping[str, Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -410,7 +432,7 @@ def _reshaped(kind: type, data: Any) -> Any:
     data = upgrade(kind.__name__, data)
     out: dict[str, Any] = {}
     used = {prop.shape.key or name for name, prop in props}
-    shared = _shared_keys(fields)
+    shared = _shared_keys(kind)
     position: dict[str, int] = {}
     extra_field = None
     for f, s, hint in fields:
@@ -540,7 +562,7 @@ def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any
     out: dict[str, Any] = {}
     required: list[str] = []
     open_keys = False
-    shared = _shared_keys(fields)
+    shared = _shared_keys(kind)
     for f, s, hint in fields:
         if s.omit is Omit.ALWAYS:
             continue

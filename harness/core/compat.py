@@ -21,6 +21,9 @@ MISSING: dict[str, dict[str, Any]] = {
     "CellResult": {"keys": {}},
     "SeedPlan": {"seeds": []},
     "LoggedKey": {"outcome": "miss"},
+    "Signature": {"components": [], "cause": None},
+    "FingerprintCell": {"platform": "", "device_count": 0, "seed": None},
+    "Row": {"miss_bound": None, "detail": ""},
     "CommitInfo": {"date": "", "subject": ""},
     "RunCost": {"modules": 0, "misses": 0, "miss_s": 0.0, "untimed_misses": 0, "hits": 0, "saved_s": 0.0},
     "CellCost": {"starts": 0, "lost_per_start_s": 0.0, "saved_per_start_s": 0.0, "modules": 0,
@@ -30,6 +33,7 @@ MISSING: dict[str, dict[str, Any]] = {
 NULL_AS_EMPTY: dict[str, dict[str, Any]] = {
     "ScriptCache": {"final": {}},
     "RunCommand": {"env": {}},
+    "FingerprintCell": {"modules": {}, "facts": {}},
 }
 
 # Record -> keys some release wrote as something other than the record they hold now: read as absent.

@@ -17,12 +17,13 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from harness.environments.base import Backend, Environment
+from harness.core.codec import Omit, Record, shape
 from harness.core.errors import UserError
 from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR, WRITES_RECORD_VAR
 from harness.core.model import Program, ProcessOutcome
@@ -76,11 +77,11 @@ class Confinement(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class Sandbox:
+class Sandbox(Record):
     """How this reduction's candidates are confined, and why not more where bubblewrap is missing."""
 
     confinement: Confinement
-    why_not: str = ""
+    why_not: str = field(default="", metadata=shape(omit=Omit.EMPTY))
 
     @classmethod
     def here(cls, backend: str) -> Sandbox:
@@ -109,8 +110,6 @@ class Sandbox:
                 "its own HOME and TMPDIR, and one the harness sees write outside them is refused (Python's own "
                 "writes only)")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"confinement": str(self.confinement), **({"why_not": self.why_not} if self.why_not else {})}
 
 
 def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:

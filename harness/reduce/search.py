@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from pysource_minimize import minimize
 
+from harness.core.codec import Omit, Record, shape
+
 from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
@@ -31,19 +33,13 @@ MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse p
 
 
 @dataclass(frozen=True)
-class Tried:
+class Tried(Record):
     """What one candidate gave: kept (it has the signature) or rejected, and why."""
 
     kept: bool
     why: str = ""
-    measured: bool = True  # False: decided without running it (pyflakes, the memo)
-
-    def to_json(self) -> dict:
-        return {"kept": self.kept, "why": self.why}
-
-    @classmethod
-    def from_json(cls, data: dict) -> Tried:
-        return cls(bool(data["kept"]), data.get("why", ""), measured=False)
+    # False: decided without running it (pyflakes, the memo); the state file does not hold it
+    measured: bool = field(default=True, metadata=shape(omit=Omit.ALWAYS))
 
 
 # Candidates measured on the bad release, all at once where cores allow; results in the same order.

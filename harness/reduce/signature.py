@@ -17,8 +17,9 @@ regression and not a new bug of its own. Three kinds, by how the original's cell
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+
+from harness.core.codec import Omit, Record, shape
 
 from harness.verdicts.keys import comparison_of
 from harness.core.vary_factors import Factor
@@ -27,12 +28,14 @@ from harness.verdicts.ranks import HOST_COMPONENTS
 
 
 @dataclass(frozen=True)
-class Signature:
+class Signature(Record):
     module: str  # the module a later run (a factor's run; another process) computed a new key for
     components: tuple[str, ...]  # the key's components that moved (empty: JAX's log did not say)
     cause: Cause | None  # from the lowered modules' diff (None: no diff could be made)
-    factor: Factor | None = None  # --vary: the factor under which the module missed
-    ranks: tuple[int, int] | None = None  # --processes: the two processes whose keys disagreed
+    # --vary: the factor under which the module missed
+    factor: Factor | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    # --processes: the two processes whose keys disagreed
+    ranks: tuple[int, int] | None = field(default=None, metadata=shape(omit=Omit.NONE))
 
     def describe(self) -> str:
         moved = ", ".join(self.components) if self.components else "components unknown"
@@ -43,21 +46,6 @@ class Signature:
             where = f" between processes {self.ranks[0]} and {self.ranks[1]}"
         return f"{self.module}{where} (component {moved}; cause {self.cause or 'unknown'})"
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"module": self.module, "components": list(self.components),
-                               "cause": str(self.cause) if self.cause else None}
-        if self.factor is not None:
-            out["factor"] = str(self.factor)
-        if self.ranks is not None:
-            out["ranks"] = list(self.ranks)
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Signature:
-        return cls(data["module"], tuple(data.get("components", ())),
-                   Cause(data["cause"]) if data.get("cause") else None,
-                   Factor(data["factor"]) if data.get("factor") else None,
-                   tuple(data["ranks"]) if data.get("ranks") else None)
 
 
 def _factor_result(cell: CellResult, factor: Factor) -> FactorResult | None:

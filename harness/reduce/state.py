@@ -17,7 +17,7 @@ import math
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ class ReduceState:
             if not _DIGEST.fullmatch(key) or not isinstance(value, dict) or not isinstance(value.get("kept"), bool) \
                     or not isinstance(value.get("why", ""), str):
                 raise StateProblem(f"memo: {key[:70]!r}: not a digest and an answer ({{'kept': bool, 'why': text}})")
-            tried[key] = Tried.from_json(value)
+            tried[key] = replace(Tried.from_json(value), measured=False)  # remembered, not measured now
         folder = fields.get("folder", str, default=None, optional=True)
         try:
             folder_mode = FolderMode(folder) if folder else None

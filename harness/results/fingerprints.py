@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.core.codec import Omit, Record, decode, shape
 from harness.results.header import HostFacts
 from harness.core.model import CellResult, Platform
 
@@ -29,25 +30,18 @@ HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "drive
 
 
 @dataclass
-class FingerprintCell:
+class FingerprintCell(Record):
     jax_version: str
     platform: str
     device_count: int
     seed: int | None
     modules: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # module -> key -> components
     facts: dict[str, Any] = field(default_factory=dict)  # jaxlib, the environment's python, ...
-    note: str = ""  # why no key is known (the run failed, its log named none)
+    note: str = field(default="", metadata=shape(omit=Omit.EMPTY))  # why no key is known (the run failed, its log named none)
 
     @property
     def label(self) -> str:
         return f"jax {self.jax_version} ({self.platform} x{self.device_count})"
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"jax_version": self.jax_version, "platform": self.platform, "device_count": self.device_count,
-               "seed": self.seed, "modules": self.modules, "facts": self.facts}
-        if self.note:
-            out["note"] = self.note
-        return out
 
     @classmethod
     def from_json(cls, data: Any) -> FingerprintCell:
@@ -55,10 +49,7 @@ class FingerprintCell:
         problem = cell_problem(data)
         if problem:
             raise ValueError(problem)
-        return cls(data["jax_version"], data.get("platform", ""), data.get("device_count", 0),
-                   data.get("seed"), {m: {k: dict(c) for k, c in keys.items()} for m, keys in
-                                      (data.get("modules") or {}).items()},
-                   dict(data.get("facts") or {}), data.get("note", ""))
+        return decode(cls, data)
 
 
 def _shown(value: Any) -> str:
