@@ -71,10 +71,7 @@ def measure_ref(target: RefCommit, sources: CommitSources, releases: list[str], 
     jaxlib it ran with, added to the sweep's results as they are settled (a cell cut short by Ctrl-C
     too). `releases`: the jax==jaxlib releases the backend can make environments for (some Python
     here has their wheels)."""
-    cells = _measure(target, sources, releases, sweep)
-    for cell in cells:
-        sweep.writer.add(cell)
-    return cells
+    return [sweep.writer.add(cell) for cell in _measure(target, sources, releases, sweep)]
 
 
 def _measure(target: RefCommit, sources: CommitSources, releases: list[str], sweep: Sweep) -> list[CellResult]:

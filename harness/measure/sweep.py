@@ -115,10 +115,10 @@ class Sweep:
         def finished(result: CellResult) -> None:
             if result.spec.key in plans:
                 record_plan(result, plans[result.spec.key])
-            self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
-            if not result.interrupted:
-                self.progress.cell_finished(result)
-                results.append(result)
+            kept = self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
+            if not kept.interrupted:
+                self.progress.cell_finished(kept)
+                results.append(kept)
 
         try:
             run_cells((opener(n, spec) for n, spec in enumerate(cells, start=1)), self.at_once, finished,

@@ -13,7 +13,7 @@ from filelock import FileLock
 from harness.core.files import write_atomic
 from harness.core.model import CellResult
 from harness.report import ReportWriter
-from harness.report.evidence import Evidence
+from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
 from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
@@ -44,13 +44,13 @@ class ResultsWriter:
     def cells(self) -> list[CellResult]:
         return list(self.document.cells)
 
-    def add(self, cell: CellResult) -> None:
-        # A reproduced cell's likely cause comes from its evidence's module diff: results.json keeps it.
-        evidence = self._report.gather(cell, self.document.header.options.overlapped)
-        if isinstance(evidence, Evidence):
-            cell.cause = evidence.cause
-        self.document.cells.append(cell)
+    def add(self, cell: CellResult) -> CellResult:
+        """Keep `cell` and rewrite the folder; the cell as kept is returned (the measured one is not changed):
+        a reproduced cell's likely cause, from its evidence's module diff, is on it."""
+        kept = with_cause(cell, self._report.gather(cell, self.document.header.options.overlapped))
+        self.document.cells.append(kept)
         self.flush()
+        return kept
 
     def set(self, key: str, value: Any) -> None:
         """A section a later stage adds (a bisection's record)."""

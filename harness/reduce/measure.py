@@ -29,7 +29,7 @@ from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Wo
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature, why_not_kept
 from harness.report import ReportWriter
-from harness.report.evidence import Evidence
+from harness.report.evidence import with_cause
 from harness.measure.sweep import cell_runner
 
 # A candidate's run may take this many times the original's slowest run (plus the floor) before it is
@@ -169,10 +169,7 @@ class Measurer:
             if cell.interrupted:
                 raise KeyboardInterrupt
             wrote = tuple(space.writes_outside())
-            evidence = ReportWriter(folder).gather(cell, overlapped=False)
-            if isinstance(evidence, Evidence):
-                cell.cause = evidence.cause
-            return Measured(cell, wrote)
+            return Measured(with_cause(cell, ReportWriter(folder).gather(cell, overlapped=False)), wrote)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.verdicts.keys import comparison_of
 from harness.verdicts.vary import by_factors_only
@@ -246,6 +246,12 @@ class Evidence:
     @property
     def cause(self) -> Cause | None:
         return likely_cause(self.diff)
+
+
+def with_cause(cell: CellResult, evidence: Evidence | MissingEvidence | None) -> CellResult:
+    """`cell` as results.json keeps it: with its likely cause when its evidence has a module diff (a copy;
+    the measured cell is not changed)."""
+    return replace(cell, cause=evidence.cause) if isinstance(evidence, Evidence) else cell
 
 
 @dataclass(frozen=True)
