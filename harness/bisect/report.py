@@ -75,11 +75,11 @@ def confidence_line(outcome: Outcome) -> str:
     other = max(r.miss_bound if r.miss_bound_other is None else r.miss_bound_other for r in rows)
     why = ("the chosen seeds show every pair in both orders" if worst == 0 else
            "not every cell's seeds show every pair in both orders; random runs bound the rest")
-    how = ("no random runs; --runs N fills each cell up to N runs with random seeds, each halving it"
+    runs_note = ("no random runs; --runs N fills each cell up to N runs with random seeds, each halving it"
            if other >= 1 else "from the random runs")
     return (f"each clean verdict: chance a regression was missed <= {_num(worst)} if the key follows the "
             f"order of a set of the mesh's axis names ({why}); for any other hash-order dependence, "
-            f"<= {_num(other)} ({how})")
+            f"<= {_num(other)} ({runs_note})")
 
 
 def text(outcome: Outcome, command: str, fmt: str = "github") -> str:

@@ -149,27 +149,27 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     _check_ci_paths(given.junit_xml, given.out, given.resume)
     check = _script_check(given)
     config = service.check_config(check)
-    options = service.with_script_packages(_sweep_options(given, words), check.how)  # --with . is --with-editable .
+    options = service.with_script_packages(_sweep_options(given, words), check.script_run)  # --with . is --with-editable .
     swept = service.sweep(config, options, _progress(given.quiet))
     return _show_sweep(swept, given.junit_xml, given.fail_on, as_json=given.json)
 
 
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, command=_typed(words))
-    done = service.reduce(_script_check(given), options, _progress(given.quiet))
-    state = done.state
-    if done.status == RunStatus.INTERRUPTED:
-        print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {done.original_lines} lines, "
-              f"{state.measured} candidates run) is {done.best_file}\n"
-              f"continue with: {service.resume_command(given, done.folder)}", file=sys.stderr)
+    reduction = service.reduce(_script_check(given), options, _progress(given.quiet))
+    state = reduction.state
+    if reduction.status == RunStatus.INTERRUPTED:
+        print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {reduction.original_lines} lines, "
+              f"{state.measured} candidates run) is {reduction.best_file}\n"
+              f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
-    print(f"results: {done.folder / 'results.json'} (report: {done.folder / REPORT_FILE})", file=sys.stderr)
-    print(render(list(done.cells)))
+    print(f"results: {reduction.folder / 'results.json'} (report: {reduction.folder / REPORT_FILE})", file=sys.stderr)
+    print(render(list(reduction.cells)))
     print()
-    print(f"reduced: {done.reduced} ({done.original_lines} -> {size(done.reduced.read_text())} lines; "
+    print(f"reduced: {reduction.reduced} ({reduction.original_lines} -> {size(reduction.reduced.read_text())} lines; "
           f"{state.measured} candidates run in {state.seconds:.0f} s)")
-    if done.problem:
-        print(f"harness: the reduced program's own check did not keep the signature: {done.problem}",
+    if reduction.problem:
+        print(f"harness: the reduced program's own check did not keep the signature: {reduction.problem}",
               file=sys.stderr)
         return ExitCode.FAILURE
     return ExitCode.OK
@@ -180,14 +180,14 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
     read from a results folder."""
     source = given.script
     if source is not None and given.module is None and (source.is_dir() or source.name == "results.json"):
-        taken = service.read_fingerprint(source)
+        fingerprint = service.read_fingerprint(source)
     else:
         option_checks.check_fingerprint_source(source, given.module)
         check = _script_check(given, runs=2)
         config = service.check_config(check)
-        options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.how)
-        taken = service.fingerprint(config, options, _progress(given.quiet))
-    text = json.dumps(taken.to_json(), indent=1)
+        options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.script_run)
+        fingerprint = service.fingerprint(config, options, _progress(given.quiet))
+    text = json.dumps(fingerprint.to_json(), indent=1)
     if given.output is not None and source is not None and source.is_dir():
         given.output.write_text(text + "\n")
     print(text)
@@ -201,10 +201,10 @@ def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
     return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
 
 
-def _script_check(given: Given, **more) -> service.ScriptCheck:
+def _script_check(given: Given, **fields) -> service.ScriptCheck:
     """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
-    how = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
-    return from_given(service.ScriptCheck, given, how=how, **more)
+    script_run = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
+    return from_given(service.ScriptCheck, given, script_run=script_run, **fields)
 
 
 def _env_pairs(items: tuple[str, ...]) -> dict[str, str]:
@@ -307,20 +307,20 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
         print(f"# {SHARD_SCRIPT}\n{found.jobs.shard_script()}\n# {MERGE_SCRIPT}\n{found.jobs.merge_script()}")
         print(f"(dry run: nothing submitted; the folder would be {found.jobs.sweep_dir})", file=sys.stderr)
         return ExitCode.OK
-    done = found.submitted
-    print(f"shards: job {done.array_job} (array tasks {','.join(map(str, done.shards))} of {given.shards})")
-    print(f"merge: job {done.merge_job} (after the shards, however they end)")
-    print(f"folder: {done.sweep_dir}")
+    submitted = found.submitted
+    print(f"shards: job {submitted.array_job} (array tasks {','.join(map(str, submitted.shards))} of {given.shards})")
+    print(f"merge: job {submitted.merge_job} (after the shards, however they end)")
+    print(f"folder: {submitted.sweep_dir}")
     if not given.wait:
         return ExitCode.OK
     try:
         waited = service.wait_submission(found, _progress(given.quiet))
     except KeyboardInterrupt:
         print(f"\n{interrupted_how()}: stopped waiting; the jobs go on (cancel them with: "
-              f"scancel {done.array_job} {done.merge_job})", file=sys.stderr)
+              f"scancel {submitted.array_job} {submitted.merge_job})", file=sys.stderr)
         return interrupted_exit_code()
     if waited.merged is None:
-        print(f"the merge job left no results: see {done.sweep_dir / LOG_FOLDER}", file=sys.stderr)
+        print(f"the merge job left no results: see {submitted.sweep_dir / LOG_FOLDER}", file=sys.stderr)
         return ExitCode.FAILURE
     merged = waited.merged
     print(f"results: {merged.results_file} (report: {merged.folder / REPORT_FILE})", file=sys.stderr)

@@ -76,10 +76,10 @@ def _render() -> str:
             usage += " [-- ARG ...]"
         out += ["", f"## harness {command.name}", "", command.help[0].upper() + command.help[1:] + ".", "",
                 "```", usage, "```", "", "Example:", "", "```bash", command.example, "```"]
-        taken = options_for(command.name)
-        groups = ["arguments"] + list(dict.fromkeys(o.group for o in taken if not o.positional))
+        command_options = options_for(command.name)
+        groups = ["arguments"] + list(dict.fromkeys(o.group for o in command_options if not o.positional))
         for group in groups:
-            members = [o for o in taken if (o.positional and group == "arguments")
+            members = [o for o in command_options if (o.positional and group == "arguments")
                        or (not o.positional and o.group == group)]
             if not members:
                 continue

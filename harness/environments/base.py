@@ -106,7 +106,7 @@ class Backend(abc.ABC):
         problem = shortfall(count, device_count, source)
         if problem:
             raise BackendUnavailable(problem)
-        say(f"GPUs: {count.visible} visible ({count.how}), {device_count} needed")
+        say(f"GPUs: {count.visible} visible ({count.counted_by}), {device_count} needed")
 
     def visible_gpus(self, say: Say = _quiet) -> GpuCount:
         """The GPUs this backend's runs see; on the host by default."""

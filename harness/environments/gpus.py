@@ -25,7 +25,7 @@ CONTAINER_ADVICE = ("check that the NVIDIA Container Toolkit is installed (and d
 @dataclass(frozen=True)
 class GpuCount:
     visible: int  # GPUs seen (0 when they could not be listed at all)
-    how: str  # where they were counted, for the message
+    counted_by: str  # where they were counted, for the message
     problem: str = ""  # why they could not be listed (no nvidia-smi, no GPU runtime...)
     advice: str = HOST_ADVICE  # what to check
 
@@ -41,7 +41,7 @@ def shortfall(count: GpuCount, needed: int, source: str = "device_count") -> str
     """One line saying why a cuda sweep cannot run here, or None when enough GPUs are visible (pure)."""
     if count.visible >= needed:
         return None
-    seen = f"{count.how} lists {count.visible}" if not count.problem else f"{count.how}: {count.problem}"
+    seen = f"{count.counted_by} lists {count.visible}" if not count.problem else f"{count.counted_by}: {count.problem}"
     return f"{source}: platform cuda needs {needed} GPU(s), but {seen}; {count.advice}"
 
 
@@ -56,18 +56,18 @@ def within_visible_devices(listed: int, cuda_visible_devices: str | None) -> int
 def host_gpus(nvidia_smi: str | None = None, environ: Mapping[str, str] = os.environ) -> GpuCount:
     """The GPUs a process on this host sees: `nvidia-smi -L`, narrowed by CUDA_VISIBLE_DEVICES."""
     narrowed = environ.get("CUDA_VISIBLE_DEVICES")
-    how = "nvidia-smi -L" + (f" with CUDA_VISIBLE_DEVICES={narrowed!r}" if narrowed is not None else "")
+    counted_by = "nvidia-smi -L" + (f" with CUDA_VISIBLE_DEVICES={narrowed!r}" if narrowed is not None else "")
     smi = nvidia_smi or shutil.which("nvidia-smi")
     if not smi:
-        return GpuCount(0, how, "nvidia-smi is not on PATH (no NVIDIA driver here?)")
+        return GpuCount(0, counted_by, "nvidia-smi is not on PATH (no NVIDIA driver here?)")
     try:
         proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
-        return GpuCount(0, how, f"could not run it ({exc})")
+        return GpuCount(0, counted_by, f"could not run it ({exc})")
     if proc.returncode != 0:
         lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-        return GpuCount(0, how, f"exit code {proc.returncode}" + (f": {lines[-1]}" if lines else ""))
-    return GpuCount(within_visible_devices(parse_gpu_list(proc.stdout), narrowed), how)
+        return GpuCount(0, counted_by, f"exit code {proc.returncode}" + (f": {lines[-1]}" if lines else ""))
+    return GpuCount(within_visible_devices(parse_gpu_list(proc.stdout), narrowed), counted_by)
 
 
 def accelerator_facts() -> dict[str, Any]:

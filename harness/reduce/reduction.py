@@ -230,10 +230,10 @@ class Reduction:
             given = (tuple(map(str, self.config.vary)), self.config.processes)
             if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good) \
                     or (state.vary, state.processes) != given:
-                how = (f" --vary {','.join(state.vary)}" if state.vary else "") + \
+                flags = (f" --vary {','.join(state.vary)}" if state.vary else "") + \
                     (f" --processes {state.processes}" if state.processes > 1 else "")
                 raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
-                                f"{' / ' + state.good if state.good else ''}{how}, as it was then; "
+                                f"{' / ' + state.good if state.good else ''}{flags}, as it was then; "
                                 "give the same script, versions and options")
             if state.unsealed:
                 self.progress.say(f"{self.folder}: its reduce.json was written before states were sealed: its "

@@ -440,8 +440,8 @@ def _groups(cells: list[CellResult]) -> list[str]:
         lines.append(f"  - processes that wrote to the cache: {writers}")
         lines += [f"  - {md.text(note)}" for note in facts.notes]
     if any(c.seeds is not None and c.seeds.ranks_how for c in groups):
-        how = next(c.seeds.ranks_how for c in groups if c.seeds is not None and c.seeds.ranks_how)
-        lines += ["", f"Seeds by process: {how}."]
+        ranks_how = next(c.seeds.ranks_how for c in groups if c.seeds is not None and c.seeds.ranks_how)
+        lines += ["", f"Seeds by process: {ranks_how}."]
     return lines
 
 

@@ -50,11 +50,11 @@ def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, see
         moved = " ".join('"$OLDPWD"/' + w if builtin and not w.startswith(("-", '"')) else w for w in run.split(" "))
         lines.append(f'(cd "$(mktemp -d)" && PYTHONHASHSEED={seed} {moved} > /dev/null)')
     elif f in (Factor.SCRIPT_PATH, Factor.PREFIX, Factor.ENV_ORDER, Factor.COMPRESSION):
-        how = {Factor.SCRIPT_PATH: "copy the script's folder elsewhere (cp -r) and run the copy",
+        step = {Factor.SCRIPT_PATH: "copy the script's folder elsewhere (cp -r) and run the copy",
                Factor.PREFIX: "copy the environment (cp -a jax-V jax-V-elsewhere) and run its python",
                Factor.ENV_ORDER: "run it with the same variables in the reverse order",
                Factor.COMPRESSION: "pip install (or uninstall) zstandard in the environment, then run it"}[f]
-        lines += [shell_comment(how), f"PYTHONHASHSEED={seed} {run} > /dev/null"]
+        lines += [shell_comment(step), f"PYTHONHASHSEED={seed} {run} > /dev/null"]
     else:
         lines += before + [f"{prefix}PYTHONHASHSEED={seed} {run} > /dev/null"]
     shown = '"$JAX_COMPILATION_CACHE_DIR-elsewhere"' if f == Factor.CACHE_PATH else listed

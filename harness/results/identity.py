@@ -62,11 +62,11 @@ class SweepIdentity:
             return ", ".join(value) or "none"
         return "none" if value is None else str(value)
 
-    def key(self, **more: Any) -> str:
+    def key(self, **naming: Any) -> str:
         """A short stable hash of the identity and `more` (what else names a folder), for folder names."""
         # The sources only when given, so that a sweep from PyPI alone keeps the key it had before them.
         own = {k: v for k, v in asdict(self).items() if k not in _SOURCES or v}
-        text = json.dumps({**own, **more}, sort_keys=True, default=str)
+        text = json.dumps({**own, **naming}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 

@@ -41,5 +41,5 @@ def finished_cells(cells: list[CellResult]) -> list[CellResult]:
 
 
 def still_to_measure(planned: list[CellSpec], kept: list[CellResult]) -> list[CellSpec]:
-    done = {c.spec.key for c in kept}
-    return [spec for spec in planned if spec.key not in done]
+    measured = {c.spec.key for c in kept}
+    return [spec for spec in planned if spec.key not in measured]

@@ -61,12 +61,12 @@ def fingerprint(config: Config, options: FingerprintOptions, progress: Progress)
         progress.say(f"  jax {spec.jax_version}: {sum(len(k) for k in found.modules.values())} key(s) of "
                      f"{len(found.modules)} module(s)" + (f" ({found.note})" if found.note else ""))
         cells.append(found)
-    taken = Fingerprint(this_host(choice.backend.name, cache_root), cells, source=str(config.repro.path))
-    text = json.dumps(taken.to_json(), indent=1) + "\n"
+    fingerprint = Fingerprint(this_host(choice.backend.name, cache_root), cells, source=str(config.repro.path))
+    text = json.dumps(fingerprint.to_json(), indent=1) + "\n"
     write_atomic(work / "fingerprint.json", text)
     if options.output is not None:
         write_atomic(options.output, text)
-    return taken
+    return fingerprint
 
 
 def from_results(folder: Path) -> Fingerprint:

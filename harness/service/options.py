@@ -76,7 +76,7 @@ class ScriptCheck:
     config (sweeping.check_config). No defaults: each is given (versions None or empty: the latest release;
     runs None: enough runs for the confidence target)."""
 
-    how: ScriptRun
+    script_run: ScriptRun
 
 
 @dataclass(frozen=True)

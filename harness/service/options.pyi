@@ -102,7 +102,7 @@ class ScriptCheck:
     device_count: int  # --device-count
     runs: int | None  # --runs
     timeout_s: float  # --timeout
-    how: ScriptRun
+    script_run: ScriptRun
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     script = check.script
     # The one release reduced is --versions (resolved below), the runs the reduction's: not what check says.
     config = check_config(replace(check, versions=None, runs=options.runs))
-    options = with_script_packages(options, check.how)  # --with . and -e PATH are --with-editable PATH
+    options = with_script_packages(options, check.script_run)  # --with . and -e PATH are --with-editable PATH
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
     opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice

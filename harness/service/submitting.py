@@ -108,23 +108,23 @@ def submit(config_path: Path, options: SubmitOptions, dry_run: bool = False,
     overrides = ([f"--time={options.time}"] if options.time else []) + \
         ([f"--cpus-per-task={options.cpus_per_task}"] if options.cpus_per_task else []) + \
         ([f"--partition={options.partition}"] if options.partition else []) + list(options.sbatch_args)
-    done = submission.submit(slurm, jobs, record, options.out, only_shards=options.only_shards,
-                             overrides=tuple(overrides) if again else (),
-                             command=options.command)
-    return SubmitOutcome(jobs, done, before)
+    submitted = submission.submit(slurm, jobs, record, options.out, only_shards=options.only_shards,
+                                  overrides=tuple(overrides) if again else (),
+                                  command=options.command)
+    return SubmitOutcome(jobs, submitted, before)
 
 
 def wait_submission(submitted: SubmitOutcome, progress: Progress, slurm: Slurm | None = None,
                     poll_s: float = 3.0) -> SubmitWaitOutcome:
     """`harness submit --wait`: follow the jobs until the merge job has ended, then read its results."""
-    done = submitted.submitted
-    submission.follow(slurm or Slurm(), done, progress.say, poll_s)
-    folder = submission.newest_merge(done.sweep_dir, exclude=set(submitted.merged_before))
+    batch = submitted.submitted  # the array and merge jobs sent
+    submission.follow(slurm or Slurm(), batch, progress.say, poll_s)
+    folder = submission.newest_merge(batch.sweep_dir, exclude=set(submitted.merged_before))
     if folder is None:
         return SubmitWaitOutcome(None)
     merged = submission.read_merge(folder)
     again = None
     if not merged.complete and merged.unfinished:
-        again = submission.resubmit_command(submission.read_submission(done.sweep_dir), done.sweep_dir,
+        again = submission.resubmit_command(submission.read_submission(batch.sweep_dir), batch.sweep_dir,
                                             merged.unfinished)
     return SubmitWaitOutcome(merged, again)

@@ -50,51 +50,51 @@ def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOu
 M = TypeVar("M", bound=MeasureOptions)
 
 
-def script_requirements(how: ScriptRun) -> tuple[Requirements, tuple[Path, ...]]:
+def script_requirements(script_run: ScriptRun) -> tuple[Requirements, tuple[Path, ...]]:
     """The requirements of --with and --requirements, and the user's own package folders they name
     (`--with .`, `-e PATH` in the file): those are installed as --with-editable PATH is."""
-    requirements, folders = split_script_requirements(how.with_requirements, "--with")  # a bad one names the flag
-    for file in how.requirements_files:
-        more, found = read_script_requirements_file(file, "--requirements")  # a missing or odd file is one line
-        requirements, folders = requirements + more, folders + found
+    requirements, folders = split_script_requirements(script_run.with_requirements, "--with")  # a bad one names the flag
+    for file in script_run.requirements_files:
+        from_file, found = read_script_requirements_file(file, "--requirements")  # a missing or odd file is one line
+        requirements, folders = requirements + from_file, folders + found
     return requirements, folders
 
 
-def with_script_packages(options: M, how: ScriptRun) -> M:
+def with_script_packages(options: M, script_run: ScriptRun) -> M:
     """The options with the package folders --with and --requirements name added to --with-editable."""
-    _, folders = script_requirements(how)
+    _, folders = script_requirements(script_run)
     return replace(options, with_editable=(*options.with_editable, *folders)) if folders else options
 
 
 def check_config(check: ScriptCheck) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
     other."""
-    script, how = check.script, check.how
-    if how.module is None:
+    script, script_run = check.script, check.script_run
+    if script_run.module is None:
         if script is None or not script.is_file():
             raise UserError(f"{script}: no such script")
         stem, target = script.stem, {"repro": str(script.resolve())}
     else:
-        stem, target = how.module, {"module": how.module}
-    requirements, _ = script_requirements(how)
+        stem, target = script_run.module, {"module": script_run.module}
+    requirements, _ = script_requirements(script_run)
     data = {"name": fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME),
             **target, "jax_versions": list(check.versions or [LATEST]),
             "platform": str(check.platform), "device_count": check.device_count,
             # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
             "runs": check.runs or runs_for_target(), "timeout_s": check.timeout_s, "requirements": requirements.to_json()}
-    if how.args:
-        data["args"] = list(how.args)
-    if how.env:
-        data["env"] = dict(how.env)
-    if how.cwd is not None:
-        data["cwd"] = str(how.cwd.resolve())
+    if script_run.args:
+        data["args"] = list(script_run.args)
+    if script_run.env:
+        data["env"] = dict(script_run.env)
+    if script_run.cwd is not None:
+        data["cwd"] = str(script_run.cwd.resolve())
     return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
 
 
 def sweep(config: Config, options: SweepOptions, progress: Progress,
-          more: Callable[[Sweep, PyPIIndex], object] | None = None) -> SweepOutcome:
+          after_releases: Callable[[Sweep, PyPIIndex], object] | None = None) -> SweepOutcome:
     """Measure the config's cells (or a shard of them, or what an interrupted sweep still lacks);
-    `more`, when given, measures further cells into the same results after them (nightly's commit)."""
+    `after_releases`, when given, measures further cells into the same results after them (nightly's commit)."""
     lock = None
     if options.resume is not None:
         # First, before anything is resolved or printed: a folder another process is writing is
@@ -143,8 +143,8 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
 
     def measure() -> None:
         cells_sweep.run(cells)
-        if more is not None:
-            more(cells_sweep, opened.index)
+        if after_releases is not None:
+            after_releases(cells_sweep, opened.index)
 
     status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
     given = options.given

@@ -42,7 +42,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
                      repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))
-    more = None
+    after_releases = None
     if jax_ref is not None:
         if options.backend != BackendName.VENV:
             # The commit's jax/ goes on PYTHONPATH as a host path, which a container cannot see.
@@ -50,8 +50,8 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
         if options.shard:
             raise UserError("--jax-repo: the commit is one more cell on one machine; run nightly without --shard")
         repo = GitRepo(jax_ref.repo)
-        more = partial(_measure_commit, fetch_ref(repo, jax_ref.ref, progress.say), repo)
-    swept = sweep(config, options, progress, more)
+        after_releases = partial(_measure_commit, fetch_ref(repo, jax_ref.ref, progress.say), repo)
+    swept = sweep(config, options, progress, after_releases)
     if swept.status != RunStatus.COMPLETE:
         return NightlyOutcome(swept)
     return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells, max_lost_growth))

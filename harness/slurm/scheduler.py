@@ -38,20 +38,20 @@ class Slurm:
 
     def check(self, partition: str | None) -> None:
         """SlurmError unless a controller answers and `partition` (when given) exists."""
-        done = self._call(["sinfo", "--noheader", "--format=%R"])
-        if done.returncode != 0:
-            raise SlurmError(f"sinfo: {_one_line(done.stderr)} (is the Slurm controller running?)")
-        partitions = sorted(set(done.stdout.split()))
+        completed = self._call(["sinfo", "--noheader", "--format=%R"])
+        if completed.returncode != 0:
+            raise SlurmError(f"sinfo: {_one_line(completed.stderr)} (is the Slurm controller running?)")
+        partitions = sorted(set(completed.stdout.split()))
         if partition and partition not in partitions:
             raise SlurmError(f"--partition {partition}: no such partition "
                              f"(this cluster has {', '.join(partitions) or 'none'})")
 
     def submit(self, script: Path, *options: str) -> str:
         """The job id of `sbatch OPTIONS SCRIPT`."""
-        done = self._call(["sbatch", "--parsable", *options, str(script)])
-        if done.returncode != 0:
-            raise SlurmError(f"sbatch {script.name}: {_one_line(done.stderr)}")
-        return done.stdout.strip().split(";")[0]  # "id" or "id;cluster"
+        completed = self._call(["sbatch", "--parsable", *options, str(script)])
+        if completed.returncode != 0:
+            raise SlurmError(f"sbatch {script.name}: {_one_line(completed.stderr)}")
+        return completed.stdout.strip().split(";")[0]  # "id" or "id;cluster"
 
     def cancel(self, *job_ids: str) -> None:
         self._call(["scancel", *job_ids])
@@ -59,9 +59,9 @@ class Slurm:
     def states(self, *job_ids: str) -> dict[str, str]:
         """Each job (array task as `ID_I`) still known to the controller -> its state; jobs that
         ended some minutes ago are gone from this view."""
-        done = self._call(["squeue", "--noheader", "--array", "--format=%i %T", "--jobs", ",".join(job_ids)])
-        if done.returncode != 0:
-            if "Invalid job id" in done.stderr:  # every one of them has ended and been purged
+        completed = self._call(["squeue", "--noheader", "--array", "--format=%i %T", "--jobs", ",".join(job_ids)])
+        if completed.returncode != 0:
+            if "Invalid job id" in completed.stderr:  # every one of them has ended and been purged
                 return {}
-            raise SlurmError(f"squeue: {_one_line(done.stderr)}")
-        return dict(line.split(maxsplit=1) for line in done.stdout.splitlines() if line.strip())
+            raise SlurmError(f"squeue: {_one_line(completed.stderr)}")
+        return dict(line.split(maxsplit=1) for line in completed.stdout.splitlines() if line.strip())

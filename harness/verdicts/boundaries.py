@@ -63,9 +63,9 @@ class Boundaries:
 
     def not_measured_between(self, low: str, high: str) -> list[str]:
         """The known releases strictly between two measured ones that were not measured (clean or reproduced)."""
-        done = set(self.measured)
+        measured = set(self.measured)
         return [v for v in sorted(set(self.releases), key=Version)
-                if Version(low) < Version(v) < Version(high) and v not in done]
+                if Version(low) < Version(v) < Version(high) and v not in measured]
 
     def to_json(self) -> dict:
         return {"appears_in": self.appears_in, "last_clean_before": self.last_clean_before,

@@ -73,7 +73,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
-    def judgement(verdict: Verdict, reason: str, **more) -> Judgement:
+    def judgement(verdict: Verdict, reason: str, **facts) -> Judgement:
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
         if untrusted:
@@ -81,7 +81,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
             whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
             reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
                        "(the cache folder's entries count)")
-        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **more)
+        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **facts)
 
     split = first_split(runs)
     if split is not None:  # certain from one launch, even one that then hung or died

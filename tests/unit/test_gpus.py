@@ -52,7 +52,7 @@ def test_shortfall_is_one_line_naming_what_to_check():
 def test_host_gpus_asks_nvidia_smi(tmp_path):
     assert host_gpus(str(fake_smi(tmp_path)), environ={}) == GpuCount(2, "nvidia-smi -L")
     narrowed = host_gpus(str(fake_smi(tmp_path)), environ={"CUDA_VISIBLE_DEVICES": "1"})
-    assert narrowed.visible == 1 and "CUDA_VISIBLE_DEVICES='1'" in narrowed.how
+    assert narrowed.visible == 1 and "CUDA_VISIBLE_DEVICES='1'" in narrowed.counted_by
     failed = host_gpus(str(fake_smi(tmp_path, "NVIDIA-SMI has failed because it could not communicate", 9)),
                        environ={})
     assert failed.visible == 0 and failed.problem == ("exit code 9: NVIDIA-SMI has failed because it could not "

@@ -269,7 +269,7 @@ def test_a_command_without_a_config_says_its_own_defaults():
     assert f"default: {runs_for_target()}," in options.option("check", "runs").help
     assert f"default: {LATEST})" in options.option("check", "versions").help
     assert "the config's" in options.option("run", "runs").help  # a config's command keeps its wording
-    config = service.check_config(service.ScriptCheck(script=Path(__file__), how=service.ScriptRun(), versions=None,
+    config = service.check_config(service.ScriptCheck(script=Path(__file__), script_run=service.ScriptRun(), versions=None,
                                                       platform=Platform.CPU, device_count=8, runs=None,
                                                       timeout_s=300.0))
     assert (config.runs, config.jax_versions) == (runs_for_target(), (LATEST,))

@@ -216,6 +216,6 @@ def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path)
 
     script = tmp_path / ("s" * 250 + ".py")
     script.write_text("import jax\n")
-    config = check_config(ScriptCheck(script=script, how=ScriptRun(), versions=("0.4.31",), platform=Platform.CPU,
+    config = check_config(ScriptCheck(script=script, script_run=ScriptRun(), versions=("0.4.31",), platform=Platform.CPU,
                                       device_count=1, runs=None, timeout_s=60))
     assert len(config.name) <= 240 and config.name.startswith("check-sss")

@@ -135,7 +135,7 @@ def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypat
     seen = {}
 
     def fake_check_config(check):
-        seen.update(script=check.script, how=check.how)
+        seen.update(script=check.script, how=check.script_run)
         raise cli.UserError("stop here")
 
     monkeypatch.setattr(cli.service, "check_config", fake_check_config)

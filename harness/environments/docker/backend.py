@@ -236,7 +236,7 @@ class DockerBackend(Backend):
     def visible_gpus(self, say: Say = _quiet) -> GpuCount:
         """What the container runtime gives a run: `nvidia-smi -L` (mounted by the NVIDIA runtime) in
         a container of the cuda base image with every GPU requested, as the runs request them."""
-        how = "a container with the GPUs requested (nvidia-smi -L)"
+        counted_by = "a container with the GPUs requested (nvidia-smi -L)"
         image = self.base_image_for(Platform.CUDA, say, str(self.pythons.pinned or self.pythons.own))
         log = self.state_dir / "logs" / "gpus.log"
         kwargs = gpu_list_kwargs()
@@ -244,8 +244,8 @@ class DockerBackend(Backend):
         if not outcome.ok:
             last = (log_tail(log).strip().splitlines() or [""])[-1]
             problem = outcome.reason if last in outcome.reason else f"{outcome.reason}: {last}"
-            return GpuCount(0, how, problem, CONTAINER_ADVICE)
-        return GpuCount(parse_gpu_list(log.read_text(errors="replace")), how, advice=CONTAINER_ADVICE)
+            return GpuCount(0, counted_by, problem, CONTAINER_ADVICE)
+        return GpuCount(parse_gpu_list(log.read_text(errors="replace")), counted_by, advice=CONTAINER_ADVICE)
 
     def base_image_for(self, platform: Platform, say: Say = _quiet, python: str = DEFAULT_PYTHON):
         """The base image for `python`, pulled if absent. Cannot be had: BackendUnavailable (one
