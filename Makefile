@@ -18,7 +18,7 @@ help:
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
-	@echo "make test       all tests (unit and integration with real JAX releases)"
+	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases)"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
@@ -42,8 +42,12 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
+# The unit tests on every core, then the integration tests in one process (their JAX runs use the cores);
+# both always run, and the first failure's exit code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
+	integration=0; $(BIN)/python -m pytest tests/integration $(PYTEST_ARGS) || integration=$$?; \
+	for rc in $$unit $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)
