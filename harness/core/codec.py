@@ -484,7 +484,44 @@ def decode(kind: type[T], data: Any) -> T:
         enum_type = _hint_at(kind, wrong.group(2)) if wrong else None
         if wrong and isinstance(enum_type, type) and issubclass(enum_type, enum.Enum):
             raise ValueError(f"{wrong.group(1)} is not a valid {enum_type.__name__}") from None
+        where = _AT.search(str(exc))
+        if where:  # `runs[0].keys: expected object | null, got array`, the file's keys in the path
+            what_went_wrong = str(exc)[:where.start()].strip()
+            raise ValueError(f"{_file_path(kind, where.group(1))}: {what_went_wrong[:1].lower()}"
+                             f"{what_went_wrong[1:]}".replace("`", "")) from None
         raise
+
+
+_AT = re.compile(r" - at `\$([^`]*)`$")
+
+
+def _file_path(kind: Any, path: str) -> str:
+    """A msgspec error's path through `kind`'s fields (`.spec.platform`, `.attribution.run_a`) as the file's
+    keys (`platform`, `attribution_detail.runs`)."""
+    out: list[str] = []
+    hint: Any = kind
+    for step in _STEP.finditer(path):
+        options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        hint = next((o for o in options if o is not type(None)), None)
+        if step.group(1) is not None:
+            name = step.group(1)
+            if is_record(hint):
+                f, s, inner = next(((f, s, h) for f, s, h in _plan(hint)[1] if f.name == name), (None, None, None))
+                if f is None:
+                    out.append(name)
+                    hint = None
+                    continue
+                if s.form is not Form.SPLICED:
+                    out.append(s.key or name)
+                hint = inner
+            else:
+                out.append(name)
+                hint = typing.get_type_hints(hint).get(name) if dataclasses.is_dataclass(hint) else None
+        else:
+            out.append(step.group(0))
+            args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+            hint = args[-1] if args else None
+    return ".".join(out).replace(".[", "[") or "?"
 
 
 _BAD_ENUM = re.compile(r"Invalid enum value (.*) - at `\$([^`]*)`$")

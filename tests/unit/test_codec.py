@@ -118,3 +118,19 @@ def test_the_schema_is_the_files_shape():
         with pytest.raises(jsonschema.ValidationError):
             validator.validate({**_holder().to_json(), **wrong})
     assert "total" in defs["_Holder"]["properties"] and "scratch" not in defs["_Holder"]["properties"]
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda c: c["runs"][0].update(keys=[]), "runs[0].keys: expected object | null, got array"),
+    (lambda c: c["seeds"].update(seeds="x"), "seeds.seeds: expected array, got str"),
+    (lambda c: c.update(attribution_detail={"module": "m", "runs": ["1", "2"], "keys": ["a", "b"]}),
+     "attribution_detail.runs: expected int, got str"),
+])
+def test_a_wrong_value_deep_in_a_cell_is_named_by_the_files_keys(change, said):
+    from harness.core.model import CellResult
+    from tests.records_golden import FIXTURES
+    data = json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())["cells"][0]
+    change(data)
+    with pytest.raises(ValueError) as raised:
+        CellResult.from_json(data)
+    assert str(raised.value) == said
