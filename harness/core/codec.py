@@ -638,6 +638,8 @@ def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any
         schema.pop("$defs", None)
         schema["description"] = "derived: written for readers, not read back"
         out[prop.shape.key or attr] = schema
+        if prop.shape.omit is Omit.NEVER:
+            required.append(prop.shape.key or attr)
     if rules.order:
         out = in_order(out, rules.order)
     # What harness/core/compat.py makes of older results reads too: a key it fills in may be absent, a null

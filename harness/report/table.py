@@ -15,6 +15,7 @@ from harness.core.confidence import runs_for_strong, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
+from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
 from harness.verdicts.vary import vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
@@ -135,26 +136,21 @@ def render_markdown(cells: list[CellResult], document: ResultsDocument, summary:
 
 # ---- the summary as one JSON object (--json: docs/results.md) --------------------------------------------
 
-SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
-
-
 def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str) -> dict[str, Any]:
-    """What a sweep's table and summary line say, as data: each cell's verdict, reason, runs and seconds,
-    the count of each verdict, the releases' boundaries, and where the results are."""
+    """What a sweep's table and summary line say, as data (harness/results/summary.py's `Summary`): each cell's
+    verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are."""
     boundaries = release_boundaries(cells)
-    return {"format": SUMMARY_FORMAT, "status": str(status), "results": results_file, "report": report_file,
-            "summary": boundaries.line(), "boundaries": boundaries.to_json(),
-            "verdicts": {str(v): sum(c.verdict == v for c in cells) for v in Verdict},
-            "cells": [_cell_json(c) for c in in_version_order(cells)]}
+    return Summary(SUMMARY_FORMAT, status, results_file, report_file, boundaries.line(), boundaries,
+                   {v: sum(c.verdict == v for c in cells) for v in Verdict},
+                   tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
 
 
-def _cell_json(cell: CellResult) -> dict[str, Any]:
+def _summary_cell(cell: CellResult) -> SummaryCell:
     cost = cost_of(cell)
-    return {"jax": cell_label(cell), "jax_version": cell.spec.jax_version, "mesh": cell.spec.mesh_label,
-            "platform": cell.spec.devices_label, "verdict": str(cell.verdict), "reason": cell.reason,
-            "runs": len(cell.runs), "runs_ok": sum(r.ok for r in cell.runs), "keys": _keys_column(cell),
-            "miss_bound": cell.miss_bounds.label() if cell.miss_bounds else None, "detail": detail(cell),
-            "seconds": {"runs": round(sum(r.duration_s for r in cell.runs), 3),
-                        "lost_per_start": cost.lost_per_start_s if cost else None,
-                        "saved_per_start": cost.saved_per_start_s if cost else None,
-                        "first_run_compile": cost.first_run_s if cost else None}}
+    return SummaryCell(cell_label(cell), cell.spec.jax_version, cell.spec.mesh_label, cell.spec.devices_label,
+                       cell.verdict, cell.reason, len(cell.runs), sum(r.ok for r in cell.runs), _keys_column(cell),
+                       cell.miss_bounds.label() if cell.miss_bounds else None, detail(cell),
+                       SummarySeconds(round(sum(r.duration_s for r in cell.runs), 3),
+                                      cost.lost_per_start_s if cost else None,
+                                      cost.saved_per_start_s if cost else None,
+                                      cost.first_run_s if cost else None))

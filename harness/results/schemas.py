@@ -18,6 +18,7 @@ from typing import Any
 from harness.core.codec import schema_components
 from harness.core.model import CellResult
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
+from harness.results.summary import Summary
 
 SCHEMAS_DIR = Path("docs") / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -29,7 +30,7 @@ _BISECT_KEYS = ("good", "bad", "jax_repo")  # a bisection's options: text or nul
 
 
 def _components() -> dict[str, Any]:
-    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellResult)
+    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary)
     defs = schema_components(kinds, ref_template=REF)
     for name, skipped in _BOOKKEEPING.items():
         props = defs[name]["properties"]
@@ -95,7 +96,11 @@ def schemas() -> dict[str, dict[str, Any]]:
               "$defs": {k: defs[k] for k in sorted(_used(defs["RecordedConfig"], defs))}}
     config.pop("title", None)
     config["title"] = "config"
-    return {"results.schema.json": results, "config.schema.json": config, "fingerprint.schema.json": fingerprint}
+    summary = {"$schema": DRAFT, **{k: v for k, v in defs["Summary"].items() if k != "title"}, "title": "summary",
+               "description": "What a measuring command prints with --json (docs/results.md): " + defs["Summary"]["description"],
+               "$defs": {k: defs[k] for k in sorted(_used(defs["Summary"], defs))}}
+    return {"results.schema.json": results, "config.schema.json": config, "fingerprint.schema.json": fingerprint,
+            "summary.schema.json": summary}
 
 
 def render(schema: dict[str, Any]) -> str:

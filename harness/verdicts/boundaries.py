@@ -4,12 +4,15 @@ boundaries, the ranges of releases that cached nothing, and the summary line's p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 from packaging.version import Version
 
+from harness.core.codec import Omit, Record, shape, written
 from harness.core.model import CellResult, NothingCached, Verdict
+
+_IN_MEMORY = shape(omit=Omit.ALWAYS)  # what the summary line is made of, not written
 
 
 @dataclass(frozen=True)
@@ -45,21 +48,25 @@ Narrowing = Callable[[str, str], str]
 
 
 @dataclass(frozen=True)
-class Boundaries:
+class Boundaries(Record):
+    """Where a regression appears and is fixed, as results.json's `summary` and --json's `boundaries` write it:
+    the three releases and the summary line; what else the line is made of stays in memory."""
+
     appears_in: str | None
     last_clean_before: str | None
     fixed_in: str | None
     # The releases measured (clean or reproduced), in order: where every one of them reproduced, there is no
     # boundary to tell (empty: not known, as for a bisection's own line, which has its known-good release).
-    measured: tuple[str, ...] = ()
-    uncached: tuple[Uncached, ...] = ()  # ranges of releases that cached nothing
-    last_reproduced_before_fix: str | None = None  # the last reproduced release before `fixed_in`
+    measured: tuple[str, ...] = field(default=(), metadata=_IN_MEMORY)
+    uncached: tuple[Uncached, ...] = field(default=(), metadata=_IN_MEMORY)  # ranges of releases that cached nothing
+    # the last reproduced release before `fixed_in`
+    last_reproduced_before_fix: str | None = field(default=None, metadata=_IN_MEMORY)
     # Every release known to exist in the range (the index's, as the sweep recorded it, and those of the
     # cells): a boundary between two measured releases with others between them is told as a range.
-    releases: tuple[str, ...] = ()
+    releases: tuple[str, ...] = field(default=(), metadata=_IN_MEMORY)
     # Where no release was measured at all (nothing is claimed): how many cells, and the first failed one's
     # reason (None where every release cached nothing: the `uncached` phrases say why).
-    unmeasured: tuple[int, str | None] | None = None
+    unmeasured: tuple[int, str | None] | None = field(default=None, metadata=_IN_MEMORY)
 
     def not_measured_between(self, low: str, high: str) -> list[str]:
         """The known releases strictly between two measured ones that were not measured (clean or reproduced)."""
@@ -67,9 +74,10 @@ class Boundaries:
         return [v for v in sorted(set(self.releases), key=Version)
                 if Version(low) < Version(v) < Version(high) and v not in measured]
 
-    def to_json(self) -> dict:
-        return {"appears_in": self.appears_in, "last_clean_before": self.last_clean_before,
-                "fixed_in": self.fixed_in, "line": self.line()}
+    @written(key="line")
+    def plain_line(self) -> str:
+        """The summary line without the commands that would narrow a gap (what results.json holds)."""
+        return self.line()
 
     @property
     def no_boundary(self) -> bool:

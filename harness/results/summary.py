@@ -1,0 +1,58 @@
+"""The summary a measuring command prints with --json (docs/results.md), as typed records (pure): written by
+harness/core/codec.py like results.json, and its JSON Schema (docs/schemas/summary.schema.json) generated from
+them. harness/report/table.py fills them in from the cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.core.codec import Record
+from harness.core.model import Verdict
+from harness.results.document import RunStatus
+from harness.verdicts.boundaries import Boundaries
+
+SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
+
+
+@dataclass(frozen=True)
+class SummarySeconds(Record):
+    """A cell's seconds: its runs' wall clock, summed; compile seconds lost to misses and saved by hits per
+    fresh process, and the first run's (null where the results hold no compile times)."""
+
+    runs: float
+    lost_per_start: float | None
+    saved_per_start: float | None
+    first_run_compile: float | None
+
+
+@dataclass(frozen=True)
+class SummaryCell(Record):
+    """One row of the table, as data."""
+
+    jax: str  # the table's label: the release, or jax@<sha> for a commit
+    jax_version: str
+    mesh: str
+    platform: str
+    verdict: Verdict
+    reason: str
+    runs: int
+    runs_ok: int
+    keys: str
+    miss_bound: str | None
+    detail: str
+    seconds: SummarySeconds
+
+
+@dataclass(frozen=True)
+class Summary(Record):
+    """A sweep's summary: its status, where its results are, the summary line and boundaries, how many cells
+    had each verdict, and every cell in version order."""
+
+    format: int
+    status: RunStatus
+    results: str
+    report: str
+    summary: str
+    boundaries: Boundaries
+    verdicts: dict[Verdict, int]
+    cells: tuple[SummaryCell, ...]
