@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.confidence import SeedStrategy
-from harness.core.model import BackendName, Platform, ThresholdMode
+from harness.core.kinds import BackendName, Platform, ThresholdMode
 from harness.core.vary_factors import Factor
 from harness.inputs.options import Given
 from harness.inputs.sharding import Shard

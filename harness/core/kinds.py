@@ -1,0 +1,82 @@
+"""The vocabulary's words (pure): platforms, backends, verdicts, likely causes and the script cache's modes, as
+enums that results.json writes as their values. harness/core/model.py re-exports them."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Platform(enum.StrEnum):
+    CPU = "cpu"  # simulated devices on the host CPU
+    CUDA = "cuda"
+    AUTO = "auto"  # whatever JAX picks in the environment
+
+
+class BackendName(enum.StrEnum):
+    """Where each JAX version runs (harness/environments: one backend each)."""
+
+    AUTO = "auto"  # docker when a daemon answers, else venv
+    VENV = "venv"
+    LOCAL = "local"
+    DOCKER = "docker"
+
+
+DEFAULT_BACKEND = BackendName.VENV  # --backend's default (auto is asked for, never assumed)
+
+
+class Verdict(enum.StrEnum):
+    REPRODUCED = "reproduced"  # a later run computed a key the first run did not: a miss
+    CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen
+    UNSUPPORTED = "unsupported"  # nothing was cached, or runs compiled different things: nothing measured
+    ERROR = "error"  # environment could not be made, or a run crashed or timed out
+
+
+# What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all.
+FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED)
+
+
+def parse_fail_on(text: str) -> frozenset[Verdict]:
+    """`reproduced,error` -> those verdicts; ValueError (one line) for any other word."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    allowed = {str(v): v for v in FAILABLE}
+    unknown = [w for w in words if w not in allowed]
+    if unknown or not words:
+        raise ValueError(f"{(unknown or [text])[0]!r}: give verdicts from {', '.join(allowed)}, comma-separated")
+    return frozenset(allowed[w] for w in words)
+
+
+class Cause(enum.StrEnum):
+    """The likely cause of a key that moved, read from the lowered modules' diff."""
+
+    ORDER = "order"  # the same tokens in another order: an unordered collection iterated into the module
+    ADDRESS = "address"  # a hex address or large integer that changes every run: an address or id()
+    OTHER = "other"
+
+
+class ThresholdMode(enum.StrEnum):
+    """Whose persistent-cache thresholds a user's script runs with."""
+
+    SCRIPT = "script"  # as the script runs: what it sets is kept, JAX's defaults where it sets none
+    HARNESS = "harness"  # the harness's zeros (the default): every compiled module is cached, so measured
+
+
+class FolderMode(enum.StrEnum):
+    """How a user's script's runs get the cell's cache folder (docs/as-it-runs.md)."""
+
+    HOOK = "hook"  # only where the script sets a folder in code, at that moment (the start-up hook)
+    ENVIRONMENT = "environment"  # from JAX_COMPILATION_CACHE_DIR: the script sets none of its own
+
+
+class NothingCached(enum.StrEnum):
+    """Why a cell's runs cached nothing (its verdict is `unsupported`): from JAX's log and the hook's record."""
+
+    UNINITIALISED = "cache uninitialised"  # JAX set up its cache without a folder before the script set one
+    DISABLED = "cache disabled"  # the script turned its cache off
+    ELSEWHERE = "cache elsewhere"  # the cache went to a folder the harness could not redirect
+    THRESHOLDS = "thresholds"  # every module compiled faster (or smaller) than the thresholds
+    HOST_CALLBACKS = "host callbacks"  # JAX never writes a module that uses host callbacks
+    NOT_WRITTEN = "not written"  # JAX refused to write every module, for another reason it gave
+    NO_PERSISTENT_CACHE = "no persistent cache"  # the release has no persistent cache on this platform
+    SET_TOO_LATE = "set too late"  # the script put its folder in os.environ after importing jax
+    NO_JAX = "no jax"  # the program never imported jax: it compiled nothing with JAX
+    UNKNOWN = "unknown"  # the runs cached nothing, and neither the log nor the hook says why

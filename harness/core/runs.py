@@ -1,0 +1,135 @@
+"""What one run is and did (pure): the program it starts, how its process ended, and the record results.json
+keeps of it and of each process of a job, with what its script did to its cache. harness/core/model.py
+re-exports them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.codec import Form, Omit, Record, shape, shaped
+from harness.core.jaxlog import RunLog
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a run starts, as its author starts it: `python SCRIPT ARGS` or `python -m MODULE ARGS`, in the
+    folder `cwd` (host paths: a container backend mounts them and says where they are inside)."""
+
+    script: Path | None  # None for a module
+    args: tuple[str, ...] = ()
+    cwd: Path | None = None  # None: the script's folder
+    module: str | None = None
+    # A command the interpreter starts under, on this host (the reducer's sandbox: bwrap and its arguments);
+    # a backend that runs elsewhere (a container) ignores it.
+    launcher: tuple[str, ...] = ()
+
+    @property
+    def workdir(self) -> Path:
+        if self.cwd is not None:
+            return self.cwd
+        assert self.script is not None, "a module run names its working folder"
+        return self.script.parent
+
+    def argv(self, script_as_seen: str | None = None) -> list[str]:
+        """The interpreter's arguments; `script_as_seen`: the script's path where the run sees it."""
+        head = ["-m", self.module] if self.module else [script_as_seen or str(self.script)]
+        return [*head, *self.args]
+
+
+@dataclass
+class ProcessOutcome:
+    """How one process ended, whatever ran it (a venv interpreter or a container)."""
+
+    exit_code: int | None  # None when it was killed for running past its timeout
+    duration_s: float
+    timed_out: bool = False
+    reason: str = ""  # why it failed, when the backend knows (OOM-killed, image missing, ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class CacheSetting:
+    """One cache setting a user's script made, as the harness's start-up hook saw it."""
+
+    option: str  # jax_compilation_cache_dir, jax_enable_compilation_cache, or a threshold
+    api: str  # how: jax.config.update, set_cache_dir, initialize_cache, os.environ
+    requested: Any  # what the script asked for
+    applied: Any  # what the run got instead (the cell's folder for a cache folder)
+    # A cache folder's setting: JAX's cache at that moment ({"initialized", "path"}; None: not yet imported).
+    cache_then: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ScriptCache(Record):
+    """What a run's script did to its cache: its settings in order, and the cache JAX had at exit
+    (`final`: the options' values, `cache_path` and the harness's `target`; empty when the script
+    never imported jax or did not exit normally)."""
+
+    settings: tuple[CacheSetting, ...] = ()
+    final: dict[str, Any] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # what the hook could not do
+
+
+@dataclass
+class RankRecord(Record):
+    """One process of a multi-process run (a job): its rank, hash seed, how it ended, its own log and
+    what that log says it computed."""
+
+    rank: int
+    seed: int
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    reason: str = ""
+    log: str = ""
+    keys: RunLog | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    log_note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    script_cache: ScriptCache | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    # whether its script called jax.distributed.initialize() (None: not known)
+    joined: bool | None = field(default=None, metadata=shape(omit=Omit.NONE))
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@shaped(order=("index", "seed", "exit_code", "duration_s", "new_entries", "timed_out", "reason", "log", "ranks",
+                "script_cache", "keys", "log_note"))
+@dataclass
+class RunRecord(Record):
+    index: int
+    seed: int  # the PYTHONHASHSEED this run had
+    exit_code: int | None
+    duration_s: float
+    new_entries: list[str]  # cache file names that appeared during this run
+    timed_out: bool = False
+    reason: str = ""
+    log: str = ""  # path of this run's stdout/stderr, relative to the results folder
+    # a user's script's own cache settings (absent before)
+    script_cache: ScriptCache | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    # What JAX's own log says this run computed (module -> key -> outcome, reason, component hashes);
+    # None when its log named no key (`log_note` says why) or the run predates the harness reading it.
+    keys: RunLog | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    log_note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    # A multi-process run: each process, by rank (the fields above are the job's: `seed` and `log` rank 0's,
+    # `keys` every rank's together); empty for a single process.
+    ranks: list[RankRecord] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class RunCommand(Record):
+    """How a cell's runs were started, for the report's commands: the interpreter's arguments (host
+    paths), the user's environment additions as the runs got them (XLA_FLAGS merged), the folder."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = field(metadata=shape(form=Form.MAPPING))
+    cwd: str
