@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.vary import CannotVary
@@ -53,6 +53,11 @@ class Environment(abc.ABC):
         `cache_dir`, each with its own log; every process stopped by `timeout_s` (sooner once one of them
         has failed). One outcome per process. JobUnsupported when this backend cannot."""
         raise GroupUnsupported(f"the {self.describe().get('backend', 'this')} backend cannot run a multi-process job")
+
+    def same_as(self) -> Hashable:
+        """What makes two environments the same for a once-per-environment check (can it run a job here?):
+        the object itself; a wrapper that changes only where its runs write says whom it wraps."""
+        return id(self)
 
     def cannot_vary(self, factor: Factor) -> str:
         """Why this environment cannot make `factor`'s change (--vary), or "" when it can."""

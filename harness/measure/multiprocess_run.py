@@ -154,7 +154,7 @@ _checked_lock = threading.Lock()
 
 def _environment_key(environment: Environment, spec: CellSpec) -> tuple:
     facts = environment.describe()
-    return (id(environment), facts.get("jax"), facts.get("python"), spec.platform, spec.device_count,
+    return (environment.same_as(), facts.get("jax"), facts.get("python"), spec.platform, spec.device_count,
             spec.processes)
 
 

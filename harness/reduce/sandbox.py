@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Hashable
 
 from harness.environments.base import Backend, Environment
 from harness.core.codec import Omit, Record, shape
@@ -231,6 +231,12 @@ class ConfinedEnvironment(Environment):
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+    def same_as(self) -> Hashable:
+        # Every candidate gets a wrapper of its own; whether a job runs here depends on the environment and on
+        # how candidates are confined, not on which candidate's folder it is (the job probe runs once, not per
+        # candidate).
+        return (self.inner.same_as(), self.sandbox.confinement)
 
     def interrupt(self) -> None:
         self.inner.interrupt()

@@ -157,3 +157,25 @@ def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path)
     done = subprocess.run([sys.executable, str(script)], cwd=user, env={**os.environ, **env}, timeout=60)
     assert done.returncode == 0 and (user / "mine.txt").exists()
     assert space.writes_outside() == [str((tmp_path / "elsewhere.txt").resolve())]
+
+
+def test_the_job_probe_runs_once_for_all_the_candidates_of_one_environment(monkeypatch, tmp_path):
+    # Each candidate runs in a wrapper of its own (its workspace); whether JAX can run a job here is the
+    # environment's and the confinement's, so the probe job runs once, not before every candidate.
+    from harness.core.model import CellSpec, Platform
+    from harness.measure import multiprocess_run
+    from harness.reduce.sandbox import ConfinedEnvironment
+    from tests.fakes import ScriptedEnvironment
+    probed = []
+    monkeypatch.setattr(multiprocess_run, "_checked", {})
+    monkeypatch.setattr(multiprocess_run, "_probe", lambda env, spec, log_dir, timeout_s: probed.append(env))
+    spec = CellSpec("0.8.1", Platform.CPU, 2, None, processes=2)
+    inner, other = ScriptedEnvironment(lambda *a: "k"), ScriptedEnvironment(lambda *a: "k")
+    confined = Sandbox(Confinement.BWRAP)
+    for _ in range(3):
+        assert multiprocess_run.group_problem(ConfinedEnvironment(inner, None, confined), spec, tmp_path, 10) is None
+    assert len(probed) == 1
+    multiprocess_run.group_problem(ConfinedEnvironment(inner, None, Sandbox(Confinement.WATCH, "no bwrap")), spec,
+                                   tmp_path, 10)
+    multiprocess_run.group_problem(ConfinedEnvironment(other, None, confined), spec, tmp_path, 10)
+    assert len(probed) == 3  # another confinement, another environment: probed again
