@@ -7,14 +7,15 @@ the runner, the bisector and the reports never ask which one they have.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any
 
+from harness.core.errors import BackendUnavailable, GroupUnsupported
+from harness.core.model import Platform, ProcessOutcome, Program
+from harness.core.vary_factors import Factor
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.vary import CannotVary
-from harness.core.errors import BackendUnavailable, GroupUnsupported
-from harness.core.vary_factors import Factor
-from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.pythons import PythonChooser
 
 # Progress lines from long preparation steps (environment builds); the CLI decides where they go.

@@ -17,16 +17,20 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any
 
-from harness.environments.base import Backend, Environment
 from harness.core.codec import Omit, Record, shape
 from harness.core.errors import UserError
-from harness.inside.startup.jax_cache_harness_hook import WRITE_ROOTS_VAR, WRITES_RECORD_VAR
-from harness.core.model import Program, ProcessOutcome
+from harness.core.model import ProcessOutcome, Program
+from harness.environments.base import Backend, Environment
+from harness.inside.startup.jax_cache_harness_hook import (
+    WRITE_ROOTS_VAR,
+    WRITES_RECORD_VAR,
+)
 
 WORK_DIR = "work"  # the copy of the original's working folder, the candidate in it
 HOME_DIR = "home"

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pysource_minimize import minimize
 
 from harness.core.codec import Omit, Record, shape
-
 from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 

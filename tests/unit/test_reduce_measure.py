@@ -72,3 +72,12 @@ def test_how_a_process_died_in_one_word():
     assert failure_kind(gloo, False) == "jax.errors.JaxRuntimeError"
     assert failure_kind("exit code 1: TypeError: 'int' object is not callable", False) == "TypeError"
     assert failure_kind("killed after the 15 s timeout", True) == "timed out"
+
+
+def test_a_candidate_may_run_10_s_plus_twice_the_originals_slowest_run_within_the_configs_timeout():
+    from harness.core.model import RunRecord
+    from harness.reduce.measure import candidate_timeout
+    runs = [RunRecord(1, 1, 0, 2.5, []), RunRecord(2, 2, 0, 1.8, []), RunRecord(3, 3, 1, 40.0, [])]  # a failed run: not
+    assert candidate_timeout(runs, 300) == 15.0
+    assert candidate_timeout(runs, 8) == 8  # never past the config's own timeout
+    assert candidate_timeout(runs[2:], 300) == 300  # no run succeeded: the config's
