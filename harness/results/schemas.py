@@ -108,7 +108,7 @@ def render(schema: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.schemas [FOLDER]`: write every schema (default docs/schemas/)."""
+    """`python -m harness.results.schemas [FOLDER]`: write every schema (default docs/schemas/)."""
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0]) if args else SCHEMAS_DIR
     folder.mkdir(parents=True, exist_ok=True)
