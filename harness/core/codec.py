@@ -170,15 +170,12 @@ SHAPE = "shape"
 
 
 def shape(*, key: str | None = None, omit: Omit | Callable[[Any], bool] = Omit.NEVER, form: Form = Form.VALUE,
-          names: tuple[str, ...] = (), description: str | None = None) -> dict[str, Any]:
-    """`field(metadata=shape(...))`: how the field is written; `description` as `what`."""
-    out: dict[str, Any] = {SHAPE: Shape(key, omit, form, names)}
-    if description is not None:
-        out[WHAT] = description
-    return out
+          names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`field(metadata=shape(...))`: how the field is written."""
+    return {SHAPE: Shape(key, omit, form, names)}
 
 
-class derived(property):  # a property, spelled as one
+class derived(property):  # noqa: N801 - lower case, as `property` is: it is used as one
     """A property the file holds too (written for readers of the file, ignored when read back: the record
     derives it again)."""
 
@@ -236,6 +233,16 @@ def _plan(kind: type) -> tuple[RecordShape, tuple[tuple[dataclasses.Field[Any], 
     props = tuple((name, attr) for klass in reversed(kind.__mro__) for name, attr in vars(klass).items()
                   if isinstance(attr, derived))
     return getattr(kind, "__record_shape__", RecordShape()), fields, props
+
+
+def _options(hint: Any) -> tuple[Any, ...]:
+    """The types a hint allows: a union's members, or the hint itself."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _not_none(hint: Any) -> Any:
+    """The one type an optional hint holds besides None (the hint itself when it is no union)."""
+    return next((o for o in _options(hint) if o is not type(None)), None)
 
 
 def is_record(kind: Any) -> bool:
@@ -395,9 +402,7 @@ def _read_value(value: Any, hint: Any) -> Any:
     """Records inside `value` reshaped by their own rules, by the type hint that holds them."""
     if value is None:
         return None
-    options = [a for a in typing.get_args(hint)] if typing.get_origin(hint) in (typing.Union, types.UnionType) \
-        else [hint]
-    for option in options:
+    for option in _options(hint):
         if is_record(option) and isinstance(value, Mapping):
             return _reshaped(option, value)
         origin = typing.get_origin(option)
@@ -445,7 +450,7 @@ def _reshaped(kind: type, data: Any) -> Any:
             inner_keys = [(fs.key or ff.name) for ff, fs, _ in _plan(inner)[1]]
             used.update(inner_keys)
             first = data.get(inner_keys[0])
-            if first is not None or typing.get_origin(hint) not in (typing.Union, types.UnionType):
+            if first is not None or len(_options(hint)) == 1:
                 out[f.name] = _reshaped(inner, {k: data[k] for k in inner_keys if k in data})
             continue
         used.add(key.partition(".")[0])
@@ -472,7 +477,7 @@ _MISSING_FIELD = re.compile(r"Object missing required field `([^`]*)`")
 def decode(kind: type[T], data: Any) -> T:
     """A record as results.json holds it, any release's: harness/core/compat.py's upgrade, the file's shapes
     undone, then a strict conversion; KeyError for a key the record needs that is not there."""
-    if not isinstance(data, Mapping) and getattr(kind, "__record_shape__", RecordShape()).unwrapped is None:
+    if not isinstance(data, Mapping) and _plan(kind)[0].unwrapped is None:
         raise TypeError(f"{kind.__name__}: must be a mapping, not {type(data).__name__}")
     try:
         return convert(_reshaped(kind, data), kind)
@@ -480,70 +485,49 @@ def decode(kind: type[T], data: Any) -> T:
         missing = _MISSING_FIELD.match(str(exc))
         if missing:
             raise KeyError(missing.group(1)) from None
-        wrong = _BAD_ENUM.match(str(exc))
-        enum_type = _hint_at(kind, wrong.group(2)) if wrong else None
-        if wrong and isinstance(enum_type, type) and issubclass(enum_type, enum.Enum):
-            raise ValueError(f"{wrong.group(1)} is not a valid {enum_type.__name__}") from None
         where = _AT.search(str(exc))
-        if where:  # `runs[0].keys: expected object | null, got array`, the file's keys in the path
-            what_went_wrong = str(exc)[:where.start()].strip()
-            raise ValueError(f"{_file_path(kind, where.group(1))}: {what_went_wrong[:1].lower()}"
-                             f"{what_went_wrong[1:]}".replace("`", "")) from None
-        raise
+        if where is None:
+            raise
+        path, hint = _walk(kind, where.group(1))
+        wrong = _BAD_ENUM.match(str(exc))
+        if wrong and isinstance(hint, type) and issubclass(hint, enum.Enum):
+            raise ValueError(f"{wrong.group(1)} is not a valid {hint.__name__}") from None
+        # `runs[0].keys: expected object | null, got array`, the file's keys in the path
+        what_went_wrong = str(exc)[:where.start()].strip()
+        raise ValueError(f"{path}: {what_went_wrong[:1].lower()}{what_went_wrong[1:]}".replace("`", "")) from None
 
 
 _AT = re.compile(r" - at `\$([^`]*)`$")
 
 
-def _file_path(kind: Any, path: str) -> str:
+def _walk(kind: Any, path: str) -> tuple[str, Any]:
     """A msgspec error's path through `kind`'s fields (`.spec.platform`, `.attribution.run_a`) as the file's
-    keys (`platform`, `attribution_detail.runs`)."""
+    keys (`platform`, `attribution_detail.runs`), and the type found at its end (None where it is lost)."""
     out: list[str] = []
     hint: Any = kind
     for step in _STEP.finditer(path):
-        options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-        hint = next((o for o in options if o is not type(None)), None)
+        hint = _not_none(hint)
         if step.group(1) is not None:
             name = step.group(1)
-            if is_record(hint):
-                f, s, inner = next(((f, s, h) for f, s, h in _plan(hint)[1] if f.name == name), (None, None, None))
-                if f is None:
-                    out.append(name)
-                    hint = None
-                    continue
-                if s.form is not Form.SPLICED:
-                    out.append(s.key or name)
-                hint = inner
-            else:
+            found = next(((s, h) for f, s, h in _plan(hint)[1] if f.name == name), None) if is_record(hint) else None
+            if found is None:
                 out.append(name)
                 hint = typing.get_type_hints(hint).get(name) if dataclasses.is_dataclass(hint) else None
+                continue
+            s, hint = found
+            if s.form is not Form.SPLICED:
+                out.append(s.key or name)
         else:
             out.append(step.group(0))
             args = [a for a in typing.get_args(hint) if a is not Ellipsis]
-            hint = args[-1] if args else None
-    return ".".join(out).replace(".[", "[") or "?"
+            index = int(step.group(2)) if step.group(2) is not None else 0
+            hint = (args[-1] if typing.get_origin(hint) is dict or len(args) == 1 else args[min(index, len(args) - 1)]) \
+                if args else None
+    return ".".join(out).replace(".[", "[") or "?", _not_none(hint)
 
 
 _BAD_ENUM = re.compile(r"Invalid enum value (.*) - at `\$([^`]*)`$")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[.*?\]")
-
-
-def _hint_at(kind: Any, path: str) -> Any:
-    """The type at a msgspec error's path (`.runs[0].ranks[1].seed`) inside `kind`, or None."""
-    hint = kind
-    for step in _STEP.finditer(path):
-        options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-        hint = next((o for o in options if o is not type(None)), None)
-        if step.group(1) is not None and dataclasses.is_dataclass(hint):
-            hint = typing.get_type_hints(hint).get(step.group(1))
-        elif typing.get_origin(hint) in (list, tuple, dict):
-            args = [a for a in typing.get_args(hint) if a is not Ellipsis]
-            index = int(step.group(2)) if step.group(2) is not None else 0
-            hint = args[-1] if typing.get_origin(hint) is dict or len(args) == 1 else args[min(index, len(args) - 1)]
-        else:
-            return None
-    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    return next((o for o in options if o is not type(None)), None)
 
 
 # --- JSON Schemas of the file's shapes, from the same declarations -------------------------------------------
@@ -557,7 +541,7 @@ def schema_components(kinds: tuple[type, ...], ref_template: str) -> dict[str, A
     done: dict[str, dict[str, Any]] = {}
     for name in list(defs):
         if name in records:
-            _file_schema(records[name], defs, done, ref_template)
+            _file_schema(records[name], defs, done)
     defs.update(done)
     return defs
 
@@ -584,7 +568,7 @@ def _nullable_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any]], ref: str) -> dict[str, Any]:
+def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """`kind`'s schema as the file holds it (memoised in `done`, keyed like `defs`)."""
     name = kind.__name__
     if name in done:
@@ -594,7 +578,7 @@ def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any
     if rules.unwrapped is not None:
         f, s, hint = next(item for item in fields if item[0].name == rules.unwrapped)
         done[name] = {"title": name, **_described_as(base),
-                      **_formed_schema(s, base["properties"][f.name], hint, defs, done, ref)}
+                      **_formed_schema(s, base["properties"][f.name], hint, defs, done)}
         return done[name]
     out: dict[str, Any] = {}
     required: list[str] = []
@@ -609,15 +593,15 @@ def _file_schema(kind: type, defs: dict[str, Any], done: dict[str, dict[str, Any
         optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING \
             or s.omit is not Omit.NEVER
         if s.form is Form.SPLICED:
-            inner = _file_schema(_record_in(hint), defs, done, ref)
-            nullable = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            inner = _file_schema(_record_in(hint), defs, done)
+            nullable = len(_options(hint)) > 1
             for key, schema in inner["properties"].items():
                 out[key] = _nullable_schema(schema) if nullable else schema
             if not (optional or nullable):
                 required += inner.get("required", [])
             continue
         key = s.key or f.name
-        schema = _formed_schema(s, base["properties"][f.name], hint, defs, done, ref)
+        schema = _formed_schema(s, base["properties"][f.name], hint, defs, done)
         head, _, rest = key.partition(".")
         if rest:
             holder = out.setdefault(head, {"type": "object", "properties": {}})
@@ -663,7 +647,7 @@ def _described_as(base: dict[str, Any]) -> dict[str, str]:
 
 
 def _formed_schema(s: Shape, schema: dict[str, Any], hint: Any, defs: dict[str, Any],
-                   done: dict[str, dict[str, Any]], ref: str) -> dict[str, Any]:
+                   done: dict[str, dict[str, Any]]) -> dict[str, Any]:
     def item_parts() -> list[dict[str, Any]]:
         return schema["items"]["prefixItems"]
 
@@ -677,7 +661,7 @@ def _formed_schema(s: Shape, schema: dict[str, Any], hint: Any, defs: dict[str, 
         return {"type": "array", "items": {"type": "object", "properties": dict(zip(s.names, item_parts())),
                                            "required": list(s.names)}}
     if s.form is Form.KEYED:
-        inner = dict(_file_schema(_item_kind(hint), defs, done, ref))
+        inner = dict(_file_schema(_item_kind(hint), defs, done))
         inner["properties"] = {k: v for k, v in inner["properties"].items() if k not in s.names}
         inner["required"] = [k for k in inner.get("required", []) if k not in s.names]
         if not inner["required"]:

@@ -41,16 +41,9 @@ ABSENT_UNLESS_MAPPING: dict[str, tuple[str, ...]] = {
     "CellResult": ("cost",),
 }
 
-# Record -> its keys that hold a list of another record: upgraded with it.
-NESTED: dict[str, dict[str, str]] = {
-    "GroupFacts": {"per_process": "ProcessVerdict"},
-    "CellCost": {"runs": "RunCost"},
-}
-
-
 def upgrade(record: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` as today's `record` reads it: missing keys filled, nulls that meant empty made empty, the
-    records it holds upgraded too."""
+    """`data` as today's `record` reads it: missing keys filled, nulls that meant empty made empty (the records
+    it holds are upgraded as harness/core/codec.py reads each of them)."""
     if not isinstance(data, Mapping):
         raise TypeError(f"{record}: must be a mapping, not {type(data).__name__}")
     out = {**MISSING.get(record, {}), **data}
@@ -60,7 +53,4 @@ def upgrade(record: str, data: Mapping[str, Any]) -> dict[str, Any]:
     for key in ABSENT_UNLESS_MAPPING.get(record, ()):
         if key in out and not isinstance(out[key], Mapping):
             del out[key]
-    for key, inner in NESTED.get(record, {}).items():
-        if isinstance(out.get(key), list):
-            out[key] = [upgrade(inner, item) for item in out[key]]
     return out
