@@ -167,7 +167,7 @@ def first_sentence(text: str, limit: int = MAX_MESSAGE) -> str:
 
 def _failure_text(cell: CellResult, text: str) -> str:
     lines = [text, f"verdict: {cell.verdict}", f"reason: {visible(cell.reason)}"]
-    phrase = cost_phrase(cost_of(cell))
+    phrase = cost_phrase(cost_of(cell), cell.spec.processes)
     if phrase:
         lines.append(f"cost: {phrase}")
     return "\n".join(lines)

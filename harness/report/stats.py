@@ -36,7 +36,7 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
              tabulate(rows, headers=["jax", "mesh", "runs", "requests", "hits", "misses", "later misses",
                                      "not written", "compile s", "saved s"], tablefmt="github"), ""]
     for cell, _ in measured:
-        phrase = cost_phrase(cost_of(cell))
+        phrase = cost_phrase(cost_of(cell), cell.spec.processes)
         if phrase:
             lines.append(f"- {_where(cell)}: {md.text(phrase)}.")
     refused = [(cell, s) for cell, stats in measured for s in stats if s.not_written]

@@ -62,7 +62,7 @@ def varied(cells: list[CellResult]) -> bool:
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
-    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell)), weak_bound(cell)) if part)
+    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell), cell.spec.processes), weak_bound(cell)) if part)
 
 
 def weak_bound(cell: CellResult) -> str:

@@ -97,18 +97,22 @@ def seconds(value: float) -> str:
     return f"{value:.2f} s" if value < 10 else f"{value:.0f} s"
 
 
-def cost_phrase(cost: CellCost | None) -> str:
+def cost_phrase(cost: CellCost | None, processes: int = 1) -> str:
     """The table's and the report's words: `each fresh process recompiles jit_f: 0.80 s lost per start
     (1 of 4 modules missed)`, or on a clean cell `a hit saves 0.06 s per start (4 modules loaded)`;
-    empty when there is nothing in seconds to say."""
+    empty when there is nothing in seconds to say. A multi-process cell's start is a job, and a run's misses
+    are any of its processes': `each job recompiles jit_f in at least one of its 2 processes`."""
     if cost is None or cost.starts == 0:
         return ""
     if cost.missed_modules:
+        where = f" in at least one of its {processes} processes" if processes > 1 else ""
         if cost.each_start_missed:
-            who = f"each fresh process recompiles {_names(cost.each_start_missed)}"
+            start = "each job" if processes > 1 else "each fresh process"
+            who = f"{start} recompiles {_names(cost.each_start_missed)}{where}"
         else:
             missing = sum(bool(r.missed_modules) for r in cost.runs[1:])
-            who = f"{missing} of {cost.starts} fresh processes recompile {_names(cost.missed_modules)}"
+            starts = "jobs" if processes > 1 else "fresh processes"
+            who = f"{missing} of {cost.starts} {starts} recompile {_names(cost.missed_modules)}{where}"
         missed = f"{len(cost.missed_modules)} of {cost.modules} module" + ("" if cost.modules == 1 else "s") + \
             " missed"
         timed = [m for m in cost.missed_modules if m not in cost.untimed_modules]

@@ -85,3 +85,14 @@ def test_a_miss_jax_logged_as_0_00_s_is_said_to_cost_under_a_hundredth():
         k.compile_time_s = 0.0 if k.compile_time_s is not None else None
     assert cost_phrase(cell_cost(runs)) == ("each fresh process recompiles jit_f: under 0.01 s lost per start "
                                             "(1 of 4 modules missed)")
+
+
+def test_a_jobs_misses_are_said_of_the_job_not_of_each_process():
+    # A job's run merges its processes' keys: a miss may be one process's (JAX writes only process 0's
+    # entries), so the words say the job recompiles in at least one process, never that each process does.
+    runs = [run(1, "seed-0.4.28-hs1-0.err"), run(2, "seed-0.4.28-hs2-4.err")]
+    cost = cell_cost(runs)
+    assert cost_phrase(cost, processes=2).startswith("each job recompiles jit_f in at least one of its 2 processes: ")
+    assert "each fresh process" not in cost_phrase(cost, processes=2)
+    averaged = cell_cost([*runs, run(3, "seed-0.4.28-hs1-5.err")])
+    assert cost_phrase(averaged, processes=2).startswith("1 of 2 jobs recompile jit_f in at least one of its 2 processes: ")
