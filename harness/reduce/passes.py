@@ -3,7 +3,8 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
 
 - `removals`: delete a chunk of statements from one block (halves first, then quarters, ... single
   statements), the hierarchical delta-debugging order: a 150-line script loses its logging,
-  checkpointing and training loop in a few candidates instead of one statement at a time.
+  checkpointing and training loop in a few candidates instead of one statement at a time; the
+  undecorated functions and classes the chunk held the last uses of go in the same candidate.
 - `unwrappings`: a compound statement (if, for, while, with, try) replaced by its body.
 - `dead_code`: definitions, imports and assignments nothing uses any more, all in one candidate.
 - `inlinings`: a top-level function called once (`main()`, `mesh = make_mesh(config)`) replaced at the
@@ -12,7 +13,8 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
 
 Every candidate is `ast.unparse`d, so equal programs have equal text (the memo's key), and comments go
 (`harness reduce` puts a script's inline metadata block back on the result). `broken` rejects a candidate
-without running it when pyflakes finds a name it uses but never defines.
+without running it when pyflakes finds a name it uses but never defines, or when it calls, subscripts or
+reads a missing attribute of a value known before it runs (harness/reduce/raises.py: `jax(f)`, `0(x)`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Callable, Iterator
 
 from pyflakes import checker as flakes
 from pyflakes import messages
+
+from harness.reduce.raises import certain_error
 
 # pyflakes' findings that make a run fail for certain once the code is reached.
 _FATAL = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
@@ -51,10 +55,11 @@ def size(source: str) -> int:
 
 
 def broken(source: str) -> str | None:
-    """Why a candidate cannot run (it does not compile, or uses a name it never defines); None: try it."""
+    """Why a candidate cannot run (it does not compile, uses a name it never defines, or misuses a value
+    known before it runs); None: try it."""
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SyntaxWarning)  # `0()`: the run will say what it does
+            warnings.simplefilter("ignore", SyntaxWarning)  # `0()`: certain_error says so below
             tree = ast.parse(source)
             compile(tree, "<candidate>", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -62,7 +67,8 @@ def broken(source: str) -> str | None:
     found = [m for m in flakes.Checker(tree).messages if isinstance(m, _FATAL)]
     if found:
         return f"pyflakes: {found[0].message % found[0].message_args}"
-    return None
+    error = certain_error(tree)
+    return f"raises when it runs: {error}" if error else None
 
 
 def _blocks(tree: ast.AST, classes: bool = True) -> list[list[ast.stmt]]:
@@ -117,10 +123,29 @@ def removals(source: str) -> Iterator[tuple[Place, str]]:
                 del block[start:start + chunk]
                 if not block:
                     block.append(ast.Pass())
+                _drop_unused_definitions(copied)
                 text = _emit(copied)
                 if text and text != source and text not in seen:
                     seen.add(text)
                     yield (-chunk, number, -start), text
+
+
+def _drop_unused_definitions(tree: ast.AST) -> None:
+    """Drop the undecorated functions and classes nothing uses any more, until none is left: a removal
+    that takes a helper's last call takes the helper too, in the same candidate (one kept step instead of
+    one per definition). Defining an undecorated function does nothing else; decorated ones, imports and
+    assignments may, and are left to `dead_code`."""
+    while True:
+        used = _used_names(tree)
+        dropped = False
+        for block in _blocks(tree, classes=False):
+            keep = [s for s in block if not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                             and not s.decorator_list and s.name not in used)]
+            if len(keep) < len(block):
+                block[:] = keep or [ast.Pass()]
+                dropped = True
+        if not dropped:
+            return
 
 
 def _bound_names(stmt: ast.stmt) -> set[str] | None:

@@ -119,3 +119,40 @@ def test_a_function_called_once_with_arguments_is_inlined_where_it_is_called():
 def test_a_function_with_an_early_return_is_not_inlined():
     program = normalise("def f(x):\n    if x:\n        return 1\n    return 2\ny = f(3)\n")
     assert not [t for _, t in inlinings(program) if "def f" not in t]
+
+
+def test_a_removal_that_takes_a_helpers_last_call_takes_the_helper_too():
+    program = normalise("import json\ndef save(x):\n    return json.dumps(x)\n@register\ndef hook():\n    pass\n"
+                        "def run():\n    print(1)\n    save(2)\n    hook()\nrun()\n")
+    made = sources(removals(program))
+    # `save(2)` gone: `save` goes with it (undecorated, used nowhere else); `json` is left to dead_code.
+    assert normalise("import json\n@register\ndef hook():\n    pass\ndef run():\n    print(1)\n    hook()\nrun()\n") \
+        in made
+    # `hook()` gone: a decorated function may have been defined for what its decorator does, so it stays.
+    assert any("def hook" in t and "    hook()" not in t and "def save" in t for t in made)
+
+
+def test_broken_rejects_a_program_that_misuses_a_value_known_before_it_runs():
+    assert "calls a module: jax(f)" in broken("import jax\ndef f(x):\n    return x\njax(f)\n")
+    assert "calls int 0" in broken("def f(x):\n    return 0(x)\n")
+    assert "reads .size of int 0" in broken("devices = 0\nprint(devices.size)\n")
+    assert "subscripts NoneType None" in broken("x = None\nprint(x[0])\n")
+    assert "reads .shape of str" in broken("print('a'.shape)\n")
+    # A class of the program's own, plain or a dataclass: what its body binds, and its fields on an instance.
+    config = "import dataclasses\n@dataclasses.dataclass\nclass Config:\n    steps: int\n    axes: tuple = ('a',)\n"
+    assert "reads .seed of class Config" in broken(config + "print(Config.axes, Config.seed)\n")
+    assert "reads .steps of class Config" in broken(config + "config, n = (Config, 0)\nprint(config.steps)\n")
+    assert "reads .seed of a Config" in broken(config + "config = Config(1)\nprint(config.steps, config.seed)\n")
+    # What a run could still make work is tried: a name bound twice, or anywhere else (a parameter that
+    # shadows it), a value whose attribute exists, a program that binds names out of sight.
+    for fine in ("devices = 0\ndevices = [1]\nprint(devices.count(1))\n", "import jax\ndef f(jax):\n    jax(1)\n",
+                 "x = 0\nprint(x.real, x.bit_length())\n", "s = 'ab'\nprint(s[0])\n", "import jax\njax.jit(print)\n",
+                 "x = 0\nglobals()['x'] = print\nx(1)\n", "from m import *\nimport jax\njax(1)\n",
+                 "try:\n    import jax\nexcept ImportError:\n    jax = None\njax.jit(print)\n",
+                 "from jax import jit\njit(print)\n",
+                 # what a base class, a decorator, a __getattr__ or an assignment elsewhere may provide
+                 "from m import Base, register\nclass C(Base):\n    pass\nprint(C.x)\n",
+                 "from m import register\n@register\nclass C:\n    pass\nprint(C.x)\n",
+                 "class C:\n    def __getattr__(self, name):\n        return 1\nprint(C().x)\n",
+                 "class C:\n    def __init__(self):\n        self.x = 1\nprint(C().x, C.__name__, C.mro())\n"):
+        assert broken(fine) is None, fine
