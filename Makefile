@@ -9,6 +9,9 @@ JAX_REPO ?=
 ARGS   ?=
 # make test-unit spreads tests/unit over one pytest-xdist worker per core; XDIST= runs them in one process.
 XDIST  ?= -n auto
+# make test runs tests/integration on two workers (each test's JAX runs use cores of their own, so two, not
+# one per core), slurm's tests on one of them (tests/integration/conftest.py); INTEGRATION_XDIST= for one process.
+INTEGRATION_XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: table smoke test test-unit docs bench stress bisect reduce nightly base-image cuda-image-check gpu-check clean-envs help
 
@@ -18,7 +21,7 @@ help:
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
-	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases)"
+	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases) on two workers"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
@@ -28,7 +31,8 @@ help:
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
 	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
 	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
-	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (test-unit in one process)"
+	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (unit tests in one process)"
+	@echo "           INTEGRATION_XDIST= (make test's integration tests in one process)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,11 +46,11 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# The unit tests on every core, then the integration tests in one process (their JAX runs use the cores);
+# The unit tests on every core, then the integration tests on two workers (their JAX runs use the cores);
 # both always run, and the first failure's exit code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP)
 	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
-	integration=0; $(BIN)/python -m pytest tests/integration $(PYTEST_ARGS) || integration=$$?; \
+	integration=0; $(BIN)/python -m pytest tests/integration $(INTEGRATION_XDIST) $(PYTEST_ARGS) || integration=$$?; \
 	for rc in $$unit $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 test-unit: $(STAMP)

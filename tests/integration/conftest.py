@@ -8,11 +8,21 @@ import subprocess
 import pytest
 
 
+# The reductions take half the folder's time, the training script's alone about a third: they start first,
+# so that `make test`'s two pytest-xdist workers (--dist loadgroup) end together rather than one waiting on
+# the longest test at the end.
+FIRST = "test_reduce_integration.py"
+
+
 def pytest_collection_modifyitems(config, items):
     here = config.rootpath / "tests" / "integration"
     for item in items:
         if item.path.is_relative_to(here) and not any(item.get_closest_marker(m) for m in ("docker", "slurm")):
             item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker("slurm"):
+            # One worker runs them in turn: the cluster has one node, and a test waits for its jobs to start.
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+    items.sort(key=lambda item: item.path.name != FIRST)  # stable: each file's own order is kept
 
 
 def _slurm_missing(reason: str):

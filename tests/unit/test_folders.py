@@ -68,3 +68,19 @@ def test_no_test_module_imports_another():
     found = {str(path.relative_to(TESTS)): imported_test_modules(path.read_text())
              for path in sorted(TESTS.rglob("*.py")) if "fixtures" not in path.parts}
     assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_reductions_are_collected_first_and_slurm_tests_share_one_worker(tmp_path):
+    folder = project(tmp_path, "def test_quick():\n    pass\n")
+    integration = folder / "tests" / "integration"
+    (integration / "test_reduce_integration.py").write_text("def test_reduce_one():\n    pass\n\n"
+                                                            "def test_reduce_two():\n    pass\n")
+    (integration / "test_cluster.py").write_text(
+        "import pytest\n\n@pytest.mark.slurm\ndef test_on_the_cluster(request):\n"
+        "    assert request.node.get_closest_marker('xdist_group').args == ('slurm',)\n")
+    order = collect(folder, "tests/integration").stdout.splitlines()
+    assert order[:2] == ["tests/integration/test_reduce_integration.py::test_reduce_one",
+                         "tests/integration/test_reduce_integration.py::test_reduce_two"]  # in the file's order
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slurm"],
+                          cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
