@@ -9,9 +9,10 @@ pysource-minimize replaces expressions by simpler ones: `jax.jit(f)` becomes `ja
 A value is known when it is a literal (`0`, `None`, `'a'`); a name whose every binding is an `import` (a
 module); a class the program defines once, with no bases, metaclass or decorator but `dataclass` (its
 attributes are what its body binds); or a name whose only binding in the whole program is one
-module-level assignment of one of these (`devices = 0`, `config = Config()`, `config, n = (Config, 0)`). No other binding of the name exists anywhere, so no scope can shadow it: a use reads that value
-or fails with a NameError. A program that can bind names out of sight (`globals()`, `exec`, `import *`,
-...) is checked for literals only. Like pyflakes' undefined names, a use in code that never runs would
+module-level assignment of one of these (`devices = 0`, `config = Config()`, `config, n = (Config, 0)`).
+No other binding of the name exists anywhere, so no scope can shadow it: a use reads that value or fails
+with a NameError. A program that can bind names or attributes out of sight (`globals()`, `exec`,
+`import *`, `setattr`, `object.__setattr__`, `__dict__`, ...) is checked for literals only. Like pyflakes' undefined names, a use in code that never runs would
 not raise; such code can go anyway, and a smaller candidate without it is tried.
 """
 
@@ -22,8 +23,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from types import ModuleType
 
-# Calls that can bind a name no assignment shows.
+# Names and attributes that can bind a name or an attribute no assignment shows.
 _BINDS_OUT_OF_SIGHT = frozenset({"globals", "locals", "vars", "exec", "eval", "setattr", "delattr", "__import__"})
+_SETS_ATTRIBUTES_OUT_OF_SIGHT = frozenset({"__setattr__", "__dict__", "__class__", "__getattr__",
+                                           "__getattribute__"})
 _MODULE = ModuleType("module")  # stands for any module: not callable, not subscriptable
 
 
@@ -55,6 +58,8 @@ def _out_of_sight(tree: ast.AST) -> bool:
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return True
         if isinstance(node, ast.Name) and node.id in _BINDS_OUT_OF_SIGHT:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _SETS_ATTRIBUTES_OUT_OF_SIGHT:
             return True
     return False
 

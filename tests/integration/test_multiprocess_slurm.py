@@ -39,7 +39,7 @@ def test_a_step_whose_task_never_joins_ends_at_the_timeout_with_no_task_left(tmp
     script.write_text("import os, time\nimport jax\nif os.environ.get('SLURM_PROCID') == '1':\n"
                       "    time.sleep(3600)\njax.distributed.initialize()\nprint(jax.device_count())\n")
     config = tmp_path / "hang.yaml"
-    config.write_text(f"name: hang\nrepro: {script}\njax_versions: ['0.10.2']\nruns: 2\ntimeout_s: 20\n")
+    config.write_text(f"name: hang\nrepro: {script}\njax_versions: ['0.10.2']\nruns: 2\ntimeout_s: 10\n")
     done = run_harness("submit", str(config), "--shards", "1", "--processes", "2", "--wait", "--out", str(tmp_path / "out"))
     (results,) = (tmp_path / "out").glob("*/merged/*/results.json")
     (cell,) = json.loads(results.read_text())["cells"]

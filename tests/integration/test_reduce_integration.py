@@ -163,8 +163,9 @@ def test_processes_that_lower_different_programs_reduce_keeping_their_disagreeme
     # fixed in 0.8.2, as a job of two processes.
     # Each candidate is a job of two processes; pysource-minimize alone proposes ~500 of them for this
     # program: a budget keeps the test in CI's minutes (the coarse passes and the readability pass still run).
+    # The coarse passes take it from 23 lines to 15 in about 7 candidates; 93 more found nothing here.
     done = harness("reduce", FIXTURES / "pvary_job.py", "--versions", "0.8.1", "--good", "0.8.2",
-                   "--processes", "2", "--runs", "4", "--max-candidates", "100", "--out", tmp_path)
+                   "--processes", "2", "--runs", "4", "--max-candidates", "30", "--out", tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     folder = only_folder(tmp_path)
     reduced = (folder / "reduced.py").read_text()
@@ -173,7 +174,7 @@ def test_processes_that_lower_different_programs_reduce_keeping_their_disagreeme
     state = json.loads((folder / "reduce.json").read_text())
     assert state["signature"] == {"module": "jit_loss", "components": ["computation"], "cause": "order",
                                   "ranks": [0, 1]}
-    assert state["processes"] == 2 and 0 < state["measured"] <= 130  # the budget, then the readability pass
+    assert state["processes"] == 2 and 0 < state["measured"] <= 60  # the budget, then the readability pass
     cells = {c.spec.jax_version: c for c in load_results(folder).cells}
     assert cells["0.8.1"].verdict == "reproduced" and cells["0.8.2"].verdict == "clean"
     assert all(len(run.ranks) == 2 for run in cells["0.8.2"].runs)

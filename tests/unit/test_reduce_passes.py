@@ -154,5 +154,6 @@ def test_broken_rejects_a_program_that_misuses_a_value_known_before_it_runs():
                  "from m import Base, register\nclass C(Base):\n    pass\nprint(C.x)\n",
                  "from m import register\n@register\nclass C:\n    pass\nprint(C.x)\n",
                  "class C:\n    def __getattr__(self, name):\n        return 1\nprint(C().x)\n",
-                 "class C:\n    def __init__(self):\n        self.x = 1\nprint(C().x, C.__name__, C.mro())\n"):
+                 "class C:\n    def __init__(self):\n        self.x = 1\nprint(C().x, C.__name__, C.mro())\n",
+                 "class C:\n    def __init__(self):\n        object.__setattr__(self, 'x', 1)\nc = C()\nprint(c.x)\n"):
         assert broken(fine) is None, fine
