@@ -4,7 +4,7 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
 - `removals`: delete a chunk of statements from one block (halves first, then quarters, ... single
   statements), the hierarchical delta-debugging order: a 150-line script loses its logging,
   checkpointing and training loop in a few candidates instead of one statement at a time; the
-  undecorated functions and classes the chunk held the last uses of go in the same candidate.
+  functions and classes nothing uses any more go in the same candidate, when defining them runs nothing.
 - `unwrappings`: a compound statement (if, for, while, with, try) replaced by its body.
 - `dead_code`: definitions, imports and assignments nothing uses any more, all in one candidate.
 - `inlinings`: a top-level function called once (`main()`, `mesh = make_mesh(config)`) replaced at the
@@ -130,17 +130,36 @@ def removals(source: str) -> Iterator[tuple[Place, str]]:
                     yield (-chunk, number, -start), text
 
 
+def _runs_nothing(node: ast.AST) -> bool:
+    """No call in what Python evaluates when it defines `node`: a function's defaults, annotations and
+    decorators, a class's bases and body (but the bodies of its methods, which run only when called)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        evaluated = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d),
+                     *(a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                                               node.args.vararg, node.args.kwarg) if a and a.annotation),
+                     *([node.returns] if node.returns else [])]
+        return not node.decorator_list and not any(isinstance(n, ast.Call) for e in evaluated for n in ast.walk(e))
+    if isinstance(node, ast.ClassDef):
+        if node.decorator_list or any(isinstance(n, ast.Call) for e in (*node.bases, *node.keywords)
+                                      for n in ast.walk(e)):
+            return False
+        return all(_runs_nothing(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                   else not any(isinstance(n, ast.Call) for n in ast.walk(stmt)) for stmt in node.body)
+    return False
+
+
 def _drop_unused_definitions(tree: ast.AST) -> None:
-    """Drop the undecorated functions and classes nothing uses any more, until none is left: a removal
-    that takes a helper's last call takes the helper too, in the same candidate (one kept step instead of
-    one per definition). Defining an undecorated function does nothing else; decorated ones, imports and
-    assignments may, and are left to `dead_code`."""
+    """Drop the functions and classes nothing uses any more whose definition runs nothing (no decorator,
+    no call in a default, annotation, base or class body), until none is left: a removal that takes a
+    helper's last call takes the helper too, in the same candidate (one kept step instead of one per
+    definition). Imports, assignments and the other definitions may do something, and are left to
+    `dead_code`."""
     while True:
         used = _used_names(tree)
         dropped = False
         for block in _blocks(tree, classes=False):
             keep = [s for s in block if not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                                             and not s.decorator_list and s.name not in used)]
+                                             and s.name not in used and _runs_nothing(s))]
             if len(keep) < len(block):
                 block[:] = keep or [ast.Pass()]
                 dropped = True

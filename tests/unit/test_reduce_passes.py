@@ -130,6 +130,12 @@ def test_a_removal_that_takes_a_helpers_last_call_takes_the_helper_too():
         in made
     # `hook()` gone: a decorated function may have been defined for what its decorator does, so it stays.
     assert any("def hook" in t and "    hook()" not in t and "def save" in t for t in made)
+    # So does one whose default calls something, and a class whose body does.
+    for definition, name in (("def helper(x=make()):\n    pass\n", "helper"),
+                             ("class Helper:\n    size = compute()\n", "Helper")):
+        program = normalise(f"{definition}def run():\n    print(1)\n    {name}()\nrun()\n")
+        (without_the_call,) = [t for t in sources(removals(program)) if "    print(1)\n" in t and f"{name}()" not in t]
+        assert normalise(definition) in without_the_call, without_the_call
 
 
 def test_broken_rejects_a_program_that_misuses_a_value_known_before_it_runs():
