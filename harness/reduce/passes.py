@@ -131,10 +131,10 @@ def removals(source: str) -> Iterator[tuple[Place, str]]:
 
 
 def _runs_nothing(node: ast.AST) -> bool:
-    """No call in what Python evaluates when it defines `node`: a function's defaults, annotations and
-    decorators, a class's bases and body (but the bodies of its methods, which run only when called)."""
+    """No decorator, and no call in what Python evaluates when it defines `node`: a function's defaults and
+    annotations, a class's bases and body (but the bodies of its methods, which run only when called)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        evaluated = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d),
+        evaluated = [*node.args.defaults, *(d for d in node.args.kw_defaults if d),
                      *(a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
                                                node.args.vararg, node.args.kwarg) if a and a.annotation),
                      *([node.returns] if node.returns else [])]
@@ -154,15 +154,27 @@ def _drop_unused_definitions(tree: ast.AST) -> None:
     helper's last call takes the helper too, in the same candidate (one kept step instead of one per
     definition). Imports, assignments and the other definitions may do something, and are left to
     `dead_code`."""
+    _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and _runs_nothing(stmt))
+
+
+def _drop_unused(tree: ast.AST, droppable: Callable[[ast.stmt], bool]) -> None:
+    """Drop the `droppable` statements whose names nothing uses any more (and the unused names of a
+    droppable import of several), until none is left: what a dropped one used may go next."""
     while True:
         used = _used_names(tree)
         dropped = False
         for block in _blocks(tree, classes=False):
-            keep = [s for s in block if not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                                             and s.name not in used and _runs_nothing(s))]
-            if len(keep) < len(block):
-                block[:] = keep or [ast.Pass()]
-                dropped = True
+            keep = []
+            for stmt in block:
+                names = _bound_names(stmt) if droppable(stmt) else None
+                if names and not names & used:
+                    dropped = True
+                    continue
+                if names and isinstance(stmt, (ast.Import, ast.ImportFrom)) and len(stmt.names) > 1:
+                    stmt.names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in used]
+                keep.append(stmt)
+            block[:] = keep or [ast.Pass()]
         if not dropped:
             return
 
@@ -201,22 +213,7 @@ def dead_code(source: str) -> Iterator[tuple[Place, str]]:
                                  ast.Assign, ast.AnnAssign)),
                          ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
         tree = ast.parse(source)
-        while True:
-            used = _used_names(tree)
-            dropped = False
-            for block in _blocks(tree, classes=False):
-                keep = []
-                for stmt in block:
-                    names = _bound_names(stmt) if isinstance(stmt, kinds) else None
-                    if names and not names & used:
-                        dropped = True
-                        continue
-                    if names and isinstance(stmt, (ast.Import, ast.ImportFrom)) and len(stmt.names) > 1:
-                        stmt.names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in used]
-                    keep.append(stmt)
-                block[:] = keep or [ast.Pass()]
-            if not dropped:
-                break
+        _drop_unused(tree, lambda stmt, kinds=kinds: isinstance(stmt, kinds))
         text = _emit(tree)
         if text and text != source:
             yield place, text

@@ -28,6 +28,7 @@ _BINDS_OUT_OF_SIGHT = frozenset({"globals", "locals", "vars", "exec", "eval", "s
 _SETS_ATTRIBUTES_OUT_OF_SIGHT = frozenset({"__setattr__", "__dict__", "__class__", "__getattr__",
                                            "__getattribute__"})
 _MODULE = ModuleType("module")  # stands for any module: not callable, not subscriptable
+_UNKNOWN = object()  # a value not known before the program runs
 
 
 def _bindings(tree: ast.AST) -> dict[str, list[ast.AST]]:
@@ -123,14 +124,10 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
                 known[name] = found
 
     def value(node: ast.expr) -> object:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return known.get(node.id, _UNKNOWN)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 isinstance(known.get(node.func.id), _Class):
             return _Instance(known[node.func.id])
-        return _UNKNOWN
+        return _value_of(node, known)
 
     # Module-level assignments, in order: `x = 0`, `c = Config()`, `a, b = (Config, 0)`.
     for stmt in tree.body:
@@ -150,6 +147,15 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
     return known
 
 
+def _value_of(node: ast.expr, names: dict[str, object]) -> object:
+    """A literal's value, or a known name's; `_UNKNOWN` for anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id, _UNKNOWN)
+    return _UNKNOWN
+
+
 def _what(value: object) -> str:
     if value is _MODULE:
         return "a module"
@@ -160,7 +166,6 @@ def _what(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:40]
 
 
-_UNKNOWN = object()
 _Empty = type("_Empty", (), {})  # what every class and instance has: `type`'s and `object`'s attributes
 
 
@@ -182,26 +187,19 @@ def certain_error(tree: ast.Module) -> str | None:
     # Attributes the program assigns anywhere (`self.x = ...`, `Config.x = ...`): never taken as missing.
     assigned = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
 
-    def value_of(node: ast.expr) -> object:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return names.get(node.id, _UNKNOWN)
-        return _UNKNOWN
-
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            value = value_of(node.func)
+            value = _value_of(node.func, names)
             if value is not _UNKNOWN and (value is _MODULE or (not isinstance(value, (_Class, _Instance))
                                                                and not callable(value))):
                 return f"calls {_what(value)}: {ast.unparse(node)[:60]}"
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-            value = value_of(node.value)
+            value = _value_of(node.value, names)
             if value is not _UNKNOWN and not isinstance(value, (_Class, _Instance)) and \
                     not hasattr(type(value), "__getitem__"):
                 return f"subscripts {_what(value)}: {ast.unparse(node)[:60]}"
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            value = value_of(node.value)
+            value = _value_of(node.value, names)
             if value is not _UNKNOWN and _lacks(value, node.attr, assigned):
                 return f"reads .{node.attr} of {_what(value)}: {ast.unparse(node)[:60]}"
     return None
