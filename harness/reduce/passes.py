@@ -138,14 +138,18 @@ def _runs_nothing(node: ast.AST) -> bool:
                      *(a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
                                                node.args.vararg, node.args.kwarg) if a and a.annotation),
                      *([node.returns] if node.returns else [])]
-        return not node.decorator_list and not any(isinstance(n, ast.Call) for e in evaluated for n in ast.walk(e))
+        return not node.decorator_list and not any(map(_calls, evaluated))
     if isinstance(node, ast.ClassDef):
-        if node.decorator_list or any(isinstance(n, ast.Call) for e in (*node.bases, *node.keywords)
-                                      for n in ast.walk(e)):
+        if node.decorator_list or any(map(_calls, (*node.bases, *node.keywords))):
             return False
         return all(_runs_nothing(stmt) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                   else not any(isinstance(n, ast.Call) for n in ast.walk(stmt)) for stmt in node.body)
+                   else not _calls(stmt) for stmt in node.body)
     return False
+
+
+def _calls(node: ast.AST) -> bool:
+    """Whether evaluating `node` calls anything (written anywhere inside it)."""
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
 def _drop_unused_definitions(tree: ast.AST) -> None:
