@@ -24,6 +24,7 @@ import copy
 import hashlib
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from pyflakes import checker as flakes
 from pyflakes import messages
@@ -33,11 +34,20 @@ from harness.reduce.raises import certain_error
 # pyflakes' findings that make a run fail for certain once the code is reached.
 _FATAL = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 
-# A pass: candidates made from a program, each with its place in the pass's order. After a candidate is
-# kept, the pass starts again from the new program at the kept one's place: what came before it was
-# rejected already (or the pass would have stopped there).
 Place = tuple[int, ...]
-Pass = Callable[[str], Iterator[tuple[Place, str]]]
+
+
+class Pass(Protocol):
+    """Candidates made from a program, each with its place in the pass's order. After a candidate is kept,
+    the pass starts again from the new program at the kept one's place (`resume_at`): what came before it
+    was rejected already (or the pass would have stopped there), so a pass builds no candidate placed
+    before it (building one is a deep copy and an unparse of the whole program)."""
+
+    def __call__(self, source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]: ...
+
+
+def _skipped(place: Place, resume_at: Place | None) -> bool:
+    return resume_at is not None and place < resume_at
 
 
 def normalise(source: str) -> str:
@@ -71,27 +81,43 @@ def broken(source: str) -> str | None:
     return f"raises when it runs: {error}" if error else None
 
 
+# What holds a statement list: statements, modules, except clauses and match cases (`ast.walk` visits every
+# expression too, which holds none).
+_HOLDS_STATEMENTS = (ast.stmt, ast.mod, ast.excepthandler, ast.match_case)
+
+
 def _blocks(tree: ast.AST, classes: bool = True) -> list[list[ast.stmt]]:
     """Every statement list of the program, outermost first (the module's body, then nested ones);
     `classes=False` leaves out class bodies (their names are used as attributes, which names do not show)."""
     out: list[list[ast.stmt]] = []
     for node in ast.walk(tree):
-        if not classes and isinstance(node, ast.ClassDef):
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                out.append(block)
-        for handler in getattr(node, "handlers", []) or []:
-            out.append(handler.body)
+        if isinstance(node, _HOLDS_STATEMENTS):
+            _add_blocks(node, out, classes)
     return out
 
 
-def _emit(tree: ast.AST) -> str | None:
+def _add_blocks(node: ast.AST, out: list[list[ast.stmt]], classes: bool) -> None:
+    if not classes and isinstance(node, ast.ClassDef):
+        return
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            out.append(block)
+    for handler in getattr(node, "handlers", []) or []:
+        out.append(handler.body)
+
+
+def _emit(tree: ast.AST, located: bool = False) -> str | None:
+    """The tree's text; `located`: every node has its location already (unparse reads a statement's line
+    for its type comment), so the walk that fills missing ones is not needed."""
     try:
-        return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+        return ast.unparse(tree if located else ast.fix_missing_locations(tree)) + "\n"
     except (ValueError, TypeError, AttributeError):  # a node left in a shape unparse cannot write
         return None
+
+
+def _located_pass() -> ast.Pass:
+    return ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=4)
 
 
 def _chunk_sizes(length: int) -> list[int]:
@@ -104,30 +130,44 @@ def _chunk_sizes(length: int) -> list[int]:
     return sizes
 
 
-def removals(source: str) -> Iterator[tuple[Place, str]]:
+def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without a chunk of one block's statements: big chunks of the outer blocks first."""
     tree = ast.parse(source)
-    block_count = len(_blocks(tree))
-    longest = max((len(b) for b in _blocks(tree)), default=0)
+    blocks = _blocks(tree)
+    longest = max((len(b) for b in blocks), default=0)
     seen: set[str] = set()
     for chunk in _chunk_sizes(longest):
-        for number in range(block_count):
-            length = len(_blocks(tree)[number])
+        for number, block in enumerate(blocks):
+            length = len(block)
             if chunk > length or (number == 0 and chunk == length):
                 continue  # (a module without any statement measures nothing)
             # From the end of the block: a statement's uses come after it, so removing the last ones first
             # lets the earlier ones go (and pyflakes rejects, unrun, a definition whose use is still there).
             for start in reversed(range(0, length, chunk)):
-                copied = copy.deepcopy(tree)
-                block = _blocks(copied)[number]
-                del block[start:start + chunk]
-                if not block:
-                    block.append(ast.Pass())
-                _drop_unused_definitions(copied)
-                text = _emit(copied)
+                text = _without(tree, blocks, number, start, chunk)
                 if text and text != source and text not in seen:
                     seen.add(text)
-                    yield (-chunk, number, -start), text
+                    # A candidate placed before `resume_at` is made all the same: its text, if met again
+                    # later in the pass, is not tried (as when the pass ran from the start).
+                    if not _skipped((-chunk, number, -start), resume_at):
+                        yield (-chunk, number, -start), text
+
+
+def _without(tree: ast.Module, blocks: list[list[ast.stmt]], number: int, start: int, chunk: int) -> str | None:
+    """The text of `tree` without `chunk` statements of its block `number` from `start` (and the definitions
+    that leaves unused). Made in place and put back, not on a deep copy of the tree per candidate: the
+    removal and `_drop_unused_definitions` change only the contents of statement lists (all in `blocks`)."""
+    saved = [block[:] for block in blocks]
+    try:
+        block = blocks[number]
+        del block[start:start + chunk]
+        if not block:
+            block.append(_located_pass())
+        _drop_unused_definitions(tree)
+        return _emit(tree, located=True)  # the parsed tree's nodes, and `pass`es with a location
+    finally:
+        for block, contents in zip(blocks, saved):
+            block[:] = contents
 
 
 def _runs_nothing(node: ast.AST) -> bool:
@@ -166,9 +206,9 @@ def _drop_unused(tree: ast.AST, droppable: Callable[[ast.stmt], bool]) -> None:
     """Drop the `droppable` statements whose names nothing uses any more (and the unused names of a
     droppable import of several), until none is left: what a dropped one used may go next."""
     while True:
-        used = _used_names(tree)
+        used, blocks = _used_names_and_blocks(tree)
         dropped = False
-        for block in _blocks(tree, classes=False):
+        for block in blocks:
             keep = []
             for stmt in block:
                 names = _bound_names(stmt) if droppable(stmt) else None
@@ -178,7 +218,7 @@ def _drop_unused(tree: ast.AST, droppable: Callable[[ast.stmt], bool]) -> None:
                 if names and isinstance(stmt, (ast.Import, ast.ImportFrom)) and len(stmt.names) > 1:
                     stmt.names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in used]
                 keep.append(stmt)
-            block[:] = keep or [ast.Pass()]
+            block[:] = keep or [_located_pass()]
         if not dropped:
             return
 
@@ -201,21 +241,32 @@ def _bound_names(stmt: ast.stmt) -> set[str] | None:
     return None
 
 
-def _used_names(tree: ast.AST) -> set[str]:
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-    # `__all__ = ["f"]` and string annotations name things too.
-    used |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-             and n.value.isidentifier()}
-    return used
+def _used_names_and_blocks(tree: ast.AST) -> tuple[set[str], list[list[ast.stmt]]]:
+    """The names the program reads (`__all__ = ["f"]` and string annotations name things too), and its
+    statement lists but class bodies (`_blocks(tree, classes=False)`), in one walk of the tree."""
+    used: set[str] = set()
+    blocks: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Store):
+                used.add(node.id)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and node.value.isidentifier():
+                used.add(node.value)
+        elif isinstance(node, _HOLDS_STATEMENTS):
+            _add_blocks(node, blocks, classes=False)
+    return used, blocks
 
 
-def dead_code(source: str) -> Iterator[tuple[Place, str]]:
+def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without the definitions, imports (and, in a second candidate, assignments) whose names
     nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
     candidate. Assignments come second, as their right-hand side may be needed for what it does."""
     for place, kinds in (((0,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
                                  ast.Assign, ast.AnnAssign)),
                          ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
+        if _skipped(place, resume_at):
+            continue
         tree = ast.parse(source)
         _drop_unused(tree, lambda stmt, kinds=kinds: isinstance(stmt, kinds))
         text = _emit(tree)
@@ -226,13 +277,18 @@ def dead_code(source: str) -> Iterator[tuple[Place, str]]:
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
 
 
-def unwrappings(source: str) -> Iterator[tuple[Place, str]]:
+def unwrappings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program with one compound statement replaced by its body (the else part dropped)."""
     tree = ast.parse(source)
-    places = [(b, i) for b, block in enumerate(_blocks(tree)) for i, s in enumerate(block) if isinstance(s, _COMPOUND)]
+    blocks = _blocks(tree)
+    places = [(b, i) for b, block in enumerate(blocks) for i, s in enumerate(block) if isinstance(s, _COMPOUND)]
     for number, index in places:
-        copied = copy.deepcopy(tree)
-        block = _blocks(copied)[number]
+        if _skipped((number, index), resume_at):
+            continue
+        copies: dict[int, object] = {}
+        copied = copy.deepcopy(tree, copies)
+        block = copies[id(blocks[number])]
+        assert isinstance(block, list)
         block[index:index + 1] = block[index].body
         text = _emit(copied)
         if text and text != source:
@@ -306,14 +362,14 @@ def _inline_with_arguments(fn: ast.FunctionDef, call_stmt: ast.stmt) -> list[ast
     return bound + body
 
 
-def inlinings(source: str) -> Iterator[tuple[Place, str]]:
+def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The `__main__` guard replaced by its body; a top-level function called exactly once, in a top-level
     statement (`f()`, `x = f(a, b)`), replaced there by its body (its parameters assigned first, its
     final `return e` as `x = e`), and its definition dropped: a reproducer reads top to bottom."""
     tree = ast.parse(source)
     body = tree.body
     for index, stmt in enumerate(body):
-        if _is_main_guard(stmt) and not stmt.orelse:
+        if _is_main_guard(stmt) and not stmt.orelse and not _skipped((0, index), resume_at):
             copied = copy.deepcopy(tree)
             copied.body[index:index + 1] = copied.body[index].body
             text = _emit(copied)
@@ -324,7 +380,7 @@ def inlinings(source: str) -> Iterator[tuple[Place, str]]:
         if isinstance(node, ast.Name):
             uses[node.id] = uses.get(node.id, 0) + 1
     for index, fn in enumerate(body):
-        if not isinstance(fn, ast.FunctionDef) or uses.get(fn.name) != 1:
+        if not isinstance(fn, ast.FunctionDef) or uses.get(fn.name) != 1 or _skipped((1, index), resume_at):
             continue
         calls = [i for i, s in enumerate(body) if i > index and isinstance(s, (ast.Expr, ast.Assign))
                  and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)

@@ -26,7 +26,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from harness.reduce.passes import Place, _emit
+from harness.reduce.passes import Place, _emit, _skipped
 
 RENAMED_PREFIX = "unique_name_"  # pysource-minimize's MinimizeUniqueName
 SIZES = (2, 4, 8)  # the sizes a zero in a shape is restored to, in order
@@ -248,7 +248,7 @@ def _with(source: str, finder, value_of) -> str | None:
     return _emit(tree) if changed else None
 
 
-def restorations(source: str) -> Iterator[tuple[Place, str]]:
+def restorations(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """Candidates with readable values put back: every int axis name as a short name at once, then each
     alone; every zero size as 2 (then 4, 8) at once, then each alone."""
     tree = ast.parse(source)
@@ -263,12 +263,16 @@ def restorations(source: str) -> Iterator[tuple[Place, str]]:
         return lambda index, node: named[_int(node)] if only is None or index == only else None
 
     for only in [None, *range(len(axes))] if axes else []:
+        if _skipped((0, -1 if only is None else only), resume_at):
+            continue
         text = _with(source, _axis_positions, axis_value(only))
         if text and text != source:
             yield (0, -1 if only is None else only), text
     zeros = _zero_sizes(tree)
     for rank, size in enumerate(SIZES):
         for only in [None, *range(len(zeros))] if zeros else []:
+            if _skipped((1, rank, -1 if only is None else only), resume_at):
+                continue
             text = _with(source, _zero_sizes,
                          lambda index, node, o=only, s=size: s if o is None or index == o else None)
             if text and text != source:

@@ -121,9 +121,7 @@ class Search:
         while True:
             batch: list[tuple[Place, str]] = []
             kept_at = None
-            for place, candidate in make(self.best):
-                if resume_at is not None and place < resume_at:
-                    continue
+            for place, candidate in make(self.best, resume_at):
                 if shrink_only and len(candidate) >= len(self.best):
                     continue  # the coarse passes only ever shrink a program: no progress
                 quick = self._quick(candidate)

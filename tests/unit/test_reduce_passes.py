@@ -163,3 +163,57 @@ def test_broken_rejects_a_program_that_misuses_a_value_known_before_it_runs():
                  "class C:\n    def __init__(self):\n        self.x = 1\nprint(C().x, C.__name__, C.mro())\n",
                  "class C:\n    def __init__(self):\n        object.__setattr__(self, 'x', 1)\nc = C()\nprint(c.x)\n"):
         assert broken(fine) is None, fine
+
+
+# The same statement twice, a helper whose last call a removal can take, a class, an except clause and a
+# match case: removals whose texts coincide, from places far apart in the pass's order.
+REPEATS = normalise("""
+import jax
+from jax.sharding import PartitionSpec as P
+def helper():
+    return 1
+class Box:
+    size = 2
+def main():
+    print(helper())
+    print(helper())
+    try:
+        x = 1
+    except ValueError:
+        x = 2
+    match x:
+        case 1:
+            print(x)
+            print(x)
+    for i in range(2):
+        print(i)
+    mesh = jax.make_mesh((2, 0), (0, 1))
+    return P(0), mesh
+if __name__ == "__main__":
+    main()
+""")
+
+
+def test_a_pass_resumed_at_a_place_makes_exactly_the_candidates_it_made_from_there():
+    """`Search.run_pass` resumes a pass after a kept candidate; the pass builds nothing placed before the
+    kept one, and what it makes from there is what the whole pass made from there, duplicates left out
+    as before (removals still makes the earlier texts, so a text met again later is not tried twice)."""
+    from harness.reduce.readable import restorations
+
+    for program in (PROGRAM, REPEATS):  # REPEATS' removals: 8 texts made again at a later place
+        for make in (removals, unwrappings, inlinings, dead_code, restorations):
+            made = list(make(program))
+            for place, _ in made:
+                assert list(make(program, place)) == [(p, t) for p, t in made if p >= place], (make, place)
+
+
+def test_removals_give_the_same_candidates_when_made_again_from_the_same_program():
+    """Each removal is made in the program's own tree and put back: nothing of one candidate is left
+    in the next, however far the caller read."""
+    first = list(removals(REPEATS))
+    partly = removals(REPEATS)
+    next(partly), next(partly)
+    assert list(removals(REPEATS)) == first
+    assert len({t for _, t in first}) == len(first)
+    assert any(t.count("print(helper())") == 1 for _, t in first)
+    assert not any("def helper" in t and "helper()" not in t for _, t in first)  # the helper goes with its calls
