@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_docker.py
 	$(BIN)/python bench/bench_bisect.py
 	$(BIN)/python bench/bench_slurm.py
+	$(BIN)/python bench/bench_reduce_search.py
 	$(BIN)/python bench/bench_reduce.py
 
 stress: $(STAMP)

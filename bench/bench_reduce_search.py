@@ -1,0 +1,78 @@
+"""What the reducer itself costs per candidate, against what one candidate's JAX process costs.
+
+`harness reduce` spends nearly all its time in candidates' fresh JAX processes; this measures the rest: the
+search's own CPU (the coarse passes, then pysource-minimize), on the acceptance's training script, with a
+stand-in test in place of the runs (a candidate "keeps the signature" while it still builds a mesh and takes the
+gradient of a shard_map'd function), so no JAX process is started and the figure is the reducer's alone.
+
+Printed: candidates decided and measured, the search's CPU per measured candidate, and its ratio to the CPU of one
+`import jax` in the bad release's environment (when that environment exists under HARNESS_ENV_DIR), the least a
+candidate's run costs. Well below 1 means the reducer's time is its candidates' processes, not its own.
+
+    python bench/bench_reduce_search.py [--script examples/train_shard_map_grad.py] [--bad 0.4.28]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.environments.venv import DEFAULT_ROOT
+from harness.reduce.passes import size
+from harness.reduce.search import Search, Tried
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# What the stand-in test asks of a candidate: the pieces the training script's signature needs.
+NEEDED = ("shard_map", "grad(", "Mesh(", "axis_names", "jit(")
+
+
+def stand_in(sources: list[str]) -> list[Tried]:
+    return [Tried(True, "kept") if all(piece in s for piece in NEEDED) else Tried(False, "a piece is gone")
+            for s in sources]
+
+
+def searched(source: str, fine: bool) -> tuple[Search, str, float]:
+    search = Search(source, stand_in)
+    start = time.process_time()
+    best = search.run(fine=fine)
+    return search, best, time.process_time() - start
+
+
+def import_jax_cpu(bad: str) -> float | None:
+    """CPU seconds (user + sys) of `python -c "import jax"` in the bad release's CPU environment, best of 3."""
+    pythons = sorted(DEFAULT_ROOT.glob(f"jax-{bad}-cpu-py*/bin/python"))
+    if not pythons:
+        return None
+    best = None
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([str(pythons[0]), "-c", "import jax"], check=True, env={"JAX_PLATFORMS": "cpu"})
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = spent if best is None else min(best, spent)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--script", default="examples/train_shard_map_grad.py")
+    parser.add_argument("--bad", default="0.4.28")
+    args = parser.parse_args()
+    source = (ROOT / args.script).read_text()
+    import_s = import_jax_cpu(args.bad)
+    for label, fine in (("coarse passes", False), ("coarse + pysource-minimize", True)):
+        search, best, cpu_s = searched(source, fine)
+        per = cpu_s / max(1, search.measured)
+        ratio = f"{per / import_s:.3f}x one `import jax` ({import_s:.2f} s)" if import_s else "n/a (no environment)"
+        print(f"{label}: {size(source)} -> {size(best)} lines, {search.decided} decided, {search.measured} measured, "
+              f"{cpu_s:.1f} s CPU, {per * 1000:.0f} ms a measured candidate = {ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
