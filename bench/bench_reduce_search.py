@@ -6,8 +6,8 @@ stand-in test in place of the runs (a candidate "keeps the signature" while it s
 gradient of a shard_map'd function), so no JAX process is started and the figure is the reducer's alone.
 
 Printed: candidates decided and measured, the search's CPU per measured candidate, and its ratio to the CPU of one
-`import jax` in the bad release's environment (when that environment exists under HARNESS_ENV_DIR), the least a
-candidate's run costs. Well below 1 means the reducer's time is its candidates' processes, not its own.
+`import jax` in the bad release's environment (the harness's venv of it, made if missing), the least a candidate's
+run costs. Well below 1 means the reducer's time is its candidates' processes, not its own.
 
     python bench/bench_reduce_search.py [--script examples/train_shard_map_grad.py] [--bad 0.4.28]
 """
@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.environments.venv import DEFAULT_ROOT
+from harness.core.model import Platform
+from harness.environments.venv import VenvBackend
 from harness.reduce.passes import size
 from harness.reduce.search import Search, Tried
 
@@ -43,19 +44,16 @@ def searched(source: str, fine: bool) -> tuple[Search, str, float]:
     return search, best, time.process_time() - start
 
 
-def import_jax_cpu(bad: str) -> float | None:
+def import_jax_cpu(bad: str) -> float:
     """CPU seconds (user + sys) of `python -c "import jax"` in the bad release's CPU environment, best of 3."""
-    pythons = sorted(DEFAULT_ROOT.glob(f"jax-{bad}-cpu-py*/bin/python"))
-    if not pythons:
-        return None
-    best = None
+    python = VenvBackend().prepare(bad, Platform.CPU, say=lambda m: print(m, file=sys.stderr)).python
+    spent = []
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([str(pythons[0]), "-c", "import jax"], check=True, env={"JAX_PLATFORMS": "cpu"})
+        subprocess.run([str(python), "-c", "import jax"], check=True, env={"JAX_PLATFORMS": "cpu"})
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        best = spent if best is None else min(best, spent)
-    return best
+        spent.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return min(spent)
 
 
 def main() -> int:
@@ -68,9 +66,9 @@ def main() -> int:
     for label, fine in (("coarse passes", False), ("coarse + pysource-minimize", True)):
         search, best, cpu_s = searched(source, fine)
         per = cpu_s / max(1, search.measured)
-        ratio = f"{per / import_s:.3f}x one `import jax` ({import_s:.2f} s)" if import_s else "n/a (no environment)"
         print(f"{label}: {size(source)} -> {size(best)} lines, {search.decided} decided, {search.measured} measured, "
-              f"{cpu_s:.1f} s CPU, {per * 1000:.0f} ms a measured candidate = {ratio}")
+              f"{cpu_s:.1f} s CPU, {per * 1000:.0f} ms a measured candidate = "
+              f"{per / import_s:.3f}x one `import jax` ({import_s:.2f} s)")
     return 0
 
 
