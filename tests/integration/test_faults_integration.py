@@ -155,7 +155,11 @@ def test_sigterm_stops_saves_and_leaves_nothing_running(backend_name, tmp_path):
 def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_next_sweep(tmp_path):
     """Issue 27, item 9: SIGKILL cannot be caught, so the harness cannot remove its containers. Each ends
     by itself a little past the run's timeout (its own deadline, inside), and the next docker sweep
-    removes what such a harness left (a stopped container; its owner's pid in its labels)."""
+    removes what such a harness left (a stopped container; its owner's pid in its labels).
+
+    The harness is stopped (SIGSTOP, which it cannot catch either) while its container's deadline is
+    watched, and killed only after: a killed harness's container is every sweep's orphan, and the docker
+    sweeps other tests run beside this one would remove it before its own deadline could be seen."""
     from harness.environments.docker import INSIDE_DEADLINE_GRACE_S, reap_orphans
 
     _docker_environment()
@@ -164,8 +168,7 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
     proc, out = start_sweep("docker", HANG_AFTER_START, tmp_path / "killed", runs=2, timeout_s=timeout_s)
     try:
         wait_for(lambda: started_markers(out), 240, "the first run to start")
-        proc.kill()
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGSTOP)
         mine = {"label": f"{OWNER_LABEL}={proc.pid}"}
         (container,) = client.containers.list(all=True, filters=mine)
         # Still running now (nobody kills it), but not after the run's timeout and the grace.
@@ -173,6 +176,8 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
         wait_for(lambda: not client.containers.list(filters=mine), timeout_s + INSIDE_DEADLINE_GRACE_S + 30,
                  "the container to end by itself")
         assert time.monotonic() - started <= timeout_s + INSIDE_DEADLINE_GRACE_S + 30
+        proc.kill()
+        proc.wait(timeout=30)
         assert [c.name for c in client.containers.list(all=True, filters=mine)] == [container.name]  # stopped
         # The next docker sweep removes it (and only containers whose owner is gone).
         said = []
@@ -181,6 +186,7 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=30)
         for left in client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={proc.pid}"}):
             left.remove(force=True)
 
