@@ -9,9 +9,10 @@ JAX_REPO ?=
 ARGS   ?=
 # make test-unit spreads tests/unit over one pytest-xdist worker per core; XDIST= runs them in one process.
 XDIST  ?= -n auto
-# make test runs tests/integration on two workers (each test's JAX runs use cores of their own, so two, not
-# one per core), slurm's tests on one of them (tests/integration/conftest.py); INTEGRATION_XDIST= for one process.
-INTEGRATION_XDIST ?= -n 2 --dist loadgroup
+# make test runs tests/integration on three workers: on two cores two workers left a third of the CPU idle while
+# tests waited on image builds, installs and Slurm; slurm's tests share one worker (tests/integration/conftest.py).
+# INTEGRATION_XDIST= for one process.
+INTEGRATION_XDIST ?= -n 3 --dist loadgroup
 
 .PHONY: table smoke test test-unit docs bench stress bisect reduce nightly base-image cuda-image-check gpu-check clean-envs help
 
@@ -21,7 +22,7 @@ help:
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
-	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases) on two workers"
+	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases) on three workers"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
 	@echo "make bench      the harness's overhead against a bare shell loop"
@@ -46,7 +47,7 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# The unit tests on every core, then the integration tests on two workers (their JAX runs use the cores);
+# The unit tests on every core, then the integration tests on three workers (INTEGRATION_XDIST above);
 # both always run, and the first failure's exit code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP)
 	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \

@@ -9,7 +9,7 @@ import pytest
 
 
 # The reductions take half the folder's time, the training script's alone about a third: they start first,
-# so that `make test`'s two pytest-xdist workers (--dist loadgroup) end together rather than one waiting on
+# so that `make test`'s pytest-xdist workers (--dist loadgroup) end together rather than one waiting on
 # the longest test at the end.
 FIRST = "test_reduce_integration.py"
 
