@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_bisect.py
 	$(BIN)/python bench/bench_slurm.py
 	$(BIN)/python bench/bench_reduce_search.py
+	$(BIN)/python bench/bench_flush.py
 	$(BIN)/python bench/bench_reduce.py
 
 stress: $(STAMP)

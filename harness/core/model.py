@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.codec import Form, Omit, Record, shape, shaped, written
+from harness.core.comparison import Comparison
 from harness.core.confidence import MissBounds, SeedPlan
 
 # The vocabulary by what it describes: its words (kinds), what a run did (runs), what a cell's runs show
@@ -205,6 +206,10 @@ class CellResult(Record):
     cost: CellCost | None = field(default=None, metadata=_NONE)
     # fields this release does not know, kept as read
     extra: dict[str, Any] = field(default_factory=dict, metadata=shape(form=Form.EXTRA))
+    # In memory only: the later runs against the first, as the verdict was judged (harness/verdicts/keys.py's
+    # cell_comparison derives it once for a cell read from a file). Runs are not changed after a cell is made.
+    comparison: Comparison | None = field(default=None, compare=False, repr=False,
+                                          metadata=shape(omit=Omit.ALWAYS))
 
     @written(key="attribution", omit=Omit.NONE)
     def attributed_components(self) -> list[str] | None:
@@ -236,8 +241,8 @@ class CellResult(Record):
 
 __all__ = [
     "CELL_ORDER", "DEFAULT_BACKEND", "FAILABLE", "NO_MESH", "Attribution", "BackendName", "CacheSetting", "Cause",
-    "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "FactorResult", "FolderMode", "GroupFacts",
-    "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program", "RankRecord",
-    "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck", "SeedRun",
-    "ThresholdMode", "Verdict", "parse_fail_on",
+    "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "Comparison", "FactorResult", "FolderMode",
+    "GroupFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
+    "RankRecord", "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck",
+    "SeedRun", "ThresholdMode", "Verdict", "parse_fail_on",
 ]

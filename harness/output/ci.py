@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import cell_comparison
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
@@ -107,7 +107,7 @@ def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict], report: 
 def _what_failed(cell: CellResult) -> str:
     """`jit_f missed the cache in a fresh process`, or the start of the reason of a cell that measured nothing."""
     if cell.verdict == Verdict.REPRODUCED:
-        module = cell.rank_split.module if cell.rank_split is not None else comparison_of(cell.runs).moved_module()
+        module = cell.rank_split.module if cell.rank_split is not None else cell_comparison(cell).moved_module()
         if module is not None:
             return f"{module} missed the cache in a fresh process"
     reason = cell.reason.split(";", 1)[0]

@@ -14,10 +14,11 @@ from harness.core.files import write_atomic
 from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
-from harness.report.reproduce import summary_of
+from harness.report.reproduce import narrowing
 from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
 from harness.report.table import render_markdown
+from harness.verdicts.boundaries import release_boundaries
 
 
 class ResultsWriter:
@@ -34,6 +35,7 @@ class ResultsWriter:
         if header.created is None:
             header.created = utc_now()
         self.document = ResultsDocument(header, list(cells))
+        self._encoded = EncodedCells()
         self.flush()
 
     @property
@@ -71,14 +73,45 @@ class ResultsWriter:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def flush(self) -> None:
-        write_files(self.dir, self.document, self._report)
+        write_files(self.dir, self.document, self._report, self._encoded)
 
 
-def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | None = None) -> None:
+def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | None = None,
+                encoded: EncodedCells | None = None) -> None:
     """A results folder's results.json, table.md and report.md (`report`: a ReportWriter that already
-    gathered some cells' evidence), each written atomically."""
-    data = document.to_json()
-    write_atomic(folder / RESULTS_FILE, json.dumps(data, indent=2) + "\n")
+    gathered some cells' evidence; `encoded`: the cells' JSON kept from earlier writes), each written atomically."""
+    write_atomic(folder / RESULTS_FILE, results_text(document, encoded or EncodedCells()))
+    # The releases' boundaries once for both files: table.md's summary line, report.md's title and section.
+    boundaries = release_boundaries(document.cells, document.header.releases)
     write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document,
-                                                      summary_of(document.header, document.cells)))
-    (report or ReportWriter(folder)).write(document, document.cells)
+                                                      boundaries.line(narrowing(document.header))))
+    (report or ReportWriter(folder)).write(document, document.cells, boundaries)
+
+
+# results.json's top-level keys are the only lines with two spaces before a key: where its cells go.
+_NO_CELLS = '\n  "cells": []'
+
+
+class EncodedCells:
+    """Each cell's results.json text, made the first time the cell is written: a finished cell does not change,
+    so a sweep's rewrite after every cell encodes only the new one (keyed by the cell object, which it holds)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[CellResult, str]] = {}
+
+    def text(self, cell: CellResult) -> str:
+        """`cell` as json.dumps(indent=2) writes it inside results.json's `cells` (its lines indented by four)."""
+        kept = self._texts.get(id(cell))
+        if kept is None or kept[0] is not cell:
+            kept = self._texts[id(cell)] = (cell, json.dumps(cell.to_json(), indent=2).replace("\n", "\n    "))
+        return kept[1]
+
+
+def results_text(document: ResultsDocument, encoded: EncodedCells) -> str:
+    """results.json's text, as `json.dumps(document.to_json(), indent=2)` writes it, with each cell's part
+    from `encoded`."""
+    text = json.dumps(document.to_json(cells=[]), indent=2) + "\n"
+    if not document.cells:
+        return text
+    cells = ",\n    ".join(encoded.text(c) for c in document.cells)
+    return text.replace(_NO_CELLS, f'\n  "cells": [\n    {cells}\n  ]', 1)

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import cell_comparison
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
 from harness.core.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
@@ -54,7 +54,7 @@ def launch_of(run: RunRecord) -> Launch:
 def disagreeing_seeds(cell: CellResult, module: str) -> list[Launch]:
     """The first run's seed and the seed of the first later run with a new key of `module` (a job's
     launches: a seed per process)."""
-    comparison = comparison_of(cell.runs)
+    comparison = cell_comparison(cell)
     later = comparison.runs_with_new(module)
     by_index = {r.index: launch_of(r) for r in cell.runs}
     if comparison.baseline_run is None or not later:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from harness.core.codec import Omit, Record, shape
 
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import cell_comparison
 from harness.core.vary_factors import Factor
 from harness.core.model import Cause, CellResult, FactorResult, Verdict
 from harness.verdicts.ranks import HOST_COMPONENTS
@@ -84,7 +84,7 @@ def signature_of(cell: CellResult, vary: tuple[Factor, ...] = (), own: frozenset
         split = cell.rank_split
         return Signature(split.module, _program_components(split.components), cell.cause,
                          ranks=(split.ranks[0], split.ranks[1]))
-    module = comparison_of(cell.runs).moved_module()
+    module = cell_comparison(cell).moved_module()
     if module is None:
         return None
     components = tuple(sorted(cell.attribution.components)) if cell.attribution else ()

@@ -11,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass, replace
 
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import cell_comparison
 from harness.verdicts.vary import by_factors_only
 from harness.core.model import Cause, CellResult, RunRecord, Verdict
 
@@ -79,7 +79,7 @@ def _drop_inline_locs(line: str) -> str:
 
 def moved_module(cell: CellResult) -> str | None:
     """The module a later run computed a new key for (the one with the most new keys), None if none did."""
-    return comparison_of(cell.runs).moved_module()
+    return cell_comparison(cell).moved_module()
 
 
 def arguments(text: str) -> str:
@@ -122,7 +122,7 @@ class Seeds:
 
 def key_seeds(cell: CellResult, module: str) -> Seeds:
     """The first run's seed and each later run's that computed a new `module` key, from the runs' keys."""
-    comparison = comparison_of(cell.runs)
+    comparison = cell_comparison(cell)
     later = set(comparison.runs_with_new(module))
     values = [r.seed for r in cell.runs if r.ok and (r.index == comparison.baseline_run or r.index in later)]
     return _seeds(values, "key")

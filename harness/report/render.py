@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import cell_comparison
 from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
@@ -40,18 +40,21 @@ SeedsMap = dict[str, Seeds]  # CellSpec.key -> the first run's seed and those th
 
 
 def render_report(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap,
-                  seeds: SeedsMap | None = None) -> str:
-    """`seeds`: per reproduced cell; without it, the seeds are read from the runs' keys."""
+                  seeds: SeedsMap | None = None, boundaries: Boundaries | None = None) -> str:
+    """`seeds`: per reproduced cell; without it, the seeds are read from the runs' keys. `boundaries`: the
+    cells' release_boundaries with the header's releases, when the caller made them already (once per write)."""
     header = document.header
     config = header.config
+    bounds = boundaries or release_boundaries(cells, header.releases)
     # A bisection adds cells in the order it tested them; every section lists them as the table does,
     # and "the first reproduced cell" is then the earliest release.
     cells = in_version_order(cells)
+    title = summary_sentence(cells, header, bounds.line(narrowing(header)))
     sections = [
-        [f"# {md.text(config.name or 'sweep')}: {summary_sentence(cells, header)}", *_status(document)],
+        [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
-        _boundaries(document, cells, evidence),
+        _boundaries(document, cells, evidence, bounds),
         _groups(cells),
         cache_statistics(cells),
         _script_cache(cells),
@@ -70,17 +73,20 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     return "\n\n".join("\n".join(s).strip("\n") for s in sections if s) + "\n"
 
 
-def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = None) -> str:
+def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = None, summary: str | None = None) -> str:
     """The one line for an issue title or first sentence (Markdown); with the `header`, a boundary across
-    releases not measured is told as a range, with the command that narrows it."""
-    line = md.text(summary_line(cells, summary_of(header, cells) if header is not None else None))
+    releases not measured is told as a range, with the command that narrows it (`summary`: that line, made
+    already)."""
+    if summary is None and header is not None:
+        summary = summary_of(header, cells)
+    line = md.text(summary_line(cells, summary))
     # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
     worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
     if worst is None:
         return line
     if worst.commit is not None:
         line += " of releases; jax commit " + md.text(worst.label) + " reproduces"
-    comparison = comparison_of(worst.runs)
+    comparison = cell_comparison(worst)
     module = comparison.moved_module()
     if module is None:  # a results folder judged by an older rule
         return f"{line}; reproduced on {_jax(worst)}" + (f": {md.text(worst.reason)}" if worst.reason else "")
@@ -116,8 +122,8 @@ def _status(document: ResultsDocument) -> list[str]:
     return lines if len(lines) > 1 else []
 
 
-def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
-    b = release_boundaries(cells, document.header.releases)
+def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap,
+                b: Boundaries) -> list[str]:
     if b.no_boundary:  # no clean release measured: where it "appears" is not known
         appears = f"— (every release measured reproduces, {md.text(b.measured[0])} included)"
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.verdicts.keys import Comparison, comparison_of, logs_complete
+from harness.verdicts.keys import Comparison, cell_comparison, logs_complete
 from harness.core.model import CellResult, RunRecord
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      extract_lowered, key_seeds, module_seeds, new_texts)
@@ -56,7 +56,7 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
     neighbour's key; which later run brought a new key is then told by the modules it compiled."""
     if cell.rank_split is not None:
         return _rank_evidence(results_dir, cell), None
-    comparison = comparison_of(cell.runs)
+    comparison = cell_comparison(cell)
     module = comparison.moved_module()
     if module is None:
         return MissingEvidence(None, "no later run computed a key the first run did not"), None

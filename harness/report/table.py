@@ -9,7 +9,7 @@ from tabulate import tabulate
 
 from harness.core import markdown
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.keys import comparison_of, longest_compiles
+from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase
@@ -30,7 +30,7 @@ def _keys_column(cell: CellResult) -> str:
     if cell.rank_split is not None:
         return f"{cell.rank_split.module}: processes differ"
     runs = rank_runs(cell.runs, 0) if cell.spec.is_multiprocess else cell.runs
-    comparison = comparison_of(runs)
+    comparison = comparison_of(runs) if cell.spec.is_multiprocess else cell_comparison(cell)
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"

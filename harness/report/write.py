@@ -10,6 +10,7 @@ from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evid
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.sources import collect
 from harness.results.document import ResultsDocument, load_results
+from harness.verdicts.boundaries import Boundaries
 
 EVIDENCE_DIR = "evidence"
 
@@ -36,7 +37,8 @@ class ReportWriter:
                 write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff", "\n".join(evidence.diff) + "\n")
         return self._found[cell.spec.key][0]
 
-    def write(self, document: ResultsDocument, cells: list[CellResult]) -> Path:
+    def write(self, document: ResultsDocument, cells: list[CellResult], boundaries: Boundaries | None = None) -> Path:
+        """report.md of `cells` (`boundaries`: theirs with the header's releases, when made already)."""
         overlapped = document.header.options.overlapped
         for cell in cells:
             self.gather(cell, overlapped)
@@ -44,7 +46,7 @@ class ReportWriter:
         evidence = {key: e for key, (e, _) in found.items()}
         seeds = {key: s for key, (_, s) in found.items() if s is not None}
         path = self.dir / REPORT_FILE
-        write_atomic(path, render_report(document, cells, evidence, seeds))
+        write_atomic(path, render_report(document, cells, evidence, seeds, boundaries))
         return path
 
 

@@ -132,9 +132,11 @@ class ResultsDocument:
     def status_text(self) -> str:
         return f"{self.status}: {self.status_detail}" if self.status_detail else str(self.status)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, cells: list[Any] | None = None) -> dict[str, Any]:
+        """`cells`: what to write as the cells (the results writer's, each encoded once); by default each
+        cell's to_json()."""
         return {"schema_version": self.schema_version, **self.header.to_json(), "finished": self.finished,
-                "status": self.status_text, "cells": [c.to_json() for c in self.cells],
+                "status": self.status_text, "cells": [c.to_json() for c in self.cells] if cells is None else cells,
                 "summary": summarise(self.cells), "summaries": summaries_by_mesh(self.cells), **self.sections}
 
     @classmethod

@@ -86,5 +86,6 @@ class Tally:
                           attribution=judgement.attribution,
                           attribution_unavailable=judgement.attribution_unavailable,
                           inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,
+                          comparison=judgement.comparison,
                           job=group_facts(records, spec.processes, None if stopped_early else self.planned)
                           if spec.is_multiprocess else None)

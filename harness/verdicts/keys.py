@@ -9,12 +9,13 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
+from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
 from harness.core.listing import Entry, entries, keys_by_module
-from harness.core.model import RunRecord
+from harness.core.model import CellResult, RunRecord
 
 
 @dataclass(frozen=True)
@@ -99,68 +100,6 @@ def _by_module(found: Iterable[Entry]) -> dict[str, list[str]]:
     return keys_by_module(set(found))
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """A cell's later runs against its first: which keys were new, which were not computed again."""
-
-    baseline_run: int | None  # index of the first successful run; None when no run succeeded
-    baseline: dict[str, list[str]]  # module -> the keys the first run computed
-    later_runs: list[int]  # indices of the successful runs after it
-    # later run -> module -> keys no earlier run computed
-    new: dict[int, dict[str, list[str]]] = field(default_factory=dict)
-    # later run -> module -> the first run's keys it did not compute (known only from `computed`)
-    fewer: dict[int, dict[str, list[str]]] = field(default_factory=dict)
-
-    @property
-    def reproduced(self) -> bool:
-        return bool(self.new)
-
-    def new_keys(self, module: str) -> list[str]:
-        """The distinct keys of `module` that later runs brought."""
-        return sorted({k for by_module in self.new.values() for k in by_module.get(module, [])})
-
-    def runs_with_new(self, module: str) -> list[int]:
-        return [run for run, by_module in self.new.items() if module in by_module]
-
-    def moved_module(self) -> str | None:
-        """The module with the most new keys (the seed's, jit_f, on a tie); None when none has one."""
-        modules = {m for by_module in self.new.values() for m in by_module}
-        return max(sorted(modules), key=lambda m: (len(self.new_keys(m)), m == "jit_f"), default=None)
-
-    def widest_module(self) -> str | None:
-        """The first run's module with the most keys (jit_f on a tie)."""
-        return max(sorted(self.baseline), key=lambda m: (len(self.baseline[m]), m == "jit_f"), default=None)
-
-    def main_module(self, compile_s: dict[str, float] | None = None) -> str | None:
-        """The user's own function among the first run's modules: not one JAX compiles for a single operation
-        run outside a jit (jit_broadcast_in_dim has the most keys only because it is compiled at every shape),
-        where another exists; of those, the largest program by the longest compile JAX logged for it
-        (`compile_s`), then the most keys."""
-        own = [m for m in self.baseline if not dispatch_helper(m)] or list(self.baseline)
-        timed = compile_s or {}
-        return max(sorted(own), key=lambda m: (timed.get(m, -1.0), len(self.baseline[m]), m == "jit_f"), default=None)
-
-
-# The modules JAX compiles for one jax.numpy/lax operation run eagerly (outside any jit): `jit_` and the
-# primitive's name. They are JAX's, never the user's function (seen in the recorded logs: iota, reshape,
-# _multi_slice, broadcast_in_dim, convert_element_type; the rest are primitives a script commonly runs eagerly).
-_DISPATCH_PRIMITIVES = frozenset((
-    "broadcast_in_dim", "convert_element_type", "iota", "reshape", "_multi_slice", "concatenate", "squeeze",
-    "transpose", "select_n", "dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
-    "slice", "pad", "add", "sub", "mul", "div", "neg", "integer_pow", "pow", "exp", "log", "tanh",
-    "reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general", "clamp", "max", "min",
-    "eq", "ne", "lt", "gt", "le", "ge", "and", "or", "not", "copy", "expand_dims", "_where", "_reduce_sum",
-    "_mean", "_var", "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "cumsum", "sort", "rng_bit_generator",
-    "random_bits", "random_wrap", "random_unwrap", "random_seed", "threefry2x32", "_threefry_split",
-    "_uniform", "_normal", "_normal_real", "_truncated_normal", "_randint", "_bernoulli", "_gamma",
-))
-
-
-def dispatch_helper(module: str) -> bool:
-    """A module JAX compiled for one operation run eagerly (`jit_broadcast_in_dim`), not a user's function."""
-    return module.startswith("jit_") and module[len("jit_"):] in _DISPATCH_PRIMITIVES
-
-
 def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
     """module -> the longest compile JAX logged for it in these runs: how large a program each module is."""
     out: dict[str, float] = {}
@@ -204,6 +143,15 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
 def comparison_of(runs: Sequence[RunRecord]) -> Comparison:
     """The comparison of a cell's stored runs (the failed ones left out)."""
     return compare_with_first_run(observed_keys(runs))
+
+
+def cell_comparison(cell: CellResult) -> Comparison:
+    """`comparison_of(cell.runs)`, kept on the cell: the one its verdict was judged from (Tally.cell keeps it),
+    or, for a cell read from a file, derived the first time it is asked for; never again on every rewrite of
+    the folder's files."""
+    if cell.comparison is None:
+        cell.comparison = comparison_of(cell.runs)
+    return cell.comparison
 
 
 def _plural(count: int, word: str) -> str:

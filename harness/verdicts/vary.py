@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.verdicts.keys import comparison_of, run_keys
+from harness.verdicts.keys import cell_comparison, run_keys
 from harness.core.vary_factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.listing import Entry
@@ -199,4 +199,4 @@ def by_factors_only(cell: CellResult) -> bool:
     """A reproduced cell whose own runs agree: only a factor (or the control run) missed, so the
     evidence and commands of its runs have nothing to show; the variation section has."""
     return (cell.verdict == Verdict.REPRODUCED and cell.variation is not None
-            and not comparison_of(cell.runs).reproduced)
+            and not cell_comparison(cell).reproduced)

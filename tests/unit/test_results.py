@@ -1,5 +1,6 @@
 """Result files: atomic, readable by others, host facts not overwritten, tables in version order."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -219,3 +220,60 @@ def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path)
     config = check_config(ScriptCheck(script=script, script_run=ScriptRun(), versions=("0.4.31",), platform=Platform.CPU,
                                       device_count=1, runs=None, timeout_s=60))
     assert len(config.name) <= 240 and config.name.startswith("check-sss")
+
+
+def _reproduced_runs() -> list:
+    from harness.core.model import RunRecord
+    return [RunRecord(1, 11, 0, 0.5, ["jit_f-" + "a" * 64]), RunRecord(2, 12, 0, 0.5, ["jit_f-" + "b" * 64]),
+            RunRecord(3, 13, 0, 0.5, [])]
+
+
+def test_a_cell_keeps_the_comparison_its_verdict_was_judged_from_and_never_writes_it():
+    from harness.verdicts.judge import Tally
+    from harness.verdicts.keys import cell_comparison, comparison_of
+
+    tally = Tally(3)
+    for run in _reproduced_runs():
+        tally.add(run)
+    cell = tally.cell(CellSpec("0.4.28", Platform.CPU, 8, None), [], {})
+    assert cell.verdict == Verdict.REPRODUCED
+    assert cell.comparison == comparison_of(cell.runs) and cell.comparison.runs_with_new("jit_f") == [2]
+    assert cell_comparison(cell) is cell.comparison  # read, not derived again
+    data = cell.to_json()
+    assert "comparison" not in data
+    read = CellResult.from_json(data)
+    assert read.comparison is None and read == cell  # memory only: not part of what a cell is
+    derived = cell_comparison(read)
+    assert derived == cell.comparison and cell_comparison(read) is derived  # derived once, then kept
+
+
+def _documents() -> list[ResultsDocument]:
+    from harness.results.document import load_results
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    docs = [load_results(p.parent) for p in sorted(fixtures.glob("*/results.json"))]
+    odd = docs[0].cells[0]
+    # Text that looks like the file's own structure, text JSON escapes, and a NaN: the file is as json.dumps writes it.
+    odd = CellResult.from_json({**odd.to_json(), "reason": 'x\n  "cells": [],\n é \u2028 \ud800 "'})
+    odd.runs[0].duration_s = float("nan")
+    docs.append(ResultsDocument(docs[0].header, [odd, *docs[0].cells], sections={"bisect": {"cells": []}}))
+    docs.append(ResultsDocument(docs[0].header, []))
+    return docs
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(index, monkeypatch):
+    from harness.output.writer import EncodedCells, results_text
+
+    document = _documents()[index]
+    expected = json.dumps(document.to_json(), indent=2) + "\n"
+    encoded = EncodedCells()
+    calls = []
+    real = CellResult.to_json
+    monkeypatch.setattr(CellResult, "to_json", lambda self: calls.append(self) or real(self))
+    assert results_text(document, encoded) == expected
+    assert results_text(document, encoded) == expected
+    assert len(calls) == len(document.cells)  # the second write encoded nothing again
+    if document.cells:
+        changed = dataclasses.replace(document.cells[0], reason="another reason")
+        document.cells[0] = changed  # a new object is a new cell: encoded, not taken for the old one
+        assert json.loads(results_text(document, encoded))["cells"][0]["reason"] == "another reason"
