@@ -34,6 +34,8 @@ def engine_with_base_image() -> docker.DockerClient:
 
 def our_containers(client, tmp_path: Path) -> list:
     """This test's containers: the harness's label and a folder of this test mounted (other sessions on
-    the same engine may run containers of their own meanwhile)."""
-    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+    the same engine may run containers of their own meanwhile). `sparse`: the engine's list as it answers it
+    (Mounts included), without inspecting each container after, which fails when another test's container is
+    removed between the two."""
+    return [c for c in client.containers.list(all=True, sparse=True, filters={"label": LABEL})
             if any(str(m.get("Source", "")).startswith(str(tmp_path)) for m in c.attrs.get("Mounts", []))]
