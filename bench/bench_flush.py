@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.core.model import CellResult
 from harness.output.writer import ResultsWriter
 from harness.results.document import load_results
+from harness.verdicts.keys import comparison_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,6 @@ def as_measured(cell: CellResult) -> CellResult:
     """The cell as the runner hands it to the writer: with its comparison, where cells keep one."""
     if "comparison" not in {f.name for f in dataclasses.fields(CellResult)}:
         return cell
-    from harness.verdicts.keys import comparison_of
     return dataclasses.replace(cell, comparison=comparison_of(cell.runs))
 
 

@@ -14,7 +14,7 @@ from harness.core.files import write_atomic
 from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
-from harness.report.reproduce import narrowing
+from harness.report.reproduce import summary_of
 from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
                              lock_results_folder, utc_now)
 from harness.report.table import render_markdown
@@ -84,7 +84,7 @@ def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | 
     # The releases' boundaries once for both files: table.md's summary line, report.md's title and section.
     boundaries = release_boundaries(document.cells, document.header.releases)
     write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document,
-                                                      boundaries.line(narrowing(document.header))))
+                                                      summary_of(document.header, document.cells, boundaries)))
     (report or ReportWriter(folder)).write(document, document.cells, boundaries)
 
 

@@ -21,7 +21,7 @@ from harness.results.document import BISECTION_KEYS, ResultsDocument, RunStatus,
 from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
-from harness.report.reproduce import (harness_command, narrowing, seed_commands, shell_comment, shell_commands,
+from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
 from harness.report.vary import variation_section
@@ -46,15 +46,16 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     header = document.header
     config = header.config
     bounds = boundaries or release_boundaries(cells, header.releases)
+    summary = summary_of(header, cells, bounds)  # the title's line and the Boundaries section's
     # A bisection adds cells in the order it tested them; every section lists them as the table does,
     # and "the first reproduced cell" is then the earliest release.
     cells = in_version_order(cells)
-    title = summary_sentence(cells, header, bounds.line(narrowing(header)))
+    title = summary_sentence(cells, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
-        _boundaries(document, cells, evidence, bounds),
+        _boundaries(document, cells, evidence, bounds, summary),
         _groups(cells),
         cache_statistics(cells),
         _script_cache(cells),
@@ -123,13 +124,14 @@ def _status(document: ResultsDocument) -> list[str]:
 
 
 def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap,
-                b: Boundaries) -> list[str]:
+                b: Boundaries, summary: str) -> list[str]:
+    """`summary`: b's line (summary_of)."""
     if b.no_boundary:  # no clean release measured: where it "appears" is not known
         appears = f"— (every release measured reproduces, {md.text(b.measured[0])} included)"
     else:
         appears = md.text(b.appears_in or "—") + (
             f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else "")
-    lines = ["## Boundaries", "", f"**{md.text(b.line(narrowing(document.header)))}**", "", f"- Appears in: {appears}",
+    lines = ["## Boundaries", "", f"**{md.text(summary)}**", "", f"- Appears in: {appears}",
              f"- Fixed in: {_fixed(b)}"]
     lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
     if b.no_boundary:

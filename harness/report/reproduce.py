@@ -13,7 +13,7 @@ from typing import Any, Callable
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
@@ -229,11 +229,12 @@ def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:
     return command
 
 
-def summary_of(header: ResultsHeader, cells: list[CellResult]) -> str:
+def summary_of(header: ResultsHeader, cells: list[CellResult], boundaries: Boundaries | None = None) -> str:
     """The boundaries' line of a sweep's cells with what its header knows (table.summary_line adds the rest):
     the releases between those measured (a boundary across unmeasured ones is told as a range) and the
-    command that narrows it."""
-    return release_boundaries(cells, header.releases).line(narrowing(header))
+    command that narrows it. `boundaries`: the cells' release_boundaries with the header's releases, when
+    made already."""
+    return (boundaries or release_boundaries(cells, header.releases)).line(narrowing(header))
 
 
 def shell_comment(text: str) -> str:

@@ -29,8 +29,11 @@ def _keys_column(cell: CellResult) -> str:
     the module its processes disagree on."""
     if cell.rank_split is not None:
         return f"{cell.rank_split.module}: processes differ"
-    runs = rank_runs(cell.runs, 0) if cell.spec.is_multiprocess else cell.runs
-    comparison = comparison_of(runs) if cell.spec.is_multiprocess else cell_comparison(cell)
+    if cell.spec.is_multiprocess:
+        runs = rank_runs(cell.runs, 0)
+        comparison = comparison_of(runs)
+    else:
+        runs, comparison = cell.runs, cell_comparison(cell)
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
