@@ -23,7 +23,8 @@ from harness.environments.docker import (SCRIPT_MOUNT, DockerBackend, DockerEnvi
                                          run_kwargs)
 from harness.environments.process import log_tail
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import CellSpec, Mesh, Platform, Verdict
+from harness.core.model import CellResult, CellSpec, Mesh, Platform, Verdict
+from harness.environments.base import Environment
 from harness.cli.console import ConsoleProgress
 from harness.measure.seeds import SeedPlanner
 from harness.measure.sweep import measure_cell
@@ -32,6 +33,7 @@ from harness.environments.package_index import PyPIIndex
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ("import importlib.metadata as md, jax_plugins.xla_cuda12 as plugin; "
           "print(plugin.__name__, md.version('jax-cuda12-plugin'), 'pjrt', md.version('jax-cuda12-pjrt'))")
+DEFAULT_VERSION = "0.4.28"  # the seed reproduces on it
 FAST_S = 60  # "fails fast": well under one run's timeout
 
 
@@ -53,9 +55,18 @@ class Checks:
             self.failed.append(name)
 
 
+def seed_repro(environment: Environment, version: str, work: Path, progress: ConsoleProgress) -> CellResult:
+    """The seed's repro measured in `environment` on 8 simulated CPU devices, as a sweep measures a cell
+    (the same measure_cell call: tests/integration/test_cuda_image_check.py runs it in a venv, so a change
+    of its signature fails a test and not only this script, which needs a 2 GB download)."""
+    config = load_config(ROOT / "configs" / "smoke.yaml")
+    spec = CellSpec(version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
+    return measure_cell(spec, environment, config, SeedPlanner(runs=4), work, progress, keep=lambda cell: None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--version", default="0.4.28")
+    parser.add_argument("--version", default=DEFAULT_VERSION)
     parser.add_argument("--base-image", help="default: the cuda default (python:3.11-slim, else the offline one)")
     parser.add_argument("--rebuild", action="store_true")
     args = parser.parse_args(argv)
@@ -91,10 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         checks.record("CUDA plugin imports", outcome.ok and f" {args.version} " in f" {said[0]} ", said[0])
 
         # 2. The seed's repro on 8 simulated CPU devices, in the cuda image.
-        config = load_config(ROOT / "configs" / "smoke.yaml")
         environment = DockerEnvironment(client, tag, args.version, Platform.CPU, facts, backend.user)
-        spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
-        cell = measure_cell(spec, environment, config, SeedPlanner(runs=4), work / "cell", progress)
+        cell = seed_repro(environment, args.version, work / "cell", progress)
         checks.record(f"seed repro with JAX_PLATFORMS=cpu reproduces on {args.version}",
                       cell.verdict == Verdict.REPRODUCED, f"{cell.verdict}: {cell.reason}")
 
