@@ -19,8 +19,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
@@ -612,6 +615,93 @@ def case_reduce_state(h: Harness, change: dict | None) -> tuple[bool, str]:
     return held and not planted.exists(), detail
 
 
+INDEX_TOKEN = "pypi-stress-S3cr3t"
+INDEX_PAGE = b'{"files": [{"filename": "jax-0.4.29.tar.gz", "upload-time": "2024-06-10T00:00:00Z"}]}'
+
+
+@contextmanager
+def hostile_index(respond: Callable[[BaseHTTPRequestHandler], None]):
+    """An index on the loopback whose every answer is `respond(handler)`: its URL while the block runs."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            try:
+                respond(self)
+            except OSError:  # the harness hung up, as it should on a page it refuses
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _answer(handler: BaseHTTPRequestHandler, body: bytes, status: int = 200, **headers: str) -> None:
+    handler.send_response(status)
+    for name, value in {"Content-Type": "application/vnd.pypi.simple.v1+json",
+                        "Content-Length": str(len(body)), **headers}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def _drip(handler: BaseHTTPRequestHandler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+    handler.end_headers()
+    for _ in range(40):  # one byte every 5 s: each read is quick, the page never ends
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        time.sleep(5)
+
+
+INDEX_SERVERS: dict[str, tuple[Callable[[BaseHTTPRequestHandler], None], str]] = {
+    # name: (what the index answers, the URL's user part), each `harness versions` one line, exit 2
+    "a wrong token in --index-url is never printed": (lambda h: _answer(h, b"no", 401), f"__token__:{INDEX_TOKEN}@"),
+    "upload-time: yesterday": (lambda h: _answer(h, INDEX_PAGE.replace(b"2024-06-10T00:00:00Z", b"yesterday")), ""),
+    "upload-time: 5": (lambda h: _answer(h, INDEX_PAGE.replace(b'"2024-06-10T00:00:00Z"', b"5")), ""),
+    "PEP 691 JSON in UTF-16": (lambda h: _answer(h, INDEX_PAGE.decode().encode("utf-16")), ""),
+    "a JSON list": (lambda h: _answer(h, b"[1, 2]"), ""),
+    "requires-python: 5": (lambda h: _answer(h, INDEX_PAGE.replace(b'"upload-time"', b'"requires-python": 5, "x"')), ""),
+    "a redirect loop": (lambda h: _answer(h, b"", 302, Location=h.path), ""),
+    "a 100 MiB page": (lambda h: _answer(h, b" " * (100 << 20)), ""),
+    "a byte every 5 s": (_drip, ""),
+}
+
+
+def case_hostile_index(h: Harness, name: str) -> tuple[bool, str]:
+    respond, user = INDEX_SERVERS[name]
+    cache = h.root / "index-home" / name.replace(" ", "-").replace("/", "-")
+    with hostile_index(respond) as url:
+        url = url.replace("http://", f"http://{user}")
+        start = time.monotonic()
+        code, _, err = h.run("versions", "configs/smoke.yaml", "--versions", ">=0.4.26", "--index-url", url,
+                             timeout=200, env=h.env(HOME=str(cache)))
+        took = time.monotonic() - start
+    # `versions` first says where the packages come from (a progress line), then the one line of the error
+    said = [line for line in err.strip().splitlines() if not line.startswith("harness: packages from ")]
+    held, detail = one_line(code, "\n".join(said))
+    kept = list(cache.rglob("*.json"))  # a page that did not validate is never the copy on disk
+    return held and INDEX_TOKEN not in err and took < 80 and not kept, f"{detail} in {took:.0f} s, {len(kept)} kept"
+
+
+def case_file_index(h: Harness) -> tuple[bool, str]:
+    for project, files in {"jax": ["jax-0.4.29.tar.gz"], "jaxlib": ["jaxlib-0.4.29-cp311-cp311-manylinux2014_x86_64.whl"]}.items():
+        links = "".join(f'<a href="../../files/{f}">{f}</a>' for f in files)
+        h.write(f"file-index/simple/{project}/index.html", f"<html><body>{links}</body></html>")
+    code, out, err = h.run("versions", "configs/smoke.yaml", "--versions", ">=0.4.26",
+                           "--index-url", (h.root / "file-index" / "simple").as_uri(), timeout=60,
+                           env=h.env(HOME=str(h.root / "index-home" / "file")))
+    listed = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return code == 0 and listed == ["0.4.29"], f"exit {code}: {(out or err).strip()[:80]}"
+
+
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
@@ -658,6 +748,8 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("a timed-out script's /tmp/train-ckpt-* goes with its run (venv)",
          lambda: case_run_tmpdir(h, "venv", hang=True)),
     ]
+    cases += [(f"index: {name}", lambda name=name: case_hostile_index(h, name)) for name in INDEX_SERVERS]
+    cases.append(("index: a file:// index in the usual layout", lambda: case_file_index(h)))
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
                        lambda: case_self_signal(h, "docker")),

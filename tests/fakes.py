@@ -45,11 +45,11 @@ class FakeIndex:
         """The releases as PyPI lists them: jax is pure Python, jaxlib has a wheel per CPython 3.`minor`
         (`extra`: more file names of a release)."""
         return cls({
-            "jax": parse_pypi({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
-                                                 "requires_python": f">=3.{min(p)}"}]
-                                            for v, p in jaxlib.items()}}),
-            "jaxlib": parse_pypi({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
-                                               for v, p in jaxlib.items()}}),
+            "jax": parse_pypi(json.dumps({"releases": {v: [{"filename": f"jax-{v}-py3-none-any.whl",
+                                                            "requires_python": f">=3.{min(p)}"}]
+                                                       for v, p in jaxlib.items()}}).encode()),
+            "jaxlib": parse_pypi(json.dumps({"releases": {v: wheels("jaxlib", v, p, (extra or {}).get(v, []))
+                                                          for v, p in jaxlib.items()}}).encode()),
         })
 
     @classmethod

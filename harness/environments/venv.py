@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.inputs.dependencies import Requirements, Sources
+from harness.inputs.index_urls import redacted
 from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.locking import held
 from harness.environments.vary import CannotVary
@@ -211,7 +212,7 @@ class VenvBackend(Backend):
         steps.append(install)
         with open(log, "w") as out:
             for cmd in steps:
-                out.write("$ " + " ".join(cmd) + "\n")
+                out.write("$ " + " ".join(redacted(word) for word in cmd) + "\n")  # no index's token
                 out.flush()
                 proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
                 if proc.returncode != 0:
@@ -227,7 +228,7 @@ class VenvBackend(Backend):
         if self.requirements:
             facts["requirements"] = self.requirements.to_json()
         if self.sources.index_url or self.sources.extra_index_urls:
-            facts["index_urls"] = [u for u in (self.sources.index_url, *self.sources.extra_index_urls) if u]
+            facts["index_urls"] = [redacted(u) for u in (self.sources.index_url, *self.sources.extra_index_urls) if u]
         if self.sources.editables:
             facts["editables"] = list(self.sources.editables)
         _write_marker(marker, facts)

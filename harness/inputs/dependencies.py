@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from harness.core.errors import UserError
+from harness.inputs.index_urls import redacted
 
 # The specification's reference regular expression (packaging.python.org, "Inline script metadata").
 # No maintained library offers this parser (`packaging` has none); the spec gives these lines as the
@@ -126,7 +127,7 @@ def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editabl
             extras, variable = tuple(environ[extra_variable].split()), variable or extra_variable
     for url in (index, *extras):
         if url is not None and not re.match(r"^(https?|file)://\S+$", url.strip()):
-            raise UserError(f"--index-url/--extra-index-url: {url!r} is not an http(s):// or file:// URL")
+            raise UserError(f"--index-url/--extra-index-url: {redacted(url)!r} is not an http(s):// or file:// URL")
     folders = tuple(dict.fromkeys(str(package_folder(path, "--with-editable")) for path in editables))
     return Sources(index.strip() if index else None, tuple(u.strip() for u in extras), folders,
                    editable_digests=tuple(editable_content(Path(f)) for f in folders), index_variable=variable)

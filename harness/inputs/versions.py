@@ -6,14 +6,14 @@ JSON API); `parse_pypi` reads that API's answer.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from html.parser import HTMLParser
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, TypeVar
 from urllib.parse import unquote, urlsplit
 
+import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import canonicalize_name, InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from harness.core.errors import UserError
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
+T = TypeVar("T")
 _SPEC_CHARS = "<>=!~,"
 # The CPython feature releases a wheel is looked for: far past any that exists today.
 _CANDIDATE_PYTHONS = tuple(PythonVersion(3, minor) for minor in range(6, 40))
@@ -207,37 +208,90 @@ def _is_final(v: str) -> bool:
     return not (parsed.is_prerelease or parsed.is_devrelease)
 
 
-def parse_pypi(data: dict) -> dict[str, Release]:
-    out = {}
-    for version, files in data.get("releases", {}).items():
-        if not files:
-            continue
-        times = [f.get("upload_time_iso_8601") for f in files if f.get("upload_time_iso_8601")]
-        uploaded = max((datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times), default=None)
-        requires = next((f["requires_python"] for f in files if f.get("requires_python")), None)
-        out[version] = Release(version, uploaded, yanked=all(f.get("yanked") for f in files),
-                               requires_python=requires, wheel_tags=_wheel_tags(files))
-    return out
+class PageError(ValueError):
+    """An index page that is not what its API says it is (one line: what is wrong, and where in the page)."""
+
+
+class _PyPIFile(msgspec.Struct):
+    filename: str = ""
+    upload_time_iso_8601: datetime | None = None
+    requires_python: str | None = None
+    yanked: bool = False
+
+
+class _PyPIPage(msgspec.Struct):
+    """PyPI's JSON API answer (`/pypi/<project>/json`), the fields the resolution reads, each checked."""
+    releases: dict[str, list[_PyPIFile]] = {}
+
+
+class _SimpleFile(msgspec.Struct, rename="kebab"):
+    filename: str
+    upload_time: datetime | None = None  # PEP 700
+    requires_python: str | None = None
+    yanked: bool | str = False  # PEP 592: true, or the reason
+
+
+class _SimplePage(msgspec.Struct):
+    """A simple API page for one project (PEP 691 JSON)."""
+    files: list[_SimpleFile] = []
+
+
+class _Project(msgspec.Struct):
+    name: str
+
+
+class _SimpleRoot(msgspec.Struct):
+    """A simple index's root page (PEP 691 JSON): the projects it serves."""
+    projects: list[_Project] = []
+
+
+def _checked(raw: bytes, page: type[T]) -> T:
+    try:
+        return msgspec.json.decode(raw, type=page)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise PageError(" ".join(str(exc).split())[:300]) from None
+
+
+def parse_pypi(raw: bytes) -> dict[str, Release]:
+    """PyPI's JSON API answer as releases; PageError when it is not one (every field read is checked)."""
+    return _releases({version: [(f.filename, f.upload_time_iso_8601, f.requires_python, f.yanked) for f in files]
+                      for version, files in _checked(raw, _PyPIPage).releases.items()})
 
 
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
 
 
-def parse_simple(data: dict) -> dict[str, Release]:
+def parse_simple(raw: bytes) -> dict[str, Release]:
     """A simple API page (PEP 691 JSON: `files`, each with `filename` and, where the index has them,
     PEP 700's `upload-time`, `requires-python`, `yanked`) as parse_pypi's releases, grouped by the version
-    each file's name carries. A mirror that gives no upload times gives releases without dates."""
-    by_version: dict[str, list[dict]] = {}
-    for entry in data.get("files", []):
-        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
+    each file's name carries; PageError when it is not such a page. A mirror that gives no upload times
+    gives releases without dates."""
+    by_version: dict[str, list[tuple[str, datetime | None, str | None, bool]]] = {}
+    for entry in _checked(raw, _SimplePage).files:
+        version = _file_version(entry.filename)
+        if version is not None:
+            by_version.setdefault(version, []).append(
+                (entry.filename, entry.upload_time, entry.requires_python, bool(entry.yanked)))
+    return _releases(by_version)
+
+
+def _releases(files_by_version: dict[str, list[tuple[str, datetime | None, str | None, bool]]]) -> dict[str, Release]:
+    """Releases from each version's files (name, upload time, Requires-Python, yanked)."""
+    out = {}
+    for version, files in files_by_version.items():
+        if not files:
             continue
-        version = _file_version(entry["filename"])
-        if version is None:
-            continue
-        by_version.setdefault(version, []).append({
-            "filename": entry["filename"], "upload_time_iso_8601": entry.get("upload-time"),
-            "requires_python": entry.get("requires-python"), "yanked": bool(entry.get("yanked"))})
-    return parse_pypi({"releases": by_version})
+        times = [_aware(uploaded) for _, uploaded, _, _ in files if uploaded is not None]
+        requires = next((r for _, _, r, _ in files if r), None)
+        out[version] = Release(version, max(times, default=None), yanked=all(y for _, _, _, y in files),
+                               requires_python=requires,
+                               wheel_tags=_wheel_tags([name for name, _, _, yanked in files if not yanked]))
+    return out
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time without a zone as UTC (an index's times are), so that every upload time compares."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _file_version(filename: str) -> str | None:
@@ -289,10 +343,9 @@ class _AnchorTexts(HTMLParser):
 
 def simple_projects(page: str, is_json: bool) -> tuple[str, ...]:
     """The project names a simple index's root lists (PEP 691 JSON `projects`, or PEP 503's anchors),
-    canonical and sorted. ValueError for JSON that is not an index's."""
+    canonical and sorted. PageError for JSON that is not an index's."""
     if is_json:
-        data = json.loads(page)
-        names = [p["name"] for p in data.get("projects", []) if isinstance(p, dict) and isinstance(p.get("name"), str)]
+        names = [project.name for project in _checked(page.encode(), _SimpleRoot).projects]
     else:
         anchors = _AnchorTexts()
         anchors.feed(page)
@@ -307,11 +360,10 @@ def simple_html_as_json(page: str) -> dict:
     return {"meta": {"api-version": "1.0"}, "files": anchors.files}
 
 
-def _wheel_tags(files: list[dict]) -> frozenset[Tag]:
+def _wheel_tags(filenames: list[str]) -> frozenset[Tag]:
     tags: set[Tag] = set()
-    for f in files:
-        name = f.get("filename", "")
-        if not name.endswith(".whl") or f.get("yanked"):
+    for name in filenames:
+        if not name.endswith(".whl"):
             continue
         try:
             tags |= parse_wheel_filename(name)[3]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, TypeVar
 
 from harness.inputs.dependencies import Sources, sources_from
+from harness.inputs.index_urls import redacted
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import Backend, BackendChoice, BackendOptions, make_backend
 from harness.environments import interpreters
@@ -97,7 +98,7 @@ def open_backend(config: Config, options: MeasureOptions,
 
 def sources_line(sources: Sources) -> str:
     """The one line a command says of where the releases and packages come from (PyPI: the default)."""
-    indexes = [u for u in (sources.index_url, *sources.extra_index_urls) if u]
+    indexes = [redacted(u) for u in (sources.index_url, *sources.extra_index_urls) if u]
     parts = [f"packages from {', '.join(indexes)}" + (f" (from {sources.index_variable})" if sources.index_variable
                                                       else "") if indexes
              else "packages from PyPI (the default; another index: --index-url URL)"]
@@ -142,8 +143,10 @@ def results_header(command: str, config: Config, versions: list[str], choice: Ba
 
 
 def recorded_sources(sources: Sources) -> dict:
-    """results.json's record of the sources: absent when packages came from PyPI alone (older folders)."""
-    return {"index_url": sources.index_url, "extra_index_urls": sources.extra_index_urls or None,
+    """results.json's record of the sources: absent when packages came from PyPI alone (older folders); an
+    index's credentials are never recorded (a resume with a new token of the same index is the same sweep)."""
+    return {"index_url": redacted(sources.index_url) if sources.index_url else None,
+            "extra_index_urls": tuple(redacted(u) for u in sources.extra_index_urls) or None,
             "editables": sources.editables or None, "editable_digests": sources.editable_digests or None}
 
 

@@ -4,6 +4,8 @@ them, and `harness versions` resolving from a real simple-API-only mirror served
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.cli import commands as cli
@@ -88,11 +90,11 @@ def test_a_simple_page_gives_releases_without_dates_and_json_pages_with_them():
     page = ('<a href="../../f/jax-0.4.28-py3-none-any.whl#sha256=00" data-requires-python="&gt;=3.9">w</a>'
             '<a href="../../f/jax-0.4.28.tar.gz">s</a><a href="jax-0.4.27.tar.gz" data-yanked="">y</a>'
             '<a href="not-a-dist.txt">n</a>')
-    releases = parse_simple(simple_html_as_json(page))
+    releases = parse_simple(json.dumps(simple_html_as_json(page)).encode())
     assert sorted(releases) == ["0.4.27", "0.4.28"]
     assert releases["0.4.28"].uploaded is None and releases["0.4.28"].requires_python == ">=3.9"
     assert releases["0.4.27"].yanked
-    dated = parse_simple({"files": [{"filename": "jax-0.4.28.tar.gz", "upload-time": "2024-05-09T12:00:00Z"}]})
+    dated = parse_simple(b'{"files": [{"filename": "jax-0.4.28.tar.gz", "upload-time": "2024-05-09T12:00:00Z"}]}')
     assert dated["0.4.28"].uploaded.isoformat() == "2024-05-09T12:00:00+00:00"
 
 

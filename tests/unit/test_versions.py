@@ -1,6 +1,8 @@
 """Version resolution against a fake index: releases only, sorted, jaxlib must exist."""
 
 
+import json
+
 import pytest
 
 from harness.core.errors import UserError
@@ -56,7 +58,7 @@ def test_pypi_json_parsing():
          "upload_time_iso_8601": "2024-05-09T23:25:06.562981Z", "yanked": False},
         {"filename": "jaxlib-0.4.28-cp312-cp312-manylinux2014_x86_64.whl", "requires_python": ">=3.9",
          "upload_time_iso_8601": "2024-05-09T23:20:00Z", "yanked": False}], "0.1": []}}
-    (release,) = parse_pypi(data).values()
+    (release,) = parse_pypi(json.dumps(data).encode()).values()
     assert release.requires_python == ">=3.9"
     assert release.uploaded.isoformat() == "2024-05-09T23:25:06.562981+00:00"
     assert release.pythons(("manylinux2014_x86_64",)) == {PythonVersion(3, 11), PythonVersion(3, 12)}
