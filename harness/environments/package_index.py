@@ -25,8 +25,15 @@ from urllib.request import url2pathname
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
 from harness.inputs.index_urls import redacted, redacted_text, split_credentials
-from harness.inputs.versions import (SIMPLE_JSON, PageError, Release, parse_pypi, parse_simple, simple_html_as_json,
-                                     simple_projects)
+from harness.inputs.versions import (
+    SIMPLE_JSON,
+    PageError,
+    Release,
+    parse_pypi,
+    parse_simple,
+    simple_html_as_json,
+    simple_projects,
+)
 
 # One page of one project: jaxlib's JSON on PyPI is a few MB. Past this it is not an index's page.
 MAX_PAGE_BYTES = 64 << 20

@@ -7,7 +7,7 @@ JSON API); `parse_pypi` reads that API's answer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Protocol, Sequence, TypeVar
@@ -291,7 +291,7 @@ def _releases(files_by_version: dict[str, list[tuple[str, datetime | None, str |
 
 def _aware(moment: datetime) -> datetime:
     """A time without a zone as UTC (an index's times are), so that every upload time compares."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _file_version(filename: str) -> str | None:
