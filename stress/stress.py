@@ -702,6 +702,23 @@ def case_file_index(h: Harness) -> tuple[bool, str]:
     return code == 0 and listed == ["0.4.29"], f"exit {code}: {(out or err).strip()[:80]}"
 
 
+def case_base_image_sigterm(h: Harness) -> tuple[bool, str]:
+    """SIGTERM to `harness base-image` while debootstrap runs: it stops too, and its rootfs goes."""
+    tmp = h.root / "base-image-tmp"
+    tmp.mkdir()
+    proc = h.start("base-image", "--image", "jax-harness-stress:stopped", "--force", env=h.env(TMPDIR=str(tmp)))
+    if not wait_for(lambda: list(tmp.glob("jax-harness-rootfs.*/*")), 120):
+        proc.kill()
+        return False, f"debootstrap never wrote its rootfs: {proc.communicate()[1][-80:]}"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    left = [p.name for p in tmp.iterdir()]
+    debootstraps = [p for p in Path("/proc").glob("[0-9]*/cmdline")
+                    if str(tmp) in p.read_bytes().replace(b"\0", b" ").decode(errors="replace")]
+    held = proc.returncode == 143 and not left and not debootstraps
+    return held, f"exit {proc.returncode}, left {left or 'nothing'}, {len(debootstraps)} debootstrap(s) still running"
+
+
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
@@ -750,6 +767,9 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
     ]
     cases += [(f"index: {name}", lambda name=name: case_hostile_index(h, name)) for name in INDEX_SERVERS]
     cases.append(("index: a file:// index in the usual layout", lambda: case_file_index(h)))
+    if shutil.which("debootstrap") and os.geteuid() == 0:
+        cases.append(("base-image: SIGTERM during debootstrap stops it and removes its rootfs",
+                      lambda: case_base_image_sigterm(h)))
     if with_docker:
         cases[1:1] = [("self-signalled SIGSEGV after compiling (docker) is error",
                        lambda: case_self_signal(h, "docker")),

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -36,7 +37,32 @@ def build_base_image(debian: str, image: str | None = None, force: bool = False)
         raise UserError(f"--debian {debian}: not supported ({', '.join(DEBIAN_PYTHONS)})")
     script = package_path("harness.environments", "dockerfiles", "make_base_image.sh")
     env = {**os.environ, "DEBIAN": debian, "FORCE": "1" if force else "0"}
-    return subprocess.run(["bash", str(script), *([image] if image else [])], env=env, check=False).returncode
+    # Its own process group: on Ctrl-C or SIGTERM the whole group (debootstrap and what it started) is told to
+    # stop, and the script's trap removes its half-made rootfs once debootstrap has ended.
+    script_run = subprocess.Popen(["bash", str(script), *([image] if image else [])], env=env,
+                                  start_new_session=True)
+    try:
+        return script_run.wait()
+    except BaseException:
+        _stop_group(script_run, BUILD_STOP_GRACE_S)
+        raise
+
+
+BUILD_STOP_GRACE_S = 60.0  # the script's trap: debootstrap ends and unmounts, then the rootfs is removed
+
+
+def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM to `proc`'s process group, then SIGKILL if it has not ended within `grace_s`."""
+    for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def offline_fix(python_version: str, configured: bool = False) -> str:

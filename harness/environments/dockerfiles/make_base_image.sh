@@ -27,18 +27,37 @@ if ! command -v debootstrap >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 fi
 
-ROOTFS="$(mktemp -d /tmp/jax-harness-rootfs.XXXXXX)"
-trap 'rm -rf "$ROOTFS"' EXIT
+ROOTFS="$(mktemp -d "${TMPDIR:-/tmp}/jax-harness-rootfs.XXXXXX")"
+child=
+cleanup() {
+    # What debootstrap mounted inside the rootfs (proc, sys) goes first; rm never leaves the rootfs's file system.
+    grep -F " $ROOTFS/" /proc/mounts 2>/dev/null | cut -d' ' -f2 | sort -r | xargs -r umount -l 2>/dev/null || true
+    rm -rf --one-file-system "$ROOTFS"
+}
+stopped() {
+    # SIGTERM/SIGINT (the harness forwards its own to this process group): debootstrap ends before its folder goes
+    trap - TERM INT
+    if [[ -n "$child" ]]; then kill -TERM "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
+    rm -f "$ROOTFS.log"
+    echo "base-image: stopped; nothing was built" >&2
+    exit 143
+}
+trap cleanup EXIT
+trap stopped TERM INT
 
 start=$(date +%s)
 echo "base-image: debootstrap $DEBIAN into $ROOTFS (a minute or more)"
 # minbase + python3-venv: the Dockerfiles make a venv (Debian's system Python is PEP 668 managed).
+# In the background and waited for: bash runs a trap only between commands, and `wait` is one it can leave.
 debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
-    "$DEBIAN" "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 || {
+    "$DEBIAN" "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 &
+child=$!
+wait "$child" || {
     echo "base-image: debootstrap failed; last lines of $ROOTFS.log:" >&2
     tail -n 20 "$ROOTFS.log" >&2
     exit 1
 }
+child=
 # Downloaded .debs and apt lists are only weight in the image.
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
 
