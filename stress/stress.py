@@ -544,10 +544,14 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
     cases.append(("a 100 MiB config", ["run", str(huge), "--out", str(h.root / "bad-out")]))
     cases.append(("a wrong option", ["run", "configs/smoke.yaml", "--runs", "1"]))
     good = REPO / "tests" / "fixtures" / "smoke-run"
+    good_text = (good / "results.json").read_bytes()
     for name, content in {"binary results.json": b"\x00\xff" * 64,
                           "cells: {} in results.json": b'{"schema_version": 1, "cells": {}}',
-                          "schema_version: \"1\"": b'{"schema_version": "1"}'}.items():
-        folder = h.root / "bad" / name.split()[0].strip(':"{}')
+                          "schema_version: \"1\"": b'{"schema_version": "1"}',
+                          "a NaN duration": good_text.replace(b'"duration_s": ', b'"duration_s": NaN, "x": ', 1),
+                          "a duration of 1e308": good_text.replace(b'"duration_s": ', b'"duration_s": 1e308, "x": ', 1),
+                          }.items():
+        folder = h.root / "bad" / "".join(c if c.isalnum() else "-" for c in name)  # one folder per case
         h.write(f"bad/{folder.name}/results.json", content)
         cases += [(f"{name}: report", ["report", str(folder)]),
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),

@@ -187,7 +187,7 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
         config = service.check_config(check)
         options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.script_run)
         fingerprint = service.fingerprint(config, options, _progress(given.quiet))
-    text = json.dumps(fingerprint.to_json(), indent=1)
+    text = json.dumps(fingerprint.to_json(), indent=1, allow_nan=False)
     if given.output is not None and source is not None and source.is_dir():
         given.output.write_text(text + "\n")
     print(text)
@@ -363,7 +363,7 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
     print(summary_line(swept.cells, swept.summary or None), file=human)  # last, so `| tail -1` gives the answer
     if as_json:
         print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
-                                      str(swept.folder / REPORT_FILE))))
+                                      str(swept.folder / REPORT_FILE)), allow_nan=False))
     return _ci_outputs(swept.cells, ci.suite_name(swept.folder), junit_xml, fail_on,
                        report=swept.folder / REPORT_FILE)
 

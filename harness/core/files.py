@@ -95,11 +95,32 @@ def fitting_name(name: str, room: int = FOLDER_NAME_MAX) -> str:
     return f"{start}-{digest}"
 
 
+# No number the harness writes comes near this (seconds, bounds, sizes): past it a value is planted, and sums
+# of such values would overflow to an infinity that strict JSON cannot write back.
+MAX_FLOAT = 1e15
+
+
+class OutOfRange(ValueError):
+    """A number strict JSON does not have (NaN, Infinity) or one past MAX_FLOAT."""
+
+
+def _no_constant(name: str) -> Any:
+    raise OutOfRange(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not abs(value) <= MAX_FLOAT:
+        raise OutOfRange(f"the number {text[:40]} is out of range")
+    return value
+
+
 def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
     """The JSON document in `path`, read within bounds (a regular file, at most `limit` bytes, UTF-8, not
     nested past the parser's depth, no integer of more digits than Python converts); UserError (one line
     naming `path` and the `kind` of file it is not: "results file") otherwise. The one rule for every
-    JSON file a user hands the harness (results.json, a fingerprint): `/dev/zero` is never read whole."""
+    JSON file a user hands the harness (results.json, a fingerprint): `/dev/zero` is never read whole. Strict
+    JSON only: NaN and Infinity are refused, and so is a number past MAX_FLOAT."""
     if path.exists() and not path.is_file():
         raise UserError(f"{path}: not a {kind} (not a regular file)")
     try:
@@ -112,7 +133,9 @@ def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
     if len(raw) > limit:
         raise UserError(f"{path}: larger than {limit >> 20} MiB: not a harness {kind}")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
+    except OutOfRange as exc:
+        raise UserError(f"{path}: not a harness {kind} ({exc})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a harness {kind} (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:

@@ -103,14 +103,14 @@ class EncodedCells:
         """`cell` as json.dumps(indent=2) writes it inside results.json's `cells` (its lines indented by four)."""
         kept = self._texts.get(id(cell))
         if kept is None or kept[0] is not cell:
-            kept = self._texts[id(cell)] = (cell, json.dumps(cell.to_json(), indent=2).replace("\n", "\n    "))
+            kept = self._texts[id(cell)] = (cell, json.dumps(cell.to_json(), indent=2, allow_nan=False).replace("\n", "\n    "))
         return kept[1]
 
 
 def results_text(document: ResultsDocument, encoded: EncodedCells) -> str:
-    """results.json's text, as `json.dumps(document.to_json(), indent=2)` writes it, with each cell's part
-    from `encoded`."""
-    text = json.dumps(document.to_json(cells=[]), indent=2) + "\n"
+    """results.json's text, as `json.dumps(document.to_json(), indent=2, allow_nan=False)` writes it (strict
+    JSON: a NaN or an infinity is a ValueError, never `NaN` in the file), with each cell's part from `encoded`."""
+    text = json.dumps(document.to_json(cells=[]), indent=2, allow_nan=False) + "\n"
     if not document.cells:
         return text
     cells = ",\n    ".join(encoded.text(c) for c in document.cells)

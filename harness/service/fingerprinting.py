@@ -62,7 +62,7 @@ def fingerprint(config: Config, options: FingerprintOptions, progress: Progress)
                      f"{len(found.modules)} module(s)" + (f" ({found.note})" if found.note else ""))
         cells.append(found)
     fingerprint = Fingerprint(this_host(choice.backend.name, cache_root), cells, source=str(config.repro.path))
-    text = json.dumps(fingerprint.to_json(), indent=1) + "\n"
+    text = json.dumps(fingerprint.to_json(), indent=1, allow_nan=False) + "\n"
     write_atomic(work / "fingerprint.json", text)
     if options.output is not None:
         write_atomic(options.output, text)

@@ -252,9 +252,10 @@ def _documents() -> list[ResultsDocument]:
     fixtures = Path(__file__).parents[1] / "fixtures"
     docs = [load_results(p.parent) for p in sorted(fixtures.glob("*/results.json"))]
     odd = docs[0].cells[0]
-    # Text that looks like the file's own structure, text JSON escapes, and a NaN: the file is as json.dumps writes it.
+    # Text that looks like the file's own structure, text JSON escapes, and a float whose shortest repr is long:
+    # the file is as json.dumps writes it.
     odd = CellResult.from_json({**odd.to_json(), "reason": 'x\n  "cells": [],\n é \u2028 \ud800 "'})
-    odd.runs[0].duration_s = float("nan")
+    odd.runs[0].duration_s = 0.1 + 0.2
     docs.append(ResultsDocument(docs[0].header, [odd, *docs[0].cells], sections={"bisect": {"cells": []}}))
     docs.append(ResultsDocument(docs[0].header, []))
     return docs
@@ -277,3 +278,28 @@ def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(
         changed = dataclasses.replace(document.cells[0], reason="another reason")
         document.cells[0] = changed  # a new object is a new cell: encoded, not taken for the old one
         assert json.loads(results_text(document, encoded))["cells"][0]["reason"] == "another reason"
+
+
+def test_results_json_is_strict_json_a_nan_is_never_written():
+    """Issue 49, item 17: a resumed folder's NaN durations were written back as `NaN` (not JSON)."""
+    from harness.output.writer import EncodedCells, results_text
+
+    document = _documents()[0]
+    document.cells[0].runs[0].duration_s = float("nan")
+    with pytest.raises(ValueError):
+        results_text(document, EncodedCells())
+
+
+@pytest.mark.parametrize("planted", ["NaN", "Infinity", "-Infinity", "1e400", "1e308"])
+def test_a_results_file_with_a_number_json_has_not_is_refused_in_one_line(tmp_path, planted):
+    from harness.results.document import load_results
+
+    source = Path(__file__).parents[1] / "fixtures" / "smoke-run" / "results.json"
+    text = source.read_text()
+    assert '"duration_s": ' in text
+    head, _, tail = text.partition('"duration_s": ')
+    (tmp_path / "results.json").write_text(head + f'"duration_s": {planted}' + tail[tail.index(","):])
+    with pytest.raises(UserError) as refused:
+        load_results(tmp_path)
+    message = str(refused.value)
+    assert "\n" not in message and "not a harness results file" in message and planted.lstrip("-") in message
