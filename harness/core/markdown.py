@@ -8,7 +8,7 @@ start a line of its own (a newline would split a title or a table row), add tabl
 code span or a link, or notify anyone (`@name` mentions a user or team, `#123` cross-references an issue).
 Our own Markdown is written around it; each function here is for one place:
 
-- `text`: running text (a title, a sentence, a list item);
+- `text`: running text (a title, a sentence, a list item), a URL or an e-mail address in it as code;
 - `code`: an inline code span around the text (a key, a module, an attribute's value);
 - `cell`: a table cell, after `text` or `code` (GFM splits a row at every `|`, even in a code span);
 - `fence`: a fenced block (a diff, a listing, a config) that no line inside can close.
@@ -43,10 +43,26 @@ def one_line(value: object) -> str:
                    for ch in str(value))
 
 
+# GitHub's autolinks (GFM's extension): a URL with a scheme, a `www.` address and an e-mail address become
+# links in running text, after the Markdown is rendered, so no escape stops them; in a code span they stay
+# text. What a results file says is never a link in a report.
+_AUTOLINK = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|\bwww\.)\S+|[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+")
+
+
 def text(value: object) -> str:
     """Running text: one line, its HTML characters as entities, Markdown's own characters escaped, no
-    mention or issue reference GitHub would act on."""
-    escaped = _ESCAPED.sub(r"\\\1", one_line(value))
+    mention or issue reference GitHub would act on, and what GitHub would make a link (a URL, a `www.`
+    address, an e-mail address) in a code span."""
+    line = one_line(value)
+    out, at = [], 0
+    for found in _AUTOLINK.finditer(line):
+        out += [_plain(line[at:found.start()]), code(found.group())]
+        at = found.end()
+    return "".join([*out, _plain(line[at:])])
+
+
+def _plain(line: str) -> str:
+    escaped = _ESCAPED.sub(r"\\\1", line)
     return _REFERENCE.sub(r"\1" + _ZERO_WIDTH_SPACE, "".join(_HTML.get(ch, ch) for ch in escaped))
 
 

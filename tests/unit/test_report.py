@@ -538,6 +538,38 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
     assert f"\n{named}\n" in report  # the listing's fence shows the name as it is
 
 
+def github_html(markdown: str) -> str:
+    """report.md as GitHub shows it, autolinks included: CommonMark, tables, and GFM's extended autolinks
+    (a scheme's URL, `www.`, an e-mail address; a bare domain is no link on GitHub, so none here)."""
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
+    renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
+    return renderer.render(markdown)
+
+
+AUTOLINKED = "see https://evil.example/pay?to=me, www.evil.example and phish@evil.example"
+
+
+def test_urls_and_e_mail_addresses_from_a_results_file_are_no_links_on_github(smoke_run):
+    """Issue 49, item 19: a reason or a config name holding a URL, a `www.` address or an e-mail address
+    became a link in the pasted report (and the job summary); now each is a code span."""
+    from harness.results.document import load_results
+    from harness.report.table import render_markdown
+
+    data = json.loads((smoke_run / "results.json").read_text())
+    data["config"]["name"] = "smoke www.evil.example"
+    data["cells"][0]["reason"] = AUTOLINKED
+    (smoke_run / "results.json").write_text(json.dumps(data))
+    report = write_report(smoke_run).read_text()
+    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
+    for text in (report, table):
+        assert "evil.example" in text and "<a " not in github_html(text), [
+            line for line in github_html(text).splitlines() if "<a " in line]
+        assert "`https://evil.example/pay?to=me,` `www.evil.example` and `phish@evil.example`" in text
+    assert "<a " in github_html(AUTOLINKED)  # the renderer does link them where they are not code
+
+
 def test_mention_escaping_leaves_code_and_plain_text_alone():
     from harness.core import markdown as md
 
