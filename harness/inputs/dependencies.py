@@ -145,31 +145,40 @@ def package_folder(path: Path | str, where: str) -> Path:
 
 
 PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
-# Not the package's content: version control, caches, build outputs and environments inside the folder.
-_NOT_CONTENT = re.compile(r"^(\..*|__pycache__|build|dist|node_modules|.*\.egg-info)$")
+# Not the package's content anywhere in it: version control and tools' folders, caches, build metadata.
+_NOT_CONTENT = re.compile(r"^(\..*|__pycache__|node_modules|.*\.egg-info)$")
+# Build outputs: at the package's root only (a subpackage may well be named `build` or `dist`).
+_BUILD_OUTPUTS = frozenset({"build", "dist"})
+# A folder holding one of these is no source of the package: a virtualenv, a tagged cache (CACHEDIR.TAG), a
+# results folder or a reduction of this harness (`harness check train.py --with .` from the project writes
+# results/ inside it; a --resume must not see its own results as an edit of the package).
+_NOT_SOURCE_MARKERS = ("pyvenv.cfg", "CACHEDIR.TAG", "results.json", "reduce.json")
 
 
 def editable_content(folder: Path) -> str:
-    """Ten hex digits of an editable package's files (their paths and bytes, outside _NOT_CONTENT), so
-    that a sweep can tell that the code it measures changed between two invocations."""
+    """Ten hex digits of an editable package's files (their paths and bytes; a linked file by what it links
+    to), so that a sweep can tell that the code it measures changed between two invocations: what a build
+    would install, not what tools and this harness keep beside it."""
     digest = hashlib.sha256()
-    for path in sorted(_content_files(folder)):
+    for path in sorted(_content_files(folder, top=True)):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         try:
             digest.update(path.read_bytes())
-        except OSError as exc:  # an unreadable file is content the sweep cannot vouch for: named
+        except OSError as exc:  # an unreadable file (a dangling link) is content the sweep cannot vouch for: named
             digest.update(f"unreadable: {exc.strerror}".encode())
         digest.update(b"\0")
     return digest.hexdigest()[:10]
 
 
-def _content_files(folder: Path) -> Iterable[Path]:
+def _content_files(folder: Path, top: bool = False) -> Iterable[Path]:
     for entry in folder.iterdir():
-        if _NOT_CONTENT.match(entry.name) or entry.is_symlink():
+        if _NOT_CONTENT.match(entry.name) or (top and entry.name in _BUILD_OUTPUTS):
             continue
         if entry.is_dir():
-            yield from _content_files(entry)
-        elif entry.is_file():
+            # A linked folder is not followed (it may hold the package itself); a linked file is content.
+            if not entry.is_symlink() and not any((entry / marker).exists() for marker in _NOT_SOURCE_MARKERS):
+                yield from _content_files(entry)
+        elif entry.is_file() or entry.is_symlink():
             yield entry
 
 

@@ -4,6 +4,9 @@ the results say where it came from, and a package whose pins contradict the rele
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from harness.cli import commands as cli
@@ -33,7 +36,8 @@ def own_package(tmp_path, dependencies: str):
     (folder / "mypkg" / "__init__.py").write_text(STEP)
     (folder / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
-        f'[project]\nname = "mypkg"\nversion = "0.1"\ndependencies = [{dependencies}]\n')
+        f'[project]\nname = "mypkg"\nversion = "0.1"\ndependencies = [{dependencies}]\n'
+        '[tool.setuptools]\npackages = ["mypkg"]\n')  # a script and results/ may sit beside it
     script = tmp_path / "train.py"
     script.write_text("import mypkg\nprint(mypkg.run())\n")
     return folder, script
@@ -91,3 +95,20 @@ def test_with_a_folder_is_your_package_and_an_edit_before_resume_is_refused(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert f"--with-editable differs ({folder.resolve()} (content {digest}) there" in err[0]
+
+
+def test_with_dot_from_the_project_folder_then_resume_of_its_own_results_is_the_same_package(tmp_path, private_index):
+    """Issue 49, item 8: the README's usage, `harness check train.py --with .` from the project folder, writes
+    results/ inside the package; its --resume was refused ("--with-editable differs") since the results and
+    caches it had written counted as package content."""
+    folder, _ = own_package(tmp_path, '"tinypkg"')
+    (folder / "train.py").write_text("import mypkg\nprint(mypkg.run())\n")
+    argv = ["check", "train.py", "--with", ".", "--extra-index-url", private_index, "--versions", "0.4.31",
+            "--runs", "2", "--quiet"]
+    first = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=folder, capture_output=True, text=True,
+                           timeout=900)
+    assert first.returncode == 0, first.stderr
+    (results,) = (folder / "results").glob("*/results.json")
+    again = subprocess.run([sys.executable, "-m", "harness", *argv, "--resume", str(results.parent.relative_to(folder))],
+                           cwd=folder, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr

@@ -97,6 +97,33 @@ def test_the_content_digest_ignores_caches_and_version_control(tmp_path):
     assert editable_content(folder) != digest
 
 
+def test_the_harness_s_own_results_and_environments_inside_the_package_are_not_its_content(tmp_path):
+    """Issue 49, item 8: `harness check train.py --with .` from the project folder writes results/ there; its
+    --resume was refused ("--with-editable differs") because the results counted as package content."""
+    folder = package(tmp_path)
+    digest = editable_content(folder)
+    for name in ("results/check-1/results.json", "results/check-1/caches/jit_f-0-cache", "results/r/reduce.json",
+                 "results/r/best.py", "venv2/pyvenv.cfg", "venv2/lib/x.py", "cache/CACHEDIR.TAG", "cache/entry"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("written by a sweep")
+    assert editable_content(folder) == digest
+
+
+def test_what_a_build_installs_is_content_a_subpackage_named_dist_and_a_linked_file_included(tmp_path):
+    folder = package(tmp_path)
+    (folder / "mypkg" / "dist").mkdir()
+    (folder / "mypkg" / "dist" / "sampling.py").write_text("a = 1\n")
+    shared = tmp_path / "shared.py"
+    shared.write_text("b = 1\n")
+    (folder / "mypkg" / "shared.py").symlink_to(shared)
+    digest = editable_content(folder)
+    (folder / "mypkg" / "dist" / "sampling.py").write_text("a = 2\n")
+    assert editable_content(folder) != digest, "an edit of the subpackage mypkg/dist kept the digest"
+    digest = editable_content(folder)
+    shared.write_text("b = 2\n")
+    assert editable_content(folder) != digest, "an edit through a linked file kept the digest"
+
+
 def test_a_sweep_from_pypi_alone_keeps_its_bisection_key():
     """The folder a bisection's state lives in is named by identity.key(): unchanged for one without sources,
     so a bisection started before these options finds its state."""
