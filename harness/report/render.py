@@ -119,7 +119,10 @@ def _status(document: ResultsDocument) -> list[str]:
                      "(`harness merge` joins the shards).")
     merged = document.sections.get("merged_from")
     if merged:
-        lines.append(f"> Merged from {len(merged)} shard result(s).")
+        harnesses = sorted({str((part.get("host") or {}).get("harness_version") or "an unrecorded version")
+                            for part in merged if isinstance(part, dict)})
+        by = f", measured by harness {' and '.join(md.text(v) for v in harnesses)}" if len(harnesses) > 1 else ""
+        lines.append(f"> Merged from {len(merged)} shard result(s){by}.")
     return lines if len(lines) > 1 else []
 
 

@@ -30,6 +30,13 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
             raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
                             f"(differs in {', '.join(differs)})")
 
+    # One table, one kind of environment: a venv's and a container's runs are not the same measurement.
+    backends = {label: doc.header.options.backend for label, doc in documents}
+    if len({b for b in backends.values() if b is not None}) > 1:
+        other = next(label for label, b in backends.items() if b not in (None, backends[first_label]))
+        raise UserError(f"merge: {other} was measured with --backend {backends[other]}, {first_label} with "
+                        f"{backends[first_label]}: merge shards measured in one kind of environment")
+
     shards = [doc.header.shard for _, doc in documents]
     missing: list[int] = []
     if any(shards):
@@ -67,9 +74,12 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     header = ResultsHeader(command=command, config=first.header.config, versions=first.header.versions,
                            options=first.header.options, host=first.header.host,
                            created=min(str(doc.header.created) for _, doc in documents))
+    # Each part's own provenance (the header keeps the first's): its host, the harness that measured it (in
+    # the host's facts) and its backend.
     sections: dict[str, Any] = {
         "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
-                         "status": doc.status_text, "host": doc.header.host.to_json()} for label, doc in documents]}
+                         "status": doc.status_text, "backend": _value(doc.header.options.backend),
+                         "host": doc.header.host.to_json()} for label, doc in documents]}
     if shards[0]:
         sections["shards"] = {"count": shards[0]["count"], "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
@@ -79,6 +89,10 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
                 sections[key] = doc.sections[key]
     return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
                            sections)
+
+
+def _value(backend: Any) -> str | None:
+    return None if backend is None else str(getattr(backend, "value", backend))
 
 
 def _plan_order(planned: list[str] | None):

@@ -122,3 +122,24 @@ def test_merge_command_refuses_before_writing(tmp_path, capsys):
     assert cli.main(["merge", *folders, "--out", str(out)]) == 2
     assert "differs in config.runs" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_shards_of_two_backends_are_refused_and_each_part_keeps_its_provenance():
+    """Issue 49, item 9: merge joined folders of another backend or harness version silently, recording the
+    first's. Another backend is refused; each part's harness version and backend are recorded, and the
+    report says when the harness versions differ."""
+    from harness.report.render import render_report
+
+    docs = shard_documents(2)
+    docs[1] = (docs[1][0], {**docs[1][1], "options": {**docs[1][1].get("options", {}), "backend": "docker"}})
+    docs[0] = (docs[0][0], {**docs[0][1], "options": {**docs[0][1].get("options", {}), "backend": "venv"}})
+    with pytest.raises(UserError, match="shard2 was measured with --backend docker, shard1 with venv"):
+        merge(docs)
+    docs = shard_documents(2)
+    for i, version in enumerate(("0.5.0", "0.6.0")):
+        label, doc = docs[i]
+        docs[i] = (label, {**doc, "host": {**doc.get("host", {}), "harness_version": version}})
+    merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in docs])
+    parts = merged.to_json()["merged_from"]
+    assert [p["host"]["harness_version"] for p in parts] == ["0.5.0", "0.6.0"]
+    assert "Merged from 2 shard result(s), measured by harness 0.5.0 and 0.6.0." in render_report(merged, merged.cells, {})
