@@ -550,6 +550,10 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
                   (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
     cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    planted = json.loads((good / "results.json").read_text())
+    planted["cells"][0]["command"] = {"argv": ["/x/t.py"], "env": {f"A=1;touch {h.root}/pwned;B": "v"}, "cwd": "/x"}
+    h.write("bad/env-name/results.json", json.dumps(planted))
+    cases.append(("a shell command as an env name in results.json: report", ["report", str(h.root / "bad" / "env-name")]))
     direct = h.write("bad/direct.py", "# /// script\n# dependencies = ['evil @ file:///tmp/evil']\n# ///\nimport jax\n")
     cases += [("a direct-URL requirement in a script's metadata", ["check", str(direct), "--out", str(h.root / "bad-out")]),
               ("--with 'pkg @ https://...'", ["check", "examples/stable_script.py", "--with", "evil @ https://x/e.whl",

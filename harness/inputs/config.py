@@ -18,7 +18,7 @@ from harness.inputs.dependencies import (Requirements, parse_requirements, read_
                                   script_requirements)
 from harness.core.errors import ConfigError
 from harness.core.vary_factors import Factor, parse_factors
-from harness.core.model import Mesh, Platform, ThresholdMode
+from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path
@@ -481,7 +481,6 @@ RESERVED_VARIABLES = frozenset({
     "HARNESS_CACHE_TARGET", "HARNESS_CACHE_PUT"})
 MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
-_VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -503,8 +502,9 @@ def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
         raise err("env", "must be a mapping of variable names to strings")
     out = []
     for name, text in value.items():
-        if not isinstance(name, str) or not _VARIABLE_RE.match(name):
-            raise err("env", f"{name!r} is not a variable name (letters, digits, _)")
+        problem = variable_name_problem(name)
+        if problem:
+            raise err("env", problem)
         key = f"env.{name}"
         if name in RESERVED_VARIABLES:
             raise err(key, "is set by the harness for every run and cannot be overridden")
