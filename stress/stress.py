@@ -563,9 +563,27 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
     a_file = h.write("bad/a-file", "a file, not a folder")
     cases.append(("--junit-xml under a file", ["check", "examples/stable_script.py", "--junit-xml",
                                                str(a_file / "j.xml"), "--out", str(h.root / "bad-out")]))
+    h.write("bad/s9.py", "import jax\n")
+    cases.append(("init --output under the script (a file)", ["init", str(h.root / "bad" / "s9.py"), "--output",
+                                                             str(h.root / "bad" / "s9.py" / "x.yaml")]))
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases + bad_fingerprints(h)
+
+
+def case_init_replaces_nothing(h: Harness, script_name: str, output: str) -> tuple[bool, str]:
+    """`harness init` with --force, from the script's folder, relative paths: the script (or an existing
+    config, when the script's name would break out of the config's comment) is left as it was."""
+    folder = h.root / f"init-{len(list(h.root.glob('init-*')))}"
+    folder.mkdir()
+    (folder / "mine.py").write_text("import jax\n")
+    (folder / script_name).write_text("import jax\n")
+    (folder / "mine.yaml").write_text("kept: true\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    code, _, err = h.run("init", script_name, "--output", output, "--force", cwd=folder, timeout=60)
+    held, detail = one_line(code, err)
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    return held and after == before, detail + ("" if after == before else ": a file was replaced")
 
 
 REDUCED_VERSION = "0.4.28"  # the seed's bug: a release where the reducer has something to reduce
@@ -653,6 +671,11 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("reduce --resume: bad_seeds 'abc'", lambda: case_reduce_state(h, {"bad_seeds": "abc"})),
         ("reduce --resume: version 99", lambda: case_reduce_state(h, {"version": 99})),
         ("reduce --resume: memo []", lambda: case_reduce_state(h, {"memo": []})),
+        ("init --output of the script itself with --force", lambda: case_init_replaces_nothing(h, "mine.py", "mine.py")),
+        ("init of a script whose name holds a newline over a config with --force",
+         lambda: case_init_replaces_nothing(h, "a\nenv: {LD_PRELOAD: x.so}\nb.py", "mine.yaml")),
+        ("init of a script whose name holds U+2028 over a config with --force",
+         lambda: case_init_replaces_nothing(h, "a\u2028args: [x]\u2028b.py", "mine.yaml")),
         ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
         ("an output that fails after the sweep: said, and the regression still exits 1",
          lambda: case_outputs_failing_after_the_sweep(h)),
