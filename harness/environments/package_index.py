@@ -90,8 +90,8 @@ MAX_PRIVATE_PROJECTS = 500
 
 
 def private_projects(index_url: str, timeout_s: float = 60) -> tuple[str, ...]:
-    """The projects a private (extra) index lists at its root (PEP 503/691), canonical names; () for
-    an index listing more than MAX_PRIVATE_PROJECTS (a mirror). UserError when it cannot be read."""
+    """The projects a private (extra) index lists at its root (PEP 503/691), canonical names, all of them
+    (more than MAX_PRIVATE_PROJECTS: a mirror). UserError when it cannot be read."""
     request = urllib.request.Request(index_url.rstrip("/") + "/", headers={"Accept": f"{SIMPLE_JSON}, text/html;q=0.1"})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
@@ -104,4 +104,4 @@ def private_projects(index_url: str, timeout_s: float = 60) -> tuple[str, ...]:
         names = simple_projects(body.decode(charset, "replace"), kind == SIMPLE_JSON)
     except ValueError as exc:
         raise UserError(f"--extra-index-url: {index_url}: its root page cannot be read ({exc})") from None
-    return () if len(names) > MAX_PRIVATE_PROJECTS else names
+    return names
