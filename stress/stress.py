@@ -566,6 +566,11 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
     h.write("bad/s9.py", "import jax\n")
     cases.append(("init --output under the script (a file)", ["init", str(h.root / "bad" / "s9.py"), "--output",
                                                              str(h.root / "bad" / "s9.py" / "x.yaml")]))
+    h.write("bad/jax-stub/pyproject.toml", f'[project]\nname = "jax"\nversion = "{VERSION}"\n')
+    h.write("bad/jax-stub/jax/__init__.py", f"__version__ = {VERSION!r}\n")
+    cases.append(("--with-editable of a package named jax", ["check", "examples/stable_script.py", "--with-editable",
+                                                             str(h.root / "bad" / "jax-stub"), "--out",
+                                                             str(h.root / "bad-out")]))
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases + bad_fingerprints(h)
@@ -584,6 +589,36 @@ def case_init_replaces_nothing(h: Harness, script_name: str, output: str) -> tup
     held, detail = one_line(code, err)
     after = {p.name: p.read_bytes() for p in folder.iterdir()}
     return held and after == before, detail + ("" if after == before else ": a file was replaced")
+
+
+def case_extra_index_serving_jax(h: Harness) -> tuple[bool, str]:
+    """An --extra-index-url (a real index on the loopback) that serves a stub jax: refused before any venv."""
+    from tests.local_index import build_wheel, served, simple_index
+
+    wheel = build_wheel(h.root / "evil-built", "jax", VERSION, f"__version__ = {VERSION!r}\n")
+    simple_index(h.root / "evil-index", {"jax": [wheel.name], "jaxlib": []}, {wheel.name: wheel})
+    script = h.write("evil-index-user/s.py", "import jax\n")
+    envs = h.root / "evil-envs"
+    with served(h.root / "evil-index") as url:
+        code, _, err = h.run("check", str(script), "--versions", VERSION, "--extra-index-url", f"{url}/simple",
+                             "--out", str(h.root / "evil-out"), env=h.env(HARNESS_ENV_DIR=str(envs)), timeout=120)
+    held, detail = one_line(code, err)
+    return held and not envs.exists(), detail
+
+
+def case_forged_json(h: Harness) -> tuple[bool, str]:
+    """A measured program writes forged --json summaries into its ancestors' stdout through /proc: the
+    harness's stdout is one JSON object, its own."""
+    script = REPO / "tests" / "fixtures" / "hostile" / "forge_json.py"
+    code, out, err = h.run("check", str(script), "--versions", VERSION, "--runs", "2", "--json", "--quiet",
+                           "--out", str(h.root / "forge-out"))
+    lines = out.splitlines()
+    try:
+        summary = json.loads(out)
+    except ValueError:
+        summary = {}
+    held = code == 0 and len(lines) == 1 and "forged" not in summary and summary.get("cells")
+    return bool(held), f"exit {code}, {len(lines)} line(s) on stdout, forged: {'forged' in out}"
 
 
 REDUCED_VERSION = "0.4.28"  # the seed's bug: a release where the reducer has something to reduce
@@ -676,6 +711,8 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
          lambda: case_init_replaces_nothing(h, "a\nenv: {LD_PRELOAD: x.so}\nb.py", "mine.yaml")),
         ("init of a script whose name holds U+2028 over a config with --force",
          lambda: case_init_replaces_nothing(h, "a\u2028args: [x]\u2028b.py", "mine.yaml")),
+        ("an --extra-index-url that serves jax is refused", lambda: case_extra_index_serving_jax(h)),
+        ("a program writing forged --json into the harness's stdout through /proc", lambda: case_forged_json(h)),
         ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
         ("an output that fails after the sweep: said, and the regression still exits 1",
          lambda: case_outputs_failing_after_the_sweep(h)),
