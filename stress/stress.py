@@ -621,6 +621,63 @@ def case_forged_json(h: Harness) -> tuple[bool, str]:
     return bool(held), f"exit {code}, {len(lines)} line(s) on stdout, forged: {'forged' in out}"
 
 
+COMPILES = "import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()\n"
+_swept: dict[str, Path] = {}
+
+
+def interrupted_folder(h: Harness) -> Path:
+    """A results folder as an interrupted sweep leaves it (a real sweep's, its cell dropped and its status
+    `interrupted`), made once; each case resumes a copy."""
+    if "folder" not in _swept:
+        out = h.root / "planted-sweep"
+        code, _, err = h.run("run", str(h.config("planted", COMPILES)), "--seeds", "random", "--quiet",
+                             "--out", str(out))
+        if code != 0:
+            raise RuntimeError(f"the sweep exited {code}: {err.strip()[-80:]}")
+        (folder,) = out.iterdir()
+        document = json.loads((folder / "results.json").read_text())
+        document.update(cells=[], status="interrupted")
+        (folder / "results.json").write_text(json.dumps(document))
+        _swept["folder"] = folder
+    return _swept["folder"]
+
+
+def case_planted_link(h: Harness, planted: str) -> tuple[bool, str]:
+    """A link planted in a results folder (`planted`, relative; CELL: the cell's slug) to a folder of the
+    user's (or a file in it), then --resume: one line, exit 2, the link's target as it was."""
+    source = interrupted_folder(h)
+    folder = h.root / f"planted-{len(list(h.root.glob('planted-*')))}"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns(".writer*"))
+    victim = h.root / f"victim-{folder.name}"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("precious\n")
+    (slug,) = [p.name for p in (folder / "caches").iterdir()]
+    link = folder / planted.replace("CELL", slug)
+    if link.is_dir():
+        shutil.rmtree(link)
+    link.symlink_to(victim if planted.startswith("caches") else victim / "precious.txt")
+    code, _, err = h.run("run", str(h.root / "planted.yaml"), "--seeds", "random", "--resume", str(folder),
+                         timeout=300)
+    held, detail = one_line(code, err)
+    kept = sorted(p.name for p in victim.iterdir()) == ["precious.txt"] and \
+        (victim / "precious.txt").read_text() == "precious\n"
+    return held and kept, detail + ("" if kept else ": the link's target was changed")
+
+
+def case_planted_reduced(h: Harness) -> tuple[bool, str]:
+    """reduced.py planted as a link in a reduce folder, then reduce --resume: its target left as it was."""
+    folder = h.root / "reduce-planted"
+    shutil.copytree(reduced_folder(h), folder, ignore=shutil.ignore_patterns(".writer*"))
+    victim = h.root / "reduce-victim.py"
+    victim.write_text("precious\n")
+    (folder / "reduced.py").unlink(missing_ok=True)
+    (folder / "reduced.py").symlink_to(victim)
+    code, _, err = h.run("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                         "--resume", str(folder), "--quiet", timeout=600)
+    held, detail = one_line(code, err)
+    return held and victim.read_text() == "precious\n", detail
+
+
 REDUCED_VERSION = "0.4.28"  # the seed's bug: a release where the reducer has something to reduce
 CANARY_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "writes_beside_itself.py").read_text()
 _reduced: dict[str, Path] = {}
@@ -701,6 +758,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("reduce: a candidate writing outside its folder is refused, nothing appears there",
          lambda: case_reduce_writes_outside(h)),
         ("reduce --resume: a planted best is refused unrun", lambda: case_reduce_state(h, None)),
+        ("reduce --resume: reduced.py planted as a link to a file", lambda: case_planted_reduced(h)),
         ("reduce --resume: timeout_s NaN", lambda: case_reduce_state(h, {"timeout_s": float("nan")})),
         ("reduce --resume: timeout_s -1", lambda: case_reduce_state(h, {"timeout_s": -1})),
         ("reduce --resume: bad_seeds 'abc'", lambda: case_reduce_state(h, {"bad_seeds": "abc"})),
@@ -713,6 +771,10 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
          lambda: case_init_replaces_nothing(h, "a\u2028args: [x]\u2028b.py", "mine.yaml")),
         ("an --extra-index-url that serves jax is refused", lambda: case_extra_index_serving_jax(h)),
         ("a program writing forged --json into the harness's stdout through /proc", lambda: case_forged_json(h)),
+        ("--resume: caches/<cell> planted as a link to a folder", lambda: case_planted_link(h, "caches/CELL")),
+        ("--resume: caches planted as a link to a folder", lambda: case_planted_link(h, "caches")),
+        ("--resume: .writer.holder planted as a link to a file", lambda: case_planted_link(h, ".writer.holder")),
+        ("--resume: .writer.lock planted as a link to a file", lambda: case_planted_link(h, ".writer.lock")),
         ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
         ("an output that fails after the sweep: said, and the regression still exits 1",
          lambda: case_outputs_failing_after_the_sweep(h)),

@@ -247,7 +247,7 @@ def release_origin_problem(path: Path, env: dict[str, str]) -> str | None:
     package, installed editable, stands in for them: its __version__ may even say the release's), or None."""
     try:
         proc = subprocess.run([str(path / "bin" / "python"), "-c", _ORIGINS], capture_output=True, text=True,
-                              env=env, timeout=120, cwd=path)
+                              env=env, timeout=120, cwd=path, check=False)
         origins = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, IndexError, ValueError) as exc:
         return f"cannot tell where jax imports from ({exc})"

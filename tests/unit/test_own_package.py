@@ -240,6 +240,7 @@ def test_a_venv_whose_jax_imports_from_elsewhere_is_not_the_release(tmp_path):
     """What a setup.py names at run time is not read before: the venv checks where jax and jaxlib import from."""
     import subprocess
     import sys
+
     from harness.environments.venv import release_origin_problem
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

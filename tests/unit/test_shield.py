@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-
 PARENT = textwrap.dedent("""\
     import os, subprocess, sys
     from harness.core.shield import shield_from_children
@@ -31,9 +30,9 @@ PARENT = textwrap.dedent("""\
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
 def test_a_child_cannot_write_the_stdout_of_a_shielded_harness():
-    plain = subprocess.run([sys.executable, "-c", PARENT, "plain"], capture_output=True, text=True, timeout=60)
+    plain = subprocess.run([sys.executable, "-c", PARENT, "plain"], capture_output=True, text=True, timeout=60, check=False)
     assert plain.stdout == "FORGED\nREAL\n", plain.stderr  # what a program could do before
-    shielded = subprocess.run([sys.executable, "-c", PARENT, "shielded"], capture_output=True, text=True, timeout=60)
+    shielded = subprocess.run([sys.executable, "-c", PARENT, "shielded"], capture_output=True, text=True, timeout=60, check=False)
     assert shielded.stdout == "REAL\n", shielded.stderr
     assert shielded.stderr.splitlines() == ["fd/1 Permission denied", "mem Permission denied"]
 
@@ -53,5 +52,5 @@ ASKED_AFTER_MAIN = textwrap.dedent("""\
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
 def test_the_harness_shields_itself_before_any_command_runs():
     """`harness` (main, the console entry) is not dumpable afterwards and leaves CAP_SYS_PTRACE to no child."""
-    done = subprocess.run([sys.executable, "-c", ASKED_AFTER_MAIN], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", ASKED_AFTER_MAIN], capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.splitlines()[-1] == "0 0", done.stdout + done.stderr
