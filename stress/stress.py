@@ -557,6 +557,10 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
                   (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
     cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    planted = json.loads((good / "results.json").read_text())
+    planted["cells"][0]["command"] = {"argv": ["/x/t.py"], "env": {f"A=1;touch {h.root}/pwned;B": "v"}, "cwd": "/x"}
+    h.write("bad/env-name/results.json", json.dumps(planted))
+    cases.append(("a shell command as an env name in results.json: report", ["report", str(h.root / "bad" / "env-name")]))
     direct = h.write("bad/direct.py", "# /// script\n# dependencies = ['evil @ file:///tmp/evil']\n# ///\nimport jax\n")
     cases += [("a direct-URL requirement in a script's metadata", ["check", str(direct), "--out", str(h.root / "bad-out")]),
               ("--with 'pkg @ https://...'", ["check", "examples/stable_script.py", "--with", "evil @ https://x/e.whl",
@@ -566,9 +570,119 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
     a_file = h.write("bad/a-file", "a file, not a folder")
     cases.append(("--junit-xml under a file", ["check", "examples/stable_script.py", "--junit-xml",
                                                str(a_file / "j.xml"), "--out", str(h.root / "bad-out")]))
+    h.write("bad/s9.py", "import jax\n")
+    cases.append(("init --output under the script (a file)", ["init", str(h.root / "bad" / "s9.py"), "--output",
+                                                             str(h.root / "bad" / "s9.py" / "x.yaml")]))
+    h.write("bad/jax-stub/pyproject.toml", f'[project]\nname = "jax"\nversion = "{VERSION}"\n')
+    h.write("bad/jax-stub/jax/__init__.py", f"__version__ = {VERSION!r}\n")
+    cases.append(("--with-editable of a package named jax", ["check", "examples/stable_script.py", "--with-editable",
+                                                             str(h.root / "bad" / "jax-stub"), "--out",
+                                                             str(h.root / "bad-out")]))
     cases.append(("submit --sbatch-arg with a newline", ["submit", "configs/smoke.yaml", "--shards", "2", "--dry-run",
                                                          "--sbatch-arg", "--account=x\n#SBATCH --array=9"]))
     return cases + bad_fingerprints(h)
+
+
+def case_init_replaces_nothing(h: Harness, script_name: str, output: str) -> tuple[bool, str]:
+    """`harness init` with --force, from the script's folder, relative paths: the script (or an existing
+    config, when the script's name would break out of the config's comment) is left as it was."""
+    folder = h.root / f"init-{len(list(h.root.glob('init-*')))}"
+    folder.mkdir()
+    (folder / "mine.py").write_text("import jax\n")
+    (folder / script_name).write_text("import jax\n")
+    (folder / "mine.yaml").write_text("kept: true\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    code, _, err = h.run("init", script_name, "--output", output, "--force", cwd=folder, timeout=60)
+    held, detail = one_line(code, err)
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    return held and after == before, detail + ("" if after == before else ": a file was replaced")
+
+
+def case_extra_index_serving_jax(h: Harness) -> tuple[bool, str]:
+    """An --extra-index-url (a real index on the loopback) that serves a stub jax: refused before any venv."""
+    from tests.local_index import build_wheel, served, simple_index
+
+    wheel = build_wheel(h.root / "evil-built", "jax", VERSION, f"__version__ = {VERSION!r}\n")
+    simple_index(h.root / "evil-index", {"jax": [wheel.name], "jaxlib": []}, {wheel.name: wheel})
+    script = h.write("evil-index-user/s.py", "import jax\n")
+    envs = h.root / "evil-envs"
+    with served(h.root / "evil-index") as url:
+        code, _, err = h.run("check", str(script), "--versions", VERSION, "--extra-index-url", f"{url}/simple",
+                             "--out", str(h.root / "evil-out"), env=h.env(HARNESS_ENV_DIR=str(envs)), timeout=120)
+    held, detail = one_line(code, err)
+    return held and not envs.exists(), detail
+
+
+def case_forged_json(h: Harness) -> tuple[bool, str]:
+    """A measured program writes forged --json summaries into its ancestors' stdout through /proc: the
+    harness's stdout is one JSON object, its own."""
+    script = REPO / "tests" / "fixtures" / "hostile" / "forge_json.py"
+    code, out, err = h.run("check", str(script), "--versions", VERSION, "--runs", "2", "--json", "--quiet",
+                           "--out", str(h.root / "forge-out"))
+    lines = out.splitlines()
+    try:
+        summary = json.loads(out)
+    except ValueError:
+        summary = {}
+    held = code == 0 and len(lines) == 1 and "forged" not in summary and summary.get("cells")
+    return bool(held), f"exit {code}, {len(lines)} line(s) on stdout, forged: {'forged' in out}"
+
+
+COMPILES = "import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()\n"
+_swept: dict[str, Path] = {}
+
+
+def interrupted_folder(h: Harness) -> Path:
+    """A results folder as an interrupted sweep leaves it (a real sweep's, its cell dropped and its status
+    `interrupted`), made once; each case resumes a copy."""
+    if "folder" not in _swept:
+        out = h.root / "planted-sweep"
+        code, _, err = h.run("run", str(h.config("planted", COMPILES)), "--seeds", "random", "--quiet",
+                             "--out", str(out))
+        if code != 0:
+            raise RuntimeError(f"the sweep exited {code}: {err.strip()[-80:]}")
+        (folder,) = out.iterdir()
+        document = json.loads((folder / "results.json").read_text())
+        document.update(cells=[], status="interrupted")
+        (folder / "results.json").write_text(json.dumps(document))
+        _swept["folder"] = folder
+    return _swept["folder"]
+
+
+def case_planted_link(h: Harness, planted: str) -> tuple[bool, str]:
+    """A link planted in a results folder (`planted`, relative; CELL: the cell's slug) to a folder of the
+    user's (or a file in it), then --resume: one line, exit 2, the link's target as it was."""
+    source = interrupted_folder(h)
+    folder = h.root / f"planted-{len(list(h.root.glob('planted-*')))}"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns(".writer*"))
+    victim = h.root / f"victim-{folder.name}"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("precious\n")
+    (slug,) = [p.name for p in (folder / "caches").iterdir()]
+    link = folder / planted.replace("CELL", slug)
+    if link.is_dir():
+        shutil.rmtree(link)
+    link.symlink_to(victim if planted.startswith("caches") else victim / "precious.txt")
+    code, _, err = h.run("run", str(h.root / "planted.yaml"), "--seeds", "random", "--resume", str(folder),
+                         timeout=300)
+    held, detail = one_line(code, err)
+    kept = sorted(p.name for p in victim.iterdir()) == ["precious.txt"] and \
+        (victim / "precious.txt").read_text() == "precious\n"
+    return held and kept, detail + ("" if kept else ": the link's target was changed")
+
+
+def case_planted_reduced(h: Harness) -> tuple[bool, str]:
+    """reduced.py planted as a link in a reduce folder, then reduce --resume: its target left as it was."""
+    folder = h.root / "reduce-planted"
+    shutil.copytree(reduced_folder(h), folder, ignore=shutil.ignore_patterns(".writer*"))
+    victim = h.root / "reduce-victim.py"
+    victim.write_text("precious\n")
+    (folder / "reduced.py").unlink(missing_ok=True)
+    (folder / "reduced.py").symlink_to(victim)
+    code, _, err = h.run("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                         "--resume", str(folder), "--quiet", timeout=600)
+    held, detail = one_line(code, err)
+    return held and victim.read_text() == "precious\n", detail
 
 
 REDUCED_VERSION = "0.4.28"  # the seed's bug: a release where the reducer has something to reduce
@@ -755,11 +869,23 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("reduce: a candidate writing outside its folder is refused, nothing appears there",
          lambda: case_reduce_writes_outside(h)),
         ("reduce --resume: a planted best is refused unrun", lambda: case_reduce_state(h, None)),
+        ("reduce --resume: reduced.py planted as a link to a file", lambda: case_planted_reduced(h)),
         ("reduce --resume: timeout_s NaN", lambda: case_reduce_state(h, {"timeout_s": float("nan")})),
         ("reduce --resume: timeout_s -1", lambda: case_reduce_state(h, {"timeout_s": -1})),
         ("reduce --resume: bad_seeds 'abc'", lambda: case_reduce_state(h, {"bad_seeds": "abc"})),
         ("reduce --resume: version 99", lambda: case_reduce_state(h, {"version": 99})),
         ("reduce --resume: memo []", lambda: case_reduce_state(h, {"memo": []})),
+        ("init --output of the script itself with --force", lambda: case_init_replaces_nothing(h, "mine.py", "mine.py")),
+        ("init of a script whose name holds a newline over a config with --force",
+         lambda: case_init_replaces_nothing(h, "a\nenv: {LD_PRELOAD: x.so}\nb.py", "mine.yaml")),
+        ("init of a script whose name holds U+2028 over a config with --force",
+         lambda: case_init_replaces_nothing(h, "a\u2028args: [x]\u2028b.py", "mine.yaml")),
+        ("an --extra-index-url that serves jax is refused", lambda: case_extra_index_serving_jax(h)),
+        ("a program writing forged --json into the harness's stdout through /proc", lambda: case_forged_json(h)),
+        ("--resume: caches/<cell> planted as a link to a folder", lambda: case_planted_link(h, "caches/CELL")),
+        ("--resume: caches planted as a link to a folder", lambda: case_planted_link(h, "caches")),
+        ("--resume: .writer.holder planted as a link to a file", lambda: case_planted_link(h, ".writer.holder")),
+        ("--resume: .writer.lock planted as a link to a file", lambda: case_planted_link(h, ".writer.lock")),
         ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
         ("an output that fails after the sweep: said, and the regression still exits 1",
          lambda: case_outputs_failing_after_the_sweep(h)),

@@ -31,6 +31,7 @@ from harness.core.model import CellResult
 from harness.results.document import RunStatus
 from harness.inputs.options import Given, from_given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
+from harness.core.shield import shield_from_children
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
 from harness.report.table import render, summary_json, summary_line
 
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name from a program or an old results file never stops a print
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    # Before any program runs: none can write this process's stdout (a forged --json) or read its memory.
+    shield_from_children()
     words = list(sys.argv[1:] if argv is None else argv)
     given, _ = options.parse(words, build_parser())  # the Namespace stops here
     try:

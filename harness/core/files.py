@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
@@ -48,6 +49,55 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# --- A results folder's files: never written, removed or emptied through a symbolic link ------------------
+#
+# A results folder may come from elsewhere, and --resume writes into it: a link planted there (caches/<cell>
+# to another folder, .writer.holder or reduced.py to another file) must not carry a write, a removal or an
+# emptying out of it. One rule: the whole folder is checked for links before the harness writes anything
+# into it (refuse_links, when a writer takes it), and what it then writes, removes or empties there goes
+# through write_atomic (a link in its place is replaced, never followed), open_fresh (O_NOFOLLOW) and
+# remove_path (a link is removed itself, never its target).
+
+
+# How deep the harness's own parts of a folder go: its files and folders (caches/, logs/, evidence/, a
+# reduction's), theirs (a cell's caches/<cell>, logs/<cell>) and theirs (a run's log, a cache entry, a
+# factor's work folder). Deeper lie only what programs wrote and copies of a user's folder (--vary
+# script-path keeps the project's own links), inside folders the harness removes whole (rmtree never
+# follows a link) and makes afresh before it writes into them.
+OWN_DEPTH = 3
+
+
+def refuse_links(folder: Path) -> None:
+    """UserError (one line, naming it) when one of `folder`'s own parts (OWN_DEPTH levels down) is a
+    symbolic link. `folder` itself may be one: it is the folder the user named."""
+    pending = [(Path(folder), 1)]
+    while pending:
+        parent, depth = pending.pop()
+        try:
+            with os.scandir(parent) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        raise UserError(f"{folder}: {Path(entry.path).relative_to(folder)} is a symbolic link; the "
+                                        "harness writes nothing through a link in a results folder (remove it)")
+                    if depth < OWN_DEPTH and entry.is_dir(follow_symlinks=False):
+                        pending.append((Path(entry.path), depth + 1))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone meanwhile: nothing to write through
+
+
+def open_fresh(path: Path) -> int:
+    """`path` created or emptied for writing, as a file descriptor; OSError (ELOOP) when it is a link."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+
+
+def remove_path(path: Path) -> None:
+    """Remove `path`, a file or a whole folder, if it is there; a link is removed itself, its target left."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)  # rmtree never follows a link inside
 
 
 def package_path(package: str, *parts: str) -> Path:

@@ -49,6 +49,7 @@ from harness.core.runs import (
     RunCommand,
     RunRecord,
     ScriptCache,
+    variable_name_problem,
 )
 
 
@@ -244,5 +245,5 @@ __all__ = [
     "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "Comparison", "FactorResult", "FolderMode",
     "GroupFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
     "RankRecord", "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck",
-    "SeedRun", "ThresholdMode", "Verdict", "parse_fail_on",
+    "SeedRun", "ThresholdMode", "Verdict", "parse_fail_on", "variable_name_problem",
 ]

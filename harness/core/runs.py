@@ -4,6 +4,7 @@ re-exports them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,17 @@ class RankRecord(Record):
         return self.exit_code == 0 and not self.timed_out
 
 
+# An environment variable's name as a shell takes it in `export NAME=value`: one line, nothing to interpret.
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def variable_name_problem(name: object) -> str | None:
+    """Why `name` is not a variable name (None when it is one)."""
+    if isinstance(name, str) and VARIABLE_NAME.fullmatch(name):
+        return None
+    return f"{str(name)[:60]!r} is not a variable name (letters, digits, _)"
+
+
 @shaped(order=("index", "seed", "exit_code", "duration_s", "new_entries", "timed_out", "reason", "log", "ranks",
                 "script_cache", "keys", "log_note"))
 @dataclass
@@ -133,3 +145,10 @@ class RunCommand(Record):
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = field(metadata=shape(form=Form.MAPPING))
     cwd: str
+
+    def __post_init__(self) -> None:
+        # The report prints `export NAME=...` from these: a name read from a file must be a name, not shell.
+        for name, _ in self.env:
+            problem = variable_name_problem(name)
+            if problem:
+                raise ValueError(f"env: {problem}")

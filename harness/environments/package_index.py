@@ -234,8 +234,8 @@ MAX_PRIVATE_PROJECTS = 500
 
 
 def private_projects(index_url: str, timeout_s: float = REQUEST_S) -> tuple[str, ...]:
-    """The projects a private (extra) index lists at its root (PEP 503/691), canonical names; () for
-    an index listing more than MAX_PRIVATE_PROJECTS (a mirror). UserError when it cannot be read."""
+    """The projects a private (extra) index lists at its root (PEP 503/691), canonical names, all of them
+    (more than MAX_PRIVATE_PROJECTS: a mirror). UserError when it cannot be read."""
     try:
         page = fetch(index_url.rstrip("/") + "/", accept=f"{SIMPLE_JSON}, text/html;q=0.1", request_s=timeout_s)
     except IndexUnreadable as exc:
@@ -245,4 +245,4 @@ def private_projects(index_url: str, timeout_s: float = REQUEST_S) -> tuple[str,
         names = simple_projects(page.text(), page.kind == SIMPLE_JSON)
     except PageError as exc:
         raise UserError(f"--extra-index-url: {redacted(index_url)}: its root page cannot be read ({exc})") from None
-    return () if len(names) > MAX_PRIVATE_PROJECTS else names
+    return names

@@ -19,7 +19,7 @@ from harness.environments.base import Environment
 from harness.environments.vary import unreachable_by_others
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
-from harness.core.files import package_path
+from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.model import ProcessOutcome
 from harness.inside.startup import STARTUP_DIR
 
@@ -192,7 +192,7 @@ def run_process(argv: list[str], env: dict[str, str], log_path: Path, timeout_s:
                 cwd: Path | None = None, max_log_bytes: int = MAX_LOG_BYTES) -> ProcessOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with open(log_path, "wb") as log:
+    with open(open_fresh(log_path), "wb") as log:
         proc = start_process(argv, env, log, cwd, max_log_bytes)
         if isinstance(proc, str):
             return ProcessOutcome(None, time.monotonic() - start, reason=proc)
@@ -227,7 +227,7 @@ def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_
     try:
         for argv, env, log_path in starts:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            logs.append(open(log_path, "wb"))
+            logs.append(open(open_fresh(log_path), "wb"))
             proc = start_process(argv, env, logs[-1], cwd)
             procs.append(proc)
             outcomes.append(ProcessOutcome(None, 0.0, reason=proc) if isinstance(proc, str) else None)
@@ -288,12 +288,12 @@ def run_processes_srun(starts: list[tuple[list[str], dict[str, str], Path]], tim
     wrote none did not finish."""
     first_log = starts[0][2]
     spec_dir = first_log.with_name(first_log.stem + ".srun")
-    shutil.rmtree(spec_dir, ignore_errors=True)
+    remove_path(spec_dir)
     spec_dir.mkdir(parents=True)
     for rank, (argv, env, log) in enumerate(starts):
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_bytes(b"")
-        (spec_dir / f"rank{rank}.json").write_text(json.dumps(
+        os.close(open_fresh(log))
+        write_atomic(spec_dir / f"rank{rank}.json", json.dumps(
             {"argv": argv, "env": env, "log": str(log), "cwd": str(cwd) if cwd else None}))
     step = ["srun", f"--ntasks={len(starts)}", "--kill-on-bad-exit=1", "--export=ALL", f"--chdir={spec_dir}",
             sys.executable, "-I", "-S", str(JOB_TASK), str(spec_dir)]

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.core.files import remove_path
 from harness.core.vary_factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
 from harness.core.model import Program
 
@@ -82,7 +83,7 @@ def _copy_folder(source: Path, target: Path, never: tuple[Path, ...]) -> Path:
         return {n for n in names if n.endswith(".pyc")
                 or (os.path.isdir(os.path.join(root, n)) and _not_copied(Path(root) / n, target, never))}
 
-    shutil.rmtree(target, ignore_errors=True)
+    remove_path(target)
     shutil.copytree(source, target, symlinks=True, ignore=ignored)
     return target
 
@@ -95,7 +96,7 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
     leaves out `work`, the cache folder, environments and results folders. CannotVary when the change
     cannot be made for this program."""
     never_copy = (*never_copy, cache_dir, work)
-    shutil.rmtree(work, ignore_errors=True)
+    remove_path(work)
     work.mkdir(parents=True)
     variation = RunVariation(factor)
     if factor == Factor.CACHE_PATH:

@@ -224,6 +224,9 @@ class VenvBackend(Backend):
         facts = probe_interpreter(path / "bin" / "python", cmd_env)
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"venv has jax {facts.get('jax')}, expected {jax_version}")
+        problem = release_origin_problem(path, cmd_env)
+        if problem:
+            raise EnvironmentUnavailable(f"venv for jax {jax_version}: {problem}")
         facts["exclude_newer"] = newest
         if self.requirements:
             facts["requirements"] = self.requirements.to_json()
@@ -233,6 +236,27 @@ class VenvBackend(Backend):
             facts["editables"] = list(self.sources.editables)
         _write_marker(marker, facts)
         return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": False})
+
+
+# Where jax and jaxlib import from, found without importing them (an editable package's finder answers too).
+_ORIGINS = ("import importlib.util, json; "
+            "print(json.dumps({n: getattr(importlib.util.find_spec(n), 'origin', None) for n in ('jax', 'jaxlib')}))")
+
+
+def release_origin_problem(path: Path, env: dict[str, str]) -> str | None:
+    """Why the venv at `path` does not import the jax and jaxlib it installed from the index (another
+    package, installed editable, stands in for them: its __version__ may even say the release's), or None."""
+    try:
+        proc = subprocess.run([str(path / "bin" / "python"), "-c", _ORIGINS], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=path, check=False)
+        origins = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, IndexError, ValueError) as exc:
+        return f"cannot tell where jax imports from ({exc})"
+    site = [p.resolve() for p in path.glob("lib/python*/site-packages")]
+    for name, origin in origins.items():
+        if not isinstance(origin, str) or not any(Path(origin).resolve().is_relative_to(s) for s in site):
+            return f"{name} imports from {origin}, not from the release installed in the venv"
+    return None
 
 
 def damaged(path: Path) -> str:

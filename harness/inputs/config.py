@@ -18,7 +18,7 @@ from harness.inputs.dependencies import (Requirements, parse_requirements, read_
                                   script_requirements)
 from harness.core.errors import ConfigError
 from harness.core.vary_factors import Factor, parse_factors
-from harness.core.model import Mesh, Platform, ThresholdMode
+from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path
@@ -225,12 +225,19 @@ def _parse_yaml(text: str) -> Any:
         loader.dispose()
 
 
+def starter_values(repro: str, name: str, runs: int) -> dict[str, Any]:
+    """The keys `harness init`'s config sets (the others are commented out), as its YAML reads."""
+    return {"name": name, "repro": repro, "jax_versions": ["latest"], "platform": "cpu", "device_count": 8,
+            "runs": runs, "timeout_s": DEFAULT_TIMEOUT_S}
+
+
 def starter_config(repro: str, name: str, runs: int, header: str, run_line: str) -> str:
     """`harness init`'s config for a user's script (`repro`, relative to the config's folder): every key a
-    script's config takes, the optional ones commented out, each with what it does (docs/config.md)."""
+    script's config takes, the optional ones commented out, each with what it does (docs/config.md).
+    `header` and `run_line` go into comments: a line break of theirs (YAML's NEL and U+2028 too) is a `?`."""
     return f"""\
-# {header}
-# Measure it with: {run_line}   (every key: docs/config.md)
+# {_comment(header)}
+# Measure it with: {_comment(run_line)}   (every key: docs/config.md)
 name: {name}  # names the results folders (letters, digits, . _ -)
 repro: {_yaml_text(repro)}  # the script, relative to this file (or `module: pkg.train`, run as python -m)
 jax_versions: ["latest"]  # releases or PEP 440 specifiers, quoted: ["0.4.31", ">=0.6,<0.8", "latest"]
@@ -246,6 +253,12 @@ timeout_s: {DEFAULT_TIMEOUT_S:g}  # seconds per run; a run past it is killed and
 # cache_thresholds: script  # the script's own cache thresholds (default: harness, zeros: every module cached)
 # python: "3.12"  # one Python for every release (default: auto, chosen per release)
 """
+
+
+def _comment(text: str) -> str:
+    """`text` as the rest of one comment line: YAML ends a comment at CR, LF, NEL, U+2028 and U+2029, all
+    control characters here (Cc, Zl, Zp), so a file name holding one cannot start a key of its own."""
+    return "".join("?" if control_character(ch) else ch for ch in text)
 
 
 def _yaml_text(text: str) -> str:
@@ -269,7 +282,11 @@ def load_config(path: str | Path) -> Config:
     if not path.exists() and len(path.parts) == 1:
         raise ConfigError(source, None, "no such config file, nor a shipped config of that name (shipped: "
                                         f"{', '.join(shipped_configs())})")
-    text = _read_text(path, source)
+    return parse_config_text(_read_text(path, source), source, path.parent)
+
+
+def parse_config_text(text: str, source: str, base_dir: Path) -> Config:
+    """A config's text as a Config (`source` names it in errors; relative paths are from `base_dir`)."""
     try:
         data = _parse_yaml(text)
     except _DuplicateKey as exc:
@@ -287,7 +304,7 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(source, None, f"YAML syntax error{where}: {problem}") from None
     except ValueError as exc:  # a YAML integer past Python's 4300-digit limit, say
         raise ConfigError(source, None, f"not a config: {str(exc).split(';')[0]}") from None
-    return parse_config(data, source=source, base_dir=path.parent)
+    return parse_config(data, source=source, base_dir=base_dir)
 
 
 def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
@@ -481,7 +498,6 @@ RESERVED_VARIABLES = frozenset({
     "HARNESS_CACHE_TARGET", "HARNESS_CACHE_PUT"})
 MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
-_VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -503,8 +519,9 @@ def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
         raise err("env", "must be a mapping of variable names to strings")
     out = []
     for name, text in value.items():
-        if not isinstance(name, str) or not _VARIABLE_RE.match(name):
-            raise err("env", f"{name!r} is not a variable name (letters, digits, _)")
+        problem = variable_name_problem(name)
+        if problem:
+            raise err("env", problem)
         key = f"env.{name}"
         if name in RESERVED_VARIABLES:
             raise err(key, "is set by the harness for every run and cannot be overridden")

@@ -8,6 +8,7 @@ and sorted, so its digest names an environment: the same set reuses it, another 
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import re
 import stat
@@ -129,6 +130,11 @@ def sources_from(index_url: str | None, extra_index_urls: Iterable[str], editabl
         if url is not None and not re.match(r"^(https?|file)://\S+$", url.strip()):
             raise UserError(f"--index-url/--extra-index-url: {redacted(url)!r} is not an http(s):// or file:// URL")
     folders = tuple(dict.fromkeys(str(package_folder(path, "--with-editable")) for path in editables))
+    for folder in folders:
+        stands_in = jax_stand_in(Path(folder))
+        if stands_in:
+            raise UserError(f"--with-editable {folder}: {stands_in}; jax and jaxlib come from the release's own "
+                            "index, pinned by the harness for each release (choose them with --versions)")
     return Sources(index.strip() if index else None, tuple(u.strip() for u in extras), folders,
                    editable_digests=tuple(editable_content(Path(f)) for f in folders), index_variable=variable)
 
@@ -142,6 +148,36 @@ def package_folder(path: Path | str, where: str) -> Path:
     if not any((folder / name).is_file() for name in PACKAGE_FILES):
         raise UserError(f"{where}: {path}: has no pyproject.toml, setup.py or setup.cfg: not a package folder")
     return folder
+
+
+def jax_stand_in(folder: Path) -> str | None:
+    """How the package in `folder` would replace jax or jaxlib once installed editable (its declared name,
+    or a module of that name at its top or under src/), else None. What a setup.py names at run time is
+    not read here: the venv checks where jax imports from once installed (venv.release_origin_problem)."""
+    declared = _declared_name(folder)
+    if declared is not None and canonicalize_name(declared) in JAX_OWN:
+        return f"the package is named {declared}"
+    for top in (folder, folder / "src"):
+        for name in sorted(JAX_OWN):
+            if (top / name).is_dir() or (top / f"{name}.py").is_file():
+                return f"it holds a module named {name} ({(top / name).relative_to(folder)})"
+    return None
+
+
+def _declared_name(folder: Path) -> str | None:
+    """The distribution name pyproject.toml ([project] name) or setup.cfg ([metadata] name) declares."""
+    try:
+        name = tomllib.loads((folder / "pyproject.toml").read_text()).get("project", {}).get("name")
+        if isinstance(name, str):
+            return name
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        pass  # no pyproject.toml, or one uv will refuse with its own words
+    setup_cfg = configparser.ConfigParser(interpolation=None)
+    try:
+        setup_cfg.read(folder / "setup.cfg", encoding="utf-8")
+        return setup_cfg.get("metadata", "name", fallback=None)
+    except (configparser.Error, UnicodeDecodeError):
+        return None
 
 
 PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")

@@ -11,7 +11,6 @@ runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one
 from __future__ import annotations
 
 import os
-import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from harness.inputs.config import Repro
 from harness.environments import vary as varying
 from harness.verdicts.cost import cell_cost
 from harness.environments.base import Environment
+from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
 from harness.core.vary_factors import Factor, RunVariation
 from harness.measure.multiprocess_run import group_problem, measure_group
@@ -312,7 +312,7 @@ class OpenCell:
         if log.exists():
             log.replace(log.with_suffix(".no-folder.log"))
         for leftover in (cache_record_path(log), ir_dump_dir(log)):
-            shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+            remove_path(leftover)
         for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
             (self.cache_dir / name).unlink(missing_ok=True)
         return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
@@ -322,7 +322,7 @@ class OpenCell:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
         again = "" if queued.check in (FAILING, PASSING) else "-again"
         cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{queued.seed}{again}")
-        shutil.rmtree(cache, ignore_errors=True)
+        remove_path(cache)
         cache.mkdir(parents=True)
         return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, queued.index, queued.seed,
                                        self.folder or FolderMode.ENVIRONMENT,
@@ -457,7 +457,7 @@ class VaryPhase:
         if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it
             for name in record.new_entries:
                 entry = cell.cache_dir / name
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
+                remove_path(entry)
         return judge_factor(factor, self.reference, record, prepared.change, on_disk)
 
 

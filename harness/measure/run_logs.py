@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import jaxlog
+from harness.core.files import write_atomic
 from harness.verdicts.failure import with_detail
 
 
@@ -18,9 +19,7 @@ def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | Non
     lines = text.splitlines()
     parsed = jaxlog.parse(lines)
     if len(text) > jaxlog.LOG_CAP_BYTES:
-        cut = log.with_name(log.name + ".tmp")
-        cut.write_text("\n".join(jaxlog.capped(lines)) + "\n")
-        cut.replace(log)
+        write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
     if parsed.empty:
         return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
     return parsed, ""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from harness.core.files import remove_path
 from harness.core.confidence import SeedPlan
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
@@ -162,7 +162,7 @@ def fresh_folders(spec: CellSpec, work_dir: Path) -> tuple[Path, Path]:
     (resume, bisect) left there."""
     cache_dir, log_dir = work_dir / "caches" / spec.slug, work_dir / "logs" / spec.slug
     for leftover in (cache_dir, log_dir):
-        shutil.rmtree(leftover, ignore_errors=True)
+        remove_path(leftover)
     return cache_dir, log_dir
 
 

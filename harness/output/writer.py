@@ -4,13 +4,12 @@ atomically after every cell, so an interrupted sweep keeps everything it measure
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
-from harness.core.files import write_atomic
+from harness.core.files import remove_path, write_atomic
 from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
@@ -70,7 +69,7 @@ class ResultsWriter:
     def discard(self) -> None:
         """Remove the folder this writer made (nothing was measured in it) and give up its lock."""
         self._lock.release()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_path(self.dir)
 
     def flush(self) -> None:
         write_files(self.dir, self.document, self._report, self._encoded)

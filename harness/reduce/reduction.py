@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend
+from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
@@ -328,7 +329,7 @@ class Reduction:
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer) -> ReduceOutcome:
         reduced = metadata_block(source) + state.best
         path = self.folder / REDUCED_FILE
-        path.write_text(reduced)
+        write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "
                           f"in {state.seconds:.0f} s; its own check on jax {', '.join(self.versions)}")
         section = {"original": {"path": state.script, "lines": original_lines, "bytes": len(source.encode())},

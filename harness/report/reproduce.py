@@ -135,10 +135,10 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int,
                       f"{spec.platform} x{spec.device_count}"),
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
         + " ".join([*_index_words(options), *(shlex.quote(r) for r in requirements), *_editable_words(options)]),
-        *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {commit.sha}:jax"
+        *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {shlex.quote(commit.sha + ':jax')}"
            f" | tar -x -C {venv}/src/jax", f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
         *folder,
-        *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+        *(f"export {shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items()),  # names checked on read, quoted too
         *setup,
     ]
     return lines, python, script, args

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.files import write_atomic
+from harness.core.files import refuse_links, write_atomic
 from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
 from harness.report.render import REPORT_FILE, render_report
@@ -51,6 +51,7 @@ class ReportWriter:
 
 
 def write_report(results_dir: Path) -> Path:
-    """Render the report of `results_dir` from its results.json."""
+    """Render the report of `results_dir` from its results.json (writing into it: none of its parts a link)."""
     document = load_results(results_dir)
+    refuse_links(results_dir)
     return ReportWriter(results_dir).write(document, document.cells)

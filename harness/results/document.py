@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
-from harness.core.files import fitting_name, read_json_bounded
+from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.results.header import ResultsHeader
 from harness.core.model import CellResult
 
@@ -252,6 +252,7 @@ def lock_results_folder(folder: Path) -> FileLock:
     # One lock object per folder in this process (is_singleton): re-entering it here is allowed; the
     # guard is against another process.
     folder = Path(folder)
+    refuse_links(folder)  # before the lock file and the holder's note: nothing is written through a planted link
     lock = FileLock(folder.resolve() / WRITER_LOCK_FILE, thread_local=False, is_singleton=True)
     try:
         lock.acquire(timeout=0)
@@ -263,7 +264,7 @@ def lock_results_folder(folder: Path) -> FileLock:
     if lock.lock_counter == 1:  # just taken by this process: say who holds it, for the next one refused
         holder = {"pid": os.getpid(), "argv": ["harness", *sys.argv[1:]], "since": utc_now()}
         try:
-            (folder.resolve() / WRITER_HOLDER_FILE).write_text(json.dumps(holder) + "\n")
+            write_atomic(folder.resolve() / WRITER_HOLDER_FILE, json.dumps(holder) + "\n")
         except OSError:
             pass  # the lock holds without it; a refusal then names no holder
     return lock

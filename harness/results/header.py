@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from harness.core.codec import in_order, read_recorded, recorded_keys, to_builtins, what, write_recorded
 from harness.core.confidence import SeedStrategy
 from harness.core.vary_factors import Factor
-from harness.core.model import BackendName, Mesh, Platform, ThresholdMode
+from harness.core.model import BackendName, Mesh, Platform, ThresholdMode, variable_name_problem
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,10 @@ class RecordedConfig:
         env = data.get("env")
         if env is not None and not isinstance(env, dict):
             raise ValueError(f"env: must be a mapping of names to values, not {str(env)[:40]!r}")
+        for name in env or ():
+            problem = variable_name_problem(name)
+            if problem:  # `harness check --env NAME=...` is printed from these
+                raise ValueError(f"env: {problem}")
         return read_recorded(cls, {**data, "env": list(env.items())} if env is not None else data)
 
     def to_json(self) -> dict[str, Any]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import socket
 import tempfile
 from pathlib import Path
 
 from harness.inputs.config import Config
 from harness.core.errors import EnvironmentUnavailable, UserError
-from harness.core.files import read_json_bounded, write_atomic
+from harness.core.files import read_json_bounded, remove_path, write_atomic
 from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
                                   cell_fingerprint, diff, render_diff)
 from harness.results.header import HostFacts
@@ -53,7 +52,7 @@ def fingerprint(config: Config, options: FingerprintOptions, progress: Progress)
                                          note=f"environment: {exc}"))
             continue
         cache = cache_root / spec.slug
-        shutil.rmtree(cache, ignore_errors=True)  # a fixed path: emptied, so every key is computed afresh
+        remove_path(cache)  # a fixed path: emptied, so every key is computed afresh
         cache.mkdir(parents=True)
         cell = cell_runner(environment, config, 1).run(spec, [options.seed], cache, work / "logs" / spec.slug,
                                                        results_root=work)

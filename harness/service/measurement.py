@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable, TypeVar
 
-from harness.inputs.dependencies import Sources, sources_from
+from harness.inputs.dependencies import JAX_OWN, Sources, sources_from
 from harness.inputs.index_urls import redacted
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
 from harness.environments import Backend, BackendChoice, BackendOptions, make_backend
@@ -21,7 +21,7 @@ from harness.core.hostinfo import scheduler_facts
 from harness.core.vary_factors import Factor
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress
-from harness.environments.package_index import PyPIIndex, private_projects
+from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.model import BackendName
 from harness.results.document import RunStatus
@@ -87,8 +87,16 @@ def open_backend(config: Config, options: MeasureOptions,
     index that is, and what else the packages come from."""
     sources = sources_from(options.index_url, options.extra_index_urls, options.with_editable, os.environ)
     if sources.extra_index_urls and options.backend != BackendName.LOCAL:
-        sources = replace(sources, undated=tuple(sorted({name for url in sources.extra_index_urls
-                                                          for name in private_projects(url)})))
+        served = {url: private_projects(url) for url in sources.extra_index_urls}
+        for url, names in served.items():
+            # uv takes a package from an extra index before the main one: jax from there would not be the release.
+            theirs = sorted(JAX_OWN.intersection(names))
+            if theirs:
+                raise UserError(f"--extra-index-url {url}: serves {', '.join(theirs)}; jax and jaxlib come from the "
+                                "release's own index (PyPI, or --index-url), and an extra index would be taken "
+                                "first: give that index as --index-url if JAX is to come from it")
+        sources = replace(sources, undated=tuple(sorted({name for names in served.values()
+                                                          if len(names) <= MAX_PRIVATE_PROJECTS for name in names})))
     index = PyPIIndex(index_url=sources.index_url)  # asks the network only when a version is resolved or dated
     choice = make_backend(options.backend, _backend_options(config, options, index, sources))
     if say is not None:

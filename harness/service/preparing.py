@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 from harness.core.confidence import runs_for_target
-from harness.inputs.config import MAX_NAME, load_config, starter_config
+from harness.inputs.config import MAX_NAME, parse_config, parse_config_text, starter_config, starter_values
 from harness.environments.docker import build_base_image
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, harness_version, write_atomic
@@ -18,24 +18,45 @@ from harness.core.files import fitting_name, harness_version, write_atomic
 
 def init_config(script: Path, output: Path | None = None, force: bool = False) -> Path:
     """`harness init SCRIPT`: a commented config that runs SCRIPT (written to `output`, default the script's
-    name with .yaml, in the current folder), checked by the config's own reader before it is kept."""
+    name with .yaml, in the current folder), checked by the config's own reader before it replaces anything."""
     if not script.is_file():
         raise UserError(f"{script}: no such script")
     if script.suffix in (".yaml", ".yml"):
         raise UserError(f"{script}: is a config; give the Python script the config should run")
     output = output if output is not None else Path(f"{script.stem}.yaml")
+    if output.exists() and _same_file(output, script):  # --force too: the script is never replaced
+        raise UserError(f"{output}: is the script itself; give another file for the config")
     if output.exists() and not force:
         raise UserError(f"{output}: already exists (--force to replace it)")
     if output.is_dir():
         raise UserError(f"{output}: is a folder; give the file to write")
+    for above in output.parents:
+        if above.exists() and not above.is_dir():
+            raise UserError(f"{output}: {above} is not a folder")
     name = fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"), MAX_NAME)
     repro = os.path.relpath(script.resolve(), output.resolve().parent)
-    text = starter_config(repro, name, runs_for_target(),
+    runs = runs_for_target()
+    text = starter_config(repro, name, runs,
                           f"A starter config for {script.name}, written by harness {harness_version()} "
                           f"(`harness init`).", shlex.join(["harness", "run", str(output)]))
-    write_atomic(output, text)
-    load_config(output)  # what was written reads back as a config (a bad one is a bug, said as one)
+    # Before anything is replaced: the text must mean the starter's keys and nothing else (a script's name
+    # is in its comments; one that broke out of them would add keys of its own).
+    base = output.resolve().parent
+    if parse_config_text(text, str(output), base) != parse_config(starter_values(repro, name, runs), str(output), base):
+        raise UserError(f"{script}: its name cannot be written into a config's comment; rename the script")
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write the config ({exc.strerror})") from None
     return output
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are one file: through links (symbolic or hard) too."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def base_image(debian: str, image: str | None = None, force: bool = False) -> int:

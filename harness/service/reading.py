@@ -9,6 +9,7 @@ from typing import Callable
 
 from harness.inputs.config import load_config
 from harness.core.errors import UserError
+from harness.core.files import refuse_links
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.report import write_report
 from harness.results.document import load_results, new_run_dir, results_folder
@@ -49,6 +50,8 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
     when they are not shards of one sweep)."""
     folders = [results_folder(f) for f in folders]
     merged = merge_documents([(str(f), load_results(f)) for f in folders], command)
+    for folder in folders:  # their trees are copied: a planted link would bring its target's files along
+        refuse_links(folder)
     out = new_run_dir(out_root, f"{merged.header.config.name or 'sweep'}-merged")
     for folder in folders:
         for name in MERGE_COPIED:

@@ -197,3 +197,63 @@ def test_versions_says_which_index_it_reads_pypi_too(mirror, capsys, monkeypatch
     assert cli.main(["versions", "configs/smoke.yaml", "--versions", "latest"]) == 0
     assert f"harness: packages from {mirror} (from UV_INDEX_URL)" in capsys.readouterr().err.splitlines()
     assert sources_line(Sources()) == "packages from PyPI (the default; another index: --index-url URL)"
+
+
+@pytest.mark.parametrize("how", ["named jax", "named jaxlib in setup.cfg", "a jax module", "a src/jaxlib module",
+                                 "a jax.py"])
+def test_an_editable_package_that_would_stand_in_for_jax_is_refused(how, tmp_path):
+    """Issue 49, 6: `--with-editable` of a package named jax replaced the release (the venv's check passed on
+    the stub's __version__) where `--with jax` is refused."""
+    folder = tmp_path / "stub"
+    folder.mkdir()
+    if how == "named jax":
+        (folder / "pyproject.toml").write_text('[project]\nname = "JAX"\nversion = "0.4.28"\n')
+    elif how == "named jaxlib in setup.cfg":
+        (folder / "setup.cfg").write_text("[metadata]\nname = jaxlib\n")
+    else:
+        (folder / "pyproject.toml").write_text('[project]\nname = "innocent"\nversion = "1"\n')
+        module = {"a jax module": "jax/__init__.py", "a src/jaxlib module": "src/jaxlib/__init__.py",
+                  "a jax.py": "jax.py"}[how]
+        (folder / module).parent.mkdir(parents=True, exist_ok=True)
+        (folder / module).write_text("__version__ = '0.4.28'\n")
+    with pytest.raises(UserError, match="jax and jaxlib come from the release's own index") as refused:
+        sources_from(None, (), (folder,), {})
+    assert "\n" not in str(refused.value)
+    assert sources_from(None, (), (package(tmp_path, "jaxtyping_like"),), {}).editables  # a name that starts so
+
+
+def test_an_extra_index_that_serves_jax_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    """Issue 49, 6: an --extra-index-url listing jax and jaxlib became their source (uv takes an extra index
+    first), with only "undated: jax, jaxlib" said."""
+    wheel = build_wheel(tmp_path / "built", "jax", "0.4.28", "__version__ = '0.4.28'\n")
+    simple_index(tmp_path / "evil", {"jax": [wheel.name], "jaxlib": []}, {wheel.name: wheel})
+    script = tmp_path / "s.py"
+    script.write_text("import jax\n")
+    monkeypatch.setenv("HARNESS_ENV_DIR", str(tmp_path / "envs"))
+    with served(tmp_path / "evil") as url:
+        code = cli.main(["check", str(script), "--versions", "0.4.28", "--extra-index-url", f"{url}/simple",
+                         "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "serves jax, jaxlib" in err and "--index-url" in err, err
+    assert not (tmp_path / "envs").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_venv_whose_jax_imports_from_elsewhere_is_not_the_release(tmp_path):
+    """What a setup.py names at run time is not read before: the venv checks where jax and jaxlib import from."""
+    import subprocess
+    import sys
+
+    from harness.environments.venv import release_origin_problem
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python*/site-packages")
+    for name in ("jax", "jaxlib"):
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text("")
+    assert release_origin_problem(venv, {}) is None
+    elsewhere = tmp_path / "mine"
+    (elsewhere / "jax").mkdir(parents=True)
+    (elsewhere / "jax" / "__init__.py").write_text("__version__ = '0.4.28'\n")
+    (site / "0-editable.pth").write_text(f"import sys; sys.path.insert(0, {str(elsewhere)!r})\n")
+    problem = release_origin_problem(venv, {})
+    assert problem is not None and problem.startswith(f"jax imports from {elsewhere}"), problem

@@ -9,11 +9,14 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+import yaml
+
 
 from harness.cli import commands as cli
 from harness.inputs import options
 from harness.core.confidence import runs_for_target
-from harness.inputs.config import KEYS, load_config
+from harness.inputs.config import KEYS, load_config, starter_config
 from harness.environments.docker import DEBIAN_PYTHONS
 from harness.core.files import package_path, shipped_configs
 from harness.inputs.versions import LATEST
@@ -84,3 +87,44 @@ def test_base_image_runs_the_shipped_script_with_the_release_asked_for(tmp_path,
                                                              "image inspect mine:1"]
     assert "base-image: jax-harness-base:trixie already exists (rebuild it with: harness base-image --force)" \
         in capfd.readouterr().out
+
+
+def test_init_never_replaces_the_script_itself(tmp_path, monkeypatch, capsys):
+    """Issue 49, 5: `init mine.py --output mine.py --force` replaced the script by a config (exit 0)."""
+    monkeypatch.chdir(tmp_path)
+    Path("mine.py").write_text(SCRIPT)
+    os.symlink("mine.py", "link.py")
+    os.link("mine.py", "hard.py")
+    for output in ("mine.py", "link.py", "hard.py"):
+        assert cli.main(["init", "mine.py", "--output", output, "--force"]) == 2
+        assert capsys.readouterr().err == f"harness: error: {output}: is the script itself; give another file for the config\n"
+    assert Path("mine.py").read_text() == SCRIPT
+
+
+@pytest.mark.parametrize("breaker", ["\n", "\r", "\u2028", "\u2029", "\x85"])
+def test_a_script_name_with_a_line_break_replaces_no_config(breaker, tmp_path, monkeypatch, capsys):
+    """Issue 49, 5: such a name broke out of the config's comment, and the config was replaced by one with
+    keys of its own (`args`, `env: {LD_PRELOAD: ...}`) before the exit 2."""
+    monkeypatch.chdir(tmp_path)
+    Path("mine.yaml").write_text("kept\n")
+    name = f"a{breaker}env: {{LD_PRELOAD: x.so}}{breaker}b.py"
+    Path(name).write_text(SCRIPT)
+    assert cli.main(["init", name, "--output", "mine.yaml", "--force"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "control character" in err, err
+    assert Path("mine.yaml").read_text() == "kept\n"
+
+
+def test_the_starters_comments_hold_no_line_break_of_yaml():
+    text = starter_config("t.py", "check-t", 8, "for a\u2028args: [x]\x85b\r", "harness run 'a\nb.yaml'")
+    assert set(yaml.safe_load(text)) == {"name", "repro", "jax_versions", "platform", "device_count", "runs",
+                                         "timeout_s"}
+    assert len(text.splitlines()) == len(starter_config("t.py", "check-t", 8, "x", "y").splitlines())
+
+
+def test_init_under_a_file_is_one_line(tmp_path, monkeypatch, capsys):
+    """Issue 49, 15: `init s9.py --output s9.py/x.yaml` was a FileExistsError traceback."""
+    monkeypatch.chdir(tmp_path)
+    Path("s9.py").write_text(SCRIPT)
+    assert cli.main(["init", "s9.py", "--output", "s9.py/x.yaml"]) == 2
+    assert capsys.readouterr().err == "harness: error: s9.py/x.yaml: s9.py is not a folder\n"

@@ -197,3 +197,38 @@ def test_reproduce_lines_carry_the_options_that_changed_what_was_installed():
     plain = ResultsHeader.from_json({"config": document["config"]})
     assert "--index-url" not in harness_command(plain, cell) and "--with-editable" not in harness_command(plain, cell)
     assert "--index-url" not in shell_commands(cell, plain.config, options=plain.options)
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "smoke-run"
+
+
+@pytest.mark.parametrize("where, name", [
+    ("command", "A=1;touch PWNED;B"), ("command", "A\nB"), ("command", "A "), ("config", "A=$(touch PWNED)"),
+    ("config", "NAME\n"),
+])
+def test_a_results_file_whose_env_holds_no_variable_name_is_refused_on_read(where, name, tmp_path, capsys):
+    """Issue 49, 4: report.md's commands printed `export A=1;touch ...;B=v` from a planted cell's command.env
+    (and `harness check --env` from config.env): a name that is no variable name is one line, exit 2."""
+    import json
+    import shutil
+    folder = tmp_path / "f"
+    shutil.copytree(FIXTURE, folder)
+    document = json.loads((folder / "results.json").read_text())
+    if where == "command":
+        document["cells"][0]["command"] = {"argv": ["/x/t.py"], "env": {name: "v"}, "cwd": "/x"}
+    else:
+        document["config"]["env"] = {name: "v"}
+    (folder / "results.json").write_text(json.dumps(document))
+    (folder / "report.md").unlink(missing_ok=True)
+    assert cli.main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is not a variable name" in err and "env" in err, err
+    assert not (folder / "report.md").exists() and not (tmp_path / "PWNED").exists()
+
+
+def test_every_word_of_the_commands_is_quoted_for_a_shell():
+    cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
+    cell.command = RunCommand(("/p/t.py",), (("MODEL", "$(touch x); `y`"),), "/p")
+    text = shell_commands(cell, RecordedConfig(repro="/p/t.py"))
+    line = next(line for line in text.splitlines() if line.startswith("export MODEL="))
+    assert shlex.split(line) == ["export", "MODEL=$(touch x); `y`"]

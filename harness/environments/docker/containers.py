@@ -21,6 +21,7 @@ from harness.environments.docker.gpu_probe import NO_GPU
 from harness.environments.docker.reaping import INSIDE_DEADLINE_GRACE_S, LABEL, _remove, owner_labels
 from harness.environments.process import MAX_LOG_BYTES, RUN_TMP_VARS, RUN_TMPDIR_VAR
 from harness.inside.supervise import CappedLog
+from harness.core.files import open_fresh, write_atomic
 from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.run_env import IR_DUMP_VAR
@@ -151,7 +152,7 @@ def run_container(client: docker.DockerClient, image: str, command: list[str], k
             container.start()
         except (DockerException, requests.RequestException) as exc:
             reason = _explain(exc, gpu)
-            log_path.write_text(reason + "\n")
+            write_atomic(log_path, reason + "\n")
             return ProcessOutcome(None, time.monotonic() - start, reason=reason)
         finally:
             if started is not None:
@@ -198,7 +199,7 @@ def _kill(container) -> None:
 
 def _save_logs(container, log_path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
     """The container's output into the run's log, streamed: its head and tail kept, the cut said."""
-    with open(log_path, "wb") as out:
+    with open(open_fresh(log_path), "wb") as out:
         log = CappedLog(out.fileno(), max_bytes)
         try:
             for chunk in container.logs(stdout=True, stderr=True, stream=True):
