@@ -557,6 +557,11 @@ def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
                   (f"{name}: compare", ["compare", str(good), "--baseline", str(folder)]),
                   (f"{name}: merge", ["merge", str(folder), str(good), "--out", str(h.root / "bad-out")])]
     cases.append(("harness report /dev/zero", ["report", "/dev/zero"]))
+    many = json.loads(good_text)
+    small = {k: v for k, v in many["cells"][0].items() if k in ("jax_version", "platform", "device_count", "mesh",
+                                                                  "verdict", "reason")}
+    h.write("bad/many-cells/results.json", json.dumps({**many, "cells": [small] * 1_000_000}))
+    cases.append(("a schema-valid results.json of 1,000,000 cells: report", ["report", str(h.root / "bad" / "many-cells")]))
     planted = json.loads((good / "results.json").read_text())
     planted["cells"][0]["command"] = {"argv": ["/x/t.py"], "env": {f"A=1;touch {h.root}/pwned;B": "v"}, "cwd": "/x"}
     h.write("bad/env-name/results.json", json.dumps(planted))

@@ -11,7 +11,7 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.core.errors import UserError
 
@@ -165,12 +165,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
+def read_json_bounded(path: Path, limit: int, kind: str, precheck: Callable[[bytes], str] | None = None) -> Any:
     """The JSON document in `path`, read within bounds (a regular file, at most `limit` bytes, UTF-8, not
     nested past the parser's depth, no integer of more digits than Python converts); UserError (one line
     naming `path` and the `kind` of file it is not: "results file") otherwise. The one rule for every
     JSON file a user hands the harness (results.json, a fingerprint): `/dev/zero` is never read whole. Strict
-    JSON only: NaN and Infinity are refused, and so is a number past MAX_FLOAT."""
+    JSON only: NaN and Infinity are refused, and so is a number past MAX_FLOAT. `precheck` (the raw bytes ->
+    why they are beyond what a reader of this kind takes, or "") runs before the document is parsed."""
     if path.exists() and not path.is_file():
         raise UserError(f"{path}: not a {kind} (not a regular file)")
     try:
@@ -182,6 +183,9 @@ def read_json_bounded(path: Path, limit: int, kind: str) -> Any:
         raise UserError(f"{path}: not a readable {kind} ({exc.strerror})") from None
     if len(raw) > limit:
         raise UserError(f"{path}: larger than {limit >> 20} MiB: not a harness {kind}")
+    beyond = precheck(raw) if precheck else ""  # before the whole document is built in memory
+    if beyond:
+        raise UserError(f"{path}: {beyond}")
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
     except OutOfRange as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from filelock import FileLock, Timeout
 from packaging.version import Version
 
@@ -240,7 +241,38 @@ def load_results(path: Path) -> ResultsDocument:
     Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
     down to each cell's keys and runs, before anything is built from it."""
     path = results_file(path)
-    return ResultsDocument.from_json(read_json_bounded(path, MAX_RESULTS_BYTES, "results file"), path)
+    return ResultsDocument.from_json(read_json_bounded(path, MAX_RESULTS_BYTES, "results file", beyond_a_report),
+                                     path)
+
+
+# A report reads every cell and every run: past these a results file is not a sweep's (a sweep of 100 releases
+# on 10 meshes and 2 platforms is 2,000 cells), and building it would take gigabytes and many minutes.
+MAX_CELLS = 20_000
+MAX_RUNS = 400_000
+
+
+class _Cells(msgspec.Struct):
+    cells: list[msgspec.Raw] | None = None
+
+
+class _Runs(msgspec.Struct):
+    runs: list[msgspec.Raw] | None = None
+
+
+def beyond_a_report(raw: bytes) -> str:
+    """Why a results file is larger than any sweep's (too many cells or runs), or "": counted without
+    building the cells (msgspec.Raw keeps each one as its bytes). A document of another shape is left to
+    the reader, which names what is wrong with it."""
+    try:
+        cells = msgspec.json.decode(raw, type=_Cells).cells or []
+        if len(cells) > MAX_CELLS:
+            return f"{len(cells):,} cells, more than any sweep's ({MAX_CELLS:,}): not a harness results file"
+        runs = sum(len(msgspec.json.decode(cell, type=_Runs).runs or []) for cell in cells)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return ""
+    if runs > MAX_RUNS:
+        return f"{runs:,} runs, more than any sweep's ({MAX_RUNS:,}): not a harness results file"
+    return ""
 
 
 def lock_results_folder(folder: Path) -> FileLock:

@@ -303,3 +303,21 @@ def test_a_results_file_with_a_number_json_has_not_is_refused_in_one_line(tmp_pa
         load_results(tmp_path)
     message = str(refused.value)
     assert "\n" not in message and "not a harness results file" in message and planted.lstrip("-") in message
+
+
+def test_a_results_file_of_more_cells_or_runs_than_any_sweep_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    """Issue 49, item 18: a schema-valid results.json of 1,000,000 small cells (137 MB, under the byte limit)
+    took 3.7 GB and 19 minutes to report. The cells and runs are counted first, without building them."""
+    from harness.results import document as results_document
+
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "smoke-run" / "results.json").read_text())
+    small = {k: v for k, v in data["cells"][0].items() if k in ("jax_version", "platform", "device_count", "mesh", "verdict", "reason", "runs")}
+    (tmp_path / "results.json").write_text(json.dumps({**data, "cells": [small] * (results_document.MAX_CELLS + 1)}))
+    with pytest.raises(UserError, match=r"20,001 cells, more than any sweep's \(20,000\): not a harness results file"):
+        results_document.load_results(tmp_path)
+    (tmp_path / "results.json").write_text(json.dumps({**data, "cells": [small] * 3}))
+    monkeypatch.setattr(results_document, "MAX_RUNS", 3 * len(small["runs"]) - 1)
+    with pytest.raises(UserError, match="runs, more than any sweep's"):
+        results_document.load_results(tmp_path)
+    monkeypatch.setattr(results_document, "MAX_RUNS", 3 * len(small["runs"]))
+    assert len(results_document.load_results(tmp_path).cells) == 3
