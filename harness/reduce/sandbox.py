@@ -154,8 +154,8 @@ def bwrap_argv(confines: Confines) -> list[str]:
         except OSError:
             entries = []
         for entry in entries:
-            if entry in places or any(p.is_relative_to(entry) for p in places):
-                continue  # the original wrote there: the candidate's own stand-in, below, or the tmpfs itself
+            if entry in places:
+                continue  # the original wrote it: the tmpfs's own (a stand-in is bound over deeper places)
             if entry.is_symlink():
                 argv += ["--symlink", os.readlink(entry), str(entry)]
             elif not _holds_a_socket(entry):
@@ -169,7 +169,9 @@ def bwrap_argv(confines: Confines) -> list[str]:
     for place, stand_in in confines.scratch:
         # A place right in a private tmp is the tmpfs's own (a file there can be replaced, as a checkpoint
         # writer does); elsewhere the stand-in is bound over it, as a folder or a file as the place is.
-        if place.parent in private:
+        # A place gone since (the original removed it) has nothing to stand in for: a write there fails, and the
+        # watch refuses the candidate.
+        if place.parent in private or not place.exists():
             continue
         argv += ["--bind", str(stand_in.resolve()), str(place)]
     for folder in confines.writable:

@@ -167,13 +167,16 @@ def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_o
     listening = socket.socket(socket.AF_UNIX)
     listening.bind(str(fake_tmp / "agent" / "deeper" / "sock"))  # an ssh agent's, say
     (fake_tmp / "ckpt").mkdir()
+    (fake_tmp / "project" / "logs").mkdir(parents=True)  # what it reads beside a log it writes
     monkeypatch.setattr(sandbox, "PRIVATE_TMP", (fake_tmp,))
     monkeypatch.setattr(sandbox, "RUNTIME_DIRS", ())
     elsewhere = tmp_path / "logs"
     elsewhere.mkdir()
     try:
         argv = bwrap_argv(Confines((tmp_path / "own",), (), ((fake_tmp / "ckpt", tmp_path / "s0"),
-                                                               (elsewhere, tmp_path / "s1"))))
+                                                               (elsewhere, tmp_path / "s1"),
+                                                               (fake_tmp / "project" / "logs", tmp_path / "s2"),
+                                                               (tmp_path / "gone", tmp_path / "s3"))))
     finally:
         listening.close()
     pairs = list(zip(argv, argv[1:], argv[2:]))
@@ -181,6 +184,10 @@ def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_o
     assert not any(str(fake_tmp / "agent") in a for a in argv)  # a folder holding a socket stays hidden
     assert not any(a == str(fake_tmp / "ckpt") for a in argv)  # the original's place: the tmpfs's own
     assert ("--bind", str(tmp_path / "s1"), str(elsewhere)) in pairs  # elsewhere: the candidate's stand-in
+    assert ("--ro-bind-try", str(fake_tmp / "project"), str(fake_tmp / "project")) in pairs
+    assert ("--bind", str(tmp_path / "s2"), str(fake_tmp / "project" / "logs")) in pairs  # over what is bound back
+    assert argv.index(str(fake_tmp / "project")) < argv.index(str(tmp_path / "s2"))
+    assert str(tmp_path / "gone") not in argv  # removed since: nothing to stand in for
     assert argv.index("--tmpfs") < argv.index(str(fake_tmp / "data"))
 
 
