@@ -365,12 +365,14 @@ class ConfinedEnvironment(Environment):
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _program(self, program: Program, cache_dir: Path, env: dict[str, str]) -> Program:
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
         if not self.sandbox.bwrap:
             return program
         writable = (self.space.folder,) + ((cache_dir,) if not _inside(cache_dir, self.space.folder) else ())
         python = getattr(self.inner, "python", None)
         interpreter = (Path(python).parent.parent, Path(python).resolve().parent.parent) if python else ()
+        if other_prefix:  # --vary prefix: the environment's copy at another path runs too
+            interpreter += (self.inner.prefix_copy().parent.parent,)
         path = tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p))
         readable = (*interpreter, *path, *self.readable)
         confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places))
@@ -387,8 +389,9 @@ class ConfinedEnvironment(Environment):
 
     def run(self, program, env, cache_dir, log_path, timeout_s, variation=None) -> ProcessOutcome:
         extra = {"variation": variation} if variation is not None else {}
-        outcome = self.inner.run(self._program(program, cache_dir, env), self._env(env), cache_dir, log_path,
-                                 timeout_s, **extra)
+        other_prefix = variation is not None and variation.other_prefix
+        outcome = self.inner.run(self._program(program, cache_dir, env, other_prefix), self._env(env), cache_dir,
+                                 log_path, timeout_s, **extra)
         self._check_sandbox(outcome, log_path)
         return outcome
 
@@ -469,7 +472,7 @@ class RecordedEnvironment(ConfinedEnvironment):
         super().__init__(inner, Workspace(record.parent), Sandbox(Confinement.WATCH, "the original"), roots)
         self.record = record
 
-    def _program(self, program: Program, cache_dir: Path, env: dict[str, str]) -> Program:
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
         return program
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:

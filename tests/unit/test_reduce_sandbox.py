@@ -280,3 +280,24 @@ def test_the_job_probe_runs_once_for_all_the_candidates_of_one_environment(monke
                                    tmp_path, 10)
     multiprocess_run.group_problem(ConfinedEnvironment(other, None, confined), spec, tmp_path, 10)
     assert len(probed) == 3  # another confinement, another environment: probed again
+
+
+def test_without_bubblewrap_what_is_not_contained_is_said_once():
+    places = ("/tmp/ckpt", "/tmp/train.log")
+    watched = Sandbox(Confinement.WATCH, "bubblewrap (bwrap) is not installed", places)
+    line = watched.describe()
+    assert "not contained: their writes where the original wrote (/tmp/ckpt, /tmp/train.log) go to those real " \
+           "places" in line
+    assert "a private /tmp" in Sandbox(Confinement.BWRAP, places=places).describe()
+    assert Sandbox.from_json(watched.to_json()) == watched  # results.json's reduce.sandbox keeps them
+
+
+def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_path):
+    user, space = _space(tmp_path)
+    env = space.env((str(user.resolve() / "canary.txt"),))
+    assert env["HARNESS_WRITE_ROOTS"].split(os.pathsep) == [str(space.folder), str(user.resolve() / "canary.txt")]
+    done = subprocess.run([sys.executable, str(space.script_for(user, user / "train.py")), str(space.folder),
+                           str(user)], cwd=space.work, env={**os.environ, "PYTHONPATH": str(STARTUP_DIR), **env},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in ("made", "appended.log"))
