@@ -265,6 +265,9 @@ class Reduction:
             self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
                               f"{len(state.memo)} candidate(s) remembered")
         else:
+            # The folder is a reduction's from the start: a signal before reduce.json exists still leaves one that
+            # --resume starts again (_started_before).
+            (self.folder / ORIGINAL_DIR).mkdir(parents=True, exist_ok=True)
             try:
                 self._snapshot()
                 state = self._original(source)

@@ -254,7 +254,7 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
     from pathlib import Path
 
     from harness.cli import commands as cli
-    from harness.reduce.reduction import ORIGINAL_DIR, Reduction
+    from harness.reduce.reduction import Reduction
     from harness.results.document import RunStatus
 
     script = tmp_path / "train.py"
@@ -265,8 +265,7 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
 
     def stopped(self, source):
         checked.append(source)
-        (self.folder / ORIGINAL_DIR).mkdir(exist_ok=True)
-        raise KeyboardInterrupt  # SIGTERM, as stop_signals_interrupt turns it
+        raise KeyboardInterrupt  # SIGTERM, as stop_signals_interrupt turns it: before anything was written
 
     monkeypatch.setattr(Reduction, "_snapshot", lambda self: None)
     monkeypatch.setattr(Reduction, "_original", stopped)
