@@ -841,6 +841,97 @@ def case_base_image_sigterm(h: Harness) -> tuple[bool, str]:
     held = proc.returncode == 143 and not left and not debootstraps
     return held, f"exit {proc.returncode}, left {left or 'nothing'}, {len(debootstraps)} debootstrap(s) still running"
 
+WRITES_UNDER_TMP = (REPO / "tests" / "fixtures" / "reduce" / "writes_under_tmp.py").read_text()
+ESCAPES_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "escapes_when_its_if_goes.py").read_text()
+
+
+def case_reduce_as_a_user_runs_it(h: Harness) -> tuple[bool, str]:
+    """From the script's folder, the default relative --out, a script writing a checkpoint and a log under /tmp:
+    it reduces (exit 0), and no candidate's line reaches the machine's /tmp (issue 48)."""
+    project, place = h.root / "tmp-writer-project", f"/tmp/harness-stress-{os.getpid()}-ckpt"
+    script = h.write("tmp-writer-project/train.py", WRITES_UNDER_TMP.replace("@TMP@", place))
+    try:
+        code, _, err = h.run("reduce", script.name, "--versions", REDUCED_VERSION, "--quiet", "--max-candidates", "6",
+                             cwd=project, timeout=1800)
+        ran = {json.loads(line)["ran"] for line in Path(f"{place}.log").read_text().splitlines()} \
+            if Path(f"{place}.log").exists() else set()
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+        Path(f"{place}.log").unlink(missing_ok=True)
+    candidates = sorted(r for r in ran if "/candidates/" in r)
+    held = code == 0 and str(script) in ran and not candidates
+    return held, f"exit {code}, {len(candidates)} candidate line(s) in the machine's /tmp: {err.strip()[-60:]}"
+
+
+def case_reduce_escapes(h: Harness) -> tuple[bool, str]:
+    """A candidate (its `if` dropped) whose shell writes through /proc/<pid outside>/cwd and /root into a canary
+    folder and whose child asks the engine's socket for a volume: nothing lands, no volume (issue 49)."""
+    canary = h.root / "escape-canary"
+    canary.mkdir()
+    outside = subprocess.Popen(["sleep", "3600"], cwd=canary)
+    volume = f"harness-stress-escape-{os.getpid()}"
+    script = h.write("escape-project/train.py", ESCAPES_SCRIPT.replace("@PID@", str(outside.pid))
+                     .replace("@CANARY@", str(canary)).replace("@VOLUME@", volume))
+    try:
+        code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out",
+                             str(h.root / "escape-out"), "--max-candidates", "30", timeout=3600)
+    finally:
+        outside.kill()
+        outside.wait()
+    (folder,) = (h.root / "escape-out").iterdir()
+    memo = json.loads((folder / "reduce.json").read_text())["memo"].values()
+    stopped = sum("CalledProcessError" in t["why"] for t in memo)  # candidates whose escape the sandbox stopped
+    landed = sorted(p.name for p in canary.iterdir())
+    volumes = subprocess.run(["docker", "volume", "ls", "-q"], capture_output=True, text=True, check=False).stdout \
+        if shutil.which("docker") else ""
+    made = volume in volumes.split()
+    if made:
+        subprocess.run(["docker", "volume", "rm", volume], capture_output=True, check=False)
+    held = code == 0 and not landed and not made and stopped > 0
+    return held, (f"exit {code}, {stopped} escaping candidate(s) stopped, canary {landed or 'empty'}, "
+                  f"volume {'made' if made else 'not made'}")
+
+
+def case_reduce_sigterm_during_the_original(h: Harness) -> tuple[bool, str]:
+    """SIGTERM while the original is checked: exit 143, a resume line, and that line completes (issue 49 #16)."""
+    out = h.root / "reduce-sigterm"
+    proc = h.start("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                   "--max-candidates", "1", "--out", str(out))
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "run 1/" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    _, rest = proc.communicate(timeout=300)
+    last = ("".join(seen) + rest).strip().splitlines()[-1]
+    if proc.returncode != 143 or not last.startswith("continue with: harness "):
+        return False, f"exit {proc.returncode}: {last[:80]}"
+    code, _, err = h.run(*last.removeprefix("continue with: harness ").split(), timeout=1800)
+    return code == 0, f"exit 143 then the resume line: exit {code} {err.strip()[-60:] if code else ''}"
+
+
+def case_reduce_empty_key(h: Harness) -> tuple[bool, str]:
+    """A planted best sealed with HMAC(b"") while the key file is 0 bytes (made on a full disk): refused
+    unrun, one line, exit 2; the key is made anew (issue 49 #3)."""
+    import hashlib
+    import hmac
+    source = reduced_folder(h)
+    folder = h.root / "reduce-empty-key"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns(".writer*"))
+    key = h.write("empty-key/reduce-state.key", b"")
+    planted = h.root / "planted-by-an-empty-key"
+    state = json.loads((folder / "reduce.json").read_text())
+    state["best"] = f"open({str(planted)!r}, 'w').write('ran')\n"
+    state.pop("seal", None)
+    body = json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
+    state["seal"] = hmac.new(b"", body, hashlib.sha256).hexdigest()
+    (folder / "reduce.json").write_text(json.dumps(state))
+    code, _, err = h.run("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
+                         "--resume", str(folder), "--quiet", env=h.env(HARNESS_STATE_KEY=str(key)), timeout=600)
+    held, detail = one_line(code, err)
+    return held and not planted.exists() and len(key.read_bytes()) == 32, detail
+
 
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
@@ -891,6 +982,13 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("--resume: caches planted as a link to a folder", lambda: case_planted_link(h, "caches")),
         ("--resume: .writer.holder planted as a link to a file", lambda: case_planted_link(h, ".writer.holder")),
         ("--resume: .writer.lock planted as a link to a file", lambda: case_planted_link(h, ".writer.lock")),
+
+        ("reduce --resume: a non-ASCII seal", lambda: case_reduce_state(h, {"seal": "\u00e9" * 64})),
+        ("reduce --resume: a best sealed with an empty key", lambda: case_reduce_empty_key(h)),
+        ("reduce: from the script's folder, default --out, writing under /tmp", lambda: case_reduce_as_a_user_runs_it(h)),
+        ("reduce: a candidate's shell through /proc/<pid>/cwd and /root, and the engine's socket",
+         lambda: case_reduce_escapes(h)),
+        ("reduce: SIGTERM during the original's check, then its resume line", lambda: case_reduce_sigterm_during_the_original(h)),
         ("a GITHUB_STEP_SUMMARY that is a folder is bad input before the first run", lambda: case_summary_at_a_folder(h)),
         ("an output that fails after the sweep: said, and the regression still exits 1",
          lambda: case_outputs_failing_after_the_sweep(h)),

@@ -22,7 +22,7 @@ from harness import service
 from harness.service import option_checks
 from harness.output import ci
 from harness.inputs import options
-from harness.core.errors import ExitCode, UserError
+from harness.core.errors import ExitCode, HarnessFailure, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.cli.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         ConsoleProgress.discard_all()  # bad input is said alone, not after what was resolved before it
         print(f"harness: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    except HarnessFailure as exc:
+        ConsoleProgress.release_all()
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return ExitCode.FAILURE
     except KeyboardInterrupt:
         ConsoleProgress.release_all()
         print(f"\nharness: {interrupted_how()}", file=sys.stderr)
@@ -161,6 +165,10 @@ def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, command=_typed(words))
     reduction = service.reduce(_script_check(given), options, _progress(given.quiet))
     state = reduction.state
+    if reduction.status == RunStatus.INTERRUPTED and state is None:
+        print(f"\n{interrupted_how()} during the original's check: nothing reduced yet\n"
+              f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
+        return interrupted_exit_code()
     if reduction.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {reduction.original_lines} lines, "
               f"{state.measured} candidates run) is {reduction.best_file}\n"

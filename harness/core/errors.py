@@ -60,6 +60,11 @@ class UserError(Exception):
     """Bad input a user can fix: a config key, a version, a missing file. Printed as one line."""
 
 
+class HarnessFailure(Exception):
+    """The harness's own setup failed where the user can change it (the reducer's sandbox cannot run the
+    original): printed as one line that says what to change, exit 3, never blamed on the input."""
+
+
 class ConfigError(UserError):
     def __init__(self, source: str, key: str | None, message: str):
         self.source, self.key, self.message = source, key, message

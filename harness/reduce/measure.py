@@ -92,7 +92,7 @@ def own_failures(cell: CellResult) -> list[str]:
                    if r.exit_code != 0 and not r.timed_out})
 
 
-REFUSED_FOR_WRITING = "refused: it wrote outside its own folder"
+REFUSED_FOR_WRITING = "refused: it wrote outside its own folder"  # and the places the original wrote
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,8 @@ class Measurer:
         try:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
-            environment = ConfinedEnvironment(release.environment, space, self.sandbox)
+            environment = ConfinedEnvironment(release.environment, space, self.sandbox,
+                                              readable=(self.script.parent, self.workdir))
             runner = cell_runner(environment, self._config(path, space), at_once=1)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)

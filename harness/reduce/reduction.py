@@ -19,16 +19,17 @@ from pathlib import Path
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
-from harness.core.errors import EnvironmentUnavailable, UserError
+from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
 from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
-from harness.reduce.sandbox import HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, copy_plan
+from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
+                                    copy_plan, write_places)
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import Signature, signature_of, why_not_kept
-from harness.reduce.state import ReduceState, load_state
+from harness.reduce.state import STATE_FILE, ReduceState, load_state
 from harness.results.document import ResultsHeader, RunStatus, load_results, lock_results_folder
 from harness.measure.seeds import SeedPlanner, random_seeds
 from harness.measure.sweep import Sweep, plan_cells
@@ -37,7 +38,8 @@ from harness.output.writer import ResultsWriter
 ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"
 SCRATCH_DIR = "candidates"
-SNAPSHOT_DIR = "workdir"  # the working folder before anything ran: each candidate's copy is made from it
+SNAPSHOT_DIR = "workdir"
+ORIGINAL_WRITES = "original-writes.jsonl"  # where the original's check wrote outside its folders  # the working folder before anything ran: each candidate's copy is made from it
 CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
 REDUCE_SECTION = "reduce"
 # Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
@@ -57,7 +59,7 @@ HeaderFor = Callable[[Config, list[str]], ResultsHeader]
 class ReduceOutcome:
     folder: Path
     status: RunStatus
-    state: ReduceState
+    state: ReduceState | None  # None: interrupted before the original's check was done (nothing reduced yet)
     original_lines: int
     reduced: Path | None = None  # None when interrupted (best.py holds the best so far)
     cells: tuple[CellResult, ...] = ()  # the reduced program's check
@@ -110,6 +112,11 @@ class Reduction:
     at_once: int = 1
     max_candidates: int | None = None
 
+    def __post_init__(self) -> None:
+        # Absolute from here on: candidates run in folders of their own (and bubblewrap binds by path), so a
+        # relative --out or script would name another place there (the service makes --cwd absolute).
+        self.script, self.folder = self.script.absolute(), self.folder.absolute()
+
     @property
     def versions(self) -> list[str]:
         return [self.bad] + ([self.good] if self.good else [])
@@ -140,7 +147,13 @@ class Reduction:
         folder = self.folder / ORIGINAL_DIR
         self.progress.say(f"the original on jax {', '.join(self.versions)}: {folder}")
         started = time.monotonic()
-        cells = {c.spec.jax_version: c for c in self._check(self.config, folder)}
+        recorder = None
+        if Sandbox.here(self.backend.name).watched:  # where it writes outside its folders: candidates may too
+            recorder = WriteRecordingBackend(self.backend, self.folder / ORIGINAL_WRITES,
+                                             (self.workdir.resolve(), self.script.resolve().parent,
+                                              self.folder.resolve()))
+            recorder.record.unlink(missing_ok=True)
+        cells = {c.spec.jax_version: c for c in self._check(self.config, folder, backend=recorder)}
         bad = cells[self.bad]
         where = f"(its check: {folder})"
         if bad.verdict != Verdict.REPRODUCED:
@@ -175,7 +188,8 @@ class Reduction:
                            timeout, normalise(source), check_seconds=sum(r.duration_s for r in bad.runs)
                            or time.monotonic() - started, folder=bad.cache_folder,
                            vary=tuple(map(str, self.config.vary)), processes=self.config.processes,
-                           tolerated=tuple(own_failures(bad)))
+                           tolerated=tuple(own_failures(bad)),
+                           places=write_places(recorder.recorded(), recorder.roots) if recorder else ())
 
     # ---- the search ---------------------------------------------------------------------------
 
@@ -219,6 +233,12 @@ class Reduction:
         finally:
             lock.release()
 
+    def _started_before(self) -> bool:
+        """Whether `--resume`'s folder is a reduction stopped before its state was first written (during the
+        snapshot or the original's check): it starts again there, from the original's check."""
+        return not (self.folder / STATE_FILE).exists() and any(
+            (self.folder / name).exists() for name in (ORIGINAL_DIR, SNAPSHOT_DIR, SNAPSHOT_DIR + ".partial"))
+
     def _run(self, resume: bool) -> ReduceOutcome:
         source = self.script.read_text()
         try:
@@ -226,6 +246,10 @@ class Reduction:
         except SyntaxError as exc:
             raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
                             f"{exc.msg}): nothing to reduce") from None
+        original_lines = size(source)
+        if resume and self._started_before():
+            self.progress.say(f"resuming {self.folder}: stopped during the original's check; checking it again")
+            resume = False
         if resume:
             state = load_state(self.folder, normalise(source))
             given = (tuple(map(str, self.config.vary)), self.config.processes)
@@ -242,63 +266,92 @@ class Reduction:
             self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
                               f"{len(state.memo)} candidate(s) remembered")
         else:
-            self._snapshot()
-            state = self._original(source)
+            # The folder is a reduction's from the start: a signal before reduce.json exists still leaves one that
+            # --resume starts again (_started_before).
+            (self.folder / ORIGINAL_DIR).mkdir(parents=True, exist_ok=True)
+            try:
+                self._snapshot()
+                state = self._original(source)
+            except KeyboardInterrupt:  # nothing reduced yet: --resume of this folder checks the original again
+                return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, None, original_lines)
         state.status = "running"
         state.save(self.folder)
-        original_lines = size(source)
-        # A job's candidate takes a run slot per process: fewer candidates at once.
-        candidates_at_once = max(1, self.at_once // self.config.processes)
-        self._snapshot()  # (a reduction from before snapshots: taken now)
-        measurer = Measurer(program_config(self.config, self.script, self.script, source), self.script,
-                            self.workdir, self._release(self.bad),
-                            self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
-                            self.folder / SCRATCH_DIR, state.timeout_s, candidates_at_once, folder=state.folder,
-                            tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name),
-                            files=copy_plan(self.folder / SNAPSHOT_DIR, []))
-        self.progress.say(measurer.sandbox.describe())
-        if not resume and self.config.processes > 1 and state.signature.ranks is None:
-            self._between_processes(state, measurer, source)
         started = time.monotonic()
-
-        def tried(candidate: str, answer: Tried, best: str) -> None:
-            if answer.measured:
-                state.measured += 1
-                verdict = "kept" if answer.kept else f"rejected: {answer.why}"
-                self.progress.say(f"  candidate {state.measured} ({size(candidate)} lines): {verdict}; "
-                                  f"best so far {size(best)} of {original_lines} lines")
-            state.best, state.memo = search.best, search.memo
-            state.seconds = seconds_before + time.monotonic() - started
-            state.save(self.folder)
-
         seconds_before = state.seconds
-        search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None, at_once=candidates_at_once,
-                        memo=dict(state.memo), on_tried=tried, max_candidates=self.max_candidates)
-        first = search.memo.get(digest(state.best))
-        if not resume and state.best != source:
-            # The search's programs are `ast.unparse`d: the original in that form must still reproduce.
-            search.memo.pop(digest(state.best), None)
-            if not search.decide([state.best])[0].kept:
-                why = search.memo[digest(state.best)].why
-                if why.startswith(REFUSED_FOR_WRITING):
-                    raise UserError(f"{self.script}: run as each candidate runs (in a copy of its working folder, "
-                                    f"its own HOME and TMPDIR) it {why.removeprefix('refused: ')}: a candidate may "
-                                    "not, so it cannot be reduced; have it write under its folder, HOME or TMPDIR "
-                                    "(docs/reduce.md)")
-                raise UserError(f"{self.script}: rewritten by ast.unparse (comments and layout dropped) it no "
-                                f"longer reproduces ({search.memo[digest(state.best)].why}): it cannot be reduced")
-        elif first is None:
-            search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
+        search: Search | None = None
         try:
+            measurer = self._measurer(source, state)
+            self.progress.say(measurer.sandbox.describe())
+
+            def tried(candidate: str, answer: Tried, best: str) -> None:
+                if answer.measured:
+                    state.measured += 1
+                    verdict = "kept" if answer.kept else f"rejected: {answer.why}"
+                    self.progress.say(f"  candidate {state.measured} ({size(candidate)} lines): {verdict}; "
+                                      f"best so far {size(best)} of {original_lines} lines")
+                state.best, state.memo = search.best, search.memo
+                state.seconds = seconds_before + time.monotonic() - started
+                state.save(self.folder)
+
+            search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None,
+                            at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
+                            max_candidates=self.max_candidates)
+            if not resume and self.config.processes > 1 and state.signature.ranks is None:
+                self._between_processes(state, measurer, source)
+            if not resume:
+                self._original_as_a_candidate(source, state, search, measurer)
+            elif search.memo.get(digest(state.best)) is None:
+                search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
             best = search.run()
         except KeyboardInterrupt:
-            state.best, state.status = search.best, "interrupted"
+            state.status = "interrupted"
+            if search is not None:
+                state.best = search.best
             state.seconds = seconds_before + time.monotonic() - started
             state.save(self.folder)
             return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
         state.best, state.seconds = best, seconds_before + time.monotonic() - started
         state.save(self.folder)
         return self._finish(source, state, original_lines, measurer)
+
+    def _measurer(self, source: str, state: ReduceState) -> Measurer:
+        """What measures candidates: both releases' environments prepared, the sandbox the machine allows."""
+        # A job's candidate takes a run slot per process: fewer candidates at once.
+        candidates_at_once = max(1, self.at_once // self.config.processes)
+        self._snapshot()  # (a reduction from before snapshots: taken now)
+        return Measurer(program_config(self.config, self.script, self.script, source), self.script,
+                        self.workdir, self._release(self.bad),
+                        self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
+                        self.folder / SCRATCH_DIR, state.timeout_s, candidates_at_once, folder=state.folder,
+                        tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name, state.places),
+                        files=copy_plan(self.folder / SNAPSHOT_DIR, []))
+
+    def _original_as_a_candidate(self, source: str, state: ReduceState, search: Search, measurer: Measurer) -> None:
+        """The original, in the search's form (`ast.unparse`d), measured as every candidate is (in its own
+        folder, in the sandbox): it must still reproduce, or nothing can be. Where it does not, whose failure
+        it is: the sandbox's when the original's own text fails there too (it reproduced outside it), exit 3
+        with what to change; the rewriting's when only the rewritten form fails, exit 2."""
+        search.memo.pop(digest(state.best), None)
+        answer = search.decide([state.best])[0]
+        if answer.kept:
+            return
+        why = answer.why
+        if why.startswith(REFUSED_FOR_WRITING):
+            raise HarnessFailure(
+                f"{self.script}: run as each candidate runs (in a copy of its working folder, its own HOME and "
+                f"TMPDIR) it {why.removeprefix('refused: ')}, where its own check did not write (candidates may "
+                "write only where the original wrote: a path that changes from run to run, a time or a process id "
+                "in it, is not followed); give it a path that is the same in every run, or one under its folder, "
+                "HOME or TMPDIR (docs/reduce.md)")
+        verbatim = measurer.test_bad([source])[0] if source != state.best else answer
+        if not verbatim.kept:
+            raise HarnessFailure(
+                f"{self.script}: reproduced in its own check, but not in the reducer's sandbox "
+                f"({measurer.sandbox.confinement}: {verbatim.why}): the harness's setup, not your script; what the "
+                "sandbox hides is in docs/reduce.md (a private /tmp and /var/tmp, no /run): keep what the script "
+                "reads in its folder, or report it")
+        raise UserError(f"{self.script}: rewritten by ast.unparse (comments and layout dropped) it no longer "
+                        f"reproduces ({why}): it cannot be reduced")
 
     def _between_processes(self, state: ReduceState, measurer: Measurer, source: str) -> None:
         """A job that reproduced by a later run (every process of run 1 lowered one program, every process

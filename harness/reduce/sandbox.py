@@ -16,6 +16,7 @@ import enum
 import json
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.codec import Omit, Record, shape
-from harness.core.errors import UserError
+from harness.core.errors import HarnessFailure, UserError
 from harness.core.model import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment
 from harness.inside.startup.jax_cache_harness_hook import (
@@ -46,12 +47,13 @@ _SKIPPED = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "no
 
 @cache
 def bwrap_problem() -> str:
-    """Why candidates cannot run under bubblewrap here, or "" (probed once per process)."""
+    """Why candidates cannot run under bubblewrap here, or "" (probed once per process, with every option
+    a candidate's command line uses)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
     try:
-        probe = subprocess.run([bwrap, *_binds([]), "--", "true"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run([*bwrap_launcher(Confines()), "true"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap cannot run here ({exc})"
     if probe.returncode != 0:
@@ -59,17 +61,150 @@ def bwrap_problem() -> str:
     return ""
 
 
-def _binds(writable: list[Path]) -> list[str]:
-    # /tmp stays the host's, read-only: a user's folder, an interpreter or a cache may live there.
-    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"]
-    for folder in writable:
+# Private to each candidate under bubblewrap: an empty tmpfs, the machine's entries bound back read-only (what
+# a run reads there: an interpreter, a data file) but sockets and folders holding one (an ssh agent, X11, tmux).
+PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
+# Hidden outright by an empty tmpfs: where the container engine's socket (root on the host), containerd's,
+# podman's and each user's session sockets (/run/user/UID) live. /var/run is a link to /run on Debian.
+RUNTIME_DIRS = (Path("/run"), Path("/var/run"))
+# Engine sockets that may live elsewhere (Docker Desktop, rootless setups): a /dev/null is bound over each.
+ENGINE_SOCKET_VARS = ("DOCKER_HOST", "CONTAINER_HOST")
+ENGINE_SOCKETS_UNDER_HOME = (".docker/run/docker.sock", ".docker/desktop/docker.sock")
+# A private tmp entry is looked into this deep and this far for a socket; past that it is not bound back.
+SOCKET_SCAN_DEPTH = 3
+SOCKET_SCAN_ENTRIES = 2000
+OUTSIDE_DIR = "outside"  # under a candidate's folder: the scratch bound at each place the original wrote
+
+
+@dataclass(frozen=True)
+class Confines:
+    """What one candidate's bubblewrap binds: `writable` (its folder, its cache), `readable` (folders under a
+    private or hidden root a run must read: its interpreter, PYTHONPATH, the script's folder) and `scratch`
+    ((place the original wrote, the candidate's own empty stand-in for it))."""
+
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
+    scratch: tuple[tuple[Path, Path], ...] = ()
+
+
+def _is_real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _holds_a_socket(path: Path) -> bool:
+    """Whether `path` is a socket or a folder holding one within SOCKET_SCAN_DEPTH levels (also: one too
+    large or unreadable to tell)."""
+    seen = 0
+    stack = [(path, 0)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            mode = here.lstat().st_mode
+        except OSError:
+            continue
+        if stat.S_ISSOCK(mode):
+            return True
+        if not stat.S_ISDIR(mode) or depth >= SOCKET_SCAN_DEPTH:
+            continue
+        try:
+            children = list(os.scandir(here))
+        except OSError:
+            return True  # cannot be looked into: not bound back
+        seen += len(children)
+        if seen > SOCKET_SCAN_ENTRIES:
+            return True
+        stack += [(Path(c.path), depth + 1) for c in children]
+    return False
+
+
+def _engine_sockets() -> list[Path]:
+    found = []
+    for var in ENGINE_SOCKET_VARS:
+        value = os.environ.get(var, "")
+        if value.startswith("unix://"):
+            found.append(Path(value.removeprefix("unix://")))
+    found += [Path.home() / name for name in ENGINE_SOCKETS_UNDER_HOME]
+    return [p for p in found if p.is_absolute() and p.exists()
+            and not any(p.resolve().is_relative_to(r.resolve()) for r in RUNTIME_DIRS if r.exists())]
+
+
+def _under(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def bwrap_argv(confines: Confines) -> list[str]:
+    """bubblewrap's options for one candidate: the file system read-only; its own PID namespace with a fresh
+    /proc (no /proc/<pid>/root or /cwd of a process outside), its own session (no terminal to inject into),
+    ended with the harness; no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders
+    writable; a scratch of its own at each place the original wrote outside its folder."""
+    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
+            "--new-session"]
+    for runtime in RUNTIME_DIRS:
+        if _is_real_dir(runtime):
+            argv += ["--tmpfs", str(runtime)]
+    for socket in _engine_sockets():
+        argv += ["--ro-bind", "/dev/null", str(socket)]
+    places = {place for place, _ in confines.scratch}
+    private = tuple(p.resolve() for p in PRIVATE_TMP if _is_real_dir(p))
+    for tmp in private:
+        argv += ["--perms", "1777", "--tmpfs", str(tmp)]
+    for tmp in private:
+        try:
+            entries = sorted(tmp.iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry in places:
+                continue  # the original wrote it: the tmpfs's own (a stand-in is bound over deeper places)
+            if entry.is_symlink():
+                argv += ["--symlink", os.readlink(entry), str(entry)]
+            elif not _holds_a_socket(entry):
+                # -try: another process's temporary entry may be gone by the time bwrap binds it.
+                argv += ["--ro-bind-try", str(entry), str(entry)]
+    hidden = private + tuple(r.resolve() for r in RUNTIME_DIRS if r.exists())
+    for folder in confines.readable:
+        folder = folder.resolve()
+        if folder.exists() and _under(folder, hidden):
+            argv += ["--ro-bind-try", str(folder), str(folder)]
+    for place, stand_in in confines.scratch:
+        # A place right in a private tmp is the tmpfs's own (a file there can be replaced, as a checkpoint
+        # writer does); elsewhere the stand-in is bound over it, as a folder or a file as the place is.
+        # A place gone since (the original removed it) has nothing to stand in for: a write there fails, and the
+        # watch refuses the candidate.
+        if place.parent in private or not place.exists():
+            continue
+        argv += ["--bind", str(stand_in.resolve()), str(place)]
+    for folder in confines.writable:
+        folder = folder.resolve()
         argv += ["--bind", str(folder), str(folder)]
     return argv
 
 
-def bwrap_launcher(writable: list[Path]) -> tuple[str, ...]:
-    """bwrap's command line: / read-only, a /dev and /proc of its own, `writable` bound writable."""
-    return (shutil.which("bwrap") or "bwrap", *_binds(writable), "--")
+def bwrap_launcher(confines: Confines) -> tuple[str, ...]:
+    """bwrap's command line (bwrap_argv), ending in `--`: the program's own command follows."""
+    return (shutil.which("bwrap") or "bwrap", *bwrap_argv(confines), "--")
+
+
+def bwrap_said(log_path: Path) -> str:
+    """bubblewrap's own error at the head of a run's log ("bwrap: Can't find source path ..."), or ""."""
+    try:
+        with open(log_path, errors="replace") as log:
+            head = [log.readline() for _ in range(3)]
+    except OSError:
+        return ""
+    return next((line.strip()[:200] for line in head if line.startswith("bwrap: ")), "")
+
+
+def write_places(paths: list[str], own: tuple[Path, ...], limit: int = 32) -> tuple[str, ...]:
+    """Where the original wrote outside `own` folders (its working folder, the reduction's, its run's TMPDIR):
+    the outermost of the written paths (a folder it made covers what it wrote in it), at most `limit`."""
+    chosen: list[Path] = []
+    for text in sorted(set(paths), key=lambda t: (len(Path(t).parts), t)):
+        path = Path(text)
+        if not path.is_absolute() or _under(path, own) or any(path.is_relative_to(c) for c in chosen):
+            continue
+        chosen.append(path)
+    return tuple(str(p) for p in chosen[:limit])
 
 
 class Confinement(enum.StrEnum):
@@ -82,17 +217,19 @@ class Confinement(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Sandbox(Record):
-    """How this reduction's candidates are confined, and why not more where bubblewrap is missing."""
+    """How this reduction's candidates are confined, and why not more where bubblewrap is missing; `places`:
+    where the original wrote outside its own folders (its check tells), where a candidate may write too."""
 
     confinement: Confinement
     why_not: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    places: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
 
     @classmethod
-    def here(cls, backend: str) -> Sandbox:
+    def here(cls, backend: str, places: tuple[str, ...] = ()) -> Sandbox:
         if backend == "docker":
             return cls(Confinement.CONTAINER)
         problem = bwrap_problem()
-        return cls(Confinement.WATCH, problem) if problem else cls(Confinement.BWRAP)
+        return cls(Confinement.WATCH, problem, places) if problem else cls(Confinement.BWRAP, places=places)
 
     @property
     def bwrap(self) -> bool:
@@ -103,17 +240,25 @@ class Sandbox(Record):
         """Whether the write watch's paths are this host's (a container's are not)."""
         return self.confinement != Confinement.CONTAINER
 
+    def _places(self) -> str:
+        shown = ", ".join(self.places[:3]) + (f" and {len(self.places) - 3} more" if len(self.places) > 3 else "")
+        return shown
+
     def describe(self) -> str:
         if self.confinement == Confinement.BWRAP:
+            own = (f"; where the original wrote ({self._places()}) each gets a private stand-in" if self.places
+                   else "")
             return ("candidates run under bubblewrap: the file system read-only but their own folder (a copy of "
-                    "the working folder, HOME, TMPDIR, cache); a write elsewhere is refused")
+                    "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run (no engine "
+                    f"sockets), their own PID namespace{own}; a write elsewhere is refused")
         if self.confinement == Confinement.CONTAINER:
             return ("candidates run in containers that mount the script's folder read-only and their own copy of "
                     "the working folder, cache and logs")
+        where = (f"; not contained: their writes where the original wrote ({self._places()}) go to those real "
+                 "places" if self.places else "")
         return (f"candidates are not confined ({self.why_not}): each runs in a copy of the working folder with "
                 "its own HOME and TMPDIR, and one the harness sees write outside them is refused (Python's own "
-                "writes only)")
-
+                f"writes only){where}")
 
 
 def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
@@ -171,14 +316,30 @@ class Workspace:
         except ValueError:
             return self.work / script.name
 
-    def env(self) -> dict[str, str]:
+    def env(self, places: tuple[str, ...] = ()) -> dict[str, str]:
         return {"HOME": str(self.folder / HOME_DIR), "TMPDIR": str(self.folder / TMP_DIR),
-                WRITE_ROOTS_VAR: str(self.folder), WRITES_RECORD_VAR: str(self.folder / WRITES_FILE)}
+                WRITE_ROOTS_VAR: os.pathsep.join((str(self.folder), *places)),
+                WRITES_RECORD_VAR: str(self.folder / WRITES_FILE)}
 
-    def writes_outside(self) -> list[str]:
+    def stand_ins(self, places: tuple[str, ...]) -> tuple[tuple[Path, Path], ...]:
+        """An empty folder or file of its own for each place the original wrote (as the place is on this
+        machine: a file, else a folder), made in this folder: bubblewrap binds it over the place."""
+        made = []
+        for i, text in enumerate(places):
+            place = Path(text)
+            stand_in = self.folder / OUTSIDE_DIR / str(i)
+            stand_in.parent.mkdir(exist_ok=True)
+            if place.is_file():
+                stand_in.touch()
+            else:
+                stand_in.mkdir(exist_ok=True)
+            made.append((place, stand_in))
+        return tuple(made)
+
+    def writes_outside(self, record: str = WRITES_FILE) -> list[str]:
         """The paths a run of the candidate wrote (or tried to write) outside its folder."""
         try:
-            lines = (self.folder / WRITES_FILE).read_text().splitlines()
+            lines = (self.folder / record).read_text().splitlines()
         except OSError:
             return []
         paths = []
@@ -192,37 +353,65 @@ class Workspace:
 
 class ConfinedEnvironment(Environment):
     """An environment whose runs are one candidate's: in its workspace, its HOME, TMPDIR and write watch set,
-    under bubblewrap when the sandbox has it. Everything else is the environment's own."""
+    under bubblewrap when the sandbox has it. Everything else is the environment's own. `roots`: more folders
+    the watch allows (the reduced program's check: the reduction's and the working folder); `readable`:
+    folders a run reads that a private /tmp would hide (the script's folder)."""
 
-    def __init__(self, inner: Environment, space: Workspace, sandbox: Sandbox, roots: tuple[Path, ...] = ()) -> None:
-        self.inner, self.space, self.sandbox, self.roots = inner, space, sandbox, roots
+    def __init__(self, inner: Environment, space: Workspace, sandbox: Sandbox, roots: tuple[Path, ...] = (),
+                 readable: tuple[Path, ...] = ()) -> None:
+        self.inner, self.space, self.sandbox, self.roots, self.readable = inner, space, sandbox, roots, readable
         self.jax_version = inner.jax_version
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _program(self, program: Program, cache_dir: Path) -> Program:
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
         if not self.sandbox.bwrap:
             return program
-        writable = [self.space.folder] + ([cache_dir] if not _inside(cache_dir, self.space.folder) else [])
-        return replace(program, launcher=bwrap_launcher(writable))
+        writable = (self.space.folder,) + ((cache_dir,) if not _inside(cache_dir, self.space.folder) else ())
+        python = getattr(self.inner, "python", None)
+        interpreter = (Path(python).parent.parent, Path(python).resolve().parent.parent) if python else ()
+        if other_prefix:  # --vary prefix: the environment's copy at another path runs too
+            interpreter += (self.inner.prefix_copy().parent.parent,)
+        path = tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p))
+        readable = (*interpreter, *path, *self.readable)
+        confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places))
+        return replace(program, launcher=bwrap_launcher(confines))
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
         if not self.sandbox.watched:
             return env
-        extra = self.space.env()
+        extra = self.space.env(self.sandbox.places)
         if self.roots:
-            extra[WRITE_ROOTS_VAR] = os.pathsep.join(str(r) for r in (self.space.folder, *self.roots))
+            extra[WRITE_ROOTS_VAR] = os.pathsep.join(str(r) for r in (self.space.folder, *self.roots,
+                                                                       *self.sandbox.places))
         return {**env, **extra}
 
     def run(self, program, env, cache_dir, log_path, timeout_s, variation=None) -> ProcessOutcome:
         extra = {"variation": variation} if variation is not None else {}
-        return self.inner.run(self._program(program, cache_dir), self._env(env), cache_dir, log_path, timeout_s,
-                              **extra)
+        other_prefix = variation is not None and variation.other_prefix
+        outcome = self.inner.run(self._program(program, cache_dir, env, other_prefix), self._env(env), cache_dir,
+                                 log_path, timeout_s, **extra)
+        self._check_sandbox(outcome, log_path)
+        return outcome
 
     def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
-        return self.inner.run_group(self._program(program, cache_dir), [self._env(e) for e in envs], cache_dir,
-                                  log_paths, timeout_s)
+        outcomes = self.inner.run_group(self._program(program, cache_dir, envs[0] if envs else {}),
+                                        [self._env(e) for e in envs], cache_dir, log_paths, timeout_s)
+        for outcome, log_path in zip(outcomes, log_paths):
+            self._check_sandbox(outcome, log_path)
+        return outcomes
+
+    def _check_sandbox(self, outcome: ProcessOutcome, log_path: Path) -> None:
+        """bubblewrap itself failed (before the program started): the harness's setup, never the candidate's
+        answer, so the reduction stops (exit 3) rather than rejecting every candidate for it."""
+        if not self.sandbox.bwrap or outcome.ok:
+            return
+        said = bwrap_said(log_path)
+        if said:
+            raise HarnessFailure(f"bubblewrap could not start a candidate ({said}): the sandbox's setup, not "
+                                 "your script; run from another folder or give --out an absolute path, and report "
+                                 "it if that does not help (docs/reduce.md)")
 
     def cannot_vary(self, factor):
         return self.inner.cannot_vary(factor)
@@ -273,6 +462,37 @@ class WatchedBackend(Backend):
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+
+class RecordedEnvironment(ConfinedEnvironment):
+    """The original's own runs, as they are (its HOME, TMPDIR, no bubblewrap), with the write watch recording
+    where they write outside `roots` into `record`: the places a candidate may write too (write_places)."""
+
+    def __init__(self, inner: Environment, record: Path, roots: tuple[Path, ...]) -> None:
+        super().__init__(inner, Workspace(record.parent), Sandbox(Confinement.WATCH, "the original"), roots)
+        self.record = record
+
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
+        return program
+
+    def _env(self, env: dict[str, str]) -> dict[str, str]:
+        return {**env, WRITE_ROOTS_VAR: os.pathsep.join(str(r) for r in self.roots),
+                WRITES_RECORD_VAR: str(self.record)}
+
+
+class WriteRecordingBackend(WatchedBackend):
+    """A backend whose environments' runs record where they write outside `roots` (RecordedEnvironment)."""
+
+    def __init__(self, inner: Backend, record: Path, roots: tuple[Path, ...]) -> None:
+        self.inner, self.record, self.roots = inner, record, roots
+        self.name, self.pythons = inner.name, inner.pythons
+
+    def prepare(self, jax_version, platform, say=lambda _: None) -> Environment:
+        return RecordedEnvironment(self.inner.prepare(jax_version, platform, say), self.record, self.roots)
+
+    def recorded(self) -> list[str]:
+        """The paths the original's runs wrote outside `roots`."""
+        return Workspace(self.record.parent).writes_outside(self.record.name)
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import secrets
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ class ReduceState:
     vary: tuple[str, ...] = ()  # --vary's factors as given (a resumed reduction must be given the same)
     processes: int = 1  # --processes
     tolerated: tuple[str, ...] = ()  # how the original's disagreeing processes died (measure.own_failures)
+    # Where the original wrote outside its folders (sandbox.write_places): a candidate may write there too, to
+    # a stand-in of its own under bubblewrap. Sealed: a planted place would be a place candidates may write.
+    places: tuple[str, ...] = ()
     unsealed: bool = field(default=False, compare=False)  # read from before seals: its best was set aside
 
     def to_json(self) -> dict[str, Any]:
@@ -73,7 +77,8 @@ class ReduceState:
                 "memo": {k: v.to_json() for k, v in self.memo.items()}, "measured": self.measured,
                 "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
                 "status": self.status, "folder": str(self.folder) if self.folder else None,
-                "vary": list(self.vary), "processes": self.processes, "tolerated_failures": list(self.tolerated)}
+                "vary": list(self.vary), "processes": self.processes, "tolerated_failures": list(self.tolerated),
+                "write_places": list(self.places)}
 
     @classmethod
     def from_json(cls, data: Any) -> ReduceState:
@@ -113,7 +118,8 @@ class ReduceState:
                     fields.number("seconds", float("inf"), default=0.0),
                     fields.number("check_seconds", float("inf"), default=0.0),
                     fields.choice("status", STATUSES, default="running"), folder_mode, vary,
-                    fields.integer("processes", 1, MAX_PROCESSES, default=1), tuple(fields.texts("tolerated_failures")))
+                    fields.integer("processes", 1, MAX_PROCESSES, default=1), tuple(fields.texts("tolerated_failures")),
+                    fields.places("write_places"))
         state.version = version
         return state
 
@@ -170,6 +176,12 @@ class _Fields:
             raise StateProblem(f"{name}: must be a list of text")
         return values
 
+    def places(self, name: str) -> tuple[str, ...]:
+        values = self.texts(name)
+        if not all(v.startswith("/") and "\0" not in v for v in values):
+            raise StateProblem(f"{name}: must be a list of absolute paths")
+        return tuple(values)
+
     def integer(self, name: str, low: int, high: int, default: Any = ...) -> int:
         value = self.get(name, int, default)
         if not low <= value <= high:
@@ -207,19 +219,40 @@ class _Fields:
         return seeds
 
 
+KEY_BYTES = 32
+
+
 def _key() -> bytes:
-    """The seal's key, made on first use (readable by the user only)."""
+    """The seal's key, made on first use (readable by the user only). Written whole or not at all (a temporary
+    file linked into place), and its length checked on every read: a key cut short (made on a full disk,
+    truncated) is made anew, so every seal made with it is refused, never one made with an empty key trusted."""
     try:
-        return KEY_FILE.read_bytes()
+        key = KEY_FILE.read_bytes()
     except FileNotFoundError:
-        KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another reduction made it meanwhile
-            return KEY_FILE.read_bytes()
+        key = b""
+    else:
+        if len(key) == KEY_BYTES:
+            return key
+    KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=KEY_FILE.parent, prefix=f".{KEY_FILE.name}.")  # mode 0600
+    try:
         with os.fdopen(fd, "wb") as out:
-            out.write(secrets.token_bytes(32))
-        return KEY_FILE.read_bytes()
+            out.write(secrets.token_bytes(KEY_BYTES))
+            out.flush()
+            os.fsync(out.fileno())
+        if key or KEY_FILE.exists():  # one cut short: replaced
+            os.replace(temporary, KEY_FILE)
+        else:
+            try:
+                os.link(temporary, KEY_FILE)  # first use: another reduction that made it meanwhile wins
+            except FileExistsError:
+                pass
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+    key = KEY_FILE.read_bytes()
+    if len(key) != KEY_BYTES:
+        raise OSError(f"the reduce state's key {KEY_FILE} could not be written whole ({len(key)} bytes)")
+    return key
 
 
 def seal(document: dict[str, Any]) -> str:
@@ -242,7 +275,9 @@ def load_state(folder: Path, original: str) -> ReduceState:
         raise UserError(f"--resume {folder}: {STATE_FILE} is not a reduce state: {exc}") from None
     if state.version >= SEALED_FROM:
         given = data.get(SEAL)
-        if not isinstance(given, str) or not hmac.compare_digest(given, seal(data)):
+        # A seal is 64 hex digits: anything else (non-ASCII text, which compare_digest refuses with a
+        # TypeError) does not match.
+        if not isinstance(given, str) or not _DIGEST.fullmatch(given) or not hmac.compare_digest(given, seal(data)):
             raise UserError(f"--resume {folder}: {STATE_FILE} was not written by this reducer as it stands (its "
                             "seal does not match: edited, or made by another user or machine); its programs are "
                             "not run: reduce again without --resume")

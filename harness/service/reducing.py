@@ -59,7 +59,8 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     if good == bad:
         raise UserError(f"--good {good}: the same release as --versions")
     versions = [bad] + ([good] if good else [])
-    config = replace(config, jax_versions=tuple(versions))
+    config = replace(config, jax_versions=tuple(versions),
+                     cwd=config.cwd.absolute() if config.cwd is not None else None)  # as --out and the script
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
     at_once = opened.ready(options, progress, device_count_source="--device-count")
     command = options.command
@@ -70,9 +71,10 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
                                              seeds=options.seeds, all_runs=False), config=measured)
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
-    folder = options.resume or new_run_dir(options.out, f"reduce-{stem}")
+    # Absolute: candidates run in folders of their own, under bubblewrap, where a relative path names another place.
+    folder = (options.resume or new_run_dir(options.out, f"reduce-{stem}")).absolute()
     progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
-    reduction = Reduction(config, script, choice.backend, bad, good, folder, header, progress,
+    reduction = Reduction(config, script.absolute(), choice.backend, bad, good, folder, header, progress,
                           SeedPlanner(options.seeds, runs=options.runs), at_once=at_once.count,
                           max_candidates=options.max_candidates)
     return reduction.run(resume=options.resume is not None)

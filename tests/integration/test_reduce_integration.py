@@ -219,3 +219,57 @@ def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path):
     (line,) = again.stderr.strip().splitlines()
     assert "seal does not match" in line and "not run" in line
     assert not planted.exists()
+
+
+WRITES_UNDER_TMP = (FIXTURES / "writes_under_tmp.py").read_text()
+
+
+def test_from_the_script_s_folder_with_the_default_out_a_script_writing_under_tmp_reduces(tmp_path):
+    # Issue 48: as a user runs it. The default relative --out made every candidate fail under bubblewrap
+    # ("Can't find source path results/...", exit 2 blaming the script), and a script writing under /tmp was
+    # refused outright. Its candidates now write to a private /tmp: no line of theirs reaches the machine's.
+    from harness.reduce.sandbox import bwrap_problem
+
+    project, place = tmp_path / "project", f"/tmp/harness-it-{os.getpid()}-{tmp_path.name}"
+    project.mkdir()
+    (project / "train.py").write_text(WRITES_UNDER_TMP.replace("@TMP@", place))
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness", "reduce", "train.py", "--versions", "0.4.28",
+                               "--max-candidates", "6"], capture_output=True, text=True, timeout=1800, cwd=project)
+        assert done.returncode == 0, done.stderr[-3000:]
+        folder = only_folder(project / "results")
+        assert (folder / "reduced.py").exists() and load_results(folder).cells[0].verdict == "reproduced"
+        ran = {json.loads(line)["ran"] for line in Path(f"{place}.log").read_text().splitlines()}
+        if not bwrap_problem():
+            # The original's lines, and reduced.py's if it still logs: never a candidate's.
+            assert str(project / "train.py") in ran and ran <= {str(project / "train.py"), str(folder / "reduced.py")}
+            assert "a private /tmp" in done.stderr
+        state = json.loads((folder / "reduce.json").read_text())
+        assert sorted(state["write_places"]) == [place, f"{place}.log"]  # makedirs made {place} itself
+        assert not [t for t in state["memo"].values() if "wrote outside" in t["why"]]
+    finally:
+        subprocess.run(["rm", "-rf", place, f"{place}.log"], check=False)
+
+
+def test_sigterm_during_the_original_s_check_prints_a_resume_line_that_works(tmp_path):
+    # Issue 49 item 16 / issue 48 item 4: it printed none, and --resume then found no reduce.json.
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "reduce", str(SEED), "--versions", "0.4.28",
+                             "--out", str(tmp_path), "--max-candidates", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "run 1/" in line:  # the original's check is running its first process
+            proc.send_signal(signal.SIGTERM)
+            break
+    _, rest = proc.communicate(timeout=300)
+    err = "".join(seen) + rest
+    assert proc.returncode == 143, err[-2000:]
+    folder = only_folder(tmp_path)
+    assert "nothing reduced yet" in err and not (folder / "reduce.json").exists()
+    resume = err.strip().splitlines()[-1]
+    assert resume.startswith("continue with: harness reduce ") and f"--resume {folder}" in resume
+    done = harness(*resume.removeprefix("continue with: harness ").split())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "stopped during the original's check; checking it again" in done.stderr
+    assert json.loads((folder / "reduce.json").read_text())["status"] == "complete"

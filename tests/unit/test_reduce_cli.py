@@ -153,3 +153,133 @@ def test_a_reduced_program_that_no_longer_keeps_the_signature_exits_3_as_docs_re
     assert "did not keep the signature: clean on 0.4.28" in capsys.readouterr().err
     page = " ".join((Path(__file__).parents[2] / "docs" / "reduce.md").read_text().split())
     assert "does not keep the signature (a flaky machine), the command says why and exits 3" in page
+
+
+# ---- whose failure it is when the sandbox cannot run the original (issue 48 item 1) -----------------------
+
+class _Decided:
+    """Search.decide's stand-in: the answer for the original's rewritten form."""
+
+    def __init__(self, answer):
+        self.answer, self.memo = answer, {}
+
+    def decide(self, sources):
+        return [self.answer]
+
+
+class _Measured:
+    def __init__(self, verbatim):
+        from harness.reduce.sandbox import Confinement, Sandbox
+        self.verbatim, self.sandbox, self.asked = verbatim, Sandbox(Confinement.BWRAP), []
+
+    def test_bad(self, sources):
+        self.asked += sources
+        return [self.verbatim]
+
+
+def _reduction(tmp_path):
+    from pathlib import Path
+
+    from harness.reduce.reduction import Reduction
+    return Reduction(None, Path("train.py"), None, "0.4.28", None, tmp_path / "reduce", None, None, None)
+
+
+def _state_of(best):
+    return ReduceState("train.py", "d" * 64, "0.4.28", None, Signature("jit_f", ("computation",), Cause.ORDER),
+                       [1, 2], 24.0, best)
+
+
+def test_an_original_that_fails_only_inside_the_sandbox_is_the_harness_s_failure_not_the_script_s(tmp_path):
+    from harness.core.errors import HarnessFailure
+    source = "import jax  # a comment ast.unparse drops\n"
+    measurer = _Measured(Tried(False, "error (exit code 1: FileNotFoundError: '/run/x')"))
+    with pytest.raises(HarnessFailure, match="reproduced in its own check, but not in the reducer's sandbox") as raised:
+        _reduction(tmp_path)._original_as_a_candidate(source, _state_of("import jax\n"),
+                                                      _Decided(Tried(False, "error")), measurer)
+    assert measurer.asked == [source]  # its own text was run there too: it fails as well, so the sandbox is why
+    assert "\n" not in str(raised.value) and "cannot be reduced" not in str(raised.value)
+
+
+def test_an_original_whose_rewritten_form_alone_fails_is_the_script_s(tmp_path):
+    with pytest.raises(UserError, match="rewritten by ast.unparse .* it cannot be reduced"):
+        _reduction(tmp_path)._original_as_a_candidate("import jax  # x\n", _state_of("import jax\n"),
+                                                      _Decided(Tried(False, "clean")), _Measured(Tried(True, "ok")))
+
+
+def test_an_original_that_writes_where_its_check_did_not_is_the_harness_s_failure_saying_what_to_change(tmp_path):
+    from harness.core.errors import HarnessFailure
+    why = "refused: it wrote outside its own folder (/tmp/run-1733360000/ckpt)"
+    with pytest.raises(HarnessFailure, match="a path that is the same in every run"):
+        _reduction(tmp_path)._original_as_a_candidate("import jax\n", _state_of("import jax\n"),
+                                                      _Decided(Tried(False, why)), _Measured(Tried(True, "ok")))
+
+
+def test_bubblewrap_s_own_error_stops_the_reduction_with_exit_3(tmp_path, capsys, monkeypatch):
+    # The default relative --out once made every candidate fail so ("Can't find source path results/..."),
+    # and the command blamed the script (exit 2, "cannot be reduced").
+    from harness.cli import commands as cli
+    from harness.core.errors import ExitCode, HarnessFailure
+    from harness.core.model import ProcessOutcome
+    from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
+
+    log = tmp_path / "run.log"
+    log.write_text("bwrap: Can't find source path results/x/candidates/a: No such file or directory\n")
+    confined = ConfinedEnvironment(type("E", (), {"jax_version": "0.4.28"})(), Workspace(tmp_path),
+                                   Sandbox(Confinement.BWRAP))
+    confined._check_sandbox(ProcessOutcome(0, 1.0), log)  # a run that ended well is never bwrap's failure
+    with pytest.raises(HarnessFailure, match="bubblewrap could not start a candidate .*Can't find source path") as e:
+        confined._check_sandbox(ProcessOutcome(1, 0.1, reason="exit code 1"), log)
+    monkeypatch.setattr(service, "reduce", lambda *a, **k: (_ for _ in ()).throw(e.value))
+    assert cli.main(["reduce", SCRIPT, "--versions", "0.4.28"]) == ExitCode.FAILURE
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("harness: error: bubblewrap could not start a candidate")
+
+
+def test_relative_paths_become_absolute_before_they_reach_bubblewrap(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from harness.reduce.sandbox import Confines, bwrap_argv
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    reduction = _reduction(Path("."))
+    assert reduction.folder.is_absolute() and reduction.script == tmp_path / "train.py"
+    argv = bwrap_argv(Confines((Path("results"),)))
+    assert argv[-2:] == [str(tmp_path / "results")] * 2
+
+
+# ---- SIGTERM during the original's check (issue 49 item 16, issue 48 item 4) ---------------------------------
+
+def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_it_again(tmp_path, capsys,
+                                                                                       monkeypatch):
+    from pathlib import Path
+
+    from harness.cli import commands as cli
+    from harness.reduce.reduction import Reduction
+    from harness.results.document import RunStatus
+
+    script = tmp_path / "train.py"
+    script.write_text("import jax\n")
+    folder = tmp_path / "reduce"
+    folder.mkdir()
+    checked = []
+
+    def stopped(self, source):
+        checked.append(source)
+        raise KeyboardInterrupt  # SIGTERM, as stop_signals_interrupt turns it: before anything was written
+
+    monkeypatch.setattr(Reduction, "_snapshot", lambda self: None)
+    monkeypatch.setattr(Reduction, "_original", stopped)
+    reduction = Reduction(None, Path(script), None, "0.4.28", None, folder, None, None, None)
+    outcome = reduction.run(resume=False)
+    assert outcome.status == RunStatus.INTERRUPTED and outcome.state is None
+    monkeypatch.setattr(service, "reduce", lambda *a, **k: outcome)
+    assert cli.main(["reduce", str(script), "--versions", "0.4.28"]) == 130
+    err = capsys.readouterr().err
+    assert "during the original's check: nothing reduced yet" in err
+    assert err.strip().splitlines()[-1].startswith("continue with: harness reduce ") and f"--resume {folder}" in err
+    # The resume line works: no reduce.json yet, so the original is checked again there (it used to say
+    # "no reduce.json there (not a harness reduce folder)").
+    resumed = Reduction(None, Path(script), None, "0.4.28", None, folder, None, type("P", (), {"say": print})(),
+                        None)
+    assert resumed.run(resume=True).status == RunStatus.INTERRUPTED
+    assert len(checked) == 2

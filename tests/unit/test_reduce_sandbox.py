@@ -12,7 +12,8 @@ from harness.core.errors import UserError
 from harness.inside.startup import STARTUP_DIR
 from harness.reduce import sandbox
 from harness.reduce.measure import Measured, wrote_outside
-from harness.reduce.sandbox import Confinement, Sandbox, Workspace, bwrap_launcher, bwrap_problem, copy_plan
+from harness.reduce.sandbox import (Confinement, Confines, Sandbox, Workspace, bwrap_argv, bwrap_launcher,
+                                    bwrap_problem, copy_plan, write_places)
 
 WRITER = """
 import os, sys
@@ -80,7 +81,7 @@ def bwrap():
 def test_under_bubblewrap_the_user_s_folder_is_read_only_and_the_write_is_still_refused(tmp_path, bwrap):
     user, space = _space(tmp_path)
     before = sorted(p.name for p in user.iterdir())
-    done = _run(space, user, bwrap_launcher([space.folder]))
+    done = _run(space, user, bwrap_launcher(Confines((space.folder,), readable=(user,))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("refused: Read-only file system") == 3  # the writes failed
     assert sorted(p.name for p in user.iterdir()) == before  # nothing appeared beside the user's files
@@ -89,12 +90,112 @@ def test_under_bubblewrap_the_user_s_folder_is_read_only_and_the_write_is_still_
     assert len(space.writes_outside()) == 3
 
 
-def test_under_bubblewrap_tmp_is_read_only_too(tmp_path, bwrap):
-    marker = f"/tmp/harness-sandbox-probe-{os.getpid()}"
-    done = subprocess.run([*bwrap_launcher([tmp_path]), sys.executable, "-c",
-                           f"open({marker!r}, 'w').write('x')"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "Read-only file system" in done.stderr
-    assert not os.path.exists(marker)
+def test_under_bubblewrap_tmp_is_private_to_the_candidate(tmp_path, bwrap):
+    # A training script's checkpoint under /tmp works (it used to be refused: /tmp was read-only) and never
+    # reaches the machine's /tmp; what is there already is still read (bound back read-only).
+    marker, existing = f"/tmp/harness-sandbox-probe-{os.getpid()}", tmp_path / "input.txt"
+    existing.write_text("data")
+    (tmp_path / "own").mkdir()
+    code = (f"open({marker!r}, 'w').write('x'); print(open({marker!r}).read(), open({str(existing)!r}).read())\n"
+            f"import os; os.makedirs('/var/tmp/harness-probe-{os.getpid()}/ckpt')")
+    done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",), readable=(tmp_path,))), sys.executable,
+                           "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["x", "data"]
+    assert not os.path.exists(marker) and not os.path.exists(f"/var/tmp/harness-probe-{os.getpid()}")
+
+
+def _outside_process(folder):
+    """A process outside any sandbox whose working folder is `folder` (as the user's shell or editor)."""
+    return subprocess.Popen(["sleep", "60"], cwd=folder)
+
+
+def test_a_non_python_child_cannot_write_through_proc_into_the_user_s_folder(tmp_path, bwrap):
+    # Issue 49: without a PID namespace, a candidate's shell wrote into the user's folder, bound read-only,
+    # through /proc/<pid of a process outside>/root/... and /proc/<pid>/cwd/.
+    user = tmp_path / "project"
+    user.mkdir()
+    (tmp_path / "own").mkdir()
+    outside = _outside_process(user)
+    try:
+        shell = (f"for p in /proc/[0-9]*; do echo x > $p/root{user}/via-root 2>/dev/null; "
+                 "echo x > $p/cwd/via-cwd 2>/dev/null; done; "
+                 f"echo x > /proc/{outside.pid}/cwd/via-pid 2>/dev/null; "
+                 f"echo x > /proc/{os.getpid()}/root{user}/via-harness 2>/dev/null; ls /proc | grep -c '^[0-9]'")
+        code = f"import subprocess; subprocess.run(['sh', '-c', {shell!r}])"
+        done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",), readable=(user,))), sys.executable,
+                               "-c", code], capture_output=True, text=True, timeout=60)
+    finally:
+        outside.kill()
+        outside.wait()
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in user.iterdir()) == []  # nothing written into the user's folder
+    assert int(done.stdout.split()[-1]) <= 6  # its own few (bwrap's, python, sh, ls, grep), none outside
+
+
+def test_the_container_engine_s_socket_cannot_be_reached(tmp_path, bwrap):
+    # Issue 49: the candidate reached /var/run/docker.sock (HTTP 200), root on the host.
+    ask = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('/var/run/docker.sock')\n"
+           "except OSError as e:\n    print('refused', e.errno); sys.exit(0)\n"
+           "s.sendall(b'GET /_ping HTTP/1.0\\r\\nHost: d\\r\\n\\r\\n'); print(s.recv(64).decode().split()[1])")
+    if os.path.exists("/var/run/docker.sock"):  # the engine runs here: outside the sandbox the socket answers
+        plain = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, timeout=60)
+        assert plain.stdout.strip() == "200", plain.stdout + plain.stderr
+    (tmp_path / "own").mkdir()
+    done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",))), sys.executable, "-c", ask],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("refused"), done.stdout + done.stderr
+    listed = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",))), "sh", "-c", "ls -A /run /var/run"],
+                            capture_output=True, text=True, timeout=60)
+    assert "docker" not in listed.stdout and "containerd" not in listed.stdout and "user" not in listed.stdout
+
+
+def test_bubblewrap_s_options_hold_the_namespace_and_the_session():
+    argv = bwrap_argv(Confines())
+    for option in ("--unshare-pid", "--die-with-parent", "--new-session"):
+        assert option in argv
+    assert argv[argv.index("--proc") + 1] == "/proc"
+    assert argv.index("--unshare-pid") < argv.index("--proc")  # a fresh /proc of its own namespace
+
+
+def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_original_wrote(tmp_path,
+                                                                                             monkeypatch):
+    import socket
+    fake_tmp = tmp_path / "tmp"
+    (fake_tmp / "data").mkdir(parents=True)
+    (fake_tmp / "agent" / "deeper").mkdir(parents=True)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(fake_tmp / "agent" / "deeper" / "sock"))  # an ssh agent's, say
+    (fake_tmp / "ckpt").mkdir()
+    (fake_tmp / "project" / "logs").mkdir(parents=True)  # what it reads beside a log it writes
+    monkeypatch.setattr(sandbox, "PRIVATE_TMP", (fake_tmp,))
+    monkeypatch.setattr(sandbox, "RUNTIME_DIRS", ())
+    elsewhere = tmp_path / "logs"
+    elsewhere.mkdir()
+    try:
+        argv = bwrap_argv(Confines((tmp_path / "own",), (), ((fake_tmp / "ckpt", tmp_path / "s0"),
+                                                               (elsewhere, tmp_path / "s1"),
+                                                               (fake_tmp / "project" / "logs", tmp_path / "s2"),
+                                                               (tmp_path / "gone", tmp_path / "s3"))))
+    finally:
+        listening.close()
+    pairs = list(zip(argv, argv[1:], argv[2:]))
+    assert ("--ro-bind-try", str(fake_tmp / "data"), str(fake_tmp / "data")) in pairs  # unless gone meanwhile
+    assert not any(str(fake_tmp / "agent") in a for a in argv)  # a folder holding a socket stays hidden
+    assert not any(a == str(fake_tmp / "ckpt") for a in argv)  # the original's place: the tmpfs's own
+    assert ("--bind", str(tmp_path / "s1"), str(elsewhere)) in pairs  # elsewhere: the candidate's stand-in
+    assert ("--ro-bind-try", str(fake_tmp / "project"), str(fake_tmp / "project")) in pairs
+    assert ("--bind", str(tmp_path / "s2"), str(fake_tmp / "project" / "logs")) in pairs  # over what is bound back
+    assert argv.index(str(fake_tmp / "project")) < argv.index(str(tmp_path / "s2"))
+    assert str(tmp_path / "gone") not in argv  # removed since: nothing to stand in for
+    assert argv.index("--tmpfs") < argv.index(str(fake_tmp / "data"))
+
+
+def test_the_places_the_original_wrote_are_the_outermost_outside_its_folders(tmp_path):
+    own = (tmp_path / "project",)
+    written = ["/tmp/ckpt", "/tmp/ckpt/step_1/params.npy", "/tmp/train.log", str(tmp_path / "project" / "out.txt"),
+               "/var/tmp/x/y", "relative/path"]
+    assert write_places(written, own) == ("/tmp/ckpt", "/tmp/train.log", "/var/tmp/x/y")
 
 
 def test_without_bubblewrap_the_reduction_says_why_and_watches(monkeypatch):
@@ -179,3 +280,24 @@ def test_the_job_probe_runs_once_for_all_the_candidates_of_one_environment(monke
                                    tmp_path, 10)
     multiprocess_run.group_problem(ConfinedEnvironment(other, None, confined), spec, tmp_path, 10)
     assert len(probed) == 3  # another confinement, another environment: probed again
+
+
+def test_without_bubblewrap_what_is_not_contained_is_said_once():
+    places = ("/tmp/ckpt", "/tmp/train.log")
+    watched = Sandbox(Confinement.WATCH, "bubblewrap (bwrap) is not installed", places)
+    line = watched.describe()
+    assert "not contained: their writes where the original wrote (/tmp/ckpt, /tmp/train.log) go to those real " \
+           "places" in line
+    assert "a private /tmp" in Sandbox(Confinement.BWRAP, places=places).describe()
+    assert Sandbox.from_json(watched.to_json()) == watched  # results.json's reduce.sandbox keeps them
+
+
+def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_path):
+    user, space = _space(tmp_path)
+    env = space.env((str(user.resolve() / "canary.txt"),))
+    assert env["HARNESS_WRITE_ROOTS"].split(os.pathsep) == [str(space.folder), str(user.resolve() / "canary.txt")]
+    done = subprocess.run([sys.executable, str(space.script_for(user, user / "train.py")), str(space.folder),
+                           str(user)], cwd=space.work, env={**os.environ, "PYTHONPATH": str(STARTUP_DIR), **env},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in ("made", "appended.log"))

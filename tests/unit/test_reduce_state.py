@@ -123,3 +123,58 @@ def test_a_number_strict_json_has_not_is_refused_by_the_reader_in_one_line(tmp_p
     with pytest.raises(UserError, match="not a harness reduce state file") as caught:
         load_state(tmp_path, ORIGINAL)
     assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+# ---- the seal's key (issue 49 item 3) and a seal that is not text of hex digits (item 15) ----------------------
+
+def _sealed_with_an_empty_key(where):
+    """A planted state, sealed as the harness sealed it when its key file was left at 0 bytes: HMAC(b"")."""
+    data = _state().to_json()
+    data["best"] = "open('/tmp/planted-by-an-empty-key', 'w').write('ran')\n"
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    data["seal"] = state_module.hmac.new(b"", body.encode(), state_module.hashlib.sha256).hexdigest()
+    (where / STATE_FILE).write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("left", [b"", b"short"])
+def test_a_key_file_cut_short_is_made_anew_and_the_seals_made_with_it_refused(tmp_path, left):
+    state_module.KEY_FILE.parent.mkdir(parents=True)
+    state_module.KEY_FILE.write_bytes(left)  # made on a full disk, or truncated
+    _sealed_with_an_empty_key(tmp_path)
+    with pytest.raises(UserError, match="seal does not match"):
+        load_state(tmp_path, ORIGINAL)
+    assert len(state_module.KEY_FILE.read_bytes()) == state_module.KEY_BYTES
+    assert state_module.KEY_FILE.stat().st_mode & 0o077 == 0
+
+
+def test_a_key_that_cannot_be_written_whole_leaves_no_key_file(tmp_path, monkeypatch):
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(state_module.os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        _state().save(tmp_path)
+    assert not state_module.KEY_FILE.exists()  # no empty key left behind for the next seal
+    assert list(state_module.KEY_FILE.parent.iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setattr(state_module, "KEY_FILE", tmp_path / "key" / "reduce-state.key")
+    _state().save(tmp_path)
+    assert load_state(tmp_path, ORIGINAL).to_json() == _state().to_json()
+
+
+@pytest.mark.parametrize("seal", ["é" * 64, "\udcff", "g" * 64, 7])
+def test_a_seal_that_is_not_hex_digits_is_one_line(tmp_path, seal):
+    _written(tmp_path, seal=seal)
+    with pytest.raises(UserError, match="seal does not match"):
+        load_state(tmp_path, ORIGINAL)
+
+
+def test_the_places_the_original_wrote_are_sealed_and_checked(tmp_path):
+    from dataclasses import replace
+    replace(_state(), places=("/tmp/ckpt", "/var/tmp/log.txt")).save(tmp_path)
+    assert load_state(tmp_path, ORIGINAL).places == ("/tmp/ckpt", "/var/tmp/log.txt")
+    _written(tmp_path, write_places=["/tmp/ckpt", "/home"])
+    with pytest.raises(UserError, match="seal does not match"):
+        load_state(tmp_path, ORIGINAL)
+    _written(tmp_path, write_places=["relative"])
+    with pytest.raises(UserError, match="write_places: must be a list of absolute paths"):
+        load_state(tmp_path, ORIGINAL)

@@ -317,7 +317,9 @@ class _WriteWatch:
 def install_write_watch():
     """Record writes outside the run's own folders (the reducer's candidates)."""
     if hasattr(sys, "addaudithook"):
-        watch = _WriteWatch(os.environ[WRITE_ROOTS_VAR].split(os.pathsep), os.environ[WRITES_RECORD_VAR])
+        # The run's TMPDIR too: the harness gives each run its own, removed with it (environments/process.py).
+        roots = os.environ[WRITE_ROOTS_VAR].split(os.pathsep) + [os.environ.get("TMPDIR", "")]
+        watch = _WriteWatch(roots, os.environ[WRITES_RECORD_VAR])
         sys.addaudithook(watch.audit)
         return watch
     return None
