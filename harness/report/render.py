@@ -136,7 +136,7 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
     lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
     if b.no_boundary:
         lines.append(f"- What differs: {_likely_cause(cells, evidence)}")
-    groups = summaries_by_mesh(document.cells)  # in the order the cells were measured, as results.json has them
+    groups = summaries_by_mesh(document.cells, document.header.releases)  # in the order the cells were measured, as results.json has them
     if len(groups) > 1:
         lines += ["", "Per mesh:", ""] + [f"- {md.text(g.get('group'))}: {md.text(g.get('line'))}" for g in groups]
     skipped = [v for v, verdict in version_verdicts(cells).items()

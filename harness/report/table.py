@@ -8,7 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.core import markdown
-from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, weak_bound_phrase
@@ -139,11 +139,14 @@ def render_markdown(cells: list[CellResult], document: ResultsDocument, summary:
 
 # ---- the summary as one JSON object (--json: docs/results.md) --------------------------------------------
 
-def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str) -> dict[str, Any]:
+def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str,
+                 boundaries: Boundaries | None = None, line: str | None = None) -> dict[str, Any]:
     """What a sweep's table and summary line say, as data (harness/results/summary.py's `Summary`): each cell's
-    verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are."""
-    boundaries = release_boundaries(cells)
-    return Summary(SUMMARY_FORMAT, status, results_file, report_file, boundaries.line(), boundaries,
+    verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are.
+    `boundaries` and `line`: the sweep's, as it printed them (without them, of the cells alone)."""
+    boundaries = boundaries or release_boundaries(cells)
+    line = line if line is not None else summary_line(cells, boundaries.line())
+    return Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries,
                    {v: sum(c.verdict == v for c in cells) for v in Verdict},
                    tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
 

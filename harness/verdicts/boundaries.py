@@ -92,6 +92,20 @@ class Boundaries(Record):
     unmeasured: tuple[int, str | None] | None = field(default=None, metadata=_IN_MEMORY)
     # Releases whose cells failed, in version order: a boundary is never drawn through them (issue 47.4).
     failed: tuple[FailedRelease, ...] = field(default=(), metadata=_IN_MEMORY)
+    # Where every release measured reproduced (no clean one, no fix): the first of them. `appears_in` is then
+    # null, as the line says: no boundary, so no release the regression appears in (issue 47.5).
+    first_reproduced: str | None = field(default=None, metadata=_IN_MEMORY)
+
+    @written(key="fails_from", omit=Omit.NONE)
+    def fails_from_release(self) -> str | None:
+        """The release the program fails from, when the range ends failing (`fails_from`)."""
+        failing = self.fails_from
+        return failing.version if failing else None
+
+    @property
+    def reproduced_from(self) -> str | None:
+        """The first release that reproduced, whether or not the range shows where it appears."""
+        return self.appears_in or self.first_reproduced
 
     @property
     def fails_from(self) -> FailedRelease | None:
@@ -129,7 +143,7 @@ class Boundaries(Record):
     def no_boundary(self) -> bool:
         """Every release measured reproduced, the earliest included, and none was clean: the range shows
         no boundary (a program's own nondeterminism differs on every release)."""
-        return bool(self.measured) and self.appears_in is not None and not self.last_clean_before and not self.fixed_in
+        return self.first_reproduced is not None and self.appears_in is None
 
     def _gap(self, low: str | None, high: str, narrowing: Narrowing | None) -> str:
         """`, with 0.4.29-0.4.30 not measured (narrow it: harness ...)`; "" where no known release lies between."""
@@ -159,10 +173,7 @@ class Boundaries(Record):
                                            f"failed or cached nothing" + ("" if told else f" ({why})")]
             return "; ".join([*outside, *said, *(u.phrase() for u in self.uncached)])
         failing = self.fails_from
-        if self.appears_in is None:
-            text = ("not reproduced in this range" if failing is None else
-                    f"not reproduced where the program ran (through {self.measured[-1]}); {self._fails_phrase(failing)}")
-        elif self.no_boundary:
+        if self.no_boundary:
             first, last = self.measured[0], self.measured[-1]
             if first == last and self.failed:  # other releases were measured: they failed
                 text = (f"keys differ between fresh processes on {first}, the only release where the program ran, "
@@ -174,6 +185,9 @@ class Boundaries(Record):
                 text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
                         f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
                         f"than {first})")
+        elif self.appears_in is None:
+            text = ("not reproduced in this range" if failing is None else
+                    f"not reproduced where the program ran (through {self.measured[-1]}); {self._fails_phrase(failing)}")
         else:
             appears_gap = self._gap(self.last_clean_before, self.appears_in, narrowing)
             if appears_gap:
@@ -190,7 +204,7 @@ class Boundaries(Record):
                 text += f"; fixed in {self.fixed_in}"
             elif failing is None:
                 text += "; not fixed in this range"
-        if self.appears_in is not None and not self.fixed_in and failing is not None:
+        if self.reproduced_from is not None and not self.fixed_in and failing is not None:
             # A regression that ends in a failure is not fixed: the program stopped running.
             text += (f"; reproduced through {self.measured[-1]}; {self._fails_phrase(failing)}, "
                      "so no release here fixes it")
@@ -229,6 +243,9 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
     known = tuple(sorted({*releases, *verdicts}, key=Version))
     found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
                     releases=known, failed=failed_releases(cells, verdicts))
+    if found.appears_in is not None and not found.last_clean_before and not found.fixed_in:
+        # Every release measured reproduced: no boundary, and no release it "appears in" to write.
+        found = replace(found, appears_in=None, first_reproduced=found.appears_in)
     releases_only = [c for c in cells if c.commit is None]
     if releases_only and not measured:
         failed = [c for c in releases_only if c.verdict == Verdict.ERROR or

@@ -43,6 +43,7 @@ def test_a_regression_that_ends_in_an_api_removal_is_not_fixed_and_its_failure_s
         "keys differ between fresh processes on 0.4.28, the only release where the program ran, so the range shows "
         "no boundary where it appears (measure an earlier release for one); reproduced through 0.4.28; the program "
         f"fails from 0.4.31 (exit code 1: {gone}), so no release here fixes it")
+    assert summary["boundaries"]["appears_in"] is None and summary["boundaries"]["fails_from"] == "0.4.31"
     failed = next(c for c in summary["cells"] if c["jax"] == "0.4.31")
     assert failed["verdict"] == "error" and failed["runs"] == 2, failed  # not all 6
     assert gone in failed["reason"] and "runs 1 and 2 failed the same way" in failed["reason"]
