@@ -168,3 +168,27 @@ DEBUG:jax._src.xla_bridge:Clearing JAX backend caches.
     assert [top for _, top in traceback_packages(lines)] == ["flax", "jax"]
     assert with_log_detail("exit code 1", log) == ("exit code 1: AttributeError: module 'jax.sharding' has no "
                                                    "attribute 'XLACompatibleSharding' (flax 0.8.4, jax 0.4.31)")
+
+
+# ---- a cell's cause: one rule on every release, `unknown` where it cannot tell (issue 47.5) ----------------
+
+def test_a_reordering_that_renumbers_ssa_values_is_still_order():
+    from harness.core.model import Cause
+    from harness.report.evidence import likely_cause
+    # The same two constants in the other order, each defined under the other's SSA name.
+    diff = ["--- run 1", "+++ run 2",
+            "-    %cst_0 = stablehlo.constant dense<5.000000e+00> : tensor<f32>",
+            "-    %3 = stablehlo.add %2, %cst_0 : tensor<4xf32>",
+            "-    %cst_1 = stablehlo.constant dense<3.000000e+00> : tensor<f32>",
+            "+    %cst_0 = stablehlo.constant dense<3.000000e+00> : tensor<f32>",
+            "+    %3 = stablehlo.add %2, %cst_1 : tensor<4xf32>",
+            "+    %cst_1 = stablehlo.constant dense<5.000000e+00> : tensor<f32>"]
+    assert likely_cause(diff) == Cause.ORDER
+    assert likely_cause(["-  %1 = stablehlo.add %0, %0", "+  %1 = stablehlo.multiply %0, %0"]) == Cause.UNKNOWN
+
+
+def test_a_cause_of_other_from_an_older_folder_still_reads():
+    from harness.core.model import Cause
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, cause=Cause.OTHER)
+    data = cell.to_json()
+    assert data["cause"] == "other" and CellResult.from_json(data).cause == Cause.OTHER
