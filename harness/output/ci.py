@@ -27,7 +27,8 @@ from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core import markdown
 from harness.core.markdown import visible
-from harness.report.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
+from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
+                                  summary_line)
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
 MAX_MESSAGE = 200  # a failure's message attribute: one sentence a CI shows in a list, not a log
@@ -169,7 +170,7 @@ def first_sentence(text: str, limit: int = MAX_MESSAGE) -> str:
 
 def _failure_text(cell: CellResult, text: str) -> str:
     lines = [text, f"verdict: {cell.verdict}", f"reason: {visible(cell.reason)}"]
-    phrase = cost_phrase(cost_of(cell), cell.spec.processes)
+    phrase = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
     if phrase:
         lines.append(f"cost: {phrase}")
     return "\n".join(lines)

@@ -11,7 +11,9 @@ from packaging.version import Version
 
 from harness.core.codec import Omit, Record, shape, written
 from harness.core.model import CellResult, NothingCached, Verdict
+from harness.core.vary_factors import Factor
 from harness.verdicts.failure import OutsideFailure, outside_jax
+from harness.verdicts.vary import by_factors_only
 
 _IN_MEMORY = shape(omit=Omit.ALWAYS)  # what the summary line is made of, not written
 
@@ -95,6 +97,9 @@ class Boundaries(Record):
     # Where every release measured reproduced (no clean one, no fix): the first of them. `appears_in` is then
     # null, as the line says: no boundary, so no release the regression appears in (issue 47.5).
     first_reproduced: str | None = field(default=None, metadata=_IN_MEMORY)
+    # Where every reproduced release reproduced only under --vary (its fresh processes all hit): the factors
+    # that missed. The keys then follow the factor, not the program's own nondeterminism.
+    missed_under: tuple[Factor, ...] = field(default=(), metadata=_IN_MEMORY)
 
     @written(key="fails_from", omit=Omit.NONE)
     def fails_from_release(self) -> str | None:
@@ -175,7 +180,13 @@ class Boundaries(Record):
         failing = self.fails_from
         if self.no_boundary:
             first, last = self.measured[0], self.measured[-1]
-            if first == last and self.failed:  # other releases were measured: they failed
+            if self.missed_under:  # the fresh processes all hit: the factor moved the keys
+                factors = ", ".join(self.missed_under)
+                span = f"on {first}, the only release measured" if first == last else \
+                    f"on every release measured, {first} to {last}"
+                text = (f"a start under --vary {factors} misses {span} (its fresh processes hit: the keys follow "
+                        f"{factors}), so the range shows no boundary (measure an earlier release for one)")
+            elif first == last and self.failed:  # other releases were measured: they failed
                 text = (f"keys differ between fresh processes on {first}, the only release where the program ran, "
                         "so the range shows no boundary where it appears (measure an earlier release for one)")
             elif first == last:
@@ -245,7 +256,8 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
                     releases=known, failed=failed_releases(cells, verdicts))
     if found.appears_in is not None and not found.last_clean_before and not found.fixed_in:
         # Every release measured reproduced: no boundary, and no release it "appears in" to write.
-        found = replace(found, appears_in=None, first_reproduced=found.appears_in)
+        found = replace(found, appears_in=None, first_reproduced=found.appears_in,
+                        missed_under=_factors_alone(cells, verdicts))
     releases_only = [c for c in cells if c.commit is None]
     if releases_only and not measured:
         failed = [c for c in releases_only if c.verdict == Verdict.ERROR or
@@ -254,6 +266,16 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
         found = replace(found, unmeasured=(len(releases_only),
                                            f"jax {first.spec.jax_version}: {first.reason}" if first else None))
     return found
+
+
+def _factors_alone(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Factor, ...]:
+    """The factors that missed, where every reproduced cell of a reproduced release reproduced only under
+    --vary; () where any reproduced by its own fresh processes."""
+    reproduced = [c for c in cells if c.commit is None and c.verdict == Verdict.REPRODUCED
+                  and verdicts.get(c.spec.jax_version) == Verdict.REPRODUCED]
+    if not reproduced or not all(by_factors_only(c) for c in reproduced):
+        return ()
+    return tuple(dict.fromkeys(f.factor for c in reproduced if c.variation for f in c.variation.missed()))
 
 
 def failed_releases(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[FailedRelease, ...]:

@@ -1,0 +1,60 @@
+"""No contradictory sentences (issue 47.5): a row reproduced only under --vary says what a start under the
+factor loses, never `a hit saves ...` beside `reproduced`; the summary of misses under a factor names the
+factor, not the program's own nondeterminism."""
+
+from __future__ import annotations
+
+import hashlib
+
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.model import CellCost, CellResult, CellSpec, CellVariation, Platform, RunRecord, Verdict
+from harness.core.vary_factors import Factor
+from harness.output.ci import junit_xml
+from harness.report.table import detail
+from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.vary import judge_factor, verdict_with
+
+
+def h(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def logged(module: str, **components: str) -> LoggedKey:
+    hashes = {name: h(value) for name, value in components.items()}
+    return LoggedKey(module, f"{module}-{h(module + repr(sorted(hashes.items())))}", Outcome.WRITTEN, components=hashes)
+
+
+def record(index: int, *keys: LoggedKey) -> RunRecord:
+    return RunRecord(index, 7, 0, 0.1, [f"{k.key}-cache" for k in keys], keys=RunLog(list(keys)))
+
+
+REFERENCE = record(1, logged("jit_f", computation="f", compile_options="/a"),
+                   logged("jit_g", computation="g", compile_options="/a"))
+
+
+def factor_only_cell(version: str = "0.5.0") -> CellResult:
+    moved = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                   logged("jit_g", computation="g", compile_options="/b"))
+    second = record(2, *REFERENCE.keys.keys)
+    cell = CellResult(CellSpec(version, Platform.CPU, 8, None), Verdict.CLEAN,
+                      {"jit_f": ["k"]}, runs=[REFERENCE, second], reason="jit_f: 1 key per run, the same in all 2 runs",
+                      variation=CellVariation(1, 7, [judge_factor(Factor.CACHE_PATH, REFERENCE, moved, "copied to /b")]))
+    cell.cost = CellCost(starts=2, lost_per_start_s=0.0, saved_per_start_s=6.64, modules=2, missed_modules=(),
+                         each_start_missed=(), untimed_modules=(), first_run_s=6.7)
+    cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, cell.variation)
+    return cell
+
+
+def test_a_row_reproduced_under_vary_says_what_a_start_under_it_loses_not_what_a_hit_saves():
+    cell = factor_only_cell()
+    assert cell.verdict == Verdict.REPRODUCED
+    said = detail(cell)
+    assert "a hit saves" not in said, said
+    assert "under --vary cache-path a start misses 2 of 2 modules: up to 6.64 s lost per start" in said
+    assert "a hit saves" not in junit_xml([cell], "s").tostring().decode()
+
+
+def test_misses_under_a_factor_on_every_release_are_not_the_programs_own_nondeterminism():
+    line = release_boundaries([factor_only_cell("0.4.38"), factor_only_cell("0.5.0")]).line()
+    assert "nondeterminism" not in line, line
+    assert line.startswith("a start under --vary cache-path misses on every release measured, 0.4.38 to 0.5.0"), line
