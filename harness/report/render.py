@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
 from harness.verdicts.keys import cell_comparison
+from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
@@ -193,6 +194,9 @@ def folder_note(cell: CellResult) -> str | None:
     if cell.spec.is_multiprocess:  # the hook redirects a folder set in code to it, so it holds either way
         return ("the harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a "
                 "folder the script sets in code is redirected to it)")
+    if user_sets_folder(cell):  # the user's --env: honoured as how they run it
+        return ("you set JAX_COMPILATION_CACHE_DIR for the program (--env); to measure, each cell's runs got a "
+                "fresh folder of their own in its place")
     # A user's script is in `environment` mode only when its first run set no folder (harness/measure/cell_runner.py).
     return ("the script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it "
             "is not set, JAX keeps no persistent cache for this script)")

@@ -58,3 +58,27 @@ def test_misses_under_a_factor_on_every_release_are_not_the_programs_own_nondete
     line = release_boundaries([factor_only_cell("0.4.38"), factor_only_cell("0.5.0")]).line()
     assert "nondeterminism" not in line, line
     assert line.startswith("a start under --vary cache-path misses on every release measured, 0.4.38 to 0.5.0"), line
+
+
+# ---- a folder the user sets on purpose is honoured (issue 47.5) --------------------------------------------
+
+def test_jax_compilation_cache_dir_in_env_is_accepted_and_the_no_folder_note_goes(write):
+    from dataclasses import replace
+
+    from harness.core.model import RunCommand, ScriptCache
+    from harness.inputs.config import parse_config
+    from harness.verdicts.uncached import explain, user_sets_folder
+
+    script = write("prog.py", "")
+    config = parse_config({"name": "p", "repro": "prog.py", "jax_versions": ["0.4.31"],
+                           "env": {"JAX_COMPILATION_CACHE_DIR": "/data/jax-cache"}}, base_dir=script.parent)
+    assert config.env == (("JAX_COMPILATION_CACHE_DIR", "/data/jax-cache"),)
+    key = LoggedKey("jit_f", "jit_f-" + "a" * 64, Outcome.WRITTEN, compile_time_s=0.02)
+    run = RunRecord(1, 7, 0, 0.1, [key.key + "-cache"], keys=RunLog([key]), script_cache=ScriptCache())
+    plain = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.CLEAN, {"jit_f": ["k"]}, runs=[run, run],
+                       command=RunCommand(("prog.py",), (), "/w"))
+    assert "sets no cache folder" in explain(plain).as_you_run_it  # as before, without the user's folder
+    cell = replace(plain, command=RunCommand(("prog.py",), (("JAX_COMPILATION_CACHE_DIR", "/data/jax-cache"),), "/w"))
+    assert user_sets_folder(cell) and not user_sets_folder(plain)
+    told = explain(cell).as_you_run_it
+    assert "sets no cache folder" not in told and told.startswith("as you run it, nothing is written"), told
