@@ -3,9 +3,10 @@ culprits, ready to paste into an issue."""
 
 from __future__ import annotations
 
-from tabulate import tabulate
+import re
 
 from packaging.version import Version
+from tabulate import tabulate
 
 from harness.core.model import Verdict
 from harness.verdicts.boundaries import Boundaries, FailedRelease
@@ -44,7 +45,7 @@ def release_boundaries(outcome: Outcome) -> Boundaries:
     appears, fixed = s.appears, s.fixed
     tested = outcome.release_rows
     measured = tuple(sorted((r.point for r in tested if testable(r.verdict)), key=Version))
-    failed = tuple(FailedRelease(r.point, r.detail, outside_jax(r.detail))
+    failed = tuple(FailedRelease(r.point, _what_failed(r.detail), outside_jax(r.detail))
                    for r in sorted(tested, key=lambda r: Version(r.point)) if r.verdict == Verdict.ERROR)
     between = {p for b in (appears, fixed) if b for p in b.skipped}
     return Boundaries(appears.first if appears else None, appears.last if appears else None,
@@ -54,10 +55,21 @@ def release_boundaries(outcome: Outcome) -> Boundaries:
                       measured=measured, failed=failed)
 
 
+# A failed cell's reason as verdicts/verdict.py words it, with the stop note judge.py may add after it.
+_FAILED_RUNS_RE = re.compile(r"^\d+ of \d+ runs failed \(run \d+: (?P<why>.*)\)$")
+
+
+def _what_failed(detail: str) -> str:
+    """The failed run's own reason (`exit code 1: AttributeError: ...`) out of a row's detail."""
+    head = detail.split("; stopped after ", 1)[0]
+    found = _FAILED_RUNS_RE.match(head)
+    return found.group("why") if found else detail
+
+
 def boundaries_line(outcome: Outcome) -> str:
     s = outcome.releases
-    if s.problem:
-        return f"cannot bisect: {s.problem}"
+    if s.problem:  # what failed outside JAX first: it is often why nothing could be tested
+        return "; ".join([*release_boundaries(outcome).outside_jax_phrases(), f"cannot bisect: {s.problem}"])
     # The releases stepped around between a boundary's two are in it (`with 0.4.32-0.5.2 failing`).
     return release_boundaries(outcome).line()
 

@@ -143,9 +143,11 @@ class OutsideFailure:
 
     def phrase(self) -> str:
         if self.kind == OutsideJax.MISSING_MODULE:
+            # `check` takes --with; a config (`run`, `bisect`) names it in `requirements:`.
             return (f"the program imports {self.name}, which their environments lack (add it: "
-                    f"--with {self.requirement})")
-        return f"the program's requirement {self.name} did not install with them (pin another: --with)"
+                    f"--with {self.requirement}, or requirements: [{self.requirement}] in a config)")
+        return (f"the program's requirement {self.name} did not install with them (another version of it: "
+                "--with, or requirements: in a config)")
 
 
 def outside_jax(reason: str) -> OutsideFailure | None:

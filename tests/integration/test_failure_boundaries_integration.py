@@ -55,7 +55,7 @@ def test_a_module_the_program_imports_that_no_release_installs_is_said_first_wit
     assert code == 1, err
     assert summary["summary"].startswith(
         "0.4.28 and 0.4.31 failed on a dependency of the program, not on JAX: the program imports "
-        "importlib_resources, which their environments lack (add it: --with importlib_resources); "), summary["summary"]
+        "importlib_resources, which their environments lack (add it: --with importlib_resources, or requirements: [importlib_resources] in a config); "), summary["summary"]
     assert all(c["runs"] == 2 for c in summary["cells"])
     code, summary, err = checked(script, tmp_path / "w", capsys, "--runs", "4", "--with", "importlib_resources")
     assert [c["verdict"] for c in summary["cells"]] == ["reproduced", "reproduced"], err

@@ -79,7 +79,7 @@ def test_a_sweep_says_a_missing_dependency_first_and_names_no_boundary_through_i
     line = release_boundaries(cells).line()
     assert line.startswith("0.4.33-0.4.36 (4 releases) failed on a dependency of the program, not on JAX: the program "
                            "imports importlib_resources, which their environments lack (add it: --with "
-                           "importlib_resources); ")
+                           "importlib_resources, or requirements: [importlib_resources] in a config); ")
     assert "appears in 0.5.0" not in line
     assert "regression appears after 0.4.31, by 0.5.0, with 0.4.33-0.4.36 failing" in line
 
@@ -192,3 +192,14 @@ def test_a_cause_of_other_from_an_older_folder_still_reads():
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, cause=Cause.OTHER)
     data = cell.to_json()
     assert data["cause"] == "other" and CellResult.from_json(data).cause == Cause.OTHER
+
+
+def test_a_bisection_whose_far_end_fails_is_reproduced_through_its_last_release_not_fixed():
+    verdicts = {"0.4.28": Verdict.REPRODUCED, "0.4.31": Verdict.ERROR}
+    search = logic.search(["0.4.28", "0.4.31"], verdicts.__getitem__)
+    detail = (f"2 of 2 runs failed (run 1: {API_GONE}); stopped after 2 of 4 runs: runs 1 and 2 failed the same "
+              "way, so later runs could not change the verdict")
+    rows = [Row(s.point, s.role, s.verdict, 2, None, detail if s.verdict == Verdict.ERROR else "") for s in search.steps]
+    assert boundaries_line(Outcome(search, rows)) == (
+        "regression present from the first measured release, 0.4.28 (no clean release before it); reproduced "
+        f"through 0.4.28; the program fails from 0.4.31 ({API_GONE}), so no release here fixes it")
