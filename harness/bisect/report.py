@@ -8,12 +8,12 @@ import re
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.core.model import Verdict
-from harness.verdicts.boundaries import Boundaries, FailedRelease
-from harness.verdicts.failure import outside_jax
 from harness.bisect.bisection import CommitSearch, Outcome, Row
 from harness.bisect.logic import Role, testable
 from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
+from harness.core.model import Verdict
+from harness.verdicts.boundaries import Boundaries, FailedRelease
+from harness.verdicts.failure import outside_jax
 
 
 def _num(x: float) -> str:

@@ -6,12 +6,16 @@ from pathlib import Path
 
 from harness.bisect import logic
 from harness.bisect.bisection import Outcome, Row
-from harness.bisect.logic import Role
 from harness.bisect.report import boundaries_line
 from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 from harness.measure.run_logs import with_log_detail
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.failure import OutsideJax, exception_line, outside_jax, traceback_packages
+from harness.verdicts.failure import (
+    OutsideJax,
+    exception_line,
+    outside_jax,
+    traceback_packages,
+)
 from harness.verdicts.judge import Tally
 
 API_GONE = "exit code 1: AttributeError: module 'jax.sharding' has no attribute 'XLACompatibleSharding'"
@@ -124,6 +128,10 @@ def test_two_different_failures_or_all_runs_asked_for_go_on():
     differing.add(failed_run(1, API_GONE))
     differing.add(failed_run(2, "exit code 1: XlaRuntimeError: INTERNAL: replicated axes"))  # follows the seed
     assert not differing.stop_now()
+    compile_error = Tally(planned=11, stop_when_reproduced=True)  # XLA's errors can follow the seed
+    for index in (1, 2):
+        compile_error.add(failed_run(index, "exit code 1: XlaRuntimeError: INTERNAL: replicated axes"))
+    assert not compile_error.stop_now()
     every = Tally(planned=11)  # --all-runs
     every.add(failed_run(1, API_GONE))
     every.add(failed_run(2, API_GONE))

@@ -7,7 +7,15 @@ from __future__ import annotations
 import hashlib
 
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import CellCost, CellResult, CellSpec, CellVariation, Platform, RunRecord, Verdict
+from harness.core.model import (
+    CellCost,
+    CellResult,
+    CellSpec,
+    CellVariation,
+    Platform,
+    RunRecord,
+    Verdict,
+)
 from harness.core.vary_factors import Factor
 from harness.output.ci import junit_xml
 from harness.report.table import detail
@@ -82,3 +90,24 @@ def test_jax_compilation_cache_dir_in_env_is_accepted_and_the_no_folder_note_goe
     assert user_sets_folder(cell) and not user_sets_folder(plain)
     told = explain(cell).as_you_run_it
     assert "sets no cache folder" not in told and told.startswith("as you run it, nothing is written"), told
+
+
+# ---- each row says its verdict's reason first; the as-it-runs note once ------------------------------------
+
+def test_a_row_leads_with_its_reason_and_says_the_as_it_runs_note_once():
+    from harness.output.ci import first_sentence
+
+    note = "as you run it, nothing is cached: the script sets no cache folder, so JAX keeps no persistent cache"
+    clean = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.CLEAN, {"jit_f": ["k"]},
+                       reason="jit_f: 1 key per run, the same in all 4 runs", as_you_run_it=note)
+    said = detail(clean)
+    assert said.startswith("jit_f: 1 key per run, the same in all 4 runs; ") and said.count("as you run it") == 1
+    reproduced = replace_verdict(clean, Verdict.REPRODUCED, "jit_f: a new key in run 2 (on disk and in JAX's log)")
+    xml = junit_xml([reproduced], "s").tostring().decode()
+    assert 'message="jit_f: a new key in run 2' in xml
+    assert first_sentence(detail(reproduced)).startswith("jit_f: a new key in run 2")
+
+
+def replace_verdict(cell: CellResult, verdict: Verdict, reason: str) -> CellResult:
+    from dataclasses import replace
+    return replace(cell, verdict=verdict, reason=reason)
