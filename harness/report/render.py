@@ -134,6 +134,10 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
             f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else "")
     lines = ["## Boundaries", "", f"**{md.text(summary)}**", "", f"- Appears in: {appears}",
              f"- Fixed in: {_fixed(b)}"]
+    failing = b.fails_from
+    if failing is not None:  # the same object as the line: no release after it is said to fix anything
+        lines.append(f"- Fails from: {md.text(failing.version)} ({md.text(failing.reason)})")
+    lines += [f"- Outside JAX: {md.text(phrase)}" for phrase in b.outside_jax_phrases()]
     lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
     if b.no_boundary:
         lines.append(f"- What differs: {_likely_cause(cells, evidence)}")

@@ -56,3 +56,18 @@ def test_every_output_of_a_sweep_says_the_line_it_printed(tmp_path, capsys, monk
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite.find("properties/property[@name='summary']").get("value") == printed_line
     assert "fixed in 0.4.31" not in summary_file.read_text() and "0.4.29-0.4.30 not measured" in summary_file.read_text()
+
+
+def test_report_md_says_where_the_program_fails_from_as_the_line_does(tmp_path):
+    from harness.core.model import RunRecord
+    from harness.report.render import render_report
+    from harness.results.document import ResultsDocument
+
+    failed_run = RunRecord(1, 7, 1, 0.1, [], reason="exit code 1: AttributeError: gone")
+    cells = [*cells_of({"0.4.28": Verdict.REPRODUCED}),
+             CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.ERROR, {}, runs=[failed_run],
+                        reason="1 of 1 runs failed (run 1: exit code 1: AttributeError: gone)")]
+    header = ResultsHeader(command="harness check p.py", config=RecordedConfig(name="p"), versions=["0.4.28", "0.4.31"])
+    report = render_report(ResultsDocument(header, cells, RunStatus.COMPLETE), cells, {})
+    assert "the program fails from 0.4.31 (exit code 1: AttributeError: gone), so no release here fixes it" in report
+    assert "- Fails from: 0.4.31 (exit code 1: AttributeError: gone)" in report
