@@ -279,7 +279,7 @@ def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
     merged = service.merge(list(given.results), given.out, shlex.join(["harness", *words]))
     print(render(merged.cells))
     print()
-    line = summary_line(merged.cells)
+    line = summary_line(merged.cells, merged.summary or None)  # table.md's, with the header's releases
     print(line)
     print(f"results: {merged.results_file}")
     return _merged_outputs(merged.cells, merged.status, merged.complete,

@@ -74,6 +74,7 @@ class MergeOutcome(InFolder):
     cells: list[CellResult]
     status: str = str(RunStatus.COMPLETE)  # results.json's, e.g. "incomplete: shard 3 missing"
     name: str = ""  # the sweep's (its config's name): the merged JUnit suite is the unsharded sweep's
+    summary: str = ""  # the boundaries' line with the merged header's releases, as its table.md says it
 
     @property
     def complete(self) -> bool:
