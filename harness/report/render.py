@@ -144,10 +144,11 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
     groups = summaries_by_mesh(document.cells, document.header.releases)  # in the order the cells were measured, as results.json has them
     if len(groups) > 1:
         lines += ["", "Per mesh:", ""] + [f"- {md.text(g.get('group'))}: {md.text(g.get('line'))}" for g in groups]
-    skipped = [v for v, verdict in version_verdicts(cells).items()
-               if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)]
-    if skipped:
-        lines += ["", f"_Stepped over (nothing measured): {md.text(', '.join(skipped))}._"]
+    verdicts = version_verdicts(cells)
+    for verdict, what in ((Verdict.ERROR, "failed"), (Verdict.UNSUPPORTED, "nothing measured")):
+        skipped = [v for v, found in verdicts.items() if found == verdict]
+        if skipped:  # a failed release is said failed, not "nothing measured" (issue 47.4)
+            lines += ["", f"_Stepped over ({what}): {md.text(', '.join(skipped))}._"]
     return lines
 
 

@@ -71,3 +71,4 @@ def test_report_md_says_where_the_program_fails_from_as_the_line_does(tmp_path):
     report = render_report(ResultsDocument(header, cells, RunStatus.COMPLETE), cells, {})
     assert "the program fails from 0.4.31 (exit code 1: AttributeError: gone), so no release here fixes it" in report
     assert "- Fails from: 0.4.31 (exit code 1: AttributeError: gone)" in report
+    assert "_Stepped over (failed): 0.4.31._" in report and "nothing measured): 0.4.31" not in report
