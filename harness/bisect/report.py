@@ -3,12 +3,17 @@ culprits, ready to paste into an issue."""
 
 from __future__ import annotations
 
+import re
+
+from packaging.version import Version
 from tabulate import tabulate
 
-from harness.verdicts.boundaries import Boundaries
 from harness.bisect.bisection import CommitSearch, Outcome, Row
-from harness.bisect.logic import Role
+from harness.bisect.logic import Role, testable
 from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
+from harness.core.model import Verdict
+from harness.verdicts.boundaries import Boundaries, FailedRelease
+from harness.verdicts.failure import outside_jax
 
 
 def _num(x: float) -> str:
@@ -33,17 +38,40 @@ def commit_table(search: CommitSearch, fmt: str = "github") -> str:
     return tabulate(rows, headers=["#", "commit", "date", "subject", "jaxlib", "verdict", "runs"], tablefmt=fmt)
 
 
+def release_boundaries(outcome: Outcome) -> Boundaries:
+    """The bisection's boundaries as a sweep's are told: the releases it tested, those it stepped around
+    between them (`skipped`), and which failed and why, so no boundary is named through a failure."""
+    s = outcome.releases
+    appears, fixed = s.appears, s.fixed
+    tested = outcome.release_rows
+    measured = tuple(sorted((r.point for r in tested if testable(r.verdict)), key=Version))
+    failed = tuple(FailedRelease(r.point, _what_failed(r.detail), outside_jax(r.detail))
+                   for r in sorted(tested, key=lambda r: Version(r.point)) if r.verdict == Verdict.ERROR)
+    between = {p for b in (appears, fixed) if b for p in b.skipped}
+    return Boundaries(appears.first if appears else None, appears.last if appears else None,
+                      fixed.first if fixed else None,
+                      last_reproduced_before_fix=fixed.last if fixed and fixed.first else None,
+                      releases=tuple(sorted({*measured, *between, *(r.point for r in tested)}, key=Version)),
+                      measured=measured, failed=failed)
+
+
+# A failed cell's reason as verdicts/verdict.py words it, with the stop note judge.py may add after it.
+_FAILED_RUNS_RE = re.compile(r"^\d+ of \d+ runs failed \(run \d+: (?P<why>.*)\)$")
+
+
+def _what_failed(detail: str) -> str:
+    """The failed run's own reason (`exit code 1: AttributeError: ...`) out of a row's detail."""
+    head = detail.split("; stopped after ", 1)[0]
+    found = _FAILED_RUNS_RE.match(head)
+    return found.group("why") if found else detail
+
+
 def boundaries_line(outcome: Outcome) -> str:
     s = outcome.releases
-    if s.problem:
-        return f"cannot bisect: {s.problem}"
-    appears, fixed = s.appears, s.fixed
-    line = Boundaries(appears.first if appears else None, appears.last if appears else None,
-                      fixed.first if fixed else None).line()
-    untested = [p for b in (appears, fixed) if b for p in b.skipped]
-    if untested:
-        line += f" (untestable, between the boundaries: {', '.join(untested)})"
-    return line
+    if s.problem:  # what failed outside JAX first: it is often why nothing could be tested
+        return "; ".join([*release_boundaries(outcome).outside_jax_phrases(), f"cannot bisect: {s.problem}"])
+    # The releases stepped around between a boundary's two are in it (`with 0.4.32-0.5.2 failing`).
+    return release_boundaries(outcome).line()
 
 
 def commit_line(search: CommitSearch) -> str:

@@ -290,10 +290,11 @@ def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
     merged = service.merge(list(given.results), given.out, shlex.join(["harness", *words]))
     print(render(merged.cells))
     print()
-    print(summary_line(merged.cells))
+    line = summary_line(merged.cells, merged.summary or None)  # table.md's, with the header's releases
+    print(line)
     print(f"results: {merged.results_file}")
     return _merged_outputs(merged.cells, merged.status, merged.complete,
-                           ci.merged_suite_name(merged.name, merged.folder), given.junit_xml, given.fail_on)
+                           ci.merged_suite_name(merged.name, merged.folder), given.junit_xml, given.fail_on, line=line)
 
 
 def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
@@ -337,10 +338,11 @@ def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
     print(f"results: {merged.results_file} (report: {merged.folder / REPORT_FILE})", file=sys.stderr)
     print(render(merged.cells))
     print()
-    print(summary_line(merged.cells))  # last, as for run
+    line = summary_line(merged.cells)
+    print(line)  # last, as for run
     return _merged_outputs(merged.cells, merged.status, merged.complete,
                            ci.merged_suite_name(merged.name, merged.folder), given.junit_xml, given.fail_on,
-                           waited.resubmit_command)
+                           waited.resubmit_command, line=line)
 
 
 # ---- showing outcomes ----------------------------------------------------------------------------
@@ -371,16 +373,17 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
     human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
     print(render(swept.cells), file=human)
     print(file=human)
-    print(summary_line(swept.cells, swept.summary or None), file=human)  # last, so `| tail -1` gives the answer
+    line = summary_line(swept.cells, swept.summary or None)  # every output says this one line (issue 47.5)
+    print(line, file=human)  # last, so `| tail -1` gives the answer
     if as_json:
         print(json.dumps(summary_json(swept.cells, swept.status, str(swept.results_file),
-                                      str(swept.folder / REPORT_FILE)), allow_nan=False))
+                                      str(swept.folder / REPORT_FILE), swept.boundaries, line), allow_nan=False))
     return _ci_outputs(swept.cells, ci.suite_name(swept.folder), junit_xml, fail_on,
-                       report=swept.folder / REPORT_FILE)
+                       report=swept.folder / REPORT_FILE, line=line)
 
 
 def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fail_on: frozenset | None,
-                status: str = "", report: Path | None = None) -> int:
+                status: str = "", report: Path | None = None, line: str | None = None) -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
     An output that cannot be written (its path was checked before the sweep; something changed since) is
     said, the others are still written, and the verdict's exit code wins: a regression stays 1, and
@@ -388,12 +391,12 @@ def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fai
     unwritten = []
     if junit_xml is not None:
         try:
-            ci.write_junit(junit_xml, cells, suite)
+            ci.write_junit(junit_xml, cells, suite, line)
             print(f"junit: {junit_xml}", file=sys.stderr)
         except ci.OutputFailed as exc:
             unwritten.append(str(exc))
     try:
-        ci.append_step_summary(cells, suite, status=status)
+        ci.append_step_summary(cells, suite, status=status, line=line)
     except ci.OutputFailed as exc:
         unwritten.append(str(exc))
     for problem in unwritten:
@@ -407,11 +410,11 @@ def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fai
 
 
 def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, junit_xml: Path | None,
-                    fail_on: frozenset | None, resubmit_command: str | None = None) -> int:
+                    fail_on: frozenset | None, resubmit_command: str | None = None, line: str | None = None) -> int:
     """merge and submit --wait: the CI outputs of the merged cells. An incomplete merge (a shard missing or
     cut short) exits 3, as the harness's failure: nothing was decided for the cells it lacks. A verdict
     --fail-on names among the cells it has is still 1: that regression was measured."""
-    code = _ci_outputs(cells, suite, junit_xml, fail_on, status="" if complete else status)
+    code = _ci_outputs(cells, suite, junit_xml, fail_on, status="" if complete else status, line=line)
     if complete:
         return code
     print(f"harness: {status}" + (f"; re-submit with: {resubmit_command}" if resubmit_command else ""),

@@ -490,8 +490,11 @@ def _parse_repro(value, base_dir: Path, err) -> Repro:
 
 # The variables the harness sets for every run (run_env.process_env, the start-up hook, the backends): a
 # user's `env:` cannot override them. XLA_FLAGS and PYTHONPATH are merged instead (MERGED_VARIABLES).
+# JAX_COMPILATION_CACHE_DIR is not among them: a user who sets it (`--env`) runs the program with a folder on
+# purpose, and is told so; each run still gets the cell's own fresh folder in its place (the backends set it
+# last), so the measurement is the same (issue 47.5).
 RESERVED_VARIABLES = frozenset({
-    "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+    "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_ENABLE_COMPILATION_CACHE",
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_PLATFORMS",
     "JAX_DUMP_IR_TO", "JAX_DEBUG_LOG_MODULES", "JAX_LOGGING_LEVEL", "HARNESS_CACHE_RECORD",
     "HARNESS_CACHE_THRESHOLDS", "HARNESS_CACHE_FOLDER",

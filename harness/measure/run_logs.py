@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.core import jaxlog
 from harness.core.files import write_atomic
-from harness.verdicts.failure import with_detail
+from harness.verdicts.failure import traceback_packages, with_detail
 
 
 def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
@@ -31,4 +31,31 @@ def with_log_detail(reason: str, log: Path) -> str:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return reason
-    return with_detail(reason, lines)
+    return with_detail(reason, lines, installed_versions(traceback_packages(lines)))
+
+
+def installed_versions(packages: list[tuple[str, str]]) -> list[str]:
+    """`flax 0.8.4` for each (site-packages folder, module) whose distribution's metadata is in that folder
+    (a venv's, on this machine; a container's folder is not here, and its packages go unnamed)."""
+    out = []
+    for root, module in packages:
+        try:
+            infos = sorted(Path(root).glob("*.dist-info"))
+        except OSError:
+            continue
+        version = next((_dist_version(info, module) for info in infos if _dist_version(info, module)), None)
+        if version:
+            out.append(f"{module} {version}")
+    return out
+
+
+def _dist_version(info: Path, module: str) -> str | None:
+    """The version of `<name>-<version>.dist-info` when it is `module`'s distribution: its name is the
+    module's (normalised), or its top_level.txt lists the module."""
+    name, _, version = info.name[: -len(".dist-info")].partition("-")
+    if name.lower().replace("-", "_").replace(".", "_") == module.lower():
+        return version
+    try:
+        return version if module in (info / "top_level.txt").read_text().split() else None
+    except OSError:
+        return None

@@ -27,7 +27,8 @@ from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core import markdown
 from harness.core.markdown import visible
-from harness.report.table import cell_label, detail, in_version_order, render_markdown_table, summary_line
+from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
+                                  summary_line)
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
 MAX_MESSAGE = 200  # a failure's message attribute: one sentence a CI shows in a list, not a log
@@ -122,10 +123,12 @@ def _seconds(value: float) -> float:
     return round(value, 3)  # the schema's time: at most three decimals
 
 
-def junit_xml(cells: Sequence[CellResult], suite_name: str) -> JUnitXml:
-    """One test suite, one test case per cell (the time: its runs' wall seconds)."""
+def junit_xml(cells: Sequence[CellResult], suite_name: str, line: str | None = None) -> JUnitXml:
+    """One test suite, one test case per cell (the time: its runs' wall seconds); the suite's `summary`
+    property is the sweep's summary line (`line`, as printed; without it, of the cells alone)."""
     suite_name = visible(suite_name, keep="")
     suite = TestSuite(suite_name)
+    suite.add_property("summary", visible(line if line is not None else summary_line(list(cells))))
     for cell in in_version_order(list(cells)):
         case = TestCase(_case_name(cell), classname=suite_name,
                         time=_seconds(sum(r.duration_s for r in cell.runs)))
@@ -167,7 +170,7 @@ def first_sentence(text: str, limit: int = MAX_MESSAGE) -> str:
 
 def _failure_text(cell: CellResult, text: str) -> str:
     lines = [text, f"verdict: {cell.verdict}", f"reason: {visible(cell.reason)}"]
-    phrase = cost_phrase(cost_of(cell), cell.spec.processes)
+    phrase = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
     if phrase:
         lines.append(f"cost: {phrase}")
     return "\n".join(lines)
@@ -179,9 +182,9 @@ def _case_output(cell: CellResult) -> str:
     return f"{cell.verdict}: {detail(cell)}\nruns: {runs or 'none'}"
 
 
-def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str) -> None:
+def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str, line: str | None = None) -> None:
     """The JUnit file at `path`, written atomically (its folder made); OutputFailed when it cannot be."""
-    text = junit_xml(cells, suite_name).tostring().decode("utf-8")
+    text = junit_xml(cells, suite_name, line).tostring().decode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text if text.startswith("<?xml") else '<?xml version="1.0" encoding="utf-8"?>\n' + text)
@@ -195,17 +198,17 @@ def merged_suite_name(name: str, folder: Path) -> str:
     return name or suite_name(folder)
 
 
-def step_summary(cells: Sequence[CellResult], title: str, status: str = "") -> str:
+def step_summary(cells: Sequence[CellResult], title: str, status: str = "", line: str | None = None) -> str:
     """Markdown for GitHub's job summary: the table and the boundary line, escaped as report.md's are (a
     reason or a module name from the program can add no column, HTML or mention). `status`, when given,
     says first what the cells are not (a merge's `incomplete: shard 3 missing`)."""
     said = f"**{markdown.text(status)}**\n\n" if status else ""
     return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(list(cells))}\n\n"
-            f"**{markdown.text(summary_line(list(cells)))}**\n")
+            f"**{markdown.text(line if line is not None else summary_line(list(cells)))}**\n")
 
 
 def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None,
-                        status: str = "") -> Path | None:
+                        status: str = "", line: str | None = None) -> Path | None:
     """Append the summary to the file GITHUB_STEP_SUMMARY names, when it is set; the path, or None."""
     target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
     if not target:
@@ -213,7 +216,7 @@ def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[s
     path = Path(target)
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(step_summary(cells, title, status) + "\n")
+            out.write(step_summary(cells, title, status, line) + "\n")
     except OSError as exc:
         raise OutputFailed(f"{STEP_SUMMARY_VAR}={target}: cannot append the summary ({exc.strerror})") from None
     return path

@@ -145,6 +145,8 @@ def _seeds(values: list[int], basis: str) -> Seeds:
 
 # A token of a module line: a name or number (with the dots, % and # MLIR puts in them), or one other character.
 _TOKEN_RE = re.compile(r"[\w.%#@$]+|\S")
+# An SSA value's name in a lowered module (`%cst_0`, `%2`, `%arg0`): its number is its place, not its value.
+_SSA_NAME_RE = re.compile(r"^%[\w.#]*$")
 # What changes every run when an object's address or id() is printed into a module.
 _ADDRESS_RE = re.compile(r"^(?:0x[0-9a-fA-F]{6,}|\d{8,})$")
 
@@ -160,13 +162,21 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
     module: its order follows PYTHONHASHSEED), also when what else differs is only the sharding attributes
     that follow from the reordered names (names in another order, `mhlo.sharding` rewritten to match);
     `address` when what differs is a hex address or a large integer (an object's address or id() printed
-    into the module), else `other`; None for no diff."""
+    into the module), else `unknown` (the tool cannot tell); None for no diff.
+
+    One rule on every release (issue 47.5): SSA value names (`%cst_0`, `%2`) are numbered by their place in
+    the module, not by their value, so a reordering that also renumbers them is still told as `order`:
+    the differing lines' tokens are compared as a multiset, then again without SSA names."""
     removed, added = _removed_added(diff_lines)
     if not removed and not added:
         return None
     tokens_a = [_TOKEN_RE.findall(line) for line in removed]
     tokens_b = [_TOKEN_RE.findall(line) for line in added]
     if sorted(t for line in tokens_a for t in line) == sorted(t for line in tokens_b for t in line):
+        return Cause.ORDER
+    values_a = [t for line in tokens_a for t in line if not _SSA_NAME_RE.match(t)]
+    values_b = [t for line in tokens_b for t in line if not _SSA_NAME_RE.match(t)]
+    if values_a != values_b and sorted(values_a) == sorted(values_b):
         return Cause.ORDER
     if _reordered_apart_from_shardings(removed, added):
         return Cause.ORDER
@@ -178,7 +188,7 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
                 changed.update(a[i1:i2] + b[j1:j2])
     if changed and len(removed) == len(added) and all(_ADDRESS_RE.match(t) for t in changed):
         return Cause.ADDRESS
-    return Cause.OTHER
+    return Cause.UNKNOWN
 
 
 # A sharding attribute's value: it is derived from the mesh axes' order, so it moves with a reordering of names.
@@ -203,7 +213,8 @@ CAUSE_WORDS = {
                  "into the module",
     Cause.ADDRESS: "what differs is a hex address or a large integer that changes every run: an object's "
                    "address or id() is printed into the module",
-    Cause.OTHER: "the differing lines are neither a reordering nor an address: read the diff",
+    Cause.UNKNOWN: "the differing lines are neither a reordering nor an address: the tool cannot tell; read the diff",
+    Cause.OTHER: "the differing lines are neither a reordering nor an address: read the diff",  # an older folder's
 }
 
 

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
 from harness.verdicts.keys import cell_comparison
+from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
@@ -136,16 +137,21 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
             f" (last clean release before it: {md.text(b.last_clean_before)})" if b.last_clean_before else "")
     lines = ["## Boundaries", "", f"**{md.text(summary)}**", "", f"- Appears in: {appears}",
              f"- Fixed in: {_fixed(b)}"]
+    failing = b.fails_from
+    if failing is not None:  # the same object as the line: no release after it is said to fix anything
+        lines.append(f"- Fails from: {md.text(failing.version)} ({md.text(failing.reason)})")
+    lines += [f"- Outside JAX: {md.text(phrase)}" for phrase in b.outside_jax_phrases()]
     lines += [f"- Nothing cached: {md.text(u.phrase())}" for u in b.uncached]
     if b.no_boundary:
         lines.append(f"- What differs: {_likely_cause(cells, evidence)}")
-    groups = summaries_by_mesh(document.cells)  # in the order the cells were measured, as results.json has them
+    groups = summaries_by_mesh(document.cells, document.header.releases)  # in the order the cells were measured, as results.json has them
     if len(groups) > 1:
         lines += ["", "Per mesh:", ""] + [f"- {md.text(g.get('group'))}: {md.text(g.get('line'))}" for g in groups]
-    skipped = [v for v, verdict in version_verdicts(cells).items()
-               if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)]
-    if skipped:
-        lines += ["", f"_Stepped over (nothing measured): {md.text(', '.join(skipped))}._"]
+    verdicts = version_verdicts(cells)
+    for verdict, what in ((Verdict.ERROR, "failed"), (Verdict.UNSUPPORTED, "nothing measured")):
+        skipped = [v for v, found in verdicts.items() if found == verdict]
+        if skipped:  # a failed release is said failed, not "nothing measured" (issue 47.4)
+            lines += ["", f"_Stepped over ({what}): {md.text(', '.join(skipped))}._"]
     return lines
 
 
@@ -196,6 +202,9 @@ def folder_note(cell: CellResult) -> str | None:
     if cell.spec.is_multiprocess:  # the hook redirects a folder set in code to it, so it holds either way
         return ("the harness set JAX_COMPILATION_CACHE_DIR for every process of this multi-process cell (a "
                 "folder the script sets in code is redirected to it)")
+    if user_sets_folder(cell):  # the user's --env: honoured as how they run it
+        return ("you set JAX_COMPILATION_CACHE_DIR for the program (--env); to measure, each cell's runs got a "
+                "fresh folder of their own in its place")
     # A user's script is in `environment` mode only when its first run set no folder (harness/measure/cell_runner.py).
     return ("the script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it "
             "is not set, JAX keeps no persistent cache for this script)")

@@ -8,15 +8,15 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.core import markdown
-from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, weak_bound_phrase
-from harness.verdicts.cost import cost_of, cost_phrase
+from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
 from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
-from harness.verdicts.vary import vary_column
+from harness.verdicts.vary import by_factors_only, vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
 VARY_HEADER = "vary"  # --vary: the factors that missed
@@ -65,7 +65,27 @@ def varied(cells: list[CellResult]) -> bool:
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
-    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell), cell.spec.processes), weak_bound(cell)) if part)
+    cost = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
+    return "; ".join(part for part in (cell.detail, cost, weak_bound(cell)) if part)
+
+
+def factor_cost_phrase(cell: CellResult) -> str:
+    """A cell reproduced only under --vary (its own fresh processes all hit): what a start under the factor
+    loses, `under --vary cache-path a start misses 3 of 3 modules: up to 6.64 s lost per start (what its fresh
+    processes' hits saved)`, never `a hit saves 6.64 s` beside `reproduced` (issue 47.5); "" otherwise."""
+    cost = cost_of(cell)
+    if not by_factors_only(cell) or cell.variation is None or cost is None or cost.missed_modules:
+        return ""
+    missed = cell.variation.missed()
+    if not missed:
+        return ""  # the control run missed: the reason says so
+    names = ", ".join(str(f.factor) for f in missed)
+    counted = [f for f in missed if f.modules_total]
+    modules = (f" misses {max(len(f.modules) for f in counted)} of {counted[0].modules_total} "
+               f"module{'' if counted[0].modules_total == 1 else 's'}") if counted else " misses"
+    lost = (f": up to {seconds(cost.saved_per_start_s)} lost per start (what its fresh processes' hits saved)"
+            if cost.saved_per_start_s > 0 else "")
+    return f"under --vary {names} a start{modules}{lost}"
 
 
 def weak_bound(cell: CellResult) -> str:
@@ -139,11 +159,14 @@ def render_markdown(cells: list[CellResult], document: ResultsDocument, summary:
 
 # ---- the summary as one JSON object (--json: docs/results.md) --------------------------------------------
 
-def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str) -> dict[str, Any]:
+def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str,
+                 boundaries: Boundaries | None = None, line: str | None = None) -> dict[str, Any]:
     """What a sweep's table and summary line say, as data (harness/results/summary.py's `Summary`): each cell's
-    verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are."""
-    boundaries = release_boundaries(cells)
-    return Summary(SUMMARY_FORMAT, status, results_file, report_file, boundaries.line(), boundaries,
+    verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are.
+    `boundaries` and `line`: the sweep's, as it printed them (without them, of the cells alone)."""
+    boundaries = boundaries or release_boundaries(cells)
+    line = line if line is not None else summary_line(cells, boundaries.line())
+    return Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries,
                    {v: sum(c.verdict == v for c in cells) for v in Verdict},
                    tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
 

@@ -16,7 +16,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
@@ -138,7 +138,8 @@ class ResultsDocument:
         cell's to_json()."""
         return {"schema_version": self.schema_version, **self.header.to_json(), "finished": self.finished,
                 "status": self.status_text, "cells": [c.to_json() for c in self.cells] if cells is None else cells,
-                "summary": summarise(self.cells), "summaries": summaries_by_mesh(self.cells), **self.sections}
+                "summary": summarise(self.cells, self.header.releases),
+                "summaries": summaries_by_mesh(self.cells, self.header.releases), **self.sections}
 
     @classmethod
     def from_json(cls, data: Any, source: Path | str) -> ResultsDocument:
@@ -211,16 +212,17 @@ def new_run_dir(results_root: Path, name: str) -> Path:
     return path
 
 
-def summarise(cells: list[CellResult]) -> dict[str, Any]:
-    return release_boundaries(cells).to_json()
+def summarise(cells: list[CellResult], releases: Sequence[str] = ()) -> dict[str, Any]:
+    """The releases' boundaries as every output says them (`releases`: the header's, the index's between)."""
+    return release_boundaries(cells, releases).to_json()
 
 
-def summaries_by_mesh(cells: list[CellResult]) -> list[dict[str, Any]]:
+def summaries_by_mesh(cells: list[CellResult], releases: Sequence[str] = ()) -> list[dict[str, Any]]:
     groups: dict[str, list[CellResult]] = {}
     for cell in cells:
         label = cell.spec.mesh_label
         groups.setdefault(f"{label} {cell.spec.platform}", []).append(cell)
-    return [{"group": g, **summarise(cs)} for g, cs in groups.items()]
+    return [{"group": g, **summarise(cs, releases)} for g, cs in groups.items()]
 
 
 def results_file(path: Path) -> Path:

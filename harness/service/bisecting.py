@@ -85,9 +85,10 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
         repo.release_commit(options.good or versions[0])
     at_once = opened.ready(options, progress)  # no Docker daemon: said before anything is written
     command = bisect_command(config_path, options)
+    runs = options.runs or config.runs  # the config's `runs:` unless --runs, as `harness run` takes it
     jax_repo = str(repo.path.resolve()) if repo else None
     header = opened.header(command, versions, RecordedOptions(
-        runs=options.runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
+        runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
         bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
@@ -100,7 +101,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
     writer = ResultsWriter(folder, header)
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
-    bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=options.runs),
+    bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=runs),
                           state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
     status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE

@@ -11,6 +11,7 @@ from harness.nightly.compare import CellChange
 from harness.results.document import RESULTS_FILE, RunStatus
 from harness.slurm.jobs import SweepJobs
 from harness.slurm.submission import MergedSweep, Submitted
+from harness.verdicts.boundaries import Boundaries
 
 BISECT_REPORT_FILE = "bisect.md"
 
@@ -31,6 +32,8 @@ class SweepOutcome(InFolder):
     status: RunStatus
     resume_command: str | None = None  # when interrupted: the command that finishes it
     summary: str = ""  # the boundaries' line as the results header knows it (releases between, the narrowing command)
+    # The releases' boundaries that line is made from: --json, the job summary and JUnit say them from it too.
+    boundaries: Boundaries | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class MergeOutcome(InFolder):
     cells: list[CellResult]
     status: str = str(RunStatus.COMPLETE)  # results.json's, e.g. "incomplete: shard 3 missing"
     name: str = ""  # the sweep's (its config's name): the merged JUnit suite is the unsharded sweep's
+    summary: str = ""  # the boundaries' line with the merged header's releases, as its table.md says it
 
     @property
     def complete(self) -> bool:

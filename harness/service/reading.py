@@ -19,6 +19,7 @@ from harness.service.outcomes import MergeOutcome
 from harness.results.merge import merge_documents
 from harness.inputs.versions import Resolution, resolve
 from harness.output.writer import write_files
+from harness.report.reproduce import summary_of
 
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)
 
@@ -59,4 +60,5 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
                 # Slugs name cells, and each cell is in one shard: the trees do not collide.
                 shutil.copytree(folder / name, out / name, dirs_exist_ok=True)
     write_files(out, merged)
-    return MergeOutcome(out, merged.cells, merged.status_text, merged.header.config.name or "")
+    return MergeOutcome(out, merged.cells, merged.status_text, merged.header.config.name or "",
+                        summary_of(merged.header, merged.cells))

@@ -17,6 +17,7 @@ from harness.results.header import RecordedOptions
 from harness.inputs.options import DEFAULT_RESULTS, Given
 from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
+from harness.verdicts.boundaries import release_boundaries
 from harness.environments.package_index import PyPIIndex
 from harness.results.document import (
     RunStatus,
@@ -149,4 +150,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
     given = options.given
     again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
-    return SweepOutcome(writer.dir, writer.cells, status, again, summary_of(writer.document.header, writer.cells))
+    # One boundaries object for every output of the sweep (issue 47.5): the line printed, --json, CI's.
+    boundaries = release_boundaries(writer.cells, writer.document.header.releases)
+    return SweepOutcome(writer.dir, writer.cells, status, again,
+                        summary_of(writer.document.header, writer.cells, boundaries), boundaries)

@@ -11,6 +11,9 @@ from packaging.version import Version
 
 from harness.core.codec import Omit, Record, shape, written
 from harness.core.model import CellResult, NothingCached, Verdict
+from harness.core.vary_factors import Factor
+from harness.verdicts.failure import OutsideFailure, outside_jax
+from harness.verdicts.vary import by_factors_only
 
 _IN_MEMORY = shape(omit=Omit.ALWAYS)  # what the summary line is made of, not written
 
@@ -42,6 +45,28 @@ class Uncached:
         return text + f"; cached {'again ' if self.cached_before else ''}from {self.cached_after}"
 
 
+@dataclass(frozen=True)
+class FailedRelease:
+    """A release whose cells failed (`error`): no boundary is drawn through it, and where the program fails
+    from some release on, no release after the last reproduced one is said to fix it."""
+
+    version: str
+    reason: str  # its first failed cell's
+    outside: OutsideFailure | None = None  # failed on something JAX does not own (a missing module, ...)
+
+
+def _range(versions: Sequence[str]) -> str:
+    """Neighbouring releases: `0.4.29`, `0.4.29-0.4.30`."""
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def _span(versions: Sequence[str]) -> str:
+    """`0.4.28`, `0.4.28 and 0.4.31` (they need not be neighbours), `0.4.32-0.5.2 (7 releases)`."""
+    if len(versions) <= 2:
+        return " and ".join(versions)
+    return f"{versions[0]}-{versions[-1]} ({len(versions)} releases)"
+
+
 # (the measured release before a gap, the one after it) -> the command that measures the gap (the options
 # registry spells it, above this layer: harness/report/reproduce.py's `narrowing`).
 Narrowing = Callable[[str, str], str]
@@ -67,6 +92,46 @@ class Boundaries(Record):
     # Where no release was measured at all (nothing is claimed): how many cells, and the first failed one's
     # reason (None where every release cached nothing: the `uncached` phrases say why).
     unmeasured: tuple[int, str | None] | None = field(default=None, metadata=_IN_MEMORY)
+    # Releases whose cells failed, in version order: a boundary is never drawn through them (issue 47.4).
+    failed: tuple[FailedRelease, ...] = field(default=(), metadata=_IN_MEMORY)
+    # Where every release measured reproduced (no clean one, no fix): the first of them. `appears_in` is then
+    # null, as the line says: no boundary, so no release the regression appears in (issue 47.5).
+    first_reproduced: str | None = field(default=None, metadata=_IN_MEMORY)
+    # Where every reproduced release reproduced only under --vary (its fresh processes all hit): the factors
+    # that missed. The keys then follow the factor, not the program's own nondeterminism.
+    missed_under: tuple[Factor, ...] = field(default=(), metadata=_IN_MEMORY)
+
+    @written(key="fails_from", omit=Omit.NONE)
+    def fails_from_release(self) -> str | None:
+        """The release the program fails from, when the range ends failing (`fails_from`)."""
+        failing = self.fails_from
+        return failing.version if failing else None
+
+    @property
+    def reproduced_from(self) -> str | None:
+        """The first release that reproduced, whether or not the range shows where it appears."""
+        return self.appears_in or self.first_reproduced
+
+    @property
+    def fails_from(self) -> FailedRelease | None:
+        """The first of the failed releases after the last one measured, when the range ends failing: the
+        program fails from there on, so no later release can be said to fix (or show) anything."""
+        if not self.failed or not self.measured:
+            return None
+        last = Version(self.measured[-1])
+        after = [f for f in self.failed if Version(f.version) > last]
+        return after[0] if after and after[-1].version == self.failed[-1].version else None
+
+    def outside_jax_phrases(self) -> list[str]:
+        """What failed outside JAX, said first: `0.4.32-0.5.2 (7 releases) failed on a dependency of the program,
+        not on JAX: the program imports importlib_resources, which their environments lack (add it: --with
+        importlib_resources)`, one phrase per thing missing."""
+        by_cause: dict[OutsideFailure, list[str]] = {}
+        for failed in self.failed:
+            if failed.outside is not None:
+                by_cause.setdefault(failed.outside, []).append(failed.version)
+        return [f"{_span(versions)} failed on a dependency of the program, not on JAX: "
+                f"{cause.phrase()}" for cause, versions in by_cause.items()]
 
     def not_measured_between(self, low: str, high: str) -> list[str]:
         """The known releases strictly between two measured ones that were not measured (clean or reproduced)."""
@@ -83,36 +148,57 @@ class Boundaries(Record):
     def no_boundary(self) -> bool:
         """Every release measured reproduced, the earliest included, and none was clean: the range shows
         no boundary (a program's own nondeterminism differs on every release)."""
-        return bool(self.measured) and self.appears_in is not None and not self.last_clean_before and not self.fixed_in
+        return self.first_reproduced is not None and self.appears_in is None
 
     def _gap(self, low: str | None, high: str, narrowing: Narrowing | None) -> str:
         """`, with 0.4.29-0.4.30 not measured (narrow it: harness ...)`; "" where no known release lies between."""
         missing = self.not_measured_between(low, high) if low else []
         if not missing:
             return ""
-        span = missing[0] if len(missing) == 1 else f"{missing[0]}-{missing[-1]}"
+        failed = {f.version for f in self.failed} & set(missing)
+        # Releases that failed are no boundary either: said as failed, and narrowing them would fail again.
+        if failed == set(missing):
+            return f", with {_range(missing)} failing"
         narrow = f" (narrow it: {narrowing(low, high)})" if narrowing else ""
-        return f", with {span} not measured{narrow}"
+        some = f", {len(failed)} of them failing" if failed else ""
+        return f", with {_range(missing)} not measured{some}{narrow}"
+
+    def _fails_phrase(self, failing: FailedRelease) -> str:
+        return f"the program fails from {failing.version} ({failing.reason})"
 
     def line(self, narrowing: Narrowing | None = None) -> str:
         """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
         unmeasured (without it the gap is still said, with no command)."""
+        outside = self.outside_jax_phrases()  # a dependency's failure first: it is no finding about JAX
         if self.unmeasured is not None:  # no "not reproduced": nothing was
             cells, why = self.unmeasured
+            # Every failure already said first (outside JAX): not again as the reason.
+            told = bool(self.failed) and all(f.outside is not None for f in self.failed)
             said = [] if why is None else [f"nothing was measured: {'the only cell' if cells == 1 else f'all {cells} cells'} "
-                                           f"failed or cached nothing ({why})"]
-            return "; ".join([*said, *(u.phrase() for u in self.uncached)])
-        if self.appears_in is None:
-            text = "not reproduced in this range"
-        elif self.no_boundary:
+                                           f"failed or cached nothing" + ("" if told else f" ({why})")]
+            return "; ".join([*outside, *said, *(u.phrase() for u in self.uncached)])
+        failing = self.fails_from
+        if self.no_boundary:
             first, last = self.measured[0], self.measured[-1]
-            if first == last:
+            if self.missed_under:  # the fresh processes all hit: the factor moved the keys
+                factors = ", ".join(self.missed_under)
+                span = f"on {first}, the only release measured" if first == last else \
+                    f"on every release measured, {first} to {last}"
+                text = (f"a start under --vary {factors} misses {span} (its fresh processes hit: the keys follow "
+                        f"{factors}), so the range shows no boundary (measure an earlier release for one)")
+            elif first == last and self.failed:  # other releases were measured: they failed
+                text = (f"keys differ between fresh processes on {first}, the only release where the program ran, "
+                        "so the range shows no boundary where it appears (measure an earlier release for one)")
+            elif first == last:
                 text = (f"keys differ between fresh processes on {first}, the only release measured, so the range "
                         "shows no boundary (measure an earlier release for one)")
             else:
                 text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
                         f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
                         f"than {first})")
+        elif self.appears_in is None:
+            text = ("not reproduced in this range" if failing is None else
+                    f"not reproduced where the program ran (through {self.measured[-1]}); {self._fails_phrase(failing)}")
         else:
             appears_gap = self._gap(self.last_clean_before, self.appears_in, narrowing)
             if appears_gap:
@@ -125,9 +211,15 @@ class Boundaries(Record):
             fixed_gap = self._gap(self.last_reproduced_before_fix, self.fixed_in, narrowing) if self.fixed_in else ""
             if fixed_gap:
                 text += f"; fixed after {self.last_reproduced_before_fix}, by {self.fixed_in}{fixed_gap}"
-            else:
-                text += f"; fixed in {self.fixed_in}" if self.fixed_in else "; not fixed in this range"
-        return "; ".join([text, *(u.phrase() for u in self.uncached)])
+            elif self.fixed_in:
+                text += f"; fixed in {self.fixed_in}"
+            elif failing is None:
+                text += "; not fixed in this range"
+        if self.reproduced_from is not None and not self.fixed_in and failing is not None:
+            # A regression that ends in a failure is not fixed: the program stopped running.
+            text += (f"; reproduced through {self.measured[-1]}; {self._fails_phrase(failing)}, "
+                     "so no release here fixes it")
+        return "; ".join([*outside, text, *(u.phrase() for u in self.uncached)])
 
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
@@ -161,7 +253,11 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
     measured = tuple(v for v, verdict in verdicts.items() if verdict in (Verdict.CLEAN, Verdict.REPRODUCED))
     known = tuple(sorted({*releases, *verdicts}, key=Version))
     found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
-                    releases=known)
+                    releases=known, failed=failed_releases(cells, verdicts))
+    if found.appears_in is not None and not found.last_clean_before and not found.fixed_in:
+        # Every release measured reproduced: no boundary, and no release it "appears in" to write.
+        found = replace(found, appears_in=None, first_reproduced=found.appears_in,
+                        missed_under=_factors_alone(cells, verdicts))
     releases_only = [c for c in cells if c.commit is None]
     if releases_only and not measured:
         failed = [c for c in releases_only if c.verdict == Verdict.ERROR or
@@ -170,6 +266,31 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
         found = replace(found, unmeasured=(len(releases_only),
                                            f"jax {first.spec.jax_version}: {first.reason}" if first else None))
     return found
+
+
+def _factors_alone(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Factor, ...]:
+    """The factors that missed, where every reproduced cell of a reproduced release reproduced only under
+    --vary; () where any reproduced by its own fresh processes."""
+    reproduced = [c for c in cells if c.commit is None and c.verdict == Verdict.REPRODUCED
+                  and verdicts.get(c.spec.jax_version) == Verdict.REPRODUCED]
+    if not reproduced or not all(by_factors_only(c) for c in reproduced):
+        return ()
+    return tuple(dict.fromkeys(f.factor for c in reproduced if c.variation for f in c.variation.missed()))
+
+
+def failed_releases(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[FailedRelease, ...]:
+    """The releases whose verdict is `error`, each with its first failed cell's reason and, where that
+    names one, the failure outside JAX."""
+    out = []
+    for version, verdict in verdicts.items():  # in version order
+        if verdict != Verdict.ERROR:
+            continue
+        first = next(c for c in cells if c.commit is None and c.spec.jax_version == version
+                     and c.verdict == Verdict.ERROR)
+        # What failed, not the cell's whole account: its first failed run's reason (`exit code 1: ...`).
+        why = next((r.reason for r in first.runs if not r.ok and r.reason), first.reason)
+        out.append(FailedRelease(version, why, outside_jax(why)))
+    return tuple(out)
 
 
 def uncached_ranges(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -> tuple[Uncached, ...]:

@@ -9,7 +9,9 @@ program's author does not see) nor the harness's own notes: after a crash JAX st
 
 from __future__ import annotations
 
+import enum
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from harness.core.jaxlog import NOTE_PREFIX
@@ -39,7 +41,7 @@ def exception_line(lines: Sequence[str]) -> str | None:
     ends in a colon (XLA puts the real words there); None when the log holds no traceback."""
     starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
     if not starts:
-        return None
+        return _pytest_exception(lines)
     after = [ln for ln in lines[starts[-1] + 1:] if not is_harness_noise(ln)]
     i = 0
     while i < len(after) and (not after[i].strip() or _FRAME_RE.match(after[i])):
@@ -51,6 +53,33 @@ def exception_line(lines: Sequence[str]) -> str | None:
     if head.endswith(":") and rest:
         head = f"{head} {rest[0]}"
     return head
+
+
+# pytest prints the exception of a failed test or of a module it could not collect as `E   Type: message`,
+# after its own traceback and before its summary ("Interrupted: 1 error during collection").
+_PYTEST_EXCEPTION_RE = re.compile(r"^E\s+([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$")
+
+
+def _pytest_exception(lines: Sequence[str]) -> str | None:
+    found = [m.group(1).strip() for m in map(_PYTEST_EXCEPTION_RE.match, lines) if m]
+    return found[-1] if found else None
+
+
+# A frame's file inside an installed distribution: `File ".../site-packages/flax/nnx/module.py", line 3`.
+_PACKAGE_FRAME_RE = re.compile(r'File "(?P<root>[^"]*[/\\](?:site|dist)-packages)[/\\](?P<top>[A-Za-z_][\w]*)(?:\.py)?[/\\"]')
+
+
+def traceback_packages(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """The installed packages the last traceback passes through, as (site-packages folder, top-level
+    module), innermost last and each once: whose versions a failure's reason names."""
+    starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
+    found: dict[str, tuple[str, str]] = {}
+    for line in lines[starts[-1] if starts else 0:]:
+        match = _PACKAGE_FRAME_RE.search(line)
+        if match:
+            found.pop(match.group("top"), None)
+            found[match.group("top")] = (match.group("root"), match.group("top"))
+    return list(found.values())
 
 
 def last_own_line(lines: Sequence[str]) -> str | None:
@@ -69,10 +98,65 @@ def failure_detail(lines: Sequence[str]) -> str | None:
     return text if len(text) <= DETAIL_LIMIT else text[: DETAIL_LIMIT - 1] + "…"
 
 
-def with_detail(reason: str, lines: Sequence[str]) -> str:
+def with_detail(reason: str, lines: Sequence[str], versions: Sequence[str] = ()) -> str:
     """A crash's reason (`exit code 1`) with what failed; the reason alone when the log adds nothing
-    (or is the backend's own reason, written as the log: `docker create` failed)."""
+    (or is the backend's own reason, written as the log: `docker create` failed). `versions`: the packages
+    its traceback passes through, `flax 0.8.4`, said after it (an API that moved is read against them)."""
     detail = failure_detail(lines)
     if not detail or detail in reason:
         return reason
+    if versions:
+        detail += f" ({', '.join(versions)})"
     return f"{reason}: {detail}" if reason else detail
+
+
+# ---- failures outside JAX ----------------------------------------------------------------------------
+# A release whose runs fail on something JAX does not own (a module the program imports that the release's
+# environment lacks, a requirement that did not resolve with it) says nothing about JAX: a boundary drawn
+# through it would be the dependency's, not the regression's (issue 47.4).
+
+_NO_MODULE_RE = re.compile(r"No module named '([^']+)'")
+_UNRESOLVED_RE = re.compile(r"could not install jax (\S+) with ([^:(]+?)(?::|\s\()")
+# Top-level modules that are JAX's own: a missing one is an API change in JAX, not a missing dependency.
+_JAX_MODULE_RE = re.compile(r"^(jax|jaxlib|jax_\w+|jaxtyping)$")
+# The few modules whose distribution is named otherwise, for the `--with` the line suggests.
+_DISTRIBUTION_OF = {"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn", "cv2": "opencv-python",
+                    "skimage": "scikit-image", "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil"}
+
+
+class OutsideJax(enum.Enum):
+    MISSING_MODULE = "missing module"  # the program imports a module the release's environment lacks
+    UNRESOLVED = "unresolved requirement"  # the program's requirement did not install with the release
+
+
+@dataclass(frozen=True)
+class OutsideFailure:
+    """Why a release failed for a reason outside JAX: what is missing, and the requirement that adds it."""
+
+    kind: OutsideJax
+    name: str  # the module the program imports (top level), or the requirement(s) that did not resolve
+
+    @property
+    def requirement(self) -> str:
+        """What `--with` would add (a module's distribution, as far as the common exceptions go)."""
+        return _DISTRIBUTION_OF.get(self.name, self.name)
+
+    def phrase(self) -> str:
+        if self.kind == OutsideJax.MISSING_MODULE:
+            # `check` takes --with; a config (`run`, `bisect`) names it in `requirements:`.
+            return (f"the program imports {self.name}, which their environments lack (add it: "
+                    f"--with {self.requirement}, or requirements: [{self.requirement}] in a config)")
+        return (f"the program's requirement {self.name} did not install with them (another version of it: "
+                "--with, or requirements: in a config)")
+
+
+def outside_jax(reason: str) -> OutsideFailure | None:
+    """The failure outside JAX a failed cell's reason names, or None (JAX's own failure, or the program's)."""
+    missing = _NO_MODULE_RE.search(reason)
+    if missing:
+        top = missing.group(1).split(".")[0]
+        return None if _JAX_MODULE_RE.match(top) else OutsideFailure(OutsideJax.MISSING_MODULE, top)
+    unresolved = _UNRESOLVED_RE.search(reason)
+    if unresolved:
+        return OutsideFailure(OutsideJax.UNRESOLVED, unresolved.group(2).strip())
+    return None

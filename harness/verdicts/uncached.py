@@ -35,6 +35,7 @@ FIRST_CPU_PERSISTENT_CACHE = Version("0.4.26")
 _STOP_NOTE = "; stopped after "
 _LISTED = 3  # modules named in a sentence before "and N more"
 # A script that sets no folder, as its author runs it (the harness gives its runs one to measure keys).
+CACHE_DIR_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
 NO_FOLDER = ("the script sets no cache folder, so JAX keeps no persistent cache unless JAX_COMPILATION_CACHE_DIR "
              "is set (the harness set it to measure)")
 
@@ -63,7 +64,8 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
     slow = compile_times(good)
     early = compiled_before_any_cache(good)  # never written whatever the threshold
     below = {m: t for m, t in slow.items() if t < threshold.seconds and m not in early}
-    no_folder = sets_no_folder(good, facts)
+    # A folder the user gives the program (`--env JAX_COMPILATION_CACHE_DIR=...`) is one as it runs, too.
+    no_folder = sets_no_folder(good, facts) and not user_sets_folder(cell)
     as_run = ""
     # Told wherever the program's own threshold keeps a module out while others were written (where
     # nothing was, the reason says it); not over a failure, which is the finding.
@@ -98,6 +100,12 @@ def compiled_before_any_cache(runs: Sequence[RunRecord]) -> list[str]:
     refused = {k.module for k in logged if k.outcome == Outcome.NOT_WRITTEN and refused_for_no_cache(k.reason)}
     kept = {k.module for k in logged if k.outcome in (Outcome.WRITTEN, Outcome.HIT) or k.key in on_disk}
     return sorted(refused - kept)
+
+
+def user_sets_folder(cell: CellResult) -> bool:
+    """The user's own variables (`--env`, a config's `env:`) give the program a cache folder: as they run it,
+    it has one (the runs got the cell's folder in its place)."""
+    return cell.command is not None and any(name == CACHE_DIR_VARIABLE for name, _ in cell.command.env)
 
 
 def sets_no_folder(runs: Sequence[RunRecord], facts: ScriptCacheFacts | None) -> bool:

@@ -135,7 +135,7 @@ def test_likely_cause():
     assert likely_cause(order) == Cause.ORDER
     assert likely_cause(address) == Cause.ADDRESS
     assert likely_cause(hex_address) == Cause.ADDRESS
-    assert likely_cause(other) == Cause.OTHER
+    assert likely_cause(other) == Cause.UNKNOWN  # `other` before issue 47.5
     assert likely_cause([]) is None
     # Seen on 0.4.31 with examples/host_callback.py: the callback's address, as a constant and a config.
     callback = ['-    %c = stablehlo.constant dense<93876316516960> : tensor<i64>',

@@ -49,7 +49,6 @@ def test_args_env_and_cwd_are_read_and_recorded_only_when_given(script, tmp_path
     ({"env": {"A": "x\x00"}}, "env.A: contains a control character (U+0000)"),
     ({"env": {"PYTHONHASHSEED": "0"}}, "env.PYTHONHASHSEED: is set by the harness for every run and cannot be "
                                        "overridden"),
-    ({"env": {"JAX_COMPILATION_CACHE_DIR": "/x"}}, "env.JAX_COMPILATION_CACHE_DIR: is set by the harness"),
     ({"env": {"JAX_DUMP_IR_TO": "/x"}}, "env.JAX_DUMP_IR_TO: is set by the harness"),
     ({"env": {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}},
      "env.XLA_FLAGS: sets --xla_force_host_platform_device_count, which the harness sets from device_count"),

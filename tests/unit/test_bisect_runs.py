@@ -1,0 +1,33 @@
+"""`harness bisect` honours a config's `runs:` as `harness run` does (issue 47.5); `--runs` still wins.
+A fake backend whose runs all write one key (clean) and a fake index: no venvs, no JAX, no network."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import service
+from harness.cli import commands as cli
+from harness.environments import BackendChoice
+from tests.fakes import INDEX, FakeBackend
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    fake = FakeBackend({})
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    return fake
+
+
+@pytest.mark.parametrize("more, runs", [([], 5), (["--runs", "3"], 3)])
+def test_bisect_makes_the_runs_the_config_asks_for_unless_runs_is_given(backend, tmp_path, capsys, write, more, runs):
+    config = write("c.yaml", "name: c\nrepro: shard_map_grad\njax_versions: ['0.4.28', '0.4.29']\n"
+                             "meshes:\n  - {shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}\nruns: 5\n")
+    cli.main(["bisect", str(config), "--out", str(tmp_path / "out"), "-q", "--seeds", "random", *more])
+    capsys.readouterr()
+    (folder,) = (tmp_path / "out").iterdir()
+    data = json.loads((folder / "results.json").read_text())
+    assert data["options"]["runs"] == runs
+    assert {len(c["runs"]) for c in data["cells"]} == {runs}  # clean cells: every run planned
