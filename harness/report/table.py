@@ -10,6 +10,7 @@ from tabulate import tabulate
 from harness.core import markdown
 from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
+from harness.verdicts.phrases import unserved_module
 from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase
@@ -37,7 +38,11 @@ def _keys_column(cell: CellResult) -> str:
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
-    module = comparison.main_module(longest_compiles([r for r in runs if r.ok]))
+    compile_s = longest_compiles([r for r in runs if r.ok])
+    module = unserved_module(comparison, compile_s)
+    if module is not None:  # the same keys, compiled again by a later run instead of loaded
+        return f"{module}: {len(comparison.baseline.get(module, []))} per run, compiled again"
+    module = comparison.main_module(compile_s)
     return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 
 

@@ -107,10 +107,10 @@ class Boundaries(Record):
         elif self.no_boundary:
             first, last = self.measured[0], self.measured[-1]
             if first == last:
-                text = (f"keys differ between fresh processes on {first}, the only release measured, so the range "
+                text = (f"fresh processes miss the cache on {first}, the only release measured, so the range "
                         "shows no boundary (measure an earlier release for one)")
             else:
-                text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
+                text = (f"fresh processes miss the cache on every release measured, {first} to {last}, so the "
                         f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
                         f"than {first})")
         else:
