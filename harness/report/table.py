@@ -12,7 +12,7 @@ from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.phrases import unserved_module
 from harness.verdicts.verdict import rank_runs
-from harness.core.confidence import runs_for_strong, weak_bound_phrase
+from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
@@ -70,7 +70,8 @@ def varied(cells: list[CellResult]) -> bool:
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
-    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell), cell.spec.processes), weak_bound(cell)) if part)
+    return "; ".join(part for part in (cell.detail, cost_phrase(cost_of(cell), cell.spec.processes), weak_bound(cell),
+                                       unseen_orders_phrase(cell.miss_bounds, cell.seeds)) if part)
 
 
 def weak_bound(cell: CellResult) -> str:
