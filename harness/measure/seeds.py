@@ -69,12 +69,16 @@ class Probe:
     python: str
     sets: tuple[tuple[str, ...], ...]
     orderings: dict[int, tuple[tuple[str, ...], ...]]
+    # The seeds whose order of some set changes with the names' insertion order (two names in one slot): a
+    # program that inserts them otherwise than the probe iterates them otherwise.
+    fragile: frozenset[int] = frozenset()
 
     @classmethod
     def from_output(cls, sets: list[tuple[str, ...]], data: dict[str, Any]) -> Probe:
         orderings = {int(seed): tuple(tuple(o) for o in per_set)
                      for seed, per_set in data["orderings"].items()}
-        return cls(f"{data.get('implementation', 'cpython')} {data['python']}", tuple(sets), orderings)
+        fragile = frozenset(int(seed) for seed, per_set in data.get("fragile", {}).items() if any(per_set))
+        return cls(f"{data.get('implementation', 'cpython')} {data['python']}", tuple(sets), orderings, fragile)
 
 
 def _pair_orders(probe: Probe, seed: int) -> frozenset[tuple[int, str, str]]:
@@ -201,8 +205,8 @@ class OrderObserver:
 
             def balance(seed: int) -> int:  # unsettled pair orders it gives that fewer seeds were predicted to
                 return sum(counts[p] <= counts[(p[0], p[2], p[1])] for p in _pair_orders(self.probe, seed) & unsettled)
-            best = max(free, key=lambda s: (len(_pair_orders(self.probe, s) - expected), balance(s),
-                                            len(_pair_orders(self.probe, s) - predicted), -s))
+            best = max(free, key=lambda s: (len(_pair_orders(self.probe, s) - expected), s not in self.probe.fragile,
+                                            balance(s), len(_pair_orders(self.probe, s) - predicted), -s))
             features = _pair_orders(self.probe, best)
             if not features - expected and not balance(best) and not features - predicted:
                 break

@@ -238,3 +238,14 @@ def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
     assert weak_bound_phrase(None, plan) == "" and weak_bound_phrase(plan.bounds, None) == ""
     group_plan = SeedPlan(SeedStrategy.RANDOM, [1, 2], random=[1, 2], ranks=[[1, 3], [2, 4]])  # 4 processes' seeds
     assert "--runs 3 " in weak_bound_phrase(group_plan.bounds, group_plan)
+
+
+def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_the_same_order():
+    # Seed 1 orders a,b only because both names share a slot and a was inserted first (fragile).
+    probe = Probe("cpython test", (("a", "b"),), {1: (("a", "b"),), 2: (("a", "b"),), 3: (("b", "a"),)},
+                  frozenset({1}))
+    observer = OrderObserver(probe)
+    observer.observe(3, _lowered(("b", "a")))
+    assert observer.next_seeds([3], 1) == [2]
+    data = {"python": "3.11", "orderings": {"1": [["a", "b"]], "2": [["a", "b"]]}, "fragile": {"1": [True], "2": [False]}}
+    assert Probe.from_output([("a", "b")], data).fragile == frozenset({1})
