@@ -127,6 +127,9 @@ def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
 
 
 Pair = tuple[int, str, str]  # (set index, the name lowered first, the name lowered after it)
+# While a pair was never lowered both ways at one place, seeds predicted for each of its orders until each has
+# this many: all of them mispredicted is then (1/8)^4 = 2.4e-4 < TARGET_MISS; random seeds after that.
+SEEDS_PER_UNSEEN_ORDER = 4
 
 
 def _pairs(ordering: tuple[str, ...], i: int) -> set[Pair]:
@@ -188,7 +191,7 @@ class OrderObserver:
     def next_seeds(self, started: list[int], count: int) -> list[int]:
         """Up to `count` candidate seeds: first those predicted to bring a pair order not lowered yet (those
         still running counted as predicted); then, while a pair was never seen both ways at one place, seeds
-        for the pair order no more started seeds were predicted to give (were those predictions wrong, each
+        for the pair order no more started seeds were predicted to give (up to SEEDS_PER_UNSEEN_ORDER each) (were those predictions wrong, each
         more seed makes it less likely: see `covers`); for a set the modules never show, ones predicted to
         differ from every seed started (the probe's word alone, as before)."""
         running = [s for s in started if s not in self.lowered]
@@ -204,7 +207,8 @@ class OrderObserver:
                 break
 
             def balance(seed: int) -> int:  # unsettled pair orders it gives that fewer seeds were predicted to
-                return sum(counts[p] <= counts[(p[0], p[2], p[1])] for p in _pair_orders(self.probe, seed) & unsettled)
+                return sum(counts[p] <= counts[(p[0], p[2], p[1])] and counts[p] < SEEDS_PER_UNSEEN_ORDER
+                           for p in _pair_orders(self.probe, seed) & unsettled)
             best = max(free, key=lambda s: (len(_pair_orders(self.probe, s) - expected), s not in self.probe.fragile,
                                             balance(s), len(_pair_orders(self.probe, s) - predicted), -s))
             features = _pair_orders(self.probe, best)
