@@ -19,10 +19,19 @@ class Comparison:
     new: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     # later run -> module -> the first run's keys it did not compute (known only from `computed`)
     fewer: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    # later run -> module -> the first run's entries (on disk) it compiled again instead of loading
+    unserved: dict[int, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def reproduced(self) -> bool:
-        return bool(self.new)
+        return bool(self.new or self.unserved)
+
+    def unserved_modules(self) -> list[str]:
+        """The modules whose entry on disk a later run compiled again, sorted."""
+        return sorted({m for by_module in self.unserved.values() for m in by_module})
+
+    def runs_unserved(self, module: str) -> list[int]:
+        return [run for run, by_module in self.unserved.items() if module in by_module]
 
     def new_keys(self, module: str) -> list[str]:
         """The distinct keys of `module` that later runs brought."""

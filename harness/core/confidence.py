@@ -21,6 +21,10 @@ TARGET_MISS = 1e-3
 # 8 (0.125); 6 runs (0.031) are the fewest that are not weak.
 WEAK_BOUND = 0.05
 WORST_CASE_ORDERINGS = 2  # the hard case: a set of two names, two equally likely orderings
+# The chance that the probe predicts a seed's order of two names wrongly: both share a slot of the set's
+# 8-slot table, and the order then follows insertion, which the probe cannot know (measured: 2 seeds in 16
+# for {data, model}, 4 in 32 for {fsdp, model}; FACTS.md, fifth round).
+MISPREDICTED = 1 / 8
 
 ASSUMES_CHOSEN = ("the regression makes the cache key follow the iteration order of a set of the mesh's "
                   "axis names (the shard_map bug: a tuple built from set(mesh.axis_names) - names), and "
@@ -108,10 +112,31 @@ class SeedPlan(Record):
         """Bound on P(a real regression reads clean), under `assumes`."""
         if self.strategy == SeedStrategy.CHOSEN:
             complete = all(c["pairs_in_both_orders"] for c in self.covers)
-            return 0.0 if complete else miss_probability_random(len(self.random) + 1)
+            if complete:
+                return 0.0
+            # Orders read back from the modules (issue 47): a pair never lowered both ways at one place could not
+            # have moved a key that follows it; so either the set's order does not reach the module, or every
+            # seed predicted to give the other order put both names in one slot of the set's table.
+            unseen = [c for c in self.covers if c.get("lowered") and not c["pairs_in_both_orders"]]
+            if unseen:
+                return max(MISPREDICTED ** c.get("seeds_predicted_otherwise", 0) for c in unseen)
+            return miss_probability_random(len(self.random) + 1)
         # A job's processes each draw a seed, and any two that differ show (ranks of one run disagree, or a
         # later run brings a new key): every process counts.
         return miss_probability_random(len(self.seeds) * self.processes)
+
+    def unseen_orders(self) -> list[str]:
+        """`{data, model} as data,model`: for each set whose orders were read back from the runs' modules, the
+        pair orders never lowered (empty where every pair was seen both ways, or nothing was read back)."""
+        out = []
+        for c in self.covers:
+            if c.get("lowered") and not c["pairs_in_both_orders"]:
+                names = "{" + ", ".join(c["names"]) + "}"
+                for order in c.get("pair_orders_not_seen", []):
+                    a, _, b = order.partition("/")
+                    out.append(f"{names} as {order}" if not b else
+                               f"{names} with {a} and {b.split()[0]} in another order at any one place")
+        return out
 
     @property
     def processes(self) -> int:
@@ -148,7 +173,12 @@ class SeedPlan(Record):
             return (f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
                     + self._ranks_summary())
         complete = all(c["pairs_in_both_orders"] for c in self.covers)
-        cover = "every pair of axis names in both orders" if complete else "not every pair order"
+        lowered = any(c.get("lowered") for c in self.covers)
+        if lowered:  # read back from the runs' modules
+            cover = ("every pair of names lowered in both orders" if complete else
+                     "not lowered yet: " + ", ".join(self.unseen_orders()) if self.unseen_orders() else "not every pair order")
+        else:
+            cover = "every pair of axis names in both orders" if complete else "not every pair order"
         extra = f" + {len(self.random)} random" if self.random else ""
         note = f"; {self.note}" if self.note else ""
         return f"chosen seeds {', '.join(map(str, self.chosen))} ({cover}){extra}{note}" + self._ranks_summary()
@@ -164,6 +194,11 @@ def runs_for_strong(plan: SeedPlan) -> int:
     enough for it (a job's processes each count); chosen seeds that could not cover every pair order,
     the chosen ones with enough random runs after them."""
     random_runs = runs_for_target(WEAK_BOUND)
+    if plan.strategy == SeedStrategy.CHOSEN and plan.unseen_orders():
+        # Orders read back: each two more runs give each order of a pair one more seed predicted for it, and
+        # the bound falls by MISPREDICTED per seed of the rarer one; two such seeds are below WEAK_BOUND.
+        return len(plan.seeds) + 2 * max(0, 2 - min(c.get("seeds_predicted_otherwise", 0) for c in plan.covers
+                                                    if c.get("lowered") and not c["pairs_in_both_orders"]))
     if plan.strategy == SeedStrategy.CHOSEN:
         return len(plan.chosen) + random_runs - 1
     return math.ceil(random_runs / plan.processes)
@@ -174,6 +209,21 @@ def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
     "" when it is not weak (or not known: a results file without its plan)."""
     if bounds is None or plan is None or bounds.set_order <= WEAK_BOUND:
         return ""
+    unseen = plan.unseen_orders()
+    if unseen:  # read back from the modules: say what was never lowered, and why the bound is what it is
+        return (f"weak: the runs never lowered {'; '.join(unseen)}: a regression that follows that order would "
+                f"read clean with chance up to {bounds.set_order:.2g} (the seeds predicted to give it all put "
+                f"both names in one slot of the set's table, about 1 in 8 each); --runs {runs_for_strong(plan)} "
+                f"would make it at most {MISPREDICTED ** 2:.2g}")
     runs = runs_for_strong(plan)
     return (f"weak: a regression would read clean with chance up to {bounds.set_order:.2g} (above {WEAK_BOUND}); "
             f"--runs {runs} would make it at most {miss_probability_random(runs_for_target(WEAK_BOUND)):.2g}")
+
+
+def unseen_orders_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
+    """A clean cell whose runs ran out before every pair order was lowered, its bound not weak: which orders
+    were not seen ("" otherwise; a weak one says it in weak_bound_phrase)."""
+    if bounds is None or plan is None or bounds.set_order > WEAK_BOUND or not plan.unseen_orders():
+        return ""
+    return (f"the runs never lowered {'; '.join(plan.unseen_orders())} (set-order bound {bounds.set_order:.2g}: "
+            "the seeds predicted to give it would all have had to put both names in one slot)")

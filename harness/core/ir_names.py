@@ -37,3 +37,18 @@ def name_groups(texts: list[str]) -> list[tuple[str, ...]]:
     groups.add(tuple(sorted(everything)))
     small = [g for g in groups if 2 <= len(g) <= MAX_NAMES]
     return sorted(small, key=lambda g: (len(g), g))[:MAX_GROUPS]
+
+
+def lowered_orders(texts: list[str], names: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """How these modules ordered a set of names: at each place where all of them are quoted together (one
+    string, or a Shardy mesh), in the order the places come, the names in the order they first appear there.
+    A set's order that reaches the module shows here; () where the names are never quoted together."""
+    wanted = set(names)
+    out: list[tuple[str, ...]] = []
+    for text in texts:
+        places = [(m.start(), _SDY_AXIS_RE.findall(m.group(1))) for m in _SDY_MESH_RE.finditer(text)]
+        places += [(m.start(), _QUOTED_NAME_RE.findall(m.group(1))) for m in _STRING_RE.finditer(text)]
+        for _, found in sorted(places, key=lambda p: p[0]):
+            if wanted <= set(found):
+                out.append(tuple(n for n in dict.fromkeys(found) if n in wanted))
+    return tuple(out)

@@ -10,7 +10,9 @@ compilation, every component of the cache key:
 and what became of the key: `PERSISTENT COMPILATION CACHE MISS for 'M' with key 'K'` and `Persistent
 compilation cache hit for 'M' with key 'K'` (from 0.4.31; before, the hit names no key and a miss shows only
 as `'M' took at least ... to compile`), `Writing M to persistent compilation cache with key K`, and
-`Not writing persistent cache entry for 'M' because <reason>`.
+`Not writing persistent cache entry for 'M' because <reason>`. An entry on disk that JAX cannot read back
+is a warning before the miss, worded alike from 0.4.28 to 0.10.2 (seen): `UserWarning: Error reading
+persistent compilation cache entry for 'M': error: Error -3 while decompressing data: incorrect header check`.
 
 Just before a key, `jax._src.compiler` logs the devices the computation is compiled for (0.4.26 to 0.10.2):
 `get_compile_options: num_replicas=1 num_partitions=8 device_assignment=[[CpuDevice(id=0) ...` (numpy
@@ -49,6 +51,8 @@ _NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '
 # A process other than 0 of a multi-process job never writes (JAX: "Only write cache entries from the first
 # process"); the message names no key: it is the refusal of the key this process just computed.
 _NOT_WRITTEN_SINCE_RE = re.compile(r"Not writing persistent cache entry since (?P<reason>.+?)\s*$")
+# An entry JAX found and could not read back (a UserWarning, before the miss of the same module).
+_READ_ERROR_RE = re.compile(r"Error reading persistent compilation cache entry for '(?P<module>[^']+)': (?P<error>.+?)\s*$")
 _COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile(?: \((?P<secs>[\d.]+)s\))?")
 # How long a compile took, where JAX says (both with and below the minimum compile time).
 _COMPILE_TIME_RE = re.compile(r"seconds to compile \((?P<secs>[\d.]+)s\)")
@@ -92,6 +96,8 @@ class LoggedKey(Record):
     # The ids of the devices it was compiled for, in the assignment's order; () when JAX's log did not say
     # them all (a release that logs no assignment, a summarised or cut one, results from before).
     devices: tuple[int, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    # JAX's words when it found this key's entry and could not read it back (then it compiled the key)
+    read_error: str = field(default="", metadata=shape(omit=Omit.EMPTY))
 
 
 @shaped(unwrapped="keys")
@@ -150,6 +156,7 @@ class _Reader:
         self.assignment_size = 0  # how many devices it has (num_replicas x num_partitions)
         self.excluded: list[str] = []
         self.last_key: str | None = None  # the key named last, whatever its module
+        self.read_errors: dict[str, str] = {}  # module -> an entry read error not yet tied to its key
 
     def compile_options(self, size: int, text: str) -> None:
         self.assignment, self.assignment_size, self.next_devices = [], size, ()
@@ -196,12 +203,14 @@ class _Reader:
             return  # a message about a key this log never computed (logging turned on mid-run)
         self.last_key_of[module] = key
         self.last_key = key
+        read_error = self.read_errors.pop(module, "") if outcome != Outcome.HIT else ""
         known = self.keys.get(key)
         if known is None:
             if devices is None:  # a release that logs no components: the assignment logged just before
                 devices, self.next_devices = self.next_devices, ()
-            self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s, devices)
+            self.keys[key] = LoggedKey(module, key, outcome, reason, components, compile_time_s, devices, read_error)
             return
+        known.read_error = known.read_error or read_error
         if compile_time_s is not None:
             known.compile_time_s = compile_time_s
         if components and not known.components:
@@ -229,6 +238,8 @@ def parse(text: str | Iterable[str]) -> RunLog:
             reader.component(m["name"], m["hash"])
         elif m := _RUNNING_RE.search(line):
             reader.running_hash(m["hash"])
+        elif m := _READ_ERROR_RE.search(line):
+            reader.read_errors[m["module"]] = m["error"]
         elif m := _MISS_RE.search(line):
             reader.event(m["module"], m["key"], Outcome.MISS)
         elif m := _HIT_RE.search(line):

@@ -2,8 +2,8 @@
 
 Usage: python seeds_probe.py '{"names": [...], "subsets": [[...], ...], "seeds": [1, 2, ...]}'
    or: python seeds_probe.py '{"groups": [[names, subsets], ...], "seeds": [1, 2, ...]}' (several sets at once)
-Prints one JSON line: {"python": ..., "orderings": {seed: [ordering of each subset, ...]}}, the subsets of
-every group in turn.
+Prints one JSON line: {"python": ..., "orderings": {seed: [ordering of each subset, ...]}, "fragile": {seed:
+[whether that ordering changes with the names' insertion order, ...]}}, the subsets of every group in turn.
 
 String hashes (and so set iteration order) are fixed when an interpreter starts, so each seed needs
 its own child interpreter; `-S` keeps them cheap. Not `-I`/`-E`: those ignore PYTHONHASHSEED.
@@ -18,10 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 # The expression the shard_map bug iterates: `set(mesh.axis_names) - names`. A subset S is reached
 # by removing the other names, so the probe sees the very table layout the bug sees.
+# It also builds each set with the names inserted in reverse: where two names share a slot of the set's
+# table the order follows insertion, which a program may do otherwise than the probe ("fragile" seeds).
 CHILD = """
 import json, sys
 groups = json.loads(sys.argv[1])
-print(json.dumps([list(set(full) - (set(full) - set(s))) for full, subsets in groups for s in subsets]))
+order = lambda full, s: list(set(full) - (set(full) - set(s)))
+print(json.dumps([[order(full, s), order(full[::-1], s) != order(full, s)] for full, subsets in groups
+                  for s in subsets]))
 """
 
 
@@ -40,7 +44,8 @@ def main():
     with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
         results = list(pool.map(lambda s: order_for(s, groups), seeds))
     print(json.dumps({"python": sys.version.split()[0], "implementation": sys.implementation.name,
-                      "orderings": {str(s): r for s, r in zip(seeds, results)}}))
+                      "orderings": {str(s): [o for o, _ in r] for s, r in zip(seeds, results)},
+                      "fragile": {str(s): [f for _, f in r] for s, r in zip(seeds, results)}}))
 
 
 if __name__ == "__main__":

@@ -47,9 +47,9 @@ SETTLING_RUNS = 2
 OnRun = Callable[[CellSpec, RunRecord, int], None]
 # --vary: each factor's result as it is judged.
 OnFactor = Callable[[CellSpec, FactorResult], None]
-# A user script's later seeds, chosen once run 1 is done: (run 1's seed, its IR dump folder) -> the seeds
-# of the runs after it (harness.measure.seeds.Reseed).
-Reseed = Callable[[int, Path], list[int]]
+# A cell's later seeds as its runs end: (the run's index, its seed, its IR dump folder, the seeds started so
+# far, how many planned runs have not started) -> their seeds (harness.measure.seeds.Reseed).
+Reseed = Callable[[int, int, Path, list[int], int], list[int]]
 
 
 @dataclass
@@ -184,7 +184,8 @@ class OpenCell:
     checks: list[QueuedRun] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
-    reseed: Reseed | None = None  # a user script's: its later seeds, chosen after run 1
+    reseed: Reseed | None = None  # a user script's: its later seeds, chosen as its runs end
+    started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -257,6 +258,7 @@ class OpenCell:
     def take(self) -> QueuedRun:
         if self._planned_runs_left():
             index, seeds = self.pending.pop(0)
+            self.started.append(seeds[0])
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
         if self.checks:
             return self.checks.pop(0)
@@ -282,16 +284,14 @@ class OpenCell:
         else:
             record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
                                              queued.seed, self.folder)
-        if self.reseed is not None and not self.tally.records:
-            self._reseed(queued)
         return record
 
-    def _reseed(self, queued: QueuedRun) -> None:
-        """After run 1 (it runs alone: nothing else is taken meanwhile), the later runs' seeds chosen from
-        the module it lowered."""
-        reseed, self.reseed = self.reseed, None
-        dump = ir_dump_dir(self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log")
-        later = reseed(queued.seed, dump)
+    def _reseed(self, record: RunRecord) -> None:
+        """After each planned run, the seeds of the runs not started yet, chosen from what the runs so far
+        lowered (run 1 runs alone, and so does run 2: each is chosen knowing the runs before it)."""
+        assert self.reseed is not None
+        dump = ir_dump_dir(self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
+        later = self.reseed(record.index, record.seed, dump, list(self.started), len(self.pending))
         self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
 
     def _first_run(self, queued: QueuedRun) -> RunRecord:
@@ -335,6 +335,8 @@ class OpenCell:
             return False
         if queued.check is None:
             self.tally.add(record)
+            if self.reseed is not None:
+                self._reseed(record)
             return True
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)

@@ -32,7 +32,7 @@ from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
-from harness.core.ir_names import name_groups
+from harness.core.ir_names import lowered_orders, name_groups
 from harness.core.model import CellResult, CellSpec, Program, Verdict
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
@@ -69,12 +69,16 @@ class Probe:
     python: str
     sets: tuple[tuple[str, ...], ...]
     orderings: dict[int, tuple[tuple[str, ...], ...]]
+    # The seeds whose order of some set changes with the names' insertion order (two names in one slot): a
+    # program that inserts them otherwise than the probe iterates them otherwise.
+    fragile: frozenset[int] = frozenset()
 
     @classmethod
     def from_output(cls, sets: list[tuple[str, ...]], data: dict[str, Any]) -> Probe:
         orderings = {int(seed): tuple(tuple(o) for o in per_set)
                      for seed, per_set in data["orderings"].items()}
-        return cls(f"{data.get('implementation', 'cpython')} {data['python']}", tuple(sets), orderings)
+        fragile = frozenset(int(seed) for seed, per_set in data.get("fragile", {}).items() if any(per_set))
+        return cls(f"{data.get('implementation', 'cpython')} {data['python']}", tuple(sets), orderings, fragile)
 
 
 def _pair_orders(probe: Probe, seed: int) -> frozenset[tuple[int, str, str]]:
@@ -108,34 +112,222 @@ def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) ->
     return chosen
 
 
-def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
-    """The name sets of the modules a run dumped (JAX_DUMP_IR_TO): see `harness.core.ir_names`."""
+def dump_texts(folder: Path) -> list[str]:
+    """The modules a run dumped (JAX_DUMP_IR_TO), each's start, in file order."""
     texts = []
     for path in sorted(folder.glob("*.mlir")) if folder.is_dir() else []:
         with path.open(errors="replace") as module:
             texts.append(module.read(MAX_DUMP_BYTES))
-    return name_groups(texts)
+    return texts
 
 
-def script_plan(probe: Probe, first: int, runs: int, groups: list[tuple[str, ...]]) -> SeedPlan:
-    """A user script's plan once its first run (seed `first`) is done: chosen seeds that, with `first`,
-    show every pair of each group's names in both orders, then random ones up to `runs` in all (a
-    ceiling: when the cover needs more, only `runs` run and the plan says so)."""
-    chosen = choose_seeds(probe, given=(first,))
-    found = "; ".join(", ".join(g) for g in groups)
-    note = f"names from run 1's lowered module: {found}"
-    if len(chosen) > runs:
-        note += (f"; covering every pair order needs {len(chosen)} seeds, more than runs: {runs}; only {runs} "
-                 f"run (set runs to {len(chosen)} for a zero set-order bound)")
-        chosen = chosen[:runs]
-    extra = [s for s in random_seeds(runs + len(chosen)) if s not in chosen][:runs - len(chosen)]
-    return SeedPlan(SeedStrategy.CHOSEN, chosen + extra, chosen=chosen, random=extra, python=probe.python,
-                    candidates=len(probe.orderings), covers=covers(probe, chosen), note=note)
+def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
+    """The name sets of the modules a run dumped (JAX_DUMP_IR_TO): see `harness.core.ir_names`."""
+    return name_groups(dump_texts(folder))
 
 
-# A user script's later seeds, once its first run is done: (the first run's seed, its IR dump folder) ->
-# the seeds of the runs after it.
-Reseed = Callable[[int, Path], list[int]]
+Pair = tuple[int, str, str]  # (set index, the name lowered first, the name lowered after it)
+# While a pair was never lowered both ways at one place, seeds predicted for each of its orders until each has
+# this many: all of them mispredicted is then (1/8)^4 = 2.4e-4 < TARGET_MISS; random seeds after that.
+SEEDS_PER_UNSEEN_ORDER = 4
+
+
+def _pairs(ordering: tuple[str, ...], i: int) -> set[Pair]:
+    return {(i, a, b) for a, b in itertools.combinations(ordering, 2)}
+
+
+@dataclass
+class OrderObserver:
+    """What the runs lowered, set by set (issue 47): the probe predicts a seed's set orders from a set it
+    builds itself, but a program that inserts the names in another order iterates them otherwise for the
+    seeds that put two names in one slot of the set's table (about one in eight). So the orders a cell
+    covered are read back from each run's module (`lowered_orders`), and the next seeds go to orders not
+    seen yet. A pair of names counts as seen both ways only where one place in the module showed both
+    orders across the runs: a place that never changes (a spec written in the source) shows none."""
+
+    probe: Probe
+    lowered: dict[int, tuple[tuple[tuple[str, ...], ...], ...]] = field(default_factory=dict)  # seed -> per set
+
+    def observe(self, seed: int, texts: list[str]) -> None:
+        self.lowered[seed] = tuple(lowered_orders(texts, names) for names in self.probe.sets)
+
+    def observable(self, i: int) -> bool:
+        """Whether any run's module quoted set i's names together (else its orders are only predicted)."""
+        return any(per_set[i] for per_set in self.lowered.values())
+
+    def _seen(self, i: int) -> set[Pair]:
+        return {p for per_set in self.lowered.values() for o in per_set[i] for p in _pairs(o, i)}
+
+    def _both_ways(self, i: int) -> set[tuple[str, str]]:
+        """The pairs of set i seen in both orders at one place of the module, across the runs."""
+        places = max((len(per_set[i]) for per_set in self.lowered.values()), default=0)
+        out: set[tuple[str, str]] = set()
+        for place in range(places):
+            seen = {(a, b) for per_set in self.lowered.values() if place < len(per_set[i])
+                    for _, a, b in _pairs(per_set[i][place], i)}
+            out |= {(a, b) for a, b in seen if (b, a) in seen}
+        return out
+
+    def seen_pairs(self, seeds: list[int]) -> set[Pair]:
+        """Pair orders known to have run: lowered, for a set the modules show; predicted, for one they never do."""
+        out: set[Pair] = set()
+        for i in range(len(self.probe.sets)):
+            if self.observable(i):
+                out |= self._seen(i)
+            else:
+                out |= {p for s in seeds if s in self.probe.orderings for p in _pairs(self.probe.orderings[s][i], i)}
+        return out
+
+    def _unsettled(self) -> set[Pair]:
+        """Both orders of each pair of a set the modules show that no place has shown both ways yet."""
+        out: set[Pair] = set()
+        for i, names in enumerate(self.probe.sets):
+            if self.observable(i):
+                both = self._both_ways(i)
+                out |= {p for a, b in itertools.combinations(names, 2) if (a, b) not in both
+                        for p in ((i, a, b), (i, b, a))}
+        return out
+
+    def next_seeds(self, started: list[int], count: int) -> list[int]:
+        """Up to `count` candidate seeds: first those predicted to bring a pair order not lowered yet (those
+        still running counted as predicted); then, while a pair was never seen both ways at one place, seeds
+        for the pair order no more started seeds were predicted to give (up to SEEDS_PER_UNSEEN_ORDER each) (were those predictions wrong, each
+        more seed makes it less likely: see `covers`); for a set the modules never show, ones predicted to
+        differ from every seed started (the probe's word alone, as before)."""
+        running = [s for s in started if s not in self.lowered]
+        expected = self.seen_pairs([s for s in started if s in self.lowered]) | _predicted(self.probe, running)
+        predicted = _predicted(self.probe, started)
+        unsettled = self._unsettled()
+        counts = {p: sum(p in _pair_orders(self.probe, s) for s in started if s in self.probe.orderings)
+                  for p in unsettled}
+        picks: list[int] = []
+        while len(picks) < count:
+            free = [s for s in sorted(self.probe.orderings) if s not in started and s not in picks]
+            if not free:
+                break
+
+            def balance(seed: int) -> int:  # unsettled pair orders it gives that fewer seeds were predicted to
+                return sum(counts[p] <= counts[(p[0], p[2], p[1])] and counts[p] < SEEDS_PER_UNSEEN_ORDER
+                           for p in _pair_orders(self.probe, seed) & unsettled)
+            best = max(free, key=lambda s: (len(_pair_orders(self.probe, s) - expected), s not in self.probe.fragile,
+                                            balance(s), len(_pair_orders(self.probe, s) - predicted), -s))
+            features = _pair_orders(self.probe, best)
+            if not features - expected and not balance(best) and not features - predicted:
+                break
+            picks.append(best)
+            expected |= features
+            predicted |= features
+            for p in features & unsettled:
+                counts[p] += 1
+        return picks
+
+    def covers(self, seeds: list[int]) -> list[dict[str, Any]]:
+        """Per probed set: the orders the runs lowered (`orderings_run`; the probe's word where the modules
+        never quote the set, `lowered` false), the probe's prediction for the same seeds, whether every pair
+        was seen both ways, and the pair orders never seen (`pair_orders_not_seen`)."""
+        out = []
+        for i, names in enumerate(self.probe.sets):
+            predicted = [self.probe.orderings[s][i] for s in seeds if s in self.probe.orderings]
+            seen_pairs = {(a, b) for p in _predicted(self.probe, seeds) if p[0] == i for a, b in [p[1:]]}
+            cover: dict[str, Any] = {"names": list(names)}
+            if self.observable(i):
+                ran = [o for s in seeds if s in self.lowered for o in self.lowered[s][i]]
+                both = self._both_ways(i)
+                seen_pairs = {(a, b) for _, a, b in self._seen(i)}
+                cover["lowered"] = True
+            else:
+                ran = predicted
+                both = {(a, b) for a, b in seen_pairs if (b, a) in seen_pairs}
+                cover["lowered"] = False
+            missing = []
+            tests = []  # per pair never seen both ways: the fewer seeds predicted for one of its two orders
+            for a, b in itertools.combinations(names, 2):
+                if (a, b) in both:
+                    continue
+                absent = [f"{x},{y}" for x, y in ((a, b), (b, a)) if (x, y) not in seen_pairs]
+                missing += absent or [f"{a}/{b} (each order only at places that never changed)"]
+                orders = [o for o in predicted if o.index(a) < o.index(b)]
+                tests.append(min(len(orders), len(predicted) - len(orders)))
+            if tests and cover["lowered"]:
+                cover["seeds_predicted_otherwise"] = min(tests)
+            cover.update({"orderings_run": [",".join(o) for o in dict.fromkeys(ran)],
+                          "orderings_predicted": [",".join(o) for o in dict.fromkeys(predicted)],
+                          "orderings_seen_in_candidates": len({self.probe.orderings[s][i] for s in self.probe.orderings}),
+                          "pairs_in_both_orders": all((a, b) in both for a, b in itertools.combinations(names, 2))})
+            if missing:
+                cover["pair_orders_not_seen"] = missing
+            out.append(cover)
+        return out
+
+
+def _predicted(probe: Probe, seeds: list[int]) -> set[Pair]:
+    return {p for s in seeds if s in probe.orderings for p in _pair_orders(probe, s)}
+
+
+# A cell's later seeds as its runs end: (the run's index, its seed, its IR dump folder, the seeds started so
+# far in run order, how many planned runs have not started) -> the seeds of those runs, in order.
+Reseed = Callable[[int, int, Path, list[int], int], list[int]]
+
+
+@dataclass
+class Reseeder:
+    """A user script's seeds, chosen from what its runs lowered. After run 1 (random seed), the name sets are
+    read from its module and the interpreter probed; after every run, the orders it lowered are read back
+    (OrderObserver) and the runs not started yet get seeds for orders not seen, then the plan's random ones.
+    It rewrites `plan` as it goes, so the plan a cell records is what ran and what was seen."""
+
+    environment: Environment
+    plan: SeedPlan
+    log_dir: Path
+    candidates: int
+    timeout_s: float
+    observer: OrderObserver | None = None
+    inactive: bool = False  # no names to cover, or the probe failed: the plan's seeds as they are
+    picked: set[int] = field(default_factory=set)
+    groups: list[tuple[str, ...]] = field(default_factory=list)
+
+    def __call__(self, index: int, seed: int, dump: Path, started: list[int], pending: int) -> list[int]:
+        planned = self.plan.seeds[len(started):len(started) + pending]
+        if self.inactive:
+            return planned
+        texts = dump_texts(dump)
+        if self.observer is None and not self._first(seed, texts):
+            return planned
+        assert self.observer is not None
+        self.observer.observe(seed, texts)
+        picks = self.observer.next_seeds(started, pending)
+        self.picked |= set(picks)
+        spare = [s for s in self.plan.random + random_seeds(pending + len(started)) if s not in started and s not in picks]
+        later = picks + list(dict.fromkeys(spare))[:pending - len(picks)]
+        seeds = started + later
+        first = started[0]
+        chosen = [s for s in seeds if s == first or s in self.picked]
+        ran = [s for s in started if s in self.observer.lowered]
+        self.plan.seeds, self.plan.chosen = seeds, chosen
+        self.plan.random = [s for s in seeds if s not in chosen]
+        self.plan.covers = self.observer.covers(ran)
+        self.plan.note = (f"names from run 1's lowered module: {'; '.join(', '.join(g) for g in self.groups)}; "
+                          "each run's orders read back from its module")
+        return later
+
+    def _first(self, first: int, texts: list[str]) -> bool:
+        """Run 1 done: its name sets and the probe; False when there is nothing to choose seeds for."""
+        self.groups = name_groups(texts)
+        if not self.groups:
+            self.plan.note = f"{SCRIPT_RANDOM}: run 1's lowered module carries no set of two or more short names"
+            self.inactive = True
+            return False
+        sets = [s for g in self.groups for s in name_sets(g)]
+        try:
+            probe = run_probe(self.environment, sets, self.candidates, self.log_dir, self.timeout_s,
+                              groups=self.groups, seeds=sorted({first, *range(1, self.candidates + 1)}))
+        except ProbeFailed as exc:
+            self.plan.note = f"seed probe failed ({exc}); random seeds instead"
+            self.inactive = True
+            return False
+        self.plan.strategy, self.plan.python, self.plan.candidates = SeedStrategy.CHOSEN, probe.python, len(probe.orderings)
+        self.observer = OrderObserver(probe)
+        return True
 
 
 def record_plan(cell: CellResult, plan: SeedPlan) -> None:
@@ -269,30 +461,11 @@ class SeedPlanner:
 
     def reseeder(self, spec: CellSpec, plan: SeedPlan, environment: Environment, log_dir: Path) -> Reseed | None:
         """For a user script's single-process cell planned with chosen seeds (`plan` still random: its
-        names were unknown), what picks its later seeds after run 1, rewriting `plan` to say so; None for
-        any other cell. A job's ranks keep their random seeds."""
+        names were unknown), what picks its later seeds from what its runs lowered, rewriting `plan` to say
+        so; None for any other cell. A job's ranks keep their random seeds."""
         if self.strategy != SeedStrategy.CHOSEN or spec.mesh is not None or spec.is_multiprocess:
             return None
-
-        def reseed(first: int, dump: Path) -> list[int]:
-            groups = names_in_dump(dump)
-            if not groups:
-                plan.note = (f"{SCRIPT_RANDOM}: run 1's lowered module carries no set of two or more short "
-                             "names")
-                return plan.seeds[1:]
-            sets = [s for g in groups for s in name_sets(g)]
-            seeds = sorted({first, *range(1, self.candidates + 1)})
-            try:
-                probe = run_probe(environment, sets, self.candidates, log_dir, self.timeout_s, groups=groups,
-                                  seeds=seeds)
-            except ProbeFailed as exc:
-                plan.note = f"seed probe failed ({exc}); random seeds instead"
-                return plan.seeds[1:]
-            chosen = script_plan(probe, first, len(plan.seeds), groups)
-            for name in ("strategy", "seeds", "chosen", "random", "python", "candidates", "covers", "note"):
-                setattr(plan, name, getattr(chosen, name))
-            return plan.seeds[1:]
-        return reseed
+        return Reseeder(environment, plan, log_dir, self.candidates, self.timeout_s)
 
 
 def interpreter_key(environment: Environment) -> tuple:

@@ -133,9 +133,13 @@ def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | 
     if reseed is None:
         return None
 
-    def reseed_and_say(first: int, dump: Path) -> list[int]:
-        later = reseed(first, dump)
-        progress.say(f"  seeds after run 1: {plan.summary()}")
+    told: list[list[int]] = []
+
+    def reseed_and_say(index: int, seed: int, dump: Path, started: list[int], pending: int) -> list[int]:
+        later = reseed(index, seed, dump, started, pending)
+        if not told or (pending and plan.chosen != told[-1]):  # run 1's plan, then each change of it
+            progress.say(f"  seeds after run {index}: {plan.summary()}")
+            told.append(list(plan.chosen))
         return later
     return reseed_and_say
 

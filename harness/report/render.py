@@ -375,7 +375,9 @@ def _attribution(cell: CellResult, item: Evidence | MissingEvidence | None = Non
     item = cell.attribution
     if item is None:
         why = cell.attribution_unavailable or "the runs' JAX logs were not read (a folder from before they were)"
-        return [f"_Attribution unavailable: {md.text(why)}. The verdict comes from the cache folder alone._", ""]
+        # An entry compiled again while on disk is JAX's log's word, not the folder's (its keys did not move).
+        alone = "" if cell_comparison(cell).unserved else " The verdict comes from the cache folder alone."
+        return [f"_Attribution unavailable: {md.text(why)}.{alone}_", ""]
     moved = item.components
     names = ", ".join(md.code(n) for n in moved) or "none"
     lines = [f"Which part of the {md.code(item.module)} key moved (JAX's own log, each component's own hash): {names}.",

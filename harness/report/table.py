@@ -10,8 +10,9 @@ from tabulate import tabulate
 from harness.core import markdown
 from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
+from harness.verdicts.phrases import unserved_module
 from harness.verdicts.verdict import rank_runs
-from harness.core.confidence import runs_for_strong, weak_bound_phrase
+from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
@@ -37,7 +38,11 @@ def _keys_column(cell: CellResult) -> str:
     module = comparison.moved_module()
     if module is not None:
         return f"{module}: {len(comparison.baseline.get(module, []))} + {len(comparison.new_keys(module))} new"
-    module = comparison.main_module(longest_compiles([r for r in runs if r.ok]))
+    compile_s = longest_compiles([r for r in runs if r.ok])
+    module = unserved_module(comparison, compile_s)
+    if module is not None:  # the same keys, compiled again by a later run instead of loaded
+        return f"{module}: {len(comparison.baseline.get(module, []))} per run, compiled again"
+    module = comparison.main_module(compile_s)
     return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 
 
@@ -66,7 +71,8 @@ def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
     cost = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
-    return "; ".join(part for part in (cell.detail, cost, weak_bound(cell)) if part)
+    return "; ".join(part for part in (cell.detail, cost, weak_bound(cell),
+                                       unseen_orders_phrase(cell.miss_bounds, cell.seeds)) if part)
 
 
 def factor_cost_phrase(cell: CellResult) -> str:

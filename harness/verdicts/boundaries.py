@@ -187,13 +187,13 @@ class Boundaries(Record):
                 text = (f"a start under --vary {factors} misses {span} (its fresh processes hit: the keys follow "
                         f"{factors}), so the range shows no boundary (measure an earlier release for one)")
             elif first == last and self.failed:  # other releases were measured: they failed
-                text = (f"keys differ between fresh processes on {first}, the only release where the program ran, "
+                text = (f"fresh processes miss the cache on {first}, the only release where the program ran, "
                         "so the range shows no boundary where it appears (measure an earlier release for one)")
             elif first == last:
-                text = (f"keys differ between fresh processes on {first}, the only release measured, so the range "
+                text = (f"fresh processes miss the cache on {first}, the only release measured, so the range "
                         "shows no boundary (measure an earlier release for one)")
             else:
-                text = (f"keys differ between fresh processes on every release measured, {first} to {last}, so the "
+                text = (f"fresh processes miss the cache on every release measured, {first} to {last}, so the "
                         f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
                         f"than {first})")
         elif self.appears_in is None:

@@ -33,6 +33,9 @@ class RunKeys:
     # False when the run's log disagrees with the cache folder: it may be missing lines (a script that
     # silenced the `jax` loggers, output cut) or hold lines JAX never wrote, so it cannot show `fewer`.
     log_trusted: bool = True
+    # The keys its log says it compiled (a miss, however it ended), not loaded; None when not known (no log,
+    # or a job's run, whose log merges its processes'). A key on disk that a later run compiled was not served.
+    compiled: frozenset[Entry] | None = None
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
         """Its keys: the log's, and every entry that appeared while it ran that no run's log
@@ -47,11 +50,13 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
     (hits and entries never written included): the log ties each key to its own run. With `on_disk`
     (every entry key that was ever in the cell's folder) a logged hit on a key never there is dropped:
     nothing was there to hit, so JAX did not write that line."""
-    computed = None
+    computed = compiled = None
     if run.keys is not None:
         computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys
                              if on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
-    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed)
+        if not run.ranks:
+            compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
+    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled)
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -113,7 +118,9 @@ def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
 def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
     key that no earlier run computed is new; a first-run key a later run is known not to have computed
-    (only its log can say: a hit writes nothing) is `fewer`.
+    (only its log can say: a hit writes nothing) is `fewer`; an entry the first run wrote (on disk from then
+    on, as the first run finishes alone) that a later run's trusted log says it compiled rather than loaded
+    is `unserved`: the same key, a miss all the same (an entry JAX cannot read back, a folder emptied).
 
     From the listing alone an entry appears once, but with overlapping runs it can appear while two
     runs ran: both are named, as it is not known which of them computed it. An entry that some run's
@@ -128,6 +135,7 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     seen = set(baseline)
     new: dict[int, dict[str, list[str]]] = {}
     fewer: dict[int, dict[str, list[str]]] = {}
+    unserved: dict[int, dict[str, list[str]]] = {}
     for run in later:
         known = run.known(claimed)
         brought = known - seen
@@ -137,7 +145,9 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
             if run.log_trusted and baseline - known:
                 fewer[run.index] = _by_module(baseline - known)
             seen |= run.computed  # known exactly: a later run that computes these again hits them
-    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer)
+        if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
+            unserved[run.index] = _by_module(run.compiled & first.appeared)
+    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved)
 
 
 def comparison_of(runs: Sequence[RunRecord]) -> Comparison:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from harness.core.comparison import dispatch_helper
 from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.model import RunRecord
@@ -67,3 +68,44 @@ def where_seen(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -
         return " (on disk and in JAX's log)"
     refused = [logged[k].reason for k in sorted(in_log) if logged[k].outcome == Outcome.NOT_WRITTEN]
     return f" (in JAX's log only, never written; {_quoted(refused[0])})" if refused else " (in JAX's log only)"
+
+
+def unserved_module(comparison: Comparison, compile_s: dict[str, float]) -> str | None:
+    """Of the modules a later run compiled while their entry was on disk, the user's own function (not a
+    dispatch helper where another exists), the largest by JAX's compile time, then jit_f."""
+    modules = comparison.unserved_modules()
+    own = [m for m in modules if not dispatch_helper(m)] or modules
+    return max(own, key=lambda m: (compile_s.get(m, -1.0), m == "jit_f", m), default=None)
+
+
+def unserved_phrase(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -> str:
+    """`jit_g: the entry run 1 wrote was on disk, yet each of runs 2-4 compiled the same key again instead
+    of loading it (JAX could not read it back: "error: ..."; and 4 other modules)`."""
+    later = comparison.runs_unserved(module)
+    where = f"run {later[0]}" if len(later) == 1 else f"each of runs {run_ranges(later)}"
+    keys = {k for r in later for k in comparison.unserved[r][module]}
+    errors = sorted({k.read_error for r in runs if r.index in later and r.keys is not None
+                     for k in r.keys.keys if k.key in keys and k.read_error})
+    why = (f"JAX could not read it back: {_quoted(errors[0])[len('JAX: '):]}" if errors
+           else "JAX logged no hit and no read error: the entry was gone or not found when the run looked")
+    others = [m for m in comparison.unserved_modules() if m != module]
+    more = f"; and {_plural(len(others), 'other module')}" if others else ""
+    entry = "the entry" if len(keys) == 1 else f"the {len(keys)} entries"
+    return (f"{module}: {entry} run {comparison.baseline_run} wrote {'was' if len(keys) == 1 else 'were'} on "
+            f"disk, yet {where} compiled the same key again instead of loading it ({why}{more})")
+
+
+def unobserved_hits_phrase(runs: Sequence[RunRecord], untrusted: dict[int, str]) -> str:
+    """For a clean cell: the later runs whose hits JAX's log did not show (no key named, or a log that
+    disagrees with the folder), so only their keys' agreement on disk was measured; "" when every later
+    run's log showed its hits."""
+    good = sorted((r for r in runs if r.ok), key=lambda r: r.index)[1:]
+    blind = [r for r in good if r.keys is None or r.index in untrusted]
+    if not blind:
+        return ""
+    which = f"run {blind[0].index}" if len(blind) == 1 else f"runs {run_ranges([r.index for r in blind])}"
+    first, their = blind[0], "its" if len(blind) == 1 else "their"
+    why = first.log_note if first.keys is None and first.log_note else (
+        f"{their} JAX log named no key" if first.keys is None else f"{their} JAX log is not trusted")
+    return (f"hits not observed in {which} ({why}): the cache folder shows no new key, not that the "
+            f"entries were loaded")

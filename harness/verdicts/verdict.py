@@ -8,7 +8,7 @@ a cell where nothing was cached is `unsupported`, not clean: in both cases nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
@@ -16,7 +16,8 @@ from harness.core.listing import entries, keys_by_module, parse_name
 from harness.core.model import Attribution, GroupFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
 from harness.verdicts.keys import (Comparison, RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
-from harness.verdicts.phrases import _quoted, fewer_phrase, new_key_phrase, run_ranges, where_seen
+from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
+                                     unserved_module, unserved_phrase, where_seen)
 from harness.verdicts.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
@@ -90,6 +91,12 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         attribution, unavailable = attribute(comparison, good)
         return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs),
                          attribution=attribution, attribution_unavailable=unavailable)
+    if comparison.unserved:  # the same keys, but a later run compiled one that was on disk: a miss all the same
+        missed = unserved_module(comparison, longest_compiles(good))
+        assert missed is not None
+        return judgement(Verdict.REPRODUCED, unserved_phrase(comparison, missed, runs),
+                         attribution_unavailable="no key component moved: the later runs computed the first "
+                                                 "run's keys and compiled them again instead of loading them")
     failed = [r for r in runs if not r.ok]
     if failed:
         first = failed[0]
@@ -117,7 +124,9 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
                                         f"{len(groups[0].ranks)} processes")
     per_run = _plural(len(comparison.baseline[widest]), "key")
-    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs")
+    unobserved = unobserved_hits_phrase(good, untrusted)
+    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs"
+                                    + (f"; {unobserved}" if unobserved else ""))
 
 
 def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
@@ -147,7 +156,9 @@ def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | 
     per_process = []
     for rank in range(processes):
         mine = rank_runs(runs, rank)
-        judgement = judge(mine, expected_runs)
+        # Not judged here whether a process loaded what process 0 wrote: a job's cell is judged by its keys.
+        observed = [replace(k, compiled=None) for k in observed_keys(mine)]
+        judgement = judge(mine, expected_runs, observed=observed)
         verdict, reason = judgement.verdict, judgement.reason
         if verdict == Verdict.UNSUPPORTED and _refused_as_not_first(mine):  # the same keys, never written
             verdict = Verdict.CLEAN

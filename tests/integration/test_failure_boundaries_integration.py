@@ -40,7 +40,7 @@ def test_a_regression_that_ends_in_an_api_removal_is_not_fixed_and_its_failure_s
     assert code == 1, err
     gone = "AttributeError: module 'jax.core' has no attribute 'NamedShape' (jax 0.4.31)"
     assert summary["summary"] == (
-        "keys differ between fresh processes on 0.4.28, the only release where the program ran, so the range shows "
+        "fresh processes miss the cache on 0.4.28, the only release where the program ran, so the range shows "
         "no boundary where it appears (measure an earlier release for one); reproduced through 0.4.28; the program "
         f"fails from 0.4.31 (exit code 1: {gone}), so no release here fixes it")
     assert summary["boundaries"]["appears_in"] is None and summary["boundaries"]["fails_from"] == "0.4.31"

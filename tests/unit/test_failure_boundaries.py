@@ -38,7 +38,7 @@ def test_a_regression_that_ends_in_a_failure_is_not_fixed_and_the_failing_releas
     cells = [cell("0.5.3", Verdict.REPRODUCED), cell("0.6.0", Verdict.ERROR, API_GONE)]
     line = release_boundaries(cells).line()
     assert "the only release measured" not in line and "not fixed in this range" not in line
-    assert line == ("keys differ between fresh processes on 0.5.3, the only release where the program ran, so the "
+    assert line == ("fresh processes miss the cache on 0.5.3, the only release where the program ran, so the "
                     "range shows no boundary where it appears (measure an earlier release for one); reproduced "
                     f"through 0.5.3; the program fails from 0.6.0 ({API_GONE}), so no release here fixes it")
 

@@ -5,6 +5,7 @@ factor, not the program's own nondeterminism."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import (
@@ -43,7 +44,7 @@ REFERENCE = record(1, logged("jit_f", computation="f", compile_options="/a"),
 def factor_only_cell(version: str = "0.5.0") -> CellResult:
     moved = record(9, logged("jit_f", computation="f", compile_options="/b"),
                    logged("jit_g", computation="g", compile_options="/b"))
-    second = record(2, *REFERENCE.keys.keys)
+    second = record(2, *[replace(k, outcome=Outcome.HIT) for k in REFERENCE.keys.keys])  # its fresh processes hit
     cell = CellResult(CellSpec(version, Platform.CPU, 8, None), Verdict.CLEAN,
                       {"jit_f": ["k"]}, runs=[REFERENCE, second], reason="jit_f: 1 key per run, the same in all 2 runs",
                       variation=CellVariation(1, 7, [judge_factor(Factor.CACHE_PATH, REFERENCE, moved, "copied to /b")]))

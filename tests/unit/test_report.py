@@ -585,7 +585,7 @@ def test_a_report_whose_every_release_reproduces_claims_no_regression_and_points
     data["cells"] = [c for c in data["cells"] if c["jax_version"] == "0.4.28"]
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    assert report.startswith("# smoke: keys differ between fresh processes on 0.4.28, the only release measured, so "
+    assert report.startswith("# smoke: fresh processes miss the cache on 0.4.28, the only release measured, so "
                              "the range shows no boundary (measure an earlier release for one); on jax 0.4.28 `jit_f`")
     assert "regression" not in report.split("## Results")[0]
     assert "- Appears in: — (every release measured reproduces, 0.4.28 included)" in report

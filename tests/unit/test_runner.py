@@ -187,7 +187,8 @@ class TwoShapes(ScriptedEnvironment):
 def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, at_once):
     result = CellRunner(TwoShapes(delay=0.05), REPRO, 10, at_once=at_once).run(
         SPEC, [1, 2, 3, 4, 5], tmp_path / "c", tmp_path / "l")
-    assert result.verdict == Verdict.CLEAN and result.reason == "jit_f: 2 keys per run, the same in all 5 runs"
+    assert result.verdict == Verdict.CLEAN
+    assert result.reason.startswith("jit_f: 2 keys per run, the same in all 5 runs; hits not observed in runs 2-5")
 
 
 @pytest.mark.parametrize("at_once", [1, 3])

@@ -9,8 +9,10 @@ from pathlib import Path
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.core.model import CellSpec, Mesh, Platform
-from harness.core.confidence import SeedStrategy, miss_probability_random, runs_for_target
-from harness.measure.seeds import Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets, run_probe
+from harness.core.confidence import SeedPlan, SeedStrategy, miss_probability_random, runs_for_target, weak_bound_phrase
+from harness.core.ir_names import lowered_orders
+from harness.measure.seeds import (OrderObserver, Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets,
+                                   run_probe)
 
 
 def test_random_seed_arithmetic_matches_the_two_ordering_worst_case():
@@ -137,53 +139,91 @@ def test_venvs_of_one_interpreter_share_a_probe_and_other_interpreters_do_not(tm
     assert interpreter_key(LocalEnvironment(str(other), {"jax": "none", "python": version})) != interpreter_key(a)
 
 
-def test_a_user_script_s_later_seeds_cover_both_orders_with_its_first_run_s():
-    from harness.measure.seeds import script_plan
-    first = 123456789
-    probe = _probe({first: ["b", "a"], 1: ["b", "a"], 2: ["b", "a"], 3: ["a", "b"]})
-    plan = script_plan(probe, first, 4, [("a", "b")])
-    assert plan.seeds[:2] == [first, 3] and len(plan.seeds) == 4 and plan.random == plan.seeds[2:]
-    assert plan.strategy == SeedStrategy.CHOSEN and plan.covers[0]["pairs_in_both_orders"] is True
-    assert "names from run 1's lowered module: a, b" in plan.note
-    assert plan.miss_bound == 0.0 and plan.miss_bound_other == 2 ** -2
-    # a first run that already shows one order: the seed of the other order is second, whatever its number
-    probe = _probe({first: ["a", "b"], 1: ["a", "b"], 2: ["b", "a"]})
-    assert choose_seeds(probe, given=(first,)) == [first, 2]
+def _lowered(*orders: tuple[str, ...]) -> list[str]:
+    """Module texts that quote these names together, one place each (a shard_map's names)."""
+    return ["".join(f'loc("[({", ".join(repr(n) for n in o)}), None]")' for o in orders)]
 
 
-def test_a_cover_longer_than_runs_is_cut_and_says_so():
-    from harness.measure.seeds import script_plan
-    probe = Probe("cpython test", (("a", "b"), ("c", "d")),
-                  {1: (("a", "b"), ("c", "d")), 2: (("b", "a"), ("c", "d")), 3: (("a", "b"), ("d", "c"))})
-    plan = script_plan(probe, 1, 2, [("a", "b"), ("c", "d")])
-    assert len(plan.seeds) == 2 and "needs 3 seeds, more than runs: 2" in plan.note
-    assert plan.miss_bound > 0
+def test_lowered_orders_reads_each_place_where_the_names_are_quoted_together():
+    text = ('sdy.mesh @mesh = <["model"=4, "fsdp"=2]> loc("[(\'fsdp\', \'model\'), None]") '
+            'jax.result_info = "[(\'model\',), (\'fsdp\',)]"')
+    assert lowered_orders([text], ("fsdp", "model")) == (("model", "fsdp"), ("fsdp", "model"), ("model", "fsdp"))
+    assert lowered_orders([text], ("fsdp", "other")) == ()
+
+
+def test_an_order_the_probe_predicted_but_the_run_did_not_lower_is_chosen_again():
+    # Seed 1 puts both names in one slot: predicted a,b (the probe's insertion), lowered b,a (the program's).
+    probe = _probe({1: ["a", "b"], 2: ["a", "b"], 3: ["b", "a"], 4: ["b", "a"]})
+    observer = OrderObserver(probe)
+    observer.observe(3, _lowered(("b", "a")))
+    assert observer.next_seeds([3], 3)[0] == 1  # the probe's seed for a,b (then seeds that keep both even)
+    observer.observe(1, _lowered(("b", "a")))  # ... which lowered b,a again
+    (cover,) = observer.covers([3, 1])
+    assert cover["orderings_run"] == ["b,a"] and cover["orderings_predicted"] == ["b,a", "a,b"]
+    assert cover["pairs_in_both_orders"] is False and cover["pair_orders_not_seen"] == ["a,b"]
+    # the next seed for a,b; then one that keeps the predictions even, in case 2 is mispredicted too
+    assert observer.next_seeds([3, 1], 2) == [2, 4]
+    observer.observe(2, _lowered(("a", "b")))
+    (cover,) = observer.covers([3, 1, 2])
+    assert cover["pairs_in_both_orders"] is True and "pair_orders_not_seen" not in cover
+    assert observer.next_seeds([3, 1, 2], 2) == []  # covered: the rest are random
+
+
+def test_a_place_that_never_changes_order_covers_nothing():
+    # A spec written in the source (a,b every run) beside the set's own place (b,a every run).
+    probe = _probe({1: ["a", "b"], 2: ["b", "a"]})
+    observer = OrderObserver(probe)
+    observer.observe(1, _lowered(("a", "b"), ("b", "a")))
+    observer.observe(2, _lowered(("a", "b"), ("b", "a")))
+    (cover,) = observer.covers([1, 2])
+    assert cover["pairs_in_both_orders"] is False
+    assert cover["pair_orders_not_seen"] == ["a/b (each order only at places that never changed)"]
+    assert cover["seeds_predicted_otherwise"] == 1
+    plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2], chosen=[1, 2], covers=observer.covers([1, 2]))
+    # Never lowered both ways at one place: either the set's order does not reach the module, or the seed
+    # predicted otherwise put both names in one slot (1 in 8).
+    assert plan.miss_bound == 1 / 8
+    assert "weak: the runs never lowered {a, b} with a and b in another order at any one place" in \
+        weak_bound_phrase(plan.bounds, plan)
+
+
+def test_a_set_the_modules_never_quote_keeps_the_probe_s_prediction():
+    probe = _probe({1: ["a", "b"], 2: ["b", "a"]})
+    observer = OrderObserver(probe)
+    observer.observe(1, ["no names here"])
+    observer.observe(2, ["no names here"])
+    (cover,) = observer.covers([1, 2])
+    assert cover["lowered"] is False and cover["pairs_in_both_orders"] is True
 
 
 def test_the_reseeder_chooses_from_run_1_s_dump_with_this_interpreter(tmp_path):
-    """The real probe (this Python) on the recorded 0.4.28 dump: every pair order of {a, b} and of
-    {a, b, c, d} is in the runs after a random first one."""
+    """The real probe (this Python) on the recorded 0.4.28 dump: the runs after a random first one get seeds
+    predicted to bring every pair order run 1 did not lower, of {a, b} and of {a, b, c, d}."""
     planner = SeedPlanner(runs=None)
     spec = CellSpec("0.4.28", Platform.CPU, 8, None)
     env = LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
     plan = planner.plan(spec, env, tmp_path)
     assert plan.strategy == SeedStrategy.RANDOM and len(plan.seeds) == runs_for_target()
     reseed = planner.reseeder(spec, plan, env, tmp_path)
-    later = reseed(plan.seeds[0], Path(__file__).parents[1] / "fixtures" / "ir_dump" / "run-01.ir")
+    first = plan.seeds[0]
+    later = reseed(1, first, Path(__file__).parents[1] / "fixtures" / "ir_dump" / "run-01.ir", [first],
+                   len(plan.seeds) - 1)
     assert plan.strategy == SeedStrategy.CHOSEN and plan.seeds[1:] == later and len(plan.seeds) == runs_for_target()
-    assert all(c["pairs_in_both_orders"] for c in plan.covers) and plan.miss_bound == 0.0
-    assert plan.chosen[0] == plan.seeds[0]
+    assert plan.chosen[0] == first and len(plan.chosen) >= 2
+    # one run lowered so far: not yet every pair both ways, and the bound says so until the runs show it
+    assert plan.miss_bound == 1.0 and "each run's orders read back from its module" in plan.note
+    assert all(c["lowered"] for c in plan.covers if len(c["names"]) == 2)
 
 
 def test_a_dump_without_names_keeps_the_random_seeds(tmp_path):
     planner = SeedPlanner(runs=4)
     spec = CellSpec("0.4.28", Platform.CPU, 8, None)
-    plan = planner.plan(spec, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}), tmp_path)
+    env = LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]})
+    plan = planner.plan(spec, env, tmp_path)
     seeds = list(plan.seeds)
-    assert planner.reseeder(spec, plan, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}), tmp_path)(seeds[0], tmp_path) == seeds[1:]
+    assert planner.reseeder(spec, plan, env, tmp_path)(1, seeds[0], tmp_path, seeds[:1], 3) == seeds[1:]
     assert plan.strategy == SeedStrategy.RANDOM and "carries no set" in plan.note
-    assert SeedPlanner(strategy=SeedStrategy.RANDOM).reseeder(spec, plan, LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}),
-                                                              tmp_path) is None
+    assert SeedPlanner(strategy=SeedStrategy.RANDOM).reseeder(spec, plan, env, tmp_path) is None
 
 
 def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
@@ -198,3 +238,14 @@ def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
     assert weak_bound_phrase(None, plan) == "" and weak_bound_phrase(plan.bounds, None) == ""
     group_plan = SeedPlan(SeedStrategy.RANDOM, [1, 2], random=[1, 2], ranks=[[1, 3], [2, 4]])  # 4 processes' seeds
     assert "--runs 3 " in weak_bound_phrase(group_plan.bounds, group_plan)
+
+
+def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_the_same_order():
+    # Seed 1 orders a,b only because both names share a slot and a was inserted first (fragile).
+    probe = Probe("cpython test", (("a", "b"),), {1: (("a", "b"),), 2: (("a", "b"),), 3: (("b", "a"),)},
+                  frozenset({1}))
+    observer = OrderObserver(probe)
+    observer.observe(3, _lowered(("b", "a")))
+    assert observer.next_seeds([3], 1) == [2]
+    data = {"python": "3.11", "orderings": {"1": [["a", "b"]], "2": [["a", "b"]]}, "fragile": {"1": [True], "2": [False]}}
+    assert Probe.from_output([("a", "b")], data).fragile == frozenset({1})
