@@ -933,6 +933,54 @@ def case_reduce_empty_key(h: Harness) -> tuple[bool, str]:
     return held and not planted.exists() and len(key.read_bytes()) == 32, detail
 
 
+def case_links_in_report(h: Harness) -> tuple[bool, str]:
+    """A results file's URL, `www.` address and e-mail address: no link in report.md as GitHub renders it."""
+    from markdown_it import MarkdownIt
+
+    folder = h.root / "linked-results"
+    shutil.copytree(REPO / "tests" / "fixtures" / "smoke-run", folder)
+    data = json.loads((folder / "results.json").read_text())
+    data["config"]["name"] = "smoke www.evil.example"
+    data["cells"][0]["reason"] = "see https://evil.example/pay, www.evil.example and phish@evil.example"
+    (folder / "results.json").write_text(json.dumps(data))
+    code, _, err = h.run("report", str(folder), timeout=120)
+    renderer = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
+    renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
+    links = renderer.render((folder / "report.md").read_text()).count("<a ") if code == 0 else -1
+    return code == 0 and links == 0, f"exit {code}, {links} link(s) on GitHub {err.strip()[-60:]}"
+
+
+def case_merge_of_two_backends(h: Harness) -> tuple[bool, str]:
+    """Two shards of one sweep, one measured in venvs and one in containers: refused in one line."""
+    parts = []
+    for index, backend in ((1, "venv"), (2, "docker")):
+        folder = h.root / "two-backends" / f"shard{index}"
+        shutil.copytree(REPO / "tests" / "fixtures" / "smoke-run", folder)
+        data = json.loads((folder / "results.json").read_text())
+        data["options"]["backend"] = backend
+        data["cells"] = [c for i, c in enumerate(data["cells"]) if i % 2 == index - 1]
+        (folder / "results.json").write_text(json.dumps(data))
+        parts.append(str(folder))
+    return one_line(*h.run("merge", *parts, "--out", str(h.root / "two-backends-out"), timeout=120)[::2])
+
+
+def case_with_dot_then_resume(h: Harness) -> tuple[bool, str]:
+    """`harness check train.py --with .` from the project folder, then --resume of the results it wrote there."""
+    project = h.root / "dot-project"
+    h.write("dot-project/mypkg/__init__.py", "import jax\n\nstep = jax.jit(lambda x: x * 2)\n")
+    h.write("dot-project/pyproject.toml", '[build-system]\nrequires = ["setuptools>=61"]\n'
+            'build-backend = "setuptools.build_meta"\n[project]\nname = "mypkg"\nversion = "0.1"\n'
+            '[tool.setuptools]\npackages = ["mypkg"]\n')
+    h.write("dot-project/train.py", "import jax.numpy as jnp\nimport mypkg\nprint(mypkg.step(jnp.ones(4)))\n")
+    argv = ["check", "train.py", "--with", ".", "--versions", VERSION, "--runs", "2", "--quiet"]
+    code, _, err = h.run(*argv, cwd=project)
+    if code != 0:
+        return False, f"the check: exit {code}: {err.strip()[-80:]}"
+    (results,) = (project / "results").iterdir()
+    code, _, err = h.run(*argv, "--resume", str(results.relative_to(project)), cwd=project)
+    return code == 0, f"the resume: exit {code} {err.strip()[-80:] if code else ''}"
+
+
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
@@ -1000,6 +1048,11 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
     ]
     cases += [(f"index: {name}", lambda name=name: case_hostile_index(h, name)) for name in INDEX_SERVERS]
     cases.append(("index: a file:// index in the usual layout", lambda: case_file_index(h)))
+    cases += [("report: a URL, a www. address and an e-mail address from results.json are no links",
+               lambda: case_links_in_report(h)),
+              ("merge: shards of two backends are refused in one line", lambda: case_merge_of_two_backends(h)),
+              ("check --with . from the project folder, then --resume of its own results",
+               lambda: case_with_dot_then_resume(h))]
     if shutil.which("debootstrap") and os.geteuid() == 0:
         cases.append(("base-image: SIGTERM during debootstrap stops it and removes its rootfs",
                       lambda: case_base_image_sigterm(h)))
