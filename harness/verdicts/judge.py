@@ -7,6 +7,7 @@ tested without processes.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -20,9 +21,13 @@ NOTHING_CACHED_AFTER = 2
 # Runs that must fail the same way (the same reason) before a cell stops as `error`: an ImportError, a
 # collection error, an API that moved do not change with the hash seed, and nine more crashes tell nothing.
 SAME_FAILURE_AFTER = 2
-# ...except XLA's own compile and runtime errors, which can follow the hash seed (Shardy's verifier on 0.5.3
-# failed for seeds 0, 2, 4 and passed for 1, 3, 5-8: FACTS.md): the later runs may pass, and that is the finding.
-SEED_DEPENDENT_FAILURES = ("XlaRuntimeError", "JaxRuntimeError")
+# ...and only for failures that come before the program's own computation: a module that cannot be imported, a
+# syntax error, a name or an attribute that is not there, a call that no longer fits (an API that changed), a test
+# suite's collection error. A failure raised while JAX lowers or compiles can follow the hash seed (Shardy's
+# verifier on 0.5.3, a ValueError, failed for seeds 0, 2, 4 and passed for 1, 3, 5-8: FACTS.md), as can XLA's
+# runtime errors: there the later runs may pass, and that is the finding.
+SEED_INDEPENDENT_FAILURE = re.compile(r"\b(ImportError|ModuleNotFoundError|SyntaxError|IndentationError|NameError|"
+                                      r"AttributeError|TypeError):|errors? during collection|ERROR collecting")
 
 
 def _logs_read(records: list[RunRecord]) -> bool:
@@ -75,12 +80,12 @@ class Tally:
         return len(self.records) >= NOTHING_CACHED_AFTER and nothing_cached(self.records)
 
     def failed_alike(self) -> bool:
-        """The first SAME_FAILURE_AFTER runs (by index: two hash seeds) failed, with one reason: later runs
-        could only fail so again. (A failure that follows the seed differs between them, and goes on.)"""
+        """The first SAME_FAILURE_AFTER runs (by index: two hash seeds) failed, with one reason, of a kind that
+        cannot follow the seed (SEED_INDEPENDENT_FAILURE): later runs could only fail so again."""
         first = sorted(self.records, key=lambda r: r.index)[:SAME_FAILURE_AFTER]
         return (len(first) == SAME_FAILURE_AFTER and [r.index for r in first] == list(range(1, SAME_FAILURE_AFTER + 1))
                 and all(not r.ok and not r.timed_out for r in first) and len({r.reason for r in first}) == 1
-                and not any(kind in first[0].reason for kind in SEED_DEPENDENT_FAILURES))
+                and SEED_INDEPENDENT_FAILURE.search(first[0].reason) is not None)
 
     def cell(self, spec: CellSpec, listing: list[str], environment: dict[str, Any],
              interrupted: bool = False) -> CellResult:

@@ -128,6 +128,14 @@ def test_two_different_failures_or_all_runs_asked_for_go_on():
     differing.add(failed_run(1, API_GONE))
     differing.add(failed_run(2, "exit code 1: XlaRuntimeError: INTERNAL: replicated axes"))  # follows the seed
     assert not differing.stop_now()
+    # A failure raised while JAX lowers can follow the seed even when two seeds fail alike (Shardy on 0.5.3:
+    # a ValueError for seeds 0, 2, 4; 1, 3, 5-8 pass): the cell goes on.
+    lowering = Tally(planned=10, stop_when_reproduced=True)
+    shardy = ("exit code 1: ValueError: Cannot lower jaxpr with verifier errors: 'sdy.sharding_constraint' op "
+              "replicated axes are not ordered w.r.t. mesh")
+    lowering.add(failed_run(1, shardy))
+    lowering.add(failed_run(2, shardy))
+    assert not lowering.stop_now()
     compile_error = Tally(planned=11, stop_when_reproduced=True)  # XLA's errors can follow the seed
     for index in (1, 2):
         compile_error.add(failed_run(index, "exit code 1: XlaRuntimeError: INTERNAL: replicated axes"))
