@@ -150,7 +150,7 @@ def cell_runner(environment: Environment, config: Config, at_once: int, on_run: 
     the factors it varies."""
     return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
-                      vary=config.vary, on_factor=on_factor)
+                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder)
 
 
 def factor_line(progress: Progress) -> OnFactor:
