@@ -427,6 +427,8 @@ class VaryPhase:
         if queued.factor == Factor.CACHE_PATH and self.cell.runner.moved_folder:
             self.moved_folder = result  # an explicit --vary cache-path's too: one run, said in both places
         if queued.factor == Factor.CACHE_PATH and self.moved_only:
+            if self.cell.runner.on_factor:
+                self.cell.runner.on_factor(self.cell.spec, result)
             return
         self.variation.factors.append(result)
         if self.cell.runner.on_factor:
