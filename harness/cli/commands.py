@@ -155,7 +155,7 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     option_checks.check_script_or_module("check", given.script, given.module)
     _check_ci_paths(given.junit_xml, given.out, given.resume)
     check = _script_check(given)
-    config = service.check_config(check)
+    config = service.check_config(check, moved_folder=not given.no_moved_folder)
     options = service.with_script_packages(_sweep_options(given, words), check.script_run)  # --with . is --with-editable .
     swept = service.sweep(config, options, _progress(given.quiet))
     return _show_sweep(swept, given.junit_xml, given.fail_on, as_json=given.json)

@@ -149,7 +149,7 @@ CELL_ORDER = ("jax_version", "platform", "device_count", "mesh", "verdict", "rea
               "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
               "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
               "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-              "seed_check", "processes", "rank_split", "job", "variation", "cost")
+              "seed_check", "processes", "rank_split", "job", "variation", "moved_folder", "cost")
 
 
 _EMPTY = shape(omit=Omit.EMPTY)
@@ -203,6 +203,9 @@ class CellResult(Record):
     rank_split: RankSplit | None = field(default=None, metadata=_NONE)
     job: GroupFacts | None = field(default=None, metadata=_NONE)  # a multi-process cell's per-process verdicts, writers, notes
     variation: CellVariation | None = field(default=None, metadata=_NONE)  # --vary: the factors' runs against the reference run
+    # harness check: one run more with the reference's seed through another path to the same folder (the
+    # cache-path factor), said beside the verdict, never changing it (None: not planned, or older results)
+    moved_folder: FactorResult | None = field(default=None, metadata=_NONE)
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     cost: CellCost | None = field(default=None, metadata=_NONE)
     # fields this release does not know, kept as read

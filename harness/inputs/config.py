@@ -95,6 +95,9 @@ class Config:
     processes: int = 1
     # --vary: environment factors each cell also runs under (harness/core/vary_factors.py); none by default.
     vary: tuple[Factor, ...] = ()
+    # harness check: one run more through another path to each cell's folder, said beside the verdict
+    # (harness/verdicts/vary.py's moved folder). Not a config key: results.json records it in its options.
+    moved_folder: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = {

@@ -310,6 +310,9 @@ OPTIONS: tuple[Option, ...] = (
            f"seed: {', '.join(f.value for f in Factor)}, or all (docs/variation.md); with a config, replaces its vary",
            MEASURING, Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
            example=("cache-path,cwd",)),
+    Option("no_moved_folder", ("--no-moved-folder",), "skip the one run more per cell that reads its cache folder "
+           "through another path (the `moved folder` column: the path is in every key from JAX 0.4.36 until 0.11.0; "
+           "docs/measuring.md)", _commands("check"), Group.MEASURE, action="store_true"),
     Option("rebuild", ("--rebuild",), "rebuild environments/images even if ready", MEASURING, Group.ENVIRONMENT,
            action="store_true"),
     Option("python", ("--python",), "--backend local: the interpreter that has JAX (default: this one)",
@@ -462,7 +465,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 # `harness fingerprint` runs a script as `check` does: it takes check's options, but one run per release.
 # A fingerprint is JSON to paste, not a verdict: no CI outputs.
-_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "seeds", "shard", "jobs", "processes", "junit_xml", "json",
+_NOT_FINGERPRINT = {"runs", "all_runs", "resume", "vary", "no_moved_folder", "seeds", "shard", "jobs", "processes", "junit_xml", "json",
                     "fail_on"}
 OPTIONS = tuple(replace(o, commands=o.commands | {"fingerprint"})
                 if "check" in o.commands and o.dest not in _NOT_FINGERPRINT else o for o in OPTIONS)

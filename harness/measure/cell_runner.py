@@ -71,6 +71,9 @@ class CellRunner:
     # --vary: after the cell's runs, one run per factor with the first run's seed (harness/verdicts/vary.py).
     vary: tuple[Factor, ...] = ()
     on_factor: OnFactor | None = None
+    # harness check: one run more through another path to the cell's folder (the cache-path factor's run),
+    # said beside the verdict and never changing it; an explicit --vary cache-path is that run already.
+    moved_folder: bool = False
 
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
@@ -238,11 +241,11 @@ class OpenCell:
             return True
         if self.tally.gave_up:
             return False
-        # --vary: the factors' runs one at a time, once every other run of the cell has ended
+        # --vary (and the moved folder): their runs one at a time, once every other run of the cell has ended
         return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
 
     def _vary_phase(self) -> VaryPhase | None:
-        if self.vary is None and self.runner.vary:
+        if self.vary is None and (self.runner.vary or self.runner.moved_folder):
             self.vary = VaryPhase.begin(self)
         return self.vary
 
@@ -351,13 +354,17 @@ class OpenCell:
     def result(self, interrupted: bool = False) -> CellResult:
         cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
                                interrupted)
-        if self.runner.vary and not interrupted:
-            phase = self._vary_phase()
-            cell.variation = phase.variation
-            cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, phase.variation)
+        if not interrupted and self._vary_phase() is not None:
+            phase = self.vary
+            if self.runner.vary:
+                cell.variation = phase.variation
+                cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, phase.variation)
+            cell.moved_folder = phase.moved_folder  # beside the verdict, which it never changes
         elif self.vary is not None:  # interrupted while its factors ran: what was judged is kept
-            cell.variation = self.vary.variation
-            self.vary.variation.note = self.vary.variation.note or "interrupted before every factor was run"
+            if self.runner.vary:
+                cell.variation = self.vary.variation
+                self.vary.variation.note = self.vary.variation.note or "interrupted before every factor was run"
+            cell.moved_folder = self.vary.moved_folder
         return self.runner.finish(self.spec, cell, self.folder, self.folder_why,
                                   None if interrupted else self.seed_check())
 
@@ -366,31 +373,44 @@ class OpenCell:
 class VaryPhase:
     """--vary for one cell: after its own runs, one run per factor with the reference run's hash seed,
     one at a time (each sees the cache folder as the cell's runs left it), then a control run when a
-    factor missed. What each run says is judged in harness/verdicts/vary.py."""
+    factor missed. What each run says is judged in harness/verdicts/vary.py. The default check's moved
+    folder is the cache-path factor's run made the same way, kept apart (`moved_folder`) so that it never
+    changes the verdict."""
 
     cell: OpenCell
     reference: RunRecord | None
     variation: CellVariation
+    verdict: Verdict  # of the cell's own runs
     todo: list[Factor] = field(default_factory=list)
     runs_made: int = 0
     control_taken: bool = False
+    moved_only: bool = False  # the cache-path run is the moved folder's, not an explicit --vary's
+    moved_folder: FactorResult | None = None
 
     @classmethod
     def begin(cls, cell: OpenCell) -> VaryPhase:
         reference = reference_of(cell.tally.records)
         verdict = cell.tally.cell(cell.spec, [], {}).verdict
         variation = CellVariation(reference.index if reference else 0, reference.seed if reference else 0)
+        runner = cell.runner
+        moved_only = runner.moved_folder and Factor.CACHE_PATH not in runner.vary
         why = why_not_varied(reference, verdict)
+        moved = None
         if cell.spec.is_multiprocess:
+            if runner.moved_folder and not why:  # said, not guessed: such a job is never moved
+                moved = cannot_vary(Factor.CACHE_PATH, "a multi-process cell's runs are jobs; only single-process "
+                                                       "cells are moved")
             why = "a multi-process cell's runs are jobs; --vary varies single-process cells only"
         if why:
             variation.note = f"no factor was run: {why}"
-            return cls(cell, reference, variation)
-        return cls(cell, reference, variation, list(cell.runner.vary))
+            return cls(cell, reference, variation, verdict, moved_only=moved_only, moved_folder=moved)
+        todo = [*runner.vary, *([Factor.CACHE_PATH] if moved_only else [])]
+        return cls(cell, reference, variation, verdict, todo, moved_only=moved_only)
 
     def has_next(self) -> bool:
         return bool(self.todo) or (self.reference is not None and not self.control_taken
-                                   and needs_control(self.variation))
+                                   and needs_control(self.variation, self.moved_folder if self.moved_only else None,
+                                                     self.verdict))
 
     def take(self) -> QueuedRun:
         self.runs_made += 1
@@ -402,7 +422,13 @@ class VaryPhase:
 
     def done(self, queued: QueuedRun, result: RunRecord | FactorResult) -> None:
         if queued.control:
-            with_control(self.variation, self.reference, result)
+            with_control(self.variation, self.reference, result, self.moved_folder if self.moved_only else None)
+            return
+        if queued.factor == Factor.CACHE_PATH and self.cell.runner.moved_folder:
+            self.moved_folder = result  # an explicit --vary cache-path's too: one run, said in both places
+        if queued.factor == Factor.CACHE_PATH and self.moved_only:
+            if self.cell.runner.on_factor:
+                self.cell.runner.on_factor(self.cell.spec, result)
             return
         self.variation.factors.append(result)
         if self.cell.runner.on_factor:

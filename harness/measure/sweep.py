@@ -13,6 +13,8 @@ from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CellSpec, FactorResult, Platform
+from harness.core.vary_factors import Factor
+from harness.verdicts.vary import moved_folder_line
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
 from harness.measure.seeds import Reseed, SeedPlanner, record_plan
@@ -105,7 +107,8 @@ class Sweep:
                 cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
                 plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
-                runner = cell_runner(env, self.config, self.at_once, on_factor=factor_line(self.progress))
+                runner = cell_runner(env, self.config, self.at_once,
+                                     on_factor=factor_line(self.progress, self.config.vary))
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
@@ -150,12 +153,16 @@ def cell_runner(environment: Environment, config: Config, at_once: int, on_run: 
     the factors it varies."""
     return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
-                      vary=config.vary, on_factor=on_factor)
+                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder)
 
 
-def factor_line(progress: Progress) -> OnFactor:
-    """--vary: one progress line per factor judged."""
+def factor_line(progress: Progress, vary: tuple[Factor, ...] = ()) -> OnFactor:
+    """--vary: one progress line per factor judged; check's moved folder (a factor not in `vary`) as it reads
+    in the table."""
     def say(spec: CellSpec, result: FactorResult) -> None:
+        if result.factor not in vary:
+            progress.say(f"  jax {spec.jax_version} {spec.mesh_label} {moved_folder_line(result)}")
+            return
         progress.say(f"  jax {spec.jax_version} {spec.mesh_label} vary {result.factor}: {result.outcome}"
                      + (f" ({result.reason})" if result.reason else ""))
     return say
@@ -189,7 +196,8 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
-    runner = cell_runner(environment, config, at_once, on_run=progress.run_finished, on_factor=factor_line(progress))
+    runner = cell_runner(environment, config, at_once, on_run=progress.run_finished,
+                         on_factor=factor_line(progress, config.vary))
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced,
                       reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress))

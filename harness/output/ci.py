@@ -27,6 +27,7 @@ from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core import markdown
 from harness.core.markdown import visible
+from harness.verdicts.vary import moved_folder_line
 from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
                                   summary_line)
 
@@ -173,13 +174,17 @@ def _failure_text(cell: CellResult, text: str) -> str:
     phrase = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
     if phrase:
         lines.append(f"cost: {phrase}")
+    moved = moved_folder_line(cell.moved_folder)
+    if moved:
+        lines.append(visible(moved))
     return "\n".join(lines)
 
 
 def _case_output(cell: CellResult) -> str:
     runs = ", ".join(f"run {r.index} (PYTHONHASHSEED={r.seed}): "
                      + ("ok" if r.ok else f"failed{': ' + r.reason if r.reason else ''}") for r in cell.runs)
-    return f"{cell.verdict}: {detail(cell)}\nruns: {runs or 'none'}"
+    moved = moved_folder_line(cell.moved_folder)  # a clean cell's too: it passes, and says it beside
+    return f"{cell.verdict}: {detail(cell)}\nruns: {runs or 'none'}" + (f"\n{moved}" if moved else "")
 
 
 def write_junit(path: Path, cells: Sequence[CellResult], suite_name: str, line: str | None = None) -> None:

@@ -25,7 +25,7 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Pro
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
-from harness.report.vary import variation_section
+from harness.report.vary import moved_folder_section, variation_section
 from harness.verdicts.vary import by_factors_only
 from harness.report.stats import cache_statistics
 from harness.inputs.run_env import process_env
@@ -65,6 +65,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
         _minimal_reproducer(document.sections),
         _evidence(cells, evidence),
         variation_section(header, cells),
+        moved_folder_section(header, cells),
         _environment(document, cells),
         ["## Config", "", *md.fence(config_yaml(config).splitlines(), "yaml")],
         _reproduce(document, cells, seeds or {}),

@@ -17,7 +17,7 @@ from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
 from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
-from harness.verdicts.vary import by_factors_only, vary_column
+from harness.verdicts.vary import MOVED_FOLDER, by_factors_only, moved_folder_column, moved_folder_line, vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
 VARY_HEADER = "vary"  # --vary: the factors that missed
@@ -67,6 +67,11 @@ def varied(cells: list[CellResult]) -> bool:
     return any(c.variation is not None for c in cells)
 
 
+def moved(cells: list[CellResult]) -> bool:
+    """Whether the table gets the moved-folder column: a check's cells (tables without it stay as they were)."""
+    return any(c.moved_folder is not None for c in cells)
+
+
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
@@ -113,13 +118,15 @@ def weak_bounds_sentence(cells: list[CellResult]) -> str:
 
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
-    with_vary = varied(cells)
+    with_vary, with_moved = varied(cells), moved(cells)
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
         row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
                _keys_column(c), _bound_column(c), detail(c)]
         if with_vary:
             row.insert(-1, vary_column(c.variation))
+        if with_moved:
+            row.insert(-1, moved_folder_column(c.moved_folder))
         out.append(row)
     return out
 
@@ -142,7 +149,8 @@ def render_markdown_table(cells: list[CellResult]) -> str:
 
 
 def _headers(cells: list[CellResult]) -> list[str]:
-    return [*HEADERS[:-1], VARY_HEADER, HEADERS[-1]] if varied(cells) else HEADERS
+    extra = [VARY_HEADER] * varied(cells) + [MOVED_FOLDER] * moved(cells)
+    return [*HEADERS[:-1], *extra, HEADERS[-1]]
 
 
 def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> str:
@@ -185,4 +193,5 @@ def _summary_cell(cell: CellResult) -> SummaryCell:
                        SummarySeconds(round(sum(r.duration_s for r in cell.runs), 3),
                                       cost.lost_per_start_s if cost else None,
                                       cost.saved_per_start_s if cost else None,
-                                      cost.first_run_s if cost else None))
+                                      cost.first_run_s if cost else None),
+                       moved_folder_line(cell.moved_folder).removeprefix(f"{MOVED_FOLDER}: ") or None)

@@ -10,6 +10,7 @@ from harness.core.vary_factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.model import CellResult, FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
+from harness.verdicts.vary import moved_folder_line
 
 TITLE = "## Environment variation"
 
@@ -93,4 +94,32 @@ def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[st
         if keyed:
             lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "
                       "must agree on it; not a regression.", ""]
+    return lines
+
+
+MOVED_TITLE = "## Moved cache folder"
+
+
+def moved_folder_section(header: ResultsHeader, cells: list[CellResult]) -> list[str]:
+    """harness check's moved folder: each cell's line, and for a miss the commands that show it by hand."""
+    moved = [c for c in cells if c.moved_folder is not None]
+    if not moved:
+        return []
+    lines = [MOVED_TITLE, "",
+             "One more run per cell read the same cache folder through another path (a copy elsewhere: what a cache "
+             "on another mount point, behind a symlink or restored by CI to another folder sees), with the reference "
+             "run's hash seed. The verdict is the fresh processes' in one path; this run never changes it "
+             "(docs/measuring.md).", ""]
+    lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_line(c.moved_folder))}"
+              for c in moved]
+    lines.append("")
+    missed = [c for c in moved if c.moved_folder.missed and c.moved_folder.run is not None]
+    if any("compile_options" in c.moved_folder.components for c in missed):
+        lines += ["From JAX 0.4.36 until 0.11.0 the folder's path is in every module's compile options "
+                  "(`<cache dir>/xla_gpu_per_fusion_autotune_cache_dir`); "
+                  "`JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none` takes it out on those releases.", ""]
+    for cell in missed:
+        result = cell.moved_folder
+        lines += [f"Reproduce the moved folder's miss on jax {md.text(cell.label)} ({md.text(result.reason)}):", "",
+                  *md.fence(_by_hand(cell, header.config, result, result.run.seed, header.options), "bash"), ""]
     return lines

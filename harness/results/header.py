@@ -107,6 +107,9 @@ class RecordedOptions:
     editables: tuple[str, ...] | None = field(default=None, metadata=what("a list of paths"))
     # Each editable's content digest, in the order of `editables` (absent in folders written before it).
     editable_digests: tuple[str, ...] | None = field(default=None, metadata=what("a list of digests"))
+    # harness check: whether each cell also read its folder through another path (--no-moved-folder: false);
+    # absent in a config's sweep and in folders written before it (no such run was made)
+    moved_folder: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 

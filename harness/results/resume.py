@@ -26,6 +26,12 @@ def check_same_sweep(previous: ResultsHeader, header: ResultsHeader, where: str)
                             f"now): resume with the sources that made it, or measure anew in another folder")
         raise UserError(f"--resume {where}: option {name} differs ({getattr(old, name)!r} there, "
                         f"{getattr(new, name)!r} now)")
+    # Not in SweepIdentity, whose fields key every recorded bisection's state; a check's cells with and without
+    # the moved folder's run would still read as one table.
+    if previous.options.moved_folder != header.options.moved_folder:
+        said = {True: "made", False: "not made (--no-moved-folder)", None: "not recorded"}
+        raise UserError(f"--resume {where}: the moved folder's run differs ({said[previous.options.moved_folder]} "
+                        f"there, {said[header.options.moved_folder]} now): resume with the options that made it")
     if (previous.shard or {}).get("cells") != (header.shard or {}).get("cells"):
         raise UserError(f"--resume {where}: it measured another shard (pass the same --shard)")
 

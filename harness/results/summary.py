@@ -41,6 +41,9 @@ class SummaryCell(Record):
     miss_bound: str | None
     detail: str
     seconds: SummarySeconds
+    # harness check: the run through another path to the cell's folder (`hit`, `every module missed
+    # (compile_options)`, `not made (...)`); null where none was planned
+    moved_folder: str | None = None
 
 
 @dataclass(frozen=True)

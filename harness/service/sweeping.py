@@ -67,9 +67,10 @@ def with_script_packages(options: M, script_run: ScriptRun) -> M:
     return replace(options, with_editable=(*options.with_editable, *folders)) if folders else options
 
 
-def check_config(check: ScriptCheck) -> Config:
+def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
-    other."""
+    other; `moved_folder`: each cell also reads its folder through another path (check's default, not
+    reduce's or fingerprint's)."""
     script, script_run = check.script, check.script_run
     if script_run.module is None:
         if script is None or not script.is_file():
@@ -89,7 +90,7 @@ def check_config(check: ScriptCheck) -> Config:
         data["env"] = dict(script_run.env)
     if script_run.cwd is not None:
         data["cwd"] = str(script_run.cwd.resolve())
-    return parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd())
+    return replace(parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd()), moved_folder=moved_folder)
 
 
 def sweep(config: Config, options: SweepOptions, progress: Progress,
@@ -122,7 +123,9 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     at_once = opened.ready(options, progress)
     header = opened.header(options.command, versions,
                            RecordedOptions(runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
-                                           all_runs=options.all_runs))
+                                           all_runs=options.all_runs,
+                                           # a check's (on or off); a config's sweep makes no such run: absent
+                                           moved_folder=config.moved_folder if config.source == CHECK_SOURCE else None))
     header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
     if shard:
         header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])

@@ -116,12 +116,14 @@ def control_missed(reference: RunRecord, control: RunRecord) -> str:
             f"({judged.reason}): the keys move without any factor")
 
 
-def with_control(variation: CellVariation, reference: RunRecord, control: RunRecord) -> CellVariation:
-    """The variation once its control ran: a factor's miss stands only if the control hit."""
+def with_control(variation: CellVariation, reference: RunRecord, control: RunRecord,
+                 moved_folder: FactorResult | None = None) -> CellVariation:
+    """The variation once its control ran: a factor's miss (and the moved folder's) stands only if the
+    control hit."""
     variation.control = control
     why = control_missed(reference, control)
     if why:
-        for factor in variation.factors:
+        for factor in [*variation.factors, *([moved_folder] if moved_folder is not None else [])]:
             if factor.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN):
                 factor.outcome = FactorOutcome.NOT_JUDGED
                 factor.reason = f"{factor.reason}; not the factor's: {why}"
@@ -129,9 +131,16 @@ def with_control(variation: CellVariation, reference: RunRecord, control: RunRec
     return variation
 
 
-def needs_control(variation: CellVariation) -> bool:
-    return variation.control is None and any(
-        f.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN) for f in variation.factors)
+def needs_control(variation: CellVariation, moved_folder: FactorResult | None = None,
+                  verdict: Verdict = Verdict.CLEAN) -> bool:
+    """Whether a control run must follow: a factor missed, or the moved folder missed on a cell whose own
+    fresh processes did not all hit. A clean cell's later runs already hit in the plain folder, so its keys
+    do not move without the path; a reproduced cell's keys may move by themselves (an address, a clock)."""
+    if variation.control is not None:
+        return False
+    moved_missed = moved_folder is not None and moved_folder.missed and verdict != Verdict.CLEAN
+    return moved_missed or any(f.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN)
+                               for f in variation.factors)
 
 
 def miss_phrase(factor: FactorResult) -> str:
@@ -200,3 +209,35 @@ def by_factors_only(cell: CellResult) -> bool:
     evidence and commands of its runs have nothing to show; the variation section has."""
     return (cell.verdict == Verdict.REPRODUCED and cell.variation is not None
             and not cell_comparison(cell).reproduced)
+
+
+# ---- the default check's moved folder: the cache-path factor's run, beside the verdict (issue 47.3) ----
+
+MOVED_FOLDER = "moved folder"  # its column and its line's head
+
+
+def moved_folder_column(result: FactorResult | None) -> str:
+    """`hit`, `every module missed (compile_options)`, `1 of 3 modules missed (...)`, `not judged`, `not
+    made`; "-" where no such run was planned (an error or unsupported cell, --no-moved-folder)."""
+    if result is None:
+        return "-"
+    if result.outcome == FactorOutcome.HIT:
+        return "hit"
+    if result.outcome == FactorOutcome.CANNOT_VARY:
+        return "not made"
+    if result.outcome != FactorOutcome.MISS:
+        return str(FactorOutcome.NOT_JUDGED)
+    whole = bool(result.modules) and len(result.modules) == result.modules_total
+    count = "every module" if whole else f"{len(result.modules) or 'some'} of {result.modules_total or '?'} modules"
+    moved = f" ({', '.join(result.components)})" if result.components else ""
+    return f"{count} missed{moved}"
+
+
+def moved_folder_line(result: FactorResult | None) -> str:
+    """`moved folder: every module missed (compile_options)`, with the reason where it was not judged or
+    not made; "" where no such run was planned."""
+    if result is None:
+        return ""
+    said = moved_folder_column(result)
+    why = result.reason if result.outcome not in (FactorOutcome.HIT, FactorOutcome.MISS) and result.reason else ""
+    return f"{MOVED_FOLDER}: {said}" + (f" ({why})" if why else "")

@@ -33,6 +33,8 @@ def test_a_deterministic_process_group_is_clean_on_0_10_2(tmp_path, capsys):
     facts = cell["job"]
     assert facts["writers"] == [0]  # JAX writes from process 0 only
     assert [p["verdict"] for p in facts["per_process"]] == ["clean", "clean"]
+    # check's moved folder is not made for a job, and says so instead of guessing (issue 47 item 3)
+    assert cell["moved_folder"]["outcome"] == "cannot vary here" and "multi-process" in cell["moved_folder"]["reason"]
 
 
 def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_path, capsys):

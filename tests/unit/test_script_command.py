@@ -133,7 +133,7 @@ def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
 def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypatch):
     seen = {}
 
-    def fake_check_config(check):
+    def fake_check_config(check, moved_folder=False):
         seen.update(script=check.script, how=check.script_run)
         raise cli.UserError("stop here")
 

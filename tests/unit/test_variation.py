@@ -23,8 +23,13 @@ from harness.report.render import render_report
 from harness.report.vary import variation_section
 from harness.results.document import ResultsDocument, RunStatus
 from harness.measure.cell_runner import CellRunner
-from harness.report.table import render
-from harness.verdicts.vary import judge_factor, vary_column, verdict_with, with_control
+from harness.report.table import render, summary_json
+from harness.output.ci import junit_xml
+from harness.results.header import RecordedOptions
+from harness.results.resume import check_same_sweep
+from harness.core.errors import UserError
+from harness.verdicts.vary import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
+                                   vary_column, verdict_with, with_control)
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
 
@@ -438,3 +443,86 @@ def test_a_factor_whose_folders_cannot_be_made_is_not_judged_and_the_sweep_goes_
     assert vary_column(cell.variation) == "1 hit; not judged: script-path"
     report = "\n".join(variation_section(ResultsHeader(), [cell]))
     assert "| script-path | not judged |" in report and "its folders could not be made" in report
+
+
+# ---- harness check's moved folder (issue 47 item 3): the cache-path run beside the verdict ----------------
+
+def test_the_moved_folders_column_and_line_say_what_its_run_found():
+    moved_all = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                       logged("jit_g", computation="g", compile_options="/b"))
+    missed = judge_factor(Factor.CACHE_PATH, REFERENCE, moved_all)
+    assert moved_folder_column(missed) == "every module missed (compile_options)"
+    assert moved_folder_line(missed) == "moved folder: every module missed (compile_options)"
+    one = judge_factor(Factor.CACHE_PATH, REFERENCE, record(9, logged("jit_f", computation="f", compile_options="/b"),
+                                                            REFERENCE.keys.keys[1]))
+    assert moved_folder_column(one) == "1 of 2 modules missed (compile_options)"
+    hit = judge_factor(Factor.CACHE_PATH, REFERENCE, record(9, *REFERENCE.keys.keys))
+    assert moved_folder_line(hit) == "moved folder: hit"
+    # where it could not be made or judged: said, with why, never a guess
+    assert moved_folder_line(cannot_vary(Factor.CACHE_PATH, "a multi-process cell's runs are jobs")) == (
+        "moved folder: not made (a multi-process cell's runs are jobs)")
+    assert moved_folder_column(not_judged(Factor.CACHE_PATH, "its run failed")) == "not judged"
+    # not planned (an error cell, --no-moved-folder): empty
+    assert moved_folder_column(None) == "-" and moved_folder_line(None) == ""
+
+
+def _measure_moved(tmp_path, environment, vary=()):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, vary=vary, moved_folder=True)
+    return runner.run(SPEC, [11, 12, 13], tmp_path / "cache", tmp_path / "logs", results_root=tmp_path)
+
+
+def test_a_clean_cell_whose_moved_folder_misses_stays_clean_for_one_run_more(tmp_path):
+    environment = PathKeyedEnvironment()
+    cell = _measure_moved(tmp_path, environment)
+    assert cell.verdict == Verdict.CLEAN and cell.variation is None  # the fresh processes' verdict, unchanged
+    moved = cell.moved_folder
+    assert moved.factor == Factor.CACHE_PATH and moved.outcome == FactorOutcome.MISS
+    assert moved.components == ["compile_options"] and moved.run.seed == 11  # the reference's seed
+    # one run more, and no control: the clean cell's own later runs already hit in the plain folder
+    assert [v.factor for _, v in environment.runs if v] == [Factor.CACHE_PATH]
+    assert environment.runs[-1][1].factor == Factor.CACHE_PATH
+    again = CellResult.from_json(cell.to_json())
+    assert again.moved_folder.to_json() == moved.to_json()
+    table = render([again])
+    assert "moved folder" in table.splitlines()[0] and "every module missed (compile_options)" in table
+    assert "| clean " in table
+    (summarised,) = summary_json([again], RunStatus.COMPLETE, "r.json", "report.md")["cells"]
+    assert summarised["moved_folder"] == "every module missed (compile_options)"
+    case = junit_xml([again], "check-s").tostring().decode()
+    assert "moved folder: every module missed (compile_options)" in case and "<failure" not in case
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="x", repro="/s.py", source="harness check")),
+                               [again], RunStatus.COMPLETE)
+    report = render_report(document, [again], {})
+    assert "## Moved cache folder" in report and "moved folder: every module missed (compile_options)" in report
+    assert 'JAX_COMPILATION_CACHE_DIR="$JAX_COMPILATION_CACHE_DIR-elsewhere"' in report
+
+
+def test_a_moved_folder_miss_on_keys_that_move_anyway_is_not_blamed_on_the_path(tmp_path):
+    environment = PathKeyedEnvironment(moving=True)
+    cell = _measure_moved(tmp_path, environment)
+    assert cell.verdict == Verdict.REPRODUCED  # by its own runs
+    # its keys move by themselves: a control run (the plain folder, the same seed) decides, and misses too
+    assert environment.runs[-2][1].factor == Factor.CACHE_PATH and environment.runs[-1][1] is None
+    assert cell.moved_folder.outcome == FactorOutcome.NOT_JUDGED
+    assert "the keys move without any factor" in cell.moved_folder.reason
+
+
+def test_an_explicit_vary_cache_path_keeps_its_verdict_and_is_the_moved_folders_run(tmp_path):
+    environment = PathKeyedEnvironment()
+    cell = _measure_moved(tmp_path, environment, vary=(Factor.CACHE_PATH,))
+    assert cell.verdict == Verdict.REPRODUCED  # as --vary cache-path always made it
+    assert cell.moved_folder is cell.variation.factors[0]  # one run, said in both places
+    assert [v.factor for _, v in environment.runs if v is not None] == [Factor.CACHE_PATH]
+
+
+def test_a_resume_with_the_moved_folder_otherwise_is_refused():
+    def header(moved):
+        return ResultsHeader(config=RecordedConfig(name="x", source="harness check"), versions=["0.5.0"],
+                             options=RecordedOptions(runs=2, moved_folder=moved))
+    check_same_sweep(header(True), header(True), "r")
+    with pytest.raises(UserError, match="moved folder's run differs"):
+        check_same_sweep(header(True), header(False), "r")
+    assert RecordedOptions.from_json({"runs": 2}).moved_folder is None  # older folders: no such run
+    assert RecordedOptions.from_json(RecordedOptions(moved_folder=False).to_json()).moved_folder is False
