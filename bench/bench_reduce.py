@@ -20,10 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], expected: int = 0) -> float:
+    """Seconds `harness ARGV` took; it must exit `expected` (a check that reproduces exits 1: a regression)."""
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode != expected:
+        sys.exit(f"harness {' '.join(argv)}: exit {done.returncode}, not {expected}\n{done.stderr[-2000:]}")
     return time.monotonic() - start
 
 
@@ -36,7 +39,8 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
-        check_s = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet"])
+        check_s = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet"],
+                        expected=1)
         reduce_s = timed(["reduce", args.script, "--versions", args.bad, "--good", args.good,
                           "--out", f"{tmp}/reduce", "--quiet"])
         (folder,) = Path(tmp, "reduce").iterdir()
