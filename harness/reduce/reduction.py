@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.inputs.config import Config, Repro
+from harness.inputs.run_env import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
@@ -25,6 +27,7 @@ from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
+from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
@@ -40,6 +43,7 @@ ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"
 SCRATCH_DIR = "candidates"
 SNAPSHOT_DIR = "workdir"
+SCREEN_DIR = "screened"  # the quick screen's children (harness/reduce/screen.py): the only place its servers write
 ORIGINAL_WRITES = "original-writes.jsonl"  # where the original's check wrote outside its folders  # the working folder before anything ran: each candidate's copy is made from it
 CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
 REDUCE_SECTION = "reduce"
@@ -282,9 +286,11 @@ class Reduction:
         state.save(self.folder)
         said = SearchProgress(self.progress.say, original_lines, state.seconds)
         search: Search | None = None
+        measurer: Measurer | None = None
         try:
             measurer = self._measurer(source, state)
             self.progress.say(measurer.sandbox.describe())
+            measurer.screen = self._screen(source, state, measurer)
             if state.run_seconds:
                 self.progress.say(self._cost(state, measurer).said())
 
@@ -310,6 +316,10 @@ class Reduction:
             if search is not None:
                 state.best = search.best
             return self._interrupted(state, said, original_lines)
+        finally:
+            if measurer is not None and measurer.screen is not None:
+                measurer.screen.close()
+                shutil.rmtree(self.folder / SCREEN_DIR, ignore_errors=True)
         state.best, state.seconds = best, said.seconds
         state.save(self.folder)
         if said.tallies:
@@ -325,6 +335,33 @@ class Reduction:
         state.seconds = said.seconds
         state.save(self.folder)
         return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
+
+    def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
+        """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
+        to its end in a forked child of its first deciding seed); else None, said once."""
+        if not measurer.sandbox.bwrap:
+            return None
+        python = getattr(measurer.bad.environment, "python", None)
+        seed = state.bad_seeds[0] if state.bad_seeds else None
+        if python is None or not isinstance(seed, int) \
+                or state.signature.factor is not None or state.signature.ranks is not None \
+                or not screen_allowed(state.places):
+            return None
+        env = merge_user_env(process_env(measurer.bad.spec, seed, self.config.cache_thresholds), self.config.env)
+        env.pop("PYTHONHASHSEED")
+        local = (self.script.resolve().parent, self.workdir.resolve())
+        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
+                            Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
+                            args=self.config.args)
+        if screen.screen(state.best, seed).finished:
+            self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
+                              f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
+                              f"and every kept one, run as fresh processes")
+            return screen
+        screen.close()
+        self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
+                          "candidate runs as fresh processes")
+        return None
 
     def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:
         """What a candidate costs, from the original's mean run: a rejected one stops at its first failing run;
