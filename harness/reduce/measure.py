@@ -195,7 +195,7 @@ class Measurer:
             quick = self.screen.screen(source, seed)
             if quick.rejected is not None:
                 self.screened += 1
-                return Tried(False, f"error on {self.bad.spec.jax_version} (a forked run of seed {seed} raised: "
+                return Tried(False, f"error on {self.bad.spec.jax_version} (a forked run of seed {seed}: "
                                     f"{quick.rejected})")
         measured = self.measure(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
         cell = measured.cell

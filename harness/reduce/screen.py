@@ -3,8 +3,9 @@
 (bench/bench_fork.py: 0.4 s a run against 1-3.5 s fresh on this machine, the same key per seed).
 
 It only ever rejects, and only for what a fresh run of the same seed does too: the candidate's own uncaught
-Python exception (a NameError, an AttributeError on a removed field, a TypeError on a value made None). Any
-other outcome (it ran to the end, exited otherwise, hung, or the server is unwell) is unsure, and the candidate
+Python exception (a NameError, an AttributeError on a removed field, a TypeError on a value made None), or a
+hang past the candidate's timeout (which the child, spared `import jax`, meets later in the program than a
+fresh run would). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
 is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
 candidate, and the reduced program, is a fresh process's answer.
 
@@ -153,7 +154,10 @@ class ForkScreen:
             return Screened()
         with self._lock:
             self._idle[seed].append(server)
-        if answer["exit"] == 1 and not answer["timed_out"] and answer["error"]:
+        if answer["timed_out"]:
+            # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
+            return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
+        if answer["exit"] == 1 and answer["error"]:
             return Screened(rejected=answer["error"])
         return Screened(finished=answer["exit"] == 0 and not answer["timed_out"])
 

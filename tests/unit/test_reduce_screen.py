@@ -107,7 +107,7 @@ class _Fresh(Exception):
 def test_a_candidate_that_raises_in_the_screen_is_rejected_without_a_fresh_process():
     measurer = _measurer(_Screen(Screened(rejected="NameError: name 'mesh' is not defined")))
     answer = measurer.one_bad("import jax\nmesh\n")
-    assert answer == Tried(False, "error on 0.4.28 (a forked run of seed 11 raised: NameError: name 'mesh' is "
+    assert answer == Tried(False, "error on 0.4.28 (a forked run of seed 11: NameError: name 'mesh' is "
                                   "not defined)")
     assert measurer.fresh == [] and measurer.screened == 1
 
@@ -137,5 +137,9 @@ def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_fol
         blocked = screen.screen(f"open({str(outside / 'x')!r}, 'w').write('x')\n", 5)
         assert blocked.rejected is not None and "Read-only file system" in blocked.rejected
         assert list(outside.iterdir()) == []
+        hung = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                          script, [], (script.parent,), 0.5)
+        assert hung.screen("while True: pass\n", 5) == Screened(rejected="timed out after 0 s")
+        hung.close()
     finally:
         screen.close()
