@@ -8,7 +8,7 @@ was known, so a child sets the cache options by `jax.config.update` after the fo
 with runpy, in its own folder, with its own arguments and variables, its output to its log.
 
 One request a line on stdin (JSON: script, argv, cwd, env, log, error, timeout_s); one answer a line on
-stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or ""). One child at a time.
+stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 """
 
 import importlib
@@ -46,9 +46,10 @@ def _child(request: dict) -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # the candidate's own failure: said as Python says it
         traceback.print_exc()
+        module = type(exc).__module__
+        said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {str(exc)[:300]}"
         with open(request["error"], "w") as out:
-            out.write(f"{type(exc).__module__ + '.' if type(exc).__module__ not in ('builtins', '__main__') else ''}"
-                      f"{type(exc).__qualname__}: {str(exc)[:300]}")
+            json.dump({"error": said, "errno": getattr(exc, "errno", None)}, out)
         code = 1
     try:
         sys.stdout.flush()
@@ -75,15 +76,15 @@ def _serve(request: dict) -> dict:
             except ProcessLookupError:
                 pass
             os.waitpid(pid, 0)
-            return {"exit": -9, "timed_out": True, "error": ""}
+            return {"exit": -9, "timed_out": True, "error": "", "errno": None}
         time.sleep(0.01)
-    error = ""
+    error = {"error": "", "errno": None}
     try:
         with open(request["error"]) as found:
-            error = found.read()
-    except OSError:
+            error = json.load(found)
+    except (OSError, ValueError):
         pass
-    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": False, "error": error}
+    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": False, **error}
 
 
 def main() -> None:

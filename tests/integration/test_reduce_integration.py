@@ -235,6 +235,9 @@ def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
     assert re.search(rf"candidate 1 \(\d+ lines, [a-z -]+\): .*; best so far \d+ of {original} lines; "
                      r"[a-z -]+: 1 tried, [01] kept; \d+ s", err), err[-3000:]
     assert re.search(r"searched in \d+ s: .*tried", err)
+    # Under bubblewrap, the quick screen (a forked child) is checked on the original and used.
+    assert "quick screen: candidates that raise are rejected in a child forked from an interpreter that " \
+           "imported numpy, jax" in err
 
 
 WRITES_UNDER_TMP = (FIXTURES / "writes_under_tmp.py").read_text()

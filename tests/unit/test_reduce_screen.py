@@ -46,7 +46,7 @@ def test_a_forked_child_orders_a_set_as_a_fresh_process_of_the_same_seed_does(tm
                            capture_output=True, text=True, check=True).stdout
     assert fresh != other  # the order follows the seed (else this test shows nothing)
     (answer,) = _serve(tmp_path, [_request(tmp_path, "order", ORDER)])
-    assert answer == {"exit": 0, "timed_out": False, "error": ""}
+    assert answer == {"exit": 0, "timed_out": False, "error": "", "errno": None}
     assert (tmp_path / "order.log").read_text() == fresh
 
 
@@ -60,8 +60,8 @@ def test_the_child_says_the_candidate_s_own_exception_and_its_arguments_and_vari
         _request(tmp_path, "after", "pass\n"),  # the server goes on after each of those
     ])
     assert answers[0] == {"exit": 1, "timed_out": False,
-                          "error": "AttributeError: 'Config' object has no attribute 'seed'"}
-    assert answers[1] == {"exit": 3, "timed_out": False, "error": ""}
+                          "error": "AttributeError: 'Config' object has no attribute 'seed'", "errno": None}
+    assert answers[1] == {"exit": 3, "timed_out": False, "error": "", "errno": None}
     assert answers[2]["timed_out"] and answers[3]["exit"] == 0
 
 
@@ -134,8 +134,8 @@ def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_fol
                         script, [], (script.parent,), 20.0)
     try:
         assert screen.screen("open('here.txt', 'w').write('x')\n", 5).finished
-        blocked = screen.screen(f"open({str(outside / 'x')!r}, 'w').write('x')\n", 5)
-        assert blocked.rejected is not None and "Read-only file system" in blocked.rejected
+        # Stopped by the sandbox: unsure, so the fresh run's watch says where it wrote (`refused: ...`).
+        assert screen.screen(f"open({str(outside / 'x')!r}, 'w').write('x')\n", 5) == Screened()
         assert list(outside.iterdir()) == []
         hung = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
                           script, [], (script.parent,), 0.5)
