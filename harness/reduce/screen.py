@@ -37,8 +37,10 @@ from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Wor
 
 SERVER = "fork_server.py"
 BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
-# A write the sandbox stopped: unsure, so the fresh run's write watch says where it wrote (`refused: ...`).
-SANDBOX_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
+# A file operation the sandbox stopped, or one into a folder outside that is not there (a candidate's write
+# outside that fails for want of its parent): unsure, so the fresh run's write watch says where it wrote
+# (`refused: it wrote outside its own folder (...)`), as it did before the screen.
+FILE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
 START_TIMEOUT_S = 120.0  # a server's own `import jax` on a loaded machine
 
 
@@ -160,7 +162,7 @@ class ForkScreen:
         if answer["timed_out"]:
             # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
             return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
-        if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in SANDBOX_ERRNOS:
+        if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
             return Screened(rejected=answer["error"])
         return Screened(finished=answer["exit"] == 0 and not answer["timed_out"])
 

@@ -136,6 +136,7 @@ def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_fol
         assert screen.screen("open('here.txt', 'w').write('x')\n", 5).finished
         # Stopped by the sandbox: unsure, so the fresh run's watch says where it wrote (`refused: ...`).
         assert screen.screen(f"open({str(outside / 'x')!r}, 'w').write('x')\n", 5) == Screened()
+        assert screen.screen(f"open({str(outside / 'no' / 'x')!r}, 'w').write('x')\n", 5) == Screened()
         assert list(outside.iterdir()) == []
         hung = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
                           script, [], (script.parent,), 0.5)
