@@ -125,7 +125,6 @@ class ForkScreen:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _start(self, seed: int) -> _Server:
-        self.work.mkdir(parents=True, exist_ok=True)
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
         confines = Confines((self.work,), (*interpreter, *self.readable))
         argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
@@ -137,6 +136,7 @@ class ForkScreen:
     def screen(self, source: str, seed: int) -> Screened:
         if not self.enabled:
             return Screened()
+        self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
         with self._lock:
             idle = self._idle.setdefault(seed, [])
             server = idle.pop() if idle else None
@@ -155,7 +155,10 @@ class ForkScreen:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
-            server.close()  # unwell: the next candidate of this seed starts another
+            # Unwell (it did not start, died, or went silent): every later candidate runs fresh, rather than each
+            # paying for another server's `import jax`.
+            server.close()
+            self.enabled = False
             return Screened()
         with self._lock:
             self._idle[seed].append(server)

@@ -144,3 +144,16 @@ def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_fol
         hung.close()
     finally:
         screen.close()
+
+
+def test_a_server_that_does_not_start_turns_the_screen_off_for_the_rest(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("")
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    screen = ForkScreen(broken, dict(os.environ), ("json",), tmp_path / "screened", tmp_path, script, [], (), 5.0)
+    screen._start = lambda seed: type("Dead", (), {"ready": False, "close": lambda self: None})()
+    assert screen.screen("pass\n", 1) == Screened() and not screen.enabled
+    screen._start = lambda seed: pytest.fail("no second server is started")
+    assert screen.screen("pass\n", 1) == Screened()
