@@ -70,7 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_slurm.py
 	$(BIN)/python bench/bench_reduce_search.py
 	$(BIN)/python bench/bench_flush.py
-	$(BIN)/python bench/bench_reduce.py
+	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json  # the reduction before the quick screen
 
 stress: $(STAMP)
 	$(BIN)/python stress/stress.py $(ARGS)

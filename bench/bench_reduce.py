@@ -4,7 +4,11 @@
 2. `harness reduce` of it on the bad release, clean on the good one: candidates run, candidates decided
    (memo and pyflakes included), wall time, before/after lines, and the ratio of its time to (1).
 
+3. With `--save FILE` its figures are kept; with `--against FILE` (an earlier run's, e.g. before a change, on
+   the same machine) the ratios to it are printed: wall time, fresh processes' candidates, lines.
+
     python bench/bench_reduce.py [--script examples/train_shard_map_grad.py] [--bad 0.4.28] [--good 0.4.29]
+                                 [--save before.json] [--against before.json]
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], expected: int = 0) -> float:
+    """Seconds `harness ARGV` took; it must exit `expected` (a check that reproduces exits 1: a regression)."""
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode != expected:
+        sys.exit(f"harness {' '.join(argv)}: exit {done.returncode}, not {expected}\n{done.stderr[-2000:]}")
     return time.monotonic() - start
 
 
@@ -33,10 +40,13 @@ def main() -> int:
     parser.add_argument("--bad", default="0.4.28")
     parser.add_argument("--good", default="0.4.29")
     parser.add_argument("--keep", type=Path, help="keep the check's and the reduction's folders here")
+    parser.add_argument("--save", type=Path, help="write this run's figures here (JSON)")
+    parser.add_argument("--against", type=Path, help="an earlier run's --save: print the ratios to it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
-        check_s = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet"])
+        check_s = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet"],
+                        expected=1)
         reduce_s = timed(["reduce", args.script, "--versions", args.bad, "--good", args.good,
                           "--out", f"{tmp}/reduce", "--quiet"])
         (folder,) = Path(tmp, "reduce").iterdir()
@@ -47,8 +57,20 @@ def main() -> int:
     print(f"  {section['original']['lines']} -> {section['reduced']['lines']} lines; {state['measured']} candidates "
           f"run, {section['candidates_decided']} decided (memo, pyflakes and runs)")
     print("the reduced program:\n" + reduced)
+    screened = sum(1 for t in state["memo"].values() if "a forked run of seed" in t.get("why", ""))
     print(f"  wall time {reduce_s:.0f} s (search {state['seconds']:.0f} s); one full check of the original on "
-          f"{args.bad}: {check_s:.1f} s; ratio reduce/check {reduce_s / check_s:.0f}x")
+          f"{args.bad}: {check_s:.1f} s; ratio reduce/check {reduce_s / check_s:.0f}x; "
+          f"{screened} candidates rejected by the quick screen (a forked child), the others run fresh")
+    figures = {"wall_s": round(reduce_s, 1), "search_s": round(state["seconds"], 1), "check_s": round(check_s, 1),
+               "lines": section["reduced"]["lines"], "measured": state["measured"], "screened": screened}
+    if args.save:
+        args.save.write_text(json.dumps(figures, indent=1) + "\n")
+    if args.against:
+        before = json.loads(args.against.read_text())
+        print(f"  against {args.against}: wall time {before['wall_s']:.0f} s -> {reduce_s:.0f} s "
+              f"({before['wall_s'] / reduce_s:.2f}x faster; the target is 4x); reduce/check "
+              f"{before['wall_s'] / before['check_s']:.0f}x -> {reduce_s / check_s:.0f}x; "
+              f"{before['lines']} -> {figures['lines']} lines")
     return 0
 
 

@@ -26,6 +26,7 @@ from harness.environments.base import Environment
 from harness.core.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
+from harness.reduce.screen import ForkScreen
 from harness.reduce.search import Tried
 from harness.reduce.signature import Signature, why_not_kept
 from harness.report import ReportWriter
@@ -144,6 +145,10 @@ class Measurer:
     sandbox: Sandbox = Sandbox(Confinement.WATCH, "not asked for")
     files: list[tuple[Path, Path]] = field(default_factory=list)
     _good_seeds: dict[str, list[Launch]] = field(default_factory=dict)  # by digest: the seeds that decided
+    # The quick screen (harness/reduce/screen.py): rejects a candidate that raises under the first deciding seed
+    # in a forked child, before any fresh process; None where it is not used.
+    screen: ForkScreen | None = None
+    screened: int = 0  # candidates the screen rejected
 
     def _config(self, path: Path, space: Workspace) -> Config:
         # The candidate sits in its workspace's copy of the original's working folder and runs there (`config`
@@ -185,6 +190,13 @@ class Measurer:
         return len(records) == 1 and first.keys is None and not first.new_entries  # compiled nothing
 
     def one_bad(self, source: str) -> Tried:
+        seed = self.bad_seeds[0] if self.bad_seeds else None
+        if self.screen is not None and isinstance(seed, int):
+            quick = self.screen.screen(source, seed)
+            if quick.rejected is not None:
+                self.screened += 1
+                return Tried(False, f"error on {self.bad.spec.jax_version} (a forked run of seed {seed}: "
+                                    f"{quick.rejected})")
         measured = self.measure(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
         cell = measured.cell
         why = measured.refused or why_not_kept(self.target, cell)

@@ -24,6 +24,7 @@ import copy
 import hashlib
 import warnings
 from collections.abc import Callable, Iterator
+from enum import Enum
 from typing import Protocol
 
 from pyflakes import checker as flakes
@@ -404,3 +405,21 @@ def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
 
 
 COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, dead_code, inlinings, unwrappings)
+
+
+class PassName(Enum):
+    """The search's passes, as a person reads them (search.py runs them in this order)."""
+
+    DEAD_CODE = "dead code"
+    REMOVALS = "statements removed"
+    INLINING = "inlining"
+    UNWRAPPING = "unwrapping"
+    MINIMIZE = "pysource-minimize"
+    READABLE = "readable values"
+    GOOD = "clean on the good release"
+    OTHER = "other"  # a pass the search was given that is none of the above (tests' own)
+
+
+# What each coarse pass is called in the progress lines (harness/reduce/progress.py).
+PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, removals: PassName.REMOVALS,
+                                    inlinings: PassName.INLINING, unwrappings: PassName.UNWRAPPING}

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.inputs.config import Config, Repro
+from harness.inputs.run_env import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
@@ -25,6 +27,8 @@ from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import digest, normalise, size
+from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
+from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
@@ -39,6 +43,7 @@ ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"
 SCRATCH_DIR = "candidates"
 SNAPSHOT_DIR = "workdir"
+SCREEN_DIR = "screened"  # the quick screen's children (harness/reduce/screen.py): the only place its servers write
 ORIGINAL_WRITES = "original-writes.jsonl"  # where the original's check wrote outside its folders  # the working folder before anything ran: each candidate's copy is made from it
 CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
 REDUCE_SECTION = "reduce"
@@ -181,6 +186,7 @@ class Reduction:
         else:
             extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds][:EXTRA_SEEDS]
         timeout = candidate_timeout([r for c in cells.values() for r in c.runs], self.config.timeout_s)
+        measured_runs = [r.duration_s for r in bad.runs if r.ok]
         self.progress.say(f"signature: {signature.describe()} on jax {self.bad}"
                           + (f", clean on jax {self.good}" if self.good else "")
                           + f"; candidates run up to {timeout:.0f} s each")
@@ -189,7 +195,8 @@ class Reduction:
                            or time.monotonic() - started, folder=bad.cache_folder,
                            vary=tuple(map(str, self.config.vary)), processes=self.config.processes,
                            tolerated=tuple(own_failures(bad)),
-                           places=write_places(recorder.recorded(), recorder.roots) if recorder else ())
+                           places=write_places(recorder.recorded(), recorder.roots) if recorder else (),
+                           run_seconds=sum(measured_runs) / len(measured_runs) if measured_runs else 0.0)
 
     # ---- the search ---------------------------------------------------------------------------
 
@@ -247,6 +254,7 @@ class Reduction:
             raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
                             f"{exc.msg}): nothing to reduce") from None
         original_lines = size(source)
+        self.progress.say(opening(original_lines))
         if resume and self._started_before():
             self.progress.say(f"resuming {self.folder}: stopped during the original's check; checking it again")
             resume = False
@@ -276,21 +284,22 @@ class Reduction:
                 return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, None, original_lines)
         state.status = "running"
         state.save(self.folder)
-        started = time.monotonic()
-        seconds_before = state.seconds
+        said = SearchProgress(self.progress.say, original_lines, state.seconds)
         search: Search | None = None
+        measurer: Measurer | None = None
         try:
             measurer = self._measurer(source, state)
             self.progress.say(measurer.sandbox.describe())
+            measurer.screen = self._screen(source, state, measurer)
+            if state.run_seconds:
+                self.progress.say(self._cost(state, measurer).said())
 
             def tried(candidate: str, answer: Tried, best: str) -> None:
                 if answer.measured:
                     state.measured += 1
-                    verdict = "kept" if answer.kept else f"rejected: {answer.why}"
-                    self.progress.say(f"  candidate {state.measured} ({size(candidate)} lines): {verdict}; "
-                                      f"best so far {size(best)} of {original_lines} lines")
+                    said.candidate(state.measured, size(candidate), search.making, answer, size(best))
                 state.best, state.memo = search.best, search.memo
-                state.seconds = seconds_before + time.monotonic() - started
+                state.seconds = said.seconds
                 state.save(self.folder)
 
             search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None,
@@ -304,15 +313,66 @@ class Reduction:
                 search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
             best = search.run()
         except KeyboardInterrupt:
-            state.status = "interrupted"
             if search is not None:
                 state.best = search.best
-            state.seconds = seconds_before + time.monotonic() - started
-            state.save(self.folder)
-            return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
-        state.best, state.seconds = best, seconds_before + time.monotonic() - started
+            return self._interrupted(state, said, original_lines)
+        finally:
+            if measurer is not None and measurer.screen is not None:
+                measurer.screen.close()
+                shutil.rmtree(self.folder / SCREEN_DIR, ignore_errors=True)
+        state.best, state.seconds = best, said.seconds
         state.save(self.folder)
-        return self._finish(source, state, original_lines, measurer)
+        if said.tallies:
+            self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}")
+        try:
+            return self._finish(source, state, original_lines, measurer)
+        except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
+            return self._interrupted(state, said, original_lines)
+
+    def _interrupted(self, state: ReduceState, said: SearchProgress, original_lines: int) -> ReduceOutcome:
+        """The best so far kept (best.py, reduce.json) for `--resume`, whatever phase the signal came in."""
+        state.status = "interrupted"
+        state.seconds = said.seconds
+        state.save(self.folder)
+        return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
+
+    def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
+        """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
+        to its end in a forked child of its first deciding seed); else None, said once."""
+        if not measurer.sandbox.bwrap:
+            return None
+        python = getattr(measurer.bad.environment, "python", None)
+        seed = state.bad_seeds[0] if state.bad_seeds else None
+        if python is None or not isinstance(seed, int) \
+                or state.signature.factor is not None or state.signature.ranks is not None \
+                or not screen_allowed(state.places):
+            return None
+        env = merge_user_env(process_env(measurer.bad.spec, seed, self.config.cache_thresholds), self.config.env)
+        env.pop("PYTHONHASHSEED")
+        local = (self.script.resolve().parent, self.workdir.resolve())
+        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
+                            Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
+                            args=self.config.args)
+        if screen.screen(state.best, seed).finished:
+            self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
+                              f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
+                              f"and every kept one, run as fresh processes")
+            return screen
+        screen.close()
+        self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
+                          "candidate runs as fresh processes")
+        return None
+
+    def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:
+        """What a candidate costs, from the original's mean run: a rejected one stops at its first failing run;
+        a kept one at the new key (the factor's and control runs under --vary, the one job between processes)."""
+        if state.signature.factor is not None:
+            kept, most = 3, 3
+        elif state.signature.ranks is not None:
+            kept, most = 1, len(state.bad_seeds)
+        else:
+            kept, most = 2, len(state.bad_seeds)
+        return CandidateCost(state.run_seconds, 1, kept, most, measurer.at_once)
 
     def _measurer(self, source: str, state: ReduceState) -> Measurer:
         """What measures candidates: both releases' environments prepared, the sandbox the machine allows."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pysource_minimize import minimize
 
 from harness.core.codec import Omit, Record, shape
-from harness.reduce.passes import COARSE_PASSES, Pass, Place, broken, digest, normalise
+from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
@@ -63,6 +63,7 @@ class Search:
     on_tried: OnTried | None = None
     max_candidates: int | None = None
     measured: int = 0  # candidates run (memo answers and pyflakes rejections not counted)
+    making: PassName = PassName.OTHER  # the pass whose candidates are being decided now (for the progress)
     decided: int = 0  # every candidate decided, however
     _chain: list[str] = field(default_factory=list)  # kept since the last program clean on the good release
     _good: set[str] = field(default_factory=set)  # digests known clean on the good release
@@ -112,12 +113,13 @@ class Search:
 
     # ---- passes ------------------------------------------------------------------------------
 
-    def run_pass(self, make: Pass, shrink_only: bool = True) -> bool:
+    def run_pass(self, make: Pass, shrink_only: bool = True, name: PassName | None = None) -> bool:
         """Candidates of `make` from the best program, `jobs` at a time; the first kept one becomes the
         best and the pass goes on from it, at the kept one's place. True when it changed the program.
         `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
         progress); the readability pass's candidates are not shorter, and each makes one value readable."""
         start, resume_at = self.best, None
+        self.making = name or PASS_NAMES.get(make, PassName.OTHER)
         while True:
             batch: list[tuple[Place, str]] = []
             kept_at = None
@@ -168,6 +170,7 @@ class Search:
             self._told([candidate], [answer])
             return answer.kept
 
+        self.making = PassName.MINIMIZE
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             result = normalise(minimize(self.best, checker))
@@ -177,7 +180,7 @@ class Search:
     def restore(self) -> None:
         """Readable values put back where the best program has unreadable ones (int axis names, zero
         sizes), each kept only if it keeps the signature, then the good release's checkpoint."""
-        self.run_pass(restorations, shrink_only=False)
+        self.run_pass(restorations, shrink_only=False, name=PassName.READABLE)
         while not self.checkpoint():
             pass
 
@@ -189,6 +192,14 @@ class Search:
         the best; the first that was not clean is remembered as rejected."""
         if self.test_good is None or digest(self.best) in self._good:
             return True
+        making, self.making = self.making, PassName.GOOD
+        try:
+            return self._checkpoint()
+        finally:
+            self.making = making
+
+    def _checkpoint(self) -> bool:
+        assert self.test_good is not None
         answer = self.test_good(self.best)
         if answer.kept:
             self._good.add(digest(self.best))

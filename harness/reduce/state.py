@@ -68,6 +68,7 @@ class ReduceState:
     # Where the original wrote outside its folders (sandbox.write_places): a candidate may write there too, to
     # a stand-in of its own under bubblewrap. Sealed: a planted place would be a place candidates may write.
     places: tuple[str, ...] = ()
+    run_seconds: float = 0.0  # the original's mean run there: what a candidate's run costs (0: not recorded)
     unsealed: bool = field(default=False, compare=False)  # read from before seals: its best was set aside
 
     def to_json(self) -> dict[str, Any]:
@@ -76,6 +77,7 @@ class ReduceState:
                 "bad_seeds": self.bad_seeds, "timeout_s": self.timeout_s, "best": self.best,
                 "memo": {k: v.to_json() for k, v in self.memo.items()}, "measured": self.measured,
                 "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
+                "run_seconds": round(self.run_seconds, 3),
                 "status": self.status, "folder": str(self.folder) if self.folder else None,
                 "vary": list(self.vary), "processes": self.processes, "tolerated_failures": list(self.tolerated),
                 "write_places": list(self.places)}
@@ -121,6 +123,7 @@ class ReduceState:
                     fields.integer("processes", 1, MAX_PROCESSES, default=1), tuple(fields.texts("tolerated_failures")),
                     fields.places("write_places"))
         state.version = version
+        state.run_seconds = fields.number("run_seconds", float("inf"), default=0.0)  # older files: none
         return state
 
     version: int = field(default=STATE_VERSION, compare=False)  # as read; a new state's is STATE_VERSION

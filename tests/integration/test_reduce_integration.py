@@ -3,6 +3,7 @@ run with its arguments, variables and inline dependencies."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -219,6 +220,24 @@ def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path):
     (line,) = again.stderr.strip().splitlines()
     assert "seal does not match" in line and "not run" in line
     assert not planted.exists()
+
+
+def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
+    """Issue 48 item 4: the original's lines, the passes, a candidate's cost from the original's own runs, then
+    each candidate with its pass, that pass's tally, the best so far and the time spent."""
+    done = harness("reduce", SEED, "--versions", "0.4.28", "--out", tmp_path, "--max-candidates", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr
+    original = size(SEED.read_text())
+    assert f"the original: {original} lines; passes: dead code, statements removed" in err
+    assert err.index("the original: ") < err.index("the original on jax")  # said before its check
+    assert re.search(r"a candidate takes about \d+\.\d s when rejected, \d+\.\d s when kept", err)
+    assert re.search(rf"candidate 1 \(\d+ lines, [a-z -]+\): .*; best so far \d+ of {original} lines; "
+                     r"[a-z -]+: 1 tried, [01] kept; \d+ s", err), err[-3000:]
+    assert re.search(r"searched in \d+ s: .*tried", err)
+    # Under bubblewrap, the quick screen (a forked child) is checked on the original and used.
+    assert "quick screen: candidates that raise are rejected in a child forked from an interpreter that " \
+           "imported numpy, jax" in err
 
 
 WRITES_UNDER_TMP = (FIXTURES / "writes_under_tmp.py").read_text()

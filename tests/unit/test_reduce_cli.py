@@ -15,6 +15,7 @@ SCRIPT = "examples/train_shard_map_grad.py"
 
 
 pytestmark = pytest.mark.usefixtures("fake_index")
+_QUIET = type("Quiet", (), {"say": lambda self, message: None})()  # a Progress that says nothing
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -124,7 +125,7 @@ def test_a_resume_with_other_vary_or_processes_is_refused(tmp_path, given, fragm
                 Signature("jit_f", ("compile_options",), None, factor=Factor.CACHE_PATH), [1], 20.0, "import jax\n",
                 vary=("cache-path",)).save(folder)
     config = replace(Config("train", Repro("train", script, builtin=False), ("0.5.0",)), **given)
-    reduction = Reduction(config, Path(script), None, "0.5.0", None, folder, None, None, None)
+    reduction = Reduction(config, Path(script), None, "0.5.0", None, folder, None, _QUIET, None)
     with pytest.raises(UserError, match=fragment):
         reduction.run(resume=True)
 
@@ -269,7 +270,7 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
 
     monkeypatch.setattr(Reduction, "_snapshot", lambda self: None)
     monkeypatch.setattr(Reduction, "_original", stopped)
-    reduction = Reduction(None, Path(script), None, "0.4.28", None, folder, None, None, None)
+    reduction = Reduction(None, Path(script), None, "0.4.28", None, folder, None, _QUIET, None)
     outcome = reduction.run(resume=False)
     assert outcome.status == RunStatus.INTERRUPTED and outcome.state is None
     monkeypatch.setattr(service, "reduce", lambda *a, **k: outcome)

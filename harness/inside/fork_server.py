@@ -1,0 +1,105 @@
+"""A pre-started interpreter that forks a child per candidate (harness reduce's quick screen; imports nothing
+of the harness).
+
+Started with the hash seed fixed (PYTHONHASHSEED, read at its start, as a fresh run's is), it imports the
+modules named on its command line (jax, numpy, the script's own libraries) but does not initialise JAX's
+backend nor its cache: JAX read its configuration from the environment at import, before the cache folder
+was known, so a child sets the cache options by `jax.config.update` after the fork, then runs the candidate
+with runpy, in its own folder, with its own arguments and variables, its output to its log.
+
+One request a line on stdin (JSON: script, argv, cwd, env, log, error, timeout_s); one answer a line on
+stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
+"""
+
+import importlib
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+
+CACHE_OPTIONS = (("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR", str),
+                 ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", float),
+                 ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", int))
+
+
+def _child(request: dict) -> None:
+    os.setsid()  # its own process group: a timeout kills what it started too
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.argv = [request["script"], *request["argv"]]
+    sys.path[0] = os.path.dirname(request["script"])  # as `python script.py` sets it
+    code = 0
+    try:
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            for option, variable, kind in CACHE_OPTIONS:
+                if variable in request["env"]:
+                    jax.config.update(option, kind(request["env"][variable]))
+        runpy.run_path(request["script"], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException as exc:  # the candidate's own failure: said as Python says it
+        traceback.print_exc()
+        module = type(exc).__module__
+        said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {str(exc)[:300]}"
+        with open(request["error"], "w") as out:
+            json.dump({"error": said, "errno": getattr(exc, "errno", None)}, out)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _serve(request: dict) -> dict:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(request)
+        finally:
+            os._exit(70)
+    deadline = time.monotonic() + request["timeout_s"]
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            return {"exit": -9, "timed_out": True, "error": "", "errno": None}
+        time.sleep(0.01)
+    error = {"error": "", "errno": None}
+    try:
+        with open(request["error"]) as found:
+            error = json.load(found)
+    except (OSError, ValueError):
+        pass
+    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": False, **error}
+
+
+def main() -> None:
+    for name in sys.argv[1:]:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a library that cannot be imported here is imported by the child
+            pass
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        answer = _serve(json.loads(line))
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The quick screen: a candidate first runs as a child forked from a pre-started interpreter of the deciding seed
+(harness/inside/fork_server.py), which has already paid for `import jax` and the script's own libraries
+(bench/bench_fork.py: 0.4 s a run against 1-3.5 s fresh on this machine, the same key per seed).
+
+It only ever rejects, and only for what a fresh run of the same seed does too: the candidate's own uncaught
+Python exception (a NameError, an AttributeError on a removed field, a TypeError on a value made None), or a
+hang past the candidate's timeout (which the child, spared `import jax`, meets later in the program than a
+fresh run would). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
+is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
+candidate, and the reduced program, is a fresh process's answer.
+
+Contained as candidates are: each server runs under bubblewrap (bwrap_argv: the file system read-only, its own
+PID namespace, a private /tmp and /var/tmp, /run hidden, no engine socket), writable only in the screen's own
+scratch folder, where each child gets a folder of its own (a copy of the working folder, its HOME and
+TMPDIR, its cache); one child at a time per server. Used only where that holds: under bubblewrap, with a
+venv's interpreter, for a plain cell (no --vary, no --processes), and when every place the original wrote
+outside its folder is in /tmp or /var/tmp (the server's private ones). And only once the original itself
+passes the screen (a program that sets its cache folder in code, or needs the start-up hook, fails it: the
+screen is then off for the reduction, said once).
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.core.files import package_path
+from harness.reduce.passes import digest
+from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher
+
+SERVER = "fork_server.py"
+BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
+# A file operation the sandbox stopped, or one into a folder outside that is not there (a candidate's write
+# outside that fails for want of its parent): unsure, so the fresh run's write watch says where it wrote
+# (`refused: it wrote outside its own folder (...)`), as it did before the screen.
+FILE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
+START_TIMEOUT_S = 120.0  # a server's own `import jax` on a loaded machine
+
+
+def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
+    """The modules a server imports before forking: jax and numpy, then the top-level packages the original
+    imports at module level, less those that sit in the script's folders (the user's code runs in the child
+    only)."""
+    names: list[str] = list(BASE_MODULES)
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            found = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found = [node.module.split(".")[0]]
+        else:
+            continue
+        for name in found:
+            if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
+                names.append(name)
+    return tuple(names)
+
+
+def screen_allowed(places: tuple[str, ...]) -> bool:
+    """Whether every place the original wrote outside its folders is in a private /tmp of the server's."""
+    private = tuple(p.resolve() for p in PRIVATE_TMP)
+    return all(any(Path(p).is_relative_to(t) for t in private) for p in places)
+
+
+@dataclass(frozen=True)
+class Screened:
+    rejected: str | None = None  # the candidate's own uncaught exception (`Class: message`); None: unsure
+    finished: bool = False  # the child ran the program to its end (exit 0)
+
+
+class _Server:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        self.ready = self._line(START_TIMEOUT_S) == "ready"
+
+    def _line(self, timeout_s: float) -> str:
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(self.process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        return out[0].strip() if out else ""
+
+    def ask(self, request: dict, timeout_s: float) -> dict | None:
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            return None
+        line = self._line(timeout_s + 30.0)  # the server kills a hung child itself at timeout_s
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+@dataclass
+class ForkScreen:
+    """Servers by seed, each started on first use; `ask` is thread-safe (one server per candidate at once)."""
+
+    python: Path
+    env: dict[str, str]  # a fresh run's variables less the hash seed and the cache folder
+    modules: tuple[str, ...]
+    work: Path  # the screen's scratch: the only place its servers may write
+    workdir: Path
+    script: Path
+    files: list[tuple[Path, Path]]
+    readable: tuple[Path, ...]
+    timeout_s: float
+    args: tuple[str, ...] = ()  # the script's arguments, as each fresh run gets them
+    enabled: bool = True
+    _idle: dict[int, list[_Server]] = field(default_factory=dict)
+    _all: list[_Server] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _start(self, seed: int) -> _Server:
+        interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
+        confines = Confines((self.work,), (*interpreter, *self.readable))
+        argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
+        server = _Server(argv, {**self.env, "PYTHONHASHSEED": str(seed)})
+        with self._lock:
+            self._all.append(server)
+        return server
+
+    def screen(self, source: str, seed: int) -> Screened:
+        if not self.enabled:
+            return Screened()
+        self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
+        with self._lock:
+            idle = self._idle.setdefault(seed, [])
+            server = idle.pop() if idle else None
+        server = server or self._start(seed)
+        folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-", dir=self.work))
+        try:
+            space = Workspace.make(folder, self.workdir, self.script, source, self.files)
+            path = space.script_for(self.workdir, self.script)
+            # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
+            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR),
+                   "JAX_COMPILATION_CACHE_DIR": str(folder / "cache")}
+            answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
+                                 "cache": str(folder / "cache"), "log": str(folder / "run.log"),
+                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s},
+                                self.timeout_s) if server.ready else None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if answer is None:
+            # Unwell (it did not start, died, or went silent): every later candidate runs fresh, rather than each
+            # paying for another server's `import jax`.
+            server.close()
+            self.enabled = False
+            return Screened()
+        with self._lock:
+            self._idle[seed].append(server)
+        if answer["timed_out"]:
+            # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
+            return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
+        if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
+            return Screened(rejected=answer["error"])
+        return Screened(finished=answer["exit"] == 0 and not answer["timed_out"])
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._all, self._idle = self._all, [], {}
+        for server in servers:
+            server.close()
