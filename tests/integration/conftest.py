@@ -4,6 +4,7 @@ one marked `docker` or `slurm` keeps that marker (`-m docker`, `-m slurm` select
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -25,6 +26,10 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path.name != FIRST)  # stable: each file's own order is kept
 
 
+# Slurm's node state on the way between two jobs: the node is up and takes the next job once done.
+TRANSIENT_NODE_STATES = frozenset({"completing"})
+
+
 def _slurm_missing(reason: str):
     if os.environ.get("HARNESS_REQUIRE_SLURM") == "1":
         pytest.fail(f"HARNESS_REQUIRE_SLURM=1 but {reason}")
@@ -37,7 +42,15 @@ def slurm_cluster():
     set by .ci/run, so CI cannot pass by skipping): the slurm tests use it."""
     if not shutil.which("sbatch"):
         _slurm_missing("no Slurm commands here: make a one-node cluster with .ci/install-slurm.sh")
-    done = subprocess.run(["sinfo", "--noheader", "--format=%T"], capture_output=True, text=True)
-    if done.returncode != 0 or not {"idle", "mixed", "allocated"} & set(done.stdout.split()):
+    # A node finishing the job another test cancelled is `completing` for a few seconds (seen in a fresh clone's
+    # .ci/run): it is up, and takes the next job once done, so wait for it rather than call the cluster down.
+    deadline = time.monotonic() + 120
+    while True:
+        done = subprocess.run(["sinfo", "--noheader", "--format=%T"], capture_output=True, text=True)
+        states = set(done.stdout.split())
+        if done.returncode != 0 or not states & TRANSIENT_NODE_STATES or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    if done.returncode != 0 or not {"idle", "mixed", "allocated"} & states:
         _slurm_missing(f"no Slurm node is up ({(done.stderr or done.stdout).strip() or 'sinfo said nothing'}): "
                        "run .ci/install-slurm.sh")
