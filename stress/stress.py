@@ -935,7 +935,7 @@ def case_reduce_empty_key(h: Harness) -> tuple[bool, str]:
 
 def case_links_in_report(h: Harness) -> tuple[bool, str]:
     """A results file's URL, `www.` address and e-mail address: no link in report.md as GitHub renders it."""
-    from markdown_it import MarkdownIt
+    from tests.helpers import github_html
 
     folder = h.root / "linked-results"
     shutil.copytree(REPO / "tests" / "fixtures" / "smoke-run", folder)
@@ -944,9 +944,7 @@ def case_links_in_report(h: Harness) -> tuple[bool, str]:
     data["cells"][0]["reason"] = "see https://evil.example/pay, www.evil.example and phish@evil.example"
     (folder / "results.json").write_text(json.dumps(data))
     code, _, err = h.run("report", str(folder), timeout=120)
-    renderer = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
-    renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
-    links = renderer.render((folder / "report.md").read_text()).count("<a ") if code == 0 else -1
+    links = github_html((folder / "report.md").read_text()).count("<a ") if code == 0 else -1
     return code == 0 and links == 0, f"exit {code}, {links} link(s) on GitHub {err.strip()[-60:]}"
 
 

@@ -124,3 +124,13 @@ CHECK_STEP = "Check the persistent cache, release by release"
 def run_harness(*argv: str, timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout, env=env)
+
+
+def github_html(markdown: str) -> str:
+    """Markdown as GitHub shows it, autolinks included: CommonMark, tables, and GFM's extended autolinks
+    (a scheme's URL, `www.`, an e-mail address; a bare domain is no link on GitHub, so none here)."""
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
+    renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
+    return renderer.render(markdown)

@@ -26,7 +26,7 @@ from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.document import ResultsDocument
 from harness.output.writer import ResultsWriter
-from tests.helpers import outside_fences, unescaped_pipes
+from tests.helpers import github_html, outside_fences, unescaped_pipes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEEDS_0428 = [1440121757, 544140846, 3145866091, 2410376231]  # the real run's seeds, 4 distinct jit_f keys
@@ -536,16 +536,6 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
         assert "ask @\u200bsomeone, see jax-ml/jax#\u200b25768 and #\u200b7" in text
     assert report.splitlines()[0].startswith("# smoke for @\u200boctocat (#\u200b123): ")
     assert f"\n{named}\n" in report  # the listing's fence shows the name as it is
-
-
-def github_html(markdown: str) -> str:
-    """report.md as GitHub shows it, autolinks included: CommonMark, tables, and GFM's extended autolinks
-    (a scheme's URL, `www.`, an e-mail address; a bare domain is no link on GitHub, so none here)."""
-    from markdown_it import MarkdownIt
-
-    renderer = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
-    renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
-    return renderer.render(markdown)
 
 
 AUTOLINKED = "see https://evil.example/pay?to=me, www.evil.example and phish@evil.example"
