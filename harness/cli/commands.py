@@ -298,8 +298,13 @@ def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
-    found = service.bisect(given.config, from_given(service.BisectOptions, given),
-                           _progress(given.quiet))
+    options = from_given(service.BisectOptions, given)
+    if option_checks.names_a_program(given.config, given.module):  # train.py or -m MODULE: as check runs it
+        check = _script_check(given, script=given.config)
+        found = service.bisect_program(check, options, _progress(given.quiet))
+    else:
+        option_checks.check_program_options_need_a_program(given)  # --with, --env, ... are a script's
+        found = service.bisect(given.config, options, _progress(given.quiet))
     if found.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
               f"resume with: {found.command}", file=sys.stderr)

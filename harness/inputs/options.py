@@ -250,6 +250,10 @@ RESUMABLE = _commands("run", "check")
 # harness reduce measures a script as check does, on one release (and a good one), without shards.
 MEASURING = SWEEPING | {"reduce"}
 SCRIPTED = _commands("check", "reduce")  # the commands that run a user's script
+# The commands that take check's program options (how the program runs: --env, --cwd, --device-count,
+# --platform, --timeout; what it needs: --with, --requirements, --with-editable; its `-- ARGS`): one set, so an
+# option added for the program (check's) is bisect's too. bisect takes a script in place of its config.
+PROGRAM = SCRIPTED | {"bisect"}
 CONFIGURED = MEASURING - SCRIPTED  # the measuring commands that read a config
 # What a CI reads of the cells (--junit-xml, --fail-on; docs/ci.md): of a sweep, or of the shards merged
 # (submit: with --wait, once the merge job has ended).
@@ -261,11 +265,15 @@ DEBIAN_RELEASES = ("bookworm", "trixie")
 OPTIONS: tuple[Option, ...] = (
     Option("config", (), "the config (YAML): the repro, versions, meshes, platform, runs; or a shipped one by "
            "name (shard_map_grad, smoke, releases, nightly, gpu_local)",
-           _commands("run", "versions", "nightly", "bisect", "submit"), type=Path, example=("configs/smoke.yaml",)),
+           _commands("run", "versions", "nightly", "submit"), type=Path, example=("configs/smoke.yaml",)),
+    # bisect's: a config, or the user's program as check takes it (SCRIPT or -m MODULE, check's options, `-- ARGS`).
+    Option("config", (), "the config (YAML) or a shipped one by name; or your script (*.py; or -m MODULE), run "
+           "as `harness check` runs it, with check's options below and no config", _commands("bisect"), type=Path,
+           nargs="?", metavar="CONFIG|SCRIPT", example=("configs/smoke.yaml",)),
     Option("script", (), "the script (or -m MODULE); after `--`, its arguments", _commands("check"), type=Path,
            nargs="?", example=("train.py",)),
     # Right after the script it stands for, so every line spelled from here reads `harness check -m MODULE ...`.
-    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check"),
+    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check", "bisect"),
            Group.INPUT, metavar="MODULE", example=("mypkg.train",)),
     Option("script", (), "the script to reduce; after `--`, its arguments", _commands("reduce"), type=Path,
            example=("train.py",)),
@@ -327,28 +335,28 @@ OPTIONS: tuple[Option, ...] = (
            "config's python:, auto: each release in a Python this machine has)", _commands("versions"),
            Group.ENVIRONMENT, metavar="3.N", example=("3.12",)),
     Option("env", ("--env",), "a variable the script needs (repeatable); the harness's own cannot be overridden",
-           SCRIPTED, Group.SCRIPT, action="append", default=(), metavar="NAME=VALUE",
+           PROGRAM, Group.SCRIPT, action="append", default=(), metavar="NAME=VALUE",
            example=("MODEL=tiny",)),
     Option("cwd", ("--cwd",), "the folder each run starts in (default: the script's folder; for -m, the current "
-           "folder)", SCRIPTED, Group.SCRIPT, type=Path, example=("work dir",)),
-    Option("device_count", ("--device-count",), "devices each run sees (simulated on cpu)", SCRIPTED,
+           "folder)", PROGRAM, Group.SCRIPT, type=Path, example=("work dir",)),
+    Option("device_count", ("--device-count",), "devices each run sees (simulated on cpu)", PROGRAM,
            Group.SCRIPT, type=positive(1, MAX_DEVICES), default=8, example=("4",)),
-    Option("platform", ("--platform",), "where JAX computes", SCRIPTED, Group.SCRIPT, convert=Platform,
+    Option("platform", ("--platform",), "where JAX computes", PROGRAM, Group.SCRIPT, convert=Platform,
            choices=tuple(m.value for m in Platform), default=Platform.CPU, example=("cuda",)),
-    Option("timeout", ("--timeout",), "seconds per run", SCRIPTED, Group.SCRIPT, type=seconds,
+    Option("timeout", ("--timeout",), "seconds per run", PROGRAM, Group.SCRIPT, type=seconds,
            metavar="SECONDS", default=300.0, example=("60.0",)),
     Option("with_requirements", ("--with",), "a requirement the script needs besides jax (repeatable, as "
            "`uv run --with`), installed with each release as of its date; added to the script's inline metadata; "
            "a folder's path (`--with .`, `./mypkg`) is your own package, as --with-editable PATH",
-           SCRIPTED, Group.SCRIPT, action="append", default=(), metavar="REQ", example=("flax",)),
+           PROGRAM, Group.SCRIPT, action="append", default=(), metavar="REQ", example=("flax",)),
     Option("requirements_files", ("--requirements",), "a requirements file (as `pip -r`; repeatable); its "
            "`-e PATH` lines are your own package, as --with-editable PATH",
-           SCRIPTED, Group.SCRIPT, action="append", default=(), type=Path, metavar="FILE",
+           PROGRAM, Group.SCRIPT, action="append", default=(), type=Path, metavar="FILE",
            example=("requirements.txt",)),
     Option("with_editable", ("--with-editable",), "your own package's folder (repeatable, as `uv run "
            "--with-editable`), installed editable into each release's venv in the same resolution as jax, its "
            "dependencies as of the release's date (a pin that contradicts the release: that cell's error)",
-           SCRIPTED, Group.SCRIPT, action="append", default=(), type=Path, metavar="PATH", identity=True,
+           PROGRAM, Group.SCRIPT, action="append", default=(), type=Path, metavar="PATH", identity=True,
            example=("mypkg",)),
     Option("index_url", ("--index-url",), "the package index for the releases' environments and the release "
            "list (default: UV_DEFAULT_INDEX, UV_INDEX_URL or PIP_INDEX_URL, else PyPI); a mirror's simple API "
@@ -432,7 +440,7 @@ OPTIONS: tuple[Option, ...] = (
            Group.NIGHTLY, type=seconds, metavar="SECONDS", example=("5.0",)),
     Option("resume", ("--resume",), "continue an interrupted reduction in its folder (Ctrl-C prints the command)",
            _commands("reduce"), Group.RESULTS, type=Path, metavar="REDUCE_DIR", example=("results/reduce",)),
-    Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", SCRIPTED,
+    Option(SCRIPT_ARGS, ("--",), "everything after `--` goes to the script untouched", PROGRAM,
            Group.SCRIPT, default=(), example=("--steps", "1"), kind=tuple[str, ...]),
     Option("seed", ("--seed",), "the hash seed of each release's run (the same on both machines)",
            _commands("fingerprint"), Group.MEASURE, type=positive(0, 2**32 - 1), default=1, metavar="N",

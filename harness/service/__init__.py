@@ -13,7 +13,7 @@ Each command returns what it produced and prints nothing but progress: the CLI s
 """
 
 from harness.inputs.options import DEFAULT_RESULTS
-from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command
+from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command, bisect_program
 from harness.service.fingerprinting import diff_files, fingerprint
 from harness.service.fingerprinting import read as read_fingerprint
 from harness.service.measurement import version_entries
@@ -32,6 +32,6 @@ __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PA
            "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
            "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
-           "SweepOutcome", "base_image", "bisect", "bisect_command", "check_config", "with_script_packages", "compare_folders",
+           "SweepOutcome", "base_image", "bisect", "bisect_command", "bisect_program", "check_config", "with_script_packages", "compare_folders",
            "init_config", "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

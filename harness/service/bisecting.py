@@ -23,7 +23,8 @@ from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
-from harness.service.options import BisectOptions
+from harness.service.options import BisectOptions, ScriptCheck
+from harness.service.sweeping import check_config, with_script_packages
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
 from harness.output.writer import ResultsWriter
@@ -32,7 +33,7 @@ from harness.output.writer import ResultsWriter
 BISECT_SPELLED = ("seeds", "backend", "out")
 
 
-def bisect_command(config_path: Path, options: BisectOptions) -> str:
+def bisect_command(config_path: Path | None, options: BisectOptions) -> str:
     """The command that reproduces (and resumes) this bisection: every option it was given (endpoints as
     resolved), spelled by the options' one declaration."""
     given = options.given or Given("bisect", {})
@@ -71,9 +72,29 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
 
 
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
-    """`harness bisect`: the releases (then, with a jax repository, the commits) where a regression
+    """`harness bisect CONFIG`: the releases (then, with a jax repository, the commits) where a regression
     appears and where it is fixed; resumable from its state."""
-    config = load_config(config_path)
+    return _bisect(load_config(config_path), config_path, options, progress)
+
+
+def bisect_program(check: ScriptCheck, options: BisectOptions, progress: Progress) -> BisectOutcome:
+    """`harness bisect SCRIPT` (or `-m MODULE`) with check's program options and no config: the program's
+    config as `harness check` makes it (sweeping.check_config: its --with, PEP 723 and requirements, --env,
+    --cwd, arguments), its releases --versions (or the range from --good to --bad)."""
+    if not check.versions:
+        if options.good is None or options.bad is None:
+            raise UserError("bisect: a script has no config to name its releases: give them with --versions "
+                            "(e.g. --versions '>=0.4.26,<=0.4.31') or --good V --bad V")
+        check = replace(check, versions=(f">={options.good},<={options.bad}",))
+    config = check_config(check)
+    config = replace(config, name=config.name.removeprefix("check-"))  # bisect-train-<key>, not bisect-check-...
+    options = with_script_packages(options, check.script_run)  # --with . is --with-editable .
+    return _bisect(config, check.script, options, progress)
+
+
+def _bisect(config: Config, config_path: Path | None, options: BisectOptions, progress: Progress) -> BisectOutcome:
+    """A bisection of `config` (a loaded config file, or a program's: `config_path` is then its script, or
+    None for -m MODULE; the command line says it again as given)."""
     check_bisect(options)
     # Checked now, not after the release bisection has been measured and written.
     repo = GitRepo(options.jax_repo) if options.jax_repo is not None else None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.core.model import BackendName
+from harness.inputs.options import PROGRAM, SCRIPT_ARGS, Given, Group, options_for
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
 from harness.slurm.jobs import check_time, directive_problem
 
@@ -17,6 +18,30 @@ def check_script_or_module(command: str, script: Path | None, module: str | None
     """check: SCRIPT or -m MODULE, one of them."""
     if (script is None) == (module is None):
         raise UserError(f"{command}: name a script or -m MODULE (one of them)")
+
+
+# A program named where a command takes a config or a program (bisect): a Python file, or -m MODULE.
+PROGRAM_SUFFIXES = (".py",)
+
+
+def names_a_program(config: Path | None, module: str | None) -> bool:
+    """bisect: whether its CONFIG|SCRIPT argument is the user's program (a `.py` file, or -m MODULE), run as
+    `harness check` runs it, rather than a config (a YAML file or a shipped config's name). One of them must
+    be given, not both."""
+    if (config is None) == (module is None):
+        raise UserError("bisect: name a config, a script or -m MODULE (one of them)")
+    return module is not None or config.suffix in PROGRAM_SUFFIXES
+
+
+def check_program_options_need_a_program(given: Given) -> None:
+    """bisect CONFIG: the program options (--with, --env, --cwd, `-- ARGS`, ...: harness/inputs/options.py's
+    PROGRAM) are a script's; a config says the same with its own keys (requirements:, env:, args:, cwd:)."""
+    for opt in options_for(given.command):
+        if PROGRAM <= opt.commands and opt.group == Group.SCRIPT and opt.words(given.get(opt.dest, opt.default)):
+            flag = "-- ARGS" if opt.dest == SCRIPT_ARGS else max(opt.flags, key=len)
+            raise UserError(f"{flag}: a script's option (harness {given.command} train.py {flag} ...); a config "
+                            "says it with its own keys (requirements:, env:, args:, cwd:, device_count:, ...: "
+                            "docs/config.md)")
 
 
 def check_fingerprint_source(script: Path | None, module: str | None) -> None:

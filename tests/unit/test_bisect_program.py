@@ -1,0 +1,105 @@
+"""`harness bisect train.py` (issue 51.8): a script bisected as `harness check` runs it, with check's program
+options and no config. A fake backend (0.4.28 clean, 0.4.29 on: a new key per run) and a fake index: no venvs,
+no JAX, no network."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from harness import service
+from harness.cli import commands as cli
+from harness.environments import BackendChoice
+from harness.inputs.options import PROGRAM, SCRIPTED, options_for
+from tests.fakes import INDEX, FakeBackend, ScriptedEnvironment
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    # 0.4.28 and before: one key in every run (clean); 0.4.29 and after: the key follows the seed (reproduced).
+    made = []
+
+    def environment(version):
+        made.append(ScriptedEnvironment((lambda seed: 1) if version <= "0.4.28" else (lambda seed: seed + 2)))
+        return made[-1]
+
+    fake = FakeBackend(default=environment)
+    fake.environments = made
+    monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
+    monkeypatch.setattr(service.measurement, "make_backend", lambda name, options: BackendChoice(fake, "test"))
+    return fake
+
+
+def bisect(argv, capsys):
+    code = cli.main(["bisect", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bisect_takes_every_program_option_check_takes():
+    """One set of program options (harness/inputs/options.py's PROGRAM): what check's program takes, bisect
+    takes, so an option added there for check's program is bisect's too."""
+    program = {o.dest for o in options_for("check") if SCRIPTED <= o.commands}
+    assert program <= {o.dest for o in options_for("bisect")}
+    assert "bisect" in PROGRAM and "module" in {o.dest for o in options_for("bisect")}
+
+
+def test_a_script_is_bisected_with_its_options_and_no_config(backend, tmp_path, capsys, write):
+    script = write("train.py", "print('hello')\n")
+    out_dir = tmp_path / "out dir"
+    argv = [str(script), "--versions", ">=0.4.26,<=0.4.31", "--env", "MODEL=tiny", "--device-count", "4",
+            "--seeds", "random", "--runs", "3", "--out", str(out_dir), "-q", "--", "--steps", "1"]
+    code, out, err = bisect(argv, capsys)
+    assert code == 0, err
+    assert "regression appears in 0.4.29 (last clean 0.4.28)" in out
+    [folder] = out_dir.iterdir()
+    assert folder.name.startswith("bisect-train-")
+    data = json.loads((folder / "results.json").read_text())
+    assert data["config"]["repro"] == str(script.resolve())
+    assert data["config"]["args"] == ["--steps", "1"] and data["config"]["env"] == {"MODEL": "tiny"}
+    assert {c["device_count"] for c in data["cells"]} == {4}
+    assert data["options"]["runs"] == 3
+    # Each run got the script's arguments and variables, as check gives them.
+    [(args, env), *_] = backend.environments[0].calls
+    assert args[-2:] == ["--steps", "1"] and env["MODEL"] == "tiny"
+    # The line that reproduces it is the script's, with its options, and resumes the same bisection.
+    line = out.strip().splitlines()[-1].removeprefix("Reproduce with: ")
+    words = shlex.split(line)
+    assert words[:3] == ["harness", "bisect", str(script)]
+    assert words[words.index("--env") + 1] == "MODEL=tiny" and words[-3:] == ["--", "--steps", "1"]
+    code, again, _ = bisect(words[2:], capsys)
+    assert code == 0 and "regression appears in 0.4.29 (last clean 0.4.28)" in again
+    assert [p.name for p in out_dir.iterdir()] == [folder.name]  # the same state, replayed
+
+
+def test_a_script_without_versions_is_searched_between_good_and_bad(backend, tmp_path, capsys, write):
+    script = write("step.py", "print('hello')\n")
+    code, out, err = bisect([str(script), "--good", "0.4.26", "--bad", "0.4.31", "--seeds", "random", "--runs", "2",
+                             "--out", str(tmp_path / "out"), "-q"], capsys)
+    assert code == 0, err
+    assert "regression appears in 0.4.29 (last clean 0.4.28)" in out
+
+
+def test_a_script_needs_its_releases(backend, tmp_path, capsys, write):
+    script = write("step.py", "print('hello')\n")
+    code, _, err = bisect([str(script), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "give them with --versions" in err
+    assert backend.prepared == []
+
+
+@pytest.mark.parametrize("flag", [["--with", "optax"], ["--env", "A=1"], ["--device-count", "2"], ["--", "--steps"]])
+def test_a_config_refuses_a_scripts_options(backend, tmp_path, capsys, write, flag):
+    config = write("c.yaml", "name: c\nrepro: shard_map_grad\njax_versions: ['0.4.28', '0.4.29']\n"
+                             "meshes:\n  - {shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}\n")
+    code, _, err = bisect([str(config), "--out", str(tmp_path / "out"), *flag], capsys)
+    assert code == 2 and "a script's option" in err and err.count("\n") == 1, err
+    assert backend.prepared == []
+
+
+def test_neither_or_both_of_a_script_and_a_module_is_refused(backend, tmp_path, capsys, write):
+    script = write("step.py", "print('hello')\n")
+    for argv in ([], [str(script), "-m", "pkg.train"]):
+        code, _, err = bisect([*argv, "--out", str(tmp_path / "out")], capsys)
+        assert code == 2 and "name a config, a script or -m MODULE" in err
