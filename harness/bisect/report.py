@@ -14,6 +14,7 @@ from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 from harness.core.model import Verdict
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.verdicts.failure import outside_jax
+from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 
 
 def _num(x: float) -> str:
@@ -24,11 +25,14 @@ def _bound(row: Row) -> str:
     return bound_label(row.miss_bound, row.miss_bound_other)
 
 
-def release_table(outcome: Outcome, fmt: str = "github") -> str:
-    rows = [[i, r.point, r.role, r.verdict, r.runs, _bound(r), r.detail[:70]]
+def release_table(outcome: Outcome, fmt: str = "github", packages: ProgramPackages = ProgramPackages()) -> str:
+    """One row per release tested; a `packages` column where the program's own packages differ between them."""
+    varying = packages.varying()
+    rows = [[i, r.point, r.role, r.verdict, r.runs, _bound(r),
+             *([packages.release_column(r.point)] if varying else []), r.detail[:70]]
             for i, r in enumerate(outcome.release_rows, start=1)]
-    return tabulate(rows, headers=["#", "jax", "tested as", "verdict", "runs", "miss bound", "detail"],
-                    tablefmt=fmt)
+    return tabulate(rows, headers=["#", "jax", "tested as", "verdict", "runs", "miss bound",
+                                   *([PACKAGES_HEADER] if varying else []), "detail"], tablefmt=fmt)
 
 
 def commit_table(search: CommitSearch, fmt: str = "github") -> str:
@@ -66,12 +70,14 @@ def _what_failed(detail: str) -> str:
     return found.group("why") if found else detail
 
 
-def boundaries_line(outcome: Outcome) -> str:
+def boundaries_line(outcome: Outcome, packages: ProgramPackages = ProgramPackages()) -> str:
+    """`packages`: the program's own packages per release, named where they change at a boundary."""
     s = outcome.releases
     if s.problem:  # what failed outside JAX first: it is often why nothing could be tested
         return "; ".join([*release_boundaries(outcome).outside_jax_phrases(), f"cannot bisect: {s.problem}"])
     # The releases stepped around between a boundary's two are in it (`with 0.4.32-0.5.2 failing`).
-    return release_boundaries(outcome).line()
+    found = release_boundaries(outcome)
+    return line_with_packages(lambda also: found.line(also=also), packages)
 
 
 def commit_line(search: CommitSearch) -> str:
@@ -110,8 +116,8 @@ def confidence_line(outcome: Outcome) -> str:
             f"<= {_num(other)} ({runs_note})")
 
 
-def text(outcome: Outcome, command: str, fmt: str = "github") -> str:
-    parts = [release_table(outcome, fmt), "", boundaries_line(outcome)]
+def text(outcome: Outcome, command: str, fmt: str = "github", packages: ProgramPackages = ProgramPackages()) -> str:
+    parts = [release_table(outcome, fmt, packages), "", boundaries_line(outcome, packages)]
     for search in outcome.commits:
         if search.rows:
             parts += ["", commit_table(search, fmt)]

@@ -14,6 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness.verdicts.boundaries import Boundaries, release_boundaries
+from harness.verdicts.program_packages import ProgramPackages, line_with_packages
 from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
@@ -236,7 +237,9 @@ def summary_of(header: ResultsHeader, cells: list[CellResult], boundaries: Bound
     the releases between those measured (a boundary across unmeasured ones is told as a range) and the
     command that narrows it. `boundaries`: the cells' release_boundaries with the header's releases, when
     made already."""
-    return (boundaries or release_boundaries(cells, header.releases)).line(narrowing(header))
+    found = boundaries or release_boundaries(cells, header.releases)
+    packages = ProgramPackages.of(cells, header.config.requirements or ())
+    return line_with_packages(lambda also: found.line(narrowing(header), also), packages)
 
 
 def shell_comment(text: str) -> str:

@@ -11,6 +11,7 @@ from harness.core import markdown
 from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.phrases import unserved_module
+from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
@@ -119,6 +120,8 @@ def weak_bounds_sentence(cells: list[CellResult]) -> str:
 def rows(cells: list[CellResult]) -> list[list[Any]]:
     out = []
     with_vary, with_moved = varied(cells), moved(cells)
+    packages = ProgramPackages.of(cells)  # the column only where the program's packages differ between cells
+    with_packages = bool(packages.varying())
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
         row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
@@ -127,6 +130,8 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
             row.insert(-1, vary_column(c.variation))
         if with_moved:
             row.insert(-1, moved_folder_column(c.moved_folder))
+        if with_packages:
+            row.insert(-1, packages.column(c))
         out.append(row)
     return out
 
@@ -149,7 +154,8 @@ def render_markdown_table(cells: list[CellResult]) -> str:
 
 
 def _headers(cells: list[CellResult]) -> list[str]:
-    extra = [VARY_HEADER] * varied(cells) + [MOVED_FOLDER] * moved(cells)
+    extra = ([VARY_HEADER] * varied(cells) + [MOVED_FOLDER] * moved(cells)
+             + [PACKAGES_HEADER] * bool(ProgramPackages.of(cells).varying()))
     return [*HEADERS[:-1], *extra, HEADERS[-1]]
 
 
@@ -157,7 +163,10 @@ def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> s
     """The summary line: the boundaries' (`boundary_line`, as the results header knows them: harness/report/
     reproduce.py's summary_of; without it, of the cells alone, the releases between them on the index not
     known), then what weak miss bounds leave open."""
-    line = boundary_line if boundary_line is not None else release_boundaries(cells).line()
+    if boundary_line is None:  # the cells alone: their environments say what the program asked for
+        found = release_boundaries(cells)
+        boundary_line = line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
+    line = boundary_line
     return "; ".join(part for part in (line, weak_bounds_sentence(cells)) if part)
 
 

@@ -24,6 +24,7 @@ from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
 from harness.service.options import BisectOptions, ScriptCheck
+from harness.verdicts.program_packages import ProgramPackages
 from harness.service.sweeping import check_config, with_script_packages
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
@@ -129,6 +130,8 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
                               if found.releases.problem is None else RunStatus.PROBLEM)
     text = ""
     if outcome is not None:
-        text = bisect_report.text(outcome, command)
+        # The program's own packages per release (--with, PEP 723, requirements:), named at a boundary they share.
+        packages = ProgramPackages.of(writer.cells, config.requirements.items)
+        text = bisect_report.text(outcome, command, packages=packages)
         write_atomic(folder / BISECT_REPORT_FILE, text + "\n")
     return BisectOutcome(folder, status, command, state.path, len(state.points), outcome, text)

@@ -70,6 +70,13 @@ def _span(versions: Sequence[str]) -> str:
 # (the measured release before a gap, the one after it) -> the command that measures the gap (the options
 # registry spells it, above this layer: harness/report/reproduce.py's `narrowing`).
 Narrowing = Callable[[str, str], str]
+# (a boundary's last release before it, its first after it) -> what else changed between them, said after the
+# boundary (`, where optax also changed 0.2.3 -> 0.2.8 here ...`), or "".
+Also = Callable[[str | None, str | None], str]
+
+
+def _nothing_else(low: str | None, high: str | None) -> str:
+    return ""
 
 
 @dataclass(frozen=True)
@@ -166,9 +173,12 @@ class Boundaries(Record):
     def _fails_phrase(self, failing: FailedRelease) -> str:
         return f"the program fails from {failing.version} ({failing.reason})"
 
-    def line(self, narrowing: Narrowing | None = None) -> str:
+    def line(self, narrowing: Narrowing | None = None, also: Also | None = None) -> str:
         """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
-        unmeasured (without it the gap is still said, with no command)."""
+        unmeasured (without it the gap is still said, with no command). `also`: what else changed between a
+        boundary's two releases, said right after it (harness/verdicts/program_packages.py: the program's own
+        packages)."""
+        also = also or _nothing_else
         outside = self.outside_jax_phrases()  # a dependency's failure first: it is no finding about JAX
         if self.unmeasured is not None:  # no "not reproduced": nothing was
             cells, why = self.unmeasured
@@ -208,6 +218,8 @@ class Boundaries(Record):
             else:
                 text = (f"regression present from the first measured release, {self.appears_in} "
                         "(no clean release before it)")
+            if self.last_clean_before:
+                text += also(self.last_clean_before, self.appears_in)
             fixed_gap = self._gap(self.last_reproduced_before_fix, self.fixed_in, narrowing) if self.fixed_in else ""
             if fixed_gap:
                 text += f"; fixed after {self.last_reproduced_before_fix}, by {self.fixed_in}{fixed_gap}"
@@ -215,6 +227,8 @@ class Boundaries(Record):
                 text += f"; fixed in {self.fixed_in}"
             elif failing is None:
                 text += "; not fixed in this range"
+            if self.fixed_in:
+                text += also(self.last_reproduced_before_fix, self.fixed_in)
         if self.reproduced_from is not None and not self.fixed_in and failing is not None:
             # A regression that ends in a failure is not fixed: the program stopped running.
             text += (f"; reproduced through {self.measured[-1]}; {self._fails_phrase(failing)}, "
