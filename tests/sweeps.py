@@ -27,7 +27,9 @@ def sweep(argv: Sequence[str], out: Path, capsys, expect: int | None = 0, quiet:
     `harness check` gives by default, 1 where a cell is reproduced or error (it failed, as a test does), else 0."""
     if argv[0] == "check" and expect == 0:
         expect = None  # a check passes or fails by its cells (its own rule, checked below)
-    code = cli.main([*argv, "--out", str(out), *(["--quiet"] if quiet else [])])
+    argv = list(argv)
+    at = argv.index("--") if "--" in argv else len(argv)  # the program's own arguments stay last
+    code = cli.main([*argv[:at], "--out", str(out), *(["--quiet"] if quiet else []), *argv[at:]])
     printed, err = capsys.readouterr()
     if expect is not None:
         assert code == expect, err
