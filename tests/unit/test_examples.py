@@ -22,6 +22,7 @@ from harness.cli import commands as cli
 from harness.inputs import options
 from harness.inputs.config import config_file, load_config
 from harness.inputs.options import COMMAND_NAMES, parse
+from harness.service.option_checks import names_a_program
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker" / "README.md"]
@@ -86,11 +87,13 @@ def test_every_example_parses_and_names_what_a_user_has(where, line, monkeypatch
         assert done.value.code == 0
         return
     given, _ = parse(argv)  # a usage error exits 2 here, naming the flag
-    if "config" in given.values and str(given["config"]) not in USER_CONFIGS:
+    script = given.get("script")
+    if given.command == "bisect" and names_a_program(given["config"], given["module"]):  # bisect train.py
+        script, given = given["config"], given.with_values(config=None)
+    if given.get("config") is not None and str(given["config"]) not in USER_CONFIGS:
         path = config_file(given["config"])
         assert path.is_file(), f"{where}: {line}: no config {given['config']} (shipped: a name, or a checkout file)"
         load_config(path)
-    script = given.get("script")
     if given.command != "fingerprint" or script is None or script.suffix == ".py":
         if script is not None and not (ROOT / script).exists():
             assert script.name in USER_SCRIPTS, f"{where}: {line}: {script} is not in the checkout"
