@@ -103,3 +103,16 @@ def test_neither_or_both_of_a_script_and_a_module_is_refused(backend, tmp_path, 
     for argv in ([], [str(script), "-m", "pkg.train"]):
         code, _, err = bisect([*argv, "--out", str(tmp_path / "out")], capsys)
         assert code == 2 and "name a config, a script or -m MODULE" in err
+
+
+def test_a_module_is_bisected_in_its_folder(backend, tmp_path, capsys, write):
+    write("proj/mypkg/__init__.py", "")
+    write("proj/mypkg/train.py", "print('hello')\n")
+    code, out, err = bisect(["-m", "mypkg.train", "--cwd", str(tmp_path / "proj"), "--versions", ">=0.4.27,<=0.4.29",
+                             "--seeds", "random", "--runs", "2", "--out", str(tmp_path / "out"), "-q"], capsys)
+    assert code == 0, err
+    assert "regression appears in 0.4.29 (last clean 0.4.28)" in out
+    assert "Reproduce with: harness bisect -m mypkg.train --versions" in out
+    [folder] = (tmp_path / "out").iterdir()
+    data = json.loads((folder / "results.json").read_text())
+    assert data["config"]["module"] == "mypkg.train" and data["config"]["cwd"] == str(tmp_path / "proj")
