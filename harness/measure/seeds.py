@@ -33,7 +33,8 @@ from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
 from harness.core.ir_names import lowered_orders, name_groups
-from harness.core.model import CellResult, CellSpec, Program, Verdict
+from harness.core.model import CellResult, CellSpec, Program
+from harness.verdicts.finish import with_plan
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
@@ -331,10 +332,9 @@ class Reseeder:
 
 
 def record_plan(cell: CellResult, plan: SeedPlan) -> None:
-    """Put the seeds and the miss bounds into the cell. The bounds speak only for a clean verdict:
-    a reproduced cell is certain, an error or unsupported cell says nothing."""
-    cell.seeds = plan
-    cell.miss_bounds = plan.bounds if cell.verdict == Verdict.CLEAN else None
+    """Put the seeds and the miss bounds into a cell made elsewhere (a measured cell has them from
+    `finish_cell`, given the plan): `harness.verdicts.finish.with_plan`."""
+    with_plan(cell, plan)
 
 
 def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
