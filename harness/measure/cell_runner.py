@@ -149,7 +149,7 @@ class OpenCell:
     checks: list[QueuedRun] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
-    reseed: Reseed | None = None  # a user script's: its later seeds, chosen as its runs end
+    reseed: Reseed | None = None  # its later seeds, chosen from what its runs lowered as they end
     started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
 

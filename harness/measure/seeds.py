@@ -11,10 +11,12 @@ two of the runs with certainty, and a cell stops as soon as it does.
 A user's script names no mesh: its first run's seed is random, and the sets come from the module it
 lowered (`harness.core.ir_names`: names quoted together, e.g. a shard_map's mesh axis names); the runs after it
 get seeds chosen so that, with the first run's, every pair of names of each set is seen in both orders
-(`SeedPlanner.reseeder`, called by the runner once run 1 is done).
+(`SeedPlanner.reseeder`, called by the runner once run 1 is done). Whatever the probe predicted, the orders a
+cell claims to have covered are those its runs lowered, read back after each run (a script's IR dump, the
+module the built-in repro prints in its log: `OrderObserver`), and the next seeds go to orders not seen yet.
 
-Pure, except `SeedPlanner.probe`, `run_probe` and `names_in_dump`, which run the probe script in an
-Environment and read a run's IR dump.
+Pure, except `SeedPlanner.probe`, `run_probe`, `names_in_dump`, `dump_texts` and `lowered_in_log`, which run the
+probe script in an Environment and read a run's IR dump or log.
 """
 
 from __future__ import annotations
