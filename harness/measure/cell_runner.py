@@ -30,7 +30,7 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
 from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.measure.run_logs import read_jax_log, with_log_detail
-from harness.verdicts.finish import Measured, ScriptRun, finish_cell
+from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import read_record, sets_own_folder
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
@@ -173,9 +173,10 @@ class OpenCell:
                 problem = group_problem(runner.environment, spec, log_dir, runner.timeout_s)
             except GroupUnsupported as exc:
                 problem = str(exc)
-            if problem:
-                return CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
-                                  environment=runner.environment.describe())
+            if problem:  # measured nothing: the plan it would have run is still said
+                unsupported = CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
+                                         environment=runner.environment.describe())
+                return with_plan(unsupported, plan) if plan is not None else unsupported
             # Every process gets the folder from JAX_COMPILATION_CACHE_DIR (a folder the script sets in
             # code is redirected there by the hook): one way for all of a job's processes.
             folder = FolderMode.ENVIRONMENT

@@ -66,3 +66,17 @@ def test_a_script_s_command_and_folder_then_its_seed_check_lead_the_reason():
     assert cell.command == "python s.py" and cell.cache_folder == FolderMode.ENVIRONMENT
     assert cell.cache_folder_why == "why" and cell.seed_check == check
     assert cell.reason.startswith("fails for some hash seeds")
+
+
+def test_a_job_the_environment_cannot_run_still_records_its_plan(tmp_path):
+    """As the sweep's record_plan did after the fact: an `unsupported` multi-process cell keeps the seeds
+    planned for it (no bound: it is not clean)."""
+    from harness.measure.cell_runner import CellRunner
+    from harness.measure.seeds import with_ranks
+    from tests.fakes import REPRO, ScriptedEnvironment
+
+    spec = CellSpec("0.4.28", Platform.CPU, 8, None, 2)
+    plan = with_ranks(random_plan(2), 2)
+    cell = CellRunner(ScriptedEnvironment(lambda seed: 1), REPRO, 10).run(spec, plan.launches(), tmp_path / "c",
+                                                                        tmp_path / "l", plan=plan)
+    assert cell.verdict == Verdict.UNSUPPORTED and cell.seeds is plan and cell.miss_bounds is None
