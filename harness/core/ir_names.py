@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 
+# Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
+HLO_BEGIN = "----- BEGIN LOWERED -----"
+HLO_END = "----- END LOWERED -----"
+
 MAX_NAMES = 8  # a "small" set: its pair orders are covered by a few seeds
 MAX_GROUPS = 12  # beyond this a module's names are not a few sets but a vocabulary
 _NAME = r"[A-Za-z_][A-Za-z0-9_]{0,31}"
@@ -52,3 +56,15 @@ def lowered_orders(texts: list[str], names: tuple[str, ...]) -> tuple[tuple[str,
             if wanted <= set(found):
                 out.append(tuple(n for n in dict.fromkeys(found) if n in wanted))
     return tuple(out)
+
+
+def extract_lowered(log_text: str) -> str | None:
+    """The module the built-in repro printed between its markers; None when it never got there."""
+    start = log_text.find(HLO_BEGIN)
+    if start < 0:
+        return None
+    start += len(HLO_BEGIN)
+    end = log_text.find(HLO_END, start)
+    if end < 0:
+        return None
+    return log_text[start:end].strip("\n") + "\n"

@@ -48,6 +48,11 @@ def ir_dump_dir(log_path: Path) -> Path:
     return log_path.with_suffix(".ir")
 
 
+def run_log(dump_dir: Path) -> Path:
+    """The run's log beside its IR dump folder (`ir_dump_dir`'s inverse)."""
+    return dump_dir.with_suffix(".log")
+
+
 def cache_record_path(log_path: Path) -> Path:
     """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
     return log_path.with_suffix(".cache.jsonl")

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from harness.verdicts.uncached import explain
 from harness.inputs.config import Repro
 from harness.environments import vary as varying
-from harness.verdicts.cost import cell_cost
 from harness.environments.base import Environment
+from harness.core.confidence import SeedPlan
 from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
 from harness.core.vary_factors import Factor, RunVariation
@@ -31,11 +30,12 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
 from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.measure.run_logs import read_jax_log, with_log_detail
-from harness.verdicts.script_settings import read_record, sets_own_folder, with_script_cache
-from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates, with_seed_check
+from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
+from harness.verdicts.script_settings import read_record, sets_own_folder
+from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
-from harness.verdicts.vary import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, verdict_with,
-                               why_not_varied, with_control)
+from harness.verdicts.vary import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
+                               with_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
@@ -54,9 +54,11 @@ Reseed = Callable[[int, int, Path, list[int], int], list[int]]
 
 @dataclass
 class CellRunner:
-    """Measures one cell. `measure_run` makes one run (a fresh process, the listing before and after);
-    `run` schedules them, one at a time or `jobs` at once, until the cell's `Tally` says stop; what is
-    decided from the records (the verdict, when to stop) is the tally's, not the scheduler's."""
+    """How a cell's runs are made (the environment, the program as its author runs it, the factors varied).
+    `run` measures one cell: its runs (`OpenCell.measure_run`, a fresh process each, the listing before and
+    after), one at a time or `jobs` at once, until the cell's `Tally` says stop; what is decided from the
+    records (the verdict, when to stop) is the tally's, and the finished cell `finish_cell`'s, not the
+    scheduler's."""
 
     environment: Environment
     repro: Repro
@@ -78,75 +80,35 @@ class CellRunner:
     def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
             give_up: Callable[[list[RunRecord]], bool] | None = None,
-            folder: FolderMode | None = None, reseed: Reseed | None = None) -> CellResult:
+            folder: FolderMode | None = None, reseed: Reseed | None = None,
+            plan: SeedPlan | None = None) -> CellResult:
         """Run once per seed (fewer if `stop_when_reproduced` and a later run brings a new key, or
         nothing can change). `folder`: how a user's script gets the cell's folder when that is known
         already (harness reduce: as the original got it); None: its first run tells. `reseed`: the seeds
-        after the first, chosen from what it lowered. After Ctrl-C the cell comes back `interrupted`, with
-        the runs that finished: the caller saves it, then stops."""
+        after the first, chosen from what it lowered. `plan`: the seed plan the seeds come from, recorded in
+        the cell with its miss bounds. After Ctrl-C the cell comes back `interrupted`, with the runs that
+        finished: the caller saves it, then stops."""
         results: list[CellResult] = []
         try:
             run_cells([lambda: OpenCell.open(self, spec, seeds, cache_dir, log_dir, results_root,
-                                             stop_when_reproduced, give_up, folder, reseed)], self.at_once,
+                                             stop_when_reproduced, give_up, folder, reseed, plan)], self.at_once,
                       results.append,
                       self.on_run)
         except KeyboardInterrupt:
             pass  # the cell came back interrupted
         return results[0]
 
-    def finish(self, spec: CellSpec, cell: CellResult, folder: FolderMode | None = None, folder_why: str = "",
-               seed_check: SeedCheck | None = None) -> CellResult:
-        """The measured cell with what the runner adds: a user script's command, its cache settings and
-        how its runs got the folder, why nothing was cached, what its own thresholds would not write,
-        whether its failures follow the hash seed, and what its misses cost in seconds (from the runs' JAX
-        logs)."""
-        cell.cost = cell_cost(cell.runs)
-        if not self.repro.builtin:
-            program = program_for(self.repro, spec, self.args, self.cwd)
-            cell.command = run_command(program, merge_user_env(process_env(spec, 1, self.thresholds), self.env),
-                                       self.env)
-            cell = replace(cell, cache_folder=folder, cache_folder_why=folder_why)
-        cell = explain(with_script_cache(cell, self.thresholds), tell_thresholds=not self.repro.builtin)
-        return with_seed_check(cell, seed_check) if seed_check is not None else cell
+    def program(self, spec: CellSpec) -> Program:
+        """The cell's program as its runs start it."""
+        return program_for(self.repro, spec, self.args, self.cwd)
 
-    def measure_group(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
-                    index: int, seeds: tuple[int, ...]) -> RunRecord:
-        """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
-        return measure_group(self.environment, program_for(self.repro, spec, self.args, self.cwd), spec, seeds,
-                           cache_dir, log_dir, results_root, index, self.timeout_s, self.env, self.thresholds,
-                           script=not self.repro.builtin)
-
-    def measure_run(self, spec: CellSpec, cache_dir: Path, log_dir: Path, results_root: Path | None,
-                    index: int, seed: int, folder: FolderMode = FolderMode.ENVIRONMENT,
-                    name: str | None = None, program: Program | None = None,
-                    variation: RunVariation | None = None) -> RunRecord:
-        """One run: a fresh process with its own hash seed, and the cache entries that appeared meanwhile.
-        `folder`: how a user's script gets the cell's folder; `name`: the log's, for a run outside the plan;
-        a factor's run (--vary) has its own `program` (moved) and `variation`."""
-        before = list_dir(cache_dir)
-        log = log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
-        env = process_env(spec, seed, self.thresholds if not self.repro.builtin else ThresholdMode.HARNESS)
-        record_file = cache_record_path(log)
-        if not self.repro.builtin:
-            env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
-            env.update(hook_env(record_file, self.thresholds, folder))
-            env = merge_user_env(env, self.env)
-        program = program or program_for(self.repro, spec, self.args, self.cwd)
-        if variation is None:
-            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s)
-        else:
-            outcome = self.environment.run(program, env, cache_dir, log, self.timeout_s, variation=variation)
-        added = sorted(list_dir(cache_dir) - before)
-        reason = outcome.reason
-        if not outcome.ok and not outcome.timed_out:
-            reason = with_log_detail(reason, log)
-        keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
-        return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
-                         duration_s=round(outcome.duration_s, 3), new_entries=added,
-                         timed_out=outcome.timed_out, reason=reason,
-                         log=str(log.relative_to(results_root) if results_root else log),
-                         script_cache=None if self.repro.builtin else read_record(record_file),
-                         keys=keys, log_note=note)
+    def script_run(self, spec: CellSpec, folder: FolderMode | None, folder_why: str) -> ScriptRun | None:
+        """A user script's command as its runs ran it, and how they got the folder; None for the built-in repro."""
+        if self.repro.builtin:
+            return None
+        command = run_command(self.program(spec), merge_user_env(process_env(spec, 1, self.thresholds), self.env),
+                              self.env)
+        return ScriptRun(command, folder, folder_why)
 
 
 def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
@@ -187,16 +149,18 @@ class OpenCell:
     checks: list[QueuedRun] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
-    reseed: Reseed | None = None  # a user script's: its later seeds, chosen as its runs end
+    reseed: Reseed | None = None  # its later seeds, chosen from what its runs lowered as they end
     started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
+    plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
              log_dir: Path, results_root: Path | None = None,
              stop_when_reproduced: bool = False, give_up: Callable[[list[RunRecord]], bool] | None = None,
-             folder: FolderMode | None = None, reseed: Reseed | None = None) -> OpenCell | CellResult:
+             folder: FolderMode | None = None, reseed: Reseed | None = None,
+             plan: SeedPlan | None = None) -> OpenCell | CellResult:
         """The cell ready to run; a multi-process cell whose environment cannot run such a job here is
-        `unsupported` at once, saying why. `give_up`, `folder` and `reseed`: see CellRunner.run."""
+        `unsupported` at once, saying why. `give_up`, `folder`, `reseed` and `plan`: see CellRunner.run."""
         launches = [s if isinstance(s, tuple) else (s,) for s in seeds]
         cache_dir, log_dir = cache_dir.resolve(), log_dir.resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -209,9 +173,10 @@ class OpenCell:
                 problem = group_problem(runner.environment, spec, log_dir, runner.timeout_s)
             except GroupUnsupported as exc:
                 problem = str(exc)
-            if problem:
-                return CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
-                                  environment=runner.environment.describe())
+            if problem:  # measured nothing: the plan it would have run is still said
+                unsupported = CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
+                                         environment=runner.environment.describe())
+                return with_plan(unsupported, plan) if plan is not None else unsupported
             # Every process gets the folder from JAX_COMPILATION_CACHE_DIR (a folder the script sets in
             # code is redirected there by the hook): one way for all of a job's processes.
             folder = FolderMode.ENVIRONMENT
@@ -219,7 +184,7 @@ class OpenCell:
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
-                   folder_why=folder_why, reseed=None if spec.is_multiprocess else reseed)
+                   folder_why=folder_why, reseed=None if spec.is_multiprocess else reseed, plan=plan)
 
     @property
     def slots(self) -> int:
@@ -278,16 +243,54 @@ class OpenCell:
         if queued.factor is not None or queued.control:
             return self.vary.measure(queued)
         if self.spec.is_multiprocess:
-            return self.runner.measure_group(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
-                                           queued.ranks)
+            return self.measure_group(queued)
         if queued.check is not None:
             return self._recheck(queued)
         if self.folder is None:
-            record = self._first_run(queued)
+            return self._first_run(queued)
+        return self.measure_run(queued, self.folder)
+
+    def measure_run(self, queued: QueuedRun, folder: FolderMode, cache_dir: Path | None = None,
+                    name: str | None = None, program: Program | None = None,
+                    variation: RunVariation | None = None) -> RunRecord:
+        """One run: a fresh process with `queued`'s index and hash seed, and the cache entries that appeared
+        meanwhile in `cache_dir` (default the cell's). `folder`: how a user's script gets that folder; `name`:
+        the log's, for a run outside the plan; a factor's run (--vary) has its own `program` and `variation`."""
+        runner, spec = self.runner, self.spec
+        cache_dir = cache_dir or self.cache_dir
+        index, seed = queued.index, queued.seed
+        before = list_dir(cache_dir)
+        log = self.log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
+        builtin = runner.repro.builtin
+        env = process_env(spec, seed, runner.thresholds if not builtin else ThresholdMode.HARNESS)
+        record_file = cache_record_path(log)
+        if not builtin:
+            env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
+            env.update(hook_env(record_file, runner.thresholds, folder))
+            env = merge_user_env(env, runner.env)
+        program = program or runner.program(spec)
+        if variation is None:
+            outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s)
         else:
-            record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
-                                             queued.seed, self.folder)
-        return record
+            outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s, variation=variation)
+        added = sorted(list_dir(cache_dir) - before)
+        reason = outcome.reason
+        if not outcome.ok and not outcome.timed_out:
+            reason = with_log_detail(reason, log)
+        keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
+        return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
+                         duration_s=round(outcome.duration_s, 3), new_entries=added,
+                         timed_out=outcome.timed_out, reason=reason,
+                         log=str(log.relative_to(self.results_root) if self.results_root else log),
+                         script_cache=None if builtin else read_record(record_file),
+                         keys=keys, log_note=note)
+
+    def measure_group(self, queued: QueuedRun) -> RunRecord:
+        """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
+        runner = self.runner
+        return measure_group(runner.environment, runner.program(self.spec), self.spec, queued.ranks, self.cache_dir,
+                             self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
+                             runner.thresholds, script=not runner.repro.builtin)
 
     def _reseed(self, record: RunRecord) -> None:
         """After each planned run, the seeds of the runs not started yet, chosen from what the runs so far
@@ -302,8 +305,7 @@ class OpenCell:
         the hook (as the script runs, its own order of things kept); when the script set no folder in
         code, it could not cache at all as written, so the run is redone with the folder from the
         environment (its first attempt's log kept beside, as `.no-folder.log`)."""
-        record = self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
-                                         queued.seed, FolderMode.HOOK)
+        record = self.measure_run(queued, FolderMode.HOOK)
         api = sets_own_folder(record.script_cache)
         if api is not None:
             self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
@@ -318,8 +320,7 @@ class OpenCell:
             remove_path(leftover)
         for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
             (self.cache_dir / name).unlink(missing_ok=True)
-        return self.runner.measure_run(self.spec, self.cache_dir, self.log_dir, self.results_root, queued.index,
-                                       queued.seed, self.folder)
+        return self.measure_run(queued, self.folder)
 
     def _recheck(self, queued: QueuedRun) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
@@ -327,9 +328,8 @@ class OpenCell:
         cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-check-{queued.seed}{again}")
         remove_path(cache)
         cache.mkdir(parents=True)
-        return self.runner.measure_run(self.spec, cache, self.log_dir, self.results_root, queued.index, queued.seed,
-                                       self.folder or FolderMode.ENVIRONMENT,
-                                       name=f"seed-check-run-{queued.index:02d}-seed-{queued.seed}{again}")
+        return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT, cache,
+                                name=f"seed-check-run-{queued.index:02d}-seed-{queued.seed}{again}")
 
     def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
@@ -352,21 +352,16 @@ class OpenCell:
         return None
 
     def result(self, interrupted: bool = False) -> CellResult:
-        cell = self.tally.cell(self.spec, sorted(list_dir(self.cache_dir)), self.runner.environment.describe(),
-                               interrupted)
-        if not interrupted and self._vary_phase() is not None:
-            phase = self.vary
-            if self.runner.vary:
-                cell.variation = phase.variation
-                cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, phase.variation)
-            cell.moved_folder = phase.moved_folder  # beside the verdict, which it never changes
-        elif self.vary is not None:  # interrupted while its factors ran: what was judged is kept
-            if self.runner.vary:
-                cell.variation = self.vary.variation
-                self.vary.variation.note = self.vary.variation.note or "interrupted before every factor was run"
-            cell.moved_folder = self.vary.moved_folder
-        return self.runner.finish(self.spec, cell, self.folder, self.folder_why,
-                                  None if interrupted else self.seed_check())
+        """The finished cell (`finish_cell`) from everything measured: the runs, and beside them --vary's
+        factors, the moved folder, the seed check and the plan."""
+        runner = self.runner
+        phase = self.vary if interrupted else self._vary_phase()  # interrupted while its factors ran: what was judged
+        return finish_cell(Measured(
+            self.spec, self.tally, sorted(list_dir(self.cache_dir)), runner.environment.describe(), interrupted,
+            thresholds=runner.thresholds, script=runner.script_run(self.spec, self.folder, self.folder_why),
+            variation=phase.variation if phase is not None and runner.vary else None,
+            moved_folder=phase.moved_folder if phase is not None else None,
+            seed_check=None if interrupted else self.seed_check(), plan=self.plan))
 
 
 @dataclass
@@ -441,10 +436,10 @@ class VaryPhase:
     def _run(self, queued: QueuedRun, prepared: varying.FactorRun | None) -> RunRecord:
         cell = self.cell
         name = self._name(queued)
-        return cell.runner.measure_run(cell.spec, prepared.cache_dir if prepared else cell.cache_dir, cell.log_dir,
-                                       cell.results_root, queued.index, queued.seed, cell.folder or FolderMode.ENVIRONMENT,
-                                       name=name, program=prepared.program if prepared else None,
-                                       variation=prepared.variation if prepared else None)
+        return cell.measure_run(queued, cell.folder or FolderMode.ENVIRONMENT,
+                                prepared.cache_dir if prepared else None, name=name,
+                                program=prepared.program if prepared else None,
+                                variation=prepared.variation if prepared else None)
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         """The control run's record, or a factor's result (its run judged against the reference)."""
@@ -456,7 +451,7 @@ class VaryPhase:
         why = environment.cannot_vary(factor)
         if why:
             return cannot_vary(factor, why)
-        program = program_for(runner.repro, cell.spec, runner.args, runner.cwd)
+        program = runner.program(cell.spec)
         work = cell.log_dir / f"vary-{factor}"
         try:
             prepared = varying.prepare(factor, program, cell.cache_dir, work, {**os.environ, **dict(runner.env)},

@@ -11,10 +11,12 @@ two of the runs with certainty, and a cell stops as soon as it does.
 A user's script names no mesh: its first run's seed is random, and the sets come from the module it
 lowered (`harness.core.ir_names`: names quoted together, e.g. a shard_map's mesh axis names); the runs after it
 get seeds chosen so that, with the first run's, every pair of names of each set is seen in both orders
-(`SeedPlanner.reseeder`, called by the runner once run 1 is done).
+(`SeedPlanner.reseeder`, called by the runner once run 1 is done). Whatever the probe predicted, the orders a
+cell claims to have covered are those its runs lowered, read back after each run (a script's IR dump, the
+module the built-in repro prints in its log: `OrderObserver`), and the next seeds go to orders not seen yet.
 
-Pure, except `SeedPlanner.probe`, `run_probe` and `names_in_dump`, which run the probe script in an
-Environment and read a run's IR dump.
+Pure, except `SeedPlanner.probe`, `run_probe`, `names_in_dump`, `dump_texts` and `lowered_in_log`, which run the
+probe script in an Environment and read a run's IR dump or log.
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
-from harness.core.ir_names import lowered_orders, name_groups
-from harness.core.model import CellResult, CellSpec, Program, Verdict
+from harness.core.ir_names import extract_lowered, lowered_orders, name_groups
+from harness.inputs.run_env import run_log
+from harness.core.model import CellResult, CellSpec, Program
+from harness.verdicts.finish import with_plan
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
 MAX_DUMP_BYTES = 4 << 20  # a module's text read for names: its start holds the signatures and locations
+MAX_LOG_BYTES = 16 << 20  # a built-in run's log read for the module it printed (JAX's log lines come before it)
 SCRIPT_RANDOM = "a user script: the name sets it iterates are unknown, so its seeds are random"
 PROBE_SCRIPT = package_path("harness.inside", "seeds_probe.py")  # run by the environment's interpreter
 
@@ -271,10 +276,13 @@ Reseed = Callable[[int, int, Path, list[int], int], list[int]]
 
 @dataclass
 class Reseeder:
-    """A user script's seeds, chosen from what its runs lowered. After run 1 (random seed), the name sets are
-    read from its module and the interpreter probed; after every run, the orders it lowered are read back
-    (OrderObserver) and the runs not started yet get seeds for orders not seen, then the plan's random ones.
-    It rewrites `plan` as it goes, so the plan a cell records is what ran and what was seen."""
+    """A cell's seeds, chosen from what its runs lowered (issue 47): after every run the orders it lowered are
+    read back (OrderObserver) and the runs not started yet get seeds for orders not seen, then the plan's
+    random ones. It rewrites `plan` as it goes, so the plan a cell records is what ran and what was seen.
+
+    A user's script: run 1 has a random seed; its name sets are read from its IR dump and the interpreter
+    probed then. The built-in repro (a config's mesh): the probe was asked before run 1 (`observer` given, its
+    chosen seeds `kept`), and each run's module is the one it printed in its log."""
 
     environment: Environment
     plan: SeedPlan
@@ -285,12 +293,15 @@ class Reseeder:
     inactive: bool = False  # no names to cover, or the probe failed: the plan's seeds as they are
     picked: set[int] = field(default_factory=set)
     groups: list[tuple[str, ...]] = field(default_factory=list)
+    kept: frozenset[int] = frozenset()  # seeds chosen before run 1 (the built-in's): chosen when they ran
+    printed: bool = False  # the module is the one the run printed in its log (the built-in), not JAX's IR dump
+    note: str = ""  # the plan's note before run 1 (the built-in's), kept ahead of the read-back's
 
     def __call__(self, index: int, seed: int, dump: Path, started: list[int], pending: int) -> list[int]:
         planned = self.plan.seeds[len(started):len(started) + pending]
         if self.inactive:
             return planned
-        texts = dump_texts(dump)
+        texts = lowered_in_log(run_log(dump)) if self.printed else dump_texts(dump)
         if self.observer is None and not self._first(seed, texts):
             return planned
         assert self.observer is not None
@@ -301,13 +312,17 @@ class Reseeder:
         later = picks + list(dict.fromkeys(spare))[:pending - len(picks)]
         seeds = started + later
         first = started[0]
-        chosen = [s for s in seeds if s == first or s in self.picked]
+        chosen = [s for s in seeds if s == first or s in self.picked or (s in self.kept and s in started)]
         ran = [s for s in started if s in self.observer.lowered]
         self.plan.seeds, self.plan.chosen = seeds, chosen
         self.plan.random = [s for s in seeds if s not in chosen]
         self.plan.covers = self.observer.covers(ran)
-        self.plan.note = (f"names from run 1's lowered module: {'; '.join(', '.join(g) for g in self.groups)}; "
-                          "each run's orders read back from its module")
+        if self.printed:
+            self.plan.note = "; ".join(n for n in (self.note, "each run's orders read back from the module it printed")
+                                       if n)
+        else:
+            self.plan.note = (f"names from run 1's lowered module: {'; '.join(', '.join(g) for g in self.groups)}; "
+                              "each run's orders read back from its module")
         return later
 
     def _first(self, first: int, texts: list[str]) -> bool:
@@ -330,11 +345,20 @@ class Reseeder:
         return True
 
 
+def lowered_in_log(log: Path) -> list[str]:
+    """The module the built-in repro printed in its log (its start), or none when the run never got there."""
+    try:
+        with log.open(errors="replace") as text:
+            module = extract_lowered(text.read(MAX_LOG_BYTES))
+    except OSError:
+        return []
+    return [module[:MAX_DUMP_BYTES]] if module is not None else []
+
+
 def record_plan(cell: CellResult, plan: SeedPlan) -> None:
-    """Put the seeds and the miss bounds into the cell. The bounds speak only for a clean verdict:
-    a reproduced cell is certain, an error or unsupported cell says nothing."""
-    cell.seeds = plan
-    cell.miss_bounds = plan.bounds if cell.verdict == Verdict.CLEAN else None
+    """Put the seeds and the miss bounds into a cell made elsewhere (a measured cell has them from
+    `finish_cell`, given the plan): `harness.verdicts.finish.with_plan`."""
+    with_plan(cell, plan)
 
 
 def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
@@ -460,12 +484,19 @@ class SeedPlanner:
         return self._probes[key]
 
     def reseeder(self, spec: CellSpec, plan: SeedPlan, environment: Environment, log_dir: Path) -> Reseed | None:
-        """For a user script's single-process cell planned with chosen seeds (`plan` still random: its
-        names were unknown), what picks its later seeds from what its runs lowered, rewriting `plan` to say
-        so; None for any other cell. A job's ranks keep their random seeds."""
-        if self.strategy != SeedStrategy.CHOSEN or spec.mesh is not None or spec.is_multiprocess:
+        """For a single-process cell planned with chosen seeds, what picks its later seeds from what its runs
+        lowered, rewriting `plan` to say so: a user script's (`plan` still random: its names were unknown) and
+        the built-in repro's (its mesh's names probed already: `plan` chosen from the probe's prediction);
+        None for any other cell. A job's ranks keep the seeds planned for them."""
+        if self.strategy != SeedStrategy.CHOSEN or spec.is_multiprocess:
             return None
-        return Reseeder(environment, plan, log_dir, self.candidates, self.timeout_s)
+        if spec.mesh is None:
+            return Reseeder(environment, plan, log_dir, self.candidates, self.timeout_s)
+        probe = self._probes.get((interpreter_key(environment), tuple(name_sets(spec.mesh.axis_names))))
+        if plan.strategy != SeedStrategy.CHOSEN or probe is None or not probe.sets:
+            return None  # random seeds (the probe failed), or no set of two names: nothing to read back
+        return Reseeder(environment, plan, log_dir, self.candidates, self.timeout_s, observer=OrderObserver(probe),
+                        kept=frozenset(plan.chosen), printed=True, note=plan.note)
 
 
 def interpreter_key(environment: Environment) -> tuple:

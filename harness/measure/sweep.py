@@ -17,7 +17,7 @@ from harness.core.vary_factors import Factor
 from harness.verdicts.vary import moved_folder_line
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
-from harness.measure.seeds import Reseed, SeedPlanner, record_plan
+from harness.measure.seeds import Reseed, SeedPlanner
 
 
 # Environments made beyond the one being measured: installs overlap runs, and at most this many
@@ -94,7 +94,6 @@ class Sweep:
         """Measure `cells`, overlapping them where a cell leaves run slots free (run_cells), and give
         each to the writer in cell order as soon as it and those before it are done."""
         results: list[CellResult] = []
-        plans: dict[str, SeedPlan] = {}
         preparations = Preparations(self.backend, self.progress, self.prepare_ahead)
 
         def opener(number: int, spec: CellSpec) -> CellOpener:
@@ -105,19 +104,17 @@ class Sweep:
                 if isinstance(env, EnvironmentUnavailable):
                     return error_cell(spec, f"environment: {env}", {"backend": self.backend.name}, env.log_tail)
                 cache_dir, log_dir = fresh_folders(spec, self.writer.dir)
-                plans[spec.key] = plan = self.planner.plan(spec, env, log_dir)
+                plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.at_once,
                                      on_factor=factor_line(self.progress, self.config.vary))
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
-                                                 self.progress))
+                                                 self.progress), plan=plan)
             return open_cell
 
         def finished(result: CellResult) -> None:
-            if result.spec.key in plans:
-                record_plan(result, plans[result.spec.key])
             kept = self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
             if not kept.interrupted:
                 self.progress.cell_finished(kept)
@@ -200,6 +197,5 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
                          on_factor=factor_line(progress, config.vary))
     cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced,
-                      reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress))
-    record_plan(cell, plan)
+                      reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress), plan=plan)
     return keep_then_stop(cell, keep)

@@ -13,11 +13,8 @@ from dataclasses import dataclass, replace
 
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.vary import by_factors_only
+from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
 from harness.core.model import Cause, CellResult, RunRecord, Verdict
-
-# Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
-HLO_BEGIN = "----- BEGIN LOWERED -----"
-HLO_END = "----- END LOWERED -----"
 
 # `name = "value"` attributes on one MLIR line (jax.result_info, mhlo.sharding, ...).
 _ATTRIBUTE_RE = re.compile(r'([A-Za-z_][\w.]*) = "((?:[^"\\]|\\.)*)"')
@@ -25,18 +22,6 @@ _LOC_DEFINITION_RE = re.compile(r"^#loc\d*\s*=")
 # The entry point's parameters, and each one's type: `@main(%arg0: tensor<8x3xf32> {...}, ...)`.
 _MAIN_RE = re.compile(r"func\.func public @main\((.*?)\)\s*->", re.DOTALL)
 _ARG_TYPE_RE = re.compile(r"%arg\d+: ([^\s,{)]+)")
-
-
-def extract_lowered(log_text: str) -> str | None:
-    """The module the built-in repro printed between its markers; None when it never got there."""
-    start = log_text.find(HLO_BEGIN)
-    if start < 0:
-        return None
-    start += len(HLO_BEGIN)
-    end = log_text.find(HLO_END, start)
-    if end < 0:
-        return None
-    return log_text[start:end].strip("\n") + "\n"
 
 
 def strip_locations(mlir: str) -> str:

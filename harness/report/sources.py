@@ -9,8 +9,9 @@ from pathlib import Path
 
 from harness.verdicts.keys import Comparison, cell_comparison, logs_complete
 from harness.core.model import CellResult, RunRecord
+from harness.core.ir_names import extract_lowered
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
-                                     extract_lowered, key_seeds, module_seeds, new_texts)
+                                     key_seeds, module_seeds, new_texts)
 from harness.inputs.run_env import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")

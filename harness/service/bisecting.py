@@ -19,7 +19,6 @@ from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex
 from harness.inputs.pythons import PythonChooser
 from harness.results.document import RunStatus
-from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
@@ -107,7 +106,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
         repo.release_commit(options.good or versions[0])
     at_once = opened.ready(options, progress)  # no Docker daemon: said before anything is written
     command = bisect_command(config_path, options)
-    runs = options.runs or config.runs  # the config's `runs:` unless --runs, as `harness run` takes it
+    runs = opened.runs  # the config's `runs:` unless --runs, as `harness run` takes it
     jax_repo = str(repo.path.resolve()) if repo else None
     header = opened.header(command, versions, RecordedOptions(
         runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
@@ -123,7 +122,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     writer = ResultsWriter(folder, header)
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
-    bisection = Bisection(config, versions, choice.backend, SeedPlanner(options.seeds, runs=runs),
+    bisection = Bisection(config, versions, choice.backend, opened.planner(),
                           state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
     status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE

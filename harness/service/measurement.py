@@ -18,7 +18,9 @@ from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError
 from harness.core.files import harness_version
 from harness.core.hostinfo import scheduler_facts
+from harness.core.confidence import SeedStrategy
 from harness.core.vary_factors import Factor
+from harness.measure.seeds import SeedPlanner
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
@@ -35,11 +37,18 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Measurement:
     """A measurement opened: the config as the options change it, the backend chosen (with where packages
-    come from) and the package index that resolves and dates its releases."""
+    come from), the package index that resolves and dates its releases, and the options that say how many
+    runs each cell gets and with which seeds, resolved once here."""
 
     config: Config
     choice: BackendChoice
     index: PyPIIndex
+    runs: int | None = None  # most runs per cell: --runs, else the config's `runs:` (None: enough for the target)
+    seeds: SeedStrategy | None = None  # --seeds
+
+    def planner(self) -> SeedPlanner:
+        """The cells' seed planner: this measurement's seeds and runs."""
+        return SeedPlanner(self.seeds, runs=self.runs)
 
     @property
     def backend(self) -> Backend:
@@ -70,7 +79,7 @@ def open(config: Config, options: MeasureOptions,
     backend and the index (`say`, when given, hears which index: sources_line)."""
     config = configured(config, options)
     choice, index = open_backend(config, options, say)
-    return Measurement(config, choice, index)
+    return Measurement(config, choice, index, runs=options.runs or config.runs, seeds=options.seeds)
 
 
 def configured(config: Config, options: MeasureOptions) -> Config:

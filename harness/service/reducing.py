@@ -12,7 +12,6 @@ from harness.measure.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
 from harness.results.header import RecordedOptions, ResultsHeader
 from harness.results.document import lock_results_folder, new_run_dir
-from harness.measure.seeds import SeedPlanner
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
 from harness.service.option_checks import check_reduce
@@ -67,7 +66,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
         return opened.header(command, measured_versions,
-                             RecordedOptions(runs=options.runs or config.runs, jobs=at_once.count, jobs_why=at_once.why,
+                             RecordedOptions(runs=opened.runs, jobs=at_once.count, jobs_why=at_once.why,
                                              seeds=options.seeds, all_runs=False), config=measured)
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
@@ -75,6 +74,6 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     folder = (options.resume or new_run_dir(options.out, f"reduce-{stem}")).absolute()
     progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
     reduction = Reduction(config, script.absolute(), choice.backend, bad, good, folder, header, progress,
-                          SeedPlanner(options.seeds, runs=options.runs), at_once=at_once.count,
+                          opened.planner(), at_once=at_once.count,
                           max_candidates=options.max_candidates)
     return reduction.run(resume=options.resume is not None)

@@ -29,7 +29,6 @@ from harness.results.document import (
     utc_now,
 )
 from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
-from harness.measure.seeds import SeedPlanner
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
 from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
@@ -111,7 +110,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         progress.say(f"the script's requirements, installed with each release as of its date: "
                      f"{', '.join(config.requirements.items)}")
     versions = opened.versions(options.versions, progress)
-    runs = options.runs or config.runs
+    runs = opened.runs
     planned = plan_cells(config, versions)
     shard = options.shard
     cells = shard.select(planned) if shard else planned
@@ -142,7 +141,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         writer = ResultsWriter(new_run_dir(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
     cells_sweep = Sweep(config, choice.backend, writer, progress, at_once=at_once.count,
-                        planner=SeedPlanner(options.seeds, runs=runs),
+                        planner=opened.planner(),
                         stop_when_reproduced=not options.all_runs)
 
     def measure() -> None:

@@ -30,8 +30,8 @@ def test_release_bisection_finds_both_boundaries_and_resumes(tmp_path, capsys):
     for step in bisect["steps"]:
         if step["verdict"] == "reproduced":
             assert step["runs"] == 2, "a cell stops at its second key"
-        if step["verdict"] == "clean":
-            assert step["miss_bound"] == 0.0
+        if step["verdict"] == "clean":  # the residual's names in the mesh's order, whatever the seed: a bound
+            assert 0 < step["miss_bound"] < 1  # from the seeds predicted for the other orders, not 0 (issue 47)
     for cell in data["cells"]:
         assert cell["seeds"]["strategy"] == "chosen" and cell["seeds"]["covers"]
 

@@ -1,0 +1,93 @@
+"""The one place a measured cell is finished (pure): everything its measurement gathered in, the cell out.
+
+A cell's verdict is judged once from its runs (`Tally.cell`); what the measurement learned beside the runs
+then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
+the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
+how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
+follow the hash seed, and the seed plan with the miss bounds it gives a clean cell. The scheduler
+(harness/measure/cell_runner.py) only gathers; nothing after this changes the verdict or its reason.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.core.confidence import SeedPlan
+from harness.core.model import (
+    CellResult,
+    CellSpec,
+    CellVariation,
+    FactorResult,
+    FolderMode,
+    SeedCheck,
+    ThresholdMode,
+    Verdict,
+)
+from harness.verdicts.cost import cell_cost
+from harness.verdicts.judge import Tally
+from harness.verdicts.script_settings import with_script_cache
+from harness.verdicts.seed_check import with_seed_check
+from harness.verdicts.uncached import explain
+from harness.verdicts.vary import verdict_with
+
+INTERRUPTED_VARY = "interrupted before every factor was run"
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """How a user's script was run: the command its runs were (as the user would type it), and how they got
+    the cell's cache folder (None: no run told), and why."""
+
+    command: str
+    folder: FolderMode | None = None
+    folder_why: str = ""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Everything one cell's measurement gathered: its runs (the tally, which judges them), the folder's
+    listing and the environment's facts, and what was measured beside the runs."""
+
+    spec: CellSpec
+    tally: Tally
+    listing: list[str]
+    environment: dict[str, Any]
+    interrupted: bool = False  # by Ctrl-C: the runs that finished, nothing beside them judged
+    thresholds: ThresholdMode = ThresholdMode.HARNESS  # the runs' cache thresholds (a script's own, or zeros)
+    script: ScriptRun | None = None  # a user's script (None: the built-in repro)
+    variation: CellVariation | None = None  # --vary's factors as judged (None: no --vary)
+    moved_folder: FactorResult | None = None  # check's run through another path to the folder
+    seed_check: SeedCheck | None = None  # the re-runs of a failing and a passing seed
+    plan: SeedPlan | None = None  # the cell's seeds (None: its caller planned none)
+
+
+def finish_cell(measured: Measured) -> CellResult:
+    """The finished cell: the runs' verdict, then what was measured beside them (see the module)."""
+    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment, measured.interrupted)
+    variation = measured.variation
+    if variation is not None and measured.interrupted:  # what was judged is kept, said incomplete
+        variation = copy.copy(variation)
+        variation.note = variation.note or INTERRUPTED_VARY
+    elif variation is not None:
+        cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, variation)
+    cell.variation = variation
+    cell.moved_folder = measured.moved_folder  # beside the verdict, which it never changes
+    cell.cost = cell_cost(cell.runs)
+    script = measured.script
+    if script is not None:
+        cell.command = script.command
+        cell = replace(cell, cache_folder=script.folder, cache_folder_why=script.folder_why)
+    cell = explain(with_script_cache(cell, measured.thresholds), tell_thresholds=script is not None)
+    if measured.seed_check is not None and not measured.interrupted:
+        cell = with_seed_check(cell, measured.seed_check)
+    return with_plan(cell, measured.plan) if measured.plan is not None else cell
+
+
+def with_plan(cell: CellResult, plan: SeedPlan) -> CellResult:
+    """The cell with its seeds and miss bounds. The bounds speak only for a clean verdict: a reproduced cell is
+    certain, an error or unsupported cell says nothing."""
+    cell.seeds = plan
+    cell.miss_bounds = plan.bounds if cell.verdict == Verdict.CLEAN else None
+    return cell
