@@ -80,9 +80,11 @@ def commit_line(search: CommitSearch) -> str:
     if search.problem:
         return f"{what} ({span}): not found: {search.problem}"
     c, b = search.culprit, search.boundary
-    if not b.resolved:
-        return (f"{what} ({span}): somewhere among {len(b.skipped) + 1} commits after {b.last[:10]} up to "
-                f"{b.first[:10]}: too many could not be run to split them ({len(search.rows)} tested)")
+    if b is None:
+        return f"{what} ({span}): not found"
+    if not b.resolved or c is None:
+        return (f"{what} ({span}): somewhere among {len(b.skipped) + 1} commits after {(b.last or '?')[:10]} up to "
+                f"{(b.first or '?')[:10]}: too many could not be run to split them ({len(search.rows)} tested)")
     text = (f"{what} ({span}): {c.sha} {c.date} \"{c.subject}\" "
             f"({len(search.rows)} of {search.count} commits tested)")
     if search.boundary and search.boundary.skipped:
@@ -91,16 +93,16 @@ def commit_line(search: CommitSearch) -> str:
 
 
 def confidence_line(outcome: Outcome) -> str:
-    rows = [r for r in outcome.release_rows + [r for c in outcome.commits for r in c.rows]
-            if r.miss_bound is not None]
-    if not rows:
+    bounds = [(r.miss_bound, r.miss_bound_other) for r in outcome.release_rows + [r for c in outcome.commits for r in c.rows]
+              if r.miss_bound is not None]
+    if not bounds:
         return "no clean verdicts"
-    worst = max(r.miss_bound for r in rows)
-    if all(r.miss_bound_other is None for r in rows):  # random seeds only: one bound for any mechanism
+    worst = max(bound for bound, _ in bounds)
+    if all(other is None for _, other in bounds):  # random seeds only: one bound for any mechanism
         return (f"each clean verdict: chance a regression was missed <= {_num(worst)} "
                 f"(target {TARGET_MISS:g}), assuming {ASSUMES_RANDOM}")
     # Chosen seeds rule out a set-order key only; say what any other hash-order dependence gets.
-    other = max(r.miss_bound if r.miss_bound_other is None else r.miss_bound_other for r in rows)
+    other = max(bound if bound_other is None else bound_other for bound, bound_other in bounds)
     why = ("the chosen seeds show every pair in both orders" if worst == 0 else
            "not every cell's seeds show every pair in both orders; random runs bound the rest")
     runs_note = ("no random runs; --runs N fills each cell up to N runs with random seeds, each halving it"
@@ -117,6 +119,6 @@ def text(outcome: Outcome, command: str, fmt: str = "github") -> str:
             parts += ["", commit_table(search, fmt)]
         parts.append(commit_line(search))
     parts += ["", confidence_line(outcome),
-              f"{len(outcome.release_rows)} release(s) and {sum(len(c.rows) for c in outcome.commits)} "
-              f"commit(s) tested, {outcome.runs} runs", "", f"Reproduce with: {command}"]
+              (f"{len(outcome.release_rows)} release(s) and {sum(len(c.rows) for c in outcome.commits)} "
+               f"commit(s) tested, {outcome.runs} runs"), "", f"Reproduce with: {command}"]
     return "\n".join(parts)

@@ -69,7 +69,7 @@ def parse_factors(text: str | list[str] | tuple[str, ...]) -> tuple[Factor, ...]
     out: list[Factor] = []
     for word in words:
         if not isinstance(word, str):
-            raise ValueError(f"{word!r} is not a factor name")
+            raise ValueError(f"{word!r} is not a factor name")  # noqa: TRY004 - the callers say ValueErrors as bad input
         word = word.strip()
         if word == ALL:
             return tuple(Factor)

@@ -26,7 +26,8 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
@@ -98,7 +99,7 @@ def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) ->
     features = {s: _pair_orders(probe, s) for s in candidates}
     universe = frozenset().union(*features.values()) if features else frozenset()
     chosen: list[int] = [s for s in given if s in features]
-    covered: set = set().union(*(features[s] for s in chosen))
+    covered: set[tuple[int, str, str]] = set().union(*(features[s] for s in chosen))
     while covered != universe:
         best = max((s for s in candidates if s not in chosen),
                    key=lambda s: (len(features[s] - covered), -s))
@@ -421,7 +422,7 @@ class SeedPlanner:
     runs: int | None = None
     candidates: int = DEFAULT_CANDIDATES
     timeout_s: float = 120.0
-    _probes: dict = field(default_factory=dict)
+    _probes: dict[tuple[object, ...], Probe] = field(default_factory=dict)
 
     def plan(self, spec: CellSpec, environment: Environment, log_dir: Path) -> SeedPlan:
         if not spec.is_multiprocess:
@@ -468,7 +469,7 @@ class SeedPlanner:
         return Reseeder(environment, plan, log_dir, self.candidates, self.timeout_s)
 
 
-def interpreter_key(environment: Environment) -> tuple:
+def interpreter_key(environment: Environment) -> tuple[object, ...]:
     """What a set's iteration order depends on: the interpreter (its build: the string hash and the set
     implementation) and its version. A venv's `bin/python` resolves to the interpreter it was made
     from, so the venvs of one Python share a key; a container's interpreter is its image's."""
