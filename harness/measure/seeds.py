@@ -13,7 +13,7 @@ lowered (`harness.core.ir_names`: names quoted together, e.g. a shard_map's mesh
 get seeds chosen so that, with the first run's, every pair of names of each set is seen in both orders
 (`SeedPlanner.reseeder`, called by the runner once run 1 is done).
 
-Pure, except `SeedPlanner.probe`, `run_probe` and `names_in_dump`, which run the probe script in an
+Pure, except `SeedPlanner.probe`, `run_probe` and `dump_texts`, which run the probe script in an
 Environment and read a run's IR dump.
 """
 
@@ -120,11 +120,6 @@ def dump_texts(folder: Path) -> list[str]:
         with path.open(errors="replace") as module:
             texts.append(module.read(MAX_DUMP_BYTES))
     return texts
-
-
-def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
-    """The name sets of the modules a run dumped (JAX_DUMP_IR_TO): see `harness.core.ir_names`."""
-    return name_groups(dump_texts(folder))
 
 
 Pair = tuple[int, str, str]  # (set index, the name lowered first, the name lowered after it)

@@ -33,12 +33,6 @@ def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
     return [printed] if printed is not None else []
 
 
-def lowered_text(results_dir: Path, run: RunRecord, module: str) -> str | None:
-    """The run's only (or first) compilation of `module`, None when none was kept."""
-    texts = lowered_texts(results_dir, run, module)
-    return texts[0] if texts else None
-
-
 def _from_dump(folder: Path, module: str) -> list[str]:
     # JAX names dumps `jax_ir<counter>_<module>_compile.mlir`: one per compilation, counted in order.
     safe = re.sub(r"[^\w.)( -]", "", module)

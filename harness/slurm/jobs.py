@@ -53,10 +53,6 @@ def directive_path(path: Path) -> str:
     return f'"{text}"'
 
 
-def shard_folder(sweep_dir: Path, index: int) -> Path:
-    return sweep_dir / f"shard-{index}"
-
-
 @dataclass(frozen=True)
 class Resources:
     """What each shard task asks of the scheduler."""
