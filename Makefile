@@ -55,11 +55,11 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# lint and typecheck first (a finding stops it); then the unit tests on every core (make test-unit), then the
-# integration tests on three workers (INTEGRATION_XDIST above); both always run, and the first failure's exit code
-# is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
+# lint and typecheck first (a finding stops it); then the unit tests on every core, then the integration tests on
+# three workers (INTEGRATION_XDIST above); both always run, and the first failure's exit code is make's. Exit 5
+# (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP) lint typecheck
-	@unit=0; $(MAKE) --no-print-directory test-unit || unit=$$?; \
+	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
 	integration=0; $(BIN)/python -m pytest tests/integration $(INTEGRATION_XDIST) $(PYTEST_ARGS) || integration=$$?; \
 	for rc in $$unit $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
