@@ -13,8 +13,13 @@ XDIST  ?= -n auto
 # tests waited on image builds, installs and Slurm; slurm's tests share one worker (tests/integration/conftest.py).
 # INTEGRATION_XDIST= for one process.
 INTEGRATION_XDIST ?= -n 3 --dist loadgroup
+# make bench: each timing taken this many times (the best kept); BENCH_ARGS goes to every bench script
+# (CI runs `make bench BENCH_REPS=1 BENCH_ARGS=--help`: each script's command line parsed, its imports made).
+BENCH_REPS ?= 3
+BENCH_ARGS ?=
 
-.PHONY: table smoke test test-unit docs bench stress bisect reduce nightly base-image cuda-image-check gpu-check clean-envs help
+.PHONY: table smoke test test-unit lint typecheck docs bench stress bisect reduce nightly base-image cuda-image-check \
+	gpu-check clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -22,10 +27,13 @@ help:
 	@echo "make bisect [JAX_REPO=path/to/jax]  find where the regression appears and is fixed (releases, then commits)"
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
-	@echo "make test       all tests: tests/unit on every core, then tests/integration (real JAX releases) on three workers"
+	@echo "make test       lint and typecheck, then all tests: tests/unit on every core, then tests/integration"
+	@echo "                (real JAX releases) on three workers"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
+	@echo "make lint       ruff over harness/, docker/, bench/, stress/ (pyproject.toml: [tool.ruff])"
+	@echo "make typecheck  mypy, strict on harness/, over docker/, bench/, stress/ too (pyproject.toml: [tool.mypy])"
 	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
-	@echo "make bench      the harness's overhead against a bare shell loop"
+	@echo "make bench [BENCH_REPS=N]  the harness's overhead against a bare shell loop, each timing the best of N"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
 	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
@@ -47,9 +55,10 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# The unit tests on every core, then the integration tests on three workers (INTEGRATION_XDIST above);
-# both always run, and the first failure's exit code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
-test: $(STAMP)
+# lint and typecheck first (a finding stops it); then the unit tests on every core, then the integration tests on
+# three workers (INTEGRATION_XDIST above); both always run, and the first failure's exit code is make's. Exit 5
+# (nothing selected by PYTEST_ARGS) is no failure.
+test: $(STAMP) lint typecheck
 	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
 	integration=0; $(BIN)/python -m pytest tests/integration $(INTEGRATION_XDIST) $(PYTEST_ARGS) || integration=$$?; \
 	for rc in $$unit $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
@@ -57,20 +66,26 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)
 
+lint: $(STAMP)
+	$(BIN)/ruff check
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
 docs: $(STAMP)
 	$(BIN)/python -m harness.cli.docs
 	$(BIN)/python -m harness.results.schemas
 
 bench: $(STAMP)
-	$(BIN)/python bench/bench_table.py
-	$(BIN)/python bench/bench_runs.py
-	$(BIN)/python bench/bench_seconds.py
-	$(BIN)/python bench/bench_docker.py
-	$(BIN)/python bench/bench_bisect.py
-	$(BIN)/python bench/bench_slurm.py
-	$(BIN)/python bench/bench_reduce_search.py
-	$(BIN)/python bench/bench_flush.py
-	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json  # the reduction before the quick screen
+	$(BIN)/python bench/bench_table.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
+	$(BIN)/python bench/bench_runs.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
+	$(BIN)/python bench/bench_seconds.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
+	$(BIN)/python bench/bench_docker.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_bisect.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_slurm.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
+	$(BIN)/python bench/bench_reduce_search.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_flush.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json $(BENCH_ARGS)  # the reduction before the quick screen
 
 stress: $(STAMP)
 	$(BIN)/python stress/stress.py $(ARGS)

@@ -21,17 +21,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.cli import commands as cli
-from harness.inputs.config import Repro  # noqa: E402
-from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docker_available  # noqa: E402
-from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.core.errors import BackendUnavailable  # noqa: E402
-from harness.core.model import CellSpec, Mesh, Platform  # noqa: E402
-from harness.inside.repros import builtin_path  # noqa: E402
-from harness.measure.cell_runner import CellRunner  # noqa: E402
-from harness.environments.package_index import PyPIIndex  # noqa: E402
+from harness.inputs.config import Repro
+from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docker_available
+from harness.environments.venv import VenvBackend
+from harness.core.errors import BackendUnavailable
+from harness.core.model import CellSpec, Mesh, Platform
+from harness.inside.repros import BUILTIN
+from harness.measure.cell_runner import CellRunner
+from harness.environments.package_index import PyPIIndex
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
-REPRO = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)
+REPRO = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
 
 
 def per_run_seconds(environment, spec: CellSpec, runs: int, work: Path) -> list[float]:

@@ -97,6 +97,7 @@ def main() -> int:
             started = time.monotonic()
             server = subprocess.Popen([args.python, "-c", SERVER], env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True)
+            assert server.stdin is not None and server.stdout is not None  # both piped
             assert server.stdout.readline().strip() == "ready"
             start_s.append(time.monotonic() - started)
             for run in range(args.runs):

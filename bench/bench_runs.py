@@ -20,15 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.inputs.config import Repro  # noqa: E402
-from harness.environments import process  # noqa: E402
-from harness.environments.process import clean_environment  # noqa: E402
-from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.core.jaxlog import LOG_ENV  # noqa: E402
-from harness.core.model import CellSpec, Mesh, Platform  # noqa: E402
-from harness.inside.repros import builtin_path  # noqa: E402
-from harness.inputs.run_env import process_env, repro_args  # noqa: E402
-from harness.measure.cell_runner import CellRunner, read_jax_log  # noqa: E402
+from harness.inputs.config import Repro
+from harness.environments import process
+from harness.environments.process import clean_environment
+from harness.environments.venv import VenvBackend
+from harness.core.jaxlog import LOG_ENV
+from harness.core.model import CellSpec, Mesh, Platform
+from harness.inside.repros import BUILTIN
+from harness.inputs.run_env import process_env, repro_args
+from harness.measure.cell_runner import CellRunner
+from harness.measure.run_logs import read_jax_log
 
 
 def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds: list[int], cache: Path,
@@ -51,7 +52,7 @@ def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds
 
 def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, jobs: int) -> float:
     start = time.monotonic()
-    result = CellRunner(env, repro, timeout_s=600, jobs=jobs).run(spec, seeds, work / "cache", work / "logs")
+    result = CellRunner(env, repro, timeout_s=600, at_once=jobs).run(spec, seeds, work / "cache", work / "logs")
     elapsed = time.monotonic() - start
     assert all(r.ok for r in result.runs), result.reason
     return elapsed
@@ -67,13 +68,13 @@ def main() -> None:
 
     env = VenvBackend().prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
     spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
-    repro = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)
+    repro = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
     seeds = list(range(1, args.runs + 1))
     best = {"bare loop": float("inf"), "harness": float("inf"), "harness --jobs 2": float("inf"),
             "harness, no supervisor": float("inf")}
     for _ in range(args.repeats):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
+        with tempfile.TemporaryDirectory() as name:
+            tmp = Path(name)
             best["bare loop"] = min(best["bare loop"], bare_loop(env.python, repro.path, repro_args(repro, spec),
                                                                  spec, seeds, tmp / "bare"))
             best["harness"] = min(best["harness"], harness_cell(env, repro, spec, seeds, tmp / "h1", 1))
@@ -102,11 +103,11 @@ def log_cost(args, repro: Repro, seeds: list[int]) -> None:
     parse_s = float("inf")
     for _ in range(args.repeats):
         for jax_log in (False, True):
-            with tempfile.TemporaryDirectory() as tmp:
+            with tempfile.TemporaryDirectory() as folder:
                 best[jax_log] = min(best[jax_log], bare_loop(env.python, repro.path, repro_args(repro, spec), spec,
-                                                             seeds, Path(tmp) / "c", jax_log))
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
+                                                             seeds, Path(folder) / "c", jax_log))
+        with tempfile.TemporaryDirectory() as name:
+            tmp = Path(name)
             CellRunner(env, repro, timeout_s=600).run(spec, seeds, tmp / "cache", tmp / "logs")
             logs = sorted((tmp / "logs").glob("*.log"))
             start = time.monotonic()

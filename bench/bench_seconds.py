@@ -18,15 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_runs import bare_loop  # noqa: E402
+from bench_runs import bare_loop
 
-from harness.inputs.config import Repro  # noqa: E402
-from harness.verdicts.cost import cell_cost  # noqa: E402
-from harness.environments.venv import VenvBackend  # noqa: E402
-from harness.core.model import CellSpec, Mesh, Platform, RunRecord  # noqa: E402
-from harness.inside.repros import builtin_path  # noqa: E402
-from harness.inputs.run_env import process_env, repro_args  # noqa: E402
-from harness.measure.cell_runner import read_jax_log  # noqa: E402
+from harness.inputs.config import Repro
+from harness.verdicts.cost import cell_cost
+from harness.environments.venv import VenvBackend
+from harness.core.model import CellSpec, Mesh, Platform, RunRecord
+from harness.inside.repros import BUILTIN
+from harness.inputs.run_env import process_env, repro_args
+from harness.measure.run_logs import read_jax_log
 
 
 def with_seconds(python: Path, repro: Repro, spec: CellSpec, seeds: list[int], work: Path) -> tuple[float, float]:
@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     env = VenvBackend().prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
     spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
-    repro = Repro("shard_map_grad", builtin_path("shard_map_grad"), builtin=True)
+    repro = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
     seeds = list(range(1, args.runs + 1))
     assert "JAX_DEBUG_LOG_MODULES" in process_env(spec, 1)  # what every run gets; the bare arm drops it
     best_on, best_reading, best_off = float("inf"), 0.0, float("inf")

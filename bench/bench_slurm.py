@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def timed(argv: list[str]) -> float:
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, capture_output=True, text=True, check=False)
     elapsed = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"bench: harness {argv[0]} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
@@ -36,7 +36,7 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if not shutil.which("sinfo") or subprocess.run(["sinfo"], capture_output=True).returncode != 0:
+    if not shutil.which("sinfo") or subprocess.run(["sinfo"], capture_output=True, check=False).returncode != 0:
         print("bench_slurm: skipped (no Slurm controller answers; .ci/install-slurm.sh starts one)")
         return 0
     with tempfile.TemporaryDirectory() as work:

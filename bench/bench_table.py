@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,7 +36,7 @@ from harness.inputs.run_env import process_env, repro_args  # noqa: E402
 SEED_RUNS = 11
 
 
-def harness_run(config: Path, env_dir: Path, out: Path) -> tuple[float, dict]:
+def harness_run(config: Path, env_dir: Path, out: Path) -> tuple[float, dict[str, Any]]:
     env = {**os.environ, "HARNESS_ENV_DIR": str(env_dir)}
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--out", str(out), "-q"],
@@ -45,7 +46,7 @@ def harness_run(config: Path, env_dir: Path, out: Path) -> tuple[float, dict]:
     return elapsed, json.loads((folder / "results.json").read_text())
 
 
-def shell_loop(document: dict, config_path: Path, work: Path) -> float:
+def shell_loop(document: dict[str, Any], config_path: Path, work: Path) -> float:
     """The seed's loop over the releases of `document` (a harness results file), in their venvs."""
     config = load_config(config_path)
     lines = []
@@ -77,8 +78,8 @@ def main() -> None:
 
     timings: dict[str, list[float]] = {"shell loop": [], "harness warm": [], "harness cold": []}
     loads = []
-    with tempfile.TemporaryDirectory(prefix="bench-table-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="bench-table-") as name:
+        tmp = Path(name)
         _, document = harness_run(args.config, args.env_dir, tmp / "warm-up")  # makes what is missing
         print("verdicts: " + ", ".join(f"{c['jax_version']} {c['verdict']}" for c in document["cells"]))
         for repeat in range(args.repeats):

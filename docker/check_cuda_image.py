@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     progress = ConsoleProgress()
     checks = Checks()
-    backend = DockerBackend(base_image=args.base_image, rebuild=args.rebuild, release_date=PyPIIndex().release_date)
+    release_date = PyPIIndex().release_date
+    backend = DockerBackend(base_image=args.base_image, rebuild=args.rebuild, release_date=release_date)
     client = backend.client
 
     start = time.monotonic()
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     took = time.monotonic() - start
     image = client.images.get(tag)
     python = facts["python_choice"]["version"]
-    lock = backend.wheelhouse.lock(args.version, Platform.CUDA, python, backend.release_date(args.version), log)
+    lock = backend.wheelhouse.lock(args.version, Platform.CUDA, python, release_date(args.version), log)
     wheels = backend.wheelhouse.files_for(lock, args.version, Platform.CUDA, python, log)
     built = f"built in {facts['build_s']:.0f} s" if "build_s" in facts else "reused (built before; --rebuild to time it)"
     print(f"image {tag} on {facts['base_image']}: {gigabytes(image.attrs['Size'])}, {built} "

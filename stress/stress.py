@@ -24,12 +24,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from tabulate import tabulate
 
 REPO = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 VERSION = "0.4.29"
 BASE_IMAGE = "jax-harness-base:bookworm"
 
@@ -51,7 +54,7 @@ class Harness:
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "HARNESS_ENV_DIR": str(self.env_dir), **extra}
 
-    def start(self, *argv: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.Popen:
+    def start(self, *argv: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=cwd, env=env or self.env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -80,9 +83,10 @@ def one_line(code: int, err: str, expected: int = 2) -> tuple[bool, str]:
     return ok, f"exit {code}: {lines[-1][:90] if lines else '(nothing on stderr)'}"
 
 
-def results_of(out: Path) -> dict:
+def results_of(out: Path) -> dict[str, Any]:
     (found,) = out.glob("*/results.json")
-    return json.loads(found.read_text())
+    document: dict[str, Any] = json.loads(found.read_text())
+    return document
 
 
 def alive(pid: int) -> bool:
@@ -93,7 +97,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_for(predicate: Callable[[], object], seconds: float) -> object:
+def wait_for(predicate: Callable[[], T], seconds: float) -> T | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         found = predicate()
@@ -128,7 +132,7 @@ FLOOD = "import sys\nprint('FIRST')\nfor _ in range(60_000): sys.stdout.write('x
 
 
 def case_self_signal(h: Harness, backend: str) -> tuple[bool, str]:
-    code, _, err = h.run("run", str(h.config(f"segv-{backend}", COMPILE_THEN_SEGV)), "--backend", backend,
+    code, _, _err = h.run("run", str(h.config(f"segv-{backend}", COMPILE_THEN_SEGV)), "--backend", backend,
                          "--seeds", "random", "--quiet", "--out", str(h.root / f"segv-{backend}-out"))
     cell = results_of(h.root / f"segv-{backend}-out")["cells"][0]
     return code == 0 and cell["verdict"] == "error", f"verdict {cell['verdict']}: {cell['reason'][:70]}"
@@ -173,7 +177,7 @@ def case_sigkill_docker(h: Harness) -> tuple[bool, str]:
     proc.kill()
     proc.wait(timeout=30)
     client = docker.from_env()
-    mine = {"label": f"org.jax-cache-harness.owner-pid={proc.pid}"}
+    mine: dict[str, str | list[str] | bool] = {"label": f"org.jax-cache-harness.owner-pid={proc.pid}"}
     ended = wait_for(lambda: not client.containers.list(filters=mine), 90)
     code, _, err = h.run("check", "examples/stable_script.py", "--versions", VERSION, "--runs", "2", "--backend",
                          "docker", "--out", str(h.root / "sigkill-next-out"))
@@ -189,7 +193,7 @@ def case_left_behind(h: Harness) -> tuple[bool, str]:
                        "--out", str(out))
     pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
     survivors = [p for p in pids if alive(p)]
-    return code == 0 and pids and not survivors, f"{len(pids)} setsid grandchildren, {len(survivors)} alive after"
+    return code == 0 and bool(pids) and not survivors, f"{len(pids)} setsid grandchildren, {len(survivors)} alive after"
 
 
 def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
@@ -199,7 +203,7 @@ def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
     pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
     survivors = [p for p in pids if alive(p)]
     cell = results_of(out)["cells"][0]
-    return (code == 0 and cell["verdict"] == "error" and pids and not survivors,
+    return (code == 0 and cell["verdict"] == "error" and bool(pids) and not survivors,
             f"verdict {cell['verdict']}, {len(survivors)} of {len(pids)} grandchildren alive")
 
 
@@ -263,7 +267,7 @@ def case_flood(h: Harness) -> tuple[bool, str]:
     logs = sorted(out.glob("*/logs/*/run-*.log"))
     sizes = [p.stat().st_size for p in logs]
     text = logs[0].read_bytes() if logs else b""
-    held = code == 0 and logs and all(s < (32 << 20) + 1024 for s in sizes) and b"cut here" in text
+    held = code == 0 and bool(logs) and all(s < (32 << 20) + 1024 for s in sizes) and b"cut here" in text
     return held, f"{len(logs)} logs, largest {max(sizes, default=0) >> 20} MiB of 60 MiB printed"
 
 
@@ -345,6 +349,7 @@ def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
     proc = subprocess.Popen([sys.executable, "-m", "harness", "check", "examples/stable_script.py", "--versions",
                              VERSION, "--runs", "3", "--all-runs", "--out", str(out)], cwd=REPO, env=h.env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None  # piped
     for _ in range(lines):
         proc.stdout.readline()
     proc.stdout.close()
@@ -356,7 +361,7 @@ def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
 
 def case_submit_out_with_a_space(h: Harness) -> tuple[bool, str]:
     """The real Slurm takes the job scripts of a folder named with a space and a %, and the sweep merges."""
-    code, out, err = h.run("submit", "configs/smoke.yaml", "--shards", "2", "--wait", "--quiet",
+    code, _out, _err = h.run("submit", "configs/smoke.yaml", "--shards", "2", "--wait", "--quiet",
                            "--out", str(h.root / "slurm out 100%"))
     merged = sorted((h.root / "slurm out 100%").glob("*/merged/*/results.json"))
     status = json.loads(merged[0].read_text())["status"] if merged else "no merged results"
@@ -391,7 +396,7 @@ def case_nightly_plan_with_bad_versions(h: Harness, versions: str) -> tuple[bool
     shell = [str(script) if w == "{0}" else w for w in workflow["defaults"]["run"]["shell"].split()]
     env = h.env(CONFIG=workflow["env"]["CONFIG"], VERSIONS=versions, GITHUB_OUTPUT=str(output),
                 GITHUB_STEP_SUMMARY=str(h.root / "plan" / "summary"))
-    done = subprocess.run(shell, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(shell, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     planned = output.read_text() if output.exists() else ""
     return done.returncode != 0 and "versions=" not in planned, f"step exit {done.returncode}, output {planned!r}"
 
@@ -417,14 +422,13 @@ def bad_fingerprints(h: Harness) -> list[tuple[str, Argv]]:
         "an unknown platform": text.replace('"cpu"', '"tpu-v9"'),
     }
     path = h.write("fingerprints/good.json", text)
-    cases = [(f"diff: {name}", ["diff", str(path), str(h.write(f"fingerprints/{i}.json", content))])
-             for i, (name, content) in enumerate(bad.items())]
+    cases: list[tuple[str, Argv]] = [(f"diff: {name}", ["diff", str(path), str(h.write(f"fingerprints/{i}.json", content))])
+                                     for i, (name, content) in enumerate(bad.items())]
 
     def huge() -> list[str]:  # a 200 MB value: read whole and printed before
         with open(h.root / "fingerprints" / "huge.json", "w") as f:
             f.write('{"fingerprint": 1, "cells": [{"jax_version": "')
-            for _ in range(200):
-                f.write("9" * (1 << 20))
+            f.writelines("9" * (1 << 20) for _ in range(200))
             f.write('"}]}')
         return ["diff", str(path), f.name]
 
@@ -433,7 +437,7 @@ def bad_fingerprints(h: Harness) -> list[tuple[str, Argv]]:
 
 
 # Issue 32: CI outputs, hostile text in JUnit and on the terminal, a temporary folder per run.
-RAW = tuple(chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7f, 0xa0)))  # no \t, \n
+RAW = tuple(chr(c) for c in (*range(9), *range(11, 32), *range(0x7f, 0xa0)))  # no \t, \n
 
 
 def case_summary_at_a_folder(h: Harness) -> tuple[bool, str]:
@@ -473,7 +477,7 @@ HOSTILE_CRASH = ("import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.ara
 def case_hostile_crash_in_junit(h: Harness) -> tuple[bool, str]:
     """A crash line holding every C0, DEL and C1 character: the JUnit file is well-formed (expat), valid
     (the schema), and stderr and stdout get no raw control character."""
-    import xml.etree.ElementTree as ElementTree
+    from xml.etree import ElementTree
 
     import xmlschema
 
@@ -519,6 +523,11 @@ def case_run_tmpdir(h: Harness, backend: str, hang: bool = False) -> tuple[bool,
     left = sorted(p.name for p in base.iterdir())
     held = code == 0 and bool(seen) and own and not left
     return held, f"exit {code}, {len(seen)} runs, TMPDIR {sorted(tmpdirs)[:1]}..., left: {left[:3] or 'none'}"
+
+
+def bad_input_held(h: Harness, argv: Argv) -> tuple[bool, str]:
+    code, _, err = h.run(*(argv() if callable(argv) else argv), timeout=60)
+    return one_line(code, err)
 
 
 def bad_input_cases(h: Harness) -> list[tuple[str, Argv]]:
@@ -622,7 +631,7 @@ def case_forged_json(h: Harness) -> tuple[bool, str]:
     """A measured program writes forged --json summaries into its ancestors' stdout through /proc: the
     harness's stdout is one JSON object, its own."""
     script = REPO / "tests" / "fixtures" / "hostile" / "forge_json.py"
-    code, out, err = h.run("check", str(script), "--versions", VERSION, "--runs", "2", "--json", "--quiet",
+    code, out, _err = h.run("check", str(script), "--versions", VERSION, "--runs", "2", "--json", "--quiet",
                            "--out", str(h.root / "forge-out"))
     lines = out.splitlines()
     try:
@@ -713,7 +722,7 @@ def case_reduce_writes_outside(h: Harness) -> tuple[bool, str]:
     canary, user = h.root / "canary", h.root / "writer-project"
     script = h.write("writer-project/train.py", CANARY_SCRIPT.replace("@CANARY@", str(canary / "out")))
     out = h.root / "writer-out"
-    code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
+    code, _, _err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
                          "--max-candidates", "30", timeout=3600)
     (folder,) = out.iterdir()
     memo = json.loads((folder / "reduce.json").read_text())["memo"].values()
@@ -723,7 +732,7 @@ def case_reduce_writes_outside(h: Harness) -> tuple[bool, str]:
     return held, f"exit {code}, {refused} candidate(s) refused, canary {'written' if canary.exists() else 'empty'}"
 
 
-def case_reduce_state(h: Harness, change: dict | None) -> tuple[bool, str]:
+def case_reduce_state(h: Harness, change: dict[str, Any] | None) -> tuple[bool, str]:
     """--resume of an edited reduce.json: a planted best (None: the seal's refusal), or a field out of range."""
     source = reduced_folder(h)
     folder = h.root / f"reduce-edited-{len(list(h.root.glob('reduce-edited-*')))}"
@@ -834,7 +843,7 @@ def case_base_image_sigterm(h: Harness) -> tuple[bool, str]:
         proc.kill()
         return False, f"debootstrap never wrote its rootfs: {proc.communicate()[1][-80:]}"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    _, _err = proc.communicate(timeout=120)
     left = [p.name for p in tmp.iterdir()]
     debootstraps = [p for p in Path("/proc").glob("[0-9]*/cmdline")
                     if str(tmp) in p.read_bytes().replace(b"\0", b" ").decode(errors="replace")]
@@ -873,7 +882,7 @@ def case_reduce_escapes(h: Harness) -> tuple[bool, str]:
     script = h.write("escape-project/train.py", ESCAPES_SCRIPT.replace("@PID@", str(outside.pid))
                      .replace("@CANARY@", str(canary)).replace("@VOLUME@", volume))
     try:
-        code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out",
+        code, _, _err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out",
                              str(h.root / "escape-out"), "--max-candidates", "30", timeout=3600)
     finally:
         outside.kill()
@@ -898,6 +907,7 @@ def case_reduce_sigterm_during_the_original(h: Harness) -> tuple[bool, str]:
     proc = h.start("reduce", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", REDUCED_VERSION,
                    "--max-candidates", "1", "--out", str(out))
     seen = []
+    assert proc.stderr is not None  # piped
     for line in proc.stderr:
         seen.append(line)
         if "run 1/" in line:
@@ -1044,7 +1054,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("a timed-out script's /tmp/train-ckpt-* goes with its run (venv)",
          lambda: case_run_tmpdir(h, "venv", hang=True)),
     ]
-    cases += [(f"index: {name}", lambda name=name: case_hostile_index(h, name)) for name in INDEX_SERVERS]
+    cases += [(f"index: {name}", partial(case_hostile_index, h, name)) for name in INDEX_SERVERS]
     cases.append(("index: a file:// index in the usual layout", lambda: case_file_index(h)))
     cases += [("report: a URL, a www. address and an e-mail address from results.json are no links",
                lambda: case_links_in_report(h)),
@@ -1064,8 +1074,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
     if with_slurm:
         cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):
-        cases.append((f"bad input: {name}", lambda argv=argv: one_line(
-            *h.run(*(argv() if callable(argv) else argv), timeout=60)[::2])))
+        cases.append((f"bad input: {name}", partial(bad_input_held, h, argv)))
     return cases
 
 
@@ -1095,16 +1104,16 @@ def main() -> int:
         start = time.monotonic()
         try:
             held, detail = check()
-        except Exception as exc:  # a case that could not even be tried is a case that did not hold
+        except Exception as exc:  # noqa: BLE001 - a case that could not even be tried is a case that did not hold
             held, detail = False, f"{type(exc).__name__}: {str(exc)[:80]}"
         results.append(Result(name, bool(held), detail, time.monotonic() - start))
         print(f"{'held' if held else 'BROKE'}: {name} ({detail})", file=sys.stderr, flush=True)
     print(tabulate([(r.case, "yes", "yes" if r.held else "NO", f"{r.seconds:.1f}", r.detail) for r in results],
                    headers=["case", "tried", "held", "s", "detail"], tablefmt="github"))
-    held = sum(r.held for r in results)
-    print(f"\n{held} of {len(results)} held" + ("" if with_docker else " (docker cases skipped: no engine)"))
+    held_count = sum(r.held for r in results)
+    print(f"\n{held_count} of {len(results)} held" + ("" if with_docker else " (docker cases skipped: no engine)"))
     shutil.rmtree(root, ignore_errors=True)
-    return 0 if held == len(results) else 1
+    return 0 if held_count == len(results) else 1
 
 
 if __name__ == "__main__":

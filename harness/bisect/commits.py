@@ -19,16 +19,17 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable, UserError
-from harness.core.model import CommitInfo, ProcessOutcome
+from harness.core.model import CommitInfo, ProcessOutcome, Program
 
-_VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)
-_MIN_JAXLIB_RE = re.compile(r'^_minimum_jaxlib_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.M)
+_VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.MULTILINE)
+_MIN_JAXLIB_RE = re.compile(r'^_minimum_jaxlib_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,9 @@ class GitRepo:
         if self._git("rev-parse", "--git-dir", check=False).returncode != 0:
             raise UserError(f"--jax-repo: {self.path} is not a git repository")
 
-    def _git(self, *args: str, check: bool = True, text: bool = True) -> subprocess.CompletedProcess:
+    def _git(self, *args: str, check: bool = True, text: bool = True) -> subprocess.CompletedProcess[Any]:
         try:
-            proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, text=text)
+            proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, text=text, check=False)
         except FileNotFoundError:
             raise UserError("--jax-repo: git is not installed (or not on PATH)") from None
         if check and proc.returncode != 0:
@@ -95,7 +96,8 @@ class GitRepo:
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     def remotes(self) -> list[str]:
-        return self._git("remote").stdout.split()
+        names: str = self._git("remote").stdout
+        return names.split()
 
     def fetch(self, remote: str, ref: str) -> tuple[str | None, str]:
         """Fetch `ref` from `remote`: the commit it names there (FETCH_HEAD), or None and git's last
@@ -148,7 +150,8 @@ class CommitEnvironment(Environment):
         self.base, self.source_root, self.sha, self.jaxlib = base, source_root, sha, jaxlib
         self.jax_version = label
 
-    def run(self, program, env, cache_dir, log_path, timeout_s) -> ProcessOutcome:
+    def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path,
+            timeout_s: float) -> ProcessOutcome:
         # The commit's jax first; a user script's start-up hook folder (run_env.hook_env) stays on the path.
         path = os.pathsep.join(p for p in (str(self.source_root), env.get("PYTHONPATH", "")) if p)
         return self.base.run(program, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
@@ -191,7 +194,10 @@ def commit_environments(sha: str, sources: CommitSources,
             f"{sha[:10]}: jax {source.version} needs jaxlib >= {source.minimum_jaxlib} and <= "
             f"{source.version}; offered {', '.join(jaxlib_envs) or 'none'}"))]
     label = commit_label(source, sha)
-    return [lambda j=j: CommitEnvironment(jaxlib_envs[j](), folder, sha, label, j) for j in jaxlibs]
+
+    def prepare(jaxlib: str) -> Callable[[], CommitEnvironment]:
+        return lambda: CommitEnvironment(jaxlib_envs[jaxlib](), folder, sha, label, jaxlib)
+    return [prepare(j) for j in jaxlibs]
 
 
 def _fail(exc: EnvironmentUnavailable) -> Callable[[], CommitEnvironment]:

@@ -10,8 +10,10 @@ verdicts (a resumed bisection) takes exactly the same path to exactly the same a
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Hashable, Sequence, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from harness.core.model import Verdict
 
@@ -73,7 +75,7 @@ class Tester(Generic[P]):
             self.steps.append(Step(self.points[index], verdict, role))
         return self.known[index]
 
-    def first_testable(self, indices, role: Role, limit: int | None = None) -> tuple[int, Verdict] | None:
+    def first_testable(self, indices: Iterable[int], role: Role, limit: int | None = None) -> tuple[int, Verdict] | None:
         """The first of `indices` that can be tested, trying at most `limit` of them."""
         for i in list(indices)[:limit]:
             v = self(i, role)
@@ -85,7 +87,7 @@ class Tester(Generic[P]):
 SKIP_BUDGET = 16
 
 
-def narrow(tester: Tester, lo: int, hi: int, role: Role, skip_budget: int = SKIP_BUDGET) -> Boundary:
+def narrow(tester: Tester[P], lo: int, hi: int, role: Role, skip_budget: int = SKIP_BUDGET) -> Boundary[P]:
     """Binary search between `lo` (one verdict) and `hi` (the other) for the adjacent testable pair.
 
     An untestable middle is replaced by the nearest untested point (the lower one on a tie), as
@@ -157,13 +159,13 @@ def search(points: Sequence[P], test: Callable[[P], Verdict], good: P | None = N
     if first_verdict == BAD:
         result.appears = Boundary(None, points[g])
     else:
-        if not any(v == BAD for v in tester.known.values()):
-            if end is None or _find_bad(tester, g, end[0]) is None:
-                return result  # never reproduced in the range
+        if not any(v == BAD for v in tester.known.values()) and (end is None or _find_bad(tester, g, end[0]) is None):
+            return result  # never reproduced in the range
         # Start from the tightest pair already known: the last clean before the earliest bad.
         first_bad = min(i for i, v in tester.known.items() if v == BAD)
         lo = max(i for i, v in tester.known.items() if v == GOOD and i < first_bad)
         result.appears = narrow(tester, lo, first_bad, Role.APPEARS)
+    assert result.appears.first is not None  # a bad point was found above
     appears_at = points.index(result.appears.first)
 
     # Fixed-in: the end of the whole range is tested too (a named bad point need not be the last
@@ -179,16 +181,16 @@ def search(points: Sequence[P], test: Callable[[P], Verdict], good: P | None = N
     return result
 
 
-def _last_bad(tester: Tester, start: int) -> int:
+def _last_bad(tester: Tester[P], start: int) -> int:
     return max(i for i, v in tester.known.items() if v == BAD and i >= start)
 
 
-def _find_bad(tester: Tester, lo: int, hi: int) -> int | None:
+def _find_bad(tester: Tester[P], lo: int, hi: int) -> int | None:
     """Both `lo` and `hi` are clean: test midpoints of the widest untested gaps until one reproduces.
     Without a known bad point this is the only honest way; in the worst case it tests everything."""
     while True:
         tested = sorted(i for i in tester.known if lo <= i <= hi)
-        gaps = [(b - a, a, b) for a, b in zip(tested, tested[1:]) if b - a > 1]
+        gaps = [(b - a, a, b) for a, b in itertools.pairwise(tested) if b - a > 1]
         if not gaps:
             return None
         _, a, b = max(gaps, key=lambda gap: (gap[0], -gap[1]))

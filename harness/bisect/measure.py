@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from harness.verdicts.boundaries import version_verdicts
 from harness.bisect.state import BisectState

@@ -14,7 +14,7 @@ from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 from harness.core.model import Verdict
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.verdicts.failure import outside_jax
-from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
+from harness.verdicts.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages
 
 
 def _num(x: float) -> str:
@@ -25,7 +25,7 @@ def _bound(row: Row) -> str:
     return bound_label(row.miss_bound, row.miss_bound_other)
 
 
-def release_table(outcome: Outcome, fmt: str = "github", packages: ProgramPackages = ProgramPackages()) -> str:
+def release_table(outcome: Outcome, fmt: str = "github", packages: ProgramPackages = NO_PACKAGES) -> str:
     """One row per release tested; a `packages` column where the program's own packages differ between them."""
     varying = packages.varying()
     rows = [[i, r.point, r.role, r.verdict, r.runs, _bound(r),
@@ -70,7 +70,7 @@ def _what_failed(detail: str) -> str:
     return found.group("why") if found else detail
 
 
-def boundaries_line(outcome: Outcome, packages: ProgramPackages = ProgramPackages()) -> str:
+def boundaries_line(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) -> str:
     """`packages`: the program's own packages per release, named where they change at a boundary."""
     s = outcome.releases
     if s.problem:  # what failed outside JAX first: it is often why nothing could be tested
@@ -86,9 +86,11 @@ def commit_line(search: CommitSearch) -> str:
     if search.problem:
         return f"{what} ({span}): not found: {search.problem}"
     c, b = search.culprit, search.boundary
-    if not b.resolved:
-        return (f"{what} ({span}): somewhere among {len(b.skipped) + 1} commits after {b.last[:10]} up to "
-                f"{b.first[:10]}: too many could not be run to split them ({len(search.rows)} tested)")
+    if b is None:
+        return f"{what} ({span}): not found"
+    if not b.resolved or c is None:
+        return (f"{what} ({span}): somewhere among {len(b.skipped) + 1} commits after {(b.last or '?')[:10]} up to "
+                f"{(b.first or '?')[:10]}: too many could not be run to split them ({len(search.rows)} tested)")
     text = (f"{what} ({span}): {c.sha} {c.date} \"{c.subject}\" "
             f"({len(search.rows)} of {search.count} commits tested)")
     if search.boundary and search.boundary.skipped:
@@ -97,16 +99,16 @@ def commit_line(search: CommitSearch) -> str:
 
 
 def confidence_line(outcome: Outcome) -> str:
-    rows = [r for r in outcome.release_rows + [r for c in outcome.commits for r in c.rows]
-            if r.miss_bound is not None]
-    if not rows:
+    bounds = [(r.miss_bound, r.miss_bound_other) for r in outcome.release_rows + [r for c in outcome.commits for r in c.rows]
+              if r.miss_bound is not None]
+    if not bounds:
         return "no clean verdicts"
-    worst = max(r.miss_bound for r in rows)
-    if all(r.miss_bound_other is None for r in rows):  # random seeds only: one bound for any mechanism
+    worst = max(bound for bound, _ in bounds)
+    if all(other is None for _, other in bounds):  # random seeds only: one bound for any mechanism
         return (f"each clean verdict: chance a regression was missed <= {_num(worst)} "
                 f"(target {TARGET_MISS:g}), assuming {ASSUMES_RANDOM}")
     # Chosen seeds rule out a set-order key only; say what any other hash-order dependence gets.
-    other = max(r.miss_bound if r.miss_bound_other is None else r.miss_bound_other for r in rows)
+    other = max(bound if bound_other is None else bound_other for bound, bound_other in bounds)
     why = ("the chosen seeds show every pair in both orders" if worst == 0 else
            "not every cell's seeds show every pair in both orders; random runs bound the rest")
     runs_note = ("no random runs; --runs N fills each cell up to N runs with random seeds, each halving it"
@@ -116,13 +118,13 @@ def confidence_line(outcome: Outcome) -> str:
             f"<= {_num(other)} ({runs_note})")
 
 
-def text(outcome: Outcome, command: str, fmt: str = "github", packages: ProgramPackages = ProgramPackages()) -> str:
+def text(outcome: Outcome, command: str, fmt: str = "github", packages: ProgramPackages = NO_PACKAGES) -> str:
     parts = [release_table(outcome, fmt, packages), "", boundaries_line(outcome, packages)]
     for search in outcome.commits:
         if search.rows:
             parts += ["", commit_table(search, fmt)]
         parts.append(commit_line(search))
     parts += ["", confidence_line(outcome),
-              f"{len(outcome.release_rows)} release(s) and {sum(len(c.rows) for c in outcome.commits)} "
-              f"commit(s) tested, {outcome.runs} runs", "", f"Reproduce with: {command}"]
+              (f"{len(outcome.release_rows)} release(s) and {sum(len(c.rows) for c in outcome.commits)} "
+               f"commit(s) tested, {outcome.runs} runs"), "", f"Reproduce with: {command}"]
     return "\n".join(parts)

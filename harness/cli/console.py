@@ -9,7 +9,8 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Iterator, TextIO
+from typing import Any, ClassVar, TextIO
+from collections.abc import Iterator
 
 from harness.core.listing import parse_name
 from harness.core.markdown import visible
@@ -23,7 +24,7 @@ class ConsoleProgress:
     jobs) are held until the first cell starts, `hold_s` seconds pass or `release()`: bad input found
     meanwhile is then said alone (`discard()` drops them), and slow preparations still show."""
 
-    _instances: "weakref.WeakSet[ConsoleProgress]" = weakref.WeakSet()
+    _instances: ClassVar[weakref.WeakSet[ConsoleProgress]] = weakref.WeakSet()
 
     def __init__(self, stream: TextIO | None = None, quiet: bool = False, hold_s: float = 0.0):
         self._stream, self.quiet = stream, quiet

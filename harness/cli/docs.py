@@ -63,11 +63,11 @@ def _render() -> str:
     subparsers = _subparsers(parser)
     out = ["# Commands", "",
            f"<!-- Generated from harness/inputs/options.py by `{REGENERATE}`; do not edit by hand. -->", "",
-           "Every command, every flag: the same declarations make the parser, `harness COMMAND --help` and this "
-           "page. Exit codes ([ci.md](ci.md)): `0` the work completed (whatever it found), `1` a regression "
-           "(`nightly`, `compare`; `run`, `check`, `merge` and `submit --wait` with `--fail-on`), `2` bad input (one "
-           "line, nothing written), `3` a failure of the harness itself (or an incomplete merge), `130` Ctrl-C, `143` SIGTERM (`129` SIGHUP); interrupted work is "
-           "kept and the line that resumes it printed.",
+           ("Every command, every flag: the same declarations make the parser, `harness COMMAND --help` and this "
+            "page. Exit codes ([ci.md](ci.md)): `0` the work completed (whatever it found), `1` a regression "
+            "(`nightly`, `compare`; `run`, `check`, `merge` and `submit --wait` with `--fail-on`), `2` bad input (one "
+            "line, nothing written), `3` a failure of the harness itself (or an incomplete merge), `130` Ctrl-C, `143` SIGTERM (`129` SIGHUP); interrupted work is "
+            "kept and the line that resumes it printed."),
            "", "| command | what it does |", "|---|---|"]
     out += [f"| [`{c.name}`](#harness-{c.name}) | {_cell(c.help)} |" for c in COMMANDS]
     for command in COMMANDS:

@@ -119,7 +119,7 @@ class SeedPlan(Record):
             # seed predicted to give the other order put both names in one slot of the set's table.
             unseen = [c for c in self.covers if c.get("lowered") and not c["pairs_in_both_orders"]]
             if unseen:
-                return max(MISPREDICTED ** c.get("seeds_predicted_otherwise", 0) for c in unseen)
+                return max(MISPREDICTED ** int(c.get("seeds_predicted_otherwise", 0)) for c in unseen)
             return miss_probability_random(len(self.random) + 1)
         # A job's processes each draw a seed, and any two that differ show (ranks of one run disagree, or a
         # later run brings a new key): every process counts.
@@ -197,7 +197,7 @@ def runs_for_strong(plan: SeedPlan) -> int:
     if plan.strategy == SeedStrategy.CHOSEN and plan.unseen_orders():
         # Orders read back: each two more runs give each order of a pair one more seed predicted for it, and
         # the bound falls by MISPREDICTED per seed of the rarer one; two such seeds are below WEAK_BOUND.
-        return len(plan.seeds) + 2 * max(0, 2 - min(c.get("seeds_predicted_otherwise", 0) for c in plan.covers
+        return len(plan.seeds) + 2 * max(0, 2 - min(int(c.get("seeds_predicted_otherwise", 0)) for c in plan.covers
                                                     if c.get("lowered") and not c["pairs_in_both_orders"]))
     if plan.strategy == SeedStrategy.CHOSEN:
         return len(plan.chosen) + random_runs - 1

@@ -21,13 +21,13 @@ class ExitCode(enum.IntEnum):
 
 
 _MEANINGS = {
-    ExitCode.REGRESSION: ("Regression", "a cell went from clean to reproduced or error, lost more seconds per start "
-                          "than allowed, or has a verdict --fail-on names (check: reproduced or error): the line "
-                          "above names the module that missed, and report.md says why (JAX's key, the program's own "
-                          "nondeterminism such as a set's order, or a module JAX never caches)"),
+    ExitCode.REGRESSION: ("Regression", ("a cell went from clean to reproduced or error, lost more seconds per start "
+                           "than allowed, or has a verdict --fail-on names (check: reproduced or error): the line "
+                           "above names the module that missed, and report.md says why (JAX's key, the program's own "
+                           "nondeterminism such as a set's order, or a module JAX never caches)")),
     ExitCode.BAD_INPUT: ("Bad input", "the line above says what to fix; nothing was measured"),
-    ExitCode.FAILURE: ("The harness itself failed", "exit 3 is a failure of the harness (a bug, a full disk) or of "
-                       "its machines (a merge lacking shards), not a verdict on JAX: see the lines above"),
+    ExitCode.FAILURE: ("The harness itself failed", ("exit 3 is a failure of the harness (a bug, a full disk) or of "
+                        "its machines (a merge lacking shards), not a verdict on JAX: see the lines above")),
 }
 
 

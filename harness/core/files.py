@@ -11,7 +11,8 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from harness.core.errors import UserError
 

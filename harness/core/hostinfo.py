@@ -5,7 +5,8 @@ such facts."""
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 NVIDIA_SMI_QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
@@ -257,9 +257,8 @@ def parse(text: str | Iterable[str]) -> RunLog:
                 reader.event(module, reader.last_key, Outcome.NOT_WRITTEN, m["reason"])
         elif m := _COMPILED_RE.search(line):
             reader.event(m["module"], None, Outcome.MISS, compile_time_s=float(m["secs"]) if m["secs"] else None)
-        elif m := _EXCLUDED_FLAG_RE.search(line):
-            if m["flag"] not in reader.excluded:
-                reader.excluded.append(m["flag"])
+        elif (m := _EXCLUDED_FLAG_RE.search(line)) and m["flag"] not in reader.excluded:
+            reader.excluded.append(m["flag"])
     return RunLog(list(reader.keys.values()), reader.excluded)
 
 

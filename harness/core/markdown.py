@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Iterable
+from collections.abc import Iterable
 
 # Line breaks and other controls (a newline, a carriage return, an escape) and the bidirectional
 # overrides that reorder what a reader sees: none of them belongs inside one line of a report.

@@ -14,14 +14,15 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _received: signal.Signals | None = None
 
 
-def _on_stop_signal(signum: int, frame) -> None:
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received is not None:
         return  # already stopping: a second SIGTERM must not cut the saving short

@@ -7,19 +7,19 @@ and auto (docker when a daemon answers, else venv). Processes and containers liv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from packaging.tags import platform_tags
 
-from harness.inputs.dependencies import Requirements, Sources
-from harness.environments.base import Backend, Environment
+from harness.inputs.dependencies import Sources
+from harness.environments.base import Backend, BackendOptions, Environment
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
 from harness.core.errors import UserError
 from harness.core.model import DEFAULT_BACKEND, BackendName
-from harness.inputs.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
+from harness.inputs.pythons import PythonChooser, PythonVersion
 
 
 NAMES = tuple(n.value for n in BackendName)
@@ -30,21 +30,6 @@ class BackendChoice:
     backend: Backend
     why: str
     sources: Sources = Sources()  # where its packages come from besides the public index
-
-
-@dataclass
-class BackendOptions:
-    rebuild: bool = False
-    python: str | None = None  # local: the interpreter that has JAX
-    docker: dict[str, Any] = field(default_factory=dict)  # the config's docker: section
-    release_date: Callable | None = None  # venv/docker: version -> release datetime
-    # venv/docker: which Python each release runs in (see harness/inputs/pythons.py)
-    python_pin: PythonVersion | None = None  # the config's python: (None: auto)
-    interpreters: Callable[[], list[Interpreter]] | None = None  # discovery, run only when needed
-    wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup
-    install_python: Callable[[PythonVersion], Interpreter | None] | None = None  # opted in: uv installs
-    requirements: Requirements = Requirements()  # the script's own, installed beside each jax
-    sources: Sources = Sources()  # venv: another index, the user's own packages (editable)
 
 
 def host_platforms() -> tuple[str, ...]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,28 @@ from harness.core.model import Platform, ProcessOutcome, Program
 from harness.core.vary_factors import Factor
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.vary import CannotVary
-from harness.inputs.pythons import PythonChooser
+from harness.inputs.dependencies import Requirements, Sources
+from harness.inputs.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
 
 # Progress lines from long preparation steps (environment builds); the CLI decides where they go.
 Say = Callable[[str], None]
+
+
+@dataclass
+class BackendOptions:
+    """How `make_backend` (harness/environments/__init__.py) makes a backend: what the CLI and the config say."""
+
+    rebuild: bool = False
+    python: str | None = None  # local: the interpreter that has JAX
+    docker: dict[str, Any] = field(default_factory=dict)  # the config's docker: section
+    release_date: Callable[[str], datetime | None] | None = None  # venv/docker: version -> release datetime
+    # venv/docker: which Python each release runs in (see harness/inputs/pythons.py)
+    python_pin: PythonVersion | None = None  # the config's python: (None: auto)
+    interpreters: Callable[[], list[Interpreter]] | None = None  # discovery, run only when needed
+    wheel_pythons: Callable[[tuple[str, ...]], WheelPythons] | None = None  # wheel platforms -> lookup
+    install_python: Callable[[PythonVersion], Interpreter | None] | None = None  # opted in: uv installs
+    requirements: Requirements = Requirements()  # the script's own, installed beside each jax
+    sources: Sources = Sources()  # venv: another index, the user's own packages (editable)
 
 
 def _quiet(_: str) -> None:

@@ -11,11 +11,12 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from harness.core.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
 
-_GPU_LINE = re.compile(r"^GPU \d+:", re.M)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
+_GPU_LINE = re.compile(r"^GPU \d+:", re.MULTILINE)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
 TIMEOUT_S = 60
 HOST_ADVICE = "check the NVIDIA driver (`nvidia-smi -L`) and CUDA_VISIBLE_DEVICES"
 CONTAINER_ADVICE = ("check that the NVIDIA Container Toolkit is installed (and dockerd restarted since) and that "
@@ -61,7 +62,7 @@ def host_gpus(nvidia_smi: str | None = None, environ: Mapping[str, str] = os.env
     if not smi:
         return GpuCount(0, counted_by, "nvidia-smi is not on PATH (no NVIDIA driver here?)")
     try:
-        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return GpuCount(0, counted_by, f"could not run it ({exc})")
     if proc.returncode != 0:
@@ -76,7 +77,7 @@ def accelerator_facts() -> dict[str, Any]:
     if not smi:
         return {}
     try:
-        proc = subprocess.run([smi, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run([smi, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return {}
     return parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else {}

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from harness.environments.venv import find_uv
 from harness.core.errors import EnvironmentUnavailable
@@ -33,7 +33,7 @@ def probe(path: str) -> PythonVersion | None:
     """The CPython version `path` runs as; None when it does not run or is another Python."""
     try:
         proc = subprocess.run([path, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
+                              env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     words = proc.stdout.split()
@@ -92,7 +92,7 @@ def uv_candidates() -> list[str]:
     try:
         proc = subprocess.run([uv, "python", "list", "--only-installed", "--python-preference",
                                "only-managed", "--output-format", "json"], capture_output=True, text=True,
-                              timeout=60, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+                              timeout=60, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"}, check=False)
         entries = json.loads(proc.stdout) if proc.returncode == 0 else []
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
         return []

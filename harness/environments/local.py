@@ -41,7 +41,8 @@ class LocalBackend(Backend):
             except EnvironmentUnavailable as exc:
                 raise BackendUnavailable(f"--backend local: {self.python} cannot import jax "
                                          f"({exc}); install jax there or use --backend venv") from None
-        return self._facts["jax"]
+        version: str = self._facts["jax"]
+        return version
 
     def check(self, platform: Platform, say: Say = _quiet) -> None:
         """The script's requirements must be satisfied by the interpreter: one line naming what is

@@ -9,6 +9,7 @@ as a header and never printed."""
 from __future__ import annotations
 
 import base64
+import http.client
 import hashlib
 import json
 import netrc
@@ -19,6 +20,7 @@ import urllib.request
 from datetime import datetime
 from email.message import Message
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -144,7 +146,9 @@ class Page:
 class _SameHostAuth(urllib.request.HTTPRedirectHandler):
     """Redirects keep the credentials only to the same scheme, host and port (as pip and requests do)."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: http.client.HTTPMessage,
+                         newurl: str) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         auth = req.unredirected_hdrs.get("Authorization")
         old, moved = urlsplit(req.full_url), urlsplit(newurl)
@@ -183,7 +187,7 @@ def fetch(url: str, accept: str | None = None, request_s: float = REQUEST_S, max
         raise IndexUnreadable(_one_line(str(getattr(exc, "reason", exc)), url), unreachable) from None
 
 
-def _read_bounded(response, deadline: float, request_s: float, max_bytes: int) -> bytes:
+def _read_bounded(response: http.client.HTTPResponse, deadline: float, request_s: float, max_bytes: int) -> bytes:
     declared = response.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise IndexUnreadable(f"the page is {int(declared) >> 20} MiB, more than an index page "

@@ -13,14 +13,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from harness.environments.base import Environment
 from harness.environments.vary import unreachable_by_others
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
-from harness.core.model import ProcessOutcome
+from harness.core.model import ProcessOutcome, Program
 from harness.inside.startup import STARTUP_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
@@ -35,7 +36,7 @@ def clean_environment(extra: dict[str, str]) -> dict[str, str]:
 
 
 # Processes started here and still running, so that Ctrl-C can stop every parallel run at once.
-_live: set[subprocess.Popen] = set()
+_live: set[subprocess.Popen[bytes]] = set()
 _live_lock = threading.Lock()
 
 # Every run starts under supervise.py, which takes down whatever the script leaves behind (see there).
@@ -63,7 +64,7 @@ def kill_all() -> None:
         _signal(proc, signal.SIGTERM if SUPERVISED else signal.SIGKILL)
 
 
-def _signal(proc: subprocess.Popen, signum: int) -> None:
+def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
     try:
         if signum == signal.SIGKILL:
             os.killpg(proc.pid, signum)
@@ -73,7 +74,7 @@ def _signal(proc: subprocess.Popen, signum: int) -> None:
         pass  # it ended on its own meanwhile
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Stop a run and everything it started: the supervisor kills them all on SIGTERM; its process
     group is SIGKILLed if it does not finish within the grace period."""
     if SUPERVISED:
@@ -101,7 +102,7 @@ def log_tail(path: Path, chars: int = 2000) -> str:
 RUN_TMP_VARS = ("TMPDIR", "TEMP", "TMP")
 RUN_TMPDIR_VAR = "HARNESS_RUN_TMPDIR"
 RUN_TMP_PREFIX = "harness-run-"
-_run_tmp: dict[subprocess.Popen, Path] = {}
+_run_tmp: dict[subprocess.Popen[bytes], Path] = {}
 
 
 def make_run_tmp(env: dict[str, str]) -> Path | None:
@@ -131,7 +132,7 @@ def remove_run_tmp(folder: Path | None) -> None:
     if folder is None:
         return
 
-    def writable_then_again(function, path, _exc_info) -> None:
+    def writable_then_again(function: Callable[[str], object], path: str, _exc_info: object) -> None:
         try:
             os.chmod(os.path.dirname(path), 0o700)
             if os.path.isdir(path) and not os.path.islink(path):
@@ -143,8 +144,8 @@ def remove_run_tmp(folder: Path | None) -> None:
         shutil.rmtree(folder, onerror=writable_then_again)  # onerror: Python 3.11 has no onexc
 
 
-def start_process(argv: list[str], env: dict[str, str], log, cwd: Path | None = None,
-                  max_log_bytes: int = MAX_LOG_BYTES) -> subprocess.Popen | str:
+def start_process(argv: list[str], env: dict[str, str], log: BinaryIO, cwd: Path | None = None,
+                  max_log_bytes: int = MAX_LOG_BYTES) -> subprocess.Popen[bytes] | str:
     """Start `argv` supervised, its output into the open file `log`, registered for Ctrl-C, with a
     temporary folder of its own; or why it could not start (also written to the log). The caller waits
     for it, or `stop_process`es it, then calls `forget` (which removes its temporary folder)."""
@@ -166,7 +167,7 @@ def start_process(argv: list[str], env: dict[str, str], log, cwd: Path | None = 
     return proc
 
 
-def forget(proc: subprocess.Popen) -> None:
+def forget(proc: subprocess.Popen[bytes]) -> None:
     """A run's process has ended (or been stopped): no longer one Ctrl-C stops; its temporary folder goes."""
     with _live_lock:
         _live.discard(proc)
@@ -174,7 +175,7 @@ def forget(proc: subprocess.Popen) -> None:
     remove_run_tmp(folder)
 
 
-def signal_stop(proc: subprocess.Popen) -> None:
+def signal_stop(proc: subprocess.Popen[bytes]) -> None:
     """The first half of `_stop`: ask the supervisor to take the run down (several runs at once)."""
     _signal(proc, signal.SIGTERM if SUPERVISED else signal.SIGKILL)
 
@@ -223,11 +224,13 @@ def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_
     All are stopped at `timeout_s`; once one has failed, the rest `peer_grace_s` later. Every process is
     gone when this returns (its supervisor takes down what it started), also after Ctrl-C."""
     start = time.monotonic()
-    logs, procs, outcomes = [], [], []
+    logs: list[BinaryIO] = []
+    procs: list[subprocess.Popen[bytes] | str] = []  # a str: why that one could not start
+    outcomes: list[ProcessOutcome | None] = []
     try:
         for argv, env, log_path in starts:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            logs.append(open(open_fresh(log_path), "wb"))
+            logs.append(open(open_fresh(log_path), "wb"))  # noqa: SIM115 - each closed in the finally below
             proc = start_process(argv, env, logs[-1], cwd)
             procs.append(proc)
             outcomes.append(ProcessOutcome(None, 0.0, reason=proc) if isinstance(proc, str) else None)
@@ -235,12 +238,12 @@ def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_
         while any(o is None for o in outcomes):
             now = time.monotonic()
             for i, proc in enumerate(procs):
-                if outcomes[i] is None and (code := proc.poll()) is not None:
+                if outcomes[i] is None and not isinstance(proc, str) and (code := proc.poll()) is not None:
                     outcomes[i] = ProcessOutcome(code, now - start, reason=exit_reason(code))
-            failed = next((i for i, o in enumerate(outcomes) if o is not None and not o.ok), None)
+            failed = next(((i, o) for i, o in enumerate(outcomes) if o is not None and not o.ok), None)
             if failed is not None and now + peer_grace_s < deadline:
                 deadline = now + peer_grace_s
-                why = f"stopped {peer_grace_s:g} s after process {failed} failed ({outcomes[failed].reason})"
+                why = f"stopped {peer_grace_s:g} s after process {failed[0]} failed ({failed[1].reason})"
             elif (failed is None and len(outcomes) > 1 and sum(o is None for o in outcomes) == 1
                   and now + peer_grace_s < deadline):  # the last one: JAX's process 0 can hang at exit
                 deadline = now + peer_grace_s
@@ -248,7 +251,7 @@ def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_
             if all(o is not None for o in outcomes):
                 break
             if now >= deadline:
-                _stop_all([p for p, o in zip(procs, outcomes) if o is None])
+                _stop_all([p for p, o in zip(procs, outcomes) if o is None and not isinstance(p, str)])
                 outcomes = [o or ProcessOutcome(None, time.monotonic() - start, timed_out=True, reason=why)
                             for o in outcomes]
                 break
@@ -262,10 +265,10 @@ def run_processes(starts: list[tuple[list[str], dict[str, str], Path]], timeout_
                 forget(proc)
         for log in logs:
             log.close()
-    return outcomes
+    return [o for o in outcomes if o is not None]  # each one set by now
 
 
-def _stop_all(procs: list[subprocess.Popen]) -> None:
+def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
     """Stop several runs at once: every supervisor told first, then each waited for (or killed)."""
     for proc in procs:
         signal_stop(proc)
@@ -318,8 +321,8 @@ class InterpreterEnvironment(Environment):
 
     python: str | Path
 
-    def run(self, program, env, cache_dir, log_path, timeout_s, variation: RunVariation | None = None,
-            ) -> ProcessOutcome:
+    def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path, timeout_s: float,
+            variation: RunVariation | None = None) -> ProcessOutcome:
         extra = {**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}
         python = str(self.python)
         if variation is not None:
@@ -333,7 +336,8 @@ class InterpreterEnvironment(Environment):
         return run_process([*program.launcher, *wrapped([python, *program.argv()], variation)], full_env, log_path,
                            timeout_s, cwd=program.workdir)
 
-    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+    def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
+                  timeout_s: float) -> list[ProcessOutcome]:
         argv = [*program.launcher, str(self.python), *program.argv()]
         full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
         starts = [(argv, env, log) for env, log in zip(full, log_paths)]
@@ -367,7 +371,7 @@ def list_distributions(python: Path, env: dict[str, str]) -> dict[str, str]:
     code = f"import json, importlib.metadata; print(json.dumps({DISTRIBUTIONS}, sort_keys=True))"
     try:
         proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, timeout=60,
-                              cwd=Path(python).parent)
+                              cwd=Path(python).parent, check=False)
         return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired, IndexError, ValueError):
         return {}
@@ -379,7 +383,7 @@ def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
         # In the interpreter's folder: `-c` puts the working folder on sys.path, and a checkout's
         # *.egg-info there would be listed as installed.
         proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
-                              timeout=300, cwd=Path(python).parent)
+                              timeout=300, cwd=Path(python).parent, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None
     if proc.returncode != 0:
@@ -387,8 +391,8 @@ def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
                                      + (proc.stderr.strip().splitlines() or ["?"])[-1],
                                      log_tail=proc.stderr[-2000:])
     try:
-        facts = json.loads(proc.stdout.strip().splitlines()[-1])
-        facts["jax"]  # noqa: B018 - the one fact every caller needs
+        facts: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        facts["jax"]  # the one fact every caller needs: a KeyError here if the probe lacks it
     except (IndexError, ValueError, KeyError, TypeError):
         raise EnvironmentUnavailable(f"{python} did not report its jax version "
                                      f"(is it a Python interpreter?)") from None
@@ -428,7 +432,7 @@ def uts_namespace_problem() -> str:
         else:
             try:
                 probe = subprocess.run(["unshare", "--uts", "--", "hostname", "harness-probe"], capture_output=True,
-                                       text=True, timeout=30)
+                                       text=True, timeout=30, check=False)
                 _UTS_PROBLEM.append("" if probe.returncode == 0 else
                                     f"no UTS namespace here (unshare --uts: {probe.stderr.strip() or probe.returncode})")
             except (OSError, subprocess.TimeoutExpired) as exc:

@@ -10,11 +10,12 @@ import sys
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from harness.inputs.dependencies import Requirements, Sources
 from harness.inputs.index_urls import redacted
-from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.base import Backend, Say, _quiet
 from harness.environments.locking import held
 from harness.environments.vary import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
@@ -60,10 +61,7 @@ def _find_uv() -> str:
 class VenvEnvironment(InterpreterEnvironment):
     def __init__(self, path: Path, jax_version: str, facts: dict[str, Any]):
         self.path, self.jax_version, self.facts = path, jax_version, facts
-
-    @property
-    def python(self) -> Path:
-        return self.path / "bin" / "python"
+        self.python: Path = path / "bin" / "python"
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "venv", "path": str(self.path), **self.facts}
@@ -101,7 +99,7 @@ def compression_folder(python: Path | str, work: Path) -> tuple[Path, str]:
     folder = work / "compression"
     folder.mkdir(parents=True, exist_ok=True)
     probe = subprocess.run([str(python), "-c", "import zstandard"], capture_output=True,
-                           env=clean_environment({}), cwd=folder, timeout=120)
+                           env=clean_environment({}), cwd=folder, timeout=120, check=False)
     if probe.returncode == 0:
         (folder / "zstandard").mkdir(exist_ok=True)
         (folder / "zstandard" / "__init__.py").write_text(
@@ -114,7 +112,7 @@ def compression_folder(python: Path | str, work: Path) -> tuple[Path, str]:
         raise CannotVary(f"zstandard cannot be installed: {exc}") from None
     with open(log, "w") as out:
         done = subprocess.run([uv, "pip", "install", "--quiet", "--python", str(python), "--target", str(folder),
-                               "zstandard"], stdout=out, stderr=subprocess.STDOUT, env=clean_environment({}))
+                               "zstandard"], stdout=out, stderr=subprocess.STDOUT, env=clean_environment({}), check=False)
     if done.returncode != 0:
         raise CannotVary(f"zstandard could not be installed for {python} ({log_tail(log, 300).strip()})")
     return folder, "zstandard importable (installed beside the environment, which has none)"
@@ -137,7 +135,7 @@ class VenvBackend(Backend):
                  requirements: Requirements = Requirements(), sources: Sources = Sources()):
         self.root, self.rebuild = Path(root), rebuild
         self.sources = sources
-        self.pythons = pythons or own_python_only()
+        self.pythons: PythonChooser = pythons or own_python_only()
         self._release_date = release_date
         self.requirements = requirements
 
@@ -151,7 +149,7 @@ class VenvBackend(Backend):
         extra += f"-src{self.sources.digest}" if self.sources else ""
         return self.root / f"jax-{jax_version}-{flavour}-py{python}{extra}"
 
-    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
+    def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> VenvEnvironment:
         try:
             choice = self.pythons.choose(jax_version)
         except NoPython as exc:
@@ -162,14 +160,14 @@ class VenvBackend(Backend):
         except OSError as exc:  # an unwritable HARNESS_ENV_DIR, a full disk: this cell is `error`
             raise EnvironmentUnavailable(f"cannot make the venv for jax {jax_version}: {exc}") from None
 
-    def _prepare(self, jax_version: str, platform: Platform, choice: PythonChoice, say: Say) -> Environment:
+    def _prepare(self, jax_version: str, platform: Platform, choice: PythonChoice, say: Say) -> VenvEnvironment:
         path = self.env_path(jax_version, platform, choice.version)
         # Another sweep making this venv right now: wait for it, then reuse what it made.
         with held(path.parent / f".{path.name}.lock", f"the venv {path.name}", say):
             return self._prepare_locked(path, jax_version, platform, choice, say)
 
     def _prepare_locked(self, path: Path, jax_version: str, platform: Platform, choice: PythonChoice,
-                        say: Say) -> Environment:
+                        say: Say) -> VenvEnvironment:
         marker = path / READY_MARKER
         chosen = {"python_choice": choice.to_json()}
         damage = "half-made"
@@ -214,7 +212,7 @@ class VenvBackend(Backend):
             for cmd in steps:
                 out.write("$ " + " ".join(redacted(word) for word in cmd) + "\n")  # no index's token
                 out.flush()
-                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env)
+                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=cmd_env, check=False)
                 if proc.returncode != 0:
                     why = resolver_reason(log_tail(log, chars=20_000))
                     besides = [*self.requirements.items, *self.sources.editables]

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -83,7 +84,7 @@ def parse_lock(text: str) -> list[Pin]:
     return pins
 
 
-def pick_wheels(pins: list[Pin], files: list[str], tags: set[Tag]) -> tuple[dict[Pin, str], list[Pin]]:
+def pick_wheels(pins: list[Pin], files: list[str], tags: AbstractSet[Tag]) -> tuple[dict[Pin, str], list[Pin]]:
     """Match each pin to a wheel file name that installs on the target; also return the unmatched."""
     by_pin: dict[Pin, str] = {}
     for name in sorted(files):
@@ -106,8 +107,9 @@ def lock_command(uv: str, requirements: list[str], python_version: str, output: 
     cmd = [uv, "pip", "compile", "-", "--no-config", "--quiet", "--no-header", "--no-annotate",
            "--only-binary", ":all:", "--python-version", python_version,
            "--python-platform", UV_PLATFORM, "-o", str(output)]
-    if cutoff is not None:
-        cmd += ["--exclude-newer", exclude_newer(cutoff)]
+    newer = exclude_newer(cutoff)
+    if newer is not None:
+        cmd += ["--exclude-newer", newer]
     for link in find_links:
         cmd += ["--find-links", link]
     return cmd
@@ -257,7 +259,7 @@ def _run_logged(cmd: list[str], log: Path, failure: str, stdin: str | None = Non
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
         proc = subprocess.run(cmd, input=stdin, text=True, stdout=out, stderr=subprocess.STDOUT,
-                              env=host_pip_environment(), cwd=cwd)
+                              env=host_pip_environment(), cwd=cwd, check=False)
     if proc.returncode != 0:
         why = resolver_reason(log_tail(log, chars=20_000))  # uv's reason, when it gave one
         raise EnvironmentUnavailable(f"{failure}: {why or 'see the log'} ({log})", log_tail=log_tail(log))

@@ -15,7 +15,8 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -350,7 +351,7 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
         yield start, pending.strip()
 
 
-def script_metadata(text: str) -> dict | None:
+def script_metadata(text: str) -> dict[str, Any] | None:
     """The `script` block of PEP 723 inline metadata, as TOML data; None when the script has none.
 
     ValueError for two blocks, a block never closed, or TOML that does not parse."""
@@ -394,7 +395,7 @@ def unmet(requirements: Requirements, installed: dict[str, str], python_version:
 
     Markers are evaluated for that interpreter's Python; extras are not checked (their packages are
     ordinary requirements of the distribution, named by its metadata, not by the extra)."""
-    versions = {canonicalize_name(name): version for name, version in installed.items()}
+    versions: dict[str, str] = {canonicalize_name(name): version for name, version in installed.items()}
     environment = {"python_version": ".".join(python_version.split(".")[:2]),
                    "python_full_version": python_version, "extra": ""}
     missing = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 AUTO = "auto"  # the config's `python:` default
 _VERSION = re.compile(r"^3\.(\d{1,2})$")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Sequence
 
 T = TypeVar("T")
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")

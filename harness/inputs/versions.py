@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache
 from html.parser import HTMLParser
-from typing import Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
 import msgspec
@@ -74,7 +75,7 @@ class Release:
                          if self.wheel_tags & target_tags(v, tuple(platforms)) and allowed(v))
 
 
-def _requires(requires_python: str | None):
+def _requires(requires_python: str | None) -> Callable[[PythonVersion], bool]:
     try:
         spec = SpecifierSet(requires_python or "")
     except InvalidSpecifier:
@@ -82,7 +83,7 @@ def _requires(requires_python: str | None):
     return lambda v: Version(f"{v}.0") in spec
 
 
-@lru_cache(maxsize=None)
+@cache
 def target_tags(python: PythonVersion, platforms: tuple[str, ...]) -> frozenset[Tag]:
     """Every wheel tag a (regular, not free-threaded) CPython `python` on these platforms accepts."""
     version = (python.major, python.minor)
@@ -95,7 +96,8 @@ class PackageIndex(Protocol):
     def releases(self, package: str) -> dict[str, Release]: ...
 
 
-def release_pythons(index: PackageIndex, platforms: Sequence[str]):
+def release_pythons(index: PackageIndex,
+                    platforms: Sequence[str]) -> Callable[[str], frozenset[PythonVersion] | None]:
     """A function: jax version -> the Pythons with wheels for both its jax and its jaxlib on
     `platforms` (None when the index does not say)."""
     def pythons(version: str) -> frozenset[PythonVersion] | None:
@@ -308,7 +310,7 @@ def _file_version(filename: str) -> str | None:
 class _Anchors(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.files: list[dict] = []
+        self.files: list[dict[str, Any]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag != "a":
@@ -353,7 +355,7 @@ def simple_projects(page: str, is_json: bool) -> tuple[str, ...]:
     return tuple(sorted({canonicalize_name(n) for n in names}))
 
 
-def simple_html_as_json(page: str) -> dict:
+def simple_html_as_json(page: str) -> dict[str, Any]:
     """A PEP 503 HTML page (one anchor per file) in PEP 691's JSON shape (no upload times: HTML has none)."""
     anchors = _Anchors()
     anchors.feed(page)

@@ -11,6 +11,8 @@ One request a line on stdin (JSON: script, argv, cwd, env, log, error, timeout_s
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 """
 
+from __future__ import annotations
+
 import importlib
 import json
 import os
@@ -19,13 +21,14 @@ import signal
 import sys
 import time
 import traceback
+from typing import Any
 
 CACHE_OPTIONS = (("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR", str),
                  ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", float),
                  ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", int))
 
 
-def _child(request: dict) -> None:
+def _child(request: dict[str, Any]) -> None:
     os.setsid()  # its own process group: a timeout kills what it started too
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
@@ -44,7 +47,7 @@ def _child(request: dict) -> None:
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException as exc:  # the candidate's own failure: said as Python says it
+    except BaseException as exc:  # noqa: BLE001 - the candidate's own failure: said as Python says it
         traceback.print_exc()
         module = type(exc).__module__
         said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {str(exc)[:300]}"
@@ -58,7 +61,7 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
-def _serve(request: dict) -> dict:
+def _serve(request: dict[str, Any]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:
         try:
@@ -91,7 +94,7 @@ def main() -> None:
     for name in sys.argv[1:]:
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a library that cannot be imported here is imported by the child
+        except Exception:  # noqa: BLE001, S110 - a library that cannot be imported here is imported by the child
             pass
     sys.stdout.write("ready\n")
     sys.stdout.flush()

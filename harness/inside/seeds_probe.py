@@ -10,11 +10,14 @@ its own child interpreter; `-S` keeps them cheap. Not `-I`/`-E`: those ignore PY
 Imports nothing from the harness: it may run inside a container with only the standard library.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 # The expression the shard_map bug iterates: `set(mesh.axis_names) - names`. A subset S is reached
 # by removing the other names, so the probe sees the very table layout the bug sees.
@@ -29,15 +32,16 @@ print(json.dumps([[order(full, s), order(full[::-1], s) != order(full, s)] for f
 """
 
 
-def order_for(seed, groups):
+def order_for(seed: int, groups: list[list[Any]]) -> list[list[Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONHASHSEED"] = str(seed)
     out = subprocess.run([sys.executable, "-S", "-c", CHILD, json.dumps(groups)],
                          env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    orders: list[list[Any]] = json.loads(out.stdout)
+    return orders
 
 
-def main():
+def main() -> None:
     request = json.loads(sys.argv[1])
     groups = request.get("groups") or [[request["names"], request["subsets"]]]
     seeds = request["seeds"]

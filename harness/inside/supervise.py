@@ -27,6 +27,8 @@ see the variable.
 Linux only (prctl); elsewhere the harness runs the script directly. Standard library only.
 """
 
+from __future__ import annotations
+
 import collections
 import ctypes
 import os
@@ -35,6 +37,9 @@ import select
 import shutil
 import signal
 import sys
+from types import FrameType
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -44,16 +49,16 @@ CLEANUP_ROUNDS = 100  # each round kills the current children; their orphans arr
 
 
 class Stop(Exception):
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
 
-def on_stop(signum, frame):
+def on_stop(signum: int, frame: FrameType | None) -> NoReturn:
     raise Stop(signum)
 
 
-def write_all(fd, data):
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -76,11 +81,11 @@ class CappedLog:
     to `cache_limit` bytes (by default `limit`): a script that prints without end loses its own output,
     not JAX's account of the keys. Past that the note says JAX's cache lines were cut too."""
 
-    def __init__(self, fd, limit, cache_limit=None):
+    def __init__(self, fd: int, limit: int, cache_limit: int | None = None) -> None:
         self.fd = fd
         self.head = self.head_left = limit - limit // 2
         self.tail_limit = limit // 2
-        self.tail = collections.deque()
+        self.tail: collections.deque[bytes] = collections.deque()
         self.tail_size = 0
         self.cut = 0
         self.cache_left = limit if cache_limit is None else cache_limit
@@ -89,15 +94,15 @@ class CappedLog:
         self.line = bytearray()  # the cut part's line being put together
         self.at_line_start = True  # whether the last byte written to fd ended a line
 
-    def _out(self, data):
+    def _out(self, data: bytes) -> None:
         write_all(self.fd, data)
         self.at_line_start = data.endswith(b"\n")
 
-    def _new_line(self):
+    def _new_line(self) -> None:
         if not self.at_line_start:
             self._out(b"\n")
 
-    def write(self, data):
+    def write(self, data: bytes) -> None:
         if self.head_left > 0:
             part = data[:self.head_left]
             self._out(part)
@@ -111,7 +116,7 @@ class CappedLog:
                 self.tail_size -= len(dropped)
                 self._cut(dropped)
 
-    def _cut(self, data):
+    def _cut(self, data: bytes) -> None:
         """Bytes that fall between the head and the tail: its cache lines kept, the rest counted."""
         self.line += data
         *lines, rest = self.line.split(b"\n")
@@ -122,7 +127,7 @@ class CappedLog:
             rest = rest[-MAX_LINE:]
         self.line = bytearray(rest)
 
-    def _consider(self, line):
+    def _consider(self, line: bytes) -> None:
         if not any(marker in line for marker in CACHE_LINE_MARKERS):
             self.cut += len(line)
         elif len(line) > self.cache_left:
@@ -136,7 +141,7 @@ class CappedLog:
             self.cache_kept += len(line)
             self.cache_left -= len(line)
 
-    def close(self):
+    def close(self) -> None:
         data = b"".join(self.tail)
         if len(data) > self.tail_limit:
             self._cut(data[:len(data) - self.tail_limit])
@@ -156,7 +161,7 @@ class CappedLog:
         self.tail.clear()
 
 
-def children():
+def children() -> list[int]:
     """Our children (including zombies): from /proc/self/task/*/children, or by scanning /proc."""
     me = os.getpid()
     try:
@@ -178,7 +183,7 @@ def children():
     return found
 
 
-def kill_everything_left():
+def kill_everything_left() -> None:
     """SIGKILL every child we have, round after round (each round's orphans are ours in the next),
     reaping as we go."""
     for _ in range(CLEANUP_ROUNDS):
@@ -197,7 +202,7 @@ def kill_everything_left():
                 pass
 
 
-def exit_like(status):
+def exit_like(status: int) -> NoReturn:
     """End this process the way the script ended: its exit code, or death by its signal."""
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
@@ -209,7 +214,7 @@ def exit_like(status):
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def drain(read_end, log, seconds=5.0):
+def drain(read_end: int, log: CappedLog, seconds: float = 5.0) -> None:
     """The rest of the output, once every writer is gone (or after `seconds` of silence)."""
     while True:
         ready, _, _ = select.select([read_end], [], [], seconds)
@@ -221,12 +226,12 @@ def drain(read_end, log, seconds=5.0):
         log.write(data)
 
 
-def remove_run_tmp(folder):
+def remove_run_tmp(folder: str | None) -> None:
     """The run's temporary folder and whatever the script left in it (made writable where it must be)."""
     if not folder:
         return
 
-    def writable_then_again(function, path, exc_info):
+    def writable_then_again(function: Callable[[str], object], path: str, exc_info: Any) -> None:
         try:
             os.chmod(os.path.dirname(path), 0o700)
             if os.path.isdir(path) and not os.path.islink(path):
@@ -237,7 +242,7 @@ def remove_run_tmp(folder):
     shutil.rmtree(folder, onerror=writable_then_again)
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     harness_pid, log_limit, command = int(argv[1]), int(argv[2]), argv[3:]
     run_tmp = os.environ.pop(RUN_TMPDIR_VAR, None)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -254,7 +259,7 @@ def main(argv):
     os.set_blocking(wake_write, False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_write)
-    status = None
+    status: int | None = None
     try:
         try:
             # In this process group, so the harness's last resort (killing the group) reaches it; with

@@ -14,6 +14,7 @@ import socket
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from harness.environments.base import Environment
 from harness.environments.process import AFTER_PEERS
@@ -43,7 +44,7 @@ def free_port() -> int:
         while True:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 sock.bind((LOOPBACK, 0))
-                port = sock.getsockname()[1]
+                port: int = sock.getsockname()[1]
             if port not in _ports_given:
                 _ports_given.add(port)
                 return port
@@ -135,7 +136,7 @@ def measure_group(environment: Environment, program: Program, spec: CellSpec, se
 _ANSWER_RE = re.compile(r'\{"process_index"[^{}]*\}')
 
 
-def _answer(log: Path) -> dict | None:
+def _answer(log: Path) -> dict[str, Any] | None:
     """The probe's JSON answer (JAX's own lines come before, after and around it)."""
     try:
         text = log.read_text(errors="replace")
@@ -143,16 +144,17 @@ def _answer(log: Path) -> dict | None:
         return None
     found = _ANSWER_RE.findall(text)
     try:
-        return json.loads(found[-1]) if found else None
+        answer: dict[str, Any] | None = json.loads(found[-1]) if found else None
+        return answer
     except ValueError:
         return None
 
 
-_checked: dict[tuple, str | None] = {}
+_checked: dict[tuple[object, ...], str | None] = {}
 _checked_lock = threading.Lock()
 
 
-def _environment_key(environment: Environment, spec: CellSpec) -> tuple:
+def _environment_key(environment: Environment, spec: CellSpec) -> tuple[object, ...]:
     facts = environment.describe()
     return (environment.same_as(), facts.get("jax"), facts.get("python"), spec.platform, spec.device_count,
             spec.processes)

@@ -15,8 +15,8 @@ get seeds chosen so that, with the first run's, every pair of names of each set 
 cell claims to have covered are those its runs lowered, read back after each run (a script's IR dump, the
 module the built-in repro prints in its log: `OrderObserver`), and the next seeds go to orders not seen yet.
 
-Pure, except `SeedPlanner.probe`, `run_probe`, `names_in_dump`, `dump_texts` and `lowered_in_log`, which run the
-probe script in an Environment and read a run's IR dump or log.
+Pure, except `SeedPlanner.probe`, `run_probe`, `dump_texts` and `lowered_in_log`, which run the probe script
+in an Environment and read a run's IR dump or log.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
@@ -103,7 +104,7 @@ def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) ->
     features = {s: _pair_orders(probe, s) for s in candidates}
     universe = frozenset().union(*features.values()) if features else frozenset()
     chosen: list[int] = [s for s in given if s in features]
-    covered: set = set().union(*(features[s] for s in chosen))
+    covered: set[tuple[int, str, str]] = set().union(*(features[s] for s in chosen))
     while covered != universe:
         best = max((s for s in candidates if s not in chosen),
                    key=lambda s: (len(features[s] - covered), -s))
@@ -124,11 +125,6 @@ def dump_texts(folder: Path) -> list[str]:
         with path.open(errors="replace") as module:
             texts.append(module.read(MAX_DUMP_BYTES))
     return texts
-
-
-def names_in_dump(folder: Path) -> list[tuple[str, ...]]:
-    """The name sets of the modules a run dumped (JAX_DUMP_IR_TO): see `harness.core.ir_names`."""
-    return name_groups(dump_texts(folder))
 
 
 Pair = tuple[int, str, str]  # (set index, the name lowered first, the name lowered after it)
@@ -445,7 +441,7 @@ class SeedPlanner:
     runs: int | None = None
     candidates: int = DEFAULT_CANDIDATES
     timeout_s: float = 120.0
-    _probes: dict = field(default_factory=dict)
+    _probes: dict[tuple[object, ...], Probe] = field(default_factory=dict)
 
     def plan(self, spec: CellSpec, environment: Environment, log_dir: Path) -> SeedPlan:
         if not spec.is_multiprocess:
@@ -499,7 +495,7 @@ class SeedPlanner:
                         kept=frozenset(plan.chosen), printed=True, note=plan.note)
 
 
-def interpreter_key(environment: Environment) -> tuple:
+def interpreter_key(environment: Environment) -> tuple[object, ...]:
     """What a set's iteration order depends on: the interpreter (its build: the string hash and the set
     implementation) and its version. A venv's `bin/python` resolves to the interpreter it was made
     from, so the venvs of one Python share a key; a container's interpreter is its image's."""

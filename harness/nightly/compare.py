@@ -60,7 +60,7 @@ class CellChange:
         return self.change in ALARMS
 
 
-def _place(spec: CellSpec) -> tuple:
+def _place(spec: CellSpec) -> tuple[object, ...]:
     """A cell without its version: where it runs."""
     return (spec.platform, spec.device_count, spec.mesh)
 

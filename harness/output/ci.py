@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from filelock import FileLock
@@ -14,8 +15,9 @@ from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
-from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, ResultsHeader, RunStatus,
-                             lock_results_folder, utc_now)
+from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, RunStatus, lock_results_folder,
+                                      utc_now)
+from harness.results.header import ResultsHeader
 from harness.report.table import render_markdown
 from harness.verdicts.boundaries import release_boundaries
 
@@ -23,7 +25,7 @@ from harness.verdicts.boundaries import release_boundaries
 class ResultsWriter:
     """Owns one results folder. `add()` after every cell; `finish()` at the end."""
 
-    def __init__(self, run_dir: Path, header: ResultsHeader, cells: list[CellResult] = (),
+    def __init__(self, run_dir: Path, header: ResultsHeader, cells: Sequence[CellResult] = (),
                  lock: FileLock | None = None):
         """`cells`: those a resumed sweep keeps from its folder (the header then carries the old
         `created` and a `resumed` list). `lock`: the folder's writer lock if the caller took it

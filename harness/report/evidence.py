@@ -116,7 +116,8 @@ def key_seeds(cell: CellResult, module: str) -> Seeds:
 def module_seeds(texts: list[tuple[RunRecord, list[str]]]) -> Seeds:
     """The first run's seed and each later run's that compiled a module no earlier run did: with
     overlapping runs this, not `new_entries`, says which runs brought a new key. `texts` in run order."""
-    values, earlier = [], []
+    values: list[int] = []
+    earlier: list[str] = []
     for number, (run, compiled) in enumerate(texts):
         if number == 0 or new_texts(compiled, earlier):
             values.append(run.seed)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -59,8 +60,8 @@ def shell_commands(cell: CellResult, config: RecordedConfig, distinct: Seeds | N
         *setup,
         "# a fresh process per seed: the hash seed is fixed when the interpreter starts",
         f"for seed in {' '.join(map(str, seeds))}; do",
-        f"  PYTHONHASHSEED=$seed {python} {script if script == '-m' else shlex.quote(script)}"
-        f"{' ' + args if args else ''} > /dev/null",
+        (f"  PYTHONHASHSEED=$seed {python} {script if script == '-m' else shlex.quote(script)}"
+         f"{' ' + args if args else ''} > /dev/null"),
         "done",
         *([shell_comment(f"the script sets its own cache folder ({own[1]}): its entries go to {own[0]}, "
                          "which should be empty before the first run")] if own else []),
@@ -138,8 +139,8 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int,
                       f"{spec.platform} x{spec.device_count}"),
         f"python3 -m venv {venv} && {venv}/bin/pip install -q "
         + " ".join([*_index_words(options), *(shlex.quote(r) for r in requirements), *_editable_words(options)]),
-        *([f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {shlex.quote(commit.sha + ':jax')}"
-           f" | tar -x -C {venv}/src/jax", f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
+        *([(f"mkdir -p {venv}/src/jax && git -C /path/to/jax archive --format=tar {shlex.quote(commit.sha + ':jax')}"
+            f" | tar -x -C {venv}/src/jax"), f'export PYTHONPATH="$PWD/{venv}/src"'] if commit else []),
         *folder,
         *(f"export {shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items()),  # names checked on read, quoted too
         *setup,

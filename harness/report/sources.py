@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.verdicts.keys import Comparison, cell_comparison, logs_complete
+from harness.core.comparison import Comparison
+from harness.verdicts.keys import cell_comparison, logs_complete
 from harness.core.model import CellResult, RunRecord
 from harness.core.ir_names import extract_lowered
+from harness.core.findings import RankSplit
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      key_seeds, module_seeds, new_texts)
 from harness.inputs.run_env import ir_dump_dir
@@ -32,12 +34,6 @@ def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
     return [printed] if printed is not None else []
 
 
-def lowered_text(results_dir: Path, run: RunRecord, module: str) -> str | None:
-    """The run's only (or first) compilation of `module`, None when none was kept."""
-    texts = lowered_texts(results_dir, run, module)
-    return texts[0] if texts else None
-
-
 def _from_dump(folder: Path, module: str) -> list[str]:
     # JAX names dumps `jax_ir<counter>_<module>_compile.mlir`: one per compilation, counted in order.
     safe = re.sub(r"[^\w.)( -]", "", module)
@@ -56,7 +52,7 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
     `overlapped`: the later runs ran in parallel (--jobs N>1), so a run's new_entries may hold a
     neighbour's key; which later run brought a new key is then told by the modules it compiled."""
     if cell.rank_split is not None:
-        return _rank_evidence(results_dir, cell), None
+        return _rank_evidence(results_dir, cell, cell.rank_split), None
     comparison = cell_comparison(cell)
     module = comparison.moved_module()
     if module is None:
@@ -76,7 +72,7 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
             later.remove(cell.attribution.run_b)
             later.insert(0, cell.attribution.run_b)
         candidates = [next(r for r in runs if r.index == index) for index in later]
-    return _evidence(module, comparison, first, candidates, dict((r.index, t) for r, t in texts), overlapped), seeds
+    return _evidence(module, comparison, first, candidates, {r.index: t for r, t in texts}, overlapped), seeds
 
 
 def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates: list[RunRecord],
@@ -105,12 +101,11 @@ def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates:
     return compare_runs(module, first, run, same, same, key_a, _only(comparison.new.get(run.index, {}).get(module, [])))
 
 
-def _rank_evidence(results_dir: Path, cell: CellResult) -> Evidence | MissingEvidence:
+def _rank_evidence(results_dir: Path, cell: CellResult, split: RankSplit) -> Evidence | MissingEvidence:
     """The two processes' lowered modules of the run whose processes disagreed, paired."""
-    split = cell.rank_split
     run = cell.split_run
     ranks = {r.rank: r for r in run.ranks} if run is not None else {}
-    if any(rank not in ranks for rank in split.ranks):
+    if run is None or any(rank not in ranks for rank in split.ranks):
         return MissingEvidence(split.module, f"run {split.run}'s processes are not in the results")
     texts = []
     for rank in split.ranks:

@@ -107,12 +107,13 @@ def weak_bound(cell: CellResult) -> str:
 
 def weak_bounds_sentence(cells: list[CellResult]) -> str:
     """For the summary: which clean cells are weak, and how many runs would make them strong."""
-    weak = [c for c in in_version_order(cells) if weak_bound(c)]
+    weak = [(c, c.miss_bounds, c.seeds) for c in in_version_order(cells)
+            if weak_bound(c) and c.miss_bounds is not None and c.seeds is not None]
     if not weak:
         return ""
-    worst = max(c.miss_bounds.set_order for c in weak)
-    releases = ", ".join(dict.fromkeys(cell_label(c) for c in weak))
-    runs = max(runs_for_strong(c.seeds) for c in weak)
+    worst = max(bounds.set_order for _, bounds, _ in weak)
+    releases = ", ".join(dict.fromkeys(cell_label(c) for c, _, _ in weak))
+    runs = max(runs_for_strong(seeds) for _, _, seeds in weak)
     return (f"clean on {releases} is weak (a regression would read clean with chance up to {worst:.2g}): "
             f"measure with --runs {runs}")
 
@@ -189,9 +190,10 @@ def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, 
     `boundaries` and `line`: the sweep's, as it printed them (without them, of the cells alone)."""
     boundaries = boundaries or release_boundaries(cells)
     line = line if line is not None else summary_line(cells, boundaries.line())
-    return Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries,
-                   {v: sum(c.verdict == v for c in cells) for v in Verdict},
-                   tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
+    summary: dict[str, Any] = Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries,
+                                      {v: sum(c.verdict == v for c in cells) for v in Verdict},
+                                      tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
+    return summary
 
 
 def _summary_cell(cell: CellResult) -> SummaryCell:

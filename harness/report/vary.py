@@ -66,17 +66,16 @@ def _by_hand(cell: CellResult, config: RecordedConfig, factor: FactorResult, see
 
 
 def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[str]:
-    varied = [c for c in cells if c.variation is not None]
+    varied = [(c, c.variation) for c in cells if c.variation is not None]
     if not varied:
         return []
     config = header.config
     lines = [TITLE, "",
-             "Each factor's run had the reference run's hash seed and one change of environment; it hits when "
-             "it computed no key the reference did not (docs/variation.md).", ""]
-    for cell in varied:
-        variation = cell.variation
-        lines += [f"### jax {md.text(cell.label)}, {md.text(cell.spec.mesh_label)}: reference run {variation.reference_run} "
-                  f"(seed {variation.seed})", ""]
+             ("Each factor's run had the reference run's hash seed and one change of environment; it hits when "
+              "it computed no key the reference did not (docs/variation.md)."), ""]
+    for cell, variation in varied:
+        lines += [(f"### jax {md.text(cell.label)}, {md.text(cell.spec.mesh_label)}: reference run {variation.reference_run} "
+                   f"(seed {variation.seed})"), ""]
         if variation.note:
             lines += [f"_{variation.note}_", ""]
         if variation.factors:
@@ -92,8 +91,8 @@ def variation_section(header: ResultsHeader, cells: list[CellResult]) -> list[st
                       *md.fence([harness_command(header, cell, vary=(f.factor,))], "bash"), ""]
         keyed = [f for f in variation.factors if f.outcome == FactorOutcome.KEYED_BY_DESIGN]
         if keyed:
-            lines += [f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "
-                      "must agree on it; not a regression.", ""]
+            lines += [(f"{', '.join(str(f.factor) for f in keyed)}: keyed by design, so hosts that share a cache "
+                       "must agree on it; not a regression."), ""]
     return lines
 
 
@@ -102,24 +101,23 @@ MOVED_TITLE = "## Moved cache folder"
 
 def moved_folder_section(header: ResultsHeader, cells: list[CellResult]) -> list[str]:
     """harness check's moved folder: each cell's line, and for a miss the commands that show it by hand."""
-    moved = [c for c in cells if c.moved_folder is not None]
+    moved = [(c, c.moved_folder) for c in cells if c.moved_folder is not None]
     if not moved:
         return []
     lines = [MOVED_TITLE, "",
-             "One more run per cell read the same cache folder through another path (a copy elsewhere: what a cache "
-             "on another mount point, behind a symlink or restored by CI to another folder sees), with the reference "
-             "run's hash seed. The verdict is the fresh processes' in one path; this run never changes it "
-             "(docs/measuring.md).", ""]
-    lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_line(c.moved_folder))}"
-              for c in moved]
+             ("One more run per cell read the same cache folder through another path (a copy elsewhere: what a cache "
+              "on another mount point, behind a symlink or restored by CI to another folder sees), with the reference "
+              "run's hash seed. The verdict is the fresh processes' in one path; this run never changes it "
+              "(docs/measuring.md)."), ""]
+    lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_line(result))}"
+              for c, result in moved]
     lines.append("")
-    missed = [c for c in moved if c.moved_folder.missed and c.moved_folder.run is not None]
-    if any("compile_options" in c.moved_folder.components for c in missed):
-        lines += ["From JAX 0.4.36 until 0.11.0 the folder's path is in every module's compile options "
-                  "(`<cache dir>/xla_gpu_per_fusion_autotune_cache_dir`); "
-                  "`JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none` takes it out on those releases.", ""]
-    for cell in missed:
-        result = cell.moved_folder
+    missed = [(c, result, result.run) for c, result in moved if result.missed and result.run is not None]
+    if any("compile_options" in result.components for _, result, _ in missed):
+        lines += [("From JAX 0.4.36 until 0.11.0 the folder's path is in every module's compile options "
+                   "(`<cache dir>/xla_gpu_per_fusion_autotune_cache_dir`); "
+                   "`JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES=none` takes it out on those releases."), ""]
+    for cell, result, run in missed:
         lines += [f"Reproduce the moved folder's miss on jax {md.text(cell.label)} ({md.text(result.reason)}):", "",
-                  *md.fence(_by_hand(cell, header.config, result, result.run.seed, header.options), "bash"), ""]
+                  *md.fence(_by_hand(cell, header.config, result, run.seed, header.options), "bash"), ""]
     return lines

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from typing import Any
 from pathlib import Path
 
 from harness.bisect import report as bisect_report
-from harness.bisect.bisection import Bisection
+from harness.bisect.bisection import Bisection, Outcome
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
 from harness.inputs.config import Config, load_config
@@ -37,7 +38,7 @@ def bisect_command(config_path: Path | None, options: BisectOptions) -> str:
     """The command that reproduces (and resumes) this bisection: every option it was given (endpoints as
     resolved), spelled by the options' one declaration."""
     given = options.given or Given("bisect", {})
-    values = {"config": config_path, "good": options.good, "bad": options.bad, "versions": options.versions,
+    values: dict[str, Any] = {"config": config_path, "good": options.good, "bad": options.bad, "versions": options.versions,
               "jax_repo": options.jax_repo, "seeds": options.seeds, "runs": options.runs,
               "backend": options.backend, "out": options.out}
     if options.given is None:  # built by hand: what the fields say
@@ -51,9 +52,9 @@ def bisect_command(config_path: Path | None, options: BisectOptions) -> str:
 def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
                    pythons: PythonChooser | None, progress: Progress) -> tuple[list[str], BisectOptions]:
     """The releases to bisect, and the options with --good/--bad as the index spells them."""
-    entries, source = version_entries(config, options.versions)
-    entries = list(entries)
-    endpoints = {}
+    given_entries, source = version_entries(config, options.versions)
+    entries = list(given_entries)
+    endpoints: dict[str, str] = {}
     for flag, value in (("--good", options.good), ("--bad", options.bad)):
         if value is None:
             continue
@@ -64,11 +65,15 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
         release = resolve((value,), index, source=flag, pythons=pythons).versions[0]
         endpoints[flag[2:]] = release
         entries.append(release)
-    options = replace(options, **endpoints)
+    options = replace(options, good=endpoints.get("good", options.good), bad=endpoints.get("bad", options.bad))
     versions = say_left_out(resolve(tuple(entries), index, source=source, pythons=pythons), progress)
     if options.good and options.bad and versions.index(options.good) >= versions.index(options.bad):
         raise UserError(f"--good {options.good} must be an earlier release than --bad {options.bad}")
     return versions, options
+
+
+def _status(found: Outcome) -> RunStatus:
+    return RunStatus.COMPLETE if found.releases.problem is None else RunStatus.PROBLEM
 
 
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:
@@ -125,8 +130,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     bisection = Bisection(config, versions, choice.backend, opened.planner(),
                           state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
-    status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
-                              if found.releases.problem is None else RunStatus.PROBLEM)
+    status, outcome = finish(writer, bisection.run, _status)
     text = ""
     if outcome is not None:
         # The program's own packages per release (--with, PEP 723, requirements:), named at a boundary they share.

@@ -7,7 +7,8 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, replace
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from harness.inputs.dependencies import JAX_OWN, Sources, sources_from
 from harness.inputs.index_urls import redacted
@@ -48,7 +49,7 @@ class Measurement:
 
     def planner(self) -> SeedPlanner:
         """The cells' seed planner: this measurement's seeds and runs."""
-        return SeedPlanner(self.seeds, runs=self.runs)
+        return SeedPlanner(self.seeds, runs=self.runs) if self.seeds is not None else SeedPlanner(runs=self.runs)
 
     @property
     def backend(self) -> Backend:
@@ -145,8 +146,9 @@ def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress
 
 
 def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]:
-    for line in resolution.notes() if progress else ():
-        progress.say(line)
+    if progress is not None:
+        for line in resolution.notes():
+            progress.say(line)
     return resolution.versions
 
 
@@ -159,7 +161,7 @@ def results_header(command: str, config: Config, versions: list[str], choice: Ba
                          host=host_facts(choice.backend.describe()))
 
 
-def recorded_sources(sources: Sources) -> dict:
+def recorded_sources(sources: Sources) -> dict[str, Any]:
     """results.json's record of the sources: absent when packages came from PyPI alone (older folders); an
     index's credentials are never recorded (a resume with a new token of the same index is the same sweep)."""
     return {"index_url": redacted(sources.index_url) if sources.index_url else None,
@@ -168,7 +170,8 @@ def recorded_sources(sources: Sources) -> dict:
 
 
 def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],
-            new_folder: bool = False) -> tuple[RunStatus, T | None]:
+            new_folder: bool = False) -> tuple[RunStatus, T] | tuple[RunStatus, None]:
+    # Not tuple[RunStatus, T | None]: mypy then solves T as `X | None` and refuses a `status` taking X.
     """Run `measure` and record how it ended in the results: Ctrl-C (or SIGTERM) gives `interrupted`
     (what was measured stays), a failure of the harness `failed` (and goes on up), otherwise
     `status(what it returned)`. Bad input found late in a `new_folder` that holds no cell yet (a

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.errors import UserError
-from harness.core.model import BackendName
+from harness.core.model import BackendName, Verdict
 from harness.inputs.options import PROGRAM, SCRIPT_ARGS, Given, Group, options_for
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
 from harness.slurm.jobs import check_time, directive_problem
@@ -30,7 +30,7 @@ def names_a_program(config: Path | None, module: str | None) -> bool:
     be given, not both."""
     if (config is None) == (module is None):
         raise UserError("bisect: name a config, a script or -m MODULE (one of them)")
-    return module is not None or config.suffix in PROGRAM_SUFFIXES
+    return module is not None or (config is not None and config.suffix in PROGRAM_SUFFIXES)
 
 
 def check_program_options_need_a_program(given: Given) -> None:
@@ -50,7 +50,7 @@ def check_fingerprint_source(script: Path | None, module: str | None) -> None:
         raise UserError("fingerprint: name a script, -m MODULE or a results folder (one of them)")
 
 
-def check_ci_outputs_need_wait(wait: bool, junit_xml: Path | None, fail_on: frozenset) -> None:
+def check_ci_outputs_need_wait(wait: bool, junit_xml: Path | None, fail_on: frozenset[Verdict]) -> None:
     """submit: --junit-xml and --fail-on are of the merged cells, read only with --wait."""
     if not wait and (junit_xml is not None or fail_on):
         flag = "--junit-xml" if junit_xml is not None else "--fail-on"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from harness.inputs.config import load_config
 from harness.core.errors import UserError

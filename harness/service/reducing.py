@@ -40,6 +40,7 @@ def reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> Re
 
 def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> ReduceOutcome:
     script = check.script
+    assert script is not None  # reduce's SCRIPT is required
     # The one release reduced is --versions (resolved below), the runs the reduction's: not what check says.
     config = check_config(replace(check, versions=None, runs=options.runs))
     options = with_script_packages(options, check.script_run)  # --with . and -e PATH are --with-editable PATH
@@ -53,6 +54,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
                             "use venv or docker")
         bad = opened.versions(options.versions, progress)[0]
     else:
+        assert options.versions  # check_reduce: the one release
         bad = _one_release("--versions", options.versions[0], opened)
     good = _one_release("--good", options.good, opened) if options.good else None
     if good == bad:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
+from typing import Any
 
 from harness.inputs.config import load_config
 from harness.core.errors import UserError
@@ -56,7 +57,7 @@ def _same_task_options(recorded: list[str], now: tuple[str, ...]) -> bool:
 
 
 def plan_submission(config_path: Path, options: SubmitOptions,
-                    progress: Progress | None = None) -> tuple[SweepJobs, dict]:
+                    progress: Progress | None = None) -> tuple[SweepJobs, dict[str, Any]]:
     """The job scripts and the submission record; UserError, with nothing written, for bad input.
     `progress` hears of the releases left out because no Python here can run them."""
     check_submit(options)
@@ -75,7 +76,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
             raise UserError(f"--shards {options.shards}: the sweep has only {cells} cell(s); "
                             f"use at most {cells} shards")
         # Named for a dry run; the real folder is made at submission (this name, or it with a suffix).
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         sweep_dir = (options.out / fitting_name(f"{stamp}-{config.name}-slurm")).absolute()
     resources = Resources.for_config(
         config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
@@ -118,6 +119,8 @@ def wait_submission(submitted: SubmitOutcome, progress: Progress, slurm: Slurm |
                     poll_s: float = 3.0) -> SubmitWaitOutcome:
     """`harness submit --wait`: follow the jobs until the merge job has ended, then read its results."""
     batch = submitted.submitted  # the array and merge jobs sent
+    if batch is None:
+        raise ValueError("a dry run submitted nothing to wait for")
     submission.follow(slurm or Slurm(), batch, progress.say, poll_s)
     folder = submission.newest_merge(batch.sweep_dir, exclude=set(submitted.merged_before))
     if folder is None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 from harness.core.confidence import runs_for_target
 from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config

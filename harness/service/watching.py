@@ -49,6 +49,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
             raise UserError("--jax-repo: the commit runs with --backend venv")
         if options.shard:
             raise UserError("--jax-repo: the commit is one more cell on one machine; run nightly without --shard")
+        assert jax_ref.repo is not None  # a JaxRef is made only with a repository
         repo = GitRepo(jax_ref.repo)
         after_releases = partial(_measure_commit, fetch_ref(repo, jax_ref.ref, progress.say), repo)
     swept = sweep(config, options, progress, after_releases)

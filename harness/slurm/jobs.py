@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.inputs.config import control_character
 from harness.environments.process import LAUNCHER_VAR, SRUN
@@ -52,10 +53,6 @@ def directive_path(path: Path) -> str:
     return f'"{text}"'
 
 
-def shard_folder(sweep_dir: Path, index: int) -> Path:
-    return sweep_dir / f"shard-{index}"
-
-
 @dataclass(frozen=True)
 class Resources:
     """What each shard task asks of the scheduler."""
@@ -69,7 +66,7 @@ class Resources:
     tasks: int = 1
 
     @classmethod
-    def for_config(cls, platform: Platform, device_count: int, **given) -> Resources:
+    def for_config(cls, platform: Platform, device_count: int, **given: Any) -> Resources:
         return cls(gpus=device_count if platform == Platform.CUDA else 0, **given)
 
 
@@ -150,12 +147,12 @@ class SweepJobs:
             "shards=()",
             f"for i in $(seq 1 {self.shards}); do",
             f"    found=({shlex.quote(str(self.sweep_dir))}/shard-\"$i\"/*/results.json)",
-            "    if [ ${#found[@]} -gt 0 ]; then shards+=(\"$(dirname \"${found[-1]}\")\"); "
-            "else echo \"shard $i: no results\"; fi",
+            ("    if [ ${#found[@]} -gt 0 ]; then shards+=(\"$(dirname \"${found[-1]}\")\"); "
+             "else echo \"shard $i: no results\"; fi"),
             "done",
             # No shard left results: nothing was measured, a failure of the run, not a regression (ExitCode.FAILURE).
-            f"if [ ${{#shards[@]}} -eq 0 ]; then echo \"no shard left results: nothing to merge\" >&2; "
-            f"exit {int(ExitCode.FAILURE)}; fi",
+            (f"if [ ${{#shards[@]}} -eq 0 ]; then echo \"no shard left results: nothing to merge\" >&2; "
+             f"exit {int(ExitCode.FAILURE)}; fi"),
             f"exec {merge} \"${{shards[@]}}\" --out {merged}",
             "",
         ])

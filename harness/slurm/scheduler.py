@@ -27,12 +27,12 @@ def _one_line(text: str) -> str:
 
 @dataclass
 class Slurm:
-    def _call(self, argv: list[str]) -> subprocess.CompletedProcess:
+    def _call(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         if shutil.which(argv[0]) is None:
             raise SlurmError(f"{argv[0]} not found: Slurm's commands are not on this machine's PATH "
                              "(run harness submit on a Slurm login node)")
         try:
-            return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+            return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{argv[0]}: no answer from the Slurm controller in {TIMEOUT_S}s") from None
 

@@ -12,7 +12,8 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable, Set as AbstractSet
 
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
@@ -58,7 +59,8 @@ def new_record(jobs: SweepJobs, versions: list[str]) -> dict[str, Any]:
 def read_submission(sweep_dir: Path) -> dict[str, Any]:
     path = sweep_dir / SUBMISSION_FILE
     try:
-        return json.loads(path.read_text())
+        record: dict[str, Any] = json.loads(path.read_text())
+        return record
     except FileNotFoundError:
         raise UserError(f"--out {sweep_dir}: not a folder harness submit made (no {SUBMISSION_FILE}); "
                         "with --only-shards, --out names the sweep's folder") from None
@@ -78,7 +80,7 @@ def check_same_submission(record: dict[str, Any], jobs: SweepJobs) -> None:
                         "pass the same options to re-submit a shard")
 
 
-def submit(slurm: Slurm, jobs: SweepJobs, record: dict[str, Any], out_root: Path | None,
+def submit(slurm: Slurm, jobs: SweepJobs, record: dict[str, Any], out_root: Path,
            only_shards: tuple[int, ...] = (), overrides: tuple[str, ...] = (), command: str = "") -> Submitted:
     """Write the scripts into a new folder under `out_root` (or, re-submitting `only_shards`, use the
     folder's own) and submit the array and the merge after it. A refusal leaves nothing submitted and
@@ -136,7 +138,7 @@ def merged_folders(sweep_dir: Path) -> set[str]:
     return {p.name for p in root.iterdir() if (p / RESULTS_FILE).is_file()} if root.is_dir() else set()
 
 
-def newest_merge(sweep_dir: Path, exclude: set[str] = frozenset()) -> Path | None:
+def newest_merge(sweep_dir: Path, exclude: AbstractSet[str] = frozenset()) -> Path | None:
     """The newest merged folder not in `exclude` (folders are named by their UTC time)."""
     fresh = sorted(merged_folders(sweep_dir) - set(exclude))
     return sweep_dir / MERGED_FOLDER / fresh[-1] if fresh else None

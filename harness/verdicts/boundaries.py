@@ -5,7 +5,7 @@ boundaries, the ranges of releases that cached nothing, and the summary line's p
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from packaging.version import Version
 
@@ -159,7 +159,9 @@ class Boundaries(Record):
 
     def _gap(self, low: str | None, high: str, narrowing: Narrowing | None) -> str:
         """`, with 0.4.29-0.4.30 not measured (narrow it: harness ...)`; "" where no known release lies between."""
-        missing = self.not_measured_between(low, high) if low else []
+        if not low:
+            return ""
+        missing = self.not_measured_between(low, high)
         if not missing:
             return ""
         failed = {f.version for f in self.failed} & set(missing)

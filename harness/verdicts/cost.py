@@ -16,7 +16,8 @@ module JAX refuses to write before timing it (host callbacks): such a miss is co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from harness.core.jaxlog import LoggedKey, Outcome
 from harness.core.model import CellCost, CellResult, RunCost, RunRecord
@@ -149,9 +150,9 @@ def module_stats(runs: Sequence[RunRecord]) -> list[ModuleStats]:
     """Per module, over a cell's successful runs whose logs named keys."""
     good = sorted((r for r in runs if r.ok and r.keys is not None), key=lambda r: r.index)
     writer_s = _writer_seconds(good)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for number, run in enumerate(good):
-        for k in run.keys.keys:
+        for k in run.keys.keys if run.keys is not None else []:
             row = rows.setdefault(k.module, {"requests": 0, "hits": 0, "misses": 0, "later_misses": 0,
                                              "not_written": 0, "reason": "", "compile_s": 0.0, "saved_s": 0.0})
             row["requests"] += 1

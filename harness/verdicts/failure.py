@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.core.jaxlog import NOTE_PREFIX
 

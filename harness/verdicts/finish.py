@@ -21,6 +21,7 @@ from harness.core.model import (
     CellVariation,
     FactorResult,
     FolderMode,
+    RunCommand,
     SeedCheck,
     ThresholdMode,
     Verdict,
@@ -40,7 +41,7 @@ class ScriptRun:
     """How a user's script was run: the command its runs were (as the user would type it), and how they got
     the cell's cache folder (None: no run told), and why."""
 
-    command: str
+    command: RunCommand
     folder: FolderMode | None = None
     folder_why: str = ""
 

@@ -10,7 +10,7 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache

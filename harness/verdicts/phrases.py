@@ -4,13 +4,14 @@ of a module and where they were seen, fewer keys than the first run.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.core.comparison import dispatch_helper
 from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.model import RunRecord
-from harness.verdicts.keys import Comparison, _logged, _plural
+from harness.core.comparison import Comparison
+from harness.verdicts.keys import _logged, _plural
 
 
 def run_ranges(indices: Sequence[int]) -> str:

@@ -10,8 +10,8 @@ they differ between cells, and a boundary that coincides with such a change says
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -41,11 +41,11 @@ def cells_requirements(cells: Iterable[CellResult]) -> tuple[str, ...]:
 
 def resolved(cell: CellResult, names: Sequence[str]) -> dict[str, str]:
     """The versions the cell's environment had of `names` ({} where it recorded no distributions)."""
-    installed = {canonicalize_name(str(n)): str(v) for n, v in (cell.environment.get("distributions") or {}).items()}
+    installed: dict[str, str] = {canonicalize_name(str(n)): str(v) for n, v in (cell.environment.get("distributions") or {}).items()}
     return {n: installed[n] for n in names if n in installed}
 
 
-def _release_key(version: str) -> tuple:
+def _release_key(version: str) -> tuple[int, Version | str]:
     try:
         return (0, Version(version))
     except InvalidVersion:
@@ -165,3 +165,6 @@ def line_with_packages(line: Callable[[Callable[[str | None, str | None], str] |
 
     text = line(also)
     return text if told else "; ".join(part for part in (text, packages.summary_phrase()) if part)
+
+
+NO_PACKAGES = ProgramPackages()  # no requested packages: nothing to name

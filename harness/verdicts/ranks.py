@@ -25,7 +25,7 @@ log did not say (results from before, a summarised assignment) are compared as b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.core.jaxlog import LoggedKey, Outcome, differing_components
 from harness.core.model import RankRecord, RankSplit, RunRecord

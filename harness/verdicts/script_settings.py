@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from harness.core.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, LATE_ENVIRON,

@@ -12,7 +12,7 @@ both seeds. Otherwise the failure is not the seed's: flaky, or depending on the 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.core.model import CellResult, RunRecord, SeedCheck
 

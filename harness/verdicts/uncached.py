@@ -16,7 +16,7 @@ cache yet, whatever the threshold; and a script that sets no folder at all keeps
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
 

@@ -16,7 +16,7 @@ the control misses too, the keys move without the factor (an address, a time) an
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness.verdicts.keys import cell_comparison, run_keys
 from harness.core.vary_factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
@@ -60,15 +60,15 @@ def judge_factor(factor: Factor, reference: RunRecord, run: RunRecord, change: s
     ref, mine = run_keys(reference), run_keys(run, on_disk)
     # An entry that appeared during the factor's run is a key the folder did not hold, whatever its log
     # says: a cut or silenced log never hides a miss.
-    new, known = mine.appeared - ref.known(), False
-    if ref.computed is not None and mine.computed is not None:
-        new, known = new | (mine.computed - ref.computed), True
+    new, fewer = mine.appeared - ref.known(), frozenset[Entry]()
+    if ref.computed is not None and mine.computed is not None:  # both logs named their keys
+        new, fewer = new | (mine.computed - ref.computed), ref.computed - mine.computed
     ref_modules = _modules(ref.known())
     result.modules_total = len(ref_modules)
     if not new:
-        if known and ref.computed - mine.computed:
+        if fewer:
             result.reason = (f"it computed fewer keys than the reference ("
-                             f"{len(ref.computed - mine.computed)} key(s) not computed): nothing to compare")
+                             f"{len(fewer)} key(s) not computed): nothing to compare")
             return result
         result.outcome = FactorOutcome.HIT
         result.reason = f"every module the reference computed was hit ({len(ref_modules)} of {len(ref_modules)})"
@@ -199,7 +199,7 @@ def why_not_varied(reference: RunRecord | None, verdict: Verdict) -> str:
         return f"the reference run (run {reference.index}) failed"
     if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED):
         return f"the cell is {verdict}: there is nothing to compare"
-    if not run_keys(reference).known:
+    if not run_keys(reference).known():
         return f"the reference run (run {reference.index}) computed no key"
     return ""
 

@@ -9,12 +9,14 @@ a cell where nothing was cached is `unsupported`, not clean: in both cases nothi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
 from harness.core.listing import entries, keys_by_module, parse_name
 from harness.core.model import Attribution, GroupFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
-from harness.verdicts.keys import (Comparison, RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
+from harness.core.comparison import Comparison
+from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
@@ -29,10 +31,12 @@ def attribute(comparison: Comparison, runs: Sequence[RunRecord]) -> tuple[Attrib
     if module is None:
         return None, ""
     by_index = {r.index: r for r in runs}
+    if comparison.baseline_run is None:  # no first run: nothing moved from it
+        return None, ""
     first, later = by_index[comparison.baseline_run], by_index[comparison.runs_with_new(module)[0]]
-    for run in (first, later):
-        if run.keys is None:
-            return None, f"run {run.index}: {run.log_note or 'its log was not read'}"
+    if first.keys is None or later.keys is None:
+        run = first if first.keys is None else later
+        return None, f"run {run.index}: {run.log_note or 'its log was not read'}"
     new_key = comparison.new[later.index][module][0]
     moved = later.keys.by_key().get(new_key)
     mine = [k for k in first.keys.keys if k.module == module]
@@ -74,7 +78,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
-    def judgement(verdict: Verdict, reason: str, **facts) -> Judgement:
+    def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
         if untrusted:
@@ -123,6 +127,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     if groups:
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
                                         f"{len(groups[0].ranks)} processes")
+    assert widest is not None  # keys were computed (checked above): the first run has a module
     per_run = _plural(len(comparison.baseline[widest]), "key")
     unobserved = unobserved_hits_phrase(good, untrusted)
     return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs"

@@ -3,14 +3,14 @@
 from pathlib import Path
 
 from harness.core.ir_names import MAX_NAMES, name_groups
-from harness.measure.seeds import names_in_dump
+from harness.measure.seeds import dump_texts
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def test_the_built_in_repro_s_module_gives_its_residual_s_axis_names_and_the_spec_s():
     # loc("[('a',), ('b',)]") and result_info "[('d', 'a', 'b', 'c'), None]"
-    assert names_in_dump(FIXTURES / "ir_dump" / "run-01.ir") == [("a", "b"), ("a", "b", "c", "d")]
+    assert name_groups(dump_texts(FIXTURES / "ir_dump" / "run-01.ir")) == [("a", "b"), ("a", "b", "c", "d")]
 
 
 def test_a_shardy_mesh_s_axes_are_one_set():
@@ -26,4 +26,4 @@ def test_names_that_are_not_quoted_together_or_are_too_many_make_no_set():
 
 
 def test_a_missing_dump_has_no_names(tmp_path):
-    assert names_in_dump(tmp_path / "absent.ir") == []
+    assert name_groups(dump_texts(tmp_path / "absent.ir")) == []

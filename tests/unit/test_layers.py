@@ -56,6 +56,15 @@ def test_every_module_of_the_package_has_a_layer():
     assert modules | packages <= named, f"not in any layer: {sorted((modules | packages) - named)}"
 
 
+def test_every_module_of_the_service_has_a_layer():
+    """The same for the service's own contract (service/option_checks.py was left out of it once)."""
+    contract = next(c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+                    if c.get("containers") == ["harness.service"])
+    named = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    modules = {p.stem for p in (ROOT / "harness" / "service").glob("*.py") if p.stem != "__init__"}
+    assert modules <= named, f"not in any layer of the service: {sorted(modules - named)}"
+
+
 def test_the_programs_run_inside_an_environment_import_nothing_from_the_harness():
     """harness/inside/ runs on the environment's interpreter, alone: a harness import there would fail in
     a container or an old Python, and is refused here first."""

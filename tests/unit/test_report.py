@@ -21,7 +21,7 @@ from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
                                      extract_lowered, key_seeds, moved_module, strip_locations)
 from harness.report.reproduce import shell_commands
-from harness.report.sources import collect, lowered_text
+from harness.report.sources import collect, lowered_texts
 from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.document import ResultsDocument
@@ -110,7 +110,7 @@ def test_evidence_pair_and_seeds_from_real_cell(smoke_run):
     assert (evidence.run_a.index, evidence.run_b.index) == (1, 2)
     assert evidence.key_a == cell.runs[0].new_entries[1] and evidence.key_b == cell.runs[1].new_entries[0]
     assert seeds.values == SEEDS_0428 and key_seeds(cell, "jit_f").values == SEEDS_0428
-    text = lowered_text(smoke_run, evidence.run_a, "jit_f")
+    text = lowered_texts(smoke_run, evidence.run_a, "jit_f")[0]
     assert text.startswith("module @jit_f") and "BEGIN LOWERED" not in text
 
 

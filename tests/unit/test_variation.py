@@ -29,7 +29,7 @@ from harness.results.header import RecordedOptions
 from harness.results.resume import check_same_sweep
 from harness.core.errors import UserError
 from harness.verdicts.vary import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
-                                   vary_column, verdict_with, with_control)
+                                   vary_column, verdict_with, why_not_varied, with_control)
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
 
@@ -54,6 +54,13 @@ REFERENCE = record(1, logged("jit_f", computation="f", compile_options="/a"),
 
 
 # ---- the factors ------------------------------------------------------------------------------------
+
+def test_a_reference_run_that_computed_no_key_is_not_varied():
+    """mypy found `known` tested as a method (always true): such a reference was varied all the same."""
+    assert why_not_varied(REFERENCE, Verdict.CLEAN) == ""
+    nothing = RunRecord(1, 7, 0, 0.1, [], keys=RunLog([]))
+    assert why_not_varied(nothing, Verdict.CLEAN) == "the reference run (run 1) computed no key"
+
 
 def test_factors_parse_in_order_once_and_all_is_every_factor():
     assert parse_factors("cache-path,cwd,cache-path") == (Factor.CACHE_PATH, Factor.CWD)

@@ -10,14 +10,16 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound
+from docker.models.images import Image
 
 from harness.inputs.dependencies import Requirements, Sources
-from harness.environments.base import Backend, Environment, Say, _quiet
+from harness.environments.base import Backend, BackendOptions, Environment, Say, _quiet
 from harness.environments.docker.containers import SCRIPT_MOUNT, _one_line, run_container, run_kwargs
 from harness.environments.docker.environment import DockerEnvironment
 from harness.environments.docker.gpu_probe import (CUDA_PROBE, GPU_LIST_TIMEOUT_S, NO_CUDA_DEVICE, NO_GPU,
@@ -51,6 +53,13 @@ def docker_available(factory: Callable[..., docker.DockerClient] = docker.from_e
         return False, f"no Docker daemon answers ({_one_line(exc)})"
 
 
+def _id(image: Image) -> str:
+    """An image the daemon gave has an id (docker's types allow none)."""
+    if image.id is None:
+        raise EnvironmentUnavailable(f"docker: image {image.tags} has no id")
+    return image.id
+
+
 class DockerBackend(Backend):
     """Images from dockerfiles/Dockerfile.<platform>, wheels from a host-side wheelhouse, runs in containers."""
 
@@ -71,7 +80,7 @@ class DockerBackend(Backend):
         # The images' Python per release, chosen as for venvs (harness/inputs/pythons.py) among those the
         # offline base images provide; python_version (docker.python) pins it.
         pinned = PythonVersion.parse(python_version) if python_version else None
-        self.pythons = pythons or PythonChooser(PythonVersion.parse(DEFAULT_PYTHON), lambda _v: None,
+        self.pythons: PythonChooser = pythons or PythonChooser(PythonVersion.parse(DEFAULT_PYTHON), lambda _v: None,
                                                 pinned=pinned, provided=OFFLINE_PYTHONS)
         self.python_version = python_version or "auto"
         self.state_dir = Path(state_dir)
@@ -81,13 +90,13 @@ class DockerBackend(Backend):
         self.mem_limit = mem_limit
         self.user = user or f"{os.getuid()}:{os.getgid()}"
         self._client = client
-        self._bases: dict[tuple[Platform, str], Any] = {}
+        self._bases: dict[tuple[Platform, str], Image] = {}
         self._has_python: dict[tuple[str, str], bool] = {}  # (base image id, "3.N")
         self._rebuilt: set[tuple[str, Platform]] = set()
         self.builds = 0  # images built by this backend (a warm re-sweep builds none)
 
     @classmethod
-    def from_options(cls, options) -> DockerBackend:
+    def from_options(cls, options: BackendOptions) -> DockerBackend:
         """From the CLI's BackendOptions: the config's `docker:` section, --rebuild, release dates."""
         section = options.docker or {}
         pin = section.get("python")
@@ -158,7 +167,7 @@ class DockerBackend(Backend):
         python = str(choice.version)
         say(f"jax {jax_version}: {choice}")
         base = self.base_image_for(platform, say, python)
-        base_name = base.tags[0] if base.tags else base.id
+        base_name = base.tags[0] if base.tags else _id(base)
         # Before any download or build: an image whose Python cannot install the wheels is never built.
         self._require_python(base, base_name, choice, jax_version, platform)
         extra = f"-req{self.requirements.digest}" if self.requirements else ""
@@ -174,9 +183,9 @@ class DockerBackend(Backend):
                                     extra=self.requirements, local=own)
         dockerfile = dockerfile_for(platform)
         dockerfile_text = with_own_packages(dockerfile.read_text(), own)
-        tag = image_tag(jax_version, platform, python, dockerfile_text, base.id, lock, self.requirements,
+        tag = image_tag(jax_version, platform, python, dockerfile_text, _id(base), lock, self.requirements,
                         self.sources.editable_digests if own else ())
-        facts: dict[str, Any] = {"base_image": base_name, "base_image_id": base.id,
+        facts: dict[str, Any] = {"base_image": base_name, "base_image_id": _id(base),
                                  "exclude_newer": cutoff.isoformat() if cutoff else None,
                                  "python_choice": choice.to_json()}
         if self.requirements:
@@ -219,7 +228,8 @@ class DockerBackend(Backend):
         lines = [line.strip() for line in output.splitlines() if line.strip()]
         if outcome.ok:
             try:
-                return json.loads(lines[-1])
+                facts: dict[str, Any] = json.loads(lines[-1])
+                return facts
             except (IndexError, json.JSONDecodeError):
                 raise EnvironmentUnavailable(f"unreadable CUDA probe output from {tag}", log_tail=output) from None
         if outcome.reason.startswith(NO_GPU.split("(")[0]):
@@ -240,14 +250,14 @@ class DockerBackend(Backend):
         image = self.base_image_for(Platform.CUDA, say, str(self.pythons.pinned or self.pythons.own))
         log = self.state_dir / "logs" / "gpus.log"
         kwargs = gpu_list_kwargs()
-        outcome = run_container(self.client, image.id, ["nvidia-smi", "-L"], kwargs, log, GPU_LIST_TIMEOUT_S)
+        outcome = run_container(self.client, _id(image), ["nvidia-smi", "-L"], kwargs, log, GPU_LIST_TIMEOUT_S)
         if not outcome.ok:
             last = (log_tail(log).strip().splitlines() or [""])[-1]
             problem = outcome.reason if last in outcome.reason else f"{outcome.reason}: {last}"
             return GpuCount(0, counted_by, problem, CONTAINER_ADVICE)
         return GpuCount(parse_gpu_list(log.read_text(errors="replace")), counted_by, advice=CONTAINER_ADVICE)
 
-    def base_image_for(self, platform: Platform, say: Say = _quiet, python: str = DEFAULT_PYTHON):
+    def base_image_for(self, platform: Platform, say: Say = _quiet, python: str = DEFAULT_PYTHON) -> Image:
         """The base image for `python`, pulled if absent. Cannot be had: BackendUnavailable (one
         line) for the configured or default image, EnvironmentUnavailable for another Python's
         default image (only the releases that need that Python are affected).
@@ -277,7 +287,7 @@ class DockerBackend(Backend):
     def _default_bases(self, python: str) -> dict[Platform, str]:
         return self._base_images or default_base_images(python)
 
-    def _require_python(self, base, base_name: str, choice: PythonChoice, jax_version: str,
+    def _require_python(self, base: Image, base_name: str, choice: PythonChoice, jax_version: str,
                         platform: Platform) -> None:
         """EnvironmentUnavailable, naming the fix, when the base image has no python3.N (asked once
         per image and Python, in a throwaway container like the runs'). The cuda Dockerfile installs
@@ -285,12 +295,12 @@ class DockerBackend(Backend):
         if platform == Platform.CUDA:
             return
         python = str(choice.version)
-        key = (base.id, python)
+        key = (_id(base), python)
         if key not in self._has_python:
             with tempfile.TemporaryDirectory(prefix="jax-harness-python-") as tmp:
                 os.chmod(tmp, 0o755)
                 kwargs = run_kwargs(Path(tmp) / "none.py", {}, Path(tmp), platform, self.user)
-                outcome = run_container(self.client, base.id, [f"python{python}", "-c", "pass"], kwargs,
+                outcome = run_container(self.client, _id(base), [f"python{python}", "-c", "pass"], kwargs,
                                         Path(tmp) / "python.log", PROBE_TIMEOUT_S)
             self._has_python[key] = outcome.ok
         if not self._has_python[key]:
@@ -298,7 +308,7 @@ class DockerBackend(Backend):
                                          f"chosen for jax {jax_version} ({choice.reason}); "
                                          f"{offline_fix(python, configured=bool(self.base_image))}")
 
-    def _get_or_pull(self, name: str, say: Say, pull: bool = True):
+    def _get_or_pull(self, name: str, say: Say, pull: bool = True) -> Image | Exception:
         try:
             return self.client.images.get(name)
         except ImageNotFound as exc:
@@ -384,6 +394,7 @@ class DockerBackend(Backend):
             raise EnvironmentUnavailable(f"jax {jax_version} does not start in {tag}: "
                                          f"{outcome.reason or 'probe failed'}", log_tail=output)
         try:
-            return json.loads(output.strip().splitlines()[-1])
+            facts: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+            return facts
         except (IndexError, json.JSONDecodeError):
             raise EnvironmentUnavailable(f"unreadable probe output from {tag}", log_tail=output) from None

@@ -10,11 +10,13 @@ import signal
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import docker
 import requests
 from docker.errors import DockerException
+from docker.models.containers import Container
 from docker.types import DeviceRequest, Mount
 
 from harness.environments.docker.gpu_probe import NO_GPU
@@ -25,7 +27,7 @@ from harness.core.files import open_fresh, write_atomic
 from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.run_env import IR_DUMP_VAR
-from harness.inputs.run_env import STARTUP_DIR
+from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
 
 # Where a run sees its folders inside the container.
@@ -172,12 +174,13 @@ def run_container(client: docker.DockerClient, image: str, command: list[str], k
         container.reload()
         state = container.attrs.get("State", {})
         code = status.get("StatusCode", state.get("ExitCode"))
+        error = status.get("Error")
         reason = ""
         if state.get("OOMKilled"):
             limit = kwargs.get("mem_limit") or "none set: host memory ran out"
             reason = f"killed by the OOM killer (memory limit {limit})"
-        elif (status.get("Error") or {}).get("Message"):
-            reason = f"docker: {status['Error']['Message']}"
+        elif error and error.get("Message"):
+            reason = f"docker: {error['Message']}"
         elif code is not None and code > 128 and _signal_name(code - 128):
             # docker-init exits 128+N when the script dies by signal N, as a shell reports it.
             reason = f"killed by signal {_signal_name(code - 128)} (exit code {code})"
@@ -189,7 +192,7 @@ def run_container(client: docker.DockerClient, image: str, command: list[str], k
         _remove(client, container, kwargs.get("name"))
 
 
-def _kill(container) -> None:
+def _kill(container: Container) -> None:
     try:
         container.kill()
         container.wait(timeout=30)
@@ -197,7 +200,7 @@ def _kill(container) -> None:
         pass  # it exited between the timeout and the kill: removal below does the rest
 
 
-def _save_logs(container, log_path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
+def _save_logs(container: Container, log_path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
     """The container's output into the run's log, streamed: its head and tail kept, the cut said."""
     with open(open_fresh(log_path), "wb") as out:
         log = CappedLog(out.fileno(), max_bytes)
@@ -223,7 +226,7 @@ def _explain(exc: Exception, gpu: bool) -> str:
     return f"docker: {text}"
 
 
-def _one_line(exc: Exception | str) -> str:
+def _one_line(exc: BaseException | str) -> str:
     text = getattr(exc, "explanation", None) or str(exc)
     if isinstance(text, bytes):
         text = text.decode(errors="replace")

@@ -28,8 +28,8 @@ class DockerEnvironment(Environment):
         self.facts, self.user, self.mem_limit = facts, user, mem_limit
         self._running: set[str] = set()  # container names of runs in flight
 
-    def run(self, program, env, cache_dir, log_path, timeout_s, variation: RunVariation | None = None,
-            ) -> ProcessOutcome:
+    def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path, timeout_s: float,
+            variation: RunVariation | None = None) -> ProcessOutcome:
         kwargs = run_kwargs(program, env, cache_dir, self.platform, self.user, self.mem_limit, variation=variation)
         command = container_command(program, variation, timeout_s)
         self._running.add(kwargs["name"])
@@ -46,7 +46,8 @@ class DockerEnvironment(Environment):
             return "zstandard would have to be installed into the image (vary it with --backend venv)"
         return ""
 
-    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+    def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
+                  timeout_s: float) -> list[ProcessOutcome]:
         return run_group_containers(self, program, envs, cache_dir, log_paths, timeout_s)
 
     def interrupt(self) -> None:
@@ -126,10 +127,10 @@ def run_group_containers(environment: DockerEnvironment, program: Program, envs:
         with done:
             while any(o is None for o in outcomes):
                 ended = [o for o in outcomes if o is not None]
-                failed = next((i for i, o in enumerate(outcomes) if o is not None and not o.ok), None)
+                failed = next(((i, o) for i, o in enumerate(outcomes) if o is not None and not o.ok), None)
                 if deadline is None and (failed is not None or (len(ended) == len(outcomes) - 1 and len(outcomes) > 1)):
                     deadline = time.monotonic() + peer_grace_s
-                    why = (f"stopped {peer_grace_s:g} s after process {failed} failed ({outcomes[failed].reason})"
+                    why = (f"stopped {peer_grace_s:g} s after process {failed[0]} failed ({failed[1].reason})"
                            if failed is not None else f"{AFTER_PEERS} ({peer_grace_s:g} s after the last one)")
                 if deadline is not None and time.monotonic() >= deadline:
                     for rank, outcome in enumerate(outcomes):
@@ -143,10 +144,11 @@ def run_group_containers(environment: DockerEnvironment, program: Program, envs:
             thread.join()
         environment._running.difference_update(names)
     return [ProcessOutcome(None, o.duration_s, timed_out=True, reason=stopped[rank])
-            if rank in stopped and not o.ok else o for rank, o in enumerate(outcomes)]
+            if rank in stopped and not o.ok else o
+            for rank, o in enumerate(outcomes) if o is not None]  # each one set by now
 
 
-def _kill_named(client, name: str) -> None:
+def _kill_named(client: docker.DockerClient, name: str) -> None:
     try:
         client.containers.get(name).kill()
     except (DockerException, requests.RequestException):

@@ -51,7 +51,7 @@ def build_base_image(debian: str, image: str | None = None, force: bool = False)
 BUILD_STOP_GRACE_S = 60.0  # the script's trap: debootstrap ends and unmounts, then the rootfs is removed
 
 
-def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM to `proc`'s process group, then SIGKILL if it has not ended within `grace_s`."""
     for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import docker
 import requests
 from docker.errors import DockerException, NotFound
+from docker.models.containers import Container
 
 from harness.environments.base import Say
 
@@ -72,18 +73,18 @@ def reap_orphans(client: docker.DockerClient, say: Say) -> list[str]:
         found = client.containers.list(all=True, filters={"label": [f"{LABEL}", OWNER_LABEL]})
     except (DockerException, requests.RequestException):
         return []
-    removed = []
+    removed: list[str] = []
     for container in found:
         if container.labels.get(LABEL) in ("run", "gpus") and owner_gone(container.labels):
             _remove(client, container, None)
-            removed.append(container.name)
+            removed.append(container.name or str(container.id))
     if removed:
         say(f"docker: removed {len(removed)} container(s) left by harness processes that are gone: "
             f"{', '.join(removed[:3])}{', ...' if len(removed) > 3 else ''}")
     return removed
 
 
-def _remove(client, container, name: str | None) -> None:
+def _remove(client: docker.DockerClient, container: Container | None, name: str | None) -> None:
     try:
         if container is None:
             if not name:

@@ -11,6 +11,7 @@ lowered module (the evidence) on stdout, between markers the harness can find.
 import argparse
 import os
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -62,16 +63,16 @@ def main() -> None:
     a = jnp.arange(float(rows * cols)).reshape(rows, cols)
 
     @partial(shard_map, mesh=mesh, in_specs=(P(first, second),), out_specs=P(None, None))
-    def g(a_block):
+    def g(a_block: Any) -> Any:
         return jax.lax.psum(jnp.sin(a_block), tuple(n for n in (first, second) if n))
 
-    def f(x):
+    def f(x: Any) -> Any:
         return jnp.sum(g(x))
 
-    f = jax.jit(jax.grad(f))
-    f(a).block_until_ready()
+    step = jax.jit(jax.grad(f))  # its module is still jit_f: named after the function it wraps
+    step(a).block_until_ready()
     print(HLO_BEGIN)
-    print(f.lower(a).as_text())
+    print(step.lower(a).as_text())
     print(HLO_END)
 
 

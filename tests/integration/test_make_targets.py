@@ -1,0 +1,80 @@
+"""Each Makefile target CI does not run itself, run through make as a user runs it, made short
+(tests/make_targets.py: the arguments, and why the benches and the GPU checks are dry runs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.make_targets import TARGETS, THIS_TEST, Target
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(sys.prefix)  # the venv make's targets run from: this one
+# What `make docs` writes: committed, and already what it would write (tests/unit/test_docs.py, test_schemas.py).
+GENERATED = [ROOT / "docs" / "commands.md", *sorted((ROOT / "docs" / "schemas").glob("*")),
+             ROOT / "harness" / "service" / "options.pyi"]
+
+pytestmark = pytest.mark.xdist_group("make-targets")  # one worker, in this order: nightly compares with table's
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("make-targets")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed_venv():
+    """make bootstraps .venv when its stamp is older than pyproject.toml: a full install, not what is tested."""
+    stamp = VENV / ".installed"
+    if not stamp.exists() or stamp.stat().st_mtime < (ROOT / "pyproject.toml").stat().st_mtime:
+        why = f"{stamp} is missing or older than pyproject.toml: run `make test-unit` once"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+def make(target: Target, folder: Path) -> subprocess.CompletedProcess[str]:
+    found = sorted((folder / "table").glob("*/results.json"))
+    fill = {"tmp": folder, "baseline": found[0].parent if found else folder / "table"}
+    # Not the variables of the make that runs this test (make test ARGS=... would reach every target).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update({k: v.format(**fill) for k, v in target.env})
+    if target.name == "gpu-check":  # as on a machine without NVIDIA's driver, whatever this one has
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                      if not (Path(p) / "nvidia-smi").exists())
+    argv = ["make", "--no-print-directory", target.name, f"VENV={VENV}", *(a.format(**fill) for a in target.args)]
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    print(f"make {target.name}: {time.monotonic() - start:.1f} s")  # CI's time for each (pytest -rA shows it)
+    return proc
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.ran_by == THIS_TEST], ids=lambda t: t.name)
+def test_the_target_runs(target: Target, folder: Path):
+    before = {path: path.read_bytes() for path in GENERATED} if target.name == "docs" else {}
+    if target.name == "nightly" and not (folder / "table").exists():
+        make(next(t for t in TARGETS if t.name == "table"), folder)
+    if target.name == "clean-envs":
+        (folder / "envs" / "jax-0.4.31-cpu-py3.11").mkdir(parents=True)
+    proc = make(target, folder)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == target.expect_code, said[-3000:]
+    assert target.expect_text in said, said[-3000:]
+    if target.name == "docs":
+        changed = [str(path.relative_to(ROOT)) for path, text in before.items() if path.read_bytes() != text]
+        for path, text in before.items():
+            path.write_bytes(text)
+        assert not changed, f"make docs changed {changed}: the committed ones are stale"
+    if target.name == "clean-envs":
+        assert not (folder / "envs").exists()
+    if target.name in ("table", "smoke", "nightly", "bisect", "reduce"):
+        assert list((folder / target.name).glob("*/results.json")), said[-3000:]
+    if target.name == "bench":
+        assert said.count("usage: ") == 9, said[-3000:]  # each script make runs, its arguments parsed
+    shutil.rmtree(folder / "envs", ignore_errors=True)

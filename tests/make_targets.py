@@ -1,0 +1,56 @@
+"""Every Makefile target and how CI runs it, so that none is left to break unseen (issue 50, item 5).
+
+A target CI runs itself (`.ci/run`: `make test`, `make base-image`) or that `make test` runs first (lint,
+typecheck) says where; every other one is run by tests/integration/test_make_targets.py with the
+arguments below: the real target, made short (one release, two runs, results in the test's folder), or a dry
+run where the whole one needs a GPU or a 2 GB download, or takes longer than CI can give it (the benches: each
+script's command line as make writes it, parsed with `--help`, which makes every import). `{tmp}` is the
+test's folder, `{baseline}` the results folder `table` wrote there. tests/unit/test_make_targets.py checks that this table names exactly the Makefile's targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    ran_by: str  # "this test", or where CI runs it
+    args: tuple[str, ...] = ()  # after `make NAME`
+    expect_code: int = 0
+    expect_text: str = ""  # in its output
+    env: tuple[tuple[str, str], ...] = ()  # added to the environment ({tmp} filled in)
+
+
+THIS_TEST = "tests/integration/test_make_targets.py"
+# One release the integration tests install anyway, so its venv is there; two runs are the fewest a cell takes.
+VERSION = "0.4.31"
+SHORT = f"--versions {VERSION} --runs 2 --seeds random -q"
+
+TARGETS = (
+    Target("help", THIS_TEST, expect_text="make table"),
+    Target("test", ".ci/run (make test)"),
+    Target("lint", "make test, first"),
+    Target("typecheck", "make test, first"),
+    # One unit test, selected from all of them (make test runs them all, not through this target).
+    Target("test-unit", THIS_TEST, ("XDIST=", "PYTEST_ARGS=-k the_parser_sees_rules_and_not_variables"),
+           expect_text="1 passed"),
+    Target("base-image", ".ci/run (make base-image, for bookworm and trixie)"),
+    Target("docs", THIS_TEST),
+    Target("table", THIS_TEST, (f"ARGS={SHORT} --out {{tmp}}/table",)),
+    Target("smoke", THIS_TEST, (f"ARGS={SHORT} --out {{tmp}}/smoke",)),
+    # Against the table's results folder, {baseline} (the test runs `table` first).
+    Target("nightly", THIS_TEST, ("BASELINE={baseline}", f"ARGS={SHORT} --out {{tmp}}/nightly")),
+    Target("bisect", THIS_TEST, ("ARGS=--versions 0.4.28 0.4.29 --runs 2 --seeds random -q --out {tmp}/bisect",),
+           expect_text="0.4.29"),
+    Target("reduce", THIS_TEST, ("SCRIPT=tests/fixtures/sm.py",
+                                 "ARGS=--max-candidates 1 --runs 2 --seeds random -q --out {tmp}/reduce")),
+    Target("stress", THIS_TEST, ("ARGS=--only=5,000-digit",), expect_text="2 of 2 held"),
+    Target("bench", THIS_TEST, ("BENCH_REPS=1", "BENCH_ARGS=--help"), expect_text="usage: bench_reduce.py"),
+    Target("cuda-image-check", THIS_TEST, ("ARGS=--help",), expect_text="usage: check_cuda_image.py"),
+    # No GPU in CI: it stops at its first check, as on any machine without NVIDIA's driver (test_gpu_check.py
+    # runs the rest with stand-ins).
+    Target("gpu-check", THIS_TEST, expect_code=2, expect_text="no NVIDIA driver here"),
+    Target("clean-envs", THIS_TEST, env=(("HARNESS_ENV_DIR", "{tmp}/envs"),)),
+)
