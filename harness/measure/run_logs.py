@@ -4,22 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import jaxlog
+from harness.core import jaxlog, recorder
 from harness.core.files import write_atomic
 from harness.verdicts.failure import traceback_packages, with_detail
 
 
-def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
+def read_jax_log(log: Path, version: str, ok: bool,
+                 recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str]:
     """What JAX's log says this run computed (None, and why, when it named no key); a log over
-    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail."""
+    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail. `recorded`: the
+    run's recorder file (JAX's messages read in-process, whatever the program did with stderr), read in
+    preference; the log on stderr when the recorder saw no key (a release whose modules it could not wrap,
+    a program that ran no JAX in a process the hook reached)."""
     try:
         text = log.read_text(errors="replace")
     except OSError as exc:
         return None, f"its log could not be read ({exc.strerror})"
     lines = text.splitlines()
-    parsed = jaxlog.parse(lines)
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
+    recording = recorder.read(recorded) if recorded is not None else None
+    parsed = recorder.run_log(recording) if recording is not None else jaxlog.RunLog()
+    if parsed.empty:
+        parsed = jaxlog.parse(lines)
     if parsed.empty:
         return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
     return parsed, ""
