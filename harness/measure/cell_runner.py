@@ -30,7 +30,7 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
                            SeedRun, ThresholdMode, Verdict)
 from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
-from harness.measure.run_logs import read_jax_log, with_log_detail
+from harness.measure.run_logs import missing_module, read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder, with_script_cache
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates, with_seed_check
@@ -143,7 +143,7 @@ class CellRunner:
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
-            reason = with_log_detail(reason, log)
+            reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
         keys, note = read_jax_log(log, spec.jax_version, outcome.ok, None if self.repro.builtin else recorded)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,

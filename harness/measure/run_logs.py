@@ -32,6 +32,25 @@ def read_jax_log(log: Path, version: str, ok: bool,
     return parsed, ""
 
 
+def missing_module(module: str, log: Path) -> str | None:
+    """The one line to say when `python -m module` found no such module in the release's environment (Python's
+    own words in the log: `python: No module named pytest`, or `Error while finding module specification for
+    'a.b' (ModuleNotFoundError: No module named 'a')`); None when the log says something else."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-20:]
+    except OSError:
+        return None
+    top = module.split(".")[0]
+    parts = [module.rsplit(".", i)[0] for i in range(module.count(".") + 1)]
+    for line in lines:
+        if ": No module named " in line or "Error while finding module specification" in line:
+            named = line.rsplit("No module named ", 1)[-1].strip().strip("'\")")
+            if named in parts or named == top:
+                return (f"no module {module} in this release's environment (python -m found none: install it with "
+                        f"--with, or set --cwd to the folder that holds it)")
+    return None
+
+
 def with_log_detail(reason: str, log: Path) -> str:
     """A crash's reason with what failed (the exception, or the program's own last line), so the table says why."""
     try:
