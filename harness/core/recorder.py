@@ -194,7 +194,7 @@ def read(path: Path) -> Recording | None:
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")
 # "Compiling f with global shapes and types [ShapedArray(float32[2])]" (0.4.x); "(ShapedArray(float32[2]),)" later
-_AVAL_RE = re.compile(r"ShapedArray\((?P<aval>[^\s,)]+)")
+_AVAL_RE = re.compile(r"ShapedArray\((?P<aval>[^\s,()\[]+(?:\[[^\]]*\])?)")
 _TYPES_MARK = "with global shapes and types "
 
 

@@ -6,14 +6,18 @@ tells "selected, skipped or failed differently between runs" from a cache miss w
 
 Standard library and pytest only; it runs on any interpreter a JAX release supports."""
 
-import jax_cache_harness_hook as _hook
+import sys
+
 import pytest
+
+HOOK_MODULE = "jax_cache_harness_hook"  # loaded by the start-up hook's sitecustomize before pytest starts
 
 _OUTCOMES = {}  # test id -> its outcome so far (a phase that failed or skipped decides it)
 
 
 def _recorder():
-    return _hook.RECORDER
+    """The run's recorder; None when the start-up hook did not install one (pytest outside the harness)."""
+    return getattr(sys.modules.get(HOOK_MODULE), "RECORDER", None)
 
 
 @pytest.hookimpl(tryfirst=True)
