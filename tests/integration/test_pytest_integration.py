@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from harness.cli import commands as cli
 from harness.core import recorder
 from tests.sweeps import sweep
 
@@ -28,14 +29,17 @@ SUITE = {
 def test_check_pytest_reads_every_key_with_its_test_while_pytest_captures_stderr(version, tmp_path, capsys, write):
     for name, text in SUITE.items():
         write(f"suite/tests/{name}", text)
-    swept = sweep(["check", "--pytest", "--versions", version, "--runs", "2", "--no-moved-folder",
-                   "--cwd", str(tmp_path / "suite"), "--", "-q", "tests"], tmp_path / "r", capsys)
-    (cell,) = swept.data["cells"]
+    out = tmp_path / "r"
+    code = cli.main(["check", "--pytest", "--versions", version, "--runs", "2", "--no-moved-folder", "--quiet",
+                     "--cwd", str(tmp_path / "suite"), "--out", str(out), "--", "-q", "tests"])
+    assert code == 0, capsys.readouterr().err
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert cell["command"]["argv"][:2] == ["-m", "pytest"]
     for run in cell["runs"]:
         assert run["exit_code"] == 0 and "log_note" not in run  # not "the script compiled nothing"
-        log = (swept.run_dir / run["log"]).read_text()
+        log = (run_dir / run["log"]).read_text()
         assert "get_cache_key" not in log  # pytest captured JAX's log on stderr: none of it there
         tests = {t for keys in run["keys"].values() for k in keys.values() for t in k.get("tests", ())}
         assert tests == {"tests/test_add.py::test_add", "tests/test_scale.py::test_scale"}
@@ -46,12 +50,12 @@ def test_check_pytest_reads_every_key_with_its_test_while_pytest_captures_stderr
     first, second = cell["runs"]
     assert {k["outcome"] for keys in first["keys"].values() for k in keys.values()} == {"written"}
     assert {k["outcome"] for keys in second["keys"].values() for k in keys.values()} == {"hit"}
-    recording = recorder.read(swept.run_dir / first["log"].replace(".log", ".recorder.jsonl"))
+    recording = recorder.read(run_dir / first["log"].replace(".log", ".recorder.jsonl"))
     assert recording.outcomes() == {"tests/test_add.py::test_add": "passed", "tests/test_scale.py::test_scale": "passed",
                                     "tests/test_skip.py::test_skipped": "skipped"}
     assert len(recording.collected()) == 3 and recording.exit_status() == 0
     assert cell["cost"]["runs"][0]["misses"] > 0  # the cost is read from the recorded messages too
-    logs = sorted(p.name for p in (swept.run_dir / first["log"]).parent.glob("run-01-*.log"))
+    logs = sorted(p.name for p in (run_dir / first["log"]).parent.glob("run-01-*.log"))
     assert len(logs) == 1  # run 1 ran once: no run without a folder before it
 
 
