@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_slurm.py
 	$(BIN)/python bench/bench_reduce_search.py
 	$(BIN)/python bench/bench_flush.py
+	$(BIN)/python bench/bench_pytest.py  # check --pytest of a small suite against its bare pytest time
 	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json  # the reduction before the quick screen
 
 stress: $(STAMP)
