@@ -100,7 +100,7 @@ class LoggedKey(Record):
     read_error: str = field(default="", metadata=shape(omit=Omit.EMPTY))
     # Read in-process (harness/core/recorder.py): the pytest ids of the tests whose JAX messages named this
     # key, in order (empty: not a pytest run, or named outside any test), and the argument types it was
-    # compiled at (`float32[2]`), where JAX logged them (from 0.4.36 in the harness's runs).
+    # compiled at (`float32[2]`), from JAX's `Compiling f with global shapes and types` message.
     tests: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
     arg_types: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
 

@@ -111,7 +111,7 @@ class KeyRecord(msgspec.Struct, omit_defaults=True, kw_only=True):
     outcome: str
     compile_time_s: float | None = None
     tests: list[str] = []  # pytest ids, in the order they named the key ("" outside any test: collection)
-    arg_types: list[str] = []  # e.g. ["float32[2]"], where JAX logged them (from 0.4.36 in the harness's runs)
+    arg_types: list[str] = []  # e.g. ["float32[2]"], from JAX's "Compiling f with global shapes and types" message
 
 
 class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):

@@ -45,8 +45,7 @@ def test_check_pytest_reads_every_key_with_its_test_while_pytest_captures_stderr
         assert tests == {"tests/test_add.py::test_add", "tests/test_scale.py::test_scale"}
         scale = [k for k in run["keys"]["jit_scale"].values()]
         assert scale and all(k["tests"] == ["tests/test_scale.py::test_scale"] for k in scale)
-        if version == "0.10.2":  # JAX logs the argument types from 0.4.36 in the harness's runs
-            assert [k.get("arg_types") for k in scale] == [["float32[4]"]]
+        assert [k.get("arg_types") for k in scale] == [["float32[4]"]]
     first, second = cell["runs"]
     assert {k["outcome"] for keys in first["keys"].values() for k in keys.values()} == {"written"}
     assert {k["outcome"] for keys in second["keys"].values() for k in keys.values()} == {"hit"}

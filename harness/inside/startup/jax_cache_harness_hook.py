@@ -366,8 +366,9 @@ def install_job():
 RECORDER_VAR = "HARNESS_RECORDER"  # the recorder's file (in the run's own folder; a link there is refused)
 RECORDER_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache")
 # Where JAX says what it compiles and at which argument types ("Compiling f with global shapes and types
-# [ShapedArray(float32[2])]"): recorded when the program's logging lets JAX log it (the harness's run
-# environment does from 0.4.36; before, JAX ignores JAX_LOGGING_LEVEL).
+# [ShapedArray(float32[2])]"): its logger too says yes to isEnabledFor (what that guards in pxla is a few
+# cheap debug messages), so the types are recorded on every release, whatever the program's logging; only
+# the messages that start with ARGS_MESSAGE are kept.
 ARGS_MODULE = "jax._src.interpreters.pxla"
 ARGS_MESSAGE = "Compiling "
 MONITORING_MODULE = "jax._src.monitoring"
@@ -573,7 +574,7 @@ def install_recorder(target=None):
     hooks = {"jax._src.cache_key": _wrap_logger(recorder, True),
              "jax._src.compiler": _module_loaded(recorder, first_use, ("get_compile_options",)),
              API_MODULE: _module_loaded(recorder, first_use, ("_initialize_cache", "is_cache_used")),
-             ARGS_MODULE: _wrap_logger(recorder, False, ARGS_MESSAGE),
+             ARGS_MODULE: _wrap_logger(recorder, True, ARGS_MESSAGE),
              MONITORING_MODULE: _monitoring_loaded(recorder)}
     sys.meta_path.insert(0, _AfterImport(hooks))
     _warnings_recorded(recorder)
