@@ -193,6 +193,17 @@ def test_a_script_that_closes_stderr_and_silences_jax_is_still_recorded(tmp_path
     assert any("Error reading persistent compilation cache entry" in m.message for m in recording.messages)
 
 
+def test_the_programs_own_log_still_shows_jaxs_file_and_line(tmp_path, write):
+    fake_jax(write)
+    script = write("loud.py", "import logging\nlogging.basicConfig(format='%(filename)s:%(funcName)s: %(message)s', "
+                   "level=logging.DEBUG)\nimport jax\n"
+                   f"jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    done = subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path), capture_output=True, text=True,
+                          check=True)
+    assert "compiler.py:get_compile_options: get_compile_options: num_replicas=1" in done.stderr
+    assert "compiler.py:compile: PERSISTENT COMPILATION CACHE MISS for 'jit_f'" in done.stderr
+
+
 def test_first_use_gives_the_cells_folder_at_the_first_compile_and_records_when(tmp_path, write):
     fake_jax(write)
     env = hook_env(tmp_path, HARNESS_CACHE_RECORD=str(tmp_path / "r.jsonl"), HARNESS_CACHE_FOLDER="hook",

@@ -438,22 +438,26 @@ class _RecordingLogger:
             return
         self._recorder.message(self._real.name, level, msg, args)
 
-    def log(self, level, msg, *args, **kwargs):
+    def _log(self, level, msg, args, kwargs):
+        """Two frames of ours (the method JAX called, this one) between JAX's line and the real logger."""
         self._record(level, msg, args)
-        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2
         self._real.log(level, msg, *args, **kwargs)
 
+    def log(self, level, msg, *args, **kwargs):
+        self._log(level, msg, args, kwargs)
+
     def debug(self, msg, *args, **kwargs):
-        self.log(logging.DEBUG, msg, *args, **kwargs)
+        self._log(logging.DEBUG, msg, args, kwargs)
 
     def info(self, msg, *args, **kwargs):
-        self.log(logging.INFO, msg, *args, **kwargs)
+        self._log(logging.INFO, msg, args, kwargs)
 
     def warning(self, msg, *args, **kwargs):
-        self.log(logging.WARNING, msg, *args, **kwargs)
+        self._log(logging.WARNING, msg, args, kwargs)
 
     def error(self, msg, *args, **kwargs):
-        self.log(logging.ERROR, msg, *args, **kwargs)
+        self._log(logging.ERROR, msg, args, kwargs)
 
 
 def _wrap_logger(recorder, always, only=None):
