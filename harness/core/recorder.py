@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -184,7 +185,7 @@ def read(path: Path) -> Recording | None:
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        if not os.path.stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return None
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
