@@ -29,9 +29,9 @@ import os
 import re
 import stat
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Union
 
 import msgspec
 
@@ -100,7 +100,7 @@ class Problem(msgspec.Struct, tag="problem", tag_field="kind", omit_defaults=Tru
     pid: int = 0
 
 
-Line = Union[Start, LogMessage, Event, Collected, TestOutcome, CollectError, Session, Fallback, Problem]
+Line = Start | LogMessage | Event | Collected | TestOutcome | CollectError | Session | Fallback | Problem
 _LINE = msgspec.json.Decoder(Line)
 
 

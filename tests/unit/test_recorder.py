@@ -186,7 +186,7 @@ def test_a_script_that_closes_stderr_and_silences_jax_is_still_recorded(tmp_path
                    "logging.basicConfig(force=True, level=logging.ERROR)\nimport jax\n"
                    f"jax.compiler.compile('jit_f', '{HEX['a']}')\n")
     # Python exits 120 when it cannot flush the closed stderr (the warning went there): the program's own doing
-    subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path), capture_output=True, text=True)
+    subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path), capture_output=True, text=True, check=False)
     recording = recorder.read(tmp_path / "run.recorder.jsonl")
     (key,) = recorder.run_log(recording).keys
     assert key.key == f"jit_f-{HEX['a']}" and key.outcome == jaxlog.Outcome.MISS
@@ -235,7 +235,7 @@ def test_the_pytest_plugin_stamps_test_ids_with_stderr_captured(tmp_path, write)
           f"def test_b():\n    jax.compiler.compile('jit_g', '{HEX['b']}')\n    assert False\n"
           "def test_c():\n    pytest.skip('no')\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_it.py"],
-                          cwd=tmp_path / "suite", env=hook_env(tmp_path), capture_output=True, text=True)
+                          cwd=tmp_path / "suite", env=hook_env(tmp_path), capture_output=True, text=True, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     recording = recorder.read(tmp_path / "run.recorder.jsonl")
     assert recording.collected() == ["test_it.py::test_a", "test_it.py::test_b", "test_it.py::test_c"]

@@ -430,7 +430,7 @@ class _RecordingLogger:
     def __getattr__(self, name):
         return getattr(self._real, name)
 
-    def isEnabledFor(self, level):  # noqa: N802 - logging's name
+    def isEnabledFor(self, level):  # logging's name
         return self._always or self._real.isEnabledFor(level)
 
     def _record(self, level, msg, args):
