@@ -66,3 +66,23 @@ def test_a_module_the_release_does_not_have_is_one_line(tmp_path, capsys):
     assert "no module no_such_module_here in this release's environment" in cell["reason"]
     assert "\n" not in cell["reason"]
     assert json.dumps(cell["runs"][0]["reason"]).count("no module") == 1
+
+
+CLOSES_STDERR = """\
+import os
+os.close(2)  # nothing it or JAX writes to stderr goes anywhere
+import jax, jax.numpy as jnp
+print(jax.jit(lambda x: x * 2)(jnp.ones(3)))
+"""
+
+
+def test_a_script_that_closes_stderr_is_still_read_and_runs_run_1_once(tmp_path, capsys, write):
+    swept = sweep(["check", str(write("closes.py", CLOSES_STDERR)), "--versions", "0.4.31", "--runs", "2",
+                   "--no-moved-folder"], tmp_path / "r", capsys)
+    (cell,) = swept.data["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert all("jit__lambda_" in run["keys"] for run in cell["runs"])
+    assert cell["cache_folder"]["mode"] == "environment"  # it sets none: run 1 told, in the same run
+    logs = swept.run_dir / "logs" / "jax-0.4.31-cpu8-script"
+    assert len(list(logs.glob("run-01-*.log"))) == 1 and not list(logs.glob("*.first-use.log"))
+    assert recorder.read(next(logs.glob("run-01-*.recorder.jsonl"))).fallback()
