@@ -98,6 +98,11 @@ class LoggedKey(Record):
     devices: tuple[int, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
     # JAX's words when it found this key's entry and could not read it back (then it compiled the key)
     read_error: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    # Read in-process (harness/core/recorder.py): the pytest ids of the tests whose JAX messages named this
+    # key, in order (empty: not a pytest run, or named outside any test), and the argument types it was
+    # compiled at (`float32[2]`), from JAX's `Compiling f with global shapes and types` message.
+    tests: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    arg_types: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
 
 
 @shaped(unwrapped="keys")

@@ -56,7 +56,8 @@ CHECK_SOURCE = "harness check"
 @dataclass(frozen=True)
 class Repro:
     """A built-in repro (by name), a user's script (by path), or a user's module run as `python -m`
-    (`module`; `path` is its file, found in the working folder)."""
+    (`module`; `path` is its file, found in the working folder, or the working folder itself for a module
+    installed in the release's environment, such as pytest)."""
 
     name: str
     path: Path
@@ -500,7 +501,7 @@ RESERVED_VARIABLES = frozenset({
     "PYTHONHASHSEED", "PYTHONUNBUFFERED", "JAX_ENABLE_COMPILATION_CACHE",
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_PLATFORMS",
     "JAX_DUMP_IR_TO", "JAX_DEBUG_LOG_MODULES", "JAX_LOGGING_LEVEL", "HARNESS_CACHE_RECORD",
-    "HARNESS_CACHE_THRESHOLDS", "HARNESS_CACHE_FOLDER",
+    "HARNESS_CACHE_THRESHOLDS", "HARNESS_CACHE_FOLDER", "HARNESS_RECORDER", "HARNESS_CACHE_FALLBACK",
     "HARNESS_CACHE_TARGET", "HARNESS_CACHE_PUT"})
 MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
@@ -556,8 +557,12 @@ def _parse_module(value: Any, cwd: Path, err) -> Repro:
     for candidate in (cwd / relative.with_suffix(".py"), cwd / relative / "__main__.py"):
         if candidate.is_file():
             return Repro(value, candidate.resolve(), builtin=False, module=value)
-    raise err("module", f"no module {value} in the working folder {cwd} (python -m looks there; "
-                        "set cwd / --cwd to the folder that holds its package)")
+    if (cwd / relative).is_dir():
+        raise err("module", f"{value} in the working folder {cwd} is a package without __main__.py: python -m "
+                            "cannot run it")
+    # Not in the working folder: one installed in the release's environment (pytest, a package --with installs),
+    # which exists only once the environment is made; a run that finds none says so (run_logs.missing_module).
+    return Repro(value, cwd, builtin=False, module=value)
 def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) -> Requirements:
     """The config's `requirements` and `requirements_file`, and the script's inline metadata (PEP 723).
     A bad string is a UserError naming the file, the key or the script, and the string."""

@@ -273,8 +273,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("script", (), "the script (or -m MODULE); after `--`, its arguments", _commands("check"), type=Path,
            nargs="?", example=("train.py",)),
     # Right after the script it stands for, so every line spelled from here reads `harness check -m MODULE ...`.
-    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script", _commands("check", "bisect"),
+    Option("module", ("-m",), "run a module as `python -m MODULE` instead of a script: one in the working folder, "
+           "or one installed in each release's environment (--with)", _commands("check", "bisect"),
            Group.INPUT, metavar="MODULE", example=("mypkg.train",)),
+    Option("pytest", ("--pytest",), "run a test suite: `-m pytest` (pytest's arguments after `--`; a SCRIPT given is "
+           "its first), each key recorded with the test that compiled it (docs/running.md)", _commands("check"),
+           Group.INPUT, action="store_true"),
     Option("script", (), "the script to reduce; after `--`, its arguments", _commands("reduce"), type=Path,
            example=("train.py",)),
     Option("results", (), "a results folder (or its results.json)", _commands("report", "compare"), type=Path,

@@ -13,7 +13,8 @@ from harness.inputs.config import RESERVED_VARIABLES, Repro
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec, FolderMode, Platform, Program, RunCommand, ThresholdMode
 from harness.inside.startup import STARTUP_DIR
-from harness.inside.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
+from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
+                                                           RECORDER_VAR, THRESHOLDS_VAR)
 
 # The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
 # compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.
@@ -58,14 +59,23 @@ def cache_record_path(log_path: Path) -> Path:
     return log_path.with_suffix(".cache.jsonl")
 
 
-def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT) -> dict[str, str]:
+def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT,
+             recorder: Path | None = None, first_use: bool = False) -> dict[str, str]:
     """What a user's script's run needs so that its own cache settings are taken over and recorded:
     the start-up hook's folder first on PYTHONPATH (Python then imports its sitecustomize), the file it
     records to, whose thresholds apply, and whether the cell's folder reaches JAX only through the
     script's own setting (FolderMode.HOOK: the hook takes it out of the environment at start-up).
+    `recorder`: the file the in-process recorder writes JAX's cache messages to (harness/core/recorder.py).
+    `first_use` (with FolderMode.HOOK): when the script has set no folder by JAX's first look for its cache,
+    the hook sets the cell's folder then, so that one run both tells how the script sets its folder and caches.
     Host paths: the docker backend maps them into the container."""
-    return {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
-            FOLDER_VAR: str(folder)}
+    env = {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
+           FOLDER_VAR: str(folder)}
+    if recorder is not None:
+        env[RECORDER_VAR] = str(recorder)
+    if first_use and folder == FolderMode.HOOK:
+        env[FALLBACK_VAR] = FIRST_USE
+    return env
 
 
 def repro_args(repro: Repro, spec: CellSpec) -> list[str]:

@@ -29,9 +29,10 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
                            SeedRun, ThresholdMode, Verdict)
 from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
-from harness.measure.run_logs import read_jax_log, with_log_detail
+from harness.core.recorder import recorder_path
+from harness.measure.run_logs import missing_module, read_jax_log, with_log_detail
 from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
-from harness.verdicts.script_settings import read_record, sets_own_folder
+from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
 from harness.verdicts.vary import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
@@ -252,10 +253,12 @@ class OpenCell:
 
     def measure_run(self, queued: QueuedRun, folder: FolderMode, cache_dir: Path | None = None,
                     name: str | None = None, program: Program | None = None,
-                    variation: RunVariation | None = None) -> RunRecord:
+                    variation: RunVariation | None = None, first_use: bool = False) -> RunRecord:
         """One run: a fresh process with `queued`'s index and hash seed, and the cache entries that appeared
         meanwhile in `cache_dir` (default the cell's). `folder`: how a user's script gets that folder; `name`:
-        the log's, for a run outside the plan; a factor's run (--vary) has its own `program` and `variation`."""
+        the log's, for a run outside the plan; a factor's run (--vary) has its own `program` and `variation`;
+        `first_use` (hook-only): the cell's folder given at JAX's first compilation when the script has set
+        none by then (run 1's)."""
         runner, spec = self.runner, self.spec
         cache_dir = cache_dir or self.cache_dir
         index, seed = queued.index, queued.seed
@@ -264,9 +267,11 @@ class OpenCell:
         builtin = runner.repro.builtin
         env = process_env(spec, seed, runner.thresholds if not builtin else ThresholdMode.HARNESS)
         record_file = cache_record_path(log)
+        recorded = recorder_path(log)
         if not builtin:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
-            env.update(hook_env(record_file, runner.thresholds, folder))
+            remove_path(recorded)  # a leftover (an earlier attempt's), or a link planted there: gone
+            env.update(hook_env(record_file, runner.thresholds, folder, recorded.resolve(), first_use))
             env = merge_user_env(env, runner.env)
         program = program or runner.program(spec)
         if variation is None:
@@ -276,8 +281,8 @@ class OpenCell:
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
-            reason = with_log_detail(reason, log)
-        keys, note = read_jax_log(log, spec.jax_version, outcome.ok)
+            reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
+        keys, note = read_jax_log(log, spec.jax_version, outcome.ok, None if builtin else recorded)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
@@ -301,25 +306,33 @@ class OpenCell:
         self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
 
     def _first_run(self, queued: QueuedRun) -> RunRecord:
-        """A user's script's first run tells how its runs get the folder: with the folder only through
-        the hook (as the script runs, its own order of things kept); when the script set no folder in
-        code, it could not cache at all as written, so the run is redone with the folder from the
-        environment (its first attempt's log kept beside, as `.no-folder.log`)."""
-        record = self.measure_run(queued, FolderMode.HOOK)
-        api = sets_own_folder(record.script_cache)
-        if api is not None:
-            self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
-            return record
-        self.folder = FolderMode.ENVIRONMENT
-        self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
-                           "JAX_COMPILATION_CACHE_DIR")
+        """A user's script's first run tells how its runs get the folder, and is the cell's run 1 as well: it
+        gets the folder only through the hook (as the script runs, its own order of things kept), and when
+        the script has set none by JAX's first compilation, the hook sets the cell's folder then (first use),
+        as the environment would. Run again only when the script set its own folder after that first
+        compilation (its order matters then, jax#25768), or set none and compiled nothing through JAX while it
+        failed or never reached the fallback (it may read the variable itself): the first attempt's log kept
+        as `.first-use.log`."""
+        record = self.measure_run(queued, FolderMode.HOOK, first_use=True)
         log = self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log"
+        api = sets_own_folder(record.script_cache)
+        given, after = first_use(cache_record_path(log))
+        if api is None:
+            self.folder = FolderMode.ENVIRONMENT
+            self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
+                               "JAX_COMPILATION_CACHE_DIR")
+            if given:
+                return record
+        else:
+            self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
+            if not after:
+                return record
         if log.exists():
-            log.replace(log.with_suffix(".no-folder.log"))
-        for leftover in (cache_record_path(log), ir_dump_dir(log)):
+            log.replace(log.with_suffix(".first-use.log"))
+        for leftover in (cache_record_path(log), ir_dump_dir(log), recorder_path(log)):
             remove_path(leftover)
-        for name in list_dir(self.cache_dir):  # nothing should be there: the script had no folder
-            (self.cache_dir / name).unlink(missing_ok=True)
+        for name in list_dir(self.cache_dir):  # what the first attempt wrote: run 1 starts from an empty folder
+            remove_path(self.cache_dir / name)
         return self.measure_run(queued, self.folder)
 
     def _recheck(self, queued: QueuedRun) -> RunRecord:

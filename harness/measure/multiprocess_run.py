@@ -25,6 +25,8 @@ from harness.core.listing import list_dir
 from harness.core.model import CellSpec, ProcessOutcome, Program, RankRecord, RunRecord, ThresholdMode
 from harness.inputs.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
 from harness.measure.run_logs import read_jax_log, with_log_detail
+from harness.core.recorder import recorder_path
+from harness.core.files import remove_path
 from harness.verdicts.script_settings import read_record
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import JOINED_MARK
@@ -104,7 +106,8 @@ def measure_group(environment: Environment, program: Program, spec: CellSpec, se
         env = {**rank_env(spec, plan, rank, thresholds if script else ThresholdMode.HARNESS), **group_hook_env()}
         if script:
             env[IR_DUMP_VAR] = str(ir_dump_dir(rank_log_path).resolve())
-            env.update(hook_env(cache_record_path(rank_log_path), thresholds))
+            remove_path(recorder_path(rank_log_path))
+            env.update(hook_env(cache_record_path(rank_log_path), thresholds, recorder=recorder_path(rank_log_path).resolve()))
         envs.append(merge_user_env(env, user_env))
     outcomes = environment.run_group(program, envs, cache_dir, logs, timeout_s)
     added = sorted(list_dir(cache_dir) - before)
@@ -116,7 +119,8 @@ def measure_group(environment: Environment, program: Program, spec: CellSpec, se
     for rank, (outcome, rank_log_path) in enumerate(zip(outcomes, logs)):
         if _hung_at_exit(outcome, rank_log_path):
             outcome = ProcessOutcome(0, outcome.duration_s, reason=HUNG_AT_EXIT)
-        keys, note = read_jax_log(rank_log_path, spec.jax_version, outcome.ok)
+        keys, note = read_jax_log(rank_log_path, spec.jax_version, outcome.ok,
+                                  recorder_path(rank_log_path) if script else None)
         ranks.append(RankRecord(rank, seeds[rank], outcome.exit_code, round(outcome.duration_s, 3),
                                 outcome.timed_out, outcome.reason if outcome.ok else _rank_reason(outcome, rank_log_path),
                                 shown(rank_log_path), keys, note,

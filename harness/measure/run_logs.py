@@ -4,25 +4,51 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import jaxlog
+from harness.core import jaxlog, recorder
 from harness.core.files import write_atomic
 from harness.verdicts.failure import traceback_packages, with_detail
 
 
-def read_jax_log(log: Path, version: str, ok: bool) -> tuple[jaxlog.RunLog | None, str]:
+def read_jax_log(log: Path, version: str, ok: bool,
+                 recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str]:
     """What JAX's log says this run computed (None, and why, when it named no key); a log over
-    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail."""
+    `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail. `recorded`: the
+    run's recorder file (JAX's messages read in-process, whatever the program did with stderr), read in
+    preference; the log on stderr when the recorder saw no key (a release whose modules it could not wrap,
+    a program that ran no JAX in a process the hook reached)."""
     try:
         text = log.read_text(errors="replace")
     except OSError as exc:
         return None, f"its log could not be read ({exc.strerror})"
     lines = text.splitlines()
-    parsed = jaxlog.parse(lines)
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
+    recording = recorder.read(recorded) if recorded is not None else None
+    parsed = recorder.run_log(recording) if recording is not None else jaxlog.RunLog()
+    if parsed.empty:
+        parsed = jaxlog.parse(lines)
     if parsed.empty:
         return None, jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
     return parsed, ""
+
+
+def missing_module(module: str, log: Path) -> str | None:
+    """The one line to say when `python -m module` found no such module in the release's environment (Python's
+    own words in the log: `python: No module named pytest`, or `Error while finding module specification for
+    'a.b' (ModuleNotFoundError: No module named 'a')`); None when the log says something else."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-20:]
+    except OSError:
+        return None
+    top = module.split(".")[0]
+    parts = [module.rsplit(".", i)[0] for i in range(module.count(".") + 1)]
+    for line in lines:
+        if ": No module named " in line or "Error while finding module specification" in line:
+            named = line.rsplit("No module named ", 1)[-1].strip().strip("'\")")
+            if named in parts or named == top:
+                return (f"no module {module} in this release's environment (python -m found none: install it with "
+                        f"--with, or set --cwd to the folder that holds it)")
+    return None
 
 
 def with_log_detail(reason: str, log: Path) -> str:

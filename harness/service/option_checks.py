@@ -44,6 +44,12 @@ def check_program_options_need_a_program(given: Given) -> None:
                             "docs/config.md)")
 
 
+def check_pytest(pytest: bool, module: str | None) -> None:
+    """check --pytest is `-m pytest`: not with another -m."""
+    if pytest and module is not None and module != "pytest":
+        raise UserError(f"--pytest runs `-m pytest`: not with -m {module}")
+
+
 def check_fingerprint_source(script: Path | None, module: str | None) -> None:
     """fingerprint: SCRIPT, -m MODULE or a results folder (given as SCRIPT), one of them."""
     if (script is None) == (module is None):

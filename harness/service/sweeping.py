@@ -67,6 +67,12 @@ def with_script_packages(options: M, script_run: ScriptRun) -> M:
     return replace(options, with_editable=(*options.with_editable, *folders)) if folders else options
 
 
+def with_pytest(requirements: tuple[str, ...]) -> tuple[str, ...]:
+    """check --pytest's --with: pytest itself added, unless the user named it (pinned, or with extras)."""
+    names = {re.split(r"[\s\[<>=!~;@]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
+    return requirements if "pytest" in names else (*requirements, "pytest")
+
+
 def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
     other; `moved_folder`: each cell also reads its folder through another path (check's default, not

@@ -161,6 +161,30 @@ def _number(value: Any) -> float:
         return 0.0
 
 
+def first_use(path: Path) -> tuple[bool, bool]:
+    """From the hook's record: whether the first-use fallback gave the cell's folder (at JAX's first
+    compilation, the script having set none by then), and whether the script set its own folder after that
+    (it compiled before setting it: a run as written differs, jax#25768). Its lines are in the order things
+    happened."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False, False
+    fallback = False
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("kind") == "fallback":
+            fallback = True
+        elif event.get("kind") == "setting" and event.get("option") == CACHE_DIR:
+            return fallback, fallback
+    return fallback, False
+
+
 def sets_own_folder(cache: ScriptCache | None) -> str | None:
     """How a run's script set its own cache folder (`set_cache_dir`, `jax.config.update`, ...), None, a
     folder of None included (turning the cache off is the script's own setup too), when it set none."""

@@ -70,7 +70,8 @@ def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, cap
     assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
     assert "; even with it, " in cell["as_you_run_it"] and "below JAX's default 1 s threshold" in cell["as_you_run_it"]
     logs = swept.run_dir / "logs" / "jax-0.4.31-cpu8-script"
-    assert len(list(logs.glob("run-01-*.no-folder.log"))) == 1  # the first attempt, kept beside
+    assert not list(logs.glob("run-01-*.first-use.log"))  # run 1 ran once: the hook gave the folder at first use
+    assert len(list(logs.glob("run-01-*.log"))) == 1
     report = (swept.run_dir / "report.md").read_text()
     assert ("- The script sets no cache folder; the harness set JAX_COMPILATION_CACHE_DIR to measure (where it is "
             "not set, JAX keeps no persistent cache for this script) (jax 0.4.31).") in report

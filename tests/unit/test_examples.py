@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker" / "README.md"]
 # The user's own code in an example: theirs to have, not the checkout's (a path to the checkout must exist).
 USER_SCRIPTS = {"train.py", "my_step.py", "my_model_step.py", "multihost_train.py"}
-USER_MODULES = {"mypkg.train"}
+USER_MODULES = {"mypkg.train", "pytest"}  # pytest: installed in the release's environment
 USER_CONFIGS = {"train.yaml"}  # README: `harness init train.py && harness run train.yaml`
 # A synopsis names its values in capitals (CONFIG, DIR, V, I/N) or offers choices in brackets.
 SYNOPSIS = re.compile(r"\[-h\]|\[--|\b[A-Z]{1,}(?:/[A-Z])?\b(?:\.\.\.)?(?=\s|$)|\bDIR\.\.\.")
@@ -94,6 +94,8 @@ def test_every_example_parses_and_names_what_a_user_has(where, line, monkeypatch
         path = config_file(given["config"])
         assert path.is_file(), f"{where}: {line}: no config {given['config']} (shipped: a name, or a checkout file)"
         load_config(path)
+    if given.get("pytest"):
+        script = None  # check --pytest PATH: pytest's first argument, a path in the user's suite
     if given.command != "fingerprint" or script is None or script.suffix == ".py":
         if script is not None and not (ROOT / script).exists():
             assert script.name in USER_SCRIPTS, f"{where}: {line}: {script} is not in the checkout"

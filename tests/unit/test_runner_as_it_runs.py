@@ -63,7 +63,7 @@ def test_a_script_that_sets_no_folder_has_its_first_run_redone_with_the_folders_
     assert [c[FOLDER_VAR] for c in env.calls] == ["hook", "environment", "environment"]
     assert cell.cache_folder == FolderMode.ENVIRONMENT and [r.index for r in cell.runs] == [1, 2]
     assert cell.runs[0].new_entries == [f"jit_f-{7:064x}"] and cell.verdict == Verdict.CLEAN
-    assert (tmp_path / "logs" / "run-01-seed-11.no-folder.log").exists()
+    assert (tmp_path / "logs" / "run-01-seed-11.first-use.log").exists()
 
 
 def test_a_failure_that_follows_the_seed_is_re_run_twice_per_side_and_named(tmp_path):

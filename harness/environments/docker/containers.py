@@ -28,7 +28,7 @@ from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.run_env import IR_DUMP_VAR
 from harness.inside.startup import STARTUP_DIR
-from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
+from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR
 
 # Where a run sees its folders inside the container.
 CACHE_MOUNT = "/harness/cache"
@@ -85,6 +85,8 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         record.parent.mkdir(parents=True, exist_ok=True)
         mounts.append(Mount(target=RECORD_MOUNT, source=str(record.parent), type="bind"))
         environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
+        if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
+            environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
     if str(STARTUP_DIR) in env.get("PYTHONPATH", "").split(os.pathsep):
         mounts.append(Mount(target=STARTUP_MOUNT, source=str(STARTUP_DIR), type="bind", read_only=True))
         environment["PYTHONPATH"] = os.pathsep.join(

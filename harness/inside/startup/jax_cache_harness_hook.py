@@ -21,9 +21,12 @@ Standard library only, and no syntax newer than the oldest Python a JAX release 
 
 import atexit
 import json
+import logging
 import os
 import sys
 import threading
+import time
+import warnings
 
 RECORD_VAR = "HARNESS_CACHE_RECORD"  # the file the events go to, one JSON object a line
 THRESHOLDS_VAR = "HARNESS_CACHE_THRESHOLDS"  # "script" (default): keep the script's; "harness": zeros
@@ -350,6 +353,244 @@ def install_job():
     sys.meta_path.insert(0, _AfterImport({DISTRIBUTED_MODULE: distributed_loaded}))
 
 
+# --- The recorder: JAX's account of its cache, read inside the process ------------------------------------
+#
+# A program may capture or close fd 2 (pytest does by default), reconfigure logging, or run quiet: JAX's log
+# on stderr is then lost. The recorder reads it where it is made instead. Right after each of JAX's cache
+# modules is executed, its module-level `logger` is wrapped: every message it is asked to log is written to
+# the run's recorder file (one JSON object a line, written with one unbuffered write each, so a crash keeps
+# what was seen), then handed to the real logger, which prints it or not as the program's logging says. The
+# cache modules' loggers also say yes to `isEnabledFor`, so JAX computes its cache messages whatever the
+# program did to logging. JAX's monitoring events for the cache, and its cache warnings, are recorded too.
+# A pytest run loads the recorder's plugin (PYTEST_PLUGINS), which stamps each record with the test running.
+RECORDER_VAR = "HARNESS_RECORDER"  # the recorder's file (in the run's own folder; a link there is refused)
+RECORDER_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache")
+# Where JAX says what it compiles and at which argument types ("Compiling f with global shapes and types
+# [ShapedArray(float32[2])]"): its logger too says yes to isEnabledFor (what that guards in pxla is a few
+# cheap debug messages), so the types are recorded on every release, whatever the program's logging; only
+# the messages that start with ARGS_MESSAGE are kept.
+ARGS_MODULE = "jax._src.interpreters.pxla"
+ARGS_MESSAGE = "Compiling "
+MONITORING_MODULE = "jax._src.monitoring"
+MONITORED_PREFIXES = ("/jax/compilation_cache/", "/jax/core/compile/backend_compile_duration")
+CACHE_WARNING_MARKS = ("compilation cache", "CACHE MISS", "persistent cache")
+PYTEST_PLUGIN = "jax_cache_harness_pytest"
+# In hook-only mode, "first-use": when JAX first looks for its cache and the program has set no folder by then,
+# the hook sets the cell's. One run then tells whether the program sets its own folder (and when) and still
+# caches as a run with the folder from the environment would (no second run 1 without a folder).
+FALLBACK_VAR = "HARNESS_CACHE_FALLBACK"
+FIRST_USE = "first-use"
+
+RECORDER = None  # this process's recorder, once installed (the pytest plugin stamps test ids on it)
+
+
+class Recorder:
+    """Appends records to the run's file: each one JSON line, written by a single unbuffered write."""
+
+    def __init__(self, path):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(path, flags, 0o666)
+        self.test = None  # the pytest test id running now (None: none, or not pytest)
+        self.phase = None  # its phase: setup, call, teardown
+        self.busy = threading.local()
+
+    def write(self, record):
+        if getattr(self.busy, "on", False):
+            return  # a record about writing a record: never
+        self.busy.on = True
+        try:
+            record["pid"] = os.getpid()
+            if self.test is not None and "test" not in record:
+                record["test"] = self.test
+                if self.phase:
+                    record["phase"] = self.phase
+            data = json.dumps(record, default=str, sort_keys=True) + "\n"
+            os.write(self.fd, data.encode("utf-8", "backslashreplace"))
+        except Exception:  # noqa: BLE001 - recording must never break the program it watches
+            pass
+        finally:
+            self.busy.on = False
+
+    def message(self, logger, level, msg, args):
+        try:
+            text = msg % args if args else str(msg)
+        except Exception:  # noqa: BLE001 - a message JAX would fail to format too
+            text = str(msg)
+        self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time()})
+
+
+class _RecordingLogger:
+    """A JAX module's `logger`, recorded: each message goes to the recorder, then to the real logger (one
+    frame up, so the program's log shows JAX's own file and line). `always` says yes to isEnabledFor, so
+    messages JAX computes only when asked are computed; `only` keeps the messages that start with it."""
+
+    def __init__(self, real, recorder, always, only=None):
+        self._real, self._recorder, self._always, self._only = real, recorder, always, only
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def isEnabledFor(self, level):  # logging's name
+        return self._always or self._real.isEnabledFor(level)
+
+    def _record(self, level, msg, args):
+        if self._only is not None and not str(msg).startswith(self._only):
+            return
+        self._recorder.message(self._real.name, level, msg, args)
+
+    def _log(self, level, msg, args, kwargs):
+        """Two frames of ours (the method JAX called, this one) between JAX's line and the real logger."""
+        self._record(level, msg, args)
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2
+        self._real.log(level, msg, *args, **kwargs)
+
+    def log(self, level, msg, *args, **kwargs):
+        self._log(level, msg, args, kwargs)
+
+    def debug(self, msg, *args, **kwargs):
+        self._log(logging.DEBUG, msg, args, kwargs)
+
+    def info(self, msg, *args, **kwargs):
+        self._log(logging.INFO, msg, args, kwargs)
+
+    def warning(self, msg, *args, **kwargs):
+        self._log(logging.WARNING, msg, args, kwargs)
+
+    def error(self, msg, *args, **kwargs):
+        self._log(logging.ERROR, msg, args, kwargs)
+
+
+def _wrap_logger(recorder, always, only=None):
+    def loaded(module):
+        real = getattr(module, "logger", None)
+        if real is None or not hasattr(real, "log"):
+            recorder.write({"kind": "problem", "detail": "%s has no logger: its messages are not recorded"
+                            % module.__name__})
+            return
+        module.logger = _RecordingLogger(real, recorder, always, only)
+    return loaded
+
+
+def _monitoring_loaded(recorder):
+    def loaded(module):
+        def event(name, *args, **kwargs):
+            if str(name).startswith(MONITORED_PREFIXES):
+                recorder.write({"kind": "event", "event": str(name), "time": time.time()})
+
+        def duration(name, seconds=None, *args, **kwargs):
+            if str(name).startswith(MONITORED_PREFIXES):
+                recorder.write({"kind": "event", "event": str(name), "seconds": seconds, "time": time.time()})
+
+        for register, listener in (("register_event_listener", event),
+                                   ("register_event_duration_secs_listener", duration)):
+            if hasattr(module, register):
+                getattr(module, register)(listener)
+    return loaded
+
+
+class _FirstUse:
+    """Hook-only mode's first-use fallback: at the start of JAX's first compilation (before it reads its cache
+    options for the compile options or the cache), a program that has set no folder by then gets the cell's,
+    as if it had come from JAX_COMPILATION_CACHE_DIR; recorded (both files), so the harness knows the order."""
+
+    def __init__(self, recorder, target):
+        self.recorder, self.target, self.done = recorder, target, False
+
+    def __call__(self):
+        if self.done:
+            return
+        self.done = True
+        config = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
+        cache = sys.modules.get(API_MODULE)
+        if config is None or getattr(cache, "_cache_initialized", False):
+            return
+        try:
+            if config._read(CACHE_DIR):
+                return
+        except Exception:  # noqa: BLE001 - an option this release lacks
+            return
+        update = type(config).update
+        getattr(update, "__wrapped__", update)(config, CACHE_DIR, self.target)
+        self.recorder.write({"kind": "fallback", "option": CACHE_DIR, "applied": self.target, "time": time.time()})
+        if HOOK is not None:
+            HOOK.write({"kind": "fallback", "option": CACHE_DIR, "applied": self.target})
+
+    def wrap(self, module, name):
+        original = getattr(module, name, None)
+        if original is None:
+            return
+        first_use = self
+
+        def wrapper(*args, **kwargs):
+            first_use()
+            return original(*args, **kwargs)
+
+        wrapper.__wrapped__ = original
+        setattr(module, name, wrapper)
+
+
+def _module_loaded(recorder, first_use, names, always=True, only=None):
+    """A JAX module loaded: its logger recorded; with `first_use`, its functions `names` start with it."""
+    wrap = _wrap_logger(recorder, always, only)
+
+    def loaded(module):
+        wrap(module)
+        if first_use is not None:
+            for name in names:
+                first_use.wrap(module, name)
+    return loaded
+
+
+def _warnings_recorded(recorder):
+    """JAX's cache warnings (an entry it could not read back) are warnings, not log messages: recorded as
+    Python shows them, whether the program prints, records (pytest) or ignores them."""
+    original = getattr(warnings, "_showwarnmsg", None)
+    if original is None:
+        return
+
+    def _showwarnmsg(msg):
+        try:
+            text = str(msg.message)
+            if any(mark in text for mark in CACHE_WARNING_MARKS):
+                recorder.write({"kind": "log", "logger": "warnings", "level": logging.WARNING,
+                                "message": "%s: %s" % (msg.category.__name__, text), "time": time.time()})
+        except Exception:  # noqa: BLE001
+            pass
+        return original(msg)
+
+    warnings._showwarnmsg = _showwarnmsg
+
+
+def install_recorder(target=None):
+    """Record JAX's cache messages, events and warnings in this process to the file RECORDER_VAR names; a
+    pytest run in it loads the plugin that stamps test ids. None when the file cannot be opened (said)."""
+    global RECORDER
+    try:
+        recorder = Recorder(os.environ[RECORDER_VAR])
+    except OSError as exc:
+        sys.stderr.write("harness: cannot open the recorder's file: %s\n" % exc)
+        return None
+    RECORDER = recorder
+    recorder.write({"kind": "start", "argv": list(sys.argv), "time": time.time()})
+    first_use = None
+    if target and os.environ.get(FALLBACK_VAR) == FIRST_USE and os.environ.get(FOLDER_VAR) == HOOK_ONLY:
+        first_use = _FirstUse(recorder, target)
+    hooks = {"jax._src.cache_key": _wrap_logger(recorder, True),
+             "jax._src.compiler": _module_loaded(recorder, first_use, ("get_compile_options",)),
+             API_MODULE: _module_loaded(recorder, first_use, ("_initialize_cache", "is_cache_used")),
+             ARGS_MODULE: _wrap_logger(recorder, True, ARGS_MESSAGE),
+             MONITORING_MODULE: _monitoring_loaded(recorder)}
+    sys.meta_path.insert(0, _AfterImport(hooks))
+    _warnings_recorded(recorder)
+    plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]
+    if PYTEST_PLUGIN not in plugins:
+        os.environ["PYTEST_PLUGINS"] = ",".join(plugins + [PYTEST_PLUGIN])
+    return recorder
+
+
+HOOK = None  # this process's settings hook, once installed
+
+
 def install():
     """Watch for jax's config module; record what the script sets and what JAX used at exit. In
     hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""
@@ -374,4 +615,6 @@ def install():
     atexit.register(hook.at_exit)
     if hasattr(sys, "addaudithook"):  # Python 3.8+; os.putenv's event from 3.9 (before: the values' diff)
         sys.addaudithook(hook.audit)
+    global HOOK
+    HOOK = hook
     return hook

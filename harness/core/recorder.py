@@ -1,0 +1,269 @@
+"""What the in-process recorder wrote during one run, read back (pure: bytes in, typed data out).
+
+The start-up hook (harness/inside/startup/jax_cache_harness_hook.py, `install_recorder`) wraps the loggers of
+JAX's cache modules inside each run and appends one JSON object a line to the run's recorder file
+(`<run log>.recorder.jsonl`, named by HARNESS_RECORDER); its pytest plugin (`jax_cache_harness_pytest`) stamps
+each record with the test running and records what pytest decided. Whatever the program does with fd 2 or
+with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach this file. The kinds of line:
+
+    {"kind": "start", "argv": [...], "pid": P, "time": T}                      a process began (one per process)
+    {"kind": "log", "logger": "jax._src.compiler", "level": 10, "message": "...", "time": T, "pid": P,
+     "test": "tests/test_a.py::test_x", "phase": "call"}                       one of JAX's cache messages
+    {"kind": "event", "event": "/jax/compilation_cache/cache_hits", "seconds": S}  a jax.monitoring event
+    {"kind": "collected", "ids": [...]}                                         pytest's collected test ids
+    {"kind": "test", "id": "...", "outcome": "passed|failed|error|skipped|xfailed|xpassed"}
+    {"kind": "collect_error", "id": "..."}                                     a file pytest could not collect
+    {"kind": "session", "exit_status": N}                                      pytest's exit status
+    {"kind": "fallback", "option": "jax_compilation_cache_dir", "applied": DIR}   the hook gave the cell's folder
+                                                                                at JAX's first cache use
+    {"kind": "problem", "detail": "..."}                                       what the hook could not do
+
+`test` and `phase` are on every record made while a test ran (absent outside tests: collection, a plain
+script). The messages are JAX's own words, so `jaxlog.parse` reads them as it reads a log on stderr: one
+parser for both, per process (the lines of several processes are never interleaved into one reading).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+import msgspec
+
+from harness.core import jaxlog
+from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE
+
+# A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB; past this a file is planted.
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class Start(msgspec.Struct, tag="start", tag_field="kind", omit_defaults=True):
+    pid: int = 0
+    argv: list[str] = []
+    time: float | None = None
+
+
+class LogMessage(msgspec.Struct, tag="log", tag_field="kind", omit_defaults=True):
+    message: str
+    logger: str = ""
+    level: int = 10
+    pid: int = 0
+    time: float | None = None
+    test: str | None = None
+    phase: str | None = None
+
+
+class Event(msgspec.Struct, tag="event", tag_field="kind", omit_defaults=True):
+    event: str
+    seconds: float | None = None
+    pid: int = 0
+    time: float | None = None
+    test: str | None = None
+    phase: str | None = None
+
+
+class Collected(msgspec.Struct, tag="collected", tag_field="kind", omit_defaults=True):
+    ids: list[str] = []
+    pid: int = 0
+
+
+class TestOutcome(msgspec.Struct, tag="test", tag_field="kind", omit_defaults=True):
+    id: str
+    outcome: str
+    pid: int = 0
+
+
+class CollectError(msgspec.Struct, tag="collect_error", tag_field="kind", omit_defaults=True):
+    id: str
+    pid: int = 0
+
+
+class Session(msgspec.Struct, tag="session", tag_field="kind", omit_defaults=True):
+    exit_status: int
+    pid: int = 0
+
+
+class Fallback(msgspec.Struct, tag="fallback", tag_field="kind", omit_defaults=True):
+    applied: str
+    option: str = "jax_compilation_cache_dir"
+    pid: int = 0
+    time: float | None = None
+
+
+class Problem(msgspec.Struct, tag="problem", tag_field="kind", omit_defaults=True):
+    detail: str
+    pid: int = 0
+
+
+Line = Start | LogMessage | Event | Collected | TestOutcome | CollectError | Session | Fallback | Problem
+_LINE = msgspec.json.Decoder(Line)
+
+
+class KeyRecord(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One key a run computed, as the recorder saw it: the tests that computed or used it, its argument types."""
+
+    module: str
+    key: str
+    outcome: str
+    compile_time_s: float | None = None
+    tests: list[str] = []  # pytest ids, in the order they named the key ("" outside any test: collection)
+    arg_types: list[str] = []  # e.g. ["float32[2]"], from JAX's "Compiling f with global shapes and types" message
+
+
+class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """What one run's recorder file says: every line read, in order (lines a crash cut are skipped)."""
+
+    lines: list[Line] = []
+    unreadable: int = 0  # lines that were not a record (a write cut by a crash, a future kind)
+
+    @property
+    def messages(self) -> list[LogMessage]:
+        return [r for r in self.lines if isinstance(r, LogMessage)]
+
+    @property
+    def empty(self) -> bool:
+        return not self.messages
+
+    def collected(self) -> list[str]:
+        """pytest's collected ids (the last collection of each process, in order; xdist: the workers' own)."""
+        out: dict[str, None] = {}
+        for r in self.lines:
+            if isinstance(r, Collected):
+                out.update(dict.fromkeys(r.ids))
+        return list(out)
+
+    def outcomes(self) -> dict[str, str]:
+        """Each test's outcome, by id, in the order they ran."""
+        return {r.id: r.outcome for r in self.lines if isinstance(r, TestOutcome)}
+
+    def collect_errors(self) -> list[str]:
+        return list(dict.fromkeys(r.id for r in self.lines if isinstance(r, CollectError)))
+
+    def exit_status(self) -> int | None:
+        found = [r.exit_status for r in self.lines if isinstance(r, Session)]
+        return found[-1] if found else None
+
+    def fallback(self) -> bool:
+        """Whether the hook gave the cell's folder at JAX's first cache use (the program had set none by then)."""
+        return any(isinstance(r, Fallback) for r in self.lines)
+
+    def events(self) -> dict[str, int]:
+        """How many times each jax.monitoring cache event fired."""
+        counts: dict[str, int] = defaultdict(int)
+        for r in self.lines:
+            if isinstance(r, Event):
+                counts[r.event] += 1
+        return dict(counts)
+
+
+def parse(data: bytes | str) -> Recording:
+    lines: list[Line] = []
+    bad = 0
+    raw = data.encode() if isinstance(data, str) else data
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            lines.append(_LINE.decode(line))
+        except msgspec.ValidationError:
+            bad += 1  # a kind this reader does not know (a newer hook): skipped
+        except msgspec.DecodeError:
+            bad += 1  # a write cut short
+    return Recording(lines=lines, unreadable=bad)
+
+
+def read(path: Path) -> Recording | None:
+    """The run's recorder file; None when there is none (the hook was not loaded, or the program never started),
+    it is not a regular file (a link is never followed), or it is past MAX_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        return None
+    return parse(data)
+
+
+_HEX_RE = re.compile(r"[0-9a-f]{64}")
+# "Compiling f with global shapes and types [ShapedArray(float32[2])]" (0.4.x); "(ShapedArray(float32[2]),)" later
+_AVAL_RE = re.compile(r"ShapedArray\((?P<aval>[^\s,()\[]+(?:\[[^\]]*\])?)")
+_TYPES_MARK = "with global shapes and types "
+
+
+def arg_types(message: str) -> list[str] | None:
+    """The argument types a `Compiling ...` message names (`float32[2]`); None for another message."""
+    if not message.startswith(ARGS_MESSAGE) or _TYPES_MARK not in message:
+        return None
+    types = message.split(_TYPES_MARK, 1)[1].split(". Argument mapping", 1)[0]
+    return [m["aval"] for m in _AVAL_RE.finditer(types)]
+
+
+def run_log(recording: Recording) -> jaxlog.RunLog:
+    """JAX's account of the run's cache from the recorded messages (each process's read on its own, then
+    merged as a job's are), each key with the tests that named it and the argument types it was compiled at."""
+    by_pid: dict[int, list[LogMessage]] = defaultdict(list)
+    for m in recording.messages:
+        by_pid[m.pid].append(m)
+    logs = []
+    for messages in by_pid.values():
+        parsed = jaxlog.parse(line for m in messages for line in m.message.splitlines())
+        logs.append(_stamped(parsed, messages))
+    if not logs:
+        return jaxlog.RunLog()
+    if len(logs) == 1:
+        return logs[0]
+    merged = jaxlog.merged(logs)
+    tests: dict[str, dict[str, None]] = defaultdict(dict)
+    types: dict[str, tuple[str, ...]] = {}
+    for log in logs:
+        for k in log.keys:
+            tests[k.key].update(dict.fromkeys(k.tests))
+            types.setdefault(k.key, k.arg_types)
+    merged.keys = [replace(k, tests=tuple(tests[k.key]), arg_types=k.arg_types or types.get(k.key, ()))
+                   for k in merged.keys]
+    return merged
+
+
+def _stamped(log: jaxlog.RunLog, messages: Iterable[LogMessage]) -> jaxlog.RunLog:
+    """Each key with the tests whose messages name it (its 64 hex digits: its running hash, its miss, its hit,
+    its write), and the argument types of the last `Compiling` message before it was first named."""
+    by_hex = {k.key.rpartition("-")[2]: k.key for k in log.keys}
+    tests: dict[str, dict[str, None]] = defaultdict(dict)
+    types: dict[str, tuple[str, ...]] = {}
+    pending: tuple[str, ...] | None = None
+    for m in messages:
+        found = arg_types(m.message)
+        if found is not None:
+            pending = tuple(found)
+            continue
+        for digest in _HEX_RE.findall(m.message):
+            key = by_hex.get(digest)
+            if key is None:
+                continue
+            tests[key][m.test or ""] = None
+            if key not in types:
+                types[key] = pending or ()
+                pending = None
+    keys = [replace(k, tests=tuple(t for t in tests.get(k.key, {}) if t),
+                    arg_types=types.get(k.key, ())) for k in log.keys]
+    return jaxlog.RunLog(keys, log.excluded_flags)
+
+
+def key_records(log: jaxlog.RunLog) -> list[KeyRecord]:
+    """The flat records a later reader takes (one per key): module, key, outcome, compile time, tests, types."""
+    return [KeyRecord(module=k.module, key=k.key, outcome=str(k.outcome), compile_time_s=k.compile_time_s,
+                      tests=list(k.tests), arg_types=list(k.arg_types)) for k in log.keys]
+
+
+def recorder_path(log_path: Path) -> Path:
+    """Where a run's recorder writes: beside the run's log, in the run's own folder."""
+    return log_path.with_suffix(".recorder.jsonl")

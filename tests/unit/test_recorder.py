@@ -1,0 +1,264 @@
+"""The in-process recorder (issue 51): the start-up hook records JAX's cache messages inside the run, whatever
+the program does with stderr or logging, a pytest plugin stamps test ids, and the harness reads the file
+(harness/core/recorder.py) in preference to the log on stderr. A fake `jax` here: no release needed."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core import jaxlog, recorder
+from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup.jax_cache_harness_pytest import outcome_of
+from harness.measure.run_logs import missing_module, read_jax_log
+from harness.service.sweeping import with_pytest
+from harness.verdicts.script_settings import first_use
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "jax_logs"
+HEX = {c: c * 64 for c in "abcdef"}
+
+
+def log(message, test=None, pid=1, logger="jax._src.compiler"):
+    record = {"kind": "log", "logger": logger, "level": 10, "message": message, "pid": pid}
+    return json.dumps({**record, **({"test": test, "phase": "call"} if test else {})})
+
+
+def key_lines(module, digest, test, types=None):
+    """A compile as 0.4.31+ logs it: the types (pxla), a component, the running hash, the miss, the write."""
+    lines = [log(f"Compiling {module[4:]} with global shapes and types [ShapedArray({types})]. Argument "
+                 "mapping: (UnspecifiedValue,).", test, logger="jax._src.interpreters.pxla")] if types else []
+    return lines + [log(f"get_cache_key hash of serialized computation: {HEX['f']}", test),
+                    log(f"get_cache_key hash after serializing computation: {digest}", test),
+                    log(f"PERSISTENT COMPILATION CACHE MISS for '{module}' with key '{module}-{digest}'", test),
+                    log(f"'{module}' took at least 0.00 seconds to compile (0.12s)", test),
+                    log(f"Writing {module} to persistent compilation cache with key '{module}-{digest}'", test)]
+
+
+def test_each_key_carries_its_tests_its_types_and_what_jax_said():
+    text = "\n".join([json.dumps({"kind": "start", "argv": ["-m", "pytest"], "pid": 1}),
+                      json.dumps({"kind": "collected", "ids": ["t.py::a", "t.py::b", "t.py::c"], "pid": 1}),
+                      *key_lines("jit_f", HEX["a"], "t.py::a", "float32[2]"),
+                      json.dumps({"kind": "test", "id": "t.py::a", "outcome": "passed"}),
+                      *key_lines("jit_f", HEX["b"], "t.py::b", "float32[4]"),
+                      log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'", "t.py::b"),
+                      json.dumps({"kind": "test", "id": "t.py::b", "outcome": "failed"}),
+                      json.dumps({"kind": "test", "id": "t.py::c", "outcome": "skipped"}),
+                      json.dumps({"kind": "session", "exit_status": 1}),
+                      '{"kind": "log", "message": "cut sh',  # a crash mid-write
+                      json.dumps({"kind": "a later kind"})])
+    recording = recorder.parse(text)
+    assert recording.unreadable == 2 and recording.exit_status() == 1
+    assert recording.collected() == ["t.py::a", "t.py::b", "t.py::c"]
+    assert recording.outcomes() == {"t.py::a": "passed", "t.py::b": "failed", "t.py::c": "skipped"}
+    records = recorder.key_records(recorder.run_log(recording))
+    assert [(r.key, r.outcome, r.compile_time_s, r.tests, r.arg_types) for r in records] == [
+        (f"jit_f-{HEX['a']}", "written", 0.12, ["t.py::a", "t.py::b"], ["float32[2]"]),  # b hit it
+        (f"jit_f-{HEX['b']}", "written", 0.12, ["t.py::b"], ["float32[4]"])]
+
+
+@pytest.mark.parametrize("name", ["seed-0.10.2-hs1-0.err", "init_order-0.5.0-hs1.err", "host_callback-0.4.31-hs1.err",
+                                  "job-local-0.8.1-rank0.err"])
+def test_the_recorded_messages_read_as_the_same_log_on_stderr(name):
+    """One parser for both: JAX's messages recorded one by one say what its log on stderr says (a release that
+    prints a line twice on stderr records it once)."""
+    lines = (FIXTURES / name).read_text().splitlines()
+    messages = [line.split(":", 4)[-1].lstrip() if line.startswith(("DEBUG:", "INFO:", "WARNING:")) else line
+                for line in lines if jaxlog.is_cache_line(line) or line[:1].isspace()]
+    recording = recorder.parse("\n".join(log(m) for m in messages))
+    assert recorder.run_log(recording).by_key().keys() == jaxlog.parse(lines).by_key().keys()
+    assert not recorder.run_log(recording).empty
+
+
+def test_processes_are_read_apart_then_merged():
+    """xdist's workers, a launcher's children: one file, several pids, never one interleaved reading."""
+    a, b = key_lines("jit_f", HEX["a"], "t.py::a"), key_lines("jit_g", HEX["b"], "t.py::b")
+    mixed = [line.replace('"pid": 1', '"pid": 2') if i % 2 else line for i, line in enumerate(a)]
+    interleaved = [x for pair in zip(mixed, b) for x in pair] + mixed[len(b):]
+    keys = recorder.run_log(recorder.parse("\n".join(interleaved))).by_key()
+    assert set(keys) == {f"jit_g-{HEX['b']}"} | ({f"jit_f-{HEX['a']}"} & set(keys))
+    two = recorder.run_log(recorder.parse("\n".join(a + [line.replace('"pid": 1', '"pid": 2') for line in b])))
+    assert {k.key: k.tests for k in two.keys} == {f"jit_f-{HEX['a']}": ("t.py::a",), f"jit_g-{HEX['b']}": ("t.py::b",)}
+
+
+def test_the_harness_reads_the_recorder_first_and_stderr_when_it_saw_no_key(tmp_path):
+    stderr = tmp_path / "run.log"
+    stderr.write_text((FIXTURES / "seed-0.10.2-hs1-0.err").read_text())
+    file = recorder.recorder_path(stderr)
+    assert file.name == "run.recorder.jsonl"
+    file.write_text("\n".join(key_lines("jit_only_recorded", HEX["c"], "t.py::a")) + "\n")
+    keys, note = read_jax_log(stderr, "0.10.2", True, file)
+    assert [k.module for k in keys.keys] == ["jit_only_recorded"] and not note
+    file.write_text(json.dumps({"kind": "start", "pid": 3}) + "\n")  # the program compiled nothing it saw
+    keys, _ = read_jax_log(stderr, "0.10.2", True, file)
+    assert keys is not None and "jit_only_recorded" not in keys.modules()
+    stderr.write_text("")
+    file.unlink()
+    keys, note = read_jax_log(stderr, "0.10.2", True, file)
+    assert keys is None and "compiled nothing" in note
+
+
+def test_a_link_in_the_recorders_place_is_never_read(tmp_path):
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("\n".join(key_lines("jit_f", HEX["a"], None)))
+    link = tmp_path / "run.recorder.jsonl"
+    link.symlink_to(target)
+    assert recorder.read(link) is None and recorder.read(tmp_path / "absent.jsonl") is None
+
+
+def test_arg_types_as_each_release_words_them():
+    assert recorder.arg_types("Compiling f with global shapes and types [ShapedArray(float32[8,1])]. "
+                              "Argument mapping: (UnspecifiedValue,).") == ["float32[8,1]"]
+    assert recorder.arg_types("Compiling jit(<lambda>) with global shapes and types (ShapedArray(float32[2]), "
+                              "ShapedArray(int32[], weak_type=True)). Argument mapping: (U, U).") == ["float32[2]",
+                                                                                                   "int32[]"]
+    assert recorder.arg_types("Compiling iota with global shapes and types []. Argument mapping: ().") == []
+    assert recorder.arg_types("get_compile_options: num_replicas=1") is None
+
+
+@pytest.mark.parametrize("reports, outcome", [
+    ([("setup", "passed", False), ("call", "passed", False), ("teardown", "passed", False)], "passed"),
+    ([("setup", "passed", False), ("call", "failed", False), ("teardown", "passed", False)], "failed"),
+    ([("setup", "failed", False), ("teardown", "passed", False)], "error"),
+    ([("setup", "skipped", False), ("teardown", "passed", False)], "skipped"),
+    ([("setup", "passed", False), ("call", "skipped", True), ("teardown", "passed", False)], "xfailed"),
+    ([("setup", "passed", False), ("call", "passed", False), ("teardown", "failed", False)], "error"),
+])
+def test_a_tests_outcome_from_its_phases(reports, outcome):
+    known = None
+    for when, result, xfail in reports:
+        known = outcome_of(when, result, known, xfail)
+    assert known == outcome
+
+
+FAKE_CONFIG = """\
+class Config:
+    def __init__(self):
+        self.values = {"jax_compilation_cache_dir": None}
+    def update(self, name, val):
+        self.values[name] = val
+    def _read(self, name):
+        return self.values[name]
+config = Config()
+"""
+FAKE_COMPILER = """\
+import logging
+from jax._src import compilation_cache
+logger = logging.getLogger(__name__)
+def get_compile_options():
+    logger.debug("get_compile_options: num_replicas=1 num_partitions=1 device_assignment=[[CpuDevice(id=0)]]")
+def compile(name, digest):
+    get_compile_options()
+    compilation_cache._initialize_cache()
+    if logger.isEnabledFor(logging.DEBUG):  # as cache_key.py guards its component hashes
+        logger.debug("get_cache_key hash after serializing computation: %s", digest)
+    logger.debug("PERSISTENT COMPILATION CACHE MISS for '%s' with key '%s-%s'", name, name, digest)
+    import warnings
+    warnings.warn("Error reading persistent compilation cache entry for 'jit_g': error: bad")
+"""
+FAKE_CACHE = """\
+from jax._src.config import config
+_cache_initialized = False
+def _initialize_cache():
+    global _cache_initialized
+    _cache_initialized = bool(config._read("jax_compilation_cache_dir"))
+"""
+
+
+def fake_jax(write):
+    write("fake/jax/__init__.py", "from jax._src.config import config\nfrom jax._src import compiler\n")
+    write("fake/jax/_src/__init__.py", "")
+    write("fake/jax/_src/config.py", FAKE_CONFIG)
+    write("fake/jax/_src/compilation_cache.py", FAKE_CACHE)
+    write("fake/jax/_src/compiler.py", FAKE_COMPILER)
+
+
+def hook_env(tmp_path, **more):
+    return {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "PATH": os.environ["PATH"],
+            "HARNESS_RECORDER": str(tmp_path / "run.recorder.jsonl"), **more}
+
+
+def test_a_script_that_closes_stderr_and_silences_jax_is_still_recorded(tmp_path, write):
+    fake_jax(write)
+    script = write("quiet.py", "import logging, os\nos.close(2)\nlogging.getLogger('jax').setLevel(logging.CRITICAL)\n"
+                   "logging.basicConfig(force=True, level=logging.ERROR)\nimport jax\n"
+                   f"jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    # Python exits 120 when it cannot flush the closed stderr (the warning went there): the program's own doing
+    subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path), capture_output=True, text=True, check=False)
+    recording = recorder.read(tmp_path / "run.recorder.jsonl")
+    (key,) = recorder.run_log(recording).keys
+    assert key.key == f"jit_f-{HEX['a']}" and key.outcome == jaxlog.Outcome.MISS
+    assert any("Error reading persistent compilation cache entry" in m.message for m in recording.messages)
+
+
+def test_the_programs_own_log_still_shows_jaxs_file_and_line(tmp_path, write):
+    fake_jax(write)
+    script = write("loud.py", "import logging\nlogging.basicConfig(format='%(filename)s:%(funcName)s: %(message)s', "
+                   "level=logging.DEBUG)\nimport jax\n"
+                   f"jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    done = subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path), capture_output=True, text=True,
+                          check=True)
+    assert "compiler.py:get_compile_options: get_compile_options: num_replicas=1" in done.stderr
+    assert "compiler.py:compile: PERSISTENT COMPILATION CACHE MISS for 'jit_f'" in done.stderr
+
+
+def test_first_use_gives_the_cells_folder_at_the_first_compile_and_records_when(tmp_path, write):
+    fake_jax(write)
+    env = hook_env(tmp_path, HARNESS_CACHE_RECORD=str(tmp_path / "r.jsonl"), HARNESS_CACHE_FOLDER="hook",
+                   HARNESS_CACHE_FALLBACK="first-use", JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cell"))
+    none = write("none.py", f"import jax\njax.compiler.compile('jit_f', '{HEX['a']}')\n"
+                 "print(jax.config._read('jax_compilation_cache_dir'))\n")
+    out = subprocess.run([sys.executable, str(none)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(tmp_path / "cell")
+    assert first_use(tmp_path / "r.jsonl") == (True, False)
+    assert recorder.read(tmp_path / "run.recorder.jsonl").fallback()
+
+    (tmp_path / "r.jsonl").unlink()
+    late = write("late.py", f"import jax\njax.compiler.compile('jit_f', '{HEX['a']}')\n"
+                 "jax.config.update('jax_compilation_cache_dir', '/mine')\n")
+    subprocess.run([sys.executable, str(late)], env=env, capture_output=True, text=True, check=True)
+    assert first_use(tmp_path / "r.jsonl") == (True, True)  # set after compiling: run 1 is run again as written
+
+    (tmp_path / "r.jsonl").unlink()
+    early = write("early.py", "import jax\njax.config.update('jax_compilation_cache_dir', '/mine')\n"
+                  f"jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    subprocess.run([sys.executable, str(early)], env=env, capture_output=True, text=True, check=True)
+    assert first_use(tmp_path / "r.jsonl") == (False, False)
+
+
+def test_the_pytest_plugin_stamps_test_ids_with_stderr_captured(tmp_path, write):
+    fake_jax(write)
+    write("suite/test_it.py", "import jax, pytest\n"
+          f"def test_a():\n    jax.compiler.compile('jit_f', '{HEX['a']}')\n"
+          f"def test_b():\n    jax.compiler.compile('jit_g', '{HEX['b']}')\n    assert False\n"
+          "def test_c():\n    pytest.skip('no')\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_it.py"],
+                          cwd=tmp_path / "suite", env=hook_env(tmp_path), capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    recording = recorder.read(tmp_path / "run.recorder.jsonl")
+    assert recording.collected() == ["test_it.py::test_a", "test_it.py::test_b", "test_it.py::test_c"]
+    assert recording.outcomes() == {"test_it.py::test_a": "passed", "test_it.py::test_b": "failed",
+                                    "test_it.py::test_c": "skipped"}
+    assert recording.exit_status() == 1
+    assert {k.module: k.tests for k in recorder.run_log(recording).keys} == {"jit_f": ("test_it.py::test_a",),
+                                                                            "jit_g": ("test_it.py::test_b",)}
+
+
+def test_a_module_python_cannot_find_is_said_in_one_line(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("/envs/jax-0.4.31/bin/python: No module named pytest\n")
+    assert "no module pytest in this release's environment" in missing_module("pytest", log)
+    log.write_text("/p/python: Error while finding module specification for 'pkg.train' "
+                   "(ModuleNotFoundError: No module named 'pkg')\n")
+    assert missing_module("pkg.train", log).startswith("no module pkg.train")
+    log.write_text("Traceback ...\nModuleNotFoundError: No module named 'optax'\n")  # the program's own import
+    assert missing_module("pytest", log) is None
+
+
+def test_pytest_is_added_to_the_requirements_unless_named():
+    assert with_pytest(()) == ("pytest",)
+    assert with_pytest(("flax",)) == ("flax", "pytest")
+    assert with_pytest(("pytest==8.3.5",)) == ("pytest==8.3.5",)
+    assert with_pytest(("pytest[testing]>=8",)) == ("pytest[testing]>=8",)
