@@ -11,13 +11,14 @@ from tabulate import tabulate
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from harness.core.records import plain
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
-from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
 from harness.results.document import BISECTION_KEYS, ResultsDocument, RunStatus, summaries_by_mesh
 from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
@@ -102,7 +103,7 @@ def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = Non
 def config_yaml(config: RecordedConfig) -> str:
     """The recorded config as a config `harness run` accepts: `source` says where it was read from (not
     a key), and a user's script records `meshes: []` (it builds its own mesh), which a config omits."""
-    shown = {k: v for k, v in config.to_json().items() if k != "source" and not (k == "meshes" and not v)}
+    shown = {k: v for k, v in plain(config).items() if k != "source" and not (k == "meshes" and not v)}
     return yaml.safe_dump(shown, sort_keys=False, default_flow_style=None).rstrip()
 
 
@@ -542,7 +543,7 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
     for label, value in named:
         if value not in (None, "", (), [], {}):
             lines.append(f"- {label}: {md.text(', '.join(map(str, value)) if isinstance(value, (list, tuple)) else value)}")
-    for key, value in host.to_json().items():
+    for key, value in host_flat(host).items():
         if key not in _SHOWN_HOST_FACTS and value not in (None, "", [], {}):
             lines.append(f"- {md.text(key)}: {md.text(value)}")
     lines.append(f"- Devices: {_devices(cells, document)}")

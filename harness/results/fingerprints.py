@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.codec import Omit, Record, decode, shape
-from harness.results.header import HostFacts
+from harness.core.records import convert, plain
+from harness.results.header import HostFacts, host_flat, host_shape
 from harness.core.model import CellResult, Platform
 
 FORMAT = 1
@@ -121,7 +122,7 @@ class Fingerprint:
     source: str = ""  # the script, or the results folder it was taken from
 
     def to_json(self) -> dict[str, Any]:
-        return {"fingerprint": FORMAT, "source": self.source, "host": self.host.to_json(),
+        return {"fingerprint": FORMAT, "source": self.source, "host": plain(self.host),
                 "cells": [c.to_json() for c in self.cells]}
 
     @classmethod
@@ -152,7 +153,7 @@ class Fingerprint:
             if problem:
                 raise refused(f"cells[{i}].{problem}" if isinstance(cell, dict) else f"cells[{i}]: {problem}")
         try:
-            return cls(HostFacts.from_json(host), [FingerprintCell.from_json(c) for c in data["cells"]],
+            return cls(convert(host_shape({k: v for k, v in host.items() if v is not None}), HostFacts), [FingerprintCell.from_json(c) for c in data["cells"]],
                        str(data.get("source", "")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise refused(str(exc)) from None
@@ -243,7 +244,7 @@ def diff(a: Fingerprint, b: Fingerprint) -> list[CellDiff]:
 
 
 def host_differences(a: Fingerprint, b: Fingerprint) -> list[str]:
-    ours, theirs = a.host.to_json(), b.host.to_json()  # compared fact by fact, by the names a reader sees
+    ours, theirs = host_flat(a.host), host_flat(b.host)  # compared fact by fact, by the names a reader sees
     return [f"{name}: {ours.get(name, '-')} vs {theirs.get(name, '-')}" for name in HOST_FACTS
             if ours.get(name) != theirs.get(name)]
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+
 from packaging.version import Version
 
+from harness.core.records import plain
 from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
@@ -41,8 +43,8 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     missing: list[int] = []
     if any(shards):
         if not all(shards):
-            plain = next(label for (label, doc) in documents if not doc.header.shard)
-            raise UserError(f"merge: {plain} is a whole sweep, not a shard; merge shards of one sweep")
+            whole = next(label for (label, doc) in documents if not doc.header.shard)
+            raise UserError(f"merge: {whole} is a whole sweep, not a shard; merge shards of one sweep")
         counts = {s["count"] for s in shards}
         if len(counts) > 1:
             raise UserError(f"merge: the shards were cut {' and '.join(map(str, sorted(counts)))} ways")
@@ -79,7 +81,7 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     sections: dict[str, Any] = {
         "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
                          "status": doc.status_text, "backend": _value(doc.header.options.backend),
-                         "host": doc.header.host.to_json()} for label, doc in documents]}
+                         "host": plain(doc.header.host)} for label, doc in documents]}
     if shards[0]:
         sections["shards"] = {"count": shards[0]["count"], "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}

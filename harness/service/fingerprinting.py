@@ -15,7 +15,7 @@ from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.files import read_json_bounded, remove_path, write_atomic
 from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
                                   cell_fingerprint, diff, render_diff)
-from harness.results.header import HostFacts
+from harness.results.header import HostFacts, host_record
 from harness.measure.progress import Progress
 from harness.results.document import load_results, new_run_dir, results_file, results_folder
 from harness.service import measurement
@@ -28,7 +28,7 @@ FINGERPRINT_CACHE = Path(tempfile.gettempdir()) / "jax-cache-harness-fingerprint
 
 
 def this_host(backend: str, cache_dir: Path) -> HostFacts:
-    return HostFacts.from_json({"hostname": socket.gethostname(), "os": platform.platform(),
+    return host_record({"hostname": socket.gethostname(), "os": platform.platform(),
                                 "machine": platform.machine(), "python": platform.python_version(),
                                 "cpu_count": os.cpu_count(), "backend": backend, CACHE_DIR: str(cache_dir)})
 

@@ -76,7 +76,7 @@ def test_an_endpoint_keeps_the_index_spelling(capsys, tmp_path, backend):
     # 0.4.26.0 is 0.4.26; it is recorded (and resumed) as the index spells it.
     bisect(["--good", "0.4.26.0", "--out", str(tmp_path)], capsys)
     [results] = tmp_path.glob("bisect-*/results.json")
-    assert json.loads(results.read_text())["options"]["good"] == "0.4.26"
+    assert json.loads(results.read_text())["options"]["bisect"]["good"] == "0.4.26"
 
 
 @pytest.mark.parametrize("failure,code", [(RuntimeError("a harness bug"), 3),

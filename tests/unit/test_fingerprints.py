@@ -9,6 +9,7 @@ from harness.results.fingerprints import MAX_FINGERPRINT_BYTES, Fingerprint, Fin
 from harness.results.header import HostFacts
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.results.header import host_record
 
 
 def comps(**values):
@@ -81,7 +82,7 @@ def test_the_hosts_are_compared_by_the_facts_a_results_folder_records():
     """A results folder's host says `driver_version` (nvidia-smi's): that is the driver compared, and a
     fingerprint file reads its host back typed."""
     a = Fingerprint(HostFacts(driver_version="550.1", gpus=("H100 (80 GiB)",)), [])
-    b = Fingerprint(HostFacts.from_json({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
+    b = Fingerprint(host_record({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
     assert render_diff(a, b, []) == "the two differ in: driver_version: 550.1 vs 535.2"
     assert Fingerprint.from_json(a.to_json(), "a").host == a.host
 

@@ -24,8 +24,10 @@ from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_text
 from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
-from harness.results.document import ResultsDocument
+from harness.results.document import read_document
 from harness.output.writer import ResultsWriter
+from harness.core.records import convert
+from harness.results.document import read_header
 from tests.helpers import github_html, outside_fences, unescaped_pipes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -179,7 +181,7 @@ def test_changed_attributes_pairs_removed_and_added_lines():
 
 def _render(document, cells, evidence, seeds=None):
     """report.md of a results document given as its JSON (checked and typed as a reader reads it)."""
-    return render_report(ResultsDocument.from_json(document, "test"), cells, evidence, seeds)
+    return render_report(read_document(document, "test"), cells, evidence, seeds)
 
 
 def _doc(cells, **extra):
@@ -261,7 +263,7 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
     calls = []
     monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
-    writer = ResultsWriter(smoke_run, ResultsHeader.from_json(document))
+    writer = ResultsWriter(smoke_run, read_header(document))
     writer.add(reproduced)
     writer.add(clean)
     writer.finish()
@@ -441,7 +443,7 @@ def test_a_scripts_own_cache_folder_is_reported_and_listed_by_hand(tmp_path):
     report = _render(doc, [cell], {})
     assert ("- The script set its cache folder to /jax cache (set_cache_dir); the harness redirected it "
             "to the cell's folder (jax 0.4.28).") in _section(report, "The script's own cache settings")
-    commands = shell_commands(cell, RecordedConfig.from_json(doc["config"]))
+    commands = shell_commands(cell, convert(doc["config"], RecordedConfig))
     assert "ls -1 '/jax cache'" in commands.splitlines()
     assert "--cache-thresholds harness" in report
 
