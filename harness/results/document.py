@@ -26,6 +26,7 @@ from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
+from harness.results.bisection import Outcome, upgrade_bisection
 from harness.results.header import HEADER_KEYS, ResultsHeader, host_shape
 from harness.core.model import CellResult
 
@@ -101,8 +102,8 @@ def _cell_problem(data: Any) -> str | None:
 
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
 _KNOWN = {"schema_version", "finished", "status", "cells", *HEADER_KEYS, *_DERIVED}
-# The section a bisection adds: harness bisect writes `bisect` (`bisection` in some earlier releases).
-BISECTION_KEYS = ("bisect", "bisection")
+# The section a bisection adds (`bisection` in some earlier releases): an Outcome in memory.
+BISECTION = "bisect"
 _BISECT_OPTIONS = ("good", "bad", "jax_repo")
 
 
@@ -123,6 +124,8 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
         out["host"] = host_shape(out["host"])
     if "bisection" in out and "bisect" not in out:
         out["bisect"] = out.pop("bisection")
+    if "bisect" in out:
+        out["bisect"] = upgrade_bisection(out["bisect"])
     return out
 
 
@@ -148,7 +151,8 @@ def document_json(document: ResultsDocument, cells: list[Any] | None = None) -> 
             "finished": document.finished, "status": document.status_text,
             "cells": [c.to_json() for c in document.cells] if cells is None else cells,
             "summary": summarise(document.cells, document.header.releases),
-            "summaries": summaries_by_mesh(document.cells, document.header.releases), **document.sections}
+            "summaries": summaries_by_mesh(document.cells, document.header.releases),
+            **{k: plain(v) for k, v in document.sections.items()}}
 
 
 def read_header(data: dict[str, Any]) -> ResultsHeader:
@@ -182,8 +186,14 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
         status = RunStatus(status)
     except ValueError:
         raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
+    sections = {k: v for k, v in data.items() if k not in _KNOWN}
+    if sections.get(BISECTION) is not None:
+        try:
+            sections[BISECTION] = convert(sections[BISECTION], Outcome, BISECTION)
+        except ValueError as exc:
+            raise UserError(f"{source}: {exc}") from None
     return ResultsDocument(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
-                           {k: v for k, v in data.items() if k not in _KNOWN}, version)
+                           sections, version)
 
 
 def _cells(cells: Any, source: Path | str) -> list[CellResult]:

@@ -16,7 +16,7 @@ from harness.core.records import plain
 from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
-from harness.results.document import BISECTION_KEYS, ResultsDocument, ResultsHeader, RunStatus
+from harness.results.document import BISECTION, ResultsDocument, ResultsHeader, RunStatus
 
 
 def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
@@ -86,9 +86,8 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
         sections["shards"] = {"count": shards[0]["count"], "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
-        for key in BISECTION_KEYS:
-            if doc.sections.get(key) and key not in sections:
-                sections[key] = doc.sections[key]
+        if doc.sections.get(BISECTION) and BISECTION not in sections:
+            sections[BISECTION] = doc.sections[BISECTION]
     return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
                            sections)
 

@@ -105,7 +105,7 @@ def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> Bis
                           state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
                           jax_repo=repo)
     status, outcome = finish(writer, bisection.run, lambda found: RunStatus.COMPLETE
-                              if found.releases.problem is None else RunStatus.PROBLEM)
+                              if found.problem is None else RunStatus.PROBLEM)
     text = ""
     if outcome is not None:
         text = bisect_report.text(outcome, command)
