@@ -20,6 +20,7 @@ from harness.inputs.dependencies import other_distributions
 from harness.core.model import Attribution, CellResult, CommitInfo, FolderMode, Platform, Verdict
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
 from harness.results.bisection import CommitSearch, Outcome
+from harness.results.reduction import REDUCE_SECTION, Reduced
 from harness.results.document import BISECTION, ResultsDocument, RunStatus, summaries_by_mesh
 from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
@@ -255,30 +256,28 @@ JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
 
 def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
     """The reduced program, when `harness reduce` made these results (its `reduce` section)."""
-    found = sections.get("reduce")
-    if not isinstance(found, dict) or not isinstance(found.get("reduced"), dict):
+    found = sections.get(REDUCE_SECTION)
+    if not isinstance(found, Reduced):
         return []
-    original, reduced = found.get("original") or {}, found["reduced"]
-    signature = found.get("signature") or {}
-    moved = ", ".join(signature.get("components") or []) or "unknown"
+    original, reduced, signature = found.original, found.reduced, found.signature
+    moved = ", ".join(signature.components) or "unknown"
     where = ""
-    if signature.get("factor"):
-        where = f" when varying `{signature['factor']}` (`--vary {signature['factor']}`)"
-    elif signature.get("ranks"):
-        a, b = signature["ranks"][:2]
-        where = f" between processes {a} and {b} of one job (`--processes {found.get('processes', 2)}`)"
-    same = " under the same factor" if signature.get("factor") else \
-        " with as many processes" if signature.get("ranks") else ""
-    kept = (f"`reproduced` on jax {found.get('bad')} through `{signature.get('module')}`{where} (key component "
-            f"{moved}, cause `{signature.get('cause') or 'unknown'}`)"
-            + (f", `clean` on jax {found['good']}{same}" if found.get("good") else ""))
-    source = str(reduced.get("source", "")).rstrip("\n")
+    if signature.factor:
+        where = f" when varying `{signature.factor}` (`--vary {signature.factor}`)"
+    elif signature.ranks:
+        a, b = signature.ranks
+        where = f" between processes {a} and {b} of one job (`--processes {found.processes}`)"
+    same = " under the same factor" if signature.factor else " with as many processes" if signature.ranks else ""
+    kept = (f"`reproduced` on jax {found.bad} through `{signature.module}`{where} (key component "
+            f"{moved}, cause `{signature.cause or 'unknown'}`)"
+            + (f", `clean` on jax {found.good}{same}" if found.good else ""))
+    source = reduced.source.rstrip("\n")
     fence = "````" if "```" in source else "```"
     return ["## Minimal reproducer", "",
-            f"`harness reduce` shrank `{original.get('path')}` from {original.get('lines')} to "
-            f"{reduced.get('lines')} lines ({original.get('bytes')} -> {reduced.get('bytes')} bytes), keeping "
-            f"its failure signature: {kept}; {found.get('candidates_run')} candidates run in "
-            f"{found.get('seconds')} s. The table above is this program's own check.", "",
+            f"`harness reduce` shrank `{original.path}` from {original.lines} to "
+            f"{reduced.lines} lines ({original.bytes} -> {reduced.bytes} bytes), keeping "
+            f"its failure signature: {kept}; {found.candidates_run} candidates run in "
+            f"{found.seconds} s. The table above is this program's own check.", "",
             f"{fence}python", source, fence]
 
 

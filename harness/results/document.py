@@ -27,6 +27,7 @@ from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
 from harness.results.bisection import Outcome, upgrade_bisection
+from harness.results.reduction import REDUCE_SECTION, Reduced
 from harness.results.header import HEADER_KEYS, ResultsHeader, host_shape
 from harness.core.model import CellResult
 
@@ -187,11 +188,12 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
     except ValueError:
         raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
     sections = {k: v for k, v in data.items() if k not in _KNOWN}
-    if sections.get(BISECTION) is not None:
-        try:
-            sections[BISECTION] = convert(sections[BISECTION], Outcome, BISECTION)
-        except ValueError as exc:
-            raise UserError(f"{source}: {exc}") from None
+    for key, kind in ((BISECTION, Outcome), (REDUCE_SECTION, Reduced)):  # the sections a reader reads typed
+        if sections.get(key) is not None:
+            try:
+                sections[key] = convert(sections[key], kind, key)
+            except ValueError as exc:
+                raise UserError(f"{source}: {exc}") from None
     return ResultsDocument(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
                            sections, version)
 
