@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence, TypeVar
+from typing import Sequence, TypeVar
 
 T = TypeVar("T")
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -26,9 +26,6 @@ class Shard:
 
     def select(self, items: Sequence[T]) -> list[T]:
         return list(items[self.index - 1::self.count])
-
-    def to_json(self, planned: list[str], chosen: list[str]) -> dict[str, Any]:
-        return {"index": self.index, "count": self.count, "planned": planned, "cells": chosen}
 
 
 def parse_shard(text: str) -> Shard:

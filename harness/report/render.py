@@ -120,7 +120,7 @@ def _status(document: ResultsDocument) -> list[str]:
                      "are what it measured.")
     shard = document.header.shard
     if shard:
-        lines.append(f"> Shard {md.text(shard.get('index'))}/{md.text(shard.get('count'))}: only this shard's cells "
+        lines.append(f"> Shard {shard.index}/{shard.count}: only this shard's cells "
                      "(`harness merge` joins the shards).")
     merged = document.sections.get("merged_from")
     if merged:

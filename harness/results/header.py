@@ -123,6 +123,16 @@ class HostFacts(msgspec.Struct, frozen=True, omit_defaults=True):
 HOST_KEYS = frozenset(f.encode_name for f in msgspec.structs.fields(HostFacts)) - {"facts"}
 
 
+class RecordedShard(msgspec.Struct, frozen=True):
+    """This machine's share of a sweep's cells (results.json's `shard`): `--shard index/count`, the cells of
+    the whole sweep in the order it plans them, and this shard's."""
+
+    index: _Count
+    count: _Count
+    planned: list[str] = []
+    cells: list[str] = []
+
+
 class ResultsHeader(msgspec.Struct, omit_defaults=True, kw_only=True):
     """What was measured, how and where: fixed when a sweep (or a bisection) starts; results.json's keys
     before `finished`."""
@@ -133,7 +143,7 @@ class ResultsHeader(msgspec.Struct, omit_defaults=True, kw_only=True):
     versions: list[str] = []  # the resolved releases
     options: RecordedOptions = RecordedOptions()
     host: HostFacts = HostFacts()
-    shard: dict[str, Any] | None = None  # Shard.to_json(): this machine's share of the cells
+    shard: RecordedShard | None = None  # this machine's share of the cells
     resumed: list[str] = []  # when --resume continued it
     # Every release on the index from the first version to the last (measured or not): what a boundary
     # between two measured releases leaves unmeasured. Empty in results written before it (not known).

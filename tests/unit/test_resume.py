@@ -33,7 +33,7 @@ def test_the_same_sweep_passes_even_from_a_moved_config():
     (changed(versions=["0.4.28"]), "versions differ"),
     (changed(options__seeds="random"), "option seeds differs"),
     (changed(options__all_runs=True), "option all_runs differs"),
-    (changed(shard={"cells": ["a"]}), "another shard"),
+    (changed(shard={"index": 1, "count": 2, "cells": ["a"]}), "another shard"),
 ])
 def test_another_sweep_is_refused_naming_what_differs(previous, fragment):
     with pytest.raises(UserError, match=fragment):
