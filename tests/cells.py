@@ -88,7 +88,8 @@ def document(cells, shard=None, **changes):
     doc = {"schema_version": 1, "created": "2026-11-29T00:00:00Z", "finished": "2026-11-29T01:00:00Z",
            "status": "complete", "config": dict(CONFIG), "versions": VERSIONS, "options": {"runs": 4},
            "host": {"os": "Linux"}, "cells": [c.to_json() for c in cells],
-           **({"shard": shard.to_json([s.key for s in planned()], [c.spec.key for c in cells])} if shard else {})}
+           **({"shard": {"index": shard.index, "count": shard.count, "planned": [s.key for s in planned()],
+                          "cells": [c.spec.key for c in cells]}} if shard else {})}
     for key, value in changes.items():
         doc["config" if key in CONFIG else key] = value if key not in CONFIG else {**doc["config"], key: value}
     return doc

@@ -91,13 +91,13 @@ def rich_cells() -> list[CellResult]:
 
 def current() -> dict:
     """What this code writes: each fixture folder's cells and document as read, and the built cells."""
-    from harness.results.document import ResultsDocument
+    from harness.results.document import read_document, document_json
 
     out: dict = {"folders": {}, "built": [c.to_json() for c in rich_cells()]}
     for folder in FOLDERS:
         data = json.loads((FIXTURES / folder / "results.json").read_text())
-        doc = ResultsDocument.from_json(data, folder)
-        out["folders"][folder] = doc.to_json()
+        doc = read_document(data, folder)
+        out["folders"][folder] = document_json(doc)
     return out
 
 

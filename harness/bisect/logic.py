@@ -9,13 +9,13 @@ verdicts (a resumed bisection) takes exactly the same path to exactly the same a
 
 from __future__ import annotations
 
-import enum
 import itertools
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from harness.core.model import Verdict
+from harness.results.bisection import Boundary, Role
 
 P = TypeVar("P", bound=Hashable)
 
@@ -26,30 +26,11 @@ def testable(verdict: Verdict) -> bool:
     return verdict in (GOOD, BAD)
 
 
-class Role(enum.StrEnum):
-    """Why a point was tested: the table shows it."""
-
-    ENDPOINT = "endpoint"
-    FIND_BAD = "find-bad"  # both ends clean: look for any reproducing point in between
-    APPEARS = "appears"  # narrowing where the regression appears
-    FIXED = "fixed"  # narrowing where it is fixed
-
-
 @dataclass(frozen=True)
 class Step(Generic[P]):
     point: P
     verdict: Verdict
     role: Role
-
-
-@dataclass(frozen=True)
-class Boundary(Generic[P]):
-    """`last` has the earlier verdict, `first` the later one; only `skipped` (untestable) lie between."""
-
-    last: P | None  # None: the later verdict holds from the first testable point on
-    first: P | None  # None: the later verdict never came in the range
-    skipped: tuple[P, ...] = ()
-    resolved: bool = True  # False: the skip budget ran out; `skipped` holds untested points too
 
 
 @dataclass

@@ -8,10 +8,10 @@ import re
 from packaging.version import Version
 from tabulate import tabulate
 
-from harness.bisect.bisection import CommitSearch, Outcome, Row
-from harness.bisect.logic import Role, testable
+from harness.bisect.logic import testable
 from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 from harness.core.model import Verdict
+from harness.results.bisection import CommitSearch, Outcome, Role, Row
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.verdicts.failure import outside_jax
 from harness.verdicts.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages
@@ -45,7 +45,7 @@ def commit_table(search: CommitSearch, fmt: str = "github") -> str:
 def release_boundaries(outcome: Outcome) -> Boundaries:
     """The bisection's boundaries as a sweep's are told: the releases it tested, those it stepped around
     between them (`skipped`), and which failed and why, so no boundary is named through a failure."""
-    s = outcome.releases
+    s = outcome
     appears, fixed = s.appears, s.fixed
     tested = outcome.release_rows
     measured = tuple(sorted((r.point for r in tested if testable(r.verdict)), key=Version))
@@ -72,7 +72,7 @@ def _what_failed(detail: str) -> str:
 
 def boundaries_line(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) -> str:
     """`packages`: the program's own packages per release, named where they change at a boundary."""
-    s = outcome.releases
+    s = outcome
     if s.problem:  # what failed outside JAX first: it is often why nothing could be tested
         return "; ".join([*release_boundaries(outcome).outside_jax_phrases(), f"cannot bisect: {s.problem}"])
     # The releases stepped around between a boundary's two are in it (`with 0.4.32-0.5.2 failing`).

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import service
+from harness.core.records import plain
 from harness.service import option_checks
 from harness.output import ci
 from harness.inputs import options
@@ -203,7 +204,7 @@ def cmd_fingerprint(given: Given, words: tuple[str, ...]) -> int:
         config = service.check_config(check)
         options = service.with_script_packages(from_given(service.FingerprintOptions, given), check.script_run)
         fingerprint = service.fingerprint(config, options, _progress(given.quiet))
-    text = json.dumps(fingerprint.to_json(), indent=1, allow_nan=False)
+    text = json.dumps(plain(fingerprint), indent=1, allow_nan=False)
     if given.output is not None and source is not None and source.is_dir():
         given.output.write_text(text + "\n")
     print(text)

@@ -29,16 +29,6 @@ from harness.core.compat import ABSENT_UNLESS_MAPPING, MISSING, NULL_AS_EMPTY, u
 
 T = TypeVar("T")
 
-# The field metadata that says what a value must be, where the type alone says it less well ("a list of GPUs").
-WHAT = "what"
-_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
-
-
-def what(description: str) -> dict[str, str]:
-    """`field(metadata=what("a list of versions"))`: how a wrong value's error names what was expected."""
-    return {WHAT: description}
-
-
 def to_builtins(value: Any) -> Any:
     """`value` (records, enums, tuples, nested) as JSON's types: dicts, lists, text, numbers, null (a NaN stays
     a float, written `NaN` by json.dumps as before)."""
@@ -62,72 +52,10 @@ def convert(data: Any, kind: type[T]) -> T:
     return msgspec.convert(data, kind, strict=True)
 
 
-def read_recorded(kind: type[T], data: Mapping[str, Any], *, extra: str | None = "extra",
-                  order: str | None = "order", known: tuple[str, ...] | None = None) -> T:
-    """A recorded part as `kind`: null and absent keys None, unknown keys in the field `extra`, the keys' order
-    in the field `order` (None: `kind` keeps none); ValueError (`key: must be ..., not '...'`) for a value no
-    release wrote."""
-    names = known if known is not None else recorded_keys(kind, extra, order)
-    present = {k: v for k, v in data.items() if k in names and v is not None}
-    try:
-        record = convert(present, kind)
-    except msgspec.ValidationError as exc:
-        key = _failed_key(str(exc))
-        raise ValueError(f"{key}: must be {_expected(kind, key)}, not {str(data.get(key))[:40]!r}") from None
-    kept = {extra: {k: v for k, v in data.items() if k not in names}, order: tuple(data)}
-    return dataclasses.replace(record, **{k: v for k, v in kept.items() if k is not None})  # type: ignore[type-var]
-
-
-def write_recorded(record: Any, *, extra: str = "extra", order: str = "order") -> dict[str, Any]:
-    """A recorded part as JSON: its known keys that are not None, then `extra`, in the order it was read."""
-    skipped = (extra, order)
-    known = to_builtins({f.name: getattr(record, f.name) for f in dataclasses.fields(record)
-                         if f.name not in skipped and getattr(record, f.name) is not None})
-    return in_order({**known, **getattr(record, extra)}, getattr(record, order))
-
-
-def recorded_keys(kind: type, *skipped: str | None) -> tuple[str, ...]:
-    """The keys of a recorded part, in its fields' order."""
-    return tuple(f.name for f in dataclasses.fields(kind) if f.name not in skipped)
-
-
 def in_order(out: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     """`out` with the keys a file had in the order it had them (then any others): what is read is written
     back as it was, whatever order an older release wrote."""
     return {**{k: out[k] for k in order if k in out}, **out}
-
-
-def _failed_key(message: str) -> str:
-    match = _PATH.search(message)
-    path = match.group(1) if match else ""
-    return re.split(r"[.\[]", path, maxsplit=1)[0] if path else "?"
-
-
-def _expected(kind: type, key: str) -> str:
-    field = next((f for f in dataclasses.fields(kind) if f.name == key), None)
-    if field is None:
-        return "valid"
-    if WHAT in field.metadata:
-        return field.metadata[WHAT]
-    return _described(typing.get_type_hints(kind)[key])
-
-
-def _described(hint: Any) -> str:
-    """What a value of `hint` is, in words: the default of an error's `must be ...`."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return _described(args[0]) if len(args) == 1 else " or ".join(_described(a) for a in args)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return "one of " + ", ".join(str(m.value) for m in hint)
-    if hint is bool:
-        return "true or false"
-    if hint is int:
-        return "a whole number"
-    if hint is float:
-        return "a number"
-    if hint is str:
-        return "text"
-    return "valid"
 
 
 # --- How a record is written: its fields' shapes in the file, declared once beside the fields ---------------

@@ -112,8 +112,8 @@ class CommitInfo(Record):
     """A jax commit: what a commit bisection blames, or what `nightly --jax-repo` measures beside releases."""
 
     sha: str
-    date: str  # committer date, ISO 8601
-    subject: str
+    date: str = ""  # committer date, ISO 8601 (absent in some older results)
+    subject: str = ""
 
     @property
     def label(self) -> str:

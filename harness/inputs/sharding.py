@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 from collections.abc import Sequence
 
 T = TypeVar("T")
@@ -27,9 +27,6 @@ class Shard:
 
     def select(self, items: Sequence[T]) -> list[T]:
         return list(items[self.index - 1::self.count])
-
-    def to_json(self, planned: list[str], chosen: list[str]) -> dict[str, Any]:
-        return {"index": self.index, "count": self.count, "planned": planned, "cells": chosen}
 
 
 def parse_shard(text: str) -> Shard:

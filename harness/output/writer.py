@@ -15,8 +15,8 @@ from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
-from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, RunStatus, lock_results_folder,
-                                      utc_now)
+from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, RunStatus, document_json,
+                                      lock_results_folder, utc_now)
 from harness.results.header import ResultsHeader
 from harness.report.table import render_markdown
 from harness.verdicts.boundaries import release_boundaries
@@ -109,9 +109,9 @@ class EncodedCells:
 
 
 def results_text(document: ResultsDocument, encoded: EncodedCells) -> str:
-    """results.json's text, as `json.dumps(document.to_json(), indent=2, allow_nan=False)` writes it (strict
+    """results.json's text, as `json.dumps(document_json(document), indent=2, allow_nan=False)` writes it (strict
     JSON: a NaN or an infinity is a ValueError, never `NaN` in the file), with each cell's part from `encoded`."""
-    text = json.dumps(document.to_json(cells=[]), indent=2, allow_nan=False) + "\n"
+    text = json.dumps(document_json(document, cells=[]), indent=2, allow_nan=False) + "\n"
     if not document.cells:
         return text
     cells = ",\n    ".join(encoded.text(c) for c in document.cells)

@@ -28,7 +28,8 @@ from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
 from harness.reduce.screen import ForkScreen
 from harness.reduce.search import Tried
-from harness.reduce.signature import Signature, why_not_kept
+from harness.reduce.signature import why_not_kept
+from harness.results.reduction import Signature
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
 from harness.measure.sweep import cell_runner

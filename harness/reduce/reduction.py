@@ -32,7 +32,8 @@ from harness.reduce.progress import CandidateCost, SearchProgress, duration, ope
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
-from harness.reduce.signature import Signature, signature_of, why_not_kept
+from harness.reduce.signature import signature_of, why_not_kept
+from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
 from harness.reduce.state import STATE_FILE, ReduceState, load_state
 from harness.results.document import ResultsHeader, RunStatus, load_results, lock_results_folder
 from harness.measure.seeds import SeedPlanner, random_seeds
@@ -46,7 +47,6 @@ SNAPSHOT_DIR = "workdir"
 SCREEN_DIR = "screened"  # the quick screen's children (harness/reduce/screen.py): the only place its servers write
 ORIGINAL_WRITES = "original-writes.jsonl"  # where the original's check wrote outside its folders  # the working folder before anything ran: each candidate's copy is made from it
 CHECK_DIR = "reduced-check"  # the reduced program's own check: its HOME, TMPDIR and write record
-REDUCE_SECTION = "reduce"
 # Seeds tried after the original's two disagreeing ones, in case a candidate changed the names a set
 # orders (a shortened axis name): with two orderings each more seed misses with probability 1/2.
 EXTRA_SEEDS = 3
@@ -128,7 +128,7 @@ class Reduction:
 
     # ---- the original -------------------------------------------------------------------------
 
-    def _check(self, config: Config, folder: Path, section: dict | None = None,
+    def _check(self, config: Config, folder: Path, section: Reduced | None = None,
                backend: Backend | None = None) -> list[CellResult]:
         """`harness check` of `config` on the bad and good releases into `folder` (by `backend`, else the
         reduction's)."""
@@ -445,14 +445,11 @@ class Reduction:
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "
                           f"in {state.seconds:.0f} s; its own check on jax {', '.join(self.versions)}")
-        section = {"original": {"path": state.script, "lines": original_lines, "bytes": len(source.encode())},
-                   "reduced": {"path": REDUCED_FILE, "lines": size(reduced), "bytes": len(reduced.encode()),
-                               "source": reduced},
-                   "signature": state.signature.to_json(), "bad": state.bad, "good": state.good,
-                   "vary": list(state.vary), "processes": state.processes,
-                   "candidates_run": state.measured, "candidates_decided": len(state.memo),
-                   "seconds": round(state.seconds, 1), "original_check_seconds": round(state.check_seconds, 1),
-                   "sandbox": measurer.sandbox.to_json()}
+        section = Reduced(ProgramText(state.script, original_lines, len(source.encode())),
+                          ProgramText(REDUCED_FILE, size(reduced), len(reduced.encode()), reduced),
+                          state.signature, state.bad, state.good, state.vary, state.processes, state.measured,
+                          len(state.memo), round(state.seconds, 1), round(state.check_seconds, 1),
+                          measurer.sandbox.to_json())
         # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
         # and the write watch: a write outside this folder and the working folder is said, and not kept.
         space = Workspace(self.folder / CHECK_DIR)
@@ -478,9 +475,9 @@ class Reduction:
                              original_lines, path, tuple(cells), problem)
 
 
-def reduce_section(folder: Path) -> dict | None:
+def reduce_section(folder: Path) -> Reduced | None:
     """The reduce section of a folder's results (None when it has none)."""
     return load_results(folder).sections.get(REDUCE_SECTION)
 
 
-__all__ = ["ReduceOutcome", "Reduction", "Signature", "metadata_block", "reduce_section"]
+__all__ = ["ReduceOutcome", "Reduction", "metadata_block", "reduce_section"]

@@ -17,35 +17,13 @@ regression and not a new bug of its own. Three kinds, by how the original's cell
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
-from harness.core.codec import Omit, Record, shape
 
 from harness.verdicts.keys import cell_comparison
 from harness.core.vary_factors import Factor
-from harness.core.model import Cause, CellResult, FactorResult, Verdict
+from harness.core.model import CellResult, FactorResult, Verdict
+from harness.results.reduction import Signature
 from harness.verdicts.ranks import HOST_COMPONENTS
-
-
-@dataclass(frozen=True)
-class Signature(Record):
-    module: str  # the module a later run (a factor's run; another process) computed a new key for
-    components: tuple[str, ...]  # the key's components that moved (empty: JAX's log did not say)
-    cause: Cause | None  # from the lowered modules' diff (None: no diff could be made)
-    # --vary: the factor under which the module missed
-    factor: Factor | None = field(default=None, metadata=shape(omit=Omit.NONE))
-    # --processes: the two processes whose keys disagreed
-    ranks: tuple[int, int] | None = field(default=None, metadata=shape(omit=Omit.NONE))
-
-    def describe(self) -> str:
-        moved = ", ".join(self.components) if self.components else "components unknown"
-        where = ""
-        if self.factor is not None:
-            where = f" when varying {self.factor}"
-        elif self.ranks is not None:
-            where = f" between processes {self.ranks[0]} and {self.ranks[1]}"
-        return f"{self.module}{where} (component {moved}; cause {self.cause or 'unknown'})"
-
 
 
 def _factor_result(cell: CellResult, factor: Factor) -> FactorResult | None:

@@ -27,7 +27,8 @@ from harness.core.vary_factors import Factor
 from harness.core.files import read_json_bounded, write_atomic
 from harness.core.model import FolderMode
 from harness.reduce.search import Tried
-from harness.reduce.signature import Signature
+from harness.core.records import convert, plain
+from harness.results.reduction import Signature
 
 STATE_FILE = "reduce.json"
 BEST_FILE = "best.py"  # the best program so far (the search's form), for a look while it works
@@ -73,7 +74,7 @@ class ReduceState:
 
     def to_json(self) -> dict[str, Any]:
         return {"version": STATE_VERSION, "script": self.script, "original_digest": self.original_digest,
-                "bad": self.bad, "good": self.good, "signature": self.signature.to_json(),
+                "bad": self.bad, "good": self.good, "signature": plain(self.signature),
                 "bad_seeds": self.bad_seeds, "timeout_s": self.timeout_s, "best": self.best,
                 "memo": {k: v.to_json() for k, v in self.memo.items()}, "measured": self.measured,
                 "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
@@ -89,11 +90,8 @@ class ReduceState:
         version = fields.integer("version", 1, STATE_VERSION, default=1)
         signature = fields.get("signature", dict)
         try:
-            sig = Signature.from_json(signature)
-            if not isinstance(sig.module, str) or not all(isinstance(c, str) for c in sig.components) \
-                    or not (sig.ranks is None or all(_is_int(r) for r in sig.ranks)):
-                raise TypeError("module and components are text, ranks whole numbers")
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            sig = convert(signature, Signature)
+        except ValueError as exc:
             raise StateProblem(f"signature: not a signature ({exc.__class__.__name__}: {exc})") from None
         best = fields.text("best")
         try:

@@ -11,16 +11,19 @@ from tabulate import tabulate
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from harness.core.records import plain
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
-from harness.core.model import Attribution, CellResult, FolderMode, Platform, Verdict
+from harness.core.model import Attribution, CellResult, CommitInfo, FolderMode, Platform, Verdict
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
-from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
-from harness.results.document import BISECTION_KEYS, ResultsDocument, RunStatus, summaries_by_mesh
+from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
+from harness.results.bisection import CommitSearch, Outcome
+from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.document import BISECTION, ResultsDocument, RunStatus, summaries_by_mesh
 from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
@@ -104,7 +107,7 @@ def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = Non
 def config_yaml(config: RecordedConfig) -> str:
     """The recorded config as a config `harness run` accepts: `source` says where it was read from (not
     a key), and a user's script records `meshes: []` (it builds its own mesh), which a config omits."""
-    shown = {k: v for k, v in config.to_json().items() if k != "source" and not (k == "meshes" and not v)}
+    shown = {k: v for k, v in plain(config).items() if k != "source" and not (k == "meshes" and not v)}
     return yaml.safe_dump(shown, sort_keys=False, default_flow_style=None).rstrip()
 
 
@@ -119,7 +122,7 @@ def _status(document: ResultsDocument) -> list[str]:
                      "are what it measured.")
     shard = document.header.shard
     if shard:
-        lines.append(f"> Shard {md.text(shard.get('index'))}/{md.text(shard.get('count'))}: only this shard's cells "
+        lines.append(f"> Shard {shard.index}/{shard.count}: only this shard's cells "
                      "(`harness merge` joins the shards).")
     merged = document.sections.get("merged_from")
     if merged:
@@ -243,7 +246,7 @@ def _commits(cells: list[CellResult]) -> list[str]:
         jaxlib = commit.jaxlib or cell.environment.get("jaxlib_release")
         ran = f"run with jaxlib {md.text(jaxlib)} (the newest release it accepts that ran)" if jaxlib else \
             "no jaxlib ran it"
-        lines.append(f"- {md.text(cell.label)}{ref}: {_commit(commit.info.to_json())}; {ran}; {_where(cell)}: "
+        lines.append(f"- {md.text(cell.label)}{ref}: {_commit(commit.info)}; {ran}; {_where(cell)}: "
                      f"**{md.text(cell.verdict)}**"
                      + (f" ({md.text(cell.reason)})" if cell.reason and cell.verdict != Verdict.CLEAN else ""))
     return lines
@@ -254,56 +257,51 @@ JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
 
 def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
     """The reduced program, when `harness reduce` made these results (its `reduce` section)."""
-    found = sections.get("reduce")
-    if not isinstance(found, dict) or not isinstance(found.get("reduced"), dict):
+    found = sections.get(REDUCE_SECTION)
+    if not isinstance(found, Reduced):
         return []
-    original, reduced = found.get("original") or {}, found["reduced"]
-    signature = found.get("signature") or {}
-    moved = ", ".join(signature.get("components") or []) or "unknown"
+    original, reduced, signature = found.original, found.reduced, found.signature
+    moved = ", ".join(signature.components) or "unknown"
     where = ""
-    if signature.get("factor"):
-        where = f" when varying `{signature['factor']}` (`--vary {signature['factor']}`)"
-    elif signature.get("ranks"):
-        a, b = signature["ranks"][:2]
-        where = f" between processes {a} and {b} of one job (`--processes {found.get('processes', 2)}`)"
-    same = " under the same factor" if signature.get("factor") else \
-        " with as many processes" if signature.get("ranks") else ""
-    kept = (f"`reproduced` on jax {found.get('bad')} through `{signature.get('module')}`{where} (key component "
-            f"{moved}, cause `{signature.get('cause') or 'unknown'}`)"
-            + (f", `clean` on jax {found['good']}{same}" if found.get("good") else ""))
-    source = str(reduced.get("source", "")).rstrip("\n")
+    if signature.factor:
+        where = f" when varying `{signature.factor}` (`--vary {signature.factor}`)"
+    elif signature.ranks:
+        a, b = signature.ranks
+        where = f" between processes {a} and {b} of one job (`--processes {found.processes}`)"
+    same = " under the same factor" if signature.factor else " with as many processes" if signature.ranks else ""
+    kept = (f"`reproduced` on jax {found.bad} through `{signature.module}`{where} (key component "
+            f"{moved}, cause `{signature.cause or 'unknown'}`)"
+            + (f", `clean` on jax {found.good}{same}" if found.good else ""))
+    source = reduced.source.rstrip("\n")
     fence = "````" if "```" in source else "```"
     return ["## Minimal reproducer", "",
-            (f"`harness reduce` shrank `{original.get('path')}` from {original.get('lines')} to "
-             f"{reduced.get('lines')} lines ({original.get('bytes')} -> {reduced.get('bytes')} bytes), keeping "
-             f"its failure signature: {kept}; {found.get('candidates_run')} candidates run in "
-             f"{found.get('seconds')} s. The table above is this program's own check."), "",
+            (f"`harness reduce` shrank `{original.path}` from {original.lines} to "
+            f"{reduced.lines} lines ({original.bytes} -> {reduced.bytes} bytes), keeping "
+            f"its failure signature: {kept}; {found.candidates_run} candidates run in "
+            f"{found.seconds} s. The table above is this program's own check."), "",
             f"{fence}python", source, fence]
 
 
 def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     """Release boundaries and culprit commits, when `harness bisect` added them to the results."""
-    outcome = next((document.sections[k] for k in BISECTION_KEYS if document.sections.get(k)), None)
-    if not isinstance(outcome, dict):
+    outcome = document.sections.get(BISECTION)
+    if not isinstance(outcome, Outcome):
         return []
     lines = ["## Bisection", ""]
-    if outcome.get("problem"):
-        lines.append(f"_Could not bisect: {md.text(outcome['problem'])}._")
-    for name, label in (("appears", "Appears"), ("fixed", "Fixed")):
-        b = outcome.get(name)
-        if isinstance(b, dict) and b.get("first"):
-            lines.append(f"- {label} in {md.text(b['first'])}" + (f" (last before: {md.text(b['last'])})" if b.get("last") else "")
-                         + (f"; stepped over {md.text(', '.join(map(str, b['skipped'])))}" if b.get("skipped") else ""))
-    if outcome.get("releases_tested") is not None:
-        lines.append(f"- {md.text(outcome['releases_tested'])} release(s) tested, {md.text(outcome.get('runs_total', '?'))} "
-                     "runs in all")
+    if outcome.problem:
+        lines.append(f"_Could not bisect: {md.text(outcome.problem)}._")
+    for b, label in ((outcome.appears, "Appears"), (outcome.fixed, "Fixed")):
+        if b is not None and b.first:
+            lines.append(f"- {label} in {md.text(b.first)}" + (f" (last before: {md.text(b.last)})" if b.last else "")
+                         + (f"; stepped over {md.text(', '.join(map(str, b.skipped)))}" if b.skipped else ""))
+    if outcome.release_rows:
+        lines.append(f"- {len(outcome.release_rows)} release(s) tested, {outcome.runs} runs in all")
     lines += _confidence(cells)
-    for search in outcome.get("commits") or []:
+    for search in outcome.commits:
         lines += ["", *_commit_search(search)]
-    steps = outcome.get("steps") or []
-    if steps:
-        rows = [[md.cell(md.text(v)) for v in (s.get("point"), s.get("role"), s.get("verdict"), s.get("runs"),
-                                                str(s.get("detail", ""))[:70])] for s in steps]
+    if outcome.release_rows:
+        rows = [[md.cell(md.text(v)) for v in (r.point, r.role, r.verdict, r.runs, r.detail[:70])]
+                for r in outcome.release_rows]
         lines += ["", "<details><summary>release steps</summary>", "",
                   tabulate(rows, headers=["jax", "tested as", "verdict", "runs", "detail"], tablefmt="github"),
                   "", "</details>"]
@@ -329,28 +327,25 @@ def _confidence(cells: list[CellResult]) -> list[str]:
     return lines
 
 
-def _commit_search(search: dict[str, Any]) -> list[str]:
-    releases = search.get("releases") or ["?", "?"]
-    title = (f"**Commits between {md.text(releases[0])} and {md.text(releases[1])}** ({md.text(search.get('kind'))}): "
-             f"{md.text(search.get('commits_tested', '?'))} of {md.text(search.get('commits_in_range', '?'))} tested")
+def _commit_search(search: CommitSearch) -> list[str]:
+    title = (f"**Commits between {md.text(search.releases[0])} and {md.text(search.releases[1])}** "
+             f"({md.text(search.kind)}): {len(search.rows)} of {search.count} tested")
     lines = [title, ""]
-    if search.get("problem"):
-        lines.append(f"_No culprit: {md.text(search['problem'])}._")
-    culprit, before = search.get("culprit"), search.get("before_culprit")
-    if culprit:
-        lines.append(f"- Culprit: {_commit(culprit)}")
-    if before:
-        lines.append(f"- Last commit before it: {_commit(before)}")
-    if search.get("skipped"):
-        lines.append(f"- Untestable, stepped over: {md.text(', '.join(str(s)[:12] for s in search['skipped']))}")
+    if search.problem:
+        lines.append(f"_No culprit: {md.text(search.problem)}._")
+    if search.culprit:
+        lines.append(f"- Culprit: {_commit(search.culprit)}")
+    if search.before:
+        lines.append(f"- Last commit before it: {_commit(search.before)}")
+    if search.boundary and search.boundary.skipped:
+        lines.append(f"- Untestable, stepped over: {md.text(', '.join(s[:12] for s in search.boundary.skipped))}")
     return lines
 
 
-def _commit(info: dict[str, Any]) -> str:
-    sha = str(info.get("sha", ""))
-    date = md.text(str(info.get("date", ""))[:10])
+def _commit(info: CommitInfo) -> str:
+    sha, date = info.sha, md.text(info.date[:10])
     link = f"[{md.code(sha[:12])}]({JAX_COMMIT_URL}{sha})" if re.fullmatch(r"[0-9a-f]{4,40}", sha) else md.code(sha)
-    return f"{link} {md.text(info.get('subject', ''))}" + (f" ({date})" if date else "")
+    return f"{link} {md.text(info.subject)}" + (f" ({date})" if date else "")
 
 
 def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
@@ -541,7 +536,7 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
     for label, value in named:
         if value not in (None, "", (), [], {}):
             lines.append(f"- {label}: {md.text(', '.join(map(str, value)) if isinstance(value, (list, tuple)) else value)}")
-    for key, value in host.to_json().items():
+    for key, value in host_flat(host).items():
         if key not in _SHOWN_HOST_FACTS and value not in (None, "", [], {}):
             lines.append(f"- {md.text(key)}: {md.text(value)}")
     lines.append(f"- Devices: {_devices(cells, document)}")

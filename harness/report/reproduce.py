@@ -204,7 +204,7 @@ def harness_command(header: ResultsHeader, cell: CellResult, vary: tuple[Factor,
             "script": None if config.module else Path(config.repro or "SCRIPT"), "module": config.module,
             "versions": (cell.spec.jax_version,), "device_count": cell.spec.device_count,
             "platform": cell.spec.platform, "cache_thresholds": config.cache_thresholds, **varied,
-            "env": tuple(f"{name}={value}" for name, value in config.env or ()),
+            "env": tuple(f"{name}={value}" for name, value in (config.env or {}).items()),
             "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
             SCRIPT_ARGS: config.args or (), **group, **installed_from(header, "check")})
         return given.line(always=("versions", "device_count", "platform"))
@@ -225,7 +225,7 @@ def narrowing(header: ResultsHeader) -> Callable[[str, str], str]:
                 "script": None if config.module else Path(config.repro or "SCRIPT"), "module": config.module,
                 "versions": (f">{low},<{high}",), "device_count": config.device_count,
                 "platform": config.platform, "cache_thresholds": config.cache_thresholds,
-                "env": tuple(f"{name}={value}" for name, value in config.env or ()),
+                "env": tuple(f"{name}={value}" for name, value in (config.env or {}).items()),
                 "cwd": Path(config.cwd) if config.cwd else None, "with_requirements": config.requirements or (),
                 SCRIPT_ARGS: config.args or (), **installed_from(header, "check")}).line(always=("versions",))
         return Given("bisect", {"config": Path(config.source or "CONFIG"), "versions": (f">={low},<={high}",),

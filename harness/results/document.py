@@ -2,8 +2,8 @@
 `harness.output.writer` after every cell), read back by report, compare, merge and --resume; logs in `logs/`.
 
 `ResultsDocument` is the file as typed data: a header (what was measured, how, where: harness/results/header.py), the cells, the
-status, and the sections later stages add (a bisection, a merge). `to_json`/`from_json` are the one
-way in and out; a file written by an earlier release (schema_version 1) reads the same way.
+status, and the sections later stages add (a bisection, a merge). `document_json` and `read_document` are the
+one way out and in; a file written by an earlier release (schema_version 1 or 2) reads through `upgrade`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from packaging.version import Version
 from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
-from harness.results.header import ResultsHeader
+from harness.core.records import convert, plain
+from harness.results.bisection import Outcome, upgrade_bisection
+from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.header import HEADER_KEYS, ResultsHeader, host_shape
 from harness.core.model import CellResult
 
-# 2: written from ResultsDocument. Version 1 files (the release before) have the same fields: a field
-# added since is optional when reading, so report, compare, merge and --resume take both.
-SCHEMA_VERSION = 2
+# 3: the header's parts are Structs shaped like the file (harness/results/header.py). Files of versions 1 and 2
+# (earlier releases) read through `upgrade`, which maps them to version 3 before the strict conversion.
+SCHEMA_VERSION = 3
 RESULTS_FILE = "results.json"
 TABLE_FILE = "table.md"
 
@@ -53,19 +56,6 @@ WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, 
 # and reading it must not exhaust memory (`harness report /dev/zero`).
 MAX_RESULTS_BYTES = 256 << 20
 _NONE = type(None)
-# The top-level keys readers use and the types they must have. Every key is optional: folders written
-# by earlier releases lack some, and a reader treats a missing one as empty.
-DOCUMENT_TYPES: dict[str, tuple[type, ...]] = {
-    "config": (dict,), "versions": (list,), "options": (dict,), "host": (dict,), "shard": (dict, _NONE),
-    "cells": (list, _NONE), "summary": (dict, _NONE), "summaries": (list,), "command": (str,),
-    "status": (str, _NONE), "resumed": (list,), "created": (str, _NONE), "finished": (str, _NONE),
-    "bisect": (dict, _NONE), "releases": (list,),
-}
-CONFIG_TYPES: dict[str, tuple[type, ...]] = {
-    "name": (str,), "repro": (str,), "source": (str,), "jax_versions": (list,), "platform": (str,),
-    "meshes": (list,), "docker": (dict,), "device_count": (int,), "runs": (int,),
-    "timeout_s": (int, float),
-}
 # What every reader of a cell relies on (fields a release did not write yet may be missing).
 CELL_TYPES: dict[str, tuple[type, ...]] = {
     "jax_version": (str,), "platform": (str,), "device_count": (int,), "mesh": (dict, _NONE),
@@ -111,12 +101,33 @@ def _cell_problem(data: Any) -> str | None:
 
 
 
-_HEADER_FIELDS = ResultsHeader.FIELDS
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
+_KNOWN = {"schema_version", "finished", "status", "cells", *HEADER_KEYS, *_DERIVED}
+# The section a bisection adds (`bisection` in some earlier releases): an Outcome in memory.
+BISECTION = "bisect"
+_BISECT_OPTIONS = ("good", "bad", "jax_repo")
 
 
-# The section a bisection adds: harness bisect writes `bisect`; tolerate either.
-BISECTION_KEYS = ("bisect", "bisection")
+def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
+    """A results.json written as schema `version` (1 or 2) in version 3's shape (pure: dict in, dict out); a
+    part of the wrong type is left as it is, for the strict conversion to name."""
+    if version >= SCHEMA_VERSION:
+        return document
+    out = {**document, "schema_version": SCHEMA_VERSION}
+    options = out.get("options")
+    if isinstance(options, dict) and any(k in options for k in _BISECT_OPTIONS):  # three keys, null where not given
+        out["options"] = {**{k: v for k, v in options.items() if k not in _BISECT_OPTIONS},
+                          "bisect": {k: options.get(k) for k in _BISECT_OPTIONS}}
+    for part in ("config", "options", "host"):  # null meant absent
+        if isinstance(out.get(part), dict):
+            out[part] = {k: v for k, v in out[part].items() if v is not None}
+    if isinstance(out.get("host"), dict):  # the backend's facts were among the host's own
+        out["host"] = host_shape(out["host"])
+    if "bisection" in out and "bisect" not in out:
+        out["bisect"] = out.pop("bisection")
+    if "bisect" in out:
+        out["bisect"] = upgrade_bisection(out["bisect"])
+    return out
 
 
 @dataclass
@@ -127,48 +138,64 @@ class ResultsDocument:
     status_detail: str = ""  # why a merge is incomplete ("shard(s) 3 missing"), written into `status`
     finished: str | None = None
     sections: dict[str, Any] = field(default_factory=dict)  # added by later stages: bisect, merged_from...
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = SCHEMA_VERSION  # as read (a report names it); written as SCHEMA_VERSION
 
     @property
     def status_text(self) -> str:
         return f"{self.status}: {self.status_detail}" if self.status_detail else str(self.status)
 
-    def to_json(self, cells: list[Any] | None = None) -> dict[str, Any]:
-        """`cells`: what to write as the cells (the results writer's, each encoded once); by default each
-        cell's to_json()."""
-        return {"schema_version": self.schema_version, **self.header.to_json(), "finished": self.finished,
-                "status": self.status_text, "cells": [c.to_json() for c in self.cells] if cells is None else cells,
-                "summary": summarise(self.cells, self.header.releases),
-                "summaries": summaries_by_mesh(self.cells, self.header.releases), **self.sections}
 
-    @classmethod
-    def from_json(cls, data: Any, source: Path | str) -> ResultsDocument:
-        """The document of a results.json (`source` names it in errors); UserError, one line naming the
-        file and the cell, when it is not one this harness can read."""
-        if not isinstance(data, dict) or "schema_version" not in data:
-            raise UserError(f"{source}: not a harness results file (no schema_version)")
-        version = data["schema_version"]
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise UserError(f"{source}: schema_version must be a whole number from 1, not {str(version)[:20]!r}")
-        if version > SCHEMA_VERSION:
-            raise UserError(f"{source}: schema_version {version} is newer than this harness "
-                            f"reads ({SCHEMA_VERSION}); upgrade the harness")
-        problem = _wrong_type(data, DOCUMENT_TYPES) or _wrong_type(data.get("config") or {}, CONFIG_TYPES,
-                                                                  "config.")
-        if problem:
-            raise UserError(f"{source}: {problem}")
-        try:
-            header = ResultsHeader.from_json(data)
-        except ValueError as exc:
-            raise UserError(f"{source}: {exc}") from None
-        status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
-        try:
-            status = RunStatus(status)
-        except ValueError:
-            raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
-        known = {"schema_version", "finished", "status", "cells", *_HEADER_FIELDS, *_DERIVED}
-        return cls(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
-                   {k: v for k, v in data.items() if k not in known}, version)
+
+def document_json(document: ResultsDocument, cells: list[Any] | None = None) -> dict[str, Any]:
+    """results.json's content (`cells`: what to write as the cells, the results writer's, each encoded once)."""
+    return {"schema_version": SCHEMA_VERSION, **plain(document.header),
+            "finished": document.finished, "status": document.status_text,
+            "cells": [c.to_json() for c in document.cells] if cells is None else cells,
+            "summary": summarise(document.cells, document.header.releases),
+            "summaries": summaries_by_mesh(document.cells, document.header.releases),
+            **{k: plain(v) for k, v in document.sections.items()}}
+
+
+def read_header(data: dict[str, Any]) -> ResultsHeader:
+    """The header of a results.json's mapping (of version 3, or of the version it names); ValueError naming the
+    key (`config.platform: must be ...`) for a value no release wrote."""
+    data = upgrade(data, data.get("schema_version", SCHEMA_VERSION))
+    return convert({k: data[k] for k in HEADER_KEYS if data.get(k) is not None}, ResultsHeader)
+
+
+def read_document(data: Any, source: Path | str) -> ResultsDocument:
+    """The document of a results.json of any release (`source` names it in errors); UserError, one line naming
+    the file and the key, when it is not one this harness can read."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise UserError(f"{source}: not a harness results file (no schema_version)")
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise UserError(f"{source}: schema_version must be a whole number from 1, not {str(version)[:20]!r}")
+    if version > SCHEMA_VERSION:
+        raise UserError(f"{source}: schema_version {version} is newer than this harness "
+                        f"reads ({SCHEMA_VERSION}); upgrade the harness")
+    data = upgrade(data, version)
+    try:
+        header = read_header(data)
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}") from None
+    for key, allowed in (("status", str), ("finished", str)):
+        if data.get(key) is not None and not isinstance(data[key], allowed):
+            raise UserError(f"{source}: {key}: must be text or null, not {type(data[key]).__name__}")
+    status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
+    try:
+        status = RunStatus(status)
+    except ValueError:
+        raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
+    sections = {k: v for k, v in data.items() if k not in _KNOWN}
+    for key, kind in ((BISECTION, Outcome), (REDUCE_SECTION, Reduced)):  # the sections a reader reads typed
+        if sections.get(key) is not None:
+            try:
+                sections[key] = convert(sections[key], kind, key)
+            except ValueError as exc:
+                raise UserError(f"{source}: {exc}") from None
+    return ResultsDocument(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
+                           sections, version)
 
 
 def _cells(cells: Any, source: Path | str) -> list[CellResult]:
@@ -243,8 +270,7 @@ def load_results(path: Path) -> ResultsDocument:
     Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
     down to each cell's keys and runs, before anything is built from it."""
     path = results_file(path)
-    return ResultsDocument.from_json(read_json_bounded(path, MAX_RESULTS_BYTES, "results file", beyond_a_report),
-                                     path)
+    return read_document(read_json_bounded(path, MAX_RESULTS_BYTES, "results file", beyond_a_report), path)
 
 
 # A report reads every cell and every run: past these a results file is not a sweep's (a sweep of 100 releases

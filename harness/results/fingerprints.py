@@ -8,11 +8,13 @@ same thing), or from a results folder (each cell's first run); `harness diff A B
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import msgspec
 from typing import Any
 
-from harness.core.codec import Omit, Record, decode, shape
-from harness.results.header import HostFacts
+from harness.core.records import convert
+from harness.results.header import HostFacts, host_flat, host_shape
 from harness.core.model import CellResult, Platform
 
 FORMAT = 1
@@ -29,27 +31,18 @@ CACHE_DIR = "cache_dir"  # a fingerprint's host fact: the one cache folder its r
 HOST_FACTS = ("hostname", "os", "python", "cpu_count", "machine", "gpus", "driver_version", "backend", CACHE_DIR)
 
 
-@dataclass
-class FingerprintCell(Record):
+class FingerprintCell(msgspec.Struct, omit_defaults=True):
     jax_version: str
-    platform: str
-    device_count: int
-    seed: int | None
-    modules: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # module -> key -> components
-    facts: dict[str, Any] = field(default_factory=dict)  # jaxlib, the environment's python, ...
-    note: str = field(default="", metadata=shape(omit=Omit.EMPTY))  # why no key is known (the run failed, its log named none)
+    platform: str = ""
+    device_count: int = 0
+    seed: int | None = None
+    modules: dict[str, dict[str, dict[str, str]]] = {}  # module -> key -> components
+    facts: dict[str, Any] = {}  # jaxlib, the environment's python, ...
+    note: str = ""  # why no key is known (the run failed, its log named none)
 
     @property
     def label(self) -> str:
         return f"jax {self.jax_version} ({self.platform} x{self.device_count})"
-
-    @classmethod
-    def from_json(cls, data: Any) -> FingerprintCell:
-        """ValueError (one line, naming the field) for a cell a diff cannot use (checked first)."""
-        problem = cell_problem(data)
-        if problem:
-            raise ValueError(problem)
-        return decode(cls, data)
 
 
 def _shown(value: Any) -> str:
@@ -114,48 +107,47 @@ def cell_problem(data: Any) -> str | None:
     return None
 
 
-@dataclass
-class Fingerprint:
+class Fingerprint(msgspec.Struct, tag_field="fingerprint", tag=FORMAT):
+    """A fingerprint's file: its format (the tag), the host and each release's cell."""
+
     host: HostFacts
     cells: list[FingerprintCell]
     source: str = ""  # the script, or the results folder it was taken from
 
-    def to_json(self) -> dict[str, Any]:
-        return {"fingerprint": FORMAT, "source": self.source, "host": self.host.to_json(),
-                "cells": [c.to_json() for c in self.cells]}
 
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Fingerprint:
-        """ValueError (one line naming `where` and the field) for anything that is no fingerprint."""
-        def refused(why: str) -> ValueError:
-            return ValueError(f"{where}: not a fingerprint ({why})")
+def fingerprint_of(data: Any, where: str) -> Fingerprint:
+    """ValueError (one line naming `where` and the field) for anything that is no fingerprint."""
+    def refused(why: str) -> ValueError:
+        return ValueError(f"{where}: not a fingerprint ({why})")
 
-        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-            raise refused("no cells")
-        version = data.get("fingerprint")
-        if not (_whole(version) and version == FORMAT):
-            raise refused(f"fingerprint: must be {FORMAT}, the format this release reads, not {_shown(version)}")
-        why = _bad_text(data.get("source", ""), MAX_FACT)
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise refused("no cells")
+    version = data.get("fingerprint")
+    if not (_whole(version) and version == FORMAT):
+        raise refused(f"fingerprint: must be {FORMAT}, the format this release reads, not {_shown(version)}")
+    why = _bad_text(data.get("source", ""), MAX_FACT)
+    if why:
+        raise refused(f"source: {why}")
+    host = data.get("host") or {}
+    if not isinstance(host, dict):
+        raise refused(f"host: must be a mapping, not {type(host).__name__}")
+    host = host_shape({k: v for k, v in host.items() if v is not None})  # a backend's facts under `facts`
+    facts = host.get("facts") or {}
+    for name in HOST_FACTS:  # what a diff prints of the hosts
+        value = host.get(name, facts.get(name))
+        why = "" if value is None or _whole(value) else _bad_text(
+            value if not isinstance(value, list) else " ".join(map(str, value)), MAX_FACT)
         if why:
-            raise refused(f"source: {why}")
-        host = data.get("host") or {}
-        if not isinstance(host, dict):
-            raise refused(f"host: must be a mapping, not {type(host).__name__}")
-        for name in HOST_FACTS:  # what a diff prints of the hosts
-            value = host.get(name)
-            why = "" if value is None or _whole(value) else _bad_text(
-                value if not isinstance(value, list) else " ".join(map(str, value)), MAX_FACT)
-            if why:
-                raise refused(f"host.{name}: {why}")
-        for i, cell in enumerate(data["cells"]):
-            problem = cell_problem(cell)
-            if problem:
-                raise refused(f"cells[{i}].{problem}" if isinstance(cell, dict) else f"cells[{i}]: {problem}")
-        try:
-            return cls(HostFacts.from_json(host), [FingerprintCell.from_json(c) for c in data["cells"]],
-                       str(data.get("source", "")))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise refused(str(exc)) from None
+            raise refused(f"host.{name}: {why}")
+    for i, cell in enumerate(data["cells"]):
+        problem = cell_problem(cell)
+        if problem:
+            raise refused(f"cells[{i}].{problem}" if isinstance(cell, dict) else f"cells[{i}]: {problem}")
+    cells = [{k: v for k, v in c.items() if v is not None or k == "seed"} for c in data["cells"]]  # null: empty
+    try:
+        return convert({**data, "host": host, "cells": cells}, Fingerprint)
+    except ValueError as exc:
+        raise refused(str(exc)) from None
 
 
 def cell_fingerprint(cell: CellResult, cache_dir: str = "") -> FingerprintCell:
@@ -243,7 +235,7 @@ def diff(a: Fingerprint, b: Fingerprint) -> list[CellDiff]:
 
 
 def host_differences(a: Fingerprint, b: Fingerprint) -> list[str]:
-    ours, theirs = a.host.to_json(), b.host.to_json()  # compared fact by fact, by the names a reader sees
+    ours, theirs = host_flat(a.host), host_flat(b.host)  # compared fact by fact, by the names a reader sees
     return [f"{name}: {ours.get(name, '-')} vs {theirs.get(name, '-')}" for name in HOST_FACTS
             if ours.get(name) != theirs.get(name)]
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
+from harness.core.records import plain
 from harness.results.header import ResultsHeader
 
 # The config's `source` is the file's path, which differs between machines and may move.
@@ -37,7 +38,7 @@ class SweepIdentity:
         compared as it is recorded, key by key, so that a key an older release did not write (its
         default) and one it wrote agree only where they are equal."""
         options = header.options
-        return cls(config={k: v for k, v in header.config.to_json().items() if k not in _IGNORED_CONFIG_KEYS},
+        return cls(config={k: v for k, v in plain(header.config).items() if k not in _IGNORED_CONFIG_KEYS},
                    versions=tuple(header.versions), runs=options.runs,
                    seeds=None if options.seeds is None else str(options.seeds), all_runs=options.all_runs,
                    index_url=options.index_url, extra_index_urls=tuple(options.extra_index_urls or ()),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+
 from packaging.version import Version
 
+from harness.core.records import plain
 from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
-from harness.results.document import BISECTION_KEYS, ResultsDocument, ResultsHeader, RunStatus
+from harness.results.document import BISECTION, ResultsDocument, ResultsHeader, RunStatus
 
 
 def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
@@ -41,16 +43,16 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     missing: list[int] = []
     if any(shards):
         if not all(shards):
-            plain = next(label for (label, doc) in documents if not doc.header.shard)
-            raise UserError(f"merge: {plain} is a whole sweep, not a shard; merge shards of one sweep")
-        counts = {s["count"] for s in shards}
+            whole = next(label for (label, doc) in documents if not doc.header.shard)
+            raise UserError(f"merge: {whole} is a whole sweep, not a shard; merge shards of one sweep")
+        counts = {s.count for s in shards}
         if len(counts) > 1:
             raise UserError(f"merge: the shards were cut {' and '.join(map(str, sorted(counts)))} ways")
-        indices = [s["index"] for s in shards]
+        indices = [s.index for s in shards]
         repeated = sorted({i for i in indices if indices.count(i) > 1})
         if repeated:
             raise UserError(f"merge: shard {repeated[0]}/{counts.pop()} given twice")
-        missing = sorted(set(range(1, shards[0]["count"] + 1)) - set(indices))
+        missing = sorted(set(range(1, shards[0].count + 1)) - set(indices))
 
     cells: list[CellResult] = []
     seen: dict[str, str] = {}
@@ -60,12 +62,12 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
                 raise UserError(f"merge: cell {cell.spec.key} is in both {seen[cell.spec.key]} and {label}")
             seen[cell.spec.key] = label
             cells.append(cell)
-    planned = shards[0].get("planned") if shards and shards[0] else None
+    planned = shards[0].planned if shards and shards[0] else None
     cells.sort(key=_plan_order(planned))
 
     # Which shards are not there or did not finish, by number: the merge's status names them, and
     # `shards` keeps them as data for a re-submission of just those (harness submit --only-shards).
-    unfinished = {doc.header.shard["index"] if doc.header.shard else label: doc.status_text
+    unfinished = {doc.header.shard.index if doc.header.shard else label: doc.status_text
                   for label, doc in documents if doc.status != RunStatus.COMPLETE}
     parts = [f"shard {i} missing" for i in missing]
     parts += [f"shard {k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, int))]
@@ -77,16 +79,15 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     # Each part's own provenance (the header keeps the first's): its host, the harness that measured it (in
     # the host's facts) and its backend.
     sections: dict[str, Any] = {
-        "merged_from": [{"results": label, "shard": doc.header.shard["index"] if doc.header.shard else None,
+        "merged_from": [{"results": label, "shard": doc.header.shard.index if doc.header.shard else None,
                          "status": doc.status_text, "backend": _value(doc.header.options.backend),
-                         "host": doc.header.host.to_json()} for label, doc in documents]}
+                         "host": plain(doc.header.host)} for label, doc in documents]}
     if shards[0]:
-        sections["shards"] = {"count": shards[0]["count"], "missing": missing,
+        sections["shards"] = {"count": shards[0].count, "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
-        for key in BISECTION_KEYS:
-            if doc.sections.get(key) and key not in sections:
-                sections[key] = doc.sections[key]
+        if doc.sections.get(BISECTION) and BISECTION not in sections:
+            sections[BISECTION] = doc.sections[BISECTION]
     return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
                            sections)
 

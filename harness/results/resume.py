@@ -32,7 +32,7 @@ def check_same_sweep(previous: ResultsHeader, header: ResultsHeader, where: str)
         said = {True: "made", False: "not made (--no-moved-folder)", None: "not recorded"}
         raise UserError(f"--resume {where}: the moved folder's run differs ({said[previous.options.moved_folder]} "
                         f"there, {said[header.options.moved_folder]} now): resume with the options that made it")
-    if (previous.shard or {}).get("cells") != (header.shard or {}).get("cells"):
+    if (previous.shard.cells if previous.shard else None) != (header.shard.cells if header.shard else None):
         raise UserError(f"--resume {where}: it measured another shard (pass the same --shard)")
 
 

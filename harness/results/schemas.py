@@ -23,25 +23,10 @@ from harness.results.summary import Summary
 SCHEMAS_DIR = Path("docs") / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 REF = "#/$defs/{name}"
-# A recorded part's bookkeeping (harness/core/codec.py: read_recorded), no key of the file.
-_BOOKKEEPING = {"RecordedConfig": ("extra", "order"), "RecordedOptions": ("extra", "order", "bisect"),
-                "HostFacts": ("facts", "order")}
-_BISECT_KEYS = ("good", "bad", "jax_repo")  # a bisection's options: text or null
 
 
 def _components() -> dict[str, Any]:
-    kinds = (RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary)
-    defs = schema_components(kinds, ref_template=REF)
-    for name, skipped in _BOOKKEEPING.items():
-        props = defs[name]["properties"]
-        for key in skipped:
-            props.pop(key, None)
-    # RecordedConfig.env is pairs in memory, a mapping in the file (RecordedConfig.to_json)
-    defs["RecordedConfig"]["properties"]["env"] = {"anyOf": [{"type": "object", "additionalProperties": {"type": "string"}},
-                                                             {"type": "null"}]}
-    for key in _BISECT_KEYS:
-        defs["RecordedOptions"]["properties"][key] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    return defs
+    return schema_components((RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary), ref_template=REF)
 
 
 def _document(title: str, description: str, properties: dict[str, Any], required: list[str],
@@ -81,8 +66,8 @@ def schemas() -> dict[str, dict[str, Any]]:
     defs = _components()
     text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
     results = _document(
-        "results.json", "A results folder's document (docs/results.md), any release's: schema_version 1 or 2",
-        {"schema_version": {"type": "integer", "minimum": 1}, "created": _nullable(text), "command": text,
+        "results.json", "A results folder's document (docs/results.md), as this release writes it: schema_version 3 (earlier ones read through harness/results/document.py's upgrade)",
+        {"schema_version": {"type": "integer", "minimum": 1, "maximum": 3}, "created": _nullable(text), "command": text,
          "config": _ref("RecordedConfig"), "versions": texts, "options": _ref("RecordedOptions"),
          "host": _ref("HostFacts"), "finished": _nullable(text), "status": _nullable(text), "resumed": texts,
          "releases": texts, "cells": _nullable({"type": "array", "items": _ref("CellResult")})},

@@ -7,9 +7,10 @@ from typing import Any
 from pathlib import Path
 
 from harness.bisect import report as bisect_report
-from harness.bisect.bisection import Bisection, Outcome
+from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
+from harness.results.bisection import Outcome
 from harness.inputs.config import Config, load_config
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, write_atomic
@@ -73,7 +74,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
 
 
 def _status(found: Outcome) -> RunStatus:
-    return RunStatus.COMPLETE if found.releases.problem is None else RunStatus.PROBLEM
+    return RunStatus.COMPLETE if found.problem is None else RunStatus.PROBLEM
 
 
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:

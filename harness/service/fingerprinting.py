@@ -14,8 +14,9 @@ from harness.inputs.config import Config
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.files import read_json_bounded, remove_path, write_atomic
 from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell,
-                                  cell_fingerprint, diff, render_diff)
-from harness.results.header import HostFacts
+                                  cell_fingerprint, diff, fingerprint_of, render_diff)
+from harness.core.records import plain
+from harness.results.header import HostFacts, host_record
 from harness.measure.progress import Progress
 from harness.results.document import load_results, new_run_dir, results_file, results_folder
 from harness.service import measurement
@@ -28,7 +29,7 @@ FINGERPRINT_CACHE = Path(tempfile.gettempdir()) / "jax-cache-harness-fingerprint
 
 
 def this_host(backend: str, cache_dir: Path) -> HostFacts:
-    return HostFacts.from_json({"hostname": socket.gethostname(), "os": platform.platform(),
+    return host_record({"hostname": socket.gethostname(), "os": platform.platform(),
                                 "machine": platform.machine(), "python": platform.python_version(),
                                 "cpu_count": os.cpu_count(), "backend": backend, CACHE_DIR: str(cache_dir)})
 
@@ -61,7 +62,7 @@ def fingerprint(config: Config, options: FingerprintOptions, progress: Progress)
                      f"{len(found.modules)} module(s)" + (f" ({found.note})" if found.note else ""))
         cells.append(found)
     fingerprint = Fingerprint(this_host(choice.backend.name, cache_root), cells, source=str(config.repro.path))
-    text = json.dumps(fingerprint.to_json(), indent=1, allow_nan=False) + "\n"
+    text = json.dumps(plain(fingerprint), indent=1, allow_nan=False) + "\n"
     write_atomic(work / "fingerprint.json", text)
     if options.output is not None:
         write_atomic(options.output, text)
@@ -85,7 +86,7 @@ def read(path: Path) -> Fingerprint:
     if isinstance(data, dict) and "fingerprint" not in data and "cells" in data and "config" in data:
         return from_results(path)
     try:
-        return Fingerprint.from_json(data, str(path))
+        return fingerprint_of(data, str(path))
     except ValueError as exc:
         raise UserError(str(exc)) from None
 

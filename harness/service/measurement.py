@@ -10,6 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from collections.abc import Callable
 
+import msgspec
+
+from harness.core.records import convert
 from harness.inputs.dependencies import JAX_OWN, Sources, sources_from
 from harness.inputs.index_urls import redacted
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
@@ -25,7 +28,7 @@ from harness.measure.seeds import SeedPlanner
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
-from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader
+from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader, host_record
 from harness.core.model import BackendName
 from harness.results.document import RunStatus
 from harness.service.options import MeasureOptions
@@ -155,8 +158,8 @@ def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]
 def results_header(command: str, config: Config, versions: list[str], choice: BackendChoice,
                    options: RecordedOptions) -> ResultsHeader:
     """The results document's header: what was measured, how (`options`, the backend added), where."""
-    return ResultsHeader(command=command, config=RecordedConfig.from_json(config.to_json()), versions=versions,
-                         options=replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why,
+    return ResultsHeader(command=command, config=convert(config.to_json(), RecordedConfig, "config"), versions=versions,
+                         options=msgspec.structs.replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why,
                                          **recorded_sources(choice.sources)),
                          host=host_facts(choice.backend.describe()))
 
@@ -250,4 +253,4 @@ def host_facts(backend: dict[str, Any]) -> HostFacts:
         **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }
     # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
-    return HostFacts.from_json({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})
+    return host_record({**{(f"backend_{k}" if k in host else k): v for k, v in backend.items()}, **host})

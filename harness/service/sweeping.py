@@ -14,7 +14,7 @@ from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, load_config, p
 from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
-from harness.results.header import RecordedOptions
+from harness.results.header import RecordedOptions, RecordedShard
 from harness.inputs.options import DEFAULT_RESULTS, Given
 from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
@@ -134,7 +134,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
                                            moved_folder=config.moved_folder if config.source == CHECK_SOURCE else None))
     header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
     if shard:
-        header.shard = shard.to_json([c.key for c in planned], [c.key for c in cells])
+        header.shard = RecordedShard(shard.index, shard.count, [c.key for c in planned], [c.key for c in cells])
     if options.resume is not None:
         previous = load_results(options.resume)  # again, now that no other process can be writing it
         check_same_sweep(previous.header, header, str(options.resume))

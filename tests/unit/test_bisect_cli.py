@@ -13,7 +13,7 @@ import pytest
 import harness.cli.commands as cli
 import harness.service as service
 from harness.bisect import report
-from harness.bisect.bisection import Outcome, Row
+from harness.results.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
 from harness.core.errors import EnvironmentUnavailable, UserError
@@ -76,7 +76,7 @@ def test_an_endpoint_keeps_the_index_spelling(capsys, tmp_path, backend):
     # 0.4.26.0 is 0.4.26; it is recorded (and resumed) as the index spells it.
     bisect(["--good", "0.4.26.0", "--out", str(tmp_path)], capsys)
     [results] = tmp_path.glob("bisect-*/results.json")
-    assert json.loads(results.read_text())["options"]["good"] == "0.4.26"
+    assert json.loads(results.read_text())["options"]["bisect"]["good"] == "0.4.26"
 
 
 @pytest.mark.parametrize("failure,code", [(RuntimeError("a harness bug"), 3),
@@ -111,7 +111,7 @@ def test_resume_command_quotes_every_path():
 
 def outcome_with(*rows: Row) -> Outcome:
     search = Search(appears=Boundary("0.4.26", "0.4.27"), fixed=Boundary("0.4.28", "0.4.29"))
-    return Outcome(search, list(rows))
+    return Outcome(search.appears, search.fixed, search.problem, list(rows))
 
 
 def row(verdict, bound=None, other=None) -> Row:

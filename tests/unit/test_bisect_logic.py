@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from harness.bisect import bisection
-from harness.bisect.logic import Boundary, Role, Search, between, search
+from harness.core.records import convert, plain
+from harness.results import bisection
+from harness.results.document import read_document
+from harness.bisect.logic import Boundary, Role, between, search
 from harness.core.model import CommitInfo, Verdict
 
 C, R, E, U = Verdict.CLEAN, Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED
@@ -174,20 +176,20 @@ def test_a_bisection_outcome_reads_back_from_its_json_as_written_now_and_before(
             bisection.Row("0.4.27", Role.APPEARS, Verdict.REPRODUCED, 2, None, "a new key in run 2")]
     commit_row = bisection.Row(culprit.sha, Role.APPEARS, Verdict.REPRODUCED, 2, None, "new key", culprit, "0.4.26")
     search = bisection.CommitSearch(Role.APPEARS, ("0.4.26", "0.4.27"), 300, [commit_row],
-                                    Boundary(before.sha, culprit.sha, ("abc",), resolved=False),
-                                    infos={culprit.sha: culprit, before.sha: before})
-    outcome = bisection.Outcome(Search(appears=Boundary("0.4.26", "0.4.27"), fixed=Boundary("0.4.28", None),
-                                       steps=[]), rows, [search])
-    data = json.loads(json.dumps(outcome.to_json()))
-    again = bisection.Outcome.from_json(data)
-    assert again.to_json() == data
+                                    Boundary(before.sha, culprit.sha, ("abc",), resolved=False), None, culprit, before)
+    outcome = bisection.Outcome(Boundary("0.4.26", "0.4.27"), Boundary("0.4.28", None), None, rows, [search])
+    data = json.loads(json.dumps(plain(outcome)))
+    again = convert(data, bisection.Outcome)
+    assert again == outcome and plain(again) == data
     assert again.commits[0].culprit == culprit and again.commits[0].before == before
-    assert [s.point for s in again.releases.steps] == ["0.4.26", "0.4.27"]
+    assert [r.point for r in again.release_rows] == ["0.4.26", "0.4.27"]
 
-    # As an earlier release wrote it: no `resolved`, no commit `boundary`.
+    # As an earlier release wrote it: no `resolved`, no commit `boundary`, the counts it wrote for readers.
     for b in (data["appears"], data["fixed"]):
         b.pop("resolved")
     data["commits"][0].pop("boundary")
-    old = bisection.Outcome.from_json(data)
-    assert old.releases.appears == Boundary("0.4.26", "0.4.27") and old.commits[0].culprit == culprit
+    data["commits"][0].update(skipped=["abc"], commits_tested=1)
+    data.update(releases_tested=2, runs_total=12)
+    old = read_document({"schema_version": 2, "bisect": data}, "old").sections["bisect"]
+    assert old.appears == Boundary("0.4.26", "0.4.27") and old.commits[0].culprit == culprit
     assert old.commits[0].boundary == Boundary(before.sha, culprit.sha, ("abc",))

@@ -23,6 +23,7 @@ from harness.core.model import Mesh, Platform, ProcessOutcome, Program, Verdict
 from harness.cli.console import ConsoleProgress
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.output.writer import ResultsWriter
+from harness.core.records import convert
 from harness.measure.seeds import SeedPlanner
 
 REPRO = '''
@@ -75,7 +76,7 @@ def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) 
     folder.mkdir(exist_ok=True)
     repo = GitRepo(fake["repo"])
     state = BisectState.open(folder, {"test": "fake"})
-    writer = ResultsWriter(folder, ResultsHeader(config=RecordedConfig.from_json(config.to_json())))
+    writer = ResultsWriter(folder, ResultsHeader(config=convert(config.to_json(), RecordedConfig)))
     return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
                      SeedPlanner(_probes=PROBES), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
                      sources_root=tmp_path / "src",
@@ -100,9 +101,9 @@ def whole(fake_jax, tmp_path_factory):
 
 def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, whole):
     outcome = whole
-    assert outcome.releases.problem is None
-    assert outcome.releases.appears == Boundary("0.1.0", "0.1.1")
-    assert outcome.releases.fixed == Boundary("0.1.1", "0.1.2")
+    assert outcome.problem is None
+    assert outcome.appears == Boundary("0.1.0", "0.1.1")
+    assert outcome.fixed == Boundary("0.1.1", "0.1.2")
     appears, fixed = outcome.commits
     assert appears.problem is None and fixed.problem is None
     assert appears.culprit.sha == fake_jax["bad"]
@@ -153,7 +154,7 @@ def test_an_interrupted_bisection_resumes_without_remeasuring_and_gives_the_same
 
 def searched(outcome):
     """What a bisection found and how: every tested point with its verdict, and the culprits."""
-    return ([(s.point, s.verdict) for s in outcome.releases.steps],
+    return ([(s.point, s.verdict) for s in outcome.release_rows],
             [([(r.point, r.verdict) for r in c.rows], c.boundary, c.culprit) for c in outcome.commits])
 
 

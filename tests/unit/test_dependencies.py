@@ -20,7 +20,7 @@ from harness.core.errors import BackendUnavailable, UserError
 from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
 from harness.inputs.pythons import PythonVersion
 from harness.report.render import render_report
-from harness.results.document import ResultsDocument
+from harness.results.document import read_document
 from tests.fakes import INDEX
 
 SCRIPT = '''\
@@ -280,7 +280,7 @@ def test_the_report_lists_each_releases_packages_and_pins_them_to_reproduce():
                 "config": {"name": "t", "repro": "step.py", "source": "harness check",
                            "requirements": ["flax", "optax>=0.2"]},
                 "cells": [c.to_json() for c in cells]}
-    report = render_report(ResultsDocument.from_json(document, "test"), cells, {})
+    report = render_report(read_document(document, "test"), cells, {})
     assert "- jax 0.4.31: flax 0.8.5, optax 0.2.3" in report
     assert "- jax 0.10.2: flax 0.12.7, optax 0.2.8" in report
     assert "chex 0.1.86, **flax 0.8.5**, **optax 0.2.3**" in report  # folded: every non-JAX package

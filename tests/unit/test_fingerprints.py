@@ -5,10 +5,13 @@ import json
 import pytest
 
 from harness.cli.commands import main
-from harness.results.fingerprints import MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell, cell_fingerprint, diff, render_diff
+from harness.core.records import plain
+from harness.results.fingerprints import (MAX_FINGERPRINT_BYTES, Fingerprint, FingerprintCell, cell_fingerprint, diff,
+                                         fingerprint_of, render_diff)
 from harness.results.header import HostFacts
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.results.header import host_record
 
 
 def comps(**values):
@@ -53,14 +56,14 @@ def test_a_fingerprint_round_trips_and_comes_from_a_cells_first_good_run():
     assert found.seed == 5 and found.modules == {"jit_f": {key.key: key.components}}
     assert found.facts == {"jaxlib": "0.5.0", "cache_dir": "/c"}
     taken = Fingerprint(HostFacts(hostname="x"), [found], "s.py")
-    assert Fingerprint.from_json(taken.to_json(), "f").to_json() == taken.to_json()
+    assert plain(fingerprint_of(plain(taken), "f")) == plain(taken)
 
 
 def test_harness_diff_exits_1_when_keys_differ_and_2_for_what_is_no_fingerprint(tmp_path, capsys):
     a = Fingerprint(HostFacts(), [cell(jit_f={"1": comps(computation="1", compile_options="1")})])
     b = Fingerprint(HostFacts(), [cell(jit_f={"2": comps(computation="1", compile_options="2")})])
-    (tmp_path / "a.json").write_text(json.dumps(a.to_json()))
-    (tmp_path / "b.json").write_text(json.dumps(b.to_json()))
+    (tmp_path / "a.json").write_text(json.dumps(plain(a)))
+    (tmp_path / "b.json").write_text(json.dumps(plain(b)))
     assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0
     assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 1
     assert "moved: compile_options" in capsys.readouterr().out
@@ -81,13 +84,13 @@ def test_the_hosts_are_compared_by_the_facts_a_results_folder_records():
     """A results folder's host says `driver_version` (nvidia-smi's): that is the driver compared, and a
     fingerprint file reads its host back typed."""
     a = Fingerprint(HostFacts(driver_version="550.1", gpus=("H100 (80 GiB)",)), [])
-    b = Fingerprint(HostFacts.from_json({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
+    b = Fingerprint(host_record({"driver_version": "535.2", "gpus": ["H100 (80 GiB)"]}), [])
     assert render_diff(a, b, []) == "the two differ in: driver_version: 550.1 vs 535.2"
-    assert Fingerprint.from_json(a.to_json(), "a").host == a.host
+    assert fingerprint_of(plain(a), "a").host == a.host
 
 
 def _good():
-    return Fingerprint(HostFacts(hostname="h"), [cell(jit_f={"1": comps(computation="1")})], "s.py").to_json()
+    return plain(Fingerprint(HostFacts(hostname="h"), [cell(jit_f={"1": comps(computation="1")})], "s.py"))
 
 
 def _with_cell(**fields):

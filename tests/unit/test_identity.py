@@ -1,7 +1,7 @@
 """One sweep identity for --resume, merge and the bisection state: what counts, what does not."""
 
-from harness.results.header import ResultsHeader
 from harness.results.identity import SweepIdentity
+from harness.results.document import read_header
 
 DOCUMENT = {"config": {"name": "smoke", "runs": 4, "source": "configs/smoke.yaml"}, "versions": ["0.4.28"],
             "options": {"runs": 4, "seeds": "chosen", "all_runs": False, "jobs": 1, "backend": "venv"}}
@@ -15,7 +15,7 @@ def identity(**changes):
             doc[section][name] = value
         else:
             doc[section] = value
-    return SweepIdentity.of(ResultsHeader.from_json(doc))
+    return SweepIdentity.of(read_header(doc))
 
 
 def test_where_the_config_lives_and_how_the_runs_were_made_do_not_count():

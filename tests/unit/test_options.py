@@ -25,6 +25,7 @@ from harness.inputs.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, op
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.reproduce import harness_command
 from harness.inputs.versions import LATEST
+from harness.core.records import convert
 
 
 def _words(opt: Option) -> list[str]:
@@ -240,7 +241,7 @@ def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
     config = {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
               "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj", "cache_thresholds": "script",
               "requirements": ["flax==0.8.0"]}
-    header = ResultsHeader(config=RecordedConfig.from_json(config))
+    header = ResultsHeader(config=convert(config, RecordedConfig))
     given = _read_back(header, cell, vary=(Factor.CWD, Factor.TZ))
     assert (given["script"], given["versions"], given["device_count"], given["platform"]) == \
         (Path("/my proj/train.py"), ("0.4.31",), 4, Platform.CPU)

@@ -19,6 +19,7 @@ from harness.core.model import Platform
 from harness.environments.package_index import PyPIIndex, private_projects
 from harness.inputs.pythons import PythonVersion
 from harness.inputs.versions import parse_simple, simple_html_as_json
+from harness.core.records import convert, plain
 from tests.local_index import build_wheel, served, simple_index
 
 MIRROR = "https://mirror.example/simple"
@@ -79,11 +80,11 @@ def test_another_source_is_another_environment_and_none_keeps_the_old_name(tmp_p
 def test_results_record_the_sources_and_a_header_without_them_round_trips_as_written():
     recorded = RecordedOptions(runs=4, index_url=MIRROR, extra_index_urls=("https://c.example/simple",),
                                editables=("/home/me/mypkg",))
-    data = recorded.to_json()
+    data = plain(recorded)
     assert data["index_url"] == MIRROR and data["editables"] == ["/home/me/mypkg"]
-    assert RecordedOptions.from_json(data) == recorded
+    assert convert(data, RecordedOptions) == recorded
     old = {"runs": 4, "jobs": 1, "backend": "venv"}
-    assert RecordedOptions.from_json(old).to_json() == old
+    assert plain(convert(old, RecordedOptions)) == old
 
 
 def test_a_simple_page_gives_releases_without_dates_and_json_pages_with_them():

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.bisect import report as bisect_report
-from harness.bisect.bisection import Outcome, Row
-from harness.bisect.logic import Boundary, Role, Search
+from harness.results.bisection import Boundary, Outcome, Role, Row
 from harness.core.model import Verdict
 from harness.report.table import render, summary_line
 from harness.verdicts.boundaries import release_boundaries
@@ -80,7 +79,7 @@ def test_the_headers_requirements_count_where_cells_do_not_record_them():
 
 def test_a_bisection_names_the_change_at_its_boundary_and_in_its_table():
     cells = [with_packages("0.4.31", Verdict.CLEAN), with_packages("0.10.2", Verdict.REPRODUCED)]
-    outcome = Outcome(Search(appears=Boundary("0.4.31", "0.10.2")),
+    outcome = Outcome(Boundary("0.4.31", "0.10.2"), None, None,
                       [Row("0.4.31", Role.ENDPOINT, Verdict.CLEAN, 11, 0.001, ""),
                        Row("0.10.2", Role.ENDPOINT, Verdict.REPRODUCED, 2, None, "")])
     text = bisect_report.text(outcome, "harness bisect train.py", packages=ProgramPackages.of(cells))

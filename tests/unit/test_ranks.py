@@ -141,7 +141,7 @@ def test_a_multiprocess_cell_has_its_own_key_and_folder():
 
 def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processes():
     from harness.report.render import render_report
-    from harness.results.document import ResultsDocument
+    from harness.results.document import read_document
     from harness.measure.seeds import random_plan, with_ranks
     from harness.report.table import render
 
@@ -153,7 +153,7 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
                 "config": {"name": "t", "repro": "train.py", "source": "harness check", "processes": 2}}
     from harness.report.evidence import MissingEvidence
 
-    text = render_report(ResultsDocument.from_json(document, "test"), [cell], {SPEC.key: MissingEvidence("jit_loss", "no IR dump in this test")})
+    text = render_report(read_document(document, "test"), [cell], {SPEC.key: MissingEvidence("jit_loss", "no IR dump in this test")})
     assert "## Multi-process cells" in text and "2 processes per run" in text
     assert "processes that wrote to the cache: 0" in text
     assert "differ between processes 0 and 1 of run 1" in text and "| **computation**" in text
@@ -280,13 +280,13 @@ def test_what_two_processes_programs_differ_in_is_read_from_their_diff():
 
 def test_the_report_claims_mismatched_collectives_only_where_a_collective_differs():
     from harness.report.render import render_report
-    from harness.results.document import ResultsDocument
+    from harness.results.document import read_document
 
     runs = [pvary_0_8_1(1)]
     split = first_split(runs)
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(split), rank_split=split,
                       job=group_facts(runs, 2))
-    document = ResultsDocument.from_json({"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
+    document = read_document({"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
                                           "config": {"name": "t", "repro": "train.py", "source": "harness check",
                                                      "processes": 2}}, "test")
     collectives = render_report(document, [cell], {SPEC.key: rank_evidence("pvary-0.8.1")})

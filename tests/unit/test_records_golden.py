@@ -11,10 +11,14 @@ from tests import records_golden
 from tests.records_golden import FIXTURES, FOLDERS, GOLDEN, dumped
 
 
-def test_today_writes_what_the_golden_file_holds():
-    golden = GOLDEN.read_text()
-    now = dumped(records_golden.current())
-    assert now == golden
+def test_today_writes_the_cells_the_golden_file_holds():
+    """The cells as before; the documents' headers are written as schema_version 3 now (old folders read, they
+    are not rewritten byte for byte: tests/unit/test_header.py checks what their headers mean)."""
+    golden = json.loads(GOLDEN.read_text())
+    now = json.loads(dumped(records_golden.current()))
+    assert dumped(now["built"]) == dumped(golden["built"])
+    for folder, document in golden["folders"].items():
+        assert dumped(now["folders"][folder]["cells"]) == dumped(document["cells"]), folder
 
 
 @pytest.mark.parametrize("folder", FOLDERS)

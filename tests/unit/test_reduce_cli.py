@@ -5,7 +5,8 @@ import pytest
 import harness.service as service
 from harness.core.model import Cause
 from harness.reduce.search import Tried
-from harness.reduce.signature import Signature
+from harness.core.records import convert
+from harness.results.reduction import Reduced, Signature
 from harness.reduce.state import ReduceState, load_state
 from harness.report.render import _minimal_reproducer
 from harness.core.errors import UserError
@@ -96,7 +97,7 @@ def test_the_report_section_holds_the_reduced_program_in_a_fence():
                "reduced": {"path": "reduced.py", "lines": 2, "bytes": 30, "source": "import jax\nprint(1)\n"},
                "signature": {"module": "jit_f", "components": ["computation"], "cause": "order"},
                "bad": "0.4.28", "good": "0.4.29", "candidates_run": 40, "seconds": 300.0}
-    lines = _minimal_reproducer({"reduce": section})
+    lines = _minimal_reproducer({"reduce": convert(section, Reduced)})
     assert lines[0] == "## Minimal reproducer"
     assert "from 150 to 2 lines" in lines[2] and "`reproduced` on jax 0.4.28 through `jit_f`" in lines[2]
     assert "computation" in lines[2] and "`clean` on jax 0.4.29" in lines[2] and "40 candidates" in lines[2]

@@ -28,7 +28,7 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
     from harness.core.vary_factors import Factor
     from harness.core.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
     from harness.reduce.measure import deciding_seeds, launch_of
-    from harness.reduce.signature import Signature
+    from harness.results.reduction import Signature
 
     group_run = RunRecord(index=3, seed=7, exit_code=0, duration_s=1.0, new_entries=[],
                         ranks=[RankRecord(1, 70, 0, 1.0), RankRecord(0, 7, 0, 1.0)])
@@ -49,7 +49,7 @@ def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
     from harness.reduce.sandbox import Workspace
     from harness.inputs.config import Config, Repro
     from harness.core.vary_factors import Factor
-    from harness.reduce.signature import Signature
+    from harness.results.reduction import Signature
 
     config = Config("s", Repro("s", tmp_path / "s.py", builtin=False), ("0.5.0",),
                     vary=(Factor.CWD, Factor.CACHE_PATH))

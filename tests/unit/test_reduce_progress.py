@@ -10,7 +10,7 @@ from harness.core.model import Cause
 from harness.reduce.passes import PassName, removals
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.search import Search, Tried
-from harness.reduce.signature import Signature
+from harness.results.reduction import Signature
 from harness.reduce.state import ReduceState, load_state
 
 SCRIPT = "examples/train_shard_map_grad.py"

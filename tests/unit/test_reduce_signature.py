@@ -1,7 +1,9 @@
 """A cell's failure signature and whether a candidate keeps it (pure: cells in, reasons out)."""
 
 from harness.core.model import Cause, CellSpec, Platform, Verdict
-from harness.reduce.signature import Signature, signature_of, why_not_kept
+from harness.core.records import convert, plain
+from harness.reduce.signature import signature_of, why_not_kept
+from harness.results.reduction import Signature
 from tests.reduce_cells import cell, key
 
 BAD = CellSpec("0.4.28", Platform.CPU, 8, None)
@@ -15,7 +17,7 @@ def test_the_signature_of_a_reproduced_cell_is_its_module_moved_components_and_c
     reproduced = cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])
     assert signature_of(reproduced) == TARGET
     assert signature_of(cell(GOOD, [[key("jit_f", 1)], []])) is None  # clean: no signature
-    assert Signature.from_json(TARGET.to_json()) == TARGET
+    assert convert(plain(TARGET), Signature) == TARGET
 
 
 def test_a_candidate_keeps_the_signature_only_with_the_same_module_components_and_cause():
@@ -74,7 +76,7 @@ def test_under_vary_the_signature_is_the_first_factor_that_missed_through_the_sc
     assert signature_of(varied(BAD, FactorOutcome.HIT), (Factor.CACHE_PATH,)) is None
     reproduced_by_seeds = cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])
     assert signature_of(reproduced_by_seeds, (Factor.CACHE_PATH,)) is None  # no factor missed: refused
-    assert Signature.from_json(VARY_TARGET.to_json()) == VARY_TARGET
+    assert convert(plain(VARY_TARGET), Signature) == VARY_TARGET
     assert "when varying cache-path" in VARY_TARGET.describe()
 
 
@@ -109,10 +111,10 @@ RANK_TARGET = Signature("jit_loss", ("computation",), Cause.ORDER, ranks=(0, 1))
 
 def test_between_processes_the_signature_is_the_ranks_module_and_program_components():
     assert signature_of(split_cell(BAD)) == RANK_TARGET  # the devices' own component left out
-    assert Signature.from_json(RANK_TARGET.to_json()) == RANK_TARGET
+    assert convert(plain(RANK_TARGET), Signature) == RANK_TARGET
     assert "between processes 0 and 1" in RANK_TARGET.describe()
     old = {"module": "jit_f", "components": ["computation"], "cause": "order"}  # a reduce.json from before
-    assert Signature.from_json(old) == TARGET
+    assert convert(old, Signature) == TARGET
 
 
 def test_between_processes_a_candidate_keeps_it_only_if_the_same_ranks_disagree_the_same_way():

@@ -10,7 +10,7 @@ from harness.core.errors import UserError
 from harness.core.model import Cause
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
-from harness.reduce.signature import Signature
+from harness.results.reduction import Signature
 from harness.reduce.state import STATE_FILE, ReduceState, load_state
 
 ORIGINAL = "import jax\nprint(jax.jit(lambda x: x)(1))\n"

@@ -13,7 +13,8 @@ import yaml
 from harness.cli import commands as cli
 from harness.core import confidence
 from harness.measure import seeds
-from harness.bisect import bisection, commits, logic
+from harness.bisect import commits, logic
+from harness.results import bisection
 from harness.inputs.config import parse_config
 from harness.core.model import CellResult, CellSpec, Mesh, FolderMode, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
 from harness.report import REPORT_FILE, render_report, write_report
@@ -24,8 +25,10 @@ from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_texts
 from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
-from harness.results.document import ResultsDocument
+from harness.results.document import SCHEMA_VERSION, read_document
 from harness.output.writer import ResultsWriter
+from harness.core.records import convert, plain
+from harness.results.document import read_header
 from tests.helpers import github_html, outside_fences, unescaped_pipes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -179,7 +182,7 @@ def test_changed_attributes_pairs_removed_and_added_lines():
 
 def _render(document, cells, evidence, seeds=None):
     """report.md of a results document given as its JSON (checked and typed as a reader reads it)."""
-    return render_report(ResultsDocument.from_json(document, "test"), cells, evidence, seeds)
+    return render_report(read_document(document, "test"), cells, evidence, seeds)
 
 
 def _doc(cells, **extra):
@@ -194,7 +197,7 @@ def _cell(version, verdict, platform=Platform.CUDA):
     return CellResult(CellSpec(version, platform, 8, Mesh((8, 1), ("a", "b"))), verdict, {}, [])
 
 
-BISECT = {  # the shape `harness bisect` stores under "bisect" (harness/bisect/bisection.py Outcome.to_json)
+BISECT = {  # the shape `harness bisect` stored under "bisect" before schema_version 3 (_doc writes version 1)
     "appears": {"last": "0.4.26", "first": "0.4.27", "skipped": []}, "fixed": {"last": "0.4.28", "first": "0.4.29",
                                                                              "skipped": []},
     "problem": None, "releases_tested": 4, "runs_total": 40,
@@ -204,7 +207,9 @@ BISECT = {  # the shape `harness bisect` stores under "bisect" (harness/bisect/b
                  "culprit": {"sha": "0123456789abcdef0123", "date": "2024-04-20T10:00:00Z",
                              "subject": "shard_map: residual names from a set"},
                  "before_culprit": {"sha": "fedcba9876543210fedc", "date": "2024-04-19T10:00:00Z",
-                                    "subject": "an innocent commit"}, "steps": []}]}
+                                    "subject": "an innocent commit"},
+                 "steps": [{"point": "0123456789abcdef0123", "role": "appears", "verdict": "reproduced", "runs": 2,
+                            "detail": "jit_f: 2 keys", "miss_bound": None}] * 9}]}
 
 
 def test_bisection_host_facts_and_status_render():
@@ -227,12 +232,11 @@ def test_report_renders_what_the_bisector_really_stores():
     culprit = commits.CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
     before = commits.CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
     search = bisection.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
-                                    boundary=logic.Boundary(before.sha, culprit.sha),
-                                    infos={culprit.sha: culprit, before.sha: before})
-    outcome = bisection.Outcome(logic.Search(appears=logic.Boundary("0.4.26", "0.4.27"),
-                                             fixed=logic.Boundary("0.4.28", "0.4.29")), [], [search])
+                                    boundary=logic.Boundary(before.sha, culprit.sha), culprit=culprit, before=before)
+    outcome = bisection.Outcome(appears=logic.Boundary("0.4.26", "0.4.27"), fixed=logic.Boundary("0.4.28", "0.4.29"),
+                                commits=[search])
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
-    text = _render(_doc(cells, bisect=outcome.to_json()), cells, {})
+    text = _render({**_doc(cells, bisect=plain(outcome)), "schema_version": SCHEMA_VERSION}, cells, {})
     assert "- Appears in 0.4.27 (last before: 0.4.26)" in text and "- Fixed in 0.4.29 (last before: 0.4.28)" in text
     assert "- Culprit: [`0123456789ab`](https://github.com/jax-ml/jax/commit/0123456789abcdef0123)" in text
     assert "- Last commit before it: [`fedcba987654`]" in text
@@ -261,7 +265,7 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
     calls = []
     monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
-    writer = ResultsWriter(smoke_run, ResultsHeader.from_json(document))
+    writer = ResultsWriter(smoke_run, read_header(document))
     writer.add(reproduced)
     writer.add(clean)
     writer.finish()
@@ -441,7 +445,7 @@ def test_a_scripts_own_cache_folder_is_reported_and_listed_by_hand(tmp_path):
     report = _render(doc, [cell], {})
     assert ("- The script set its cache folder to /jax cache (set_cache_dir); the harness redirected it "
             "to the cell's folder (jax 0.4.28).") in _section(report, "The script's own cache settings")
-    commands = shell_commands(cell, RecordedConfig.from_json(doc["config"]))
+    commands = shell_commands(cell, convert(doc["config"], RecordedConfig))
     assert "ls -1 '/jax cache'" in commands.splitlines()
     assert "--cache-thresholds harness" in report
 

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from harness.core.errors import UserError
-from harness.results.header import ResultsHeader
 from harness.core.model import CellResult, CellSpec, Platform, Verdict
 from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
+from harness.results.document import read_header
 
 HEADER = {"config": {"name": "smoke", "runs": 4, "source": "configs/smoke.yaml"},
           "versions": ["0.4.28", "0.4.29"], "options": {"runs": 4, "seeds": "chosen", "all_runs": False}}
@@ -21,7 +21,7 @@ def changed(**parts):
             out[section][name] = value
         else:
             out[section] = value
-    return ResultsHeader.from_json(out)
+    return read_header(out)
 
 
 def test_the_same_sweep_passes_even_from_a_moved_config():
@@ -33,7 +33,7 @@ def test_the_same_sweep_passes_even_from_a_moved_config():
     (changed(versions=["0.4.28"]), "versions differ"),
     (changed(options__seeds="random"), "option seeds differs"),
     (changed(options__all_runs=True), "option all_runs differs"),
-    (changed(shard={"cells": ["a"]}), "another shard"),
+    (changed(shard={"index": 1, "count": 2, "cells": ["a"]}), "another shard"),
 ])
 def test_another_sweep_is_refused_naming_what_differs(previous, fragment):
     with pytest.raises(UserError, match=fragment):

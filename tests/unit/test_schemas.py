@@ -9,6 +9,8 @@ import jsonschema
 import pytest
 
 from harness.results import schemas
+from harness.core.records import plain
+from harness.results.document import document_json, read_document
 from harness.results.fingerprints import Fingerprint
 from harness.results.header import HostFacts
 
@@ -65,10 +67,14 @@ def test_a_header_made_now_validates_with_every_part_it_can_hold():
     data["options"].update(good=None, bad="0.4.28", jax_repo=None, index_url="https://i.example/simple")
     data["host"].update(gpus=["H100 (80 GB)"], docker_version="27")
     _validator("results.schema.json").validate(data)
+    # as this release writes it (schema_version 3: the endpoints under options.bisect, docker_version in host.facts)
+    written = json.loads(json.dumps(document_json(read_document(data, "v1"))))
+    assert written["options"]["bisect"]["bad"] == "0.4.28" and written["host"]["facts"]["docker_version"] == "27"
+    _validator("results.schema.json").validate(written)
 
 
 def test_a_fingerprint_written_now_validates():
-    written = Fingerprint(HostFacts(hostname="h", gpus=("H100",)), [], "s.py").to_json()
+    written = plain(Fingerprint(HostFacts(hostname="h", gpus=("H100",)), [], "s.py"))
     _validator("fingerprint.schema.json").validate(json.loads(json.dumps(written)))
 
 

@@ -11,10 +11,11 @@ from harness.inputs.config import parse_config
 from harness.environments import docker as dk
 from harness.core.errors import ConfigError
 from harness.core.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
-from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.header import RecordedConfig
 from harness.inputs.options import parse
 from harness.report.reproduce import harness_command, narrowing, shell_commands
 from harness.inputs.run_env import merge_user_env, process_env, program_for, run_command
+from harness.results.document import read_header
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 4, None)
 
@@ -124,12 +125,12 @@ def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
     assert shlex.split(run_line.split('"$python" ', 1)[1].split(" >")[0]) == ["/my proj/train.py", "--name", "it's"]
     document = {"config": {"source": "harness check", "repro": "/my proj/train.py", "args": ["--name", "it's"],
                            "env": {"MODEL_SIZE": "a b"}, "cwd": "/my proj"}}
-    words = shlex.split(harness_command(ResultsHeader.from_json(document), cell))
+    words = shlex.split(harness_command(read_header(document), cell))
     assert words[:3] == ["harness", "check", "/my proj/train.py"]
     assert words[words.index("--env") + 1] == "MODEL_SIZE=a b" and words[words.index("--cwd") + 1] == "/my proj"
     assert words[words.index("--") + 1:] == ["--name", "it's"]
     module = {"config": {"source": "harness check", "module": "pkg.train"}}
-    assert shlex.split(harness_command(ResultsHeader.from_json(module), cell))[2:4] == ["-m", "pkg.train"]
+    assert shlex.split(harness_command(read_header(module), cell))[2:4] == ["-m", "pkg.train"]
 
 
 def test_cli_passes_everything_after_the_double_dash_untouched(script, monkeypatch):
@@ -177,17 +178,17 @@ def test_reproduce_lines_carry_the_options_that_changed_what_was_installed():
                 "options": {"index_url": "https://mirror.example/simple",
                             "extra_index_urls": ["https://extra.example/simple"],
                             "editables": ["/src/my pkg"], "editable_digests": ["sha256:ab"]}}
-    header = ResultsHeader.from_json(document)
+    header = read_header(document)
     for line in (harness_command(header, cell), narrowing(header)("0.4.26", "0.4.30")):
         given, _ = parse(shlex.split(line)[1:])
         assert given["with_editable"] == (Path("/src/my pkg"),) and given["with_requirements"] == ("flax>=0.8",)
         assert given["index_url"] == "https://mirror.example/simple"
         assert given["extra_index_urls"] == ("https://extra.example/simple",)
     config = {"config": {"source": "sweep.yaml"}, "options": document["options"]}
-    run = parse(shlex.split(harness_command(ResultsHeader.from_json(config), cell))[1:])[0]
+    run = parse(shlex.split(harness_command(read_header(config), cell))[1:])[0]
     assert run.command == "run" and run["index_url"] == "https://mirror.example/simple"
     assert run["extra_index_urls"] == ("https://extra.example/simple",)  # run takes no --with-editable
-    bisect = parse(shlex.split(narrowing(ResultsHeader.from_json(config))("0.4.26", "0.4.30"))[1:])[0]
+    bisect = parse(shlex.split(narrowing(read_header(config))("0.4.26", "0.4.30"))[1:])[0]
     assert bisect["index_url"] == "https://mirror.example/simple"
     pip = next(l for l in shell_commands(cell, header.config, options=header.options).splitlines() if "pip install" in l)
     words = shlex.split(pip.split("&& ", 1)[1])
@@ -195,7 +196,7 @@ def test_reproduce_lines_carry_the_options_that_changed_what_was_installed():
     assert words[words.index("--extra-index-url") + 1] == "https://extra.example/simple"
     assert words[words.index("-e") + 1] == "/src/my pkg" and "flax>=0.8" in words
     # A folder measured from PyPI alone (every folder before the sources were recorded): nothing added.
-    plain = ResultsHeader.from_json({"config": document["config"]})
+    plain = read_header({"config": document["config"]})
     assert "--index-url" not in harness_command(plain, cell) and "--with-editable" not in harness_command(plain, cell)
     assert "--index-url" not in shell_commands(cell, plain.config, options=plain.options)
 

@@ -7,16 +7,15 @@ import pytest
 
 from harness.cli import commands as cli
 from harness.core.errors import UserError
-from harness.results.document import summaries_by_mesh, summarise
-from harness.results.document import ResultsDocument
+from harness.results.document import read_document, document_json, summaries_by_mesh, summarise
 from harness.results.merge import merge_documents
 from harness.inputs.sharding import Shard, parse_shard
 from tests.cells import CONFIG, VERSIONS, document, measured, planned, shard_documents
 
 def merge(documents):
     """merge_documents on the documents as results.json holds them: (merged JSON, cells)."""
-    merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in documents])
-    return merged.to_json(), merged.cells
+    merged = merge_documents([(label, read_document(doc, label)) for label, doc in documents])
+    return document_json(merged), merged.cells
 
 
 @pytest.mark.parametrize("text, expected", [("1/1", Shard(1, 1)), ("2/4", Shard(2, 4)), (" 4 / 4 ", Shard(4, 4))])
@@ -139,7 +138,7 @@ def test_shards_of_two_backends_are_refused_and_each_part_keeps_its_provenance()
     for i, version in enumerate(("0.5.0", "0.6.0")):
         label, doc = docs[i]
         docs[i] = (label, {**doc, "host": {**doc.get("host", {}), "harness_version": version}})
-    merged = merge_documents([(label, ResultsDocument.from_json(doc, label)) for label, doc in docs])
-    parts = merged.to_json()["merged_from"]
+    merged = merge_documents([(label, read_document(doc, label)) for label, doc in docs])
+    parts = document_json(merged)["merged_from"]
     assert [p["host"]["harness_version"] for p in parts] == ["0.5.0", "0.6.0"]
     assert "Merged from 2 shard result(s), measured by harness 0.5.0 and 0.6.0." in render_report(merged, merged.cells, {})

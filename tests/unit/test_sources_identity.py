@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain
 from harness.cli import commands as cli
 from harness.core.errors import UserError
 from harness.inputs.dependencies import Sources, editable_content, sources_from
-from harness.results.document import ResultsDocument
+from harness.results.document import read_document, ResultsDocument
 from harness.results.header import ResultsHeader
 from harness.results.identity import SweepIdentity
 from harness.results.merge import merge_documents
 from harness.results.resume import check_same_sweep
 from harness.service.measurement import recorded_sources
+from harness.results.document import read_header
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 MIRROR = "https://mirror.example/simple"
@@ -38,12 +40,12 @@ def header(sources: Sources = Sources(), base: dict | None = None) -> ResultsHea
     data = json.loads(json.dumps(base or json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())))
     data["options"].update({k: list(v) if isinstance(v, tuple) else v
                             for k, v in recorded_sources(sources).items() if v is not None})
-    return ResultsHeader.from_json(data)
+    return read_header(data)
 
 
 def test_an_old_folder_resumes_with_a_sweep_that_gives_no_sources():
-    old = ResultsDocument.from_json(json.loads((FIXTURES / "v1-release-run" / "results.json").read_text()), "v1")
-    assert "index_url" not in old.header.options.to_json()
+    old = read_document(json.loads((FIXTURES / "v1-release-run" / "results.json").read_text()), "v1")
+    assert "index_url" not in plain(old.header.options)
     assert check_same_sweep(old.header, header(), "v1") is None
     assert merge_documents([("a", old), ("b", ResultsDocument(header(), old.cells[:0], old.status, "", "x"))])
 
@@ -82,7 +84,7 @@ def test_a_folder_that_recorded_the_editable_without_its_content_compares_the_fo
     folder = package(tmp_path)
     now = sources_from(None, (), (folder,), {})
     written_before_digests = header(Sources(editables=now.editables))
-    assert "editable_digests" not in written_before_digests.options.to_json()
+    assert "editable_digests" not in plain(written_before_digests.options)
     assert check_same_sweep(written_before_digests, header(now), "dir") is None
 
 

@@ -25,6 +25,8 @@ from harness.report.reproduce import narrowing, summary_of
 from harness.results.document import ResultsDocument, RunStatus, load_results
 from harness.inputs.versions import Release, releases_between
 from harness.output.writer import write_files
+from harness.results.document import read_header
+from harness.core.records import plain
 
 RELEASES = ("0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31")
 
@@ -102,8 +104,8 @@ def test_the_releases_between_are_kept_in_results_json_and_a_folder_without_them
     assert "with 0.4.29-0.4.30 not measured" in line
     assert "with 0.4.29-0.4.30 not measured" in (tmp_path / "table.md").read_text()
     assert "0.4.29-0.4.30 not measured" in (tmp_path / "report.md").read_text()
-    old = ResultsHeader.from_json({"versions": ["0.4.28"], "config": {}})  # written before the field
-    assert old.releases == [] and "releases" not in old.to_json()
+    old = read_header({"versions": ["0.4.28"], "config": {}})  # written before the field
+    assert old.releases == [] and "releases" not in plain(old)
 
 
 def test_the_narrowing_command_is_one_the_harness_parses_back():

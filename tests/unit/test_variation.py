@@ -28,6 +28,7 @@ from harness.output.ci import junit_xml
 from harness.results.header import RecordedOptions
 from harness.results.resume import check_same_sweep
 from harness.core.errors import UserError
+from harness.core.records import convert, plain
 from harness.verdicts.vary import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
                                    vary_column, verdict_with, why_not_varied, with_control)
 
@@ -531,5 +532,5 @@ def test_a_resume_with_the_moved_folder_otherwise_is_refused():
     check_same_sweep(header(True), header(True), "r")
     with pytest.raises(UserError, match="moved folder's run differs"):
         check_same_sweep(header(True), header(False), "r")
-    assert RecordedOptions.from_json({"runs": 2}).moved_folder is None  # older folders: no such run
-    assert RecordedOptions.from_json(RecordedOptions(moved_folder=False).to_json()).moved_folder is False
+    assert convert({"runs": 2}, RecordedOptions).moved_folder is None  # older folders: no such run
+    assert convert(plain(RecordedOptions(moved_folder=False)), RecordedOptions).moved_folder is False

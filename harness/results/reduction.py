@@ -1,0 +1,59 @@
+"""What `harness reduce` adds to its results.json (its `reduce` section) as Structs shaped like the file (pure):
+the original program and the reduced one, and the failure signature the reduction kept. The reducer
+(harness/reduce/) makes them; the report (harness/report/render.py) reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from harness.core.model import Cause
+from harness.core.vary_factors import Factor
+
+REDUCE_SECTION = "reduce"
+
+
+class Signature(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a reduction keeps: the module a later run (a factor's run; another process) computed a new key for."""
+
+    module: str
+    components: tuple[str, ...] = ()  # the key's components that moved (empty: JAX's log did not say)
+    cause: Cause | None = None  # from the lowered modules' diff (None: no diff could be made)
+    factor: Factor | None = None  # --vary: the factor under which the module missed
+    ranks: tuple[int, int] | None = None  # --processes: the two processes whose keys disagreed
+
+    def describe(self) -> str:
+        moved = ", ".join(self.components) if self.components else "components unknown"
+        where = ""
+        if self.factor is not None:
+            where = f" when varying {self.factor}"
+        elif self.ranks is not None:
+            where = f" between processes {self.ranks[0]} and {self.ranks[1]}"
+        return f"{self.module}{where} (component {moved}; cause {self.cause or 'unknown'})"
+
+
+class ProgramText(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A program a reduction started from or ended with: where, how long, and (the reduced one's) its text."""
+
+    path: str
+    lines: int
+    bytes: int
+    source: str = ""
+
+
+class Reduced(msgspec.Struct, omit_defaults=True):
+    """results.json's `reduce` section: the reduction's answer, beside the reduced program's own check."""
+
+    original: ProgramText
+    reduced: ProgramText
+    signature: Signature
+    bad: str
+    good: str | None = None
+    vary: tuple[str, ...] = ()
+    processes: int = 1
+    candidates_run: int = 0
+    candidates_decided: int = 0
+    seconds: float = 0.0
+    original_check_seconds: float = 0.0
+    sandbox: dict[str, Any] = {}  # how candidates were confined (harness/reduce/sandbox.py)
