@@ -5,9 +5,11 @@ Started with the hash seed fixed (PYTHONHASHSEED, read at its start, as a fresh 
 modules named on its command line (jax, numpy, the script's own libraries) but does not initialise JAX's
 backend nor its cache: JAX read its configuration from the environment at import, before the cache folder
 was known, so a child sets the cache options by `jax.config.update` after the fork, then runs the candidate
-with runpy, in its own folder, with its own arguments and variables, its output to its log.
+with runpy, in its own folder, with its own arguments and variables, its output to its log; a cache folder the
+program sets itself becomes the child's own (as the start-up hook makes it the cell's in a fresh run), where
+the reducer reads the keys it computed.
 
-One request a line on stdin (JSON: script, argv, cwd, env, log, error, timeout_s); one answer a line on
+One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 """
 
@@ -23,6 +25,25 @@ import traceback
 CACHE_OPTIONS = (("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR", str),
                  ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", float),
                  ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", int))
+
+
+def _redirect(cache) -> None:
+    """A cache folder the program sets itself (`jax.config.update("jax_compilation_cache_dir", ...)`,
+    `compilation_cache.set_cache_dir`, which calls it) becomes the child's own, as the harness's start-up hook
+    makes it the cell's in a fresh run (harness/inside/startup/jax_cache_harness_hook.py): its keys are read
+    there, and nothing is written elsewhere."""
+    config = sys.modules.get("jax._src.config")
+    cls = getattr(config, "Config", None)
+    original = getattr(cls, "update", None)
+    if not cache or original is None:
+        return
+
+    def update(self, name, val):
+        if name == "jax_compilation_cache_dir" and val:
+            val = cache
+        return original(self, name, val)
+
+    cls.update = update
 
 
 def _child(request: dict) -> None:
@@ -41,6 +62,7 @@ def _child(request: dict) -> None:
             for option, variable, kind in CACHE_OPTIONS:
                 if variable in request["env"]:
                     jax.config.update(option, kind(request["env"][variable]))
+            _redirect(request.get("cache"))
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -302,7 +302,10 @@ class Reduction:
                 state.seconds = said.seconds
                 state.save(self.folder)
 
-            search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None,
+            # The screen decides only once the original was measured fresh (below); its provisional keeps, and
+            # a resumed search's, are confirmed by fresh processes at each checkpoint.
+            decides, measurer.screen_decides = measurer.screen_decides, False
+            search = Search(state.best, measurer.test_bad, measurer.confirm if self.good or decides else None,
                             at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
                             max_candidates=self.max_candidates)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
@@ -311,6 +314,11 @@ class Reduction:
                 self._original_as_a_candidate(source, state, search, measurer)
             elif search.memo.get(digest(state.best)) is None:
                 search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
+            if resume:
+                measurer.forget_provisional(search.memo)
+                if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
+                    search._chain = [normalise(source), state.best]
+            measurer.screen_decides = decides
             best = search.run()
         except KeyboardInterrupt:
             if search is not None:
@@ -354,14 +362,34 @@ class Reduction:
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args)
         if screen.screen(state.best, seed).finished:
-            self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
-                              f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
-                              f"and every kept one, run as fresh processes")
+            measurer.screen_decides = self._screen_decides(screen, state)
+            if measurer.screen_decides:
+                self.progress.say(
+                    f"quick screen: candidates run as children forked from interpreters that imported "
+                    f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
+                    f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
+                    "seeds compute different keys is kept provisionally, and confirmed by fresh processes at each "
+                    "checkpoint (after each pass), as the reduced program is at the end")
+            else:
+                self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
+                                  f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
+                                  f"and every kept one, run as fresh processes")
             return screen
         screen.close()
         self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
                           "candidate runs as fresh processes")
         return None
+
+    @staticmethod
+    def _screen_decides(screen: ForkScreen, state: ReduceState) -> bool:
+        """Whether the original's forked children of its two deciding seeds compute different keys of the
+        signature's module, each seed's own (a program that needs the start-up hook to miss, or whose miss the
+        forked children do not show, is decided by fresh processes only). Not under --vary or --processes."""
+        seeds = state.bad_seeds[:2]
+        if len(seeds) < 2 or not all(isinstance(s, int) for s in seeds):
+            return False
+        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
+        return bool(first.keys and later.keys and later.keys - first.keys)
 
     def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:
         """What a candidate costs, from the original's mean run: a rejected one stops at its first failing run;

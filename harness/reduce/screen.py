@@ -28,10 +28,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.files import package_path
+from harness.core.listing import entries, list_dir
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher
 
@@ -72,6 +74,10 @@ def screen_allowed(places: tuple[str, ...]) -> bool:
 class Screened:
     rejected: str | None = None  # the candidate's own uncaught exception (`Class: message`); None: unsure
     finished: bool = False  # the child ran the program to its end (exit 0)
+    # Asked for a module: the persistent-cache keys of it the child computed (its cache folder's entries), and
+    # whether it computed any entry at all; None where it did not finish.
+    keys: frozenset[str] | None = None
+    computed: bool = False
 
 
 class _Server:
@@ -123,17 +129,26 @@ class ForkScreen:
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _starter: ThreadPoolExecutor | None = None
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
         confines = Confines((self.work,), (*interpreter, *self.readable))
         argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
-        server = _Server(argv, {**self.env, "PYTHONHASHSEED": str(seed)})
+        # Started by the screen's own thread, which lives as long as the screen: bubblewrap's --die-with-parent
+        # follows the thread that started it, so a server started by a batch's worker thread (measure.test_bad)
+        # would be killed with that thread at the batch's end, and the screen turned off as unwell.
+        with self._lock:
+            if self._starter is None:
+                self._starter = ThreadPoolExecutor(1, thread_name_prefix="fork-screen")
+            starter = self._starter
+        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed)}).result()
         with self._lock:
             self._all.append(server)
         return server
 
-    def screen(self, source: str, seed: int) -> Screened:
+    def screen(self, source: str, seed: int, module: str | None = None) -> Screened:
+        """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -152,6 +167,7 @@ class ForkScreen:
                                  "cache": str(folder / "cache"), "log": str(folder / "run.log"),
                                  "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s},
                                 self.timeout_s) if server.ready else None
+            found = entries(list_dir(folder / "cache")) if module is not None else set()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
@@ -167,10 +183,18 @@ class ForkScreen:
             return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
         if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
             return Screened(rejected=answer["error"])
-        return Screened(finished=answer["exit"] == 0 and not answer["timed_out"])
+        if answer["exit"] != 0:
+            return Screened()
+        if module is None:
+            return Screened(finished=True)
+        return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
+                        computed=bool(found))
 
     def close(self) -> None:
         with self._lock:
             servers, self._all, self._idle = self._all, [], {}
+            starter, self._starter = self._starter, None
         for server in servers:
             server.close()
+        if starter is not None:
+            starter.shutdown(wait=False)

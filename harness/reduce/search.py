@@ -10,9 +10,11 @@ Two kinds of passes, coarse first:
 
 The memo (by source digest) answers a candidate tried before, in this search or a resumed one; pyflakes
 rejects a candidate that uses a name it never defines without running it. The good release is checked at
-checkpoints rather than for every candidate (most are rejected on the bad release anyway): when the best
-program is not clean there, the accepted programs since the last checked one are bisected back to the
-last clean one, and the one that broke it is remembered as rejected.
+checkpoints rather than for every candidate (most are rejected on the bad release anyway), and so are the
+candidates the quick screen kept provisionally (forked children: harness/reduce/measure.py), by fresh
+processes: when the best program fails the checkpoint, the accepted programs since the last checked one are
+bisected back to the last one that passes, the one that broke it is remembered as rejected, and the passes
+go on from there.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class Tried(Record):
 
 # Candidates measured on the bad release, all at once where cores allow; results in the same order.
 TestBad = Callable[[list[str]], list[Tried]]
-# One program on the good release (it must stay clean there).
+# One program at a checkpoint: it must stay clean on the good release (and, kept provisionally by the quick
+# screen, keep the signature in fresh processes).
 TestGood = Callable[[str], Tried]
 # Told about every candidate decided: its source, what it gave, the best program so far.
 OnTried = Callable[[str, Tried, str], None]
@@ -232,14 +235,17 @@ class Search:
     def _coarse_fixpoint(self, coarse: tuple[Pass, ...]) -> bool:
         """The coarse passes until none shrinks the program (pysource-minimize is the slow part), then the
         good release's checkpoint. True when they shrank it."""
-        start, shrunk = self.best, True
-        while shrunk:
-            shrunk = False
-            for make in coarse:
-                shrunk = self.run_pass(make) or shrunk
-        while not self.checkpoint():
-            pass
-        return self.best != start
+        start = self.best
+        while True:
+            shrunk = True
+            while shrunk:
+                shrunk = False
+                for make in coarse:
+                    shrunk = self.run_pass(make) or shrunk
+            if self.checkpoint():
+                return self.best != start
+            # Undone back to the last program the checkpoint passed (the one that failed it is remembered as
+            # rejected): the passes go on from there.
 
     def run(self, coarse: tuple[Pass, ...] = COARSE_PASSES, fine: bool = True) -> str:
         """The smallest program found (clean on the good release when one is given). KeyboardInterrupt
@@ -249,9 +255,10 @@ class Search:
                 coarse_shrunk = self._coarse_fixpoint(coarse)
                 if not fine or (round_number and not coarse_shrunk):
                     break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
-                self.polish()
-                while not self.checkpoint():
-                    pass
+                while True:
+                    self.polish()
+                    if self.checkpoint():
+                        break  # (else undone: pysource-minimize goes on from the last program that passed it)
             self.restore()
         except OutOfCandidates:
             while not self.checkpoint():
