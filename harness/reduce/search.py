@@ -30,6 +30,10 @@ from harness.core.codec import Omit, Record, shape
 from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
+# After a checkpoint undoes programs (not clean on the good release, or a provisional keep that fresh processes
+# did not confirm), the passes go on from the last program that passed it, this many times per phase at most
+# (each undo rejects one program for good, but a program family the good release rejects can be long).
+AGAIN_AFTER_UNDO = 2
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
@@ -236,16 +240,17 @@ class Search:
         """The coarse passes until none shrinks the program (pysource-minimize is the slow part), then the
         good release's checkpoint. True when they shrank it."""
         start = self.best
-        while True:
+        for _ in range(1 + AGAIN_AFTER_UNDO):
             shrunk = True
             while shrunk:
                 shrunk = False
                 for make in coarse:
                     shrunk = self.run_pass(make) or shrunk
             if self.checkpoint():
-                return self.best != start
+                break
             # Undone back to the last program the checkpoint passed (the one that failed it is remembered as
             # rejected): the passes go on from there.
+        return self.best != start
 
     def run(self, coarse: tuple[Pass, ...] = COARSE_PASSES, fine: bool = True) -> str:
         """The smallest program found (clean on the good release when one is given). KeyboardInterrupt
@@ -255,7 +260,7 @@ class Search:
                 coarse_shrunk = self._coarse_fixpoint(coarse)
                 if not fine or (round_number and not coarse_shrunk):
                     break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
-                while True:
+                for _ in range(1 + AGAIN_AFTER_UNDO):
                     self.polish()
                     if self.checkpoint():
                         break  # (else undone: pysource-minimize goes on from the last program that passed it)
