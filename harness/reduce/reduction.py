@@ -332,6 +332,11 @@ class Reduction:
         state.save(self.folder)
         if said.tallies:
             self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}")
+        if measurer.screen is not None:
+            undone = sum(1 for t in search.memo.values() if t.why.startswith("not confirmed by fresh processes"))
+            self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"
+                              + (f", {measurer.forked_kept} kept provisionally by them ({undone} undone at a "
+                                 "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else ""))
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
