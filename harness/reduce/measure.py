@@ -155,6 +155,9 @@ class Measurer:
     # whose children disagree is kept provisionally, and confirmed by fresh processes at the search's checkpoints.
     screen_decides: bool = False
     forked_kept: int = 0  # candidates kept provisionally by forked children
+    # The good release's screen (with screen_decides): a provisional keep whose forked children there are not
+    # clean is rejected before the checkpoint's fresh processes; None where it is not used.
+    good_screen: ForkScreen | None = None
     _provisional: set[str] = field(default_factory=set)  # digests kept by forked children, not yet confirmed
 
     def provisional(self, source: str) -> bool:
@@ -227,6 +230,10 @@ class Measurer:
                                         f"{'' if quick.computed else ': it compiled nothing'})")
                 first = quick.keys
             elif quick.keys - first:
+                on_good = self._forked_good(source, [seeds[0], seed])
+                if on_good is not None:
+                    self.screened += 1
+                    return on_good
                 self.forked_kept += 1
                 self._provisional.add(digest(source))
                 self._good_seeds[digest(source)] = [seeds[0], seed]
@@ -237,6 +244,31 @@ class Measurer:
         self.screened += 1
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
+
+    def _forked_good(self, source: str, seeds: list[int]) -> Tried | None:
+        """A provisional keep on the good release, in forked children of the two seeds that disagreed on the bad
+        one: rejected where the fresh cell there would not be clean (a child's exception, nothing computed at all,
+        or the second seed's child computing a key the first did not); None: no objection (or unsure), and the
+        checkpoint's fresh processes decide."""
+        if self.good_screen is None or self.good is None:
+            return None
+        version, first = self.good.spec.jax_version, None
+        for seed in seeds:
+            quick = self.good_screen.screen(source, seed, module=self.target.module)
+            if quick.rejected is not None:
+                return Tried(False, f"error on {version}, the good release (a forked run of seed {seed}: "
+                                    f"{quick.rejected})")
+            if quick.keys is None:
+                return None
+            if first is None:
+                if not quick.computed:
+                    return Tried(False, f"unsupported on {version}, the good release (a forked run of seed {seed} "
+                                        "compiled nothing)")
+                first = quick.every
+            elif quick.every - first:
+                return Tried(False, f"reproduced on {version}, the good release (forked runs of seeds "
+                                    f"{seeds[0]} and {seed} computed different keys)")
+        return None
 
     def one_bad(self, source: str, fresh: bool = False) -> Tried:
         """A candidate on the bad release: the quick screen's answer where it has one (unless `fresh`), else

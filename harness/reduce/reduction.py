@@ -325,6 +325,8 @@ class Reduction:
                 state.best = search.best
             return self._interrupted(state, said, original_lines)
         finally:
+            if measurer is not None and measurer.good_screen is not None:
+                measurer.good_screen.close()
             if measurer is not None and measurer.screen is not None:
                 measurer.screen.close()
                 shutil.rmtree(self.folder / SCREEN_DIR, ignore_errors=True)
@@ -369,12 +371,16 @@ class Reduction:
         if screen.screen(state.best, seed).finished:
             measurer.screen_decides = self._screen_decides(screen, state)
             if measurer.screen_decides:
+                measurer.good_screen = self._good_screen(source, state, measurer, local)
+            if measurer.screen_decides:
                 self.progress.say(
                     f"quick screen: candidates run as children forked from interpreters that imported "
                     f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
                     f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
-                    "seeds compute different keys is kept provisionally, and confirmed by fresh processes at each "
-                    "checkpoint (after each pass), as the reduced program is at the end")
+                    "seeds compute different keys is kept provisionally"
+                    + (f" if its forked children are clean on jax {self.good}" if measurer.good_screen else "")
+                    + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
+                    "program is at the end")
             else:
                 self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
                                   f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
@@ -383,6 +389,26 @@ class Reduction:
         screen.close()
         self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
                           "candidate runs as fresh processes")
+        return None
+
+    def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
+                     local: tuple[Path, ...]) -> ForkScreen | None:
+        """Forked children on the good release too, where the original's of its two deciding seeds are clean there
+        (each computes keys, the second none the first did not): a provisional keep they find not clean is
+        rejected at once, rather than undone at the next checkpoint by fresh processes."""
+        python = getattr(measurer.good.environment, "python", None) if measurer.good else None
+        seeds = state.bad_seeds[:2]
+        if python is None or len(seeds) < 2:
+            return None
+        env = merge_user_env(process_env(measurer.good.spec, seeds[0], self.config.cache_thresholds), self.config.env)
+        env.pop("PYTHONHASHSEED")
+        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
+                            self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
+                            local, measurer.timeout_s, args=self.config.args)
+        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
+        if first.computed and later.keys is not None and not later.every - first.every:
+            return screen
+        screen.close()
         return None
 
     @staticmethod

@@ -78,6 +78,7 @@ class Screened:
     # whether it computed any entry at all; None where it did not finish.
     keys: frozenset[str] | None = None
     computed: bool = False
+    every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
 
 
 class _Server:
@@ -188,7 +189,7 @@ class ForkScreen:
         if module is None:
             return Screened(finished=True)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found))
+                        computed=bool(found), every=frozenset(e.key for e in found))
 
     def close(self) -> None:
         with self._lock:

@@ -178,7 +178,7 @@ class _KeyScreen:
 def _deciding(screen, kept_fresh=True):
     measurer = _measurer(screen)
     measurer.screen_decides, measurer.forked_kept, measurer._provisional = True, 0, set()
-    measurer._good_seeds, measurer.good = {}, None
+    measurer._good_seeds, measurer.good, measurer.good_screen = {}, None, None
     measurer.target = type("Signature", (), {"module": "jit_f"})()
     calls = measurer.fresh
 
@@ -219,6 +219,33 @@ def test_a_provisional_keep_is_confirmed_by_fresh_processes_at_the_checkpoint():
     # A program kept by fresh processes (not provisionally) is not measured again on the bad release.
     assert measurer.confirm("print(1)\n") == Tried(True, "confirmed by fresh processes")
     assert measurer.fresh == ["import jax\n"]
+
+
+class _GoodScreen:
+    """Forked children on the good release: `every(seed)` is every key a child of that seed computes there."""
+
+    def __init__(self, every):
+        self.every, self.asked = every, []
+
+    def screen(self, source, seed, module=None):
+        self.asked.append(seed)
+        found = frozenset(self.every(seed))
+        return Screened(finished=True, keys=frozenset(k for k in found if k.startswith(module + "-")),
+                        computed=bool(found), every=found)
+
+
+def test_a_provisional_keep_whose_forked_children_are_not_clean_on_the_good_release_is_rejected_at_once():
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}))
+    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good_screen = _GoodScreen(lambda seed: {f"jit_f-{seed}"})  # the key moves on the good release too
+    assert measurer.one_bad("import jax\n") == Tried(False, "reproduced on 0.4.29, the good release (forked runs "
+                                                            "of seeds 11 and 12 computed different keys)")
+    measurer.good_screen = _GoodScreen(lambda seed: set())  # its cache never initialised there
+    assert measurer.one_bad("print(1)\n") == Tried(False, "unsupported on 0.4.29, the good release (a forked run "
+                                                          "of seed 11 compiled nothing)")
+    clean = _GoodScreen(lambda seed: {"jit_f-0", "jit_g-1"})
+    measurer.good_screen = clean
+    assert measurer.one_bad("print(2)\n").kept and clean.asked == [11, 12] and measurer.fresh == []
 
 
 def test_a_resumed_search_s_provisional_keeps_are_confirmed_again():
