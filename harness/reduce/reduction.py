@@ -22,6 +22,7 @@ from harness.inputs.run_env import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
+from harness.core.kinds import FolderMode
 from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
@@ -367,7 +368,7 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args)
+                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK)
         if screen.screen(state.best, seed).finished:
             measurer.screen_decides = self._screen_decides(screen, state)
             if measurer.screen_decides:
@@ -404,7 +405,8 @@ class Reduction:
         env.pop("PYTHONHASHSEED")
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
-                            local, measurer.timeout_s, args=self.config.args)
+                            local, measurer.timeout_s, args=self.config.args,
+                            hook_folder=state.folder == FolderMode.HOOK)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
             return screen

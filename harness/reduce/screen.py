@@ -127,6 +127,10 @@ class ForkScreen:
     timeout_s: float
     args: tuple[str, ...] = ()  # the script's arguments, as each fresh run gets them
     enabled: bool = True
+    # The original's runs got the cache folder through the start-up hook (it sets its folder in code): a child's
+    # folder is then set only where the program sets one (redirected to the child's own), never before it runs,
+    # as in a fresh run (a program that computes before it sets its folder caches nothing there, on some releases).
+    hook_folder: bool = False
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -162,8 +166,9 @@ class ForkScreen:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
             # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
-            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR),
-                   "JAX_COMPILATION_CACHE_DIR": str(folder / "cache")}
+            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
+            if not self.hook_folder:
+                env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
             answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
                                  "cache": str(folder / "cache"), "log": str(folder / "run.log"),
                                  "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s},

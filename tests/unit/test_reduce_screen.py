@@ -305,3 +305,26 @@ def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path):
         assert screen.enabled and len(screen._all) == 2
     finally:
         screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the_program_sets_one(tmp_path):
+    # As the start-up hook does in a fresh run (FolderMode.HOOK): a program that computes before it sets its
+    # folder caches nothing on 0.4.29, and its forked child must not be given a folder from the start.
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    program = "import os\nprint(os.environ.get('JAX_COMPILATION_CACHE_DIR'))\nassert 'JAX_COMPILATION_CACHE_DIR' not in os.environ\n"
+    hooked = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 20.0, hook_folder=True)
+    plain = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                       script, [], (script.parent,), 20.0)
+    try:
+        assert hooked.screen(program, 1).finished
+        assert plain.screen(program, 1).rejected.startswith("AssertionError")
+    finally:
+        hooked.close()
+        plain.close()
