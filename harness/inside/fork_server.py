@@ -11,11 +11,14 @@ the reducer reads the keys it computed.
 
 One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
+With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
+(answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
 """
 
 import importlib
 import json
 import os
+import re
 import runpy
 import signal
 import sys
@@ -80,6 +83,16 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
+def _computed(cache, module) -> bool:
+    """Whether `cache` holds an entry of `module` (`<module>-<64 hex>`, and `-cache`/`-atime` from 0.4.31)."""
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return False
+    pattern = re.compile(re.escape(module) + r"-[0-9a-f]{64}(-cache|-atime)?$")
+    return any(pattern.match(name) for name in names)
+
+
 def _serve(request: dict) -> dict:
     pid = os.fork()
     if pid == 0:
@@ -88,10 +101,19 @@ def _serve(request: dict) -> dict:
         finally:
             os._exit(70)
     deadline = time.monotonic() + request["timeout_s"]
+    stop_at = request.get("stop_at")
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
+        if stop_at and _computed(request.get("cache"), stop_at):
+            # The key asked for is known (its entry's name): the rest of the program is not needed.
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            return {"exit": 0, "timed_out": False, "error": "", "errno": None, "stopped": True}
         if time.monotonic() > deadline:
             try:
                 os.killpg(pid, signal.SIGKILL)

@@ -217,7 +217,10 @@ class Measurer:
         module = self.target.module if self.screen_decides else None
         first: frozenset[str] | None = None
         for seed in seeds if self.screen_decides else seeds[:1]:
-            quick = self.screen.screen(source, seed, module=module) if module else self.screen.screen(source, seed)
+            # The first seed's child runs the whole program (its own exception rejects it, at any point); a later
+            # seed's is needed only for its key of the module, and stops once it has one.
+            quick = self.screen.screen(source, seed, module=module, stop=first is not None) if module \
+                else self.screen.screen(source, seed)
             if quick.rejected is not None:
                 self.screened += 1
                 return Tried(False, f"error on {version} (a forked run of seed {seed}: {quick.rejected})")

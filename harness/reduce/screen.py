@@ -152,8 +152,9 @@ class ForkScreen:
             self._all.append(server)
         return server
 
-    def screen(self, source: str, seed: int, module: str | None = None) -> Screened:
-        """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too."""
+    def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False) -> Screened:
+        """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
+        `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun)."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -171,7 +172,8 @@ class ForkScreen:
                 env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
             answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
                                  "cache": str(folder / "cache"), "log": str(folder / "run.log"),
-                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s},
+                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
+                                 "stop_at": module if stop else None},
                                 self.timeout_s) if server.ready else None
             found = entries(list_dir(folder / "cache")) if module is not None else set()
         finally:

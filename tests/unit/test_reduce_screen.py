@@ -168,9 +168,10 @@ class _KeyScreen:
     def __init__(self, keys):
         self.keys, self.asked = keys, []
 
-    def screen(self, source, seed, module=None):
+    def screen(self, source, seed, module=None, stop=False):
         assert module == "jit_f"
         self.asked.append(seed)
+        self.stopped = getattr(self, "stopped", []) + [stop]
         found = self.keys(source, seed)
         return Screened(finished=True, keys=frozenset(found), computed=bool(found))
 
@@ -204,6 +205,7 @@ def test_a_candidate_whose_forked_seeds_all_compute_one_key_or_none_is_rejected_
     answer = measurer.one_bad("import jax\n")
     assert answer == Tried(False, "clean on 0.4.28 (forked runs of seeds 11, 12, 13 computed one key of jit_f)")
     assert same.asked == [11, 12, 13] and measurer.fresh == []
+    assert same.stopped == [False, True, True]  # the first child runs the whole program; the later ones, to the key
     measurer = _deciding(_KeyScreen(lambda source, seed: set()))
     assert measurer.one_bad("import jax\n") == Tried(False, "jit_f not computed on 0.4.28 (a forked run of seed 11: "
                                                             "it compiled nothing)")
@@ -227,7 +229,8 @@ class _GoodScreen:
     def __init__(self, every):
         self.every, self.asked = every, []
 
-    def screen(self, source, seed, module=None):
+    def screen(self, source, seed, module=None, stop=False):
+        assert not stop  # on the good release every key counts: its children run to their end
         self.asked.append(seed)
         found = frozenset(self.every(seed))
         return Screened(finished=True, keys=frozenset(k for k in found if k.startswith(module + "-")),
@@ -328,3 +331,27 @@ def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the
     finally:
         hooked.close()
         plain.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path):
+    import time
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    program = ("import os, time\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache)\n"
+               "open(os.path.join(cache, 'jit_f-' + '1' * 64 + '.tmp'), 'w').close()\ntime.sleep(0.5)\n"
+               "open(os.path.join(cache, 'jit_f-' + '2' * 64), 'w').close()\ntime.sleep(60)\n")
+    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 8.0)
+    try:
+        started = time.monotonic()
+        stopped = screen.screen(program, 1, module="jit_f", stop=True)
+        assert time.monotonic() - started < 7.5  # (not the timeout)
+        assert stopped.finished and stopped.keys == frozenset({"jit_f-" + "2" * 64})  # not at a partial name
+        assert screen.screen(program, 1, module="jit_g", stop=True).rejected == "timed out after 8 s"
+    finally:
+        screen.close()
