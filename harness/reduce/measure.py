@@ -163,7 +163,7 @@ class Measurer:
     def provisional(self, source: str) -> bool:
         return digest(source) in self._provisional
 
-    def forget_provisional(self, memo: dict[str, Tried]) -> None:
+    def remember_provisional(self, memo: dict[str, Tried]) -> None:
         """A resumed search's provisional keeps (said in their answers): confirmed by fresh processes when met."""
         self._provisional |= {d for d, t in memo.items() if t.kept and t.why.startswith(PROVISIONAL)}
 

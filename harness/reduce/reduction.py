@@ -316,7 +316,7 @@ class Reduction:
             elif search.memo.get(digest(state.best)) is None:
                 search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
             if resume:
-                measurer.forget_provisional(search.memo)
+                measurer.remember_provisional(search.memo)
                 if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
                     search._chain = [normalise(source), state.best]
             measurer.screen_decides = decides

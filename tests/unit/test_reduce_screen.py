@@ -255,7 +255,7 @@ def test_a_resumed_search_s_provisional_keeps_are_confirmed_again():
     measurer = _deciding(_KeyScreen(lambda source, seed: set()))
     memo = {digest("a\n"): Tried(True, "kept provisionally (forked runs of seeds 1 and 2 computed ...)"),
             digest("b\n"): Tried(True, "reproduced in 2 runs"), digest("c\n"): Tried(False, "kept provisionally")}
-    measurer.forget_provisional(memo)
+    measurer.remember_provisional(memo)
     assert measurer.provisional("a\n") and not measurer.provisional("b\n") and not measurer.provisional("c\n")
 
 
