@@ -251,13 +251,15 @@ class Measurer:
     def _forked_good(self, source: str, seeds: list[int]) -> Tried | None:
         """A provisional keep on the good release, in forked children of the two seeds that disagreed on the bad
         one: rejected where the fresh cell there would not be clean (a child's exception, nothing computed at all,
-        or the second seed's child computing a key the first did not); None: no objection (or unsure), and the
-        checkpoint's fresh processes decide."""
+        or the second seed's child computing a key of the module the first did not); None: no objection (or
+        unsure), and the checkpoint's fresh processes decide."""
         if self.good_screen is None or self.good is None:
             return None
         version, first = self.good.spec.jax_version, None
         for seed in seeds:
-            quick = self.good_screen.screen(source, seed, module=self.target.module)
+            # Each child stops at the module's key (the rest of the program is asked of the bad release's first
+            # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed at all.
+            quick = self.good_screen.screen(source, seed, module=self.target.module, stop=True)
             if quick.rejected is not None:
                 return Tried(False, f"error on {version}, the good release (a forked run of seed {seed}: "
                                     f"{quick.rejected})")
@@ -267,8 +269,8 @@ class Measurer:
                 if not quick.computed:
                     return Tried(False, f"unsupported on {version}, the good release (a forked run of seed {seed} "
                                         "compiled nothing)")
-                first = quick.every
-            elif quick.every - first:
+                first = quick.keys
+            elif quick.keys - first:
                 return Tried(False, f"reproduced on {version}, the good release (forked runs of seeds "
                                     f"{seeds[0]} and {seed} computed different keys)")
         return None
