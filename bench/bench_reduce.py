@@ -58,8 +58,9 @@ def main() -> int:
           f"run, {section['candidates_decided']} decided (memo, pyflakes and runs)")
     print("the reduced program:\n" + reduced)
     whys = [t.get("why", "") for t in state["memo"].values()]
-    screened = sum(1 for w in whys if "a forked run of seed" in w or "(forked runs of seeds" in w)
     provisional = sum(1 for w in whys if w.startswith("kept provisionally"))
+    screened = sum(1 for w in whys if ("a forked run of seed" in w or "(forked runs of seeds" in w)
+                   and not w.startswith("kept provisionally"))
     undone = sum(1 for w in whys if w.startswith("not confirmed by fresh processes"))
     print(f"  wall time {reduce_s:.0f} s (search {state['seconds']:.0f} s); one full check of the original on "
           f"{args.bad}: {check_s:.1f} s; ratio reduce/check {reduce_s / check_s:.0f}x; "
