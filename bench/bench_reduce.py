@@ -57,12 +57,18 @@ def main() -> int:
     print(f"  {section['original']['lines']} -> {section['reduced']['lines']} lines; {state['measured']} candidates "
           f"run, {section['candidates_decided']} decided (memo, pyflakes and runs)")
     print("the reduced program:\n" + reduced)
-    screened = sum(1 for t in state["memo"].values() if "a forked run of seed" in t.get("why", ""))
+    whys = [t.get("why", "") for t in state["memo"].values()]
+    provisional = sum(1 for w in whys if w.startswith("kept provisionally"))
+    screened = sum(1 for w in whys if ("a forked run of seed" in w or "(forked runs of seeds" in w)
+                   and not w.startswith("kept provisionally"))
+    undone = sum(1 for w in whys if w.startswith("not confirmed by fresh processes"))
     print(f"  wall time {reduce_s:.0f} s (search {state['seconds']:.0f} s); one full check of the original on "
           f"{args.bad}: {check_s:.1f} s; ratio reduce/check {reduce_s / check_s:.0f}x; "
-          f"{screened} candidates rejected by the quick screen (a forked child), the others run fresh")
+          f"{screened} candidates rejected by forked children, {provisional} kept provisionally by them ({undone} "
+          f"undone at a checkpoint: not confirmed by fresh processes), the others run fresh")
     figures = {"wall_s": round(reduce_s, 1), "search_s": round(state["seconds"], 1), "check_s": round(check_s, 1),
-               "lines": section["reduced"]["lines"], "measured": state["measured"], "screened": screened}
+               "lines": section["reduced"]["lines"], "measured": state["measured"], "screened": screened,
+               "provisional": provisional, "undone": undone}
     if args.save:
         args.save.write_text(json.dumps(figures, indent=1) + "\n")
     if args.against:

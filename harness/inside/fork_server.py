@@ -5,10 +5,14 @@ Started with the hash seed fixed (PYTHONHASHSEED, read at its start, as a fresh 
 modules named on its command line (jax, numpy, the script's own libraries) but does not initialise JAX's
 backend nor its cache: JAX read its configuration from the environment at import, before the cache folder
 was known, so a child sets the cache options by `jax.config.update` after the fork, then runs the candidate
-with runpy, in its own folder, with its own arguments and variables, its output to its log.
+with runpy, in its own folder, with its own arguments and variables, its output to its log; a cache folder the
+program sets itself becomes the child's own (as the start-up hook makes it the cell's in a fresh run), where
+the reducer reads the keys it computed.
 
-One request a line on stdin (JSON: script, argv, cwd, env, log, error, timeout_s); one answer a line on
+One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
+With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
+(answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import runpy
 import signal
 import sys
@@ -26,6 +31,25 @@ from typing import Any
 CACHE_OPTIONS = (("jax_compilation_cache_dir", "JAX_COMPILATION_CACHE_DIR", str),
                  ("jax_persistent_cache_min_compile_time_secs", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", float),
                  ("jax_persistent_cache_min_entry_size_bytes", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", int))
+
+
+def _redirect(cache: str | None) -> None:
+    """A cache folder the program sets itself (`jax.config.update("jax_compilation_cache_dir", ...)`,
+    `compilation_cache.set_cache_dir`, which calls it) becomes the child's own, as the harness's start-up hook
+    makes it the cell's in a fresh run (harness/inside/startup/jax_cache_harness_hook.py): its keys are read
+    there, and nothing is written elsewhere."""
+    config = sys.modules.get("jax._src.config")
+    cls = getattr(config, "Config", None)
+    original = getattr(cls, "update", None)
+    if not cache or cls is None or original is None:
+        return
+
+    def update(self: Any, name: str, val: Any) -> Any:
+        if name == "jax_compilation_cache_dir" and val:
+            val = cache
+        return original(self, name, val)
+
+    setattr(cls, "update", update)  # noqa: B010 - a class of JAX's, known only at run time
 
 
 def _child(request: dict[str, Any]) -> None:
@@ -44,6 +68,7 @@ def _child(request: dict[str, Any]) -> None:
             for option, variable, kind in CACHE_OPTIONS:
                 if variable in request["env"]:
                     jax.config.update(option, kind(request["env"][variable]))
+            _redirect(request.get("cache"))
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -61,6 +86,16 @@ def _child(request: dict[str, Any]) -> None:
         os._exit(code)
 
 
+def _computed(cache: str | None, module: str) -> bool:
+    """Whether `cache` holds an entry of `module` (`<module>-<64 hex>`, and `-cache`/`-atime` from 0.4.31)."""
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return False
+    pattern = re.compile(re.escape(module) + r"-[0-9a-f]{64}(-cache|-atime)?$")
+    return any(pattern.match(name) for name in names)
+
+
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:
@@ -69,10 +104,19 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         finally:
             os._exit(70)
     deadline = time.monotonic() + request["timeout_s"]
+    stop_at = request.get("stop_at")
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
+        if stop_at and _computed(request.get("cache"), stop_at):
+            # The key asked for is known (its entry's name): the rest of the program is not needed.
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            return {"exit": 0, "timed_out": False, "error": "", "errno": None, "stopped": True}
         if time.monotonic() > deadline:
             try:
                 os.killpg(pid, signal.SIGKILL)

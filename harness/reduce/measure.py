@@ -94,6 +94,7 @@ def own_failures(cell: CellResult) -> list[str]:
                    if r.exit_code != 0 and not r.timed_out})
 
 
+PROVISIONAL = "kept provisionally (forked runs"  # a candidate the quick screen kept: confirmed at a checkpoint
 REFUSED_FOR_WRITING = "refused: it wrote outside its own folder"  # and the places the original wrote
 
 
@@ -150,6 +151,22 @@ class Measurer:
     # in a forked child, before any fresh process; None where it is not used.
     screen: ForkScreen | None = None
     screened: int = 0  # candidates the screen rejected
+    # The screen decides too (the original's forked children of its two deciding seeds computed different keys of
+    # the signature's module): a candidate whose forked children of every seed compute one key is rejected, one
+    # whose children disagree is kept provisionally, and confirmed by fresh processes at the search's checkpoints.
+    screen_decides: bool = False
+    forked_kept: int = 0  # candidates kept provisionally by forked children
+    # The good release's screen (with screen_decides): a provisional keep whose forked children there are not
+    # clean is rejected before the checkpoint's fresh processes; None where it is not used.
+    good_screen: ForkScreen | None = None
+    _provisional: set[str] = field(default_factory=set)  # digests kept by forked children, not yet confirmed
+
+    def provisional(self, source: str) -> bool:
+        return digest(source) in self._provisional
+
+    def remember_provisional(self, memo: dict[str, Tried]) -> None:
+        """A resumed search's provisional keeps (said in their answers): confirmed by fresh processes when met."""
+        self._provisional |= {d for d, t in memo.items() if t.kept and t.why.startswith(PROVISIONAL)}
 
     def _config(self, path: Path, space: Workspace) -> Config:
         # The candidate sits in its workspace's copy of the original's working folder and runs there (`config`
@@ -190,14 +207,82 @@ class Measurer:
             return self.target.module not in {k.module for k in first.keys.keys}
         return len(records) == 1 and first.keys is None and not first.new_entries  # compiled nothing
 
-    def one_bad(self, source: str) -> Tried:
-        seed = self.bad_seeds[0] if self.bad_seeds else None
-        if self.screen is not None and isinstance(seed, int):
-            quick = self.screen.screen(source, seed)
+    def _forked(self, source: str) -> Tried | None:
+        """The screen's answer: rejected (an exception; with `screen_decides`, also one key of the module for
+        every seed, or none), provisionally kept (with `screen_decides`: two seeds' children computed different
+        keys of the module), or None: unsure, measured fresh."""
+        seeds = [s for s in self.bad_seeds if isinstance(s, int)]
+        if self.screen is None or not seeds or len(seeds) != len(self.bad_seeds):
+            return None
+        version = self.bad.spec.jax_version
+        module = self.target.module if self.screen_decides else None
+        first: frozenset[str] | None = None
+        for seed in seeds if self.screen_decides else seeds[:1]:
+            # The first seed's child runs the whole program (its own exception rejects it, at any point); a later
+            # seed's is needed only for its key of the module, and stops once it has one.
+            quick = self.screen.screen(source, seed, module=module, stop=first is not None) if module \
+                else self.screen.screen(source, seed)
             if quick.rejected is not None:
                 self.screened += 1
-                return Tried(False, f"error on {self.bad.spec.jax_version} (a forked run of seed {seed}: "
+                return Tried(False, f"error on {version} (a forked run of seed {seed}: {quick.rejected})")
+            if quick.keys is None:
+                return None  # unsure (or the screen only rejects): fresh processes
+            if first is None:
+                if not quick.keys:
+                    self.screened += 1
+                    return Tried(False, f"{module} not computed on {version} (a forked run of seed {seed}"
+                                        f"{'' if quick.computed else ': it compiled nothing'})")
+                first = quick.keys
+            elif quick.keys - first:
+                on_good = self._forked_good(source, [seeds[0], seed])
+                if on_good is not None:
+                    self.screened += 1
+                    return on_good
+                self.forked_kept += 1
+                self._provisional.add(digest(source))
+                self._good_seeds[digest(source)] = [seeds[0], seed]
+                return Tried(True, f"{PROVISIONAL} of seeds {seeds[0]} and {seed} computed different keys of "
+                                   f"{module}; confirmed by fresh processes at the next checkpoint)")
+        if first is None:
+            return None
+        self.screened += 1
+        return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
+                            f"key of {module})")
+
+    def _forked_good(self, source: str, seeds: list[int]) -> Tried | None:
+        """A provisional keep on the good release, in forked children of the two seeds that disagreed on the bad
+        one: rejected where the fresh cell there would not be clean (a child's exception, nothing computed at all,
+        or the second seed's child computing a key of the module the first did not); None: no objection (or
+        unsure), and the checkpoint's fresh processes decide."""
+        if self.good_screen is None or self.good is None:
+            return None
+        version, first = self.good.spec.jax_version, None
+        for seed in seeds:
+            # Each child stops at the module's key (the rest of the program is asked of the bad release's first
+            # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed at all.
+            quick = self.good_screen.screen(source, seed, module=self.target.module, stop=True)
+            if quick.rejected is not None:
+                return Tried(False, f"error on {version}, the good release (a forked run of seed {seed}: "
                                     f"{quick.rejected})")
+            if quick.keys is None:
+                return None
+            if first is None:
+                if not quick.computed:
+                    return Tried(False, f"unsupported on {version}, the good release (a forked run of seed {seed} "
+                                        "compiled nothing)")
+                first = quick.keys
+            elif quick.keys - first:
+                return Tried(False, f"reproduced on {version}, the good release (forked runs of seeds "
+                                    f"{seeds[0]} and {seed} computed different keys)")
+        return None
+
+    def one_bad(self, source: str, fresh: bool = False) -> Tried:
+        """A candidate on the bad release: the quick screen's answer where it has one (unless `fresh`), else
+        fresh processes' (harness check's)."""
+        if not fresh:
+            quick = self._forked(source)
+            if quick is not None:
+                return quick
         measured = self.measure(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)
         cell = measured.cell
         why = measured.refused or why_not_kept(self.target, cell)
@@ -221,6 +306,16 @@ class Measurer:
             except KeyboardInterrupt:
                 self.bad.environment.interrupt()  # the runs still going end now; nothing they measured is kept
                 raise
+
+    def confirm(self, source: str) -> Tried:
+        """A checkpoint's question (harness/reduce/search.py): does the best program keep the signature as fresh
+        processes measure it (asked again only of a provisional keep), and is it clean on the good release?"""
+        if digest(source) in self._provisional:
+            answer = self.one_bad(source, fresh=True)
+            if not answer.kept:
+                return Tried(False, f"not confirmed by fresh processes: {answer.why}")
+            self._provisional.discard(digest(source))
+        return self.test_good(source) if self.good is not None else Tried(True, "confirmed by fresh processes")
 
     def test_good(self, source: str) -> Tried:
         assert self.good is not None

@@ -7,6 +7,10 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
   functions and classes nothing uses any more go in the same candidate, when defining them runs nothing.
 - `unwrappings`: a compound statement (if, for, while, with, try) replaced by its body.
 - `dead_code`: definitions, imports and assignments nothing uses any more, all in one candidate.
+- `plain_jax`: down to plain JAX: the statements that use a library other than JAX, NumPy and Python's own
+  (Flax, Optax, the user's) removed, all libraries at once then each; its calls replaced by their first
+  argument (a layer by its input, an optimizer's step by the parameters), all at once then each; the imports
+  that leaves unused dropped.
 - `inlinings`: a top-level function called once (`main()`, `mesh = make_mesh(config)`) replaced at the
   call by its body (parameters assigned, the final return as the assignment), and the
   `if __name__ == "__main__":` guard by what it guards: a reproducer reads top to bottom.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from enum import Enum
@@ -404,13 +409,173 @@ def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
             yield (1, index), text
 
 
-COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, dead_code, inlinings, unwrappings)
+# What a plain-JAX reproducer may import: JAX, NumPy, what JAX itself depends on, and Python's own library.
+PLAIN_PACKAGES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "scipy", "__future__",
+                            *sys.stdlib_module_names})
+
+
+def _library_names(tree: ast.Module) -> dict[str, str]:
+    """The names the program binds by importing a package that is not plain JAX (flax, optax, a model library
+    of the user's), and each one's package."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                package = alias.name.split(".")[0]
+                if package not in PLAIN_PACKAGES:
+                    names[(alias.asname or alias.name).split(".")[0]] = package
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            package = node.module.split(".")[0]
+            if package not in PLAIN_PACKAGES:
+                names.update({alias.asname or alias.name: package for alias in node.names if alias.name != "*"})
+    return names
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an attribute chain or a call's function starts at (`nn.Dense(4)` -> nn)."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _library_values(tree: ast.Module, names: set[str]) -> set[str]:
+    """`names` and what the program binds from them, transitively (`model = MLP()` where `class MLP(nn.Module)`,
+    `tx = optax.sgd(0.1)`, `params = model.init(...)`): the values a library made."""
+    tainted = set(names)
+    while True:
+        more = set(tainted)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None \
+                    and _mentions(node.value, tainted):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                more |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            elif isinstance(node, (ast.ClassDef, ast.FunctionDef)) and _mentions(_header(node), tainted):
+                more.add(node.name)
+        if more == tainted:
+            return tainted
+        tainted = more
+
+
+def _header(stmt: ast.stmt) -> ast.stmt:
+    """A compound statement without its inner statements (its decorators, bases, `with` items, iterable)."""
+    header = copy.copy(stmt)
+    for name in ("body", "orelse", "finalbody", "handlers"):
+        if hasattr(header, name):
+            setattr(header, name, [])
+    return header
+
+
+def _without_library(tree: ast.Module, names: set[str]) -> str | None:
+    """The program without every statement that mentions one of `names` or a value made from them (the
+    innermost one that does: a function keeps its other statements), then without what that leaves unused."""
+    tainted = _library_values(tree, names)
+    for block in _blocks(tree):
+        block[:] = [s for s in block if not (_mentions(s, tainted) and not _holds_statements_mentioning(s, tainted))]
+        if not block:
+            block.append(_located_pass())
+    _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                                                      ast.ImportFrom)))
+    return _emit(tree)
+
+
+def _holds_statements_mentioning(stmt: ast.stmt, names: set[str]) -> bool:
+    """A compound statement whose mention of `names` is only in its inner statements (those go instead), not
+    in its own header (a decorator, a base class, a `with` item, a loop's iterable)."""
+    inner = [s for name in ("body", "orelse", "finalbody") for s in getattr(stmt, name, []) or []
+             if isinstance(s, ast.stmt)]
+    inner += [s for handler in getattr(stmt, "handlers", []) or [] for s in handler.body]
+    return bool(inner) and not _mentions(_header(stmt), names)
+
+
+class _CallsReplaced(ast.NodeTransformer):
+    """Each call of a library's function or of a value it made (`nn.relu(x)`, `nn.Dense(4)(x)`,
+    `model.apply(params, x)`, `optax.apply_updates(params, updates)`) replaced by one of its arguments, where it
+    has some: what flows through a layer or an optimizer step, without it. `only`: the call with that number
+    (in the walk's order) alone; `last`: its last positional argument instead of its first."""
+
+    def __init__(self, names: set[str], only: int | None = None, last: bool | None = False,
+                 modules: frozenset[str] = frozenset()) -> None:
+        self.names, self.only, self.last, self.seen, self.modules = names, only, last, 0, modules
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        root = _root(node.func)
+        if root in self.names and node.args and not any(isinstance(a, ast.Starred) for a in node.args):
+            self.seen += 1
+            if self.only is None or self.only == self.seen - 1:
+                # None: a library's own function by its first argument (`optax.apply_updates(params, ...)`), a
+                # method of a value it made by its last (`model.apply(params, x)`, `model.init(key, x)`).
+                last = self.last if self.last is not None else (root not in self.modules
+                                                                and isinstance(node.func, ast.Attribute))
+                return self.visit(node.args[-1 if last else 0])
+        self.generic_visit(node)
+        return node
+
+
+def _replaced(source: str, names: set[str], only: int | None, last: bool | None,
+              modules: frozenset[str] = frozenset()) -> str | None:
+    tree = _CallsReplaced(names, only, last, modules).visit(ast.parse(source))
+    _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
+    return _emit(tree)
+
+
+def plain_jax(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
+    """Down to plain JAX (issue 48 item 3): a reproducer that still imports a model library (Flax, Optax, the
+    user's own) when the miss does not need it is not minimal. Candidates, largest first: every library call
+    (and call of a value a library made) replaced by its first argument, then whatever still uses a library
+    removed; every library's statements removed (and what uses the values they made); one library's; each call
+    alone replaced by its first argument, or its last (`model.apply(params, x)` -> `x`). Each drops what that
+    leaves unused, the library's imports with it; where the miss needs the library, they are rejected and the
+    program keeps it."""
+    tree = ast.parse(source)
+    libraries = _library_names(tree)
+    if not libraries:
+        return
+    tainted = _library_values(tree, set(libraries))
+    by_package: dict[str, set[str]] = {}
+    for name, package in libraries.items():
+        by_package.setdefault(package, set()).add(name)
+    seen: set[str] = {source}
+
+    def new(place: Place, text: str | None) -> bool:
+        if text is None or text in seen or _skipped(place, resume_at):
+            return False
+        seen.add(text)
+        return True
+
+    replaced = _replaced(source, tainted, None, False)
+    for number, last in enumerate((None, False)):
+        whole = _replaced(source, tainted, None, last, frozenset(libraries))
+        text = _without_library(ast.parse(whole), set(libraries)) if whole else None
+        if new((0, number), text):
+            yield (0, number), text
+    groups = [set(libraries)] + ([by_package[p] for p in sorted(by_package)] if len(by_package) > 1 else [])
+    for number, names in enumerate(groups):
+        text = _without_library(ast.parse(source), names)
+        if new((1, number), text):
+            yield (1, number), text
+    if new((2, 0), replaced):
+        yield (2, 0), replaced
+    counter = _CallsReplaced(tainted, only=-1)
+    counter.visit(ast.parse(source))
+    for number in range(counter.seen):
+        for last in (False, True):
+            text = _replaced(source, tainted, number, last)
+            if new((3, number, last), text):
+                yield (3, number, last), text
+
+
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, plain_jax, dead_code, inlinings, unwrappings)
 
 
 class PassName(Enum):
     """The search's passes, as a person reads them (search.py runs them in this order)."""
 
     DEAD_CODE = "dead code"
+    PLAIN_JAX = "down to plain JAX"
     REMOVALS = "statements removed"
     INLINING = "inlining"
     UNWRAPPING = "unwrapping"
@@ -421,5 +586,6 @@ class PassName(Enum):
 
 
 # What each coarse pass is called in the progress lines (harness/reduce/progress.py).
-PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, removals: PassName.REMOVALS,
+PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, plain_jax: PassName.PLAIN_JAX,
+                                    removals: PassName.REMOVALS,
                                     inlinings: PassName.INLINING, unwrappings: PassName.UNWRAPPING}

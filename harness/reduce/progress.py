@@ -15,7 +15,8 @@ from harness.reduce.passes import PassName
 from harness.reduce.search import Tried
 
 
-ORDER_SAID = (f"{PassName.DEAD_CODE.value}, {PassName.REMOVALS.value}, {PassName.INLINING.value}, "
+ORDER_SAID = (f"{PassName.DEAD_CODE.value}, {PassName.REMOVALS.value}, {PassName.PLAIN_JAX.value}, "
+              f"{PassName.INLINING.value}, "
               f"{PassName.UNWRAPPING.value} (again while they shrink it), then {PassName.MINIMIZE.value} "
               f"(statements down to literals), {PassName.READABLE.value}")
 

@@ -22,6 +22,7 @@ from harness.inputs.run_env import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
+from harness.core.kinds import FolderMode
 from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
@@ -302,7 +303,10 @@ class Reduction:
                 state.seconds = said.seconds
                 state.save(self.folder)
 
-            search = Search(state.best, measurer.test_bad, measurer.test_good if self.good else None,
+            # The screen decides only once the original was measured fresh (below); its provisional keeps, and
+            # a resumed search's, are confirmed by fresh processes at each checkpoint.
+            decides, measurer.screen_decides = measurer.screen_decides, False
+            search = Search(state.best, measurer.test_bad, measurer.confirm if self.good or decides else None,
                             at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
                             max_candidates=self.max_candidates)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
@@ -311,12 +315,19 @@ class Reduction:
                 self._original_as_a_candidate(source, state, search, measurer)
             elif search.memo.get(digest(state.best)) is None:
                 search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
+            if resume:
+                measurer.remember_provisional(search.memo)
+                if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
+                    search._chain = [normalise(source), state.best]
+            measurer.screen_decides = decides
             best = search.run()
         except KeyboardInterrupt:
             if search is not None:
                 state.best = search.best
             return self._interrupted(state, said, original_lines)
         finally:
+            if measurer is not None and measurer.good_screen is not None:
+                measurer.good_screen.close()
             if measurer is not None and measurer.screen is not None:
                 measurer.screen.close()
                 shutil.rmtree(self.folder / SCREEN_DIR, ignore_errors=True)
@@ -324,6 +335,11 @@ class Reduction:
         state.save(self.folder)
         if said.tallies:
             self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}")
+        if measurer.screen is not None:
+            undone = sum(1 for t in search.memo.values() if t.why.startswith("not confirmed by fresh processes"))
+            self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"
+                              + (f", {measurer.forked_kept} kept provisionally by them ({undone} undone at a "
+                                 "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else ""))
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
@@ -352,16 +368,61 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args)
+                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK)
         if screen.screen(state.best, seed).finished:
-            self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
-                              f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
-                              f"and every kept one, run as fresh processes")
+            measurer.screen_decides = self._screen_decides(screen, state)
+            if measurer.screen_decides:
+                measurer.good_screen = self._good_screen(source, state, measurer, local)
+            if measurer.screen_decides:
+                self.progress.say(
+                    f"quick screen: candidates run as children forked from interpreters that imported "
+                    f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
+                    f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
+                    "seeds compute different keys is kept provisionally"
+                    + (f" if its forked children are clean on jax {self.good}" if measurer.good_screen else "")
+                    + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
+                    "program is at the end")
+            else:
+                self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
+                                  f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
+                                  f"and every kept one, run as fresh processes")
             return screen
         screen.close()
         self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
                           "candidate runs as fresh processes")
         return None
+
+    def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
+                     local: tuple[Path, ...]) -> ForkScreen | None:
+        """Forked children on the good release too, where the original's of its two deciding seeds are clean there
+        (each computes keys, the second none the first did not): a provisional keep they find not clean is
+        rejected at once, rather than undone at the next checkpoint by fresh processes."""
+        python = getattr(measurer.good.environment, "python", None) if measurer.good else None
+        seeds = state.bad_seeds[:2]
+        if python is None or len(seeds) < 2:
+            return None
+        env = merge_user_env(process_env(measurer.good.spec, seeds[0], self.config.cache_thresholds), self.config.env)
+        env.pop("PYTHONHASHSEED")
+        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
+                            self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
+                            local, measurer.timeout_s, args=self.config.args,
+                            hook_folder=state.folder == FolderMode.HOOK)
+        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
+        if first.computed and later.keys is not None and not later.every - first.every:
+            return screen
+        screen.close()
+        return None
+
+    @staticmethod
+    def _screen_decides(screen: ForkScreen, state: ReduceState) -> bool:
+        """Whether the original's forked children of its two deciding seeds compute different keys of the
+        signature's module, each seed's own (a program that needs the start-up hook to miss, or whose miss the
+        forked children do not show, is decided by fresh processes only). Not under --vary or --processes."""
+        seeds = state.bad_seeds[:2]
+        if len(seeds) < 2 or not all(isinstance(s, int) for s in seeds):
+            return False
+        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
+        return bool(first.keys and later.keys and later.keys - first.keys)
 
     def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:
         """What a candidate costs, from the original's mean run: a rejected one stops at its first failing run;

@@ -28,10 +28,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.files import package_path
+from harness.core.listing import entries, list_dir
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher
 
@@ -72,6 +74,11 @@ def screen_allowed(places: tuple[str, ...]) -> bool:
 class Screened:
     rejected: str | None = None  # the candidate's own uncaught exception (`Class: message`); None: unsure
     finished: bool = False  # the child ran the program to its end (exit 0)
+    # Asked for a module: the persistent-cache keys of it the child computed (its cache folder's entries), and
+    # whether it computed any entry at all; None where it did not finish.
+    keys: frozenset[str] | None = None
+    computed: bool = False
+    every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
 
 
 class _Server:
@@ -120,20 +127,34 @@ class ForkScreen:
     timeout_s: float
     args: tuple[str, ...] = ()  # the script's arguments, as each fresh run gets them
     enabled: bool = True
+    # The original's runs got the cache folder through the start-up hook (it sets its folder in code): a child's
+    # folder is then set only where the program sets one (redirected to the child's own), never before it runs,
+    # as in a fresh run (a program that computes before it sets its folder caches nothing there, on some releases).
+    hook_folder: bool = False
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _starter: ThreadPoolExecutor | None = None
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
         confines = Confines((self.work,), (*interpreter, *self.readable))
         argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
-        server = _Server(argv, {**self.env, "PYTHONHASHSEED": str(seed)})
+        # Started by the screen's own thread, which lives as long as the screen: bubblewrap's --die-with-parent
+        # follows the thread that started it, so a server started by a batch's worker thread (measure.test_bad)
+        # would be killed with that thread at the batch's end, and the screen turned off as unwell.
+        with self._lock:
+            if self._starter is None:
+                self._starter = ThreadPoolExecutor(1, thread_name_prefix="fork-screen")
+            starter = self._starter
+        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed)}).result()
         with self._lock:
             self._all.append(server)
         return server
 
-    def screen(self, source: str, seed: int) -> Screened:
+    def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False) -> Screened:
+        """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
+        `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun)."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -146,12 +167,15 @@ class ForkScreen:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
             # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
-            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR),
-                   "JAX_COMPILATION_CACHE_DIR": str(folder / "cache")}
+            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
+            if not self.hook_folder:
+                env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
             answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
                                  "cache": str(folder / "cache"), "log": str(folder / "run.log"),
-                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s},
+                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
+                                 "stop_at": module if stop else None},
                                 self.timeout_s) if server.ready else None
+            found = entries(list_dir(folder / "cache")) if module is not None else set()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
@@ -167,10 +191,18 @@ class ForkScreen:
             return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
         if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
             return Screened(rejected=answer["error"])
-        return Screened(finished=answer["exit"] == 0 and not answer["timed_out"])
+        if answer["exit"] != 0:
+            return Screened()
+        if module is None:
+            return Screened(finished=True)
+        return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
+                        computed=bool(found), every=frozenset(e.key for e in found))
 
     def close(self) -> None:
         with self._lock:
             servers, self._all, self._idle = self._all, [], {}
+            starter, self._starter = self._starter, None
         for server in servers:
             server.close()
+        if starter is not None:
+            starter.shutdown(wait=False)

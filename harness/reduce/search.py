@@ -10,9 +10,11 @@ Two kinds of passes, coarse first:
 
 The memo (by source digest) answers a candidate tried before, in this search or a resumed one; pyflakes
 rejects a candidate that uses a name it never defines without running it. The good release is checked at
-checkpoints rather than for every candidate (most are rejected on the bad release anyway): when the best
-program is not clean there, the accepted programs since the last checked one are bisected back to the
-last clean one, and the one that broke it is remembered as rejected.
+checkpoints rather than for every candidate (most are rejected on the bad release anyway), and so are the
+candidates the quick screen kept provisionally (forked children: harness/reduce/measure.py), by fresh
+processes: when the best program fails the checkpoint, the accepted programs since the last checked one are
+bisected back to the last one that passes, the one that broke it is remembered as rejected, and the passes
+go on from there.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from harness.core.codec import Omit, Record, shape
 from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
+# After a checkpoint undoes programs (not clean on the good release, or a provisional keep that fresh processes
+# did not confirm), the passes go on from the last program that passed it, this many times per phase at most
+# (each undo rejects one program for good, but a program family the good release rejects can be long).
+AGAIN_AFTER_UNDO = 2
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
@@ -43,7 +49,8 @@ class Tried(Record):
 
 # Candidates measured on the bad release, all at once where cores allow; results in the same order.
 TestBad = Callable[[list[str]], list[Tried]]
-# One program on the good release (it must stay clean there).
+# One program at a checkpoint: it must stay clean on the good release (and, kept provisionally by the quick
+# screen, keep the signature in fresh processes).
 TestGood = Callable[[str], Tried]
 # Told about every candidate decided: its source, what it gave, the best program so far.
 OnTried = Callable[[str, Tried, str], None]
@@ -232,13 +239,17 @@ class Search:
     def _coarse_fixpoint(self, coarse: tuple[Pass, ...]) -> bool:
         """The coarse passes until none shrinks the program (pysource-minimize is the slow part), then the
         good release's checkpoint. True when they shrank it."""
-        start, shrunk = self.best, True
-        while shrunk:
-            shrunk = False
-            for make in coarse:
-                shrunk = self.run_pass(make) or shrunk
-        while not self.checkpoint():
-            pass
+        start = self.best
+        for _ in range(1 + AGAIN_AFTER_UNDO):
+            shrunk = True
+            while shrunk:
+                shrunk = False
+                for make in coarse:
+                    shrunk = self.run_pass(make) or shrunk
+            if self.checkpoint():
+                break
+            # Undone back to the last program the checkpoint passed (the one that failed it is remembered as
+            # rejected): the passes go on from there.
         return self.best != start
 
     def run(self, coarse: tuple[Pass, ...] = COARSE_PASSES, fine: bool = True) -> str:
@@ -249,9 +260,10 @@ class Search:
                 coarse_shrunk = self._coarse_fixpoint(coarse)
                 if not fine or (round_number and not coarse_shrunk):
                     break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
-                self.polish()
-                while not self.checkpoint():
-                    pass
+                for _ in range(1 + AGAIN_AFTER_UNDO):
+                    self.polish()
+                    if self.checkpoint():
+                        break  # (else undone: pysource-minimize goes on from the last program that passed it)
             self.restore()
         except OutOfCandidates:
             while not self.checkpoint():

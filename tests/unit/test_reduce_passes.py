@@ -217,3 +217,80 @@ def test_removals_give_the_same_candidates_when_made_again_from_the_same_program
     assert len({t for _, t in first}) == len(first)
     assert any(t.count("print(helper())") == 1 for _, t in first)
     assert not any("def helper" in t and "helper()" not in t for _, t in first)  # the helper goes with its calls
+
+
+# ---- down to plain JAX (issue 48 item 3) ---------------------------------------------------------------------
+
+FLAX_STEP = normalise("""
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+import optax
+from jax.experimental.shard_map import shard_map
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(4)(x)
+        return nn.relu(x)
+
+model = MLP()
+params = model.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))
+tx = optax.sgd(0.1)
+opt_state = tx.init(params)
+
+@jax.jit
+def step(x):
+    y = model.apply(params, x)
+    z = nn.relu(y)
+    return jnp.sum(shard_map(lambda a: a, mesh=None, in_specs=None, out_specs=None)(z))
+
+step(jnp.ones((2, 3)))
+""")
+
+
+def _imports(source):
+    import ast
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_plain_jax_first_replaces_every_library_call_by_what_flows_through_it_and_drops_the_libraries():
+    from harness.reduce.passes import plain_jax
+    (place, first), *rest = list(plain_jax(FLAX_STEP))
+    assert place == (0, 0)
+    assert _imports(first) == {"jax"} and broken(first) is None
+    assert "y = x" in first and "z = y" in first and "shard_map(" in first  # the module's own code stays
+    assert "def step(x)" in first  # (its name is the module's)
+    # Then each library's statements removed, each call alone replaced, all distinct, none of them the original.
+    texts = [text for _, text in rest]
+    assert len(set(texts)) == len(texts) and FLAX_STEP not in texts
+    assert any(_imports(t) == {"jax", "flax"} for t in texts) and any(_imports(t) == {"jax", "optax"} for t in texts)
+    assert any("y = x" in t and "flax" in _imports(t) for t in texts)  # model.apply(params, x) alone -> x
+
+
+def test_plain_jax_makes_nothing_for_a_program_that_imports_only_jax_numpy_and_python_s_own():
+    from harness.reduce.passes import plain_jax
+    assert list(plain_jax(normalise("import os, functools\nimport numpy as np\nimport jax\nprint(np.ones(2))\n"))) == []
+
+
+def test_plain_jax_is_a_coarse_pass_said_as_such():
+    from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, plain_jax
+    from harness.reduce.progress import opening
+    assert plain_jax in COARSE_PASSES and PASS_NAMES[plain_jax] == PassName.PLAIN_JAX
+    assert "down to plain JAX" in opening(10)
+
+
+def test_a_search_with_plain_jax_ends_without_the_library_where_the_bug_does_not_need_it():
+    from harness.reduce.search import Search, Tried
+
+    def keep(sources):  # "reproduces" while the jitted step still calls shard_map on something
+        return [Tried("shard_map(lambda" in s and "step(" in s and broken(s) is None) for s in sources]
+
+    best = Search(FLAX_STEP, keep).run(fine=False)
+    assert _imports(best) == {"jax"}, best

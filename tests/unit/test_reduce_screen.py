@@ -12,6 +12,7 @@ import pytest
 
 from harness.core.files import package_path
 from harness.reduce.screen import ForkScreen, Screened, preloaded, screen_allowed
+from harness.reduce.passes import digest
 from harness.reduce.search import Tried
 
 ORDER = "print(list({'data', 'model', 'batch', 'expert', 'pipe'}))\n"
@@ -157,3 +158,200 @@ def test_a_server_that_does_not_start_turns_the_screen_off_for_the_rest(tmp_path
     assert screen.screen("pass\n", 1) == Screened() and not screen.enabled
     screen._start = lambda seed: pytest.fail("no second server is started")
     assert screen.screen("pass\n", 1) == Screened()
+
+
+# ---- the screen decides (issue 48 item 2: minutes, not ten) -------------------------------------------------
+
+class _KeyScreen:
+    """Forked children that compute, for each seed, the keys of `jit_f` given by `keys(source, seed)`."""
+
+    def __init__(self, keys):
+        self.keys, self.asked = keys, []
+
+    def screen(self, source, seed, module=None, stop=False):
+        assert module == "jit_f"
+        self.asked.append(seed)
+        self.stopped = getattr(self, "stopped", []) + [stop]
+        found = self.keys(source, seed)
+        return Screened(finished=True, keys=frozenset(found), computed=bool(found))
+
+
+def _deciding(screen, kept_fresh=True):
+    measurer = _measurer(screen)
+    measurer.screen_decides, measurer.forked_kept, measurer._provisional = True, 0, set()
+    measurer._good_seeds, measurer.good, measurer.good_screen = {}, None, None
+    measurer.target = type("Signature", (), {"module": "jit_f"})()
+    calls = measurer.fresh
+
+    def one_fresh(source, *args):
+        calls.append(source)
+        return type("Measured", (), {"cell": None, "refused": "refused: stand-in" if not kept_fresh else None})()
+
+    measurer.measure = one_fresh
+    return measurer
+
+
+def test_a_candidate_whose_forked_seeds_compute_different_keys_is_kept_provisionally_without_a_fresh_process():
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed % 12}"}))
+    answer = measurer.one_bad("import jax\n")
+    assert answer.kept and answer.why.startswith("kept provisionally (forked runs of seeds 11 and 12")
+    assert measurer.fresh == [] and measurer.provisional("import jax\n") and measurer.forked_kept == 1
+    assert measurer._good_seeds[digest("import jax\n")] == [11, 12]  # the good release's seeds at the checkpoint
+
+
+def test_a_candidate_whose_forked_seeds_all_compute_one_key_or_none_is_rejected_without_a_fresh_process():
+    same = _KeyScreen(lambda source, seed: {"jit_f-0"})
+    measurer = _deciding(same)
+    answer = measurer.one_bad("import jax\n")
+    assert answer == Tried(False, "clean on 0.4.28 (forked runs of seeds 11, 12, 13 computed one key of jit_f)")
+    assert same.asked == [11, 12, 13] and measurer.fresh == []
+    assert same.stopped == [False, True, True]  # the first child runs the whole program; the later ones, to the key
+    measurer = _deciding(_KeyScreen(lambda source, seed: set()))
+    assert measurer.one_bad("import jax\n") == Tried(False, "jit_f not computed on 0.4.28 (a forked run of seed 11: "
+                                                            "it compiled nothing)")
+    assert measurer.fresh == []
+
+
+def test_a_provisional_keep_is_confirmed_by_fresh_processes_at_the_checkpoint():
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}), kept_fresh=False)
+    assert measurer.one_bad("import jax\n").kept and measurer.fresh == []
+    answer = measurer.confirm("import jax\n")
+    assert answer == Tried(False, "not confirmed by fresh processes: refused: stand-in")
+    assert measurer.fresh == ["import jax\n"]  # the fresh path, never the screen's answer again
+    # A program kept by fresh processes (not provisionally) is not measured again on the bad release.
+    assert measurer.confirm("print(1)\n") == Tried(True, "confirmed by fresh processes")
+    assert measurer.fresh == ["import jax\n"]
+
+
+class _GoodScreen:
+    """Forked children on the good release: `every(seed)` is every key a child of that seed computes there."""
+
+    def __init__(self, every):
+        self.every, self.asked = every, []
+
+    def screen(self, source, seed, module=None, stop=False):
+        assert stop  # on the good release only the module's key is asked of a child
+        self.asked.append(seed)
+        found = frozenset(self.every(seed))
+        return Screened(finished=True, keys=frozenset(k for k in found if k.startswith(module + "-")),
+                        computed=bool(found), every=found)
+
+
+def test_a_provisional_keep_whose_forked_children_are_not_clean_on_the_good_release_is_rejected_at_once():
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}))
+    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good_screen = _GoodScreen(lambda seed: {f"jit_f-{seed}"})  # the key moves on the good release too
+    assert measurer.one_bad("import jax\n") == Tried(False, "reproduced on 0.4.29, the good release (forked runs "
+                                                            "of seeds 11 and 12 computed different keys)")
+    measurer.good_screen = _GoodScreen(lambda seed: set())  # its cache never initialised there
+    assert measurer.one_bad("print(1)\n") == Tried(False, "unsupported on 0.4.29, the good release (a forked run "
+                                                          "of seed 11 compiled nothing)")
+    clean = _GoodScreen(lambda seed: {"jit_f-0", f"jit_g-{seed}"})  # (another module's key is the checkpoint's)
+    measurer.good_screen = clean
+    assert measurer.one_bad("print(2)\n").kept and clean.asked == [11, 12] and measurer.fresh == []
+
+
+def test_a_resumed_search_s_provisional_keeps_are_confirmed_again():
+    measurer = _deciding(_KeyScreen(lambda source, seed: set()))
+    memo = {digest("a\n"): Tried(True, "kept provisionally (forked runs of seeds 1 and 2 computed ...)"),
+            digest("b\n"): Tried(True, "reproduced in 2 runs"), digest("c\n"): Tried(False, "kept provisionally")}
+    measurer.remember_provisional(memo)
+    assert measurer.provisional("a\n") and not measurer.provisional("b\n") and not measurer.provisional("c\n")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_forked_child_s_keys_of_the_module_are_read_from_its_own_cache_folder(tmp_path):
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    # A stand-in for JAX: the module's key follows the seed's set order, another module's does not.
+    program = ("import os, hashlib\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache)\n"
+               "key = hashlib.sha256(str(list({'a', 'b', 'c', 'd', 'e'})).encode()).hexdigest()\n"
+               "open(os.path.join(cache, 'jit_f-' + key), 'w').close()\n"
+               "open(os.path.join(cache, 'jit_g-' + '0' * 64), 'w').close()\n")
+    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 20.0)
+    try:
+        first, again, other = (screen.screen(program, seed, module="jit_f") for seed in (1, 1, 2))
+        assert first.finished and first.computed and len(first.keys) == 1 and first.keys == again.keys
+        assert other.keys != first.keys  # the seed's order, as a fresh process of that seed has it
+        assert screen.screen(program, 1) == Screened(finished=True)  # not asked: no keys read
+        nothing = screen.screen("pass\n", 1, module="jit_f")
+        assert nothing == Screened(finished=True, keys=frozenset(), computed=False)
+    finally:
+        screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path):
+    # bubblewrap's --die-with-parent follows the thread that started it: measure.test_bad's worker threads end
+    # with each batch, and their servers must not (else the next candidate finds it dead: the screen turns off).
+    from concurrent.futures import ThreadPoolExecutor
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 20.0)
+    try:
+        with ThreadPoolExecutor(2) as batch:
+            assert all(s.finished for s in batch.map(lambda seed: screen.screen("pass\n", seed), (1, 2)))
+        import time
+        time.sleep(0.5)  # (the kernel's signal to a dead thread's bwrap is immediate; a little time to act on it)
+        with ThreadPoolExecutor(2) as batch:
+            assert all(s.finished for s in batch.map(lambda seed: screen.screen("pass\n", seed), (1, 2)))
+        assert screen.enabled and len(screen._all) == 2
+    finally:
+        screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the_program_sets_one(tmp_path):
+    # As the start-up hook does in a fresh run (FolderMode.HOOK): a program that computes before it sets its
+    # folder caches nothing on 0.4.29, and its forked child must not be given a folder from the start.
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    program = "import os\nprint(os.environ.get('JAX_COMPILATION_CACHE_DIR'))\nassert 'JAX_COMPILATION_CACHE_DIR' not in os.environ\n"
+    hooked = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 20.0, hook_folder=True)
+    plain = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                       script, [], (script.parent,), 20.0)
+    try:
+        assert hooked.screen(program, 1).finished
+        assert plain.screen(program, 1).rejected.startswith("AssertionError")
+    finally:
+        hooked.close()
+        plain.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path):
+    import time
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    program = ("import os, time\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache)\n"
+               "open(os.path.join(cache, 'jit_f-' + '1' * 64 + '.tmp'), 'w').close()\ntime.sleep(0.5)\n"
+               "open(os.path.join(cache, 'jit_f-' + '2' * 64), 'w').close()\ntime.sleep(60)\n")
+    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 8.0)
+    try:
+        started = time.monotonic()
+        stopped = screen.screen(program, 1, module="jit_f", stop=True)
+        assert time.monotonic() - started < 7.5  # (not the timeout)
+        assert stopped.finished and stopped.keys == frozenset({"jit_f-" + "2" * 64})  # not at a partial name
+        assert screen.screen(program, 1, module="jit_g", stop=True).rejected == "timed out after 8 s"
+    finally:
+        screen.close()

@@ -122,3 +122,25 @@ def test_out_of_candidates_is_raised_only_when_a_candidate_needs_measuring():
     assert search.decide([PROGRAM]) == [Tried(True, "the original", measured=False)]
     with pytest.raises(OutOfCandidates):
         search.decide([normalise("n = 4\n")])
+
+
+def test_after_a_checkpoint_undoes_a_program_the_passes_go_on_from_the_last_one_that_passed():
+    # The quick screen keeps candidates provisionally (issue 48 item 2): a checkpoint that undoes one must not
+    # end the coarse passes there (they go on from the program it went back to, which they never saw as the best
+    # after the undone ones were kept).
+    from harness.reduce.passes import removals
+    asked, made_from = [], []
+
+    def confirmed(source):  # the first best program met at a checkpoint is not confirmed; every other is
+        asked.append(source)
+        return Tried(len(asked) > 1, "not confirmed by fresh processes: clean")
+
+    def spy(source, resume_at=None):
+        made_from.append((len(asked), source))
+        return removals(source, resume_at)
+
+    search = Search(PROGRAM, Measured(reproduces), confirmed)
+    best = search.run(coarse=(spy,), fine=False)
+    assert reproduces(best) and best != asked[0]
+    assert search.memo[digest(asked[0])] == Tried(False, "not confirmed by fresh processes: clean")
+    assert any(n > 0 and source == best for n, source in made_from)  # after the undo: again from there
