@@ -29,7 +29,8 @@ from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
 from harness.core.model import CellResult
 from harness.results.document import RunStatus
-from harness.inputs.options import Given, from_given
+from harness.inputs.option_set import from_given
+from harness.inputs.options import Given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.core.shield import shield_from_children
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
