@@ -503,6 +503,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         cwd = cwd or base_dir.resolve()
         repro = _parse_module(given.module, cwd, err)
     else:
+        assert given.repro is not None  # one of the two (above)
         repro = _parse_repro(given.repro, base_dir, err)
     versions = _parse_versions(given.jax_versions, err)
     meshes = _parse_meshes(given.meshes, given.device_count, repro, err)

@@ -10,8 +10,9 @@ round-trip test), how its text is read and spelled back, and whether it is part 
 report's reproduce line) and docs/commands.md (`make docs`; tests/unit/test_docs.py checks it).
 
 To add an option: a field of `Options` (its place is its place in --help), named in a group below or in the
-command that takes it. If the service acts on it, a field `name: ITS_TYPE = takes("dest")` in harness/service/
-options.py (tests/unit/test_options.py checks the type is this one), which `from_given` fills."""
+command that takes it. If the service acts on it, a field holding it in harness/service/options.py, named as it
+(`jobs: int | None = Options.jobs`) or not (`field(default=..., metadata=takes("jobs"))`), which `from_given`
+fills; tests/unit/test_options.py checks its type and default are the declaration's."""
 
 from __future__ import annotations
 
@@ -24,33 +25,13 @@ from typing import Annotated, Any, get_type_hints
 
 from harness.core.confidence import SeedStrategy, runs_for_target
 from harness.core.files import harness_version
-from harness.core.model import (
-    DEFAULT_BACKEND,
-    BackendName,
-    Platform,
-    ThresholdMode,
-    Verdict,
-)
+from harness.core.model import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
 from harness.core.vary_factors import Factor
 from harness.inputs import option_set
 from harness.inputs.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
-from harness.inputs.option_set import (
-    CHECK_FAILS_ON,
-    SCRIPT_ARGS,
-    TAKES,
-    Command,
-    Group,
-    OneLineParser,
-    Option,
-    factors,
-    fail_on,
-    opt,
-    positive,
-    runs_at_once,
-    seconds,
-    spell_fail_on,
-    spell_runs_at_once,
-)
+from harness.inputs.option_set import (CHECK_FAILS_ON, SCRIPT_ARGS, TAKES, Command, Group, OneLineParser, Option,
+                                       factors, fail_on, opt, positive, runs_at_once, seconds, spell_fail_on,
+                                       spell_runs_at_once)
 from harness.inputs.sharding import Shard, parse_shard
 from harness.inputs.versions import LATEST
 
@@ -279,6 +260,7 @@ class Options:
         "--force", help="replace the file if it exists", group=Group.RESULTS, action="store_true",
         per={"base-image": {"help": "build it again even if it exists", "group": Group.ENVIRONMENT}})] = False
 
+
 OPTIONS: tuple[Option, ...] = tuple(
     replace(hint.__metadata__[0], dest=f.name, kind=hint.__origin__, default=f.default)
     for f, hint in zip(fields(Options), get_type_hints(Options, include_extras=True).values()))
@@ -359,6 +341,8 @@ def option(command: str, dest: str) -> Option:
 
 def identity_dests() -> frozenset[str]:
     return frozenset(o.dest for o in OPTIONS if o.identity)
+
+
 # ---- the parser, and what was given ------------------------------------------------------------------
 
 def build_parser(description: str = "") -> OneLineParser:
