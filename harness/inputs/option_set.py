@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Self, get_type_hints
 
 from harness.core.errors import ExitCode
 from harness.core.model import FAILABLE, Verdict, parse_fail_on
@@ -310,7 +310,7 @@ class Given:
     def get(self, dest: str, default: Any = None) -> Any:
         return self.values.get(dest, default)
 
-    def with_values(self, **changes: Any) -> Given:
+    def with_values(self, **changes: Any) -> Self:
         unknown = set(changes) - {o.dest for o in self.options()}
         if unknown:
             raise KeyError(f"{self.command} takes no option {sorted(unknown)}")
