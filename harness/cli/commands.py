@@ -16,7 +16,8 @@ import shlex
 import sys
 import traceback
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness import service
 from harness.core.records import plain
@@ -28,9 +29,10 @@ from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.cli.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
-from harness.core.model import CellResult
+from harness.core.model import CellResult, Verdict
 from harness.results.document import RunStatus
-from harness.inputs.options import Given, from_given
+from harness.inputs.option_set import from_given
+from harness.inputs.options import Given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.core.shield import shield_from_children
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness: error: {exc.strerror}{f' ({exc.filename})' if exc.filename else ''}; the results "
               "keep every cell saved before it", file=sys.stderr)
         return ExitCode.FAILURE
-    except Exception:  # a bug of the harness, not bad input: the traceback is what a fix needs
+    except Exception:  # noqa: BLE001 -- a bug of the harness, not bad input: the traceback is what a fix needs
         return _internal_error()
     finally:
         ConsoleProgress.release_all()
@@ -131,10 +133,14 @@ def _progress(quiet: bool) -> ConsoleProgress:
     return ConsoleProgress(quiet=quiet, hold_s=SETUP_HOLD_S)
 
 
-def handler(command: str) -> Callable[[Given, tuple[str, ...]], int]:
+Handler = Callable[[Given, tuple[str, ...]], int]  # cmd_<command>: what was given, the words as typed
+
+
+def handler(command: str) -> Handler:
     """`cmd_<command>` below (`base-image`: cmd_base_image): one per command of harness/inputs/options.py
     (tests/unit/test_options.py checks)."""
-    return globals()[f"cmd_{command.replace('-', '_')}"]
+    found: Handler = globals()[f"cmd_{command.replace('-', '_')}"]
+    return found
 
 
 def _typed(words: tuple[str, ...]) -> str:
@@ -175,11 +181,13 @@ def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
         print(f"\n{interrupted_how()} during the original's check: nothing reduced yet\n"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
+    assert state is not None  # a reduction that was not interrupted before its first candidate has a state
     if reduction.status == RunStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {reduction.original_lines} lines, "
               f"{state.measured} candidates run) is {reduction.best_file}\n"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
+    assert reduction.reduced is not None  # a finished reduction wrote its reduced program
     print(f"results: {reduction.folder / 'results.json'} (report: {reduction.folder / REPORT_FILE})", file=sys.stderr)
     print(render(list(reduction.cells)))
     print()
@@ -218,7 +226,7 @@ def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
     return ExitCode.REGRESSION if differs else ExitCode.OK  # 1, as diff(1) says "they differ"
 
 
-def _script_check(given: Given, **fields) -> service.ScriptCheck:
+def _script_check(given: Given, **fields: Any) -> service.ScriptCheck:
     """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
     script_run = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
     return from_given(service.ScriptCheck, given, script_run=script_run, **fields)
@@ -371,7 +379,7 @@ def _check_ci_paths(junit_xml: Path | None, out: Path, resume: Path | None = Non
         raise UserError(problems[0])
 
 
-def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: frozenset | None = None,
+def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: frozenset[Verdict] | None = None,
                 as_json: bool = False) -> int:
     """The table and summary (--json: the summary as JSON on stdout, the rest on stderr), then the CI
     outputs (--junit-xml, --fail-on: nightly has no --fail-on, its exit is the comparison's)."""
@@ -393,7 +401,7 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
                        report=swept.folder / REPORT_FILE, line=line)
 
 
-def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fail_on: frozenset | None,
+def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fail_on: frozenset[Verdict] | None,
                 status: str = "", report: Path | None = None, line: str | None = None) -> int:
     """JUnit XML and GitHub's job summary when asked for; exit 1 when a cell's verdict is one --fail-on names.
     An output that cannot be written (its path was checked before the sweep; something changed since) is
@@ -421,7 +429,7 @@ def _ci_outputs(cells: list[CellResult], suite: str, junit_xml: Path | None, fai
 
 
 def _merged_outputs(cells: list[CellResult], status: str, complete: bool, suite: str, junit_xml: Path | None,
-                    fail_on: frozenset | None, resubmit_command: str | None = None, line: str | None = None) -> int:
+                    fail_on: frozenset[Verdict] | None, resubmit_command: str | None = None, line: str | None = None) -> int:
     """merge and submit --wait: the CI outputs of the merged cells. An incomplete merge (a shard missing or
     cut short) exits 3, as the harness's failure: nothing was decided for the cells it lacks. A verdict
     --fail-on names among the cells it has is still 1: that regression was measured."""

@@ -9,8 +9,12 @@ import os
 import sys
 from pathlib import Path
 
-from harness.service import options as service_options
-from harness.inputs.options import COMMANDS, SCRIPT_ARGS, Option, build_parser, options_for
+from harness.inputs.option_set import SCRIPT_ARGS, Option
+from harness.inputs.options import (
+    COMMANDS,
+    build_parser,
+    options_for,
+)
 
 COMMANDS_DOC = Path("docs") / "commands.md"
 REGENERATE = "make docs"
@@ -95,9 +99,6 @@ def main(argv: list[str] | None = None) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render())
     print(f"wrote {path}")
-    if not args:  # `make docs`: also the stub of the service's options, typed from the same declarations
-        service_options.STUB.write_text(service_options.stub())
-        print(f"wrote {service_options.STUB}")
     return 0
 
 

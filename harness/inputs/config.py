@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import types
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import msgspec
+import msgspec.structs
+from msgspec import Meta
 
 import yaml
 
@@ -24,11 +31,6 @@ from harness.inputs.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path
 from harness.inputs.versions import check_syntax
 
-KEYS = {"name", "repro", "jax_versions", "platform", "device_count", "meshes", "runs", "timeout_s",
-        "docker", "python", "cache_thresholds", "module", "args", "env", "cwd", "requirements",
-        "requirements_file", "processes", "vary"}
-REQUIRED = {"name", "jax_versions"}  # and one of repro / module
-DOCKER_KEYS = {"base_image", "python"}
 DEFAULT_TIMEOUT_S = 300.0
 MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
 MAX_DEVICES = 4096
@@ -45,8 +47,9 @@ MAX_NAME = 240  # characters in a config's name; a folder made from it is shorte
 # bidirectional overrides.
 _CONTROL_CATEGORIES = {"Cc", "Zl", "Zp"}
 _BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+_NOT_BLANK = r"\S"
 
 
 # The config's `source` when `harness check` made it from a script (no config file).
@@ -137,6 +140,176 @@ class Config:
         return data
 
 
+# ---- the config file's keys, declared once: each its type, constraints and the one line an error says ------
+# A field's `description` is what is wrong with a value that does not fit it ({value}: the value, shortened);
+# an integer's bounds say themselves ("must be at least 2", with `extra={"why": ...}` after it).
+
+class DockerSection(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The config's `docker:` section (docker backend): the base image, and its Python."""
+
+    base_image: Annotated[str, Meta(min_length=1, description="must be a non-empty string")] | None = None
+    python: Annotated[str, Meta(pattern=r"^3\.\d{1,2}$", description="must be a Python 3 version such as \"3.11\", "
+                                "not {value}")] | None = None
+
+
+class MeshSection(msgspec.Struct, forbid_unknown_fields=True):
+    """One of the config's `meshes:` (built-in repros): its shape and its axes' names."""
+
+    shape: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(
+        min_length=1, description="must be a non-empty list of positive integers")]
+    axis_names: Annotated[list[Annotated[str, Meta(min_length=1)]], Meta(
+        description="must be a list of non-empty strings")]
+
+
+class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True, kw_only=True):
+    """A config file's keys (docs/config.md), in the order results.json records them (`Config.to_json`).
+    `parse_config` turns one into a `Config`: paths resolved, the repro found, the keys checked together."""
+
+    name: Annotated[str, Meta(pattern=_NAME_PATTERN, max_length=MAX_NAME, extra={"why": "it names result folders"},
+                              description="must be a word of letters, digits, '.', '_' or '-' (it names result "
+                              "folders)")]
+    repro: Annotated[str, Meta(pattern=_NOT_BLANK, description="must be the name of a built-in repro or a path to "
+                               "a Python script")] | None = None
+    jax_versions: Annotated[list[Any] | str, Meta(description="must be a list of versions or specifiers")]
+    platform: Annotated[Platform, Meta(description=f"must be one of {', '.join(p.value for p in Platform)}, "
+                                       "not {value}")] = Platform.CPU
+    device_count: Annotated[int, Meta(ge=1, le=MAX_DEVICES)] = 8
+    meshes: Annotated[Annotated[list[Annotated[MeshSection, Meta(description="must be a mapping with shape and "
+                                                                  "axis_names")]], Meta(min_length=1)] | None,
+                      Meta(description="must be a non-empty list of {{shape, axis_names}}")] = None
+    runs: Annotated[int, Meta(ge=2, le=MAX_RUNS, extra={"why": "a single run has no later run to compare"})] = 8
+    timeout_s: Annotated[float, Meta(gt=0, le=sys.float_info.max,
+                                     description="must be a positive, finite number of seconds")] = DEFAULT_TIMEOUT_S
+    docker: Annotated[DockerSection | None, Meta(description="must be a mapping (base_image, python)")] = None
+    python: Annotated[str, Meta(pattern=rf"^({AUTO}|\s*3\.\d{{1,2}}\s*)$", description="must be auto or a Python 3 "
+                                "version such as \"3.12\" (quoted), not {value}")] | None = None
+    requirements: Annotated[list[str], Meta(description="must be a list of requirement strings, e.g. [flax, "
+                                            "\"optax>=0.2\"]")] = []
+    cache_thresholds: Annotated[ThresholdMode, Meta(description=f"must be one of "
+                                                    f"{', '.join(m.value for m in ThresholdMode)}, not {{value}}")
+                                ] = ThresholdMode.HARNESS
+    module: Annotated[str, Meta(pattern=_MODULE_PATTERN, description="must be a dotted module name such as "
+                                "mypkg.train, not {value}")] | None = None
+    args: Annotated[list[Annotated[str, Meta(description="an argument must be a string, not {value} (quote it)")]],
+                    Meta(description="must be a list of strings (the script's command-line arguments)")] = []
+    env: Annotated[dict[str, Annotated[str, Meta(description="a value must be a string, not {value} (quote it)")]],
+                   Meta(description="must be a mapping of variable names to strings")] = {}
+    cwd: Annotated[str, Meta(description="the working folder must be a string, not {value} (quote it)")] | None = None
+    processes: Annotated[int, Meta(ge=1, le=MAX_PROCESSES)] = 1
+    vary: Annotated[list[str] | str | None, Meta(description="must be a list of factor names, or all")] = None
+    requirements_file: Annotated[str, Meta(pattern=_NOT_BLANK, description="must be the path of a requirements "
+                                           "file")] | None = None
+
+
+CONFIG_KEYS: tuple[str, ...] = ConfigFile.__struct_fields__  # every key a config file may have, in that order
+KEYS = frozenset(CONFIG_KEYS)
+REQUIRED = frozenset(f.name for f in msgspec.structs.fields(ConfigFile) if f.required)  # and repro or module
+# The keys of results.json's `config` (Config.to_json; harness/results/header.py's RecordedConfig), in order: the
+# file's, with where it was read (`source`) after docker and requirements_file folded into requirements.
+_AT_SOURCE = CONFIG_KEYS.index("python")
+RECORDED_KEYS: tuple[str, ...] = (*CONFIG_KEYS[:_AT_SOURCE], "source",
+                                  *(k for k in CONFIG_KEYS[_AT_SOURCE:] if k != "requirements_file"))
+
+
+def read_config_file(data: Any, source: str) -> ConfigFile:
+    """The YAML's mapping as a ConfigFile, or a ConfigError naming the key and what is wrong with its value."""
+    try:
+        return msgspec.convert(data, ConfigFile)
+    except msgspec.ValidationError as exc:
+        key, message = _problem(str(exc), data)
+        raise ConfigError(source, key, message) from None
+
+
+_AT = re.compile(r"^(?P<detail>.*?)(?: - at `(?P<in_key>key` in `)?(?P<path>\$[^`]*)`)?$")
+_STEPS = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
+
+
+def _problem(text: str, data: Any) -> tuple[str | None, str]:
+    """msgspec's error (`Expected int >= 2 - at $.runs`) as the key it is about and today's one line about it."""
+    match = _AT.match(text)
+    assert match is not None
+    detail, path = match["detail"], match["path"] or "$"
+    kind, value, key, depth = ConfigFile, data, "", 0
+    described: tuple[str, str, Any] | None = None  # the deepest level that says what its values must be
+    for step in _STEPS.finditer(path):
+        name, index = step[1], step[2]
+        if name is not None:
+            kind, value, key = _field_type(kind, name), value.get(name), f"{key}.{name}" if key else name
+        elif index is not None:
+            kind, value, key = _member(kind, list).__args__[0], value[int(index)], f"{key}[{index}]"
+        else:  # a mapping's value: the first that does not fit names the key
+            kind = _member(kind, dict).__args__[1]
+            name = next(k for k, v in value.items() if not _fits(v, kind))
+            value, key = value[name], f"{key}.{name}"
+        depth += 1
+        metas = _metas(kind)
+        description = next((m.description for m in metas if m.description), None)
+        if description:
+            described = (key, description, value)
+    metas = _metas(kind) if depth else []
+    why = next((f" ({m.extra['why']})" for m in metas if m.extra and "why" in m.extra), "")
+    known_keys = ", ".join(sorted(CONFIG_KEYS))
+    if found := re.match(r"Object contains unknown field `(.+)`", detail):
+        if not depth:
+            return found[1], f"unknown key (known keys: {known_keys})"
+        return f"{key}.{found[1]}", f"unknown key (known: {', '.join(_member(kind, msgspec.Struct).__struct_fields__)})"
+    if found := re.match(r"Object missing required field `(.+)`", detail):
+        return (f"{key}.{found[1]}" if key else found[1]), "required key is missing"
+    if match["in_key"] and not depth:  # a key that is no word (`3: 4`)
+        return str(next(k for k in data if not isinstance(k, str))), f"unknown key (known keys: {known_keys})"
+    if match["in_key"]:
+        return key, described[1].format(value=_short(value)) if described else "a key must be a string"
+    if (found := re.match(r"Expected `int` (>=|<=) (\d+)$", detail)) and depth == 1 and not described:
+        return key, f"must be at least {found[2]}{why}" if found[1] == ">=" else f"must be at most {found[2]}"
+    if (found := re.match(r"Expected `str` of length <= (\d+)$", detail)) and isinstance(value, str):
+        return key, f"is {len(value)} characters long; at most {found[1]}{why}"
+    if described:
+        return described[0], described[1].format(value=_short(described[2]))
+    if detail.startswith("Expected `int`"):
+        return key, f"must be an integer, not {_short(value)}"
+    return key or None, detail
+
+
+def _metas(kind: Any) -> list[Meta]:
+    """The Meta of a type (Annotated), of its Optional's one member too."""
+    metas: list[Meta] = []
+    while True:
+        if get_origin(kind) is Annotated:
+            metas += [m for m in kind.__metadata__ if isinstance(m, Meta)]
+            kind = kind.__origin__
+        elif get_origin(kind) in (Union, types.UnionType) and len(members := _not_none(kind)) == 1:
+            kind = members[0]
+        else:
+            return metas
+
+
+def _member(kind: Any, shape: type) -> Any:
+    """The part of a type (through Annotated and unions) that is a list, a dict or a Struct."""
+    if get_origin(kind) is Annotated:
+        return _member(kind.__origin__, shape)
+    if get_origin(kind) in (Union, types.UnionType):
+        return next(m for m in (_member(k, shape) for k in _not_none(kind)) if m is not None)
+    found = get_origin(kind) or kind
+    return kind if isinstance(found, type) and issubclass(found, shape) else None
+
+
+def _field_type(kind: Any, name: str) -> Any:
+    struct = _member(kind, msgspec.Struct)
+    return {f.name: f.type for f in msgspec.structs.fields(struct)}[name]
+
+
+def _not_none(kind: Any) -> list[Any]:
+    return [k for k in get_args(kind) if k is not type(None)]
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, kind)
+        return True
+    except msgspec.ValidationError:
+        return False
+
+
 class _DuplicateKey(Exception):
     def __init__(self, key: str, line: int):
         self.key, self.line = key, line
@@ -147,6 +320,10 @@ class _BadKey(Exception):
         self.line = line
 
 
+# How a _parse_* helper names the key it rejects: parse_config's err(key, message), a ConfigError.
+ErrorFor = Callable[[str, str], ConfigError]
+
+
 class _TooBig(Exception):
     """The YAML is larger than any config (after alias expansion), nested too deeply, or recursive."""
 
@@ -155,8 +332,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """safe_load, except that a key given twice is an error (plain YAML keeps the last silently), and
     so is a key that is a list or a map (`? [a, b] : c`)."""
 
-    def construct_mapping(self, node, deep=False):
-        seen = set()
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _BadKey(key_node.start_mark.line + 1)
@@ -312,102 +489,50 @@ def parse_config_text(text: str, source: str, base_dir: Path) -> Config:
 
 
 def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
+    """A config file's mapping as a Config: each key's type and bounds checked by ConfigFile, then the keys
+    that depend on each other, the files they name and the versions' syntax. One ConfigError names the key."""
     if not isinstance(data, dict):
         raise ConfigError(source, None, "must be a YAML mapping of keys to values")
     check_text(data, source)
-    unknown = sorted(set(map(str, data)) - KEYS)
-    if unknown:
-        raise ConfigError(source, unknown[0], f"unknown key (known keys: {', '.join(sorted(KEYS))})")
-    missing = sorted(REQUIRED - set(data))
-    if missing:
-        raise ConfigError(source, missing[0], "required key is missing")
-    if ("repro" in data) == ("module" in data):
-        raise ConfigError(source, "repro", "name either repro (a built-in or a script) or module "
-                                           "(run as python -m), not both" if "repro" in data else "required key is missing")
+    given = read_config_file(data, source)
+    if (given.repro is None) == (given.module is None):
+        raise ConfigError(source, "repro", "name either repro (a built-in or a script) or module (run as python "
+                                           "-m), not both" if given.repro is not None else "required key is missing")
 
     def err(key: str, message: str) -> ConfigError:
         return ConfigError(source, key, message)
 
-    name = data["name"]
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise err("name", "must be a word of letters, digits, '.', '_' or '-' (it names result folders)")
-    if len(name) > MAX_NAME:
-        raise err("name", f"is {len(name)} characters long; at most {MAX_NAME} (it names result folders)")
-
-    args = _parse_args(data.get("args", []), err)
-    env = _parse_env(data.get("env", {}), err)
-    cwd = _parse_cwd(data.get("cwd"), base_dir, err)
-    if "module" in data:
+    env = _parse_env(given.env, err)
+    cwd = _parse_cwd(given.cwd, base_dir, err)
+    if given.module is not None:
         # python -m finds a module in its working folder: by default the folder the config is read from.
         cwd = cwd or base_dir.resolve()
-        repro = _parse_module(data["module"], cwd, err)
+        repro = _parse_module(given.module, cwd, err)
     else:
-        repro = _parse_repro(data["repro"], base_dir, err)
-    versions = _parse_versions(data["jax_versions"], err)
-
-    try:
-        platform = Platform(data.get("platform", "cpu"))
-    except ValueError:
-        raise err("platform", f"must be one of {', '.join(p.value for p in Platform)}, "
-                              f"not {_short(data.get('platform'))}") from None
-
-    device_count = _int(data, "device_count", 8, err, minimum=1, maximum=MAX_DEVICES)
-    runs = _int(data, "runs", 8, err, minimum=2, why="a single run has no later run to compare", maximum=MAX_RUNS)
-    timeout_s = data.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
-            or not math.isfinite(timeout_s) or timeout_s <= 0):
-        raise err("timeout_s", "must be a positive, finite number of seconds")
-
-    meshes = _parse_meshes(data.get("meshes"), device_count, repro, err)
-    docker = data.get("docker")
-    if docker is None:  # absent, or `docker:` with nothing under it
-        docker = {}
-    if not isinstance(docker, dict):
-        raise err("docker", "must be a mapping (base_image, python)")
-    bad = sorted(set(map(str, docker)) - DOCKER_KEYS)
-    if bad:
-        raise err(f"docker.{bad[0]}", f"unknown key (known: {', '.join(sorted(DOCKER_KEYS))})")
-    for key, value in docker.items():
-        if not isinstance(value, str) or not value:
-            raise err(f"docker.{key}", "must be a non-empty string")
-    if "python" in docker and not _PYTHON_RE.match(docker["python"]):
-        raise err("docker.python", f"must be a Python 3 version such as \"3.11\", not {_short(docker['python'])}")
-
-    python = data.get("python", AUTO)
-    if python != AUTO:
-        try:
-            python = PythonVersion.parse(python if isinstance(python, str) else "")
-        except ValueError:
-            raise err("python", f"must be auto or a Python 3 version such as \"3.12\" (quoted), "
-                                f"not {data.get('python')!r}") from None
-
-    try:
-        thresholds = ThresholdMode(data.get("cache_thresholds", ThresholdMode.HARNESS.value))
-    except ValueError:
-        raise err("cache_thresholds", f"must be one of {', '.join(m.value for m in ThresholdMode)}, "
-                                      f"not {data.get('cache_thresholds')!r}") from None
-    requirements = _parse_requirements(data, repro, base_dir, source, err)
-    processes = _int(data, "processes", 1, err, minimum=1, maximum=MAX_PROCESSES)
-    problem = processes_problem(processes, device_count, platform, repro)
+        assert given.repro is not None  # one of the two (above)
+        repro = _parse_repro(given.repro, base_dir, err)
+    versions = _parse_versions(given.jax_versions, err)
+    meshes = _parse_meshes(given.meshes, given.device_count, repro, err)
+    docker = {key: getattr(given.docker, key) for key in data.get("docker") or {}}
+    python = None if given.python in (None, AUTO) else PythonVersion.parse(given.python)
+    requirements = _parse_requirements(given, repro, base_dir, source, err)
+    problem = processes_problem(given.processes, given.device_count, given.platform, repro)
     if problem:
         raise err("processes", problem)
     vary: tuple[Factor, ...] = ()
-    if data.get("vary") is not None:
-        value = data["vary"]
-        if not isinstance(value, (str, list)):
-            raise err("vary", "must be a list of factor names, or all")
+    if given.vary is not None:
         try:
-            vary = parse_factors(value)
+            vary = parse_factors(given.vary)
         except ValueError as exc:
             raise err("vary", str(exc)) from None
-    if vary and processes > 1:
+    if vary and given.processes > 1:
         raise err("vary", VARY_WITH_PROCESSES)
 
-    return Config(name=name, repro=repro, jax_versions=versions, platform=platform,
-                  device_count=device_count, meshes=meshes, runs=runs, timeout_s=float(timeout_s),
-                  docker=dict(docker), source=source, python=None if python == AUTO else python,
-                  cache_thresholds=thresholds, args=args, env=env, cwd=cwd,
-                  requirements=requirements, processes=processes, vary=vary)
+    return Config(name=given.name, repro=repro, jax_versions=versions, platform=given.platform,
+                  device_count=given.device_count, meshes=meshes, runs=given.runs, timeout_s=given.timeout_s,
+                  docker=docker, source=source, python=python, cache_thresholds=given.cache_thresholds,
+                  args=tuple(given.args), env=env, cwd=cwd, requirements=requirements, processes=given.processes,
+                  vary=vary)
 
 
 VARY_WITH_PROCESSES = ("cannot be combined with processes > 1 yet: a factor's run is one process (vary a "
@@ -464,20 +589,7 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _int(data, key, default, err, minimum, why="", maximum=None):
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise err(key, f"must be an integer, not {_short(value)}")
-    if value < minimum:
-        raise err(key, f"must be at least {minimum}" + (f" ({why})" if why else ""))
-    if maximum is not None and value > maximum:
-        raise err(key, f"must be at most {maximum}")
-    return value
-
-
-def _parse_repro(value, base_dir: Path, err) -> Repro:
-    if not isinstance(value, str) or not value.strip():
-        raise err("repro", "must be the name of a built-in repro or a path to a Python script")
+def _parse_repro(value: str, base_dir: Path, err: ErrorFor) -> Repro:
     builtin = builtin_path(value)
     if builtin is not None:
         return Repro(value, builtin, builtin=True)
@@ -505,25 +617,9 @@ RESERVED_VARIABLES = frozenset({
     "HARNESS_CACHE_TARGET", "HARNESS_CACHE_PUT"})
 MERGED_VARIABLES = ("XLA_FLAGS", "PYTHONPATH")
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-def _text(value: Any, key: str, what: str, err) -> str:
-    """A string (check_text has already refused control characters in every config string)."""
-    if not isinstance(value, str):
-        raise err(key, f"{what} must be a string, not {_short(value)} (quote it)")
-    return value
-
-
-def _parse_args(value: Any, err) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise err("args", "must be a list of strings (the script's command-line arguments)")
-    return tuple(_text(a, f"args[{i}]", "an argument", err) for i, a in enumerate(value))
-
-
-def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict):
-        raise err("env", "must be a mapping of variable names to strings")
+def _parse_env(value: dict[str, str], err: ErrorFor) -> tuple[tuple[str, str], ...]:
     out = []
     for name, text in value.items():
         problem = variable_name_problem(name)
@@ -532,7 +628,6 @@ def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
         key = f"env.{name}"
         if name in RESERVED_VARIABLES:
             raise err(key, "is set by the harness for every run and cannot be overridden")
-        text = _text(text, key, "a value", err)
         if name == "XLA_FLAGS" and DEVICE_COUNT_FLAG in text:
             raise err(key, f"sets {DEVICE_COUNT_FLAG}, which the harness sets from device_count "
                            "(use device_count / --device-count); other flags are merged with it")
@@ -540,19 +635,17 @@ def _parse_env(value: Any, err) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _parse_cwd(value: Any, base_dir: Path, err) -> Path | None:
+def _parse_cwd(value: str | None, base_dir: Path, err: ErrorFor) -> Path | None:
     if value is None:
         return None
-    path = Path(_text(value, "cwd", "the working folder", err)).expanduser()
+    path = Path(value).expanduser()
     path = (path if path.is_absolute() else base_dir / path).resolve()
     if not path.is_dir():
         raise err("cwd", f"{value!r} is not a folder ({path})")
     return path
 
 
-def _parse_module(value: Any, cwd: Path, err) -> Repro:
-    if not isinstance(value, str) or not _MODULE_RE.match(value):
-        raise err("module", f"must be a dotted module name such as mypkg.train, not {value!r}")
+def _parse_module(value: str, cwd: Path, err: ErrorFor) -> Repro:
     relative = Path(*value.split("."))
     for candidate in (cwd / relative.with_suffix(".py"), cwd / relative / "__main__.py"):
         if candidate.is_file():
@@ -563,17 +656,14 @@ def _parse_module(value: Any, cwd: Path, err) -> Repro:
     # Not in the working folder: one installed in the release's environment (pytest, a package --with installs),
     # which exists only once the environment is made; a run that finds none says so (run_logs.missing_module).
     return Repro(value, cwd, builtin=False, module=value)
-def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) -> Requirements:
+
+
+def _parse_requirements(given: ConfigFile, repro: Repro, base_dir: Path, source: str, err: ErrorFor) -> Requirements:
     """The config's `requirements` and `requirements_file`, and the script's inline metadata (PEP 723).
     A bad string is a UserError naming the file, the key or the script, and the string."""
-    listed = data.get("requirements", [])
-    if not isinstance(listed, list):
-        raise err("requirements", "must be a list of requirement strings, e.g. [flax, \"optax>=0.2\"]")
-    found = parse_requirements(listed, f"{source}: requirements")
-    file = data.get("requirements_file")
+    found = parse_requirements(given.requirements, f"{source}: requirements")
+    file = given.requirements_file
     if file is not None:
-        if not isinstance(file, str) or not file.strip():
-            raise err("requirements_file", "must be the path of a requirements file")
         path = Path(file).expanduser()
         path = path if path.is_absolute() else base_dir / path
         if problem := requirements_file_problem(path):
@@ -584,11 +674,9 @@ def _parse_requirements(data, repro: Repro, base_dir: Path, source: str, err) ->
     return found
 
 
-def _parse_versions(value, err) -> tuple[str, ...]:
+def _parse_versions(value: list[Any] | str, err: ErrorFor) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list):
-        raise err("jax_versions", "must be a list of versions or specifiers")
     if not value:
         raise err("jax_versions", "is empty: name at least one version or specifier")
     out = []
@@ -606,31 +694,16 @@ def _parse_versions(value, err) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _parse_meshes(value, device_count: int, repro: Repro, err) -> tuple[Mesh, ...]:
+def _parse_meshes(value: list[MeshSection] | None, device_count: int, repro: Repro, err: ErrorFor) -> tuple[Mesh, ...]:
     if value is None:
         return (Mesh((device_count, 1, 1, 1), ("a", "b", "c", "d")),) if repro.takes_mesh else ()
-    if not isinstance(value, list) or not value:
-        raise err("meshes", "must be a non-empty list of {shape, axis_names}")
     meshes = []
     for i, item in enumerate(value):
-        key = f"meshes[{i}]"
-        if not isinstance(item, dict):
-            raise err(key, "must be a mapping with shape and axis_names")
-        extra = sorted(set(map(str, item)) - {"shape", "axis_names"})
-        if extra:
-            raise err(f"{key}.{extra[0]}", "unknown key (known: shape, axis_names)")
-        shape, names = item.get("shape"), item.get("axis_names")
-        if not isinstance(shape, list) or not shape or not all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
-            raise err(f"{key}.shape", "must be a non-empty list of positive integers")
-        product = 1
-        for s in shape:
-            product *= s
+        key, shape, names = f"meshes[{i}]", item.shape, item.axis_names
+        product = math.prod(shape)
         if product != device_count:
             raise err(f"{key}.shape", f"{_short(shape)} has {_short(product)} devices but device_count "
                                       f"is {device_count}")
-        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-            raise err(f"{key}.axis_names", "must be a list of non-empty strings")
         if len(names) != len(shape):
             raise err(f"{key}.axis_names", f"has {len(names)} names for a shape of {len(shape)} dimensions")
         if len(set(names)) != len(names):

@@ -22,7 +22,8 @@ from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeade
 from harness.core.jaxlog import LOG_ENV
 from harness.core.vary_factors import Factor
 from harness.core.model import NO_MESH, CellResult, FolderMode
-from harness.inputs.options import SCRIPT_ARGS, Given, options_for
+from harness.inputs.option_set import SCRIPT_ARGS
+from harness.inputs.options import Given, options_for
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
 from harness.inputs.run_env import process_env, repro_args

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.core.model import BackendName, Verdict
-from harness.inputs.options import PROGRAM, SCRIPT_ARGS, Given, Group, options_for
+from harness.inputs.option_set import SCRIPT_ARGS
+from harness.inputs.options import PROGRAM, Given, options_for
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
 from harness.slurm.jobs import check_time, directive_problem
 
@@ -37,7 +38,7 @@ def check_program_options_need_a_program(given: Given) -> None:
     """bisect CONFIG: the program options (--with, --env, --cwd, `-- ARGS`, ...: harness/inputs/options.py's
     PROGRAM) are a script's; a config says the same with its own keys (requirements:, env:, args:, cwd:)."""
     for opt in options_for(given.command):
-        if PROGRAM <= opt.commands and opt.group == Group.SCRIPT and opt.words(given.get(opt.dest, opt.default)):
+        if opt.dest in PROGRAM and opt.words(given.get(opt.dest, opt.default)):
             flag = "-- ARGS" if opt.dest == SCRIPT_ARGS else max(opt.flags, key=len)
             raise UserError(f"{flag}: a script's option (harness {given.command} train.py {flag} ...); a config "
                             "says it with its own keys (requirements:, env:, args:, cwd:, device_count:, ...: "

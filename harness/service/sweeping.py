@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TypeVar
 from collections.abc import Callable
 
+import msgspec
+
 from harness.core.confidence import runs_for_target
-from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, load_config, parse_config
+from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, ConfigFile, load_config, parse_config
 from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
@@ -81,21 +83,19 @@ def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
     if script_run.module is None:
         if script is None or not script.is_file():
             raise UserError(f"{script}: no such script")
-        stem, target = script.stem, {"repro": str(script.resolve())}
+        stem, repro = script.stem, str(script.resolve())
     else:
-        stem, target = script_run.module, {"module": script_run.module}
+        stem, repro = script_run.module, None
     requirements, _ = script_requirements(script_run)
-    data = {"name": fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME),
-            **target, "jax_versions": list(check.versions or [LATEST]),
-            "platform": str(check.platform), "device_count": check.device_count,
-            # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-            "runs": check.runs or runs_for_target(), "timeout_s": check.timeout_s, "requirements": requirements.to_json()}
-    if script_run.args:
-        data["args"] = list(script_run.args)
-    if script_run.env:
-        data["env"] = dict(script_run.env)
-    if script_run.cwd is not None:
-        data["cwd"] = str(script_run.cwd.resolve())
+    given = ConfigFile(
+        name=fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME), repro=repro,
+        module=script_run.module,
+        jax_versions=list(check.versions or [LATEST]), platform=check.platform, device_count=check.device_count,
+        # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
+        runs=check.runs or runs_for_target(), timeout_s=check.timeout_s, requirements=requirements.to_json(),
+        args=list(script_run.args), env=dict(script_run.env),
+        cwd=None if script_run.cwd is None else str(script_run.cwd.resolve()))
+    data = msgspec.to_builtins(given)  # checked as a config file's keys are
     return replace(parse_config(data, source=CHECK_SOURCE, base_dir=Path.cwd()), moved_folder=moved_folder)
 
 

@@ -1,10 +1,11 @@
 """Config validation: every bad input is one ConfigError naming the file and the key."""
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from harness.inputs.config import load_config, parse_config
+from harness.inputs.config import CONFIG_KEYS, load_config, parse_config
 from harness.core.files import shipped_configs
 from harness.core.errors import ConfigError
 from harness.core.model import Mesh, Platform
@@ -201,3 +202,59 @@ def test_absurd_files_are_refused_without_reading_them_whole(tmp_path):
         load_config(big)
     with pytest.raises(ConfigError, match="not a regular file"):
         load_config("/dev/zero")
+
+
+# ---------------------------------------------------------------- the keys, declared once (issue 50.2)
+
+def test_the_config_files_keys_are_the_structs_fields(tmp_path):
+    """ConfigFile declares every key once (its type and bounds among them): the known and required keys, the
+    docker section's, and what results.json records of a config (Config.to_json) all come from it."""
+    from harness.inputs.config import KEYS, RECORDED_KEYS, REQUIRED, ConfigFile, DockerSection
+    from harness.results.header import RecordedConfig
+
+    assert CONFIG_KEYS == ConfigFile.__struct_fields__ and KEYS == set(CONFIG_KEYS)
+    assert REQUIRED == {"name", "jax_versions"}
+    assert DockerSection.__struct_fields__ == ("base_image", "python")
+    data = {"name": "x", "module": "pkg.main", "jax_versions": ["0.4.30"], "args": ["a"], "env": {"A": "b"},
+            "cache_thresholds": "script", "vary": ["cwd"], "python": "3.12", "docker": {"python": "3.11"}}
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "main.py").write_text("print('hi')\n")
+    recorded = parse_config(data, base_dir=tmp_path).to_json()
+    assert set(recorded) - {"source"} <= KEYS and set(recorded) <= set(RECORDED_KEYS)
+    assert list(recorded) == sorted(recorded, key=RECORDED_KEYS.index)  # results.json writes them in this order
+    read = getattr(RecordedConfig, "__struct_fields__", None) or tuple(f.name for f in fields(RecordedConfig))
+    assert read[:len(RECORDED_KEYS)] == RECORDED_KEYS  # what results.json's reader knows (a Struct or a dataclass)
+
+
+@pytest.mark.parametrize("key", CONFIG_KEYS)
+def test_a_value_of_the_wrong_shape_is_one_line_naming_its_key(key):
+    """Whatever a key's type, a value of another shape (a mapping where a word or list goes; a word where a
+    mapping or list goes) is refused by the Struct, in one line naming that key."""
+    base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
+    for wrong in ({"a": 1}, 3.5):
+        data = {**base, key: wrong}
+        if key == "module":
+            del data["repro"]
+        if key == "timeout_s" and wrong == 3.5:
+            continue  # a number of seconds
+        with pytest.raises(ConfigError) as info:
+            parse_config(data)
+        assert info.value.key is not None and info.value.key.split(".")[0].split("[")[0] == key, (key, str(info.value))
+        assert "\n" not in str(info.value) and str(info.value).startswith("<config>: "), str(info.value)
+
+
+def test_a_bound_is_the_structs_and_says_itself():
+    """runs' bounds are Meta(ge=2, le=MAX_RUNS) on the Struct (JSON Schema shows them); the error says them."""
+    import msgspec
+
+    from harness.inputs.config import MAX_RUNS, ConfigFile
+
+    schema = msgspec.json.schema(ConfigFile)
+    runs = schema["$defs"]["ConfigFile"]["properties"]["runs"]
+    assert (runs["minimum"], runs["maximum"]) == (2, MAX_RUNS)
+    base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
+    for runs_given, said in ((1, "must be at least 2 (a single run has no later run to compare)"),
+                             (MAX_RUNS + 1, f"must be at most {MAX_RUNS}"), ("8", "must be an integer, not '8'")):
+        with pytest.raises(ConfigError) as info:
+            parse_config({**base, "runs": runs_given})
+        assert str(info.value) == f"<config>: runs: {said}"

@@ -6,26 +6,42 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-from dataclasses import MISSING, dataclass, fields, is_dataclass
-from typing import get_type_hints
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 
 from harness import service
 from harness.cli import commands as cli
-from harness.inputs import options
-from harness.service import options as service_options
-from harness.core.confidence import SeedStrategy
-from harness.core.confidence import runs_for_target
+from harness.core.confidence import SeedStrategy, runs_for_target
+from harness.core.model import (
+    CellResult,
+    CellSpec,
+    CommitInfo,
+    MeasuredCommit,
+    Mesh,
+    Platform,
+    ThresholdMode,
+    Verdict,
+)
 from harness.core.vary_factors import Factor
-from harness.results.identity import SweepIdentity
-from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, ThresholdMode, Verdict
-from harness.inputs.options import COMMAND_NAMES, SCRIPT_ARGS, Given, Option, options_for, parse
-from harness.results.header import RecordedConfig, ResultsHeader
-from harness.report.reproduce import harness_command
+from harness.inputs import options
+from harness.inputs.option_set import TAKES, from_given
+from harness.inputs.options import (
+    COMMAND_NAMES,
+    SCRIPT_ARGS,
+    Given,
+    Option,
+    options_for,
+    parse,
+)
 from harness.inputs.versions import LATEST
 from harness.core.records import convert
+from harness.report.reproduce import harness_command
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.identity import SweepIdentity
+from harness.service import options as service_options
 
 
 def _words(opt: Option) -> list[str]:
@@ -121,19 +137,23 @@ def test_the_services_options_default_as_declared(cls, command):
 def test_the_services_options_are_filled_from_what_was_given():
     given, _ = parse(["bisect", "c.yaml", "--jobs", "1", "--python-search", "/py", "--cache-thresholds", "harness",
                       "--good", "0.4.26", "--seeds", "random"])
-    filled = options.from_given(service.BisectOptions, given)
+    filled = from_given(service.BisectOptions, given)
     assert (filled.jobs, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
         (1, (Path("/py"),), "harness", "0.4.26", "random")
     assert filled.given is given
 
 
-def _redeclared(cls: type) -> list[str]:
-    """The fields of a service options class named as (or mapped to) a registry option but not made from
-    the registry by @takes_options (a field written twice: its type and default could drift)."""
-    registry = {o.dest for o in options.OPTIONS}
-    taken = getattr(cls, options.REGISTRY_FIELDS, {})
-    return [f.name for f in fields(cls) if f.metadata.get("option", f.name) in registry
-            and f.name not in taken and "derived_from" not in f.metadata]
+def _holds(cls: type) -> dict[str, str]:
+    """The fields of a service options class that hold an option: {field: the option's dest}."""
+    return {f.name: f.metadata.get(TAKES, f.name) for f in fields(cls)
+            if f.metadata.get(TAKES, f.name) in options.DECLARED and "derived_from" not in f.metadata}
+
+
+def _mistyped(cls: type) -> list[str]:
+    """The fields of `cls` that hold an option but are not typed, or do not default, as it is declared."""
+    hints, declared = get_type_hints(cls), options.DECLARED
+    return [name for name, dest in _holds(cls).items() if hints[name] != declared[dest].kind
+            or {f.name: f for f in fields(cls)}[name].default not in (MISSING, declared[dest].default)]
 
 
 def _service_option_classes() -> list[type]:
@@ -141,34 +161,40 @@ def _service_option_classes() -> list[type]:
             if isinstance(c, type) and is_dataclass(c) and c.__module__ == service_options.__name__]
 
 
-def test_no_service_options_field_redeclares_a_registry_option():
+def test_each_option_is_one_typed_field():
+    """Options declares every option once, as an ordinary typed field whose metadata is its Option (no
+    generated stub: a type checker reads the class); every command takes only declared options, and each
+    option is taken by some command."""
+    hints = get_type_hints(options.Options, include_extras=True)
+    for f in fields(options.Options):
+        (spec,) = hints[f.name].__metadata__
+        assert isinstance(spec, Option) and options.DECLARED[f.name].kind == hints[f.name].__origin__, f.name
+        assert options.DECLARED[f.name].default == f.default, f.name
+    assert len(options.OPTIONS) == len(fields(options.Options)) == len(options.DECLARED)
+    taken = set().union(*(c.takes for c in options.COMMANDS))
+    assert taken == set(options.DECLARED), sorted(taken ^ set(options.DECLARED))
+    assert not list(Path(options.__file__).parents[1].rglob("*.pyi"))
+
+
+def test_the_service_options_hold_options_as_declared():
+    """A service field that holds an option (named as it, or `takes` it) is typed as the option's field and
+    defaults as it does (or has no default)."""
     assert len(_service_option_classes()) >= 10
+    assert sum(len(_holds(c)) for c in _service_option_classes()) > 40
     for cls in _service_option_classes():
-        assert not _redeclared(cls), (cls.__name__, _redeclared(cls))
-        hints = get_type_hints(cls)
-        for name, dest in getattr(cls, options.REGISTRY_FIELDS, {}).items():
-            assert hints[name] == options.registry_option(dest).value_type, (cls.__name__, name)
+        assert not _mistyped(cls), (cls.__name__, _mistyped(cls))
+    assert _holds(service.ScriptCheck)["timeout_s"] == "timeout" and "env" not in _holds(service.ScriptRun)
 
 
-def test_a_field_written_again_beside_the_registry_is_caught():
+def test_a_field_that_drifts_from_the_declaration_is_caught():
     @dataclass(frozen=True)
-    class ByHand:
-        jobs: int | None = None
+    class Drifted:
+        jobs: int = 2
+        out: Path | None = options.Options.out
+        folder: Path = field(default=Path("results"), metadata=options.takes("out"))
+        timeout: float = 60.0
 
-    assert _redeclared(ByHand) == ["jobs"]
-    with pytest.raises(TypeError, match="declared in the registry"):
-        @dataclass(frozen=True)
-        @options.takes_options("jobs")
-        class Twice:
-            jobs: int | None = None
-
-
-def test_the_service_options_stub_is_up_to_date():
-    assert service_options.STUB.read_text() == service_options.stub(), (
-        f"{service_options.STUB} is out of date with the registry: run `make docs` and commit it")
-    stubbed: dict = {}
-    exec(compile(service_options.STUB.read_text(), str(service_options.STUB), "exec"), stubbed)  # its names resolve
-    assert {c.__name__ for c in _service_option_classes()} <= set(stubbed)
+    assert _mistyped(Drifted) == ["jobs", "out", "timeout"]
 
 
 def test_the_value_types_are_inferred_from_the_declarations():
