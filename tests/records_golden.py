@@ -16,7 +16,7 @@ from harness.core.model import (
     FolderMode, GroupFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
     RunCommand, RunCost, RunRecord, ScriptCache, ScriptCacheFacts, SeedCheck, SeedRun, ThresholdMode, Verdict,
 )
-from harness.core.vary_factors import Factor, FactorOutcome
+from harness.core.factors import Factor, FactorOutcome
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = FIXTURES / "records-golden.json"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from harness.core.codec import Form, Omit, Record, shape, shaped, written
 from harness.core.kinds import ThresholdMode, Verdict
 from harness.core.runs import CacheSetting, RunRecord
-from harness.core.vary_factors import Factor, FactorOutcome
+from harness.core.factors import Factor, FactorOutcome
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def _no_modules(result: FactorResult) -> bool:
 
 @dataclass
 class FactorResult(Record):
-    """One factor of `--vary`: its run against the cell's reference run (harness/verdicts/vary.py)."""
+    """One factor of `--vary`: its run against the cell's reference run (harness/verdicts/factor_verdicts.py)."""
 
     factor: Factor
     outcome: FactorOutcome

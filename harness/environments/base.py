@@ -15,9 +15,9 @@ from typing import Any
 
 from harness.core.errors import BackendUnavailable, GroupUnsupported
 from harness.core.model import Platform, ProcessOutcome, Program
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
-from harness.environments.vary import CannotVary
+from harness.environments.factor_runs import CannotVary
 from harness.inputs.dependencies import Requirements, Sources
 from harness.inputs.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
 

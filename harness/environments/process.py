@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from harness.environments.base import Environment
-from harness.environments.vary import unreachable_by_others
+from harness.environments.factor_runs import unreachable_by_others
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.model import ProcessOutcome, Program
 from harness.inside.startup import STARTUP_DIR

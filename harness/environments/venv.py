@@ -17,12 +17,12 @@ from harness.inputs.dependencies import Requirements, Sources
 from harness.inputs.index_urls import redacted
 from harness.environments.base import Backend, Say, _quiet
 from harness.environments.locking import held
-from harness.environments.vary import CannotVary
+from harness.environments.factor_runs import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
                                            log_tail, probe_interpreter)
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.model import Platform
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 

@@ -24,7 +24,7 @@ import yaml
 from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
                                   script_requirements)
 from harness.core.errors import ConfigError
-from harness.core.vary_factors import Factor, parse_factors
+from harness.core.factors import Factor, parse_factors
 from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
 from harness.inputs.pythons import AUTO, PythonVersion
@@ -97,10 +97,10 @@ class Config:
     requirements: Requirements = Requirements()
     # Each run one job of this many processes on this machine, the devices split between them.
     processes: int = 1
-    # --vary: environment factors each cell also runs under (harness/core/vary_factors.py); none by default.
+    # --vary: environment factors each cell also runs under (harness/core/factors.py); none by default.
     vary: tuple[Factor, ...] = ()
     # harness check: one run more through another path to each cell's folder, said beside the verdict
-    # (harness/verdicts/vary.py's moved folder). Not a config key: results.json records it in its options.
+    # (harness/verdicts/factor_verdicts.py's moved folder). Not a config key: results.json records it in its options.
     moved_folder: bool = False
 
     def to_json(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar, get_type_hints
 
 from harness.core.errors import ExitCode
 from harness.core.model import FAILABLE, Verdict, parse_fail_on
-from harness.core.vary_factors import Factor, parse_factors
+from harness.core.factors import Factor, parse_factors
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -62,7 +62,7 @@ def seconds(text: str) -> float:
 
 
 def factors(text: str) -> tuple[Factor, ...]:
-    """--vary: `cache-path,cwd` or `all` (harness/core/vary_factors.py)."""
+    """--vary: `cache-path,cwd` or `all` (harness/core/factors.py)."""
     try:
         return parse_factors(text)
     except ValueError as exc:

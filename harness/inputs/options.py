@@ -26,7 +26,7 @@ from typing import Annotated, Any, get_type_hints
 from harness.core.confidence import SeedStrategy, runs_for_target
 from harness.core.files import harness_version
 from harness.core.model import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.inputs import option_set
 from harness.inputs.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.inputs.option_set import (CHECK_FAILS_ON, SCRIPT_ARGS, TAKES, Command, Group, OneLineParser, Option,

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from harness.inputs.config import Repro
-from harness.environments import vary as varying
+from harness.environments import factor_runs as varying
 from harness.environments.base import Environment
 from harness.core.confidence import SeedPlan
 from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
-from harness.core.vary_factors import Factor, RunVariation
+from harness.core.factors import Factor, RunVariation
 from harness.measure.multiprocess_run import group_problem, measure_group
 from harness.core.listing import entries, list_dir
 from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
@@ -35,7 +35,7 @@ from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
-from harness.verdicts.vary import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
+from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
                                with_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
@@ -71,7 +71,7 @@ class CellRunner:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     cwd: Path | None = None
-    # --vary: after the cell's runs, one run per factor with the first run's seed (harness/verdicts/vary.py).
+    # --vary: after the cell's runs, one run per factor with the first run's seed (harness/verdicts/factor_verdicts.py).
     vary: tuple[Factor, ...] = ()
     on_factor: OnFactor | None = None
     # harness check: one run more through another path to the cell's folder (the cache-path factor's run),
@@ -381,7 +381,7 @@ class OpenCell:
 class VaryPhase:
     """--vary for one cell: after its own runs, one run per factor with the reference run's hash seed,
     one at a time (each sees the cache folder as the cell's runs left it), then a control run when a
-    factor missed. What each run says is judged in harness/verdicts/vary.py. The default check's moved
+    factor missed. What each run says is judged in harness/verdicts/factor_verdicts.py. The default check's moved
     folder is the cache-path factor's run made the same way, kept apart (`moved_folder`) so that it never
     changes the verdict."""
 

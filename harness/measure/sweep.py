@@ -14,8 +14,8 @@ from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CellSpec, FactorResult, Platform
-from harness.core.vary_factors import Factor
-from harness.verdicts.vary import moved_folder_line
+from harness.core.factors import Factor
+from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
 from harness.measure.seeds import Reseed, SeedPlanner

@@ -27,7 +27,7 @@ from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core import markdown
 from harness.core.markdown import visible
-from harness.verdicts.vary import moved_folder_line
+from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
                                   summary_line)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 
 from harness.verdicts.keys import cell_comparison
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.model import CellResult, FactorResult, Verdict
 from harness.results.reduction import Signature
 from harness.verdicts.ranks import HOST_COMPONENTS

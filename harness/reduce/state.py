@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import UserError
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.files import read_json_bounded, write_atomic
 from harness.core.model import FolderMode
 from harness.reduce.search import Tried

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from harness.verdicts.keys import cell_comparison
-from harness.verdicts.vary import by_factors_only
+from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
 from harness.core.model import Cause, CellResult, RunRecord, Verdict
 

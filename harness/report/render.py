@@ -30,8 +30,8 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Pro
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
-from harness.report.vary import moved_folder_section, variation_section
-from harness.verdicts.vary import by_factors_only
+from harness.report.variation_section import moved_folder_section, variation_section
+from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics
 from harness.inputs.run_env import process_env
 from harness.report.table import in_version_order, render_markdown_table as render_table, summary_line

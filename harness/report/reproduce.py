@@ -20,7 +20,7 @@ from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.jaxlog import LOG_ENV
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.model import NO_MESH, CellResult, FolderMode
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import Given, options_for

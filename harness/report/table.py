@@ -18,7 +18,7 @@ from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
 from harness.results.document import ResultsDocument, RunStatus
 from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
-from harness.verdicts.vary import MOVED_FOLDER, by_factors_only, moved_folder_column, moved_folder_line, vary_column
+from harness.verdicts.factor_verdicts import MOVED_FOLDER, by_factors_only, moved_folder_column, moved_folder_line, vary_column
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
 VARY_HEADER = "vary"  # --vary: the factors that missed

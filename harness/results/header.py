@@ -15,7 +15,7 @@ import msgspec
 
 from harness.core.confidence import SeedStrategy
 from harness.core.records import convert, plain
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.model import BackendName, Mesh, Platform, ThresholdMode, variable_name_problem
 
 _Words = Annotated[tuple[str, ...], msgspec.Meta(description="a list of words")]

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from harness.core.model import Cause
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 
 REDUCE_SECTION = "reduce"
 

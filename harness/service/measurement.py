@@ -23,7 +23,7 @@ from harness.core.errors import UserError
 from harness.core.files import harness_version
 from harness.core.hostinfo import scheduler_facts
 from harness.core.confidence import SeedStrategy
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.measure.seeds import SeedPlanner
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress

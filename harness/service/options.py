@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.core.confidence import SeedStrategy
 from harness.core.model import BackendName, Platform, ThresholdMode
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.inputs.options import Given, Options, takes
 from harness.inputs.sharding import Shard
 

@@ -11,9 +11,9 @@ from packaging.version import Version
 
 from harness.core.codec import Omit, Record, shape, written
 from harness.core.model import CellResult, NothingCached, Verdict
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.verdicts.failure import OutsideFailure, outside_jax
-from harness.verdicts.vary import by_factors_only
+from harness.verdicts.factor_verdicts import by_factors_only
 
 _IN_MEMORY = shape(omit=Omit.ALWAYS)  # what the summary line is made of, not written
 

@@ -31,7 +31,7 @@ from harness.verdicts.judge import Tally
 from harness.verdicts.script_settings import with_script_cache
 from harness.verdicts.seed_check import with_seed_check
 from harness.verdicts.uncached import explain
-from harness.verdicts.vary import verdict_with
+from harness.verdicts.factor_verdicts import verdict_with
 
 INTERRUPTED_VARY = "interrupted before every factor was run"
 

@@ -4,11 +4,11 @@ in, the cell out, each addition in its order and none of its inputs changed."""
 import copy
 
 from harness.core.model import CellSpec, CellVariation, FolderMode, Platform, RunRecord, SeedCheck, SeedRun, Verdict
-from harness.core.vary_factors import Factor, FactorOutcome
+from harness.core.factors import Factor, FactorOutcome
 from harness.measure.seeds import random_plan
 from harness.verdicts.finish import INTERRUPTED_VARY, Measured, ScriptRun, finish_cell
 from harness.verdicts.judge import Tally
-from harness.verdicts.vary import judge_factor
+from harness.verdicts.factor_verdicts import judge_factor
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
 KEY = "jit_f-{:064x}"

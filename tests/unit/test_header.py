@@ -13,7 +13,7 @@ from harness.core.confidence import SeedStrategy
 from harness.inputs.config import CHECK_SOURCE, parse_config
 from harness.inputs.dependencies import Requirements
 from harness.core.errors import UserError
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.core.files import harness_version
 from harness.results.header import BisectRange, RecordedConfig, RecordedOptions
 from harness.results.identity import SweepIdentity

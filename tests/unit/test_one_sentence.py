@@ -17,11 +17,11 @@ from harness.core.model import (
     RunRecord,
     Verdict,
 )
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.output.ci import junit_xml
 from harness.report.table import detail
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.vary import judge_factor, verdict_with
+from harness.verdicts.factor_verdicts import judge_factor, verdict_with
 
 
 def h(text: str) -> str:

@@ -25,7 +25,7 @@ from harness.core.model import (
     ThresholdMode,
     Verdict,
 )
-from harness.core.vary_factors import Factor
+from harness.core.factors import Factor
 from harness.inputs import options
 from harness.inputs.option_set import TAKES, from_given
 from harness.inputs.options import (

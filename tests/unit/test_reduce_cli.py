@@ -114,7 +114,7 @@ def test_a_resume_with_other_vary_or_processes_is_refused(tmp_path, given, fragm
     from pathlib import Path
 
     from harness.inputs.config import Config, Repro
-    from harness.core.vary_factors import Factor
+    from harness.core.factors import Factor
     from harness.reduce.passes import digest
     from harness.reduce.reduction import Reduction
 

@@ -25,7 +25,7 @@ def test_a_candidate_twice_in_one_batch_is_measured_once(monkeypatch, tmp_path):
 
 
 def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
-    from harness.core.vary_factors import Factor
+    from harness.core.factors import Factor
     from harness.core.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
     from harness.reduce.measure import deciding_seeds, launch_of
     from harness.results.reduction import Signature
@@ -48,7 +48,7 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
 def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
     from harness.reduce.sandbox import Workspace
     from harness.inputs.config import Config, Repro
-    from harness.core.vary_factors import Factor
+    from harness.core.factors import Factor
     from harness.results.reduction import Signature
 
     config = Config("s", Repro("s", tmp_path / "s.py", builtin=False), ("0.5.0",),

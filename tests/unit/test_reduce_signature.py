@@ -52,7 +52,7 @@ def test_unknown_components_in_the_original_are_not_asked_of_a_candidate():
 
 # ---- --vary: the factor that missed -------------------------------------------------------------------
 
-from harness.core.vary_factors import Factor, FactorOutcome  # noqa: E402
+from harness.core.factors import Factor, FactorOutcome  # noqa: E402
 from harness.core.model import CellVariation, FactorResult, RankRecord, RankSplit  # noqa: E402
 
 

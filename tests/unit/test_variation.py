@@ -10,17 +10,17 @@ import pytest
 
 from harness.cli.commands import main
 from harness.inputs.config import Repro, parse_config
-from harness.environments import vary as varying
+from harness.environments import factor_runs as varying
 from harness.environments.base import Environment
 from harness.environments.docker import CACHE_MOUNT, ELSEWHERE, SCRIPT_MOUNT, container_command, run_kwargs
 from harness.environments.process import wrapped
 from harness.core.errors import ConfigError
-from harness.core.vary_factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
+from harness.core.factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
-from harness.report.vary import variation_section
+from harness.report.variation_section import variation_section
 from harness.results.document import ResultsDocument, RunStatus
 from harness.measure.cell_runner import CellRunner
 from harness.report.table import render, summary_json
@@ -29,7 +29,7 @@ from harness.results.header import RecordedOptions
 from harness.results.resume import check_same_sweep
 from harness.core.errors import UserError
 from harness.core.records import convert, plain
-from harness.verdicts.vary import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
+from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
                                    vary_column, verdict_with, why_not_varied, with_control)
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)

@@ -24,7 +24,7 @@ from harness.environments.docker.reaping import INSIDE_DEADLINE_GRACE_S, LABEL, 
 from harness.environments.process import MAX_LOG_BYTES, RUN_TMP_VARS, RUN_TMPDIR_VAR
 from harness.inside.supervise import CappedLog
 from harness.core.files import open_fresh, write_atomic
-from harness.core.vary_factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.model import Platform, ProcessOutcome, Program
 from harness.inputs.run_env import IR_DUMP_VAR
 from harness.inside.startup import STARTUP_DIR

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.files import remove_path
-from harness.core.vary_factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
+from harness.core.factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
 from harness.core.model import Program
 
 # A script's folder (or a module's working folder) is copied for script-path only up to this size: a

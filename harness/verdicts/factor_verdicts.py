@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.verdicts.keys import cell_comparison, run_keys
-from harness.core.vary_factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
+from harness.core.factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.listing import Entry
 from harness.core.model import CellResult, CellVariation, FactorResult, RunRecord, Verdict
