@@ -27,7 +27,7 @@ from harness.environments.venv import VenvBackend
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec, Mesh, Platform
 from harness.inside.repros import BUILTIN
-from harness.inputs.run_env import process_env, repro_args
+from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.cell_runner import CellRunner
 from harness.measure.run_logs import read_jax_log
 

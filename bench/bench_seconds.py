@@ -25,7 +25,7 @@ from harness.verdicts.cost import cell_cost
 from harness.environments.venv import VenvBackend
 from harness.core.model import CellSpec, Mesh, Platform, RunRecord
 from harness.inside.repros import BUILTIN
-from harness.inputs.run_env import process_env, repro_args
+from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.run_logs import read_jax_log
 
 

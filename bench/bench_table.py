@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from harness.inputs.config import load_config  # noqa: E402
 from harness.environments.process import clean_environment  # noqa: E402
 from harness.core.model import CellSpec  # noqa: E402
-from harness.inputs.run_env import process_env, repro_args  # noqa: E402
+from harness.inputs.process_variables import process_env, repro_args  # noqa: E402
 
 SEED_RUNS = 11
 

@@ -13,7 +13,7 @@ from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import (
     Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, CommitInfo, FactorResult,
-    FolderMode, GroupFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
+    FolderMode, JobFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
     RunCommand, RunCost, RunRecord, ScriptCache, ScriptCacheFacts, SeedCheck, SeedRun, ThresholdMode, Verdict,
 )
 from harness.core.factors import Factor, FactorOutcome
@@ -70,7 +70,7 @@ def rich_cells() -> list[CellResult]:
         seed_check=SeedCheck(SeedRun(1, 2, False, "crashed", "logs/s1.log"), SeedRun(3, 1, True),
                              (SeedRun(1, 2, False),)),
         rank_split=RankSplit("jit_f", 1, (0, 1), ("k1", "k9"), [("hlo", "h1", "h9"), ("devices", "d", "d")]),
-        job=GroupFacts(2, (ProcessVerdict(0, Verdict.CLEAN, ""), ProcessVerdict(1, Verdict.REPRODUCED, "new key")),
+        job=JobFacts(2, (ProcessVerdict(0, Verdict.CLEAN, ""), ProcessVerdict(1, Verdict.REPRODUCED, "new key")),
                        (0,), ("devices",), ("note",)),
         variation=CellVariation(1, 101, [
             FactorResult(Factor.CWD, FactorOutcome.MISS, "hlo moved", ["hlo"], ["jit_f"], 2, "/other",

@@ -152,7 +152,7 @@ class CommitEnvironment(Environment):
 
     def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path,
             timeout_s: float) -> ProcessOutcome:
-        # The commit's jax first; a user script's start-up hook folder (run_env.hook_env) stays on the path.
+        # The commit's jax first; a user script's start-up hook folder (process_variables.hook_env) stays on the path.
         path = os.pathsep.join(p for p in (str(self.source_root), env.get("PYTHONPATH", "")) if p)
         return self.base.run(program, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
 

@@ -30,7 +30,7 @@ from harness.cli.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
 from harness.core.model import CellResult, Verdict
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.inputs.option_set import from_given
 from harness.inputs.options import Given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
@@ -177,12 +177,12 @@ def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, command=_typed(words))
     reduction = service.reduce(_script_check(given), options, _progress(given.quiet))
     state = reduction.state
-    if reduction.status == RunStatus.INTERRUPTED and state is None:
+    if reduction.status == SweepStatus.INTERRUPTED and state is None:
         print(f"\n{interrupted_how()} during the original's check: nothing reduced yet\n"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
     assert state is not None  # a reduction that was not interrupted before its first candidate has a state
-    if reduction.status == RunStatus.INTERRUPTED:
+    if reduction.status == SweepStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {reduction.original_lines} lines, "
               f"{state.measured} candidates run) is {reduction.best_file}\n"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
@@ -319,14 +319,14 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
     else:
         option_checks.check_program_options_need_a_program(given)  # --with, --env, ... are a script's
         found = service.bisect(given.config, options, _progress(given.quiet))
-    if found.status == RunStatus.INTERRUPTED:
+    if found.status == SweepStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
               f"resume with: {found.command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
     print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
-    return ExitCode.OK if found.status == RunStatus.COMPLETE else ExitCode.BAD_INPUT
+    return ExitCode.OK if found.status == SweepStatus.COMPLETE else ExitCode.BAD_INPUT
 
 
 def cmd_submit(given: Given, words: tuple[str, ...]) -> int:
@@ -384,7 +384,7 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
     """The table and summary (--json: the summary as JSON on stdout, the rest on stderr), then the CI
     outputs (--junit-xml, --fail-on: nightly has no --fail-on, its exit is the comparison's)."""
     ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
-    if swept.status == RunStatus.INTERRUPTED:
+    if swept.status == SweepStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
               f"resume with: {swept.resume_command}", file=sys.stderr)
         return interrupted_exit_code()

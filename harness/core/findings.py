@@ -59,7 +59,7 @@ class ProcessVerdict(Record):
 
 
 @dataclass(frozen=True)
-class GroupFacts(Record):
+class JobFacts(Record):
     """What the runs of a multi-process cell show besides the verdict (harness/verdicts/ranks.py)."""
 
     processes: int

@@ -21,7 +21,7 @@ from harness.core.findings import (
     CellCost,
     CellVariation,
     FactorResult,
-    GroupFacts,
+    JobFacts,
     ProcessVerdict,
     RankSplit,
     RunCost,
@@ -201,7 +201,7 @@ class CellResult(Record):
     seed_check: SeedCheck | None = field(default=None, metadata=_NONE)
     # a job whose processes computed different keys for one module
     rank_split: RankSplit | None = field(default=None, metadata=_NONE)
-    job: GroupFacts | None = field(default=None, metadata=_NONE)  # a multi-process cell's per-process verdicts, writers, notes
+    job: JobFacts | None = field(default=None, metadata=_NONE)  # a multi-process cell's per-process verdicts, writers, notes
     variation: CellVariation | None = field(default=None, metadata=_NONE)  # --vary: the factors' runs against the reference run
     # harness check: one run more with the reference's seed through another path to the same folder (the
     # cache-path factor), said beside the verdict, never changing it (None: not planned, or older results)
@@ -246,7 +246,7 @@ class CellResult(Record):
 __all__ = [
     "CELL_ORDER", "DEFAULT_BACKEND", "FAILABLE", "NO_MESH", "Attribution", "BackendName", "CacheSetting", "Cause",
     "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "Comparison", "FactorResult", "FolderMode",
-    "GroupFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
+    "JobFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
     "RankRecord", "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck",
     "SeedRun", "ThresholdMode", "Verdict", "parse_fail_on", "variable_name_problem",
 ]

@@ -604,7 +604,7 @@ def _parse_repro(value: str, base_dir: Path, err: ErrorFor) -> Repro:
     return Repro(path.stem, path.resolve(), builtin=False)
 
 
-# The variables the harness sets for every run (run_env.process_env, the start-up hook, the backends): a
+# The variables the harness sets for every run (process_variables.process_env, the start-up hook, the backends): a
 # user's `env:` cannot override them. XLA_FLAGS and PYTHONPATH are merged instead (MERGED_VARIABLES).
 # JAX_COMPILATION_CACHE_DIR is not among them: a user who sets it (`--env`) runs the program with a folder on
 # purpose, and is told so; each run still gets the cell's own fresh folder in its place (the backends set it

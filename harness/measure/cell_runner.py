@@ -23,11 +23,11 @@ from harness.core.confidence import SeedPlan
 from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
 from harness.core.factors import Factor, RunVariation
-from harness.measure.multiprocess_run import group_problem, measure_group
+from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.core.listing import entries, list_dir
 from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
                            SeedRun, ThresholdMode, Verdict)
-from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_jax_log, with_log_detail
@@ -244,7 +244,7 @@ class OpenCell:
         if queued.factor is not None or queued.control:
             return self.vary.measure(queued)
         if self.spec.is_multiprocess:
-            return self.measure_group(queued)
+            return self.measure_job(queued)
         if queued.check is not None:
             return self._recheck(queued)
         if self.folder is None:
@@ -290,10 +290,10 @@ class OpenCell:
                          script_cache=None if builtin else read_record(record_file),
                          keys=keys, log_note=note)
 
-    def measure_group(self, queued: QueuedRun) -> RunRecord:
+    def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
         runner = self.runner
-        return measure_group(runner.environment, runner.program(self.spec), self.spec, queued.ranks, self.cache_dir,
+        return measure_job(runner.environment, runner.program(self.spec), self.spec, queued.ranks, self.cache_dir,
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.model import CellSpec, Platform, ThresholdMode
-from harness.inputs.run_env import process_env
+from harness.inputs.process_variables import process_env
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 

@@ -23,7 +23,7 @@ from harness.core.jaxlog import merged
 from harness.measure.multiprocess_env import GroupPlan, group_hook_env, rank_env, rank_log
 from harness.core.listing import list_dir
 from harness.core.model import CellSpec, ProcessOutcome, Program, RankRecord, RunRecord, ThresholdMode
-from harness.inputs.run_env import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
+from harness.inputs.process_variables import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
 from harness.measure.run_logs import read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path
 from harness.core.files import remove_path
@@ -92,7 +92,7 @@ def group_reason(ranks: list[RankRecord]) -> str:
     return f"{head}: " + "; ".join(f"process {r.rank} ({r.reason})" for r in bad)
 
 
-def measure_group(environment: Environment, program: Program, spec: CellSpec, seeds: tuple[int, ...],
+def measure_job(environment: Environment, program: Program, spec: CellSpec, seeds: tuple[int, ...],
                 cache_dir: Path, log_dir: Path, results_root: Path | None, index: int, timeout_s: float,
                 user_env: tuple[tuple[str, str], ...] = (), thresholds: ThresholdMode = ThresholdMode.HARNESS,
                 script: bool = True) -> RunRecord:
@@ -183,7 +183,7 @@ def _probe(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: f
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="job-probe-cache-", dir=log_dir) as cache:
         try:
-            record = measure_group(environment, Program(PROBE_SCRIPT), spec,
+            record = measure_job(environment, Program(PROBE_SCRIPT), spec,
                                  tuple(range(1, spec.processes + 1)), Path(cache), log_dir, None, 1, timeout_s,
                                  script=False)
         except GroupUnsupported as exc:

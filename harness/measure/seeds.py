@@ -36,7 +36,7 @@ from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
 from harness.core.ir_names import extract_lowered, lowered_orders, name_groups
-from harness.inputs.run_env import run_log
+from harness.inputs.process_variables import run_log
 from harness.core.model import CellResult, CellSpec, Program
 from harness.verdicts.finish import with_plan
 

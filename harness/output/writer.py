@@ -15,7 +15,7 @@ from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
-from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, RunStatus, document_json,
+from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, SweepStatus, document_json,
                                       lock_results_folder, utc_now)
 from harness.results.header import ResultsHeader
 from harness.report.table import render_markdown
@@ -60,7 +60,7 @@ class ResultsWriter:
         self.document.sections[key] = value
         self.flush()
 
-    def finish(self, status: RunStatus = RunStatus.COMPLETE) -> None:
+    def finish(self, status: SweepStatus = SweepStatus.COMPLETE) -> None:
         self.document.status = status
         self.document.finished = utc_now()
         try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.inputs.config import Config, Repro
-from harness.inputs.run_env import merge_user_env, process_env
+from harness.inputs.process_variables import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
@@ -36,7 +36,7 @@ from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
 from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
 from harness.reduce.state import STATE_FILE, ReduceState, load_state
-from harness.results.document import ResultsHeader, RunStatus, load_results, lock_results_folder
+from harness.results.document import ResultsHeader, SweepStatus, load_results, lock_results_folder
 from harness.measure.seeds import SeedPlanner, random_seeds
 from harness.measure.sweep import Sweep, plan_cells
 from harness.output.writer import ResultsWriter
@@ -64,7 +64,7 @@ HeaderFor = Callable[[Config, list[str]], ResultsHeader]
 @dataclass(frozen=True)
 class ReduceOutcome:
     folder: Path
-    status: RunStatus
+    status: SweepStatus
     state: ReduceState | None  # None: interrupted before the original's check was done (nothing reduced yet)
     original_lines: int
     reduced: Path | None = None  # None when interrupted (best.py holds the best so far)
@@ -139,14 +139,14 @@ class Reduction:
             cells = Sweep(config, backend or self.backend, writer, self.progress, at_once=self.at_once,
                           planner=self.planner).run(plan_cells(config, self.versions))
         except KeyboardInterrupt:
-            writer.finish(RunStatus.INTERRUPTED)
+            writer.finish(SweepStatus.INTERRUPTED)
             raise
         except BaseException:
-            writer.finish(RunStatus.FAILED)
+            writer.finish(SweepStatus.FAILED)
             raise
         if section is not None:
             writer.set(REDUCE_SECTION, section)
-        writer.finish(RunStatus.COMPLETE)
+        writer.finish(SweepStatus.COMPLETE)
         return cells
 
     def _original(self, source: str) -> ReduceState:
@@ -282,7 +282,7 @@ class Reduction:
                 self._snapshot()
                 state = self._original(source)
             except KeyboardInterrupt:  # nothing reduced yet: --resume of this folder checks the original again
-                return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, None, original_lines)
+                return ReduceOutcome(self.folder, SweepStatus.INTERRUPTED, None, original_lines)
         state.status = "running"
         state.save(self.folder)
         said = SearchProgress(self.progress.say, original_lines, state.seconds)
@@ -350,7 +350,7 @@ class Reduction:
         state.status = "interrupted"
         state.seconds = said.seconds
         state.save(self.folder)
-        return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
+        return ReduceOutcome(self.folder, SweepStatus.INTERRUPTED, state, original_lines)
 
     def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
         """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
@@ -532,7 +532,7 @@ class Reduction:
             why_not_kept(state.signature, bad, by_version.get(state.good or ""))
         state.status = "complete"
         state.save(self.folder)
-        return ReduceOutcome(self.folder, RunStatus.COMPLETE if problem is None else RunStatus.PROBLEM, state,
+        return ReduceOutcome(self.folder, SweepStatus.COMPLETE if problem is None else SweepStatus.PROBLEM, state,
                              original_lines, path, tuple(cells), problem)
 
 

@@ -23,7 +23,7 @@ from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
 from harness.results.bisection import CommitSearch, Outcome
 from harness.results.reduction import REDUCE_SECTION, Reduced
-from harness.results.document import BISECTION, ResultsDocument, RunStatus, summaries_by_mesh
+from harness.results.document import BISECTION, ResultsDocument, SweepStatus, summaries_by_mesh
 from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
@@ -33,7 +33,7 @@ from harness.verdicts.seed_check import phrase
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics
-from harness.inputs.run_env import process_env
+from harness.inputs.process_variables import process_env
 from harness.report.table import in_version_order, render_markdown_table as render_table, summary_line
 
 REPORT_FILE = "report.md"
@@ -117,7 +117,7 @@ def _first_reproduced(cells: list[CellResult]) -> CellResult | None:
 
 def _status(document: ResultsDocument) -> list[str]:
     lines = [""]  # a blank line after the title when there is something to say
-    if document.status_text != RunStatus.COMPLETE:
+    if document.status_text != SweepStatus.COMPLETE:
         lines.append(f"> **Status: {md.text(document.status_text)}** — this sweep did not finish; the rows below "
                      "are what it measured.")
     shard = document.header.shard

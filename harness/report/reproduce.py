@@ -1,6 +1,6 @@
 """The "Reproduce with" section (pure): shell commands a JAX developer can paste, no harness needed.
 
-The environment variables come from `run_env.process_env`, the very function that set up each run,
+The environment variables come from `process_variables.process_env`, the very function that set up each run,
 so the commands cannot drift from what the harness measured.
 """
 
@@ -26,7 +26,7 @@ from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import Given, options_for
 from harness.inside.repros import builtin_path
 from harness.report.evidence import Seeds, key_seeds, moved_module
-from harness.inputs.run_env import process_env, repro_args
+from harness.inputs.process_variables import process_env, repro_args
 
 # Variables set per run (the seed) or only for the harness's own bookkeeping (JAX's debug log, which
 # the harness reads for each run's keys: pasted, it would bury the listing under JAX's chatter).

@@ -14,7 +14,7 @@ from harness.core.ir_names import extract_lowered
 from harness.core.findings import RankSplit
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      key_seeds, module_seeds, new_texts)
-from harness.inputs.run_env import ir_dump_dir
+from harness.inputs.process_variables import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 

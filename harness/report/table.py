@@ -16,7 +16,7 @@ from harness.verdicts.verdict import rank_runs
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
-from harness.results.document import ResultsDocument, RunStatus
+from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
 from harness.verdicts.factor_verdicts import MOVED_FOLDER, by_factors_only, moved_folder_column, moved_folder_line, vary_column
 
@@ -176,14 +176,14 @@ def render_markdown(cells: list[CellResult], document: ResultsDocument, summary:
     title = markdown.text(document.header.config.name or "sweep")
     line = summary_line(cells, summary if summary is not None else release_boundaries(cells, document.header.releases).line())
     lines = [f"# {title}", "", render_markdown_table(cells), "", f"**{markdown.text(line)}**", ""]
-    if document.status_text != RunStatus.COMPLETE:
+    if document.status_text != SweepStatus.COMPLETE:
         lines.append(f"_status: {markdown.text(document.status_text)}_\n")
     return "\n".join(lines)
 
 
 # ---- the summary as one JSON object (--json: docs/results.md) --------------------------------------------
 
-def summary_json(cells: list[CellResult], status: RunStatus, results_file: str, report_file: str,
+def summary_json(cells: list[CellResult], status: SweepStatus, results_file: str, report_file: str,
                  boundaries: Boundaries | None = None, line: str | None = None) -> dict[str, Any]:
     """What a sweep's table and summary line say, as data (harness/results/summary.py's `Summary`): each cell's
     verdict, reason, runs and seconds, the count of each verdict, the releases' boundaries, where the results are.

@@ -38,7 +38,7 @@ RESULTS_FILE = "results.json"
 TABLE_FILE = "table.md"
 
 
-class RunStatus(enum.StrEnum):
+class SweepStatus(enum.StrEnum):
     """How a measurement ended, as results.json's `status` says."""
 
     RUNNING = "running"
@@ -134,7 +134,7 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
 class ResultsDocument:
     header: ResultsHeader
     cells: list[CellResult] = field(default_factory=list)
-    status: RunStatus = RunStatus.RUNNING
+    status: SweepStatus = SweepStatus.RUNNING
     status_detail: str = ""  # why a merge is incomplete ("shard(s) 3 missing"), written into `status`
     finished: str | None = None
     sections: dict[str, Any] = field(default_factory=dict)  # added by later stages: bisect, merged_from...
@@ -182,9 +182,9 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
     for key, allowed in (("status", str), ("finished", str)):
         if data.get(key) is not None and not isinstance(data[key], allowed):
             raise UserError(f"{source}: {key}: must be text or null, not {type(data[key]).__name__}")
-    status, _, detail = str(data.get("status") or RunStatus.RUNNING).partition(": ")
+    status, _, detail = str(data.get("status") or SweepStatus.RUNNING).partition(": ")
     try:
-        status = RunStatus(status)
+        status = SweepStatus(status)
     except ValueError:
         raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
     sections = {k: v for k, v in data.items() if k not in _KNOWN}
@@ -223,7 +223,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run_dir(results_root: Path, name: str) -> Path:
+def new_results_folder(results_root: Path, name: str) -> Path:
     """A new folder for one sweep; UserError when the results folder cannot hold it."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = fitting_name(f"{stamp}-{name}")  # a config's name may be long (up to config.MAX_NAME)

@@ -16,7 +16,7 @@ from harness.core.records import plain
 from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
-from harness.results.document import BISECTION, ResultsDocument, ResultsHeader, RunStatus
+from harness.results.document import BISECTION, ResultsDocument, ResultsHeader, SweepStatus
 
 
 def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
@@ -68,11 +68,11 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     # Which shards are not there or did not finish, by number: the merge's status names them, and
     # `shards` keeps them as data for a re-submission of just those (harness submit --only-shards).
     unfinished = {doc.header.shard.index if doc.header.shard else label: doc.status_text
-                  for label, doc in documents if doc.status != RunStatus.COMPLETE}
+                  for label, doc in documents if doc.status != SweepStatus.COMPLETE}
     parts = [f"shard {i} missing" for i in missing]
     parts += [f"shard {k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, int))]
     parts += [f"{k} {v}" for k, v in sorted((k, v) for k, v in unfinished.items() if isinstance(k, str))]
-    status, detail = (RunStatus.INCOMPLETE, ", ".join(parts)) if parts else (RunStatus.COMPLETE, "")
+    status, detail = (SweepStatus.INCOMPLETE, ", ".join(parts)) if parts else (SweepStatus.COMPLETE, "")
     header = ResultsHeader(command=command, config=first.header.config, versions=first.header.versions,
                            options=first.header.options, host=first.header.host,
                            created=min(str(doc.header.created) for _, doc in documents))

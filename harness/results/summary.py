@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from harness.core.codec import Record
 from harness.core.model import Verdict
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.verdicts.boundaries import Boundaries
 
 SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
@@ -52,7 +52,7 @@ class Summary(Record):
     had each verdict, and every cell in version order."""
 
     format: int
-    status: RunStatus
+    status: SweepStatus
     results: str
     report: str
     summary: str

@@ -20,7 +20,7 @@ from harness.inputs.options import Given
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex
 from harness.inputs.pythons import PythonChooser
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
@@ -73,8 +73,8 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
     return versions, options
 
 
-def _status(found: Outcome) -> RunStatus:
-    return RunStatus.COMPLETE if found.problem is None else RunStatus.PROBLEM
+def _status(found: Outcome) -> SweepStatus:
+    return SweepStatus.COMPLETE if found.problem is None else SweepStatus.PROBLEM
 
 
 def bisect(config_path: Path, options: BisectOptions, progress: Progress) -> BisectOutcome:

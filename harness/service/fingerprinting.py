@@ -18,7 +18,7 @@ from harness.results.fingerprints import (CACHE_DIR, MAX_FINGERPRINT_BYTES, Fing
 from harness.core.records import plain
 from harness.results.header import HostFacts, host_record
 from harness.measure.progress import Progress
-from harness.results.document import load_results, new_run_dir, results_file, results_folder
+from harness.results.document import load_results, new_results_folder, results_file, results_folder
 from harness.service import measurement
 from harness.service.options import FingerprintOptions
 from harness.measure.sweep import cell_runner, plan_cells
@@ -40,7 +40,7 @@ def fingerprint(config: Config, options: FingerprintOptions, progress: Progress)
     config, choice = opened.config, opened.choice
     versions = opened.versions(options.versions, progress)
     choice.backend.check(config.platform, progress.say)  # one run each, no --jobs: no GPU or jobs line
-    work = new_run_dir(options.out, f"fingerprint-{config.name}")
+    work = new_results_folder(options.out, f"fingerprint-{config.name}")
     cache_root = (options.cache_dir or FINGERPRINT_CACHE).absolute()
     progress.say(f"fingerprint: {len(versions)} release(s), hash seed {options.seed}, cache folder {cache_root}, "
                  f"logs in {work}")

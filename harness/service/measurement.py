@@ -30,7 +30,7 @@ from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader, host_record
 from harness.core.model import BackendName
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
 from harness.output.writer import ResultsWriter
@@ -172,9 +172,9 @@ def recorded_sources(sources: Sources) -> dict[str, Any]:
             "editables": sources.editables or None, "editable_digests": sources.editable_digests or None}
 
 
-def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], RunStatus],
-            new_folder: bool = False) -> tuple[RunStatus, T] | tuple[RunStatus, None]:
-    # Not tuple[RunStatus, T | None]: mypy then solves T as `X | None` and refuses a `status` taking X.
+def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T], SweepStatus],
+            new_folder: bool = False) -> tuple[SweepStatus, T] | tuple[SweepStatus, None]:
+    # Not tuple[SweepStatus, T | None]: mypy then solves T as `X | None` and refuses a `status` taking X.
     """Run `measure` and record how it ended in the results: Ctrl-C (or SIGTERM) gives `interrupted`
     (what was measured stays), a failure of the harness `failed` (and goes on up), otherwise
     `status(what it returned)`. Bad input found late in a `new_folder` that holds no cell yet (a
@@ -182,17 +182,17 @@ def finish(writer: ResultsWriter, measure: Callable[[], T], status: Callable[[T]
     try:
         value = measure()
     except KeyboardInterrupt:
-        writer.finish(RunStatus.INTERRUPTED)
-        return RunStatus.INTERRUPTED, None
+        writer.finish(SweepStatus.INTERRUPTED)
+        return SweepStatus.INTERRUPTED, None
     except UserError:
         if new_folder and not writer.cells:
             writer.discard()
         else:
-            writer.finish(RunStatus.FAILED)
+            writer.finish(SweepStatus.FAILED)
         raise
     except BaseException:
         try:
-            writer.finish(RunStatus.FAILED)  # what was measured stays; the status says it did not end well
+            writer.finish(SweepStatus.FAILED)  # what was measured stays; the status says it did not end well
         except OSError:
             pass  # a full disk: results.json keeps what the last cell wrote; the first error is the news
         raise

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.results.bisection import Outcome
 from harness.core.model import CellResult
 from harness.nightly.compare import CellChange
-from harness.results.document import RESULTS_FILE, RunStatus
+from harness.results.document import RESULTS_FILE, SweepStatus
 from harness.slurm.jobs import SweepJobs
 from harness.slurm.submission import MergedSweep, Submitted
 from harness.verdicts.boundaries import Boundaries
@@ -29,7 +29,7 @@ class InFolder:
 @dataclass(frozen=True)
 class SweepOutcome(InFolder):
     cells: list[CellResult]
-    status: RunStatus
+    status: SweepStatus
     resume_command: str | None = None  # when interrupted: the command that finishes it
     summary: str = ""  # the boundaries' line as the results header knows it (releases between, the narrowing command)
     # The releases' boundaries that line is made from: --json, the job summary and JUnit say them from it too.
@@ -38,7 +38,7 @@ class SweepOutcome(InFolder):
 
 @dataclass(frozen=True)
 class BisectOutcome(InFolder):
-    status: RunStatus
+    status: SweepStatus
     command: str  # reproduces, and resumes, this bisection
     state_path: Path
     points: int  # points recorded in the state
@@ -72,10 +72,10 @@ class SubmitWaitOutcome:
 @dataclass(frozen=True)
 class MergeOutcome(InFolder):
     cells: list[CellResult]
-    status: str = str(RunStatus.COMPLETE)  # results.json's, e.g. "incomplete: shard 3 missing"
+    status: str = str(SweepStatus.COMPLETE)  # results.json's, e.g. "incomplete: shard 3 missing"
     name: str = ""  # the sweep's (its config's name): the merged JUnit suite is the unsharded sweep's
     summary: str = ""  # the boundaries' line with the merged header's releases, as its table.md says it
 
     @property
     def complete(self) -> bool:
-        return self.status == RunStatus.COMPLETE
+        return self.status == SweepStatus.COMPLETE

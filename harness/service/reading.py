@@ -12,7 +12,7 @@ from harness.core.errors import UserError
 from harness.core.files import refuse_links
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.report import write_report
-from harness.results.document import load_results, new_run_dir, results_folder
+from harness.results.document import load_results, new_results_folder, results_folder
 from harness.service.measurement import open_backend, version_entries
 from harness.service.options import MeasureOptions, PythonOptions
 from harness.service.outcomes import MergeOutcome
@@ -53,7 +53,7 @@ def merge(folders: list[Path], out_root: Path, command: str) -> MergeOutcome:
     merged = merge_documents([(str(f), load_results(f)) for f in folders], command)
     for folder in folders:  # their trees are copied: a planted link would bring its target's files along
         refuse_links(folder)
-    out = new_run_dir(out_root, f"{merged.header.config.name or 'sweep'}-merged")
+    out = new_results_folder(out_root, f"{merged.header.config.name or 'sweep'}-merged")
     for folder in folders:
         for name in MERGE_COPIED:
             if (folder / name).is_dir():

@@ -11,7 +11,7 @@ from harness.core.errors import UserError
 from harness.measure.progress import Progress
 from harness.reduce.reduction import ReduceOutcome, Reduction
 from harness.results.header import RecordedOptions, ResultsHeader
-from harness.results.document import lock_results_folder, new_run_dir
+from harness.results.document import lock_results_folder, new_results_folder
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
 from harness.service.option_checks import check_reduce
@@ -73,7 +73,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
     # Absolute: candidates run in folders of their own, under bubblewrap, where a relative path names another place.
-    folder = (options.resume or new_run_dir(options.out, f"reduce-{stem}")).absolute()
+    folder = (options.resume or new_results_folder(options.out, f"reduce-{stem}")).absolute()
     progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
     reduction = Reduction(config, script.absolute(), choice.backend, bad, good, folder, header, progress,
                           opened.planner(), at_once=at_once.count,

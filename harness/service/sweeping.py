@@ -23,10 +23,10 @@ from harness.report.reproduce import summary_of
 from harness.verdicts.boundaries import release_boundaries
 from harness.environments.package_index import PyPIIndex
 from harness.results.document import (
-    RunStatus,
+    SweepStatus,
     load_results,
     lock_results_folder,
-    new_run_dir,
+    new_results_folder,
     results_file,
     results_folder,
     utc_now,
@@ -145,7 +145,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
         writer = ResultsWriter(run_dir, header, cells=kept, lock=lock)
     else:
-        writer = ResultsWriter(new_run_dir(options.out, config.name), header)
+        writer = ResultsWriter(new_results_folder(options.out, config.name), header)
     progress.say(f"results: {writer.path}")
     cells_sweep = Sweep(config, choice.backend, writer, progress, at_once=at_once.count,
                         planner=opened.planner(),
@@ -156,9 +156,9 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
         if after_releases is not None:
             after_releases(cells_sweep, opened.index)
 
-    status, _ = finish(writer, measure, lambda _: RunStatus.COMPLETE, new_folder=options.resume is None)
+    status, _ = finish(writer, measure, lambda _: SweepStatus.COMPLETE, new_folder=options.resume is None)
     given = options.given
-    again = resume_command(given, writer.dir) if status == RunStatus.INTERRUPTED and given else None
+    again = resume_command(given, writer.dir) if status == SweepStatus.INTERRUPTED and given else None
     # One boundaries object for every output of the sweep (issue 47.5): the line printed, --json, CI's.
     boundaries = release_boundaries(writer.cells, writer.document.header.releases)
     return SweepOutcome(writer.dir, writer.cells, status, again,

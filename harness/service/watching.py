@@ -17,7 +17,7 @@ from harness.results.header import RecordedConfig
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex
-from harness.results.document import RunStatus, load_results
+from harness.results.document import SweepStatus, load_results
 from harness.service.options import JaxRef, SweepOptions
 from harness.service.outcomes import NightlyOutcome
 from harness.service.sweeping import sweep
@@ -54,7 +54,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
         repo = GitRepo(jax_ref.repo)
         after_releases = partial(_measure_commit, fetch_ref(repo, jax_ref.ref, progress.say), repo)
     swept = sweep(config, options, progress, after_releases)
-    if swept.status != RunStatus.COMPLETE:
+    if swept.status != SweepStatus.COMPLETE:
         return NightlyOutcome(swept)
     return NightlyOutcome(swept, compare(load_results(swept.folder).cells, base.cells, max_lost_growth))
 

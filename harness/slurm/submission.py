@@ -18,7 +18,7 @@ from collections.abc import Callable, Set as AbstractSet
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
 from harness.core.model import CellResult
-from harness.results.document import RESULTS_FILE, RunStatus, load_results, new_run_dir, utc_now
+from harness.results.document import RESULTS_FILE, SweepStatus, load_results, new_results_folder, utc_now
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, MERGED_FOLDER, SHARD_SCRIPT, SweepJobs
 from harness.slurm.scheduler import Slurm
 
@@ -48,7 +48,7 @@ class MergedSweep:
 
     @property
     def complete(self) -> bool:
-        return self.status == RunStatus.COMPLETE
+        return self.status == SweepStatus.COMPLETE
 
 
 def new_record(jobs: SweepJobs, versions: list[str]) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def submit(slurm: Slurm, jobs: SweepJobs, record: dict[str, Any], out_root: Path
     if only_shards:
         sweep_dir = jobs.sweep_dir
     else:
-        sweep_dir = new_run_dir(out_root, f"{jobs.name}-slurm").absolute()
+        sweep_dir = new_results_folder(out_root, f"{jobs.name}-slurm").absolute()
         jobs = replace(jobs, sweep_dir=sweep_dir)
         (sweep_dir / LOG_FOLDER).mkdir()
         for name, text in ((SHARD_SCRIPT, jobs.shard_script()), (MERGE_SCRIPT, jobs.merge_script())):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
 from harness.core.listing import entries, keys_by_module, parse_name
-from harness.core.model import Attribution, GroupFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.core.model import Attribution, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
 from harness.core.comparison import Comparison
 from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
@@ -155,7 +155,7 @@ def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
     return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
 
 
-def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> GroupFacts:
+def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | None = None) -> JobFacts:
     """A multi-process cell's runs per process (each judged by the rule alone, against its own first run),
     which processes wrote, and the ranks' key differences that name only their devices."""
     per_process = []
@@ -186,4 +186,4 @@ def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | 
     if blind := unattributed(runs):
         notes.append(f"{', '.join(blind)}: the processes' keys differ, and this release logs no key components "
                      "to say whether the programs or only the devices differ")
-    return GroupFacts(processes, tuple(per_process), wrote, host, tuple(notes))
+    return JobFacts(processes, tuple(per_process), wrote, host, tuple(notes))

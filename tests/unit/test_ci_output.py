@@ -30,7 +30,7 @@ from harness.core.model import (
     Verdict,
 )
 from harness.nightly.compare import Change, compare, exit_code, render_changes
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.report.table import render_markdown_table, summary_line
 from tests.cells import CELLS, MESH, SCHEMA, SCHEMA_WITH_ERROR, cell, junit_cases, shard_folders
 
@@ -97,7 +97,7 @@ def swept(monkeypatch, tmp_path):
     """The service's sweep replaced by one that returns CELLS (written as a results folder)."""
     def sweep(config, options, progress, more=None):
         folder = write_results(tmp_path / "swept", CELLS)
-        return service.SweepOutcome(folder, CELLS, RunStatus.COMPLETE)
+        return service.SweepOutcome(folder, CELLS, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
@@ -163,7 +163,7 @@ def test_nightly_exits_3_when_the_harness_crashes_and_1_on_a_regression(monkeypa
 
     def regresses(config, options, progress, more=None):
         cells = [cell("0.4.30", Verdict.REPRODUCED)]
-        return service.SweepOutcome(write_results(tmp_path / "now", cells), cells, RunStatus.COMPLETE)
+        return service.SweepOutcome(write_results(tmp_path / "now", cells), cells, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.watching, "sweep", regresses)
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == ExitCode.REGRESSION == 1
 
@@ -257,7 +257,7 @@ def counted(monkeypatch, tmp_path):
     def sweep(config, options, progress, more=None):
         calls.append(config)
         folder = write_results(tmp_path / "swept", CELLS)
-        return service.SweepOutcome(folder, CELLS, RunStatus.COMPLETE)
+        return service.SweepOutcome(folder, CELLS, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     return calls
@@ -318,7 +318,7 @@ def test_an_output_that_fails_after_the_sweep_is_said_and_the_verdict_still_deci
     def sweep(config, options, progress, more=None):
         summary.mkdir()
         junit_dir.write_text("now a file")
-        return service.SweepOutcome(write_results(tmp_path / "swept", CELLS), CELLS, RunStatus.COMPLETE)
+        return service.SweepOutcome(write_results(tmp_path / "swept", CELLS), CELLS, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)
     assert cli.main(["run", "configs/smoke.yaml", "--junit-xml", str(junit_dir / "j.xml"), *flags]) == code
     err = capsys.readouterr().err
@@ -380,7 +380,7 @@ def test_the_terminal_gets_no_raw_escape_from_a_programs_text(counted, capsys, m
 
     def sweep(config, options, progress, more=None):
         progress.say(f"  => error: {HOSTILE}")
-        return service.SweepOutcome(Path("/nonexistent"), hostile, RunStatus.COMPLETE)
+        return service.SweepOutcome(Path("/nonexistent"), hostile, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)
     assert cli.main(["run", "configs/smoke.yaml", "--fail-on", "error"]) == ExitCode.REGRESSION
     out, err = capsys.readouterr()

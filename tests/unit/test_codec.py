@@ -6,20 +6,20 @@ import json
 import pytest
 
 from harness.core.compat import upgrade
-from harness.core.model import CellCost, CommitInfo, GroupFacts, ProcessVerdict, RunCost, SeedRun, Verdict
+from harness.core.model import CellCost, CommitInfo, JobFacts, ProcessVerdict, RunCost, SeedRun, Verdict
 
 
 def test_records_are_written_as_their_fields_enums_as_values_tuples_as_lists():
-    facts = GroupFacts(2, (ProcessVerdict(1, Verdict.CLEAN, "same keys"),), writers=(0,), notes=("n",))
+    facts = JobFacts(2, (ProcessVerdict(1, Verdict.CLEAN, "same keys"),), writers=(0,), notes=("n",))
     written = facts.to_json()
     assert written == {"processes": 2, "per_process": [{"rank": 1, "verdict": "clean", "reason": "same keys"}],
                        "writers": [0], "host_components": [], "notes": ["n"]}
-    assert GroupFacts.from_json(json.loads(json.dumps(written))) == facts
+    assert JobFacts.from_json(json.loads(json.dumps(written))) == facts
 
 
 def test_what_an_older_release_left_out_is_filled_in_once_nested_records_too():
     assert upgrade("ProcessVerdict", {"rank": 0, "verdict": "clean"})["reason"] == ""
-    facts = GroupFacts.from_json({"processes": 2, "per_process": [{"rank": 0, "verdict": "reproduced"}]})
+    facts = JobFacts.from_json({"processes": 2, "per_process": [{"rank": 0, "verdict": "reproduced"}]})
     assert facts.per_process == (ProcessVerdict(0, Verdict.REPRODUCED, ""),)
     cost = CellCost.from_json({"runs": [{"run": 2}]})
     assert cost.starts == 0 and cost.runs == (RunCost(2, 0, 0, 0.0, 0, 0, 0.0),)

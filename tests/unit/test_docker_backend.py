@@ -27,7 +27,7 @@ from harness.environments import wheelhouse as wh
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.model import Platform, Program
 from harness.inputs.pythons import PythonChooser, PythonVersion
-from harness.inputs.run_env import IR_DUMP_VAR
+from harness.inputs.process_variables import IR_DUMP_VAR
 from tests.fakes import BASE, FACTS, fake_client, fake_container, fake_image
 
 LOCK = "jax==0.4.28\njaxlib==0.4.28\nml-dtypes==0.4.0\nnumpy==1.26.4\n"
@@ -420,7 +420,7 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
 
 
 def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
-    from harness.inputs.run_env import hook_env
+    from harness.inputs.process_variables import hook_env
     from harness.core.model import ThresholdMode
     from harness.inside.startup import STARTUP_DIR
 

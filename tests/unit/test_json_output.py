@@ -8,13 +8,13 @@ import json
 import pytest
 
 from harness.cli import commands as cli
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.report.table import SUMMARY_FORMAT, summary_json, summary_line
 from tests.cells import CELLS
 
 
 def test_the_summary_object_has_every_cell_its_verdict_and_seconds_and_the_boundaries():
-    data = summary_json(CELLS, RunStatus.COMPLETE, "r/results.json", "r/report.md")
+    data = summary_json(CELLS, SweepStatus.COMPLETE, "r/results.json", "r/report.md")
     assert json.loads(json.dumps(data)) == data  # plain JSON all through
     assert data["format"] == SUMMARY_FORMAT and data["status"] == "complete"
     assert (data["results"], data["report"]) == ("r/results.json", "r/report.md")

@@ -9,7 +9,7 @@ from harness.cli import commands as cli
 from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 from harness.report.table import render, summary_line
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 
@@ -89,7 +89,7 @@ def fake_sweep(monkeypatch, tmp_path):
     def sweep(config, options, progress, more=None):
         seen["versions"] = options.versions
         cells = [cell("0.4.30", Verdict.REPRODUCED)]
-        return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, RunStatus.COMPLETE)
+        return service.SweepOutcome(write_results(tmp_path / "swept", cells), cells, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.watching, "sweep", sweep)
     return seen
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from harness.cli import commands as cli
 from harness.core.model import CellResult, CellSpec, Platform, Verdict
 from harness.report.reproduce import narrowing
-from harness.results.document import RunStatus
+from harness.results.document import SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.service.outcomes import SweepOutcome
 from harness.verdicts.boundaries import release_boundaries
@@ -44,7 +44,7 @@ def test_every_output_of_a_sweep_says_the_line_it_printed(tmp_path, capsys, monk
                            releases=list(RELEASES))
     boundaries = release_boundaries(cells, header.releases)
     printed_line = boundaries.line(narrowing(header))
-    swept = SweepOutcome(tmp_path, cells, RunStatus.COMPLETE, None, printed_line, boundaries)
+    swept = SweepOutcome(tmp_path, cells, SweepStatus.COMPLETE, None, printed_line, boundaries)
     summary_file = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary_file))
     cli._show_sweep(swept, tmp_path / "junit.xml", frozenset(), as_json=True)
@@ -68,7 +68,7 @@ def test_report_md_says_where_the_program_fails_from_as_the_line_does(tmp_path):
              CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.ERROR, {}, runs=[failed_run],
                         reason="1 of 1 runs failed (run 1: exit code 1: AttributeError: gone)")]
     header = ResultsHeader(command="harness check p.py", config=RecordedConfig(name="p"), versions=["0.4.28", "0.4.31"])
-    report = render_report(ResultsDocument(header, cells, RunStatus.COMPLETE), cells, {})
+    report = render_report(ResultsDocument(header, cells, SweepStatus.COMPLETE), cells, {})
     assert "the program fails from 0.4.31 (exit code 1: AttributeError: gone), so no release here fixes it" in report
     assert "- Fails from: 0.4.31 (exit code 1: AttributeError: gone)" in report
     assert "_Stepped over (failed): 0.4.31._" in report and "nothing measured): 0.4.31" not in report

@@ -141,13 +141,13 @@ def test_a_reduced_program_that_no_longer_keeps_the_signature_exits_3_as_docs_re
     from harness.cli import commands as cli
     from harness.core.errors import ExitCode
     from harness.reduce.reduction import ReduceOutcome
-    from harness.results.document import RunStatus
+    from harness.results.document import SweepStatus
 
     reduced = tmp_path / "reduced.py"
     reduced.write_text("import jax\n")
     state = ReduceState("s.py", "d" * 64, "0.4.28", "0.4.29", Signature("jit_f", ("computation",), Cause.ORDER),
                         [1, 2], 24.0, "import jax\n", {}, measured=5, seconds=12.5, check_seconds=3.0)
-    done = ReduceOutcome(tmp_path, RunStatus.COMPLETE, state, 40, reduced,
+    done = ReduceOutcome(tmp_path, SweepStatus.COMPLETE, state, 40, reduced,
                          problem="clean on 0.4.28 (5 runs)")
     monkeypatch.setattr(service, "reduce", lambda *a, **k: done)
     argv = ["reduce", SCRIPT, "--versions", "0.4.28"] + (["--resume", str(tmp_path)] if resume else [])
@@ -257,7 +257,7 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
 
     from harness.cli import commands as cli
     from harness.reduce.reduction import Reduction
-    from harness.results.document import RunStatus
+    from harness.results.document import SweepStatus
 
     script = tmp_path / "train.py"
     script.write_text("import jax\n")
@@ -273,7 +273,7 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
     monkeypatch.setattr(Reduction, "_original", stopped)
     reduction = Reduction(None, Path(script), None, "0.4.28", None, folder, None, _QUIET, None)
     outcome = reduction.run(resume=False)
-    assert outcome.status == RunStatus.INTERRUPTED and outcome.state is None
+    assert outcome.status == SweepStatus.INTERRUPTED and outcome.state is None
     monkeypatch.setattr(service, "reduce", lambda *a, **k: outcome)
     assert cli.main(["reduce", str(script), "--versions", "0.4.28"]) == 130
     err = capsys.readouterr().err
@@ -283,5 +283,5 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
     # "no reduce.json there (not a harness reduce folder)").
     resumed = Reduction(None, Path(script), None, "0.4.28", None, folder, None, type("P", (), {"say": print})(),
                         None)
-    assert resumed.run(resume=True).status == RunStatus.INTERRUPTED
+    assert resumed.run(resume=True).status == SweepStatus.INTERRUPTED
     assert len(checked) == 2

@@ -96,7 +96,7 @@ def test_a_signal_in_any_phase_keeps_the_best_and_prints_the_resume_command(phas
     from harness.cli import commands as cli
     from harness.reduce import reduction as module
     from harness.reduce.reduction import Reduction
-    from harness.results.document import RunStatus
+    from harness.results.document import SweepStatus
 
     script = tmp_path / "train.py"
     script.write_text("import jax\nx = 1\n")
@@ -119,7 +119,7 @@ def test_a_signal_in_any_phase_keeps_the_best_and_prints_the_resume_command(phas
     reduction = Reduction(one_process, Path(script), None, "0.4.28", None, folder, None,
                           type("P", (), {"say": lambda self, m: said.append(m)})(), None)
     outcome = reduction.run(resume=False)
-    assert outcome.status == RunStatus.INTERRUPTED and outcome.state is not None
+    assert outcome.status == SweepStatus.INTERRUPTED and outcome.state is not None
     assert (folder / "best.py").read_text() == outcome.state.best
     assert load_state(folder, "import jax\nx = 1\n").status == "interrupted"
     assert said[0].startswith("the original: 2 lines; passes: ")

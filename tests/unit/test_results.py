@@ -14,7 +14,7 @@ from harness.results.header import host_flat
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
 from harness.core.model import CellResult, CellSpec, Platform, Verdict
-from harness.results.document import read_document, document_json, ResultsDocument, RunStatus
+from harness.results.document import read_document, document_json, ResultsDocument, SweepStatus
 from harness.service.measurement import host_facts
 from harness.report.table import render
 
@@ -184,7 +184,7 @@ def test_a_newer_schema_or_an_unknown_status_is_one_clear_error():
 def test_a_merge_status_keeps_its_detail():
     data = {**json.loads(V1.read_text()), "status": "incomplete: shard(s) 3 missing"}
     document = read_document(data, "merged")
-    assert document.status == RunStatus.INCOMPLETE and document.status_detail == "shard(s) 3 missing"
+    assert document.status == SweepStatus.INCOMPLETE and document.status_detail == "shard(s) 3 missing"
     assert document_json(document)["status"] == "incomplete: shard(s) 3 missing"
 
 
@@ -197,10 +197,10 @@ def test_write_atomic_takes_text_with_lone_surrogates(tmp_path):
 def test_a_config_name_of_240_characters_makes_its_folders(tmp_path):
     """Issue 27, item 8: a 300-character name was `OSError: File name too long`; names up to 240 work."""
     from harness.core.files import NAME_MAX, fitting_name
-    from harness.results.document import new_run_dir
+    from harness.results.document import new_results_folder
 
     for name in ("n" * 240, "n" * 240 + "-slurm", "n" * 239 + "m"):
-        folder = new_run_dir(tmp_path, name)
+        folder = new_results_folder(tmp_path, name)
         assert folder.is_dir() and len(folder.name) <= NAME_MAX
     assert len({p.name for p in tmp_path.iterdir()}) == 3  # long names sharing their start stay apart
     assert fitting_name("short") == "short"

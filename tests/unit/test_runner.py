@@ -8,7 +8,7 @@ import time
 from harness.core import jaxlog
 from harness.inputs.config import Repro
 from harness.core.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
-from harness.inputs.run_env import process_env, repro_args
+from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.cell_runner import CellRunner
 from harness.measure.seeds import random_seeds
 from tests.fakes import REPRO, ScriptedEnvironment

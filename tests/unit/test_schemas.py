@@ -124,9 +124,9 @@ def test_a_wrong_value_anywhere_in_a_cell_does_not_validate(where, value):
 
 def test_the_json_summary_validates_and_a_wrong_value_in_it_does_not():
     from harness.report.table import summary_json
-    from harness.results.document import RunStatus
+    from harness.results.document import SweepStatus
     from tests.cells import CELLS
-    data = json.loads(json.dumps(summary_json(CELLS, RunStatus.COMPLETE, "r/results.json", "r/report.md")))
+    data = json.loads(json.dumps(summary_json(CELLS, SweepStatus.COMPLETE, "r/results.json", "r/report.md")))
     _validator("summary.schema.json").validate(data)
     for change in (lambda d: d["cells"][0].update(runs="2"), lambda d: d["verdicts"].update(maybe=1),
                    lambda d: d["boundaries"].pop("line"), lambda d: d.update(status="halfway")):

@@ -14,7 +14,7 @@ from harness.core.model import CellResult, CellSpec, Platform, Program, RunComma
 from harness.results.header import RecordedConfig
 from harness.inputs.options import parse
 from harness.report.reproduce import harness_command, narrowing, shell_commands
-from harness.inputs.run_env import merge_user_env, process_env, program_for, run_command
+from harness.inputs.process_variables import merge_user_env, process_env, program_for, run_command
 from harness.results.document import read_header
 
 SPEC = CellSpec("0.4.31", Platform.CPU, 4, None)

@@ -22,7 +22,7 @@ from harness.report.evidence import likely_cause
 from harness.core.model import Cause, CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
 from harness.inputs.options import CHECK_FAILS_ON, Given, option, parse
 from harness.report.reproduce import narrowing, summary_of
-from harness.results.document import ResultsDocument, RunStatus, load_results
+from harness.results.document import ResultsDocument, SweepStatus, load_results
 from harness.inputs.versions import Release, releases_between
 from harness.output.writer import write_files
 from harness.results.document import read_header
@@ -97,7 +97,7 @@ def test_the_releases_between_are_kept_in_results_json_and_a_folder_without_them
     header = ResultsHeader(config=RecordedConfig(name="n", source="configs/smoke.yaml"), versions=["0.4.28", "0.4.31"],
                            releases=list(RELEASES[2:]))
     cells = cells_of({"0.4.28": Verdict.REPRODUCED, "0.4.31": Verdict.CLEAN})
-    write_files(tmp_path, ResultsDocument(header, cells, RunStatus.COMPLETE))
+    write_files(tmp_path, ResultsDocument(header, cells, SweepStatus.COMPLETE))
     loaded = load_results(tmp_path)
     assert loaded.header.releases == list(RELEASES[2:])
     line = summary_of(loaded.header, loaded.cells)
@@ -140,8 +140,8 @@ def checked(monkeypatch, tmp_path):
     def sweep(config, options, progress, more=None):
         folder = tmp_path / "swept"
         cells = made["cells"]
-        write_files(folder, ResultsDocument(ResultsHeader(), cells, RunStatus.COMPLETE))
-        return service.SweepOutcome(folder, cells, RunStatus.COMPLETE)
+        write_files(folder, ResultsDocument(ResultsHeader(), cells, SweepStatus.COMPLETE))
+        return service.SweepOutcome(folder, cells, SweepStatus.COMPLETE)
     monkeypatch.setattr(service.sweeping, "sweep", sweep)  # what run calls
     monkeypatch.setattr(service, "sweep", sweep)  # what check calls
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -13,7 +13,7 @@ import pytest
 from harness import service
 from harness.cli import commands as cli
 from harness.core.confidence import MissBounds, SeedStrategy
-from harness.results.document import read_document, document_json, SCHEMA_VERSION, RunStatus
+from harness.results.document import read_document, document_json, SCHEMA_VERSION, SweepStatus
 from tests.fakes import INDEX
 
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run"
@@ -36,7 +36,7 @@ def test_the_fixture_is_a_version_1_folder():
 def test_a_v1_document_reads_into_types_and_its_rewrite_means_the_same():
     data = json.loads((V1 / "results.json").read_text())
     document = read_document(data, "v1")
-    assert document.schema_version == 1 and document.status == RunStatus.COMPLETE
+    assert document.schema_version == 1 and document.status == SweepStatus.COMPLETE
     assert document.header.versions == ["0.4.28", "0.4.29"] and document.header.options.runs == 3
     reproduced, clean = document.cells
     assert clean.miss_bounds == MissBounds(0.0, 0.5) and reproduced.miss_bounds is None

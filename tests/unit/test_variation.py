@@ -21,7 +21,7 @@ from harness.core.model import CellResult, CellSpec, CellVariation, Platform, Pr
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
 from harness.report.variation_section import variation_section
-from harness.results.document import ResultsDocument, RunStatus
+from harness.results.document import ResultsDocument, SweepStatus
 from harness.measure.cell_runner import CellRunner
 from harness.report.table import render, summary_json
 from harness.output.ci import junit_xml
@@ -200,7 +200,7 @@ def test_a_cell_with_its_variation_round_trips_and_renders():
     plain = render([CellResult(SPEC, Verdict.CLEAN, {}, runs=[REFERENCE])])
     assert "vary" not in plain.splitlines()[0]  # no column without --vary
     document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="x", repro="/s.py", source="harness check")),
-                               [again], RunStatus.COMPLETE)
+                               [again], SweepStatus.COMPLETE)
     report = render_report(document, [again], {})
     assert "## Environment variation" in report
     assert "| cache-path | miss | compile_options | 1 of 2 |" in report
@@ -496,12 +496,12 @@ def test_a_clean_cell_whose_moved_folder_misses_stays_clean_for_one_run_more(tmp
     table = render([again])
     assert "moved folder" in table.splitlines()[0] and "every module missed (compile_options)" in table
     assert "| clean " in table
-    (summarised,) = summary_json([again], RunStatus.COMPLETE, "r.json", "report.md")["cells"]
+    (summarised,) = summary_json([again], SweepStatus.COMPLETE, "r.json", "report.md")["cells"]
     assert summarised["moved_folder"] == "every module missed (compile_options)"
     case = junit_xml([again], "check-s").tostring().decode()
     assert "moved folder: every module missed (compile_options)" in case and "<failure" not in case
     document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="x", repro="/s.py", source="harness check")),
-                               [again], RunStatus.COMPLETE)
+                               [again], SweepStatus.COMPLETE)
     report = render_report(document, [again], {})
     assert "## Moved cache folder" in report and "moved folder: every module missed (compile_options)" in report
     assert 'JAX_COMPILATION_CACHE_DIR="$JAX_COMPILATION_CACHE_DIR-elsewhere"' in report

@@ -26,7 +26,7 @@ from harness.inside.supervise import CappedLog
 from harness.core.files import open_fresh, write_atomic
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.model import Platform, ProcessOutcome, Program
-from harness.inputs.run_env import IR_DUMP_VAR
+from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR
 
