@@ -112,7 +112,7 @@ def fail_on(text: str) -> frozenset:
 
 
 def _spell_fail_on(value: frozenset) -> str:
-    return ",".join(str(v) for v in FAILABLE if v in value) or NO_FAILURE
+    return ",".join(str(v).replace(" ", "-") for v in FAILABLE if v in value) or NO_FAILURE
 
 
 # ---- the declaration ------------------------------------------------------------------------------
@@ -432,11 +432,11 @@ OPTIONS: tuple[Option, ...] = (
            "the merged cells", CI_OUTPUTS | {"nightly"}, Group.RESULTS, type=Path, metavar="PATH",
            example=("junit.xml",)),
     Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
-           "unsupported; comma-separated); without it, exit 0 whatever the cells say", CI_OUTPUTS - {"check"},
+           "unsupported, new-input; comma-separated); without it, exit 0 whatever the cells say", CI_OUTPUTS - {"check"},
            Group.RESULTS, type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
            example=("reproduced,error",)),
     Option("fail_on", ("--fail-on",), "exit 1 when a cell's verdict is one of these (reproduced, error, "
-           "unsupported; comma-separated; `none`: exit 0 whatever the cells say)", _commands("check"),
+           "unsupported, new-input: a later run compiled new argument types; comma-separated; `none`: exit 0 whatever the cells say)", _commands("check"),
            Group.RESULTS, type=fail_on, metavar="VERDICT[,VERDICT]", spell=_spell_fail_on,
            default=CHECK_FAILS_ON, example=("reproduced,error,unsupported",)),
     Option("max_lost_growth", ("--max-lost-growth",), "also alarm (exit 1) on a cell whose seconds lost per "

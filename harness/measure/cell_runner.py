@@ -30,7 +30,7 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
 from harness.inputs.run_env import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
-from harness.measure.run_logs import missing_module, read_jax_log, with_log_detail
+from harness.measure.run_logs import missing_module, read_jax_log, read_test_results, with_log_detail
 from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
@@ -288,7 +288,7 @@ class OpenCell:
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_record(record_file),
-                         keys=keys, log_note=note)
+                         keys=keys, log_note=note, tests={} if builtin else read_test_results(recorded))
 
     def measure_group(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""

@@ -13,6 +13,7 @@ from harness.verdicts.keys import cell_comparison, comparison_of, longest_compil
 from harness.verdicts.phrases import unserved_module
 from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs
+from harness.verdicts.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
@@ -205,4 +206,10 @@ def _summary_cell(cell: CellResult) -> SummaryCell:
                                       cost.lost_per_start_s if cost else None,
                                       cost.saved_per_start_s if cost else None,
                                       cost.first_run_s if cost else None),
-                       moved_folder_line(cell.moved_folder).removeprefix(f"{MOVED_FOLDER}: ") or None)
+                       moved_folder_line(cell.moved_folder).removeprefix(f"{MOVED_FOLDER}: ") or None,
+                       _per_test(cell))
+
+
+def _per_test(cell: CellResult) -> SuiteFindings | None:
+    found = suite_findings(cell.runs, cell_comparison(cell))
+    return found if found.misses or found.changed or found.tests else None

@@ -20,6 +20,7 @@ from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
+from harness.verdicts.per_test import Category, function_misses, new_input_phrase
 from harness.verdicts.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
@@ -118,6 +119,10 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
         return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
+    if comparison.new_input:  # no key moved: the program compiled something new (its own random shapes)
+        misses = [m for m in function_misses(good, comparison) if m.category == Category.NEW_INPUT]
+        return judgement(Verdict.NEW_INPUT, new_input_phrase(misses, comparison.baseline_run)
+                         + ": the program computed something new, not a key that moved")
     groups = [r for r in good if r.ranks]
     if groups and not any(rank.joined for r in groups for rank in r.ranks):
         return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "
