@@ -48,7 +48,8 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
         rows = []
         for miss in found.misses:
             component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
-            first = f"; run 1: {miss.first_types_label}" if miss.first_run_types else ""
+            first = (f"; run 1: {miss.first_types_label}" if miss.first_run_types and miss.category == Category.NEW_INPUT
+                     else "")
             types = miss.types_label + first if miss.arg_types else "-"
             for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
                 rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), str(miss.category),

@@ -169,7 +169,16 @@ def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> s
         found = release_boundaries(cells)
         boundary_line = line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
     line = boundary_line
-    return "; ".join(part for part in (line, weak_bounds_sentence(cells)) if part)
+    return "; ".join(part for part in (line, weak_bounds_sentence(cells), new_input_sentence(cells)) if part)
+
+
+def new_input_sentence(cells: list[CellResult]) -> str:
+    """`new input on 0.4.31 (...)`: cells where no key moved but a later run compiled new argument types."""
+    labels = [cell_label(c) for c in in_version_order(cells) if c.verdict == Verdict.NEW_INPUT]
+    if not labels:
+        return ""
+    return (f"new input on {', '.join(dict.fromkeys(labels))} (a later run compiled a function at argument types "
+            "the first run never had: the program's own, not a key that moved)")
 
 
 def render_markdown(cells: list[CellResult], document: ResultsDocument, summary: str | None = None) -> str:
