@@ -184,3 +184,26 @@ def new_input_phrase(misses: Sequence[FunctionMiss], first_run: int | None = 1) 
                   else f"run {first_run} never compiled it")
         parts.append(f"{m.module} at {m.types_label} ({where}); {before}")
     return "; ".join(parts)
+
+
+MAX_NAMED = 5  # functions or tests a one-line reason names; report.md and --json have them all
+
+
+def others_missed(misses: Sequence[FunctionMiss], named: str) -> str:
+    """`; also missed: jit_mse (new input), jit_g (moved key)`: the functions besides the one a reason names."""
+    others = [m for m in misses if not (m.module == named and m.category == Category.MOVED_KEY)]
+    if not others:
+        return ""
+    shown = ", ".join(f"{m.module} ({m.category})" for m in others[:MAX_NAMED])
+    more = f" and {len(others) - MAX_NAMED} more" if len(others) > MAX_NAMED else ""
+    return f"; also missed: {shown}{more}"
+
+
+def changed_phrase(changed: Sequence[TestChange]) -> str:
+    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`."""
+    if not changed:
+        return ""
+    shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
+                      for c in changed[:MAX_NAMED])
+    more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
+    return f"tests that ran differently between runs (not cache misses): {shown}{more}"

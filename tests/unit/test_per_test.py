@@ -135,3 +135,14 @@ def test_a_suite_of_600_keys_gives_a_report_under_20_kb(tmp_path):
     report = render_report(document, [cell], {})
     assert len(report.encode()) < 20_000, len(report.encode())
     assert report.index("## What missed, per test and function") < report.index("## Results")
+
+
+def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
+    assert _mixed().reason.startswith("jit_by_names: a new key in run 2")
+    assert _mixed().reason.endswith("; also missed: jit_mse (new input)")
+    flaky = run(2, [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
+    flaky.exit_code = 1
+    j = judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), flaky])
+    assert j.verdict == Verdict.ERROR
+    assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
+                             f"{T_OK} (run 1: passed, run 2: failed)")
