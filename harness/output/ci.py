@@ -166,7 +166,8 @@ def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
     for test in found.tests:
         case = TestCase(visible(f"{test.id} [{jax_label(cell)}]", keep=""), classname=suite_name, time=0.0)
         mine = [m for m in found.misses if test.id in m.tests]
-        lines = [f"{m.module}: {m.category}" + (f" ({', '.join(m.components)})" if m.components else "")
+        lines = [f"{m.module}: {m.category}" + (f" ({m.follows})" if m.follows else "")
+                 + (f" ({', '.join(m.components)})" if m.components else "")
                  + (f" at {m.types_label}" if m.arg_types else "") + f", runs {', '.join(map(str, m.runs))}"
                  for m in mine]
         failing = [line for m, line in zip(mine, lines) if m.category != Category.NEW_INPUT]

@@ -9,7 +9,7 @@ from tabulate import tabulate
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.verdicts.keys import cell_comparison
-from harness.verdicts.per_test import Category, SuiteFindings, suite_findings
+from harness.verdicts.per_test import Category, Follows, SuiteFindings, suite_findings
 
 MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run
@@ -22,10 +22,17 @@ _WHY = {
                         "`--fail-on new-input`)",
     Category.NOT_SERVED: "a later run compiled again a key whose entry the first run wrote, instead of loading it",
 }
+_FOLLOWS = {
+    Follows.HASH_SEED: "run again with the first run's own hash seed (a fresh folder holding its entries), it "
+                       "computed the first run's key: the hash seed moves it (a set's order, `hash()` of a string)",
+    Follows.PROGRAM: "run again with the first run's own hash seed (a fresh folder holding its entries), its key "
+                     "moved again: it follows the program's own randomness (random data or PRNG keys baked in as "
+                     "constants, a clock, an address, a counter), not the hash seed",
+}
 
 
 def cell_findings(cell: CellResult) -> SuiteFindings:
-    return suite_findings(cell.runs, cell_comparison(cell))
+    return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control)
 
 
 def jax_label(cell: CellResult) -> str:
@@ -52,7 +59,8 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
                      else "")
             types = miss.types_label + first if miss.arg_types else "-"
             for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
-                rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), str(miss.category),
+                category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
+                rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), category,
                              md.cell(component), md.cell(types), ", ".join(map(str, miss.runs))])
         if rows:
             shown = rows[:MAX_ROWS]
@@ -62,6 +70,8 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
                 lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
             lines += [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category
                       if any(m.category == c for m in found.misses)]
+            lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows
+                      if any(m.follows == f for m in found.misses)]
             lines.append("")
         if found.changed:
             lines += ["Tests that ran differently between runs (random order, a flaky test; not read as cache "

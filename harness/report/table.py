@@ -220,5 +220,5 @@ def _summary_cell(cell: CellResult) -> SummaryCell:
 
 
 def _per_test(cell: CellResult) -> SuiteFindings | None:
-    found = suite_findings(cell.runs, cell_comparison(cell))
+    found = suite_findings(cell.runs, cell_comparison(cell), cell.seed_control)
     return found if found.misses or found.changed or found.tests else None

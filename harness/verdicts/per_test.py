@@ -23,6 +23,18 @@ import msgspec
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
+from harness.verdicts.keys import comparison_of
+
+
+SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
+
+
+class Follows(enum.StrEnum):
+    """What a moved key follows, from the seed control: the first run's seed again, in a fresh folder with the
+    first run's entries (the same seed, the same program: only what the seed does not fix can differ)."""
+
+    HASH_SEED = "hash seed"  # the control computed the first run's key again: the hash seed moved it (a set's order)
+    PROGRAM = "program"  # the control moved it again: the program's own randomness (random constants, a clock)
 
 
 class Category(enum.StrEnum):
@@ -42,6 +54,7 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     first_run_types: list[list[str]] = []  # what run 1 compiled the module at
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
     keys: list[str] = []  # the missed keys
+    follows: Follows | None = None  # moved key: what the seed control says it follows (None: no control made)
 
     @property
     def types_label(self) -> str:
@@ -93,8 +106,10 @@ def _by_key(run: RunRecord) -> dict[str, LoggedKey]:
     return run.keys.by_key() if run.keys is not None else {}
 
 
-def function_misses(runs: Sequence[RunRecord], comparison: Comparison) -> list[FunctionMiss]:
-    """Every module that missed in a later run, per category, in the order of the first run that missed it."""
+def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
+                    control: RunRecord | None = None) -> list[FunctionMiss]:
+    """Every module that missed in a later run, per category, in the order of the first run that missed it;
+    a moved key says what it follows when the seed control (`control`) computed its module."""
     good = {r.index: r for r in runs if r.ok}
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
@@ -125,8 +140,32 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison) -> list[F
                             counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
                             moved = differing_components(counterpart, k)
                             miss.components = list(dict.fromkeys([*miss.components, *moved]))
+    if control is not None and control.ok and control.keys is not None:
+        for miss in out.values():
+            if miss.category == Category.MOVED_KEY:
+                miss.follows = _follows(miss, control, set(comparison.baseline.get(miss.module, [])))
     order = {c: i for i, c in enumerate(Category)}
     return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module))
+
+
+def _follows(miss: FunctionMiss, control: RunRecord, first_keys: set[str]) -> Follows | None:
+    """The control's keys of the module at the missed argument types: all the first run's -> the hash seed's; one
+    the first run never had -> the program's; none computed -> not known."""
+    assert control.keys is not None
+    mine = [k.key for k in control.keys.keys if k.module == miss.module
+            and (not miss.arg_types or list(k.arg_types) in miss.arg_types)]
+    if not mine:
+        return None
+    return Follows.HASH_SEED if all(k in first_keys for k in mine) else Follows.PROGRAM
+
+
+def control_baseline(runs: Sequence[RunRecord]) -> RunRecord | None:
+    """The run whose seed the seed control repeats (the first successful run), when a later run's key moved at
+    argument types it had; None when no key moved."""
+    comparison = comparison_of(runs)
+    if not comparison.new or comparison.baseline_run is None:
+        return None
+    return next((r for r in runs if r.index == comparison.baseline_run), None)
 
 
 def _distinct(items: Iterable[list[str]]) -> list[list[str]]:
@@ -152,9 +191,10 @@ def test_changes(runs: Sequence[RunRecord]) -> list[TestChange]:
     return out
 
 
-def suite_findings(runs: Sequence[RunRecord], comparison: Comparison) -> SuiteFindings:
+def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
+                   control: RunRecord | None = None) -> SuiteFindings:
     """Misses per function, the tests that ran differently, and each test's result (a --pytest program's)."""
-    misses = function_misses(runs, comparison)
+    misses = function_misses(runs, comparison, control)
     changed = test_changes(runs)
     changed_ids = {c.id for c in changed}
     first = next((r for r in sorted(runs, key=lambda r: r.index) if r.tests), None)

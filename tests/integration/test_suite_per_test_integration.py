@@ -20,6 +20,7 @@ STABLE = "tests/test_stable.py::test_double"
 STABLE_2 = "tests/test_stable.py::test_square"
 SET_ORDER = "tests/test_names.py::test_set_order"
 RANDOM = "tests/test_shapes.py::test_random_shapes"
+NOISE = "tests/test_noise.py::test_noise"
 
 SUITE = {
     "test_stable.py": "import jax, numpy as np\n\n\n"
@@ -34,12 +35,16 @@ SUITE = {
                      "def by_names(x):\n    return sum(x * WEIGHTS[n] for n in NAMES)\n\n\n"
                      "def test_set_order():\n"
                      "    assert float(jax.jit(by_names)(np.ones(3, np.float32)).sum()) == 45.0\n",
+    # Unseeded random data baked into the module as a constant: its key follows the program, not the hash seed.
+    "test_noise.py": "import jax, numpy as np\n\nNOISE = np.random.rand(3).astype(np.float32)\n\n\n"
+                     "def add_noise(x):\n    return x + NOISE\n\n\n"
+                     "def test_noise():\n    assert jax.jit(add_noise)(np.ones(3, np.float32)).shape == (3,)\n",
     # One fixed shape and one drawn unseeded: a later run computes a shape run 1 never had.
     "test_shapes.py": "import random\nimport jax, numpy as np\n\n\n"
                       "def mse(x):\n    return (x * x).mean()\n\n\n"
                       "def test_random_shapes():\n"
                       "    for n in (4, random.randint(5, 400)):\n"
-                      "        assert float(jax.jit(mse)(np.ones(n, np.float32))) == 1.0\n",
+                      "        assert abs(float(jax.jit(mse)(np.ones(n, np.float32))) - 1.0) < 1e-5\n",
 }
 
 
@@ -71,30 +76,36 @@ def test_a_suite_names_each_test_and_function_with_its_category(tmp_path, capsys
     code, cell, summary, run_dir, err = _check(tmp_path, capsys, "all", "--junit-xml", str(junit), "--", "-q",
                                                "-p", "no:randomly", "tests")
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]  # the set's order: a key that moved
-    assert cell["reason"].startswith("jit_by_names: a new key in run 2"), cell["reason"]
+    assert cell["reason"].startswith("jit_add_noise: a new key in run 2"), cell["reason"]  # and every other one:
+    assert cell["reason"].endswith("; also missed: jit_by_names (moved key), jit_mse (new input)"), cell["reason"]
     # By hand: the misses of run 2, per test, as JAX logged them.
     first, second = cell["runs"][:2]
     by_hand = _misses_by_hand(run_dir / second["log"].replace(".log", ".recorder.jsonl"))
-    assert by_hand == {(SET_ORDER, "jit_by_names"), (RANDOM, "jit_mse")}, by_hand
+    assert by_hand == {(SET_ORDER, "jit_by_names"), (RANDOM, "jit_mse"), (NOISE, "jit_add_noise")}, by_hand
     found = summary["per_test"]
-    named = {(t, m["module"], m["category"]) for m in found["misses"] for t in m["tests"]}
-    assert named == {(SET_ORDER, "jit_by_names", "moved key"), (RANDOM, "jit_mse", "new input")}, found["misses"]
+    named = {(t, m["module"], m["category"], m.get("follows")) for m in found["misses"] for t in m["tests"]}
+    # the seed control (run 1's seed again, a fresh folder with its entries) tells the hash seed from the program
+    assert named == {(SET_ORDER, "jit_by_names", "moved key", "hash seed"), (RANDOM, "jit_mse", "new input", None),
+                     (NOISE, "jit_add_noise", "moved key", "program")}, found["misses"]
+    assert cell["seed_control"]["seed"] == first["seed"]
     by_module = {m["module"]: m for m in found["misses"]}
     assert by_module["jit_by_names"]["components"] == ["computation"]
     assert by_module["jit_by_names"]["arg_types"] == [["float32[3]"]]
     assert by_module["jit_mse"]["first_run_types"][0] == ["float32[4]"] and len(by_module["jit_mse"]["first_run_types"]) == 2
     assert by_module["jit_mse"]["arg_types"][0] != by_module["jit_mse"]["first_run_types"][1]
     assert {t["id"]: t["status"] for t in found["tests"]} == {
-        STABLE: "clean", STABLE_2: "clean", SET_ORDER: "missed", RANDOM: "missed"}
+        STABLE: "clean", STABLE_2: "clean", SET_ORDER: "missed", RANDOM: "missed", NOISE: "missed"}
     # report.md's first screen: the table; the listing beside it
     report = (run_dir / "report.md").read_text()
     head = report[:report.index("## Results")]
-    assert "| `tests/test_names.py::test_set_order`" in head and "moved key" in head and "new input" in head
+    assert "| `tests/test_names.py::test_set_order`" in head and "moved key: hash seed" in head and "new input" in head
+    assert "moved key: program" in head
     assert "$ ls -1" not in report and "jit_double-" in (run_dir / "evidence" / "listings.md").read_text()
     # JUnit: a case per test, the moved key failing, new input and the stable tests passing
     SCHEMA.validate(str(junit))
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
     assert cases[f"{SET_ORDER} [jax {VERSION}]"].find("failure") is not None
+    assert cases[f"{NOISE} [jax {VERSION}]"].find("failure") is not None
     for test in (RANDOM, STABLE, STABLE_2):
         assert cases[f"{test} [jax {VERSION}]"].find("failure") is None, test
 
@@ -103,6 +114,7 @@ def test_new_input_alone_is_its_own_verdict_and_fails_only_when_asked(tmp_path, 
     for name, text in SUITE.items():
         write(f"suite/tests/{name}", text)
     args = ("--", "-q", "-p", "no:randomly", "tests/test_stable.py", "tests/test_shapes.py")
+    assert "seed_control" not in _check(tmp_path, capsys, "first", *args)[1]  # no key moved: no control run
     code, cell, summary, run_dir, _ = _check(tmp_path, capsys, "default", *args)
     assert (code, cell["verdict"]) == (0, "new input"), cell["reason"]
     assert re.match(r"jit_mse at float32\[\d+\] \(run 2, tests/test_shapes.py::test_random_shapes\); "

@@ -12,7 +12,7 @@ from harness.results.document import ResultsDocument, RunStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.verdicts.judge import Tally
 from harness.verdicts.keys import comparison_of
-from harness.verdicts.per_test import Category, suite_findings
+from harness.verdicts.per_test import Category, Follows, control_baseline, suite_findings
 from harness.verdicts.verdict import judge
 
 from tests.cells import SCHEMA
@@ -146,3 +146,19 @@ def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
     assert j.verdict == Verdict.ERROR
     assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
                              f"{T_OK} (run 1: passed, run 2: failed)")
+
+
+def test_the_seed_control_tells_the_hash_seed_from_the_program():
+    noise = key("jit_noise", "7", "t.py::test_noise", ("float32[3]",))
+    first = run(1, [SET, noise], PASSED)
+    later = run(2, [key("jit_by_names", "8", T_SET, ("float32[3]",), computation="d"),
+                    key("jit_noise", "9", "t.py::test_noise", ("float32[3]",), computation="e")], PASSED)
+    # run 1's seed again: the set's order comes back, the noise moves again
+    control = run(1, [hit(SET), key("jit_noise", "a", "t.py::test_noise", ("float32[3]",), computation="f")])
+    assert control_baseline([first, later]) is first
+    found = suite_findings([first, later], comparison_of([first, later]), control)
+    assert {m.module: m.follows for m in found.misses} == {"jit_by_names": Follows.HASH_SEED,
+                                                           "jit_noise": Follows.PROGRAM}
+    assert {m.module: m.follows for m in suite_findings([first, later], comparison_of([first, later])).misses} == {
+        "jit_by_names": None, "jit_noise": None}  # no control made: not said
+    assert control_baseline([first, run(2, [hit(SET), hit(noise)], PASSED)]) is None  # nothing moved: no control
