@@ -351,8 +351,8 @@ class OpenCell:
     def _plan_control(self) -> list[QueuedRun]:
         """A later run's key moved at argument types the first run had (a user's program, one process): one run
         with the first run's own seed (harness/verdicts/per_test.py reads it)."""
-        if self.runner.repro.builtin or self.spec.is_multiprocess:
-            return []
+        if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
+            return []  # (give_up: harness reduce's candidates, judged by their signature alone)
         first = control_baseline(self.tally.records)
         return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
 
