@@ -100,6 +100,8 @@ def test_a_suite_names_each_test_and_function_with_its_category(tmp_path, capsys
     head = report[:report.index("## Results")]
     assert "| `tests/test_names.py::test_set_order`" in head and "moved key: hash seed" in head and "new input" in head
     assert "moved key: program" in head
+    # the module the reason names follows the program: Reproduce with says so before its seeds
+    assert "moved `jit_add_noise`'s key again: it follows the program's own randomness" in report
     assert "$ ls -1" not in report and "jit_double-" in (run_dir / "evidence" / "listings.md").read_text()
     # JUnit: a case per test, the moved key failing, new input and the stable tests passing
     SCHEMA.validate(str(junit))
