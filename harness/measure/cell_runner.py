@@ -357,17 +357,26 @@ class OpenCell:
         return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
 
     def _control_run(self, queued: QueuedRun) -> RunRecord:
-        """The seed control: a fresh folder holding only the first run's entries, and the first run's seed."""
-        cache = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control")
-        remove_path(cache)
-        cache.mkdir(parents=True)
-        first = next(r for r in self.tally.records if r.index == queued.index)
-        for name in first.new_entries:
-            source = self.cache_dir / name
-            if source.is_file() and not source.is_symlink():
-                shutil.copy2(source, cache / name)
-        return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT, cache,
-                                name=f"seed-control-run-{queued.index:02d}-seed-{queued.seed}")
+        """The seed control: the first run's seed, and a fresh folder holding only the first run's entries at the
+        cell's own folder's path (from JAX 0.4.36 until 0.11.0 the path is in every key): the cell's folder is
+        set aside meanwhile and put back after, the control's kept beside it (`<folder>.seed-control`)."""
+        aside = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control-aside")
+        kept = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control")
+        remove_path(aside)
+        remove_path(kept)
+        self.cache_dir.rename(aside)
+        try:
+            self.cache_dir.mkdir()
+            first = next(r for r in self.tally.records if r.index == queued.index)
+            for name in first.new_entries:
+                source = aside / name
+                if source.is_file() and not source.is_symlink():
+                    shutil.copy2(source, self.cache_dir / name)
+            return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT,
+                                    name=f"seed-control-run-{queued.index:02d}-seed-{queued.seed}")
+        finally:
+            self.cache_dir.rename(kept)
+            aside.rename(self.cache_dir)
 
     def _recheck(self, queued: QueuedRun) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""

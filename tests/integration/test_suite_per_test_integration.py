@@ -48,9 +48,9 @@ SUITE = {
 }
 
 
-def _check(tmp_path, capsys, name, *extra):
+def _check(tmp_path, capsys, name, *extra, version=VERSION):
     out = tmp_path / name
-    code = cli.main(["check", "--pytest", "--versions", VERSION, "--runs", "2", "--no-moved-folder", "--quiet",
+    code = cli.main(["check", "--pytest", "--versions", version, "--runs", "2", "--no-moved-folder", "--quiet",
                      "--cwd", str(tmp_path / "suite"), "--out", str(out), "--json", *extra])
     printed = capsys.readouterr()
     summary = json.loads(printed.out)
@@ -69,12 +69,13 @@ def _misses_by_hand(path) -> set[tuple[str, str]]:
     return found
 
 
-def test_a_suite_names_each_test_and_function_with_its_category(tmp_path, capsys, write):
+@pytest.mark.parametrize("version", [VERSION, "0.10.2"])
+def test_a_suite_names_each_test_and_function_with_its_category(version, tmp_path, capsys, write):
     for name, text in SUITE.items():
         write(f"suite/tests/{name}", text)
     junit = tmp_path / "junit.xml"
     code, cell, summary, run_dir, err = _check(tmp_path, capsys, "all", "--junit-xml", str(junit), "--", "-q",
-                                               "-p", "no:randomly", "tests")
+                                               "-p", "no:randomly", "tests", version=version)
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]  # the set's order: a key that moved
     assert cell["reason"].startswith("jit_add_noise: a new key in run 2"), cell["reason"]  # and every other one:
     assert cell["reason"].endswith("; also missed: jit_by_names (moved key), jit_mse (new input)"), cell["reason"]
@@ -106,10 +107,10 @@ def test_a_suite_names_each_test_and_function_with_its_category(tmp_path, capsys
     # JUnit: a case per test, the moved key failing, new input and the stable tests passing
     SCHEMA.validate(str(junit))
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
-    assert cases[f"{SET_ORDER} [jax {VERSION}]"].find("failure") is not None
-    assert cases[f"{NOISE} [jax {VERSION}]"].find("failure") is not None
+    assert cases[f"{SET_ORDER} [jax {version}]"].find("failure") is not None
+    assert cases[f"{NOISE} [jax {version}]"].find("failure") is not None
     for test in (RANDOM, STABLE, STABLE_2):
-        assert cases[f"{test} [jax {VERSION}]"].find("failure") is None, test
+        assert cases[f"{test} [jax {version}]"].find("failure") is None, test
 
 
 def test_new_input_alone_is_its_own_verdict_and_fails_only_when_asked(tmp_path, capsys, write):
