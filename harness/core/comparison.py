@@ -21,10 +21,18 @@ class Comparison:
     fewer: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     # later run -> module -> the first run's entries (on disk) it compiled again instead of loading
     unserved: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    # later run -> module -> keys no earlier run computed, compiled at argument types the first run never
+    # compiled that module at: the program computed something new (random shapes), not a key that moved.
+    # Kept out of `new`, so that nothing pairs them with the first run's keys of another shape.
+    new_input: dict[int, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def reproduced(self) -> bool:
         return bool(self.new or self.unserved)
+
+    def new_input_modules(self) -> list[str]:
+        """The modules a later run compiled at argument types the first run never had, sorted."""
+        return sorted({m for by_module in self.new_input.values() for m in by_module})
 
     def unserved_modules(self) -> list[str]:
         """The modules whose entry on disk a later run compiled again, sorted."""

@@ -29,15 +29,19 @@ class Verdict(enum.StrEnum):
     CLEAN = "clean"  # every run succeeded, entries written, later runs computed only keys already seen
     UNSUPPORTED = "unsupported"  # nothing was cached, or runs compiled different things: nothing measured
     ERROR = "error"  # environment could not be made, or a run crashed or timed out
+    # no key moved, but a later run compiled a function at argument types the first run never compiled it at
+    # (random shapes): the program computed something new, which no cache can serve (harness/verdicts/per_test.py)
+    NEW_INPUT = "new input"
 
 
-# What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all.
-FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED)
+# What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all,
+# and `new input` (the program's own new shapes: failing on it is the user's choice, off by default).
+FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED, Verdict.NEW_INPUT)
 
 
 def parse_fail_on(text: str) -> frozenset[Verdict]:
-    """`reproduced,error` -> those verdicts; ValueError (one line) for any other word."""
-    words = [w.strip() for w in text.split(",") if w.strip()]
+    """`reproduced,error` -> those verdicts (`new-input` for `new input`); ValueError (one line) for any other word."""
+    words = [w.strip().replace("-", " ") for w in text.split(",") if w.strip()]
     allowed = {str(v): v for v in FAILABLE}
     unknown = [w for w in words if w not in allowed]
     if unknown or not words:

@@ -149,7 +149,7 @@ CELL_ORDER = ("jax_version", "platform", "device_count", "mesh", "verdict", "rea
               "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
               "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
               "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-              "seed_check", "processes", "rank_split", "job", "variation", "moved_folder", "cost")
+              "seed_check", "processes", "rank_split", "job", "variation", "moved_folder", "cost", "seed_control")
 
 
 _EMPTY = shape(omit=Omit.EMPTY)
@@ -208,6 +208,10 @@ class CellResult(Record):
     moved_folder: FactorResult | None = field(default=None, metadata=_NONE)
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     cost: CellCost | None = field(default=None, metadata=_NONE)
+    # One run more with the first run's own hash seed, in a fresh folder holding the first run's entries, made
+    # when a later run's key moved (harness/verdicts/per_test.py): a key that comes back is the hash seed's, one
+    # that moves again follows the program's own randomness (None: not made)
+    seed_control: RunRecord | None = field(default=None, metadata=_NONE)
     # fields this release does not know, kept as read
     extra: dict[str, Any] = field(default_factory=dict, metadata=shape(form=Form.EXTRA))
     # In memory only: the later runs against the first, as the verdict was judged (harness/verdicts/keys.py's

@@ -141,6 +141,16 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Each test's outcome, by id, in the order they ran."""
         return {r.id: r.outcome for r in self.lines if isinstance(r, TestOutcome)}
 
+    def test_results(self) -> dict[str, str]:
+        """Each test id -> its outcome, for the run's record: the outcomes in the order they ran, then the
+        collected ids that never ran (`not run`) and the files that could not be collected (`collect error`)."""
+        out = self.outcomes()
+        for test in self.collected():
+            out.setdefault(test, "not run")
+        for test in self.collect_errors():
+            out.setdefault(test, "collect error")
+        return out
+
     def collect_errors(self) -> list[str]:
         return list(dict.fromkeys(r.id for r in self.lines if isinstance(r, CollectError)))
 

@@ -111,7 +111,7 @@ def variable_name_problem(name: object) -> str | None:
 
 
 @shaped(order=("index", "seed", "exit_code", "duration_s", "new_entries", "timed_out", "reason", "log", "ranks",
-                "script_cache", "keys", "log_note"))
+                "script_cache", "keys", "log_note", "tests"))
 @dataclass
 class RunRecord(Record):
     index: int
@@ -131,6 +131,9 @@ class RunRecord(Record):
     # A multi-process run: each process, by rank (the fields above are the job's: `seed` and `log` rank 0's,
     # `keys` every rank's together); empty for a single process.
     ranks: list[RankRecord] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
+    # A pytest program (the recorder's plugin): each collected test id -> its outcome (`passed`, `failed`,
+    # `skipped`, ...; `not run` when collected and never run, `collect error`), in the order they ran.
+    tests: dict[str, str] = field(default_factory=dict, metadata=shape(omit=Omit.EMPTY))
 
     @property
     def ok(self) -> bool:

@@ -89,7 +89,7 @@ def fail_on(text: str) -> frozenset[Verdict]:
 
 
 def spell_fail_on(value: frozenset[Verdict]) -> str:
-    return ",".join(str(v) for v in FAILABLE if v in value) or NO_FAILURE
+    return ",".join(str(v).replace(" ", "-") for v in FAILABLE if v in value) or NO_FAILURE
 
 
 # ---- the declaration ------------------------------------------------------------------------------

@@ -230,11 +230,12 @@ class Options:
         "their message), unsupported skipped, clean passes (docs/ci.md); merge and submit --wait: the merged cells",
         group=Group.RESULTS, type=Path, metavar="PATH", example=("junit.xml",))] = None
     fail_on: Annotated[frozenset[Verdict] | None, opt(
-        "--fail-on", help="exit 1 when a cell's verdict is one of these (reproduced, error, unsupported; "
-        "comma-separated); without it, exit 0 whatever the cells say", group=Group.RESULTS, type=fail_on,
+        "--fail-on", help="exit 1 when a cell's verdict is one of these (reproduced, error, unsupported, "
+        "new-input; comma-separated); without it, exit 0 whatever the cells say", group=Group.RESULTS, type=fail_on,
         metavar="VERDICT[,VERDICT]", spell=spell_fail_on, example=("reproduced,error",),
-        per={"check": {"help": "exit 1 when a cell's verdict is one of these (reproduced, error, unsupported; "
-                       "comma-separated; `none`: exit 0 whatever the cells say)", "default": CHECK_FAILS_ON,
+        per={"check": {"help": "exit 1 when a cell's verdict is one of these (reproduced, error, unsupported, "
+                       "new-input: a later run compiled new argument types; comma-separated; `none`: exit 0 "
+                       "whatever the cells say)", "default": CHECK_FAILS_ON,
                        "example": ("reproduced,error,unsupported",)}})] = None
     max_lost_growth: Annotated[float | None, opt(
         "--max-lost-growth", help="also alarm (exit 1) on a cell whose seconds lost per fresh process grew by more "

@@ -11,6 +11,7 @@ runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one
 from __future__ import annotations
 
 import os
+import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,9 +31,10 @@ from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResul
 from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
-from harness.measure.run_logs import missing_module, read_jax_log, with_log_detail
+from harness.measure.run_logs import missing_module, read_jax_log, read_test_results, with_log_detail
 from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
+from harness.verdicts.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
 from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
@@ -153,6 +155,9 @@ class OpenCell:
     reseed: Reseed | None = None  # its later seeds, chosen from what its runs lowered as they end
     started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
+    # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
+    control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
+    control_record: RunRecord | None = None
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -207,6 +212,10 @@ class OpenCell:
             return True
         if self.tally.gave_up:
             return False
+        if self.control is None and self.running == 0:
+            self.control = self._plan_control()
+        if self.control:
+            return True
         # --vary (and the moved folder): their runs one at a time, once every other run of the cell has ended
         return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
 
@@ -231,6 +240,8 @@ class OpenCell:
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
         if self.checks:
             return self.checks.pop(0)
+        if self.control:
+            return self.control.pop(0)
         return self.vary.take()
 
     @property
@@ -245,6 +256,8 @@ class OpenCell:
             return self.vary.measure(queued)
         if self.spec.is_multiprocess:
             return self.measure_job(queued)
+        if queued.check == SEED_CONTROL:
+            return self._control_run(queued)
         if queued.check is not None:
             return self._recheck(queued)
         if self.folder is None:
@@ -288,7 +301,7 @@ class OpenCell:
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_record(record_file),
-                         keys=keys, log_note=note)
+                         keys=keys, log_note=note, tests={} if builtin else read_test_results(recorded))
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
@@ -335,6 +348,36 @@ class OpenCell:
             remove_path(self.cache_dir / name)
         return self.measure_run(queued, self.folder)
 
+    def _plan_control(self) -> list[QueuedRun]:
+        """A later run's key moved at argument types the first run had (a user's program, one process): one run
+        with the first run's own seed (harness/verdicts/per_test.py reads it)."""
+        if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
+            return []  # (give_up: harness reduce's candidates, judged by their signature alone)
+        first = control_baseline(self.tally.records)
+        return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
+
+    def _control_run(self, queued: QueuedRun) -> RunRecord:
+        """The seed control: the first run's seed, and a fresh folder holding only the first run's entries at the
+        cell's own folder's path (from JAX 0.4.36 until 0.11.0 the path is in every key): the cell's folder is
+        set aside meanwhile and put back after, the control's kept beside it (`<folder>.seed-control`)."""
+        aside = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control-aside")
+        kept = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control")
+        remove_path(aside)
+        remove_path(kept)
+        self.cache_dir.rename(aside)
+        try:
+            self.cache_dir.mkdir()
+            first = next(r for r in self.tally.records if r.index == queued.index)
+            for name in first.new_entries:
+                source = aside / name
+                if source.is_file() and not source.is_symlink():
+                    shutil.copy2(source, self.cache_dir / name)
+            return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT,
+                                    name=f"seed-control-run-{queued.index:02d}-seed-{queued.seed}")
+        finally:
+            self.cache_dir.rename(kept)
+            aside.rename(self.cache_dir)
+
     def _recheck(self, queued: QueuedRun) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
         again = "" if queued.check in (FAILING, PASSING) else "-again"
@@ -348,6 +391,10 @@ class OpenCell:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
         if queued.factor is not None or queued.control:
             self.vary.done(queued, record)
+            return False
+        if queued.check == SEED_CONTROL:
+            assert isinstance(record, RunRecord)
+            self.control_record = record
             return False
         if queued.check is None:
             self.tally.add(record)
@@ -374,7 +421,8 @@ class OpenCell:
             thresholds=runner.thresholds, script=runner.script_run(self.spec, self.folder, self.folder_why),
             variation=phase.variation if phase is not None and runner.vary else None,
             moved_folder=phase.moved_folder if phase is not None else None,
-            seed_check=None if interrupted else self.seed_check(), plan=self.plan))
+            seed_check=None if interrupted else self.seed_check(), plan=self.plan,
+            seed_control=self.control_record))
 
 
 @dataclass

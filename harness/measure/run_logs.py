@@ -32,6 +32,12 @@ def read_jax_log(log: Path, version: str, ok: bool,
     return parsed, ""
 
 
+def read_test_results(recorded: Path) -> dict[str, str]:
+    """A pytest run's tests and their outcomes, from its recorder file (empty: none, or not a pytest run)."""
+    recording = recorder.read(recorded)
+    return recording.test_results() if recording is not None else {}
+
+
 def missing_module(module: str, log: Path) -> str | None:
     """The one line to say when `python -m module` found no such module in the release's environment (Python's
     own words in the log: `python: No module named pytest`, or `Error while finding module specification for

@@ -27,7 +27,9 @@ from harness.core.files import write_atomic
 from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core import markdown
 from harness.core.markdown import visible
+from harness.verdicts.per_test import Category
 from harness.verdicts.factor_verdicts import moved_folder_line
+from harness.report.per_test import cell_findings, jax_label
 from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
                                   summary_line)
 
@@ -100,7 +102,7 @@ def fail_line(cells: Sequence[CellResult], fail_on: frozenset[Verdict], report: 
     """One line for stderr: which cells failed the job, which module missed in each (or why nothing was
     measured), and where report.md says why. It names no culprit: a miss can be JAX's, the program's own
     (a set's order) or a module JAX never caches."""
-    words = ",".join(str(v) for v in FAILABLE if v in fail_on)
+    words = ",".join(str(v).replace(" ", "-") for v in FAILABLE if v in fail_on)
     where = f"; why, in {report}" if report is not None else ""
     return (f"--fail-on {words}: {len(cells)} cell(s) failed: "
             + "; ".join(f"{cell_label(c)} {c.spec.mesh_label} {c.verdict} ({_what_failed(c)})" for c in cells) + where)
@@ -145,11 +147,59 @@ def junit_xml(cells: Sequence[CellResult], suite_name: str, line: str | None = N
             case.result = [skipped]
         case.system_out = visible(_case_output(cell))
         suite.add_testcase(case)
+        for test_case in _test_cases(cell, suite_name):
+            suite.add_testcase(test_case)
     suite.update_statistics()
     suite.time = _seconds(suite.time or 0.0)  # a sum of floats: back to three decimals
     xml = JUnitXml(suite_name)  # the root carries only its name, as pytest's does (the schema has no
     xml.add_testsuite(suite)     # `skipped` on <testsuites>); the counts are the suite's
     return xml
+
+
+def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
+    """A --pytest program's tests, one case each (named `<test id> [jax <release>]`, so CI shows the test that
+    missed by name): a test that compiled a function whose key moved (or was not served) fails; one that only
+    compiled new argument types (`new input`) passes, said in its output (--fail-on new-input fails the job); one
+    that ran differently between runs is skipped, with its outcomes; the rest pass."""
+    found = cell_findings(cell)
+    out = []
+    for test in found.tests:
+        case = TestCase(visible(f"{test.id} [{jax_label(cell)}]", keep=""), classname=suite_name, time=0.0)
+        mine = [m for m in found.misses if test.id in m.tests]
+        lines = [f"{m.module}: {m.category}" + (f" ({m.follows})" if m.follows else "")
+                 + (f" ({', '.join(m.components)})" if m.components else "")
+                 + (f" at {m.types_label}" if m.arg_types else "") + f", runs {', '.join(map(str, m.runs))}"
+                 for m in mine]
+        failing = [line for m, line in zip(mine, lines) if m.category != Category.NEW_INPUT]
+        if test.status == "changed":
+            change = next(c for c in found.changed if c.id == test.id)
+            skipped = Skipped(first_sentence("ran differently between runs: " + ", ".join(
+                f"run {r}: {o}" for r, o in change.outcomes.items())), "changed")
+            case.result = [skipped]
+        elif failing:
+            failure = Failure(first_sentence(visible("; ".join(failing))), str(Verdict.REPRODUCED))
+            failure.text = visible("\n".join(lines))
+            case.result = [failure]
+        if lines:
+            case.system_out = visible("\n".join(lines))
+        out.append(case)
+    return out
+
+
+def missing_tests_lines(cells: Sequence[CellResult]) -> list[str]:
+    """The job summary's list of the tests that missed (each with its functions and category)."""
+    lines = []
+    for cell in in_version_order(list(cells)):
+        found = cell_findings(cell)
+        for test in found.tests:
+            if test.status == "missed":
+                lines.append(f"- {markdown.code(test.id)} ({markdown.text(jax_label(cell))}): "
+                             + ", ".join(f"{markdown.code(m)}" for m in test.modules)
+                             + f" ({markdown.text(', '.join(test.categories))})")
+            elif test.status == "changed":
+                lines.append(f"- {markdown.code(test.id)} ({markdown.text(jax_label(cell))}): ran differently "
+                             "between runs (not a cache miss)")
+    return lines
 
 
 def never_ran(cell: CellResult) -> bool:
@@ -208,8 +258,11 @@ def step_summary(cells: Sequence[CellResult], title: str, status: str = "", line
     reason or a module name from the program can add no column, HTML or mention). `status`, when given,
     says first what the cells are not (a merge's `incomplete: shard 3 missing`)."""
     said = f"**{markdown.text(status)}**\n\n" if status else ""
+    missing = missing_tests_lines(cells)
+    tests = ("\n**Tests that missed:**\n\n" + "\n".join(missing[:50])
+             + (f"\n- ... and {len(missing) - 50} more (report.md)" if len(missing) > 50 else "") + "\n") if missing else ""
     return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(list(cells))}\n\n"
-            f"**{markdown.text(line if line is not None else summary_line(list(cells)))}**\n")
+            f"**{markdown.text(line if line is not None else summary_line(list(cells)))}**\n{tests}")
 
 
 def append_step_summary(cells: Sequence[CellResult], title: str, environ: dict[str, str] | None = None,

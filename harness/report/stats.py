@@ -10,6 +10,7 @@ from harness.verdicts.cost import ModuleStats, cost_of, cost_phrase, module_stat
 from harness.core.model import CellResult
 
 STATS_TITLE = "## Cache statistics"
+MAX_MODULES = 20  # per cell in report.md (those that missed later first); every one in evidence/listings.md
 
 
 def _where(cell: CellResult) -> str:
@@ -43,10 +44,25 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
     if refused:
         lines += ["", "Not written to the cache, and why (JAX's words):", ""]
         lines += [f"- {_where(cell)}: {md.code(s.module)} in {s.not_written} run(s): \"{md.text(s.reason)}\""
-                  for cell, s in refused]
+                  for cell, s in refused[:MAX_MODULES]]
+        if len(refused) > MAX_MODULES:
+            lines.append(f"- ... and {len(refused) - MAX_MODULES} more (evidence/listings.md)")
     for cell, stats in measured:
-        lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(stats), "",
-                  "</details>"]
+        shown = sorted(stats, key=lambda s: (-s.later_misses, -s.not_written, -s.compile_s, s.module))[:MAX_MODULES]
+        more = (f"{len(stats) - len(shown)} more modules, every one in `evidence/listings.md`"
+                if len(stats) > len(shown) else "")
+        lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(shown), "",
+                  *([more, ""] if more else []), "</details>"]
+    return lines
+
+
+def module_statistics(cells: list[CellResult]) -> list[str]:
+    """Every module of every cell (evidence/listings.md: report.md shows the first MAX_MODULES)."""
+    lines = []
+    for cell in cells:
+        stats = module_stats(cell.runs)
+        if stats:
+            lines += [f"## {_where(cell)}: per module", "", _module_table(stats), ""]
     return lines
 
 

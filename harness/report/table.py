@@ -13,6 +13,7 @@ from harness.verdicts.keys import cell_comparison, comparison_of, longest_compil
 from harness.verdicts.phrases import unserved_module
 from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs
+from harness.verdicts.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult, Verdict
@@ -168,7 +169,16 @@ def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> s
         found = release_boundaries(cells)
         boundary_line = line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
     line = boundary_line
-    return "; ".join(part for part in (line, weak_bounds_sentence(cells)) if part)
+    return "; ".join(part for part in (line, weak_bounds_sentence(cells), new_input_sentence(cells)) if part)
+
+
+def new_input_sentence(cells: list[CellResult]) -> str:
+    """`new input on 0.4.31 (...)`: cells where no key moved but a later run compiled new argument types."""
+    labels = [cell_label(c) for c in in_version_order(cells) if c.verdict == Verdict.NEW_INPUT]
+    if not labels:
+        return ""
+    return (f"new input on {', '.join(dict.fromkeys(labels))} (a later run compiled a function at argument types "
+            "the first run never had: the program's own, not a key that moved)")
 
 
 def render_markdown(cells: list[CellResult], document: ResultsDocument, summary: str | None = None) -> str:
@@ -205,4 +215,10 @@ def _summary_cell(cell: CellResult) -> SummaryCell:
                                       cost.lost_per_start_s if cost else None,
                                       cost.saved_per_start_s if cost else None,
                                       cost.first_run_s if cost else None),
-                       moved_folder_line(cell.moved_folder).removeprefix(f"{MOVED_FOLDER}: ") or None)
+                       moved_folder_line(cell.moved_folder).removeprefix(f"{MOVED_FOLDER}: ") or None,
+                       _per_test(cell))
+
+
+def _per_test(cell: CellResult) -> SuiteFindings | None:
+    found = suite_findings(cell.runs, cell_comparison(cell), cell.seed_control)
+    return found if found.misses or found.changed or found.tests else None

@@ -7,7 +7,8 @@ from pathlib import Path
 from harness.core.files import refuse_links, write_atomic
 from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
-from harness.report.render import REPORT_FILE, render_report
+from harness.report.per_test import LISTINGS_FILE
+from harness.report.render import REPORT_FILE, render_listings, render_report
 from harness.report.sources import collect
 from harness.results.document import ResultsDocument, load_results
 from harness.verdicts.boundaries import Boundaries
@@ -46,6 +47,7 @@ class ReportWriter:
         evidence = {key: e for key, (e, _) in found.items()}
         seeds = {key: s for key, (_, s) in found.items() if s is not None}
         path = self.dir / REPORT_FILE
+        write_atomic(self.dir / EVIDENCE_DIR / LISTINGS_FILE, render_listings(cells))
         write_atomic(path, render_report(document, cells, evidence, seeds, boundaries))
         return path
 

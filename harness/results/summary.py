@@ -4,12 +4,13 @@ them. harness/report/table.py fills them in from the cells."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.core.codec import Record
 from harness.core.model import Verdict
 from harness.results.document import SweepStatus
 from harness.verdicts.boundaries import Boundaries
+from harness.verdicts.per_test import SuiteFindings
 
 SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
 
@@ -44,6 +45,10 @@ class SummaryCell(Record):
     # harness check: the run through another path to the cell's folder (`hit`, `every module missed
     # (compile_options)`, `not made (...)`); null where none was planned
     moved_folder: str | None = None
+    # Every function that missed (test ids, category, component, argument types), each test's result and the
+    # tests that ran differently between runs (harness/verdicts/per_test.py); null where nothing missed in a
+    # program without tests
+    per_test: SuiteFindings | None = field(default=None)
 
 
 @dataclass(frozen=True)

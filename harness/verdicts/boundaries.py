@@ -240,7 +240,7 @@ class Boundaries(Record):
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced,
-    clean only if every cell is clean, else error (if any) or unsupported. Releases only: a commit
+    clean only if every cell is clean or `new input` (no key moved: summary_line says it), else error (if any) or unsupported. Releases only: a commit
     measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
     by_version: dict[str, list[Verdict]] = {}
     for cell in cells:
@@ -251,8 +251,8 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     for version, verdicts in by_version.items():
         if Verdict.REPRODUCED in verdicts:
             out[version] = Verdict.REPRODUCED
-        elif all(v == Verdict.CLEAN for v in verdicts):
-            out[version] = Verdict.CLEAN
+        elif all(v in (Verdict.CLEAN, Verdict.NEW_INPUT) for v in verdicts):
+            out[version] = Verdict.CLEAN  # new input: no key moved (the program computed something new)
         elif Verdict.ERROR in verdicts:
             out[version] = Verdict.ERROR
         else:

@@ -22,6 +22,7 @@ from harness.core.model import (
     FactorResult,
     FolderMode,
     RunCommand,
+    RunRecord,
     SeedCheck,
     ThresholdMode,
     Verdict,
@@ -62,6 +63,7 @@ class Measured:
     moved_folder: FactorResult | None = None  # check's run through another path to the folder
     seed_check: SeedCheck | None = None  # the re-runs of a failing and a passing seed
     plan: SeedPlan | None = None  # the cell's seeds (None: its caller planned none)
+    seed_control: RunRecord | None = None  # the first run's seed again, in a fresh folder with its entries
 
 
 def finish_cell(measured: Measured) -> CellResult:
@@ -75,6 +77,7 @@ def finish_cell(measured: Measured) -> CellResult:
         cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, variation)
     cell.variation = variation
     cell.moved_folder = measured.moved_folder  # beside the verdict, which it never changes
+    cell.seed_control = None if measured.interrupted else measured.seed_control  # beside it too
     cell.cost = cell_cost(cell.runs)
     script = measured.script
     if script is not None:

@@ -9,7 +9,7 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from collections.abc import Iterable, Sequence
 
 from harness.core.comparison import Comparison
@@ -36,6 +36,8 @@ class RunKeys:
     # The keys its log says it compiled (a miss, however it ended), not loaded; None when not known (no log,
     # or a job's run, whose log merges its processes'). A key on disk that a later run compiled was not served.
     compiled: frozenset[Entry] | None = None
+    # key -> the argument types its log says it was compiled at (`float32[2]`), where the recorder saw them
+    types: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
         """Its keys: the log's, and every entry that appeared while it ran that no run's log
@@ -56,7 +58,8 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
                              if on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
         if not run.ranks:
             compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
-    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled)
+    types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
+    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types)
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -136,18 +139,42 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     new: dict[int, dict[str, list[str]]] = {}
     fewer: dict[int, dict[str, list[str]]] = {}
     unserved: dict[int, dict[str, list[str]]] = {}
+    new_input: dict[int, dict[str, list[str]]] = {}
+    first_types = _types_by_module(first, baseline)
     for run in later:
         known = run.known(claimed)
         brought = known - seen
-        if brought:
-            new[run.index] = _by_module(brought)
+        other_input = {e for e in brought if _new_input(e, run, first_types)}
+        if brought - other_input:
+            new[run.index] = _by_module(brought - other_input)
+        if other_input:
+            new_input[run.index] = _by_module(other_input)
         if run.computed is not None:
-            if run.log_trusted and baseline - known:
-                fewer[run.index] = _by_module(baseline - known)
+            # a module compiled at new argument types need not compute the first run's shapes again
+            missing = {e for e in baseline - known if e.module not in {n.module for n in other_input}}
+            if run.log_trusted and missing:
+                fewer[run.index] = _by_module(missing)
             seen |= run.computed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
-    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved)
+    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input)
+
+
+def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, set[tuple[str, ...]]]:
+    """module -> every argument types the first run compiled it at (those its log named)."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for e in baseline:
+        if e.key in first.types:
+            out.setdefault(e.module, set()).add(first.types[e.key])
+    return out
+
+
+def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str, ...]]]) -> bool:
+    """A later run's key of a module at argument types the first run never compiled it at (or a module the first
+    run never compiled), both known from the logs (the first run's named some types): the program computed
+    something new, not the same computation under another key."""
+    types = run.types.get(entry.key)
+    return bool(types) and bool(first_types) and types not in first_types.get(entry.module, set())
 
 
 def comparison_of(runs: Sequence[RunRecord]) -> Comparison:

@@ -20,6 +20,8 @@ from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
+from harness.verdicts.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
+                                      test_changes)
 from harness.verdicts.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
@@ -93,7 +95,8 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.REPRODUCED, split_phrase(split), rank_split=split)
     if module is not None:
         attribution, unavailable = attribute(comparison, good)
-        return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs),
+        return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs)
+                         + others_missed(function_misses(good, comparison), module),
                          attribution=attribution, attribution_unavailable=unavailable)
     if comparison.unserved:  # the same keys, but a later run compiled one that was on disk: a miss all the same
         missed = unserved_module(comparison, longest_compiles(good))
@@ -105,7 +108,9 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     if failed:
         first = failed[0]
         why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
-        return judgement(Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})")
+        changed = changed_phrase(test_changes(runs))
+        return judgement(Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})"
+                         + (f"; {changed}" if changed else ""))
     if not runs or (expected_runs is not None and len(runs) < expected_runs):
         return judgement(Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made")
     refused = never_written(good)
@@ -118,6 +123,10 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
         return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
+    if comparison.new_input:  # no key moved: the program compiled something new (its own random shapes)
+        misses = [m for m in function_misses(good, comparison) if m.category == Category.NEW_INPUT]
+        return judgement(Verdict.NEW_INPUT, new_input_phrase(misses, comparison.baseline_run)
+                         + ": the program computed something new, not a key that moved")
     groups = [r for r in good if r.ranks]
     if groups and not any(rank.joined for r in groups for rank in r.ranks):
         return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "

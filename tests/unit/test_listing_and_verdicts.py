@@ -62,7 +62,7 @@ def test_reason_table_and_report_name_the_same_module_on_a_tie():
     runs = [run(1, [f"jit_a-{H1}", f"jit_f-{H1}"]), run(2, [f"jit_a-{H2}", f"jit_f-{H2}"])]
     j = judge(runs)
     cell = CellResult(CellSpec("0.4.28", Platform.CPU, 8, None), j.verdict, j.keys, runs, reason=j.reason)
-    assert j.reason == "jit_f: a new key in run 2"
+    assert j.reason == "jit_f: a new key in run 2; also missed: jit_a (moved key)"  # every module that missed
     assert rows([cell])[0][5] == "jit_f: 1 + 1 new" and moved_module(cell) == "jit_f"
 
 

@@ -80,8 +80,10 @@ def test_report_of_a_real_run(smoke_run):
     # Environment facts and the listings, folded.
     assert "| 0.4.28 | 0.4.28 | 0.4.28   | 3.11.7   | 1.26.4  | venv" in report
     assert "8 simulated CPU devices" in report
-    assert "<details><summary>jax 0.4.28, mesh 8x1x1x1 (a,b,c,d), cpu x8: reproduced, 7 file(s)</summary>" in report
-    assert report.count("jit_f-") >= 5 and "$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
+    listings = (smoke_run / "evidence" / "listings.md").read_text()  # beside the report, out of it
+    assert "<details><summary>jax 0.4.28, mesh 8x1x1x1 (a,b,c,d), cpu x8: reproduced, 7 file(s)</summary>" in listings
+    assert listings.count("jit_f-") >= 5 and "$ ls -1 $JAX_COMPILATION_CACHE_DIR" in listings
+    assert "$ ls -1" not in report and "`evidence/listings.md`" in report
     assert "```yaml\nname: smoke\nrepro: shard_map_grad\n" in report
     # The whole diff is kept beside the report.
     assert "jax.result_info" in (smoke_run / "evidence" / "jax-0.4.28-cpu8-8-1-1-1-abcd.diff").read_text()
@@ -477,7 +479,7 @@ def test_report_of_a_folder_whose_listing_has_a_non_utf8_name(smoke_run, capsys)
     data["cells"][0]["runs"][0]["new_entries"].append("odd-\udcff\udcfe-name")
     (smoke_run / "results.json").write_text(json.dumps(data))
     assert cli.main(["report", str(smoke_run)]) == 0, capsys.readouterr().err
-    assert "odd-\\udcff\\udcfe-name" in (smoke_run / REPORT_FILE).read_text()
+    assert "odd-\\udcff\\udcfe-name" in (smoke_run / "evidence" / "listings.md").read_text()
 
 
 # Issue 27, item 5: text a program or a hand-edited results file supplies reads as text in report.md and
@@ -509,8 +511,9 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
         assert len(rows) == 2 and all(unescaped_pipes(r) == unescaped_pipes(header) for r in rows), rows
     assert report.splitlines()[0].startswith("# smoke # a title of its own &lt;!--: regression")
     # The listing's fence is longer than the backticks a name holds, and each name stays on one line.
-    assert "````console\n$ ls -1 $JAX_COMPILATION_CACHE_DIR" in report
-    assert "\na ``` <!-- a line of its own\n" in report
+    listings = (smoke_run / "evidence" / "listings.md").read_text()
+    assert "````console\n$ ls -1 $JAX_COMPILATION_CACHE_DIR" in listings
+    assert "\na ``` <!-- a line of its own\n" in listings
 
 
 def _mentions(markdown: str) -> list[str]:
@@ -539,7 +542,7 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
         assert _mentions(text) == [], _mentions(text)
         assert "ask @\u200bsomeone, see jax-ml/jax#\u200b25768 and #\u200b7" in text
     assert report.splitlines()[0].startswith("# smoke for @\u200boctocat (#\u200b123): ")
-    assert f"\n{named}\n" in report  # the listing's fence shows the name as it is
+    assert f"\n{named}\n" in (smoke_run / "evidence" / "listings.md").read_text()  # the listing's fence: as it is
 
 
 AUTOLINKED = "see https://evil.example/pay?to=me, www.evil.example and phish@evil.example"

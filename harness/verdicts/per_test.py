@@ -1,0 +1,249 @@
+"""A cell's misses per function and per test (pure): every module that missed, the tests that compiled it, the
+key component that moved, the argument types; the tests that ran differently between runs; the clean tests.
+
+From the runs' keys as the in-process recorder read them (harness/core/recorder.py: each key with the pytest ids
+whose JAX messages named it and the argument types it was compiled at) and the comparison the verdict was judged
+from. A plain script has no test ids: its misses are still listed per function, with no test.
+
+Categories (`Category`):
+- `moved key`: a later run computed a new key at argument types the first run compiled the module at: the same
+  computation under another key (the hash seed, or the program's own randomness baked into the module).
+- `new input`: a later run compiled the module at argument types the first run never had (`jit_mse at
+  float32[6]; run 1 compiled [2] and [4]`): the program computed something new, a miss no cache can serve.
+- `not served`: a later run compiled a key whose entry the first run wrote (on disk), instead of loading it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from harness.core.comparison import Comparison
+from harness.core.jaxlog import LoggedKey, differing_components
+from harness.core.runs import RunRecord
+from harness.verdicts.keys import comparison_of
+
+
+SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
+
+
+class Follows(enum.StrEnum):
+    """What a moved key follows, from the seed control: the first run's seed again, in a fresh folder with the
+    first run's entries (the same seed, the same program: only what the seed does not fix can differ)."""
+
+    HASH_SEED = "hash seed"  # the control computed the first run's key again: the hash seed moved it (a set's order)
+    PROGRAM = "program"  # the control moved it again: the program's own randomness (random constants, a clock)
+
+
+class Category(enum.StrEnum):
+    MOVED_KEY = "moved key"
+    NEW_INPUT = "new input"
+    NOT_SERVED = "not served"
+
+
+class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One module that missed in later runs, in one category."""
+
+    module: str
+    category: Category
+    runs: list[int] = []  # the later runs that missed it
+    tests: list[str] = []  # the pytest ids whose messages named the missed keys (the compiling test first)
+    arg_types: list[list[str]] = []  # the argument types of the missed keys, distinct
+    first_run_types: list[list[str]] = []  # what run 1 compiled the module at
+    components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
+    keys: list[str] = []  # the missed keys
+    follows: Follows | None = None  # moved key: what the seed control says it follows (None: no control made)
+
+    @property
+    def types_label(self) -> str:
+        return types_label(self.arg_types)
+
+    @property
+    def first_types_label(self) -> str:
+        return types_label(self.first_run_types)
+
+
+class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A test that was selected, skipped or ended differently between runs (random order, a flaky test):
+    named as such, never read as a cache miss."""
+
+    id: str
+    outcomes: dict[str, str] = {}  # run index (as text: JSON's keys) -> its outcome there ("not run": absent)
+
+
+class TestResult(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One test of the suite, as CI shows it: `clean` (every function it compiled hit), `missed` (it compiled a
+    module that missed: the categories), `changed` (it ran differently between runs)."""
+
+    id: str
+    status: str
+    categories: list[str] = []
+    modules: list[str] = []
+    outcome: str = ""  # its outcome in the first run
+
+
+class SuiteFindings(msgspec.Struct, omit_defaults=True, kw_only=True):
+    misses: list[FunctionMiss] = []
+    changed: list[TestChange] = []
+    tests: list[TestResult] = []
+
+    @property
+    def missing_tests(self) -> list[str]:
+        return [t.id for t in self.tests if t.status == "missed"]
+
+
+def types_label(types: Sequence[Sequence[str]]) -> str:
+    """`float32[6]`, `float32[2] and float32[4]`, `(float32[2], int32[])` for several arguments."""
+    shown = [", ".join(t) if len(t) == 1 else f"({', '.join(t)})" for t in types]
+    if len(shown) <= 1:
+        return "".join(shown) or "unknown types"
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _by_key(run: RunRecord) -> dict[str, LoggedKey]:
+    return run.keys.by_key() if run.keys is not None else {}
+
+
+def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
+                    control: RunRecord | None = None) -> list[FunctionMiss]:
+    """Every module that missed in a later run, per category, in the order of the first run that missed it;
+    a moved key says what it follows when the seed control (`control`) computed its module."""
+    good = {r.index: r for r in runs if r.ok}
+    first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
+    first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
+    out: dict[tuple[str, Category], FunctionMiss] = {}
+    sources = ((Category.MOVED_KEY, comparison.new), (Category.NEW_INPUT, comparison.new_input),
+               (Category.NOT_SERVED, comparison.unserved))
+    for category, by_run in sources:
+        for index in sorted(by_run):
+            logged = _by_key(good[index]) if index in good else {}
+            for module, keys in sorted(by_run[index].items()):
+                miss = out.setdefault((module, category), FunctionMiss(module=module, category=category))
+                if index not in miss.runs:
+                    miss.runs.append(index)
+                mine = [k for k in first_keys if k.module == module]
+                miss.first_run_types = _distinct(list(k.arg_types) for k in mine if k.arg_types)
+                for key in keys:
+                    if key not in miss.keys:
+                        miss.keys.append(key)
+                    k = logged.get(key)
+                    if k is None:
+                        continue
+                    miss.tests = list(dict.fromkeys([*miss.tests, *k.tests]))
+                    if k.arg_types and list(k.arg_types) not in miss.arg_types:
+                        miss.arg_types.append(list(k.arg_types))
+                    if category == Category.MOVED_KEY and k.components:
+                        same = [m for m in mine if m.arg_types == k.arg_types] or mine
+                        if same:
+                            counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
+                            moved = differing_components(counterpart, k)
+                            miss.components = list(dict.fromkeys([*miss.components, *moved]))
+    if control is not None and control.ok and control.keys is not None:
+        for miss in out.values():
+            if miss.category == Category.MOVED_KEY:
+                miss.follows = _follows(miss, control, set(comparison.baseline.get(miss.module, [])))
+    order = {c: i for i, c in enumerate(Category)}
+    return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module))
+
+
+def _follows(miss: FunctionMiss, control: RunRecord, first_keys: set[str]) -> Follows | None:
+    """The control's keys of the module at the missed argument types: all the first run's -> the hash seed's; one
+    the first run never had -> the program's; none computed -> not known."""
+    assert control.keys is not None
+    mine = [k.key for k in control.keys.keys if k.module == miss.module
+            and (not miss.arg_types or list(k.arg_types) in miss.arg_types)]
+    if not mine:
+        return None
+    return Follows.HASH_SEED if all(k in first_keys for k in mine) else Follows.PROGRAM
+
+
+def control_baseline(runs: Sequence[RunRecord]) -> RunRecord | None:
+    """The run whose seed the seed control repeats (the first successful run), when a later run's key moved at
+    argument types it had; None when no key moved."""
+    comparison = comparison_of(runs)
+    if not comparison.new or comparison.baseline_run is None:
+        return None
+    return next((r for r in runs if r.index == comparison.baseline_run), None)
+
+
+def _distinct(items: Iterable[list[str]]) -> list[list[str]]:
+    out: list[list[str]] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def test_changes(runs: Sequence[RunRecord]) -> list[TestChange]:
+    """The tests whose outcome (or whether they ran at all) differs between the successful runs... and the failed
+    ones: a flaky test fails a run (its exit status) without being a cache miss."""
+    recorded = [r for r in runs if r.tests]
+    if len(recorded) < 2:
+        return []
+    ids = list(dict.fromkeys(t for r in recorded for t in r.tests))
+    out = []
+    for test in ids:
+        seen = {str(r.index): r.tests.get(test, "not run") for r in recorded}
+        if len(set(seen.values())) > 1:
+            out.append(TestChange(id=test, outcomes=seen))
+    return out
+
+
+def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
+                   control: RunRecord | None = None) -> SuiteFindings:
+    """Misses per function, the tests that ran differently, and each test's result (a --pytest program's)."""
+    misses = function_misses(runs, comparison, control)
+    changed = test_changes(runs)
+    changed_ids = {c.id for c in changed}
+    first = next((r for r in sorted(runs, key=lambda r: r.index) if r.tests), None)
+    ids = list(dict.fromkeys([*(first.tests if first else {}), *(t for r in runs for t in r.tests)]))
+    tests = []
+    for test in ids:
+        mine = [m for m in misses if test in m.tests]
+        outcome = first.tests.get(test, "not run") if first else ""
+        if test in changed_ids:
+            status = "changed"
+        elif mine:
+            status = "missed"
+        else:
+            status = "clean"
+        tests.append(TestResult(id=test, status=status, categories=list(dict.fromkeys(m.category for m in mine)),
+                                modules=list(dict.fromkeys(m.module for m in mine)), outcome=outcome))
+    return SuiteFindings(misses=misses, changed=changed, tests=tests)
+
+
+def new_input_phrase(misses: Sequence[FunctionMiss], first_run: int | None = 1) -> str:
+    """`jit_mse at float32[6] (run 3, t.py::test_random); run 1 compiled it at float32[2] and float32[4]`."""
+    parts = []
+    for m in misses:
+        runs = ", ".join(map(str, m.runs))
+        where = f"run{'s' if len(m.runs) > 1 else ''} {runs}" + (f", {m.tests[0]}" if m.tests else "")
+        before = (f"run {first_run} compiled it at {m.first_types_label}" if m.first_run_types
+                  else f"run {first_run} never compiled it")
+        parts.append(f"{m.module} at {m.types_label} ({where}); {before}")
+    return "; ".join(parts)
+
+
+MAX_NAMED = 5  # functions or tests a one-line reason names; report.md and --json have them all
+
+
+def others_missed(misses: Sequence[FunctionMiss], named: str) -> str:
+    """`; also missed: jit_mse (new input), jit_g (moved key)`: the functions besides the one a reason names."""
+    others = [m for m in misses if not (m.module == named and m.category == Category.MOVED_KEY)]
+    if not others:
+        return ""
+    shown = ", ".join(f"{m.module} ({m.category})" for m in others[:MAX_NAMED])
+    more = f" and {len(others) - MAX_NAMED} more" if len(others) > MAX_NAMED else ""
+    return f"; also missed: {shown}{more}"
+
+
+def changed_phrase(changed: Sequence[TestChange]) -> str:
+    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`."""
+    if not changed:
+        return ""
+    shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
+                      for c in changed[:MAX_NAMED])
+    more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
+    return f"tests that ran differently between runs (not cache misses): {shown}{more}"

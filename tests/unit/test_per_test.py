@@ -1,0 +1,164 @@
+"""A suite's misses per test and per function (harness/verdicts/per_test.py), and `new input` as its own verdict:
+runs built by hand as the recorder reads them (each key with its tests and argument types), no JAX needed."""
+
+from xml.etree import ElementTree
+
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict, parse_fail_on
+from harness.output.ci import step_summary, write_junit
+from harness.report.per_test import per_test_section
+from harness.report.render import render_listings, render_report
+from harness.results.document import ResultsDocument, SweepStatus
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.verdicts.judge import Tally
+from harness.verdicts.keys import comparison_of
+from harness.verdicts.per_test import Category, Follows, control_baseline, suite_findings
+from harness.verdicts.verdict import judge
+
+from tests.cells import SCHEMA
+
+
+def key(module: str, tag: str, test: str, types: tuple[str, ...], outcome: Outcome = Outcome.WRITTEN,
+        computation: str = "c") -> LoggedKey:
+    digest = (tag * 64)[:64]
+    comps = {"computation": (computation * 64)[:64], "jax_lib version": "a" * 64, "devices": "b" * 64}
+    return LoggedKey(module, f"{module}-{digest}", outcome, components=comps, tests=(test,), arg_types=types)
+
+
+def run(index: int, keys: list[LoggedKey], tests: dict[str, str] | None = None) -> RunRecord:
+    written = [k.key for k in keys if k.outcome == Outcome.WRITTEN]
+    return RunRecord(index, index, 0, 1.0, written, keys=RunLog(keys), tests=tests or {})
+
+
+def hit(k: LoggedKey) -> LoggedKey:
+    return LoggedKey(k.module, k.key, Outcome.HIT, components=k.components, tests=k.tests, arg_types=k.arg_types)
+
+
+T_MSE, T_SET, T_OK = "t.py::test_random_shapes", "t.py::test_set_order", "t.py::test_stable"
+PASSED = {T_MSE: "passed", T_SET: "passed", T_OK: "passed"}
+MSE2, MSE4 = key("jit_mse", "1", T_MSE, ("float32[2]",)), key("jit_mse", "2", T_MSE, ("float32[4]",))
+STABLE = key("jit_stable", "3", T_OK, ("float32[8]",))
+SET = key("jit_by_names", "4", T_SET, ("float32[3]",))
+
+
+def test_a_later_run_at_new_argument_types_is_new_input_not_a_moved_key():
+    later = [hit(MSE4), key("jit_mse", "5", T_MSE, ("float32[6]",)), hit(STABLE), hit(SET)]
+    runs = [run(1, [MSE2, MSE4, STABLE, SET], PASSED), run(2, later, PASSED)]
+    j = judge(runs)
+    assert j.verdict == Verdict.NEW_INPUT
+    assert j.reason.startswith("jit_mse at float32[6] (run 2, t.py::test_random_shapes); "
+                               "run 1 compiled it at float32[2] and float32[4]")
+    assert j.comparison is not None and j.comparison.new == {} and j.comparison.moved_module() is None
+    assert j.attribution is None
+    # it is not `reproduced`: a check goes on to its later runs
+    tally = Tally(planned=3, stop_when_reproduced=True, records=runs)
+    assert not tally.stop_now()
+
+
+def test_a_moved_key_beside_new_input_is_reproduced_and_both_are_named_per_test():
+    moved = key("jit_by_names", "6", T_SET, ("float32[3]",), computation="d")
+    runs = [run(1, [MSE2, MSE4, STABLE, SET], PASSED),
+            run(2, [hit(MSE2), key("jit_mse", "5", T_MSE, ("float32[6]",)), hit(STABLE), moved], PASSED)]
+    j = judge(runs)
+    assert j.verdict == Verdict.REPRODUCED and j.reason.startswith("jit_by_names: a new key in run 2")
+    found = suite_findings(runs, comparison_of(runs))
+    assert [(m.module, m.category, m.tests, m.components) for m in found.misses] == [
+        ("jit_by_names", Category.MOVED_KEY, [T_SET], ["computation"]),
+        ("jit_mse", Category.NEW_INPUT, [T_MSE], [])]
+    assert found.misses[1].types_label == "float32[6]"
+    assert found.misses[1].first_types_label == "float32[2] and float32[4]"
+    assert {t.id: t.status for t in found.tests} == {T_MSE: "missed", T_SET: "missed", T_OK: "clean"}
+    assert found.missing_tests == [T_MSE, T_SET]
+
+
+def test_a_test_that_ran_differently_is_named_as_such_not_as_a_miss():
+    runs = [run(1, [MSE2, STABLE], PASSED),
+            run(2, [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_SET: "skipped", T_OK: "passed"})]
+    found = suite_findings(runs, comparison_of(runs))
+    assert found.misses == []
+    assert [(c.id, c.outcomes) for c in found.changed] == [(T_SET, {"1": "passed", "2": "skipped"})]
+    assert {t.id: t.status for t in found.tests} == {T_MSE: "clean", T_SET: "changed", T_OK: "clean"}
+
+
+def test_new_input_fails_only_when_asked():
+    assert Verdict.NEW_INPUT in parse_fail_on("reproduced,new-input")
+    assert parse_fail_on("new input") == frozenset({Verdict.NEW_INPUT})
+
+
+def _cell(runs: list[RunRecord]) -> CellResult:
+    j = judge(runs)
+    return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+                      listing=[f"{k.key}-cache" for k in runs[0].keys.keys] if runs[0].keys else [])
+
+
+def _mixed() -> CellResult:
+    moved = key("jit_by_names", "6", T_SET, ("float32[3]",), computation="d")
+    return _cell([run(1, [MSE2, MSE4, STABLE, SET], PASSED),
+                  run(2, [hit(MSE2), key("jit_mse", "5", T_MSE, ("float32[6]",)), hit(STABLE), moved],
+                      {**PASSED, "t.py::test_flaky": "failed"})])
+
+
+def test_junit_has_one_case_per_test_and_validates(tmp_path):
+    path = tmp_path / "junit.xml"
+    write_junit(path, [_mixed()], "check-suite")
+    SCHEMA.validate(str(path))
+    cases = {c.get("name"): c for c in ElementTree.parse(path).getroot().iter("testcase")}
+    assert f"{T_SET} [jax 0.4.31]" in cases and f"{T_OK} [jax 0.4.31]" in cases
+    assert cases[f"{T_SET} [jax 0.4.31]"].find("failure") is not None  # a moved key fails the test
+    assert cases[f"{T_MSE} [jax 0.4.31]"].find("failure") is None  # new input passes (said in its output)
+    assert "new input" in cases[f"{T_MSE} [jax 0.4.31]"].find("system-out").text
+    assert cases[f"{T_OK} [jax 0.4.31]"].find("failure") is None
+    assert cases["t.py::test_flaky [jax 0.4.31]"].find("skipped") is not None  # ran differently: not a miss
+    summary = step_summary([_mixed()], "check")
+    assert f"`{T_SET}` (jax 0.4.31): `jit_by_names` (moved key)" in summary
+
+
+def test_the_report_opens_with_what_missed_and_keeps_the_listing_beside_it():
+    section = "\n".join(per_test_section([_mixed()]))
+    assert "| `t.py::test_set_order`     | `jit_by_names` | moved key  | computation" in section
+    assert "| `t.py::test_random_shapes` | `jit_mse`      | new input  | -" in section
+    assert "float32[6]; run 1: float32[2] and float32[4]" in section
+    assert "`t.py::test_flaky` (run 1: not run, run 2: failed)" in section
+    assert "1 of 4 tests are clean" in section
+    assert "jit_stable-" in render_listings([_mixed()])
+
+
+def test_a_suite_of_600_keys_gives_a_report_under_20_kb(tmp_path):
+    keys = [key(f"jit_f{i}", f"{i:x}", f"t{i % 75}.py::test_{i}", ("float32[4]",)) for i in range(600)]
+    tests = {k.tests[0]: "passed" for k in keys}
+    moved = [key("jit_f1", "z", keys[1].tests[0], ("float32[4]",), computation="e"),
+             key("jit_f2", "y", keys[2].tests[0], ("float32[9]",))]
+    cell = _cell([run(1, keys, tests), run(2, [hit(k) for k in keys[3:]] + moved, tests)])
+    assert cell.verdict == Verdict.REPRODUCED
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = render_report(document, [cell], {})
+    assert len(report.encode()) < 20_000, len(report.encode())
+    assert report.index("## What missed, per test and function") < report.index("## Results")
+
+
+def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
+    assert _mixed().reason.startswith("jit_by_names: a new key in run 2")
+    assert _mixed().reason.endswith("; also missed: jit_mse (new input)")
+    flaky = run(2, [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
+    flaky.exit_code = 1
+    j = judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), flaky])
+    assert j.verdict == Verdict.ERROR
+    assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
+                             f"{T_OK} (run 1: passed, run 2: failed)")
+
+
+def test_the_seed_control_tells_the_hash_seed_from_the_program():
+    noise = key("jit_noise", "7", "t.py::test_noise", ("float32[3]",))
+    first = run(1, [SET, noise], PASSED)
+    later = run(2, [key("jit_by_names", "8", T_SET, ("float32[3]",), computation="d"),
+                    key("jit_noise", "9", "t.py::test_noise", ("float32[3]",), computation="e")], PASSED)
+    # run 1's seed again: the set's order comes back, the noise moves again
+    control = run(1, [hit(SET), key("jit_noise", "a", "t.py::test_noise", ("float32[3]",), computation="f")])
+    assert control_baseline([first, later]) is first
+    found = suite_findings([first, later], comparison_of([first, later]), control)
+    assert {m.module: m.follows for m in found.misses} == {"jit_by_names": Follows.HASH_SEED,
+                                                           "jit_noise": Follows.PROGRAM}
+    assert {m.module: m.follows for m in suite_findings([first, later], comparison_of([first, later])).misses} == {
+        "jit_by_names": None, "jit_noise": None}  # no control made: not said
+    assert control_baseline([first, run(2, [hit(SET), hit(noise)], PASSED)]) is None  # nothing moved: no control
