@@ -1,7 +1,7 @@
 """The cells behind tests/fixtures/records-golden.json: every fixture folder's cells as read, and cells built
 here with every optional record set, as the harness wrote them before msgspec converted every record
-(`python -m tests.records_golden` wrote the file with that code; tests/unit/test_records_golden.py compares
-today's output with it, key order included)."""
+(`python -m tests.records_golden` wrote the file with that code; tests/unit/test_records_golden.py checks
+that it reads as the same records today)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import (
-    Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, CommitInfo, FactorResult,
+    Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, FactorResult,
     FolderMode, GroupFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
     RunCommand, RunCost, RunRecord, ScriptCache, ScriptCacheFacts, SeedCheck, SeedRun, ThresholdMode, Verdict,
 )
@@ -64,7 +64,7 @@ def rich_cells() -> list[CellResult]:
                                                             ("devices", None, "d")]),
         attribution_unavailable="run 3: no log", inconsistencies=["folder has more"], cause=Cause.ORDER,
         command=RunCommand(("s.py", "--x"), (("XLA_FLAGS", "--a"), ("B", "1")), "/work"),
-        commit=MeasuredCommit(CommitInfo("a" * 40, "2024-01-01T00:00:00Z", "subject"), "main", "origin", "0.4.30"),
+        commit=MeasuredCommit("a" * 40, "2024-01-01T00:00:00Z", "subject", "main", "origin", "0.4.30"),
         cache_folder=FolderMode.HOOK, cache_folder_why="the script sets one", nothing_cached=NothingCached.THRESHOLDS,
         as_you_run_it="as you run it, nothing is cached: the script sets no folder",
         seed_check=SeedCheck(SeedRun(1, 2, False, "crashed", "logs/s1.log"), SeedRun(3, 1, True),

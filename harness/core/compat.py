@@ -13,7 +13,6 @@ from typing import Any
 
 # Record -> the keys earlier releases may lack, with what their absence meant.
 MISSING: dict[str, dict[str, Any]] = {
-    "ProcessVerdict": {"reason": ""},
     "Attribution": {"hashes": {}},
     "RankSplit": {"hashes": {}},
     "RunCommand": {"argv": [], "env": {}, "cwd": ""},
@@ -24,10 +23,6 @@ MISSING: dict[str, dict[str, Any]] = {
     "Signature": {"components": [], "cause": None},
     "FingerprintCell": {"platform": "", "device_count": 0, "seed": None},
     "Row": {"miss_bound": None, "detail": ""},
-    "CommitInfo": {"date": "", "subject": ""},
-    "RunCost": {"modules": 0, "misses": 0, "miss_s": 0.0, "untimed_misses": 0, "hits": 0, "saved_s": 0.0},
-    "CellCost": {"starts": 0, "lost_per_start_s": 0.0, "saved_per_start_s": 0.0, "modules": 0,
-                 "missed_modules": [], "each_start_missed": [], "untimed_modules": [], "first_run_s": 0.0},
 }
 # Record -> keys some release wrote null where the record keeps an empty value.
 NULL_AS_EMPTY: dict[str, dict[str, Any]] = {

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from harness.core.codec import Form, Omit, Record, shape, shaped, written
 from harness.core.kinds import ThresholdMode, Verdict
 from harness.core.runs import CacheSetting, RunRecord
@@ -49,17 +51,15 @@ class RankSplit(Record):
         return [name for name, a, b in self.hashes if a != b]
 
 
-@dataclass(frozen=True)
-class ProcessVerdict(Record):
+class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
     """One process of a job judged alone: its launches' keys against its own first launch's."""
 
     rank: int
     verdict: Verdict
-    reason: str
+    reason: str = ""  # absent in some older results
 
 
-@dataclass(frozen=True)
-class GroupFacts(Record):
+class GroupFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     """What the runs of a multi-process cell show besides the verdict (harness/verdicts/ranks.py)."""
 
     processes: int
@@ -93,8 +93,7 @@ class ScriptCacheFacts(Record):
         return bool(self.folders or self.disabled or self.escaped or self.thresholds or self.problems)
 
 
-@dataclass(frozen=True)
-class SeedRun(Record):
+class SeedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     """One run of a seed check: the seed, the cell's run that had it, and how its re-run ended."""
 
     seed: int
@@ -120,35 +119,33 @@ class SeedCheck(Record):
         return all(r.rerun_ok == (r.seed == self.passing.seed) for r in (self.failing, self.passing, *self.again))
 
 
-@dataclass(frozen=True)
-class RunCost(Record):
+class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
     """What one run's compiles cost, from its JAX log (harness/verdicts/cost.py): the keys it compiled (misses)
     and their logged seconds, the keys it loaded (hits) and the seconds the run that wrote each had
     logged compiling it (what the hit saved)."""
 
     run: int
-    modules: int  # modules the run computed a key of
-    misses: int  # keys compiled
-    miss_s: float  # their compile seconds, as JAX logged them
-    untimed_misses: int  # compiled keys whose seconds JAX did not log (a module it never writes)
-    hits: int
-    saved_s: float
+    modules: int = 0  # modules the run computed a key of
+    misses: int = 0  # keys compiled
+    miss_s: float = 0.0  # their compile seconds, as JAX logged them
+    untimed_misses: int = 0  # compiled keys whose seconds JAX did not log (a module it never writes)
+    hits: int = 0
+    saved_s: float = 0.0
     missed_modules: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CellCost(Record):
+class CellCost(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a cell's misses cost each fresh process, and what its hits saved (harness/verdicts/cost.py). `starts`:
     the later successful runs, each a fresh process that should have loaded what the first one compiled."""
 
-    starts: int
-    lost_per_start_s: float  # mean compile seconds of the later runs' misses
-    saved_per_start_s: float  # mean seconds the later runs' hits saved
-    modules: int  # modules the later runs computed
-    missed_modules: tuple[str, ...]  # modules a later run compiled again
-    each_start_missed: tuple[str, ...]  # those every later run compiled again
-    untimed_modules: tuple[str, ...]  # missed modules whose compile seconds JAX did not log
-    first_run_s: float  # the first run's compile seconds (a cold cache: every key a miss)
+    starts: int = 0
+    lost_per_start_s: float = 0.0  # mean compile seconds of the later runs' misses
+    saved_per_start_s: float = 0.0  # mean seconds the later runs' hits saved
+    modules: int = 0  # modules the later runs computed
+    missed_modules: tuple[str, ...] = ()  # modules a later run compiled again
+    each_start_missed: tuple[str, ...] = ()  # those every later run compiled again
+    untimed_modules: tuple[str, ...] = ()  # missed modules whose compile seconds JAX did not log
+    first_run_s: float = 0.0  # the first run's compile seconds (a cold cache: every key a miss)
     runs: tuple[RunCost, ...] = ()
 
 

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from harness.core.codec import Form, Omit, Record, shape, shaped, written
 from harness.core.comparison import Comparison
 from harness.core.confidence import MissBounds, SeedPlan
@@ -53,8 +55,7 @@ from harness.core.runs import (
 )
 
 
-@dataclass(frozen=True)
-class Mesh(Record):
+class Mesh(msgspec.Struct, frozen=True):
     shape: tuple[int, ...]
     axis_names: tuple[str, ...]
 
@@ -107,8 +108,7 @@ class CellSpec(Record):
                       f"jax-{self.jax_version}-{self.platform}{self.device_count}{group}-{mesh}")
 
 
-@dataclass(frozen=True)
-class CommitInfo(Record):
+class CommitInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """A jax commit: what a commit bisection blames, or what `nightly --jax-repo` measures beside releases."""
 
     sha: str
@@ -121,19 +121,17 @@ class CommitInfo(Record):
         return f"jax@{self.sha[:12]}"
 
 
-@dataclass(frozen=True)
-class MeasuredCommit(Record):
-    """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one, how it was
-    named, and the jaxlib release it ran with (None when none could)."""
+class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True):
+    """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one (the commit's own
+    keys), how it was named, and the jaxlib release it ran with (None when none could)."""
 
-    info: CommitInfo = field(metadata=shape(form=Form.SPLICED))
     ref: str | None = None  # what --ref said
     fetched_from: str | None = None  # the remote fetched before; None when nothing was fetched
     jaxlib: str | None = None
 
     @property
-    def label(self) -> str:
-        return self.info.label
+    def info(self) -> CommitInfo:
+        return CommitInfo(self.sha, self.date, self.subject)
 
 
 def _no_seeds(cell: CellResult) -> bool:

@@ -17,6 +17,7 @@ import yaml
 from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
                                   script_requirements)
 from harness.core.errors import ConfigError
+from harness.core.records import plain
 from harness.core.vary_factors import Factor, parse_factors
 from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
@@ -107,7 +108,7 @@ class Config:
             "jax_versions": list(self.jax_versions),
             "platform": str(self.platform),
             "device_count": self.device_count,
-            "meshes": [m.to_json() for m in self.meshes],
+            "meshes": [plain(m) for m in self.meshes],
             "runs": self.runs,
             "timeout_s": self.timeout_s,
             "docker": dict(self.docker),

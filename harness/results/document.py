@@ -241,7 +241,7 @@ def new_run_dir(results_root: Path, name: str) -> Path:
 
 def summarise(cells: list[CellResult], releases: Sequence[str] = ()) -> dict[str, Any]:
     """The releases' boundaries as every output says them (`releases`: the header's, the index's between)."""
-    return release_boundaries(cells, releases).to_json()
+    return plain(release_boundaries(cells, releases).recorded())
 
 
 def summaries_by_mesh(cells: list[CellResult], releases: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import pytest
 
 from harness import service
 from harness.cli import commands as cli
-from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
+from harness.core.model import CellResult, CellSpec, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 from harness.report.table import render, summary_line
 from harness.results.document import RunStatus
@@ -169,7 +169,7 @@ def test_nightly_refuses_a_baseline_of_another_repro_before_sweeping(tmp_path, f
 def commit_cell(sha, verdict, mesh=MESH):
     """A jax commit's cell as `nightly --jax-repo` records it: a PEP 440 label, the commit in `commit`."""
     result = cell(f"0.10.3.dev0+g{sha[:10]}", verdict, mesh)
-    result.commit = MeasuredCommit(CommitInfo(sha, "2026-11-29T22:10:00+00:00", "s"), "main", "origin", "0.10.2")
+    result.commit = MeasuredCommit(sha, "2026-11-29T22:10:00+00:00", "s", "main", "origin", "0.10.2")
     return result
 
 

@@ -3,6 +3,7 @@
 
 from pathlib import Path
 
+from harness.core.records import convert, plain
 from harness.core import jaxlog
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.jaxlog import Outcome
@@ -135,7 +136,7 @@ def test_a_multiprocess_cell_has_its_own_key_and_folder():
     assert SPEC.key != single.key and SPEC.slug != single.slug and SPEC.slug.endswith("-2p-script")
     assert single.key == "0.8.1|cpu|8|script" and single.slug == "jax-0.8.1-cpu8-script"
     assert SPEC.devices_label == "cpux8 (2 processes)" and single.devices_label == "cpux8"
-    assert isinstance(GroupFacts.from_json(GroupFacts(2).to_json()), GroupFacts)
+    assert isinstance(convert(plain(GroupFacts(2)), GroupFacts), GroupFacts)
     assert RankSplit.from_json(first_split([pvary_0_8_1(1)]).to_json()) == first_split([pvary_0_8_1(1)])
 
 
