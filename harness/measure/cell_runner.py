@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from harness.core.records import replace
 from harness.inputs.config import Repro
 from harness.environments import vary as varying
 from harness.environments.base import Environment

@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from harness.results.document import read_cell
+from harness.core.records import plain
 from harness.core.model import CellResult
 from harness.results.document import read_document
 from tests import records_golden
@@ -14,11 +16,11 @@ from tests.records_golden import FIXTURES, FOLDERS, GOLDEN
 
 
 def _read(data) -> CellResult:
-    return CellResult.from_json(json.loads(json.dumps(data)))
+    return read_cell(json.loads(json.dumps(data)))
 
 
 def _written(cell: CellResult):
-    return json.loads(json.dumps(cell.to_json()))
+    return json.loads(json.dumps(plain(cell)))
 
 
 def test_the_golden_cells_read_as_the_cells_they_were_written_from():
