@@ -7,7 +7,7 @@ An *Environment* is where one JAX version runs; a *run* is one fresh process; a 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -71,10 +71,10 @@ class CellSpec(msgspec.Struct, frozen=True, omit_defaults=True):
 
     jax_version: str
     platform: Platform
-    device_count: int
+    device_count: Annotated[int, msgspec.Meta(ge=1)]
     mesh: Mesh | None  # None for a user's script, which builds its own mesh
     # A multi-process cell: each run is one job of this many processes (device_count is the job's total).
-    processes: int = 1
+    processes: Annotated[int, msgspec.Meta(ge=1)] = 1
 
     @property
     def key(self) -> str:

@@ -13,10 +13,11 @@ import json
 import os
 import shlex
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
@@ -251,12 +252,12 @@ def cell_json(cell: CellResult) -> dict[str, Any]:
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_run_dir(results_root: Path, name: str) -> Path:
     """A new folder for one sweep; UserError when the results folder cannot hold it."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = fitting_name(f"{stamp}-{name}")  # a config's name may be long (up to config.MAX_NAME)
     path = results_root / folder
     suffix = 1
@@ -272,7 +273,8 @@ def new_run_dir(results_root: Path, name: str) -> Path:
 
 def summarise(cells: list[CellResult], releases: Sequence[str] = ()) -> dict[str, Any]:
     """The releases' boundaries as every output says them (`releases`: the header's, the index's between)."""
-    return plain(release_boundaries(cells, releases).recorded())
+    out: dict[str, Any] = plain(release_boundaries(cells, releases).recorded())
+    return out
 
 
 def summaries_by_mesh(cells: list[CellResult], releases: Sequence[str] = ()) -> list[dict[str, Any]]:

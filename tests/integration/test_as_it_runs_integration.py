@@ -26,7 +26,7 @@ def test_an_array_made_before_the_folder_is_set_leaves_0_5_0_without_a_cache(tmp
                                     "ran before the script set its folder")
     assert fixed["verdict"] == "clean", fixed["reason"]
     for cell in (old, fixed):
-        assert cell["cache_folder"]["mode"] == "hook"
+        assert cell["cache_folder"] == "hook"
         assert all(not r["new_entries"] for r in old["runs"])
     report = (swept.run_dir / "report.md").read_text()
     first = report[: report.index("## Results")]
@@ -64,8 +64,8 @@ def test_a_script_that_sets_no_folder_gets_it_from_the_environment(tmp_path, cap
     data = swept.data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
-    assert cell["cache_folder"]["mode"] == "environment"
-    assert "set no cache folder in code" in cell["cache_folder"]["why"]
+    assert cell["cache_folder"] == "environment"
+    assert "set no cache folder in code" in cell["cache_folder_why"]
     # As its author runs it (no JAX_COMPILATION_CACHE_DIR) it has no cache: told before JAX's threshold.
     assert cell["as_you_run_it"].startswith("as you run it, nothing is cached: the script sets no cache folder")
     assert "; even with it, " in cell["as_you_run_it"] and "below JAX's default 1 s threshold" in cell["as_you_run_it"]
