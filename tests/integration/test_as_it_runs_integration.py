@@ -92,6 +92,7 @@ def test_a_compile_that_fails_for_some_hash_seeds_names_the_exception_and_the_se
     for run in failed:
         assert "replicated axes are not ordered w.r.t. mesh" in run["reason"], run["reason"]
         assert "Clearing JAX backend caches" not in run["reason"]
+    check_ = cell["seed_check"]
     assert read_cell(cell).seed_check.follows_seed is True  # derived from the re-runs (not written)
     assert cell["reason"].startswith(f"fails for some hash seeds (a nondeterministic program): seed "
                                      f"{check_['failing']['seed']} fails")
