@@ -12,7 +12,7 @@ and per add, the best of five; run it from another checkout (PYTHONPATH=that che
 from __future__ import annotations
 
 import argparse
-import dataclasses
+
 import subprocess
 import sys
 import tempfile
@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from harness.core.model import CellResult
+from harness.core.records import replace
 from harness.output.writer import ResultsWriter
 from harness.results.document import load_results
 from harness.verdicts.keys import comparison_of
@@ -35,9 +36,9 @@ def sweep_folder(out: Path) -> Path:
 
 def as_measured(cell: CellResult) -> CellResult:
     """The cell as the runner hands it to the writer: with its comparison, where cells keep one."""
-    if "comparison" not in {f.name for f in dataclasses.fields(CellResult)}:
-        return cell
-    return dataclasses.replace(cell, comparison=comparison_of(cell.runs))
+    cell = replace(cell)
+    cell.comparison = comparison_of(cell.runs)  # kept in memory, beside the fields
+    return cell
 
 
 def cells_of(source: Path, count: int) -> list[CellResult]:
@@ -46,7 +47,7 @@ def cells_of(source: Path, count: int) -> list[CellResult]:
     for i in range(count):
         cell = measured[i % len(measured)]
         version = cell.spec.jax_version if i < len(measured) else f"1.{i // len(measured)}.{i % len(measured)}"
-        out.append(as_measured(dataclasses.replace(cell, spec=dataclasses.replace(cell.spec, jax_version=version))))
+        out.append(as_measured(replace(cell, spec=replace(cell.spec, jax_version=version))))
     return out
 
 
@@ -56,7 +57,7 @@ def one_sweep(source: Path, cells: list[CellResult]) -> float:
         folder = Path(tmp) / "run"
         folder.mkdir()
         start = time.perf_counter()
-        writer = ResultsWriter(folder, dataclasses.replace(header, created=None))
+        writer = ResultsWriter(folder, replace(header, created=None))
         for cell in cells:
             writer.add(cell)
         writer.finish()

@@ -1,5 +1,6 @@
-"""How fast results.json's cells are encoded and decoded: the harness's own code (CellResult.from_json/to_json:
-harness/core/codec.py's encode/decode by the records' shapes) against msgspec and pydantic over stand-in types of the cells'
+"""How fast results.json's cells are encoded and decoded: the harness's own code (read_cell and
+cell_json of harness/results/document.py: an older cell upgraded, then msgspec's strict conversion to the Structs,
+and back) against msgspec and pydantic over stand-in types of the cells'
 shapes (a run, a mesh, a seed plan), on a fixture folder's cells repeated N times. docs/architecture.md
 (Serialisation) quotes its ratios. pydantic is optional (`pip install pydantic` to compare it).
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from harness.core.model import CellResult
+from harness.results.document import cell_json, read_cell
 
 SOURCE = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/v1-release-run/results.json")
 REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -96,7 +97,7 @@ def main() -> None:
     cells = json.loads(SOURCE.read_text())["cells"] * REPEAT
     text = json.dumps(cells, indent=2)
     reps = max(1, 400 // len(cells))
-    harness = best(lambda: json.dumps([CellResult.from_json(c).to_json() for c in json.loads(text)], indent=2), reps)
+    harness = best(lambda: json.dumps([cell_json(read_cell(c)) for c in json.loads(text)], indent=2), reps)
     print(f"{len(cells)} cells, {len(text)} bytes: the harness {harness * 1e3:.2f} ms")
     decoder = msgspec.json.Decoder(list[Cell])
     ms = best(lambda: msgspec.json.format(msgspec.json.encode(decoder.decode(text)), indent=2), reps)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import xmlschema
 
+from harness.core.records import plain
 from harness.core.model import (
     CellCost,
     CellResult,
@@ -87,7 +88,7 @@ def measured(spec):
 def document(cells, shard=None, **changes):
     doc = {"schema_version": 1, "created": "2026-11-29T00:00:00Z", "finished": "2026-11-29T01:00:00Z",
            "status": "complete", "config": dict(CONFIG), "versions": VERSIONS, "options": {"runs": 4},
-           "host": {"os": "Linux"}, "cells": [c.to_json() for c in cells],
+           "host": {"os": "Linux"}, "cells": [plain(c) for c in cells],
            **({"shard": {"index": shard.index, "count": shard.count, "planned": [s.key for s in planned()],
                           "cells": [c.spec.key for c in cells]}} if shard else {})}
     for key, value in changes.items():

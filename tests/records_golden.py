@@ -1,7 +1,7 @@
 """The cells behind tests/fixtures/records-golden.json: every fixture folder's cells as read, and cells built
 here with every optional record set, as the harness wrote them before msgspec converted every record
-(`python -m tests.records_golden` wrote the file with that code; tests/unit/test_records_golden.py compares
-today's output with it, key order included)."""
+(`python -m tests.records_golden` wrote the file with that code; tests/unit/test_records_golden.py checks
+that it reads as the same records today)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import json
 import sys
 from pathlib import Path
 
+from harness.core.records import plain
 from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import (
-    Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, CommitInfo, FactorResult,
+    Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, FactorResult,
     FolderMode, JobFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
     RunCommand, RunCost, RunRecord, ScriptCache, ScriptCacheFacts, SeedCheck, SeedRun, ThresholdMode, Verdict,
 )
@@ -63,8 +64,8 @@ def rich_cells() -> list[CellResult]:
         attribution=Attribution("jit_f", 1, 2, "k1", "k2", [("hlo", "h1", "h2"), ("compile_options", "c", "c"),
                                                             ("devices", None, "d")]),
         attribution_unavailable="run 3: no log", inconsistencies=["folder has more"], cause=Cause.ORDER,
-        command=RunCommand(("s.py", "--x"), (("XLA_FLAGS", "--a"), ("B", "1")), "/work"),
-        commit=MeasuredCommit(CommitInfo("a" * 40, "2024-01-01T00:00:00Z", "subject"), "main", "origin", "0.4.30"),
+        command=RunCommand(("s.py", "--x"), {"XLA_FLAGS": "--a", "B": "1"}, "/work"),
+        commit=MeasuredCommit("a" * 40, "2024-01-01T00:00:00Z", "subject", "main", "origin", "0.4.30"),
         cache_folder=FolderMode.HOOK, cache_folder_why="the script sets one", nothing_cached=NothingCached.THRESHOLDS,
         as_you_run_it="as you run it, nothing is cached: the script sets no folder",
         seed_check=SeedCheck(SeedRun(1, 2, False, "crashed", "logs/s1.log"), SeedRun(3, 1, True),
@@ -78,8 +79,7 @@ def rich_cells() -> list[CellResult]:
             FactorResult(Factor.USER, FactorOutcome.CANNOT_VARY, "no root"),
             FactorResult(Factor.TZ, FactorOutcome.HIT, "", [], [], 3)], _run(5), "control missed"),
         cost=CellCost(2, 0.5, 0.1, 3, ("jit_f",), (), ("jit_g",), 1.25,
-                      (RunCost(2, 3, 1, 0.5, 0, 2, 0.1, ("jit_f",)),)),
-        extra={"future_key": {"x": 1}})
+                      (RunCost(2, 3, 1, 0.5, 0, 2, 0.1, ("jit_f",)),)))
     bare = CellResult(CellSpec("0.4.30", Platform.CUDA, 1, None), Verdict.ERROR, {}, reason="no env")
     clean = CellResult(CellSpec("0.4.29", Platform.AUTO, 4, mesh), Verdict.CLEAN, {"jit_f": ["k"]},
                        runs=[_run(1), _run(2)], seeds=random, miss_bounds=random.bounds,
@@ -93,7 +93,7 @@ def current() -> dict:
     """What this code writes: each fixture folder's cells and document as read, and the built cells."""
     from harness.results.document import read_document, document_json
 
-    out: dict = {"folders": {}, "built": [c.to_json() for c in rich_cells()]}
+    out: dict = {"folders": {}, "built": [plain(c) for c in rich_cells()]}
     for folder in FOLDERS:
         data = json.loads((FIXTURES / folder / "results.json").read_text())
         doc = read_document(data, folder)

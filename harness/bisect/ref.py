@@ -35,7 +35,7 @@ class RefCommit:
     fetched_from: str | None  # the remote it was fetched from; None: the clone has none (or a sha)
 
     def measured(self, jaxlib: str | None) -> MeasuredCommit:
-        return MeasuredCommit(self.info, self.ref, self.fetched_from, jaxlib)
+        return MeasuredCommit(self.info.sha, self.info.date, self.info.subject, self.ref, self.fetched_from, jaxlib)
 
 
 def fetch_ref(repo: GitRepo, ref: str, say: Callable[[str], None]) -> RefCommit:

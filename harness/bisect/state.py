@@ -17,9 +17,10 @@ from typing import Any
 from harness.core.errors import UserError
 from harness.core.model import CellResult
 from harness.core.files import write_atomic
+from harness.results.document import cell_json, read_cell, upgrade_cell
 
 STATE_FILE = "state.json"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the points' cells as results.json of schema 3 holds them (1: of schema 2, upgraded)
 
 
 _RELEASE, _COMMIT = "release:", "commit:"  # what a point id starts with
@@ -54,12 +55,16 @@ class BisectState:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise UserError(f"{path}: unreadable bisection state ({exc}); rerun with --fresh") from None
-        if data.get("state_version") != STATE_VERSION:
+        if data.get("state_version") not in (1, STATE_VERSION):
             raise UserError(f"{path}: state version {data.get('state_version')} is not "
                             f"{STATE_VERSION}; rerun with --fresh")
         if data.get("identity") != json.loads(json.dumps(identity, default=str)):
             raise UserError(f"{path}: belongs to a different bisection; rerun with --fresh")
-        return cls(path, identity, data.get("points", {}))
+        points = data.get("points", {})
+        if data["state_version"] == 1 and isinstance(points, dict):
+            points = {p: [upgrade_cell(c) for c in cells] if isinstance(cells, list) else cells
+                      for p, cells in points.items()}
+        return cls(path, identity, points)
 
     @property
     def resumed(self) -> bool:
@@ -67,10 +72,10 @@ class BisectState:
 
     def cells(self, point: str) -> list[CellResult] | None:
         recorded = self.points.get(point)
-        return None if recorded is None else [CellResult.from_json(c) for c in recorded]
+        return None if recorded is None else [read_cell(c) for c in recorded]
 
     def record(self, point: str, cells: list[CellResult]) -> None:
-        self.points[point] = [c.to_json() for c in cells]
+        self.points[point] = [cell_json(c) for c in cells]
         self.save()
 
     def save(self) -> None:

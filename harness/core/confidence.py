@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.codec import Omit, Record, shape, shaped, written
+import msgspec
 
 TARGET_MISS = 1e-3
 # Above this a clean verdict is weak: 3 random runs miss a two-order regression one time in 4, 4 runs one in
@@ -67,47 +66,38 @@ def bound_label(bound: float | None, other: float | None) -> str:
     return f"{bound:.2g} (set order), {other:.2g} (other)"
 
 
-@dataclass(frozen=True)
-class MissBounds(Record):
+class MissBounds(msgspec.Struct, frozen=True, omit_defaults=True):
     """A clean cell's confidence: the chance that a real regression was missed. `set_order` holds if the
     key follows the order of a set of the mesh's axis names; `other`, for chosen seeds, for any other
     hash-order dependence (None for random seeds, whose one bound already covers every mechanism)."""
 
-    set_order: float = field(metadata=shape(key="miss_bound"))
-    other: float | None = field(default=None, metadata=shape(key="miss_bound_other_mechanisms"))
+    set_order: float = msgspec.field(name="miss_bound")
+    other: float | None = msgspec.field(default=None, name="miss_bound_other_mechanisms")
 
     def label(self) -> str:
         return bound_label(self.set_order, self.other)
 
 
-def _not_chosen(plan: SeedPlan) -> bool:
-    return plan.strategy != SeedStrategy.CHOSEN
-
-
-@shaped(order=("strategy", "seeds", "chosen", "random", "python", "candidates_probed", "covers", "miss_bound",
-               "assumes", "target", "miss_bound_other_mechanisms", "assumes_other_mechanisms", "note", "ranks",
-               "ranks_how"))
-@dataclass
-class SeedPlan(Record):
+class SeedPlan(msgspec.Struct, omit_defaults=True):
     """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
 
     strategy: SeedStrategy
-    seeds: list[int]
-    chosen: list[int] = field(default_factory=list)
-    random: list[int] = field(default_factory=list)
+    seeds: list[int] = []
+    chosen: list[int] = []
+    random: list[int] = []
     python: str | None = None
-    candidates: int = field(default=0, metadata=shape(key="candidates_probed"))
-    covers: list[dict[str, Any]] = field(default_factory=list)
-    note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    candidates: int = msgspec.field(default=0, name="candidates_probed")
+    covers: list[dict[str, Any]] = []
+    note: str = ""
     # A multi-process cell: each launch's seeds by rank (`seeds` are rank 0's); empty for one process.
-    ranks: list[list[int]] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
-    ranks_how: str = field(default="", metadata=shape(omit=lambda plan: not plan.ranks))
+    ranks: list[list[int]] = []
+    ranks_how: str = ""
 
     def launches(self) -> list[int | tuple[int, ...]]:
         """What each run starts with: a seed, or a job's seeds by rank."""
         return [tuple(r) for r in self.ranks] if self.ranks else list(self.seeds)
 
-    @written()
+    @property
     def miss_bound(self) -> float:
         """Bound on P(a real regression reads clean), under `assumes`."""
         if self.strategy == SeedStrategy.CHOSEN:
@@ -142,23 +132,23 @@ class SeedPlan(Record):
     def processes(self) -> int:
         return len(self.ranks[0]) if self.ranks else 1
 
-    @written()
+    @property
     def assumes(self) -> str:
         return ASSUMES_CHOSEN if self.strategy == SeedStrategy.CHOSEN else ASSUMES_RANDOM
 
-    @written()
+    @property
     def target(self) -> float:
         """The bound a plan aims for (written for readers of the file)."""
         return TARGET_MISS
 
-    @written(key="miss_bound_other_mechanisms", omit=_not_chosen)
+    @property
     def miss_bound_other(self) -> float | None:
         """Chosen seeds: the bound for a mechanism the probe did not look at (random extras only)."""
         if self.strategy != SeedStrategy.CHOSEN:
             return None
         return miss_probability_random(len(self.random) + 1)
 
-    @written(omit=_not_chosen)
+    @property
     def assumes_other_mechanisms(self) -> str:
         return ASSUMES_OTHER
 

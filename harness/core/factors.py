@@ -9,12 +9,10 @@ apply. reprotest is the model: build twice, vary one thing, diff.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 
-from harness.core.codec import Form, Omit, Record, shape, shaped
+import msgspec
 
-_EMPTY = shape(omit=Omit.EMPTY)
-_NONE = shape(omit=Omit.NONE)
+
 
 
 class Factor(enum.StrEnum):
@@ -94,22 +92,20 @@ class FactorOutcome(enum.StrEnum):
     NOT_JUDGED = "not judged"  # the run failed, compiled something else, or the reference cannot be compared
 
 
-@shaped(order=("factor", "env", "reverse_env", "other_prefix", "uid", "hostname", "pythonpath_first"))
-@dataclass(frozen=True)
-class RunVariation(Record):
+class RunVariation(msgspec.Struct, frozen=True, omit_defaults=True):
     """What one factor's run changes, as the backend applies it (host paths already made by the runner:
     the cache folder's copy, the script's copy, the other working and home folders; a container backend
     also mounts the folder the factor moves at another path inside)."""
 
     factor: Factor
     # variables set or replaced (TZ, LC_ALL, HOME)
-    env: tuple[tuple[str, str], ...] = field(default=(), metadata=shape(form=Form.MAPPING, omit=Omit.EMPTY))
-    reverse_env: bool = field(default=False, metadata=_EMPTY)  # the process's variables in the reverse order
-    uid: int | None = field(default=None, metadata=_NONE)  # run as this user (and OTHER_GID)
-    hostname: str | None = field(default=None, metadata=_NONE)
-    other_prefix: bool = field(default=False, metadata=_EMPTY)  # the environment's packages from a copy at another path
+    env: dict[str, str] = {}
+    reverse_env: bool = False  # the process's variables in the reverse order
+    other_prefix: bool = False  # the environment's packages from a copy at another path
+    uid: int | None = None  # run as this user (and OTHER_GID)
+    hostname: str | None = None
     # compression: a folder that provides or hides zstandard
-    pythonpath_first: str | None = field(default=None, metadata=_NONE)
+    pythonpath_first: str | None = None
 
 
 def reordered(env: dict[str, str], variation: RunVariation | None) -> dict[str, str]:

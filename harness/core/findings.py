@@ -4,26 +4,24 @@ what misses cost, and --vary's factors. harness/core/model.py re-exports them.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
-from harness.core.codec import Form, Omit, Record, shape, shaped, written
 from harness.core.kinds import ThresholdMode, Verdict
 from harness.core.runs import CacheSetting, RunRecord
 from harness.core.factors import Factor, FactorOutcome
 
 
-@dataclass(frozen=True)
-class Attribution(Record):
+class Attribution(msgspec.Struct, frozen=True, omit_defaults=True):
     """Which components of a module's key moved between two runs, from their JAX logs: the first run's
     key against a later run's new key of the same computation."""
 
     module: str
-    run_a: int = field(metadata=shape(key="runs"))  # the first run
-    run_b: int = field(metadata=shape(key="runs"))  # a later run that computed a key the first did not
-    key_a: str = field(metadata=shape(key="keys"))
-    key_b: str = field(metadata=shape(key="keys"))
+    run_a: int  # the first run
+    run_b: int  # a later run that computed a key the first did not
+    key_a: str
+    key_b: str
     # (component, its hash in run_a, in run_b), JAX's order
-    hashes: list[tuple[str, str | None, str | None]] = field(metadata=shape(form=Form.NAMED_PAIRS))
+    hashes: list[tuple[str, str | None, str | None]] = []
 
     @property
     def components(self) -> list[str]:
@@ -31,9 +29,7 @@ class Attribution(Record):
         return [name for name, a, b in self.hashes if a != b]
 
 
-@shaped(order=("module", "run", "ranks", "keys", "components", "hashes"))
-@dataclass(frozen=True)
-class RankSplit(Record):
+class RankSplit(msgspec.Struct, frozen=True, omit_defaults=True):
     """The processes of one run (a job) computed different keys for the same module: they lowered
     different programs (the multi-host hang class), or their keys differ in another component."""
 
@@ -42,24 +38,22 @@ class RankSplit(Record):
     ranks: tuple[int, int]
     keys: tuple[str, str]
     # (component, its hash in ranks[0], in ranks[1])
-    hashes: list[tuple[str, str | None, str | None]] = field(metadata=shape(form=Form.NAMED_PAIRS))
+    hashes: list[tuple[str, str | None, str | None]] = []
 
-    @written()
+    @property
     def components(self) -> list[str]:
         return [name for name, a, b in self.hashes if a != b]
 
 
-@dataclass(frozen=True)
-class ProcessVerdict(Record):
+class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
     """One process of a job judged alone: its launches' keys against its own first launch's."""
 
     rank: int
     verdict: Verdict
-    reason: str
+    reason: str = ""  # absent in some older results
 
 
-@dataclass(frozen=True)
-class JobFacts(Record):
+class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     """What the runs of a multi-process cell show besides the verdict (harness/verdicts/ranks.py)."""
 
     processes: int
@@ -71,30 +65,27 @@ class JobFacts(Record):
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ScriptCacheFacts(Record):
+class ScriptCacheFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a cell's runs' scripts did to their cache, over all runs (harness/verdicts/script_settings.py)."""
 
     # (folder asked for, api): redirected to the cell's folder
-    folders: tuple[tuple[str, str], ...] = field(default=(), metadata=shape(form=Form.OBJECTS,
-                                                                            names=("requested", "api")))
+    folders: tuple[tuple[str, str], ...] = ()
     disabled: str | None = None  # how the script turned its cache off
     escaped: str | None = None  # a cache folder JAX used that is not the cell's (not redirected)
     thresholds: tuple[CacheSetting, ...] = ()  # threshold settings the script made (last of each option)
     problems: tuple[str, ...] = ()  # what the hook could not do
     # whose thresholds applied
-    mode: ThresholdMode = field(default=ThresholdMode.SCRIPT, metadata=shape(key="thresholds_mode"))
+    mode: ThresholdMode = msgspec.field(default=ThresholdMode.SCRIPT, name="thresholds_mode")
     notes: tuple[str, ...] = ()  # the report's sentences
     # The script's call that set its folder after JAX had initialised its cache without one: no cache.
-    uninitialised: str | None = field(default=None, metadata=shape(omit=Omit.EMPTY))
+    uninitialised: str | None = None
 
     @property
     def any(self) -> bool:
         return bool(self.folders or self.disabled or self.escaped or self.thresholds or self.problems)
 
 
-@dataclass(frozen=True)
-class SeedRun(Record):
+class SeedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     """One run of a seed check: the seed, the cell's run that had it, and how its re-run ended."""
 
     seed: int
@@ -104,73 +95,64 @@ class SeedRun(Record):
     log: str = ""  # the re-run's log, relative to the results folder
 
 
-@shaped(order=("failing", "passing", "follows_seed", "again"))
-@dataclass(frozen=True)
-class SeedCheck(Record):
+class SeedCheck(msgspec.Struct, frozen=True, omit_defaults=True):
     """Whether a cell's failures follow the hash seed: a failing and a passing seed re-run (harness/verdicts/seed_check.py),
     in fresh cache folders. It follows the seed when each re-run ends as its first run did."""
 
     failing: SeedRun
     passing: SeedRun
     # the further re-runs of either seed (none in results written before)
-    again: tuple[SeedRun, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    again: tuple[SeedRun, ...] = ()
 
-    @written()
+    @property
     def follows_seed(self) -> bool:
         return all(r.rerun_ok == (r.seed == self.passing.seed) for r in (self.failing, self.passing, *self.again))
 
 
-@dataclass(frozen=True)
-class RunCost(Record):
+class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
     """What one run's compiles cost, from its JAX log (harness/verdicts/cost.py): the keys it compiled (misses)
     and their logged seconds, the keys it loaded (hits) and the seconds the run that wrote each had
     logged compiling it (what the hit saved)."""
 
     run: int
-    modules: int  # modules the run computed a key of
-    misses: int  # keys compiled
-    miss_s: float  # their compile seconds, as JAX logged them
-    untimed_misses: int  # compiled keys whose seconds JAX did not log (a module it never writes)
-    hits: int
-    saved_s: float
+    modules: int = 0  # modules the run computed a key of
+    misses: int = 0  # keys compiled
+    miss_s: float = 0.0  # their compile seconds, as JAX logged them
+    untimed_misses: int = 0  # compiled keys whose seconds JAX did not log (a module it never writes)
+    hits: int = 0
+    saved_s: float = 0.0
     missed_modules: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CellCost(Record):
+class CellCost(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a cell's misses cost each fresh process, and what its hits saved (harness/verdicts/cost.py). `starts`:
     the later successful runs, each a fresh process that should have loaded what the first one compiled."""
 
-    starts: int
-    lost_per_start_s: float  # mean compile seconds of the later runs' misses
-    saved_per_start_s: float  # mean seconds the later runs' hits saved
-    modules: int  # modules the later runs computed
-    missed_modules: tuple[str, ...]  # modules a later run compiled again
-    each_start_missed: tuple[str, ...]  # those every later run compiled again
-    untimed_modules: tuple[str, ...]  # missed modules whose compile seconds JAX did not log
-    first_run_s: float  # the first run's compile seconds (a cold cache: every key a miss)
+    starts: int = 0
+    lost_per_start_s: float = 0.0  # mean compile seconds of the later runs' misses
+    saved_per_start_s: float = 0.0  # mean seconds the later runs' hits saved
+    modules: int = 0  # modules the later runs computed
+    missed_modules: tuple[str, ...] = ()  # modules a later run compiled again
+    each_start_missed: tuple[str, ...] = ()  # those every later run compiled again
+    untimed_modules: tuple[str, ...] = ()  # missed modules whose compile seconds JAX did not log
+    first_run_s: float = 0.0  # the first run's compile seconds (a cold cache: every key a miss)
     runs: tuple[RunCost, ...] = ()
 
 
-def _no_modules(result: FactorResult) -> bool:
-    return not (result.modules or result.modules_total)
-
-
-@dataclass
-class FactorResult(Record):
+class FactorResult(msgspec.Struct, omit_defaults=True):
     """One factor of `--vary`: its run against the cell's reference run (harness/verdicts/factor_verdicts.py)."""
 
     factor: Factor
     outcome: FactorOutcome
     reason: str = ""  # the miss in words ("compile_options moved, 3 of 3 modules"), or why not judged
     # key components that moved (JAX's spelling)
-    components: list[str] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
-    # the reference's modules it missed, of how many (written together, when either is known)
-    modules: list[str] = field(default_factory=list, metadata=shape(omit=_no_modules))
-    modules_total: int = field(default=0, metadata=shape(omit=_no_modules))
+    components: list[str] = []
+    # the reference's modules it missed, of how many (when known)
+    modules: list[str] = []
+    modules_total: int = 0
     # what the run changed, in words (the other path, the variable's value)
-    change: str = field(default="", metadata=shape(omit=Omit.EMPTY))
-    run: RunRecord | None = field(default=None, metadata=shape(omit=Omit.NONE))  # None: could not be varied here
+    change: str = ""
+    run: RunRecord | None = None  # None: could not be varied here
 
     @property
     def missed(self) -> bool:
@@ -178,18 +160,17 @@ class FactorResult(Record):
         return self.outcome == FactorOutcome.MISS
 
 
-@dataclass
-class CellVariation(Record):
+class CellVariation(msgspec.Struct, omit_defaults=True):
     """A cell's `--vary` measurement: the reference run (the cell's first, in the plain environment),
     one run per factor with its hash seed, and, when a factor missed, a control run: the plain
     environment with the same seed again, which must hit for a miss to be the factor's."""
 
     reference_run: int  # index of the cell's run the factors are compared with
     seed: int  # its hash seed, which every factor run had
-    factors: list[FactorResult] = field(default_factory=list)
-    control: RunRecord | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    factors: list[FactorResult] = []
+    control: RunRecord | None = None
     # why no factor was judged (the reference failed, nothing was cached, the control missed)
-    note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    note: str = ""
 
     def missed(self) -> list[FactorResult]:
         return [f for f in self.factors if f.missed]

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
-from harness.core.codec import Form, Omit, Record, shape, shaped
 
 # The loggers to turn on, and the level newer releases need as well (a run's environment gets both).
 LOG_ENV = {
@@ -81,39 +80,36 @@ class Outcome(enum.StrEnum):
 _STRENGTH = {Outcome.HIT: 0, Outcome.MISS: 1, Outcome.WRITTEN: 2, Outcome.NOT_WRITTEN: 3}
 
 
-@dataclass
-class LoggedKey(Record):
+class LoggedKey(msgspec.Struct, omit_defaults=True):
     """One key a run computed: its module, what became of it, and each component's own hash."""
 
     module: str
     key: str
     outcome: Outcome
-    reason: str = field(default="", metadata=shape(omit=Omit.EMPTY))  # JAX's words when it did not write the entry
+    reason: str = ""  # JAX's words when it did not write the entry
     # component (JAX's spelling) -> hash, JAX's order
-    components: dict[str, str] = field(default_factory=dict, metadata=shape(omit=Omit.EMPTY))
+    components: dict[str, str] = {}
     # as JAX logs it (two decimals), when it compiled and said
-    compile_time_s: float | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    compile_time_s: float | None = None
     # The ids of the devices it was compiled for, in the assignment's order; () when JAX's log did not say
     # them all (a release that logs no assignment, a summarised or cut one, results from before).
-    devices: tuple[int, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    devices: tuple[int, ...] = ()
     # JAX's words when it found this key's entry and could not read it back (then it compiled the key)
-    read_error: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    read_error: str = ""
     # Read in-process (harness/core/recorder.py): the pytest ids of the tests whose JAX messages named this
     # key, in order (empty: not a pytest run, or named outside any test), and the argument types it was
     # compiled at (`float32[2]`), from JAX's `Compiling f with global shapes and types` message.
-    tests: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
-    arg_types: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    tests: tuple[str, ...] = ()
+    arg_types: tuple[str, ...] = ()
 
 
-@shaped(unwrapped="keys")
-@dataclass
-class RunLog(Record):
-    """What one run's log says of the persistent cache. `keys` in the order JAX first named them; results.json
-    holds them as module -> key -> {outcome, reason, components, ...}."""
+class RunLog(msgspec.Struct, omit_defaults=True):
+    """What one run's log says of the persistent cache. `keys` in the order JAX first named them, each with its
+    module (results.json of schema 3: {"keys": [{module, key, outcome, ...}]}; earlier, module -> key -> {...})."""
 
-    keys: list[LoggedKey] = field(default_factory=list, metadata=shape(form=Form.KEYED, names=("module", "key")))
-    # XLA flags JAX left out of the key (this run's reading only: results.json has never held them)
-    excluded_flags: list[str] = field(default_factory=list, metadata=shape(omit=Omit.ALWAYS))
+    keys: list[LoggedKey] = []
+    # XLA flags JAX left out of the key (this run's reading; written only where there were any)
+    excluded_flags: list[str] = []
 
     @property
     def empty(self) -> bool:
@@ -281,7 +277,7 @@ def merged(logs: Iterable[RunLog]) -> RunLog:
         for k in log.keys:
             known = keys.get(k.key)
             if known is None:
-                keys[k.key] = replace(k, components=dict(k.components))
+                keys[k.key] = msgspec.structs.replace(k, components=dict(k.components))
                 continue
             if k.components and not known.components:
                 known.components = dict(k.components)

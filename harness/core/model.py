@@ -7,10 +7,10 @@ An *Environment* is where one JAX version runs; a *run* is one fresh process; a 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from harness.core.codec import Form, Omit, Record, shape, shaped, written
+import msgspec
+
 from harness.core.comparison import Comparison
 from harness.core.confidence import MissBounds, SeedPlan
 
@@ -53,8 +53,7 @@ from harness.core.runs import (
 )
 
 
-@dataclass(frozen=True)
-class Mesh(Record):
+class Mesh(msgspec.Struct, frozen=True):
     shape: tuple[int, ...]
     axis_names: tuple[str, ...]
 
@@ -67,16 +66,15 @@ class Mesh(Record):
 NO_MESH = "script"
 
 
-@dataclass(frozen=True)
-class CellSpec(Record):
+class CellSpec(msgspec.Struct, frozen=True, omit_defaults=True):
     """What one cell measures; the unit the runner, the bisector and sharding work with."""
 
     jax_version: str
     platform: Platform
-    device_count: int
+    device_count: Annotated[int, msgspec.Meta(ge=1)]
     mesh: Mesh | None  # None for a user's script, which builds its own mesh
     # A multi-process cell: each run is one job of this many processes (device_count is the job's total).
-    processes: int = field(default=1, metadata=shape(omit=Omit.DEFAULT))
+    processes: Annotated[int, msgspec.Meta(ge=1)] = 1
 
     @property
     def key(self) -> str:
@@ -107,8 +105,7 @@ class CellSpec(Record):
                       f"jax-{self.jax_version}-{self.platform}{self.device_count}{group}-{mesh}")
 
 
-@dataclass(frozen=True)
-class CommitInfo(Record):
+class CommitInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """A jax commit: what a commit bisection blames, or what `nightly --jax-repo` measures beside releases."""
 
     sha: str
@@ -121,108 +118,85 @@ class CommitInfo(Record):
         return f"jax@{self.sha[:12]}"
 
 
-@dataclass(frozen=True)
-class MeasuredCommit(Record):
-    """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one, how it was
-    named, and the jaxlib release it ran with (None when none could)."""
+class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True):
+    """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one (the commit's own
+    keys), how it was named, and the jaxlib release it ran with (None when none could)."""
 
-    info: CommitInfo = field(metadata=shape(form=Form.SPLICED))
     ref: str | None = None  # what --ref said
     fetched_from: str | None = None  # the remote fetched before; None when nothing was fetched
     jaxlib: str | None = None
 
     @property
-    def label(self) -> str:
-        return self.info.label
+    def info(self) -> CommitInfo:
+        return CommitInfo(self.sha, self.date, self.subject)
 
 
-def _no_seeds(cell: CellResult) -> bool:
-    return cell.seeds is None
+class CellResult(msgspec.Struct, omit_defaults=True, dict=True):
+    """One cell as results.json (schema 3) holds it: its spec nested, every finding under its own key, what
+    equals its default left out (docs/results.md)."""
 
-
-def _no_cache_folder(cell: CellResult) -> bool:
-    return cell.cache_folder is None
-
-
-# results.json's order of a cell's keys, as the first releases wrote it (derived and spliced keys included).
-CELL_ORDER = ("jax_version", "platform", "device_count", "mesh", "verdict", "reason", "keys", "runs", "listing",
-              "environment", "seeds", "miss_bound", "miss_bound_other_mechanisms", "interrupted", "log_tail",
-              "earlier_attempts", "script_cache", "attribution", "attribution_detail", "attribution_unavailable",
-              "inconsistencies", "cause", "command", "commit", "cache_folder", "nothing_cached", "as_you_run_it",
-              "seed_check", "processes", "rank_split", "job", "variation", "moved_folder", "cost", "seed_control")
-
-
-_EMPTY = shape(omit=Omit.EMPTY)
-
-
-_NONE = shape(omit=Omit.NONE)
-
-
-@shaped(order=CELL_ORDER)
-@dataclass
-class CellResult(Record):
-    spec: CellSpec = field(metadata=shape(form=Form.SPLICED))  # its keys among the cell's
+    spec: CellSpec
     verdict: Verdict
-    keys: dict[str, list[str]]  # module name -> distinct keys written by successful runs
-    runs: list[RunRecord] = field(default_factory=list)
+    keys: dict[str, list[str]] = {}  # module name -> distinct keys written by successful runs
+    runs: list[RunRecord] = []
     reason: str = ""  # one line: why error/unsupported, or which module reproduced
-    listing: list[str] = field(default_factory=list)  # the cache folder after the last run (`ls -1`)
-    environment: dict[str, Any] = field(default_factory=dict)  # backend facts (python, jaxlib, image...)
+    listing: list[str] = []  # the cache folder after the last run (`ls -1`)
+    environment: dict[str, Any] = {}  # backend facts (python, jaxlib, image...)
     # how the runs' hash seeds were chosen (None: no run was planned)
-    seeds: SeedPlan | None = field(default=None, metadata=_NONE)
-    # a clean cell's confidence (None for any other verdict), written beside the seeds
-    miss_bounds: MissBounds | None = field(default=None, metadata=shape(form=Form.SPLICED, omit=_no_seeds))
-    interrupted: bool = field(default=False, metadata=_EMPTY)  # cut short by Ctrl-C: --resume measures it again
-    log_tail: str = field(default="", metadata=_EMPTY)  # the end of the environment's log when it could not be made
+    seeds: SeedPlan | None = None
+    # a clean cell's confidence (None for any other verdict)
+    miss_bounds: MissBounds | None = None
+    interrupted: bool = False  # cut short by Ctrl-C: --resume measures it again
+    log_tail: str = ""  # the end of the environment's log when it could not be made
     # bisect: why preferred environments failed
-    earlier_attempts: list[str] = field(default_factory=list, metadata=_EMPTY)
+    earlier_attempts: list[str] = []
     # what a user's script did to its own cache
-    script_cache: ScriptCacheFacts | None = field(default=None, metadata=_NONE)
+    script_cache: ScriptCacheFacts | None = None
     # From the runs' JAX logs: which key components moved (a reproduced cell), or why that is unknown.
-    attribution: Attribution | None = field(default=None, metadata=shape(key="attribution_detail", omit=Omit.NONE))
-    attribution_unavailable: str = field(default="", metadata=_EMPTY)
+    attribution: Attribution | None = msgspec.field(default=None, name="attribution_detail")
+    attribution_unavailable: str = ""
     # the cache folder and the logs disagree
-    inconsistencies: list[str] = field(default_factory=list, metadata=_EMPTY)
+    inconsistencies: list[str] = []
     # from the evidence's module diff (set when the report gathers it)
-    cause: Cause | None = field(default=None, metadata=_NONE)
+    cause: Cause | None = None
     # a user's script: its arguments, environment additions, folder
-    command: RunCommand | None = field(default=None, metadata=_NONE)
+    command: RunCommand | None = None
     # nightly --jax-repo: the commit measured instead of a release
-    commit: MeasuredCommit | None = field(default=None, metadata=_NONE)
+    commit: MeasuredCommit | None = None
     # A user's script: how its runs got the cell's folder, and why (None: results older than the choice).
-    cache_folder: FolderMode | None = field(default=None, metadata=shape(key="cache_folder.mode", omit=Omit.NONE))
-    cache_folder_why: str = field(default="", metadata=shape(key="cache_folder.why", omit=_no_cache_folder))
+    cache_folder: FolderMode | None = None
+    cache_folder_why: str = ""
     # an unsupported cell that cached nothing: why
-    nothing_cached: NothingCached | None = field(default=None, metadata=_NONE)
+    nothing_cached: NothingCached | None = None
     # As the script runs it (its own or JAX's default thresholds): what would not be written, when
     # that differs from what was measured; shortened after the reason in the cell's detail (report.md has it whole).
-    as_you_run_it: str = field(default="", metadata=_EMPTY)
+    as_you_run_it: str = ""
     # some runs failed, others passed: does the failure follow the seed
-    seed_check: SeedCheck | None = field(default=None, metadata=_NONE)
+    seed_check: SeedCheck | None = None
     # a job whose processes computed different keys for one module
-    rank_split: RankSplit | None = field(default=None, metadata=_NONE)
-    job: JobFacts | None = field(default=None, metadata=_NONE)  # a multi-process cell's per-process verdicts, writers, notes
-    variation: CellVariation | None = field(default=None, metadata=_NONE)  # --vary: the factors' runs against the reference run
+    rank_split: RankSplit | None = None
+    job: JobFacts | None = None  # a multi-process cell's per-process verdicts, writers, notes
+    variation: CellVariation | None = None  # --vary: the factors' runs against the reference run
     # harness check: one run more with the reference's seed through another path to the same folder (the
     # cache-path factor), said beside the verdict, never changing it (None: not planned, or older results)
-    moved_folder: FactorResult | None = field(default=None, metadata=_NONE)
+    moved_folder: FactorResult | None = None
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
-    cost: CellCost | None = field(default=None, metadata=_NONE)
+    cost: CellCost | None = None
     # One run more with the first run's own hash seed, in a fresh folder holding the first run's entries, made
     # when a later run's key moved (harness/verdicts/per_test.py): a key that comes back is the hash seed's, one
     # that moves again follows the program's own randomness (None: not made)
-    seed_control: RunRecord | None = field(default=None, metadata=_NONE)
-    # fields this release does not know, kept as read
-    extra: dict[str, Any] = field(default_factory=dict, metadata=shape(form=Form.EXTRA))
-    # In memory only: the later runs against the first, as the verdict was judged (harness/verdicts/keys.py's
-    # cell_comparison derives it once for a cell read from a file). Runs are not changed after a cell is made.
-    comparison: Comparison | None = field(default=None, compare=False, repr=False,
-                                          metadata=shape(omit=Omit.ALWAYS))
+    seed_control: RunRecord | None = None
 
-    @written(key="attribution", omit=Omit.NONE)
-    def attributed_components(self) -> list[str] | None:
-        """The key components that moved (the attribution's), for readers of the file."""
-        return self.attribution.components if self.attribution is not None else None
+    # In memory only (an attribute, not a field: never written, not compared): the later runs against the
+    # first, as the verdict was judged (harness/verdicts/keys.py's cell_comparison derives it once for a cell
+    # read from a file). Runs are not changed after a cell is made.
+    @property
+    def comparison(self) -> Comparison | None:
+        return self.__dict__.get("_comparison")
+
+    @comparison.setter
+    def comparison(self, value: Comparison | None) -> None:
+        self.__dict__["_comparison"] = value
 
     @property
     def label(self) -> str:
@@ -248,7 +222,7 @@ class CellResult(Record):
 
 
 __all__ = [
-    "CELL_ORDER", "DEFAULT_BACKEND", "FAILABLE", "NO_MESH", "Attribution", "BackendName", "CacheSetting", "Cause",
+    "DEFAULT_BACKEND", "FAILABLE", "NO_MESH", "Attribution", "BackendName", "CacheSetting", "Cause",
     "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "Comparison", "FactorResult", "FolderMode",
     "JobFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
     "RankRecord", "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck",

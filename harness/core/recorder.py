@@ -30,7 +30,6 @@ import re
 import stat
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -238,7 +237,7 @@ def run_log(recording: Recording) -> jaxlog.RunLog:
         for k in log.keys:
             tests[k.key].update(dict.fromkeys(k.tests))
             types.setdefault(k.key, k.arg_types)
-    merged.keys = [replace(k, tests=tuple(tests[k.key]), arg_types=k.arg_types or types.get(k.key, ()))
+    merged.keys = [msgspec.structs.replace(k, tests=tuple(tests[k.key]), arg_types=k.arg_types or types.get(k.key, ()))
                    for k in merged.keys]
     return merged
 
@@ -263,7 +262,7 @@ def _stamped(log: jaxlog.RunLog, messages: Iterable[LogMessage]) -> jaxlog.RunLo
             if key not in types:
                 types[key] = pending or ()
                 pending = None
-    keys = [replace(k, tests=tuple(t for t in tests.get(k.key, {}) if t),
+    keys = [msgspec.structs.replace(k, tests=tuple(t for t in tests.get(k.key, {}) if t),
                     arg_types=types.get(k.key, ())) for k in log.keys]
     return jaxlog.RunLog(keys, log.excluded_flags)
 

@@ -6,6 +6,7 @@ checks on hostile values (`msgspec.Meta`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 import types
@@ -104,3 +105,16 @@ def described(hint: Any) -> str:
 def plain(record: Any) -> Any:
     """`record` as JSON's types read back (lists, not tuples): what results.json holds of it."""
     return msgspec.json.decode(msgspec.json.encode(record))
+
+
+R = TypeVar("R")
+
+
+def replace(record: R, **changes: Any) -> R:
+    """`record` with `changes`: a Struct's (msgspec.structs.replace) or a dataclass's (dataclasses.replace)."""
+    if isinstance(record, msgspec.Struct):
+        out = msgspec.structs.replace(record, **changes)
+        if getattr(record, "__dict__", None):  # what a Struct keeps in memory only (a cell's comparison)
+            out.__dict__.update(record.__dict__)
+        return out
+    return dataclasses.replace(record, **changes)  # type: ignore[type-var]

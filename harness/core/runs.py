@@ -5,11 +5,12 @@ re-exports them."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.codec import Form, Omit, Record, shape, shaped
+import msgspec
+
 from harness.core.jaxlog import RunLog
 
 
@@ -53,8 +54,7 @@ class ProcessOutcome:
         return self.exit_code == 0 and not self.timed_out
 
 
-@dataclass(frozen=True)
-class CacheSetting:
+class CacheSetting(msgspec.Struct, frozen=True, omit_defaults=True):
     """One cache setting a user's script made, as the harness's start-up hook saw it."""
 
     option: str  # jax_compilation_cache_dir, jax_enable_compilation_cache, or a threshold
@@ -65,34 +65,32 @@ class CacheSetting:
     cache_then: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class ScriptCache(Record):
+class ScriptCache(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a run's script did to its cache: its settings in order, and the cache JAX had at exit
     (`final`: the options' values, `cache_path` and the harness's `target`; empty when the script
     never imported jax or did not exit normally)."""
 
     settings: tuple[CacheSetting, ...] = ()
-    final: dict[str, Any] = field(default_factory=dict)
+    final: dict[str, Any] = {}
     problems: tuple[str, ...] = ()  # what the hook could not do
 
 
-@dataclass
-class RankRecord(Record):
+class RankRecord(msgspec.Struct, omit_defaults=True):
     """One process of a multi-process run (a job): its rank, hash seed, how it ended, its own log and
     what that log says it computed."""
 
     rank: int
     seed: int
-    exit_code: int | None
-    duration_s: float
+    exit_code: int | None = None
+    duration_s: float = 0.0
     timed_out: bool = False
     reason: str = ""
     log: str = ""
-    keys: RunLog | None = field(default=None, metadata=shape(omit=Omit.NONE))
-    log_note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
-    script_cache: ScriptCache | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    keys: RunLog | None = None
+    log_note: str = ""
+    script_cache: ScriptCache | None = None
     # whether its script called jax.distributed.initialize() (None: not known)
-    joined: bool | None = field(default=None, metadata=shape(omit=Omit.NONE))
+    joined: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -110,10 +108,7 @@ def variable_name_problem(name: object) -> str | None:
     return f"{str(name)[:60]!r} is not a variable name (letters, digits, _)"
 
 
-@shaped(order=("index", "seed", "exit_code", "duration_s", "new_entries", "timed_out", "reason", "log", "ranks",
-                "script_cache", "keys", "log_note", "tests"))
-@dataclass
-class RunRecord(Record):
+class RunRecord(msgspec.Struct, omit_defaults=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
     exit_code: int | None
@@ -123,35 +118,34 @@ class RunRecord(Record):
     reason: str = ""
     log: str = ""  # path of this run's stdout/stderr, relative to the results folder
     # a user's script's own cache settings (absent before)
-    script_cache: ScriptCache | None = field(default=None, metadata=shape(omit=Omit.NONE))
-    # What JAX's own log says this run computed (module -> key -> outcome, reason, component hashes);
+    script_cache: ScriptCache | None = None
+    # What JAX's own log says this run computed (each key's module, outcome, reason, component hashes);
     # None when its log named no key (`log_note` says why) or the run predates the harness reading it.
-    keys: RunLog | None = field(default=None, metadata=shape(omit=Omit.NONE))
-    log_note: str = field(default="", metadata=shape(omit=Omit.EMPTY))
+    keys: RunLog | None = None
+    log_note: str = ""
     # A multi-process run: each process, by rank (the fields above are the job's: `seed` and `log` rank 0's,
     # `keys` every rank's together); empty for a single process.
-    ranks: list[RankRecord] = field(default_factory=list, metadata=shape(omit=Omit.EMPTY))
+    ranks: list[RankRecord] = []
     # A pytest program (the recorder's plugin): each collected test id -> its outcome (`passed`, `failed`,
     # `skipped`, ...; `not run` when collected and never run, `collect error`), in the order they ran.
-    tests: dict[str, str] = field(default_factory=dict, metadata=shape(omit=Omit.EMPTY))
+    tests: dict[str, str] = {}
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
 
-@dataclass(frozen=True)
-class RunCommand(Record):
+class RunCommand(msgspec.Struct, frozen=True):
     """How a cell's runs were started, for the report's commands: the interpreter's arguments (host
     paths), the user's environment additions as the runs got them (XLA_FLAGS merged), the folder."""
 
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = field(metadata=shape(form=Form.MAPPING))
-    cwd: str
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    cwd: str = ""
 
     def __post_init__(self) -> None:
         # The report prints `export NAME=...` from these: a name read from a file must be a name, not shell.
-        for name, _ in self.env:
+        for name in self.env:
             problem = variable_name_problem(name)
             if problem:
                 raise ValueError(f"env: {problem}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core.records import replace
 from harness.core.files import remove_path
 from harness.core.factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
 from harness.core.model import Program
@@ -127,7 +128,7 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
     if factor == Factor.HOME:
         home = work / "home"
         home.mkdir()
-        return FactorRun(program, cache_dir, replace(variation, env=(("HOME", str(home)),)),
+        return FactorRun(program, cache_dir, replace(variation, env={"HOME": str(home)}),
                          f"HOME={home}")
     if factor == Factor.USER:
         return FactorRun(program, cache_dir, replace(variation, uid=OTHER_UID), f"run as uid {OTHER_UID}")
@@ -138,10 +139,10 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
         return FactorRun(program, cache_dir, replace(variation, reverse_env=True),
                          "the same variables in the reverse order")
     if factor == Factor.TZ:
-        return FactorRun(program, cache_dir, replace(variation, env=(("TZ", OTHER_TZ),)), f"TZ={OTHER_TZ}")
+        return FactorRun(program, cache_dir, replace(variation, env={"TZ": OTHER_TZ}), f"TZ={OTHER_TZ}")
     if factor == Factor.LOCALE:
         locale = other_locale(reference_env)
-        return FactorRun(program, cache_dir, replace(variation, env=(("LC_ALL", locale), ("LANG", locale))),
+        return FactorRun(program, cache_dir, replace(variation, env={"LC_ALL": locale, "LANG": locale}),
                          f"LC_ALL={locale} LANG={locale}")
     if factor == Factor.PREFIX:
         return FactorRun(program, cache_dir, replace(variation, other_prefix=True),

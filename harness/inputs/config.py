@@ -25,6 +25,7 @@ from harness.inputs.dependencies import (Requirements, parse_requirements, read_
                                   script_requirements)
 from harness.core.errors import ConfigError
 from harness.core.factors import Factor, parse_factors
+from harness.core.records import plain
 from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
 from harness.inputs.pythons import AUTO, PythonVersion
@@ -110,7 +111,7 @@ class Config:
             "jax_versions": list(self.jax_versions),
             "platform": str(self.platform),
             "device_count": self.device_count,
-            "meshes": [m.to_json() for m in self.meshes],
+            "meshes": [plain(m) for m in self.meshes],
             "runs": self.runs,
             "timeout_s": self.timeout_s,
             "docker": dict(self.docker),

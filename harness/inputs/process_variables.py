@@ -113,5 +113,5 @@ def merge_user_env(env: dict[str, str], user: tuple[tuple[str, str], ...]) -> di
 def run_command(program: Program, env: dict[str, str], user: tuple[tuple[str, str], ...]) -> RunCommand:
     """What the report shows of a cell's runs: the interpreter's arguments, the user's variables as the
     runs got them (a merged XLA_FLAGS in full), the working folder."""
-    shown = tuple((name, env[name] if name == "XLA_FLAGS" else value) for name, value in user)
+    shown = {name: env[name] if name == "XLA_FLAGS" else value for name, value in user}
     return RunCommand(tuple(program.argv()), shown, str(program.workdir))

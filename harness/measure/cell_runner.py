@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from harness.core.records import replace
 from harness.inputs.config import Repro
 from harness.environments import factor_runs as varying
 from harness.environments.base import Environment

@@ -15,7 +15,7 @@ from harness.core.model import CellResult
 from harness.report import ReportWriter
 from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
-from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, SweepStatus, document_json,
+from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, SweepStatus, cell_json, document_json,
                                       lock_results_folder, utc_now)
 from harness.results.header import ResultsHeader
 from harness.report.table import render_markdown
@@ -104,7 +104,7 @@ class EncodedCells:
         """`cell` as json.dumps(indent=2) writes it inside results.json's `cells` (its lines indented by four)."""
         kept = self._texts.get(id(cell))
         if kept is None or kept[0] is not cell:
-            kept = self._texts[id(cell)] = (cell, json.dumps(cell.to_json(), indent=2, allow_nan=False).replace("\n", "\n    "))
+            kept = self._texts[id(cell)] = (cell, json.dumps(cell_json(cell), indent=2, allow_nan=False).replace("\n", "\n    "))
         return kept[1]
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.core.records import plain
 from harness.inputs.config import Config, Repro
 from harness.inputs.process_variables import merge_user_env, process_env
 from harness.environments.base import Backend
@@ -510,7 +511,7 @@ class Reduction:
                           ProgramText(REDUCED_FILE, size(reduced), len(reduced.encode()), reduced),
                           state.signature, state.bad, state.good, state.vary, state.processes, state.measured,
                           len(state.memo), round(state.seconds, 1), round(state.check_seconds, 1),
-                          measurer.sandbox.to_json())
+                          plain(measurer.sandbox))
         # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
         # and the write watch: a write outside this folder and the working folder is said, and not kept.
         space = Workspace(self.folder / CHECK_DIR)

@@ -19,12 +19,13 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness.core.codec import Omit, Record, shape
+import msgspec
+
 from harness.core.errors import HarnessFailure, UserError
 from harness.core.model import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment
@@ -215,14 +216,13 @@ class Confinement(enum.StrEnum):
     WATCH = "watch"  # its own folders and the audit hook's write watch, nothing stopping a write
 
 
-@dataclass(frozen=True)
-class Sandbox(Record):
+class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
     """How this reduction's candidates are confined, and why not more where bubblewrap is missing; `places`:
     where the original wrote outside its own folders (its check tells), where a candidate may write too."""
 
     confinement: Confinement
-    why_not: str = field(default="", metadata=shape(omit=Omit.EMPTY))
-    places: tuple[str, ...] = field(default=(), metadata=shape(omit=Omit.EMPTY))
+    why_not: str = ""
+    places: tuple[str, ...] = ()
 
     @classmethod
     def here(cls, backend: str, places: tuple[str, ...] = ()) -> Sandbox:
@@ -444,7 +444,7 @@ class WatchedBackend(Backend):
         self.name, self.pythons = inner.name, inner.pythons
 
     def prepare(self, jax_version, platform, say=lambda _: None) -> Environment:
-        watch_only = replace(self.sandbox, confinement=Confinement.WATCH) if self.sandbox.watched else self.sandbox
+        watch_only = msgspec.structs.replace(self.sandbox, confinement=Confinement.WATCH) if self.sandbox.watched else self.sandbox
         return ConfinedEnvironment(self.inner.prepare(jax_version, platform, say), self.space, watch_only,
                                    self.roots)
 

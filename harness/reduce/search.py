@@ -24,9 +24,9 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import msgspec
 from pysource_minimize import minimize
 
-from harness.core.codec import Omit, Record, shape
 from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
@@ -37,14 +37,14 @@ AGAIN_AFTER_UNDO = 2
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
-@dataclass(frozen=True)
-class Tried(Record):
+class Tried(msgspec.Struct, frozen=True, omit_defaults=True):
     """What one candidate gave: kept (it has the signature) or rejected, and why."""
 
     kept: bool
     why: str = ""
     # False: decided without running it (pyflakes, the memo); the state file does not hold it
-    measured: bool = field(default=True, metadata=shape(omit=Omit.ALWAYS))
+    # (the state file holds only True: harness/reduce/state.py reads every remembered one as False)
+    measured: bool = True
 
 
 # Candidates measured on the bad release, all at once where cores allow; results in the same order.

@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from harness.core.factors import Factor
 from harness.core.files import read_json_bounded, write_atomic
 from harness.core.model import FolderMode
 from harness.reduce.search import Tried
+import msgspec
+
 from harness.core.records import convert, plain
 from harness.results.reduction import Signature
 
@@ -76,7 +78,7 @@ class ReduceState:
         return {"version": STATE_VERSION, "script": self.script, "original_digest": self.original_digest,
                 "bad": self.bad, "good": self.good, "signature": plain(self.signature),
                 "bad_seeds": self.bad_seeds, "timeout_s": self.timeout_s, "best": self.best,
-                "memo": {k: v.to_json() for k, v in self.memo.items()}, "measured": self.measured,
+                "memo": {k: plain(msgspec.structs.replace(v, measured=True)) for k, v in self.memo.items()}, "measured": self.measured,
                 "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
                 "run_seconds": round(self.run_seconds, 3),
                 "status": self.status, "folder": str(self.folder) if self.folder else None,
@@ -104,7 +106,7 @@ class ReduceState:
             if not _DIGEST.fullmatch(key) or not isinstance(value, dict) or not isinstance(value.get("kept"), bool) \
                     or not isinstance(value.get("why", ""), str):
                 raise StateProblem(f"memo: {key[:70]!r}: not a digest and an answer ({{'kept': bool, 'why': text}})")
-            tried[key] = replace(Tried.from_json(value), measured=False)  # remembered, not measured now
+            tried[key] = msgspec.structs.replace(convert(value, Tried), measured=False)  # remembered, not measured now
         folder = fields.get("folder", str, default=None, optional=True)
         try:
             folder_mode = FolderMode(folder) if folder else None

@@ -127,7 +127,7 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int,
         # As the author runs it: their variables (XLA_FLAGS as merged), their folder, their arguments.
         # A folder the user gave (--env) is replaced by a fresh one, as the runs had it: a folder with
         # entries in it would serve them, and a miss would read as a hit.
-        env.update((k, v) for k, v in command.env if k != "JAX_COMPILATION_CACHE_DIR")
+        env.update((k, v) for k, v in command.env.items() if k != "JAX_COMPILATION_CACHE_DIR")
         python, setup = '"$python"', [f'python="$PWD/{venv}/bin/python"', f"cd {shlex.quote(command.cwd)}"]
         script, args = command.argv[0], " ".join(shlex.quote(a) for a in command.argv[1:])
         if command.argv[0] == "-m":

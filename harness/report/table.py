@@ -8,6 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.core import markdown
+from harness.core.records import plain
 from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.phrases import unserved_module
@@ -200,9 +201,9 @@ def summary_json(cells: list[CellResult], status: SweepStatus, results_file: str
     `boundaries` and `line`: the sweep's, as it printed them (without them, of the cells alone)."""
     boundaries = boundaries or release_boundaries(cells)
     line = line if line is not None else summary_line(cells, boundaries.line())
-    summary: dict[str, Any] = Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries,
+    summary: dict[str, Any] = plain(Summary(SUMMARY_FORMAT, status, results_file, report_file, line, boundaries.recorded(),
                                       {v: sum(c.verdict == v for c in cells) for v in Verdict},
-                                      tuple(_summary_cell(c) for c in in_version_order(cells))).to_json()
+                                      tuple(_summary_cell(c) for c in in_version_order(cells))))
     return summary
 
 

@@ -13,10 +13,11 @@ import json
 import os
 import shlex
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
@@ -55,52 +56,6 @@ WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, 
 # A results.json of 10,000 cells with long listings is tens of MiB; past this it is not one of ours,
 # and reading it must not exhaust memory (`harness report /dev/zero`).
 MAX_RESULTS_BYTES = 256 << 20
-_NONE = type(None)
-# What every reader of a cell relies on (fields a release did not write yet may be missing).
-CELL_TYPES: dict[str, tuple[type, ...]] = {
-    "jax_version": (str,), "platform": (str,), "device_count": (int,), "mesh": (dict, _NONE),
-    "verdict": (str,), "reason": (str,), "keys": (dict,), "runs": (list,), "listing": (list,),
-    "environment": (dict,), "seeds": (dict, _NONE),
-}
-RUN_TYPES: dict[str, tuple[type, ...]] = {
-    "index": (int,), "seed": (int,), "exit_code": (int, _NONE), "duration_s": (int, float),
-    "new_entries": (list,), "timed_out": (bool,), "reason": (str,), "log": (str,),
-}
-
-
-def _wrong_type(data: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str = "") -> str | None:
-    for key, allowed in types.items():
-        value = data.get(key)
-        if key in data and (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)):
-            names = " or ".join("null" if t is _NONE else t.__name__ for t in allowed)
-            return f"{prefix}{key}: must be {names}, not {type(value).__name__}"
-    return None
-
-
-def _cell_problem(data: Any) -> str | None:
-    """What makes `data` no cell a reader can use, or None (one line, nothing echoed at length)."""
-    if not isinstance(data, dict):
-        return f"must be a mapping, not {type(data).__name__}"
-    problem = _wrong_type(data, CELL_TYPES)
-    if problem:
-        return problem
-    for module, keys in (data.get("keys") or {}).items():
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            return f"keys.{str(module)[:40]}: must be a list of cache keys"
-    if not all(isinstance(name, str) for name in data.get("listing") or []):
-        return "listing: must be a list of file names"
-    for j, run in enumerate(data.get("runs") or []):
-        if not isinstance(run, dict):
-            return f"runs[{j}]: must be a mapping, not {type(run).__name__}"
-        problem = _wrong_type(run, RUN_TYPES, f"runs[{j}].")
-        if problem:
-            return problem
-        if not all(isinstance(name, str) for name in run.get("new_entries") or []):
-            return f"runs[{j}].new_entries: must be a list of file names"
-    return None
-
-
-
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
 _KNOWN = {"schema_version", "finished", "status", "cells", *HEADER_KEYS, *_DERIVED}
 # The section a bisection adds (`bisection` in some earlier releases): an Outcome in memory.
@@ -111,6 +66,8 @@ _BISECT_OPTIONS = ("good", "bad", "jax_repo")
 def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
     """A results.json written as schema `version` (1 or 2) in version 3's shape (pure: dict in, dict out); a
     part of the wrong type is left as it is, for the strict conversion to name."""
+    if isinstance(document.get("cells"), list):  # a cell of the shape before (written by 3's first builds too)
+        document = {**document, "cells": [upgrade_cell(c) for c in document["cells"]]}
     if version >= SCHEMA_VERSION:
         return document
     out = {**document, "schema_version": SCHEMA_VERSION}
@@ -127,6 +84,75 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
         out["bisect"] = out.pop("bisection")
     if "bisect" in out:
         out["bisect"] = upgrade_bisection(out["bisect"])
+    return out
+
+
+_SPEC = ("jax_version", "platform", "device_count", "mesh", "processes")
+
+
+def upgrade_cell(cell: Any) -> Any:
+    """A cell as version 1 or 2 wrote it in version 3's shape (what is not of the shape it had is left for the
+    strict conversion to name): the spec's keys nested, the miss bounds under `miss_bounds`, the cache folder's
+    mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list."""
+    if not isinstance(cell, dict) or isinstance(cell.get("spec"), dict):  # not a cell, or one of version 3's shape
+        return cell
+    out = {k: v for k, v in cell.items() if k not in _SPEC and k != "attribution"}
+    out["spec"] = {k: cell[k] for k in _SPEC if k in cell}
+    bound, other = out.pop("miss_bound", None), out.pop("miss_bound_other_mechanisms", None)
+    if bound is not None:
+        out["miss_bounds"] = {"miss_bound": bound, "miss_bound_other_mechanisms": other}
+    folder = out.pop("cache_folder", None)
+    if isinstance(folder, dict):
+        out |= {"cache_folder": folder.get("mode"), "cache_folder_why": folder.get("why", "")}
+    if "cost" in out and not isinstance(out["cost"], dict):  # an early release's cost was no record
+        del out["cost"]
+    detail = out.get("attribution_detail")
+    if isinstance(detail, dict) and isinstance(detail.get("runs"), list) and isinstance(detail.get("keys"), list):
+        (run_a, run_b), (key_a, key_b) = (detail["runs"] + [None, None])[:2], (detail["keys"] + [None, None])[:2]
+        out["attribution_detail"] = {"module": detail.get("module"), "run_a": run_a, "run_b": run_b, "key_a": key_a,
+                                     "key_b": key_b, "hashes": _triples(detail.get("hashes", {}))}
+    if isinstance(out.get("rank_split"), dict):
+        out["rank_split"] = {**out["rank_split"], "hashes": _triples(out["rank_split"].get("hashes", {}))}
+    facts = out.get("script_cache")
+    if isinstance(facts, dict) and isinstance(facts.get("folders"), list):
+        out["script_cache"] = {**facts, "folders": [[f.get("requested"), f.get("api")] if isinstance(f, dict) else f
+                                                    for f in facts["folders"]]}
+    if isinstance(out.get("command"), dict) and out["command"].get("env", {}) is None:
+        out["command"] = {**out["command"], "env": {}}
+    if isinstance(out.get("runs"), list):
+        out["runs"] = [_run(r) for r in out["runs"]]
+    for key in ("variation", "moved_folder"):
+        part = out.get(key)
+        if isinstance(part, dict):
+            part = out[key] = {**part, **{k: _run(part[k]) for k in ("run", "control") if k in part}}
+            if isinstance(part.get("factors"), list):
+                part["factors"] = [{**f, "run": _run(f["run"])} if isinstance(f, dict) and "run" in f else f
+                                   for f in part["factors"]]
+    return out
+
+
+def _triples(pairs: Any) -> Any:
+    """{component: [a, b]} as [[component, a, b]] (JAX's order)."""
+    if not isinstance(pairs, dict):
+        return pairs
+    return [[name, *pair] if isinstance(pair, list) else pair for name, pair in pairs.items()]
+
+
+def _run(run: Any) -> Any:
+    """A run (or a process of a job): its logged keys, module -> key -> facts, as {"keys": [facts with both]}."""
+    if not isinstance(run, dict):
+        return run
+    out = dict(run)
+    keys = out.get("keys")
+    if isinstance(keys, dict):
+        out["keys"] = {"keys": [{"outcome": "miss", **info, "module": module, "key": key}
+                                for module, by_key in keys.items() if isinstance(by_key, dict)
+                                for key, info in by_key.items() if isinstance(info, dict)]}
+    cache = out.get("script_cache")
+    if isinstance(cache, dict) and cache.get("final", {}) is None:
+        out["script_cache"] = {**cache, "final": {}}
+    if isinstance(out.get("ranks"), list):
+        out["ranks"] = [_run(r) for r in out["ranks"]]
     return out
 
 
@@ -150,7 +176,7 @@ def document_json(document: ResultsDocument, cells: list[Any] | None = None) -> 
     """results.json's content (`cells`: what to write as the cells, the results writer's, each encoded once)."""
     return {"schema_version": SCHEMA_VERSION, **plain(document.header),
             "finished": document.finished, "status": document.status_text,
-            "cells": [c.to_json() for c in document.cells] if cells is None else cells,
+            "cells": [cell_json(c) for c in document.cells] if cells is None else cells,
             "summary": summarise(document.cells, document.header.releases),
             "summaries": summaries_by_mesh(document.cells, document.header.releases),
             **{k: plain(v) for k, v in document.sections.items()}}
@@ -205,27 +231,33 @@ def _cells(cells: Any, source: Path | str) -> list[CellResult]:
         raise UserError(f"{source}: cells: must be a list of cells")
     out = []
     for i, data in enumerate(cells):
-        problem = _cell_problem(data)
-        if problem:
-            raise UserError(f"{source}: cells[{i}]: {problem}")
         try:
-            cell = CellResult.from_json(data)
+            cell = convert(data, CellResult)
             Version(cell.spec.jax_version)  # compare and sorting need it; InvalidVersion is a ValueError
-        except KeyError as exc:
-            raise UserError(f"{source}: cells[{i}]: missing key {exc}") from None
-        except (TypeError, ValueError, AttributeError) as exc:
+        except ValueError as exc:
             raise UserError(f"{source}: cells[{i}]: {exc}") from None
         out.append(cell)
     return out
 
 
+def read_cell(data: Any) -> CellResult:
+    """One cell as results.json of any release holds it; ValueError naming the key."""
+    return convert(upgrade_cell(data), CellResult)
+
+
+def cell_json(cell: CellResult) -> dict[str, Any]:
+    """`cell` as results.json holds it (JSON's types, tuples for its lists: json.dumps writes them as lists, and
+    refuses a NaN, which msgspec's own encoder would write as null)."""
+    return msgspec.to_builtins(cell)  # type: ignore[no-any-return]
+
+
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_results_folder(results_root: Path, name: str) -> Path:
     """A new folder for one sweep; UserError when the results folder cannot hold it."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = fitting_name(f"{stamp}-{name}")  # a config's name may be long (up to config.MAX_NAME)
     path = results_root / folder
     suffix = 1
@@ -241,7 +273,8 @@ def new_results_folder(results_root: Path, name: str) -> Path:
 
 def summarise(cells: list[CellResult], releases: Sequence[str] = ()) -> dict[str, Any]:
     """The releases' boundaries as every output says them (`releases`: the header's, the index's between)."""
-    return release_boundaries(cells, releases).to_json()
+    out: dict[str, Any] = plain(release_boundaries(cells, releases).recorded())
+    return out
 
 
 def summaries_by_mesh(cells: list[CellResult], releases: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -1,11 +1,10 @@
 """docs/schemas/*.json: the JSON Schemas of results.json, a results header's parts and a fingerprint, generated
-from the types that read and write them (harness/core/codec.py's schema_components: msgspec's schemas of
-harness/results/header.py's and harness/core/model.py's records with the file's shapes applied), never written by
-hand. `make docs` writes them; tests/unit/test_schemas.py fails when a committed one differs from what the types
-say, and validates every fixture folder's results.json against it.
+from the types that read and write them (msgspec's schemas of harness/results/header.py's and
+harness/core/model.py's Structs, which are shaped like the file), never written by hand. `make docs` writes them; tests/unit/test_schemas.py fails when a committed one differs from what the types
+say, and validates every fixture folder's results.json (as upgraded to schema_version 3) against it.
 
 A cell is typed to its last key: its runs, their processes and logged keys, its seeds, variation and cost. Keys a
-record does not know are let through where its reader keeps them (a cell's `extra`), as the readers do.
+cell's records do not know are let through (a newer release's), as the readers ignore them.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.core.codec import schema_components
+import msgspec
+
 from harness.core.model import CellResult
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
 from harness.results.summary import Summary
@@ -26,7 +26,9 @@ REF = "#/$defs/{name}"
 
 
 def _components() -> dict[str, Any]:
-    return schema_components((RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary), ref_template=REF)
+    _, defs = msgspec.json.schema_components((RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary),
+                                             ref_template=REF)
+    return defs
 
 
 def _document(title: str, description: str, properties: dict[str, Any], required: list[str],

@@ -1,22 +1,20 @@
 """The summary a measuring command prints with --json (docs/results.md), as typed records (pure): written by
-harness/core/codec.py like results.json, and its JSON Schema (docs/schemas/summary.schema.json) generated from
+msgspec like results.json, and its JSON Schema (docs/schemas/summary.schema.json) generated from
 them. harness/report/table.py fills them in from the cells."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
-from harness.core.codec import Record
 from harness.core.model import Verdict
 from harness.results.document import SweepStatus
-from harness.verdicts.boundaries import Boundaries
+from harness.verdicts.boundaries import RecordedBoundaries
 from harness.verdicts.per_test import SuiteFindings
 
 SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
 
 
-@dataclass(frozen=True)
-class SummarySeconds(Record):
+class SummarySeconds(msgspec.Struct, frozen=True):
     """A cell's seconds: its runs' wall clock, summed; compile seconds lost to misses and saved by hits per
     fresh process, and the first run's (null where the results hold no compile times)."""
 
@@ -26,8 +24,7 @@ class SummarySeconds(Record):
     first_run_compile: float | None
 
 
-@dataclass(frozen=True)
-class SummaryCell(Record):
+class SummaryCell(msgspec.Struct, frozen=True):
     """One row of the table, as data."""
 
     jax: str  # the table's label: the release, or jax@<sha> for a commit
@@ -48,11 +45,10 @@ class SummaryCell(Record):
     # Every function that missed (test ids, category, component, argument types), each test's result and the
     # tests that ran differently between runs (harness/verdicts/per_test.py); null where nothing missed in a
     # program without tests
-    per_test: SuiteFindings | None = field(default=None)
+    per_test: SuiteFindings | None = None
 
 
-@dataclass(frozen=True)
-class Summary(Record):
+class Summary(msgspec.Struct, frozen=True):
     """A sweep's summary: its status, where its results are, the summary line and boundaries, how many cells
     had each verdict, and every cell in version order."""
 
@@ -61,6 +57,6 @@ class Summary(Record):
     results: str
     report: str
     summary: str
-    boundaries: Boundaries
+    boundaries: RecordedBoundaries
     verdicts: dict[Verdict, int]
     cells: tuple[SummaryCell, ...]

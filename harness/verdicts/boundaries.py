@@ -4,18 +4,28 @@ boundaries, the ranges of releases that cached nothing, and the summary line's p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from collections.abc import Callable, Iterable, Sequence
 
+import msgspec
 from packaging.version import Version
 
-from harness.core.codec import Omit, Record, shape, written
 from harness.core.model import CellResult, NothingCached, Verdict
 from harness.core.factors import Factor
 from harness.verdicts.failure import OutsideFailure, outside_jax
 from harness.verdicts.factor_verdicts import by_factors_only
 
-_IN_MEMORY = shape(omit=Omit.ALWAYS)  # what the summary line is made of, not written
+
+
+class RecordedBoundaries(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """The boundaries as results.json's `summary` and --json's `boundaries` write them: the three releases,
+    the release the program fails from (when the range ends failing) and the summary line."""
+
+    appears_in: str | None
+    last_clean_before: str | None
+    fixed_in: str | None
+    fails_from: str | None = None
+    line: str
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ def _nothing_else(low: str | None, high: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Boundaries(Record):
+class Boundaries:
     """Where a regression appears and is fixed, as results.json's `summary` and --json's `boundaries` write it:
     the three releases and the summary line; what else the line is made of stays in memory."""
 
@@ -89,26 +99,30 @@ class Boundaries(Record):
     fixed_in: str | None
     # The releases measured (clean or reproduced), in order: where every one of them reproduced, there is no
     # boundary to tell (empty: not known, as for a bisection's own line, which has its known-good release).
-    measured: tuple[str, ...] = field(default=(), metadata=_IN_MEMORY)
-    uncached: tuple[Uncached, ...] = field(default=(), metadata=_IN_MEMORY)  # ranges of releases that cached nothing
+    measured: tuple[str, ...] = ()
+    uncached: tuple[Uncached, ...] = ()  # ranges of releases that cached nothing
     # the last reproduced release before `fixed_in`
-    last_reproduced_before_fix: str | None = field(default=None, metadata=_IN_MEMORY)
+    last_reproduced_before_fix: str | None = None
     # Every release known to exist in the range (the index's, as the sweep recorded it, and those of the
     # cells): a boundary between two measured releases with others between them is told as a range.
-    releases: tuple[str, ...] = field(default=(), metadata=_IN_MEMORY)
+    releases: tuple[str, ...] = ()
     # Where no release was measured at all (nothing is claimed): how many cells, and the first failed one's
     # reason (None where every release cached nothing: the `uncached` phrases say why).
-    unmeasured: tuple[int, str | None] | None = field(default=None, metadata=_IN_MEMORY)
+    unmeasured: tuple[int, str | None] | None = None
     # Releases whose cells failed, in version order: a boundary is never drawn through them (issue 47.4).
-    failed: tuple[FailedRelease, ...] = field(default=(), metadata=_IN_MEMORY)
+    failed: tuple[FailedRelease, ...] = ()
     # Where every release measured reproduced (no clean one, no fix): the first of them. `appears_in` is then
     # null, as the line says: no boundary, so no release the regression appears in (issue 47.5).
-    first_reproduced: str | None = field(default=None, metadata=_IN_MEMORY)
+    first_reproduced: str | None = None
     # Where every reproduced release reproduced only under --vary (its fresh processes all hit): the factors
     # that missed. The keys then follow the factor, not the program's own nondeterminism.
-    missed_under: tuple[Factor, ...] = field(default=(), metadata=_IN_MEMORY)
+    missed_under: tuple[Factor, ...] = ()
 
-    @written(key="fails_from", omit=Omit.NONE)
+    def recorded(self) -> RecordedBoundaries:
+        """What results.json and --json hold of these boundaries."""
+        return RecordedBoundaries(appears_in=self.appears_in, last_clean_before=self.last_clean_before,
+                                  fixed_in=self.fixed_in, fails_from=self.fails_from_release(), line=self.plain_line())
+
     def fails_from_release(self) -> str | None:
         """The release the program fails from, when the range ends failing (`fails_from`)."""
         failing = self.fails_from
@@ -146,7 +160,6 @@ class Boundaries(Record):
         return [v for v in sorted(set(self.releases), key=Version)
                 if Version(low) < Version(v) < Version(high) and v not in measured]
 
-    @written(key="line")
     def plain_line(self) -> str:
         """The summary line without the commands that would narrow a gap (what results.json holds)."""
         return self.line()

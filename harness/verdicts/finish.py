@@ -11,9 +11,10 @@ follow the hash seed, and the seed plan with the miss bounds it gives a clean ce
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from harness.core.records import replace
 from harness.core.confidence import SeedPlan
 from harness.core.model import (
     CellResult,

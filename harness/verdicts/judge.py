@@ -106,11 +106,12 @@ class Tally:
                        "so later runs could not change the verdict")
         if interrupted and judgement.verdict != Verdict.REPRODUCED:
             reason = f"interrupted after {len(records)} of {self.planned} runs"
-        return CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,
+        cell = CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,
                           listing=listing, environment=environment, interrupted=interrupted,
                           attribution=judgement.attribution,
                           attribution_unavailable=judgement.attribution_unavailable,
                           inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,
-                          comparison=judgement.comparison,
                           job=group_facts(records, spec.processes, None if stopped_early else self.planned)
                           if spec.is_multiprocess else None)
+        cell.comparison = judgement.comparison
+        return cell

@@ -10,11 +10,11 @@ says what the script did instead of calling the release unsupported.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
+from harness.core.records import replace
 from harness.core.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, LATE_ENVIRON,
                                                            MIN_COMPILE_TIME, MIN_ENTRY_SIZE)

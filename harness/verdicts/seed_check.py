@@ -11,9 +11,9 @@ both seeds. Otherwise the failure is not the seed's: flaky, or depending on the 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Sequence
 
+from harness.core.records import replace
 from harness.core.model import CellResult, RunRecord, SeedCheck
 
 FAILING, PASSING = "failing", "passing"

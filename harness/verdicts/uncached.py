@@ -15,11 +15,12 @@ cache yet, whatever the threshold; and a script that sets no folder at all keeps
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from harness.core.records import replace
 from harness.verdicts.keys import longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
@@ -105,7 +106,7 @@ def compiled_before_any_cache(runs: Sequence[RunRecord]) -> list[str]:
 def user_sets_folder(cell: CellResult) -> bool:
     """The user's own variables (`--env`, a config's `env:`) give the program a cache folder: as they run it,
     it has one (the runs got the cell's folder in its place)."""
-    return cell.command is not None and any(name == CACHE_DIR_VARIABLE for name, _ in cell.command.env)
+    return cell.command is not None and CACHE_DIR_VARIABLE in cell.command.env
 
 
 def sets_no_folder(runs: Sequence[RunRecord], facts: ScriptCacheFacts | None) -> bool:

@@ -15,7 +15,7 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     swept = sweep(["run", "configs/shard_map_grad.yaml", "--versions", "0.4.28", "0.4.29",
                    "--runs", "3", "--jobs", "1"], tmp_path, capsys)
     data = swept.data
-    cells = {c["jax_version"]: c for c in data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     bad, good = cells["0.4.28"]["cost"], cells["0.4.29"]["cost"]
     assert cells["0.4.28"]["verdict"] == "reproduced" and cells["0.4.29"]["verdict"] == "clean"
     assert bad["lost_per_start_s"] > 0 and bad["each_start_missed"] == ["jit_f"] and bad["modules"] == 4
@@ -32,7 +32,7 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     assert re.search(r"\| 0\.4\.28 .*\|\s+1 \|\s+0 \|", stats)  # one later miss, nothing refused
     # The key's compile time is what JAX logged in that run.
     second = cells["0.4.28"]["runs"][1]
-    (new_key,) = [k for k, info in second["keys"]["jit_f"].items() if info["outcome"] != "hit"]
+    (new_key,) = [k["key"] for k in second["keys"]["keys"] if k["module"] == "jit_f" and k["outcome"] != "hit"]
     assert f"({second['keys']['jit_f'][new_key]['compile_time_s']:.2f}s)" in (run_dir / second["log"]).read_text()
 
 

@@ -42,7 +42,7 @@ def test_inline_metadata_gets_each_release_the_flax_of_its_time(tmp_path, capsys
     swept = sweep(["check", str(EXAMPLE), "--versions", "0.4.31", "0.10.2", "--runs", "2"],
                   tmp_path / "inline", capsys)
     data = swept.data
-    cells = {c["jax_version"]: c for c in data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     old, new = (assert_flax_step_measured(cells[v]) for v in ("0.4.31", "0.10.2"))
     assert old["flax"] == "0.8.5" and old["optax"] == "0.2.3"  # as resolved on 0.4.31's date
     assert new["flax"] != old["flax"]  # a newer release gets a newer Flax
@@ -79,7 +79,7 @@ def test_a_different_set_is_a_different_environment(tmp_path):
 def test_an_impossible_pin_is_each_cells_error_with_uvs_reason(tmp_path, capsys):
     data = sweep(["check", str(EXAMPLE), "--with", "flax==0.0.1", "--versions", "0.4.31", "0.6.2",
                   "--runs", "2"], tmp_path / "pin", capsys).data
-    assert [c["jax_version"] for c in data["cells"]] == ["0.4.31", "0.6.2"]  # the sweep went on
+    assert [c["spec"]["jax_version"] for c in data["cells"]] == ["0.4.31", "0.6.2"]  # the sweep went on
     for cell in data["cells"]:
         assert cell["verdict"] == "error" and not cell["runs"]
         assert "flax==0.0.1" in cell["reason"] and "unsatisfiable" in cell["reason"]

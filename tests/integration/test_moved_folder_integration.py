@@ -19,7 +19,7 @@ def test_a_clean_script_stays_clean_and_says_the_moved_folder_misses_on_0_10_2_a
     swept = check(["examples/stable_script.py", "--versions", "0.4.31", "0.10.2", "--runs", "2", "--json",
                    "--junit-xml", str(tmp_path / "junit.xml")], tmp_path / "out", capsys)
     data = swept.data
-    cells = {c["jax_version"]: c for c in data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     assert data["options"]["moved_folder"] is True
     keyed, fixed = cells["0.10.2"], cells["0.4.31"]
     assert keyed["verdict"] == fixed["verdict"] == "clean", (keyed["reason"], fixed["reason"])

@@ -24,7 +24,7 @@ def test_a_deterministic_process_group_is_clean_on_0_10_2(tmp_path, capsys):
     data = check([str(EXAMPLES / "multihost_stable.py"), "--versions", "0.10.2", "--runs", "3"], tmp_path, capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
-    assert cell["processes"] == 2
+    assert cell["spec"]["processes"] == 2
     for run in cell["runs"]:
         assert [r["rank"] for r in run["ranks"]] == [0, 1]
         assert all(r["joined"] for r in run["ranks"])
@@ -43,7 +43,7 @@ def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_pa
     swept = check([str(EXAMPLES / "multihost_pvary.py"), "--versions", "0.8.1", "0.8.2", "0.10.2", "--runs", "6",
                    "--timeout", "120"], tmp_path, capsys)
     data = swept.data
-    verdicts = {c["jax_version"]: c for c in data["cells"]}
+    verdicts = {c["spec"]["jax_version"]: c for c in data["cells"]}
     broken = verdicts["0.8.1"]
     assert broken["verdict"] == "reproduced", broken["reason"]
     assert "computed different keys" in broken["reason"] or "new key" in broken["reason"]
@@ -58,8 +58,8 @@ def test_the_pvary_psum_program_reproduces_on_0_8_1_and_is_fixed_in_0_8_2(tmp_pa
         assert "jit_broadcast_in_dim" in local and "compile_options" in local
         # The local computations' keys were recorded with the devices they were compiled for.
         rank1 = fixed["runs"][0]["ranks"][1]["keys"]
-        assert [k["devices"] for k in rank1["jit_broadcast_in_dim"].values()] == [[2048]]
-        assert all(len(k["devices"]) == 8 for k in rank1["jit_loss"].values())
+        assert [k["devices"] for k in rank1["keys"] if k["module"] == "jit_broadcast_in_dim"] == [[2048]]
+        assert all(len(k["devices"]) == 8 for k in rank1["keys"] if k["module"] == "jit_loss")
     report = (swept.run_dir / "report.md").read_text()
     assert "processes" in report
 

@@ -24,7 +24,7 @@ def test_each_run_is_one_srun_step_of_two_tasks(tmp_path):
     (results,) = (sweep / "merged").glob("*/results.json")
     (cell,) = json.loads(results.read_text())["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
-    assert cell["processes"] == 2
+    assert cell["spec"]["processes"] == 2
     for run in cell["runs"]:
         for rank in run["ranks"]:
             log = (results.parent / rank["log"]).read_text()

@@ -46,6 +46,6 @@ def test_runs_that_never_change_the_order_at_any_place_say_so(tmp_path, capsys):
     assert cell["verdict"] == "clean", cell["reason"]
     (cover,) = [c for c in cell["seeds"]["covers"] if c["names"] == ["batch", "feats"]]
     assert cover["lowered"] is True and cover["pairs_in_both_orders"] is False
-    assert cover["seeds_predicted_otherwise"] == 1 and cell["miss_bound"] == 0.125
+    assert cover["seeds_predicted_otherwise"] == 1 and cell["miss_bounds"]["miss_bound"] == 0.125
     table = (swept.run_dir / "table.md").read_text()
     assert "weak: the runs never lowered {batch, feats} with batch and feats in another order at any one place" in table

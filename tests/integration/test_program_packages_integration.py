@@ -29,7 +29,7 @@ def optax_of(cell) -> str:
 def test_a_boundary_where_the_programs_package_changed_says_so_and_a_pin_holds_it(tmp_path, capsys):
     swept = check([str(SCRIPT), "--versions", "0.4.31", "0.10.2", "--runs", "4", "--no-moved-folder", *PROGRAM,
                    "--", "--steps", "1"], tmp_path / "as resolved", capsys)
-    cells = {c["jax_version"]: c for c in swept.data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in swept.data["cells"]}
     assert cells["0.4.31"]["verdict"] == "clean" and cells["0.10.2"]["verdict"] == "reproduced"
     assert optax_of(cells["0.4.31"]) == "0.2.3" and optax_of(cells["0.10.2"]) == "0.2.8"
     line = swept.out.strip().splitlines()[-1]
@@ -44,7 +44,7 @@ def test_a_boundary_where_the_programs_package_changed_says_so_and_a_pin_holds_i
     # Pinned where the release allows it: optax 0.2.3 on both, and the miss is gone (it was optax's).
     pinned = check([str(SCRIPT), "--versions", "0.4.31", "0.10.2", "--with", "optax==0.2.3", "--runs", "3",
                     "--no-moved-folder", *PROGRAM, "--", "--steps", "1"], tmp_path / "pinned", capsys)
-    cells = {c["jax_version"]: c for c in pinned.data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in pinned.data["cells"]}
     assert {optax_of(c) for c in cells.values()} == {"0.2.3"}
     assert {c["verdict"] for c in cells.values()} == {"clean"}, [c["reason"] for c in cells.values()]
     line = pinned.out.strip().splitlines()[-1]

@@ -82,7 +82,7 @@ def test_a_script_that_closes_stderr_is_still_read_and_runs_run_1_once(tmp_path,
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
     assert all("jit__lambda_" in run["keys"] for run in cell["runs"])
-    assert cell["cache_folder"]["mode"] == "environment"  # it sets none: run 1 told, in the same run
+    assert cell["cache_folder"] == "environment"  # it sets none: run 1 told, in the same run
     logs = swept.run_dir / "logs" / "jax-0.4.31-cpu8-script"
     assert len(list(logs.glob("run-01-*.log"))) == 1 and not list(logs.glob("*.first-use.log"))
     assert recorder.read(next(logs.glob("run-01-*.recorder.jsonl"))).fallback()

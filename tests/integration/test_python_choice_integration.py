@@ -38,7 +38,7 @@ runs: 3
 """)
     swept = sweep(["run", str(config)], tmp_path / "r", capsys, quiet=False)
     data = swept.data
-    cells = {c["jax_version"]: c for c in data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.10.2": "clean", "0.12.0.1": "clean"}
     own = cells["0.10.2"]["environment"]
     assert own["python_choice"]["why"] == "harness" and own["path"].endswith(f"py{own['python_choice']['version']}")

@@ -25,7 +25,7 @@ def test_resume_keeps_finished_cells_and_remeasures_the_interrupted_one(tmp_path
     resumed = json.loads(path.read_text())
     assert resumed["status"] == "complete" and len(resumed["resumed"]) == 1
     assert resumed["created"] == data["created"]
-    assert [c["jax_version"] for c in resumed["cells"]] == ["0.4.28", "0.4.29"]
+    assert [c["spec"]["jax_version"] for c in resumed["cells"]] == ["0.4.28", "0.4.29"]
     assert [r["seed"] for r in resumed["cells"][0]["runs"]] == first_seeds  # kept, not measured again
     again = resumed["cells"][1]
     assert again["verdict"] == "clean" and len(again["runs"]) == 2 and "interrupted" not in again

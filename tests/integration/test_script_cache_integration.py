@@ -21,7 +21,7 @@ ITS_FOLDER = Path("/jaxcache")
 
 
 def assert_seed_script_measured(data, run_dir):
-    verdicts = {c["jax_version"]: c["verdict"] for c in data["cells"]}
+    verdicts = {c["spec"]["jax_version"]: c["verdict"] for c in data["cells"]}
     assert verdicts == SEED_VERDICTS, [c["reason"] for c in data["cells"]]
     for cell in data["cells"]:
         assert cell["script_cache"]["folders"] == [{"requested": "/jaxcache", "api": "set_cache_dir"}]

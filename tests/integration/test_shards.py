@@ -24,7 +24,7 @@ def test_real_sharded_sweep_merges_to_the_unsharded_cells(tmp_path, capsys, writ
     capsys.readouterr()
     (merged,) = (tmp_path / "m").iterdir()
     data = json.loads((merged / "results.json").read_text())
-    assert [(c["jax_version"], c["verdict"]) for c in data["cells"]] == [("0.4.28", "reproduced"), ("0.4.29", "clean")]
+    assert [(c["spec"]["jax_version"], c["verdict"]) for c in data["cells"]] == [("0.4.28", "reproduced"), ("0.4.29", "clean")]
     assert data["summary"]["fixed_in"] == "0.4.29" and data["status"] == "complete"
     report = (merged / "report.md").read_text()
     assert "Merged from 2 shard result(s)" in report and "jax.result_info" in report  # logs travelled

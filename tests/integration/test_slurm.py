@@ -36,7 +36,7 @@ def submitted(out: str) -> tuple[str, str, Path]:
 
 
 def verdicts(results: Path) -> dict[str, str]:
-    return {c["jax_version"]: c["verdict"] for c in json.loads(results.read_text())["cells"]}
+    return {c["spec"]["jax_version"]: c["verdict"] for c in json.loads(results.read_text())["cells"]}
 
 
 def the_one(pattern: str, folder: Path) -> Path:

@@ -72,7 +72,7 @@ def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
 
 def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
     data = sweep(["run", "configs/smoke.yaml", "--vary", "all"], tmp_path, capsys).data
-    cells = {c["jax_version"]: c for c in data["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced", "0.4.29": "clean"}
     assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
     for cell in cells.values():
@@ -93,7 +93,7 @@ def test_bisection_with_cache_path_finds_where_the_miss_appears_and_where_it_is_
     out = capsys.readouterr().out
     assert "regression appears in 0.4.36 (last clean 0.4.35); fixed in 0.11.0" in out
     (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("bisect-")]
-    cells = {c["jax_version"]: c for c in json.loads((folder / "results.json").read_text())["cells"]}
+    cells = {c["spec"]["jax_version"]: c for c in json.loads((folder / "results.json").read_text())["cells"]}
     for version, cell in cells.items():  # every point measured its factor, and only the factor moved it
         assert factors(cell)["cache-path"]["outcome"] == ("miss" if cell["verdict"] == "reproduced" else "hit")
         assert cell["reason"].startswith("misses when the cache folder") == (cell["verdict"] == "reproduced")

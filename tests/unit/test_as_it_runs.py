@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.document import read_cell
+from harness.core.records import plain
 from harness.core import jaxlog
 from harness.verdicts.verdict import judge
 from harness.verdicts.uncached import explain
@@ -150,10 +152,10 @@ def test_what_the_script_did_is_the_cause(setting, cause):
 
 def test_a_cell_that_cached_something_has_no_cause_and_the_json_round_trips():
     cell = recorded_cell("init_order", "0.5.0")
-    again = CellResult.from_json(cell.to_json())
+    again = read_cell(plain(cell))
     assert again.nothing_cached == NothingCached.UNINITIALISED and again.reason == cell.reason
     clean = recorded_cell("docs_example", "0.4.31", recorded="-zeros")
-    assert CellResult.from_json(clean.to_json()).as_you_run_it == clean.as_you_run_it
+    assert read_cell(plain(clean)).as_you_run_it == clean.as_you_run_it
     assert judge(clean.runs).verdict == Verdict.CLEAN
 
 

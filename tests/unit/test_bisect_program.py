@@ -60,7 +60,7 @@ def test_a_script_is_bisected_with_its_options_and_no_config(backend, tmp_path, 
     data = json.loads((folder / "results.json").read_text())
     assert data["config"]["repro"] == str(script.resolve())
     assert data["config"]["args"] == ["--steps", "1"] and data["config"]["env"] == {"MODEL": "tiny"}
-    assert {c["device_count"] for c in data["cells"]} == {4}
+    assert {c["spec"]["device_count"] for c in data["cells"]} == {4}
     assert data["options"]["runs"] == 3
     # Each run got the script's arguments and variables, as check gives them.
     [(args, env), *_] = backend.environments[0].calls

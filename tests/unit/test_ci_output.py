@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain
 from harness import service
 from harness.cli import commands as cli
 from harness.core import errors
@@ -131,7 +132,7 @@ def test_junit_xml_at_a_folder_is_bad_input_before_measuring(swept, tmp_path, ca
 def write_results(folder, cells):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.json").write_text(json.dumps(
-        {"schema_version": 2, "status": "complete", "config": {"name": "n"}, "cells": [c.to_json() for c in cells]}))
+        {"schema_version": 2, "status": "complete", "config": {"name": "n"}, "cells": [plain(c) for c in cells]}))
     return folder
 
 

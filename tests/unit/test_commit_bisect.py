@@ -248,6 +248,6 @@ def test_a_release_cell_cut_short_is_kept_in_the_results_but_never_recorded_as_a
     with pytest.raises(KeyboardInterrupt):
         make_bisection(fake_jax, tmp_path, backend=backend).run()
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
-    cut = [c for c in cells if c["jax_version"] == "0.1.2"]
+    cut = [c for c in cells if c["spec"]["jax_version"] == "0.1.2"]
     assert len(cut) == 1 and cut[0]["interrupted"] and len(cut[0]["runs"]) == 1, cut
     assert "release:0.1.2" not in BisectState.open(tmp_path / "out", {"test": "fake"}).points

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from harness.results.document import read_cell
+from harness.core.records import plain
 from harness.core import jaxlog
 from harness.verdicts.cost import cell_cost, cost_of, cost_phrase, module_stats
 from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
@@ -75,7 +77,7 @@ def test_a_cell_from_an_older_folder_gets_its_cost_from_its_runs():
     runs = [run(1, "seed-0.4.28-hs1-0.err"), run(2, "seed-0.4.28-hs2-4.err")]
     old = CellResult(spec, Verdict.REPRODUCED, {}, runs)
     assert old.cost is None and cost_of(old) == cell_cost(runs)
-    again = CellResult.from_json({**old.to_json(), "cost": cell_cost(runs).to_json()})
+    again = read_cell({**plain(old), "cost": plain(cell_cost(runs))})
     assert again.cost == cell_cost(runs)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain
 import harness.cli.commands as cli
 import harness.environments.docker as dk
 import harness.environments.wheelhouse as wh
@@ -279,7 +280,7 @@ def test_the_report_lists_each_releases_packages_and_pins_them_to_reproduce():
     document = {"schema_version": 1, "status": "complete", "command": "harness check step.py",
                 "config": {"name": "t", "repro": "step.py", "source": "harness check",
                            "requirements": ["flax", "optax>=0.2"]},
-                "cells": [c.to_json() for c in cells]}
+                "cells": [plain(c) for c in cells]}
     report = render_report(read_document(document, "test"), cells, {})
     assert "- jax 0.4.31: flax 0.8.5, optax 0.2.3" in report
     assert "- jax 0.10.2: flax 0.12.7, optax 0.2.8" in report

@@ -4,6 +4,8 @@ is named through them, and a program that fails the same way in its first two ru
 
 from pathlib import Path
 
+from harness.results.document import read_cell
+from harness.core.records import plain
 from harness.bisect import logic
 from harness.results.bisection import Outcome, Row
 from harness.bisect.report import boundaries_line
@@ -206,8 +208,8 @@ def test_a_reordering_that_renumbers_ssa_values_is_still_order():
 def test_a_cause_of_other_from_an_older_folder_still_reads():
     from harness.core.model import Cause
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, cause=Cause.OTHER)
-    data = cell.to_json()
-    assert data["cause"] == "other" and CellResult.from_json(data).cause == Cause.OTHER
+    data = plain(cell)
+    assert data["cause"] == "other" and read_cell(data).cause == Cause.OTHER
 
 
 def test_a_bisection_whose_far_end_fails_is_reproduced_through_its_last_release_not_fixed():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain
 from harness.inputs.config import parse_config
 from harness.core.confidence import miss_probability_random
 from harness.environments.base import Environment
@@ -132,9 +133,9 @@ def test_a_group_plan_has_seeds_by_process_and_counts_them_in_its_bound():
     assert [r[0] for r in plan.ranks] == plan.seeds and all(len(set(r)) == 2 for r in plan.ranks)
     assert plan.launches() == [tuple(r) for r in plan.ranks]
     assert plan.miss_bound == miss_probability_random(8)
-    assert "by process" in plan.summary() and plan.to_json()["ranks"] == plan.ranks
+    assert "by process" in plan.summary() and plain(plan)["ranks"] == plan.ranks
     single = random_plan(4)
-    assert single.launches() == single.seeds and "ranks" not in single.to_json()
+    assert single.launches() == single.seeds and "ranks" not in plain(single)
 
 
 def test_processes_in_a_config(tmp_path):

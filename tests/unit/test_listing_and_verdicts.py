@@ -1,5 +1,6 @@
 """Cache listings of every naming scheme -> entries -> verdicts and boundaries."""
 
+from harness.core.records import plain
 from harness.verdicts.boundaries import boundaries, release_boundaries, version_verdicts
 from harness.verdicts.keys import RunKeys, compare_with_first_run
 from harness.verdicts.phrases import fewer_phrase, run_ranges
@@ -211,7 +212,7 @@ def test_the_releases_that_cache_nothing_get_a_boundary_line_of_their_own():
     b = release_boundaries(cells_of(SEED_ROWS, {"0.4.25": NothingCached.NO_PERSISTENT_CACHE}))
     assert b.line() == ("regression appears in 0.4.27 (last clean 0.4.26); fixed in 0.4.29; nothing is cached in "
                         "0.4.25 (no persistent cache; no release before it cached); cached from 0.4.26")
-    assert b.to_json()["line"] == b.line() and b.to_json()["appears_in"] == "0.4.27"
+    assert plain(b.recorded())["line"] == b.line() and plain(b.recorded())["appears_in"] == "0.4.27"
     # The same table with 0.4.25 unsupported for another reason (nothing_cached unset): no such line.
     assert release_boundaries(cells_of(SEED_ROWS)).line() == boundaries(SEED_ROWS).line()
 

@@ -4,9 +4,11 @@ import json
 
 import pytest
 
+from harness.results.document import read_cell
+from harness.core.records import plain
 from harness import service
 from harness.cli import commands as cli
-from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh, Platform, Verdict
+from harness.core.model import CellResult, CellSpec, MeasuredCommit, Mesh, Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 from harness.report.table import render, summary_line
 from harness.results.document import SweepStatus
@@ -63,7 +65,7 @@ def write_results(folder, cells, repro=None):
     config = {"name": "n", **({"repro": repro} if repro else {})}
     (folder / "results.json").write_text(json.dumps(
         {"schema_version": 1, "status": "complete", "config": config,
-         "cells": [c if isinstance(c, dict) else c.to_json() for c in cells]}))
+         "cells": [c if isinstance(c, dict) else plain(c) for c in cells]}))
     return folder
 
 
@@ -115,15 +117,15 @@ def test_nightly_checks_the_baseline_before_sweeping(tmp_path, fake_sweep):
 
 
 def _malformed(change):
-    data = cell("0.4.28", Verdict.CLEAN).to_json()
+    data = plain(cell("0.4.28", Verdict.CLEAN))
     change(data)
     return data
 
 
 @pytest.mark.parametrize("change, says", [
-    (lambda c: c.pop("platform"), "missing key 'platform'"),
-    (lambda c: c.update(verdict="weird"), "'weird' is not a valid Verdict"),
-    (lambda c: c.update(jax_version="tomorrow"), "Invalid version: 'tomorrow'"),
+    (lambda c: c["spec"].pop("platform"), "spec.platform: missing"),
+    (lambda c: c.update(verdict="weird"), "verdict: must be one of reproduced, clean, unsupported, error, new input, not 'weird'"),
+    (lambda c: c["spec"].update(jax_version="tomorrow"), "Invalid version: 'tomorrow'"),
 ])
 @pytest.mark.parametrize("side", ["results", "baseline"])
 def test_a_malformed_cell_is_one_line_naming_file_and_cell(tmp_path, capsys, change, says, side):
@@ -139,9 +141,9 @@ def test_a_malformed_cell_is_one_line_naming_file_and_cell(tmp_path, capsys, cha
 
 
 def test_nightly_checks_baseline_cells_before_sweeping(tmp_path, fake_sweep, capsys):
-    baseline = write_results(tmp_path / "base", [_malformed(lambda c: c.pop("platform"))])
+    baseline = write_results(tmp_path / "base", [_malformed(lambda c: c["spec"].pop("platform"))])
     assert cli.main(["nightly", "configs/smoke.yaml", "--baseline", str(baseline)]) == 2
-    assert "versions" not in fake_sweep and "cells[0]: missing key 'platform'" in capsys.readouterr().err
+    assert "versions" not in fake_sweep and "cells[0]: spec.platform: missing" in capsys.readouterr().err
 
 
 def test_compare_refuses_a_baseline_of_another_repro(tmp_path, capsys):
@@ -169,7 +171,7 @@ def test_nightly_refuses_a_baseline_of_another_repro_before_sweeping(tmp_path, f
 def commit_cell(sha, verdict, mesh=MESH):
     """A jax commit's cell as `nightly --jax-repo` records it: a PEP 440 label, the commit in `commit`."""
     result = cell(f"0.10.3.dev0+g{sha[:10]}", verdict, mesh)
-    result.commit = MeasuredCommit(CommitInfo(sha, "2026-11-29T22:10:00+00:00", "s"), "main", "origin", "0.10.2")
+    result.commit = MeasuredCommit(sha, "2026-11-29T22:10:00+00:00", "s", "main", "origin", "0.10.2")
     return result
 
 
@@ -203,14 +205,14 @@ def test_an_older_commit_still_meets_the_newest_release_and_releases_ignore_comm
 
 
 def test_a_commit_cell_reads_back_and_is_labelled_in_the_table():
-    back = CellResult.from_json(json.loads(json.dumps(commit_cell(SHA, Verdict.REPRODUCED).to_json())))
+    back = read_cell(json.loads(json.dumps(plain(commit_cell(SHA, Verdict.REPRODUCED)))))
     assert back.commit.info.sha == SHA and back.commit.jaxlib == "0.10.2" and back.label == "jax@c0cfc7ae9ff9"
     table = render([cell("0.10.2", Verdict.CLEAN), back])
     assert "| jax@c0cfc7ae9ff9 (2026-11-29) |" in table
     # The release summary stays about releases.
     assert summary_line([cell("0.10.2", Verdict.CLEAN), back]) == "not reproduced in this range"
     # A cell of an older results file has no commit.
-    assert CellResult.from_json(cell("0.10.2", Verdict.CLEAN).to_json()).commit is None
+    assert read_cell(plain(cell("0.10.2", Verdict.CLEAN))).commit is None
 
 
 def _clean_with(plan):

@@ -130,12 +130,12 @@ def test_a_bad_commit_against_a_clean_baseline_exits_1_and_a_good_one_0(nightly,
     folders = sorted((nightly.tmp / "out").iterdir())
     document = json.loads((folders[0] / "results.json").read_text())
     release, commit_cell = document["cells"]
-    assert release["jax_version"] == "0.1.2" and release["verdict"] == "clean"
+    assert release["spec"]["jax_version"] == "0.1.2" and release["verdict"] == "clean"
     assert commit_cell["verdict"] == "reproduced"
     info = commit_cell["commit"]
     assert info["sha"] == fake_jax["bad"] and info["ref"] == fake_jax["bad"] and info["date"]
     assert info["jaxlib"] == "0.1.2"  # the newest release the commit (0.1.9, jaxlib >= 0.1.0) accepts
-    assert commit_cell["jax_version"] == f"0.1.9.dev0+g{fake_jax['bad'][:10]}"  # sorts like a version
+    assert commit_cell["spec"]["jax_version"] == f"0.1.9.dev0+g{fake_jax['bad'][:10]}"  # sorts like a version
     # The release boundary summary is about releases: the commit is compared on its own.
     assert document["summary"]["appears_in"] is None
     report = (folders[0] / "report.md").read_text()

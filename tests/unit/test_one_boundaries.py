@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+from harness.core.records import plain
 from harness.cli import commands as cli
 from harness.core.model import CellResult, CellSpec, Platform, Verdict
 from harness.report.reproduce import narrowing
@@ -24,7 +25,7 @@ def cells_of(rows: dict[str, Verdict]) -> list[CellResult]:
 
 def test_no_boundary_writes_no_release_it_appears_in():
     found = release_boundaries(cells_of({"0.4.31": Verdict.REPRODUCED, "0.10.2": Verdict.REPRODUCED}))
-    written = found.to_json()
+    written = plain(found.recorded())
     assert "shows no boundary" in written["line"] and found.no_boundary
     assert (written["appears_in"], written["last_clean_before"], written["fixed_in"]) == (None, None, None)
     assert "fails_from" not in written
@@ -33,7 +34,7 @@ def test_no_boundary_writes_no_release_it_appears_in():
 def test_a_range_that_ends_failing_writes_where_it_fails_from():
     cells = [*cells_of({"0.4.28": Verdict.REPRODUCED}),
              CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.ERROR, {}, reason="exit code 1: boom")]
-    assert release_boundaries(cells).to_json()["fails_from"] == "0.4.31"
+    assert plain(release_boundaries(cells).recorded())["fails_from"] == "0.4.31"
 
 
 def test_every_output_of_a_sweep_says_the_line_it_printed(tmp_path, capsys, monkeypatch):

@@ -5,8 +5,9 @@ factor, not the program's own nondeterminism."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 
+
+from harness.core.records import replace
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import (
     CellCost,
@@ -72,7 +73,7 @@ def test_misses_under_a_factor_on_every_release_are_not_the_programs_own_nondete
 # ---- a folder the user sets on purpose is honoured (issue 47.5) --------------------------------------------
 
 def test_jax_compilation_cache_dir_in_env_is_accepted_and_the_no_folder_note_goes(write):
-    from dataclasses import replace
+    from harness.core.records import replace
 
     from harness.core.model import RunCommand, ScriptCache
     from harness.inputs.config import parse_config
@@ -85,9 +86,9 @@ def test_jax_compilation_cache_dir_in_env_is_accepted_and_the_no_folder_note_goe
     key = LoggedKey("jit_f", "jit_f-" + "a" * 64, Outcome.WRITTEN, compile_time_s=0.02)
     run = RunRecord(1, 7, 0, 0.1, [key.key + "-cache"], keys=RunLog([key]), script_cache=ScriptCache())
     plain = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.CLEAN, {"jit_f": ["k"]}, runs=[run, run],
-                       command=RunCommand(("prog.py",), (), "/w"))
+                       command=RunCommand(("prog.py",), {}, "/w"))
     assert "sets no cache folder" in explain(plain).as_you_run_it  # as before, without the user's folder
-    cell = replace(plain, command=RunCommand(("prog.py",), (("JAX_COMPILATION_CACHE_DIR", "/data/jax-cache"),), "/w"))
+    cell = replace(plain, command=RunCommand(("prog.py",), {"JAX_COMPILATION_CACHE_DIR": "/data/jax-cache"}, "/w"))
     assert user_sets_folder(cell) and not user_sets_folder(plain)
     told = explain(cell).as_you_run_it
     assert "sets no cache folder" not in told and told.startswith("as you run it, nothing is written"), told
@@ -110,5 +111,4 @@ def test_a_row_leads_with_its_reason_and_says_the_as_it_runs_note_once():
 
 
 def replace_verdict(cell: CellResult, verdict: Verdict, reason: str) -> CellResult:
-    from dataclasses import replace
     return replace(cell, verdict=verdict, reason=reason)

@@ -280,7 +280,7 @@ def test_the_reports_harness_command_reads_back_as_the_cell_it_measures_again():
     group_cell = CellResult(CellSpec("0.4.31", Platform.CPU, 4, None, processes=2), Verdict.CLEAN, {}, [])
     run = _read_back(ResultsHeader(config=RecordedConfig(source="c.yaml")), group_cell)
     assert (run.command, run["config"], run["versions"], run["processes"]) == ("run", Path("c.yaml"), ("0.4.31",), 2)
-    commit = CellResult(cell.spec, Verdict.CLEAN, {}, [], commit=MeasuredCommit(CommitInfo("ab" * 20, "2024-01-01", "s")))
+    commit = CellResult(cell.spec, Verdict.CLEAN, {}, [], commit=MeasuredCommit("ab" * 20, "2024-01-01", "s"))
     nightly = _read_back(ResultsHeader(config=RecordedConfig(source="c.yaml")), commit)
     assert (nightly.command, nightly["ref"], nightly["jax_repo"]) == ("nightly", "ab" * 20, Path("/path/to/jax"))
 

@@ -4,8 +4,9 @@ the next, read from what each cell records (`environment.distributions`, `enviro
 
 from __future__ import annotations
 
-from dataclasses import replace
 
+
+from harness.core.records import replace
 from harness.bisect import report as bisect_report
 from harness.results.bisection import Boundary, Outcome, Role, Row
 from harness.core.model import Verdict

@@ -3,6 +3,8 @@
 
 from pathlib import Path
 
+from harness.results.document import read_cell
+from harness.core.records import convert, plain
 from harness.core import jaxlog
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.jaxlog import Outcome
@@ -119,15 +121,15 @@ def test_a_hung_process_group_is_an_error_naming_its_processes():
 def test_multi_process_cells_round_trip_and_single_process_cells_are_written_as_before():
     runs = [pvary_0_8_1(1)]
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, rank_split=first_split(runs), job=group_facts(runs, 2))
-    data = cell.to_json()
-    assert data["processes"] == 2 and data["rank_split"]["module"] == "jit_loss"
-    back = CellResult.from_json(data)
+    data = plain(cell)
+    assert data["spec"]["processes"] == 2 and data["rank_split"]["module"] == "jit_loss"
+    back = read_cell(data)
     assert back.spec == SPEC and back.rank_split == cell.rank_split and back.job == cell.job
-    assert back.runs[0].ranks[1].keys.to_json() == runs[0].ranks[1].keys.to_json()
-    assert back.to_json() == data
-    single = CellResult(CellSpec("0.8.1", Platform.CPU, 8, None), Verdict.CLEAN, {}, [
-        RunRecord(1, 5, 0, 1.0, [])]).to_json()
-    assert not {"processes", "rank_split", "job"} & set(single) and "ranks" not in single["runs"][0]
+    assert plain(back.runs[0].ranks[1].keys) == plain(runs[0].ranks[1].keys)
+    assert plain(back) == data
+    single = plain(CellResult(CellSpec("0.8.1", Platform.CPU, 8, None), Verdict.CLEAN, {}, [
+        RunRecord(1, 5, 0, 1.0, [])]))
+    assert not {"rank_split", "job"} & set(single) and "processes" not in single["spec"] and "ranks" not in single["runs"][0]
 
 
 def test_a_multiprocess_cell_has_its_own_key_and_folder():
@@ -135,8 +137,8 @@ def test_a_multiprocess_cell_has_its_own_key_and_folder():
     assert SPEC.key != single.key and SPEC.slug != single.slug and SPEC.slug.endswith("-2p-script")
     assert single.key == "0.8.1|cpu|8|script" and single.slug == "jax-0.8.1-cpu8-script"
     assert SPEC.devices_label == "cpux8 (2 processes)" and single.devices_label == "cpux8"
-    assert isinstance(JobFacts.from_json(JobFacts(2).to_json()), JobFacts)
-    assert RankSplit.from_json(first_split([pvary_0_8_1(1)]).to_json()) == first_split([pvary_0_8_1(1)])
+    assert isinstance(convert(plain(JobFacts(2)), JobFacts), JobFacts)
+    assert convert(plain(first_split([pvary_0_8_1(1)])), RankSplit) == first_split([pvary_0_8_1(1)])
 
 
 def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processes():
@@ -149,7 +151,7 @@ def test_the_report_says_what_a_multi_process_cell_is_and_pairs_its_two_processe
     plan = with_ranks(random_plan(2), 2)
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(first_split(runs)), seeds=plan,
                       rank_split=first_split(runs), job=group_facts(runs, 2))
-    document = {"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
+    document = {"schema_version": 2, "status": "complete", "cells": [plain(cell)],
                 "config": {"name": "t", "repro": "train.py", "source": "harness check", "processes": 2}}
     from harness.report.evidence import MissingEvidence
 
@@ -185,8 +187,9 @@ def test_each_key_keeps_the_devices_jax_logged_it_was_compiled_for():
     seed = {k.module: k.devices for k in jaxlog.parse((LOGS / "seed-0.4.26-hs1-0.err").read_text()).keys}
     assert seed["jit_f"] == tuple(range(8)) and seed["jit_iota"] == (0,)
     key = jaxlog.parse((LOGS / "job-local-0.10.2-rank0.err").read_text()).keys[0]
-    assert jaxlog.RunLog.from_json(jaxlog.RunLog([key]).to_json()).keys[0].devices == (0,)
-    assert jaxlog.RunLog.from_json({"jit_f": {"jit_f-" + "0" * 64: {"outcome": "miss"}}}).keys[0].devices == ()
+    assert convert(plain(jaxlog.RunLog([key])), jaxlog.RunLog).keys[0].devices == (0,)
+    assert convert({"keys": [{"module": "jit_f", "key": "jit_f-" + "0" * 64, "outcome": "miss"}]},
+                   jaxlog.RunLog).keys[0].devices == ()
 
 
 def test_an_assignment_cut_short_leaves_the_devices_unknown():
@@ -286,7 +289,7 @@ def test_the_report_claims_mismatched_collectives_only_where_a_collective_differ
     split = first_split(runs)
     cell = CellResult(SPEC, Verdict.REPRODUCED, {}, runs, reason=split_phrase(split), rank_split=split,
                       job=group_facts(runs, 2))
-    document = read_document({"schema_version": 2, "status": "complete", "cells": [cell.to_json()],
+    document = read_document({"schema_version": 2, "status": "complete", "cells": [plain(cell)],
                                           "config": {"name": "t", "repro": "train.py", "source": "harness check",
                                                      "processes": 2}}, "test")
     collectives = render_report(document, [cell], {SPEC.key: rank_evidence("pvary-0.8.1")})

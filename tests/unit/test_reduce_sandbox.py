@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from harness.core.records import convert, plain
 from harness.core.errors import UserError
 from harness.inside.startup import STARTUP_DIR
 from harness.reduce import sandbox
@@ -289,7 +290,7 @@ def test_without_bubblewrap_what_is_not_contained_is_said_once():
     assert "not contained: their writes where the original wrote (/tmp/ckpt, /tmp/train.log) go to those real " \
            "places" in line
     assert "a private /tmp" in Sandbox(Confinement.BWRAP, places=places).describe()
-    assert Sandbox.from_json(watched.to_json()) == watched  # results.json's reduce.sandbox keeps them
+    assert convert(plain(watched), Sandbox) == watched  # results.json's reduce.sandbox keeps them
 
 
 def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_path):

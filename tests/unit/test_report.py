@@ -25,7 +25,7 @@ from harness.report.reproduce import shell_commands
 from harness.report.sources import collect, lowered_texts
 from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
-from harness.results.document import SCHEMA_VERSION, read_document
+from harness.results.document import SCHEMA_VERSION, read_cell, read_document
 from harness.output.writer import ResultsWriter
 from harness.core.records import convert, plain
 from harness.results.document import read_header
@@ -105,7 +105,7 @@ def test_report_says_why_when_the_logs_are_gone(smoke_run):
 
 
 def _cells(folder):
-    return [CellResult.from_json(c) for c in json.loads((folder / "results.json").read_text())["cells"]]
+    return [read_cell(c) for c in json.loads((folder / "results.json").read_text())["cells"]]
 
 
 def test_evidence_pair_and_seeds_from_real_cell(smoke_run):
@@ -192,7 +192,7 @@ def _doc(cells, **extra):
                                                                   "source": "c.yaml"},
             "host": {"os": "Linux", "python": "3.11", "cpu_count": 2, "backend": "docker",
                      "docker_version": "24.0.7", "gpus": ["NVIDIA H100 (80 GiB)"] * 2, "driver_version": "550.1"},
-            "cells": [c.to_json() for c in cells], **extra}
+            "cells": [plain(c) for c in cells], **extra}
 
 
 def _cell(version, verdict, platform=Platform.CUDA):
@@ -264,7 +264,7 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     from harness.report import write as report_write
 
     document = json.loads((smoke_run / "results.json").read_text())
-    reproduced, clean = (CellResult.from_json(c) for c in document["cells"])
+    reproduced, clean = (read_cell(c) for c in document["cells"])
     calls = []
     monkeypatch.setattr(report_write, "collect", lambda *a: calls.append(a[1].spec.key) or collect(*a))
     writer = ResultsWriter(smoke_run, read_header(document))
@@ -384,7 +384,7 @@ def test_report_of_a_malformed_cell_is_one_line(smoke_run, capsys):
     (smoke_run / "results.json").write_text(json.dumps(document))
     assert cli.main(["report", str(smoke_run)]) == 2
     err = capsys.readouterr().err
-    assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1]: missing key 'platform'\n"
+    assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1]: spec.platform: missing\n"
 
 
 def _module(shape: str, constant: str) -> str:
@@ -636,7 +636,7 @@ def test_the_report_says_where_a_cache_folder_came_from_when_not_from_the_script
 
 
 def test_no_folder_note_where_the_script_sets_its_own_or_the_field_is_absent():
-    cells = [_script_cell("0.4.30", FolderMode.HOOK), CellResult.from_json(
-        {k: v for k, v in _script_cell("0.4.31", FolderMode.ENVIRONMENT).to_json().items() if k != "cache_folder"})]
+    cells = [_script_cell("0.4.30", FolderMode.HOOK), read_cell(
+        {k: v for k, v in plain(_script_cell("0.4.31", FolderMode.ENVIRONMENT)).items() if k != "cache_folder"})]
     assert cells[1].cache_folder is None  # as results written before the field read
     assert "The script's own cache settings" not in _render(_doc(cells), cells, {})

@@ -1,6 +1,5 @@
 """Result files: atomic, readable by others, host facts not overwritten, tables in version order."""
 
-import dataclasses
 import json
 import os
 import shutil
@@ -9,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.document import read_cell
+from harness.core.records import plain, replace
 from harness.results.header import host_flat
 
 from harness.core.errors import UserError
@@ -159,18 +160,17 @@ def test_a_results_file_past_the_size_limit_is_refused(tmp_path, monkeypatch):
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run" / "results.json"
 
 
-def test_fields_this_release_does_not_know_are_kept_when_rewritten():
+def test_sections_this_release_does_not_know_are_kept_and_a_cells_unknown_keys_ignored():
     data = json.loads(V1.read_text())
     data["cells"][0]["blame"] = {"jit_f": "mesh axis order"}  # a field a newer release might add
     data["slurm"] = {"job": 7}
     document = read_document(data, "newer")
-    assert document.cells[0].extra == {"blame": {"jit_f": "mesh axis order"}}
     assert document.sections == {"slurm": {"job": 7}}
-    # written as schema_version 3 (the version 1 file is not rewritten byte for byte): the cell's unknown key
-    # and the section are kept, and the whole reads back the same
+    # written as schema_version 3 (the version 1 file is not rewritten byte for byte): the section is kept, the
+    # cell's unknown key is not (a cell is its Struct's fields), and the whole reads back the same
     again = read_document(json.loads(json.dumps(document_json(document))), "again")
-    assert again.cells[0].extra == document.cells[0].extra and again.sections == document.sections
-    assert again.header == document.header and [c.to_json() for c in again.cells] == [c.to_json() for c in document.cells]
+    assert "blame" not in document_json(again)["cells"][0] and again.sections == document.sections
+    assert again.header == document.header and [plain(c) for c in again.cells] == [plain(c) for c in document.cells]
 
 
 def test_a_newer_schema_or_an_unknown_status_is_one_clear_error():
@@ -245,9 +245,9 @@ def test_a_cell_keeps_the_comparison_its_verdict_was_judged_from_and_never_write
     assert cell.verdict == Verdict.REPRODUCED
     assert cell.comparison == comparison_of(cell.runs) and cell.comparison.runs_with_new("jit_f") == [2]
     assert cell_comparison(cell) is cell.comparison  # read, not derived again
-    data = cell.to_json()
+    data = plain(cell)
     assert "comparison" not in data
-    read = CellResult.from_json(data)
+    read = read_cell(data)
     assert read.comparison is None and read == cell  # memory only: not part of what a cell is
     derived = cell_comparison(read)
     assert derived == cell.comparison and cell_comparison(read) is derived  # derived once, then kept
@@ -260,7 +260,7 @@ def _documents() -> list[ResultsDocument]:
     odd = docs[0].cells[0]
     # Text that looks like the file's own structure, text JSON escapes, and a float whose shortest repr is long:
     # the file is as json.dumps writes it.
-    odd = CellResult.from_json({**odd.to_json(), "reason": 'x\n  "cells": [],\n é \u2028 \ud800 "'})
+    odd = read_cell({**plain(odd), "reason": 'x\n  "cells": [],\n é \u2028 \ud800 "'})
     odd.runs[0].duration_s = 0.1 + 0.2
     docs.append(ResultsDocument(docs[0].header, [odd, *docs[0].cells], sections={"bisect": {"cells": []}}))
     docs.append(ResultsDocument(docs[0].header, []))
@@ -269,19 +269,20 @@ def _documents() -> list[ResultsDocument]:
 
 @pytest.mark.parametrize("index", range(5))
 def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(index, monkeypatch):
+    from harness.output import writer
     from harness.output.writer import EncodedCells, results_text
 
     document = _documents()[index]
     expected = json.dumps(document_json(document), indent=2) + "\n"
     encoded = EncodedCells()
     calls = []
-    real = CellResult.to_json
-    monkeypatch.setattr(CellResult, "to_json", lambda self: calls.append(self) or real(self))
+    real = writer.cell_json
+    monkeypatch.setattr(writer, "cell_json", lambda cell: calls.append(cell) or real(cell))
     assert results_text(document, encoded) == expected
     assert results_text(document, encoded) == expected
     assert len(calls) == len(document.cells)  # the second write encoded nothing again
     if document.cells:
-        changed = dataclasses.replace(document.cells[0], reason="another reason")
+        changed = replace(document.cells[0], reason="another reason")
         document.cells[0] = changed  # a new object is a new cell: encoded, not taken for the old one
         assert json.loads(results_text(document, encoded))["cells"][0]["reason"] == "another reason"
 

@@ -4,6 +4,7 @@
 import json
 from pathlib import Path
 
+from harness.core.records import plain, convert
 from harness.inputs.config import Repro
 from harness.environments.base import Environment
 from harness.core.model import CellSpec, FolderMode, Platform, ProcessOutcome, SeedCheck, Verdict
@@ -77,7 +78,7 @@ def test_a_failure_that_follows_the_seed_is_re_run_twice_per_side_and_named(tmp_
                                   "and again in 2 re-runs), seed 11 passes (run 1, and again in 2 re-runs); 2 of 4 runs failed "
                                   "(run 2: exit code 1: ValueError: odd seed)")
     assert (tmp_path / "caches" / "c.seed-check-12").is_dir() and (tmp_path / "caches" / "c.seed-check-12-again").is_dir()
-    assert len(cell.seed_check.again) == 2 and SeedCheck.from_json(cell.seed_check.to_json()) == cell.seed_check
+    assert len(cell.seed_check.again) == 2 and convert(plain(cell.seed_check), SeedCheck) == cell.seed_check
 
 
 class CoinFlipScript(PlayedScript):
@@ -105,7 +106,7 @@ def test_a_failure_that_comes_and_goes_is_not_blamed_on_the_seed_when_one_re_run
 def test_seed_checks_written_before_with_one_re_run_a_side_still_read():
     old = {"failing": {"seed": 12, "run": 2, "rerun_ok": False}, "passing": {"seed": 11, "run": 1, "rerun_ok": True},
            "follows_seed": True}
-    check = SeedCheck.from_json(old)
+    check = convert(old, SeedCheck)
     assert check.follows_seed and check.again == () and "and again when re-run" in phrase(check)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.results import schemas
 from harness.core.records import plain
-from harness.results.document import document_json, read_document
+from harness.results.document import document_json, read_document, upgrade
 from harness.results.fingerprints import Fingerprint
 from harness.results.header import HostFacts
 
@@ -38,7 +38,8 @@ def test_every_fixture_folder_is_there():
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_fixture_results_file_validates(folder):
-    data = json.loads((FIXTURES / folder / "results.json").read_text())
+    """The schema is version 3's: an older file validates as `upgrade` maps it (as every reader reads it)."""
+    data = _upgraded(json.loads((FIXTURES / folder / "results.json").read_text()))
     _validator("results.schema.json").validate(data)
     _validator("config.schema.json").validate(data["config"])
 
@@ -48,10 +49,10 @@ def test_every_fixture_results_file_validates(folder):
     (("options", "jobs"), "2"),
     (("host", "gpus"), "H100"),
     (("config", "env"), ["X=1"]),
-    (("cells", 0, "mesh", "shape"), ["8"]),
+    (("cells", 0, "spec", "mesh", "shape"), ["8"]),
 ])
 def test_a_value_no_release_wrote_does_not_validate(path, value):
-    data = copy.deepcopy(json.loads((FIXTURES / "v1-release-run" / "results.json").read_text()))
+    data = _upgraded(json.loads((FIXTURES / "v1-release-run" / "results.json").read_text()))
     node = data
     for step in path[:-1]:
         node = node[step]
@@ -66,7 +67,7 @@ def test_a_header_made_now_validates_with_every_part_it_can_hold():
                           cache_thresholds="script", from_a_newer_release={"x": 1})
     data["options"].update(good=None, bad="0.4.28", jax_repo=None, index_url="https://i.example/simple")
     data["host"].update(gpus=["H100 (80 GB)"], docker_version="27")
-    _validator("results.schema.json").validate(data)
+    _validator("results.schema.json").validate(_upgraded(data))
     # as this release writes it (schema_version 3: the endpoints under options.bisect, docker_version in host.facts)
     written = json.loads(json.dumps(document_json(read_document(data, "v1"))))
     assert written["options"]["bisect"]["bad"] == "0.4.28" and written["host"]["facts"]["docker_version"] == "27"
@@ -78,13 +79,17 @@ def test_a_fingerprint_written_now_validates():
     _validator("fingerprint.schema.json").validate(json.loads(json.dumps(written)))
 
 
-def test_what_compat_fills_in_for_older_results_is_not_required():
-    cost = {"runs": [{"run": 2}]}  # an older cost: harness/core/compat.py fills in the rest
+def test_what_older_results_lack_is_not_required():
+    cost = {"runs": [{"run": 2}]}  # an older cost: the Structs' defaults fill in the rest
     job = {"processes": 2, "per_process": [{"rank": 0, "verdict": "clean"}]}
     data = json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())
     data["cells"][0].update(cost=cost, job=job, commit={"sha": "abc"})
     data["cells"][0]["runs"][0]["script_cache"] = {"settings": [], "final": None, "problems": []}
-    _validator("results.schema.json").validate(data)
+    _validator("results.schema.json").validate(_upgraded(data))
+
+
+def _upgraded(data):
+    return upgrade(copy.deepcopy(data), data["schema_version"])
 
 
 def _cell_validator() -> jsonschema.Draft202012Validator:
@@ -95,25 +100,25 @@ def _cell_validator() -> jsonschema.Draft202012Validator:
 def test_every_cell_with_every_optional_part_validates_to_its_last_key():
     from tests.records_golden import rich_cells
     for cell in rich_cells():
-        _cell_validator().validate(json.loads(json.dumps(cell.to_json())))
+        _cell_validator().validate(json.loads(json.dumps(plain(cell))))
 
 
 @pytest.mark.parametrize("where, value", [
     (("runs", 0, "ranks", 0, "seed"), "11"),
-    (("runs", 0, "keys", "jit_f", "k1", "outcome"), "kept"),
-    (("runs", 0, "keys", "jit_f", "k1", "devices"), ["0"]),
-    (("attribution_detail", "runs"), [1]),
-    (("rank_split", "hashes", "hlo"), ["h1"]),
+    (("runs", 0, "keys", "keys", 0, "outcome"), "kept"),
+    (("runs", 0, "keys", "keys", 0, "devices"), ["0"]),
+    (("attribution_detail", "run_a"), "1"),
+    (("rank_split", "hashes", 0), ["h1"]),
     (("command", "env"), [["XLA_FLAGS", "--a"]]),
-    (("script_cache", "folders", 0), ["/tmp/c", "jax.config.update"]),
+    (("script_cache", "folders", 0), {"requested": "/tmp/c", "api": "jax.config.update"}),
     (("variation", "factors", 0, "factor"), "moon-phase"),
     (("seeds", "candidates_probed"), "40"),
-    (("cache_folder", "mode"), "somewhere"),
-    (("processes",), "2"),
+    (("cache_folder",), "somewhere"),
+    (("spec", "processes"), "2"),
 ])
 def test_a_wrong_value_anywhere_in_a_cell_does_not_validate(where, value):
     from tests.records_golden import rich_cells
-    data = json.loads(json.dumps(rich_cells()[0].to_json()))
+    data = json.loads(json.dumps(plain(rich_cells()[0])))
     node = data
     for step in where[:-1]:
         node = node[step]

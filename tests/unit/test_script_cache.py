@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from harness.core.records import plain, convert
 from harness.core.model import CacheSetting, RunRecord, ScriptCacheFacts, ThresholdMode
 from harness.verdicts.script_settings import cell_facts, parse_record, sets_own_folder
 from harness.inside.startup import STARTUP_DIR
@@ -74,10 +75,10 @@ def test_the_record_becomes_a_run_fact_and_survives_json():
                   {"kind": "final", "cache_path": CELL, "target": CELL}) + '{"kind": "setti'  # killed mid-line
     run = run_with(text)
     assert run.script_cache.settings == (CacheSetting(CACHE_DIR, "set_cache_dir", "/jaxcache", CELL),)
-    assert RunRecord.from_json(json.loads(json.dumps(run.to_json()))) == run
+    assert convert(json.loads(json.dumps(plain(run))), RunRecord) == run
     # A run recorded before this field existed still loads.
-    old = {k: v for k, v in run.to_json().items() if k != "script_cache"}
-    assert RunRecord.from_json(old).script_cache is None
+    old = {k: v for k, v in plain(run).items() if k != "script_cache"}
+    assert convert(old, RunRecord).script_cache is None
 
 
 def test_a_redirected_folder_is_a_note_not_a_reason():
@@ -88,7 +89,7 @@ def test_a_redirected_folder_is_a_note_not_a_reason():
     assert sets_own_folder(parse_record(record({"kind": "setting", "option": CACHE_DIR, "api": "set_cache_dir",
                                                 "requested": "/j", "applied": CELL}))) == "set_cache_dir"
     assert sets_own_folder(parse_record(record({"kind": "final", "target": CELL}))) is None
-    assert ScriptCacheFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
+    assert convert(json.loads(json.dumps(plain(facts))), ScriptCacheFacts) == facts
 
 
 def test_kept_thresholds_are_noted_and_zeroed_ones_said_replaced():
@@ -106,7 +107,7 @@ def test_a_folder_set_after_jax_initialised_its_cache_without_one_is_recorded():
                "applied": CELL, "cache_then": {"initialized": True, "path": None}}
     facts = cell_facts([run_with(record(setting))], ThresholdMode.HARNESS)
     assert facts.uninitialised == "jax.config.update('jax_compilation_cache_dir', '/mine')"
-    assert ScriptCacheFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts
+    assert convert(json.loads(json.dumps(plain(facts))), ScriptCacheFacts) == facts
     in_time = dict(setting, cache_then=None)  # JAX's cache module not even imported yet
     assert cell_facts([run_with(record(in_time))], ThresholdMode.HARNESS).uninitialised is None
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain, convert
 from harness.cli import commands as cli
 from harness.inputs.config import parse_config
 from harness.environments import docker as dk
@@ -94,9 +95,9 @@ def test_the_cells_command_records_argv_merged_env_and_folder(script, tmp_path):
     program = program_for(cfg.repro, SPEC, cfg.args, cfg.cwd)
     assert program.argv() == [str(script.resolve()), "--steps", "1"] and program.workdir == script.parent.resolve()
     command = run_command(program, merge_user_env(process_env(SPEC, 1), cfg.env), cfg.env)
-    assert command.env == (("XLA_FLAGS", "--xla_dump_to=/d --xla_force_host_platform_device_count=4"),
-                           ("MODEL_SIZE", "tiny"))
-    assert RunCommand.from_json(command.to_json()) == command
+    assert command.env == {"XLA_FLAGS": "--xla_dump_to=/d --xla_force_host_platform_device_count=4",
+                           "MODEL_SIZE": "tiny"}
+    assert convert(plain(command), RunCommand) == command
     module = Program(None, ("-v",), tmp_path, module="pkg.train")
     assert module.argv() == ["-m", "pkg.train", "-v"] and module.workdir == tmp_path
 
@@ -118,7 +119,7 @@ def test_docker_mounts_the_working_folder_read_only_where_the_script_folder_is_n
 
 def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():
     cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
-    cell.command = RunCommand(("/my proj/train.py", "--name", "it's"), (("MODEL_SIZE", "a b"),), "/my proj")
+    cell.command = RunCommand(("/my proj/train.py", "--name", "it's"), {"MODEL_SIZE": "a b"}, "/my proj")
     text = shell_commands(cell, RecordedConfig(repro="/my proj/train.py"))
     assert "export MODEL_SIZE='a b'" in text and "cd '/my proj'" in text
     run_line = next(line for line in text.splitlines() if "PYTHONHASHSEED=$seed" in line)
@@ -230,7 +231,7 @@ def test_a_results_file_whose_env_holds_no_variable_name_is_refused_on_read(wher
 
 def test_every_word_of_the_commands_is_quoted_for_a_shell():
     cell = CellResult(SPEC, Verdict.CLEAN, {}, [])
-    cell.command = RunCommand(("/p/t.py",), (("MODEL", "$(touch x); `y`"),), "/p")
+    cell.command = RunCommand(("/p/t.py",), {"MODEL": "$(touch x); `y`"}, "/p")
     text = shell_commands(cell, RecordedConfig(repro="/p/t.py"))
     line = next(line for line in text.splitlines() if line.startswith("export MODEL="))
     assert shlex.split(line) == ["export", "MODEL=$(touch x); `y`"]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.core.records import plain
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.core.model import CellSpec, Mesh, Platform
@@ -42,8 +43,9 @@ def test_two_names_need_the_one_seed_that_reverses_them():
     assert plan.covers[0]["pairs_in_both_orders"] is True
     assert plan.miss_bound == 0.0
     assert plan.miss_bound_other == 1.0  # nothing random: no claim beyond the probed sets
-    data = plan.to_json()
-    assert data["strategy"] == "chosen" and "assumes" in data and data["target"] == 1e-3
+    data = plain(plan)
+    assert data["strategy"] == "chosen" and data["seeds"] == [1, 4]  # the bounds and assumptions: derived, not written
+    assert plan.assumes and plan.target == 1e-3
 
 
 def test_an_order_never_seen_among_candidates_is_reported_and_gives_no_certainty():

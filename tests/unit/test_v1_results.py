@@ -41,7 +41,7 @@ def test_a_v1_document_reads_into_types_and_its_rewrite_means_the_same():
     reproduced, clean = document.cells
     assert clean.miss_bounds == MissBounds(0.0, 0.5) and reproduced.miss_bounds is None
     assert clean.seeds.strategy == SeedStrategy.CHOSEN and clean.seeds.chosen == [1, 2]
-    assert not clean.interrupted and clean.extra == {}
+    assert not clean.interrupted
     # written as schema_version 3 (not byte for byte as the v1 file was): nothing lost, it reads as the same document
     again = read_document(json.loads(json.dumps(document_json(document))), "v3")
     assert (again.header, again.cells, again.status, again.finished, again.sections) == \
@@ -52,7 +52,7 @@ def test_a_new_document_says_version_3_and_reads_back_the_same():
     data = json.loads((V1 / "results.json").read_text())
     written = json.loads(json.dumps(document_json(read_document(data, "v1"))))
     assert SCHEMA_VERSION == 3 and written["schema_version"] == 3
-    assert document_json(read_document(written, "v3")) == written
+    assert json.loads(json.dumps(document_json(read_document(written, "v3")))) == written
 
 
 def test_report_rewrites_the_report_of_a_v1_folder(v1, capsys):
@@ -87,4 +87,5 @@ def test_resume_of_a_finished_v1_folder_measures_nothing_and_keeps_its_cells(v1,
     after = json.loads((v1 / "results.json").read_text())
     assert after["status"] == "complete" and len(after["resumed"]) == 1
     assert after["created"] == before["created"]
-    assert [c["runs"] for c in after["cells"]] == [c["runs"] for c in before["cells"]]
+    # the runs as measured (written now in version 3's shape: they read as the v1 file's did)
+    assert [c.runs for c in read_document(after, "after").cells] == [c.runs for c in read_document(before, "v1").cells]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.document import read_cell
 from harness.cli.commands import main
 from harness.inputs.config import Repro, parse_config
 from harness.environments import factor_runs as varying
@@ -29,6 +30,7 @@ from harness.results.header import RecordedOptions
 from harness.results.resume import check_same_sweep
 from harness.core.errors import UserError
 from harness.core.records import convert, plain
+from harness.core.records import plain as as_json
 from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
                                    vary_column, verdict_with, why_not_varied, with_control)
 
@@ -192,8 +194,8 @@ def test_a_cell_with_its_variation_round_trips_and_renders():
     cell = CellResult(SPEC, Verdict.CLEAN, {"jit_f": ["k"]}, runs=[REFERENCE], reason="fine",
                       variation=_variation(judge_factor(Factor.CACHE_PATH, REFERENCE, moved, "copied to /b")))
     cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, cell.variation)
-    again = CellResult.from_json(cell.to_json())
-    assert again.variation.to_json() == cell.variation.to_json()
+    again = read_cell(as_json(cell))
+    assert as_json(again.variation) == as_json(cell.variation)
     assert again.variation.factors[0].run.keys.keys[0].components == moved.keys.keys[0].components
     header = [word.strip() for word in render([again]).splitlines()[0].split("|")]
     assert "miss: cache-path" in render([again]) and header[-3:] == ["vary", "detail", ""]
@@ -225,7 +227,7 @@ def test_prepare_makes_each_factors_change(tmp_path):
     run = varying.prepare(Factor.SCRIPT_PATH, program, cache, tmp_path / "w3", {})
     assert run.program.script != program.script and run.program.script.read_text() == "print(1)\n"
     assert run.program.args == ("--steps", "1") and run.program.workdir == run.program.script.parent
-    assert varying.prepare(Factor.TZ, program, cache, tmp_path / "w4", {}).variation.env == (("TZ", OTHER_TZ),)
+    assert varying.prepare(Factor.TZ, program, cache, tmp_path / "w4", {}).variation.env == {"TZ": OTHER_TZ}
     home = dict(varying.prepare(Factor.HOME, program, cache, tmp_path / "w5", {}).variation.env)["HOME"]
     assert Path(home).is_dir() and home != os.environ.get("HOME")
     assert varying.prepare(Factor.ENV_ORDER, program, cache, tmp_path / "w6", {}).variation.reverse_env
@@ -491,8 +493,8 @@ def test_a_clean_cell_whose_moved_folder_misses_stays_clean_for_one_run_more(tmp
     # one run more, and no control: the clean cell's own later runs already hit in the plain folder
     assert [v.factor for _, v in environment.runs if v] == [Factor.CACHE_PATH]
     assert environment.runs[-1][1].factor == Factor.CACHE_PATH
-    again = CellResult.from_json(cell.to_json())
-    assert again.moved_folder.to_json() == moved.to_json()
+    again = read_cell(as_json(cell))
+    assert as_json(again.moved_folder) == plain(moved)
     table = render([again])
     assert "moved folder" in table.splitlines()[0] and "every module missed (compile_options)" in table
     assert "| clean " in table
