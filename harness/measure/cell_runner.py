@@ -324,9 +324,9 @@ class OpenCell:
         gets the folder only through the hook (as the script runs, its own order of things kept), and when
         the script has set none by JAX's first compilation, the hook sets the cell's folder then (first use),
         as the environment would. Run again only when the script set its own folder after that first
-        compilation (its order matters then, jax#25768), or set none and compiled nothing through JAX while it
-        failed or never reached the fallback (it may read the variable itself): the first attempt's log kept
-        as `.first-use.log`."""
+        compilation (its order matters then, jax#25768), or set none and failed or never reached the fallback (it
+        may read the variable itself, before JAX's first compilation): the first attempt's log kept as
+        `.first-use.log`."""
         record = self.measure_run(queued, FolderMode.HOOK, first_use=True)
         log = self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log"
         api = sets_own_folder(record.script_cache)
@@ -335,8 +335,8 @@ class OpenCell:
             self.folder = FolderMode.ENVIRONMENT
             self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
                                "JAX_COMPILATION_CACHE_DIR")
-            if given:
-                return record
+            if given and record.ok:
+                return record  # (a run that failed after the fallback may have read the variable before it)
         else:
             self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
             if not after:

@@ -147,8 +147,10 @@ def test_a_miss_under_a_factor_reduces_keeping_the_factor(tmp_path):
     assert size(reduced) <= 8 < size((FIXTURES / "vary_cache_path.py").read_text()), reduced
     assert "def train_step" in reduced  # the script's own module is the one tracked
     state = json.loads((folder / "reduce.json").read_text())
-    assert state["signature"] == {"module": "jit_train_step", "components": ["compile_options"], "cause": None,
-                                  "factor": "cache-path"}
+    signature = state["signature"]  # a cause that is unknown is left out (None)
+    assert {**signature, "cause": signature.get("cause")} == {"module": "jit_train_step",
+                                                              "components": ["compile_options"], "cause": None,
+                                                              "factor": "cache-path"}
     assert state["vary"] == ["cache-path"] and state["measured"] > 0
     cells = {c.spec.jax_version: c for c in load_results(folder).cells}
     bad, good = cells["0.5.0"], cells["0.4.31"]
@@ -236,8 +238,8 @@ def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
                      r"[a-z -]+: 1 tried, [01] kept; \d+ s", err), err[-3000:]
     assert re.search(r"searched in \d+ s: .*tried", err)
     # Under bubblewrap, the quick screen (a forked child) is checked on the original and used.
-    assert "quick screen: candidates that raise are rejected in a child forked from an interpreter that " \
-           "imported numpy, jax" in err
+    assert re.search(r"quick screen: candidates (run as children forked from interpreters|that raise are rejected "
+                     r"in a child forked from an interpreter) that imported numpy, jax", err), err[-3000:]
 
 
 WRITES_UNDER_TMP = (FIXTURES / "writes_under_tmp.py").read_text()

@@ -29,4 +29,5 @@ def test_resume_keeps_finished_cells_and_remeasures_the_interrupted_one(tmp_path
     assert [r["seed"] for r in resumed["cells"][0]["runs"]] == first_seeds  # kept, not measured again
     again = resumed["cells"][1]
     assert again["verdict"] == "clean" and len(again["runs"]) == 2 and "interrupted" not in again
-    assert out.strip().splitlines()[-1].endswith("fixed in 0.4.29")
+    # (a weak bound may follow: the built-in's clean cells are bounded by the orders their runs lowered)
+    assert "fixed in 0.4.29" in out.strip().splitlines()[-1]

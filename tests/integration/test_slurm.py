@@ -70,7 +70,12 @@ def test_two_shards_give_the_verdicts_of_the_unsharded_sweep(tmp_path):
     sharded = run_harness("submit", SMOKE, "--shards", "2", "--wait", "--out", str(tmp_path / "slurm out 100%"))
     assert sharded.returncode == 0, sharded.stderr
     array, merge, folder = submitted(sharded.stdout)
-    assert sharded.stdout.strip().splitlines()[-1] == whole.stdout.strip().splitlines()[-1]
+    # The boundaries agree; a clean cell's weak-bound clause after them follows the orders its runs lowered,
+    # which the random seeds after the chosen ones decide (docs/measuring.md).
+    def boundaries(out: str) -> str:
+        return out.strip().splitlines()[-1].split("; clean on", 1)[0]
+
+    assert boundaries(sharded.stdout) == boundaries(whole.stdout)
     merged = the_one("merged/*/results.json", folder)
     assert verdicts(merged) == verdicts(the_one("*/results.json", tmp_path / "whole")) == \
         {"0.4.28": "reproduced", "0.4.29": "clean"}
