@@ -360,8 +360,12 @@ class Reduction:
         python = getattr(measurer.bad.environment, "python", None)
         seed = state.bad_seeds[0] if state.bad_seeds else None
         if python is None or not isinstance(seed, int) \
-                or state.signature.factor is not None or state.signature.ranks is not None \
-                or not screen_allowed(state.places):
+                or state.signature.factor is not None or state.signature.ranks is not None:
+            return None
+        if not screen_allowed(state.places):
+            self.progress.say("quick screen off: the original wrote outside /tmp and /var/tmp "
+                              f"({', '.join(state.places[:2])}{' ...' if len(state.places) > 2 else ''}), where a "
+                              "candidate's stand-in is its own; every candidate runs as fresh processes")
             return None
         env = merge_user_env(process_env(measurer.bad.spec, seed, self.config.cache_thresholds), self.config.env)
         env.pop("PYTHONHASHSEED")
