@@ -27,7 +27,7 @@ from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.passes import digest, normalise, size
+from harness.reduce.passes import coarse_passes, digest, normalise, probe_program, probed_values, size
 from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
@@ -320,7 +320,8 @@ class Reduction:
                 if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
                     search._chain = [normalise(source), state.best]
             measurer.screen_decides = decides
-            best = search.run()
+            values = self._values(search.best, state, measurer)
+            best = search.run(coarse_passes(values)) if values else search.run()
         except KeyboardInterrupt:
             if search is not None:
                 state.best = search.best
@@ -351,6 +352,21 @@ class Reduction:
         state.seconds = said.seconds
         state.save(self.folder)
         return ReduceOutcome(self.folder, RunStatus.INTERRUPTED, state, original_lines)
+
+    def _values(self, source: str, state: ReduceState, measurer: Measurer) -> dict[str, str]:
+        """What the program computed where a library made it (`params = model.init(...)`), as plain JAX (arrays
+        by shape and dtype), read from one run of it with probes (passes.probe_program) in a forked child of the
+        quick screen, contained as a candidate is: `down to plain JAX` puts those values in the library's place.
+        Nothing without the screen, or where the program makes no such value."""
+        probe = probe_program(source)
+        seed = state.bad_seeds[0] if state.bad_seeds else None
+        if probe is None or measurer.screen is None or not isinstance(seed, int):
+            return {}
+        values = probed_values(measurer.screen.screen(probe, seed, values=True).values)
+        if values:
+            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from a forked run "
+                              f"of the program (arrays as their shapes and dtypes), may take the library's place")
+        return values
 
     def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
         """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
