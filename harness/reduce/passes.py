@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
+import json
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -431,33 +433,71 @@ def _library_names(tree: ast.Module) -> dict[str, str]:
     return names
 
 
+# Set on a Name node: a local of its function that no library's value is bound to there (`data, model =
+# mesh.axis_names` in a helper, while `model = MLP()` elsewhere): the names a library made are names, not
+# scopes, and this keeps a helper's own `model` or `x` from being taken for the library's.
+_PLAIN = "_harness_plain"
+
+
 def _root(node: ast.expr) -> str | None:
     """The name an attribute chain or a call's function starts at (`nn.Dense(4)` -> nn)."""
     while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
+    return node.id if isinstance(node, ast.Name) and not getattr(node, _PLAIN, False) else None
 
 
 def _mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id in names and not getattr(n, _PLAIN, False) for n in ast.walk(node))
+
+
+def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
+    """Mark (_PLAIN) every use, in a function, of a name of `tainted` that the function binds itself (by an
+    assignment or a loop) only to values that mention none of them."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and hasattr(node, _PLAIN):
+            delattr(node, _PLAIN)
+    marks = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        plain, made = set(), set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                targets, value = [node.target], node.iter
+            else:
+                continue
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} & tainted
+            (made if _mentions(value, tainted) else plain).update(bound)
+        local = plain - made
+        if local:
+            marks += [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in local]
+    for name in marks:
+        setattr(name, _PLAIN, True)
 
 
 def _library_values(tree: ast.Module, names: set[str]) -> set[str]:
     """`names` and what the program binds from them, transitively (`model = MLP()` where `class MLP(nn.Module)`,
-    `tx = optax.sgd(0.1)`, `params = model.init(...)`): the values a library made."""
+    `tx = optax.sgd(0.1)`, `params = model.init(...)`): the values a library made. Marks the tree's uses of
+    a function's own plain locals of those names (`_mark_plain_locals`)."""
     tainted = set(names)
-    while True:
+    for _ in range(8):
+        _mark_plain_locals(tree, tainted - names)
         more = set(tainted)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None \
                     and _mentions(node.value, tainted):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                more |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                more |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                         and not getattr(n, _PLAIN, False)}
             elif isinstance(node, (ast.ClassDef, ast.FunctionDef)) and _mentions(_header(node), tainted):
                 more.add(node.name)
         if more == tainted:
-            return tainted
+            break
         tainted = more
+    _mark_plain_locals(tree, tainted - names)
+    return tainted
 
 
 def _header(stmt: ast.stmt) -> ast.stmt:
@@ -498,8 +538,9 @@ class _CallsReplaced(ast.NodeTransformer):
     (in the walk's order) alone; `last`: its last positional argument instead of its first."""
 
     def __init__(self, names: set[str], only: int | None = None, last: bool | None = False,
-                 modules: frozenset[str] = frozenset()) -> None:
+                 modules: frozenset[str] = frozenset(), fields: bool = False) -> None:
         self.names, self.only, self.last, self.seen, self.modules = names, only, last, 0, modules
+        self.fields = fields  # `state.params` -> `state` too
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         root = _root(node.func)
@@ -511,18 +552,171 @@ class _CallsReplaced(ast.NodeTransformer):
                 last = self.last if self.last is not None else (root not in self.modules
                                                                 and isinstance(node.func, ast.Attribute))
                 return self.visit(node.args[-1 if last else 0])
+        elif root in self.names and not node.args and node.keywords:
+            # Keywords only (`state.apply_gradients(grads=grads)`, `TrainState.create(apply_fn=..., params=p,
+            # tx=tx)`): the first (or last) keyword's value that is a name, or made of no library's value
+            # (`params`, not `model.apply`, a method).
+            plain = [k.value for k in node.keywords if k.arg and (isinstance(k.value, ast.Name)
+                                                                  or not _mentions(k.value, self.names))]
+            if plain:
+                self.seen += 1
+                if self.only is None or self.only == self.seen - 1:
+                    return self.visit(plain[-1 if self.last else 0])
+        if not isinstance(node.func, ast.Attribute):
+            node.func = self.visit(node.func)
+        else:  # a method called, not a field read: `state.f(...)` stays a call of `state.f`
+            node.func.value = self.visit(node.func.value)
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        # With every call replaced (`only` None): a field of a value a library made, read, by the value
+        # (`state.params` -> `state`, once `state` is what was made from: `params`).
+        if self.only is None and self.fields and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) \
+                and node.value.id in self.names and node.value.id not in self.modules:
+            return node.value
         self.generic_visit(node)
         return node
 
 
-def _replaced(source: str, names: set[str], only: int | None, last: bool | None,
+def _replaced(source: str, libraries: set[str], only: int | None, last: bool | None,
               modules: frozenset[str] = frozenset()) -> str | None:
-    tree = _CallsReplaced(names, only, last, modules).visit(ast.parse(source))
+    tree = ast.parse(source)
+    tree = _CallsReplaced(_library_values(tree, libraries), only, last, modules).visit(tree)
     _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
     return _emit(tree)
 
 
-def plain_jax(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
+# ---- what a library computed, read from a run of the program --------------------------------------------------
+# A value a library made (`params = model.init(key, x)["params"]`: a dict of arrays) cannot be reached by
+# replacing a call by an argument. A run of the program with a probe after each assignment of such a value
+# (`probe_program`, run by the reducer once, in a forked child of the quick screen) writes what it computed as
+# plain JAX (`{"mlp": {"kernel": jnp.ones((16, 16))}}`: the arrays' shapes and dtypes, which is what the lowered
+# module sees), keyed by the assignment's right-hand side as written; `plain_jax` then puts that in its place.
+PROBE_VARIABLE = "HARNESS_REDUCE_VALUES"  # the file the probe writes its lines to
+_PROBE = "__harness_value__"
+_PROBE_LIMIT = 4000  # characters of one value's text: a real model's whole parameters are not pasted
+_PROBE_HELPER = f'''
+def {_PROBE}(key, value, _path=__import__("os").environ.get("{PROBE_VARIABLE}")):
+    import json
+
+    def text(v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return repr(v)
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if isinstance(shape, tuple) and dtype is not None and hasattr(v, "__array__"):
+            kind = "np" if type(v).__module__ == "numpy" else "jnp"
+            name = str(dtype)
+            return f"{{kind}}.ones({{shape!r}}" + ("" if name == "float32" else f", {{kind}}.{{name}}") + ")"
+        if callable(getattr(v, "items", None)) and callable(getattr(v, "keys", None)):
+            if not all(isinstance(k, (str, int)) for k in v.keys()):
+                raise TypeError("a key that is no name")
+            return "{{" + ", ".join(f"{{k!r}}: {{text(x)}}" for k, x in v.items()) + "}}"
+        if type(v) in (list, tuple):
+            inner = ", ".join(map(text, v))
+            return f"[{{inner}}]" if type(v) is list else f"({{inner}}{{',' if len(v) == 1 else ''}})"
+        raise TypeError(type(v))
+
+    try:
+        said = text(value)
+    except Exception:
+        said = None
+    if _path:
+        with open(_path, "a") as out:
+            out.write(json.dumps([key, said if said is None or len(said) <= {_PROBE_LIMIT} else None]) + "\\n")
+'''
+
+
+def _probed_assignments(tree: ast.Module) -> list[tuple[list[ast.stmt], int, str, str]]:
+    """Each assignment of one name from a value that mentions a library (in any block): its block, its index,
+    the name, and its right-hand side as written (the key of what it computed)."""
+    libraries = _library_names(tree)
+    if not libraries:
+        return []
+    tainted = _library_values(tree, set(libraries))
+    found = []
+    for block in _blocks(tree, classes=False):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and _mentions(stmt.value, tainted):
+                found.append((block, index, stmt.targets[0].id, ast.unparse(stmt.value)))
+    return found
+
+
+def probe_program(source: str) -> str | None:
+    """The program with a probe after each assignment of a value a library made, which writes what it
+    computed (as plain JAX) to the file named by PROBE_VARIABLE; None where there is none."""
+    tree = ast.parse(source)
+    found = _probed_assignments(tree)
+    if not found:
+        return None
+    for block, index, name, key in sorted(found, key=lambda f: -f[1]):  # from the end: the indexes hold
+        probe = ast.parse(f"{_PROBE}({key!r}, {name})").body[0]
+        block.insert(index + 1, probe)
+    start = 0
+    while start < len(tree.body) and (_docstring(tree.body[start]) or (isinstance(tree.body[start], ast.ImportFrom)
+                                                                        and tree.body[start].module == "__future__")):
+        start += 1
+    tree.body[start:start] = ast.parse(_PROBE_HELPER).body
+    return _emit(tree)
+
+
+def _docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def probed_values(lines: str) -> dict[str, str]:
+    """What the probe wrote: each right-hand side's value as plain JAX, where every run of it computed the same
+    one and it could be written (a module, an optimizer, a function cannot)."""
+    seen: dict[str, set[str | None]] = {}
+    for line in lines.splitlines():
+        try:
+            key, said = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(key, str) and (said is None or isinstance(said, str)):
+            seen.setdefault(key, set()).add(said)
+    values = {}
+    for key, said in seen.items():
+        (only,) = said if len(said) == 1 else (None,)
+        if only is not None:
+            try:
+                ast.parse(only, mode="eval")
+            except SyntaxError:
+                continue
+            values[key] = only
+    return values
+
+
+_PLAIN_IMPORTS = {"jnp": ("jax.numpy", "import jax.numpy as jnp"), "np": ("numpy", "import numpy as np")}
+
+
+def _values_put(tree: ast.Module, values: dict[str, str], only: int | None = None) -> int:
+    """Each assignment whose right-hand side has a value read by the probe gets that value instead (`only`: the
+    one with that number alone); `import jax.numpy as jnp` / `import numpy as np` added where the values need
+    them and the program does not bind them so. The number of such assignments."""
+    count, used = 0, set()
+    for block, index, _name, key in _probed_assignments(tree):
+        value = values.get(key)
+        if value is None:
+            continue
+        count += 1
+        if only is None or only == count - 1:
+            block[index].value = ast.parse(value, mode="eval").body
+            used |= {n.id for n in ast.walk(block[index].value) if isinstance(n, ast.Name)}
+    for name in sorted(used & set(_PLAIN_IMPORTS)):
+        module, statement = _PLAIN_IMPORTS[name]
+        bound = any(isinstance(n, ast.Import) and any(a.name == module and a.asname == name for a in n.names)
+                    for n in tree.body)
+        if not bound:
+            start = 1 if tree.body and _docstring(tree.body[0]) else 0
+            tree.body.insert(start, ast.parse(statement).body[0])
+    return count
+
+
+def plain_jax(source: str, resume_at: Place | None = None,
+              values: dict[str, str] | None = None) -> Iterator[tuple[Place, str]]:
     """Down to plain JAX (issue 48 item 3): a reproducer that still imports a model library (Flax, Optax, the
     user's own) when the miss does not need it is not minimal. Candidates, largest first: every library call
     (and call of a value a library made) replaced by its first argument, then whatever still uses a library
@@ -534,7 +728,6 @@ def plain_jax(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
     libraries = _library_names(tree)
     if not libraries:
         return
-    tainted = _library_values(tree, set(libraries))
     by_package: dict[str, set[str]] = {}
     for name, package in libraries.items():
         by_package.setdefault(package, set()).add(name)
@@ -546,9 +739,17 @@ def plain_jax(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         seen.add(text)
         return True
 
-    replaced = _replaced(source, tainted, None, False)
-    for number, last in enumerate((None, False)):
-        whole = _replaced(source, tainted, None, last, frozenset(libraries))
+    replaced = _replaced(source, set(libraries), None, False)
+    variants = [(None, True)] if values else []  # the values a run read put in first, where there are some
+    for number, (last, put) in enumerate(variants + [(None, False), (False, False)]):
+        tree = ast.parse(source)
+        if put:
+            _values_put(tree, values or {})
+        # What is made from a library after the values are in: `params = {...}` is plain now.
+        made = _library_values(tree, set(libraries))
+        tree = _CallsReplaced(made, None, last, frozenset(libraries), fields=True).visit(tree)
+        _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
+        whole = _emit(tree)
         text = _without_library(ast.parse(whole), set(libraries)) if whole else None
         if new((0, number), text):
             yield (0, number), text
@@ -559,16 +760,36 @@ def plain_jax(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
             yield (1, number), text
     if new((2, 0), replaced):
         yield (2, 0), replaced
-    counter = _CallsReplaced(tainted, only=-1)
-    counter.visit(ast.parse(source))
+    for number in range(_values_put(ast.parse(source), values or {})):
+        tree = ast.parse(source)
+        _values_put(tree, values or {}, only=number)
+        _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom, ast.ClassDef)))
+        text = _emit(tree)
+        if new((2, 1, number), text):
+            yield (2, 1, number), text
+    counted = ast.parse(source)
+    counter = _CallsReplaced(_library_values(counted, set(libraries)), only=-1)
+    counter.visit(counted)
     for number in range(counter.seen):
         for last in (False, True):
-            text = _replaced(source, tainted, number, last)
+            text = _replaced(source, set(libraries), number, last)
             if new((3, number, last), text):
                 yield (3, number, last), text
 
 
 COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, plain_jax, dead_code, inlinings, unwrappings)
+
+
+def coarse_passes(values: dict[str, str]) -> tuple[Pass, ...]:
+    """COARSE_PASSES with `plain_jax` given what a run of the program computed (`probed_values`)."""
+    if not values:
+        return COARSE_PASSES
+
+    def with_values(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
+        return plain_jax(source, resume_at, values)
+
+    functools.update_wrapper(with_values, plain_jax)  # `__wrapped__`: named as plain_jax in the progress
+    return tuple(with_values if make is plain_jax else make for make in COARSE_PASSES)
 
 
 class PassName(Enum):

@@ -28,7 +28,7 @@ from harness.core.model import CellResult, Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.passes import digest, normalise, size
+from harness.reduce.passes import coarse_passes, digest, normalise, probe_program, probed_values, size
 from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
@@ -321,7 +321,8 @@ class Reduction:
                 if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
                     search._chain = [normalise(source), state.best]
             measurer.screen_decides = decides
-            best = search.run()
+            values = self._values(search.best, state, measurer)
+            best = search.run(coarse_passes(values)) if values else search.run()
         except KeyboardInterrupt:
             if search is not None:
                 state.best = search.best
@@ -353,6 +354,21 @@ class Reduction:
         state.save(self.folder)
         return ReduceOutcome(self.folder, SweepStatus.INTERRUPTED, state, original_lines)
 
+    def _values(self, source: str, state: ReduceState, measurer: Measurer) -> dict[str, str]:
+        """What the program computed where a library made it (`params = model.init(...)`), as plain JAX (arrays
+        by shape and dtype), read from one run of it with probes (passes.probe_program) in a forked child of the
+        quick screen, contained as a candidate is: `down to plain JAX` puts those values in the library's place.
+        Nothing without the screen, or where the program makes no such value."""
+        probe = probe_program(source)
+        seed = state.bad_seeds[0] if state.bad_seeds else None
+        if probe is None or measurer.screen is None or not isinstance(seed, int):
+            return {}
+        values = probed_values(measurer.screen.screen(probe, seed, values=True).values)
+        if values:
+            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from a forked run "
+                              f"of the program (arrays as their shapes and dtypes), may take the library's place")
+        return values
+
     def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
         """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
         to its end in a forked child of its first deciding seed); else None, said once."""
@@ -361,8 +377,12 @@ class Reduction:
         python = getattr(measurer.bad.environment, "python", None)
         seed = state.bad_seeds[0] if state.bad_seeds else None
         if python is None or not isinstance(seed, int) \
-                or state.signature.factor is not None or state.signature.ranks is not None \
-                or not screen_allowed(state.places):
+                or state.signature.factor is not None or state.signature.ranks is not None:
+            return None
+        if not screen_allowed(state.places):
+            self.progress.say("quick screen off: the original wrote outside /tmp and /var/tmp "
+                              f"({', '.join(state.places[:2])}{' ...' if len(state.places) > 2 else ''}), where a "
+                              "candidate's stand-in is its own; every candidate runs as fresh processes")
             return None
         env = merge_user_env(process_env(measurer.bad.spec, seed, self.config.cache_thresholds), self.config.env)
         env.pop("PYTHONHASHSEED")

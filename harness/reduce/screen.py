@@ -34,7 +34,7 @@ from pathlib import Path
 
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
-from harness.reduce.passes import digest
+from harness.reduce.passes import PROBE_VARIABLE, digest
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher
 
 SERVER = "fork_server.py"
@@ -79,6 +79,7 @@ class Screened:
     keys: frozenset[str] | None = None
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
+    values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
 
 
 class _Server:
@@ -110,6 +111,15 @@ class _Server:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+
+
+def _read_small(path: Path, limit: int = 1 << 20) -> str:
+    """A file the child wrote, up to `limit` bytes ("" where there is none)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 @dataclass
@@ -152,9 +162,11 @@ class ForkScreen:
             self._all.append(server)
         return server
 
-    def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False) -> Screened:
+    def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
+               values: bool = False) -> Screened:
         """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
-        `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun)."""
+        `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun);
+        `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME)."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -170,12 +182,16 @@ class ForkScreen:
             env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
             if not self.hook_folder:
                 env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
+            probed = folder / HOME_DIR / ".harness-values.jsonl"
+            if values:
+                env[PROBE_VARIABLE] = str(probed)
             answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
                                  "cache": str(folder / "cache"), "log": str(folder / "run.log"),
                                  "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
                                  "stop_at": module if stop else None},
                                 self.timeout_s) if server.ready else None
             found = entries(list_dir(folder / "cache")) if module is not None else set()
+            written = _read_small(probed) if values else ""
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
@@ -194,7 +210,7 @@ class ForkScreen:
         if answer["exit"] != 0:
             return Screened()
         if module is None:
-            return Screened(finished=True)
+            return Screened(finished=True, values=written)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
                         computed=bool(found), every=frozenset(e.key for e in found))
 

@@ -126,7 +126,7 @@ class Search:
         `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
         progress); the readability pass's candidates are not shorter, and each makes one value readable."""
         start, resume_at = self.best, None
-        self.making = name or PASS_NAMES.get(make, PassName.OTHER)
+        self.making = name or PASS_NAMES.get(getattr(make, "__wrapped__", make), PassName.OTHER)
         while True:
             batch: list[tuple[Place, str]] = []
             kept_at = None

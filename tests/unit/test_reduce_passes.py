@@ -294,3 +294,63 @@ def test_a_search_with_plain_jax_ends_without_the_library_where_the_bug_does_not
 
     best = Search(FLAX_STEP, keep).run(fine=False)
     assert _imports(best) == {"jax"}, best
+
+
+TRAIN_STATE_STEP = normalise("""
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+from flax.training import train_state
+from jax.experimental.shard_map import shard_map
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(x)
+
+def penalty(mesh, kernel):
+    data, model = mesh.axis_names  # a helper's own `model`: not the library's
+    return jnp.sum(shard_map(lambda a: a, mesh=mesh, in_specs=None, out_specs=None)(kernel))
+
+model = MLP()
+params = model.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))['params']
+state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(0.1))
+
+@jax.jit
+def train_step(state, x):
+    def loss_fn(params):
+        return jnp.sum(state.apply_fn({'params': params}, x)) + penalty(None, params['Dense_0']['kernel'])
+    grads = jax.grad(loss_fn)(state.params)
+    return state.apply_gradients(grads=grads)
+
+train_step(state, jnp.ones((2, 3)))
+""")
+
+
+def test_a_probe_run_reads_what_a_library_computed_and_plain_jax_puts_it_in_the_library_s_place():
+    """Issue 48 item 3 on a Flax TrainState: the parameters `model.init` made are read from a run (the probe's
+    lines), put in its place as plain arrays, the state made of them is them, its fields read are it, a
+    keyword-only call is its keyword's value, and a helper's own `model` stays its own."""
+    from harness.reduce.passes import plain_jax, probe_program, probed_values
+
+    probe = probe_program(TRAIN_STATE_STEP)
+    assert probe is not None and broken(probe) is None
+    assert "__harness_value__(\"model.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))['params']\", params)" in probe
+    lines = '["model.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))[\'params\']", ' \
+            '"{\'Dense_0\': {\'kernel\': jnp.ones((3, 4)), \'bias\': jnp.ones((4,))}}"]\n' \
+            '["MLP()", null]\n["x", "jnp.ones(2)"]\n["x", "jnp.ones(3)"]\n'
+    values = probed_values(lines)
+    assert list(values) == ["model.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))['params']"]  # one value each
+    (place, first), *_ = list(plain_jax(TRAIN_STATE_STEP, None, values))
+    assert place == (0, 0) and broken(first) is None
+    assert _imports(first) == {"jax"}, first
+    assert "params = {'Dense_0': {'kernel': jnp.ones((3, 4)), 'bias': jnp.ones((4,))}}" in first
+    assert "state = params" in first and "jax.grad(loss_fn)(state)" in first and "return grads" in first
+    assert "shard_map(lambda a: a" in first and "data, model = mesh.axis_names" in first
+
+
+def test_probed_values_leave_out_what_could_not_be_written_or_differed_between_runs():
+    from harness.reduce.passes import probed_values
+    assert probed_values('["a", null]\n["b", "jnp.ones(2)"]\n["b", "jnp.ones(3)"]\nnot json\n["c", "("]\n'
+                         '["d", "(1, 2)"]\n') == {"d": "(1, 2)"}

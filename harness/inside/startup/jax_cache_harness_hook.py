@@ -275,6 +275,13 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _MAX_WRITES_RECORDED = 20
 
 
+def _bytecode_cache(full):
+    """Python's own bytecode cache: a `__pycache__` folder, or a file in one (importlib writes `x.pyc.NNN` and
+    renames it to `x.pyc`): what importing a package the first time writes, in any environment."""
+    parent, name = os.path.split(full)
+    return name == "__pycache__" or os.path.basename(parent) == "__pycache__"
+
+
 class _WriteWatch:
     """Records every write outside `roots` (devices aside; bytecode caches too, which Python writes and a
     read-only place refuses silently)."""
@@ -290,7 +297,7 @@ class _WriteWatch:
         if not isinstance(path, str) or not path:
             return None  # a file descriptor: opened by a path seen before
         full = os.path.realpath(path)
-        if full.startswith("/dev/") or (full.endswith(".pyc") and "__pycache__" in full):
+        if full.startswith("/dev/") or _bytecode_cache(full):
             return None
         for root in self.roots:
             if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
