@@ -25,7 +25,8 @@ from harness.inputs.config import Repro
 from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docker_available
 from harness.environments.venv import VenvBackend
 from harness.core.errors import BackendUnavailable
-from harness.core.model import CellSpec, Mesh, Platform
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform
 from harness.inside.repros import BUILTIN
 from harness.measure.cell_runner import CellRunner
 from harness.environments.package_index import PyPIIndex

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.environments.venv import VenvBackend
 from harness.reduce.passes import size
 from harness.reduce.search import Search, Tried

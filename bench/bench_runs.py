@@ -25,7 +25,8 @@ from harness.environments import process
 from harness.environments.process import clean_environment
 from harness.environments.venv import VenvBackend
 from harness.core.jaxlog import LOG_ENV
-from harness.core.model import CellSpec, Mesh, Platform
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform
 from harness.inside.repros import BUILTIN
 from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.cell_runner import CellRunner

@@ -23,7 +23,9 @@ from bench_runs import bare_loop
 from harness.inputs.config import Repro
 from harness.verdicts.cost import cell_cost
 from harness.environments.venv import VenvBackend
-from harness.core.model import CellSpec, Mesh, Platform, RunRecord
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform
+from harness.core.runs import RunRecord
 from harness.inside.repros import BUILTIN
 from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.run_logs import read_jax_log

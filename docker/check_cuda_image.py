@@ -23,7 +23,8 @@ from harness.environments.docker import (SCRIPT_MOUNT, DockerBackend, DockerEnvi
                                          run_kwargs)
 from harness.environments.process import log_tail
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import CellResult, CellSpec, Mesh, Platform, Verdict
+from harness.core.model import CellResult, CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
 from harness.environments.base import Environment
 from harness.cli.console import ConsoleProgress
 from harness.measure.seeds import SeedPlanner

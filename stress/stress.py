@@ -209,7 +209,7 @@ def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
 
 def case_damaged_venv(h: Harness, how: str) -> tuple[bool, str]:
     from harness.environments.venv import VenvBackend
-    from harness.core.model import Platform
+    from harness.core.kinds import Platform
 
     env_dir = h.root / f"envs-{how}"
     venv = VenvBackend(root=env_dir).prepare(VERSION, Platform.CPU)

@@ -9,15 +9,10 @@ from pathlib import Path
 import xmlschema
 
 from harness.core.records import plain
-from harness.core.model import (
-    CellCost,
-    CellResult,
-    CellSpec,
-    Mesh,
-    Platform,
-    RunRecord,
-    Verdict,
-)
+from harness.core.findings import CellCost
+from harness.core.model import CellResult, CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.inputs.sharding import Shard
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "fixtures" / "junit-10.xsd")

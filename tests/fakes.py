@@ -18,7 +18,7 @@ from docker.models.containers import Container, ContainerCollection
 from docker.models.images import Image, ImageCollection
 
 import docker
-from harness.core.model import ProcessOutcome
+from harness.core.runs import ProcessOutcome
 from harness.environments.base import Backend, Environment
 from harness.inputs.config import Repro
 from harness.inputs.versions import Release, parse_pypi

@@ -12,11 +12,22 @@ from pathlib import Path
 from harness.core.records import plain
 from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import (
-    Attribution, CacheSetting, Cause, CellCost, CellResult, CellSpec, CellVariation, FactorResult,
-    FolderMode, JobFacts, MeasuredCommit, Mesh, NothingCached, Platform, ProcessVerdict, RankRecord, RankSplit,
-    RunCommand, RunCost, RunRecord, ScriptCache, ScriptCacheFacts, SeedCheck, SeedRun, ThresholdMode, Verdict,
+from harness.core.findings import (
+    Attribution,
+    CellCost,
+    CellVariation,
+    FactorResult,
+    JobFacts,
+    ProcessVerdict,
+    RankSplit,
+    RunCost,
+    ScriptCacheFacts,
+    SeedCheck,
+    SeedRun,
 )
+from harness.core.runs import CacheSetting, RankRecord, RunCommand, RunRecord, ScriptCache
+from harness.core.kinds import Cause, FolderMode, NothingCached, Platform, ThresholdMode, Verdict
+from harness.core.model import CellResult, CellSpec, MeasuredCommit, Mesh
 from harness.core.factors import Factor, FactorOutcome
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,6 +1,8 @@
 """Cells of a reduction's measurements (cache keys per run, judged by the real tally), shared by the reducer's tests."""
 
-from harness.core.model import Attribution, Cause, RunRecord, Verdict
+from harness.core.findings import Attribution
+from harness.core.kinds import Cause, Verdict
+from harness.core.runs import RunRecord
 from harness.verdicts.judge import Tally
 
 

@@ -19,7 +19,8 @@ from harness.bisect.state import BisectState, commit_id, is_release, release_id
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import CellResult, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import Verdict
 from harness.results.bisection import Boundary, CommitSearch, Outcome, Role, Row
 from harness.measure.progress import Progress
 from harness.measure.seeds import SeedPlanner

@@ -26,7 +26,8 @@ from packaging.version import InvalidVersion, Version
 
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable, UserError
-from harness.core.model import CommitInfo, ProcessOutcome, Program
+from harness.core.model import CommitInfo
+from harness.core.runs import ProcessOutcome, Program
 
 _VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.MULTILINE)
 _MIN_JAXLIB_RE = re.compile(r'^_minimum_jaxlib_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.MULTILINE)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from harness.results.bisection import Boundary, Role
 
 P = TypeVar("P", bound=Hashable)

@@ -15,7 +15,8 @@ from harness.bisect.state import BisectState
 from harness.inputs.config import Config
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import CellResult, CellSpec, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import error_cell
 from harness.measure.seeds import SeedPlanner

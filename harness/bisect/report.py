@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from harness.bisect.logic import testable
 from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from harness.results.bisection import CommitSearch, Outcome, Role, Row
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.verdicts.failure import outside_jax

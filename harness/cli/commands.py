@@ -29,7 +29,8 @@ from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.cli.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
 from harness.report.render import REPORT_FILE
-from harness.core.model import CellResult, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import Verdict
 from harness.results.document import SweepStatus
 from harness.inputs.option_set import from_given
 from harness.inputs.options import Given

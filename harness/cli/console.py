@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 from harness.core.listing import parse_name
 from harness.core.markdown import visible
-from harness.core.model import NO_MESH, CellResult, CellSpec, RunRecord
+from harness.core.model import NO_MESH, CellResult, CellSpec
+from harness.core.runs import RunRecord
 
 
 class ConsoleProgress:

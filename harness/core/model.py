@@ -15,41 +15,27 @@ from harness.core.comparison import Comparison
 from harness.core.confidence import MissBounds, SeedPlan
 
 # The vocabulary by what it describes: its words (kinds), what a run did (runs), what a cell's runs show
-# (findings); every name is also here, where the rest of the harness imports it from.
+# (findings); each name is imported from the module that defines it, this one holding a cell and its spec.
 from harness.core.findings import (
     Attribution,
     CellCost,
     CellVariation,
     FactorResult,
     JobFacts,
-    ProcessVerdict,
     RankSplit,
-    RunCost,
     ScriptCacheFacts,
     SeedCheck,
-    SeedRun,
 )
 from harness.core.kinds import (
-    DEFAULT_BACKEND,
-    FAILABLE,
-    BackendName,
     Cause,
     FolderMode,
     NothingCached,
     Platform,
-    ThresholdMode,
     Verdict,
-    parse_fail_on,
 )
 from harness.core.runs import (
-    CacheSetting,
-    ProcessOutcome,
-    Program,
-    RankRecord,
     RunCommand,
     RunRecord,
-    ScriptCache,
-    variable_name_problem,
 )
 
 
@@ -221,10 +207,4 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True):
         return f"{self.reason}; with the harness's cache settings (as you run it, {head.removeprefix('as you run it, ')}: see report.md)"
 
 
-__all__ = [
-    "DEFAULT_BACKEND", "FAILABLE", "NO_MESH", "Attribution", "BackendName", "CacheSetting", "Cause",
-    "CellCost", "CellResult", "CellSpec", "CellVariation", "CommitInfo", "Comparison", "FactorResult", "FolderMode",
-    "JobFacts", "MeasuredCommit", "Mesh", "NothingCached", "Platform", "ProcessOutcome", "ProcessVerdict", "Program",
-    "RankRecord", "RankSplit", "RunCommand", "RunCost", "RunRecord", "ScriptCache", "ScriptCacheFacts", "SeedCheck",
-    "SeedRun", "ThresholdMode", "Verdict", "parse_fail_on", "variable_name_problem",
-]
+__all__ = ["NO_MESH", "CellResult", "CellSpec", "CommitInfo", "MeasuredCommit", "Mesh"]

@@ -18,7 +18,7 @@ from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
 from harness.core.errors import UserError
-from harness.core.model import DEFAULT_BACKEND, BackendName
+from harness.core.kinds import DEFAULT_BACKEND, BackendName
 from harness.inputs.pythons import PythonChooser, PythonVersion
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import BackendUnavailable, GroupUnsupported
-from harness.core.model import Platform, ProcessOutcome, Program
+from harness.core.kinds import Platform
+from harness.core.runs import ProcessOutcome, Program
 from harness.core.factors import Factor
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.factor_runs import CannotVary

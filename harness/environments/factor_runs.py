@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.core.records import replace
 from harness.core.files import remove_path
 from harness.core.factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
-from harness.core.model import Program
+from harness.core.runs import Program
 
 # A script's folder (or a module's working folder) is copied for script-path only up to this size: a
 # project folder with a dataset is not one to copy for every cell.

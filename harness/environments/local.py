@@ -11,7 +11,7 @@ from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import InterpreterEnvironment, clean_environment, probe_interpreter
 from harness.environments.venv import compression_folder
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 
 
 class LocalEnvironment(InterpreterEnvironment):

@@ -21,7 +21,7 @@ from harness.environments.factor_runs import unreachable_by_others
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
-from harness.core.model import ProcessOutcome, Program
+from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import STARTUP_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from packaging.version import Version
 
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 
 
 # Where the cuda12_pip extra's jaxlib wheels were published (they are not on the package index).

@@ -23,7 +23,7 @@ from harness.environments.process import (InterpreterEnvironment, clean_environm
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import Factor
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 # Written last, after a successful install and import check: a folder without it is half-made.

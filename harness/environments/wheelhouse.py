@@ -30,7 +30,7 @@ from harness.environments.process import log_tail
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.environments.venv import find_uv
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.inputs.pythons import PythonVersion
 from harness.inputs.versions import target_tags
 

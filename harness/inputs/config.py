@@ -26,7 +26,9 @@ from harness.inputs.dependencies import (Requirements, parse_requirements, read_
 from harness.core.errors import ConfigError
 from harness.core.factors import Factor, parse_factors
 from harness.core.records import plain
-from harness.core.model import Mesh, Platform, ThresholdMode, variable_name_problem
+from harness.core.model import Mesh
+from harness.core.kinds import Platform, ThresholdMode
+from harness.core.runs import variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar, get_type_hints
 
 from harness.core.errors import ExitCode
-from harness.core.model import FAILABLE, Verdict, parse_fail_on
+from harness.core.kinds import FAILABLE, Verdict, parse_fail_on
 from harness.core.factors import Factor, parse_factors
 
 if TYPE_CHECKING:

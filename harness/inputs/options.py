@@ -25,7 +25,7 @@ from typing import Annotated, Any, get_type_hints
 
 from harness.core.confidence import SeedStrategy, runs_for_target
 from harness.core.files import harness_version
-from harness.core.model import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
+from harness.core.kinds import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
 from harness.core.factors import Factor
 from harness.inputs import option_set
 from harness.inputs.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from harness.inputs.config import RESERVED_VARIABLES, Repro
 from harness.core.jaxlog import LOG_ENV
-from harness.core.model import CellSpec, FolderMode, Platform, Program, RunCommand, ThresholdMode
+from harness.core.model import CellSpec
+from harness.core.kinds import FolderMode, Platform, ThresholdMode
+from harness.core.runs import Program, RunCommand
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
                                                            RECORDER_VAR, THRESHOLDS_VAR)

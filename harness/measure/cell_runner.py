@@ -27,8 +27,10 @@ from harness.core.errors import GroupUnsupported
 from harness.core.factors import Factor, RunVariation
 from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.core.listing import entries, list_dir
-from harness.core.model import (CellResult, CellSpec, CellVariation, FactorResult, FolderMode, Program, RunRecord, SeedCheck,
-                           SeedRun, ThresholdMode, Verdict)
+from harness.core.model import CellResult, CellSpec
+from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
+from harness.core.kinds import FolderMode, ThresholdMode, Verdict
+from harness.core.runs import Program, RunRecord
 from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.model import CellSpec, Platform, ThresholdMode
+from harness.core.model import CellSpec
+from harness.core.kinds import Platform, ThresholdMode
 from harness.inputs.process_variables import process_env
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR

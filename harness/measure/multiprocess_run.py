@@ -22,7 +22,9 @@ from harness.core.errors import GroupUnsupported
 from harness.core.jaxlog import merged
 from harness.measure.multiprocess_env import GroupPlan, group_hook_env, rank_env, rank_log
 from harness.core.listing import list_dir
-from harness.core.model import CellSpec, ProcessOutcome, Program, RankRecord, RunRecord, ThresholdMode
+from harness.core.model import CellSpec
+from harness.core.runs import ProcessOutcome, Program, RankRecord, RunRecord
+from harness.core.kinds import ThresholdMode
 from harness.inputs.process_variables import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
 from harness.measure.run_logs import read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path

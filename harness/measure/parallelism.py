@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from harness.core.model import CellResult, CellSpec, RunRecord
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import RunRecord
 
 
 class Progress(Protocol):

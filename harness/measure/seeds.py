@@ -37,7 +37,8 @@ from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
 from harness.core.ir_names import extract_lowered, lowered_orders, name_groups
 from harness.inputs.process_variables import run_log
-from harness.core.model import CellResult, CellSpec, Program
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import Program
 from harness.verdicts.finish import with_plan
 
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)

@@ -13,7 +13,9 @@ from harness.core.confidence import SeedPlan
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import CellResult, CellSpec, FactorResult, Platform
+from harness.core.model import CellResult, CellSpec
+from harness.core.findings import FactorResult
+from harness.core.kinds import Platform
 from harness.core.factors import Factor
 from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.measure.progress import Progress

@@ -24,7 +24,8 @@ from harness.core.confidence import weak_bound_phrase
 from harness.verdicts.cost import cost_of
 from harness.core.errors import ExitCode, UserError
 from harness.results.header import RecordedConfig
-from harness.core.model import CellResult, CellSpec, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Verdict
 
 
 class Change(enum.StrEnum):

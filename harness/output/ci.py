@@ -24,7 +24,8 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.cost import cost_of, cost_phrase
 from harness.core.files import write_atomic
-from harness.core.model import FAILABLE, CellResult, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
+from harness.core.kinds import FAILABLE, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
+from harness.core.model import CellResult
 from harness.core import markdown
 from harness.core.markdown import visible
 from harness.verdicts.per_test import Category

@@ -23,7 +23,9 @@ from pathlib import Path
 from harness.verdicts.keys import cell_comparison
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
-from harness.core.model import CellResult, CellSpec, FolderMode, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import FolderMode, Verdict
+from harness.core.runs import RunRecord
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
 from harness.reduce.screen import ForkScreen

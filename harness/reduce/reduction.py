@@ -24,7 +24,8 @@ from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
 from harness.core.kinds import FolderMode
-from harness.core.model import CellResult, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from harness.core.errors import HarnessFailure, UserError
-from harness.core.model import ProcessOutcome, Program
+from harness.core.runs import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,

@@ -25,7 +25,7 @@ from typing import Any
 from harness.core.errors import UserError
 from harness.core.factors import Factor
 from harness.core.files import read_json_bounded, write_atomic
-from harness.core.model import FolderMode
+from harness.core.kinds import FolderMode
 from harness.reduce.search import Tried
 import msgspec
 

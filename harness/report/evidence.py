@@ -15,7 +15,9 @@ from harness.core.records import replace
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
-from harness.core.model import Cause, CellResult, RunRecord, Verdict
+from harness.core.kinds import Cause, Verdict
+from harness.core.model import CellResult
+from harness.core.runs import RunRecord
 
 # `name = "value"` attributes on one MLIR line (jax.result_info, mhlo.sharding, ...).
 _ATTRIBUTE_RE = re.compile(r'([A-Za-z_][\w.]*) = "((?:[^"\\]|\\.)*)"')

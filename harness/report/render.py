@@ -17,7 +17,9 @@ from harness.verdicts.boundaries import Boundaries, release_boundaries, version_
 from harness.verdicts.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
-from harness.core.model import Attribution, CellResult, CommitInfo, FolderMode, Platform, Verdict
+from harness.core.findings import Attribution
+from harness.core.model import CellResult, CommitInfo
+from harness.core.kinds import FolderMode, Platform, Verdict
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat

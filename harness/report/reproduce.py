@@ -21,7 +21,8 @@ from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
 from harness.core.jaxlog import LOG_ENV
 from harness.core.factors import Factor
-from harness.core.model import NO_MESH, CellResult, FolderMode
+from harness.core.model import NO_MESH, CellResult
+from harness.core.kinds import FolderMode
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import Given, options_for
 from harness.inside.repros import builtin_path

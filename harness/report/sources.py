@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.core.comparison import Comparison
 from harness.verdicts.keys import cell_comparison, logs_complete
-from harness.core.model import CellResult, RunRecord
+from harness.core.model import CellResult
+from harness.core.runs import RunRecord
 from harness.core.ir_names import extract_lowered
 from harness.core.findings import RankSplit
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,

@@ -17,7 +17,8 @@ from harness.verdicts.verdict import rank_runs
 from harness.verdicts.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.verdicts.cost import cost_of, cost_phrase, seconds
-from harness.core.model import CellResult, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import Verdict
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, SummarySeconds
 from harness.verdicts.factor_verdicts import MOVED_FOLDER, by_factors_only, moved_folder_column, moved_folder_line, vary_column

@@ -8,7 +8,8 @@ import shlex
 from harness.core import markdown as md
 from harness.core.factors import OTHER_GID, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, WHEN, Factor, FactorOutcome
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader
-from harness.core.model import CellResult, FactorResult
+from harness.core.model import CellResult
+from harness.core.findings import FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
 from harness.verdicts.factor_verdicts import moved_folder_line
 

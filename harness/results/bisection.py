@@ -10,7 +10,8 @@ from collections.abc import Hashable
 
 import msgspec
 
-from harness.core.model import CommitInfo, Verdict
+from harness.core.model import CommitInfo
+from harness.core.kinds import Verdict
 
 P = TypeVar("P", bound=Hashable)
 

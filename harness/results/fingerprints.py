@@ -15,7 +15,8 @@ from typing import Any
 
 from harness.core.records import convert
 from harness.results.header import HostFacts, host_flat, host_shape
-from harness.core.model import CellResult, Platform
+from harness.core.model import CellResult
+from harness.core.kinds import Platform
 
 FORMAT = 1
 # A fingerprint is small (a few KiB per release): past this a file is not one (the results reader's

@@ -16,7 +16,9 @@ import msgspec
 from harness.core.confidence import SeedStrategy
 from harness.core.records import convert, plain
 from harness.core.factors import Factor
-from harness.core.model import BackendName, Mesh, Platform, ThresholdMode, variable_name_problem
+from harness.core.kinds import BackendName, Platform, ThresholdMode
+from harness.core.model import Mesh
+from harness.core.runs import variable_name_problem
 
 _Words = Annotated[tuple[str, ...], msgspec.Meta(description="a list of words")]
 _Count = Annotated[int, msgspec.Meta(ge=1)]

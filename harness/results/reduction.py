@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from harness.core.model import Cause
+from harness.core.kinds import Cause
 from harness.core.factors import Factor
 
 REDUCE_SECTION = "reduce"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from harness.results.document import SweepStatus
 from harness.verdicts.boundaries import RecordedBoundaries
 from harness.verdicts.per_test import SuiteFindings

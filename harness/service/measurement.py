@@ -29,7 +29,7 @@ from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_
 from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader, host_record
-from harness.core.model import BackendName
+from harness.core.kinds import BackendName
 from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve

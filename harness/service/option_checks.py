@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.errors import UserError
-from harness.core.model import BackendName, Verdict
+from harness.core.kinds import BackendName, Verdict
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import PROGRAM, Given, options_for
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions

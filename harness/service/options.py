@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.confidence import SeedStrategy
-from harness.core.model import BackendName, Platform, ThresholdMode
+from harness.core.kinds import BackendName, Platform, ThresholdMode
 from harness.core.factors import Factor
 from harness.inputs.options import Given, Options, takes
 from harness.inputs.sharding import Shard

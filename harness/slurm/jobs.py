@@ -17,7 +17,7 @@ from typing import Any
 from harness.inputs.config import control_character
 from harness.environments.process import LAUNCHER_VAR, SRUN
 from harness.core.errors import ExitCode
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 
 SHARD_SCRIPT = "shard.sbatch"
 MERGE_SCRIPT = "merge.sbatch"

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 import msgspec
 from packaging.version import Version
 
-from harness.core.model import CellResult, NothingCached, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import NothingCached, Verdict
 from harness.core.factors import Factor
 from harness.verdicts.failure import OutsideFailure, outside_jax
 from harness.verdicts.factor_verdicts import by_factors_only

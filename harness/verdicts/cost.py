@@ -20,7 +20,9 @@ from typing import Any
 from collections.abc import Sequence
 
 from harness.core.jaxlog import LoggedKey, Outcome
-from harness.core.model import CellCost, CellResult, RunCost, RunRecord
+from harness.core.findings import CellCost, RunCost
+from harness.core.model import CellResult
+from harness.core.runs import RunRecord
 
 COMPILED = (Outcome.MISS, Outcome.WRITTEN, Outcome.NOT_WRITTEN)
 

@@ -22,7 +22,10 @@ from harness.verdicts.keys import cell_comparison, run_keys
 from harness.core.factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.listing import Entry
-from harness.core.model import CellResult, CellVariation, FactorResult, RunRecord, Verdict
+from harness.core.model import CellResult
+from harness.core.findings import CellVariation, FactorResult
+from harness.core.runs import RunRecord
+from harness.core.kinds import Verdict
 
 
 def _modules(found: frozenset[Entry]) -> list[str]:

@@ -16,18 +16,10 @@ from typing import Any
 
 from harness.core.records import replace
 from harness.core.confidence import SeedPlan
-from harness.core.model import (
-    CellResult,
-    CellSpec,
-    CellVariation,
-    FactorResult,
-    FolderMode,
-    RunCommand,
-    RunRecord,
-    SeedCheck,
-    ThresholdMode,
-    Verdict,
-)
+from harness.core.model import CellResult, CellSpec
+from harness.core.findings import CellVariation, FactorResult, SeedCheck
+from harness.core.kinds import FolderMode, ThresholdMode, Verdict
+from harness.core.runs import RunCommand, RunRecord
 from harness.verdicts.cost import cell_cost
 from harness.verdicts.judge import Tally
 from harness.verdicts.script_settings import with_script_cache

@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 from harness.verdicts.keys import nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge
-from harness.core.model import CellResult, CellSpec, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import RunRecord
+from harness.core.kinds import Verdict
 
 
 # Runs that must all cache nothing before a cell stops as `unsupported`: the first, and one with another seed.

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
 from harness.core.listing import Entry, entries, keys_by_module
-from harness.core.model import CellResult, RunRecord
+from harness.core.model import CellResult
+from harness.core.runs import RunRecord
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from harness.core.comparison import dispatch_helper
 from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
-from harness.core.model import RunRecord
+from harness.core.runs import RunRecord
 from harness.core.comparison import Comparison
 from harness.verdicts.keys import _logged, _plural
 

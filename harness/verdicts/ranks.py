@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 
 from harness.core.jaxlog import LoggedKey, Outcome, differing_components
-from harness.core.model import RankRecord, RankSplit, RunRecord
+from harness.core.runs import RankRecord, RunRecord
+from harness.core.findings import RankSplit
 
 # Components that describe the process's own devices, not the program: they may differ between ranks.
 HOST_COMPONENTS = frozenset({"accelerator_config"})

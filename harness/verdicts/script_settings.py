@@ -15,7 +15,10 @@ from typing import Any
 from collections.abc import Iterable
 
 from harness.core.records import replace
-from harness.core.model import CacheSetting, CellResult, RunRecord, ScriptCache, ScriptCacheFacts, ThresholdMode
+from harness.core.runs import CacheSetting, RunRecord, ScriptCache
+from harness.core.model import CellResult
+from harness.core.findings import ScriptCacheFacts
+from harness.core.kinds import ThresholdMode
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HARNESS_THRESHOLDS, LATE_ENVIRON,
                                                            MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.core.records import replace
-from harness.core.model import CellResult, RunRecord, SeedCheck
+from harness.core.model import CellResult
+from harness.core.runs import RunRecord
+from harness.core.findings import SeedCheck
 
 FAILING, PASSING = "failing", "passing"
 # The seed check's re-runs, in the order they are started: each side once, then each side again.

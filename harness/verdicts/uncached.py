@@ -24,7 +24,10 @@ from harness.core.records import replace
 from harness.verdicts.keys import longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
-from harness.core.model import CellResult, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.core.model import CellResult
+from harness.core.kinds import NothingCached, Platform, Verdict
+from harness.core.runs import RunRecord
+from harness.core.findings import ScriptCacheFacts
 from harness.verdicts.script_settings import sets_own_folder
 from harness.inside.startup.jax_cache_harness_hook import LATE_ENVIRON, MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
 from harness.core.listing import entries, keys_by_module, parse_name
-from harness.core.model import Attribution, JobFacts, ProcessVerdict, RankSplit, RunRecord, Verdict
+from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSplit
+from harness.core.runs import RunRecord
+from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
 from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)

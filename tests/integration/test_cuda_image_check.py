@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.console import ConsoleProgress
-from harness.core.model import Platform, Verdict
+from harness.core.kinds import Platform, Verdict
 from harness.environments.venv import VenvBackend
 
 pytestmark = pytest.mark.integration

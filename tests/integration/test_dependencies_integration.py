@@ -9,7 +9,7 @@ import pytest
 
 from harness.inputs.dependencies import parse_requirements
 from harness.environments.venv import VenvBackend
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration

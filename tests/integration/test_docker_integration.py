@@ -24,7 +24,9 @@ from harness.environments.docker import (OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES
                                          DockerBackend, DockerEnvironment)
 from harness.environments.wheelhouse import MANYLINUX_X86_64
 from harness.core.errors import BackendUnavailable
-from harness.core.model import CellSpec, Mesh, Platform, Program, Verdict
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import Program
 from harness.inputs.pythons import PythonChooser, PythonVersion
 from harness.inside.repros import builtin_path
 from harness.measure.cell_runner import CellRunner

@@ -23,7 +23,8 @@ from harness.cli import commands as cli
 from harness.inputs.config import Repro
 from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerBackend
 from harness.environments.venv import VenvBackend
-from harness.core.model import CellSpec, Platform, Verdict
+from harness.core.model import CellSpec
+from harness.core.kinds import Platform, Verdict
 from harness.measure.cell_runner import CellRunner
 from harness.environments.package_index import PyPIIndex
 from tests.docker_engine import engine_with_base_image
@@ -210,7 +211,7 @@ def test_a_damaged_venv_is_detected_and_rebuilt(tmp_path):
 def test_two_sweeps_needing_one_new_venv_share_it(tmp_path):
     """Two processes prepare the same new venv at once: one builds it, the other waits and reuses it."""
     prepare = ("import json, sys; from pathlib import Path; from harness.environments.venv import VenvBackend; "
-               "from harness.core.model import Platform; "
+               "from harness.core.kinds import Platform; "
                f"env = VenvBackend(root=Path(sys.argv[1])).prepare({VERSION!r}, Platform.CPU, print); "
                "print(json.dumps(env.describe()))")
     procs = [subprocess.Popen([sys.executable, "-c", prepare, str(tmp_path / "envs")], cwd=REPO,

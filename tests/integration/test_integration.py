@@ -6,7 +6,7 @@ These create uv virtualenvs (cached under ~/.cache/jax-cache-harness/envs) and r
 import pytest
 
 from harness.environments.venv import VenvBackend
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from tests.sweeps import sweep
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,9 @@ from harness.core import jaxlog
 from harness.verdicts.verdict import judge
 from harness.verdicts.uncached import explain
 from harness.core.jaxlog import Outcome
-from harness.core.model import (CellResult, CellSpec, NothingCached, Platform, RunRecord, ThresholdMode, Verdict)
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import NothingCached, Platform, ThresholdMode, Verdict
+from harness.core.runs import RunRecord
 from harness.verdicts.script_settings import parse_record, with_script_cache
 from harness.verdicts.judge import Tally
 

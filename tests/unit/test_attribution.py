@@ -9,7 +9,9 @@ from harness.core.records import plain
 from harness.core import jaxlog
 from harness.verdicts.verdict import judge
 from harness.core.jaxlog import Outcome
-from harness.core.model import Cause, CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core.kinds import Cause, Platform, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import RunRecord
 from harness.report.evidence import likely_cause
 from harness.report.render import _attribution
 from harness.report.write import write_report

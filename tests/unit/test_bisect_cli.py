@@ -17,7 +17,7 @@ from harness.results.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
 from harness.core.errors import EnvironmentUnavailable, UserError
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from tests.fakes import INDEX, FakeBackend
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "shard_map_grad.yaml"

@@ -10,7 +10,8 @@ from harness.core.records import convert, plain
 from harness.results import bisection
 from harness.results.document import read_document
 from harness.bisect.logic import Boundary, Role, between, search
-from harness.core.model import CommitInfo, Verdict
+from harness.core.model import CommitInfo
+from harness.core.kinds import Verdict
 
 C, R, E, U = Verdict.CLEAN, Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from harness.core.confidence import SeedStrategy
 from harness.core.ir_names import HLO_BEGIN, HLO_END
-from harness.core.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import ProcessOutcome
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.inputs.config import Repro

@@ -22,14 +22,10 @@ from harness.output.ci import (
     write_junit,
 )
 from harness.core.errors import ExitCode
-from harness.core.model import parse_fail_on
-from harness.core.model import (
-    CellResult,
-    CellSpec,
-    Platform,
-    RunRecord,
-    Verdict,
-)
+from harness.core.kinds import parse_fail_on
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.nightly.compare import Change, compare, exit_code, render_changes
 from harness.results.document import SweepStatus
 from harness.report.table import render_markdown_table, summary_line

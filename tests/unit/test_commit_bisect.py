@@ -19,7 +19,9 @@ from harness.bisect.state import BisectState
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment
-from harness.core.model import Mesh, Platform, ProcessOutcome, Program, Verdict
+from harness.core.model import Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import ProcessOutcome, Program
 from harness.cli.console import ConsoleProgress
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.output.writer import ResultsWriter

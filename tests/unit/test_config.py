@@ -8,7 +8,8 @@ import pytest
 from harness.inputs.config import CONFIG_KEYS, load_config, parse_config
 from harness.core.files import shipped_configs
 from harness.core.errors import ConfigError
-from harness.core.model import Mesh, Platform
+from harness.core.model import Mesh
+from harness.core.kinds import Platform
 
 GOOD = """\
 name: shard-map-grad
@@ -129,7 +130,7 @@ def test_more_bad_values(write, text, key, fragment):
 
 
 def test_cache_thresholds_key():
-    from harness.core.model import ThresholdMode
+    from harness.core.kinds import ThresholdMode
 
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
     assert parse_config(base).cache_thresholds == ThresholdMode.HARNESS  # zeros: every module measured

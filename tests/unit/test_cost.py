@@ -6,7 +6,9 @@ from harness.results.document import read_cell
 from harness.core.records import plain
 from harness.core import jaxlog
 from harness.verdicts.cost import cell_cost, cost_of, cost_phrase, module_stats
-from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 

@@ -18,7 +18,9 @@ from harness.environments.local import LocalBackend
 from harness.environments.requirements import resolver_reason
 from harness.environments.venv import VenvBackend
 from harness.core.errors import BackendUnavailable, UserError
-from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.inputs.pythons import PythonVersion
 from harness.report.render import render_report
 from harness.results.document import read_document

@@ -25,7 +25,8 @@ from harness.environments.docker import containers
 from harness.environments import requirements as rq
 from harness.environments import wheelhouse as wh
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import Platform, Program
+from harness.core.kinds import Platform
+from harness.core.runs import Program
 from harness.inputs.pythons import PythonChooser, PythonVersion
 from harness.inputs.process_variables import IR_DUMP_VAR
 from tests.fakes import BASE, FACTS, fake_client, fake_container, fake_image
@@ -421,7 +422,7 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
 
 def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
     from harness.inputs.process_variables import hook_env
-    from harness.core.model import ThresholdMode
+    from harness.core.kinds import ThresholdMode
     from harness.inside.startup import STARTUP_DIR
 
     record = tmp_path / "logs" / "run-01-seed-5.cache.jsonl"

@@ -12,7 +12,7 @@ from harness.environments.docker import DockerBackend
 from harness.environments.docker.images import OWN_FOLDER, image_tag, with_own_packages, write_context
 from harness.environments.wheelhouse import _without, parse_lock
 from harness.inputs.dependencies import Sources
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 
 WHEEL = Path("/wh/local/mypkg-project-0123456789/mypkg-0.1-py3-none-any.whl")
 

@@ -9,7 +9,9 @@ from harness.core.records import plain
 from harness.bisect import logic
 from harness.results.bisection import Outcome, Row
 from harness.bisect.report import boundaries_line
-from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.measure.run_logs import with_log_detail
 from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.failure import (
@@ -191,7 +193,7 @@ DEBUG:jax._src.xla_bridge:Clearing JAX backend caches.
 # ---- a cell's cause: one rule on every release, `unknown` where it cannot tell (issue 47.5) ----------------
 
 def test_a_reordering_that_renumbers_ssa_values_is_still_order():
-    from harness.core.model import Cause
+    from harness.core.kinds import Cause
     from harness.report.evidence import likely_cause
     # The same two constants in the other order, each defined under the other's SSA name.
     diff = ["--- run 1", "+++ run 2",
@@ -206,7 +208,7 @@ def test_a_reordering_that_renumbers_ssa_values_is_still_order():
 
 
 def test_a_cause_of_other_from_an_older_folder_still_reads():
-    from harness.core.model import Cause
+    from harness.core.kinds import Cause
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.REPRODUCED, {}, cause=Cause.OTHER)
     data = plain(cell)
     assert data["cause"] == "other" and read_cell(data).cause == Cause.OTHER

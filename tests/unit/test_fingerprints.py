@@ -10,7 +10,9 @@ from harness.results.fingerprints import (MAX_FINGERPRINT_BYTES, Fingerprint, Fi
                                          fingerprint_of, render_diff)
 from harness.results.header import HostFacts
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.results.header import host_record
 
 

@@ -3,7 +3,10 @@ in, the cell out, each addition in its order and none of its inputs changed."""
 
 import copy
 
-from harness.core.model import CellSpec, CellVariation, FolderMode, Platform, RunRecord, SeedCheck, SeedRun, Verdict
+from harness.core.model import CellSpec
+from harness.core.findings import CellVariation, SeedCheck, SeedRun
+from harness.core.kinds import FolderMode, Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.core.factors import Factor, FactorOutcome
 from harness.measure.seeds import random_plan
 from harness.verdicts.finish import INTERRUPTED_VARY, Measured, ScriptRun, finish_cell

@@ -15,7 +15,7 @@ from harness.environments.base import Backend
 from harness.environments.gpus import (CONTAINER_ADVICE, GpuCount, host_gpus, parse_gpu_list, shortfall,
                                        within_visible_devices)
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from tests.fakes import BASE, INDEX, fake_client, fake_container
 
 SMI_L = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b)\n"

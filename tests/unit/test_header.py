@@ -17,7 +17,7 @@ from harness.core.factors import Factor
 from harness.core.files import harness_version
 from harness.results.header import BisectRange, RecordedConfig, RecordedOptions
 from harness.results.identity import SweepIdentity
-from harness.core.model import BackendName, Platform, ThresholdMode
+from harness.core.kinds import BackendName, Platform, ThresholdMode
 from harness.results.document import SCHEMA_VERSION, document_json, load_results, read_document
 from harness.service.measurement import host_facts
 from harness.core.records import convert, plain

@@ -20,7 +20,9 @@ from harness.environments.base import Environment
 from harness.environments.process import clean_environment, run_processes
 from harness.core.errors import ConfigError
 from harness.measure.multiprocess_env import GroupPlan, rank_env, rank_log
-from harness.core.model import CellSpec, Platform, ProcessOutcome, Program, Verdict
+from harness.core.model import CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import ProcessOutcome, Program
 from harness.measure.cell_runner import CellRunner, OpenCell, run_cells
 from harness.measure.seeds import Probe, random_plan, rank_seeds, with_ranks
 from harness.inside.startup import jax_cache_harness_hook as hook

@@ -17,7 +17,8 @@ import pytest
 from harness.cli import commands as cli
 from harness.core.errors import UserError
 from harness.core.files import open_fresh, refuse_links, remove_path, write_atomic
-from harness.core.model import CellSpec, Platform
+from harness.core.model import CellSpec
+from harness.core.kinds import Platform
 from harness.measure.sweep import fresh_folders
 from harness.results.document import WRITER_HOLDER_FILE, lock_results_folder
 

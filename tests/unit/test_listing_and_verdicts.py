@@ -6,7 +6,9 @@ from harness.verdicts.keys import RunKeys, compare_with_first_run
 from harness.verdicts.phrases import fewer_phrase, run_ranges
 from harness.verdicts.verdict import judge
 from harness.core.listing import Entry, entries, keys_by_module, parse_name
-from harness.core.model import CellResult, CellSpec, NothingCached, Platform, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import NothingCached, Platform, Verdict
+from harness.core.runs import RunRecord
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 

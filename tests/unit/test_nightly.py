@@ -8,7 +8,8 @@ from harness.results.document import read_cell
 from harness.core.records import plain
 from harness import service
 from harness.cli import commands as cli
-from harness.core.model import CellResult, CellSpec, MeasuredCommit, Mesh, Platform, Verdict
+from harness.core.model import CellResult, CellSpec, MeasuredCommit, Mesh
+from harness.core.kinds import Platform, Verdict
 from harness.nightly.compare import Change, classify, compare, exit_code, render_changes
 from harness.report.table import render, summary_line
 from harness.results.document import SweepStatus

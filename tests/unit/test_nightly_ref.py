@@ -22,7 +22,7 @@ from harness.environments import BackendChoice
 from harness.environments.base import Backend
 from harness.environments.local import LocalEnvironment
 from harness.core.errors import UserError
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from harness.cli.console import ConsoleProgress
 from harness.results.document import ResultsHeader
 from harness.measure.sweep import Sweep

@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 
 from harness.core.records import plain
 from harness.cli import commands as cli
-from harness.core.model import CellResult, CellSpec, Platform, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
 from harness.report.reproduce import narrowing
 from harness.results.document import SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
@@ -60,7 +61,7 @@ def test_every_output_of_a_sweep_says_the_line_it_printed(tmp_path, capsys, monk
 
 
 def test_report_md_says_where_the_program_fails_from_as_the_line_does(tmp_path):
-    from harness.core.model import RunRecord
+    from harness.core.runs import RunRecord
     from harness.report.render import render_report
     from harness.results.document import ResultsDocument
 

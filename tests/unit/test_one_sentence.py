@@ -9,15 +9,10 @@ import hashlib
 
 from harness.core.records import replace
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import (
-    CellCost,
-    CellResult,
-    CellSpec,
-    CellVariation,
-    Platform,
-    RunRecord,
-    Verdict,
-)
+from harness.core.findings import CellCost, CellVariation
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.core.factors import Factor
 from harness.output.ci import junit_xml
 from harness.report.table import detail
@@ -75,7 +70,7 @@ def test_misses_under_a_factor_on_every_release_are_not_the_programs_own_nondete
 def test_jax_compilation_cache_dir_in_env_is_accepted_and_the_no_folder_note_goes(write):
     from harness.core.records import replace
 
-    from harness.core.model import RunCommand, ScriptCache
+    from harness.core.runs import RunCommand, ScriptCache
     from harness.inputs.config import parse_config
     from harness.verdicts.uncached import explain, user_sets_folder
 

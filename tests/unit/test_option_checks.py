@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import UserError
-from harness.core.model import BackendName
+from harness.core.kinds import BackendName
 from harness.inputs.sharding import parse_shard
 from harness.service import option_checks
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions

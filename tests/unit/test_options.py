@@ -15,16 +15,8 @@ import pytest
 from harness import service
 from harness.cli import commands as cli
 from harness.core.confidence import SeedStrategy, runs_for_target
-from harness.core.model import (
-    CellResult,
-    CellSpec,
-    CommitInfo,
-    MeasuredCommit,
-    Mesh,
-    Platform,
-    ThresholdMode,
-    Verdict,
-)
+from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh
+from harness.core.kinds import Platform, ThresholdMode, Verdict
 from harness.core.factors import Factor
 from harness.inputs import options
 from harness.inputs.option_set import TAKES, from_given

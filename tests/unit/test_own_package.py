@@ -15,7 +15,7 @@ from harness.service.measurement import sources_line
 from harness.environments.venv import VenvBackend
 from harness.core.errors import UserError
 from harness.results.header import RecordedOptions
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.environments.package_index import PyPIIndex, private_projects
 from harness.inputs.pythons import PythonVersion
 from harness.inputs.versions import parse_simple, simple_html_as_json

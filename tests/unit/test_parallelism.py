@@ -1,6 +1,6 @@
 """--jobs auto: one run per core for cpu cells, one at a time for GPU cells unless asked."""
 
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.measure.parallelism import choose_runs_at_once, usable_cores
 
 

@@ -4,7 +4,9 @@ runs built by hand as the recorder reads them (each key with its tests and argum
 from xml.etree import ElementTree
 
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import CellResult, CellSpec, Platform, RunRecord, Verdict, parse_fail_on
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict, parse_fail_on
+from harness.core.runs import RunRecord
 from harness.output.ci import step_summary, write_junit
 from harness.report.per_test import per_test_section
 from harness.report.render import render_listings, render_report

@@ -7,7 +7,8 @@ import pytest
 
 from harness.environments.base import Backend
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import CellSpec, Mesh, Platform
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform
 from harness.measure.sweep import Preparations
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))

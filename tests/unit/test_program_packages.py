@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.core.records import replace
 from harness.bisect import report as bisect_report
 from harness.results.bisection import Boundary, Outcome, Role, Row
-from harness.core.model import Verdict
+from harness.core.kinds import Verdict
 from harness.report.table import render, summary_line
 from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.program_packages import ProgramPackages, line_with_packages, requested_names

@@ -8,8 +8,10 @@ from harness.core.records import convert, plain
 from harness.core import jaxlog
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.jaxlog import Outcome
-from harness.core.model import (CellResult, CellSpec, JobFacts, Platform, RankRecord, RankSplit, RunRecord,
-                           Verdict)
+from harness.core.model import CellResult, CellSpec
+from harness.core.findings import JobFacts, RankSplit
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RankRecord, RunRecord
 from harness.verdicts.ranks import differences, first_split, host_components, split_phrase, writers
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from harness.core.model import CellCost, CommitInfo, JobFacts, ProcessVerdict, RunCost, SeedRun, Verdict
+from harness.core.findings import CellCost, JobFacts, ProcessVerdict, RunCost, SeedRun
+from harness.core.model import CommitInfo
+from harness.core.kinds import Verdict
 from harness.core.records import convert, plain
 from harness.results.document import read_cell
 from tests.records_golden import FIXTURES

@@ -3,7 +3,7 @@
 import pytest
 
 import harness.service as service
-from harness.core.model import Cause
+from harness.core.kinds import Cause
 from harness.reduce.search import Tried
 from harness.core.records import convert
 from harness.results.reduction import Reduced, Signature
@@ -221,7 +221,7 @@ def test_bubblewrap_s_own_error_stops_the_reduction_with_exit_3(tmp_path, capsys
     # and the command blamed the script (exit 2, "cannot be reduced").
     from harness.cli import commands as cli
     from harness.core.errors import ExitCode, HarnessFailure
-    from harness.core.model import ProcessOutcome
+    from harness.core.runs import ProcessOutcome
     from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
 
     log = tmp_path / "run.log"

@@ -26,7 +26,10 @@ def test_a_candidate_twice_in_one_batch_is_measured_once(monkeypatch, tmp_path):
 
 def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
     from harness.core.factors import Factor
-    from harness.core.model import CellSpec, CellVariation, Platform, RankRecord, RankSplit, RunRecord
+    from harness.core.model import CellSpec
+    from harness.core.findings import CellVariation, RankSplit
+    from harness.core.kinds import Platform
+    from harness.core.runs import RankRecord, RunRecord
     from harness.reduce.measure import deciding_seeds, launch_of
     from harness.results.reduction import Signature
 
@@ -75,7 +78,7 @@ def test_how_a_process_died_in_one_word():
 
 
 def test_a_candidate_may_run_10_s_plus_twice_the_originals_slowest_run_within_the_configs_timeout():
-    from harness.core.model import RunRecord
+    from harness.core.runs import RunRecord
     from harness.reduce.measure import candidate_timeout
     runs = [RunRecord(1, 1, 0, 2.5, []), RunRecord(2, 2, 0, 1.8, []), RunRecord(3, 3, 1, 40.0, [])]  # a failed run: not
     assert candidate_timeout(runs, 300) == 15.0

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import harness.service as service
-from harness.core.model import Cause
+from harness.core.kinds import Cause
 from harness.reduce.passes import PassName, removals
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.search import Search, Tried

@@ -225,7 +225,7 @@ def test_a_working_folder_too_large_to_copy_is_one_line(tmp_path, monkeypatch):
 
 def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path):
     from harness.environments.base import Backend, Environment
-    from harness.core.model import Program
+    from harness.core.runs import Program
     from harness.reduce.sandbox import WatchedBackend
 
     class Recorded(Environment):  # what the check's runs are started with
@@ -264,7 +264,8 @@ def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path)
 def test_the_job_probe_runs_once_for_all_the_candidates_of_one_environment(monkeypatch, tmp_path):
     # Each candidate runs in a wrapper of its own (its workspace); whether JAX can run a job here is the
     # environment's and the confinement's, so the probe job runs once, not before every candidate.
-    from harness.core.model import CellSpec, Platform
+    from harness.core.model import CellSpec
+    from harness.core.kinds import Platform
     from harness.measure import multiprocess_run
     from harness.reduce.sandbox import ConfinedEnvironment
     from tests.fakes import ScriptedEnvironment

@@ -1,6 +1,7 @@
 """A cell's failure signature and whether a candidate keeps it (pure: cells in, reasons out)."""
 
-from harness.core.model import Cause, CellSpec, Platform, Verdict
+from harness.core.kinds import Cause, Platform, Verdict
+from harness.core.model import CellSpec
 from harness.core.records import convert, plain
 from harness.reduce.signature import signature_of, why_not_kept
 from harness.results.reduction import Signature
@@ -53,7 +54,8 @@ def test_unknown_components_in_the_original_are_not_asked_of_a_candidate():
 # ---- --vary: the factor that missed -------------------------------------------------------------------
 
 from harness.core.factors import Factor, FactorOutcome  # noqa: E402
-from harness.core.model import CellVariation, FactorResult, RankRecord, RankSplit  # noqa: E402
+from harness.core.findings import CellVariation, FactorResult, RankSplit
+from harness.core.runs import RankRecord
 
 
 def varied(spec, outcome, modules=("jit_broadcast_in_dim", "jit_step"), components=("compile_options",),

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.core.errors import UserError
-from harness.core.model import Cause
+from harness.core.kinds import Cause
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
 from harness.results.reduction import Signature

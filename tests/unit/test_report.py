@@ -16,7 +16,10 @@ from harness.measure import seeds
 from harness.bisect import commits, logic
 from harness.results import bisection
 from harness.inputs.config import parse_config
-from harness.core.model import CellResult, CellSpec, Mesh, FolderMode, NothingCached, Platform, RunRecord, ScriptCacheFacts, Verdict
+from harness.core.model import CellResult, CellSpec, Mesh
+from harness.core.kinds import FolderMode, NothingCached, Platform, Verdict
+from harness.core.runs import RunRecord
+from harness.core.findings import ScriptCacheFacts
 from harness.report import REPORT_FILE, render_report, write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,

@@ -14,7 +14,8 @@ from harness.results.header import host_flat
 
 from harness.core.errors import UserError
 from harness.core.files import write_atomic
-from harness.core.model import CellResult, CellSpec, Platform, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
 from harness.results.document import read_document, document_json, ResultsDocument, SweepStatus
 from harness.service.measurement import host_facts
 from harness.report.table import render
@@ -219,7 +220,7 @@ def test_a_config_name_past_240_characters_is_one_line():
 
 def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path):
     from harness.service import ScriptCheck, ScriptRun, check_config
-    from harness.core.model import Platform
+    from harness.core.kinds import Platform
 
     script = tmp_path / ("s" * 250 + ".py")
     script.write_text("import jax\n")
@@ -229,7 +230,7 @@ def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path)
 
 
 def _reproduced_runs() -> list:
-    from harness.core.model import RunRecord
+    from harness.core.runs import RunRecord
     return [RunRecord(1, 11, 0, 0.5, ["jit_f-" + "a" * 64]), RunRecord(2, 12, 0, 0.5, ["jit_f-" + "b" * 64]),
             RunRecord(3, 13, 0, 0.5, [])]
 

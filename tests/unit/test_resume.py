@@ -5,7 +5,8 @@ import json
 import pytest
 
 from harness.core.errors import UserError
-from harness.core.model import CellResult, CellSpec, Platform, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
 from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.results.document import read_header
 

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from harness.core.model import CellSpec, Mesh, Platform, Verdict
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
 from harness.measure.cell_runner import CellRunner, OpenCell, error_cell, run_cells
 from tests.fakes import REPRO, ScriptedEnvironment
 

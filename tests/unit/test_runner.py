@@ -7,7 +7,9 @@ import time
 
 from harness.core import jaxlog
 from harness.inputs.config import Repro
-from harness.core.model import CellSpec, Mesh, Platform, ProcessOutcome, Verdict
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import ProcessOutcome
 from harness.inputs.process_variables import process_env, repro_args
 from harness.measure.cell_runner import CellRunner
 from harness.measure.seeds import random_seeds

@@ -7,7 +7,10 @@ from pathlib import Path
 from harness.core.records import plain, convert
 from harness.inputs.config import Repro
 from harness.environments.base import Environment
-from harness.core.model import CellSpec, FolderMode, Platform, ProcessOutcome, SeedCheck, Verdict
+from harness.core.model import CellSpec
+from harness.core.kinds import FolderMode, Platform, Verdict
+from harness.core.runs import ProcessOutcome
+from harness.core.findings import SeedCheck
 from harness.measure.cell_runner import CellRunner
 from harness.verdicts.seed_check import phrase
 from harness.inside.startup.jax_cache_harness_hook import CACHE_DIR, FOLDER_VAR, RECORD_VAR

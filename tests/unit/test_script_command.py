@@ -11,7 +11,9 @@ from harness.cli import commands as cli
 from harness.inputs.config import parse_config
 from harness.environments import docker as dk
 from harness.core.errors import ConfigError
-from harness.core.model import CellResult, CellSpec, Platform, Program, RunCommand, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import Program, RunCommand
 from harness.results.header import RecordedConfig
 from harness.inputs.options import parse
 from harness.report.reproduce import harness_command, narrowing, shell_commands

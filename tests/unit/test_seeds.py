@@ -9,7 +9,8 @@ from pathlib import Path
 from harness.core.records import plain
 from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
-from harness.core.model import CellSpec, Mesh, Platform
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform
 from harness.core.confidence import SeedPlan, SeedStrategy, miss_probability_random, runs_for_target, weak_bound_phrase
 from harness.core.ir_names import lowered_orders
 from harness.measure.seeds import (OrderObserver, Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets,

@@ -11,7 +11,8 @@ import pytest
 from harness.core import jaxlog
 from harness.core.jaxlog import Outcome
 from harness.core.listing import Entry
-from harness.core.model import RunRecord, Verdict
+from harness.core.runs import RunRecord
+from harness.core.kinds import Verdict
 from harness.verdicts.keys import RunKeys, compare_with_first_run
 from harness.verdicts.verdict import judge
 

@@ -16,7 +16,7 @@ from harness.cli import commands as cli
 from harness.environments import BackendChoice
 from harness.environments.local import LocalBackend
 from harness.core.errors import EnvironmentUnavailable, UserError
-from harness.core.model import Platform, ThresholdMode
+from harness.core.kinds import Platform, ThresholdMode
 from harness.core.factors import Factor
 from harness.inputs.config import load_config
 from tests.fakes import INDEX, FakeBackend, ScriptedEnvironment

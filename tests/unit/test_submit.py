@@ -14,7 +14,7 @@ import pytest
 import harness.cli.commands as cli
 import harness.service as service
 from harness.core.errors import UserError
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs, check_time
 from harness.slurm.scheduler import Slurm, SlurmError

@@ -19,7 +19,9 @@ from harness.core.errors import ExitCode, meaning
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.verdicts.uncached import explain
 from harness.report.evidence import likely_cause
-from harness.core.model import Cause, CellResult, CellSpec, FolderMode, NothingCached, Platform, RunRecord, ScriptCache, Verdict
+from harness.core.kinds import Cause, FolderMode, NothingCached, Platform, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import RunRecord, ScriptCache
 from harness.inputs.options import CHECK_FAILS_ON, Given, option, parse
 from harness.report.reproduce import narrowing, summary_of
 from harness.results.document import ResultsDocument, SweepStatus, load_results

@@ -15,7 +15,7 @@ import harness.output.writer as writer
 from harness.environments import BackendChoice
 from harness.environments.base import Backend, Environment
 from harness.core.errors import BackendUnavailable
-from harness.core.model import ProcessOutcome
+from harness.core.runs import ProcessOutcome
 from tests.fakes import FakeBackend
 
 # Two cells (two meshes) of one version.

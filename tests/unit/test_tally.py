@@ -1,6 +1,8 @@
 """The pure half of measuring a cell: records in; the verdict, whether to stop, and the cell out."""
 
-from harness.core.model import CellSpec, Mesh, Platform, RunRecord, Verdict
+from harness.core.model import CellSpec, Mesh
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
 from harness.verdicts.judge import Tally
 
 SPEC = CellSpec("0.4.28", Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))

@@ -18,7 +18,10 @@ from harness.environments.process import wrapped
 from harness.core.errors import ConfigError
 from harness.core.factors import ALL, OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, FactorOutcome, RunVariation, parse_factors
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
-from harness.core.model import CellResult, CellSpec, CellVariation, Platform, ProcessOutcome, Program, RunRecord, Verdict
+from harness.core.model import CellResult, CellSpec
+from harness.core.findings import CellVariation
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import ProcessOutcome, Program, RunRecord
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.report.render import render_report
 from harness.report.variation_section import variation_section

@@ -33,7 +33,7 @@ from harness.environments.locking import held
 from harness.environments.process import PROBE, log_tail
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "jax-cache-harness" / "docker"))

@@ -25,7 +25,8 @@ from harness.environments.process import MAX_LOG_BYTES, RUN_TMP_VARS, RUN_TMPDIR
 from harness.inside.supervise import CappedLog
 from harness.core.files import open_fresh, write_atomic
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
-from harness.core.model import Platform, ProcessOutcome, Program
+from harness.core.kinds import Platform
+from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR

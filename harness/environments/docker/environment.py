@@ -18,7 +18,8 @@ from harness.environments.base import Environment
 from harness.environments.docker.containers import _one_line, container_command, run_container, run_kwargs
 from harness.environments.process import AFTER_PEERS, PEER_GRACE_S
 from harness.core.factors import Factor, RunVariation
-from harness.core.model import Platform, ProcessOutcome, Program
+from harness.core.kinds import Platform
+from harness.core.runs import ProcessOutcome, Program
 
 
 class DockerEnvironment(Environment):

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.inputs.dependencies import Requirements
 from harness.core.errors import UserError
 from harness.core.files import package_path
-from harness.core.model import Platform
+from harness.core.kinds import Platform
 from harness.inputs.pythons import PythonVersion
 
 IMAGE_REPO = "jax-cache-harness"
