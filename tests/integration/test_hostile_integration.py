@@ -28,7 +28,7 @@ def test_a_file_name_that_is_not_utf8_in_the_cache_folder(tmp_path, capsys, writ
     (folder,) = (tmp_path / "r").iterdir()
     (cell,) = json.loads((folder / "results.json").read_text())["cells"]
     assert cell["verdict"] == "clean" and "odd-\\xff\\xfe-name" in cell["listing"]
-    assert "odd-\\xff\\xfe-name" in (folder / "report.md").read_text()
+    assert "odd-\\xff\\xfe-name" in (folder / "evidence" / "listings.md").read_text()  # the listing, beside report.md
     assert cli.main(["report", str(folder)]) == 0
 
 
