@@ -52,5 +52,5 @@ def test_a_program_that_silences_jax_s_log_is_still_seen_to_hit(tmp_path, capsys
     assert cell["verdict"] == "clean", cell["reason"]
     assert "hits not observed" not in cell["reason"]
     for run in cell["runs"][1:]:
-        outcomes = {info["outcome"] for by_key in (run["keys"] or {}).values() for info in by_key.values()}
+        outcomes = {key["outcome"] for key in (run.get("keys") or {}).get("keys", [])}
         assert outcomes == {"hit"}, run
