@@ -38,7 +38,7 @@ def timed(argv: list[str]) -> float:
 
 def clean_cell_runs(folder: Path) -> list[int]:
     data = json.loads((folder / "results.json").read_text())
-    return [len(c["runs"]) for c in data["cells"] if c["verdict"] == "clean"]
+    return [len(c.get("runs", [])) for c in data["cells"] if c["verdict"] == "clean"]
 
 
 def main() -> int:

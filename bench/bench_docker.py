@@ -60,7 +60,7 @@ def warm_resweep(versions: list[str], runs: int, base_image: str, work: Path) ->
         raise SystemExit(f"bench: the warm sweep failed (exit {code})")
     (run_dir,) = (work / "out").iterdir()
     cells = json.loads((run_dir / "results.json").read_text())["cells"]
-    built = [c["jax_version"] for c in cells if not c["environment"].get("reused")]
+    built = [c["spec"]["jax_version"] for c in cells if not c["environment"].get("reused")]
     if built:
         raise SystemExit(f"bench: the warm sweep built images for {built}")
     return elapsed

@@ -53,7 +53,7 @@ def shell_loop(document: dict[str, Any], config_path: Path, work: Path) -> float
     for cell in document["cells"]:
         python = Path(cell["environment"]["path"]) / "bin" / "python"
         mesh = config.meshes[0]
-        spec = CellSpec(cell["jax_version"], config.platform, config.device_count, mesh)
+        spec = CellSpec(cell["spec"]["jax_version"], config.platform, config.device_count, mesh)
         cache = work / f"cache-{spec.jax_version}"
         env = {k: v for k, v in process_env(spec, 1).items() if k != "PYTHONHASHSEED"}  # seed-style: random
         env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
@@ -81,7 +81,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-table-") as name:
         tmp = Path(name)
         _, document = harness_run(args.config, args.env_dir, tmp / "warm-up")  # makes what is missing
-        print("verdicts: " + ", ".join(f"{c['jax_version']} {c['verdict']}" for c in document["cells"]))
+        print("verdicts: " + ", ".join(f"{c['spec']['jax_version']} {c['verdict']}" for c in document["cells"]))
         for repeat in range(args.repeats):
             loads.append(os.getloadavg()[0])
             timings["shell loop"].append(shell_loop(document, args.config, tmp / f"loop-{repeat}"))

@@ -355,7 +355,7 @@ def case_closed_pipe(h: Harness, lines: int) -> tuple[bool, str]:
     proc.stdout.close()
     code = proc.wait(timeout=900)
     data = results_of(out)
-    runs = sum(len(c["runs"]) for c in data["cells"])
+    runs = sum(len(c.get("runs", [])) for c in data["cells"])
     return code == 0 and data["status"] == "complete" and runs == 3, f"exit {code}, {data['status']}, {runs} runs"
 
 
