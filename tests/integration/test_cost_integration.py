@@ -19,9 +19,9 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     bad, good = cells["0.4.28"]["cost"], cells["0.4.29"]["cost"]
     assert cells["0.4.28"]["verdict"] == "reproduced" and cells["0.4.29"]["verdict"] == "clean"
     assert bad["lost_per_start_s"] > 0 and bad["each_start_missed"] == ["jit_f"] and bad["modules"] == 4
-    assert bad["runs"][1]["missed_modules"] == ["jit_f"] and bad["runs"][1]["hits"] == 3
-    assert good["lost_per_start_s"] == 0 and good["saved_per_start_s"] > 0 and good["missed_modules"] == []
-    assert all(r["hits"] == 4 and r["misses"] == 0 for r in good["runs"][1:])
+    assert bad["runs"][1].get("missed_modules", []) == ["jit_f"] and bad["runs"][1].get("hits", 0) == 3
+    assert good["lost_per_start_s"] == 0 and good["saved_per_start_s"] > 0 and good.get("missed_modules", []) == []
+    assert all(r.get("hits", 0) == 4 and r.get("misses", 0) == 0 for r in good["runs"][1:])
     lost = f"each fresh process recompiles jit_f: {bad['lost_per_start_s']:.2f} s lost per start (1 of 4 modules missed)"
     saved = f"a hit saves {good['saved_per_start_s']:.2f} s per start (4 modules loaded)"
     run_dir = swept.run_dir
@@ -32,8 +32,8 @@ def test_the_seed_loses_seconds_per_start_on_0_4_28_and_saves_them_on_0_4_29(tmp
     assert re.search(r"\| 0\.4\.28 .*\|\s+1 \|\s+0 \|", stats)  # one later miss, nothing refused
     # The key's compile time is what JAX logged in that run.
     second = cells["0.4.28"]["runs"][1]
-    (new_key,) = [k["key"] for k in second["keys"]["keys"] if k["module"] == "jit_f" and k["outcome"] != "hit"]
-    assert f"({second['keys']['jit_f'][new_key]['compile_time_s']:.2f}s)" in (run_dir / second["log"]).read_text()
+    (new_key,) = [k for k in second["keys"]["keys"] if k["module"] == "jit_f" and k["outcome"] != "hit"]
+    assert f"({new_key['compile_time_s']:.2f}s)" in (run_dir / second["log"]).read_text()
 
 
 def test_cache_statistics_name_the_module_a_host_callback_keeps_out_of_the_cache(tmp_path, capsys):

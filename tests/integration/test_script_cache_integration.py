@@ -24,7 +24,7 @@ def assert_seed_script_measured(data, run_dir):
     verdicts = {c["spec"]["jax_version"]: c["verdict"] for c in data["cells"]}
     assert verdicts == SEED_VERDICTS, [c["reason"] for c in data["cells"]]
     for cell in data["cells"]:
-        assert cell["script_cache"]["folders"] == [{"requested": "/jaxcache", "api": "set_cache_dir"}]
+        assert cell["script_cache"]["folders"] == [["/jaxcache", "set_cache_dir"]]  # (folder asked for, api) pairs
         for run in cell["runs"]:
             (setting,) = run["script_cache"]["settings"]
             assert setting["requested"] == "/jaxcache" and setting["api"] == "set_cache_dir"
@@ -75,7 +75,7 @@ def test_jax_config_update_on_a_recent_release(tmp_path, capsys, write):
     data = check([str(script), "--versions", "0.10.2", "--runs", "2"], tmp_path / "r", capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == "clean", cell["reason"]
-    assert cell["script_cache"]["folders"] == [{"requested": str(asked), "api": "jax.config.update"}]
+    assert cell["script_cache"]["folders"] == [[str(asked), "jax.config.update"]]
     assert not asked.exists()
 
 
