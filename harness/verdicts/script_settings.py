@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from harness.core.records import replace
 from harness.core.runs import CacheSetting, RunRecord, ScriptCache
@@ -40,18 +40,24 @@ def with_script_cache(cell: CellResult, mode: ThresholdMode) -> CellResult:
     return cell if facts is None else replace(cell, script_cache=facts)
 
 
-def parse_record(text: str) -> ScriptCache:
-    """The hook's JSON lines; a line that is not one (a run killed mid-write) is skipped."""
-    settings: list[CacheSetting] = []
-    final: dict[str, Any] = {}
-    problems: list[str] = []
+def _events(text: str) -> Iterator[dict[str, Any]]:
+    """The hook's JSON lines as events, in the order they happened; a line that is not one (a run killed
+    mid-write) is skipped."""
     for line in text.splitlines():
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(event, dict):
-            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def parse_record(text: str) -> ScriptCache:
+    """The hook's JSON lines; a line that is not one (a run killed mid-write) is skipped."""
+    settings: list[CacheSetting] = []
+    final: dict[str, Any] = {}
+    problems: list[str] = []
+    for event in _events(text):
         kind = event.get("kind")
         if kind == "setting":
             then = event.get("cache_then")
@@ -174,13 +180,7 @@ def first_use(path: Path) -> tuple[bool, bool]:
     except OSError:
         return False, False
     fallback = False
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in _events(text):
         if event.get("kind") == "fallback":
             fallback = True
         elif event.get("kind") == "setting" and event.get("option") == CACHE_DIR:
