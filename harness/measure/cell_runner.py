@@ -34,7 +34,7 @@ from harness.core.runs import Program, RunRecord
 from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
-from harness.measure.run_logs import missing_module, read_jax_log, read_test_results, with_log_detail
+from harness.measure.run_logs import missing_module, read_run, with_log_detail
 from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
 from harness.verdicts.per_test import SEED_CONTROL, control_baseline
@@ -298,13 +298,13 @@ class OpenCell:
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
-        keys, note = read_jax_log(log, spec.jax_version, outcome.ok, None if builtin else recorded)
+        keys, note, tests = read_run(log, spec.jax_version, outcome.ok, None if builtin else recorded)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_record(record_file),
-                         keys=keys, log_note=note, tests={} if builtin else read_test_results(recorded))
+                         keys=keys, log_note=note, tests=tests)
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
