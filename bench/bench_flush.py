@@ -21,9 +21,9 @@ from pathlib import Path
 
 from harness.core.model import CellResult
 from harness.core.records import replace
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 from harness.results.document import load_results
-from harness.verdicts.keys import comparison_of
+from harness.evidence.keys import comparison_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

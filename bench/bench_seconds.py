@@ -1,4 +1,4 @@
-"""The cost of measuring seconds (what a miss costs, harness/verdicts/cost.py) on the seed cell, as two ratios:
+"""The cost of measuring seconds (what a miss costs, harness/evidence/cost.py) on the seed cell, as two ratios:
 
 - the seconds' own work: reading each run's compile times from its JAX log and computing the cell's cost,
   on top of the runs the harness makes anyway (target <= 1.05);
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_runs import bare_loop
 
 from harness.inputs.config import Repro
-from harness.verdicts.cost import cell_cost
+from harness.evidence.cost import cell_cost
 from harness.environments.venv import VenvBackend
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform

@@ -13,8 +13,8 @@ from harness.core.confidence import ASSUMES_RANDOM, TARGET_MISS, bound_label
 from harness.core.kinds import Verdict
 from harness.results.bisection import CommitSearch, Outcome, Role, Row
 from harness.verdicts.boundaries import Boundaries, FailedRelease
-from harness.verdicts.failure import outside_jax
-from harness.verdicts.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages
+from harness.evidence.failure import outside_jax
+from harness.evidence.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages
 
 
 def _num(x: float) -> str:

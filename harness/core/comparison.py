@@ -1,6 +1,6 @@
 """A cell's later runs against its first, as data (pure): which keys were new, which were not computed again.
 
-It is what the verdict was judged from; harness/verdicts/keys.py derives it from the runs, and a cell keeps it
+It is what the verdict was judged from; harness/evidence/keys.py derives it from the runs, and a cell keeps it
 (CellResult.comparison) so that the table, the report and the CI outputs read it instead of deriving it again."""
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What the runs of a multi-process cell show besides the verdict (harness/verdicts/ranks.py)."""
+    """What the runs of a multi-process cell show besides the verdict (harness/evidence/ranks.py)."""
 
     processes: int
     per_process: tuple[ProcessVerdict, ...] = ()
@@ -66,7 +66,7 @@ class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class ScriptCacheFacts(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a cell's runs' scripts did to their cache, over all runs (harness/verdicts/script_settings.py)."""
+    """What a cell's runs' scripts did to their cache, over all runs (harness/evidence/script_settings.py)."""
 
     # (folder asked for, api): redirected to the cell's folder
     folders: tuple[tuple[str, str], ...] = ()
@@ -110,7 +110,7 @@ class SeedCheck(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What one run's compiles cost, from its JAX log (harness/verdicts/cost.py): the keys it compiled (misses)
+    """What one run's compiles cost, from its JAX log (harness/evidence/cost.py): the keys it compiled (misses)
     and their logged seconds, the keys it loaded (hits) and the seconds the run that wrote each had
     logged compiling it (what the hit saved)."""
 
@@ -125,7 +125,7 @@ class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class CellCost(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a cell's misses cost each fresh process, and what its hits saved (harness/verdicts/cost.py). `starts`:
+    """What a cell's misses cost each fresh process, and what its hits saved (harness/evidence/cost.py). `starts`:
     the later successful runs, each a fresh process that should have loaded what the first one compiled."""
 
     starts: int = 0

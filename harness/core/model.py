@@ -169,12 +169,12 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True):
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     cost: CellCost | None = None
     # One run more with the first run's own hash seed, in a fresh folder holding the first run's entries, made
-    # when a later run's key moved (harness/verdicts/per_test.py): a key that comes back is the hash seed's, one
+    # when a later run's key moved (harness/evidence/per_test.py): a key that comes back is the hash seed's, one
     # that moves again follows the program's own randomness (None: not made)
     seed_control: RunRecord | None = None
 
     # In memory only (an attribute, not a field: never written, not compared): the later runs against the
-    # first, as the verdict was judged (harness/verdicts/keys.py's cell_comparison derives it once for a cell
+    # first, as the verdict was judged (harness/evidence/keys.py's cell_comparison derives it once for a cell
     # read from a file). Runs are not changed after a cell is made.
     @property
     def comparison(self) -> Comparison | None:

@@ -29,7 +29,7 @@ from harness.inputs.process_variables import IR_DUMP_VAR, cache_record_path, hoo
 from harness.measure.run_logs import read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path
 from harness.core.files import remove_path
-from harness.verdicts.script_settings import read_record
+from harness.evidence.script_settings import read_record
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import JOINED_MARK
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.core import jaxlog, recorder
 from harness.core.files import write_atomic
-from harness.verdicts.failure import traceback_packages, with_detail
+from harness.evidence.failure import traceback_packages, with_detail
 
 
 def read_jax_log(log: Path, version: str, ok: bool,

@@ -6,7 +6,7 @@ so "0.10.3 reproduces where 0.10.2 was clean" is caught the night 0.10.3 appears
 cell (`nightly --jax-repo`) is compared with the baseline's newest release on its mesh and platform:
 the question is whether the branch broke what the last release got right.
 
-With a threshold (`--max-lost-growth SECONDS`) a cell whose seconds lost per fresh process (harness/verdicts/cost.py)
+With a threshold (`--max-lost-growth SECONDS`) a cell whose seconds lost per fresh process (harness/evidence/cost.py)
 grew by more than it against its baseline cell raises the alarm too, whatever the verdicts: a miss that got
 dearer, or a module that stopped being written.
 """
@@ -21,7 +21,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from harness.core.confidence import weak_bound_phrase
-from harness.verdicts.cost import cost_of
+from harness.evidence.cost import cost_of
 from harness.core.errors import ExitCode, UserError
 from harness.results.header import RecordedConfig
 from harness.core.model import CellResult, CellSpec

@@ -21,14 +21,14 @@ from collections.abc import Iterable, Sequence
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from harness.verdicts.keys import cell_comparison
-from harness.verdicts.cost import cost_of, cost_phrase
+from harness.evidence.keys import cell_comparison
+from harness.evidence.cost import cost_of, cost_phrase
 from harness.core.files import write_atomic
 from harness.core.kinds import FAILABLE, Verdict  # FAILABLE: in the core, as the options registry reads --fail-on
 from harness.core.model import CellResult
 from harness.core import markdown
 from harness.core.markdown import visible
-from harness.verdicts.per_test import Category
+from harness.evidence.per_test import Category
 from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.report.per_test import cell_findings, jax_label
 from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.verdicts.keys import cell_comparison
+from harness.evidence.keys import cell_comparison
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
 from harness.core.model import CellResult, CellSpec

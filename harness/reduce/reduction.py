@@ -41,7 +41,7 @@ from harness.reduce.state import STATE_FILE, ReduceState, load_state
 from harness.results.document import ResultsHeader, SweepStatus, load_results, lock_results_folder
 from harness.measure.seeds import SeedPlanner, random_seeds
 from harness.measure.sweep import Sweep, plan_cells
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 
 ORIGINAL_DIR = "original"
 REDUCED_FILE = "reduced.py"

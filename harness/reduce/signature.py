@@ -19,13 +19,13 @@ from __future__ import annotations
 
 
 
-from harness.verdicts.keys import cell_comparison
+from harness.evidence.keys import cell_comparison
 from harness.core.factors import Factor
 from harness.core.model import CellResult
 from harness.core.findings import FactorResult
 from harness.core.kinds import Verdict
 from harness.results.reduction import Signature
-from harness.verdicts.ranks import HOST_COMPONENTS
+from harness.evidence.ranks import HOST_COMPONENTS
 
 
 def _factor_result(cell: CellResult, factor: Factor) -> FactorResult | None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from harness.core.records import replace
-from harness.verdicts.keys import cell_comparison
+from harness.evidence.keys import cell_comparison
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
 from harness.core.kinds import Cause, Verdict

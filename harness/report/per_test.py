@@ -8,8 +8,8 @@ from tabulate import tabulate
 
 from harness.core import markdown as md
 from harness.core.model import CellResult
-from harness.verdicts.keys import cell_comparison
-from harness.verdicts.per_test import Category, Follows, SuiteFindings, suite_findings
+from harness.evidence.keys import cell_comparison
+from harness.evidence.per_test import Category, Follows, SuiteFindings, suite_findings
 
 MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run

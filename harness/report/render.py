@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from harness.core.records import plain
 from harness.core import markdown as md
 from harness.verdicts.boundaries import Boundaries, release_boundaries, version_verdicts
-from harness.verdicts.keys import cell_comparison
+from harness.evidence.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.findings import Attribution
@@ -33,7 +33,7 @@ from harness.report.reproduce import (harness_command, seed_commands, shell_comm
                                       summary_of)
 from harness.verdicts.seed_check import phrase
 from harness.report.per_test import cell_findings, listings_note, per_test_section
-from harness.verdicts.per_test import Category, Follows
+from harness.evidence.per_test import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics

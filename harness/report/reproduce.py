@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness.verdicts.boundaries import Boundaries, release_boundaries
-from harness.verdicts.program_packages import ProgramPackages, line_with_packages
+from harness.evidence.program_packages import ProgramPackages, line_with_packages
 from harness.inputs.config import CHECK_SOURCE, Repro, control_character
 from harness.environments.requirements import jax_requirements
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from harness.core.comparison import Comparison
-from harness.verdicts.keys import cell_comparison, logs_complete
+from harness.evidence.keys import cell_comparison, logs_complete
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 from harness.core.ir_names import extract_lowered

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from harness.core import markdown as md
-from harness.verdicts.cost import ModuleStats, cost_of, cost_phrase, module_stats
+from harness.evidence.cost import ModuleStats, cost_of, cost_phrase, module_stats
 from harness.core.model import CellResult
 
 STATS_TITLE = "## Cache statistics"

@@ -10,13 +10,13 @@ from tabulate import tabulate
 from harness.core import markdown
 from harness.core.records import plain
 from harness.verdicts.boundaries import Boundaries, release_boundaries
-from harness.verdicts.keys import cell_comparison, comparison_of, longest_compiles
+from harness.evidence.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.phrases import unserved_module
-from harness.verdicts.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
+from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs
-from harness.verdicts.per_test import SuiteFindings, suite_findings
+from harness.evidence.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
-from harness.verdicts.cost import cost_of, cost_phrase, seconds
+from harness.evidence.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
 from harness.results.document import ResultsDocument, SweepStatus

@@ -1,5 +1,5 @@
 """The results document and its folder: `results/<UTC timestamp>-<name>/results.json` (written by
-`harness.output.writer` after every cell), read back by report, compare, merge and --resume; logs in `logs/`.
+`harness.output.results_folder` after every cell), read back by report, compare, merge and --resume; logs in `logs/`.
 
 `ResultsDocument` is the file as typed data: a header (what was measured, how, where: harness/results/header.py), the cells, the
 status, and the sections later stages add (a bisection, a merge). `document_json` and `read_document` are the

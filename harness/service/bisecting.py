@@ -25,11 +25,11 @@ from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
 from harness.service.options import BisectOptions, ScriptCheck
-from harness.verdicts.program_packages import ProgramPackages
+from harness.evidence.program_packages import ProgramPackages
 from harness.service.sweeping import check_config, with_script_packages
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 
 # Spelled even at their defaults: a bisection's line says how it was searched, for the reader of bisect.md.
 BISECT_SPELLED = ("seeds", "backend", "out")

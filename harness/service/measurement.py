@@ -33,7 +33,7 @@ from harness.core.kinds import BackendName
 from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 
 T = TypeVar("T")
 

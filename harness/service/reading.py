@@ -18,7 +18,7 @@ from harness.service.options import MeasureOptions, PythonOptions
 from harness.service.outcomes import MergeOutcome
 from harness.results.merge import merge_documents
 from harness.inputs.versions import Resolution, resolve
-from harness.output.writer import write_files
+from harness.output.results_folder import write_files
 from harness.report.reproduce import summary_of
 
 MERGE_COPIED = ("logs",)  # what the report's evidence reads; caches stay behind (listings are in the JSON)

@@ -38,7 +38,7 @@ from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, Swee
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 
 
 def resume_command(given: Given, run_dir: Path) -> str:

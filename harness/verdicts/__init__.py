@@ -1,3 +1,3 @@
-"""Runs in, what a cell says out (pure): verdicts and boundaries, the verdict so far, why nothing was
-cached, a script's own cache settings, seconds a miss costs, processes compared, --vary judged, failures.
+"""What a cell says, judged from what its runs show (harness/evidence/; pure): verdicts and boundaries, the
+verdict so far, the finished cell, why nothing was cached, --vary judged, whether a failure follows the seed.
 """

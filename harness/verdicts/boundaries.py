@@ -13,7 +13,7 @@ from packaging.version import Version
 from harness.core.model import CellResult
 from harness.core.kinds import NothingCached, Verdict
 from harness.core.factors import Factor
-from harness.verdicts.failure import OutsideFailure, outside_jax
+from harness.evidence.failure import OutsideFailure, outside_jax
 from harness.verdicts.factor_verdicts import by_factors_only
 
 
@@ -192,7 +192,7 @@ class Boundaries:
     def line(self, narrowing: Narrowing | None = None, also: Also | None = None) -> str:
         """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
         unmeasured (without it the gap is still said, with no command). `also`: what else changed between a
-        boundary's two releases, said right after it (harness/verdicts/program_packages.py: the program's own
+        boundary's two releases, said right after it (harness/evidence/program_packages.py: the program's own
         packages)."""
         also = also or _nothing_else
         outside = self.outside_jax_phrases()  # a dependency's failure first: it is no finding about JAX

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.verdicts.keys import cell_comparison, run_keys
+from harness.evidence.keys import cell_comparison, run_keys
 from harness.core.factors import KEYED_BY_DESIGN, WHEN, Factor, FactorOutcome
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.listing import Entry

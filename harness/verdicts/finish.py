@@ -20,9 +20,9 @@ from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
 from harness.core.runs import RunCommand, RunRecord
-from harness.verdicts.cost import cell_cost
+from harness.evidence.cost import cell_cost
 from harness.verdicts.judge import Tally
-from harness.verdicts.script_settings import with_script_cache
+from harness.evidence.script_settings import with_script_cache
 from harness.verdicts.seed_check import with_seed_check
 from harness.verdicts.uncached import explain
 from harness.verdicts.factor_verdicts import verdict_with

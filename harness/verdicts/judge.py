@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.verdicts.keys import nothing_cached, run_keys
+from harness.evidence.keys import nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.model import CellResult, CellSpec
 from harness.core.runs import RunRecord

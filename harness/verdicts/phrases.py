@@ -11,7 +11,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.runs import RunRecord
 from harness.core.comparison import Comparison
-from harness.verdicts.keys import _logged, _plural
+from harness.evidence.keys import _logged, _plural
 
 
 def run_ranges(indices: Sequence[int]) -> str:

@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from harness.core.records import replace
-from harness.verdicts.keys import longest_compiles, never_written
+from harness.evidence.keys import longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
 from harness.core.model import CellResult
 from harness.core.kinds import NothingCached, Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
-from harness.verdicts.script_settings import sets_own_folder
+from harness.evidence.script_settings import sets_own_folder
 from harness.inside.startup.jax_cache_harness_hook import LATE_ENVIRON, MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
 # JAX's default for jax_persistent_cache_min_compile_time_secs, the same in every release from 0.4.26

@@ -18,13 +18,13 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.verdicts.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
+from harness.evidence.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
-from harness.verdicts.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
+from harness.evidence.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
                                       test_changes)
-from harness.verdicts.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
+from harness.evidence.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
 def attribute(comparison: Comparison, runs: Sequence[RunRecord]) -> tuple[Attribution | None, str]:

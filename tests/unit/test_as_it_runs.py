@@ -20,7 +20,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import NothingCached, Platform, ThresholdMode, Verdict
 from harness.core.runs import RunRecord
-from harness.verdicts.script_settings import parse_record, with_script_cache
+from harness.evidence.script_settings import parse_record, with_script_cache
 from harness.verdicts.judge import Tally
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"

@@ -24,7 +24,7 @@ from harness.core.kinds import Platform, Verdict
 from harness.core.runs import ProcessOutcome, Program
 from harness.cli.console import ConsoleProgress
 from harness.results.header import RecordedConfig, ResultsHeader
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 from harness.core.records import convert
 from harness.measure.seeds import SeedPlanner
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from harness.results.document import read_cell
 from harness.core.records import plain
 from harness.core import jaxlog
-from harness.verdicts.cost import cell_cost, cost_of, cost_phrase, module_stats
+from harness.evidence.cost import cell_cost, cost_of, cost_phrase, module_stats
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord

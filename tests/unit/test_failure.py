@@ -1,8 +1,8 @@
-"""What a failed run says failed (harness/verdicts/failure.py): the exception, never the harness's own log level's output."""
+"""What a failed run says failed (harness/evidence/failure.py): the exception, never the harness's own log level's output."""
 
 from pathlib import Path
 
-from harness.verdicts.failure import exception_line, failure_detail, is_harness_noise, with_detail
+from harness.evidence.failure import exception_line, failure_detail, is_harness_noise, with_detail
 
 # As a run's log ends when a compile fails on 0.5.3 with the harness's JAX_LOGGING_LEVEL=DEBUG: the
 # traceback, then JAX's debug records at exit.

@@ -14,7 +14,7 @@ from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.measure.run_logs import with_log_detail
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.failure import (
+from harness.evidence.failure import (
     OutsideJax,
     exception_line,
     outside_jax,

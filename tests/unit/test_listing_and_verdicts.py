@@ -2,7 +2,7 @@
 
 from harness.core.records import plain
 from harness.verdicts.boundaries import boundaries, release_boundaries, version_verdicts
-from harness.verdicts.keys import RunKeys, compare_with_first_run
+from harness.evidence.keys import RunKeys, compare_with_first_run
 from harness.verdicts.phrases import fewer_phrase, run_ranges
 from harness.verdicts.verdict import judge
 from harness.core.listing import Entry, entries, keys_by_module, parse_name

@@ -26,7 +26,7 @@ from harness.core.kinds import Verdict
 from harness.cli.console import ConsoleProgress
 from harness.results.document import ResultsHeader
 from harness.measure.sweep import Sweep
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 from tests.fakes import SET_ORDERED, FakeIndex, commit, git
 
 # A user's script (no mesh arguments): four names, so random seeds show a set order at once.

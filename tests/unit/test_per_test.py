@@ -1,4 +1,4 @@
-"""A suite's misses per test and per function (harness/verdicts/per_test.py), and `new input` as its own verdict:
+"""A suite's misses per test and per function (harness/evidence/per_test.py), and `new input` as its own verdict:
 runs built by hand as the recorder reads them (each key with its tests and argument types), no JAX needed."""
 
 from xml.etree import ElementTree
@@ -13,8 +13,8 @@ from harness.report.render import render_listings, render_report
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.verdicts.judge import Tally
-from harness.verdicts.keys import comparison_of
-from harness.verdicts.per_test import Category, Follows, control_baseline, suite_findings
+from harness.evidence.keys import comparison_of
+from harness.evidence.per_test import Category, Follows, control_baseline, suite_findings
 from harness.verdicts.verdict import judge
 
 from tests.cells import SCHEMA

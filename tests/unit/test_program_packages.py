@@ -12,7 +12,7 @@ from harness.results.bisection import Boundary, Outcome, Role, Row
 from harness.core.kinds import Verdict
 from harness.report.table import render, summary_line
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.program_packages import ProgramPackages, line_with_packages, requested_names
+from harness.evidence.program_packages import ProgramPackages, line_with_packages, requested_names
 from tests.cells import cell
 
 OPTAX = {"0.4.30": "0.2.3", "0.4.31": "0.2.3", "0.10.2": "0.2.8"}

@@ -12,7 +12,7 @@ from harness.core.model import CellResult, CellSpec
 from harness.core.findings import JobFacts, RankSplit
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RankRecord, RunRecord
-from harness.verdicts.ranks import differences, first_split, host_components, split_phrase, writers
+from harness.evidence.ranks import differences, first_split, host_components, split_phrase, writers
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 SPEC = CellSpec("0.8.1", Platform.CPU, 8, None, processes=2)

@@ -15,7 +15,7 @@ from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_pytest import outcome_of
 from harness.measure.run_logs import missing_module, read_jax_log
 from harness.service.sweeping import with_pytest
-from harness.verdicts.script_settings import first_use
+from harness.evidence.script_settings import first_use
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "jax_logs"
 HEX = {c: c * 64 for c in "abcdef"}

@@ -29,7 +29,7 @@ from harness.report.sources import collect, lowered_texts
 from harness.core.hostinfo import parse_nvidia_smi
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.document import SCHEMA_VERSION, read_cell, read_document
-from harness.output.writer import ResultsWriter
+from harness.output.results_folder import ResultsWriter
 from harness.core.records import convert, plain
 from harness.results.document import read_header
 from tests.helpers import github_html, outside_fences, unescaped_pipes

@@ -237,7 +237,7 @@ def _reproduced_runs() -> list:
 
 def test_a_cell_keeps_the_comparison_its_verdict_was_judged_from_and_never_writes_it():
     from harness.verdicts.judge import Tally
-    from harness.verdicts.keys import cell_comparison, comparison_of
+    from harness.evidence.keys import cell_comparison, comparison_of
 
     tally = Tally(3)
     for run in _reproduced_runs():
@@ -270,15 +270,15 @@ def _documents() -> list[ResultsDocument]:
 
 @pytest.mark.parametrize("index", range(5))
 def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(index, monkeypatch):
-    from harness.output import writer
-    from harness.output.writer import EncodedCells, results_text
+    from harness.output import results_folder
+    from harness.output.results_folder import EncodedCells, results_text
 
     document = _documents()[index]
     expected = json.dumps(document_json(document), indent=2) + "\n"
     encoded = EncodedCells()
     calls = []
-    real = writer.cell_json
-    monkeypatch.setattr(writer, "cell_json", lambda cell: calls.append(cell) or real(cell))
+    real = results_folder.cell_json
+    monkeypatch.setattr(results_folder, "cell_json", lambda cell: calls.append(cell) or real(cell))
     assert results_text(document, encoded) == expected
     assert results_text(document, encoded) == expected
     assert len(calls) == len(document.cells)  # the second write encoded nothing again
@@ -290,7 +290,7 @@ def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(
 
 def test_results_json_is_strict_json_a_nan_is_never_written():
     """Issue 49, item 17: a resumed folder's NaN durations were written back as `NaN` (not JSON)."""
-    from harness.output.writer import EncodedCells, results_text
+    from harness.output.results_folder import EncodedCells, results_text
 
     document = _documents()[0]
     document.cells[0].runs[0].duration_s = float("nan")

@@ -11,7 +11,7 @@ from harness.core.records import plain, convert
 from harness.core.runs import CacheSetting, RunRecord
 from harness.core.findings import ScriptCacheFacts
 from harness.core.kinds import ThresholdMode
-from harness.verdicts.script_settings import cell_facts, parse_record, sets_own_folder
+from harness.evidence.script_settings import cell_facts, parse_record, sets_own_folder
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, LATE_ENVIRON, MIN_COMPILE_TIME,
                                                            MIN_ENTRY_SIZE, caller_api, decide, environment_changes)

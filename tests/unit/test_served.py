@@ -13,7 +13,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.listing import Entry
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
-from harness.verdicts.keys import RunKeys, compare_with_first_run
+from harness.evidence.keys import RunKeys, compare_with_first_run
 from harness.verdicts.verdict import judge
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"

@@ -11,7 +11,7 @@ import pytest
 from harness import service
 from harness.cli import commands as cli
 from harness.verdicts.boundaries import release_boundaries
-from harness.verdicts.keys import Comparison
+from harness.evidence.keys import Comparison
 from harness.verdicts.verdict import judge
 from harness.report.table import rows
 from harness.output.ci import fail_line
@@ -26,7 +26,7 @@ from harness.inputs.options import CHECK_FAILS_ON, Given, option, parse
 from harness.report.reproduce import narrowing, summary_of
 from harness.results.document import ResultsDocument, SweepStatus, load_results
 from harness.inputs.versions import Release, releases_between
-from harness.output.writer import write_files
+from harness.output.results_folder import write_files
 from harness.results.document import read_header
 from harness.core.records import plain
 

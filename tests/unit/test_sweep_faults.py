@@ -11,7 +11,7 @@ import pytest
 
 import harness.cli.commands as cli
 import harness.service as service
-import harness.output.writer as writer
+import harness.output.results_folder as results_folder
 from harness.environments import BackendChoice
 from harness.environments.base import Backend, Environment
 from harness.core.errors import BackendUnavailable
@@ -64,7 +64,7 @@ def test_a_backend_that_cannot_run_found_late_leaves_no_results_folder(sweep, tm
 
 def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(sweep, tmp_path, capsys,
                                                                             monkeypatch):
-    real = writer.write_atomic
+    real = results_folder.write_atomic
     writes = {"n": 0}
 
     def fills_up(path, text):
@@ -73,7 +73,7 @@ def test_a_full_disk_keeps_the_cells_saved_before_it_and_says_so_in_one_line(swe
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, text)
 
-    monkeypatch.setattr(writer, "write_atomic", fills_up)
+    monkeypatch.setattr(results_folder, "write_atomic", fills_up)
     code = sweep(local())
     err = capsys.readouterr().err
     assert code == 3 and "Traceback" not in err  # the harness could not finish: its failure code
@@ -89,7 +89,7 @@ def test_a_full_disk_names_the_file_it_could_not_write(sweep, tmp_path, capsys, 
     one line says which file could not be written, as docs/signals-and-concurrency.md promises."""
     import harness.core.files as files
 
-    real_write, real_fsync = writer.write_atomic, files.os.fsync
+    real_write, real_fsync = results_folder.write_atomic, files.os.fsync
     writes = {"n": 0}
 
     def full_fsync(fd):
@@ -104,7 +104,7 @@ def test_a_full_disk_names_the_file_it_could_not_write(sweep, tmp_path, capsys, 
         finally:
             monkeypatch.setattr(files.os, "fsync", real_fsync)
 
-    monkeypatch.setattr(writer, "write_atomic", fills_up)
+    monkeypatch.setattr(results_folder, "write_atomic", fills_up)
     code = sweep(local())
     err = capsys.readouterr().err
     (folder,) = (tmp_path / "out").iterdir()

@@ -23,7 +23,7 @@ import msgspec
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
-from harness.verdicts.keys import comparison_of
+from harness.evidence.keys import comparison_of
 
 
 SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
