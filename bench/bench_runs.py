@@ -51,9 +51,9 @@ def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds
     return time.monotonic() - start
 
 
-def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, jobs: int) -> float:
+def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, at_once: int) -> float:
     start = time.monotonic()
-    result = CellRunner(env, repro, timeout_s=600, at_once=jobs).run(spec, seeds, work / "cache", work / "logs")
+    result = CellRunner(env, repro, timeout_s=600, at_once=at_once).run(spec, seeds, work / "cache", work / "logs")
     elapsed = time.monotonic() - start
     assert all(r.ok for r in result.runs), result.reason
     return elapsed

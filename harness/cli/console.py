@@ -22,7 +22,7 @@ class ConsoleProgress:
     """Progress as timestamped lines on stderr (nothing with `quiet`); `stream`: another one.
 
     With `hold_s`, the first lines (what a command resolves before it measures: backend, versions,
-    jobs) are held until the first cell starts, `hold_s` seconds pass or `release()`: bad input found
+    runs at once) are held until the first cell starts, `hold_s` seconds pass or `release()`: bad input found
     meanwhile is then said alone (`discard()` drops them), and slow preparations still show."""
 
     _instances: ClassVar[weakref.WeakSet[ConsoleProgress]] = weakref.WeakSet()

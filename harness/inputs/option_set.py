@@ -20,7 +20,7 @@ from harness.core.factors import Factor, parse_factors
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-JOBS_AUTO = "auto"
+RUNS_AT_ONCE_AUTO = "auto"
 SCRIPT_ARGS = "script_args"  # the dest of the words after `--` (harness check SCRIPT -- ARG ...)
 _T = TypeVar("_T", bound="DataclassInstance")  # the options dataclass from_given fills
 TAKES = "takes"  # the metadata key of a service's field that holds an option (harness/service/options.py)
@@ -42,12 +42,12 @@ def positive(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def runs_at_once(text: str) -> int | None:
+def parse_runs_at_once(text: str) -> int | None:
     """`auto` (None: the service chooses from the cores and the platform) or a number of runs at once."""
-    if text == JOBS_AUTO:
+    if text == RUNS_AT_ONCE_AUTO:
         return None
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once or '{JOBS_AUTO}'")
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once or '{RUNS_AT_ONCE_AUTO}'")
     return positive(1, 256)(text)
 
 
@@ -70,7 +70,7 @@ def factors(text: str) -> tuple[Factor, ...]:
 
 
 def spell_runs_at_once(value: int | None) -> str:
-    return JOBS_AUTO if value is None else str(value)
+    return RUNS_AT_ONCE_AUTO if value is None else str(value)
 
 
 # `harness check` is a check, as pytest is: it fails on these unless told otherwise (`--fail-on none`).
@@ -189,7 +189,7 @@ class Option:
             return [word(v) for v in values]
         if self.action == "store_true":
             return [self.flag] if value else []
-        if value is None and not (force and self.spell is not str):  # jobs spells None: auto
+        if value is None and not (force and self.spell is not str):  # runs_at_once spells None: auto
             return []
         if (self.many and not value) or (value == self.default and not force):
             return []
@@ -299,7 +299,7 @@ class Given:
         raise NotImplementedError
 
     def __getattr__(self, dest: str) -> Any:
-        """`given.jobs`: the value of an option the command takes; any other name (a typo, an option of
+        """`given.runs_at_once`: the value of an option the command takes; any other name (a typo, an option of
         another command) is an AttributeError (tests/unit/test_options.py also reads the handlers' uses)."""
         if dest.startswith("_") or dest == "values":  # not an option (copy, pickle, a dataclass's own)
             raise AttributeError(dest)

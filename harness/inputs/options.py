@@ -11,8 +11,8 @@ report's reproduce line) and docs/commands.md (`make docs`; tests/unit/test_docs
 
 To add an option: a field of `Options` (its place is its place in --help), named in a group below or in the
 command that takes it. If the service acts on it, a field holding it in harness/service/options.py, named as it
-(`jobs: int | None = Options.jobs`) or not (`field(default=..., metadata=takes("jobs"))`), which `from_given`
-fills; tests/unit/test_options.py checks its type and default are the declaration's."""
+(`runs_at_once: int | None = Options.runs_at_once`) or not (`field(default=..., metadata=takes("runs_at_once"))`),
+which `from_given` fills; tests/unit/test_options.py checks its type and default are the declaration's."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from harness.core.factors import Factor
 from harness.inputs import option_set
 from harness.inputs.config import MAX_DEVICES, MAX_PROCESSES, MAX_RUNS
 from harness.inputs.option_set import (CHECK_FAILS_ON, SCRIPT_ARGS, TAKES, Command, Group, OneLineParser, Option,
-                                       factors, fail_on, opt, positive, runs_at_once, seconds, spell_fail_on,
+                                       factors, fail_on, opt, positive, parse_runs_at_once, seconds, spell_fail_on,
                                        spell_runs_at_once)
 from harness.inputs.sharding import Shard, parse_shard
 from harness.inputs.versions import LATEST
@@ -82,9 +82,10 @@ class Options:
         # A script has no config: its default is what random seeds need for the 1e-3 bound (service.check_config).
         per={("check", "reduce"): {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough "
                                    "for a miss bound of 1e-3 whatever the script's name sets)"}})] = None
-    jobs: Annotated[int | None, opt(
+    runs_at_once: Annotated[int | None, opt(
         "--jobs", help="runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",
-        group=Group.ENVIRONMENT, type=runs_at_once, metavar="N|auto", spell=spell_runs_at_once, example=("2",))] = None
+        group=Group.ENVIRONMENT, type=parse_runs_at_once, metavar="N|auto", spell=spell_runs_at_once,
+        example=("2",))] = None
     backend: Annotated[BackendName, opt(
         "--backend", help="where each JAX version runs (auto = docker if a daemon answers)", group=Group.ENVIRONMENT,
         convert=BackendName, choices=tuple(m.value for m in BackendName), example=("docker",))] = DEFAULT_BACKEND
@@ -279,7 +280,7 @@ DECLARED: Mapping[str, Option] = {o.dest: o for o in OPTIONS}
 
 SOURCES = {"python_search", "install_python", "index_url", "extra_index_urls"}  # where Pythons and packages come from
 MEASURED = {"versions", "backend", "cache_thresholds", "rebuild", "python", "quiet", "out", *SOURCES}  # fingerprint too
-REPEATED = {"runs", "jobs", "seeds", "vary", "processes"}  # a cell of many runs (not a fingerprint's one)
+REPEATED = {"runs", "runs_at_once", "seeds", "vary", "processes"}  # a cell of many runs (not a fingerprint's one)
 SWEPT = {"config", "shard", *MEASURED, *REPEATED}  # a config's sweep (run, nightly, bisect, submit)
 # How the user's program runs (--env, --cwd, --device-count, --platform, --timeout), what it needs (--with,
 # --requirements, --with-editable) and its `-- ARGS`: check's program options, one set, so an option added for the

@@ -1,7 +1,7 @@
 """Measure one cell: several fresh processes sharing one new cache folder, a listing after each.
 
 Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
-The first run always runs alone: its entries are the cell's baseline, so with `jobs > 1` any
+The first run always runs alone: its entries are the cell's baseline, so with `at_once > 1` any
 entry that appears after it is a key the first run did not compute (the verdict needs no more).
 The second runs alone too (see SETTLING_RUNS); the later runs then overlap, and a run's `new_entries`
 are what appeared while it ran, which may include a neighbour's entries. `run_cells` schedules the
@@ -62,7 +62,7 @@ Reseed = Callable[[int, int, Path, list[int], int], list[int]]
 class CellRunner:
     """How a cell's runs are made (the environment, the program as its author runs it, the factors varied).
     `run` measures one cell: its runs (`OpenCell.measure_run`, a fresh process each, the listing before and
-    after), one at a time or `jobs` at once, until the cell's `Tally` says stop; what is decided from the
+    after), one at a time or `at_once` together, until the cell's `Tally` says stop; what is decided from the
     records (the verdict, when to stop) is the tally's, and the finished cell `finish_cell`'s, not the
     scheduler's."""
 
@@ -555,7 +555,7 @@ CellOpener = Callable[[], "OpenCell | CellResult"]
 
 def run_cells(openers: Iterable[CellOpener], at_once: int, on_result: Callable[[CellResult], None],
               on_run: OnRun | None = None) -> None:
-    """Measure cells with `jobs` runs at once in all: a cell's first run alone (in its own folder), then
+    """Measure cells with `at_once` runs at once in all: a cell's first run alone (in its own folder), then
     its later runs, and when the open cells cannot use a free slot (a cell's first run, or a cell that
     stopped), the next cell starts. Each cell keeps its own folders, seeds and tally, so what it
     measures does not depend on its neighbours; results reach `on_result` in cell order.
@@ -577,7 +577,7 @@ def run_cells(openers: Iterable[CellOpener], at_once: int, on_result: Callable[[
 
     pool = ThreadPoolExecutor(max(1, at_once), thread_name_prefix="run")
 
-    def busy() -> int:  # slots taken; a job wider than `jobs` runs alone
+    def busy() -> int:  # slots taken; a job wider than `at_once` runs alone
         return sum(min(cell.slots, max(1, at_once)) for _, cell, _ in running.values())
 
     def fits(cell: OpenCell) -> bool:

@@ -2,7 +2,7 @@
 
 Two kinds of passes, coarse first:
 - the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, unwrapping), whose candidates
-  are independent, so `jobs` of them are measured at once and the first kept one (in the pass's order) wins;
+  are independent, so `at_once` of them are measured at once and the first kept one (in the pass's order) wins;
 - pysource-minimize (AST-level, statements down to expressions and literals: ints halved toward 0,
   strings shortened, so shapes, mesh sizes and axis names shrink), which calls its checker one candidate at
   a time. Alone it tries hundreds of candidates on a 150-line script, each a few fresh JAX processes; after
@@ -121,7 +121,7 @@ class Search:
     # ---- passes ------------------------------------------------------------------------------
 
     def run_pass(self, make: Pass, shrink_only: bool = True, name: PassName | None = None) -> bool:
-        """Candidates of `make` from the best program, `jobs` at a time; the first kept one becomes the
+        """Candidates of `make` from the best program, `at_once` at a time; the first kept one becomes the
         best and the pass goes on from it, at the kept one's place. True when it changed the program.
         `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
         progress); the readability pass's candidates are not shorter, and each makes one value readable."""

@@ -547,7 +547,8 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
     lines.append(f"- Devices: {_devices(cells, document)}")
     options = document.header.options
     if options != RecordedOptions():
-        lines.append(f"- Runs per cell: up to {md.text(options.runs)}, {md.text(1 if options.jobs is None else options.jobs)} "
+        at_once = 1 if options.runs_at_once is None else options.runs_at_once
+        lines.append(f"- Runs per cell: up to {md.text(options.runs)}, {md.text(at_once)} "
                      "at a time; every run a fresh process with its own `PYTHONHASHSEED`")
         if options.seeds == SeedStrategy.CHOSEN:
             lines.append("- Hash seeds: chosen so that every pair of the mesh's axis names is iterated in "

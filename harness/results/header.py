@@ -74,11 +74,12 @@ class BisectRange(msgspec.Struct, frozen=True):
 
 
 class RecordedOptions(msgspec.Struct, frozen=True, omit_defaults=True):
-    """How the cells were measured: results.json's `options` (runs, jobs, seeds, backend and why)."""
+    """How the cells were measured: results.json's `options` (runs, jobs: the runs at once, seeds, backend and why)."""
 
     runs: _Count | None = None  # the most runs per cell
-    jobs: _Count | None = None  # runs at once
-    jobs_why: str | None = None
+    # --jobs: the file's keys name the flag, as `runs` and `seeds` do
+    runs_at_once: _Count | None = msgspec.field(default=None, name="jobs")
+    runs_at_once_why: str | None = msgspec.field(default=None, name="jobs_why")
     seeds: SeedStrategy | None = None  # absent in folders written before --seeds
     all_runs: bool | None = None  # a sweep's; a bisection writes none
     bisect: BisectRange | None = None  # a bisection's
@@ -97,7 +98,7 @@ class RecordedOptions(msgspec.Struct, frozen=True, omit_defaults=True):
     @property
     def overlapped(self) -> bool:
         """With --jobs N>1 a cell's runs overlap, and a run's new_entries may include a neighbour's key."""
-        return (self.jobs or 1) > 1
+        return (self.runs_at_once or 1) > 1
 
 
 class HostFacts(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -4,7 +4,7 @@ A module per command (pip's `commands/` is the model), over two shared ones:
 
 - `options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
 - `outcomes`: what each command produced, for the CLI to show;
-- `measurement`: the one place a measurement is opened (backend, versions, checks, jobs, header) and
+- `measurement`: the one place a measurement is opened (backend, versions, checks, runs at once, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
 - `sweeping` (run, check), `reducing` (reduce: harness/reduce/ does the work), `watching` (nightly, compare), `bisecting` (bisect), `submitting` (submit),
   `reading` (versions, report, merge), `preparing` (init, base-image).

@@ -43,7 +43,7 @@ def bisect_command(config_path: Path | None, options: BisectOptions) -> str:
               "jax_repo": options.jax_repo, "seeds": options.seeds, "runs": options.runs,
               "backend": options.backend, "out": options.out}
     if options.given is None:  # built by hand: what the fields say
-        values.update(jobs=options.jobs, python=options.python, python_search=options.pythons.search,
+        values.update(runs_at_once=options.runs_at_once, python=options.python, python_search=options.pythons.search,
                       install_python=options.pythons.install, cache_thresholds=options.cache_thresholds,
                       rebuild=options.rebuild, vary=options.vary)
     # --fresh starts over once; the line resumes what it started.
@@ -115,7 +115,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     runs = opened.runs  # the config's `runs:` unless --runs, as `harness run` takes it
     jax_repo = str(repo.path.resolve()) if repo else None
     header = opened.header(command, versions, RecordedOptions(
-        runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
+        runs=runs, runs_at_once=at_once.count, runs_at_once_why=at_once.why, seeds=options.seeds,
         bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}

@@ -1,4 +1,4 @@
-"""The one place a measurement is opened (backend, versions, checks, jobs, header) and finished (its
+"""The one place a measurement is opened (backend, versions, checks, runs at once, header) and finished (its
 status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex,
 
 def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress) -> RunsAtOnce:
     """The runs at once (--jobs, or auto from the cores and the platform), said and then recorded."""
-    at_once = choose_runs_at_once(options.jobs, config.platform, usable_cores())
+    at_once = choose_runs_at_once(options.runs_at_once, config.platform, usable_cores())
     progress.say(at_once.line())
     return at_once
 

@@ -1,5 +1,5 @@
 """The typed options each command's service takes: ordinary dataclass fields. A field that holds an option is
-named as it (`jobs: int | None = Options.jobs`: its default the declaration's) or says which it holds
+named as it (`runs_at_once: int | None = Options.runs_at_once`: its default the declaration's) or says which it holds
 (`field(default=..., metadata=takes("dest"))`); its type is the option's, as harness/inputs/options.py declares
 it once in `Options` (tests/unit/test_options.py checks). A class's other fields are what the service needs
 besides the options. `from_given` fills both kinds from what was given."""
@@ -33,7 +33,7 @@ class MeasureOptions:
     backend: BackendName = Options.backend
     versions: tuple[str, ...] | None = Options.versions
     runs: int | None = Options.runs
-    jobs: int | None = Options.jobs
+    runs_at_once: int | None = Options.runs_at_once
     out: Path = Options.out
     rebuild: bool = Options.rebuild
     python: str | None = Options.python

@@ -68,7 +68,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:
         return opened.header(command, measured_versions,
-                             RecordedOptions(runs=opened.runs, jobs=at_once.count, jobs_why=at_once.why,
+                             RecordedOptions(runs=opened.runs, runs_at_once=at_once.count, runs_at_once_why=at_once.why,
                                              seeds=options.seeds, all_runs=False), config=measured)
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"

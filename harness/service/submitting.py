@@ -30,7 +30,7 @@ SUBMIT_PASSES_ON = ("HARNESS_ENV_DIR",)
 # the CI outputs are of the merged cells (submit --wait writes them), not each task's share.
 _TASK_OWN = ("config", "shard", "out", "resume", "quiet", "junit_xml", "fail_on")
 # Spelled even at their defaults: the tasks run as the submitter's harness chose, whatever theirs defaults to.
-TASK_SPELLED = ("versions", "runs", "jobs", "backend", "seeds")
+TASK_SPELLED = ("versions", "runs", "runs_at_once", "backend", "seeds")
 
 
 def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[str, ...]:
@@ -38,13 +38,14 @@ def _task_args(options: SubmitOptions, versions: list[str], runs: int) -> tuple[
     versions and runs resolved, paths absolute (the tasks may start elsewhere)."""
     given = options.given
     values = dict(given.values) if given is not None else {
-        "jobs": options.jobs, "backend": options.backend, "seeds": options.seeds, "all_runs": options.all_runs,
+        "runs_at_once": options.runs_at_once, "backend": options.backend, "seeds": options.seeds,
+        "all_runs": options.all_runs,
         "python": options.python, "python_search": options.pythons.search,
         "install_python": options.pythons.install, "cache_thresholds": options.cache_thresholds,
         "vary": options.vary}
     run_dests = {o.dest for o in options_for("run")} - set(_TASK_OWN)
     task = Given("run", {k: v for k, v in values.items() if k in run_dests})
-    task = task.with_values(versions=tuple(versions), runs=runs, jobs=options.jobs)
+    task = task.with_values(versions=tuple(versions), runs=runs, runs_at_once=options.runs_at_once)
     return tuple(task.words(always=TASK_SPELLED, absolute=True)[1:])
 
 
@@ -79,7 +80,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         sweep_dir = (options.out / fitting_name(f"{stamp}-{config.name}-slurm")).absolute()
     resources = Resources.for_config(
-        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.jobs or 1,
+        config.platform, config.device_count, cpus_per_task=options.cpus_per_task or options.runs_at_once or 1,
         time=options.time or Resources.time, partition=options.partition, extra=options.sbatch_args,
         tasks=config.processes)
     jobs = SweepJobs(name=config.name, sweep_dir=sweep_dir, harness=(sys.executable, "-m", "harness"),

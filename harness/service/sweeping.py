@@ -128,7 +128,8 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
 
     at_once = opened.ready(options, progress)
     header = opened.header(options.command, versions,
-                           RecordedOptions(runs=runs, jobs=at_once.count, jobs_why=at_once.why, seeds=options.seeds,
+                           RecordedOptions(runs=runs, runs_at_once=at_once.count, runs_at_once_why=at_once.why,
+                                           seeds=options.seeds,
                                            all_runs=options.all_runs,
                                            # a check's (on or off); a config's sweep makes no such run: absent
                                            moved_folder=config.moved_folder if config.source == CHECK_SOURCE else None))

@@ -47,7 +47,7 @@ def test_every_fixture_header_reads_typed_and_means_what_it_said(folder):
 def test_older_shapes_missing_null_and_unknown_keys():
     # smoke-run (an early release): no seeds, no all_runs, no jobs_why; the host's backend written last.
     old = read_header(json.loads((FIXTURES / "smoke-run" / "results.json").read_text()))
-    assert old.options.seeds is None and old.options.all_runs is None and old.options.jobs_why is None
+    assert old.options.seeds is None and old.options.all_runs is None and old.options.runs_at_once_why is None
     assert "seeds" not in plain(old.options)  # absent stays absent: the identity of that folder is unchanged
     # null reads as absent; a key this release does not know is not kept in the config (merge needs none)
     config = read_header({"schema_version": 2, "config": {"name": "n", "python": None,
@@ -74,12 +74,12 @@ def test_a_header_made_now_is_written_as_the_config_and_options_say(tmp_path):
         (ThresholdMode.SCRIPT, {"X": "1"}, 2, ("flax",))
     assert convert({"vary": ["cwd", "tz"]}, RecordedConfig).vary == (Factor.CWD, Factor.TZ)
     # The options in the order the sweep and the bisection wrote their dicts (the backend added last).
-    sweep = RecordedOptions(runs=4, jobs=2, jobs_why="asked", seeds=SeedStrategy.CHOSEN, all_runs=False,
-                            backend=BackendName.VENV, backend_reason="asked")
+    sweep = RecordedOptions(runs=4, runs_at_once=2, runs_at_once_why="asked", seeds=SeedStrategy.CHOSEN,
+                            all_runs=False, backend=BackendName.VENV, backend_reason="asked")
     assert json.dumps(plain(sweep)) == json.dumps({
         "runs": 4, "jobs": 2, "jobs_why": "asked", "seeds": "chosen", "all_runs": False, "backend": "venv",
         "backend_reason": "asked"})
-    bisect = RecordedOptions(runs=4, jobs=1, jobs_why="w", seeds=SeedStrategy.RANDOM,
+    bisect = RecordedOptions(runs=4, runs_at_once=1, runs_at_once_why="w", seeds=SeedStrategy.RANDOM,
                              bisect=BisectRange(None, "0.4.28", None), backend=BackendName.DOCKER, backend_reason="r")
     expected = {"runs": 4, "jobs": 1, "jobs_why": "w", "seeds": "random",
                 "bisect": {"good": None, "bad": "0.4.28", "jax_repo": None}, "backend": "docker", "backend_reason": "r"}

@@ -130,7 +130,7 @@ def test_the_services_options_are_filled_from_what_was_given():
     given, _ = parse(["bisect", "c.yaml", "--jobs", "1", "--python-search", "/py", "--cache-thresholds", "harness",
                       "--good", "0.4.26", "--seeds", "random"])
     filled = from_given(service.BisectOptions, given)
-    assert (filled.jobs, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
+    assert (filled.runs_at_once, filled.pythons.search, str(filled.cache_thresholds), filled.good, str(filled.seeds)) == \
         (1, (Path("/py"),), "harness", "0.4.26", "random")
     assert filled.given is given
 
@@ -181,16 +181,16 @@ def test_the_service_options_hold_options_as_declared():
 def test_a_field_that_drifts_from_the_declaration_is_caught():
     @dataclass(frozen=True)
     class Drifted:
-        jobs: int = 2
+        runs_at_once: int = 2
         out: Path | None = options.Options.out
         folder: Path = field(default=Path("results"), metadata=options.takes("out"))
         timeout: float = 60.0
 
-    assert _mistyped(Drifted) == ["jobs", "out", "timeout"]
+    assert _mistyped(Drifted) == ["runs_at_once", "out", "timeout"]
 
 
 def test_the_value_types_are_inferred_from_the_declarations():
-    assert options.option("run", "jobs").value_type == int | None
+    assert options.option("run", "runs_at_once").value_type == int | None
     assert options.option("run", "versions").value_type == tuple[str, ...] | None
     assert options.option("run", "out").value_type is Path
     assert options.option("run", "seeds").value_type is SeedStrategy
@@ -201,7 +201,7 @@ def test_the_value_types_are_inferred_from_the_declarations():
 
 def test_given_reads_its_options_as_attributes():
     given, _ = parse(["run", "c.yaml", "--jobs", "2"])
-    assert (given.jobs, given.config) == (2, Path("c.yaml"))
+    assert (given.runs_at_once, given.config) == (2, Path("c.yaml"))
     with pytest.raises(AttributeError, match="takes no option 'jbos'"):
         given.jbos  # noqa: B018
     with pytest.raises(AttributeError):
@@ -242,7 +242,7 @@ def test_the_identity_options_are_the_sweep_identity():
 
 def test_given_refuses_an_option_its_command_does_not_take():
     with pytest.raises(KeyError):
-        Given("report", {}).with_values(jobs=2)
+        Given("report", {}).with_values(runs_at_once=2)
 
 
 def _read_back(header: ResultsHeader, cell: CellResult, **more) -> Given:
