@@ -66,7 +66,7 @@ def rich_cells() -> list[CellResult]:
     full = CellResult(
         spec=CellSpec("0.4.31", Platform.CPU, 8, mesh, processes=2), verdict=Verdict.REPRODUCED,
         keys={"jit_f": ["k1", "k2"]}, runs=runs, reason="jit_f: a new key in run 2", listing=["a", "b"],
-        environment={"python": "3.11", "jaxlib": "0.4.31"}, seeds=chosen, miss_bounds=MissBounds(0.01, 0.2),
+        environment_facts={"python": "3.11", "jaxlib": "0.4.31"}, seeds=chosen, miss_bounds=MissBounds(0.01, 0.2),
         interrupted=True, log_tail="tail", earlier_attempts=["docker: none"],
         script_cache=ScriptCacheFacts((("/tmp/c", "jax.config.update"),), "jax.config.update", "/elsewhere",
                                       (CacheSetting("jax_persistent_cache_min_compile_time_secs",

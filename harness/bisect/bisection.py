@@ -34,7 +34,7 @@ def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = Non
     bounds = [c.miss_bounds for c in cells]
     clean = step.verdict == Verdict.CLEAN and bool(bounds) and all(b is not None for b in bounds)
     detail = "; ".join(c.reason for c in cells if c.reason)
-    jaxlib = next((c.environment.get("jaxlib_release") for c in cells if c.environment), None)
+    jaxlib = next((c.environment_facts.get("jaxlib_release") for c in cells if c.environment_facts), None)
     set_order = other = None
     if clean:
         set_order = max(b.set_order for b in bounds)

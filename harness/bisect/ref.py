@@ -100,13 +100,13 @@ def _measure(target: RefCommit, sources: CommitSources, releases: list[str], swe
     def measure(spec: CellSpec, env: Environment) -> CellResult:
         # Ctrl-C: what the cell measured is kept, named as the commit, then the sweep stops.
         def keep(cell: CellResult) -> None:
-            sweep.writer.add(_tag(cell, target, cell.environment.get("jaxlib_release")))
+            sweep.writer.add(_tag(cell, target, cell.environment_facts.get("jaxlib_release")))
 
         return measure_cell(spec, env, sweep.config, sweep.planner, sweep.writer.dir, progress, keep=keep,
                             at_once=sweep.at_once, stop_when_reproduced=sweep.stop_when_reproduced)
 
     cells = measure_alternatives(specs, [environment(j) for j in jaxlibs], measure, progress, all_specs=True)
-    return [_tag(c, target, c.environment.get("jaxlib_release")) for c in cells]
+    return [_tag(c, target, c.environment_facts.get("jaxlib_release")) for c in cells]
 
 
 def _specs(sweep: Sweep, source: JaxSource | None, sha: str) -> list[CellSpec]:

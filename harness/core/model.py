@@ -127,7 +127,9 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True):
     runs: list[RunRecord] = []
     reason: str = ""  # one line: why error/unsupported, or which module reproduced
     listing: list[str] = []  # the cache folder after the last run (`ls -1`)
-    environment: dict[str, Any] = {}  # backend facts (python, jaxlib, image...)
+    # the facts of the environment the release ran in (Environment.describe(): backend, python, jaxlib, image,
+    # distributions...); the file's key is `environment`
+    environment_facts: dict[str, Any] = msgspec.field(default={}, name="environment")
     # how the runs' hash seeds were chosen (None: no run was planned)
     seeds: SeedPlan | None = None
     # a clean cell's confidence (None for any other verdict)

@@ -35,13 +35,13 @@ def requested_names(requirements: Iterable[str]) -> tuple[str, ...]:
 
 def cells_requirements(cells: Iterable[CellResult]) -> tuple[str, ...]:
     """What the cells' environments were asked to install besides jax (`environment.requirements`)."""
-    return tuple(dict.fromkeys(r for c in cells for r in (c.environment.get("requirements") or ())
+    return tuple(dict.fromkeys(r for c in cells for r in (c.environment_facts.get("requirements") or ())
                                if isinstance(r, str)))
 
 
 def resolved(cell: CellResult, names: Sequence[str]) -> dict[str, str]:
     """The versions the cell's environment had of `names` ({} where it recorded no distributions)."""
-    installed: dict[str, str] = {canonicalize_name(str(n)): str(v) for n, v in (cell.environment.get("distributions") or {}).items()}
+    installed: dict[str, str] = {canonicalize_name(str(n)): str(v) for n, v in (cell.environment_facts.get("distributions") or {}).items()}
     return {n: installed[n] for n in names if n in installed}
 
 

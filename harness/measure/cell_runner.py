@@ -117,11 +117,11 @@ class CellRunner:
         return ScriptRun(command, folder, folder_why)
 
 
-def error_cell(spec: CellSpec, reason: str, environment: dict | None = None,
+def error_cell(spec: CellSpec, reason: str, environment_facts: dict | None = None,
                log_tail: str = "") -> CellResult:
     """A cell whose environment could not be made: measured nothing, says `error`."""
     return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
-                      environment=environment or {}, log_tail=log_tail)
+                      environment_facts=environment_facts or {}, log_tail=log_tail)
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ class OpenCell:
                 problem = str(exc)
             if problem:  # measured nothing: the plan it would have run is still said
                 unsupported = CellResult(spec=spec, verdict=Verdict.UNSUPPORTED, keys={}, runs=[], reason=problem,
-                                         environment=runner.environment.describe())
+                                         environment_facts=runner.environment.describe())
                 return with_plan(unsupported, plan) if plan is not None else unsupported
             # Every process gets the folder from JAX_COMPILATION_CACHE_DIR (a folder the script sets in
             # code is redirected there by the hook): one way for all of a job's processes.

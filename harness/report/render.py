@@ -248,7 +248,7 @@ def _commits(cells: list[CellResult]) -> list[str]:
     lines = ["## jax commits", ""]
     for cell, commit in measured:
         ref = f" ({md.code('--ref ' + commit.ref)})" if commit.ref else ""
-        jaxlib = commit.jaxlib or cell.environment.get("jaxlib_release")
+        jaxlib = commit.jaxlib or cell.environment_facts.get("jaxlib_release")
         ran = f"run with jaxlib {md.text(jaxlib)} (the newest release it accepts that ran)" if jaxlib else \
             "no jaxlib ran it"
         lines.append(f"- {md.text(cell.label)}{ref}: {_commit(commit.info)}; {ran}; {_where(cell)}: "
@@ -557,7 +557,7 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
                             "a cell stops at the first later run with a new key"))
     rows = []
     for c in cells:
-        env = c.environment
+        env = c.environment_facts
         rows.append([md.cell(md.text(v)) for v in (c.label, env.get("jax", "—"), env.get("jaxlib", "—"),
                                                     env.get("python", "—"), env.get("numpy", "—"),
                                                     env.get("backend", "—"), env.get("image", "") or "")])
@@ -572,7 +572,7 @@ def _packages(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     (a different Flax per JAX release is the point), then every other package, folded."""
     requested = document.header.config.requirements or ()
     names = {canonicalize_name(Requirement(r).name) for r in requested}
-    listed = [(c, other_distributions(c.environment.get("distributions") or {})) for c in cells]
+    listed = [(c, other_distributions(c.environment_facts.get("distributions") or {})) for c in cells]
     listed = [(c, d) for c, d in listed if d]
     lines = []
     if requested:

@@ -116,9 +116,9 @@ def _setup(cell: CellResult, config: RecordedConfig, seed: int,
     # A commit ran as its `jax/` folder (git archive) on the path of the jaxlib release's environment.
     venv = shlex.quote(f"jax-{commit.sha[:12]}" if commit else f"jax-{spec.jax_version}")
     requirements = jax_requirements(jaxlib or spec.jax_version, spec.platform)
-    if cell.environment.get("numpy"):
+    if cell.environment_facts.get("numpy"):
         # pip would take today's numpy, which an old jax may not import: pin the one that was measured.
-        requirements.append(f"numpy=={cell.environment['numpy']}")
+        requirements.append(f"numpy=={cell.environment_facts['numpy']}")
     requirements += _script_requirements(cell, config)
     args = " ".join(shlex.quote(a) for a in repro_args(repro, spec))
     python = f"{venv}/bin/python"
@@ -171,7 +171,7 @@ def script_folder(cell: CellResult) -> tuple[str, str] | None:
 def _script_requirements(cell: CellResult, config: RecordedConfig) -> list[str]:
     """The script's requirements pinned to the versions this cell had (as they were resolved for its
     release); the requirement as written where the cell did not record its packages."""
-    installed = {canonicalize_name(n): v for n, v in (cell.environment.get("distributions") or {}).items()}
+    installed = {canonicalize_name(n): v for n, v in (cell.environment_facts.get("distributions") or {}).items()}
     pinned = []
     for text in config.requirements or ():
         name = canonicalize_name(Requirement(text).name)

@@ -48,7 +48,7 @@ class Measured:
     spec: CellSpec
     tally: Tally
     listing: list[str]
-    environment: dict[str, Any]
+    environment_facts: dict[str, Any]
     interrupted: bool = False  # by Ctrl-C: the runs that finished, nothing beside them judged
     thresholds: ThresholdMode = ThresholdMode.HARNESS  # the runs' cache thresholds (a script's own, or zeros)
     script: ScriptRun | None = None  # a user's script (None: the built-in repro)
@@ -61,7 +61,7 @@ class Measured:
 
 def finish_cell(measured: Measured) -> CellResult:
     """The finished cell: the runs' verdict, then what was measured beside them (see the module)."""
-    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment, measured.interrupted)
+    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted)
     variation = measured.variation
     if variation is not None and measured.interrupted:  # what was judged is kept, said incomplete
         variation = copy.copy(variation)

@@ -89,7 +89,7 @@ class Tally:
                 and all(not r.ok and not r.timed_out for r in first) and len({r.reason for r in first}) == 1
                 and SEED_INDEPENDENT_FAILURE.search(first[0].reason) is not None)
 
-    def cell(self, spec: CellSpec, listing: list[str], environment: dict[str, Any],
+    def cell(self, spec: CellSpec, listing: list[str], environment_facts: dict[str, Any],
              interrupted: bool = False) -> CellResult:
         """The cell from the runs made: all of them, fewer when it stopped early, or those that finished
         before Ctrl-C (`interrupted`: then a cell that had not reproduced says how far it got)."""
@@ -109,7 +109,7 @@ class Tally:
         if interrupted and judgement.verdict != Verdict.REPRODUCED:
             reason = f"interrupted after {len(records)} of {self.planned} runs"
         cell = CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,
-                          listing=listing, environment=environment, interrupted=interrupted,
+                          listing=listing, environment_facts=environment_facts, interrupted=interrupted,
                           attribution=judgement.attribution,
                           attribution_unavailable=judgement.attribution_unavailable,
                           inconsistencies=judgement.inconsistencies, rank_split=judgement.rank_split,

@@ -73,7 +73,7 @@ def test_regressed_release_gives_several_keys_and_the_fixed_one_gives_one(prepar
     assert all(r.ok for r in bad.runs + good.runs), [r.reason for r in bad.runs + good.runs]
     assert bad.verdict == Verdict.REPRODUCED and len(bad.keys["jit_f"]) >= 2, bad.keys
     assert good.verdict == Verdict.CLEAN and len(good.keys["jit_f"]) == 1, good.keys
-    assert bad.environment["backend"] == "docker" and bad.environment["jax"] == "0.4.28"
+    assert bad.environment_facts["backend"] == "docker" and bad.environment_facts["jax"] == "0.4.28"
     # Nothing left behind, and the host can read and delete what the containers wrote.
     assert our_containers(client, tmp_path) == []
     assert {v.name for v in client.volumes.list()} == volumes_before

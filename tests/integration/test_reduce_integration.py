@@ -149,7 +149,7 @@ def test_a_script_with_arguments_variables_and_inline_dependencies(tmp_path):
     (cell,) = load_results(folder).cells
     assert cell.verdict == "reproduced"
     assert cell.command.argv[-2:] == ("--axes", "a,b,c,d") and dict(cell.command.env) == {"MODEL_SIZE": "tiny"}
-    assert "six" in cell.environment.get("distributions", {})
+    assert "six" in cell.environment_facts.get("distributions", {})
     assert os.path.basename(cell.command.argv[0]) == "reduced.py"
 
 

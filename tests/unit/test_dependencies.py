@@ -274,9 +274,9 @@ def test_the_report_lists_each_releases_packages_and_pins_them_to_reproduce():
     def cell(version, flax, optax):
         return CellResult(CellSpec(version, Platform.CPU, 8, None), Verdict.CLEAN, {"jit_step": ["k"]},
                           [RunRecord(1, 7, 0, 1.0, ["jit_step-k-cache"])],
-                          environment={"backend": "venv", "jax": version, "numpy": "2.0.1",
-                                       "distributions": {"jax": version, "jaxlib": version, "flax": flax,
-                                                         "optax": optax, "chex": "0.1.86", "pip": "24.0"}})
+                          environment_facts={"backend": "venv", "jax": version, "numpy": "2.0.1",
+                                             "distributions": {"jax": version, "jaxlib": version, "flax": flax,
+                                                               "optax": optax, "chex": "0.1.86", "pip": "24.0"}})
 
     cells = [cell("0.4.31", "0.8.5", "0.2.3"), cell("0.10.2", "0.12.7", "0.2.8")]
     document = {"schema_version": 1, "status": "complete", "command": "harness check step.py",

@@ -53,7 +53,7 @@ def test_a_fingerprint_round_trips_and_comes_from_a_cells_first_good_run():
     key = LoggedKey("jit_f", "jit_f-" + "a" * 64, Outcome.WRITTEN, components=comps(computation="1"))
     result = CellResult(CellSpec("0.5.0", Platform.CPU, 8, None), Verdict.CLEAN, {},
                         runs=[RunRecord(2, 9, 0, 0.1, [], keys=RunLog([])), RunRecord(1, 5, 0, 0.1, [], keys=RunLog([key]))],
-                        environment={"jaxlib": "0.5.0"})
+                        environment_facts={"jaxlib": "0.5.0"})
     found = cell_fingerprint(result, "/c")
     assert found.seed == 5 and found.modules == {"jit_f": {key.key: key.components}}
     assert found.facts == {"jaxlib": "0.5.0", "cache_dir": "/c"}

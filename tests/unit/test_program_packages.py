@@ -21,7 +21,7 @@ OPTAX = {"0.4.30": "0.2.3", "0.4.31": "0.2.3", "0.10.2": "0.2.8"}
 def with_packages(version, verdict, optax=None, flax="0.8.5", requirements=("flax", "optax>=0.2")):
     found = cell(version, verdict)
     distributions = {"jax": version, "jaxlib": version, "Flax": flax, "optax": optax or OPTAX[version], "numpy": "2.0"}
-    return replace(found, environment={"distributions": distributions, "requirements": list(requirements)})
+    return replace(found, environment_facts={"distributions": distributions, "requirements": list(requirements)})
 
 
 def test_requested_names_are_canonical():
@@ -63,7 +63,8 @@ def test_without_requested_packages_nothing_changes():
     assert summary_line(cells) == "regression appears in 0.10.2 (last clean 0.4.31); not fixed in this range"
     assert "packages" not in render(cells)
     # Packages JAX itself brings (numpy here) are not the program's: never named, even when they differ.
-    cells = [replace(c, environment={**c.environment, "distributions": {**c.environment["distributions"], "numpy": v}})
+    cells = [replace(c, environment_facts={**c.environment_facts,
+                                           "distributions": {**c.environment_facts["distributions"], "numpy": v}})
              for c, v in zip([with_packages("0.4.31", Verdict.CLEAN, requirements=("optax",), optax="0.2.3"),
                               with_packages("0.10.2", Verdict.REPRODUCED, requirements=("optax",), optax="0.2.3")],
                              ("1.26", "2.0"))]

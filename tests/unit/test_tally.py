@@ -28,7 +28,7 @@ def test_a_cell_that_stopped_early_is_reproduced_not_short_of_runs():
         tally.add(record)
     cell = tally.cell(SPEC, ["listing"], {"backend": "fake"})
     assert cell.verdict == Verdict.REPRODUCED and [r.index for r in cell.runs] == [1, 2]
-    assert cell.listing == ["listing"] and cell.environment == {"backend": "fake"} and not cell.interrupted
+    assert cell.listing == ["listing"] and cell.environment_facts == {"backend": "fake"} and not cell.interrupted
 
 
 def test_runs_missing_without_a_reason_are_an_error():
