@@ -19,7 +19,6 @@ go on from there.
 
 from __future__ import annotations
 
-import ast
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -273,7 +272,3 @@ class Search:
             self.max_candidates = None
             self.restore()
         return self.best
-
-
-def node_count(source: str) -> int:
-    return sum(1 for _ in ast.walk(ast.parse(source)))
