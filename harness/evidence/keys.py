@@ -79,10 +79,10 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
         phantom = sorted(k.key for k in run.keys.with_outcome(Outcome.HIT, Outcome.WRITTEN) if k.key not in on_disk)
         why = []
         if unnamed:
-            why.append(f"{_plural(len(unnamed), 'entry')} appeared in the cache folder while it ran that it does "
+            why.append(f"{plural(len(unnamed), 'entry')} appeared in the cache folder while it ran that it does "
                        f"not name ({unnamed[0]}{', ...' if len(unnamed) > 1 else ''})")
         if phantom:
-            why.append(f"it logged a hit or a write of {_plural(len(phantom), 'key')} never in the cache folder "
+            why.append(f"it logged a hit or a write of {plural(len(phantom), 'key')} never in the cache folder "
                        f"({phantom[0]}{', ...' if len(phantom) > 1 else ''})")
         if why:
             out[run.index] = "; ".join(why)
@@ -192,11 +192,11 @@ def cell_comparison(cell: CellResult) -> Comparison:
     return cell.comparison
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def _logged(runs: Sequence[RunRecord]) -> list[LoggedKey]:
+def logged_keys(runs: Sequence[RunRecord]) -> list[LoggedKey]:
     return [k for r in runs if r.keys is not None for k in r.keys.keys]
 
 
@@ -213,7 +213,7 @@ def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
     the time, not the module's (a cell where nothing at all was cached is told by harness/verdicts/uncached.py)."""
     good = [r for r in runs if r.ok]
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
-    logged = _logged(good)
+    logged = logged_keys(good)
     refused = {k.module: k.reason for k in logged
                if k.outcome == Outcome.NOT_WRITTEN and not refused_for_no_cache(k.reason)}
     kept = {k.module for k in logged if k.outcome != Outcome.NOT_WRITTEN or k.key in on_disk}

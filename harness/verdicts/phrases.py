@@ -11,7 +11,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.runs import RunRecord
 from harness.core.comparison import Comparison
-from harness.evidence.keys import _logged, _plural
+from harness.evidence.keys import logged_keys, plural
 
 
 def run_ranges(indices: Sequence[int]) -> str:
@@ -37,7 +37,7 @@ def new_key_phrase(comparison: Comparison, module: str) -> str:
     if count == len(runs):
         text = f"a new key in {where}" if len(runs) == 1 else f"a new key in each of {where}"
     else:  # several keys in one run, or (overlapping runs) one key seen appearing while several ran
-        text = f"{_plural(count, 'new key')} in {where}"
+        text = f"{plural(count, 'new key')} in {where}"
     if module not in comparison.baseline:
         text += " (a module the first run did not compile)"
     return f"{module}: {text}"
@@ -48,7 +48,7 @@ def fewer_phrase(comparison: Comparison) -> str:
     module = max(sorted(by_module), key=lambda m: (len(by_module[m]), m == "jit_f"))
     missing = len(by_module[module])
     return (f"run {run} compiled fewer things than run {comparison.baseline_run} ({module}: "
-            f"{_plural(missing, 'key')} of {len(comparison.baseline.get(module, []))} not computed): "
+            f"{plural(missing, 'key')} of {len(comparison.baseline.get(module, []))} not computed): "
             "the runs cannot be compared")
 
 
@@ -61,7 +61,7 @@ def where_seen(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -
     were never written, JAX's reason."""
     new = set(comparison.new_keys(module))
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
-    logged = {k.key: k for k in _logged([r for r in runs if r.ok])}
+    logged = {k.key: k for k in logged_keys([r for r in runs if r.ok])}
     in_log = new & set(logged)
     if not in_log:
         return ""  # the listing's word alone, as without logs
@@ -90,7 +90,7 @@ def unserved_phrase(comparison: Comparison, module: str, runs: Sequence[RunRecor
     why = (f"JAX could not read it back: {_quoted(errors[0])[len('JAX: '):]}" if errors
            else "JAX logged no hit and no read error: the entry was gone or not found when the run looked")
     others = [m for m in comparison.unserved_modules() if m != module]
-    more = f"; and {_plural(len(others), 'other module')}" if others else ""
+    more = f"; and {plural(len(others), 'other module')}" if others else ""
     entry = "the entry" if len(keys) == 1 else f"the {len(keys)} entries"
     return (f"{module}: {entry} run {comparison.baseline_run} wrote {'was' if len(keys) == 1 else 'were'} on "
             f"disk, yet {where} compiled the same key again instead of loading it ({why}{more})")

@@ -18,7 +18,7 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.evidence.keys import (RunKeys, _logged, _plural, compare_with_first_run, inconsistencies,
+from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
@@ -84,7 +84,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
 
     def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
         if disagree:
-            reason += f"; the cache folder and JAX's log disagree on {_plural(len(disagree), 'key')}"
+            reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
         if untrusted:
             which = sorted(untrusted)
             whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
@@ -118,7 +118,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     refused = never_written(good)
     if refused:  # compiled in every run, the same key each time, but never cached: nothing to hit
         module, why = next(iter(refused.items()))
-        others = f" (and {_plural(len(refused) - 1, 'other module')})" if len(refused) > 1 else ""
+        others = f" (and {plural(len(refused) - 1, 'other module')})" if len(refused) > 1 else ""
         return judgement(Verdict.UNSUPPORTED, f"{module}{others}: never written to the cache, {_quoted(why)}; "
                                               f"no module's keys differ between the {len(good)} runs")
     if not keys:
@@ -139,7 +139,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
                                         f"{len(groups[0].ranks)} processes")
     assert widest is not None  # keys were computed (checked above): the first run has a module
-    per_run = _plural(len(comparison.baseline[widest]), "key")
+    per_run = plural(len(comparison.baseline[widest]), "key")
     unobserved = unobserved_hits_phrase(good, untrusted)
     return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs"
                                     + (f"; {unobserved}" if unobserved else ""))
@@ -162,7 +162,7 @@ def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
 
 def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
     """Every key these runs' logs name was refused because the process is not process 0."""
-    logged = _logged([r for r in runs if r.ok])
+    logged = logged_keys([r for r in runs if r.ok])
     return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
 
 
