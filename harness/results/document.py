@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
@@ -88,6 +88,8 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
 
 
 _SPEC = ("jax_version", "platform", "device_count", "mesh", "processes")
+_DERIVED_IN_CELL = {"seeds": {"miss_bound", "miss_bound_other_mechanisms", "assumes", "assumes_other_mechanisms", "target"},
+                    "rank_split": {"components"}, "seed_check": {"follows_seed"}}
 
 
 def upgrade_cell(cell: Any) -> Any:
@@ -106,6 +108,9 @@ def upgrade_cell(cell: Any) -> Any:
         out |= {"cache_folder": folder.get("mode"), "cache_folder_why": folder.get("why", "")}
     if "cost" in out and not isinstance(out["cost"], dict):  # an early release's cost was no record
         del out["cost"]
+    for record, derived in _DERIVED_IN_CELL.items():  # what versions 1 and 2 wrote for readers, derived on reading now
+        if isinstance(out.get(record), dict):
+            out[record] = {k: v for k, v in out[record].items() if k not in derived}
     detail = out.get("attribution_detail")
     if isinstance(detail, dict) and isinstance(detail.get("runs"), list) and isinstance(detail.get("keys"), list):
         (run_a, run_b), (key_a, key_b) = (detail["runs"] + [None, None])[:2], (detail["keys"] + [None, None])[:2]
@@ -189,6 +194,18 @@ def read_header(data: dict[str, Any]) -> ResultsHeader:
     return convert({k: data[k] for k in HEADER_KEYS if data.get(k) is not None}, ResultsHeader)
 
 
+class _Document(msgspec.Struct):
+    """results.json's keys beside the header's, read typed (a cell of a key no record has is refused: a newer
+    harness wrote it, and rewriting the folder here would lose it); a key it does not name is a later stage's
+    section (merged_from...), kept as it is."""
+
+    status: str = SweepStatus.RUNNING
+    finished: str | None = None
+    cells: list[CellResult] = []
+    bisect: Outcome | None = None
+    reduce: Reduced | None = None
+
+
 def read_document(data: Any, source: Path | str) -> ResultsDocument:
     """The document of a results.json of any release (`source` names it in errors); UserError, one line naming
     the file and the key, when it is not one this harness can read."""
@@ -202,42 +219,20 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
                         f"reads ({SCHEMA_VERSION}); upgrade the harness")
     data = upgrade(data, version)
     try:
-        header = read_header(data)
+        header, known = read_header(data), convert({k: v for k, v in data.items() if v is not None}, _Document)
     except ValueError as exc:
         raise UserError(f"{source}: {exc}") from None
-    for key, allowed in (("status", str), ("finished", str)):
-        if data.get(key) is not None and not isinstance(data[key], allowed):
-            raise UserError(f"{source}: {key}: must be text or null, not {type(data[key]).__name__}")
-    status, _, detail = str(data.get("status") or SweepStatus.RUNNING).partition(": ")
-    try:
-        status = SweepStatus(status)
-    except ValueError:
-        raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
-    sections = {k: v for k, v in data.items() if k not in _KNOWN}
-    for key, kind in ((BISECTION, Outcome), (REDUCE_SECTION, Reduced)):  # the sections a reader reads typed
-        if sections.get(key) is not None:
-            try:
-                sections[key] = convert(sections[key], kind, key)
-            except ValueError as exc:
-                raise UserError(f"{source}: {exc}") from None
-    return ResultsDocument(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
-                           sections, version)
-
-
-def _cells(cells: Any, source: Path | str) -> list[CellResult]:
-    if cells is None:
-        return []
-    if not isinstance(cells, list):
-        raise UserError(f"{source}: cells: must be a list of cells")
-    out = []
-    for i, data in enumerate(cells):
+    for i, cell in enumerate(known.cells):
         try:
-            cell = convert(data, CellResult)
-            Version(cell.spec.jax_version)  # compare and sorting need it; InvalidVersion is a ValueError
-        except ValueError as exc:
-            raise UserError(f"{source}: cells[{i}]: {exc}") from None
-        out.append(cell)
-    return out
+            Version(cell.spec.jax_version)  # compare and sorting need it
+        except InvalidVersion as exc:
+            raise UserError(f"{source}: cells[{i}].spec.jax_version: {exc}") from None
+    status, _, detail = known.status.partition(": ")
+    if status not in {s.value for s in SweepStatus}:
+        raise UserError(f"{source}: status: {known.status!r} is not a status")
+    sections = {k: v for k, v in data.items() if k not in _KNOWN} | \
+        {k: v for k, v in ((BISECTION, known.bisect), (REDUCE_SECTION, known.reduce)) if v is not None}
+    return ResultsDocument(header, known.cells, SweepStatus(status), detail, known.finished, sections, version)
 
 
 def read_cell(data: Any) -> CellResult:
