@@ -189,7 +189,7 @@ def document_json(document: ResultsDocument, cells: list[Any] | None = None) -> 
 
 def read_header(data: dict[str, Any]) -> ResultsHeader:
     """The header of a results.json's mapping (of version 3, or of the version it names); ValueError naming the
-    key (`config.platform: must be ...`) for a value no release wrote."""
+    key (`config.platform: Invalid enum value ...`) for a value no release wrote."""
     data = upgrade(data, data.get("schema_version", SCHEMA_VERSION))
     return convert({k: data[k] for k in HEADER_KEYS if data.get(k) is not None}, ResultsHeader)
 
