@@ -88,6 +88,7 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
 
 
 _SPEC = ("jax_version", "platform", "device_count", "mesh", "processes")
+_SPEC_OR_DERIVED = frozenset((*_SPEC, "attribution"))  # a cell's own keys that upgrade_cell moves or drops
 _DERIVED_IN_CELL = {"seeds": {"miss_bound", "miss_bound_other_mechanisms", "assumes", "assumes_other_mechanisms", "target"},
                     "rank_split": {"components"}, "seed_check": {"follows_seed"}}
 
@@ -98,7 +99,7 @@ def upgrade_cell(cell: Any) -> Any:
     mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list."""
     if not isinstance(cell, dict) or isinstance(cell.get("spec"), dict):  # not a cell, or one of version 3's shape
         return cell
-    out = {k: v for k, v in cell.items() if k not in _SPEC and k != "attribution"}
+    out = {k: v for k, v in cell.items() if k not in _SPEC_OR_DERIVED}
     out["spec"] = {k: cell[k] for k in _SPEC if k in cell}
     bound, other = out.pop("miss_bound", None), out.pop("miss_bound_other_mechanisms", None)
     if bound is not None:
@@ -109,8 +110,8 @@ def upgrade_cell(cell: Any) -> Any:
     if "cost" in out and not isinstance(out["cost"], dict):  # an early release's cost was no record
         del out["cost"]
     for record, derived in _DERIVED_IN_CELL.items():  # what versions 1 and 2 wrote for readers, derived on reading now
-        if isinstance(out.get(record), dict):
-            out[record] = {k: v for k, v in out[record].items() if k not in derived}
+        if isinstance(part := out.get(record), dict):
+            out[record] = {k: v for k, v in part.items() if k not in derived}
     detail = out.get("attribution_detail")
     if isinstance(detail, dict) and isinstance(detail.get("runs"), list) and isinstance(detail.get("keys"), list):
         (run_a, run_b), (key_a, key_b) = (detail["runs"] + [None, None])[:2], (detail["keys"] + [None, None])[:2]
@@ -147,18 +148,18 @@ def _run(run: Any) -> Any:
     """A run (or a process of a job): its logged keys, module -> key -> facts, as {"keys": [facts with both]}."""
     if not isinstance(run, dict):
         return run
-    out = dict(run)
-    keys = out.get("keys")
+    out: dict[str, Any] = {}  # what changes (a run that needs none is kept as it is)
+    keys = run.get("keys")
     if isinstance(keys, dict):
         out["keys"] = {"keys": [{"outcome": "miss", **info, "module": module, "key": key}
                                 for module, by_key in keys.items() if isinstance(by_key, dict)
                                 for key, info in by_key.items() if isinstance(info, dict)]}
-    cache = out.get("script_cache")
+    cache = run.get("script_cache")
     if isinstance(cache, dict) and cache.get("final", {}) is None:
         out["script_cache"] = {**cache, "final": {}}
-    if isinstance(out.get("ranks"), list):
-        out["ranks"] = [_run(r) for r in out["ranks"]]
-    return out
+    if isinstance(run.get("ranks"), list):
+        out["ranks"] = [_run(r) for r in run["ranks"]]
+    return {**run, **out} if out else run
 
 
 @dataclass
