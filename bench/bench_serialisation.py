@@ -4,13 +4,13 @@ and back) against msgspec and pydantic over stand-in types of the cells'
 shapes (a run, a mesh, a seed plan), on a fixture folder's cells repeated N times. docs/architecture.md
 (Serialisation) quotes its ratios. pydantic is optional (`pip install pydantic` to compare it).
 
-    .venv/bin/python bench/bench_serialisation.py [tests/fixtures/v1-release-run/results.json] [N]
+    .venv/bin/python bench/bench_serialisation.py [tests/fixtures/v1-release-run/results.json] [N] [--repeats R]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +20,6 @@ import msgspec
 
 from harness.results.document import cell_json, read_cell
 
-SOURCE = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/v1-release-run/results.json")
-REPEAT = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 
 
 @dataclass
@@ -83,24 +81,30 @@ class Cell:
     miss_bound_other_mechanisms: float | None = None
 
 
-def best(work, reps: int) -> float:
+def best(work, reps: int, repeats: int) -> float:
     times = []
-    for _ in range(5):
-        start = time.perf_counter()
+    for _ in range(repeats):
+        start = time.process_time()  # this process's CPU time: what other work on a shared machine leaves alone
         for _ in range(reps):
             work()
-        times.append((time.perf_counter() - start) / reps)
+        times.append((time.process_time() - start) / reps)
     return min(times)
 
 
 def main() -> None:
-    cells = json.loads(SOURCE.read_text())["cells"] * REPEAT
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", nargs="?", type=Path, default=Path("tests/fixtures/v1-release-run/results.json"))
+    parser.add_argument("times", nargs="?", type=int, default=1, help="the fixture's cells repeated this many times")
+    parser.add_argument("--repeats", type=int, default=5, help="each timing taken this many times, the best kept")
+    args = parser.parse_args()
+    cells = json.loads(args.source.read_text())["cells"] * args.times
     text = json.dumps(cells, indent=2)
     reps = max(1, 400 // len(cells))
-    harness = best(lambda: json.dumps([cell_json(read_cell(c)) for c in json.loads(text)], indent=2), reps)
+    harness = best(lambda: json.dumps([cell_json(read_cell(c)) for c in json.loads(text)], indent=2), reps,
+                   args.repeats)
     print(f"{len(cells)} cells, {len(text)} bytes: the harness {harness * 1e3:.2f} ms")
     decoder = msgspec.json.Decoder(list[Cell])
-    ms = best(lambda: msgspec.json.format(msgspec.json.encode(decoder.decode(text)), indent=2), reps)
+    ms = best(lambda: msgspec.json.format(msgspec.json.encode(decoder.decode(text)), indent=2), reps, args.repeats)
     print(f"  msgspec: {ms * 1e3:.2f} ms, {harness / ms:.1f}x faster")
     try:
         import pydantic
@@ -108,7 +112,7 @@ def main() -> None:
         print("  pydantic: not installed")
         return
     adapter = pydantic.TypeAdapter(list[Cell])
-    pd = best(lambda: adapter.dump_json(adapter.validate_json(text), indent=2), reps)
+    pd = best(lambda: adapter.dump_json(adapter.validate_json(text), indent=2), reps, args.repeats)
     print(f"  pydantic: {pd * 1e3:.2f} ms, {harness / pd:.1f}x faster")
 
 

@@ -66,7 +66,7 @@ def bound_label(bound: float | None, other: float | None) -> str:
     return f"{bound:.2g} (set order), {other:.2g} (other)"
 
 
-class MissBounds(msgspec.Struct, frozen=True, omit_defaults=True):
+class MissBounds(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """A clean cell's confidence: the chance that a real regression was missed. `set_order` holds if the
     key follows the order of a set of the mesh's axis names; `other`, for chosen seeds, for any other
     hash-order dependence (None for random seeds, whose one bound already covers every mechanism)."""
@@ -78,7 +78,7 @@ class MissBounds(msgspec.Struct, frozen=True, omit_defaults=True):
         return bound_label(self.set_order, self.other)
 
 
-class SeedPlan(msgspec.Struct, omit_defaults=True):
+class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
 
     strategy: SeedStrategy

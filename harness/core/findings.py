@@ -11,7 +11,7 @@ from harness.core.runs import CacheSetting, RunRecord
 from harness.core.factors import Factor, FactorOutcome
 
 
-class Attribution(msgspec.Struct, frozen=True, omit_defaults=True):
+class Attribution(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """Which components of a module's key moved between two runs, from their JAX logs: the first run's
     key against a later run's new key of the same computation."""
 
@@ -29,7 +29,7 @@ class Attribution(msgspec.Struct, frozen=True, omit_defaults=True):
         return [name for name, a, b in self.hashes if a != b]
 
 
-class RankSplit(msgspec.Struct, frozen=True, omit_defaults=True):
+class RankSplit(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """The processes of one run (a job) computed different keys for the same module: they lowered
     different programs (the multi-host hang class), or their keys differ in another component."""
 
@@ -45,7 +45,7 @@ class RankSplit(msgspec.Struct, frozen=True, omit_defaults=True):
         return [name for name, a, b in self.hashes if a != b]
 
 
-class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
+class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """One process of a job judged alone: its launches' keys against its own first launch's."""
 
     rank: int
@@ -53,7 +53,7 @@ class ProcessVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
     reason: str = ""  # absent in some older results
 
 
-class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True):
+class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What the runs of a multi-process cell show besides the verdict (harness/evidence/ranks.py)."""
 
     processes: int
@@ -65,7 +65,7 @@ class JobFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     notes: tuple[str, ...] = ()
 
 
-class ScriptCacheFacts(msgspec.Struct, frozen=True, omit_defaults=True):
+class ScriptCacheFacts(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What a cell's runs' scripts did to their cache, over all runs (harness/evidence/script_settings.py)."""
 
     # (folder asked for, api): redirected to the cell's folder
@@ -85,7 +85,7 @@ class ScriptCacheFacts(msgspec.Struct, frozen=True, omit_defaults=True):
         return bool(self.folders or self.disabled or self.escaped or self.thresholds or self.problems)
 
 
-class SeedRun(msgspec.Struct, frozen=True, omit_defaults=True):
+class SeedRun(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """One run of a seed check: the seed, the cell's run that had it, and how its re-run ended."""
 
     seed: int
@@ -95,7 +95,7 @@ class SeedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     log: str = ""  # the re-run's log, relative to the results folder
 
 
-class SeedCheck(msgspec.Struct, frozen=True, omit_defaults=True):
+class SeedCheck(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """Whether a cell's failures follow the hash seed: a failing and a passing seed re-run (harness/verdicts/seed_check.py),
     in fresh cache folders. It follows the seed when each re-run ends as its first run did."""
 
@@ -109,7 +109,7 @@ class SeedCheck(msgspec.Struct, frozen=True, omit_defaults=True):
         return all(r.rerun_ok == (r.seed == self.passing.seed) for r in (self.failing, self.passing, *self.again))
 
 
-class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
+class RunCost(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What one run's compiles cost, from its JAX log (harness/evidence/cost.py): the keys it compiled (misses)
     and their logged seconds, the keys it loaded (hits) and the seconds the run that wrote each had
     logged compiling it (what the hit saved)."""
@@ -124,7 +124,7 @@ class RunCost(msgspec.Struct, frozen=True, omit_defaults=True):
     missed_modules: tuple[str, ...] = ()
 
 
-class CellCost(msgspec.Struct, frozen=True, omit_defaults=True):
+class CellCost(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What a cell's misses cost each fresh process, and what its hits saved (harness/evidence/cost.py). `starts`:
     the later successful runs, each a fresh process that should have loaded what the first one compiled."""
 
@@ -139,7 +139,7 @@ class CellCost(msgspec.Struct, frozen=True, omit_defaults=True):
     runs: tuple[RunCost, ...] = ()
 
 
-class FactorResult(msgspec.Struct, omit_defaults=True):
+class FactorResult(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """One factor of `--vary`: its run against the cell's reference run (harness/verdicts/factor_verdicts.py)."""
 
     factor: Factor
@@ -160,7 +160,7 @@ class FactorResult(msgspec.Struct, omit_defaults=True):
         return self.outcome == FactorOutcome.MISS
 
 
-class CellVariation(msgspec.Struct, omit_defaults=True):
+class CellVariation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """A cell's `--vary` measurement: the reference run (the cell's first, in the plain environment),
     one run per factor with its hash seed, and, when a factor missed, a control run: the plain
     environment with the same seed again, which must hit for a miss to be the factor's."""

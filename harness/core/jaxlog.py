@@ -80,7 +80,7 @@ class Outcome(enum.StrEnum):
 _STRENGTH = {Outcome.HIT: 0, Outcome.MISS: 1, Outcome.WRITTEN: 2, Outcome.NOT_WRITTEN: 3}
 
 
-class LoggedKey(msgspec.Struct, omit_defaults=True):
+class LoggedKey(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """One key a run computed: its module, what became of it, and each component's own hash."""
 
     module: str
@@ -103,7 +103,7 @@ class LoggedKey(msgspec.Struct, omit_defaults=True):
     arg_types: tuple[str, ...] = ()
 
 
-class RunLog(msgspec.Struct, omit_defaults=True):
+class RunLog(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """What one run's log says of the persistent cache. `keys` in the order JAX first named them, each with its
     module (results.json of schema 3: {"keys": [{module, key, outcome, ...}]}; earlier, module -> key -> {...})."""
 

@@ -39,7 +39,7 @@ from harness.core.runs import (
 )
 
 
-class Mesh(msgspec.Struct, frozen=True):
+class Mesh(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     shape: tuple[int, ...]
     axis_names: tuple[str, ...]
 
@@ -52,7 +52,7 @@ class Mesh(msgspec.Struct, frozen=True):
 NO_MESH = "script"
 
 
-class CellSpec(msgspec.Struct, frozen=True, omit_defaults=True):
+class CellSpec(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What one cell measures; the unit the runner, the bisector and sharding work with."""
 
     jax_version: str
@@ -104,7 +104,7 @@ class CommitInfo(msgspec.Struct, frozen=True, omit_defaults=True):
         return f"jax@{self.sha[:12]}"
 
 
-class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True):
+class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """A jax commit a cell measured instead of a release (`nightly --jax-repo`): which one (the commit's own
     keys), how it was named, and the jaxlib release it ran with (None when none could)."""
 
@@ -117,7 +117,7 @@ class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True):
         return CommitInfo(self.sha, self.date, self.subject)
 
 
-class CellResult(msgspec.Struct, omit_defaults=True, dict=True):
+class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_fields=True):
     """One cell as results.json (schema 3) holds it: its spec nested, every finding under its own key, what
     equals its default left out (docs/results.md)."""
 

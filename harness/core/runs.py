@@ -54,7 +54,7 @@ class ProcessOutcome:
         return self.exit_code == 0 and not self.timed_out
 
 
-class CacheSetting(msgspec.Struct, frozen=True, omit_defaults=True):
+class CacheSetting(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """One cache setting a user's script made, as the harness's start-up hook saw it."""
 
     option: str  # jax_compilation_cache_dir, jax_enable_compilation_cache, or a threshold
@@ -65,7 +65,7 @@ class CacheSetting(msgspec.Struct, frozen=True, omit_defaults=True):
     cache_then: dict[str, Any] | None = None
 
 
-class ScriptCache(msgspec.Struct, frozen=True, omit_defaults=True):
+class ScriptCache(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What a run's script did to its cache: its settings in order, and the cache JAX had at exit
     (`final`: the options' values, `cache_path` and the harness's `target`; empty when the script
     never imported jax or did not exit normally)."""
@@ -75,7 +75,7 @@ class ScriptCache(msgspec.Struct, frozen=True, omit_defaults=True):
     problems: tuple[str, ...] = ()  # what the hook could not do
 
 
-class RankRecord(msgspec.Struct, omit_defaults=True):
+class RankRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """One process of a multi-process run (a job): its rank, hash seed, how it ended, its own log and
     what that log says it computed."""
 
@@ -108,7 +108,7 @@ def variable_name_problem(name: object) -> str | None:
     return f"{str(name)[:60]!r} is not a variable name (letters, digits, _)"
 
 
-class RunRecord(msgspec.Struct, omit_defaults=True):
+class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
     exit_code: int | None
@@ -135,7 +135,7 @@ class RunRecord(msgspec.Struct, omit_defaults=True):
         return self.exit_code == 0 and not self.timed_out
 
 
-class RunCommand(msgspec.Struct, frozen=True):
+class RunCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a cell's runs were started, for the report's commands: the interpreter's arguments (host
     paths), the user's environment additions as the runs got them (XLA_FLAGS merged), the folder."""
 

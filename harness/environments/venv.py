@@ -169,7 +169,7 @@ class VenvBackend(Backend):
     def _prepare_locked(self, path: Path, jax_version: str, platform: Platform, choice: PythonChoice,
                         say: Say) -> VenvEnvironment:
         marker = path / READY_MARKER
-        chosen = {"python_choice": choice.to_json()}
+        chosen = {"python_choice": choice.recorded()}
         damage = "half-made"
         if marker.exists() and not self.rebuild:
             damage = damaged(path)
@@ -227,7 +227,7 @@ class VenvBackend(Backend):
             raise EnvironmentUnavailable(f"venv for jax {jax_version}: {problem}")
         facts["exclude_newer"] = newest
         if self.requirements:
-            facts["requirements"] = self.requirements.to_json()
+            facts["requirements"] = list(self.requirements.items)
         if self.sources.index_url or self.sources.extra_index_urls:
             facts["index_urls"] = [redacted(u) for u in (self.sources.index_url, *self.sources.extra_index_urls) if u]
         if self.sources.editables:

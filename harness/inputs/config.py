@@ -25,7 +25,6 @@ from harness.inputs.dependencies import (Requirements, parse_requirements, read_
                                   script_requirements)
 from harness.core.errors import ConfigError
 from harness.core.factors import Factor, parse_factors
-from harness.core.records import plain
 from harness.core.model import Mesh
 from harness.core.kinds import Platform, ThresholdMode
 from harness.core.runs import variable_name_problem
@@ -106,42 +105,6 @@ class Config:
     # (harness/verdicts/factor_verdicts.py's moved folder). Not a config key: results.json records it in its options.
     moved_folder: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
-            "name": self.name,
-            "repro": self.repro.name if self.repro.builtin else str(self.repro.path),
-            "jax_versions": list(self.jax_versions),
-            "platform": str(self.platform),
-            "device_count": self.device_count,
-            "meshes": [plain(m) for m in self.meshes],
-            "runs": self.runs,
-            "timeout_s": self.timeout_s,
-            "docker": dict(self.docker),
-            "source": self.source,
-            # Only when pinned: a sweep made before the key existed is the same sweep (resume, merge).
-            **({"python": str(self.python)} if self.python else {}),
-            # Only when there are some: an older results folder (no such key) stays the same sweep.
-            **({"requirements": self.requirements.to_json()} if self.requirements else {}),
-        }
-        # Written only when not the default, so a results folder made before the key existed is
-        # still the same sweep for --resume and merge.
-        if self.cache_thresholds != ThresholdMode.HARNESS:
-            data["cache_thresholds"] = str(self.cache_thresholds)
-        if self.repro.module:
-            del data["repro"]
-            data["module"] = self.repro.module
-        if self.args:
-            data["args"] = list(self.args)
-        if self.env:
-            data["env"] = dict(self.env)
-        if self.cwd is not None:
-            data["cwd"] = str(self.cwd)
-        if self.processes > 1:  # only then: an older results folder stays the same sweep
-            data["processes"] = self.processes
-        if self.vary:  # only when set: a sweep without it keeps its identity
-            data["vary"] = [str(f) for f in self.vary]
-        return data
-
 
 # ---- the config file's keys, declared once: each its type, constraints and the one line an error says ------
 # A field's `description` is what is wrong with a value that does not fit it ({value}: the value, shortened);
@@ -165,7 +128,7 @@ class MeshSection(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True, kw_only=True):
-    """A config file's keys (docs/config.md), in the order results.json records them (`Config.to_json`).
+    """A config file's keys (docs/config.md), in the order results.json records them (header.py's `recorded_config`).
     `parse_config` turns one into a `Config`: paths resolved, the repro found, the keys checked together."""
 
     name: Annotated[str, Meta(pattern=_NAME_PATTERN, max_length=MAX_NAME, extra={"why": "it names result folders"},
@@ -207,7 +170,7 @@ class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True,
 CONFIG_KEYS: tuple[str, ...] = ConfigFile.__struct_fields__  # every key a config file may have, in that order
 KEYS = frozenset(CONFIG_KEYS)
 REQUIRED = frozenset(f.name for f in msgspec.structs.fields(ConfigFile) if f.required)  # and repro or module
-# The keys of results.json's `config` (Config.to_json; harness/results/header.py's RecordedConfig), in order: the
+# The keys of results.json's `config` (harness/results/header.py's RecordedConfig), in order: the
 # file's, with where it was read (`source`) after docker and requirements_file folded into requirements.
 _AT_SOURCE = CONFIG_KEYS.index("python")
 RECORDED_KEYS: tuple[str, ...] = (*CONFIG_KEYS[:_AT_SOURCE], "source",

@@ -40,7 +40,8 @@ _INFRASTRUCTURE = re.compile(r"^(jax|jaxlib|jax-cuda\d+-(plugin|pjrt)|nvidia-.*|
 
 @dataclass(frozen=True)
 class Requirements:
-    """A normalised, sorted, duplicate-free set of PEP 508 requirement strings."""
+    """A normalised, sorted, duplicate-free set of PEP 508 requirement strings (`items`: what results.json and
+    an environment's facts record, a list)."""
 
     items: tuple[str, ...] = ()
 
@@ -59,9 +60,6 @@ class Requirements:
     def names(self) -> tuple[str, ...]:
         """The canonical (PEP 503) distribution names asked for."""
         return tuple(sorted({Requirement(item).name for item in self.items}))
-
-    def to_json(self) -> list[str]:
-        return list(self.items)
 
 
 # Where uv and pip read an index from the environment, in the order the harness honours them (uv's own

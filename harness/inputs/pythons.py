@@ -13,18 +13,22 @@ import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
+from packaging.version import Version
 from collections.abc import Callable, Iterable
 
 AUTO = "auto"  # the config's `python:` default
 _VERSION = re.compile(r"^3\.(\d{1,2})$")
 
 
-@dataclass(frozen=True, order=True)
-class PythonVersion:
-    """A CPython feature release, e.g. 3.12 (patch levels do not change which wheels install)."""
+class PythonVersion(Version):
+    """A CPython feature release, e.g. 3.12 (patch levels do not change which wheels install): a packaging
+    Version (its order, equality and text), made of its two numbers. Not a dataclass, so that msgspec writes it
+    as its text through `enc_hook=str` (a dataclass it would write as a mapping)."""
 
-    major: int
-    minor: int
+    def __init__(self, major: int, minor: int):
+        super().__init__(f"{major}.{minor}")
 
     @classmethod
     def parse(cls, text: str) -> PythonVersion:
@@ -33,9 +37,6 @@ class PythonVersion:
         if not match:
             raise ValueError(f"{text!r} is not a Python 3 version such as \"3.12\"")
         return cls(3, int(match.group(1)))
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
 
 
 class Found(enum.StrEnum):
@@ -62,18 +63,18 @@ class Why(enum.StrEnum):
     INSTALLED = "installed"  # none here had one: installed on request (uv python install)
 
 
-@dataclass(frozen=True)
-class PythonChoice:
-    """The Python one release runs in, where it came from, and why."""
+class PythonChoice(msgspec.Struct, frozen=True):
+    """The Python one release runs in, where it came from, and why; an environment's facts record it as
+    `recorded` writes it."""
 
     version: PythonVersion
     interpreter: str | None  # None where the backend provides its own (a Docker base image)
     why: Why
     reason: str  # one line for people
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": str(self.version), "interpreter": self.interpreter, "why": str(self.why),
-                "reason": self.reason}
+    def recorded(self) -> dict[str, Any]:
+        """The choice as an environment's facts hold it: {"version": "3.12", "interpreter", "why", "reason"}."""
+        return msgspec.to_builtins(self, enc_hook=str)  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         return f"Python {self.version} ({self.reason})"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
@@ -88,6 +88,9 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
 
 
 _SPEC = ("jax_version", "platform", "device_count", "mesh", "processes")
+_SPEC_OR_DERIVED = frozenset((*_SPEC, "attribution"))  # a cell's own keys that upgrade_cell moves or drops
+_DERIVED_IN_CELL = {"seeds": {"miss_bound", "miss_bound_other_mechanisms", "assumes", "assumes_other_mechanisms", "target"},
+                    "rank_split": {"components"}, "seed_check": {"follows_seed"}}
 
 
 def upgrade_cell(cell: Any) -> Any:
@@ -96,7 +99,7 @@ def upgrade_cell(cell: Any) -> Any:
     mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list."""
     if not isinstance(cell, dict) or isinstance(cell.get("spec"), dict):  # not a cell, or one of version 3's shape
         return cell
-    out = {k: v for k, v in cell.items() if k not in _SPEC and k != "attribution"}
+    out = {k: v for k, v in cell.items() if k not in _SPEC_OR_DERIVED}
     out["spec"] = {k: cell[k] for k in _SPEC if k in cell}
     bound, other = out.pop("miss_bound", None), out.pop("miss_bound_other_mechanisms", None)
     if bound is not None:
@@ -106,6 +109,9 @@ def upgrade_cell(cell: Any) -> Any:
         out |= {"cache_folder": folder.get("mode"), "cache_folder_why": folder.get("why", "")}
     if "cost" in out and not isinstance(out["cost"], dict):  # an early release's cost was no record
         del out["cost"]
+    for record, derived in _DERIVED_IN_CELL.items():  # what versions 1 and 2 wrote for readers, derived on reading now
+        if isinstance(part := out.get(record), dict):
+            out[record] = {k: v for k, v in part.items() if k not in derived}
     detail = out.get("attribution_detail")
     if isinstance(detail, dict) and isinstance(detail.get("runs"), list) and isinstance(detail.get("keys"), list):
         (run_a, run_b), (key_a, key_b) = (detail["runs"] + [None, None])[:2], (detail["keys"] + [None, None])[:2]
@@ -142,18 +148,18 @@ def _run(run: Any) -> Any:
     """A run (or a process of a job): its logged keys, module -> key -> facts, as {"keys": [facts with both]}."""
     if not isinstance(run, dict):
         return run
-    out = dict(run)
-    keys = out.get("keys")
+    out: dict[str, Any] = {}  # what changes (a run that needs none is kept as it is)
+    keys = run.get("keys")
     if isinstance(keys, dict):
         out["keys"] = {"keys": [{"outcome": "miss", **info, "module": module, "key": key}
                                 for module, by_key in keys.items() if isinstance(by_key, dict)
                                 for key, info in by_key.items() if isinstance(info, dict)]}
-    cache = out.get("script_cache")
+    cache = run.get("script_cache")
     if isinstance(cache, dict) and cache.get("final", {}) is None:
         out["script_cache"] = {**cache, "final": {}}
-    if isinstance(out.get("ranks"), list):
-        out["ranks"] = [_run(r) for r in out["ranks"]]
-    return out
+    if isinstance(run.get("ranks"), list):
+        out["ranks"] = [_run(r) for r in run["ranks"]]
+    return {**run, **out} if out else run
 
 
 @dataclass
@@ -184,9 +190,21 @@ def document_json(document: ResultsDocument, cells: list[Any] | None = None) -> 
 
 def read_header(data: dict[str, Any]) -> ResultsHeader:
     """The header of a results.json's mapping (of version 3, or of the version it names); ValueError naming the
-    key (`config.platform: must be ...`) for a value no release wrote."""
+    key (`config.platform: Invalid enum value ...`) for a value no release wrote."""
     data = upgrade(data, data.get("schema_version", SCHEMA_VERSION))
     return convert({k: data[k] for k in HEADER_KEYS if data.get(k) is not None}, ResultsHeader)
+
+
+class _Document(msgspec.Struct):
+    """results.json's keys beside the header's, read typed (a cell of a key no record has is refused: a newer
+    harness wrote it, and rewriting the folder here would lose it); a key it does not name is a later stage's
+    section (merged_from...), kept as it is."""
+
+    status: str = SweepStatus.RUNNING
+    finished: str | None = None
+    cells: list[CellResult] = []
+    bisect: Outcome | None = None
+    reduce: Reduced | None = None
 
 
 def read_document(data: Any, source: Path | str) -> ResultsDocument:
@@ -202,42 +220,20 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
                         f"reads ({SCHEMA_VERSION}); upgrade the harness")
     data = upgrade(data, version)
     try:
-        header = read_header(data)
+        header, known = read_header(data), convert({k: v for k, v in data.items() if v is not None}, _Document)
     except ValueError as exc:
         raise UserError(f"{source}: {exc}") from None
-    for key, allowed in (("status", str), ("finished", str)):
-        if data.get(key) is not None and not isinstance(data[key], allowed):
-            raise UserError(f"{source}: {key}: must be text or null, not {type(data[key]).__name__}")
-    status, _, detail = str(data.get("status") or SweepStatus.RUNNING).partition(": ")
-    try:
-        status = SweepStatus(status)
-    except ValueError:
-        raise UserError(f"{source}: status: {data.get('status')!r} is not a status") from None
-    sections = {k: v for k, v in data.items() if k not in _KNOWN}
-    for key, kind in ((BISECTION, Outcome), (REDUCE_SECTION, Reduced)):  # the sections a reader reads typed
-        if sections.get(key) is not None:
-            try:
-                sections[key] = convert(sections[key], kind, key)
-            except ValueError as exc:
-                raise UserError(f"{source}: {exc}") from None
-    return ResultsDocument(header, _cells(data.get("cells"), source), status, detail, data.get("finished"),
-                           sections, version)
-
-
-def _cells(cells: Any, source: Path | str) -> list[CellResult]:
-    if cells is None:
-        return []
-    if not isinstance(cells, list):
-        raise UserError(f"{source}: cells: must be a list of cells")
-    out = []
-    for i, data in enumerate(cells):
+    for i, cell in enumerate(known.cells):
         try:
-            cell = convert(data, CellResult)
-            Version(cell.spec.jax_version)  # compare and sorting need it; InvalidVersion is a ValueError
-        except ValueError as exc:
-            raise UserError(f"{source}: cells[{i}]: {exc}") from None
-        out.append(cell)
-    return out
+            Version(cell.spec.jax_version)  # compare and sorting need it
+        except InvalidVersion as exc:
+            raise UserError(f"{source}: cells[{i}].spec.jax_version: {exc}") from None
+    status, _, detail = known.status.partition(": ")
+    if status not in {s.value for s in SweepStatus}:
+        raise UserError(f"{source}: status: {known.status!r} is not a status")
+    sections = {k: v for k, v in data.items() if k not in _KNOWN} | \
+        {k: v for k, v in ((BISECTION, known.bisect), (REDUCE_SECTION, known.reduce)) if v is not None}
+    return ResultsDocument(header, known.cells, SweepStatus(status), detail, known.finished, sections, version)
 
 
 def read_cell(data: Any) -> CellResult:

@@ -19,13 +19,14 @@ from harness.core.factors import Factor
 from harness.core.kinds import BackendName, Platform, ThresholdMode
 from harness.core.model import Mesh
 from harness.core.runs import variable_name_problem
+from harness.inputs.config import Config
 
 _Words = Annotated[tuple[str, ...], msgspec.Meta(description="a list of words")]
 _Count = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class RecordedConfig(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The config as resolved when the sweep started (config.Config.to_json), as results.json keeps it.
+    """The config as resolved when the sweep started (`recorded_config`), as results.json keeps it.
 
     Not a `Config`: an old folder's config need not pass today's checks (its script may be gone). `repro` is
     a built-in's name or a script's path; `module` replaces it for `harness check -m`. `source` is the config
@@ -62,6 +63,22 @@ class RecordedConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     def thresholds(self) -> ThresholdMode:
         """Whose cache thresholds the runs had (written only when not the harness's)."""
         return self.cache_thresholds or ThresholdMode.HARNESS
+
+
+def recorded_config(config: Config) -> RecordedConfig:
+    """What results.json records of `config`. A key added after the first release is left out (None) where
+    it holds its default, so that a folder made before it existed is still the same sweep (--resume, merge)."""
+    repro = config.repro
+    return RecordedConfig(
+        name=config.name, repro=None if repro.module else repro.name if repro.builtin else str(repro.path),
+        jax_versions=config.jax_versions, platform=config.platform, device_count=config.device_count,
+        meshes=config.meshes, runs=config.runs, timeout_s=config.timeout_s, docker=dict(config.docker),
+        source=config.source, python=str(config.python) if config.python else None,
+        requirements=config.requirements.items or None,
+        cache_thresholds=None if config.cache_thresholds == ThresholdMode.HARNESS else config.cache_thresholds,
+        module=repro.module, args=config.args or None, env=dict(config.env) or None,
+        cwd=None if config.cwd is None else str(config.cwd), processes=config.processes if config.processes > 1 else None,
+        vary=config.vary or None)
 
 
 class BisectRange(msgspec.Struct, frozen=True):

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import msgspec
 
-from harness.core.records import convert
 from harness.inputs.dependencies import JAX_OWN, Sources, sources_from
 from harness.inputs.index_urls import redacted
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
@@ -28,7 +27,7 @@ from harness.measure.seeds import SeedPlanner
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
-from harness.results.header import HostFacts, RecordedConfig, RecordedOptions, ResultsHeader, host_record
+from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, host_record, recorded_config
 from harness.core.kinds import BackendName
 from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
@@ -158,7 +157,7 @@ def say_left_out(resolution: Resolution, progress: Progress | None) -> list[str]
 def results_header(command: str, config: Config, versions: list[str], choice: BackendChoice,
                    options: RecordedOptions) -> ResultsHeader:
     """The results document's header: what was measured, how (`options`, the backend added), where."""
-    return ResultsHeader(command=command, config=convert(config.to_json(), RecordedConfig, "config"), versions=versions,
+    return ResultsHeader(command=command, config=recorded_config(config), versions=versions,
                          options=msgspec.structs.replace(options, backend=BackendName(choice.backend.name), backend_reason=choice.why,
                                          **recorded_sources(choice.sources)),
                          host=host_facts(choice.backend.describe()))

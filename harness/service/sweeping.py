@@ -92,7 +92,7 @@ def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
         module=script_run.module,
         jax_versions=list(check.versions or [LATEST]), platform=check.platform, device_count=check.device_count,
         # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-        runs=check.runs or runs_for_target(), timeout_s=check.timeout_s, requirements=requirements.to_json(),
+        runs=check.runs or runs_for_target(), timeout_s=check.timeout_s, requirements=list(requirements.items),
         args=list(script_run.args), env=dict(script_run.env),
         cwd=None if script_run.cwd is None else str(script_run.cwd.resolve()))
     data = msgspec.to_builtins(given)  # checked as a config file's keys are

@@ -6,14 +6,13 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from harness.core.records import convert
 from harness.bisect.bisection import DEFAULT_SOURCES
 from harness.bisect.commits import CommitSources, GitRepo
 from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
 from harness.inputs.config import load_config
 from harness.environments import BackendName
 from harness.core.errors import UserError
-from harness.results.header import RecordedConfig
+from harness.results.header import recorded_config
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex
@@ -39,7 +38,7 @@ def nightly(config_path: Path, options: SweepOptions, baseline: Path, config_ver
     names when given), then compare."""
     base = load_results(baseline)  # a bad baseline fails before an hour of sweeping
     config = load_config(config_path)
-    check_same_repro(config_path, repro_of(convert(config.to_json(), RecordedConfig, "config")), baseline,
+    check_same_repro(config_path, repro_of(recorded_config(config)), baseline,
                      repro_of(base.header.config))
     if not options.versions and not config_versions:
         options = replace(options, versions=(LATEST,))

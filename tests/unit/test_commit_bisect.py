@@ -23,9 +23,8 @@ from harness.core.model import Mesh
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import ProcessOutcome, Program
 from harness.cli.console import ConsoleProgress
-from harness.results.header import RecordedConfig, ResultsHeader
+from harness.results.header import ResultsHeader, recorded_config
 from harness.output.results_folder import ResultsWriter
-from harness.core.records import convert
 from harness.measure.seeds import SeedPlanner
 
 REPRO = '''
@@ -78,7 +77,7 @@ def make_bisection(fake, tmp_path: Path, jaxlib_environment=None, backend=None) 
     folder.mkdir(exist_ok=True)
     repo = GitRepo(fake["repo"])
     state = BisectState.open(folder, {"test": "fake"})
-    writer = ResultsWriter(folder, ResultsHeader(config=convert(config.to_json(), RecordedConfig)))
+    writer = ResultsWriter(folder, ResultsHeader(config=recorded_config(config)))
     return Bisection(config, ["0.1.0", "0.1.1", "0.1.2"], backend or ReleaseBackend(repo, tmp_path / "src"),
                      SeedPlanner(_probes=PROBES), state, writer, ConsoleProgress(quiet=True), jax_repo=repo,
                      sources_root=tmp_path / "src",

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+import msgspec
+from harness.core.records import plain as as_json
+from harness.results.header import recorded_config
 from harness.inputs.config import CONFIG_KEYS, load_config, parse_config
 from harness.core.files import shipped_configs
 from harness.core.errors import ConfigError
@@ -134,9 +137,9 @@ def test_cache_thresholds_key():
 
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.30"]}
     assert parse_config(base).cache_thresholds == ThresholdMode.HARNESS  # zeros: every module measured
-    assert "cache_thresholds" not in parse_config(base).to_json()  # old results folders stay the same sweep
+    assert "cache_thresholds" not in as_json(recorded_config(parse_config(base)))  # old results folders stay the same sweep
     config = parse_config({**base, "cache_thresholds": "script"})
-    assert config.cache_thresholds == ThresholdMode.SCRIPT and config.to_json()["cache_thresholds"] == "script"
+    assert config.cache_thresholds == ThresholdMode.SCRIPT and as_json(recorded_config(config))["cache_thresholds"] == "script"
     with pytest.raises(ConfigError, match="cache_thresholds.*must be one of script, harness"):
         parse_config({**base, "cache_thresholds": "zero"})
 
@@ -209,7 +212,7 @@ def test_absurd_files_are_refused_without_reading_them_whole(tmp_path):
 
 def test_the_config_files_keys_are_the_structs_fields(tmp_path):
     """ConfigFile declares every key once (its type and bounds among them): the known and required keys, the
-    docker section's, and what results.json records of a config (Config.to_json) all come from it."""
+    docker section's, and what results.json records of a config (recorded_config) all come from it."""
     from harness.inputs.config import KEYS, RECORDED_KEYS, REQUIRED, ConfigFile, DockerSection
     from harness.results.header import RecordedConfig
 
@@ -220,7 +223,7 @@ def test_the_config_files_keys_are_the_structs_fields(tmp_path):
             "cache_thresholds": "script", "vary": ["cwd"], "python": "3.12", "docker": {"python": "3.11"}}
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "main.py").write_text("print('hi')\n")
-    recorded = parse_config(data, base_dir=tmp_path).to_json()
+    recorded = as_json(recorded_config(parse_config(data, base_dir=tmp_path)))
     assert set(recorded) - {"source"} <= KEYS and set(recorded) <= set(RECORDED_KEYS)
     assert list(recorded) == sorted(recorded, key=RECORDED_KEYS.index)  # results.json writes them in this order
     read = getattr(RecordedConfig, "__struct_fields__", None) or tuple(f.name for f in fields(RecordedConfig))
@@ -246,8 +249,7 @@ def test_a_value_of_the_wrong_shape_is_one_line_naming_its_key(key):
 
 def test_a_bound_is_the_structs_and_says_itself():
     """runs' bounds are Meta(ge=2, le=MAX_RUNS) on the Struct (JSON Schema shows them); the error says them."""
-    import msgspec
-
+    
     from harness.inputs.config import MAX_RUNS, ConfigFile
 
     schema = msgspec.json.schema(ConfigFile)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain as as_json
+from harness.results.header import recorded_config
 from harness.core.records import plain
 from harness.inputs.config import parse_config
 from harness.core.confidence import miss_probability_random
@@ -145,8 +147,8 @@ def test_processes_in_a_config(tmp_path):
     script.write_text("import jax\n")
     base = {"name": "t", "repro": str(script), "jax_versions": ["0.10.2"]}
     config = parse_config({**base, "processes": 2})
-    assert config.processes == 2 and config.to_json()["processes"] == 2
-    assert "processes" not in parse_config(base).to_json()  # a results folder made before stays the same sweep
+    assert config.processes == 2 and as_json(recorded_config(config))["processes"] == 2
+    assert "processes" not in as_json(recorded_config(parse_config(base)))  # a results folder made before stays the same sweep
     for bad, says in (({"processes": 3}, "cannot be split evenly"), ({"processes": 0}, "at least 1"),
                       ({"processes": 2, "platform": "cuda"}, "cpu platform only")):
         with pytest.raises(ConfigError, match=says):

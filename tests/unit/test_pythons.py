@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain as as_json
+from harness.results.header import recorded_config
 from harness.inputs.config import parse_config
 from harness.environments import interpreters
 from harness.core.errors import ConfigError, UserError
@@ -147,9 +149,9 @@ def test_search_paths_take_interpreters_and_folders_of_them(tmp_path):
 
 def test_config_python_key():
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["latest"]}
-    assert parse_config(base).python is None and "python" not in parse_config(base).to_json()
+    assert parse_config(base).python is None and "python" not in as_json(recorded_config(parse_config(base)))
     pinned = parse_config({**base, "python": "3.12"})
-    assert pinned.python == PY[12] and pinned.to_json()["python"] == "3.12"
+    assert pinned.python == PY[12] and as_json(recorded_config(pinned))["python"] == "3.12"
     for bad in (3.12, "3", "python3.12", "2.7"):
         with pytest.raises(ConfigError, match="python: must be auto or a Python 3 version"):
             parse_config({**base, "python": bad})

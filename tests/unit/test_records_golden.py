@@ -25,7 +25,12 @@ def _written(cell: CellResult):
 
 def test_the_golden_cells_read_as_the_cells_they_were_written_from():
     golden = json.loads(GOLDEN.read_text())
-    assert [_read(c) for c in golden["built"]] == records_golden.rich_cells()
+    # The hand-written code kept a cell's unknown keys (`future_key`: a newer release's); such a cell is refused
+    # now, naming the key (rewriting it would drop it), and reads as before without it.
+    with pytest.raises(ValueError, match="^future_key: a key this harness does not know"):
+        [_read(c) for c in golden["built"]]
+    assert [_read({k: v for k, v in c.items() if k != "future_key"}) for c in golden["built"]] == \
+        records_golden.rich_cells()
     for folder, document in golden["folders"].items():
         fixture = json.loads((FIXTURES / folder / "results.json").read_text())
         assert read_document(document, folder).cells == read_document(fixture, folder).cells, folder

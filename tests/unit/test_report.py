@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.core.records import plain as as_json
+from harness.results.header import recorded_config
 from harness.cli import commands as cli
 from harness.core import confidence
 from harness.measure import seeds
@@ -343,8 +345,8 @@ def test_config_block_is_a_config_harness_accepts(smoke_run, tmp_path):
     # ... and `harness check`'s (a script: `meshes: []`), with the config it really records.
     script = tmp_path / "my_step.py"
     script.write_text("print('hi')\n")
-    config = parse_config({"name": "check-my_step", "repro": str(script), "jax_versions": ["0.4.28"]},
-                          source="harness check").to_json()
+    config = as_json(recorded_config(parse_config({"name": "check-my_step", "repro": str(script), "jax_versions": ["0.4.28"]},
+                          source="harness check")))
     cells = [_cell("0.4.28", Verdict.CLEAN, Platform.CPU)]
     shown = _config_block(_render(_doc(cells, config=config), cells, {}))
     assert "source" not in shown and "meshes" not in shown
@@ -387,7 +389,7 @@ def test_report_of_a_malformed_cell_is_one_line(smoke_run, capsys):
     (smoke_run / "results.json").write_text(json.dumps(document))
     assert cli.main(["report", str(smoke_run)]) == 2
     err = capsys.readouterr().err
-    assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1]: spec.platform: missing\n"
+    assert err == f"harness: error: {smoke_run / 'results.json'}: cells[1].spec.platform: missing\n"
 
 
 def _module(shape: str, constant: str) -> str:

@@ -16,7 +16,7 @@ from harness.core.errors import UserError
 from harness.core.files import write_atomic
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
-from harness.results.document import read_document, document_json, ResultsDocument, SweepStatus
+from harness.results.document import load_results, read_document, document_json, ResultsDocument, SweepStatus
 from harness.service.measurement import host_facts
 from harness.report.table import render
 
@@ -161,16 +161,15 @@ def test_a_results_file_past_the_size_limit_is_refused(tmp_path, monkeypatch):
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run" / "results.json"
 
 
-def test_sections_this_release_does_not_know_are_kept_and_a_cells_unknown_keys_ignored():
+def test_sections_this_release_does_not_know_are_kept():
     data = json.loads(V1.read_text())
-    data["cells"][0]["blame"] = {"jit_f": "mesh axis order"}  # a field a newer release might add
     data["slurm"] = {"job": 7}
     document = read_document(data, "newer")
     assert document.sections == {"slurm": {"job": 7}}
-    # written as schema_version 3 (the version 1 file is not rewritten byte for byte): the section is kept, the
-    # cell's unknown key is not (a cell is its Struct's fields), and the whole reads back the same
+    # written as schema_version 3 (the version 1 file is not rewritten byte for byte): the section is kept, and
+    # the whole reads back the same
     again = read_document(json.loads(json.dumps(document_json(document))), "again")
-    assert "blame" not in document_json(again)["cells"][0] and again.sections == document.sections
+    assert again.sections == document.sections
     assert again.header == document.header and [plain(c) for c in again.cells] == [plain(c) for c in document.cells]
 
 
@@ -329,3 +328,18 @@ def test_a_results_file_of_more_cells_or_runs_than_any_sweep_is_refused_before_i
         results_document.load_results(tmp_path)
     monkeypatch.setattr(results_document, "MAX_RUNS", 3 * len(small["runs"]))
     assert len(results_document.load_results(tmp_path).cells) == 3
+
+
+@pytest.mark.parametrize("where, key", [(lambda cell: cell, "cells[1].blame"),
+                                        (lambda cell: cell["runs"][0], "cells[1].runs[0].blame"),
+                                        (lambda cell: cell["spec"], "cells[1].spec.blame")])
+def test_a_cell_key_no_record_has_is_refused_naming_it_never_dropped(tmp_path, where, key):
+    """A newer release's cell (an extra key at any depth) is refused by every reader (report, compare, merge,
+    --resume): rewriting the folder here would drop what this release does not know."""
+    written = json.loads(json.dumps(document_json(read_document(json.loads(V1.read_text()), "v1"))))
+    where(written["cells"][1])["blame"] = {"jit_f": "mesh axis order"}
+    (tmp_path / "results.json").write_text(json.dumps(written))
+    with pytest.raises(UserError) as refused:
+        load_results(tmp_path)
+    assert str(refused.value) == (f"{tmp_path / 'results.json'}: {key}: a key this harness does not know (written by "
+                                  "a newer release? read it with that one)")

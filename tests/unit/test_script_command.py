@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import plain as as_json
+from harness.results.header import recorded_config
 from harness.core.records import plain, convert
 from harness.cli import commands as cli
 from harness.inputs.config import parse_config
@@ -36,11 +38,11 @@ def config(script, **keys):
 def test_args_env_and_cwd_are_read_and_recorded_only_when_given(script, tmp_path):
     plain = config(script)
     assert (plain.args, plain.env, plain.cwd) == ((), (), None)
-    assert not {"args", "env", "cwd", "module"} & set(plain.to_json())  # older results: the same sweep
+    assert not {"args", "env", "cwd", "module"} & set(as_json(recorded_config(plain)))  # older results: the same sweep
     full = config(script, args=["--steps", "1", "a b"], env={"MODEL_SIZE": "tiny"}, cwd="..")
     assert full.args == ("--steps", "1", "a b") and full.env == (("MODEL_SIZE", "tiny"),)
     assert full.cwd == tmp_path.resolve()
-    assert full.to_json()["args"] == ["--steps", "1", "a b"] and full.to_json()["env"] == {"MODEL_SIZE": "tiny"}
+    assert as_json(recorded_config(full))["args"] == ["--steps", "1", "a b"] and as_json(recorded_config(full))["env"] == {"MODEL_SIZE": "tiny"}
 
 
 @pytest.mark.parametrize("keys, message", [
@@ -70,7 +72,7 @@ def test_module_instead_of_repro(write, tmp_path):
     base = {"name": "t", "jax_versions": ["0.4.31"]}
     cfg = parse_config({**base, "module": "pkg.train"}, base_dir=tmp_path)
     assert cfg.repro.module == "pkg.train" and cfg.cwd == tmp_path.resolve()
-    assert cfg.to_json()["module"] == "pkg.train" and "repro" not in cfg.to_json()
+    assert as_json(recorded_config(cfg))["module"] == "pkg.train" and "repro" not in as_json(recorded_config(cfg))
     # Not in the working folder: installed in the release's environment, checked there (the run says so)
     installed = parse_config({**base, "module": "pytest"}, base_dir=tmp_path)
     assert installed.repro.module == "pytest" and installed.repro.path == tmp_path.resolve()

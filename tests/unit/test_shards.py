@@ -85,7 +85,7 @@ def test_same_shard_twice_or_mixed_with_a_whole_sweep_is_refused():
 def test_a_malformed_cell_is_bad_input_naming_the_shard():
     label, doc = shard_documents(2)[1]
     del doc["cells"][0]["spec"]["platform"]
-    with pytest.raises(UserError, match="shard2: cells\\[0\\]: spec.platform: missing"):
+    with pytest.raises(UserError, match="shard2: cells\\[0\\].spec.platform: missing"):
         merge([shard_documents(2)[0], (label, doc)])
 
 
@@ -143,3 +143,24 @@ def test_shards_of_two_backends_are_refused_and_each_part_keeps_its_provenance()
     parts = document_json(merged)["merged_from"]
     assert [p["host"]["harness_version"] for p in parts] == ["0.5.0", "0.6.0"]
     assert "Merged from 2 shard result(s), measured by harness 0.5.0 and 0.6.0." in render_report(merged, merged.cells, {})
+
+
+def test_a_newer_releases_cell_is_refused_by_merge_and_resume_and_nothing_is_written(tmp_path, capsys):
+    """A cell key this release does not know (a newer release wrote the folder): merge and --resume would rewrite
+    the cells without it, so both refuse, naming the key, before writing anything."""
+    folders = []
+    for label, doc in shard_documents(2):
+        folder = tmp_path / label
+        folder.mkdir()
+        doc["cells"][0]["runs"][0]["blame"] = "mesh axis order"  # at any depth of a cell
+        (folder / "results.json").write_text(json.dumps(doc))
+        folders.append(folder)
+    before = (folders[0] / "results.json").read_bytes()
+    out = tmp_path / "merged"
+    assert cli.main(["merge", *map(str, folders), "--out", str(out)]) == 2
+    said = "cells[0].runs[0].blame: a key this harness does not know (written by a newer release? read it with that one)"
+    assert said in capsys.readouterr().err and not out.exists()
+    assert cli.main(["run", "configs/smoke.yaml", "--resume", str(folders[0])]) == 2
+    assert said in capsys.readouterr().err
+    assert (folders[0] / "results.json").read_bytes() == before and sorted(p.name for p in folders[0].iterdir()) == \
+        ["results.json"]

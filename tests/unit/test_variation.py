@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.header import recorded_config
 from harness.results.document import read_cell
 from harness.cli.commands import main
 from harness.inputs.config import Repro, parse_config
@@ -81,8 +82,8 @@ def test_config_vary_key_is_validated_and_kept_in_the_identity(tmp_path):
     base = {"name": "x", "repro": "shard_map_grad", "jax_versions": ["0.4.31"]}
     config = parse_config({**base, "vary": ["cache-path", "tz"]})
     assert config.vary == (Factor.CACHE_PATH, Factor.TZ)
-    assert config.to_json()["vary"] == ["cache-path", "tz"]
-    assert "vary" not in parse_config(base).to_json()  # a sweep without it keeps its identity
+    assert as_json(recorded_config(config))["vary"] == ["cache-path", "tz"]
+    assert "vary" not in as_json(recorded_config(parse_config(base)))  # a sweep without it keeps its identity
     with pytest.raises(ConfigError, match="vary: unknown factor 'hostnme'"):
         parse_config({**base, "vary": ["hostnme"]})
     with pytest.raises(ConfigError, match="vary: must be a list"):

@@ -187,9 +187,9 @@ class DockerBackend(Backend):
                         self.sources.editable_digests if own else ())
         facts: dict[str, Any] = {"base_image": base_name, "base_image_id": _id(base),
                                  "exclude_newer": cutoff.isoformat() if cutoff else None,
-                                 "python_choice": choice.to_json()}
+                                 "python_choice": choice.recorded()}
         if self.requirements:
-            facts["requirements"] = self.requirements.to_json()
+            facts["requirements"] = list(self.requirements.items)
         if own:
             facts["own_packages"] = [w.name for w in own]
         if not rebuild and self._image_exists(tag):

@@ -103,7 +103,7 @@ def image_tag(jax_version: str, platform: Platform, python_version: str, dockerf
     identity: dict[str, object] = {"dockerfile": dockerfile_text, "base": base_image_id, "lock": lock_text,
                                    "python": python_version, "platform": str(platform), "jax": jax_version}
     if requirements:  # absent when there are none: images built before requirements keep their tags
-        identity["requirements"] = requirements.to_json()
+        identity["requirements"] = list(requirements.items)
     if own_digests:  # the same: absent without --with-editable
         identity["own_packages"] = list(own_digests)
     inputs = json.dumps(identity, sort_keys=True)
