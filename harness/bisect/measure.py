@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from harness.verdicts.boundaries import version_verdicts
 from harness.bisect.state import BisectState
@@ -45,14 +45,14 @@ class PointMeasurer:
     on_interrupted: OnInterrupted = lambda point, cell: None  # where a cell cut short is kept
 
     def measure(self, point: str, specs: list[CellSpec],
-                prepare: Callable[[], Environment] | list[Callable[[], Environment]]) -> Verdict:
+                prepare: Callable[[], Environment] | Sequence[Callable[[], Environment]]) -> Verdict:
         """The point's verdict. `prepare` may list alternative environments (for a commit: each jaxlib
         it accepts): the next is tried only when the previous could not run the point (`error`)."""
         recorded = self.state.cells(point)
         if recorded is not None:
             self.on_point(point, recorded, True)
             return point_verdict(recorded)
-        alternatives = prepare if isinstance(prepare, list) else [prepare]
+        alternatives = list(prepare) if isinstance(prepare, Sequence) else [prepare]
         def measure(spec: CellSpec, environment: Environment) -> CellResult:
             # Cut short, the cell is kept in the results (a release's; a commit's cells are in the state
             # only) but the point is never recorded: a resumed bisection measures it again.
