@@ -72,10 +72,13 @@ class Bisection:
 
     def __post_init__(self) -> None:
         self.measurer = PointMeasurer(self.config, self.planner, self.state, self.writer.dir, self.progress,
-                                      self._on_point, self.at_once, self._on_interrupted)
+                                      self._on_point, self.at_once, self._on_interrupted, self.writer.cause)
 
     def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
-        self._cells[point] = [self.writer.add(cell) for cell in cells] if is_release(point) else cells
+        if is_release(point):
+            for cell in cells:
+                self.writer.add(cell)
+        self._cells[point] = cells
         if replayed:
             verdict = next(iter({c.verdict for c in cells}), Verdict.ERROR)
             self.progress.say(f"{point}: recorded earlier ({verdict}), not measured again")

@@ -36,7 +36,7 @@ from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, ho
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
-from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
+from harness.verdicts.finish import CauseReader, Measured, ScriptRun, finish_cell, with_plan
 from harness.verdicts.script_settings import first_use, read_record, sets_own_folder
 from harness.verdicts.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
@@ -83,6 +83,8 @@ class CellRunner:
     # harness check: one run more through another path to the cell's folder (the cache-path factor's run),
     # said beside the verdict and never changing it; an explicit --vary cache-path is that run already.
     moved_folder: bool = False
+    # A reproduced cell's likely cause, read when it is finished (None: not looked for).
+    read_cause: CauseReader | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
@@ -433,7 +435,7 @@ class OpenCell:
             variation=phase.variation if phase is not None and runner.vary else None,
             moved_folder=phase.moved_folder if phase is not None else None,
             seed_check=None if interrupted else self.seed_check(), plan=self.plan,
-            seed_control=self.control_record))
+            seed_control=self.control_record, read_cause=runner.read_cause))
 
 
 @dataclass

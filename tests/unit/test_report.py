@@ -278,6 +278,21 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     assert "```diff\n--- run 1 (PYTHONHASHSEED=" in (smoke_run / REPORT_FILE).read_text()
 
 
+def test_results_writer_keeps_a_cell_as_finished_and_reads_its_cause_for_the_finishing(smoke_run):
+    # The cause is the finished cell's (harness/verdicts/finish.py: CellRunner.read_cause is the writer's
+    # `cause`); adding the cell to the folder changes nothing of it.
+    from harness.core.kinds import Cause
+
+    document = json.loads((smoke_run / "results.json").read_text())
+    reproduced, clean = (read_cell(c) for c in document["cells"])
+    reproduced.cause = None
+    writer = ResultsWriter(smoke_run, read_header(document))
+    assert writer.cause(reproduced) == Cause.ORDER and writer.cause(clean) is None
+    writer.add(reproduced)
+    writer.finish()
+    assert writer.cells == [reproduced] and reproduced.cause is None
+
+
 def test_nvidia_smi_parsing():
     out = "NVIDIA H200, 560.35.03, 143771 MiB\nNVIDIA H200, 560.35.03, 143771 MiB\n"
     assert parse_nvidia_smi(out) == {"gpus": ["NVIDIA H200 (143771 MiB)"] * 2, "driver_version": "560.35.03"}
