@@ -3,6 +3,7 @@ A fake backend whose runs all write one key (clean) and a fake index: no venvs, 
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -45,4 +46,5 @@ def test_bisect_md_is_report_md_s_bisection_section_and_the_command(backend, tmp
     section, command = written.rstrip("\n").rsplit("\n\nReproduce with: ", 1)
     report = (folder / "report.md").read_text()
     assert section.startswith("## Bisection\n") and f"\n{section}\n" in report
-    assert "- 2 release(s) tested, 6 runs in all" in section and f"Reproduce with: {command}" in printed
+    assert "- 2 release(s) tested, 6 runs in all" in section
+    assert printed.strip() == html.unescape(written.strip())  # printed as it reads: `-&gt;` as `->`
