@@ -6,20 +6,21 @@ file; prints nothing itself except through `progress`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from harness.bisect import logic
-from harness.bisect.commits import (CommitInfo, CommitSources, GitRepo, commit_environments,
-                                    commit_label)
+from harness.bisect.commits import CommitSources, GitRepo, commit_environments, commit_label
 from harness.bisect.logic import Step
 from harness.bisect.measure import PointMeasurer
 from harness.bisect.state import BisectState, commit_id, is_release, release_id
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
-from harness.core.model import CellResult
+from harness.core.model import CellResult, CommitInfo
 from harness.core.kinds import Verdict
 from harness.results.bisection import Boundary, CommitSearch, Outcome, Role, Row
 from harness.measure.progress import Progress
@@ -29,10 +30,10 @@ from harness.measure.sweep import CellSink, plan_cells
 DEFAULT_SOURCES = Path.home() / ".cache" / "jax-cache-harness" / "commits"
 
 
-def row_for(step: Step, cells: list[CellResult], commit: CommitInfo | None = None) -> Row:
+def row_for(step: Step[str], cells: list[CellResult], commit: CommitInfo | None = None) -> Row:
     runs = sum(len(c.runs) for c in cells)
-    bounds = [c.miss_bounds for c in cells]
-    clean = step.verdict == Verdict.CLEAN and bool(bounds) and all(b is not None for b in bounds)
+    bounds = [b for c in cells if (b := c.miss_bounds) is not None]
+    clean = step.verdict == Verdict.CLEAN and bool(cells) and len(bounds) == len(cells)
     detail = "; ".join(c.reason for c in cells if c.reason)
     jaxlib = next((c.environment_facts.get("jaxlib_release") for c in cells if c.environment_facts), None)
     set_order = other = None
@@ -69,12 +70,15 @@ class Bisection:
     _cells: dict[str, list[CellResult]] = field(default_factory=dict)
     _environments: dict[str, Environment] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.measurer = PointMeasurer(self.config, self.planner, self.state, self.writer.dir, self.progress,
-                                      self._on_point, self.at_once, self._on_interrupted)
+                                      self._on_point, self.at_once, self._on_interrupted, self.writer.cause)
 
     def _on_point(self, point: str, cells: list[CellResult], replayed: bool) -> None:
-        self._cells[point] = [self.writer.add(cell) for cell in cells] if is_release(point) else cells
+        if is_release(point):
+            for cell in cells:
+                self.writer.add(cell)
+        self._cells[point] = cells
         if replayed:
             verdict = next(iter({c.verdict for c in cells}), Verdict.ERROR)
             self.progress.say(f"{point}: recorded earlier ({verdict}), not measured again")
@@ -107,7 +111,7 @@ class Bisection:
                 self.writer.set("bisect", outcome)
         return outcome
 
-    def commit_search(self, repo: GitRepo, sources: CommitSources, boundary: Boundary,
+    def commit_search(self, repo: GitRepo, sources: CommitSources, boundary: Boundary[str],
                       kind: Role) -> CommitSearch:
         before, after = (Verdict.CLEAN, Verdict.REPRODUCED) if kind == Role.APPEARS else \
             (Verdict.REPRODUCED, Verdict.CLEAN)
@@ -122,7 +126,8 @@ class Bisection:
         self.progress.say(f"commits {boundary.last}..{boundary.first}: {len(commits)} on the first-parent line")
         # The jaxlibs on offer: the releases on both sides of the boundary (and any between).
         lo, hi = self.versions.index(boundary.last), self.versions.index(boundary.first)
-        jaxlibs = {v: (lambda v=v: self._jaxlib_env(v)) for v in self.versions[lo:hi + 1]}
+        jaxlibs: dict[str, Callable[[], Environment]] = {v: partial(self._jaxlib_env, v)
+                                                         for v in self.versions[lo:hi + 1]}
         infos: dict[str, CommitInfo] = {}
 
         def test(sha: str) -> Verdict:

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.model import CommitInfo
+from harness.core.factors import RunVariation
 from harness.core.runs import ProcessOutcome, Program
 
 _VERSION_RE = re.compile(r'^_version\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', re.MULTILINE)
@@ -152,8 +153,9 @@ class CommitEnvironment(Environment):
         self.jax_version = label
 
     def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path,
-            timeout_s: float) -> ProcessOutcome:
+            timeout_s: float, variation: RunVariation | None = None) -> ProcessOutcome:
         # The commit's jax first; a user script's start-up hook folder (process_variables.hook_env) stays on the path.
+        # (`variation`: never given, as a commit's environment varies nothing: Environment.cannot_vary.)
         path = os.pathsep.join(p for p in (str(self.source_root), env.get("PYTHONPATH", "")) if p)
         return self.base.run(program, {**env, "PYTHONPATH": path}, cache_dir, log_path, timeout_s)
 

@@ -15,15 +15,11 @@ from typing import Generic, TypeVar
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from harness.core.kinds import Verdict
-from harness.results.bisection import Boundary, Role
+from harness.results.bisection import Boundary, Role, testable
 
 P = TypeVar("P", bound=Hashable)
 
 GOOD, BAD = Verdict.CLEAN, Verdict.REPRODUCED
-
-
-def testable(verdict: Verdict) -> bool:
-    return verdict in (GOOD, BAD)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from harness.verdicts.boundaries import version_verdicts
-from harness.bisect.state import BisectState
+from harness.verdicts.finish import CauseReader
+from harness.bisect.state import BisectState, is_release
 from harness.inputs.config import Config
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable
@@ -43,22 +44,24 @@ class PointMeasurer:
     on_point: OnPoint
     at_once: int = 1
     on_interrupted: OnInterrupted = lambda point, cell: None  # where a cell cut short is kept
+    read_cause: CauseReader | None = None  # a release's reproduced cell's likely cause (the results keep it)
 
     def measure(self, point: str, specs: list[CellSpec],
-                prepare: Callable[[], Environment] | list[Callable[[], Environment]]) -> Verdict:
+                prepare: Callable[[], Environment] | Sequence[Callable[[], Environment]]) -> Verdict:
         """The point's verdict. `prepare` may list alternative environments (for a commit: each jaxlib
         it accepts): the next is tried only when the previous could not run the point (`error`)."""
         recorded = self.state.cells(point)
         if recorded is not None:
             self.on_point(point, recorded, True)
             return point_verdict(recorded)
-        alternatives = prepare if isinstance(prepare, list) else [prepare]
+        alternatives = list(prepare) if isinstance(prepare, Sequence) else [prepare]
         def measure(spec: CellSpec, environment: Environment) -> CellResult:
             # Cut short, the cell is kept in the results (a release's; a commit's cells are in the state
             # only) but the point is never recorded: a resumed bisection measures it again.
+            # (a commit's cells are in the state only: no evidence of theirs is written, no cause read)
             return measure_cell(spec, environment, self.config, self.planner, self.work_dir, self.progress,
                                 keep=lambda cell: self.on_interrupted(point, cell), at_once=self.at_once,
-                                stop_when_reproduced=True)
+                                stop_when_reproduced=True, read_cause=self.read_cause if is_release(point) else None)
 
         cells = measure_alternatives(specs, alternatives, measure, self.progress)
         self.state.record(point, cells)

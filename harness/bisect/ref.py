@@ -71,7 +71,10 @@ def measure_ref(target: RefCommit, sources: CommitSources, releases: list[str], 
     jaxlib it ran with, added to the sweep's results as they are settled (a cell cut short by Ctrl-C
     too). `releases`: the jax==jaxlib releases the backend can make environments for (some Python
     here has their wheels)."""
-    return [sweep.writer.add(cell) for cell in _measure(target, sources, releases, sweep)]
+    cells = _measure(target, sources, releases, sweep)
+    for cell in cells:
+        sweep.writer.add(cell)
+    return cells
 
 
 def _measure(target: RefCommit, sources: CommitSources, releases: list[str], sweep: Sweep) -> list[CellResult]:
@@ -103,7 +106,8 @@ def _measure(target: RefCommit, sources: CommitSources, releases: list[str], swe
             sweep.writer.add(_tag(cell, target, cell.environment_facts.get("jaxlib_release")))
 
         return measure_cell(spec, env, sweep.config, sweep.planner, sweep.writer.dir, progress, keep=keep,
-                            at_once=sweep.at_once, stop_when_reproduced=sweep.stop_when_reproduced)
+                            at_once=sweep.at_once, stop_when_reproduced=sweep.stop_when_reproduced,
+                            read_cause=sweep.writer.cause)
 
     cells = measure_alternatives(specs, [environment(j) for j in jaxlibs], measure, progress, all_specs=True)
     return [_tag(c, target, c.environment_facts.get("jaxlib_release")) for c in cells]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import html
 import json
 import io
 import shlex
@@ -325,7 +326,9 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
               f"resume with: {found.command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
-    print(found.text)  # ends with the line that reproduces it, as `run` ends with its summary
+    # bisect.md as it reads in a terminal (its HTML entities, `-&gt;`, as what they stand for); it ends with the line
+    # that reproduces it, as `run` ends with its summary
+    print(html.unescape(found.text))
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
     return ExitCode.OK if found.status == SweepStatus.COMPLETE else ExitCode.BAD_INPUT
 

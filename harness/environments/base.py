@@ -16,7 +16,7 @@ from typing import Any
 from harness.core.errors import BackendUnavailable, GroupUnsupported
 from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
-from harness.core.factors import Factor
+from harness.core.factors import Factor, RunVariation
 from harness.environments.gpus import GpuCount, host_gpus, shortfall
 from harness.environments.factor_runs import CannotVary
 from harness.inputs.dependencies import Requirements, Sources
@@ -60,13 +60,15 @@ class Environment(abc.ABC):
         cache_dir: Path,
         log_path: Path,
         timeout_s: float,
+        variation: RunVariation | None = None,
     ) -> ProcessOutcome:
         """Run `program` (`python SCRIPT ARGS` or `python -m MODULE ARGS` in its folder) as a fresh
         process with `env` added to a clean environment.
 
         The backend points JAX_COMPILATION_CACHE_DIR at `cache_dir` (as the process sees it),
         writes stdout and stderr to `log_path`, and kills the process after `timeout_s`. A factor's
-        run (--vary) also gets `variation=RunVariation(...)`: what this backend must change besides.
+        run (--vary) also gets `variation`: what this backend must change besides. Only an environment
+        whose `cannot_vary` allows a factor is given one, so one that varies nothing may leave it out.
         """
 
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any
 
 from harness.core.records import replace
 from harness.inputs.config import Repro
@@ -35,7 +36,7 @@ from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, ho
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
-from harness.verdicts.finish import Measured, ScriptRun, finish_cell, with_plan
+from harness.verdicts.finish import CauseReader, Measured, ScriptRun, finish_cell, with_plan
 from harness.evidence.script_settings import first_use, read_record, sets_own_folder
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
@@ -82,8 +83,10 @@ class CellRunner:
     # harness check: one run more through another path to the cell's folder (the cache-path factor's run),
     # said beside the verdict and never changing it; an explicit --vary cache-path is that run already.
     moved_folder: bool = False
+    # A reproduced cell's likely cause, read when it is finished (None: not looked for).
+    read_cause: CauseReader | None = None
 
-    def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
+    def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
             give_up: Callable[[list[RunRecord]], bool] | None = None,
             folder: FolderMode | None = None, reseed: Reseed | None = None,
@@ -117,7 +120,7 @@ class CellRunner:
         return ScriptRun(command, folder, folder_why)
 
 
-def error_cell(spec: CellSpec, reason: str, environment_facts: dict | None = None,
+def error_cell(spec: CellSpec, reason: str, environment_facts: dict[str, Any] | None = None,
                log_tail: str = "") -> CellResult:
     """A cell whose environment could not be made: measured nothing, says `error`."""
     return CellResult(spec=spec, verdict=Verdict.ERROR, keys={}, runs=[], reason=reason,
@@ -220,11 +223,19 @@ class OpenCell:
         if self.control:
             return True
         # --vary (and the moved folder): their runs one at a time, once every other run of the cell has ended
-        return self.running == 0 and self._vary_phase() is not None and self.vary.has_next()
+        if self.running:
+            return False
+        phase = self._vary_phase()
+        return phase is not None and phase.has_next()
 
     def _vary_phase(self) -> VaryPhase | None:
         if self.vary is None and (self.runner.vary or self.runner.moved_folder):
             self.vary = VaryPhase.begin(self)
+        return self.vary
+
+    def _phase(self) -> VaryPhase:
+        """The --vary phase its factor and control runs belong to (begun by `startable` before they are taken)."""
+        assert self.vary is not None, "a factor's run before the cell's --vary phase began"
         return self.vary
 
     def _plan_checks(self) -> list[QueuedRun]:
@@ -245,7 +256,7 @@ class OpenCell:
             return self.checks.pop(0)
         if self.control:
             return self.control.pop(0)
-        return self.vary.take()
+        return self._phase().take()
 
     @property
     def baseline_done(self) -> bool:
@@ -256,7 +267,7 @@ class OpenCell:
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         if queued.factor is not None or queued.control:
-            return self.vary.measure(queued)
+            return self._phase().measure(queued)
         if self.spec.is_multiprocess:
             return self.measure_job(queued)
         if queued.check == SEED_CONTROL:
@@ -290,7 +301,7 @@ class OpenCell:
             env.update(hook_env(record_file, runner.thresholds, folder, recorded.resolve(), first_use))
             env = merge_user_env(env, runner.env)
         program = program or runner.program(spec)
-        if variation is None:
+        if variation is None:  # (an environment that varies nothing need not take the argument: Environment.run)
             outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s)
         else:
             outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s, variation=variation)
@@ -392,11 +403,10 @@ class OpenCell:
 
     def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
-        if queued.factor is not None or queued.control:
-            self.vary.done(queued, record)
+        if isinstance(record, FactorResult) or queued.control:
+            self._phase().done(queued, record)
             return False
         if queued.check == SEED_CONTROL:
-            assert isinstance(record, RunRecord)
             self.control_record = record
             return False
         if queued.check is None:
@@ -425,7 +435,7 @@ class OpenCell:
             variation=phase.variation if phase is not None and runner.vary else None,
             moved_folder=phase.moved_folder if phase is not None else None,
             seed_check=None if interrupted else self.seed_check(), plan=self.plan,
-            seed_control=self.control_record))
+            seed_control=self.control_record, read_cause=runner.read_cause))
 
 
 @dataclass
@@ -471,17 +481,26 @@ class VaryPhase:
                                    and needs_control(self.variation, self.moved_folder if self.moved_only else None,
                                                      self.verdict))
 
+    def _reference_run(self) -> RunRecord:
+        """The run the factors' runs are judged against: there is one whenever a factor or the control is run
+        (`begin` plans no factor, and `has_next` no control, without it)."""
+        assert self.reference is not None, "a factor's run without a reference run"
+        return self.reference
+
     def take(self) -> QueuedRun:
         self.runs_made += 1
         index = self.cell.tally.planned + self.runs_made  # after every run the cell could have made
+        seed = self._reference_run().seed
         if self.todo:
-            return QueuedRun(index, self.reference.seed, factor=self.todo.pop(0))
+            return QueuedRun(index, seed, factor=self.todo.pop(0))
         self.control_taken = True
-        return QueuedRun(index, self.reference.seed, control=True)
+        return QueuedRun(index, seed, control=True)
 
     def done(self, queued: QueuedRun, result: RunRecord | FactorResult) -> None:
-        if queued.control:
-            with_control(self.variation, self.reference, result, self.moved_folder if self.moved_only else None)
+        """Take the control run's record, or a factor's result."""
+        if isinstance(result, RunRecord):  # the control run (a factor's run comes back judged)
+            with_control(self.variation, self._reference_run(), result,
+                         self.moved_folder if self.moved_only else None)
             return
         if queued.factor == Factor.CACHE_PATH and self.cell.runner.moved_folder:
             self.moved_folder = result  # an explicit --vary cache-path's too: one run, said in both places
@@ -507,9 +526,9 @@ class VaryPhase:
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         """The control run's record, or a factor's result (its run judged against the reference)."""
-        if queued.control:
-            return self._run(queued, None)
         factor = queued.factor
+        if factor is None:  # the control run
+            return self._run(queued, None)
         cell, runner = self.cell, self.cell.runner
         environment = runner.environment
         why = environment.cannot_vary(factor)
@@ -545,7 +564,7 @@ class VaryPhase:
             for name in record.new_entries:
                 entry = cell.cache_dir / name
                 remove_path(entry)
-        return judge_factor(factor, self.reference, record, prepared.change, on_disk)
+        return judge_factor(factor, self._reference_run(), record, prepared.change, on_disk)
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
@@ -560,75 +579,85 @@ def run_cells(openers: Iterable[CellOpener], at_once: int, on_result: Callable[[
     stopped), the next cell starts. Each cell keeps its own folders, seeds and tally, so what it
     measures does not depend on its neighbours; results reach `on_result` in cell order.
 
+    A failure opening a cell (a bug of the harness) lets the cells already open finish, then goes on up.
     Ctrl-C: every open cell comes back `interrupted` with the runs that finished (in order, after the
     cells before it), then KeyboardInterrupt goes on up."""
-    openers = iter(openers)
-    opened: list[OpenCell | CellResult | None] = []  # by cell number: still open, or its result
+    pending = iter(openers)
+    opened: list[OpenCell | CellResult] = []  # by cell number: still open, or its result
     emitted = 0
-    running: dict[Future, tuple[int, OpenCell, QueuedRun]] = {}
+    running: dict[Future[RunRecord | FactorResult], tuple[OpenCell, QueuedRun]] = {}
     exhausted = False
-    failure: Exception | None = None
+    slots = max(1, at_once)
 
     def emit_ready() -> None:
         nonlocal emitted
-        while emitted < len(opened) and isinstance(opened[emitted], CellResult):
-            on_result(opened[emitted])
+        while emitted < len(opened):
+            ready = opened[emitted]
+            if not isinstance(ready, CellResult):
+                return
+            on_result(ready)
             emitted += 1
 
-    pool = ThreadPoolExecutor(max(1, at_once), thread_name_prefix="run")
+    pool = ThreadPoolExecutor(slots, thread_name_prefix="run")
 
-    def busy() -> int:  # slots taken; a job wider than `at_once` runs alone
-        return sum(min(cell.slots, max(1, at_once)) for _, cell, _ in running.values())
+    def busy() -> int:  # slots taken; a job wider than the runs at once runs alone
+        return sum(min(cell.slots, slots) for cell, _ in running.values())
 
     def fits(cell: OpenCell) -> bool:
-        return busy() + min(cell.slots, max(1, at_once)) <= max(1, at_once)
+        return busy() + min(cell.slots, slots) <= slots
 
-    try:
+    def open_cells() -> list[OpenCell]:
+        return [c for c in opened if isinstance(c, OpenCell)]
+
+    def drive() -> None:
+        """Start runs and take finished ones until every cell is done (or, once `exhausted`, every open one)."""
+        nonlocal exhausted
         while True:
-            while busy() < max(1, at_once):
-                cell = next((c for c in opened if isinstance(c, OpenCell) and c.startable() and fits(c)), None)
-                if cell is None and any(isinstance(c, OpenCell) and c.startable() for c in opened):
+            while busy() < slots:
+                startable = [c for c in open_cells() if c.startable()]
+                cell = next((c for c in startable if fits(c)), None)
+                if cell is None and startable:
                     break  # a job waits for slots to free up
                 if cell is None:
-                    if exhausted:
-                        break
-                    opener = next(openers, None)
+                    opener = None if exhausted else next(pending, None)
                     if opener is None:
                         exhausted = True
                         break
                     try:
                         opened.append(opener())
-                    except Exception as exc:  # a bug of the harness: finish the cells already open, then raise
-                        failure, exhausted = exc, True
-                        break
+                    except Exception:  # a bug of the harness: finish the cells already open, then raise it
+                        exhausted = True
+                        drive()
+                        raise
                     continue
                 queued = cell.take()
                 cell.running += 1
-                running[pool.submit(cell.measure, queued)] = (opened.index(cell), cell, queued)
-            for number, cell in enumerate(opened):
-                if isinstance(cell, OpenCell) and cell.finished():
-                    opened[number] = cell.result()
+                running[pool.submit(cell.measure, queued)] = (cell, queued)
+            for number, done_cell in enumerate(opened):
+                if isinstance(done_cell, OpenCell) and done_cell.finished():
+                    opened[number] = done_cell.result()
             emit_ready()
             if not running:
                 if exhausted:
-                    if failure is not None:
-                        raise failure
                     return
                 continue
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                _, cell, queued = running.pop(future)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                ran, queued = running.pop(future)
                 record = future.result()  # a harness failure is raised here
-                cell.running -= 1
-                if cell.done(queued, record) and on_run:
-                    on_run(cell.spec, record, cell.tally.planned)
+                ran.running -= 1
+                if ran.done(queued, record) and on_run and isinstance(record, RunRecord):
+                    on_run(ran.spec, record, ran.tally.planned)
+
+    try:
+        drive()
     except KeyboardInterrupt:
-        for cell in {id(c): c for c in opened if isinstance(c, OpenCell)}.values():
+        for cell in {id(c): c for c in open_cells()}.values():
             cell.runner.environment.interrupt()
         pool.shutdown(wait=True, cancel_futures=True)  # the runs cut short measured nothing: not kept
-        for number, cell in enumerate(opened):
-            if isinstance(cell, OpenCell):
-                opened[number] = cell.result(interrupted=True)
+        for number, cut_short in enumerate(opened):
+            if isinstance(cut_short, OpenCell):
+                opened[number] = cut_short.result(interrupted=True)
         emit_ready()
         raise
     finally:

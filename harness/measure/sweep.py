@@ -15,9 +15,10 @@ from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import FactorResult
-from harness.core.kinds import Platform
+from harness.core.kinds import Cause, Platform
 from harness.core.factors import Factor
 from harness.verdicts.factor_verdicts import moved_folder_line
+from harness.verdicts.finish import CauseReader
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
 from harness.measure.seeds import Reseed, SeedPlanner
@@ -78,7 +79,9 @@ class CellSink(Protocol):
 
     dir: Path  # the cells' logs/ and caches/ go under it
 
-    def add(self, cell: CellResult) -> CellResult: ...  # the cell as kept
+    def add(self, cell: CellResult) -> None: ...
+
+    def cause(self, cell: CellResult) -> Cause | None: ...  # a finished cell's likely cause (CauseReader)
 
 
 @dataclass
@@ -110,7 +113,8 @@ class Sweep:
                 plan = self.planner.plan(spec, env, log_dir)
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.at_once,
-                                     on_factor=factor_line(self.progress, self.config.vary))
+                                     on_factor=factor_line(self.progress, self.config.vary),
+                                     read_cause=self.writer.cause)
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
@@ -118,10 +122,10 @@ class Sweep:
             return open_cell
 
         def finished(result: CellResult) -> None:
-            kept = self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
-            if not kept.interrupted:
-                self.progress.cell_finished(kept)
-                results.append(kept)
+            self.writer.add(result)  # also a cell cut short by Ctrl-C (keep_then_stop's policy: kept, then on up)
+            if not result.interrupted:
+                self.progress.cell_finished(result)
+                results.append(result)
 
         try:
             run_cells((opener(n, spec) for n, spec in enumerate(cells, start=1)), self.at_once, finished,
@@ -148,12 +152,12 @@ def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | 
 
 
 def cell_runner(environment: Environment, config: Config, at_once: int, on_run: OnRun | None = None,
-                on_factor: OnFactor | None = None) -> CellRunner:
+                on_factor: OnFactor | None = None, read_cause: CauseReader | None = None) -> CellRunner:
     """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout,
-    the factors it varies."""
+    the factors it varies; `read_cause`: where a reproduced cell's likely cause is read from, if anywhere."""
     return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
-                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder)
+                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder, read_cause=read_cause)
 
 
 def factor_line(progress: Progress, vary: tuple[Factor, ...] = ()) -> OnFactor:
@@ -189,18 +193,16 @@ def keep_then_stop(cell: CellResult, keep: Callable[[CellResult], None]) -> Cell
 
 def measure_cell(spec: CellSpec, environment: Environment, config: Config, planner: SeedPlanner,
                  work_dir: Path, progress: Progress, keep: Callable[[CellResult], None], at_once: int = 1,
-                 stop_when_reproduced: bool = True) -> CellResult:
+                 stop_when_reproduced: bool = True, read_cause: CauseReader | None = None) -> CellResult:
     """One cell, with its caches/ and logs/ folders under `work_dir`: fresh folders, planned seeds,
-    the seeds and miss bounds recorded in the result. After Ctrl-C the cell (`interrupted`, with the runs
-    that finished) goes to `keep`, and KeyboardInterrupt on up (`keep_then_stop`)."""
+    the seeds and miss bounds recorded in the result (`read_cause`: see cell_runner). After Ctrl-C the cell
+    (`interrupted`, with the runs that finished) goes to `keep`, and KeyboardInterrupt on up (`keep_then_stop`)."""
     cache_dir, log_dir = fresh_folders(spec, work_dir)
     plan = planner.plan(spec, environment, log_dir)
     progress.say(f"  seeds: {plan.summary()}")
     runner = cell_runner(environment, config, at_once, on_run=progress.run_finished,
-                         on_factor=factor_line(progress, config.vary))
-    # CellRunner.run's `seeds` say Iterable[int], but a job's launch is a tuple of its processes' seeds (measure/
-    # cell_runner.py is being rewritten on another branch: its annotation is fixed there, and this ignore goes).
-    cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,  # type: ignore[arg-type]
+                         on_factor=factor_line(progress, config.vary), read_cause=read_cause)
+    cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced,
                       reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress), plan=plan)
     return keep_then_stop(cell, keep)

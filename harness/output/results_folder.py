@@ -11,9 +11,9 @@ from typing import Any
 from filelock import FileLock
 
 from harness.core.files import remove_path, write_atomic
+from harness.core.kinds import Cause
 from harness.core.model import CellResult
 from harness.report import ReportWriter
-from harness.report.evidence import with_cause
 from harness.report.reproduce import summary_of
 from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, SweepStatus, cell_json, document_json,
                                       lock_results_folder, utc_now)
@@ -47,13 +47,15 @@ class ResultsWriter:
     def cells(self) -> list[CellResult]:
         return list(self.document.cells)
 
-    def add(self, cell: CellResult) -> CellResult:
-        """Keep `cell` and rewrite the folder; the cell as kept is returned (the measured one is not changed):
-        a reproduced cell's likely cause, from its evidence's module diff, is on it."""
-        kept = with_cause(cell, self._report.gather(cell, self.document.header.options.overlapped))
-        self.document.cells.append(kept)
+    def add(self, cell: CellResult) -> None:
+        """Keep `cell` (finished: harness/verdicts/finish.py) and rewrite the folder."""
+        self.document.cells.append(cell)
         self.flush()
-        return kept
+
+    def cause(self, cell: CellResult) -> Cause | None:
+        """A cell of this folder's likely cause, read as it is finished (CellRunner.read_cause), from the evidence
+        report.md shows of it."""
+        return self._report.cause(cell, self.document.header.options.overlapped)
 
     def set(self, key: str, value: Any) -> None:
         """A section a later stage adds (a bisection's record)."""

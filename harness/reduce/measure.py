@@ -33,7 +33,6 @@ from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
 from harness.results.reduction import Signature
 from harness.report import ReportWriter
-from harness.report.evidence import with_cause
 from harness.measure.sweep import cell_runner
 
 # A candidate's run may take this many times the original's slowest run (plus the floor) before it is
@@ -189,13 +188,14 @@ class Measurer:
             path = space.script_for(self.workdir, self.script)
             environment = ConfinedEnvironment(release.environment, space, self.sandbox,
                                               readable=(self.script.parent, self.workdir))
-            runner = cell_runner(environment, self._config(path, space), at_once=1)
+            runner = cell_runner(environment, self._config(path, space), at_once=1,
+                                 read_cause=ReportWriter(folder).cause)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)
             if cell.interrupted:
                 raise KeyboardInterrupt
             wrote = tuple(space.writes_outside())
-            return Measured(with_cause(cell, ReportWriter(folder).gather(cell, overlapped=False)), wrote)
+            return Measured(cell, wrote)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -11,7 +11,6 @@ import enum
 import re
 from dataclasses import dataclass
 
-from harness.core.records import replace
 from harness.evidence.keys import cell_comparison
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
@@ -248,10 +247,9 @@ class Evidence:
         return likely_cause(self.diff)
 
 
-def with_cause(cell: CellResult, evidence: Evidence | MissingEvidence | None) -> CellResult:
-    """`cell` as results.json keeps it: with its likely cause when its evidence has a module diff (a copy;
-    the measured cell is not changed)."""
-    return replace(cell, cause=evidence.cause) if isinstance(evidence, Evidence) else cell
+def cause_of(evidence: Evidence | MissingEvidence | None) -> Cause | None:
+    """A cell's likely cause: its evidence's, when that is a module diff."""
+    return evidence.cause if isinstance(evidence, Evidence) else None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
@@ -18,15 +17,17 @@ from harness.evidence.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.findings import Attribution
-from harness.core.model import CellResult, CommitInfo
+from harness.core.model import CellResult
 from harness.core.kinds import FolderMode, Platform, Verdict
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
-from harness.results.bisection import CommitSearch, Outcome
+from harness.results.bisection import Outcome
 from harness.results.reduction import REDUCE_SECTION, Reduced
 from harness.results.document import BISECTION, ResultsDocument, SweepStatus, summaries_by_mesh
-from harness.core.confidence import ASSUMES_OTHER, SeedStrategy
+from harness.core.confidence import SeedStrategy
+from harness.report.bisect_section import bisect_section, commit_link
+from harness.evidence.program_packages import ProgramPackages
 from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
                                      moved_module, programs_differ, short_key)
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
@@ -251,13 +252,12 @@ def _commits(cells: list[CellResult]) -> list[str]:
         jaxlib = commit.jaxlib or cell.environment_facts.get("jaxlib_release")
         ran = f"run with jaxlib {md.text(jaxlib)} (the newest release it accepts that ran)" if jaxlib else \
             "no jaxlib ran it"
-        lines.append(f"- {md.text(cell.label)}{ref}: {_commit(commit.info)}; {ran}; {_where(cell)}: "
+        lines.append(f"- {md.text(cell.label)}{ref}: {commit_link(commit.info)}; {ran}; {_where(cell)}: "
                      f"**{md.text(cell.verdict)}**"
                      + (f" ({md.text(cell.reason)})" if cell.reason and cell.verdict != Verdict.CLEAN else ""))
     return lines
 
 
-JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
 
 
 def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
@@ -288,69 +288,12 @@ def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
 
 
 def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
-    """Release boundaries and culprit commits, when `harness bisect` added them to the results."""
+    """Release boundaries and culprit commits, when `harness bisect` added them to the results: the section
+    `harness bisect` itself prints (bisect_section)."""
     outcome = document.sections.get(BISECTION)
     if not isinstance(outcome, Outcome):
         return []
-    lines = ["## Bisection", ""]
-    if outcome.problem:
-        lines.append(f"_Could not bisect: {md.text(outcome.problem)}._")
-    for b, label in ((outcome.appears, "Appears"), (outcome.fixed, "Fixed")):
-        if b is not None and b.first:
-            lines.append(f"- {label} in {md.text(b.first)}" + (f" (last before: {md.text(b.last)})" if b.last else "")
-                         + (f"; stepped over {md.text(', '.join(map(str, b.skipped)))}" if b.skipped else ""))
-    if outcome.release_rows:
-        lines.append(f"- {len(outcome.release_rows)} release(s) tested, {outcome.runs} runs in all")
-    lines += _confidence(cells)
-    for search in outcome.commits:
-        lines += ["", *_commit_search(search)]
-    if outcome.release_rows:
-        rows = [[md.cell(md.text(v)) for v in (r.point, r.role, r.verdict, r.runs, r.detail[:70])]
-                for r in outcome.release_rows]
-        lines += ["", "<details><summary>release steps</summary>", "",
-                  tabulate(rows, headers=["jax", "tested as", "verdict", "runs", "detail"], tablefmt="github"),
-                  "", "</details>"]
-    return lines
-
-
-def _confidence(cells: list[CellResult]) -> list[str]:
-    """The worst miss bounds of the clean cells (each cell's `seeds`, a harness.core.confidence SeedPlan).
-    Chosen seeds give `miss_bound` 0 only under their stated assumption; `miss_bound_other_mechanisms`,
-    for any other hash-order dependence, counts the random extra runs alone (1 when none were made):
-    both are shown, or the 0 overstates."""
-    plans = [c.seeds for c in cells if c.verdict == Verdict.CLEAN and c.seeds is not None]
-    if not plans:
-        return []
-    worst = max(plans, key=lambda p: p.miss_bound)
-    lines = [(f"- Each clean release: `miss_bound` (chance a regression was missed) ≤ {worst.miss_bound:.2g}, "
-              f"assuming {worst.assumes}")]
-    if any(p.miss_bound_other is not None for p in plans):
-        # A random-seed cell has no separate figure: its own bound holds for every mechanism.
-        other = max(p.miss_bound if p.miss_bound_other is None else p.miss_bound_other for p in plans)
-        lines.append(f"- For any other hash-order dependence: `miss_bound_other_mechanisms` ≤ {other:.2g} "
-                     f"({ASSUMES_OTHER}" + ("; none were made: `--runs N` adds them" if other >= 1 else "") + ")")
-    return lines
-
-
-def _commit_search(search: CommitSearch) -> list[str]:
-    title = (f"**Commits between {md.text(search.releases[0])} and {md.text(search.releases[1])}** "
-             f"({md.text(search.kind)}): {len(search.rows)} of {search.count} tested")
-    lines = [title, ""]
-    if search.problem:
-        lines.append(f"_No culprit: {md.text(search.problem)}._")
-    if search.culprit:
-        lines.append(f"- Culprit: {_commit(search.culprit)}")
-    if search.before:
-        lines.append(f"- Last commit before it: {_commit(search.before)}")
-    if search.boundary and search.boundary.skipped:
-        lines.append(f"- Untestable, stepped over: {md.text(', '.join(s[:12] for s in search.boundary.skipped))}")
-    return lines
-
-
-def _commit(info: CommitInfo) -> str:
-    sha, date = info.sha, md.text(info.date[:10])
-    link = f"[{md.code(sha[:12])}]({JAX_COMMIT_URL}{sha})" if re.fullmatch(r"[0-9a-f]{4,40}", sha) else md.code(sha)
-    return f"{link} {md.text(info.subject)}" + (f" ({date})" if date else "")
+    return bisect_section(outcome, ProgramPackages.of(cells, document.header.config.requirements or ()))
 
 
 def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.files import refuse_links, write_atomic
+from harness.core.kinds import Cause
 from harness.core.model import CellResult
-from harness.report.evidence import Evidence, MissingEvidence, Seeds, needs_evidence
+from harness.report.evidence import Evidence, MissingEvidence, Seeds, cause_of, needs_evidence
 from harness.report.per_test import LISTINGS_FILE
 from harness.report.render import REPORT_FILE, render_listings, render_report
 from harness.report.sources import collect
@@ -37,6 +38,11 @@ class ReportWriter:
                 # The report cuts long diffs; the whole one stays beside it.
                 write_atomic(self.dir / EVIDENCE_DIR / f"{cell.spec.slug}.diff", "\n".join(evidence.diff) + "\n")
         return self._found[cell.spec.key][0]
+
+    def cause(self, cell: CellResult, overlapped: bool = False) -> Cause | None:
+        """A finished cell's likely cause (harness/verdicts/finish.py: CauseReader), from the evidence report.md
+        shows of it (gathered now, once)."""
+        return cause_of(self.gather(cell, overlapped))
 
     def write(self, document: ResultsDocument, cells: list[CellResult], boundaries: Boundaries | None = None) -> Path:
         """report.md of `cells` (`boundaries`: theirs with the header's releases, when made already)."""

@@ -25,6 +25,11 @@ class Role(enum.StrEnum):
     FIXED = "fixed"  # narrowing where it is fixed
 
 
+def testable(verdict: Verdict) -> bool:
+    """A point with a verdict either way (clean or reproduced): an error or unsupported point says neither."""
+    return verdict in (Verdict.CLEAN, Verdict.REPRODUCED)
+
+
 class Boundary(msgspec.Struct, Generic[P], frozen=True):
     """Two neighbouring tested points whose verdicts differ, the untestable ones stepped over between them."""
 

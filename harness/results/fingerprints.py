@@ -153,9 +153,9 @@ def fingerprint_of(data: Any, where: str) -> Fingerprint:
 
 def cell_fingerprint(cell: CellResult, cache_dir: str = "") -> FingerprintCell:
     """A cell's first successful run: its keys and their components, from JAX's log."""
-    facts = {k: cell.environment_facts[k] for k in ("jaxlib", "python", "backend") if k in cell.environment_facts}
+    facts: dict[str, Any] = {k: cell.environment_facts[k] for k in ("jaxlib", "python", "backend") if k in cell.environment_facts}
     if cache_dir:
-        facts["cache_dir"] = cache_dir
+        facts[CACHE_DIR] = cache_dir
     out = FingerprintCell(cell.spec.jax_version, str(cell.spec.platform), cell.spec.device_count, None, facts=facts)
     run = next((r for r in sorted(cell.runs, key=lambda r: r.index) if r.ok), None)
     if run is None:

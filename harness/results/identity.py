@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from harness.core.records import plain
 from harness.results.header import ResultsHeader

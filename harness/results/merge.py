@@ -7,8 +7,8 @@ refused, naming what differs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
-
 
 from packaging.version import Version
 
@@ -16,7 +16,8 @@ from harness.core.records import plain
 from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
-from harness.results.document import BISECTION, ResultsDocument, ResultsHeader, SweepStatus
+from harness.results.document import BISECTION, ResultsDocument, SweepStatus
+from harness.results.header import ResultsHeader
 
 
 def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
@@ -39,10 +40,10 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
         raise UserError(f"merge: {other} was measured with --backend {backends[other]}, {first_label} with "
                         f"{backends[first_label]}: merge shards measured in one kind of environment")
 
-    shards = [doc.header.shard for _, doc in documents]
+    shards = [s for _, doc in documents if (s := doc.header.shard) is not None]
     missing: list[int] = []
-    if any(shards):
-        if not all(shards):
+    if shards:
+        if len(shards) < len(documents):
             whole = next(label for (label, doc) in documents if not doc.header.shard)
             raise UserError(f"merge: {whole} is a whole sweep, not a shard; merge shards of one sweep")
         counts = {s.count for s in shards}
@@ -62,7 +63,7 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
                 raise UserError(f"merge: cell {cell.spec.key} is in both {seen[cell.spec.key]} and {label}")
             seen[cell.spec.key] = label
             cells.append(cell)
-    planned = shards[0].planned if shards and shards[0] else None
+    planned = shards[0].planned if shards else None
     cells.sort(key=_plan_order(planned))
 
     # Which shards are not there or did not finish, by number: the merge's status names them, and
@@ -82,7 +83,7 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
         "merged_from": [{"results": label, "shard": doc.header.shard.index if doc.header.shard else None,
                          "status": doc.status_text, "backend": _value(doc.header.options.backend),
                          "host": plain(doc.header.host)} for label, doc in documents]}
-    if shards[0]:
+    if shards:
         sections["shards"] = {"count": shards[0].count, "missing": missing,
                               "unfinished": {str(k): v for k, v in unfinished.items() if isinstance(k, int)}}
     for _, doc in documents:  # results added by later stages (a bisection) travel with the merge
@@ -96,9 +97,9 @@ def _value(backend: Any) -> str | None:
     return None if backend is None else str(getattr(backend, "value", backend))
 
 
-def _plan_order(planned: list[str] | None):
+def _plan_order(planned: list[str] | None) -> Callable[[CellResult], tuple[int, Version, str]]:
     position = {key: i for i, key in enumerate(planned or [])}
 
-    def key(cell: CellResult):
+    def key(cell: CellResult) -> tuple[int, Version, str]:
         return (position.get(cell.spec.key, len(position)), Version(cell.spec.jax_version), cell.spec.key)
     return key

@@ -6,7 +6,6 @@ from dataclasses import asdict, replace
 from typing import Any
 from pathlib import Path
 
-from harness.bisect import report as bisect_report
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.state import BisectState
@@ -26,6 +25,7 @@ from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
 from harness.service.options import BisectOptions, ScriptCheck
 from harness.evidence.program_packages import ProgramPackages
+from harness.report.bisect_section import bisect_text
 from harness.service.sweeping import check_config, with_script_packages
 from harness.service.outcomes import BISECT_REPORT_FILE, BisectOutcome
 from harness.inputs.versions import check_syntax, is_specifier, resolve
@@ -136,6 +136,6 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     if outcome is not None:
         # The program's own packages per release (--with, PEP 723, requirements:), named at a boundary they share.
         packages = ProgramPackages.of(writer.cells, config.requirements.items)
-        text = bisect_report.text(outcome, command, packages=packages)
+        text = bisect_text(outcome, command, packages)
         write_atomic(folder / BISECT_REPORT_FILE, text + "\n")
     return BisectOutcome(folder, status, command, state.path, len(state.points), outcome, text)

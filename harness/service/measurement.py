@@ -82,7 +82,14 @@ def open(config: Config, options: MeasureOptions,
     backend and the index (`say`, when given, hears which index: sources_line)."""
     config = configured(config, options)
     choice, index = open_backend(config, options, say)
-    return Measurement(config, choice, index, runs=options.runs or config.runs, seeds=options.seeds)
+    return Measurement(config, choice, index, runs=most_runs(config, options), seeds=options.seeds)
+
+
+def most_runs(config: Config, options: MeasureOptions) -> int:
+    """The most runs a cell makes: --runs, else the config's `runs:`. The one
+    place this is decided: a measurement takes it when it opens, and a Slurm submission (which opens none
+    when it re-submits shards) spells it into its tasks."""
+    return options.runs or config.runs
 
 
 def configured(config: Config, options: MeasureOptions) -> Config:

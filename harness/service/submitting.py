@@ -63,7 +63,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     `progress` hears of the releases left out because no Python here can run them."""
     check_submit(options)
     config = measurement.configured(load_config(config_path), options)
-    runs = options.runs or config.runs
+    runs = measurement.most_runs(config, options)
     record = None
     if options.only_shards:  # the folder's sweep: its versions, unless named again
         record = submission.read_submission(options.out.absolute())

@@ -4,13 +4,16 @@ A cell's verdict is judged once from its runs (`Tally.cell`); what the measureme
 then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
 the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
 how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
-follow the hash seed, and the seed plan with the miss bounds it gives a clean cell. The scheduler
-(harness/measure/cell_runner.py) only gathers; nothing after this changes the verdict or its reason.
+follow the hash seed, the seed plan with the miss bounds it gives a clean cell, and a reproduced cell's
+likely cause. The scheduler (harness/measure/cell_runner.py) only gathers; nothing after this changes the
+cell. The one thing read here is the cause: the cell's lowered modules are compared by whoever hands in a
+`CauseReader` (the report layer, which keeps that evidence for report.md), as the judged cell says which runs.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +21,7 @@ from harness.core.records import replace
 from harness.core.confidence import SeedPlan
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck
-from harness.core.kinds import FolderMode, ThresholdMode, Verdict
+from harness.core.kinds import Cause, FolderMode, ThresholdMode, Verdict
 from harness.core.runs import RunCommand, RunRecord
 from harness.evidence.cost import cell_cost
 from harness.verdicts.judge import Tally
@@ -28,6 +31,10 @@ from harness.verdicts.uncached import explain
 from harness.verdicts.factor_verdicts import verdict_with
 
 INTERRUPTED_VARY = "interrupted before every factor was run"
+
+# A judged cell's likely cause, from the diff of its lowered modules (harness/report/evidence.py); None when it
+# is not reproduced or its modules show none.
+CauseReader = Callable[[CellResult], Cause | None]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,7 @@ class Measured:
     seed_check: SeedCheck | None = None  # the re-runs of a failing and a passing seed
     plan: SeedPlan | None = None  # the cell's seeds (None: its caller planned none)
     seed_control: RunRecord | None = None  # the first run's seed again, in a fresh folder with its entries
+    read_cause: CauseReader | None = None  # None: the cause is not looked for (no results folder keeps evidence)
 
 
 def finish_cell(measured: Measured) -> CellResult:
@@ -79,7 +87,11 @@ def finish_cell(measured: Measured) -> CellResult:
     cell = explain(with_script_cache(cell, measured.thresholds), tell_thresholds=script is not None)
     if measured.seed_check is not None and not measured.interrupted:
         cell = with_seed_check(cell, measured.seed_check)
-    return with_plan(cell, measured.plan) if measured.plan is not None else cell
+    if measured.plan is not None:
+        cell = with_plan(cell, measured.plan)
+    if measured.read_cause is not None:  # last: the evidence reads the cell as finished
+        cell.cause = measured.read_cause(cell)
+    return cell
 
 
 def with_plan(cell: CellResult, plan: SeedPlan) -> CellResult:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.evidence.keys import nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge

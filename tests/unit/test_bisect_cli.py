@@ -12,7 +12,7 @@ import pytest
 
 import harness.cli.commands as cli
 import harness.service as service
-from harness.bisect import report
+from harness.report.bisect_section import bisect_text, confidence_lines
 from harness.results.bisection import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
@@ -119,22 +119,24 @@ def row(verdict, bound=None, other=None) -> Row:
 
 
 def test_chosen_seeds_state_both_bounds_and_what_each_assumes():
-    text = report.text(outcome_with(row(Verdict.CLEAN, 0.0, 1.0), row(Verdict.REPRODUCED)), "cmd")
+    text = bisect_text(outcome_with(row(Verdict.CLEAN, 0.0, 1.0), row(Verdict.REPRODUCED)), "cmd")
     assert "0 (set order), 1 (other)" in text
-    line = report.confidence_line(outcome_with(row(Verdict.CLEAN, 0.0, 1.0)))
-    assert "<= 0 if the key follows the order of a set of the mesh's axis names" in line
-    assert "for any other hash-order dependence, <= 1 (no random runs; --runs N" in line
-    assert "e+00" not in line
-    line = report.confidence_line(outcome_with(row(Verdict.CLEAN, 0.0, 2 ** -8)))
-    assert "other hash-order dependence, <= 0.0039 (from the random runs)" in line
+    chosen, other = confidence_lines(outcome_with(row(Verdict.CLEAN, 0.0, 1.0)))
+    assert chosen.startswith("- Each clean release: `miss_bound` (chance a regression was missed) ≤ 0, assuming "
+                             "the regression makes the cache key follow the iteration order of a set of the mesh's")
+    assert other.startswith("- For any other hash-order dependence: `miss_bound_other_mechanisms` ≤ 1 (")
+    assert other.endswith("; none were made: `--runs N` adds them)")
+    assert "e+00" not in chosen + other
+    _, other = confidence_lines(outcome_with(row(Verdict.CLEAN, 0.0, 2 ** -8)))
+    assert "`miss_bound_other_mechanisms` ≤ 0.0039 (" in other and "none were made" not in other
 
 
 def test_random_seeds_state_one_bound():
-    text = report.text(outcome_with(row(Verdict.CLEAN, 2 ** -10)), "cmd")
+    text = bisect_text(outcome_with(row(Verdict.CLEAN, 2 ** -10)), "cmd")
     assert "0.00098 |" in text
-    line = report.confidence_line(outcome_with(row(Verdict.CLEAN, 2 ** -10)))
-    assert line.startswith("each clean verdict: chance a regression was missed <= 0.00098 (target 0.001)")
-    assert "other hash-order" not in line
+    (line,) = confidence_lines(outcome_with(row(Verdict.CLEAN, 2 ** -10)))
+    assert line.startswith("- Each clean release: `miss_bound` (chance a regression was missed) ≤ 0.00098, "
+                           "assuming seeds drawn at random")
 
 
 class InterruptedBackend(FakeBackend):

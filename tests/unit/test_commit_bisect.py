@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect import report
+from harness.report.bisect_section import bisect_text
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource,
                                     acceptable_jaxlibs, parse_version_py)
@@ -119,7 +119,9 @@ def test_bisects_to_the_commit_that_breaks_and_the_one_that_fixes(fake_jax, whol
     assert all(r.miss_bound == 0 for r in appears.rows + fixed.rows if r.verdict == Verdict.CLEAN)
     # ...and says nothing about other hash-order dependence: no random runs were made.
     assert all(r.miss_bound_other == 1.0 for r in appears.rows + fixed.rows if r.verdict == Verdict.CLEAN)
-    assert "for any other hash-order dependence, <= 1 (no random runs" in report.text(outcome, "cmd")
+    text = bisect_text(outcome, "cmd")
+    assert "- Each clean release or commit: `miss_bound` (chance a regression was missed) ≤ 0," in text
+    assert "; none were made: `--runs N` adds them)" in text
     # A reproducing cell stops at its second key: two runs.
     assert all(r.runs == 2 for r in appears.rows if r.verdict == Verdict.REPRODUCED)
 

@@ -8,7 +8,7 @@ from harness.results.document import read_cell
 from harness.core.records import plain
 from harness.bisect import logic
 from harness.results.bisection import Outcome, Row
-from harness.bisect.report import boundaries_line
+from harness.report.bisect_section import boundaries_line
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord

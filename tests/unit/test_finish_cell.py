@@ -83,3 +83,21 @@ def test_a_job_the_environment_cannot_run_still_records_its_plan(tmp_path):
     cell = CellRunner(ScriptedEnvironment(lambda seed: 1), REPRO, 10).run(spec, plan.launches(), tmp_path / "c",
                                                                         tmp_path / "l", plan=plan)
     assert cell.verdict == Verdict.UNSUPPORTED and cell.seeds is plan and cell.miss_bounds is None
+
+
+def test_a_reproduced_cell_s_cause_is_read_last_from_the_cell_as_finished():
+    """The likely cause is decided here too (it was added by the results writer after the cell was finished):
+    the reader sees the finished cell, and what it says is the cell's cause."""
+    from harness.core.kinds import Cause
+
+    seen = []
+
+    def read_cause(cell):
+        seen.append((cell.verdict, cell.seeds))
+        return Cause.ORDER
+
+    plan, runs = random_plan(3), tally(1, 1, 1)
+    variation = moved_miss(runs.records[0])  # a clean cell's factor missed: reproduced
+    cell = finish_cell(Measured(SPEC, runs, [], {}, variation=variation, plan=plan, read_cause=read_cause))
+    assert seen == [(Verdict.REPRODUCED, plan)] and cell.cause == Cause.ORDER
+    assert finish_cell(Measured(SPEC, runs, [], {}, variation=variation)).cause is None  # no reader: not looked for

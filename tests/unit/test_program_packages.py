@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from harness.core.records import replace
-from harness.bisect import report as bisect_report
+from harness.report.bisect_section import bisect_text
 from harness.results.bisection import Boundary, Outcome, Role, Row
 from harness.core.kinds import Verdict
 from harness.report.table import render, summary_line
@@ -84,8 +84,9 @@ def test_a_bisection_names_the_change_at_its_boundary_and_in_its_table():
     outcome = Outcome(Boundary("0.4.31", "0.10.2"), None, None,
                       [Row("0.4.31", Role.ENDPOINT, Verdict.CLEAN, 11, 0.001, ""),
                        Row("0.10.2", Role.ENDPOINT, Verdict.REPRODUCED, 2, None, "")])
-    text = bisect_report.text(outcome, "harness bisect train.py", packages=ProgramPackages.of(cells))
-    assert "regression appears in 0.10.2 (last clean 0.4.31), where optax also changed 0.2.3 -> 0.2.8 here" in text
+    text = bisect_text(outcome, "harness bisect train.py", packages=ProgramPackages.of(cells))
+    # (Markdown: report.md's section is this text, so `>` is an entity)
+    assert "regression appears in 0.10.2 (last clean 0.4.31), where optax also changed 0.2.3 -&gt; 0.2.8 here" in text
     assert "| packages" in text and "optax 0.2.8" in text
     # Without the packages (a bisection of a config without requirements): as before.
-    assert "packages" not in bisect_report.text(outcome, "harness bisect c.yaml")
+    assert "packages" not in bisect_text(outcome, "harness bisect c.yaml")

@@ -280,6 +280,21 @@ def test_results_writer_reads_a_cells_logs_once(smoke_run, monkeypatch):
     assert "```diff\n--- run 1 (PYTHONHASHSEED=" in (smoke_run / REPORT_FILE).read_text()
 
 
+def test_results_writer_keeps_a_cell_as_finished_and_reads_its_cause_for_the_finishing(smoke_run):
+    # The cause is the finished cell's (harness/verdicts/finish.py: CellRunner.read_cause is the writer's
+    # `cause`); adding the cell to the folder changes nothing of it.
+    from harness.core.kinds import Cause
+
+    document = json.loads((smoke_run / "results.json").read_text())
+    reproduced, clean = (read_cell(c) for c in document["cells"])
+    reproduced.cause = None
+    writer = ResultsWriter(smoke_run, read_header(document))
+    assert writer.cause(reproduced) == Cause.ORDER and writer.cause(clean) is None
+    writer.add(reproduced)
+    writer.finish()
+    assert writer.cells == [reproduced] and reproduced.cause is None
+
+
 def test_nvidia_smi_parsing():
     out = "NVIDIA H200, 560.35.03, 143771 MiB\nNVIDIA H200, 560.35.03, 143771 MiB\n"
     assert parse_nvidia_smi(out) == {"gpus": ["NVIDIA H200 (143771 MiB)"] * 2, "driver_version": "560.35.03"}
@@ -372,13 +387,17 @@ def test_report_lists_cells_by_version_then_mesh():
 
 
 def test_bisection_shows_both_miss_bounds():
-    """Seeds as the bisector plans and stores them (harness/measure/seeds.py record_plan: cell.seeds)."""
+    """Seeds as the bisector plans them (harness/measure/seeds.py), their bounds in the clean release's step as it
+    stores them (harness/bisect/bisection.py row_for): the section reads the steps."""
     probe = seeds.Probe("cpython 3.11", (("a", "b"),), {1: (("a", "b"),), 2: (("b", "a"),)})
     plan = seeds.chosen_plan(probe)  # two chosen seeds, no random extra runs
     assert plan.miss_bound == 0 and plan.miss_bound_other == 1.0
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
     cells[0].seeds, cells[0].miss_bounds = plan, plan.bounds
-    bisection = _section(_render(_doc(cells, bisect=BISECT), cells, {}), "Bisection")
+    clean = {"point": "0.4.26", "role": "endpoint", "verdict": "clean", "runs": 2, "miss_bound": plan.miss_bound,
+             "miss_bound_other_mechanisms": plan.miss_bound_other}
+    bisect = {**BISECT, "steps": [clean, *BISECT["steps"]], "commits": []}
+    bisection = _section(_render(_doc(cells, bisect=bisect), cells, {}), "Bisection")
     assert f"`miss_bound` (chance a regression was missed) ≤ 0, assuming {confidence.ASSUMES_CHOSEN}" in bisection
     assert "`miss_bound_other_mechanisms` ≤ 1 (" in bisection and "none were made" in bisection
 
