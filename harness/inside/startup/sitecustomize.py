@@ -1,7 +1,9 @@
 """Python imports this at start-up in every run of a user's script (the harness puts this folder first
 on PYTHONPATH). It installs the harness's cache hook, then runs the `sitecustomize` this one shadows
 (the virtualenv's, the image's or the user's own), so a run starts exactly as it would without us.
-Standard library only."""
+Standard library only; the annotations are never evaluated (see jax_cache_harness_hook)."""
+
+from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
