@@ -77,6 +77,45 @@ def test_the_programs_run_inside_an_environment_import_nothing_from_the_harness(
     assert not found, found
 
 
+# The oldest Python the start-up files run on: JAX 0.4.26's, the oldest release the harness measures.
+OLDEST_PYTHON = (3, 9)
+
+
+def old_python_problems(source: str) -> list[str]:
+    """What keeps `source` from running on OLDEST_PYTHON: syntax newer than it, or annotations (mypy reads them as
+    3.11's: `X | None`) that the interpreter would evaluate, with no `from __future__ import annotations`."""
+    try:
+        tree = ast.parse(source, feature_version=OLDEST_PYTHON)
+    except SyntaxError as exc:
+        return [f"syntax newer than Python {OLDEST_PYTHON[0]}.{OLDEST_PYTHON[1]}: {exc}"]
+    postponed = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                    and any(alias.name == "annotations" for alias in node.names) for node in tree.body)
+    annotated = [node.lineno for node in ast.walk(tree)
+                 if isinstance(node, ast.AnnAssign) or (isinstance(node, ast.arg) and node.annotation)
+                 or (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns)]
+    if annotated and not postponed:
+        return [f"annotations evaluated at run time (line {annotated[0]}): no `from __future__ import annotations`"]
+    return []
+
+
+def test_the_start_up_files_run_on_the_oldest_python_a_jax_release_supports():
+    """harness/inside/startup/ runs in every run's own interpreter (its __init__ aside, the harness's): mypy checks
+    it as Python 3.11, so what 3.9 cannot run is refused here."""
+    found = []
+    for path in sorted((ROOT / "harness" / "inside" / "startup").glob("*.py")):
+        if path.name != "__init__.py":
+            found += [f"{path.relative_to(ROOT)}: {p}" for p in old_python_problems(path.read_text())]
+    assert not found, found
+
+
+def test_newer_syntax_and_evaluated_annotations_are_old_python_problems():
+    assert old_python_problems("match x:\n    case 1:\n        pass\n")
+    assert old_python_problems("def f(x: int | None) -> None:\n    pass\n")
+    assert old_python_problems("x: int | None = None\n")
+    assert not old_python_problems("from __future__ import annotations\n\n\ndef f(x: int | None) -> None:\n    pass\n")
+    assert not old_python_problems("def f(x):\n    return x\n")
+
+
 def test_an_import_of_a_command_module_by_the_measurement_breaks_the_service_contract(tmp_path):
     shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)

@@ -16,10 +16,15 @@ which the script initialises things stays its own (jax-ml/jax#25768: a computati
 is set leaves the cache uninitialised on 0.5.0). Each folder setting records whether JAX's cache was
 already initialised then.
 
-Standard library only, and no syntax newer than the oldest Python a JAX release supports.
+Standard library only, and no syntax newer than the oldest Python a JAX release supports (3.9 for 0.4.26):
+the annotations are never evaluated (`from __future__ import annotations`), and the types they name exist only
+for the type checker.
 """
 
+from __future__ import annotations
+
 import atexit
+import functools
 import json
 import logging
 import os
@@ -27,6 +32,47 @@ import sys
 import threading
 import time
 import warnings
+
+# typing.TYPE_CHECKING without importing typing in every process at start-up (Python 3.9 does not import it by
+# itself); mypy and ruff read this name as they read typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict
+
+    # One record (a line of a record file): a JSON object.
+    JsonObject: TypeAlias = dict[str, object]
+    # What runs right after a module is executed (_AfterImport), given the module.
+    ModuleHook: TypeAlias = Callable[[ModuleType], None]
+
+    class JaxConfig(Protocol):
+        """jax._src.config.config, JAX's one Config: the two methods the hook calls, on every release (`_read`
+        is private, and JAX's own types for it differ between releases)."""
+
+        def update(self, name: str, val: object, /) -> object: ...
+
+        def _read(self, name: str, /) -> object: ...
+
+    # Config.update as its class holds it: called with the config first.
+    ConfigUpdate: TypeAlias = Callable[[JaxConfig, str, object], object]
+
+    class CacheState(TypedDict):
+        """JAX's persistent cache in this process (cache_state)."""
+
+        initialized: bool
+        path: str | None
+
+    class SettingEvent(TypedDict):
+        """One cache setting the script made, as the record file has it (harness/verdicts/script_settings.py)."""
+
+        kind: Literal["setting"]
+        option: str
+        api: str  # the way it was set: jax.config.update, set_cache_dir, os.environ, ...
+        requested: object
+        applied: object
+        cache_then: NotRequired[CacheState | None]  # a folder setting: JAX's cache when it was made
 
 RECORD_VAR = "HARNESS_CACHE_RECORD"  # the file the events go to, one JSON object a line
 THRESHOLDS_VAR = "HARNESS_CACHE_THRESHOLDS"  # "script" (default): keep the script's; "harness": zeros
@@ -46,7 +92,7 @@ MIN_ENTRY_SIZE = "jax_persistent_cache_min_entry_size_bytes"
 HARNESS_THRESHOLDS = {MIN_COMPILE_TIME: 0.0, MIN_ENTRY_SIZE: -1}
 WATCHED = (CACHE_DIR, ENABLE, MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 # JAX reads each option's start value from the variable of its name in capitals.
-VARIABLES = dict((option, option.upper()) for option in WATCHED)
+VARIABLES = {option: option.upper() for option in WATCHED}
 
 # The options whose variables the script (or a process that started this one) put in os.environ.
 PUT_VAR = "HARNESS_CACHE_PUT"
@@ -67,7 +113,7 @@ DISTRIBUTED_MODULE = "jax._src.distributed"
 JOINED_MARK = "harness: jax.distributed.initialize("
 
 
-def caller_api(module, function):
+def caller_api(module: str | None, function: str) -> str | None:
     """The name a Config.update call is recorded under, from its caller; None for JAX's own updates
     (`_initialize_cache` setting its default entry size, absl flags), which are not the script's."""
     if module == API_MODULE and function in API_FUNCTIONS:
@@ -77,7 +123,8 @@ def caller_api(module, function):
     return "jax.config.update"
 
 
-def decide(option, value, api, target, thresholds):
+def decide(option: str, value: object, api: str | None, target: str | None,
+           thresholds: str) -> tuple[object, SettingEvent | None]:
     """What one update of `option` to `value` becomes: (value to apply, event to record or None).
 
     A cache folder always becomes `target` (None or "" is the script turning its cache off: kept);
@@ -85,6 +132,7 @@ def decide(option, value, api, target, thresholds):
     """
     if option not in WATCHED:
         return value, None
+    applied: object
     if option == CACHE_DIR and value and target and value != target:
         applied = target
     elif api is None:
@@ -97,11 +145,12 @@ def decide(option, value, api, target, thresholds):
                      "applied": applied}
 
 
-def environment_changes(values, changed, target, thresholds):
+def environment_changes(values: Mapping[str, object], changed: Collection[str], target: str | None,
+                        thresholds: str) -> list[tuple[str, object, SettingEvent]]:
     """The settings a script made through os.environ before importing jax, as JAX read them when
     its options were defined: [(option, value to apply, event)]. `values` maps option to value,
     `changed` holds the options whose variable the script changed after start-up."""
-    changes = []
+    changes: list[tuple[str, object, SettingEvent]] = []
     for option in WATCHED:
         if option not in values or option not in changed:
             continue
@@ -111,12 +160,12 @@ def environment_changes(values, changed, target, thresholds):
     return changes
 
 
-def environment_snapshot(environ):
+def environment_snapshot(environ: Mapping[str, str]) -> dict[str, str | None]:
     """The watched options' variables as the process started (what the harness gave)."""
-    return dict((option, environ.get(variable)) for option, variable in VARIABLES.items())
+    return {option: environ.get(variable) for option, variable in VARIABLES.items()}
 
 
-def cache_state():
+def cache_state() -> CacheState | None:
     """JAX's persistent cache in this process now: {"initialized", "path"}; None before JAX's cache
     module is imported (then nothing can have initialised it)."""
     module = sys.modules.get(API_MODULE)
@@ -129,17 +178,17 @@ def cache_state():
 
 
 class _Hook:
-    def __init__(self, record, target, thresholds, started_with):
+    def __init__(self, record: str, target: str | None, thresholds: str, started_with: dict[str, str | None]):
         self.record, self.target, self.thresholds = record, target, thresholds
         self.started_with = started_with  # environment_snapshot() at start-up
         # Options whose variable the script set itself, even to the value the harness gave (a script's
         # own zero thresholds under harness thresholds are still its own): seen through os.putenv's
         # audit event, and inherited from the process that started this one (PUT_VAR).
-        self.put = set(o for o in os.environ.get(PUT_VAR, "").split(",") if o in VARIABLES)
+        self.put = {o for o in os.environ.get(PUT_VAR, "").split(",") if o in VARIABLES}
         self.config_read = False
         self.lock = threading.Lock()
 
-    def audit(self, event, args):
+    def audit(self, event: str, args: tuple[object, ...]) -> None:
         if event != "os.putenv" or not args:
             return
         key = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
@@ -158,25 +207,26 @@ class _Hook:
                             "applied": value, "cache_then": cache_state()})
             return
 
-    def write(self, event):
+    def write(self, event: Mapping[str, object]) -> None:
         line = json.dumps(event, default=str, sort_keys=True)
         with self.lock:
             try:
                 with open(self.record, "a") as out:
                     out.write(line + "\n")
             except OSError as exc:
-                sys.stderr.write("harness: cannot record a cache setting: %s\n" % exc)
+                sys.stderr.write(f"harness: cannot record a cache setting: {exc}\n")
 
-    def config_loaded(self, module):
-        cls, config = getattr(module, "Config", None), getattr(module, "config", None)
-        original = getattr(cls, "update", None)
+    def config_loaded(self, module: ModuleType) -> None:
+        cls: type[JaxConfig] | None = getattr(module, "Config", None)
+        config: JaxConfig | None = getattr(module, "config", None)
+        original: ConfigUpdate | None = getattr(cls, "update", None)
         if original is None or config is None:
             self.write({"kind": "problem", "detail": "jax._src.config has no Config.update: the script's "
                         "cache settings were not redirected"})
             return
         hook = self
 
-        def update(self, name, val):
+        def update(self: JaxConfig, name: str, val: object) -> object:
             if name in WATCHED:
                 frame = sys._getframe(1)
                 api = caller_api(frame.f_globals.get("__name__"), frame.f_code.co_name)
@@ -187,8 +237,8 @@ class _Hook:
                     hook.write(event)
             return original(self, name, val)
 
-        update.__wrapped__ = original
-        cls.update = update
+        _wrapping(update, original)
+        _replace(cls, "update", update)
         self.config_read = True
         now = environment_snapshot(os.environ)
         changed = [option for option in WATCHED if now[option] != self.started_with[option] or option in self.put]
@@ -196,61 +246,75 @@ class _Hook:
             self.write(event)
             original(config, option, applied)
 
-    def at_exit(self):
-        config = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
+    def at_exit(self) -> None:
+        config: JaxConfig | None = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
         if config is None:
             return  # the script never imported jax
-        final = {"kind": "final", "target": self.target}
+        final: JsonObject = {"kind": "final", "target": self.target}
         final.update(_values(config))
-        state = cache_state() or {"initialized": False, "path": None}
+        state: CacheState = cache_state() or {"initialized": False, "path": None}
         final["cache_path"] = state["path"]
         final["cache_initialized"] = state["initialized"]
         self.write(final)
 
 
-def _values(config):
-    out = {}
+def _values(config: JaxConfig) -> JsonObject:
+    out: JsonObject = {}
     for option in WATCHED:
         try:
             out[option] = config._read(option)
-        except Exception:  # an option this release lacks
+        except Exception:  # noqa: BLE001, S110 - an option this release lacks (the error differs between releases)
             pass
     return out
+
+
+def _replace(owner: object, name: str, replacement: object) -> None:
+    """Put `replacement` in place of JAX's (or Python's) `owner.name`: an attribute of a module, class or loader
+    that no type the checker knows declares (or declares as a method), so set by name."""
+    setattr(owner, name, replacement)
+
+
+def _wrapping(wrapper: Callable[..., object], original: Callable[..., object], copied: tuple[str, ...] = ()) -> None:
+    """Mark `wrapper` as wrapping `original`: its `__wrapped__` (functools.unwrap and the first-use fallback
+    follow it), and the attributes `copied` names."""
+    functools.update_wrapper(wrapper, original, assigned=copied, updated=())
 
 
 class _AfterImport:
     """A meta-path finder that runs `hooks[name](module)` right after module `name` is executed
     (before anything imports names from it), and otherwise finds nothing."""
 
-    def __init__(self, hooks):
+    def __init__(self, hooks: Mapping[str, ModuleHook]):
         self.hooks = hooks
 
-    def find_spec(self, name, path, target=None):
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         hook = self.hooks.get(name)
         if hook is None:
             return None
+        spec = None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None:
                 break
-        else:
+        if spec is None:
             return None
         loader = spec.loader
-        execute = getattr(loader, "exec_module", None)
+        execute: Callable[[ModuleType], object] | None = getattr(loader, "exec_module", None)
         if execute is None:
             return spec
 
-        def exec_module(module):
+        def exec_module(module: ModuleType) -> None:
             execute(module)
             hook(module)
 
-        loader.exec_module = exec_module
+        _replace(loader, "exec_module", exec_module)
         return spec
 
 
-def job_defaults(environ, coordinator_address, num_processes, process_id):
+def job_defaults(environ: Mapping[str, str], coordinator_address: str | None, num_processes: int | None,
+                 process_id: int | None) -> tuple[str | None, int | None, int | None]:
     """initialize()'s job arguments: what the script passed, else the job's, from the environment; what
     neither gives stays None, for JAX's own cluster detection (srun's tasks: from SLURM_*)."""
     if coordinator_address is None:
@@ -275,7 +339,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _MAX_WRITES_RECORDED = 20
 
 
-def _bytecode_cache(full):
+def _bytecode_cache(full: str) -> bool:
     """Python's own bytecode cache: a `__pycache__` folder, or a file in one (importlib writes `x.pyc.NNN` and
     renames it to `x.pyc`): what importing a package the first time writes, in any environment."""
     parent, name = os.path.split(full)
@@ -286,12 +350,12 @@ class _WriteWatch:
     """Records every write outside `roots` (devices aside; bytecode caches too, which Python writes and a
     read-only place refuses silently)."""
 
-    def __init__(self, roots, record):
+    def __init__(self, roots: Iterable[str], record: str):
         self.roots = [os.path.realpath(r) for r in roots if r]
         self.record, self.recorded = record, 0
         self.busy = threading.local()
 
-    def outside(self, path):
+    def outside(self, path: object) -> str | None:
         if isinstance(path, bytes):
             path = path.decode("utf-8", "replace")
         if not isinstance(path, str) or not path:
@@ -304,7 +368,7 @@ class _WriteWatch:
                 return None
         return full
 
-    def audit(self, event, args):
+    def audit(self, event: str, args: tuple[object, ...]) -> None:
         positions = _WRITING_EVENTS.get(event)
         if positions is None or getattr(self.busy, "on", False) or self.recorded >= _MAX_WRITES_RECORDED:
             return
@@ -318,13 +382,13 @@ class _WriteWatch:
                     self.recorded += 1
                     with open(self.record, "a") as out:
                         out.write(json.dumps({"event": event, "path": full, "pid": os.getpid()}) + "\n")
-        except Exception:  # noqa: BLE001 - an audit hook must never break the program it watches
+        except Exception:  # noqa: BLE001, S110 - an audit hook must never break the program it watches
             pass
         finally:
             self.busy.on = False
 
 
-def install_write_watch():
+def install_write_watch() -> _WriteWatch | None:
     """Record writes outside the run's own folders (the reducer's candidates)."""
     if hasattr(sys, "addaudithook"):
         # The run's TMPDIR too: the harness gives each run its own, removed with it (environments/process.py).
@@ -335,27 +399,27 @@ def install_write_watch():
     return None
 
 
-def distributed_loaded(module):
+def distributed_loaded(module: ModuleType) -> None:
     """Wrap jax._src.distributed.initialize before jax.distributed takes its name."""
-    original = getattr(module, "initialize", None)
+    original: Callable[..., object] | None = getattr(module, "initialize", None)
     if original is None:
         sys.stderr.write("harness: jax._src.distributed has no initialize(): the job was not set up\n")
         return
 
-    def initialize(coordinator_address=None, num_processes=None, process_id=None, *args, **kwargs):
+    def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+                   process_id: int | None = None, *args: object, **kwargs: object) -> object:
         coordinator_address, num_processes, process_id = job_defaults(
             os.environ, coordinator_address, num_processes, process_id)
-        sys.stderr.write("%scoordinator_address=%r, num_processes=%r, process_id=%r)\n"
-                         % (JOINED_MARK, coordinator_address, num_processes, process_id))
+        sys.stderr.write(f"{JOINED_MARK}coordinator_address={coordinator_address!r}, "
+                         f"num_processes={num_processes!r}, process_id={process_id!r})\n")
         sys.stderr.flush()
         return original(coordinator_address, num_processes, process_id, *args, **kwargs)
 
-    initialize.__wrapped__ = original
-    initialize.__doc__ = original.__doc__
-    module.initialize = initialize
+    _wrapping(initialize, original, copied=("__doc__",))
+    _replace(module, "initialize", initialize)
 
 
-def install_job():
+def install_job() -> None:
     """Watch for jax's distributed module: a script's initialize() joins this run's job."""
     sys.meta_path.insert(0, _AfterImport({DISTRIBUTED_MODULE: distributed_loaded}))
 
@@ -388,20 +452,20 @@ PYTEST_PLUGIN = "jax_cache_harness_pytest"
 FALLBACK_VAR = "HARNESS_CACHE_FALLBACK"
 FIRST_USE = "first-use"
 
-RECORDER = None  # this process's recorder, once installed (the pytest plugin stamps test ids on it)
+RECORDER: Recorder | None = None  # this process's recorder, once installed (the pytest plugin stamps test ids on it)
 
 
 class Recorder:
     """Appends records to the run's file: each one JSON line, written by a single unbuffered write."""
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         self.fd = os.open(path, flags, 0o666)
-        self.test = None  # the pytest test id running now (None: none, or not pytest)
-        self.phase = None  # its phase: setup, call, teardown
+        self.test: str | None = None  # the pytest test id running now (None: none, or not pytest)
+        self.phase: str | None = None  # its phase: setup, call, teardown
         self.busy = threading.local()
 
-    def write(self, record):
+    def write(self, record: JsonObject) -> None:
         if getattr(self.busy, "on", False):
             return  # a record about writing a record: never
         self.busy.on = True
@@ -413,14 +477,14 @@ class Recorder:
                     record["phase"] = self.phase
             data = json.dumps(record, default=str, sort_keys=True) + "\n"
             os.write(self.fd, data.encode("utf-8", "backslashreplace"))
-        except Exception:  # noqa: BLE001 - recording must never break the program it watches
+        except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         finally:
             self.busy.on = False
 
-    def message(self, logger, level, msg, args):
+    def message(self, logger: str, level: int, msg: object, args: tuple[object, ...]) -> None:
         try:
-            text = msg % args if args else str(msg)
+            text = str(msg) % args if args else str(msg)  # as logging formats it (LogRecord.getMessage)
         except Exception:  # noqa: BLE001 - a message JAX would fail to format too
             text = str(msg)
         self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time()})
@@ -431,60 +495,61 @@ class _RecordingLogger:
     frame up, so the program's log shows JAX's own file and line). `always` says yes to isEnabledFor, so
     messages JAX computes only when asked are computed; `only` keeps the messages that start with it."""
 
-    def __init__(self, real, recorder, always, only=None):
+    def __init__(self, real: logging.Logger, recorder: Recorder, always: bool, only: str | None = None):
         self._real, self._recorder, self._always, self._only = real, recorder, always, only
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> object:
         return getattr(self._real, name)
 
-    def isEnabledFor(self, level):  # logging's name
+    def isEnabledFor(self, level: int) -> bool:  # logging's name
         return self._always or self._real.isEnabledFor(level)
 
-    def _record(self, level, msg, args):
+    def _record(self, level: int, msg: object, args: tuple[object, ...]) -> None:
         if self._only is not None and not str(msg).startswith(self._only):
             return
         self._recorder.message(self._real.name, level, msg, args)
 
-    def _log(self, level, msg, args, kwargs):
-        """Two frames of ours (the method JAX called, this one) between JAX's line and the real logger."""
+    def _log(self, level: int, msg: object, args: tuple[object, ...], kwargs: dict[str, Any]) -> None:
+        """Two frames of ours (the method JAX called, this one) between JAX's line and the real logger. `kwargs`:
+        logging's keyword arguments (exc_info, stack_info, stacklevel, extra), handed on as JAX gave them."""
         self._record(level, msg, args)
         kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2
         self._real.log(level, msg, *args, **kwargs)
 
-    def log(self, level, msg, *args, **kwargs):
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
         self._log(level, msg, args, kwargs)
 
-    def debug(self, msg, *args, **kwargs):
+    def debug(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log(logging.DEBUG, msg, args, kwargs)
 
-    def info(self, msg, *args, **kwargs):
+    def info(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log(logging.INFO, msg, args, kwargs)
 
-    def warning(self, msg, *args, **kwargs):
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log(logging.WARNING, msg, args, kwargs)
 
-    def error(self, msg, *args, **kwargs):
+    def error(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log(logging.ERROR, msg, args, kwargs)
 
 
-def _wrap_logger(recorder, always, only=None):
-    def loaded(module):
-        real = getattr(module, "logger", None)
+def _wrap_logger(recorder: Recorder, always: bool, only: str | None = None) -> ModuleHook:
+    def loaded(module: ModuleType) -> None:
+        real: logging.Logger | None = getattr(module, "logger", None)
         if real is None or not hasattr(real, "log"):
-            recorder.write({"kind": "problem", "detail": "%s has no logger: its messages are not recorded"
-                            % module.__name__})
+            recorder.write({"kind": "problem", "detail": f"{module.__name__} has no logger: its messages are not "
+                            "recorded"})
             return
-        module.logger = _RecordingLogger(real, recorder, always, only)
+        _replace(module, "logger", _RecordingLogger(real, recorder, always, only))
     return loaded
 
 
-def _monitoring_loaded(recorder):
-    def loaded(module):
-        def event(name, *args, **kwargs):
+def _monitoring_loaded(recorder: Recorder) -> ModuleHook:
+    def loaded(module: ModuleType) -> None:
+        def event(name: object, *args: object, **kwargs: object) -> None:
             if str(name).startswith(MONITORED_PREFIXES):
                 recorder.write({"kind": "event", "event": str(name), "time": time.time()})
 
-        def duration(name, seconds=None, *args, **kwargs):
+        def duration(name: object, seconds: object = None, *args: object, **kwargs: object) -> None:
             if str(name).startswith(MONITORED_PREFIXES):
                 recorder.write({"kind": "event", "event": str(name), "seconds": seconds, "time": time.time()})
 
@@ -500,14 +565,14 @@ class _FirstUse:
     options for the compile options or the cache), a program that has set no folder by then gets the cell's,
     as if it had come from JAX_COMPILATION_CACHE_DIR; recorded (both files), so the harness knows the order."""
 
-    def __init__(self, recorder, target):
+    def __init__(self, recorder: Recorder, target: str):
         self.recorder, self.target, self.done = recorder, target, False
 
-    def __call__(self):
+    def __call__(self) -> None:
         if self.done:
             return
         self.done = True
-        config = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
+        config: JaxConfig | None = getattr(sys.modules.get(CONFIG_MODULE), "config", None)
         cache = sys.modules.get(API_MODULE)
         if config is None or getattr(cache, "_cache_initialized", False):
             return
@@ -516,31 +581,33 @@ class _FirstUse:
                 return
         except Exception:  # noqa: BLE001 - an option this release lacks
             return
-        update = type(config).update
-        getattr(update, "__wrapped__", update)(config, CACHE_DIR, self.target)
+        update: ConfigUpdate = type(config).update
+        original: ConfigUpdate = getattr(update, "__wrapped__", update)  # JAX's own, under the hook's
+        original(config, CACHE_DIR, self.target)
         self.recorder.write({"kind": "fallback", "option": CACHE_DIR, "applied": self.target, "time": time.time()})
         if HOOK is not None:
             HOOK.write({"kind": "fallback", "option": CACHE_DIR, "applied": self.target})
 
-    def wrap(self, module, name):
-        original = getattr(module, name, None)
+    def wrap(self, module: ModuleType, name: str) -> None:
+        original: Callable[..., object] | None = getattr(module, name, None)
         if original is None:
             return
         first_use = self
 
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: object, **kwargs: object) -> object:
             first_use()
             return original(*args, **kwargs)
 
-        wrapper.__wrapped__ = original
-        setattr(module, name, wrapper)
+        _wrapping(wrapper, original)
+        _replace(module, name, wrapper)
 
 
-def _module_loaded(recorder, first_use, names, always=True, only=None):
+def _module_loaded(recorder: Recorder, first_use: _FirstUse | None, names: Iterable[str], always: bool = True,
+                   only: str | None = None) -> ModuleHook:
     """A JAX module loaded: its logger recorded; with `first_use`, its functions `names` start with it."""
     wrap = _wrap_logger(recorder, always, only)
 
-    def loaded(module):
+    def loaded(module: ModuleType) -> None:
         wrap(module)
         if first_use is not None:
             for name in names:
@@ -548,45 +615,46 @@ def _module_loaded(recorder, first_use, names, always=True, only=None):
     return loaded
 
 
-def _warnings_recorded(recorder):
+def _warnings_recorded(recorder: Recorder) -> None:
     """JAX's cache warnings (an entry it could not read back) are warnings, not log messages: recorded as
     Python shows them, whether the program prints, records (pytest) or ignores them."""
-    original = getattr(warnings, "_showwarnmsg", None)
+    original: Callable[[warnings.WarningMessage], object] | None = getattr(warnings, "_showwarnmsg", None)
     if original is None:
         return
 
-    def _showwarnmsg(msg):
+    def _showwarnmsg(msg: warnings.WarningMessage) -> object:
         try:
             text = str(msg.message)
             if any(mark in text for mark in CACHE_WARNING_MARKS):
                 recorder.write({"kind": "log", "logger": "warnings", "level": logging.WARNING,
-                                "message": "%s: %s" % (msg.category.__name__, text), "time": time.time()})
-        except Exception:  # noqa: BLE001
+                                "message": f"{msg.category.__name__}: {text}", "time": time.time()})
+        except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         return original(msg)
 
-    warnings._showwarnmsg = _showwarnmsg
+    _replace(warnings, "_showwarnmsg", _showwarnmsg)
 
 
-def install_recorder(target=None):
+def install_recorder(target: str | None = None) -> Recorder | None:
     """Record JAX's cache messages, events and warnings in this process to the file RECORDER_VAR names; a
     pytest run in it loads the plugin that stamps test ids. None when the file cannot be opened (said)."""
     global RECORDER
     try:
         recorder = Recorder(os.environ[RECORDER_VAR])
     except OSError as exc:
-        sys.stderr.write("harness: cannot open the recorder's file: %s\n" % exc)
+        sys.stderr.write(f"harness: cannot open the recorder's file: {exc}\n")
         return None
     RECORDER = recorder
     recorder.write({"kind": "start", "argv": list(sys.argv), "time": time.time()})
-    first_use = None
+    first_use: _FirstUse | None = None
     if target and os.environ.get(FALLBACK_VAR) == FIRST_USE and os.environ.get(FOLDER_VAR) == HOOK_ONLY:
         first_use = _FirstUse(recorder, target)
-    hooks = {"jax._src.cache_key": _wrap_logger(recorder, True),
-             "jax._src.compiler": _module_loaded(recorder, first_use, ("get_compile_options",)),
-             API_MODULE: _module_loaded(recorder, first_use, ("_initialize_cache", "is_cache_used")),
-             ARGS_MODULE: _wrap_logger(recorder, True, ARGS_MESSAGE),
-             MONITORING_MODULE: _monitoring_loaded(recorder)}
+    hooks: dict[str, ModuleHook] = {
+        "jax._src.cache_key": _wrap_logger(recorder, True),
+        "jax._src.compiler": _module_loaded(recorder, first_use, ("get_compile_options",)),
+        API_MODULE: _module_loaded(recorder, first_use, ("_initialize_cache", "is_cache_used")),
+        ARGS_MODULE: _wrap_logger(recorder, True, ARGS_MESSAGE),
+        MONITORING_MODULE: _monitoring_loaded(recorder)}
     sys.meta_path.insert(0, _AfterImport(hooks))
     _warnings_recorded(recorder)
     plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]
@@ -595,14 +663,15 @@ def install_recorder(target=None):
     return recorder
 
 
-HOOK = None  # this process's settings hook, once installed
+HOOK: _Hook | None = None  # this process's settings hook, once installed
 
 
-def install():
+def install() -> _Hook:
     """Watch for jax's config module; record what the script sets and what JAX used at exit. In
     hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""
     kept = os.environ.get(KEPT_TARGET_VAR)
     started_with = environment_snapshot(os.environ)
+    target: str | None
     if kept:
         # A process the script started: the cell's folder is the kept one, and a folder in this process's
         # environment that is not it was set by the script (a launcher's os.environ for its workers): the
