@@ -61,7 +61,8 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
             for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
                 category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
                 rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), category,
-                             md.cell(component), md.cell(types), ", ".join(map(str, miss.runs))])
+                             md.cell(component), md.cell(types),
+                             ", ".join(map(str, sorted(miss.runs_by_test.get(test, miss.runs))))])
         if rows:
             shown = rows[:MAX_ROWS]
             lines += [tabulate(shown, ["test", "function", "category", "component", "argument types", "runs"],

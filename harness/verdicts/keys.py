@@ -151,8 +151,10 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
         if other_input:
             new_input[run.index] = _by_module(other_input)
         if run.computed is not None:
-            # a module compiled at new argument types need not compute the first run's shapes again
-            missing = {e for e in baseline - known if e.module not in {n.module for n in other_input}}
+            # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
+            # run: random shapes) need not compute the first run's shapes again
+            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)}
+            missing = {e for e in baseline - known if e.module not in reshaped}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
             seen |= run.computed  # known exactly: a later run that computes these again hits them

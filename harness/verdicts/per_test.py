@@ -49,7 +49,8 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     module: str
     category: Category
     runs: list[int] = []  # the later runs that missed it
-    tests: list[str] = []  # the pytest ids whose messages named the missed keys (the compiling test first)
+    tests: list[str] = []  # the pytest ids that compiled the missed keys (not the ones that then hit them)
+    runs_by_test: dict[str, list[int]] = {}  # test -> the later runs in which it compiled a missed key
     arg_types: list[list[str]] = []  # the argument types of the missed keys, distinct
     first_run_types: list[list[str]] = []  # what run 1 compiled the module at
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
@@ -58,11 +59,11 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     @property
     def types_label(self) -> str:
-        return types_label(self.arg_types)
+        return types_label(self.arg_types, MAX_TYPES)
 
     @property
     def first_types_label(self) -> str:
-        return types_label(self.first_run_types)
+        return types_label(self.first_run_types, MAX_TYPES)
 
 
 class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -94,9 +95,15 @@ class SuiteFindings(msgspec.Struct, omit_defaults=True, kw_only=True):
         return [t.id for t in self.tests if t.status == "missed"]
 
 
-def types_label(types: Sequence[Sequence[str]]) -> str:
-    """`float32[6]`, `float32[2] and float32[4]`, `(float32[2], int32[])` for several arguments."""
+MAX_TYPES = 4  # argument types a label names (a suite compiles helpers at dozens); results.json has them all
+
+
+def types_label(types: Sequence[Sequence[str]], limit: int | None = None) -> str:
+    """`float32[6]`, `float32[2] and float32[4]`, `(float32[2], int32[])` for several arguments; past `limit`,
+    `float32[1], float32[2], float32[3] and 5 more`."""
     shown = [", ".join(t) if len(t) == 1 else f"({', '.join(t)})" for t in types]
+    if limit is not None and len(shown) > limit:
+        return ", ".join(shown[:limit]) + f" and {len(shown) - limit} more"
     if len(shown) <= 1:
         return "".join(shown) or "unknown types"
     return ", ".join(shown[:-1]) + " and " + shown[-1]
@@ -131,7 +138,13 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                     k = logged.get(key)
                     if k is None:
                         continue
-                    miss.tests = list(dict.fromkeys([*miss.tests, *k.tests]))
+                    # the test that compiled it names it first; the ones after it hit the entry it wrote
+                    for test in k.tests[:1]:
+                        if test not in miss.tests:
+                            miss.tests.append(test)
+                        ran = miss.runs_by_test.setdefault(test, [])
+                        if index not in ran:
+                            ran.append(index)
                     if k.arg_types and list(k.arg_types) not in miss.arg_types:
                         miss.arg_types.append(list(k.arg_types))
                     if category == Category.MOVED_KEY and k.components:

@@ -139,10 +139,25 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
                                         f"{len(groups[0].ranks)} processes")
     assert widest is not None  # keys were computed (checked above): the first run has a module
-    per_run = _plural(len(comparison.baseline[widest]), "key")
     unobserved = unobserved_hits_phrase(good, untrusted)
-    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs"
+    tests = suite_size(good)
+    if tests:  # a suite: one helper's count says nothing of it
+        what = f"{_plural(tests, 'test')}: {suite_keys_label(comparison)}"
+    else:
+        what = f"{widest}: {_plural(len(comparison.baseline[widest]), 'key')}"
+    return judgement(Verdict.CLEAN, f"{what} per run, the same in all {len(good)} runs"
                                     + (f"; {unobserved}" if unobserved else ""))
+
+
+def suite_size(runs: Sequence[RunRecord]) -> int:
+    """The tests a --pytest program's first run recorded (0 for a plain script)."""
+    return next((len(r.tests) for r in runs if r.tests), 0)
+
+
+def suite_keys_label(comparison: Comparison) -> str:
+    """`187 keys of 46 functions`: what a suite's first run computed."""
+    keys = sum(len(k) for k in comparison.baseline.values())
+    return f"{_plural(keys, 'key')} of {_plural(len(comparison.baseline), 'function')}"
 
 
 def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:

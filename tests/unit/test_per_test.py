@@ -164,3 +164,53 @@ def test_the_seed_control_tells_the_hash_seed_from_the_program():
     assert {m.module: m.follows for m in suite_findings([first, later], comparison_of([first, later])).misses} == {
         "jit_by_names": None, "jit_noise": None}  # no control made: not said
     assert control_baseline([first, run(2, [hit(SET), hit(noise)], PASSED)]) is None  # nothing moved: no control
+
+
+def test_a_run_whose_random_shapes_an_earlier_run_had_did_not_compile_fewer_things():
+    """optax 0.2.8's masked cosine test on 0.10.2: run 2 compiles new random shapes, run 3 draws shapes run 2
+    already had (all hits) and so computes neither run 1's random shape nor a new one: it ran the same test,
+    not fewer things."""
+    mse9 = key("jit_mse", "9", T_MSE, ("float32[9]",))
+    runs = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE2), mse9, hit(STABLE)], PASSED),
+            run(3, [hit(MSE2), hit(mse9), hit(STABLE)], PASSED)]
+    j = judge(runs)
+    assert j.comparison is not None and j.comparison.fewer == {}
+    assert j.verdict == Verdict.NEW_INPUT, j.reason
+    # a run that did not compute run 1's key at all, at no other shape, still compiled fewer things
+    stopped = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE2), hit(STABLE)], PASSED)]
+    assert judge(stopped).verdict == Verdict.UNSUPPORTED
+
+
+def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_that_hit_it_after():
+    """optax's masked cosine tests: test_mask_distance0 compiles a new shape, test_mask_distance1 (same run) loads
+    the entry it just wrote; in run 3 only test_mask_distance1 draws a new shape. A by-hand count of each run's
+    CACHE MISS messages names test 0 in run 2 and test 1 in run 3, nothing else."""
+    t0, t1 = "lib/c_test.py::T::test_mask0", "lib/c_test.py::T::test_mask1"
+    both = {t0: "passed", t1: "passed"}
+    first = key("jit_sum", "1", t0, ("float32[2]",))
+    in_2 = LoggedKey("jit_sum", key("jit_sum", "5", t0, ()).key, Outcome.WRITTEN, tests=(t0, t1),
+                     arg_types=("float32[6]",))
+    in_3 = key("jit_sum", "6", t1, ("float32[7]",))
+    runs = [run(1, [first], both), run(2, [hit(first), in_2], both), run(3, [hit(first), in_3], both)]
+    (miss,) = suite_findings(runs, comparison_of(runs)).misses
+    assert miss.tests == [t0, t1] and miss.runs_by_test == {t0: [2], t1: [3]}
+    section = "\n".join(per_test_section([_cell(runs)]))
+    assert "| `lib/c_test.py::T::test_mask0` | `jit_sum`  | new input  | -           | float32[6] and float32[7]; " \
+           "run 1: float32[2] | 2      |" in section, section
+
+
+def test_argument_types_past_a_few_are_counted_not_listed():
+    from harness.verdicts.per_test import types_label
+    many = [[f"float32[{n}]"] for n in range(1, 10)]
+    assert types_label(many, 4) == "float32[1], float32[2], float32[3], float32[4] and 5 more"
+    assert types_label(many[:2], 4) == "float32[1] and float32[2]"
+
+
+def test_a_clean_suite_says_how_many_tests_keys_and_functions_not_one_helpers_count():
+    """optax's tests on 0.4.31: `pmap_log_cosh: 4 keys per run` said nothing of a clean suite of 36 tests."""
+    runs = [run(1, [MSE2, MSE4, STABLE, SET], PASSED), run(2, [hit(k) for k in (MSE2, MSE4, STABLE, SET)], PASSED)]
+    j = judge(runs)
+    assert j.verdict == Verdict.CLEAN
+    assert j.reason == "3 tests: 4 keys of 3 functions per run, the same in all 2 runs", j.reason
+    from harness.report.table import _keys_column
+    assert _keys_column(_cell(runs)) == "4 of 3 functions per run"

@@ -246,6 +246,26 @@ def test_the_pytest_plugin_stamps_test_ids_with_stderr_captured(tmp_path, write)
                                                                             "jit_g": ("test_it.py::test_b",)}
 
 
+def test_a_suite_outside_the_working_folder_keeps_its_modules_path_in_each_id(tmp_path, write):
+    """A library's tests run from its installed package (`pytest --pyargs lib.x_test`, as optax's wheel ships
+    them): pytest's own node id for a file outside the rootdir starts at `::`, with no file at all; each id
+    names the module's file from its package (`lib/x_test.py::TestX::test_a`), as `--pyargs` finds it again."""
+    fake_jax(write)
+    write("site/lib/__init__.py", "")
+    write("site/lib/x_test.py", "import jax\nclass TestX:\n"
+          f"    def test_a(self):\n        jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    (tmp_path / "mine").mkdir()
+    env = hook_env(tmp_path)
+    env["PYTHONPATH"] += f":{tmp_path / 'site'}"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "lib.x_test"],
+                          cwd=tmp_path / "mine", env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    recording = recorder.read(tmp_path / "run.recorder.jsonl")
+    assert recording.collected() == ["lib/x_test.py::TestX::test_a"]
+    assert recording.outcomes() == {"lib/x_test.py::TestX::test_a": "passed"}
+    assert [k.tests for k in recorder.run_log(recording).keys] == [("lib/x_test.py::TestX::test_a",)]
+
+
 def test_a_module_python_cannot_find_is_said_in_one_line(tmp_path):
     log = tmp_path / "run.log"
     log.write_text("/envs/jax-0.4.31/bin/python: No module named pytest\n")

@@ -13,6 +13,7 @@ import pytest
 HOOK_MODULE = "jax_cache_harness_hook"  # loaded by the start-up hook's sitecustomize before pytest starts
 
 _OUTCOMES = {}  # test id -> its outcome so far (a phase that failed or skipped decides it)
+_IDS = {}  # pytest's node id -> the id recorded, where they differ (a test file outside the rootdir)
 
 
 def _recorder():
@@ -20,11 +21,34 @@ def _recorder():
     return getattr(sys.modules.get(HOOK_MODULE), "RECORDER", None)
 
 
+def test_id(item):
+    """The test's id as recorded: pytest's node id, or for a test file outside the rootdir (a library's tests
+    run from its installed package, `pytest --pyargs lib.x_test`), whose node id starts at `::` and names no
+    file, the module's file from its package (`lib/x_test.py::TestX::test_a`)."""
+    if not item.nodeid.startswith("::"):
+        return item.nodeid
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if not module:
+        return item.nodeid
+    path = str(getattr(item, "path", ""))
+    name = module.replace(".", "/") + ("/__init__.py" if path.endswith("__init__.py") else ".py")
+    return name + item.nodeid
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session):
     recorder = _recorder()
+    for item in session.items:
+        if item.nodeid.startswith("::"):
+            _IDS[item.nodeid] = test_id(item)
     if recorder is not None:
-        recorder.write({"kind": "collected", "ids": [item.nodeid for item in session.items]})
+        recorder.write({"kind": "collected", "ids": [test_id(item) for item in session.items]})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    # node ids outside the rootdir can repeat between modules (`::TestX::test_a`): the item says which
+    _IDS[item.nodeid] = test_id(item)
 
 
 def pytest_collectreport(report):
@@ -37,7 +61,7 @@ def pytest_collectreport(report):
 def pytest_runtest_logstart(nodeid, location):
     recorder = _recorder()
     if recorder is not None:
-        recorder.test, recorder.phase = nodeid, None
+        recorder.test, recorder.phase = _IDS.get(nodeid, nodeid), None
 
 
 def _phase(name):
@@ -83,7 +107,8 @@ def pytest_runtest_logfinish(nodeid, location):
     recorder = _recorder()
     if recorder is None:
         return
-    recorder.write({"kind": "test", "id": nodeid, "test": nodeid,
+    recorded = _IDS.get(nodeid, nodeid)
+    recorder.write({"kind": "test", "id": recorded, "test": recorded,
                     "outcome": _OUTCOMES.pop(nodeid, None) or "passed"})
     recorder.test, recorder.phase = None, None
 
