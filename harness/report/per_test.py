@@ -57,8 +57,8 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
             component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
             first = (f"; run 1: {miss.first_types_label}" if miss.first_run_types and miss.category == Category.NEW_INPUT
                      else "")
-            types = miss.types_label + first if miss.arg_types else "-"
             for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
+                types = miss.test_types_label(test) + first if miss.arg_types else "-"
                 category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
                 rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), category,
                              md.cell(component), md.cell(types),

@@ -51,6 +51,7 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     runs: list[int] = []  # the later runs that missed it
     tests: list[str] = []  # the pytest ids that compiled the missed keys (not the ones that then hit them)
     runs_by_test: dict[str, list[int]] = {}  # test -> the later runs in which it compiled a missed key
+    types_by_test: dict[str, list[list[str]]] = {}  # test -> the argument types of the missed keys it compiled
     arg_types: list[list[str]] = []  # the argument types of the missed keys, distinct
     first_run_types: list[list[str]] = []  # what run 1 compiled the module at
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
@@ -64,6 +65,10 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     @property
     def first_types_label(self) -> str:
         return types_label(self.first_run_types, MAX_TYPES)
+
+    def test_types_label(self, test: str) -> str:
+        """The argument types of the missed keys `test` compiled (all of them when not known per test)."""
+        return types_label(self.types_by_test.get(test) or self.arg_types, MAX_TYPES)
 
 
 class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -145,6 +150,9 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                         ran = miss.runs_by_test.setdefault(test, [])
                         if index not in ran:
                             ran.append(index)
+                        compiled_at = miss.types_by_test.setdefault(test, [])
+                        if k.arg_types and list(k.arg_types) not in compiled_at:
+                            compiled_at.append(list(k.arg_types))
                     if k.arg_types and list(k.arg_types) not in miss.arg_types:
                         miss.arg_types.append(list(k.arg_types))
                     if category == Category.MOVED_KEY and k.components:
@@ -230,12 +238,16 @@ def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
 def new_input_phrase(misses: Sequence[FunctionMiss], first_run: int | None = 1) -> str:
     """`jit_mse at float32[6] (run 3, t.py::test_random); run 1 compiled it at float32[2] and float32[4]`."""
     parts = []
-    for m in misses:
+    for m in misses[:1]:  # one in full: a suite's helpers at a dozen shapes each would fill a screen
         runs = ", ".join(map(str, m.runs))
         where = f"run{'s' if len(m.runs) > 1 else ''} {runs}" + (f", {m.tests[0]}" if m.tests else "")
         before = (f"run {first_run} compiled it at {m.first_types_label}" if m.first_run_types
                   else f"run {first_run} never compiled it")
         parts.append(f"{m.module} at {m.types_label} ({where}); {before}")
+    others = list(dict.fromkeys(m.module for m in misses[1:]))
+    if others:
+        more = f" and {len(others) - MAX_NAMED} more" if len(others) > MAX_NAMED else ""
+        parts.append(f"also new input: {', '.join(others[:MAX_NAMED])}{more}")
     return "; ".join(parts)
 
 

@@ -195,8 +195,9 @@ def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_th
     (miss,) = suite_findings(runs, comparison_of(runs)).misses
     assert miss.tests == [t0, t1] and miss.runs_by_test == {t0: [2], t1: [3]}
     section = "\n".join(per_test_section([_cell(runs)]))
-    assert "| `lib/c_test.py::T::test_mask0` | `jit_sum`  | new input  | -           | float32[6] and float32[7]; " \
-           "run 1: float32[2] | 2      |" in section, section
+    assert "| `lib/c_test.py::T::test_mask0` | `jit_sum`  | new input  | -           | float32[6]; run 1: float32[2] " \
+           "| 2      |" in section, section
+    assert miss.types_by_test == {t0: [["float32[6]"]], t1: [["float32[7]"]]}
 
 
 def test_argument_types_past_a_few_are_counted_not_listed():
@@ -214,3 +215,26 @@ def test_a_clean_suite_says_how_many_tests_keys_and_functions_not_one_helpers_co
     assert j.reason == "3 tests: 4 keys of 3 functions per run, the same in all 2 runs", j.reason
     from harness.report.table import _keys_column
     assert _keys_column(_cell(runs)) == "4 of 3 functions per run"
+
+
+def test_a_new_input_reason_details_one_function_and_names_the_others():
+    """optax's masked tests on 0.10.2 compile four helpers at new shapes: the reason (the table's detail, one line)
+    was 2 KB of argument types; it details the first and names the rest, report.md's table has them all."""
+    later = [hit(MSE2)] + [key(f"jit_h{i}", f"{i}", T_MSE, (f"float32[{i}]",)) for i in range(1, 5)]
+    first = [MSE2] + [key(f"jit_h{i}", f"{i + 5}", T_MSE, ("float32[9]",)) for i in range(1, 5)]
+    j = judge([run(1, first, PASSED), run(2, later, PASSED)])
+    assert j.verdict == Verdict.NEW_INPUT
+    assert j.reason == (f"jit_h1 at float32[1] (run 2, {T_MSE}); run 1 compiled it at float32[9]; also new input: "
+                        "jit_h2, jit_h3, jit_h4: the program computed something new, not a key that moved"), j.reason
+
+
+def test_each_tests_junit_time_is_its_mean_seconds_over_the_runs(tmp_path):
+    runs = [run(1, [MSE2, STABLE], PASSED), run(2, [hit(MSE2), hit(STABLE)], PASSED)]
+    runs[0].test_seconds = {T_MSE: 0.25, T_OK: 1.0}
+    runs[1].test_seconds = {T_MSE: 0.75, T_OK: 2.0}
+    path = tmp_path / "junit.xml"
+    write_junit(path, [_cell(runs)], "check-suite")
+    SCHEMA.validate(str(path))
+    times = {c.get("name"): c.get("time") for c in ElementTree.parse(path).getroot().iter("testcase")}
+    assert times[f"{T_MSE} [jax 0.4.31]"] == "0.5" and times[f"{T_OK} [jax 0.4.31]"] == "1.5", times
+    assert times[f"{T_SET} [jax 0.4.31]"] == "0.0"  # no run recorded it
