@@ -23,7 +23,7 @@ import msgspec
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
-from harness.verdicts.keys import comparison_of
+from harness.verdicts.keys import comparison_of, counted
 
 
 SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
@@ -122,7 +122,7 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                     control: RunRecord | None = None) -> list[FunctionMiss]:
     """Every module that missed in a later run, per category, in the order of the first run that missed it;
     a moved key says what it follows when the seed control (`control`) computed its module."""
-    good = {r.index: r for r in runs if r.ok}
+    good = {r.index: r for r in counted(runs)}
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
     out: dict[tuple[str, Category], FunctionMiss] = {}

@@ -143,11 +143,22 @@ def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
     assert _mixed().reason.startswith("jit_by_names: a new key in run 2")
     assert _mixed().reason.endswith("; also missed: jit_mse (new input)")
     flaky = run(2, [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
-    flaky.exit_code = 1
+    flaky.exit_code = 1  # pytest's: its session ran to its end, a test failed
     j = judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), flaky])
-    assert j.verdict == Verdict.ERROR
+    # a flaky test is named as such; the run it failed still counts (its keys all hit): clean, not error
+    assert j.verdict == Verdict.CLEAN, j.reason
     assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
-                             f"{T_OK} (run 1: passed, run 2: failed)")
+                             f"{T_OK} (run 1: passed, run 2: failed) (run 2 counted: pytest ran to its end)"), j.reason
+    # a test that fails in every run is no flake: the runs failed, the cell is an error
+    broken = [run(i, [MSE2, STABLE] if i == 1 else [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
+              for i in (1, 2)]
+    for r in broken:
+        r.exit_code = 1
+    assert judge(broken).verdict == Verdict.ERROR
+    # nor is a run that crashed (another exit status) beside a flaky test
+    crashed = run(2, [hit(MSE2)], {T_MSE: "passed", T_OK: "failed"})
+    crashed.exit_code = 3
+    assert judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), crashed]).verdict == Verdict.ERROR
 
 
 def test_the_seed_control_tells_the_hash_seed_from_the_program():
@@ -176,9 +187,14 @@ def test_a_run_whose_random_shapes_an_earlier_run_had_did_not_compile_fewer_thin
     j = judge(runs)
     assert j.comparison is not None and j.comparison.fewer == {}
     assert j.verdict == Verdict.NEW_INPUT, j.reason
-    # a run that did not compute run 1's key at all, at no other shape, still compiled fewer things
-    stopped = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE2), hit(STABLE)], PASSED)]
-    assert judge(stopped).verdict == Verdict.UNSUPPORTED
+    # run 2 draws only shapes run 1 had (4 twice, not 2): its test ran to the same end, not fewer things
+    again = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE4), hit(STABLE)], PASSED)]
+    assert judge(again).verdict == Verdict.CLEAN, judge(again).reason
+    # a run whose test that computed run 1's key did not run (or ended otherwise) compiled fewer things
+    stopped = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(STABLE)], {T_OK: "passed", T_MSE: "not run"})]
+    assert judge(stopped).verdict == Verdict.UNSUPPORTED, judge(stopped).reason
+    plain = [run(1, [MSE2, MSE4, STABLE]), run(2, [hit(MSE2), hit(STABLE)])]  # a script: no test says so
+    assert judge(plain).verdict == Verdict.UNSUPPORTED
 
 
 def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_that_hit_it_after():
