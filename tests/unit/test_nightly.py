@@ -1,4 +1,4 @@
-"""The nightly comparison: exit 1 exactly when a cell went from clean to reproduced or error."""
+"""The nightly comparison: exit 1 exactly when a cell went from clean to reproduced, error or new input."""
 
 import json
 
