@@ -11,7 +11,7 @@ with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach th
      "test": "tests/test_a.py::test_x", "phase": "call"}                       one of JAX's cache messages
     {"kind": "event", "event": "/jax/compilation_cache/cache_hits", "seconds": S}  a jax.monitoring event
     {"kind": "collected", "ids": [...]}                                         pytest's collected test ids
-    {"kind": "test", "id": "...", "outcome": "passed|failed|error|skipped|xfailed|xpassed"}
+    {"kind": "test", "id": "...", "outcome": "passed|failed|error|skipped|xfailed|xpassed", "seconds": S}
     {"kind": "collect_error", "id": "..."}                                     a file pytest could not collect
     {"kind": "session", "exit_status": N}                                      pytest's exit status
     {"kind": "fallback", "option": "jax_compilation_cache_dir", "applied": DIR}   the hook gave the cell's folder
@@ -35,10 +35,11 @@ from pathlib import Path
 import msgspec
 
 from harness.core import jaxlog
-from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE
+from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE, RECORDER_FULL, RECORDER_MAX_BYTES
 
-# A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB; past this a file is planted.
-MAX_BYTES = 512 * 1024 * 1024
+# A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
+# (each process's last line may pass it); a file past twice that was planted, never written by the hook.
+MAX_BYTES = 2 * RECORDER_MAX_BYTES
 
 
 class Start(msgspec.Struct, tag="start", tag_field="kind", omit_defaults=True):
@@ -75,6 +76,7 @@ class TestOutcome(msgspec.Struct, tag="test", tag_field="kind", omit_defaults=Tr
     id: str
     outcome: str
     pid: int = 0
+    seconds: float | None = None  # pytest's own durations of its setup, call and teardown (None: before 51)
 
 
 class CollectError(msgspec.Struct, tag="collect_error", tag_field="kind", omit_defaults=True):
@@ -140,6 +142,10 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Each test's outcome, by id, in the order they ran."""
         return {r.id: r.outcome for r in self.lines if isinstance(r, TestOutcome)}
 
+    def test_seconds(self) -> dict[str, float]:
+        """Each test id -> its seconds in this run (pytest's durations of its phases), where recorded."""
+        return {r.id: r.seconds for r in self.lines if isinstance(r, TestOutcome) and r.seconds is not None}
+
     def test_results(self) -> dict[str, str]:
         """Each test id -> its outcome, for the run's record: the outcomes in the order they ran, then the
         collected ids that never ran (`not run`) and the files that could not be collected (`collect error`)."""
@@ -152,6 +158,10 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     def collect_errors(self) -> list[str]:
         return list(dict.fromkeys(r.id for r in self.lines if isinstance(r, CollectError)))
+
+    def cut(self) -> str:
+        """The hook's own words when the file reached its cap (JAX's later messages not recorded); "" if not."""
+        return next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
 
     def exit_status(self) -> int | None:
         found = [r.exit_status for r in self.lines if isinstance(r, Session)]

@@ -129,6 +129,8 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # A pytest program (the recorder's plugin): each collected test id -> its outcome (`passed`, `failed`,
     # `skipped`, ...; `not run` when collected and never run, `collect error`), in the order they ran.
     tests: dict[str, str] = {}
+    # each test id -> its seconds in this run (pytest's own durations of its phases; JUnit's time per test)
+    test_seconds: dict[str, float] = {}
 
     @property
     def ok(self) -> bool:

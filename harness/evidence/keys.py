@@ -39,6 +39,9 @@ class RunKeys:
     compiled: frozenset[Entry] | None = None
     # key -> the argument types its log says it was compiled at (`float32[2]`), where the recorder saw them
     types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a pytest run's: key -> the tests whose messages named it, and each test's outcome
+    tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
         """Its keys: the log's, and every entry that appeared while it ran that no run's log
@@ -46,6 +49,26 @@ class RunKeys:
         if self.computed is None:
             return self.appeared
         return self.computed | (self.appeared - claimed)
+
+
+_FAILING = frozenset({"failed", "error"})
+PYTEST_TESTS_FAILED = 1  # pytest's exit status when its session ran to its end and some tests failed
+
+
+def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
+    """The runs whose keys count: those that succeeded, and a pytest run that ran to its end (exit status 1) whose
+    failing tests all passed, or ran otherwise, in another run: a flaky test, named as such (per_test.test_changes),
+    never a failed run. A test that fails in every run still fails the run (an error: the suite is broken here)."""
+    recorded = [r for r in runs if r.tests]
+    out = []
+    for run in runs:
+        failing = {t for t, outcome in run.tests.items() if outcome in _FAILING}
+        flaky = (not run.ok and not run.timed_out and run.exit_code == PYTEST_TESTS_FAILED and bool(failing)
+                 and all(any(o.tests.get(t, "not run") != run.tests[t] for o in recorded if o is not run)
+                         for t in failing))
+        if run.ok or flaky:
+            out.append(run)
+    return out
 
 
 def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
@@ -60,7 +83,9 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
         if not run.ranks:
             compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
-    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types)
+    tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
+    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
+                   tests=tests, outcomes=dict(run.tests))
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -68,7 +93,7 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
     disagrees with the cache folder: an entry appeared while it ran that no run's log names (lines
     missing: the script changed the `jax` loggers' levels or handlers, or its output was cut), or it
     logged a hit or a write of a key that never was in the folder (lines JAX did not write)."""
-    good = [r for r in runs if r.ok]
+    good = counted(runs)
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
     claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
     out: dict[int, str] = {}
@@ -93,7 +118,7 @@ def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
     """What each successful run is known to have computed, the cache folder over the logs (see the module)."""
     on_disk = frozenset(e.key for r in runs for e in entries(r.new_entries))
     untrusted = untrusted_logs(runs)
-    return [replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted) for r in runs if r.ok]
+    return [replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted) for r in counted(runs)]
 
 
 def nothing_cached(runs: Sequence[RunRecord]) -> bool:
@@ -151,14 +176,25 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
         if other_input:
             new_input[run.index] = _by_module(other_input)
         if run.computed is not None:
-            # a module compiled at new argument types need not compute the first run's shapes again
-            missing = {e for e in baseline - known if e.module not in {n.module for n in other_input}}
+            # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
+            # run: random shapes) need not compute the first run's shapes again
+            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)}
+            missing = {e for e in baseline - known if e.module not in reshaped and not _ran_alike(e, first, run)}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
             seen |= run.computed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input)
+
+
+def _ran_alike(entry: Entry, first: RunKeys, run: RunKeys) -> bool:
+    """Whether every test that named the first run's key ran in `run` too, to the same outcome: pytest says that
+    test did its work (a test drawing random shapes among the first run's need not draw this one again), so its
+    key's absence is no sign of a run that did fewer things."""
+    tests = first.tests.get(entry.key, ())
+    return bool(tests) and all(first.outcomes.get(t) not in (None, "not run")
+                               and run.outcomes.get(t) == first.outcomes.get(t) for t in tests)
 
 
 def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, set[tuple[str, ...]]]:
@@ -202,7 +238,7 @@ def logged_keys(runs: Sequence[RunRecord]) -> list[LoggedKey]:
 
 def logs_complete(runs: Sequence[RunRecord]) -> bool:
     """Whether every successful run's log named its keys: then each key is tied to its own run."""
-    good = [r for r in runs if r.ok]
+    good = counted(runs)
     return bool(good) and all(r.keys is not None for r in good)
 
 
@@ -211,7 +247,7 @@ def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
     never written (not one of its keys written, hit, or on disk). A module refused because JAX had no
     cache yet (compiled before the script set its folder) is left out: that is the process's state at
     the time, not the module's (a cell where nothing at all was cached is told by harness/verdicts/uncached.py)."""
-    good = [r for r in runs if r.ok]
+    good = counted(runs)
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
     logged = logged_keys(good)
     refused = {k.module: k.reason for k in logged

@@ -23,7 +23,7 @@ import msgspec
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
-from harness.evidence.keys import comparison_of
+from harness.evidence.keys import comparison_of, counted
 
 
 SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
@@ -49,7 +49,9 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     module: str
     category: Category
     runs: list[int] = []  # the later runs that missed it
-    tests: list[str] = []  # the pytest ids whose messages named the missed keys (the compiling test first)
+    tests: list[str] = []  # the pytest ids that compiled the missed keys (not the ones that then hit them)
+    runs_by_test: dict[str, list[int]] = {}  # test -> the later runs in which it compiled a missed key
+    types_by_test: dict[str, list[list[str]]] = {}  # test -> the argument types of the missed keys it compiled
     arg_types: list[list[str]] = []  # the argument types of the missed keys, distinct
     first_run_types: list[list[str]] = []  # what run 1 compiled the module at
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
@@ -58,11 +60,15 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     @property
     def types_label(self) -> str:
-        return types_label(self.arg_types)
+        return types_label(self.arg_types, MAX_TYPES)
 
     @property
     def first_types_label(self) -> str:
-        return types_label(self.first_run_types)
+        return types_label(self.first_run_types, MAX_TYPES)
+
+    def test_types_label(self, test: str) -> str:
+        """The argument types of the missed keys `test` compiled (all of them when not known per test)."""
+        return types_label(self.types_by_test.get(test) or self.arg_types, MAX_TYPES)
 
 
 class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -94,9 +100,15 @@ class SuiteFindings(msgspec.Struct, omit_defaults=True, kw_only=True):
         return [t.id for t in self.tests if t.status == "missed"]
 
 
-def types_label(types: Sequence[Sequence[str]]) -> str:
-    """`float32[6]`, `float32[2] and float32[4]`, `(float32[2], int32[])` for several arguments."""
+MAX_TYPES = 4  # argument types a label names (a suite compiles helpers at dozens); results.json has them all
+
+
+def types_label(types: Sequence[Sequence[str]], limit: int | None = None) -> str:
+    """`float32[6]`, `float32[2] and float32[4]`, `(float32[2], int32[])` for several arguments; past `limit`,
+    `float32[1], float32[2], float32[3] and 5 more`."""
     shown = [", ".join(t) if len(t) == 1 else f"({', '.join(t)})" for t in types]
+    if limit is not None and len(shown) > limit:
+        return ", ".join(shown[:limit]) + f" and {len(shown) - limit} more"
     if len(shown) <= 1:
         return "".join(shown) or "unknown types"
     return ", ".join(shown[:-1]) + " and " + shown[-1]
@@ -110,7 +122,7 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                     control: RunRecord | None = None) -> list[FunctionMiss]:
     """Every module that missed in a later run, per category, in the order of the first run that missed it;
     a moved key says what it follows when the seed control (`control`) computed its module."""
-    good = {r.index: r for r in runs if r.ok}
+    good = {r.index: r for r in counted(runs)}
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
     out: dict[tuple[str, Category], FunctionMiss] = {}
@@ -131,7 +143,16 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                     k = logged.get(key)
                     if k is None:
                         continue
-                    miss.tests = list(dict.fromkeys([*miss.tests, *k.tests]))
+                    # the test that compiled it names it first; the ones after it hit the entry it wrote
+                    for test in k.tests[:1]:
+                        if test not in miss.tests:
+                            miss.tests.append(test)
+                        ran = miss.runs_by_test.setdefault(test, [])
+                        if index not in ran:
+                            ran.append(index)
+                        compiled_at = miss.types_by_test.setdefault(test, [])
+                        if k.arg_types and list(k.arg_types) not in compiled_at:
+                            compiled_at.append(list(k.arg_types))
                     if k.arg_types and list(k.arg_types) not in miss.arg_types:
                         miss.arg_types.append(list(k.arg_types))
                     if category == Category.MOVED_KEY and k.components:
@@ -217,12 +238,16 @@ def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
 def new_input_phrase(misses: Sequence[FunctionMiss], first_run: int | None = 1) -> str:
     """`jit_mse at float32[6] (run 3, t.py::test_random); run 1 compiled it at float32[2] and float32[4]`."""
     parts = []
-    for m in misses:
+    for m in misses[:1]:  # one in full: a suite's helpers at a dozen shapes each would fill a screen
         runs = ", ".join(map(str, m.runs))
         where = f"run{'s' if len(m.runs) > 1 else ''} {runs}" + (f", {m.tests[0]}" if m.tests else "")
         before = (f"run {first_run} compiled it at {m.first_types_label}" if m.first_run_types
                   else f"run {first_run} never compiled it")
         parts.append(f"{m.module} at {m.types_label} ({where}); {before}")
+    others = list(dict.fromkeys(m.module for m in misses[1:]))
+    if others:
+        more = f" and {len(others) - MAX_NAMED} more" if len(others) > MAX_NAMED else ""
+        parts.append(f"also new input: {', '.join(others[:MAX_NAMED])}{more}")
     return "; ".join(parts)
 
 

@@ -12,24 +12,25 @@ from harness.evidence.failure import traceback_packages, with_detail
 def read_jax_log(log: Path, version: str, ok: bool,
                  recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str]:
     """What JAX's log says this run computed (None, and why, when it named no key): read_run's keys and note."""
-    keys, note, _ = read_run(log, version, ok, recorded)
+    keys, note, _, _ = read_run(log, version, ok, recorded)
     return keys, note
 
 
 def read_run(log: Path, version: str, ok: bool,
-             recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str, dict[str, str]]:
+             recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str, dict[str, str], dict[str, float]]:
     """What JAX's log says this run computed (None, and why, when it named no key), and a pytest run's tests
-    with their outcomes ({}: none, or not a pytest run); a log over `jaxlog.LOG_CAP_BYTES` is cut down to what
+    with their outcomes and their seconds ({}: none, or not a pytest run); a log over `jaxlog.LOG_CAP_BYTES` is cut down to what
     attribution needs, its head and its tail. `recorded`: the run's recorder file (JAX's messages read
     in-process, whatever the program did with stderr), read once and in preference; the log on stderr when the
     recorder saw no key (a release whose modules it could not wrap, a program that ran no JAX in a process the
     hook reached)."""
     recording = recorder.read(recorded) if recorded is not None else None
     tests = recording.test_results() if recording is not None else {}
+    seconds = recording.test_seconds() if recording is not None else {}
     try:
         text = log.read_text(errors="replace")
     except OSError as exc:
-        return None, f"its log could not be read ({exc.strerror})", tests
+        return None, f"its log could not be read ({exc.strerror})", tests, seconds
     lines = text.splitlines()
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
@@ -37,8 +38,8 @@ def read_run(log: Path, version: str, ok: bool,
     if parsed.empty:
         parsed = jaxlog.parse(lines)
     if parsed.empty:
-        return None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests
-    return parsed, "", tests
+        return None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests, seconds
+    return parsed, (recording.cut() if recording is not None else ""), tests, seconds
 
 
 def missing_module(module: str, log: Path) -> str | None:

@@ -36,12 +36,15 @@ class Change(enum.StrEnum):
     SAME = "same"
     NEW = "new"  # nothing in the baseline to compare with
     COSTLIER = "costlier"  # seconds lost per start grew past the threshold: the alarm
+    # clean before, new input now: the program started compiling what no earlier start compiled (a function at
+    # new argument types each process), a miss in every fresh process all the same: the alarm
+    NEW_INPUT = "new input"
     # clean before with a weak miss bound (harness.core.confidence.WEAK_BOUND), reproduced now: the baseline's
     # runs may have missed what is there now, so it is no regression until a strong baseline says so
     WEAK_BASELINE = "weak baseline"
 
 
-ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER})
+ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER, Change.NEW_INPUT})
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def classify(before: Verdict | None, after: Verdict) -> Change:
         return Change.REGRESSED
     if before == Verdict.CLEAN and after == Verdict.ERROR:
         return Change.BROKE
+    if before == Verdict.CLEAN and after == Verdict.NEW_INPUT:
+        return Change.NEW_INPUT
     if before == Verdict.REPRODUCED and after == Verdict.CLEAN:
         return Change.FIXED
     return Change.CHANGED
@@ -112,7 +117,7 @@ def compare(current: list[CellResult], baseline: list[CellResult],
         before = base.verdict if base else None
         change = classify(before, cell.verdict)
         weak = weak_bound_phrase(base.miss_bounds, base.seeds) if base is not None else ""
-        if change == Change.REGRESSED and weak:
+        if change in (Change.REGRESSED, Change.NEW_INPUT) and weak:
             change = Change.WEAK_BASELINE
         lost_before, lost_after = _lost(base), _lost(cell)
         if base is not None and change not in ALARMS and grew(lost_before, lost_after, max_lost_growth):
@@ -123,8 +128,8 @@ def compare(current: list[CellResult], baseline: list[CellResult],
 
 
 def exit_code(changes: list[CellChange]) -> ExitCode:
-    """1 when any cell went from clean to reproduced or error, or lost more seconds per start than the
-    threshold allows; 0 otherwise."""
+    """1 when any cell went from clean to reproduced, error or new input, or lost more seconds per start than
+    the threshold allows; 0 otherwise."""
     return ExitCode.REGRESSION if any(c.alarm for c in changes) else ExitCode.OK
 
 
@@ -148,6 +153,9 @@ def render_changes(changes: list[CellChange]) -> str:
         if broke:
             parts.append(f"{len(broke)} cell(s) went from clean to "
                          + " or ".join(sorted({str(c.after) for c in broke})) + ": " + _labels(broke))
+            if any(c.change == Change.NEW_INPUT for c in broke):
+                parts.append("new input: a later run compiled a function at argument types the first never had, "
+                             "a compile in every fresh process (report.md names the tests and functions)")
         if dearer:
             parts.append(f"{len(dearer)} cell(s) lose more seconds per fresh process than the threshold "
                          "allows: " + _labels(dearer))

@@ -165,11 +165,13 @@ def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
     found = cell_findings(cell)
     out = []
     for test in found.tests:
-        case = TestCase(visible(f"{test.id} [{jax_label(cell)}]", keep=""), classname=suite_name, time=0.0)
+        case = TestCase(visible(f"{test.id} [{jax_label(cell)}]", keep=""), classname=suite_name,
+                        time=test_seconds(cell, test.id))
         mine = [m for m in found.misses if test.id in m.tests]
         lines = [f"{m.module}: {m.category}" + (f" ({m.follows})" if m.follows else "")
                  + (f" ({', '.join(m.components)})" if m.components else "")
-                 + (f" at {m.types_label}" if m.arg_types else "") + f", runs {', '.join(map(str, m.runs))}"
+                 + (f" at {m.test_types_label(test.id)}" if m.arg_types else "")
+                 + f", runs {', '.join(map(str, m.runs_by_test.get(test.id, m.runs)))}"
                  for m in mine]
         failing = [line for m, line in zip(mine, lines) if m.category != Category.NEW_INPUT]
         if test.status == "changed":
@@ -185,6 +187,13 @@ def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
             case.system_out = visible("\n".join(lines))
         out.append(case)
     return out
+
+
+def test_seconds(cell: CellResult, test: str) -> float:
+    """A test's seconds per run (the mean of pytest's own durations over the runs that recorded it); 0 when none
+    did (a results folder of an earlier release)."""
+    seen = [r.test_seconds[test] for r in cell.runs if test in r.test_seconds]
+    return _seconds(sum(seen) / len(seen)) if seen else 0.0
 
 
 def missing_tests_lines(cells: Sequence[CellResult]) -> list[str]:

@@ -9,7 +9,7 @@ from tabulate import tabulate
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
-from harness.evidence.per_test import Category, Follows, SuiteFindings, suite_findings
+from harness.evidence.per_test import Category, Follows, SuiteFindings, suite_findings, types_label
 
 MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run
@@ -55,13 +55,15 @@ def per_test_section(cells: list[CellResult]) -> list[str]:
         rows = []
         for miss in found.misses:
             component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
-            first = (f"; run 1: {miss.first_types_label}" if miss.first_run_types and miss.category == Category.NEW_INPUT
-                     else "")
-            types = miss.types_label + first if miss.arg_types else "-"
+            # run 1's types once per row, two of them: the table repeats them for each test (--json has them all)
+            first = (f"; run 1: {types_label(miss.first_run_types, 2)}"
+                     if miss.first_run_types and miss.category == Category.NEW_INPUT else "")
             for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
+                types = miss.test_types_label(test) + first if miss.arg_types else "-"
                 category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
                 rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), category,
-                             md.cell(component), md.cell(types), ", ".join(map(str, miss.runs))])
+                             md.cell(component), md.cell(types),
+                             ", ".join(map(str, sorted(miss.runs_by_test.get(test, miss.runs))))])
         if rows:
             shown = rows[:MAX_ROWS]
             lines += [tabulate(shown, ["test", "function", "category", "component", "argument types", "runs"],

@@ -10,7 +10,7 @@ from harness.evidence.cost import ModuleStats, cost_of, cost_phrase, module_stat
 from harness.core.model import CellResult
 
 STATS_TITLE = "## Cache statistics"
-MAX_MODULES = 20  # per cell in report.md (those that missed later first); every one in evidence/listings.md
+MAX_MODULES = 10  # per cell in report.md (those that missed later first); every one in evidence/listings.md
 
 
 def _where(cell: CellResult) -> str:

@@ -13,7 +13,7 @@ from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.evidence.keys import cell_comparison, comparison_of, longest_compiles
 from harness.verdicts.phrases import unserved_module
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
-from harness.verdicts.verdict import rank_runs
+from harness.verdicts.verdict import rank_runs, suite_size
 from harness.evidence.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
 from harness.evidence.cost import cost_of, cost_phrase, seconds
@@ -46,6 +46,9 @@ def _keys_column(cell: CellResult) -> str:
     module = unserved_module(comparison, compile_s)
     if module is not None:  # the same keys, compiled again by a later run instead of loaded
         return f"{module}: {len(comparison.baseline.get(module, []))} per run, compiled again"
+    if suite_size([r for r in runs if r.ok]) and comparison.baseline:  # a suite: all of it, not one helper
+        keys = sum(len(k) for k in comparison.baseline.values())
+        return f"{keys} of {len(comparison.baseline)} function{'s' if len(comparison.baseline) != 1 else ''} per run"
     module = comparison.main_module(compile_s)
     return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 

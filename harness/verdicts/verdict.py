@@ -18,7 +18,7 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, inconsistencies,
+from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, inconsistencies,
                                    longest_compiles, never_written, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
@@ -75,14 +75,19 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
           observed: Sequence[RunKeys] | None = None) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
     each successful run is known to have computed; by default its listing and its log (`observed_keys`)."""
-    good = [r for r in runs if r.ok]
+    good = counted(runs)
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
     comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs))
     disagree = inconsistencies(runs)
     untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
+    flaky = [r.index for r in good if not r.ok]  # a pytest run whose only failures were flaky tests: counted
+
     def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
+        if flaky and verdict != Verdict.ERROR:
+            reason += f"; {changed_phrase(test_changes(runs))} (run{'s' if len(flaky) > 1 else ''} " \
+                      f"{run_ranges(flaky)} counted: pytest ran to its end)"
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
         if untrusted:
@@ -106,7 +111,7 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.REPRODUCED, unserved_phrase(comparison, missed, runs),
                          attribution_unavailable="no key component moved: the later runs computed the first "
                                                  "run's keys and compiled them again instead of loading them")
-    failed = [r for r in runs if not r.ok]
+    failed = [r for r in runs if r not in good]
     if failed:
         first = failed[0]
         why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
@@ -139,10 +144,25 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
                                         f"{len(groups[0].ranks)} processes")
     assert widest is not None  # keys were computed (checked above): the first run has a module
-    per_run = plural(len(comparison.baseline[widest]), "key")
     unobserved = unobserved_hits_phrase(good, untrusted)
-    return judgement(Verdict.CLEAN, f"{widest}: {per_run} per run, the same in all {len(good)} runs"
+    tests = suite_size(good)
+    if tests:  # a suite: one helper's count says nothing of it
+        what = f"{plural(tests, 'test')}: {suite_keys_label(comparison)}"
+    else:
+        what = f"{widest}: {plural(len(comparison.baseline[widest]), 'key')}"
+    return judgement(Verdict.CLEAN, f"{what} per run, the same in all {len(good)} runs"
                                     + (f"; {unobserved}" if unobserved else ""))
+
+
+def suite_size(runs: Sequence[RunRecord]) -> int:
+    """The tests a --pytest program's first run recorded (0 for a plain script)."""
+    return next((len(r.tests) for r in runs if r.tests), 0)
+
+
+def suite_keys_label(comparison: Comparison) -> str:
+    """`187 keys of 46 functions`: what a suite's first run computed."""
+    keys = sum(len(k) for k in comparison.baseline.values())
+    return f"{plural(keys, 'key')} of {plural(len(comparison.baseline), 'function')}"
 
 
 def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
@@ -162,7 +182,7 @@ def rank_runs(runs: Sequence[RunRecord], rank: int) -> list[RunRecord]:
 
 def _refused_as_not_first(runs: Sequence[RunRecord]) -> bool:
     """Every key these runs' logs name was refused because the process is not process 0."""
-    logged = logged_keys([r for r in runs if r.ok])
+    logged = logged_keys(counted(runs))
     return bool(logged) and all(k.outcome == Outcome.NOT_WRITTEN and "process_id" in k.reason for k in logged)
 
 

@@ -1,4 +1,4 @@
-"""The nightly comparison: exit 1 exactly when a cell went from clean to reproduced or error."""
+"""The nightly comparison: exit 1 exactly when a cell went from clean to reproduced, error or new input."""
 
 import json
 
@@ -24,6 +24,9 @@ def cell(version, verdict, mesh=MESH):
 @pytest.mark.parametrize("before, after, change, code", [
     (Verdict.CLEAN, Verdict.REPRODUCED, Change.REGRESSED, 1),
     (Verdict.CLEAN, Verdict.ERROR, Change.BROKE, 1),
+    (Verdict.CLEAN, Verdict.NEW_INPUT, Change.NEW_INPUT, 1),  # a suite that began compiling new shapes
+    (Verdict.NEW_INPUT, Verdict.NEW_INPUT, Change.SAME, 0),
+    (Verdict.NEW_INPUT, Verdict.CLEAN, Change.CHANGED, 0),
     (Verdict.CLEAN, Verdict.CLEAN, Change.SAME, 0),
     (Verdict.REPRODUCED, Verdict.REPRODUCED, Change.SAME, 0),
     (Verdict.REPRODUCED, Verdict.CLEAN, Change.FIXED, 0),
@@ -58,6 +61,9 @@ def test_render_names_the_alarm():
     text = render_changes(changes)
     assert "ALARM: 1 cell(s) went from clean to reproduced: jax 0.4.28" in text
     assert "REGRESSED" in text and "clean (0.4.28)" in text
+    text = render_changes(compare([cell("0.10.2", Verdict.NEW_INPUT)], [cell("0.10.2", Verdict.CLEAN)]))
+    assert "ALARM: 1 cell(s) went from clean to new input: jax 0.10.2; new input: a later run compiled" in text
+    assert "NEW INPUT" in text
     assert "no change" in render_changes(compare([cell("0.4.29", Verdict.CLEAN)], [cell("0.4.29", Verdict.CLEAN)]))
 
 

@@ -143,11 +143,22 @@ def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
     assert _mixed().reason.startswith("jit_by_names: a new key in run 2")
     assert _mixed().reason.endswith("; also missed: jit_mse (new input)")
     flaky = run(2, [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
-    flaky.exit_code = 1
+    flaky.exit_code = 1  # pytest's: its session ran to its end, a test failed
     j = judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), flaky])
-    assert j.verdict == Verdict.ERROR
+    # a flaky test is named as such; the run it failed still counts (its keys all hit): clean, not error
+    assert j.verdict == Verdict.CLEAN, j.reason
     assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
-                             f"{T_OK} (run 1: passed, run 2: failed)")
+                             f"{T_OK} (run 1: passed, run 2: failed) (run 2 counted: pytest ran to its end)"), j.reason
+    # a test that fails in every run is no flake: the runs failed, the cell is an error
+    broken = [run(i, [MSE2, STABLE] if i == 1 else [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
+              for i in (1, 2)]
+    for r in broken:
+        r.exit_code = 1
+    assert judge(broken).verdict == Verdict.ERROR
+    # nor is a run that crashed (another exit status) beside a flaky test
+    crashed = run(2, [hit(MSE2)], {T_MSE: "passed", T_OK: "failed"})
+    crashed.exit_code = 3
+    assert judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), crashed]).verdict == Verdict.ERROR
 
 
 def test_the_seed_control_tells_the_hash_seed_from_the_program():
@@ -164,3 +175,82 @@ def test_the_seed_control_tells_the_hash_seed_from_the_program():
     assert {m.module: m.follows for m in suite_findings([first, later], comparison_of([first, later])).misses} == {
         "jit_by_names": None, "jit_noise": None}  # no control made: not said
     assert control_baseline([first, run(2, [hit(SET), hit(noise)], PASSED)]) is None  # nothing moved: no control
+
+
+def test_a_run_whose_random_shapes_an_earlier_run_had_did_not_compile_fewer_things():
+    """optax 0.2.8's masked cosine test on 0.10.2: run 2 compiles new random shapes, run 3 draws shapes run 2
+    already had (all hits) and so computes neither run 1's random shape nor a new one: it ran the same test,
+    not fewer things."""
+    mse9 = key("jit_mse", "9", T_MSE, ("float32[9]",))
+    runs = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE2), mse9, hit(STABLE)], PASSED),
+            run(3, [hit(MSE2), hit(mse9), hit(STABLE)], PASSED)]
+    j = judge(runs)
+    assert j.comparison is not None and j.comparison.fewer == {}
+    assert j.verdict == Verdict.NEW_INPUT, j.reason
+    # run 2 draws only shapes run 1 had (4 twice, not 2): its test ran to the same end, not fewer things
+    again = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(MSE4), hit(STABLE)], PASSED)]
+    assert judge(again).verdict == Verdict.CLEAN, judge(again).reason
+    # a run whose test that computed run 1's key did not run (or ended otherwise) compiled fewer things
+    stopped = [run(1, [MSE2, MSE4, STABLE], PASSED), run(2, [hit(STABLE)], {T_OK: "passed", T_MSE: "not run"})]
+    assert judge(stopped).verdict == Verdict.UNSUPPORTED, judge(stopped).reason
+    plain = [run(1, [MSE2, MSE4, STABLE]), run(2, [hit(MSE2), hit(STABLE)])]  # a script: no test says so
+    assert judge(plain).verdict == Verdict.UNSUPPORTED
+
+
+def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_that_hit_it_after():
+    """optax's masked cosine tests: test_mask_distance0 compiles a new shape, test_mask_distance1 (same run) loads
+    the entry it just wrote; in run 3 only test_mask_distance1 draws a new shape. A by-hand count of each run's
+    CACHE MISS messages names test 0 in run 2 and test 1 in run 3, nothing else."""
+    t0, t1 = "lib/c_test.py::T::test_mask0", "lib/c_test.py::T::test_mask1"
+    both = {t0: "passed", t1: "passed"}
+    first = key("jit_sum", "1", t0, ("float32[2]",))
+    in_2 = LoggedKey("jit_sum", key("jit_sum", "5", t0, ()).key, Outcome.WRITTEN, tests=(t0, t1),
+                     arg_types=("float32[6]",))
+    in_3 = key("jit_sum", "6", t1, ("float32[7]",))
+    runs = [run(1, [first], both), run(2, [hit(first), in_2], both), run(3, [hit(first), in_3], both)]
+    (miss,) = suite_findings(runs, comparison_of(runs)).misses
+    assert miss.tests == [t0, t1] and miss.runs_by_test == {t0: [2], t1: [3]}
+    section = "\n".join(per_test_section([_cell(runs)]))
+    assert "| `lib/c_test.py::T::test_mask0` | `jit_sum`  | new input  | -           | float32[6]; run 1: float32[2] " \
+           "| 2      |" in section, section
+    assert miss.types_by_test == {t0: [["float32[6]"]], t1: [["float32[7]"]]}
+
+
+def test_argument_types_past_a_few_are_counted_not_listed():
+    from harness.verdicts.per_test import types_label
+    many = [[f"float32[{n}]"] for n in range(1, 10)]
+    assert types_label(many, 4) == "float32[1], float32[2], float32[3], float32[4] and 5 more"
+    assert types_label(many[:2], 4) == "float32[1] and float32[2]"
+
+
+def test_a_clean_suite_says_how_many_tests_keys_and_functions_not_one_helpers_count():
+    """optax's tests on 0.4.31: `pmap_log_cosh: 4 keys per run` said nothing of a clean suite of 36 tests."""
+    runs = [run(1, [MSE2, MSE4, STABLE, SET], PASSED), run(2, [hit(k) for k in (MSE2, MSE4, STABLE, SET)], PASSED)]
+    j = judge(runs)
+    assert j.verdict == Verdict.CLEAN
+    assert j.reason == "3 tests: 4 keys of 3 functions per run, the same in all 2 runs", j.reason
+    from harness.report.table import _keys_column
+    assert _keys_column(_cell(runs)) == "4 of 3 functions per run"
+
+
+def test_a_new_input_reason_details_one_function_and_names_the_others():
+    """optax's masked tests on 0.10.2 compile four helpers at new shapes: the reason (the table's detail, one line)
+    was 2 KB of argument types; it details the first and names the rest, report.md's table has them all."""
+    later = [hit(MSE2)] + [key(f"jit_h{i}", f"{i}", T_MSE, (f"float32[{i}]",)) for i in range(1, 5)]
+    first = [MSE2] + [key(f"jit_h{i}", f"{i + 5}", T_MSE, ("float32[9]",)) for i in range(1, 5)]
+    j = judge([run(1, first, PASSED), run(2, later, PASSED)])
+    assert j.verdict == Verdict.NEW_INPUT
+    assert j.reason == (f"jit_h1 at float32[1] (run 2, {T_MSE}); run 1 compiled it at float32[9]; also new input: "
+                        "jit_h2, jit_h3, jit_h4: the program computed something new, not a key that moved"), j.reason
+
+
+def test_each_tests_junit_time_is_its_mean_seconds_over_the_runs(tmp_path):
+    runs = [run(1, [MSE2, STABLE], PASSED), run(2, [hit(MSE2), hit(STABLE)], PASSED)]
+    runs[0].test_seconds = {T_MSE: 0.25, T_OK: 1.0}
+    runs[1].test_seconds = {T_MSE: 0.75, T_OK: 2.0}
+    path = tmp_path / "junit.xml"
+    write_junit(path, [_cell(runs)], "check-suite")
+    SCHEMA.validate(str(path))
+    times = {c.get("name"): c.get("time") for c in ElementTree.parse(path).getroot().iter("testcase")}
+    assert times[f"{T_MSE} [jax 0.4.31]"] == "0.5" and times[f"{T_OK} [jax 0.4.31]"] == "1.5", times
+    assert times[f"{T_SET} [jax 0.4.31]"] == "0.0"  # no run recorded it

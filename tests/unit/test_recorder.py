@@ -246,6 +246,32 @@ def test_the_pytest_plugin_stamps_test_ids_with_stderr_captured(tmp_path, write)
                                                                             "jit_g": ("test_it.py::test_b",)}
 
 
+def test_a_suite_outside_the_working_folder_keeps_its_modules_path_in_each_id(tmp_path, write):
+    """A library's tests run from its installed package (`pytest --pyargs lib.x_test`, as optax's wheel ships
+    them): pytest's own node id for a file outside the rootdir starts at `::`, with no file at all; each id
+    names the module's file from its package (`lib/x_test.py::TestX::test_a`), as `--pyargs` finds it again."""
+    fake_jax(write)
+    write("site/lib/__init__.py", "")  # and none in lib/_src, as optax's wheel: pytest imports it as `y_test`
+    write("site/lib/_src/y_test.py", "def test_b():\n    pass\n")
+    write("site/lib/x_test.py", "import jax\nclass TestX:\n"
+          f"    def test_a(self):\n        jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+    (tmp_path / "mine").mkdir()
+    env = hook_env(tmp_path)
+    env["PYTHONPATH"] += f":{tmp_path / 'site'}"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "lib.x_test",
+                           "lib._src.y_test"], cwd=tmp_path / "mine", env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    recording = recorder.read(tmp_path / "run.recorder.jsonl")
+    assert recording.collected() == ["lib/x_test.py::TestX::test_a", "lib/_src/y_test.py::test_b"]
+    assert recording.outcomes() == {"lib/x_test.py::TestX::test_a": "passed", "lib/_src/y_test.py::test_b": "passed"}
+    assert [k.tests for k in recorder.run_log(recording).keys] == [("lib/x_test.py::TestX::test_a",)]
+    # a rootdir in the package's own folder (pytest's id `x_test.py::...`): the same id
+    (tmp_path / "run.recorder.jsonl").unlink()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path / "site"
+                    / "lib"), "--pyargs", "lib.x_test"], cwd=tmp_path / "mine", env=env, capture_output=True, check=True)
+    assert recorder.read(tmp_path / "run.recorder.jsonl").collected() == ["lib/x_test.py::TestX::test_a"]
+
+
 def test_a_module_python_cannot_find_is_said_in_one_line(tmp_path):
     log = tmp_path / "run.log"
     log.write_text("/envs/jax-0.4.31/bin/python: No module named pytest\n")
@@ -262,3 +288,19 @@ def test_pytest_is_added_to_the_requirements_unless_named():
     assert with_pytest(("flax",)) == ("flax", "pytest")
     assert with_pytest(("pytest==8.3.5",)) == ("pytest==8.3.5",)
     assert with_pytest(("pytest[testing]>=8",)) == ("pytest[testing]>=8",)
+
+
+def test_the_recorder_file_stops_at_its_cap_and_says_so(tmp_path):
+    """A suite that compiles millions of keys: the file grew without bound (the harness then read none of it, past
+    recorder.MAX_BYTES). It stops at the hook's cap with one line that says so, and what it holds is read."""
+    from harness.inside.startup.jax_cache_harness_hook import RECORDER_MAX_BYTES, Recorder
+    assert recorder.MAX_BYTES > RECORDER_MAX_BYTES  # what the hook writes is always read
+    path = tmp_path / "run.recorder.jsonl"
+    hook = Recorder(str(path), max_bytes=4000)
+    for n in range(200):
+        hook.message("jax._src.compiler", 10, "PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key '%s'",
+                     (f"jit_f-{n:064x}",))
+    assert 4000 - 300 < path.stat().st_size < 4000 + 300
+    recording = recorder.read(path)
+    assert recording is not None and recording.cut().startswith("the recorder's file reached its cap (4000 bytes)")
+    assert 10 < len(recorder.run_log(recording).keys) < 200

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
         path: str | None
 
     class SettingEvent(TypedDict):
-        """One cache setting the script made, as the record file has it (harness/verdicts/script_settings.py)."""
+        """One cache setting the script made, as the record file has it (harness/evidence/script_settings.py)."""
 
         kind: Literal["setting"]
         option: str
@@ -455,12 +455,21 @@ FIRST_USE = "first-use"
 RECORDER: Recorder | None = None  # this process's recorder, once installed (the pytest plugin stamps test ids on it)
 
 
-class Recorder:
-    """Appends records to the run's file: each one JSON line, written by a single unbuffered write."""
+# The recorder file's cap: a suite that compiles millions of keys would fill the disk (600 keys wrote about 7 MiB).
+# Past it a process writes one `problem` record and nothing more; the harness reads up to recorder.MAX_BYTES.
+RECORDER_MAX_BYTES = 256 * 1024 * 1024
+RECORDER_FULL = "the recorder's file reached its cap"  # the start of that record's detail
 
-    def __init__(self, path: str):
+
+class Recorder:
+    """Appends records to the run's file: each one JSON line, written by a single unbuffered write, up to
+    `max_bytes` (all processes of the run together)."""
+
+    def __init__(self, path: str, max_bytes: int = RECORDER_MAX_BYTES):
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         self.fd = os.open(path, flags, 0o666)
+        self.max_bytes = max_bytes
+        self.full = False
         self.test: str | None = None  # the pytest test id running now (None: none, or not pytest)
         self.phase: str | None = None  # its phase: setup, call, teardown
         self.busy = threading.local()
@@ -475,8 +484,15 @@ class Recorder:
                 record["test"] = self.test
                 if self.phase:
                     record["phase"] = self.phase
-            data = json.dumps(record, default=str, sort_keys=True) + "\n"
-            os.write(self.fd, data.encode("utf-8", "backslashreplace"))
+            data = (json.dumps(record, default=str, sort_keys=True) + "\n").encode("utf-8", "backslashreplace")
+            if self.full:
+                return
+            if os.fstat(self.fd).st_size + len(data) > self.max_bytes:
+                self.full = True  # one line to say so, past the cap by its own few bytes at most
+                data = (json.dumps({"kind": "problem", "pid": record["pid"], "detail": (
+                    f"{RECORDER_FULL} ({self.max_bytes} bytes): JAX's later messages in this process are not recorded"
+                )}) + "\n").encode()
+            os.write(self.fd, data)
         except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         finally:

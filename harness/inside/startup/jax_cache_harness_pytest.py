@@ -9,6 +9,7 @@ the annotations are never evaluated (pytest.CollectReport, for one, is pytest 7'
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:  # the hook's module as the type checker sees it (in harness/)
 HOOK_MODULE = "jax_cache_harness_hook"  # loaded by the start-up hook's sitecustomize before pytest starts
 
 _OUTCOMES: dict[str, str | None] = {}  # test id -> its outcome so far (a phase that failed or skipped decides it)
+_SECONDS: dict[str, float] = {}  # test id -> pytest's own durations of its phases so far
+_IDS: dict[str, str] = {}  # pytest's node id -> the id recorded (they differ for a test file outside the folder pytest started in)
 
 
 def _recorder() -> Recorder | None:
@@ -27,11 +30,50 @@ def _recorder() -> Recorder | None:
     return getattr(sys.modules.get(HOOK_MODULE), "RECORDER", None)
 
 
+# sys.path as the plugin loads (before pytest's own import mode puts a test's folder in front): the folders an
+# installed package's tests are imported from, site-packages or an editable install's source folder
+_IMPORT_ROOTS = [os.path.abspath(p or os.getcwd()) for p in sys.path]
+
+
+def _from_import_root(path: object) -> str | None:
+    """`optax/_src/update_test.py`: the file's path from the sys.path folder it is imported from; None if none."""
+    full = os.path.abspath(str(path))
+    roots = [r for r in _IMPORT_ROOTS if full.startswith(r.rstrip(os.sep) + os.sep)]
+    return os.path.relpath(full, max(roots, key=len)).replace(os.sep, "/") if roots else None
+
+
+def recorded_id(item: pytest.Item) -> str:
+    """The test's id as recorded: pytest's node id for a test file under the folder pytest was started in; for one
+    outside it (a library's tests run from its installed package, `pytest --pyargs lib.x_test`), whose node id is
+    relative to whatever rootdir pytest picked (`::TestX::test_a` when outside it, `x_test.py::...` when the
+    rootdir is the package's own folder), the file from its installed package (`lib/x_test.py::TestX::test_a`),
+    the same from any folder. Not the module's `__name__`: a test folder with no `__init__.py` (optax's
+    `_src`) is imported as `update_test`."""
+    path = getattr(item, "path", None)
+    try:
+        started = item.config.invocation_params.dir
+        outside = path is not None and not path.is_relative_to(started)
+    except AttributeError:  # an older pytest: node ids outside the rootdir still start at `::`
+        outside = item.nodeid.startswith("::")
+    if not outside or path is None or "::" not in item.nodeid:
+        return item.nodeid
+    name = _from_import_root(path)
+    return name + "::" + item.nodeid.split("::", 1)[1] if name else item.nodeid
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     recorder = _recorder()
+    for item in session.items:
+        _IDS[item.nodeid] = recorded_id(item)
     if recorder is not None:
-        recorder.write({"kind": "collected", "ids": [item.nodeid for item in session.items]})
+        recorder.write({"kind": "collected", "ids": [recorded_id(item) for item in session.items]})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # node ids outside the rootdir can repeat between modules (`::TestX::test_a`): the item says which one runs
+    _IDS[item.nodeid] = recorded_id(item)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -44,7 +86,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     recorder = _recorder()
     if recorder is not None:
-        recorder.test, recorder.phase = nodeid, None
+        recorder.test, recorder.phase = _IDS.get(nodeid, nodeid), None
 
 
 def _phase(name: str) -> None:
@@ -82,6 +124,7 @@ def outcome_of(when: str, outcome: str, known: str | None, xfail: bool) -> str |
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     known = _OUTCOMES.get(report.nodeid)
+    _SECONDS[report.nodeid] = _SECONDS.get(report.nodeid, 0.0) + (getattr(report, "duration", 0.0) or 0.0)
     _OUTCOMES[report.nodeid] = outcome_of(report.when, report.outcome, known, hasattr(report, "wasxfail"))
 
 
@@ -90,8 +133,10 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     recorder = _recorder()
     if recorder is None:
         return
-    recorder.write({"kind": "test", "id": nodeid, "test": nodeid,
-                    "outcome": _OUTCOMES.pop(nodeid, None) or "passed"})
+    recorded = _IDS.get(nodeid, nodeid)
+    recorder.write({"kind": "test", "id": recorded, "test": recorded,
+                    "outcome": _OUTCOMES.pop(nodeid, None) or "passed",
+                    "seconds": round(_SECONDS.pop(nodeid, 0.0), 3)})
     recorder.test, recorder.phase = None, None
 
 
