@@ -217,7 +217,7 @@ def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_th
 
 
 def test_argument_types_past_a_few_are_counted_not_listed():
-    from harness.verdicts.per_test import types_label
+    from harness.evidence.per_test import types_label
     many = [[f"float32[{n}]"] for n in range(1, 10)]
     assert types_label(many, 4) == "float32[1], float32[2], float32[3], float32[4] and 5 more"
     assert types_label(many[:2], 4) == "float32[1] and float32[2]"
