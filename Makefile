@@ -85,7 +85,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_slurm.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
 	$(BIN)/python bench/bench_reduce_search.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_flush.py $(BENCH_ARGS)
-	$(BIN)/python bench/bench_pytest.py $(BENCH_ARGS)  # check --pytest of a small suite against its bare pytest time
+	$(BIN)/python bench/bench_pytest.py --repeats $(BENCH_REPS) $(BENCH_ARGS)  # check --pytest of a clean and a reproducing suite, as ratios of their bare time
 	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json $(BENCH_ARGS)  # the reduction before the quick screen
 
 stress: $(STAMP)
