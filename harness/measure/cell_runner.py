@@ -164,6 +164,9 @@ class OpenCell:
     control_record: RunRecord | None = None
     # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due)
     moved: EarlyMoved | None = None
+    # Run 1, when the moved run is due: the reseeder reads its orders (and probes the interpreter) when the next
+    # planned run is taken, after the moved run has started, so that the probe overlaps it (or as the cell ends).
+    reseed_due: list[RunRecord] = field(default_factory=list)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -261,6 +264,7 @@ class OpenCell:
             self.moved = EarlyMoved.take(self)
             return self.moved.queued
         if self._planned_runs_left():
+            self._reseed_now()
             index, seeds = self.pending.pop(0)
             self.started.append(seeds[0])
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
@@ -337,6 +341,10 @@ class OpenCell:
         return measure_job(runner.environment, runner.program(self.spec), self.spec, queued.ranks, self.cache_dir,
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
+
+    def _reseed_now(self) -> None:
+        while self.reseed_due:
+            self._reseed(self.reseed_due.pop(0))
 
     def _reseed(self, record: RunRecord) -> None:
         """After each planned run, the seeds of the runs not started yet, chosen from what the runs so far
@@ -431,7 +439,9 @@ class OpenCell:
         if queued.check is None:
             self.tally.add(record)
             if self.reseed is not None:
-                self._reseed(record)
+                self.reseed_due.append(record)
+                if not self._moved_run_due():  # run 1's (its seed probe) waits until the moved run has started
+                    self._reseed_now()
             return True
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
@@ -447,6 +457,8 @@ class OpenCell:
         """The finished cell (`finish_cell`) from everything measured: the runs, and beside them --vary's
         factors, the moved folder, the seed check and the plan."""
         runner = self.runner
+        if not interrupted:  # (a probe is a process: none after Ctrl-C)
+            self._reseed_now()
         phase = self.vary if interrupted else self._vary_phase()  # interrupted while its factors ran: what was judged
         return finish_cell(Measured(
             self.spec, self.tally, sorted(list_dir(self.cache_dir)), runner.environment.describe(), interrupted,

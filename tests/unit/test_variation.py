@@ -4,6 +4,9 @@ environment that keys like JAX 0.4.36-0.10.2 (the cache folder's path in the com
 
 import hashlib
 import os
+import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -28,6 +31,9 @@ from harness.report.render import render_report
 from harness.report.variation_section import variation_section
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.measure.cell_runner import CellRunner
+from harness.measure.seeds import PROBE_SCRIPT, SeedPlanner
+from harness.core.confidence import SeedStrategy
+from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.report.table import render, summary_json
 from harness.output.ci import junit_xml
 from harness.results.header import RecordedOptions
@@ -586,6 +592,42 @@ def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_
     early, late = _moved_side_by_side(tmp_path, BesideRun2Environment(failing=True), FailingSecondRun())
     assert _said(early) == _said(late)
     assert early.moved_folder is None and early.verdict == Verdict.ERROR
+
+
+class ProbeBesideMovedEnvironment(PathKeyedEnvironment):
+    """Each run lowers the recorded 0.4.28 module (a set of mesh names: run 1's seed probe follows); the probe
+    (this Python, for real) and the moved folder's run wait for each other: they must overlap."""
+
+    def __init__(self):
+        super().__init__()
+        self.together = threading.Barrier(2, timeout=20)
+
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        if program.script == PROBE_SCRIPT:
+            self.together.wait()
+            with open(log_path, "w") as log:
+                done = subprocess.run([sys.executable, str(program.script), *program.args], stdout=log, check=False)
+            return ProcessOutcome(done.returncode, 0.01)
+        if variation is not None and variation.factor == Factor.CACHE_PATH:
+            self.together.wait()
+        if IR_DUMP_VAR in env:
+            shutil.copytree(Path(__file__).parents[1] / "fixtures" / "ir_dump" / "run-01.ir", env[IR_DUMP_VAR],
+                            dirs_exist_ok=True)
+        return super().run(program, env, cache_dir, log_path, timeout_s, variation)
+
+
+def test_run_1s_seed_probe_overlaps_the_moved_folders_run_and_still_chooses_the_later_seeds(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    environment = ProbeBesideMovedEnvironment()
+    planner = SeedPlanner(runs=4)
+    plan = planner.plan(SPEC, environment, tmp_path)
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, at_once=2, moved_folder=True)
+    cell = runner.run(SPEC, plan.seeds, tmp_path / "cache", tmp_path / "logs", results_root=tmp_path,
+                      reseed=planner.reseeder(SPEC, plan, environment, tmp_path / "logs"), plan=plan)
+    assert cell.verdict == Verdict.CLEAN and cell.moved_folder is not None
+    assert plan.strategy == SeedStrategy.CHOSEN and [r.seed for r in cell.runs] == plan.seeds  # chosen after run 1
+    assert "names from run 1's lowered module" in plan.note
 
 
 class FailingSecondRun(PathKeyedEnvironment):
