@@ -86,7 +86,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_reduce_search.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_flush.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_serialisation.py --repeats $(BENCH_REPS) $(BENCH_ARGS)  # results.json's cells read and written
-	$(BIN)/python bench/bench_pytest.py $(BENCH_ARGS)  # check --pytest of a small suite against its bare pytest time
+	$(BIN)/python bench/bench_pytest.py --repeats $(BENCH_REPS) $(BENCH_ARGS)  # check --pytest of a clean and a reproducing suite, as ratios of their bare time
 	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json $(BENCH_ARGS)  # the reduction before the quick screen
 
 stress: $(STAMP)

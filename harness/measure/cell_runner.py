@@ -3,8 +3,9 @@
 Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
 The first run always runs alone: its entries are the cell's baseline, so with `at_once > 1` any
 entry that appears after it is a key the first run did not compute (the verdict needs no more).
-The second runs alone too (see SETTLING_RUNS); the later runs then overlap, and a run's `new_entries`
-are what appeared while it ran, which may include a neighbour's entries. `run_cells` schedules the
+The second runs alone too among the planned runs (see SETTLING_RUNS), beside harness check's moved-folder
+run (in a copy of the folder); the later runs then overlap, and a run's `new_entries` are what appeared
+while it ran, which may include a neighbour's entries. `run_cells` schedules the
 runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
 """
 
@@ -41,13 +42,13 @@ from harness.evidence.script_settings import first_use, read_record, sets_own_fo
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
-from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, needs_control, not_judged, reference_of, why_not_varied,
-                               with_control)
+from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, needs_control, not_judged, reference_of,
+                                              why_not_varied, with_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
-# stops there) or a cell that cached nothing. Only then do its runs overlap; meanwhile the free slots
-# go to the next cell.
+# stops there) or a cell that cached nothing. Only then do its planned runs overlap; meanwhile the free
+# slots go to harness check's moved-folder run (OpenCell._moved_run_due), then to the next cell.
 SETTLING_RUNS = 2
 
 # Runs are told about as they finish: (cell, record, runs planned).
@@ -164,6 +165,11 @@ class OpenCell:
     # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
     control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
     control_record: RunRecord | None = None
+    # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due)
+    moved: EarlyMoved | None = None
+    # Run 1, when the moved run is due: the reseeder reads its orders (and probes the interpreter) when the next
+    # planned run is taken, after the moved run has started, so that the probe overlaps it (or as the cell ends).
+    reseed_due: list[RunRecord] = field(default_factory=list)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -207,9 +213,11 @@ class OpenCell:
         return bool(self.pending) and not self.tally.stop_now()
 
     def startable(self) -> bool:
+        if self._moved_run_due():
+            return True
         if self._planned_runs_left():
-            if len(self.tally.records) < SETTLING_RUNS:
-                return self.running == 0  # one at a time until the cell may have settled
+            if len(self.tally.records) < SETTLING_RUNS:  # one planned run at a time until the cell may have settled
+                return self.running - (self.moved is not None and self.moved.result is None) == 0
             return True
         if self.checks is None and self.running == 0:
             # A cell whose caller gave up (harness reduce's rejected candidate) needs no seed check, no factor.
@@ -230,13 +238,28 @@ class OpenCell:
 
     def _vary_phase(self) -> VaryPhase | None:
         if self.vary is None and (self.runner.vary or self.runner.moved_folder):
-            self.vary = VaryPhase.begin(self)
+            self.vary = VaryPhase.begin(self, self.moved.result if self.moved is not None else None)
         return self.vary
 
     def _phase(self) -> VaryPhase:
         """The --vary phase its factor and control runs belong to (begun by `startable` before they are taken)."""
         assert self.vary is not None, "a factor's run before the cell's --vary phase began"
         return self.vary
+
+    def _moved_run_due(self) -> bool:
+        """harness check's moved folder starts as soon as run 1 has ended, in a copy of the folder run 1 left,
+        beside run 2 (on two cores it costs no wall time of its own, and a cell that reproduces at run 2 stops
+        with it made): it is run with run 1's seed and judged against run 1's keys alone, which that copy holds.
+        Only the default check's own run (an explicit --vary cache-path counts in the verdict: it runs after the
+        cell's runs, as every factor does), for one process, once run 1 ran and computed a key, and only with a
+        slot to spare (one run at a time: after the cell's runs, where it costs the same)."""
+        runner = self.runner
+        if (self.moved is not None or self.vary is not None or not runner.moved_folder or runner.at_once < 2
+                or Factor.CACHE_PATH in runner.vary or self.spec.is_multiprocess or not self.tally.records
+                or self.tally.stop_now()):
+            return False
+        reference = reference_of(self.tally.records)
+        return reference is not None and not why_not_varied(reference, Verdict.CLEAN)
 
     def _plan_checks(self) -> list[QueuedRun]:
         """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
@@ -248,7 +271,11 @@ class OpenCell:
                 for run in ([failing] if check.startswith(FAILING) else [passing])]
 
     def take(self) -> QueuedRun:
+        if self._moved_run_due():
+            self.moved = EarlyMoved.take(self)
+            return self.moved.queued
         if self._planned_runs_left():
+            self._reseed_now()
             index, seeds = self.pending.pop(0)
             self.started.append(seeds[0])
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
@@ -266,6 +293,8 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
+        if self.moved is not None and queued is self.moved.queued:
+            return self.moved.measure()
         if queued.factor is not None or queued.control:
             return self._phase().measure(queued)
         if self.spec.is_multiprocess:
@@ -323,6 +352,10 @@ class OpenCell:
         return measure_job(runner.environment, runner.program(self.spec), self.spec, queued.ranks, self.cache_dir,
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
+
+    def _reseed_now(self) -> None:
+        while self.reseed_due:
+            self._reseed(self.reseed_due.pop(0))
 
     def _reseed(self, record: RunRecord) -> None:
         """After each planned run, the seeds of the runs not started yet, chosen from what the runs so far
@@ -403,6 +436,10 @@ class OpenCell:
 
     def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> bool:
         """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
+        if self.moved is not None and queued is self.moved.queued:
+            assert isinstance(record, FactorResult)
+            self.moved.result = record
+            return False
         if isinstance(record, FactorResult) or queued.control:
             self._phase().done(queued, record)
             return False
@@ -412,7 +449,9 @@ class OpenCell:
         if queued.check is None:
             self.tally.add(record)
             if self.reseed is not None:
-                self._reseed(record)
+                self.reseed_due.append(record)
+                if not self._moved_run_due():  # run 1's (its seed probe) waits until the moved run has started
+                    self._reseed_now()
             return True
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
@@ -428,6 +467,8 @@ class OpenCell:
         """The finished cell (`finish_cell`) from everything measured: the runs, and beside them --vary's
         factors, the moved folder, the seed check and the plan."""
         runner = self.runner
+        if not interrupted:  # (a probe is a process: none after Ctrl-C)
+            self._reseed_now()
         phase = self.vary if interrupted else self._vary_phase()  # interrupted while its factors ran: what was judged
         return finish_cell(Measured(
             self.spec, self.tally, sorted(list_dir(self.cache_dir)), runner.environment.describe(), interrupted,
@@ -457,7 +498,9 @@ class VaryPhase:
     moved_folder: FactorResult | None = None
 
     @classmethod
-    def begin(cls, cell: OpenCell) -> VaryPhase:
+    def begin(cls, cell: OpenCell, moved_early: FactorResult | None = None) -> VaryPhase:
+        """`moved_early`: the moved folder's run made beside run 2 (EarlyMoved), kept where factors are run at
+        all (dropped where none is: an error cell says no moved folder, as it would without that run)."""
         reference = reference_of(cell.tally.records)
         verdict = cell.tally.cell(cell.spec, [], {}).verdict
         variation = CellVariation(reference.index if reference else 0, reference.seed if reference else 0)
@@ -473,6 +516,11 @@ class VaryPhase:
         if why:
             variation.note = f"no factor was run: {why}"
             return cls(cell, reference, variation, verdict, moved_only=moved_only, moved_folder=moved)
+        if moved_early is not None:
+            if runner.on_factor:  # told with the cell's runs, as it would be had it run after them
+                runner.on_factor(cell.spec, moved_early)
+            return cls(cell, reference, variation, verdict, list(runner.vary), runs_made=1, moved_only=moved_only,
+                       moved_folder=moved_early)
         todo = [*runner.vary, *([Factor.CACHE_PATH] if moved_only else [])]
         return cls(cell, reference, variation, verdict, todo, moved_only=moved_only)
 
@@ -526,9 +574,14 @@ class VaryPhase:
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         """The control run's record, or a factor's result (its run judged against the reference)."""
-        factor = queued.factor
-        if factor is None:  # the control run
+        if queued.control:
             return self._run(queued, None)
+        return self.measure_prepared(queued, self.prepare(queued))
+
+    def prepare(self, queued: QueuedRun) -> varying.FactorRun | FactorResult:
+        """A factor's run made ready (its folders, its program), or its result already where it cannot be."""
+        factor = queued.factor
+        assert factor is not None
         cell, runner = self.cell, self.cell.runner
         environment = runner.environment
         why = environment.cannot_vary(factor)
@@ -558,6 +611,15 @@ class VaryPhase:
             return cannot_vary(factor, str(exc))
         except OSError as exc:  # its folders could not be made (a full disk, a file name too long): one factor lost
             return not_judged(factor, f"its folders could not be made ({exc}): the factor could not be measured")
+        return prepared
+
+    def measure_prepared(self, queued: QueuedRun, prepared: varying.FactorRun | FactorResult) -> FactorResult:
+        """A prepared factor's run, judged against the reference."""
+        if isinstance(prepared, FactorResult):
+            return prepared
+        factor = queued.factor
+        assert factor is not None and self.reference is not None
+        cell = self.cell
         record = self._run(queued, prepared)
         on_disk = frozenset(e.key for e in entries(list_dir(prepared.cache_dir)))
         if prepared.cache_dir == cell.cache_dir:  # the next factor sees the folder as the cell's runs left it
@@ -565,6 +627,30 @@ class VaryPhase:
                 entry = cell.cache_dir / name
                 remove_path(entry)
         return judge_factor(factor, self._reference_run(), record, prepared.change, on_disk)
+
+
+@dataclass
+class EarlyMoved:
+    """harness check's moved folder run as soon as run 1 has ended (OpenCell._moved_run_due): its folder is
+    copied when it is taken, before run 2 starts, so the copy holds run 1's entries alone; the cell's VaryPhase
+    takes its result once the cell's runs have ended."""
+
+    phase: VaryPhase
+    queued: QueuedRun
+    prepared: varying.FactorRun | FactorResult
+    result: FactorResult | None = None
+
+    @classmethod
+    def take(cls, cell: OpenCell) -> EarlyMoved:
+        reference = reference_of(cell.tally.records)
+        assert reference is not None
+        phase = VaryPhase(cell, reference, CellVariation(reference.index, reference.seed), Verdict.CLEAN,
+                          [Factor.CACHE_PATH], moved_only=True)
+        queued = phase.take()
+        return cls(phase, queued, phase.prepare(queued))
+
+    def measure(self) -> FactorResult:
+        return self.phase.measure_prepared(self.queued, self.prepared)
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,

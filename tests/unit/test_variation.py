@@ -4,6 +4,10 @@ environment that keys like JAX 0.4.36-0.10.2 (the cache folder's path in the com
 
 import hashlib
 import os
+import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,9 @@ from harness.report.render import render_report
 from harness.report.variation_section import variation_section
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.measure.cell_runner import CellRunner
+from harness.measure.seeds import PROBE_SCRIPT, SeedPlanner
+from harness.core.confidence import SeedStrategy
+from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.report.table import render, summary_json
 from harness.output.ci import junit_xml
 from harness.results.header import RecordedOptions
@@ -529,6 +536,107 @@ def test_an_explicit_vary_cache_path_keeps_its_verdict_and_is_the_moved_folders_
     assert cell.verdict == Verdict.REPRODUCED  # as --vary cache-path always made it
     assert cell.moved_folder is cell.variation.factors[0]  # one run, said in both places
     assert [v.factor for _, v in environment.runs if v is not None] == [Factor.CACHE_PATH]
+
+
+class BesideRun2Environment(PathKeyedEnvironment):
+    """Run 2 (seed 12) and the moved folder's run each wait for the other to start: with two slots they must run
+    at once (issue 51 item 7), or the wait times out and the run fails. Run 2 fails when `failing`."""
+
+    def __init__(self, moving=False, failing=False):
+        super().__init__(moving=moving)
+        self.failing, self.together = failing, threading.Barrier(2, timeout=20)
+        self.moved_folder_held: list[str] = []
+
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        moved = variation is not None and variation.factor == Factor.CACHE_PATH
+        if moved:
+            self.moved_folder_held = sorted(p.name for p in cache_dir.iterdir())
+        if moved or (variation is None and env.get("PYTHONHASHSEED") == "12" and "seed-control" not in log_path.name):
+            self.together.wait()
+            if self.failing and not moved:
+                log_path.write_text("Traceback: boom\n")
+                return ProcessOutcome(1, 0.01)
+        return super().run(program, env, cache_dir, log_path, timeout_s, variation)
+
+
+def _moved_side_by_side(tmp_path, environment, alone):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    cells = []
+    for at_once, env in ((2, environment), (1, alone)):
+        runner = CellRunner(env, Repro("s", script, builtin=False), 10, at_once=at_once, moved_folder=True)
+        cells.append(runner.run(SPEC, [11, 12, 13], tmp_path / f"cache{at_once}", tmp_path / f"logs{at_once}",
+                                results_root=tmp_path, stop_when_reproduced=True))  # as harness check does
+    return cells
+
+
+def _said(cell):
+    moved = cell.moved_folder
+    said = None if moved is None else (moved.outcome, moved.components, moved.reason.replace("cache1", "cache2"),
+                                       moved.run.seed if moved.run else None, moved.run.index if moved.run else None)
+    return cell.verdict, [(r.index, r.seed) for r in cell.runs], said
+
+
+@pytest.mark.parametrize("moving", [False, True], ids=["clean", "reproduced at run 2"])
+def test_with_two_slots_the_moved_folder_runs_beside_run_2_and_says_what_it_says_after_the_runs(tmp_path, moving):
+    beside = BesideRun2Environment(moving=moving)
+    early, late = _moved_side_by_side(tmp_path, beside, PathKeyedEnvironment(moving=moving))
+    assert _said(early) == _said(late)
+    assert early.verdict == (Verdict.REPRODUCED if moving else Verdict.CLEAN)
+    # its folder is a copy of what run 1 left: run 1's entry alone (run 2 had not written)
+    assert len(beside.moved_folder_held) == 1 and beside.moved_folder_held[0] in early.runs[0].new_entries
+    if moving:  # the cell stopped at run 2's miss, with its moved folder made already
+        assert [r.index for r in early.runs] == [1, 2]
+
+
+def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_has_none(tmp_path):
+    early, late = _moved_side_by_side(tmp_path, BesideRun2Environment(failing=True), FailingSecondRun())
+    assert _said(early) == _said(late)
+    assert early.moved_folder is None and early.verdict == Verdict.ERROR
+
+
+class ProbeBesideMovedEnvironment(PathKeyedEnvironment):
+    """Each run lowers the recorded 0.4.28 module (a set of mesh names: run 1's seed probe follows); the probe
+    (this Python, for real) and the moved folder's run wait for each other: they must overlap."""
+
+    def __init__(self):
+        super().__init__()
+        self.together = threading.Barrier(2, timeout=20)
+
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        if program.script == PROBE_SCRIPT:
+            self.together.wait()
+            with open(log_path, "w") as log:
+                done = subprocess.run([sys.executable, str(program.script), *program.args], stdout=log, check=False)
+            return ProcessOutcome(done.returncode, 0.01)
+        if variation is not None and variation.factor == Factor.CACHE_PATH:
+            self.together.wait()
+        if IR_DUMP_VAR in env:
+            shutil.copytree(Path(__file__).parents[1] / "fixtures" / "ir_dump" / "run-01.ir", env[IR_DUMP_VAR],
+                            dirs_exist_ok=True)
+        return super().run(program, env, cache_dir, log_path, timeout_s, variation)
+
+
+def test_run_1s_seed_probe_overlaps_the_moved_folders_run_and_still_chooses_the_later_seeds(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    environment = ProbeBesideMovedEnvironment()
+    planner = SeedPlanner(runs=4)
+    plan = planner.plan(SPEC, environment, tmp_path)
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, at_once=2, moved_folder=True)
+    cell = runner.run(SPEC, plan.seeds, tmp_path / "cache", tmp_path / "logs", results_root=tmp_path,
+                      reseed=planner.reseeder(SPEC, plan, environment, tmp_path / "logs"), plan=plan)
+    assert cell.verdict == Verdict.CLEAN and cell.moved_folder is not None
+    assert plan.strategy == SeedStrategy.CHOSEN and [r.seed for r in cell.runs] == plan.seeds  # chosen after run 1
+    assert "names from run 1's lowered module" in plan.note
+
+
+class FailingSecondRun(PathKeyedEnvironment):
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        if variation is None and env.get("PYTHONHASHSEED") == "12" and "seed-control" not in log_path.name:
+            log_path.write_text("Traceback: boom\n")
+            return ProcessOutcome(1, 0.01)
+        return super().run(program, env, cache_dir, log_path, timeout_s, variation)
 
 
 def test_a_resume_with_the_moved_folder_otherwise_is_refused():
