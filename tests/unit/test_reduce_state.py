@@ -3,11 +3,13 @@ the results reader's rule, and a best program this reducer did not write (its se
 before anything runs; a state from before seals resumes from the original."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from harness.core.errors import UserError
-from harness.core.kinds import Cause
+from harness.core.factors import Factor
+from harness.core.kinds import Cause, FolderMode
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
 from harness.results.reduction import Signature
@@ -178,3 +180,54 @@ def test_the_places_the_original_wrote_are_sealed_and_checked(tmp_path):
     _written(tmp_path, write_places=["relative"])
     with pytest.raises(UserError, match="write_places: must be a list of absolute paths"):
         load_state(tmp_path, ORIGINAL)
+
+
+# ---- reduce.json as earlier code wrote it: --resume still reads it (issue 50 item 1) ---------------------------
+# Each folder was written by that code's ReduceState.save (release 0.1.0's, and main's at 7e8655d, the last before
+# the state became a msgspec Struct), sealed with the key below: a job's reduction, interrupted, and a --vary one.
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURE_KEY = bytes(range(32))
+WRITTEN_BEFORE = ["reduce-state-0.1.0", "reduce-state-7e8655d"]
+FIXTURE_BEST = "import jax\nimport jax.numpy as jnp\nprint(jax.jit(lambda x: jnp.sum(x))(jnp.ones(8)))\n"
+
+
+def _fixture(release, kind, tmp_path):
+    state_module.KEY_FILE.parent.mkdir(parents=True)
+    state_module.KEY_FILE.write_bytes(FIXTURE_KEY)
+    folder = FIXTURES / release / kind
+    return load_state(folder, (folder / "train.py").read_text())
+
+
+@pytest.mark.parametrize("release", WRITTEN_BEFORE)
+def test_a_job_s_state_written_before_reads(release, tmp_path):
+    state = _fixture(release, "job", tmp_path)
+    assert (state.script, state.bad, state.good, state.timeout_s) == ("/home/u/train.py", "0.4.28", "0.4.29", 600.0)
+    assert state.signature == Signature("jit_f", ("computation", "devices"), Cause.ORDER, ranks=(0, 1))
+    assert state.bad_seeds == [(11, 12), (13, 14)] and state.processes == 2 and state.tolerated == ("SIGABRT",)
+    assert state.folder == FolderMode.ENVIRONMENT and state.status == "interrupted" and state.vary == ()
+    assert state.best == FIXTURE_BEST and not state.unsealed and state.version == 3
+    assert state.memo == {"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb": Tried(True, "", False),
+                          "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d":
+                              Tried(False, "crashed: NameError", False),
+                          "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6":
+                              Tried(False, "clean on 0.4.28", False)}
+    assert (state.measured, state.seconds, state.check_seconds) == (3, 41.235, 9.877)
+    assert state.places == () and state.run_seconds == 0.0
+
+
+@pytest.mark.parametrize("release", WRITTEN_BEFORE)
+def test_a_vary_state_written_before_reads_and_resumes_into_a_state_that_reads(release, tmp_path):
+    state = _fixture(release, "vary", tmp_path)
+    assert (state.script, state.bad, state.good, state.timeout_s) == ("train.py", "0.4.38", None, 120.0)
+    assert state.signature == Signature("jit_f", ("compile_options",), None, factor=Factor.CACHE_PATH)
+    assert state.bad_seeds == [7, 8, 9] and state.processes == 1 and state.tolerated == ()
+    assert state.folder == FolderMode.HOOK and state.status == "complete" and state.vary == ("cache-path",)
+    assert state.best == FIXTURE_BEST and not state.unsealed and len(state.memo) == 3
+    assert (state.measured, state.seconds, state.check_seconds) == (3, 12.5, 3.0)
+    newer = release != "reduce-state-0.1.0"  # write_places and run_seconds came after 0.1.0
+    assert state.places == (("/tmp/ckpt",) if newer else ()) and state.run_seconds == (1.234 if newer else 0.0)
+    state.status = "running"  # as --resume goes on: saved by this release, read back by it
+    state.save(tmp_path)
+    again = load_state(tmp_path, "")
+    assert again.status == "running" and again.memo == state.memo and again.best == state.best
+    assert again.signature == state.signature and again.places == state.places and again.vary == state.vary
