@@ -196,7 +196,7 @@ class Reduction:
         return ReduceState(str(self.script), digest(source), self.bad, self.good, signature, seeds + extra,
                            timeout, normalise(source), check_seconds=sum(r.duration_s for r in bad.runs)
                            or time.monotonic() - started, folder=bad.cache_folder,
-                           vary=tuple(map(str, self.config.vary)), processes=self.config.processes,
+                           vary=self.config.vary, processes=self.config.processes,
                            tolerated=tuple(own_failures(bad)),
                            places=write_places(recorder.recorded(), recorder.roots) if recorder else (),
                            run_seconds=sum(measured_runs) / len(measured_runs) if measured_runs else 0.0)
