@@ -83,7 +83,7 @@ class CellRunner:
     # said beside the verdict and never changing it; an explicit --vary cache-path is that run already.
     moved_folder: bool = False
 
-    def run(self, spec: CellSpec, seeds: Iterable[int], cache_dir: Path, log_dir: Path,
+    def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
             give_up: Callable[[list[RunRecord]], bool] | None = None,
             folder: FolderMode | None = None, reseed: Reseed | None = None,

@@ -198,9 +198,7 @@ def measure_cell(spec: CellSpec, environment: Environment, config: Config, plann
     progress.say(f"  seeds: {plan.summary()}")
     runner = cell_runner(environment, config, at_once, on_run=progress.run_finished,
                          on_factor=factor_line(progress, config.vary))
-    # CellRunner.run's `seeds` say Iterable[int], but a job's launch is a tuple of its processes' seeds (measure/
-    # cell_runner.py is being rewritten on another branch: its annotation is fixed there, and this ignore goes).
-    cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,  # type: ignore[arg-type]
+    cell = runner.run(spec, plan.launches(), cache_dir, log_dir, results_root=work_dir,
                       stop_when_reproduced=stop_when_reproduced,
                       reseed=said(planner.reseeder(spec, plan, environment, log_dir), plan, progress), plan=plan)
     return keep_then_stop(cell, keep)
