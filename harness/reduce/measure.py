@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +48,7 @@ def candidate_timeout(original_runs: list[RunRecord], ceiling: float) -> float:
 
 
 Launch = int | tuple[int, ...]  # one run's seed, or a job's seeds by process
+GiveUp = Callable[[list[RunRecord]], bool]  # the runs so far -> whether the cell's answer is known already
 
 
 def launch_of(run: RunRecord) -> Launch:
@@ -176,10 +178,10 @@ class Measurer:
         return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=space.work,
                        timeout_s=self.timeout_s, vary=(self.target.factor,) if self.target.factor else ())
 
-    def cell(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up) -> CellResult:
+    def cell(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> CellResult:
         return self.measure(source, release, seeds, tag, give_up).cell
 
-    def measure(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up) -> Measured:
+    def measure(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> Measured:
         # A folder of its own, even for a source measured twice at once (or left by an interrupted reduction).
         self.work.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-{tag}-", dir=self.work))

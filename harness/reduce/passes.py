@@ -32,7 +32,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from pyflakes import checker as flakes
 from pyflakes import messages
@@ -244,7 +244,7 @@ def _bound_names(stmt: ast.stmt) -> set[str] | None:
             elts = target.elts if isinstance(target, ast.Tuple) else [target]
             if not all(isinstance(e, ast.Name) for e in elts):
                 return None
-            names |= {e.id for e in elts}
+            names |= {e.id for e in elts if isinstance(e, ast.Name)}  # all of them (checked above)
         return names
     return None
 
@@ -276,10 +276,14 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         if _skipped(place, resume_at):
             continue
         tree = ast.parse(source)
-        _drop_unused(tree, lambda stmt, kinds=kinds: isinstance(stmt, kinds))
+        _drop_unused(tree, functools.partial(_is_one_of, kinds=kinds))
         text = _emit(tree)
         if text and text != source:
             yield place, text
+
+
+def _is_one_of(stmt: ast.stmt, kinds: tuple[type[ast.stmt], ...]) -> bool:
+    return isinstance(stmt, kinds)
 
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
@@ -303,7 +307,7 @@ def unwrappings(source: str, resume_at: Place | None = None) -> Iterator[tuple[P
             yield (number, index), text
 
 
-def _is_main_guard(stmt: ast.stmt) -> bool:
+def _is_main_guard(stmt: ast.stmt) -> TypeGuard[ast.If]:
     test = stmt.test if isinstance(stmt, ast.If) else None
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
@@ -339,11 +343,12 @@ def _returns_at_end_only(fn: ast.FunctionDef) -> bool:
         not any(isinstance(c, ast.Return) for c in ast.walk(last.value))
 
 
-def _inline_with_arguments(fn: ast.FunctionDef, call_stmt: ast.stmt) -> list[ast.stmt] | None:
+def _inline_with_arguments(fn: ast.FunctionDef, call_stmt: ast.Expr | ast.Assign) -> list[ast.stmt] | None:
     """`x = f(a, b)` (or `f(a, b)`) with `def f(p, q): ...; return e` as `p = a; q = b; ...; x = e`."""
     call = call_stmt.value
     a = fn.args
-    if fn.decorator_list or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or call.keywords:
+    if not isinstance(call, ast.Call) or fn.decorator_list or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs \
+            or call.keywords:
         return None
     if any(isinstance(arg, ast.Starred) for arg in call.args) or len(call.args) > len(a.args):
         return None
@@ -359,12 +364,13 @@ def _inline_with_arguments(fn: ast.FunctionDef, call_stmt: ast.stmt) -> list[ast
         if not (isinstance(value, ast.Name) and value.id == param.arg):  # `x = x` says nothing
             bound.append(ast.Assign(targets=[ast.Name(param.arg, ast.Store())], value=copy.deepcopy(value)))
     body = copy.deepcopy(fn.body)
-    if isinstance(body[-1], ast.Return):
-        result = body.pop().value
+    returned = body[-1]
+    if isinstance(returned, ast.Return) and returned.value is not None:  # _returns_at_end_only: it has one
+        body.pop()
         if isinstance(call_stmt, ast.Assign):
-            body.append(ast.Assign(targets=call_stmt.targets, value=result))
+            body.append(ast.Assign(targets=call_stmt.targets, value=returned.value))
         else:
-            body.append(ast.Expr(result))
+            body.append(ast.Expr(returned.value))
     elif isinstance(call_stmt, ast.Assign):
         return None
     return bound + body
@@ -379,7 +385,9 @@ def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
     for index, stmt in enumerate(body):
         if _is_main_guard(stmt) and not stmt.orelse and not _skipped((0, index), resume_at):
             copied = copy.deepcopy(tree)
-            copied.body[index:index + 1] = copied.body[index].body
+            guard = copied.body[index]
+            assert isinstance(guard, ast.If)  # the copy of `stmt`
+            copied.body[index:index + 1] = guard.body
             text = _emit(copied)
             if text:
                 yield (0, index), text
@@ -395,10 +403,13 @@ def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
                  and s.value.func.id == fn.name]
         if len(calls) != 1:
             continue
-        if _inlinable(fn) and not body[calls[0]].value.args and isinstance(body[calls[0]], ast.Expr):
+        call_stmt = body[calls[0]]
+        assert isinstance(call_stmt, (ast.Expr, ast.Assign)) and isinstance(call_stmt.value, ast.Call)  # as found
+        replacement: list[ast.stmt] | None
+        if _inlinable(fn) and not call_stmt.value.args and isinstance(call_stmt, ast.Expr):
             replacement = copy.deepcopy(fn.body)
         elif _returns_at_end_only(fn) or (not any(isinstance(n, ast.Return) for n in ast.walk(fn))):
-            replacement = _inline_with_arguments(fn, body[calls[0]])
+            replacement = _inline_with_arguments(fn, call_stmt)
         else:
             replacement = None
         if not replacement:
@@ -460,7 +471,8 @@ def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        plain, made = set(), set()
+        plain: set[str] = set()
+        made: set[str] = set()
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value
@@ -551,7 +563,8 @@ class _CallsReplaced(ast.NodeTransformer):
                 # method of a value it made by its last (`model.apply(params, x)`, `model.init(key, x)`).
                 last = self.last if self.last is not None else (root not in self.modules
                                                                 and isinstance(node.func, ast.Attribute))
-                return self.visit(node.args[-1 if last else 0])
+                argument: ast.AST = self.visit(node.args[-1 if last else 0])
+                return argument
         elif root in self.names and not node.args and node.keywords:
             # Keywords only (`state.apply_gradients(grads=grads)`, `TrainState.create(apply_fn=..., params=p,
             # tx=tx)`): the first (or last) keyword's value that is a name, or made of no library's value
@@ -561,7 +574,8 @@ class _CallsReplaced(ast.NodeTransformer):
             if plain:
                 self.seen += 1
                 if self.only is None or self.only == self.seen - 1:
-                    return self.visit(plain[-1 if self.last else 0])
+                    keyword: ast.AST = self.visit(plain[-1 if self.last else 0])
+                    return keyword
         if not isinstance(node.func, ast.Attribute):
             node.func = self.visit(node.func)
         else:  # a method called, not a field read: `state.f(...)` stays a call of `state.f`
@@ -655,8 +669,9 @@ def probe_program(source: str) -> str | None:
         probe = ast.parse(f"{_PROBE}({key!r}, {name})").body[0]
         block.insert(index + 1, probe)
     start = 0
-    while start < len(tree.body) and (_docstring(tree.body[start]) or (isinstance(tree.body[start], ast.ImportFrom)
-                                                                        and tree.body[start].module == "__future__")):
+    while start < len(tree.body) and (_docstring(tree.body[start])
+                                      or (isinstance(stmt := tree.body[start], ast.ImportFrom)
+                                          and stmt.module == "__future__")):
         start += 1
     tree.body[start:start] = ast.parse(_PROBE_HELPER).body
     return _emit(tree)
@@ -703,8 +718,10 @@ def _values_put(tree: ast.Module, values: dict[str, str], only: int | None = Non
             continue
         count += 1
         if only is None or only == count - 1:
-            block[index].value = ast.parse(value, mode="eval").body
-            used |= {n.id for n in ast.walk(block[index].value) if isinstance(n, ast.Name)}
+            assignment = block[index]
+            assert isinstance(assignment, ast.Assign)  # as _probed_assignments found it
+            assignment.value = ast.parse(value, mode="eval").body
+            used |= {n.id for n in ast.walk(assignment.value) if isinstance(n, ast.Name)}
     for name in sorted(used & set(_PLAIN_IMPORTS)):
         module, statement = _PLAIN_IMPORTS[name]
         bound = any(isinstance(n, ast.Import) and any(a.name == module and a.asname == name for a in n.names)
@@ -733,7 +750,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
         by_package.setdefault(package, set()).add(name)
     seen: set[str] = {source}
 
-    def new(place: Place, text: str | None) -> bool:
+    def new(text: str | None, place: Place) -> TypeGuard[str]:
         if text is None or text in seen or _skipped(place, resume_at):
             return False
         seen.add(text)
@@ -751,21 +768,21 @@ def plain_jax(source: str, resume_at: Place | None = None,
         _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
         whole = _emit(tree)
         text = _without_library(ast.parse(whole), set(libraries)) if whole else None
-        if new((0, number), text):
+        if new(text, (0, number)):
             yield (0, number), text
     groups = [set(libraries)] + ([by_package[p] for p in sorted(by_package)] if len(by_package) > 1 else [])
     for number, names in enumerate(groups):
         text = _without_library(ast.parse(source), names)
-        if new((1, number), text):
+        if new(text, (1, number)):
             yield (1, number), text
-    if new((2, 0), replaced):
+    if new(replaced, (2, 0)):
         yield (2, 0), replaced
     for number in range(_values_put(ast.parse(source), values or {})):
         tree = ast.parse(source)
         _values_put(tree, values or {}, only=number)
         _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom, ast.ClassDef)))
         text = _emit(tree)
-        if new((2, 1, number), text):
+        if new(text, (2, 1, number)):
             yield (2, 1, number), text
     counted = ast.parse(source)
     counter = _CallsReplaced(_library_values(counted, set(libraries)), only=-1)
@@ -773,7 +790,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
     for number in range(counter.seen):
         for last in (False, True):
             text = _replaced(source, set(libraries), number, last)
-            if new((3, number, last), text):
+            if new(text, (3, number, last)):
                 yield (3, number, last), text
 
 

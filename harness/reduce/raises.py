@@ -125,8 +125,8 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
 
     def value(node: ast.expr) -> object:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                isinstance(known.get(node.func.id), _Class):
-            return _Instance(known[node.func.id])
+                isinstance(cls := known.get(node.func.id), _Class):
+            return _Instance(cls)
         return _value_of(node, known)
 
     # Module-level assignments, in order: `x = 0`, `c = Config()`, `a, b = (Config, 0)`.
@@ -139,11 +139,11 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
                 len(target.elts) == len(stmt.value.elts) and not any(isinstance(e, ast.Starred) for e in
                                                                      target.elts + stmt.value.elts):
             pairs = list(zip(target.elts, stmt.value.elts))
-        for name, expr in pairs:
-            if isinstance(name, ast.Name) and bindings[name.id] == [name]:
-                found = value(expr)
-                if found is not _UNKNOWN:
-                    known[name.id] = found
+        for assigned, expr in pairs:
+            if isinstance(assigned, ast.Name) and bindings[assigned.id] == [assigned]:
+                computed = value(expr)
+                if computed is not _UNKNOWN:
+                    known[assigned.id] = computed
     return known
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from harness.reduce.passes import Place, _emit, _skipped
 
@@ -81,7 +81,7 @@ def _path_changed(old: ast.AST, new: ast.AST, paths: set[int]) -> str | None:
     as it was (the change keeps the expression, so the program would use another path)."""
     kept = [n.value for n in ast.walk(new) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     for node in ast.walk(old):
-        if id(node) in paths and node.value not in kept:
+        if id(node) in paths and isinstance(node, ast.Constant) and node.value not in kept:  # a path: a Constant
             made = new.value if isinstance(new, ast.Constant) else ast.unparse(new)
             return f"the path {node.value!r} made {str(made)[:60]!r}"
     return None
@@ -121,7 +121,7 @@ def _changes(before: ast.AST, after: ast.AST) -> Iterator[tuple[ast.AST, ast.AST
     if type(before) is not type(after):
         yield before, after
         return
-    if isinstance(before, ast.Constant):
+    if isinstance(before, ast.Constant) and isinstance(after, ast.Constant):  # after: of before's type
         if type(before.value) is not type(after.value) or before.value != after.value:
             yield before, after
         return
@@ -159,7 +159,7 @@ def _why(old: ast.AST, new: ast.AST) -> str | None:
     old_int, new_int = _int(old), _int(new)
     if old_int is not None and new_int is not None and old_int >= 1 and new_int < min(old_int, 2):
         return f"the size {old_int} made {new_int}"
-    sizes = [c.value for c in leaves if _int(c) is not None]
+    sizes = [size for c in leaves if (size := _int(c)) is not None]
     if len(leaves) > 1 and sizes and all(s >= 1 for s in sizes) and len(sizes) == len(leaves) \
             and new_int is not None and new_int < 1:
         return f"the shape {ast.unparse(old)} made {new_int}"
@@ -235,7 +235,8 @@ def _zero_sizes(tree: ast.AST) -> list[ast.Constant]:
     return found
 
 
-def _with(source: str, finder, value_of) -> str | None:
+def _with(source: str, finder: Callable[[ast.AST], list[ast.Constant]],
+          value_of: Callable[[int, ast.Constant], str | int | None]) -> str | None:
     """`source` with each node `finder` finds given `value_of(index, node)` (None: left as it is)."""
     tree = ast.parse(source)
     nodes = finder(tree)
@@ -255,12 +256,15 @@ def restorations(source: str, resume_at: Place | None = None) -> Iterator[tuple[
     taken = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     axes = _axis_positions(tree)
     letters = [a for a in AXIS_LETTERS if a not in taken] + [f"axis{i}" for i in range(len(axes))]
-    named: dict[int, str] = {}
+    named: dict[int | None, str] = {}  # axes are int constants: _int is never None
     for node in axes:
         named.setdefault(_int(node), letters[len(named)])
 
-    def axis_value(only: int | None):
+    def axis_value(only: int | None) -> Callable[[int, ast.Constant], str | None]:
         return lambda index, node: named[_int(node)] if only is None or index == only else None
+
+    def size_value(only: int | None, size: int) -> Callable[[int, ast.Constant], int | None]:
+        return lambda index, node: size if only is None or index == only else None
 
     for only in [None, *range(len(axes))] if axes else []:
         if _skipped((0, -1 if only is None else only), resume_at):
@@ -273,7 +277,6 @@ def restorations(source: str, resume_at: Place | None = None) -> Iterator[tuple[
         for only in [None, *range(len(zeros))] if zeros else []:
             if _skipped((1, rank, -1 if only is None else only), resume_at):
                 continue
-            text = _with(source, _zero_sizes,
-                         lambda index, node, o=only, s=size: s if o is None or index == o else None)
+            text = _with(source, _zero_sizes, size_value(only, size))
             if text and text != source:
                 yield (1, rank, -1 if only is None else only), text

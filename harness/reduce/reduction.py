@@ -27,7 +27,7 @@ from harness.core.kinds import FolderMode
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
-from harness.reduce.measure import (REFUSED_FOR_WRITING, Measurer, Release, candidate_timeout, deciding_seeds,
+from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.passes import coarse_passes, digest, normalise, probe_program, probed_values, size
 from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
@@ -38,7 +38,8 @@ from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
 from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
 from harness.reduce.state import STATE_FILE, ReduceState, load_state
-from harness.results.document import ResultsHeader, SweepStatus, load_results, lock_results_folder
+from harness.results.document import SweepStatus, load_results, lock_results_folder
+from harness.results.header import ResultsHeader
 from harness.measure.seeds import SeedPlanner, random_seeds
 from harness.measure.sweep import Sweep, plan_cells
 from harness.output.results_folder import ResultsWriter
@@ -182,12 +183,13 @@ class Reduction:
         seeds = deciding_seeds(bad, signature)
         processes = self.config.processes
         if signature.factor is not None:
-            extra = []  # one run and the factor's: the miss does not follow the seed
+            extra: list[Launch] = []  # one run and the factor's: the miss does not follow the seed
         elif processes > 1:  # launches: a seed per process, as the cell's own were drawn
             drawn = random_seeds(processes * EXTRA_LAUNCHES)
             extra = [tuple(drawn[i:i + processes]) for i in range(0, len(drawn), processes)]
         else:
-            extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds][:EXTRA_SEEDS]
+            extra = [s for s in random_seeds(EXTRA_SEEDS + 2) if s not in seeds]
+            del extra[EXTRA_SEEDS:]
         timeout = candidate_timeout([r for c in cells.values() for r in c.runs], self.config.timeout_s)
         measured_runs = [r.duration_s for r in bad.runs if r.ok]
         self.progress.say(f"signature: {signature.describe()} on jax {self.bad}"
@@ -196,7 +198,7 @@ class Reduction:
         return ReduceState(str(self.script), digest(source), self.bad, self.good, signature, seeds + extra,
                            timeout, normalise(source), check_seconds=sum(r.duration_s for r in bad.runs)
                            or time.monotonic() - started, folder=bad.cache_folder,
-                           vary=tuple(map(str, self.config.vary)), processes=self.config.processes,
+                           vary=self.config.vary, processes=self.config.processes,
                            tolerated=tuple(own_failures(bad)),
                            places=write_places(recorder.recorded(), recorder.roots) if recorder else (),
                            run_seconds=sum(measured_runs) / len(measured_runs) if measured_runs else 0.0)
@@ -298,6 +300,7 @@ class Reduction:
                 self.progress.say(self._cost(state, measurer).said())
 
             def tried(candidate: str, answer: Tried, best: str) -> None:
+                assert search is not None  # made before any candidate is tried
                 if answer.measured:
                     state.measured += 1
                     said.candidate(state.measured, size(candidate), search.making, answer, size(best))
@@ -419,11 +422,12 @@ class Reduction:
         """Forked children on the good release too, where the original's of its two deciding seeds are clean there
         (each computes keys, the second none the first did not): a provisional keep they find not clean is
         rejected at once, rather than undone at the next checkpoint by fresh processes."""
-        python = getattr(measurer.good.environment, "python", None) if measurer.good else None
-        seeds = state.bad_seeds[:2]
-        if python is None or len(seeds) < 2:
+        good = measurer.good
+        python = getattr(good.environment, "python", None) if good else None
+        seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]  # a plain cell's (_screen's test)
+        if python is None or good is None or len(seeds) < 2:
             return None
-        env = merge_user_env(process_env(measurer.good.spec, seeds[0], self.config.cache_thresholds), self.config.env)
+        env = merge_user_env(process_env(good.spec, seeds[0], self.config.cache_thresholds), self.config.env)
         env.pop("PYTHONHASHSEED")
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
@@ -440,8 +444,8 @@ class Reduction:
         """Whether the original's forked children of its two deciding seeds compute different keys of the
         signature's module, each seed's own (a program that needs the start-up hook to miss, or whose miss the
         forked children do not show, is decided by fresh processes only). Not under --vary or --processes."""
-        seeds = state.bad_seeds[:2]
-        if len(seeds) < 2 or not all(isinstance(s, int) for s in seeds):
+        seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]
+        if len(seeds) < 2:  # a job's seeds, or one seed only
             return False
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         return bool(first.keys and later.keys and later.keys - first.keys)
@@ -515,7 +519,7 @@ class Reduction:
             return
         state.signature, measurer.target = found, found
         state.tolerated = measurer.tolerated = tuple(own_failures(cell))
-        state.bad_seeds = [launch] + [s for s in state.bad_seeds[2:]]
+        state.bad_seeds = [launch, *state.bad_seeds[2:]]
         measurer.bad_seeds = state.bad_seeds
         state.save(self.folder)
         self.progress.say(f"  yes: signature {found.describe()}")

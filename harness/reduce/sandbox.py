@@ -27,8 +27,11 @@ from typing import Any
 import msgspec
 
 from harness.core.errors import HarnessFailure, UserError
+from harness.core.factors import Factor, RunVariation
+from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
-from harness.environments.base import Backend, Environment
+from harness.environments.base import Backend, Environment, Say
+from harness.environments.gpus import GpuCount
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,
     WRITES_RECORD_VAR,
@@ -54,7 +57,8 @@ def bwrap_problem() -> str:
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
     try:
-        probe = subprocess.run([*bwrap_launcher(Confines()), "true"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run([*bwrap_launcher(Confines()), "true"], capture_output=True, text=True, timeout=30,
+                               check=False)  # its exit status is read below
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap cannot run here ({exc})"
     if probe.returncode != 0:
@@ -370,7 +374,8 @@ class ConfinedEnvironment(Environment):
             return program
         writable = (self.space.folder,) + ((cache_dir,) if not _inside(cache_dir, self.space.folder) else ())
         python = getattr(self.inner, "python", None)
-        interpreter = (Path(python).parent.parent, Path(python).resolve().parent.parent) if python else ()
+        interpreter: tuple[Path, ...] = \
+            (Path(python).parent.parent, Path(python).resolve().parent.parent) if python else ()
         if other_prefix:  # --vary prefix: the environment's copy at another path runs too
             interpreter += (self.inner.prefix_copy().parent.parent,)
         path = tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p))
@@ -387,7 +392,8 @@ class ConfinedEnvironment(Environment):
                                                                        *self.sandbox.places))
         return {**env, **extra}
 
-    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None) -> ProcessOutcome:
+    def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path, timeout_s: float,
+            variation: RunVariation | None = None) -> ProcessOutcome:
         extra = {"variation": variation} if variation is not None else {}
         other_prefix = variation is not None and variation.other_prefix
         outcome = self.inner.run(self._program(program, cache_dir, env, other_prefix), self._env(env), cache_dir,
@@ -395,7 +401,8 @@ class ConfinedEnvironment(Environment):
         self._check_sandbox(outcome, log_path)
         return outcome
 
-    def run_group(self, program, envs, cache_dir, log_paths, timeout_s) -> list[ProcessOutcome]:
+    def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
+                  timeout_s: float) -> list[ProcessOutcome]:
         outcomes = self.inner.run_group(self._program(program, cache_dir, envs[0] if envs else {}),
                                         [self._env(e) for e in envs], cache_dir, log_paths, timeout_s)
         for outcome, log_path in zip(outcomes, log_paths):
@@ -413,13 +420,13 @@ class ConfinedEnvironment(Environment):
                                  "your script; run from another folder or give --out an absolute path, and report "
                                  "it if that does not help (docs/reduce.md)")
 
-    def cannot_vary(self, factor):
+    def cannot_vary(self, factor: Factor) -> str:
         return self.inner.cannot_vary(factor)
 
     def prefix_copy(self) -> Path:
         return self.inner.prefix_copy()
 
-    def compression_folder(self, work):
+    def compression_folder(self, work: Path) -> tuple[Path, str]:
         return self.inner.compression_folder(work)
 
     def describe(self) -> dict[str, Any]:
@@ -443,21 +450,22 @@ class WatchedBackend(Backend):
         self.inner, self.space, self.sandbox, self.roots = inner, space, sandbox, roots
         self.name, self.pythons = inner.name, inner.pythons
 
-    def prepare(self, jax_version, platform, say=lambda _: None) -> Environment:
+    def prepare(self, jax_version: str, platform: Platform, say: Say = lambda _: None) -> Environment:
         watch_only = msgspec.structs.replace(self.sandbox, confinement=Confinement.WATCH) if self.sandbox.watched else self.sandbox
         return ConfinedEnvironment(self.inner.prepare(jax_version, platform, say), self.space, watch_only,
                                    self.roots)
 
-    def check(self, platform, say=lambda _: None) -> None:
+    def check(self, platform: Platform, say: Say = lambda _: None) -> None:
         self.inner.check(platform, say)
 
     def installed_version(self) -> str | None:
         return self.inner.installed_version()
 
-    def check_gpus(self, platform, device_count, source="device_count", say=lambda _: None) -> None:
+    def check_gpus(self, platform: Platform, device_count: int, source: str = "device_count",
+                   say: Say = lambda _: None) -> None:
         self.inner.check_gpus(platform, device_count, source, say)
 
-    def visible_gpus(self, say=lambda _: None):
+    def visible_gpus(self, say: Say = lambda _: None) -> GpuCount:
         return self.inner.visible_gpus(say)
 
     def describe(self) -> dict[str, Any]:
@@ -487,7 +495,7 @@ class WriteRecordingBackend(WatchedBackend):
         self.inner, self.record, self.roots = inner, record, roots
         self.name, self.pythons = inner.name, inner.pythons
 
-    def prepare(self, jax_version, platform, say=lambda _: None) -> Environment:
+    def prepare(self, jax_version: str, platform: Platform, say: Say = lambda _: None) -> Environment:
         return RecordedEnvironment(self.inner.prepare(jax_version, platform, say), self.record, self.roots)
 
     def recorded(self) -> list[str]:

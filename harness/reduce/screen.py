@@ -31,6 +31,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
@@ -82,28 +83,55 @@ class Screened:
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
 
 
+class _Request(TypedDict):
+    """A line to harness/inside/fork_server.py: one candidate to run in a child."""
+
+    script: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    cache: str
+    log: str
+    error: str  # the file the child writes its uncaught exception to
+    timeout_s: float
+    stop_at: str | None  # stop the child once it computed a key of this module
+
+
+class _Answer(TypedDict):
+    """fork_server.py's line back: how the child ended."""
+
+    exit: int
+    timed_out: bool
+    error: str  # the uncaught exception's `Class: message`, or ""
+    errno: int | None  # its errno
+    stopped: NotRequired[bool]  # at `stop_at`
+
+
 class _Server:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        assert self.process.stdin is not None and self.process.stdout is not None  # PIPEs
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
         self.ready = self._line(START_TIMEOUT_S) == "ready"
 
     def _line(self, timeout_s: float) -> str:
         out: list[str] = []
-        reader = threading.Thread(target=lambda: out.append(self.process.stdout.readline()), daemon=True)
+        reader = threading.Thread(target=lambda: out.append(self.stdout.readline()), daemon=True)
         reader.start()
         reader.join(timeout_s)
         return out[0].strip() if out else ""
 
-    def ask(self, request: dict, timeout_s: float) -> dict | None:
+    def ask(self, request: _Request, timeout_s: float) -> _Answer | None:
         try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
+            self.stdin.write(json.dumps(request) + "\n")
+            self.stdin.flush()
         except OSError:
             return None
         line = self._line(timeout_s + 30.0)  # the server kills a hung child itself at timeout_s
         try:
-            return json.loads(line)
+            answer: _Answer = json.loads(line)
+            return answer
         except ValueError:
             return None
 

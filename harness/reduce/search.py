@@ -100,11 +100,13 @@ class Search:
             measured = iter(self.test_bad(to_measure))
             self.measured += len(to_measure)
             answers = [a if a is not None else next(measured) for a in answers]
+        decided: list[Tried] = []
         for source, answer in zip(sources, answers):
             assert answer is not None
             self.memo[digest(source)] = answer
             self.decided += 1
-        return answers  # type: ignore[return-value]
+            decided.append(answer)
+        return decided
 
     def _told(self, sources: list[str], answers: list[Tried]) -> None:
         """After the kept one (if any) became the best: the progress hears of each."""

@@ -91,6 +91,7 @@ def _why_not_factor(target: Signature, bad: CellResult) -> str | None:
 
 
 def _why_not_ranks(target: Signature, bad: CellResult) -> str | None:
+    assert target.ranks is not None  # a job's signature (the caller's test)
     split = bad.rank_split
     if bad.verdict != Verdict.REPRODUCED or split is None:
         return _not_reproduced(bad) if bad.verdict != Verdict.REPRODUCED else \

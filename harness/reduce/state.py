@@ -13,23 +13,22 @@ import ast
 import hashlib
 import hmac
 import json
-import math
 import os
 import re
 import secrets
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
 
 from harness.core.errors import UserError
 from harness.core.factors import Factor
-from harness.core.files import read_json_bounded, write_atomic
+from harness.core.files import MAX_FLOAT, read_json_bounded, write_atomic
 from harness.core.kinds import FolderMode
-from harness.reduce.search import Tried
-import msgspec
-
 from harness.core.records import convert, plain
+from harness.reduce.search import Tried
 from harness.results.reduction import Signature
 
 STATE_FILE = "reduce.json"
@@ -42,96 +41,69 @@ MAX_STATE_BYTES = 64 << 20
 # seal this key makes).
 KEY_FILE = Path(os.environ.get("HARNESS_STATE_KEY", Path.home() / ".cache" / "jax-cache-harness" / "reduce-state.key"))
 SEAL = "seal"
-STATUSES = ("running", "interrupted", "complete")
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_SEED = 2 ** 32 - 1
 MAX_PROCESSES = 1024
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
+# The checks on what a state file may hold (a hostile one included), as the types msgspec reads it by.
+Digest = Annotated[str, Meta(pattern=r"\A[0-9a-f]{64}\Z", description="a sha256 digest (64 hex digits)")]
+Seed = Annotated[int, Meta(ge=0, le=MAX_SEED)]
+JobSeeds = Annotated[tuple[Seed, ...], Meta(min_length=1, max_length=MAX_PROCESSES)]  # a seed per process
+Seconds = Annotated[float, Meta(ge=0, le=MAX_FLOAT)]
+AbsolutePath = Annotated[str, Meta(pattern=r"\A/[^\x00]*\Z", description="an absolute path")]
+Status = Annotated[Literal["running", "interrupted", "complete"],
+                   Meta(description="one of running, interrupted, complete")]
 
-@dataclass
-class ReduceState:
+
+class ReduceState(msgspec.Struct, omit_defaults=True):
+    """reduce.json's document (less its seal), read strictly by msgspec (`read_state`)."""
+
     script: str  # the original, as given
-    original_digest: str  # of its text: a resumed reduction must reduce the same program
+    original_digest: Digest  # of its text: a resumed reduction must reduce the same program
     bad: str
     good: str | None
     signature: Signature
-    bad_seeds: list[int | tuple[int, ...]]  # a job's launches: a seed per process
-    timeout_s: float
+    bad_seeds: Annotated[list[Seed | JobSeeds], Meta(min_length=1)]  # a job's launches: a seed per process
+    timeout_s: Annotated[float, Meta(gt=0, le=MAX_TIMEOUT_S)]
     best: str
-    memo: dict[str, Tried] = field(default_factory=dict)
-    measured: int = 0
-    seconds: float = 0.0  # spent in the search, over all resumptions
-    check_seconds: float = 0.0  # the original's check on the bad release (its cell's runs)
-    status: str = "running"  # running | interrupted | complete
+    # Every candidate's answer by its digest; the file holds those measured (Tried.measured: True, not written),
+    # and read_state reads them as remembered (measured False).
+    memo: dict[Digest, Tried] = {}
+    measured: Annotated[int, Meta(ge=0, le=1 << 40)] = 0
+    seconds: Seconds = 0.0  # spent in the search, over all resumptions
+    check_seconds: Seconds = 0.0  # the original's check on the bad release (its cell's runs)
+    status: Status = "running"
     folder: FolderMode | None = None  # how the original's runs got the cache folder (candidates get it so)
-    vary: tuple[str, ...] = ()  # --vary's factors as given (a resumed reduction must be given the same)
-    processes: int = 1  # --processes
-    tolerated: tuple[str, ...] = ()  # how the original's disagreeing processes died (measure.own_failures)
+    vary: tuple[Factor, ...] = ()  # --vary's factors as given (a resumed reduction must be given the same)
+    processes: Annotated[int, Meta(ge=1, le=MAX_PROCESSES)] = 1  # --processes
+    # How the original's disagreeing processes died (measure.own_failures).
+    tolerated: tuple[str, ...] = msgspec.field(default=(), name="tolerated_failures")
     # Where the original wrote outside its folders (sandbox.write_places): a candidate may write there too, to
     # a stand-in of its own under bubblewrap. Sealed: a planted place would be a place candidates may write.
-    places: tuple[str, ...] = ()
-    run_seconds: float = 0.0  # the original's mean run there: what a candidate's run costs (0: not recorded)
-    unsealed: bool = field(default=False, compare=False)  # read from before seals: its best was set aside
+    places: tuple[AbsolutePath, ...] = msgspec.field(default=(), name="write_places")
+    run_seconds: Seconds = 0.0  # the original's mean run there: what a candidate's run costs (0: not recorded)
+    # As read (a file without one is from before versions: 1); save writes STATE_VERSION.
+    version: Annotated[int, Meta(ge=1, le=STATE_VERSION)] = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": STATE_VERSION, "script": self.script, "original_digest": self.original_digest,
-                "bad": self.bad, "good": self.good, "signature": plain(self.signature),
-                "bad_seeds": self.bad_seeds, "timeout_s": self.timeout_s, "best": self.best,
-                "memo": {k: plain(msgspec.structs.replace(v, measured=True)) for k, v in self.memo.items()}, "measured": self.measured,
-                "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
-                "run_seconds": round(self.run_seconds, 3),
-                "status": self.status, "folder": str(self.folder) if self.folder else None,
-                "vary": list(self.vary), "processes": self.processes, "tolerated_failures": list(self.tolerated),
-                "write_places": list(self.places)}
+    @property
+    def unsealed(self) -> bool:
+        """Read from before seals: load_state set its best aside (the original's instead)."""
+        return self.version < SEALED_FROM
 
-    @classmethod
-    def from_json(cls, data: Any) -> ReduceState:
-        """The state in `data`; StateProblem naming the first field of the wrong type or range."""
-        fields = _Fields(data)
-        version = fields.integer("version", 1, STATE_VERSION, default=1)
-        signature = fields.get("signature", dict)
-        try:
-            sig = convert(signature, Signature)
-        except ValueError as exc:
-            raise StateProblem(f"signature: not a signature ({exc.__class__.__name__}: {exc})") from None
-        best = fields.text("best")
-        try:
-            ast.parse(best)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise StateProblem("best: not Python this harness can parse") from None
-        memo = fields.get("memo", dict, default={})
-        tried = {}
-        for key, value in memo.items():
-            if not _DIGEST.fullmatch(key) or not isinstance(value, dict) or not isinstance(value.get("kept"), bool) \
-                    or not isinstance(value.get("why", ""), str):
-                raise StateProblem(f"memo: {key[:70]!r}: not a digest and an answer ({{'kept': bool, 'why': text}})")
-            tried[key] = msgspec.structs.replace(convert(value, Tried), measured=False)  # remembered, not measured now
-        folder = fields.get("folder", str, default=None, optional=True)
-        try:
-            folder_mode = FolderMode(folder) if folder else None
-            vary = tuple(str(Factor(v)) for v in fields.texts("vary"))
-        except ValueError as exc:
-            raise StateProblem(str(exc)) from None
-        state = cls(fields.text("script"), fields.digest("original_digest"), fields.text("bad"),
-                    fields.get("good", str, default=None, optional=True), sig,
-                    fields.seeds("bad_seeds"), fields.number("timeout_s", MAX_TIMEOUT_S, positive=True), best,
-                    tried, fields.integer("measured", 0, 1 << 40, default=0),
-                    fields.number("seconds", float("inf"), default=0.0),
-                    fields.number("check_seconds", float("inf"), default=0.0),
-                    fields.choice("status", STATUSES, default="running"), folder_mode, vary,
-                    fields.integer("processes", 1, MAX_PROCESSES, default=1), tuple(fields.texts("tolerated_failures")),
-                    fields.places("write_places"))
-        state.version = version
-        state.run_seconds = fields.number("run_seconds", float("inf"), default=0.0)  # older files: none
-        return state
-
-    version: int = field(default=STATE_VERSION, compare=False)  # as read; a new state's is STATE_VERSION
+    def document(self) -> dict[str, Any]:
+        """What save writes (less the seal): this version, the times to the millisecond, the memo's answers."""
+        written = msgspec.structs.replace(
+            self, version=STATE_VERSION, seconds=round(self.seconds, 3), check_seconds=round(self.check_seconds, 3),
+            run_seconds=round(self.run_seconds, 3),
+            memo={k: msgspec.structs.replace(v, measured=True) for k, v in self.memo.items()})
+        document: dict[str, Any] = plain(written)
+        return document
 
     def save(self, folder: Path) -> None:
-        document = self.to_json()
+        document = self.document()
         document[SEAL] = seal(document)
-        write_atomic(folder / STATE_FILE, json.dumps(document, indent=1) + "\n")
+        write_atomic(folder / STATE_FILE, msgspec.json.format(msgspec.json.encode(document), indent=1).decode() + "\n")
         write_atomic(folder / BEST_FILE, self.best)
 
 
@@ -139,87 +111,21 @@ class StateProblem(ValueError):
     """A field of reduce.json of the wrong type or range (the message names it)."""
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _Fields:
-    """Typed, range-checked reads of a state document's fields; StateProblem names the field."""
-
-    def __init__(self, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise StateProblem(f"not a reduce state (a JSON object), but {type(data).__name__}")
-        self.data = data
-
-    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ..., optional: bool = False) -> Any:
-        if name not in self.data:
-            if default is ...:
-                raise StateProblem(f"{name}: missing")
-            return default
-        value = self.data[name]
-        if value is None and optional:
-            return None
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            kinds = "number" if isinstance(kind, tuple) else kind.__name__
-            raise StateProblem(f"{name}: must be {kinds}, not {type(value).__name__} {str(value)[:40]!r}")
-        return value
-
-    def text(self, name: str) -> str:
-        return self.get(name, str)
-
-    def digest(self, name: str) -> str:
-        value = self.text(name)
-        if not _DIGEST.fullmatch(value):
-            raise StateProblem(f"{name}: not a sha256 digest ({value[:70]!r})")
-        return value
-
-    def texts(self, name: str) -> list[str]:
-        values = self.get(name, list, default=[])
-        if not all(isinstance(v, str) for v in values):
-            raise StateProblem(f"{name}: must be a list of text")
-        return values
-
-    def places(self, name: str) -> tuple[str, ...]:
-        values = self.texts(name)
-        if not all(v.startswith("/") and "\0" not in v for v in values):
-            raise StateProblem(f"{name}: must be a list of absolute paths")
-        return tuple(values)
-
-    def integer(self, name: str, low: int, high: int, default: Any = ...) -> int:
-        value = self.get(name, int, default)
-        if not low <= value <= high:
-            raise StateProblem(f"{name}: {value} is not from {low} to {high}")
-        return value
-
-    def number(self, name: str, high: float, default: Any = ..., positive: bool = False) -> float:
-        value = self.get(name, (int, float), default)
-        if isinstance(value, bool) or not math.isfinite(value) or value < 0 or (positive and value == 0) \
-                or value > high:
-            raise StateProblem(f"{name}: {value!r} is not a {'positive' if positive else 'non-negative'} "
-                               f"finite number of at most {high:g}")
-        return float(value)
-
-    def choice(self, name: str, choices: tuple[str, ...], default: Any = ...) -> str:
-        value = self.get(name, str, default)
-        if value not in choices:
-            raise StateProblem(f"{name}: {value[:40]!r} is not one of {', '.join(choices)}")
-        return value
-
-    def seeds(self, name: str) -> list[int | tuple[int, ...]]:
-        values = self.get(name, list)
-        if not values:
-            raise StateProblem(f"{name}: no seeds")
-        seeds: list[int | tuple[int, ...]] = []
-        for value in values:
-            if _is_int(value) and 0 <= value <= MAX_SEED:
-                seeds.append(value)
-            elif isinstance(value, list) and value and all(_is_int(v) and 0 <= v <= MAX_SEED for v in value) \
-                    and len(value) <= MAX_PROCESSES:
-                seeds.append(tuple(value))
-            else:
-                raise StateProblem(f"{name}: {str(value)[:40]!r} is not a seed (a whole number from 0 to "
-                                   f"{MAX_SEED}) nor a job's seeds (a list of them)")
-        return seeds
+def read_state(data: Any) -> ReduceState:
+    """The state in `data` (JSON's types), its memo's answers remembered, not measured now; StateProblem (one line
+    naming the first field of the wrong type or range) otherwise."""
+    if not isinstance(data, dict):
+        raise StateProblem(f"not a reduce state (a JSON object), but {type(data).__name__}")
+    try:
+        state = convert(data, ReduceState)
+    except ValueError as exc:
+        raise StateProblem(str(exc)) from None
+    try:
+        ast.parse(state.best)  # its text is a program (a sealed one is run)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise StateProblem("best: not Python this harness can parse") from None
+    state.memo = {k: msgspec.structs.replace(v, measured=False) for k, v in state.memo.items()}
+    return state
 
 
 KEY_BYTES = 32
@@ -273,7 +179,7 @@ def load_state(folder: Path, original: str) -> ReduceState:
         raise UserError(f"--resume {folder}: no {STATE_FILE} there (not a harness reduce folder)")
     data = read_json_bounded(path, MAX_STATE_BYTES, "reduce state file")
     try:
-        state = ReduceState.from_json(data)
+        state = read_state(data)
     except StateProblem as exc:
         raise UserError(f"--resume {folder}: {STATE_FILE} is not a reduce state: {exc}") from None
     if state.version >= SEALED_FROM:
@@ -284,7 +190,6 @@ def load_state(folder: Path, original: str) -> ReduceState:
             raise UserError(f"--resume {folder}: {STATE_FILE} was not written by this reducer as it stands (its "
                             "seal does not match: edited, or made by another user or machine); its programs are "
                             "not run: reduce again without --resume")
-    elif state.best != original:
+    else:
         state.best = original  # unsealed: nothing it holds is run; its memo only answers what was tried
-        state.unsealed = True
     return state

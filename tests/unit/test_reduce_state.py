@@ -3,11 +3,14 @@ the results reader's rule, and a best program this reducer did not write (its se
 before anything runs; a state from before seals resumes from the original."""
 
 import json
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from harness.core.errors import UserError
-from harness.core.kinds import Cause
+from harness.core.factors import Factor
+from harness.core.kinds import Cause, FolderMode
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
 from harness.results.reduction import Signature
@@ -38,7 +41,7 @@ def _written(where, **changes):
 def test_a_sealed_state_reads_back(tmp_path):
     _state().save(tmp_path)
     again = load_state(tmp_path, ORIGINAL)
-    assert again.to_json() == _state().to_json() and not again.unsealed
+    assert again.document() == _state().document() and not again.unsealed
     assert state_module.KEY_FILE.stat().st_mode & 0o077 == 0  # the user's alone
 
 
@@ -58,7 +61,7 @@ def test_a_planted_state_with_a_recomputed_digest_is_refused(tmp_path):
 
 
 def test_a_state_from_before_seals_resumes_from_the_original(tmp_path):
-    data = _state().to_json()
+    data = _state().document()
     data["version"] = 2
     data["best"] = "print('planted')\n"
     (tmp_path / STATE_FILE).write_text(json.dumps(data))
@@ -67,28 +70,33 @@ def test_a_state_from_before_seals_resumes_from_the_original(tmp_path):
 
 
 @pytest.mark.parametrize("field, value, fragment", [
-    ("timeout_s", -1, "timeout_s: -1 is not a positive"),
-    ("timeout_s", "20", "timeout_s: must be"),
-    ("bad_seeds", "abc", "bad_seeds: must be list"),
-    ("bad_seeds", [1, -2], "bad_seeds: '-2' is not a seed"),
-    ("bad_seeds", [True], "bad_seeds: 'True' is not a seed"),
-    ("bad_seeds", [], "bad_seeds: no seeds"),
-    ("version", 99, "version: 99 is not from 1 to 3"),
-    ("memo", [], "memo: must be dict"),
-    ("memo", {"x": {"kept": True}}, "memo: 'x': not a digest"),
-    ("memo", {"a" * 64: {"kept": "yes"}}, "not a digest and an answer"),
+    ("timeout_s", -1, "timeout_s: must be float > 0.0, not '-1'"),
+    ("timeout_s", "20", "timeout_s: must be a number"),
+    ("timeout_s", 8 * 24 * 3600, "timeout_s: must be float <= 604800.0"),
+    ("bad_seeds", "abc", "bad_seeds: must be a list"),
+    ("bad_seeds", [1, -2], "bad_seeds[1]: must be int >= 0, not '-2'"),
+    ("bad_seeds", [True], "bad_seeds[0]: must be"),  # ... and here
+    ("bad_seeds", [], "bad_seeds: must be array of length >= 1"),
+    ("bad_seeds", [[1, 2], []], "bad_seeds[1]: must be array of length >= 1"),
+    ("bad_seeds", [[1, 2 ** 32]], "bad_seeds[0][1]: must be"),  # records.explained says "valid" here
+    ("version", 99, "version: must be int <= 3, not '99'"),
+    ("memo", [], "memo: must be a mapping"),
+    ("memo", {"x": {"kept": True}}, "matching regex '\\\\A[0-9a-f]{64}\\\\Z' - at `key` in `$.memo`"),
+    ("memo", {"a" * 64 + "\n": {"kept": True}}, "at `key` in `$.memo`"),
+    ("memo", {"a" * 64: {"kept": "yes"}}, "memo[...].kept: must be true or false"),
     ("best", "def (:\n", "best: not Python"),
-    ("best", 3, "best: must be str"),
-    ("signature", [], "signature: must be dict"),
-    ("signature", {"module": "jit_f", "cause": "nonsense"}, "signature: not a signature"),
-    ("signature", {"module": 3}, "signature: not a signature"),
-    ("status", "done", "status: 'done' is not one of"),
-    ("processes", 0, "processes: 0 is not from 1"),
-    ("measured", -1, "measured: -1 is not from 0"),
-    ("vary", ["nonsense"], "'nonsense' is not a valid Factor"),
-    ("folder", "elsewhere", "'elsewhere' is not a valid FolderMode"),
-    ("original_digest", "abc", "original_digest: not a sha256 digest"),
-    ("good", 4, "good: must be str"),
+    ("best", 3, "best: must be text, not '3'"),
+    ("signature", [], "signature: must be a mapping"),
+    ("signature", {"module": "jit_f", "cause": "nonsense"}, "signature.cause: must be one of order, address"),
+    ("signature", {"module": 3}, "signature.module: must be text"),
+    ("status", "done", "status: must be one of running, interrupted, complete, not 'done'"),
+    ("processes", 0, "processes: must be int >= 1, not '0'"),
+    ("measured", -1, "measured: must be int >= 0, not '-1'"),
+    ("vary", ["nonsense"], "vary[0]: must be one of cache-path, cwd"),
+    ("folder", "elsewhere", "folder: must be one of hook, environment, not 'elsewhere'"),
+    ("original_digest", "abc", "original_digest: must be str matching regex"),
+    ("good", 4, "good: must be text, not '4'"),
+    ("tolerated_failures", [3], "tolerated_failures[0]: must be text"),
 ])
 def test_a_field_of_the_wrong_type_or_range_is_one_line(tmp_path, field, value, fragment):
     _written(tmp_path, **{field: value})
@@ -128,7 +136,7 @@ def test_a_number_strict_json_has_not_is_refused_by_the_reader_in_one_line(tmp_p
 
 def _sealed_with_an_empty_key(where):
     """A planted state, sealed as the harness sealed it when its key file was left at 0 bytes: HMAC(b"")."""
-    data = _state().to_json()
+    data = _state().document()
     data["best"] = "open('/tmp/planted-by-an-empty-key', 'w').write('ran')\n"
     body = json.dumps(data, sort_keys=True, separators=(",", ":"))
     data["seal"] = state_module.hmac.new(b"", body.encode(), state_module.hashlib.sha256).hexdigest()
@@ -158,7 +166,7 @@ def test_a_key_that_cannot_be_written_whole_leaves_no_key_file(tmp_path, monkeyp
     monkeypatch.undo()
     monkeypatch.setattr(state_module, "KEY_FILE", tmp_path / "key" / "reduce-state.key")
     _state().save(tmp_path)
-    assert load_state(tmp_path, ORIGINAL).to_json() == _state().to_json()
+    assert load_state(tmp_path, ORIGINAL).document() == _state().document()
 
 
 @pytest.mark.parametrize("seal", ["é" * 64, "\udcff", "g" * 64, 7])
@@ -169,12 +177,62 @@ def test_a_seal_that_is_not_hex_digits_is_one_line(tmp_path, seal):
 
 
 def test_the_places_the_original_wrote_are_sealed_and_checked(tmp_path):
-    from dataclasses import replace
-    replace(_state(), places=("/tmp/ckpt", "/var/tmp/log.txt")).save(tmp_path)
+    msgspec.structs.replace(_state(), places=("/tmp/ckpt", "/var/tmp/log.txt")).save(tmp_path)
     assert load_state(tmp_path, ORIGINAL).places == ("/tmp/ckpt", "/var/tmp/log.txt")
     _written(tmp_path, write_places=["/tmp/ckpt", "/home"])
     with pytest.raises(UserError, match="seal does not match"):
         load_state(tmp_path, ORIGINAL)
     _written(tmp_path, write_places=["relative"])
-    with pytest.raises(UserError, match="write_places: must be a list of absolute paths"):
+    with pytest.raises(UserError, match=r"write_places\[0\]: must be str matching regex"):
         load_state(tmp_path, ORIGINAL)
+
+
+# ---- reduce.json as earlier code wrote it: --resume still reads it (issue 50 item 1) ---------------------------
+# Each folder was written by that code's ReduceState.save (release 0.1.0's, and main's at 7e8655d, the last before
+# the state became a msgspec Struct), sealed with the key below: a job's reduction, interrupted, and a --vary one.
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURE_KEY = bytes(range(32))
+WRITTEN_BEFORE = ["reduce-state-0.1.0", "reduce-state-7e8655d"]
+FIXTURE_BEST = "import jax\nimport jax.numpy as jnp\nprint(jax.jit(lambda x: jnp.sum(x))(jnp.ones(8)))\n"
+
+
+def _fixture(release, kind, tmp_path):
+    state_module.KEY_FILE.parent.mkdir(parents=True)
+    state_module.KEY_FILE.write_bytes(FIXTURE_KEY)
+    folder = FIXTURES / release / kind
+    return load_state(folder, (folder / "train.py").read_text())
+
+
+@pytest.mark.parametrize("release", WRITTEN_BEFORE)
+def test_a_job_s_state_written_before_reads(release, tmp_path):
+    state = _fixture(release, "job", tmp_path)
+    assert (state.script, state.bad, state.good, state.timeout_s) == ("/home/u/train.py", "0.4.28", "0.4.29", 600.0)
+    assert state.signature == Signature("jit_f", ("computation", "devices"), Cause.ORDER, ranks=(0, 1))
+    assert state.bad_seeds == [(11, 12), (13, 14)] and state.processes == 2 and state.tolerated == ("SIGABRT",)
+    assert state.folder == FolderMode.ENVIRONMENT and state.status == "interrupted" and state.vary == ()
+    assert state.best == FIXTURE_BEST and not state.unsealed and state.version == 3
+    assert state.memo == {"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb": Tried(True, "", False),
+                          "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d":
+                              Tried(False, "crashed: NameError", False),
+                          "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6":
+                              Tried(False, "clean on 0.4.28", False)}
+    assert (state.measured, state.seconds, state.check_seconds) == (3, 41.235, 9.877)
+    assert state.places == () and state.run_seconds == 0.0
+
+
+@pytest.mark.parametrize("release", WRITTEN_BEFORE)
+def test_a_vary_state_written_before_reads_and_resumes_into_a_state_that_reads(release, tmp_path):
+    state = _fixture(release, "vary", tmp_path)
+    assert (state.script, state.bad, state.good, state.timeout_s) == ("train.py", "0.4.38", None, 120.0)
+    assert state.signature == Signature("jit_f", ("compile_options",), None, factor=Factor.CACHE_PATH)
+    assert state.bad_seeds == [7, 8, 9] and state.processes == 1 and state.tolerated == ()
+    assert state.folder == FolderMode.HOOK and state.status == "complete" and state.vary == ("cache-path",)
+    assert state.best == FIXTURE_BEST and not state.unsealed and len(state.memo) == 3
+    assert (state.measured, state.seconds, state.check_seconds) == (3, 12.5, 3.0)
+    newer = release != "reduce-state-0.1.0"  # write_places and run_seconds came after 0.1.0
+    assert state.places == (("/tmp/ckpt",) if newer else ()) and state.run_seconds == (1.234 if newer else 0.0)
+    state.status = "running"  # as --resume goes on: saved by this release, read back by it
+    state.save(tmp_path)
+    again = load_state(tmp_path, "")
+    assert again.status == "running" and again.memo == state.memo and again.best == state.best
+    assert again.signature == state.signature and again.places == state.places and again.vary == state.vary
