@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.cli import commands as cli
 from harness.inputs.config import Repro
 from harness.environments.docker import OFFLINE_BASE_IMAGE, DockerBackend, docker_available
+from harness.environments.base import Environment
 from harness.environments.venv import VenvBackend
 from harness.core.errors import BackendUnavailable
 from harness.core.model import CellSpec, Mesh
@@ -35,7 +36,7 @@ MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
 REPRO = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
 
 
-def per_run_seconds(environment, spec: CellSpec, runs: int, work: Path) -> list[float]:
+def per_run_seconds(environment: Environment, spec: CellSpec, runs: int, work: Path) -> list[float]:
     """Wall time of each run as the runner sees it (a run = process or container, start to end)."""
     result = CellRunner(environment, REPRO, timeout_s=600).run(
         spec, list(range(1, runs + 1)), work / "cache", work / "logs")

@@ -115,7 +115,10 @@ def main() -> int:
             print(f"seed {seed}: jit_f keys fresh {sorted(k[:14] for k in fresh_keys)}, "
                   f"forked {sorted(k[:14] for k in forked_keys)}")
             same &= fresh_keys == forked_keys and len(fresh_keys) == 1
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs)
+
     print(f"fresh process: {mean(fresh_s):.2f} s a run; forked child: {mean(forked_s):.2f} s a run "
           f"({mean(fresh_s) / mean(forked_s):.1f}x); a server's start (import jax): {mean(start_s):.2f} s")
     print("the same key per seed, fresh and forked" if same else "KEYS DIFFER between fresh and forked runs")

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.inputs.config import Repro
 from harness.environments import process
 from harness.environments.process import clean_environment
+from harness.environments.base import Environment
 from harness.environments.venv import VenvBackend
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec, Mesh
@@ -51,7 +52,7 @@ def bare_loop(python: Path, script: Path, args: list[str], spec: CellSpec, seeds
     return time.monotonic() - start
 
 
-def harness_cell(env, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, at_once: int) -> float:
+def harness_cell(env: Environment, repro: Repro, spec: CellSpec, seeds: list[int], work: Path, at_once: int) -> float:
     start = time.monotonic()
     result = CellRunner(env, repro, timeout_s=600, at_once=at_once).run(spec, seeds, work / "cache", work / "logs")
     elapsed = time.monotonic() - start
@@ -95,7 +96,7 @@ def main() -> None:
     log_cost(args, repro, seeds)
 
 
-def log_cost(args, repro: Repro, seeds: list[int]) -> None:
+def log_cost(args: argparse.Namespace, repro: Repro, seeds: list[int]) -> None:
     """The seed cell's runs with JAX's cache log on (as the harness runs them) against the same runs
     without it, each in a fresh cache folder; and the harness's reading of the logs, per run."""
     env = VenvBackend().prepare(args.seed_version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))

@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -81,7 +82,7 @@ class Cell:
     miss_bound_other_mechanisms: float | None = None
 
 
-def best(work, reps: int, repeats: int) -> float:
+def best(work: Callable[[], object], reps: int, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         start = time.process_time()  # this process's CPU time: what other work on a shared machine leaves alone

@@ -47,7 +47,7 @@ def folder_size(path: Path) -> int:
 
 
 class Checks:
-    def __init__(self):
+    def __init__(self) -> None:
         self.failed: list[str] = []
 
     def record(self, name: str, ok: bool, detail: str) -> None:

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tabulate import tabulate
 
@@ -752,16 +752,16 @@ INDEX_PAGE = b'{"files": [{"filename": "jax-0.4.29.tar.gz", "upload-time": "2024
 
 
 @contextmanager
-def hostile_index(respond: Callable[[BaseHTTPRequestHandler], None]):
+def hostile_index(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
     """An index on the loopback whose every answer is `respond(handler)`: its URL while the block runs."""
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             try:
                 respond(self)
             except OSError:  # the harness hung up, as it should on a page it refuses
                 pass
 
-        def log_message(self, *args):
+        def log_message(self, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
