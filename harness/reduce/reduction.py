@@ -390,7 +390,7 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK)
+                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
         if screen.screen(state.best, seed).finished:
             measurer.screen_decides = self._screen_decides(screen, state)
             if measurer.screen_decides:
@@ -428,7 +428,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, measurer.timeout_s, args=self.config.args,
-                            hook_folder=state.folder == FolderMode.HOOK)
+                            hook_folder=state.folder == FolderMode.HOOK, places=state.places)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
             return screen

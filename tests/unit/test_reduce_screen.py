@@ -355,3 +355,56 @@ def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path):
         assert screen.screen(program, 1, module="jit_g", stop=True).rejected == "timed out after 8 s"
     finally:
         screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_child_writes_where_the_original_wrote_under_tmp_each_time_into_an_empty_place(tmp_path):
+    # Issue 48: the machine's own entry there (the original made it) was bound back read-only, the original's
+    # child failed to write its checkpoint, and the screen was off for any program writing under /tmp.
+    import tempfile
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    user = Path(tempfile.mkdtemp(prefix="harness-unit-", dir="/tmp"))  # a folder right in the machine's /tmp
+    deeper, log = user / "ckpt", Path(f"{user}.log")
+    deeper.mkdir()
+    (deeper / "mine.txt").write_text("the user's")
+    log.write_text("the user's\n")
+    places = (str(deeper), str(log))
+    program = (f"import os\nassert not os.listdir({str(deeper)!r}) and not os.path.exists({str(log)!r})\n"
+               f"open(os.path.join({str(deeper)!r}, 'step.json'), 'w').write('x')\n"
+               f"open({str(log)!r}, 'a').write('ran\\n')\n")
+    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
+                        script, [], (script.parent,), 20.0, places=places)
+    try:
+        assert screen.screen(program, 5) == Screened(finished=True)
+        assert screen.screen(program, 5) == Screened(finished=True)  # the same server: nothing left from the first
+        assert sorted(p.name for p in deeper.iterdir()) == ["mine.txt"] and log.read_text() == "the user's\n"
+    finally:
+        screen.close()
+        shutil.rmtree(user)
+        log.unlink()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_child_s_temporary_folder_is_its_own_even_where_the_server_s_imports_asked_for_one(tmp_path):
+    # Flax's import asks tempfile for its folder, which tempfile then keeps: the server's /tmp, not the child's
+    # TMPDIR (a fresh run's): the Flax program's checkpoint went to the server's /tmp.
+    from harness.reduce.sandbox import bwrap_problem
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    script = tmp_path / "work" / "train.py"
+    script.parent.mkdir()
+    script.write_text("")
+    (script.parent / "asks_for_tmp.py").write_text("import tempfile\ntempfile.gettempdir()\n")
+    env = {**os.environ, "PYTHONPATH": str(script.parent)}
+    screen = ForkScreen(Path(sys.executable), env, ("asks_for_tmp",), tmp_path / "screened", script.parent, script,
+                        [], (script.parent,), 20.0)
+    program = "import os, tempfile\nassert tempfile.gettempdir() == os.environ['TMPDIR'], tempfile.gettempdir()\n"
+    try:
+        assert screen.screen(program, 5) == Screened(finished=True)
+    finally:
+        screen.close()
