@@ -63,7 +63,8 @@ FLAX_TRAIN = FIXTURES / "flax_train.py"
 def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tmp_path):
     """Issue 48 item 3, as a user runs it (from the script's folder, a relative path, the default options but
     --out, which keeps the results out of the repository): a Flax/Optax training program whose miss is in a
-    shard_map'd regulariser ends importing JAX and NumPy only."""
+    shard_map'd regulariser ends importing JAX and NumPy only, and its PEP 723 block no longer names Flax or
+    Optax."""
     import ast
 
     done = subprocess.run([sys.executable, "-m", "harness", "reduce", "flax_train.py", "--versions", "0.4.28",
@@ -77,6 +78,7 @@ def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tm
                 for n in ast.walk(ast.parse(reduced)) if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in (n.names if isinstance(n, ast.Import) else [n.names[0]])}
     assert imported - set(sys.stdlib_module_names) <= {"jax", "numpy"}, reduced
+    assert "flax" not in reduced and "optax" not in reduced, reduced  # nor in its PEP 723 block
     cells = {c.spec.jax_version: c for c in load_results(folder).cells}
     bad, good = cells["0.4.28"], cells["0.4.29"]
     assert bad.verdict == "reproduced" and good.verdict == "clean"
