@@ -9,7 +9,8 @@ with runpy, in its own folder, with its own arguments and variables, its output 
 program sets itself becomes the child's own (as the start-up hook makes it the cell's in a fresh run), where
 the reducer reads the keys it computed.
 
-One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s); one answer a line on
+One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s, remove: paths an
+earlier child may have left, removed before the fork); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
 (answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
@@ -22,8 +23,10 @@ import json
 import os
 import re
 import runpy
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any
@@ -58,6 +61,9 @@ def _child(request: dict[str, Any]) -> None:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.environ.update(request["env"])
+    # tempfile keeps the folder it first found (a library's import asked for it: Flax's does), the server's /tmp:
+    # the child's is its own TMPDIR, as a fresh run's is.
+    tempfile.tempdir = None
     os.chdir(request["cwd"])
     sys.argv = [request["script"], *request["argv"]]
     sys.path[0] = os.path.dirname(request["script"])  # as `python script.py` sets it
@@ -96,7 +102,21 @@ def _computed(cache: str | None, module: str) -> bool:
     return any(pattern.match(name) for name in names)
 
 
+def _remove(paths: list[str]) -> None:
+    """What an earlier child left at a place the original wrote in this server's private tmp: each child finds
+    it absent, as a fresh run does in its own tmpfs."""
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
+    _remove(request.get("remove", []))
     pid = os.fork()
     if pid == 0:
         try:

@@ -17,8 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import tomlkit
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from harness.core.records import plain
 from harness.inputs.config import Config, Repro
+from harness.inputs.dependencies import JAX_OWN
 from harness.inputs.process_variables import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
@@ -79,10 +84,49 @@ class ReduceOutcome:
         return self.folder / "best.py"
 
 
-def metadata_block(source: str) -> str:
-    """The script's inline metadata (PEP 723) block, to put back on the reduced program."""
+def metadata_block(source: str, reduced: str | None = None) -> str:
+    """The script's inline metadata (PEP 723) block, to put back on the reduced program; with `reduced`, less
+    the dependencies the reduced program no longer imports (unused)."""
     match = next((m for m in _METADATA_RE.finditer(source) if m.group("type") == "script"), None)
-    return match.group(0) + "\n" if match else ""
+    if match is None:
+        return ""
+    return (match.group(0) if reduced is None else _without_unused(match, source, reduced)) + "\n"
+
+
+def _top_imports(source: str) -> set[str]:
+    """The canonical names of the top-level modules `source` imports (not relative ones)."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return {canonicalize_name(n) for n in names}
+
+
+def _without_unused(block: re.Match[str], source: str, reduced: str) -> str:
+    """The block with a dependency left out where its name is a module the original imports and the reduced
+    program does not (`flax==0.8.3` once no `import flax` is left). What no import of the original names (a
+    distribution whose module is named otherwise, a plugin) and JAX's own pin stay: a dependency kept for
+    nothing costs an install, one dropped wrongly breaks `uv run reduced.py`."""
+    unused = _top_imports(source) - _top_imports(reduced) - JAX_OWN
+    lines = block.group("content").splitlines()
+    try:
+        document = tomlkit.parse("\n".join(line[2:] if line.startswith("# ") else line[1:] for line in lines))
+    except tomlkit.exceptions.ParseError:
+        return block.group(0)
+    dependencies = document.get("dependencies")
+    if not isinstance(dependencies, list):
+        return block.group(0)
+    for i in reversed(range(len(dependencies))):
+        try:
+            name = canonicalize_name(Requirement(str(dependencies[i])).name)
+        except InvalidRequirement:
+            continue
+        if name in unused:
+            del dependencies[i]
+    content = "".join(f"# {line}\n" if line else "#\n" for line in tomlkit.dumps(document).splitlines())
+    return f"# /// {block.group('type')}\n{content}# ///"
 
 
 def local_imports(source: str, folder: Path) -> bool:
@@ -393,7 +437,7 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK)
+                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
         if screen.screen(state.best, seed).finished:
             measurer.screen_decides = self._screen_decides(screen, state)
             if measurer.screen_decides:
@@ -432,7 +476,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, measurer.timeout_s, args=self.config.args,
-                            hook_folder=state.folder == FolderMode.HOOK)
+                            hook_folder=state.folder == FolderMode.HOOK, places=state.places)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
             return screen
@@ -527,7 +571,7 @@ class Reduction:
     # ---- the answer ---------------------------------------------------------------------------
 
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer) -> ReduceOutcome:
-        reduced = metadata_block(source) + state.best
+        reduced = metadata_block(source, state.best) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "

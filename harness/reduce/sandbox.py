@@ -185,6 +185,18 @@ def bwrap_argv(confines: Confines) -> list[str]:
     return argv
 
 
+def empty(stand_in: Path) -> None:
+    """A stand-in as it was made (Workspace.stand_ins): an empty folder, or an empty file."""
+    if stand_in.is_dir() and not stand_in.is_symlink():
+        for entry in list(stand_in.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    elif stand_in.is_file():
+        stand_in.write_bytes(b"")
+
+
 def bwrap_launcher(confines: Confines) -> tuple[str, ...]:
     """bwrap's command line (bwrap_argv), ending in `--`: the program's own command follows."""
     return (shutil.which("bwrap") or "bwrap", *bwrap_argv(confines), "--")

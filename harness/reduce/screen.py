@@ -36,7 +36,7 @@ from typing import NotRequired, TypedDict
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
 from harness.reduce.passes import PROBE_VARIABLE, digest
-from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher
+from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
 SERVER = "fork_server.py"
 BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
@@ -108,7 +108,8 @@ class _Answer(TypedDict):
 
 
 class _Server:
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], stand_ins: tuple[Path, ...] = ()) -> None:
+        self.stand_ins = stand_ins  # its own stand-ins for the places the original wrote (emptied before each child)
         self.process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         assert self.process.stdin is not None and self.process.stdout is not None  # PIPEs
@@ -169,6 +170,10 @@ class ForkScreen:
     # folder is then set only where the program sets one (redirected to the child's own), never before it runs,
     # as in a fresh run (a program that computes before it sets its folder caches nothing there, on some releases).
     hook_folder: bool = False
+    # Where the original wrote outside its folders (all in /tmp or /var/tmp: screen_allowed): a child may write
+    # there too, as a fresh candidate may, each time into an empty place (one right in a private tmp is the
+    # server's tmpfs's own, removed before each child; a deeper one gets a stand-in of the server's, emptied).
+    places: tuple[str, ...] = ()
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -176,7 +181,10 @@ class ForkScreen:
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
-        confines = Confines((self.work,), (*interpreter, *self.readable))
+        # Without a stand-in, the machine's own entry at a place the original wrote (it exists: the original made
+        # it) is bound back read-only, and the child's write there fails: the screen was off for such a program.
+        stand_ins = Workspace(Path(tempfile.mkdtemp(prefix=f"server-{seed}-", dir=self.work))).stand_ins(self.places)
+        confines = Confines((self.work,), (*interpreter, *self.readable), stand_ins)
         argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
         # Started by the screen's own thread, which lives as long as the screen: bubblewrap's --die-with-parent
         # follows the thread that started it, so a server started by a batch's worker thread (measure.test_bad)
@@ -185,7 +193,8 @@ class ForkScreen:
             if self._starter is None:
                 self._starter = ThreadPoolExecutor(1, thread_name_prefix="fork-screen")
             starter = self._starter
-        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed)}).result()
+        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed)},
+                                tuple(s for _, s in stand_ins)).result()
         with self._lock:
             self._all.append(server)
         return server
@@ -213,11 +222,15 @@ class ForkScreen:
             probed = folder / HOME_DIR / ".harness-values.jsonl"
             if values:
                 env[PROBE_VARIABLE] = str(probed)
-            answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
-                                 "cache": str(folder / "cache"), "log": str(folder / "run.log"),
-                                 "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
-                                 "stop_at": module if stop else None},
-                                self.timeout_s) if server.ready else None
+            answer = None
+            if server.ready:
+                for stand_in in server.stand_ins:
+                    empty(stand_in)
+                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
+                                     "cache": str(folder / "cache"), "log": str(folder / "run.log"),
+                                     "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
+                                     "stop_at": module if stop else None, "remove": self._own_places()},
+                                    self.timeout_s)
             found = entries(list_dir(folder / "cache")) if module is not None else set()
             written = _read_small(probed) if values else ""
         finally:
@@ -241,6 +254,11 @@ class ForkScreen:
             return Screened(finished=True, values=written)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
                         computed=bool(found), every=frozenset(e.key for e in found))
+
+    def _own_places(self) -> list[str]:
+        """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""
+        private = tuple(p.resolve() for p in PRIVATE_TMP)
+        return [p for p in self.places if Path(p).parent in private]
 
     def close(self) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 import ast
 
 from harness.reduce.passes import broken, dead_code, inlinings, normalise, removals, size, unwrappings
+from harness.inputs.dependencies import script_metadata
 from harness.reduce.reduction import local_imports, metadata_block
 
 PROGRAM = normalise("""
@@ -354,3 +355,23 @@ def test_probed_values_leave_out_what_could_not_be_written_or_differed_between_r
     from harness.reduce.passes import probed_values
     assert probed_values('["a", null]\n["b", "jnp.ones(2)"]\n["b", "jnp.ones(3)"]\nnot json\n["c", "("]\n'
                          '["d", "(1, 2)"]\n') == {"d": "(1, 2)"}
+
+
+def test_the_reduced_program_s_block_keeps_only_what_it_still_imports_and_jax_s_pin():
+    # Issue 48: reduced.py kept the original's block verbatim, declaring flax and optax it no longer imports.
+    script = ('# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "flax==0.8.3",  # the model\n'
+              '#   "optax[extra]>=0.2; python_version >= \'3.9\'",\n#   "jax==0.4.28",\n#   "scikit-learn",\n'
+              '#   "my-utils",\n# ]\n# ///\nimport jax\nimport flax.linen as nn\nfrom optax import sgd\nimport sklearn\n'
+              'import my_utils\n')
+    reduced = "import jax\nimport sklearn\n"
+    block = metadata_block(script, reduced)
+    assert block == ('# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "jax==0.4.28",\n'
+                     '#   "scikit-learn",\n# ]\n# ///\n')
+    # What no import of the original names stays (scikit-learn's module is sklearn: not known here to be unused);
+    # a module still imported keeps its dependency (my_utils is my-utils).
+    assert "my-utils" in metadata_block(script, reduced + "import my_utils\n")
+    assert "scikit-learn" in metadata_block(script, "import jax\n")
+    assert script_metadata(block) == {"requires-python": ">=3.11", "dependencies": ["jax==0.4.28", "scikit-learn"]}
+    assert metadata_block(script) == script[:script.index("# ///\nimport") + 6]  # the original's, verbatim
+    assert metadata_block("# /// script\n# dependencies = [\"flax\"]\n# ///\nimport flax\n", "import jax\n") == \
+        "# /// script\n# dependencies = []\n# ///\n"
