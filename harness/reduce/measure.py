@@ -29,7 +29,7 @@ from harness.core.kinds import FolderMode, Verdict
 from harness.core.runs import RunRecord
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
-from harness.reduce.screen import ForkScreen, Screened
+from harness.reduce.screen import ForkScreen
 from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
 from harness.results.reduction import Signature
@@ -129,12 +129,6 @@ class Release:
     environment: Environment
 
 
-def _beside(calls: list[Callable[[], Screened]]) -> list[Screened]:
-    """Forked children side by side (each of another seed: another server), their answers in order."""
-    with ThreadPoolExecutor(len(calls), thread_name_prefix="forked") as pool:
-        return list(pool.map(lambda call: call(), calls))
-
-
 @dataclass
 class Measurer:
     config: Config  # the original's check config: arguments, environment, thresholds, timeout
@@ -227,17 +221,10 @@ class Measurer:
         version = self.bad.spec.jax_version
         module = self.target.module if self.screen_decides else None
         first: frozenset[str] | None = None
-        screen = self.screen
-        # The first seed's child runs the whole program (its own exception rejects it, at any point); a later
-        # seed's is needed only for its key of the module, and stops once it has one. The second seed's runs
-        # beside the first's: every candidate the first does not reject needs it, and a core is idle otherwise
-        # (pysource-minimize's candidates come one at a time; a batch's quick rejection leaves a core to a kept one).
-        beside = _beside([lambda: screen.screen(source, seeds[0], module=module),
-                          lambda: screen.screen(source, seeds[1], module=module, stop=True)]) \
-            if module is not None and len(seeds) > 1 else []
-        for i, seed in enumerate(seeds if self.screen_decides else seeds[:1]):
-            quick = beside[i] if i < len(beside) else \
-                self.screen.screen(source, seed, module=module, stop=first is not None) if module \
+        for seed in seeds if self.screen_decides else seeds[:1]:
+            # The first seed's child runs the whole program (its own exception rejects it, at any point); a later
+            # seed's is needed only for its key of the module, and stops once it has one.
+            quick = self.screen.screen(source, seed, module=module, stop=first is not None) if module \
                 else self.screen.screen(source, seed)
             if quick.rejected is not None:
                 self.screened += 1
@@ -274,12 +261,10 @@ class Measurer:
         if self.good_screen is None or self.good is None:
             return None
         version, first = self.good.spec.jax_version, None
-        screen, module = self.good_screen, self.target.module
-        # Each child stops at the module's key (the rest of the program is asked of the bad release's first
-        # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed at all.
-        # The two run side by side (their answers are read in order).
-        answers = _beside([lambda seed=seed: screen.screen(source, seed, module=module, stop=True) for seed in seeds])
-        for seed, quick in zip(seeds, answers):
+        for seed in seeds:
+            # Each child stops at the module's key (the rest of the program is asked of the bad release's first
+            # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed at all.
+            quick = self.good_screen.screen(source, seed, module=self.target.module, stop=True)
             if quick.rejected is not None:
                 return Tried(False, f"error on {version}, the good release (a forked run of seed {seed}: "
                                     f"{quick.rejected})")
