@@ -95,6 +95,7 @@ class _Request(TypedDict):
     error: str  # the file the child writes its uncaught exception to
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
+    remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
 
 
 class _Answer(TypedDict):
