@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from packaging.tags import platform_tags
 
 from harness.inputs.dependencies import Sources
-from harness.environments.base import Backend, BackendOptions, Environment
+from harness.environments.base import Backend, BackendOptions
 from harness.environments.docker import DockerBackend, docker_available
 from harness.environments.local import LocalBackend
 from harness.environments.venv import VenvBackend, own_python_only
@@ -95,5 +95,4 @@ def make_backend(name: str, options: BackendOptions) -> BackendChoice:
     return BackendChoice(BACKENDS[BackendName.VENV](options), f"auto: {reason}; using uv virtualenvs")
 
 
-__all__ = ["BACKENDS", "Backend", "BackendChoice", "BackendName", "BackendOptions", "Environment", "NAMES",
-           "host_platforms", "make_backend", "python_chooser"]
+__all__ = ["BACKENDS", "BackendChoice", "NAMES", "host_platforms", "make_backend", "python_chooser"]

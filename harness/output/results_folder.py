@@ -13,7 +13,7 @@ from filelock import FileLock
 from harness.core.files import remove_path, write_atomic
 from harness.core.kinds import Cause
 from harness.core.model import CellResult
-from harness.report import ReportWriter
+from harness.report.write import ReportWriter
 from harness.report.reproduce import summary_of
 from harness.results.document import (RESULTS_FILE, TABLE_FILE, ResultsDocument, SweepStatus, cell_json, document_json,
                                       lock_results_folder, utc_now)

@@ -33,7 +33,7 @@ from harness.reduce.screen import ForkScreen
 from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
 from harness.results.reduction import Signature
-from harness.report import ReportWriter
+from harness.report.write import ReportWriter
 from harness.measure.sweep import cell_runner
 
 # A candidate's run may take this many times the original's slowest run (plus the floor) before it is

@@ -15,7 +15,8 @@ import msgspec
 from harness.inputs.dependencies import JAX_OWN, Sources, sources_from
 from harness.inputs.index_urls import redacted
 from harness.inputs.config import VARY_WITH_PROCESSES, Config, processes_problem
-from harness.environments import Backend, BackendChoice, BackendOptions, make_backend
+from harness.environments import BackendChoice, make_backend
+from harness.environments.base import Backend, BackendOptions
 from harness.environments import interpreters
 from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError

@@ -11,7 +11,7 @@ from harness.inputs.config import load_config
 from harness.core.errors import UserError
 from harness.core.files import refuse_links
 from harness.inputs.pythons import AUTO, PythonVersion
-from harness.report import write_report
+from harness.report.write import write_report
 from harness.results.document import load_results, new_results_folder, results_folder
 from harness.service.measurement import open_backend, version_entries
 from harness.service.options import MeasureOptions, PythonOptions

@@ -10,7 +10,7 @@ from harness.bisect.bisection import DEFAULT_SOURCES
 from harness.bisect.commits import CommitSources, GitRepo
 from harness.bisect.ref import RefCommit, fetch_ref, measure_ref
 from harness.inputs.config import load_config
-from harness.environments import BackendName
+from harness.core.kinds import BackendName
 from harness.core.errors import UserError
 from harness.results.header import recorded_config
 from harness.nightly.compare import CellChange, check_same_repro, compare, repro_of

@@ -19,7 +19,8 @@ import pytest
 from harness.cli import commands as cli
 from harness.inputs.config import Repro
 from harness.inputs.dependencies import parse_requirements
-from harness.environments import BackendOptions, make_backend
+from harness.environments import make_backend
+from harness.environments.base import BackendOptions
 from harness.environments.docker import (OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
                                          DockerBackend, DockerEnvironment)
 from harness.environments.wheelhouse import MANYLINUX_X86_64

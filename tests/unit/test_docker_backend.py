@@ -19,7 +19,8 @@ import requests
 from docker.errors import APIError, DockerException
 from docker.models.containers import Container
 
-from harness.environments import BackendOptions, make_backend
+from harness.environments import make_backend
+from harness.environments.base import BackendOptions
 from harness.environments import docker as dk
 from harness.environments.docker import containers
 from harness.environments import requirements as rq

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.environments import BackendOptions, make_backend
+from harness.environments import make_backend
+from harness.environments.base import BackendOptions
 from harness.environments.docker import DockerBackend
 from harness.environments.docker.images import OWN_FOLDER, image_tag, with_own_packages, write_context
 from harness.environments.wheelhouse import _without, parse_lock

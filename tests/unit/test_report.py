@@ -22,7 +22,8 @@ from harness.core.model import CellResult, CellSpec, Mesh
 from harness.core.kinds import FolderMode, NothingCached, Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
-from harness.report import REPORT_FILE, render_report, write_report
+from harness.report.render import REPORT_FILE, render_report
+from harness.report.write import write_report
 from harness.report.render import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
                                      extract_lowered, key_seeds, moved_module, strip_locations)
