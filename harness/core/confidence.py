@@ -194,6 +194,16 @@ def runs_for_strong(plan: SeedPlan) -> int:
     return math.ceil(random_runs / plan.processes)
 
 
+SHOWN_ORDERS = 3  # a table cell names a few of the orders never lowered, and counts the rest
+
+
+def _orders(unseen: list[str]) -> str:
+    """The orders never lowered, for one line: the first few, and how many more (a four-name mesh has 24)."""
+    shown = "; ".join(unseen[:SHOWN_ORDERS])
+    more = len(unseen) - SHOWN_ORDERS
+    return f"{shown} and {more} more order{'s' if more > 1 else ''} of the same sets" if more > 0 else shown
+
+
 def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
     """What a clean cell says when its miss bound is weak, with the runs that would make it strong;
     "" when it is not weak (or not known: a results file without its plan)."""
@@ -201,7 +211,7 @@ def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
         return ""
     unseen = plan.unseen_orders()
     if unseen:  # read back from the modules: say what was never lowered, and why the bound is what it is
-        return (f"weak: the runs never lowered {'; '.join(unseen)}: a regression that follows that order would "
+        return (f"weak: the runs never lowered {_orders(unseen)}: a regression that follows that order would "
                 f"read clean with chance up to {bounds.set_order:.2g} (the seeds predicted to give it all put "
                 f"both names in one slot of the set's table, about 1 in 8 each); --runs {runs_for_strong(plan)} "
                 f"would make it at most {MISPREDICTED ** 2:.2g}")
@@ -215,5 +225,5 @@ def unseen_orders_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> st
     were not seen ("" otherwise; a weak one says it in weak_bound_phrase)."""
     if bounds is None or plan is None or bounds.set_order > WEAK_BOUND or not plan.unseen_orders():
         return ""
-    return (f"the runs never lowered {'; '.join(plan.unseen_orders())} (set-order bound {bounds.set_order:.2g}: "
+    return (f"the runs never lowered {_orders(plan.unseen_orders())} (set-order bound {bounds.set_order:.2g}: "
             "the seeds predicted to give it would all have had to put both names in one slot)")

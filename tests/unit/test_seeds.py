@@ -11,7 +11,8 @@ from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform
-from harness.core.confidence import SeedPlan, SeedStrategy, miss_probability_random, runs_for_target, weak_bound_phrase
+from harness.core.confidence import (SHOWN_ORDERS, SeedPlan, SeedStrategy, _orders, miss_probability_random,
+                                     runs_for_target, weak_bound_phrase)
 from harness.core.ir_names import lowered_orders
 from harness.measure.seeds import (OrderObserver, Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets,
                                    run_probe)
@@ -252,3 +253,10 @@ def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_
     assert observer.next_seeds([3], 1) == [2]
     data = {"python": "3.11", "orderings": {"1": [["a", "b"]], "2": [["a", "b"]]}, "fragile": {"1": [True], "2": [False]}}
     assert Probe.from_output([("a", "b")], data).fragile == frozenset({1})
+
+
+def test_a_clean_cell_names_a_few_orders_never_lowered_and_counts_the_rest() -> None:
+    unseen = [f"{{a, b, c, d}} as {x},{y}" for x, y in ("ba", "ca", "da", "cb", "db", "dc")]
+    said = _orders(unseen)
+    assert said.count(" as ") == SHOWN_ORDERS and said.endswith("and 3 more orders of the same sets")
+    assert _orders(unseen[:2]) == "; ".join(unseen[:2])
