@@ -25,7 +25,7 @@ from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HA
 THRESHOLD_NAMES = {MIN_COMPILE_TIME: "minimum compile time (s)", MIN_ENTRY_SIZE: "minimum entry size (bytes)"}
 
 
-def read_record(path: Path) -> ScriptCache | None:
+def read_script_settings(path: Path) -> ScriptCache | None:
     """The hook's record of one run; None when there is none (the script never imported jax)."""
     try:
         return parse_record(path.read_text(errors="replace"))

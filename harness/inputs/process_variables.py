@@ -56,7 +56,7 @@ def run_log(dump_dir: Path) -> Path:
     return dump_dir.with_suffix(".log")
 
 
-def cache_record_path(log_path: Path) -> Path:
+def script_settings_path(log_path: Path) -> Path:
     """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
     return log_path.with_suffix(".cache.jsonl")
 

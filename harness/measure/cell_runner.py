@@ -33,12 +33,12 @@ from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
 from harness.core.runs import Program, RunRecord
-from harness.inputs.process_variables import (IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+from harness.inputs.process_variables import (IR_DUMP_VAR, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
 from harness.verdicts.finish import CauseReader, Measured, ScriptRun, finish_cell, with_plan
-from harness.evidence.script_settings import first_use, read_record, sets_own_folder
+from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
@@ -322,7 +322,7 @@ class OpenCell:
         log = self.log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
         builtin = runner.repro.builtin
         env = process_env(spec, seed, runner.thresholds if not builtin else ThresholdMode.HARNESS)
-        record_file = cache_record_path(log)
+        record_file = script_settings_path(log)
         recorded = recorder_path(log)
         if not builtin:
             env[IR_DUMP_VAR] = str(ir_dump_dir(log).resolve())  # the run's cwd is the script's folder
@@ -343,7 +343,7 @@ class OpenCell:
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
-                         script_cache=None if builtin else read_record(record_file),
+                         script_cache=None if builtin else read_script_settings(record_file),
                          keys=keys, log_note=note, tests=tests, test_seconds=test_seconds)
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
@@ -376,7 +376,7 @@ class OpenCell:
         record = self.measure_run(queued, FolderMode.HOOK, first_use=True)
         log = self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log"
         api = sets_own_folder(record.script_cache)
-        given, after = first_use(cache_record_path(log))
+        given, after = first_use(script_settings_path(log))
         if api is None:
             self.folder = FolderMode.ENVIRONMENT
             self.folder_why = ("the script set no cache folder in code (run 1 told): the folder comes from "
@@ -389,7 +389,7 @@ class OpenCell:
                 return record
         if log.exists():
             log.replace(log.with_suffix(".first-use.log"))
-        for leftover in (cache_record_path(log), ir_dump_dir(log), recorder_path(log)):
+        for leftover in (script_settings_path(log), ir_dump_dir(log), recorder_path(log)):
             remove_path(leftover)
         for name in list_dir(self.cache_dir):  # what the first attempt wrote: run 1 starts from an empty folder
             remove_path(self.cache_dir / name)

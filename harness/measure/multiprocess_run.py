@@ -25,11 +25,11 @@ from harness.core.listing import list_dir
 from harness.core.model import CellSpec
 from harness.core.runs import ProcessOutcome, Program, RankRecord, RunRecord
 from harness.core.kinds import ThresholdMode
-from harness.inputs.process_variables import IR_DUMP_VAR, cache_record_path, hook_env, ir_dump_dir, merge_user_env
+from harness.inputs.process_variables import IR_DUMP_VAR, script_settings_path, hook_env, ir_dump_dir, merge_user_env
 from harness.measure.run_logs import read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path
 from harness.core.files import remove_path
-from harness.evidence.script_settings import read_record
+from harness.evidence.script_settings import read_script_settings
 from harness.inside.startup import STARTUP_DIR
 from harness.inside.startup.jax_cache_harness_hook import JOINED_MARK
 
@@ -109,7 +109,7 @@ def measure_job(environment: Environment, program: Program, spec: CellSpec, seed
         if script:
             env[IR_DUMP_VAR] = str(ir_dump_dir(rank_log_path).resolve())
             remove_path(recorder_path(rank_log_path))
-            env.update(hook_env(cache_record_path(rank_log_path), thresholds, recorder=recorder_path(rank_log_path).resolve()))
+            env.update(hook_env(script_settings_path(rank_log_path), thresholds, recorder=recorder_path(rank_log_path).resolve()))
         envs.append(merge_user_env(env, user_env))
     outcomes = environment.run_group(program, envs, cache_dir, logs, timeout_s)
     added = sorted(list_dir(cache_dir) - before)
@@ -126,7 +126,7 @@ def measure_job(environment: Environment, program: Program, spec: CellSpec, seed
         ranks.append(RankRecord(rank, seeds[rank], outcome.exit_code, round(outcome.duration_s, 3),
                                 outcome.timed_out, outcome.reason if outcome.ok else _rank_reason(outcome, rank_log_path),
                                 shown(rank_log_path), keys, note,
-                                read_record(cache_record_path(rank_log_path)) if script else None,
+                                read_script_settings(script_settings_path(rank_log_path)) if script else None,
                                 _joined(rank_log_path)))
     failed = next((r for r in ranks if not r.ok), None)
     logged = [r.keys for r in ranks if r.keys is not None]
