@@ -45,7 +45,7 @@ TARGETS = (
     Target("bisect", THIS_TEST, ("ARGS=--versions 0.4.28 0.4.29 --runs 2 --seeds random -q --out {tmp}/bisect",),
            expect_text="0.4.29"),
     Target("reduce", THIS_TEST, ("SCRIPT=tests/fixtures/sm.py",
-                                 "ARGS=--max-candidates 1 --runs 2 --seeds random -q --out {tmp}/reduce")),
+                                 "ARGS=--max-candidates 1 --runs 2 -q --out {tmp}/reduce")),
     Target("stress", THIS_TEST, ("ARGS=--only=5,000-digit",), expect_text="2 of 2 held"),
     Target("bench", THIS_TEST, ("BENCH_REPS=1", "BENCH_ARGS=--help"), expect_text="usage: bench_reduce.py"),
     Target("cuda-image-check", THIS_TEST, ("ARGS=--help",), expect_text="usage: check_cuda_image.py"),
