@@ -166,7 +166,7 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
         lowered = any(c.get("lowered") for c in self.covers)
         if lowered:  # read back from the runs' modules
             cover = ("every pair of names lowered in both orders" if complete else
-                     "not lowered yet: " + ", ".join(self.unseen_orders()) if self.unseen_orders() else "not every pair order")
+                     "not lowered yet: " + _orders(self.unseen_orders()) if self.unseen_orders() else "not every pair order")
         else:
             cover = "every pair of axis names in both orders" if complete else "not every pair order"
         extra = f" + {len(self.random)} random" if self.random else ""
