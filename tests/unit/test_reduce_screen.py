@@ -14,8 +14,26 @@ from harness.core.files import package_path
 from harness.reduce.screen import ForkScreen, Screened, preloaded, screen_allowed
 from harness.reduce.passes import digest
 from harness.reduce.search import Tried
+from harness.reduce.sandbox import bwrap_problem
 
 ORDER = "print(list({'data', 'model', 'batch', 'expert', 'pipe'}))\n"
+
+
+@pytest.fixture
+def script(tmp_path):
+    """An empty script in a folder of its own, for a screen under bubblewrap (skipped where that cannot run)."""
+    if bwrap_problem():
+        pytest.skip(bwrap_problem())
+    path = tmp_path / "work" / "train.py"
+    path.parent.mkdir()
+    path.write_text("")
+    return path
+
+
+def _screen(tmp_path, script, timeout_s=20.0, env=None, modules=("json",), **fields):
+    """A screen of `script` writing only under tmp_path/screened, its servers importing `modules`."""
+    return ForkScreen(Path(sys.executable), dict(env or os.environ), modules, tmp_path / "screened", script.parent,
+                      script, [], (script.parent,), timeout_s, **fields)
 
 
 def _serve(tmp_path, requests, seed=7):
@@ -122,25 +140,17 @@ def test_every_other_candidate_is_measured_in_fresh_processes(screened):
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_folder(tmp_path):
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
+def test_a_server_runs_under_bubblewrap_and_its_child_writes_only_in_its_own_folder(tmp_path, script):
     outside = tmp_path / "outside"
     outside.mkdir()
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
-    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0)
+    screen = _screen(tmp_path, script)
     try:
         assert screen.screen("open('here.txt', 'w').write('x')\n", 5).finished
         # Stopped by the sandbox: unsure, so the fresh run's watch says where it wrote (`refused: ...`).
         assert screen.screen(f"open({str(outside / 'x')!r}, 'w').write('x')\n", 5) == Screened()
         assert screen.screen(f"open({str(outside / 'no' / 'x')!r}, 'w').write('x')\n", 5) == Screened()
         assert list(outside.iterdir()) == []
-        hung = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                          script, [], (script.parent,), 0.5)
+        hung = _screen(tmp_path, script, timeout_s=0.5)
         assert hung.screen("while True: pass\n", 5) == Screened(rejected="timed out after 0 s")
         hung.close()
     finally:
@@ -260,20 +270,13 @@ def test_a_resumed_search_s_provisional_keeps_are_confirmed_again():
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_forked_child_s_keys_of_the_module_are_read_from_its_own_cache_folder(tmp_path):
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
+def test_a_forked_child_s_keys_of_the_module_are_read_from_its_own_cache_folder(tmp_path, script):
     # A stand-in for JAX: the module's key follows the seed's set order, another module's does not.
     program = ("import os, hashlib\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache)\n"
                "key = hashlib.sha256(str(list({'a', 'b', 'c', 'd', 'e'})).encode()).hexdigest()\n"
                "open(os.path.join(cache, 'jit_f-' + key), 'w').close()\n"
                "open(os.path.join(cache, 'jit_g-' + '0' * 64), 'w').close()\n")
-    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0)
+    screen = _screen(tmp_path, script)
     try:
         first, again, other = (screen.screen(program, seed, module="jit_f") for seed in (1, 1, 2))
         assert first.finished and first.computed and len(first.keys) == 1 and first.keys == again.keys
@@ -286,18 +289,11 @@ def test_a_forked_child_s_keys_of_the_module_are_read_from_its_own_cache_folder(
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path):
+def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path, script):
     # bubblewrap's --die-with-parent follows the thread that started it: measure.test_bad's worker threads end
     # with each batch, and their servers must not (else the next candidate finds it dead: the screen turns off).
     from concurrent.futures import ThreadPoolExecutor
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
-    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0)
+    screen = _screen(tmp_path, script)
     try:
         with ThreadPoolExecutor(2) as batch:
             assert all(s.finished for s in batch.map(lambda seed: screen.screen("pass\n", seed), (1, 2)))
@@ -311,20 +307,12 @@ def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the_program_sets_one(tmp_path):
+def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the_program_sets_one(tmp_path, script):
     # As the start-up hook does in a fresh run (FolderMode.HOOK): a program that computes before it sets its
     # folder caches nothing on 0.4.29, and its forked child must not be given a folder from the start.
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
     program = "import os\nprint(os.environ.get('JAX_COMPILATION_CACHE_DIR'))\nassert 'JAX_COMPILATION_CACHE_DIR' not in os.environ\n"
-    hooked = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0, hook_folder=True)
-    plain = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                       script, [], (script.parent,), 20.0)
+    hooked = _screen(tmp_path, script, hook_folder=True)
+    plain = _screen(tmp_path, script)
     try:
         assert hooked.screen(program, 1).finished
         assert plain.screen(program, 1).rejected.startswith("AssertionError")
@@ -334,19 +322,12 @@ def test_where_the_original_sets_its_folder_in_code_a_child_gets_none_before_the
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path):
+def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path, script):
     import time
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
     program = ("import os, time\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache)\n"
                "open(os.path.join(cache, 'jit_f-' + '1' * 64 + '.tmp'), 'w').close()\ntime.sleep(0.5)\n"
                "open(os.path.join(cache, 'jit_f-' + '2' * 64), 'w').close()\ntime.sleep(60)\n")
-    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 8.0)
+    screen = _screen(tmp_path, script, timeout_s=8.0)
     try:
         started = time.monotonic()
         stopped = screen.screen(program, 1, module="jit_f", stop=True)
@@ -358,16 +339,10 @@ def test_a_later_seed_s_child_stops_once_it_computed_the_module_s_key(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_child_writes_where_the_original_wrote_under_tmp_each_time_into_an_empty_place(tmp_path):
+def test_a_child_writes_where_the_original_wrote_under_tmp_each_time_into_an_empty_place(tmp_path, script):
     # Issue 48: the machine's own entry there (the original made it) was bound back read-only, the original's
     # child failed to write its checkpoint, and the screen was off for any program writing under /tmp.
     import tempfile
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
     user = Path(tempfile.mkdtemp(prefix="harness-unit-", dir="/tmp"))  # a folder right in the machine's /tmp
     deeper, log = user / "ckpt", Path(f"{user}.log")
     deeper.mkdir()
@@ -377,8 +352,7 @@ def test_a_child_writes_where_the_original_wrote_under_tmp_each_time_into_an_emp
     program = (f"import os\nassert not os.listdir({str(deeper)!r}) and not os.path.exists({str(log)!r})\n"
                f"open(os.path.join({str(deeper)!r}, 'step.json'), 'w').write('x')\n"
                f"open({str(log)!r}, 'a').write('ran\\n')\n")
-    screen = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0, places=places)
+    screen = _screen(tmp_path, script, places=places)
     try:
         assert screen.screen(program, 5) == Screened(finished=True)
         assert screen.screen(program, 5) == Screened(finished=True)  # the same server: nothing left from the first
@@ -390,19 +364,12 @@ def test_a_child_writes_where_the_original_wrote_under_tmp_each_time_into_an_emp
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_child_s_temporary_folder_is_its_own_even_where_the_server_s_imports_asked_for_one(tmp_path):
+def test_a_child_s_temporary_folder_is_its_own_even_where_the_server_s_imports_asked_for_one(tmp_path, script):
     # Flax's import asks tempfile for its folder, which tempfile then keeps: the server's /tmp, not the child's
     # TMPDIR (a fresh run's): the Flax program's checkpoint went to the server's /tmp.
-    from harness.reduce.sandbox import bwrap_problem
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    script = tmp_path / "work" / "train.py"
-    script.parent.mkdir()
-    script.write_text("")
     (script.parent / "asks_for_tmp.py").write_text("import tempfile\ntempfile.gettempdir()\n")
     env = {**os.environ, "PYTHONPATH": str(script.parent)}
-    screen = ForkScreen(Path(sys.executable), env, ("asks_for_tmp",), tmp_path / "screened", script.parent, script,
-                        [], (script.parent,), 20.0)
+    screen = _screen(tmp_path, script, env=env, modules=("asks_for_tmp",))
     program = "import os, tempfile\nassert tempfile.gettempdir() == os.environ['TMPDIR'], tempfile.gettempdir()\n"
     try:
         assert screen.screen(program, 5) == Screened(finished=True)
