@@ -63,6 +63,21 @@ def normalise(source: str) -> str:
     return ast.unparse(ast.parse(source)) + "\n"
 
 
+def imported_packages(statements: Iterator[ast.AST] | list[ast.stmt]) -> list[str]:
+    """The top-level packages these statements import, each once in the order first imported (relative imports
+    left out): `import a.b` and `from a.c import d` give `a`."""
+    names: list[str] = []
+    for node in statements:
+        if isinstance(node, ast.Import):
+            found = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found = [node.module.split(".")[0]]
+        else:
+            continue
+        names += [n for n in found if n not in names]
+    return names
+
+
 def digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 

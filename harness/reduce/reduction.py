@@ -34,7 +34,8 @@ from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.passes import coarse_passes, digest, normalise, probe_program, probed_values, size
+from harness.reduce.passes import (coarse_passes, digest, imported_packages, normalise, probe_program, probed_values,
+                                   size)
 from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
@@ -95,13 +96,7 @@ def metadata_block(source: str, reduced: str | None = None) -> str:
 
 def _top_imports(source: str) -> set[str]:
     """The canonical names of the top-level modules `source` imports (not relative ones)."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return {canonicalize_name(n) for n in names}
+    return {canonicalize_name(n) for n in imported_packages(ast.walk(ast.parse(source)))}
 
 
 def _without_unused(block: re.Match[str], source: str, reduced: str) -> str:
@@ -132,12 +127,7 @@ def _without_unused(block: re.Match[str], source: str, reduced: str) -> str:
 def local_imports(source: str, folder: Path) -> bool:
     """Whether the script imports a module that sits beside it (candidates then need its folder on
     PYTHONPATH, as they are written elsewhere)."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
+    names = imported_packages(ast.walk(ast.parse(source)))
     return any((folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file() for n in names)
 
 

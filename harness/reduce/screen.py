@@ -35,7 +35,7 @@ from typing import NotRequired, TypedDict
 
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
-from harness.reduce.passes import PROBE_VARIABLE, digest
+from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
 SERVER = "fork_server.py"
@@ -52,16 +52,9 @@ def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
     imports at module level, less those that sit in the script's folders (the user's code runs in the child
     only)."""
     names: list[str] = list(BASE_MODULES)
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Import):
-            found = [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found = [node.module.split(".")[0]]
-        else:
-            continue
-        for name in found:
-            if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
-                names.append(name)
+    for name in imported_packages(ast.parse(source).body):
+        if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
+            names.append(name)
     return tuple(names)
 
 
