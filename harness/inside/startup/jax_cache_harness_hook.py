@@ -484,9 +484,9 @@ class Recorder:
                 record["test"] = self.test
                 if self.phase:
                     record["phase"] = self.phase
-            data = (json.dumps(record, default=str, sort_keys=True) + "\n").encode("utf-8", "backslashreplace")
             if self.full:
                 return
+            data = (json.dumps(record, default=str, sort_keys=True) + "\n").encode("utf-8", "backslashreplace")
             if os.fstat(self.fd).st_size + len(data) > self.max_bytes:
                 self.full = True  # one line to say so, past the cap by its own few bytes at most
                 data = (json.dumps({"kind": "problem", "pid": record["pid"], "detail": (
