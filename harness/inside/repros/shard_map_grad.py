@@ -8,6 +8,8 @@ through JAX_COMPILATION_CACHE_DIR and friends; this script only absorbs API drif
 lowered module (the evidence) on stdout, between markers the harness can find.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 from functools import partial
