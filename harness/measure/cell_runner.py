@@ -37,6 +37,7 @@ from harness.inputs.process_variables import (IR_DUMP_VAR, script_settings_path,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
+from harness.measure.seeds import Reseed, SeedWindow
 from harness.verdicts.finish import CauseReader, Measured, ScriptRun, finish_cell, with_plan
 from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
@@ -55,9 +56,6 @@ SETTLING_RUNS = 2
 OnRun = Callable[[CellSpec, RunRecord, int], None]
 # --vary: each factor's result as it is judged.
 OnFactor = Callable[[CellSpec, FactorResult], None]
-# A cell's later seeds as its runs end: (the run's index, its seed, its IR dump folder, the seeds started so
-# far, how many planned runs have not started) -> their seeds (harness.measure.seeds.Reseed).
-Reseed = Callable[[int, int, Path, list[int], int], list[int]]
 
 
 @dataclass
@@ -159,17 +157,17 @@ class OpenCell:
     checks: list[QueuedRun] | None = None  # the seed check's re-runs still to start (None: not planned yet)
     rechecked: dict[str, SeedRun] = field(default_factory=dict)
     vary: VaryPhase | None = None  # --vary: begun once the cell's own runs and checks are done
-    reseed: Reseed | None = None  # its later seeds, chosen from what its runs lowered as they end
+    # Its later seeds, chosen from what its runs lowered, each from the runs a fixed number of places before it
+    # (not from whichever ended first), given to the reseeder as each run is taken.
+    seed_window: SeedWindow | None = None
     started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
     # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
     control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
     control_record: RunRecord | None = None
-    # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due)
+    # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due): run 1's
+    # orders are read (and the interpreter probed) when run 2 is taken, after it, so that the probe overlaps it.
     moved: EarlyMoved | None = None
-    # Run 1, when the moved run is due: the reseeder reads its orders (and probes the interpreter) when the next
-    # planned run is taken, after the moved run has started, so that the probe overlaps it (or as the cell ends).
-    reseed_due: list[RunRecord] = field(default_factory=list)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -202,7 +200,9 @@ class OpenCell:
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
-                   folder_why=folder_why, reseed=None if spec.is_multiprocess else reseed, plan=plan)
+                   folder_why=folder_why, plan=plan,
+                   seed_window=None if spec.is_multiprocess or reseed is None else
+                   SeedWindow(reseed, runner.at_once, SETTLING_RUNS))
 
     @property
     def slots(self) -> int:
@@ -218,7 +218,7 @@ class OpenCell:
         if self._planned_runs_left():
             if len(self.tally.records) < SETTLING_RUNS:  # one planned run at a time until the cell may have settled
                 return self.running - (self.moved is not None and self.moved.result is None) == 0
-            return True
+            return self.seed_window is None or self.seed_window.ready(self.pending[0][0])
         if self.checks is None and self.running == 0:
             # A cell whose caller gave up (harness reduce's rejected candidate) needs no seed check, no factor.
             self.checks = [] if self.tally.gave_up else self._plan_checks()
@@ -275,7 +275,8 @@ class OpenCell:
             self.moved = EarlyMoved.take(self)
             return self.moved.queued
         if self._planned_runs_left():
-            self._reseed_now()
+            if self.seed_window is not None:
+                self._reseeded(self.seed_window.seeds_for(self.pending[0][0], list(self.started), len(self.pending)))
             index, seeds = self.pending.pop(0)
             self.started.append(seeds[0])
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
@@ -353,17 +354,10 @@ class OpenCell:
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
 
-    def _reseed_now(self) -> None:
-        while self.reseed_due:
-            self._reseed(self.reseed_due.pop(0))
-
-    def _reseed(self, record: RunRecord) -> None:
-        """After each planned run, the seeds of the runs not started yet, chosen from what the runs so far
-        lowered (run 1 runs alone, and so does run 2: each is chosen knowing the runs before it)."""
-        assert self.reseed is not None
-        dump = ir_dump_dir(self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
-        later = self.reseed(record.index, record.seed, dump, list(self.started), len(self.pending))
-        self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
+    def _reseeded(self, later: list[int] | None) -> None:
+        """The seeds of the runs not started yet, chosen from what the runs before them lowered (None: as they were)."""
+        if later is not None:
+            self.pending = [(index, (seed,)) for (index, _), seed in zip(self.pending, later)]
 
     def _first_run(self, queued: QueuedRun) -> RunRecord:
         """A user's script's first run tells how its runs get the folder, and is the cell's run 1 as well: it
@@ -448,10 +442,9 @@ class OpenCell:
             return False
         if queued.check is None:
             self.tally.add(record)
-            if self.reseed is not None:
-                self.reseed_due.append(record)
-                if not self._moved_run_due():  # run 1's (its seed probe) waits until the moved run has started
-                    self._reseed_now()
+            if self.seed_window is not None:
+                self.seed_window.run_ended(record.index, record.seed,
+                                           ir_dump_dir(self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log"))
             return True
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
@@ -467,8 +460,8 @@ class OpenCell:
         """The finished cell (`finish_cell`) from everything measured: the runs, and beside them --vary's
         factors, the moved folder, the seed check and the plan."""
         runner = self.runner
-        if not interrupted:  # (a probe is a process: none after Ctrl-C)
-            self._reseed_now()
+        if not interrupted and self.seed_window is not None:  # (a probe is a process: none after Ctrl-C)
+            self._reseeded(self.seed_window.give_all(list(self.started), len(self.pending)))
         phase = self.vary if interrupted else self._vary_phase()  # interrupted while its factors ran: what was judged
         return finish_cell(Measured(
             self.spec, self.tally, sorted(list_dir(self.cache_dir)), runner.environment.describe(), interrupted,

@@ -13,7 +13,9 @@ lowered (`harness.core.ir_names`: names quoted together, e.g. a shard_map's mesh
 get seeds chosen so that, with the first run's, every pair of names of each set is seen in both orders
 (`SeedPlanner.reseeder`, called by the runner once run 1 is done). Whatever the probe predicted, the orders a
 cell claims to have covered are those its runs lowered, read back after each run (a script's IR dump, the
-module the built-in repro prints in its log: `OrderObserver`), and the next seeds go to orders not seen yet.
+module the built-in repro prints in its log: `OrderObserver`), and the next seeds go to orders not seen yet,
+each run's from the runs a fixed number of places before it, whichever of its concurrent runs ends first
+(`SeedWindow`).
 
 Pure, except `SeedPlanner.probe`, `run_probe`, `dump_texts` and `lowered_in_log`, which run the probe script
 in an Environment and read a run's IR dump or log.
@@ -226,7 +228,9 @@ class OrderObserver:
     def covers(self, seeds: list[int]) -> list[dict[str, Any]]:
         """Per probed set: the orders the runs lowered (`orderings_run`; the probe's word where the modules
         never quote the set, `lowered` false), the probe's prediction for the same seeds, whether every pair
-        was seen both ways, and the pair orders never seen (`pair_orders_not_seen`)."""
+        was seen both ways, the pair orders never seen (`pair_orders_not_seen`), and for the worst such pair how
+        many runs that quoted the set were predicted to lower it otherwise than it was (`seeds_predicted_otherwise`:
+        the set-order bound is (1/8)^k, `SeedPlan.miss_bound`)."""
         out = []
         for i, names in enumerate(self.probe.sets):
             predicted = [self.probe.orderings[s][i] for s in seeds if s in self.probe.orderings]
@@ -242,14 +246,22 @@ class OrderObserver:
                 both = {(a, b) for a, b in seen_pairs if (b, a) in seen_pairs}
                 cover["lowered"] = False
             missing = []
-            tests = []  # per pair never seen both ways: the fewer seeds predicted for one of its two orders
+            # Per pair never seen both ways: how many runs were predicted to lower it otherwise than a place that
+            # never changed showed it (a key that followed the set there would have moved unless each of those
+            # seeds was mispredicted). Only the runs whose module quoted the set count.
+            quoted = [self.probe.orderings[s][i] for s in seeds
+                      if s in self.probe.orderings and s in self.lowered and self.lowered[s][i]]
+            tests = []
             for a, b in itertools.combinations(names, 2):
                 if (a, b) in both:
                     continue
                 absent = [f"{x},{y}" for x, y in ((a, b), (b, a)) if (x, y) not in seen_pairs]
                 missing += absent or [f"{a}/{b} (each order only at places that never changed)"]
-                orders = [o for o in predicted if o.index(a) < o.index(b)]
-                tests.append(min(len(orders), len(predicted) - len(orders)))
+                ahead = sum(o.index(a) < o.index(b) for o in quoted)  # predicted a before b
+                otherwise = {(a, b): len(quoted) - ahead, (b, a): ahead}  # predicted other than each order
+                if cover["lowered"]:
+                    tests.append(min((otherwise[order] for order in ((a, b), (b, a)) if order in seen_pairs),
+                                     default=0))
             if tests and cover["lowered"]:
                 cover["seeds_predicted_otherwise"] = min(tests)
             cover.update({"orderings_run": [",".join(o) for o in dict.fromkeys(ran)],
@@ -269,6 +281,51 @@ def _predicted(probe: Probe, seeds: list[int]) -> set[Pair]:
 # A cell's later seeds as its runs end: (the run's index, its seed, its IR dump folder, the seeds started so
 # far in run order, how many planned runs have not started) -> the seeds of those runs, in order.
 Reseed = Callable[[int, int, Path, list[int], int], list[int]]
+
+
+@dataclass
+class SeedWindow:
+    """Which ended runs a later run's seed is chosen from, so that a cell's seeds (and so its bound) do not
+    depend on which of its concurrent runs ends first: run n's seed comes from runs 1..`sources(n)`, given to the
+    reseeder in run order and no others (a run that ended early waits its turn), and run n starts only once those
+    have ended (`ready`). The first runs start after every run before them (`settling`); after that, with
+    `window` runs at once, run n's seed comes from runs 1..n-window, the runs between counted as predicted."""
+
+    reseed: Reseed
+    window: int
+    settling: int
+    ended: dict[int, tuple[int, Path]] = field(default_factory=dict)  # index -> (seed, IR dump) of runs not given yet
+    given: int = 0  # runs 1..given were given to the reseeder
+
+    def sources(self, index: int) -> int:
+        """The last run whose orders run `index`'s seed is chosen from."""
+        if index <= self.settling + 1:
+            return index - 1
+        return max(index - max(1, self.window), self.settling)
+
+    def run_ended(self, index: int, seed: int, dump: Path) -> None:
+        self.ended[index] = (seed, dump)
+
+    def ready(self, index: int) -> bool:
+        """Whether run `index` may start: every run its seed is chosen from has ended."""
+        return all(i in self.ended for i in range(self.given + 1, self.sources(index) + 1))
+
+    def seeds_for(self, index: int, started: list[int], pending: int) -> list[int] | None:
+        """Before run `index` starts (`ready`): the seeds of the `pending` runs not started yet, from the runs
+        its seed is chosen from; None when no run was given since the last answer (its seeds stand)."""
+        return self._give(self.sources(index), started, pending)
+
+    def give_all(self, started: list[int], pending: int) -> list[int] | None:
+        """The cell is done: every ended run given, in run order, so that its plan says what all of them lowered."""
+        return self._give(max(self.ended, default=0), started, pending)
+
+    def _give(self, through: int, started: list[int], pending: int) -> list[int] | None:
+        later = None
+        while self.given < through and self.given + 1 in self.ended:
+            self.given += 1
+            seed, dump = self.ended.pop(self.given)
+            later = self.reseed(self.given, seed, dump, started, pending)
+        return later
 
 
 @dataclass

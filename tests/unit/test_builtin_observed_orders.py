@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from harness.core.confidence import SeedStrategy
@@ -114,3 +115,46 @@ def test_a_clean_release_whose_module_shows_both_orders_keeps_a_bound_of_0(tmp_p
     assert [r.seed for r in cell.runs[:2]] == first_two
     assert cover["pairs_in_both_orders"] is True and cell.miss_bounds.set_order == 0.0
     assert os.path.basename(cell.runs[0].log).startswith("run-01-")
+
+
+class SlowRunsEnvironment(PrintingEnvironment):
+    """The probe for real; runs whose number is in `slow` end after their neighbour (a,b,c,d lowered every run)."""
+
+    def __init__(self, slow: set[int]):
+        super().__init__(lambda seed: ABCD.axis_names)
+        self.slow, self.ended = slow, []
+
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        if program.script == PROBE_SCRIPT:
+            return super().run(program, env, cache_dir, log_path, timeout_s, variation)
+        index = int(log_path.name.split("-")[1])
+        if index in self.slow:
+            time.sleep(0.3)
+        outcome = super().run(program, env, cache_dir, log_path, timeout_s, variation)
+        self.ended.append(index)
+        return outcome
+
+
+ABCD = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))
+
+
+def test_two_runs_at_a_time_get_the_same_seeds_whichever_ends_first(tmp_path):
+    """The runner takes each run's seed from the runs two places before it, whichever of two concurrent runs ends
+    first (before, the 0.4.30 cell of `make table` got other seeds, and another bound, from one sweep to the next)."""
+    spec = CellSpec("0.4.30", Platform.CPU, 8, ABCD)
+    cells, ended = [], []
+    for slow in ({3, 5, 7}, {4, 6, 8}):
+        environment = SlowRunsEnvironment(slow)
+        ended.append(environment.ended)
+        planner = SeedPlanner(runs=8)
+        logs = tmp_path / f"logs-{min(slow)}"
+        plan = planner.plan(spec, environment, logs)
+        cells.append(CellRunner(environment, REPRO, 10, at_once=2).run(
+            spec, plan.launches(), tmp_path / f"cache-{min(slow)}", logs, stop_when_reproduced=True,
+            reseed=planner.reseeder(spec, plan, environment, logs), plan=plan))
+    assert ended[0] != ended[1]  # the runs ended in another order
+    assert all(cell.verdict == Verdict.CLEAN and len(cell.runs) == 8 for cell in cells)
+    first, second = (cell.seeds for cell in cells)
+    assert [r.seed for r in cells[0].runs] == [r.seed for r in cells[1].runs]
+    assert (first.chosen, first.covers) == (second.chosen, second.covers)
+    assert cells[0].miss_bounds == cells[1].miss_bounds

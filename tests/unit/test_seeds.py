@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.core.records import plain
@@ -13,9 +16,10 @@ from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform
 from harness.core.confidence import (SHOWN_ORDERS, SeedPlan, SeedStrategy, _orders, miss_probability_random,
                                      runs_for_target, weak_bound_phrase)
-from harness.core.ir_names import lowered_orders
-from harness.measure.seeds import (OrderObserver, Probe, SeedPlanner, choose_seeds, chosen_plan, covers, name_sets,
-                                   run_probe)
+from harness.core.ir_names import HLO_BEGIN, HLO_END, lowered_orders
+from harness.inputs.process_variables import ir_dump_dir
+from harness.measure.seeds import (DEFAULT_CANDIDATES, OrderObserver, Probe, Reseeder, SeedPlanner, SeedWindow,
+                                   choose_seeds, chosen_plan, covers, name_sets, run_probe)
 
 
 def test_random_seed_arithmetic_matches_the_two_ordering_worst_case():
@@ -260,3 +264,114 @@ def test_a_clean_cell_names_a_few_orders_never_lowered_and_counts_the_rest() -> 
     said = _orders(unseen)
     assert said.count(" as ") == SHOWN_ORDERS and said.endswith("and 3 more orders of the same sets")
     assert _orders(unseen[:2]) == "; ".join(unseen[:2])
+
+
+def test_a_pair_lowered_one_way_only_counts_the_seeds_predicted_the_other_way():
+    """A release that always lowers a,b (its order never follows the set): each seed predicted to give b,a is one
+    the set's order would have had to mispredict. Before, the bound took the fewer seeds predicted for either order
+    (none predicted a,b here): 0, and a bound of 1 that said nothing of three runs that tested b,a."""
+    probe = _probe({1: ["b", "a"], 2: ["b", "a"], 3: ["b", "a"], 4: ["a", "b"]})
+    observer = OrderObserver(probe)
+    for seed in (1, 2, 3):
+        observer.observe(seed, _lowered(("a", "b")))
+    (cover,) = observer.covers([1, 2, 3])
+    assert cover["pair_orders_not_seen"] == ["b,a"] and cover["seeds_predicted_otherwise"] == 3
+    plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3], chosen=[1, 2, 3], covers=observer.covers([1, 2, 3]))
+    assert plan.miss_bound == (1 / 8) ** 3
+    # a run whose module never quoted the names tested nothing: it does not count
+    observer.observe(4, ["no names here"])
+    observer.observe(2, ["no names here"])
+    (cover,) = observer.covers([1, 2, 3, 4])
+    assert cover["seeds_predicted_otherwise"] == 2
+    # a seed predicted to give the order that was lowered tests nothing either
+    observer.observe(4, _lowered(("a", "b")))
+    (cover,) = observer.covers([1, 2, 3, 4])
+    assert cover["seeds_predicted_otherwise"] == 2
+
+
+def test_no_seed_predicted_for_the_order_never_lowered_leaves_a_bound_of_1():
+    """A bound of 1 is said only when no run was predicted to give the order never lowered: nothing tested it."""
+    probe = _probe({1: ["a", "b"], 2: ["a", "b"], 3: ["b", "a"]})
+    observer = OrderObserver(probe)
+    observer.observe(1, _lowered(("a", "b")))
+    observer.observe(2, _lowered(("a", "b")))
+    plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2], chosen=[1, 2], covers=observer.covers([1, 2]))
+    assert plan.covers[0]["seeds_predicted_otherwise"] == 0 and plan.miss_bound == 1.0
+
+
+ABCD_PROBE = Path(__file__).parents[1] / "fixtures" / "seed_probe" / "abcd-cpython-3.11.json"
+
+
+def _printed(log: Path, names: tuple[str, ...]) -> Path:
+    """A built-in run's log that printed a module quoting `names` in this order; its IR dump folder beside it."""
+    quoted = ", ".join(f"'{n}'" for n in names)
+    log.write_text(f"{HLO_BEGIN}\nmodule @jit_f {{\n  func.func private @shmap_body(%arg0: tensor<1x1xf32>) -> "
+                   f"(tensor<1x1xf32> {{jax.result_info = \"[({quoted}), None]\"}})\n}}\n{HLO_END}\n")
+    return ir_dump_dir(log)
+
+
+def _sweep_cell(logs: Path, finish_order: Callable[[int], int], at_once: int, runs: int = 8) -> SeedPlan:
+    """The built-in repro's cell on JAX 0.4.30 (a,b,c,d lowered in that order whatever the seed) as the runner
+    schedules it: runs start in order while `SeedWindow` lets them, at most `at_once` at a time, and
+    `finish_order(k)` picks which of the k running runs ends next."""
+    names = ("a", "b", "c", "d")
+    probe = Probe.from_output(name_sets(names), json.loads(ABCD_PROBE.read_text()))
+    plan = chosen_plan(probe, extra_random=runs - len(choose_seeds(probe)), limit=runs)
+    reseeder = Reseeder(LocalEnvironment(sys.executable, {"jax": "none", "python": "3.11"}), plan, logs, DEFAULT_CANDIDATES, 10,
+                        observer=OrderObserver(probe), kept=frozenset(plan.chosen), printed=True, note=plan.note)
+    window = SeedWindow(reseeder, at_once, settling=2)
+    pending = list(enumerate(plan.seeds, start=1))
+    started: list[int] = []
+    running: list[tuple[int, int]] = []
+    while pending or running:
+        while pending and len(running) < at_once and window.ready(pending[0][0]):
+            later = window.seeds_for(pending[0][0], list(started), len(pending))
+            if later is not None:
+                pending = [(index, seed) for (index, _), seed in zip(pending, later)]
+            index, seed = pending.pop(0)
+            started.append(seed)
+            running.append((index, seed))
+        index, seed = running.pop(finish_order(len(running)))
+        window.run_ended(index, seed, _printed(logs / f"run-{index:02d}-seed-{seed}.log", names))
+    window.give_all(list(started), 0)
+    return plan
+
+
+def test_a_cell_s_seeds_and_bound_do_not_depend_on_which_concurrent_run_ends_first(tmp_path):
+    """Two runs at a time, every choice of which ends first: one plan, one bound. Before, run n's seed came from
+    whichever runs had ended when it started (a run still going counted as predicted, an ended one as lowered), so
+    `make table`'s clean 0.4.30 cell got other seeds from one sweep to the next, and a bound from 2.4e-4 to 1."""
+    def plan_for(choices: tuple[int, ...]) -> SeedPlan:
+        logs = tmp_path / "-".join(map(str, choices))
+        logs.mkdir()
+        taken = iter(choices)
+        return _sweep_cell(logs, lambda running: min(next(taken, 0), running - 1), at_once=2)
+
+    plans = [plan_for(choices) for choices in itertools.product((0, 1), repeat=6)]
+    said = {(tuple(p.seeds), tuple(p.chosen), p.miss_bound, json.dumps(p.covers, sort_keys=True)) for p in plans}
+    assert len(said) == 1
+    (plan,) = plans[:1]
+    assert len(plan.seeds) == 8 and plan.random == []  # every run a probed seed for an order never lowered
+    assert plan.miss_bound <= (1 / 8) ** 3  # each order never lowered was predicted for at least three runs
+    # one run at a time: each seed chosen from every run before it (another plan, as deterministic)
+    (tmp_path / "one").mkdir()
+    one = _sweep_cell(tmp_path / "one", lambda running: 0, at_once=1)
+    assert len(one.seeds) == 8 and one.miss_bound <= (1 / 8) ** 3
+
+
+def test_a_run_s_seed_waits_for_the_runs_it_is_chosen_from():
+    calls: list[int] = []
+    window = SeedWindow(lambda index, seed, dump, started, pending: calls.append(index) or [9] * pending, 2, 2)
+    assert [window.sources(n) for n in range(2, 8)] == [1, 2, 2, 3, 4, 5]
+    window.run_ended(1, 11, Path("run-01.ir"))
+    assert window.ready(2) and window.seeds_for(2, [11], 7) == [9] * 7 and calls == [1]
+    window.run_ended(3, 13, Path("run-03.ir"))  # run 3 ended before run 2: nothing it may be chosen from yet
+    assert not window.ready(3) and not window.ready(5)
+    window.run_ended(2, 12, Path("run-02.ir"))
+    assert window.seeds_for(4, [11, 12, 13], 5) == [9] * 5 and calls == [1, 2]  # run 3's orders wait for run 5
+    assert window.seeds_for(4, [11, 12, 13], 5) is None  # nothing new: run 4's seed stands
+    assert window.ready(5) and window.seeds_for(5, [11, 12, 13, 14], 4) == [9] * 4 and calls == [1, 2, 3]
+    window.run_ended(5, 15, Path("run-05.ir"))
+    assert window.give_all([11, 12, 13, 14, 15], 0) is None  # run 4 has not ended: run 5's orders wait for it
+    window.run_ended(4, 14, Path("run-04.ir"))
+    assert window.give_all([11, 12, 13, 14, 15], 0) == [] and calls == [1, 2, 3, 4, 5]
