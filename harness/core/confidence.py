@@ -3,8 +3,8 @@
 The bug class this harness hunts makes a cache key follow a Python `set`'s iteration order, which
 follows the per-process string-hash seed. With two equally likely orderings, n random runs all agree
 with probability 2^(1-n). Seeds chosen to show every pair of the mesh's axis names in both orders
-(`harness.measure.seeds`) make a set-order regression certain to show; only the random extra runs bound any
-other hash-order dependence. A clean cell records both bounds (`MissBounds`) and the plan behind them.
+(`harness.measure.seeds`) make a set-order regression certain to show; every distinct seed, chosen or random,
+bounds any other hash-order dependence. A clean cell records both bounds (`MissBounds`) and the plan behind them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ ASSUMES_CHOSEN = ("the regression makes the cache key follow the iteration order
                   "every pair of names of every probed set in both orders")
 ASSUMES_RANDOM = ("seeds drawn at random; the regression splits runs into two equally likely orderings "
                   "(the worst case for a set-order bug whose orderings are equally likely)")
-ASSUMES_OTHER = ("for a regression outside the probed sets only the random extra runs count, each "
+ASSUMES_OTHER = ("for a regression outside the probed sets every distinct seed run counts, chosen or random "
+                 "(a seed is chosen for the probed sets' order, which says nothing of another mechanism's), each "
                  "matching the first run's ordering with probability 1/2")
 
 
@@ -143,10 +144,12 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
 
     @property
     def miss_bound_other(self) -> float | None:
-        """Chosen seeds: the bound for a mechanism the probe did not look at (random extras only)."""
+        """Chosen seeds: the bound for a mechanism the probe did not look at. Every distinct seed counts: a seed
+        chosen for the order it gives the probed sets is, to any other hash-order dependence, as good as a random
+        one (Python expands each seed into its own hash secret), so 8 runs give 2^-7 whatever their kind."""
         if self.strategy != SeedStrategy.CHOSEN:
             return None
-        return miss_probability_random(len(self.random) + 1)
+        return miss_probability_random(len(set(self.seeds)))
 
     @property
     def assumes_other_mechanisms(self) -> str:

@@ -92,8 +92,8 @@ def _what_failed(detail: str) -> str:
 
 def confidence_lines(outcome: Outcome) -> list[str]:
     """The worst miss bounds of the clean points tested. Chosen seeds give `miss_bound` 0 only under their
-    stated assumption; `miss_bound_other_mechanisms`, for any other hash-order dependence, counts the random
-    extra runs alone (1 when none were made): both are shown, or the 0 overstates."""
+    stated assumption; `miss_bound_other_mechanisms`, for any other hash-order dependence, counts every distinct
+    seed run (1 for a single seed): both are shown, or the 0 overstates."""
     rows = outcome.release_rows + [r for c in outcome.commits for r in c.rows]
     bounds = [(r.miss_bound, r.miss_bound_other) for r in rows if r.miss_bound is not None]
     if not bounds:
@@ -107,7 +107,7 @@ def confidence_lines(outcome: Outcome) -> list[str]:
         # A random-seed cell has no separate figure: its own bound holds for every mechanism.
         other = max(bound if bound_other is None else bound_other for bound, bound_other in bounds)
         lines.append(f"- For any other hash-order dependence: `miss_bound_other_mechanisms` ≤ {other:.2g} "
-                     f"({ASSUMES_OTHER}" + ("; none were made: `--runs N` adds them" if other >= 1 else "") + ")")
+                     f"({ASSUMES_OTHER}" + ("; one seed alone says nothing of it: `--runs N` adds seeds" if other >= 1 else "") + ")")
     return lines
 
 

@@ -50,7 +50,8 @@ class Row(msgspec.Struct, omit_defaults=True):
     detail: str = ""
     commit: CommitInfo | None = None
     jaxlib: str | None = None  # the jaxlib release a commit ran with
-    # Chosen seeds: the bound for hash-order dependence other than set order (random extras only).
+    # Chosen seeds: the bound for hash-order dependence other than set order (every distinct seed; written by
+    # releases before 0.6 from the random extras alone).
     # None when every cell ran random seeds, whose bound already is `miss_bound`.
     miss_bound_other: float | None = msgspec.field(default=None, name="miss_bound_other_mechanisms")
 

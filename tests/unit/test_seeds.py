@@ -48,7 +48,8 @@ def test_two_names_need_the_one_seed_that_reverses_them():
     assert plan.seeds == [1, 4]
     assert plan.covers[0]["pairs_in_both_orders"] is True
     assert plan.miss_bound == 0.0
-    assert plan.miss_bound_other == 1.0  # nothing random: no claim beyond the probed sets
+    # Two seeds, however chosen, are two draws for any other hash-order dependence: 2^(1-2).
+    assert plan.miss_bound_other == 0.5
     data = plain(plan)
     assert data["strategy"] == "chosen" and data["seeds"] == [1, 4]  # the bounds and assumptions: derived, not written
     assert plan.assumes and plan.target == 1e-3
@@ -66,7 +67,7 @@ def test_random_extras_fill_up_to_runs_and_tighten_the_other_mechanism_bound():
     probe = _probe({1: ["a", "b"], 2: ["b", "a"]})
     plan = chosen_plan(probe, extra_random=10)
     assert plan.seeds[:2] == [1, 2] and len(plan.seeds) == 12 and len(set(plan.seeds)) == 12
-    assert plan.miss_bound_other == 2 ** -10
+    assert plan.miss_bound_other == 2 ** -11  # 12 distinct seeds, the 2 chosen ones included
 
 
 def test_a_user_script_falls_back_to_random_seeds_enough_for_the_target(tmp_path):
