@@ -20,6 +20,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,14 +73,77 @@ def check(version: str, suite: Path, out: Path, runs: int | None) -> Checked:
     return Checked(seconds, cpu, cell, len(logs))
 
 
-def bare(python: str, suite: Path) -> tuple[float, float]:
+def bare(python: str, suite: Path, args: tuple[str, ...] = ("-q", "tests")) -> tuple[float, float]:
     """The suite's wall and CPU seconds, as its author runs it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "HARNESS_"))}
     env["JAX_PLATFORMS"] = "cpu"
     start, cpu = time.monotonic(), children_cpu()
-    subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=suite, env=env, check=False,
+    subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=suite, env=env, check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - start, children_cpu() - cpu
+
+
+def _layers(tmp: Path, warm_cache: Path) -> dict[str, dict[str, str]]:
+    """One pytest process's environment, a layer of the harness's at a time: a cache folder (warm, the harness's
+    thresholds), JAX's cache log, the start-up hook with its recorder and pytest plugin, JAX's IR dump."""
+    from harness.core.jaxlog import LOG_ENV
+    from harness.core.kinds import FolderMode, Platform, ThresholdMode
+    from harness.core.model import CellSpec
+    from harness.inputs.process_variables import IR_DUMP_VAR, hook_env, process_env
+
+    spec = CellSpec("0.4.31", Platform.CPU, 8, None)
+    cache = {k: v for k, v in process_env(spec, 1).items() if k not in LOG_ENV}
+    cache["JAX_COMPILATION_CACHE_DIR"] = str(warm_cache)
+    log = {**cache, **LOG_ENV}
+    hook = {**log, **hook_env(tmp / "record.jsonl", ThresholdMode.HARNESS, FolderMode.ENVIRONMENT,
+                              tmp / "run.recorder.jsonl")}
+    return {"+ cache folder": cache, "+ JAX's cache log": log, "+ hook, recorder": hook,
+            "+ IR dump": {**hook, IR_DUMP_VAR: str(tmp / "ir")}}
+
+
+def parts(python: str, suite: Path, tmp: Path, repeats: int, args: tuple[str, ...] = ("-q", "tests")) -> None:
+    """Where one later run's time goes (the cache warm, as every run after the first finds it): the bare suite,
+    then each layer of the harness's environment added, then the same run through the harness's own runner (its
+    supervisor process, the log, reading the recorder file back). CPU seconds of the process tree (load moves
+    them least) and wall seconds, each the best of `repeats`, the layers alternating."""
+    from harness.core.runs import Program
+    from harness.environments.venv import VenvEnvironment
+    from harness.measure.run_logs import read_run
+
+    warm = tmp / "warm-cache"
+    layers = _layers(tmp, warm)
+    argv = [python, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    subprocess.run(argv, cwd=suite, check=False, env={**_clean(), **layers["+ cache folder"]},
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    environment = VenvEnvironment(Path(python).parents[1], "0.4.31", {})
+    program = Program(None, ("-p", "no:cacheprovider", *args), cwd=suite, module="pytest")
+    timings: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(max(1, repeats)):
+        timings.setdefault("bare", []).append(bare(python, suite, args))
+        for name, env in layers.items():
+            shutil.rmtree(tmp / "ir", ignore_errors=True)  # each run dumps and records afresh
+            for leftover in ("run.recorder.jsonl", "record.jsonl"):
+                (tmp / leftover).unlink(missing_ok=True)
+            start, cpu = time.monotonic(), children_cpu()
+            subprocess.run(argv, cwd=suite, check=False, env={**_clean(), **env}, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            timings.setdefault(name, []).append((time.monotonic() - start, children_cpu() - cpu))
+        harness_env = {k: v for k, v in layers["+ IR dump"].items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        start, cpu, own = time.monotonic(), children_cpu(), time.process_time()
+        outcome = environment.run(program, harness_env, warm, tmp / "run.log", 600)
+        read_run(tmp / "run.log", "0.4.31", outcome.ok, tmp / "run.recorder.jsonl")
+        timings.setdefault("through the harness's runner", []).append(
+            (time.monotonic() - start, children_cpu() - cpu + time.process_time() - own))
+    base_wall, base_cpu = (min(x[i] for x in timings["bare"]) for i in (0, 1))
+    print(f"    one later run, layer by layer (best of {repeats}; bare: {base_wall:.2f} s wall, {base_cpu:.2f} s CPU):")
+    for name, values in timings.items():
+        wall, cpu = min(v[0] for v in values), min(v[1] for v in values)
+        print(f"      {name:30} {wall:6.2f} s wall = {wall / base_wall:4.2f} T   {cpu:6.2f} s CPU = "
+              f"{cpu / base_cpu:4.2f} x bare")
+
+
+def _clean() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "HARNESS_", "PYTHON", "XLA_"))}
 
 
 def main() -> int:
@@ -87,6 +151,8 @@ def main() -> int:
     parser.add_argument("--version", default="0.4.31")
     parser.add_argument("--runs", type=int, default=None, help="check's --runs (default: check's own)")
     parser.add_argument("--repeats", type=int, default=3, help="each timing the best of N (bare and check alternate)")
+    parser.add_argument("--parts", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time one later run of the clean suite a layer of the harness's at a time")
     args = parser.parse_args()
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"check --pytest on jax {args.version} against the bare suite, each the best of {args.repeats} "
@@ -115,6 +181,8 @@ def main() -> int:
                   f"{1 + math.ceil((best.processes - 1) / 2)} processes in a row; issue 51's target when clean: 3 T)")
             print(f"    CPU: bare {t_cpu:.2f} s; check {cpu:.1f} s = {cpu / t_cpu:.1f} x the bare CPU, "
                   f"{cpu / t_cpu / 2:.1f} T on 2 idle cores at best")
+            if name == "clean" and args.parts:
+                parts(python, suite, Path(tmp) / "parts", args.repeats)
     return 0
 
 

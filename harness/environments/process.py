@@ -22,7 +22,7 @@ from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.runs import ProcessOutcome, Program
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import SOURCE_DIR
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
 # or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
@@ -280,7 +280,7 @@ def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
 # one Slurm task each, on the allocation's nodes (harness/inside/startup/job_task.py).
 LAUNCHER_VAR = "HARNESS_JOB_LAUNCHER"
 SRUN = "srun"
-JOB_TASK = STARTUP_DIR / "job_task.py"
+JOB_TASK = SOURCE_DIR / "job_task.py"  # standard library only, run as a script (-I -S): nothing written beside it
 
 
 def run_processes_srun(starts: list[tuple[list[str], dict[str, str], Path]], timeout_s: float,

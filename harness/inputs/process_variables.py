@@ -14,7 +14,7 @@ from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
 from harness.core.kinds import FolderMode, Platform, ThresholdMode
 from harness.core.runs import Program, RunCommand
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
                                                            RECORDER_VAR, THRESHOLDS_VAR)
 
@@ -71,7 +71,7 @@ def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = Folde
     `first_use` (with FolderMode.HOOK): when the script has set no folder by JAX's first look for its cache,
     the hook sets the cell's folder then, so that one run both tells how the script sets its folder and caches.
     Host paths: the docker backend maps them into the container."""
-    env = {"PYTHONPATH": str(STARTUP_DIR), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
+    env = {"PYTHONPATH": str(startup_dir()), RECORD_VAR: str(record), THRESHOLDS_VAR: str(thresholds),
            FOLDER_VAR: str(folder)}
     if recorder is not None:
         env[RECORDER_VAR] = str(recorder)

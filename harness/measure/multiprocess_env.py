@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.core.model import CellSpec
 from harness.core.kinds import Platform, ThresholdMode
 from harness.inputs.process_variables import process_env
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 
 # Collectives between processes on the CPU: gloo. JAX's default before 0.5.0 is none (a cross-process
@@ -57,7 +57,7 @@ def rank_env(spec: CellSpec, plan: GroupPlan, rank: int,
 
 def group_hook_env() -> dict[str, str]:
     """The start-up hook's folder on PYTHONPATH, for a run that has no other reason to load it."""
-    return {"PYTHONPATH": str(STARTUP_DIR)}
+    return {"PYTHONPATH": str(startup_dir())}
 
 
 def rank_log(log: Path, rank: int) -> Path:

@@ -30,10 +30,10 @@ from harness.measure.run_logs import read_jax_log, with_log_detail
 from harness.core.recorder import recorder_path
 from harness.core.files import remove_path
 from harness.evidence.script_settings import read_script_settings
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import JOINED_MARK
 
-PROBE_SCRIPT = STARTUP_DIR / "job_probe.py"  # run from its folder: harness/ would shadow `bisect`
+PROBE_SCRIPT = "job_probe.py"  # in startup_dir(), run from there: harness/ would shadow `bisect`
 PROBE_TIMEOUT_S = 120.0
 LOOPBACK = "127.0.0.1"
 
@@ -185,7 +185,7 @@ def _probe(environment: Environment, spec: CellSpec, log_dir: Path, timeout_s: f
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="job-probe-cache-", dir=log_dir) as cache:
         try:
-            record = measure_job(environment, Program(PROBE_SCRIPT), spec,
+            record = measure_job(environment, Program(startup_dir() / PROBE_SCRIPT), spec,
                                  tuple(range(1, spec.processes + 1)), Path(cache), log_dir, None, 1, timeout_s,
                                  script=False)
         except GroupUnsupported as exc:

@@ -11,6 +11,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from harness.core import markdown as md
 from harness.evidence.keys import cell_comparison
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
@@ -315,6 +316,33 @@ def programs_differ(diff_lines: list[str]) -> ProgramsDiffer | None:
     if all(_CONSTANT_RE.search(line) for line in changed):
         return ProgramsDiffer.CONSTANTS
     return ProgramsDiffer.OTHER
+
+
+# The types of a lowered module's results: `-> (tensor<3xf32> {jax.result_info = ""}, tensor<f32>)` on @main's line.
+_RESULT_TYPES_RE = re.compile(r"tensor<[^>]*>")
+
+
+def _result_types(main_line: str) -> str:
+    _, arrow, results = main_line.partition(") ->")
+    return ", ".join(_RESULT_TYPES_RE.findall(results)) if arrow else ""
+
+
+def what_differs(evidence: Evidence) -> str:
+    """In words (Markdown), how a later run's lowered module differs from the first run's (a moved key's line in
+    report.md): its entry point's result types, only constants, a reordering, an address, or lines to read."""
+    if not evidence.diff:
+        return md.text(evidence.note)
+    removed, added = _removed_added(evidence.diff)
+    mains = [_result_types(line) for line in (*removed, *added) if "@main(" in line]
+    if len(mains) == 2 and mains[0] != mains[1]:
+        return (f"the results' types differ ({md.code(mains[0])} -> {md.code(mains[1])}): a value the function is specialised on (a "
+                "static argument, a size drawn at random) changed the shapes inside: the program computed something "
+                "new at the same argument types")
+    if all(_CONSTANT_RE.search(line) for line in (*removed, *added)):
+        return ("only constants differ: the same computation with other values baked in (random data, a static "
+                "argument's value, a clock)")
+    cause = evidence.cause
+    return md.text(CAUSE_WORDS[cause] if cause is not None else evidence.note)
 
 
 def short_key(key: str, digits: int = 12) -> str:

@@ -1,15 +1,19 @@
 """report.md's first screen for a program with tests or several functions (pure): which tests and functions missed
-and why, one row each (test, function, category, component, argument types, runs), and the tests that ran
-differently between runs; the rest of the report (and the cache listings, in evidence/listings.md) follows."""
+and why, in a table whose row holds the tests that missed the same functions in the same category and runs (tests,
+functions, category, component, runs); under it each function once, at the argument types it missed at, and for a
+moved key how its lowered module differs from the first run's; the tests that ran differently between runs. The rest
+of the report (and the cache listings, in evidence/listings.md) follows."""
 
 from __future__ import annotations
 
+import msgspec
 from tabulate import tabulate
 
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
-from harness.evidence.per_test import Category, Follows, SuiteFindings, suite_findings, types_label
+from harness.evidence.per_test import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
+from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
 MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run
@@ -44,32 +48,101 @@ def _label(cell: CellResult) -> str:
     return f"{jax_label(cell)}, {cell.spec.mesh_label}, {cell.spec.devices_label}"
 
 
-def per_test_section(cells: list[CellResult]) -> list[str]:
-    """`## What missed, per test and function`: empty when no cell has a miss or a test that ran differently."""
+FunctionEvidence = dict[str, dict[str, Evidence | MissingEvidence]]  # CellSpec.key -> module -> its modules compared
+MAX_TESTS_NAMED = 3  # tests a row of the table names; the rest are counted (--json has them all)
+MAX_FUNCTIONS_NAMED = 5  # functions a row names
+MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
+
+
+class _Row(msgspec.Struct, frozen=True):
+    """One row of the table: the tests that missed the same functions, in the same category and component."""
+
+    functions: tuple[str, ...]
+    category: str
+    component: str
+
+
+def _rows(found: SuiteFindings) -> dict[_Row, dict[str, tuple[int, ...]]]:
+    """Row -> its tests, each with the later runs it missed in, in the order of the misses: each test's functions of
+    one category and component that missed in the same runs are one row, and the tests of alike rows share it."""
+    per_test: dict[tuple[str, str, str, tuple[int, ...]], list[str]] = {}
+    for miss in found.misses:
+        component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
+        category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
+        for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
+            runs = tuple(sorted(miss.runs_by_test.get(test, miss.runs)))
+            per_test.setdefault((test, category, component, runs), []).append(miss.module)
+    rows: dict[_Row, dict[str, tuple[int, ...]]] = {}
+    for (test, category, component, runs), modules in per_test.items():
+        rows.setdefault(_Row(tuple(dict.fromkeys(modules)), category, component), {})[test] = runs
+    return rows
+
+
+def _named(items: list[str], limit: int) -> str:
+    shown = ", ".join(md.code(i) for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _row(row: _Row, tests: dict[str, tuple[int, ...]]) -> list[str]:
+    """The table's cells; a test's own runs beside its name where the row's tests missed in different runs."""
+    alike = len(set(tests.values())) == 1
+    named = [md.code(t) + ("" if alike else f" ({', '.join(map(str, runs))})")
+             for t, runs in list(tests.items())[:MAX_TESTS_NAMED]]
+    more = f" and {len(tests) - MAX_TESTS_NAMED} more" if len(tests) > MAX_TESTS_NAMED else ""
+    runs = sorted({r for rs in tests.values() for r in rs})
+    return [md.cell(", ".join(named) + more), md.cell(_named(list(row.functions), MAX_FUNCTIONS_NAMED)),
+            row.category, md.cell(row.component), ", ".join(map(str, runs))]
+
+
+def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | None, below: bool) -> list[str]:
+    """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
+    modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them)."""
+    category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
+    tests = f", {_named(miss.tests, 1)}" if miss.tests else ""
+    types = miss.types_label if miss.arg_types else "argument types unknown"
+    if miss.category == Category.NEW_INPUT:
+        types += (f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types
+                  else "; run 1 never compiled it")
+    line = f"- {md.code(miss.module)} ({category}{tests}): {md.text(types)}"
+    if compared is None:
+        return [line]
+    if isinstance(compared, MissingEvidence):
+        return [f"{line}; {md.text(compared.why)}"]
+    against = f"{line}; run {compared.run_b.index} against run {compared.run_a.index}: {what_differs(compared)}"
+    if below:
+        return [f"{against} (the diff: under Evidence below)"]
+    changed = [d for d in compared.diff if d[:1] in "-+" and not d.startswith(("---", "+++"))]
+    shown = [d if len(d) <= 160 else d[:157] + "..." for d in changed[:MAX_DIFF_LINES]]
+    more = [f"... {len(changed) - MAX_DIFF_LINES} more changed lines"] if len(changed) > MAX_DIFF_LINES else []
+    return [against, *(["", *md.fence([*shown, *more], "diff"), ""] if shown else [])]
+
+
+def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None = None,
+                     diffed_below: dict[str, str] | None = None) -> list[str]:
+    """`## What missed, per test and function`: empty when no cell has a miss or a test that ran differently.
+    `compared`: per cell, the moved functions' lowered modules against the first run's (report/sources.py);
+    `diffed_below`: per cell, the module whose diff the Evidence section shows (said, not repeated here)."""
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
         if not found.misses and not found.changed:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
-        rows = []
-        for miss in found.misses:
-            component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
-            # run 1's types once per row, two of them: the table repeats them for each test (--json has them all)
-            first = (f"; run 1: {types_label(miss.first_run_types, 2)}"
-                     if miss.first_run_types and miss.category == Category.NEW_INPUT else "")
-            for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
-                types = miss.test_types_label(test) + first if miss.arg_types else "-"
-                category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
-                rows.append([md.cell(md.code(test)), md.cell(md.code(miss.module)), category,
-                             md.cell(component), md.cell(types),
-                             ", ".join(map(str, sorted(miss.runs_by_test.get(test, miss.runs))))])
+        rows = [_row(row, tests) for row, tests in _rows(found).items()]
         if rows:
             shown = rows[:MAX_ROWS]
-            lines += [tabulate(shown, ["test", "function", "category", "component", "argument types", "runs"],
+            lines += [tabulate(shown, ["tests", "functions", "category", "component", "runs"],
                                tablefmt="github", disable_numparse=True), ""]
             if len(rows) > MAX_ROWS:
                 lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
+            mine = (compared or {}).get(cell.spec.key, {})
+            lines += ["Each function that missed, at the argument types of its missed keys:", ""]
+            for miss in found.misses[:MAX_ROWS]:
+                lines += _function_line(miss, mine.get(miss.module) if miss.category == Category.MOVED_KEY else None,
+                                        (diffed_below or {}).get(cell.spec.key) == miss.module)
+            if len(found.misses) > MAX_ROWS:
+                lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
+            lines.append("")
             lines += [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category
                       if any(m.category == c for m in found.misses)]
             lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows

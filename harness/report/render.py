@@ -33,7 +33,7 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Pro
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
-from harness.report.per_test import cell_findings, listings_note, per_test_section
+from harness.report.per_test import FunctionEvidence, cell_findings, listings_note, per_test_section
 from harness.evidence.per_test import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
@@ -51,9 +51,11 @@ SeedsMap = dict[str, Seeds]  # CellSpec.key -> the first run's seed and those th
 
 
 def render_report(document: ResultsDocument, cells: list[CellResult], evidence: EvidenceMap,
-                  seeds: SeedsMap | None = None, boundaries: Boundaries | None = None) -> str:
+                  seeds: SeedsMap | None = None, boundaries: Boundaries | None = None,
+                  functions: FunctionEvidence | None = None) -> str:
     """`seeds`: per reproduced cell; without it, the seeds are read from the runs' keys. `boundaries`: the
-    cells' release_boundaries with the header's releases, when the caller made them already (once per write)."""
+    cells' release_boundaries with the header's releases, when the caller made them already (once per write).
+    `functions`: per cell, its moved functions' lowered modules compared (report/sources.py: function_evidence)."""
     header = document.header
     config = header.config
     bounds = boundaries or release_boundaries(cells, header.releases)
@@ -64,7 +66,8 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     title = summary_sentence(cells, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
-        per_test_section(cells),
+        per_test_section(cells, functions, {key: e.module for key, e in evidence.items()
+                                            if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],
         _boundaries(document, cells, evidence, bounds, summary),

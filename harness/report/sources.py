@@ -13,6 +13,7 @@ from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 from harness.core.ir_names import extract_lowered
 from harness.core.findings import RankSplit
+from harness.evidence.per_test import Category, suite_findings
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      key_seeds, module_seeds, new_texts)
 from harness.inputs.process_variables import ir_dump_dir
@@ -74,6 +75,26 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
             later.insert(0, cell.attribution.run_b)
         candidates = [next(r for r in runs if r.index == index) for index in later]
     return _evidence(module, comparison, first, candidates, {r.index: t for r, t in texts}, overlapped), seeds
+
+
+MAX_FUNCTION_DIFFS = 5  # moved functions whose lowered modules report.md's first screen compares, per cell
+
+
+def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, Evidence | MissingEvidence]:
+    """Each function whose key moved at argument types the first run had (a suite's `moved key`, the first
+    MAX_FUNCTION_DIFFS): its new lowered module against the first run's, from the runs' IR dumps; {} when none."""
+    comparison = cell_comparison(cell)
+    moved = [m for m in suite_findings(cell.runs, comparison).misses if m.category == Category.MOVED_KEY]
+    runs = {r.index: r for r in cell.runs if r.ok}
+    first = runs.get(comparison.baseline_run) if comparison.baseline_run is not None else None
+    if first is None or cell.rank_split is not None:
+        return {}
+    out: dict[str, Evidence | MissingEvidence] = {}
+    for miss in moved[:MAX_FUNCTION_DIFFS]:
+        candidates = [runs[i] for i in miss.runs if i in runs]
+        texts = {r.index: lowered_texts(results_dir, r, miss.module) for r in (first, *candidates)}
+        out[miss.module] = _evidence(miss.module, comparison, first, candidates, texts, False)
+    return out
 
 
 def _evidence(module: str, comparison: Comparison, first: RunRecord, candidates: list[RunRecord],

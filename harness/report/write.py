@@ -8,9 +8,9 @@ from harness.core.files import refuse_links, write_atomic
 from harness.core.kinds import Cause
 from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, cause_of, needs_evidence
-from harness.report.per_test import LISTINGS_FILE
+from harness.report.per_test import LISTINGS_FILE, FunctionEvidence
 from harness.report.render import REPORT_FILE, render_listings, render_report
-from harness.report.sources import collect
+from harness.report.sources import collect, function_evidence
 from harness.results.document import ResultsDocument, load_results
 from harness.verdicts.boundaries import Boundaries
 
@@ -27,6 +27,7 @@ class ReportWriter:
     def __init__(self, results_dir: Path):
         self.dir = Path(results_dir)
         self._found: dict[str, tuple[Evidence | MissingEvidence, Seeds | None]] = {}  # by CellSpec.key
+        self._functions: FunctionEvidence = {}  # each cell's moved functions compared, read once (by CellSpec.key)
 
     def gather(self, cell: CellResult, overlapped: bool) -> Evidence | MissingEvidence | None:
         """A reproduced cell's evidence (its logs read the first time only); None for other cells."""
@@ -49,12 +50,16 @@ class ReportWriter:
         overlapped = document.header.options.overlapped
         for cell in cells:
             self.gather(cell, overlapped)
+        for cell in cells:
+            if cell.spec.key not in self._functions:
+                self._functions[cell.spec.key] = function_evidence(self.dir, cell)
         found = {c.spec.key: self._found[c.spec.key] for c in cells if c.spec.key in self._found}
         evidence = {key: e for key, (e, _) in found.items()}
         seeds = {key: s for key, (_, s) in found.items() if s is not None}
         path = self.dir / REPORT_FILE
         write_atomic(self.dir / EVIDENCE_DIR / LISTINGS_FILE, render_listings(cells))
-        write_atomic(path, render_report(document, cells, evidence, seeds, boundaries))
+        write_atomic(path, render_report(document, cells, evidence, seeds, boundaries,
+                                             {c.spec.key: self._functions[c.spec.key] for c in cells}))
         return path
 
 

@@ -8,6 +8,7 @@ one way out and in; a file written by an earlier release (schema_version 1 or 2)
 
 from __future__ import annotations
 
+import copy
 import enum
 import json
 import os
@@ -17,7 +18,7 @@ from datetime import datetime, UTC
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import msgspec
 from filelock import FileLock, Timeout
@@ -96,7 +97,10 @@ _DERIVED_IN_CELL = {"seeds": {"miss_bound", "miss_bound_other_mechanisms", "assu
 def upgrade_cell(cell: Any) -> Any:
     """A cell as version 1 or 2 wrote it in version 3's shape (what is not of the shape it had is left for the
     strict conversion to name): the spec's keys nested, the miss bounds under `miss_bounds`, the cache folder's
-    mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list."""
+    mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list; a cell's
+    `key_components` put back under each key that names them."""
+    if isinstance(cell, dict) and KEY_COMPONENTS in cell:
+        cell = with_key_components(cell)
     if not isinstance(cell, dict) or isinstance(cell.get("spec"), dict):  # not a cell, or one of version 3's shape
         return cell
     out = {k: v for k, v in cell.items() if k not in _SPEC_OR_DERIVED}
@@ -135,6 +139,61 @@ def upgrade_cell(cell: Any) -> Any:
                 part["factors"] = [{**f, "run": _run(f["run"])} if isinstance(f, dict) and "run" in f else f
                                    for f in part["factors"]]
     return out
+
+
+# A key's components are what its hash is computed from, so every run that logged a key logged the same components:
+# results.json holds them once per cell (`key_components`: key -> component -> hash) rather than under each run's
+# key, where a suite's 150 keys in 12 runs wrote them 12 times (half the file). In memory each key has its own.
+KEY_COMPONENTS = "key_components"
+
+
+def _run_dicts(cell: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every run a cell's mapping holds, and every process of each: its runs, the seed control, the moved folder's
+    run, --vary's factor runs and control."""
+    places: list[Any] = [*(cell.get("runs") or []), cell.get("seed_control")]
+    for part in (cell.get("moved_folder"), cell.get("variation")):
+        if isinstance(part, dict):
+            places += [part.get("run"), part.get("control")]
+            places += [f.get("run") for f in part.get("factors") or [] if isinstance(f, dict)]
+    while places:
+        run = places.pop(0)
+        if isinstance(run, dict):
+            yield run
+            places += run.get("ranks") or []
+
+
+def _logged_keys(cell: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for run in _run_dicts(cell):
+        log = run.get("keys")
+        if isinstance(log, dict) and isinstance(log.get("keys"), list):
+            yield from (k for k in log["keys"] if isinstance(k, dict))
+
+
+def without_key_components(cell: dict[str, Any]) -> dict[str, Any]:
+    """`cell` (as `msgspec.to_builtins` makes it, changed in place) with each key's components moved to the cell's
+    `key_components`, once per key; a key whose components differ from the ones kept (a log cut mid-key) keeps its."""
+    table: dict[str, Any] = {}
+    for logged in _logged_keys(cell):
+        components = logged.get("components")
+        if components and table.setdefault(logged["key"], components) == components:
+            del logged["components"]
+    if table:
+        cell[KEY_COMPONENTS] = table
+    return cell
+
+
+def with_key_components(cell: dict[str, Any]) -> dict[str, Any]:
+    """`cell` as results.json holds it with each key's components back under the key (a copy; a table of the wrong
+    type is left for the strict conversion to name)."""
+    table = cell.get(KEY_COMPONENTS)
+    if not isinstance(table, dict):
+        return cell
+    cell = copy.deepcopy({k: v for k, v in cell.items() if k != KEY_COMPONENTS})  # the caller's stays as it was
+    for logged in _logged_keys(cell):
+        key = logged.get("key")
+        if "components" not in logged and isinstance(key, str) and isinstance(components := table.get(key), dict):
+            logged["components"] = dict(components)
+    return cell
 
 
 def _triples(pairs: Any) -> Any:
@@ -244,7 +303,7 @@ def read_cell(data: Any) -> CellResult:
 def cell_json(cell: CellResult) -> dict[str, Any]:
     """`cell` as results.json holds it (JSON's types, tuples for its lists: json.dumps writes them as lists, and
     refuses a NaN, which msgspec's own encoder would write as null)."""
-    return msgspec.to_builtins(cell)  # type: ignore[no-any-return]
+    return without_key_components(msgspec.to_builtins(cell))
 
 
 def utc_now() -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from harness.core.model import CellResult
+from harness.results.document import KEY_COMPONENTS
 from harness.results.header import HostFacts, RecordedConfig, RecordedOptions
 from harness.results.summary import Summary
 
@@ -28,6 +29,11 @@ REF = "#/$defs/{name}"
 def _components() -> dict[str, Any]:
     _, defs = msgspec.json.schema_components((RecordedConfig, RecordedOptions, HostFacts, CellResult, Summary),
                                              ref_template=REF)
+    # what a cell's file holds beside its Struct's fields: its keys' components, once per key (document.py)
+    defs["CellResult"]["properties"][KEY_COMPONENTS] = {
+        "type": "object", "description": "Each key's components (component -> hash), once per cell: a run's "
+        "logged key without `components` has these", "additionalProperties": {
+            "type": "object", "additionalProperties": {"type": "string"}}}
     return defs
 
 

@@ -128,3 +128,35 @@ def test_new_input_alone_is_its_own_verdict_and_fails_only_when_asked(tmp_path, 
     assert "## Evidence" not in report and "Nothing reproduced; to measure again" in report  # no hash-seed hint
     code, cell, _, _, err = _check(tmp_path, capsys, "asked", "--fail-on", "reproduced,error,new-input", *args)
     assert (code, cell["verdict"]) == (1, "new input") and "--fail-on" in err
+
+
+STATIC = {
+    # A static argument drawn at random: the same argument types, another constant in the module each process.
+    "test_static.py": "import random\nfrom functools import partial\nimport jax, jax.numpy as jnp, numpy as np\n\n\n"
+                      "@partial(jax.jit, static_argnums=1)\ndef scale(x, k):\n    return x * k\n\n\n"
+                      "@partial(jax.jit, static_argnums=1)\ndef widen(x, n):\n    return jnp.zeros(n) + x.sum()\n\n\n"
+                      "def test_static_scale():\n    assert scale(np.ones(3, np.float32), random.randint(2, 10**6)).shape == (3,)\n\n\n"
+                      "def test_static_size():\n    n = random.randint(4, 10**6)\n"
+                      "    assert widen(np.ones(3, np.float32), n).shape == (n,)\n",
+}
+
+
+def test_a_random_static_argument_reads_as_the_programs_with_the_lines_that_differ(tmp_path, capsys, write):
+    """Issue 51, item 4: a static argument drawn at random moves its function's key at the same argument types (JAX's
+    log gives no static value); the seed control says it follows the program, and report.md's line names the test
+    and says how the lowered modules differ: only a constant, or the results' types (a shape inside)."""
+    for name, text in STATIC.items():
+        write(f"suite/tests/{name}", text)
+    code, cell, summary, run_dir, _ = _check(tmp_path, capsys, "static", "--", "-q", "-p", "no:randomly", "tests")
+    assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
+    named = {(m["module"], m["category"], m.get("follows"), tuple(m["tests"])) for m in summary["per_test"]["misses"]}
+    assert named == {("jit_scale", "moved key", "program", ("tests/test_static.py::test_static_scale",)),
+                     ("jit_widen", "moved key", "program", ("tests/test_static.py::test_static_size",))}, named
+    report = (run_dir / "report.md").read_text()
+    head = report[:report.index("## Results")]
+    assert ("- `jit_scale` (moved key: program, `tests/test_static.py::test_static_scale`): float32\\[3\\]; "
+            "run 2 against run 1: only constants differ") in head, head
+    assert "stablehlo.constant dense<" in report
+    assert re.search(r"- `jit_widen` \(moved key: program, `tests/test_static.py::test_static_size`\): float32\\\[3\\\]; "
+                     r"run 2 against run 1: the results' types differ \(`tensor<\d+xf32>` -> `tensor<\d+xf32>`\)",
+                     head), head

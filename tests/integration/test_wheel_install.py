@@ -74,6 +74,12 @@ def test_harness_check_runs_from_the_installed_wheel(installed, backend, tmp_pat
     assert VERSION in done.stdout and "clean" in done.stdout, done.stdout
     (run_dir,) = (tmp_path / "out").iterdir()
     assert (run_dir / "results.json").is_file() and (run_dir / "report.md").is_file()
+    # The runs import the start-up folder from a copy (harness/inside/startup: startup_dir): their Python wrote no
+    # bytecode into the installed package (the harness's own import of the hook module may, as any package's)
+    startup = next(installed.parents[1].glob("lib/python*/site-packages/harness/inside/startup"))
+    written = sorted(p.name for p in startup.rglob("*.pyc") if not p.name.startswith(("jax_cache_harness_hook.",
+                                                                                      "__init__.")))
+    assert written == [], written
 
 
 @pytest.fixture(scope="module")

@@ -424,13 +424,13 @@ def test_a_cached_lock_is_read_back_without_resolving(tmp_path, no_subprocess):
 def test_a_user_scripts_cache_hook_and_its_record_are_mounted(tmp_path):
     from harness.inputs.process_variables import hook_env
     from harness.core.kinds import ThresholdMode
-    from harness.inside.startup import STARTUP_DIR
+    from harness.inside.startup import startup_dir
 
     record = tmp_path / "logs" / "run-01-seed-5.cache.jsonl"
     kwargs = dk.run_kwargs(tmp_path / "s.py", {**RUN_ENV, **hook_env(record, ThresholdMode.HARNESS)},
                            tmp_path / "c", Platform.CPU, "0:0")
     mounts = {m["Target"]: m for m in kwargs["mounts"]}
-    assert mounts[dk.STARTUP_MOUNT]["Source"] == str(STARTUP_DIR) and mounts[dk.STARTUP_MOUNT]["ReadOnly"]
+    assert mounts[dk.STARTUP_MOUNT]["Source"] == str(startup_dir()) and mounts[dk.STARTUP_MOUNT]["ReadOnly"]
     assert mounts[dk.RECORD_MOUNT]["Source"] == str(record.parent.resolve())
     assert kwargs["environment"]["PYTHONPATH"] == dk.STARTUP_MOUNT
     assert kwargs["environment"]["HARNESS_CACHE_RECORD"] == f"{dk.RECORD_MOUNT}/{record.name}"

@@ -6,6 +6,7 @@ from xml.etree import ElementTree
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict, parse_fail_on
+from harness.core.records import replace
 from harness.core.runs import RunRecord
 from harness.output.ci import step_summary, write_junit
 from harness.report.per_test import per_test_section
@@ -119,7 +120,8 @@ def test_the_report_opens_with_what_missed_and_keeps_the_listing_beside_it():
     section = "\n".join(per_test_section([_mixed()]))
     assert "| `t.py::test_set_order`     | `jit_by_names` | moved key  | computation" in section
     assert "| `t.py::test_random_shapes` | `jit_mse`      | new input  | -" in section
-    assert "float32[6]; run 1: float32[2] and float32[4]" in section
+    assert "- `jit_mse` (new input, `t.py::test_random_shapes`): float32\\[6\\]; run 1 compiled it at float32\\[2\\] and " \
+           "float32\\[4\\]" in section
     assert "`t.py::test_flaky` (run 1: not run, run 2: failed)" in section
     assert "1 of 4 tests are clean" in section
     assert "jit_stable-" in render_listings([_mixed()])
@@ -211,8 +213,8 @@ def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_th
     (miss,) = suite_findings(runs, comparison_of(runs)).misses
     assert miss.tests == [t0, t1] and miss.runs_by_test == {t0: [2], t1: [3]}
     section = "\n".join(per_test_section([_cell(runs)]))
-    assert "| `lib/c_test.py::T::test_mask0` | `jit_sum`  | new input  | -           | float32[6]; run 1: float32[2] " \
-           "| 2      |" in section, section
+    assert "| `lib/c_test.py::T::test_mask0` (2), `lib/c_test.py::T::test_mask1` (3) | `jit_sum`   | new input  | " \
+           "-           | 2, 3   |" in section, section
     assert miss.types_by_test == {t0: [["float32[6]"]], t1: [["float32[7]"]]}
 
 
@@ -254,3 +256,62 @@ def test_each_tests_junit_time_is_its_mean_seconds_over_the_runs(tmp_path):
     times = {c.get("name"): c.get("time") for c in ElementTree.parse(path).getroot().iter("testcase")}
     assert times[f"{T_MSE} [jax 0.4.31]"] == "0.5" and times[f"{T_OK} [jax 0.4.31]"] == "1.5", times
     assert times[f"{T_SET} [jax 0.4.31]"] == "0.0"  # no run recorded it
+
+
+def test_tests_that_missed_the_same_functions_share_one_row():
+    """Issue 51, item 6: a row per test and function filled the first screen when many tests share helpers; the
+    tests that missed the same functions in the same category are one row, named up to three and counted."""
+    ids = [f"lib/a_test.py::T::test_{n}" for n in range(30)]
+    first = [key("jit_add", f"{n:02x}", t, (f"float32[{n + 1}]",)) for n, t in enumerate(ids)]
+    first += [key("jit_mul", f"{n + 40:02x}", t, (f"float32[{n + 1}]",)) for n, t in enumerate(ids)]
+    later = [key(k.module, f"{n + 80:02x}", k.tests[0], k.arg_types, computation="e") for n, k in enumerate(first)]
+    outcomes = dict.fromkeys(ids, "passed")
+    section = "\n".join(per_test_section([_cell([run(1, first, outcomes), run(2, later, outcomes)])]))
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows == [(f"| `{ids[0]}`, `{ids[1]}`, `{ids[2]}` and 27 more | `jit_add`, `jit_mul` | moved key  | "
+                     "computation | 2      |")], rows
+    assert len(section.encode()) < 2_000, len(section.encode())
+
+
+_MODULE = """module @jit_scale attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xf32> {mhlo.layout_mode = "default"}) -> (tensor<RESULT> {jax.result_info = ""}) {
+    %cst = stablehlo.constant dense<VALUE> : tensor<f32>
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<3xf32>
+    %1 = stablehlo.multiply %arg0, %0 : tensor<3xf32>
+    return %1 : tensor<3xf32>
+  }
+}
+"""
+
+
+def test_a_moved_keys_line_shows_how_its_lowered_module_differs_and_names_its_test(tmp_path):
+    """Issue 51, item 4: a test whose static argument is a random int (`moved key: program`) says which lines of the
+    module differ (only a constant) and names the test; a static value that changes a shape inside says so."""
+    from harness.report.sources import function_evidence
+    from harness.report.write import ReportWriter
+
+    test = "t.py::test_static_scale"
+    values = {1: ("7.000000e+00", "3xf32"), 2: ("4.200000e+01", "3xf32"), 3: ("4.200000e+01", "9xf32")}
+    for n, (value, result) in values.items():
+        dump = tmp_path / "logs" / f"run-0{n}.ir"
+        dump.mkdir(parents=True)
+        (dump / "jax_ir1_jit_scale_compile.mlir").write_text(_MODULE.replace("VALUE", value).replace("RESULT", result))
+    base = key("jit_scale", "1", test, ("float32[3]",))
+    runs = [run(1, [base], {test: "passed"})]
+    runs += [replace(run(n, [key("jit_scale", str(n), test, ("float32[3]",), computation=str(n))], {test: "passed"}),
+                     log=f"logs/run-0{n}.log") for n in (2, 3)]
+    runs[0] = replace(runs[0], log="logs/run-01.log")
+    cell = _cell(runs)
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    head = report[:report.index("## Results")]
+    assert f"- `jit_scale` (moved key, `{test}`): float32\\[3\\]; run 2 against run 1: only constants differ" in head
+    assert "(the diff: under Evidence below)" in head  # the one the Evidence section shows is not repeated
+    assert "-    %cst = stablehlo.constant dense<7.000000e+00> : tensor<f32>" in report
+    assert "+    %cst = stablehlo.constant dense<4.200000e+01> : tensor<f32>" in report
+    section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
+    assert section.count("```diff") == 1 and "-    %cst = stablehlo.constant dense<7.000000e+00>" in section
+    (tmp_path / "logs" / "run-02.ir" / "jax_ir1_jit_scale_compile.mlir").unlink()  # run 3's alone: a shape inside
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    assert "run 3 against run 1: the results' types differ (`tensor<3xf32>` -> `tensor<9xf32>`)" in report

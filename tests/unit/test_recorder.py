@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.core import jaxlog, recorder
-from harness.inside.startup import STARTUP_DIR
+from harness.core.kinds import ThresholdMode
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_pytest import outcome_of
 from harness.measure.run_logs import missing_module, read_jax_log
 from harness.service.sweeping import with_pytest
@@ -176,7 +177,7 @@ def fake_jax(write):
 
 
 def hook_env(tmp_path, **more):
-    return {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "PATH": os.environ["PATH"],
+    return {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "PATH": os.environ["PATH"],
             "HARNESS_RECORDER": str(tmp_path / "run.recorder.jsonl"), **more}
 
 
@@ -304,3 +305,34 @@ def test_the_recorder_file_stops_at_its_cap_and_says_so(tmp_path):
     recording = recorder.read(path)
     assert recording is not None and recording.cut().startswith("the recorder's file reached its cap (4000 bytes)")
     assert 10 < len(recorder.run_log(recording).keys) < 200
+
+
+def test_a_pytest_run_writes_nothing_into_the_installed_package(tmp_path, write, monkeypatch):
+    """Python writes bytecode beside what it imports (the hook's, pytest's rewritten plugin): the runs import the
+    start-up folder from a copy outside the package (beside the environments), so a wheel's files stay as
+    installed, and each copy is made once per content."""
+    from harness.inputs.process_variables import hook_env as harness_hook_env
+    from harness.inside.startup import SOURCE_DIR
+
+    monkeypatch.setenv("HARNESS_ENV_DIR", str(tmp_path / "envs"))
+    startup_dir.cache_clear()
+    try:
+        given = harness_hook_env(tmp_path / "r.jsonl", ThresholdMode.HARNESS, recorder=tmp_path / "run.recorder.jsonl")
+        (path,) = given["PYTHONPATH"].split(os.pathsep)
+        assert Path(path).parent == tmp_path / "envs" / ".startup" and not Path(path).is_relative_to(SOURCE_DIR)
+        assert sorted(p.name for p in Path(path).iterdir()) == sorted(p.name for p in SOURCE_DIR.glob("*.py"))
+        before = {p: p.stat().st_mtime_ns for p in SOURCE_DIR.rglob("*")}
+        fake_jax(write)
+        write("suite/test_it.py", f"import jax\ndef test_a():\n    jax.compiler.compile('jit_f', '{HEX['a']}')\n")
+        env = {**given, "PYTHONPATH": f"{path}:{tmp_path / 'fake'}", "PATH": os.environ["PATH"]}
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_it.py"],
+                              cwd=tmp_path / "suite", env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert {p: p.stat().st_mtime_ns for p in SOURCE_DIR.rglob("*")} == before
+        written = [p.name for p in (Path(path) / "__pycache__").iterdir()]
+        assert any(n.startswith("jax_cache_harness_pytest.") and "-pytest-" in n for n in written), written
+        assert any(n.startswith("sitecustomize.") for n in written), written
+        startup_dir.cache_clear()
+        assert startup_dir() == Path(path)  # the same files: the same copy, made once
+    finally:
+        startup_dir.cache_clear()

@@ -10,7 +10,7 @@ import pytest
 
 from harness.core.records import convert, plain
 from harness.core.errors import UserError
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.reduce import sandbox
 from harness.reduce.measure import Measured, wrote_outside
 from harness.reduce.sandbox import (Confinement, Confines, Sandbox, Workspace, bwrap_argv, bwrap_launcher,
@@ -44,7 +44,7 @@ def _space(tmp_path):
 
 
 def _run(space, user, launcher=()):
-    env = {**os.environ, "PYTHONPATH": str(STARTUP_DIR), **space.env()}
+    env = {**os.environ, "PYTHONPATH": str(startup_dir()), **space.env()}
     return subprocess.run([*launcher, sys.executable, str(space.script_for(user, user / "train.py")),
                            str(space.folder), str(user)], cwd=space.work, env=env, capture_output=True, text=True,
                           timeout=120)
@@ -252,7 +252,7 @@ def test_the_reduced_program_s_check_is_watched_where_the_original_ran(tmp_path)
     for sub in ("home", "tmp"):
         (space.folder / sub).mkdir(parents=True)
     environment = WatchedBackend(Made(), space, Sandbox(Confinement.BWRAP), (user,)).prepare("0.4.28", None)
-    environment.run(Program(script), {"PYTHONPATH": str(STARTUP_DIR)}, tmp_path / "cache", tmp_path / "log", 10)
+    environment.run(Program(script), {"PYTHONPATH": str(startup_dir())}, tmp_path / "cache", tmp_path / "log", 10)
     program, env = environment.inner.started
     assert program.launcher == ()  # run as a user runs reduced.py: not under bubblewrap, but watched
     assert env["HOME"] == str(space.folder / "home") and str(user) in env["HARNESS_WRITE_ROOTS"]
@@ -299,7 +299,7 @@ def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_pat
     env = space.env((str(user.resolve() / "canary.txt"),))
     assert env["HARNESS_WRITE_ROOTS"].split(os.pathsep) == [str(space.folder), str(user.resolve() / "canary.txt")]
     done = subprocess.run([sys.executable, str(space.script_for(user, user / "train.py")), str(space.folder),
-                           str(user)], cwd=space.work, env={**os.environ, "PYTHONPATH": str(STARTUP_DIR), **env},
+                           str(user)], cwd=space.work, env={**os.environ, "PYTHONPATH": str(startup_dir()), **env},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in ("made", "appended.log"))

@@ -343,3 +343,36 @@ def test_a_cell_key_no_record_has_is_refused_naming_it_never_dropped(tmp_path, w
         load_results(tmp_path)
     assert str(refused.value) == (f"{tmp_path / 'results.json'}: {key}: a key this harness does not know (written by "
                                   "a newer release? read it with that one)")
+
+
+def test_a_cells_key_components_are_written_once_per_key_and_read_back_under_every_key():
+    """A suite's 150 keys in 12 runs wrote each key's components in every run (half of a 4 MB results.json): the
+    file holds them once per cell; every reader gets them back under each run's key, the moved folder's and the
+    seed control's too, and an older folder (components under each key) reads as it did."""
+    from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+    from harness.core.findings import FactorResult
+    from harness.core.factors import Factor, FactorOutcome
+    from harness.core.runs import RankRecord, RunRecord
+    from harness.results.document import KEY_COMPONENTS, cell_json
+
+    def log(*keys: str, cut: bool = False) -> RunLog:
+        return RunLog([LoggedKey("jit_f", k, Outcome.HIT, components={"computation": k[-4:] * 16, "XLA flags": "0" * 64}
+                                 if not cut else {"computation": k[-4:] * 16}) for k in keys])
+
+    a, b = "jit_f-" + "a" * 64, "jit_f-" + "b" * 64
+    runs = [RunRecord(i, 10 + i, 0, 0.5, [], keys=log(a)) for i in (1, 2, 3)]
+    runs.append(RunRecord(4, 14, 0, 0.5, [], keys=log(a, b), ranks=[RankRecord(0, 14, keys=log(b)),
+                                                                     RankRecord(1, 15, keys=log(b, cut=True))]))
+    cell = replace(CellResult(CellSpec("0.4.31", Platform.CPU, 8, None), Verdict.CLEAN, runs=runs),
+                   seed_control=RunRecord(5, 11, 0, 0.5, [], keys=log(a)),
+                   moved_folder=FactorResult(Factor.CACHE_PATH, FactorOutcome.HIT, run=RunRecord(6, 11, 0, 0.5, [],
+                                                                                                  keys=log(a))))
+    written = json.loads(json.dumps(cell_json(cell)))
+    assert sorted(written[KEY_COMPONENTS]) == [a, b]
+    under_keys = [k for k in json.dumps(written).split('"components"')[1:]]
+    assert len(under_keys) == 1  # only the cut key's, which differ from the ones kept
+    assert read_cell(written) == cell and cell.runs[0].keys.keys[0].components  # the cell itself is as it was
+    for document in _documents()[:3]:  # the fixture folders, written by earlier releases: the same cells again
+        for old in document.cells:
+            assert read_cell(json.loads(json.dumps(cell_json(old)))) == old
+    assert read_cell(plain(cell)) == cell  # a cell with components under its keys (earlier releases) reads as it did

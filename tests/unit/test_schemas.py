@@ -139,3 +139,22 @@ def test_the_json_summary_validates_and_a_wrong_value_in_it_does_not():
         change(wrong)
         with pytest.raises(jsonschema.ValidationError):
             _validator("summary.schema.json").validate(wrong)
+
+
+def test_a_document_with_its_key_components_once_per_cell_validates():
+    """A cell written now keeps each key's components once, in `key_components`: the schema says the table."""
+    from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+    from harness.core.records import replace
+    from harness.core.runs import RunRecord
+
+    document = read_document(json.loads((FIXTURES / "smoke-run" / "results.json").read_text()), "smoke-run")
+    components = {"computation": "c" * 64, "XLA flags": "f" * 64}
+    runs = [RunRecord(i, i, 0, 1.0, [], keys=RunLog([LoggedKey("jit_f", "jit_f-" + "a" * 64, Outcome.HIT,
+                                                               components=components)])) for i in (1, 2)]
+    document.cells[0] = replace(document.cells[0], runs=runs)
+    data = json.loads(json.dumps(document_json(document)))
+    assert data["cells"][0]["key_components"] == {"jit_f-" + "a" * 64: components}
+    _validator("results.schema.json").validate(data)
+    data["cells"][0]["key_components"]["jit_f-" + "a" * 64] = ["not", "a", "mapping"]
+    with pytest.raises(jsonschema.ValidationError):
+        _validator("results.schema.json").validate(data)

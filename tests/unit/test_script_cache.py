@@ -12,7 +12,7 @@ from harness.core.runs import CacheSetting, RunRecord
 from harness.core.findings import ScriptCacheFacts
 from harness.core.kinds import ThresholdMode
 from harness.evidence.script_settings import cell_facts, parse_record, sets_own_folder
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, LATE_ENVIRON, MIN_COMPILE_TIME,
                                                            MIN_ENTRY_SIZE, caller_api, decide, environment_changes)
 
@@ -125,7 +125,7 @@ def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path):
     (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITE_RAN = True\n")
     code = "import builtins, sys; print(getattr(builtins, 'USER_SITE_RAN', False), " \
            "any(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{user}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{startup_dir()}:{user}", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
     env["HARNESS_CACHE_RECORD"] = str(tmp_path / "record.jsonl")
@@ -134,7 +134,7 @@ def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path):
 
 
 def test_the_hook_does_not_change_the_hash_seed(tmp_path):
-    env = {"PYTHONPATH": str(STARTUP_DIR), "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": str(startup_dir()), "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "PYTHONHASHSEED": "7", "PATH": "/usr/bin:/bin"}
     runs = {subprocess.run([sys.executable, "-c", "print(hash('axis'))"], env=env, capture_output=True,
                            text=True, check=True).stdout for _ in range(2)}
@@ -178,7 +178,7 @@ def test_the_hook_wraps_configs_update_once_jax_is_imported(tmp_path, write):
                                 "cc.set_cache_dir('/jaxcache')\n"
                                 "jax.config.update('jax_persistent_cache_min_compile_time_secs', 5.0)\n"
                                 "print(jax.config._read('jax_compilation_cache_dir'))\n")
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == CELL
@@ -198,7 +198,7 @@ def test_a_threshold_the_script_sets_in_os_environ_is_its_own_even_at_the_harnes
     script = write("script.py", "import os\n"
                                 "os.environ['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] = '0'\n"
                                 "import jax\n")
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_THRESHOLDS": "harness", "PATH": "/usr/bin:/bin",
            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
     subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
@@ -221,7 +221,7 @@ def test_a_launchers_os_environ_folder_for_its_worker_is_redirected_not_taken_as
                                   "os.environ['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] = '0'\n"
                                   "sys.stdout.flush()\n"
                                   "subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), 'worker.py')])\n")
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": folder_mode, "PATH": "/usr/bin:/bin",
            "HARNESS_CACHE_THRESHOLDS": "harness", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
@@ -240,7 +240,7 @@ def test_a_folder_put_in_os_environ_after_import_jax_is_recorded_as_too_late(tmp
     write("fake/jax/_src/__init__.py", "")
     write("fake/jax/_src/config.py", FAKE_CONFIG)
     script = write("script.py", "import os, jax\nos.environ['JAX_COMPILATION_CACHE_DIR'] = '/mine'\n")
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": "hook", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     cache = parse_record((tmp_path / "r.jsonl").read_text())
@@ -261,7 +261,7 @@ def test_hook_only_the_folder_leaves_the_environment_and_comes_back_when_the_scr
                                 "print(jax.config._read('jax_compilation_cache_dir'))\n"
                                 "if len(sys.argv) == 1:\n"  # a process it starts is redirected too
                                 "    sys.stdout.flush(); subprocess.run([sys.executable, __file__, 'child'])\n")
-    env = {"PYTHONPATH": f"{STARTUP_DIR}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
+    env = {"PYTHONPATH": f"{startup_dir()}:{tmp_path / 'fake'}", "HARNESS_CACHE_RECORD": str(tmp_path / "r.jsonl"),
            "JAX_COMPILATION_CACHE_DIR": CELL, "HARNESS_CACHE_FOLDER": "hook", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["None", CELL, "None", CELL]

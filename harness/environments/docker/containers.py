@@ -28,7 +28,7 @@ from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
-from harness.inside.startup import STARTUP_DIR
+from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR
 
 # Where a run sees its folders inside the container.
@@ -88,10 +88,11 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
         if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
             environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
-    if str(STARTUP_DIR) in env.get("PYTHONPATH", "").split(os.pathsep):
-        mounts.append(Mount(target=STARTUP_MOUNT, source=str(STARTUP_DIR), type="bind", read_only=True))
+    startup = str(startup_dir())
+    if startup in env.get("PYTHONPATH", "").split(os.pathsep):
+        mounts.append(Mount(target=STARTUP_MOUNT, source=startup, type="bind", read_only=True))
         environment["PYTHONPATH"] = os.pathsep.join(
-            STARTUP_MOUNT if part == str(STARTUP_DIR) else part for part in env["PYTHONPATH"].split(os.pathsep))
+            STARTUP_MOUNT if part == startup else part for part in env["PYTHONPATH"].split(os.pathsep))
     if variation is not None and variation.uid is not None:
         user = f"{variation.uid}:{OTHER_GID}"
     kwargs: dict[str, Any] = {
