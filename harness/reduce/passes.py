@@ -31,6 +31,7 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from enum import Enum
 from typing import Protocol, TypeGuard
 
@@ -284,7 +285,8 @@ def _used_names_and_blocks(tree: ast.AST) -> tuple[set[str], list[list[ast.stmt]
 def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without the definitions, imports (and, in a second candidate, assignments) whose names
     nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
-    candidate. Assignments come second, as their right-hand side may be needed for what it does."""
+    candidate. Assignments come second, as their right-hand side may be needed for what it does. A third
+    candidate drops every docstring."""
     for place, kinds in (((0,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
                                  ast.Assign, ast.AnnAssign)),
                          ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
@@ -295,6 +297,18 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         text = _emit(tree)
         if text and text != source:
             yield place, text
+    # Then the docstrings, all in one candidate: lines a reproducer does not need, which a removal would take
+    # one statement at a time, the module's last (its block's first).
+    if not _skipped((2,), resume_at):
+        tree = ast.parse(source)
+        for block in _blocks(tree):
+            if len(block) > 1 and _docstring(block[0]):
+                del block[0]
+            elif block and _docstring(block[0]):
+                block[0] = _located_pass()
+        text = _emit(tree)
+        if text and text != source:
+            yield (2,), text
 
 
 def _is_one_of(stmt: ast.stmt, kinds: tuple[type[ast.stmt], ...]) -> bool:
@@ -476,9 +490,10 @@ def _mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names and not getattr(n, _PLAIN, False) for n in ast.walk(node))
 
 
-def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
-    """Mark (_PLAIN) every use, in a function, of a name of `tainted` that the function binds itself (by an
-    assignment or a loop) only to values that mention none of them."""
+def _mark_plain_locals(tree: ast.AST, tainted: set[str], libraries: AbstractSet[str],
+                       producers: AbstractSet[str] = frozenset()) -> None:
+    """Mark (_PLAIN) every use, in a function, of a name of `tainted` (but the `libraries`' own) that the
+    function binds itself (by an assignment or a loop) only to values that mention none of `tainted`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and hasattr(node, _PLAIN):
             delattr(node, _PLAIN)
@@ -495,8 +510,8 @@ def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
                 targets, value = [node.target], node.iter
             else:
                 continue
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} & tainted
-            (made if _mentions(value, tainted) else plain).update(bound)
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} & tainted - libraries
+            (made if _draws(value, tainted, producers) else plain).update(bound)
         local = plain - made
         if local:
             marks += [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in local]
@@ -509,22 +524,56 @@ def _library_values(tree: ast.Module, names: set[str]) -> set[str]:
     `tx = optax.sgd(0.1)`, `params = model.init(...)`): the values a library made. Marks the tree's uses of
     a function's own plain locals of those names (`_mark_plain_locals`)."""
     tainted = set(names)
+    # The program's own functions that return a value a library made (`def create_state(...): ... return
+    # TrainState.create(...)`): what a call of one gives is the library's (`state = create_state(config)`),
+    # but the call stays a call (its body is where the library's calls are replaced).
+    producers: set[str] = set()
     for _ in range(8):
-        _mark_plain_locals(tree, tainted - names)
-        more = set(tainted)
+        _mark_plain_locals(tree, tainted, names, producers)
+        more, more_producers = set(tainted), set(producers)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None \
-                    and _mentions(node.value, tainted):
+                    and _draws(node.value, tainted, producers):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 more |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
                          and not getattr(n, _PLAIN, False)}
-            elif isinstance(node, (ast.ClassDef, ast.FunctionDef)) and _mentions(_header(node), tainted):
+            elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and _mentions(_made_by(node), tainted):
                 more.add(node.name)
-        if more == tainted:
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in tainted \
+                    and any(isinstance(r, ast.Return) and r.value is not None and _draws(r.value, tainted, producers)
+                            for r in _own_nodes(node)):
+                more_producers.add(node.name)
+        if more == tainted and more_producers == producers:
             break
-        tainted = more
-    _mark_plain_locals(tree, tainted - names)
+        tainted, producers = more, more_producers
+    _mark_plain_locals(tree, tainted, names, producers)
     return tainted
+
+
+def _draws(value: ast.AST, tainted: set[str], producers: AbstractSet[str]) -> bool:
+    """Whether `value` holds a value a library made: it mentions one, or calls a function that returns one."""
+    return _mentions(value, tainted) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                            and n.func.id in producers for n in ast.walk(value))
+
+
+def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body but those of the functions, classes and lambdas nested in it."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _made_by(definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Module:
+    """What makes a definition a library's value: a class's bases, keywords and decorators, a function's
+    decorators. Not a function's annotations nor its defaults (`def create_state(...) -> TrainState`,
+    `def f(x, act=nn.relu)`): the user's function stays the user's, its library calls inside replaced."""
+    parts = [*definition.decorator_list, *((*definition.bases, *(k.value for k in definition.keywords))
+                                           if isinstance(definition, ast.ClassDef) else ())]
+    return ast.Module(body=[ast.Expr(p) for p in parts], type_ignores=[])
 
 
 def _header(stmt: ast.stmt) -> ast.stmt:
@@ -747,6 +796,40 @@ def _values_put(tree: ast.Module, values: dict[str, str], only: int | None = Non
     return count
 
 
+def _without_library_annotations(tree: ast.Module, names: set[str]) -> None:
+    """Annotations that name a library's type dropped (`-> train_state.TrainState`, `model: nn.Module = ...`):
+    Python runs the program without them, and they alone would keep the library's import. A class body's are
+    left (a dataclass's fields are its annotations)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None and arg.annotation is not None and _mentions(arg.annotation, names):
+                    arg.annotation = None
+            if node.returns is not None and _mentions(node.returns, names):
+                node.returns = None
+    for block in _blocks(tree, classes=False):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and _mentions(stmt.annotation, names):
+                block[index] = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=stmt.lineno)
+
+
+def _without_library_effects(tree: ast.Module, libraries: set[str], made: set[str]) -> None:
+    """The statements that call a library only for what it does (`out.write(serialization.to_bytes(state))`,
+    `wandb.log(...)`, `model.summary()`: a library's function, or a method of a value it made, in an expression
+    statement) removed: replaced by an argument, such a call would hand a plain value to code that wants the
+    library's (bytes, a logger's record), and nothing after it reads what it did. A call of the program's own
+    function (`train_step(state, x)`) stays, whatever it is given."""
+    def for_effect(stmt: ast.stmt) -> bool:
+        return isinstance(stmt, ast.Expr) and any(
+            isinstance(n, ast.Call) and (_root(n.func) in libraries
+                                         or (isinstance(n.func, ast.Attribute) and _root(n.func) in made))
+            for n in ast.walk(stmt))
+
+    for block in _blocks(tree):
+        block[:] = [s for s in block if not for_effect(s)] or [_located_pass()]
+
+
 def plain_jax(source: str, resume_at: Place | None = None,
               values: dict[str, str] | None = None) -> Iterator[tuple[Place, str]]:
     """Down to plain JAX (issue 48 item 3): a reproducer that still imports a model library (Flax, Optax, the
@@ -760,10 +843,13 @@ def plain_jax(source: str, resume_at: Place | None = None,
     libraries = _library_names(tree)
     if not libraries:
         return
+    seen: set[str] = {source}
+    # Every candidate starts without the annotations that name a library's types (they run nothing).
+    _without_library_annotations(tree, set(libraries))
+    source = _emit(tree) or source
     by_package: dict[str, set[str]] = {}
     for name, package in libraries.items():
         by_package.setdefault(package, set()).add(name)
-    seen: set[str] = {source}
 
     def new(text: str | None, place: Place) -> TypeGuard[str]:
         if text is None or text in seen or _skipped(place, resume_at):
@@ -779,6 +865,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
             _values_put(tree, values or {})
         # What is made from a library after the values are in: `params = {...}` is plain now.
         made = _library_values(tree, set(libraries))
+        _without_library_effects(tree, set(libraries), made)
         tree = _CallsReplaced(made, None, last, frozenset(libraries), fields=True).visit(tree)
         _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
         whole = _emit(tree)
@@ -809,7 +896,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
                 yield (3, number, last), text
 
 
-COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, plain_jax, dead_code, inlinings, unwrappings)
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, removals, dead_code, inlinings, unwrappings)
 
 
 def coarse_passes(values: dict[str, str]) -> tuple[Pass, ...]:

@@ -265,7 +265,7 @@ def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     err = done.stderr
     original = size(SEED.read_text())
-    assert f"the original: {original} lines; passes: dead code, statements removed" in err
+    assert f"the original: {original} lines; passes: dead code, down to plain JAX, statements removed" in err
     assert err.index("the original: ") < err.index("the original on jax")  # said before its check
     assert re.search(r"a candidate takes about \d+\.\d s when rejected, \d+\.\d s when kept", err)
     assert re.search(rf"candidate 1 \(\d+ lines, [a-z -]+\): .*; best so far \d+ of {original} lines; "

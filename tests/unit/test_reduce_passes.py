@@ -60,6 +60,14 @@ def test_dead_code_goes_in_one_candidate_definitions_and_imports_first_then_assi
     assert "x = compute()" in no_assignments and "def unused" not in no_assignments
 
 
+def test_dead_code_drops_every_docstring_in_one_more_candidate():
+    program = normalise('"""The module."""\nimport json\ndef f():\n    """What f does."""\n    return json.dumps(1)\n'
+                        'def g():\n    """Only this."""\nclass C:\n    """A class."""\n    size = 3\nprint(f(), g(), C)\n')
+    (_, undocumented), = list(dead_code(program))
+    assert undocumented == normalise("import json\ndef f():\n    return json.dumps(1)\ndef g():\n    pass\n"
+                                     "class C:\n    size = 3\nprint(f(), g(), C)\n")
+
+
 def test_unwrapping_replaces_a_compound_statement_by_its_body():
     program = normalise("for i in range(3):\n    x = i\n    y = 2\nwith open('f') as f:\n    z = 1\n")
     made = sources(unwrappings(program))
@@ -349,6 +357,55 @@ def test_a_probe_run_reads_what_a_library_computed_and_plain_jax_puts_it_in_the_
     assert "params = {'Dense_0': {'kernel': jnp.ones((3, 4)), 'bias': jnp.ones((4,))}}" in first
     assert "state = params" in first and "jax.grad(loss_fn)(state)" in first and "return grads" in first
     assert "shard_map(lambda a: a" in first and "data, model = mesh.axis_names" in first
+
+
+TYPED_TRAINING = normalise("""
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+from flax import serialization
+from flax.training import train_state
+
+def create_state(rng) -> train_state.TrainState:
+    model = nn.Dense(4)
+    params = model.init(rng, jnp.ones((2, 3)))['params']
+    return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(0.1))
+
+@jax.jit
+def train_step(state: train_state.TrainState, x):
+    grads = jax.grad(lambda p: jnp.sum(state.apply_fn({'params': p}, x)))(state.params)
+    return state.apply_gradients(grads=grads)
+
+def save(state, path):
+    with open(path, 'wb') as out:
+        out.write(serialization.to_bytes(state.params))
+
+state = create_state(jax.random.PRNGKey(0))
+state = train_step(state, jnp.ones((2, 3)))
+save(state, 'ckpt.msgpack')
+""")
+
+
+def test_plain_jax_goes_through_the_program_s_own_typed_functions_and_drops_a_library_s_effects():
+    """A helper annotated with a library's type (`-> TrainState`) stays the program's own: its call stays, what
+    it returns is the library's (its fields read are it), the annotations go with the import, and a call made
+    only for what the library does (writing its bytes) goes instead of writing the parameters' dict."""
+    from harness.reduce.passes import plain_jax
+
+    values = {"model.init(rng, jnp.ones((2, 3)))['params']": "{'kernel': jnp.ones((3, 4))}"}
+    (place, first), *_ = list(plain_jax(TYPED_TRAINING, None, values))
+    assert place == (0, 0) and broken(first) is None
+    assert _imports(first) == {"jax"}, first
+    assert "state = create_state(jax.random.PRNGKey(0))" in first and "def create_state(rng):" in first
+    assert "return params" in first and "jax.grad(lambda p: jnp.sum(x))(state)" in first, first
+    assert "def train_step(state, x):" in first and "return grads" in first
+    assert "out.write" not in first and "save(state, 'ckpt.msgpack')" in first
+
+
+def test_plain_jax_runs_before_the_removals_so_a_library_program_goes_plain_in_one_step():
+    from harness.reduce.passes import COARSE_PASSES, plain_jax, removals
+    assert COARSE_PASSES.index(plain_jax) < COARSE_PASSES.index(removals)
 
 
 def test_probed_values_leave_out_what_could_not_be_written_or_differed_between_runs():
