@@ -160,6 +160,7 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
     blocks = _blocks(tree)
     longest = max((len(b) for b in blocks), default=0)
     seen: set[str] = set()
+    members = _ClassMembersRead(tree)
     for chunk in _chunk_sizes(longest):
         for number, block in enumerate(blocks):
             length = len(block)
@@ -168,6 +169,8 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
             # From the end of the block: a statement's uses come after it, so removing the last ones first
             # lets the earlier ones go (and pyflakes rejects, unrun, a definition whose use is still there).
             for start in reversed(range(0, length, chunk)):
+                if members.still_read(block, block[start:start + chunk]):
+                    continue
                 text = _without(tree, blocks, number, start, chunk)
                 if text and text != source and text not in seen:
                     seen.add(text)
@@ -175,6 +178,37 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
                     # later in the pass, is not tried (as when the pass ran from the start).
                     if not _skipped((-chunk, number, -start), resume_at):
                         yield (-chunk, number, -start), text
+
+
+class _ClassMembersRead:
+    """A class's fields and methods that the program reads as attributes (`config.mesh_axes`, `Config.steps`,
+    `model.encode(x)`) and never sets as one (`self.size = ...`): removing one from its class body leaves an
+    AttributeError where it is read, so a removal that takes one (and not every read of it) is not made (the
+    training programs' config dataclasses cost a rejected candidate per field). Once what reads it goes, the
+    field may go too."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.class_bodies = {id(node.body) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        self.reads: dict[str, int] = {}
+        self.set_somewhere: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                if isinstance(node.ctx, ast.Load):
+                    self.reads[node.attr] = self.reads.get(node.attr, 0) + 1
+                else:
+                    self.set_somewhere.add(node.attr)
+
+    def still_read(self, block: list[ast.stmt], removed: list[ast.stmt]) -> bool:
+        if id(block) not in self.class_bodies:
+            return False
+        members = {name for stmt in removed for name in (_bound_names(stmt) or ())} - self.set_somewhere
+        if not members:
+            return False
+        read_inside: dict[str, int] = {}
+        for node in (n for stmt in removed for n in ast.walk(stmt)):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                read_inside[node.attr] = read_inside.get(node.attr, 0) + 1
+        return any(self.reads.get(name, 0) > read_inside.get(name, 0) for name in members)
 
 
 def _without(tree: ast.Module, blocks: list[list[ast.stmt]], number: int, start: int, chunk: int) -> str | None:
@@ -282,14 +316,15 @@ def _used_names_and_blocks(tree: ast.AST) -> tuple[set[str], list[list[ast.stmt]
     return used, blocks
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
 def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without the definitions, imports (and, in a second candidate, assignments) whose names
     nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
     candidate. Assignments come second, as their right-hand side may be needed for what it does. A third
     candidate drops every docstring."""
-    for place, kinds in (((0,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
-                                 ast.Assign, ast.AnnAssign)),
-                         ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
+    for place, kinds in (((0,), (*_DEFINITIONS, ast.Assign, ast.AnnAssign)), ((1,), _DEFINITIONS)):
         if _skipped(place, resume_at):
             continue
         tree = ast.parse(source)
@@ -297,9 +332,18 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         text = _emit(tree)
         if text and text != source:
             yield place, text
+    # The parameters no function reads, with what every call of it passes them (pysource-minimize would take
+    # each argument, then each parameter, one candidate at a time), all in one candidate.
+    if not _skipped((2,), resume_at):
+        tree = ast.parse(source)
+        if _drop_unused_parameters(tree):
+            _drop_unused(tree, functools.partial(_is_one_of, kinds=_DEFINITIONS))  # what only those arguments used
+            text = _emit(tree)
+            if text and text != source:
+                yield (2,), text
     # Then the docstrings, all in one candidate: lines a reproducer does not need, which a removal would take
     # one statement at a time, the module's last (its block's first).
-    if not _skipped((2,), resume_at):
+    if not _skipped((3,), resume_at):
         tree = ast.parse(source)
         for block in _blocks(tree):
             if len(block) > 1 and _docstring(block[0]):
@@ -308,7 +352,53 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
                 block[0] = _located_pass()
         text = _emit(tree)
         if text and text != source:
-            yield (2,), text
+            yield (3,), text
+
+
+# Decorators that keep a function's parameters free to go: `jax.jit` as it is (`static_argnums`, `in_specs` and
+# the like count the parameters).
+_PLAIN_DECORATORS = frozenset({"jax.jit", "jit"})
+
+
+def _drop_unused_parameters(tree: ast.Module) -> bool:
+    """Drop every parameter a function never reads, and the argument each call passes it, where every use of the
+    function's name is a call of it with plain arguments (no `*args`, `**kwargs`), it is no method and has no
+    decorator but `jax.jit`. True when one went."""
+    methods = {id(s) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for s in node.body}
+    functions: dict[str, list[ast.FunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            functions.setdefault(node.name, []).append(node)
+    calls: dict[str, list[ast.Call]] = {}
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+            called.add(id(node.func))
+    other_uses = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+    dropped = False
+    for name, (fn, *more) in functions.items():
+        a = fn.args
+        if more or name in other_uses or id(fn) in methods or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs \
+                or any(ast.unparse(d) not in _PLAIN_DECORATORS for d in fn.decorator_list):
+            continue
+        sites = calls.get(name, [])
+        if any(isinstance(x, ast.Starred) for c in sites for x in c.args) or any(k.arg is None for c in sites
+                                                                               for k in c.keywords):
+            continue
+        read = {n.id for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        unused = [i for i, p in enumerate(a.args) if p.arg not in read]
+        if not unused:
+            continue
+        names = {a.args[i].arg for i in unused}
+        first_default = len(a.args) - len(a.defaults)
+        a.defaults = [d for i, d in enumerate(a.defaults, first_default) if i not in unused]
+        a.args = [p for i, p in enumerate(a.args) if i not in unused]
+        for call in sites:
+            call.args = [x for i, x in enumerate(call.args) if i not in unused]
+            call.keywords = [k for k in call.keywords if k.arg not in names]
+        dropped = True
+    return dropped
 
 
 def _is_one_of(stmt: ast.stmt, kinds: tuple[type[ast.stmt], ...]) -> bool:

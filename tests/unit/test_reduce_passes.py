@@ -68,6 +68,36 @@ def test_dead_code_drops_every_docstring_in_one_more_candidate():
                                      "class C:\n    size = 3\nprint(f(), g(), C)\n")
 
 
+def test_dead_code_drops_the_parameters_no_function_reads_with_their_arguments_in_one_candidate():
+    program = normalise("import jax\nfrom functools import partial\n@jax.jit\ndef step(state, x, labels, rng=None):\n"
+                        "    return state * 2\ndef helper(a, b):\n    return a\n"
+                        "@partial(jax.jit, static_argnums=1)\ndef counted(a, n):\n    return a\n"
+                        "def passed(a, b):\n    return a\nclass C:\n    def method(self, unused):\n        return 1\n"
+                        "print(step(1, 2, labels=3), helper(1, b=2), counted(1, 2), jax.vmap(passed), C().method(1))\n")
+    (_, unread), = [(p, t) for p, t in dead_code(program) if p == (2,)]
+    assert "def step(state):" in unread and "step(1)" in unread
+    assert "def helper(a):" in unread and "helper(1)" in unread
+    # What counts the parameters (a decorator's static_argnums), a function passed on, a method: left as they are.
+    assert "def counted(a, n):" in unread and "def passed(a, b):" in unread and "def method(self, unused):" in unread
+
+
+def test_removals_keep_a_class_s_field_or_method_the_program_still_reads_as_an_attribute():
+    # A config dataclass: removing `size` while `config.size` is read is an AttributeError, never tried; `unused`
+    # and `kept` (set on the instance too: it may live there) may go, and `size` goes with its last reader.
+    program = normalise("import dataclasses\n@dataclasses.dataclass\nclass Config:\n    size: int = 3\n"
+                        "    unused: int = 4\n    kept: int = 5\n    def scale(self):\n        return self.size\n"
+                        "config = Config()\nconfig.kept = 6\nprint(config.scale(), config.size)\n")
+    made = [t for t in sources(removals(program)) if broken(t) is None]  # (the class's own removal: pyflakes)
+    assert not any("size: int = 3" not in t and "config.size" in t for t in made)
+    assert not any("def scale" not in t and ".scale()" in t for t in made)
+    assert any("unused: int" not in t and "size: int = 3" in t for t in made)
+    assert any("kept: int" not in t and "config.kept = 6" in t for t in made)
+    unread = program.replace("print(config.scale(), config.size)", "print(config)")
+    made = sources(removals(unread))
+    assert any("def scale" not in t and "size: int = 3" in t for t in made)  # what read it goes first
+    assert any("def scale" not in t and "size: int" not in t for t in made)  # or with it
+
+
 def test_unwrapping_replaces_a_compound_statement_by_its_body():
     program = normalise("for i in range(3):\n    x = i\n    y = 2\nwith open('f') as f:\n    z = 1\n")
     made = sources(unwrappings(program))
