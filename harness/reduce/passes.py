@@ -322,8 +322,8 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
 def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without the definitions, imports (and, in a second candidate, assignments) whose names
     nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
-    candidate. Assignments come second, as their right-hand side may be needed for what it does. A third
-    candidate drops every docstring."""
+    candidate. Assignments come second, as their right-hand side may be needed for what it does. Then the
+    parameters no function reads, and the statements that are only a constant (docstrings, `0`)."""
     for place, kinds in (((0,), (*_DEFINITIONS, ast.Assign, ast.AnnAssign)), ((1,), _DEFINITIONS)):
         if _skipped(place, resume_at):
             continue
@@ -341,15 +341,13 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
             text = _emit(tree)
             if text and text != source:
                 yield (2,), text
-    # Then the docstrings, all in one candidate: lines a reproducer does not need, which a removal would take
-    # one statement at a time, the module's last (its block's first).
+    # Then the statements that are a constant alone (docstrings, and the `0`s pysource-minimize leaves where it
+    # simplified a call), all in one candidate: they do nothing, and a removal would take them one at a time.
     if not _skipped((3,), resume_at):
         tree = ast.parse(source)
         for block in _blocks(tree):
-            if len(block) > 1 and _docstring(block[0]):
-                del block[0]
-            elif block and _docstring(block[0]):
-                block[0] = _located_pass()
+            block[:] = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))] \
+                or [_located_pass()]
         text = _emit(tree)
         if text and text != source:
             yield (3,), text

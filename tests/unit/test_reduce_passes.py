@@ -60,9 +60,10 @@ def test_dead_code_goes_in_one_candidate_definitions_and_imports_first_then_assi
     assert "x = compute()" in no_assignments and "def unused" not in no_assignments
 
 
-def test_dead_code_drops_every_docstring_in_one_more_candidate():
+def test_dead_code_drops_every_docstring_and_constant_alone_in_one_more_candidate():
     program = normalise('"""The module."""\nimport json\ndef f():\n    """What f does."""\n    return json.dumps(1)\n'
-                        'def g():\n    """Only this."""\nclass C:\n    """A class."""\n    size = 3\nprint(f(), g(), C)\n')
+                        'def g():\n    """Only this."""\nclass C:\n    """A class."""\n    size = 3\n0\n'
+                        'print(f(), g(), C)\n')
     (_, undocumented), = list(dead_code(program))
     assert undocumented == normalise("import json\ndef f():\n    return json.dumps(1)\ndef g():\n    pass\n"
                                      "class C:\n    size = 3\nprint(f(), g(), C)\n")
