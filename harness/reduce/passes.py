@@ -31,6 +31,7 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from enum import Enum
 from typing import Protocol, TypeGuard
 
@@ -159,6 +160,7 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
     blocks = _blocks(tree)
     longest = max((len(b) for b in blocks), default=0)
     seen: set[str] = set()
+    members = _ClassMembersRead(tree)
     for chunk in _chunk_sizes(longest):
         for number, block in enumerate(blocks):
             length = len(block)
@@ -167,6 +169,8 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
             # From the end of the block: a statement's uses come after it, so removing the last ones first
             # lets the earlier ones go (and pyflakes rejects, unrun, a definition whose use is still there).
             for start in reversed(range(0, length, chunk)):
+                if members.still_read(block, block[start:start + chunk]):
+                    continue
                 text = _without(tree, blocks, number, start, chunk)
                 if text and text != source and text not in seen:
                     seen.add(text)
@@ -174,6 +178,37 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
                     # later in the pass, is not tried (as when the pass ran from the start).
                     if not _skipped((-chunk, number, -start), resume_at):
                         yield (-chunk, number, -start), text
+
+
+class _ClassMembersRead:
+    """A class's fields and methods that the program reads as attributes (`config.mesh_axes`, `Config.steps`,
+    `model.encode(x)`) and never sets as one (`self.size = ...`): removing one from its class body leaves an
+    AttributeError where it is read, so a removal that takes one (and not every read of it) is not made (the
+    training programs' config dataclasses cost a rejected candidate per field). Once what reads it goes, the
+    field may go too."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.class_bodies = {id(node.body) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        self.reads: dict[str, int] = {}
+        self.set_somewhere: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                if isinstance(node.ctx, ast.Load):
+                    self.reads[node.attr] = self.reads.get(node.attr, 0) + 1
+                else:
+                    self.set_somewhere.add(node.attr)
+
+    def still_read(self, block: list[ast.stmt], removed: list[ast.stmt]) -> bool:
+        if id(block) not in self.class_bodies:
+            return False
+        members = {name for stmt in removed for name in (_bound_names(stmt) or ())} - self.set_somewhere
+        if not members:
+            return False
+        read_inside: dict[str, int] = {}
+        for node in (n for stmt in removed for n in ast.walk(stmt)):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                read_inside[node.attr] = read_inside.get(node.attr, 0) + 1
+        return any(self.reads.get(name, 0) > read_inside.get(name, 0) for name in members)
 
 
 def _without(tree: ast.Module, blocks: list[list[ast.stmt]], number: int, start: int, chunk: int) -> str | None:
@@ -281,13 +316,15 @@ def _used_names_and_blocks(tree: ast.AST) -> tuple[set[str], list[list[ast.stmt]
     return used, blocks
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
 def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
     """The program without the definitions, imports (and, in a second candidate, assignments) whose names
     nothing uses any more, repeated until none is left: what a removed use leaves behind goes in one
-    candidate. Assignments come second, as their right-hand side may be needed for what it does."""
-    for place, kinds in (((0,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
-                                 ast.Assign, ast.AnnAssign)),
-                         ((1,), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))):
+    candidate. Assignments come second, as their right-hand side may be needed for what it does. Then the
+    parameters no function reads, and the statements that are only a constant (docstrings, `0`)."""
+    for place, kinds in (((0,), (*_DEFINITIONS, ast.Assign, ast.AnnAssign)), ((1,), _DEFINITIONS)):
         if _skipped(place, resume_at):
             continue
         tree = ast.parse(source)
@@ -295,6 +332,71 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         text = _emit(tree)
         if text and text != source:
             yield place, text
+    # The parameters no function reads, with what every call of it passes them (pysource-minimize would take
+    # each argument, then each parameter, one candidate at a time), all in one candidate.
+    if not _skipped((2,), resume_at):
+        tree = ast.parse(source)
+        if _drop_unused_parameters(tree):
+            _drop_unused(tree, functools.partial(_is_one_of, kinds=_DEFINITIONS))  # what only those arguments used
+            text = _emit(tree)
+            if text and text != source:
+                yield (2,), text
+    # Then the statements that are a constant alone (docstrings, and the `0`s pysource-minimize leaves where it
+    # simplified a call), all in one candidate: they do nothing, and a removal would take them one at a time.
+    if not _skipped((3,), resume_at):
+        tree = ast.parse(source)
+        for block in _blocks(tree):
+            block[:] = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))] \
+                or [_located_pass()]
+        text = _emit(tree)
+        if text and text != source:
+            yield (3,), text
+
+
+# Decorators that keep a function's parameters free to go: `jax.jit` as it is (`static_argnums`, `in_specs` and
+# the like count the parameters).
+_PLAIN_DECORATORS = frozenset({"jax.jit", "jit"})
+
+
+def _drop_unused_parameters(tree: ast.Module) -> bool:
+    """Drop every parameter a function never reads, and the argument each call passes it, where every use of the
+    function's name is a call of it with plain arguments (no `*args`, `**kwargs`), it is no method and has no
+    decorator but `jax.jit`. True when one went."""
+    methods = {id(s) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for s in node.body}
+    functions: dict[str, list[ast.FunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            functions.setdefault(node.name, []).append(node)
+    calls: dict[str, list[ast.Call]] = {}
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+            called.add(id(node.func))
+    other_uses = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+    dropped = False
+    for name, (fn, *more) in functions.items():
+        a = fn.args
+        if more or name in other_uses or id(fn) in methods or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs \
+                or any(ast.unparse(d) not in _PLAIN_DECORATORS for d in fn.decorator_list):
+            continue
+        sites = calls.get(name, [])
+        if any(isinstance(x, ast.Starred) for c in sites for x in c.args) or any(k.arg is None for c in sites
+                                                                               for k in c.keywords):
+            continue
+        read = {n.id for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        unused = [i for i, p in enumerate(a.args) if p.arg not in read]
+        if not unused:
+            continue
+        names = {a.args[i].arg for i in unused}
+        first_default = len(a.args) - len(a.defaults)
+        a.defaults = [d for i, d in enumerate(a.defaults, first_default) if i not in unused]
+        a.args = [p for i, p in enumerate(a.args) if i not in unused]
+        for call in sites:
+            call.args = [x for i, x in enumerate(call.args) if i not in unused]
+            call.keywords = [k for k in call.keywords if k.arg not in names]
+        dropped = True
+    return dropped
 
 
 def _is_one_of(stmt: ast.stmt, kinds: tuple[type[ast.stmt], ...]) -> bool:
@@ -476,9 +578,10 @@ def _mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names and not getattr(n, _PLAIN, False) for n in ast.walk(node))
 
 
-def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
-    """Mark (_PLAIN) every use, in a function, of a name of `tainted` that the function binds itself (by an
-    assignment or a loop) only to values that mention none of them."""
+def _mark_plain_locals(tree: ast.AST, tainted: set[str], libraries: AbstractSet[str],
+                       producers: AbstractSet[str] = frozenset()) -> None:
+    """Mark (_PLAIN) every use, in a function, of a name of `tainted` (but the `libraries`' own) that the
+    function binds itself (by an assignment or a loop) only to values that mention none of `tainted`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and hasattr(node, _PLAIN):
             delattr(node, _PLAIN)
@@ -495,8 +598,8 @@ def _mark_plain_locals(tree: ast.AST, tainted: set[str]) -> None:
                 targets, value = [node.target], node.iter
             else:
                 continue
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} & tainted
-            (made if _mentions(value, tainted) else plain).update(bound)
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} & tainted - libraries
+            (made if _draws(value, tainted, producers) else plain).update(bound)
         local = plain - made
         if local:
             marks += [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in local]
@@ -509,22 +612,56 @@ def _library_values(tree: ast.Module, names: set[str]) -> set[str]:
     `tx = optax.sgd(0.1)`, `params = model.init(...)`): the values a library made. Marks the tree's uses of
     a function's own plain locals of those names (`_mark_plain_locals`)."""
     tainted = set(names)
+    # The program's own functions that return a value a library made (`def create_state(...): ... return
+    # TrainState.create(...)`): what a call of one gives is the library's (`state = create_state(config)`),
+    # but the call stays a call (its body is where the library's calls are replaced).
+    producers: set[str] = set()
     for _ in range(8):
-        _mark_plain_locals(tree, tainted - names)
-        more = set(tainted)
+        _mark_plain_locals(tree, tainted, names, producers)
+        more, more_producers = set(tainted), set(producers)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None \
-                    and _mentions(node.value, tainted):
+                    and _draws(node.value, tainted, producers):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 more |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
                          and not getattr(n, _PLAIN, False)}
-            elif isinstance(node, (ast.ClassDef, ast.FunctionDef)) and _mentions(_header(node), tainted):
+            elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and _mentions(_made_by(node), tainted):
                 more.add(node.name)
-        if more == tainted:
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in tainted \
+                    and any(isinstance(r, ast.Return) and r.value is not None and _draws(r.value, tainted, producers)
+                            for r in _own_nodes(node)):
+                more_producers.add(node.name)
+        if more == tainted and more_producers == producers:
             break
-        tainted = more
-    _mark_plain_locals(tree, tainted - names)
+        tainted, producers = more, more_producers
+    _mark_plain_locals(tree, tainted, names, producers)
     return tainted
+
+
+def _draws(value: ast.AST, tainted: set[str], producers: AbstractSet[str]) -> bool:
+    """Whether `value` holds a value a library made: it mentions one, or calls a function that returns one."""
+    return _mentions(value, tainted) or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                            and n.func.id in producers for n in ast.walk(value))
+
+
+def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body but those of the functions, classes and lambdas nested in it."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _made_by(definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Module:
+    """What makes a definition a library's value: a class's bases, keywords and decorators, a function's
+    decorators. Not a function's annotations nor its defaults (`def create_state(...) -> TrainState`,
+    `def f(x, act=nn.relu)`): the user's function stays the user's, its library calls inside replaced."""
+    parts = [*definition.decorator_list, *((*definition.bases, *(k.value for k in definition.keywords))
+                                           if isinstance(definition, ast.ClassDef) else ())]
+    return ast.Module(body=[ast.Expr(p) for p in parts], type_ignores=[])
 
 
 def _header(stmt: ast.stmt) -> ast.stmt:
@@ -747,6 +884,40 @@ def _values_put(tree: ast.Module, values: dict[str, str], only: int | None = Non
     return count
 
 
+def _without_library_annotations(tree: ast.Module, names: set[str]) -> None:
+    """Annotations that name a library's type dropped (`-> train_state.TrainState`, `model: nn.Module = ...`):
+    Python runs the program without them, and they alone would keep the library's import. A class body's are
+    left (a dataclass's fields are its annotations)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None and arg.annotation is not None and _mentions(arg.annotation, names):
+                    arg.annotation = None
+            if node.returns is not None and _mentions(node.returns, names):
+                node.returns = None
+    for block in _blocks(tree, classes=False):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and _mentions(stmt.annotation, names):
+                block[index] = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=stmt.lineno)
+
+
+def _without_library_effects(tree: ast.Module, libraries: set[str], made: set[str]) -> None:
+    """The statements that call a library only for what it does (`out.write(serialization.to_bytes(state))`,
+    `wandb.log(...)`, `model.summary()`: a library's function, or a method of a value it made, in an expression
+    statement) removed: replaced by an argument, such a call would hand a plain value to code that wants the
+    library's (bytes, a logger's record), and nothing after it reads what it did. A call of the program's own
+    function (`train_step(state, x)`) stays, whatever it is given."""
+    def for_effect(stmt: ast.stmt) -> bool:
+        return isinstance(stmt, ast.Expr) and any(
+            isinstance(n, ast.Call) and (_root(n.func) in libraries
+                                         or (isinstance(n.func, ast.Attribute) and _root(n.func) in made))
+            for n in ast.walk(stmt))
+
+    for block in _blocks(tree):
+        block[:] = [s for s in block if not for_effect(s)] or [_located_pass()]
+
+
 def plain_jax(source: str, resume_at: Place | None = None,
               values: dict[str, str] | None = None) -> Iterator[tuple[Place, str]]:
     """Down to plain JAX (issue 48 item 3): a reproducer that still imports a model library (Flax, Optax, the
@@ -760,10 +931,13 @@ def plain_jax(source: str, resume_at: Place | None = None,
     libraries = _library_names(tree)
     if not libraries:
         return
+    seen: set[str] = {source}
+    # Every candidate starts without the annotations that name a library's types (they run nothing).
+    _without_library_annotations(tree, set(libraries))
+    source = _emit(tree) or source
     by_package: dict[str, set[str]] = {}
     for name, package in libraries.items():
         by_package.setdefault(package, set()).add(name)
-    seen: set[str] = {source}
 
     def new(text: str | None, place: Place) -> TypeGuard[str]:
         if text is None or text in seen or _skipped(place, resume_at):
@@ -779,6 +953,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
             _values_put(tree, values or {})
         # What is made from a library after the values are in: `params = {...}` is plain now.
         made = _library_values(tree, set(libraries))
+        _without_library_effects(tree, set(libraries), made)
         tree = _CallsReplaced(made, None, last, frozenset(libraries), fields=True).visit(tree)
         _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
         whole = _emit(tree)
@@ -809,7 +984,7 @@ def plain_jax(source: str, resume_at: Place | None = None,
                 yield (3, number, last), text
 
 
-COARSE_PASSES: tuple[Pass, ...] = (dead_code, removals, plain_jax, dead_code, inlinings, unwrappings)
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, removals, dead_code, inlinings, unwrappings)
 
 
 def coarse_passes(values: dict[str, str]) -> tuple[Pass, ...]:

@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.reduce.passes import PassName
+from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName
 from harness.reduce.search import Tried
 
 
-ORDER_SAID = (f"{PassName.DEAD_CODE.value}, {PassName.REMOVALS.value}, {PassName.PLAIN_JAX.value}, "
-              f"{PassName.INLINING.value}, "
-              f"{PassName.UNWRAPPING.value} (again while they shrink it), then {PassName.MINIMIZE.value} "
-              f"(statements down to literals), {PassName.READABLE.value}")
+# The coarse passes in the order they run (each named once), as COARSE_PASSES has them.
+ORDER_SAID = (", ".join(dict.fromkeys(PASS_NAMES[make].value for make in COARSE_PASSES))
+              + f" (again while they shrink it), then {PassName.MINIMIZE.value} (statements down to literals), "
+              f"{PassName.READABLE.value}")
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ FLAX_TRAIN = FIXTURES / "flax_train.py"
 
 
 @pytest.mark.skipif(os.environ.get("HARNESS_LONG_TESTS") != "1",
-                    reason="about 25 min on 2 cores (858 candidates), past CI's 15-minute suite: HARNESS_LONG_TESTS=1")
+                    reason="about 20 min on 2 cores (650 candidates), past CI's 15-minute suite: HARNESS_LONG_TESTS=1")
 def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tmp_path):
     """Issue 48 item 3, as a user runs it (from the script's folder, a relative path, the default options but
     --out, which keeps the results out of the repository): a Flax/Optax training program whose miss is in a
@@ -73,7 +73,7 @@ def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tm
     assert done.returncode == 0, done.stderr[-3000:]
     folder = only_folder(tmp_path)
     reduced = (folder / "reduced.py").read_text()
-    assert size(reduced) <= 30 < size(FLAX_TRAIN.read_text()) - 100, reduced
+    assert size(reduced) <= 30 < size(FLAX_TRAIN.read_text()), reduced  # (123 lines as reduce counts them)
     imported = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
                 for n in ast.walk(ast.parse(reduced)) if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in (n.names if isinstance(n, ast.Import) else [n.names[0]])}
@@ -265,7 +265,7 @@ def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     err = done.stderr
     original = size(SEED.read_text())
-    assert f"the original: {original} lines; passes: dead code, statements removed" in err
+    assert f"the original: {original} lines; passes: dead code, down to plain JAX, statements removed" in err
     assert err.index("the original: ") < err.index("the original on jax")  # said before its check
     assert re.search(r"a candidate takes about \d+\.\d s when rejected, \d+\.\d s when kept", err)
     assert re.search(rf"candidate 1 \(\d+ lines, [a-z -]+\): .*; best so far \d+ of {original} lines; "

@@ -60,6 +60,45 @@ def test_dead_code_goes_in_one_candidate_definitions_and_imports_first_then_assi
     assert "x = compute()" in no_assignments and "def unused" not in no_assignments
 
 
+def test_dead_code_drops_every_docstring_and_constant_alone_in_one_more_candidate():
+    program = normalise('"""The module."""\nimport json\ndef f():\n    """What f does."""\n    return json.dumps(1)\n'
+                        'def g():\n    """Only this."""\nclass C:\n    """A class."""\n    size = 3\n0\n'
+                        'print(f(), g(), C)\n')
+    (_, undocumented), = list(dead_code(program))
+    assert undocumented == normalise("import json\ndef f():\n    return json.dumps(1)\ndef g():\n    pass\n"
+                                     "class C:\n    size = 3\nprint(f(), g(), C)\n")
+
+
+def test_dead_code_drops_the_parameters_no_function_reads_with_their_arguments_in_one_candidate():
+    program = normalise("import jax\nfrom functools import partial\n@jax.jit\ndef step(state, x, labels, rng=None):\n"
+                        "    return state * 2\ndef helper(a, b):\n    return a\n"
+                        "@partial(jax.jit, static_argnums=1)\ndef counted(a, n):\n    return a\n"
+                        "def passed(a, b):\n    return a\nclass C:\n    def method(self, unused):\n        return 1\n"
+                        "print(step(1, 2, labels=3), helper(1, b=2), counted(1, 2), jax.vmap(passed), C().method(1))\n")
+    (_, unread), = [(p, t) for p, t in dead_code(program) if p == (2,)]
+    assert "def step(state):" in unread and "step(1)" in unread
+    assert "def helper(a):" in unread and "helper(1)" in unread
+    # What counts the parameters (a decorator's static_argnums), a function passed on, a method: left as they are.
+    assert "def counted(a, n):" in unread and "def passed(a, b):" in unread and "def method(self, unused):" in unread
+
+
+def test_removals_keep_a_class_s_field_or_method_the_program_still_reads_as_an_attribute():
+    # A config dataclass: removing `size` while `config.size` is read is an AttributeError, never tried; `unused`
+    # and `kept` (set on the instance too: it may live there) may go, and `size` goes with its last reader.
+    program = normalise("import dataclasses\n@dataclasses.dataclass\nclass Config:\n    size: int = 3\n"
+                        "    unused: int = 4\n    kept: int = 5\n    def scale(self):\n        return self.size\n"
+                        "config = Config()\nconfig.kept = 6\nprint(config.scale(), config.size)\n")
+    made = [t for t in sources(removals(program)) if broken(t) is None]  # (the class's own removal: pyflakes)
+    assert not any("size: int = 3" not in t and "config.size" in t for t in made)
+    assert not any("def scale" not in t and ".scale()" in t for t in made)
+    assert any("unused: int" not in t and "size: int = 3" in t for t in made)
+    assert any("kept: int" not in t and "config.kept = 6" in t for t in made)
+    unread = program.replace("print(config.scale(), config.size)", "print(config)")
+    made = sources(removals(unread))
+    assert any("def scale" not in t and "size: int = 3" in t for t in made)  # what read it goes first
+    assert any("def scale" not in t and "size: int" not in t for t in made)  # or with it
+
+
 def test_unwrapping_replaces_a_compound_statement_by_its_body():
     program = normalise("for i in range(3):\n    x = i\n    y = 2\nwith open('f') as f:\n    z = 1\n")
     made = sources(unwrappings(program))
@@ -349,6 +388,55 @@ def test_a_probe_run_reads_what_a_library_computed_and_plain_jax_puts_it_in_the_
     assert "params = {'Dense_0': {'kernel': jnp.ones((3, 4)), 'bias': jnp.ones((4,))}}" in first
     assert "state = params" in first and "jax.grad(loss_fn)(state)" in first and "return grads" in first
     assert "shard_map(lambda a: a" in first and "data, model = mesh.axis_names" in first
+
+
+TYPED_TRAINING = normalise("""
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+from flax import serialization
+from flax.training import train_state
+
+def create_state(rng) -> train_state.TrainState:
+    model = nn.Dense(4)
+    params = model.init(rng, jnp.ones((2, 3)))['params']
+    return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(0.1))
+
+@jax.jit
+def train_step(state: train_state.TrainState, x):
+    grads = jax.grad(lambda p: jnp.sum(state.apply_fn({'params': p}, x)))(state.params)
+    return state.apply_gradients(grads=grads)
+
+def save(state, path):
+    with open(path, 'wb') as out:
+        out.write(serialization.to_bytes(state.params))
+
+state = create_state(jax.random.PRNGKey(0))
+state = train_step(state, jnp.ones((2, 3)))
+save(state, 'ckpt.msgpack')
+""")
+
+
+def test_plain_jax_goes_through_the_program_s_own_typed_functions_and_drops_a_library_s_effects():
+    """A helper annotated with a library's type (`-> TrainState`) stays the program's own: its call stays, what
+    it returns is the library's (its fields read are it), the annotations go with the import, and a call made
+    only for what the library does (writing its bytes) goes instead of writing the parameters' dict."""
+    from harness.reduce.passes import plain_jax
+
+    values = {"model.init(rng, jnp.ones((2, 3)))['params']": "{'kernel': jnp.ones((3, 4))}"}
+    (place, first), *_ = list(plain_jax(TYPED_TRAINING, None, values))
+    assert place == (0, 0) and broken(first) is None
+    assert _imports(first) == {"jax"}, first
+    assert "state = create_state(jax.random.PRNGKey(0))" in first and "def create_state(rng):" in first
+    assert "return params" in first and "jax.grad(lambda p: jnp.sum(x))(state)" in first, first
+    assert "def train_step(state, x):" in first and "return grads" in first
+    assert "out.write" not in first and "save(state, 'ckpt.msgpack')" in first
+
+
+def test_plain_jax_runs_before_the_removals_so_a_library_program_goes_plain_in_one_step():
+    from harness.reduce.passes import COARSE_PASSES, plain_jax, removals
+    assert COARSE_PASSES.index(plain_jax) < COARSE_PASSES.index(removals)
 
 
 def test_probed_values_leave_out_what_could_not_be_written_or_differed_between_runs():
