@@ -10,7 +10,9 @@ program sets itself becomes the child's own (as the start-up hook makes it the c
 the reducer reads the keys it computed.
 
 One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s, remove: paths an
-earlier child may have left, removed before the fork); one answer a line on
+earlier child may have left, removed before the fork; env with HARNESS_JOB_*: the child is that process of a
+job, its `jax.distributed.initialize()` joining it as the start-up hook makes a fresh process's; keys: a folder
+where each cache key the child computes is written as an empty file of its name); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
 (answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
@@ -55,6 +57,51 @@ def _redirect(cache: str | None) -> None:
     setattr(cls, "update", update)  # noqa: B010 - a class of JAX's, known only at run time
 
 
+# A job's process (harness reduce --processes): the job's variables, as harness/measure/multiprocess_env.py sets them
+# and the start-up hook reads them (jax_cache_harness_hook.job_defaults), named here again: this file imports
+# nothing of the harness.
+JOB_VARIABLES = ("HARNESS_JOB_COORDINATOR", "HARNESS_JOB_PROCESSES", "HARNESS_JOB_RANK")
+
+
+def _join_job(environ: dict[str, str]) -> None:
+    """A child that is a job's process: the program's `jax.distributed.initialize()` gets what it leaves out from
+    the job's variables, as the start-up hook gives a fresh process's (the server imported jax before the job
+    was known, so the hook's import-time wrapping cannot be used)."""
+    coordinator_var, processes_var, rank_var = JOB_VARIABLES
+    module = sys.modules.get("jax._src.distributed")
+    original = getattr(module, "initialize", None)
+    if not environ.get(processes_var) or original is None:
+        return
+
+    def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+                   process_id: int | None = None, *args: Any, **kwargs: Any) -> Any:
+        return original(coordinator_address or environ[coordinator_var],
+                        int(environ[processes_var]) if num_processes is None else num_processes,
+                        int(environ[rank_var]) if process_id is None else process_id, *args, **kwargs)
+
+    setattr(module, "initialize", initialize)  # noqa: B010 - JAX's module, known only at run time
+    public = sys.modules.get("jax.distributed")
+    if public is not None and getattr(public, "initialize", None) is original:
+        setattr(public, "initialize", initialize)  # noqa: B010
+
+
+def _record_keys(folder: str | None) -> None:
+    """Each cache key the child computes (`<module>-<64 hex>`), as an empty file of that name in `folder`: a job's
+    process other than the first writes no cache entry (JAX writes from process 0 only), but computes its key."""
+    module = sys.modules.get("jax._src.compilation_cache")
+    original = getattr(module, "get_cache_key", None)
+    if not folder or original is None:
+        return
+
+    def get_cache_key(*args: Any, **kwargs: Any) -> Any:
+        key = original(*args, **kwargs)
+        if isinstance(key, str) and "/" not in key:
+            open(os.path.join(folder, key), "w").close()  # an empty file: its name is the key
+        return key
+
+    setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
+
+
 def _child(request: dict[str, Any]) -> None:
     os.setsid()  # its own process group: a timeout kills what it started too
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -75,6 +122,8 @@ def _child(request: dict[str, Any]) -> None:
                 if variable in request["env"]:
                     jax.config.update(option, kind(request["env"][variable]))
             _redirect(request.get("cache"))
+            _join_job(request["env"])
+            _record_keys(request.get("keys"))
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -129,7 +178,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if stop_at and _computed(request.get("cache"), stop_at):
+        if stop_at and (_computed(request.get("cache"), stop_at) or _computed(request.get("keys"), stop_at)):
             # The key asked for is known (its entry's name): the rest of the program is not needed.
             try:
                 os.killpg(pid, signal.SIGKILL)

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ from typing import NotRequired, TypedDict
 
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
+from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
+from harness.measure.multiprocess_run import LOOPBACK, free_port
 from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
@@ -56,6 +59,13 @@ def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
         if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
             names.append(name)
     return tuple(names)
+
+
+def job_variables(processes: int) -> Callable[[int], dict[str, str]]:
+    """A job's variables by rank, as a fresh job's processes get them (harness/measure/multiprocess_env.py): a
+    coordinator of its own on the loopback (the servers share the machine's network), the job's size, the rank."""
+    coordinator = f"{LOOPBACK}:{free_port()}"
+    return lambda rank: {JOB_COORDINATOR_VAR: coordinator, JOB_PROCESSES_VAR: str(processes), JOB_RANK_VAR: str(rank)}
 
 
 def screen_allowed(places: tuple[str, ...]) -> bool:
@@ -88,6 +98,7 @@ class _Request(TypedDict):
     error: str  # the file the child writes its uncaught exception to
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
+    keys: str | None  # where the child writes each key it computes (an empty file of that name), or None
     remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
 
 
@@ -172,6 +183,7 @@ class ForkScreen:
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _starter: ThreadPoolExecutor | None = None
+    children: int = 0  # children forked (what a reduction's candidates cost: said at its end)
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
@@ -194,10 +206,15 @@ class ForkScreen:
         return server
 
     def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
-               values: bool = False) -> Screened:
+               values: bool = False, cache: Path | None = None, env: dict[str, str] | None = None,
+               record_keys: bool = False) -> Screened:
         """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
         `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun);
-        `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME)."""
+        `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME);
+        `cache`: the child's cache folder, the caller's (under `work`, kept once answered: a factor's child gets
+        another path, its control the same one again); `env`: more variables for the child (a job's process);
+        `record_keys`: the keys the child computed are read from JAX's key function, not only from the entries it
+        wrote (a job's process other than the first writes none)."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -210,22 +227,31 @@ class ForkScreen:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
             # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
-            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
+            cache = cache or folder / "cache"
+            variables = {**(env or {}), "HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
             if not self.hook_folder:
-                env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
+                variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
             probed = folder / HOME_DIR / ".harness-values.jsonl"
+            keys = folder / "keys"
+            if record_keys:
+                keys.mkdir()
             if values:
-                env[PROBE_VARIABLE] = str(probed)
+                variables[PROBE_VARIABLE] = str(probed)
             answer = None
             if server.ready:
                 for stand_in in server.stand_ins:
                     empty(stand_in)
-                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
-                                     "cache": str(folder / "cache"), "log": str(folder / "run.log"),
+                with self._lock:
+                    self.children += 1
+                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work),
+                                     "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
-                                     "stop_at": module if stop else None, "remove": self._own_places()},
+                                     "stop_at": module if stop else None, "remove": self._own_places(),
+                                     "keys": str(keys) if record_keys else None},
                                     self.timeout_s)
-            found = entries(list_dir(folder / "cache")) if module is not None else set()
+            found = entries(list_dir(cache)) if module is not None else set()
+            if module is not None and record_keys:
+                found |= entries(list_dir(keys))
             written = _read_small(probed) if values else ""
         finally:
             shutil.rmtree(folder, ignore_errors=True)
