@@ -12,7 +12,8 @@ the reducer reads the keys it computed.
 One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s, remove: paths an
 earlier child may have left, removed before the fork; env with HARNESS_JOB_*: the child is that process of a
 job, its `jax.distributed.initialize()` joining it as the start-up hook makes a fresh process's; keys: a folder
-where each cache key the child computes is written as an empty file of its name); one answer a line on
+where each cache key the child computes is written as an empty file of its name; joined: a file the child makes
+when the program calls `jax.distributed.initialize()`); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
 (answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
@@ -63,10 +64,10 @@ def _redirect(cache: str | None) -> None:
 JOB_VARIABLES = ("HARNESS_JOB_COORDINATOR", "HARNESS_JOB_PROCESSES", "HARNESS_JOB_RANK")
 
 
-def _join_job(environ: dict[str, str]) -> None:
+def _join_job(environ: dict[str, str], joined: str | None) -> None:
     """A child that is a job's process: the program's `jax.distributed.initialize()` gets what it leaves out from
     the job's variables, as the start-up hook gives a fresh process's (the server imported jax before the job
-    was known, so the hook's import-time wrapping cannot be used)."""
+    was known, so the hook's import-time wrapping cannot be used); the call is said by the file `joined`."""
     coordinator_var, processes_var, rank_var = JOB_VARIABLES
     module = sys.modules.get("jax._src.distributed")
     original = getattr(module, "initialize", None)
@@ -75,6 +76,8 @@ def _join_job(environ: dict[str, str]) -> None:
 
     def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                    process_id: int | None = None, *args: Any, **kwargs: Any) -> Any:
+        if joined:
+            open(joined, "w").close()  # an empty file: the program joined the job
         return original(coordinator_address or environ[coordinator_var],
                         int(environ[processes_var]) if num_processes is None else num_processes,
                         int(environ[rank_var]) if process_id is None else process_id, *args, **kwargs)
@@ -102,6 +105,14 @@ def _record_keys(folder: str | None) -> None:
     setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
 
 
+def _leave_job(joined: str | None) -> None:
+    """A job's process leaves the job at the program's end, as a fresh process does at exit (JAX's atexit, which
+    `os._exit` skips): else the other processes see it die, and end badly of that."""
+    jax = sys.modules.get("jax")
+    if joined and os.path.exists(joined) and jax is not None:
+        jax.distributed.shutdown()
+
+
 def _child(request: dict[str, Any]) -> None:
     os.setsid()  # its own process group: a timeout kills what it started too
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -122,9 +133,10 @@ def _child(request: dict[str, Any]) -> None:
                 if variable in request["env"]:
                     jax.config.update(option, kind(request["env"][variable]))
             _redirect(request.get("cache"))
-            _join_job(request["env"])
+            _join_job(request["env"], request.get("joined"))
             _record_keys(request.get("keys"))
         runpy.run_path(request["script"], run_name="__main__")
+        _leave_job(request.get("joined"))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # noqa: BLE001 - the candidate's own failure: said as Python says it

@@ -95,6 +95,10 @@ def job_answer(module: str, version: str, seeds: tuple[int, ...], processes: lis
             return Tried(False, f"error on {version} ({said}: process {rank}: {process.rejected})")
     if any(p.keys is None for p in processes):
         return None
+    if any(p.keys and not p.joined for p in processes):
+        # As a fresh job's processes that never join are refused (separate programs): each orders its own sets.
+        return Tried(False, f"its processes never called jax.distributed.initialize(): separate programs, not one "
+                            f"job ({said})")
     first = processes[0]
     assert first.keys is not None
     if not first.keys:

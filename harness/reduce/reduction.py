@@ -353,6 +353,12 @@ class Reduction:
                             max_candidates=self.max_candidates)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
                 self._between_processes(state, measurer, source)
+                found = state.signature  # the job's signature, where its processes disagreed
+                if measurer.screen is None and found.ranks is not None:
+                    # Its processes disagree as one job of the two runs' seeds: the job screen is asked now.
+                    measurer.screen = self._screen(source, state, measurer)
+                    decides, measurer.screen_decides = decides or measurer.screen_decides, False
+                    search.test_good = measurer.confirm if self.good or decides else None
             if not resume:
                 self._original_as_a_candidate(source, state, search, measurer)
             elif search.memo.get(digest(state.best)) is None:

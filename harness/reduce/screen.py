@@ -84,6 +84,7 @@ class Screened:
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
+    joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
 
 
 class _Request(TypedDict):
@@ -99,6 +100,7 @@ class _Request(TypedDict):
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
     keys: str | None  # where the child writes each key it computes (an empty file of that name), or None
+    joined: str  # the file the child makes when the program joins a job (jax.distributed.initialize())
     remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
 
 
@@ -247,12 +249,14 @@ class ForkScreen:
                                      "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
                                      "stop_at": module if stop else None, "remove": self._own_places(),
-                                     "keys": str(keys) if record_keys else None},
+                                     "keys": str(keys) if record_keys else None,
+                                     "joined": str(folder / ".joined")},
                                     self.timeout_s)
             found = entries(list_dir(cache)) if module is not None else set()
             if module is not None and record_keys:
                 found |= entries(list_dir(keys))
             written = _read_small(probed) if values else ""
+            joined = (folder / ".joined").exists()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
@@ -273,7 +277,7 @@ class ForkScreen:
         if module is None:
             return Screened(finished=True, values=written)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found), every=frozenset(e.key for e in found))
+                        computed=bool(found), every=frozenset(e.key for e in found), joined=joined)
 
     def _own_places(self) -> list[str]:
         """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""

@@ -17,8 +17,8 @@ from harness.reduce.screen import ForkScreen, Screened
 from harness.reduce.search import Tried
 
 
-def keys(*names: str) -> Screened:
-    return Screened(finished=True, keys=frozenset(names), computed=bool(names), every=frozenset(names))
+def keys(*names: str, joined: bool = True) -> Screened:
+    return Screened(finished=True, keys=frozenset(names), computed=bool(names), every=frozenset(names), joined=joined)
 
 
 def answer(*children: Screened) -> Tried | None | More:
@@ -69,6 +69,9 @@ def test_a_job_of_forked_children_keeps_a_candidate_whose_processes_disagree_and
     assert job(keys(), keys()) == Tried(False, "jit_loss not computed on 0.8.1 (forked runs of seeds 11, 12 as one "
                                                "job: process 0 compiled nothing)")
     assert job(keys("k0"), keys()) is None  # process 1 ended before its key (process 0's stop ends the job)
+    # Processes that never joined the job order their sets each by its seed all the same: refused, as fresh.
+    apart = job(keys("k0", joined=False), keys("k1", joined=False))
+    assert apart is not None and not apart.kept and "never called jax.distributed.initialize()" in apart.why
 
 
 def test_a_job_s_process_that_raises_of_its_own_rejects_it_but_a_hang_or_the_original_s_own_death_is_unsure():
@@ -85,11 +88,22 @@ def test_a_job_s_process_that_raises_of_its_own_rejects_it_but_a_hang_or_the_ori
 # The module's key follows the cache folder's path, as 0.4.36-0.11.0 key it into the compile options.
 BY_PATH = ("import hashlib, os\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\n"
            "key = hashlib.sha256(cache.encode()).hexdigest()\nopen(os.path.join(cache, 'jit_f-' + key), 'w').close()\n")
-# The module's key follows the job's rank, as the pvary bug's follows each process's hash seed.
-BY_RANK = ("import os\nrank = int(os.environ['HARNESS_JOB_RANK'])\n"
-           "assert os.environ['HARNESS_JOB_PROCESSES'] == '2' and os.environ['HARNESS_JOB_COORDINATOR']\n"
+# The module's key follows the job's rank, as the pvary bug's follows each process's hash seed: read from what
+# `jax.distributed.initialize()` was given (a stand-in for JAX below, which the server imports).
+BY_RANK = ("import os\nimport jax\njax.distributed.initialize()\nfrom jax._src import distributed\n"
+           "coordinator, processes, rank = distributed.joined\nassert coordinator and processes == 2\n"
            "cache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache, exist_ok=True)\n"
            "open(os.path.join(cache, 'jit_f-' + str(rank) * 64), 'w').close()\n")
+STAND_IN_JAX = {
+    "jax/__init__.py": "from jax import distributed\n\nclass _Config:\n    def update(self, name, value):\n"
+                       "        pass\n\nconfig = _Config()\n",
+    "jax/_src/__init__.py": "",
+    "jax/_src/distributed.py": "joined = None\n\ndef initialize(coordinator_address=None, num_processes=None, "
+                               "process_id=None):\n    global joined\n"
+                               "    joined = (coordinator_address, num_processes, process_id)\n\n"
+                               "def shutdown():\n    pass\n",
+    "jax/distributed.py": "from jax._src.distributed import initialize, shutdown\n",
+}
 
 
 @pytest.fixture
@@ -99,8 +113,11 @@ def screen(tmp_path):
     script = tmp_path / "work" / "train.py"
     script.parent.mkdir()
     script.write_text("")
-    forked = ForkScreen(Path(sys.executable), dict(os.environ), ("json",), tmp_path / "screened", script.parent,
-                        script, [], (script.parent,), 20.0)
+    for name, text in STAND_IN_JAX.items():
+        (tmp_path / "lib" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "lib" / name).write_text(text)
+    forked = ForkScreen(Path(sys.executable), {**os.environ, "PYTHONPATH": str(tmp_path / "lib")}, ("json", "jax"),
+                        tmp_path / "screened", script.parent, script, [], (script.parent, tmp_path / "lib"), 20.0)
     yield forked
     forked.close()
 
@@ -146,3 +163,11 @@ def test_between_processes_one_job_of_children_of_the_two_seeds_keeps_where_thei
     raises = BY_RANK + "if rank == 1:\n    None.shape\n"
     # Each child stops at its key: the rest of the program is the fresh confirmation's (here it passes).
     assert measurer.one_bad(raises).kept
+    raises_first = BY_RANK.replace("cache = ", "None.shape if rank == 1 else None\ncache = ")
+    assert measurer.one_bad(raises_first) == Tried(False, "error on 0.5.0 (forked runs of seeds 11, 12 as one job: "
+                                                          "process 1: AttributeError: 'NoneType' object has no "
+                                                          "attribute 'shape')")
+    apart = BY_RANK.replace("jax.distributed.initialize()", "distributed_later = 1").replace(
+        "coordinator, processes, rank = distributed.joined", "rank = int(os.environ['HARNESS_JOB_RANK'])").replace(
+        "assert coordinator and processes == 2\n", "")
+    assert "never called jax.distributed.initialize()" in measurer.one_bad(apart).why
