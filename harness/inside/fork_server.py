@@ -11,8 +11,8 @@ the reducer reads the keys it computed.
 
 One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s, remove: paths an
 earlier child may have left, removed before the fork; env with HARNESS_JOB_*: the child is that process of a
-job, its `jax.distributed.initialize()` joining it as the start-up hook makes a fresh process's; keys: a folder
-where each cache key the child computes is written as an empty file of its name; joined: a file the child makes
+job, its `jax.distributed.initialize()` joining it as the start-up hook makes a fresh process's; computations: a
+folder where each module the child compiles is written as an empty file `<module>-<sha256 of its lowered text>`; joined: a file the child makes
 when the program calls `jax.distributed.initialize()`); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
@@ -21,6 +21,7 @@ With `stop_at` (a module's name), the child is stopped as soon as its cache fold
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -88,9 +89,11 @@ def _join_job(environ: dict[str, str], joined: str | None) -> None:
         setattr(public, "initialize", initialize)  # noqa: B010
 
 
-def _record_keys(folder: str | None) -> None:
-    """Each cache key the child computes (`<module>-<64 hex>`), as an empty file of that name in `folder`: a job's
-    process other than the first writes no cache entry (JAX writes from process 0 only), but computes its key."""
+def _record_computations(folder: str | None) -> None:
+    """Each module the child compiles, as an empty file named `<module>-<sha256 of its lowered text>` in `folder`
+    (the name of a cache entry, so the reducer reads it as one): a job's processes are compared by what they
+    lowered (their cache keys always differ, in `accelerator_config`: each names its own devices), and a process
+    other than the first writes no cache entry at all (JAX writes from process 0 only)."""
     module = sys.modules.get("jax._src.compilation_cache")
     original = getattr(module, "get_cache_key", None)
     if not folder or original is None:
@@ -98,8 +101,11 @@ def _record_keys(folder: str | None) -> None:
 
     def get_cache_key(*args: Any, **kwargs: Any) -> Any:
         key = original(*args, **kwargs)
-        if isinstance(key, str) and "/" not in key:
-            open(os.path.join(folder, key), "w").close()  # an empty file: its name is the key
+        if isinstance(key, str) and args:
+            name = key.rpartition("-")[0]
+            lowered = hashlib.sha256(str(args[0]).encode()).hexdigest()
+            if name and "/" not in name:
+                open(os.path.join(folder, f"{name}-{lowered}"), "w").close()  # an empty file: its name says it
         return key
 
     setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
@@ -134,7 +140,7 @@ def _child(request: dict[str, Any]) -> None:
                     jax.config.update(option, kind(request["env"][variable]))
             _redirect(request.get("cache"))
             _join_job(request["env"], request.get("joined"))
-            _record_keys(request.get("keys"))
+            _record_computations(request.get("computations"))
         runpy.run_path(request["script"], run_name="__main__")
         _leave_job(request.get("joined"))
     except SystemExit as exc:
@@ -190,7 +196,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if stop_at and (_computed(request.get("cache"), stop_at) or _computed(request.get("keys"), stop_at)):
+        if stop_at and _computed(request.get("cache"), stop_at):
             # The key asked for is known (its entry's name): the rest of the program is not needed.
             try:
                 os.killpg(pid, signal.SIGKILL)

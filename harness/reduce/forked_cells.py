@@ -105,7 +105,7 @@ def job_answer(module: str, version: str, seeds: tuple[int, ...], processes: lis
         return Tried(False, f"{module} not computed on {version} ({said}"
                             f"{'' if first.computed else ': process 0 compiled nothing'})")
     if any(not p.keys for p in processes[1:]):
-        return None  # a later process stopped before its key (the first's stop can end the job): unsure
+        return None  # a later process computed no key of it (it ended before, of the first): unsure
     if all(p.keys == first.keys for p in processes[1:]):
         return Tried(False, f"clean on {version} ({said}: its processes computed one key of {module})")
     return Tried(True, f"{PROVISIONAL} of seeds {', '.join(map(str, seeds))} as one job: its processes computed "

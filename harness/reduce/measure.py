@@ -9,7 +9,9 @@ signature tracks (or nothing at all). On the good release: the two seeds that di
 which must agree there. Each run has a timeout derived from the original's run time, so a candidate that
 hangs costs a bounded time and is rejected. Under --vary, one run and the signature's factor's (then the
 control run); between processes, one job with the seeds whose processes disagreed (then fresh launches),
-where a process may hang or die as the original's did, but not crash of its own.
+where a process may hang or die as the original's did, but not crash of its own. The quick screen's forked
+children answer first where it is on (harness/reduce/screen.py; under a factor and between processes,
+harness/reduce/forked_cells.py), and fresh processes confirm what they keep.
 """
 
 from __future__ import annotations
@@ -377,15 +379,17 @@ class Measurer:
 
     def job_children(self, screen: ForkScreen, source: str, launch: tuple[int, ...]) -> Tried | None:
         """The launch whose processes disagreed, as one job of children forked from each seed's server (each that
-        process: the job's variables, a coordinator of its own), each stopped once it computed its key of the
-        module; answered as harness/reduce/forked_cells.py says (None: unsure)."""
+        process: the job's variables, a coordinator of its own), each running the whole program (a process that
+        crashes of its own after its key, which fresh processes reject, is rejected here too), compared by what
+        each lowered for the module (their keys differ anyway: each names its own devices); answered as
+        harness/reduce/forked_cells.py says (None: unsure)."""
         if len(set(launch)) != len(launch):
             return None  # a seed twice would need two of its servers at once: fresh processes
         module, variables = self.target.module, job_variables(len(launch))
         with ThreadPoolExecutor(len(launch), thread_name_prefix="forked-job") as pool:
             processes = list(pool.map(
-                lambda rank: screen.screen(source, launch[rank], module=module, stop=True,
-                                           env=variables(rank), record_keys=True), range(len(launch))))
+                lambda rank: screen.screen(source, launch[rank], module=module, env=variables(rank),
+                                           computations=True), range(len(launch))))
         return job_answer(module, self.bad.spec.jax_version, launch, processes, self.tolerated)
 
     def one_bad(self, source: str, fresh: bool = False) -> Tried:

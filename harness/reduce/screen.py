@@ -13,7 +13,9 @@ Contained as candidates are: each server runs under bubblewrap (bwrap_argv: the 
 PID namespace, a private /tmp and /var/tmp, /run hidden, no engine socket), writable only in the screen's own
 scratch folder, where each child gets a folder of its own (a copy of the working folder, its HOME and
 TMPDIR, its cache); one child at a time per server. Used only where that holds: under bubblewrap, with a
-venv's interpreter, for a plain cell (no --vary, no --processes), and when every place the original wrote
+venv's interpreter, for a plain cell, under --vary cache-path (a child's cache folder is the caller's: another
+path for the factor's child) or between processes (a job of children, each of its own seed's server:
+harness/reduce/forked_cells.py), and when every place the original wrote
 outside its folder is in /tmp or /var/tmp (the server's private ones). And only once the original itself
 passes the screen (a program that sets its cache folder in code, or needs the start-up hook, fails it: the
 screen is then off for the reduction, said once).
@@ -99,7 +101,7 @@ class _Request(TypedDict):
     error: str  # the file the child writes its uncaught exception to
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
-    keys: str | None  # where the child writes each key it computes (an empty file of that name), or None
+    computations: str | None  # where the child names each module it lowers (fork_server.py), or None
     joined: str  # the file the child makes when the program joins a job (jax.distributed.initialize())
     remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
 
@@ -209,14 +211,15 @@ class ForkScreen:
 
     def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
                values: bool = False, cache: Path | None = None, env: dict[str, str] | None = None,
-               record_keys: bool = False) -> Screened:
+               computations: bool = False) -> Screened:
         """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
         `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun);
         `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME);
         `cache`: the child's cache folder, the caller's (under `work`, kept once answered: a factor's child gets
         another path, its control the same one again); `env`: more variables for the child (a job's process);
-        `record_keys`: the keys the child computed are read from JAX's key function, not only from the entries it
-        wrote (a job's process other than the first writes none)."""
+        `computations`: `keys` are what the child lowered (each module's text, hashed, named as an entry:
+        fork_server.py), not its cache entries: a job's processes' keys always differ (each names its own devices),
+        and a process other than the first writes no entry."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -234,9 +237,9 @@ class ForkScreen:
             if not self.hook_folder:
                 variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
             probed = folder / HOME_DIR / ".harness-values.jsonl"
-            keys = folder / "keys"
-            if record_keys:
-                keys.mkdir()
+            lowered = folder / "computations"
+            if computations:
+                lowered.mkdir()
             if values:
                 variables[PROBE_VARIABLE] = str(probed)
             answer = None
@@ -249,12 +252,10 @@ class ForkScreen:
                                      "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
                                      "stop_at": module if stop else None, "remove": self._own_places(),
-                                     "keys": str(keys) if record_keys else None,
+                                     "computations": str(lowered) if computations else None,
                                      "joined": str(folder / ".joined")},
                                     self.timeout_s)
-            found = entries(list_dir(cache)) if module is not None else set()
-            if module is not None and record_keys:
-                found |= entries(list_dir(keys))
+            found = entries(list_dir(lowered if computations else cache)) if module is not None else set()
             written = _read_small(probed) if values else ""
             joined = (folder / ".joined").exists()
         finally:

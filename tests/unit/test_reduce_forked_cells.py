@@ -88,14 +88,14 @@ def test_a_job_s_process_that_raises_of_its_own_rejects_it_but_a_hang_or_the_ori
 # The module's key follows the cache folder's path, as 0.4.36-0.11.0 key it into the compile options.
 BY_PATH = ("import hashlib, os\ncache = os.environ['JAX_COMPILATION_CACHE_DIR']\n"
            "key = hashlib.sha256(cache.encode()).hexdigest()\nopen(os.path.join(cache, 'jit_f-' + key), 'w').close()\n")
-# The module's key follows the job's rank, as the pvary bug's follows each process's hash seed: read from what
-# `jax.distributed.initialize()` was given (a stand-in for JAX below, which the server imports).
-BY_RANK = ("import os\nimport jax\njax.distributed.initialize()\nfrom jax._src import distributed\n"
+# What a process lowers follows the job's rank, as the pvary bug's follows each process's hash seed: read from what
+# `jax.distributed.initialize()` was given, and handed to JAX's key function (a stand-in for JAX below, which the
+# server imports) as the lowered module.
+BY_RANK = ("import jax\njax.distributed.initialize()\nfrom jax._src import compilation_cache, distributed\n"
            "coordinator, processes, rank = distributed.joined\nassert coordinator and processes == 2\n"
-           "cache = os.environ['JAX_COMPILATION_CACHE_DIR']\nos.makedirs(cache, exist_ok=True)\n"
-           "open(os.path.join(cache, 'jit_f-' + str(rank) * 64), 'w').close()\n")
+           "compilation_cache.get_cache_key('psum over axes ' + str(rank))\n")
 STAND_IN_JAX = {
-    "jax/__init__.py": "from jax import distributed\n\nclass _Config:\n    def update(self, name, value):\n"
+    "jax/__init__.py": "from jax import distributed\nfrom jax._src import compilation_cache\n\nclass _Config:\n    def update(self, name, value):\n"
                        "        pass\n\nconfig = _Config()\n",
     "jax/_src/__init__.py": "",
     "jax/_src/distributed.py": "joined = None\n\ndef initialize(coordinator_address=None, num_processes=None, "
@@ -103,6 +103,9 @@ STAND_IN_JAX = {
                                "    joined = (coordinator_address, num_processes, process_id)\n\n"
                                "def shutdown():\n    pass\n",
     "jax/distributed.py": "from jax._src.distributed import initialize, shutdown\n",
+    # Its cache key names the process's devices, as JAX's does: different in every process, whatever it lowered.
+    "jax/_src/compilation_cache.py": "import os\n\ndef get_cache_key(module, *args):\n"
+                                     "    return 'jit_f-' + os.environ['HARNESS_JOB_RANK'] * 64\n",
 }
 
 
@@ -157,17 +160,15 @@ def test_between_processes_one_job_of_children_of_the_two_seeds_keeps_where_thei
     kept = measurer.one_bad(BY_RANK)
     assert kept.kept and kept.why.startswith(PROVISIONAL + " of seeds 11, 12 as one job")
     assert measurer._good_seeds[digest(BY_RANK)] == [(11, 12)]
-    same = BY_RANK.replace("str(rank) * 64", "'0' * 64")
+    same = BY_RANK.replace("+ str(rank)", "")  # one program lowered by both (their keys differ all the same)
     assert measurer.one_bad(same) == Tried(False, "clean on 0.5.0 (forked runs of seeds 11, 12 as one job: its "
                                                   "processes computed one key of jit_f)")
+    # Each process runs the whole program: one that crashes of its own after its key is rejected, as fresh.
     raises = BY_RANK + "if rank == 1:\n    None.shape\n"
-    # Each child stops at its key: the rest of the program is the fresh confirmation's (here it passes).
-    assert measurer.one_bad(raises).kept
-    raises_first = BY_RANK.replace("cache = ", "None.shape if rank == 1 else None\ncache = ")
-    assert measurer.one_bad(raises_first) == Tried(False, "error on 0.5.0 (forked runs of seeds 11, 12 as one job: "
-                                                          "process 1: AttributeError: 'NoneType' object has no "
-                                                          "attribute 'shape')")
-    apart = BY_RANK.replace("jax.distributed.initialize()", "distributed_later = 1").replace(
+    assert measurer.one_bad(raises) == Tried(False, "error on 0.5.0 (forked runs of seeds 11, 12 as one job: "
+                                                    "process 1: AttributeError: 'NoneType' object has no "
+                                                    "attribute 'shape')")
+    apart = BY_RANK.replace("jax.distributed.initialize()", "import os").replace(
         "coordinator, processes, rank = distributed.joined", "rank = int(os.environ['HARNESS_JOB_RANK'])").replace(
         "assert coordinator and processes == 2\n", "")
     assert "never called jax.distributed.initialize()" in measurer.one_bad(apart).why
