@@ -10,7 +10,10 @@ program sets itself becomes the child's own (as the start-up hook makes it the c
 the reducer reads the keys it computed.
 
 One request a line on stdin (JSON: script, argv, cwd, env, cache, log, error, timeout_s, remove: paths an
-earlier child may have left, removed before the fork); one answer a line on
+earlier child may have left, removed before the fork; env with HARNESS_JOB_*: the child is that process of a
+job, its `jax.distributed.initialize()` joining it as the start-up hook makes a fresh process's; computations: a
+folder where each module the child compiles is written as an empty file `<module>-<sha256 of its lowered text>`; joined: a file the child makes
+when the program calls `jax.distributed.initialize()`); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
 With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
 (answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
@@ -18,6 +21,7 @@ With `stop_at` (a module's name), the child is stopped as soon as its cache fold
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -55,6 +59,66 @@ def _redirect(cache: str | None) -> None:
     setattr(cls, "update", update)  # noqa: B010 - a class of JAX's, known only at run time
 
 
+# A job's process (harness reduce --processes): the job's variables, as harness/measure/multiprocess_env.py sets them
+# and the start-up hook reads them (jax_cache_harness_hook.job_defaults), named here again: this file imports
+# nothing of the harness.
+JOB_VARIABLES = ("HARNESS_JOB_COORDINATOR", "HARNESS_JOB_PROCESSES", "HARNESS_JOB_RANK")
+
+
+def _join_job(environ: dict[str, str], joined: str | None) -> None:
+    """A child that is a job's process: the program's `jax.distributed.initialize()` gets what it leaves out from
+    the job's variables, as the start-up hook gives a fresh process's (the server imported jax before the job
+    was known, so the hook's import-time wrapping cannot be used); the call is said by the file `joined`."""
+    coordinator_var, processes_var, rank_var = JOB_VARIABLES
+    module = sys.modules.get("jax._src.distributed")
+    original = getattr(module, "initialize", None)
+    if not environ.get(processes_var) or original is None:
+        return
+
+    def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+                   process_id: int | None = None, *args: Any, **kwargs: Any) -> Any:
+        if joined:
+            open(joined, "w").close()  # an empty file: the program joined the job
+        return original(coordinator_address or environ[coordinator_var],
+                        int(environ[processes_var]) if num_processes is None else num_processes,
+                        int(environ[rank_var]) if process_id is None else process_id, *args, **kwargs)
+
+    setattr(module, "initialize", initialize)  # noqa: B010 - JAX's module, known only at run time
+    public = sys.modules.get("jax.distributed")
+    if public is not None and getattr(public, "initialize", None) is original:
+        setattr(public, "initialize", initialize)  # noqa: B010
+
+
+def _record_computations(folder: str | None) -> None:
+    """Each module the child compiles, as an empty file named `<module>-<sha256 of its lowered text>` in `folder`
+    (the name of a cache entry, so the reducer reads it as one): a job's processes are compared by what they
+    lowered (their cache keys always differ, in `accelerator_config`: each names its own devices), and a process
+    other than the first writes no cache entry at all (JAX writes from process 0 only)."""
+    module = sys.modules.get("jax._src.compilation_cache")
+    original = getattr(module, "get_cache_key", None)
+    if not folder or original is None:
+        return
+
+    def get_cache_key(*args: Any, **kwargs: Any) -> Any:
+        key = original(*args, **kwargs)
+        if isinstance(key, str) and args:
+            name = key.rpartition("-")[0]
+            lowered = hashlib.sha256(str(args[0]).encode()).hexdigest()
+            if name and "/" not in name:
+                open(os.path.join(folder, f"{name}-{lowered}"), "w").close()  # an empty file: its name says it
+        return key
+
+    setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
+
+
+def _leave_job(joined: str | None) -> None:
+    """A job's process leaves the job at the program's end, as a fresh process does at exit (JAX's atexit, which
+    `os._exit` skips): else the other processes see it die, and end badly of that."""
+    jax = sys.modules.get("jax")
+    if joined and os.path.exists(joined) and jax is not None:
+        jax.distributed.shutdown()
+
+
 def _child(request: dict[str, Any]) -> None:
     os.setsid()  # its own process group: a timeout kills what it started too
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -75,7 +139,10 @@ def _child(request: dict[str, Any]) -> None:
                 if variable in request["env"]:
                     jax.config.update(option, kind(request["env"][variable]))
             _redirect(request.get("cache"))
+            _join_job(request["env"], request.get("joined"))
+            _record_computations(request.get("computations"))
         runpy.run_path(request["script"], run_name="__main__")
+        _leave_job(request.get("joined"))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # noqa: BLE001 - the candidate's own failure: said as Python says it

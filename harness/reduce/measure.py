@@ -9,14 +9,18 @@ signature tracks (or nothing at all). On the good release: the two seeds that di
 which must agree there. Each run has a timeout derived from the original's run time, so a candidate that
 hangs costs a bounded time and is rejected. Under --vary, one run and the signature's factor's (then the
 control run); between processes, one job with the seeds whose processes disagreed (then fresh launches),
-where a process may hang or die as the original's did, but not crash of its own.
+where a process may hang or die as the original's did, but not crash of its own. The quick screen's forked
+children answer first where it is on (harness/reduce/screen.py; under a factor and between processes,
+harness/reduce/forked_cells.py), and fresh processes confirm what they keep.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +33,8 @@ from harness.core.kinds import FolderMode, Verdict
 from harness.core.runs import RunRecord
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import ConfinedEnvironment, Confinement, Sandbox, Workspace
-from harness.reduce.screen import ForkScreen
+from harness.reduce.forked_cells import More, factor_answer, factor_good_answer, job_answer
+from harness.reduce.screen import ForkScreen, Screened, job_variables
 from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
 from harness.results.reduction import Signature
@@ -95,6 +100,13 @@ def own_failures(cell: CellResult) -> list[str]:
     run = cell.split_run
     return sorted({failure_kind(r.reason, r.timed_out) for r in (run.ranks if run else [])
                    if r.exit_code != 0 and not r.timed_out})
+
+
+def processes_of(cell: CellResult) -> int:
+    """The processes a cell started: each run's (a job's, each of its processes), its factors' runs, its control."""
+    runs = sum(max(1, len(r.ranks)) for r in cell.runs)
+    variation = cell.variation
+    return runs + (len(variation.factors) + (variation.control is not None) if variation is not None else 0)
 
 
 PROVISIONAL = "kept provisionally (forked runs"  # a candidate the quick screen kept: confirmed at a checkpoint
@@ -163,6 +175,8 @@ class Measurer:
     # clean is rejected before the checkpoint's fresh processes; None where it is not used.
     good_screen: ForkScreen | None = None
     _provisional: set[str] = field(default_factory=set)  # digests kept by forked children, not yet confirmed
+    fresh_processes: int = 0  # processes started by fresh cells (a job's each, a factor's and control runs too)
+    _counting: threading.Lock = field(default_factory=threading.Lock)
 
     def provisional(self, source: str) -> bool:
         return digest(source) in self._provisional
@@ -194,6 +208,8 @@ class Measurer:
                                  read_cause=ReportWriter(folder).cause)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)
+            with self._counting:
+                self.fresh_processes += processes_of(cell)
             if cell.interrupted:
                 raise KeyboardInterrupt
             wrote = tuple(space.writes_outside())
@@ -280,11 +296,108 @@ class Measurer:
                                     f"{seeds[0]} and {seed} computed different keys)")
         return None
 
+    def _forked_factor(self, source: str) -> Tried | None:
+        """Under --vary cache-path: the screen's answer (factor_children); a provisional keep also asked of the good
+        release's children; None: unsure, or no screen (fresh processes)."""
+        seed = self.bad_seeds[0] if self.bad_seeds else None
+        if self.screen is None or not isinstance(seed, int):
+            return None
+        answer = self.factor_children(self.screen, source, seed)
+        if answer is None or (answer.kept and not self.screen_decides):
+            return None  # unsure, or the screen only rejects: fresh processes
+        if answer.kept:
+            on_good = self.good_factor_children(source, seed)
+            if on_good is not None:
+                self.screened += 1
+                return on_good
+            self.forked_kept += 1
+            self._provisional.add(digest(source))
+            self._good_seeds[digest(source)] = [seed]
+        else:
+            self.screened += 1
+        return answer
+
+    def factor_children(self, screen: ForkScreen, source: str, seed: int) -> Tried | None:
+        """The reference run's seed's children at one cache path, at another (the factor's), and at the first again
+        (the control), answered as harness/reduce/forked_cells.py says (None: unsure)."""
+        assert self.target.factor is not None
+        factor, module, version = str(self.target.factor), self.target.module, self.bad.spec.jax_version
+        children: list[Screened] = []
+        answer: Tried | None | More = More.CHILD
+        with self._factor_paths(screen) as (here, elsewhere):
+            # The reference child runs the whole program (its exception rejects it at any point, as the fresh
+            # reference run's does); the factor's and the control's are needed for their key of the module only.
+            for cache in (here, elsewhere, here):
+                if cache.exists():
+                    shutil.rmtree(cache)  # the control's folder: empty, its key read from the entry it writes
+                cache.mkdir(parents=True)
+                children.append(screen.screen(source, seed, module=module, stop=bool(children), cache=cache))
+                answer = factor_answer(module, factor, version, seed, children)
+                if not isinstance(answer, More):
+                    break
+        return None if isinstance(answer, More) else answer
+
+    def good_factor_children(self, source: str, seed: int) -> Tried | None:
+        if self.good_screen is None or self.good is None or self.target.factor is None:
+            return None
+        children = []
+        with self._factor_paths(self.good_screen) as (here, elsewhere):
+            for cache in (here, elsewhere):
+                cache.mkdir(parents=True)
+                children.append(self.good_screen.screen(source, seed, module=self.target.module, stop=True,
+                                                        cache=cache))
+                if children[-1].keys is None:
+                    break
+        return factor_good_answer(self.target.module, str(self.target.factor), self.good.spec.jax_version, children)
+
+    @staticmethod
+    @contextmanager
+    def _factor_paths(screen: ForkScreen) -> Iterator[tuple[Path, Path]]:
+        """Two cache folders at different paths in the screen's scratch (its servers may write only there)."""
+        screen.work.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="factor-", dir=screen.work))
+        try:
+            yield folder / "cache", folder / "elsewhere" / "cache"
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _forked_job(self, source: str) -> Tried | None:
+        """Between processes: the screen's answer (job_children); None: unsure, or no screen (fresh processes)."""
+        launch = self.bad_seeds[0] if self.bad_seeds else None
+        if self.screen is None or not isinstance(launch, tuple):
+            return None
+        answer = self.job_children(self.screen, source, launch)
+        if answer is None or (answer.kept and not self.screen_decides):
+            return None
+        if answer.kept:
+            self.forked_kept += 1
+            self._provisional.add(digest(source))
+            self._good_seeds[digest(source)] = [launch]
+        else:
+            self.screened += 1
+        return answer
+
+    def job_children(self, screen: ForkScreen, source: str, launch: tuple[int, ...]) -> Tried | None:
+        """The launch whose processes disagreed, as one job of children forked from each seed's server (each that
+        process: the job's variables, a coordinator of its own), each running the whole program (a process that
+        crashes of its own after its key, which fresh processes reject, is rejected here too), compared by what
+        each lowered for the module (their keys differ anyway: each names its own devices); answered as
+        harness/reduce/forked_cells.py says (None: unsure)."""
+        if len(set(launch)) != len(launch):
+            return None  # a seed twice would need two of its servers at once: fresh processes
+        module, variables = self.target.module, job_variables(len(launch))
+        with ThreadPoolExecutor(len(launch), thread_name_prefix="forked-job") as pool:
+            processes = list(pool.map(
+                lambda rank: screen.screen(source, launch[rank], module=module, env=variables(rank),
+                                           computations=True), range(len(launch))))
+        return job_answer(module, self.bad.spec.jax_version, launch, processes, self.tolerated)
+
     def one_bad(self, source: str, fresh: bool = False) -> Tried:
         """A candidate on the bad release: the quick screen's answer where it has one (unless `fresh`), else
         fresh processes' (harness check's)."""
         if not fresh:
-            quick = self._forked(source)
+            quick = self._forked_factor(source) if self.target.factor is not None else \
+                self._forked_job(source) if self.target.ranks is not None else self._forked(source)
             if quick is not None:
                 return quick
         measured = self.measure(source, self.bad, self.bad_seeds, "bad", self._give_up_bad)

@@ -37,6 +37,9 @@ from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Relea
 from harness.reduce.passes import (coarse_passes, digest, imported_packages, normalise, probe_program, probed_values,
                                    size)
 from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
+from harness.core.factors import Factor
+from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
+from harness.measure.multiprocess_env import GroupPlan, rank_env
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
@@ -350,6 +353,12 @@ class Reduction:
                             max_candidates=self.max_candidates)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
                 self._between_processes(state, measurer, source)
+                found = state.signature  # the job's signature, where its processes disagreed
+                if measurer.screen is None and found.ranks is not None:
+                    # Its processes disagree as one job of the two runs' seeds: the job screen is asked now.
+                    measurer.screen = self._screen(source, state, measurer)
+                    decides, measurer.screen_decides = decides or measurer.screen_decides, False
+                    search.test_good = measurer.confirm if self.good or decides else None
             if not resume:
                 self._original_as_a_candidate(source, state, search, measurer)
             elif search.memo.get(digest(state.best)) is None:
@@ -380,6 +389,10 @@ class Reduction:
             self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"
                               + (f", {measurer.forked_kept} kept provisionally by them ({undone} undone at a "
                                  "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else ""))
+        self.progress.say(f"candidates' processes: {measurer.fresh_processes} fresh"
+                          + (f", {measurer.screen.children} forked children" if measurer.screen is not None else "")
+                          + (f" (and {measurer.good_screen.children} on jax {self.good})"
+                             if measurer.good_screen is not None else ""))
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
@@ -414,8 +427,9 @@ class Reduction:
             return None
         python = getattr(measurer.bad.environment, "python", None)
         seed = state.bad_seeds[0] if state.bad_seeds else None
-        if python is None or not isinstance(seed, int) \
-                or state.signature.factor is not None or state.signature.ranks is not None:
+        if state.signature.factor is not None or state.signature.ranks is not None:
+            return self._cell_screen(source, state, measurer)
+        if python is None or not isinstance(seed, int):
             return None
         if not screen_allowed(state.places):
             self.progress.say("quick screen off: the original wrote outside /tmp and /var/tmp "
@@ -450,6 +464,70 @@ class Reduction:
         self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
                           "candidate runs as fresh processes")
         return None
+
+    def _cell_screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
+        """The quick screen under --vary cache-path or between processes (harness/reduce/forked_cells.py): where the
+        original's own forked children show its miss (the factor's child misses and the control hits; the job's
+        processes disagree), it decides, as the plain screen does; else it only rejects (a child's exception), said
+        once. None for any other factor (its run is another user, host, prefix...: fresh processes only)."""
+        python = getattr(measurer.bad.environment, "python", None)
+        launch = state.bad_seeds[0] if state.bad_seeds else None
+        factor, ranks = state.signature.factor, state.signature.ranks
+        if python is None or launch is None or (factor is not None and factor != Factor.CACHE_PATH) \
+                or not screen_allowed(state.places):
+            return None
+        screen = self._forked_screen(source, state, measurer, measurer.bad, Path(python), self.folder / SCREEN_DIR)
+        if factor is not None and isinstance(launch, int):
+            answer = measurer.factor_children(screen, state.best, launch)
+            shown = f"{state.signature.module} missed under {factor} and its control hit"
+        elif ranks is not None and isinstance(launch, tuple):
+            answer = measurer.job_children(screen, state.best, launch)
+            shown = f"its processes computed different keys of {state.signature.module}"
+        else:
+            answer = None
+        if answer is None or not answer.kept:
+            screen.close()
+            self.progress.say("quick screen off: the original's forked children do not show its miss "
+                              f"({answer.why if answer else 'they did not run to their key'}); every candidate runs "
+                              "as fresh processes")
+            return None
+        measurer.screen_decides = True
+        if factor is not None and isinstance(launch, int) and measurer.good is not None:
+            good_python = getattr(measurer.good.environment, "python", None)
+            if good_python is not None:
+                measurer.good_screen = self._forked_screen(source, state, measurer, measurer.good, Path(good_python),
+                                                           self.folder / SCREEN_DIR / "good")
+                if measurer.good_factor_children(state.best, launch) is not None:  # the original is clean there
+                    measurer.good_screen.close()
+                    measurer.good_screen = None
+        self.progress.say(
+            f"quick screen: candidates run as children forked from interpreters that imported "
+            f"{', '.join(screen.modules)} (the original's did: {shown}); "
+            + (f"at two cache paths and the first again, seed {launch}" if factor is not None else
+               f"one job of children of seeds {', '.join(map(str, launch if isinstance(launch, tuple) else ()))}")
+            + "; one that raises or does not miss is rejected, one that misses is kept provisionally"
+            + (f" if its forked children hit on jax {self.good}" if measurer.good_screen else "")
+            + ", and confirmed by fresh processes at each checkpoint, as the reduced program is at the end")
+        return screen
+
+    def _forked_screen(self, source: str, state: ReduceState, measurer: Measurer, release: Release, python: Path,
+                       work: Path) -> ForkScreen:
+        """Servers of `release`'s environment with a fresh run's variables (a job's process's, between processes: its
+        share of the devices, gloo), less the hash seed, the cache folder and the job (set per child)."""
+        seed = 0
+        if release.spec.is_multiprocess:
+            env = rank_env(release.spec, GroupPlan((seed,) * release.spec.processes, ""), 0,
+                           self.config.cache_thresholds)
+            for name in (JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR):
+                env.pop(name, None)
+        else:
+            env = process_env(release.spec, seed, self.config.cache_thresholds)
+        env = merge_user_env(env, self.config.env)
+        env.pop("PYTHONHASHSEED")
+        local = (self.script.resolve().parent, self.workdir.resolve())
+        return ForkScreen(python, {**os.environ, **env}, preloaded(source, local), work, Path(measurer.workdir),
+                          self.script, measurer.files, local, measurer.timeout_s, args=self.config.args,
+                          hook_folder=state.folder == FolderMode.HOOK, places=state.places)
 
     def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
                      local: tuple[Path, ...]) -> ForkScreen | None:

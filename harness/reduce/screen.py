@@ -13,7 +13,9 @@ Contained as candidates are: each server runs under bubblewrap (bwrap_argv: the 
 PID namespace, a private /tmp and /var/tmp, /run hidden, no engine socket), writable only in the screen's own
 scratch folder, where each child gets a folder of its own (a copy of the working folder, its HOME and
 TMPDIR, its cache); one child at a time per server. Used only where that holds: under bubblewrap, with a
-venv's interpreter, for a plain cell (no --vary, no --processes), and when every place the original wrote
+venv's interpreter, for a plain cell, under --vary cache-path (a child's cache folder is the caller's: another
+path for the factor's child) or between processes (a job of children, each of its own seed's server:
+harness/reduce/forked_cells.py), and when every place the original wrote
 outside its folder is in /tmp or /var/tmp (the server's private ones). And only once the original itself
 passes the screen (a program that sets its cache folder in code, or needs the start-up hook, fails it: the
 screen is then off for the reduction, said once).
@@ -28,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,8 @@ from typing import NotRequired, TypedDict
 
 from harness.core.files import package_path
 from harness.core.listing import entries, list_dir
+from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
+from harness.measure.multiprocess_run import LOOPBACK, free_port
 from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
@@ -58,6 +63,13 @@ def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def job_variables(processes: int) -> Callable[[int], dict[str, str]]:
+    """A job's variables by rank, as a fresh job's processes get them (harness/measure/multiprocess_env.py): a
+    coordinator of its own on the loopback (the servers share the machine's network), the job's size, the rank."""
+    coordinator = f"{LOOPBACK}:{free_port()}"
+    return lambda rank: {JOB_COORDINATOR_VAR: coordinator, JOB_PROCESSES_VAR: str(processes), JOB_RANK_VAR: str(rank)}
+
+
 def screen_allowed(places: tuple[str, ...]) -> bool:
     """Whether every place the original wrote outside its folders is in a private /tmp of the server's."""
     private = tuple(p.resolve() for p in PRIVATE_TMP)
@@ -74,6 +86,7 @@ class Screened:
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
+    joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
 
 
 class _Request(TypedDict):
@@ -88,6 +101,8 @@ class _Request(TypedDict):
     error: str  # the file the child writes its uncaught exception to
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
+    computations: str | None  # where the child names each module it lowers (fork_server.py), or None
+    joined: str  # the file the child makes when the program joins a job (jax.distributed.initialize())
     remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
 
 
@@ -172,6 +187,7 @@ class ForkScreen:
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _starter: ThreadPoolExecutor | None = None
+    children: int = 0  # children forked (what a reduction's candidates cost: said at its end)
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
@@ -194,10 +210,16 @@ class ForkScreen:
         return server
 
     def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
-               values: bool = False) -> Screened:
+               values: bool = False, cache: Path | None = None, env: dict[str, str] | None = None,
+               computations: bool = False) -> Screened:
         """The candidate in a child of `seed`'s server; with `module`, the keys of it the child computed too;
         `stop`: the child is stopped once it computed a key of `module` (the rest of the program unrun);
-        `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME)."""
+        `values`: what a probe program wrote (the file PROBE_VARIABLE names, in the child's HOME);
+        `cache`: the child's cache folder, the caller's (under `work`, kept once answered: a factor's child gets
+        another path, its control the same one again); `env`: more variables for the child (a job's process);
+        `computations`: `keys` are what the child lowered (each module's text, hashed, named as an entry:
+        fork_server.py), not its cache entries: a job's processes' keys always differ (each names its own devices),
+        and a process other than the first writes no entry."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -210,23 +232,32 @@ class ForkScreen:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
             # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
-            env = {"HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
+            cache = cache or folder / "cache"
+            variables = {**(env or {}), "HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
             if not self.hook_folder:
-                env["JAX_COMPILATION_CACHE_DIR"] = str(folder / "cache")
+                variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
             probed = folder / HOME_DIR / ".harness-values.jsonl"
+            lowered = folder / "computations"
+            if computations:
+                lowered.mkdir()
             if values:
-                env[PROBE_VARIABLE] = str(probed)
+                variables[PROBE_VARIABLE] = str(probed)
             answer = None
             if server.ready:
                 for stand_in in server.stand_ins:
                     empty(stand_in)
-                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,
-                                     "cache": str(folder / "cache"), "log": str(folder / "run.log"),
+                with self._lock:
+                    self.children += 1
+                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work),
+                                     "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
-                                     "stop_at": module if stop else None, "remove": self._own_places()},
+                                     "stop_at": module if stop else None, "remove": self._own_places(),
+                                     "computations": str(lowered) if computations else None,
+                                     "joined": str(folder / ".joined")},
                                     self.timeout_s)
-            found = entries(list_dir(folder / "cache")) if module is not None else set()
+            found = entries(list_dir(lowered if computations else cache)) if module is not None else set()
             written = _read_small(probed) if values else ""
+            joined = (folder / ".joined").exists()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
@@ -247,7 +278,7 @@ class ForkScreen:
         if module is None:
             return Screened(finished=True, values=written)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found), every=frozenset(e.key for e in found))
+                        computed=bool(found), every=frozenset(e.key for e in found), joined=joined)
 
     def _own_places(self) -> list[str]:
         """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""

@@ -80,6 +80,7 @@ class _Measurer:
     at_once = 1
     test_bad = test_good = confirm = screen = good_screen = None
     screen_decides = False
+    fresh_processes = 0
 
     class sandbox:  # noqa: N801 - the measurer's attribute
         bwrap = False

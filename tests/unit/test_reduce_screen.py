@@ -104,11 +104,15 @@ class _Screen:
         return self.answer
 
 
+_PLAIN = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None})()  # a plain cell's
+
+
 def _measurer(screen):
     from harness.reduce.measure import Measurer
     measurer = Measurer.__new__(Measurer)
     measurer.bad_seeds, measurer.screen, measurer.screened = [11, 12, 13], screen, 0
     measurer.bad = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.28"})()})()
+    measurer.target = _PLAIN
     measurer.fresh = []
 
     def fresh(source, *args):
@@ -190,7 +194,7 @@ def _deciding(screen, kept_fresh=True):
     measurer = _measurer(screen)
     measurer.screen_decides, measurer.forked_kept, measurer._provisional = True, 0, set()
     measurer._good_seeds, measurer.good, measurer.good_screen = {}, None, None
-    measurer.target = type("Signature", (), {"module": "jit_f"})()
+    measurer.target = _PLAIN
     calls = measurer.fresh
 
     def one_fresh(source, *args):
