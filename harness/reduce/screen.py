@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,16 @@ BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server 
 # (`refused: it wrote outside its own folder (...)`), as it did before the screen.
 FILE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
 START_TIMEOUT_S = 120.0  # a server's own `import jax` on a loaded machine
+# A forked child may take this many times what the original took forked (plus the floor) before it is killed as
+# hanging: a candidate much slower than the original is not one a reducer wants, and a hang should not cost the
+# fresh run's timeout (10 s + 2x the original's slowest fresh run, `import jax` included) every time.
+CHILD_TIMEOUT_FACTOR = 3.0
+CHILD_TIMEOUT_FLOOR_S = 10.0
+
+
+def child_timeout(original_forked_s: float, fresh_timeout_s: float) -> float:
+    """A forked child's timeout: 10 s + 3x the original's own forked run, never past a fresh run's."""
+    return min(fresh_timeout_s, CHILD_TIMEOUT_FLOOR_S + CHILD_TIMEOUT_FACTOR * original_forked_s)
 
 
 def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
@@ -74,6 +85,7 @@ class Screened:
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
+    seconds: float = field(default=0.0, compare=False)  # how long the child ran (0: it did not run)
 
 
 class _Request(TypedDict):
@@ -216,7 +228,7 @@ class ForkScreen:
             probed = folder / HOME_DIR / ".harness-values.jsonl"
             if values:
                 env[PROBE_VARIABLE] = str(probed)
-            answer = None
+            answer, started = None, time.monotonic()
             if server.ready:
                 for stand_in in server.stand_ins:
                     empty(stand_in)
@@ -225,6 +237,7 @@ class ForkScreen:
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
                                      "stop_at": module if stop else None, "remove": self._own_places()},
                                     self.timeout_s)
+            seconds = time.monotonic() - started
             found = entries(list_dir(folder / "cache")) if module is not None else set()
             written = _read_small(probed) if values else ""
         finally:
@@ -245,9 +258,9 @@ class ForkScreen:
         if answer["exit"] != 0:
             return Screened()
         if module is None:
-            return Screened(finished=True, values=written)
+            return Screened(finished=True, values=written, seconds=seconds)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found), every=frozenset(e.key for e in found))
+                        computed=bool(found), every=frozenset(e.key for e in found), seconds=seconds)
 
     def _own_places(self) -> list[str]:
         """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""

@@ -65,6 +65,47 @@ def test_jobs_measure_candidates_together_and_the_first_kept_in_order_wins():
     assert max(parallel.batches) == 2 and max(serial.batches) == 1
 
 
+def test_pysource_minimize_s_candidates_run_side_by_side_and_it_gets_the_answers_it_would_get_one_at_a_time():
+    import threading
+    import time
+
+    class SideBySide(Measured):
+        def __init__(self, keep):
+            super().__init__(keep)
+            self.running, self.most, self.lock = 0, 0, threading.Lock()
+
+        def __call__(self, sources):
+            with self.lock:
+                self.running += 1
+                self.most = max(self.most, self.running)
+            time.sleep(0.002)
+            try:
+                return super().__call__(sources)
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+    serial, parallel = Measured(reproduces), SideBySide(reproduces)
+    one, two = Search(PROGRAM, serial, at_once=1), Search(PROGRAM, parallel, at_once=2)
+    one.polish()
+    two.polish()
+    assert two.best == one.best and two._chain == one._chain  # the same programs kept, in the same order
+    assert parallel.most == 2 and max(serial.batches) == 1
+    # Every candidate it measured one at a time, and at most one more after each kept one (proposed while the kept
+    # one ran, as if it were rejected); none twice.
+    kept = len(one._chain) - 1
+    assert set(serial.calls) <= set(parallel.calls) and len(parallel.calls) <= len(serial.calls) + kept
+    assert len(set(parallel.calls)) == len(parallel.calls) == two.measured
+
+
+def test_a_spent_budget_stops_pysource_minimize_side_by_side_too():
+    bad = Measured(reproduces)
+    search = Search(PROGRAM, bad, at_once=2, max_candidates=5)
+    with pytest.raises(OutOfCandidates):
+        search.polish()
+    assert search.measured == len(bad.calls) == 5 and reproduces(search.best)
+
+
 def test_the_memo_answers_a_resumed_search_without_measuring_again():
     first = Measured(reproduces)
     search = Search(PROGRAM, first)
