@@ -2,10 +2,10 @@
 (harness/inside/fork_server.py), which has already paid for `import jax` and the script's own libraries
 (bench/bench_fork.py: 0.4 s a run against 1-3.5 s fresh on this machine, the same key per seed).
 
-It only ever rejects, and only for what a fresh run of the same seed does too: the candidate's own uncaught
-Python exception (a NameError, an AttributeError on a removed field, a TypeError on a value made None), or a
-hang past the candidate's timeout (which the child, spared `import jax`, meets later in the program than a
-fresh run would). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
+It rejects the candidate's own uncaught Python exception (a NameError, an AttributeError on a removed field, a
+TypeError on a value made None), as a fresh run of the same seed would, or a hang past the child's timeout
+(`child_timeout`: 10 s + 3x the original's own forked run, shorter than a fresh run's: a candidate much slower
+than the original is rejected where a fresh run might have kept it; docs/reduce.md says so). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
 is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
 candidate, and the reduced program, is a fresh process's answer.
 
