@@ -326,8 +326,15 @@ class Measurer:
                 tried = dict(zip(distinct, pool.map(self.one_bad, distinct)))
                 return [tried[s] for s in sources]
             except KeyboardInterrupt:
-                self.bad.environment.interrupt()  # the runs still going end now; nothing they measured is kept
+                self.interrupt()
                 raise
+
+    def interrupt(self) -> None:
+        """The runs still going end now (Ctrl-C while candidates are measured side by side); nothing they measured
+        is kept."""
+        for release in (self.bad, self.good):
+            if release is not None:
+                release.environment.interrupt()
 
     def confirm(self, source: str) -> Tried:
         """A checkpoint's question (harness/reduce/search.py): does the best program keep the signature as fresh

@@ -347,7 +347,7 @@ class Reduction:
             decides, measurer.screen_decides = measurer.screen_decides, False
             search = Search(state.best, measurer.test_bad, measurer.confirm if self.good or decides else None,
                             at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
-                            max_candidates=self.max_candidates)
+                            max_candidates=self.max_candidates, on_interrupt=measurer.interrupt)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
                 self._between_processes(state, measurer, source)
             if not resume:

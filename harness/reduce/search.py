@@ -23,8 +23,8 @@ import queue
 import threading
 import warnings
 from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -38,6 +38,9 @@ from harness.reduce.readable import less_readable, restorations
 # did not confirm), the passes go on from the last program that passed it, this many times per phase at most
 # (each undo rejects one program for good, but a program family the good release rejects can be long).
 AGAIN_AFTER_UNDO = 2
+# A pass's candidates measured ahead of the first one not answered yet, at most this many per slot: each is wasted
+# when that one is kept, and useful when it is rejected (most are; a hang's slot holds the others up longest).
+AHEAD = 3
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
@@ -143,6 +146,7 @@ class Search:
     memo: dict[str, Tried] = field(default_factory=dict)  # by digest
     on_tried: OnTried | None = None
     max_candidates: int | None = None
+    on_interrupt: Callable[[], None] | None = None  # ends the runs still going (Ctrl-C while measuring side by side)
     measured: int = 0  # candidates run (memo answers and pyflakes rejections not counted)
     making: PassName = PassName.OTHER  # the pass whose candidates are being decided now (for the progress)
     decided: int = 0  # every candidate decided, however
@@ -197,44 +201,80 @@ class Search:
     # ---- passes ------------------------------------------------------------------------------
 
     def run_pass(self, make: Pass, shrink_only: bool = True, name: PassName | None = None) -> bool:
-        """Candidates of `make` from the best program, `at_once` at a time; the first kept one becomes the
-        best and the pass goes on from it, at the kept one's place. True when it changed the program.
+        """Candidates of `make` from the best program, `at_once` measured at a time; the first kept one becomes
+        the best and the pass goes on from it, at the kept one's place. True when it changed the program.
         `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
         progress); the readability pass's candidates are not shorter, and each makes one value readable."""
         start, resume_at = self.best, None
         self.making = name or PASS_NAMES.get(getattr(make, "__wrapped__", make), PassName.OTHER)
         while True:
-            batch: list[tuple[Place, str]] = []
-            kept_at = None
-            for place, candidate in make(self.best, resume_at):
-                if shrink_only and len(candidate) >= len(self.best):
-                    continue  # the coarse passes only ever shrink a program: no progress
-                quick = self._quick(candidate)
-                if quick is not None and not quick.kept:
-                    continue  # already rejected: no slot spent on it
-                batch.append((place, candidate))
-                if len(batch) < max(1, self.at_once):
-                    continue
-                kept_at = self._first_kept(batch)
-                if kept_at is not None:
-                    break
-                batch = []
-            if kept_at is None and batch:
-                kept_at = self._first_kept(batch)
+            kept_at = self._first_kept(make(self.best, resume_at), shrink_only)
             if kept_at is None:
                 return self.best != start
             resume_at = kept_at
 
-    def _first_kept(self, batch: list[tuple[Place, str]]) -> Place | None:
-        """Decide the batch; the first kept candidate in the pass's order becomes the best (whichever
-        finished first), and its place is returned."""
-        sources = [source for _, source in batch]
-        answers = self.decide(sources)
-        kept = [(place, source) for (place, source), a in zip(batch, answers) if a.kept]
+    def _first_kept(self, candidates: Iterator[tuple[Place, str]], shrink_only: bool) -> Place | None:
+        """The pass's candidates measured `at_once` at a time as they come, in its order: an answer frees its slot
+        for the next candidate at once (no batch waits for its slowest: a kept one's children, a hang). The first
+        kept one in the pass's order (whichever finished first) becomes the best, and its place is returned; those
+        after it that were measuring already are answered too (the memo keeps them)."""
+        window: deque[tuple[Place, str, Future[list[Tried]]]] = deque()
+        pool = ThreadPoolExecutor(max(1, self.at_once), thread_name_prefix="candidate")
+        kept_at: Place | None = None
+        try:
+            for place, candidate in candidates:
+                if shrink_only and len(candidate) >= len(self.best):
+                    continue  # the coarse passes only ever shrink a program: no progress
+                if any(candidate == c for _, c, _ in window):
+                    continue  # the same text twice: measured once
+                quick = self._quick(candidate)
+                if quick is not None and not quick.kept:
+                    continue  # already rejected: no slot spent on it
+                measuring: Future[list[Tried]] = Future()
+                if quick is not None:
+                    measuring.set_result([quick])  # kept before (the memo): the first kept if all before it are not
+                else:
+                    if self.max_candidates is not None and self.measured >= self.max_candidates:
+                        raise OutOfCandidates()
+                    self.measured += 1
+                    measuring = pool.submit(self.test_bad, [candidate])
+                window.append((place, candidate, measuring))
+                while window:
+                    while kept_at is None and window and window[0][2].done():
+                        kept_at = self._answered(*window.popleft())
+                    running = [m for _, _, m in window if not m.done()]
+                    if kept_at is not None or (len(running) < max(1, self.at_once) and len(window) < AHEAD * self.at_once):
+                        break
+                    wait(running or [window[0][2]], return_when=FIRST_COMPLETED)
+                if kept_at is not None:
+                    break
+            while window and kept_at is None:
+                kept_at = self._answered(*window.popleft())
+            for place, candidate, measuring in window:  # after the kept one: measured all the same
+                self._answered(place, candidate, measuring, after_kept=True)
+        except BaseException as exc:
+            self._stop(pool, exc)
+            raise
+        pool.shutdown()
+        return kept_at
+
+    def _answered(self, place: Place, candidate: str, measuring: Future[list[Tried]],
+                  after_kept: bool = False) -> Place | None:
+        """A candidate's answer, remembered and told; the kept one (unless after the kept one) becomes the best."""
+        answer = self._record(candidate, measuring.result()[0])
+        kept = answer.kept and not after_kept
         if kept:
-            self._accept(kept[0][1])
-        self._told(sources, answers)
-        return kept[0][0] if kept else None
+            self._accept(candidate)
+        self._told([candidate], [answer])
+        return place if kept else None
+
+    def _stop(self, pool: ThreadPoolExecutor, exc: BaseException) -> None:
+        """Stopped while candidates are measured side by side: on Ctrl-C the fresh runs still going end now
+        (`on_interrupt`; nothing they measured is kept), otherwise (a spent budget) they end first."""
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
+        if interrupted and self.on_interrupt is not None:
+            self.on_interrupt()
 
     def polish(self) -> None:
         """pysource-minimize from the best program: statements, expressions, literals; `at_once` of its
@@ -315,8 +355,8 @@ class Search:
                     self._told([candidate], [self._record(candidate, measuring.result()[0])])
                 if not kept:
                     break
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)  # (Ctrl-C: what runs ends with its own timeout)
+        except BaseException as exc:
+            self._stop(pool, exc)
             raise
         pool.shutdown()
         result = minimizer.result

@@ -1,5 +1,8 @@
 """The reducer's search with lambdas for the measurements: what it keeps, what it asks, in which order."""
 
+import threading
+import time
+
 import pytest
 
 from harness.reduce.passes import digest, normalise, size
@@ -34,6 +37,25 @@ class Measured:
         return [Tried(True) if self.keep(s) else Tried(False, "no bug") for s in sources]
 
 
+class SideBySide(Measured):
+    """Measured, counting how many candidates were measured at once at most."""
+
+    def __init__(self, keep, seconds=0.002):
+        super().__init__(keep)
+        self.seconds, self.running, self.most, self.lock = seconds, 0, 0, threading.Lock()
+
+    def __call__(self, sources):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.seconds)
+        try:
+            return super().__call__(sources)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
 def reproduces(source):
     return "bug(n)" in source and "n = " in source and "def bug" in source and "return k" in source
 
@@ -58,33 +80,34 @@ def test_a_candidate_pyflakes_rejects_is_never_measured():
 
 
 def test_jobs_measure_candidates_together_and_the_first_kept_in_order_wins():
-    serial, parallel = Measured(reproduces), Measured(reproduces)
+    serial, parallel = SideBySide(reproduces), SideBySide(reproduces)
     one = Search(PROGRAM, serial, at_once=1).run(fine=False)
     two = Search(PROGRAM, parallel, at_once=2).run(fine=False)
     assert one == two  # the same answer whatever the slots
-    assert max(parallel.batches) == 2 and max(serial.batches) == 1
+    assert parallel.most == 2 and serial.most == 1
+
+
+def test_a_slow_candidate_does_not_hold_the_other_slot_up():
+    # The pass's first candidate takes long (a kept one's children, a hang): the other slot goes on meanwhile with
+    # the candidates after it, as if it were rejected, up to a few per slot.
+    from harness.reduce.passes import removals
+    answered, slow = [], []
+
+    def measure(sources):
+        (source,) = sources
+        if not slow:
+            slow.append(source)
+            time.sleep(0.5)
+        answered.append(source)
+        return [Tried(False, "no bug")]
+
+    search = Search(PROGRAM, measure, at_once=2)
+    assert not search.run_pass(removals)
+    assert answered.index(slow[0]) >= 3  # three later candidates were answered while it ran
+    assert len(answered) == len(set(answered)) == search.measured
 
 
 def test_pysource_minimize_s_candidates_run_side_by_side_and_it_gets_the_answers_it_would_get_one_at_a_time():
-    import threading
-    import time
-
-    class SideBySide(Measured):
-        def __init__(self, keep):
-            super().__init__(keep)
-            self.running, self.most, self.lock = 0, 0, threading.Lock()
-
-        def __call__(self, sources):
-            with self.lock:
-                self.running += 1
-                self.most = max(self.most, self.running)
-            time.sleep(0.002)
-            try:
-                return super().__call__(sources)
-            finally:
-                with self.lock:
-                    self.running -= 1
-
     serial, parallel = Measured(reproduces), SideBySide(reproduces)
     one, two = Search(PROGRAM, serial, at_once=1), Search(PROGRAM, parallel, at_once=2)
     one.polish()
