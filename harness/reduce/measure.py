@@ -163,6 +163,7 @@ class Measurer:
     # in a forked child, before any fresh process; None where it is not used.
     screen: ForkScreen | None = None
     screened: int = 0  # candidates the screen rejected
+    fresh_runs: int = 0  # fresh runs of candidates, on both releases (a job's counts once)
     # The screen decides too (the original's forked children of its two deciding seeds computed different keys of
     # the signature's module): a candidate whose forked children of every seed compute one key is rejected, one
     # whose children disagree is kept provisionally, and confirmed by fresh processes at the search's checkpoints.
@@ -203,6 +204,7 @@ class Measurer:
                                  read_cause=ReportWriter(folder).cause)
             cell = runner.run(release.spec, seeds, folder / "cache", folder / "logs", results_root=folder,
                               stop_when_reproduced=True, give_up=give_up, folder=self.folder)
+            self.fresh_runs += len(cell.runs)
             if cell.interrupted:
                 raise KeyboardInterrupt
             wrote = tuple(space.writes_outside())

@@ -377,9 +377,12 @@ class Reduction:
             self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}")
         if measurer.screen is not None:
             undone = sum(1 for t in search.memo.values() if t.why.startswith("not confirmed by fresh processes"))
+            children = measurer.screen.children + (measurer.good_screen.children if measurer.good_screen else 0)
             self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"
                               + (f", {measurer.forked_kept} kept provisionally by them ({undone} undone at a "
-                                 "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else ""))
+                                 "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else "")
+                              + f"; {children} forked children and {measurer.fresh_runs} fresh runs measured "
+                                "candidates")
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo

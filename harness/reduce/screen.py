@@ -181,6 +181,7 @@ class ForkScreen:
     # server's tmpfs's own, removed before each child; a deeper one gets a stand-in of the server's, emptied).
     places: tuple[str, ...] = ()
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
+    children: int = 0  # forked children run (for the reduction's tally)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _starter: ThreadPoolExecutor | None = None
@@ -230,6 +231,8 @@ class ForkScreen:
                 env[PROBE_VARIABLE] = str(probed)
             answer, started = None, time.monotonic()
             if server.ready:
+                with self._lock:
+                    self.children += 1
                 for stand_in in server.stand_ins:
                     empty(stand_in)
                 answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work), "env": env,

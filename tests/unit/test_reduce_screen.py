@@ -375,7 +375,7 @@ def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path, sc
         time.sleep(0.5)  # (the kernel's signal to a dead thread's bwrap is immediate; a little time to act on it)
         with ThreadPoolExecutor(2) as batch:
             assert all(s.finished for s in batch.map(lambda seed: screen.screen("pass\n", seed), (1, 2)))
-        assert screen.enabled and len(screen._all) == 2
+        assert screen.enabled and len(screen._all) == 2 and screen.children == 4  # (the reduction's tally)
     finally:
         screen.close()
 
