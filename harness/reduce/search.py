@@ -270,11 +270,11 @@ class Search:
 
     def _stop(self, pool: ThreadPoolExecutor, exc: BaseException) -> None:
         """Stopped while candidates are measured side by side: on Ctrl-C the fresh runs still going end now
-        (`on_interrupt`; nothing they measured is kept), otherwise (a spent budget) they end first."""
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
-        if interrupted and self.on_interrupt is not None:
+        (`on_interrupt`; nothing they measured is kept); the candidates not started are not, and those in forked
+        children end first (within the child's timeout: the screen's servers are closed after this)."""
+        if isinstance(exc, KeyboardInterrupt) and self.on_interrupt is not None:
             self.on_interrupt()
+        pool.shutdown(cancel_futures=True)
 
     def polish(self) -> None:
         """pysource-minimize from the best program: statements, expressions, literals; `at_once` of its

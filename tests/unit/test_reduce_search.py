@@ -121,6 +121,22 @@ def test_pysource_minimize_s_candidates_run_side_by_side_and_it_gets_the_answers
     assert len(set(parallel.calls)) == len(parallel.calls) == two.measured
 
 
+@pytest.mark.parametrize("fine", [False, True])
+def test_ctrl_c_while_candidates_run_side_by_side_ends_their_fresh_runs(fine):
+    calls, ended = [], []
+
+    def measure(sources):
+        calls.extend(sources)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # (a fresh run that the signal reached: the cell says it was interrupted)
+        return [Tried(reproduces(s)) for s in sources]
+
+    search = Search(PROGRAM, measure, at_once=2, on_interrupt=lambda: ended.append(True))
+    with pytest.raises(KeyboardInterrupt):
+        search.polish() if fine else search.run(fine=False)
+    assert ended == [True] and reproduces(search.best)
+
+
 def test_a_spent_budget_stops_pysource_minimize_side_by_side_too():
     bad = Measured(reproduces)
     search = Search(PROGRAM, bad, at_once=2, max_candidates=5)
