@@ -19,11 +19,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from harness.evidence.keys import cell_comparison
 from harness.inputs.config import Config, Repro
@@ -52,6 +54,7 @@ def candidate_timeout(original_runs: list[RunRecord], ceiling: float) -> float:
     return min(ceiling, TIMEOUT_FLOOR_S + TIMEOUT_FACTOR * slowest)
 
 
+T = TypeVar("T")
 Launch = int | tuple[int, ...]  # one run's seed, or a job's seeds by process
 GiveUp = Callable[[list[RunRecord]], bool]  # the runs so far -> whether the cell's answer is known already
 
@@ -139,6 +142,12 @@ class Release:
 
     spec: CellSpec
     environment: Environment
+
+
+def side_by_side(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Independent calls (forked children of other servers, fresh cells) at once, their answers in order."""
+    with ThreadPoolExecutor(len(calls), thread_name_prefix="beside") as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 @dataclass
@@ -236,12 +245,21 @@ class Measurer:
             return None
         version = self.bad.spec.jax_version
         module = self.target.module if self.screen_decides else None
-        first: frozenset[str] | None = None
-        for seed in seeds if self.screen_decides else seeds[:1]:
+        screen, first = self.screen, None  # first: the keys of the module the first seed's child computed
+        on_good: list[Screened] = []  # the good release's children of the first two seeds, beside the second's
+        for i, seed in enumerate(seeds if self.screen_decides else seeds[:1]):
             # The first seed's child runs the whole program (its own exception rejects it, at any point); a later
             # seed's is needed only for its key of the module, and stops once it has one.
-            quick = self.screen.screen(source, seed, module=module, stop=first is not None) if module \
-                else self.screen.screen(source, seed)
+            if module is None:
+                quick = screen.screen(source, seed)
+            elif i == 1 and first and self.good_screen is not None and self.good is not None:
+                # What a provisional keep needs next does not depend on the second seed's answer: the good release's
+                # children of the same two seeds run beside it (wasted only where it rejects, rarely).
+                quick, *on_good = side_by_side(
+                    [partial(screen.screen, source, seed, module=module, stop=True)]
+                    + [partial(self.good_screen.screen, source, s, module=module, stop=True) for s in (seeds[0], seed)])
+            else:
+                quick = screen.screen(source, seed, module=module, stop=first is not None)
             if quick.rejected is not None:
                 self.screened += 1
                 return Tried(False, f"error on {version} (a forked run of seed {seed}: {quick.rejected})")
@@ -254,10 +272,10 @@ class Measurer:
                                         f"{'' if quick.computed else ': it compiled nothing'})")
                 first = quick.keys
             elif quick.keys - first:
-                on_good = self._forked_good(source, [seeds[0], seed])
-                if on_good is not None:
+                good = self._forked_good(source, [seeds[0], seed], on_good if i == 1 else None)
+                if good is not None:
                     self.screened += 1
-                    return on_good
+                    return good
                 self.forked_kept += 1
                 self._provisional.add(digest(source))
                 self._good_seeds[digest(source)] = [seeds[0], seed]
@@ -269,18 +287,18 @@ class Measurer:
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
 
-    def _forked_good(self, source: str, seeds: list[int]) -> Tried | None:
+    def _forked_good(self, source: str, seeds: list[int], answers: list[Screened] | None = None) -> Tried | None:
         """A provisional keep on the good release, in forked children of the two seeds that disagreed on the bad
-        one: rejected where the fresh cell there would not be clean (a child's exception, nothing computed at all,
-        or the second seed's child computing a key of the module the first did not); None: no objection (or
-        unsure), and the checkpoint's fresh processes decide."""
+        one (`answers`: theirs, where they ran already): rejected where the fresh cell there would not be clean (a
+        child's exception, nothing computed at all, or the second seed's child computing a key of the module the
+        first did not); None: no objection (or unsure), and the checkpoint's fresh processes decide."""
         if self.good_screen is None or self.good is None:
             return None
-        version, first = self.good.spec.jax_version, None
-        for seed in seeds:
-            # Each child stops at the module's key (the rest of the program is asked of the bad release's first
-            # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed at all.
-            quick = self.good_screen.screen(source, seed, module=self.target.module, stop=True)
+        version, first, good_screen = self.good.spec.jax_version, None, self.good_screen
+        for seed, quick in zip(seeds, answers or (
+                # Each child stops at the module's key (the rest of the program is asked of the bad release's first
+                # child, and of the checkpoint's fresh processes): a key of it that moves, or nothing computed.
+                good_screen.screen(source, s, module=self.target.module, stop=True) for s in seeds)):
             if quick.rejected is not None:
                 return Tried(False, f"error on {version}, the good release (a forked run of seed {seed}: "
                                     f"{quick.rejected})")
@@ -421,23 +439,44 @@ class Measurer:
                 tried = dict(zip(distinct, pool.map(self.one_bad, distinct)))
                 return [tried[s] for s in sources]
             except KeyboardInterrupt:
-                self.bad.environment.interrupt()  # the runs still going end now; nothing they measured is kept
+                self.interrupt()
                 raise
+
+    def interrupt(self) -> None:
+        """The runs still going end now (Ctrl-C while candidates are measured side by side); nothing they measured
+        is kept."""
+        for release in (self.bad, self.good):
+            if release is not None:
+                release.environment.interrupt()
 
     def confirm(self, source: str) -> Tried:
         """A checkpoint's question (harness/reduce/search.py): does the best program keep the signature as fresh
         processes measure it (asked again only of a provisional keep), and is it clean on the good release?"""
-        if digest(source) in self._provisional:
-            answer = self.one_bad(source, fresh=True)
-            if not answer.kept:
-                return Tried(False, f"not confirmed by fresh processes: {answer.why}")
-            self._provisional.discard(digest(source))
-        return self.test_good(source) if self.good is not None else Tried(True, "confirmed by fresh processes")
+        key = digest(source)
+        if key not in self._provisional:
+            return self.test_good(source) if self.good is not None else Tried(True, "confirmed by fresh processes")
+        if self.good is None:
+            answer, good = self.one_bad(source, fresh=True), Tried(True, "confirmed by fresh processes")
+        else:
+            # The good release's cell beside the bad one's (each its own fresh processes): it needs only the seeds
+            # that disagreed in the forked children, which the fresh cell on the bad release tries first.
+            seeds = self._seeds_on_good(source)
+            answer, good = side_by_side([partial(self.one_bad, source, fresh=True),
+                                         partial(self.test_good, source, seeds)])
+            if answer.kept and self._seeds_on_good(source) != seeds:
+                good = self.test_good(source)  # the fresh cell disagreed by other seeds: those are asked on G
+        if not answer.kept:
+            return Tried(False, f"not confirmed by fresh processes: {answer.why}")
+        self._provisional.discard(key)
+        return good
 
-    def test_good(self, source: str) -> Tried:
+    def _seeds_on_good(self, source: str) -> list[Launch]:
+        return self._good_seeds.get(digest(source)) or self.bad_seeds[:1 if self.target.factor or
+                                                                        self.target.ranks else 2]
+
+    def test_good(self, source: str, seeds: list[Launch] | None = None) -> Tried:
         assert self.good is not None
-        seeds = self._good_seeds.get(digest(source)) or self.bad_seeds[:1 if self.target.factor or
-                                                                         self.target.ranks else 2]
+        seeds = seeds or self._seeds_on_good(source)
         measured = self.measure(source, self.good, seeds, "good", lambda records: any(not r.ok for r in records))
         cell = measured.cell
         if measured.refused:

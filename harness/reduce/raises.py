@@ -203,3 +203,69 @@ def certain_error(tree: ast.Module) -> str | None:
             if value is not _UNKNOWN and _lacks(value, node.attr, assigned):
                 return f"reads .{node.attr} of {_what(value)}: {ast.unparse(node)[:60]}"
     return None
+
+
+# ---- loops that never end ------------------------------------------------------------------------------
+
+_EXITS = frozenset({"exit", "quit", "_exit"})  # sys.exit(), os._exit(), exit(): they end the program, loop and all
+_OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)  # a body of its own
+
+
+def _leaves(statements: list[ast.stmt], inner_loop: bool = False) -> bool:
+    """Whether something in these statements of a loop's body can leave that loop other than by an exception:
+    a `break` of it (not of a loop inside it), a `return`, a `yield` or `await` (the caller may never resume it),
+    a `raise` (perhaps caught right there), or a call of `exit`."""
+    for statement in statements:
+        stack: list[ast.AST] = [statement]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _OWN_SCOPE):
+                continue
+            if isinstance(node, ast.Break) and not inner_loop:
+                return True
+            if isinstance(node, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)):
+                return True
+            if isinstance(node, ast.Call) and ((isinstance(node.func, ast.Name) and node.func.id in _EXITS)
+                                               or (isinstance(node.func, ast.Attribute) and node.func.attr in _EXITS)):
+                return True
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                if _leaves(node.body, inner_loop=True) or _leaves(node.orelse, inner_loop):
+                    return True
+                stack.append(node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else node.test)
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def endless_loops(tree: ast.AST) -> list[str]:
+    """The `while True:` loops (any constant true test) that nothing in them can leave but an exception (no
+    `break`, `return`, `yield`, `raise` nor `exit()`), outside any `try` or `with` of their function that could
+    catch it: where one is reached, the program runs until it is killed (a generator whose `yield` was removed:
+    `while True: x = rng.normal(...)`). Each as `while True` in the function holding it."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, where: str, guarded: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name, False)
+                continue
+            if isinstance(child, ast.While) and isinstance(child.test, ast.Constant) and child.test.value \
+                    and not guarded and not _leaves(child.body):
+                found.append(f"while {ast.unparse(child.test)} in {where}")
+            visit(child, where, guarded or isinstance(child, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)))
+
+    visit(tree, "the module", False)
+    return found
+
+
+def new_endless_loop(before: tuple[str, ...], after: ast.AST) -> str | None:
+    """An endless loop `after` has that a program whose endless loops were `before` did not (a candidate that
+    removed a loop's only way out); None: none. The program a reduction starts from keeps its own (a loop that an
+    exception caught by its caller ends): only what a candidate made is held against it."""
+    had = list(before)
+    for loop in endless_loops(after):
+        if loop in had:
+            had.remove(loop)
+        else:
+            return loop
+    return None

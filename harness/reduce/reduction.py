@@ -36,7 +36,7 @@ from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Relea
                                     own_failures, wrote_outside)
 from harness.reduce.passes import (coarse_passes, digest, imported_packages, normalise, probe_program, probed_values,
                                    size)
-from harness.reduce.screen import ForkScreen, preloaded, screen_allowed
+from harness.reduce.screen import ForkScreen, child_timeout, preloaded, screen_allowed
 from harness.core.factors import Factor
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 from harness.measure.multiprocess_env import GroupPlan, rank_env
@@ -350,7 +350,7 @@ class Reduction:
             decides, measurer.screen_decides = measurer.screen_decides, False
             search = Search(state.best, measurer.test_bad, measurer.confirm if self.good or decides else None,
                             at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
-                            max_candidates=self.max_candidates)
+                            max_candidates=self.max_candidates, on_interrupt=measurer.interrupt)
             if not resume and self.config.processes > 1 and state.signature.ranks is None:
                 self._between_processes(state, measurer, source)
                 found = state.signature  # the job's signature, where its processes disagreed
@@ -442,10 +442,14 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
-        if screen.screen(state.best, seed).finished:
+        original = screen.screen(state.best, seed)
+        if original.finished:
+            # A candidate's child is killed much sooner than a fresh run would be (docs/reduce.md): one that hangs
+            # costs a few times the original's forked run, not the fresh run's timeout.
+            screen.timeout_s = child_timeout(original.seconds, measurer.timeout_s)
             measurer.screen_decides = self._screen_decides(screen, state)
             if measurer.screen_decides:
-                measurer.good_screen = self._good_screen(source, state, measurer, local)
+                measurer.good_screen = self._good_screen(source, state, measurer, local, screen.timeout_s)
             if measurer.screen_decides:
                 self.progress.say(
                     f"quick screen: candidates run as children forked from interpreters that imported "
@@ -454,11 +458,13 @@ class Reduction:
                     "seeds compute different keys is kept provisionally"
                     + (f" if its forked children are clean on jax {self.good}" if measurer.good_screen else "")
                     + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
-                    "program is at the end")
+                    f"program is at the end; a child is stopped as hanging after {screen.timeout_s:.0f} s (the "
+                    f"original ran {original.seconds:.1f} s forked)")
             else:
                 self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
                                   f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
-                                  f"and every kept one, run as fresh processes")
+                                  f"and every kept one, run as fresh processes; a child is stopped as hanging after "
+                                  f"{screen.timeout_s:.0f} s (the original ran {original.seconds:.1f} s forked)")
             return screen
         screen.close()
         self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
@@ -530,7 +536,7 @@ class Reduction:
                           hook_folder=state.folder == FolderMode.HOOK, places=state.places)
 
     def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
-                     local: tuple[Path, ...]) -> ForkScreen | None:
+                     local: tuple[Path, ...], timeout_s: float) -> ForkScreen | None:
         """Forked children on the good release too, where the original's of its two deciding seeds are clean there
         (each computes keys, the second none the first did not): a provisional keep they find not clean is
         rejected at once, rather than undone at the next checkpoint by fresh processes."""
@@ -543,7 +549,7 @@ class Reduction:
         env.pop("PYTHONHASHSEED")
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
-                            local, measurer.timeout_s, args=self.config.args,
+                            local, timeout_s, args=self.config.args,
                             hook_folder=state.folder == FolderMode.HOOK, places=state.places)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:

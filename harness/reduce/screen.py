@@ -2,10 +2,10 @@
 (harness/inside/fork_server.py), which has already paid for `import jax` and the script's own libraries
 (bench/bench_fork.py: 0.4 s a run against 1-3.5 s fresh on this machine, the same key per seed).
 
-It only ever rejects, and only for what a fresh run of the same seed does too: the candidate's own uncaught
-Python exception (a NameError, an AttributeError on a removed field, a TypeError on a value made None), or a
-hang past the candidate's timeout (which the child, spared `import jax`, meets later in the program than a
-fresh run would). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
+It rejects the candidate's own uncaught Python exception (a NameError, an AttributeError on a removed field, a
+TypeError on a value made None), as a fresh run of the same seed would, or a hang past the child's timeout
+(`child_timeout`: 10 s + 3x the original's own forked run, shorter than a fresh run's: a candidate much slower
+than the original is rejected where a fresh run might have kept it; docs/reduce.md says so). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
 is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
 candidate, and the reduced program, is a fresh process's answer.
 
@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +51,16 @@ BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server 
 # (`refused: it wrote outside its own folder (...)`), as it did before the screen.
 FILE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
 START_TIMEOUT_S = 120.0  # a server's own `import jax` on a loaded machine
+# A forked child may take this many times what the original took forked (plus the floor) before it is killed as
+# hanging: a candidate much slower than the original is not one a reducer wants, and a hang should not cost the
+# fresh run's timeout (10 s + 2x the original's slowest fresh run, `import jax` included) every time.
+CHILD_TIMEOUT_FACTOR = 3.0
+CHILD_TIMEOUT_FLOOR_S = 10.0
+
+
+def child_timeout(original_forked_s: float, fresh_timeout_s: float) -> float:
+    """A forked child's timeout: 10 s + 3x the original's own forked run, never past a fresh run's."""
+    return min(fresh_timeout_s, CHILD_TIMEOUT_FLOOR_S + CHILD_TIMEOUT_FACTOR * original_forked_s)
 
 
 def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
@@ -87,6 +98,7 @@ class Screened:
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
     joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
+    seconds: float = field(default=0.0, compare=False)  # how long the child ran (0: it did not run)
 
 
 class _Request(TypedDict):
@@ -184,10 +196,10 @@ class ForkScreen:
     # server's tmpfs's own, removed before each child; a deeper one gets a stand-in of the server's, emptied).
     places: tuple[str, ...] = ()
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
+    children: int = 0  # forked children run (for the reduction's tally)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _starter: ThreadPoolExecutor | None = None
-    children: int = 0  # children forked (what a reduction's candidates cost: said at its end)
 
     def _start(self, seed: int) -> _Server:
         interpreter = (self.python.parent.parent, self.python.resolve().parent.parent)
@@ -242,7 +254,7 @@ class ForkScreen:
                 lowered.mkdir()
             if values:
                 variables[PROBE_VARIABLE] = str(probed)
-            answer = None
+            answer, started = None, time.monotonic()
             if server.ready:
                 for stand_in in server.stand_ins:
                     empty(stand_in)
@@ -255,6 +267,7 @@ class ForkScreen:
                                      "computations": str(lowered) if computations else None,
                                      "joined": str(folder / ".joined")},
                                     self.timeout_s)
+            seconds = time.monotonic() - started
             found = entries(list_dir(lowered if computations else cache)) if module is not None else set()
             written = _read_small(probed) if values else ""
             joined = (folder / ".joined").exists()
@@ -276,9 +289,10 @@ class ForkScreen:
         if answer["exit"] != 0:
             return Screened()
         if module is None:
-            return Screened(finished=True, values=written)
+            return Screened(finished=True, values=written, seconds=seconds)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found), every=frozenset(e.key for e in found), joined=joined)
+                        computed=bool(found), every=frozenset(e.key for e in found), joined=joined,
+                        seconds=seconds)
 
     def _own_places(self) -> list[str]:
         """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""

@@ -19,9 +19,14 @@ go on from there.
 
 from __future__ import annotations
 
+import queue
+import threading
 import warnings
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 
 import msgspec
 from pysource_minimize import minimize
@@ -33,6 +38,9 @@ from harness.reduce.readable import less_readable, restorations
 # did not confirm), the passes go on from the last program that passed it, this many times per phase at most
 # (each undo rejects one program for good, but a program family the good release rejects can be long).
 AGAIN_AFTER_UNDO = 2
+# A pass's candidates measured ahead of the first one not answered yet, at most this many per slot: each is wasted
+# when that one is kept, and useful when it is rejected (most are; a hang's slot holds the others up longest).
+AHEAD = 3
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
@@ -59,6 +67,76 @@ class OutOfCandidates(Exception):
     """The candidate budget is spent: the best so far is the answer."""
 
 
+class _Abandoned(Exception):
+    """pysource-minimize's run is not needed any more (a candidate it was told was rejected was kept)."""
+
+
+@dataclass(frozen=True)
+class _Measure:
+    candidate: str  # not known yet: pysource-minimize is told it was rejected, and it is measured
+
+
+@dataclass(frozen=True)
+class _Follow:
+    candidate: str  # known to be kept (the memo): pysource-minimize goes on from it
+
+
+Known = Callable[[str], "bool | _Measure | _Follow"]  # pysource-minimize's text -> its answer, or what to do
+
+
+class _Minimizer:
+    """pysource-minimize from `start` in a thread of its own, its checker answered in the caller's thread one text
+    at a time (`next`): a known answer at once; a candidate not known yet is said to be rejected, and handed to the
+    caller to measure, so that pysource-minimize goes on to its next candidate meanwhile."""
+
+    def __init__(self, start: str) -> None:
+        self.result: str | None = None  # its answer, once it ended
+        self._asked: queue.Queue[tuple[str, str | BaseException]] = queue.Queue(maxsize=1)
+        self._told: queue.Queue[bool | None] = queue.Queue(maxsize=1)  # None: abandoned
+        self._thread = threading.Thread(target=self._run, args=(start,), name="pysource-minimize", daemon=True)
+        self._thread.start()
+
+    def _run(self, start: str) -> None:
+        def checker(text: str) -> bool:
+            self._asked.put(("ask", text))
+            answer = self._told.get()
+            if answer is None:
+                raise _Abandoned()
+            return answer
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)
+                self._asked.put(("ended", normalise(minimize(start, checker))))
+        except _Abandoned:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread, where the search runs
+            self._asked.put(("failed", exc))
+
+    def next(self, known: Known) -> _Measure | _Follow | None:
+        """The next candidate to measure (pysource-minimize was told it was rejected), a kept one it goes on from,
+        or None: it ended (`result`)."""
+        while True:
+            what, asked = self._asked.get()
+            if isinstance(asked, BaseException):
+                raise asked
+            if what == "ended":
+                self.result = asked
+                return None
+            answer = known(asked)
+            self._told.put(answer is True or isinstance(answer, _Follow))
+            if not isinstance(answer, bool):
+                return answer
+
+    def abandon(self) -> None:
+        """It stops at its next question (its thread is a daemon: nothing waits for it)."""
+        if self.result is None:
+            try:
+                self._told.put_nowait(None)
+            except queue.Full:
+                pass
+
+
 @dataclass
 class Search:
     best: str  # normalised; known to keep the signature
@@ -68,6 +146,7 @@ class Search:
     memo: dict[str, Tried] = field(default_factory=dict)  # by digest
     on_tried: OnTried | None = None
     max_candidates: int | None = None
+    on_interrupt: Callable[[], None] | None = None  # ends the runs still going (Ctrl-C while measuring side by side)
     measured: int = 0  # candidates run (memo answers and pyflakes rejections not counted)
     making: PassName = PassName.OTHER  # the pass whose candidates are being decided now (for the progress)
     decided: int = 0  # every candidate decided, however
@@ -85,7 +164,7 @@ class Search:
         known = self.memo.get(digest(source))
         if known is not None:
             return Tried(known.kept, known.why, measured=False)
-        why = broken(source)
+        why = broken(source, self.best)
         if why is not None:
             return Tried(False, why, measured=False)
         return None
@@ -122,47 +201,88 @@ class Search:
     # ---- passes ------------------------------------------------------------------------------
 
     def run_pass(self, make: Pass, shrink_only: bool = True, name: PassName | None = None) -> bool:
-        """Candidates of `make` from the best program, `at_once` at a time; the first kept one becomes the
-        best and the pass goes on from it, at the kept one's place. True when it changed the program.
+        """Candidates of `make` from the best program, `at_once` measured at a time; the first kept one becomes
+        the best and the pass goes on from it, at the kept one's place. True when it changed the program.
         `shrink_only`: a candidate no shorter than the best is not tried (the coarse passes'
         progress); the readability pass's candidates are not shorter, and each makes one value readable."""
         start, resume_at = self.best, None
         self.making = name or PASS_NAMES.get(getattr(make, "__wrapped__", make), PassName.OTHER)
         while True:
-            batch: list[tuple[Place, str]] = []
-            kept_at = None
-            for place, candidate in make(self.best, resume_at):
-                if shrink_only and len(candidate) >= len(self.best):
-                    continue  # the coarse passes only ever shrink a program: no progress
-                quick = self._quick(candidate)
-                if quick is not None and not quick.kept:
-                    continue  # already rejected: no slot spent on it
-                batch.append((place, candidate))
-                if len(batch) < max(1, self.at_once):
-                    continue
-                kept_at = self._first_kept(batch)
-                if kept_at is not None:
-                    break
-                batch = []
-            if kept_at is None and batch:
-                kept_at = self._first_kept(batch)
+            kept_at = self._first_kept(make(self.best, resume_at), shrink_only)
             if kept_at is None:
                 return self.best != start
             resume_at = kept_at
 
-    def _first_kept(self, batch: list[tuple[Place, str]]) -> Place | None:
-        """Decide the batch; the first kept candidate in the pass's order becomes the best (whichever
-        finished first), and its place is returned."""
-        sources = [source for _, source in batch]
-        answers = self.decide(sources)
-        kept = [(place, source) for (place, source), a in zip(batch, answers) if a.kept]
+    def _first_kept(self, candidates: Iterator[tuple[Place, str]], shrink_only: bool) -> Place | None:
+        """The pass's candidates measured `at_once` at a time as they come, in its order: an answer frees its slot
+        for the next candidate at once (no batch waits for its slowest: a kept one's children, a hang). The first
+        kept one in the pass's order (whichever finished first) becomes the best, and its place is returned; those
+        after it that were measuring already are answered too (the memo keeps them)."""
+        window: deque[tuple[Place, str, Future[list[Tried]]]] = deque()
+        pool = ThreadPoolExecutor(max(1, self.at_once), thread_name_prefix="candidate")
+        kept_at: Place | None = None
+        try:
+            for place, candidate in candidates:
+                if shrink_only and len(candidate) >= len(self.best):
+                    continue  # the coarse passes only ever shrink a program: no progress
+                if any(candidate == c for _, c, _ in window):
+                    continue  # the same text twice: measured once
+                quick = self._quick(candidate)
+                if quick is not None and not quick.kept:
+                    continue  # already rejected: no slot spent on it
+                measuring: Future[list[Tried]] = Future()
+                if quick is not None:
+                    measuring.set_result([quick])  # kept before (the memo): the first kept if all before it are not
+                else:
+                    if self.max_candidates is not None and self.measured >= self.max_candidates:
+                        raise OutOfCandidates()
+                    self.measured += 1
+                    measuring = pool.submit(self.test_bad, [candidate])
+                window.append((place, candidate, measuring))
+                while window:
+                    while kept_at is None and window and window[0][2].done():
+                        kept_at = self._answered(*window.popleft())
+                    running = [m for _, _, m in window if not m.done()]
+                    if kept_at is not None or (len(running) < max(1, self.at_once) and len(window) < AHEAD * self.at_once):
+                        break
+                    wait(running or [window[0][2]], return_when=FIRST_COMPLETED)
+                if kept_at is not None:
+                    break
+            while window and kept_at is None:
+                kept_at = self._answered(*window.popleft())
+            for place, candidate, measuring in window:  # after the kept one: measured all the same
+                self._answered(place, candidate, measuring, after_kept=True)
+        except BaseException as exc:
+            self._stop(pool, exc)
+            raise
+        pool.shutdown()
+        return kept_at
+
+    def _answered(self, place: Place, candidate: str, measuring: Future[list[Tried]],
+                  after_kept: bool = False) -> Place | None:
+        """A candidate's answer, remembered and told; the kept one (unless after the kept one) becomes the best."""
+        answer = self._record(candidate, measuring.result()[0])
+        kept = answer.kept and not after_kept
         if kept:
-            self._accept(kept[0][1])
-        self._told(sources, answers)
-        return kept[0][0] if kept else None
+            self._accept(candidate)
+        self._told([candidate], [answer])
+        return place if kept else None
+
+    def _stop(self, pool: ThreadPoolExecutor, exc: BaseException) -> None:
+        """Stopped while candidates are measured side by side: on Ctrl-C the fresh runs still going end now
+        (`on_interrupt`; nothing they measured is kept); the candidates not started are not, and those in forked
+        children end first (within the child's timeout: the screen's servers are closed after this)."""
+        if isinstance(exc, KeyboardInterrupt) and self.on_interrupt is not None:
+            self.on_interrupt()
+        pool.shutdown(cancel_futures=True)
 
     def polish(self) -> None:
-        """pysource-minimize from the best program: statements, expressions, literals, one at a time."""
+        """pysource-minimize from the best program: statements, expressions, literals; `at_once` of its
+        candidates measured at once where cores allow (`_polish_ahead`), else one at a time."""
+        if self.at_once > 1:
+            self._polish_ahead()
+            return
+
         def checker(source: str) -> bool:
             try:
                 candidate = normalise(source)
@@ -184,6 +304,101 @@ class Search:
             result = normalise(minimize(self.best, checker))
         if result != self.best and self.memo.get(digest(result), Tried(False)).kept:
             self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    def _polish_ahead(self) -> None:
+        """pysource-minimize, `at_once` of its candidates measured at once, with the answers it would get one at a
+        time. It calls its checker one candidate at a time and its next candidate depends on the answer, so it runs
+        in a thread of its own (`_Minimizer`) that is told at once that a candidate not known yet is rejected (most
+        are) and proposes the next: its proposals, in order, are measured side by side. The first kept one becomes
+        the best; pysource-minimize is then run again from the start, the memo answering every candidate it was
+        told about before, so it follows the same path up to the kept one, and on from there."""
+        start, followed = self.best, {self.best}
+        texts: dict[str, str | None] = {}  # pysource-minimize's text -> the candidate (None: not one to try)
+        unreadable: dict[tuple[str, str], bool] = {}  # (program, candidate) -> less readable
+        self.making = PassName.MINIMIZE
+        pool = ThreadPoolExecutor(self.at_once, thread_name_prefix="minimize")
+        try:
+            while True:
+                minimizer, current = _Minimizer(start), start
+                window: deque[tuple[str, Future[list[Tried]]]] = deque()
+                kept = False
+                try:
+                    while not kept:
+                        while len(window) < self.at_once and minimizer.result is None:
+                            proposed = minimizer.next(partial(self._known, current=current, texts=texts,
+                                                              unreadable=unreadable,
+                                                              measuring={c for c, _ in window}))
+                            if proposed is None:
+                                break
+                            if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
+                                current = proposed.candidate
+                                if current not in followed:
+                                    followed.add(current)
+                                    self._accept(current)
+                                continue
+                            if self.max_candidates is not None and self.measured >= self.max_candidates:
+                                raise OutOfCandidates()
+                            self.measured += 1
+                            window.append((proposed.candidate, pool.submit(self.test_bad, [proposed.candidate])))
+                        if not window:
+                            break  # pysource-minimize ended on answers all known
+                        candidate, measuring = window.popleft()
+                        answer = self._record(candidate, measuring.result()[0])
+                        if answer.kept:  # the first kept in pysource-minimize's order
+                            kept = True
+                            followed.add(candidate)
+                            self._accept(candidate)
+                        self._told([candidate], [answer])
+                finally:
+                    minimizer.abandon()
+                for candidate, measuring in window:  # proposed after the kept one: measured all the same
+                    self._told([candidate], [self._record(candidate, measuring.result()[0])])
+                if not kept:
+                    break
+        except BaseException as exc:
+            self._stop(pool, exc)
+            raise
+        pool.shutdown()
+        result = minimizer.result
+        if result is not None and result != self.best and self.memo.get(digest(result), Tried(False)).kept:
+            self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    def _record(self, source: str, answer: Tried) -> Tried:
+        self.memo[digest(source)] = answer
+        self.decided += 1
+        return answer
+
+    def _known(self, text: str, current: str, texts: dict[str, str | None], unreadable: dict[tuple[str, str], bool],
+               measuring: set[str]) -> bool | _Measure | _Follow:
+        """pysource-minimize's checker, from `current` (the last kept program on its path): True or False where the
+        answer is known without running the candidate, `_Follow` where the memo says it was kept, `_Measure` where
+        it must be measured (False where it is being measured: if kept, pysource-minimize is run again from the
+        start). A text is normalised once (and judged readable once per program): pysource-minimize
+        is run again from the start after each kept candidate, and proposes them all again."""
+        if text not in texts:
+            try:
+                texts[text] = normalise(text)
+            except (SyntaxError, ValueError, RecursionError):
+                texts[text] = None
+        candidate = texts[text]
+        if candidate is None:
+            return False
+        if candidate == current:
+            return True
+        if (current, candidate) not in unreadable:
+            unreadable[current, candidate] = less_readable(current, candidate) is not None
+        if unreadable[current, candidate]:
+            return False  # never run: a reproducer must read like a program (harness/reduce/readable.py)
+        if candidate in measuring:
+            return False  # proposed again while it runs: rejected as it is for now (if kept, all is run again)
+        known = self.memo.get(digest(candidate))
+        if known is None:
+            why = broken(candidate, current)
+            if why is None:
+                return _Measure(candidate)
+            known = self._record(candidate, Tried(False, why, measured=False))
+            self._told([candidate], [known])
+        return _Follow(candidate) if known.kept else False
 
     def restore(self) -> None:
         """Readable values put back where the best program has unreadable ones (int axis names, zero

@@ -205,6 +205,28 @@ def test_broken_rejects_a_program_that_misuses_a_value_known_before_it_runs():
         assert broken(fine) is None, fine
 
 
+def test_a_candidate_that_removed_a_while_true_loop_s_only_way_out_is_rejected_unrun():
+    # The training script's data generator without its `yield`: forked children of it hung until their timeout.
+    generator = ("import os\nimport sys\nimport numpy as np\ndef batches():\n    rng = np.random.default_rng(0)\n    while True:\n"
+                 "        x = rng.normal(size=(4,))\n        yield x\nprint(next(batches()))\n")
+    without = generator.replace("        yield x\n", "")
+    assert broken(without, generator) == ("never ends when it runs: while True in batches, nothing but an exception "
+                                          "leaves it")
+    assert broken(without) is None  # (nothing to compare with: the program a reduction starts from)
+    assert broken(without, without) is None  # a loop the program it was made from had already is its own
+    # Ways out: a break of this loop (not of a loop inside it), return, yield, raise, exit(); a try or with around
+    # it may catch what ends it.
+    for way_out in ("break", "return", "raise StopIteration", "sys.exit()", "os._exit(0)", "yield from x",
+                    "for y in x:\n            pass\n        else:\n            break"):
+        fine = generator.replace("yield x", way_out)
+        assert broken(fine, generator) is None, fine
+    inner_break = generator.replace("yield x", "for y in x:\n            break")
+    assert "while True in batches" in broken(inner_break, generator)
+    caught = ("def batches(it):\n    try:\n        while True:\n            print(next(it))\n"
+              "    except StopIteration:\n        pass\n")
+    assert broken(caught, caught.replace("print(next(it))", "yield next(it)")) is None
+
+
 # The same statement twice, a helper whose last call a removal can take, a class, an except clause and a
 # match case: removals whose texts coincide, from places far apart in the pass's order.
 REPEATS = normalise("""

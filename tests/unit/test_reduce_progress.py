@@ -78,7 +78,7 @@ def test_the_original_s_mean_run_is_kept_in_the_state_for_a_resume_s_estimate(tm
 
 class _Measurer:
     at_once = 1
-    test_bad = test_good = confirm = screen = good_screen = None
+    test_bad = test_good = confirm = screen = good_screen = interrupt = None
     screen_decides = False
     fresh_processes = 0
 

@@ -90,6 +90,13 @@ def test_the_server_imports_jax_numpy_and_the_script_s_libraries_never_its_own_m
     assert preloaded(source, (tmp_path,)) == ("numpy", "jax", "flax", "optax")
 
 
+def test_a_forked_child_is_stopped_after_10_s_plus_three_times_the_original_s_forked_run():
+    from harness.reduce.screen import child_timeout
+    assert child_timeout(2.0, 34.0) == 16.0
+    assert child_timeout(9.0, 34.0) == 34.0  # never past a fresh run's own timeout
+    assert child_timeout(0.0, 34.0) == 10.0
+
+
 def test_the_screen_is_used_only_where_the_original_wrote_in_a_private_tmp():
     assert screen_allowed(()) and screen_allowed(("/tmp/ckpt", "/var/tmp/log"))
     assert not screen_allowed(("/tmp/ckpt", "/srv/data/out"))
@@ -262,7 +269,74 @@ def test_a_provisional_keep_whose_forked_children_are_not_clean_on_the_good_rele
                                                           "of seed 11 compiled nothing)")
     clean = _GoodScreen(lambda seed: {"jit_f-0", f"jit_g-{seed}"})  # (another module's key is the checkpoint's)
     measurer.good_screen = clean
-    assert measurer.one_bad("print(2)\n").kept and clean.asked == [11, 12] and measurer.fresh == []
+    assert measurer.one_bad("print(2)\n").kept and sorted(clean.asked) == [11, 12] and measurer.fresh == []
+
+
+class _Together:
+    """A screen whose children each wait until `parties` children of this barrier run at once (a child run alone,
+    after another, breaks it: the test fails)."""
+
+    def __init__(self, barrier, keys):
+        self.barrier, self.keys, self.asked = barrier, keys, []
+
+    def screen(self, source, seed, module=None, stop=False):
+        self.asked.append((seed, stop))
+        if stop:
+            self.barrier.wait(timeout=10)
+        found = frozenset(self.keys(seed))
+        return Screened(finished=True, keys=frozenset(k for k in found if k.startswith(module + "-")),
+                        computed=bool(found), every=found)
+
+
+def test_the_good_release_s_children_run_beside_the_second_seed_s_and_decide_as_before():
+    import threading
+    together = threading.Barrier(3)  # the bad release's second seed, the good release's two
+    measurer = _deciding(_Together(together, lambda seed: {f"jit_f-{seed}"}))
+    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good_screen = _Together(together, lambda seed: {"jit_f-0"})
+    assert measurer.one_bad("import jax\n").kept and measurer.fresh == []
+    assert measurer.screen.asked == [(11, False), (12, True)]  # the first seed's child alone, then the three
+    assert sorted(measurer.good_screen.asked) == [(11, True), (12, True)]
+    measurer.good_screen = _Together(together, lambda seed: {f"jit_f-{seed}"})  # the key moves there too
+    assert measurer.one_bad("print(1)\n") == Tried(False, "reproduced on 0.4.29, the good release (forked runs "
+                                                          "of seeds 11 and 12 computed different keys)")
+
+
+def test_a_checkpoint_measures_a_provisional_keep_on_both_releases_at_once_in_fresh_processes():
+    import threading
+    together = threading.Barrier(2)
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}), kept_fresh=False)
+    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    asked = []
+
+    def fresh(source, release, seeds, tag, give_up):
+        asked.append((tag, seeds))
+        together.wait(timeout=10)  # the other release's cell runs at the same time, or this breaks
+        return type("Measured", (), {"cell": None, "refused": "refused: stand-in"})()
+
+    measurer.measure = fresh
+    assert measurer.one_bad("import jax\n").kept
+    assert measurer.confirm("import jax\n") == Tried(False, "not confirmed by fresh processes: refused: stand-in")
+    assert sorted(asked) == [("bad", [11, 12, 13]), ("good", [11, 12])]  # G: the seeds that disagreed forked
+
+
+def test_where_fresh_processes_disagree_by_other_seeds_the_good_release_is_asked_of_those():
+    measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}))
+    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    assert measurer.one_bad("import jax\n").kept
+    asked = []
+
+    def fresh_bad(source, fresh=False):  # the fresh cell's new key came with the third seed
+        measurer._good_seeds[digest(source)] = [11, 13]
+        return Tried(True, "reproduced in 3 runs")
+
+    def good(source, seeds=None):
+        asked.append(seeds or measurer._good_seeds[digest(source)])
+        return Tried(True, "clean on 0.4.29")
+
+    measurer.one_bad, measurer.test_good = fresh_bad, good
+    assert measurer.confirm("import jax\n") == Tried(True, "clean on 0.4.29")
+    assert asked == [[11, 12], [11, 13]] and not measurer.provisional("import jax\n")
 
 
 def test_a_resumed_search_s_provisional_keeps_are_confirmed_again():
@@ -305,7 +379,7 @@ def test_a_server_started_for_a_batch_s_thread_outlives_that_thread(tmp_path, sc
         time.sleep(0.5)  # (the kernel's signal to a dead thread's bwrap is immediate; a little time to act on it)
         with ThreadPoolExecutor(2) as batch:
             assert all(s.finished for s in batch.map(lambda seed: screen.screen("pass\n", seed), (1, 2)))
-        assert screen.enabled and len(screen._all) == 2
+        assert screen.enabled and len(screen._all) == 2 and screen.children == 4  # (the reduction's tally)
     finally:
         screen.close()
 

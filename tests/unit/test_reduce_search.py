@@ -1,5 +1,8 @@
 """The reducer's search with lambdas for the measurements: what it keeps, what it asks, in which order."""
 
+import threading
+import time
+
 import pytest
 
 from harness.reduce.passes import digest, normalise, size
@@ -34,6 +37,25 @@ class Measured:
         return [Tried(True) if self.keep(s) else Tried(False, "no bug") for s in sources]
 
 
+class SideBySide(Measured):
+    """Measured, counting how many candidates were measured at once at most."""
+
+    def __init__(self, keep, seconds=0.002):
+        super().__init__(keep)
+        self.seconds, self.running, self.most, self.lock = seconds, 0, 0, threading.Lock()
+
+    def __call__(self, sources):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.seconds)
+        try:
+            return super().__call__(sources)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
 def reproduces(source):
     return "bug(n)" in source and "n = " in source and "def bug" in source and "return k" in source
 
@@ -58,11 +80,69 @@ def test_a_candidate_pyflakes_rejects_is_never_measured():
 
 
 def test_jobs_measure_candidates_together_and_the_first_kept_in_order_wins():
-    serial, parallel = Measured(reproduces), Measured(reproduces)
+    serial, parallel = SideBySide(reproduces), SideBySide(reproduces)
     one = Search(PROGRAM, serial, at_once=1).run(fine=False)
     two = Search(PROGRAM, parallel, at_once=2).run(fine=False)
     assert one == two  # the same answer whatever the slots
-    assert max(parallel.batches) == 2 and max(serial.batches) == 1
+    assert parallel.most == 2 and serial.most == 1
+
+
+def test_a_slow_candidate_does_not_hold_the_other_slot_up():
+    # The pass's first candidate takes long (a kept one's children, a hang): the other slot goes on meanwhile with
+    # the candidates after it, as if it were rejected, up to a few per slot.
+    from harness.reduce.passes import removals
+    answered, slow = [], []
+
+    def measure(sources):
+        (source,) = sources
+        if not slow:
+            slow.append(source)
+            time.sleep(0.5)
+        answered.append(source)
+        return [Tried(False, "no bug")]
+
+    search = Search(PROGRAM, measure, at_once=2)
+    assert not search.run_pass(removals)
+    assert answered.index(slow[0]) >= 3  # three later candidates were answered while it ran
+    assert len(answered) == len(set(answered)) == search.measured
+
+
+def test_pysource_minimize_s_candidates_run_side_by_side_and_it_gets_the_answers_it_would_get_one_at_a_time():
+    serial, parallel = Measured(reproduces), SideBySide(reproduces)
+    one, two = Search(PROGRAM, serial, at_once=1), Search(PROGRAM, parallel, at_once=2)
+    one.polish()
+    two.polish()
+    assert two.best == one.best and two._chain == one._chain  # the same programs kept, in the same order
+    assert parallel.most == 2 and max(serial.batches) == 1
+    # Every candidate it measured one at a time, and at most one more after each kept one (proposed while the kept
+    # one ran, as if it were rejected); none twice.
+    kept = len(one._chain) - 1
+    assert set(serial.calls) <= set(parallel.calls) and len(parallel.calls) <= len(serial.calls) + kept
+    assert len(set(parallel.calls)) == len(parallel.calls) == two.measured
+
+
+@pytest.mark.parametrize("fine", [False, True])
+def test_ctrl_c_while_candidates_run_side_by_side_ends_their_fresh_runs(fine):
+    calls, ended = [], []
+
+    def measure(sources):
+        calls.extend(sources)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # (a fresh run that the signal reached: the cell says it was interrupted)
+        return [Tried(reproduces(s)) for s in sources]
+
+    search = Search(PROGRAM, measure, at_once=2, on_interrupt=lambda: ended.append(True))
+    with pytest.raises(KeyboardInterrupt):
+        search.polish() if fine else search.run(fine=False)
+    assert ended == [True] and reproduces(search.best)
+
+
+def test_a_spent_budget_stops_pysource_minimize_side_by_side_too():
+    bad = Measured(reproduces)
+    search = Search(PROGRAM, bad, at_once=2, max_candidates=5)
+    with pytest.raises(OutOfCandidates):
+        search.polish()
+    assert search.measured == len(bad.calls) == 5 and reproduces(search.best)
 
 
 def test_the_memo_answers_a_resumed_search_without_measuring_again():
