@@ -238,7 +238,9 @@ def test_a_candidate_that_would_write_outside_its_folder_is_refused_and_nothing_
     folder = only_folder(tmp_path / "results")
     state = json.loads((folder / "reduce.json").read_text())
     refused = [t["why"] for t in state["memo"].values() if "wrote outside its own folder" in t["why"]]
-    assert refused and str(canary / "out") in refused[0], sorted({t["why"] for t in state["memo"].values()})
+    # Each refusal names the place written (the canary folder it made first, or the file in it); one the screen's
+    # forked child kept provisionally (its /tmp is private) is refused by the fresh processes that confirm it.
+    assert refused and all(str(canary) in why for why in refused), sorted({t["why"] for t in state["memo"].values()})
     assert "candidates run under bubblewrap" in done.stdout + done.stderr
     assert "def g" in (folder / "reduced.py").read_text()
     assert load_results(folder).cells[0].verdict == "reproduced"
