@@ -39,7 +39,8 @@ def test_seed_on_0_4_28_the_computation_moved_by_set_order(tmp_path, capsys, wri
     for run in cell["runs"]:  # every module's key, its outcome and its components, per run
         assert modules(run) == {"jit_iota", "jit_reshape", "jit_f", "jit__multi_slice"}
         (f,) = [k for k in run["keys"]["keys"] if k["module"] == "jit_f"]
-        assert f["outcome"] == "written" and "XLA flags" in f["components"]
+        # A key's components are kept once per cell in results.json (key_components), not under each run's key.
+        assert f["outcome"] == "written" and "XLA flags" in cell["key_components"][f["key"]]
     assert "inconsistencies" not in cell
     report = (swept.run_dir / "report.md").read_text()
     assert report.index("| **computation** ") < report.index("```diff")
