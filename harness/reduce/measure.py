@@ -276,9 +276,7 @@ class Measurer:
                 if good is not None:
                     self.screened += 1
                     return good
-                self.forked_kept += 1
-                self._provisional.add(digest(source))
-                self._good_seeds[digest(source)] = [seeds[0], seed]
+                self._kept_provisionally(source, [seeds[0], seed])
                 return Tried(True, f"{PROVISIONAL} of seeds {seeds[0]} and {seed} computed different keys of "
                                    f"{module}; confirmed by fresh processes at the next checkpoint)")
         if first is None:
@@ -286,6 +284,13 @@ class Measurer:
         self.screened += 1
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
+
+    def _kept_provisionally(self, source: str, seeds: list[Launch]) -> None:
+        """A candidate forked children kept: counted, confirmed by fresh processes at the next checkpoint, and asked
+        of the good release with the seeds that decided it."""
+        self.forked_kept += 1
+        self._provisional.add(digest(source))
+        self._good_seeds[digest(source)] = seeds
 
     def _forked_good(self, source: str, seeds: list[int], answers: list[Screened] | None = None) -> Tried | None:
         """A provisional keep on the good release, in forked children of the two seeds that disagreed on the bad
@@ -328,9 +333,7 @@ class Measurer:
             if on_good is not None:
                 self.screened += 1
                 return on_good
-            self.forked_kept += 1
-            self._provisional.add(digest(source))
-            self._good_seeds[digest(source)] = [seed]
+            self._kept_provisionally(source, [seed])
         else:
             self.screened += 1
         return answer
@@ -388,9 +391,7 @@ class Measurer:
         if answer is None or (answer.kept and not self.screen_decides):
             return None
         if answer.kept:
-            self.forked_kept += 1
-            self._provisional.add(digest(source))
-            self._good_seeds[digest(source)] = [launch]
+            self._kept_provisionally(source, [launch])
         else:
             self.screened += 1
         return answer
