@@ -16,6 +16,7 @@ from harness.core.listing import parse_name
 from harness.core.markdown import visible
 from harness.core.model import NO_MESH, CellResult, CellSpec
 from harness.core.runs import RunRecord
+from harness.report.table import weak_bound
 
 
 class ConsoleProgress:
@@ -93,7 +94,8 @@ class ConsoleProgress:
                  f"{status} in {run.duration_s:.1f}s, {shown}")
 
     def cell_finished(self, cell: CellResult) -> None:
-        self.say(f"  => {cell.verdict}: {cell.detail}")
+        bound = weak_bound(cell)  # a clean cell's bound, when weak or above the 1e-3 target
+        self.say(f"  => {cell.verdict}: {cell.detail}" + (f"; {bound}" if bound else ""))
 
 
 class QuietWhenClosed:

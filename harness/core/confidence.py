@@ -183,18 +183,30 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
 
 
 def runs_for_strong(plan: SeedPlan) -> int:
-    """Runs per cell (--runs) that bring the plan's set-order bound to WEAK_BOUND or below: random seeds,
+    """Runs per cell (--runs) that bring the plan's set-order bound to WEAK_BOUND or below."""
+    return runs_for_bound(plan, WEAK_BOUND)
+
+
+def runs_for_bound(plan: SeedPlan, target: float) -> int:
+    """Runs per cell (--runs) that bring the plan's set-order bound to `target` or below: random seeds,
     enough for it (a job's processes each count); chosen seeds that could not cover every pair order,
     the chosen ones with enough random runs after them."""
-    random_runs = runs_for_target(WEAK_BOUND)
+    random_runs = runs_for_target(target)
     if plan.strategy == SeedStrategy.CHOSEN and plan.unseen_orders():
         # Orders read back: each two more runs give each order of a pair one more seed predicted for it, and
-        # the bound falls by MISPREDICTED per seed of the rarer one; two such seeds are below WEAK_BOUND.
-        return len(plan.seeds) + 2 * max(0, 2 - min(int(c.get("seeds_predicted_otherwise", 0)) for c in plan.covers
-                                                    if c.get("lowered") and not c["pairs_in_both_orders"]))
+        # the bound falls by MISPREDICTED per seed of the rarer one (two such seeds are below WEAK_BOUND).
+        needed = math.ceil(math.log(target) / math.log(MISPREDICTED) - 1e-9)
+        return len(plan.seeds) + 2 * max(0, needed - min(int(c.get("seeds_predicted_otherwise", 0))
+                                                         for c in plan.covers
+                                                         if c.get("lowered") and not c["pairs_in_both_orders"]))
     if plan.strategy == SeedStrategy.CHOSEN:
         return len(plan.chosen) + random_runs - 1
     return math.ceil(random_runs / plan.processes)
+
+
+# A test suite (`check --pytest`, `-m MODULE`) makes a run per its whole session, so by default it makes the
+# fewest runs that are not weak (6: 0.031) rather than the 1e-3 target's 11; --runs 11 gives 1e-3.
+SUITE_RUNS = runs_for_target(WEAK_BOUND)
 
 
 SHOWN_ORDERS = 3  # a table cell names a few of the orders never lowered, and counts the rest
@@ -221,6 +233,17 @@ def weak_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
     runs = runs_for_strong(plan)
     return (f"weak: a regression would read clean with chance up to {bounds.set_order:.2g} (above {WEAK_BOUND}); "
             f"--runs {runs} would make it at most {miss_probability_random(runs_for_target(WEAK_BOUND)):.2g}")
+
+
+def target_bound_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:
+    """A clean cell whose miss bound is not weak but above the 1e-3 target (a test suite's default runs): the
+    bound, with the runs that reach the target ("" otherwise; a weak one says it in weak_bound_phrase, one
+    whose runs never lowered an order in unseen_orders_phrase)."""
+    if (bounds is None or plan is None or not TARGET_MISS < bounds.set_order <= WEAK_BOUND
+            or plan.unseen_orders()):
+        return ""
+    return (f"a regression would read clean with chance up to {bounds.set_order:.2g}; --runs "
+            f"{runs_for_bound(plan, TARGET_MISS)} would make it at most {miss_probability_random(runs_for_target()):.2g}")
 
 
 def unseen_orders_phrase(bounds: MissBounds | None, plan: SeedPlan | None) -> str:

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
-from harness.core.confidence import SeedStrategy, runs_for_target
+from harness.core.confidence import SUITE_RUNS, SeedStrategy, miss_probability_random, runs_for_target
 from harness.core.files import harness_version
 from harness.core.kinds import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
 from harness.core.factors import Factor
@@ -79,9 +79,14 @@ class Options:
     runs: Annotated[int | None, opt(
         "--runs", help="most runs per cell (at least 2; default: the config's)", group=Group.MEASURE,
         type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",),
-        # A script has no config: its default is what random seeds need for the 1e-3 bound (service.check_config).
-        per={("check", "reduce"): {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough "
-                                   "for a miss bound of 1e-3 whatever the script's name sets)"}})] = None
+        # A script has no config: its default is what random seeds need for the 1e-3 bound; a test suite's (a
+        # module's), the fewest runs that are not weak (service.check_config).
+        per={"check": {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough for a miss bound "
+                               f"of 1e-3 whatever the script's name sets; a test suite's, --pytest or -m MODULE: "
+                               f"{SUITE_RUNS}, the fewest that are not weak, miss bound "
+                               f"{miss_probability_random(SUITE_RUNS):.2g}: --runs {runs_for_target()} for 1e-3)"},
+             "reduce": {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough "
+                                "for a miss bound of 1e-3 whatever the script's name sets)"}})] = None
     runs_at_once: Annotated[int | None, opt(
         "--jobs", help="runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",
         group=Group.ENVIRONMENT, type=parse_runs_at_once, metavar="N|auto", spell=spell_runs_at_once,

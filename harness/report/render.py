@@ -39,7 +39,7 @@ from harness.report.variation_section import moved_folder_section, variation_sec
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics
 from harness.inputs.process_variables import process_env
-from harness.report.table import in_version_order, render_markdown_table as render_table, summary_line
+from harness.report.table import boundaries_of, in_version_order, render_markdown_table as render_table, summary_line
 
 REPORT_FILE = "report.md"
 EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
@@ -96,13 +96,14 @@ def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = Non
     already)."""
     if summary is None and header is not None:
         summary = summary_of(header, cells)
-    line = md.text(summary_line(cells, summary))
     # A release's evidence first; a jax commit's (nightly --jax-repo) when no release reproduced.
     worst = _first_reproduced([c for c in cells if c.commit is None]) or _first_reproduced(cells)
+    boundaries = summary if summary is not None else boundaries_of(cells)
+    if worst is not None and worst.commit is not None:  # said of the releases' boundaries, before what follows
+        boundaries += " of releases; jax commit " + worst.label + " reproduces"
+    line = md.text(summary_line(cells, boundaries))
     if worst is None:
         return line
-    if worst.commit is not None:
-        line += " of releases; jax commit " + md.text(worst.label) + " reproduces"
     comparison = cell_comparison(worst)
     module = comparison.moved_module()
     if module is None:  # a results folder judged by an older rule

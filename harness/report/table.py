@@ -15,7 +15,8 @@ from harness.verdicts.phrases import unserved_module
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs, suite_size
 from harness.evidence.per_test import SuiteFindings, suite_findings
-from harness.core.confidence import runs_for_strong, unseen_orders_phrase, weak_bound_phrase
+from harness.core.confidence import (TARGET_MISS, miss_probability_random, runs_for_bound, runs_for_strong, runs_for_target,
+                                     target_bound_phrase, unseen_orders_phrase, weak_bound_phrase)
 from harness.evidence.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
@@ -107,21 +108,30 @@ def factor_cost_phrase(cell: CellResult) -> str:
 
 
 def weak_bound(cell: CellResult) -> str:
-    """A clean cell's weak miss bound said, with the runs that would make it strong ("" otherwise)."""
-    return weak_bound_phrase(cell.miss_bounds, cell.seeds)
+    """A clean cell's weak miss bound said, with the runs that would make it strong; one above the 1e-3 target
+    (a test suite's default runs), with the runs that reach it ("" otherwise)."""
+    return weak_bound_phrase(cell.miss_bounds, cell.seeds) or target_bound_phrase(cell.miss_bounds, cell.seeds)
 
 
 def weak_bounds_sentence(cells: list[CellResult]) -> str:
     """For the summary: which clean cells are weak, and how many runs would make them strong."""
     weak = [(c, c.miss_bounds, c.seeds) for c in in_version_order(cells)
-            if weak_bound(c) and c.miss_bounds is not None and c.seeds is not None]
-    if not weak:
+            if weak_bound_phrase(c.miss_bounds, c.seeds) and c.miss_bounds is not None and c.seeds is not None]
+    if weak:
+        worst = max(bounds.set_order for _, bounds, _ in weak)
+        releases = ", ".join(dict.fromkeys(cell_label(c) for c, _, _ in weak))
+        runs = max(runs_for_strong(seeds) for _, _, seeds in weak)
+        return (f"clean on {releases} is weak (a regression would read clean with chance up to {worst:.2g}): "
+                f"measure with --runs {runs}")
+    above = [(c, c.miss_bounds, c.seeds) for c in in_version_order(cells)
+             if target_bound_phrase(c.miss_bounds, c.seeds) and c.miss_bounds is not None and c.seeds is not None]
+    if not above:
         return ""
-    worst = max(bounds.set_order for _, bounds, _ in weak)
-    releases = ", ".join(dict.fromkeys(cell_label(c) for c, _, _ in weak))
-    runs = max(runs_for_strong(seeds) for _, _, seeds in weak)
-    return (f"clean on {releases} is weak (a regression would read clean with chance up to {worst:.2g}): "
-            f"measure with --runs {runs}")
+    worst = max(bounds.set_order for _, bounds, _ in above)
+    releases = ", ".join(dict.fromkeys(cell_label(c) for c, _, _ in above))
+    runs = max(runs_for_bound(seeds, TARGET_MISS) for _, _, seeds in above)
+    return (f"clean on {releases}: a regression would read clean with chance up to {worst:.2g} "
+            f"(--runs {runs} would make it at most {miss_probability_random(runs_for_target()):.2g})")
 
 
 def rows(cells: list[CellResult]) -> list[list[Any]]:
@@ -170,11 +180,14 @@ def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> s
     """The summary line: the boundaries' (`boundary_line`, as the results header knows them: harness/report/
     reproduce.py's summary_of; without it, of the cells alone, the releases between them on the index not
     known), then what weak miss bounds leave open."""
-    if boundary_line is None:  # the cells alone: their environments say what the program asked for
-        found = release_boundaries(cells)
-        boundary_line = line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
-    line = boundary_line
+    line = boundary_line if boundary_line is not None else boundaries_of(cells)
     return "; ".join(part for part in (line, weak_bounds_sentence(cells), new_input_sentence(cells)) if part)
+
+
+def boundaries_of(cells: list[CellResult]) -> str:
+    """The boundaries' line of the cells alone: their environments say what the program asked for."""
+    found = release_boundaries(cells)
+    return line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
 
 
 def new_input_sentence(cells: list[CellResult]) -> str:

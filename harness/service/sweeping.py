@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from harness.core.confidence import runs_for_target
+from harness.core.confidence import SUITE_RUNS, runs_for_target
 from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, ConfigFile, load_config, parse_config
 from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
@@ -75,6 +75,13 @@ def with_pytest(requirements: tuple[str, ...]) -> tuple[str, ...]:
     return requirements if "pytest" in names else (*requirements, "pytest")
 
 
+def default_runs(module: str | None) -> int:
+    """A check's runs without --runs. A script's name sets are unknown, so its seeds are random: enough for the
+    1e-3 target. A module (`--pytest`, `-m MODULE`: a test suite, whose every run is its whole session): the
+    fewest that are not weak; its clean verdict says the bound and that --runs 11 gives 1e-3."""
+    return SUITE_RUNS if module is not None else runs_for_target()
+
+
 def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
     """`harness check SCRIPT` or `harness check -m MODULE`: the config of a user's code, measured like any
     other; `moved_folder`: each cell also reads its folder through another path (check's default, not
@@ -91,8 +98,7 @@ def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
         name=fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME), repro=repro,
         module=script_run.module,
         jax_versions=list(check.versions or [LATEST]), platform=check.platform, device_count=check.device_count,
-        # A script's name sets are unknown, so its seeds are random: enough for the 1e-3 target.
-        runs=check.runs or runs_for_target(), timeout_s=check.timeout_s, requirements=list(requirements.items),
+        runs=check.runs or default_runs(script_run.module), timeout_s=check.timeout_s, requirements=list(requirements.items),
         args=list(script_run.args), env=dict(script_run.env),
         cwd=None if script_run.cwd is None else str(script_run.cwd.resolve()))
     data = msgspec.to_builtins(given)  # checked as a config file's keys are

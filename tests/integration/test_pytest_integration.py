@@ -58,6 +58,30 @@ def test_check_pytest_reads_every_key_with_its_test_while_pytest_captures_stderr
     assert len(logs) == 1  # run 1 ran once: no run without a folder before it
 
 
+def test_a_suite_checked_without_runs_makes_the_fewest_runs_that_are_not_weak_and_says_its_bound(tmp_path, capsys,
+                                                                                                   write):
+    """check --pytest without --runs (issue 51, item 7): 6 runs and the moved folder's, not 11; the clean verdict's
+    line, the row and the summary say the bound (0.031) and that --runs 11 gives 1e-3."""
+    write("suite/tests/test_add.py", SUITE["test_add.py"])
+    out = tmp_path / "r"
+    code = cli.main(["check", "--pytest", "--versions", "0.4.31", "--cwd", str(tmp_path / "suite"),
+                     "--out", str(out), "--", "-q", "tests"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    document = json.loads((run_dir / "results.json").read_text())
+    (cell,) = document["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert document["options"]["runs"] == len(cell["runs"]) == 6 == len(set(cell["seeds"]["seeds"]))
+    assert cell["miss_bounds"]["miss_bound"] == 2 ** -5 and cell["moved_folder"]["outcome"] == "hit"
+    said = "a regression would read clean with chance up to 0.031; --runs 11 would make it at most 0.00098"
+    (verdict_line,) = [line for line in printed.err.splitlines() if "=> clean: " in line]
+    assert verdict_line.endswith(f"; {said}") and cell["reason"] in verdict_line
+    assert said in printed.out  # the row
+    assert printed.out.rstrip().endswith("not reproduced in this range; clean on 0.4.31: a regression would read clean "
+                                         "with chance up to 0.031 (--runs 11 would make it at most 0.00098)")
+
+
 def test_a_module_the_release_does_not_have_is_one_line(tmp_path, capsys):
     swept = sweep(["check", "-m", "no_such_module_here", "--versions", "0.10.2", "--runs", "2",
                    "--no-moved-folder", "--cwd", str(tmp_path)], tmp_path / "r", capsys)

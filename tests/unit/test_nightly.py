@@ -254,3 +254,16 @@ def test_a_weak_clean_cell_says_so_in_its_row_and_the_summary():
     assert summary_line(cells) == ("not reproduced in this range; clean on 0.4.28 is weak (a regression would "
                                    "read clean with chance up to 0.12): measure with --runs 6")
     assert "weak" not in summary_line([_clean_with(random_plan(6))])
+
+
+def test_a_clean_cell_above_the_target_says_its_bound_and_the_runs_for_it_in_its_row_and_the_summary():
+    """A test suite's default 6 runs (0.031: not weak, above 1e-3): the row and the summary say the bound and
+    that --runs 11 gives 1e-3; 11 runs say nothing more."""
+    from harness.measure.seeds import random_plan
+    cells = [_clean_with(random_plan(6))]
+    assert ("a regression would read clean with chance up to 0.031; --runs 11 would make it at most 0.00098"
+            in render(cells))
+    assert summary_line(cells) == ("not reproduced in this range; clean on 0.4.28: a regression would read clean "
+                                   "with chance up to 0.031 (--runs 11 would make it at most 0.00098)")
+    assert summary_line([_clean_with(random_plan(11))]) == "not reproduced in this range"
+    assert "--runs 11" not in render([_clean_with(random_plan(11))])

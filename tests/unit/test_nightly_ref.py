@@ -142,8 +142,11 @@ def test_a_bad_commit_against_a_clean_baseline_exits_1_and_a_good_one_0(nightly,
     assert "## jax commits" in report
     assert f"- {label} (`--ref {fake_jax['bad']}`)" in report and "iterate the names as a set" in report
     assert "run with jaxlib 0.1.2" in report and info["date"][:10] in report
+    # (the baseline's clean 0.1.2 of 6 runs says its bound after the boundaries and the commit, before the evidence)
     assert report.startswith(f"# fake: not reproduced in this range of releases; jax commit {label} reproduces; "
-                             f"on {label} `jit_f` got a persistent-cache key the first run did not compute")
+                             "clean on 0.1.2: a regression would read clean with chance up to 0.031 (--runs 11 would "
+                             f"make it at most 0.00098); on {label} `jit_f` got a persistent-cache key the first run "
+                             "did not compute")
     assert f"On {label}, after the first run" in report and "jax jax@" not in report  # the seeds
     assert f"--jax-repo /path/to/jax --ref {fake_jax['bad']}" in report  # how to measure it again
     table = (folders[0] / "table.md").read_text()

@@ -14,7 +14,7 @@ import pytest
 
 from harness import service
 from harness.cli import commands as cli
-from harness.core.confidence import SeedStrategy, runs_for_target
+from harness.core.confidence import SUITE_RUNS, WEAK_BOUND, SeedStrategy, miss_probability_random, runs_for_target
 from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit, Mesh
 from harness.core.kinds import Platform, ThresholdMode, Verdict
 from harness.core.factors import Factor
@@ -292,3 +292,21 @@ def test_a_command_without_a_config_says_its_own_defaults():
                                                       platform=Platform.CPU, device_count=8, runs=None,
                                                       timeout_s=300.0))
     assert (config.runs, config.jax_versions) == (runs_for_target(), (LATEST,))
+
+
+def test_a_test_suite_makes_the_fewest_runs_that_are_not_weak_by_default():
+    """check --pytest / -m MODULE without --runs: 6 runs (0.031), as its help says with the --runs for 1e-3;
+    --runs still wins, and a script keeps the 1e-3 target's."""
+    assert miss_probability_random(SUITE_RUNS) <= WEAK_BOUND < miss_probability_random(SUITE_RUNS - 1)
+    help_text = options.option("check", "runs").help
+    assert f"--pytest or -m MODULE: {SUITE_RUNS}, the fewest that are not weak" in help_text
+    assert f"--runs {runs_for_target()} for 1e-3" in help_text
+
+    def config_of(runs: int | None, module: str | None) -> int:
+        check = service.ScriptCheck(script=None if module else Path(__file__), versions=None, platform=Platform.CPU,
+                                    device_count=8, runs=runs, timeout_s=300.0,
+                                    script_run=service.ScriptRun(module=module))
+        return service.check_config(check).runs
+    assert config_of(None, "pytest") == SUITE_RUNS == config_of(None, "mypkg.train")
+    assert config_of(9, "pytest") == 9
+    assert config_of(None, None) == runs_for_target()

@@ -249,6 +249,28 @@ def test_a_weak_bound_says_so_and_how_many_runs_make_it_strong():
     assert "--runs 3 " in weak_bound_phrase(group_plan.bounds, group_plan)
 
 
+def test_a_bound_above_the_target_says_so_with_the_runs_that_reach_it():
+    """Between 1e-3 and WEAK_BOUND (a test suite's default runs): the bound and --runs for 1e-3; a weak bound is
+    said by weak_bound_phrase alone, one whose runs never lowered an order by unseen_orders_phrase."""
+    from harness.core.confidence import (SUITE_RUNS, TARGET_MISS, WEAK_BOUND, runs_for_bound, runs_for_target,
+                                         target_bound_phrase)
+    from harness.measure.seeds import random_plan
+    assert SUITE_RUNS == 6 and random_plan(SUITE_RUNS).miss_bound == 2 ** -5
+    plan = random_plan(SUITE_RUNS)
+    assert target_bound_phrase(plan.bounds, plan) == (
+        "a regression would read clean with chance up to 0.031; --runs 11 would make it at most 0.00098")
+    assert target_bound_phrase(random_plan(4).bounds, random_plan(4)) == ""  # weak: said as such
+    assert target_bound_phrase(random_plan(11).bounds, random_plan(11)) == ""  # the target met
+    assert target_bound_phrase(None, plan) == "" and target_bound_phrase(plan.bounds, None) == ""
+    group_plan = SeedPlan(SeedStrategy.RANDOM, [1, 2, 3], random=[1, 2, 3], ranks=[[1, 4], [2, 5], [3, 6]])
+    assert runs_for_bound(group_plan, TARGET_MISS) == 6 == -(-runs_for_target() // 2)  # each process counts
+    unseen = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3], chosen=[1, 2], random=[3], covers=[
+        {"names": ["a", "b"], "pairs_in_both_orders": False, "lowered": True, "pair_orders_not_seen": ["b/a"],
+         "seeds_predicted_otherwise": 1}])
+    assert runs_for_bound(unseen, TARGET_MISS) == 3 + 2 * 3  # (1/8)^4 <= 1e-3 < (1/8)^3: three seeds more each
+    assert runs_for_bound(unseen, WEAK_BOUND) == 3 + 2 * 1
+
+
 def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_the_same_order():
     # Seed 1 orders a,b only because both names share a slot and a was inserted first (fragile).
     probe = Probe("cpython test", (("a", "b"),), {1: (("a", "b"),), 2: (("a", "b"),), 3: (("b", "a"),)},
