@@ -341,3 +341,37 @@ def test_an_srun_task_gets_a_temporary_folder_of_its_own_on_its_node(tmp_path):
 def test_the_supervisor_and_the_harness_name_the_run_folder_alike():
     from harness.inside import supervise
     assert supervise.RUN_TMPDIR_VAR == process.RUN_TMPDIR_VAR
+
+
+def test_a_runs_end_is_waited_for_not_polled(tmp_path, monkeypatch):
+    """The harness notices a run's end when the kernel says so (a pidfd), never by sleeping between looks as
+    subprocess's own wait(timeout=...) does: a sleep anywhere in the wait fails the run here."""
+    if not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfd on this system: the wait falls back to polling")
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"slept {seconds} s waiting for a run")
+
+    monkeypatch.setattr(time, "sleep", no_sleep)
+    outcome = run_process([sys.executable, "-c", "raise SystemExit(4)"], clean_environment({}), tmp_path / "run.log",
+                          timeout_s=60)
+    assert outcome.exit_code == 4
+    job = process.run_processes([([sys.executable, "-c", "pass"], clean_environment({}), tmp_path / f"rank{r}.log")
+                                 for r in (0, 1)], 60)
+    assert [o.exit_code for o in job] == [0, 0]
+
+
+def test_waiting_for_any_of_several_processes():
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    quick = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert not process.wait_any([slow], 0.2)  # still running: the timeout ends the wait
+        assert process.wait_for(quick, 60) == 0
+        assert process.wait_any([slow, quick], 60)  # one of them has ended
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait_for(slow, 0.2)
+        slow.kill()
+        assert process.wait_any([slow], 60) and slow.wait() == -signal.SIGKILL
+    finally:
+        slow.kill()
+        slow.wait()
