@@ -8,12 +8,15 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.core.confidence import runs_for_target
 from harness.inputs.config import MAX_NAME, parse_config, parse_config_text, starter_config, starter_values
-from harness.environments.docker import build_base_image
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, harness_version, write_atomic
+
+if TYPE_CHECKING:  # (named here, so that the layers contract sees the import `base_image` makes late)
+    from harness.environments.docker import build_base_image  # noqa: F401
 
 
 def init_config(script: Path, output: Path | None = None, force: bool = False) -> Path:
@@ -61,4 +64,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def base_image(debian: str, image: str | None = None, force: bool = False) -> int:
     """`harness base-image`: build (or keep) the offline base image; the build script's exit code."""
+    # Late, as harness.environments imports the docker backend: the Docker SDK only where it is used.
+    from harness.environments.docker import build_base_image  # noqa: PLC0415
+
     return build_base_image(debian, image, force)
