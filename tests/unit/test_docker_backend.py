@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from unittest import mock
@@ -556,6 +557,18 @@ def test_the_next_sweep_removes_only_run_containers_whose_owner_is_gone():
     (_, kwargs), = client.containers.list.call_args_list
     assert kwargs == {"all": True, "filters": {"label": [dk.LABEL, dk.OWNER_LABEL]}}
     assert said == ["docker: removed 1 container(s) left by harness processes that are gone: orphan"]
+
+
+def test_the_docker_sdk_is_imported_only_when_a_docker_backend_is_made():
+    """Every command's start (a check's, before its first run) imports the CLI; the Docker SDK and requests under
+    it (about 0.07 s of CPU) come only with a docker backend. A fresh interpreter: this one has them already."""
+    code = ("import sys; import harness.cli.commands; from harness.environments import make_backend; "
+            "from harness.environments.base import BackendOptions; "
+            "print(sorted(m for m in ('docker', 'requests') if m in sys.modules)); "
+            "make_backend('venv', BackendOptions()); print(sorted(m for m in ('docker', 'requests') if m in sys.modules)); "
+            "make_backend('docker', BackendOptions()); print('docker' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split("\n")[:3] == ["[]", "[]", "True"]
 
 
 def test_the_backend_line_says_asked_only_when_it_was():
