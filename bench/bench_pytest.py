@@ -8,7 +8,8 @@ author runs it) and through a default `harness check --pytest` (the environment 
 The bare run and the check alternate, each the best of --repeats, so both see the same load. Printed: each
 suite's bare time T, the check's wall time and the ratio, and the processes the check started (issue 51's
 target: at most 3 T when clean; the floor is 1 + ceil((processes - 1) / 2) fresh processes in a row on two cores,
-each about a bare run where `import jax` is most of it, as in these suites).
+each about a bare run where `import jax` is most of it, as in these suites); and the CPU the harness's own start
+takes before run 1 can begin, as a ratio of the bare suite's.
 
     python bench/bench_pytest.py [--version 0.4.31] [--runs N] [--repeats N]
 """
@@ -142,6 +143,17 @@ def parts(python: str, suite: Path, tmp: Path, repeats: int, args: tuple[str, ..
               f"{cpu / base_cpu:4.2f} x bare")
 
 
+def harness_start(repeats: int) -> float:
+    """CPU seconds of a fresh interpreter importing the harness's command line, the best of `repeats`: what every
+    check pays before its first run (the Docker SDK, 0.07 s of it, is no longer imported there)."""
+    best = math.inf
+    for _ in range(max(1, repeats)):
+        cpu = children_cpu()
+        subprocess.run([sys.executable, "-c", "import harness.cli.commands"], cwd=ROOT, check=True)
+        best = min(best, children_cpu() - cpu)
+    return best
+
+
 def _clean() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "HARNESS_", "PYTHON", "XLA_"))}
 
@@ -181,6 +193,10 @@ def main() -> int:
                   f"{1 + math.ceil((best.processes - 1) / 2)} processes in a row; issue 51's target when clean: 3 T)")
             print(f"    CPU: bare {t_cpu:.2f} s; check {cpu:.1f} s = {cpu / t_cpu:.1f} x the bare CPU, "
                   f"{cpu / t_cpu / 2:.1f} T on 2 idle cores at best")
+            if name == "clean":
+                start = harness_start(args.repeats)
+                print(f"    the harness's own start (its command line imported, before run 1 can begin): {start:.2f} s "
+                      f"of CPU = {start / t_cpu:.2f} x the bare CPU")
             if name == "clean" and args.parts:
                 parts(python, suite, Path(tmp) / "parts", args.repeats)
     return 0
