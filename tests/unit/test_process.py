@@ -78,8 +78,13 @@ import os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        open({pid_file!r}, "w").write(str(os.getpid()))
+        with open({pid_file!r} + ".part", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename({pid_file!r} + ".part", {pid_file!r})
         time.sleep(600)
+    # The run must not end before the grandchild has said its pid (else the test reads no file, not a leak).
+    while not os.path.exists({pid_file!r}):
+        time.sleep(0.01)
     os._exit(0)
 os.wait()
 """
