@@ -485,3 +485,61 @@ def test_the_reduced_program_s_block_keeps_only_what_it_still_imports_and_jax_s_
     assert metadata_block(script) == script[:script.index("# ///\nimport") + 6]  # the original's, verbatim
     assert metadata_block("# /// script\n# dependencies = [\"flax\"]\n# ///\nimport flax\n", "import jax\n") == \
         "# /// script\n# dependencies = []\n# ///\n"
+
+
+# What pysource-minimize leaves of the training script's config: a class that only holds values, bound to a name.
+HOLDER = normalise("""
+import jax
+from jax.sharding import Mesh
+
+class TrainConfig:
+    axis_names = ('a', 'p', 'r', 'q')
+    steps: int = -2
+config, checkpoint_dir = (TrainConfig, 0)
+mesh = Mesh(jax.devices(), axis_names=config.axis_names)
+print(TrainConfig.steps)
+""")
+
+
+def test_a_value_holder_s_fields_are_read_as_their_values_and_the_holder_goes_in_one_candidate():
+    from harness.reduce.passes import field_values
+    (made,) = sources(field_values(HOLDER))
+    assert made == normalise("import jax\nfrom jax.sharding import Mesh\n"
+                             "mesh = Mesh(jax.devices(), axis_names=('a', 'p', 'r', 'q'))\nprint(-2)\n")
+    assert broken(made) is None and size(made) < size(HOLDER)
+    # An instance made without arguments (a dataclass's defaults) reads the same values.
+    dataclass = normalise("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass C:\n    n: int = 3\n"
+                          "c = C()\nprint(c.n)\n")
+    assert sources(field_values(dataclass)) == [normalise("import dataclasses\nprint(3)\n")]
+
+
+def test_a_binding_still_used_stays_and_the_class_with_it():
+    from harness.reduce.passes import field_values
+    program = normalise("class C:\n    n = 3\nc, path = (C, '/tmp')\nprint(c.n, path)\n")
+    assert sources(field_values(program)) == [normalise("class C:\n    n = 3\nc, path = (C, '/tmp')\n"
+                                                        "print(3, path)\n")]
+
+
+def test_a_class_that_is_more_than_a_value_holder_keeps_its_reads():
+    from harness.reduce.passes import field_values
+    for program in (
+        "class C:\n    n = 3\n    def f(self):\n        return 1\nc = C()\nprint(c.n)\n",  # a method
+        "class C:\n    n = [3]\nprint(C.n)\n",  # a mutable value: its copies would be other lists
+        "class C:\n    n = 3\nc = C()\nc.n = 4\nprint(c.n)\n",  # a field set
+        "class C:\n    n = 3\nsetattr(C, 'n', 4)\nprint(C.n)\n",  # handed on whole
+        "import dataclasses\nclass C:\n    n = 3\nc = dataclasses.replace(C(), n=4)\nprint(c.n)\n",
+        "class C:\n    n = 3\nc = C\nc = 5\nprint(c.n)\n",  # the name bound again
+        "class C(Base):\n    n = 3\nprint(C.n)\n",  # a base may define more
+        "class C:\n    n = 3\nc = C(4)\nprint(c.n)\n",  # made with an argument
+        "class C:\n    n = 3\nprint(C.m)\n",  # not one of its fields
+        "@register\nclass C:\n    n = 3\nprint(C.n)\n",  # a decorator that may do anything
+        "class C:\n    n = 3\nc = C\nglobals()['c'] = 4\nprint(c.n)\n",  # bound out of sight
+    ):
+        assert list(field_values(normalise(program))) == [], program
+
+
+def test_fields_read_as_their_values_is_a_coarse_pass_after_the_inlining():
+    from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, field_values
+    from harness.reduce.progress import opening
+    assert COARSE_PASSES.index(field_values) == COARSE_PASSES.index(inlinings) + 1
+    assert PASS_NAMES[field_values] == PassName.FIELD_VALUES and PassName.FIELD_VALUES.value in opening(10)
