@@ -264,12 +264,67 @@ def _calls(node: ast.AST) -> bool:
 
 def _drop_unused_definitions(tree: ast.AST) -> None:
     """Drop the functions and classes nothing uses any more whose definition runs nothing (no decorator,
-    no call in a default, annotation, base or class body), until none is left: a removal that takes a
-    helper's last call takes the helper too, in the same candidate (one kept step instead of one per
-    definition). Imports, assignments and the other definitions may do something, and are left to
-    `dead_code`."""
-    _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and _runs_nothing(stmt))
+    no call in a default, annotation, base or class body), the imports of one module of Python's own library
+    nothing uses any more, and the fields of a class that only holds values that nothing reads any more, until
+    none is left: a removal that takes a helper's last call takes the helper too, in the same candidate (one kept
+    step instead of one per definition: reducing examples/train_shard_map_grad.py, the removals took `import os`,
+    `import json`, ... and the config's `momentum`, `penalty`, ... one kept candidate each). Other imports,
+    assignments and the other definitions may do something, and are left to `dead_code`. Only the contents of
+    statement lists change (`_without` puts them back)."""
+    _drop_unused(tree, lambda stmt: (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                     and _runs_nothing(stmt)) or _own_library_import(stmt))
+    _drop_unread_fields(tree)
+
+
+def _own_library_import(stmt: ast.stmt) -> bool:
+    """An import of one name from one module of Python's own library (`import os`, `from functools import
+    partial`): importing it again does nothing the program can tell (`__future__` changes how it compiles)."""
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)) or len(stmt.names) != 1 or stmt.names[0].name == "*":
+        return False
+    packages = imported_packages([stmt])
+    return len(packages) == 1 and packages[0] in sys.stdlib_module_names and packages[0] != "__future__"
+
+
+# What hands a dataclass's fields on by name or all at once (a field nothing reads by name may still be read so).
+_READS_EVERY_FIELD = frozenset({"asdict", "astuple", "fields", "getattr", "hasattr", "vars", "__dict__"})
+
+
+def _drop_unread_fields(tree: ast.AST) -> None:
+    """The fields of a class that only holds values (a body of assignments that call nothing) that the program
+    never reads or sets as an attribute, names as a keyword or in a string, dropped, where the class is never
+    made with positional arguments (which fill its fields in order)."""
+    attributes, keywords, strings, positional = set(), set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            attributes.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            keywords.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            strings.add(node.value)
+        elif isinstance(node, ast.Name) and node.id in _READS_EVERY_FIELD:
+            return
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (node.args or any(
+                k.arg is None for k in node.keywords)):
+            positional.add(node.func.id)
+    if attributes & _READS_EVERY_FIELD or out_of_sight(tree):
+        return
+    used = attributes | keywords | strings
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef) or cls.name in positional:
+            continue
+        fields = [_field_name(stmt) for stmt in cls.body]
+        if not all(fields) or any(map(_calls, cls.body)):
+            continue
+        kept = [stmt for stmt, name in zip(cls.body, fields) if name in used]
+        if len(kept) < len(cls.body):
+            cls.body[:] = kept or [_located_pass()]
+
+
+def _field_name(stmt: ast.stmt) -> str | None:
+    """The name a class body's field binds (`size: int = 3`, `size = 3`, `size: int`); None: not a field."""
+    target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
+        stmt.target if isinstance(stmt, ast.AnnAssign) else None
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _drop_unused(tree: ast.AST, droppable: Callable[[ast.stmt], bool]) -> None:
