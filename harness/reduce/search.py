@@ -41,7 +41,7 @@ from harness.reduce.readable import less_readable, restorations
 AGAIN_AFTER_UNDO = 2
 # A pass's candidates measured ahead of the first one not answered yet, at most this many per slot: each is wasted
 # when that one is kept, and useful when it is rejected (most are; a hang's slot holds the others up longest).
-AHEAD = 3
+AHEAD = 2
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
