@@ -1,10 +1,11 @@
 """The search for the smallest program that keeps a failure signature (pure: the tests are callbacks).
 
 Two kinds of passes, coarse first:
-- the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, unwrapping), whose candidates
-  are independent, so `at_once` of them are measured at once and the first kept one (in the pass's order) wins;
+- the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, fields read as their values,
+  unwrapping), whose candidates are independent, so `at_once` of them are measured at once and the first kept
+  one (in the pass's order) wins;
 - pysource-minimize (AST-level, statements down to expressions and literals: ints halved toward 0,
-  strings shortened, so shapes, mesh sizes and axis names shrink), which calls its checker one candidate at
+  strings shortened but names, so shapes and mesh sizes shrink), which calls its checker one candidate at
   a time. Alone it tries hundreds of candidates on a 150-line script, each a few fresh JAX processes; after
   the coarse passes it starts from a few dozen lines.
 
