@@ -10,11 +10,18 @@ Printed: candidates decided and measured, the search's CPU per measured candidat
 run costs. Well below 1 means the reducer's time is its candidates' processes, not its own.
 
     python bench/bench_reduce_search.py [--script examples/train_shard_map_grad.py] [--bad 0.4.28]
+
+`--replay reduce.json [...]` instead answers each candidate as a real reduction of the script did (its folder's
+reduce.json: the memo by digest; a candidate none of them measured counts as unknown, rejected), two slots
+side by side, a kept one taking twice a rejected one's time: the candidates a change of the passes or of their
+scheduling would run, pass by pass, and how many were measured ahead of a kept one for nothing, in seconds and
+without a JAX process (load does not move the counts; the timing of the slots moves the last a little).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
@@ -23,7 +30,7 @@ from pathlib import Path
 
 from harness.core.kinds import Platform
 from harness.environments.venv import VenvBackend
-from harness.reduce.passes import size
+from harness.reduce.passes import digest, size
 from harness.reduce.search import Search, Tried
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +51,35 @@ def searched(source: str, fine: bool) -> tuple[Search, str, float]:
     return search, best, time.process_time() - start
 
 
+def replayed(source: str, states: list[Path]) -> None:
+    answers: dict[str, bool] = {}
+    for path in states:
+        for key, answer in json.loads(path.read_text())["memo"].items():
+            answers.setdefault(key, bool(answer.get("kept", False)))
+    unknown: list[str] = []
+    tallies: dict[str, list[int]] = {}
+
+    def measure(sources: list[str]) -> list[Tried]:
+        kept = [answers.get(digest(s)) for s in sources]
+        unknown.extend(s for s, k in zip(sources, kept) if k is None)
+        time.sleep(0.01 * sum(2 if k else 1 for k in kept))  # a kept candidate takes about twice as long
+        return [Tried(bool(k), "replayed") for k in kept]
+
+    search = Search(source, measure, at_once=2)
+
+    def told(candidate: str, answer: Tried, best: str) -> None:
+        if answer.measured:
+            tally = tallies.setdefault(search.making.value, [0, 0])
+            tally[0] += 1
+            tally[1] += answer.kept
+
+    search.on_tried = told
+    best = search.run()
+    print(f"replayed: {size(source)} -> {size(best)} lines, {search.measured} measured ({len(unknown)} unknown to "
+          f"the replayed reductions), {search.ahead_wasted} measured ahead of a kept one for nothing; "
+          + "; ".join(f"{name}: {tried} tried, {kept} kept" for name, (tried, kept) in tallies.items()))
+
+
 def import_jax_cpu(bad: str) -> float:
     """CPU seconds (user + sys) of `python -c "import jax"` in the bad release's CPU environment, best of 3."""
     python = VenvBackend().prepare(bad, Platform.CPU, say=lambda m: print(m, file=sys.stderr)).python
@@ -60,8 +96,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--script", default="examples/train_shard_map_grad.py")
     parser.add_argument("--bad", default="0.4.28")
+    parser.add_argument("--replay", type=Path, nargs="+", help="reduce.json files of real reductions of the script")
     args = parser.parse_args()
     source = (ROOT / args.script).read_text()
+    if args.replay:
+        replayed(source, args.replay)
+        return 0
     import_s = import_jax_cpu(args.bad)
     for label, fine in (("coarse passes", False), ("coarse + pysource-minimize", True)):
         search, best, cpu_s = searched(source, fine)

@@ -31,7 +31,7 @@ _MODULE = ModuleType("module")  # stands for any module: not callable, not subsc
 _UNKNOWN = object()  # a value not known before the program runs
 
 
-def _bindings(tree: ast.AST) -> dict[str, list[ast.AST]]:
+def bindings(tree: ast.AST) -> dict[str, list[ast.AST]]:
     """Every node that binds each name, in any scope."""
     found: dict[str, list[ast.AST]] = defaultdict(list)
     for node in ast.walk(tree):
@@ -54,7 +54,7 @@ def _bindings(tree: ast.AST) -> dict[str, list[ast.AST]]:
     return found
 
 
-def _out_of_sight(tree: ast.AST) -> bool:
+def out_of_sight(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return True
@@ -111,11 +111,11 @@ def _plain_class(node: ast.ClassDef) -> _Class | None:
 def _known_names(tree: ast.Module) -> dict[str, object]:
     """The names whose value is known wherever they are read: a literal, a module (`_MODULE`), a class of
     the program's (`_Class`) or an instance of one made at module level (`_Instance`)."""
-    if _out_of_sight(tree):
+    if out_of_sight(tree):
         return {}
-    bindings = _bindings(tree)
+    bound = bindings(tree)
     known: dict[str, object] = {}
-    for name, nodes in bindings.items():
+    for name, nodes in bound.items():
         if all(isinstance(n, ast.Import) for n in nodes):
             known[name] = _MODULE
         elif len(nodes) == 1 and isinstance(nodes[0], ast.ClassDef):
@@ -140,7 +140,7 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
                                                                      target.elts + stmt.value.elts):
             pairs = list(zip(target.elts, stmt.value.elts))
         for assigned, expr in pairs:
-            if isinstance(assigned, ast.Name) and bindings[assigned.id] == [assigned]:
+            if isinstance(assigned, ast.Name) and bound[assigned.id] == [assigned]:
                 computed = value(expr)
                 if computed is not _UNKNOWN:
                     known[assigned.id] = computed

@@ -383,7 +383,9 @@ class Reduction:
         state.best, state.seconds = best, said.seconds
         state.save(self.folder)
         if said.tallies:
-            self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}")
+            self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}"
+                              + (f"; {search.ahead_wasted} measured side by side after one that was then kept "
+                                 "(for nothing)" if search.ahead_wasted else ""))
         if measurer.screen is not None:
             undone = sum(1 for t in search.memo.values() if t.why.startswith("not confirmed by fresh processes"))
             self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"

@@ -1,10 +1,11 @@
 """The search for the smallest program that keeps a failure signature (pure: the tests are callbacks).
 
 Two kinds of passes, coarse first:
-- the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, unwrapping), whose candidates
-  are independent, so `at_once` of them are measured at once and the first kept one (in the pass's order) wins;
+- the harness's own (`passes.COARSE_PASSES`: statement chunks, inlining, fields read as their values,
+  unwrapping), whose candidates are independent, so `at_once` of them are measured at once and the first kept
+  one (in the pass's order) wins;
 - pysource-minimize (AST-level, statements down to expressions and literals: ints halved toward 0,
-  strings shortened, so shapes, mesh sizes and axis names shrink), which calls its checker one candidate at
+  strings shortened but names, so shapes and mesh sizes shrink), which calls its checker one candidate at
   a time. Alone it tries hundreds of candidates on a 150-line script, each a few fresh JAX processes; after
   the coarse passes it starts from a few dozen lines.
 
@@ -19,6 +20,7 @@ go on from there.
 
 from __future__ import annotations
 
+import difflib
 import queue
 import threading
 import warnings
@@ -40,7 +42,7 @@ from harness.reduce.readable import less_readable, restorations
 AGAIN_AFTER_UNDO = 2
 # A pass's candidates measured ahead of the first one not answered yet, at most this many per slot: each is wasted
 # when that one is kept, and useful when it is rejected (most are; a hang's slot holds the others up longest).
-AHEAD = 3
+AHEAD = 2
 MAX_ROUNDS = 3  # coarse passes then pysource-minimize, again while the coarse passes still shrink its answer
 
 
@@ -63,6 +65,16 @@ TestGood = Callable[[str], Tried]
 OnTried = Callable[[str, Tried, str], None]
 
 
+def _edit(program: str, candidate: str) -> tuple[str, ...]:
+    """The lines `candidate` changed in `program`: each one removed (`-`) and added (`+`), in order."""
+    lines, changed = program.splitlines(), candidate.splitlines()
+    edit: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, lines, changed, autojunk=False).get_opcodes():
+        if tag != "equal":
+            edit += [f"-{line}" for line in lines[i1:i2]] + [f"+{line}" for line in changed[j1:j2]]
+    return tuple(edit)
+
+
 class OutOfCandidates(Exception):
     """The candidate budget is spent: the best so far is the answer."""
 
@@ -74,6 +86,8 @@ class _Abandoned(Exception):
 @dataclass(frozen=True)
 class _Measure:
     candidate: str  # not known yet: pysource-minimize is told it was rejected, and it is measured
+    edit: tuple[str, ...]  # what it changed in the program it was made from (`_edit`)
+    predicted: int  # how many candidates `_rejected_edits` had answered when it was proposed
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,17 @@ class Search:
     decided: int = 0  # every candidate decided, however
     _chain: list[str] = field(default_factory=list)  # kept since the last program clean on the good release
     _good: set[str] = field(default_factory=set)  # digests known clean on the good release
+    # pysource-minimize's changes (`_edit`) that a measured candidate was rejected for. After each kept candidate
+    # it proposes again the changes it proposed before (the same call emptied, the same name made `0`) in a
+    # program that differs elsewhere, so their texts are new to the memo; a change rejected once raised, or lost
+    # the signature, for what it changed, and is not measured again (reducing examples/train_shard_map_grad.py, a
+    # third of pysource-minimize's rejected candidates were such repeats; no later program kept one).
+    _rejected_edits: set[tuple[str, ...]] = field(default_factory=set)
+    # The candidates `_rejected_edits` answered, in order (digests): those answered after a candidate measured side
+    # by side that is then kept were made from a program that is not the best; they are forgotten, as one at a
+    # time they would not have been made.
+    _predicted: list[str] = field(default_factory=list)
+    ahead_wasted: int = 0  # candidates measured ahead of one that was then kept: measured for nothing
 
     def __post_init__(self) -> None:
         self.best = normalise(self.best)
@@ -262,6 +287,7 @@ class Search:
                   after_kept: bool = False) -> Place | None:
         """A candidate's answer, remembered and told; the kept one (unless after the kept one) becomes the best."""
         answer = self._record(candidate, measuring.result()[0])
+        self.ahead_wasted += after_kept
         kept = answer.kept and not after_kept
         if kept:
             self._accept(candidate)
@@ -292,7 +318,9 @@ class Search:
                 return True
             if less_readable(self.best, candidate):
                 return False  # never run: a reproducer must read like a program (harness/reduce/readable.py)
-            answer = self.decide([candidate])[0]
+            edit = _edit(self.best, candidate)
+            answer = self._same_change_rejected(candidate, edit) or self.decide([candidate])[0]
+            self._remember(edit, answer)
             if answer.kept:
                 self._accept(candidate)
             self._told([candidate], [answer])
@@ -320,14 +348,14 @@ class Search:
         try:
             while True:
                 minimizer, current = _Minimizer(start), start
-                window: deque[tuple[str, Future[list[Tried]]]] = deque()
+                window: deque[tuple[_Measure, Future[list[Tried]]]] = deque()
                 kept = False
                 try:
                     while not kept:
                         while len(window) < self.at_once and minimizer.result is None:
                             proposed = minimizer.next(partial(self._known, current=current, texts=texts,
                                                               unreadable=unreadable,
-                                                              measuring={c for c, _ in window}))
+                                                              measuring={m.candidate for m, _ in window}))
                             if proposed is None:
                                 break
                             if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
@@ -339,20 +367,25 @@ class Search:
                             if self.max_candidates is not None and self.measured >= self.max_candidates:
                                 raise OutOfCandidates()
                             self.measured += 1
-                            window.append((proposed.candidate, pool.submit(self.test_bad, [proposed.candidate])))
+                            window.append((proposed, pool.submit(self.test_bad, [proposed.candidate])))
                         if not window:
                             break  # pysource-minimize ended on answers all known
-                        candidate, measuring = window.popleft()
+                        proposed, measuring = window.popleft()
+                        candidate = proposed.candidate
                         answer = self._record(candidate, measuring.result()[0])
+                        self._remember(proposed.edit, answer)
                         if answer.kept:  # the first kept in pysource-minimize's order
                             kept = True
+                            for made_after in self._predicted[proposed.predicted:]:
+                                self.memo.pop(made_after, None)
                             followed.add(candidate)
                             self._accept(candidate)
                         self._told([candidate], [answer])
                 finally:
                     minimizer.abandon()
-                for candidate, measuring in window:  # proposed after the kept one: measured all the same
-                    self._told([candidate], [self._record(candidate, measuring.result()[0])])
+                for proposed, measuring in window:  # proposed after the kept one: measured all the same
+                    self.ahead_wasted += 1  # (its change is not remembered: one at a time, it is not measured)
+                    self._told([proposed.candidate], [self._record(proposed.candidate, measuring.result()[0])])
                 if not kept:
                     break
         except BaseException as exc:
@@ -362,6 +395,17 @@ class Search:
         result = minimizer.result
         if result is not None and result != self.best and self.memo.get(digest(result), Tried(False)).kept:
             self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    def _same_change_rejected(self, candidate: str, edit: tuple[str, ...]) -> Tried | None:
+        if edit not in self._rejected_edits:
+            return None
+        self._predicted.append(digest(candidate))
+        return self._record(candidate, Tried(False, f"not run: the same change ({len(edit)} lines) was rejected in "
+                                                   "an earlier program", measured=False))
+
+    def _remember(self, edit: tuple[str, ...], answer: Tried) -> None:
+        if answer.measured and not answer.kept:
+            self._rejected_edits.add(edit)
 
     def _record(self, source: str, answer: Tried) -> Tried:
         self.memo[digest(source)] = answer
@@ -393,10 +437,13 @@ class Search:
             return False  # proposed again while it runs: rejected as it is for now (if kept, all is run again)
         known = self.memo.get(digest(candidate))
         if known is None:
-            why = broken(candidate, current)
-            if why is None:
-                return _Measure(candidate)
-            known = self._record(candidate, Tried(False, why, measured=False))
+            edit = _edit(current, candidate)
+            known = self._same_change_rejected(candidate, edit)
+            if known is None:
+                why = broken(candidate, current)
+                if why is None:
+                    return _Measure(candidate, edit, len(self._predicted))
+                known = self._record(candidate, Tried(False, why, measured=False))
             self._told([candidate], [known])
         return _Follow(candidate) if known.kept else False
 

@@ -28,11 +28,11 @@ def test_removals_try_big_chunks_of_the_outer_block_first_then_smaller_ones():
     places = [place for place, _ in made]
     assert places == sorted(places)  # the order a pass resumes in after a kept candidate
     # Half of the module's six statements go first, the last half first (uses come after definitions).
-    assert made[0][1] == normalise("import os\na = 1\nb = 2\n")
+    assert made[0][1] == normalise("a = 1\nb = 2\n")  # (`os`, used by nothing, goes with them)
     assert made[1][1] == normalise("c = 3\ndef main():\n    print(a)\n    print(b)\nif __name__ == '__main__':\n"
                                    "    main()\n")
     singles = sources(removals(PROGRAM))[-8:]
-    assert normalise("import os\na = 1\nb = 2\nc = 3\ndef main():\n    print(a)\n"
+    assert normalise("a = 1\nb = 2\nc = 3\ndef main():\n    print(a)\n"
                      "if __name__ == '__main__':\n    main()\n") in singles
 
 
@@ -95,8 +95,9 @@ def test_removals_keep_a_class_s_field_or_method_the_program_still_reads_as_an_a
     assert any("kept: int" not in t and "config.kept = 6" in t for t in made)
     unread = program.replace("print(config.scale(), config.size)", "print(config)")
     made = sources(removals(unread))
-    assert any("def scale" not in t and "size: int = 3" in t for t in made)  # what read it goes first
-    assert any("def scale" not in t and "size: int" not in t for t in made)  # or with it
+    # The field goes with its last reader, in the same candidate (the class holds values only once `scale` goes).
+    assert not any("def scale" not in t and "size: int = 3" in t for t in made)
+    assert any("def scale" not in t and "size: int" not in t and "kept: int" in t for t in made)
 
 
 def test_unwrapping_replaces_a_compound_statement_by_its_body():
@@ -165,9 +166,9 @@ def test_a_removal_that_takes_a_helpers_last_call_takes_the_helper_too():
     program = normalise("import json\ndef save(x):\n    return json.dumps(x)\n@register\ndef hook():\n    pass\n"
                         "def run():\n    print(1)\n    save(2)\n    hook()\nrun()\n")
     made = sources(removals(program))
-    # `save(2)` gone: `save` goes with it (undecorated, used nowhere else); `json` is left to dead_code.
-    assert normalise("import json\n@register\ndef hook():\n    pass\ndef run():\n    print(1)\n    hook()\nrun()\n") \
-        in made
+    # `save(2)` gone: `save` goes with it (undecorated, used nowhere else), and `json`, which only it used (an import
+    # of Python's own library, which does nothing the program can tell).
+    assert normalise("@register\ndef hook():\n    pass\ndef run():\n    print(1)\n    hook()\nrun()\n") in made
     # `hook()` gone: a decorated function may have been defined for what its decorator does, so it stays.
     assert any("def hook" in t and "    hook()" not in t and "def save" in t for t in made)
     # So does one whose default calls something, and a class whose body does.
@@ -485,3 +486,83 @@ def test_the_reduced_program_s_block_keeps_only_what_it_still_imports_and_jax_s_
     assert metadata_block(script) == script[:script.index("# ///\nimport") + 6]  # the original's, verbatim
     assert metadata_block("# /// script\n# dependencies = [\"flax\"]\n# ///\nimport flax\n", "import jax\n") == \
         "# /// script\n# dependencies = []\n# ///\n"
+
+
+# What pysource-minimize leaves of the training script's config: a class that only holds values, bound to a name.
+HOLDER = normalise("""
+import jax
+from jax.sharding import Mesh
+
+class TrainConfig:
+    axis_names = ('a', 'p', 'r', 'q')
+    steps: int = -2
+config, checkpoint_dir = (TrainConfig, 0)
+mesh = Mesh(jax.devices(), axis_names=config.axis_names)
+print(TrainConfig.steps)
+""")
+
+
+def test_a_value_holder_s_fields_are_read_as_their_values_and_the_holder_goes_in_one_candidate():
+    from harness.reduce.passes import field_values
+    (made,) = sources(field_values(HOLDER))
+    assert made == normalise("import jax\nfrom jax.sharding import Mesh\n"
+                             "mesh = Mesh(jax.devices(), axis_names=('a', 'p', 'r', 'q'))\nprint(-2)\n")
+    assert broken(made) is None and size(made) < size(HOLDER)
+    # An instance made without arguments (a dataclass's defaults) reads the same values.
+    dataclass = normalise("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass C:\n    n: int = 3\n"
+                          "c = C()\nprint(c.n)\n")
+    assert sources(field_values(dataclass)) == [normalise("import dataclasses\nprint(3)\n")]
+
+
+def test_a_binding_still_used_stays_and_the_class_with_it():
+    from harness.reduce.passes import field_values
+    program = normalise("class C:\n    n = 3\nc, path = (C, '/tmp')\nprint(c.n, path)\n")
+    assert sources(field_values(program)) == [normalise("class C:\n    n = 3\nc, path = (C, '/tmp')\n"
+                                                        "print(3, path)\n")]
+
+
+def test_a_class_that_is_more_than_a_value_holder_keeps_its_reads():
+    from harness.reduce.passes import field_values
+    for program in (
+        "class C:\n    n = 3\n    def f(self):\n        return 1\nc = C()\nprint(c.n)\n",  # a method
+        "class C:\n    n = [3]\nprint(C.n)\n",  # a mutable value: its copies would be other lists
+        "class C:\n    n = 3\nc = C()\nc.n = 4\nprint(c.n)\n",  # a field set
+        "class C:\n    n = 3\nsetattr(C, 'n', 4)\nprint(C.n)\n",  # handed on whole
+        "import dataclasses\nclass C:\n    n = 3\nc = dataclasses.replace(C(), n=4)\nprint(c.n)\n",
+        "class C:\n    n = 3\nc = C\nc = 5\nprint(c.n)\n",  # the name bound again
+        "class C(Base):\n    n = 3\nprint(C.n)\n",  # a base may define more
+        "class C:\n    n = 3\nc = C(4)\nprint(c.n)\n",  # made with an argument
+        "class C:\n    n = 3\nprint(C.m)\n",  # not one of its fields
+        "@register\nclass C:\n    n = 3\nprint(C.n)\n",  # a decorator that may do anything
+        "class C:\n    n = 3\nc = C\nglobals()['c'] = 4\nprint(c.n)\n",  # bound out of sight
+    ):
+        assert list(field_values(normalise(program))) == [], program
+
+
+def test_fields_read_as_their_values_is_a_coarse_pass_after_the_inlining():
+    from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, field_values
+    from harness.reduce.progress import opening
+    assert COARSE_PASSES.index(field_values) == COARSE_PASSES.index(inlinings) + 1
+    assert PASS_NAMES[field_values] == PassName.FIELD_VALUES and PassName.FIELD_VALUES.value in opening(10)
+
+
+def test_a_removal_takes_the_imports_of_python_s_own_modules_and_the_config_fields_it_leaves_unread():
+    program = normalise("import os, sys\nimport json\nimport jax\nfrom functools import partial\n"
+                        "class Config:\n    steps: int = 6\n    momentum = 0.9\n    axis_names = ('a', 'b')\n"
+                        "config = Config()\nprint(json.dumps(1), partial, config.momentum * config.steps)\n"
+                        "jax.jit(print)(config.axis_names)\n")
+    made = sources(removals(program))
+    # Without the print: `json`, `partial`, `momentum` and `steps` go with it; `jax` (it may do something when
+    # imported) and the import of two modules stay, for dead_code.
+    assert normalise("import os, sys\nimport jax\nclass Config:\n    axis_names = ('a', 'b')\nconfig = Config()\n"
+                     "jax.jit(print)(config.axis_names)\n") in made
+    # A field is kept while a keyword or a string names it, the class is made with positional arguments, or
+    # something reads every field.
+    for still, field in (("Config(steps=1)", "steps: int"), ("'steps'", "steps: int"), ("Config(5)", "momentum"),
+                         ("getattr(config, 'steps')", "momentum"), ("dataclasses.asdict(config)", "momentum")):
+        kept = program.replace("config = Config()", f"config = Config()\nprint({still})")
+        # (a chunk is one block's: the field and the print gone together is the field dropped as unread)
+        assert not any(field not in t and "json.dumps" not in t and "class Config" in t and still in t
+                       for t in sources(removals(kept))), still
+    assert any("momentum" not in t and "json.dumps" not in t and "steps: int" in t
+               for t in sources(removals(program.replace("config = Config()", "config = Config(steps=1)"))))

@@ -224,3 +224,23 @@ def test_after_a_checkpoint_undoes_a_program_the_passes_go_on_from_the_last_one_
     assert reproduces(best) and best != asked[0]
     assert search.memo[digest(asked[0])] == Tried(False, "not confirmed by fresh processes: clean")
     assert any(n > 0 and source == best for n, source in made_from)  # after the undo: again from there
+
+
+def test_a_change_pysource_minimize_was_rejected_for_is_not_measured_again_in_a_later_program():
+    # After each kept candidate (a line elsewhere shortened) pysource-minimize proposes again what it proposed
+    # before: every change of the needed line was rejected once already, and is not measured a second time.
+    program = normalise("import math\na = math.floor(3.5)\nb = [1, 2]\nc = {'k': 3}\nd = (4, 5)\nprint(a, b, c, d)\n")
+    measured = []
+
+    def measure(sources):
+        measured.extend(sources)
+        return [Tried("a = math.floor(3.5)" in s and "print(a" in s) for s in sources]
+
+    search = Search(program, measure)
+    search.polish()
+    assert "a = math.floor(3.5)" in search.best and len(search._chain) > 2  # kept more than one change elsewhere
+    # What each candidate made of the needed line, where it changed it.
+    changed = [next((line for line in s.splitlines() if line.startswith("a")), "(removed)") for s in measured]
+    changed = [line for line in changed if line != "a = math.floor(3.5)"]
+    assert len(changed) >= 3 and len(changed) == len(set(changed)), changed
+    assert any(t.why.startswith("not run: the same change") for t in search.memo.values())
