@@ -392,7 +392,9 @@ class Reduction:
         self.progress.say(f"candidates' processes: {measurer.fresh_processes} fresh"
                           + (f", {measurer.screen.children} forked children" if measurer.screen is not None else "")
                           + (f" (and {measurer.good_screen.children} on jax {self.good})"
-                             if measurer.good_screen is not None else ""))
+                             if measurer.good_screen is not None else "")
+                          + (f"; the children used {self._children_cpu(measurer):.0f} CPU s"
+                             if measurer.screen is not None else ""))
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
@@ -556,6 +558,10 @@ class Reduction:
             return screen
         screen.close()
         return None
+
+    @staticmethod
+    def _children_cpu(measurer: Measurer) -> float:
+        return sum(s.cpu_s for s in (measurer.screen, measurer.good_screen) if s is not None)
 
     @staticmethod
     def _screen_decides(screen: ForkScreen, state: ReduceState) -> bool:
