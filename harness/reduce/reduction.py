@@ -46,7 +46,7 @@ from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, 
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
 from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
-from harness.reduce.state import STATE_FILE, ReduceState, load_state
+from harness.reduce.state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
 from harness.measure.seeds import SeedPlanner, random_seeds
@@ -336,6 +336,8 @@ class Reduction:
             if state.run_seconds:
                 self.progress.say(self._cost(state, measurer).said())
 
+            saving = SaveSchedule()
+
             def tried(candidate: str, answer: Tried, best: str) -> None:
                 assert search is not None  # made before any candidate is tried
                 if answer.measured:
@@ -343,7 +345,8 @@ class Reduction:
                     said.candidate(state.measured, size(candidate), search.making, answer, size(best))
                 state.best, state.memo = search.best, search.memo
                 state.seconds = said.seconds
-                state.save(self.folder)
+                if saving.due(search.best, time.monotonic()):
+                    state.save(self.folder)
 
             # The screen decides only once the original was measured fresh (below); its provisional keeps, and
             # a resumed search's, are confirmed by fresh processes at each checkpoint.
