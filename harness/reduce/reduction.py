@@ -447,6 +447,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+        screen.prestart([s for s in state.bad_seeds if isinstance(s, int)])
         original = screen.screen(state.best, seed)
         if original.finished:
             # A candidate's child is killed much sooner than a fresh run would be (docs/reduce.md): one that hangs
@@ -556,6 +557,7 @@ class Reduction:
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, timeout_s, args=self.config.args,
                             hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+        screen.prestart(seeds)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
             return screen

@@ -139,7 +139,15 @@ class _Server:
                                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         assert self.process.stdin is not None and self.process.stdout is not None  # PIPEs
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        self.ready = self._line(START_TIMEOUT_S) == "ready"
+        self._ready: bool | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether it imported what it was asked to and waits for requests (read on first use, by the thread that
+        uses it: servers started together import at once)."""
+        if self._ready is None:
+            self._ready = self._line(START_TIMEOUT_S) == "ready"
+        return self._ready
 
     def _line(self, timeout_s: float) -> str:
         out: list[str] = []
@@ -233,6 +241,19 @@ class ForkScreen:
         with self._lock:
             self._all.append(server)
         return server
+
+    def prestart(self, seeds: list[int]) -> None:
+        """Servers of `seeds` started at once, each idle for its seed (each imports jax and the script's libraries,
+        1-3 s: one after the other as candidates first needed them, each start held a candidate up)."""
+        if not self.enabled:
+            return
+        self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
+        with self._lock:
+            wanted = [s for s in dict.fromkeys(seeds) if not self._idle.get(s)]
+        started = [(seed, self._start(seed)) for seed in wanted]
+        with self._lock:
+            for seed, server in started:
+                self._idle.setdefault(seed, []).append(server)
 
     def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
                values: bool = False, cache: Path | None = None, env: dict[str, str] | None = None,

@@ -552,3 +552,23 @@ def test_a_server_s_own_cache_folder_is_emptied_past_its_limit_and_removed_at_it
     server.stdin.close()
     server.wait(timeout=30)
     assert not folder.exists()  # (outside bubblewrap: removed by the server; inside, its tmpfs goes with it)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_servers_of_several_seeds_start_at_once_and_each_serves_its_seed(tmp_path, script):
+    import time
+    (script.parent / "slow_import.py").write_text("import time\ntime.sleep(2)\n")  # a server's `import jax`
+    env = {**os.environ, "PYTHONPATH": str(script.parent)}
+    screen = _screen(tmp_path, script, env=env, modules=("slow_import",))
+    try:
+        started = time.monotonic()
+        screen.prestart([1, 2, 3, 1])
+        assert len(screen._all) == 3 and time.monotonic() - started < 1.5  # started, not waited for
+        fresh = subprocess.run([sys.executable, "-c", ORDER], env={**os.environ, "PYTHONHASHSEED": "2"},
+                               capture_output=True, text=True, check=True).stdout
+        same_order = ORDER.replace("print(", "assert str(").replace("))\n", f")) + '\\n' == {fresh!r}\n")
+        assert screen.screen(same_order, 2).finished  # seed 2's server orders the set as seed 2 does
+        assert all(screen.screen("pass\n", seed).finished for seed in (1, 3))
+        assert time.monotonic() - started < 5.5 and len(screen._all) == 3  # the three imports at once, no more
+    finally:
+        screen.close()
