@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,13 @@ def said(pattern: str, text: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children and what they waited for (the harness and its fresh runs; a
+    fork server's children only where the server was waited for: the reduction says theirs itself)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--script", default="examples/train_shard_map_grad.py")
@@ -63,10 +71,10 @@ def main() -> int:
         options = args.options.split()
         check_s, _ = timed(["check", args.script, "--versions", args.bad, "--out", f"{tmp}/check", "--quiet",
                             *options], expected=1)
-        started_load = os.getloadavg()[0]
+        started_load, started_cpu = os.getloadavg()[0], _children_cpu()
         reduce_s, progress = timed(["reduce", args.script, "--versions", args.bad, "--good", args.good,
                                     "--out", f"{tmp}/reduce", *options])
-        load = (started_load, os.getloadavg()[0])
+        load, reduce_cpu = (started_load, os.getloadavg()[0]), _children_cpu() - started_cpu
         (folder,) = Path(tmp, "reduce").iterdir()
         reduced = (folder / "reduced.py").read_text()
         state = json.loads((folder / "reduce.json").read_text())
@@ -88,11 +96,14 @@ def main() -> int:
     fresh = said(r"candidates' processes: (\d+) fresh", progress)
     forked, on_good = said(r"(\d+) forked children", progress), said(r"\(and (\d+) on jax", progress)
     children = None if forked is None else forked + (on_good or 0)
+    children_cpu = said(r"the children used (\d+) CPU s", progress)
     print(f"  {children} forked children and {fresh} fresh processes measured candidates (None: not said by this "
-          f"harness); load average {load[0]:.1f} at the start, {load[1]:.1f} at the end")
+          f"harness); the children used {children_cpu} CPU s; the reduction's own processes {reduce_cpu:.0f} CPU s; "
+          f"load average {load[0]:.1f} at the start, {load[1]:.1f} at the end")
     figures = {"wall_s": round(reduce_s, 1), "search_s": round(state["seconds"], 1), "check_s": round(check_s, 1),
                "lines": section["reduced"]["lines"], "measured": state["measured"], "screened": screened,
                "provisional": provisional, "undone": undone, "forked_children": children, "fresh_processes": fresh,
+               "children_cpu_s": children_cpu, "reduce_cpu_s": round(reduce_cpu, 1),
                "load": [round(x, 1) for x in load]}
     if args.save:
         args.save.write_text(json.dumps(figures, indent=1) + "\n")

@@ -15,8 +15,15 @@ job, its `jax.distributed.initialize()` joining it as the start-up hook makes a 
 folder where each module the child compiles is written as an empty file `<module>-<sha256 of its lowered text>`; joined: a file the child makes
 when the program calls `jax.distributed.initialize()`); one answer a line on
 stdout (JSON: exit, timed_out, error: the uncaught exception's `Class: message` or "", errno: its errno). One child at a time.
-With `stop_at` (a module's name), the child is stopped as soon as its cache folder holds an entry of that module
-(answered as exit 0, `stopped`): the key is known, the rest of the program is not needed.
+
+`keys`: a file where the child names each persistent-cache key JAX computes (`<module>-<hash>`, its entry's name, a
+line each, hits included: what JAX's log names in a fresh run); the file exists only where JAX is there to ask.
+With `stop_at` (a module's name), the child ends as soon as JAX computed a key of that module, before compiling it
+(answered as exit 0, `stopped`): the key is known, the rest of the program is not needed (without JAX's key
+function, once its cache folder holds an entry of that module).
+`warm`: the child's cache folder is the server's own, kept from child to child (in its private /tmp), rather than
+`cache`: a module an earlier child compiled is loaded, not compiled again; what a child computed is then read from
+`keys` only (the folder holds the earlier children's entries too).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import os
 import re
 import runpy
+import select
 import shutil
 import signal
 import sys
@@ -111,6 +119,36 @@ def _record_computations(folder: str | None) -> None:
     setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
 
 
+def _key_function() -> Any:
+    """JAX's `compilation_cache` module where it has the key function compile_or_get_cached calls; None: no JAX."""
+    module = sys.modules.get("jax._src.compilation_cache")
+    return module if callable(getattr(module, "get_cache_key", None)) else None
+
+
+def _record_keys(path: str | None, stop_at: str | None) -> None:
+    """Each key JAX computes, named in `path` as its entry would be (hits included, as JAX's log names them in a
+    fresh run); with `stop_at`, the child ends at its first key of that module: compiling it, and the rest of the
+    program, are not needed for the answer."""
+    module = _key_function()
+    if not path or module is None:
+        return
+    original = module.get_cache_key
+    out = open(path, "w", buffering=1)  # noqa: SIM115 - open for the child's life; exists: keys are JAX's own
+
+    def get_cache_key(*args: Any, **kwargs: Any) -> Any:
+        key = original(*args, **kwargs)
+        if isinstance(key, str):
+            out.write(key + "\n")
+            if stop_at and key.rpartition("-")[0] == stop_at:
+                out.close()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+        return key
+
+    setattr(module, "get_cache_key", get_cache_key)  # noqa: B010 - JAX's module, known only at run time
+
+
 def _leave_job(joined: str | None) -> None:
     """A job's process leaves the job at the program's end, as a fresh process does at exit (JAX's atexit, which
     `os._exit` skips): else the other processes see it die, and end badly of that."""
@@ -141,6 +179,7 @@ def _child(request: dict[str, Any]) -> None:
             _redirect(request.get("cache"))
             _join_job(request["env"], request.get("joined"))
             _record_computations(request.get("computations"))
+            _record_keys(request.get("keys"), request.get("stop_at"))
         runpy.run_path(request["script"], run_name="__main__")
         _leave_job(request.get("joined"))
     except SystemExit as exc:
@@ -182,8 +221,76 @@ def _remove(paths: list[str]) -> None:
                 pass
 
 
+# The server's own cache folder (`warm`), kept from child to child; wiped when it grows past this (a reduction's
+# children compile a few new modules each: tens of MiB in all).
+WARM_LIMIT_BYTES = 256 << 20
+_warm: list[str] = []
+
+
+def _warm_folder() -> str | None:
+    """The server's cache folder for its children, made on first use in its /tmp (the sandbox's private tmpfs: no
+    disk, gone with the server); emptied once past WARM_LIMIT_BYTES. None: no JAX key function to read keys by."""
+    if _key_function() is None:
+        return None
+    if not _warm:
+        try:
+            _warm.append(tempfile.mkdtemp(prefix="harness-warm-cache-", dir="/tmp"))
+        except OSError:
+            return None
+    folder = _warm[0]
+    try:
+        with os.scandir(folder) as found:
+            size = sum(e.stat(follow_symlinks=False).st_size for e in found)
+    except OSError:
+        size = 0
+    if size > WARM_LIMIT_BYTES:
+        _remove([os.path.join(folder, name) for name in os.listdir(folder)])
+    return folder
+
+
+def _wait(pid: int, timeout_s: float) -> tuple[int, float] | None:
+    """The child's wait status once it ends, and the CPU seconds it used; None past `timeout_s` (still running)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        handle = None
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                return status, usage.ru_utime + usage.ru_stime
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if handle is not None:
+                select.select([handle], [], [], left)
+            else:
+                time.sleep(min(left, 0.01))
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # its own process group (setsid): what it started goes too
+    except ProcessLookupError:
+        pass
+
+
+def _reap(pid: int) -> float:
+    """Waits for a killed child; the CPU seconds it used."""
+    _, _, usage = os.wait4(pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
     _remove(request.get("remove", []))
+    warm = _warm_folder() if request.get("warm") else None
+    if warm is not None:
+        request = {**request, "cache": warm, "env": {**request["env"], **(
+            {"JAX_COMPILATION_CACHE_DIR": warm} if "JAX_COMPILATION_CACHE_DIR" in request["env"] else {})}}
     pid = os.fork()
     if pid == 0:
         try:
@@ -192,33 +299,37 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
             os._exit(70)
     deadline = time.monotonic() + request["timeout_s"]
     stop_at = request.get("stop_at")
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if stop_at and _computed(request.get("cache"), stop_at):
-            # The key asked for is known (its entry's name): the rest of the program is not needed.
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
-            return {"exit": 0, "timed_out": False, "error": "", "errno": None, "stopped": True}
-        if time.monotonic() > deadline:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
-            return {"exit": -9, "timed_out": True, "error": "", "errno": None}
-        time.sleep(0.01)
+    if stop_at and _key_function() is None:
+        # No JAX key function to stop at: the child is stopped once its cache folder holds the module's entry.
+        while True:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                cpu_s = usage.ru_utime + usage.ru_stime
+                break
+            if _computed(request.get("cache"), stop_at):
+                _kill(pid)
+                return {"exit": 0, "timed_out": False, "error": "", "errno": None, "stopped": True, "warm": False,
+                        "cpu_s": _reap(pid)}
+            if time.monotonic() > deadline:
+                _kill(pid)
+                return {"exit": -9, "timed_out": True, "error": "", "errno": None, "warm": False, "cpu_s": _reap(pid)}
+            time.sleep(0.01)
+    else:
+        ended = _wait(pid, request["timeout_s"])
+        if ended is None:
+            _kill(pid)
+            return {"exit": -9, "timed_out": True, "error": "", "errno": None, "warm": warm is not None,
+                    "cpu_s": _reap(pid)}
+        status, cpu_s = ended
+        _kill(pid)  # what the child started and left behind (it ended at stop_at, or the program did)
     error = {"error": "", "errno": None}
     try:
         with open(request["error"]) as found:
             error = json.load(found)
     except (OSError, ValueError):
         pass
-    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": False, **error}
+    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": False, **error, "warm": warm is not None,
+            "cpu_s": cpu_s}
 
 
 def main() -> None:
@@ -229,10 +340,14 @@ def main() -> None:
             pass
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    for line in sys.stdin:
-        answer = _serve(json.loads(line))
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+    try:
+        for line in sys.stdin:
+            answer = _serve(json.loads(line))
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+    finally:
+        for folder in _warm:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, 
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
 from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
-from harness.reduce.state import STATE_FILE, ReduceState, load_state
+from harness.reduce.state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
 from harness.measure.seeds import SeedPlanner, random_seeds
@@ -336,6 +336,8 @@ class Reduction:
             if state.run_seconds:
                 self.progress.say(self._cost(state, measurer).said())
 
+            saving = SaveSchedule()
+
             def tried(candidate: str, answer: Tried, best: str) -> None:
                 assert search is not None  # made before any candidate is tried
                 if answer.measured:
@@ -343,7 +345,8 @@ class Reduction:
                     said.candidate(state.measured, size(candidate), search.making, answer, size(best))
                 state.best, state.memo = search.best, search.memo
                 state.seconds = said.seconds
-                state.save(self.folder)
+                if saving.due(search.best, time.monotonic()):
+                    state.save(self.folder)
 
             # The screen decides only once the original was measured fresh (below); its provisional keeps, and
             # a resumed search's, are confirmed by fresh processes at each checkpoint.
@@ -394,7 +397,9 @@ class Reduction:
         self.progress.say(f"candidates' processes: {measurer.fresh_processes} fresh"
                           + (f", {measurer.screen.children} forked children" if measurer.screen is not None else "")
                           + (f" (and {measurer.good_screen.children} on jax {self.good})"
-                             if measurer.good_screen is not None else ""))
+                             if measurer.good_screen is not None else "")
+                          + (f"; the children used {self._children_cpu(measurer):.0f} CPU s"
+                             if measurer.screen is not None else ""))
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
@@ -444,6 +449,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+        screen.prestart([s for s in state.bad_seeds if isinstance(s, int)])
         original = screen.screen(state.best, seed)
         if original.finished:
             # A candidate's child is killed much sooner than a fresh run would be (docs/reduce.md): one that hangs
@@ -553,11 +559,16 @@ class Reduction:
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, timeout_s, args=self.config.args,
                             hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+        screen.prestart(seeds)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
             return screen
         screen.close()
         return None
+
+    @staticmethod
+    def _children_cpu(measurer: Measurer) -> float:
+        return sum(s.cpu_s for s in (measurer.screen, measurer.good_screen) if s is not None)
 
     @staticmethod
     def _screen_decides(screen: ForkScreen, state: ReduceState) -> bool:

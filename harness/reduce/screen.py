@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from harness.core.files import package_path
-from harness.core.listing import entries, list_dir
+from harness.core.listing import Entry, entries, list_dir
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 from harness.measure.multiprocess_run import LOOPBACK, free_port
 from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
@@ -91,8 +91,8 @@ def screen_allowed(places: tuple[str, ...]) -> bool:
 class Screened:
     rejected: str | None = None  # the candidate's own uncaught exception (`Class: message`); None: unsure
     finished: bool = False  # the child ran the program to its end (exit 0)
-    # Asked for a module: the persistent-cache keys of it the child computed (its cache folder's entries), and
-    # whether it computed any entry at all; None where it did not finish.
+    # Asked for a module: the persistent-cache keys of it the child computed (JAX's key function's, hits too; else
+    # its cache folder's entries), and whether it computed any at all; None where it did not finish.
     keys: frozenset[str] | None = None
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
@@ -113,6 +113,8 @@ class _Request(TypedDict):
     error: str  # the file the child writes its uncaught exception to
     timeout_s: float
     stop_at: str | None  # stop the child once it computed a key of this module
+    keys: str  # the file the child names each key JAX computes in (made only where JAX is there to ask)
+    warm: bool  # the child's cache folder is the server's own, kept from child to child (not `cache`)
     computations: str | None  # where the child names each module it lowers (fork_server.py), or None
     joined: str  # the file the child makes when the program joins a job (jax.distributed.initialize())
     remove: list[str]  # places right in the server's private /tmp an earlier child may have left: removed before the fork
@@ -126,6 +128,8 @@ class _Answer(TypedDict):
     error: str  # the uncaught exception's `Class: message`, or ""
     errno: int | None  # its errno
     stopped: NotRequired[bool]  # at `stop_at`
+    warm: NotRequired[bool]  # it ran with the server's own cache folder: its keys are `keys`' only
+    cpu_s: NotRequired[float]  # the CPU seconds the child used (its rusage)
 
 
 class _Server:
@@ -135,7 +139,15 @@ class _Server:
                                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         assert self.process.stdin is not None and self.process.stdout is not None  # PIPEs
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        self.ready = self._line(START_TIMEOUT_S) == "ready"
+        self._ready: bool | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether it imported what it was asked to and waits for requests (read on first use, by the thread that
+        uses it: servers started together import at once)."""
+        if self._ready is None:
+            self._ready = self._line(START_TIMEOUT_S) == "ready"
+        return self._ready
 
     def _line(self, timeout_s: float) -> str:
         out: list[str] = []
@@ -172,6 +184,14 @@ def _read_small(path: Path, limit: int = 1 << 20) -> str:
         return ""
 
 
+def _keys_of(named: Path, cache: Path | None) -> set[Entry]:
+    """The keys a child computed: those it named as JAX computed them (fork_server.py's `keys`: hits too), and the
+    entries of its cache folder where the folder was its own (None: its server's, earlier children's entries too),
+    as a fresh run's keys are what JAX's log names and what its run wrote."""
+    named_keys = entries(set(_read_small(named, 16 << 20).split()))
+    return named_keys | (entries(list_dir(cache)) if cache is not None else set())
+
+
 @dataclass
 class ForkScreen:
     """Servers by seed, each started on first use; `ask` is thread-safe (one server per candidate at once)."""
@@ -197,6 +217,7 @@ class ForkScreen:
     places: tuple[str, ...] = ()
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     children: int = 0  # forked children run (for the reduction's tally)
+    cpu_s: float = 0.0  # the CPU seconds they used (load moves their wall time, not this)
     _all: list[_Server] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _starter: ThreadPoolExecutor | None = None
@@ -221,6 +242,19 @@ class ForkScreen:
             self._all.append(server)
         return server
 
+    def prestart(self, seeds: list[int]) -> None:
+        """Servers of `seeds` started at once, each idle for its seed (each imports jax and the script's libraries,
+        1-3 s: one after the other as candidates first needed them, each start held a candidate up)."""
+        if not self.enabled:
+            return
+        self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
+        with self._lock:
+            wanted = [s for s in dict.fromkeys(seeds) if not self._idle.get(s)]
+        started = [(seed, self._start(seed)) for seed in wanted]
+        with self._lock:
+            for seed, server in started:
+                self._idle.setdefault(seed, []).append(server)
+
     def screen(self, source: str, seed: int, module: str | None = None, stop: bool = False,
                values: bool = False, cache: Path | None = None, env: dict[str, str] | None = None,
                computations: bool = False) -> Screened:
@@ -231,7 +265,11 @@ class ForkScreen:
         another path, its control the same one again); `env`: more variables for the child (a job's process);
         `computations`: `keys` are what the child lowered (each module's text, hashed, named as an entry:
         fork_server.py), not its cache entries: a job's processes' keys always differ (each names its own devices),
-        and a process other than the first writes no entry."""
+        and a process other than the first writes no entry.
+        A child's keys are those JAX computed (its key function, hits included: what JAX's log names in a fresh
+        run), read from the file the child names them in; without JAX there, its cache folder's entries. Without
+        `cache` or `computations`, the child's cache folder is its server's own, kept from child to child: a
+        module an earlier candidate compiled is loaded rather than compiled again (fork_server.py's `warm`)."""
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
@@ -243,13 +281,16 @@ class ForkScreen:
         try:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
             path = space.script_for(self.workdir, self.script)
-            # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import).
+            # Its HOME and TMPDIR, and its cache folder: set after the fork (JAX read the rest at import). Its own
+            # unless the caller gives one (a factor's) or it lowers for a job: then its server's, kept warm.
+            warm = cache is None and not computations
             cache = cache or folder / "cache"
             variables = {**(env or {}), "HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
             if not self.hook_folder:
                 variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
             probed = folder / HOME_DIR / ".harness-values.jsonl"
             lowered = folder / "computations"
+            named = folder / "keys"
             if computations:
                 lowered.mkdir()
             if values:
@@ -264,11 +305,13 @@ class ForkScreen:
                                      "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
                                      "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
                                      "stop_at": module if stop else None, "remove": self._own_places(),
+                                     "keys": str(named), "warm": warm,
                                      "computations": str(lowered) if computations else None,
                                      "joined": str(folder / ".joined")},
                                     self.timeout_s)
             seconds = time.monotonic() - started
-            found = entries(list_dir(lowered if computations else cache)) if module is not None else set()
+            own = None if answer is not None and answer.get("warm") else cache
+            found = set() if module is None else entries(list_dir(lowered)) if computations else _keys_of(named, own)
             written = _read_small(probed) if values else ""
             joined = (folder / ".joined").exists()
         finally:
@@ -281,6 +324,7 @@ class ForkScreen:
             return Screened()
         with self._lock:
             self._idle[seed].append(server)
+            self.cpu_s += answer.get("cpu_s") or 0.0
         if answer["timed_out"]:
             # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
             return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")

@@ -1,5 +1,5 @@
-"""What a reduction has found so far, in its folder (`reduce.json`, rewritten atomically after every
-candidate): the original and its signature, the seeds, the best program, every candidate's answer by
+"""What a reduction has found so far, in its folder (`reduce.json`, rewritten atomically at every new best and at
+most every 2 s otherwise, and whenever the reduction stops: `SaveSchedule`): the original and its signature, the seeds, the best program, every candidate's answer by
 digest. `--resume` reads it back and goes on from the best program, the memo answering what was tried.
 
 `--resume` runs the best program, so it must be one this reducer wrote: the state is sealed (an HMAC of its
@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -105,6 +106,25 @@ class ReduceState(msgspec.Struct, omit_defaults=True):
         document[SEAL] = seal(document)
         write_atomic(folder / STATE_FILE, msgspec.json.format(msgspec.json.encode(document), indent=1).decode() + "\n")
         write_atomic(folder / BEST_FILE, self.best)
+
+
+@dataclass
+class SaveSchedule:
+    """When the search writes its state: at every new best, else once `every_s` passed since the last write. Each
+    write is the sealed state and best.py, each fsynced (10-20 ms on this machine), which the search's main thread
+    waited for after every answer (800 a reduction of the training script) while a slot stood idle. Whatever
+    stops the reduction (its end, Ctrl-C, SIGTERM) writes it too; one killed outright may run the answers of its
+    last `every_s` again on --resume (nothing else is lost: each is a candidate's answer, memoised)."""
+
+    every_s: float = 2.0
+    _last: float | None = None
+    _best: str | None = None
+
+    def due(self, best: str, now: float) -> bool:
+        if self._last is not None and best == self._best and now - self._last < self.every_s:
+            return False
+        self._last, self._best = now, best
+        return True
 
 
 class StateProblem(ValueError):

@@ -303,3 +303,40 @@ def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_pat
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in ("made", "appended.log"))
+
+
+def test_a_socket_is_found_at_each_depth_scanned_and_never_through_a_link_or_beyond(tmp_path):
+    import socket
+    listening = []
+
+    def sock_at(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+        listening.append(s)
+        return path
+
+    try:
+        assert sandbox._holds_a_socket(sock_at(tmp_path / "bare.sock"))  # the entry itself
+        for depth in range(1, sandbox.SOCKET_SCAN_DEPTH + 1):  # a/s, a/b/s, a/b/c/s: within the scan
+            nested = tmp_path / f"at{depth}"
+            sock_at(nested.joinpath(*["d"] * (depth - 1), "s"))
+            assert sandbox._holds_a_socket(nested), depth
+        beyond = tmp_path / "beyond"
+        sock_at(beyond.joinpath(*["d"] * sandbox.SOCKET_SCAN_DEPTH, "s"))
+        assert not sandbox._holds_a_socket(beyond)  # deeper than the scan
+        linked = tmp_path / "linked"
+        linked.mkdir()
+        (linked / "to_sock").symlink_to(tmp_path / "bare.sock")
+        (linked / "to_dir").symlink_to(tmp_path / "at1")
+        (linked / "file").write_text("x")
+        assert not sandbox._holds_a_socket(linked)  # a link is not followed
+        crowded = tmp_path / "crowded"
+        crowded.mkdir()
+        for i in range(sandbox.SOCKET_SCAN_ENTRIES + 1):
+            (crowded / str(i)).touch()
+        assert sandbox._holds_a_socket(crowded)  # too large to tell: not bound back
+        assert not sandbox._holds_a_socket(tmp_path / "gone")
+    finally:
+        for s in listening:
+            s.close()

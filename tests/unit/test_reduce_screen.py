@@ -1,6 +1,7 @@
 """The quick screen (issue 48 item 2): a forked child of a pre-started interpreter keeps the hash seed's set order
 and says a candidate's own exception; the screen only ever rejects, and only for that."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -51,6 +52,11 @@ def _serve(tmp_path, requests, seed=7):
     return answers
 
 
+def _ended(answer):
+    """How a child ended, from the server's answer (less its CPU seconds and cache folder)."""
+    return {k: answer[k] for k in ("exit", "timed_out", "error", "errno")}
+
+
 def _request(tmp_path, name, source, timeout_s=20.0):
     script = tmp_path / f"{name}.py"
     script.write_text(source)
@@ -65,8 +71,9 @@ def test_a_forked_child_orders_a_set_as_a_fresh_process_of_the_same_seed_does(tm
                            capture_output=True, text=True, check=True).stdout
     assert fresh != other  # the order follows the seed (else this test shows nothing)
     (answer,) = _serve(tmp_path, [_request(tmp_path, "order", ORDER)])
-    assert answer == {"exit": 0, "timed_out": False, "error": "", "errno": None}
+    assert _ended(answer) == {"exit": 0, "timed_out": False, "error": "", "errno": None}
     assert (tmp_path / "order.log").read_text() == fresh
+    assert 0 < answer["cpu_s"] < 5 and answer["warm"] is False  # (its own rusage; not asked to run warm)
 
 
 def test_the_child_says_the_candidate_s_own_exception_and_its_arguments_and_variables_are_its_own(tmp_path):
@@ -78,9 +85,9 @@ def test_the_child_says_the_candidate_s_own_exception_and_its_arguments_and_vari
         _request(tmp_path, "hangs", "import time\ntime.sleep(60)\n", timeout_s=0.5),
         _request(tmp_path, "after", "pass\n"),  # the server goes on after each of those
     ])
-    assert answers[0] == {"exit": 1, "timed_out": False,
-                          "error": "AttributeError: 'Config' object has no attribute 'seed'", "errno": None}
-    assert answers[1] == {"exit": 3, "timed_out": False, "error": "", "errno": None}
+    assert _ended(answers[0]) == {"exit": 1, "timed_out": False,
+                                  "error": "AttributeError: 'Config' object has no attribute 'seed'", "errno": None}
+    assert _ended(answers[1]) == {"exit": 3, "timed_out": False, "error": "", "errno": None}
     assert answers[2]["timed_out"] and answers[3]["exit"] == 0
 
 
@@ -451,5 +458,117 @@ def test_a_child_s_temporary_folder_is_its_own_even_where_the_server_s_imports_a
     program = "import os, tempfile\nassert tempfile.gettempdir() == os.environ['TMPDIR'], tempfile.gettempdir()\n"
     try:
         assert screen.screen(program, 5) == Screened(finished=True)
+    finally:
+        screen.close()
+
+
+# A stand-in for JAX's key function and its compile_or_get_cached, which calls it through its module (as JAX does):
+# the key, then a hit on an entry already in the cache folder, or a compile that writes it.
+STAND_IN_JAX = {
+    "jax/__init__.py": "from jax._src import compilation_cache\n\nclass _Config:\n    def update(self, name, value):\n"
+                       "        pass\n\nconfig = _Config()\n",
+    "jax/_src/__init__.py": "",
+    "jax/_src/compilation_cache.py": (
+        "import hashlib, os\n\ndef get_cache_key(module, *args):\n"
+        "    return module.split()[0] + '-' + hashlib.sha256(module.encode()).hexdigest()\n\n"
+        "def compile_or_get_cached(module):\n    path = os.path.join(os.environ['JAX_COMPILATION_CACHE_DIR'], "
+        "get_cache_key(module))\n    hit = os.path.exists(path)\n    if not hit:\n        open(path, 'w').close()\n"
+        "    return hit\n"),
+}
+COMPILES = "from jax._src.compilation_cache import compile_or_get_cached\n"
+
+
+def _jax_screen(tmp_path, script, **fields):
+    for name, text in STAND_IN_JAX.items():
+        (tmp_path / "lib" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "lib" / name).write_text(text)
+    return ForkScreen(Path(sys.executable), {**os.environ, "PYTHONPATH": str(tmp_path / "lib")}, ("json", "jax"),
+                      tmp_path / "screened", script.parent, script, [], (script.parent, tmp_path / "lib"), 20.0,
+                      **fields)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_child_s_keys_are_those_jax_computed_and_a_later_seed_s_ends_at_its_key_before_compiling_it(tmp_path, script):
+    # The module's key follows the seed's set order; what the program does after computing it raises.
+    program = (COMPILES + "compile_or_get_cached('jit_g one')\n"
+               "compile_or_get_cached('jit_f ' + str(list({'a', 'b', 'c', 'd', 'e'})))\n"
+               "raise RuntimeError('after the key')\n")
+    screen = _jax_screen(tmp_path, script)
+    try:
+        whole = screen.screen(program, 1, module="jit_f")
+        assert whole.rejected == "RuntimeError: after the key"  # the first seed's child runs the whole program
+        first, other = (screen.screen(program, seed, module="jit_f", stop=True) for seed in (1, 2))
+        assert first.finished and len(first.keys) == 1 and other.finished and other.keys != first.keys
+        assert {k.partition("-")[0] for k in first.every} == {"jit_f", "jit_g"}
+        assert screen.cpu_s > 0  # the children's own CPU seconds, summed for the reduction's tally
+    finally:
+        screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_child_loads_what_an_earlier_child_of_its_server_compiled_and_its_keys_are_still_its_own(tmp_path, script):
+    hit_raises = COMPILES + "if compile_or_get_cached('jit_f same'):\n    raise RuntimeError('a hit')\n"
+    screen = _jax_screen(tmp_path, script)
+    try:
+        cold = screen.screen(hit_raises, 1, module="jit_f")
+        assert cold.finished and len(cold.keys) == 1
+        assert screen.screen(hit_raises, 1, module="jit_f").rejected == "RuntimeError: a hit"  # the server's folder
+        assert screen.screen(hit_raises, 2, module="jit_f").finished  # (another seed's server: its own folder)
+        other = screen.screen(COMPILES + "compile_or_get_cached('jit_h other')\n", 1, module="jit_f")
+        assert other.keys == frozenset() and {k.partition("-")[0] for k in other.every} == {"jit_h"}
+        # A cache folder the caller gives (a factor's child's) is the child's, never the server's.
+        given = tmp_path / "screened" / "given"
+        given.mkdir(parents=True)
+        assert screen.screen(hit_raises, 1, module="jit_f", cache=given).keys == cold.keys
+        assert [p.name for p in given.iterdir()] == sorted(cold.keys)
+        # The server's own folder is in its private /tmp: the only entry under the screen's folder is the given one.
+        assert [p.parent for p in (tmp_path / "screened").rglob("jit_f-*")] == [given]
+    finally:
+        screen.close()
+
+
+def test_a_server_s_own_cache_folder_is_emptied_past_its_limit_and_removed_at_its_end(tmp_path, monkeypatch):
+    for name, text in STAND_IN_JAX.items():
+        (tmp_path / "lib" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "lib" / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib"), "PYTHONHASHSEED": "7"}
+    server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), "jax"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().strip() == "ready"
+    says_folder = "import os\nprint(os.environ['JAX_COMPILATION_CACHE_DIR'])\n"
+    big = COMPILES + "import os\ncompile_or_get_cached('jit_f big')\n" + (
+        "open(os.path.join(os.environ['JAX_COMPILATION_CACHE_DIR'], 'jit_f-' + 'a' * 64), 'wb').truncate(300 << 20)\n")
+    for name, source in (("first", says_folder), ("big", big), ("after", "import os\n"
+                         "print(sorted(os.listdir(os.environ['JAX_COMPILATION_CACHE_DIR'])))\n")):
+        request = {**_request(tmp_path, name, source), "env": {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / name)},
+                   "cache": str(tmp_path / name), "warm": True, "keys": str(tmp_path / f"{name}.keys")}
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["warm"] is True
+    folder = Path((tmp_path / "first.log").read_text().strip())
+    assert folder.parent == Path("/tmp") and folder.name.startswith("harness-warm-cache-")
+    assert (tmp_path / "big.keys").read_text().split() == ["jit_f-" + hashlib.sha256(b"jit_f big").hexdigest()]
+    assert (tmp_path / "after.log").read_text() == "[]\n"  # past 256 MiB: emptied before the next child
+    server.stdin.close()
+    server.wait(timeout=30)
+    assert not folder.exists()  # (outside bubblewrap: removed by the server; inside, its tmpfs goes with it)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_servers_of_several_seeds_start_at_once_and_each_serves_its_seed(tmp_path, script):
+    import time
+    (script.parent / "slow_import.py").write_text("import time\ntime.sleep(2)\n")  # a server's `import jax`
+    env = {**os.environ, "PYTHONPATH": str(script.parent)}
+    screen = _screen(tmp_path, script, env=env, modules=("slow_import",))
+    try:
+        started = time.monotonic()
+        screen.prestart([1, 2, 3, 1])
+        assert len(screen._all) == 3 and time.monotonic() - started < 1.5  # started, not waited for
+        fresh = subprocess.run([sys.executable, "-c", ORDER], env={**os.environ, "PYTHONHASHSEED": "2"},
+                               capture_output=True, text=True, check=True).stdout
+        same_order = ORDER.replace("print(", "assert str(").replace("))\n", f")) + '\\n' == {fresh!r}\n")
+        assert screen.screen(same_order, 2).finished  # seed 2's server orders the set as seed 2 does
+        assert all(screen.screen("pass\n", seed).finished for seed in (1, 3))
+        assert time.monotonic() - started < 5.5 and len(screen._all) == 3  # the three imports at once, no more
     finally:
         screen.close()

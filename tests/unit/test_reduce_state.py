@@ -236,3 +236,12 @@ def test_a_vary_state_written_before_reads_and_resumes_into_a_state_that_reads(r
     again = load_state(tmp_path, "")
     assert again.status == "running" and again.memo == state.memo and again.best == state.best
     assert again.signature == state.signature and again.places == state.places and again.vary == state.vary
+
+
+def test_the_state_is_written_at_every_new_best_and_otherwise_at_most_every_2_s():
+    from harness.reduce.state import SaveSchedule
+    saving = SaveSchedule()
+    assert saving.due("a\n", 100.0)  # the first answer
+    assert not saving.due("a\n", 100.5) and not saving.due("a\n", 101.9)  # rejections, within 2 s: not written
+    assert saving.due("b\n", 102.0)  # a new best: at once
+    assert not saving.due("b\n", 103.9) and saving.due("b\n", 104.0)  # 2 s after the last write
