@@ -58,8 +58,6 @@ def test_the_training_script_reduces_to_a_short_program_with_the_same_signature(
 FLAX_TRAIN = FIXTURES / "flax_train.py"
 
 
-@pytest.mark.skipif(os.environ.get("HARNESS_LONG_TESTS") != "1",
-                    reason="about 20 min on 2 cores (650 candidates), past CI's 15-minute suite: HARNESS_LONG_TESTS=1")
 def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tmp_path):
     """Issue 48 item 3, as a user runs it (from the script's folder, a relative path, the default options but
     --out, which keeps the results out of the repository): a Flax/Optax training program whose miss is in a
