@@ -10,6 +10,7 @@ orders the chosen seeds then cover (harness/measure/seeds.py).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
@@ -50,12 +51,19 @@ def lowered_orders(texts: list[str], names: tuple[str, ...]) -> tuple[tuple[str,
     wanted = set(names)
     out: list[tuple[str, ...]] = []
     for text in texts:
-        places = [(m.start(), _SDY_AXIS_RE.findall(m.group(1))) for m in _SDY_MESH_RE.finditer(text)]
-        places += [(m.start(), _QUOTED_NAME_RE.findall(m.group(1))) for m in _STRING_RE.finditer(text)]
-        for _, found in sorted(places, key=lambda p: p[0]):
+        for found in _quoted_places(text):
             if wanted <= set(found):
                 out.append(tuple(n for n in dict.fromkeys(found) if n in wanted))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted_places(text: str) -> tuple[tuple[str, ...], ...]:
+    """The names quoted at each place of a module, in the order the places come: read once per module, not
+    once per name set asked about (a 4-name mesh has 11 sets)."""
+    places = [(m.start(), _SDY_AXIS_RE.findall(m.group(1))) for m in _SDY_MESH_RE.finditer(text)]
+    places += [(m.start(), _QUOTED_NAME_RE.findall(m.group(1))) for m in _STRING_RE.finditer(text)]
+    return tuple(tuple(found) for _, found in sorted(places, key=lambda p: p[0]))
 
 
 def extract_lowered(log_text: str) -> str | None:

@@ -81,6 +81,9 @@ class Probe:
     # The seeds whose order of some set changes with the names' insertion order (two names in one slot): a
     # program that inserts them otherwise than the probe iterates them otherwise.
     fragile: frozenset[int] = frozenset()
+    # _pair_orders' answers: a seed's pairs are asked for again at every pick of every run's reseed (a 4-name
+    # mesh's probe of thousands of seeds made the planner the reducer's costliest Python after pysource-minimize).
+    pairs: dict[int, frozenset[tuple[int, str, str]]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_output(cls, sets: list[tuple[str, ...]], data: dict[str, Any]) -> Probe:
@@ -92,8 +95,11 @@ class Probe:
 
 def _pair_orders(probe: Probe, seed: int) -> frozenset[tuple[int, str, str]]:
     """(set index, earlier name, later name) for every pair in every set, as `seed` orders them."""
-    return frozenset((i, a, b) for i, ordering in enumerate(probe.orderings[seed])
-                     for a, b in itertools.combinations(ordering, 2))
+    pairs = probe.pairs.get(seed)
+    if pairs is None:
+        pairs = probe.pairs[seed] = frozenset((i, a, b) for i, ordering in enumerate(probe.orderings[seed])
+                                              for a, b in itertools.combinations(ordering, 2))
+    return pairs
 
 
 def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) -> list[int]:
