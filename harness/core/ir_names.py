@@ -10,8 +10,8 @@ orders the chosen seeds then cover (harness/measure/seeds.py).
 
 from __future__ import annotations
 
-import functools
 import re
+from collections.abc import Sequence
 
 # Printed by the built-in repro around `f.lower(x).as_text()` (harness/inside/repros/shard_map_grad.py).
 HLO_BEGIN = "----- BEGIN LOWERED -----"
@@ -48,22 +48,25 @@ def lowered_orders(texts: list[str], names: tuple[str, ...]) -> tuple[tuple[str,
     """How these modules ordered a set of names: at each place where all of them are quoted together (one
     string, or a Shardy mesh), in the order the places come, the names in the order they first appear there.
     A set's order that reaches the module shows here; () where the names are never quoted together."""
-    wanted = set(names)
-    out: list[tuple[str, ...]] = []
-    for text in texts:
-        for found in _quoted_places(text):
-            if wanted <= set(found):
-                out.append(tuple(n for n in dict.fromkeys(found) if n in wanted))
-    return tuple(out)
+    return lowered_orders_of_sets(texts, [names])[0]
 
 
-@functools.lru_cache(maxsize=64)
-def _quoted_places(text: str) -> tuple[tuple[str, ...], ...]:
-    """The names quoted at each place of a module, in the order the places come: read once per module, not
-    once per name set asked about (a 4-name mesh has 11 sets)."""
+def lowered_orders_of_sets(texts: list[str], sets: Sequence[tuple[str, ...]]) -> list[tuple[tuple[str, ...], ...]]:
+    """`lowered_orders` of each set, the modules read once for all of them (a 4-name mesh has 11 sets)."""
+    places = [found for text in texts for found in _quoted_places(text)]
+    out = []
+    for names in sets:
+        wanted = set(names)
+        out.append(tuple(tuple(n for n in dict.fromkeys(found) if n in wanted)
+                         for found in places if wanted <= set(found)))
+    return out
+
+
+def _quoted_places(text: str) -> list[list[str]]:
+    """The names quoted at each place of a module, in the order the places come."""
     places = [(m.start(), _SDY_AXIS_RE.findall(m.group(1))) for m in _SDY_MESH_RE.finditer(text)]
     places += [(m.start(), _QUOTED_NAME_RE.findall(m.group(1))) for m in _STRING_RE.finditer(text)]
-    return tuple(tuple(found) for _, found in sorted(places, key=lambda p: p[0]))
+    return [found for _, found in sorted(places, key=lambda p: p[0])]
 
 
 def extract_lowered(log_text: str) -> str | None:

@@ -37,7 +37,7 @@ from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
-from harness.core.ir_names import extract_lowered, lowered_orders, name_groups
+from harness.core.ir_names import extract_lowered, lowered_orders_of_sets, name_groups
 from harness.inputs.process_variables import run_log
 from harness.core.model import CellResult, CellSpec
 from harness.core.runs import Program
@@ -159,7 +159,7 @@ class OrderObserver:
     lowered: dict[int, tuple[tuple[tuple[str, ...], ...], ...]] = field(default_factory=dict)  # seed -> per set
 
     def observe(self, seed: int, texts: list[str]) -> None:
-        self.lowered[seed] = tuple(lowered_orders(texts, names) for names in self.probe.sets)
+        self.lowered[seed] = tuple(lowered_orders_of_sets(texts, self.probe.sets))
 
     def observable(self, i: int) -> bool:
         """Whether any run's module quoted set i's names together (else its orders are only predicted)."""
