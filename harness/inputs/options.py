@@ -85,6 +85,10 @@ class Options:
                                f"of 1e-3 whatever the script's name sets; a test suite's, --pytest or -m MODULE: "
                                f"{SUITE_RUNS}, the fewest that are not weak, miss bound "
                                f"{miss_probability_random(SUITE_RUNS):.2g}: --runs {runs_for_target()} for 1e-3)"},
+             # bisect takes a config or, as check does, a program: each has its own default
+             "bisect": {"help": f"most runs per cell (at least 2; default: a config's `runs:`; a script's "
+                                f"{runs_for_target()}, enough for a miss bound of 1e-3; a test suite's, --pytest or "
+                                f"-m MODULE: {SUITE_RUNS}, miss bound {miss_probability_random(SUITE_RUNS):.2g})"},
              "reduce": {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough "
                                 "for a miss bound of 1e-3 whatever the script's name sets)"}})] = None
     runs_at_once: Annotated[int | None, opt(

@@ -15,7 +15,8 @@ from harness.verdicts.phrases import unserved_module
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs, suite_size
 from harness.evidence.per_test import SuiteFindings, suite_findings
-from harness.core.confidence import (TARGET_MISS, miss_probability_random, runs_for_bound, runs_for_strong, runs_for_target,
+from harness.core.confidence import (miss_probability_random, runs_for_strong, runs_for_target,
+                                     runs_to_target,
                                      target_bound_phrase, unseen_orders_phrase, weak_bound_phrase)
 from harness.evidence.cost import cost_of, cost_phrase, seconds
 from harness.core.model import CellResult
@@ -127,9 +128,9 @@ def weak_bounds_sentence(cells: list[CellResult]) -> str:
              if target_bound_phrase(c.miss_bounds, c.seeds) and c.miss_bounds is not None and c.seeds is not None]
     if not above:
         return ""
-    worst = max(bounds.set_order for _, bounds, _ in above)
+    worst = max(bounds.worst for _, bounds, _ in above)
     releases = ", ".join(dict.fromkeys(cell_label(c) for c, _, _ in above))
-    runs = max(runs_for_bound(seeds, TARGET_MISS) for _, _, seeds in above)
+    runs = max(runs_to_target(bounds, seeds) for _, bounds, seeds in above)
     return (f"clean on {releases}: a regression would read clean with chance up to {worst:.2g} "
             f"(--runs {runs} would make it at most {miss_probability_random(runs_for_target()):.2g})")
 

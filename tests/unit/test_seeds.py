@@ -271,6 +271,32 @@ def test_a_bound_above_the_target_says_so_with_the_runs_that_reach_it():
     assert runs_for_bound(unseen, WEAK_BOUND) == 3 + 2 * 1
 
 
+def test_a_met_set_order_bound_still_says_the_other_mechanisms_bound_above_the_target():
+    """A suite that builds a mesh: its chosen seeds showed both orders of every pair (set-order bound 0), but
+    any other hash-order dependence is bounded by its 6 distinct seeds alone (0.031): the clean cell says so,
+    with --runs 11, in its phrase and in the summary sentence."""
+    from harness.core.confidence import MissBounds, runs_to_target, target_bound_phrase
+    from harness.core.kinds import Verdict
+    from harness.core.records import replace
+    from harness.report.table import weak_bounds_sentence
+    from tests.cells import cell
+    covered = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3, 4, 5, 6], chosen=[1, 2], random=[3, 4, 5, 6], covers=[
+        {"names": ["a", "b"], "pairs_in_both_orders": True, "lowered": True}])
+    assert covered.bounds == MissBounds(0.0, 2 ** -5) and covered.bounds.worst == 2 ** -5
+    assert runs_to_target(covered.bounds, covered) == 11
+    assert target_bound_phrase(covered.bounds, covered) == (
+        "a regression through another hash order than the mesh's names would read clean with chance up to 0.031; "
+        "--runs 11 would make it at most 0.00098")
+    eleven = SeedPlan(SeedStrategy.CHOSEN, list(range(1, 12)), chosen=[1, 2], random=list(range(3, 12)),
+                      covers=covered.covers)
+    assert target_bound_phrase(eleven.bounds, eleven) == ""  # 2^-10: the target met
+    clean = replace(cell("0.4.31", Verdict.CLEAN), seeds=covered, miss_bounds=covered.bounds)
+    assert weak_bounds_sentence([clean]) == (
+        "clean on 0.4.31: "
+        "a regression would read clean with chance up to 0.031 (--runs 11 would make it at most 0.00098)")
+    assert weak_bounds_sentence([replace(clean, seeds=eleven, miss_bounds=eleven.bounds)]) == ""
+
+
 def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_the_same_order():
     # Seed 1 orders a,b only because both names share a slot and a was inserted first (fragile).
     probe = Probe("cpython test", (("a", "b"),), {1: (("a", "b"),), 2: (("a", "b"),), 3: (("b", "a"),)},

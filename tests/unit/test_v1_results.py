@@ -18,6 +18,10 @@ from tests.fakes import INDEX
 
 V1 = Path(__file__).parents[1] / "fixtures" / "v1-release-run"
 SUMMARY = "regression present from the first measured release, 0.4.28 (no clean release before it); fixed in 0.4.29"
+# Its clean cell's 3 chosen seeds showed both orders of the mesh's names; any other hash-order dependence is
+# bounded by those seeds alone, and the summary says so.
+OTHER_BOUND = ("clean on 0.4.29: a regression would read clean with chance up to 0.5 (--runs 11 would make it at "
+               "most 0.00098)")
 
 
 @pytest.fixture
@@ -83,7 +87,7 @@ def test_resume_of_a_finished_v1_folder_measures_nothing_and_keeps_its_cells(v1,
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     before = json.loads((v1 / "results.json").read_text())
     assert cli.main(["run", "configs/smoke.yaml", "--runs", "3", "--resume", str(v1)]) == 0
-    assert capfd.readouterr().out.strip().splitlines()[-1] == SUMMARY
+    assert capfd.readouterr().out.strip().splitlines()[-1] == f"{SUMMARY}; {OTHER_BOUND}"
     after = json.loads((v1 / "results.json").read_text())
     assert after["status"] == "complete" and len(after["resumed"]) == 1
     assert after["created"] == before["created"]
