@@ -25,13 +25,14 @@ from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import Factor
 from harness.core.kinds import Platform
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
+from harness.inside.startup import environments_root
 
 # Written last, after a successful install and import check: a folder without it is half-made.
 READY_MARKER = "harness-ready.json"
 # --vary prefix: the venv's copy at another path, beside it.
 PREFIX_COPY_SUFFIX = "-elsewhere"
 
-DEFAULT_ROOT = Path(os.environ.get("HARNESS_ENV_DIR", Path.home() / ".cache" / "jax-cache-harness" / "envs"))
+DEFAULT_ROOT = environments_root()
 
 
 # A sweep prepares environments on several threads; uv's finder reads sysconfig, whose first

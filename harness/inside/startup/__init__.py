@@ -16,11 +16,15 @@ from pathlib import Path
 SOURCE_DIR = Path(str(files(__name__))).resolve()
 
 
+def environments_root() -> Path:
+    """Where the releases' environments are kept: HARNESS_ENV_DIR, else the user's cache folder."""
+    return Path(os.environ.get("HARNESS_ENV_DIR") or Path.home() / ".cache" / "jax-cache-harness" / "envs")
+
+
 def copies_root() -> Path:
-    """Where the copies are kept: beside the releases' environments (HARNESS_ENV_DIR), which every machine of a
-    Slurm job already shares."""
-    envs = os.environ.get("HARNESS_ENV_DIR") or str(Path.home() / ".cache" / "jax-cache-harness" / "envs")
-    return Path(envs) / ".startup"
+    """Where the copies are kept: beside the releases' environments, which every machine of a Slurm job
+    already shares."""
+    return environments_root() / ".startup"
 
 
 @functools.cache
