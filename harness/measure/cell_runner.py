@@ -27,7 +27,7 @@ from harness.environments.base import Environment
 from harness.core.confidence import SeedPlan
 from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
-from harness.core.factors import Factor, FactorOutcome, RunVariation
+from harness.core.factors import Factor, RunVariation
 from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
@@ -283,18 +283,21 @@ class OpenCell:
 
     def _moved_planned_run_due(self) -> bool:
         """The planned run the moved run took, made again in the cell's own folder with the same seed, when the
-        moved run did not count as it: at once (it takes the moved run's place), also after the cell stopped at its
-        first miss when the moved run missed (it tells the path from the seed); a planned run not needed then (the
-        moved run failed) is not made, and said."""
+        moved run did not count as it: once runs 1 and 2 have ended (the moved run ran beside run 2), as a later run
+        of the cell. A cell that stopped at its first miss makes it not: its verdict needs no more runs, and a moved
+        run of a set-order regression misses by its seed, which its planned run would only show again (a process
+        for nothing where it would have cost none): whether the path moves the keys is then said not measured."""
         moved = self.moved
         if moved is None or moved.again is None:
             return False
-        if self.tally.stop_now() and moved.result is not None and not moved_missed(moved.result):
+        if self.tally.stop_now():
+            assert moved.result is not None
             moved.again = None
-            moved.result = without_planned_control(moved.result, "the cell stopped at its first miss, so its "
-                                                                 "planned run was not made in the cell's own folder")
+            moved.result = without_planned_control(
+                moved.result, f"the cell stopped at its first miss, so run {moved.queued.index} was not made in the "
+                              "cell's own folder with this seed to tell the path from the seed")
             return False
-        return True
+        return not self._settling()
 
     def _plan_checks(self) -> list[QueuedRun]:
         """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
@@ -678,10 +681,6 @@ class VaryPhase:
 MOVED_LOG = "moved-folder"  # the log of a moved run in a planned run's place: moved-folder-run-03-seed-N.log
 
 
-def moved_missed(result: FactorResult) -> bool:
-    return result.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN)
-
-
 @dataclass
 class EarlyMoved:
     """harness check's moved folder run as soon as run 1 has ended (OpenCell._moved_run_due): its folder is
@@ -691,8 +690,10 @@ class EarlyMoved:
     Where a planned run after run 2 is left (OpenCell._moved_takes_planned_run), it has that run's index and seed
     (issue 51 item 7): where every key it computed hit (factor_verdicts.counts_as_planned_run) it is that run,
     counted by the cell's tally like any later run; otherwise that run is made `again` in the cell's own folder with
-    the same seed, the tally counting that one, and its outcome says whether the moved run's miss was the path's
-    (with_planned_control). Elsewhere it has run 1's seed and is judged against run 1 alone, beside the plan."""
+    the same seed once run 2 has ended, the tally counting that one, and its outcome says whether the moved run's
+    miss was the path's (with_planned_control); a cell that stopped at its first miss makes it not
+    (OpenCell._moved_planned_run_due). Elsewhere it has run 1's seed and is judged against run 1 alone, beside
+    the plan."""
 
     cell: OpenCell
     phase: VaryPhase

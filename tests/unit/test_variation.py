@@ -597,11 +597,14 @@ def test_with_two_slots_the_moved_folder_runs_beside_run_2_and_says_what_it_says
     if not moving:
         assert _said(early) == _said(late)
         return
-    # the cell stopped at run 2's miss; the moved run missed, so run 3 is made in the cell's own folder all the
-    # same (its control: the keys move there too, so the path is not blamed), as the late one's control was
-    assert [r.index for r in early.runs] == [1, 2, 3] and [r.index for r in late.runs] == [1, 2]
-    assert _said(early)[2] == _said(late)[2] == (FactorOutcome.NOT_JUDGED, ["computation", "compile_options"])
-    assert "run 3, seed 13 again in the cell's own folder, missed too" in early.moved_folder.reason
+    # the cell stopped at run 2's miss with its moved run made (it missed): run 3 is not made to tell the path
+    # from the seed (a set-order cell's moved run misses by its seed), so the path is not blamed, as the late
+    # one's control (another run) did not blame it
+    assert _said(early) == _said(late) == (Verdict.REPRODUCED, [(1, 11), (2, 12)],
+                                           (FactorOutcome.NOT_JUDGED, ["computation", "compile_options"]))
+    assert early.moved_folder.reason.endswith("not known to be the path's: the cell stopped at its first miss, so "
+                                              "run 3 was not made in the cell's own folder with this seed to tell "
+                                              "the path from the seed")
 
 
 def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_has_none(tmp_path):
@@ -790,3 +793,14 @@ def test_a_moved_run_that_fails_leaves_its_planned_run_to_the_cells_own_folder(t
     assert cell.verdict == Verdict.CLEAN and len(cell.runs) == 6 and len(logs) == 7
     assert cell.moved_folder.outcome == FactorOutcome.NOT_JUDGED
     assert cell.moved_folder.reason.endswith("is the cell's run 3")
+
+
+def test_a_cell_that_stops_at_run_2_makes_no_run_to_tell_its_moved_runs_miss_from_the_seed(tmp_path):
+    # a set-order regression: run 2's seed and the moved run's (run 3's) order the set otherwise
+    cell, logs = _check_cell(tmp_path, PathKeyedEnvironment(path_keyed=False, seed_keyed={12, 13}))
+    assert cell.verdict == Verdict.REPRODUCED and [r.index for r in cell.runs] == [1, 2]
+    assert "run-03-seed-13.log" not in logs and "moved-folder-run-03-seed-13.log" in logs
+    assert len([name for name in logs if not name.startswith("seed-control")]) == 3  # as with run 1's seed
+    moved = cell.moved_folder
+    assert moved.outcome == FactorOutcome.NOT_JUDGED and moved.components == ["computation"]
+    assert "not known to be the path's: the cell stopped at its first miss" in moved.reason
