@@ -93,8 +93,13 @@ def test_a_set_order_script_still_reproduces_with_the_moved_run_in_a_planned_pla
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
     moved = cell["moved_folder"]
+    indices = [r["index"] for r in cell["runs"]]
     if moved.get("counted"):  # its seed ordered the set as run 1's did (one in 24): it is a later run that hit
-        assert moved["outcome"] == "hit"
-    else:  # its order moved the key: its planned run, in the cell's own folder, moved it too
+        assert moved["outcome"] == "hit" and moved["planned_run"] in indices
+    elif indices == [1, 2]:  # run 2 reproduced: no run made to tell the moved run's miss (its seed's) from the path
+        assert moved["outcome"] == "not judged" and "not known to be the path's: the cell stopped at its first " \
+                                                    "miss" in moved["reason"], moved["reason"]
+        assert len(_processes(swept.run_dir)) == 4  # run 1, run 2, the moved run, the seed control: as before
+    else:  # run 2 hit (one in 24): the moved run's planned run, in the cell's own folder, moved the key too
         assert moved["outcome"] == "not judged" and "the seed or the program moved the keys" in moved["reason"]
-        assert moved["planned_run"] in [r["index"] for r in cell["runs"]]
+        assert moved["planned_run"] in indices
