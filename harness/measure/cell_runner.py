@@ -294,7 +294,7 @@ class OpenCell:
             assert moved.result is not None
             moved.again = None
             moved.result = without_planned_control(
-                moved.result, f"the cell stopped at its first miss, so run {moved.queued.index} was not made in the "
+                moved.result, moved.queued.index, f"the cell stopped at its first miss, so run {moved.queued.index} was not made in the "
                               "cell's own folder with this seed to tell the path from the seed")
             return False
         return not self._settling()
@@ -405,7 +405,8 @@ class OpenCell:
         self.started.append(seeds[0])
         return QueuedRun(index, seeds[0], factor=Factor.CACHE_PATH, in_planned_place=True)
 
-    def _planned_run_ended(self, record: RunRecord, log: Path) -> None:
+    def planned_run_ended(self, record: RunRecord, log: Path) -> None:
+        """A planned run's record to the tally, and what it lowered (its `log`'s IR dump) to the seed window."""
         self.tally.add(record)
         if self.seed_window is not None:
             self.seed_window.run_ended(record.index, record.seed, ir_dump_dir(log))
@@ -496,7 +497,7 @@ class OpenCell:
             self.control_record = record
             return None
         if queued.check is None:
-            self._planned_run_ended(record, self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
+            self.planned_run_ended(record, self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
             if self.moved is not None and queued is self.moved.again_taken:
                 self.moved.control_ended(record)
             return record
@@ -608,14 +609,14 @@ class VaryPhase:
             self.cell.runner.on_factor(self.cell.spec, result)
 
     @staticmethod
-    def _name(queued: QueuedRun) -> str:
+    def log_name(queued: QueuedRun) -> str:
         if queued.in_planned_place:
             return f"{MOVED_LOG}-run-{queued.index:02d}-seed-{queued.seed}"
         return f"vary-{queued.factor}-seed-{queued.seed}" if queued.factor else f"control-seed-{queued.seed}"
 
     def _run(self, queued: QueuedRun, prepared: varying.FactorRun | None) -> RunRecord:
         cell = self.cell
-        name = self._name(queued)
+        name = self.log_name(queued)
         return cell.measure_run(queued, cell.folder or FolderMode.ENVIRONMENT,
                                 prepared.cache_dir if prepared else None, name=name,
                                 program=prepared.program if prepared else None,
@@ -647,7 +648,7 @@ class VaryPhase:
                     if problem:
                         raise varying.CannotVary(problem)
                 # Its IR dump's folder made now, so that it too is open to the other user.
-                (cell.log_dir / f"{self._name(queued)}.ir").mkdir(parents=True, exist_ok=True)
+                (cell.log_dir / f"{self.log_name(queued)}.ir").mkdir(parents=True, exist_ok=True)
                 varying.open_to_all(cell.cache_dir, cell.log_dir)
             elif factor == Factor.PREFIX:
                 copy = environment.prefix_copy()
@@ -734,7 +735,7 @@ class EarlyMoved:
         if counts_as_planned_run(result):
             self.result = as_planned_run(result)
             assert result.run is not None
-            self.cell._planned_run_ended(result.run, self.cell.log_dir / f"{VaryPhase._name(self.queued)}.log")
+            self.cell.planned_run_ended(result.run, self.cell.log_dir / f"{VaryPhase.log_name(self.queued)}.log")
             return result.run
         self.again = QueuedRun(self.queued.index, self.queued.seed)
         return None

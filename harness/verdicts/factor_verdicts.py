@@ -290,11 +290,10 @@ def with_planned_control(moved: FactorResult, reference: RunRecord, control: Run
     return moved
 
 
-def without_planned_control(moved: FactorResult, why: str) -> FactorResult:
-    """The moved run (a planned run's seed, not counted) whose planned run was not made again (`why`): a miss is
+def without_planned_control(moved: FactorResult, planned_run: int, why: str) -> FactorResult:
+    """The moved run (`planned_run`'s seed, not counted) whose planned run was not made again (`why`): a miss is
     then not known to be the path's (`not judged`)."""
-    if moved.run is not None:
-        moved.planned_run = moved.run.index
+    moved.planned_run = planned_run
     if moved.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN):
         moved.outcome = FactorOutcome.NOT_JUDGED
         why = f"not known to be the path's: {why}"

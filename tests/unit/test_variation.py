@@ -723,9 +723,10 @@ def test_the_planned_runs_control_tells_the_path_from_the_seed():
     assert broken.outcome == FactorOutcome.NOT_JUDGED and broken.reason.startswith("its run failed")
     assert broken.reason.endswith("; run 3, seed 7 again in the cell's own folder, is the cell's run 3")
     # not made again (the cell stopped at its first miss): a miss is not known to be the path's
-    unmade = without_planned_control(_path_moved(), "the cell stopped")
+    unmade = without_planned_control(_path_moved(), 3, "the cell stopped")
     assert unmade.outcome == FactorOutcome.NOT_JUDGED and unmade.reason.endswith("; not known to be the path's: "
                                                                                 "the cell stopped")
+    assert unmade.planned_run == 3 and moved_folder_line(unmade).startswith("moved folder: not judged (compile_options")
     # needing no --vary control run of its own: its control is its planned run
     assert not needs_control(CellVariation(1, 7), path, Verdict.REPRODUCED)
 
