@@ -2,7 +2,8 @@
 
 Two small suites, each run bare (`python -m pytest -q` in the release's environment, no cache folder: as its
 author runs it) and through a default `harness check --pytest` (the environment made once before timing):
-- clean: three test files, one jitted function each: the check makes every planned run and the moved folder's;
+- clean: three test files, one jitted function each: the check makes every planned run, the moved folder's run
+  being one of them (run 3, where every key it computed hit);
 - reproducing: the same and a test whose jitted function bakes a set's order into its module (its key follows
   the hash seed): the check stops at the first run that misses, then makes the seed control.
 The bare run and the check alternate, each the best of --repeats, so both see the same load. Printed: each

@@ -90,7 +90,8 @@ class ConsoleProgress:
         shown = ", ".join(k[: k.rfind("-") + 9] + "…" for k in new if k.startswith("jit_f")) or \
             (f"{len(new)} new" if new else "no new entry")
         # Cells overlap (a cell's last runs beside the next one's first): each line names its cell.
-        self.say(f"  jax {spec.jax_version} {spec.mesh_label} run {run.index}/{planned} seed {run.seed}: "
+        where = " in the moved folder (a copy of run 1's, elsewhere)" if run.in_moved_folder else ""
+        self.say(f"  jax {spec.jax_version} {spec.mesh_label} run {run.index}/{planned} seed {run.seed}{where}: "
                  f"{status} in {run.duration_s:.1f}s, {shown}")
 
     def cell_finished(self, cell: CellResult) -> None:

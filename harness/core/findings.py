@@ -153,6 +153,11 @@ class FactorResult(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=Tru
     # what the run changed, in words (the other path, the variable's value)
     change: str = ""
     run: RunRecord | None = None  # None: could not be varied here
+    # harness check's moved run in a planned later run's place (its index and seed; 0: run 1's seed, one run beside
+    # the plan, as before): `counted` when every key hit, the run then being that planned run; otherwise that run
+    # was made again in the cell's own folder with the same seed, the control that tells the path from the seed.
+    planned_run: int = 0
+    counted: bool = False
 
     @property
     def missed(self) -> bool:

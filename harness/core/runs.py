@@ -131,6 +131,10 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     tests: dict[str, str] = {}
     # each test id -> its seconds in this run (pytest's own durations of its phases; JUnit's time per test)
     test_seconds: dict[str, float] = {}
+    # harness check's moved run made in this planned run's place: its process read a copy of run 1's folder
+    # through another path (with this run's seed), and is counted as this run because every key it computed hit
+    # (docs/measuring.md); false for a run in the cell's own folder, and in folders written before.
+    in_moved_folder: bool = False
 
     @property
     def ok(self) -> bool:

@@ -117,8 +117,9 @@ class Options:
         group=Group.MEASURE, type=factors, metavar="FACTOR[,FACTOR...]|all", spell=",".join,
         example=("cache-path,cwd",))] = None
     no_moved_folder: Annotated[bool, opt(
-        "--no-moved-folder", help="skip the one run more per cell that reads its cache folder through another path "
-        "(the `moved folder` column: the path is in every key from JAX 0.4.36 until 0.11.0; docs/measuring.md)",
+        "--no-moved-folder", help="skip the run per cell that reads its cache folder through another path "
+        "(the `moved folder` column: the path is in every key from JAX 0.4.36 until 0.11.0; where every key hits "
+        "it is one of the planned runs, so skipping it saves a run only where it misses; docs/measuring.md)",
         group=Group.MEASURE, action="store_true")] = False
     rebuild: Annotated[bool, opt("--rebuild", help="rebuild environments/images even if ready",
                                  group=Group.ENVIRONMENT, action="store_true")] = False

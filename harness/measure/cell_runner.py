@@ -4,8 +4,9 @@ Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bu
 The first run always runs alone: its entries are the cell's baseline, so with `at_once > 1` any
 entry that appears after it is a key the first run did not compute (the verdict needs no more).
 The second runs alone too among the planned runs (see SETTLING_RUNS), beside harness check's moved-folder
-run (in a copy of the folder); the later runs then overlap, and a run's `new_entries` are what appeared
-while it ran, which may include a neighbour's entries. `run_cells` schedules the
+run (in a copy of the folder, with the next planned run's seed: where every key hits it is that run, see
+EarlyMoved); the later runs then overlap, and a run's `new_entries` are what appeared while it ran, which may
+include a neighbour's entries. `run_cells` schedules the
 runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
 """
 
@@ -43,8 +44,9 @@ from harness.evidence.script_settings import first_use, read_script_settings, se
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
-from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, needs_control, not_judged, reference_of,
-                                              why_not_varied, with_control)
+from harness.verdicts.factor_verdicts import (as_planned_run, cannot_vary, counts_as_planned_run, judge_factor,
+                                              needs_control, not_judged, reference_of, why_not_varied, with_control,
+                                              with_planned_control, without_planned_control)
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
@@ -137,6 +139,7 @@ class QueuedRun:
     ranks: tuple[int, ...] = ()  # a multi-process cell's run: its seeds by process (`seed` is process 0's)
     factor: Factor | None = None
     control: bool = False
+    in_planned_place: bool = False  # harness check's moved run, with this planned run's index and seed (EarlyMoved)
 
 
 @dataclass
@@ -213,10 +216,10 @@ class OpenCell:
         return bool(self.pending) and not self.tally.stop_now()
 
     def startable(self) -> bool:
-        if self._moved_run_due():
+        if self._moved_run_due() or self._moved_planned_run_due():
             return True
         if self._planned_runs_left():
-            if len(self.tally.records) < SETTLING_RUNS:  # one planned run at a time until the cell may have settled
+            if self._settling():  # one planned run at a time until the cell may have settled
                 return self.running - (self.moved is not None and self.moved.result is None) == 0
             return self.seed_window is None or self.seed_window.ready(self.pending[0][0])
         if self.checks is None and self.running == 0:
@@ -236,6 +239,10 @@ class OpenCell:
         phase = self._vary_phase()
         return phase is not None and phase.has_next()
 
+    def _settling(self) -> bool:
+        """Runs 1..SETTLING_RUNS have not all ended (a later run the moved run counted as settles nothing)."""
+        return sum(r.index <= SETTLING_RUNS for r in self.tally.records) < min(SETTLING_RUNS, self.tally.planned)
+
     def _vary_phase(self) -> VaryPhase | None:
         if self.vary is None and (self.runner.vary or self.runner.moved_folder):
             self.vary = VaryPhase.begin(self, self.moved.result if self.moved is not None else None)
@@ -247,9 +254,10 @@ class OpenCell:
         return self.vary
 
     def _moved_run_due(self) -> bool:
-        """harness check's moved folder starts as soon as run 1 has ended, in a copy of the folder run 1 left,
-        beside run 2 (on two cores it costs no wall time of its own, and a cell that reproduces at run 2 stops
-        with it made): it is run with run 1's seed and judged against run 1's keys alone, which that copy holds.
+        """harness check's moved folder starts as soon as run 1 has ended (and run 2 has started, where it takes
+        a planned run's place: _moved_takes_planned_run), in a copy of the folder run 1 left, beside run 2 (on two
+        cores it costs no wall time of its own, and a cell that reproduces at run 2 stops with it made): it is
+        judged against run 1's keys, which that copy holds alone (with run 1's seed where it takes no planned run).
         Only the default check's own run (an explicit --vary cache-path counts in the verdict: it runs after the
         cell's runs, as every factor does), for one process, once run 1 ran and computed a key, and only with a
         slot to spare (one run at a time: after the cell's runs, where it costs the same)."""
@@ -258,8 +266,38 @@ class OpenCell:
                 or Factor.CACHE_PATH in runner.vary or self.spec.is_multiprocess or not self.tally.records
                 or self.tally.stop_now()):
             return False
+        if self._moved_takes_planned_run() and len(self.started) < SETTLING_RUNS:
+            return False  # run 2 first (its seed is chosen then): the moved run takes the next planned run's place
         reference = reference_of(self.tally.records)
         return reference is not None and not why_not_varied(reference, Verdict.CLEAN)
+
+    # ---- the moved run in a planned later run's place (issue 51 item 7) ----
+
+    def _moved_takes_planned_run(self) -> bool:
+        """Whether the moved run is made with a planned later run's seed (and counts as that run where every key
+        hits: EarlyMoved.take) rather than run 1's, one run beside the plan: harness check's own moved run (not
+        --vary, whose control and factors are judged against run 1's seed; not the built-in repro) of a cell
+        with a planned run after run 2 not started yet."""
+        return (not self.runner.vary and not self.runner.repro.builtin
+                and any(index > SETTLING_RUNS for index, _ in self.pending))
+
+    def _moved_planned_run_due(self) -> bool:
+        """The planned run the moved run took, made again in the cell's own folder with the same seed, when the
+        moved run did not count as it: once runs 1 and 2 have ended (the moved run ran beside run 2), as a later run
+        of the cell. A cell that stopped at its first miss makes it not: its verdict needs no more runs, and a moved
+        run of a set-order regression misses by its seed, which its planned run would only show again (a process
+        for nothing where it would have cost none): whether the path moves the keys is then said not measured."""
+        moved = self.moved
+        if moved is None or moved.again is None:
+            return False
+        if self.tally.stop_now():
+            assert moved.result is not None
+            moved.again = None
+            moved.result = without_planned_control(
+                moved.result, moved.queued.index, f"the cell stopped at its first miss, so run {moved.queued.index} was not made in the "
+                              "cell's own folder with this seed to tell the path from the seed")
+            return False
+        return not self._settling()
 
     def _plan_checks(self) -> list[QueuedRun]:
         """Some runs failed and others passed: re-run a failing and a passing seed (seed_check.RERUNS)."""
@@ -272,8 +310,12 @@ class OpenCell:
 
     def take(self) -> QueuedRun:
         if self._moved_run_due():
-            self.moved = EarlyMoved.take(self)
+            self.moved = EarlyMoved.take(self, self._planned_place())
             return self.moved.queued
+        if self._moved_planned_run_due():
+            assert self.moved is not None and self.moved.again is not None
+            self.moved.again_taken, self.moved.again = self.moved.again, None
+            return self.moved.again_taken
         if self._planned_runs_left():
             if self.seed_window is not None:
                 self._reseeded(self.seed_window.seeds_for(self.pending[0][0], list(self.started), len(self.pending)))
@@ -354,6 +396,21 @@ class OpenCell:
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
 
+    def _planned_place(self) -> QueuedRun | None:
+        """The next planned run, taken for the moved run (its seed as chosen when run 2 was taken), or None where
+        the moved run has run 1's seed."""
+        if not self._moved_takes_planned_run():
+            return None
+        index, seeds = self.pending.pop(0)
+        self.started.append(seeds[0])
+        return QueuedRun(index, seeds[0], factor=Factor.CACHE_PATH, in_planned_place=True)
+
+    def planned_run_ended(self, record: RunRecord, log: Path) -> None:
+        """A planned run's record to the tally, and what it lowered (its `log`'s IR dump) to the seed window."""
+        self.tally.add(record)
+        if self.seed_window is not None:
+            self.seed_window.run_ended(record.index, record.seed, ir_dump_dir(log))
+
     def _reseeded(self, later: list[int] | None) -> None:
         """The seeds of the runs not started yet, chosen from what the runs before them lowered (None: as they were)."""
         if later is not None:
@@ -428,27 +485,25 @@ class OpenCell:
         return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT, cache,
                                 name=f"seed-check-run-{queued.index:02d}-seed-{queued.seed}{again}")
 
-    def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> bool:
-        """Take a finished run; whether it is one of the cell's planned runs (told as progress)."""
+    def done(self, queued: QueuedRun, record: RunRecord | FactorResult) -> RunRecord | None:
+        """Take a finished run; its record where it is one of the cell's planned runs (told as progress)."""
         if self.moved is not None and queued is self.moved.queued:
             assert isinstance(record, FactorResult)
-            self.moved.result = record
-            return False
+            return self.moved.ended(record)
         if isinstance(record, FactorResult) or queued.control:
             self._phase().done(queued, record)
-            return False
+            return None
         if queued.check == SEED_CONTROL:
             self.control_record = record
-            return False
+            return None
         if queued.check is None:
-            self.tally.add(record)
-            if self.seed_window is not None:
-                self.seed_window.run_ended(record.index, record.seed,
-                                           ir_dump_dir(self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log"))
-            return True
+            self.planned_run_ended(record, self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
+            if self.moved is not None and queued is self.moved.again_taken:
+                self.moved.control_ended(record)
+            return record
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
-        return False
+        return None
 
     def seed_check(self) -> SeedCheck | None:
         if {FAILING, PASSING} <= set(self.rechecked):
@@ -554,12 +609,14 @@ class VaryPhase:
             self.cell.runner.on_factor(self.cell.spec, result)
 
     @staticmethod
-    def _name(queued: QueuedRun) -> str:
+    def log_name(queued: QueuedRun) -> str:
+        if queued.in_planned_place:
+            return f"{MOVED_LOG}-run-{queued.index:02d}-seed-{queued.seed}"
         return f"vary-{queued.factor}-seed-{queued.seed}" if queued.factor else f"control-seed-{queued.seed}"
 
     def _run(self, queued: QueuedRun, prepared: varying.FactorRun | None) -> RunRecord:
         cell = self.cell
-        name = self._name(queued)
+        name = self.log_name(queued)
         return cell.measure_run(queued, cell.folder or FolderMode.ENVIRONMENT,
                                 prepared.cache_dir if prepared else None, name=name,
                                 program=prepared.program if prepared else None,
@@ -591,7 +648,7 @@ class VaryPhase:
                     if problem:
                         raise varying.CannotVary(problem)
                 # Its IR dump's folder made now, so that it too is open to the other user.
-                (cell.log_dir / f"{self._name(queued)}.ir").mkdir(parents=True, exist_ok=True)
+                (cell.log_dir / f"{self.log_name(queued)}.ir").mkdir(parents=True, exist_ok=True)
                 varying.open_to_all(cell.cache_dir, cell.log_dir)
             elif factor == Factor.PREFIX:
                 copy = environment.prefix_copy()
@@ -622,28 +679,71 @@ class VaryPhase:
         return judge_factor(factor, self._reference_run(), record, prepared.change, on_disk)
 
 
+MOVED_LOG = "moved-folder"  # the log of a moved run in a planned run's place: moved-folder-run-03-seed-N.log
+
+
 @dataclass
 class EarlyMoved:
     """harness check's moved folder run as soon as run 1 has ended (OpenCell._moved_run_due): its folder is
-    copied when it is taken, before run 2 starts, so the copy holds run 1's entries alone; the cell's VaryPhase
-    takes its result once the cell's runs have ended."""
+    copied when it is taken, holding run 1's entries alone; the cell's VaryPhase takes its result once the cell's
+    runs have ended.
 
+    Where a planned run after run 2 is left (OpenCell._moved_takes_planned_run), it has that run's index and seed
+    (issue 51 item 7): where every key it computed hit (factor_verdicts.counts_as_planned_run) it is that run,
+    counted by the cell's tally like any later run; otherwise that run is made `again` in the cell's own folder with
+    the same seed once run 2 has ended, the tally counting that one, and its outcome says whether the moved run's
+    miss was the path's (with_planned_control); a cell that stopped at its first miss makes it not
+    (OpenCell._moved_planned_run_due). Elsewhere it has run 1's seed and is judged against run 1 alone, beside
+    the plan."""
+
+    cell: OpenCell
     phase: VaryPhase
     queued: QueuedRun
     prepared: varying.FactorRun | FactorResult
     result: FactorResult | None = None
+    again: QueuedRun | None = None  # its planned run, to be made in the cell's own folder
+    again_taken: QueuedRun | None = None
 
     @classmethod
-    def take(cls, cell: OpenCell) -> EarlyMoved:
+    def take(cls, cell: OpenCell, planned: QueuedRun | None = None) -> EarlyMoved:
         reference = reference_of(cell.tally.records)
         assert reference is not None
         phase = VaryPhase(cell, reference, CellVariation(reference.index, reference.seed), Verdict.CLEAN,
                           [Factor.CACHE_PATH], moved_only=True)
-        queued = phase.take()
-        return cls(phase, queued, phase.prepare(queued))
+        if planned is None:
+            queued = phase.take()
+            return cls(cell, phase, queued, phase.prepare(queued))
+        phase.todo.clear()
+        phase.runs_made = 1
+        prepared = phase.prepare(planned)
+        if isinstance(prepared, varying.FactorRun):
+            # run 1's entries alone, as the moved run beside the plan has: run 2 was started just before this copy
+            for name in list_dir(prepared.cache_dir) - set(reference.new_entries):
+                remove_path(prepared.cache_dir / name)
+            prepared = replace(prepared, change=f"{prepared.change} (run {reference.index}'s entries), with run "
+                                                f"{planned.index}'s seed {planned.seed}")
+        return cls(cell, phase, planned, prepared)
 
     def measure(self) -> FactorResult:
         return self.phase.measure_prepared(self.queued, self.prepared)
+
+    def ended(self, result: FactorResult) -> RunRecord | None:
+        """Its result; its record where it counts as its planned run (told as progress)."""
+        self.result = result
+        if not self.queued.in_planned_place:
+            return None
+        if counts_as_planned_run(result):
+            self.result = as_planned_run(result)
+            assert result.run is not None
+            self.cell.planned_run_ended(result.run, self.cell.log_dir / f"{VaryPhase.log_name(self.queued)}.log")
+            return result.run
+        self.again = QueuedRun(self.queued.index, self.queued.seed)
+        return None
+
+    def control_ended(self, record: RunRecord) -> None:
+        """Its planned run, made in the cell's own folder with its seed, ended: what the moved run showed."""
+        assert self.result is not None
+        self.result = with_planned_control(self.result, self.phase._reference_run(), record)
 
 
 # What `run_cells` is given for each cell, in order, when a slot is free for it: the cell to measure,
@@ -725,8 +825,9 @@ def run_cells(openers: Iterable[CellOpener], at_once: int, on_result: Callable[[
                 ran, queued = running.pop(future)
                 record = future.result()  # a harness failure is raised here
                 ran.running -= 1
-                if ran.done(queued, record) and on_run and isinstance(record, RunRecord):
-                    on_run(ran.spec, record, ran.tally.planned)
+                planned = ran.done(queued, record)
+                if planned is not None and on_run:
+                    on_run(ran.spec, planned, ran.tally.planned)
 
     try:
         drive()

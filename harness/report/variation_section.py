@@ -11,7 +11,7 @@ from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeade
 from harness.core.model import CellResult
 from harness.core.findings import FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
-from harness.verdicts.factor_verdicts import moved_folder_line
+from harness.verdicts.factor_verdicts import moved_folder_line, moved_run_detail
 
 TITLE = "## Environment variation"
 
@@ -106,11 +106,14 @@ def moved_folder_section(header: ResultsHeader, cells: list[CellResult]) -> list
     if not moved:
         return []
     lines = [MOVED_TITLE, "",
-             ("One more run per cell read the same cache folder through another path (a copy elsewhere: what a cache "
-              "on another mount point, behind a symlink or restored by CI to another folder sees), with the reference "
-              "run's hash seed. The verdict is the fresh processes' in one path; this run never changes it "
-              "(docs/measuring.md)."), ""]
+             ("A run per cell read the cache folder run 1 left through another path (a copy elsewhere: what a cache "
+              "on another mount point, behind a symlink or restored by CI to another folder sees). Beside run 2 it "
+              "has a planned later run's hash seed and, where every key hit, it is that run; where one missed, that "
+              "run is made in the cell's own folder with the same seed, which tells the path from the seed. Where no "
+              "later run was left to take, it has the reference run's seed, one run more. The verdict is the fresh "
+              "processes'; the moved folder's result never changes it (docs/measuring.md)."), ""]
     lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_line(result))}"
+              + (f" ({md.text(detail)})" if (detail := moved_run_detail(result)) else "")
               for c, result in moved]
     lines.append("")
     missed = [(c, result, result.run) for c, result in moved if result.missed and result.run is not None]

@@ -141,7 +141,8 @@ def needs_control(variation: CellVariation, moved_folder: FactorResult | None = 
     do not move without the path; a reproduced cell's keys may move by themselves (an address, a clock)."""
     if variation.control is not None:
         return False
-    moved_missed = moved_folder is not None and moved_folder.missed and verdict != Verdict.CLEAN
+    moved_missed = (moved_folder is not None and moved_folder.missed and verdict != Verdict.CLEAN
+                    and not moved_folder.planned_run)  # (a planned run's moved run had its own control)
     return moved_missed or any(f.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN)
                                for f in variation.factors)
 
@@ -244,3 +245,67 @@ def moved_folder_line(result: FactorResult | None) -> str:
     said = moved_folder_column(result)
     why = result.reason if result.outcome not in (FactorOutcome.HIT, FactorOutcome.MISS) and result.reason else ""
     return f"{MOVED_FOLDER}: {said}" + (f" ({why})" if why else "")
+
+
+# ---- the moved run in a planned later run's place (issue 51 item 7): one process fewer per clean cell ----
+
+def counts_as_planned_run(moved: FactorResult) -> bool:
+    """Whether the moved run, made with a planned later run's seed in a copy of run 1's folder, is that later run:
+    it ran to its end and every key it computed hit (it compiled none: a key compiled again though its entry was in
+    the copy was not served, a miss in the cell's own folder too). Such a run computed run 1's keys with another
+    seed, what a later run in the cell's folder shows, and reading them through another path hit."""
+    run = moved.run
+    return moved.outcome == FactorOutcome.HIT and run is not None and run.ok and not run_keys(run).compiled
+
+
+def as_planned_run(moved: FactorResult) -> FactorResult:
+    """The moved run counted as the planned run whose index and seed it had."""
+    assert moved.run is not None, "a moved run counted without its run"
+    moved.planned_run, moved.counted = moved.run.index, True
+    moved.run.in_moved_folder = True
+    moved.reason = f"{moved.reason}; counted as run {moved.run.index}"
+    return moved
+
+
+def with_planned_control(moved: FactorResult, reference: RunRecord, control: RunRecord) -> FactorResult:
+    """The moved run (a planned run's seed, not counted) once that planned run was made in the cell's own folder with
+    the same seed: where that hit, the seed moves no key and the moved run's miss is the path's; where it missed
+    too, the seed (or the program) moved the keys and whether the path does was not measured (`not judged`). A moved
+    run that failed or was not judged stays so: the control only made the planned run."""
+    moved.planned_run = control.index
+    same = f"run {control.index}, seed {control.seed} again in the cell's own folder"
+    if moved.outcome not in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN):
+        moved.reason = f"{moved.reason}; {same}, is the cell's run {control.index}"
+        return moved
+    if not control.ok:
+        why = f"{same}, failed ({control.reason or control.exit_code})"
+    else:
+        judged = judge_factor(Factor.CWD, reference, control)  # any factor: only hit or not matters here
+        if judged.outcome == FactorOutcome.HIT:
+            moved.reason = f"{moved.reason}; {same}, hit: the path moved them"
+            return moved
+        why = f"{same}, missed too ({judged.reason}): the seed or the program moved the keys"
+    moved.outcome = FactorOutcome.NOT_JUDGED
+    moved.reason = f"{moved.reason}; not the path's: {why}, so whether the path moves them was not measured"
+    return moved
+
+
+def without_planned_control(moved: FactorResult, planned_run: int, why: str) -> FactorResult:
+    """The moved run (`planned_run`'s seed, not counted) whose planned run was not made again (`why`): a miss is
+    then not known to be the path's (`not judged`)."""
+    moved.planned_run = planned_run
+    if moved.outcome in (FactorOutcome.MISS, FactorOutcome.KEYED_BY_DESIGN):
+        moved.outcome = FactorOutcome.NOT_JUDGED
+        why = f"not known to be the path's: {why}"
+    moved.reason = f"{moved.reason}; {why}"
+    return moved
+
+
+def moved_run_detail(moved: FactorResult) -> str:
+    """What a moved run in a planned run's place measured, in words, for the report: its folder and seed (`change`)
+    and what became of it (`reason`, where `moved_folder_line` does not say it already); "" for one with run 1's
+    seed, which the section's text describes."""
+    if not moved.planned_run:
+        return ""
+    said = moved.reason if moved.outcome in (FactorOutcome.HIT, FactorOutcome.MISS) else ""
+    return "; ".join(part for part in (moved.change, said) if part)

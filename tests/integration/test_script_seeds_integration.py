@@ -23,5 +23,8 @@ def test_the_fsdp_tp_program_reproduces_with_4_runs_because_its_seeds_cover_both
     assert cover["pairs_in_both_orders"] is True
     assert sorted(cover["orderings_run"]) == ["batch,feats", "feats,batch"]  # what makes it deterministic
     assert cell["verdict"] == "reproduced"
-    # the runs made: no more than the two orders needed
-    assert [r["seed"] for r in cell["runs"]] == seeds["chosen"][:len(cell["runs"])] and len(cell["runs"]) == 2
+    # the runs made: no more than the two orders needed, and the moved folder's run beside run 2 with run 3's
+    # seed, kept as run 3 where every key hit (docs/measuring.md)
+    runs = cell["runs"]
+    assert [r["seed"] for r in runs] == seeds["chosen"][:len(runs)]
+    assert len(runs) == 2 or (len(runs) == 3 and runs[2]["in_moved_folder"] and cell["moved_folder"]["counted"])

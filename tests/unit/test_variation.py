@@ -42,8 +42,10 @@ from harness.results.resume import check_same_sweep
 from harness.core.errors import UserError
 from harness.core.records import convert, plain
 from harness.core.records import plain as as_json
-from harness.verdicts.factor_verdicts import (cannot_vary, judge_factor, moved_folder_column, moved_folder_line, not_judged,
-                                   vary_column, verdict_with, why_not_varied, with_control)
+from harness.verdicts.factor_verdicts import (as_planned_run, cannot_vary, counts_as_planned_run, judge_factor,
+                                              moved_folder_column, moved_folder_line, needs_control, not_judged,
+                                              vary_column, verdict_with, why_not_varied, with_control,
+                                              with_planned_control, without_planned_control)
 
 SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
 
@@ -306,12 +308,15 @@ def test_containers_see_the_moved_folder_at_another_path(tmp_path):
 
 class PathKeyedEnvironment(Environment):
     """Logs and writes keys like JAX 0.4.36-0.10.2: the cache folder's path is in the compile options,
-    the time zone in nothing; `moving` makes every run's computation differ (an address in the module)."""
+    the time zone in nothing; `moving` makes every run's computation differ (an address in the module).
+    `path_keyed=False`: keys like 0.4.31 (no path in them); `seed_keyed`: the hash seeds whose module differs
+    (a set's order baked into it)."""
 
     jax_version = "0.5.0"
 
-    def __init__(self, cannot=(), moving=False):
+    def __init__(self, cannot=(), moving=False, path_keyed=True, seed_keyed=()):
         self.cannot, self.moving, self.runs = set(cannot), moving, []
+        self.path_keyed, self.seed_keyed = path_keyed, frozenset(seed_keyed)
 
     def cannot_vary(self, factor):
         return "not here" if factor in self.cannot else ""
@@ -319,7 +324,9 @@ class PathKeyedEnvironment(Environment):
     def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
         self.runs.append((program, variation))
         computation = f"f{len(self.runs)}" if self.moving else "f"
-        components = {"computation": h(computation), "compile_options": h(str(cache_dir)),
+        if int(env.get("PYTHONHASHSEED", "0")) in self.seed_keyed:
+            computation += "-other-order"
+        components = {"computation": h(computation), "compile_options": h(str(cache_dir) if self.path_keyed else "/c"),
                       "compression": h("zlib")}
         key = h(repr(sorted(components.items())))
         lines = [f"DEBUG:jax._src.cache_key:get_cache_key hash of serialized {n}: {v}" for n, v in components.items()]
@@ -572,8 +579,7 @@ def _moved_side_by_side(tmp_path, environment, alone):
 
 def _said(cell):
     moved = cell.moved_folder
-    said = None if moved is None else (moved.outcome, moved.components, moved.reason.replace("cache1", "cache2"),
-                                       moved.run.seed if moved.run else None, moved.run.index if moved.run else None)
+    said = None if moved is None else (moved.outcome, moved.components)
     return cell.verdict, [(r.index, r.seed) for r in cell.runs], said
 
 
@@ -581,12 +587,24 @@ def _said(cell):
 def test_with_two_slots_the_moved_folder_runs_beside_run_2_and_says_what_it_says_after_the_runs(tmp_path, moving):
     beside = BesideRun2Environment(moving=moving)
     early, late = _moved_side_by_side(tmp_path, beside, PathKeyedEnvironment(moving=moving))
-    assert _said(early) == _said(late)
+    # beside run 2 it has run 3's seed, and run 3 is made again in the cell's own folder (the path is keyed): the
+    # same runs and the same finding as the moved run after the cell's runs with run 1's seed (one slot)
+    assert early.moved_folder.run.seed == 13 and early.moved_folder.planned_run == 3
+    assert late.moved_folder.run.seed == 11 and not late.moved_folder.planned_run
     assert early.verdict == (Verdict.REPRODUCED if moving else Verdict.CLEAN)
     # its folder is a copy of what run 1 left: run 1's entry alone (run 2 had not written)
     assert len(beside.moved_folder_held) == 1 and beside.moved_folder_held[0] in early.runs[0].new_entries
-    if moving:  # the cell stopped at run 2's miss, with its moved folder made already
-        assert [r.index for r in early.runs] == [1, 2]
+    if not moving:
+        assert _said(early) == _said(late)
+        return
+    # the cell stopped at run 2's miss with its moved run made (it missed): run 3 is not made to tell the path
+    # from the seed (a set-order cell's moved run misses by its seed), so the path is not blamed, as the late
+    # one's control (another run) did not blame it
+    assert _said(early) == _said(late) == (Verdict.REPRODUCED, [(1, 11), (2, 12)],
+                                           (FactorOutcome.NOT_JUDGED, ["computation", "compile_options"]))
+    assert early.moved_folder.reason.endswith("not known to be the path's: the cell stopped at its first miss, so "
+                                              "run 3 was not made in the cell's own folder with this seed to tell "
+                                              "the path from the seed")
 
 
 def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_has_none(tmp_path):
@@ -595,32 +613,33 @@ def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_
     assert early.moved_folder is None and early.verdict == Verdict.ERROR
 
 
-class ProbeBesideMovedEnvironment(PathKeyedEnvironment):
-    """Each run lowers the recorded 0.4.28 module (a set of mesh names: run 1's seed probe follows); the probe
-    (this Python, for real) and the moved folder's run wait for each other: they must overlap."""
+class ProbeBeforeMovedEnvironment(PathKeyedEnvironment):
+    """Each run lowers the recorded 0.4.28 module (a set of mesh names: run 1's seed probe follows, this Python for
+    real); the order of the probe and the runs is kept."""
 
     def __init__(self):
         super().__init__()
-        self.together = threading.Barrier(2, timeout=20)
+        self.order: list[str] = []
 
     def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
         if program.script == PROBE_SCRIPT:
-            self.together.wait()
+            self.order.append("probe")
             with open(log_path, "w") as log:
                 done = subprocess.run([sys.executable, str(program.script), *program.args], stdout=log, check=False)
             return ProcessOutcome(done.returncode, 0.01)
-        if variation is not None and variation.factor == Factor.CACHE_PATH:
-            self.together.wait()
+        self.order.append(f"moved {env['PYTHONHASHSEED']}" if variation is not None else env["PYTHONHASHSEED"])
         if IR_DUMP_VAR in env:
             shutil.copytree(Path(__file__).parents[1] / "fixtures" / "ir_dump" / "run-01.ir", env[IR_DUMP_VAR],
                             dirs_exist_ok=True)
         return super().run(program, env, cache_dir, log_path, timeout_s, variation)
 
 
-def test_run_1s_seed_probe_overlaps_the_moved_folders_run_and_still_chooses_the_later_seeds(tmp_path):
+@pytest.mark.parametrize("path_keyed", [False, True], ids=["0.4.31", "0.10.2"])
+def test_the_moved_run_has_run_3s_seed_as_run_1s_probe_chose_it(tmp_path, path_keyed):
     script = tmp_path / "s.py"
     script.write_text("")
-    environment = ProbeBesideMovedEnvironment()
+    environment = ProbeBeforeMovedEnvironment()
+    environment.path_keyed = path_keyed
     planner = SeedPlanner(runs=4)
     plan = planner.plan(SPEC, environment, tmp_path)
     runner = CellRunner(environment, Repro("s", script, builtin=False), 10, at_once=2, moved_folder=True)
@@ -629,6 +648,14 @@ def test_run_1s_seed_probe_overlaps_the_moved_folders_run_and_still_chooses_the_
     assert cell.verdict == Verdict.CLEAN and cell.moved_folder is not None
     assert plan.strategy == SeedStrategy.CHOSEN and [r.seed for r in cell.runs] == plan.seeds  # chosen after run 1
     assert "names from run 1's lowered module" in plan.note
+    # the probe (when run 2 is taken) before the moved run, which has run 3's chosen seed
+    assert environment.order.index("probe") < environment.order.index(f"moved {plan.seeds[2]}")
+    assert cell.moved_folder.run.seed == plan.seeds[2] and cell.moved_folder.planned_run == 3
+    assert cell.runs[2].in_moved_folder is not path_keyed  # it is run 3 where it hit
+    # (this stub's run 1 runs twice: it never reads the hook's folder, as a script that sets its own may)
+    seeds = [str(s) for s in plan.seeds]
+    made = sorted(o for o in environment.order[2:] if o != "probe")
+    assert made == sorted([seeds[1], f"moved {seeds[2]}", seeds[3]] + ([seeds[2]] if path_keyed else []))
 
 
 class FailingSecondRun(PathKeyedEnvironment):
@@ -648,3 +675,133 @@ def test_a_resume_with_the_moved_folder_otherwise_is_refused():
         check_same_sweep(header(True), header(False), "r")
     assert convert({"runs": 2}, RecordedOptions).moved_folder is None  # older folders: no such run
     assert convert(plain(RecordedOptions(moved_folder=False)), RecordedOptions).moved_folder is False
+
+
+# ---- the moved run in a planned later run's place (issue 51 item 7) ------------------------------------------
+
+def test_a_moved_run_that_hit_every_key_is_its_planned_run_and_one_that_compiled_is_not():
+    written = [logged("jit_f", computation="f", compile_options="/a"), logged("jit_g", computation="g",
+                                                                             compile_options="/a")]
+    hit = judge_factor(Factor.CACHE_PATH, REFERENCE, record(3, *written, listed=False))
+    assert hit.outcome == FactorOutcome.HIT  # (logged as written: compiled)
+    assert not counts_as_planned_run(hit)  # a key compiled again from a copy that held it: not served
+    served = [LoggedKey(k.module, k.key, Outcome.HIT, components=k.components) for k in written]
+    loaded = judge_factor(Factor.CACHE_PATH, REFERENCE, record(3, *served, listed=False))
+    assert counts_as_planned_run(loaded)
+    counted = as_planned_run(loaded)
+    assert counted.counted and counted.planned_run == 3 and counted.run.in_moved_folder
+    assert counted.reason.endswith("; counted as run 3") and moved_folder_line(counted) == "moved folder: hit"
+    assert not counts_as_planned_run(judge_factor(Factor.CACHE_PATH, REFERENCE, record(3, *served, ok=False)))
+
+
+def _path_moved():
+    return judge_factor(Factor.CACHE_PATH, REFERENCE, record(3, logged("jit_f", computation="f", compile_options="/b"),
+                                                            logged("jit_g", computation="g", compile_options="/b")))
+
+
+def test_the_planned_runs_control_tells_the_path_from_the_seed():
+    # run 3 again in the cell's own folder, the same seed: it hit, so the moved run's miss is the path's
+    path = with_planned_control(_path_moved(), REFERENCE, record(3, *REFERENCE.keys.keys))
+    assert path.outcome == FactorOutcome.MISS and path.planned_run == 3 and not path.counted
+    assert path.reason == "compile_options moved, 2 of 2 modules; run 3, seed 7 again in the cell's own folder, hit: " \
+                          "the path moved them"
+    assert moved_folder_column(path) == "every module missed (compile_options)"
+    # it missed too: the seed (or the program) moved the keys, the path's part was not measured
+    seed = with_planned_control(_path_moved(), REFERENCE, record(3, logged("jit_f", computation="f2",
+                                                                           compile_options="/a"),
+                                                                 REFERENCE.keys.keys[1]))
+    assert seed.outcome == FactorOutcome.NOT_JUDGED and moved_folder_column(seed) == "not judged"
+    assert "not the path's: run 3, seed 7 again in the cell's own folder, missed too (computation moved, 1 of 2 " \
+           "modules): the seed or the program moved the keys, so whether the path moves them was not measured" \
+           in seed.reason
+    failed = with_planned_control(_path_moved(), REFERENCE, record(3, ok=False))
+    assert failed.outcome == FactorOutcome.NOT_JUDGED and "again in the cell's own folder, failed (exit code 1)" in \
+        failed.reason
+    # a moved run that failed: its planned run made again, said, nothing judged
+    broken = with_planned_control(judge_factor(Factor.CACHE_PATH, REFERENCE, record(3, ok=False)), REFERENCE,
+                                  record(3, *REFERENCE.keys.keys))
+    assert broken.outcome == FactorOutcome.NOT_JUDGED and broken.reason.startswith("its run failed")
+    assert broken.reason.endswith("; run 3, seed 7 again in the cell's own folder, is the cell's run 3")
+    # not made again (the cell stopped at its first miss): a miss is not known to be the path's
+    unmade = without_planned_control(_path_moved(), 3, "the cell stopped")
+    assert unmade.outcome == FactorOutcome.NOT_JUDGED and unmade.reason.endswith("; not known to be the path's: "
+                                                                                "the cell stopped")
+    assert unmade.planned_run == 3 and moved_folder_line(unmade).startswith("moved folder: not judged (compile_options")
+    # needing no --vary control run of its own: its control is its planned run
+    assert not needs_control(CellVariation(1, 7), path, Verdict.REPRODUCED)
+
+
+class MovedRunFails(PathKeyedEnvironment):
+    def run(self, program, env, cache_dir, log_path, timeout_s, variation=None):
+        if variation is not None and variation.factor == Factor.CACHE_PATH:
+            self.runs.append((program, variation))
+            log_path.write_text("Traceback: boom\n")
+            return ProcessOutcome(1, 0.01)
+        return super().run(program, env, cache_dir, log_path, timeout_s, variation)
+
+
+def _check_cell(tmp_path, environment, seeds=(11, 12, 13, 14, 15, 16)):
+    """A cell as harness check measures it (two at once, stopping at the first miss, the moved folder); the fresh
+    processes it made, as bench/bench_pytest.py counts them (its logs; the stub's run 1 runs twice: not counted)."""
+    script = tmp_path / "s.py"
+    script.write_text("")
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, at_once=2, moved_folder=True)
+    cell = runner.run(SPEC, list(seeds), tmp_path / "cache", tmp_path / "logs", results_root=tmp_path,
+                      stop_when_reproduced=True)
+    logs = sorted(p.name for p in (tmp_path / "logs").glob("*.log") if not p.name.endswith(".first-use.log"))
+    return cell, logs
+
+
+def test_a_clean_cell_whose_moved_run_hits_is_its_planned_runs_alone(tmp_path):
+    cell, logs = _check_cell(tmp_path, PathKeyedEnvironment(path_keyed=False))  # keys like 0.4.31's
+    assert cell.verdict == Verdict.CLEAN and len(cell.runs) == 6 and len(logs) == 6  # 6 processes, not 7
+    assert [(r.index, r.seed, r.in_moved_folder) for r in cell.runs][2] == (3, 13, True)
+    assert "moved-folder-run-03-seed-13.log" in logs and "run-03-seed-13.log" not in logs
+    moved = cell.moved_folder
+    assert moved.outcome == FactorOutcome.HIT and moved.counted and moved.planned_run == 3
+    assert moved.run.seed == 13 and "with run 3's seed 13" in moved.change
+    assert "same in all 6 runs" in cell.reason
+    again = read_cell(as_json(cell))  # the records say it, and load back
+    assert again.runs[2].in_moved_folder and again.moved_folder.counted
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="x", repro="/s.py", source="harness check")),
+                               [again], SweepStatus.COMPLETE)
+    report = render_report(document, [again], {})
+    assert "moved folder: hit" in report and "with run 3's seed 13" in report and "counted as run 3" in report
+
+
+def test_a_clean_cell_whose_path_is_keyed_makes_its_moved_runs_planned_run_in_its_own_folder(tmp_path):
+    cell, logs = _check_cell(tmp_path, PathKeyedEnvironment())  # keys like 0.10.2's
+    assert cell.verdict == Verdict.CLEAN and len(cell.runs) == 6 and len(logs) == 7
+    assert not any(r.in_moved_folder for r in cell.runs) and cell.runs[2].seed == 13
+    assert {"moved-folder-run-03-seed-13.log", "run-03-seed-13.log"} <= set(logs)
+    moved = cell.moved_folder
+    assert moved.outcome == FactorOutcome.MISS and moved.components == ["compile_options"] and not moved.counted
+    assert moved.reason.endswith("run 3, seed 13 again in the cell's own folder, hit: the path moved them")
+
+
+@pytest.mark.parametrize("path_keyed", [False, True], ids=["0.4.31", "0.10.2"])
+def test_a_seed_that_moves_a_key_in_the_moved_run_reproduces_through_its_planned_run(tmp_path, path_keyed):
+    cell, logs = _check_cell(tmp_path, PathKeyedEnvironment(path_keyed=path_keyed, seed_keyed={13}))
+    assert cell.verdict == Verdict.REPRODUCED and "run 3" in cell.reason  # run 3 in the cell's own folder
+    assert [r.index for r in cell.runs][:3] == [1, 2, 3] and not cell.runs[2].in_moved_folder
+    moved = cell.moved_folder
+    assert moved.outcome == FactorOutcome.NOT_JUDGED and moved.planned_run == 3
+    assert "the seed or the program moved the keys, so whether the path moves them was not measured" in moved.reason
+
+
+def test_a_moved_run_that_fails_leaves_its_planned_run_to_the_cells_own_folder(tmp_path):
+    cell, logs = _check_cell(tmp_path, MovedRunFails(path_keyed=False))
+    assert cell.verdict == Verdict.CLEAN and len(cell.runs) == 6 and len(logs) == 7
+    assert cell.moved_folder.outcome == FactorOutcome.NOT_JUDGED
+    assert cell.moved_folder.reason.endswith("is the cell's run 3")
+
+
+def test_a_cell_that_stops_at_run_2_makes_no_run_to_tell_its_moved_runs_miss_from_the_seed(tmp_path):
+    # a set-order regression: run 2's seed and the moved run's (run 3's) order the set otherwise
+    cell, logs = _check_cell(tmp_path, PathKeyedEnvironment(path_keyed=False, seed_keyed={12, 13}))
+    assert cell.verdict == Verdict.REPRODUCED and [r.index for r in cell.runs] == [1, 2]
+    assert "run-03-seed-13.log" not in logs and "moved-folder-run-03-seed-13.log" in logs
+    assert len([name for name in logs if not name.startswith("seed-control")]) == 3  # as with run 1's seed
+    moved = cell.moved_folder
+    assert moved.outcome == FactorOutcome.NOT_JUDGED and moved.components == ["computation"]
+    assert "not known to be the path's: the cell stopped at its first miss" in moved.reason
