@@ -108,6 +108,18 @@ def variable_name_problem(name: object) -> str | None:
     return f"{str(name)[:60]!r} is not a variable name (letters, digits, _)"
 
 
+class ComparedByKey(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A run made beside the cell's first (at the same time), in an empty cache folder of its own at the cell
+    folder's path: nothing could be served to it, so its keys were compared with what the first run left in the
+    cell's folder. A key the first run wrote counts as a hit (`hits`: compared by key, not loaded), any other
+    is what it would have been in the cell's folder; `new_entries` are its own entries that the first run did not
+    write (in `folder`, kept beside the cell's, never merged into it)."""
+
+    baseline: int  # the run whose entries its keys were compared with
+    folder: str  # its own folder, relative to the results folder
+    hits: int = 0
+
+
 class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
@@ -131,6 +143,9 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     tests: dict[str, str] = {}
     # each test id -> its seconds in this run (pytest's own durations of its phases; JUnit's time per test)
     test_seconds: dict[str, float] = {}
+    # Run beside the first run in a folder of its own (harness/measure/beside.py): its hits are by key, not
+    # served; None for a run in the cell's folder.
+    compared_by_key: ComparedByKey | None = None
 
     @property
     def ok(self) -> bool:
