@@ -187,10 +187,13 @@ def main() -> int:
             cpu = min(c.cpu for c in checks)
             verdict = best.cell["verdict"]
             planned = len(best.cell.get("runs", []))
+            # run 1 alone, or beside run 2 (compared by key in a folder of its own): the fewest steps on 2 cores
+            paired = any(r.get("compared_by_key") for r in best.cell.get("runs", []))
+            floor = math.ceil(best.processes / 2) if paired else 1 + math.ceil((best.processes - 1) / 2)
             print(f"  {name}: {len(files)} tests, bare T = {t:.2f} s; check {best.seconds:.1f} s = "
                   f"{best.seconds / t:.1f} T (verdict {verdict}{'' if verdict == EXPECTED[name] else ' UNEXPECTED'}; "
-                  f"{best.processes} processes, {planned} planned runs; floor on 2 cores about "
-                  f"{1 + math.ceil((best.processes - 1) / 2)} processes in a row; issue 51's target when clean: 3 T)")
+                  f"{best.processes} processes, {planned} planned runs{', run 2 beside run 1' if paired else ''}; "
+                  f"floor on 2 cores about {floor} processes in a row; issue 51's target when clean: 3 T)")
             print(f"    CPU: bare {t_cpu:.2f} s; check {cpu:.1f} s = {cpu / t_cpu:.1f} x the bare CPU, "
                   f"{cpu / t_cpu / 2:.1f} T on 2 idle cores at best")
             if name == "clean":

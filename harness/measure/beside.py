@@ -36,12 +36,13 @@ ATTEMPT_SUFFIX = ".beside.log"  # an attempt that did not count (run 2 ran again
 
 
 def pairing_problem(*, builtin: bool, module: str | None, processes: int, varied: bool, at_once: int,
-                    folder_known: bool, runs: int, give_up: bool, own_folder_problem: str) -> str:
+                    folder_known: bool, runs: int, give_up: bool, own_folder_problem: Callable[[], str]) -> str:
     """Why a cell's run 2 does not run beside its run 1 (its runs then go as before), or "" when it does (pure).
     Only a test suite or module (`--pytest`, `-m MODULE`), whose every run is its whole session; one process per
     run; no --vary (its factors are judged against runs made the usual way); two runs at once; a folder that its
     run 1 decides (harness reduce's candidates get theirs as the original's runs did); a run after run 2;
-    nobody waiting to give up on the runs (harness reduce); and a folder of its own at the cell folder's path."""
+    nobody waiting to give up on the runs (harness reduce); and a folder of its own at the cell folder's path
+    (`own_folder_problem`, asked last: a probe, made only for a cell that could pair)."""
     if builtin or module is None:
         return "only a test suite or a module (-m) pairs its first runs"
     if processes > 1:
@@ -56,7 +57,7 @@ def pairing_problem(*, builtin: bool, module: str | None, processes: int, varied
         return f"fewer than {MIN_RUNS_TO_PAIR} runs: no run after run 2 would measure a served hit"
     if give_up:
         return "its runs may be given up early (harness reduce)"
-    return own_folder_problem
+    return own_folder_problem()
 
 
 @dataclass

@@ -206,7 +206,7 @@ class OpenCell:
             builtin=runner.repro.builtin, module=runner.repro.module, processes=spec.processes,
             varied=bool(runner.vary), at_once=runner.at_once, folder_known=folder is not None, runs=len(launches),
             give_up=give_up is not None,
-            own_folder_problem=runner.environment.own_folder_problem()) else BesideFirst.beside(cache_dir)
+            own_folder_problem=runner.environment.own_folder_problem) else BesideFirst.beside(cache_dir)
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,

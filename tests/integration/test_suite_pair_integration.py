@@ -11,11 +11,23 @@ import pytest
 from harness.cli import commands as cli
 from harness.core import recorder
 from harness.environments.same_path import same_path_problem
-from tests.integration.test_suite_per_test_integration import SET_ORDER, SUITE
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(same_path_problem()), reason=same_path_problem() or "bubblewrap works")]
 
+SET_ORDER = "tests/test_names.py::test_set_order"
+SET_ORDERED = {
+    "test_stable.py": "import jax, numpy as np\n\n\n"
+                      "def double(x):\n    return x * 2\n\n\n"
+                      "def test_double():\n    assert float(jax.jit(double)(np.ones(8, np.float32)).sum()) == 16.0\n",
+    # The weights are baked into the module in the set's order, which follows the hash seed.
+    "test_names.py": "import jax, numpy as np\n\n"
+                     "WEIGHTS = {'alpha': 1.0, 'beta': 2.0, 'gamma': 3.0, 'delta': 4.0, 'epsilon': 5.0}\n"
+                     "NAMES = set(WEIGHTS)\n\n\n"
+                     "def by_names(x):\n    return sum(x * WEIGHTS[n] for n in NAMES)\n\n\n"
+                     "def test_set_order():\n"
+                     "    assert float(jax.jit(by_names)(np.ones(3, np.float32)).sum()) == 45.0\n",
+}
 CLEAN = {
     "test_add.py": "import jax, jax.numpy as jnp\n\n\ndef test_add():\n"
                    "    assert float(jax.jit(lambda x: x + 1)(jnp.ones(2)).sum()) == 4.0\n",
@@ -70,8 +82,8 @@ def test_a_clean_suite_runs_run_2_beside_run_1_at_the_cell_folder_s_path(tmp_pat
 
 
 def test_a_set_ordered_test_still_reproduces_as_the_hash_seed_s(tmp_path, capsys, write):
-    for name in ("test_stable.py", "test_names.py"):
-        write(f"suite/tests/{name}", SUITE[name])
+    for name, text in SET_ORDERED.items():
+        write(f"suite/tests/{name}", text)
     code, cell, summary, _ = _check(tmp_path, capsys, "0.4.31")
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
     assert cell["reason"].startswith("jit_by_names: a new key in run "), cell["reason"]

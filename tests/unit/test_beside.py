@@ -114,7 +114,7 @@ def test_the_verdict_says_run_2_was_compared_by_key_and_which_runs_were_served()
 # ---- when a cell pairs its first runs (pure) ----
 
 PAIRED = dict(builtin=False, module="pytest", processes=1, varied=False, at_once=2, folder_known=False, runs=6,
-              give_up=False, own_folder_problem="")
+              give_up=False, own_folder_problem=lambda: "")
 
 
 @pytest.mark.parametrize("change, why", [
@@ -127,11 +127,17 @@ PAIRED = dict(builtin=False, module="pytest", processes=1, varied=False, at_once
     ({"folder_known": True}, "harness reduce"),
     ({"runs": MIN_RUNS_TO_PAIR - 1}, "no run after run 2 would measure a served hit"),
     ({"give_up": True}, "harness reduce"),
-    ({"own_folder_problem": "bubblewrap (bwrap) is not installed"}, "bubblewrap (bwrap) is not installed"),
+    ({"own_folder_problem": lambda: "bubblewrap (bwrap) is not installed"}, "bubblewrap (bwrap) is not installed"),
 ])
 def test_a_cell_pairs_its_first_runs_only_where_it_is_safe(change, why):
-    problem = pairing_problem(**{**PAIRED, **change})
+    asked = []
+
+    def probe(answer=change.get("own_folder_problem", lambda: "")):
+        asked.append(True)
+        return answer()
+    problem = pairing_problem(**{**PAIRED, **change, "own_folder_problem": probe})
     assert (why in problem) if why else problem == ""
+    assert bool(asked) == (set(change) <= {"own_folder_problem"})  # the probe asked only where all else allows
 
 
 def test_run_2_beside_run_1_takes_its_seed_from_no_run_and_run_3_from_both():
