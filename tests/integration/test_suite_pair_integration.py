@@ -5,6 +5,7 @@ every module), so run 2's hits by key show that it saw the cell folder's path. A
 with its category."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,21 @@ def test_a_set_ordered_test_still_reproduces_as_the_hash_seed_s(tmp_path, capsys
               for t in m["tests"]}
     assert misses == {(SET_ORDER, "jit_by_names", "moved key", "hash seed")}, misses
     assert cell["seed_control"]["seed"] == cell["runs"][0]["seed"]
+
+
+def test_a_suite_that_sets_its_folder_after_compiling_runs_run_2_again_in_the_cell_s_folder(tmp_path, capsys, write):
+    """Run 1 runs again when its script set its own folder after its first compilation (jax#25768): run 2, made
+    beside its first attempt, was compared with entries since removed, so it runs again after run 1, in the cell's
+    folder, its attempt kept as `.beside.log`."""
+    write("suite/tests/test_late.py",
+          "import jax, jax.numpy as jnp\n\n\ndef test_compiles_then_sets_the_folder(tmp_path):\n"
+          "    assert float(jax.jit(lambda x: x + 1)(jnp.ones(2)).sum()) == 4.0\n"
+          "    jax.config.update('jax_compilation_cache_dir', str(tmp_path / 'own-cache'))\n"
+          "    assert float(jax.jit(lambda x: x * 3)(jnp.ones(4)).sum()) == 12.0\n")
+    code, cell, _, run_dir = _check(tmp_path, capsys, "0.4.31")
+    first, second, *_ = cell["runs"]
+    assert "compared_by_key" not in second and "ran beside" not in cell["reason"], cell["reason"]
+    logs = run_dir / Path(first["log"]).parent
+    assert len(list(logs.glob("run-01-*.first-use.log"))) == 1  # run 1 ran again
+    assert len(list(logs.glob("run-02-*.beside.log"))) == 1  # and so did run 2, after it
+    assert _span(run_dir, second)[0] > _span(run_dir, first)[1]
