@@ -5,9 +5,9 @@ The first run always runs alone in the cell's folder: its entries are the cell's
 any entry that appears after it is a key the first run did not compute (the verdict needs no more).
 The second runs alone too among the planned runs in that folder (see SETTLING_RUNS), beside harness check's
 moved-folder run (in a copy of the folder); a suite's run 2 runs beside run 1 instead, in an empty folder of its
-own at the cell folder's path, compared by key (harness/measure/beside.py). The later runs then overlap, and a run's `new_entries` are what appeared
-while it ran, which may include a neighbour's entries. `run_cells` schedules the
-runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
+own at the cell folder's path, compared by key (harness/measure/beside.py). The later runs then overlap, and a
+run's `new_entries` are what appeared while it ran, which may include a neighbour's entries. `run_cells` schedules
+the runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
 """
 
 from __future__ import annotations

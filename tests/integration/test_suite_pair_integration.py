@@ -85,7 +85,7 @@ def test_a_clean_suite_runs_run_2_beside_run_1_at_the_cell_folder_s_path(tmp_pat
 def test_a_set_ordered_test_still_reproduces_as_the_hash_seed_s(tmp_path, capsys, write):
     for name, text in SET_ORDERED.items():
         write(f"suite/tests/{name}", text)
-    code, cell, summary, _ = _check(tmp_path, capsys, "0.4.31")
+    code, cell, summary, run_dir = _check(tmp_path, capsys, "0.4.31")
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
     assert cell["reason"].startswith("jit_by_names: a new key in run "), cell["reason"]
     assert cell["runs"][1]["compared_by_key"]["baseline"] == 1  # run 2 ran beside run 1
@@ -93,6 +93,9 @@ def test_a_set_ordered_test_still_reproduces_as_the_hash_seed_s(tmp_path, capsys
               for t in m["tests"]}
     assert misses == {(SET_ORDER, "jit_by_names", "moved key", "hash seed")}, misses
     assert cell["seed_control"]["seed"] == cell["runs"][0]["seed"]
+    # report.md's per-test section, where run 2 is listed, says its keys were compared, not served
+    section = (run_dir / "report.md").read_text().split("## Results")[0]
+    assert "Run 2 ran beside run 1 in an empty folder of its own: its keys were compared with run 1" in section
 
 
 def test_a_suite_that_sets_its_folder_after_compiling_runs_run_2_again_in_the_cell_s_folder(tmp_path, capsys, write):
