@@ -277,3 +277,26 @@ def test_where_a_cell_cannot_pair_run_2_runs_after_run_1_as_before(tmp_path, env
     assert cell.verdict == Verdict.CLEAN and not overlap(environment, 101, 102)
     assert all(r.compared_by_key is None for r in cell.runs)
     assert not (tmp_path / "caches" / "cell.run-02").exists()
+
+
+# ---- a folder of its own at another folder's path (a real bubblewrap process) ----
+
+
+def test_bubblewrap_shows_a_run_its_own_folder_at_the_cell_folder_s_path_and_nothing_else_changes(tmp_path):
+    import os
+    import subprocess
+
+    from harness.environments.same_path import bind_argv, same_path_problem
+    if same_path_problem():
+        if os.environ.get("HARNESS_REQUIRE_BWRAP") == "1":
+            pytest.fail(f"HARNESS_REQUIRE_BWRAP=1 but {same_path_problem()}")
+        pytest.skip(f"no bubblewrap here: {same_path_problem()}")
+    cell, own = tmp_path / "cell", tmp_path / "cell.run-02"
+    cell.mkdir()
+    own.mkdir()
+    (cell / "run-1-entry").write_text("1")
+    done = subprocess.run([*bind_argv(own, cell), "sh", "-c", f'ls "{cell}" && echo x > "{cell}/written" && id -u'],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(os.getuid())]  # the cell's folder looked empty there; the same user
+    assert [p.name for p in own.iterdir()] == ["written"] and [p.name for p in cell.iterdir()] == ["run-1-entry"]
