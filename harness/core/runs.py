@@ -108,6 +108,19 @@ def variable_name_problem(name: object) -> str | None:
     return f"{str(name)[:60]!r} is not a variable name (letters, digits, _)"
 
 
+class ComparedByKey(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A run made beside the cell's first (at the same time), in an empty cache folder of its own at the cell
+    folder's path: nothing could be served to it, so its keys were compared with what the first run left in the
+    cell's folder. A key the first run wrote counts as a hit (`hits`: compared by key, not loaded), any other
+    is what it would have been in the cell's folder; `new_entries` are its own entries that the first run did not
+    write (in `folder`, kept beside the cell's, and copied into the cell's folder once it ended, before the runs
+    after it: they find what they would have found after a run 2 made there)."""
+
+    baseline: int  # the run whose entries its keys were compared with
+    folder: str  # its own folder, relative to the results folder
+    hits: int = 0
+
+
 class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
@@ -135,6 +148,9 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # through another path (with this run's seed), and is counted as this run because every key it computed hit
     # (docs/measuring.md); false for a run in the cell's own folder, and in folders written before.
     in_moved_folder: bool = False
+    # Run beside the first run in a folder of its own (harness/measure/beside.py): its hits are by key, not
+    # served; None for a run in the cell's folder.
+    compared_by_key: ComparedByKey | None = None
 
     @property
     def ok(self) -> bool:

@@ -87,6 +87,16 @@ class Environment(abc.ABC):
         """Why this environment cannot make `factor`'s change (--vary), or "" when it can."""
         return "this environment takes no variations"
 
+    def own_folder_problem(self) -> str:
+        """Why a run of this environment cannot have a cache folder of its own at the path where its runs see
+        the cell's folder (`own_folder_run`), or "" when it can."""
+        return "this backend cannot give a run a folder of its own at the cell folder's path"
+
+    def own_folder_run(self, program: Program, cell_folder: Path, own: Path) -> tuple[Program, Path]:
+        """`program` and the cache folder to give `run` so that the process sees the folder `own` at the path
+        where this environment's runs see `cell_folder` (only where `own_folder_problem` is "")."""
+        raise NotImplementedError(self.own_folder_problem())
+
     def prefix_copy(self) -> Path:
         """The interpreter of this environment's packages at another path (--vary prefix)."""
         raise CannotVary(self.cannot_vary(Factor.PREFIX) or "no copy of this environment")

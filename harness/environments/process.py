@@ -14,12 +14,14 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from harness.environments.base import Environment
 from harness.environments.factor_runs import unreachable_by_others
+from harness.environments.same_path import bind_argv, same_path_problem
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
@@ -396,6 +398,14 @@ class InterpreterEnvironment(Environment):
         if os.environ.get(LAUNCHER_VAR) == SRUN:
             return run_processes_srun(starts, timeout_s, cwd=program.workdir)
         return run_processes(starts, timeout_s, cwd=program.workdir)
+
+    def own_folder_problem(self) -> str:
+        return same_path_problem()
+
+    def own_folder_run(self, program: Program, cell_folder: Path, own: Path) -> tuple[Program, Path]:
+        """The process is told the cell's folder (JAX_COMPILATION_CACHE_DIR, the hook's) and bubblewrap binds
+        `own` over it (harness/environments/same_path.py)."""
+        return replace(program, launcher=(*bind_argv(own, cell_folder), *program.launcher)), cell_folder
 
     def cannot_vary(self, factor: Factor) -> str:
         if factor == Factor.USER:

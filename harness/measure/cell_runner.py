@@ -1,13 +1,14 @@
 """Measure one cell: several fresh processes sharing one new cache folder, a listing after each.
 
 Each run gets its own PYTHONHASHSEED (recorded): a fixed seed hides set-order bugs entirely.
-The first run always runs alone: its entries are the cell's baseline, so with `at_once > 1` any
-entry that appears after it is a key the first run did not compute (the verdict needs no more).
-The second runs alone too among the planned runs (see SETTLING_RUNS), beside harness check's moved-folder
-run (in a copy of the folder, with the next planned run's seed: where every key hits it is that run, see
-EarlyMoved); the later runs then overlap, and a run's `new_entries` are what appeared while it ran, which may
-include a neighbour's entries. `run_cells` schedules the
-runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
+The first run always runs alone in the cell's folder: its entries are the cell's baseline, so with `at_once > 1`
+any entry that appears after it is a key the first run did not compute (the verdict needs no more).
+The second runs alone too among the planned runs in that folder (see SETTLING_RUNS), beside harness check's
+moved-folder run (in a copy of the folder, with the next planned run's seed: where every key hits it is that run,
+see EarlyMoved); a suite's run 2 runs beside run 1 instead, in an empty folder of its own at the cell folder's
+path, compared by key (harness/measure/beside.py), and the moved run then beside run 2. The later runs then
+overlap, and a run's `new_entries` are what appeared while it ran, which may include a neighbour's entries.
+`run_cells` schedules the runs of many cells in one set of slots (a sweep); `CellRunner.run` is it for one cell.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from harness.core.confidence import SeedPlan
 from harness.core.files import remove_path
 from harness.core.errors import GroupUnsupported
 from harness.core.factors import Factor, RunVariation
+from harness.measure.beside import ATTEMPT_SUFFIX, BESIDE_INDEX, BesideFirst, pairing_problem
 from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
@@ -140,6 +142,7 @@ class QueuedRun:
     factor: Factor | None = None
     control: bool = False
     in_planned_place: bool = False  # harness check's moved run, with this planned run's index and seed (EarlyMoved)
+    beside: bool = False  # run 2 beside run 1, in a folder of its own (harness/measure/beside.py)
 
 
 @dataclass
@@ -171,6 +174,8 @@ class OpenCell:
     # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due): run 1's
     # orders are read (and the interpreter probed) when run 2 is taken, after it, so that the probe overlaps it.
     moved: EarlyMoved | None = None
+    # A suite's run 2 beside its run 1 (harness/measure/beside.py); None: run 2 after run 1, in the cell's folder.
+    beside: BesideFirst | None = None
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -200,12 +205,18 @@ class OpenCell:
             # code is redirected there by the hook): one way for all of a job's processes.
             folder = FolderMode.ENVIRONMENT
             folder_why = "a multi-process cell: each process gets the folder from JAX_COMPILATION_CACHE_DIR"
+        beside = None if pairing_problem(
+            builtin=runner.repro.builtin, module=runner.repro.module, processes=spec.processes,
+            varied=bool(runner.vary), at_once=runner.at_once, folder_known=folder is not None, runs=len(launches),
+            give_up=give_up is not None,
+            own_folder_problem=runner.environment.own_folder_problem) else BesideFirst.beside(cache_dir)
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
                    Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
                    folder_why=folder_why, plan=plan,
                    seed_window=None if spec.is_multiprocess or reseed is None else
-                   SeedWindow(reseed, runner.at_once, SETTLING_RUNS))
+                   SeedWindow(reseed, runner.at_once, SETTLING_RUNS, beside_first=beside is not None),
+                   beside=beside)
 
     @property
     def slots(self) -> int:
@@ -219,6 +230,8 @@ class OpenCell:
         if self._moved_run_due() or self._moved_planned_run_due():
             return True
         if self._planned_runs_left():
+            if self._beside_due():
+                return True
             if self._settling():  # one planned run at a time until the cell may have settled
                 return self.running - (self.moved is not None and self.moved.result is None) == 0
             return self.seed_window is None or self.seed_window.ready(self.pending[0][0])
@@ -317,6 +330,8 @@ class OpenCell:
             self.moved.again_taken, self.moved.again = self.moved.again, None
             return self.moved.again_taken
         if self._planned_runs_left():
+            if self._beside_due():
+                return self._take_beside()
             if self.seed_window is not None:
                 self._reseeded(self.seed_window.seeds_for(self.pending[0][0], list(self.started), len(self.pending)))
             index, seeds = self.pending.pop(0)
@@ -338,6 +353,8 @@ class OpenCell:
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         if self.moved is not None and queued is self.moved.queued:
             return self.moved.measure()
+        if queued.beside:
+            return self._beside_run(queued)
         if queued.factor is not None or queued.control:
             return self._phase().measure(queued)
         if self.spec.is_multiprocess:
@@ -347,17 +364,21 @@ class OpenCell:
         if queued.check is not None:
             return self._recheck(queued)
         if self.folder is None:
+            if self.beside is not None and queued.index == 1:
+                return self.beside.first_run(lambda: self._first_run(queued))
             return self._first_run(queued)
         return self.measure_run(queued, self.folder)
 
     def measure_run(self, queued: QueuedRun, folder: FolderMode, cache_dir: Path | None = None,
                     name: str | None = None, program: Program | None = None,
-                    variation: RunVariation | None = None, first_use: bool = False) -> RunRecord:
+                    variation: RunVariation | None = None, first_use: bool = False,
+                    given_folder: Path | None = None) -> RunRecord:
         """One run: a fresh process with `queued`'s index and hash seed, and the cache entries that appeared
         meanwhile in `cache_dir` (default the cell's). `folder`: how a user's script gets that folder; `name`:
         the log's, for a run outside the plan; a factor's run (--vary) has its own `program` and `variation`;
         `first_use` (hook-only): the cell's folder given at JAX's first compilation when the script has set
-        none by then (run 1's)."""
+        none by then (run 1's); `given_folder`: the folder the process is told, where it sees `cache_dir` at
+        another folder's path (run 2 beside run 1: Environment.own_folder_run)."""
         runner, spec = self.runner, self.spec
         cache_dir = cache_dir or self.cache_dir
         index, seed = queued.index, queued.seed
@@ -374,9 +395,10 @@ class OpenCell:
             env = merge_user_env(env, runner.env)
         program = program or runner.program(spec)
         if variation is None:  # (an environment that varies nothing need not take the argument: Environment.run)
-            outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s)
+            outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s)
         else:
-            outcome = runner.environment.run(program, env, cache_dir, log, runner.timeout_s, variation=variation)
+            outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s,
+                                             variation=variation)
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
@@ -405,8 +427,12 @@ class OpenCell:
         self.started.append(seeds[0])
         return QueuedRun(index, seeds[0], factor=Factor.CACHE_PATH, in_planned_place=True)
 
-    def planned_run_ended(self, record: RunRecord, log: Path) -> None:
-        """A planned run's record to the tally, and what it lowered (its `log`'s IR dump) to the seed window."""
+    def planned_run_ended(self, record: RunRecord, log: Path | None = None) -> None:
+        """A planned run's record to the tally, and what it lowered (its `log`'s IR dump; default its own run
+        log's) to the seed window; once (run 1's may come with run 2's beside it)."""
+        if any(r is record for r in self.tally.records):
+            return
+        log = log or self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log"
         self.tally.add(record)
         if self.seed_window is not None:
             self.seed_window.run_ended(record.index, record.seed, ir_dump_dir(log))
@@ -438,6 +464,8 @@ class OpenCell:
             self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
             if not after:
                 return record
+        if self.beside is not None:  # run 2, beside this attempt, compared with entries no longer there
+            self.beside.first_ran_again = True
         if log.exists():
             log.replace(log.with_suffix(".first-use.log"))
         for leftover in (script_settings_path(log), ir_dump_dir(log), recorder_path(log)):
@@ -496,6 +524,8 @@ class OpenCell:
         if queued.check == SEED_CONTROL:
             self.control_record = record
             return None
+        if queued.beside:
+            return self._beside_done(queued, record)
         if queued.check is None:
             self.planned_run_ended(record, self.log_dir / f"run-{record.index:02d}-seed-{record.seed}.log")
             if self.moved is not None and queued is self.moved.again_taken:
@@ -504,6 +534,60 @@ class OpenCell:
         detail = "" if record.ok else (record.reason or f"exit code {record.exit_code}")
         self.rechecked[queued.check] = SeedRun(queued.seed, queued.index, record.ok, detail, record.log)
         return None
+
+    # ---- run 2 beside run 1 (harness/measure/beside.py) ----
+
+    def _beside_due(self) -> bool:
+        """Run 2 may start now, beside run 1: it is planned so, and run 1 alone has started and not ended."""
+        beside = self.beside
+        return (beside is not None and not beside.taken and bool(self.pending)
+                and self.pending[0][0] == BESIDE_INDEX and len(self.started) == 1 and self.running == 1
+                and not self.tally.records)
+
+    def _take_beside(self) -> QueuedRun:
+        """Run 2 with the plan's seed as planned before any run (none chosen from run 1's orders: not read yet)."""
+        assert self.beside is not None
+        self.beside.taken = True
+        index, seeds = self.pending.pop(0)
+        self.started.append(seeds[0])
+        return QueuedRun(index, seeds[0], beside=True)
+
+    def _beside_run(self, queued: QueuedRun) -> RunRecord:
+        """Run 2 in its own empty folder at the cell folder's path, as run 1's first attempt runs (the folder
+        through the hook, set at JAX's first compilation where the script set none), then compared by key with
+        run 1's entries once run 1 has ended (BesideFirst.compare)."""
+        beside = self.beside
+        assert beside is not None
+        own = beside.fresh_folder()
+        program, given = self.runner.environment.own_folder_run(self.runner.program(self.spec), self.cache_dir, own)
+        record = self.measure_run(queued, FolderMode.HOOK, own, program=program, first_use=True, given_folder=given)
+        named = str(own.relative_to(self.results_root)) if self.results_root and own.is_relative_to(
+            self.results_root) else str(own)
+        log = self.log_dir / f"run-{queued.index:02d}-seed-{queued.seed}.log"
+
+        def set_aside() -> None:  # its attempt kept to read (`.beside.log`), its other files gone
+            if log.exists():
+                log.replace(log.with_suffix(ATTEMPT_SUFFIX))
+            for leftover in (script_settings_path(log), ir_dump_dir(log), recorder_path(log)):
+                remove_path(leftover)
+        # run 1 started before it and is stopped by the same timeout: waited for a little longer, never forever
+        return beside.compare(record, named, set_aside, wait_s=2 * self.runner.timeout_s + 60)
+
+    def _beside_done(self, queued: QueuedRun, record: RunRecord) -> RunRecord | None:
+        """Run 2 ended: compared by key, it is tallied after run 1 (whose own end may be taken after it); else it
+        runs again, first of the planned runs, in the cell's folder with a seed chosen from run 1's orders."""
+        beside = self.beside
+        assert beside is not None
+        first = beside.first_record()
+        if record.compared_by_key is None or first is None:
+            self.pending.insert(0, (queued.index, (queued.seed,)))
+            self.started.remove(queued.seed)
+            if self.seed_window is not None:
+                self.seed_window.beside_first = False
+            return None
+        self.planned_run_ended(first)
+        self.planned_run_ended(record)
+        return record
 
     def seed_check(self) -> SeedCheck | None:
         if {FAILING, PASSING} <= set(self.rechecked):

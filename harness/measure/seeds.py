@@ -302,9 +302,13 @@ class SeedWindow:
     settling: int
     ended: dict[int, tuple[int, Path]] = field(default_factory=dict)  # index -> (seed, IR dump) of runs not given yet
     given: int = 0  # runs 1..given were given to the reseeder
+    # Run 2 runs beside run 1 (harness/measure/beside.py): its seed is the plan's, chosen from no run.
+    beside_first: bool = False
 
     def sources(self, index: int) -> int:
         """The last run whose orders run `index`'s seed is chosen from."""
+        if self.beside_first and index == 2:
+            return 0
         if index <= self.settling + 1:
             return index - 1
         return max(index - max(1, self.window), self.settling)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 from tabulate import tabulate
 
+from harness.evidence.beside import compared_phrase
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
@@ -156,6 +157,9 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
         clean = [t for t in found.tests if t.status == "clean"]
         if found.tests:
             lines += [f"{len(clean)} of {len(found.tests)} tests are clean (every function they compiled hit).", ""]
+        by_key = compared_phrase(cell.runs)
+        if by_key:  # where run 2 is listed: its hits are by key, not served
+            lines += [f"{md.text(by_key[0].upper() + by_key[1:])}.", ""]
     if not lines:
         return []
     return ["## What missed, per test and function", "", *lines]

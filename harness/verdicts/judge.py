@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
+from harness.evidence.beside import compared_phrase
 from harness.evidence.keys import nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.model import CellResult, CellSpec
@@ -107,6 +108,9 @@ class Tally:
         if stopped_early and self._stopped == Stop.FAILED_ALIKE and judgement.verdict == Verdict.ERROR:
             reason += (f"; stopped after {len(records)} of {self.planned} runs: runs 1 and 2 failed the same way, "
                        "so later runs could not change the verdict")
+        compared = compared_phrase(records)
+        if compared and judgement.verdict in (Verdict.CLEAN, Verdict.REPRODUCED, Verdict.NEW_INPUT):
+            reason += f"; {compared}"  # a hit by key is not a served one: said wherever run 2 counts
         if interrupted and judgement.verdict != Verdict.REPRODUCED:
             reason = f"interrupted after {len(records)} of {self.planned} runs"
         cell = CellResult(spec=spec, verdict=judgement.verdict, keys=judgement.keys, runs=records, reason=reason,

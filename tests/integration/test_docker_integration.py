@@ -204,3 +204,25 @@ def test_the_scripts_requirements_go_into_the_image(client, index, tmp_path, cap
     again = DockerBackend(base_image=OFFLINE_BASE_IMAGE, release_date=index.release_date,
                           requirements=parse_requirements(["Optax", "flax"], "test"))
     assert again.prepare("0.4.31", Platform.CPU).image == environment["image"] and again.builds == 0
+
+
+def test_a_suite_s_run_2_beside_run_1_gets_a_folder_of_its_own_at_the_container_s_one_mount(client, tmp_path, capsys,
+                                                                                               write):
+    """check --pytest --backend docker (issue 51, item 7): a container sees any host folder at one path, so run 2
+    runs beside run 1 in a host folder of its own and, on 0.10.2 (the folder's path in every key), computes run 1's
+    keys: every one a hit by key."""
+    write("suite/tests/test_add.py", "import jax, jax.numpy as jnp\n\n\ndef test_add():\n"
+                                     "    assert float(jax.jit(lambda x: x + 1)(jnp.ones(2)).sum()) == 4.0\n")
+    out = tmp_path / "out"
+    code = cli.main(["check", "--pytest", "--backend", "docker", "--versions", "0.10.2", "--quiet",
+                     "--cwd", str(tmp_path / "suite"), "--out", str(out), "--", "-q", "tests"])
+    assert code == 0, capsys.readouterr().err
+    (run_dir,) = out.iterdir()
+    (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
+    assert cell["verdict"] == "clean" and cell["environment"]["backend"] == "docker", cell["reason"]
+    first, second, *later = cell["runs"]
+    written = {k["key"] for k in first["keys"]["keys"] if k["outcome"] == "written"}
+    assert written and {k["key"] for k in second["keys"]["keys"]} == written
+    assert second["compared_by_key"]["hits"] == len(written) and second["new_entries"] == []
+    assert {p.name for p in (run_dir / second["compared_by_key"]["folder"]).iterdir()} == set(first["new_entries"])
+    assert later and all({k["outcome"] for k in r["keys"]["keys"]} == {"hit"} for r in later)

@@ -20,13 +20,15 @@ from tests.cells import SCHEMA
 pytestmark = pytest.mark.integration
 
 MODULES = ["optax._src.update_test", "optax.losses._regression_test"]
-_MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '([^']+)'")
+_MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '([^']+)' with key '([^']+)'")
 _COMPILING = re.compile(r"Compiling (\S+) with global shapes and types \((.*)\)\. Argument mapping")
 
 
-def by_hand(recorder_file: Path) -> dict[tuple[str, str], set[str]]:
+def by_hand(recorder_file: Path, run_1_compiled: frozenset[str] = frozenset()) -> dict[tuple[str, str], set[str]]:
     """(test, module) -> the argument types (JAX's own `Compiling ... with global shapes and types` line before it)
-    of every cache miss JAX logged in one run, read line by line from the recorder file."""
+    of every cache miss JAX logged in one run, read line by line from the recorder file. `run_1_compiled`: for a
+    run made beside run 1 in an empty folder of its own (run 2), the keys run 1 compiled (and wrote: the harness's
+    zero thresholds), which were hits in the cell's folder."""
     found: dict[tuple[str, str], set[str]] = {}
     shapes = ""
     for line in recorder_file.read_text().splitlines():
@@ -34,7 +36,7 @@ def by_hand(recorder_file: Path) -> dict[tuple[str, str], set[str]]:
         message = record.get("message") or ""
         if compiling := _COMPILING.search(message):
             shapes = compiling[2]
-        if miss := _MISS.search(message):
+        if (miss := _MISS.search(message)) and miss[2] not in run_1_compiled:
             found.setdefault((record.get("test") or "", miss[1]), set()).add(shapes)
     return found
 
@@ -57,12 +59,14 @@ def test_optaxs_own_tests_give_the_verdicts_a_by_hand_count_gives(tmp_path, caps
         assert len(later) == 3, cell["reason"]
         recorded = [run_dir / r["log"].replace(".log", ".recorder.jsonl") for r in (first, *later)]
         run_1 = by_hand(recorded[0])
+        compiled_1 = frozenset(m[2] for m in _MISS.finditer(recorded[0].read_text()))
         first_types: dict[str, set[str]] = {}
         for (_, module), types in run_1.items():
             first_types.setdefault(module, set()).update(types)
         missed: dict[tuple[str, str], set[str]] = {}
-        for path in recorded[1:]:
-            for pair, types in by_hand(path).items():
+        for run, path in zip(later, recorded[1:]):
+            beside = run.get("compared_by_key") is not None  # run 2, beside run 1 in a folder of its own
+            for pair, types in by_hand(path, compiled_1 if beside else frozenset()).items():
                 missed.setdefault(pair, set()).update(types)
         # every later miss is at argument types run 1 never compiled its function at: new input, not a moved key
         assert all(not types & first_types.get(module, set()) for (_, module), types in missed.items()), missed

@@ -47,6 +47,13 @@ class DockerEnvironment(Environment):
             return "zstandard would have to be installed into the image (vary it with --backend venv)"
         return ""
 
+    def own_folder_problem(self) -> str:
+        return ""
+
+    def own_folder_run(self, program: Program, cell_folder: Path, own: Path) -> tuple[Program, Path]:
+        """A container sees whichever host folder a run is given at one path (containers.CACHE_MOUNT)."""
+        return program, own
+
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                   timeout_s: float) -> list[ProcessOutcome]:
         return run_group_containers(self, program, envs, cache_dir, log_paths, timeout_s)
