@@ -293,6 +293,9 @@ def _drop_unread_fields(tree: ast.AST) -> None:
     """The fields of a class that only holds values (a body of assignments that call nothing) that the program
     never reads or sets as an attribute, names as a keyword or in a string, dropped, where the class is never
     made with positional arguments (which fill its fields in order)."""
+    classes = _value_classes(tree)
+    if not classes:
+        return  # (most programs, once their config class is gone: no walk of every node per candidate)
     attributes, keywords, strings, positional = set(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -309,15 +312,27 @@ def _drop_unread_fields(tree: ast.AST) -> None:
     if attributes & _READS_EVERY_FIELD or out_of_sight(tree):
         return
     used = attributes | keywords | strings
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef) or cls.name in positional:
+    for cls in classes:
+        if cls.name in positional:
             continue
-        fields = [_field_name(stmt) for stmt in cls.body]
-        if not all(fields) or any(map(_calls, cls.body)):
-            continue
-        kept = [stmt for stmt, name in zip(cls.body, fields) if name in used]
+        kept = [stmt for stmt in cls.body if _field_name(stmt) in used]
         if len(kept) < len(cls.body):
             cls.body[:] = kept or [_located_pass()]
+
+
+def _value_classes(tree: ast.AST) -> list[ast.ClassDef]:
+    """The classes whose body only holds values: fields that call nothing. Found through statements only (a
+    class is one), not every node."""
+    found: list[ast.ClassDef] = []
+    holders: list[ast.AST] = [tree]
+    while holders:
+        node = holders.pop()
+        if isinstance(node, ast.ClassDef) and all(map(_field_name, node.body)) and not any(map(_calls, node.body)):
+            found.append(node)
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                holders += [n for n in value if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))]
+    return found
 
 
 def _field_name(stmt: ast.stmt) -> str | None:
