@@ -13,8 +13,6 @@ The protocol, one socket per process: the harness sends the start text; the proc
 "yes", "no" or "fork" (it forks: the copy's end of a new socket is passed back (SCM_RIGHTS), the copy waits on
 it for "yes", and the asking one is answered "no"); at the end ("ended", result) or ("failed", exception). A
 closed socket ends the process that reads it.
-
-    python -m harness.reduce.minimizer FD
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ import socket
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 from typing import cast
 
 from pysource_minimize import minimize
@@ -34,6 +33,9 @@ from pysource_minimize import minimize
 FORK, KEPT, REJECTED = "fork", "yes", "no"
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h: orphaned copies are reparented to the first process, which reaps them
 CLOSE_TIMEOUT_S = 10.0
+# This very harness's code, whatever the working folder holds (`python -m` would look there first).
+_MAIN = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+         "from harness.reduce.minimizer import main; main(int(sys.argv[1]))")
 
 
 def _send(channel: socket.socket, message: object) -> None:
@@ -74,7 +76,7 @@ class Minimizer:
     def __init__(self, start: str) -> None:
         self.result: str | None = None  # its answer, once it ended
         ours, theirs = socket.socketpair()
-        self._process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())],
+        self._process = subprocess.Popen([sys.executable, "-c", _MAIN, str(theirs.fileno())],
                                          pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL)
         theirs.close()
@@ -167,7 +169,7 @@ def _minimize(channel: socket.socket) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             result = minimize(start, checker)
-    except EOFError:
+    except (EOFError, OSError):
         return  # abandoned: the harness closed this one's socket
     except BaseException as exc:  # noqa: BLE001 - raised again in the harness
         try:
