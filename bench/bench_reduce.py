@@ -97,13 +97,15 @@ def main() -> int:
     forked, on_good = said(r"(\d+) forked children", progress), said(r"\(and (\d+) on jax", progress)
     children = None if forked is None else forked + (on_good or 0)
     children_cpu = said(r"the children used (\d+) CPU s", progress)
+    harness_cpu = said(r"the harness's own process (\d+) CPU s", progress)
     print(f"  {children} forked children and {fresh} fresh processes measured candidates (None: not said by this "
-          f"harness); the children used {children_cpu} CPU s; the reduction's own processes {reduce_cpu:.0f} CPU s; "
+          f"harness); the children used {children_cpu} CPU s; the harness's own process {harness_cpu} CPU s; the "
+          f"reduction's own processes (the harness and the processes it waited for) {reduce_cpu:.0f} CPU s; "
           f"load average {load[0]:.1f} at the start, {load[1]:.1f} at the end")
     figures = {"wall_s": round(reduce_s, 1), "search_s": round(state["seconds"], 1), "check_s": round(check_s, 1),
                "lines": section["reduced"]["lines"], "measured": state["measured"], "screened": screened,
                "provisional": provisional, "undone": undone, "forked_children": children, "fresh_processes": fresh,
-               "children_cpu_s": children_cpu, "reduce_cpu_s": round(reduce_cpu, 1),
+               "children_cpu_s": children_cpu, "harness_cpu_s": harness_cpu, "reduce_cpu_s": round(reduce_cpu, 1),
                "load": [round(x, 1) for x in load]}
     if args.save:
         args.save.write_text(json.dumps(figures, indent=1) + "\n")

@@ -238,9 +238,12 @@ class OrderObserver:
         many runs that quoted the set were predicted to lower it otherwise than it was (`seeds_predicted_otherwise`:
         the set-order bound is (1/8)^k, `SeedPlan.miss_bound`)."""
         out = []
+        predicted_pairs: dict[int, set[tuple[str, str]]] = {}  # per set: the pair orders the seeds give (once)
+        for i, a, b in _predicted(self.probe, seeds):
+            predicted_pairs.setdefault(i, set()).add((a, b))
         for i, names in enumerate(self.probe.sets):
             predicted = [self.probe.orderings[s][i] for s in seeds if s in self.probe.orderings]
-            seen_pairs = {(a, b) for p in _predicted(self.probe, seeds) if p[0] == i for a, b in [p[1:]]}
+            seen_pairs = predicted_pairs.get(i, set())
             cover: dict[str, Any] = {"names": list(names)}
             if self.observable(i):
                 ran = [o for s in seeds if s in self.lowered for o in self.lowered[s][i]]

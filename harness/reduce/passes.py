@@ -173,6 +173,9 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
     longest = max((len(b) for b in blocks), default=0)
     seen: set[str] = set()
     members = _ClassMembersRead(tree)
+    # What binds names out of sight (`setattr`, a star import) can only go with a removal, never come: when the
+    # program has none, no candidate of it has any, and each is not looked for again.
+    hidden = out_of_sight(tree)
     for chunk in _chunk_sizes(longest):
         for number, block in enumerate(blocks):
             length = len(block)
@@ -183,7 +186,7 @@ def removals(source: str, resume_at: Place | None = None) -> Iterator[tuple[Plac
             for start in reversed(range(0, length, chunk)):
                 if members.still_read(block, block[start:start + chunk]):
                     continue
-                text = _without(tree, blocks, number, start, chunk)
+                text = _without(tree, blocks, number, start, chunk, hidden)
                 if text and text != source and text not in seen:
                     seen.add(text)
                     # A candidate placed before `resume_at` is made all the same: its text, if met again
@@ -223,17 +226,19 @@ class _ClassMembersRead:
         return any(self.reads.get(name, 0) > read_inside.get(name, 0) for name in members)
 
 
-def _without(tree: ast.Module, blocks: list[list[ast.stmt]], number: int, start: int, chunk: int) -> str | None:
+def _without(tree: ast.Module, blocks: list[list[ast.stmt]], number: int, start: int, chunk: int,
+             hidden: bool = True) -> str | None:
     """The text of `tree` without `chunk` statements of its block `number` from `start` (and the definitions
     that leaves unused). Made in place and put back, not on a deep copy of the tree per candidate: the
-    removal and `_drop_unused_definitions` change only the contents of statement lists (all in `blocks`)."""
+    removal and `_drop_unused_definitions` change only the contents of statement lists (all in `blocks`).
+    `hidden` False: the program binds nothing out of sight (`raises.out_of_sight`), so neither does the candidate."""
     saved = [block[:] for block in blocks]
     try:
         block = blocks[number]
         del block[start:start + chunk]
         if not block:
             block.append(_located_pass())
-        _drop_unused_definitions(tree)
+        _drop_unused_definitions(tree, hidden)
         return _emit(tree, located=True)  # the parsed tree's nodes, and `pass`es with a location
     finally:
         for block, contents in zip(blocks, saved):
@@ -262,7 +267,7 @@ def _calls(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
-def _drop_unused_definitions(tree: ast.AST) -> None:
+def _drop_unused_definitions(tree: ast.AST, hidden: bool = True) -> None:
     """Drop the functions and classes nothing uses any more whose definition runs nothing (no decorator,
     no call in a default, annotation, base or class body), the imports of one module of Python's own library
     nothing uses any more, and the fields of a class that only holds values that nothing reads any more, until
@@ -273,7 +278,7 @@ def _drop_unused_definitions(tree: ast.AST) -> None:
     statement lists change (`_without` puts them back)."""
     _drop_unused(tree, lambda stmt: (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                                      and _runs_nothing(stmt)) or _own_library_import(stmt))
-    _drop_unread_fields(tree)
+    _drop_unread_fields(tree, hidden)
 
 
 def _own_library_import(stmt: ast.stmt) -> bool:
@@ -289,10 +294,13 @@ def _own_library_import(stmt: ast.stmt) -> bool:
 _READS_EVERY_FIELD = frozenset({"asdict", "astuple", "fields", "getattr", "hasattr", "vars", "__dict__"})
 
 
-def _drop_unread_fields(tree: ast.AST) -> None:
+def _drop_unread_fields(tree: ast.AST, hidden: bool = True) -> None:
     """The fields of a class that only holds values (a body of assignments that call nothing) that the program
     never reads or sets as an attribute, names as a keyword or in a string, dropped, where the class is never
     made with positional arguments (which fill its fields in order)."""
+    classes = _value_classes(tree)
+    if not classes:
+        return  # (most programs, once their config class is gone: no walk of every node per candidate)
     attributes, keywords, strings, positional = set(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -306,18 +314,30 @@ def _drop_unread_fields(tree: ast.AST) -> None:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (node.args or any(
                 k.arg is None for k in node.keywords)):
             positional.add(node.func.id)
-    if attributes & _READS_EVERY_FIELD or out_of_sight(tree):
+    if attributes & _READS_EVERY_FIELD or (hidden and out_of_sight(tree)):
         return
     used = attributes | keywords | strings
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef) or cls.name in positional:
+    for cls in classes:
+        if cls.name in positional:
             continue
-        fields = [_field_name(stmt) for stmt in cls.body]
-        if not all(fields) or any(map(_calls, cls.body)):
-            continue
-        kept = [stmt for stmt, name in zip(cls.body, fields) if name in used]
+        kept = [stmt for stmt in cls.body if _field_name(stmt) in used]
         if len(kept) < len(cls.body):
             cls.body[:] = kept or [_located_pass()]
+
+
+def _value_classes(tree: ast.AST) -> list[ast.ClassDef]:
+    """The classes whose body only holds values: fields that call nothing. Found through statements only (a
+    class is one), not every node."""
+    found: list[ast.ClassDef] = []
+    holders: list[ast.AST] = [tree]
+    while holders:
+        node = holders.pop()
+        if isinstance(node, ast.ClassDef) and all(map(_field_name, node.body)) and not any(map(_calls, node.body)):
+            found.append(node)
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                holders += [n for n in value if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))]
+    return found
 
 
 def _field_name(stmt: ast.stmt) -> str | None:

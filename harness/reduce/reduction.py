@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -399,7 +400,8 @@ class Reduction:
                           + (f" (and {measurer.good_screen.children} on jax {self.good})"
                              if measurer.good_screen is not None else "")
                           + (f"; the children used {self._children_cpu(measurer):.0f} CPU s"
-                             if measurer.screen is not None else ""))
+                             if measurer.screen is not None else "")
+                          + f"; the harness's own process {_own_cpu_s():.0f} CPU s")
         try:
             return self._finish(source, state, original_lines, measurer)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
@@ -699,3 +701,9 @@ def reduce_section(folder: Path) -> Reduced | None:
 
 
 __all__ = ["ReduceOutcome", "Reduction", "metadata_block", "reduce_section"]
+
+
+def _own_cpu_s() -> float:
+    """The CPU seconds of the harness's own process so far (its threads; not the processes it ran)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

@@ -21,18 +21,17 @@ go on from there.
 from __future__ import annotations
 
 import difflib
-import queue
-import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import msgspec
 from pysource_minimize import minimize
 
+from harness.reduce.minimizer import Minimizer, Snapshot
 from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
@@ -79,15 +78,12 @@ class OutOfCandidates(Exception):
     """The candidate budget is spent: the best so far is the answer."""
 
 
-class _Abandoned(Exception):
-    """pysource-minimize's run is not needed any more (a candidate it was told was rejected was kept)."""
-
-
 @dataclass(frozen=True)
 class _Measure:
     candidate: str  # not known yet: pysource-minimize is told it was rejected, and it is measured
     edit: tuple[str, ...]  # what it changed in the program it was made from (`_edit`)
     predicted: int  # how many candidates `_rejected_edits` had answered when it was proposed
+    snapshot: Snapshot | None = None  # pysource-minimize waiting at this question, to go on from it if it is kept
 
 
 @dataclass(frozen=True)
@@ -98,57 +94,19 @@ class _Follow:
 Known = Callable[[str], "bool | _Measure | _Follow"]  # pysource-minimize's text -> its answer, or what to do
 
 
-class _Minimizer:
-    """pysource-minimize from `start` in a thread of its own, its checker answered in the caller's thread one text
-    at a time (`next`): a known answer at once; a candidate not known yet is said to be rejected, and handed to the
-    caller to measure, so that pysource-minimize goes on to its next candidate meanwhile."""
-
-    def __init__(self, start: str) -> None:
-        self.result: str | None = None  # its answer, once it ended
-        self._asked: queue.Queue[tuple[str, str | BaseException]] = queue.Queue(maxsize=1)
-        self._told: queue.Queue[bool | None] = queue.Queue(maxsize=1)  # None: abandoned
-        self._thread = threading.Thread(target=self._run, args=(start,), name="pysource-minimize", daemon=True)
-        self._thread.start()
-
-    def _run(self, start: str) -> None:
-        def checker(text: str) -> bool:
-            self._asked.put(("ask", text))
-            answer = self._told.get()
-            if answer is None:
-                raise _Abandoned()
+def _next(minimizer: Minimizer, known: Known) -> _Measure | _Follow | None:
+    """pysource-minimize's next candidate to measure (it was told it was rejected; a copy of it waits for the real
+    answer), a kept one it goes on from, or None: it ended (`result`). Known answers are given at once."""
+    while True:
+        text = minimizer.question()
+        if text is None:
+            return None
+        answer = known(text)
+        if isinstance(answer, _Measure):
+            return replace(answer, snapshot=minimizer.answer_rejected_for_now())
+        minimizer.answer(answer is True or isinstance(answer, _Follow))
+        if isinstance(answer, _Follow):
             return answer
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SyntaxWarning)
-                self._asked.put(("ended", normalise(minimize(start, checker))))
-        except _Abandoned:
-            pass
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread, where the search runs
-            self._asked.put(("failed", exc))
-
-    def next(self, known: Known) -> _Measure | _Follow | None:
-        """The next candidate to measure (pysource-minimize was told it was rejected), a kept one it goes on from,
-        or None: it ended (`result`)."""
-        while True:
-            what, asked = self._asked.get()
-            if isinstance(asked, BaseException):
-                raise asked
-            if what == "ended":
-                self.result = asked
-                return None
-            answer = known(asked)
-            self._told.put(answer is True or isinstance(answer, _Follow))
-            if not isinstance(answer, bool):
-                return answer
-
-    def abandon(self) -> None:
-        """It stops at its next question (its thread is a daemon: nothing waits for it)."""
-        if self.result is None:
-            try:
-                self._told.put_nowait(None)
-            except queue.Full:
-                pass
 
 
 @dataclass
@@ -336,63 +294,71 @@ class Search:
     def _polish_ahead(self) -> None:
         """pysource-minimize, `at_once` of its candidates measured at once, with the answers it would get one at a
         time. It calls its checker one candidate at a time and its next candidate depends on the answer, so it runs
-        in a thread of its own (`_Minimizer`) that is told at once that a candidate not known yet is rejected (most
-        are) and proposes the next: its proposals, in order, are measured side by side. The first kept one becomes
-        the best; pysource-minimize is then run again from the start, the memo answering every candidate it was
-        told about before, so it follows the same path up to the kept one, and on from there."""
-        start, followed = self.best, {self.best}
+        in a process of its own (harness/reduce/minimizer.py) that is told at once that a candidate not known yet
+        is rejected (most are) and proposes the next: its proposals, in order, are measured side by side. A copy of
+        it forked at each such question waits for the real answer: the first kept one becomes the best, and its
+        copy goes on from there (the one that went on as if it were rejected ends)."""
+        followed = {self.best}
         texts: dict[str, str | None] = {}  # pysource-minimize's text -> the candidate (None: not one to try)
         unreadable: dict[tuple[str, str], bool] = {}  # (program, candidate) -> less readable
         self.making = PassName.MINIMIZE
         pool = ThreadPoolExecutor(self.at_once, thread_name_prefix="minimize")
+        minimizer, current = Minimizer(self.best), self.best
+        window: deque[tuple[_Measure, Future[list[Tried]]]] = deque()
         try:
             while True:
-                minimizer, current = _Minimizer(start), start
-                window: deque[tuple[_Measure, Future[list[Tried]]]] = deque()
-                kept = False
-                try:
-                    while not kept:
-                        while len(window) < self.at_once and minimizer.result is None:
-                            proposed = minimizer.next(partial(self._known, current=current, texts=texts,
-                                                              unreadable=unreadable,
-                                                              measuring={m.candidate for m, _ in window}))
-                            if proposed is None:
-                                break
-                            if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
-                                current = proposed.candidate
-                                if current not in followed:
-                                    followed.add(current)
-                                    self._accept(current)
-                                continue
-                            if self.max_candidates is not None and self.measured >= self.max_candidates:
-                                raise OutOfCandidates()
-                            self.measured += 1
-                            window.append((proposed, pool.submit(self.test_bad, [proposed.candidate])))
-                        if not window:
-                            break  # pysource-minimize ended on answers all known
-                        proposed, measuring = window.popleft()
-                        candidate = proposed.candidate
-                        answer = self._record(candidate, measuring.result()[0])
-                        self._remember(proposed.edit, answer)
-                        if answer.kept:  # the first kept in pysource-minimize's order
-                            kept = True
-                            for made_after in self._predicted[proposed.predicted:]:
-                                self.memo.pop(made_after, None)
-                            followed.add(candidate)
-                            self._accept(candidate)
-                        self._told([candidate], [answer])
-                finally:
-                    minimizer.abandon()
-                for proposed, measuring in window:  # proposed after the kept one: measured all the same
+                while len(window) < self.at_once and minimizer.result is None:
+                    proposed = _next(minimizer, partial(self._known, current=current, texts=texts,
+                                                        unreadable=unreadable,
+                                                        measuring={m.candidate for m, _ in window}))
+                    if proposed is None:
+                        break
+                    if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
+                        current = proposed.candidate
+                        if current not in followed:
+                            followed.add(current)
+                            self._accept(current)
+                        continue
+                    window.append((proposed, Future()))
+                    if self.max_candidates is not None and self.measured >= self.max_candidates:
+                        raise OutOfCandidates()
+                    self.measured += 1
+                    window[-1] = (proposed, pool.submit(self.test_bad, [proposed.candidate]))
+                if not window:
+                    break  # pysource-minimize ended
+                proposed, measuring = window.popleft()
+                candidate = proposed.candidate
+                answer = self._record(candidate, measuring.result()[0])
+                self._remember(proposed.edit, answer)
+                assert proposed.snapshot is not None
+                if not answer.kept:
+                    proposed.snapshot.close()
+                    self._told([candidate], [answer])
+                    continue
+                # The first kept in pysource-minimize's order: its copy goes on from it.
+                for made_after in self._predicted[proposed.predicted:]:
+                    self.memo.pop(made_after, None)
+                followed.add(candidate)
+                self._accept(candidate)
+                self._told([candidate], [answer])
+                minimizer.resume(proposed.snapshot)
+                current = candidate
+                while window:  # proposed after the kept one: measured all the same
+                    after, measuring = window.popleft()
+                    if after.snapshot is not None:
+                        after.snapshot.close()
                     self.ahead_wasted += 1  # (its change is not remembered: one at a time, it is not measured)
-                    self._told([proposed.candidate], [self._record(proposed.candidate, measuring.result()[0])])
-                if not kept:
-                    break
+                    self._told([after.candidate], [self._record(after.candidate, measuring.result()[0])])
         except BaseException as exc:
             self._stop(pool, exc)
             raise
+        finally:
+            for proposed, _ in window:
+                if proposed.snapshot is not None:
+                    proposed.snapshot.close()
+            minimizer.close()
         pool.shutdown()
-        result = minimizer.result
+        result = None if minimizer.result is None else normalise(minimizer.result)
         if result is not None and result != self.best and self.memo.get(digest(result), Tried(False)).kept:
             self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
 
@@ -416,9 +382,9 @@ class Search:
                measuring: set[str]) -> bool | _Measure | _Follow:
         """pysource-minimize's checker, from `current` (the last kept program on its path): True or False where the
         answer is known without running the candidate, `_Follow` where the memo says it was kept, `_Measure` where
-        it must be measured (False where it is being measured: if kept, pysource-minimize is run again from the
-        start). A text is normalised once (and judged readable once per program): pysource-minimize
-        is run again from the start after each kept candidate, and proposes them all again."""
+        it must be measured (False where it is being measured: if kept, the copy forked when it was first proposed
+        goes on from it). A text is normalised once (and judged readable once per program): pysource-minimize
+        proposes the same texts again in later rounds."""
         if text not in texts:
             try:
                 texts[text] = normalise(text)
