@@ -73,10 +73,21 @@ def compared_phrase(runs: list[RunRecord]) -> str:
         return ""
     run = compared[0]
     assert run.compared_by_key is not None
-    served = sorted(r.index for r in runs if r.compared_by_key is None and r.index != run.compared_by_key.baseline)
-    named = (f"{served[0]}-{served[-1]}" if served == list(range(served[0], served[-1] + 1)) else
-             ", ".join(map(str, served))) if served else ""
-    where = (f" (runs {named} were served from the cell's folder)" if len(served) > 1 else
-             f" (run {named} was served from the cell's folder)" if served else "")
+    later = [r for r in runs if r.compared_by_key is None and r.index != run.compared_by_key.baseline]
+    served = _runs_named(sorted(r.index for r in later if not r.in_moved_folder), "served from the cell's folder")
+    moved = _runs_named(sorted(r.index for r in later if r.in_moved_folder),
+                        "served from a copy of it at another path (the moved folder)")
+    where = f" ({'; '.join(part for part in (served, moved) if part)})" if served or moved else ""
     return (f"run {run.index} ran beside run {run.compared_by_key.baseline} in an empty folder of its own: its keys "
             f"were compared with run {run.compared_by_key.baseline}'s entries, not served{where}")
+
+
+def _runs_named(indices: list[int], what: str) -> str:
+    """`runs 4-6 were <what>`, `runs 3, 5 were ...`, `run 3 was ...`; "" for none."""
+    if not indices:
+        return ""
+    if len(indices) == 1:
+        return f"run {indices[0]} was {what}"
+    contiguous = indices == list(range(indices[0], indices[-1] + 1))
+    named = f"{indices[0]}-{indices[-1]}" if contiguous else ", ".join(map(str, indices))
+    return f"runs {named} were {what}"

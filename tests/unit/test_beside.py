@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.records import replace
 from harness.core.confidence import SeedPlan, SeedStrategy
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.kinds import Platform, Verdict
@@ -100,6 +101,10 @@ def test_the_verdict_says_run_2_was_compared_by_key_and_which_runs_were_served()
     assert cell.reason.endswith("; run 2 ran beside run 1 in an empty folder of its own: its keys were compared "
                                 "with run 1's entries, not served (runs 3-4 were served from the cell's folder)")
     assert compared_phrase([first, *later]) == ""  # no run compared so: nothing said
+    in_moved = [replace(later[0], in_moved_folder=True), later[1]]  # the moved run counted as run 3
+    assert compared_phrase([first, own, *in_moved]).endswith(
+        "not served (run 4 was served from the cell's folder; run 3 was served from a copy of it at another path "
+        "(the moved folder))")
     moved = compared_by_key(run(2, [logged("jit_f", 7, Outcome.WRITTEN)], [f"{key('jit_f', 7)}-cache"]), first,
                             [f"{key('jit_f', 7)}-cache"], "own")
     tally = Tally(4, stop_when_reproduced=True)
