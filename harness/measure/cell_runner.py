@@ -334,8 +334,7 @@ class OpenCell:
                 return self._take_beside()
             if self.seed_window is not None:
                 self._reseeded(self.seed_window.seeds_for(self.pending[0][0], list(self.started), len(self.pending)))
-            index, seeds = self.pending.pop(0)
-            self.started.append(seeds[0])
+            index, seeds = self._start_next_planned()
             return QueuedRun(index, seeds[0], ranks=seeds if self.spec.is_multiprocess else ())
         if self.checks:
             return self.checks.pop(0)
@@ -418,13 +417,18 @@ class OpenCell:
                              self.log_dir, self.results_root, queued.index, runner.timeout_s, runner.env,
                              runner.thresholds, script=not runner.repro.builtin)
 
+    def _start_next_planned(self) -> tuple[int, tuple[int, ...]]:
+        """The next planned run (its index and seeds), taken off the plan and its seed noted as started."""
+        index, seeds = self.pending.pop(0)
+        self.started.append(seeds[0])
+        return index, seeds
+
     def _planned_place(self) -> QueuedRun | None:
         """The next planned run, taken for the moved run (its seed as chosen when run 2 was taken), or None where
         the moved run has run 1's seed."""
         if not self._moved_takes_planned_run():
             return None
-        index, seeds = self.pending.pop(0)
-        self.started.append(seeds[0])
+        index, seeds = self._start_next_planned()
         return QueuedRun(index, seeds[0], factor=Factor.CACHE_PATH, in_planned_place=True)
 
     def planned_run_ended(self, record: RunRecord, log: Path | None = None) -> None:
@@ -548,8 +552,7 @@ class OpenCell:
         """Run 2 with the plan's seed as planned before any run (none chosen from run 1's orders: not read yet)."""
         assert self.beside is not None
         self.beside.taken = True
-        index, seeds = self.pending.pop(0)
-        self.started.append(seeds[0])
+        index, seeds = self._start_next_planned()
         return QueuedRun(index, seeds[0], beside=True)
 
     def _beside_run(self, queued: QueuedRun) -> RunRecord:

@@ -280,7 +280,7 @@ def with_planned_control(moved: FactorResult, reference: RunRecord, control: Run
     if not control.ok:
         why = f"{same}, failed ({control.reason or control.exit_code})"
     else:
-        judged = judge_factor(Factor.CWD, reference, control)  # any factor: only hit or not matters here
+        judged = judge_factor(moved.factor, reference, control)  # only whether every key hit matters here
         if judged.outcome == FactorOutcome.HIT:
             moved.reason = f"{moved.reason}; {same}, hit: the path moved them"
             return moved
