@@ -16,6 +16,15 @@ from harness.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A pytest file whose one test's module bakes a set's order in (its weights summed in the set's order, which
+# follows the hash seed): a key that moves with PYTHONHASHSEED, as tests/test_names.py::test_set_order.
+SET_ORDERED_TEST = ("import jax, numpy as np\n\n"
+                    "WEIGHTS = {'alpha': 1.0, 'beta': 2.0, 'gamma': 3.0, 'delta': 4.0, 'epsilon': 5.0}\n"
+                    "NAMES = set(WEIGHTS)\n\n\n"
+                    "def by_names(x):\n    return sum(x * WEIGHTS[n] for n in NAMES)\n\n\n"
+                    "def test_set_order():\n"
+                    "    assert float(jax.jit(by_names)(np.ones(3, np.float32)).sum()) == 45.0\n")
+
 
 def pid_exists(pid: int) -> bool:
     """A process of this pid exists (a zombie too: os.kill reaches it)."""

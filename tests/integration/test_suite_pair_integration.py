@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import SET_ORDERED_TEST
 from harness.cli import commands as cli
 from harness.core import recorder
 from harness.environments.same_path import same_path_problem
@@ -30,13 +31,7 @@ SET_ORDERED = {
     "test_stable.py": "import jax, numpy as np\n\n\n"
                       "def double(x):\n    return x * 2\n\n\n"
                       "def test_double():\n    assert float(jax.jit(double)(np.ones(8, np.float32)).sum()) == 16.0\n",
-    # The weights are baked into the module in the set's order, which follows the hash seed.
-    "test_names.py": "import jax, numpy as np\n\n"
-                     "WEIGHTS = {'alpha': 1.0, 'beta': 2.0, 'gamma': 3.0, 'delta': 4.0, 'epsilon': 5.0}\n"
-                     "NAMES = set(WEIGHTS)\n\n\n"
-                     "def by_names(x):\n    return sum(x * WEIGHTS[n] for n in NAMES)\n\n\n"
-                     "def test_set_order():\n"
-                     "    assert float(jax.jit(by_names)(np.ones(3, np.float32)).sum()) == 45.0\n",
+    "test_names.py": SET_ORDERED_TEST,
 }
 CLEAN = {
     "test_add.py": "import jax, jax.numpy as jnp\n\n\ndef test_add():\n"

@@ -11,6 +11,7 @@ import pytest
 
 from harness.cli import commands as cli
 from harness.core import recorder
+from tests.helpers import SET_ORDERED_TEST
 from tests.cells import SCHEMA
 
 pytestmark = pytest.mark.integration
@@ -28,13 +29,7 @@ SUITE = {
                       "def square(x):\n    return (x * x).sum()\n\n\n"
                       "def test_double():\n    assert float(jax.jit(double)(np.ones(8, np.float32)).sum()) == 16.0\n\n\n"
                       "def test_square():\n    assert float(jax.jit(square)(np.ones(3, np.float32))) == 3.0\n",
-    # The weights are baked into the module in the set's order, which follows the hash seed.
-    "test_names.py": "import jax, numpy as np\n\n"
-                     "WEIGHTS = {'alpha': 1.0, 'beta': 2.0, 'gamma': 3.0, 'delta': 4.0, 'epsilon': 5.0}\n"
-                     "NAMES = set(WEIGHTS)\n\n\n"
-                     "def by_names(x):\n    return sum(x * WEIGHTS[n] for n in NAMES)\n\n\n"
-                     "def test_set_order():\n"
-                     "    assert float(jax.jit(by_names)(np.ones(3, np.float32)).sum()) == 45.0\n",
+    "test_names.py": SET_ORDERED_TEST,
     # Unseeded random data baked into the module as a constant: its key follows the program, not the hash seed.
     "test_noise.py": "import jax, numpy as np\n\nNOISE = np.random.rand(3).astype(np.float32)\n\n\n"
                      "def add_noise(x):\n    return x + NOISE\n\n\n"
