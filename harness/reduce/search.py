@@ -319,11 +319,12 @@ class Search:
                             followed.add(current)
                             self._accept(current)
                         continue
-                    window.append((proposed, Future()))
                     if self.max_candidates is not None and self.measured >= self.max_candidates:
+                        if proposed.snapshot is not None:  # its copy waits for an answer it will not get
+                            proposed.snapshot.close()
                         raise OutOfCandidates()
                     self.measured += 1
-                    window[-1] = (proposed, pool.submit(self.test_bad, [proposed.candidate]))
+                    window.append((proposed, pool.submit(self.test_bad, [proposed.candidate])))
                 if not window:
                     break  # pysource-minimize ended
                 proposed, measuring = window.popleft()
