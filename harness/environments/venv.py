@@ -21,7 +21,7 @@ from harness.environments.factor_runs import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
                                            log_tail, probe_interpreter)
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
-from harness.core.errors import EnvironmentUnavailable
+from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.factors import Factor
 from harness.core.kinds import Platform
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
@@ -150,6 +150,18 @@ class VenvBackend(Backend):
         extra += f"-src{self.sources.digest}" if self.sources else ""
         return self.root / f"jax-{jax_version}-{flavour}-py{python}{extra}"
 
+    def _cutoff(self, jax_version: str) -> str | None:
+        """uv's --exclude-newer for the release (None: no release date known)."""
+        return exclude_newer(self._release_date(jax_version)) if self._release_date else None
+
+    def _known_cutoff(self, jax_version: str) -> str | None:
+        """The cutoff a ready venv is checked against: None where the index cannot say (offline, no copy of its
+        page): a venv that is there is then reused as it is, as before the check."""
+        try:
+            return self._cutoff(jax_version)
+        except UserError:
+            return None
+
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> VenvEnvironment:
         try:
             choice = self.pythons.choose(jax_version)
@@ -180,10 +192,12 @@ class VenvBackend(Backend):
                 except (OSError, json.JSONDecodeError):
                     damage = "unreadable marker"
                 else:
-                    if "distributions" not in facts:  # made before environments listed their contents
-                        facts["distributions"] = list_distributions(path / "bin" / "python", clean_environment({}))
-                        _write_marker(marker, facts)
-                    return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
+                    damage = resolved_otherwise(facts, self._known_cutoff(jax_version))
+            if not damage:
+                if "distributions" not in facts:  # made before environments listed their contents
+                    facts["distributions"] = list_distributions(path / "bin" / "python", clean_environment({}))
+                    _write_marker(marker, facts)
+                return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
         if path.exists():
             say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else damage})")
             shutil.rmtree(path)
@@ -204,8 +218,7 @@ class VenvBackend(Backend):
                    *self.sources.editable_args(), *self.sources.index_args()]
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
             install += ["--find-links", link]
-        cutoff = self._release_date(jax_version) if self._release_date else None
-        newest = exclude_newer(cutoff)
+        newest = self._cutoff(jax_version)
         if newest:
             install += ["--exclude-newer", newest, *self.sources.undated_args()]
         steps.append(install)
@@ -256,6 +269,17 @@ def release_origin_problem(path: Path, env: dict[str, str]) -> str | None:
         if not isinstance(origin, str) or not any(Path(origin).resolve().is_relative_to(s) for s in site):
             return f"{name} imports from {origin}, not from the release installed in the venv"
     return None
+
+
+def resolved_otherwise(facts: dict[str, Any], newest: str | None) -> str:
+    """Why a ready venv is not the one wanted now: its dependencies were resolved as of another date (or of none:
+    made by a caller that knew no release date, with whatever numpy was newest then) than `newest`, the cutoff
+    wanted now; "" when they agree, or when no date is known now (offline: what is there is the best guess)."""
+    made = facts.get("exclude_newer")
+    if newest is None or made == newest:
+        return ""
+    return (f"its dependencies were resolved {'as of ' + made if made else 'with no release date'}, "
+            f"not as of {newest}")
 
 
 def damaged(path: Path) -> str:
