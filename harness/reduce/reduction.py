@@ -451,7 +451,9 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
-        screen.prestart([s for s in state.bad_seeds if isinstance(s, int)])
+        # The two seeds that decide nearly every candidate; a later seed's server starts when a candidate first
+        # needs it (one whose first two seeds computed one key: a few in a reduction).
+        screen.prestart([s for s in state.bad_seeds if isinstance(s, int)][:2])
         original = screen.screen(state.best, seed)
         if original.finished:
             # A candidate's child is killed much sooner than a fresh run would be (docs/reduce.md): one that hangs
