@@ -66,8 +66,8 @@ def bwrap_problem() -> str:
     return ""
 
 
-# Private to each candidate under bubblewrap: an empty tmpfs, the machine's entries bound back read-only (what
-# a run reads there: an interpreter, a data file) but sockets and folders holding one (an ssh agent, X11, tmux).
+# Private to each candidate under bubblewrap: an empty tmpfs showing the machine's entries read-only (what a run
+# reads there: an interpreter, a data file) but sockets and folders holding one (an ssh agent, X11, tmux).
 PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
 # Hidden outright by an empty tmpfs: where the container engine's socket (root on the host), containerd's,
 # podman's and each user's session sockets (/run/user/UID) live. /var/run is a link to /run on Debian.
@@ -77,6 +77,8 @@ ENGINE_SOCKET_VARS = ("DOCKER_HOST", "CONTAINER_HOST")
 ENGINE_SOCKETS_UNDER_HOME = (".docker/run/docker.sock", ".docker/desktop/docker.sock")
 # A private tmp entry is looked into this deep and this far for a socket; past that it is not bound back.
 SOCKET_SCAN_DEPTH = 3
+# Where a private tmp shows the machine's own, read-only, its entries linked to from the private tmp's top.
+HOST_VIEW = ".harness-host-tmp"
 SOCKET_SCAN_ENTRIES = 2000
 OUTSIDE_DIR = "outside"  # under a candidate's folder: the scratch bound at each place the original wrote
 
@@ -160,22 +162,36 @@ def bwrap_argv(confines: Confines) -> list[str]:
     for socket in _engine_sockets():
         argv += ["--ro-bind", "/dev/null", str(socket)]
     places = {place for place, _ in confines.scratch}
+    deeper = places | {p.resolve() for p in (*confines.writable, *confines.readable)}
     private = tuple(p.resolve() for p in PRIVATE_TMP if _is_real_dir(p))
     for tmp in private:
         argv += ["--perms", "1777", "--tmpfs", str(tmp)]
     for tmp in private:
         try:
-            entries = sorted(tmp.iterdir())
+            entries = sorted(e for e in tmp.iterdir() if e.name != HOST_VIEW)
         except OSError:
             entries = []
+        # The machine's tmp once, read-only, inside the private one; each entry a link into it. A bind per entry
+        # cost each sandboxed process about 0.25 s of CPU with 600 entries in /tmp, growing with their square.
+        view = tmp / HOST_VIEW
+        argv += ["--ro-bind", str(tmp), str(view)]
         for entry in entries:
             if entry in places:
                 continue  # the original wrote it: the tmpfs's own (a stand-in is bound over deeper places)
             if entry.is_symlink():
                 argv += ["--symlink", os.readlink(entry), str(entry)]
-            elif not _holds_a_socket(entry):
-                # -try: another process's temporary entry may be gone by the time bwrap binds it.
+            elif _holds_a_socket(entry):
+                # Hidden in the view too: an empty tmpfs over a folder, /dev/null over a socket.
+                hide = ["--tmpfs", str(view / entry.name)] if _is_real_dir(entry) else \
+                    ["--ro-bind", "/dev/null", str(view / entry.name)]
+                argv += hide
+            elif any(path.is_relative_to(entry) for path in deeper):
+                # A folder is bound deeper (a stand-in, the candidate's own, its interpreter): bubblewrap makes
+                # those mounts before its new root is entered, so through a real mount, not a link
+                # (-try: it may be gone meanwhile).
                 argv += ["--ro-bind-try", str(entry), str(entry)]
+            else:
+                argv += ["--symlink", str(view / entry.name), str(entry)]
     hidden = private + tuple(r.resolve() for r in RUNTIME_DIRS if r.exists())
     for folder in confines.readable:
         folder = folder.resolve()

@@ -3,8 +3,12 @@ TMPDIR, the write watch of the start-up hook, and bubblewrap's read-only file sy
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -161,7 +165,6 @@ def test_bubblewrap_s_options_hold_the_namespace_and_the_session():
 
 def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_original_wrote(tmp_path,
                                                                                              monkeypatch):
-    import socket
     fake_tmp = tmp_path / "tmp"
     (fake_tmp / "data").mkdir(parents=True)
     (fake_tmp / "agent" / "deeper").mkdir(parents=True)
@@ -181,8 +184,14 @@ def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_o
     finally:
         listening.close()
     pairs = list(zip(argv, argv[1:], argv[2:]))
-    assert ("--ro-bind-try", str(fake_tmp / "data"), str(fake_tmp / "data")) in pairs  # unless gone meanwhile
-    assert not any(str(fake_tmp / "agent") in a for a in argv)  # a folder holding a socket stays hidden
+    view = fake_tmp / sandbox.HOST_VIEW
+    # The machine's tmp once, read-only, inside the private one; an entry a link into it (one mount, not one each).
+    assert ("--ro-bind", str(fake_tmp), str(view)) in pairs
+    assert ("--symlink", str(view / "data"), str(fake_tmp / "data")) in pairs
+    assert argv.count("--ro-bind-try") == 1  # only "project", where a stand-in is bound deeper
+    assert not any(a == str(fake_tmp / "agent") for a in argv)  # a folder holding a socket stays hidden
+    assert ("--tmpfs", str(view / "agent")) in zip(argv, argv[1:])  # and empty in the view
+    assert argv.index(str(view)) < argv.index(str(view / "agent"))
     assert not any(a == str(fake_tmp / "ckpt") for a in argv)  # the original's place: the tmpfs's own
     assert ("--bind", str(tmp_path / "s1"), str(elsewhere)) in pairs  # elsewhere: the candidate's stand-in
     assert ("--ro-bind-try", str(fake_tmp / "project"), str(fake_tmp / "project")) in pairs
@@ -340,3 +349,38 @@ def test_a_socket_is_found_at_each_depth_scanned_and_never_through_a_link_or_bey
     finally:
         for s in listening:
             s.close()
+
+
+def test_the_machine_s_tmp_reads_through_its_links_and_keeps_its_sockets_and_writes_away(tmp_path, bwrap):
+    """Under bubblewrap a candidate reads what the machine's /tmp holds (through a link into one read-only view of
+    it), cannot write there nor reach a socket there (through the link or the view), and writes new files into its
+    private tmpfs only."""
+    data = Path(tempfile.mkdtemp(prefix="harness-test-data-", dir="/tmp"))
+    agent = Path(tempfile.mkdtemp(prefix="harness-test-agent-", dir="/tmp"))
+    listening = socket.socket(socket.AF_UNIX)
+    try:
+        (data / "x.txt").write_text("hello")
+        listening.bind(str(agent / "sock"))
+        listening.listen(1)
+        (tmp_path / "own").mkdir()
+        view = Path("/tmp") / sandbox.HOST_VIEW
+        ask = (f"import os, socket\nprint(open({str(data / 'x.txt')!r}).read())\n"
+               f"for path in ({str(agent / 'sock')!r}, {str(view / agent.name / 'sock')!r}):\n"
+               "    s = socket.socket(socket.AF_UNIX)\n"
+               "    try:\n        s.connect(path); print('reached', path)\n"
+               "    except OSError as e:\n        print('refused', e.errno)\n"
+               f"try:\n    open({str(data / 'y.txt')!r}, 'w')\nexcept OSError as e:\n    print('read-only', e.errno)\n"
+               "open('/tmp/harness-test-new.txt', 'w').write('new')\n"
+               f"open({str(tmp_path / 'own' / 'z.txt')!r}, 'w').write('own')\n")
+        done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",))), sys.executable, "-c", ask],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        listening.close()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    assert lines[0] == "hello" and lines[1].startswith("refused") and lines[2].startswith("refused"), done.stdout
+    assert lines[3].startswith("read-only"), done.stdout
+    assert not (data / "y.txt").exists() and not Path("/tmp/harness-test-new.txt").exists()
+    assert (tmp_path / "own" / "z.txt").read_text() == "own"
+    for folder in (data, agent):
+        shutil.rmtree(folder, ignore_errors=True)
