@@ -187,7 +187,7 @@ def _child(request: dict[str, Any]) -> None:
     except BaseException as exc:  # noqa: BLE001 - the candidate's own failure: said as Python says it
         traceback.print_exc()
         module = type(exc).__module__
-        said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {str(exc)[:300]}"
+        said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {' '.join(str(exc).split())[:300]}"
         with open(request["error"], "w") as out:
             json.dump({"error": said, "errno": getattr(exc, "errno", None)}, out)
         code = 1

@@ -572,3 +572,14 @@ def test_servers_of_several_seeds_start_at_once_and_each_serves_its_seed(tmp_pat
         assert time.monotonic() - started < 5.5 and len(screen._all) == 3  # the three imports at once, no more
     finally:
         screen.close()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_an_exception_of_several_lines_is_said_on_one(tmp_path, script):
+    # JAX's shard_map errors run over several lines: each was a broken progress line, one per line of it.
+    screen = _screen(tmp_path, script)
+    try:
+        said = screen.screen("raise ValueError('the mesh given\\n\\nhas shape (8, 1)\\n')\n", 1).rejected
+    finally:
+        screen.close()
+    assert said == "ValueError: the mesh given has shape (8, 1)"
