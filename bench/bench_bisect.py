@@ -23,8 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.inputs.config import load_config  # noqa: E402
-from harness.environments.package_index import PyPIIndex  # noqa: E402
-from harness.environments.venv import VenvBackend  # noqa: E402
+from harness.environments import dated_venv_backend  # noqa: E402
 from harness.core.model import CellSpec  # noqa: E402
 from harness.core.confidence import TARGET_MISS, runs_for_target  # noqa: E402
 from harness.measure.seeds import SeedPlanner  # noqa: E402
@@ -49,7 +48,7 @@ def main() -> int:
     args = parser.parse_args()
     config = load_config(ROOT / args.config)
 
-    env = VenvBackend(release_date=PyPIIndex().release_date).prepare(args.version, config.platform)
+    env = dated_venv_backend().prepare(args.version, config.platform)
     random_runs = runs_for_target(TARGET_MISS)
     print(f"runs per clean verdict at miss <= {TARGET_MISS:g}:")
     with tempfile.TemporaryDirectory() as tmp:

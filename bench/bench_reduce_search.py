@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 from harness.core.kinds import Platform
-from harness.environments.package_index import PyPIIndex
-from harness.environments.venv import VenvBackend
+from harness.environments import dated_venv_backend
 from harness.reduce.passes import digest, size
 from harness.reduce.search import Search, Tried
 
@@ -83,7 +82,7 @@ def replayed(source: str, states: list[Path]) -> None:
 
 def import_jax_cpu(bad: str) -> float:
     """CPU seconds (user + sys) of `python -c "import jax"` in the bad release's CPU environment, best of 3."""
-    python = VenvBackend(release_date=PyPIIndex().release_date).prepare(bad, Platform.CPU, say=lambda m: print(m, file=sys.stderr)).python
+    python = dated_venv_backend().prepare(bad, Platform.CPU, say=lambda m: print(m, file=sys.stderr)).python
     spent = []
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -24,8 +24,7 @@ from harness.inputs.config import Repro
 from harness.environments import process
 from harness.environments.process import clean_environment
 from harness.environments.base import Environment
-from harness.environments.package_index import PyPIIndex
-from harness.environments.venv import VenvBackend
+from harness.environments import dated_venv_backend
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform
@@ -69,7 +68,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="take the best of this many timings")
     args = parser.parse_args()
 
-    env = VenvBackend(release_date=PyPIIndex().release_date).prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
+    env = dated_venv_backend().prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
     spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
     repro = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
     seeds = list(range(1, args.runs + 1))
@@ -100,7 +99,7 @@ def main() -> None:
 def log_cost(args: argparse.Namespace, repro: Repro, seeds: list[int]) -> None:
     """The seed cell's runs with JAX's cache log on (as the harness runs them) against the same runs
     without it, each in a fresh cache folder; and the harness's reading of the logs, per run."""
-    env = VenvBackend(release_date=PyPIIndex().release_date).prepare(args.seed_version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
+    env = dated_venv_backend().prepare(args.seed_version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
     spec = CellSpec(args.seed_version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
     best = {True: float("inf"), False: float("inf")}
     parse_s = float("inf")

@@ -22,8 +22,7 @@ from bench_runs import bare_loop
 
 from harness.inputs.config import Repro
 from harness.evidence.cost import cell_cost
-from harness.environments.package_index import PyPIIndex
-from harness.environments.venv import VenvBackend
+from harness.environments import dated_venv_backend
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform
 from harness.core.runs import RunRecord
@@ -57,7 +56,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=4, help="take the best of this many timings")
     args = parser.parse_args()
-    env = VenvBackend(release_date=PyPIIndex().release_date).prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
+    env = dated_venv_backend().prepare(args.version, Platform.CPU, say=lambda m: print(m, file=sys.stderr))
     spec = CellSpec(args.version, Platform.CPU, 8, Mesh((8, 1, 1, 1), ("a", "b", "c", "d")))
     repro = Repro("shard_map_grad", BUILTIN["shard_map_grad"], builtin=True)
     seeds = list(range(1, args.runs + 1))

@@ -144,12 +144,3 @@ def github_html(markdown: str) -> str:
     renderer.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
     return renderer.render(markdown)
 
-
-def venv_backend(**options):
-    """A venv backend as the harness's commands make one: each release's other dependencies resolved as of its
-    release date. A test that prepares at the default root without the date would make (or keep) a venv that the
-    commands' own runs then rebuild, maybe while another test runs in it (harness/environments/venv.py)."""
-    from harness.environments.package_index import PyPIIndex
-    from harness.environments.venv import VenvBackend
-
-    return VenvBackend(release_date=PyPIIndex().release_date, **options)

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from packaging.tags import platform_tags
 
-from harness.inputs.dependencies import Sources
+from harness.inputs.dependencies import Requirements, Sources
 from harness.environments.base import Backend, BackendOptions
 from harness.environments.local import LocalBackend
+from harness.environments.package_index import PyPIIndex
 from harness.environments.venv import VenvBackend, own_python_only
 from harness.core.errors import UserError
 from harness.core.kinds import DEFAULT_BACKEND, BackendName
@@ -33,6 +34,13 @@ class BackendChoice:
     backend: Backend
     why: str
     sources: Sources = Sources()  # where its packages come from besides the public index
+
+
+def dated_venv_backend(requirements: Requirements = Requirements()) -> VenvBackend:
+    """A venv backend at the default root whose releases get their dependencies as of their release date, as the
+    commands' own do: for a caller outside the commands (a test, a bench script). One made without the date makes a
+    venv that the commands then rebuild (harness/environments/venv.py's resolved_otherwise)."""
+    return VenvBackend(release_date=PyPIIndex().release_date, requirements=requirements)
 
 
 def host_platforms() -> tuple[str, ...]:

@@ -77,9 +77,9 @@ ENGINE_SOCKET_VARS = ("DOCKER_HOST", "CONTAINER_HOST")
 ENGINE_SOCKETS_UNDER_HOME = (".docker/run/docker.sock", ".docker/desktop/docker.sock")
 # A private tmp entry is looked into this deep and this far for a socket; past that it is not bound back.
 SOCKET_SCAN_DEPTH = 3
+SOCKET_SCAN_ENTRIES = 2000
 # Where a private tmp shows the machine's own, read-only, its entries linked to from the private tmp's top.
 HOST_VIEW = ".harness-host-tmp"
-SOCKET_SCAN_ENTRIES = 2000
 OUTSIDE_DIR = "outside"  # under a candidate's folder: the scratch bound at each place the original wrote
 
 
@@ -182,9 +182,8 @@ def bwrap_argv(confines: Confines) -> list[str]:
                 argv += ["--symlink", os.readlink(entry), str(entry)]
             elif _holds_a_socket(entry):
                 # Hidden in the view too: an empty tmpfs over a folder, /dev/null over a socket.
-                hide = ["--tmpfs", str(view / entry.name)] if _is_real_dir(entry) else \
-                    ["--ro-bind", "/dev/null", str(view / entry.name)]
-                argv += hide
+                argv += (["--tmpfs", str(view / entry.name)] if _is_real_dir(entry)
+                         else ["--ro-bind", "/dev/null", str(view / entry.name)])
             elif any(path.is_relative_to(entry) for path in deeper):
                 # A folder is bound deeper (a stand-in, the candidate's own, its interpreter): bubblewrap makes
                 # those mounts before its new root is entered, so through a real mount, not a link

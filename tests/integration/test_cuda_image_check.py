@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli.console import ConsoleProgress
 from harness.core.kinds import Platform, Verdict
-from tests.helpers import venv_backend
+from harness.environments import dated_venv_backend
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +30,6 @@ def load_script():
 def test_the_cuda_image_checks_seed_step_measures_the_release_it_checks(tmp_path):
     script = load_script()
     version = script.DEFAULT_VERSION
-    environment = venv_backend().prepare(version, Platform.CPU)
+    environment = dated_venv_backend().prepare(version, Platform.CPU)
     cell = script.seed_repro(environment, version, tmp_path / "cell", ConsoleProgress())
     assert cell.verdict == Verdict.REPRODUCED, cell.reason

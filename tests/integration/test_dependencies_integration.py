@@ -9,7 +9,7 @@ import pytest
 
 from harness.inputs.dependencies import parse_requirements
 from harness.environments.venv import VenvBackend
-from tests.helpers import venv_backend
+from harness.environments import dated_venv_backend
 from harness.core.kinds import Platform
 from tests.sweeps import sweep
 
@@ -55,7 +55,7 @@ def test_inline_metadata_gets_each_release_the_flax_of_its_time(tmp_path, capsys
 
 
 def test_with_flag_shares_the_environment_of_the_same_set(tmp_path, capsys):
-    first = venv_backend(requirements=parse_requirements(["flax", "optax"], "test")).prepare(
+    first = dated_venv_backend(requirements=parse_requirements(["flax", "optax"], "test")).prepare(
         "0.4.31", Platform.CPU)  # made by the test above, or now
     data = sweep(["check", str(without_metadata(tmp_path)), "--with", "optax", "--with", "Flax",
                   "--versions", "0.4.31", "--runs", "2"], tmp_path / "with", capsys).data
@@ -89,7 +89,7 @@ def test_an_impossible_pin_is_each_cells_error_with_uvs_reason(tmp_path, capsys)
 
 
 def test_local_backend_names_what_the_interpreter_lacks(tmp_path, capsys):
-    env = venv_backend(requirements=parse_requirements(["flax", "optax"], "test")).prepare("0.4.31", Platform.CPU)
+    env = dated_venv_backend(requirements=parse_requirements(["flax", "optax"], "test")).prepare("0.4.31", Platform.CPU)
     err = sweep(["check", str(EXAMPLE), "--with", "flax>=99", "--with", "einops", "--backend", "local",
                  "--python", str(env.python), "--versions", "0.4.31"], tmp_path / "local", capsys, expect=2).err
     lines = err.strip().splitlines()

@@ -23,7 +23,7 @@ from harness.cli import commands as cli
 from harness.inputs.config import Repro
 from harness.environments.docker import OFFLINE_BASE_IMAGE, OWNER_LABEL, DockerBackend
 from harness.environments.venv import VenvBackend
-from tests.helpers import venv_backend
+from harness.environments import dated_venv_backend
 from harness.core.model import CellSpec
 from harness.core.kinds import Platform, Verdict
 from harness.measure.cell_runner import CellRunner
@@ -56,7 +56,7 @@ def _docker_environment():
 @pytest.fixture(scope="module", params=["venv", pytest.param("docker", marks=pytest.mark.docker)])
 def environment(request):
     if request.param == "venv":
-        return venv_backend().prepare(VERSION, Platform.CPU)
+        return dated_venv_backend().prepare(VERSION, Platform.CPU)
     return _docker_environment()
 
 
@@ -127,7 +127,7 @@ def backend_name(request):
     if request.param == "docker":
         _docker_environment()  # skips (or fails under HARNESS_REQUIRE_DOCKER) without an engine
     else:
-        venv_backend().prepare(VERSION, Platform.CPU)
+        dated_venv_backend().prepare(VERSION, Platform.CPU)
     return request.param
 
 
@@ -249,7 +249,7 @@ def test_a_results_folder_being_written_refuses_a_second_writer(tmp_path, capsys
 @pytest.mark.parametrize("content", [b"\x00\xff" * 50, b'{"schema_version": 1, "cells": {}}',
                                      b'{"schema_version": "1"}'], ids=["binary", "cells-map", "version-text"])
 def test_resume_of_a_malformed_results_file_is_one_line(tmp_path, capsys, content):
-    python = venv_backend().prepare(VERSION, Platform.CPU).python
+    python = dated_venv_backend().prepare(VERSION, Platform.CPU).python
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "results.json").write_bytes(content)

@@ -6,7 +6,7 @@ These create uv virtualenvs (cached under ~/.cache/jax-cache-harness/envs) and r
 import pytest
 
 from harness.environments.venv import VenvBackend
-from tests.helpers import venv_backend
+from harness.environments import dated_venv_backend
 from harness.core.kinds import Platform
 from tests.sweeps import sweep
 
@@ -116,7 +116,7 @@ def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):
 
 
 def test_local_backend_uses_the_given_interpreter(tmp_path, capsys):
-    env = venv_backend().prepare("0.4.29", Platform.CPU)  # reused from the tests above
+    env = dated_venv_backend().prepare("0.4.29", Platform.CPU)  # reused from the tests above
     data = sweep(["run", "configs/smoke.yaml", "--backend", "local", "--python", str(env.python),
                   "--runs", "3"], tmp_path / "r", capsys).data
     (cell,) = data["cells"]
