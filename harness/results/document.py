@@ -8,7 +8,6 @@ one way out and in; a file written by an earlier release (schema_version 1 or 2)
 
 from __future__ import annotations
 
-import copy
 import enum
 import json
 import os
@@ -68,7 +67,7 @@ def upgrade(document: dict[str, Any], version: int) -> dict[str, Any]:
     """A results.json written as schema `version` (1 or 2) in version 3's shape (pure: dict in, dict out); a
     part of the wrong type is left as it is, for the strict conversion to name."""
     if isinstance(document.get("cells"), list):  # a cell of the shape before (written by 3's first builds too)
-        document = {**document, "cells": [upgrade_cell(c) for c in document["cells"]]}
+        document = {**document, "cells": [upgrade_cell(c, f"cells[{i}]") for i, c in enumerate(document["cells"])]}
     if version >= SCHEMA_VERSION:
         return document
     out = {**document, "schema_version": SCHEMA_VERSION}
@@ -94,11 +93,60 @@ _DERIVED_IN_CELL = {"seeds": {"miss_bound", "miss_bound_other_mechanisms", "assu
                     "rank_split": {"components"}, "seed_check": {"follows_seed"}}
 
 
-def upgrade_cell(cell: Any) -> Any:
+def shape_problem(cell: dict[str, Any]) -> str:
+    """Why the arrays of a cell that upgrade_cell walks are not arrays ("runs: expected an array, got an integer"),
+    or "": checked before anything is transformed (a part of another wrong type is skipped by the walk and named
+    by the strict conversion). A job's process holds no processes of its own: `ranks` inside a rank is refused
+    here, so the walk is two levels deep whatever the file's nesting (no recursion on its depth)."""
+    def kind(value: Any) -> str:
+        return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+                float: "a number"}.get(type(value), "null")
+
+    checks: list[tuple[str, Any, type]] = []  # (where, value, the type it must have where present)
+
+    def run(where: str, value: Any, rank: bool = False) -> None:
+        if isinstance(value, dict):
+            if rank and "ranks" in value:
+                checks.append((f"{where}.ranks", value["ranks"], type(None)))  # a process has none
+            elif value.get("ranks") is not None:
+                checks.append((f"{where}.ranks", value["ranks"], list))
+                if isinstance(value["ranks"], list):
+                    for i, each in enumerate(value["ranks"]):
+                        run(f"{where}.ranks[{i}]", each, rank=True)
+
+    for key, value in cell.items():
+        if key == "runs" and value is not None:
+            checks.append(("runs", value, list))
+            for i, each in enumerate(value if isinstance(value, list) else []):
+                run(f"runs[{i}]", each)
+        elif key == "seed_control" and value is not None:
+            run(key, value)
+        elif key in ("moved_folder", "variation") and isinstance(value, dict):
+            for part in ("run", "control"):
+                if value.get(part) is not None:
+                    run(f"{key}.{part}", value[part])
+            factors = value.get("factors")
+            if factors is not None:
+                checks.append((f"{key}.factors", factors, list))
+                for i, factor in enumerate(factors if isinstance(factors, list) else []):
+                    if isinstance(factor, dict) and factor.get("run") is not None:
+                        run(f"{key}.factors[{i}].run", factor["run"])
+    for where, value, expected in checks:
+        if not isinstance(value, expected):
+            if expected is type(None):
+                return f"{where}: a job's process holds no processes"
+            return f"{where}: expected {'an object' if expected is dict else 'an array'}, got {kind(value)}"
+    return ""
+
+
+def upgrade_cell(cell: Any, where: str = "") -> Any:
     """A cell as version 1 or 2 wrote it in version 3's shape (what is not of the shape it had is left for the
     strict conversion to name): the spec's keys nested, the miss bounds under `miss_bounds`, the cache folder's
     mode flat, the attribution's and a rank split's pairs as lists, each run's logged keys a list; a cell's
-    `key_components` put back under each key that names them."""
+    `key_components` put back under each key that names them. ValueError (naming `where` and the key) for a cell
+    whose runs are not of the shapes this walks (`shape_problem`), before any of it is transformed."""
+    if isinstance(cell, dict) and (problem := shape_problem(cell)):
+        raise ValueError(f"{where}.{problem}" if where else problem)
     if isinstance(cell, dict) and KEY_COMPONENTS in cell:
         cell = with_key_components(cell)
     if not isinstance(cell, dict) or isinstance(cell.get("spec"), dict):  # not a cell, or one of version 3's shape
@@ -188,11 +236,39 @@ def with_key_components(cell: dict[str, Any]) -> dict[str, Any]:
     table = cell.get(KEY_COMPONENTS)
     if not isinstance(table, dict):
         return cell
-    cell = copy.deepcopy({k: v for k, v in cell.items() if k != KEY_COMPONENTS})  # the caller's stays as it was
+    cell = _copy_runs({k: v for k, v in cell.items() if k != KEY_COMPONENTS})  # the caller's stays as it was
     for logged in _logged_keys(cell):
         key = logged.get("key")
         if "components" not in logged and isinstance(key, str) and isinstance(components := table.get(key), dict):
             logged["components"] = dict(components)
+    return cell
+
+
+def _copy_runs(cell: dict[str, Any]) -> dict[str, Any]:
+    """`cell` copied down to each logged key of each run (what with_key_components changes), the rest shared: no
+    deep copy, whose recursion a file nested hundreds deep exhausted."""
+    def run(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        log = out.get("keys")
+        if isinstance(log, dict) and isinstance(log.get("keys"), list):
+            out["keys"] = {**log, "keys": [dict(k) if isinstance(k, dict) else k for k in log["keys"]]}
+        if isinstance(out.get("ranks"), list):
+            out["ranks"] = [run(r) if isinstance(r, dict) and "ranks" not in r else r for r in out["ranks"]]
+        return out
+
+    cell = dict(cell)
+    if isinstance(cell.get("runs"), list):
+        cell["runs"] = [run(r) for r in cell["runs"]]
+    if "seed_control" in cell:
+        cell["seed_control"] = run(cell["seed_control"])
+    for key in ("moved_folder", "variation"):
+        if isinstance(part := cell.get(key), dict):
+            part = cell[key] = {**part, **{k: run(part[k]) for k in ("run", "control") if k in part}}
+            if isinstance(part.get("factors"), list):
+                part["factors"] = [{**f, "run": run(f["run"])} if isinstance(f, dict) and "run" in f else f
+                                   for f in part["factors"]]
     return cell
 
 
@@ -277,8 +353,8 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
     if version > SCHEMA_VERSION:
         raise UserError(f"{source}: schema_version {version} is newer than this harness "
                         f"reads ({SCHEMA_VERSION}); upgrade the harness")
-    data = upgrade(data, version)
     try:
+        data = upgrade(data, version)  # refuses a cell whose runs are not of the shapes it walks
         header, known = read_header(data), convert({k: v for k, v in data.items() if v is not None}, _Document)
     except ValueError as exc:
         raise UserError(f"{source}: {exc}") from None
