@@ -5,6 +5,11 @@ the repository);
 the same command finds the same folder and replays the recorded verdicts, so the search retraces
 its steps without measuring them again and reaches the same answer. A point interrupted half-way
 was never recorded and is measured again from scratch.
+
+A replayed verdict is never measured again, so the state is sealed as reduce.json is (harness/core/seal.py: an
+HMAC keyed by the user's secret): an edited or forged state, a damaged one (of the wrong shape, past
+MAX_STATE_BYTES) and one written before seals (versions 1 and 2: unsealed, so a forged state could claim to be
+one) are refused in one line naming --fresh, before anything is replayed.
 """
 
 from __future__ import annotations
@@ -16,11 +21,16 @@ from typing import Any
 
 from harness.core.errors import UserError
 from harness.core.model import CellResult
-from harness.core.files import write_atomic
-from harness.results.document import cell_json, read_cell, upgrade_cell
+from harness.core.files import read_json_bounded, write_atomic
+from harness.core.seal import KEY_FILE, SEAL, seal_matches, seal_of, state_key
+from harness.results.document import cell_json, read_cell
 
 STATE_FILE = "state.json"
-STATE_VERSION = 2  # 2: the points' cells as results.json of schema 3 holds them (1: of schema 2, upgraded)
+# 2: the points' cells as results.json of schema 3 holds them (1: of schema 2); 3: sealed. 1 and 2 are refused.
+STATE_VERSION = 3
+# A bisection records a few dozen points of a few cells each: past this a state is not one this harness wrote, and
+# is refused before it is parsed (it was read whole: a 300 MB file).
+MAX_STATE_BYTES = 64 << 20
 
 
 _RELEASE, _COMMIT = "release:", "commit:"  # what a point id starts with
@@ -52,19 +62,10 @@ class BisectState:
             state.save()
             return state
         try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"{path}: unreadable bisection state ({exc}); rerun with --fresh") from None
-        if data.get("state_version") not in (1, STATE_VERSION):
-            raise UserError(f"{path}: state version {data.get('state_version')} is not "
-                            f"{STATE_VERSION}; rerun with --fresh")
-        if data.get("identity") != json.loads(json.dumps(identity, default=str)):
-            raise UserError(f"{path}: belongs to a different bisection; rerun with --fresh")
-        points = data.get("points", {})
-        if data["state_version"] == 1 and isinstance(points, dict):
-            points = {p: [upgrade_cell(c) for c in cells] if isinstance(cells, list) else cells
-                      for p, cells in points.items()}
-        return cls(path, identity, points)
+            data = read_json_bounded(path, MAX_STATE_BYTES, "bisection state")
+        except UserError as exc:
+            raise UserError(f"{exc}; rerun with --fresh") from None
+        return cls(path, identity, _checked(path, data, identity))
 
     @property
     def resumed(self) -> bool:
@@ -79,5 +80,44 @@ class BisectState:
         self.save()
 
     def save(self) -> None:
-        document = {"state_version": STATE_VERSION, "identity": self.identity, "points": self.points}
-        write_atomic(self.path, json.dumps(document, indent=1, default=str) + "\n")
+        # As JSON reads it back (the identity's values as text where JSON has no type), so the seal is of that.
+        document = json.loads(json.dumps({"state_version": STATE_VERSION, "identity": self.identity,
+                                          "points": self.points}, default=str))
+        document[SEAL] = seal_of(document, state_key(KEY_FILE))
+        write_atomic(self.path, json.dumps(document, indent=1) + "\n")
+
+
+def _checked(path: Path, data: Any, identity: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The recorded points of a state file's document; UserError (one line, ending "rerun with --fresh") for one
+    this harness did not write as it stands: not of a state's shape, of another version, unsealed, its seal not
+    this user's key's, of another bisection, or a point's cell not one results.json could hold."""
+    def refused(why: str) -> UserError:
+        return UserError(f"{path}: {why}; rerun with --fresh")
+
+    if not isinstance(data, dict):
+        raise refused("not a bisection state (not a JSON object)")
+    version = data.get("state_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise refused(f"state_version {str(version)[:20]} is not a state version")
+    if version in (1, 2):
+        raise refused(f"written by an earlier release (state version {version}, before states were sealed): its "
+                      "points are not replayed")
+    if version != STATE_VERSION:
+        raise refused(f"state version {str(version)[:20]} is not {STATE_VERSION}")
+    if not seal_matches(data, state_key(KEY_FILE)):
+        raise refused("not written by this harness as it stands (its seal does not match: edited, or made by "
+                      "another user or machine); its points are not replayed")
+    if data.get("identity") != json.loads(json.dumps(identity, default=str)):
+        raise refused("belongs to a different bisection")
+    points = data.get("points")
+    if not isinstance(points, dict):
+        raise refused("points: expected an object")
+    for point, cells in points.items():
+        if not isinstance(cells, list):
+            raise refused(f"points.{point[:80]}: expected an array")
+        for i, cell in enumerate(cells):
+            try:
+                read_cell(cell)
+            except ValueError as exc:
+                raise refused(f"points.{point[:80]}[{i}].{exc}") from None
+    return points

@@ -10,13 +10,6 @@ before seals (version 1 or 2) resumes from the original, its memo kept: its best
 from __future__ import annotations
 
 import ast
-import hashlib
-import hmac
-import json
-import os
-import re
-import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,6 +21,7 @@ from harness.core.errors import UserError
 from harness.core.factors import Factor
 from harness.core.files import MAX_FLOAT, read_json_bounded, write_atomic
 from harness.core.kinds import FolderMode
+from harness.core.seal import KEY_FILE as SEAL_KEY_FILE, SEAL, seal_matches, seal_of, state_key
 from harness.core.records import convert, plain
 from harness.reduce.search import Tried
 from harness.results.reduction import Signature
@@ -40,12 +34,10 @@ SEALED_FROM = 3
 MAX_STATE_BYTES = 64 << 20
 # The seal's key: the user's, outside every reduction folder (a folder copied from elsewhere, or edited, has no
 # seal this key makes).
-KEY_FILE = Path(os.environ.get("HARNESS_STATE_KEY", Path.home() / ".cache" / "jax-cache-harness" / "reduce-state.key"))
-SEAL = "seal"
+KEY_FILE = SEAL_KEY_FILE
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_SEED = 2 ** 32 - 1
 MAX_PROCESSES = 1024
-_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 # The checks on what a state file may hold (a hostile one included), as the types msgspec reads it by.
 Digest = Annotated[str, Meta(pattern=r"\A[0-9a-f]{64}\Z", description="a sha256 digest (64 hex digits)")]
@@ -148,46 +140,16 @@ def read_state(data: Any) -> ReduceState:
     return state
 
 
-KEY_BYTES = 32
 
 
 def _key() -> bytes:
-    """The seal's key, made on first use (readable by the user only). Written whole or not at all (a temporary
-    file linked into place), and its length checked on every read: a key cut short (made on a full disk,
-    truncated) is made anew, so every seal made with it is refused, never one made with an empty key trusted."""
-    try:
-        key = KEY_FILE.read_bytes()
-    except FileNotFoundError:
-        key = b""
-    else:
-        if len(key) == KEY_BYTES:
-            return key
-    KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=KEY_FILE.parent, prefix=f".{KEY_FILE.name}.")  # mode 0600
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(secrets.token_bytes(KEY_BYTES))
-            out.flush()
-            os.fsync(out.fileno())
-        if key or KEY_FILE.exists():  # one cut short: replaced
-            os.replace(temporary, KEY_FILE)
-        else:
-            try:
-                os.link(temporary, KEY_FILE)  # first use: another reduction that made it meanwhile wins
-            except FileExistsError:
-                pass
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-    key = KEY_FILE.read_bytes()
-    if len(key) != KEY_BYTES:
-        raise OSError(f"the reduce state's key {KEY_FILE} could not be written whole ({len(key)} bytes)")
-    return key
+    """The seal's key (harness/core/seal.py's rules), from KEY_FILE."""
+    return state_key(KEY_FILE)
 
 
 def seal(document: dict[str, Any]) -> str:
     """The HMAC of a state document (without its seal), canonically serialised."""
-    body = json.dumps({k: v for k, v in document.items() if k != SEAL}, sort_keys=True, separators=(",", ":"))
-    return hmac.new(_key(), body.encode(), hashlib.sha256).hexdigest()
+    return seal_of(document, _key())
 
 
 def load_state(folder: Path, original: str) -> ReduceState:
@@ -203,10 +165,7 @@ def load_state(folder: Path, original: str) -> ReduceState:
     except StateProblem as exc:
         raise UserError(f"--resume {folder}: {STATE_FILE} is not a reduce state: {exc}") from None
     if state.version >= SEALED_FROM:
-        given = data.get(SEAL)
-        # A seal is 64 hex digits: anything else (non-ASCII text, which compare_digest refuses with a
-        # TypeError) does not match.
-        if not isinstance(given, str) or not _DIGEST.fullmatch(given) or not hmac.compare_digest(given, seal(data)):
+        if not seal_matches(data, _key()):
             raise UserError(f"--resume {folder}: {STATE_FILE} was not written by this reducer as it stands (its "
                             "seal does not match: edited, or made by another user or machine); its programs are "
                             "not run: reduce again without --resume")

@@ -2,6 +2,8 @@
 the results reader's rule, and a best program this reducer did not write (its seal does not match) refused
 before anything runs; a state from before seals resumes from the original."""
 
+import hashlib
+import hmac
 import json
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from harness.core.errors import UserError
 from harness.core.factors import Factor
 from harness.core.kinds import Cause, FolderMode
+from harness.core import seal as seal_module
 from harness.reduce import state as state_module
 from harness.reduce.search import Tried
 from harness.results.reduction import Signature
@@ -54,7 +57,7 @@ def test_a_planted_best_is_refused(tmp_path):
 def test_a_planted_state_with_a_recomputed_digest_is_refused(tmp_path):
     # The digests are plain sha256: anyone can recompute them; the seal needs the user's key.
     data = _written(tmp_path, best="print('planted')\n")
-    data["seal"] = state_module.hashlib.sha256(json.dumps(data).encode()).hexdigest()
+    data["seal"] = hashlib.sha256(json.dumps(data).encode()).hexdigest()
     (tmp_path / STATE_FILE).write_text(json.dumps(data))
     with pytest.raises(UserError, match="seal does not match"):
         load_state(tmp_path, ORIGINAL)
@@ -139,7 +142,7 @@ def _sealed_with_an_empty_key(where):
     data = _state().document()
     data["best"] = "open('/tmp/planted-by-an-empty-key', 'w').write('ran')\n"
     body = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    data["seal"] = state_module.hmac.new(b"", body.encode(), state_module.hashlib.sha256).hexdigest()
+    data["seal"] = hmac.new(b"", body.encode(), hashlib.sha256).hexdigest()
     (where / STATE_FILE).write_text(json.dumps(data))
 
 
@@ -150,7 +153,7 @@ def test_a_key_file_cut_short_is_made_anew_and_the_seals_made_with_it_refused(tm
     _sealed_with_an_empty_key(tmp_path)
     with pytest.raises(UserError, match="seal does not match"):
         load_state(tmp_path, ORIGINAL)
-    assert len(state_module.KEY_FILE.read_bytes()) == state_module.KEY_BYTES
+    assert len(state_module.KEY_FILE.read_bytes()) == seal_module.KEY_BYTES
     assert state_module.KEY_FILE.stat().st_mode & 0o077 == 0
 
 
@@ -158,7 +161,7 @@ def test_a_key_that_cannot_be_written_whole_leaves_no_key_file(tmp_path, monkeyp
     def full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(state_module.os, "fsync", full)
+    monkeypatch.setattr(seal_module.os, "fsync", full)
     with pytest.raises(OSError, match="No space left"):
         _state().save(tmp_path)
     assert not state_module.KEY_FILE.exists()  # no empty key left behind for the next seal
