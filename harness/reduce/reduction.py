@@ -545,7 +545,8 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         return ForkScreen(python, {**os.environ, **env}, preloaded(source, local), work, Path(measurer.workdir),
                           self.script, measurer.files, local, measurer.timeout_s, args=self.config.args,
-                          hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+                          hook_folder=state.folder == FolderMode.HOOK, places=state.places,
+                          network=release.spec.is_multiprocess)
 
     def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
                      local: tuple[Path, ...], timeout_s: float) -> ForkScreen | None:

@@ -12,12 +12,15 @@ it measured: under bubblewrap the write failed, so what it measured is not the o
 
 from __future__ import annotations
 
+import atexit
 import enum
 import json
 import os
+import platform
 import shutil
-import stat
+import struct
 import subprocess
+import tempfile
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -56,6 +59,8 @@ def bwrap_problem() -> str:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
+    if platform.machine() not in _SOCKET_ARCH:
+        return f"no filter of unix sockets for this machine's architecture ({platform.machine()})"
     try:
         probe = subprocess.run([*bwrap_launcher(Confines()), "true"], capture_output=True, text=True, timeout=30,
                                check=False)  # its exit status is read below
@@ -67,7 +72,8 @@ def bwrap_problem() -> str:
 
 
 # Private to each candidate under bubblewrap: an empty tmpfs showing the machine's entries read-only (what a run
-# reads there: an interpreter, a data file) but sockets and folders holding one (an ssh agent, X11, tmux).
+# reads there: an interpreter, a data file); a socket among them (an ssh agent, X11, tmux) is refused by the
+# seccomp filter, as every unix socket is.
 PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
 # Hidden outright by an empty tmpfs: where the container engine's socket (root on the host), containerd's,
 # podman's and each user's session sockets (/run/user/UID) live. /var/run is a link to /run on Debian.
@@ -75,9 +81,6 @@ RUNTIME_DIRS = (Path("/run"), Path("/var/run"))
 # Engine sockets that may live elsewhere (Docker Desktop, rootless setups): a /dev/null is bound over each.
 ENGINE_SOCKET_VARS = ("DOCKER_HOST", "CONTAINER_HOST")
 ENGINE_SOCKETS_UNDER_HOME = (".docker/run/docker.sock", ".docker/desktop/docker.sock")
-# A private tmp entry is looked into this deep and this far for a socket; past that it is not bound back.
-SOCKET_SCAN_DEPTH = 3
-SOCKET_SCAN_ENTRIES = 2000
 # Where a private tmp shows the machine's own, read-only, its entries linked to from the private tmp's top.
 HOST_VIEW = ".harness-host-tmp"
 OUTSIDE_DIR = "outside"  # under a candidate's folder: the scratch bound at each place the original wrote
@@ -87,51 +90,72 @@ OUTSIDE_DIR = "outside"  # under a candidate's folder: the scratch bound at each
 class Confines:
     """What one candidate's bubblewrap binds: `writable` (its folder, its cache), `readable` (folders under a
     private or hidden root a run must read: its interpreter, PYTHONPATH, the script's folder) and `scratch`
-    ((place the original wrote, the candidate's own empty stand-in for it))."""
+    ((place the original wrote, the candidate's own empty stand-in for it)); `network`: the machine's network
+    shared (a job's processes reach their coordinator over it), else a network namespace of its own."""
 
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     scratch: tuple[tuple[Path, Path], ...] = ()
+    network: bool = False
+
+
+# No unix socket of the machine is reachable from a candidate, whatever the path (a socket deep in /tmp, one made
+# after the sandbox started, an agent's in HOME, /var/lib/...): hiding them by path cannot keep up with a file
+# system that changes while candidates run. A seccomp filter (bubblewrap's --seccomp) refuses the socket() call
+# for AF_UNIX (EACCES) to every process of the sandbox, which also shuts out abstract sockets, and io_uring_setup
+# (whose requests make and connect sockets past the filter). socketpair() stays: a pair reaches nothing outside.
+# By machine: its audit architecture and the socket() call's number (x86_64's x32 calls are refused outright).
+_SOCKET_ARCH = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
+_IO_URING_SETUP = 425  # the same on both
+_AF_UNIX = 1
+_SECCOMP_FD = 9  # bubblewrap reads the filter from this descriptor (opened by the launcher's sh)
+
+
+def unix_socket_filter(machine: str | None = None) -> bytes:
+    """The classic-BPF seccomp program for `machine` (this one's by default): refuse socket(AF_UNIX, ...),
+    io_uring_setup and any call of another architecture with EACCES, allow the rest."""
+    arch, socket_nr, x32 = _SOCKET_ARCH[machine or platform.machine()]
+    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, ...|BPF_JGE, BPF_RET
+    allow, deny = 0x7FFF0000, 0x00050000 | 13  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
+
+    def op(code: int, jt: int, jf: int, k: int) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    # seccomp_data: nr at 0, arch at 4, args[0] at 16 (its low half on these little-endian machines).
+    head = [op(ld_abs, 0, 0, 4), op(jeq, 1, 0, arch), op(ret, 0, 0, deny), op(ld_abs, 0, 0, 0)]
+    x32_check = [op(jge, 5, 0, 0x40000000)] if x32 else []
+    tail = [op(jeq, 4, 0, _IO_URING_SETUP), op(jeq, 0, 2, socket_nr), op(ld_abs, 0, 0, 16), op(jeq, 1, 0, _AF_UNIX),
+            op(ret, 0, 0, allow), op(ret, 0, 0, deny)]
+    return b"".join(head + x32_check + tail)
+
+
+_filter_folder: list[Path] = []
+
+
+def _filter_file() -> Path:
+    """The filter as a file of this process's own (a private folder made once, removed at exit), written anew
+    when gone (a cleaner of /tmp): candidates cannot write there (the machine's /tmp is read-only to them)."""
+    if not _filter_folder:
+        folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-"))  # mode 0700
+        atexit.register(shutil.rmtree, folder, True)
+        _filter_folder.append(folder)
+    path = _filter_folder[0] / "no-unix-sockets.bpf"
+    wanted = unix_socket_filter()
+    try:
+        if path.read_bytes() == wanted:
+            return path
+    except OSError:
+        pass
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent)
+    with os.fdopen(fd, "wb") as out:
+        out.write(wanted)
+    os.replace(temporary, path)  # whole or not at all: a launch never reads half a filter
+    return path
 
 
 def _is_real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
-
-
-def _holds_a_socket(path: Path) -> bool:
-    """Whether `path` is a socket or a folder holding one within SOCKET_SCAN_DEPTH levels (also: one too
-    large or unreadable to tell). An entry's type is the folder listing's own (no stat of each file: a
-    machine's /tmp holds tens of thousands, and this ran for each sandboxed process: 0.5-0.7 s each here)."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return False
-    if stat.S_ISSOCK(mode):
-        return True
-    seen = 0
-    stack = [(os.fspath(path), 0)] if stat.S_ISDIR(mode) else []
-    while stack:
-        here, depth = stack.pop()
-        if depth >= SOCKET_SCAN_DEPTH:
-            continue
-        try:
-            with os.scandir(here) as listing:
-                children = list(listing)
-        except OSError:
-            return True  # cannot be looked into: not bound back
-        seen += len(children)
-        if seen > SOCKET_SCAN_ENTRIES:
-            return True
-        for child in children:
-            try:
-                if child.is_dir(follow_symlinks=False):
-                    stack.append((child.path, depth + 1))
-                elif not child.is_file(follow_symlinks=False) and not child.is_symlink() \
-                        and stat.S_ISSOCK(child.stat(follow_symlinks=False).st_mode):
-                    return True
-            except OSError:
-                continue  # gone since it was listed
-    return False
 
 
 def _engine_sockets() -> list[Path]:
@@ -152,10 +176,13 @@ def _under(path: Path, roots: tuple[Path, ...]) -> bool:
 def bwrap_argv(confines: Confines) -> list[str]:
     """bubblewrap's options for one candidate: the file system read-only; its own PID namespace with a fresh
     /proc (no /proc/<pid>/root or /cwd of a process outside), its own session (no terminal to inject into),
-    ended with the harness; no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders
-    writable; a scratch of its own at each place the original wrote outside its folder."""
+    ended with the harness; no unix socket (the seccomp filter: the launcher opens it) and no network but a job's
+    (`confines.network`); no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders writable; a
+    scratch of its own at each place the original wrote outside its folder."""
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
-            "--new-session"]
+            "--new-session", "--seccomp", str(_SECCOMP_FD)]
+    if not confines.network:
+        argv.append("--unshare-net")
     for runtime in RUNTIME_DIRS:
         if _is_real_dir(runtime):
             argv += ["--tmpfs", str(runtime)]
@@ -178,12 +205,10 @@ def bwrap_argv(confines: Confines) -> list[str]:
         for entry in entries:
             if entry in places:
                 continue  # the original wrote it: the tmpfs's own (a stand-in is bound over deeper places)
+            # A socket in the view (at any depth, made at any time: it is the machine's tmp, live) is shown but
+            # unreachable: the seccomp filter refuses every unix socket (no scan of the machine's tmp per start).
             if entry.is_symlink():
                 argv += ["--symlink", os.readlink(entry), str(entry)]
-            elif _holds_a_socket(entry):
-                # Hidden in the view too: an empty tmpfs over a folder, /dev/null over a socket.
-                argv += (["--tmpfs", str(view / entry.name)] if _is_real_dir(entry)
-                         else ["--ro-bind", "/dev/null", str(view / entry.name)])
             elif any(path.is_relative_to(entry) for path in deeper):
                 # A folder is bound deeper (a stand-in, the candidate's own, its interpreter): bubblewrap makes
                 # those mounts before its new root is entered, so through a real mount, not a link
@@ -223,8 +248,10 @@ def empty(stand_in: Path) -> None:
 
 
 def bwrap_launcher(confines: Confines) -> tuple[str, ...]:
-    """bwrap's command line (bwrap_argv), ending in `--`: the program's own command follows."""
-    return (shutil.which("bwrap") or "bwrap", *bwrap_argv(confines), "--")
+    """bwrap's command line (bwrap_argv), ending in `--`: the program's own command follows. Started by sh, which
+    opens the unix-socket filter on the descriptor bwrap reads it from, then becomes bwrap (exec: the same pid)."""
+    return ("/bin/sh", "-c", f'exec "$@" {_SECCOMP_FD}<"$0"', str(_filter_file()),
+            shutil.which("bwrap") or "bwrap", *bwrap_argv(confines), "--")
 
 
 def bwrap_said(log_path: Path) -> str:
@@ -290,8 +317,9 @@ class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
             own = (f"; where the original wrote ({self._places()}) each gets a private stand-in" if self.places
                    else "")
             return ("candidates run under bubblewrap: the file system read-only but their own folder (a copy of "
-                    "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run (no engine "
-                    f"sockets), their own PID namespace{own}; a write elsewhere is refused")
+                    "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run, no unix "
+                    "socket (a seccomp filter), no network but a job's, their own PID namespace"
+                    f"{own}; a write elsewhere is refused")
         if self.confinement == Confinement.CONTAINER:
             return ("candidates run in containers that mount the script's folder read-only and their own copy of "
                     "the working folder, cache and logs")
@@ -406,7 +434,8 @@ class ConfinedEnvironment(Environment):
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False,
+                 network: bool = False) -> Program:
         if not self.sandbox.bwrap:
             return program
         writable = (self.space.folder,) + ((cache_dir,) if not _inside(cache_dir, self.space.folder) else ())
@@ -417,7 +446,7 @@ class ConfinedEnvironment(Environment):
             interpreter += (self.inner.prefix_copy().parent.parent,)
         path = tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p))
         readable = (*interpreter, *path, *self.readable)
-        confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places))
+        confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places), network)
         return replace(program, launcher=bwrap_launcher(confines))
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
@@ -440,7 +469,8 @@ class ConfinedEnvironment(Environment):
 
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                   timeout_s: float) -> list[ProcessOutcome]:
-        outcomes = self.inner.run_group(self._program(program, cache_dir, envs[0] if envs else {}),
+        # A job's processes reach their coordinator over the network: theirs is the machine's (docs/reduce.md).
+        outcomes = self.inner.run_group(self._program(program, cache_dir, envs[0] if envs else {}, network=True),
                                         [self._env(e) for e in envs], cache_dir, log_paths, timeout_s)
         for outcome, log_path in zip(outcomes, log_paths):
             self._check_sandbox(outcome, log_path)
@@ -517,7 +547,8 @@ class RecordedEnvironment(ConfinedEnvironment):
         super().__init__(inner, Workspace(record.parent), Sandbox(Confinement.WATCH, "the original"), roots)
         self.record = record
 
-    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False) -> Program:
+    def _program(self, program: Program, cache_dir: Path, env: dict[str, str], other_prefix: bool = False,
+                 network: bool = False) -> Program:
         return program
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:

@@ -215,6 +215,7 @@ class ForkScreen:
     # there too, as a fresh candidate may, each time into an empty place (one right in a private tmp is the
     # server's tmpfs's own, removed before each child; a deeper one gets a stand-in of the server's, emptied).
     places: tuple[str, ...] = ()
+    network: bool = False  # a job's children reach their coordinator over the machine's network (Confines.network)
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     children: int = 0  # forked children run (for the reduction's tally)
     cpu_s: float = 0.0  # the CPU seconds they used (load moves their wall time, not this)
@@ -227,7 +228,7 @@ class ForkScreen:
         # Without a stand-in, the machine's own entry at a place the original wrote (it exists: the original made
         # it) is bound back read-only, and the child's write there fails: the screen was off for such a program.
         stand_ins = Workspace(Path(tempfile.mkdtemp(prefix=f"server-{seed}-", dir=self.work))).stand_ins(self.places)
-        confines = Confines((self.work,), (*interpreter, *self.readable), stand_ins)
+        confines = Confines((self.work,), (*interpreter, *self.readable), stand_ins, self.network)
         argv = [*bwrap_launcher(confines), str(self.python), str(package_path("harness.inside", SERVER)), *self.modules]
         # Started by the screen's own thread, which lives as long as the screen: bubblewrap's --die-with-parent
         # follows the thread that started it, so a server started by a batch's worker thread (measure.test_bad)

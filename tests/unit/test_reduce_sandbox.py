@@ -140,7 +140,7 @@ def test_a_non_python_child_cannot_write_through_proc_into_the_user_s_folder(tmp
 
 def test_the_container_engine_s_socket_cannot_be_reached(tmp_path, bwrap):
     # Issue 49: the candidate reached /var/run/docker.sock (HTTP 200), root on the host.
-    ask = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('/var/run/docker.sock')\n"
+    ask = ("import socket, sys\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/docker.sock')\n"
            "except OSError as e:\n    print('refused', e.errno); sys.exit(0)\n"
            "s.sendall(b'GET /_ping HTTP/1.0\\r\\nHost: d\\r\\n\\r\\n'); print(s.recv(64).decode().split()[1])")
     if os.path.exists("/var/run/docker.sock"):  # the engine runs here: outside the sandbox the socket answers
@@ -163,8 +163,7 @@ def test_bubblewrap_s_options_hold_the_namespace_and_the_session():
     assert argv.index("--unshare-pid") < argv.index("--proc")  # a fresh /proc of its own namespace
 
 
-def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_original_wrote(tmp_path,
-                                                                                             monkeypatch):
+def test_a_private_tmp_links_into_one_view_and_stands_in_where_the_original_wrote(tmp_path, monkeypatch):
     fake_tmp = tmp_path / "tmp"
     (fake_tmp / "data").mkdir(parents=True)
     (fake_tmp / "agent" / "deeper").mkdir(parents=True)
@@ -189,9 +188,8 @@ def test_a_private_tmp_binds_back_what_holds_no_socket_and_stands_in_where_the_o
     assert ("--ro-bind", str(fake_tmp), str(view)) in pairs
     assert ("--symlink", str(view / "data"), str(fake_tmp / "data")) in pairs
     assert argv.count("--ro-bind-try") == 1  # only "project", where a stand-in is bound deeper
-    assert not any(a == str(fake_tmp / "agent") for a in argv)  # a folder holding a socket stays hidden
-    assert ("--tmpfs", str(view / "agent")) in zip(argv, argv[1:])  # and empty in the view
-    assert argv.index(str(view)) < argv.index(str(view / "agent"))
+    # A folder holding a socket is linked as any other (no scan per start): the seccomp filter refuses the socket.
+    assert ("--symlink", str(view / "agent"), str(fake_tmp / "agent")) in pairs
     assert not any(a == str(fake_tmp / "ckpt") for a in argv)  # the original's place: the tmpfs's own
     assert ("--bind", str(tmp_path / "s1"), str(elsewhere)) in pairs  # elsewhere: the candidate's stand-in
     assert ("--ro-bind-try", str(fake_tmp / "project"), str(fake_tmp / "project")) in pairs
@@ -314,41 +312,78 @@ def test_a_candidate_may_write_where_the_original_wrote_and_nowhere_else(tmp_pat
     assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in ("made", "appended.log"))
 
 
-def test_a_socket_is_found_at_each_depth_scanned_and_never_through_a_link_or_beyond(tmp_path):
-    import socket
+REACH = """
+import socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect("\\0" + path[1:] if path.startswith("@") else path)  # @: an abstract socket's name
+        print("reached", path)
+    except OSError as e:
+        print("refused", e.errno)
+"""
+
+
+def test_no_unix_socket_of_the_machine_is_reachable_at_any_depth_time_or_place(tmp_path, bwrap, monkeypatch):
+    """Issue 61 #4: a candidate reached a socket 4 folders deep in /tmp (the view's scan looked 3 deep), one made
+    in /tmp after its sandbox started (the view is live), and an agent's socket in HOME. The seccomp filter
+    refuses every unix socket (abstract ones too), wherever it is and whenever it was made; socketpair stays."""
+    deep = Path(tempfile.mkdtemp(prefix="harness-test-sock-", dir="/tmp"))
+    home = tmp_path / "home"
+    (home / ".gnupg").mkdir(parents=True)
     listening = []
 
-    def sock_at(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def listen(where: str) -> str:
         s = socket.socket(socket.AF_UNIX)
-        s.bind(str(path))
+        s.bind(where)
+        s.listen(4)
         listening.append(s)
-        return path
+        return where
 
+    (tmp_path / "own").mkdir()
+    late = deep / "late.sock"
+    ask = REACH + f"""
+import os, time
+while not os.path.exists({str(late)!r}):
+    time.sleep(0.02)
+a, b = socket.socketpair(); a.sendall(b"p"); print("pair", b.recv(1).decode())
+"""
     try:
-        assert sandbox._holds_a_socket(sock_at(tmp_path / "bare.sock"))  # the entry itself
-        for depth in range(1, sandbox.SOCKET_SCAN_DEPTH + 1):  # a/s, a/b/s, a/b/c/s: within the scan
-            nested = tmp_path / f"at{depth}"
-            sock_at(nested.joinpath(*["d"] * (depth - 1), "s"))
-            assert sandbox._holds_a_socket(nested), depth
-        beyond = tmp_path / "beyond"
-        sock_at(beyond.joinpath(*["d"] * sandbox.SOCKET_SCAN_DEPTH, "s"))
-        assert not sandbox._holds_a_socket(beyond)  # deeper than the scan
-        linked = tmp_path / "linked"
-        linked.mkdir()
-        (linked / "to_sock").symlink_to(tmp_path / "bare.sock")
-        (linked / "to_dir").symlink_to(tmp_path / "at1")
-        (linked / "file").write_text("x")
-        assert not sandbox._holds_a_socket(linked)  # a link is not followed
-        crowded = tmp_path / "crowded"
-        crowded.mkdir()
-        for i in range(sandbox.SOCKET_SCAN_ENTRIES + 1):
-            (crowded / str(i)).touch()
-        assert sandbox._holds_a_socket(crowded)  # too large to tell: not bound back
-        assert not sandbox._holds_a_socket(tmp_path / "gone")
+        deep.joinpath("a", "b", "c", "d").mkdir(parents=True)
+        sockets = [listen(str(deep.joinpath("a", "b", "c", "d", "s.sock"))), listen(str(home / ".ssh-agent.sock")),
+                   listen(str(home / ".gnupg" / "S.gpg-agent.ssh")), "@harness-test-abstract"]
+        listen("\0harness-test-abstract")
+        started = subprocess.Popen([*bwrap_launcher(Confines((tmp_path / "own",))), sys.executable, "-c", ask,
+                                    *sockets, str(late)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        listen(str(late))  # made after the sandbox started
+        out, err = started.communicate(timeout=60)
+        outside = subprocess.run([sys.executable, "-c", REACH, *sockets, str(late)], capture_output=True, text=True,
+                                 timeout=60)
     finally:
         for s in listening:
             s.close()
+        shutil.rmtree(deep, ignore_errors=True)
+    assert outside.stdout.count("reached") == 5, outside.stdout  # each answers outside the sandbox
+    lines = out.splitlines()
+    assert started.returncode == 0 and lines[:5] == ["refused 13"] * 5, out + err
+    assert lines[5] == "pair p", out
+
+
+def test_the_filter_refuses_unix_sockets_and_io_uring_and_other_architectures_only():
+    import struct
+    for machine in ("x86_64", "aarch64"):
+        program = sandbox.unix_socket_filter(machine)
+        assert len(program) % 8 == 0
+        ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+        returns = [k for code, _, _, k in ops if code == 0x06]
+        assert sorted(set(returns)) == [0x00050000 | 13, 0x7FFF0000]  # EACCES or allowed, nothing else
+        assert any(code == 0x15 and k == 425 for code, _, _, k in ops)  # io_uring_setup
+
+
+def test_a_job_s_candidate_keeps_the_network_and_every_other_gets_its_own():
+    assert "--unshare-net" in bwrap_argv(Confines())
+    assert "--unshare-net" not in bwrap_argv(Confines(network=True))
+    assert bwrap_argv(Confines())[bwrap_argv(Confines()).index("--seccomp") + 1] == "9"
 
 
 def test_the_machine_s_tmp_reads_through_its_links_and_keeps_its_sockets_and_writes_away(tmp_path, bwrap):
@@ -366,8 +401,7 @@ def test_the_machine_s_tmp_reads_through_its_links_and_keeps_its_sockets_and_wri
         view = Path("/tmp") / sandbox.HOST_VIEW
         ask = (f"import os, socket\nprint(open({str(data / 'x.txt')!r}).read())\n"
                f"for path in ({str(agent / 'sock')!r}, {str(view / agent.name / 'sock')!r}):\n"
-               "    s = socket.socket(socket.AF_UNIX)\n"
-               "    try:\n        s.connect(path); print('reached', path)\n"
+               "    try:\n        s = socket.socket(socket.AF_UNIX); s.connect(path); print('reached', path)\n"
                "    except OSError as e:\n        print('refused', e.errno)\n"
                f"try:\n    open({str(data / 'y.txt')!r}, 'w')\nexcept OSError as e:\n    print('read-only', e.errno)\n"
                "open('/tmp/harness-test-new.txt', 'w').write('new')\n"
