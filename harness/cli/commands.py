@@ -29,6 +29,7 @@ from harness.core.errors import ExitCode, HarnessFailure, UserError
 from harness.nightly.compare import CellChange, exit_code, render_changes
 from harness.cli.console import ConsoleProgress, console_streams
 from harness.reduce.passes import size
+from harness.report.bisect_section import REPRODUCE_WITH
 from harness.report.render import REPORT_FILE
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
@@ -327,8 +328,10 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
         return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
     # bisect.md as it reads in a terminal (its HTML entities, `-&gt;`, as what they stand for); it ends with the line
-    # that reproduces it, as `run` ends with its summary
-    print(html.unescape(found.text))
+    # that reproduces it, as `run` ends with its summary: there the command as it is, to paste (bisect.md's is a
+    # code span)
+    section, said, _ = found.text.rpartition(f"\n\n{REPRODUCE_WITH}")
+    print(f"{html.unescape(section)}{said}{found.command}" if said else html.unescape(found.text))
     # An endpoint that contradicts its flag (--good reproduces, --bad is clean) is the user's to fix.
     return ExitCode.OK if found.status == SweepStatus.COMPLETE else ExitCode.BAD_INPUT
 

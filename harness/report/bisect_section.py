@@ -43,9 +43,13 @@ def bisect_section(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) ->
     return lines
 
 
+REPRODUCE_WITH = "Reproduce with: "  # bisect.md's last line: then the command, a code span
+
+
 def bisect_text(outcome: Outcome, command: str, packages: ProgramPackages = NO_PACKAGES) -> str:
-    """What `harness bisect` prints and writes (bisect.md): the section, then the command that reproduces it."""
-    return "\n".join([*bisect_section(outcome, packages), "", f"Reproduce with: {command}"])
+    """What `harness bisect` prints and writes (bisect.md): the section, then the command that reproduces it (a
+    code span: a program's arguments show as they are, never as Markdown or HTML)."""
+    return "\n".join([*bisect_section(outcome, packages), "", f"{REPRODUCE_WITH}{md.code(command)}"])
 
 
 def release_boundaries(outcome: Outcome) -> Boundaries:

@@ -273,18 +273,18 @@ def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
     moved = ", ".join(signature.components) or "unknown"
     where = ""
     if signature.factor:
-        where = f" when varying `{signature.factor}` (`--vary {signature.factor}`)"
+        where = f" when varying {md.code(signature.factor)} ({md.code(f'--vary {signature.factor}')})"
     elif signature.ranks:
         a, b = signature.ranks
         where = f" between processes {a} and {b} of one job (`--processes {found.processes}`)"
     same = " under the same factor" if signature.factor else " with as many processes" if signature.ranks else ""
-    kept = (f"`reproduced` on jax {found.bad} through `{signature.module}`{where} (key component "
-            f"{moved}, cause `{signature.cause or 'unknown'}`)"
-            + (f", `clean` on jax {found.good}{same}" if found.good else ""))
+    kept = (f"`reproduced` on jax {md.text(found.bad)} through {md.code(signature.module)}{where} (key component "
+            f"{md.text(moved)}, cause {md.code(signature.cause or 'unknown')})"
+            + (f", `clean` on jax {md.text(found.good)}{same}" if found.good else ""))
     source = reduced.source.rstrip("\n")
     fence = "````" if "```" in source else "```"
     return ["## Minimal reproducer", "",
-            (f"`harness reduce` shrank `{original.path}` from {original.lines} to "
+            (f"`harness reduce` shrank {md.code(original.path)} from {original.lines} to "
             f"{reduced.lines} lines ({original.bytes} -> {reduced.bytes} bytes), keeping "
             f"its failure signature: {kept}; {found.candidates_run} candidates run in "
             f"{found.seconds} s. The table above is this program's own check."), "",

@@ -47,4 +47,6 @@ def test_bisect_md_is_report_md_s_bisection_section_and_the_command(backend, tmp
     report = (folder / "report.md").read_text()
     assert section.startswith("## Bisection\n") and f"\n{section}\n" in report
     assert "- 2 release(s) tested, 6 runs in all" in section
-    assert printed.strip() == html.unescape(written.strip())  # printed as it reads: `-&gt;` as `->`
+    # printed as it reads (`-&gt;` as `->`), the command as it is: bisect.md's is a code span
+    assert command.startswith("`harness bisect ") and command.endswith("`")
+    assert printed.strip() == html.unescape(section) + "\n\nReproduce with: " + command.strip("`")
