@@ -162,6 +162,12 @@ def _child(request: dict[str, Any]) -> None:
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    # Its stdin /dev/null, as a fresh run's: the server's is the harness's pipe of requests, where a program that
+    # reads stdin blocked (and could take the next request).
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - not the server's, which may hold a request it read ahead
     os.environ.update(request["env"])
     # tempfile keeps the folder it first found (a library's import asked for it: Flax's does), the server's /tmp:
     # the child's is its own TMPDIR, as a fresh run's is.

@@ -450,7 +450,8 @@ class Reduction:
         local = (self.script.resolve().parent, self.workdir.resolve())
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places,
+                            say=self.progress.say)
         # The two seeds that decide nearly every candidate; a later seed's server starts when a candidate first
         # needs it (one whose first two seeds computed one key: a few in a reduction).
         screen.prestart([s for s in state.bad_seeds if isinstance(s, int)][:2])
@@ -479,7 +480,8 @@ class Reduction:
                                   f"{screen.timeout_s:.0f} s (the original ran {original.seconds:.1f} s forked)")
             return screen
         screen.close()
-        self.progress.say("quick screen off: the original does not run to its end in a forked child; every "
+        why = original.rejected or original.why or "it did not run"
+        self.progress.say(f"quick screen off: the original does not run to its end in a forked child ({why}); every "
                           "candidate runs as fresh processes")
         return None
 
@@ -546,7 +548,7 @@ class Reduction:
         return ForkScreen(python, {**os.environ, **env}, preloaded(source, local), work, Path(measurer.workdir),
                           self.script, measurer.files, local, measurer.timeout_s, args=self.config.args,
                           hook_folder=state.folder == FolderMode.HOOK, places=state.places,
-                          network=release.spec.is_multiprocess)
+                          network=release.spec.is_multiprocess, say=self.progress.say)
 
     def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
                      local: tuple[Path, ...], timeout_s: float) -> ForkScreen | None:
@@ -563,7 +565,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, timeout_s, args=self.config.args,
-                            hook_folder=state.folder == FolderMode.HOOK, places=state.places)
+                            hook_folder=state.folder == FolderMode.HOOK, places=state.places, say=self.progress.say)
         screen.prestart(seeds)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:

@@ -99,6 +99,8 @@ class Screened:
     values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
     joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
     seconds: float = field(default=0.0, compare=False)  # how long the child ran (0: it did not run)
+    # Unsure and not finished: what happened ("exited 2", "timed out after 30 s", "its server ..."), to say why
+    why: str = field(default="", compare=False)
 
 
 class _Request(TypedDict):
@@ -169,6 +171,15 @@ class _Server:
         except ValueError:
             return None
 
+    def why_unwell(self) -> str:
+        """Why it answered nothing: it ended (its exit status), never said it was ready, or went silent."""
+        ended = self.process.poll()
+        if ended is not None:
+            return f"its interpreter ended ({'signal ' + str(-ended) if ended < 0 else 'exit ' + str(ended)})"
+        if not self.ready:
+            return f"its interpreter did not start within {START_TIMEOUT_S:.0f} s"
+        return "its interpreter went silent past the child's timeout"
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -215,6 +226,7 @@ class ForkScreen:
     # there too, as a fresh candidate may, each time into an empty place (one right in a private tmp is the
     # server's tmpfs's own, removed before each child; a deeper one gets a stand-in of the server's, emptied).
     places: tuple[str, ...] = ()
+    say: Callable[[str], None] = lambda _: None  # the reduction's progress: the screen turning itself off is said
     network: bool = False  # a job's children reach their coordinator over the machine's network (Confines.network)
     _idle: dict[int, list[_Server]] = field(default_factory=dict)
     children: int = 0  # forked children run (for the reduction's tally)
@@ -319,10 +331,15 @@ class ForkScreen:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
             # Unwell (it did not start, died, or went silent): every later candidate runs fresh, rather than each
-            # paying for another server's `import jax`.
+            # paying for another server's `import jax`; said once, with why.
+            why = server.why_unwell()
             server.close()
-            self.enabled = False
-            return Screened()
+            with self._lock:
+                was, self.enabled = self.enabled, False
+            if was:
+                self.say(f"quick screen off: its server of seed {seed} answered nothing ({why}); every later "
+                         "candidate runs as fresh processes")
+            return Screened(why=f"its server answered nothing ({why})")
         with self._lock:
             self._idle[seed].append(server)
             self.cpu_s += answer.get("cpu_s") or 0.0
@@ -332,7 +349,9 @@ class ForkScreen:
         if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
             return Screened(rejected=answer["error"])
         if answer["exit"] != 0:
-            return Screened()
+            code = answer["exit"]
+            raised = f": {answer['error']}" if answer["error"] else ""
+            return Screened(why=(f"killed by signal {-code}" if code < 0 else f"exited {code}") + raised)
         if module is None:
             return Screened(finished=True, values=written, seconds=seconds)
         return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),

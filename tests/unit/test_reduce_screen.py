@@ -583,3 +583,37 @@ def test_an_exception_of_several_lines_is_said_on_one(tmp_path, script):
     finally:
         screen.close()
     assert said == "ValueError: the mesh given has shape (8, 1)"
+
+
+def test_a_child_that_reads_stdin_reads_nothing_and_the_next_request_is_the_server_s(tmp_path):
+    """Issue 61 #9: a child's stdin was the server's pipe of requests: a program that reads stdin blocked there
+    until its timeout (every candidate of it), where a fresh run gets /dev/null."""
+    reads = "import sys\nprint('read', len(sys.stdin.read()))\n"
+    first, second = _serve(tmp_path, [_request(tmp_path, "reads", reads, timeout_s=5.0),
+                                      _request(tmp_path, "after", ORDER)])
+    assert _ended(first) == {"exit": 0, "timed_out": False, "error": "", "errno": None}
+    assert (tmp_path / "reads.log").read_text() == "read 0\n"
+    assert _ended(second)["exit"] == 0
+
+
+def test_the_screen_says_why_it_turns_itself_off_once(tmp_path, script):
+    """A server that answers nothing (here: its child killed it) turns the screen off: said once, with why."""
+    said: list[str] = []
+    screen = _screen(tmp_path, script, say=said.append)
+    try:
+        answer = screen.screen("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n", 3)
+        assert not screen.enabled and answer == Screened() and "its interpreter ended" in answer.why
+        assert screen.screen(ORDER, 3) == Screened()  # off: unsure, nothing run
+    finally:
+        screen.close()
+    # bubblewrap's exit for its program killed by SIGKILL: 128 + 9
+    assert len(said) == 1 and said[0].startswith("quick screen off: its server of seed 3 answered nothing (its "
+                                                 "interpreter ended (exit 137))"), said
+
+
+def test_an_unsure_child_says_how_it_ended(tmp_path, script):
+    screen = _screen(tmp_path, script)
+    try:
+        assert screen.screen("import sys\nsys.exit(4)\n", 3).why == "exited 4"
+    finally:
+        screen.close()
