@@ -182,7 +182,8 @@ def test_a_server_that_does_not_start_turns_the_screen_off_for_the_rest(tmp_path
     broken.write_text("#!/bin/sh\nexit 1\n")
     broken.chmod(0o755)
     screen = ForkScreen(broken, dict(os.environ), ("json",), tmp_path / "screened", tmp_path, script, [], (), 5.0)
-    screen._start = lambda seed: type("Dead", (), {"ready": False, "close": lambda self: None})()
+    screen._start = lambda seed: type("Dead", (), {"ready": False, "close": lambda self: None,
+                                                   "why_unwell": lambda self: "it did not start"})()
     assert screen.screen("pass\n", 1) == Screened() and not screen.enabled
     screen._start = lambda seed: pytest.fail("no second server is started")
     assert screen.screen("pass\n", 1) == Screened()
