@@ -989,6 +989,233 @@ def case_with_dot_then_resume(h: Harness) -> tuple[bool, str]:
     return code == 0, f"the resume: exit {code} {err.strip()[-80:] if code else ''}"
 
 
+# Issue 61 (round six): no unix socket reachable from a candidate, bisect's state sealed, results.json's upgrade
+# validated first, commands as code spans, a forked child's stdin, the quick screen's reason for turning off.
+SOCKETS_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "sockets_when_its_if_goes.py").read_text()
+
+
+class Listener:
+    """A unix socket (a path, or `@name`: an abstract one) that greets each connection and counts them."""
+
+    def __init__(self, where: str) -> None:
+        import socket
+
+        if not where.startswith("@"):
+            Path(where).parent.mkdir(parents=True, exist_ok=True)
+        self.socket = socket.socket(socket.AF_UNIX)
+        self.socket.bind("\0" + where[1:] if where.startswith("@") else where)
+        self.socket.listen(16)
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.socket.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            with conn:
+                conn.sendall(b"hello")
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+_sockets: dict[str, Any] = {}
+
+
+def socket_reduction(h: Harness) -> dict[str, Any]:
+    """One reduction whose candidates (the `if` keeping the original home dropped) connect to a socket 4 folders
+    deep in /tmp, one made in /tmp once the sandboxes started, two agent sockets in HOME and an abstract one; made
+    once, each case reads its socket's count."""
+    if not _sockets:
+        root = Path(tempfile.mkdtemp(prefix="harness-stress-sock-", dir="/tmp"))
+        tag = f".harness-stress-{os.getpid()}"
+        where = {"deep": str(root / "a" / "b" / "c" / "d" / "s.sock"), "late": str(root / "late.sock"),
+                 "ssh": str(Path.home() / f"{tag}-ssh-agent.sock"),
+                 "gpg": str(Path.home() / f"{tag}-gnupg" / "S.gpg-agent.ssh"), "abstract": f"@harness-stress-{os.getpid()}"}
+        listeners = {name: Listener(path) for name, path in where.items() if name != "late"}
+        paths = [where[n] for n in ("deep", "late", "ssh", "gpg")]
+        script = h.write("socket-project/train.py", SOCKETS_SCRIPT.replace("@SOCKETS@", repr(paths))
+                         .replace("@ABSTRACT@", where["abstract"]))
+        out = h.root / "socket-out"
+        proc = h.start("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
+                       "--max-candidates", "30")
+        try:
+            # Made once the sandboxes started: the screen's servers, or the first candidate's folder.
+            wait_for(lambda: list(out.glob("*/screened")) or list(out.glob("*/candidates/*"))
+                     or proc.poll() is not None, 1800)
+            listeners["late"] = Listener(where["late"])
+            _, err = proc.communicate(timeout=3600)
+            memo = []
+            for folder in out.iterdir():
+                memo = list(json.loads((folder / "reduce.json").read_text())["memo"].values())
+            stopped = sum("CalledProcessError" in t["why"] for t in memo)
+            _sockets.update(code=proc.returncode, stopped=stopped, err=err.strip()[-60:],
+                            reached={name: listener.accepted for name, listener in listeners.items()})
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for listener in listeners.values():
+                listener.close()
+            shutil.rmtree(root, ignore_errors=True)
+            Path(where["ssh"]).unlink(missing_ok=True)
+            shutil.rmtree(Path(where["gpg"]).parent, ignore_errors=True)
+    return _sockets
+
+
+def case_reduce_sockets(h: Harness, names: tuple[str, ...]) -> tuple[bool, str]:
+    found = socket_reduction(h)
+    reached = {n: found["reached"][n] for n in names}
+    held = found["code"] == 0 and found["stopped"] > 0 and not any(reached.values())
+    return held, (f"exit {found['code']}, {found['stopped']} candidate(s) stopped, connections: "
+                  + ", ".join(f"{n} {c}" for n, c in reached.items()) + (f" {found['err']}" if found["code"] else ""))
+
+
+_bisected: dict[str, Any] = {}
+HOSTILE_ARGS = ["--title", "<b>bold</b>", "--note", "a `tick` and *stars*"]
+
+
+def bisect_argv(h: Harness) -> list[str]:
+    return ["bisect", str(REPO / "tests" / "fixtures" / "sm.py"), "--versions", ">=0.4.28,<=0.4.29", "--runs", "3",
+            "--seeds", "random", "--quiet", "--out", str(h.root / "bisect-out"), "--", *HOSTILE_ARGS]
+
+
+def bisected_folder(h: Harness) -> Path:
+    """A real bisection of the seed between 0.4.28 and 0.4.29, its program given hostile arguments; made once, its
+    state.json kept to be restored before each case damages it."""
+    if "folder" not in _bisected:
+        code, _, err = h.run(*bisect_argv(h), timeout=1800)
+        if code != 0:
+            raise RuntimeError(f"the bisection exited {code}: {err.strip()[-80:]}")
+        (made,) = (h.root / "bisect-out").iterdir()
+        _bisected.update(folder=made, state=(made / "state.json").read_bytes())
+    folder: Path = _bisected["folder"]
+    return folder
+
+
+def case_bisect_state(h: Harness, damage: Callable[[dict[str, Any]], Any] | bytes | None) -> tuple[bool, str]:
+    """The same bisect command again over a state.json damaged (bytes, or a change to the document; None: every
+    point edited to read `reproduced`): one line, exit 2, 'rerun with --fresh', nothing replayed."""
+    folder = bisected_folder(h)
+    state = folder / "state.json"
+    if isinstance(damage, bytes):
+        state.write_bytes(damage)
+    else:
+        document = json.loads(_bisected["state"])
+        if damage is None:
+            for cells in document["points"].values():
+                for cell in cells:
+                    cell.update(verdict="reproduced", reason="FORGED")
+        else:
+            document = damage(document)
+        state.write_text(json.dumps(document))
+    try:
+        code, out, err = h.run(*bisect_argv(h), timeout=600)
+    finally:
+        state.write_bytes(_bisected["state"])
+    held, detail = one_line(code, err)
+    return held and "rerun with --fresh" in err and "FORGED" not in out, detail
+
+
+def case_bisect_resumes(h: Harness) -> tuple[bool, str]:
+    """The state this release wrote resumes: the same command replays it, exit 0."""
+    bisected_folder(h)
+    code, out, err = h.run(*bisect_argv(h), timeout=600)
+    return code == 0 and "regression appears in 0.4.29" in out, f"exit {code} {err.strip()[-60:] if code else ''}"
+
+
+def case_bisect_md_code_span(h: Harness) -> tuple[bool, str]:
+    """bisect.md's Reproduce with line, as GitHub renders it: the program's arguments as they are, no <b>."""
+    from tests.helpers import github_html
+
+    last = (bisected_folder(h) / "bisect.md").read_text().strip().splitlines()[-1]
+    shown = github_html(last)
+    held = "<b>" not in shown and "&lt;b&gt;bold&lt;/b&gt;" in shown and "`tick`" in shown
+    return held, f"rendered: {shown.strip()[:80]}"
+
+
+def upgrade_cases(h: Harness) -> list[tuple[str, Argv]]:
+    """results.json cells the upgrade used to reach before the strict conversion: report, compare, merge."""
+    good = REPO / "tests" / "fixtures" / "smoke-run"
+    base = json.loads((good / "results.json").read_text())
+
+    def nested(depth: int) -> dict[str, Any]:
+        run: dict[str, Any] = {}
+        here = run
+        for _ in range(depth):
+            here["ranks"] = [{}]
+            here = here["ranks"][0]
+        return run
+
+    changes: dict[str, Callable[[dict[str, Any]], None]] = {
+        "key_components with runs: 5": lambda c: c.update(runs=5),
+        "key_components with ranks: 7": lambda c: c.update(runs=[{**c["runs"][0], "ranks": 7}]),
+        "key_components with moved_folder.factors: 7": lambda c: c.update(moved_folder={"factors": 7}),
+        "key_components with ranks nested 400 deep": lambda c: c.update(runs=[nested(400)]),
+    }
+    cases: list[tuple[str, Argv]] = []
+    for i, (name, change) in enumerate(changes.items()):
+        document = json.loads(json.dumps(base))
+        cell = document["cells"][0]
+        cell["key_components"] = {"jit_f-" + "a" * 64: {"hlo": "b" * 64}}
+        change(cell)
+        h.write(f"upgrade/{i}/results.json", json.dumps(document))
+        folder = str(h.root / "upgrade" / str(i))
+        cases += [(f"{name} in results.json: report", ["report", folder]),
+                  (f"{name} in results.json: compare", ["compare", str(good), "--baseline", folder]),
+                  (f"{name} in results.json: merge", ["merge", folder, str(good), "--out", str(h.root / "bad-out")])]
+    return cases
+
+
+READS_STDIN = "import sys\nsys.stdin.read()\n" + (REPO / "tests" / "fixtures" / "sm.py").read_text()
+# A forked child has imported jax before the program runs (its server did); a fresh run has not.
+EXITS_WHEN_FORKED = "import sys\nif 'jax' in sys.modules:\n    sys.exit(5)\n" + (
+    REPO / "tests" / "fixtures" / "sm.py").read_text()
+
+
+def case_reduce_screen(h: Harness, name: str, source: str, said: str) -> tuple[bool, str]:
+    """A reduction of `source` (2 candidates): exit 0 and its progress says `said` about the quick screen."""
+    script = h.write(f"{name}/train.py", source)
+    code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--max-candidates", "2",
+                         "--out", str(h.root / f"{name}-out"), timeout=1800)
+    line = next((ln for ln in err.splitlines() if "quick screen" in ln), "(no quick screen line)")
+    return code == 0 and said in line, f"exit {code}: {line.strip()[:90]}"
+
+
+def round_six_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+    cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
+        ("reduce: a unix socket 4 folders deep in /tmp is unreachable from a candidate",
+         partial(case_reduce_sockets, h, ("deep",))),
+        ("reduce: a unix socket made in /tmp after the sandboxes started is unreachable from a candidate",
+         partial(case_reduce_sockets, h, ("late",))),
+        ("reduce: agent sockets in HOME (ssh, gpg) and an abstract socket are unreachable from a candidate",
+         partial(case_reduce_sockets, h, ("ssh", "gpg", "abstract"))),
+        ("bisect: the state it wrote resumes", partial(case_bisect_resumes, h)),
+        ("bisect: a state.json with every point edited to reproduced is refused",
+         partial(case_bisect_state, h, None)),
+        ("bisect: a state.json of []", partial(case_bisect_state, h, b"[]")),
+        ("bisect: a state.json with points: [1, 2]", partial(case_bisect_state, h, lambda d: {**d, "points": [1, 2]})),
+        ('bisect: a state.json of {"spec": 5}', partial(case_bisect_state, h, b'{"spec": 5}')),
+        ("bisect: a state.json with a NaN", partial(case_bisect_state, h, b'{"state_version": NaN}')),
+        ("bisect: a state.json with a 5,000-digit integer",
+         partial(case_bisect_state, h, b'{"state_version": ' + b"1" * 5000 + b"}")),
+        ("bisect: a 300 MB state.json", partial(case_bisect_state, h, b" " * (300 << 20))),
+        ("bisect: an unsealed state.json of an earlier release (version 2)",
+         partial(case_bisect_state, h, lambda d: {k: v for k, v in {**d, "state_version": 2}.items() if k != "seal"})),
+        ("bisect.md: the Reproduce with line is a code span (a program's <b> and backticks as they are)",
+         partial(case_bisect_md_code_span, h)),
+        ("reduce: a program that reads stdin keeps the quick screen (a forked child's stdin is /dev/null)",
+         partial(case_reduce_screen, h, "reads-stdin", READS_STDIN, "quick screen: ")),
+        ("reduce: the quick screen turning off says why",
+         partial(case_reduce_screen, h, "forked-exits", EXITS_WHEN_FORKED,
+                 "quick screen off: the original does not run to its end in a forked child (exited 5)")),
+    ]
+    cases += [(f"bad input: {name}", partial(bad_input_held, h, argv)) for name, argv in upgrade_cases(h)]
+    return cases
+
+
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
@@ -1077,6 +1304,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         cases.append(("submit --out with a space and a % (real Slurm)", lambda: case_submit_out_with_a_space(h)))
     for name, argv in bad_input_cases(h):
         cases.append((f"bad input: {name}", partial(bad_input_held, h, argv)))
+    cases += round_six_cases(h)
     return cases
 
 
