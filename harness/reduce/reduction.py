@@ -633,8 +633,8 @@ class Reduction:
             raise HarnessFailure(
                 f"{self.script}: reproduced in its own check, but not in the reducer's sandbox "
                 f"({measurer.sandbox.confinement}: {verbatim.why}): the harness's setup, not your script; what the "
-                "sandbox hides is in docs/reduce.md (a private /tmp and /var/tmp, no /run): keep what the script "
-                "reads in its folder, or report it")
+                "sandbox hides is in docs/reduce.md (a private /tmp and /var/tmp, no /run, no unix socket, no network "
+                "but a job's): keep what the script reads in its folder, or report it")
         raise UserError(f"{self.script}: rewritten by ast.unparse (comments and layout dropped) it no longer "
                         f"reproduces ({why}): it cannot be reduced")
 
