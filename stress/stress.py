@@ -1086,11 +1086,11 @@ def bisected_folder(h: Harness) -> Path:
     """A real bisection of the seed between 0.4.28 and 0.4.29, its program given hostile arguments; made once, its
     state.json kept to be restored before each case damages it."""
     if "folder" not in _bisected:
-        code, _, err = h.run(*bisect_argv(h), timeout=1800)
+        code, out, err = h.run(*bisect_argv(h), timeout=1800)
         if code != 0:
             raise RuntimeError(f"the bisection exited {code}: {err.strip()[-80:]}")
         (made,) = (h.root / "bisect-out").iterdir()
-        _bisected.update(folder=made, state=(made / "state.json").read_bytes())
+        _bisected.update(folder=made, state=(made / "state.json").read_bytes(), out=out)
     folder: Path = _bisected["folder"]
     return folder
 
@@ -1120,10 +1120,11 @@ def case_bisect_state(h: Harness, damage: Callable[[dict[str, Any]], Any] | byte
 
 
 def case_bisect_resumes(h: Harness) -> tuple[bool, str]:
-    """The state this release wrote resumes: the same command replays it, exit 0."""
+    """The state this release wrote resumes: the same command replays it (the same answer), exit 0."""
     bisected_folder(h)
     code, out, err = h.run(*bisect_argv(h), timeout=600)
-    return code == 0 and "regression appears in 0.4.29" in out, f"exit {code} {err.strip()[-60:] if code else ''}"
+    said = out.strip().splitlines()[0] if out.strip() else ""
+    return code == 0 and out == _bisected["out"], f"exit {code}: {said[:70]} {err.strip()[-60:] if code else ''}"
 
 
 def case_bisect_md_code_span(h: Harness) -> tuple[bool, str]:
