@@ -239,6 +239,7 @@ class Reduction:
                            vary=self.config.vary, processes=self.config.processes,
                            tolerated=tuple(own_failures(bad)),
                            places=write_places(recorder.recorded(), recorder.roots) if recorder else (),
+                           network=recorder.connected() if recorder else False,
                            run_seconds=sum(measured_runs) / len(measured_runs) if measured_runs else 0.0)
 
     # ---- the search ---------------------------------------------------------------------------
@@ -451,7 +452,7 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
                             Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
                             args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places,
-                            say=self.progress.say)
+                            say=self.progress.say, network=state.network)
         # The two seeds that decide nearly every candidate; a later seed's server starts when a candidate first
         # needs it (one whose first two seeds computed one key: a few in a reduction).
         screen.prestart([s for s in state.bad_seeds if isinstance(s, int)][:2])
@@ -548,7 +549,7 @@ class Reduction:
         return ForkScreen(python, {**os.environ, **env}, preloaded(source, local), work, Path(measurer.workdir),
                           self.script, measurer.files, local, measurer.timeout_s, args=self.config.args,
                           hook_folder=state.folder == FolderMode.HOOK, places=state.places,
-                          network=release.spec.is_multiprocess, say=self.progress.say)
+                          network=release.spec.is_multiprocess or state.network, say=self.progress.say)
 
     def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
                      local: tuple[Path, ...], timeout_s: float) -> ForkScreen | None:
@@ -565,7 +566,8 @@ class Reduction:
         screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
                             self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
                             local, timeout_s, args=self.config.args,
-                            hook_folder=state.folder == FolderMode.HOOK, places=state.places, say=self.progress.say)
+                            hook_folder=state.folder == FolderMode.HOOK, places=state.places, say=self.progress.say,
+                            network=state.network)
         screen.prestart(seeds)
         first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
         if first.computed and later.keys is not None and not later.every - first.every:
@@ -608,7 +610,7 @@ class Reduction:
                         self.workdir, self._release(self.bad),
                         self._release(self.good) if self.good else None, state.signature, state.bad_seeds,
                         self.folder / SCRATCH_DIR, state.timeout_s, candidates_at_once, folder=state.folder,
-                        tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name, state.places),
+                        tolerated=state.tolerated, sandbox=Sandbox.here(self.backend.name, state.places, state.network),
                         files=copy_plan(self.folder / SNAPSHOT_DIR, []))
 
     def _original_as_a_candidate(self, source: str, state: ReduceState, search: Search, measurer: Measurer) -> None:

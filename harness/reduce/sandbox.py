@@ -291,13 +291,15 @@ class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
     confinement: Confinement
     why_not: str = ""
     places: tuple[str, ...] = ()
+    network: bool = False  # the original's run connected over the network: candidates keep the machine's
 
     @classmethod
-    def here(cls, backend: str, places: tuple[str, ...] = ()) -> Sandbox:
+    def here(cls, backend: str, places: tuple[str, ...] = (), network: bool = False) -> Sandbox:
         if backend == "docker":
             return cls(Confinement.CONTAINER)
         problem = bwrap_problem()
-        return cls(Confinement.WATCH, problem, places) if problem else cls(Confinement.BWRAP, places=places)
+        return cls(Confinement.WATCH, problem, places) if problem else cls(Confinement.BWRAP, places=places,
+                                                                           network=network)
 
     @property
     def bwrap(self) -> bool:
@@ -318,8 +320,10 @@ class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
                    else "")
             return ("candidates run under bubblewrap: the file system read-only but their own folder (a copy of "
                     "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run, no unix "
-                    "socket (a seccomp filter), no network but a job's, their own PID namespace"
-                    f"{own}; a write elsewhere is refused")
+                    "socket (a seccomp filter), "
+                    + ("the machine's network (the original's run connected over it)" if self.network
+                       else "no network but a job's")
+                    + f", their own PID namespace{own}; a write elsewhere is refused")
         if self.confinement == Confinement.CONTAINER:
             return ("candidates run in containers that mount the script's folder read-only and their own copy of "
                     "the working folder, cache and logs")
@@ -405,6 +409,20 @@ class Workspace:
             made.append((place, stand_in))
         return tuple(made)
 
+    def connected(self, record: str = WRITES_FILE) -> bool:
+        """Whether a run recorded a connection over the network (the write watch's `socket.connect`)."""
+        try:
+            lines = (self.folder / record).read_text().splitlines()
+        except OSError:
+            return False
+        for line in lines:
+            try:
+                if json.loads(line).get("network") is True:
+                    return True
+            except (ValueError, AttributeError):
+                continue
+        return False
+
     def writes_outside(self, record: str = WRITES_FILE) -> list[str]:
         """The paths a run of the candidate wrote (or tried to write) outside its folder."""
         try:
@@ -446,7 +464,8 @@ class ConfinedEnvironment(Environment):
             interpreter += (self.inner.prefix_copy().parent.parent,)
         path = tuple(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p))
         readable = (*interpreter, *path, *self.readable)
-        confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places), network)
+        confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places),
+                            network or self.sandbox.network)
         return replace(program, launcher=bwrap_launcher(confines))
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
@@ -569,6 +588,10 @@ class WriteRecordingBackend(WatchedBackend):
     def recorded(self) -> list[str]:
         """The paths the original's runs wrote outside `roots`."""
         return Workspace(self.record.parent).writes_outside(self.record.name)
+
+    def connected(self) -> bool:
+        """Whether the original's runs connected over the network (a Python process's `socket.connect`)."""
+        return Workspace(self.record.parent).connected(self.record.name)
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -76,6 +76,9 @@ class ReduceState(msgspec.Struct, omit_defaults=True):
     # a stand-in of its own under bubblewrap. Sealed: a planted place would be a place candidates may write.
     places: tuple[AbsolutePath, ...] = msgspec.field(default=(), name="write_places")
     run_seconds: Seconds = 0.0  # the original's mean run there: what a candidate's run costs (0: not recorded)
+    # The original's run connected over the network (the write watch's record): its candidates keep the machine's
+    # network under bubblewrap (docs/reduce.md). Sealed, as `places` is.
+    network: bool = False
     # As read (a file without one is from before versions: 1); save writes STATE_VERSION.
     version: Annotated[int, Meta(ge=1, le=STATE_VERSION)] = 1
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.records import convert, plain
+from harness.core.runs import Program
 from harness.core.errors import UserError
 from harness.inside.startup import startup_dir
 from harness.reduce import sandbox
@@ -418,3 +419,45 @@ def test_the_machine_s_tmp_reads_through_its_links_and_keeps_its_sockets_and_wri
     assert (tmp_path / "own" / "z.txt").read_text() == "own"
     for folder in (data, agent):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_original_s_network_connection_is_recorded_and_its_candidates_keep_the_network(tmp_path):
+    """Issue 61 #4: a candidate gets a network of its own unless the original needed the machine's: the write
+    watch records a connection over the network (not a unix socket's), and the sandbox keeps the network then."""
+    import socket as sockets
+    listening = sockets.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(4)
+    unix = sockets.socket(sockets.AF_UNIX)
+    unix.bind(str(tmp_path / "s.sock"))
+    unix.listen(4)
+    port = listening.getsockname()[1]
+    by_unix = "import socket\ns = socket.socket(socket.AF_UNIX); s.connect(%r)\n" % str(tmp_path / "s.sock")
+    by_tcp = by_unix + f"socket.create_connection(('127.0.0.1', {port}))\n"
+    found = []
+    try:
+        for name, source in (("unix", by_unix), ("tcp", by_tcp)):
+            space = Workspace(tmp_path / name)
+            space.folder.mkdir()
+            env = {**os.environ, "PYTHONPATH": str(startup_dir()), **space.env()}
+            subprocess.run([sys.executable, "-c", source], env=env, check=True, timeout=60)
+            found.append(space.connected())
+    finally:
+        listening.close()
+        unix.close()
+    assert found == [False, True]
+    from harness.reduce.sandbox import ConfinedEnvironment
+
+    class Inner:
+        python = sys.executable
+        jax_version = "0.4.28"
+
+    space = Workspace(tmp_path / "candidate")
+    for network, unshared in ((False, True), (True, False)):
+        sandboxed = ConfinedEnvironment(Inner(), space, Sandbox(Confinement.BWRAP, network=network))
+        launcher = sandboxed._program(Program(tmp_path / "c.py"), space.folder / "cache", {}).launcher
+        assert ("--unshare-net" in launcher) is unshared and "--seccomp" in launcher
+        job = sandboxed._program(Program(tmp_path / "c.py"), space.folder / "cache", {}, network=True).launcher
+        assert "--unshare-net" not in job  # a job's processes reach their coordinator
+    assert "the machine's network" in Sandbox(Confinement.BWRAP, network=True).describe()
+    assert "no network but a job's" in Sandbox(Confinement.BWRAP).describe()

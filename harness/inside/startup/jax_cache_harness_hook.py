@@ -354,6 +354,7 @@ class _WriteWatch:
         self.roots = [os.path.realpath(r) for r in roots if r]
         self.record, self.recorded = record, 0
         self.busy = threading.local()
+        self.connected = False
 
     def outside(self, path: object) -> str | None:
         if isinstance(path, bytes):
@@ -369,6 +370,9 @@ class _WriteWatch:
         return full
 
     def audit(self, event: str, args: tuple[object, ...]) -> None:
+        if event == "socket.connect":
+            self.network(args)
+            return
         positions = _WRITING_EVENTS.get(event)
         if positions is None or getattr(self.busy, "on", False) or self.recorded >= _MAX_WRITES_RECORDED:
             return
@@ -386,6 +390,20 @@ class _WriteWatch:
             pass
         finally:
             self.busy.on = False
+
+
+    def network(self, args: tuple[object, ...]) -> None:
+        """A connection over the network (an address that is a (host, port) tuple, not a unix socket's path),
+        recorded once: the original's run needed the network, so its candidates keep the machine's (the reducer's
+        sandbox gives a candidate a network of its own otherwise)."""
+        if self.connected or len(args) < 2 or not isinstance(args[1], tuple):
+            return
+        self.connected = True
+        try:
+            with open(self.record, "a") as out:
+                out.write(json.dumps({"event": "socket.connect", "network": True, "pid": os.getpid()}) + "\n")
+        except Exception:  # noqa: BLE001, S110 - an audit hook must never break the program it watches
+            pass
 
 
 def install_write_watch() -> _WriteWatch | None:
