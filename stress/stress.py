@@ -991,11 +991,13 @@ def case_with_dot_then_resume(h: Harness) -> tuple[bool, str]:
 
 # Issue 61 (round six): no unix socket reachable from a candidate, bisect's state sealed, results.json's upgrade
 # validated first, commands as code spans, a forked child's stdin, the quick screen's reason for turning off.
-SOCKETS_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "sockets_when_its_if_goes.py").read_text()
+SOCKETS_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "tries_sockets.py").read_text()
 
 
 class Listener:
-    """A unix socket (a path, or `@name`: an abstract one) that greets each connection and counts them."""
+    """A unix socket (a path, or `@name`: an abstract one) that greets each connection and counts them by where
+    the peer runs: in this machine's PID namespace (the user's own run of the program), or in another (a
+    sandboxed candidate: bubblewrap's --unshare-pid), told by SO_PEERCRED's pid."""
 
     def __init__(self, where: str) -> None:
         import socket
@@ -1005,17 +1007,29 @@ class Listener:
         self.socket = socket.socket(socket.AF_UNIX)
         self.socket.bind("\0" + where[1:] if where.startswith("@") else where)
         self.socket.listen(16)
-        self.accepted = 0
+        self.machine = self.sandboxed = 0
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
+        import socket
+        import struct
+
+        own = os.readlink("/proc/self/ns/pid")
         while True:
             try:
                 conn, _ = self.socket.accept()
             except OSError:
                 return
-            self.accepted += 1
             with conn:
+                pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+                try:
+                    theirs = os.readlink(f"/proc/{pid}/ns/pid")
+                except OSError:
+                    theirs = "gone"  # ended already: counted as sandboxed, the worse reading
+                if theirs == own:
+                    self.machine += 1
+                else:
+                    self.sandboxed += 1
                 conn.sendall(b"hello")
 
     def close(self) -> None:
@@ -1048,12 +1062,12 @@ def socket_reduction(h: Harness) -> dict[str, Any]:
                      or proc.poll() is not None, 1800)
             listeners["late"] = Listener(where["late"])
             _, err = proc.communicate(timeout=3600)
-            memo = []
+            memo: list[Any] = []
             for folder in out.iterdir():
                 memo = list(json.loads((folder / "reduce.json").read_text())["memo"].values())
-            stopped = sum("CalledProcessError" in t["why"] for t in memo)
-            _sockets.update(code=proc.returncode, stopped=stopped, err=err.strip()[-60:],
-                            reached={name: listener.accepted for name, listener in listeners.items()})
+            _sockets.update(code=proc.returncode, candidates=len(memo), err=err.strip()[-60:],
+                            machine={name: listener.machine for name, listener in listeners.items()},
+                            reached={name: listener.sandboxed for name, listener in listeners.items()})
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -1066,11 +1080,14 @@ def socket_reduction(h: Harness) -> dict[str, Any]:
 
 
 def case_reduce_sockets(h: Harness, names: tuple[str, ...]) -> tuple[bool, str]:
+    """Each socket answered the original's own runs (made before them) and no candidate (each tried it)."""
     found = socket_reduction(h)
     reached = {n: found["reached"][n] for n in names}
-    held = found["code"] == 0 and found["stopped"] > 0 and not any(reached.values())
-    return held, (f"exit {found['code']}, {found['stopped']} candidate(s) stopped, connections: "
-                  + ", ".join(f"{n} {c}" for n, c in reached.items()) + (f" {found['err']}" if found["code"] else ""))
+    answered = all(found["machine"][n] > 0 for n in names if n != "late")
+    held = found["code"] == 0 and found["candidates"] > 0 and answered and not any(reached.values())
+    return held, (f"exit {found['code']}, {found['candidates']} candidates, from a candidate: "
+                  + ", ".join(f"{n} {c}" for n, c in reached.items()) + "; from the original's runs: "
+                  + ", ".join(f"{n} {found['machine'][n]}" for n in names) + (f" {found['err']}" if found["code"] else ""))
 
 
 _bisected: dict[str, Any] = {}
