@@ -21,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -130,15 +131,17 @@ def unix_socket_filter(machine: str | None = None) -> bytes:
 
 
 _filter_folder: list[Path] = []
+_filter_lock = threading.Lock()  # the screen's servers start from threads of their own
 
 
 def _filter_file() -> Path:
     """The filter as a file of this process's own (a private folder made once, removed at exit), written anew
     when gone (a cleaner of /tmp): candidates cannot write there (the machine's /tmp is read-only to them)."""
-    if not _filter_folder:
-        folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-"))  # mode 0700
-        atexit.register(shutil.rmtree, folder, True)
-        _filter_folder.append(folder)
+    with _filter_lock:
+        if not _filter_folder:
+            folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-"))  # mode 0700
+            atexit.register(shutil.rmtree, folder, True)
+            _filter_folder.append(folder)
     path = _filter_folder[0] / "no-unix-sockets.bpf"
     wanted = unix_socket_filter()
     try:
