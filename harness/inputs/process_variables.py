@@ -12,7 +12,8 @@ from pathlib import Path
 from harness.inputs.config import RESERVED_VARIABLES, Repro
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
-from harness.core.kinds import FolderMode, Platform, ThresholdMode
+from harness.core.kinds import FolderMode, ThresholdMode
+from harness.core.platforms import describe
 from harness.core.runs import Program, RunCommand
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
@@ -33,11 +34,7 @@ def process_env(spec: CellSpec, seed: int, thresholds: ThresholdMode = Threshold
         # JAX's own account of each key (its components, hit or miss, why not written), read after the run.
         **LOG_ENV,
     }
-    if spec.platform == Platform.CPU:
-        env["JAX_PLATFORMS"] = "cpu"
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={spec.device_count}"
-    elif spec.platform == Platform.CUDA:
-        env["JAX_PLATFORMS"] = "cuda"
+    env.update(describe(spec.platform).run_env(spec.device_count))
     return env
 
 

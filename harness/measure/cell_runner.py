@@ -31,6 +31,7 @@ from harness.core.errors import GroupUnsupported
 from harness.core.factors import Factor, RunVariation
 from harness.measure.beside import ATTEMPT_SUFFIX, BESIDE_INDEX, BesideFirst, pairing_problem
 from harness.measure.multiprocess_run import group_problem, measure_job
+from harness.measure.parallelism import slot_env
 from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
@@ -88,6 +89,8 @@ class CellRunner:
     moved_folder: bool = False
     # A reproduced cell's likely cause, read when it is finished (None: not looked for).
     read_cause: CauseReader | None = None
+    # Each run slot's own devices (harness/measure/parallelism.py), () when runs need not be told.
+    device_shares: tuple[tuple[int, ...], ...] = ()
 
     def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
@@ -385,6 +388,7 @@ class OpenCell:
         log = self.log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
         builtin = runner.repro.builtin
         env = process_env(spec, seed, runner.thresholds if not builtin else ThresholdMode.HARNESS)
+        env.update(slot_env(spec.platform, runner.device_shares))
         record_file = script_settings_path(log)
         recorded = recorder_path(log)
         if not builtin:

@@ -156,7 +156,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     progress.say(f"results: {writer.path}")
     cells_sweep = Sweep(config, choice.backend, writer, progress, at_once=at_once.count,
                         planner=opened.planner(),
-                        stop_when_reproduced=not options.all_runs)
+                        stop_when_reproduced=not options.all_runs, device_shares=at_once.shares)
 
     def measure() -> None:
         cells_sweep.run(cells)

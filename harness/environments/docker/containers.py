@@ -26,6 +26,7 @@ from harness.inside.supervise import CappedLog
 from harness.core.files import open_fresh, write_atomic
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.kinds import Platform
+from harness.core.platforms import describe, device_nodes
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import startup_dir
@@ -114,9 +115,12 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         kwargs["mem_limit"] = mem_limit
     if variation is not None and variation.hostname is not None:
         kwargs["hostname"] = variation.hostname
-    if platform == Platform.CUDA:
+    access = describe(platform).container
+    if access.gpus:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         kwargs["shm_size"] = CUDA_SHM_SIZE
+    if access.device_globs:  # the TPU's chips as the host has them (libtpu opens the nodes itself)
+        kwargs["devices"] = [f"{node}:{node}:rwm" for node in device_nodes(access.device_globs)]
     return kwargs
 
 
