@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from harness.core.kinds import Platform
+from harness.core.runs import DeviceFacts
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
@@ -79,6 +80,7 @@ class PlatformSpec:
     platform: Platform
     name: str  # in sentences: "the TPU", "the GPUs"
     jax_platforms: str  # JAX_PLATFORMS ("" leaves it to JAX)
+    reported_as: str  # the platform jax.devices() reports ("gpu" for cuda; "" whichever it is)
     simulated: bool  # devices made by DEVICE_COUNT_FLAG on the host's CPU
     install: Install
     container: Container
@@ -111,23 +113,23 @@ TPU_DEVICE_GLOBS = ("/dev/accel*", "/dev/vfio/*")
 
 PLATFORMS: dict[Platform, PlatformSpec] = {
     Platform.CPU: PlatformSpec(
-        Platform.CPU, "the CPU", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", Probe.NONE,
+        Platform.CPU, "the CPU", "cpu", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", Probe.NONE,
         Devices(Sharing.CORES, "", "", "core(s)", False)),
     Platform.CUDA: PlatformSpec(
-        Platform.CUDA, "the GPUs", "cuda", False,
+        Platform.CUDA, "the GPUs", "cuda", "gpu", False,
         Install((("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),), "cuda"),
         Container(True, (), True), "#SBATCH --gres=gpu:{count}", Probe.GPUS,
         Devices(Sharing.SPLIT, "CUDA_VISIBLE_DEVICES",
                 "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False)),
     Platform.TPU: PlatformSpec(
-        Platform.TPU, "the TPU", "tpu", False,
+        Platform.TPU, "the TPU", "tpu", "tpu", False,
         Install((("0", "tpu"),), (("0.5.1", LIBTPU_FIND_LINKS),), "tpu"),
         # libtpu opens its chips through the device nodes; Slurm has no standard TPU resource: a whole node.
         Container(False, TPU_DEVICE_GLOBS, False), "#SBATCH --exclusive", Probe.CHIPS,
         Devices(Sharing.SPLIT, "TPU_VISIBLE_CHIPS",
                 "one process at a time holds a TPU chip: a second fails on libtpu's lockfile", "chip(s)", True)),
     Platform.AUTO: PlatformSpec(
-        Platform.AUTO, "the devices JAX picks", "", False, Install((), (), "cpu"), Container(False, (), False), "",
+        Platform.AUTO, "the devices JAX picks", "", "", False, Install((), (), "cpu"), Container(False, (), False), "",
         Probe.NONE,
         Devices(Sharing.ONE_AT_A_TIME, "", "JAX picks the devices: an accelerator may admit one process at a time",
                 "device(s)", False)),
@@ -166,3 +168,24 @@ def share_env(platform: Platform, share: tuple[int, ...], slot: int) -> dict[str
         env.update({"TPU_CHIPS_PER_PROCESS_BOUNDS": f"1,{len(share)},1", "TPU_PROCESS_BOUNDS": "1,1,1",
                     "TPU_MESH_CONTROLLER_ADDRESS": f"localhost:{port}", "TPU_MESH_CONTROLLER_PORT": str(port)})
     return env
+
+
+def devices_differ(platform: Platform, device_count: int, seen: DeviceFacts) -> str:
+    """One line when the devices JAX reported are not what the cell asked for ("" when they are): `asked for 8,
+    JAX saw 1`, or the platform too when that differs."""
+    reported = describe(platform).reported_as
+    if reported and seen.platform != reported:
+        return f"asked for {platform} ×{device_count}, JAX saw {seen.label} ({seen.platform})"
+    if seen.count != device_count:
+        return f"asked for {device_count}, JAX saw {seen.count} ({seen.label})"
+    return ""
+
+
+def open_cost_line(platform: Platform, seen: DeviceFacts | None, run_seconds: float, planned: int) -> str:
+    """The plan, once run 1 has shown what a run costs on an accelerator: `each run opens the TPU: ~12 s; 6 runs ≈
+    75 s` ("" on simulated devices, where a run costs about as much as its import)."""
+    accelerator = describe(platform).accelerator or (seen is not None and seen.platform not in ("", "cpu"))
+    if not accelerator or planned < 2:
+        return ""
+    name = describe(platform).name if describe(platform).accelerator else f"the {seen.device_kind if seen else 'devices'}"
+    return f"each run opens {name}: ~{run_seconds:.0f} s a run; {planned} runs ≈ {run_seconds * planned:.0f} s"

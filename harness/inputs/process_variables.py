@@ -14,7 +14,7 @@ from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
 from harness.core.kinds import FolderMode, ThresholdMode
 from harness.core.platforms import describe
-from harness.core.runs import Program, RunCommand
+from harness.core.runs import DeviceFacts, Program, RunCommand, read_device_facts
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
                                                            RECORDER_VAR, THRESHOLDS_VAR)
@@ -56,6 +56,21 @@ def run_log(dump_dir: Path) -> Path:
 def script_settings_path(log_path: Path) -> Path:
     """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
     return log_path.with_suffix(".cache.jsonl")
+
+
+def devices_path(log_path: Path) -> Path:
+    """Where the start-up hook records the devices JAX reported in a run: beside the run's log."""
+    return log_path.with_suffix(".devices.json")
+
+
+def read_devices(path: Path | None) -> DeviceFacts | None:
+    """The devices a run recorded (None: not asked for, or the run never opened them)."""
+    if path is None:
+        return None
+    try:
+        return read_device_facts(path.read_text(errors="replace")[:100_000])
+    except OSError:
+        return None
 
 
 def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT,

@@ -37,7 +37,9 @@ from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
 from harness.core.runs import Program, RunRecord
-from harness.inputs.process_variables import (IR_DUMP_VAR, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+from harness.inside.startup import startup_dir
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
+from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_devices, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
@@ -396,6 +398,11 @@ class OpenCell:
             remove_path(recorded)  # a leftover (an earlier attempt's), or a link planted there: gone
             env.update(hook_env(record_file, runner.thresholds, folder, recorded.resolve(), first_use))
             env = merge_user_env(env, runner.env)
+        devices_file = devices_path(log) if queued.index == 1 and name is None else None
+        if devices_file is not None:  # run 1 says what JAX ran on (the start-up hook, at exit)
+            remove_path(devices_file)
+            env[DEVICES_VAR] = str(devices_file.resolve())
+            env.setdefault("PYTHONPATH", str(startup_dir()))
         program = program or runner.program(spec)
         if variation is None:  # (an environment that varies nothing need not take the argument: Environment.run)
             outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s)
@@ -412,7 +419,8 @@ class OpenCell:
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_script_settings(record_file),
-                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds)
+                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds,
+                         devices=read_devices(devices_file))
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""

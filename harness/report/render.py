@@ -548,6 +548,9 @@ def _devices(cells: list[CellResult], document: ResultsDocument) -> str:
         else:
             gpus = document.header.host.gpus
             parts.append(f"{platform} x{count}" + (f" ({len(gpus)} GPU(s) on the host)" if gpus else ""))
+    seen = sorted({f"{d.label} ({d.version_line or d.platform})" for c in cells if (d := c.devices) is not None})
+    if seen:  # what JAX reported in the cells' first runs
+        parts.append("JAX saw " + ", ".join(md.text(s) for s in seen))
     return "; ".join(parts) or "—"
 
 

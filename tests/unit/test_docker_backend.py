@@ -20,6 +20,7 @@ import requests
 from docker.errors import APIError, DockerException
 from docker.models.containers import Container
 
+from harness.core.platforms import JAX_CUDA_FIND_LINKS
 from harness.environments import make_backend
 from harness.environments.base import BackendOptions
 from harness.environments import docker as dk
@@ -388,7 +389,7 @@ def test_cuda_local_versions_are_kept_apart():
              "jaxlib-0.4.25+cuda12.cudnn89-cp311-cp311-manylinux2014_x86_64.whl"]
     found, _ = wh.pick_wheels([wh.Pin("jaxlib", "0.4.25+cuda12.cudnn89")], files, tags)
     assert list(found.values()) == [files[1]]
-    assert rq.find_links_for("0.4.25", Platform.CUDA) == [rq.JAX_CUDA_FIND_LINKS]
+    assert rq.find_links_for("0.4.25", Platform.CUDA) == [JAX_CUDA_FIND_LINKS]
     assert rq.find_links_for("0.4.26", Platform.CUDA) == [] == rq.find_links_for("0.4.25", Platform.CPU)
 
 

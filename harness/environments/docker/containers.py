@@ -30,7 +30,7 @@ from harness.core.platforms import describe, device_nodes
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import startup_dir
-from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR, RECORDER_VAR
 
 # Where a run sees its folders inside the container.
 CACHE_MOUNT = "/harness/cache"
@@ -89,6 +89,13 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
         if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
             environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
+    if DEVICES_VAR in env:
+        # The devices run 1 reports, beside its log: that folder mounted (where the record's is, once).
+        devices = Path(env[DEVICES_VAR]).resolve()
+        devices.parent.mkdir(parents=True, exist_ok=True)
+        if not any(m["Target"] == RECORD_MOUNT for m in mounts):
+            mounts.append(Mount(target=RECORD_MOUNT, source=str(devices.parent), type="bind"))
+        environment[DEVICES_VAR] = f"{RECORD_MOUNT}/{devices.name}"
     startup = str(startup_dir())
     if startup in env.get("PYTHONPATH", "").split(os.pathsep):
         mounts.append(Mount(target=STARTUP_MOUNT, source=startup, type="bind", read_only=True))
