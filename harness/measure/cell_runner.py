@@ -32,6 +32,7 @@ from harness.core.factors import Factor, RunVariation
 from harness.measure.beside import ATTEMPT_SUFFIX, BESIDE_INDEX, BesideFirst, pairing_problem
 from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.measure.parallelism import slot_env
+from harness.core.platforms import describe
 from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
@@ -280,7 +281,10 @@ class OpenCell:
         cell's runs, as every factor does), for one process, once run 1 ran and computed a key, and only with a
         slot to spare (one run at a time: after the cell's runs, where it costs the same)."""
         runner = self.runner
-        if (self.moved is not None or self.vary is not None or not runner.moved_folder or runner.at_once < 2
+        # One run at a time: after the cell's runs; but on an accelerator (each run opens the device: seconds) in a
+        # planned run's place, where a moved run whose keys all hit is that run: one process fewer.
+        alone = runner.at_once < 2 and not (describe(self.spec.platform).accelerator and self._moved_takes_planned_run())
+        if (self.moved is not None or self.vary is not None or not runner.moved_folder or alone
                 or Factor.CACHE_PATH in runner.vary or self.spec.is_multiprocess or not self.tally.records
                 or self.tally.stop_now()):
             return False
