@@ -118,6 +118,22 @@ def test_cuda_run_arguments_request_every_gpu_and_shared_memory(tmp_path):
     assert kwargs["network_disabled"] is True
 
 
+def test_tpu_runs_get_the_host_s_chips_as_devices_and_the_devices_file_is_mounted(tmp_path, monkeypatch):
+    from harness.environments.docker import containers
+    from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
+
+    seen = []
+    monkeypatch.setattr(containers, "device_nodes", lambda globs: seen.append(globs) or ["/dev/vfio/0", "/dev/vfio/vfio"])
+    devices_file = tmp_path / "logs" / "run-01.devices.json"
+    kwargs = dk.run_kwargs(tmp_path / "r.py", {DEVICES_VAR: str(devices_file)}, tmp_path, Platform.TPU, "0:0")
+    assert kwargs["devices"] == ["/dev/vfio/0:/dev/vfio/0:rwm", "/dev/vfio/vfio:/dev/vfio/vfio:rwm"]
+    assert "/dev/accel*" in seen[0] and "device_requests" not in kwargs
+    assert kwargs["environment"][DEVICES_VAR] == f"{dk.RECORD_MOUNT}/run-01.devices.json"
+    assert any(m["Source"] == str(devices_file.parent) for m in kwargs["mounts"])
+    assert "devices" not in dk.run_kwargs(tmp_path / "r.py", {}, tmp_path, Platform.CPU, "0:0")
+    assert dk.dockerfile_for(Platform.TPU).name == "Dockerfile.tpu" and dk.dockerfile_for(Platform.TPU).is_file()
+
+
 def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
     client = fake_client()
     container = fake_container(logs=b"hello\n")
