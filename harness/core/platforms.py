@@ -157,12 +157,16 @@ TPU_BOUNDS = ("TPU_CHIPS_PER_PROCESS_BOUNDS", "TPU_PROCESS_BOUNDS", "TPU_MESH_CO
 TPU_FIRST_PORT = 8476
 
 
-def share_env(platform: Platform, share: tuple[int, ...], slot: int) -> dict[str, str]:
-    """The variables that give one of several runs at once its own devices `share` ({} when it need not be told)."""
+def share_env(platform: Platform, share: tuple[int, ...], slot: int, visible: str | None = None) -> dict[str, str]:
+    """The variables that give one of several runs at once its own devices `share` ({} when it need not be told):
+    indices into `visible`, the devices the harness itself was given (its own CUDA_VISIBLE_DEVICES or
+    TPU_VISIBLE_CHIPS; None: all of the host's)."""
     spec = describe(platform)
     if spec.devices.sharing != Sharing.SPLIT or not share:
         return {}
-    env = {spec.devices.visible_var: ",".join(map(str, share))}
+    given = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else None
+    ids = [given[i] if given is not None and i < len(given) else str(i) for i in share]
+    env = {spec.devices.visible_var: ",".join(ids)}
     if platform == Platform.TPU:  # the bounds below are the TPU's own words: data, in the one place that knows them
         port = TPU_FIRST_PORT + slot
         env.update({"TPU_CHIPS_PER_PROCESS_BOUNDS": f"1,{len(share)},1", "TPU_PROCESS_BOUNDS": "1,1,1",

@@ -81,4 +81,4 @@ def slot_env(platform: Platform, shares: tuple[tuple[int, ...], ...]) -> dict[st
         return {}
     number = threading.current_thread().name.rpartition("_")[2]
     slot = int(number) % len(shares) if number.isdigit() else 0
-    return share_env(platform, shares[slot], slot)
+    return share_env(platform, shares[slot], slot, os.environ.get(describe(platform).devices.visible_var))

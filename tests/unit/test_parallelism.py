@@ -5,6 +5,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.core.kinds import Platform
+from harness.core.platforms import share_env
 from harness.measure.parallelism import choose_runs_at_once, slot_env, usable_cores
 
 
@@ -53,7 +54,9 @@ def test_a_command_that_cannot_hand_out_devices_runs_one_at_a_time():
     assert cpu.unshared() is cpu
 
 
-def test_each_run_thread_gets_its_own_chips_and_port():
+def test_each_run_thread_gets_its_own_chips_and_port(monkeypatch):
+    monkeypatch.delenv("TPU_VISIBLE_CHIPS", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     shares = ((0,), (1,))
     with ThreadPoolExecutor(2, thread_name_prefix="run") as pool:
         barrier = threading.Barrier(2)
@@ -67,6 +70,7 @@ def test_each_run_thread_gets_its_own_chips_and_port():
     assert len({e["TPU_MESH_CONTROLLER_PORT"] for e in envs}) == 2
     assert all(e["TPU_PROCESS_BOUNDS"] == "1,1,1" and e["TPU_CHIPS_PER_PROCESS_BOUNDS"] == "1,1,1" for e in envs)
     assert slot_env(Platform.CUDA, ((4, 5),)) == {"CUDA_VISIBLE_DEVICES": "4,5"}
+    assert share_env(Platform.CUDA, (0, 1), 0, visible="4,5,6,7") == {"CUDA_VISIBLE_DEVICES": "4,5"}  # the user's
     assert slot_env(Platform.TPU, ()) == {}
 
 
