@@ -19,7 +19,7 @@ BENCH_REPS ?= 3
 BENCH_ARGS ?=
 
 .PHONY: table smoke test test-unit lint typecheck docs bench stress bisect reduce nightly base-image cuda-image-check \
-	gpu-check clean-envs help
+	gpu-check tpu-check tpu-wheels clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -39,6 +39,8 @@ help:
 	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
 	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
+	@echo "make tpu-check [TPU_WHEELS=dir TPU_PYTHON=python]  on a TPU host with JAX installed, offline: the seed, a stable"
+	@echo "                and a hash-seeded program on every chip, under 3 min (make tpu-wheels makes the folder)"
 	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (unit tests in one process)"
 	@echo "           INTEGRATION_XDIST= (make test's integration tests in one process)"
@@ -114,6 +116,19 @@ base-image: $(STAMP)
 
 gpu-check: $(STAMP)
 	.ci/gpu-check $(ARGS)
+
+# No .venv: the TPU host has no network; the check installs the harness from TPU_WHEELS into its own venv.
+tpu-check:
+	.ci/tpu-check $(ARGS)
+
+# On a machine with network: the harness's wheel and its dependencies' for the TPU host's Python (TPU_PY, 3.11).
+TPU_WHEELS ?= tpu-wheels
+TPU_PY ?= 3.11
+tpu-wheels: $(STAMP)
+	$(BIN)/python -m pip wheel --quiet --no-deps -w $(TPU_WHEELS) .
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --python-version $(TPU_PY) \
+		--platform manylinux2014_x86_64 -d $(TPU_WHEELS) msgspec PyYAML tabulate filelock junitparser \
+		pysource-minimize pyflakes shtab tomlkit packaging docker requests urllib3 certifi charset-normalizer idna
 
 cuda-image-check: $(STAMP)
 	$(BIN)/python docker/check_cuda_image.py $(ARGS)

@@ -52,5 +52,10 @@ TARGETS = (
     # No GPU in CI: it stops at its first check, as on any machine without NVIDIA's driver (test_gpu_check.py
     # runs the rest with stand-ins).
     Target("gpu-check", THIS_TEST, expect_code=2, expect_text="no NVIDIA driver here"),
+    # The wheel folder a TPU host installs from (the harness's own wheel and its dependencies', from the index).
+    Target("tpu-wheels", THIS_TEST, ("TPU_WHEELS={tmp}/tpu-wheels",)),
+    # No TPU in CI: with no wheel folder it stops at its first check, as on a host nobody prepared.
+    Target("tpu-check", THIS_TEST, expect_code=2, expect_text="no harness wheel in",
+           env=(("TPU_WHEELS", "{tmp}/no-wheels"), ("TPU_CHECK_VENV", "{tmp}/tpu-venv"))),
     Target("clean-envs", THIS_TEST, env=(("HARNESS_ENV_DIR", "{tmp}/envs"),)),
 )

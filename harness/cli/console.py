@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from harness.core.listing import parse_name
 from harness.core.markdown import visible
+from harness.core.platforms import devices_differ, open_cost_line
 from harness.core.model import NO_MESH, CellResult, CellSpec
 from harness.core.runs import RunRecord
 from harness.report.table import weak_bound
@@ -93,6 +94,12 @@ class ConsoleProgress:
         where = " in the moved folder (a copy of run 1's, elsewhere)" if run.in_moved_folder else ""
         self.say(f"  jax {spec.jax_version} {spec.mesh_label} run {run.index}/{planned} seed {run.seed}{where}: "
                  f"{status} in {run.duration_s:.1f}s, {shown}")
+        if run.index == 1 and run.devices is not None:  # what JAX ran on, and whether it is what was asked
+            differ = devices_differ(spec.platform, spec.device_count, run.devices)
+            version = f" ({run.devices.version_line})" if run.devices.version_line not in ("", run.devices.platform) else ""
+            self.say(f"  devices: {differ or run.devices.label + version}")
+        if run.index == 1 and run.ok and (plan := open_cost_line(spec.platform, run.devices, run.duration_s, planned)):
+            self.say(f"  plan: {plan}")
 
     def cell_finished(self, cell: CellResult) -> None:
         bound = weak_bound(cell)  # a clean cell's bound, when weak or above the 1e-3 target

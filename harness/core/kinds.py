@@ -9,6 +9,7 @@ import enum
 class Platform(enum.StrEnum):
     CPU = "cpu"  # simulated devices on the host CPU
     CUDA = "cuda"
+    TPU = "tpu"  # Cloud TPU chips through libtpu (harness/core/platforms.py: what differs, for every platform)
     AUTO = "auto"  # whatever JAX picks in the environment
 
 

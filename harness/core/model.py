@@ -34,6 +34,7 @@ from harness.core.kinds import (
     Verdict,
 )
 from harness.core.runs import (
+    DeviceFacts,
     RunCommand,
     RunRecord,
 )
@@ -191,6 +192,20 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
         """`jax@<sha>` for a commit's cell, the release otherwise."""
         commit = self.commit
         return commit.label if commit else self.spec.jax_version
+
+    @property
+    def devices(self) -> DeviceFacts | None:
+        """The devices JAX reported in the cell's first run that recorded them (None: older results, or no run
+        opened them)."""
+        return next((r.devices for r in self.runs if r.devices is not None), None)
+
+    @property
+    def devices_label(self) -> str:
+        """The table's platform column: what JAX ran on (`TPU v5 lite ×1`, `cpu ×8`), else what was asked."""
+        seen = self.devices
+        if seen is None:
+            return self.spec.devices_label
+        return seen.label + (f" ({self.spec.processes} processes)" if self.spec.is_multiprocess else "")
 
     @property
     def split_run(self) -> RunRecord | None:

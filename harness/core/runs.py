@@ -121,6 +121,37 @@ class ComparedByKey(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unkn
     hits: int = 0
 
 
+class DeviceFacts(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """The devices JAX reported in a run (`jax.devices()`, recorded by the start-up hook at exit when the run had
+    opened them): what the run really ran on, whatever the cell asked for."""
+
+    platform: str  # jax's: cpu, gpu, tpu
+    device_kind: str  # `TPU v5 lite`, `NVIDIA H100 80GB HBM3`, `cpu`
+    count: int
+    platform_version: str = ""  # the backend's: libtpu's build, or CUDA's and the driver's
+
+    @property
+    def label(self) -> str:
+        """`TPU v5 lite ×1`, `cpu ×8`: the table's platform column."""
+        return f"{self.device_kind} ×{self.count}"
+
+    @property
+    def version_line(self) -> str:
+        """The platform version's first telling line (libtpu's says `PJRT C API` first)."""
+        lines = [line.strip() for line in self.platform_version.splitlines() if line.strip()]
+        return next((line for line in lines if line != "PJRT C API"), "")
+
+
+def read_device_facts(text: str) -> DeviceFacts | None:
+    """The hook's record of a run's devices (one JSON object), or None when it is absent or not one."""
+    try:
+        return msgspec.json.decode(text.strip(), type=DeviceFacts) if text.strip() else None
+    except msgspec.ValidationError:
+        return None
+    except msgspec.DecodeError:
+        return None
+
+
 class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
@@ -151,6 +182,8 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # Run beside the first run in a folder of its own (harness/measure/beside.py): its hits are by key, not
     # served; None for a run in the cell's folder.
     compared_by_key: ComparedByKey | None = None
+    # The devices JAX reported (run 1 of a cell records them; None for other runs, and in folders written before).
+    devices: DeviceFacts | None = None
 
     @property
     def ok(self) -> bool:

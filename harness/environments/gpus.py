@@ -15,6 +15,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from harness.core.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
+from harness.core.platforms import tpu_chips
 
 _GPU_LINE = re.compile(r"^GPU \d+:", re.MULTILINE)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
 TIMEOUT_S = 60
@@ -38,12 +39,25 @@ def parse_gpu_list(text: str) -> int:
     return len(_GPU_LINE.findall(text))
 
 
-def shortfall(count: GpuCount, needed: int, source: str = "device_count") -> str | None:
-    """One line saying why a cuda sweep cannot run here, or None when enough GPUs are visible (pure)."""
+def shortfall(count: GpuCount, needed: int, source: str = "device_count", what: str = "cuda needs {n} GPU(s)") -> str | None:
+    """One line saying why an accelerator sweep cannot run here, or None when enough devices are visible (pure);
+    `what`: the platform and its devices (`{n}` the number needed)."""
     if count.visible >= needed:
         return None
     seen = f"{count.counted_by} lists {count.visible}" if not count.problem else f"{count.counted_by}: {count.problem}"
-    return f"{source}: platform cuda needs {needed} GPU(s), but {seen}; {count.advice}"
+    return f"{source}: platform {what.format(n=needed)}, but {seen}; {count.advice}"
+
+
+TPU_ADVICE = "check that this is a TPU host (`ls /dev/accel* /dev/vfio`) and TPU_VISIBLE_CHIPS"
+
+
+def host_chips(chips: list[str] | None = None, environ: Mapping[str, str] = os.environ) -> GpuCount:
+    """The TPU chips a process on this host sees: its device nodes, narrowed by TPU_VISIBLE_CHIPS."""
+    found = tpu_chips() if chips is None else chips
+    narrowed = environ.get("TPU_VISIBLE_CHIPS")
+    counted_by = "/dev/accel*, /dev/vfio/N" + (f" with TPU_VISIBLE_CHIPS={narrowed!r}" if narrowed is not None else "")
+    visible = len(found) if narrowed is None else min(len(found), len([c for c in narrowed.split(",") if c.strip()]))
+    return GpuCount(visible, counted_by, "" if found else "no TPU device node here", TPU_ADVICE)
 
 
 def within_visible_devices(listed: int, cuda_visible_devices: str | None) -> int:

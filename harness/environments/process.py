@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from collections.abc import Callable
@@ -33,9 +34,41 @@ from harness.inside.startup import SOURCE_DIR
 _SCRUBBED_PREFIXES = ("JAX_", "XLA_", "PYTHON", "VIRTUAL_ENV", "TF_CPP_")
 
 
-def clean_environment(extra: dict[str, str]) -> dict[str, str]:
+# What `--backend local` keeps of the user's own environment, as they run JAX there: a TPU VM image or an HPC module
+# puts JAX on PYTHONPATH and libraries on LD_LIBRARY_PATH, and the accelerator's runtime reads TPU_*, CUDA_*,
+# NVIDIA_* and XLA_* (the names the harness sets are still its own: `clean_environment`).
+KEPT_NAMES = ("PYTHONPATH", "LD_LIBRARY_PATH")
+KEPT_PREFIXES = ("TPU_", "CUDA_", "NVIDIA_", "XLA_")
+
+
+def users_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The user's variables `--backend local` keeps (pure, given `environ`)."""
+    return {k: v for k, v in environ.items() if k in KEPT_NAMES or k.startswith(KEPT_PREFIXES)}
+
+
+def kept_line(kept: Mapping[str, str]) -> str:
+    """`PYTHONPATH, TPU_* (10)`: what was kept, for the progress line (the values may be long or private)."""
+    words = [n for n in KEPT_NAMES if n in kept]
+    for prefix in KEPT_PREFIXES:
+        count = sum(k.startswith(prefix) for k in kept)
+        if count:
+            words.append(f"{prefix}* ({count})")
+    return ", ".join(words) or "nothing"
+
+
+def clean_environment(extra: dict[str, str], kept: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without what would change what JAX or Python does, then `kept` (the user's own,
+    `--backend local`), then the run's `extra`: the harness's names replace the user's, but for PYTHONPATH (the
+    harness's folder first, the user's after it) and XLA_FLAGS (the user's flags, then the harness's)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
-    base.update(extra)
+    base.update(kept or {})
+    for name, value in extra.items():
+        own = (kept or {}).get(name)
+        if own and name == "PYTHONPATH":
+            value = os.pathsep.join(v for v in (value, own) if v)
+        elif own and name == "XLA_FLAGS":
+            value = " ".join(v for v in (own, value) if v)
+        base[name] = value
     return base
 
 
@@ -374,6 +407,7 @@ class InterpreterEnvironment(Environment):
     (venv and local): `python` is the interpreter."""
 
     python: str | Path
+    kept: Mapping[str, str] = {}  # the user's own variables the runs keep (--backend local: users_environment)
 
     def run(self, program: Program, env: dict[str, str], cache_dir: Path, log_path: Path, timeout_s: float,
             variation: RunVariation | None = None) -> ProcessOutcome:
@@ -386,14 +420,14 @@ class InterpreterEnvironment(Environment):
                                                                   extra.get("PYTHONPATH")) if p)
             if variation.other_prefix:
                 python = str(self.prefix_copy())
-        full_env = reordered(clean_environment(extra), variation)
+        full_env = reordered(clean_environment(extra, self.kept), variation)
         return run_process([*program.launcher, *wrapped([python, *program.argv()], variation)], full_env, log_path,
                            timeout_s, cwd=program.workdir)
 
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                   timeout_s: float) -> list[ProcessOutcome]:
         argv = [*program.launcher, str(self.python), *program.argv()]
-        full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}) for env in envs]
+        full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}, self.kept) for env in envs]
         starts = [(argv, env, log) for env, log in zip(full, log_paths)]
         if os.environ.get(LAUNCHER_VAR) == SRUN:
             return run_processes_srun(starts, timeout_s, cwd=program.workdir)

@@ -6,32 +6,23 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from packaging.version import Version
-
 from harness.core.kinds import Platform
-
-
-# Where the cuda12_pip extra's jaxlib wheels were published (they are not on the package index).
-JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+from harness.core.platforms import describe
 
 
 def find_links_for(jax_version: str, platform: Platform) -> list[str]:
-    if platform == Platform.CUDA and Version(jax_version) < Version("0.4.26"):
-        return [JAX_CUDA_FIND_LINKS]
-    return []
+    return describe(platform).install.find_links_for(jax_version)
 
 
 def jax_requirements(jax_version: str, platform: Platform) -> list[str]:
     """Pip requirement strings that give exactly `jax_version` for `platform`.
 
-    The CUDA extra was renamed: 0.4.x up to 0.4.25 published `cuda12_pip` (wheels on Google's
-    find-links page); from 0.4.26 `cuda12` pulls the CUDA libraries from the package index.
+    The extra is the platform's (harness/core/platforms.py): the CUDA extra was renamed (0.4.x up to 0.4.25
+    published `cuda12_pip`, wheels on Google's find-links page; from 0.4.26 `cuda12` pulls the CUDA libraries from
+    the package index); `tpu` brings libtpu.
     """
-    v = Version(jax_version)
-    if platform == Platform.CUDA:
-        extra = "cuda12" if v >= Version("0.4.26") else "cuda12_pip"
-        return [f"jax[{extra}]=={jax_version}", f"jaxlib=={jax_version}"]
-    return [f"jax=={jax_version}", f"jaxlib=={jax_version}"]
+    extra = describe(platform).install.extra_for(jax_version)
+    return [f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}", f"jaxlib=={jax_version}"]
 
 
 def exclude_newer(release_date: datetime | None) -> str | None:

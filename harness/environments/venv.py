@@ -24,6 +24,7 @@ from harness.environments.requirements import exclude_newer, find_links_for, jax
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.factors import Factor
 from harness.core.kinds import Platform
+from harness.core.platforms import describe
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 from harness.inside.startup import environments_root
 
@@ -145,7 +146,7 @@ class VenvBackend(Backend):
         before the choice existed, plus `-req<digest>` when there are requirements (another set is
         another environment; none keeps the plain name and its reuse), plus `-src<digest>` when packages
         come from another index or the user's own folders (--index-url, --with-editable)."""
-        flavour = "cuda" if platform == Platform.CUDA else "cpu"
+        flavour = describe(platform).install.flavour
         extra = f"-req{self.requirements.digest}" if self.requirements else ""
         extra += f"-src{self.sources.digest}" if self.sources else ""
         return self.root / f"jax-{jax_version}-{flavour}-py{python}{extra}"

@@ -24,6 +24,7 @@ import yaml
 from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
                                   script_requirements)
 from harness.core.errors import ConfigError
+from harness.core.platforms import describe
 from harness.core.factors import Factor, parse_factors
 from harness.core.model import Mesh
 from harness.core.kinds import Platform, ThresholdMode
@@ -512,7 +513,7 @@ def processes_problem(processes: int, device_count: int, platform: Platform, rep
     if repro.builtin:
         return (f"the built-in repro {repro.name} runs in one process; a multi-process job needs a script that "
                 "calls jax.distributed.initialize() (e.g. examples/multihost_pvary.py)")
-    if platform != Platform.CPU:
+    if not describe(platform).simulated:
         return "multi-process jobs run on the cpu platform only (each process its share of simulated devices)"
     if device_count % processes:
         return f"device_count {device_count} cannot be split evenly between {processes} processes"

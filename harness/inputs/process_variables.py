@@ -12,8 +12,9 @@ from pathlib import Path
 from harness.inputs.config import RESERVED_VARIABLES, Repro
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
-from harness.core.kinds import FolderMode, Platform, ThresholdMode
-from harness.core.runs import Program, RunCommand
+from harness.core.kinds import FolderMode, ThresholdMode
+from harness.core.platforms import describe
+from harness.core.runs import DeviceFacts, Program, RunCommand, read_device_facts
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
                                                            RECORDER_VAR, THRESHOLDS_VAR)
@@ -33,11 +34,7 @@ def process_env(spec: CellSpec, seed: int, thresholds: ThresholdMode = Threshold
         # JAX's own account of each key (its components, hit or miss, why not written), read after the run.
         **LOG_ENV,
     }
-    if spec.platform == Platform.CPU:
-        env["JAX_PLATFORMS"] = "cpu"
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={spec.device_count}"
-    elif spec.platform == Platform.CUDA:
-        env["JAX_PLATFORMS"] = "cuda"
+    env.update(describe(spec.platform).run_env(spec.device_count))
     return env
 
 
@@ -59,6 +56,21 @@ def run_log(dump_dir: Path) -> Path:
 def script_settings_path(log_path: Path) -> Path:
     """Where the start-up hook records a user's script's own cache settings: beside the run's log."""
     return log_path.with_suffix(".cache.jsonl")
+
+
+def devices_path(log_path: Path) -> Path:
+    """Where the start-up hook records the devices JAX reported in a run: beside the run's log."""
+    return log_path.with_suffix(".devices.json")
+
+
+def read_devices(path: Path | None) -> DeviceFacts | None:
+    """The devices a run recorded (None: not asked for, or the run never opened them)."""
+    if path is None:
+        return None
+    try:
+        return read_device_facts(path.read_text(errors="replace")[:100_000])
+    except OSError:
+        return None
 
 
 def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = FolderMode.ENVIRONMENT,

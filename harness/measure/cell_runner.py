@@ -31,12 +31,16 @@ from harness.core.errors import GroupUnsupported
 from harness.core.factors import Factor, RunVariation
 from harness.measure.beside import ATTEMPT_SUFFIX, BESIDE_INDEX, BesideFirst, pairing_problem
 from harness.measure.multiprocess_run import group_problem, measure_job
+from harness.measure.parallelism import slot_env
+from harness.core.platforms import describe
 from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
 from harness.core.runs import Program, RunRecord
-from harness.inputs.process_variables import (IR_DUMP_VAR, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
+from harness.inside.startup import startup_dir
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
+from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_devices, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
@@ -88,6 +92,8 @@ class CellRunner:
     moved_folder: bool = False
     # A reproduced cell's likely cause, read when it is finished (None: not looked for).
     read_cause: CauseReader | None = None
+    # Each run slot's own devices (harness/measure/parallelism.py), () when runs need not be told.
+    device_shares: tuple[tuple[int, ...], ...] = ()
 
     def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
@@ -275,7 +281,10 @@ class OpenCell:
         cell's runs, as every factor does), for one process, once run 1 ran and computed a key, and only with a
         slot to spare (one run at a time: after the cell's runs, where it costs the same)."""
         runner = self.runner
-        if (self.moved is not None or self.vary is not None or not runner.moved_folder or runner.at_once < 2
+        # One run at a time: after the cell's runs; but on an accelerator (each run opens the device: seconds) in a
+        # planned run's place, where a moved run whose keys all hit is that run: one process fewer.
+        alone = runner.at_once < 2 and not (describe(self.spec.platform).accelerator and self._moved_takes_planned_run())
+        if (self.moved is not None or self.vary is not None or not runner.moved_folder or alone
                 or Factor.CACHE_PATH in runner.vary or self.spec.is_multiprocess or not self.tally.records
                 or self.tally.stop_now()):
             return False
@@ -385,6 +394,7 @@ class OpenCell:
         log = self.log_dir / f"{name or f'run-{index:02d}-seed-{seed}'}.log"
         builtin = runner.repro.builtin
         env = process_env(spec, seed, runner.thresholds if not builtin else ThresholdMode.HARNESS)
+        env.update(slot_env(spec.platform, runner.device_shares))
         record_file = script_settings_path(log)
         recorded = recorder_path(log)
         if not builtin:
@@ -392,6 +402,11 @@ class OpenCell:
             remove_path(recorded)  # a leftover (an earlier attempt's), or a link planted there: gone
             env.update(hook_env(record_file, runner.thresholds, folder, recorded.resolve(), first_use))
             env = merge_user_env(env, runner.env)
+        devices_file = devices_path(log) if queued.index == 1 and name is None else None
+        if devices_file is not None:  # run 1 says what JAX ran on (the start-up hook, at exit)
+            remove_path(devices_file)
+            env[DEVICES_VAR] = str(devices_file.resolve())
+            env.setdefault("PYTHONPATH", str(startup_dir()))
         program = program or runner.program(spec)
         if variation is None:  # (an environment that varies nothing need not take the argument: Environment.run)
             outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s)
@@ -408,7 +423,8 @@ class OpenCell:
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_script_settings(record_file),
-                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds)
+                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds,
+                         devices=read_devices(devices_file))
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""

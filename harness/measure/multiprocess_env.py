@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.model import CellSpec
-from harness.core.kinds import Platform, ThresholdMode
+from harness.core.kinds import ThresholdMode
+from harness.core.platforms import describe
 from harness.inputs.process_variables import process_env
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
@@ -47,7 +48,7 @@ def rank_env(spec: CellSpec, plan: GroupPlan, rank: int,
              thresholds: ThresholdMode = ThresholdMode.HARNESS) -> dict[str, str]:
     """The variables of process `rank`: a run's own (its seed), its share of the simulated devices, the job."""
     env = process_env(spec, plan.seeds[rank], thresholds)
-    if spec.platform == Platform.CPU:
+    if describe(spec.platform).simulated:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices_per_process(spec)}"
         env.update(CPU_COLLECTIVES)
     env.update({JOB_COORDINATOR_VAR: plan.coordinator, JOB_PROCESSES_VAR: str(plan.processes),

@@ -93,6 +93,7 @@ class Sweep:
     at_once: int = 1
     planner: SeedPlanner = field(default_factory=SeedPlanner)  # which seeds, how many runs
     stop_when_reproduced: bool = True  # a later run with a new key settles the cell: stop its runs there
+    device_shares: tuple[tuple[int, ...], ...] = ()  # each run slot's own devices (RunsAtOnce.shares)
 
     prepare_ahead: int = PREPARE_AHEAD
 
@@ -114,7 +115,7 @@ class Sweep:
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.at_once,
                                      on_factor=factor_line(self.progress, self.config.vary),
-                                     read_cause=self.writer.cause)
+                                     read_cause=self.writer.cause, device_shares=self.device_shares)
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
@@ -152,12 +153,14 @@ def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | 
 
 
 def cell_runner(environment: Environment, config: Config, at_once: int, on_run: OnRun | None = None,
-                on_factor: OnFactor | None = None, read_cause: CauseReader | None = None) -> CellRunner:
+                on_factor: OnFactor | None = None, read_cause: CauseReader | None = None,
+                device_shares: tuple[tuple[int, ...], ...] = ()) -> CellRunner:
     """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout,
     the factors it varies; `read_cause`: where a reproduced cell's likely cause is read from, if anywhere."""
     return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
-                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder, read_cause=read_cause)
+                      vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder, read_cause=read_cause,
+                      device_shares=device_shares)
 
 
 def factor_line(progress: Progress, vary: tuple[Factor, ...] = ()) -> OnFactor:

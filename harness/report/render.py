@@ -18,7 +18,8 @@ from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
 from harness.core.findings import Attribution
 from harness.core.model import CellResult
-from harness.core.kinds import FolderMode, Platform, Verdict
+from harness.core.kinds import FolderMode, Verdict
+from harness.core.platforms import describe
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
@@ -542,11 +543,14 @@ def _devices(cells: list[CellResult], document: ResultsDocument) -> str:
     kinds = sorted({(c.spec.platform, c.spec.device_count) for c in cells})
     parts = []
     for platform, count in kinds:
-        if platform == Platform.CPU:
+        if describe(platform).simulated:
             parts.append(f"{count} simulated CPU devices (`XLA_FLAGS=--xla_force_host_platform_device_count={count}`)")
         else:
             gpus = document.header.host.gpus
             parts.append(f"{platform} x{count}" + (f" ({len(gpus)} GPU(s) on the host)" if gpus else ""))
+    seen = sorted({f"{d.label} ({d.version_line or d.platform})" for c in cells if (d := c.devices) is not None})
+    if seen:  # what JAX reported in the cells' first runs
+        parts.append("JAX saw " + ", ".join(md.text(s) for s in seen))
     return "; ".join(parts) or "—"
 
 

@@ -142,7 +142,7 @@ def rows(cells: list[CellResult]) -> list[list[Any]]:
     with_packages = bool(packages.varying())
     for c in in_version_order(cells):
         ok = sum(r.ok for r in c.runs)
-        row = [cell_label(c), c.spec.mesh_label, c.spec.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
+        row = [cell_label(c), c.spec.mesh_label, c.devices_label, str(c.verdict), f"{ok}/{len(c.runs)}",
                _keys_column(c), _bound_column(c), detail(c)]
         if with_vary:
             row.insert(-1, vary_column(c.variation))

@@ -110,7 +110,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     versions, options = _release_range(config, options, opened.index, choice.backend.pythons, progress)
     if repo is not None:  # a git repository, but is it jax's, with its release tags?
         repo.release_commit(options.good or versions[0])
-    at_once = opened.ready(options, progress)  # no Docker daemon: said before anything is written
+    at_once = opened.ready(options, progress).unshared()  # no Docker daemon: said before anything is written
     command = bisect_command(config_path, options)
     runs = opened.runs  # the config's `runs:` unless --runs, as `harness run` takes it
     jax_repo = str(repo.path.resolve()) if repo else None

@@ -69,7 +69,7 @@ class Measurement:
         self.backend.check(config.platform, progress.say)
         self.backend.check_gpus(config.platform, config.device_count,
                                 device_count_source or f"{config.source}: device_count", progress.say)
-        return runs_at_once_for(config, options, progress)
+        return runs_at_once_for(config, options, progress, self.backend.devices_here(config.platform))
 
     def header(self, command: str, versions: list[str], options: RecordedOptions,
                config: Config | None = None) -> ResultsHeader:
@@ -148,9 +148,11 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex,
                           requirements=config.requirements, sources=sources)
 
 
-def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress) -> RunsAtOnce:
-    """The runs at once (--jobs, or auto from the cores and the platform), said and then recorded."""
-    at_once = choose_runs_at_once(options.runs_at_once, config.platform, usable_cores())
+def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress, devices_here: int = 0) -> RunsAtOnce:
+    """The runs at once (--jobs, or auto from the cores, the platform and the devices here), said and then
+    recorded."""
+    at_once = choose_runs_at_once(options.runs_at_once, config.platform, usable_cores(), devices_here,
+                                  config.device_count)
     progress.say(at_once.line())
     return at_once
 

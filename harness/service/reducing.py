@@ -63,7 +63,7 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     config = replace(config, jax_versions=tuple(versions),
                      cwd=config.cwd.absolute() if config.cwd is not None else None)  # as --out and the script
     progress.say(f"backend: {choice.backend.name} ({choice.why})")
-    at_once = opened.ready(options, progress, device_count_source="--device-count")
+    at_once = opened.ready(options, progress, device_count_source="--device-count").unshared()
     command = options.command
 
     def header(measured: Config, measured_versions: list[str]) -> ResultsHeader:

@@ -18,6 +18,7 @@ from harness.inputs.config import control_character
 from harness.environments.process import LAUNCHER_VAR, SRUN
 from harness.core.errors import ExitCode
 from harness.core.kinds import Platform
+from harness.core.platforms import describe
 
 SHARD_SCRIPT = "shard.sbatch"
 MERGE_SCRIPT = "merge.sbatch"
@@ -59,7 +60,8 @@ class Resources:
     cpus_per_task: int = 1
     time: str = DEFAULT_TIME
     partition: str | None = None  # None: the cluster's default partition
-    gpus: int = 0  # a cuda config asks for its device_count
+    gpus: int = 0  # GPUs asked for by number (--gres=gpu:N), beside or instead of `devices`
+    devices: str = ""  # the platform's own #SBATCH line for a config's devices (harness/core/platforms.py)
     extra: tuple[str, ...] = ()  # --sbatch-arg words, as given (e.g. --account=lab)
     # A multi-process sweep (--processes N): N Slurm tasks per shard, each run's processes started by srun,
     # one a task, wherever Slurm puts them (on a real cluster, N hosts).
@@ -67,7 +69,7 @@ class Resources:
 
     @classmethod
     def for_config(cls, platform: Platform, device_count: int, **given: Any) -> Resources:
-        return cls(gpus=device_count if platform == Platform.CUDA else 0, **given)
+        return cls(devices=describe(platform).slurm_line(device_count), **given)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ class SweepJobs:
             lines.append(f"#SBATCH --partition={res.partition}")
         if gpus:
             lines.append(f"#SBATCH --gres=gpu:{gpus}")
+        elif res.devices and job_name == f"harness-{self.name}":
+            lines.append(res.devices)
         if res.tasks > 1 and job_name == f"harness-{self.name}":  # the shards, not the merge
             lines.append(f"#SBATCH --ntasks={res.tasks}")
         lines += [f"#SBATCH {arg}" for arg in res.extra]

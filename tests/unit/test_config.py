@@ -103,7 +103,7 @@ def _replace(old, new):
     (_replace("[8, 1, 1, 1]", "[4, 1, 1, 1]"), "meshes[0].shape", "4 devices but device_count is 8"),
     (_replace("[a, b, c, d]", "[a, b, c]"), "meshes[0].axis_names", "3 names"),
     (_replace("[a, b, c, d]", "[a, b, a, d]"), "meshes[0].axis_names", "duplicate axis name 'a'"),
-    (_replace("platform: cpu", "platform: tpu"), "platform", "must be one of"),
+    (_replace("platform: cpu", "platform: gpu"), "platform", "must be one of"),
     (_replace("repro: shard_map_grad", "repro: missing_script.py"), "repro", "neither a built-in"),
     (_replace("name: shard-map-grad", "name: a/b"), "name", "letters"),
     ("name: x\nrepro: shard_map_grad\n", "jax_versions", "required"),

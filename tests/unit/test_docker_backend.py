@@ -20,6 +20,7 @@ import requests
 from docker.errors import APIError, DockerException
 from docker.models.containers import Container
 
+from harness.core.platforms import JAX_CUDA_FIND_LINKS
 from harness.environments import make_backend
 from harness.environments.base import BackendOptions
 from harness.environments import docker as dk
@@ -115,6 +116,22 @@ def test_cuda_run_arguments_request_every_gpu_and_shared_memory(tmp_path):
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
     assert kwargs["shm_size"] == dk.CUDA_SHM_SIZE
     assert kwargs["network_disabled"] is True
+
+
+def test_tpu_runs_get_the_host_s_chips_as_devices_and_the_devices_file_is_mounted(tmp_path, monkeypatch):
+    from harness.environments.docker import containers
+    from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
+
+    seen = []
+    monkeypatch.setattr(containers, "device_nodes", lambda globs: seen.append(globs) or ["/dev/vfio/0", "/dev/vfio/vfio"])
+    devices_file = tmp_path / "logs" / "run-01.devices.json"
+    kwargs = dk.run_kwargs(tmp_path / "r.py", {DEVICES_VAR: str(devices_file)}, tmp_path, Platform.TPU, "0:0")
+    assert kwargs["devices"] == ["/dev/vfio/0:/dev/vfio/0:rwm", "/dev/vfio/vfio:/dev/vfio/vfio:rwm"]
+    assert "/dev/accel*" in seen[0] and "device_requests" not in kwargs
+    assert kwargs["environment"][DEVICES_VAR] == f"{dk.RECORD_MOUNT}/run-01.devices.json"
+    assert any(m["Source"] == str(devices_file.parent) for m in kwargs["mounts"])
+    assert "devices" not in dk.run_kwargs(tmp_path / "r.py", {}, tmp_path, Platform.CPU, "0:0")
+    assert dk.dockerfile_for(Platform.TPU).name == "Dockerfile.tpu" and dk.dockerfile_for(Platform.TPU).is_file()
 
 
 def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
@@ -388,7 +405,7 @@ def test_cuda_local_versions_are_kept_apart():
              "jaxlib-0.4.25+cuda12.cudnn89-cp311-cp311-manylinux2014_x86_64.whl"]
     found, _ = wh.pick_wheels([wh.Pin("jaxlib", "0.4.25+cuda12.cudnn89")], files, tags)
     assert list(found.values()) == [files[1]]
-    assert rq.find_links_for("0.4.25", Platform.CUDA) == [rq.JAX_CUDA_FIND_LINKS]
+    assert rq.find_links_for("0.4.25", Platform.CUDA) == [JAX_CUDA_FIND_LINKS]
     assert rq.find_links_for("0.4.26", Platform.CUDA) == [] == rq.find_links_for("0.4.25", Platform.CPU)
 
 

@@ -123,7 +123,7 @@ def test_the_sweep_identity_and_its_key_are_what_they_were_for_an_old_folder():
 
 
 @pytest.mark.parametrize("part, key, value, message", [
-    ("config", "platform", "tpu", "config.platform: Invalid enum value 'tpu'"),
+    ("config", "platform", "gpu", "config.platform: Invalid enum value 'gpu'"),
     ("options", "seeds", "lucky", "options.seeds: Invalid enum value 'lucky'"),
     ("options", "jobs", "2", "options.jobs: Expected `int | null`, got `str`"),
     ("host", "gpus", "H100", "host.gpus: Expected `array | null`, got `str`"),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.kinds import Platform
 from harness.core.records import plain
 from harness.environments import process
 from harness.environments.process import clean_environment, run_process
@@ -380,3 +381,49 @@ def test_waiting_for_any_of_several_processes():
     finally:
         slow.kill()
         slow.wait()
+
+
+def test_local_keeps_the_user_s_environment_but_the_harness_s_names(monkeypatch):
+    from harness.environments.process import clean_environment, kept_line, users_environment
+
+    user = {"PYTHONPATH": "/opt/jax-site", "LD_LIBRARY_PATH": "/opt/lib", "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+            "TPU_WORKER_ID": "0", "XLA_FLAGS": "--xla_dump_to=/tmp/x", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+            "CUDA_HOME": "/usr/local/cuda", "NVIDIA_VISIBLE_DEVICES": "all", "PYTHONHASHSEED": "0",
+            "JAX_PLATFORMS": "cpu", "HOME": "/home/u"}
+    kept = users_environment(user)
+    assert set(kept) == {"PYTHONPATH", "LD_LIBRARY_PATH", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "XLA_FLAGS",
+                         "XLA_PYTHON_CLIENT_PREALLOCATE", "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES"}
+    assert kept_line(kept) == "PYTHONPATH, LD_LIBRARY_PATH, TPU_* (2), CUDA_* (1), NVIDIA_* (1), XLA_* (2)"
+    for name, value in user.items():
+        monkeypatch.setenv(name, value)
+    env = clean_environment({"PYTHONPATH": "/harness/startup", "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+                             "JAX_PLATFORMS": "tpu", "PYTHONHASHSEED": "7"}, kept)
+    assert env["PYTHONPATH"] == "/harness/startup:/opt/jax-site"  # the hook's folder first, then the user's
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
+    assert env["JAX_PLATFORMS"] == "tpu" and env["PYTHONHASHSEED"] == "7"  # the harness's names are its own
+    assert env["TPU_WORKER_ID"] == "0" and env["LD_LIBRARY_PATH"] == "/opt/lib"
+    # without `kept` (venv, docker): scrubbed as before
+    plain = clean_environment({"PYTHONPATH": "/harness/startup"})
+    assert plain["PYTHONPATH"] == "/harness/startup" and "XLA_FLAGS" not in plain
+    assert kept_line({}) == "nothing"
+
+
+def test_local_backend_probes_with_the_user_s_pythonpath(tmp_path, monkeypatch):
+    from harness.core.errors import BackendUnavailable
+    from harness.environments.local import LocalBackend
+
+    site = tmp_path / "site"
+    (site / "jax").mkdir(parents=True)
+    (site / "jax" / "__init__.py").write_text("__version__ = '0.10.2'\n")
+    (site / "jaxlib").mkdir()
+    (site / "jaxlib" / "__init__.py").write_text("__version__ = '0.10.2'\n")
+    (site / "numpy").mkdir()
+    (site / "numpy" / "__init__.py").write_text("__version__ = '2.0'\n")
+    python = sys.executable
+    said = []
+    backend = LocalBackend(python, kept={"PYTHONPATH": str(site)})
+    assert backend.installed_version() == "0.10.2"
+    backend.check(Platform.TPU, said.append)
+    assert any("kept from your environment: PYTHONPATH" in line for line in said)
+    with pytest.raises(BackendUnavailable, match="with nothing kept from your environment"):
+        LocalBackend(python, kept={}).installed_version()

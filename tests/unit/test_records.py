@@ -47,7 +47,7 @@ def test_a_value_of_the_wrong_type_is_refused_not_coerced(record, data):
     (lambda c: c["seeds"].update(seeds="x"), "seeds.seeds: Expected `array`, got `str`"),
     (lambda c: c.update(attribution_detail={"module": "m", "runs": ["1", "2"], "keys": ["a", "b"]}),
      "attribution_detail.run_a: Expected `int`, got `str`"),
-    (lambda c: c.update(platform="tpu"), "spec.platform: Invalid enum value 'tpu'"),
+    (lambda c: c.update(platform="gpu"), "spec.platform: Invalid enum value 'gpu'"),
 ])
 def test_a_wrong_value_deep_in_a_cell_is_named_by_the_files_keys(change, said):
     data = json.loads((FIXTURES / "v1-release-run" / "results.json").read_text())["cells"][0]

@@ -45,7 +45,7 @@ def test_every_fixture_results_file_validates(folder):
 
 
 @pytest.mark.parametrize("path, value", [
-    (("config", "platform"), "tpu"),
+    (("config", "platform"), "gpu"),
     (("options", "jobs"), "2"),
     (("host", "gpus"), "H100"),
     (("config", "env"), ["X=1"]),

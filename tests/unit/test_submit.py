@@ -72,8 +72,9 @@ def test_a_directive_with_a_control_character_is_never_written(tmp_path):
 
 
 def test_resources_follow_the_platform():
-    assert Resources.for_config(Platform.CUDA, 8).gpus == 8
-    assert Resources.for_config(Platform.CPU, 8).gpus == 0
+    assert Resources.for_config(Platform.CUDA, 8).devices == "#SBATCH --gres=gpu:8"
+    assert Resources.for_config(Platform.CPU, 8).devices == ""
+    assert Resources.for_config(Platform.TPU, 4).devices == "#SBATCH --exclusive"
 
 
 def test_shard_task_runs_its_shard_and_resumes_what_an_earlier_task_left(tmp_path):

@@ -805,3 +805,22 @@ def test_a_cell_that_stops_at_run_2_makes_no_run_to_tell_its_moved_runs_miss_fro
     moved = cell.moved_folder
     assert moved.outcome == FactorOutcome.NOT_JUDGED and moved.components == ["computation"]
     assert "not known to be the path's: the cell stopped at its first miss" in moved.reason
+
+
+def test_on_an_accelerator_one_run_at_a_time_the_moved_folder_takes_a_planned_run_s_place(tmp_path):
+    # One TPU chip: one run at a time, and each run opens the chip (seconds). Keys without the folder's path (0.4.31):
+    # the moved run hits every key and is counted as planned run 3: one process fewer than beside the plan.
+    script = tmp_path / "s.py"
+    script.write_text("")
+    environment = PathKeyedEnvironment(path_keyed=False)
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, moved_folder=True)
+    tpu = CellSpec("0.5.0", Platform.TPU, 1, None)
+    cell = runner.run(tpu, [11, 12, 13], tmp_path / "cache", tmp_path / "logs", results_root=tmp_path)
+    on_tpu = len(environment.runs)
+    assert cell.verdict == Verdict.CLEAN and cell.moved_folder.planned_run == 3 and cell.moved_folder.counted
+    assert [r.in_moved_folder for r in cell.runs] == [False, False, True]
+    # on the CPU (simulated devices: a run costs its import) the moved run stays one beside the plan
+    environment = PathKeyedEnvironment(path_keyed=False)
+    runner = CellRunner(environment, Repro("s", script, builtin=False), 10, moved_folder=True)
+    cell = runner.run(SPEC, [11, 12, 13], tmp_path / "cache2", tmp_path / "logs2", results_root=tmp_path)
+    assert len(environment.runs) == on_tpu + 1 and not cell.moved_folder.planned_run

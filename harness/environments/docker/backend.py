@@ -34,6 +34,7 @@ from harness.environments.process import PROBE, log_tail
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.kinds import Platform
+from harness.core.platforms import Probe, describe
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "jax-cache-harness" / "docker"))
@@ -150,7 +151,7 @@ class DockerBackend(Backend):
         facts.update(self._probe(tag, jax_version, platform, log))
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"image {tag} has jax {facts.get('jax')}, expected {jax_version}")
-        if platform == Platform.CUDA:
+        if describe(platform).probe == Probe.GPUS:
             facts.update(self.cuda_probe(tag, log))
         facts["image_id"] = self.client.images.get(tag).id
         return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)
@@ -292,7 +293,7 @@ class DockerBackend(Backend):
         """EnvironmentUnavailable, naming the fix, when the base image has no python3.N (asked once
         per image and Python, in a throwaway container like the runs'). The cuda Dockerfile installs
         its Python itself, so a cuda base is not asked."""
-        if platform == Platform.CUDA:
+        if describe(platform).container.network:  # the cuda Dockerfile: its own Python
             return
         python = str(choice.version)
         key = (_id(base), python)
@@ -354,7 +355,7 @@ class DockerBackend(Backend):
                         buildargs={"BASE_IMAGE": base_name, "PYTHON_VERSION": python,
                                    "JAX_VERSION": jax_version},
                         # cpu installs need nothing from outside; the cuda file may apt-get a Python.
-                        network_mode=None if platform == Platform.CUDA else "none",
+                        network_mode=None if describe(platform).container.network else "none",
                         labels={LABEL: "image", f"{LABEL}.jax": jax_version})
                     for chunk in stream:
                         text = chunk.get("stream", "")
@@ -388,7 +389,7 @@ class DockerBackend(Backend):
             os.chmod(script, 0o644)
             kwargs = run_kwargs(script, {}, Path(tmp), platform, self.user)
             outcome = run_container(self.client, tag, ["python", f"{SCRIPT_MOUNT}/probe.py"], kwargs,
-                                    probe_log, PROBE_TIMEOUT_S, gpu=platform == Platform.CUDA)
+                                    probe_log, PROBE_TIMEOUT_S, gpu=describe(platform).container.gpus)
         output = log_tail(probe_log)
         if not outcome.ok:
             raise EnvironmentUnavailable(f"jax {jax_version} does not start in {tag}: "

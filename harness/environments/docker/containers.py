@@ -26,10 +26,11 @@ from harness.inside.supervise import CappedLog
 from harness.core.files import open_fresh, write_atomic
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.kinds import Platform
+from harness.core.platforms import describe, device_nodes
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import startup_dir
-from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR, RECORDER_VAR
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR, RECORDER_VAR
 
 # Where a run sees its folders inside the container.
 CACHE_MOUNT = "/harness/cache"
@@ -88,6 +89,13 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
         if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
             environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
+    if DEVICES_VAR in env:
+        # The devices run 1 reports, beside its log: that folder mounted (where the record's is, once).
+        devices = Path(env[DEVICES_VAR]).resolve()
+        devices.parent.mkdir(parents=True, exist_ok=True)
+        if not any(m["Target"] == RECORD_MOUNT for m in mounts):
+            mounts.append(Mount(target=RECORD_MOUNT, source=str(devices.parent), type="bind"))
+        environment[DEVICES_VAR] = f"{RECORD_MOUNT}/{devices.name}"
     startup = str(startup_dir())
     if startup in env.get("PYTHONPATH", "").split(os.pathsep):
         mounts.append(Mount(target=STARTUP_MOUNT, source=startup, type="bind", read_only=True))
@@ -114,9 +122,12 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
         kwargs["mem_limit"] = mem_limit
     if variation is not None and variation.hostname is not None:
         kwargs["hostname"] = variation.hostname
-    if platform == Platform.CUDA:
+    access = describe(platform).container
+    if access.gpus:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         kwargs["shm_size"] = CUDA_SHM_SIZE
+    if access.device_globs:  # the TPU's chips as the host has them (libtpu opens the nodes itself)
+        kwargs["devices"] = [f"{node}:{node}:rwm" for node in device_nodes(access.device_globs)]
     return kwargs
 
 

@@ -19,6 +19,7 @@ from harness.environments.docker.containers import _one_line, container_command,
 from harness.environments.process import AFTER_PEERS, PEER_GRACE_S
 from harness.core.factors import Factor, RunVariation
 from harness.core.kinds import Platform
+from harness.core.platforms import describe
 from harness.core.runs import ProcessOutcome, Program
 
 
@@ -36,7 +37,7 @@ class DockerEnvironment(Environment):
         self._running.add(kwargs["name"])
         try:
             return run_container(self.client, self.image, command, kwargs, Path(log_path), timeout_s,
-                                 gpu=self.platform == Platform.CUDA)
+                                 gpu=describe(self.platform).container.gpus)
         finally:
             self._running.discard(kwargs["name"])
 
@@ -112,7 +113,7 @@ def run_group_containers(environment: DockerEnvironment, program: Program, envs:
         started = first_running.set if rank == 0 else None
         try:
             outcome = run_container(environment.client, environment.image, command, kwargs[rank],
-                                    Path(log_paths[rank]), timeout_s, gpu=environment.platform == Platform.CUDA,
+                                    Path(log_paths[rank]), timeout_s, gpu=describe(environment.platform).container.gpus,
                                     started=started)
         except BaseException as exc:  # noqa: BLE001 - told as this process's failure, never lost in a thread
             outcome = ProcessOutcome(None, 0.0, reason=f"docker: {_one_line(exc)}")

@@ -17,6 +17,7 @@ from harness.inputs.dependencies import Requirements
 from harness.core.errors import UserError
 from harness.core.files import package_path
 from harness.core.kinds import Platform
+from harness.core.platforms import describe
 from harness.inputs.pythons import PythonVersion
 
 IMAGE_REPO = "jax-cache-harness"
@@ -83,7 +84,7 @@ def default_base_images(python_version: str = DEFAULT_PYTHON) -> dict[Platform, 
     """A plain Python base for every platform: jax[cuda12]'s wheels bring CUDA's libraries and the
     NVIDIA runtime mounts the driver (dockerfiles/Dockerfile.cuda says why an nvidia/cuda base is optional)."""
     slim = f"python:{python_version}-slim"
-    return {Platform.CPU: slim, Platform.AUTO: slim, Platform.CUDA: slim}
+    return {platform: slim for platform in Platform}
 
 
 # Package data (pyproject.toml), so an installed harness (pipx, uv tool) finds them as a checkout does.
@@ -91,7 +92,7 @@ DOCKERFILES = Path(os.environ.get("HARNESS_DOCKERFILES") or package_path("harnes
 
 
 def dockerfile_for(platform: Platform) -> Path:
-    return DOCKERFILES / ("Dockerfile.cuda" if platform == Platform.CUDA else "Dockerfile.cpu")
+    return DOCKERFILES / f"Dockerfile.{describe(platform).install.flavour}"
 
 
 def image_tag(jax_version: str, platform: Platform, python_version: str, dockerfile_text: str,
@@ -108,7 +109,7 @@ def image_tag(jax_version: str, platform: Platform, python_version: str, dockerf
         identity["own_packages"] = list(own_digests)
     inputs = json.dumps(identity, sort_keys=True)
     digest = hashlib.sha256(inputs.encode()).hexdigest()[:12]
-    flavour = "cuda" if platform == Platform.CUDA else "cpu"
+    flavour = describe(platform).install.flavour
     return f"{IMAGE_REPO}:jax{jax_version}-{flavour}-py{python_version}-{digest}"
 
 

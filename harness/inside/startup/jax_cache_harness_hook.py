@@ -700,6 +700,51 @@ def install_recorder(target: str | None = None) -> Recorder | None:
 HOOK: _Hook | None = None  # this process's settings hook, once installed
 
 
+# The file a run's devices go to at exit, once JAX has opened them (harness/core/runs.py: DeviceFacts).
+DEVICES_VAR = "HARNESS_DEVICES"
+BACKENDS_MODULE = "jax._src.xla_bridge"
+
+
+def device_facts() -> JsonObject | None:
+    """What `jax.devices()` says (platform, kind, count, the backend's version), when the process has opened its
+    backends; None when it has not: asking then would open them, seconds on an accelerator, for a fact the run
+    never used."""
+    bridge = sys.modules.get(BACKENDS_MODULE)
+    if not getattr(bridge, "_backends", None):
+        return None
+    try:
+        jax = sys.modules["jax"]
+        devices = jax.devices()
+        first = devices[0]
+        return {"platform": str(first.platform), "device_kind": str(first.device_kind), "count": len(devices),
+                "platform_version": str(getattr(first.client, "platform_version", "") or "")}
+    except Exception:  # noqa: BLE001 - a fact not had, never the run's failure
+        return None
+
+
+def install_devices_record() -> None:
+    """At exit, before JAX's own exit handlers drop its backends (registered after `import jax` has run, so called
+    first), the devices it opened to the file DEVICES_VAR names; the variable leaves the environment, so that the
+    processes the script starts do not write over it."""
+    path = os.environ.pop(DEVICES_VAR, "")
+
+    def record() -> None:
+        facts = device_facts()
+        if facts is None:
+            return
+        try:
+            with open(path, "w") as out:
+                out.write(json.dumps(facts, sort_keys=True) + "\n")
+        except OSError as exc:
+            sys.stderr.write(f"harness: cannot record the devices: {exc}\n")
+
+    def jax_loaded(module: ModuleType) -> None:
+        atexit.register(record)
+
+    if path:
+        sys.meta_path.insert(0, _AfterImport({"jax": jax_loaded}))
+
+
 def install() -> _Hook:
     """Watch for jax's config module; record what the script sets and what JAX used at exit. In
     hook-only mode the cell's folder leaves the environment first (the script and JAX never see it)."""

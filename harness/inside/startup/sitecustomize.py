@@ -35,6 +35,8 @@ if os.environ.get(jax_cache_harness_hook.RECORDER_VAR):
     jax_cache_harness_hook.install_recorder(os.environ.get(jax_cache_harness_hook.KEPT_TARGET_VAR))
 if os.environ.get(jax_cache_harness_hook.WRITE_ROOTS_VAR) and os.environ.get(jax_cache_harness_hook.WRITES_RECORD_VAR):
     jax_cache_harness_hook.install_write_watch()
+if os.environ.get(jax_cache_harness_hook.DEVICES_VAR):
+    jax_cache_harness_hook.install_devices_record()
 if os.environ.get(jax_cache_harness_hook.JOB_PROCESSES_VAR):
     jax_cache_harness_hook.install_job()
 _chain()
