@@ -158,6 +158,11 @@ class _Reader:
         self.excluded: list[str] = []
         self.last_key: str | None = None  # the key named last, whatever its module
         self.read_errors: dict[str, str] = {}  # module -> an entry read error not yet tied to its key
+        # module -> the key its last miss named (0.4.31 and later, where every compile names its key first): a
+        # message that names only the module ("took at least", "Not writing ... because", printed twice by some
+        # releases) is about that key, not about the running hash logged last, which in a log of concurrent
+        # compilations (threads) may be another module's
+        self.named_miss: dict[str, str] = {}
 
     def compile_options(self, size: int, text: str) -> None:
         self.assignment, self.assignment_size, self.next_devices = [], size, ()
@@ -190,6 +195,10 @@ class _Reader:
               compile_time_s: float | None = None) -> None:
         components: dict[str, str] = {}
         devices: tuple[int, ...] | None = None
+        if key is None and module in self.named_miss:
+            key = self.named_miss[module]
+        elif outcome == Outcome.MISS and key is not None:
+            self.named_miss[module] = key
         if self.pending is not None:
             block, digest, block_devices = self.pending
             if key is None:

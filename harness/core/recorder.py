@@ -8,7 +8,7 @@ with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach th
 
     {"kind": "start", "argv": [...], "pid": P, "time": T}                      a process began (one per process)
     {"kind": "log", "logger": "jax._src.compiler", "level": 10, "message": "...", "time": T, "pid": P,
-     "test": "tests/test_a.py::test_x", "phase": "call"}                       one of JAX's cache messages
+     "thread": I, "test": "tests/test_a.py::test_x", "phase": "call"}         one of JAX's cache messages
     {"kind": "event", "event": "/jax/compilation_cache/cache_hits", "seconds": S}  a jax.monitoring event
     {"kind": "collected", "ids": [...]}                                         pytest's collected test ids
     {"kind": "test", "id": "...", "outcome": "passed|failed|error|skipped|xfailed|xpassed", "seconds": S}
@@ -20,7 +20,9 @@ with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach th
 
 `test` and `phase` are on every record made while a test ran (absent outside tests: collection, a plain
 script). The messages are JAX's own words, so `jaxlog.parse` reads them as it reads a log on stderr: one
-parser for both, per process (the lines of several processes are never interleaved into one reading).
+parser for both, per process and per thread (JAX compiles on the caller's thread: the messages of concurrent
+compilations, in several processes or threads, are never interleaved into one reading; a file written before
+the hook named threads is read per process).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class LogMessage(msgspec.Struct, tag="log", tag_field="kind", omit_defaults=True
     time: float | None = None
     test: str | None = None
     phase: str | None = None
+    thread: int | None = None  # threading.get_ident() of the thread that logged it (None: written before)
 
 
 class Event(msgspec.Struct, tag="event", tag_field="kind", omit_defaults=True):
@@ -227,13 +230,13 @@ def arg_types(message: str) -> list[str] | None:
 
 
 def run_log(recording: Recording) -> jaxlog.RunLog:
-    """JAX's account of the run's cache from the recorded messages (each process's read on its own, then
+    """JAX's account of the run's cache from the recorded messages (each process's threads read on their own, then
     merged as a job's are), each key with the tests that named it and the argument types it was compiled at."""
-    by_pid: dict[int, list[LogMessage]] = defaultdict(list)
+    by_thread: dict[tuple[int, int | None], list[LogMessage]] = defaultdict(list)
     for m in recording.messages:
-        by_pid[m.pid].append(m)
+        by_thread[m.pid, m.thread].append(m)
     logs = []
-    for messages in by_pid.values():
+    for messages in by_thread.values():
         parsed = jaxlog.parse(line for m in messages for line in m.message.splitlines())
         logs.append(_stamped(parsed, messages))
     if not logs:

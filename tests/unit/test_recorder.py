@@ -336,3 +336,45 @@ def test_a_pytest_run_writes_nothing_into_the_installed_package(tmp_path, write,
         assert startup_dir() == Path(path)  # the same files: the same copy, made once
     finally:
         startup_dir.cache_clear()
+
+
+def compile_lines(module, digest, thread):
+    """One below-threshold compile as 0.4.31+ logs it on `thread`: a component, the key, its miss, its refusal."""
+    def on(message):
+        return json.dumps({**json.loads(log(message)), **({"thread": thread} if thread is not None else {})})
+    return [on(f"get_cache_key hash of serialized computation: {digest}"),
+            on(f"get_cache_key hash after serializing computation: {digest}"),
+            on(f"PERSISTENT COMPILATION CACHE MISS for '{module}' with key '{module}-{digest}'"),
+            on(f"Not writing persistent cache entry for '{module}' because it took < 1.00 seconds to compile (0.06s)")]
+
+
+@pytest.mark.parametrize("threads", [(7, 8), (None, None)], ids=["thread ids", "a file from before them"])
+def test_concurrent_compilations_are_read_per_compilation(threads):
+    """Issue 61 item 1: two threads compile at once and their messages interleave; a message that names only its
+    module (the refusal) is about the key its own miss named, never the running hash another thread logged
+    last (which read as a key never computed: `jit_a-<jit_b's digest>`). With thread ids each key has its own
+    components too."""
+    a, b = compile_lines("jit_a", HEX["a"], threads[0]), compile_lines("jit_b", HEX["b"], threads[1])
+    order = [a[0], a[1], a[2], b[0], b[1], a[3], b[2], b[3]]
+    keys = recorder.run_log(recorder.parse("\n".join(order))).by_key()
+    assert set(keys) == {f"jit_a-{HEX['a']}", f"jit_b-{HEX['b']}"}
+    assert all(k.outcome == jaxlog.Outcome.NOT_WRITTEN for k in keys.values())
+    if threads[0] is not None:
+        assert keys[f"jit_a-{HEX['a']}"].components == {"computation": HEX["a"]}
+        assert keys[f"jit_b-{HEX['b']}"].components == {"computation": HEX["b"]}
+
+
+def test_twelve_threads_compiling_at_once_on_0_4_31_read_as_the_cache_folder():
+    """Issue 61 item 1, real files: 12 threads compiled 12 functions at once (a concurrent jit warm-up). The
+    recorder (thread ids) names the folder's 14 keys, each with all its own components (12 functions: 12
+    computations); JAX's log on stderr of such a run (below JAX's threshold: every key refused, the refusal
+    naming only its module, some lines printed twice) names its 14 keys and none more."""
+    listing = (FIXTURES / "threads12-0.4.31-hs1.listing").read_text().split()
+    log = recorder.run_log(recorder.read(FIXTURES / "threads12-0.4.31-hs1.recorder.jsonl"))
+    assert sorted(log.by_key()) == sorted(listing)
+    assert all(len(k.components) == 7 for k in log.keys)
+    functions = [k for k in log.keys if k.module.startswith("jit_fn")]
+    assert len(functions) == 12 and len({k.components["computation"] for k in functions}) == 12
+    stderr = jaxlog.parse((FIXTURES / "threads12-0.4.31-script-hs1.err").read_text())
+    assert len(stderr.keys) == 14 and len({k.module for k in stderr.keys}) == 14
+    assert all(k.outcome == jaxlog.Outcome.NOT_WRITTEN for k in stderr.keys)

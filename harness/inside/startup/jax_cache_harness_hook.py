@@ -503,7 +503,10 @@ class Recorder:
             text = str(msg) % args if args else str(msg)  # as logging formats it (LogRecord.getMessage)
         except Exception:  # noqa: BLE001 - a message JAX would fail to format too
             text = str(msg)
-        self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time()})
+        # The thread that logged it: JAX compiles on the caller's thread, and concurrent compilations interleave
+        # their messages; the reader takes each thread's messages apart (recorder.run_log).
+        self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time(),
+                    "thread": threading.get_ident()})
 
 
 class _RecordingLogger:
@@ -643,7 +646,8 @@ def _warnings_recorded(recorder: Recorder) -> None:
             text = str(msg.message)
             if any(mark in text for mark in CACHE_WARNING_MARKS):
                 recorder.write({"kind": "log", "logger": "warnings", "level": logging.WARNING,
-                                "message": f"{msg.category.__name__}: {text}", "time": time.time()})
+                                "message": f"{msg.category.__name__}: {text}", "time": time.time(),
+                                "thread": threading.get_ident()})
         except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         return original(msg)
