@@ -297,6 +297,53 @@ def merged(logs: Iterable[RunLog]) -> RunLog:
     return RunLog(list(keys.values()), flags)
 
 
+def combined(recorded: RunLog, stderr: RunLog) -> tuple[RunLog, list[str]]:
+    """One run's two accounts of JAX's cache read together, neither deciding a hit alone: the recorder's (read in
+    the process, its lines chained) and JAX's log on stderr (the program's own). Every key the recorder names, and
+    every key JAX's log on stderr shows computed (a miss, a write, a refusal), each with the outcome furthest from
+    a hit that either says (a miss that one shows is a miss); a hit that only stderr shows is not taken (nothing
+    but the program's own output says it). Returns the keys (the recorder's record of each where it has one: its
+    components, tests and types are read per thread) and, where both named keys, how they disagree, in words."""
+    if recorded.empty or stderr.empty:  # one account alone (pytest keeps stderr; the built-in repro has no
+        return (stderr if recorded.empty else recorded), []  # recorder): nothing to weigh it against
+    by_key = {k.key: msgspec.structs.replace(k, components=dict(k.components)) for k in recorded.keys}
+    shown = stderr.by_key()
+    only_stderr: list[str] = []
+    outcomes: list[str] = []
+    for key, k in shown.items():
+        known = by_key.get(key)
+        if known is None:
+            only_stderr.append(key)
+            if k.outcome != Outcome.HIT:
+                by_key[key] = msgspec.structs.replace(k, components=dict(k.components))
+            continue
+        if (k.outcome == Outcome.HIT) != (known.outcome == Outcome.HIT):
+            outcomes.append(f"{key} ({'a hit' if known.outcome == Outcome.HIT else 'a miss'} in the recorder, "
+                            f"{'a hit' if k.outcome == Outcome.HIT else 'a miss'} on stderr)")
+        if _STRENGTH[k.outcome] > _STRENGTH[known.outcome]:
+            known.outcome, known.reason = k.outcome, k.reason or known.reason
+            known.compile_time_s = known.compile_time_s if known.compile_time_s is not None else k.compile_time_s
+    flags = recorded.excluded_flags + [f for f in stderr.excluded_flags if f not in recorded.excluded_flags]
+    out = RunLog(list(by_key.values()), flags)
+    only_recorded = [k.key for k in recorded.keys if k.key not in shown]
+    said = []
+    if only_stderr:
+        said.append(f"JAX's log on stderr names {_count(only_stderr)} the recorder does not ({_first(only_stderr)})")
+    if only_recorded:
+        said.append(f"the recorder names {_count(only_recorded)} JAX's log on stderr does not ({_first(only_recorded)})")
+    if outcomes:
+        said.append(f"they differ on {_count(outcomes)}: {_first(outcomes)}")
+    return out, said
+
+
+def _count(keys: list[str]) -> str:
+    return f"{len(keys)} key" + ("" if len(keys) == 1 else "s")
+
+
+def _first(items: list[str]) -> str:
+    return items[0] + (", ..." if len(items) > 1 else "")
+
+
 def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:
     """The components whose own hashes differ between two keys, in JAX's order (a component only one
     of them has counts as differing: a release that hashes more)."""

@@ -27,8 +27,11 @@ the hook named threads is read per process).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
+import secrets
 import stat
 from collections import defaultdict
 from collections.abc import Iterable
@@ -37,7 +40,8 @@ from pathlib import Path
 import msgspec
 
 from harness.core import jaxlog
-from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE, RECORDER_FULL, RECORDER_MAX_BYTES
+from harness.inside.startup.jax_cache_harness_hook import (ARGS_MESSAGE, MAC_FIELD, MAC_HEX, RECORDER_FULL,
+                                                           RECORDER_MAX_BYTES)
 
 # A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
 # (each process's last line may pass it); a file past twice that was planted, never written by the hook.
@@ -124,6 +128,9 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     lines: list[Line] = []
     unreadable: int = 0  # lines that were not a record (a write cut by a crash, a future kind)
+    # lines whose MAC did not check out (read with the run's key): written or changed after the hook wrote them
+    # (appended by the program, or every line after one it removed), never read
+    altered: int = 0
 
     @property
     def messages(self) -> list[LogMessage]:
@@ -183,25 +190,65 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         return dict(counts)
 
 
-def parse(data: bytes | str) -> Recording:
+# This harness's secret: each run's recorder key is derived from it and the recorder's path (recorder_key), so the
+# key a run is given need not be kept, and no two runs share one.
+_SECRET = secrets.token_bytes(32)
+
+
+def recorder_key(path: Path) -> str:
+    """The key (hex) the hook chains the lines of the recorder at `path` with (RECORDER_KEY_VAR), and the reader checks."""
+    return hmac.new(_SECRET, os.fsencode(os.path.abspath(path)), hashlib.sha256).hexdigest()
+
+
+def parse(data: bytes | str, key: str | None = None) -> Recording:
+    """The records of a recorder file. With `key` (the run's), only the lines whose MAC checks out, chained per
+    process (see the hook's RECORDER_KEY_VAR): a line the program appended, rewrote, or that follows a line it
+    removed is counted in `altered`, never read."""
     lines: list[Line] = []
-    bad = 0
+    bad = altered = 0
+    secret = bytes.fromhex(key) if key is not None else None
+    last: dict[int, bytes] = {}  # pid -> the MAC of its last line that checked out
     raw = data.encode() if isinstance(data, str) else data
     for line in raw.splitlines():
         if not line.strip():
             continue
         try:
-            lines.append(_LINE.decode(line))
+            record = _LINE.decode(line)
         except msgspec.ValidationError:
             bad += 1  # a kind this reader does not know (a newer hook): skipped
+            continue
         except msgspec.DecodeError:
             bad += 1  # a write cut short
-    return Recording(lines=lines, unreadable=bad)
+            continue
+        if secret is not None:
+            mac = _checked(secret, line, last.get(record.pid, b""))
+            if mac is None:
+                altered += 1
+                continue
+            last[record.pid] = mac
+        lines.append(record)
+    return Recording(lines=lines, unreadable=bad, altered=altered)
 
 
-def read(path: Path) -> Recording | None:
-    """The run's recorder file; None when there is none (the hook was not loaded, or the program never started),
-    it is not a regular file (a link is never followed), or it is past MAX_BYTES."""
+_MAC_MARK = MAC_FIELD.encode()
+
+
+def _checked(secret: bytes, line: bytes, previous: bytes) -> bytes | None:
+    """The line's MAC when it is the one the hook would have written after `previous`; None otherwise."""
+    at = line.rfind(_MAC_MARK)
+    mac = line[at + len(_MAC_MARK):].rstrip()
+    if at < 0 or len(mac) != MAC_HEX + 2 or not mac.endswith(b'"}'):
+        return None
+    mac = mac[:MAC_HEX]
+    body = line[:at] + b"}"
+    expected = hmac.new(secret, previous + body, hashlib.sha256).hexdigest()[:MAC_HEX].encode()
+    return mac if hmac.compare_digest(mac, expected) else None
+
+
+def read(path: Path, key: str | None = None) -> Recording | None:
+    """The run's recorder file (with `key`: its lines that check out, see `parse`); None when there is none (the
+    hook was not loaded, or the program never started), it is not a regular file (a link is never followed), or it
+    is past MAX_BYTES."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -212,7 +259,7 @@ def read(path: Path) -> Recording | None:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         return None
-    return parse(data)
+    return parse(data, key)
 
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")

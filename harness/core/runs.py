@@ -151,6 +151,9 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # Run beside the first run in a folder of its own (harness/measure/beside.py): its hits are by key, not
     # served; None for a run in the cell's folder.
     compared_by_key: ComparedByKey | None = None
+    # Where this run's accounts of JAX's cache disagree (its recorder's lines that did not check out, its recorder
+    # against JAX's log on stderr), in words for the cell's row; empty where they agree, and in folders written before.
+    sources: list[str] = []
 
     @property
     def ok(self) -> bool:

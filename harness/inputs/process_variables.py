@@ -12,11 +12,12 @@ from pathlib import Path
 from harness.inputs.config import RESERVED_VARIABLES, Repro
 from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
+from harness.core.recorder import recorder_key
 from harness.core.kinds import FolderMode, Platform, ThresholdMode
 from harness.core.runs import Program, RunCommand
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
-                                                           RECORDER_VAR, THRESHOLDS_VAR)
+                                                           RECORDER_KEY_VAR, RECORDER_VAR, THRESHOLDS_VAR)
 
 # The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
 # compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.
@@ -75,6 +76,7 @@ def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = Folde
            FOLDER_VAR: str(folder)}
     if recorder is not None:
         env[RECORDER_VAR] = str(recorder)
+        env[RECORDER_KEY_VAR] = recorder_key(recorder)
     if first_use and folder == FolderMode.HOOK:
         env[FALLBACK_VAR] = FIRST_USE
     return env

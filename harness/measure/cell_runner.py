@@ -402,13 +402,14 @@ class OpenCell:
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
-        keys, note, tests, test_seconds = read_run(log, spec.jax_version, outcome.ok, None if builtin else recorded)
+        keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
+                                                            None if builtin else recorded)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_script_settings(record_file),
-                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds)
+                         keys=keys, log_note=note, tests=tests, test_seconds=test_seconds, sources=sources)
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""

@@ -95,6 +95,10 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
             whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
             reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
                        "(the cache folder's entries count)")
+        disputed = [r for r in runs if r.sources]  # the run's own accounts of JAX's cache disagree: named
+        if disputed:
+            more = f" (and in {plural(len(disputed) - 1, 'other run')})" if len(disputed) > 1 else ""
+            reason += f"; run {disputed[0].index}: {disputed[0].sources[0]}{more}"
         return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **facts)
 
     split = first_split(runs)

@@ -2,6 +2,8 @@
 the program does with stderr or logging, a pytest plugin stamps test ids, and the harness reads the file
 (harness/core/recorder.py) in preference to the log on stderr. A fake `jax` here: no release needed."""
 
+import hashlib
+import hmac
 import json
 import os
 import subprocess
@@ -14,7 +16,7 @@ from harness.core import jaxlog, recorder
 from harness.core.kinds import ThresholdMode
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_pytest import outcome_of
-from harness.measure.run_logs import missing_module, read_jax_log
+from harness.measure.run_logs import missing_module, read_jax_log, read_run
 from harness.service.sweeping import with_pytest
 from harness.evidence.script_settings import first_use
 
@@ -84,21 +86,74 @@ def test_processes_are_read_apart_then_merged():
     assert {k.key: k.tests for k in two.keys} == {f"jit_f-{HEX['a']}": ("t.py::a",), f"jit_g-{HEX['b']}": ("t.py::b",)}
 
 
-def test_the_harness_reads_the_recorder_first_and_stderr_when_it_saw_no_key(tmp_path):
+def signed(path, lines):
+    """`lines` as the hook writes them for the run whose recorder is `path`: each line's MAC chained to its process's
+    previous one, with the run's key (an independent statement of the hook's rule)."""
+    key, last, out = bytes.fromhex(recorder.recorder_key(path)), {}, []
+    for line in lines:
+        pid = json.loads(line).get("pid", 0)
+        body = json.dumps(json.loads(line), sort_keys=True)
+        last[pid] = hmac.new(key, (last.get(pid, "") + body).encode(), hashlib.sha256).hexdigest()[:32]
+        out.append(body[:-1] + f', "mac": "{last[pid]}"}}')
+    return "\n".join(out) + "\n"
+
+
+def test_the_harness_reads_the_recorder_and_stderr_together(tmp_path):
+    """Issue 61 item 2: no single account decides. Where only one names keys it is read alone; where both do,
+    every key either shows computed is read and their disagreement is said."""
     stderr = tmp_path / "run.log"
-    stderr.write_text((FIXTURES / "seed-0.10.2-hs1-0.err").read_text())
     file = recorder.recorder_path(stderr)
     assert file.name == "run.recorder.jsonl"
-    file.write_text("\n".join(key_lines("jit_only_recorded", HEX["c"], "t.py::a")) + "\n")
-    keys, note = read_jax_log(stderr, "0.10.2", True, file)
+    file.write_text(signed(file, key_lines("jit_only_recorded", HEX["c"], "t.py::a")))
+    stderr.write_text("")
+    keys, note = read_jax_log(stderr, "0.10.2", True, file)  # no stderr at all (pytest keeps it): the recorder's
     assert [k.module for k in keys.keys] == ["jit_only_recorded"] and not note
-    file.write_text(json.dumps({"kind": "start", "pid": 3}) + "\n")  # the program compiled nothing it saw
+    stderr.write_text((FIXTURES / "seed-0.10.2-hs1-0.err").read_text())
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert set(keys.modules()) == {"jit_only_recorded", *SEED_MODULES}
+    assert len(sources) == 1 and "JAX's log on stderr names 4 keys the recorder does not" in sources[0]
+    file.write_text(signed(file, [json.dumps({"kind": "start", "pid": 3})]))  # the program compiled nothing it saw
     keys, _ = read_jax_log(stderr, "0.10.2", True, file)
-    assert keys is not None and "jit_only_recorded" not in keys.modules()
+    assert keys is not None and set(keys.modules()) == set(SEED_MODULES)
     stderr.write_text("")
     file.unlink()
     keys, note = read_jax_log(stderr, "0.10.2", True, file)
     assert keys is None and "compiled nothing" in note
+
+
+SEED_MODULES = ("jit__multi_slice", "jit_f", "jit_iota", "jit_reshape")
+
+
+def test_lines_appended_to_the_recorder_are_not_read_and_said(tmp_path):
+    """Issue 61 item 2: two lines appended (a fake miss and write) do not check out: not read, and said; JAX's
+    log on stderr (a hit) and the recorder's own lines decide."""
+    stderr = tmp_path / "run.log"
+    file = recorder.recorder_path(stderr)
+    hit = log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'")
+    file.write_text(signed(file, [hit]) + "\n".join(key_lines("jit_f", HEX["b"], None)[2:]) + "\n")
+    stderr.write_text(f"DEBUG:jax._src.compiler: Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'\n")
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['a']}", jaxlog.Outcome.HIT)]
+    assert sources == ["3 of its recorder's lines were not the hook's as it wrote them (appended or changed by the "
+                       "program, or after a line it removed): not read"]
+
+
+def test_a_recorder_rewritten_as_hits_does_not_hide_the_misses_stderr_shows(tmp_path):
+    """Issue 61 item 2: a program that deletes its new entries and rewrites its recorder as hits on run 1's keys:
+    the rewritten lines do not check out, and JAX's log on stderr still shows the new keys computed (a miss)."""
+    stderr = tmp_path / "run.log"
+    file = recorder.recorder_path(stderr)
+    file.write_text(log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'") + "\n")
+    stderr.write_text("\n".join(json.loads(line)["message"] for line in key_lines("jit_f", HEX["b"], None)) + "\n")
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['b']}", jaxlog.Outcome.WRITTEN)]
+    assert "1 of its recorder's lines" in sources[0]
+    # signed but saying a hit where stderr shows the miss: the miss is read, the disagreement said
+    file.write_text(signed(file, [log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['b']}'")]))
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['b']}", jaxlog.Outcome.WRITTEN)]
+    assert sources == [f"its recorder and JAX's log on stderr disagree: they differ on 1 key: jit_f-{HEX['b']} "
+                       "(a hit in the recorder, a miss on stderr)"]
 
 
 def test_a_link_in_the_recorders_place_is_never_read(tmp_path):
