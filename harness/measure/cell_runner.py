@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -176,6 +177,10 @@ class OpenCell:
     moved: EarlyMoved | None = None
     # A suite's run 2 beside its run 1 (harness/measure/beside.py); None: run 2 after run 1, in the cell's folder.
     beside: BesideFirst | None = None
+    # The cell's processes running now (planned runs, the moved-folder run, the seed control, run 2 beside run 1,
+    # --vary's), each with whether another ran beside it at any time (`measure`): guarded by `live_lock`.
+    live: dict[int, list[bool]] = field(default_factory=dict)
+    live_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -350,6 +355,26 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
+        """One of the cell's runs (on a worker thread). A run that another of the cell's processes ran beside, at
+        any moment, says so (RunRecord.overlapped): an entry that appeared meanwhile and that no run's own account
+        computed could be either's, and is charged to neither (harness/evidence/keys.py)."""
+        beside = [False]
+        with self.live_lock:
+            if self.live:
+                beside[0] = True
+                for other in self.live.values():
+                    other[0] = True
+            self.live[id(beside)] = beside
+        try:
+            record = self._measure(queued)
+        finally:
+            with self.live_lock:
+                del self.live[id(beside)]
+        if isinstance(record, RunRecord) and beside[0]:
+            record.overlapped = True
+        return record
+
+    def _measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         if self.moved is not None and queued is self.moved.queued:
             return self.moved.measure()
         if queued.beside:
