@@ -181,6 +181,36 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Whether the hook gave the cell's folder at JAX's first cache use (the program had set none by then)."""
         return any(isinstance(r, Fallback) for r in self.lines)
 
+    def vetted(self, pytest: bool) -> tuple[Recording, list[str]]:
+        """The records a run's pytest could have made, and what was left out, in words. A run that is not pytest's
+        (`python script.py`) has no tests: its pytest records, and the test stamped on its messages, are ignored. A
+        pytest run's record of a test it did not collect (a conftest that set the recorder's test id, a line
+        written for it) is ignored: a miss is never charged to it, and it is no JUnit case."""
+        said: list[str] = []
+        if not pytest:
+            kept: list[Line] = [r for r in self.lines if not isinstance(r, (Collected, TestOutcome, CollectError, Session))]
+            if len(kept) < len(self.lines) or any(getattr(r, "test", None) for r in kept):
+                said.append("its recorder holds pytest records, but the run is not pytest's (a plain script): ignored")
+            kept = [msgspec.structs.replace(r, test=None, phase=None) if isinstance(r, (LogMessage, Event)) and r.test
+                    else r for r in kept]
+            return msgspec.structs.replace(self, lines=kept), said
+        collected = set(self.collected())
+        strangers: dict[str, None] = {}
+        kept = []
+        for r in self.lines:
+            if isinstance(r, TestOutcome) and r.id not in collected:
+                strangers[r.id] = None
+                continue
+            if isinstance(r, (LogMessage, Event)) and r.test is not None and r.test not in collected:
+                strangers[r.test] = None
+                r = msgspec.structs.replace(r, test=None, phase=None)
+            kept.append(r)
+        if strangers:
+            named = list(strangers)
+            said.append(f"its recorder names {len(named)} test{'s' if len(named) > 1 else ''} pytest did not collect "
+                        f"({named[0]}{', ...' if len(named) > 1 else ''}): ignored")
+        return msgspec.structs.replace(self, lines=kept), said
+
     def events(self) -> dict[str, int]:
         """How many times each jax.monitoring cache event fired."""
         counts: dict[str, int] = defaultdict(int)

@@ -428,7 +428,7 @@ class OpenCell:
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
         keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
-                                                            None if builtin else recorded)
+                                                            None if builtin else recorded, program.module == "pytest")
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,

@@ -16,20 +16,23 @@ def read_jax_log(log: Path, version: str, ok: bool,
     return keys, note
 
 
-def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None
+def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, pytest: bool = False
              ) -> tuple[jaxlog.RunLog | None, str, dict[str, str], dict[str, float], list[str]]:
     """What JAX's log says this run computed (None, and why, when it named no key), a pytest run's tests with their
-    outcomes and their seconds ({}: none, or not a pytest run), and where its accounts disagree (words, [] where
+    outcomes and their seconds ({}: none, or not a pytest run: `pytest`, see Recording.vetted), and where its accounts disagree (words, [] where
     they agree); a log over `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail.
     `recorded`: the run's recorder file (JAX's messages read in-process, whatever the program did with stderr),
     only its lines that check out against the run's key. No single account decides a hit: the recorder's and the
     log on stderr are read together (`jaxlog.combined`), and the cache folder beside them (harness/evidence/keys.py)."""
     recording = recorder.read(recorded, recorder.recorder_key(recorded)) if recorded is not None else None
-    tests = recording.test_results() if recording is not None else {}
-    seconds = recording.test_seconds() if recording is not None else {}
     sources = [] if recording is None or not recording.altered else [
         (f"{recording.altered} of its recorder's lines were not the hook's as it wrote them (appended or changed "
          "by the program, or after a line it removed): not read")]
+    if recording is not None:
+        recording, left_out = recording.vetted(pytest)
+        sources += left_out
+    tests = recording.test_results() if recording is not None else {}
+    seconds = recording.test_seconds() if recording is not None else {}
     try:
         text = log.read_text(errors="replace")
     except OSError as exc:

@@ -104,7 +104,7 @@ def test_the_harness_reads_the_recorder_and_stderr_together(tmp_path):
     stderr = tmp_path / "run.log"
     file = recorder.recorder_path(stderr)
     assert file.name == "run.recorder.jsonl"
-    file.write_text(signed(file, key_lines("jit_only_recorded", HEX["c"], "t.py::a")))
+    file.write_text(signed(file, key_lines("jit_only_recorded", HEX["c"], None)))
     stderr.write_text("")
     keys, note = read_jax_log(stderr, "0.10.2", True, file)  # no stderr at all (pytest keeps it): the recorder's
     assert [k.module for k in keys.keys] == ["jit_only_recorded"] and not note
@@ -433,3 +433,32 @@ def test_twelve_threads_compiling_at_once_on_0_4_31_read_as_the_cache_folder():
     stderr = jaxlog.parse((FIXTURES / "threads12-0.4.31-script-hs1.err").read_text())
     assert len(stderr.keys) == 14 and len({k.module for k in stderr.keys}) == 14
     assert all(k.outcome == jaxlog.Outcome.NOT_WRITTEN for k in stderr.keys)
+
+
+def test_a_test_pytest_did_not_collect_is_never_charged_nor_a_junit_case(tmp_path):
+    """Issue 61 item 4: a conftest set the recorder's test id to a test pytest never collected, and a line names its
+    outcome: the miss is charged to no test, the stranger is no test of the run, and both are said."""
+    stderr, file = tmp_path / "run.log", recorder.recorder_path(tmp_path / "run.log")
+    stderr.write_text("")
+    file.write_text(signed(file, [json.dumps({"kind": "collected", "ids": ["t.py::a"], "pid": 1}),
+                                  *key_lines("jit_f", HEX["a"], "t.py::ghost"),
+                                  json.dumps({"kind": "test", "id": "t.py::ghost", "outcome": "failed", "pid": 1}),
+                                  json.dumps({"kind": "test", "id": "t.py::a", "outcome": "passed", "pid": 1})]))
+    keys, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
+    assert tests == {"t.py::a": "passed"} and [k.tests for k in keys.keys] == [()]
+    assert sources == ["its recorder names 1 test pytest did not collect (t.py::ghost): ignored"]
+
+
+def test_a_plain_scripts_pytest_records_are_ignored(tmp_path):
+    """Issue 61 item 4: a script that is not pytest writes pytest records (through the hook's own recorder, so they
+    check out): it gains no test and no JUnit case, its keys no test, and the row says so."""
+    stderr, file = tmp_path / "run.log", recorder.recorder_path(tmp_path / "run.log")
+    stderr.write_text("")
+    file.write_text(signed(file, [json.dumps({"kind": "collected", "ids": ["t.py::mine"], "pid": 1}),
+                                  *key_lines("jit_f", HEX["a"], "t.py::mine"),
+                                  json.dumps({"kind": "test", "id": "t.py::mine", "outcome": "passed", "pid": 1})]))
+    keys, _, tests, seconds, sources = read_run(stderr, "0.10.2", True, file)
+    assert tests == {} and seconds == {} and [k.tests for k in keys.keys] == [()]
+    assert sources == ["its recorder holds pytest records, but the run is not pytest's (a plain script): ignored"]
+    _, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
+    assert tests == {"t.py::mine": "passed"} and sources == []
