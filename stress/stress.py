@@ -1104,18 +1104,26 @@ def case_recorder_forged(h: Harness, name: str, script: str, code_wanted: int, v
             f"exit {code}, verdict {cell['verdict']}: {cell['reason'][:90]}")
 
 
-def case_pytest_records(h: Harness, name: str, argv: list[str], files: dict[str, str], said: str) -> tuple[bool, str]:
+def case_pytest_records(h: Harness, name: str, argv: list[str], files: dict[str, str], said: str,
+                        failing: str = "") -> tuple[bool, str]:
+    """No stranger among the JUnit cases or the runs' tests, what was ignored said, and `failing` (a test's id):
+    its JUnit case fails (the miss charged to the test running then)."""
     out, junit = h.root / f"{name}-out", h.root / f"{name}-junit.xml"
     for file, text in files.items():
         h.write(f"{name}/{file}", text)
     code, _, _ = h.run("check", *argv, "--versions", "0.4.31", "--runs", "2", "--quiet", "--junit-xml", str(junit),
                        "--fail-on", "error", "--out", str(out), cwd=h.root / name)
     (cell,) = _cells(out)
-    text = junit.read_text() if junit.exists() else ""
-    stranger = "chosen_case" in text or "never_collected" in text or any(
-        "chosen_case" in t or "never_collected" in t for r in cell["runs"] for t in r.get("tests", {}))
-    return (code == 0 and not stranger and said in cell["reason"],
-            f"exit {code}, verdict {cell['verdict']}, a stranger in JUnit or the runs: {stranger}")
+    from xml.etree import ElementTree
+
+    found = list(ElementTree.parse(junit).iter("testcase")) if junit.exists() else []
+    cases = [c.get("name", "") for c in found]
+    stranger = any("chosen_case" in t or "never_collected" in t
+                   for t in cases + [t for r in cell["runs"] for t in r.get("tests", {})])
+    failed = not failing or any(c.get("name", "").startswith(failing) and c.find("failure") is not None for c in found)
+    return (code == 0 and not stranger and failed and said in cell["reason"],
+            f"exit {code}, verdict {cell['verdict']}, a stranger in JUnit or the runs: {stranger}"
+            + (f", {failing} failed: {failed}" if failing else ""))
 
 
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
@@ -1153,7 +1161,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         ("a conftest stamping a test pytest never collected charges nothing to it",
          lambda: case_pytest_records(h, "ghost-suite", ["--pytest", "tests"],
                                      {"tests/conftest.py": GHOST_CONFTEST, "tests/test_f.py": GHOST_TEST},
-                                     "did not collect")),
+                                     "did not collect", failing="tests/test_f.py::test_f")),
         ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
         ("a planted file name with Markdown and HTML in report.md", lambda: case_planted_markdown(h)),
         ("progress into a pipe closed after 3 lines (head -3)", lambda: case_closed_pipe(h, 3)),

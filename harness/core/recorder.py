@@ -185,7 +185,8 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         """The records a run's pytest could have made, and what was left out, in words. A run that is not pytest's
         (`python script.py`) has no tests: its pytest records, and the test stamped on its messages, are ignored. A
         pytest run's record of a test it did not collect (a conftest that set the recorder's test id, a line
-        written for it) is ignored: a miss is never charged to it, and it is no JUnit case."""
+        written for it) is ignored: a miss is never charged to it, and it is no JUnit case; a message stamped with it
+        is charged to the test running then (the next test of its process to end), as if nothing had stamped it."""
         said: list[str] = []
         if not pytest:
             kept: list[Line] = [r for r in self.lines if not isinstance(r, (Collected, TestOutcome, CollectError, Session))]
@@ -195,15 +196,22 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
                     else r for r in kept]
             return msgspec.structs.replace(self, lines=kept), said
         collected = set(self.collected())
+        running: list[str | None] = []  # at each line: the collected test of its process that ends next
+        ends: dict[int, str] = {}
+        for r in reversed(self.lines):
+            if isinstance(r, TestOutcome) and r.id in collected:
+                ends[r.pid] = r.id
+            running.append(ends.get(r.pid))
+        running.reverse()
         strangers: dict[str, None] = {}
         kept = []
-        for r in self.lines:
+        for r, now in zip(self.lines, running):
             if isinstance(r, TestOutcome) and r.id not in collected:
                 strangers[r.id] = None
                 continue
             if isinstance(r, (LogMessage, Event)) and r.test is not None and r.test not in collected:
                 strangers[r.test] = None
-                r = msgspec.structs.replace(r, test=None, phase=None)
+                r = msgspec.structs.replace(r, test=now, phase=None)
             kept.append(r)
         if strangers:
             named = list(strangers)

@@ -437,7 +437,7 @@ def test_twelve_threads_compiling_at_once_on_0_4_31_read_as_the_cache_folder():
 
 def test_a_test_pytest_did_not_collect_is_never_charged_nor_a_junit_case(tmp_path):
     """Issue 61 item 4: a conftest set the recorder's test id to a test pytest never collected, and a line names its
-    outcome: the miss is charged to no test, the stranger is no test of the run, and both are said."""
+    outcome: the stranger is no test of the run (said), and the miss is charged to the test running then."""
     stderr, file = tmp_path / "run.log", recorder.recorder_path(tmp_path / "run.log")
     stderr.write_text("")
     file.write_text(signed(file, [json.dumps({"kind": "collected", "ids": ["t.py::a"], "pid": 1}),
@@ -445,7 +445,7 @@ def test_a_test_pytest_did_not_collect_is_never_charged_nor_a_junit_case(tmp_pat
                                   json.dumps({"kind": "test", "id": "t.py::ghost", "outcome": "failed", "pid": 1}),
                                   json.dumps({"kind": "test", "id": "t.py::a", "outcome": "passed", "pid": 1})]))
     keys, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
-    assert tests == {"t.py::a": "passed"} and [k.tests for k in keys.keys] == [()]
+    assert tests == {"t.py::a": "passed"} and [k.tests for k in keys.keys] == [("t.py::a",)]  # the one running
     assert sources == ["its recorder names 1 test pytest did not collect (t.py::ghost): ignored"]
 
 
