@@ -154,9 +154,10 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # Where this run's accounts of JAX's cache disagree (its recorder's lines that did not check out, its recorder
     # against JAX's log on stderr), in words for the cell's row; empty where they agree, and in folders written before.
     sources: list[str] = []
-    # Another process of the cell ran while it ran (overlapping runs with --jobs, the moved-folder run, the seed
-    # control, run 2 beside run 1): an entry that appeared in the folder meanwhile may be that process's, and one
-    # that no run's own account computed is charged to no run (harness/evidence/keys.py). False in folders before.
+    # Another of the harness's processes ran while it ran (overlapping runs with --jobs, of its cell or another, the
+    # moved-folder run, the seed control, run 2 beside run 1): an entry that appeared in the folder meanwhile may be
+    # that process's, and one that no run's own account computed is charged to no run (harness/evidence/keys.py).
+    # False in folders written before.
     overlapped: bool = False
 
     @property

@@ -42,7 +42,7 @@ class RunKeys:
     # a pytest run's: key -> the tests whose messages named it, and each test's outcome
     tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outcomes: dict[str, str] = field(default_factory=dict)
-    # Another of the cell's processes ran beside it (RunRecord.overlapped): an entry that appeared meanwhile and
+    # Another of the harness's runs ran beside it (RunRecord.overlapped): an entry that appeared meanwhile and
     # that no run's account names may be that process's, so it is not this run's.
     overlapped: bool = False
 
@@ -120,8 +120,8 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
 
 
 def written_by_no_run(runs: Sequence[RunRecord]) -> list[str]:
-    """The entries charged to no run, in words: each appeared only while a run ran beside another of the cell's
-    processes (overlapping runs, the moved-folder run, the seed control), and no run's own account (its recorder
+    """The entries charged to no run, in words: each appeared only while a run ran beside another of the harness's
+    runs (overlapping runs, the moved-folder run, the seed control), and no run's own account (its recorder
     or JAX's log) computed it. Every run's own entries are those its account computed; such an entry may be the
     other process's, so it is never a new key of the run beside it."""
     good = counted(runs)
@@ -134,7 +134,7 @@ def written_by_no_run(runs: Sequence[RunRecord]) -> list[str]:
             if run.overlapped and e.key not in claimed and e.key not in alone:
                 out.setdefault(e.key, run.index)
     return [f"{key}: in the cache folder, written by no run (no run's recorder or JAX log computed it; it appeared "
-            f"while run {index} ran beside another of the cell's processes)" for key, index in sorted(out.items())]
+            f"while run {index} ran beside another of the harness's runs)" for key, index in sorted(out.items())]
 
 
 def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:

@@ -146,6 +146,12 @@ class QueuedRun:
     beside: bool = False  # run 2 beside run 1, in a folder of its own (harness/measure/beside.py)
 
 
+# This harness's runs going now, of every cell (planned runs, the moved-folder run, the seed control, run 2 beside
+# run 1, --vary's), each with whether another ran beside it at any moment (OpenCell.measure).
+_LIVE: dict[int, list[bool]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
 @dataclass
 class OpenCell:
     """A cell being measured by `run_cells`: its runner, folders, tally and the runs it has yet to start."""
@@ -177,10 +183,6 @@ class OpenCell:
     moved: EarlyMoved | None = None
     # A suite's run 2 beside its run 1 (harness/measure/beside.py); None: run 2 after run 1, in the cell's folder.
     beside: BesideFirst | None = None
-    # The cell's processes running now (planned runs, the moved-folder run, the seed control, run 2 beside run 1,
-    # --vary's), each with whether another ran beside it at any time (`measure`): guarded by `live_lock`.
-    live: dict[int, list[bool]] = field(default_factory=dict)
-    live_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, runner: CellRunner, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path,
@@ -355,21 +357,22 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
-        """One of the cell's runs (on a worker thread). A run that another of the cell's processes ran beside, at
-        any moment, says so (RunRecord.overlapped): an entry that appeared meanwhile and that no run's own account
-        computed could be either's, and is charged to neither (harness/evidence/keys.py)."""
+        """One of the cell's runs (on a worker thread). A run that another process of this harness ran beside, at any
+        moment (of its cell or another: a program can write into any cell's folder), says so (RunRecord.overlapped):
+        an entry that appeared meanwhile and that no run's own account computed could be either's, and is charged to
+        neither (harness/evidence/keys.py)."""
         beside = [False]
-        with self.live_lock:
-            if self.live:
+        with _LIVE_LOCK:
+            if _LIVE:
                 beside[0] = True
-                for other in self.live.values():
+                for other in _LIVE.values():
                     other[0] = True
-            self.live[id(beside)] = beside
+            _LIVE[id(beside)] = beside
         try:
             record = self._measure(queued)
         finally:
-            with self.live_lock:
-                del self.live[id(beside)]
+            with _LIVE_LOCK:
+                del _LIVE[id(beside)]
         if isinstance(record, RunRecord) and beside[0]:
             record.overlapped = True
         return record

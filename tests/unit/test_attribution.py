@@ -232,7 +232,7 @@ def test_an_entry_no_run_computed_is_never_a_new_key_of_the_run_beside_it():
     j = judge([first, second])
     assert j.verdict == Verdict.CLEAN, j.reason
     said = (f"{planted}: in the cache folder, written by no run (no run's recorder or JAX log computed it; it "
-            "appeared while run 2 ran beside another of the cell's processes)")
+            "appeared while run 2 ran beside another of the harness's runs)")
     assert said in j.reason and said in j.inconsistencies and not j.untrusted_logs
     second.overlapped = False
     j = judge([first, second])

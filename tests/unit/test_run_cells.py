@@ -103,7 +103,7 @@ def test_a_failure_opening_a_cell_lets_the_open_ones_finish_then_is_raised(tmp_p
 
 @pytest.mark.parametrize("at_once", [1, 2])
 def test_a_run_that_another_of_its_cells_processes_ran_beside_says_so(tmp_path, at_once):
-    """Issue 61 item 3: an entry no run computed that appeared while two of a cell's processes ran may be either's
+    """Issue 61 item 3: an entry no run computed that appeared while two of the harness's runs ran may be either's
     (harness/evidence/keys.py charges it to neither): each run says whether another ran beside it."""
     env = CountingEnvironment(Shared(), "0.4.31", lambda seed: 0, delay=0.3)  # the same key: clean
     results = []
