@@ -297,13 +297,29 @@ def merged(logs: Iterable[RunLog]) -> RunLog:
     return RunLog(list(keys.values()), flags)
 
 
-def combined(recorded: RunLog, stderr: RunLog) -> tuple[RunLog, list[str]]:
+def named_keys(lines: Iterable[str]) -> set[str]:
+    """The keys a log names in so many words (a miss from 0.4.31, a hit, a write, a refusal by key), as opposed to
+    the keys the parser puts together from a running hash and a module named later: in a log several processes or
+    threads wrote at once, those may pair one compilation's hash with another's module."""
+    out: set[str] = set()
+    for line in lines:
+        if "ompilation cache" in line or "COMPILATION CACHE MISS" in line or "persistent cache entry" in line:
+            for pattern in (_MISS_RE, _HIT_RE, _WRITE_RE, _NOT_WRITTEN_KEY_RE):
+                m = pattern.search(line)
+                if m and m["key"]:
+                    out.add(m["key"])
+    return out
+
+
+def combined(recorded: RunLog, stderr: RunLog, named: set[str] | None = None) -> tuple[RunLog, list[str]]:
     """One run's two accounts of JAX's cache read together, neither deciding a hit alone: the recorder's (read in
-    the process, its lines chained) and JAX's log on stderr (the program's own). Every key the recorder names, and
-    every key JAX's log on stderr shows computed (a miss, a write, a refusal), each with the outcome furthest from
-    a hit that either says (a miss that one shows is a miss); a hit that only stderr shows is not taken (nothing
-    but the program's own output says it). Returns the keys (the recorder's record of each where it has one: its
-    components, tests and types are read per thread) and, where both named keys, how they disagree, in words."""
+    the process per thread, its lines chained) and JAX's log on stderr (the program's own). Every key the recorder
+    names, and every key JAX's log on stderr shows computed (a miss, a write, a refusal), each with the outcome
+    furthest from a hit that either says (a miss that one shows is a miss); a hit that only stderr shows is not
+    taken (nothing but the program's own output says it), nor, where `named` is given (named_keys), a key only
+    stderr shows that it never named in so many words (one put together from another thread's hash: said, not
+    read). Returns the keys (the recorder's record of each where it has one: its components, tests and types) and,
+    where both named keys, how they disagree, in words."""
     if recorded.empty or stderr.empty:  # one account alone (pytest keeps stderr; the built-in repro has no
         return (stderr if recorded.empty else recorded), []  # recorder): nothing to weigh it against
     by_key = {k.key: msgspec.structs.replace(k, components=dict(k.components)) for k in recorded.keys}
@@ -314,7 +330,7 @@ def combined(recorded: RunLog, stderr: RunLog) -> tuple[RunLog, list[str]]:
         known = by_key.get(key)
         if known is None:
             only_stderr.append(key)
-            if k.outcome != Outcome.HIT:
+            if k.outcome != Outcome.HIT and (named is None or key in named):
                 by_key[key] = msgspec.structs.replace(k, components=dict(k.components))
             continue
         if (k.outcome == Outcome.HIT) != (known.outcome == Outcome.HIT):

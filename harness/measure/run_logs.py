@@ -40,8 +40,10 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
     lines = text.splitlines()
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
+    # (a recorder whose lines did not all check out is no whole account: every key stderr shows computed is read)
+    named = None if recording is None or recording.altered else jaxlog.named_keys(lines)
     parsed, disagree = jaxlog.combined(recorder.run_log(recording) if recording is not None else jaxlog.RunLog(),
-                                       jaxlog.parse(lines))
+                                       jaxlog.parse(lines), named)
     sources += [f"its recorder and JAX's log on stderr disagree: {'; '.join(disagree)}"] if disagree else []
     if parsed.empty:
         return (None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests,
