@@ -259,7 +259,8 @@ def parse(data: bytes | str, key: str | None = None) -> Recording:
             bad += 1  # a write cut short
             continue
         if secret is not None:
-            mac = _checked(secret, line, last.get(record.pid, b""))
+            # (or the first line of a chain: a later process that got a pid an ended one had)
+            mac = _checked(secret, line, last.get(record.pid, b"")) or _checked(secret, line, b"")
             if mac is None:
                 altered += 1
                 continue

@@ -462,3 +462,28 @@ def test_a_plain_scripts_pytest_records_are_ignored(tmp_path):
     assert sources == ["its recorder holds pytest records, but the run is not pytest's (a plain script): ignored"]
     _, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
     assert tests == {"t.py::mine": "passed"} and sources == []
+
+
+def test_the_hooks_lines_check_out_from_threads_and_forks_and_a_removed_one_is_seen(tmp_path, write):
+    """Issue 61 items 1-2, the real hook: messages of two threads and of a forked child, each line signed with the
+    run's key, all check out and read as the keys compiled; removing one line leaves every later line of its
+    process unread (said), never read as the hook's."""
+    fake_jax(write)
+    script = write("many.py", "import os, threading\nimport jax\n"
+                   f"threads = [threading.Thread(target=jax.compiler.compile, args=('jit_' + c, c * 64)) for c in 'ab']\n"
+                   "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+                   "pid = os.fork()\nif pid == 0:\n    jax.compiler.compile('jit_c', 'c' * 64)\n    os._exit(0)\n"
+                   "os.waitpid(pid, 0)\njax.compiler.compile('jit_d', 'd' * 64)\n")
+    file = tmp_path / "run.recorder.jsonl"
+    subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path, HARNESS_RECORDER_KEY=recorder.recorder_key(file)),
+                   capture_output=True, text=True, check=True)
+    recording = recorder.read(file, recorder.recorder_key(file))
+    assert recording.altered == 0 and len({m.thread for m in recording.messages}) >= 2
+    assert sorted(recorder.run_log(recording).by_key()) == [f"jit_{c}-{c * 64}" for c in "abcd"]
+    lines = file.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if "d" * 64 in line)
+    file.write_text("\n".join(lines[:cut] + lines[cut + 1:]) + "\n")
+    recording = recorder.read(file, recorder.recorder_key(file))
+    assert recording.altered == sum(1 for line in lines[cut + 1:] if f'"pid": {json.loads(lines[cut])["pid"]}' in line)
+    assert recording.altered > 0 and f"jit_d-{'d' * 64}" not in recorder.run_log(recording).by_key()
+    assert recorder.read(file, "00" * 32).altered == len(lines) - 1  # another run's key: nothing checks out
