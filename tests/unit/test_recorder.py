@@ -1,6 +1,6 @@
 """The in-process recorder (issue 51): the start-up hook records JAX's cache messages inside the run, whatever
 the program does with stderr or logging, a pytest plugin stamps test ids, and the harness reads the file
-(harness/core/recorder.py) in preference to the log on stderr. A fake `jax` here: no release needed."""
+(harness/core/recorder.py) together with the log on stderr (issue 61). A fake `jax` here: no release needed."""
 
 import hashlib
 import hmac
