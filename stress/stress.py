@@ -1233,6 +1233,142 @@ def round_six_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]
     cases += [(f"bad input: {name}", partial(bad_input_held, h, argv)) for name, argv in upgrade_cases(h)]
     return cases
 
+# Issue 61: the recorder never outvotes the folder, runs never charge each other.
+THREADS = """\
+import threading
+import jax, jax.numpy as jnp
+functions = []
+for i in range(12):
+    def f(x, i=i):
+        return x * (i + 1) + i
+    f.__name__ = f"fn{i}"
+    functions.append(jax.jit(f))
+start = threading.Barrier(12)
+def warm_up(i):
+    start.wait()
+    functions[i](jnp.ones(4)).block_until_ready()
+threads = [threading.Thread(target=warm_up, args=(i,)) for i in range(12)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+# Set-ordered; in every run after the first it deletes the entries it wrote and rewrites its recorder as hits on
+# run 1's entries (JAX's log on stderr still shows its own keys).
+REWRITES_RECORDER = ("import json, os, pathlib\nimport jax, jax.numpy as jnp\n" + SET_ORDER_F + """\
+f(jnp.ones(4)).block_until_ready()
+folder = pathlib.Path(jax.config.jax_compilation_cache_dir)
+first = pathlib.Path(__file__).with_name("first-entries.json")
+if not first.exists():
+    first.write_text(json.dumps(sorted(p.name for p in folder.iterdir())))
+else:
+    kept = set(json.loads(first.read_text()))
+    for p in folder.iterdir():
+        if p.name not in kept:
+            p.unlink()
+    hits = [json.dumps({"kind": "log", "logger": "jax._src.compiler", "level": 10, "pid": os.getpid(),
+                        "message": f"Persistent compilation cache hit for '{n.rsplit('-', 2)[0]}' with key "
+                                   f"'{n.rsplit('-', 1)[0]}'"}) for n in sorted(kept) if n.endswith("-cache")]
+    pathlib.Path(os.environ["HARNESS_RECORDER"]).write_text("\\n".join(hits) + "\\n")
+""")
+# Clean; appends a fake miss and write of a new key to its recorder.
+APPENDS_TO_RECORDER = """\
+import json, os
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
+key = "jit_forged-" + os.urandom(32).hex()
+with open(os.environ["HARNESS_RECORDER"], "a") as out:
+    for message in (f"PERSISTENT COMPILATION CACHE MISS for 'jit_forged' with key '{key}'",
+                    f"Writing jit_forged to persistent compilation cache with key '{key}'"):
+        out.write(json.dumps({"kind": "log", "logger": "jax._src.compiler", "level": 10, "pid": os.getpid(),
+                              "message": message}) + "\\n")
+"""
+# Clean; in its moved-folder run only (another folder than run 1's), plants an entry into the cell's own folder
+# while run 2 runs there.
+PLANTS_FROM_THE_MOVED_RUN = """\
+import os, pathlib, time
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
+mine = jax.config.jax_compilation_cache_dir
+marker = pathlib.Path(__file__).with_name("first-folder.txt")
+if not marker.exists():
+    marker.write_text(mine)
+first = marker.read_text()
+if mine and os.path.realpath(mine) != os.path.realpath(first):
+    time.sleep(1)
+    (pathlib.Path(first) / ("jit_planted-" + os.urandom(32).hex() + "-cache")).write_bytes(b"x")
+else:
+    time.sleep(3)
+"""
+# A plain script that writes pytest records through the hook's own recorder (they check out).
+SCRIPT_WITH_PYTEST_RECORDS = """\
+import sys
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
+recorder = sys.modules["jax_cache_harness_hook"].RECORDER
+recorder.write({"kind": "collected", "ids": ["forged.py::chosen_case"]})
+recorder.write({"kind": "test", "id": "forged.py::chosen_case", "outcome": "failed"})
+"""
+# A suite whose conftest stamps a set-ordered test's compile with a test pytest never collected.
+GHOST_CONFTEST = """\
+import sys
+import pytest
+
+@pytest.fixture(autouse=True)
+def ghost():
+    recorder = sys.modules["jax_cache_harness_hook"].RECORDER
+    real = recorder.test
+    recorder.test = "tests/test_ghost.py::never_collected"
+    yield
+    recorder.test = real
+"""
+GHOST_TEST = "import jax, jax.numpy as jnp\n" + SET_ORDER_F + "\n\ndef test_f():\n    f(jnp.ones(4)).block_until_ready()\n"
+
+
+def _cells(out: Path) -> list[dict[str, Any]]:
+    cells: list[dict[str, Any]] = results_of(out)["cells"]
+    return cells
+
+
+def case_threads(h: Harness) -> tuple[bool, str]:
+    out = h.root / "threads-out"
+    code, _, _ = h.run("check", str(h.write("threads/prog.py", THREADS)), "--versions", "0.4.31", "0.10.2",
+                       "--quiet", "--out", str(out), cwd=h.root / "threads")
+    verdicts = [c["verdict"] for c in _cells(out)]
+    return code == 0 and verdicts == ["clean", "clean"], f"exit {code}, verdicts {verdicts}"
+
+
+def case_recorder_forged(h: Harness, name: str, script: str, code_wanted: int, verdict: str,
+                         said: str) -> tuple[bool, str]:
+    out = h.root / f"{name}-out"
+    code, _, _ = h.run("check", str(h.write(f"{name}/prog.py", script)), "--versions", "0.4.31", "--runs", "4",
+                       "--quiet", "--out", str(out), cwd=h.root / name)
+    (cell,) = _cells(out)
+    return (code == code_wanted and cell["verdict"] == verdict and said in cell["reason"],
+            f"exit {code}, verdict {cell['verdict']}: {cell['reason'][:90]}")
+
+
+def case_pytest_records(h: Harness, name: str, argv: list[str], files: dict[str, str], said: str,
+                        failing: str = "") -> tuple[bool, str]:
+    """No stranger among the JUnit cases or the runs' tests, what was ignored said, and `failing` (a test's id):
+    its JUnit case fails (the miss charged to the test running then)."""
+    out, junit = h.root / f"{name}-out", h.root / f"{name}-junit.xml"
+    for file, text in files.items():
+        h.write(f"{name}/{file}", text)
+    code, _, _ = h.run("check", *argv, "--versions", "0.4.31", "--runs", "2", "--quiet", "--junit-xml", str(junit),
+                       "--fail-on", "error", "--out", str(out), cwd=h.root / name)
+    (cell,) = _cells(out)
+    from xml.etree import ElementTree
+
+    found = list(ElementTree.parse(junit).iter("testcase")) if junit.exists() else []
+    cases = [c.get("name", "") for c in found]
+    stranger = any("chosen_case" in t or "never_collected" in t
+                   for t in cases + [t for r in cell["runs"] for t in r.get("tests", {})])
+    failed = not failing or any(c.get("name", "").startswith(failing) and c.find("failure") is not None for c in found)
+    return (code == 0 and not stranger and failed and said in cell["reason"],
+            f"exit {code}, verdict {cell['verdict']}, a stranger in JUnit or the runs: {stranger}"
+            + (f", {failing} failed: {failed}" if failing else ""))
+
 
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
@@ -1254,6 +1390,22 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
          lambda: case_log_against_folder(h, "flood-around", FLOOD_AROUND, untrusted=False)),
         ("a printed fake cache-hit line is not what is read and hides no new key",
          lambda: case_log_against_folder(h, "fake-hit", FAKE_HIT, untrusted=False)),
+        ("12 threads compiling at once read clean on 0.4.31 and 0.10.2", lambda: case_threads(h)),
+        ("a program that deletes its new entries and rewrites its recorder as hits reproduces",
+         lambda: case_recorder_forged(h, "rewrites-recorder", REWRITES_RECORDER, 1, "reproduced",
+                                      "were not the hook's as it wrote them")),
+        ("a fake miss and write appended to the recorder leave a clean program clean",
+         lambda: case_recorder_forged(h, "appends-recorder", APPENDS_TO_RECORDER, 0, "clean",
+                                      "were not the hook's as it wrote them")),
+        ("an entry the moved-folder run plants in the cell's folder is written by no run",
+         lambda: case_recorder_forged(h, "moved-plants", PLANTS_FROM_THE_MOVED_RUN, 0, "clean", "written by no run")),
+        ("a plain script's pytest records gain no JUnit case",
+         lambda: case_pytest_records(h, "script-records", ["prog.py"], {"prog.py": SCRIPT_WITH_PYTEST_RECORDS},
+                                     "not pytest's")),
+        ("a conftest stamping a test pytest never collected charges nothing to it",
+         lambda: case_pytest_records(h, "ghost-suite", ["--pytest", "tests"],
+                                     {"tests/conftest.py": GHOST_CONFTEST, "tests/test_f.py": GHOST_TEST},
+                                     "did not collect", failing="tests/test_f.py::test_f")),
         ("a non-UTF-8 file name in the cache folder: verdict and report", lambda: case_odd_file_name(h)),
         ("a planted file name with Markdown and HTML in report.md", lambda: case_planted_markdown(h)),
         ("progress into a pipe closed after 3 lines (head -3)", lambda: case_closed_pipe(h, 3)),

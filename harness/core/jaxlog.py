@@ -158,6 +158,11 @@ class _Reader:
         self.excluded: list[str] = []
         self.last_key: str | None = None  # the key named last, whatever its module
         self.read_errors: dict[str, str] = {}  # module -> an entry read error not yet tied to its key
+        # module -> the key its last miss named (0.4.31 and later, where every compile names its key first): a
+        # message that names only the module ("took at least", "Not writing ... because", printed twice by some
+        # releases) is about that key, not about the running hash logged last, which in a log of concurrent
+        # compilations (threads) may be another module's
+        self.named_miss: dict[str, str] = {}
 
     def compile_options(self, size: int, text: str) -> None:
         self.assignment, self.assignment_size, self.next_devices = [], size, ()
@@ -190,6 +195,10 @@ class _Reader:
               compile_time_s: float | None = None) -> None:
         components: dict[str, str] = {}
         devices: tuple[int, ...] | None = None
+        if key is None and module in self.named_miss:
+            key = self.named_miss[module]
+        elif outcome == Outcome.MISS and key is not None:
+            self.named_miss[module] = key
         if self.pending is not None:
             block, digest, block_devices = self.pending
             if key is None:
@@ -286,6 +295,69 @@ def merged(logs: Iterable[RunLog]) -> RunLog:
                 known.outcome, known.reason = k.outcome, k.reason
         flags += [f for f in log.excluded_flags if f not in flags]
     return RunLog(list(keys.values()), flags)
+
+
+def named_keys(lines: Iterable[str]) -> set[str]:
+    """The keys a log names in so many words (a miss from 0.4.31, a hit, a write, a refusal by key), as opposed to
+    the keys the parser puts together from a running hash and a module named later: in a log several processes or
+    threads wrote at once, those may pair one compilation's hash with another's module."""
+    out: set[str] = set()
+    for line in lines:
+        if "ompilation cache" in line or "COMPILATION CACHE MISS" in line or "persistent cache entry" in line:
+            for pattern in (_MISS_RE, _HIT_RE, _WRITE_RE, _NOT_WRITTEN_KEY_RE):
+                m = pattern.search(line)
+                if m and m["key"]:
+                    out.add(m["key"])
+    return out
+
+
+def combined(recorded: RunLog, stderr: RunLog, named: set[str] | None = None) -> tuple[RunLog, list[str]]:
+    """One run's two accounts of JAX's cache read together, neither deciding a hit alone: the recorder's (read in
+    the process per thread, its lines chained) and JAX's log on stderr (the program's own). Every key the recorder
+    names, and every key JAX's log on stderr shows computed (a miss, a write, a refusal), each with the outcome
+    furthest from a hit that either says (a miss that one shows is a miss); a hit that only stderr shows is not
+    taken (nothing but the program's own output says it), nor, where `named` is given (named_keys), a key only
+    stderr shows that it never named in so many words (one put together from another thread's hash: said, not
+    read). Returns the keys (the recorder's record of each where it has one: its components, tests and types) and,
+    where both named keys, how they disagree, in words."""
+    if recorded.empty or stderr.empty:  # one account alone (pytest keeps stderr; the built-in repro has no
+        return (stderr if recorded.empty else recorded), []  # recorder): nothing to weigh it against
+    by_key = {k.key: msgspec.structs.replace(k, components=dict(k.components)) for k in recorded.keys}
+    shown = stderr.by_key()
+    only_stderr: list[str] = []
+    outcomes: list[str] = []
+    for key, k in shown.items():
+        known = by_key.get(key)
+        if known is None:
+            only_stderr.append(key)
+            if k.outcome != Outcome.HIT and (named is None or key in named):
+                by_key[key] = msgspec.structs.replace(k, components=dict(k.components))
+            continue
+        if (k.outcome == Outcome.HIT) != (known.outcome == Outcome.HIT):
+            outcomes.append(f"{key} ({'a hit' if known.outcome == Outcome.HIT else 'a miss'} in the recorder, "
+                            f"{'a hit' if k.outcome == Outcome.HIT else 'a miss'} on stderr)")
+        if _STRENGTH[k.outcome] > _STRENGTH[known.outcome]:
+            known.outcome, known.reason = k.outcome, k.reason or known.reason
+            known.compile_time_s = known.compile_time_s if known.compile_time_s is not None else k.compile_time_s
+    flags = recorded.excluded_flags + [f for f in stderr.excluded_flags if f not in recorded.excluded_flags]
+    out = RunLog(list(by_key.values()), flags)
+    only_recorded = [k.key for k in recorded.keys if k.key not in shown]
+    said = []
+    if only_stderr:
+        said.append(f"JAX's log on stderr names {_count(only_stderr)} the recorder does not ({_first(only_stderr)})")
+    if only_recorded:
+        said.append(f"the recorder names {_count(only_recorded)} JAX's log on stderr does not ({_first(only_recorded)})")
+    if outcomes:
+        said.append(f"they differ on {_count(outcomes)}: {_first(outcomes)}")
+    return out, said
+
+
+def _count(keys: list[str]) -> str:
+    return f"{len(keys)} key" + ("" if len(keys) == 1 else "s")
+
+
+def _first(items: list[str]) -> str:
+    return items[0] + (", ..." if len(items) > 1 else "")
 
 
 def differing_components(a: LoggedKey, b: LoggedKey) -> list[str]:

@@ -8,7 +8,7 @@ with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach th
 
     {"kind": "start", "argv": [...], "pid": P, "time": T}                      a process began (one per process)
     {"kind": "log", "logger": "jax._src.compiler", "level": 10, "message": "...", "time": T, "pid": P,
-     "test": "tests/test_a.py::test_x", "phase": "call"}                       one of JAX's cache messages
+     "thread": I, "test": "tests/test_a.py::test_x", "phase": "call"}         one of JAX's cache messages
     {"kind": "event", "event": "/jax/compilation_cache/cache_hits", "seconds": S}  a jax.monitoring event
     {"kind": "collected", "ids": [...]}                                         pytest's collected test ids
     {"kind": "test", "id": "...", "outcome": "passed|failed|error|skipped|xfailed|xpassed", "seconds": S}
@@ -20,13 +20,18 @@ with logging (pytest's capture, `-q`, its own handlers), JAX's messages reach th
 
 `test` and `phase` are on every record made while a test ran (absent outside tests: collection, a plain
 script). The messages are JAX's own words, so `jaxlog.parse` reads them as it reads a log on stderr: one
-parser for both, per process (the lines of several processes are never interleaved into one reading).
+parser for both, per process and per thread (JAX compiles on the caller's thread: the messages of concurrent
+compilations, in several processes or threads, are never interleaved into one reading; a file written before
+the hook named threads is read per process).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
+import secrets
 import stat
 from collections import defaultdict
 from collections.abc import Iterable
@@ -35,7 +40,8 @@ from pathlib import Path
 import msgspec
 
 from harness.core import jaxlog
-from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE, RECORDER_FULL, RECORDER_MAX_BYTES
+from harness.inside.startup.jax_cache_harness_hook import (ARGS_MESSAGE, MAC_FIELD, MAC_HEX, RECORDER_FULL,
+                                                           RECORDER_MAX_BYTES)
 
 # A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
 # (each process's last line may pass it); a file past twice that was planted, never written by the hook.
@@ -56,6 +62,7 @@ class LogMessage(msgspec.Struct, tag="log", tag_field="kind", omit_defaults=True
     time: float | None = None
     test: str | None = None
     phase: str | None = None
+    thread: int | None = None  # threading.get_ident() of the thread that logged it (None: written before)
 
 
 class Event(msgspec.Struct, tag="event", tag_field="kind", omit_defaults=True):
@@ -121,6 +128,9 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     lines: list[Line] = []
     unreadable: int = 0  # lines that were not a record (a write cut by a crash, a future kind)
+    # lines whose MAC did not check out (read with the run's key): written or changed after the hook wrote them
+    # (appended by the program, or every line after one it removed), never read
+    altered: int = 0
 
     @property
     def messages(self) -> list[LogMessage]:
@@ -171,6 +181,44 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         """Whether the hook gave the cell's folder at JAX's first cache use (the program had set none by then)."""
         return any(isinstance(r, Fallback) for r in self.lines)
 
+    def vetted(self, pytest: bool) -> tuple[Recording, list[str]]:
+        """The records a run's pytest could have made, and what was left out, in words. A run that is not pytest's
+        (`python script.py`) has no tests: its pytest records, and the test stamped on its messages, are ignored. A
+        pytest run's record of a test it did not collect (a conftest that set the recorder's test id, a line
+        written for it) is ignored: a miss is never charged to it, and it is no JUnit case; a message stamped with it
+        is charged to the test running then (the next test of its process to end), as if nothing had stamped it."""
+        said: list[str] = []
+        if not pytest:
+            kept: list[Line] = [r for r in self.lines if not isinstance(r, (Collected, TestOutcome, CollectError, Session))]
+            if len(kept) < len(self.lines) or any(getattr(r, "test", None) for r in kept):
+                said.append("its recorder holds pytest records, but the run is not pytest's (a plain script): ignored")
+            kept = [msgspec.structs.replace(r, test=None, phase=None) if isinstance(r, (LogMessage, Event)) and r.test
+                    else r for r in kept]
+            return msgspec.structs.replace(self, lines=kept), said
+        collected = set(self.collected())
+        running: list[str | None] = []  # at each line: the collected test of its process that ends next
+        ends: dict[int, str] = {}
+        for r in reversed(self.lines):
+            if isinstance(r, TestOutcome) and r.id in collected:
+                ends[r.pid] = r.id
+            running.append(ends.get(r.pid))
+        running.reverse()
+        strangers: dict[str, None] = {}
+        kept = []
+        for r, now in zip(self.lines, running):
+            if isinstance(r, TestOutcome) and r.id not in collected:
+                strangers[r.id] = None
+                continue
+            if isinstance(r, (LogMessage, Event)) and r.test is not None and r.test not in collected:
+                strangers[r.test] = None
+                r = msgspec.structs.replace(r, test=now, phase=None)
+            kept.append(r)
+        if strangers:
+            named = list(strangers)
+            said.append(f"its recorder names {len(named)} test{'s' if len(named) > 1 else ''} pytest did not collect "
+                        f"({named[0]}{', ...' if len(named) > 1 else ''}): ignored")
+        return msgspec.structs.replace(self, lines=kept), said
+
     def events(self) -> dict[str, int]:
         """How many times each jax.monitoring cache event fired."""
         counts: dict[str, int] = defaultdict(int)
@@ -180,25 +228,66 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         return dict(counts)
 
 
-def parse(data: bytes | str) -> Recording:
+# This harness's secret: each run's recorder key is derived from it and the recorder's path (recorder_key), so the
+# key a run is given need not be kept, and no two runs share one.
+_SECRET = secrets.token_bytes(32)
+
+
+def recorder_key(path: Path) -> str:
+    """The key (hex) the hook chains the lines of the recorder at `path` with (RECORDER_KEY_VAR), and the reader checks."""
+    return hmac.new(_SECRET, os.fsencode(os.path.abspath(path)), hashlib.sha256).hexdigest()
+
+
+def parse(data: bytes | str, key: str | None = None) -> Recording:
+    """The records of a recorder file. With `key` (the run's), only the lines whose MAC checks out, chained per
+    process (see the hook's RECORDER_KEY_VAR): a line the program appended, rewrote, or that follows a line it
+    removed is counted in `altered`, never read."""
     lines: list[Line] = []
-    bad = 0
+    bad = altered = 0
+    secret = bytes.fromhex(key) if key is not None else None
+    last: dict[int, bytes] = {}  # pid -> the MAC of its last line that checked out
     raw = data.encode() if isinstance(data, str) else data
     for line in raw.splitlines():
         if not line.strip():
             continue
         try:
-            lines.append(_LINE.decode(line))
+            record = _LINE.decode(line)
         except msgspec.ValidationError:
             bad += 1  # a kind this reader does not know (a newer hook): skipped
+            continue
         except msgspec.DecodeError:
             bad += 1  # a write cut short
-    return Recording(lines=lines, unreadable=bad)
+            continue
+        if secret is not None:
+            # (or the first line of a chain: a later process that got a pid an ended one had)
+            mac = _checked(secret, line, last.get(record.pid, b"")) or _checked(secret, line, b"")
+            if mac is None:
+                altered += 1
+                continue
+            last[record.pid] = mac
+        lines.append(record)
+    return Recording(lines=lines, unreadable=bad, altered=altered)
 
 
-def read(path: Path) -> Recording | None:
-    """The run's recorder file; None when there is none (the hook was not loaded, or the program never started),
-    it is not a regular file (a link is never followed), or it is past MAX_BYTES."""
+_MAC_MARK = MAC_FIELD.encode()
+
+
+def _checked(secret: bytes, line: bytes, previous: bytes) -> bytes | None:
+    """The line's MAC when it is the one the hook would have written after `previous`; None otherwise."""
+    at = line.rfind(_MAC_MARK)
+    mac = line[at + len(_MAC_MARK):].rstrip()
+    if at < 0 or len(mac) != MAC_HEX + 2 or not mac.endswith(b'"}'):
+        return None
+    mac = mac[:MAC_HEX]
+    body = line[:at] + b"}"
+    expected = hmac.new(secret, previous + body, hashlib.sha256).hexdigest()[:MAC_HEX].encode()
+    return mac if hmac.compare_digest(mac, expected) else None
+
+
+def read(path: Path, key: str | None = None) -> Recording | None:
+    """The run's recorder file (with `key`: its lines that check out, see `parse`); None when there is none (the
+    hook was not loaded, or the program never started), it is not a regular file (a link is never followed), or it
+    is past MAX_BYTES."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -209,7 +298,7 @@ def read(path: Path) -> Recording | None:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         return None
-    return parse(data)
+    return parse(data, key)
 
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")
@@ -227,13 +316,13 @@ def arg_types(message: str) -> list[str] | None:
 
 
 def run_log(recording: Recording) -> jaxlog.RunLog:
-    """JAX's account of the run's cache from the recorded messages (each process's read on its own, then
+    """JAX's account of the run's cache from the recorded messages (each process's threads read on their own, then
     merged as a job's are), each key with the tests that named it and the argument types it was compiled at."""
-    by_pid: dict[int, list[LogMessage]] = defaultdict(list)
+    by_thread: dict[tuple[int, int | None], list[LogMessage]] = defaultdict(list)
     for m in recording.messages:
-        by_pid[m.pid].append(m)
+        by_thread[m.pid, m.thread].append(m)
     logs = []
-    for messages in by_pid.values():
+    for messages in by_thread.values():
         parsed = jaxlog.parse(line for m in messages for line in m.message.splitlines())
         logs.append(_stamped(parsed, messages))
     if not logs:

@@ -185,6 +185,15 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # The devices JAX reported (run 1 of a cell records them; None for other runs, and in folders written before).
     devices: DeviceFacts | None = None
 
+    # Where this run's accounts of JAX's cache disagree (its recorder's lines that did not check out, its recorder
+    # against JAX's log on stderr), in words for the cell's row; empty where they agree, and in folders written before.
+    sources: list[str] = []
+    # Another of the harness's processes ran while it ran (overlapping runs with --jobs, of its cell or another, the
+    # moved-folder run, the seed control, run 2 beside run 1): an entry that appeared in the folder meanwhile may be
+    # that process's, and one that no run's own account computed is charged to no run (harness/evidence/keys.py).
+    # False in folders written before.
+    overlapped: bool = False
+
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out

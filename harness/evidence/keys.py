@@ -42,13 +42,17 @@ class RunKeys:
     # a pytest run's: key -> the tests whose messages named it, and each test's outcome
     tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outcomes: dict[str, str] = field(default_factory=dict)
+    # Another of the harness's runs ran beside it (RunRecord.overlapped): an entry that appeared meanwhile and
+    # that no run's account names may be that process's, so it is not this run's.
+    overlapped: bool = False
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
-        """Its keys: the log's, and every entry that appeared while it ran that no run's log
-        (`claimed`: all of them together) names; the listing alone when it has no log."""
+        """Its keys: its account's, and every entry that appeared while it ran that no run's account
+        (`claimed`: all of them together) names, where it ran alone (its process wrote it); the listing alone
+        when it has no account."""
         if self.computed is None:
             return self.appeared
-        return self.computed | (self.appeared - claimed)
+        return self.computed if self.overlapped else self.computed | (self.appeared - claimed)
 
 
 _FAILING = frozenset({"failed", "error"})
@@ -85,7 +89,7 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
-                   tests=tests, outcomes=dict(run.tests))
+                   tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped)
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -100,7 +104,8 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
     for run in good:
         if run.keys is None:
             continue
-        unnamed = sorted(e.key for e in entries(run.new_entries) if e.key not in claimed)
+        # (beside another process, an entry no account names may be that process's: written_by_no_run says it)
+        unnamed = [] if run.overlapped else sorted(e.key for e in entries(run.new_entries) if e.key not in claimed)
         phantom = sorted(k.key for k in run.keys.with_outcome(Outcome.HIT, Outcome.WRITTEN) if k.key not in on_disk)
         why = []
         if unnamed:
@@ -112,6 +117,24 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
         if why:
             out[run.index] = "; ".join(why)
     return out
+
+
+def written_by_no_run(runs: Sequence[RunRecord]) -> list[str]:
+    """The entries charged to no run, in words: each appeared only while a run ran beside another of the harness's
+    runs (overlapping runs, the moved-folder run, the seed control), and no run's own account (its recorder
+    or JAX's log) computed it. Every run's own entries are those its account computed; such an entry may be the
+    other process's, so it is never a new key of the run beside it."""
+    good = counted(runs)
+    claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
+    # an entry of a run that ran alone is its process's; one of a run with no account, the folder charges to it
+    alone = {e.key for r in good if not r.overlapped or r.keys is None for e in entries(r.new_entries)}
+    out: dict[str, int] = {}
+    for run in good:
+        for e in entries(run.new_entries):
+            if run.overlapped and e.key not in claimed and e.key not in alone:
+                out.setdefault(e.key, run.index)
+    return [f"{key}: in the cache folder, written by no run (no run's recorder or JAX log computed it; it appeared "
+            f"while run {index} ran beside another of the harness's runs)" for key, index in sorted(out.items())]
 
 
 def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
@@ -267,7 +290,9 @@ def inconsistencies(runs: Sequence[RunRecord]) -> list[str]:
     for run in runs:
         for k in run.keys.keys if run.keys is not None else []:
             logged.setdefault(k.key, (run.index, k))
-    out = [f"{key}: in the cache folder, but no run's log computed it" for key in sorted(set(on_disk) - set(logged))]
+    unowned = {line.partition(":")[0]: line for line in written_by_no_run(runs)}
+    out = [unowned.get(key, f"{key}: in the cache folder, but no run's log computed it")
+           for key in sorted(set(on_disk) - set(logged))]
     for key, (index, k) in sorted(logged.items()):
         if key in on_disk or k.outcome == Outcome.NOT_WRITTEN:
             continue

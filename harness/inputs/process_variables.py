@@ -14,10 +14,11 @@ from harness.core.jaxlog import LOG_ENV
 from harness.core.model import CellSpec
 from harness.core.kinds import FolderMode, ThresholdMode
 from harness.core.platforms import describe
+from harness.core.recorder import recorder_key
 from harness.core.runs import DeviceFacts, Program, RunCommand, read_device_facts
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
-                                                           RECORDER_VAR, THRESHOLDS_VAR)
+                                                           RECORDER_KEY_VAR, RECORDER_VAR, THRESHOLDS_VAR)
 
 # The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
 # compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.
@@ -87,6 +88,7 @@ def hook_env(record: Path, thresholds: ThresholdMode, folder: FolderMode = Folde
            FOLDER_VAR: str(folder)}
     if recorder is not None:
         env[RECORDER_VAR] = str(recorder)
+        env[RECORDER_KEY_VAR] = recorder_key(recorder)
     if first_use and folder == FolderMode.HOOK:
         env[FALLBACK_VAR] = FIRST_USE
     return env

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -149,6 +150,12 @@ class QueuedRun:
     control: bool = False
     in_planned_place: bool = False  # harness check's moved run, with this planned run's index and seed (EarlyMoved)
     beside: bool = False  # run 2 beside run 1, in a folder of its own (harness/measure/beside.py)
+
+
+# This harness's runs going now, of every cell (planned runs, the moved-folder run, the seed control, run 2 beside
+# run 1, --vary's), each with whether another ran beside it at any moment (OpenCell.measure).
+_LIVE: dict[int, list[bool]] = {}
+_LIVE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -359,6 +366,27 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
+        """One of the cell's runs (on a worker thread). A run that another process of this harness ran beside, at any
+        moment (of its cell or another: a program can write into any cell's folder), says so (RunRecord.overlapped):
+        an entry that appeared meanwhile and that no run's own account computed could be either's, and is charged to
+        neither (harness/evidence/keys.py)."""
+        beside = [False]
+        with _LIVE_LOCK:
+            if _LIVE:
+                beside[0] = True
+                for other in _LIVE.values():
+                    other[0] = True
+            _LIVE[id(beside)] = beside
+        try:
+            record = self._measure(queued)
+        finally:
+            with _LIVE_LOCK:
+                del _LIVE[id(beside)]
+        if isinstance(record, RunRecord) and beside[0]:
+            record.overlapped = True
+        return record
+
+    def _measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         if self.moved is not None and queued is self.moved.queued:
             return self.moved.measure()
         if queued.beside:
@@ -417,14 +445,15 @@ class OpenCell:
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
-        keys, note, tests, test_seconds = read_run(log, spec.jax_version, outcome.ok, None if builtin else recorded)
+        keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
+                                                            None if builtin else recorded, program.module == "pytest")
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_script_settings(record_file),
                          keys=keys, log_note=note, tests=tests, test_seconds=test_seconds,
-                         devices=read_devices(devices_file))
+                         devices=read_devices(devices_file), sources=sources)
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""

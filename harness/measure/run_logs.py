@@ -12,34 +12,43 @@ from harness.evidence.failure import traceback_packages, with_detail
 def read_jax_log(log: Path, version: str, ok: bool,
                  recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str]:
     """What JAX's log says this run computed (None, and why, when it named no key): read_run's keys and note."""
-    keys, note, _, _ = read_run(log, version, ok, recorded)
+    keys, note, _, _, _ = read_run(log, version, ok, recorded)
     return keys, note
 
 
-def read_run(log: Path, version: str, ok: bool,
-             recorded: Path | None = None) -> tuple[jaxlog.RunLog | None, str, dict[str, str], dict[str, float]]:
-    """What JAX's log says this run computed (None, and why, when it named no key), and a pytest run's tests
-    with their outcomes and their seconds ({}: none, or not a pytest run); a log over `jaxlog.LOG_CAP_BYTES` is cut down to what
-    attribution needs, its head and its tail. `recorded`: the run's recorder file (JAX's messages read
-    in-process, whatever the program did with stderr), read once and in preference; the log on stderr when the
-    recorder saw no key (a release whose modules it could not wrap, a program that ran no JAX in a process the
-    hook reached)."""
-    recording = recorder.read(recorded) if recorded is not None else None
+def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, pytest: bool = False
+             ) -> tuple[jaxlog.RunLog | None, str, dict[str, str], dict[str, float], list[str]]:
+    """What JAX's log says this run computed (None, and why, when it named no key), a pytest run's tests with their
+    outcomes and their seconds ({}: none, or not a pytest run: `pytest`, see Recording.vetted), and where its accounts disagree (words, [] where
+    they agree); a log over `jaxlog.LOG_CAP_BYTES` is cut down to what attribution needs, its head and its tail.
+    `recorded`: the run's recorder file (JAX's messages read in-process, whatever the program did with stderr),
+    only its lines that check out against the run's key. No single account decides a hit: the recorder's and the
+    log on stderr are read together (`jaxlog.combined`), and the cache folder beside them (harness/evidence/keys.py)."""
+    recording = recorder.read(recorded, recorder.recorder_key(recorded)) if recorded is not None else None
+    sources = [] if recording is None or not recording.altered else [
+        (f"{recording.altered} of its recorder's lines were not the hook's as it wrote them (appended or changed "
+         "by the program, or after a line it removed): not read")]
+    if recording is not None:
+        recording, left_out = recording.vetted(pytest)
+        sources += left_out
     tests = recording.test_results() if recording is not None else {}
     seconds = recording.test_seconds() if recording is not None else {}
     try:
         text = log.read_text(errors="replace")
     except OSError as exc:
-        return None, f"its log could not be read ({exc.strerror})", tests, seconds
+        return None, f"its log could not be read ({exc.strerror})", tests, seconds, sources
     lines = text.splitlines()
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
-    parsed = recorder.run_log(recording) if recording is not None else jaxlog.RunLog()
+    # (a recorder whose lines did not all check out is no whole account: every key stderr shows computed is read)
+    named = None if recording is None or recording.altered else jaxlog.named_keys(lines)
+    parsed, disagree = jaxlog.combined(recorder.run_log(recording) if recording is not None else jaxlog.RunLog(),
+                                       jaxlog.parse(lines), named)
+    sources += [f"its recorder and JAX's log on stderr disagree: {'; '.join(disagree)}"] if disagree else []
     if parsed.empty:
-        parsed = jaxlog.parse(lines)
-    if parsed.empty:
-        return None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests, seconds
-    return parsed, (recording.cut() if recording is not None else ""), tests, seconds
+        return (None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests,
+                seconds, sources)
+    return parsed, (recording.cut() if recording is not None else ""), tests, seconds, sources
 
 
 def missing_module(module: str, log: Path) -> str | None:

@@ -19,7 +19,7 @@ from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
 from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, inconsistencies,
-                                   longest_compiles, never_written, observed_keys, untrusted_logs)
+                                   longest_compiles, never_written, observed_keys, untrusted_logs, written_by_no_run)
 from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
 from harness.evidence.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
@@ -95,6 +95,13 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
             whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
             reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
                        "(the cache folder's entries count)")
+        unowned = written_by_no_run(runs)  # said, never a new key of the run it appeared beside
+        if unowned:
+            reason += f"; {unowned[0]}" + (f" (and {plural(len(unowned) - 1, 'other entry')})" if len(unowned) > 1 else "")
+        disputed = [r for r in runs if r.sources]  # the run's own accounts of JAX's cache disagree: named
+        if disputed:
+            more = f" (and in {plural(len(disputed) - 1, 'other run')})" if len(disputed) > 1 else ""
+            reason += f"; run {disputed[0].index}: {disputed[0].sources[0]}{more}"
         return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **facts)
 
     split = first_split(runs)

@@ -79,3 +79,40 @@ def test_file_names_a_program_plants_cannot_inject_markdown(tmp_path, capsys, wr
         assert "<img" not in markdown and "<!--" not in markdown, name
         header, _, row = [line for line in text.splitlines() if line.startswith("|")][:3]
         assert unescaped_pipes(row) == unescaped_pipes(header), row
+
+
+THREADS = """\
+import threading
+import jax, jax.numpy as jnp
+
+functions = []
+for i in range(12):
+    def f(x, i=i):
+        return x * (i + 1) + i
+    f.__name__ = f"fn{i}"
+    functions.append(jax.jit(f))
+start = threading.Barrier(12)
+
+def warm_up(i):
+    start.wait()  # all at once: their cache messages interleave
+    functions[i](jnp.ones(4)).block_until_ready()
+
+threads = [threading.Thread(target=warm_up, args=(i,)) for i in range(12)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
+def test_twelve_threads_compiling_at_once_read_clean(tmp_path, capsys, write, version):
+    """Issue 61 item 1: a deterministic concurrent jit warm-up is clean; each compilation's messages are read
+    apart (by thread), so no key is made of another thread's running hash."""
+    script = write("threads.py", THREADS)
+    assert cli.main(["check", str(script), "--versions", version, "--runs", "3", "--quiet",
+                     "--out", str(tmp_path / "r")]) == 0, capsys.readouterr().err
+    (folder,) = (tmp_path / "r").iterdir()
+    (cell,) = json.loads((folder / "results.json").read_text())["cells"]
+    assert cell["verdict"] == "clean", cell["reason"]
+    assert all(len(run["keys"]["keys"]) == 14 for run in cell["runs"])

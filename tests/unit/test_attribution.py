@@ -218,3 +218,22 @@ def test_an_untrusted_log_cannot_say_a_run_compiled_fewer_things():
     j = judge(runs)
     assert j.verdict == Verdict.REPRODUCED and "jit_g: a new key in run 2" in j.reason
     assert j.comparison.fewer == {}
+
+
+def test_an_entry_no_run_computed_is_never_a_new_key_of_the_run_beside_it():
+    """Issue 61 item 3: while run 2 ran, another of the cell's processes (the moved-folder run) wrote an
+    entry-shaped file into the cell's folder. No run's account computed it, and run 2 ran beside another process:
+    it is written by no run, said in the row, and the cell is clean. Where run 2 ran alone its process wrote it,
+    and it is run 2's (the folder still outranks an account that names nothing)."""
+    first, second = run_from_log(1, 1, "seed-0.6.2-hs1-0.err"), run_from_log(2, 2, "seed-0.6.2-hs2-4.err")
+    planted = f"jit_planted-{'e' * 64}"
+    second.new_entries = [f"{planted}-cache", f"{planted}-atime"]
+    second.overlapped = True
+    j = judge([first, second])
+    assert j.verdict == Verdict.CLEAN, j.reason
+    said = (f"{planted}: in the cache folder, written by no run (no run's recorder or JAX log computed it; it "
+            "appeared while run 2 ran beside another of the harness's runs)")
+    assert said in j.reason and said in j.inconsistencies and not j.untrusted_logs
+    second.overlapped = False
+    j = judge([first, second])
+    assert j.verdict == Verdict.REPRODUCED and j.reason.startswith("jit_planted: a new key in run 2"), j.reason

@@ -174,3 +174,23 @@ def test_a_threshold_refusal_keeps_its_measured_seconds():
     (k,) = jaxlog.parse(text).keys
     assert (k.outcome, k.compile_time_s) == (Outcome.NOT_WRITTEN, 0.02)
     assert convert(plain(jaxlog.parse(text)), RunLog).keys[0].compile_time_s == 0.02
+
+
+def test_stderr_and_the_recorder_together_a_miss_either_shows_is_a_miss():
+    """Issue 61 item 2 (jaxlog.combined): a key stderr shows compiled where the recorder says hit is a miss, and
+    said; a hit only stderr shows is not taken; a key only stderr put together from a running hash and a module
+    named later (on a release whose miss names no key, another thread's hash) is said, not read, unless stderr
+    named it in so many words."""
+    a, b, c = "a" * 64, "b" * 64, "c" * 64
+    recorded = RunLog([LoggedKey("jit_a", f"jit_a-{a}", Outcome.HIT), LoggedKey("jit_c", f"jit_c-{c}", Outcome.WRITTEN)])
+    lines = [f"PERSISTENT COMPILATION CACHE MISS for 'jit_a' with key 'jit_a-{a}'",
+             f"Persistent compilation cache hit for 'jit_h' with key 'jit_h-{c}'",
+             f"get_cache_key hash after serializing computation: {b}",
+             "'jit_b' took at least 0.00 seconds to compile (0.01s)"]
+    out, said = jaxlog.combined(recorded, jaxlog.parse(lines), jaxlog.named_keys(lines))
+    assert [(k.key, k.outcome) for k in out.keys] == [(f"jit_a-{a}", Outcome.MISS), (f"jit_c-{c}", Outcome.WRITTEN)]
+    assert said == [f"JAX's log on stderr names 2 keys the recorder does not (jit_h-{c}, ...)",
+                    f"the recorder names 1 key JAX's log on stderr does not (jit_c-{c})",
+                    f"they differ on 1 key: jit_a-{a} (a hit in the recorder, a miss on stderr)"]
+    out, _ = jaxlog.combined(recorded, jaxlog.parse(lines))  # no names given: every key stderr shows computed
+    assert f"jit_b-{b}" in out.by_key()

@@ -1,7 +1,9 @@
 """The in-process recorder (issue 51): the start-up hook records JAX's cache messages inside the run, whatever
 the program does with stderr or logging, a pytest plugin stamps test ids, and the harness reads the file
-(harness/core/recorder.py) in preference to the log on stderr. A fake `jax` here: no release needed."""
+(harness/core/recorder.py) together with the log on stderr (issue 61). A fake `jax` here: no release needed."""
 
+import hashlib
+import hmac
 import json
 import os
 import subprocess
@@ -14,7 +16,7 @@ from harness.core import jaxlog, recorder
 from harness.core.kinds import ThresholdMode
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_pytest import outcome_of
-from harness.measure.run_logs import missing_module, read_jax_log
+from harness.measure.run_logs import missing_module, read_jax_log, read_run
 from harness.service.sweeping import with_pytest
 from harness.evidence.script_settings import first_use
 
@@ -84,21 +86,74 @@ def test_processes_are_read_apart_then_merged():
     assert {k.key: k.tests for k in two.keys} == {f"jit_f-{HEX['a']}": ("t.py::a",), f"jit_g-{HEX['b']}": ("t.py::b",)}
 
 
-def test_the_harness_reads_the_recorder_first_and_stderr_when_it_saw_no_key(tmp_path):
+def signed(path, lines):
+    """`lines` as the hook writes them for the run whose recorder is `path`: each line's MAC chained to its process's
+    previous one, with the run's key (an independent statement of the hook's rule)."""
+    key, last, out = bytes.fromhex(recorder.recorder_key(path)), {}, []
+    for line in lines:
+        pid = json.loads(line).get("pid", 0)
+        body = json.dumps(json.loads(line), sort_keys=True)
+        last[pid] = hmac.new(key, (last.get(pid, "") + body).encode(), hashlib.sha256).hexdigest()[:32]
+        out.append(body[:-1] + f', "mac": "{last[pid]}"}}')
+    return "\n".join(out) + "\n"
+
+
+def test_the_harness_reads_the_recorder_and_stderr_together(tmp_path):
+    """Issue 61 item 2: no single account decides. Where only one names keys it is read alone; where both do,
+    every key either shows computed is read and their disagreement is said."""
     stderr = tmp_path / "run.log"
-    stderr.write_text((FIXTURES / "seed-0.10.2-hs1-0.err").read_text())
     file = recorder.recorder_path(stderr)
     assert file.name == "run.recorder.jsonl"
-    file.write_text("\n".join(key_lines("jit_only_recorded", HEX["c"], "t.py::a")) + "\n")
-    keys, note = read_jax_log(stderr, "0.10.2", True, file)
+    file.write_text(signed(file, key_lines("jit_only_recorded", HEX["c"], None)))
+    stderr.write_text("")
+    keys, note = read_jax_log(stderr, "0.10.2", True, file)  # no stderr at all (pytest keeps it): the recorder's
     assert [k.module for k in keys.keys] == ["jit_only_recorded"] and not note
-    file.write_text(json.dumps({"kind": "start", "pid": 3}) + "\n")  # the program compiled nothing it saw
+    stderr.write_text((FIXTURES / "seed-0.10.2-hs1-0.err").read_text())
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert set(keys.modules()) == {"jit_only_recorded", *SEED_MODULES}
+    assert len(sources) == 1 and "JAX's log on stderr names 4 keys the recorder does not" in sources[0]
+    file.write_text(signed(file, [json.dumps({"kind": "start", "pid": 3})]))  # the program compiled nothing it saw
     keys, _ = read_jax_log(stderr, "0.10.2", True, file)
-    assert keys is not None and "jit_only_recorded" not in keys.modules()
+    assert keys is not None and set(keys.modules()) == set(SEED_MODULES)
     stderr.write_text("")
     file.unlink()
     keys, note = read_jax_log(stderr, "0.10.2", True, file)
     assert keys is None and "compiled nothing" in note
+
+
+SEED_MODULES = ("jit__multi_slice", "jit_f", "jit_iota", "jit_reshape")
+
+
+def test_lines_appended_to_the_recorder_are_not_read_and_said(tmp_path):
+    """Issue 61 item 2: two lines appended (a fake miss and write) do not check out: not read, and said; JAX's
+    log on stderr (a hit) and the recorder's own lines decide."""
+    stderr = tmp_path / "run.log"
+    file = recorder.recorder_path(stderr)
+    hit = log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'")
+    file.write_text(signed(file, [hit]) + "\n".join(key_lines("jit_f", HEX["b"], None)[2:]) + "\n")
+    stderr.write_text(f"DEBUG:jax._src.compiler: Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'\n")
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['a']}", jaxlog.Outcome.HIT)]
+    assert sources == ["3 of its recorder's lines were not the hook's as it wrote them (appended or changed by the "
+                       "program, or after a line it removed): not read"]
+
+
+def test_a_recorder_rewritten_as_hits_does_not_hide_the_misses_stderr_shows(tmp_path):
+    """Issue 61 item 2: a program that deletes its new entries and rewrites its recorder as hits on run 1's keys:
+    the rewritten lines do not check out, and JAX's log on stderr still shows the new keys computed (a miss)."""
+    stderr = tmp_path / "run.log"
+    file = recorder.recorder_path(stderr)
+    file.write_text(log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['a']}'") + "\n")
+    stderr.write_text("\n".join(json.loads(line)["message"] for line in key_lines("jit_f", HEX["b"], None)) + "\n")
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['b']}", jaxlog.Outcome.WRITTEN)]
+    assert "1 of its recorder's lines" in sources[0]
+    # signed but saying a hit where stderr shows the miss: the miss is read, the disagreement said
+    file.write_text(signed(file, [log(f"Persistent compilation cache hit for 'jit_f' with key 'jit_f-{HEX['b']}'")]))
+    keys, _, _, _, sources = read_run(stderr, "0.10.2", True, file)
+    assert [(k.key, k.outcome) for k in keys.keys] == [(f"jit_f-{HEX['b']}", jaxlog.Outcome.WRITTEN)]
+    assert sources == [f"its recorder and JAX's log on stderr disagree: they differ on 1 key: jit_f-{HEX['b']} "
+                       "(a hit in the recorder, a miss on stderr)"]
 
 
 def test_a_link_in_the_recorders_place_is_never_read(tmp_path):
@@ -336,3 +391,99 @@ def test_a_pytest_run_writes_nothing_into_the_installed_package(tmp_path, write,
         assert startup_dir() == Path(path)  # the same files: the same copy, made once
     finally:
         startup_dir.cache_clear()
+
+
+def compile_lines(module, digest, thread):
+    """One below-threshold compile as 0.4.31+ logs it on `thread`: a component, the key, its miss, its refusal."""
+    def on(message):
+        return json.dumps({**json.loads(log(message)), **({"thread": thread} if thread is not None else {})})
+    return [on(f"get_cache_key hash of serialized computation: {digest}"),
+            on(f"get_cache_key hash after serializing computation: {digest}"),
+            on(f"PERSISTENT COMPILATION CACHE MISS for '{module}' with key '{module}-{digest}'"),
+            on(f"Not writing persistent cache entry for '{module}' because it took < 1.00 seconds to compile (0.06s)")]
+
+
+@pytest.mark.parametrize("threads", [(7, 8), (None, None)], ids=["thread ids", "a file from before them"])
+def test_concurrent_compilations_are_read_per_compilation(threads):
+    """Issue 61 item 1: two threads compile at once and their messages interleave; a message that names only its
+    module (the refusal) is about the key its own miss named, never the running hash another thread logged
+    last (which read as a key never computed: `jit_a-<jit_b's digest>`). With thread ids each key has its own
+    components too."""
+    a, b = compile_lines("jit_a", HEX["a"], threads[0]), compile_lines("jit_b", HEX["b"], threads[1])
+    order = [a[0], a[1], a[2], b[0], b[1], a[3], b[2], b[3]]
+    keys = recorder.run_log(recorder.parse("\n".join(order))).by_key()
+    assert set(keys) == {f"jit_a-{HEX['a']}", f"jit_b-{HEX['b']}"}
+    assert all(k.outcome == jaxlog.Outcome.NOT_WRITTEN for k in keys.values())
+    if threads[0] is not None:
+        assert keys[f"jit_a-{HEX['a']}"].components == {"computation": HEX["a"]}
+        assert keys[f"jit_b-{HEX['b']}"].components == {"computation": HEX["b"]}
+
+
+def test_twelve_threads_compiling_at_once_on_0_4_31_read_as_the_cache_folder():
+    """Issue 61 item 1, real files: 12 threads compiled 12 functions at once (a concurrent jit warm-up). The
+    recorder (thread ids) names the folder's 14 keys, each with all its own components (12 functions: 12
+    computations); JAX's log on stderr of such a run (below JAX's threshold: every key refused, the refusal
+    naming only its module, some lines printed twice) names its 14 keys and none more."""
+    listing = (FIXTURES / "threads12-0.4.31-hs1.listing").read_text().split()
+    log = recorder.run_log(recorder.read(FIXTURES / "threads12-0.4.31-hs1.recorder.jsonl"))
+    assert sorted(log.by_key()) == sorted(listing)
+    assert all(len(k.components) == 7 for k in log.keys)
+    functions = [k for k in log.keys if k.module.startswith("jit_fn")]
+    assert len(functions) == 12 and len({k.components["computation"] for k in functions}) == 12
+    stderr = jaxlog.parse((FIXTURES / "threads12-0.4.31-script-hs1.err").read_text())
+    assert len(stderr.keys) == 14 and len({k.module for k in stderr.keys}) == 14
+    assert all(k.outcome == jaxlog.Outcome.NOT_WRITTEN for k in stderr.keys)
+
+
+def test_a_test_pytest_did_not_collect_is_never_charged_nor_a_junit_case(tmp_path):
+    """Issue 61 item 4: a conftest set the recorder's test id to a test pytest never collected, and a line names its
+    outcome: the stranger is no test of the run (said), and the miss is charged to the test running then."""
+    stderr, file = tmp_path / "run.log", recorder.recorder_path(tmp_path / "run.log")
+    stderr.write_text("")
+    file.write_text(signed(file, [json.dumps({"kind": "collected", "ids": ["t.py::a"], "pid": 1}),
+                                  *key_lines("jit_f", HEX["a"], "t.py::ghost"),
+                                  json.dumps({"kind": "test", "id": "t.py::ghost", "outcome": "failed", "pid": 1}),
+                                  json.dumps({"kind": "test", "id": "t.py::a", "outcome": "passed", "pid": 1})]))
+    keys, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
+    assert tests == {"t.py::a": "passed"} and [k.tests for k in keys.keys] == [("t.py::a",)]  # the one running
+    assert sources == ["its recorder names 1 test pytest did not collect (t.py::ghost): ignored"]
+
+
+def test_a_plain_scripts_pytest_records_are_ignored(tmp_path):
+    """Issue 61 item 4: a script that is not pytest writes pytest records (through the hook's own recorder, so they
+    check out): it gains no test and no JUnit case, its keys no test, and the row says so."""
+    stderr, file = tmp_path / "run.log", recorder.recorder_path(tmp_path / "run.log")
+    stderr.write_text("")
+    file.write_text(signed(file, [json.dumps({"kind": "collected", "ids": ["t.py::mine"], "pid": 1}),
+                                  *key_lines("jit_f", HEX["a"], "t.py::mine"),
+                                  json.dumps({"kind": "test", "id": "t.py::mine", "outcome": "passed", "pid": 1})]))
+    keys, _, tests, seconds, sources = read_run(stderr, "0.10.2", True, file)
+    assert tests == {} and seconds == {} and [k.tests for k in keys.keys] == [()]
+    assert sources == ["its recorder holds pytest records, but the run is not pytest's (a plain script): ignored"]
+    _, _, tests, _, sources = read_run(stderr, "0.10.2", True, file, pytest=True)
+    assert tests == {"t.py::mine": "passed"} and sources == []
+
+
+def test_the_hooks_lines_check_out_from_threads_and_forks_and_a_removed_one_is_seen(tmp_path, write):
+    """Issue 61 items 1-2, the real hook: messages of two threads and of a forked child, each line signed with the
+    run's key, all check out and read as the keys compiled; removing one line leaves every later line of its
+    process unread (said), never read as the hook's."""
+    fake_jax(write)
+    script = write("many.py", "import os, threading\nimport jax\n"
+                   f"threads = [threading.Thread(target=jax.compiler.compile, args=('jit_' + c, c * 64)) for c in 'ab']\n"
+                   "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+                   "pid = os.fork()\nif pid == 0:\n    jax.compiler.compile('jit_c', 'c' * 64)\n    os._exit(0)\n"
+                   "os.waitpid(pid, 0)\njax.compiler.compile('jit_d', 'd' * 64)\n")
+    file = tmp_path / "run.recorder.jsonl"
+    subprocess.run([sys.executable, str(script)], env=hook_env(tmp_path, HARNESS_RECORDER_KEY=recorder.recorder_key(file)),
+                   capture_output=True, text=True, check=True)
+    recording = recorder.read(file, recorder.recorder_key(file))
+    assert recording.altered == 0 and len({m.thread for m in recording.messages}) >= 2
+    assert sorted(recorder.run_log(recording).by_key()) == [f"jit_{c}-{c * 64}" for c in "abcd"]
+    lines = file.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if "d" * 64 in line)
+    file.write_text("\n".join(lines[:cut] + lines[cut + 1:]) + "\n")
+    recording = recorder.read(file, recorder.recorder_key(file))
+    assert recording.altered == sum(1 for line in lines[cut + 1:] if f'"pid": {json.loads(lines[cut])["pid"]}' in line)
+    assert recording.altered > 0 and f"jit_d-{'d' * 64}" not in recorder.run_log(recording).by_key()
+    assert recorder.read(file, "00" * 32).altered == len(lines) - 1  # another run's key: nothing checks out

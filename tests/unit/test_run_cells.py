@@ -99,3 +99,21 @@ def test_a_failure_opening_a_cell_lets_the_open_ones_finish_then_is_raised(tmp_p
     with pytest.raises(RuntimeError, match="a bug"):
         run_cells([opener(tmp_path, env, "0.4.25", [1, 2, 3]), broken], 2, results.append)
     assert [(r.spec.jax_version, r.verdict, len(r.runs)) for r in results] == [("0.4.25", Verdict.CLEAN, 3)]
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_a_run_that_another_of_its_cells_processes_ran_beside_says_so(tmp_path, at_once):
+    """Issue 61 item 3: an entry no run computed that appeared while two of the harness's runs ran may be either's
+    (harness/evidence/keys.py charges it to neither): each run says whether another ran beside it."""
+    env = CountingEnvironment(Shared(), "0.4.31", lambda seed: 0, delay=0.3)  # the same key: clean
+    results = []
+
+    def open_cell():
+        runner = CellRunner(env, REPRO, 10, at_once=at_once)
+        return OpenCell.open(runner, CellSpec("0.4.31", Platform.CPU, 8, MESH), [1, 2, 3, 4, 5],
+                             tmp_path / "caches", tmp_path / "logs", tmp_path, stop_when_reproduced=False)
+    run_cells([open_cell], at_once, results.append)
+    (cell,) = results
+    overlapped = [r.overlapped for r in sorted(cell.runs, key=lambda r: r.index)]
+    assert overlapped[0] is False  # run 1 runs alone
+    assert any(overlapped) == (at_once > 1) and cell.verdict == Verdict.CLEAN

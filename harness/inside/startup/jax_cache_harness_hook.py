@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -453,6 +455,12 @@ def install_job() -> None:
 # program did to logging. JAX's monitoring events for the cache, and its cache warnings, are recorded too.
 # A pytest run loads the recorder's plugin (PYTEST_PLUGINS), which stamps each record with the test running.
 RECORDER_VAR = "HARNESS_RECORDER"  # the recorder's file (in the run's own folder; a link there is refused)
+# The run's key (hex) that chains the recorder's lines: each line ends with `"mac": M`, M an HMAC over the process's
+# previous M and the line before it, so a line the program appended or rewrote afterwards does not check out
+# (harness/core/recorder.py reads only the lines that do: docs/faults.md).
+RECORDER_KEY_VAR = "HARNESS_RECORDER_KEY"
+MAC_FIELD = ', "mac": "'
+MAC_HEX = 32
 RECORDER_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache")
 # Where JAX says what it compiles and at which argument types ("Compiling f with global shapes and types
 # [ShapedArray(float32[2])]"): its logger too says yes to isEnabledFor (what that guards in pxla is a few
@@ -491,37 +499,65 @@ class Recorder:
         self.test: str | None = None  # the pytest test id running now (None: none, or not pytest)
         self.phase: str | None = None  # its phase: setup, call, teardown
         self.busy = threading.local()
+        try:
+            self.key: bytes | None = bytes.fromhex(os.environ.get(RECORDER_KEY_VAR, "")) or None
+        except ValueError:
+            self.key = None
+        self.chain_pid, self.last = os.getpid(), ""  # this process's last MAC (a forked child starts its own)
+        self.lock = threading.Lock()  # one thread at a time: the chain follows the file's order
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self.lock = threading.Lock()  # (held by another thread of the parent at the fork: never released here)
+
+    def signed(self, body: str) -> str:
+        """`body` (a JSON object, ASCII) with its MAC, chained to this process's previous line."""
+        if self.key is None:
+            return body
+        pid = os.getpid()
+        if pid != self.chain_pid:
+            self.chain_pid, self.last = pid, ""
+        self.last = hmac.new(self.key, (self.last + body).encode(), hashlib.sha256).hexdigest()[:MAC_HEX]
+        return f'{body[:-1]}{MAC_FIELD}{self.last}"}}'
 
     def write(self, record: JsonObject) -> None:
         if getattr(self.busy, "on", False):
             return  # a record about writing a record: never
         self.busy.on = True
         try:
-            record["pid"] = os.getpid()
-            if self.test is not None and "test" not in record:
-                record["test"] = self.test
-                if self.phase:
-                    record["phase"] = self.phase
-            if self.full:
-                return
-            data = (json.dumps(record, default=str, sort_keys=True) + "\n").encode("utf-8", "backslashreplace")
-            if os.fstat(self.fd).st_size + len(data) > self.max_bytes:
-                self.full = True  # one line to say so, past the cap by its own few bytes at most
-                data = (json.dumps({"kind": "problem", "pid": record["pid"], "detail": (
-                    f"{RECORDER_FULL} ({self.max_bytes} bytes): JAX's later messages in this process are not recorded"
-                )}) + "\n").encode()
-            os.write(self.fd, data)
+            with self.lock:
+                self._write(record)
         except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         finally:
             self.busy.on = False
+
+    def _write(self, record: JsonObject) -> None:
+        record["pid"] = os.getpid()
+        if self.test is not None and "test" not in record:
+            record["test"] = self.test
+            if self.phase:
+                record["phase"] = self.phase
+        if self.full:
+            return
+        body = json.dumps(record, default=str, sort_keys=True)  # ASCII: json escapes the rest
+        if os.fstat(self.fd).st_size + len(body) + MAC_HEX + 12 > self.max_bytes:
+            self.full = True  # one line to say so, past the cap by its own few bytes at most
+            body = json.dumps({"kind": "problem", "pid": record["pid"], "detail": (
+                f"{RECORDER_FULL} ({self.max_bytes} bytes): JAX's later messages in this process are not recorded"
+            )}, sort_keys=True)
+        os.write(self.fd, (self.signed(body) + "\n").encode("ascii", "backslashreplace"))
 
     def message(self, logger: str, level: int, msg: object, args: tuple[object, ...]) -> None:
         try:
             text = str(msg) % args if args else str(msg)  # as logging formats it (LogRecord.getMessage)
         except Exception:  # noqa: BLE001 - a message JAX would fail to format too
             text = str(msg)
-        self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time()})
+        # The thread that logged it: JAX compiles on the caller's thread, and concurrent compilations interleave
+        # their messages; the reader takes each thread's messages apart (recorder.run_log).
+        self.write({"kind": "log", "logger": logger, "level": int(level), "message": text, "time": time.time(),
+                    "thread": threading.get_ident()})
 
 
 class _RecordingLogger:
@@ -661,7 +697,8 @@ def _warnings_recorded(recorder: Recorder) -> None:
             text = str(msg.message)
             if any(mark in text for mark in CACHE_WARNING_MARKS):
                 recorder.write({"kind": "log", "logger": "warnings", "level": logging.WARNING,
-                                "message": f"{msg.category.__name__}: {text}", "time": time.time()})
+                                "message": f"{msg.category.__name__}: {text}", "time": time.time(),
+                                "thread": threading.get_ident()})
         except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
             pass
         return original(msg)
