@@ -76,7 +76,7 @@ def _rows(found: SuiteFindings) -> dict[_Row, dict[str, tuple[int, ...]]]:
     for miss in found.misses:
         component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
         if miss.category == Category.NOT_CACHED:  # no key component moved: JAX's reason, and where
-            component = not_cached_why(miss)
+            component = not_cached_why(miss, words=False)
         category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
         for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
             runs = tuple(sorted(miss.runs_by_test.get(test, miss.runs)))
@@ -103,11 +103,14 @@ def _row(row: _Row, tests: dict[str, tuple[int, ...]]) -> list[str]:
             row.category, md.cell(row.component), ", ".join(map(str, runs))]
 
 
-def not_cached_why(miss: FunctionMiss) -> str:
-    """`host callback at tests/t.py:5 jax.debug.print`, `threshold (JAX: "it took < 1.00 seconds ...")`."""
+def not_cached_why(miss: FunctionMiss, words: bool = True) -> str:
+    """`host callback at tests/t.py:5 jax.debug.print`, `threshold as it runs (JAX: "it took < 1.00 seconds ...")`;
+    without JAX's `words` where they differ module by module (its compile time), so alike modules share a row."""
     if miss.why == NothingCached.HOST_CALLBACKS:
         return "host callback" + (f" at {miss.site}" if miss.site else "")
-    return f"{miss.why or 'not written'} (JAX: \"{miss.jax_says}\")"
+    if miss.why == NothingCached.THRESHOLDS:
+        return "threshold as it runs" + (f' (JAX: "{miss.jax_says}")' if words else "")
+    return f'not written (JAX: "{miss.jax_says}")'
 
 
 def _not_cached_line(miss: FunctionMiss) -> str:
