@@ -27,11 +27,12 @@ from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
 from harness.core.kinds import NothingCached
-from harness.evidence.keys import comparison_of, counted
+from harness.evidence.keys import comparison_of, counted, failing_tests
 from harness.evidence.not_cached import NotCachedModule
 
 
-SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
+SEED_CONTROL = "seed-control"
+_FAILED = frozenset({"failed", "error"})  # a test's outcomes that failed it (pytest's words)  # the cell runner's QueuedRun.check for the seed control run
 
 
 class Follows(enum.StrEnum):
@@ -94,7 +95,7 @@ class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
 class TestResult(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One test of the suite, as CI shows it: `clean` (every function it compiled hit), `missed` (it compiled a
     module that missed: the categories), `not cached` (its only misses are modules JAX never writes), `changed` (it
-    ran differently between runs)."""
+    ran differently between runs: flaky), `failing` (it failed in every run: the program's own failure)."""
 
     id: str
     status: str
@@ -238,13 +239,16 @@ def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
     misses = function_misses(runs, comparison, control) + not_cached_misses(not_cached)
     changed = test_changes(runs)
     changed_ids = {c.id for c in changed}
+    failing = set(failing_tests(runs))
     first = next((r for r in sorted(runs, key=lambda r: r.index) if r.tests), None)
     ids = list(dict.fromkeys([*(first.tests if first else {}), *(t for r in runs for t in r.tests)]))
     tests = []
     for test in ids:
         mine = [m for m in misses if test in m.tests]
         outcome = first.tests.get(test, "not run") if first else ""
-        if test in changed_ids:
+        if test in failing:
+            status = "failing"  # failed in every run: the program's own failure, not measured
+        elif test in changed_ids:
             status = "changed"
         elif mine and all(m.category == Category.NOT_CACHED for m in mine):
             status = "not cached"  # every function it compiled hit, but one JAX never writes
@@ -287,9 +291,15 @@ def others_missed(misses: Sequence[FunctionMiss], named: str) -> str:
 
 
 def changed_phrase(changed: Sequence[TestChange]) -> str:
-    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`."""
+    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`;
+    one that failed in some runs, `flaky tests (...)`."""
     if not changed:
         return ""
+    if all(any(o in _FAILED for o in c.outcomes.values()) for c in changed):
+        shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
+                          for c in changed[:MAX_NAMED])
+        more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
+        return f"flaky tests, failing in some runs (not cache misses): {shown}{more}"
     shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
                       for c in changed[:MAX_NAMED])
     more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""

@@ -155,7 +155,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
-        if not found.misses and not found.changed:
+        failing = [t.id for t in found.tests if t.status == "failing"]
+        if not found.misses and not found.changed and not failing:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
         rows = [_row(row, tests) for row, tests in _rows(found).items()]
@@ -183,6 +184,10 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
                       "misses): " + "; ".join(f"{md.code(c.id)} ("
                                               + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
                                               for c in found.changed[:MAX_ROWS]), ""]
+        if failing:
+            lines += ["Tests that failed in every run (the program's own failure, not a cache miss; the cell is judged "
+                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_ROWS])
+                      + (f" and {len(failing) - MAX_ROWS} more" if len(failing) > MAX_ROWS else ""), ""]
         clean = [t for t in found.tests if t.status == "clean"]
         if found.tests:
             uncached = sum(t.status == "not cached" for t in found.tests)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from harness.core.comparison import Comparison
-from harness.evidence.keys import cell_comparison, logs_complete
+from harness.evidence.keys import cell_comparison, counted, logs_complete
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 from harness.core import recorder
@@ -56,7 +56,7 @@ def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str],
     left relative to the program's folder), and module -> seconds per later start where JAX logged no compile time
     (the recorder's timestamps between its miss and its refusal, the mean over the later runs that say)."""
     modules = not_cached_modules(cell.runs)
-    good = sorted((r for r in cell.runs if r.ok), key=lambda r: r.index)
+    good = sorted(counted(cell.runs), key=lambda r: r.index)  # a pytest run beside a failing test counts too
     cwd = cell.command.cwd if cell.command is not None else ""
     sites: dict[str, str] = {}
     for m in modules:

@@ -20,11 +20,11 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, inconsistencies,
+from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, failing_tests, inconsistencies,
                                    longest_compiles, observed_keys, untrusted_logs)
 from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
-from harness.evidence.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
+from harness.evidence.per_test import (MAX_NAMED, Category, changed_phrase, function_misses, new_input_phrase, others_missed,
                                       test_changes)
 from harness.evidence.not_cached import NotCachedModule, not_cached_modules, not_cached_phrase
 from harness.evidence.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
@@ -85,12 +85,15 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
-    flaky = [r.index for r in good if not r.ok]  # a pytest run whose only failures were flaky tests: counted
+    flaky = [r.index for r in good if not r.ok]  # a pytest run that ran to its end beside failing tests: counted
 
     def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
         if flaky and verdict != Verdict.ERROR:
-            reason += f"; {changed_phrase(test_changes(runs))} (run{'s' if len(flaky) > 1 else ''} " \
-                      f"{run_ranges(flaky)} counted: pytest ran to its end)"
+            changed = changed_phrase(test_changes(runs))
+            broken = failing_phrase(failing_tests(runs), [r for r in good if not r.ok])
+            reason += "".join(f"; {p}" for p in (changed, broken) if p) + \
+                f" (run{'s' if len(flaky) > 1 else ''} {run_ranges(flaky)} counted: pytest ran to its end; judged " \
+                "on the tests that passed)"
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
         if untrusted:
@@ -171,6 +174,15 @@ def _also_new_input(good: Sequence[RunRecord], comparison: Comparison) -> str:
         return ""
     misses = [m for m in function_misses(good, comparison) if m.category == Category.NEW_INPUT]
     return f"; also new input: {new_input_phrase(misses, comparison.baseline_run)}"
+
+
+def failing_phrase(tests: Sequence[str], failed_runs: Sequence[RunRecord]) -> str:
+    """`failing in every run (not cache misses): t.py::test_x (pytest: 1 failed, 68 passed in 3.21s; FAILED ...)`."""
+    if not tests:
+        return ""
+    shown = ", ".join(tests[:MAX_NAMED]) + (f" and {len(tests) - MAX_NAMED} more" if len(tests) > MAX_NAMED else "")
+    said = next((r.reason.split(": ", 1)[-1] for r in failed_runs if r.reason), "")
+    return f"failing in every run (not cache misses): {shown}" + (f" (pytest: {said})" if said else "")
 
 
 def suite_size(runs: Sequence[RunRecord]) -> int:

@@ -88,3 +88,24 @@ def test_an_mlp_step_as_it_runs_leads_with_its_threshold_never_nothing_measured(
     assert "would be." not in report and "would be;" not in report  # no sentence cut short
     assert "not cached on 0.10.2 (as you run it, " in report.splitlines()[0]
     json.dumps(cell)  # plain JSON
+
+
+def test_a_test_failing_in_every_run_is_named_with_pytests_line_and_the_cell_judged_on_the_rest(tmp_path, capsys,
+                                                                                               write):
+    """Issue 60, item 6: pytest closes its capture, then JAX's atexit clear_backends logs to it: a "--- Logging
+    error ---" with `ValueError: I/O operation on closed file.` ends every run's log. The reason is pytest's own."""
+    write("suite/tests/test_cb.py", SUITE)
+    write("suite/tests/test_bad.py", "import jax, jax.numpy as jnp\n\n\ndef test_tolerance():\n"
+                                     "    assert float(jax.jit(lambda x: x * 3)(jnp.ones(2)).sum()) == 7.0\n")
+    swept = sweep(["check", "--pytest", "--versions", "0.10.2", "--runs", "2", "--no-moved-folder",
+                   "--cwd", str(tmp_path / "suite"), "--", "-q", "tests"], tmp_path / "r", capsys, expect=0)
+    (cell,) = swept.data["cells"]
+    assert any("--- Logging error ---" in (swept.run_dir / r["log"]).read_text() for r in cell["runs"])
+    assert cell["verdict"] == "not cached", cell["reason"]  # judged on the tests that passed, not `error`
+    assert ("failing in every run (not cache misses): tests/test_bad.py::test_tolerance (pytest: 1 failed, 2 passed "
+            "in ") in cell["reason"], cell["reason"]
+    assert "FAILED tests/test_bad.py::test_tolerance - assert 6.0 == 7.0)" in cell["reason"]
+    assert "I/O operation on closed file" not in json.dumps(swept.data)
+    assert cell["callback_sites"] == {"jit_step": "tests/test_cb.py:5 jax.debug.print"}
+    report = (swept.run_dir / "report.md").read_text()
+    assert "Tests that failed in every run" in report and "`tests/test_bad.py::test_tolerance`" in report
