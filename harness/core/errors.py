@@ -8,7 +8,7 @@ import sys
 
 class ExitCode(enum.IntEnum):
     OK = 0  # the work completed, whatever it found (unless --fail-on names what it found)
-    # nightly/compare: a cell went from clean to reproduced, error or new input, or its seconds lost per start grew
+    # nightly/compare: a cell went from clean to reproduced, error, new input or not cached, or its seconds lost per start grew
     # past --max-lost-growth (the alarm); run/check/merge/submit --wait: a cell's verdict is one --fail-on
     # names (check: reproduced or error by default). A miss measured: JAX's, the program's or a module JAX never caches.
     REGRESSION = 1
@@ -21,7 +21,7 @@ class ExitCode(enum.IntEnum):
 
 
 _MEANINGS = {
-    ExitCode.REGRESSION: ("Regression", ("a cell went from clean to reproduced, error or new input, lost more seconds per start "
+    ExitCode.REGRESSION: ("Regression", ("a cell went from clean to reproduced, error, new input or not cached, lost more seconds per start "
                            "than allowed, or has a verdict --fail-on names (check: reproduced or error): the line "
                            "above names the module that missed, and report.md says why (JAX's key, the program's own "
                            "nondeterminism such as a set's order, or a module JAX never caches)")),

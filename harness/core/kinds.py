@@ -33,15 +33,20 @@ class Verdict(enum.StrEnum):
     # no key moved, but a later run compiled a function at argument types the first run never compiled it at
     # (random shapes): the program computed something new, which no cache can serve (harness/evidence/per_test.py)
     NEW_INPUT = "new input"
+    # no key moved, but JAX never wrote some module the runs compiled (host callbacks, or as the program runs, a
+    # threshold), so every fresh process compiles it again: measured (the same keys in every run), not a miss of
+    # the cache (harness/verdicts/verdict.py)
+    NOT_CACHED = "not cached"
 
 
 # What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all,
-# and `new input` (the program's own new shapes: failing on it is the user's choice, off by default).
-FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED, Verdict.NEW_INPUT)
+# and `new input` and `not cached` (the program's own new shapes, modules JAX never writes: failing on them is the
+# user's choice, off by default).
+FAILABLE = (Verdict.REPRODUCED, Verdict.ERROR, Verdict.UNSUPPORTED, Verdict.NEW_INPUT, Verdict.NOT_CACHED)
 
 
 def parse_fail_on(text: str) -> frozenset[Verdict]:
-    """`reproduced,error` -> those verdicts (`new-input` for `new input`); ValueError (one line) for any other word."""
+    """`reproduced,error` -> those verdicts (`new-input` for `new input`, `not-cached` for `not cached`); ValueError (one line) for any other word."""
     words = [w.strip().replace("-", " ") for w in text.split(",") if w.strip()]
     allowed = {str(v): v for v in FAILABLE}
     unknown = [w for w in words if w not in allowed]

@@ -160,6 +160,12 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     # As the script runs it (its own or JAX's default thresholds): what would not be written, when
     # that differs from what was measured; shortened after the reason in the cell's detail (report.md has it whole).
     as_you_run_it: str = ""
+    # A `not cached` cell's modules JAX never wrote, as read from the runs' files when the cell was finished
+    # (harness/evidence/not_cached.py): module -> the line that put a host callback into it, from its lowered
+    # module's locations (`jaxopt/_src/zoom_linesearch.py:132 jax.debug.print`); module -> the seconds compiling it
+    # again cost each later start, where JAX logged no compile time (the recorder's timestamps)
+    callback_sites: dict[str, str] = {}
+    refusal_seconds: dict[str, float] = {}
     # some runs failed, others passed: does the failure follow the seed
     seed_check: SeedCheck | None = None
     # a job whose processes computed different keys for one module

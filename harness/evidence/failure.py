@@ -36,9 +36,50 @@ def is_harness_noise(line: str) -> bool:
     return bool(_HARNESS_LEVEL_RECORD_RE.match(text) or _CPP_INFO_RE.match(text) or text.startswith(NOTE_PREFIX.strip()))
 
 
+# Python's logging prints this, a traceback and the record when a handler cannot write (`emit` failed): at
+# interpreter exit JAX's atexit clear_backends logs "Clearing JAX backend caches." to a handler whose stream pytest
+# has closed, and `ValueError: I/O operation on closed file.` follows. Not the program's failure, never its reason.
+_LOGGING_ERROR = "--- Logging error ---"
+_LOGGING_ERROR_END = "Arguments: "  # the block's last line (`Arguments: ()`)
+
+
+def without_logging_errors(lines: Sequence[str]) -> list[str]:
+    """The lines less each `--- Logging error ---` block (through its `Arguments: ...` line)."""
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.strip() == _LOGGING_ERROR:
+            inside = True
+        elif inside and line.startswith(_LOGGING_ERROR_END):
+            inside = False
+        elif not inside:
+            out.append(line)
+    return out
+
+
+# pytest's last line, `===== 1 failed, 68 passed in 3.21s =====` (`1 failed, 68 passed in 3.21s` with -q), and its
+# short summary's line for a failed test, `FAILED tests/t.py::test_x - AssertionError: ...`.
+_PYTEST_SUMMARY_RE = re.compile(r"^=*\s*(\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|"
+                                r"rerun)\b[^=]*? in [\d.]+s(?: \([^)]*\))?)\s*=*$")
+_PYTEST_FAILED_RE = re.compile(r"^(?:FAILED|ERROR) \S+(?: - .*)?$")
+
+
+def pytest_summary(lines: Sequence[str]) -> str | None:
+    """pytest's own account of a session that ran to its end and failed: its summary line, with its first
+    `FAILED ...` line (`1 failed, 68 passed in 3.21s; FAILED tests/t.py::test_x - AssertionError: ...`); None when
+    the log holds no such summary, or it says nothing failed."""
+    summary = next((m.group(1).strip() for m in map(_PYTEST_SUMMARY_RE.match, reversed(lines)) if m), None)
+    if summary is None or " failed" not in f" {summary}":  # a collection error keeps its exception (failures outside JAX)
+        return None
+    failed = next((ln.strip() for ln in lines if _PYTEST_FAILED_RE.match(ln.strip())), None)
+    return f"{summary}; {failed}" if failed else summary
+
+
 def exception_line(lines: Sequence[str]) -> str | None:
     """The last traceback's exception (`Type: message`), with the message's next line when its first
-    ends in a colon (XLA puts the real words there); None when the log holds no traceback."""
+    ends in a colon (XLA puts the real words there); None when the log holds no traceback. A logging error
+    printed at exit is no traceback of the program's (`without_logging_errors`)."""
+    lines = without_logging_errors(lines)
     starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
     if not starts:
         return _pytest_exception(lines)
@@ -71,7 +112,8 @@ _PACKAGE_FRAME_RE = re.compile(r'File "(?P<root>[^"]*[/\\](?:site|dist)-packages
 
 def traceback_packages(lines: Sequence[str]) -> list[tuple[str, str]]:
     """The installed packages the last traceback passes through, as (site-packages folder, top-level
-    module), innermost last and each once: whose versions a failure's reason names."""
+    module), innermost last and each once: whose versions a failure's reason names (not a logging error's)."""
+    lines = without_logging_errors(lines)
     starts = [i for i, line in enumerate(lines) if line.strip() == _TRACEBACK]
     found: dict[str, tuple[str, str]] = {}
     for line in lines[starts[-1] if starts else 0:]:
@@ -83,16 +125,18 @@ def traceback_packages(lines: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def last_own_line(lines: Sequence[str]) -> str | None:
-    """The last non-empty line the program printed itself (not a record of the harness's log level)."""
-    for line in reversed(lines):
+    """The last non-empty line the program printed itself (not a record of the harness's log level, nor a
+    logging error at exit)."""
+    for line in reversed(without_logging_errors(lines)):
         if line.strip() and not is_harness_noise(line):
             return line.strip()
     return None
 
 
 def failure_detail(lines: Sequence[str]) -> str | None:
-    """What failed, in one line of at most DETAIL_LIMIT characters; None when the log says nothing."""
-    text = exception_line(lines) or last_own_line(lines)
+    """What failed, in one line of at most DETAIL_LIMIT characters; None when the log says nothing. A pytest
+    session that ran to its end says it in its own summary (a test's failure is no traceback of the run's)."""
+    text = pytest_summary(lines) or exception_line(lines) or last_own_line(lines)
     if text is None:
         return None
     return text if len(text) <= DETAIL_LIMIT else text[: DETAIL_LIMIT - 1] + "…"

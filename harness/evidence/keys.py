@@ -60,19 +60,28 @@ PYTEST_TESTS_FAILED = 1  # pytest's exit status when its session ran to its end 
 
 
 def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
-    """The runs whose keys count: those that succeeded, and a pytest run that ran to its end (exit status 1) whose
-    failing tests all passed, or ran otherwise, in another run: a flaky test, named as such (per_test.test_changes),
-    never a failed run. A test that fails in every run still fails the run (an error: the suite is broken here)."""
+    """The runs whose keys count: those that succeeded, and a pytest run that ran to its end (exit status 1) with
+    failing tests that are all flaky, or while some test passed in every run: a test that failed in some runs is flaky, one that failed in
+    every run is failing (both named: per_test.test_changes, failing_tests), never a failed run; the cell is judged
+    on the tests that passed. A run where no test passed in every run fails (an error: the suite is broken here)."""
     recorded = [r for r in runs if r.tests]
+    steady = any(all(o.tests.get(t) == "passed" for o in recorded) for t in (recorded[0].tests if recorded else ()))
     out = []
     for run in runs:
         failing = {t for t, outcome in run.tests.items() if outcome in _FAILING}
-        flaky = (not run.ok and not run.timed_out and run.exit_code == PYTEST_TESTS_FAILED and bool(failing)
-                 and all(any(o.tests.get(t, "not run") != run.tests[t] for o in recorded if o is not run)
-                         for t in failing))
-        if run.ok or flaky:
+        ran_to_end = not run.ok and not run.timed_out and run.exit_code == PYTEST_TESTS_FAILED and bool(failing)
+        flaky = all(any(o.tests.get(t, "not run") != run.tests[t] for o in recorded if o is not run) for t in failing)
+        if run.ok or (ran_to_end and (flaky or steady)):
             out.append(run)
     return out
+
+
+def failing_tests(runs: Sequence[RunRecord]) -> list[str]:
+    """The tests that failed (or errored) in every run that recorded its tests, in the first run's order."""
+    recorded = [r for r in runs if r.tests]
+    if not recorded:
+        return []
+    return [t for t in recorded[0].tests if all(r.tests.get(t) in _FAILING for r in recorded)]
 
 
 def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:

@@ -11,6 +11,9 @@ Categories (`Category`):
 - `new input`: a later run compiled the module at argument types the first run never had (`jit_mse at
   float32[6]; run 1 compiled [2] and [4]`): the program computed something new, a miss no cache can serve.
 - `not served`: a later run compiled a key whose entry the first run wrote (on disk), instead of loading it.
+- `not cached`: JAX never wrote the module (host callbacks, or a threshold as the program runs), so every later run
+  compiled the same key again (harness/evidence/not_cached.py): with JAX's reason, the line that put the callback
+  there and the seconds per start. A test whose only misses are these is `not cached`, not `clean`.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ import msgspec
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
-from harness.evidence.keys import comparison_of, counted
+from harness.core.kinds import NothingCached
+from harness.evidence.keys import comparison_of, counted, failing_tests
+from harness.evidence.not_cached import NotCachedModule
 
 
-SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for the seed control run
+SEED_CONTROL = "seed-control"
+_FAILED = frozenset({"failed", "error"})  # a test's outcomes that failed it (pytest's words)  # the cell runner's QueuedRun.check for the seed control run
 
 
 class Follows(enum.StrEnum):
@@ -41,6 +47,7 @@ class Category(enum.StrEnum):
     MOVED_KEY = "moved key"
     NEW_INPUT = "new input"
     NOT_SERVED = "not served"
+    NOT_CACHED = "not cached"
 
 
 class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -57,6 +64,12 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
     keys: list[str] = []  # the missed keys
     follows: Follows | None = None  # moved key: what the seed control says it follows (None: no control made)
+    # not cached: JAX's reason in words (`host callbacks`, `thresholds`), JAX's own words, the line that put the
+    # callback there, and the seconds compiling it again costs each later start (None: not known)
+    why: NothingCached | None = None
+    jax_says: str = ""
+    site: str = ""
+    seconds: float | None = None
 
     @property
     def types_label(self) -> str:
@@ -81,7 +94,8 @@ class TestChange(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 class TestResult(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One test of the suite, as CI shows it: `clean` (every function it compiled hit), `missed` (it compiled a
-    module that missed: the categories), `changed` (it ran differently between runs)."""
+    module that missed: the categories), `not cached` (its only misses are modules JAX never writes), `changed` (it
+    ran differently between runs: flaky), `failing` (it failed in every run: the program's own failure)."""
 
     id: str
     status: str
@@ -212,20 +226,32 @@ def test_changes(runs: Sequence[RunRecord]) -> list[TestChange]:
     return out
 
 
+def not_cached_misses(modules: Sequence[NotCachedModule]) -> list[FunctionMiss]:
+    """The modules JAX never wrote, as the table's misses (each test that compiled one, in the later runs)."""
+    return [FunctionMiss(module=m.module, category=Category.NOT_CACHED, runs=list(m.runs), tests=list(m.tests),
+                         why=m.why, jax_says=m.jax_says, site=m.site, seconds=m.seconds) for m in modules]
+
+
 def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
-                   control: RunRecord | None = None) -> SuiteFindings:
-    """Misses per function, the tests that ran differently, and each test's result (a --pytest program's)."""
-    misses = function_misses(runs, comparison, control)
+                   control: RunRecord | None = None, not_cached: Sequence[NotCachedModule] = ()) -> SuiteFindings:
+    """Misses per function, the tests that ran differently, and each test's result (a --pytest program's);
+    `not_cached`: the modules JAX never wrote (harness/evidence/not_cached.py), their own category."""
+    misses = function_misses(runs, comparison, control) + not_cached_misses(not_cached)
     changed = test_changes(runs)
     changed_ids = {c.id for c in changed}
+    failing = set(failing_tests(runs))
     first = next((r for r in sorted(runs, key=lambda r: r.index) if r.tests), None)
     ids = list(dict.fromkeys([*(first.tests if first else {}), *(t for r in runs for t in r.tests)]))
     tests = []
     for test in ids:
         mine = [m for m in misses if test in m.tests]
         outcome = first.tests.get(test, "not run") if first else ""
-        if test in changed_ids:
+        if test in failing:
+            status = "failing"  # failed in every run: the program's own failure, not measured
+        elif test in changed_ids:
             status = "changed"
+        elif mine and all(m.category == Category.NOT_CACHED for m in mine):
+            status = "not cached"  # every function it compiled hit, but one JAX never writes
         elif mine:
             status = "missed"
         else:
@@ -265,9 +291,15 @@ def others_missed(misses: Sequence[FunctionMiss], named: str) -> str:
 
 
 def changed_phrase(changed: Sequence[TestChange]) -> str:
-    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`."""
+    """`tests that ran differently between runs (not cache misses): t.py::test_x (run 1: passed, run 2: failed)`;
+    one that failed in some runs, `flaky tests (...)`."""
     if not changed:
         return ""
+    if all(any(o in _FAILED for o in c.outcomes.values()) for c in changed):
+        shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
+                          for c in changed[:MAX_NAMED])
+        more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
+        return f"flaky tests, failing in some runs (not cache misses): {shown}{more}"
     shown = "; ".join(f"{c.id} (" + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
                       for c in changed[:MAX_NAMED])
     more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""

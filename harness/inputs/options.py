@@ -242,10 +242,11 @@ class Options:
         group=Group.RESULTS, type=Path, metavar="PATH", example=("junit.xml",))] = None
     fail_on: Annotated[frozenset[Verdict] | None, opt(
         "--fail-on", help="exit 1 when a cell's verdict is one of these (reproduced, error, unsupported, "
-        "new-input; comma-separated); without it, exit 0 whatever the cells say", group=Group.RESULTS, type=fail_on,
+        "new-input, not-cached; comma-separated); without it, exit 0 whatever the cells say", group=Group.RESULTS, type=fail_on,
         metavar="VERDICT[,VERDICT]", spell=spell_fail_on, example=("reproduced,error",),
         per={"check": {"help": "exit 1 when a cell's verdict is one of these (reproduced, error, unsupported, "
-                       "new-input: a later run compiled new argument types; comma-separated; `none`: exit 0 "
+                       "new-input: a later run compiled new argument types; not-cached: JAX never wrote a module "
+                       "the runs compiled; comma-separated; `none`: exit 0 "
                        "whatever the cells say)", "default": CHECK_FAILS_ON,
                        "example": ("reproduced,error,unsupported",)}})] = None
     max_lost_growth: Annotated[float | None, opt(

@@ -46,7 +46,7 @@ from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_de
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
 from harness.measure.seeds import Reseed, SeedWindow
-from harness.verdicts.finish import CauseReader, Measured, ScriptRun, finish_cell, with_plan
+from harness.verdicts.finish import CauseReader, Measured, ScriptRun, UncachedReader, finish_cell, with_plan
 from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
 from harness.evidence.per_test import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
@@ -95,6 +95,8 @@ class CellRunner:
     read_cause: CauseReader | None = None
     # Each run slot's own devices (harness/measure/parallelism.py), () when runs need not be told.
     device_shares: tuple[tuple[int, ...], ...] = ()
+    # A `not cached` cell's callback lines and untimed seconds, read when it is finished (None: not looked for).
+    read_uncached: UncachedReader | None = None
 
     def run(self, spec: CellSpec, seeds: Iterable[int | tuple[int, ...]], cache_dir: Path, log_dir: Path,
             results_root: Path | None = None, stop_when_reproduced: bool = False,
@@ -656,7 +658,8 @@ class OpenCell:
             variation=phase.variation if phase is not None and runner.vary else None,
             moved_folder=phase.moved_folder if phase is not None else None,
             seed_check=None if interrupted else self.seed_check(), plan=self.plan,
-            seed_control=self.control_record, read_cause=runner.read_cause))
+            seed_control=self.control_record, read_cause=runner.read_cause,
+            read_uncached=runner.read_uncached))
 
 
 @dataclass

@@ -18,7 +18,7 @@ from harness.core.findings import FactorResult
 from harness.core.kinds import Cause, Platform
 from harness.core.factors import Factor
 from harness.verdicts.factor_verdicts import moved_folder_line
-from harness.verdicts.finish import CauseReader
+from harness.verdicts.finish import CauseReader, UncachedReader
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
 from harness.measure.seeds import Reseed, SeedPlanner
@@ -83,6 +83,9 @@ class CellSink(Protocol):
 
     def cause(self, cell: CellResult) -> Cause | None: ...  # a finished cell's likely cause (CauseReader)
 
+    # a `not cached` cell's callback lines and untimed seconds (UncachedReader)
+    def uncached(self, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]: ...
+
 
 @dataclass
 class Sweep:
@@ -115,7 +118,8 @@ class Sweep:
                 self.progress.say(f"  seeds: {plan.summary()}")
                 runner = cell_runner(env, self.config, self.at_once,
                                      on_factor=factor_line(self.progress, self.config.vary),
-                                     read_cause=self.writer.cause, device_shares=self.device_shares)
+                                     read_cause=self.writer.cause, device_shares=self.device_shares,
+                                     read_uncached=self.writer.uncached)
                 return OpenCell.open(runner, spec, plan.launches(), cache_dir, log_dir, self.writer.dir,
                                      stop_when_reproduced=self.stop_when_reproduced,
                                      reseed=said(self.planner.reseeder(spec, plan, env, log_dir), plan,
@@ -154,13 +158,14 @@ def said(reseed: Reseed | None, plan: SeedPlan, progress: Progress) -> Reseed | 
 
 def cell_runner(environment: Environment, config: Config, at_once: int, on_run: OnRun | None = None,
                 on_factor: OnFactor | None = None, read_cause: CauseReader | None = None,
-                device_shares: tuple[tuple[int, ...], ...] = ()) -> CellRunner:
+                device_shares: tuple[tuple[int, ...], ...] = (),
+                read_uncached: UncachedReader | None = None) -> CellRunner:
     """The runner of a cell of `config`: its program as the author runs it, its thresholds and timeout,
     the factors it varies; `read_cause`: where a reproduced cell's likely cause is read from, if anywhere."""
     return CellRunner(environment, config.repro, config.timeout_s, at_once, on_run=on_run,
                       thresholds=config.cache_thresholds, args=config.args, env=config.env, cwd=config.cwd,
                       vary=config.vary, on_factor=on_factor, moved_folder=config.moved_folder, read_cause=read_cause,
-                      device_shares=device_shares)
+                      device_shares=device_shares, read_uncached=read_uncached)
 
 
 def factor_line(progress: Progress, vary: tuple[Factor, ...] = ()) -> OnFactor:

@@ -39,12 +39,15 @@ class Change(enum.StrEnum):
     # clean before, new input now: the program started compiling what no earlier start compiled (a function at
     # new argument types each process), a miss in every fresh process all the same: the alarm
     NEW_INPUT = "new input"
+    # clean before, not cached now: a module JAX never writes (a host callback put in, a threshold as the program
+    # runs), compiled again in every fresh process: the alarm
+    NOT_CACHED = "not cached"
     # clean before with a weak miss bound (harness.core.confidence.WEAK_BOUND), reproduced now: the baseline's
     # runs may have missed what is there now, so it is no regression until a strong baseline says so
     WEAK_BASELINE = "weak baseline"
 
 
-ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER, Change.NEW_INPUT})
+ALARMS = frozenset({Change.REGRESSED, Change.BROKE, Change.COSTLIER, Change.NEW_INPUT, Change.NOT_CACHED})
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ def classify(before: Verdict | None, after: Verdict) -> Change:
         return Change.BROKE
     if before == Verdict.CLEAN and after == Verdict.NEW_INPUT:
         return Change.NEW_INPUT
+    if before == Verdict.CLEAN and after == Verdict.NOT_CACHED:
+        return Change.NOT_CACHED
     if before == Verdict.REPRODUCED and after == Verdict.CLEAN:
         return Change.FIXED
     return Change.CHANGED
@@ -128,7 +133,7 @@ def compare(current: list[CellResult], baseline: list[CellResult],
 
 
 def exit_code(changes: list[CellChange]) -> ExitCode:
-    """1 when any cell went from clean to reproduced, error or new input, or lost more seconds per start than
+    """1 when any cell went from clean to reproduced, error, new input or not cached, or lost more seconds per start than
     the threshold allows; 0 otherwise."""
     return ExitCode.REGRESSION if any(c.alarm for c in changes) else ExitCode.OK
 
@@ -156,6 +161,10 @@ def render_changes(changes: list[CellChange]) -> str:
             if any(c.change == Change.NEW_INPUT for c in broke):
                 parts.append("new input: a later run compiled a function at argument types the first never had, "
                              "a compile in every fresh process (report.md names the tests and functions)")
+            if any(c.change == Change.NOT_CACHED for c in broke):
+                parts.append("not cached: JAX never writes a module the runs compiled (a host callback, or a "
+                             "threshold as the program runs), a compile in every fresh process (report.md names "
+                             "the tests, the functions and the line)")
         if dearer:
             parts.append(f"{len(dearer)} cell(s) lose more seconds per fresh process than the threshold "
                          "allows: " + _labels(dearer))

@@ -3,8 +3,8 @@ fail the job (`--fail-on`).
 
 JUnit through junitparser (a maintained library that knows the format's elements and counts), not by hand:
 reproduced and error cells are failures with the detail's first sentence as the message (the whole text in
-the body), an error cell that never ran the program is an error, unsupported cells are skipped, clean cells
-pass. What a program printed is in it with the characters XML 1.0 forbids shown as escapes, so the file is
+the body), an error cell that never ran the program is an error, unsupported cells are skipped, clean, `new input`
+and `not cached` cells pass (their detail in the case's output; `--fail-on` fails the job on them). What a program printed is in it with the characters XML 1.0 forbids shown as escapes, so the file is
 well-formed whatever a crash printed, and validates against the schema pytest's own tests use
 (tests/fixtures/junit-10.xsd).
 
@@ -30,7 +30,7 @@ from harness.core import markdown
 from harness.core.markdown import visible
 from harness.evidence.per_test import Category
 from harness.verdicts.factor_verdicts import moved_folder_line
-from harness.report.per_test import cell_findings, jax_label
+from harness.report.per_test import cell_findings, jax_label, not_cached_why
 from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
                                   summary_line)
 
@@ -160,7 +160,8 @@ def junit_xml(cells: Sequence[CellResult], suite_name: str, line: str | None = N
 def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
     """A --pytest program's tests, one case each (named `<test id> [jax <release>]`, so CI shows the test that
     missed by name): a test that compiled a function whose key moved (or was not served) fails; one that only
-    compiled new argument types (`new input`) passes, said in its output (--fail-on new-input fails the job); one
+    compiled new argument types (`new input`) or a module JAX never writes (`not cached`) passes, said in its output
+    (--fail-on new-input or not-cached fails the job); one
     that ran differently between runs is skipped, with its outcomes; the rest pass."""
     found = cell_findings(cell)
     out = []
@@ -169,12 +170,17 @@ def _test_cases(cell: CellResult, suite_name: str) -> list[TestCase]:
                         time=test_seconds(cell, test.id))
         mine = [m for m in found.misses if test.id in m.tests]
         lines = [f"{m.module}: {m.category}" + (f" ({m.follows})" if m.follows else "")
+                 + (f" ({not_cached_why(m)})" if m.category == Category.NOT_CACHED else "")
                  + (f" ({', '.join(m.components)})" if m.components else "")
                  + (f" at {m.test_types_label(test.id)}" if m.arg_types else "")
                  + f", runs {', '.join(map(str, m.runs_by_test.get(test.id, m.runs)))}"
                  for m in mine]
-        failing = [line for m, line in zip(mine, lines) if m.category != Category.NEW_INPUT]
-        if test.status == "changed":
+        # new input and not cached fail only the job, with --fail-on (the program's own shapes, a module JAX never
+        # writes): the test itself passes, said in its output
+        failing = [line for m, line in zip(mine, lines) if m.category not in (Category.NEW_INPUT, Category.NOT_CACHED)]
+        if test.status == "failing":  # the program's own failure, in every run: not measured
+            case.result = [Skipped("failed in every run: the program's own failure, not a cache miss", "failing")]
+        elif test.status == "changed":
             change = next(c for c in found.changed if c.id == test.id)
             skipped = Skipped(first_sentence("ran differently between runs: " + ", ".join(
                 f"run {r}: {o}" for r, o in change.outcomes.items())), "changed")
@@ -202,7 +208,7 @@ def missing_tests_lines(cells: Sequence[CellResult]) -> list[str]:
     for cell in in_version_order(list(cells)):
         found = cell_findings(cell)
         for test in found.tests:
-            if test.status == "missed":
+            if test.status in ("missed", "not cached"):
                 lines.append(f"- {markdown.code(test.id)} ({markdown.text(jax_label(cell))}): "
                              + ", ".join(f"{markdown.code(m)}" for m in test.modules)
                              + f" ({markdown.text(', '.join(test.categories))})")

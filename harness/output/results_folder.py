@@ -57,6 +57,11 @@ class ResultsWriter:
         report.md shows of it."""
         return self._report.cause(cell, self.document.header.options.overlapped)
 
+    def uncached(self, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]:
+        """A `not cached` cell's callback lines and untimed seconds, read from its runs' files as it is finished
+        (CellRunner.read_uncached)."""
+        return self._report.uncached(cell)
+
     def set(self, key: str, value: Any) -> None:
         """A section a later stage adds (a bisection's record)."""
         self.document.sections[key] = value

@@ -9,10 +9,13 @@ from __future__ import annotations
 import msgspec
 from tabulate import tabulate
 
+from harness.core.kinds import NothingCached
 from harness.evidence.beside import compared_phrase
+from harness.evidence.cost import seconds
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
+from harness.evidence.not_cached import cell_not_cached
 from harness.evidence.per_test import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
@@ -26,6 +29,9 @@ _WHY = {
                         "the program computed something new, not a key that moved (fails only with "
                         "`--fail-on new-input`)",
     Category.NOT_SERVED: "a later run compiled again a key whose entry the first run wrote, instead of loading it",
+    Category.NOT_CACHED: "JAX never writes the module (a host callback in it, or as the program runs a threshold), "
+                         "so every fresh process compiles the same key again: no key moved, and no cache can serve "
+                         "it (fails only with `--fail-on not-cached`)",
 }
 _FOLLOWS = {
     Follows.HASH_SEED: "run again with the first run's own hash seed (a fresh folder holding its entries), it "
@@ -37,7 +43,7 @@ _FOLLOWS = {
 
 
 def cell_findings(cell: CellResult) -> SuiteFindings:
-    return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control)
+    return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
 
 
 def jax_label(cell: CellResult) -> str:
@@ -69,6 +75,8 @@ def _rows(found: SuiteFindings) -> dict[_Row, dict[str, tuple[int, ...]]]:
     per_test: dict[tuple[str, str, str, tuple[int, ...]], list[str]] = {}
     for miss in found.misses:
         component = ", ".join(miss.components) or ("-" if miss.category != Category.MOVED_KEY else "unknown")
+        if miss.category == Category.NOT_CACHED:  # no key component moved: JAX's reason, and where
+            component = not_cached_why(miss, words=False)
         category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
         for test in miss.tests or ["(outside any test)" if found.tests else "-"]:
             runs = tuple(sorted(miss.runs_by_test.get(test, miss.runs)))
@@ -95,9 +103,30 @@ def _row(row: _Row, tests: dict[str, tuple[int, ...]]) -> list[str]:
             row.category, md.cell(row.component), ", ".join(map(str, runs))]
 
 
+def not_cached_why(miss: FunctionMiss, words: bool = True) -> str:
+    """`host callback at tests/t.py:5 jax.debug.print`, `threshold as it runs (JAX: "it took < 1.00 seconds ...")`;
+    without JAX's `words` where they differ module by module (its compile time), so alike modules share a row."""
+    if miss.why == NothingCached.HOST_CALLBACKS:
+        return "host callback" + (f" at {miss.site}" if miss.site else "")
+    if miss.why == NothingCached.THRESHOLDS:
+        return "threshold as it runs" + (f' (JAX: "{miss.jax_says}")' if words else "")
+    return f'not written (JAX: "{miss.jax_says}")'
+
+
+def _not_cached_line(miss: FunctionMiss) -> str:
+    """`jit_while` (not cached, `t.py::test_ls`): host callback at zoom_linesearch.py:132 jax.debug.print; 0.42 s
+    per start`."""
+    tests = f", {_named(miss.tests, 1)}" if miss.tests else ""
+    cost = (f"{seconds(miss.seconds)} lost per start" if miss.seconds is not None
+            else "its seconds not known (JAX logs no compile time for a module it never writes)")
+    return f"- {md.code(miss.module)} ({miss.category}{tests}): {md.text(not_cached_why(miss))}; {cost}"
+
+
 def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | None, below: bool) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
     modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them)."""
+    if miss.category == Category.NOT_CACHED:
+        return [_not_cached_line(miss)]
     category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
     tests = f", {_named(miss.tests, 1)}" if miss.tests else ""
     types = miss.types_label if miss.arg_types else "argument types unknown"
@@ -126,7 +155,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
-        if not found.misses and not found.changed:
+        failing = [t.id for t in found.tests if t.status == "failing"]
+        if not found.misses and not found.changed and not failing:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
         rows = [_row(row, tests) for row, tests in _rows(found).items()]
@@ -154,9 +184,17 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
                       "misses): " + "; ".join(f"{md.code(c.id)} ("
                                               + ", ".join(f"run {r}: {o}" for r, o in c.outcomes.items()) + ")"
                                               for c in found.changed[:MAX_ROWS]), ""]
+        if failing:
+            lines += ["Tests that failed in every run (the program's own failure, not a cache miss; the cell is judged "
+                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_ROWS])
+                      + (f" and {len(failing) - MAX_ROWS} more" if len(failing) > MAX_ROWS else ""), ""]
         clean = [t for t in found.tests if t.status == "clean"]
         if found.tests:
-            lines += [f"{len(clean)} of {len(found.tests)} tests are clean (every function they compiled hit).", ""]
+            uncached = sum(t.status == "not cached" for t in found.tests)
+            also = (f"; {uncached} {'is' if uncached == 1 else 'are'} `not cached` (a function {'it' if uncached == 1 else 'each'} "
+                    "compiled is one JAX never writes; the rest hit)") if uncached else ""
+            lines += [f"{len(clean)} of {len(found.tests)} tests are clean (every function they compiled hit){also}.",
+                      ""]
         by_key = compared_phrase(cell.runs)
         if by_key:  # where run 2 is listed: its hits are by key, not served
             lines += [f"{md.text(by_key[0].upper() + by_key[1:])}.", ""]

@@ -8,10 +8,13 @@ import re
 from pathlib import Path
 
 from harness.core.comparison import Comparison
-from harness.evidence.keys import cell_comparison, logs_complete
+from harness.evidence.keys import cell_comparison, counted, logs_complete
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
+from harness.core import recorder
 from harness.core.ir_names import extract_lowered
+from harness.core.kinds import NothingCached
+from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
 from harness.core.findings import RankSplit
 from harness.evidence.per_test import Category, suite_findings
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
@@ -45,6 +48,36 @@ def _from_dump(folder: Path, module: str) -> list[str]:
     except OSError:
         return []
     return [p.read_text(errors="replace") for _, p in sorted(found)]
+
+
+def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]:
+    """A `not cached` cell's modules as its runs' files show them (harness/verdicts/finish.py: UncachedReader):
+    module -> the line that put a host callback into it (the first run's lowered module that has one, its path
+    left relative to the program's folder), and module -> seconds per later start where JAX logged no compile time
+    (the recorder's timestamps between its miss and its refusal, the mean over the later runs that say)."""
+    modules = not_cached_modules(cell.runs)
+    good = sorted(counted(cell.runs), key=lambda r: r.index)  # a pytest run beside a failing test counts too
+    cwd = cell.command.cwd if cell.command is not None else ""
+    sites: dict[str, str] = {}
+    for m in modules:
+        if m.why != NothingCached.HOST_CALLBACKS:
+            continue
+        for run in good:
+            found = next((s for text in lowered_texts(results_dir, run, m.module) for s in callback_sites(text)), "")
+            if found:
+                sites[m.module] = short_site(found, cwd)
+                break
+    untimed = [m.module for m in modules if m.seconds is None]
+    per_run: dict[str, list[float]] = {}
+    for run in good[1:] if untimed else []:
+        recording = recorder.read(recorder.recorder_path(results_dir / run.log)) if run.log else None
+        if recording is None:
+            continue
+        timed = refusal_seconds((msg.time, msg.message) for msg in recording.messages)
+        for module in untimed:
+            if module in timed:
+                per_run.setdefault(module, []).append(timed[module])
+    return sites, {m: round(sum(s) / len(s), 3) for m, s in per_run.items()}
 
 
 def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tuple[Evidence | MissingEvidence,

@@ -14,6 +14,7 @@ from harness.evidence.keys import cell_comparison, comparison_of, longest_compil
 from harness.verdicts.phrases import unserved_module
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs, suite_size
+from harness.evidence.not_cached import cell_not_cached, not_cached_modules, not_cached_phrase
 from harness.evidence.per_test import SuiteFindings, suite_findings
 from harness.core.confidence import (miss_probability_random, runs_for_strong, runs_for_target,
                                      runs_to_target,
@@ -84,7 +85,9 @@ def moved(cells: list[CellResult]) -> bool:
 def detail(cell: CellResult) -> str:
     """The cell's detail (what its own thresholds would not write, then its reason), then what its misses
     cost (or its hits saved) per fresh process."""
-    cost = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
+    # a `not cached` cell's reason says its cost (with what JAX logs no time for): not again, less complete
+    cost = "" if cell.verdict == Verdict.NOT_CACHED else (
+        factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes))
     return "; ".join(part for part in (cell.detail, cost, weak_bound(cell),
                                        unseen_orders_phrase(cell.miss_bounds, cell.seeds)) if part)
 
@@ -182,13 +185,32 @@ def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> s
     reproduce.py's summary_of; without it, of the cells alone, the releases between them on the index not
     known), then what weak miss bounds leave open."""
     line = boundary_line if boundary_line is not None else boundaries_of(cells)
-    return "; ".join(part for part in (line, weak_bounds_sentence(cells), new_input_sentence(cells)) if part)
+    return "; ".join(part for part in (line, weak_bounds_sentence(cells), not_cached_sentence(cells),
+                                       new_input_sentence(cells)) if part)
 
 
 def boundaries_of(cells: list[CellResult]) -> str:
     """The boundaries' line of the cells alone: their environments say what the program asked for."""
     found = release_boundaries(cells)
     return line_with_packages(lambda also: found.line(also=also), ProgramPackages.of(cells))
+
+
+def not_cached_sentence(cells: list[CellResult]) -> str:
+    """`not cached on 0.10.2: jit_while uses a host callback (zoom_linesearch.py:132 jax.debug.print), ...`: cells
+    where no key moved but JAX never wrote some module, so every fresh process compiles it again."""
+    found = [c for c in in_version_order(cells) if c.verdict == Verdict.NOT_CACHED]
+    if not found:
+        return ""
+    first = found[0]
+    modules = not_cached_modules(first.runs, first.callback_sites, first.refusal_seconds)
+    if modules and first.nothing_cached is None:
+        what = not_cached_phrase(modules)
+    else:  # the reason is the headline (as the program runs: its threshold), up to what would keep them
+        keep = first.reason.find(" would keep ")
+        end = first.reason.find(";", keep) if keep >= 0 else -1
+        what = first.reason[:end] if end >= 0 else first.reason
+    labels = list(dict.fromkeys(cell_label(c) for c in found))
+    return f"not cached on {', '.join(labels)} ({'on ' + cell_label(first) + ': ' if len(labels) > 1 else ''}{what})"
 
 
 def new_input_sentence(cells: list[CellResult]) -> str:
@@ -239,5 +261,5 @@ def _summary_cell(cell: CellResult) -> SummaryCell:
 
 
 def _per_test(cell: CellResult) -> SuiteFindings | None:
-    found = suite_findings(cell.runs, cell_comparison(cell), cell.seed_control)
+    found = suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
     return found if found.misses or found.changed or found.tests else None

@@ -10,7 +10,7 @@ from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, cause_of, needs_evidence
 from harness.report.per_test import LISTINGS_FILE, FunctionEvidence
 from harness.report.render import REPORT_FILE, render_listings, render_report
-from harness.report.sources import collect, function_evidence
+from harness.report.sources import collect, function_evidence, uncached_facts
 from harness.results.document import ResultsDocument, load_results
 from harness.verdicts.boundaries import Boundaries
 
@@ -44,6 +44,10 @@ class ReportWriter:
         """A finished cell's likely cause (harness/verdicts/finish.py: CauseReader), from the evidence report.md
         shows of it (gathered now, once)."""
         return cause_of(self.gather(cell, overlapped))
+
+    def uncached(self, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]:
+        """A `not cached` cell's callback lines and untimed seconds (harness/verdicts/finish.py: UncachedReader)."""
+        return uncached_facts(self.dir, cell)
 
     def write(self, document: ResultsDocument, cells: list[CellResult], boundaries: Boundaries | None = None) -> Path:
         """report.md of `cells` (`boundaries`: theirs with the header's releases, when made already)."""

@@ -254,7 +254,7 @@ class Boundaries:
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced,
-    clean only if every cell is clean or `new input` (no key moved: summary_line says it), else error (if any) or unsupported. Releases only: a commit
+    clean only if every cell is clean, `new input` or `not cached` (no key moved: summary_line says it), else error (if any) or unsupported. Releases only: a commit
     measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
     by_version: dict[str, list[Verdict]] = {}
     for cell in cells:
@@ -265,8 +265,10 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     for version, verdicts in by_version.items():
         if Verdict.REPRODUCED in verdicts:
             out[version] = Verdict.REPRODUCED
-        elif all(v in (Verdict.CLEAN, Verdict.NEW_INPUT) for v in verdicts):
-            out[version] = Verdict.CLEAN  # new input: no key moved (the program computed something new)
+        elif all(v in (Verdict.CLEAN, Verdict.NEW_INPUT, Verdict.NOT_CACHED) for v in verdicts):
+            # new input: no key moved (the program computed something new); not cached: no key moved, and what JAX
+            # wrote hit (what it never writes, summary_line says)
+            out[version] = Verdict.CLEAN
         elif Verdict.ERROR in verdicts:
             out[version] = Verdict.ERROR
         else:

@@ -24,6 +24,7 @@ from harness.core.findings import CellVariation, FactorResult, SeedCheck
 from harness.core.kinds import Cause, FolderMode, ThresholdMode, Verdict
 from harness.core.runs import RunCommand, RunRecord
 from harness.evidence.cost import cell_cost
+from harness.evidence.not_cached import not_cached_modules, not_cached_phrase
 from harness.verdicts.judge import Tally
 from harness.evidence.script_settings import with_script_cache
 from harness.verdicts.seed_check import with_seed_check
@@ -35,6 +36,9 @@ INTERRUPTED_VARY = "interrupted before every factor was run"
 # A judged cell's likely cause, from the diff of its lowered modules (harness/report/evidence.py); None when it
 # is not reproduced or its modules show none.
 CauseReader = Callable[[CellResult], Cause | None]
+# A `not cached` cell's modules as its runs' files show them (harness/report/sources.py): module -> the line that
+# put a host callback there, and module -> seconds per later start that JAX logged no compile time for.
+UncachedReader = Callable[[CellResult], tuple[dict[str, str], dict[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class Measured:
     plan: SeedPlan | None = None  # the cell's seeds (None: its caller planned none)
     seed_control: RunRecord | None = None  # the first run's seed again, in a fresh folder with its entries
     read_cause: CauseReader | None = None  # None: the cause is not looked for (no results folder keeps evidence)
+    read_uncached: UncachedReader | None = None  # None: no callback's line or untimed cost is looked for
 
 
 def finish_cell(measured: Measured) -> CellResult:
@@ -84,6 +89,8 @@ def finish_cell(measured: Measured) -> CellResult:
     if script is not None:
         cell.command = script.command
         cell = replace(cell, cache_folder=script.folder, cache_folder_why=script.folder_why)
+    if measured.read_uncached is not None and cell.verdict == Verdict.NOT_CACHED and not measured.interrupted:
+        cell = with_uncached_facts(cell, *measured.read_uncached(cell))
     cell = explain(with_script_cache(cell, measured.thresholds), tell_thresholds=script is not None)
     if measured.seed_check is not None and not measured.interrupted:
         cell = with_seed_check(cell, measured.seed_check)
@@ -92,6 +99,15 @@ def finish_cell(measured: Measured) -> CellResult:
     if measured.read_cause is not None:  # last: the evidence reads the cell as finished
         cell.cause = measured.read_cause(cell)
     return cell
+
+
+def with_uncached_facts(cell: CellResult, sites: dict[str, str], seconds: dict[str, float]) -> CellResult:
+    """The `not cached` cell with where its callbacks are and what its untimed refusals cost, said in its reason
+    (the judged phrase, which had neither, replaced where it stands)."""
+    before = not_cached_phrase(not_cached_modules(cell.runs))
+    cell = replace(cell, callback_sites=sites, refusal_seconds=seconds)
+    after = not_cached_phrase(not_cached_modules(cell.runs, sites, seconds))
+    return replace(cell, reason=cell.reason.replace(before, after, 1))
 
 
 def with_plan(cell: CellResult, plan: SeedPlan) -> CellResult:

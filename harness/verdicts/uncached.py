@@ -28,6 +28,7 @@ from harness.core.model import CellResult
 from harness.core.kinds import NothingCached, Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
+from harness.evidence.not_cached import NotCachedModule, lost_per_start, not_cached_modules, not_cached_phrase
 from harness.evidence.script_settings import sets_own_folder
 from harness.inside.startup.jax_cache_harness_hook import LATE_ENVIRON, MIN_COMPILE_TIME, MIN_ENTRY_SIZE
 
@@ -51,9 +52,10 @@ class Threshold:
     seconds: float
     own: bool  # the script set it
 
-    def phrase(self) -> str:
+    def phrase(self, named: bool = True) -> str:
+        """`JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)`; `named`: with the option."""
         whose = "your" if self.own else "JAX's default"
-        return f"{whose} {_seconds(self.seconds)} threshold ({MIN_COMPILE_TIME})"
+        return f"{whose} {_seconds(self.seconds)} threshold" + (f" ({MIN_COMPILE_TIME})" if named else "")
 
 
 def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
@@ -77,11 +79,33 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
         as_run = as_you_run_it(below, slow, threshold, facts, early, no_folder)
     cause = why_nothing_cached(cell, facts, below, threshold, no_folder)
     if cause is None:
+        uncached = not_cached_modules(cell.runs, cell.callback_sites, cell.refusal_seconds)
+        if (cell.verdict == Verdict.NOT_CACHED and as_run and uncached
+                and all(m.module in below for m in uncached)):
+            # Some modules written, the rest kept out by the program's own threshold as it runs: that is the
+            # finding, and its headline (not a note beside it).
+            return replace(cell, nothing_cached=NothingCached.THRESHOLDS, as_you_run_it="",
+                           reason=as_run + _lost_and_fix(uncached, threshold) + _kept_notes(cell.reason))
         return replace(cell, as_you_run_it=as_run)
-    kind, sentence = cause
+    kind, sentence, measured = cause
     stop = cell.reason.find(_STOP_NOTE)
     return replace(cell, nothing_cached=kind, as_you_run_it=as_run,
+                   verdict=cell.verdict if measured else Verdict.UNSUPPORTED,
                    reason=sentence + (cell.reason[stop:] if stop >= 0 else ""))
+
+
+def _kept_notes(reason: str) -> str:
+    """What the tally added after the judged reason (a stop, hits compared by key), kept after a new headline."""
+    stop = reason.find(_STOP_NOTE)
+    return reason[stop:] if stop >= 0 else ""
+
+
+def _lost_and_fix(modules: Sequence[NotCachedModule], threshold: Threshold) -> str:
+    """`; 3.12 s lost per start; `jax_persistent_cache_min_compile_time_secs=0` would keep them`."""
+    lost = lost_per_start(modules)
+    cost = f"; {lost:.2f} s lost per start" if lost is not None else ""
+    them = "it" if len(modules) == 1 else "them"
+    return f"{cost}; `{MIN_COMPILE_TIME}=0` would keep {them}"
 
 
 def own_threshold(facts: ScriptCacheFacts | None) -> Threshold:
@@ -141,8 +165,9 @@ def as_you_run_it(below: dict[str, float], times: dict[str, float], threshold: T
             below_phrase if not above else f"{head}: {below_phrase}")
     else:
         text = f"as you run it, {head}: {below_phrase}"
-    if above:
-        text += f"; {_names(above)} {'compiles' if len(above) == 1 else 'compile'} slower and would be"
+    if above:  # the participle said: a sentence ending in "would be" reads as one cut off
+        text += (f"; {_names(above)} {'compiles' if len(above) == 1 else 'compile'} slower and "
+                 f"{'is' if len(above) == 1 else 'are'} written")
     if early:
         text += f"; {_before_any_cache(early)}"
     return text + _entry_size_note(facts)
@@ -155,12 +180,31 @@ def _before_any_cache(modules: Sequence[str]) -> str:
 
 
 def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: dict[str, float],
-                       threshold: Threshold, no_folder: bool = False) -> tuple[NothingCached, str] | None:
-    """(cause, the cell's reason) for an unsupported cell whose runs wrote nothing; None otherwise.
+                       threshold: Threshold, no_folder: bool = False) -> tuple[NothingCached, str, bool] | None:
+    """(cause, the cell's reason, whether the runs measured it) for an unsupported or `not cached` cell whose runs
+    wrote nothing; None otherwise. Measured: JAX refused each module it compiled (the same keys every run, never
+    written: the cell stays `not cached`); any other cause measured nothing (`unsupported`).
     `no_folder`: the script sets no cache folder (sets_no_folder)."""
     good = [r for r in cell.runs if r.ok]
-    if cell.verdict != Verdict.UNSUPPORTED or cell.keys or not good or written_any(good):
+    if cell.verdict not in (Verdict.UNSUPPORTED, Verdict.NOT_CACHED) or cell.keys or not good or written_any(good):
         return None
+    found = _why_unwritten(cell, facts, below, threshold, no_folder)
+    if found is None:
+        return None
+    kind, sentence = found
+    return kind, sentence, bool(never_written(good)) and _refused_first(cell, facts)
+
+
+def _refused_first(cell: CellResult, facts: ScriptCacheFacts | None) -> bool:
+    """No cause that comes before JAX's refusals holds (the cache off, uninitialised, elsewhere, set too late)."""
+    return not (facts is not None and (facts.disabled or facts.uninitialised or facts.escaped
+                                       or any(api == LATE_ENVIRON for _, api in facts.folders))
+                or _before_cpu_cache(cell))
+
+
+def _why_unwritten(cell: CellResult, facts: ScriptCacheFacts | None, below: dict[str, float],
+                   threshold: Threshold, no_folder: bool = False) -> tuple[NothingCached, str] | None:
+    good = [r for r in cell.runs if r.ok]
     if facts is not None and facts.disabled:
         return NothingCached.DISABLED, f"nothing is cached, because the script turned its cache off: {facts.disabled}"
     if facts is not None and facts.uninitialised:
@@ -187,7 +231,8 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
                                       "nothing measured")
     refused = never_written(good)
     if refused:
-        return _refused(refused, below, threshold, no_folder)
+        return _refused(refused, below, threshold, no_folder,
+                        not_cached_modules(cell.runs, cell.callback_sites, cell.refusal_seconds))
     if _initialised_without_folder(good) or _no_cache_logged(good):
         return NothingCached.UNINITIALISED, (
             "nothing is cached, because JAX's cache was never initialised with a folder (a computation ran "
@@ -218,25 +263,34 @@ def _threshold_in_force(facts: ScriptCacheFacts | None) -> float:
 
 
 def _refused(refused: dict[str, str], below: dict[str, float], threshold: Threshold,
-             no_folder: bool = False) -> tuple[NothingCached, str]:
-    """Every module JAX compiled was refused a write: the cause JAX gave for most of them; a script that
-    sets no folder has no cache at all as written, which comes before a threshold."""
+             no_folder: bool = False, modules: Sequence[NotCachedModule] = ()) -> tuple[NothingCached, str]:
+    """Every module JAX compiled was refused a write: the cause JAX gave for most of them, as a headline (`as you
+    run it, nothing is cached: every module compiles under JAX's default 1 s threshold (...); 3.12 s lost per
+    start; `jax_persistent_cache_min_compile_time_secs=0` would keep them`); a script that sets no folder has no
+    cache at all as written, which comes before a threshold. `modules`: the refused modules with their sites and
+    seconds (harness/evidence/not_cached.py)."""
     slow = {m: t for m, t in below.items() if m in refused}
     callbacks = sorted(m for m, why in refused.items() if "host callback" in why)
     if len(slow) >= max(len(callbacks), 1):
-        below_phrase = f"{_compiles(slow)}, below {threshold.phrase()}"
+        every = "every module compiles" if len(slow) == len(refused) else (
+            f"{_names(sorted(slow))} {'compiles' if len(slow) == 1 else 'compile'}")
+        below_phrase = f"{every} under {threshold.phrase(named=False)} ({_compiles(slow, verb=False)})"
         if no_folder:
-            kind, text = NothingCached.UNINITIALISED, f"nothing is cached, because {NO_FOLDER}; even with it, {below_phrase}"
+            kind, text = NothingCached.UNINITIALISED, (f"as you run it, nothing is cached: {NO_FOLDER}; even with it, "
+                                                       f"{below_phrase}")
         else:
-            kind, text = NothingCached.THRESHOLDS, f"nothing is cached, because as you run it, {below_phrase}"
+            kind, text = NothingCached.THRESHOLDS, f"as you run it, nothing is cached: {below_phrase}"
         if callbacks:
             text += f"; {_names(callbacks)} {'uses' if len(callbacks) == 1 else 'use'} host callbacks"
-        return kind, text
+        return kind, text + _lost_and_fix([m for m in modules if m.module in slow] or modules, threshold)
     module = next(iter(refused))
     quoted = f'JAX: "{refused[module]}"'
     if callbacks:
-        return NothingCached.HOST_CALLBACKS, (f"nothing is cached, because JAX never writes a module that uses "
-                                              f"host callbacks: {_names(callbacks)} ({quoted})")
+        said = [m for m in modules if m.why == NothingCached.HOST_CALLBACKS]
+        return NothingCached.HOST_CALLBACKS, (
+            f"nothing is cached: {not_cached_phrase(said)}" if said else
+            f"nothing is cached, because JAX never writes a module that uses host callbacks: {_names(callbacks)} "
+            f"({quoted})")
     return NothingCached.NOT_WRITTEN, f"nothing is cached, because JAX wrote no module: {_names(sorted(refused))} ({quoted})"
 
 
@@ -268,11 +322,12 @@ def _entry_size_note(facts: ScriptCacheFacts | None) -> str:
     return ""
 
 
-def _compiles(times: dict[str, float]) -> str:
-    """`jit_f compiles in 0.02 s`, `jit_f compiles in 0.02 s, jit_g in 0.01 s (and 2 more)`."""
+def _compiles(times: dict[str, float], verb: bool = True) -> str:
+    """`jit_f compiles in 0.02 s`, `jit_f compiles in 0.02 s, jit_g in 0.01 s (and 2 more)`; without the `verb`,
+    `jit_f in 0.02 s, ...`."""
     ordered = sorted(times.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = ordered[:_LISTED]
-    text = ", ".join(f"{m} {'compiles ' if i == 0 else ''}in {_seconds(t)}" for i, (m, t) in enumerate(shown))
+    text = ", ".join(f"{m} {'compiles ' if i == 0 and verb else ''}in {_seconds(t)}" for i, (m, t) in enumerate(shown))
     return text + (f" (and {len(ordered) - _LISTED} more)" if len(ordered) > _LISTED else "")
 
 

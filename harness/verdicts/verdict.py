@@ -3,7 +3,9 @@
 A cell reproduces when its runs disagree: a later run computes a key that the cell's earlier runs
 did not (a miss that should have been a hit). The first successful run's keys, however many per
 module (a function compiled at two shapes has two), are the baseline. A crash is never `clean`, and
-a cell where nothing was cached is `unsupported`, not clean: in both cases nothing was measured.
+a cell where nothing was cached is `unsupported`, not clean: in both cases nothing was measured. A module
+JAX refused to write (host callbacks, a threshold as the program runs) computed the same key in every run: that
+is measured, and the cell is `not cached` (harness/evidence/not_cached.py), whatever the other modules did.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, inconsistencies,
-                                   longest_compiles, never_written, observed_keys, untrusted_logs, written_by_no_run)
-from harness.verdicts.phrases import (_quoted, fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
+from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, failing_tests,
+                                   inconsistencies, longest_compiles, observed_keys, untrusted_logs,
+                                   written_by_no_run)
+from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
-from harness.evidence.per_test import (Category, changed_phrase, function_misses, new_input_phrase, others_missed,
+from harness.evidence.per_test import (MAX_NAMED, Category, changed_phrase, function_misses, new_input_phrase, others_missed,
                                       test_changes)
+from harness.evidence.not_cached import NotCachedModule, not_cached_modules, not_cached_phrase
 from harness.evidence.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers
 
 
@@ -82,12 +86,15 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
     untrusted = untrusted_logs(runs)
     module = comparison.moved_module()
 
-    flaky = [r.index for r in good if not r.ok]  # a pytest run whose only failures were flaky tests: counted
+    flaky = [r.index for r in good if not r.ok]  # a pytest run that ran to its end beside failing tests: counted
 
     def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
         if flaky and verdict != Verdict.ERROR:
-            reason += f"; {changed_phrase(test_changes(runs))} (run{'s' if len(flaky) > 1 else ''} " \
-                      f"{run_ranges(flaky)} counted: pytest ran to its end)"
+            changed = changed_phrase(test_changes(runs))
+            broken = failing_phrase(failing_tests(runs), [r for r in good if not r.ok])
+            reason += "".join(f"; {p}" for p in (changed, broken) if p) + \
+                f" (run{'s' if len(flaky) > 1 else ''} {run_ranges(flaky)} counted: pytest ran to its end; judged " \
+                "on the tests that passed)"
         if disagree:
             reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
         if untrusted:
@@ -127,12 +134,10 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
                          + (f"; {changed}" if changed else ""))
     if not runs or (expected_runs is not None and len(runs) < expected_runs):
         return judgement(Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made")
-    refused = never_written(good)
-    if refused:  # compiled in every run, the same key each time, but never cached: nothing to hit
-        module, why = next(iter(refused.items()))
-        others = f" (and {plural(len(refused) - 1, 'other module')})" if len(refused) > 1 else ""
-        return judgement(Verdict.UNSUPPORTED, f"{module}{others}: never written to the cache, {_quoted(why)}; "
-                                              f"no module's keys differ between the {len(good)} runs")
+    uncached = not_cached_modules(good)
+    if uncached:  # compiled in every run, the same key each time, but never written: measured, not a moved key
+        return judgement(Verdict.NOT_CACHED, not_cached_phrase(uncached) + "; " + _the_rest(comparison, uncached, good)
+                         + _also_new_input(good, comparison))
     if not keys:
         return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
     if comparison.fewer:
@@ -159,6 +164,33 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         what = f"{widest}: {plural(len(comparison.baseline[widest]), 'key')}"
     return judgement(Verdict.CLEAN, f"{what} per run, the same in all {len(good)} runs"
                                     + (f"; {unobserved}" if unobserved else ""))
+
+
+def _the_rest(comparison: Comparison, uncached: Sequence[NotCachedModule], good: Sequence[RunRecord]) -> str:
+    """What the modules JAX wrote did: `the other 4 modules' keys hit: the same in all 3 runs`."""
+    never = {m.module for m in uncached}
+    written = [m for m in comparison.baseline if m not in never]
+    if not written:
+        return f"no module's keys differ between the {len(good)} runs, and none was written"
+    tests = suite_size(good)
+    whose = f"{plural(tests, 'test')}: " if tests else ""
+    return (f"{whose}the other {plural(len(written), 'module')} hit, the same keys in all {len(good)} runs")
+
+
+def _also_new_input(good: Sequence[RunRecord], comparison: Comparison) -> str:
+    if not comparison.new_input:
+        return ""
+    misses = [m for m in function_misses(good, comparison) if m.category == Category.NEW_INPUT]
+    return f"; also new input: {new_input_phrase(misses, comparison.baseline_run)}"
+
+
+def failing_phrase(tests: Sequence[str], failed_runs: Sequence[RunRecord]) -> str:
+    """`failing in every run (not cache misses): t.py::test_x (pytest: 1 failed, 68 passed in 3.21s; FAILED ...)`."""
+    if not tests:
+        return ""
+    shown = ", ".join(tests[:MAX_NAMED]) + (f" and {len(tests) - MAX_NAMED} more" if len(tests) > MAX_NAMED else "")
+    said = next((r.reason.split(": ", 1)[-1] for r in failed_runs if r.reason), "")
+    return f"failing in every run (not cache misses): {shown}" + (f" (pytest: {said})" if said else "")
 
 
 def suite_size(runs: Sequence[RunRecord]) -> int:
@@ -203,7 +235,7 @@ def group_facts(runs: Sequence[RunRecord], processes: int, expected_runs: int | 
         observed = [replace(k, compiled=None) for k in observed_keys(mine)]
         judgement = judge(mine, expected_runs, observed=observed)
         verdict, reason = judgement.verdict, judgement.reason
-        if verdict == Verdict.UNSUPPORTED and _refused_as_not_first(mine):  # the same keys, never written
+        if verdict == Verdict.NOT_CACHED and _refused_as_not_first(mine):  # the same keys, never written
             verdict = Verdict.CLEAN
             module = judgement.comparison.widest_module() if judgement.comparison else None
             reason = (f"{module}: the same keys in all {len(mine)} runs; never written "

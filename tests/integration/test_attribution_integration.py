@@ -60,13 +60,13 @@ def test_xla_flags_that_follow_the_hash_seed_are_attributed_with_identical_modul
     assert "`XLA_FLAGS=--xla_force_host_platform_device_count=8`" in report
 
 
-@pytest.mark.parametrize("version, verdict", [("0.4.31", "reproduced"), ("0.10.2", "unsupported")])
+@pytest.mark.parametrize("version, verdict", [("0.4.31", "reproduced"), ("0.10.2", "not cached")])
 def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version, verdict):
     data = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "3"], tmp_path / "r",
                  capsys).data
     (cell,) = data["cells"]
     assert cell["verdict"] == verdict, cell["reason"]
-    assert 'JAX: "it uses host callbacks' in cell["reason"]
+    assert 'JAX: "it uses host callbacks' in cell["reason"] or "uses a host callback (" in cell["reason"]
     if verdict == "reproduced":  # the callback's address is printed into the module: it moves every process
         assert cell["cause"] == "address" and "computation" in moved(cell)
     for run in cell["runs"]:

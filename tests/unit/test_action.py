@@ -43,7 +43,8 @@ def test_the_action_is_composite_with_the_inputs_the_docs_name():
     assert data["branding"]["icon"] and data["branding"]["color"] in (
         "white", "black", "yellow", "blue", "green", "orange", "red", "purple", "gray-dark")
     inputs = data["inputs"]
-    for name in ("script", "module", "versions", "runs", "device-count", "extra-args", "fail-on-unsupported"):
+    for name in ("script", "module", "versions", "runs", "device-count", "extra-args", "fail-on-unsupported",
+                 "fail-on-not-cached"):
         assert name in inputs and "description" in inputs[name], name
         assert f"`{name}`" in DOCS.read_text(), name
     steps = data["runs"]["steps"]
@@ -123,10 +124,13 @@ def test_a_cells_reason_cannot_add_a_workflow_command(tmp_path):
     program = step["run"].split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
     (tmp_path / "r").mkdir()
     cell = {"jax_version": "0.6.0", "verdict": "unsupported", "reason": "host callbacks\n::error::injected 100%"}
-    (tmp_path / "r" / "results.json").write_text(json.dumps({"cells": [cell, {**cell, "verdict": "clean"}]}))
+    cells = [cell, {**cell, "verdict": "clean"}, {**cell, "verdict": "not cached", "jax_version": "0.10.2"}]
+    (tmp_path / "r" / "results.json").write_text(json.dumps({"cells": cells}))
     done = subprocess.run([sys.executable, "-", str(tmp_path)], input=program, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["::warning title=jax 0.6.0: nothing measured::host callbacks%0A::error::"
+                                        "injected 100%25",
+                                        "::warning title=jax 0.10.2: not cached::host callbacks%0A::error::"
                                         "injected 100%25"]
 
 

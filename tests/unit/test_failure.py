@@ -73,3 +73,43 @@ def test_a_real_failing_run_of_shardys_verifier_on_0_5_3():
     assert lines[-1].endswith("Clearing JAX backend caches.")
     assert failure_detail(lines) == ("ValueError: Cannot lower jaxpr with verifier errors: 'sdy.sharding_constraint' "
                                      "op replicated axes are not ordered w.r.t. mesh")
+
+
+# A pytest run on a TPU (issue 60, item 6): a test failed on a tolerance, then at interpreter exit JAX's atexit
+# clear_backends logged to a handler whose stream pytest had closed.
+PYTEST_THEN_LOGGING_ERROR = """\
+....................................F...............................                [100%]
+=================================== FAILURES ===================================
+______________________________ test_pytree_jacfwd ______________________________
+    def test_pytree_jacfwd():
+>       np.testing.assert_allclose(a, b, rtol=1e-6)
+E       AssertionError: Not equal to tolerance rtol=1e-06, atol=0
+tests/test_api.py:312: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_api.py::test_pytree_jacfwd - AssertionError: Not equal to tolerance rtol=1e-06, atol=0
+1 failed, 68 passed in 41.20s
+--- Logging error ---
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/logging/__init__.py", line 1113, in emit
+    stream.write(msg + self.terminator)
+ValueError: I/O operation on closed file.
+Call stack:
+  File "/usr/lib/python3/dist-packages/jax/_src/xla_bridge.py", line 1195, in clear_backends
+    logger.info("Clearing JAX backend caches.")
+Message: 'Clearing JAX backend caches.'
+Arguments: ()
+""".splitlines()
+
+
+def test_a_pytest_runs_reason_is_its_own_summary_never_a_logging_error_at_exit():
+    detail = failure_detail(PYTEST_THEN_LOGGING_ERROR)
+    assert detail == ("1 failed, 68 passed in 41.20s; FAILED tests/test_api.py::test_pytree_jacfwd - AssertionError: "
+                      "Not equal to tolerance rtol=1e-06, atol=0")
+    assert "I/O operation on closed file" not in with_detail("exit code 1", PYTEST_THEN_LOGGING_ERROR)
+
+
+def test_a_logging_error_is_no_traceback_of_the_programs():
+    script = ["Traceback (most recent call last):", '  File "s.py", line 3, in <module>', "RuntimeError: boom",
+              *PYTEST_THEN_LOGGING_ERROR[-10:]]
+    assert failure_detail(script) == "RuntimeError: boom"
+    assert failure_detail(["done", *PYTEST_THEN_LOGGING_ERROR[-10:]]) == "done"

@@ -19,7 +19,8 @@ def test_the_summary_object_has_every_cell_its_verdict_and_seconds_and_the_bound
     assert data["format"] == SUMMARY_FORMAT and data["status"] == "complete"
     assert (data["results"], data["report"]) == ("r/results.json", "r/report.md")
     assert data["summary"] == summary_line(CELLS) == data["boundaries"]["line"]
-    assert data["verdicts"] == {"reproduced": 1, "clean": 1, "unsupported": 1, "error": 1, "new input": 0}
+    assert data["verdicts"] == {"reproduced": 1, "clean": 1, "unsupported": 1, "error": 1, "new input": 0,
+                                "not cached": 0}
     assert [c["jax_version"] for c in data["cells"]] == ["0.4.25", "0.4.28", "0.4.29", "0.4.30"]  # in order
     reproduced = data["cells"][1]
     assert reproduced["verdict"] == "reproduced" and reproduced["reason"] == "jit_f: a new key in run 2"

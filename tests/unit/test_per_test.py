@@ -149,14 +149,28 @@ def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
     j = judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), flaky])
     # a flaky test is named as such; the run it failed still counts (its keys all hit): clean, not error
     assert j.verdict == Verdict.CLEAN, j.reason
-    assert j.reason.endswith("; tests that ran differently between runs (not cache misses): "
-                             f"{T_OK} (run 1: passed, run 2: failed) (run 2 counted: pytest ran to its end)"), j.reason
-    # a test that fails in every run is no flake: the runs failed, the cell is an error
+    assert j.reason.endswith("; flaky tests, failing in some runs (not cache misses): "
+                             f"{T_OK} (run 1: passed, run 2: failed) (run 2 counted: pytest ran to its end; judged on "
+                             "the tests that passed)"), j.reason
+    # a test that fails in every run is named failing, with pytest's own line; the cell is judged on the tests that
+    # passed (issue 60, item 6): clean here, not error
     broken = [run(i, [MSE2, STABLE] if i == 1 else [hit(MSE2), hit(STABLE)], {T_MSE: "passed", T_OK: "failed"})
               for i in (1, 2)]
     for r in broken:
         r.exit_code = 1
-    assert judge(broken).verdict == Verdict.ERROR
+        r.reason = f"exit code 1: 1 failed, 1 passed in 0.5s; FAILED {T_OK} - assert 1 == 2"
+    j = judge(broken)
+    assert j.verdict == Verdict.CLEAN, j.reason
+    assert j.reason.endswith(f"; failing in every run (not cache misses): {T_OK} (pytest: 1 failed, 1 passed in 0.5s; "
+                             f"FAILED {T_OK} - assert 1 == 2) (runs 1-2 counted: pytest ran to its end; judged on "
+                             "the tests that passed)"), j.reason
+    tests = {t.id: t.status for t in suite_findings(broken, j.comparison).tests}
+    assert tests == {T_MSE: "clean", T_OK: "failing"}
+    # every test failing in every run: nothing passed to judge on, the cell is an error
+    dead = [run(i, [MSE2], {T_MSE: "failed", T_OK: "failed"}) for i in (1, 2)]
+    for r in dead:
+        r.exit_code = 1
+    assert judge(dead).verdict == Verdict.ERROR
     # nor is a run that crashed (another exit status) beside a flaky test
     crashed = run(2, [hit(MSE2)], {T_MSE: "passed", T_OK: "failed"})
     crashed.exit_code = 3
