@@ -25,21 +25,21 @@ parser for both, per process (the lines of several processes are never interleav
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
 
 from harness.core import jaxlog
+from harness.core.bounded_read import Lines
 from harness.inside.startup.jax_cache_harness_hook import ARGS_MESSAGE, RECORDER_FULL, RECORDER_MAX_BYTES
 
 # A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
-# (each process's last line may pass it); a file past twice that was planted, never written by the hook.
-MAX_BYTES = 2 * RECORDER_MAX_BYTES
+# (each process's last line may pass it by a few bytes); what lies past this bound was not written by the hook,
+# and is not read (said in the run's row). The file is streamed: memory follows the records, never its lines.
+MAX_BYTES = RECORDER_MAX_BYTES + (1 << 20)
 
 
 class Start(msgspec.Struct, tag="start", tag_field="kind", omit_defaults=True):
@@ -121,6 +121,7 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
 
     lines: list[Line] = []
     unreadable: int = 0  # lines that were not a record (a write cut by a crash, a future kind)
+    note: str = ""  # what the bounded read left out (the file past MAX_BYTES, or not a regular file): one line
 
     @property
     def messages(self) -> list[LogMessage]:
@@ -160,8 +161,9 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         return list(dict.fromkeys(r.id for r in self.lines if isinstance(r, CollectError)))
 
     def cut(self) -> str:
-        """The hook's own words when the file reached its cap (JAX's later messages not recorded); "" if not."""
-        return next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
+        """The hook's own words when the file reached its cap (JAX's later messages not recorded), or the reader's
+        when it read the file in part or not at all; "" if neither."""
+        return self.note or next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
 
     def exit_status(self) -> int | None:
         found = [r.exit_status for r in self.lines if isinstance(r, Session)]
@@ -181,11 +183,27 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 
 def parse(data: bytes | str) -> Recording:
+    raw = data.encode() if isinstance(data, str) else data
+    return parse_lines(_split(raw))
+
+
+def _split(raw: bytes) -> Iterator[bytes]:
+    start = 0
+    while (end := raw.find(b"\n", start)) >= 0:
+        yield raw[start:end]
+        start = end + 1
+    yield raw[start:]
+
+
+def parse_lines(raw_lines: Iterable[bytes]) -> Recording:
+    """The records of these lines, one line in memory at a time (a line that is no record is only counted)."""
     lines: list[Line] = []
     bad = 0
-    raw = data.encode() if isinstance(data, str) else data
-    for line in raw.splitlines():
+    for line in raw_lines:
         if not line.strip():
+            continue
+        if not line.lstrip().startswith(b"{"):
+            bad += 1  # no record (a JSON object): counted without an exception per line
             continue
         try:
             lines.append(_LINE.decode(line))
@@ -197,19 +215,15 @@ def parse(data: bytes | str) -> Recording:
 
 
 def read(path: Path) -> Recording | None:
-    """The run's recorder file; None when there is none (the hook was not loaded, or the program never started),
-    it is not a regular file (a link is never followed), or it is past MAX_BYTES."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    """The run's recorder file, streamed, its first MAX_BYTES at most; None when there is none (the hook was not
+    loaded, or the program never started). A file in its place that is not a regular file (a link, a pipe, a
+    folder, a device) is not read: an empty recording whose note says so, as is a file past the bound."""
+    reading = Lines(path, MAX_BYTES)
+    recording = parse_lines(reading.lines())
+    if reading.outcome.missing:
         return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        data = f.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        return None
-    return parse(data)
+    recording.note = reading.outcome.note("the recorder file", MAX_BYTES)
+    return recording
 
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")

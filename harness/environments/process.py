@@ -24,6 +24,7 @@ from harness.environments.factor_runs import unreachable_by_others
 from harness.environments.same_path import bind_argv, same_path_problem
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import SOURCE_DIR
@@ -143,10 +144,7 @@ def wait_for(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
 
 def log_tail(path: Path, chars: int = 2000) -> str:
     """The end of a log, for an error that cites it; "" when it cannot be read."""
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
+    return (read_text_bounded(path, LOG_MAX_BYTES) or "")[-chars:]
 
 
 # Each process of a run gets a temporary folder of its own in these variables, removed when it ends (however

@@ -457,7 +457,7 @@ RECORDER: Recorder | None = None  # this process's recorder, once installed (the
 
 # The recorder file's cap: a suite that compiles millions of keys would fill the disk (600 keys wrote about 7 MiB).
 # Past it a process writes one `problem` record and nothing more; the harness reads up to recorder.MAX_BYTES.
-RECORDER_MAX_BYTES = 256 * 1024 * 1024
+RECORDER_MAX_BYTES = 64 * 1024 * 1024
 RECORDER_FULL = "the recorder's file reached its cap"  # the start of that record's detail
 
 
