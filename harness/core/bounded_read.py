@@ -33,11 +33,11 @@ def _kind(mode: int) -> str:
 
 
 def size_words(n: int) -> str:
-    """`2.0 MB`, `512 KB`, `300 bytes`: a size in a sentence (decimal units)."""
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f} MB"
-    if n >= 1_000:
-        return f"{n / 1_000:.0f} KB"
+    """`2.0 MiB`, `512 KiB`, `300 bytes`: a size in a sentence."""
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.0f} KiB"
     return f"{n} bytes"
 
 

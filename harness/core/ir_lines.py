@@ -2,7 +2,7 @@
 
 A module can hold a line of megabytes: a constant's bytes (`stablehlo.constant dense<"0x3F80...">`, a random
 array the function closes over). No reader diffs, tokenises or scans such a line: before anything else a long
-line's dense constants become their size and a digest (`dense<"elided: 1.6 MB constant #sha256_1a2b3c4d5e6f">`),
+line's dense constants become their size and a digest (`dense<"elided: 1.5 MiB constant #sha256_1a2b3c4d5e6f">`),
 and what is still long keeps its head and tail around the digest of its middle. Two lines that differed still
 differ (their digests), two that were equal stay equal, and every step is one pass over the text.
 """

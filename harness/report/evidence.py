@@ -418,7 +418,7 @@ def what_differs(evidence: Evidence) -> str:
 
 
 def _constants_words(before: str, after: str) -> str:
-    """`a 1.6 MB constant differs (#sha256_… -> #sha256_…)` for each long constant that differs between two
+    """`a 1.5 MiB constant differs (#sha256_… -> #sha256_…)` for each long constant that differs between two
     versions of a line ("" for none): such a constant is compared by its size and digest, never character by
     character."""
     pairs = zip(elided_constants(before), elided_constants(after))

@@ -66,11 +66,11 @@ def test_a_device_opened_directly_is_refused_by_its_kind():
 
 def test_a_file_past_its_bound_is_read_in_part_and_said(tmp_path):
     path = tmp_path / "big"
-    path.write_bytes(b"x" * 5000)
-    found = read_bounded(path, 1000)
-    assert found.capped and found.data == b"x" * 1000 and found.size == 5000
-    assert found.note("the log", 1000) == "the log is 5 KB, past the harness's bound of 1 KB: its first 1 KB read"
-    reading = Lines(path, 1000)
+    path.write_bytes(b"x" * 5120)
+    found = read_bounded(path, 1024)
+    assert found.capped and found.data == b"x" * 1024 and found.size == 5120
+    assert found.note("the log", 1024) == "the log is 5 KiB, past the harness's bound of 1 KiB: its first 1 KiB read"
+    reading = Lines(path, 1024)
     assert list(reading.lines()) == [] and reading.outcome.capped  # the one line is cut by the bound: not taken
 
 
@@ -103,13 +103,13 @@ def test_a_recorder_file_of_two_byte_lines_is_streamed_not_held_line_by_line(tmp
 
 
 def test_a_recorder_file_past_its_bound_is_read_to_the_bound_and_said(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder, "MAX_BYTES", 1000)
+    monkeypatch.setattr(recorder, "MAX_BYTES", 1024)
     path = tmp_path / "run.recorder.jsonl"
     line = json.dumps({"kind": "start", "pid": 1}) + "\n"
     path.write_text(line * 200)
     recording = recorder.read(path)
     assert recording is not None and 0 < len(recording.lines) < 200
-    assert recording.cut().startswith("the recorder file is ") and "past the harness's bound of 1 KB" in recording.cut()
+    assert recording.cut().startswith("the recorder file is ") and "past the harness's bound of 1 KiB" in recording.cut()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -163,7 +163,7 @@ def _module(constant_hex: str, name: str = "result") -> str:
             f'    return %cst : tensor<{len(constant_hex) // 8}xf32>\n  }}\n}}\n')
 
 
-TWO_MB = 2_000_000
+TWO_MB = 2 << 20  # hex digits: a 1 MiB array
 
 
 def test_a_2_mb_constant_that_differs_is_said_by_its_size_and_digest():
@@ -174,8 +174,8 @@ def test_a_2_mb_constant_that_differs_is_said_by_its_size_and_digest():
     evidence = compare_runs("jit_f", run_a, run_b, _module(a), _module(b))
     changed = [d for d in evidence.diff if d[:1] in "-+" and not d.startswith(("---", "+++"))]
     assert len(changed) == 2 and all(len(d) < 200 for d in changed)
-    assert "2.0 MB constant #sha256_" in changed[0]
-    assert what_differs(evidence).startswith("a 2.0 MB constant differs (#sha256_")
+    assert "2.0 MiB constant #sha256_" in changed[0]
+    assert what_differs(evidence).startswith("a 2.0 MiB constant differs (#sha256_")
     assert evidence.attributes == []
 
 
