@@ -200,3 +200,11 @@ def test_a_mesh_left_open_is_given_up_in_one_pass():
     """`<["a"=1   "a"=1   ...` with no `]>`: the mesh pattern tried every way its spaces split (exponential)."""
     assert name_groups(['<[' + '"a"=1   ' * 40 + 'x']) == []
     assert name_groups(['sdy.mesh @mesh = <["batch"=4, "feats"=2]>']) == [("batch", "feats")]
+
+
+def test_a_log_line_with_a_long_run_of_spaces_is_read_in_one_pass():
+    """`since (?P<reason>.+?)\\s*$` retried the run of spaces from each of its places: quadratic in it."""
+    from harness.core import jaxlog
+    key = "jit_f-" + "ab" * 32
+    log = jaxlog.parse([f"Not writing persistent cache entry with key '{key}' since it x" + " " * 200_000 + "y  "])
+    assert [(k.key, str(k.outcome)) for k in log.keys] == [(key, "not written")]
