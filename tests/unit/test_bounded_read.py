@@ -208,3 +208,11 @@ def test_a_log_line_with_a_long_run_of_spaces_is_read_in_one_pass():
     key = "jit_f-" + "ab" * 32
     log = jaxlog.parse([f"Not writing persistent cache entry with key '{key}' since it x" + " " * 200_000 + "y  "])
     assert [(k.key, str(k.outcome)) for k in log.keys] == [(key, "not written")]
+
+
+def test_the_hook_writes_no_setting_into_a_pipe_put_in_the_records_place(tmp_path, capsys):
+    """The program's own exit blocked in the hook's open() of the record a FIFO had replaced (until its timeout)."""
+    from harness.inside.startup.jax_cache_harness_hook import _Hook
+    record = _fifo(tmp_path / "run-01.cache.jsonl")
+    _Hook(str(record), None, "script", {}).write({"kind": "final"})
+    assert "cannot record a cache setting" in capsys.readouterr().err
