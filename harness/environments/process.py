@@ -355,9 +355,13 @@ def run_processes_srun(starts: list[tuple[list[str], dict[str, str], Path]], tim
     outcome = run_process(step, clean_environment({}), spec_dir / "srun.log", timeout_s)
     outcomes = []
     for rank in range(len(starts)):
-        try:
-            code = json.loads((spec_dir / f"rank{rank}.status").read_text())["exit_code"]
-        except (OSError, ValueError, KeyError):  # the task did not finish: stopped with the step, or never began
+        try:  # the task's status, read within bounds (the program's processes could reach the job's folder)
+            text = read_text_bounded(spec_dir / f"rank{rank}.status", 1 << 20)
+            if text is None:
+                raise OSError(f"rank {rank} left no status")
+            code = json.loads(text)["exit_code"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):  # the task did not finish: stopped
+            # with the step, or never began
             said = log_tail(spec_dir / "srun.log", 300).strip().replace("\n", "; ")
             why = outcome.reason or "srun ended, but the task wrote no status"
             outcomes.append(ProcessOutcome(None, outcome.duration_s, timed_out=True,
