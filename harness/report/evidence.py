@@ -22,7 +22,7 @@ from harness.core.runs import RunRecord
 
 _LOC_DEFINITION_RE = re.compile(r"^#loc\d*\s*=")
 # The entry point's parameters, and each one's type: `@main(%arg0: tensor<8x3xf32> {...}, ...)`.
-_MAIN_RE = re.compile(r"func\.func public @main\((.*?)\)\s*->", re.DOTALL)
+_MAIN = "func.func public @main("
 _ARG_TYPE_RE = re.compile(r"%arg\d+: ([^\s,{)]+)")
 
 
@@ -78,8 +78,26 @@ def moved_module(cell: CellResult) -> str | None:
 def arguments(text: str) -> str:
     """The argument types of a lowered module's entry point (`tensor<8x3xf32>, tensor<f32>`): which
     of a function's compilations (shapes) a module text is."""
-    match = _MAIN_RE.search(text)
-    return ", ".join(_ARG_TYPE_RE.findall(match.group(1))) if match else ""
+    params = _main_params(text)
+    return ", ".join(_ARG_TYPE_RE.findall(params)) if params is not None else ""
+
+
+def _main_params(text: str) -> str | None:
+    """What lies between `@main(` and the first `)` that `->` follows (spaces between): found with `str.find`,
+    one pass (a lazy pattern retried from every start is quadratic in a module of megabytes)."""
+    start = text.find(_MAIN)
+    if start < 0:
+        return None
+    start += len(_MAIN)
+    close = start
+    while (close := text.find(")", close)) >= 0:
+        after = close + 1
+        while after < len(text) and text[after].isspace():
+            after += 1
+        if text.startswith("->", after):
+            return text[start:close]
+        close = after
+    return None
 
 
 def _similarity(a: str, b: str) -> float:
@@ -386,13 +404,15 @@ def programs_differ(diff_lines: list[str]) -> ProgramsDiffer | None:
     return ProgramsDiffer.OTHER
 
 
-# The types of a lowered module's results: `-> (tensor<3xf32> {jax.result_info = ""}, tensor<f32>)` on @main's line.
-_RESULT_TYPES_RE = re.compile(r"tensor<[^>]*>")
-
-
 def _result_types(main_line: str) -> str:
+    """The types of a lowered module's results: `-> (tensor<3xf32> {jax.result_info = ""}, tensor<f32>)` on @main's
+    line; each `tensor<...>` found with `str.find` (one pass)."""
     _, arrow, results = main_line.partition(") ->")
-    return ", ".join(_RESULT_TYPES_RE.findall(results)) if arrow else ""
+    found, i = [], 0
+    while arrow and (i := results.find("tensor<", i)) >= 0 and (end := results.find(">", i)) >= 0:
+        found.append(results[i:end + 1])
+        i = end + 1
+    return ", ".join(found)
 
 
 def what_differs(evidence: Evidence) -> str:

@@ -216,3 +216,13 @@ def test_the_hook_writes_no_setting_into_a_pipe_put_in_the_records_place(tmp_pat
     record = _fifo(tmp_path / "run-01.cache.jsonl")
     _Hook(str(record), None, "script", {}).write({"kind": "final"})
     assert "cannot record a cache setting" in capsys.readouterr().err
+
+
+def test_a_modules_signature_and_result_types_are_found_in_one_pass():
+    """`@main\\((.*?)\\)\\s*->` and `tensor<[^>]*>` were retried from every start: quadratic in a module of
+    megabytes that holds many starts and no end."""
+    from harness.report.evidence import _result_types, arguments
+    assert arguments("func.func public @main(" * 100_000) == ""
+    assert _result_types(") ->" + "tensor<" * 300_000) == ""
+    assert arguments("func.func public @main(%arg0: tensor<8xf32> {a = \"(x)\"}, %arg1: tensor<f32>)\n  -> (tensor<8xf32>)") \
+        == "tensor<8xf32>, tensor<f32>"
