@@ -38,9 +38,11 @@ def read_run(log: Path, version: str, ok: bool,
     parsed = recorder.run_log(recording) if recording is not None else jaxlog.RunLog()
     if parsed.empty:
         parsed = jaxlog.parse(lines)
+    said = recording.cut() if recording is not None else ""  # the hook's cap, or what the bounded read left out
     if parsed.empty:
-        return None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests, seconds
-    return parsed, (recording.cut() if recording is not None else ""), tests, seconds
+        why = jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
+        return None, "; ".join(n for n in (why, said) if n), tests, seconds
+    return parsed, said, tests, seconds
 
 
 def missing_module(module: str, log: Path) -> str | None:

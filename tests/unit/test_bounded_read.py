@@ -226,3 +226,11 @@ def test_a_modules_signature_and_result_types_are_found_in_one_pass():
     assert _result_types(") ->" + "tensor<" * 300_000) == ""
     assert arguments("func.func public @main(%arg0: tensor<8xf32> {a = \"(x)\"}, %arg1: tensor<f32>)\n  -> (tensor<8xf32>)") \
         == "tensor<8xf32>, tensor<f32>"
+
+
+def test_a_recorder_file_replaced_is_said_also_when_the_log_names_no_key(tmp_path):
+    log = tmp_path / "run-01.log"
+    log.write_text("nothing of JAX's here\n")
+    recorded = _fifo(recorder.recorder_path(log))
+    keys, note, _, _ = read_run(log, "0.10.2", True, recorded)
+    assert keys is None and note.endswith("; the recorder file is a named pipe, not a regular file: not read")
