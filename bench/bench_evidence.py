@@ -5,7 +5,8 @@ No JAX: the run folders are written as JAX and the start-up hook write them for 
 and argument types, and an IR dump file per module); --constants of those modules bake in a 2 MiB random constant
 (a line of 2 MiB in the module, other bytes in every run: their keys move, a `moved key: program`). What is timed
 is what the harness does with them once the runs have ended: each run read back (`read_run`: its recorder
-streamed, its log; its IR dump's entries looked at) and report.md written (every moved function's lowered modules
+streamed, its log; its IR dump's entries looked at, and its modules read for their name sets, as the seed window
+does) and report.md written (every moved function's lowered modules
 read and compared, the 2 MiB lines among them). Printed: those seconds, and their ratio to the runs' time, taken
 as --run-seconds a run (default 60 s: issue 60's public suite of ten test files made 4 runs in 4 minutes on
 0.10.2); the target is at most 10 %. Before issue 60 this sat for hours in the attribute pattern on the first
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.core.bounded_read import irregular_entries  # noqa: E402
+from harness.core.ir_names import name_groups  # noqa: E402
 from harness.core.kinds import Platform, Verdict  # noqa: E402
 from harness.core.model import CellResult, CellSpec  # noqa: E402
 from harness.core.recorder import recorder_path  # noqa: E402
@@ -37,6 +39,7 @@ from harness.core.records import plain  # noqa: E402
 from harness.core.runs import RunRecord  # noqa: E402
 from harness.inputs.process_variables import ir_dump_dir  # noqa: E402
 from harness.measure.run_logs import read_run  # noqa: E402
+from harness.measure.seeds import dump_texts  # noqa: E402
 from harness.report.write import write_report  # noqa: E402
 
 VERSION = "0.10.2"
@@ -96,10 +99,12 @@ def write_runs(folder: Path, runs: int, modules: int, constants: int) -> list[Ru
 
 
 def read_runs(folder: Path, records: list[RunRecord]) -> list[RunRecord]:
-    """What the harness does as each run ends: its log and recorder read back, its IR dump's entries looked at."""
+    """What the harness does as each run ends: its log and recorder read back, its IR dump's entries looked at,
+    and its modules read for the name sets the next seeds are chosen from (the seed window's reading)."""
     out = []
     for record in records:
         log = folder / record.log
+        name_groups(dump_texts(ir_dump_dir(log)))
         keys, note, tests, seconds = read_run(log, VERSION, True, recorder_path(log))
         note = "; ".join(n for n in (note, irregular_entries(ir_dump_dir(log), "the run's IR dump")) if n)
         out.append(RunRecord(record.index, record.seed, 0, record.duration_s, record.new_entries, log=record.log,
