@@ -88,6 +88,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_reduce_search.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_flush.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_serialisation.py --repeats $(BENCH_REPS) $(BENCH_ARGS)  # results.json's cells read and written
+	$(BIN)/python bench/bench_evidence.py --repeats $(BENCH_REPS) $(BENCH_ARGS)  # the harness's own work after a synthetic suite's runs (2 MiB constants, 1,000 modules), as a share of the runs' time
 	$(BIN)/python bench/bench_pytest.py --repeats $(BENCH_REPS) --public $(BENCH_ARGS)  # check --pytest of a clean and a reproducing suite and optax's shipped tests, as ratios of their bare time
 	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json $(BENCH_ARGS)  # the reduction before the quick screen
 	$(BIN)/python bench/bench_reduce.py --script tests/fixtures/reduce/vary_cache_path.py --bad 0.5.0 --good 0.4.31 --options "--vary cache-path --runs 2" --target 3 --against bench/reduce-vary-before.json $(BENCH_ARGS)  # under a factor, before its screen

@@ -642,6 +642,87 @@ def case_forged_json(h: Harness) -> tuple[bool, str]:
     return bool(held), f"exit {code}, {len(lines)} line(s) on stdout, forged: {'forged' in out}"
 
 
+# Issues 60.1 and 61.5-7: what a run leaves in its own folder is read within bounds. Each program compiles, then
+# puts something in place of one of its files; the harness must finish, say it in the run's row, and not hang.
+REPLACES = {  # the file (by the variable that names it to the run) -> what the program puts there at its end
+    "recorder": "os.environ['HARNESS_RECORDER']",
+    "settings": "os.environ['HARNESS_CACHE_RECORD']",
+    "dump": "os.path.join(os.environ['JAX_DUMP_IR_TO'], 'jax_ir9999_jit__lambda_compile.mlir')",
+}
+PLANTS = {
+    "fifo": "os.mkfifo(p)",
+    "folder": "os.mkdir(p)",
+    "zero": "os.symlink('/dev/zero', p)",
+}
+RECORDER_FLOOD = ("import os\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()\n"
+                  "with open(os.environ['HARNESS_RECORDER'], 'ab') as f:\n"
+                  "    f.write(b'x\\n' * (32 << 20))\n")  # 64 MiB of two-byte lines
+BIG_CONSTANT = ("import jax, numpy as np\nc = np.random.rand(262_144).astype(np.float32)\n"
+                "print(jax.jit(lambda x: x + c)(np.float32(1.0)).sum())\n")
+
+
+def _planted(which: str, plant: str) -> str:
+    return ("import os\nimport jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()\n"
+            f"p = {REPLACES[which]}\n"
+            "if os.path.lexists(p):\n    os.unlink(p)\n"
+            f"{PLANTS[plant]}\n")
+
+
+def case_replaced_file(h: Harness, which: str, plant: str) -> tuple[bool, str]:
+    """A run replaces its recorder file, its cache-settings record or a file of its IR dump with a named pipe,
+    a folder or a link to /dev/zero: the check ends (was: blocked in open() for 300 s+, or a traceback, exit 3),
+    and the run's row says what was not read."""
+    out = h.root / f"replaced-{which}-{plant}-out"
+    script = h.write(f"replaced-{which}-{plant}/script.py", _planted(which, plant))
+    code, _, err = h.run("check", str(script), "--versions", "0.10.2", "--runs", "2", "--quiet", "--out", str(out),
+                         timeout=600)
+    if code not in (0, 1):
+        return False, f"exit {code}: {err.strip().splitlines()[-1][:80] if err.strip() else ''}"
+    cell = results_of(out)["cells"][0]
+    said = " ".join(json.dumps(r.get("log_note", "")) + json.dumps(r.get("script_cache", {})) for r in cell["runs"])
+    words = {"recorder": "the recorder file", "settings": "the cache-settings record", "dump": "the run's IR dump"}
+    held = cell["verdict"] != "error" and words[which] in said and "not read" in said
+    return held, f"exit {code}, verdict {cell['verdict']}, said: {words[which] in said}"
+
+
+def case_recorder_flood(h: Harness) -> tuple[bool, str]:
+    """64 MiB of two-byte lines appended to the recorder: the harness's own memory stays bounded (was 2.6 GB; a
+    normal check's is about 0.16 GB). Its peak (VmHWM) is read from /proc while it runs, its runs apart."""
+    out = h.root / "recorder-flood-out"
+    script = h.write("recorder-flood/script.py", RECORDER_FLOOD)
+    proc = h.start("check", str(script), "--versions", "0.10.2", "--runs", "2", "--quiet", "--out", str(out))
+    peak_kb = 0
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak_kb = max(peak_kb, int(status.split("VmHWM:")[1].split()[0]))
+        except (OSError, IndexError, ValueError):
+            pass
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate()
+    code = proc.returncode
+    cell = results_of(out)["cells"][0] if code in (0, 1) else {"verdict": "?"}
+    held = code in (0, 1) and cell["verdict"] != "error" and 0 < peak_kb < 512 * 1024
+    return held, f"exit {code}, verdict {cell['verdict']}, the harness's own peak {peak_kb >> 10} MB"
+
+
+def case_big_constant(h: Harness) -> tuple[bool, str]:
+    """A jitted function closing over an unseeded 1 MiB random array (a line of 2 MB in its module): the check
+    ends promptly (sat 12 minutes before) and says the constant differs by its size and digest."""
+    out = h.root / "big-constant-out"
+    script = h.write("big-constant/script.py", BIG_CONSTANT)
+    start = time.monotonic()
+    code, _, _err = h.run("check", str(script), "--versions", "0.10.2", "--runs", "2", "--quiet", "--out", str(out),
+                          timeout=600)
+    took = time.monotonic() - start
+    report = next(out.glob("*/report.md")).read_text() if code == 1 else ""
+    held = code == 1 and "2.0 MiB constant differs" in report and len(report) < 100_000
+    return held, f"exit {code} in {took:.0f} s, report.md {len(report)} bytes"
+
+
 COMPILES = "import jax, jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()\n"
 _swept: dict[str, Path] = {}
 
@@ -1449,6 +1530,18 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
          lambda: case_outputs_failing_after_the_sweep(h)),
         ("a crash line full of control characters in the JUnit file and on the terminal",
          lambda: case_hostile_crash_in_junit(h)),
+        ("a recorder file replaced by a named pipe: one line, not a hang",
+         lambda: case_replaced_file(h, "recorder", "fifo")),
+        ("a recorder file replaced by a folder: one line, not a crash", lambda: case_replaced_file(h, "recorder", "folder")),
+        ("a recorder file replaced by a link to /dev/zero: one line", lambda: case_replaced_file(h, "recorder", "zero")),
+        ("a cache-settings record replaced by a named pipe: one line, not a hang",
+         lambda: case_replaced_file(h, "settings", "fifo")),
+        ("a cache-settings record replaced by a folder: one line, not a crash",
+         lambda: case_replaced_file(h, "settings", "folder")),
+        ("a named pipe in the IR dump folder: one line, not a hang", lambda: case_replaced_file(h, "dump", "fifo")),
+        ("a link to /dev/zero in the IR dump folder: one line", lambda: case_replaced_file(h, "dump", "zero")),
+        ("64 MiB of two-byte lines appended to the recorder: memory bounded", lambda: case_recorder_flood(h)),
+        ("a 2 MB random constant in every run's module: said by its size, promptly", lambda: case_big_constant(h)),
         ("a script's /tmp/train-ckpt-* goes with its run (venv)", lambda: case_run_tmpdir(h, "venv")),
         ("a timed-out script's /tmp/train-ckpt-* goes with its run (venv)",
          lambda: case_run_tmpdir(h, "venv", hang=True)),

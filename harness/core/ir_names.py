@@ -20,9 +20,11 @@ HLO_END = "----- END LOWERED -----"
 MAX_NAMES = 8  # a "small" set: its pair orders are covered by a few seeds
 MAX_GROUPS = 12  # beyond this a module's names are not a few sets but a vocabulary
 _NAME = r"[A-Za-z_][A-Za-z0-9_]{0,31}"
-_STRING_RE = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+# Possessive (`*+`, `++`): each part takes what it can and never gives it back, so a mesh or a string left open
+# is given up in one pass, not retried in every way its spaces split (exponential on `<["a"=1   "a"=1   ...`).
+_STRING_RE = re.compile(r'"((?:[^"\\\n]++|\\.)*+)"')
 _QUOTED_NAME_RE = re.compile(rf"'({_NAME})'")
-_SDY_MESH_RE = re.compile(r'<\[((?:\s*"[^"\n]+"\s*=\s*\d+\s*,?)+)\]>')
+_SDY_MESH_RE = re.compile(r'<\[((?:\s*+"[^"\n]++"\s*+=\s*+\d++\s*+,?+)++)\]>')
 _SDY_AXIS_RE = re.compile(rf'"({_NAME})"\s*=\s*\d+')
 
 

@@ -45,13 +45,13 @@ _RUNNING_RE = re.compile(rf"get_cache_key hash after serializing (?P<name>.+?): 
 _MISS_RE = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
 _HIT_RE = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)'(?: with key '(?P<key>[^']+)')?")
 _WRITE_RE = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '?(?P<key>[^'\s]+?)'?\.?\s*$")
-_NOT_WRITTEN_RE = re.compile(r"Not writing persistent cache entry for '(?P<module>[^']+)' because (?P<reason>.+?)\s*$")
-_NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '(?P<key>[^']+)' since (?P<reason>.+?)\s*$")
+_NOT_WRITTEN_RE = re.compile(r"Not writing persistent cache entry for '(?P<module>[^']+)' because (?P<reason>.*\S)\s*$")
+_NOT_WRITTEN_KEY_RE = re.compile(r"Not writing persistent cache entry with key '(?P<key>[^']+)' since (?P<reason>.*\S)\s*$")
 # A process other than 0 of a multi-process job never writes (JAX: "Only write cache entries from the first
 # process"); the message names no key: it is the refusal of the key this process just computed.
-_NOT_WRITTEN_SINCE_RE = re.compile(r"Not writing persistent cache entry since (?P<reason>.+?)\s*$")
+_NOT_WRITTEN_SINCE_RE = re.compile(r"Not writing persistent cache entry since (?P<reason>.*\S)\s*$")
 # An entry JAX found and could not read back (a UserWarning, before the miss of the same module).
-_READ_ERROR_RE = re.compile(r"Error reading persistent compilation cache entry for '(?P<module>[^']+)': (?P<error>.+?)\s*$")
+_READ_ERROR_RE = re.compile(r"Error reading persistent compilation cache entry for '(?P<module>[^']+)': (?P<error>.*\S)\s*$")
 _COMPILED_RE = re.compile(r"'(?P<module>[^']+)' took at least \S+ seconds to compile(?: \((?P<secs>[\d.]+)s\))?")
 # How long a compile took, where JAX says (both with and below the minimum compile time).
 _COMPILE_TIME_RE = re.compile(r"seconds to compile \((?P<secs>[\d.]+)s\)")

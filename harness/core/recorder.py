@@ -32,20 +32,21 @@ import hmac
 import os
 import re
 import secrets
-import stat
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
 
 from harness.core import jaxlog
+from harness.core.bounded_read import Lines
 from harness.inside.startup.jax_cache_harness_hook import (ARGS_MESSAGE, MAC_FIELD, MAC_HEX, RECORDER_FULL,
                                                            RECORDER_MAX_BYTES)
 
 # A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
-# (each process's last line may pass it); a file past twice that was planted, never written by the hook.
-MAX_BYTES = 2 * RECORDER_MAX_BYTES
+# (each process's last line may pass it by a few bytes); what lies past this bound was not written by the hook,
+# and is not read (said in the run's row). The file is streamed: memory follows the records, never its lines.
+MAX_BYTES = RECORDER_MAX_BYTES + (1 << 20)
 
 
 class Start(msgspec.Struct, tag="start", tag_field="kind", omit_defaults=True):
@@ -131,6 +132,7 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
     # lines whose MAC did not check out (read with the run's key): written or changed after the hook wrote them
     # (appended by the program, or every line after one it removed), never read
     altered: int = 0
+    note: str = ""  # what the bounded read left out (the file past MAX_BYTES, or not a regular file): one line
 
     @property
     def messages(self) -> list[LogMessage]:
@@ -170,8 +172,9 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
         return list(dict.fromkeys(r.id for r in self.lines if isinstance(r, CollectError)))
 
     def cut(self) -> str:
-        """The hook's own words when the file reached its cap (JAX's later messages not recorded); "" if not."""
-        return next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
+        """The hook's own words when the file reached its cap (JAX's later messages not recorded), or the reader's
+        when it read the file in part or not at all; "" if neither."""
+        return self.note or next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
 
     def exit_status(self) -> int | None:
         found = [r.exit_status for r in self.lines if isinstance(r, Session)]
@@ -239,16 +242,31 @@ def recorder_key(path: Path) -> str:
 
 
 def parse(data: bytes | str, key: str | None = None) -> Recording:
-    """The records of a recorder file. With `key` (the run's), only the lines whose MAC checks out, chained per
-    process (see the hook's RECORDER_KEY_VAR): a line the program appended, rewrote, or that follows a line it
-    removed is counted in `altered`, never read."""
+    raw = data.encode() if isinstance(data, str) else data
+    return parse_lines(_split(raw), key)
+
+
+def _split(raw: bytes) -> Iterator[bytes]:
+    start = 0
+    while (end := raw.find(b"\n", start)) >= 0:
+        yield raw[start:end]
+        start = end + 1
+    yield raw[start:]
+
+
+def parse_lines(raw_lines: Iterable[bytes], key: str | None = None) -> Recording:
+    """The records of these lines, one line in memory at a time (a line that is no record is only counted). With
+    `key` (the run's), only the lines whose MAC checks out, chained per process (see the hook's RECORDER_KEY_VAR):
+    a line the program appended, rewrote, or that follows a line it removed is counted in `altered`, never read."""
     lines: list[Line] = []
     bad = altered = 0
     secret = bytes.fromhex(key) if key is not None else None
     last: dict[int, bytes] = {}  # pid -> the MAC of its last line that checked out
-    raw = data.encode() if isinstance(data, str) else data
-    for line in raw.splitlines():
+    for line in raw_lines:
         if not line.strip():
+            continue
+        if not line.lstrip().startswith(b"{"):
+            bad += 1  # no record (a JSON object): counted without an exception per line
             continue
         try:
             record = _LINE.decode(line)
@@ -285,20 +303,16 @@ def _checked(secret: bytes, line: bytes, previous: bytes) -> bytes | None:
 
 
 def read(path: Path, key: str | None = None) -> Recording | None:
-    """The run's recorder file (with `key`: its lines that check out, see `parse`); None when there is none (the
-    hook was not loaded, or the program never started), it is not a regular file (a link is never followed), or it
-    is past MAX_BYTES."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    """The run's recorder file, streamed, its first MAX_BYTES at most (with `key`: its lines that check out, see
+    `parse_lines`); None when there is none (the hook was not loaded, or the program never started). A file in its
+    place that is not a regular file (a link, a pipe, a folder, a device) is not read: an empty recording whose note
+    says so, as is a file past the bound."""
+    reading = Lines(path, MAX_BYTES)
+    recording = parse_lines(reading.lines(), key)
+    if reading.outcome.missing:
         return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        data = f.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        return None
-    return parse(data, key)
+    recording.note = reading.outcome.note("the recorder file", MAX_BYTES)
+    return recording
 
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")

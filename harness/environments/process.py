@@ -25,6 +25,7 @@ from harness.environments.factor_runs import unreachable_by_others
 from harness.environments.same_path import bind_argv, same_path_problem
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
+from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import SOURCE_DIR
@@ -176,10 +177,7 @@ def wait_for(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
 
 def log_tail(path: Path, chars: int = 2000) -> str:
     """The end of a log, for an error that cites it; "" when it cannot be read."""
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
+    return (read_text_bounded(path, LOG_MAX_BYTES) or "")[-chars:]
 
 
 # Each process of a run gets a temporary folder of its own in these variables, removed when it ends (however
@@ -390,9 +388,13 @@ def run_processes_srun(starts: list[tuple[list[str], dict[str, str], Path]], tim
     outcome = run_process(step, clean_environment({}), spec_dir / "srun.log", timeout_s)
     outcomes = []
     for rank in range(len(starts)):
-        try:
-            code = json.loads((spec_dir / f"rank{rank}.status").read_text())["exit_code"]
-        except (OSError, ValueError, KeyError):  # the task did not finish: stopped with the step, or never began
+        try:  # the task's status, read within bounds (the program's processes could reach the job's folder)
+            text = read_text_bounded(spec_dir / f"rank{rank}.status", 1 << 20)
+            if text is None:
+                raise OSError(f"rank {rank} left no status")
+            code = json.loads(text)["exit_code"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):  # the task did not finish: stopped
+            # with the step, or never began
             said = log_tail(spec_dir / "srun.log", 300).strip().replace("\n", "; ")
             why = outcome.reason or "srun ended, but the task wrote no status"
             outcomes.append(ProcessOutcome(None, outcome.duration_s, timed_out=True,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable, Iterator
 
+from harness.core.bounded_read import read_bounded
 from harness.core.records import replace
 from harness.core.runs import CacheSetting, RunRecord, ScriptCache
 from harness.core.model import CellResult
@@ -23,14 +24,20 @@ from harness.inside.startup.jax_cache_harness_hook import (CACHE_DIR, ENABLE, HA
                                                            MIN_COMPILE_TIME, MIN_ENTRY_SIZE)
 
 THRESHOLD_NAMES = {MIN_COMPILE_TIME: "minimum compile time (s)", MIN_ENTRY_SIZE: "minimum entry size (bytes)"}
+# The hook writes a line per setting the script made and one at exit: kilobytes. Past this bound it was not the hook.
+RECORD_MAX_BYTES = 16 << 20
 
 
 def read_script_settings(path: Path) -> ScriptCache | None:
-    """The hook's record of one run; None when there is none (the script never imported jax)."""
-    try:
-        return parse_record(path.read_text(errors="replace"))
-    except FileNotFoundError:
+    """The hook's record of one run; None when there is none (the script never imported jax). A record that is not
+    a regular file (a pipe, a folder, a link) is not read, and one past RECORD_MAX_BYTES is read in part: either
+    is one of the record's problems, which the report says."""
+    found = read_bounded(path, RECORD_MAX_BYTES)
+    if found.missing:
         return None
+    why = found.note("the cache-settings record", RECORD_MAX_BYTES)
+    record = parse_record(found.text())
+    return replace(record, problems=(*record.problems, why)) if why else record
 
 
 def with_script_cache(cell: CellResult, mode: ThresholdMode) -> CellResult:
@@ -43,10 +50,10 @@ def with_script_cache(cell: CellResult, mode: ThresholdMode) -> CellResult:
 def _events(text: str) -> Iterator[dict[str, Any]]:
     """The hook's JSON lines as events, in the order they happened; a line that is not one (a run killed
     mid-write) is skipped."""
-    for line in text.splitlines():
+    for line in text.split("\n"):
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested past the parser's depth
             continue
         if isinstance(event, dict):
             yield event
@@ -175,10 +182,10 @@ def first_use(path: Path) -> tuple[bool, bool]:
     compilation, the script having set none by then), and whether the script set its own folder after that
     (it compiled before setting it: a run as written differs, jax#25768). Its lines are in the order things
     happened."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
+    found = read_bounded(path, RECORD_MAX_BYTES)
+    if not found.read:
         return False, False
+    text = found.text()
     fallback = False
     for event in _events(text):
         if event.get("kind") == "fallback":

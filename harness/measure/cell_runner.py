@@ -43,6 +43,7 @@ from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
 from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_devices, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
                              program_for, run_command)
+from harness.core.bounded_read import irregular_entries
 from harness.core.recorder import recorder_path
 from harness.measure.run_logs import missing_module, read_run, with_log_detail
 from harness.measure.seeds import Reseed, SeedWindow
@@ -449,6 +450,8 @@ class OpenCell:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
         keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
                                                             None if builtin else recorded, program.module == "pytest")
+        if not builtin:  # a pipe or a folder put into the run's IR dump is left out of the evidence: said here
+            note = "; ".join(n for n in (note, irregular_entries(ir_dump_dir(log), "the run's IR dump")) if n)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,
                          duration_s=round(outcome.duration_s, 3), new_entries=added,
                          timed_out=outcome.timed_out, reason=reason,

@@ -21,6 +21,7 @@ from harness.environments.process import AFTER_PEERS
 from harness.core.errors import GroupUnsupported
 from harness.core.jaxlog import merged
 from harness.measure.multiprocess_env import GroupPlan, group_hook_env, rank_env, rank_log
+from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.listing import list_dir
 from harness.core.model import CellSpec
 from harness.core.runs import ProcessOutcome, Program, RankRecord, RunRecord
@@ -65,18 +66,15 @@ def _hung_at_exit(outcome: ProcessOutcome, log: Path) -> bool:
     can hang tearing down its coordinator service), with no traceback: its script had ended without error."""
     if not (outcome.timed_out and outcome.reason.startswith(AFTER_PEERS)):
         return False
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
+    text = read_text_bounded(log, LOG_MAX_BYTES)
+    if text is None:
         return False
     return SHUTDOWN_DONE in text and TRACEBACK not in text
 
 
 def _joined(log: Path) -> bool | None:
-    try:
-        return JOINED_MARK in log.read_text(errors="replace")
-    except OSError:
-        return None
+    text = read_text_bounded(log, LOG_MAX_BYTES)
+    return None if text is None else JOINED_MARK in text
 
 
 def _rank_reason(outcome: ProcessOutcome, log: Path) -> str:
@@ -144,9 +142,8 @@ _ANSWER_RE = re.compile(r'\{"process_index"[^{}]*\}')
 
 def _answer(log: Path) -> dict[str, Any] | None:
     """The probe's JSON answer (JAX's own lines come before, after and around it)."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
+    text = read_text_bounded(log, LOG_MAX_BYTES)
+    if text is None:
         return None
     found = _ANSWER_RE.findall(text)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import jaxlog, recorder
+from harness.core.bounded_read import LOG_MAX_BYTES, read_bounded, read_text_bounded
 from harness.core.files import write_atomic
 from harness.evidence.failure import traceback_packages, with_detail
 
@@ -33,10 +34,10 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
         sources += left_out
     tests = recording.test_results() if recording is not None else {}
     seconds = recording.test_seconds() if recording is not None else {}
-    try:
-        text = log.read_text(errors="replace")
-    except OSError as exc:
-        return None, f"its log could not be read ({exc.strerror})", tests, seconds, sources
+    found = read_bounded(log, LOG_MAX_BYTES)
+    if not found.read:
+        return None, f"its log {found.problem or 'is missing'}", tests, seconds, sources
+    text = found.text()
     lines = text.splitlines()
     if len(text) > jaxlog.LOG_CAP_BYTES:
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
@@ -45,20 +46,21 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
     parsed, disagree = jaxlog.combined(recorder.run_log(recording) if recording is not None else jaxlog.RunLog(),
                                        jaxlog.parse(lines), named)
     sources += [f"its recorder and JAX's log on stderr disagree: {'; '.join(disagree)}"] if disagree else []
+    said = recording.cut() if recording is not None else ""  # the hook's cap, or what the bounded read left out
     if parsed.empty:
-        return (None, (jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"), tests,
-                seconds, sources)
-    return parsed, (recording.cut() if recording is not None else ""), tests, seconds, sources
+        why = jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
+        return None, "; ".join(n for n in (why, said) if n), tests, seconds, sources
+    return parsed, said, tests, seconds, sources
 
 
 def missing_module(module: str, log: Path) -> str | None:
     """The one line to say when `python -m module` found no such module in the release's environment (Python's
     own words in the log: `python: No module named pytest`, or `Error while finding module specification for
     'a.b' (ModuleNotFoundError: No module named 'a')`); None when the log says something else."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()[-20:]
-    except OSError:
+    text = read_text_bounded(log, LOG_MAX_BYTES)
+    if text is None:
         return None
+    lines = text.splitlines()[-20:]
     top = module.split(".")[0]
     parts = [module.rsplit(".", i)[0] for i in range(module.count(".") + 1)]
     for line in lines:
@@ -72,10 +74,10 @@ def missing_module(module: str, log: Path) -> str | None:
 
 def with_log_detail(reason: str, log: Path) -> str:
     """A crash's reason with what failed (the exception, or the program's own last line), so the table says why."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
+    text = read_text_bounded(log, LOG_MAX_BYTES)
+    if text is None:
         return reason
+    lines = text.splitlines()
     return with_detail(reason, lines, installed_versions(traceback_packages(lines)))
 
 

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
+from harness.core.bounded_read import read_bounded, read_text_bounded
 from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
+from harness.core.ir_lines import condense
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
 from harness.core.files import package_path
@@ -130,9 +132,10 @@ def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) ->
 def dump_texts(folder: Path) -> list[str]:
     """The modules a run dumped (JAX_DUMP_IR_TO), each's start, in file order."""
     texts = []
-    for path in sorted(folder.glob("*.mlir")) if folder.is_dir() else []:
-        with path.open(errors="replace") as module:
-            texts.append(module.read(MAX_DUMP_BYTES))
+    for path in sorted(folder.glob("*.mlir")) if folder.is_dir() and not folder.is_symlink() else []:
+        found = read_bounded(path, MAX_DUMP_BYTES)  # a pipe or a folder put there is left out
+        if found.read:
+            texts.append(condense(found.text()))  # a long constant as its size and digest: no names in it
     return texts
 
 
@@ -414,11 +417,8 @@ class Reseeder:
 
 def lowered_in_log(log: Path) -> list[str]:
     """The module the built-in repro printed in its log (its start), or none when the run never got there."""
-    try:
-        with log.open(errors="replace") as text:
-            module = extract_lowered(text.read(MAX_LOG_BYTES))
-    except OSError:
-        return []
+    text = read_text_bounded(log, MAX_LOG_BYTES)
+    module = extract_lowered(text) if text is not None else None
     return [module[:MAX_DUMP_BYTES]] if module is not None else []
 
 

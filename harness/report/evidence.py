@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from harness.core import markdown as md
+from harness.core.ir_lines import condense, elided_constants
 from harness.evidence.keys import cell_comparison
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
@@ -19,11 +20,9 @@ from harness.core.kinds import Cause, Verdict
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 
-# `name = "value"` attributes on one MLIR line (jax.result_info, mhlo.sharding, ...).
-_ATTRIBUTE_RE = re.compile(r'([A-Za-z_][\w.]*) = "((?:[^"\\]|\\.)*)"')
 _LOC_DEFINITION_RE = re.compile(r"^#loc\d*\s*=")
 # The entry point's parameters, and each one's type: `@main(%arg0: tensor<8x3xf32> {...}, ...)`.
-_MAIN_RE = re.compile(r"func\.func public @main\((.*?)\)\s*->", re.DOTALL)
+_MAIN = "func.func public @main("
 _ARG_TYPE_RE = re.compile(r"%arg\d+: ([^\s,{)]+)")
 
 
@@ -31,11 +30,17 @@ def strip_locations(mlir: str) -> str:
     """Drop debug locations (`loc(...)` and `#locN = ...` lines): IR dumps carry them, and they repeat
     every difference (and name source files), which hides the one line a JAX developer needs."""
     out = []
-    for line in mlir.splitlines():
+    for line in _lines(mlir):
         if _LOC_DEFINITION_RE.match(line.strip()):
             continue
         out.append(_drop_inline_locs(line))
     return "\n".join(out) + "\n"
+
+
+def _lines(text: str) -> list[str]:
+    """A module's lines, split on "\n" alone (a trailing newline makes no empty last line)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and not lines[-1] else lines
 
 
 def _drop_inline_locs(line: str) -> str:
@@ -73,12 +78,31 @@ def moved_module(cell: CellResult) -> str | None:
 def arguments(text: str) -> str:
     """The argument types of a lowered module's entry point (`tensor<8x3xf32>, tensor<f32>`): which
     of a function's compilations (shapes) a module text is."""
-    match = _MAIN_RE.search(text)
-    return ", ".join(_ARG_TYPE_RE.findall(match.group(1))) if match else ""
+    params = _main_params(text)
+    return ", ".join(_ARG_TYPE_RE.findall(params)) if params is not None else ""
+
+
+def _main_params(text: str) -> str | None:
+    """What lies between `@main(` and the first `)` that `->` follows (spaces between): found with `str.find`,
+    one pass (a lazy pattern retried from every start is quadratic in a module of megabytes)."""
+    start = text.find(_MAIN)
+    if start < 0:
+        return None
+    start += len(_MAIN)
+    close = start
+    while (close := text.find(")", close)) >= 0:
+        after = close + 1
+        while after < len(text) and text[after].isspace():
+            after += 1
+        if text.startswith("->", after):
+            return text[start:close]
+        close = after
+    return None
 
 
 def _similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).ratio()
+    # The lines the two share, as multisets: one pass over each (a full matching is quadratic in repeated lines).
+    return difflib.SequenceMatcher(None, _lines(a), _lines(b), autojunk=False).quick_ratio()
 
 
 def counterpart(new_text: str, first_texts: list[str], later_texts: list[str]) -> str:
@@ -120,11 +144,12 @@ def module_seeds(texts: list[tuple[RunRecord, list[str]]]) -> Seeds:
     """The first run's seed and each later run's that compiled a module no earlier run did: with
     overlapping runs this, not `new_entries`, says which runs brought a new key. `texts` in run order."""
     values: list[int] = []
-    earlier: list[str] = []
+    seen: set[str] = set()  # the earlier runs' modules, each stripped once
     for number, (run, compiled) in enumerate(texts):
-        if number == 0 or new_texts(compiled, earlier):
+        stripped = [strip_locations(t) for t in compiled]
+        if number == 0 or any(t not in seen for t in stripped):
             values.append(run.seed)
-        earlier += compiled
+        seen.update(stripped)
     return _seeds(values, "lowered module")
 
 
@@ -171,13 +196,33 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
         return Cause.ORDER
     changed = set()
     for a, b in zip(tokens_a, tokens_b):
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag != "equal":
-                changed.update(a[i1:i2] + b[j1:j2])
+        changed.update(_changed_tokens(a, b))
     if changed and len(removed) == len(added) and all(_ADDRESS_RE.match(t) for t in changed):
         return Cause.ADDRESS
     return Cause.UNKNOWN
+
+
+MAX_MATCHED_TOKENS = 2000  # past this, the tokens between a line pair's common start and end all count as changed
+
+
+def _changed_tokens(a: list[str], b: list[str]) -> list[str]:
+    """The tokens that differ between two versions of a line: past their common start and end, matched token by
+    token where what is left is short (the matching is quadratic), else all of what is left."""
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    a, b = a[start:len(a) - end], b[start:len(b) - end]
+    if len(a) + len(b) > MAX_MATCHED_TOKENS:
+        return a + b
+    changed: list[str] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            changed += a[i1:i2] + b[j1:j2]
+    return changed
 
 
 # A sharding attribute's value: it is derived from the mesh axes' order, so it moves with a reordering of names.
@@ -207,13 +252,49 @@ CAUSE_WORDS = {
 }
 
 
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+MAX_ATTRIBUTE_NAME = 200  # a name longer than this is no attribute's (a constant's bytes before ` = "`)
+
+
+def quoted_attributes(line: str) -> list[tuple[str, str]]:
+    """The `name = "value"` attributes of one MLIR line (jax.result_info, mhlo.sharding, ...), in order: found
+    by `str.find` of ` = "`, each name read backwards and each value forwards once (a pattern that tries every
+    start of a megabyte of name characters is quadratic)."""
+    found: list[tuple[str, str]] = []
+    i = 0
+    while (j := line.find(' = "', i)) >= 0:
+        k = j
+        while k > 0 and j - k <= MAX_ATTRIBUTE_NAME and (line[k - 1].isalnum() or line[k - 1] in "_."):
+            k -= 1
+        while k < j and line[k] not in _NAME_START:  # a name starts with a letter or `_`
+            k += 1
+        value_start = end = j + len(' = "')
+        while (end := line.find('"', end)) >= 0:
+            backslashes = 0
+            while line[end - 1 - backslashes] == "\\":
+                backslashes += 1
+            if backslashes % 2 == 0:
+                break
+            end += 1
+        if end < 0:
+            break  # no closing quote: no attribute from here on
+        if k < j and j - k <= MAX_ATTRIBUTE_NAME:
+            found.append((line[k:j], line[value_start:end]))
+            i = end + 1
+        else:
+            i = j + 1
+    return found
+
+
 def changed_attributes(diff_lines: list[str]) -> list[tuple[str, str, str]]:
     """(attribute, before, after) for quoted attributes whose value differs between the removed and
     the added lines of a diff: the one-line explanation (for the seed, `jax.result_info`)."""
     removed, added = _removed_added(diff_lines)
     found: list[tuple[str, str, str]] = []
     for old, new in zip(removed, added):
-        before, after = _ATTRIBUTE_RE.findall(old), _ATTRIBUTE_RE.findall(new)
+        if old == new:
+            continue
+        before, after = quoted_attributes(old), quoted_attributes(new)
         if len(before) != len(after):
             continue
         for (name_a, value_a), (name_b, value_b) in zip(before, after):
@@ -261,11 +342,16 @@ class MissingEvidence:
     why: str
 
 
+def _condensed_lines(text: str) -> list[str]:
+    """A module's lines as they are diffed: without debug locations, a long constant as its size and digest."""
+    return _lines(condense(strip_locations(text)))
+
+
 def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, text_b: str,
                  key_a: str | None = None, key_b: str | None = None, several: bool = False) -> Evidence:
     """`text_b`: run_b's new compilation of `module`; `text_a`: its counterpart in the first run.
     `several`: the module was compiled more than once per run, so the labels name the argument types."""
-    a, b = strip_locations(text_a).splitlines(), strip_locations(text_b).splitlines()
+    a, b = _condensed_lines(text_a), _condensed_lines(text_b)
     shapes = arguments(text_b) if several else ""
 
     def label(run: RunRecord, key: str | None) -> str:
@@ -282,7 +368,7 @@ def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, t
 def compare_ranks(module: str, run: RunRecord, ranks: tuple[int, int], seeds: tuple[int, int], text_a: str,
                   text_b: str, keys: tuple[str, str]) -> Evidence:
     """Two processes of one run (a job) lowered `module` each their own way: their modules' diff."""
-    a, b = strip_locations(text_a).splitlines(), strip_locations(text_b).splitlines()
+    a, b = _condensed_lines(text_a), _condensed_lines(text_b)
     labels = [f"run {run.index}, process {rank} (PYTHONHASHSEED={seed}, {short_key(key)})"
               for rank, seed, key in zip(ranks, seeds, keys)]
     diff = list(difflib.unified_diff(a, b, labels[0], labels[1], n=0, lineterm=""))
@@ -318,13 +404,15 @@ def programs_differ(diff_lines: list[str]) -> ProgramsDiffer | None:
     return ProgramsDiffer.OTHER
 
 
-# The types of a lowered module's results: `-> (tensor<3xf32> {jax.result_info = ""}, tensor<f32>)` on @main's line.
-_RESULT_TYPES_RE = re.compile(r"tensor<[^>]*>")
-
-
 def _result_types(main_line: str) -> str:
+    """The types of a lowered module's results: `-> (tensor<3xf32> {jax.result_info = ""}, tensor<f32>)` on @main's
+    line; each `tensor<...>` found with `str.find` (one pass)."""
     _, arrow, results = main_line.partition(") ->")
-    return ", ".join(_RESULT_TYPES_RE.findall(results)) if arrow else ""
+    found, i = [], 0
+    while arrow and (i := results.find("tensor<", i)) >= 0 and (end := results.find(">", i)) >= 0:
+        found.append(results[i:end + 1])
+        i = end + 1
+    return ", ".join(found)
 
 
 def what_differs(evidence: Evidence) -> str:
@@ -339,10 +427,23 @@ def what_differs(evidence: Evidence) -> str:
                 "static argument, a size drawn at random) changed the shapes inside: the program computed something "
                 "new at the same argument types")
     if all(_CONSTANT_RE.search(line) for line in (*removed, *added)):
+        elided = [_constants_words(a, b) for a, b in zip(removed, added)]
+        if any(elided):
+            return md.text(f"{'; '.join(e for e in elided if e)}: the same computation with other values baked in "
+                           "(random data, a static argument's value, a clock)")
         return ("only constants differ: the same computation with other values baked in (random data, a static "
                 "argument's value, a clock)")
     cause = evidence.cause
     return md.text(CAUSE_WORDS[cause] if cause is not None else evidence.note)
+
+
+def _constants_words(before: str, after: str) -> str:
+    """`a 1.5 MiB constant differs (#sha256_… -> #sha256_…)` for each long constant that differs between two
+    versions of a line ("" for none): such a constant is compared by its size and digest, never character by
+    character."""
+    pairs = zip(elided_constants(before), elided_constants(after))
+    return "; ".join(f"a {size_b} constant differs (#sha256_{digest_a} -> #sha256_{digest_b})"
+                     for (_, digest_a), (size_b, digest_b) in pairs if digest_a != digest_b)
 
 
 def short_key(key: str, digits: int = 12) -> str:

@@ -12,6 +12,8 @@ from harness.evidence.keys import cell_comparison, counted, logs_complete
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 from harness.core import recorder
+from harness.core.bounded_read import read_bounded, size_words
+from harness.core.ir_lines import condense
 from harness.core.ir_names import extract_lowered
 from harness.core.kinds import NothingCached
 from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
@@ -22,32 +24,49 @@ from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_r
 from harness.inputs.process_variables import ir_dump_dir
 
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
+# A module's text is read up to this (a function that closes over a model's weights dumps them): past it, its start.
+MODULE_MAX_BYTES = 256 << 20
+LOG_MAX_BYTES = 64 << 20  # a run's log, read for the module the built-in repro printed into it
+MAX_DUMPS = 1000  # compilations of one module read from a run's dump (a function compiled at more shapes: its first)
 
 
 def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
-    """Each compilation of `module` in `run`, in the order it compiled them; empty when none was kept."""
+    """Each compilation of `module` in `run`, in the order it compiled them, condensed (a long constant as its
+    size and digest: harness/core/ir_lines.py); empty when none was kept. Each file is read within bounds: one
+    that is not a regular file (a pipe, a folder, a link put there) is left out."""
     if not run.log:
         return []
     log = results_dir / run.log
     dumped = _from_dump(ir_dump_dir(log), module)
     if dumped:
         return dumped
-    try:
-        printed = extract_lowered(log.read_text(errors="replace"))
-    except OSError:
-        return []
-    return [printed] if printed is not None else []
+    found = read_bounded(log, LOG_MAX_BYTES)
+    printed = extract_lowered(found.text()) if found.read else None
+    return [condense(printed)] if printed is not None else []
+
+
+def _module_text(path: Path) -> str | None:
+    found = read_bounded(path, MODULE_MAX_BYTES)
+    if not found.read:
+        return None
+    text = condense(found.text())
+    if found.capped:  # said in the module itself, so a diff of two cut modules shows it
+        text += f"\n// [the harness read the first {size_words(MODULE_MAX_BYTES)} of {size_words(found.size)}]\n"
+    return text
 
 
 def _from_dump(folder: Path, module: str) -> list[str]:
     # JAX names dumps `jax_ir<counter>_<module>_compile.mlir`: one per compilation, counted in order.
     safe = re.sub(r"[^\w.)( -]", "", module)
+    if folder.is_symlink():
+        return []  # the run's own folder only: a link put in its place is not followed
     try:
         found = [(int(m["n"]), p) for p in folder.iterdir()
                  if (m := _DUMP_RE.match(p.name)) and m["module"] == safe]
     except OSError:
         return []
-    return [p.read_text(errors="replace") for _, p in sorted(found)]
+    texts = (_module_text(p) for _, p in sorted(found)[:MAX_DUMPS])
+    return [t for t in texts if t is not None]
 
 
 def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]:

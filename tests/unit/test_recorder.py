@@ -161,7 +161,9 @@ def test_a_link_in_the_recorders_place_is_never_read(tmp_path):
     target.write_text("\n".join(key_lines("jit_f", HEX["a"], None)))
     link = tmp_path / "run.recorder.jsonl"
     link.symlink_to(target)
-    assert recorder.read(link) is None and recorder.read(tmp_path / "absent.jsonl") is None
+    read = recorder.read(link)
+    assert read is not None and read.empty and read.cut() == "the recorder file is a symbolic link: not read"
+    assert recorder.read(tmp_path / "absent.jsonl") is None
 
 
 def test_arg_types_as_each_release_words_them():

@@ -213,7 +213,11 @@ class _Hook:
         line = json.dumps(event, default=str, sort_keys=True)
         with self.lock:
             try:
-                with open(self.record, "a") as out:
+                # A pipe the program put in the record's place must not block its exit (no reader: ENXIO), nor a
+                # link carry the write elsewhere.
+                flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+                with os.fdopen(os.open(self.record, flags, 0o666), "a") as out:
                     out.write(line + "\n")
             except OSError as exc:
                 sys.stderr.write(f"harness: cannot record a cache setting: {exc}\n")
@@ -483,7 +487,7 @@ RECORDER: Recorder | None = None  # this process's recorder, once installed (the
 
 # The recorder file's cap: a suite that compiles millions of keys would fill the disk (600 keys wrote about 7 MiB).
 # Past it a process writes one `problem` record and nothing more; the harness reads up to recorder.MAX_BYTES.
-RECORDER_MAX_BYTES = 256 * 1024 * 1024
+RECORDER_MAX_BYTES = 64 * 1024 * 1024
 RECORDER_FULL = "the recorder's file reached its cap"  # the start of that record's detail
 
 
