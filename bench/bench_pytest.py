@@ -12,8 +12,10 @@ author runs it) and through a default `harness check --pytest` (the environment 
 The bare run and the check alternate, each the best of --repeats, so both see the same load. Printed: each
 suite's bare time T, the check's wall time and the ratio, and the processes the check started (issue 51's
 target: at most 3 T when clean; the floor is 1 + ceil((processes - 1) / 2) fresh processes in a row on two cores,
-each about a bare run where `import jax` is most of it, as in these suites); and the CPU the harness's own start
-takes before run 1 can begin, as a ratio of the bare suite's.
+each about a bare run where `import jax` is most of it, as in these suites); the floor measured: the check's planned
+runs as bare fresh runs of the whole suite, as many at once as there are cores, and the check's wall over it (issue
+60's target for a clean suite: at most 1.3x that floor; and at most 3 T where compiling dominates); and the CPU the
+harness's own start takes before run 1 can begin, as a ratio of the bare suite's.
 
     python bench/bench_pytest.py [--version 0.4.31] [--runs N] [--repeats N] [--public: optax's shipped tests too]
 """
@@ -175,6 +177,17 @@ def _clean() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "HARNESS_", "PYTHON", "XLA_"))}
 
 
+def measured_floor(python: str, suite: Path, runs: int, args: tuple[str, ...] = ("-q", "tests")) -> float:
+    """The wall seconds of `runs` bare fresh runs of the whole suite, as many at once as the machine has cores: what
+    N fresh processes cost here before a harness adds anything (issue 60's floor)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda _: bare(python, suite, args), range(runs)))
+    return time.monotonic() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--version", default="0.4.31")
@@ -201,10 +214,12 @@ def main() -> int:
             python = str(Path(made.cell["environment"]["path"]) / "bin" / "python")
             bares: list[tuple[float, float]] = []
             checks: list[Checked] = []
+            floors: list[float] = []
             for repeat in range(max(1, args.repeats)):
                 bares.append(bare(python, suite, pytest_args))
                 checks.append(check(args.version, suite, Path(tmp) / f"{name}-{repeat}", args.runs, pytest_args,
                                     more))
+                floors.append(measured_floor(python, suite, len(checks[-1].cell.get("runs", [])) or 1, pytest_args))
             t, t_cpu = min(b[0] for b in bares), min(b[1] for b in bares)
             best = min(checks, key=lambda c: c.seconds)
             cpu = min(c.cpu for c in checks)
@@ -218,6 +233,10 @@ def main() -> int:
                   f"{best.seconds / t:.1f} T (verdict {verdict}{'' if verdict == EXPECTED[name] else ' UNEXPECTED'}; "
                   f"{best.processes} processes, {planned} planned runs{', run 2 beside run 1' if paired else ''}; "
                   f"floor on 2 cores about {floor} processes in a row; issue 51's target when clean: 3 T)")
+            lowest = min(floors)
+            print(f"    floor measured: its {planned} planned runs bare, {os.cpu_count()} at once, {lowest:.1f} s; "
+                  f"the check = {best.seconds / lowest:.2f}x the floor (issue 60's target when clean: at most 1.3x; "
+                  f"where compiling dominates at most 3 T: {best.seconds / t:.1f} T)")
             print(f"    CPU: bare {t_cpu:.2f} s; check {cpu:.1f} s = {cpu / t_cpu:.1f} x the bare CPU, "
                   f"{cpu / t_cpu / 2:.1f} T on 2 idle cores at best")
             if name == "clean":
