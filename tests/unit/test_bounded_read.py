@@ -82,7 +82,7 @@ def test_the_recorder_file_replaced_is_said_and_the_run_read_from_its_log(tmp_pa
                    f"DEBUG:jax._src.compiler: Writing jit_f to persistent compilation cache with key 'jit_f-{digest}'\n")
     recorded = recorder.recorder_path(log)
     words = _make(kind, recorded, tmp_path)
-    keys, note, tests, _ = read_run(log, "0.10.2", True, recorded)
+    keys, note, tests, _, _ = read_run(log, "0.10.2", True, recorded)
     assert keys is not None and [k.key for k in keys.keys] == [f"jit_f-{digest}"]
     assert note == f"the recorder file {words}: not read" and tests == {}
 
@@ -151,7 +151,7 @@ def test_an_ir_dump_folder_replaced_by_a_pipe_is_said(tmp_path):
 
 def test_a_log_replaced_by_a_pipe_is_one_line(tmp_path):
     log = _fifo(tmp_path / "run-01.log")
-    keys, note, _, _ = read_run(log, "0.10.2", True, None)
+    keys, note, _, _, _ = read_run(log, "0.10.2", True, None)
     assert keys is None and note == "its log is a named pipe, not a regular file"
 
 
@@ -232,5 +232,5 @@ def test_a_recorder_file_replaced_is_said_also_when_the_log_names_no_key(tmp_pat
     log = tmp_path / "run-01.log"
     log.write_text("nothing of JAX's here\n")
     recorded = _fifo(recorder.recorder_path(log))
-    keys, note, _, _ = read_run(log, "0.10.2", True, recorded)
+    keys, note, _, _, _ = read_run(log, "0.10.2", True, recorded)
     assert keys is None and note.endswith("; the recorder file is a named pipe, not a regular file: not read")
