@@ -162,11 +162,7 @@ def cmd_run(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
-    option_checks.check_pytest(given.pytest, given.module)
-    if given.pytest:  # `-m pytest`; a SCRIPT given is pytest's first argument (harness check --pytest tests/)
-        first = (str(given.script),) if given.script is not None else ()
-        given = given.with_values(module="pytest", script=None, script_args=(*first, *given.script_args),
-                                  with_requirements=service.with_pytest(given.with_requirements))
+    given = service.as_pytest(given, "script")  # `-m pytest`; a SCRIPT given is pytest's first argument
     option_checks.check_script_or_module("check", given.script, given.module)
     _check_ci_paths(given.junit_xml, given.out, given.resume)
     check = _script_check(given)
@@ -315,6 +311,7 @@ def cmd_merge(given: Given, words: tuple[str, ...]) -> int:
 
 
 def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
+    given = service.as_pytest(given, "config")  # as check's: a CONFIG|SCRIPT given is pytest's first argument
     options = from_given(service.BisectOptions, given)
     if option_checks.names_a_program(given.config, given.module):  # train.py or -m MODULE: as check runs it
         check = _script_check(given, script=given.config)

@@ -38,6 +38,13 @@ class Verdict(enum.StrEnum):
     # the cache (harness/verdicts/verdict.py)
     NOT_CACHED = "not cached"
 
+    @property
+    def compiles_again(self) -> bool:
+        """Whether a fresh process compiles again what an earlier start compiled: a key that moved, a function at
+        argument types no earlier start had, a module JAX never writes. Measured, each a compile per start: after a
+        clean baseline, nightly's and compare's alarm (harness/nightly/compare.py)."""
+        return self in (Verdict.REPRODUCED, Verdict.NEW_INPUT, Verdict.NOT_CACHED)
+
 
 # What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all,
 # and `new input` and `not cached` (the program's own new shapes, modules JAX never writes: failing on them is the

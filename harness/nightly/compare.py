@@ -77,14 +77,10 @@ def classify(before: Verdict | None, after: Verdict) -> Change:
         return Change.NEW
     if before == after:
         return Change.SAME
-    if before == Verdict.CLEAN and after == Verdict.REPRODUCED:
-        return Change.REGRESSED
     if before == Verdict.CLEAN and after == Verdict.ERROR:
         return Change.BROKE
-    if before == Verdict.CLEAN and after == Verdict.NEW_INPUT:
-        return Change.NEW_INPUT
-    if before == Verdict.CLEAN and after == Verdict.NOT_CACHED:
-        return Change.NOT_CACHED
+    if before == Verdict.CLEAN and after.compiles_again:  # reproduced: regressed; new input, not cached: their words
+        return Change.REGRESSED if after == Verdict.REPRODUCED else Change(after.value)
     if before == Verdict.REPRODUCED and after == Verdict.CLEAN:
         return Change.FIXED
     return Change.CHANGED

@@ -74,6 +74,19 @@ _METADATA_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#
 HeaderFor = Callable[[Config, list[str]], ResultsHeader]
 
 
+# An original that did not reproduce on --versions, in the words of its refusal: reduce keeps a key that moved, which
+# no other verdict is (one entry for each of them: tests/unit/test_reduce_cli.py iterates Verdict).
+NOT_A_MISS: dict[Verdict, str] = {
+    Verdict.CLEAN: "clean",
+    Verdict.UNSUPPORTED: "unsupported (nothing was measured)",
+    Verdict.ERROR: "an error, not a cache miss (reduce keeps a cache-miss signature, never a crash)",
+    Verdict.NEW_INPUT: "new input, not a cache miss (a later run compiled a function at argument types the first "
+                       "never had, which no cache serves; reduce keeps a key that moved)",
+    Verdict.NOT_CACHED: "not cached, not a cache miss (JAX never writes a module the runs compiled, whose report "
+                        "names it and why; reduce keeps a key that moved)",
+}
+
+
 @dataclass(frozen=True)
 class ReduceOutcome:
     folder: Path
@@ -204,10 +217,8 @@ class Reduction:
         bad = cells[self.bad]
         where = f"(its check: {folder})"
         if bad.verdict != Verdict.REPRODUCED:
-            what = {Verdict.CLEAN: "clean", Verdict.UNSUPPORTED: "unsupported (nothing was measured)",
-                    Verdict.ERROR: "an error, not a cache miss (reduce keeps a cache-miss signature, "
-                                   "never a crash)"}[bad.verdict]
-            raise UserError(f"{self.script}: {what} on jax {self.bad}: {bad.reason}; nothing to reduce {where}")
+            raise UserError(f"{self.script}: {NOT_A_MISS[bad.verdict]} on jax {self.bad}: {bad.reason}; nothing to "
+                            f"reduce {where}")
         if self.good and cells[self.good].verdict != Verdict.CLEAN:
             good = cells[self.good]
             raise UserError(f"{self.script}: {good.verdict}, not clean, on --good {self.good}: {good.reason}; "

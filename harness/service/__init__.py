@@ -25,13 +25,13 @@ from harness.service.preparing import base_image, init_config
 from harness.service.reading import list_versions, merge, report
 from harness.service.reducing import reduce
 from harness.service.submitting import SUBMIT_PASSES_ON, plan_submission, submit, wait_submission
-from harness.service.sweeping import check_config, resume_command, run, sweep, with_pytest, with_script_packages
+from harness.service.sweeping import as_pytest, check_config, resume_command, run, sweep, with_pytest, with_script_packages
 from harness.service.watching import compare_folders, nightly
 
 __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PASSES_ON", "BisectOptions",
            "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
            "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
-           "SweepOutcome", "base_image", "bisect", "bisect_command", "bisect_program", "check_config", "with_script_packages", "with_pytest", "compare_folders",
+           "SweepOutcome", "as_pytest", "base_image", "bisect", "bisect_command", "bisect_program", "check_config", "with_script_packages", "with_pytest", "compare_folders",
            "init_config", "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

@@ -36,6 +36,7 @@ from harness.results.document import (
 from harness.results.resume import check_same_sweep, finished_cells, still_to_measure
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
+from harness.service.option_checks import check_pytest
 from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
@@ -75,6 +76,19 @@ def with_pytest(requirements: tuple[str, ...]) -> tuple[str, ...]:
     """check --pytest's --with: pytest itself added, unless the user named it (pinned, or with extras)."""
     names = {re.split(r"[\s\[<>=!~;@]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
     return requirements if "pytest" in names else (*requirements, "pytest")
+
+
+def as_pytest(given: Given, program: str) -> Given:
+    """check's and bisect's --pytest as the `-m pytest` it stands for: pytest added to --with (unless named), and
+    the program's positional (`program`: check's SCRIPT, bisect's CONFIG|SCRIPT), when given, pytest's first
+    argument (`harness check --pytest tests/`). `given` unchanged without --pytest; its lines spell `-m pytest
+    --pytest`, which reads back the same."""
+    check_pytest(given.pytest, given.module)
+    if not given.pytest:
+        return given
+    first = (str(given[program]),) if given[program] is not None else ()
+    return given.with_values(module="pytest", **{program: None}, script_args=(*first, *given.script_args),
+                             with_requirements=with_pytest(given.with_requirements))
 
 
 def default_runs(module: str | None, platform: Platform = Platform.CPU) -> int:

@@ -117,3 +117,49 @@ def test_a_module_is_bisected_in_its_folder(backend, tmp_path, capsys, write):
     [folder] = (tmp_path / "out").iterdir()
     data = json.loads((folder / "results.json").read_text())
     assert data["config"]["module"] == "mypkg.train" and data["config"]["cwd"] == str(tmp_path / "proj")
+
+
+def test_bisect_takes_pytest_as_check_does():
+    """--pytest and -m are one declaration for both commands (options.py's AS_MODULE): the same option, help and all."""
+    assert {"module", "pytest"} <= {o.dest for o in options_for("bisect")}
+    for dest in ("module", "pytest"):
+        [in_check] = [o for o in options_for("check") if o.dest == dest]
+        [in_bisect] = [o for o in options_for("bisect") if o.dest == dest]
+        assert in_check == in_bisect
+
+
+def test_a_test_suite_is_bisected_as_check_runs_it(backend, tmp_path, capsys, write):
+    """`harness bisect --pytest tests/test_x.py` (issue 60.6): `-m pytest`, the file pytest's first argument, pytest
+    installed with each release; its reproduce line carries --pytest and finds the same (sealed) state."""
+    write("suite/tests/test_x.py", "def test_x():\n    pass\n")
+    out_dir = tmp_path / "out"
+    argv = ["--pytest", "tests/test_x.py", "--cwd", str(tmp_path / "suite"), "--versions", ">=0.4.27,<=0.4.29",
+            "--seeds", "random", "--runs", "2", "--out", str(out_dir), "-q", "--", "-q"]
+    code, out, err = bisect(argv, capsys)
+    assert code == 0, err
+    assert "regression appears in 0.4.29 (last clean 0.4.28)" in out
+    [folder] = out_dir.iterdir()
+    data = json.loads((folder / "results.json").read_text())
+    config = data["config"]
+    assert config["module"] == "pytest" and config["args"] == ["tests/test_x.py", "-q"]
+    assert "pytest" in config["requirements"]
+    [(args, _), *_] = backend.environments[0].calls
+    assert args == ["tests/test_x.py", "-q"]  # the run's: `-m pytest` is the config's module, above
+    state = json.loads((folder / "state.json").read_text())
+    assert state["points"]  # the points measured, recorded for the line below
+    line = out.strip().splitlines()[-1].removeprefix("Reproduce with: ")
+    words = shlex.split(line)
+    assert words[:5] == ["harness", "bisect", "-m", "pytest", "--pytest"]
+    assert words[-3:] == ["--", "tests/test_x.py", "-q"]
+    prepared = len(backend.prepared)
+    code, again, _ = bisect(words[2:], capsys)
+    assert code == 0 and "regression appears in 0.4.29 (last clean 0.4.28)" in again
+    assert [p.name for p in out_dir.iterdir()] == [folder.name]  # the same state, replayed
+    assert len(backend.prepared) == prepared  # nothing measured again
+
+
+def test_pytest_with_another_module_is_refused_by_bisect_as_by_check(backend, tmp_path, capsys):
+    for command in ("bisect", "check"):
+        code = cli.main([command, "--pytest", "-m", "mypkg.train", "--versions", "0.4.28", "--out", str(tmp_path)])
+        _, err = capsys.readouterr()
+        assert code == 2 and "--pytest runs `-m pytest`: not with -m mypkg.train" in err, err

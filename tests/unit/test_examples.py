@@ -22,6 +22,7 @@ from harness.cli import commands as cli
 from harness.inputs import options
 from harness.inputs.config import config_file, load_config
 from harness.inputs.options import COMMAND_NAMES, parse
+from harness import service
 from harness.service.option_checks import names_a_program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,8 @@ def test_every_example_parses_and_names_what_a_user_has(where, line, monkeypatch
         assert done.value.code == 0
         return
     given, _ = parse(argv)  # a usage error exits 2 here, naming the flag
+    if given.command in ("check", "bisect"):  # --pytest PATH: `-m pytest`, PATH pytest's first argument, as they read it
+        given = service.as_pytest(given, "script" if given.command == "check" else "config")
     script = given.get("script")
     if given.command == "bisect" and names_a_program(given["config"], given["module"]):  # bisect train.py
         script, given = given["config"], given.with_values(config=None)
@@ -94,8 +97,6 @@ def test_every_example_parses_and_names_what_a_user_has(where, line, monkeypatch
         path = config_file(given["config"])
         assert path.is_file(), f"{where}: {line}: no config {given['config']} (shipped: a name, or a checkout file)"
         load_config(path)
-    if given.get("pytest"):
-        script = None  # check --pytest PATH: pytest's first argument, a path in the user's suite
     if given.command != "fingerprint" or script is None or script.suffix == ".py":
         if script is not None and not (ROOT / script).exists():
             assert script.name in USER_SCRIPTS, f"{where}: {line}: {script} is not in the checkout"

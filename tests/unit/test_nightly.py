@@ -267,3 +267,16 @@ def test_a_clean_cell_above_the_target_says_its_bound_and_the_runs_for_it_in_its
                                    "with chance up to 0.031 (--runs 11 would make it at most 0.00098)")
     assert summary_line([_clean_with(random_plan(11))]) == "not reproduced in this range"
     assert "--runs 11" not in render([_clean_with(random_plan(11))])
+
+
+@pytest.mark.parametrize("after", list(Verdict))
+def test_from_clean_every_verdict_that_compiles_again_or_fails_raises_the_alarm(after):
+    """Total over the verdicts (issue 60.2): a verdict that compiles again in a fresh process (Verdict.compiles_again:
+    reproduced, new input, not cached) or an error, after a clean baseline, is the alarm, named by its own word; any
+    other is not."""
+    changes = compare([cell("0.10.2", after)], [cell("0.10.2", Verdict.CLEAN)])
+    assert changes[0].alarm == (after.compiles_again or after == Verdict.ERROR)
+    assert exit_code(changes) == (1 if changes[0].alarm else 0)
+    if after.compiles_again and after != Verdict.REPRODUCED:
+        assert changes[0].change == Change(after.value)
+        assert f"went from clean to {after}: jax 0.10.2; {after}: " in render_changes(changes)

@@ -3,7 +3,8 @@
 import pytest
 
 import harness.service as service
-from harness.core.kinds import Cause
+from harness.core.kinds import Cause, Verdict
+from harness.reduce.reduction import NOT_A_MISS
 from harness.reduce.search import Tried
 from harness.core.records import convert
 from harness.results.reduction import Reduced, Signature
@@ -285,3 +286,15 @@ def test_a_signal_during_the_original_s_check_prints_a_resume_line_that_checks_i
                         None)
     assert resumed.run(resume=True).status == SweepStatus.INTERRUPTED
     assert len(checked) == 2
+
+
+@pytest.mark.parametrize("verdict", list(Verdict))
+def test_every_verdict_but_reproduced_is_refused_in_one_line(verdict):
+    """An original that does not reproduce is refused whatever it reads: `new input` and `not cached` were a
+    KeyError (a traceback), not a line."""
+    if verdict == Verdict.REPRODUCED:
+        assert verdict not in NOT_A_MISS  # the one reduce keeps
+        return
+    words = NOT_A_MISS[verdict]
+    assert words.startswith(str(verdict)) or verdict == Verdict.ERROR
+    assert "\n" not in words
