@@ -96,7 +96,7 @@ class Screened:
     keys: frozenset[str] | None = None
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
-    values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
+    values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes/probe.py, probe_program)
     joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
     seconds: float = field(default=0.0, compare=False)  # how long the child ran (0: it did not run)
 

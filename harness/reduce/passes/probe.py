@@ -1,0 +1,142 @@
+"""What a library computed, read from a run of the program (pure: the probe is written here, run by the
+reducer's quick screen)."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from harness.reduce.passes.library import (
+    _library_names,
+    _library_values,
+    _mentions,
+)
+from harness.reduce.passes.syntax import (
+    _blocks,
+    _docstring,
+    _emit,
+)
+
+# module sees), keyed by the assignment's right-hand side as written; `plain_jax` then puts that in its place.
+PROBE_VARIABLE = "HARNESS_REDUCE_VALUES"  # the file the probe writes its lines to
+_PROBE = "__harness_value__"
+_PROBE_LIMIT = 4000  # characters of one value's text: a real model's whole parameters are not pasted
+_PROBE_HELPER = f'''
+def {_PROBE}(key, value, _path=__import__("os").environ.get("{PROBE_VARIABLE}")):
+    import json
+
+    def text(v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return repr(v)
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if isinstance(shape, tuple) and dtype is not None and hasattr(v, "__array__"):
+            kind = "np" if type(v).__module__ == "numpy" else "jnp"
+            name = str(dtype)
+            return f"{{kind}}.ones({{shape!r}}" + ("" if name == "float32" else f", {{kind}}.{{name}}") + ")"
+        if callable(getattr(v, "items", None)) and callable(getattr(v, "keys", None)):
+            if not all(isinstance(k, (str, int)) for k in v.keys()):
+                raise TypeError("a key that is no name")
+            return "{{" + ", ".join(f"{{k!r}}: {{text(x)}}" for k, x in v.items()) + "}}"
+        if type(v) in (list, tuple):
+            inner = ", ".join(map(text, v))
+            return f"[{{inner}}]" if type(v) is list else f"({{inner}}{{',' if len(v) == 1 else ''}})"
+        raise TypeError(type(v))
+
+    try:
+        said = text(value)
+    except Exception:
+        said = None
+    if _path:
+        with open(_path, "a") as out:
+            out.write(json.dumps([key, said if said is None or len(said) <= {_PROBE_LIMIT} else None]) + "\\n")
+'''
+
+
+def _probed_assignments(tree: ast.Module) -> list[tuple[list[ast.stmt], int, str, str]]:
+    """Each assignment of one name from a value that mentions a library (in any block): its block, its index,
+    the name, and its right-hand side as written (the key of what it computed)."""
+    libraries = _library_names(tree)
+    if not libraries:
+        return []
+    tainted = _library_values(tree, set(libraries))
+    found = []
+    for block in _blocks(tree, classes=False):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and _mentions(stmt.value, tainted):
+                found.append((block, index, stmt.targets[0].id, ast.unparse(stmt.value)))
+    return found
+
+
+def probe_program(source: str) -> str | None:
+    """The program with a probe after each assignment of a value a library made, which writes what it
+    computed (as plain JAX) to the file named by PROBE_VARIABLE; None where there is none."""
+    tree = ast.parse(source)
+    found = _probed_assignments(tree)
+    if not found:
+        return None
+    for block, index, name, key in sorted(found, key=lambda f: -f[1]):  # from the end: the indexes hold
+        probe = ast.parse(f"{_PROBE}({key!r}, {name})").body[0]
+        block.insert(index + 1, probe)
+    start = 0
+    while start < len(tree.body) and (_docstring(tree.body[start])
+                                      or (isinstance(stmt := tree.body[start], ast.ImportFrom)
+                                          and stmt.module == "__future__")):
+        start += 1
+    tree.body[start:start] = ast.parse(_PROBE_HELPER).body
+    return _emit(tree)
+
+
+
+
+def probed_values(lines: str) -> dict[str, str]:
+    """What the probe wrote: each right-hand side's value as plain JAX, where every run of it computed the same
+    one and it could be written (a module, an optimizer, a function cannot)."""
+    seen: dict[str, set[str | None]] = {}
+    for line in lines.splitlines():
+        try:
+            key, said = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(key, str) and (said is None or isinstance(said, str)):
+            seen.setdefault(key, set()).add(said)
+    values = {}
+    for key, said in seen.items():
+        (only,) = said if len(said) == 1 else (None,)
+        if only is not None:
+            try:
+                ast.parse(only, mode="eval")
+            except SyntaxError:
+                continue
+            values[key] = only
+    return values
+
+
+_PLAIN_IMPORTS = {"jnp": ("jax.numpy", "import jax.numpy as jnp"), "np": ("numpy", "import numpy as np")}
+
+
+def _values_put(tree: ast.Module, values: dict[str, str], only: int | None = None) -> int:
+    """Each assignment whose right-hand side has a value read by the probe gets that value instead (`only`: the
+    one with that number alone); `import jax.numpy as jnp` / `import numpy as np` added where the values need
+    them and the program does not bind them so. The number of such assignments."""
+    count, used = 0, set()
+    for block, index, _name, key in _probed_assignments(tree):
+        value = values.get(key)
+        if value is None:
+            continue
+        count += 1
+        if only is None or only == count - 1:
+            assignment = block[index]
+            assert isinstance(assignment, ast.Assign)  # as _probed_assignments found it
+            assignment.value = ast.parse(value, mode="eval").body
+            used |= {n.id for n in ast.walk(assignment.value) if isinstance(n, ast.Name)}
+    for name in sorted(used & set(_PLAIN_IMPORTS)):
+        module, statement = _PLAIN_IMPORTS[name]
+        bound = any(isinstance(n, ast.Import) and any(a.name == module and a.asname == name for a in n.names)
+                    for n in tree.body)
+        if not bound:
+            start = 1 if tree.body and _docstring(tree.body[0]) else 0
+            tree.body.insert(start, ast.parse(statement).body[0])
+    return count
+
+
