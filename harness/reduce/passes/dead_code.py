@@ -6,16 +6,8 @@ import ast
 import functools
 from collections.abc import Iterator
 
-from harness.reduce.passes.syntax import (
-    _DEFINITIONS,
-    Place,
-    _blocks,
-    _drop_unused,
-    _emit,
-    _is_one_of,
-    _located_pass,
-    _skipped,
-)
+from harness.reduce.passes.syntax import (_DEFINITIONS, Place, _blocks, _drop_unused, _emit, _is_one_of, _located_pass,
+                                          _skipped)
 
 
 def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:

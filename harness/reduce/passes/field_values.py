@@ -7,15 +7,13 @@ import copy
 import functools
 from collections.abc import Iterator
 
-from harness.reduce.passes.syntax import (
-    Place,
-    _docstring,
-    _drop_unused,
-    _emit,
-    _skipped,
-)
+from harness.reduce.passes.syntax import Place, _docstring, _drop_unused, _emit, _skipped
 from harness.reduce.raises import bindings, out_of_sight
 
+# ---- a value holder's fields read as their values ------------------------------------------------------------
+# pysource-minimize leaves a training script's config as `class TrainConfig: axis_names = (...)` bound by
+# `config, checkpoint_dir = (TrainConfig, 0)` and read once (`axis_names=config.axis_names`): it cannot put a value
+# where a name reads it, so the class, its binding and the read stay. `field_values` does, where that means the
 # same: the class only holds values (immutable literals), nothing ever sets an attribute of that name, and every
 # use of the class and of each name bound to it (or to an instance of it) reads one of its fields.
 _DATACLASS_DECORATORS = frozenset({"dataclass", "dataclasses.dataclass"})

@@ -7,11 +7,7 @@ import copy
 from collections.abc import Iterator
 from typing import TypeGuard
 
-from harness.reduce.passes.syntax import (
-    Place,
-    _emit,
-    _skipped,
-)
+from harness.reduce.passes.syntax import Place, _emit, _skipped
 
 
 def _is_main_guard(stmt: ast.stmt) -> TypeGuard[ast.If]:
@@ -127,9 +123,3 @@ def inlinings(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         text = _emit(copied)
         if text:
             yield (1, index), text
-
-
-# ---- a value holder's fields read as their values ------------------------------------------------------------
-# pysource-minimize leaves a training script's config as `class TrainConfig: axis_names = (...)` bound by
-# `config, checkpoint_dir = (TrainConfig, 0)` and read once (`axis_names=config.axis_names`): it cannot put a value
-# where a name reads it, so the class, its binding and the read stay. `field_values` does, where that means the

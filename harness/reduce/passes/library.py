@@ -9,12 +9,7 @@ import sys
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 
-from harness.reduce.passes.syntax import (
-    _blocks,
-    _drop_unused,
-    _emit,
-    _located_pass,
-)
+from harness.reduce.passes.syntax import _blocks, _drop_unused, _emit, _located_pass
 
 # What a plain-JAX reproducer may import: JAX, NumPy, what JAX itself depends on, and Python's own library.
 PLAIN_PACKAGES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "scipy", "__future__",
@@ -229,10 +224,3 @@ def _replaced(source: str, libraries: set[str], only: int | None, last: bool | N
     tree = _CallsReplaced(_library_values(tree, libraries), only, last, modules).visit(tree)
     _drop_unused(tree, lambda stmt: isinstance(stmt, (ast.Import, ast.ImportFrom)))
     return _emit(tree)
-
-
-# ---- what a library computed, read from a run of the program --------------------------------------------------
-# A value a library made (`params = model.init(key, x)["params"]`: a dict of arrays) cannot be reached by
-# replacing a call by an argument. A run of the program with a probe after each assignment of such a value
-# (`probe_program`, run by the reducer once, in a forked child of the quick screen) writes what it computed as
-# plain JAX (`{"mlp": {"kernel": jnp.ones((16, 16))}}`: the arrays' shapes and dtypes, which is what the lowered

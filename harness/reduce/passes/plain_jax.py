@@ -6,26 +6,10 @@ import ast
 from collections.abc import Iterator
 from typing import TypeGuard
 
-from harness.reduce.passes.library import (
-    _CallsReplaced,
-    _library_names,
-    _library_values,
-    _mentions,
-    _replaced,
-    _root,
-    _without_library,
-)
-from harness.reduce.passes.probe import (
-    _values_put,
-)
-from harness.reduce.passes.syntax import (
-    Place,
-    _blocks,
-    _drop_unused,
-    _emit,
-    _located_pass,
-    _skipped,
-)
+from harness.reduce.passes.library import (_CallsReplaced, _library_names, _library_values, _mentions, _replaced, _root,
+                                           _without_library)
+from harness.reduce.passes.probe import _values_put
+from harness.reduce.passes.syntax import Place, _blocks, _drop_unused, _emit, _located_pass, _skipped
 
 
 def _without_library_annotations(tree: ast.Module, names: set[str]) -> None:

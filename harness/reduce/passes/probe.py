@@ -6,17 +6,14 @@ from __future__ import annotations
 import ast
 import json
 
-from harness.reduce.passes.library import (
-    _library_names,
-    _library_values,
-    _mentions,
-)
-from harness.reduce.passes.syntax import (
-    _blocks,
-    _docstring,
-    _emit,
-)
+from harness.reduce.passes.library import _library_names, _library_values, _mentions
+from harness.reduce.passes.syntax import _blocks, _docstring, _emit
 
+# ---- what a library computed, read from a run of the program --------------------------------------------------
+# A value a library made (`params = model.init(key, x)["params"]`: a dict of arrays) cannot be reached by
+# replacing a call by an argument. A run of the program with a probe after each assignment of such a value
+# (`probe_program`, run by the reducer once, in a forked child of the quick screen) writes what it computed as
+# plain JAX (`{"mlp": {"kernel": jnp.ones((16, 16))}}`: the arrays' shapes and dtypes, which is what the lowered
 # module sees), keyed by the assignment's right-hand side as written; `plain_jax` then puts that in its place.
 PROBE_VARIABLE = "HARNESS_REDUCE_VALUES"  # the file the probe writes its lines to
 _PROBE = "__harness_value__"

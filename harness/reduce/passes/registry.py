@@ -12,10 +12,7 @@ from harness.reduce.passes.field_values import field_values
 from harness.reduce.passes.inlining import inlinings
 from harness.reduce.passes.plain_jax import plain_jax
 from harness.reduce.passes.removals import removals
-from harness.reduce.passes.syntax import (
-    Pass,
-    Place,
-)
+from harness.reduce.passes.syntax import Pass, Place
 from harness.reduce.passes.unwrapping import unwrappings
 
 COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, removals, dead_code, inlinings, field_values, unwrappings)

@@ -6,17 +6,8 @@ import ast
 import sys
 from collections.abc import Iterator
 
-from harness.reduce.passes.syntax import (
-    Place,
-    _blocks,
-    _bound_names,
-    _calls,
-    _drop_unused,
-    _emit,
-    _located_pass,
-    _skipped,
-    imported_packages,
-)
+from harness.reduce.passes.syntax import (Place, _blocks, _bound_names, _calls, _drop_unused, _emit, _located_pass,
+                                          _skipped, imported_packages)
 from harness.reduce.raises import out_of_sight
 
 

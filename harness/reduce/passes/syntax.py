@@ -164,7 +164,6 @@ def _is_one_of(stmt: ast.stmt, kinds: tuple[type[ast.stmt], ...]) -> bool:
     return isinstance(stmt, kinds)
 
 
-
 def _docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 

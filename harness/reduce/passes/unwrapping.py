@@ -6,12 +6,7 @@ import ast
 import copy
 from collections.abc import Iterator
 
-from harness.reduce.passes.syntax import (
-    Place,
-    _blocks,
-    _emit,
-    _skipped,
-)
+from harness.reduce.passes.syntax import Place, _blocks, _emit, _skipped
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
 
