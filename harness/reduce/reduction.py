@@ -445,17 +445,20 @@ class Reduction:
 
     def _values(self, source: str, state: ReduceState, measurer: Measurer) -> dict[str, str]:
         """What the program computed where a library made it (`params = model.init(...)`), as plain JAX (arrays
-        by shape and dtype), read from one run of it with probes (passes.probe_program) in a forked child of the
-        quick screen, contained as a candidate is: `down to plain JAX` puts those values in the library's place.
-        Nothing without the screen, or where the program makes no such value."""
+        by shape and dtype, shardings by their mesh and spec), read from runs of it with probes
+        (passes.probe_program) in forked children of the quick screen of its two deciding seeds, contained as a
+        candidate is: `down to plain JAX` puts those values in the library's place (a tuple of names the two
+        runs ordered differently, a mesh's axis names made from a set, as a set). Nothing without the screen, or
+        where the program makes no such value."""
         probe = probe_program(source)
-        seed = state.bad_seeds[0] if state.bad_seeds else None
-        if probe is None or measurer.screen is None or not isinstance(seed, int):
+        seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]
+        if probe is None or measurer.screen is None or not seeds:
             return {}
-        values = probed_values(measurer.screen.screen(probe, seed, values=True).values)
+        values = probed_values("\n".join(measurer.screen.screen(probe, seed, values=True).values for seed in seeds))
         if values:
-            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from a forked run "
-                              f"of the program (arrays as their shapes and dtypes), may take the library's place")
+            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from forked runs "
+                              "of the program (arrays as their shapes and dtypes, shardings as their mesh and "
+                              "spec), may take the library's place")
         return values
 
     def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:

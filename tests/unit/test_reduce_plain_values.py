@@ -1,0 +1,127 @@
+"""Values a library made, written as plain JAX by the probe (issue 63 item 1): shardings from their mesh and spec,
+a mesh from its devices' shape and its names, pytrees of them as dict and tuple literals, a tuple of names two
+seeds' runs ordered differently (a mesh's axis names made from a set) as a set. The probe runs inside the program
+with JAX there; here its duck typing is given stand-ins of JAX's classes (same names, same attributes)."""
+
+import ast
+import json
+
+from harness.reduce.passes import PROBE_VARIABLE, broken, normalise, plain_jax, probe_program, probed_values
+from harness.reduce.passes.probe import _PROBE_HELPER
+
+
+class _Devices:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+class Mesh:
+    def __init__(self, shape, axis_names):
+        self.devices, self.axis_names = _Devices(*shape), axis_names
+
+
+class PartitionSpec(tuple):
+    def __new__(cls, *parts):
+        return super().__new__(cls, parts)
+
+
+class NamedSharding:
+    def __init__(self, mesh, spec):
+        self.mesh, self.spec = mesh, spec
+
+
+class PositionalSharding:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+class ShapeDtypeStruct:
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+
+def _probed(value, monkeypatch, tmp_path, **program_globals):
+    """What the probe writes of `value` in a program whose globals are `program_globals`."""
+    out = tmp_path / "values.jsonl"
+    out.unlink(missing_ok=True)
+    monkeypatch.setenv(PROBE_VARIABLE, str(out))
+    namespace = dict(program_globals)
+    exec(_PROBE_HELPER, namespace)  # as probe_program puts it at the program's top
+    namespace["__harness_value__"]("key", value)
+    return json.loads(out.read_text())[1]
+
+
+def test_a_named_sharding_is_written_from_its_mesh_and_spec(monkeypatch, tmp_path):
+    mesh = Mesh((2, 4), ("data", "model"))
+    said = _probed(NamedSharding(mesh, PartitionSpec(None, ("data", "model"))), monkeypatch, tmp_path)
+    assert said == ("jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape((2, 4)), "
+                    "('data', 'model')), jax.sharding.PartitionSpec(None, ('data', 'model')))")
+
+
+def test_a_sharding_s_mesh_is_the_program_s_own_by_name_where_a_global_holds_it(monkeypatch, tmp_path):
+    mesh = Mesh((8,), ("model",))
+    said = _probed(NamedSharding(mesh, PartitionSpec("model")), monkeypatch, tmp_path, mesh=mesh, _hidden=mesh)
+    assert said == "jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec('model'))"
+
+
+def test_a_mesh_is_written_from_its_devices_shape_and_names_in_the_program_s_order(monkeypatch, tmp_path):
+    mesh = Mesh((4, 2), ("model", "data"))
+    # Its own assignment's name is not used (`mesh = make_mesh()` would read `mesh = mesh`).
+    said = _probed(mesh, monkeypatch, tmp_path, mesh=mesh)
+    assert said == "jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape((4, 2)), ('model', 'data'))"
+
+
+def test_a_positional_sharding_becomes_a_named_sharding_over_axes_of_its_own(monkeypatch, tmp_path):
+    said = _probed(PositionalSharding(4, 1), monkeypatch, tmp_path)
+    assert said == ("jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()[:4]).reshape((4, 1)), "
+                    "('p0', 'p1')), jax.sharding.PartitionSpec('p0', 'p1'))")
+
+
+def test_a_pytree_of_shardings_and_abstract_arrays_is_a_dict_and_tuple_literal(monkeypatch, tmp_path):
+    mesh = Mesh((8,), ("model",))
+    tree = {"params": {"W1": NamedSharding(mesh, PartitionSpec(None, "model")),
+                       "b": (NamedSharding(mesh, PartitionSpec()), ShapeDtypeStruct((3,), "bfloat16"))}}
+    said = _probed(tree, monkeypatch, tmp_path, mesh=mesh)
+    assert said == ("{'params': {'W1': jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, 'model')), "
+                    "'b': (jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()), "
+                    "jax.ShapeDtypeStruct((3,), jnp.bfloat16))}}")
+
+
+def test_what_cannot_be_written_is_not_guessed(monkeypatch, tmp_path):
+    assert _probed(Mesh((2,), (0, 1)), monkeypatch, tmp_path) is None  # names that are no strings
+    assert _probed(NamedSharding(Mesh((2,), ("a",)), PartitionSpec(object())), monkeypatch, tmp_path) is None
+
+
+def test_names_two_seeds_ordered_differently_are_a_set_and_other_differences_drop_the_value():
+    mesh = "jax.sharding.Mesh(np.array(jax.devices()[:8]).reshape((2, 4)), {})"
+    lines = "\n".join(json.dumps(["make_mesh()", mesh.format(names)]) for names in ("('data', 'model')",
+                                                                                  "('model', 'data')"))
+    lines += "\n" + "\n".join(json.dumps(["other()", text]) for text in ("jnp.ones((2,))", "jnp.ones((3,))"))
+    lines += "\n" + "\n".join(json.dumps(["spec()", text]) for text in ("('a', 'b', 1)", "('b', 'a', 2)"))
+    assert probed_values(lines) == {"make_mesh()": mesh.format("tuple({'data', 'model'})")}
+
+
+SHARDED = normalise("""
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+mesh = jax.sharding.Mesh(jax.devices(), ('model',))
+model = nn.Dense(4)
+abstract = jax.eval_shape(model.init, jax.random.PRNGKey(0), jnp.ones((2, 3)))
+shardings = nn.get_sharding(abstract, mesh)
+f = jax.jit(lambda x: x * 2, out_shardings=shardings['params']['kernel'])
+f(jnp.ones((3, 4)))
+""")
+
+
+def test_plain_jax_puts_a_library_s_shardings_in_its_place_and_the_program_imports_jax_only():
+    probe = probe_program(SHARDED)
+    assert probe is not None and "__harness_value__('nn.get_sharding(abstract, mesh)', shardings)" in probe
+    values = {"nn.get_sharding(abstract, mesh)":
+              "{'params': {'kernel': jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, 'model'))}}"}
+    (place, first), *_ = list(plain_jax(SHARDED, None, values))
+    assert place == (0, 0) and broken(first) is None, first
+    imported = {a.name for n in ast.walk(ast.parse(first)) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"jax", "jax.numpy"} and "flax" not in first, first
+    assert "shardings = {'params': {'kernel': jax.sharding.NamedSharding(mesh, " in first, first
