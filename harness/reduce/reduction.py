@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import ast
-import re
 import resource
 import shutil
 import time
@@ -17,13 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import tomlkit
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from harness.core.records import plain
 from harness.inputs.config import Config, Repro
-from harness.inputs.dependencies import JAX_OWN
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
@@ -32,15 +27,16 @@ from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.passes import (coarse_passes, digest, imported_packages, normalise, probe_program, probed_values,
-                                   size)
+from harness.reduce.metadata import metadata_block
+from harness.reduce.passes import (coarse_passes, digest, imported_packages, library_calls, library_packages, normalise,
+                                   probe_program, probed_values, size)
 from harness.reduce.screening import QuickScreen, ScreenMaker
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
-from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
+from harness.results.reduction import REDUCE_SECTION, Plain, ProgramText, Reduced
 from harness.reduce.state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
@@ -62,9 +58,6 @@ EXTRA_SEEDS = 3
 # order a set of two names differently with probability 1/2 in each).
 EXTRA_LAUNCHES = 2
 
-# PEP 723's own regular expression for an inline metadata block.
-_METADATA_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
-
 HeaderFor = Callable[[Config, list[str]], ResultsHeader]
 
 
@@ -81,45 +74,6 @@ class ReduceOutcome:
     @property
     def best_file(self) -> Path:
         return self.folder / "best.py"
-
-
-def metadata_block(source: str, reduced: str | None = None) -> str:
-    """The script's inline metadata (PEP 723) block, to put back on the reduced program; with `reduced`, less
-    the dependencies the reduced program no longer imports (unused)."""
-    match = next((m for m in _METADATA_RE.finditer(source) if m.group("type") == "script"), None)
-    if match is None:
-        return ""
-    return (match.group(0) if reduced is None else _without_unused(match, source, reduced)) + "\n"
-
-
-def _top_imports(source: str) -> set[str]:
-    """The canonical names of the top-level modules `source` imports (not relative ones)."""
-    return {canonicalize_name(n) for n in imported_packages(ast.walk(ast.parse(source)))}
-
-
-def _without_unused(block: re.Match[str], source: str, reduced: str) -> str:
-    """The block with a dependency left out where its name is a module the original imports and the reduced
-    program does not (`flax==0.8.3` once no `import flax` is left). What no import of the original names (a
-    distribution whose module is named otherwise, a plugin) and JAX's own pin stay: a dependency kept for
-    nothing costs an install, one dropped wrongly breaks `uv run reduced.py`."""
-    unused = _top_imports(source) - _top_imports(reduced) - JAX_OWN
-    lines = block.group("content").splitlines()
-    try:
-        document = tomlkit.parse("\n".join(line[2:] if line.startswith("# ") else line[1:] for line in lines))
-    except tomlkit.exceptions.ParseError:
-        return block.group(0)
-    dependencies = document.get("dependencies")
-    if not isinstance(dependencies, list):
-        return block.group(0)
-    for i in reversed(range(len(dependencies))):
-        try:
-            name = canonicalize_name(Requirement(str(dependencies[i])).name)
-        except InvalidRequirement:
-            continue
-        if name in unused:
-            del dependencies[i]
-    content = "".join(f"# {line}\n" if line else "#\n" for line in tomlkit.dumps(document).splitlines())
-    return f"# /// {block.group('type')}\n{content}# ///"
 
 
 def local_imports(source: str, folder: Path) -> bool:
@@ -151,6 +105,9 @@ class _Searching:
     search: Search | None = None
     quick: QuickScreen = field(default_factory=QuickScreen)
     saving: SaveSchedule = field(default_factory=SaveSchedule)
+    # The pass whose kept candidate took out a package's last import (the report says it); the best it came from.
+    taken_out_by: dict[str, str] = field(default_factory=dict)
+    _last_best: str | None = None
 
     def tried(self, candidate: str, answer: Tried, best: str) -> None:
         """Each candidate's answer: said, and the state written when due."""
@@ -159,6 +116,10 @@ class _Searching:
         if answer.measured:
             state.measured += 1
             self.said.candidate(state.measured, size(candidate), search.making, answer, size(best))
+        if answer.kept and self._last_best is not None and search.best != self._last_best:
+            for package in library_packages(self._last_best) - library_packages(search.best):
+                self.taken_out_by[package] = search.making.value
+        self._last_best = search.best
         state.best, state.memo = search.best, search.memo
         state.seconds = self.said.seconds
         if self.saving.due(search.best, time.monotonic()):
@@ -340,7 +301,7 @@ class Reduction:
         state.save(self.folder)
         measurer = self._searched(searching)
         try:
-            return self._finish(source, state, original_lines, measurer)
+            return self._finish(source, state, original_lines, measurer, searching.taken_out_by)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
             return self._interrupted(state, searching.said, original_lines)
 
@@ -537,7 +498,8 @@ class Reduction:
 
     # ---- the answer ---------------------------------------------------------------------------
 
-    def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer) -> ReduceOutcome:
+    def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
+                taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
         reduced = metadata_block(source, state.best) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
@@ -547,7 +509,7 @@ class Reduction:
                           ProgramText(REDUCED_FILE, size(reduced), len(reduced.encode()), reduced),
                           state.signature, state.bad, state.good, state.vary, state.processes, state.measured,
                           len(state.memo), round(state.seconds, 1), round(state.check_seconds, 1),
-                          plain(measurer.sandbox))
+                          plain(measurer.sandbox), plain_jax_said(source, state.best, taken_out_by or {}))
         # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
         # and the write watch: a write outside this folder and the working folder is said, and not kept.
         space = Workspace(self.folder / CHECK_DIR)
@@ -571,6 +533,16 @@ class Reduction:
         state.save(self.folder)
         return ReduceOutcome(self.folder, SweepStatus.COMPLETE if problem is None else SweepStatus.PROBLEM, state,
                              original_lines, path, tuple(cells), problem)
+
+
+def plain_jax_said(original: str, reduced: str, taken_out_by: dict[str, str]) -> Plain | None:
+    """What the report says of plain JAX: the original's libraries, the pass that took each out, the calls left."""
+    libraries = library_packages(original)
+    if not libraries:
+        return None
+    still = libraries & library_packages(reduced)
+    return Plain(tuple(sorted(libraries)), {p: taken_out_by[p] for p in sorted(libraries - still) if p in taken_out_by},
+                 tuple(library_calls(reduced)), tuple(sorted(still)))
 
 
 def reduce_section(folder: Path) -> Reduced | None:

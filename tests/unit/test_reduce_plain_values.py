@@ -125,3 +125,32 @@ def test_plain_jax_puts_a_library_s_shardings_in_its_place_and_the_program_impor
     imported = {a.name for n in ast.walk(ast.parse(first)) if isinstance(n, ast.Import) for a in n.names}
     assert imported == {"jax", "jax.numpy"} and "flax" not in first, first
     assert "shardings = {'params': {'kernel': jax.sharding.NamedSharding(mesh, " in first, first
+
+
+# ---- what the report says of plain JAX (issue 63 item 3) ----------------------------------------------------------
+
+def test_the_reduction_records_which_pass_took_each_library_out_and_which_calls_remain():
+    from harness.reduce.reduction import plain_jax_said
+    from harness.results.reduction import Plain
+    original = "import jax\nimport flax.linen as nn\nimport optax\nm = nn.Dense(4)\ny = m.apply(1, 2)\no = optax.sgd(1)\n"
+    reduced = "import jax\nimport flax.linen as nn\nm = nn.Dense(4)\ny = m.apply(1, 2)\nz = jax.numpy.ones(2)\n"
+    said = plain_jax_said(original, reduced, {"optax": "down to plain JAX", "flax": "statements removed"})
+    assert said == Plain(("flax", "optax"), {"optax": "down to plain JAX"}, ("nn.Dense", "m.apply"), ("flax",))
+    assert plain_jax_said("import jax\nx = 1\n", "import jax\n", {}) is None  # plain from the start
+
+
+def test_the_report_says_how_the_program_got_plain_and_why_a_library_call_stayed():
+    from harness.core.records import convert
+    from harness.report.render import _minimal_reproducer
+    from harness.results.reduction import Reduced
+    section = {"original": {"path": "train.py", "lines": 50, "bytes": 2000},
+               "reduced": {"path": "reduced.py", "lines": 2, "bytes": 30, "source": "import jax\nprint(1)\n"},
+               "signature": {"module": "jit_f"}, "bad": "0.4.31",
+               "plain": {"libraries": ["flax", "optax"], "taken_out_by": {"optax": "down to plain JAX"}}}
+    text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
+    assert ("The original imported `flax`, `optax` beyond JAX, NumPy and Python's own; taken out: `flax` before a "
+            "`--resume`, `optax` by *down to plain JAX*. It imports JAX, NumPy and Python's own library only.") in text
+    section["plain"] = {"libraries": ["flax"], "calls": ["nn.Dense"], "still": ["flax"]}
+    text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
+    assert "It still uses `flax`: calls `nn.Dense`. Every candidate that replaced such a call" in text
+    assert "the miss needs the library's own code there" in text

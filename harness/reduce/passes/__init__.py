@@ -33,7 +33,7 @@ from harness.reduce.passes.checks import broken
 from harness.reduce.passes.dead_code import dead_code
 from harness.reduce.passes.field_values import field_values
 from harness.reduce.passes.inlining import inlinings
-from harness.reduce.passes.library import PLAIN_PACKAGES
+from harness.reduce.passes.library import PLAIN_PACKAGES, library_calls, library_packages
 from harness.reduce.passes.plain_jax import plain_jax
 from harness.reduce.passes.probe import PROBE_VARIABLE, probe_program, probed_values
 from harness.reduce.passes.registry import COARSE_PASSES, PASS_NAMES, PassName, coarse_passes
@@ -42,5 +42,5 @@ from harness.reduce.passes.syntax import Pass, Place, digest, imported_packages,
 from harness.reduce.passes.unwrapping import unwrappings
 
 __all__ = ["Pass", "Place", "digest", "imported_packages", "normalise", "size", "broken", "removals", "dead_code",
-           "unwrappings", "inlinings", "field_values", "PLAIN_PACKAGES", "PROBE_VARIABLE", "probe_program",
+           "unwrappings", "inlinings", "field_values", "PLAIN_PACKAGES", "library_calls", "library_packages", "PROBE_VARIABLE", "probe_program",
            "probed_values", "plain_jax", "COARSE_PASSES", "PASS_NAMES", "PassName", "coarse_passes"]

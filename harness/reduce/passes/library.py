@@ -33,6 +33,26 @@ def _library_names(tree: ast.Module) -> dict[str, str]:
     return names
 
 
+def library_packages(source: str) -> set[str]:
+    """The packages beyond plain JAX (PLAIN_PACKAGES) the program imports."""
+    return set(_library_names(ast.parse(source)).values())
+
+
+def library_calls(source: str) -> list[str]:
+    """The calls of a library's names the program still makes, each once in the program's order, as the callee is
+    written (`nn.Dense`, `model.apply` where `model` a library made)."""
+    tree = ast.parse(source)
+    names = _library_names(tree)
+    made = _library_values(tree, set(names)) if names else set()
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _root(node.func) in made:
+            callee = ast.unparse(node.func)
+            if callee not in found:
+                found.append(callee)
+    return found
+
+
 # Set on a Name node: a local of its function that no library's value is bound to there (`data, model =
 # mesh.axis_names` in a helper, while `model = MLP()` elsewhere): the names a library made are names, not
 # scopes, and this keeps a helper's own `model` or `x` from being taken for the library's.
