@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-
 from harness.core.records import plain
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend
@@ -27,7 +26,7 @@ from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.metadata import metadata_block
+from harness.reduce.metadata import installed_modules, metadata_block
 from harness.reduce.passes import (coarse_passes, digest, imported_packages, library_calls, library_packages, normalise,
                                    probe_program, probed_values, size)
 from harness.reduce.screening import QuickScreen, ScreenMaker
@@ -500,7 +499,7 @@ class Reduction:
 
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
                 taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
-        reduced = metadata_block(source, state.best) + state.best
+        reduced = metadata_block(source, state.best, installed_modules(measurer.bad)) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "

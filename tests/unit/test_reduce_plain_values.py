@@ -154,3 +154,27 @@ def test_the_report_says_how_the_program_got_plain_and_why_a_library_call_stayed
     text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
     assert "It still uses `flax`: calls `nn.Dense`. Every candidate that replaced such a call" in text
     assert "the miss needs the library's own code there" in text
+
+
+# ---- reduced.py's PEP 723 block names only what it still imports (issue 63 item 3) --------------------------------
+
+def test_a_dependency_whose_module_is_named_otherwise_goes_where_the_environment_says_what_it_installs():
+    from harness.reduce.metadata import metadata_block
+    script = ('# /// script\n# dependencies = ["scikit-learn", "jax==0.4.31", "my-plugin"]\n# ///\n'
+              'import sklearn\nimport jax\n')
+    modules = {"scikit-learn": frozenset({"sklearn"}), "jax": frozenset({"jax"})}
+    block = metadata_block(script, "import jax\n", modules)
+    assert "scikit-learn" not in block and "jax==0.4.31" in block, block
+    assert "my-plugin" in block  # the environment does not say what it installs: kept
+    assert "scikit-learn" in metadata_block(script, "import sklearn\nimport jax\n", modules)
+
+
+def test_what_an_environment_installs_is_read_from_its_interpreter():
+    import sys
+    from types import SimpleNamespace
+
+    from harness.reduce.metadata import installed_modules
+    found = installed_modules(SimpleNamespace(environment=SimpleNamespace(python=sys.executable)))
+    assert "packaging" in found["packaging"] and "msgspec" in found["msgspec"]
+    assert installed_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
+    assert installed_modules(None) == {}
