@@ -27,8 +27,8 @@ from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.metadata import installed_modules, metadata_block
-from harness.reduce.passes import (coarse_passes, digest, imported_packages, library_calls, library_packages, normalise,
-                                   probe_program, probed_values, size)
+from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
+                                   normalise, probe_program, probed_values, size)
 from harness.reduce.screening import QuickScreen, ScreenMaker
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
@@ -106,7 +106,10 @@ class _Searching:
     saving: SaveSchedule = field(default_factory=SaveSchedule)
     # The pass whose kept candidate took out a package's last import (the report says it); the best it came from.
     taken_out_by: dict[str, str] = field(default_factory=dict)
-    _last_best: str | None = None
+    _last_best: str = ""
+
+    def __post_init__(self) -> None:
+        self._last_best = self.state.best
 
     def tried(self, candidate: str, answer: Tried, best: str) -> None:
         """Each candidate's answer: said, and the state written when due."""
@@ -115,7 +118,9 @@ class _Searching:
         if answer.measured:
             state.measured += 1
             self.said.candidate(state.measured, size(candidate), search.making, answer, size(best))
-        if answer.kept and self._last_best is not None and search.best != self._last_best:
+        if search.best != self._last_best and search.making != PassName.GOOD:
+            # A kept candidate became the best (the progress hears of a batch's answers after it did, in their
+            # order: the first may be a rejected one's); the good release's checkpoint only goes back.
             for package in library_packages(self._last_best) - library_packages(search.best):
                 self.taken_out_by[package] = search.making.value
         self._last_best = search.best

@@ -178,3 +178,31 @@ def test_what_an_environment_installs_is_read_from_its_interpreter():
     assert "packaging" in found["packaging"] and "msgspec" in found["msgspec"]
     assert installed_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
     assert installed_modules(None) == {}
+
+
+def test_the_search_remembers_the_pass_whose_kept_candidate_took_a_library_s_last_import_out(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.core.kinds import Cause
+    from harness.reduce.passes import PassName
+    from harness.reduce.progress import SearchProgress
+    from harness.reduce.reduction import _Searching
+    from harness.reduce.search import Tried
+    from harness.reduce.state import ReduceState
+    from harness.results.reduction import Signature
+    original = "import jax\nimport flax\nimport optax\nx = flax.a(optax.b())\n"
+    state = ReduceState("train.py", "d" * 64, "0.4.28", None, Signature("jit_f", ("computation",), Cause.ORDER),
+                        [1, 2], 24.0, original)
+    searching = _Searching(state, SearchProgress(lambda said: None, 4, 0.0), tmp_path)
+    searching.search = search = SimpleNamespace(best=original, memo={}, making=PassName.REMOVALS)
+    search.best = "import jax\nimport flax\nx = flax.a(1)\n"
+    searching.tried(search.best, Tried(True, "kept"), search.best)
+    # A batch measured side by side: the progress hears of its answers once the kept one is the best, a rejected
+    # one first.
+    search.making, search.best = PassName.PLAIN_JAX, "import jax\nx = 1\n"
+    searching.tried("import jax\nx = 2\n", Tried(False, "clean"), search.best)
+    searching.tried(search.best, Tried(True, "kept"), search.best)
+    # The good release's checkpoint goes back to a program that imports flax: nothing is taken out by it.
+    search.making, search.best = PassName.GOOD, "import jax\nimport flax\nx = flax.a(1)\n"
+    searching.tried("import jax\nx = 1\n", Tried(False, "reproduced on the good release"), search.best)
+    assert searching.taken_out_by == {"optax": "statements removed", "flax": "down to plain JAX"}
