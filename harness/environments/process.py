@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from harness.environments.base import Environment
@@ -29,6 +28,7 @@ from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import SOURCE_DIR
+from harness.inside.supervise import remove_run_tmp
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
 # or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
@@ -210,23 +210,6 @@ def with_run_tmp(env: dict[str, str], folder: Path | None) -> dict[str, str]:
     if folder is None:
         return env
     return {**env, **{name: str(folder) for name in RUN_TMP_VARS}, RUN_TMPDIR_VAR: str(folder)}
-
-
-def remove_run_tmp(folder: Path | None) -> None:
-    """Remove a run's temporary folder, whatever the script left in it (a folder it made read-only too)."""
-    if folder is None:
-        return
-
-    def writable_then_again(function: Callable[[str], object], path: str, _exc_info: object) -> None:
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass  # what cannot be removed even so stays (a mount inside it)
-    if folder.exists():
-        shutil.rmtree(folder, onerror=writable_then_again)  # onerror: Python 3.11 has no onexc
 
 
 def start_process(argv: list[str], env: dict[str, str], log: BinaryIO, cwd: Path | None = None,

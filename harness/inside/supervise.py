@@ -226,10 +226,12 @@ def drain(read_end: int, log: CappedLog, seconds: float = 5.0) -> None:
         log.write(data)
 
 
-def remove_run_tmp(folder: str | None) -> None:
-    """The run's temporary folder and whatever the script left in it (made writable where it must be)."""
-    if not folder:
-        return
+def remove_run_tmp(folder: str | os.PathLike[str] | None) -> None:
+    """A run's temporary folder and whatever the script left in it (a folder it made read-only too, made writable
+    where it must be): by this supervisor once everything is killed, and by the harness after the run
+    (harness/environments/process.py imports it: one function for both)."""
+    if not folder or not os.path.exists(folder):
+        return  # (gone already: rmtree's error handler would make its parent writable for nothing)
 
     def writable_then_again(function: Callable[[str], object], path: str, exc_info: Any) -> None:
         try:
@@ -238,8 +240,8 @@ def remove_run_tmp(folder: str | None) -> None:
                 os.chmod(path, 0o700)
             function(path)
         except OSError:
-            pass
-    shutil.rmtree(folder, onerror=writable_then_again)
+            pass  # what cannot be removed even so stays (a mount inside it)
+    shutil.rmtree(folder, onerror=writable_then_again)  # onerror: Python 3.11 has no onexc
 
 
 def main(argv: list[str]) -> None:

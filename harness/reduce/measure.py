@@ -358,15 +358,17 @@ class Measurer:
                     break
         return None if isinstance(answer, More) else answer
 
-    def good_factor_children(self, source: str, seed: int) -> Tried | None:
-        if self.good_screen is None or self.good is None or self.target.factor is None:
+    def good_factor_children(self, source: str, seed: int, screen: ForkScreen | None = None) -> Tried | None:
+        """The good release's children (`screen`'s, else the good screen's) at two cache paths: None where they hit,
+        or are unsure; else why the candidate is not clean there."""
+        good_screen = screen or self.good_screen
+        if good_screen is None or self.good is None or self.target.factor is None:
             return None
         children = []
-        with self._factor_paths(self.good_screen) as (here, elsewhere):
+        with self._factor_paths(good_screen) as (here, elsewhere):
             for cache in (here, elsewhere):
                 cache.mkdir(parents=True)
-                children.append(self.good_screen.screen(source, seed, module=self.target.module, stop=True,
-                                                        cache=cache))
+                children.append(good_screen.screen(source, seed, module=self.target.module, stop=True, cache=cache))
                 if children[-1].keys is None:
                     break
         return factor_good_answer(self.target.module, str(self.target.factor), self.good.spec.jax_version, children)

@@ -26,7 +26,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from harness.reduce.passes import Place, _emit, _skipped
+from harness.reduce.passes.syntax import Place, _emit, _skipped
 
 RENAMED_PREFIX = "unique_name_"  # pysource-minimize's MinimizeUniqueName
 SIZES = (2, 4, 8)  # the sizes a zero in a shape is restored to, in order

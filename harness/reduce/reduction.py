@@ -9,44 +9,33 @@
 from __future__ import annotations
 
 import ast
-import os
-import re
 import resource
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-import tomlkit
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from harness.core.records import plain
 from harness.inputs.config import Config, Repro
-from harness.inputs.dependencies import JAX_OWN
-from harness.inputs.process_variables import merge_user_env, process_env
 from harness.environments.base import Backend
 from harness.core.files import write_atomic
 from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserError
-from harness.core.kinds import FolderMode
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.passes import (coarse_passes, digest, imported_packages, normalise, probe_program, probed_values,
-                                   size)
-from harness.reduce.screen import ForkScreen, child_timeout, preloaded, screen_allowed
-from harness.core.factors import Factor
-from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
-from harness.measure.multiprocess_env import GroupPlan, rank_env
+from harness.reduce.metadata import installed_modules, metadata_block
+from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
+                                   normalise, probe_program, probed_values, size)
+from harness.reduce.screening import QuickScreen, ScreenMaker
 from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
-from harness.results.reduction import REDUCE_SECTION, ProgramText, Reduced
+from harness.results.reduction import REDUCE_SECTION, Plain, ProgramText, Reduced
 from harness.reduce.state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
@@ -67,9 +56,6 @@ EXTRA_SEEDS = 3
 # A job's candidate: the launch whose processes disagreed, then launches of fresh seeds (two processes
 # order a set of two names differently with probability 1/2 in each).
 EXTRA_LAUNCHES = 2
-
-# PEP 723's own regular expression for an inline metadata block.
-_METADATA_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 HeaderFor = Callable[[Config, list[str]], ResultsHeader]
 
@@ -102,45 +88,6 @@ class ReduceOutcome:
         return self.folder / "best.py"
 
 
-def metadata_block(source: str, reduced: str | None = None) -> str:
-    """The script's inline metadata (PEP 723) block, to put back on the reduced program; with `reduced`, less
-    the dependencies the reduced program no longer imports (unused)."""
-    match = next((m for m in _METADATA_RE.finditer(source) if m.group("type") == "script"), None)
-    if match is None:
-        return ""
-    return (match.group(0) if reduced is None else _without_unused(match, source, reduced)) + "\n"
-
-
-def _top_imports(source: str) -> set[str]:
-    """The canonical names of the top-level modules `source` imports (not relative ones)."""
-    return {canonicalize_name(n) for n in imported_packages(ast.walk(ast.parse(source)))}
-
-
-def _without_unused(block: re.Match[str], source: str, reduced: str) -> str:
-    """The block with a dependency left out where its name is a module the original imports and the reduced
-    program does not (`flax==0.8.3` once no `import flax` is left). What no import of the original names (a
-    distribution whose module is named otherwise, a plugin) and JAX's own pin stay: a dependency kept for
-    nothing costs an install, one dropped wrongly breaks `uv run reduced.py`."""
-    unused = _top_imports(source) - _top_imports(reduced) - JAX_OWN
-    lines = block.group("content").splitlines()
-    try:
-        document = tomlkit.parse("\n".join(line[2:] if line.startswith("# ") else line[1:] for line in lines))
-    except tomlkit.exceptions.ParseError:
-        return block.group(0)
-    dependencies = document.get("dependencies")
-    if not isinstance(dependencies, list):
-        return block.group(0)
-    for i in reversed(range(len(dependencies))):
-        try:
-            name = canonicalize_name(Requirement(str(dependencies[i])).name)
-        except InvalidRequirement:
-            continue
-        if name in unused:
-            del dependencies[i]
-    content = "".join(f"# {line}\n" if line else "#\n" for line in tomlkit.dumps(document).splitlines())
-    return f"# /// {block.group('type')}\n{content}# ///"
-
-
 def local_imports(source: str, folder: Path) -> bool:
     """Whether the script imports a module that sits beside it (candidates then need its folder on
     PYTHONPATH, as they are written elsewhere)."""
@@ -156,6 +103,44 @@ def program_config(config: Config, path: Path, original: Path, source: str) -> C
         env["PYTHONPATH"] = ":".join(v for v in (env.get("PYTHONPATH"), str(original.parent.resolve())) if v)
     return replace(config, repro=Repro(path.stem, path.resolve(), builtin=False),
                    cwd=config.cwd or original.parent.resolve(), env=tuple(env.items()))
+
+
+@dataclass
+class _Searching:
+    """What the search phase holds between its steps: its state written as it goes, read back when it is interrupted,
+    and what it did said when it ends."""
+
+    state: ReduceState
+    said: SearchProgress
+    folder: Path  # the reduction's: where the state is written
+    measurer: Measurer | None = None
+    search: Search | None = None
+    quick: QuickScreen = field(default_factory=QuickScreen)
+    saving: SaveSchedule = field(default_factory=SaveSchedule)
+    # The pass whose kept candidate took out a package's last import (the report says it); the best it came from.
+    taken_out_by: dict[str, str] = field(default_factory=dict)
+    _last_best: str = ""
+
+    def __post_init__(self) -> None:
+        self._last_best = self.state.best
+
+    def tried(self, candidate: str, answer: Tried, best: str) -> None:
+        """Each candidate's answer: said, and the state written when due."""
+        search, state = self.search, self.state
+        assert search is not None  # made before any candidate is tried
+        if answer.measured:
+            state.measured += 1
+            self.said.candidate(state.measured, size(candidate), search.making, answer, size(best))
+        if search.best != self._last_best and search.making != PassName.GOOD:
+            # A kept candidate became the best (the progress hears of a batch's answers after it did, in their
+            # order: the first may be a rejected one's); the good release's checkpoint only goes back.
+            for package in library_packages(self._last_best) - library_packages(search.best):
+                self.taken_out_by[package] = search.making.value
+        self._last_best = search.best
+        state.best, state.memo = search.best, search.memo
+        state.seconds = self.said.seconds
+        if self.saving.due(search.best, time.monotonic()):
+            state.save(self.folder)
 
 
 @dataclass
@@ -302,122 +287,131 @@ class Reduction:
             (self.folder / name).exists() for name in (ORIGINAL_DIR, SNAPSHOT_DIR, SNAPSHOT_DIR + ".partial"))
 
     def _run(self, resume: bool) -> ReduceOutcome:
-        source = self.script.read_text()
-        try:
-            ast.parse(source)
-        except SyntaxError as exc:
-            raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
-                            f"{exc.msg}): nothing to reduce") from None
+        source = self._source()
         original_lines = size(source)
         self.progress.say(opening(original_lines))
         if resume and self._started_before():
             self.progress.say(f"resuming {self.folder}: stopped during the original's check; checking it again")
             resume = False
         if resume:
-            state = load_state(self.folder, normalise(source))
-            given = (tuple(map(str, self.config.vary)), self.config.processes)
-            if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good) \
-                    or (state.vary, state.processes) != given:
-                flags = (f" --vary {','.join(state.vary)}" if state.vary else "") + \
-                    (f" --processes {state.processes}" if state.processes > 1 else "")
-                raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
-                                f"{' / ' + state.good if state.good else ''}{flags}, as it was then; "
-                                "give the same script, versions and options")
-            if state.unsealed:
-                self.progress.say(f"{self.folder}: its reduce.json was written before states were sealed: its "
-                                  "best program is not run; resuming from the original, its memo kept")
-            self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
-                              f"{len(state.memo)} candidate(s) remembered")
+            state = self._resumed(source)
         else:
-            # The folder is a reduction's from the start: a signal before reduce.json exists still leaves one that
-            # --resume starts again (_started_before).
-            (self.folder / ORIGINAL_DIR).mkdir(parents=True, exist_ok=True)
             try:
-                self._snapshot()
-                state = self._original(source)
+                state = self._started(source)
             except KeyboardInterrupt:  # nothing reduced yet: --resume of this folder checks the original again
                 return ReduceOutcome(self.folder, SweepStatus.INTERRUPTED, None, original_lines)
         state.status = "running"
         state.save(self.folder)
-        said = SearchProgress(self.progress.say, original_lines, state.seconds)
-        search: Search | None = None
-        measurer: Measurer | None = None
+        searching = _Searching(state, SearchProgress(self.progress.say, original_lines, state.seconds), self.folder)
         try:
-            measurer = self._measurer(source, state)
-            self.progress.say(measurer.sandbox.describe())
-            measurer.screen = self._screen(source, state, measurer)
-            if state.run_seconds:
-                self.progress.say(self._cost(state, measurer).said())
-
-            saving = SaveSchedule()
-
-            def tried(candidate: str, answer: Tried, best: str) -> None:
-                assert search is not None  # made before any candidate is tried
-                if answer.measured:
-                    state.measured += 1
-                    said.candidate(state.measured, size(candidate), search.making, answer, size(best))
-                state.best, state.memo = search.best, search.memo
-                state.seconds = said.seconds
-                if saving.due(search.best, time.monotonic()):
-                    state.save(self.folder)
-
-            # The screen decides only once the original was measured fresh (below); its provisional keeps, and
-            # a resumed search's, are confirmed by fresh processes at each checkpoint.
-            decides, measurer.screen_decides = measurer.screen_decides, False
-            search = Search(state.best, measurer.test_bad, measurer.confirm if self.good or decides else None,
-                            at_once=measurer.at_once, memo=dict(state.memo), on_tried=tried,
-                            max_candidates=self.max_candidates, on_interrupt=measurer.interrupt)
-            if not resume and self.config.processes > 1 and state.signature.ranks is None:
-                self._between_processes(state, measurer, source)
-                found = state.signature  # the job's signature, where its processes disagreed
-                if measurer.screen is None and found.ranks is not None:
-                    # Its processes disagree as one job of the two runs' seeds: the job screen is asked now.
-                    measurer.screen = self._screen(source, state, measurer)
-                    decides, measurer.screen_decides = decides or measurer.screen_decides, False
-                    search.test_good = measurer.confirm if self.good or decides else None
-            if not resume:
-                self._original_as_a_candidate(source, state, search, measurer)
-            elif search.memo.get(digest(state.best)) is None:
-                search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
-            if resume:
-                measurer.remember_provisional(search.memo)
-                if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
-                    search._chain = [normalise(source), state.best]
-            measurer.screen_decides = decides
-            values = self._values(search.best, state, measurer)
-            best = search.run(coarse_passes(values)) if values else search.run()
+            best = self._search(source, searching, resume)
         except KeyboardInterrupt:
-            if search is not None:
-                state.best = search.best
-            return self._interrupted(state, said, original_lines)
+            if searching.search is not None:
+                state.best = searching.search.best
+            return self._interrupted(state, searching.said, original_lines)
         finally:
-            if measurer is not None and measurer.good_screen is not None:
-                measurer.good_screen.close()
-            if measurer is not None and measurer.screen is not None:
-                measurer.screen.close()
+            searching.quick.close()
+            if searching.quick.screen is not None:
                 shutil.rmtree(self.folder / SCREEN_DIR, ignore_errors=True)
-        state.best, state.seconds = best, said.seconds
+        state.best, state.seconds = best, searching.said.seconds
         state.save(self.folder)
+        measurer = self._searched(searching)
+        try:
+            return self._finish(source, state, original_lines, measurer, searching.taken_out_by)
+        except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
+            return self._interrupted(state, searching.said, original_lines)
+
+    def _source(self) -> str:
+        source = self.script.read_text()
+        try:
+            ast.parse(source)
+        except SyntaxError as exc:
+            raise UserError(f"{self.script}: not Python that this harness can parse (line {exc.lineno}: "
+                            f"{exc.msg}): nothing to reduce") from None
+        return source
+
+    def _resumed(self, source: str) -> ReduceState:
+        """The state `--resume` continues, where it is this reduction's (the same script, versions and options)."""
+        state = load_state(self.folder, normalise(source))
+        given = (tuple(map(str, self.config.vary)), self.config.processes)
+        if state.original_digest != digest(source) or (state.bad, state.good) != (self.bad, self.good) \
+                or (state.vary, state.processes) != given:
+            flags = (f" --vary {','.join(state.vary)}" if state.vary else "") + \
+                (f" --processes {state.processes}" if state.processes > 1 else "")
+            raise UserError(f"--resume {self.folder}: it reduces {state.script} on {state.bad}"
+                            f"{' / ' + state.good if state.good else ''}{flags}, as it was then; "
+                            "give the same script, versions and options")
+        if state.unsealed:
+            self.progress.say(f"{self.folder}: its reduce.json was written before states were sealed: its "
+                              "best program is not run; resuming from the original, its memo kept")
+        self.progress.say(f"resuming {self.folder}: best {size(state.best)} lines, "
+                          f"{len(state.memo)} candidate(s) remembered")
+        return state
+
+    def _started(self, source: str) -> ReduceState:
+        """A new reduction's state: the working folder's snapshot, then the original's check."""
+        # The folder is a reduction's from the start: a signal before reduce.json exists still leaves one that
+        # --resume starts again (_started_before).
+        (self.folder / ORIGINAL_DIR).mkdir(parents=True, exist_ok=True)
+        self._snapshot()
+        return self._original(source)
+
+    def _search(self, source: str, searching: _Searching, resume: bool) -> str:
+        """The search, from the measurer and its quick screen to the best program it finds. The screen decides only
+        once the original was measured fresh (`_original_as_a_candidate`); its provisional keeps, and a resumed
+        search's, are confirmed by fresh processes at each checkpoint."""
+        state = searching.state
+        measurer = searching.measurer = self._measurer(source, state)
+        self.progress.say(measurer.sandbox.describe())
+        screens = ScreenMaker(self.config, self.script, self.folder / SCREEN_DIR, self.good,
+                              self.progress.say)
+        quick = searching.quick = screens.make(source, state, measurer)
+        quick.attach(measurer, deciding=False)
+        if state.run_seconds:
+            self.progress.say(self._cost(state, measurer).said())
+        search = searching.search = Search(
+            state.best, measurer.test_bad, measurer.confirm if self.good or quick.decides else None,
+            at_once=measurer.at_once, memo=dict(state.memo), on_tried=searching.tried,
+            max_candidates=self.max_candidates, on_interrupt=measurer.interrupt)
+        if not resume and self.config.processes > 1 and state.signature.ranks is None:
+            self._between_processes(state, measurer, source)
+            found = state.signature  # the job's signature, where its processes disagreed
+            if quick.screen is None and found.ranks is not None:
+                # Its processes disagree as one job of the two runs' seeds: the job screen is asked now.
+                quick = searching.quick = screens.make(source, state, measurer)
+                quick.attach(measurer, deciding=False)
+                search.test_good = measurer.confirm if self.good or quick.decides else None
+        if not resume:
+            self._original_as_a_candidate(source, state, search, measurer)
+        else:
+            if search.memo.get(digest(state.best)) is None:
+                search.memo[digest(state.best)] = Tried(True, "the best so far", measured=False)
+            measurer.remember_provisional(search.memo)
+            if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
+                search.chain_from(source)
+        quick.attach(measurer, deciding=True)
+        values = self._values(search.best, state, measurer)
+        return search.run(coarse_passes(values)) if values else search.run()
+
+    def _searched(self, searching: _Searching) -> Measurer:
+        """What the search did, said once it ended: its tallies, the quick screen's, the processes it started."""
+        said, search, measurer, quick = searching.said, searching.search, searching.measurer, searching.quick
+        assert search is not None and measurer is not None  # (made before the search ran)
         if said.tallies:
             self.progress.say(f"searched in {duration(said.seconds)}: {said.summary()}"
                               + (f"; {search.ahead_wasted} measured side by side after one that was then kept "
                                  "(for nothing)" if search.ahead_wasted else ""))
-        if measurer.screen is not None:
+        if quick.screen is not None:
             undone = sum(1 for t in search.memo.values() if t.why.startswith("not confirmed by fresh processes"))
             self.progress.say(f"quick screen: {measurer.screened} candidates rejected by forked children"
                               + (f", {measurer.forked_kept} kept provisionally by them ({undone} undone at a "
-                                 "checkpoint: fresh processes did not confirm them)" if measurer.screen_decides else ""))
+                                 "checkpoint: fresh processes did not confirm them)" if quick.decides else ""))
         self.progress.say(f"candidates' processes: {measurer.fresh_processes} fresh"
-                          + (f", {measurer.screen.children} forked children" if measurer.screen is not None else "")
-                          + (f" (and {measurer.good_screen.children} on jax {self.good})"
-                             if measurer.good_screen is not None else "")
-                          + (f"; the children used {self._children_cpu(measurer):.0f} CPU s"
-                             if measurer.screen is not None else "")
+                          + (f", {quick.screen.children} forked children" if quick.screen is not None else "")
+                          + (f" (and {quick.good.children} on jax {self.good})" if quick.good is not None else "")
+                          + (f"; the children used {quick.cpu_s:.0f} CPU s" if quick.screen is not None else "")
                           + f"; the harness's own process {_own_cpu_s():.0f} CPU s")
-        try:
-            return self._finish(source, state, original_lines, measurer)
-        except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
-            return self._interrupted(state, said, original_lines)
+        return measurer
 
     def _interrupted(self, state: ReduceState, said: SearchProgress, original_lines: int) -> ReduceOutcome:
         """The best so far kept (best.py, reduce.json) for `--resume`, whatever phase the signal came in."""
@@ -428,178 +422,21 @@ class Reduction:
 
     def _values(self, source: str, state: ReduceState, measurer: Measurer) -> dict[str, str]:
         """What the program computed where a library made it (`params = model.init(...)`), as plain JAX (arrays
-        by shape and dtype), read from one run of it with probes (passes.probe_program) in a forked child of the
-        quick screen, contained as a candidate is: `down to plain JAX` puts those values in the library's place.
-        Nothing without the screen, or where the program makes no such value."""
+        by shape and dtype, shardings by their mesh and spec), read from runs of it with probes
+        (passes.probe_program) in forked children of the quick screen of its two deciding seeds, contained as a
+        candidate is: `down to plain JAX` puts those values in the library's place (a tuple of names the two
+        runs ordered differently, a mesh's axis names made from a set, as a set). Nothing without the screen, or
+        where the program makes no such value."""
         probe = probe_program(source)
-        seed = state.bad_seeds[0] if state.bad_seeds else None
-        if probe is None or measurer.screen is None or not isinstance(seed, int):
-            return {}
-        values = probed_values(measurer.screen.screen(probe, seed, values=True).values)
-        if values:
-            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from a forked run "
-                              f"of the program (arrays as their shapes and dtypes), may take the library's place")
-        return values
-
-    def _screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
-        """The quick screen where it is as contained as a candidate's fresh run and the original passes it (it runs
-        to its end in a forked child of its first deciding seed); else None, said once."""
-        if not measurer.sandbox.bwrap:
-            return None
-        python = getattr(measurer.bad.environment, "python", None)
-        seed = state.bad_seeds[0] if state.bad_seeds else None
-        if state.signature.factor is not None or state.signature.ranks is not None:
-            return self._cell_screen(source, state, measurer)
-        if python is None or not isinstance(seed, int):
-            return None
-        if not screen_allowed(state.places):
-            self.progress.say("quick screen off: the original wrote outside /tmp and /var/tmp "
-                              f"({', '.join(state.places[:2])}{' ...' if len(state.places) > 2 else ''}), where a "
-                              "candidate's stand-in is its own; every candidate runs as fresh processes")
-            return None
-        env = merge_user_env(process_env(measurer.bad.spec, seed, self.config.cache_thresholds), self.config.env)
-        env.pop("PYTHONHASHSEED")
-        local = (self.script.resolve().parent, self.workdir.resolve())
-        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local), self.folder / SCREEN_DIR,
-                            Path(measurer.workdir), self.script, measurer.files, local, measurer.timeout_s,
-                            args=self.config.args, hook_folder=state.folder == FolderMode.HOOK, places=state.places,
-                            say=self.progress.say, network=state.network)
-        # The two seeds that decide nearly every candidate; a later seed's server starts when a candidate first
-        # needs it (one whose first two seeds computed one key: a few in a reduction).
-        screen.prestart([s for s in state.bad_seeds if isinstance(s, int)][:2])
-        original = screen.screen(state.best, seed)
-        if original.finished:
-            # A candidate's child is killed much sooner than a fresh run would be (docs/reduce.md): one that hangs
-            # costs a few times the original's forked run, not the fresh run's timeout.
-            screen.timeout_s = child_timeout(original.seconds, measurer.timeout_s)
-            measurer.screen_decides = self._screen_decides(screen, state)
-            if measurer.screen_decides:
-                measurer.good_screen = self._good_screen(source, state, measurer, local, screen.timeout_s)
-            if measurer.screen_decides:
-                self.progress.say(
-                    f"quick screen: candidates run as children forked from interpreters that imported "
-                    f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
-                    f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
-                    "seeds compute different keys is kept provisionally"
-                    + (f" if its forked children are clean on jax {self.good}" if measurer.good_screen else "")
-                    + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
-                    f"program is at the end; a child is stopped as hanging after {screen.timeout_s:.0f} s (the "
-                    f"original ran {original.seconds:.1f} s forked)")
-            else:
-                self.progress.say(f"quick screen: candidates that raise are rejected in a child forked from an "
-                                  f"interpreter that imported {', '.join(screen.modules)} (seed {seed}); the others, "
-                                  f"and every kept one, run as fresh processes; a child is stopped as hanging after "
-                                  f"{screen.timeout_s:.0f} s (the original ran {original.seconds:.1f} s forked)")
-            return screen
-        screen.close()
-        why = original.rejected or original.why or "it did not run"
-        self.progress.say(f"quick screen off: the original does not run to its end in a forked child ({why}); every "
-                          "candidate runs as fresh processes")
-        return None
-
-    def _cell_screen(self, source: str, state: ReduceState, measurer: Measurer) -> ForkScreen | None:
-        """The quick screen under --vary cache-path or between processes (harness/reduce/forked_cells.py): where the
-        original's own forked children show its miss (the factor's child misses and the control hits; the job's
-        processes disagree), it decides, as the plain screen does; else it only rejects (a child's exception), said
-        once. None for any other factor (its run is another user, host, prefix...: fresh processes only)."""
-        python = getattr(measurer.bad.environment, "python", None)
-        launch = state.bad_seeds[0] if state.bad_seeds else None
-        factor, ranks = state.signature.factor, state.signature.ranks
-        if python is None or launch is None or (factor is not None and factor != Factor.CACHE_PATH) \
-                or not screen_allowed(state.places):
-            return None
-        screen = self._forked_screen(source, state, measurer, measurer.bad, Path(python), self.folder / SCREEN_DIR)
-        if factor is not None and isinstance(launch, int):
-            answer = measurer.factor_children(screen, state.best, launch)
-            shown = f"{state.signature.module} missed under {factor} and its control hit"
-        elif ranks is not None and isinstance(launch, tuple):
-            answer = measurer.job_children(screen, state.best, launch)
-            shown = f"its processes computed different keys of {state.signature.module}"
-        else:
-            answer = None
-        if answer is None or not answer.kept:
-            screen.close()
-            self.progress.say("quick screen off: the original's forked children do not show its miss "
-                              f"({answer.why if answer else 'they did not run to their key'}); every candidate runs "
-                              "as fresh processes")
-            return None
-        measurer.screen_decides = True
-        if factor is not None and isinstance(launch, int) and measurer.good is not None:
-            good_python = getattr(measurer.good.environment, "python", None)
-            if good_python is not None:
-                measurer.good_screen = self._forked_screen(source, state, measurer, measurer.good, Path(good_python),
-                                                           self.folder / SCREEN_DIR / "good")
-                if measurer.good_factor_children(state.best, launch) is not None:  # the original is clean there
-                    measurer.good_screen.close()
-                    measurer.good_screen = None
-        self.progress.say(
-            f"quick screen: candidates run as children forked from interpreters that imported "
-            f"{', '.join(screen.modules)} (the original's did: {shown}); "
-            + (f"at two cache paths and the first again, seed {launch}" if factor is not None else
-               f"one job of children of seeds {', '.join(map(str, launch if isinstance(launch, tuple) else ()))}")
-            + "; one that raises or does not miss is rejected, one that misses is kept provisionally"
-            + (f" if its forked children hit on jax {self.good}" if measurer.good_screen else "")
-            + ", and confirmed by fresh processes at each checkpoint, as the reduced program is at the end")
-        return screen
-
-    def _forked_screen(self, source: str, state: ReduceState, measurer: Measurer, release: Release, python: Path,
-                       work: Path) -> ForkScreen:
-        """Servers of `release`'s environment with a fresh run's variables (a job's process's, between processes: its
-        share of the devices, gloo), less the hash seed, the cache folder and the job (set per child)."""
-        seed = 0
-        if release.spec.is_multiprocess:
-            env = rank_env(release.spec, GroupPlan((seed,) * release.spec.processes, ""), 0,
-                           self.config.cache_thresholds)
-            for name in (JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR):
-                env.pop(name, None)
-        else:
-            env = process_env(release.spec, seed, self.config.cache_thresholds)
-        env = merge_user_env(env, self.config.env)
-        env.pop("PYTHONHASHSEED")
-        local = (self.script.resolve().parent, self.workdir.resolve())
-        return ForkScreen(python, {**os.environ, **env}, preloaded(source, local), work, Path(measurer.workdir),
-                          self.script, measurer.files, local, measurer.timeout_s, args=self.config.args,
-                          hook_folder=state.folder == FolderMode.HOOK, places=state.places,
-                          network=release.spec.is_multiprocess or state.network, say=self.progress.say)
-
-    def _good_screen(self, source: str, state: ReduceState, measurer: Measurer,
-                     local: tuple[Path, ...], timeout_s: float) -> ForkScreen | None:
-        """Forked children on the good release too, where the original's of its two deciding seeds are clean there
-        (each computes keys, the second none the first did not): a provisional keep they find not clean is
-        rejected at once, rather than undone at the next checkpoint by fresh processes."""
-        good = measurer.good
-        python = getattr(good.environment, "python", None) if good else None
-        seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]  # a plain cell's (_screen's test)
-        if python is None or good is None or len(seeds) < 2:
-            return None
-        env = merge_user_env(process_env(good.spec, seeds[0], self.config.cache_thresholds), self.config.env)
-        env.pop("PYTHONHASHSEED")
-        screen = ForkScreen(Path(python), {**os.environ, **env}, preloaded(source, local),
-                            self.folder / SCREEN_DIR / "good", Path(measurer.workdir), self.script, measurer.files,
-                            local, timeout_s, args=self.config.args,
-                            hook_folder=state.folder == FolderMode.HOOK, places=state.places, say=self.progress.say,
-                            network=state.network)
-        screen.prestart(seeds)
-        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
-        if first.computed and later.keys is not None and not later.every - first.every:
-            return screen
-        screen.close()
-        return None
-
-    @staticmethod
-    def _children_cpu(measurer: Measurer) -> float:
-        return sum(s.cpu_s for s in (measurer.screen, measurer.good_screen) if s is not None)
-
-    @staticmethod
-    def _screen_decides(screen: ForkScreen, state: ReduceState) -> bool:
-        """Whether the original's forked children of its two deciding seeds compute different keys of the
-        signature's module, each seed's own (a program that needs the start-up hook to miss, or whose miss the
-        forked children do not show, is decided by fresh processes only). Not under --vary or --processes."""
         seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]
-        if len(seeds) < 2:  # a job's seeds, or one seed only
-            return False
-        first, later = (screen.screen(state.best, s, module=state.signature.module) for s in seeds)
-        return bool(first.keys and later.keys and later.keys - first.keys)
+        if probe is None or measurer.screen is None or not seeds:
+            return {}
+        values = probed_values("\n".join(measurer.screen.screen(probe, seed, values=True).values for seed in seeds))
+        if values:
+            self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from forked runs "
+                              "of the program (arrays as their shapes and dtypes, shardings as their mesh and "
+                              "spec), may take the library's place")
+        return values
 
     def _cost(self, state: ReduceState, measurer: Measurer) -> CandidateCost:
         """What a candidate costs, from the original's mean run: a rejected one stops at its first failing run;
@@ -677,8 +514,9 @@ class Reduction:
 
     # ---- the answer ---------------------------------------------------------------------------
 
-    def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer) -> ReduceOutcome:
-        reduced = metadata_block(source, state.best) + state.best
+    def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
+                taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
+        reduced = metadata_block(source, state.best, installed_modules(measurer.bad)) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "
@@ -687,7 +525,7 @@ class Reduction:
                           ProgramText(REDUCED_FILE, size(reduced), len(reduced.encode()), reduced),
                           state.signature, state.bad, state.good, state.vary, state.processes, state.measured,
                           len(state.memo), round(state.seconds, 1), round(state.check_seconds, 1),
-                          plain(measurer.sandbox))
+                          plain(measurer.sandbox), plain_jax_said(source, state.best, taken_out_by or {}))
         # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
         # and the write watch: a write outside this folder and the working folder is said, and not kept.
         space = Workspace(self.folder / CHECK_DIR)
@@ -711,6 +549,16 @@ class Reduction:
         state.save(self.folder)
         return ReduceOutcome(self.folder, SweepStatus.COMPLETE if problem is None else SweepStatus.PROBLEM, state,
                              original_lines, path, tuple(cells), problem)
+
+
+def plain_jax_said(original: str, reduced: str, taken_out_by: dict[str, str]) -> Plain | None:
+    """What the report says of plain JAX: the original's libraries, the pass that took each out, the calls left."""
+    libraries = library_packages(original)
+    if not libraries:
+        return None
+    still = libraries & library_packages(reduced)
+    return Plain(tuple(sorted(libraries)), {p: taken_out_by[p] for p in sorted(libraries - still) if p in taken_out_by},
+                 tuple(library_calls(reduced)), tuple(sorted(still)))
 
 
 def reduce_section(folder: Path) -> Reduced | None:

@@ -96,7 +96,7 @@ class Screened:
     keys: frozenset[str] | None = None
     computed: bool = False
     every: frozenset[str] = frozenset()  # asked for a module: every key the child computed, of any module
-    values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes.py, probe_program)
+    values: str = ""  # asked for values: what the program's probes wrote (harness/reduce/passes/probe.py, probe_program)
     joined: bool = False  # a job's process (`env` with the job's variables): the program called jax.distributed.initialize()
     seconds: float = field(default=0.0, compare=False)  # how long the child ran (0: it did not run)
     # Unsure and not finished: what happened ("exited 2", "timed out after 30 s", "its server ..."), to say why
@@ -286,10 +286,7 @@ class ForkScreen:
         if not self.enabled:
             return Screened()
         self.work.mkdir(parents=True, exist_ok=True)  # before a server binds it writable
-        with self._lock:
-            idle = self._idle.setdefault(seed, [])
-            server = idle.pop() if idle else None
-        server = server or self._start(seed)
+        server = self._idle_server(seed)
         folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-", dir=self.work))
         try:
             space = Workspace.make(folder, self.workdir, self.script, source, self.files)
@@ -298,30 +295,19 @@ class ForkScreen:
             # unless the caller gives one (a factor's) or it lowers for a job: then its server's, kept warm.
             warm = cache is None and not computations
             cache = cache or folder / "cache"
-            variables = {**(env or {}), "HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
-            if not self.hook_folder:
-                variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
-            probed = folder / HOME_DIR / ".harness-values.jsonl"
-            lowered = folder / "computations"
+            probed, lowered = folder / HOME_DIR / ".harness-values.jsonl", folder / "computations"
             named = folder / "keys"
+            variables = self._variables(folder, cache, env, probed if values else None)
             if computations:
                 lowered.mkdir()
-            if values:
-                variables[PROBE_VARIABLE] = str(probed)
-            answer, started = None, time.monotonic()
-            if server.ready:
-                for stand_in in server.stand_ins:
-                    empty(stand_in)
-                with self._lock:
-                    self.children += 1
-                answer = server.ask({"script": str(path), "argv": list(self.args), "cwd": str(space.work),
-                                     "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
-                                     "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
-                                     "stop_at": module if stop else None, "remove": self._own_places(),
-                                     "keys": str(named), "warm": warm,
-                                     "computations": str(lowered) if computations else None,
-                                     "joined": str(folder / ".joined")},
-                                    self.timeout_s)
+            started = time.monotonic()
+            answer = self._ask(server, {"script": str(path), "argv": list(self.args), "cwd": str(space.work),
+                                        "env": variables, "cache": str(cache), "log": str(folder / "run.log"),
+                                        "error": str(folder / ".fork-error"), "timeout_s": self.timeout_s,
+                                        "stop_at": module if stop else None, "remove": self._own_places(),
+                                        "keys": str(named), "warm": warm,
+                                        "computations": str(lowered) if computations else None,
+                                        "joined": str(folder / ".joined")})
             seconds = time.monotonic() - started
             own = None if answer is not None and answer.get("warm") else cache
             found = set() if module is None else entries(list_dir(lowered)) if computations else _keys_of(named, own)
@@ -343,20 +329,35 @@ class ForkScreen:
         with self._lock:
             self._idle[seed].append(server)
             self.cpu_s += answer.get("cpu_s") or 0.0
-        if answer["timed_out"]:
-            # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
-            return Screened(rejected=f"timed out after {self.timeout_s:.0f} s")
-        if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
-            return Screened(rejected=answer["error"])
-        if answer["exit"] != 0:
-            code = answer["exit"]
-            raised = f": {answer['error']}" if answer["error"] else ""
-            return Screened(why=(f"killed by signal {-code}" if code < 0 else f"exited {code}") + raised)
-        if module is None:
-            return Screened(finished=True, values=written, seconds=seconds)
-        return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
-                        computed=bool(found), every=frozenset(e.key for e in found), joined=joined,
-                        seconds=seconds)
+        return _screened(answer, module, found, written, joined, seconds, self.timeout_s)
+
+    def _ask(self, server: _Server, request: _Request) -> _Answer | None:
+        """One child of `server` (its stand-ins emptied first, counted); None where the server is not ready."""
+        if not server.ready:
+            return None
+        for stand_in in server.stand_ins:
+            empty(stand_in)
+        with self._lock:
+            self.children += 1
+        return server.ask(request, self.timeout_s)
+
+    def _idle_server(self, seed: int) -> _Server:
+        """An idle server of `seed`, else one started now."""
+        with self._lock:
+            idle = self._idle.setdefault(seed, [])
+            server = idle.pop() if idle else None
+        return server or self._start(seed)
+
+    def _variables(self, folder: Path, cache: Path, env: dict[str, str] | None,
+                   probed: Path | None) -> dict[str, str]:
+        """A child's variables, set after the fork (JAX read the rest at import): `env`, its HOME and TMPDIR, its cache
+        folder (but where the start-up hook sets it), and the file a probe program writes to (`probed`)."""
+        variables = {**(env or {}), "HOME": str(folder / HOME_DIR), "TMPDIR": str(folder / TMP_DIR)}
+        if not self.hook_folder:
+            variables["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+        if probed is not None:
+            variables[PROBE_VARIABLE] = str(probed)
+        return variables
 
     def _own_places(self) -> list[str]:
         """The places right in a private tmp: the server's tmpfs's own, removed by it before each child."""
@@ -371,3 +372,22 @@ class ForkScreen:
             server.close()
         if starter is not None:
             starter.shutdown(wait=False)
+
+
+def _screened(answer: _Answer, module: str | None, found: set[Entry], written: str, joined: bool, seconds: float,
+              timeout_s: float) -> Screened:
+    """A child's answer, as the screen says it: a hang or an exception of its own (not a file's: the fresh run may
+    have the file) rejects it; any other failure is unsure; else what it computed (or wrote, as a probe)."""
+    if answer["timed_out"]:
+        # The fresh run hangs too, at the same timeout, with `import jax` still to pay: the child has more time.
+        return Screened(rejected=f"timed out after {timeout_s:.0f} s")
+    if answer["exit"] == 1 and answer["error"] and answer.get("errno") not in FILE_ERRNOS:
+        return Screened(rejected=answer["error"])
+    if answer["exit"] != 0:
+        code = answer["exit"]
+        raised = f": {answer['error']}" if answer["error"] else ""
+        return Screened(why=(f"killed by signal {-code}" if code < 0 else f"exited {code}") + raised)
+    if module is None:
+        return Screened(finished=True, values=written, seconds=seconds)
+    return Screened(finished=True, keys=frozenset(e.key for e in found if e.module == module),
+                    computed=bool(found), every=frozenset(e.key for e in found), joined=joined, seconds=seconds)

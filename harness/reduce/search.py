@@ -92,6 +92,7 @@ class _Follow:
 
 
 Known = Callable[[str], "bool | _Measure | _Follow"]  # pysource-minimize's text -> its answer, or what to do
+Window = deque[tuple[_Measure, Future[list[Tried]]]]  # pysource-minimize's proposals measured side by side
 
 
 def _next(minimizer: Minimizer, known: Known) -> _Measure | _Follow | None:
@@ -304,27 +305,11 @@ class Search:
         self.making = PassName.MINIMIZE
         pool = ThreadPoolExecutor(self.at_once, thread_name_prefix="minimize")
         minimizer, current = Minimizer(self.best), self.best
-        window: deque[tuple[_Measure, Future[list[Tried]]]] = deque()
+        window: Window = deque()
+        known = partial(self._known, texts=texts, unreadable=unreadable)
         try:
             while True:
-                while len(window) < self.at_once and minimizer.result is None:
-                    proposed = _next(minimizer, partial(self._known, current=current, texts=texts,
-                                                        unreadable=unreadable,
-                                                        measuring={m.candidate for m, _ in window}))
-                    if proposed is None:
-                        break
-                    if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
-                        current = proposed.candidate
-                        if current not in followed:
-                            followed.add(current)
-                            self._accept(current)
-                        continue
-                    if self.max_candidates is not None and self.measured >= self.max_candidates:
-                        if proposed.snapshot is not None:  # its copy waits for an answer it will not get
-                            proposed.snapshot.close()
-                        raise OutOfCandidates()
-                    self.measured += 1
-                    window.append((proposed, pool.submit(self.test_bad, [proposed.candidate])))
+                current = self._propose(minimizer, current, followed, known, window, pool)
                 if not window:
                     break  # pysource-minimize ended
                 proposed, measuring = window.popleft()
@@ -362,6 +347,28 @@ class Search:
         result = None if minimizer.result is None else normalise(minimizer.result)
         if result is not None and result != self.best and self.memo.get(digest(result), Tried(False)).kept:
             self._accept(result)  # pysource-minimize's answer is its last kept candidate: normally the best already
+
+    def _propose(self, minimizer: Minimizer, current: str, followed: set[str],
+                 known: Callable[..., bool | _Measure | _Follow], window: Window, pool: ThreadPoolExecutor) -> str:
+        """pysource-minimize's next proposals, each put in the `window` measured side by side until `at_once` are (one
+        the memo knows kept is followed at once: the path goes on from it); the program its path is at now."""
+        while len(window) < self.at_once and minimizer.result is None:
+            proposed = _next(minimizer, partial(known, current=current, measuring={m.candidate for m, _ in window}))
+            if proposed is None:
+                break
+            if isinstance(proposed, _Follow):  # kept (the memo says): the path goes on from it
+                current = proposed.candidate
+                if current not in followed:
+                    followed.add(current)
+                    self._accept(current)
+                continue
+            if self.max_candidates is not None and self.measured >= self.max_candidates:
+                if proposed.snapshot is not None:  # its copy waits for an answer it will not get
+                    proposed.snapshot.close()
+                raise OutOfCandidates()
+            self.measured += 1
+            window.append((proposed, pool.submit(self.test_bad, [proposed.candidate])))
+        return current
 
     def _same_change_rejected(self, candidate: str, edit: tuple[str, ...]) -> Tried | None:
         if edit not in self._rejected_edits:
@@ -458,6 +465,12 @@ class Search:
         self._good.add(digest(self.best))
         self._chain = [self.best]
         return False
+
+    def chain_from(self, clean: str) -> None:
+        """The programs a checkpoint goes back through start at `clean` (known clean on the good release) and end at
+        the best: a resumed search whose best was kept provisionally by forked children goes back to the original,
+        measured fresh, if fresh processes do not confirm it."""
+        self._chain = [normalise(clean), self.best]
 
     def _reject(self, source: str, answer: Tried) -> None:
         self.memo[digest(source)] = Tried(False, answer.why)

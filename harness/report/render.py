@@ -289,7 +289,27 @@ def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
             f"{reduced.lines} lines ({original.bytes} -> {reduced.bytes} bytes), keeping "
             f"its failure signature: {kept}; {found.candidates_run} candidates run in "
             f"{found.seconds} s. The table above is this program's own check."), "",
-            f"{fence}python", source, fence]
+            *_plain_jax(found), f"{fence}python", source, fence]
+
+
+def _plain_jax(found: Reduced) -> list[str]:
+    """Which libraries the reduction took out and by which pass, and the library calls left and why."""
+    said = found.plain
+    if said is None:
+        return []
+    gone = [p for p in said.libraries if p not in said.still]
+    taken = [f"{md.code(p)} by *{said.taken_out_by[p]}*" if p in said.taken_out_by else
+             f"{md.code(p)} before a `--resume`" for p in gone]
+    lines = [f"The original imported {', '.join(md.code(p) for p in said.libraries)} beyond JAX, NumPy and "
+             "Python's own" + (f"; taken out: {', '.join(taken)}" if taken else "") + "."]
+    if said.still:
+        calls = ", ".join(md.code(c) for c in said.calls) or "none (only its import or a name)"
+        lines.append(f"It still uses {', '.join(md.code(p) for p in said.still)}: calls {calls}. Every candidate that "
+                     "replaced such a call by its argument, by a value a run of the program read, or removed it, "
+                     "lost the signature: the miss needs the library's own code there.")
+    else:
+        lines.append("It imports JAX, NumPy and Python's own library only.")
+    return [" ".join(lines), ""]
 
 
 def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:

@@ -42,6 +42,18 @@ class ProgramText(msgspec.Struct, frozen=True, omit_defaults=True):
     source: str = ""
 
 
+class Plain(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How far the reduced program got to plain JAX: the packages beyond JAX, NumPy and Python's own the original
+    imported, the pass whose kept candidate took each one's last import out (absent: taken before a --resume, or
+    still imported), and the library calls the reduced program still makes (each kept because every candidate
+    that replaced or removed it lost the signature)."""
+
+    libraries: tuple[str, ...] = ()
+    taken_out_by: dict[str, str] = {}  # package -> the pass (as the progress names it)
+    calls: tuple[str, ...] = ()  # the callees, as written (`nn.Dense`, `model.apply`)
+    still: tuple[str, ...] = ()  # of `libraries`, those the reduced program still imports
+
+
 class Reduced(msgspec.Struct, omit_defaults=True):
     """results.json's `reduce` section: the reduction's answer, beside the reduced program's own check."""
 
@@ -57,3 +69,4 @@ class Reduced(msgspec.Struct, omit_defaults=True):
     seconds: float = 0.0
     original_check_seconds: float = 0.0
     sandbox: dict[str, Any] = {}  # how candidates were confined (harness/reduce/sandbox.py)
+    plain: Plain | None = None  # None: the original imported nothing beyond plain JAX (or an older reduction)

@@ -91,6 +91,33 @@ def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tm
     assert "down to plain JAX: " in done.stderr  # the values a library made were read from a forked run
 
 
+@pytest.mark.parametrize("fixture, library, names", [("flax_sharded.py", "flax", "{'data', 'model'}"),
+                                                     ("equinox_sharded.py", "equinox", "{'batch', 'model'}")])
+def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(tmp_path, fixture, library, names):
+    """Issue 63, as a user runs it (from the program's folder, default options but --out): a Flax Linen program (its
+    mesh's axis names from a set, `nn.with_partitioning`, `nn.get_sharding`) and an Equinox one (an `eqx.nn.MLP`
+    trained on a batch sharded over such a mesh) each end in at most 20 lines of plain JAX that keep the names a set,
+    their PEP 723 block without the library, and the report says which pass took the library out."""
+    import ast
+
+    done = subprocess.run([sys.executable, "-m", "harness", "reduce", fixture, "--versions", "0.4.31",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=FIXTURES)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = only_folder(tmp_path)
+    reduced = (folder / "reduced.py").read_text()
+    assert size(reduced) <= 20 < size((FIXTURES / fixture).read_text()), reduced
+    imported = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
+                for n in ast.walk(ast.parse(reduced)) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in (n.names if isinstance(n, ast.Import) else [n.names[0]])}
+    assert imported - set(sys.stdlib_module_names) <= {"jax", "numpy"} and library not in reduced, reduced
+    assert names in reduced, reduced  # the names' order is still a set's
+    assert load_results(folder).cells[0].verdict == "reproduced"
+    report = (folder / "report.md").read_text()
+    assert re.search(rf"The original imported `{library}` beyond JAX, NumPy and Python's own; taken out: `{library}` "
+                     r"by \*[A-Za-z -]+\*", report), report
+    assert "It imports JAX, NumPy and Python's own library only." in report
+
+
 def test_a_clean_script_is_refused_in_one_line(tmp_path):
     done = harness("reduce", ROOT / "examples" / "stable_script.py", "--versions", "0.4.28", "--out", tmp_path,
                    "--quiet")

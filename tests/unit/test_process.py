@@ -427,3 +427,18 @@ def test_local_backend_probes_with_the_user_s_pythonpath(tmp_path, monkeypatch):
     assert any("kept from your environment: PYTHONPATH" in line for line in said)
     with pytest.raises(BackendUnavailable, match="with nothing kept from your environment"):
         LocalBackend(python, kept={}).installed_version()
+
+
+def test_the_harness_and_the_supervisor_remove_a_run_s_temporary_folder_by_one_function(tmp_path):
+    """One function for both (harness/inside/supervise.py): a folder made read-only inside goes, and a folder gone
+    already leaves its parent as it was (the error handler would have made the parent writable by its owner only)."""
+    from harness.inside import supervise
+    assert process.remove_run_tmp is supervise.remove_run_tmp
+    run_tmp = tmp_path / "base" / "run"
+    (run_tmp / "frozen" / "inside").mkdir(parents=True)
+    (run_tmp / "frozen").chmod(0o500)
+    process.remove_run_tmp(run_tmp)
+    assert not run_tmp.exists()
+    (tmp_path / "base").chmod(0o755)
+    supervise.remove_run_tmp(str(run_tmp))
+    assert (tmp_path / "base").stat().st_mode & 0o777 == 0o755

@@ -244,3 +244,15 @@ def test_a_change_pysource_minimize_was_rejected_for_is_not_measured_again_in_a_
     changed = [line for line in changed if line != "a = math.floor(3.5)"]
     assert len(changed) >= 3 and len(changed) == len(set(changed)), changed
     assert any(t.why.startswith("not run: the same change") for t in search.memo.values())
+
+
+def test_a_chain_given_to_a_resumed_search_is_where_its_checkpoint_goes_back_to():
+    """A resumed search whose best was kept provisionally (forked children) goes back to the original, measured fresh,
+    when the good release finds the best not clean: the chain `chain_from` gives starts there."""
+    original = normalise("import jax\na = 1\nb = 2\n")
+    best = normalise("import jax\na = 1\n")
+    search = Search(best, lambda sources: [Tried(True) for _ in sources],
+                    test_good=lambda s: Tried("b = 2" in s, "reproduced on the good release"))
+    search.chain_from(original)
+    assert not search.checkpoint() and search.best == original
+    assert not search.memo[digest(best)].kept

@@ -1,0 +1,52 @@
+"""The coarse passes in the search's order, and what each is called in the progress lines: the one place a
+pass is registered."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from enum import Enum
+
+from harness.reduce.passes.dead_code import dead_code
+from harness.reduce.passes.field_values import field_values
+from harness.reduce.passes.inlining import inlinings
+from harness.reduce.passes.plain_jax import plain_jax
+from harness.reduce.passes.removals import removals
+from harness.reduce.passes.syntax import Pass, Place
+from harness.reduce.passes.unwrapping import unwrappings
+
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, removals, dead_code, inlinings, field_values, unwrappings)
+
+
+def coarse_passes(values: dict[str, str]) -> tuple[Pass, ...]:
+    """COARSE_PASSES with `plain_jax` given what a run of the program computed (`probed_values`)."""
+    if not values:
+        return COARSE_PASSES
+
+    def with_values(source: str, resume_at: Place | None = None) -> Iterator[tuple[Place, str]]:
+        return plain_jax(source, resume_at, values)
+
+    functools.update_wrapper(with_values, plain_jax)  # `__wrapped__`: named as plain_jax in the progress
+    return tuple(with_values if make is plain_jax else make for make in COARSE_PASSES)
+
+
+class PassName(Enum):
+    """The search's passes, as a person reads them (search.py runs them in this order)."""
+
+    DEAD_CODE = "dead code"
+    PLAIN_JAX = "down to plain JAX"
+    REMOVALS = "statements removed"
+    INLINING = "inlining"
+    FIELD_VALUES = "fields read as their values"
+    UNWRAPPING = "unwrapping"
+    MINIMIZE = "pysource-minimize"
+    READABLE = "readable values"
+    GOOD = "clean on the good release"
+    OTHER = "other"  # a pass the search was given that is none of the above (tests' own)
+
+
+# What each coarse pass is called in the progress lines (harness/reduce/progress.py).
+PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, plain_jax: PassName.PLAIN_JAX,
+                                    removals: PassName.REMOVALS,
+                                    inlinings: PassName.INLINING, field_values: PassName.FIELD_VALUES,
+                                    unwrappings: PassName.UNWRAPPING}
