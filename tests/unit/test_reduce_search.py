@@ -40,14 +40,21 @@ class Measured:
 class SideBySide(Measured):
     """Measured, counting how many candidates were measured at once at most."""
 
-    def __init__(self, keep, seconds=0.002):
+    def __init__(self, keep, seconds=0.002, patience=8):
         super().__init__(keep)
-        self.seconds, self.running, self.most, self.lock = seconds, 0, 0, threading.Lock()
+        self.seconds, self.running, self.most, self.lock = seconds, 0, 0, threading.Condition()
+        # On a loaded machine a 2 ms measurement can end before the search's other thread is scheduled: the first
+        # `patience` calls wait (up to 2 s) for a second one to start, until two have run at once.
+        self.patience = patience
 
     def __call__(self, sources):
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
+            self.lock.notify_all()
+            if self.most < 2 and self.patience > 0:
+                self.patience -= 1
+                self.lock.wait_for(lambda: self.most >= 2, timeout=2.0)
         time.sleep(self.seconds)
         try:
             return super().__call__(sources)
