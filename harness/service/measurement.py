@@ -21,7 +21,7 @@ from harness.environments import interpreters
 from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError
 from harness.core.files import harness_version
-from harness.core.hostinfo import scheduler_facts
+from harness.core.hostinfo import scheduler_facts, tpu_facts
 from harness.core.confidence import SeedStrategy
 from harness.core.factors import Factor
 from harness.measure.seeds import SeedPlanner
@@ -30,7 +30,7 @@ from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, host_record, recorded_config
 from harness.core.kinds import BackendName
-from harness.core.platforms import describe
+from harness.core.platforms import describe, tpu_chips
 from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
@@ -283,6 +283,7 @@ def host_facts(backend: dict[str, Any]) -> HostFacts:
         "harness_python": sys.executable,
         "harness_version": harness_version(),
         **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
+        **tpu_facts(len(tpu_chips())),  # a TPU host's chips and accelerator type; {} elsewhere
         **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }
     # Backend facts never overwrite the host's own (docker's "python" is the image's, say).
