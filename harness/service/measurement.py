@@ -101,6 +101,8 @@ def with_host_devices(config: Config, backend: Backend) -> tuple[Config, str]:
         return config, ""
     spec = describe(config.platform)
     for found_on in spec.counts:
+        if found_on != config.platform and not backend.runs_on_host:
+            continue  # auto's container has no device passed in: its runs see no accelerator of the host
         found = backend.devices_here(found_on)
         if found:
             return config.with_device_count(found), (

@@ -90,3 +90,14 @@ def test_check_leaves_the_count_to_the_host_only_when_none_is_given(tmp_path, pl
     assert made.host_devices == host_devices and made.device_count == (given or 8)
     resolved, _ = with_host_devices(made, Host(chips=1))
     assert resolved.device_count == (given or (1 if platform == Platform.TPU else 8))
+
+
+def test_autos_container_sees_no_accelerator_so_none_is_counted():
+    class Container(Host):
+        runs_on_host = False
+
+        def visible_gpus(self, say=None) -> GpuCount:
+            raise AssertionError("no container is started to count GPUs auto's runs could not see")
+
+    assert with_host_devices(config("auto"), Container(chips=1, gpus=2))[0].device_count == 8
+    assert with_host_devices(config("tpu"), Container(chips=1))[0].device_count == 1  # tpu's gets the chips
