@@ -40,7 +40,7 @@ help:
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
 	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
 	@echo "make tpu-check [TPU_WHEELS=dir TPU_PYTHON=python]  on a TPU host with JAX installed, offline: the seed, a stable"
-	@echo "                and a hash-seeded program on every chip, under 3 min (make tpu-wheels makes the folder)"
+	@echo "                and a hash-seeded program on every chip, 3-4 min (make tpu-wheels makes the folder)"
 	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (unit tests in one process)"
 	@echo "           INTEGRATION_XDIST= (make test's integration tests in one process)"

@@ -25,6 +25,15 @@ def parse_nvidia_smi(output: str) -> dict[str, Any]:
     return {"gpus": gpus, "driver_version": ", ".join(sorted(drivers))}
 
 
+def tpu_facts(chips: int, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """A TPU host's own facts ({} with no chip): its chips (device nodes) and the accelerator type a TPU VM sets
+    in TPU_ACCELERATOR_TYPE (`v5litepod-4`: the slice's, not this host's chip count)."""
+    if not chips:
+        return {}
+    kind = environ.get("TPU_ACCELERATOR_TYPE", "").strip()
+    return {"tpu_chips": chips, **({"tpu_accelerator_type": kind} if kind else {})}
+
+
 # Set by Slurm in a job's environment: which job (and array task) measured these results.
 _SLURM_VARIABLES = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
                     "slurm_array_task_id": "SLURM_ARRAY_TASK_ID", "slurm_node": "SLURMD_NODENAME"}

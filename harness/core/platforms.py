@@ -87,6 +87,9 @@ class PlatformSpec:
     slurm: str  # the #SBATCH line asking for `{count}` devices ("" asks for none)
     probe: Probe
     devices: Devices
+    # Whose devices decide the count when none is given (the first that has any): the accelerator's own; auto's,
+    # a TPU's or the GPUs; none on cpu, whose simulated devices are 8 (harness/service/measurement.py).
+    counts: tuple[Platform, ...]
 
     def run_env(self, device_count: int) -> dict[str, str]:
         """The variables every run of a cell on this platform gets."""
@@ -114,25 +117,27 @@ TPU_DEVICE_GLOBS = ("/dev/accel*", "/dev/vfio/*")
 PLATFORMS: dict[Platform, PlatformSpec] = {
     Platform.CPU: PlatformSpec(
         Platform.CPU, "the CPU", "cpu", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", Probe.NONE,
-        Devices(Sharing.CORES, "", "", "core(s)", False)),
+        Devices(Sharing.CORES, "", "", "core(s)", False), ()),
     Platform.CUDA: PlatformSpec(
         Platform.CUDA, "the GPUs", "cuda", "gpu", False,
         Install((("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),), "cuda"),
         Container(True, (), True), "#SBATCH --gres=gpu:{count}", Probe.GPUS,
         Devices(Sharing.SPLIT, "CUDA_VISIBLE_DEVICES",
-                "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False)),
+                "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False),
+        (Platform.CUDA,)),
     Platform.TPU: PlatformSpec(
         Platform.TPU, "the TPU", "tpu", "tpu", False,
         Install((("0", "tpu"),), (("0.5.1", LIBTPU_FIND_LINKS),), "tpu"),
         # libtpu opens its chips through the device nodes; Slurm has no standard TPU resource: a whole node.
         Container(False, TPU_DEVICE_GLOBS, False), "#SBATCH --exclusive", Probe.CHIPS,
         Devices(Sharing.SPLIT, "TPU_VISIBLE_CHIPS",
-                "one process at a time holds a TPU chip: a second fails on libtpu's lockfile", "chip(s)", True)),
+                "one process at a time holds a TPU chip: a second fails on libtpu's lockfile", "chip(s)", True),
+        (Platform.TPU,)),
     Platform.AUTO: PlatformSpec(
         Platform.AUTO, "the devices JAX picks", "", "", False, Install((), (), "cpu"), Container(False, (), False), "",
         Probe.NONE,
         Devices(Sharing.ONE_AT_A_TIME, "", "JAX picks the devices: an accelerator may admit one process at a time",
-                "device(s)", False)),
+                "device(s)", False), (Platform.TPU, Platform.CUDA)),
 }
 
 

@@ -118,6 +118,10 @@ class Environment(abc.ABC):
 class Backend(abc.ABC):
     """Makes environments, one per JAX version (and platform)."""
 
+    # Its runs are processes of this host and see its devices as they are (not a container, which is given only
+    # its platform's devices: auto's gets none).
+    runs_on_host: bool = True
+
     name: str
     # Chooses the Python each release is installed in, so that version resolution keeps only the
     # releases some Python here can run; None when the backend installs nothing (local).

@@ -15,6 +15,9 @@ from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.kinds import Platform
 
 
+LIBTPU_DISTRIBUTIONS = ("libtpu", "libtpu-nightly")
+
+
 class LocalEnvironment(InterpreterEnvironment):
     def __init__(self, python: str, facts: dict[str, Any], kept: dict[str, str] | None = None):
         self.python, self.facts, self.jax_version = python, facts, facts["jax"]
@@ -63,6 +66,12 @@ class LocalBackend(Backend):
             raise BackendUnavailable(f"--backend local: {self.python} does not satisfy the script's "
                                      f"requirements: {'; '.join(missing)} (install them there, or use "
                                      f"--backend venv)")
+
+    def describe(self) -> dict[str, Any]:
+        """The libtpu the interpreter has (its package's version: a TPU image's, on PYTHONPATH), where it has one."""
+        dists = (self._facts or {}).get("distributions") or {}
+        libtpu = next((dists[name] for name in LIBTPU_DISTRIBUTIONS if name in dists), None)
+        return {"backend": self.name, **({"libtpu_version": libtpu} if libtpu else {})}
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         installed = self.installed_version()

@@ -463,7 +463,9 @@ def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
     try:
         # In the interpreter's folder: `-c` puts the working folder on sys.path, and a checkout's
         # *.egg-info there would be listed as installed.
-        proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, env=env,
+        # JAX_PLATFORMS=cpu: it only reads versions, and a TPU host's chip costs seconds to open (FACTS.md).
+        proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True,
+                              env={**env, "JAX_PLATFORMS": "cpu"},
                               timeout=300, cwd=Path(python).parent, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentUnavailable(f"cannot run {python}: {exc}") from None

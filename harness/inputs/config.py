@@ -10,7 +10,7 @@ import re
 import sys
 import types
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Callable
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -37,6 +37,7 @@ from harness.inputs.versions import check_syntax
 DEFAULT_TIMEOUT_S = 300.0
 MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
 MAX_DEVICES = 4096
+DEFAULT_DEVICES = 8  # cpu's simulated devices when none are given (an accelerator's: the host's)
 MAX_PROCESSES = 64  # processes of one multi-process job on this machine
 # Bounds on what a config file may be, so that no input can cost unbounded time or memory. A real
 # config is a few hundred bytes, a dozen values, four levels deep.
@@ -81,7 +82,7 @@ class Config:
     repro: Repro
     jax_versions: tuple[str, ...]  # exact versions and/or specifiers, as written
     platform: Platform = Platform.CPU
-    device_count: int = 8
+    device_count: int = DEFAULT_DEVICES
     meshes: tuple[Mesh, ...] = ()
     runs: int = 8
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -105,6 +106,14 @@ class Config:
     # harness check: one run more through another path to each cell's folder, said beside the verdict
     # (harness/verdicts/factor_verdicts.py's moved folder). Not a config key: results.json records it in its options.
     moved_folder: bool = False
+    # No device count was given (nor a mesh that says it): on an accelerator the host's devices decide it when the
+    # measurement opens (with_device_count); until then device_count is the default, as on cpu.
+    host_devices: bool = False
+
+    def with_device_count(self, count: int) -> Config:
+        """The config with `count` devices each run, its default mesh (a built-in repro's) resized to them."""
+        meshes = default_meshes(count, self.repro) if self.host_devices else self.meshes
+        return replace(self, device_count=count, meshes=meshes, host_devices=False)
 
 
 # ---- the config file's keys, declared once: each its type, constraints and the one line an error says ------
@@ -140,7 +149,8 @@ class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True,
     jax_versions: Annotated[list[Any] | str, Meta(description="must be a list of versions or specifiers")]
     platform: Annotated[Platform, Meta(description=f"must be one of {', '.join(p.value for p in Platform)}, "
                                        "not {value}")] = Platform.CPU
-    device_count: Annotated[int, Meta(ge=1, le=MAX_DEVICES)] = 8
+    # None: 8 simulated devices on cpu; on an accelerator the host's (Config.host_devices)
+    device_count: Annotated[int, Meta(ge=1, le=MAX_DEVICES)] | None = None
     meshes: Annotated[Annotated[list[Annotated[MeshSection, Meta(description="must be a mapping with shape and "
                                                                   "axis_names")]], Meta(min_length=1)] | None,
                       Meta(description="must be a non-empty list of {{shape, axis_names}}")] = None
@@ -232,7 +242,7 @@ def _problem(text: str, data: Any) -> tuple[str | None, str]:
         return key, f"is {len(value)} characters long; at most {found[1]}{why}"
     if described:
         return described[0], described[1].format(value=_short(described[2]))
-    if detail.startswith("Expected `int`"):
+    if detail.startswith(("Expected `int`", "Expected `int | null`")):
         return key, f"must be an integer, not {_short(value)}"
     return key or None, detail
 
@@ -479,11 +489,17 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         assert given.repro is not None  # one of the two (above)
         repro = _parse_repro(given.repro, base_dir, err)
     versions = _parse_versions(given.jax_versions, err)
-    meshes = _parse_meshes(given.meshes, given.device_count, repro, err)
+    device_count = given.device_count
+    host_devices = device_count is None and given.meshes is None
+    if device_count is None:
+        # An accelerator's meshes say how many devices they need; cpu's simulated devices stay 8 unless given.
+        device_count = (math.prod(given.meshes[0].shape) if given.meshes and not describe(given.platform).simulated
+                        else DEFAULT_DEVICES)
+    meshes = _parse_meshes(given.meshes, device_count, repro, err)
     docker = {key: getattr(given.docker, key) for key in data.get("docker") or {}}
     python = None if given.python in (None, AUTO) else PythonVersion.parse(given.python)
     requirements = _parse_requirements(given, repro, base_dir, source, err)
-    problem = processes_problem(given.processes, given.device_count, given.platform, repro)
+    problem = processes_problem(given.processes, device_count, given.platform, repro)
     if problem:
         raise err("processes", problem)
     vary: tuple[Factor, ...] = ()
@@ -496,10 +512,10 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")
         raise err("vary", VARY_WITH_PROCESSES)
 
     return Config(name=given.name, repro=repro, jax_versions=versions, platform=given.platform,
-                  device_count=given.device_count, meshes=meshes, runs=given.runs, timeout_s=given.timeout_s,
+                  device_count=device_count, meshes=meshes, runs=given.runs, timeout_s=given.timeout_s,
                   docker=docker, source=source, python=python, cache_thresholds=given.cache_thresholds,
                   args=tuple(given.args), env=env, cwd=cwd, requirements=requirements, processes=given.processes,
-                  vary=vary)
+                  vary=vary, host_devices=host_devices)
 
 
 VARY_WITH_PROCESSES = ("cannot be combined with processes > 1 yet: a factor's run is one process (vary a "
@@ -661,9 +677,14 @@ def _parse_versions(value: list[Any] | str, err: ErrorFor) -> tuple[str, ...]:
     return tuple(out)
 
 
+def default_meshes(device_count: int, repro: Repro) -> tuple[Mesh, ...]:
+    """A built-in repro's mesh when the config names none: every device on its first axis."""
+    return (Mesh((device_count, 1, 1, 1), ("a", "b", "c", "d")),) if repro.takes_mesh else ()
+
+
 def _parse_meshes(value: list[MeshSection] | None, device_count: int, repro: Repro, err: ErrorFor) -> tuple[Mesh, ...]:
     if value is None:
-        return (Mesh((device_count, 1, 1, 1), ("a", "b", "c", "d")),) if repro.takes_mesh else ()
+        return default_meshes(device_count, repro)
     meshes = []
     for i, item in enumerate(value):
         key, shape, names = f"meshes[{i}]", item.shape, item.axis_names

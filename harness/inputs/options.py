@@ -143,8 +143,9 @@ class Options:
     cwd: Annotated[Path | None, opt(
         "--cwd", help="the folder each run starts in (default: the script's folder; for -m, the current folder)",
         group=Group.SCRIPT, type=Path, example=("work dir",))] = None
-    device_count: Annotated[int, opt("--device-count", help="devices each run sees (simulated on cpu)",
-                                     group=Group.SCRIPT, type=positive(1, MAX_DEVICES), example=("4",))] = 8
+    device_count: Annotated[int | None, opt(
+        "--device-count", help="devices each run sees (default: 8 simulated on cpu; on tpu, cuda, or auto finding "
+        "an accelerator, the host's)", group=Group.SCRIPT, type=positive(1, MAX_DEVICES), example=("4",))] = None
     platform: Annotated[Platform, opt("--platform", help="where JAX computes", group=Group.SCRIPT, convert=Platform,
                                       choices=tuple(m.value for m in Platform), example=("cuda",))] = Platform.CPU
     timeout: Annotated[float, opt("--timeout", help="seconds per run", group=Group.SCRIPT, type=seconds,

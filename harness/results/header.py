@@ -131,6 +131,11 @@ class HostFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     # from nvidia-smi: `name (memory)` each
     gpus: Annotated[tuple[str, ...], msgspec.Meta(description="a list of GPUs")] | None = None
     driver_version: str | None = None
+    # A TPU host's (absent elsewhere, and in older folders): its chips, TPU_ACCELERATOR_TYPE, and the libtpu that
+    # --backend local's interpreter has (each run's devices record the platform version JAX reported)
+    tpu_chips: int | None = None
+    tpu_accelerator_type: str | None = None
+    libtpu_version: str | None = None
     slurm_job_id: str | None = None  # the Slurm job (and array task) that measured, so `sacct -j` finds it
     slurm_array_job_id: str | None = None
     slurm_array_task_id: str | None = None

@@ -21,7 +21,7 @@ from harness.environments import interpreters
 from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError
 from harness.core.files import harness_version
-from harness.core.hostinfo import scheduler_facts
+from harness.core.hostinfo import scheduler_facts, tpu_facts
 from harness.core.confidence import SeedStrategy
 from harness.core.factors import Factor
 from harness.measure.seeds import SeedPlanner
@@ -30,6 +30,7 @@ from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, host_record, recorded_config
 from harness.core.kinds import BackendName
+from harness.core.platforms import describe, tpu_chips
 from harness.results.document import SweepStatus
 from harness.service.options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
@@ -49,6 +50,7 @@ class Measurement:
     index: PyPIIndex
     runs: int | None = None  # most runs per cell: --runs, else the config's `runs:` (None: enough for the target)
     seeds: SeedStrategy | None = None  # --seeds
+    devices_line: str = ""  # how many devices the host has, where they decide the count (with_host_devices)
 
     def planner(self) -> SeedPlanner:
         """The cells' seed planner: this measurement's seeds and runs."""
@@ -67,6 +69,8 @@ class Measurement:
         then the runs at once (said)."""
         config = self.config
         self.backend.check(config.platform, progress.say)
+        if self.devices_line:
+            progress.say(self.devices_line)
         self.backend.check_gpus(config.platform, config.device_count,
                                 device_count_source or f"{config.source}: device_count", progress.say)
         return runs_at_once_for(config, options, progress, self.backend.devices_here(config.platform))
@@ -83,7 +87,29 @@ def open(config: Config, options: MeasureOptions,
     backend and the index (`say`, when given, hears which index: sources_line)."""
     config = configured(config, options)
     choice, index = open_backend(config, options, say)
-    return Measurement(config, choice, index, runs=most_runs(config, options), seeds=options.seeds)
+    config, devices_line = with_host_devices(config, choice.backend)
+    return Measurement(config, choice, index, runs=most_runs(config, options), seeds=options.seeds,
+                       devices_line=devices_line)
+
+
+def with_host_devices(config: Config, backend: Backend) -> tuple[Config, str]:
+    """The config's device count where none was given: on an accelerator, the devices its probe counts here (a TPU
+    host's chips, the GPUs the runs see); auto's, the first accelerator found; else (cpu, auto on a host with none)
+    the default 8 simulated. A count given that the host lacks is refused later (Measurement.ready). Returns the
+    line that says what was counted ("" where nothing was)."""
+    if not config.host_devices:
+        return config, ""
+    spec = describe(config.platform)
+    for found_on in spec.counts:
+        if found_on != config.platform and not backend.runs_on_host:
+            continue  # auto's container has no device passed in: its runs see no accelerator of the host
+        found = backend.devices_here(found_on)
+        if found:
+            return config.with_device_count(found), (
+                f"devices: {found} {found_on} {describe(found_on).devices.unit} here, each run sees them all "
+                f"(--device-count N for fewer)")
+    # An accelerator with none here: asking for one makes the probe's one line say why (Measurement.ready).
+    return config.with_device_count(1 if spec.accelerator else config.device_count), ""
 
 
 def most_runs(config: Config, options: MeasureOptions) -> int:
@@ -259,6 +285,7 @@ def host_facts(backend: dict[str, Any]) -> HostFacts:
         "harness_python": sys.executable,
         "harness_version": harness_version(),
         **accelerator_facts(),  # GPUs and driver, for the report; {} without nvidia-smi
+        **tpu_facts(len(tpu_chips())),  # a TPU host's chips and accelerator type; {} elsewhere
         **scheduler_facts(),  # the Slurm job and array task; {} outside Slurm
     }
     # Backend facts never overwrite the host's own (docker's "python" is the image's, say).

@@ -116,7 +116,7 @@ class ScriptCheck:
     script: Path | None
     versions: tuple[str, ...] | None
     platform: Platform
-    device_count: int
+    device_count: int | None  # None: cpu's 8, or the host's devices on an accelerator (Config.host_devices)
     runs: int | None
     timeout_s: float = field(metadata=takes("timeout"))
     script_run: ScriptRun

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.kinds import Platform
+from harness.environments import dated_venv_backend
 from tests.make_targets import TARGETS, THIS_TEST, Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,11 +50,33 @@ def make(target: Target, folder: Path) -> subprocess.CompletedProcess[str]:
     if target.name == "gpu-check":  # as on a machine without NVIDIA's driver, whatever this one has
         env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
                                       if not (Path(p) / "nvidia-smi").exists())
+    if target.name == "tpu-check":
+        env.update(tpu_host_env())
+        env["TPU_CHECK_VENV"] = str(VENV)
     argv = ["make", "--no-print-directory", target.name, f"VENV={VENV}", *(a.format(**fill) for a in target.args)]
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
     print(f"make {target.name}: {time.monotonic() - start:.1f} s")  # CI's time for each (pytest -rA shows it)
     return proc
+
+
+def tpu_host_env() -> dict[str, str]:
+    """As on a TPU host: a plain interpreter (TPU_PYTHON) whose PYTHONPATH gives it JAX 0.10.2."""
+    release = dated_venv_backend().prepare("0.10.2", Platform.CPU)
+    site = next((Path(release.python).parent.parent / "lib").glob("python3*/site-packages"))
+    cfg = dict(line.split(" = ", 1) for line in (Path(release.python).parent.parent / "pyvenv.cfg").read_text()
+               .splitlines() if " = " in line)
+    python = Path(cfg["home"]) / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return {"TPU_PYTHON": str(python), "PYTHONPATH": str(site)}
+
+
+def test_tpu_check_with_no_wheel_folder_says_so(folder: Path):
+    """On a host nobody prepared (no wheel folder, no venv yet) it stops at its first check."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update({"TPU_WHEELS": str(folder / "no-wheels"), "TPU_CHECK_VENV": str(folder / "tpu-venv")})
+    proc = subprocess.run(["make", "--no-print-directory", "tpu-check"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and "no harness wheel in" in proc.stderr, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if t.ran_by == THIS_TEST], ids=lambda t: t.name)

@@ -33,6 +33,7 @@ def test_every_platform_has_every_part(platform):
         assert spec.devices.visible_var, f"{platform}: runs could not be given their own devices"
     if spec.accelerator:
         assert spec.probe != Probe.NONE and spec.jax_platforms
+        assert spec.counts == (platform,), f"{platform}: with no --device-count, the host's would not be counted"
         assert spec.slurm, f"{platform}: a Slurm job would not ask for its devices"
 
 

@@ -65,6 +65,7 @@ class DockerBackend(Backend):
     """Images from dockerfiles/Dockerfile.<platform>, wheels from a host-side wheelhouse, runs in containers."""
 
     name = "docker"
+    runs_on_host = False
 
     def __init__(self, base_image: str | None = None, python_version: str | None = None,
                  rebuild: bool = False, wheelhouse: Path | None = None, state_dir: Path = STATE_DIR,
