@@ -55,7 +55,8 @@ def _label(cell: CellResult) -> str:
     return f"{jax_label(cell)}, {cell.spec.mesh_label}, {cell.spec.devices_label}"
 
 
-FunctionEvidence = dict[str, dict[str, Evidence | MissingEvidence]]  # CellSpec.key -> module -> its modules compared
+# CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
+FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
 MAX_TESTS_NAMED = 3  # tests a row of the table names; the rest are counted (--json has them all)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
@@ -122,9 +123,10 @@ def _not_cached_line(miss: FunctionMiss) -> str:
     return f"- {md.code(miss.module)} ({miss.category}{tests}): {md.text(not_cached_why(miss))}; {cost}"
 
 
-def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | None, below: bool) -> list[str]:
+def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence], below: bool) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
-    modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them)."""
+    modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them); a
+    function whose keys moved in several tests or at several argument types, each on its own line under it."""
     if miss.category == Category.NOT_CACHED:
         return [_not_cached_line(miss)]
     category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
@@ -134,8 +136,24 @@ def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | No
         types += (f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types
                   else "; run 1 never compiled it")
     line = f"- {md.code(miss.module)} ({category}{tests}): {md.text(types)}"
-    if compared is None:
+    if not compared:
         return [line]
+    if len(compared) == 1:
+        return _compared(line, compared[0], below)
+    out = [line]
+    for number, item in enumerate(compared):
+        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, below and number == 0)]
+    return out
+
+
+def _where(item: Evidence | MissingEvidence) -> str:
+    """`at float32[4] in t.py::test_a` (Markdown): which of a function's moved keys an item compares."""
+    if isinstance(item, MissingEvidence):
+        return md.text(item.where or "")
+    return md.text(f"at {item.arguments or 'its argument types'}" + (f" in {item.test}" if item.test else ""))
+
+
+def _compared(line: str, compared: Evidence | MissingEvidence, below: bool) -> list[str]:
     if isinstance(compared, MissingEvidence):
         return [f"{line}; {md.text(compared.why)}"]
     against = f"{line}; run {compared.run_b.index} against run {compared.run_a.index}: {what_differs(compared)}"
@@ -169,7 +187,7 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
             mine = (compared or {}).get(cell.spec.key, {})
             lines += ["Each function that missed, at the argument types of its missed keys:", ""]
             for miss in found.misses[:MAX_ROWS]:
-                lines += _function_line(miss, mine.get(miss.module) if miss.category == Category.MOVED_KEY else None,
+                lines += _function_line(miss, mine.get(miss.module, []) if miss.category == Category.MOVED_KEY else [],
                                         (diffed_below or {}).get(cell.spec.key) == miss.module)
             if len(found.misses) > MAX_ROWS:
                 lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
