@@ -346,7 +346,8 @@ class MissingEvidence:
 
     module: str | None
     why: str
-    where: str = ""  # the argument types and test of the later run's key it is about, when paired by them
+    types: str = ""  # the argument types of the later run's key it is about, when paired by them (JAX's words)
+    test: str = ""  # and the test that compiled it
 
 
 def _condensed_lines(text: str) -> list[str]:

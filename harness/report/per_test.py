@@ -148,9 +148,9 @@ def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence
 
 def _where(item: Evidence | MissingEvidence) -> str:
     """`at float32[4] in t.py::test_a` (Markdown): which of a function's moved keys an item compares."""
-    if isinstance(item, MissingEvidence):
-        return md.text(item.where or "")
-    return md.text(f"at {item.arguments or 'its argument types'}" + (f" in {item.test}" if item.test else ""))
+    types, test = ((item.types, item.test) if isinstance(item, MissingEvidence)
+                   else (item.arguments or "its argument types", item.test))
+    return md.text(f"at {types}") + (f" in {md.code(test)}" if test else "")
 
 
 def _compared(line: str, compared: Evidence | MissingEvidence, below: bool) -> list[str]:

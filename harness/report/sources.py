@@ -152,10 +152,6 @@ def keyed_texts(results_dir: Path, run: RunRecord, module: str) -> dict[str, str
     return dict(zip(keys, texts)) if len(texts) == len(keys) else {}
 
 
-def _where(types: tuple[str, ...], test: str) -> str:
-    return f"at {types_label([types])}" + (f" in {test}" if test else "")
-
-
 def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord, runs: dict[int, RunRecord],
                     module: str, later: list[int]) -> list[Evidence | MissingEvidence] | None:
     """Each moved key of `module` in the `later` runs, one per (test, argument types), diffed against the first run's
@@ -182,7 +178,6 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             if (test, k.arg_types) in seen or len(out) >= MAX_PAIRS:
                 continue
             seen.add((test, k.arg_types))
-            where = _where(k.arg_types, test)
             # the first run's key at these types that this test compiled (named first), else one it hit
             same = sorted((f for f in first_keys if f.arg_types == k.arg_types and (not test or test in f.tests)),
                           key=lambda f: f.tests[:1] != (test,))
@@ -191,7 +186,8 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
                 elsewhere = (f" (it did in {others[0].tests[0]}, another test: not compared)"
                              if others and others[0].tests else "")
                 out.append(MissingEvidence(module, f"run {first.index} never compiled it at these types"
-                                                   f"{' in this test' if test else ''}{elsewhere}", where))
+                                                   f"{' in this test' if test else ''}{elsewhere}",
+                                           types_label([k.arg_types]), test))
                 continue
             if first_texts is None:
                 first_texts = keyed_texts(results_dir, first, module)

@@ -56,7 +56,8 @@ def _run(tmp: Path, index: int, compiled: list[tuple[LoggedKey, str]], tests: li
 
 def _cell(runs: list[RunRecord]) -> CellResult:
     j = judge(runs)
-    return CellResult(CellSpec("0.4.31", "none", Platform.CPU, 1), j.verdict, j.reason, runs, attribution=j.attribution)
+    return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+                      attribution=j.attribution, listing=[f"{k.key}-cache" for r in runs for k in r.keys.keys])
 
 
 def _two_tests(tmp: Path) -> CellResult:
@@ -75,9 +76,9 @@ def test_each_moved_key_is_diffed_against_its_own_tests_module_at_its_types(tmp_
     assert [(e.test, e.arguments, e.cause) for e in compared] == [  # type: ignore[union-attr]
         (T_COMPLEX, "complex64[2]", Cause.ADDRESS), (T_A, "float32[4]", Cause.ORDER)]
     section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
-    assert "  - at complex64\\[2\\] in t.py::test\\_complex; run 2 against run 1: what differs is a hex address" \
+    assert f"  - at complex64\\[2\\] in `{T_COMPLEX}`; run 2 against run 1: what differs is a hex address" \
         in section, section
-    assert "  - at float32\\[4\\] in t.py::test\\_set\\_order; run 2 against run 1: the differing lines hold the " \
+    assert f"  - at float32\\[4\\] in `{T_A}`; run 2 against run 1: the differing lines hold the " \
         "same tokens in another order" in section, section
 
 
