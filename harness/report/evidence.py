@@ -436,14 +436,14 @@ def what_differs(evidence: Evidence) -> str:
         return (f"the results' types differ ({md.code(mains[0])} -> {md.code(mains[1])}): a value the function is specialised on (a "
                 "static argument, a size drawn at random) changed the shapes inside: the program computed something "
                 "new at the same argument types")
-    if all(_CONSTANT_RE.search(line) for line in (*removed, *added)):
+    cause = evidence.cause
+    if cause == Cause.CONSTANT:  # a reordering of constants is `order` (likely_cause), and reads so here too
         elided = [_constants_words(a, b) for a, b in zip(removed, added)]
         if any(elided):
             return md.text(f"{'; '.join(e for e in elided if e)}: the same computation with other values baked in "
                            "(random data, a static argument's value, a clock)")
         return ("only constants differ: the same computation with other values baked in (random data, a static "
                 "argument's value, a clock)")
-    cause = evidence.cause
     return md.text(CAUSE_WORDS[cause] if cause is not None else evidence.note)
 
 

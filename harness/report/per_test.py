@@ -123,7 +123,8 @@ def _not_cached_line(miss: FunctionMiss) -> str:
     return f"- {md.code(miss.module)} ({miss.category}{tests}): {md.text(not_cached_why(miss))}; {cost}"
 
 
-def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence], below: bool) -> list[str]:
+def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence],
+                   below: tuple[str, str | None] | None) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
     modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them); a
     function whose keys moved in several tests or at several argument types, each on its own line under it."""
@@ -138,12 +139,22 @@ def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence
     line = f"- {md.code(miss.module)} ({category}{tests}): {md.text(types)}"
     if not compared:
         return [line]
+    def shown_below(item: Evidence | MissingEvidence) -> bool:
+        return (below is not None and isinstance(item, Evidence) and below[0] == item.module
+                and below[1] in (None, item.key_b))
     if len(compared) == 1:
-        return _compared(line, compared[0], below)
+        return _compared(line, compared[0], shown_below(compared[0]))
     out = [line]
-    for number, item in enumerate(compared):
-        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, below and number == 0)]
+    for item in compared:
+        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, shown_below(item))]
     return out
+
+
+def _its_own(miss: FunctionMiss, compared: list[Evidence | MissingEvidence]) -> list[Evidence | MissingEvidence]:
+    """The module comparisons of a moved key's own tests (a module whose keys moved apart is two misses)."""
+    if miss.category != Category.MOVED_KEY:
+        return []
+    return [c for c in compared if not c.test or not miss.tests or c.test in miss.tests]
 
 
 def _where(item: Evidence | MissingEvidence) -> str:
@@ -166,10 +177,10 @@ def _compared(line: str, compared: Evidence | MissingEvidence, below: bool) -> l
 
 
 def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None = None,
-                     diffed_below: dict[str, str] | None = None) -> list[str]:
+                     diffed_below: dict[str, tuple[str, str | None]] | None = None) -> list[str]:
     """`## What missed, per test and function`: empty when no cell has a miss or a test that ran differently.
     `compared`: per cell, the moved functions' lowered modules against the first run's (report/sources.py);
-    `diffed_below`: per cell, the module whose diff the Evidence section shows (said, not repeated here)."""
+    `diffed_below`: per cell, the module and new key whose diff the Evidence section shows (said, not repeated)."""
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
@@ -187,8 +198,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
             mine = (compared or {}).get(cell.spec.key, {})
             lines += ["Each function that missed, at the argument types of its missed keys:", ""]
             for miss in found.misses[:MAX_ROWS]:
-                lines += _function_line(miss, mine.get(miss.module, []) if miss.category == Category.MOVED_KEY else [],
-                                        (diffed_below or {}).get(cell.spec.key) == miss.module)
+                lines += _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
+                                        (diffed_below or {}).get(cell.spec.key))
             if len(found.misses) > MAX_ROWS:
                 lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
             lines.append("")

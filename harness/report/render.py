@@ -67,7 +67,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     title = summary_sentence(cells, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
-        per_test_section(cells, functions, {key: e.module for key, e in evidence.items()
+        per_test_section(cells, functions, {key: (e.module, e.key_b) for key, e in evidence.items()
                                             if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],

@@ -214,14 +214,19 @@ def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evi
         return {}
     out: dict[str, list[Evidence | MissingEvidence]] = {}
     trusted = logs_complete(cell.runs) or not any(r.overlapped for r in cell.runs)
-    for miss in moved[:MAX_FUNCTION_DIFFS]:
-        paired = paired_evidence(results_dir, comparison, first, runs, miss.module, miss.runs) if trusted else None
+    later: dict[str, list[int]] = {}  # a module's keys can move apart (the hash seed's, the program's): one account
+    for miss in moved:
+        later.setdefault(miss.module, [])
+        later[miss.module] += [i for i in miss.runs if i not in later[miss.module]]
+    for module, indices in list(later.items())[:MAX_FUNCTION_DIFFS]:
+        indices.sort()
+        paired = paired_evidence(results_dir, comparison, first, runs, module, indices) if trusted else None
         if paired:
-            out[miss.module] = paired
+            out[module] = paired
             continue
-        candidates = [runs[i] for i in miss.runs if i in runs]
-        texts = {r.index: lowered_texts(results_dir, r, miss.module) for r in (first, *candidates)}
-        out[miss.module] = [_evidence(miss.module, comparison, first, candidates, texts, False)]
+        candidates = [runs[i] for i in indices if i in runs]
+        texts = {r.index: lowered_texts(results_dir, r, module) for r in (first, *candidates)}
+        out[module] = [_evidence(module, comparison, first, candidates, texts, False)]
     return out
 
 
