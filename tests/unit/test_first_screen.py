@@ -10,7 +10,7 @@ from harness.report.evidence import compare_runs
 from harness.report.first_screen import first_screen, terminal_lines
 from harness.verdicts.verdict import judge
 
-from tests.unit.test_not_cached import cell_of, runs_with_a_callback
+from harness.verdicts.finish import with_uncached_facts
 
 T_SET, T_NOISE, T_SHAPE = "t.py::test_set_order", "t.py::test_noise", "t.py::test_shapes"
 PASSED = {T_SET: "passed", T_NOISE: "passed", T_SHAPE: "passed"}
@@ -64,8 +64,28 @@ def test_findings_come_most_important_first_with_cause_cost_and_action():
     assert terminal_lines([cell])[0] == "What to do:"
 
 
+CALLBACK = "it uses host callbacks (e.g. from jax.debug.print or breakpoint)"
+T_LS, T_OK = "tests/test_opt.py::test_linesearch", "tests/test_opt.py::test_plain"
+
+
+def _callback_cell() -> CellResult:
+    """jit_while (a callback, never written) and jit_update (written by run 1, hit after) in each of 3 runs."""
+    runs = []
+    for index in (1, 2, 3):
+        keys = [LoggedKey("jit_while", "jit_while-" + "a" * 64, Outcome.NOT_WRITTEN, reason=CALLBACK, tests=(T_LS,),
+                          arg_types=("float32[3]",)),
+                LoggedKey("jit_update", "jit_update-" + "b" * 64, Outcome.WRITTEN if index == 1 else Outcome.HIT,
+                          tests=(T_OK,), arg_types=("float32[3]",))]
+        runs.append(RunRecord(index, index, 0, 1.0, [keys[1].key] if index == 1 else [], keys=RunLog(keys),
+                              tests={T_LS: "passed", T_OK: "passed"}))
+    j = judge(runs)
+    cell = CellResult(CellSpec("0.10.2", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason)
+    return with_uncached_facts(cell, {"jit_while": "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print"},
+                               {"jit_while": 0.42})
+
+
 def test_a_callback_module_says_the_line_that_keeps_it_out_of_the_cache():
-    cell = cell_of(runs_with_a_callback())
+    cell = _callback_cell()
     (line,) = terminal_lines([cell])[1:]
     assert line == ("- tests/test_opt.py::test_linesearch: jit_while: host callback at jaxopt/_src/zoom_linesearch.py:132 "
                     "jax.debug.print; 0.42 s per start: the callback at jaxopt/_src/zoom_linesearch.py:132 "
