@@ -18,15 +18,9 @@ from harness.core.model import CellResult
 from harness.evidence.cost import seconds
 from harness.evidence.per_test import Category, Follows, FunctionMiss
 from harness.report.evidence import Evidence, MissingEvidence
-from harness.report.per_test import FunctionEvidence, cell_findings, jax_label, not_cached_why
+from harness.report.per_test import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
 
-MAX_FINDINGS = 12  # lines the first screen names; the per-test table below has every miss
-
-
-def _rank(miss: FunctionMiss) -> int:
-    if miss.category == Category.MOVED_KEY:
-        return 0 if miss.follows == Follows.HASH_SEED else 2
-    return {Category.NOT_SERVED: 1, Category.NOT_CACHED: 3, Category.NEW_INPUT: 4}[miss.category]
+MAX_FINDINGS = 10  # lines the first screen names; the per-test table below has every miss
 
 
 def _cause(miss: FunctionMiss, compared: Sequence[Evidence | MissingEvidence]) -> Cause | None:
@@ -112,7 +106,7 @@ def findings(cells: Sequence[CellResult], compared: FunctionEvidence | None = No
         mine = (compared or {}).get(cell.spec.key, {})
         for miss in cell_findings(cell).misses:
             cause, action = cause_and_action(miss, _cause(miss, mine.get(miss.module, [])))
-            out.append(Finding(_rank(miss), miss.tests[0] if miss.tests else "", max(len(miss.tests) - 1, 0),
+            out.append(Finding(priority(miss), miss.tests[0] if miss.tests else "", max(len(miss.tests) - 1, 0),
                                miss.module, jax_label(cell) if len(cells) > 1 else "", cause, _cost(miss, cell),
                                action))
     return sorted(out, key=lambda f: f.rank)

@@ -19,7 +19,7 @@ from harness.evidence.not_cached import cell_not_cached
 from harness.evidence.per_test import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
-MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
+MAX_ROWS = 10  # a longer table or list is cut (report.md stays under 20 KB): results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run
 
 _WHY = {
@@ -42,6 +42,14 @@ _FOLLOWS = {
 }
 
 
+def priority(miss: FunctionMiss) -> int:
+    """The order of the first screen and of the table (issue 60.5): keys that follow the hash seed, entries not
+    served, keys the program's own randomness moves, modules JAX never writes, new input."""
+    if miss.category == Category.MOVED_KEY:
+        return 0 if miss.follows == Follows.HASH_SEED else 2
+    return {Category.NOT_SERVED: 1, Category.NOT_CACHED: 3, Category.NEW_INPUT: 4}[miss.category]
+
+
 def cell_findings(cell: CellResult) -> SuiteFindings:
     return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
 
@@ -57,7 +65,7 @@ def _label(cell: CellResult) -> str:
 
 # CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
 FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
-MAX_TESTS_NAMED = 3  # tests a row of the table names; the rest are counted (--json has them all)
+MAX_TESTS_NAMED = 2  # tests a row of the table names; the rest are counted (--json has them all)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
 
@@ -184,6 +192,7 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
+        found = msgspec.structs.replace(found, misses=sorted(found.misses, key=priority))  # the most important first
         failing = [t.id for t in found.tests if t.status == "failing"]
         if not found.misses and not found.changed and not failing:
             continue
