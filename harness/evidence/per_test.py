@@ -173,8 +173,11 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                         compiled_at = miss.types_by_test.setdefault(test, [])
                         if k.arg_types and list(k.arg_types) not in compiled_at:
                             compiled_at.append(list(k.arg_types))
-                    if k.arg_types and list(k.arg_types) not in miss.arg_types:
-                        miss.arg_types.append(list(k.arg_types))
+                    at = list(k.arg_types)
+                    if category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types:
+                        at.append("-> " + ", ".join(k.result_types))  # run 1's argument types, other results
+                    if at and at not in miss.arg_types:
+                        miss.arg_types.append(at)
                     if category == Category.MOVED_KEY and k.components:
                         same = [m for m in mine if m.arg_types == k.arg_types] or mine
                         if same:

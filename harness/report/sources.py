@@ -14,6 +14,7 @@ from harness.core.runs import RunRecord
 from harness.core import recorder
 from harness.core.bounded_read import read_bounded, size_words
 from harness.core.ir_lines import condense
+from harness.core.ir_results import paired_in_order
 from harness.core.ir_names import extract_lowered
 from harness.core.kinds import NothingCached
 from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
@@ -138,18 +139,9 @@ MAX_PAIRS = 4  # a moved function's (test, argument types) compared, each agains
 
 
 def keyed_texts(results_dir: Path, run: RunRecord, module: str) -> dict[str, str]:
-    """key -> the lowered `module` JAX dumped for it in `run`. JAX dumps each compilation as it computes its key (one
-    `compile_or_get_cached` call: one dump, one key), numbered in order, and the run's log names the keys in the order
-    it first computed them: the two lists pair in order. A key compiled again (an in-memory cache cleared between
-    tests) dumps the same text again, so repeated texts are dropped where the counts differ; {} where they still
-    differ (a dump cut at MAX_DUMPS, a log that named fewer keys): then nothing is paired, never a guess."""
+    """key -> the lowered `module` JAX dumped for it in `run` (harness/core/ir_results.py: paired in order)."""
     keys = [k.key for k in run.keys.keys if k.module == module] if run.keys is not None else []
-    if not keys:
-        return {}
-    texts = lowered_texts(results_dir, run, module)
-    if len(texts) != len(keys):
-        texts = list(dict.fromkeys(texts))
-    return dict(zip(keys, texts)) if len(texts) == len(keys) else {}
+    return paired_in_order(keys, lowered_texts(results_dir, run, module)) if keys else {}
 
 
 def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord, runs: dict[int, RunRecord],

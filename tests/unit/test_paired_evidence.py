@@ -7,9 +7,10 @@ from pathlib import Path
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.kinds import Cause
 from harness.core.model import CellResult, CellSpec
-from harness.core.kinds import Platform
+from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord
-from harness.report.evidence import likely_cause, what_differs
+from harness.core.ir_results import main_results, with_result_types
+from harness.report.evidence import compare_runs, likely_cause, what_differs
 from harness.report.per_test import per_test_section
 from harness.report.sources import function_evidence, keyed_texts
 from harness.report.write import ReportWriter
@@ -128,7 +129,51 @@ def test_a_module_whose_constants_alone_differ_reads_constant_as_its_likely_caus
     diff = ["-    %cst = stablehlo.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>",
             "+    %cst = stablehlo.constant dense<[4.0, 5.0, 6.0]> : tensor<3xf32>"]
     assert likely_cause(diff) == Cause.CONSTANT
-    from harness.report.evidence import compare_runs
     ev = compare_runs("jit_g", RunRecord(1, 1, 0, 1.0, []), RunRecord(2, 2, 0, 1.0, []),
                       _CONST.replace("VALUE", "[1.0, 2.0, 3.0]"), _CONST.replace("VALUE", "[4.0, 5.0, 6.0]"))
     assert ev.cause == Cause.CONSTANT and what_differs(ev).startswith("only constants differ")
+
+
+_STATIC = """module @jit_tile attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xf32>) -> (tensor<RESULTxf32> {jax.result_info = ""}) {
+    %0 = stablehlo.broadcast_in_dim %arg0, dims = [1] : (tensor<3xf32>) -> tensor<NROWx3xf32>
+    %1 = stablehlo.reshape %0 : (tensor<NROWx3xf32>) -> tensor<RESULTxf32>
+    return %1 : tensor<RESULTxf32>
+  }
+}
+"""
+
+
+def _static_run(tmp: Path, index: int, rows: int) -> RunRecord:
+    """A run whose test tiles a float32[3] `rows` times (a static argument drawn at random), as read_run leaves it."""
+    dump = tmp / "logs" / f"run-0{index}.ir"
+    dump.mkdir(parents=True)
+    (dump / "jax_ir0_jit_tile_compile.mlir").write_text(_STATIC.replace("RESULT", str(3 * rows)).replace("NROW", str(rows)))
+    k = LoggedKey("jit_tile", f"jit_tile-{str(rows) * 64}"[:73], Outcome.WRITTEN,
+                  components={"computation": str(rows) * 64}, tests=(T_B,), arg_types=("float32[3]",))
+    keys = with_result_types([k], dump)
+    return RunRecord(index, index, 0, 1.0, [k.key], keys=RunLog(keys), log=f"logs/run-0{index}.log",
+                     tests={T_B: "passed"})
+
+
+def test_a_random_size_passed_as_a_static_argument_is_new_input_not_a_moved_key(tmp_path):
+    """Issue 60.3: the same argument types with other results read `moved key: program`; the results tell."""
+    runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
+    assert runs[0].keys is not None and runs[0].keys.keys[0].result_types == ("tensor<6xf32>",)
+    j = judge(runs)
+    assert j.verdict == Verdict.NEW_INPUT, j.reason
+    assert j.comparison is not None and j.comparison.new == {} and j.comparison.new_input == {2: {"jit_tile": [
+        runs[1].keys.keys[0].key]}}  # type: ignore[union-attr]
+    assert j.reason.startswith("jit_tile at (float32[3], -> tensor<15xf32>) (run 2, t.py::test_b); run 1 compiled "
+                               "it at float32[3]"), j.reason
+    same = [_static_run(tmp_path / "again", 1, 2), _static_run(tmp_path / "again", 2, 2)]
+    same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key: moved
+        "jit_tile", "jit_tile-" + "9" * 64, Outcome.WRITTEN, components={"computation": "9" * 64}, tests=(T_B,),
+        arg_types=("float32[3]",), result_types=("tensor<6xf32>",))]), tests={T_B: "passed"})
+    assert judge(same).verdict == Verdict.REPRODUCED
+
+
+def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
+    assert main_results(_COMPLEX.replace("ADDRESS", "1")) == ("tensor<2xcomplex<f32>>",)
+    assert main_results(ORDERED) == ("tensor<4xf32>",)
+    assert main_results("module @m {\n") == () and main_results('func.func public @main(%arg0: tensor<3xf32>') == ()
