@@ -45,6 +45,11 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         if miss.why == NothingCached.THRESHOLDS:
             return why, "jax_persistent_cache_min_compile_time_secs=0 would keep it"
         return why, "no cache can serve it as it is"
+    if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):
+        why = (f"compiled at run 1's argument types returning other types ({miss.types_label}): a static argument's "
+               "value (a size drawn at random) changed what it computes")
+        return (why,
+                "fix the value the test draws (seed its generator) if every start should hit")
     if miss.category == Category.NEW_INPUT:
         had = f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types else ""
         return (f"compiled at {miss.types_label}, argument types run 1 never had{had}",
