@@ -19,7 +19,7 @@ from harness.core.bounded_read import read_bounded
 from harness.core.jaxlog import LoggedKey
 
 _MAIN = "func.func public @main("
-HEAD_BYTES = 256 << 10  # a dump's head read for its entry point's line (its signature; the body's constants follow)
+HEAD_BYTES = 64 << 10  # a dump's head read for its entry point's line (its signature; the body's constants follow)
 MAX_DUMPS = 1000  # a module's dumps read per run (past it: none paired, as the counts then differ)
 _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 
