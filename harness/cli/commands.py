@@ -39,6 +39,9 @@ from harness.inputs.options import Given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.core.shield import shield_from_children
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
+from harness.evidence.keys import cell_comparison
+from harness.report.first_screen import terminal_lines
+from harness.report.sources import function_evidence
 from harness.report.table import render, summary_json, summary_line
 
 _STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -396,6 +399,10 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
     human = sys.stderr if as_json else sys.stdout  # --json: stdout is the one JSON object, nothing else
     print(render(swept.cells), file=human)
     print(file=human)
+    todo = terminal_lines(swept.cells, {c.spec.key: function_evidence(swept.folder, c) for c in swept.cells
+                                        if cell_comparison(c).new})
+    if todo:  # report.md's first screen, one line per finding, most important first (issue 60.5)
+        print("\n".join(todo) + "\n", file=human)
     line = summary_line(swept.cells, swept.summary or None)  # every output says this one line (issue 47.5)
     print(line, file=human)  # last, so `| tail -1` gives the answer
     if as_json:

@@ -12,7 +12,6 @@ import weakref
 from typing import Any, ClassVar, TextIO
 from collections.abc import Iterator
 
-from harness.core.listing import parse_name
 from harness.core.markdown import visible
 from harness.core.platforms import devices_differ, open_cost_line
 from harness.core.model import NO_MESH, CellResult, CellSpec
@@ -87,7 +86,7 @@ class ConsoleProgress:
 
     def run_finished(self, spec: CellSpec, run: RunRecord, planned: int) -> None:
         status = "ok" if run.ok else f"FAILED ({run.reason or run.exit_code})"
-        new = sorted({e.key for e in map(parse_name, run.new_entries) if e})  # -cache/-atime pairs once
+        new = run.own_new_keys()  # its own account: two overlapping runs never both list one new entry
         shown = ", ".join(k[: k.rfind("-") + 9] + "…" for k in new if k.startswith("jit_f")) or \
             (f"{len(new)} new" if new else "no new entry")
         # Cells overlap (a cell's last runs beside the next one's first): each line names its cell.

@@ -101,6 +101,10 @@ class LoggedKey(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # compiled at (`float32[2]`), from JAX's `Compiling f with global shapes and types` message.
     tests: tuple[str, ...] = ()
     arg_types: tuple[str, ...] = ()
+    # The result types of the module JAX dumped for it (`tensor<3xf32>`; harness/core/ir_results.py), where its
+    # run's dump and log paired: the same arguments with other results is something new (a static size drawn at
+    # random), not a key that moved. () where not known (no dump, results from before).
+    result_types: tuple[str, ...] = ()
 
 
 class RunLog(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):

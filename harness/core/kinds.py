@@ -67,6 +67,7 @@ class Cause(enum.StrEnum):
 
     ORDER = "order"  # the same tokens in another order: an unordered collection iterated into the module
     ADDRESS = "address"  # a hex address or large integer that changes every run: an address or id()
+    CONSTANT = "constant"  # only constants differ: other values baked in (random data, a static argument's value)
     UNKNOWN = "unknown"  # the diff says neither: the tool cannot tell
     OTHER = "other"  # written by earlier releases where they could not tell (now `unknown`): read, never made
 

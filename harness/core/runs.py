@@ -11,7 +11,8 @@ from typing import Any
 
 import msgspec
 
-from harness.core.jaxlog import RunLog
+from harness.core.jaxlog import Outcome, RunLog
+from harness.core.listing import parse_name
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,13 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+    def own_new_keys(self) -> list[str]:
+        """The keys this run wrote, by its own account (JAX's log as its recorder read it: overlapping runs never
+        share one), sorted; the folder's new entries where it has no account (a log that named no key)."""
+        if self.keys is not None:
+            return sorted({k.key for k in self.keys.keys if k.outcome == Outcome.WRITTEN})
+        return sorted({e.key for e in map(parse_name, self.new_entries) if e})  # -cache/-atime pairs once
 
 
 class RunCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -39,6 +39,8 @@ class RunKeys:
     compiled: frozenset[Entry] | None = None
     # key -> the argument types its log says it was compiled at (`float32[2]`), where the recorder saw them
     types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # key -> the result types of the module its run dumped for it, where known (harness/core/ir_results.py)
+    results: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # a pytest run's: key -> the tests whose messages named it, and each test's outcome
     tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outcomes: dict[str, str] = field(default_factory=dict)
@@ -97,8 +99,9 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
             compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
+    results = {k.key: k.result_types for k in run.keys.keys if k.result_types} if run.keys is not None else {}
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
-                   tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped)
+                   results=results, tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped)
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -199,10 +202,12 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     unserved: dict[int, dict[str, list[str]]] = {}
     new_input: dict[int, dict[str, list[str]]] = {}
     first_types = _types_by_module(first, baseline)
+    first_results = _results_by_types(first, baseline)
     for run in later:
         known = run.known(claimed)
         brought = known - seen
-        other_input = {e for e in brought if _new_input(e, run, first_types)}
+        other_input = {e for e in brought if _new_input(e, run, first_types)
+                       or _new_results(e, run, first_results)}
         if brought - other_input:
             new[run.index] = _by_module(brought - other_input)
         if other_input:
@@ -210,7 +215,8 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
         if run.computed is not None:
             # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
             # run: random shapes) need not compute the first run's shapes again
-            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)}
+            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)
+                        or _new_results(e, run, first_results)}
             missing = {e for e in baseline - known if e.module not in reshaped and not _ran_alike(e, first, run)}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
@@ -236,6 +242,38 @@ def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, se
         if e.key in first.types:
             out.setdefault(e.module, set()).add(first.types[e.key])
     return out
+
+
+def _results_by_types(first: RunKeys, baseline: frozenset[Entry]
+                      ) -> dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]:
+    """(module, argument types) -> the result types the first run's modules had there; None where one of them is not
+    known (then nothing is told from results)."""
+    out: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None] = {}
+    for e in baseline:
+        types = first.types.get(e.key)
+        if not types:
+            continue
+        where = (e.module, types)
+        results = first.results.get(e.key)
+        if results is None or out.get(where, set()) is None:
+            out[where] = None
+        else:
+            mine = out.setdefault(where, set())
+            assert mine is not None
+            mine.add(results)
+    return out
+
+
+def _new_results(entry: Entry, run: RunKeys,
+                 first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]) -> bool:
+    """A later run's key at argument types the first run had, whose module returns types none of the first run's
+    there did (every one of them known): a static argument's value (a size drawn at random) changed what the
+    function computes, so the program computed something new (issue 60.3: it read `moved key: program`)."""
+    types, results = run.types.get(entry.key), run.results.get(entry.key)
+    if not types or not results:
+        return False
+    before = first_results.get((entry.module, types))
+    return before is not None and bool(before) and results not in before
 
 
 def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str, ...]]]) -> bool:

@@ -139,22 +139,28 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
     good = {r.index: r for r in counted(runs)}
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
-    out: dict[tuple[str, Category], FunctionMiss] = {}
+    out: dict[tuple[str, Category, Follows | None], FunctionMiss] = {}
+    controlled = control is not None and control.ok and control.keys is not None
     sources = ((Category.MOVED_KEY, comparison.new), (Category.NEW_INPUT, comparison.new_input),
                (Category.NOT_SERVED, comparison.unserved))
     for category, by_run in sources:
         for index in sorted(by_run):
             logged = _by_key(good[index]) if index in good else {}
             for module, keys in sorted(by_run[index].items()):
-                miss = out.setdefault((module, category), FunctionMiss(module=module, category=category))
-                if index not in miss.runs:
-                    miss.runs.append(index)
                 mine = [k for k in first_keys if k.module == module]
-                miss.first_run_types = _distinct(list(k.arg_types) for k in mine if k.arg_types)
                 for key in keys:
+                    k = logged.get(key)
+                    # each moved key by what it follows: a set-ordered test's beside a random constant's, apart
+                    follows = (_key_follows(k, control, set(comparison.baseline.get(module, [])))
+                               if controlled and control is not None and k is not None
+                               and category == Category.MOVED_KEY else None)
+                    miss = out.setdefault((module, category, follows),
+                                          FunctionMiss(module=module, category=category, follows=follows))
+                    if index not in miss.runs:
+                        miss.runs.append(index)
+                    miss.first_run_types = _distinct(list(k.arg_types) for k in mine if k.arg_types)
                     if key not in miss.keys:
                         miss.keys.append(key)
-                    k = logged.get(key)
                     if k is None:
                         continue
                     # the test that compiled it names it first; the ones after it hit the entry it wrote
@@ -167,20 +173,36 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                         compiled_at = miss.types_by_test.setdefault(test, [])
                         if k.arg_types and list(k.arg_types) not in compiled_at:
                             compiled_at.append(list(k.arg_types))
-                    if k.arg_types and list(k.arg_types) not in miss.arg_types:
-                        miss.arg_types.append(list(k.arg_types))
+                    at = list(k.arg_types)
+                    if category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types:
+                        at.append("-> " + ", ".join(k.result_types))  # run 1's argument types, other results
+                    if at and at not in miss.arg_types:
+                        miss.arg_types.append(at)
                     if category == Category.MOVED_KEY and k.components:
                         same = [m for m in mine if m.arg_types == k.arg_types] or mine
                         if same:
                             counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
                             moved = differing_components(counterpart, k)
                             miss.components = list(dict.fromkeys([*miss.components, *moved]))
-    if control is not None and control.ok and control.keys is not None:
+    if controlled and control is not None:
         for miss in out.values():
-            if miss.category == Category.MOVED_KEY:
+            if miss.category == Category.MOVED_KEY and miss.follows is None:
                 miss.follows = _follows(miss, control, set(comparison.baseline.get(miss.module, [])))
     order = {c: i for i, c in enumerate(Category)}
-    return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module))
+    followed = {Follows.HASH_SEED: 0, None: 1, Follows.PROGRAM: 2}
+    return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module, followed[m.follows]))
+
+
+def _key_follows(k: LoggedKey, control: RunRecord, first_keys: set[str]) -> Follows | None:
+    """One moved key's: the control's key of its module from the same test at the same argument types is the first
+    run's -> the hash seed's; another -> the program's; none computed -> not known (then the module's, `_follows`)."""
+    assert control.keys is not None
+    test = k.tests[:1]
+    mine = [c.key for c in control.keys.keys if c.module == k.module and c.arg_types == k.arg_types
+            and (not test or c.tests[:1] == test)]
+    if not mine or not k.arg_types:
+        return None
+    return Follows.HASH_SEED if all(c in first_keys for c in mine) else Follows.PROGRAM
 
 
 def _follows(miss: FunctionMiss, control: RunRecord, first_keys: set[str]) -> Follows | None:

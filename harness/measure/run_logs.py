@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from harness.core import jaxlog, recorder
 from harness.core.bounded_read import LOG_MAX_BYTES, read_bounded, read_text_bounded
 from harness.core.files import write_atomic
+from harness.core.ir_results import with_result_types
+from harness.inputs.process_variables import ir_dump_dir
 from harness.evidence.failure import traceback_packages, with_detail
 
 
@@ -50,6 +54,8 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
     if parsed.empty:
         why = jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
         return None, "; ".join(n for n in (why, said) if n), tests, seconds, sources
+    if any(k.arg_types for k in parsed.keys):  # a static argument's value shows in the results alone
+        parsed = msgspec.structs.replace(parsed, keys=with_result_types(parsed.keys, ir_dump_dir(log)))
     return parsed, said, tests, seconds, sources
 
 

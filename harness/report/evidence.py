@@ -175,8 +175,9 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
     """`order` when the differing lines hold the same tokens in another order (a set iterated into the
     module: its order follows PYTHONHASHSEED), also when what else differs is only the sharding attributes
     that follow from the reordered names (names in another order, `mhlo.sharding` rewritten to match);
-    `address` when what differs is a hex address or a large integer (an object's address or id() printed
-    into the module), else `unknown` (the tool cannot tell); None for no diff.
+    `constant` when only constants differ (random data or a static argument's value baked in: what report.md's
+    "What differs" and the per-test line say of it); `address` when what differs is a hex address or a large
+    integer (an object's address or id() printed into the module), else `unknown` (the tool cannot tell); None for no diff.
 
     One rule on every release (issue 47.5): SSA value names (`%cst_0`, `%2`) are numbered by their place in
     the module, not by their value, so a reordering that also renumbers them is still told as `order`:
@@ -194,6 +195,8 @@ def likely_cause(diff_lines: list[str]) -> Cause | None:
         return Cause.ORDER
     if _reordered_apart_from_shardings(removed, added):
         return Cause.ORDER
+    if all(_CONSTANT_RE.search(line) for line in (*removed, *added)):
+        return Cause.CONSTANT
     changed = set()
     for a, b in zip(tokens_a, tokens_b):
         changed.update(_changed_tokens(a, b))
@@ -247,6 +250,8 @@ CAUSE_WORDS = {
                  "into the module",
     Cause.ADDRESS: "what differs is a hex address or a large integer that changes every run: an object's "
                    "address or id() is printed into the module",
+    Cause.CONSTANT: "only constants differ: the same computation with other values baked in (random data, a static "
+                    "argument's value, a clock); seed the generator that makes them, or pass them as arguments",
     Cause.UNKNOWN: "the differing lines are neither a reordering nor an address: the tool cannot tell; read the diff",
     Cause.OTHER: "the differing lines are neither a reordering nor an address: read the diff",  # an older folder's
 }
@@ -318,6 +323,7 @@ class Evidence:
     attributes: list[tuple[str, str, str]]
     note: str = ""  # why there is no diff, when there is none
     arguments: str = ""  # the new module's argument types, when the function was compiled at several
+    test: str = ""  # the test that compiled both (paired by test and argument types: report/sources.py)
     ranks: tuple[int, int] | None = None  # two processes of one run (a job): run_a and run_b are that run
 
     @property
@@ -340,6 +346,8 @@ class MissingEvidence:
 
     module: str | None
     why: str
+    types: str = ""  # the argument types of the later run's key it is about, when paired by them (JAX's words)
+    test: str = ""  # and the test that compiled it
 
 
 def _condensed_lines(text: str) -> list[str]:
@@ -348,11 +356,13 @@ def _condensed_lines(text: str) -> list[str]:
 
 
 def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, text_b: str,
-                 key_a: str | None = None, key_b: str | None = None, several: bool = False) -> Evidence:
+                 key_a: str | None = None, key_b: str | None = None, several: bool = False,
+                 types: str = "", test: str = "") -> Evidence:
     """`text_b`: run_b's new compilation of `module`; `text_a`: its counterpart in the first run.
-    `several`: the module was compiled more than once per run, so the labels name the argument types."""
+    `several`: the module was compiled more than once per run, so the labels name the argument types (`types`, as
+    JAX names them, where the keys were paired by them; else the entry point's); `test`: the test that compiled both."""
     a, b = _condensed_lines(text_a), _condensed_lines(text_b)
-    shapes = arguments(text_b) if several else ""
+    shapes = (types or arguments(text_b)) if several else ""
 
     def label(run: RunRecord, key: str | None) -> str:
         facts = [f"PYTHONHASHSEED={run.seed}"] + ([short_key(key)] if key else []) + \
@@ -362,7 +372,7 @@ def compare_runs(module: str, run_a: RunRecord, run_b: RunRecord, text_a: str, t
     diff = list(difflib.unified_diff(a, b, label(run_a, key_a), label(run_b, key_b), n=0, lineterm=""))
     note = "" if diff else ("the lowered modules are identical: the key difference comes from "
                             "something else hashed into the key (compile options, devices, backend)")
-    return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note, shapes)
+    return Evidence(module, run_a, run_b, key_a, key_b, diff, changed_attributes(diff), note, shapes, test)
 
 
 def compare_ranks(module: str, run: RunRecord, ranks: tuple[int, int], seeds: tuple[int, int], text_a: str,
@@ -426,14 +436,14 @@ def what_differs(evidence: Evidence) -> str:
         return (f"the results' types differ ({md.code(mains[0])} -> {md.code(mains[1])}): a value the function is specialised on (a "
                 "static argument, a size drawn at random) changed the shapes inside: the program computed something "
                 "new at the same argument types")
-    if all(_CONSTANT_RE.search(line) for line in (*removed, *added)):
+    cause = evidence.cause
+    if cause == Cause.CONSTANT:  # a reordering of constants is `order` (likely_cause), and reads so here too
         elided = [_constants_words(a, b) for a, b in zip(removed, added)]
         if any(elided):
             return md.text(f"{'; '.join(e for e in elided if e)}: the same computation with other values baked in "
                            "(random data, a static argument's value, a clock)")
         return ("only constants differ: the same computation with other values baked in (random data, a static "
                 "argument's value, a clock)")
-    cause = evidence.cause
     return md.text(CAUSE_WORDS[cause] if cause is not None else evidence.note)
 
 

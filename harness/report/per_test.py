@@ -19,7 +19,7 @@ from harness.evidence.not_cached import cell_not_cached
 from harness.evidence.per_test import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
-MAX_ROWS = 40  # a longer table is cut: results.json (--json) has every row
+MAX_ROWS = 10  # a longer table or list is cut (report.md stays under 20 KB): results.json (--json) has every row
 LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cache folder after its last run
 
 _WHY = {
@@ -42,6 +42,14 @@ _FOLLOWS = {
 }
 
 
+def priority(miss: FunctionMiss) -> int:
+    """The order of the first screen and of the table (issue 60.5): keys that follow the hash seed, entries not
+    served, keys the program's own randomness moves, modules JAX never writes, new input."""
+    if miss.category == Category.MOVED_KEY:
+        return 0 if miss.follows == Follows.HASH_SEED else 2
+    return {Category.NOT_SERVED: 1, Category.NOT_CACHED: 3, Category.NEW_INPUT: 4}[miss.category]
+
+
 def cell_findings(cell: CellResult) -> SuiteFindings:
     return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
 
@@ -55,8 +63,9 @@ def _label(cell: CellResult) -> str:
     return f"{jax_label(cell)}, {cell.spec.mesh_label}, {cell.spec.devices_label}"
 
 
-FunctionEvidence = dict[str, dict[str, Evidence | MissingEvidence]]  # CellSpec.key -> module -> its modules compared
-MAX_TESTS_NAMED = 3  # tests a row of the table names; the rest are counted (--json has them all)
+# CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
+FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
+MAX_TESTS_NAMED = 2  # tests a row of the table names; the rest are counted (--json has them all)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
 
@@ -122,9 +131,11 @@ def _not_cached_line(miss: FunctionMiss) -> str:
     return f"- {md.code(miss.module)} ({miss.category}{tests}): {md.text(not_cached_why(miss))}; {cost}"
 
 
-def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | None, below: bool) -> list[str]:
+def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence],
+                   below: tuple[str, str | None] | None) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
-    modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them)."""
+    modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them); a
+    function whose keys moved in several tests or at several argument types, each on its own line under it."""
     if miss.category == Category.NOT_CACHED:
         return [_not_cached_line(miss)]
     category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
@@ -134,8 +145,34 @@ def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | No
         types += (f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types
                   else "; run 1 never compiled it")
     line = f"- {md.code(miss.module)} ({category}{tests}): {md.text(types)}"
-    if compared is None:
+    if not compared:
         return [line]
+    def shown_below(item: Evidence | MissingEvidence) -> bool:
+        return (below is not None and isinstance(item, Evidence) and below[0] == item.module
+                and below[1] in (None, item.key_b))
+    if len(compared) == 1:
+        return _compared(line, compared[0], shown_below(compared[0]))
+    out = [line]
+    for item in compared:
+        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, shown_below(item))]
+    return out
+
+
+def _its_own(miss: FunctionMiss, compared: list[Evidence | MissingEvidence]) -> list[Evidence | MissingEvidence]:
+    """The module comparisons of a moved key's own tests (a module whose keys moved apart is two misses)."""
+    if miss.category != Category.MOVED_KEY:
+        return []
+    return [c for c in compared if not c.test or not miss.tests or c.test in miss.tests]
+
+
+def _where(item: Evidence | MissingEvidence) -> str:
+    """`at float32[4] in t.py::test_a` (Markdown): which of a function's moved keys an item compares."""
+    types, test = ((item.types, item.test) if isinstance(item, MissingEvidence)
+                   else (item.arguments or "its argument types", item.test))
+    return md.text(f"at {types}") + (f" in {md.code(test)}" if test else "")
+
+
+def _compared(line: str, compared: Evidence | MissingEvidence, below: bool) -> list[str]:
     if isinstance(compared, MissingEvidence):
         return [f"{line}; {md.text(compared.why)}"]
     against = f"{line}; run {compared.run_b.index} against run {compared.run_a.index}: {what_differs(compared)}"
@@ -148,13 +185,14 @@ def _function_line(miss: FunctionMiss, compared: Evidence | MissingEvidence | No
 
 
 def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None = None,
-                     diffed_below: dict[str, str] | None = None) -> list[str]:
+                     diffed_below: dict[str, tuple[str, str | None]] | None = None) -> list[str]:
     """`## What missed, per test and function`: empty when no cell has a miss or a test that ran differently.
     `compared`: per cell, the moved functions' lowered modules against the first run's (report/sources.py);
-    `diffed_below`: per cell, the module whose diff the Evidence section shows (said, not repeated here)."""
+    `diffed_below`: per cell, the module and new key whose diff the Evidence section shows (said, not repeated)."""
     lines: list[str] = []
     for cell in cells:
         found = cell_findings(cell)
+        found = msgspec.structs.replace(found, misses=sorted(found.misses, key=priority))  # the most important first
         failing = [t.id for t in found.tests if t.status == "failing"]
         if not found.misses and not found.changed and not failing:
             continue
@@ -169,8 +207,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
             mine = (compared or {}).get(cell.spec.key, {})
             lines += ["Each function that missed, at the argument types of its missed keys:", ""]
             for miss in found.misses[:MAX_ROWS]:
-                lines += _function_line(miss, mine.get(miss.module) if miss.category == Category.MOVED_KEY else None,
-                                        (diffed_below or {}).get(cell.spec.key) == miss.module)
+                lines += _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
+                                        (diffed_below or {}).get(cell.spec.key))
             if len(found.misses) > MAX_ROWS:
                 lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
             lines.append("")

@@ -34,6 +34,7 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Pro
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
+from harness.report.first_screen import first_screen
 from harness.report.per_test import FunctionEvidence, cell_findings, listings_note, per_test_section
 from harness.evidence.per_test import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
@@ -67,7 +68,8 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     title = summary_sentence(cells, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
-        per_test_section(cells, functions, {key: e.module for key, e in evidence.items()
+        first_screen(cells, functions),
+        per_test_section(cells, functions, {key: (e.module, e.key_b) for key, e in evidence.items()
                                             if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
         ["## Results", "", render_table(cells)],

@@ -14,11 +14,12 @@ from harness.core.runs import RunRecord
 from harness.core import recorder
 from harness.core.bounded_read import read_bounded, size_words
 from harness.core.ir_lines import condense
+from harness.core.ir_results import paired_in_order
 from harness.core.ir_names import extract_lowered
 from harness.core.kinds import NothingCached
 from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
 from harness.core.findings import RankSplit
-from harness.evidence.per_test import Category, suite_findings
+from harness.evidence.per_test import Category, suite_findings, types_label
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      key_seeds, module_seeds, new_texts)
 from harness.inputs.process_variables import ir_dump_dir
@@ -115,37 +116,109 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
     # Each run's own JAX log ties its keys to it: overlapping runs are then told apart exactly.
     overlapped = overlapped and not logs_complete(cell.runs)
     first = next(r for r in runs if r.index == comparison.baseline_run)
+    if not overlapped:
+        later = comparison.runs_with_new(module)
+        if cell.attribution is not None and cell.attribution.run_b in later:  # the runs the attribution shows
+            later.remove(cell.attribution.run_b)
+            later.insert(0, cell.attribution.run_b)
+        paired = paired_evidence(results_dir, comparison, first, {r.index: r for r in runs}, module, later)
+        if paired:  # the first diff, else why there is none
+            return next((e for e in paired if isinstance(e, Evidence)), paired[0]), key_seeds(cell, module)
     texts = [(run, lowered_texts(results_dir, run, module)) for run in runs]
     if overlapped:
         seeds = module_seeds(texts)
         candidates = [run for run, _ in texts if run.index != first.index]
     else:
         seeds = key_seeds(cell, module)
-        later = comparison.runs_with_new(module)
-        if cell.attribution is not None and cell.attribution.run_b in later:  # the runs the attribution shows
-            later.remove(cell.attribution.run_b)
-            later.insert(0, cell.attribution.run_b)
         candidates = [next(r for r in runs if r.index == index) for index in later]
     return _evidence(module, comparison, first, candidates, {r.index: t for r, t in texts}, overlapped), seeds
 
 
 MAX_FUNCTION_DIFFS = 5  # moved functions whose lowered modules report.md's first screen compares, per cell
+MAX_PAIRS = 4  # a moved function's (test, argument types) compared, each against its own first-run module
 
 
-def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, Evidence | MissingEvidence]:
+def keyed_texts(results_dir: Path, run: RunRecord, module: str) -> dict[str, str]:
+    """key -> the lowered `module` JAX dumped for it in `run` (harness/core/ir_results.py: paired in order)."""
+    keys = [k.key for k in run.keys.keys if k.module == module] if run.keys is not None else []
+    return paired_in_order(keys, lowered_texts(results_dir, run, module)) if keys else {}
+
+
+def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord, runs: dict[int, RunRecord],
+                    module: str, later: list[int]) -> list[Evidence | MissingEvidence] | None:
+    """Each moved key of `module` in the `later` runs, one per (test, argument types), diffed against the first run's
+    key of the same function from the same test at the same argument types, and only that one (issue 60.3: another
+    test's module at other shapes read `unknown` where an address differed); where the first run has none, the
+    report says so. None where the keys cannot be tied to their modules (no argument types logged, no dump):
+    the caller then pairs by the modules' texts."""
+    first_keys = [k for k in first.keys.keys if k.module == module] if first.keys is not None else []
+    first_texts: dict[str, str] | None = None
+    out: list[Evidence | MissingEvidence] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    several = len(first_keys) > 1
+    for index in later:
+        run = runs.get(index)
+        if run is None or run.keys is None:
+            continue
+        logged = run.keys.by_key()
+        later_texts: dict[str, str] | None = None
+        for key in comparison.new.get(index, {}).get(module, []):
+            k = logged.get(key)
+            if k is None or not k.arg_types:
+                return None
+            test = k.tests[0] if k.tests else ""
+            if (test, k.arg_types) in seen or len(out) >= MAX_PAIRS:
+                continue
+            seen.add((test, k.arg_types))
+            # the first run's key at these types that this test compiled (named first), else one it hit
+            same = sorted((f for f in first_keys if f.arg_types == k.arg_types and (not test or test in f.tests)),
+                          key=lambda f: f.tests[:1] != (test,))
+            if not same:
+                others = [f for f in first_keys if f.arg_types == k.arg_types]
+                elsewhere = (f" (it did in {others[0].tests[0]}, another test: not compared)"
+                             if others and others[0].tests else "")
+                out.append(MissingEvidence(module, f"run {first.index} never compiled it at these types"
+                                                   f"{' in this test' if test else ''}{elsewhere}",
+                                           types_label([k.arg_types]), test))
+                continue
+            if first_texts is None:
+                first_texts = keyed_texts(results_dir, first, module)
+            if later_texts is None:
+                later_texts = keyed_texts(results_dir, run, module)
+            text_a, text_b = first_texts.get(same[0].key), later_texts.get(key)
+            if text_a is None or text_b is None:
+                return None
+            several = several or len(later_texts) > 1
+            out.append(compare_runs(module, first, run, text_a, text_b, same[0].key, key, several,
+                                    types_label([k.arg_types]), test))
+    return out or None
+
+
+def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evidence | MissingEvidence]]:
     """Each function whose key moved at argument types the first run had (a suite's `moved key`, the first
-    MAX_FUNCTION_DIFFS): its new lowered module against the first run's, from the runs' IR dumps; {} when none."""
+    MAX_FUNCTION_DIFFS): its new lowered modules against the first run's, paired by test and argument types
+    (`paired_evidence`), else by the modules' texts; {} when none."""
     comparison = cell_comparison(cell)
     moved = [m for m in suite_findings(cell.runs, comparison).misses if m.category == Category.MOVED_KEY]
     runs = {r.index: r for r in cell.runs if r.ok}
     first = runs.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     if first is None or cell.rank_split is not None:
         return {}
-    out: dict[str, Evidence | MissingEvidence] = {}
-    for miss in moved[:MAX_FUNCTION_DIFFS]:
-        candidates = [runs[i] for i in miss.runs if i in runs]
-        texts = {r.index: lowered_texts(results_dir, r, miss.module) for r in (first, *candidates)}
-        out[miss.module] = _evidence(miss.module, comparison, first, candidates, texts, False)
+    out: dict[str, list[Evidence | MissingEvidence]] = {}
+    trusted = logs_complete(cell.runs) or not any(r.overlapped for r in cell.runs)
+    later: dict[str, list[int]] = {}  # a module's keys can move apart (the hash seed's, the program's): one account
+    for miss in moved:
+        later.setdefault(miss.module, [])
+        later[miss.module] += [i for i in miss.runs if i not in later[miss.module]]
+    for module, indices in list(later.items())[:MAX_FUNCTION_DIFFS]:
+        indices.sort()
+        paired = paired_evidence(results_dir, comparison, first, runs, module, indices) if trusted else None
+        if paired:
+            out[module] = paired
+            continue
+        candidates = [runs[i] for i in indices if i in runs]
+        texts = {r.index: lowered_texts(results_dir, r, module) for r in (first, *candidates)}
+        out[module] = [_evidence(module, comparison, first, candidates, texts, False)]
     return out
 
 

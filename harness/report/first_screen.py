@@ -1,0 +1,135 @@
+"""report.md's (and the terminal's) first screen for a suite (issue 60.5, pure): one line per finding, most important
+first, each with the test, the function, the cause in words, the cost per start and what to do. The order: keys that
+follow the hash seed (a fix in the program makes every start hit), entries on disk not served, keys the program's own
+randomness moves, modules JAX never writes, then new input (the program computed something new: no cache serves it).
+
+The cause is the per-test table's own (its category, and where the lowered modules were compared, the diff's likely
+cause: report/sources.py function_evidence), so the first screen and the table below it never disagree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from harness.core import markdown as md
+from harness.core.kinds import Cause, NothingCached
+from harness.core.model import CellResult
+from harness.evidence.cost import seconds
+from harness.evidence.per_test import Category, Follows, FunctionMiss
+from harness.report.evidence import Evidence, MissingEvidence
+from harness.report.per_test import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
+
+MAX_FINDINGS = 10  # lines the first screen names; the per-test table below has every miss
+
+
+def _cause(miss: FunctionMiss, compared: Sequence[Evidence | MissingEvidence]) -> Cause | None:
+    """The likely cause of the miss's own modules' diff (its tests'), where one was compared."""
+    for item in compared:
+        if isinstance(item, Evidence) and (not item.test or not miss.tests or item.test in miss.tests):
+            return item.cause
+    return None
+
+
+def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]:
+    """The cause in words and what to do, for one miss."""
+    module = miss.module
+    if miss.category == Category.NOT_SERVED:
+        return ("the entry the first run wrote was on disk, yet a later start compiled it again",
+                "read JAX's words on why it could not load it (the per-test table and the Evidence below)")
+    if miss.category == Category.NOT_CACHED:
+        why = not_cached_why(miss)
+        if miss.why == NothingCached.HOST_CALLBACKS:
+            where = f"the callback at {miss.site}" if miss.site else "a host callback"
+            return why, f"{where} keeps {module} out of the cache: move it out of the jitted code, or accept a compile per start"
+        if miss.why == NothingCached.THRESHOLDS:
+            return why, "jax_persistent_cache_min_compile_time_secs=0 would keep it"
+        return why, "no cache can serve it as it is"
+    if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):
+        why = (f"compiled at run 1's argument types returning other types ({miss.types_label}): a static argument's "
+               "value (a size drawn at random) changed what it computes")
+        return (why,
+                "fix the value the test draws (seed its generator) if every start should hit")
+    if miss.category == Category.NEW_INPUT:
+        had = f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types else ""
+        return (f"compiled at {miss.types_label}, argument types run 1 never had{had}",
+                "fix the shapes the test draws (seed its generator) if every start should hit")
+    if miss.follows == Follows.HASH_SEED or cause == Cause.ORDER:
+        return ("its key follows the hash seed: a set's order (or hash() of a string) is traced into the module",
+                "iterate a sorted list, not a set, where the function is traced")
+    if cause == Cause.CONSTANT:
+        return ("a constant baked into the module differs each start (random data closed over)",
+                "seed the test's numpy generator (or pass the array as an argument)")
+    if cause == Cause.ADDRESS:
+        return ("an address baked into the module differs each start (an object's address, a host callback's)",
+                "keep the address out of the traced code: such a key never repeats")
+    if miss.follows == Follows.PROGRAM:
+        return ("its key follows the program's own randomness, not the hash seed",
+                "make what the test bakes in the same every start (seed its generators)")
+    components = ", ".join(miss.components) or "a component"
+    return f"its key moved ({components})", "read the diff below"
+
+
+def _cost(miss: FunctionMiss, cell: CellResult) -> str:
+    """Seconds per start: JAX's compile time of the missed keys (the mean over the later runs), a module JAX never
+    writes its own; "cost not logged" where JAX said none."""
+    if miss.category == Category.NOT_CACHED:
+        return f"{seconds(miss.seconds)} per start" if miss.seconds is not None else "cost not logged"
+    times = [k.compile_time_s for r in cell.runs if r.index in miss.runs and r.keys is not None
+             for k in r.keys.keys if k.key in miss.keys and k.compile_time_s is not None]
+    return f"{seconds(sum(times) / len(times))} per start" if times else "cost not logged"
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One line of the first screen."""
+
+    rank: int
+    test: str  # the first test that compiled it ("" for a plain script)
+    more: int  # the other tests that did
+    module: str
+    on: str  # the release, where several cells are listed
+    cause: str
+    cost: str
+    action: str
+
+    def plain(self) -> str:
+        where = (f"{self.test}{f' and {self.more} more' if self.more else ''}: " if self.test else "") + self.module
+        return f"{where}{f' ({self.on})' if self.on else ''}: {self.cause}; {self.cost}: {self.action}"
+
+    def markdown(self) -> str:
+        where = (f"{md.code(self.test)}{f' and {self.more} more' if self.more else ''}: " if self.test else "")
+        on = f" ({md.text(self.on)})" if self.on else ""
+        return (f"{where}{md.code(self.module)}{on}: {md.text(self.cause)}; {md.text(self.cost)}: "
+                f"**{md.text(self.action)}**")
+
+
+def findings(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[Finding]:
+    """Every miss of every cell, most important first (stable within a rank: the cells in the order given, each
+    miss in the per-test table's order)."""
+    out: list[Finding] = []
+    for cell in cells:
+        mine = (compared or {}).get(cell.spec.key, {})
+        for miss in cell_findings(cell).misses:
+            cause, action = cause_and_action(miss, _cause(miss, mine.get(miss.module, [])))
+            out.append(Finding(priority(miss), miss.tests[0] if miss.tests else "", max(len(miss.tests) - 1, 0),
+                               miss.module, jax_label(cell) if len(cells) > 1 else "", cause, _cost(miss, cell),
+                               action))
+    return sorted(out, key=lambda f: f.rank)
+
+
+def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
+    """`## What to do`: one Markdown line per finding; empty when no cell has one."""
+    found = findings(cells, compared)
+    if not found:
+        return []
+    lines = [f"- {f.markdown()}" for f in found[:MAX_FINDINGS]]
+    more = [f"- ... and {len(found) - MAX_FINDINGS} more (the per-test table below)"] if len(found) > MAX_FINDINGS else []
+    return ["## What to do", "", *lines, *more]
+
+
+def terminal_lines(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
+    """The same findings as plain text for the terminal, under the table."""
+    found = findings(cells, compared)
+    lines = [f"- {f.plain()}" for f in found[:MAX_FINDINGS]]
+    more = [f"- ... and {len(found) - MAX_FINDINGS} more (report.md)"] if len(found) > MAX_FINDINGS else []
+    return ["What to do:", *lines, *more] if lines else []

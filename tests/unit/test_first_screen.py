@@ -1,0 +1,101 @@
+"""Issue 60, item 5: report.md (and the terminal) open with one line per finding, most important first (hash-seed moved
+keys, not served, the program's own moved keys, not cached, new input), each with the test, the function, the cause
+in words, the cost per start and the action; what it says agrees with the per-test table below it."""
+
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.kinds import Cause, Platform
+from harness.core.model import CellResult, CellSpec
+from harness.core.runs import RunRecord
+from harness.report.evidence import compare_runs
+from harness.report.first_screen import first_screen, terminal_lines
+from harness.verdicts.verdict import judge
+
+from harness.verdicts.finish import with_uncached_facts
+
+T_SET, T_NOISE, T_SHAPE = "t.py::test_set_order", "t.py::test_noise", "t.py::test_shapes"
+PASSED = {T_SET: "passed", T_NOISE: "passed", T_SHAPE: "passed"}
+
+
+def key(module: str, tag: str, test: str, types: tuple[str, ...], computation: str = "c",
+        outcome: Outcome = Outcome.WRITTEN, seconds: float | None = None) -> LoggedKey:
+    comps = {"computation": (computation * 64)[:64], "devices": "b" * 64}
+    return LoggedKey(module, f"{module}-{(tag * 64)[:64]}", outcome, components=comps, tests=(test,), arg_types=types,
+                     compile_time_s=seconds)
+
+
+def hit(k: LoggedKey) -> LoggedKey:
+    return LoggedKey(k.module, k.key, Outcome.HIT, components=k.components, tests=k.tests, arg_types=k.arg_types)
+
+
+def _run(index: int, keys: list[LoggedKey]) -> RunRecord:
+    return RunRecord(index, index, 0, 1.0, [k.key for k in keys if k.outcome == Outcome.WRITTEN], keys=RunLog(keys),
+                     tests=PASSED)
+
+
+def _suite() -> CellResult:
+    """A new shape, a random constant and a set's order, in that order of the table (the set's last)."""
+    names, noise, mse = (key("jit_names", "1", T_SET, ("float32[3]",)), key("jit_noise", "2", T_NOISE, ("float32[3]",)),
+                         key("jit_mse", "3", T_SHAPE, ("float32[4]",)))
+    first = _run(1, [mse, noise, names])
+    later = _run(2, [key("jit_mse", "4", T_SHAPE, ("float32[7]",), seconds=0.3),
+                     key("jit_noise", "5", T_NOISE, ("float32[3]",), "e", seconds=0.25),
+                     key("jit_names", "6", T_SET, ("float32[3]",), "d", seconds=1.5)])
+    control = _run(1, [hit(names), key("jit_noise", "7", T_NOISE, ("float32[3]",), "f"), hit(mse)])
+    j = judge([first, later])
+    return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, [first, later], j.reason,
+                      seed_control=control)
+
+
+def test_findings_come_most_important_first_with_cause_cost_and_action():
+    cell = _suite()
+    a, b = "%cst = stablehlo.constant dense<1.0> : tensor<3xf32>\n", "%cst = stablehlo.constant dense<2.0> : tensor<3xf32>\n"
+    noise = compare_runs("jit_noise", cell.runs[0], cell.runs[1], a, b, test=T_NOISE)
+    assert noise.cause == Cause.CONSTANT
+    lines = first_screen([cell], {cell.spec.key: {"jit_noise": [noise]}})
+    assert lines[:2] == ["## What to do", ""], lines
+    body = lines[2:]
+    assert len(body) == 3, body
+    assert body[0].startswith(f"- `{T_SET}`: `jit_names`: its key follows the hash seed") \
+        and "1.50 s per start" in body[0] and "**iterate a sorted list, not a set" in body[0], body[0]
+    assert body[1].startswith(f"- `{T_NOISE}`: `jit_noise`: a constant baked into the module differs each start") \
+        and "0.25 s per start" in body[1] and "**seed the test's numpy generator" in body[1], body[1]
+    assert body[2].startswith(f"- `{T_SHAPE}`: `jit_mse`: compiled at float32\\[7\\], argument types run 1 "
+                              "never had"), body[2]
+    assert terminal_lines([cell])[0] == "What to do:"
+
+
+CALLBACK = "it uses host callbacks (e.g. from jax.debug.print or breakpoint)"
+T_LS, T_OK = "tests/test_opt.py::test_linesearch", "tests/test_opt.py::test_plain"
+
+
+def _callback_cell() -> CellResult:
+    """jit_while (a callback, never written) and jit_update (written by run 1, hit after) in each of 3 runs."""
+    runs = []
+    for index in (1, 2, 3):
+        keys = [LoggedKey("jit_while", "jit_while-" + "a" * 64, Outcome.NOT_WRITTEN, reason=CALLBACK, tests=(T_LS,),
+                          arg_types=("float32[3]",)),
+                LoggedKey("jit_update", "jit_update-" + "b" * 64, Outcome.WRITTEN if index == 1 else Outcome.HIT,
+                          tests=(T_OK,), arg_types=("float32[3]",))]
+        runs.append(RunRecord(index, index, 0, 1.0, [keys[1].key] if index == 1 else [], keys=RunLog(keys),
+                              tests={T_LS: "passed", T_OK: "passed"}))
+    j = judge(runs)
+    cell = CellResult(CellSpec("0.10.2", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason)
+    return with_uncached_facts(cell, {"jit_while": "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print"},
+                               {"jit_while": 0.42})
+
+
+def test_a_callback_module_says_the_line_that_keeps_it_out_of_the_cache():
+    cell = _callback_cell()
+    (line,) = terminal_lines([cell])[1:]
+    assert line == ("- tests/test_opt.py::test_linesearch: jit_while: host callback at jaxopt/_src/zoom_linesearch.py:132 "
+                    "jax.debug.print; 0.42 s per start: the callback at jaxopt/_src/zoom_linesearch.py:132 "
+                    "jax.debug.print keeps jit_while out of the cache: move it out of the jitted code, or accept a "
+                    "compile per start"), line
+
+
+def test_a_clean_cell_has_no_first_screen():
+    k = key("jit_f", "1", T_SET, ("float32[3]",))
+    runs = [_run(1, [k]), _run(2, [hit(k)])]
+    j = judge(runs)
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason)
+    assert first_screen([cell]) == [] and terminal_lines([cell]) == []

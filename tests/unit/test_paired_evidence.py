@@ -1,0 +1,179 @@
+"""Issue 60, item 3: a later run's moved key is diffed only against the first run's module of the same function, from
+the same test, at the same argument types (each dump paired with its key by the order JAX computed them); where the
+first run has none, the report says so; a module whose constants alone differ reads `constant` everywhere."""
+
+from pathlib import Path
+
+from harness.core.jaxlog import LoggedKey, Outcome, RunLog
+from harness.core.kinds import Cause
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform, Verdict
+from harness.core.runs import RunRecord
+from harness.core.ir_results import main_results, with_result_types
+from harness.report.evidence import compare_runs, likely_cause, what_differs
+from harness.report.per_test import per_test_section
+from harness.report.sources import function_evidence, keyed_texts
+from harness.report.write import ReportWriter
+from harness.results.document import ResultsDocument, SweepStatus
+from harness.results.header import RecordedConfig, ResultsHeader
+from harness.verdicts.verdict import judge
+
+T_A, T_COMPLEX, T_B = "t.py::test_set_order", "t.py::test_complex", "t.py::test_b"
+
+_F32 = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.FIRST %arg0, %arg0 : tensor<4xf32>
+    %1 = stablehlo.SECOND %0, %0 : tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+"""
+_COMPLEX = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<2xcomplex<f32>>) -> (tensor<2xcomplex<f32>> {jax.result_info = ""}) {
+    %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) {backend_config = "ADDRESS"} : (tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>>
+    return %0 : tensor<2xcomplex<f32>>
+  }
+}
+"""
+ORDERED = _F32.replace("FIRST", "add").replace("SECOND", "multiply")
+REORDERED = _F32.replace("FIRST", "multiply").replace("SECOND", "add")
+
+
+def _key(tag: str, test: str, types: tuple[str, ...], outcome: Outcome = Outcome.WRITTEN) -> LoggedKey:
+    comps = {"computation": (tag * 64)[:64], "devices": "b" * 64}
+    return LoggedKey("jit_f", f"jit_f-{(tag * 64)[:64]}", outcome, components=comps, tests=(test,), arg_types=types)
+
+
+def _run(tmp: Path, index: int, compiled: list[tuple[LoggedKey, str]], tests: list[str]) -> RunRecord:
+    """A run whose dump holds each compiled module in order (JAX's `jax_ir<n>_<module>_compile.mlir`)."""
+    dump = tmp / "logs" / f"run-0{index}.ir"
+    dump.mkdir(parents=True)
+    for n, (_, text) in enumerate(compiled):
+        (dump / f"jax_ir{n}_jit_f_compile.mlir").write_text(text)
+    keys = [k for k, _ in compiled]
+    return RunRecord(index, index, 0, 1.0, [k.key for k in keys], keys=RunLog(keys), log=f"logs/run-0{index}.log",
+                     tests=dict.fromkeys(tests, "passed"))
+
+
+def _cell(runs: list[RunRecord]) -> CellResult:
+    j = judge(runs)
+    return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+                      attribution=j.attribution, listing=[f"{k.key}-cache" for r in runs for k in r.keys.keys])
+
+
+def _two_tests(tmp: Path) -> CellResult:
+    """Two tests compile jit_f: one at float32[4] in a set's order, one at complex64[2] with an address baked in."""
+    first = _run(tmp, 1, [(_key("1", T_A, ("float32[4]",)), ORDERED),
+                          (_key("2", T_COMPLEX, ("complex64[2]",)), _COMPLEX.replace("ADDRESS", "140234567890123"))],
+                 [T_A, T_COMPLEX])
+    later = _run(tmp, 2, [(_key("3", T_COMPLEX, ("complex64[2]",)), _COMPLEX.replace("ADDRESS", "140299999990123")),
+                          (_key("4", T_A, ("float32[4]",)), REORDERED)], [T_A, T_COMPLEX])
+    return _cell([first, later])
+
+
+def test_each_moved_key_is_diffed_against_its_own_tests_module_at_its_types(tmp_path):
+    cell = _two_tests(tmp_path)
+    compared = function_evidence(tmp_path, cell)["jit_f"]
+    assert [(e.test, e.arguments, e.cause) for e in compared] == [  # type: ignore[union-attr]
+        (T_COMPLEX, "complex64[2]", Cause.ADDRESS), (T_A, "float32[4]", Cause.ORDER)]
+    section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
+    assert f"  - at complex64\\[2\\] in `{T_COMPLEX}`; run 2 against run 1: what differs is a hex address" \
+        in section, section
+    assert f"  - at float32\\[4\\] in `{T_A}`; run 2 against run 1: the differing lines hold the " \
+        "same tokens in another order" in section, section
+
+
+def test_the_report_diffs_the_moved_key_against_its_own_counterpart(tmp_path):
+    cell = _two_tests(tmp_path)
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    evidence = report[report.index("## Evidence"):]
+    assert "Likely cause (`address`)" in evidence, evidence
+    assert "tensor<4xf32>" not in evidence  # never diffed against the other test's module of other shapes
+
+
+def test_a_test_that_never_compiled_it_at_these_types_in_run_1_is_said_not_diffed(tmp_path):
+    first = _run(tmp_path, 1, [(_key("1", T_A, ("float32[4]",)), ORDERED)], [T_A, T_B])
+    later = _run(tmp_path, 2, [(_key("1", T_A, ("float32[4]",), Outcome.HIT), ORDERED),
+                               (_key("5", T_B, ("float32[4]",)), REORDERED)], [T_A, T_B])
+    cell = _cell([first, later])
+    [item] = function_evidence(tmp_path, cell)["jit_f"]
+    assert item.why == f"run 1 never compiled it at these types in this test (it did in {T_A}, another test: " \
+        "not compared)", item  # type: ignore[union-attr]
+    section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
+    assert "run 1 never compiled it at these types in this test" in section
+
+
+def test_dumps_pair_with_keys_in_order_and_a_recompiled_key_is_one_text(tmp_path):
+    k1, k2 = _key("1", T_A, ("float32[4]",)), _key("2", T_COMPLEX, ("complex64[2]",))
+    run = _run(tmp_path, 1, [(k1, ORDERED), (k2, _COMPLEX), (k1, ORDERED)], [T_A])  # k1 compiled again
+    run = RunRecord(1, 1, 0, 1.0, [], keys=RunLog([k1, k2]), log="logs/run-01.log")
+    assert keyed_texts(tmp_path, run, "jit_f") == {k1.key: ORDERED, k2.key: _COMPLEX}
+    cut = RunRecord(1, 1, 0, 1.0, [], keys=RunLog([k1]), log="logs/run-01.log")  # two texts, one key: no guess
+    assert keyed_texts(tmp_path, cut, "jit_f") == {}
+
+
+_CONST = """module @jit_g {
+  func.func public @main(%arg0: tensor<3xf32>) -> (tensor<3xf32> {jax.result_info = ""}) {
+    %cst = stablehlo.constant dense<VALUE> : tensor<3xf32>
+    %0 = stablehlo.add %arg0, %cst : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+"""
+
+
+def test_a_module_whose_constants_alone_differ_reads_constant_as_its_likely_cause():
+    """What differs said `only constants differ` while the likely cause said `unknown`: they agree now."""
+    diff = ["-    %cst = stablehlo.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>",
+            "+    %cst = stablehlo.constant dense<[4.0, 5.0, 6.0]> : tensor<3xf32>"]
+    assert likely_cause(diff) == Cause.CONSTANT
+    ev = compare_runs("jit_g", RunRecord(1, 1, 0, 1.0, []), RunRecord(2, 2, 0, 1.0, []),
+                      _CONST.replace("VALUE", "[1.0, 2.0, 3.0]"), _CONST.replace("VALUE", "[4.0, 5.0, 6.0]"))
+    assert ev.cause == Cause.CONSTANT and what_differs(ev).startswith("only constants differ")
+
+
+_STATIC = """module @jit_tile attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xf32>) -> (tensor<RESULTxf32> {jax.result_info = ""}) {
+    %0 = stablehlo.broadcast_in_dim %arg0, dims = [1] : (tensor<3xf32>) -> tensor<NROWx3xf32>
+    %1 = stablehlo.reshape %0 : (tensor<NROWx3xf32>) -> tensor<RESULTxf32>
+    return %1 : tensor<RESULTxf32>
+  }
+}
+"""
+
+
+def _static_run(tmp: Path, index: int, rows: int) -> RunRecord:
+    """A run whose test tiles a float32[3] `rows` times (a static argument drawn at random), as read_run leaves it."""
+    dump = tmp / "logs" / f"run-0{index}.ir"
+    dump.mkdir(parents=True)
+    (dump / "jax_ir0_jit_tile_compile.mlir").write_text(_STATIC.replace("RESULT", str(3 * rows)).replace("NROW", str(rows)))
+    k = LoggedKey("jit_tile", f"jit_tile-{str(rows) * 64}"[:73], Outcome.WRITTEN,
+                  components={"computation": str(rows) * 64}, tests=(T_B,), arg_types=("float32[3]",))
+    keys = with_result_types([k], dump)
+    return RunRecord(index, index, 0, 1.0, [k.key], keys=RunLog(keys), log=f"logs/run-0{index}.log",
+                     tests={T_B: "passed"})
+
+
+def test_a_random_size_passed_as_a_static_argument_is_new_input_not_a_moved_key(tmp_path):
+    """Issue 60.3: the same argument types with other results read `moved key: program`; the results tell."""
+    runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
+    assert runs[0].keys is not None and runs[0].keys.keys[0].result_types == ("tensor<6xf32>",)
+    j = judge(runs)
+    assert j.verdict == Verdict.NEW_INPUT, j.reason
+    assert j.comparison is not None and j.comparison.new == {} and j.comparison.new_input == {2: {"jit_tile": [
+        runs[1].keys.keys[0].key]}}  # type: ignore[union-attr]
+    assert j.reason.startswith("jit_tile at (float32[3], -> tensor<15xf32>) (run 2, t.py::test_b); run 1 compiled "
+                               "it at float32[3]"), j.reason
+    same = [_static_run(tmp_path / "again", 1, 2), _static_run(tmp_path / "again", 2, 2)]
+    same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key: moved
+        "jit_tile", "jit_tile-" + "9" * 64, Outcome.WRITTEN, components={"computation": "9" * 64}, tests=(T_B,),
+        arg_types=("float32[3]",), result_types=("tensor<6xf32>",))]), tests={T_B: "passed"})
+    assert judge(same).verdict == Verdict.REPRODUCED
+
+
+def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
+    assert main_results(_COMPLEX.replace("ADDRESS", "1")) == ("tensor<2xcomplex<f32>>",)
+    assert main_results(ORDERED) == ("tensor<4xf32>",)
+    assert main_results("module @m {\n") == () and main_results('func.func public @main(%arg0: tensor<3xf32>') == ()
