@@ -1298,7 +1298,7 @@ def round_six_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]
         ("bisect: a state.json with points: [1, 2]", partial(case_bisect_state, h, lambda d: {**d, "points": [1, 2]})),
         ('bisect: a state.json of {"spec": 5}', partial(case_bisect_state, h, b'{"spec": 5}')),
         ("bisect: a state.json with a NaN", partial(case_bisect_state, h, b'{"state_version": NaN}')),
-        ("bisect: a state.json with a 5,000-digit integer",
+        ("bisect: a state.json with an integer of 5,000 digits",
          partial(case_bisect_state, h, b'{"state_version": ' + b"1" * 5000 + b"}")),
         ("bisect: a 300 MB state.json", partial(case_bisect_state, h, b" " * (300 << 20))),
         ("bisect: an unsealed state.json of an earlier release (version 2)",

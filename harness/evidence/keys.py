@@ -202,12 +202,12 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     unserved: dict[int, dict[str, list[str]]] = {}
     new_input: dict[int, dict[str, list[str]]] = {}
     first_types = _types_by_module(first, baseline)
-    first_results = _results_by_types(first, baseline)
     for run in later:
         known = run.known(claimed)
         brought = known - seen
-        other_input = {e for e in brought if _new_input(e, run, first_types)
-                       or _new_results(e, run, first_results)}
+        # (argument types alone: other result types at run 1's argument types are no new input, as a mesh whose
+        # axis names come from a set shards into shapes that follow the hash seed: the seed control tells)
+        other_input = {e for e in brought if _new_input(e, run, first_types)}
         if brought - other_input:
             new[run.index] = _by_module(brought - other_input)
         if other_input:
@@ -215,8 +215,7 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
         if run.computed is not None:
             # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
             # run: random shapes) need not compute the first run's shapes again
-            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)
-                        or _new_results(e, run, first_results)}
+            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)}
             missing = {e for e in baseline - known if e.module not in reshaped and not _ran_alike(e, first, run)}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
@@ -242,38 +241,6 @@ def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, se
         if e.key in first.types:
             out.setdefault(e.module, set()).add(first.types[e.key])
     return out
-
-
-def _results_by_types(first: RunKeys, baseline: frozenset[Entry]
-                      ) -> dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]:
-    """(module, argument types) -> the result types the first run's modules had there; None where one of them is not
-    known (then nothing is told from results)."""
-    out: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None] = {}
-    for e in baseline:
-        types = first.types.get(e.key)
-        if not types:
-            continue
-        where = (e.module, types)
-        results = first.results.get(e.key)
-        if results is None or out.get(where, set()) is None:
-            out[where] = None
-        else:
-            mine = out.setdefault(where, set())
-            assert mine is not None
-            mine.add(results)
-    return out
-
-
-def _new_results(entry: Entry, run: RunKeys,
-                 first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]) -> bool:
-    """A later run's key at argument types the first run had, whose module returns types none of the first run's
-    there did (every one of them known): a static argument's value (a size drawn at random) changed what the
-    function computes, so the program computed something new (issue 60.3: it read `moved key: program`)."""
-    types, results = run.types.get(entry.key), run.results.get(entry.key)
-    if not types or not results:
-        return False
-    before = first_results.get((entry.module, types))
-    return before is not None and bool(before) and results not in before
 
 
 def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str, ...]]]) -> bool:

@@ -102,11 +102,11 @@ def test_one_shape_whose_module_follows_the_hash_seed_is_reproduced_and_shown(tm
             return [n for n in run["new_entries"] if n.startswith("jit_f-") and n.endswith("-cache")]
         assert len(jit_f(cell["runs"][0])) == 2 and len(jit_f(cell["runs"][-1])) == 1
         evidence = (swept.run_dir / "evidence" / f"jax-{cell['spec']['jax_version']}-cpu8-script.diff").read_text().splitlines()
-        assert evidence[0].startswith("--- run 1 (") and evidence[0].endswith("jit_f(tensor<4x4xf32>))")
-        assert evidence[1].endswith("jit_f(tensor<4x4xf32>))")
+        assert evidence[0].startswith("--- run 1 (") and evidence[0].endswith("jit_f(float32[4,4]))")
+        assert evidence[1].endswith("jit_f(float32[4,4]))")
         changed = [line for line in evidence[2:] if line[:1] in "+-"]
         assert changed and all("8x3" not in line for line in changed)
-    assert "Their lowered `jit_f` for arguments `tensor<4x4xf32>` differs" in report
+    assert "Their lowered `jit_f` for arguments `float32[4,4]` differs" in report
 
 
 def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):

@@ -59,8 +59,9 @@ STATIC = ("import functools, random\nimport jax, jax.numpy as jnp, numpy as np\n
           "    assert tile(np.ones(3, np.float32), random.randint(2, 100000)).ndim == 1\n")
 
 
-def test_a_random_size_passed_as_a_static_argument_is_new_input(tmp_path, capsys, write):
-    """Issue 60.3: it read `moved key: program`; the module's results show the program computed something new."""
+def test_a_random_size_passed_as_a_static_argument_is_a_moved_key_of_the_program(tmp_path, capsys, write):
+    """Other result types at run 1's argument types stay a moved key (a set-named mesh's shard shapes follow the hash
+    seed the same way): the seed control says this one follows the program; each key's result types are recorded."""
     write("suite/tests/test_static.py", STATIC)
     out = tmp_path / "out"
     code = cli.main(["check", "--pytest", "--versions", "0.4.31", "--runs", "2", "--no-moved-folder", "--quiet",
@@ -68,16 +69,23 @@ def test_a_random_size_passed_as_a_static_argument_is_new_input(tmp_path, capsys
     capsys.readouterr()
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
-    assert code == 0 and cell["verdict"] == "new input", cell["reason"]
-    assert cell["reason"].startswith("jit_tile at (float32[3], -> tensor<"), cell["reason"]
+    assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
+    assert cell["reason"].startswith("jit_tile: a new key in run 2"), cell["reason"]
     first = cell["runs"][0]["keys"]["keys"]
     assert [k.get("result_types") for k in first if k["module"] == "jit_tile"] != [None], first
+
+
+SIZED = ("import random\nimport jax, jax.numpy as jnp, numpy as np\n\n\n"
+         "@jax.jit\n"
+         "def total(x):\n    return jnp.sum(x * 2)\n\n\n"
+         "def test_random_shape():\n"
+         "    assert float(total(np.ones(random.randint(2, 100000), np.float32))) > 0\n")
 
 
 def test_overlapping_runs_each_say_the_entries_their_own_account_wrote(tmp_path, capsys, write):
     """Issue 60.4: with runs two at a time, each run's `N new` is what its recorder says it wrote (by hand here),
     never the entries its neighbour wrote into the folder meanwhile."""
-    write("suite/tests/test_static.py", STATIC)  # each run compiles a size of its own: new input, all runs made
+    write("suite/tests/test_sized.py", SIZED)  # each run compiles a shape of its own: new input, all runs made
     out = tmp_path / "out"
     cli.main(["check", "--pytest", "--versions", "0.10.2", "--runs", "5", "--jobs", "2", "--no-moved-folder",
               "--cwd", str(tmp_path / "suite"), "--out", str(out), "--", "-q", "-p", "no:randomly", "tests"])
