@@ -10,6 +10,7 @@ import math
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar, get_type_hints
 
@@ -237,8 +238,17 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         default = action.default
         if (action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
                 and "default" not in text):
-            text += f" (default: {default})"
+            text += f" (default: {_spelled_default(default)})"
         return text
+
+
+def _spelled_default(default: object) -> str:
+    """A set of enum members in their declared order, as the flag takes them: a set's own order follows the hash
+    seed, and --help must read the same in every process."""
+    if isinstance(default, (set, frozenset)) and default and all(isinstance(v, Enum) for v in default):
+        members = type(next(iter(default)))
+        return ",".join(str(m.value) for m in members if m in default)
+    return str(default)
 
 
 def build_parser(commands: Iterable[Command], options_for: Callable[[str], tuple[Option, ...]], description: str,
