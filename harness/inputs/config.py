@@ -23,6 +23,7 @@ import yaml
 
 from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
                                   script_requirements)
+from harness.core.confidence import CONFIG_RUNS
 from harness.core.errors import ConfigError
 from harness.core.platforms import describe
 from harness.core.factors import Factor, parse_factors
@@ -84,7 +85,7 @@ class Config:
     platform: Platform = Platform.CPU
     device_count: int = DEFAULT_DEVICES
     meshes: tuple[Mesh, ...] = ()
-    runs: int = 8
+    runs: int = CONFIG_RUNS
     timeout_s: float = DEFAULT_TIMEOUT_S
     docker: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
@@ -154,7 +155,7 @@ class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True,
     meshes: Annotated[Annotated[list[Annotated[MeshSection, Meta(description="must be a mapping with shape and "
                                                                   "axis_names")]], Meta(min_length=1)] | None,
                       Meta(description="must be a non-empty list of {{shape, axis_names}}")] = None
-    runs: Annotated[int, Meta(ge=2, le=MAX_RUNS, extra={"why": "a single run has no later run to compare"})] = 8
+    runs: Annotated[int, Meta(ge=2, le=MAX_RUNS, extra={"why": "a single run has no later run to compare"})] = CONFIG_RUNS
     timeout_s: Annotated[float, Meta(gt=0, le=sys.float_info.max,
                                      description="must be a positive, finite number of seconds")] = DEFAULT_TIMEOUT_S
     docker: Annotated[DockerSection | None, Meta(description="must be a mapping (base_image, python)")] = None
