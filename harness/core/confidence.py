@@ -15,6 +15,9 @@ from typing import Any
 
 import msgspec
 
+from harness.core.kinds import Platform
+from harness.core.platforms import describe
+
 TARGET_MISS = 1e-3
 # Above this a clean verdict is weak: 3 random runs miss a two-order regression one time in 4, 4 runs one in
 # 8 (0.125); 6 runs (0.031) are the fewest that are not weak.
@@ -212,6 +215,24 @@ def runs_for_bound(plan: SeedPlan, target: float) -> int:
 # A test suite (`check --pytest`, `-m MODULE`) makes a run per its whole session, so by default it makes the
 # fewest runs that are not weak (6: 0.031) rather than the 1e-3 target's 11; --runs 11 gives 1e-3.
 SUITE_RUNS = runs_for_target(WEAK_BOUND)
+# A config file's runs where it has no `runs:` key (harness run, nightly, bisect CONFIG).
+CONFIG_RUNS = 8
+
+
+def default_runs(given: int | None = None, *, config: int | None = None, suite: bool = False,
+                 platform: Platform = Platform.CPU) -> int:
+    """The most runs a cell makes, and so the size of its seed plan: the one place this is decided, which every
+    command calls. --runs (`given`) when given; else a config's `runs:` (`config`: CONFIG_RUNS where the file
+    has no such key); else a program's (check SCRIPT, bisect SCRIPT, reduce, init: no config of its own). A
+    script's name sets are unknown, so its seeds are random: enough for the 1e-3 target. A test suite (`suite`:
+    --pytest, -m MODULE, whose every run is its whole session), or any program on an accelerator (each run
+    opens the device: seconds before its first line of JAX work): the fewest that are not weak; its clean
+    verdict says the bound and that --runs 11 gives 1e-3."""
+    if given:
+        return given
+    if config is not None:
+        return config
+    return SUITE_RUNS if suite or describe(platform).accelerator else runs_for_target()
 
 
 SHOWN_ORDERS = 3  # a table cell names a few of the orders never lowered, and counts the rest

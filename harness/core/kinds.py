@@ -45,6 +45,32 @@ class Verdict(enum.StrEnum):
         clean baseline, nightly's and compare's alarm (harness/nightly/compare.py)."""
         return self in (Verdict.REPRODUCED, Verdict.NEW_INPUT, Verdict.NOT_CACHED)
 
+    @property
+    def compared(self) -> bool:
+        """Whether the runs' keys were compared (every verdict but error and unsupported, which measured nothing):
+        a cell that said something of the cache, which a sweep stopped early or interrupted still says."""
+        return self not in (Verdict.ERROR, Verdict.UNSUPPORTED)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the runs measured the cache either way, clean or reproduced: a release that bounds a range, a
+        bisect point that says which side it is on (new input and not cached measured something else)."""
+        return self in (Verdict.CLEAN, Verdict.REPRODUCED)
+
+    @property
+    def no_key_moved(self) -> bool:
+        """Compared, and no key moved: clean, new input (the program computed something new), not cached (what JAX
+        wrote hit): a release whose cells all say so reads clean (harness/verdicts/boundaries.py)."""
+        return self.compared and self != Verdict.REPRODUCED
+
+    @property
+    def fails_check(self) -> bool:
+        """Whether it fails a check: `harness check` exits 1 on it unless told otherwise (as pytest fails a test;
+        harness/inputs/option_set.py's CHECK_FAILS_ON), and its JUnit test case fails (a failure, or an error where
+        no run started; unsupported is skipped, the rest pass: harness/output/ci.py). A miss, or a cell that could
+        not be measured for an error."""
+        return self in (Verdict.REPRODUCED, Verdict.ERROR)
+
 
 # What --fail-on may name (harness/output/ci.py): the verdicts that measured a problem, or could not measure at all,
 # and `new input` and `not cached` (the program's own new shapes, modules JAX never writes: failing on them is the

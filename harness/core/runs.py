@@ -4,6 +4,7 @@ re-exports them."""
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,24 @@ import msgspec
 
 from harness.core.jaxlog import Outcome, RunLog
 from harness.core.listing import parse_name
+
+
+PYTEST = "pytest"  # the module check's and bisect's --pytest run (`-m pytest`), and the package it adds to --with
+
+
+class ProgramKind(enum.Enum):
+    """What a run starts, read from its module alone (`ProgramKind.of`): the one place `-m pytest` (--pytest: a
+    test suite whose tests the recorder's plugin names) is told from any other module and from a script."""
+
+    SCRIPT = "script"  # python SCRIPT
+    MODULE = "module"  # python -m MODULE
+    PYTEST = "pytest"  # python -m pytest
+
+    @staticmethod
+    def of(module: str | None) -> ProgramKind:
+        if module is None:
+            return ProgramKind.SCRIPT
+        return ProgramKind.PYTEST if module == PYTEST else ProgramKind.MODULE
 
 
 @dataclass(frozen=True)
@@ -27,6 +46,10 @@ class Program:
     # A command the interpreter starts under, on this host (the reducer's sandbox: bwrap and its arguments);
     # a backend that runs elsewhere (a container) ignores it.
     launcher: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> ProgramKind:
+        return ProgramKind.of(self.module)
 
     @property
     def workdir(self) -> Path:

@@ -6,14 +6,12 @@ Every error names the file and the key, so a user can fix it in one go.
 from __future__ import annotations
 
 import math
-import re
 import sys
-import types
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Callable
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any
 
 import msgspec
 import msgspec.structs
@@ -23,13 +21,17 @@ import yaml
 
 from harness.inputs.dependencies import (Requirements, parse_requirements, read_requirements_file, requirements_file_problem,
                                   script_requirements)
+from harness.core.confidence import CONFIG_RUNS
 from harness.core.errors import ConfigError
 from harness.core.platforms import describe
 from harness.core.factors import Factor, parse_factors
 from harness.core.model import Mesh
 from harness.core.kinds import Platform, ThresholdMode
+from harness.core.records import read_error
 from harness.core.runs import variable_name_problem
 from harness.core.files import CONFIG_SUFFIXES, shipped_configs
+from harness.inputs.config_problems import short, struct_problem
+from harness.inputs.config_yaml import MAX_TEXT, read_text, read_yaml
 from harness.inputs.pythons import AUTO, PythonVersion
 from harness.inside.repros import builtin_path
 from harness.inputs.versions import check_syntax
@@ -39,12 +41,6 @@ MAX_RUNS = 10_000  # far past any useful confidence; a larger number is a typo
 MAX_DEVICES = 4096
 DEFAULT_DEVICES = 8  # cpu's simulated devices when none are given (an accelerator's: the host's)
 MAX_PROCESSES = 64  # processes of one multi-process job on this machine
-# Bounds on what a config file may be, so that no input can cost unbounded time or memory. A real
-# config is a few hundred bytes, a dozen values, four levels deep.
-MAX_CONFIG_BYTES = 1 << 20  # 1 MiB
-MAX_VALUES = 10_000  # scalars, lists and maps, counted after YAML aliases are expanded
-MAX_DEPTH = 50
-MAX_TEXT = 4096  # characters in one value (a path, a version)
 MAX_NAME = 240  # characters in a config's name; a folder made from it is shortened to fit (files.fitting_name)
 # Characters that would let a config string change what a pasted "Reproduce with" command does, or
 # how a terminal shows it: C0/C1 controls (newline, escape...), line/paragraph separators and the
@@ -84,7 +80,7 @@ class Config:
     platform: Platform = Platform.CPU
     device_count: int = DEFAULT_DEVICES
     meshes: tuple[Mesh, ...] = ()
-    runs: int = 8
+    runs: int = CONFIG_RUNS
     timeout_s: float = DEFAULT_TIMEOUT_S
     docker: dict[str, Any] = field(default_factory=dict)
     source: str = "<config>"
@@ -154,7 +150,7 @@ class ConfigFile(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True,
     meshes: Annotated[Annotated[list[Annotated[MeshSection, Meta(description="must be a mapping with shape and "
                                                                   "axis_names")]], Meta(min_length=1)] | None,
                       Meta(description="must be a non-empty list of {{shape, axis_names}}")] = None
-    runs: Annotated[int, Meta(ge=2, le=MAX_RUNS, extra={"why": "a single run has no later run to compare"})] = 8
+    runs: Annotated[int, Meta(ge=2, le=MAX_RUNS, extra={"why": "a single run has no later run to compare"})] = CONFIG_RUNS
     timeout_s: Annotated[float, Meta(gt=0, le=sys.float_info.max,
                                      description="must be a positive, finite number of seconds")] = DEFAULT_TIMEOUT_S
     docker: Annotated[DockerSection | None, Meta(description="must be a mapping (base_image, python)")] = None
@@ -193,194 +189,12 @@ def read_config_file(data: Any, source: str) -> ConfigFile:
     try:
         return msgspec.convert(data, ConfigFile)
     except msgspec.ValidationError as exc:
-        key, message = _problem(str(exc), data)
+        key, message = struct_problem(read_error(exc), data, ConfigFile)
         raise ConfigError(source, key, message) from None
-
-
-_AT = re.compile(r"^(?P<detail>.*?)(?: - at `(?P<in_key>key` in `)?(?P<path>\$[^`]*)`)?$")
-_STEPS = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
-
-
-def _problem(text: str, data: Any) -> tuple[str | None, str]:
-    """msgspec's error (`Expected int >= 2 - at $.runs`) as the key it is about and today's one line about it."""
-    match = _AT.match(text)
-    assert match is not None
-    detail, path = match["detail"], match["path"] or "$"
-    kind, value, key, depth = ConfigFile, data, "", 0
-    described: tuple[str, str, Any] | None = None  # the deepest level that says what its values must be
-    for step in _STEPS.finditer(path):
-        name, index = step[1], step[2]
-        if name is not None:
-            kind, value, key = _field_type(kind, name), value.get(name), f"{key}.{name}" if key else name
-        elif index is not None:
-            kind, value, key = _member(kind, list).__args__[0], value[int(index)], f"{key}[{index}]"
-        else:  # a mapping's value: the first that does not fit names the key
-            kind = _member(kind, dict).__args__[1]
-            name = next(k for k, v in value.items() if not _fits(v, kind))
-            value, key = value[name], f"{key}.{name}"
-        depth += 1
-        metas = _metas(kind)
-        description = next((m.description for m in metas if m.description), None)
-        if description:
-            described = (key, description, value)
-    metas = _metas(kind) if depth else []
-    why = next((f" ({m.extra['why']})" for m in metas if m.extra and "why" in m.extra), "")
-    known_keys = ", ".join(sorted(CONFIG_KEYS))
-    if found := re.match(r"Object contains unknown field `(.+)`", detail):
-        if not depth:
-            return found[1], f"unknown key (known keys: {known_keys})"
-        return f"{key}.{found[1]}", f"unknown key (known: {', '.join(_member(kind, msgspec.Struct).__struct_fields__)})"
-    if found := re.match(r"Object missing required field `(.+)`", detail):
-        return (f"{key}.{found[1]}" if key else found[1]), "required key is missing"
-    if match["in_key"] and not depth:  # a key that is no word (`3: 4`)
-        return str(next(k for k in data if not isinstance(k, str))), f"unknown key (known keys: {known_keys})"
-    if match["in_key"]:
-        return key, described[1].format(value=_short(value)) if described else "a key must be a string"
-    if (found := re.match(r"Expected `int` (>=|<=) (\d+)$", detail)) and depth == 1 and not described:
-        return key, f"must be at least {found[2]}{why}" if found[1] == ">=" else f"must be at most {found[2]}"
-    if (found := re.match(r"Expected `str` of length <= (\d+)$", detail)) and isinstance(value, str):
-        return key, f"is {len(value)} characters long; at most {found[1]}{why}"
-    if described:
-        return described[0], described[1].format(value=_short(described[2]))
-    if detail.startswith(("Expected `int`", "Expected `int | null`")):
-        return key, f"must be an integer, not {_short(value)}"
-    return key or None, detail
-
-
-def _metas(kind: Any) -> list[Meta]:
-    """The Meta of a type (Annotated), of its Optional's one member too."""
-    metas: list[Meta] = []
-    while True:
-        if get_origin(kind) is Annotated:
-            metas += [m for m in kind.__metadata__ if isinstance(m, Meta)]
-            kind = kind.__origin__
-        elif get_origin(kind) in (Union, types.UnionType) and len(members := _not_none(kind)) == 1:
-            kind = members[0]
-        else:
-            return metas
-
-
-def _member(kind: Any, shape: type) -> Any:
-    """The part of a type (through Annotated and unions) that is a list, a dict or a Struct."""
-    if get_origin(kind) is Annotated:
-        return _member(kind.__origin__, shape)
-    if get_origin(kind) in (Union, types.UnionType):
-        return next(m for m in (_member(k, shape) for k in _not_none(kind)) if m is not None)
-    found = get_origin(kind) or kind
-    return kind if isinstance(found, type) and issubclass(found, shape) else None
-
-
-def _field_type(kind: Any, name: str) -> Any:
-    struct = _member(kind, msgspec.Struct)
-    return {f.name: f.type for f in msgspec.structs.fields(struct)}[name]
-
-
-def _not_none(kind: Any) -> list[Any]:
-    return [k for k in get_args(kind) if k is not type(None)]
-
-
-def _fits(value: Any, kind: Any) -> bool:
-    try:
-        msgspec.convert(value, kind)
-        return True
-    except msgspec.ValidationError:
-        return False
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str, line: int):
-        self.key, self.line = key, line
-
-
-class _BadKey(Exception):
-    def __init__(self, line: int):
-        self.line = line
 
 
 # How a _parse_* helper names the key it rejects: parse_config's err(key, message), a ConfigError.
 ErrorFor = Callable[[str, str], ConfigError]
-
-
-class _TooBig(Exception):
-    """The YAML is larger than any config (after alias expansion), nested too deeply, or recursive."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load, except that a key given twice is an error (plain YAML keeps the last silently), and
-    so is a key that is a list or a map (`? [a, b] : c`)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise _BadKey(key_node.start_mark.line + 1)
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise _DuplicateKey(str(key), key_node.start_mark.line + 1)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _check_size(root: yaml.Node) -> None:
-    """Refuse a document of more than MAX_VALUES values once aliases are expanded (the "billion
-    laughs": nine aliases of nine aliases... are small on disk and huge once walked), deeper than
-    MAX_DEPTH, with a value longer than MAX_TEXT, or with an alias inside itself. Counted on the node
-    graph with each shared node's size computed once, so the check itself stays small."""
-    sizes: dict[int, int] = {}
-    in_progress: set[int] = set()
-    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
-    while stack:
-        node, depth, children_done = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _TooBig(f"nested more than {MAX_DEPTH} levels deep")
-        if isinstance(node, yaml.ScalarNode):
-            if len(node.value) > MAX_TEXT:
-                raise _TooBig(f"a value longer than {MAX_TEXT} characters (line {node.start_mark.line + 1})")
-            sizes[id(node)] = 1
-            continue
-        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
-                    else list(node.value))
-        if children_done:
-            in_progress.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
-            if sizes[id(node)] > MAX_VALUES:
-                raise _TooBig(f"more than {MAX_VALUES} values once its aliases are expanded")
-            continue
-        if id(node) in sizes:
-            continue
-        if id(node) in in_progress:
-            raise _TooBig("an alias refers to a node that contains it")
-        in_progress.add(id(node))
-        stack.append((node, depth, True))
-        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
-
-
-def _read_text(path: Path, source: str) -> str:
-    """The file's text, read up to MAX_CONFIG_BYTES (so /dev/zero or a huge file cannot fill memory)."""
-    if path.exists() and not path.is_file():
-        raise ConfigError(source, None, "not a regular file")
-    if not path.is_file():
-        raise ConfigError(source, None, "no such config file")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-        if len(raw) > MAX_CONFIG_BYTES:
-            raise ConfigError(source, None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config")
-        return raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(source, None, f"cannot read: {exc}") from None
-
-
-def _parse_yaml(text: str) -> Any:
-    loader = _UniqueKeyLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _check_size(node)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
 
 
 def starter_values(repro: str, name: str, runs: int) -> dict[str, Any]:
@@ -440,29 +254,12 @@ def load_config(path: str | Path) -> Config:
     if not path.exists() and len(path.parts) == 1:
         raise ConfigError(source, None, "no such config file, nor a shipped config of that name (shipped: "
                                         f"{', '.join(shipped_configs())})")
-    return parse_config_text(_read_text(path, source), source, path.parent)
+    return parse_config_text(read_text(path, source), source, path.parent)
 
 
 def parse_config_text(text: str, source: str, base_dir: Path) -> Config:
     """A config's text as a Config (`source` names it in errors; relative paths are from `base_dir`)."""
-    try:
-        data = _parse_yaml(text)
-    except _DuplicateKey as exc:
-        raise ConfigError(source, exc.key, f"given twice (line {exc.line})") from None
-    except _BadKey as exc:
-        raise ConfigError(source, None, f"line {exc.line}: a key must be a word, not a list or a map") from None
-    except _TooBig as exc:
-        raise ConfigError(source, None, f"not a config: {exc}") from None
-    except RecursionError:  # composing nests Python calls before _check_size can look
-        raise ConfigError(source, None, f"not a config: nested more than {MAX_DEPTH} levels deep") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(source, None, f"YAML syntax error{where}: {problem}") from None
-    except ValueError as exc:  # a YAML integer past Python's 4300-digit limit, say
-        raise ConfigError(source, None, f"not a config: {str(exc).split(';')[0]}") from None
-    return parse_config(data, source=source, base_dir=base_dir)
+    return parse_config(read_yaml(text, source), source=source, base_dir=base_dir)
 
 
 def parse_config(data: Any, source: str = "<config>", base_dir: Path = Path(".")) -> Config:
@@ -566,12 +363,6 @@ def check_text(data: Any, source: str) -> None:
             stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    """repr() of a value for an error line, cut to `limit` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _parse_repro(value: str, base_dir: Path, err: ErrorFor) -> Repro:
     builtin = builtin_path(value)
     if builtin is not None:
@@ -579,11 +370,11 @@ def _parse_repro(value: str, base_dir: Path, err: ErrorFor) -> Repro:
     try:
         path = Path(value).expanduser()
     except RuntimeError:  # ~user with no such user, or no home folder at all
-        raise err("repro", f"{_short(value)}: cannot expand '~' (no such user or home folder)") from None
+        raise err("repro", f"{short(value)}: cannot expand '~' (no such user or home folder)") from None
     if not path.is_absolute():
         path = base_dir / path
     if not path.is_file():
-        raise err("repro", f"{_short(value)} is neither a built-in repro nor an existing script ({path})")
+        raise err("repro", f"{short(value)} is neither a built-in repro nor an existing script ({path})")
     return Repro(path.stem, path.resolve(), builtin=False)
 
 
@@ -665,9 +456,9 @@ def _parse_versions(value: list[Any] | str, err: ErrorFor) -> tuple[str, ...]:
     out = []
     for item in value:
         if isinstance(item, (int, float)) and not isinstance(item, bool):
-            raise err("jax_versions", f"{_short(item)} is a number: quote versions, e.g. \"0.4.30\"")
+            raise err("jax_versions", f"{short(item)} is a number: quote versions, e.g. \"0.4.30\"")
         if not isinstance(item, str) or not item.strip():
-            raise err("jax_versions", f"{_short(item)} is not a version or specifier")
+            raise err("jax_versions", f"{short(item)} is not a version or specifier")
         out.append(item.strip())
     # Syntax is checked here; matching against the index happens in versions.resolve.
     for item in out:
@@ -690,13 +481,13 @@ def _parse_meshes(value: list[MeshSection] | None, device_count: int, repro: Rep
         key, shape, names = f"meshes[{i}]", item.shape, item.axis_names
         product = math.prod(shape)
         if product != device_count:
-            raise err(f"{key}.shape", f"{_short(shape)} has {_short(product)} devices but device_count "
+            raise err(f"{key}.shape", f"{short(shape)} has {short(product)} devices but device_count "
                                       f"is {device_count}")
         if len(names) != len(shape):
             raise err(f"{key}.axis_names", f"has {len(names)} names for a shape of {len(shape)} dimensions")
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
-            raise err(f"{key}.axis_names", f"duplicate axis name {_short(dup)}")
+            raise err(f"{key}.axis_names", f"duplicate axis name {short(dup)}")
         if any("," in n for n in names):
             raise err(f"{key}.axis_names", "axis names cannot contain ','")
         meshes.append(Mesh(tuple(shape), tuple(names)))

@@ -75,7 +75,7 @@ def spell_runs_at_once(value: int | None) -> str:
 
 
 # `harness check` is a check, as pytest is: it fails on these unless told otherwise (`--fail-on none`).
-CHECK_FAILS_ON = frozenset((Verdict.REPRODUCED, Verdict.ERROR))
+CHECK_FAILS_ON = frozenset(v for v in Verdict if v.fails_check)
 NO_FAILURE = "none"  # --fail-on none: exit 0 whatever the cells say
 
 

@@ -23,7 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
-from harness.core.confidence import SUITE_RUNS, SeedStrategy, miss_probability_random, runs_for_target
+from harness.core.confidence import (SUITE_RUNS, SeedStrategy, default_runs, miss_probability_random,
+                                     runs_for_target)
 from harness.core.files import harness_version
 from harness.core.kinds import DEFAULT_BACKEND, BackendName, Platform, ThresholdMode, Verdict
 from harness.core.factors import Factor
@@ -81,15 +82,15 @@ class Options:
         type=positive(2, MAX_RUNS), metavar="N", identity=True, example=("8",),
         # A script has no config: its default is what random seeds need for the 1e-3 bound; a test suite's (a
         # module's), the fewest runs that are not weak (service.check_config).
-        per={"check": {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough for a miss bound "
+        per={"check": {"help": f"most runs per cell (at least 2; default: {default_runs()}, enough for a miss bound "
                                f"of 1e-3 whatever the script's name sets; a test suite's, --pytest or -m MODULE: "
-                               f"{SUITE_RUNS}, the fewest that are not weak, miss bound "
+                               f"{default_runs(suite=True)}, the fewest that are not weak, miss bound "
                                f"{miss_probability_random(SUITE_RUNS):.2g}: --runs {runs_for_target()} for 1e-3)"},
              # bisect takes a config or, as check does, a program: each has its own default
              "bisect": {"help": f"most runs per cell (at least 2; default: a config's `runs:`; a script's "
-                                f"{runs_for_target()}, enough for a miss bound of 1e-3; a test suite's, --pytest or "
-                                f"-m MODULE: {SUITE_RUNS}, miss bound {miss_probability_random(SUITE_RUNS):.2g})"},
-             "reduce": {"help": f"most runs per cell (at least 2; default: {runs_for_target()}, enough "
+                                f"{default_runs()}, enough for a miss bound of 1e-3; a test suite's, --pytest or "
+                                f"-m MODULE: {default_runs(suite=True)}, miss bound {miss_probability_random(SUITE_RUNS):.2g})"},
+             "reduce": {"help": f"most runs per cell (at least 2; default: {default_runs()}, enough "
                                 "for a miss bound of 1e-3 whatever the script's name sets)"}})] = None
     runs_at_once: Annotated[int | None, opt(
         "--jobs", help="runs at once (default auto: one per core for cpu cells, 1 for cuda cells)",

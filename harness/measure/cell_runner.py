@@ -38,7 +38,7 @@ from harness.core.listing import entries, list_dir
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import CellVariation, FactorResult, SeedCheck, SeedRun
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
-from harness.core.runs import Program, RunRecord
+from harness.core.runs import Program, ProgramKind, RunRecord
 from harness.inside.startup import startup_dir
 from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
 from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_devices, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env,
@@ -449,7 +449,7 @@ class OpenCell:
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
         keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
-                                                            None if builtin else recorded, program.module == "pytest")
+                                                            None if builtin else recorded, program.kind is ProgramKind.PYTEST)
         if not builtin:  # a pipe or a folder put into the run's IR dump is left out of the evidence: said here
             note = "; ".join(n for n in (note, irregular_entries(ir_dump_dir(log), "the run's IR dump")) if n)
         return RunRecord(index=index, seed=seed, exit_code=outcome.exit_code,

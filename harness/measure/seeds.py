@@ -34,7 +34,7 @@ from typing import Any
 from collections.abc import Callable
 
 from harness.core.bounded_read import read_bounded, read_text_bounded
-from harness.core.confidence import SeedPlan, SeedStrategy, runs_for_target
+from harness.core.confidence import SeedPlan, SeedStrategy, default_runs
 from harness.core.ir_lines import condense
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
@@ -498,7 +498,7 @@ def with_ranks(plan: SeedPlan, processes: int, probe: Probe | None = None,
 
 
 def random_plan(runs: int | None = None, note: str = "") -> SeedPlan:
-    runs = runs or runs_for_target()
+    runs = default_runs(runs)
     seeds = random_seeds(runs)
     return SeedPlan(SeedStrategy.RANDOM, seeds, random=seeds, note=note)
 

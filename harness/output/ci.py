@@ -138,7 +138,7 @@ def junit_xml(cells: Sequence[CellResult], suite_name: str, line: str | None = N
                         time=_seconds(sum(r.duration_s for r in cell.runs)))
         text = visible(detail(cell))
         message = first_sentence(text)
-        if cell.verdict in (Verdict.REPRODUCED, Verdict.ERROR):
+        if cell.verdict.fails_check:
             result = (Error if never_ran(cell) else Failure)(message, str(cell.verdict))
             result.text = _failure_text(cell, text)
             case.result = [result]

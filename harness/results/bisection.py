@@ -27,7 +27,7 @@ class Role(enum.StrEnum):
 
 def testable(verdict: Verdict) -> bool:
     """A point with a verdict either way (clean or reproduced): an error or unsupported point says neither."""
-    return verdict in (Verdict.CLEAN, Verdict.REPRODUCED)
+    return verdict.measured
 
 
 class Boundary(msgspec.Struct, Generic[P], frozen=True):

@@ -22,7 +22,7 @@ from harness.environments.gpus import accelerator_facts
 from harness.core.errors import UserError
 from harness.core.files import harness_version
 from harness.core.hostinfo import scheduler_facts, tpu_facts
-from harness.core.confidence import SeedStrategy
+from harness.core.confidence import SeedStrategy, default_runs
 from harness.core.factors import Factor
 from harness.measure.seeds import SeedPlanner
 from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
@@ -88,7 +88,7 @@ def open(config: Config, options: MeasureOptions,
     config = configured(config, options)
     choice, index = open_backend(config, options, say)
     config, devices_line = with_host_devices(config, choice.backend)
-    return Measurement(config, choice, index, runs=most_runs(config, options), seeds=options.seeds,
+    return Measurement(config, choice, index, runs=default_runs(options.runs, config=config.runs), seeds=options.seeds,
                        devices_line=devices_line)
 
 
@@ -110,13 +110,6 @@ def with_host_devices(config: Config, backend: Backend) -> tuple[Config, str]:
                 f"(--device-count N for fewer)")
     # An accelerator with none here: asking for one makes the probe's one line say why (Measurement.ready).
     return config.with_device_count(1 if spec.accelerator else config.device_count), ""
-
-
-def most_runs(config: Config, options: MeasureOptions) -> int:
-    """The most runs a cell makes: --runs, else the config's `runs:`. The one
-    place this is decided: a measurement takes it when it opens, and a Slurm submission (which opens none
-    when it re-submits shards) spells it into its tasks."""
-    return options.runs or config.runs
 
 
 def configured(config: Config, options: MeasureOptions) -> Config:

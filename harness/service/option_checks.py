@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.core.kinds import BackendName, Verdict
+from harness.core.runs import ProgramKind
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import PROGRAM, Given, options_for
 from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
@@ -47,7 +48,7 @@ def check_program_options_need_a_program(given: Given) -> None:
 
 def check_pytest(pytest: bool, module: str | None) -> None:
     """check --pytest is `-m pytest`: not with another -m."""
-    if pytest and module is not None and module != "pytest":
+    if pytest and ProgramKind.of(module) is ProgramKind.MODULE:
         raise UserError(f"--pytest runs `-m pytest`: not with -m {module}")
 
 

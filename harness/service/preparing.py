@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.core.confidence import runs_for_target
+from harness.core.confidence import default_runs
 from harness.inputs.config import MAX_NAME, parse_config, parse_config_text, starter_config, starter_values
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, harness_version, write_atomic
@@ -38,7 +38,7 @@ def init_config(script: Path, output: Path | None = None, force: bool = False) -
             raise UserError(f"{output}: {above} is not a folder")
     name = fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"), MAX_NAME)
     repro = os.path.relpath(script.resolve(), output.resolve().parent)
-    runs = runs_for_target()
+    runs = default_runs()  # a script's, as check's
     text = starter_config(repro, name, runs,
                           f"A starter config for {script.name}, written by harness {harness_version()} "
                           f"(`harness init`).", shlex.join(["harness", "run", str(output)]))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.inputs.config import load_config
+from harness.core.confidence import default_runs
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
 from harness.inputs.options import Given, options_for, parse
@@ -63,7 +64,7 @@ def plan_submission(config_path: Path, options: SubmitOptions,
     `progress` hears of the releases left out because no Python here can run them."""
     check_submit(options)
     config = measurement.configured(load_config(config_path), options)
-    runs = measurement.most_runs(config, options)
+    runs = default_runs(options.runs, config=config.runs)  # as measurement.open takes it
     record = None
     if options.only_shards:  # the folder's sweep: its versions, unless named again
         record = submission.read_submission(options.out.absolute())

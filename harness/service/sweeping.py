@@ -11,9 +11,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from harness.core.confidence import SUITE_RUNS, runs_for_target
-from harness.core.kinds import Platform
-from harness.core.platforms import describe
+from harness.core.confidence import default_runs
+from harness.core.runs import PYTEST
 from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, ConfigFile, load_config, parse_config
 from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
@@ -75,7 +74,7 @@ def with_script_packages(options: M, script_run: ScriptRun) -> M:
 def with_pytest(requirements: tuple[str, ...]) -> tuple[str, ...]:
     """check --pytest's --with: pytest itself added, unless the user named it (pinned, or with extras)."""
     names = {re.split(r"[\s\[<>=!~;@]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
-    return requirements if "pytest" in names else (*requirements, "pytest")
+    return requirements if PYTEST in names else (*requirements, PYTEST)
 
 
 def as_pytest(given: Given, program: str) -> Given:
@@ -87,16 +86,8 @@ def as_pytest(given: Given, program: str) -> Given:
     if not given.pytest:
         return given
     first = (str(given[program]),) if given[program] is not None else ()
-    return given.with_values(module="pytest", **{program: None}, script_args=(*first, *given.script_args),
+    return given.with_values(module=PYTEST, **{program: None}, script_args=(*first, *given.script_args),
                              with_requirements=with_pytest(given.with_requirements))
-
-
-def default_runs(module: str | None, platform: Platform = Platform.CPU) -> int:
-    """A check's runs without --runs. A script's name sets are unknown, so its seeds are random: enough for the
-    1e-3 target. A module (`--pytest`, `-m MODULE`: a test suite, whose every run is its whole session), or any
-    program on an accelerator (each run opens the device: seconds before its first line of JAX work): the fewest
-    that are not weak; its clean verdict says the bound and that --runs 11 gives 1e-3."""
-    return SUITE_RUNS if module is not None or describe(platform).accelerator else runs_for_target()
 
 
 def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
@@ -115,7 +106,7 @@ def check_config(check: ScriptCheck, moved_folder: bool = False) -> Config:
         name=fitting_name("check-" + (re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "script"), MAX_NAME), repro=repro,
         module=script_run.module,
         jax_versions=list(check.versions or [LATEST]), platform=check.platform, device_count=check.device_count,
-        runs=check.runs or default_runs(script_run.module, check.platform), timeout_s=check.timeout_s, requirements=list(requirements.items),
+        runs=default_runs(check.runs, suite=script_run.module is not None, platform=check.platform), timeout_s=check.timeout_s, requirements=list(requirements.items),
         args=list(script_run.args), env=dict(script_run.env),
         cwd=None if script_run.cwd is None else str(script_run.cwd.resolve()))
     data = msgspec.to_builtins(given)  # checked as a config file's keys are

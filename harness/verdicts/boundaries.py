@@ -265,7 +265,7 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     for version, verdicts in by_version.items():
         if Verdict.REPRODUCED in verdicts:
             out[version] = Verdict.REPRODUCED
-        elif all(v in (Verdict.CLEAN, Verdict.NEW_INPUT, Verdict.NOT_CACHED) for v in verdicts):
+        elif all(v.no_key_moved for v in verdicts):
             # new input: no key moved (the program computed something new); not cached: no key moved, and what JAX
             # wrote hit (what it never writes, summary_line says)
             out[version] = Verdict.CLEAN
@@ -282,7 +282,7 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
     known to exist in the range (the index's, recorded by the sweep; the cells' own are added), so a
     boundary between two measured releases with others between them is said as a range, not a release."""
     verdicts = version_verdicts(cells)
-    measured = tuple(v for v, verdict in verdicts.items() if verdict in (Verdict.CLEAN, Verdict.REPRODUCED))
+    measured = tuple(v for v, verdict in verdicts.items() if verdict.measured)
     known = tuple(sorted({*releases, *verdicts}, key=Version))
     found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
                     releases=known, failed=failed_releases(cells, verdicts))
@@ -334,7 +334,7 @@ def uncached_ranges(cells: Sequence[CellResult], verdicts: dict[str, Verdict]) -
     states: list[tuple[str, tuple[NothingCached, ...] | None]] = []  # (release, its causes, or None: it cached)
     for version, verdict in verdicts.items():  # in version order
         found = causes.get(version, [])
-        if verdict in (Verdict.CLEAN, Verdict.REPRODUCED):
+        if verdict.measured:
             states.append((version, None))
         elif verdict == Verdict.UNSUPPORTED and found and all(c is not None for c in found):
             states.append((version, tuple(dict.fromkeys(c for c in found if c is not None))))
@@ -360,7 +360,7 @@ def boundaries(verdicts: dict[str, Verdict]) -> Boundaries:
     Versions that are `error` or `unsupported` say nothing and are stepped over.
     """
     ordered = [(v, verdicts[v]) for v in sorted(verdicts, key=Version)
-               if verdicts[v] in (Verdict.CLEAN, Verdict.REPRODUCED)]
+               if verdicts[v].measured]
     appears = last_clean = fixed = last_reproduced = None
     for version, verdict in ordered:
         if appears is None:

@@ -201,7 +201,7 @@ def why_not_varied(reference: RunRecord | None, verdict: Verdict) -> str:
         return "no run was made"
     if not reference.ok:
         return f"the reference run (run {reference.index}) failed"
-    if verdict in (Verdict.ERROR, Verdict.UNSUPPORTED):
+    if not verdict.compared:
         return f"the cell is {verdict}: there is nothing to compare"
     if not run_keys(reference).known():
         return f"the reference run (run {reference.index}) computed no key"

@@ -109,7 +109,7 @@ class Tally:
             reason += (f"; stopped after {len(records)} of {self.planned} runs: runs 1 and 2 failed the same way, "
                        "so later runs could not change the verdict")
         compared = compared_phrase(records)
-        if compared and judgement.verdict in (Verdict.CLEAN, Verdict.REPRODUCED, Verdict.NEW_INPUT, Verdict.NOT_CACHED):
+        if compared and judgement.verdict.compared:
             reason += f"; {compared}"  # a hit by key is not a served one: said wherever run 2 counts
         if interrupted and judgement.verdict != Verdict.REPRODUCED:
             reason = f"interrupted after {len(records)} of {self.planned} runs"

@@ -75,86 +75,89 @@ class Judgement:
     rank_split: RankSplit | None = None  # a job's processes computed different keys for one module
 
 
+# A phase's finding: the verdict, its reason, and the Judgement's other facts (rank_split, attribution...).
+Found = tuple[Verdict, str, dict[str, Any]]
+
+
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
           observed: Sequence[RunKeys] | None = None) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
-    each successful run is known to have computed; by default its listing and its log (`observed_keys`)."""
+    each successful run is known to have computed; by default its listing and its log (`observed_keys`).
+    Phases in order, the first that finds ends it: a miss, runs that failed, what measured no miss of the
+    cache, clean; then the notes every verdict's reason carries."""
     good = counted(runs)
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
     comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs))
-    disagree = inconsistencies(runs)
-    untrusted = untrusted_logs(runs)
-    module = comparison.moved_module()
+    disagree, untrusted = inconsistencies(runs), untrusted_logs(runs)
+    verdict, reason, facts = (_missed(runs, good, comparison) or _failed(runs, good, expected_runs)
+                              or _no_miss(good, comparison, keys) or _clean(good, comparison, untrusted))
+    reason += _notes(verdict, runs, good, disagree, untrusted)
+    return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **facts)
 
-    flaky = [r.index for r in good if not r.ok]  # a pytest run that ran to its end beside failing tests: counted
 
-    def judgement(verdict: Verdict, reason: str, **facts: Any) -> Judgement:
-        if flaky and verdict != Verdict.ERROR:
-            changed = changed_phrase(test_changes(runs))
-            broken = failing_phrase(failing_tests(runs), [r for r in good if not r.ok])
-            reason += "".join(f"; {p}" for p in (changed, broken) if p) + \
-                f" (run{'s' if len(flaky) > 1 else ''} {run_ranges(flaky)} counted: pytest ran to its end; judged " \
-                "on the tests that passed)"
-        if disagree:
-            reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
-        if untrusted:
-            which = sorted(untrusted)
-            whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
-            reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
-                       "(the cache folder's entries count)")
-        unowned = written_by_no_run(runs)  # said, never a new key of the run it appeared beside
-        if unowned:
-            reason += f"; {unowned[0]}" + (f" (and {plural(len(unowned) - 1, 'other entry')})" if len(unowned) > 1 else "")
-        disputed = [r for r in runs if r.sources]  # the run's own accounts of JAX's cache disagree: named
-        if disputed:
-            more = f" (and in {plural(len(disputed) - 1, 'other run')})" if len(disputed) > 1 else ""
-            reason += f"; run {disputed[0].index}: {disputed[0].sources[0]}{more}"
-        return Judgement(verdict, keys, reason, comparison, inconsistencies=disagree, untrusted_logs=untrusted, **facts)
-
+def _missed(runs: list[RunRecord], good: list[RunRecord], comparison: Comparison) -> Found | None:
+    """Reproduced: a job's processes split, a key that moved, or a key a later run compiled again."""
     split = first_split(runs)
     if split is not None:  # certain from one launch, even one that then hung or died
-        return judgement(Verdict.REPRODUCED, split_phrase(split), rank_split=split)
+        return Verdict.REPRODUCED, split_phrase(split), {"rank_split": split}
+    module = comparison.moved_module()
     if module is not None:
         attribution, unavailable = attribute(comparison, good)
-        return judgement(Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs)
-                         + others_missed(function_misses(good, comparison), module),
-                         attribution=attribution, attribution_unavailable=unavailable)
+        return (Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs)
+                + others_missed(function_misses(good, comparison), module),
+                {"attribution": attribution, "attribution_unavailable": unavailable})
     if comparison.unserved:  # the same keys, but a later run compiled one that was on disk: a miss all the same
         missed = unserved_module(comparison, longest_compiles(good))
         assert missed is not None
-        return judgement(Verdict.REPRODUCED, unserved_phrase(comparison, missed, runs),
-                         attribution_unavailable="no key component moved: the later runs computed the first "
-                                                 "run's keys and compiled them again instead of loading them")
+        return (Verdict.REPRODUCED, unserved_phrase(comparison, missed, runs),
+                {"attribution_unavailable": "no key component moved: the later runs computed the first "
+                                            "run's keys and compiled them again instead of loading them"})
+    return None
+
+
+def _failed(runs: list[RunRecord], good: list[RunRecord], expected_runs: int | None) -> Found | None:
+    """Error: a run that failed (and was not counted), or fewer runs than planned."""
     failed = [r for r in runs if r not in good]
     if failed:
         first = failed[0]
         why = first.reason or ("timed out" if first.timed_out else f"exit code {first.exit_code}")
         changed = changed_phrase(test_changes(runs))
-        return judgement(Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})"
-                         + (f"; {changed}" if changed else ""))
+        return (Verdict.ERROR, f"{len(failed)} of {len(runs)} runs failed (run {first.index}: {why})"
+                + (f"; {changed}" if changed else ""), {})
     if not runs or (expected_runs is not None and len(runs) < expected_runs):
-        return judgement(Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made")
+        return Verdict.ERROR, f"only {len(runs)} of {expected_runs} runs were made", {}
+    return None
+
+
+def _no_miss(good: list[RunRecord], comparison: Comparison, keys: dict[str, list[str]]) -> Found | None:
+    """No key moved, yet no clean cell: modules never written (not cached), nothing measured (unsupported), or
+    the program's own new inputs (new input)."""
     uncached = not_cached_modules(good)
     if uncached:  # compiled in every run, the same key each time, but never written: measured, not a moved key
-        return judgement(Verdict.NOT_CACHED, not_cached_phrase(uncached) + "; " + _the_rest(comparison, uncached, good)
-                         + _also_new_input(good, comparison))
+        return (Verdict.NOT_CACHED, not_cached_phrase(uncached) + "; " + _the_rest(comparison, uncached, good)
+                + _also_new_input(good, comparison), {})
     if not keys:
-        return judgement(Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured")
+        return Verdict.UNSUPPORTED, "runs succeeded but the cache stayed empty: nothing measured", {}
     if comparison.fewer:
-        return judgement(Verdict.UNSUPPORTED, fewer_phrase(comparison))
+        return Verdict.UNSUPPORTED, fewer_phrase(comparison), {}
     if comparison.new_input:  # no key moved: the program compiled something new (its own random shapes)
         misses = [m for m in function_misses(good, comparison) if m.category == Category.NEW_INPUT]
-        return judgement(Verdict.NEW_INPUT, new_input_phrase(misses, comparison.baseline_run)
-                         + ": the program computed something new, not a key that moved")
+        return (Verdict.NEW_INPUT, new_input_phrase(misses, comparison.baseline_run)
+                + ": the program computed something new, not a key that moved", {})
     groups = [r for r in good if r.ranks]
     if groups and not any(rank.joined for r in groups for rank in r.ranks):
-        return judgement(Verdict.UNSUPPORTED, f"no process called jax.distributed.initialize(): the "
-                                              f"{len(groups[0].ranks)} processes of each run were separate "
-                                              "programs, not one job")
+        return (Verdict.UNSUPPORTED, (f"no process called jax.distributed.initialize(): the {len(groups[0].ranks)} "
+                                     "processes of each run were separate programs, not one job"), {})
+    return None
+
+
+def _clean(good: list[RunRecord], comparison: Comparison, untrusted: dict[int, str]) -> Found:
+    """Clean: the same keys in every run (in each process of a job's)."""
     widest = comparison.main_module(longest_compiles(good))
+    groups = [r for r in good if r.ranks]
     if groups:
-        return judgement(Verdict.CLEAN, f"{widest}: the same keys in all {len(good)} runs, in each of their "
-                                        f"{len(groups[0].ranks)} processes")
+        return (Verdict.CLEAN, (f"{widest}: the same keys in all {len(good)} runs, in each of their "
+                               f"{len(groups[0].ranks)} processes"), {})
     assert widest is not None  # keys were computed (checked above): the first run has a module
     unobserved = unobserved_hits_phrase(good, untrusted)
     tests = suite_size(good)
@@ -162,8 +165,37 @@ def judge(runs: list[RunRecord], expected_runs: int | None = None,
         what = f"{plural(tests, 'test')}: {suite_keys_label(comparison)}"
     else:
         what = f"{widest}: {plural(len(comparison.baseline[widest]), 'key')}"
-    return judgement(Verdict.CLEAN, f"{what} per run, the same in all {len(good)} runs"
-                                    + (f"; {unobserved}" if unobserved else ""))
+    return (Verdict.CLEAN, f"{what} per run, the same in all {len(good)} runs"
+            + (f"; {unobserved}" if unobserved else ""), {})
+
+
+def _notes(verdict: Verdict, runs: list[RunRecord], good: list[RunRecord], disagree: list[str],
+           untrusted: dict[int, str]) -> str:
+    """What every verdict's reason adds: runs counted beside failing tests, the folder and the log at odds, entries
+    no run wrote, a run whose accounts of JAX's cache disagree."""
+    reason = ""
+    flaky = [r.index for r in good if not r.ok]  # a pytest run that ran to its end beside failing tests: counted
+    if flaky and verdict != Verdict.ERROR:
+        changed = changed_phrase(test_changes(runs))
+        broken = failing_phrase(failing_tests(runs), [r for r in good if not r.ok])
+        reason += "".join(f"; {p}" for p in (changed, broken) if p) + \
+            f" (run{'s' if len(flaky) > 1 else ''} {run_ranges(flaky)} counted: pytest ran to its end; judged " \
+            "on the tests that passed)"
+    if disagree:
+        reason += f"; the cache folder and JAX's log disagree on {plural(len(disagree), 'key')}"
+    if untrusted:
+        which = sorted(untrusted)
+        whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
+        reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
+                   "(the cache folder's entries count)")
+    unowned = written_by_no_run(runs)  # said, never a new key of the run it appeared beside
+    if unowned:
+        reason += f"; {unowned[0]}" + (f" (and {plural(len(unowned) - 1, 'other entry')})" if len(unowned) > 1 else "")
+    disputed = [r for r in runs if r.sources]  # the run's own accounts of JAX's cache disagree: named
+    if disputed:
+        more = f" (and in {plural(len(disputed) - 1, 'other run')})" if len(disputed) > 1 else ""
+        reason += f"; run {disputed[0].index}: {disputed[0].sources[0]}{more}"
+    return reason
 
 
 def _the_rest(comparison: Comparison, uncached: Sequence[NotCachedModule], good: Sequence[RunRecord]) -> str:

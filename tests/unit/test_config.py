@@ -197,7 +197,7 @@ def test_control_characters_are_refused_in_every_config_string(write, where, val
 
 
 def test_absurd_files_are_refused_without_reading_them_whole(tmp_path):
-    from harness.inputs.config import MAX_CONFIG_BYTES
+    from harness.inputs.config_yaml import MAX_CONFIG_BYTES
 
     big = tmp_path / "big.yaml"
     with open(big, "wb") as f:
