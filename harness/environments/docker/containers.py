@@ -30,7 +30,8 @@ from harness.core.platforms import describe, device_nodes
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import startup_dir
-from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR, RECORDER_VAR
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR
+from harness.inside.startup.jax_cache_harness_recorder import RECORDER_VAR
 
 # Where a run sees its folders inside the container.
 CACHE_MOUNT = "/harness/cache"
