@@ -1386,7 +1386,7 @@ SCRIPT_WITH_PYTEST_RECORDS = """\
 import sys
 import jax, jax.numpy as jnp
 jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
-recorder = sys.modules["jax_cache_harness_hook"].RECORDER
+recorder = sys.modules["jax_cache_harness_recorder"].RECORDER
 recorder.write({"kind": "collected", "ids": ["forged.py::chosen_case"]})
 recorder.write({"kind": "test", "id": "forged.py::chosen_case", "outcome": "failed"})
 """
@@ -1397,7 +1397,7 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def ghost():
-    recorder = sys.modules["jax_cache_harness_hook"].RECORDER
+    recorder = sys.modules["jax_cache_harness_recorder"].RECORDER
     real = recorder.test
     recorder.test = "tests/test_ghost.py::never_collected"
     yield

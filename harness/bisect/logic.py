@@ -143,19 +143,21 @@ def search(points: Sequence[P], test: Callable[[P], Verdict], good: P | None = N
         lo = max(i for i, v in tester.known.items() if v == GOOD and i < first_bad)
         result.appears = narrow(tester, lo, first_bad, Role.APPEARS)
     assert result.appears.first is not None  # a bad point was found above
-    appears_at = points.index(result.appears.first)
+    result.fixed = _fixed(tester, points.index(result.appears.first))
+    return result
 
-    # Fixed-in: the end of the whole range is tested too (a named bad point need not be the last
-    # bad one); the first clean point after the regression is narrowed against the last bad before it.
-    tester.first_testable(range(n - 1, appears_at, -1), Role.ENDPOINT)
+
+def _fixed(tester: Tester[P], appears_at: int) -> Boundary[P]:
+    """Fixed-in: the end of the whole range is tested too (a named bad point need not be the last
+    bad one); the first clean point after the regression is narrowed against the last bad before it."""
+    points = tester.points
+    tester.first_testable(range(len(points) - 1, appears_at, -1), Role.ENDPOINT)
     goods_after = [i for i, v in tester.known.items() if v == GOOD and i > appears_at]
     if not goods_after:
-        result.fixed = Boundary(points[_last_bad(tester, appears_at)], None)
-        return result
+        return Boundary(points[_last_bad(tester, appears_at)], None)
     first_good = min(goods_after)
     lo = max(i for i, v in tester.known.items() if v == BAD and appears_at <= i < first_good)
-    result.fixed = narrow(tester, lo, first_good, Role.FIXED)
-    return result
+    return narrow(tester, lo, first_good, Role.FIXED)
 
 
 def _last_bad(tester: Tester[P], start: int) -> int:

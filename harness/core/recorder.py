@@ -1,6 +1,6 @@
 """What the in-process recorder wrote during one run, read back (pure: bytes in, typed data out).
 
-The start-up hook (harness/inside/startup/jax_cache_harness_hook.py, `install_recorder`) wraps the loggers of
+The start-up hook (harness/inside/startup/jax_cache_harness_recorder.py, `install_recorder`) wraps the loggers of
 JAX's cache modules inside each run and appends one JSON object a line to the run's recorder file
 (`<run log>.recorder.jsonl`, named by HARNESS_RECORDER); its pytest plugin (`jax_cache_harness_pytest`) stamps
 each record with the test running and records what pytest decided. Whatever the program does with fd 2 or
@@ -40,8 +40,8 @@ import msgspec
 
 from harness.core import jaxlog
 from harness.core.bounded_read import Lines
-from harness.inside.startup.jax_cache_harness_hook import (ARGS_MESSAGE, MAC_FIELD, MAC_HEX, RECORDER_FULL,
-                                                           RECORDER_MAX_BYTES)
+from harness.inside.startup.jax_cache_harness_recorder import (ARGS_MESSAGE, MAC_FIELD, MAC_HEX, RECORDER_FULL,
+                                                               RECORDER_MAX_BYTES)
 
 # A recorder file of a long suite: 600 keys in 75 modules wrote about 7 MiB. The hook stops at RECORDER_MAX_BYTES
 # (each process's last line may pass it by a few bytes); what lies past this bound was not written by the hook,

@@ -113,18 +113,7 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
         return FactorRun(replace(program, cwd=elsewhere), cache_dir, variation,
                          f"the run starts in {elsewhere} instead of {program.workdir}")
     if factor == Factor.SCRIPT_PATH:
-        if program.module is not None:  # the module's package is found in its working folder: copy that
-            copy = _copy_folder(program.workdir, work / "script" / program.workdir.name, never_copy)
-            return FactorRun(replace(program, cwd=copy), cache_dir, variation,
-                             f"the module's folder copied to {copy}")
-        assert program.script is not None
-        folder = _copy_folder(program.script.parent, work / "script" / program.script.parent.name,
-                              never_copy)
-        moved = replace(program, script=folder / program.script.name)
-        if program.cwd is not None and program.cwd.resolve() == program.script.parent.resolve():
-            moved = replace(moved, cwd=folder)
-        return FactorRun(moved, cache_dir, variation,
-                         f"the script's folder copied to {folder}")
+        return _moved_script(program, cache_dir, variation, work, never_copy)
     if factor == Factor.HOME:
         home = work / "home"
         home.mkdir()
@@ -150,6 +139,23 @@ def prepare(factor: Factor, program: Program, cache_dir: Path, work: Path,
     if factor == Factor.COMPRESSION:
         return FactorRun(program, cache_dir, variation, "zstandard importable if it was not, hidden if it was")
     raise AssertionError(factor)
+
+
+def _moved_script(program: Program, cache_dir: Path, variation: RunVariation, work: Path,
+                  never_copy: tuple[Path, ...]) -> FactorRun:
+    """--vary script-path: the script's folder (or a module's working folder) copied under `work`."""
+    if program.module is not None:  # the module's package is found in its working folder: copy that
+        copy = _copy_folder(program.workdir, work / "script" / program.workdir.name, never_copy)
+        return FactorRun(replace(program, cwd=copy), cache_dir, variation,
+                         f"the module's folder copied to {copy}")
+    assert program.script is not None
+    folder = _copy_folder(program.script.parent, work / "script" / program.script.parent.name,
+                          never_copy)
+    moved = replace(program, script=folder / program.script.name)
+    if program.cwd is not None and program.cwd.resolve() == program.script.parent.resolve():
+        moved = replace(moved, cwd=folder)
+    return FactorRun(moved, cache_dir, variation,
+                     f"the script's folder copied to {folder}")
 
 
 def open_to_all(*folders: Path) -> None:

@@ -180,25 +180,33 @@ class VenvBackend(Backend):
         with held(path.parent / f".{path.name}.lock", f"the venv {path.name}", say):
             return self._prepare_locked(path, jax_version, platform, choice, say)
 
+    def _reusable(self, path: Path, jax_version: str) -> tuple[dict[str, Any] | None, str]:
+        """The facts of the venv at `path` when it can be reused as it is; else None and what is wrong with it."""
+        marker = path / READY_MARKER
+        if not marker.exists() or self.rebuild:
+            return None, "half-made"
+        damage = damaged(path)
+        if damage:
+            return None, damage
+        try:
+            facts = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None, "unreadable marker"
+        damage = resolved_otherwise(facts, self._known_cutoff(jax_version))
+        if damage:
+            return None, damage
+        if "distributions" not in facts:  # made before environments listed their contents
+            facts["distributions"] = list_distributions(path / "bin" / "python", clean_environment({}))
+            _write_marker(marker, facts)
+        return facts, ""
+
     def _prepare_locked(self, path: Path, jax_version: str, platform: Platform, choice: PythonChoice,
                         say: Say) -> VenvEnvironment:
         marker = path / READY_MARKER
         chosen = {"python_choice": choice.recorded()}
-        damage = "half-made"
-        if marker.exists() and not self.rebuild:
-            damage = damaged(path)
-            if not damage:
-                try:
-                    facts = json.loads(marker.read_text())
-                except (OSError, json.JSONDecodeError):
-                    damage = "unreadable marker"
-                else:
-                    damage = resolved_otherwise(facts, self._known_cutoff(jax_version))
-            if not damage:
-                if "distributions" not in facts:  # made before environments listed their contents
-                    facts["distributions"] = list_distributions(path / "bin" / "python", clean_environment({}))
-                    _write_marker(marker, facts)
-                return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
+        facts, damage = self._reusable(path, jax_version)
+        if facts is not None:
+            return VenvEnvironment(path, jax_version, {**facts, **chosen, "reused": True})
         if path.exists():
             say(f"rebuilding {path.name} ({'--rebuild' if self.rebuild else damage})")
             shutil.rmtree(path)

@@ -17,8 +17,8 @@ from harness.core.platforms import describe
 from harness.core.recorder import recorder_key
 from harness.core.runs import DeviceFacts, Program, RunCommand, read_device_facts
 from harness.inside.startup import startup_dir
-from harness.inside.startup.jax_cache_harness_hook import (FALLBACK_VAR, FIRST_USE, FOLDER_VAR, RECORD_VAR,
-                                                           RECORDER_KEY_VAR, RECORDER_VAR, THRESHOLDS_VAR)
+from harness.inside.startup.jax_cache_harness_hook import FOLDER_VAR, RECORD_VAR, THRESHOLDS_VAR
+from harness.inside.startup.jax_cache_harness_recorder import FALLBACK_VAR, FIRST_USE, RECORDER_KEY_VAR, RECORDER_VAR
 
 # The harness's thresholds: every compiled module is cached. JAX's defaults skip small, fast
 # compilations (a compile of 2 s on a GPU takes 20 ms on a CPU): this repro's would never be cached.

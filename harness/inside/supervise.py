@@ -244,6 +244,33 @@ def remove_run_tmp(folder: str | os.PathLike[str] | None) -> None:
     shutil.rmtree(folder, onerror=writable_then_again)  # onerror: Python 3.11 has no onexc
 
 
+def relay(read_end: int, wake_read: int, script_pid: int, log: CappedLog) -> int:
+    """The script's output into `log` until the script has exited (woken by its SIGCHLD through `wake_read`, no
+    polling); its wait status."""
+    status: int | None = None
+    watched = [read_end, wake_read]
+    while status is None:
+        ready, _, _ = select.select(watched, [], [])
+        if read_end in ready:
+            data = os.read(read_end, 1 << 16)
+            if data:
+                log.write(data)
+            else:
+                watched.remove(read_end)  # every writer closed its end; the script may still run
+        if wake_read in ready:
+            os.read(wake_read, 512)
+        while True:  # reap the script, and orphans that ended on their own meanwhile
+            try:
+                pid, ended = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == script_pid:
+                status = ended
+    return status
+
+
 def main(argv: list[str]) -> None:
     harness_pid, log_limit, command = int(argv[1]), int(argv[2]), argv[3:]
     run_tmp = os.environ.pop(RUN_TMPDIR_VAR, None)
@@ -261,7 +288,6 @@ def main(argv: list[str]) -> None:
     os.set_blocking(wake_write, False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_write)
-    status: int | None = None
     try:
         try:
             # In this process group, so the harness's last resort (killing the group) reaches it; with
@@ -275,26 +301,7 @@ def main(argv: list[str]) -> None:
             remove_run_tmp(run_tmp)
             os._exit(EXIT_CANNOT_START)
         os.close(write_end)
-        watched = [read_end, wake_read]
-        while status is None:
-            ready, _, _ = select.select(watched, [], [])
-            if read_end in ready:
-                data = os.read(read_end, 1 << 16)
-                if data:
-                    log.write(data)
-                else:
-                    watched.remove(read_end)  # every writer closed its end; the script may still run
-            if wake_read in ready:
-                os.read(wake_read, 512)
-            while True:  # reap the script, and orphans that ended on their own meanwhile
-                try:
-                    pid, ended = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                if pid == script_pid:
-                    status = ended
+        status = relay(read_end, wake_read, script_pid, log)
     except Stop as stop:
         kill_everything_left()
         remove_run_tmp(run_tmp)

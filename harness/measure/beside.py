@@ -9,7 +9,7 @@ and measure real hits, so a clean verdict rests on measured hits too.
 Run 2's seed is the plan's, as planned before any run (random, for a suite: its names are unknown before run 1),
 not one chosen from what run 1 lowered; the seeds of runs 3.. are chosen from runs 1 and 2 as before. The
 set-order bound stays honest: a seed the probe never predicted counts for no pair order it did not lower
-(harness/measure/seeds.py, OrderObserver.covers), only for the orders its module showed.
+(harness/measure/set_orders.py, OrderObserver.covers), only for the orders its module showed.
 
 Where run 2's comparison cannot stand (run 1 ran again: its script set its own folder after its first
 compilation; run 1 failed: run 2 may be the first run that counts, and its entries must be in the cell's folder),

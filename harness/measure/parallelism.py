@@ -76,7 +76,7 @@ def choose_runs_at_once(requested: int | None, platform: Platform, cores: int, d
 
 def slot_env(platform: Platform, shares: tuple[tuple[int, ...], ...]) -> dict[str, str]:
     """The variables that give the run on this thread its slot's devices: a slot is a run thread
-    (harness/measure/cell_runner.py's pool names them `run_<i>`), which runs one process at a time."""
+    (harness/measure/cell_schedule.py's pool names them `run_<i>`), which runs one process at a time."""
     if not shares:
         return {}
     number = threading.current_thread().name.rpartition("_")[2]

@@ -20,7 +20,10 @@ from harness.core.factors import Factor
 from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.verdicts.finish import CauseReader, UncachedReader
 from harness.measure.progress import Progress
-from harness.measure.cell_runner import CellOpener, CellRunner, OnFactor, OnRun, OpenCell, error_cell, run_cells
+from harness.measure.cell_runner import CellRunner, error_cell
+from harness.measure.cell_schedule import CellOpener, run_cells
+from harness.measure.cell_settings import OnFactor, OnRun
+from harness.measure.open_cell import OpenCell
 from harness.measure.seeds import Reseed, SeedPlanner
 
 

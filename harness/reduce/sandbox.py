@@ -12,16 +12,12 @@ it measured: under bubblewrap the write failed, so what it measured is not the o
 
 from __future__ import annotations
 
-import atexit
 import enum
 import json
 import os
 import platform
 import shutil
-import struct
 import subprocess
-import tempfile
-import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -36,6 +32,7 @@ from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment, Say
 from harness.environments.gpus import GpuCount
+from harness.reduce.socket_filter import SECCOMP_FD, SOCKET_ARCH, filter_file
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,
     WRITES_RECORD_VAR,
@@ -60,7 +57,7 @@ def bwrap_problem() -> str:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
-    if platform.machine() not in _SOCKET_ARCH:
+    if platform.machine() not in SOCKET_ARCH:
         return f"no filter of unix sockets for this machine's architecture ({platform.machine()})"
     try:
         probe = subprocess.run([*bwrap_launcher(Confines()), "true"], capture_output=True, text=True, timeout=30,
@@ -100,63 +97,6 @@ class Confines:
     network: bool = False
 
 
-# No unix socket of the machine is reachable from a candidate, whatever the path (a socket deep in /tmp, one made
-# after the sandbox started, an agent's in HOME, /var/lib/...): hiding them by path cannot keep up with a file
-# system that changes while candidates run. A seccomp filter (bubblewrap's --seccomp) refuses the socket() call
-# for AF_UNIX (EACCES) to every process of the sandbox, which also shuts out abstract sockets, and io_uring_setup
-# (whose requests make and connect sockets past the filter). socketpair() stays: a pair reaches nothing outside.
-# By machine: its audit architecture and the socket() call's number (x86_64's x32 calls are refused outright).
-_SOCKET_ARCH = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
-_IO_URING_SETUP = 425  # the same on both
-_AF_UNIX = 1
-_SECCOMP_FD = 9  # bubblewrap reads the filter from this descriptor (opened by the launcher's sh)
-
-
-def unix_socket_filter(machine: str | None = None) -> bytes:
-    """The classic-BPF seccomp program for `machine` (this one's by default): refuse socket(AF_UNIX, ...),
-    io_uring_setup and any call of another architecture with EACCES, allow the rest."""
-    arch, socket_nr, x32 = _SOCKET_ARCH[machine or platform.machine()]
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, ...|BPF_JGE, BPF_RET
-    allow, deny = 0x7FFF0000, 0x00050000 | 13  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
-
-    def op(code: int, jt: int, jf: int, k: int) -> bytes:
-        return struct.pack("=HBBI", code, jt, jf, k)
-
-    # seccomp_data: nr at 0, arch at 4, args[0] at 16 (its low half on these little-endian machines).
-    head = [op(ld_abs, 0, 0, 4), op(jeq, 1, 0, arch), op(ret, 0, 0, deny), op(ld_abs, 0, 0, 0)]
-    x32_check = [op(jge, 5, 0, 0x40000000)] if x32 else []
-    tail = [op(jeq, 4, 0, _IO_URING_SETUP), op(jeq, 0, 2, socket_nr), op(ld_abs, 0, 0, 16), op(jeq, 1, 0, _AF_UNIX),
-            op(ret, 0, 0, allow), op(ret, 0, 0, deny)]
-    return b"".join(head + x32_check + tail)
-
-
-_filter_folder: list[Path] = []
-_filter_lock = threading.Lock()  # the screen's servers start from threads of their own
-
-
-def _filter_file() -> Path:
-    """The filter as a file of this process's own (a private folder made once, removed at exit), written anew
-    when gone (a cleaner of /tmp): candidates cannot write there (the machine's /tmp is read-only to them)."""
-    with _filter_lock:
-        if not _filter_folder:
-            folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-"))  # mode 0700
-            atexit.register(shutil.rmtree, folder, True)
-            _filter_folder.append(folder)
-    path = _filter_folder[0] / "no-unix-sockets.bpf"
-    wanted = unix_socket_filter()
-    try:
-        if path.read_bytes() == wanted:
-            return path
-    except OSError:
-        pass
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent)
-    with os.fdopen(fd, "wb") as out:
-        out.write(wanted)
-    os.replace(temporary, path)  # whole or not at all: a launch never reads half a filter
-    return path
-
-
 def _is_real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
 
@@ -183,7 +123,7 @@ def bwrap_argv(confines: Confines) -> list[str]:
     (`confines.network`); no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders writable; a
     scratch of its own at each place the original wrote outside its folder."""
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
-            "--new-session", "--seccomp", str(_SECCOMP_FD)]
+            "--new-session", "--seccomp", str(SECCOMP_FD)]
     if not confines.network:
         argv.append("--unshare-net")
     for runtime in RUNTIME_DIRS:
@@ -253,7 +193,7 @@ def empty(stand_in: Path) -> None:
 def bwrap_launcher(confines: Confines) -> tuple[str, ...]:
     """bwrap's command line (bwrap_argv), ending in `--`: the program's own command follows. Started by sh, which
     opens the unix-socket filter on the descriptor bwrap reads it from, then becomes bwrap (exec: the same pid)."""
-    return ("/bin/sh", "-c", f'exec "$@" {_SECCOMP_FD}<"$0"', str(_filter_file()),
+    return ("/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', str(filter_file()),
             shutil.which("bwrap") or "bwrap", *bwrap_argv(confines), "--")
 
 

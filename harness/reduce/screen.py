@@ -316,20 +316,23 @@ class ForkScreen:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if answer is None:
-            # Unwell (it did not start, died, or went silent): every later candidate runs fresh, rather than each
-            # paying for another server's `import jax`; said once, with why.
-            why = server.why_unwell()
-            server.close()
-            with self._lock:
-                was, self.enabled = self.enabled, False
-            if was:
-                self.say(f"quick screen off: its server of seed {seed} answered nothing ({why}); every later "
-                         "candidate runs as fresh processes")
-            return Screened(why=f"its server answered nothing ({why})")
+            return self._unwell(server, seed)
         with self._lock:
             self._idle[seed].append(server)
             self.cpu_s += answer.get("cpu_s") or 0.0
         return _screened(answer, module, found, written, joined, seconds, self.timeout_s)
+
+    def _unwell(self, server: _Server, seed: int) -> Screened:
+        """A server that did not start, died, or went silent: every later candidate runs fresh, rather than each
+        paying for another server's `import jax`; said once, with why."""
+        why = server.why_unwell()
+        server.close()
+        with self._lock:
+            was, self.enabled = self.enabled, False
+        if was:
+            self.say(f"quick screen off: its server of seed {seed} answered nothing ({why}); every later "
+                     "candidate runs as fresh processes")
+        return Screened(why=f"its server answered nothing ({why})")
 
     def _ask(self, server: _Server, request: _Request) -> _Answer | None:
         """One child of `server` (its stand-ins emptied first, counted); None where the server is not ready."""

@@ -17,7 +17,7 @@ from harness.core.errors import UserError
 from harness.results.identity import SweepIdentity
 from harness.core.model import CellResult
 from harness.results.document import BISECTION, ResultsDocument, SweepStatus
-from harness.results.header import ResultsHeader
+from harness.results.header import RecordedShard, ResultsHeader
 
 
 def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str = "harness merge") -> ResultsDocument:
@@ -25,35 +25,9 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
     sweep would have measured them. UserError when they are not one sweep."""
     if not documents:
         raise UserError("merge: no results to merge")
-    first_label, first = documents[0]
-    identity = SweepIdentity.of(first.header)
-    for label, doc in documents[1:]:
-        differs = identity.differences(SweepIdentity.of(doc.header))
-        if differs:
-            raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
-                            f"(differs in {', '.join(differs)})")
-
-    # One table, one kind of environment: a venv's and a container's runs are not the same measurement.
-    backends = {label: doc.header.options.backend for label, doc in documents}
-    if len({b for b in backends.values() if b is not None}) > 1:
-        other = next(label for label, b in backends.items() if b not in (None, backends[first_label]))
-        raise UserError(f"merge: {other} was measured with --backend {backends[other]}, {first_label} with "
-                        f"{backends[first_label]}: merge shards measured in one kind of environment")
-
-    shards = [s for _, doc in documents if (s := doc.header.shard) is not None]
-    missing: list[int] = []
-    if shards:
-        if len(shards) < len(documents):
-            whole = next(label for (label, doc) in documents if not doc.header.shard)
-            raise UserError(f"merge: {whole} is a whole sweep, not a shard; merge shards of one sweep")
-        counts = {s.count for s in shards}
-        if len(counts) > 1:
-            raise UserError(f"merge: the shards were cut {' and '.join(map(str, sorted(counts)))} ways")
-        indices = [s.index for s in shards]
-        repeated = sorted({i for i in indices if indices.count(i) > 1})
-        if repeated:
-            raise UserError(f"merge: shard {repeated[0]}/{counts.pop()} given twice")
-        missing = sorted(set(range(1, shards[0].count + 1)) - set(indices))
+    _refuse_other_sweeps(documents)
+    first = documents[0][1]
+    shards, missing = _shards(documents)
 
     cells: list[CellResult] = []
     seen: dict[str, str] = {}
@@ -91,6 +65,44 @@ def merge_documents(documents: list[tuple[str, ResultsDocument]], command: str =
             sections[BISECTION] = doc.sections[BISECTION]
     return ResultsDocument(header, cells, status, detail, max(str(doc.finished) for _, doc in documents),
                            sections)
+
+
+def _refuse_other_sweeps(documents: list[tuple[str, ResultsDocument]]) -> None:
+    """UserError, naming what differs, when the documents are not shards of one sweep in one kind of environment."""
+    first_label, first = documents[0]
+    identity = SweepIdentity.of(first.header)
+    for label, doc in documents[1:]:
+        differs = identity.differences(SweepIdentity.of(doc.header))
+        if differs:
+            raise UserError(f"merge: {label} is not from the same sweep as {first_label} "
+                            f"(differs in {', '.join(differs)})")
+
+    # One table, one kind of environment: a venv's and a container's runs are not the same measurement.
+    backends = {label: doc.header.options.backend for label, doc in documents}
+    if len({b for b in backends.values() if b is not None}) > 1:
+        other = next(label for label, b in backends.items() if b not in (None, backends[first_label]))
+        raise UserError(f"merge: {other} was measured with --backend {backends[other]}, {first_label} with "
+                        f"{backends[first_label]}: merge shards measured in one kind of environment")
+
+
+def _shards(documents: list[tuple[str, ResultsDocument]]) -> tuple[list[RecordedShard], list[int]]:
+    """The documents' shards (none for whole sweeps) and the numbers of the shards not given; UserError where
+    they are not the shards of one cut."""
+    shards = [s for _, doc in documents if (s := doc.header.shard) is not None]
+    if not shards:
+        return shards, []
+    if len(shards) < len(documents):
+        whole = next(label for (label, doc) in documents if not doc.header.shard)
+        raise UserError(f"merge: {whole} is a whole sweep, not a shard; merge shards of one sweep")
+    counts = {s.count for s in shards}
+    if len(counts) > 1:
+        raise UserError(f"merge: the shards were cut {' and '.join(map(str, sorted(counts)))} ways")
+    indices = [s.index for s in shards]
+    repeated = sorted({i for i in indices if indices.count(i) > 1})
+    if repeated:
+        raise UserError(f"merge: shard {repeated[0]}/{counts.pop()} given twice")
+    missing = sorted(set(range(1, shards[0].count + 1)) - set(indices))
+    return shards, missing
 
 
 def _value(backend: Any) -> str | None:

@@ -10,6 +10,7 @@ from typing import TypeVar
 from collections.abc import Callable
 
 import msgspec
+from filelock import FileLock
 
 from harness.core.confidence import default_runs
 from harness.core.runs import PYTEST
@@ -17,7 +18,8 @@ from harness.inputs.config import CHECK_SOURCE, MAX_NAME, Config, ConfigFile, lo
 from harness.inputs.dependencies import Requirements, read_script_requirements_file, split_script_requirements
 from harness.core.errors import UserError
 from harness.core.files import fitting_name
-from harness.results.header import RecordedOptions, RecordedShard
+from harness.core.model import CellSpec
+from harness.results.header import RecordedOptions, RecordedShard, ResultsHeader
 from harness.inputs.options import DEFAULT_RESULTS, Given
 from harness.measure.progress import Progress
 from harness.report.reproduce import summary_of
@@ -150,17 +152,7 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     header.releases = releases_between(opened.index, versions)  # the index was read to resolve them: no new query
     if shard:
         header.shard = RecordedShard(shard.index, shard.count, [c.key for c in planned], [c.key for c in cells])
-    if options.resume is not None:
-        previous = load_results(options.resume)  # again, now that no other process can be writing it
-        check_same_sweep(previous.header, header, str(options.resume))
-        kept = finished_cells(previous.cells)
-        cells = still_to_measure(cells, kept)
-        progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
-        run_dir = results_folder(results_file(options.resume))
-        header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
-        writer = ResultsWriter(run_dir, header, cells=kept, lock=lock)
-    else:
-        writer = ResultsWriter(new_results_folder(options.out, config.name), header)
+    writer, cells = _writer(config, options, header, cells, lock, progress)
     progress.say(f"results: {writer.path}")
     cells_sweep = Sweep(config, choice.backend, writer, progress, at_once=at_once.count,
                         planner=opened.planner(),
@@ -178,3 +170,19 @@ def sweep(config: Config, options: SweepOptions, progress: Progress,
     boundaries = release_boundaries(writer.cells, writer.document.header.releases)
     return SweepOutcome(writer.dir, writer.cells, status, again,
                         summary_of(writer.document.header, writer.cells, boundaries), boundaries)
+
+
+def _writer(config: Config, options: SweepOptions, header: ResultsHeader, cells: list[CellSpec],
+            lock: FileLock | None, progress: Progress) -> tuple[ResultsWriter, list[CellSpec]]:
+    """The writer of the sweep's results, and the cells it still has to measure: a new results folder, or
+    (--resume) the one named, with the cells it already finished kept."""
+    if options.resume is None:
+        return ResultsWriter(new_results_folder(options.out, config.name), header), cells
+    previous = load_results(options.resume)  # again, now that no other process can be writing it
+    check_same_sweep(previous.header, header, str(options.resume))
+    kept = finished_cells(previous.cells)
+    cells = still_to_measure(cells, kept)
+    progress.say(f"resuming {options.resume}: {len(kept)} cell(s) kept, {len(cells)} to measure")
+    run_dir = results_folder(results_file(options.resume))
+    header.created, header.resumed = previous.header.created, [*previous.header.resumed, utc_now()]
+    return ResultsWriter(run_dir, header, cells=kept, lock=lock), cells

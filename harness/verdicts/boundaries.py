@@ -189,6 +189,26 @@ class Boundaries:
     def _fails_phrase(self, failing: FailedRelease) -> str:
         return f"the program fails from {failing.version} ({failing.reason})"
 
+    def _no_boundary_phrase(self) -> str:
+        """Every release measured misses: no boundary in the range, and why that may be."""
+        first, last = self.measured[0], self.measured[-1]
+        if self.missed_under:  # the fresh processes all hit: the factor moved the keys
+            factors = ", ".join(self.missed_under)
+            span = f"on {first}, the only release measured" if first == last else \
+                f"on every release measured, {first} to {last}"
+            return (f"a start under --vary {factors} misses {span} (its fresh processes hit: the keys follow "
+                    f"{factors}), so the range shows no boundary (measure an earlier release for one)")
+        elif first == last and self.failed:  # other releases were measured: they failed
+            return (f"fresh processes miss the cache on {first}, the only release where the program ran, "
+                    "so the range shows no boundary where it appears (measure an earlier release for one)")
+        elif first == last:
+            return (f"fresh processes miss the cache on {first}, the only release measured, so the range "
+                    "shows no boundary (measure an earlier release for one)")
+        else:
+            return (f"fresh processes miss the cache on every release measured, {first} to {last}, so the "
+                    f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
+                    f"than {first})")
+
     def line(self, narrowing: Narrowing | None = None, also: Also | None = None) -> str:
         """The summary line. `narrowing`: spells the command that measures the releases a boundary leaves
         unmeasured (without it the gap is still said, with no command). `also`: what else changed between a
@@ -205,23 +225,7 @@ class Boundaries:
             return "; ".join([*outside, *said, *(u.phrase() for u in self.uncached)])
         failing = self.fails_from
         if self.no_boundary:
-            first, last = self.measured[0], self.measured[-1]
-            if self.missed_under:  # the fresh processes all hit: the factor moved the keys
-                factors = ", ".join(self.missed_under)
-                span = f"on {first}, the only release measured" if first == last else \
-                    f"on every release measured, {first} to {last}"
-                text = (f"a start under --vary {factors} misses {span} (its fresh processes hit: the keys follow "
-                        f"{factors}), so the range shows no boundary (measure an earlier release for one)")
-            elif first == last and self.failed:  # other releases were measured: they failed
-                text = (f"fresh processes miss the cache on {first}, the only release where the program ran, "
-                        "so the range shows no boundary where it appears (measure an earlier release for one)")
-            elif first == last:
-                text = (f"fresh processes miss the cache on {first}, the only release measured, so the range "
-                        "shows no boundary (measure an earlier release for one)")
-            else:
-                text = (f"fresh processes miss the cache on every release measured, {first} to {last}, so the "
-                        f"range shows no boundary: likely the program's own nondeterminism (or a regression older "
-                        f"than {first})")
+            text = self._no_boundary_phrase()
         elif self.appears_in is None:
             text = ("not reproduced in this range" if failing is None else
                     f"not reproduced where the program ran (through {self.measured[-1]}); {self._fails_phrase(failing)}")

@@ -5,7 +5,7 @@ then adds to it here, in one order: --vary's factors (a clean cell that misses u
 the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
 how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
 follow the hash seed, the seed plan with the miss bounds it gives a clean cell, and a reproduced cell's
-likely cause. The scheduler (harness/measure/cell_runner.py) only gathers; nothing after this changes the
+likely cause. The scheduler (harness/measure/open_cell.py, cell_schedule.py) only gathers; nothing after this changes the
 cell. The one thing read here is the cause: the cell's lowered modules are compared by whoever hands in a
 `CauseReader` (the report layer, which keeps that evidence for report.md), as the judged cell says which runs.
 """

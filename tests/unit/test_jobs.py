@@ -25,7 +25,9 @@ from harness.measure.multiprocess_env import GroupPlan, rank_env, rank_log
 from harness.core.model import CellSpec
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import ProcessOutcome, Program
-from harness.measure.cell_runner import CellRunner, OpenCell, run_cells
+from harness.measure.cell_runner import CellRunner
+from harness.measure.cell_schedule import run_cells
+from harness.measure.open_cell import OpenCell
 from harness.measure.seeds import Probe, random_plan, rank_seeds, with_ranks
 from harness.inside.startup import jax_cache_harness_hook as hook
 from tests.helpers import pid_exists
@@ -192,7 +194,7 @@ class GroupEnvironment(Environment):
 
 
 def test_a_process_group_takes_a_slot_per_process(tmp_path, monkeypatch):
-    import harness.measure.cell_runner as runner_module
+    import harness.measure.open_cell as runner_module
 
     monkeypatch.setattr(runner_module, "group_problem", lambda *args: None)
     env = GroupEnvironment()

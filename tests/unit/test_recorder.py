@@ -351,7 +351,7 @@ def test_pytest_is_added_to_the_requirements_unless_named():
 def test_the_recorder_file_stops_at_its_cap_and_says_so(tmp_path):
     """A suite that compiles millions of keys: the file grew without bound (the harness then read none of it, past
     recorder.MAX_BYTES). It stops at the hook's cap with one line that says so, and what it holds is read."""
-    from harness.inside.startup.jax_cache_harness_hook import RECORDER_MAX_BYTES, Recorder
+    from harness.inside.startup.jax_cache_harness_recorder import RECORDER_MAX_BYTES, Recorder
     assert recorder.MAX_BYTES > RECORDER_MAX_BYTES  # what the hook writes is always read
     path = tmp_path / "run.recorder.jsonl"
     hook = Recorder(str(path), max_bytes=4000)

@@ -16,7 +16,7 @@ from harness.core.records import convert, plain
 from harness.core.runs import Program
 from harness.core.errors import UserError
 from harness.inside.startup import startup_dir
-from harness.reduce import sandbox
+from harness.reduce import sandbox, socket_filter
 from harness.reduce.measure import Measured, wrote_outside
 from harness.reduce.sandbox import (Confinement, Confines, Sandbox, Workspace, bwrap_argv, bwrap_launcher,
                                     bwrap_problem, copy_plan, write_places)
@@ -373,7 +373,7 @@ a, b = socket.socketpair(); a.sendall(b"p"); print("pair", b.recv(1).decode())
 def test_the_filter_refuses_unix_sockets_and_io_uring_and_other_architectures_only():
     import struct
     for machine in ("x86_64", "aarch64"):
-        program = sandbox.unix_socket_filter(machine)
+        program = socket_filter.unix_socket_filter(machine)
         assert len(program) % 8 == 0
         ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
         returns = [k for code, _, _, k in ops if code == 0x06]

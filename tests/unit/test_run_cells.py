@@ -7,7 +7,9 @@ import pytest
 
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform, Verdict
-from harness.measure.cell_runner import CellRunner, OpenCell, error_cell, run_cells
+from harness.measure.cell_runner import CellRunner, error_cell
+from harness.measure.cell_schedule import run_cells
+from harness.measure.open_cell import OpenCell
 from tests.fakes import REPRO, ScriptedEnvironment
 
 MESH = Mesh((8, 1, 1, 1), ("a", "b", "c", "d"))

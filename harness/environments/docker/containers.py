@@ -30,7 +30,8 @@ from harness.core.platforms import describe, device_nodes
 from harness.core.runs import ProcessOutcome, Program
 from harness.inputs.process_variables import IR_DUMP_VAR
 from harness.inside.startup import startup_dir
-from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR, RECORDER_VAR
+from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR, RECORD_VAR
+from harness.inside.startup.jax_cache_harness_recorder import RECORDER_VAR
 
 # Where a run sees its folders inside the container.
 CACHE_MOUNT = "/harness/cache"
@@ -75,32 +76,7 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
     if working_dir == work_mount:
         # The working folder (--cwd, or a module's package folder), read-only like the script's.
         mounts.append(Mount(target=work_mount, source=str(workdir), type="bind", read_only=True))
-    if IR_DUMP_VAR in env:
-        # The runner names a host folder for JAX's IR dump (a user script's evidence): mount it.
-        host_dump = Path(env[IR_DUMP_VAR]).resolve()
-        host_dump.mkdir(parents=True, exist_ok=True)
-        mounts.append(Mount(target=IR_DUMP_MOUNT, source=str(host_dump), type="bind"))
-        environment[IR_DUMP_VAR] = IR_DUMP_MOUNT
-    if RECORD_VAR in env:
-        # The start-up hook (a user's script's own cache settings) and the file it records to.
-        record = Path(env[RECORD_VAR]).resolve()
-        record.parent.mkdir(parents=True, exist_ok=True)
-        mounts.append(Mount(target=RECORD_MOUNT, source=str(record.parent), type="bind"))
-        environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
-        if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
-            environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
-    if DEVICES_VAR in env:
-        # The devices run 1 reports, beside its log: that folder mounted (where the record's is, once).
-        devices = Path(env[DEVICES_VAR]).resolve()
-        devices.parent.mkdir(parents=True, exist_ok=True)
-        if not any(m["Target"] == RECORD_MOUNT for m in mounts):
-            mounts.append(Mount(target=RECORD_MOUNT, source=str(devices.parent), type="bind"))
-        environment[DEVICES_VAR] = f"{RECORD_MOUNT}/{devices.name}"
-    startup = str(startup_dir())
-    if startup in env.get("PYTHONPATH", "").split(os.pathsep):
-        mounts.append(Mount(target=STARTUP_MOUNT, source=startup, type="bind", read_only=True))
-        environment["PYTHONPATH"] = os.pathsep.join(
-            STARTUP_MOUNT if part == startup else part for part in env["PYTHONPATH"].split(os.pathsep))
+    _mount_harness_files(env, environment, mounts)
     if variation is not None and variation.uid is not None:
         user = f"{variation.uid}:{OTHER_GID}"
     kwargs: dict[str, Any] = {
@@ -129,6 +105,37 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
     if access.device_globs:  # the TPU's chips as the host has them (libtpu opens the nodes itself)
         kwargs["devices"] = [f"{node}:{node}:rwm" for node in device_nodes(access.device_globs)]
     return kwargs
+
+
+def _mount_harness_files(env: dict[str, str], environment: dict[str, str], mounts: list[Mount]) -> None:
+    """The host files the harness hands a run (IR dump, the hook's record, the devices file, the start-up
+    folder): each mounted, and its variable in `environment` pointed at the path inside."""
+    if IR_DUMP_VAR in env:
+        # The runner names a host folder for JAX's IR dump (a user script's evidence): mount it.
+        host_dump = Path(env[IR_DUMP_VAR]).resolve()
+        host_dump.mkdir(parents=True, exist_ok=True)
+        mounts.append(Mount(target=IR_DUMP_MOUNT, source=str(host_dump), type="bind"))
+        environment[IR_DUMP_VAR] = IR_DUMP_MOUNT
+    if RECORD_VAR in env:
+        # The start-up hook (a user's script's own cache settings) and the file it records to.
+        record = Path(env[RECORD_VAR]).resolve()
+        record.parent.mkdir(parents=True, exist_ok=True)
+        mounts.append(Mount(target=RECORD_MOUNT, source=str(record.parent), type="bind"))
+        environment[RECORD_VAR] = f"{RECORD_MOUNT}/{record.name}"
+        if RECORDER_VAR in env:  # the in-process recorder's file: beside the record (the same folder)
+            environment[RECORDER_VAR] = f"{RECORD_MOUNT}/{Path(env[RECORDER_VAR]).name}"
+    if DEVICES_VAR in env:
+        # The devices run 1 reports, beside its log: that folder mounted (where the record's is, once).
+        devices = Path(env[DEVICES_VAR]).resolve()
+        devices.parent.mkdir(parents=True, exist_ok=True)
+        if not any(m["Target"] == RECORD_MOUNT for m in mounts):
+            mounts.append(Mount(target=RECORD_MOUNT, source=str(devices.parent), type="bind"))
+        environment[DEVICES_VAR] = f"{RECORD_MOUNT}/{devices.name}"
+    startup = str(startup_dir())
+    if startup in env.get("PYTHONPATH", "").split(os.pathsep):
+        mounts.append(Mount(target=STARTUP_MOUNT, source=startup, type="bind", read_only=True))
+        environment["PYTHONPATH"] = os.pathsep.join(
+            STARTUP_MOUNT if part == startup else part for part in env["PYTHONPATH"].split(os.pathsep))
 
 
 def mount_points(variation: RunVariation | None) -> tuple[str, str, str]:

@@ -12,9 +12,10 @@ import sys
 
 TYPE_CHECKING = False  # typing's, without importing typing at start-up (jax_cache_harness_hook says why)
 if TYPE_CHECKING:  # the same file, as the type checker sees it (in harness/); never run
-    from . import jax_cache_harness_hook
+    from . import jax_cache_harness_hook, jax_cache_harness_recorder
 else:
     import jax_cache_harness_hook  # this folder is first on sys.path: the hook's own top-level name
+    import jax_cache_harness_recorder
 
 
 def _chain() -> None:
@@ -31,8 +32,8 @@ def _chain() -> None:
 
 if os.environ.get(jax_cache_harness_hook.RECORD_VAR):
     jax_cache_harness_hook.install()
-if os.environ.get(jax_cache_harness_hook.RECORDER_VAR):
-    jax_cache_harness_hook.install_recorder(os.environ.get(jax_cache_harness_hook.KEPT_TARGET_VAR))
+if os.environ.get(jax_cache_harness_recorder.RECORDER_VAR):
+    jax_cache_harness_recorder.install_recorder(os.environ.get(jax_cache_harness_hook.KEPT_TARGET_VAR))
 if os.environ.get(jax_cache_harness_hook.WRITE_ROOTS_VAR) and os.environ.get(jax_cache_harness_hook.WRITES_RECORD_VAR):
     jax_cache_harness_hook.install_write_watch()
 if os.environ.get(jax_cache_harness_hook.DEVICES_VAR):
