@@ -24,7 +24,7 @@ from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.write import write_report
-from harness.report.render import EVIDENCE_TITLE
+from harness.report.evidence_section import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
                                      extract_lowered, key_seeds, moved_module, strip_locations)
 from harness.report.reproduce import shell_commands
@@ -450,7 +450,7 @@ def test_a_new_key_is_paired_with_the_same_shape_in_the_first_run_never_within_o
 
 
 def _one_evidence_text(ev):
-    from harness.report.render import _one_evidence
+    from harness.report.evidence_section import _one_evidence
     return "\n".join(_one_evidence(ev))
 
 
