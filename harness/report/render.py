@@ -37,7 +37,8 @@ from harness.evidence.per_test import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics
-from harness.report.table import boundaries_of, in_version_order, render_markdown_table as render_table, summary_line
+from harness.report.table import boundaries_of, facts_line, in_version_order, render_markdown_table as render_table
+from harness.verdicts.cell_facts import CellFacts, cells_facts
 
 REPORT_FILE = "report.md"
 MAX_REPRO_CELLS = 3  # "Reproduce with" blocks: the first reproduced cell of each mesh, at most this many
@@ -57,15 +58,17 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     summary = summary_of(header, cells, bounds)  # the title's line and the Boundaries section's
     # A bisection adds cells in the order it tested them; every section lists them as the table does,
     # and "the first reproduced cell" is then the earliest release.
+    # each cell's facts, derived once: the document's as its cells entered it
+    facts = document.facts if cells is document.cells and len(document.facts) == len(cells) else cells_facts(cells)
     cells = in_version_order(cells)
-    title = summary_sentence(cells, header, summary)
+    title = summary_sentence(cells, facts, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
         first_screen(cells, functions),
         per_test_section(cells, functions, {key: (e.module, e.key_b) for key, e in evidence.items()
                                             if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
-        ["## Results", "", render_table(cells)],
+        ["## Results", "", render_table(facts)],
         _boundaries(document, cells, evidence, bounds, summary),
         _groups(cells),
         cache_statistics(cells),
@@ -86,7 +89,8 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     return "\n\n".join("\n".join(s).strip("\n") for s in sections if s) + "\n"
 
 
-def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = None, summary: str | None = None) -> str:
+def summary_sentence(cells: list[CellResult], facts: list[CellFacts], header: ResultsHeader | None = None,
+                     summary: str | None = None) -> str:
     """The one line for an issue title or first sentence (Markdown); with the `header`, a boundary across
     releases not measured is told as a range, with the command that narrows it (`summary`: that line, made
     already)."""
@@ -97,7 +101,7 @@ def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = Non
     boundaries = summary if summary is not None else boundaries_of(cells)
     if worst is not None and worst.commit is not None:  # said of the releases' boundaries, before what follows
         boundaries += " of releases; jax commit " + worst.label + " reproduces"
-    line = md.text(summary_line(cells, boundaries))
+    line = md.text(facts_line(facts, boundaries))
     if worst is None:
         return line
     comparison = cell_comparison(worst)
