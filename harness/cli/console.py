@@ -16,7 +16,7 @@ from harness.core.markdown import visible
 from harness.core.platforms import devices_differ, open_cost_line
 from harness.core.model import NO_MESH, CellResult, CellSpec
 from harness.core.runs import RunRecord
-from harness.report.table import weak_bound
+from harness.verdicts.cell_facts import weak_bound
 
 
 class ConsoleProgress:

@@ -31,8 +31,8 @@ from harness.core.markdown import visible
 from harness.evidence.per_test import Category
 from harness.verdicts.factor_verdicts import moved_folder_line
 from harness.report.per_test import cell_findings, jax_label, not_cached_why
-from harness.report.table import (cell_label, detail, factor_cost_phrase, in_version_order, render_markdown_table,
-                                  summary_line)
+from harness.report.table import in_version_order, render_markdown_table, summary_line
+from harness.verdicts.cell_facts import cell_label, cells_facts, detail, factor_cost_phrase
 
 STEP_SUMMARY_VAR = "GITHUB_STEP_SUMMARY"
 MAX_MESSAGE = 200  # a failure's message attribute: one sentence a CI shows in a list, not a log
@@ -277,7 +277,7 @@ def step_summary(cells: Sequence[CellResult], title: str, status: str = "", line
     missing = missing_tests_lines(cells)
     tests = ("\n**Tests that missed:**\n\n" + "\n".join(missing[:50])
              + (f"\n- ... and {len(missing) - 50} more (report.md)" if len(missing) > 50 else "") + "\n") if missing else ""
-    return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(list(cells))}\n\n"
+    return (f"### {markdown.text(title)}\n\n{said}{render_markdown_table(cells_facts(cells))}\n\n"
             f"**{markdown.text(line if line is not None else summary_line(list(cells)))}**\n{tests}")
 
 

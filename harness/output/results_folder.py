@@ -49,7 +49,7 @@ class ResultsWriter:
 
     def add(self, cell: CellResult) -> None:
         """Keep `cell` (finished: harness/verdicts/finish.py) and rewrite the folder."""
-        self.document.cells.append(cell)
+        self.document.add(cell)
         self.flush()
 
     def cause(self, cell: CellResult) -> Cause | None:
@@ -91,8 +91,7 @@ def write_files(folder: Path, document: ResultsDocument, report: ReportWriter | 
     write_atomic(folder / RESULTS_FILE, results_text(document, encoded or EncodedCells()))
     # The releases' boundaries once for both files: table.md's summary line, report.md's title and section.
     boundaries = release_boundaries(document.cells, document.header.releases)
-    write_atomic(folder / TABLE_FILE, render_markdown(document.cells, document,
-                                                      summary_of(document.header, document.cells, boundaries)))
+    write_atomic(folder / TABLE_FILE, render_markdown(document, summary_of(document.header, document.cells, boundaries)))
     (report or ReportWriter(folder)).write(document, document.cells, boundaries)
 
 

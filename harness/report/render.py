@@ -16,12 +16,9 @@ from harness.verdicts.boundaries import Boundaries, release_boundaries, version_
 from harness.evidence.keys import cell_comparison
 from harness.verdicts.uncached import user_sets_folder
 from harness.inputs.dependencies import other_distributions
-from harness.core.findings import Attribution
 from harness.core.model import CellResult
 from harness.core.kinds import FolderMode, Verdict
 from harness.core.platforms import describe
-from harness.core.findings import RankSplit
-from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
 from harness.results.bisection import Outcome
 from harness.results.reduction import REDUCE_SECTION, Reduced
@@ -29,8 +26,8 @@ from harness.results.document import BISECTION, ResultsDocument, SweepStatus, su
 from harness.core.confidence import SeedStrategy
 from harness.report.bisect_section import bisect_section, commit_link
 from harness.evidence.program_packages import ProgramPackages
-from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, ProgramsDiffer, Seeds, key_seeds,
-                                     moved_module, programs_differ, short_key)
+from harness.report.evidence import CAUSE_WORDS, Evidence, Seeds, key_seeds, moved_module
+from harness.report.evidence_section import EvidenceMap, evidence_section, jax_words, where_words
 from harness.report.reproduce import (harness_command, seed_commands, shell_comment, shell_commands,
                                       summary_of)
 from harness.verdicts.seed_check import phrase
@@ -40,15 +37,12 @@ from harness.evidence.per_test import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics
-from harness.inputs.process_variables import process_env
-from harness.report.table import boundaries_of, in_version_order, render_markdown_table as render_table, summary_line
+from harness.report.table import boundaries_of, facts_line, in_version_order, render_markdown_table as render_table
+from harness.verdicts.cell_facts import CellFacts, cells_facts
 
 REPORT_FILE = "report.md"
-EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
-MAX_DIFF_LINES = 80  # a longer diff is cut: the first changed lines carry the point
 MAX_REPRO_CELLS = 3  # "Reproduce with" blocks: the first reproduced cell of each mesh, at most this many
 
-EvidenceMap = dict[str, Evidence | MissingEvidence]  # CellSpec.key -> evidence
 SeedsMap = dict[str, Seeds]  # CellSpec.key -> the first run's seed and those that brought new keys
 
 
@@ -64,15 +58,17 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     summary = summary_of(header, cells, bounds)  # the title's line and the Boundaries section's
     # A bisection adds cells in the order it tested them; every section lists them as the table does,
     # and "the first reproduced cell" is then the earliest release.
+    # each cell's facts, derived once: the document's as its cells entered it
+    facts = document.facts if cells is document.cells and len(document.facts) == len(cells) else cells_facts(cells)
     cells = in_version_order(cells)
-    title = summary_sentence(cells, header, summary)
+    title = summary_sentence(cells, facts, header, summary)
     sections = [
         [f"# {md.text(config.name or 'sweep')}: {title}", *_status(document)],
         first_screen(cells, functions),
         per_test_section(cells, functions, {key: (e.module, e.key_b) for key, e in evidence.items()
                                             if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
-        ["## Results", "", render_table(cells)],
+        ["## Results", "", render_table(facts)],
         _boundaries(document, cells, evidence, bounds, summary),
         _groups(cells),
         cache_statistics(cells),
@@ -80,7 +76,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
         _commits(cells),
         _bisection(document, cells),
         _minimal_reproducer(document.sections),
-        _evidence(cells, evidence),
+        evidence_section(cells, evidence),
         variation_section(header, cells),
         moved_folder_section(header, cells),
         _environment(document, cells),
@@ -93,7 +89,8 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
     return "\n\n".join("\n".join(s).strip("\n") for s in sections if s) + "\n"
 
 
-def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = None, summary: str | None = None) -> str:
+def summary_sentence(cells: list[CellResult], facts: list[CellFacts], header: ResultsHeader | None = None,
+                     summary: str | None = None) -> str:
     """The one line for an issue title or first sentence (Markdown); with the `header`, a boundary across
     releases not measured is told as a range, with the command that narrows it (`summary`: that line, made
     already)."""
@@ -104,16 +101,16 @@ def summary_sentence(cells: list[CellResult], header: ResultsHeader | None = Non
     boundaries = summary if summary is not None else boundaries_of(cells)
     if worst is not None and worst.commit is not None:  # said of the releases' boundaries, before what follows
         boundaries += " of releases; jax commit " + worst.label + " reproduces"
-    line = md.text(summary_line(cells, boundaries))
+    line = md.text(facts_line(facts, boundaries))
     if worst is None:
         return line
     comparison = cell_comparison(worst)
     module = comparison.moved_module()
     if module is None:  # a results folder judged by an older rule
-        return f"{line}; reproduced on {_jax(worst)}" + (f": {md.text(worst.reason)}" if worst.reason else "")
+        return f"{line}; reproduced on {jax_words(worst)}" + (f": {md.text(worst.reason)}" if worst.reason else "")
     brought = len(comparison.runs_with_new(module))
     later = len(comparison.later_runs)
-    return (f"{line}; on {_jax(worst)} {md.code(module)} got a persistent-cache key the first run did "
+    return (f"{line}; on {jax_words(worst)} {md.code(module)} got a persistent-cache key the first run did "
             f"not compute in {brought} of {later} later fresh process" + ("" if later == 1 else "es"))
 
 
@@ -192,8 +189,8 @@ def _likely_cause(cells: list[CellResult], evidence: EvidenceMap) -> str:
         if cell.verdict != Verdict.REPRODUCED or not isinstance(item, Evidence):
             continue
         if item.cause is None:  # identical modules: what moved is outside them, as the note says
-            return f"on {_jax(cell)}, {md.text(item.note or 'the lowered modules are identical')} (see the Evidence below)"
-        return f"on {_jax(cell)}, `{item.cause}`: {CAUSE_WORDS[item.cause]} (the diff is in the Evidence below)"
+            return f"on {jax_words(cell)}, {md.text(item.note or 'the lowered modules are identical')} (see the Evidence below)"
+        return f"on {jax_words(cell)}, `{item.cause}`: {CAUSE_WORDS[item.cause]} (the diff is in the Evidence below)"
     return "the Evidence below, where the runs' lowered modules were kept"
 
 
@@ -208,7 +205,7 @@ def _as_it_runs(cells: list[CellResult]) -> list[str]:
         if cell.seed_check is not None and cell.seed_check.follows_seed:
             sentences.append(f"{phrase(cell.seed_check)} (see Reproduce with)")
         for sentence in sentences:
-            said.setdefault(sentence, []).append(_jax(cell))
+            said.setdefault(sentence, []).append(jax_words(cell))
     return [f"- **{', '.join(where)}**: {md.text(text[0].upper() + text[1:])}." for text, where in said.items()]
 
 
@@ -259,12 +256,10 @@ def _commits(cells: list[CellResult]) -> list[str]:
         jaxlib = commit.jaxlib or cell.environment_facts.get("jaxlib_release")
         ran = f"run with jaxlib {md.text(jaxlib)} (the newest release it accepts that ran)" if jaxlib else \
             "no jaxlib ran it"
-        lines.append(f"- {md.text(cell.label)}{ref}: {commit_link(commit.info)}; {ran}; {_where(cell)}: "
+        lines.append(f"- {md.text(cell.label)}{ref}: {commit_link(commit.info)}; {ran}; {where_words(cell)}: "
                      f"**{md.text(cell.verdict)}**"
                      + (f" ({md.text(cell.reason)})" if cell.reason and cell.verdict != Verdict.CLEAN else ""))
     return lines
-
-
 
 
 def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
@@ -323,91 +318,6 @@ def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     return bisect_section(outcome, ProgramPackages.of(cells, document.header.config.requirements or ()))
 
 
-def _evidence(cells: list[CellResult], evidence: EvidenceMap) -> list[str]:
-    shown = [c for c in cells if c.spec.key in evidence]
-    if not shown:
-        return []
-    lines = [EVIDENCE_TITLE, ""]
-    for number, cell in enumerate(shown):
-        body = _attribution(cell, evidence[cell.spec.key]) + _one_evidence(evidence[cell.spec.key]) + \
-            _inconsistencies(cell)
-        title = f"{_jax(cell)}, {_where(cell)}"
-        if number == 0:
-            lines += [f"### {title}", "", *body, ""]
-        else:  # the first one makes the point; the rest are folded
-            lines += [f"<details><summary>{title}</summary>", "", *body, "", "</details>", ""]
-    return lines
-
-
-def _attribution(cell: CellResult, item: Evidence | MissingEvidence | None = None) -> list[str]:
-    """Which key components moved, from the runs' JAX logs: a components x runs table, the differing
-    ones marked; when the computation is not among them, that the modules are identical."""
-    if cell.rank_split is not None:
-        return _rank_attribution(cell.rank_split, item)
-    attribution = cell.attribution
-    if attribution is None:
-        why = cell.attribution_unavailable or "the runs' JAX logs were not read (a folder from before they were)"
-        # An entry compiled again while on disk is JAX's log's word, not the folder's (its keys did not move).
-        alone = "" if cell_comparison(cell).unserved else " The verdict comes from the cache folder alone."
-        return [f"_Attribution unavailable: {md.text(why)}.{alone}_", ""]
-    moved = attribution.components
-    names = ", ".join(md.code(n) for n in moved) or "none"
-    lines = [f"Which part of the {md.code(attribution.module)} key moved (JAX's own log, each component's own hash): {names}.",
-             ""]
-    rows = [[md.cell(f"**{md.text(name)}**" if a != b else md.text(name)), _short_hash(a), _short_hash(b),
-             "differs" if a != b else ""] for name, a, b in attribution.hashes]
-    lines += [tabulate(rows, headers=["component", md.cell(f"run {attribution.run_a} ({md.text(short_key(attribution.key_a))})"),
-                                      md.cell(f"run {attribution.run_b} ({md.text(short_key(attribution.key_b))})"), ""],
-                       tablefmt="github"), ""]
-    if "computation" not in moved:
-        lines += [(f"The lowered modules are identical (the `computation` hash is the same): the key moved through "
-                   f"{names} alone."), ""]
-        if "XLA flags" in moved:
-            lines += [_xla_flags(cell, attribution), ""]
-    return lines
-
-
-# What two processes' different programs mean for the job, by what their lowered modules' diff shows.
-PROGRAMS_DIFFER_WORDS = {
-    ProgramsDiffer.COLLECTIVES: "The processes lowered different programs for the same function, and a collective "
-                                "is among the differing lines: the collectives each then runs do not match the "
-                                "other's, so such a job hangs or dies.",
-    ProgramsDiffer.CONSTANTS: "The processes lowered the same program but for a constant (only constants differ "
-                              "in the diff below): their collectives match, so the job runs, but each process "
-                              "computes its own key and none hits what process 0 wrote.",
-    ProgramsDiffer.OTHER: "The processes lowered different programs for the same function; no collective is among "
-                          "the differing lines below.",
-}
-
-
-def _programs_differ_words(item: Evidence | MissingEvidence | None) -> str:
-    found = programs_differ(item.diff) if isinstance(item, Evidence) else None
-    if found is not None:
-        return PROGRAMS_DIFFER_WORDS[found]
-    return ("The processes lowered different programs for the same function; whether their collectives differ "
-            "only the lowered modules' diff can say, and it is not here.")
-
-
-def _rank_attribution(split: RankSplit, item: Evidence | MissingEvidence | None) -> list[str]:
-    """The components of the two processes' keys of one run, from each process's own JAX log; what their
-    programs' difference means for the job, from the lowered modules' diff."""
-    a, b = split.ranks
-    names = ", ".join(md.code(n) for n in split.components) or "none"
-    lines = [(f"Which parts of the {md.code(split.module)} key differ between processes {a} and {b} of run {split.run} "
-              f"(each process's own JAX log): {names}."), ""]
-    rows = [[md.cell(f"**{md.text(name)}**" if x != y else md.text(name)), _short_hash(x), _short_hash(y),
-             "differs" if x != y else ""] for name, x, y in split.hashes]
-    lines += [tabulate(rows, headers=["component", md.cell(f"process {a} ({md.text(short_key(split.keys[0]))})"),
-                                      md.cell(f"process {b} ({md.text(short_key(split.keys[1]))})"), ""],
-                       tablefmt="github"), ""]
-    if "computation" in split.components:
-        lines += [_programs_differ_words(item), ""]
-    if "accelerator_config" in split.components:
-        lines += [("(`accelerator_config` names each process's own devices and differs between the processes of "
-                   "every job here; it is not what moved.)"), ""]
-    return lines
-
-
 def _groups(cells: list[CellResult]) -> list[str]:
     """What the multi-process cells were, and what each process said on its own."""
     groups = [(c, c.job) for c in cells if c.spec.is_multiprocess and c.job is not None]
@@ -423,7 +333,7 @@ def _groups(cells: list[CellResult]) -> list[str]:
               "is also judged alone (below). See docs/multi-process.md for what this simulates and what not."), ""]
     for cell, facts in groups:
         seeds = cell.seeds.ranks if cell.seeds is not None else []
-        lines.append(f"- **{_jax(cell)}**, {facts.processes} processes per run"
+        lines.append(f"- **{jax_words(cell)}**, {facts.processes} processes per run"
                      + (f"; seeds by process: {', '.join('(' + ', '.join(map(str, r)) + ')' for r in seeds)}"
                         if seeds else ""))
         for verdict in facts.per_process:
@@ -435,66 +345,6 @@ def _groups(cells: list[CellResult]) -> list[str]:
         ranks_how = next(c.seeds.ranks_how for c, _ in groups if c.seeds is not None and c.seeds.ranks_how)
         lines += ["", f"Seeds by process: {ranks_how}."]
     return lines
-
-
-def _xla_flags(cell: CellResult, item: Attribution) -> str:
-    runs = {r.index: r for r in cell.runs}
-    given = {i: process_env(cell.spec, runs[i].seed).get("XLA_FLAGS", "") for i in (item.run_a, item.run_b) if i in runs}
-    shown = "; ".join(f"run {i}: {md.code('XLA_FLAGS=' + flags)}" if flags else f"run {i}: none"
-                      for i, flags in given.items())
-    return (f"The XLA flags the harness gave the runs ({shown}) were the same, so the process changed them itself "
-            "(its own XLA_FLAGS, or `--xla_*` arguments, which JAX also hashes): the harness cannot see what it set.")
-
-
-def _short_hash(value: str | None) -> str:
-    return md.cell(md.code(f"{value[:12]}…")) if value else "(not logged)"
-
-
-def _inconsistencies(cell: CellResult) -> list[str]:
-    if not cell.inconsistencies:
-        return []
-    return ["", "The cache folder and the runs' JAX logs disagree:", "",
-            *(f"- {md.text(line)}" for line in cell.inconsistencies)]
-
-
-def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
-    if isinstance(item, MissingEvidence):
-        return [f"_No diff: {md.text(item.why)}._"]
-    a, b = item.run_a, item.run_b
-    what = md.code(item.module) + (f" for arguments {md.code(item.arguments)}" if item.arguments else "")
-    if item.ranks is not None:
-        first = (f"Processes {item.ranks[0]} and {item.ranks[1]} of run {a.index} computed different keys for "
-                 f"{what}; their lowered modules differ")
-    elif item.key_b is None:  # overlapping later runs: which key each wrote is not known, only its module
-        first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) overlapped with other runs (--jobs), so which key it "
-                 f"wrote is not known, but it is one the first run did not compute: its lowered {what} differs "
-                 f"from the first run's (run {a.index}, `PYTHONHASHSEED={a.seed}`)")
-    else:
-        counterpart = f" ({md.code(short_key(item.key_a))})" if item.key_a else ""
-        first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) computed {md.code(short_key(item.key_b))}, a key the first "
-                 f"run did not; the first run, run {a.index} (`PYTHONHASHSEED={a.seed}`), compiled the same "
-                 f"computation{counterpart}. Their lowered {what} differs")
-    lines = [first + (" in:" if item.attributes else ":"), ""]
-    for name, before, after in item.attributes:
-        lines.append(f"- {md.code(name)}: {md.code(before)} → {md.code(after)}")
-    if item.identical:
-        return lines[:1] + ["", f"_{md.text(item.note)}._"]
-    diff = item.diff
-    if len(diff) > MAX_DIFF_LINES:
-        diff = diff[:MAX_DIFF_LINES] + [f"... ({len(item.diff) - MAX_DIFF_LINES} more diff lines)"]
-    cause = item.cause or Cause.UNKNOWN  # None only for a diff without a changed line
-    return lines + ["", *md.fence(diff, "diff"), "", f"Likely cause (`{cause}`): {CAUSE_WORDS[cause]}."]
-
-
-def _jax(cell: CellResult) -> str:
-    """`jax 0.4.28`, or `jax@c0cfc7ae9ff9` for a commit's cell (Markdown)."""
-    return md.text(cell.label if cell.commit else f"jax {cell.spec.jax_version}")
-
-
-def _where(cell: CellResult) -> str:
-    mesh = f"mesh {cell.spec.mesh.label}" if cell.spec.mesh else "user script"
-    group = f" in {cell.spec.processes} processes" if cell.spec.is_multiprocess else ""
-    return md.text(f"{mesh}, {cell.spec.platform} x{cell.spec.device_count}{group}")
 
 
 # The host's facts the Environment section names itself; the others follow under their own names.
@@ -556,7 +406,7 @@ def _packages(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     if listed:
         lines += ["", "<details><summary>packages installed besides jax and jaxlib, per cell</summary>", ""]
         for cell, installed in listed:
-            lines.append(f"- jax {md.text(cell.spec.jax_version)} ({_where(cell)}): "
+            lines.append(f"- jax {md.text(cell.spec.jax_version)} ({where_words(cell)}): "
                          + ", ".join(f"**{md.text(f'{n} {v}')}**" if n in names else md.text(f"{n} {v}")
                                      for n, v in installed.items()))
         lines += ["", "</details>"]
@@ -601,7 +451,7 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
             continue
         lines += [*md.fence(shell_commands(cell, config, _seeds_of(cell, seeds), header.options).splitlines(), "bash"), ""]
     for cell in [c for c in cells if c.seed_check is not None and c.seed_check.follows_seed][:MAX_REPRO_CELLS]:
-        lines += [f"On {_jax(cell)} the failure follows the hash seed: a failing and a passing seed, by hand:", "",
+        lines += [f"On {jax_words(cell)} the failure follows the hash seed: a failing and a passing seed, by hand:", "",
                   *md.fence(seed_commands(cell, config, header.options).splitlines(), "bash"), ""]
     commands = [harness_command(header, c) for c in chosen]
     if header.command:
@@ -617,7 +467,7 @@ def _group_reproduce(cell: CellResult) -> str:
     if run is not None and run.ranks:
         seeds = ", ".join(f"`PYTHONHASHSEED={r.seed}`" for r in run.ranks)
         which = f" (run {run.index} had {seeds} for processes {', '.join(str(r.rank) for r in run.ranks)})"
-    return (f"On {_jax(cell)} each run is a job of {cell.spec.processes} processes that join one another "
+    return (f"On {jax_words(cell)} each run is a job of {cell.spec.processes} processes that join one another "
             f"(`jax.distributed.initialize()`), each with its own hash seed{which}; the harness command below "
             "starts them so (docs/multi-process.md).")
 
@@ -639,7 +489,7 @@ def _follows_program(cell: CellResult) -> str:
 
 
 def _seeds_sentence(cell: CellResult, seeds: Seeds | None) -> str:
-    module, version = moved_module(cell) or "a module", _jax(cell)
+    module, version = moved_module(cell) or "a module", jax_words(cell)
     module = md.code(module)
     if seeds is None or not seeds.values:
         return (f"Which hash seeds gave a new {module} key on {version} cannot be told from the results "
@@ -665,7 +515,7 @@ def _listings(cells: list[CellResult]) -> list[str]:
     for c in cells:
         if not c.listing and not c.runs:
             continue
-        lines += [(f"<details><summary>{_jax(c)}, {_where(c)}: {md.text(c.verdict)}, "
+        lines += [(f"<details><summary>{jax_words(c)}, {where_words(c)}: {md.text(c.verdict)}, "
                    f"{len(c.listing)} file(s)</summary>"), "",
                   *md.fence(["$ ls -1 $JAX_COMPILATION_CACHE_DIR", *c.listing], "console"), "", "</details>", ""]
     return lines

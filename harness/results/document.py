@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 from packaging.version import InvalidVersion, Version
 
 from harness.verdicts.boundaries import release_boundaries
+from harness.verdicts.cell_facts import CellFacts, cell_facts, cells_facts
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
@@ -306,6 +307,17 @@ class ResultsDocument:
     finished: str | None = None
     sections: dict[str, Any] = field(default_factory=dict)  # added by later stages: bisect, merged_from...
     schema_version: int = SCHEMA_VERSION  # as read (a report names it); written as SCHEMA_VERSION
+    # Each cell's facts for the table and its summary line, derived as the cell enters (never written: a folder
+    # of any release gets them as it is read); add() keeps them beside `cells`.
+    facts: list[CellFacts] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.facts = cells_facts(self.cells)
+
+    def add(self, cell: CellResult) -> None:
+        """Keep a finished cell, with its facts."""
+        self.cells.append(cell)
+        self.facts.append(cell_facts(cell))
 
     @property
     def status_text(self) -> str:

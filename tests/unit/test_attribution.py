@@ -13,7 +13,7 @@ from harness.core.kinds import Cause, Platform, Verdict
 from harness.core.model import CellResult, CellSpec
 from harness.core.runs import RunRecord
 from harness.report.evidence import likely_cause
-from harness.report.render import _attribution
+from harness.report.evidence_section import _attribution
 from harness.report.write import write_report
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "jax_logs"

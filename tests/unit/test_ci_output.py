@@ -29,6 +29,7 @@ from harness.core.runs import RunRecord
 from harness.nightly.compare import Change, compare, exit_code, render_changes
 from harness.results.document import SweepStatus
 from harness.report.table import render_markdown_table, summary_line
+from harness.verdicts.cell_facts import cells_facts
 from tests.cells import CELLS, MESH, SCHEMA, SCHEMA_WITH_ERROR, cell, junit_cases, shard_folders
 
 def test_the_step_summary_escapes_what_a_program_wrote_as_report_md_does():
@@ -69,7 +70,7 @@ def test_the_step_summary_appends_the_table_and_the_boundary_line(tmp_path):
     summary.write_text("earlier step\n")
     assert append_step_summary(CELLS, "sweep", {"GITHUB_STEP_SUMMARY": str(summary)}) == summary
     text = summary.read_text()
-    assert text.startswith("earlier step\n") and render_markdown_table(CELLS) in text
+    assert text.startswith("earlier step\n") and render_markdown_table(cells_facts(CELLS)) in text
     assert f"**{summary_line(CELLS)}**" in text
     assert step_summary(CELLS, "sweep") in text
     assert append_step_summary(CELLS, "sweep", {}) is None  # not on GitHub: nothing written

@@ -15,7 +15,7 @@ from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.factors import Factor
 from harness.output.ci import junit_xml
-from harness.report.table import detail
+from harness.verdicts.cell_facts import detail
 from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.factor_verdicts import judge_factor, verdict_with
 

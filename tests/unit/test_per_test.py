@@ -245,7 +245,7 @@ def test_a_clean_suite_says_how_many_tests_keys_and_functions_not_one_helpers_co
     j = judge(runs)
     assert j.verdict == Verdict.CLEAN
     assert j.reason == "3 tests: 4 keys of 3 functions per run, the same in all 2 runs", j.reason
-    from harness.report.table import _keys_column
+    from harness.verdicts.cell_facts import keys_column as _keys_column
     assert _keys_column(_cell(runs)) == "4 of 3 functions per run"
 
 

@@ -24,7 +24,7 @@ from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
 from harness.report.render import REPORT_FILE, render_report
 from harness.report.write import write_report
-from harness.report.render import EVIDENCE_TITLE
+from harness.report.evidence_section import EVIDENCE_TITLE
 from harness.report.evidence import (MissingEvidence, arguments, changed_attributes, compare_runs, counterpart,
                                      extract_lowered, key_seeds, moved_module, strip_locations)
 from harness.report.reproduce import shell_commands
@@ -450,7 +450,7 @@ def test_a_new_key_is_paired_with_the_same_shape_in_the_first_run_never_within_o
 
 
 def _one_evidence_text(ev):
-    from harness.report.render import _one_evidence
+    from harness.report.evidence_section import _one_evidence
     return "\n".join(_one_evidence(ev))
 
 
@@ -514,7 +514,6 @@ EVIL_MODULE = "jit_a|b|c<img src=x onerror=alert(1)>```<!-- "
 
 def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     from harness.results.document import load_results
-    from harness.report.table import render_markdown
 
     data = json.loads((smoke_run / "results.json").read_text())
     data["config"]["name"] = "smoke\n# a title of its own <!--"
@@ -525,7 +524,7 @@ def test_program_and_results_text_is_escaped_in_report_and_table(smoke_run):
     cell["reason"] = "jit_f: a new key | in run 2\n<details><summary>hidden"
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
+    table = _table_md(load_results(smoke_run))
     for text in (report, table):
         markdown = outside_fences(text)
         assert "<img" not in markdown and "<!--" not in markdown and "<details><summary>hidden" not in markdown
@@ -551,7 +550,6 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
     or `#123` would, pasted into an issue, notify that user or cross-reference that issue: the `@` and
     the `#` are followed by a zero-width space there, and code spans and fences keep them as they are."""
     from harness.results.document import load_results
-    from harness.report.table import render_markdown
 
     data = json.loads((smoke_run / "results.json").read_text())
     data["config"]["name"] = "smoke for @octocat (#123)"
@@ -562,7 +560,7 @@ def test_mentions_and_issue_references_from_a_program_notify_nobody(smoke_run):
     cell["reason"] = "ValueError: ask @someone, see jax-ml/jax#25768 and #7"
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
+    table = _table_md(load_results(smoke_run))
     for text in (report, table):
         assert _mentions(text) == [], _mentions(text)
         assert "ask @\u200bsomeone, see jax-ml/jax#\u200b25768 and #\u200b7" in text
@@ -577,14 +575,13 @@ def test_urls_and_e_mail_addresses_from_a_results_file_are_no_links_on_github(sm
     """Issue 49, item 19: a reason or a config name holding a URL, a `www.` address or an e-mail address
     became a link in the pasted report (and the job summary); now each is a code span."""
     from harness.results.document import load_results
-    from harness.report.table import render_markdown
 
     data = json.loads((smoke_run / "results.json").read_text())
     data["config"]["name"] = "smoke www.evil.example"
     data["cells"][0]["reason"] = AUTOLINKED
     (smoke_run / "results.json").write_text(json.dumps(data))
     report = write_report(smoke_run).read_text()
-    table = render_markdown(load_results(smoke_run).cells, load_results(smoke_run))
+    table = _table_md(load_results(smoke_run))
     for text in (report, table):
         assert "evil.example" in text and "<a " not in github_html(text), [
             line for line in github_html(text).splitlines() if "<a " in line]
@@ -665,3 +662,10 @@ def test_no_folder_note_where_the_script_sets_its_own_or_the_field_is_absent():
         {k: v for k, v in plain(_script_cell("0.4.31", FolderMode.ENVIRONMENT)).items() if k != "cache_folder"})]
     assert cells[1].cache_folder is None  # as results written before the field read
     assert "The script's own cache settings" not in _render(_doc(cells), cells, {})
+
+
+def _table_md(document):
+    """table.md of `document`, its summary line as write_files makes it."""
+    from harness.report.reproduce import summary_of
+    from harness.report.table import render_markdown
+    return render_markdown(document, summary_of(document.header, document.cells))

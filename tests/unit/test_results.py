@@ -287,6 +287,30 @@ def test_results_json_is_json_dumps_of_the_document_with_each_cell_encoded_once(
         assert json.loads(results_text(document, encoded))["cells"][0]["reason"] == "another reason"
 
 
+def test_a_sweep_derives_each_cells_table_facts_once_and_renders_the_table_it_always_did(tmp_path, monkeypatch):
+    """Issue 64.4: table.md renders facts derived as a cell enters the document (a sweep's add), not again on every
+    rewrite of the folder; the table is the one the cells alone give."""
+    from harness.output.results_folder import ResultsWriter
+    from harness.report.table import render_markdown_table
+    from harness.results import document as document_module
+    from harness.verdicts import cell_facts as facts_module
+
+    source = _documents()[0]
+    calls = []
+    real = facts_module.cell_facts
+    counted = lambda cell: calls.append(cell) or real(cell)  # noqa: E731
+    monkeypatch.setattr(document_module, "cell_facts", counted)
+    monkeypatch.setattr(facts_module, "cell_facts", counted)
+    (tmp_path / "run").mkdir()
+    writer = ResultsWriter(tmp_path / "run", replace(source.header, created=None))
+    for cell in source.cells * 3:
+        writer.add(cell)
+    writer.finish()
+    assert len(calls) == 3 * len(source.cells)  # once per cell added, none on the folder's rewrites
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert render_markdown_table(facts_module.cells_facts(writer.cells)) in table
+
+
 def test_results_json_is_strict_json_a_nan_is_never_written():
     """Issue 49, item 17: a resumed folder's NaN durations were written back as `NaN` (not JSON)."""
     from harness.output.results_folder import EncodedCells, results_text

@@ -279,6 +279,7 @@ def test_a_met_set_order_bound_still_says_the_other_mechanisms_bound_above_the_t
     from harness.core.kinds import Verdict
     from harness.core.records import replace
     from harness.report.table import weak_bounds_sentence
+    from harness.verdicts.cell_facts import cells_facts
     from tests.cells import cell
     covered = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3, 4, 5, 6], chosen=[1, 2], random=[3, 4, 5, 6], covers=[
         {"names": ["a", "b"], "pairs_in_both_orders": True, "lowered": True}])
@@ -291,10 +292,10 @@ def test_a_met_set_order_bound_still_says_the_other_mechanisms_bound_above_the_t
                       covers=covered.covers)
     assert target_bound_phrase(eleven.bounds, eleven) == ""  # 2^-10: the target met
     clean = replace(cell("0.4.31", Verdict.CLEAN), seeds=covered, miss_bounds=covered.bounds)
-    assert weak_bounds_sentence([clean]) == (
+    assert weak_bounds_sentence(cells_facts([clean])) == (
         "clean on 0.4.31: "
         "a regression would read clean with chance up to 0.031 (--runs 11 would make it at most 0.00098)")
-    assert weak_bounds_sentence([replace(clean, seeds=eleven, miss_bounds=eleven.bounds)]) == ""
+    assert weak_bounds_sentence(cells_facts([replace(clean, seeds=eleven, miss_bounds=eleven.bounds)])) == ""
 
 
 def test_a_seed_whose_order_follows_insertion_is_not_chosen_while_another_gives_the_same_order():
