@@ -1,6 +1,6 @@
 """Orchestration: releases first, then (with a jax repository) commits inside each boundary.
 
-Wires the pure search (`logic`) to measurement (`measure`), the record (`state`) and the results
+Wires the pure search (`logic`) to measurement (`measure_point`), the record (`bisect_state`) and the results
 file; prints nothing itself except through `progress`.
 """
 
@@ -15,14 +15,14 @@ from typing import Any, Protocol
 from harness.bisect import logic
 from harness.bisect.commits import CommitSources, GitRepo, commit_environments, commit_label
 from harness.bisect.logic import Step
-from harness.bisect.measure import PointMeasurer
-from harness.bisect.state import BisectState, commit_id, is_release, release_id
+from harness.bisect.measure_point import PointMeasurer
+from harness.bisect.bisect_state import BisectState, commit_id, is_release, release_id
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CommitInfo
 from harness.core.kinds import Verdict
-from harness.results.bisection import Boundary, CommitSearch, Outcome, Role, Row
+from harness.results.bisect_results import Boundary, CommitSearch, Outcome, Role, Row
 from harness.measure.progress import Progress
 from harness.measure.seeds import SeedPlanner
 from harness.measure.sweep import CellSink, plan_cells

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from harness.core.kinds import Verdict
-from harness.results.bisection import Boundary, Role, testable
+from harness.results.bisect_results import Boundary, Role, testable
 
 P = TypeVar("P", bound=Hashable)
 

@@ -10,7 +10,7 @@ round-trip test), how its text is read and spelled back, and whether it is part 
 report's reproduce line) and docs/commands.md (`make docs`; tests/unit/test_docs.py checks it).
 
 To add an option: a field of `Options` (its place is its place in --help), named in a group below or in the
-command that takes it. If the service acts on it, a field holding it in harness/service/options.py, named as it
+command that takes it. If the service acts on it, a field holding it in harness/service/command_options.py, named as it
 (`runs_at_once: int | None = Options.runs_at_once`) or not (`field(default=..., metadata=takes("runs_at_once"))`),
 which `from_given` fills; tests/unit/test_options.py checks its type and default are the declaration's."""
 
@@ -395,7 +395,7 @@ def parse(words: list[str], parser: argparse.ArgumentParser | None = None) -> tu
 
 
 def takes(dest: str) -> Mapping[str, str]:
-    """The metadata of a service's field (harness/service/options.py) that holds the option `dest` under
+    """The metadata of a service's field (harness/service/command_options.py) that holds the option `dest` under
     another name (`from_given` fills a field named as an option without it)."""
     assert dest in DECLARED, dest
     return {TAKES: dest}

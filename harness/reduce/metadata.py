@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from harness.inputs.dependencies import JAX_OWN
-from harness.reduce.measure import Release
+from harness.reduce.measure_candidate import Release
 from harness.reduce.passes import imported_packages
 
 # PEP 723's own regular expression for an inline metadata block.

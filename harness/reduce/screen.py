@@ -6,7 +6,7 @@ It rejects the candidate's own uncaught Python exception (a NameError, an Attrib
 TypeError on a value made None), as a fresh run of the same seed would, or a hang past the child's timeout
 (`child_timeout`: 10 s + 3x the original's own forked run, shorter than a fresh run's: a candidate much slower
 than the original is rejected where a fresh run might have kept it; docs/reduce.md says so). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
-is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
+is measured as `harness check` measures it (fresh processes: harness/reduce/measure_candidate.py), so every kept
 candidate, and the reduced program, is a fresh process's answer.
 
 Contained as candidates are: each server runs under bubblewrap (bwrap_argv: the file system read-only, its own

@@ -1,4 +1,4 @@
-"""The bisect section (pure): a bisection's Outcome (harness/results/bisection.py) as Markdown. report.md's
+"""The bisect section (pure): a bisection's Outcome (harness/results/bisect_results.py) as Markdown. report.md's
 `## Bisection` and what `harness bisect` prints and writes (bisect.md) are this one rendering: the boundaries,
 the confidence of the clean verdicts, each commit search and its culprit, and the steps tested."""
 
@@ -13,7 +13,7 @@ from harness.core import markdown as md
 from harness.core.confidence import ASSUMES_CHOSEN, ASSUMES_OTHER, ASSUMES_RANDOM, bound_label
 from harness.core.kinds import Verdict
 from harness.core.model import CommitInfo
-from harness.results.bisection import CommitSearch, Outcome, Row, testable
+from harness.results.bisect_results import CommitSearch, Outcome, Row, testable
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.evidence.failure import outside_jax
 from harness.evidence.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages

@@ -23,8 +23,8 @@ from harness.core.platforms import describe
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
-from harness.results.bisection import Outcome
-from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.bisect_results import Outcome
+from harness.results.reduce_results import REDUCE_SECTION, Reduced
 from harness.results.document import BISECTION, ResultsDocument, SweepStatus, summaries_by_mesh
 from harness.core.confidence import SeedStrategy
 from harness.report.bisect_section import bisect_section, commit_link
@@ -35,8 +35,8 @@ from harness.report.reproduce import (harness_command, seed_commands, shell_comm
                                       summary_of)
 from harness.verdicts.seed_check import phrase
 from harness.report.first_screen import first_screen
-from harness.report.per_test import FunctionEvidence, cell_findings, listings_note, per_test_section
-from harness.evidence.per_test import Category, Follows
+from harness.report.misses_screen import FunctionEvidence, cell_findings, listings_note, per_test_section
+from harness.evidence.misses import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics

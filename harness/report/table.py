@@ -15,7 +15,7 @@ from harness.verdicts.phrases import unserved_module
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.verdicts.verdict import rank_runs, suite_size
 from harness.evidence.not_cached import cell_not_cached, not_cached_modules, not_cached_phrase
-from harness.evidence.per_test import SuiteFindings, suite_findings
+from harness.evidence.misses import SuiteFindings, suite_findings
 from harness.core.confidence import (miss_probability_random, runs_for_strong, runs_for_target,
                                      runs_to_target,
                                      target_bound_phrase, unseen_orders_phrase, weak_bound_phrase)

@@ -27,8 +27,8 @@ from harness.verdicts.boundaries import release_boundaries
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
-from harness.results.bisection import Outcome, upgrade_bisection
-from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.bisect_results import Outcome, upgrade_bisection
+from harness.results.reduce_results import REDUCE_SECTION, Reduced
 from harness.results.header import HEADER_KEYS, ResultsHeader, host_shape
 from harness.core.model import CellResult
 

@@ -2,7 +2,7 @@
 
 A module per command (pip's `commands/` is the model), over two shared ones:
 
-- `options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
+- `command_options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
 - `outcomes`: what each command produced, for the CLI to show;
 - `measurement`: the one place a measurement is opened (backend, versions, checks, runs at once, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
@@ -17,7 +17,7 @@ from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command, bi
 from harness.service.fingerprinting import diff_files, fingerprint
 from harness.service.fingerprinting import read as read_fingerprint
 from harness.service.measurement import version_entries
-from harness.service.options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
+from harness.service.command_options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
                                      ReduceOptions, ScriptCheck, ScriptRun, SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)

@@ -20,7 +20,7 @@ from harness.results.header import HostFacts, host_record
 from harness.measure.progress import Progress
 from harness.results.document import load_results, new_results_folder, results_file, results_folder
 from harness.service import measurement
-from harness.service.options import FingerprintOptions
+from harness.service.command_options import FingerprintOptions
 from harness.measure.sweep import cell_runner, plan_cells
 
 # The cache folder's path is part of the key on some releases (0.4.36 until 0.11.0): a fingerprint's runs

@@ -32,7 +32,7 @@ from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, ho
 from harness.core.kinds import BackendName
 from harness.core.platforms import describe, tpu_chips
 from harness.results.document import SweepStatus
-from harness.service.options import MeasureOptions
+from harness.service.command_options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
 from harness.output.results_folder import ResultsWriter
 

@@ -11,7 +11,7 @@ from harness.core.errors import UserError
 from harness.core.kinds import BackendName, Verdict
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import PROGRAM, Given, options_for
-from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
+from harness.service.command_options import BisectOptions, ReduceOptions, SubmitOptions
 from harness.slurm.jobs import check_time, directive_problem
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.results.bisection import Outcome
+from harness.results.bisect_results import Outcome
 from harness.core.model import CellResult
 from harness.nightly.compare import CellChange
 from harness.results.document import RESULTS_FILE, SweepStatus

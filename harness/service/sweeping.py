@@ -37,7 +37,7 @@ from harness.results.resume import check_same_sweep, finished_cells, still_to_me
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
 from harness.service.option_checks import check_pytest
-from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
+from harness.service.command_options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between

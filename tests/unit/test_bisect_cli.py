@@ -13,7 +13,7 @@ import pytest
 import harness.cli.commands as cli
 import harness.service as service
 from harness.report.bisect_section import bisect_text, confidence_lines
-from harness.results.bisection import Outcome, Row
+from harness.results.bisect_results import Outcome, Row
 from harness.bisect.logic import Boundary, Role, Search
 from harness.environments import BackendChoice
 from harness.core.errors import EnvironmentUnavailable, UserError

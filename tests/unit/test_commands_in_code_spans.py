@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 from harness.report.bisect_section import REPRODUCE_WITH, bisect_text
-from harness.results.bisection import Outcome
+from harness.results.bisect_results import Outcome
 from tests.helpers import github_html
 
 HOSTILE = ["--title", "<b>bold</b>", "--note", "a `tick` and *stars*", "--url", "https://evil.example/x"]

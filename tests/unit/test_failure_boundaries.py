@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.results.document import read_cell
 from harness.core.records import plain
 from harness.bisect import logic
-from harness.results.bisection import Outcome, Row
+from harness.results.bisect_results import Outcome, Row
 from harness.report.bisect_section import boundaries_line
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict

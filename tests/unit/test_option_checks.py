@@ -11,7 +11,7 @@ from harness.core.errors import UserError
 from harness.core.kinds import BackendName
 from harness.inputs.sharding import parse_shard
 from harness.service import option_checks
-from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
+from harness.service.command_options import BisectOptions, ReduceOptions, SubmitOptions
 
 
 @pytest.mark.parametrize(("call", "said"), [

@@ -33,7 +33,7 @@ from harness.core.records import convert
 from harness.report.reproduce import harness_command
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.identity import SweepIdentity
-from harness.service import options as service_options
+from harness.service import command_options as service_options
 
 
 def _words(opt: Option) -> list[str]:

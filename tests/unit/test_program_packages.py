@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.core.records import replace
 from harness.report.bisect_section import bisect_text
-from harness.results.bisection import Boundary, Outcome, Role, Row
+from harness.results.bisect_results import Boundary, Outcome, Role, Row
 from harness.core.kinds import Verdict
 from harness.report.table import render, summary_line
 from harness.verdicts.boundaries import release_boundaries

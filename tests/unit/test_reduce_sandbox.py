@@ -17,7 +17,7 @@ from harness.core.runs import Program
 from harness.core.errors import UserError
 from harness.inside.startup import startup_dir
 from harness.reduce import sandbox
-from harness.reduce.measure import Measured, wrote_outside
+from harness.reduce.measure_candidate import Measured, wrote_outside
 from harness.reduce.sandbox import (Confinement, Confines, Sandbox, Workspace, bwrap_argv, bwrap_launcher,
                                     bwrap_problem, copy_plan, write_places)
 

@@ -122,7 +122,7 @@ _PLAIN = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None
 
 
 def _measurer(screen):
-    from harness.reduce.measure import Measurer
+    from harness.reduce.measure_candidate import Measurer
     measurer = Measurer.__new__(Measurer)
     measurer.bad_seeds, measurer.screen, measurer.screened = [11, 12, 13], screen, 0
     measurer.bad = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.28"})()})()

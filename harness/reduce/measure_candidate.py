@@ -39,7 +39,7 @@ from harness.reduce.forked_cells import More, factor_answer, factor_good_answer,
 from harness.reduce.screen import ForkScreen, Screened, job_variables
 from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
-from harness.results.reduction import Signature
+from harness.results.reduce_results import Signature
 from harness.report.write import ReportWriter
 from harness.measure.sweep import cell_runner
 
