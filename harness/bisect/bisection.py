@@ -22,7 +22,7 @@ from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CommitInfo
 from harness.core.kinds import Verdict
-from harness.results.bisect_results import Boundary, CommitSearch, Outcome, Role, Row
+from harness.results.bisect_results import Boundary, CommitSearch, BisectSection, Role, Row
 from harness.measure.progress import Progress
 from harness.measure.seeds import SeedPlanner
 from harness.measure.sweep import CellSink, plan_cells
@@ -97,9 +97,9 @@ class Bisection:
         return self.measurer.measure(release_id(version), plan_cells(self.config, [version]),
                                      lambda: self._release_env(version))
 
-    def run(self) -> Outcome:
+    def run(self) -> BisectSection:
         search = logic.search(self.versions, self.test_release, self.good, self.bad)
-        outcome = Outcome(search.appears, search.fixed, search.problem,
+        outcome = BisectSection(search.appears, search.fixed, search.problem,
                           [row_for(s, self._cells[release_id(s.point)]) for s in search.steps])
         self.writer.set("bisect", outcome)
         if self.jax_repo is not None and search.problem is None:

@@ -230,7 +230,7 @@ def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
 
 def _script_check(given: Given, **fields: Any) -> service.ScriptCheck:
     """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
-    script_run = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
+    script_run = from_given(service.ScriptRunOptions, given, env=_env_pairs(given.env))  # its args: the words after --
     return from_given(service.ScriptCheck, given, script_run=script_run, **fields)
 
 

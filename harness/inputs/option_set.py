@@ -298,7 +298,7 @@ def parse(words: list[str], parser: argparse.ArgumentParser, options_for: Callab
 
 
 @dataclass(frozen=True)
-class Given:
+class GivenBase:
     """A command and its options' values; `options()` says which options the command takes (harness/inputs/
     options.py's Given knows the commands)."""
 

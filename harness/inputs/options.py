@@ -379,7 +379,7 @@ def build_parser(description: str = "") -> OneLineParser:
 
 
 @dataclass(frozen=True)
-class Given(option_set.Given):
+class Given(option_set.GivenBase):
     """A command and its options' values (every option the command takes; defaults filled in), typed as
     the parser reads them. `line()` spells it back; parsing that line gives the same Given."""
 

@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from harness.inputs.dependencies import JAX_OWN
-from harness.reduce.measure_candidate import Release
+from harness.reduce.measure_candidate import PreparedRelease
 from harness.reduce.passes import imported_packages
 
 # PEP 723's own regular expression for an inline metadata block.
@@ -70,7 +70,7 @@ _MODULES_OF = ("import importlib.metadata as m, json\nfound = {}\n"
                "    for name in names:\n        found.setdefault(name, []).append(module)\nprint(json.dumps(found))")
 
 
-def installed_modules(release: Release | None) -> dict[str, frozenset[str]]:
+def installed_modules(release: PreparedRelease | None) -> dict[str, frozenset[str]]:
     """What `release`'s environment installs, by distribution (canonical names), where its interpreter says (a venv's;
     not a container's): which PEP 723 dependencies the reduced program no longer needs."""
     python = getattr(release.environment, "python", None) if release is not None else None

@@ -24,7 +24,7 @@ from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserErro
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
-from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
+from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measurer, PreparedRelease, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.metadata import installed_modules, metadata_block
 from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
@@ -263,13 +263,13 @@ class Reduction:
         partial.mkdir(exist_ok=True)
         partial.rename(snapshot)
 
-    def _release(self, version: str) -> Release:
+    def _release(self, version: str) -> PreparedRelease:
         spec = plan_cells(self.config, [version])[0]
         try:
             environment = self.backend.prepare(version, self.config.platform, self.progress.say)
         except EnvironmentUnavailable as exc:
             raise UserError(f"jax {version}: its environment cannot be made ({exc})") from None
-        return Release(spec, environment)
+        return PreparedRelease(spec, environment)
 
     def run(self, resume: bool = False) -> ReduceOutcome:
         """The whole reduction, holding the folder's writer lock throughout: a second reduction or

@@ -23,7 +23,7 @@ from harness.core.platforms import describe
 from harness.core.findings import RankSplit
 from harness.core.kinds import Cause
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
-from harness.results.bisect_results import Outcome
+from harness.results.bisect_results import BisectSection
 from harness.results.reduce_results import REDUCE_SECTION, Reduced
 from harness.results.document import BISECTION, ResultsDocument, SweepStatus, summaries_by_mesh
 from harness.core.confidence import SeedStrategy
@@ -318,7 +318,7 @@ def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     """Release boundaries and culprit commits, when `harness bisect` added them to the results: the section
     `harness bisect` itself prints (bisect_section)."""
     outcome = document.sections.get(BISECTION)
-    if not isinstance(outcome, Outcome):
+    if not isinstance(outcome, BisectSection):
         return []
     return bisect_section(outcome, ProgramPackages.of(cells, document.header.config.requirements or ()))
 

@@ -18,7 +18,7 @@ from harness.service.fingerprinting import diff_files, fingerprint
 from harness.service.fingerprinting import read as read_fingerprint
 from harness.service.measurement import version_entries
 from harness.service.command_options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
-                                     ReduceOptions, ScriptCheck, ScriptRun, SubmitOptions, SweepOptions)
+                                     ReduceOptions, ScriptCheck, ScriptRunOptions, SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)
 from harness.service.preparing import base_image, init_config
@@ -31,7 +31,7 @@ from harness.service.watching import compare_folders, nightly
 __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PASSES_ON", "BisectOptions",
            "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
-           "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
+           "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRunOptions", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
            "SweepOutcome", "as_pytest", "base_image", "bisect", "bisect_command", "bisect_program", "check_config", "with_script_packages", "with_pytest", "compare_folders",
            "init_config", "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

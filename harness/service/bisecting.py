@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
 from harness.bisect.bisect_state import BisectState
-from harness.results.bisect_results import Outcome
+from harness.results.bisect_results import BisectSection
 from harness.inputs.config import Config, load_config
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, write_atomic
@@ -73,7 +73,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
     return versions, options
 
 
-def _status(found: Outcome) -> SweepStatus:
+def _status(found: BisectSection) -> SweepStatus:
     return SweepStatus.COMPLETE if found.problem is None else SweepStatus.PROBLEM
 
 

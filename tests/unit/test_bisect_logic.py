@@ -178,9 +178,9 @@ def test_a_bisection_outcome_reads_back_from_its_json_as_written_now_and_before(
     commit_row = bisect_results.Row(culprit.sha, Role.APPEARS, Verdict.REPRODUCED, 2, None, "new key", culprit, "0.4.26")
     search = bisect_results.CommitSearch(Role.APPEARS, ("0.4.26", "0.4.27"), 300, [commit_row],
                                     Boundary(before.sha, culprit.sha, ("abc",), resolved=False), None, culprit, before)
-    outcome = bisect_results.Outcome(Boundary("0.4.26", "0.4.27"), Boundary("0.4.28", None), None, rows, [search])
+    outcome = bisect_results.BisectSection(Boundary("0.4.26", "0.4.27"), Boundary("0.4.28", None), None, rows, [search])
     data = json.loads(json.dumps(plain(outcome)))
-    again = convert(data, bisect_results.Outcome)
+    again = convert(data, bisect_results.BisectSection)
     assert again == outcome and plain(again) == data
     assert again.commits[0].culprit == culprit and again.commits[0].before == before
     assert [r.point for r in again.release_rows] == ["0.4.26", "0.4.27"]

@@ -130,7 +130,7 @@ def _measurer(screen: ForkScreen, factor: str | None, seeds: list[int | tuple[in
     measurer.screen, measurer.good_screen, measurer.good, measurer.screen_decides = screen, None, None, True
     measurer.bad_seeds, measurer.screened, measurer.forked_kept, measurer.tolerated = seeds, 0, 0, ()
     measurer._provisional, measurer._good_seeds = set(), {}
-    measurer.bad = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.5.0"})()})()
+    measurer.bad = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.5.0"})()})()
     measurer.target = type("Signature", (), {"module": "jit_f", "factor": factor, "ranks": None if factor else (0, 1)})()
 
     def fresh(*args: object) -> None:

@@ -241,7 +241,7 @@ def test_report_renders_what_the_bisector_really_stores():
     before = commits.CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
     search = bisect_results.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
                                     boundary=logic.Boundary(before.sha, culprit.sha), culprit=culprit, before=before)
-    outcome = bisect_results.Outcome(appears=logic.Boundary("0.4.26", "0.4.27"), fixed=logic.Boundary("0.4.28", "0.4.29"),
+    outcome = bisect_results.BisectSection(appears=logic.Boundary("0.4.26", "0.4.27"), fixed=logic.Boundary("0.4.28", "0.4.29"),
                                 commits=[search])
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
     text = _render({**_doc(cells, bisect=plain(outcome)), "schema_version": SCHEMA_VERSION}, cells, {})
