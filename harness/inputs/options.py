@@ -302,7 +302,7 @@ PROGRAM = {"env", "cwd", "device_count", "platform", "timeout", "with_requiremen
 SCRIPTED = {"script", *PROGRAM, *MEASURED}  # a user's script (check, reduce, fingerprint)
 # A program named as a module instead of a script: -m MODULE, or --pytest (`-m pytest`; service.as_pytest). check's
 # and bisect's, one set, so `harness bisect --pytest` reads as `harness check --pytest` does.
-AS_MODULE = {"module", "pytest"}
+AS_PYTHON_MODULE = {"module", "pytest"}
 CI = {"junit_xml", "fail_on"}  # what a CI reads of the cells (docs/ci.md): of a sweep, or of the shards merged
 SLURM = {"shards", "wait", "partition", "cpus_per_task", "time", "sbatch_args", "only_shards", "dry_run"}
 
@@ -317,7 +317,7 @@ COMMANDS: tuple[Command, ...] = (
              SWEPT, CI, "all_runs", "json", "resume"),
     _command("check", "run your own script version by version, no config needed",
              "harness check train.py --versions 0.4.30 0.4.31 --with flax -- --steps 10",
-             SCRIPTED, REPEATED, CI, AS_MODULE, "shard", "all_runs", "json", "resume", "no_moved_folder"),
+             SCRIPTED, REPEATED, CI, AS_PYTHON_MODULE, "shard", "all_runs", "json", "resume", "no_moved_folder"),
     _command("reduce", "shrink your script to the smallest one that still misses the cache the same way "
              "(docs/reduce.md)", "harness reduce train.py --versions 0.4.28 --good 0.4.29 -- --steps 1",
              SCRIPTED, REPEATED, "good", "max_candidates", "resume"),
@@ -334,7 +334,7 @@ COMMANDS: tuple[Command, ...] = (
              "harness merge results/shard-1 results/shard-2 --out results", CI, "results", "out"),
     _command("bisect", "find the releases (and commits) where a regression appears and where it is fixed",
              "harness bisect shard_map_grad --good 0.4.26 --bad 0.4.28 --jax-repo ../jax",
-             SWEPT, PROGRAM, AS_MODULE, "jax_repo", "good", "bad", "fresh"),
+             SWEPT, PROGRAM, AS_PYTHON_MODULE, "jax_repo", "good", "bad", "fresh"),
     _command("submit", "run a sweep on a Slurm cluster: an array job of shards, then a merge",
              "harness submit shard_map_grad --shards 4 --wait", SWEPT, SLURM, CI, "all_runs"),
     # One run per release: a fingerprint is JSON to paste, not a verdict (no CI outputs).

@@ -26,7 +26,7 @@ from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
 from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measurer, PreparedRelease, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.metadata import installed_modules, metadata_block
+from harness.reduce.metadata import installed_python_modules, metadata_block
 from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
                                    normalise, probe_program, probed_values, size)
 from harness.reduce.screening import QuickScreen, ScreenMaker
@@ -516,7 +516,7 @@ class Reduction:
 
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
                 taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
-        reduced = metadata_block(source, state.best, installed_modules(measurer.bad)) + state.best
+        reduced = metadata_block(source, state.best, installed_python_modules(measurer.bad)) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "

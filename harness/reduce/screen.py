@@ -45,7 +45,7 @@ from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
 SERVER = "fork_server.py"
-BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
+BASE_PACKAGES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
 # A file operation the sandbox stopped, or one into a folder outside that is not there (a candidate's write
 # outside that fails for want of its parent): unsure, so the fresh run's write watch says where it wrote
 # (`refused: it wrote outside its own folder (...)`), as it did before the screen.
@@ -67,7 +67,7 @@ def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
     """The modules a server imports before forking: jax and numpy, then the top-level packages the original
     imports at module level, less those that sit in the script's folders (the user's code runs in the child
     only)."""
-    names: list[str] = list(BASE_MODULES)
+    names: list[str] = list(BASE_PACKAGES)
     for name in imported_packages(ast.parse(source).body):
         if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
             names.append(name)

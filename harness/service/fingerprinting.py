@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
+import platform as host_os
 import socket
 import tempfile
 from pathlib import Path
@@ -29,8 +29,8 @@ FINGERPRINT_CACHE = Path(tempfile.gettempdir()) / "jax-cache-harness-fingerprint
 
 
 def this_host(backend: str, cache_dir: Path) -> HostFacts:
-    return host_record({"hostname": socket.gethostname(), "os": platform.platform(),
-                                "machine": platform.machine(), "python": platform.python_version(),
+    return host_record({"hostname": socket.gethostname(), "os": host_os.platform(),
+                                "machine": host_os.machine(), "python": host_os.python_version(),
                                 "cpu_count": os.cpu_count(), "backend": backend, CACHE_DIR: str(cache_dir)})
 
 

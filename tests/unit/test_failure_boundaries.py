@@ -70,7 +70,7 @@ def test_clean_releases_then_a_failure_do_not_claim_the_range():
 
 def test_a_missing_module_is_outside_jax_and_names_the_option_that_adds_it():
     found = outside_jax(NO_MODULE)
-    assert found is not None and found.kind == OutsideJax.MISSING_MODULE and found.name == "importlib_resources"
+    assert found is not None and found.kind == OutsideJax.MISSING_PYTHON_MODULE and found.name == "importlib_resources"
     assert "--with importlib_resources" in found.phrase()
     assert outside_jax("exit code 1: ModuleNotFoundError: No module named 'yaml'").requirement == "pyyaml"
     # JAX's own module gone is an API change in JAX, not a missing dependency.

@@ -173,11 +173,11 @@ def test_what_an_environment_installs_is_read_from_its_interpreter():
     import sys
     from types import SimpleNamespace
 
-    from harness.reduce.metadata import installed_modules
-    found = installed_modules(SimpleNamespace(environment=SimpleNamespace(python=sys.executable)))
+    from harness.reduce.metadata import installed_python_modules
+    found = installed_python_modules(SimpleNamespace(environment=SimpleNamespace(python=sys.executable)))
     assert "packaging" in found["packaging"] and "msgspec" in found["msgspec"]
-    assert installed_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
-    assert installed_modules(None) == {}
+    assert installed_python_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
+    assert installed_python_modules(None) == {}
 
 
 def test_the_search_remembers_the_pass_whose_kept_candidate_took_a_library_s_last_import_out(tmp_path):
