@@ -18,7 +18,7 @@ import pytest
 if TYPE_CHECKING:  # the hook's module as the type checker sees it (in harness/); never run
     from .jax_cache_harness_hook import Recorder
 
-HOOK_PYTHON_MODULE = "jax_cache_harness_hook"  # loaded by the start-up hook's sitecustomize before pytest starts
+HOOK_MODULE = "jax_cache_harness_hook"  # loaded by the start-up hook's sitecustomize before pytest starts
 
 _OUTCOMES: dict[str, str | None] = {}  # test id -> its outcome so far (a phase that failed or skipped decides it)
 _SECONDS: dict[str, float] = {}  # test id -> pytest's own durations of its phases so far
@@ -27,7 +27,7 @@ _IDS: dict[str, str] = {}  # pytest's node id -> the id recorded (they differ fo
 
 def _recorder() -> Recorder | None:
     """The run's recorder; None when the start-up hook did not install one (pytest outside the harness)."""
-    return getattr(sys.modules.get(HOOK_PYTHON_MODULE), "RECORDER", None)
+    return getattr(sys.modules.get(HOOK_MODULE), "RECORDER", None)
 
 
 # sys.path as the plugin loads (before pytest's own import mode puts a test's folder in front): the folders an
