@@ -1,6 +1,6 @@
 """Orchestration: releases first, then (with a jax repository) commits inside each boundary.
 
-Wires the pure search (`logic`) to measurement (`measure`), the record (`state`) and the results
+Wires the pure search (`logic`) to measurement (`measure_point`), the record (`bisect_state`) and the results
 file; prints nothing itself except through `progress`.
 """
 
@@ -15,14 +15,14 @@ from typing import Any, Protocol
 from harness.bisect import logic
 from harness.bisect.commits import CommitSources, GitRepo, commit_environments, commit_label
 from harness.bisect.logic import Step
-from harness.bisect.measure import PointMeasurer
-from harness.bisect.state import BisectState, commit_id, is_release, release_id
+from harness.bisect.measure_point import PointMeasurer
+from harness.bisect.bisect_state import BisectState, commit_id, is_release, release_id
 from harness.inputs.config import Config
 from harness.environments.base import Backend, Environment
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.model import CellResult, CommitInfo
 from harness.core.kinds import Verdict
-from harness.results.bisection import Boundary, CommitSearch, Outcome, Role, Row
+from harness.results.bisect_results import Boundary, CommitSearch, BisectSection, Role, Row
 from harness.measure.progress import Progress
 from harness.measure.seeds import SeedPlanner
 from harness.measure.sweep import CellSink, plan_cells
@@ -97,9 +97,9 @@ class Bisection:
         return self.measurer.measure(release_id(version), plan_cells(self.config, [version]),
                                      lambda: self._release_env(version))
 
-    def run(self) -> Outcome:
+    def run(self) -> BisectSection:
         search = logic.search(self.versions, self.test_release, self.good, self.bad)
-        outcome = Outcome(search.appears, search.fixed, search.problem,
+        outcome = BisectSection(search.appears, search.fixed, search.problem,
                           [row_for(s, self._cells[release_id(s.point)]) for s in search.steps])
         self.writer.set("bisect", outcome)
         if self.jax_repo is not None and search.problem is None:

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from harness.core.kinds import Verdict
-from harness.results.bisection import Boundary, Role, testable
+from harness.results.bisect_results import Boundary, Role, testable
 
 P = TypeVar("P", bound=Hashable)
 
@@ -30,7 +30,7 @@ class Step(Generic[P]):
 
 
 @dataclass
-class Search(Generic[P]):
+class BoundariesFound(Generic[P]):
     appears: Boundary[P] | None = None  # None: not reproduced in the range
     fixed: Boundary[P] | None = None  # None: never reproduced; .first None: not fixed in range
     steps: list[Step[P]] = field(default_factory=list)
@@ -93,7 +93,7 @@ def narrow(tester: Tester[P], lo: int, hi: int, role: Role, skip_budget: int = S
 
 
 def search(points: Sequence[P], test: Callable[[P], Verdict], good: P | None = None,
-           bad: P | None = None) -> Search[P]:
+           bad: P | None = None) -> BoundariesFound[P]:
     """Both boundaries over `points` (oldest first).
 
     Endpoints are confirmed first: `good` (default: the first testable point) must be clean and `bad`
@@ -104,7 +104,7 @@ def search(points: Sequence[P], test: Callable[[P], Verdict], good: P | None = N
     """
     points = list(points)
     tester: Tester[P] = Tester(points, test)
-    result: Search[P] = Search(steps=tester.steps)
+    result: BoundariesFound[P] = BoundariesFound(steps=tester.steps)
     n = len(points)
     if n == 0:
         result.problem = "no points to test"

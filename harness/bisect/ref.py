@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource, acceptable_jaxlibs,
                                     commit_label)
-from harness.bisect.measure import measure_alternatives
+from harness.bisect.measure_point import measure_alternatives
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.model import CellResult, CellSpec, CommitInfo, MeasuredCommit

@@ -166,7 +166,7 @@ def cmd_run(given: Given, words: tuple[str, ...]) -> int:
 
 def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     given = service.as_pytest(given, "script")  # `-m pytest`; a SCRIPT given is pytest's first argument
-    option_checks.check_script_or_module("check", given.script, given.module)
+    option_checks.check_script_or_python_module("check", given.script, given.module)
     _check_ci_paths(given.junit_xml, given.out, given.resume)
     check = _script_check(given)
     config = service.check_config(check, moved_folder=not given.no_moved_folder)
@@ -230,7 +230,7 @@ def cmd_diff(given: Given, words: tuple[str, ...]) -> int:
 
 def _script_check(given: Given, **fields: Any) -> service.ScriptCheck:
     """What check, reduce and fingerprint measure of the user's code, typed from what was given."""
-    script_run = from_given(service.ScriptRun, given, env=_env_pairs(given.env))  # its args: the words after --
+    script_run = from_given(service.ScriptRunOptions, given, env=_env_pairs(given.env))  # its args: the words after --
     return from_given(service.ScriptCheck, given, script_run=script_run, **fields)
 
 

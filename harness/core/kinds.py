@@ -31,7 +31,7 @@ class Verdict(enum.StrEnum):
     UNSUPPORTED = "unsupported"  # nothing was cached, or runs compiled different things: nothing measured
     ERROR = "error"  # environment could not be made, or a run crashed or timed out
     # no key moved, but a later run compiled a function at argument types the first run never compiled it at
-    # (random shapes): the program computed something new, which no cache can serve (harness/evidence/per_test.py)
+    # (random shapes): the program computed something new, which no cache can serve (harness/evidence/misses.py)
     NEW_INPUT = "new input"
     # no key moved, but JAX never wrote some module the runs compiled (host callbacks, or as the program runs, a
     # threshold), so every fresh process compiles it again: measured (the same keys in every run), not a miss of

@@ -178,7 +178,7 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     cost: CellCost | None = None
     # One run more with the first run's own hash seed, in a fresh folder holding the first run's entries, made
-    # when a later run's key moved (harness/evidence/per_test.py): a key that comes back is the hash seed's, one
+    # when a later run's key moved (harness/evidence/misses.py): a key that comes back is the hash seed's, one
     # that moves again follows the program's own randomness (None: not made)
     seed_control: RunRecord | None = None
 

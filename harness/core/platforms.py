@@ -18,7 +18,7 @@ from harness.core.runs import DeviceFacts
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
-class Probe(enum.StrEnum):
+class DeviceProbe(enum.StrEnum):
     """What the harness counts before a sweep, so that a shortfall is one line, not every run failing."""
 
     NONE = "none"  # nothing to count: simulated devices, or whatever JAX finds
@@ -85,7 +85,7 @@ class PlatformSpec:
     install: Install
     container: Container
     slurm: str  # the #SBATCH line asking for `{count}` devices ("" asks for none)
-    probe: Probe
+    probe: DeviceProbe
     devices: Devices
     # Whose devices decide the count when none is given (the first that has any): the accelerator's own; auto's,
     # a TPU's or the GPUs; none on cpu, whose simulated devices are 8 (harness/service/measurement.py).
@@ -104,7 +104,7 @@ class PlatformSpec:
     @property
     def accelerator(self) -> bool:
         """Real devices, each costly to open (the plan of runs says so: harness/measure/seeds.py)."""
-        return not self.simulated and self.probe != Probe.NONE
+        return not self.simulated and self.probe != DeviceProbe.NONE
 
 
 # Where the cuda12_pip extra's jaxlib wheels were published (they are not on the package index).
@@ -116,12 +116,12 @@ TPU_DEVICE_GLOBS = ("/dev/accel*", "/dev/vfio/*")
 
 PLATFORMS: dict[Platform, PlatformSpec] = {
     Platform.CPU: PlatformSpec(
-        Platform.CPU, "the CPU", "cpu", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", Probe.NONE,
+        Platform.CPU, "the CPU", "cpu", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", DeviceProbe.NONE,
         Devices(Sharing.CORES, "", "", "core(s)", False), ()),
     Platform.CUDA: PlatformSpec(
         Platform.CUDA, "the GPUs", "cuda", "gpu", False,
         Install((("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),), "cuda"),
-        Container(True, (), True), "#SBATCH --gres=gpu:{count}", Probe.GPUS,
+        Container(True, (), True), "#SBATCH --gres=gpu:{count}", DeviceProbe.GPUS,
         Devices(Sharing.SPLIT, "CUDA_VISIBLE_DEVICES",
                 "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False),
         (Platform.CUDA,)),
@@ -129,13 +129,13 @@ PLATFORMS: dict[Platform, PlatformSpec] = {
         Platform.TPU, "the TPU", "tpu", "tpu", False,
         Install((("0", "tpu"),), (("0.5.1", LIBTPU_FIND_LINKS),), "tpu"),
         # libtpu opens its chips through the device nodes; Slurm has no standard TPU resource: a whole node.
-        Container(False, TPU_DEVICE_GLOBS, False), "#SBATCH --exclusive", Probe.CHIPS,
+        Container(False, TPU_DEVICE_GLOBS, False), "#SBATCH --exclusive", DeviceProbe.CHIPS,
         Devices(Sharing.SPLIT, "TPU_VISIBLE_CHIPS",
                 "one process at a time holds a TPU chip: a second fails on libtpu's lockfile", "chip(s)", True),
         (Platform.TPU,)),
     Platform.AUTO: PlatformSpec(
         Platform.AUTO, "the devices JAX picks", "", "", False, Install((), (), "cpu"), Container(False, (), False), "",
-        Probe.NONE,
+        DeviceProbe.NONE,
         Devices(Sharing.ONE_AT_A_TIME, "", "JAX picks the devices: an accelerator may admit one process at a time",
                 "device(s)", False), (Platform.TPU, Platform.CUDA)),
 }

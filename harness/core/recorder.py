@@ -104,12 +104,12 @@ class Fallback(msgspec.Struct, tag="fallback", tag_field="kind", omit_defaults=T
     time: float | None = None
 
 
-class Problem(msgspec.Struct, tag="problem", tag_field="kind", omit_defaults=True):
+class RecorderProblem(msgspec.Struct, tag="problem", tag_field="kind", omit_defaults=True):
     detail: str
     pid: int = 0
 
 
-Line = Start | LogMessage | Event | Collected | TestOutcome | CollectError | Session | Fallback | Problem
+Line = Start | LogMessage | Event | Collected | TestOutcome | CollectError | Session | Fallback | RecorderProblem
 _LINE = msgspec.json.Decoder(Line)
 
 
@@ -174,7 +174,7 @@ class Recording(msgspec.Struct, omit_defaults=True, kw_only=True):
     def cut(self) -> str:
         """The hook's own words when the file reached its cap (JAX's later messages not recorded), or the reader's
         when it read the file in part or not at all; "" if neither."""
-        return self.note or next((r.detail for r in self.lines if isinstance(r, Problem) and r.detail.startswith(RECORDER_FULL)), "")
+        return self.note or next((r.detail for r in self.lines if isinstance(r, RecorderProblem) and r.detail.startswith(RECORDER_FULL)), "")
 
     def exit_status(self) -> int | None:
         found = [r.exit_status for r in self.lines if isinstance(r, Session)]

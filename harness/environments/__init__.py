@@ -43,24 +43,24 @@ def dated_venv_backend(requirements: Requirements = Requirements()) -> VenvBacke
     return VenvBackend(release_date=PyPIIndex().release_date, requirements=requirements)
 
 
-def host_platforms() -> tuple[str, ...]:
+def host_wheel_platforms() -> tuple[str, ...]:
     """The wheel platform tags this machine installs (a venv's wheels are the host's)."""
     return tuple(platform_tags())
 
 
-def python_chooser(options: BackendOptions, platforms: tuple[str, ...], own: PythonVersion,
+def python_chooser(options: BackendOptions, wheel_platforms: tuple[str, ...], own: PythonVersion,
                    pinned: PythonVersion | None, own_interpreter: str | None = None,
                    provided: frozenset[PythonVersion] = frozenset()) -> PythonChooser:
     """A chooser over the interpreters found here (searched only when needed) and the wheels the
     index lists for `platforms`."""
-    wheel_pythons = options.wheel_pythons(platforms) if options.wheel_pythons else (lambda _version: None)
+    wheel_pythons = options.wheel_pythons(wheel_platforms) if options.wheel_pythons else (lambda _version: None)
     return PythonChooser(own, wheel_pythons, find=options.interpreters or list, own_interpreter=own_interpreter,
                          pinned=pinned, provided=provided, install=options.install_python)
 
 
 def _venv(options: BackendOptions) -> VenvBackend:
     own = own_python_only()
-    pythons = python_chooser(options, host_platforms(), own.own, options.python_pin,
+    pythons = python_chooser(options, host_wheel_platforms(), own.own, options.python_pin,
                              own_interpreter=own.own_interpreter) if options.interpreters else None
     return VenvBackend(pythons=pythons, release_date=options.release_date, rebuild=options.rebuild,
                        requirements=options.requirements, sources=options.sources)
@@ -112,4 +112,4 @@ def make_backend(name: str, options: BackendOptions) -> BackendChoice:
     return BackendChoice(BACKENDS[BackendName.VENV](options), f"auto: {reason}; using uv virtualenvs")
 
 
-__all__ = ["BACKENDS", "BackendChoice", "NAMES", "host_platforms", "make_backend", "python_chooser"]
+__all__ = ["BACKENDS", "BackendChoice", "NAMES", "host_wheel_platforms", "make_backend", "python_chooser"]

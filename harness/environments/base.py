@@ -18,7 +18,7 @@ from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
 from harness.core.factors import Factor, RunVariation
 from harness.environments.gpus import GpuCount, host_chips, host_gpus, shortfall
-from harness.core.platforms import Probe, describe
+from harness.core.platforms import DeviceProbe, describe
 from harness.environments.factor_runs import CannotVary
 from harness.inputs.dependencies import Requirements, Sources
 from harness.inputs.pythons import Interpreter, PythonChooser, PythonVersion, WheelPythons
@@ -145,24 +145,24 @@ class Backend(abc.ABC):
         """Before an accelerator sweep: BackendUnavailable (one line) when its runs would see fewer than
         `device_count` devices (what the platform's probe counts: GPUs, TPU chips), instead of every run failing."""
         probe = describe(platform).probe
-        if probe == Probe.NONE:
+        if probe == DeviceProbe.NONE:
             return
-        if probe == Probe.GPUS:
+        if probe == DeviceProbe.GPUS:
             count, what = self.visible_gpus(say), "cuda needs {n} GPU(s)"
         else:
             count, what = self.visible_chips(), f"{platform} needs {{n}} chip(s)"
         problem = shortfall(count, device_count, source, what)
         if problem:
             raise BackendUnavailable(problem)
-        say(f"{'GPUs' if probe == Probe.GPUS else 'TPU chips'}: {count.visible} visible ({count.counted_by}), "
+        say(f"{'GPUs' if probe == DeviceProbe.GPUS else 'TPU chips'}: {count.visible} visible ({count.counted_by}), "
             f"{device_count} needed")
 
     def devices_here(self, platform: Platform) -> int:
         """The devices the platform's probe counts for this backend's runs (0: it counts none)."""
         probe = describe(platform).probe
-        if probe == Probe.GPUS:
+        if probe == DeviceProbe.GPUS:
             return self.visible_gpus().visible
-        return self.visible_chips().visible if probe == Probe.CHIPS else 0
+        return self.visible_chips().visible if probe == DeviceProbe.CHIPS else 0
 
     def visible_chips(self) -> GpuCount:
         """The TPU chips this backend's runs see; the host's by default."""

@@ -42,7 +42,7 @@ MANYLINUX_X86_64 = tuple(
     [f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MAX, 4, -1)]
     + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
 )
-UV_PLATFORM = f"x86_64-manylinux_2_{GLIBC_MAX}"
+UV_WHEEL_PLATFORM = f"x86_64-manylinux_2_{GLIBC_MAX}"
 
 # Before 0.4.26 the CUDA jaxlib wheels (`jaxlib==V+cuda12.cudnn89`) lived only on this page.
 
@@ -61,9 +61,9 @@ class Pin:
         return f"{self.name}=={self.version}"
 
 
-def image_tags(python_version: str, platforms: tuple[str, ...] = MANYLINUX_X86_64) -> frozenset[Tag]:
+def image_tags(python_version: str, wheel_platforms: tuple[str, ...] = MANYLINUX_X86_64) -> frozenset[Tag]:
     """Every wheel tag a CPython `python_version` ("3.11") in the images accepts."""
-    return target_tags(PythonVersion.parse(python_version), platforms)
+    return target_tags(PythonVersion.parse(python_version), wheel_platforms)
 
 
 def parse_lock(text: str) -> list[Pin]:
@@ -106,7 +106,7 @@ def lock_command(uv: str, requirements: list[str], python_version: str, output: 
                  cutoff: datetime | None, find_links: list[str]) -> list[str]:
     cmd = [uv, "pip", "compile", "-", "--no-config", "--quiet", "--no-header", "--no-annotate",
            "--only-binary", ":all:", "--python-version", python_version,
-           "--python-platform", UV_PLATFORM, "-o", str(output)]
+           "--python-platform", UV_WHEEL_PLATFORM, "-o", str(output)]
     newer = exclude_newer(cutoff)
     if newer is not None:
         cmd += ["--exclude-newer", newer]

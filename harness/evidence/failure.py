@@ -159,17 +159,17 @@ def with_detail(reason: str, lines: Sequence[str], versions: Sequence[str] = ())
 # environment lacks, a requirement that did not resolve with it) says nothing about JAX: a boundary drawn
 # through it would be the dependency's, not the regression's (issue 47.4).
 
-_NO_MODULE_RE = re.compile(r"No module named '([^']+)'")
+_NO_PYTHON_MODULE_RE = re.compile(r"No module named '([^']+)'")
 _UNRESOLVED_RE = re.compile(r"could not install jax (\S+) with ([^:(]+?)(?::|\s\()")
 # Top-level modules that are JAX's own: a missing one is an API change in JAX, not a missing dependency.
-_JAX_MODULE_RE = re.compile(r"^(jax|jaxlib|jax_\w+|jaxtyping)$")
+_JAX_PACKAGE_RE = re.compile(r"^(jax|jaxlib|jax_\w+|jaxtyping)$")
 # The few modules whose distribution is named otherwise, for the `--with` the line suggests.
 _DISTRIBUTION_OF = {"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn", "cv2": "opencv-python",
                     "skimage": "scikit-image", "google": "protobuf", "attr": "attrs", "dateutil": "python-dateutil"}
 
 
 class OutsideJax(enum.Enum):
-    MISSING_MODULE = "missing module"  # the program imports a module the release's environment lacks
+    MISSING_PYTHON_MODULE = "missing module"  # the program imports a module the release's environment lacks
     UNRESOLVED = "unresolved requirement"  # the program's requirement did not install with the release
 
 
@@ -186,7 +186,7 @@ class OutsideFailure:
         return _DISTRIBUTION_OF.get(self.name, self.name)
 
     def phrase(self) -> str:
-        if self.kind == OutsideJax.MISSING_MODULE:
+        if self.kind == OutsideJax.MISSING_PYTHON_MODULE:
             # `check` takes --with; a config (`run`, `bisect`) names it in `requirements:`.
             return (f"the program imports {self.name}, which their environments lack (add it: "
                     f"--with {self.requirement}, or requirements: [{self.requirement}] in a config)")
@@ -196,10 +196,10 @@ class OutsideFailure:
 
 def outside_jax(reason: str) -> OutsideFailure | None:
     """The failure outside JAX a failed cell's reason names, or None (JAX's own failure, or the program's)."""
-    missing = _NO_MODULE_RE.search(reason)
+    missing = _NO_PYTHON_MODULE_RE.search(reason)
     if missing:
         top = missing.group(1).split(".")[0]
-        return None if _JAX_MODULE_RE.match(top) else OutsideFailure(OutsideJax.MISSING_MODULE, top)
+        return None if _JAX_PACKAGE_RE.match(top) else OutsideFailure(OutsideJax.MISSING_PYTHON_MODULE, top)
     unresolved = _UNRESOLVED_RE.search(reason)
     if unresolved:
         return OutsideFailure(OutsideJax.UNRESOLVED, unresolved.group(2).strip())

@@ -64,7 +64,7 @@ PYTEST_TESTS_FAILED = 1  # pytest's exit status when its session ran to its end 
 def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
     """The runs whose keys count: those that succeeded, and a pytest run that ran to its end (exit status 1) with
     failing tests that are all flaky, or while some test passed in every run: a test that failed in some runs is flaky, one that failed in
-    every run is failing (both named: per_test.test_changes, failing_tests), never a failed run; the cell is judged
+    every run is failing (both named: misses.test_changes, failing_tests), never a failed run; the cell is judged
     on the tests that passed. A run where no test passed in every run fails (an error: the suite is broken here)."""
     recorded = [r for r in runs if r.tests]
     steady = any(all(o.tests.get(t) == "passed" for o in recorded) for t in (recorded[0].tests if recorded else ()))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 RUNS_AT_ONCE_AUTO = "auto"
 SCRIPT_ARGS = "script_args"  # the dest of the words after `--` (harness check SCRIPT -- ARG ...)
 _T = TypeVar("_T", bound="DataclassInstance")  # the options dataclass from_given fills
-TAKES = "takes"  # the metadata key of a service's field that holds an option (harness/service/options.py)
+TAKES = "takes"  # the metadata key of a service's field that holds an option (harness/service/command_options.py)
 
 
 # ---- how option text is read (argparse types: a bad value is one line naming the option) --------------
@@ -298,7 +298,7 @@ def parse(words: list[str], parser: argparse.ArgumentParser, options_for: Callab
 
 
 @dataclass(frozen=True)
-class Given:
+class GivenBase:
     """A command and its options' values; `options()` says which options the command takes (harness/inputs/
     options.py's Given knows the commands)."""
 

@@ -10,7 +10,7 @@ round-trip test), how its text is read and spelled back, and whether it is part 
 report's reproduce line) and docs/commands.md (`make docs`; tests/unit/test_docs.py checks it).
 
 To add an option: a field of `Options` (its place is its place in --help), named in a group below or in the
-command that takes it. If the service acts on it, a field holding it in harness/service/options.py, named as it
+command that takes it. If the service acts on it, a field holding it in harness/service/command_options.py, named as it
 (`runs_at_once: int | None = Options.runs_at_once`) or not (`field(default=..., metadata=takes("runs_at_once"))`),
 which `from_given` fills; tests/unit/test_options.py checks its type and default are the declaration's."""
 
@@ -303,7 +303,7 @@ PROGRAM = {"env", "cwd", "device_count", "platform", "timeout", "with_requiremen
 SCRIPTED = {"script", *PROGRAM, *MEASURED}  # a user's script (check, reduce, fingerprint)
 # A program named as a module instead of a script: -m MODULE, or --pytest (`-m pytest`; service.as_pytest). check's
 # and bisect's, one set, so `harness bisect --pytest` reads as `harness check --pytest` does.
-AS_MODULE = {"module", "pytest"}
+AS_PYTHON_MODULE = {"module", "pytest"}
 CI = {"junit_xml", "fail_on"}  # what a CI reads of the cells (docs/ci.md): of a sweep, or of the shards merged
 SLURM = {"shards", "wait", "partition", "cpus_per_task", "time", "sbatch_args", "only_shards", "dry_run"}
 
@@ -318,7 +318,7 @@ COMMANDS: tuple[Command, ...] = (
              SWEPT, CI, "all_runs", "json", "resume"),
     _command("check", "run your own script version by version, no config needed",
              "harness check train.py --versions 0.4.30 0.4.31 --with flax -- --steps 10",
-             SCRIPTED, REPEATED, CI, AS_MODULE, "shard", "all_runs", "json", "resume", "no_moved_folder"),
+             SCRIPTED, REPEATED, CI, AS_PYTHON_MODULE, "shard", "all_runs", "json", "resume", "no_moved_folder"),
     _command("reduce", "shrink your script to the smallest one that still misses the cache the same way "
              "(docs/reduce.md)", "harness reduce train.py --versions 0.4.28 --good 0.4.29 -- --steps 1",
              SCRIPTED, REPEATED, "good", "max_candidates", "resume"),
@@ -335,7 +335,7 @@ COMMANDS: tuple[Command, ...] = (
              "harness merge results/shard-1 results/shard-2 --out results", CI, "results", "out"),
     _command("bisect", "find the releases (and commits) where a regression appears and where it is fixed",
              "harness bisect shard_map_grad --good 0.4.26 --bad 0.4.28 --jax-repo ../jax",
-             SWEPT, PROGRAM, AS_MODULE, "jax_repo", "good", "bad", "fresh"),
+             SWEPT, PROGRAM, AS_PYTHON_MODULE, "jax_repo", "good", "bad", "fresh"),
     _command("submit", "run a sweep on a Slurm cluster: an array job of shards, then a merge",
              "harness submit shard_map_grad --shards 4 --wait", SWEPT, SLURM, CI, "all_runs"),
     # One run per release: a fingerprint is JSON to paste, not a verdict (no CI outputs).
@@ -380,7 +380,7 @@ def build_parser(description: str = "") -> OneLineParser:
 
 
 @dataclass(frozen=True)
-class Given(option_set.Given):
+class Given(option_set.GivenBase):
     """A command and its options' values (every option the command takes; defaults filled in), typed as
     the parser reads them. `line()` spells it back; parsing that line gives the same Given."""
 
@@ -396,7 +396,7 @@ def parse(words: list[str], parser: argparse.ArgumentParser | None = None) -> tu
 
 
 def takes(dest: str) -> Mapping[str, str]:
-    """The metadata of a service's field (harness/service/options.py) that holds the option `dest` under
+    """The metadata of a service's field (harness/service/command_options.py) that holds the option `dest` under
     another name (`from_given` fills a field named as an option without it)."""
     assert dest in DECLARED, dest
     return {TAKES: dest}

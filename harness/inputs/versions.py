@@ -65,14 +65,14 @@ class Release:
     requires_python: str | None = None
     wheel_tags: frozenset[Tag] = frozenset()  # every tag of its binary wheels
 
-    def pythons(self, platforms: Sequence[str]) -> frozenset[PythonVersion] | None:
+    def pythons(self, wheel_platforms: Sequence[str]) -> frozenset[PythonVersion] | None:
         """The CPython versions with a wheel of this release that installs on `platforms`, narrowed
         by its Requires-Python; None when the index lists no wheels (a pure-Python release, a fake)."""
         allowed = _requires(self.requires_python)
         if not self.wheel_tags:
             return None
         return frozenset(v for v in _CANDIDATE_PYTHONS
-                         if any(accepts(v, tuple(platforms), tag) for tag in self.wheel_tags) and allowed(v))
+                         if any(accepts(v, tuple(wheel_platforms), tag) for tag in self.wheel_tags) and allowed(v))
 
 
 def _requires(requires_python: str | None) -> Callable[[PythonVersion], bool]:
@@ -84,29 +84,29 @@ def _requires(requires_python: str | None) -> Callable[[PythonVersion], bool]:
 
 
 @cache
-def target_tags(python: PythonVersion, platforms: tuple[str, ...]) -> frozenset[Tag]:
+def target_tags(python: PythonVersion, wheel_platforms: tuple[str, ...]) -> frozenset[Tag]:
     """Every wheel tag a (regular, not free-threaded) CPython `python` on these platforms accepts."""
     version = (python.major, python.minor)
     abi = f"cp{python.major}{python.minor}"
-    return frozenset(cpython_tags(version, abis=[abi], platforms=list(platforms))) | frozenset(
-        compatible_tags(version, interpreter=abi, platforms=list(platforms)))
+    return frozenset(cpython_tags(version, abis=[abi], platforms=list(wheel_platforms))) | frozenset(
+        compatible_tags(version, interpreter=abi, platforms=list(wheel_platforms)))
 
 
-# Stands for each platform asked: a CPython's tags are its (interpreter, abi) pairs times the platforms, and a
+# Stands for each platform asked: a CPython's tags are its (interpreter, abi) pairs times the wheel platforms, and a
 # few `any` ones, so one such set answers for any platforms; the full sets (thousands of tags for manylinux's
 # glibc versions) took 0.1 s of CPU at every command's start, about a tenth of a small suite's run.
-_ONE_PLATFORM = "harness_one_platform"
+_ONE_WHEEL_PLATFORM = "harness_one_platform"
 
 
 @cache
-def _tags_on_one_platform(python: PythonVersion) -> frozenset[Tag]:
-    return target_tags(python, (_ONE_PLATFORM,))
+def _tags_on_one_wheel_platform(python: PythonVersion) -> frozenset[Tag]:
+    return target_tags(python, (_ONE_WHEEL_PLATFORM,))
 
 
-def accepts(python: PythonVersion, platforms: tuple[str, ...], tag: Tag) -> bool:
-    """Whether `tag` is in target_tags(python, platforms), without making that set."""
-    platform = _ONE_PLATFORM if tag.platform in {p.lower() for p in platforms} else tag.platform
-    return Tag(tag.interpreter, tag.abi, platform) in _tags_on_one_platform(python)
+def accepts(python: PythonVersion, wheel_platforms: tuple[str, ...], tag: Tag) -> bool:
+    """Whether `tag` is in target_tags(python, wheel_platforms), without making that set."""
+    wheel_platform = _ONE_WHEEL_PLATFORM if tag.platform in {p.lower() for p in wheel_platforms} else tag.platform
+    return Tag(tag.interpreter, tag.abi, wheel_platform) in _tags_on_one_wheel_platform(python)
 
 
 class PackageIndex(Protocol):
@@ -114,14 +114,14 @@ class PackageIndex(Protocol):
 
 
 def release_pythons(index: PackageIndex,
-                    platforms: Sequence[str]) -> Callable[[str], frozenset[PythonVersion] | None]:
+                    wheel_platforms: Sequence[str]) -> Callable[[str], frozenset[PythonVersion] | None]:
     """A function: jax version -> the Pythons with wheels for both its jax and its jaxlib on
     `platforms` (None when the index does not say)."""
     def pythons(version: str) -> frozenset[PythonVersion] | None:
         jax, jaxlib = index.releases("jax").get(version), index.releases("jaxlib").get(version)
         if jax is None or jaxlib is None:
             return None
-        found = jaxlib.pythons(platforms)
+        found = jaxlib.pythons(wheel_platforms)
         allowed = _requires(jax.requires_python)
         if found is None:
             return None if jax.requires_python is None else frozenset(v for v in _CANDIDATE_PYTHONS if allowed(v))

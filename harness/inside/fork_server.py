@@ -192,8 +192,8 @@ def _child(request: dict[str, Any]) -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:  # noqa: BLE001 - the candidate's own failure: said as Python says it
         traceback.print_exc()
-        module = type(exc).__module__
-        said = f"{module + '.' if module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {' '.join(str(exc).split())[:300]}"
+        python_module = type(exc).__module__
+        said = f"{python_module + '.' if python_module not in ('builtins', '__main__') else ''}{type(exc).__qualname__}: {' '.join(str(exc).split())[:300]}"
         with open(request["error"], "w") as out:
             json.dump({"error": said, "errno": getattr(exc, "errno", None)}, out)
         code = 1

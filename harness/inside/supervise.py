@@ -48,14 +48,14 @@ RUN_TMPDIR_VAR = "HARNESS_RUN_TMPDIR"  # harness/environments/process.py's (a te
 CLEANUP_ROUNDS = 100  # each round kills the current children; their orphans arrive for the next
 
 
-class Stop(Exception):
+class StopSignal(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
 
 
 def on_stop(signum: int, frame: FrameType | None) -> NoReturn:
-    raise Stop(signum)
+    raise StopSignal(signum)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -302,7 +302,7 @@ def main(argv: list[str]) -> None:
             os._exit(EXIT_CANNOT_START)
         os.close(write_end)
         status = relay(read_end, wake_read, script_pid, log)
-    except Stop as stop:
+    except StopSignal as stop:
         kill_everything_left()
         remove_run_tmp(run_tmp)
         drain(read_end, log)

@@ -3,7 +3,7 @@
 A cell's run 1 runs alone in the cell's folder (its entries are the baseline). Where it is safe, run 2 starts at
 the same time, in an empty folder of its own bound at the cell folder's path (harness/environments/same_path.py;
 a container sees any host folder at one path), and its keys are compared with the entries run 1 left
-(harness/evidence/beside.py): a hit by key, not a served one. The runs after it (3..) run in the cell's folder
+(harness/evidence/beside_keys.py): a hit by key, not a served one. The runs after it (3..) run in the cell's folder
 and measure real hits, so a clean verdict rests on measured hits too.
 
 Run 2's seed is the plan's, as planned before any run (random, for a suite: its names are unknown before run 1),
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.core.files import remove_path
 from harness.core.runs import RunRecord
-from harness.evidence.beside import compared_by_key, why_not_compared
+from harness.evidence.beside_keys import compared_by_key, why_not_compared
 
 BESIDE_INDEX = 2  # the run that runs beside run 1
 # Planned runs a cell needs before its run 2 runs beside run 1: at least one run after it in the cell's folder,

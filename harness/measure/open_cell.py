@@ -32,7 +32,7 @@ from harness.measure.run_logs import missing_module, read_run, with_log_detail
 from harness.measure.seeds import Reseed, SeedWindow
 from harness.verdicts.finish import Measured, finish_cell, with_plan
 from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
-from harness.evidence.per_test import SEED_CONTROL, control_baseline
+from harness.evidence.misses import SEED_CONTROL, control_baseline
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
 from harness.verdicts.factor_verdicts import (reference_of, why_not_varied, without_planned_control)
@@ -421,7 +421,7 @@ class OpenCell:
 
     def _plan_control(self) -> list[QueuedRun]:
         """A later run's key moved at argument types the first run had (a user's program, one process): one run
-        with the first run's own seed (harness/evidence/per_test.py reads it)."""
+        with the first run's own seed (harness/evidence/misses.py reads it)."""
         if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
             return []  # (give_up: harness reduce's candidates, judged by their signature alone)
         first = control_baseline(self.tally.records)

@@ -28,9 +28,9 @@ from harness.core.kinds import FAILABLE, Verdict  # FAILABLE: in the core, as th
 from harness.core.model import CellResult
 from harness.core import markdown
 from harness.core.markdown import visible
-from harness.evidence.per_test import Category
+from harness.evidence.misses import Category
 from harness.verdicts.factor_verdicts import moved_folder_line
-from harness.report.per_test import cell_findings, jax_label, not_cached_why
+from harness.report.misses_screen import cell_findings, jax_label, not_cached_why
 from harness.report.table import in_version_order, render_markdown_table, summary_line
 from harness.verdicts.cell_facts import cell_label, cells_facts, detail, factor_cost_phrase
 

@@ -2,6 +2,6 @@
 
 Pure parts: `signature` (what a cell's failure is, and whether a candidate keeps it), `passes` (candidate
 programs from a program's syntax), `search` (the order candidates are tried in, the memo, the best so far).
-Measuring parts: `measure` (a candidate through the harness's own cell runner), `reduction` (the whole
-command: the original's check, the search, the reduced program's check), `state` (what --resume reads).
+Measuring parts: `measure_candidate` (a candidate through the harness's own cell runner), `reduction` (the whole
+command: the original's check, the search, the reduced program's check), `reduce_state` (what --resume reads).
 """

@@ -1,5 +1,5 @@
 """The quick screen's answer under a factor (`--vary cache-path`) and between processes (`--processes`), from the
-forked children harness/reduce/measure.py runs (pure: what they computed in, an answer out).
+forked children harness/reduce/measure_candidate.py runs (pure: what they computed in, an answer out).
 
 Under cache-path (docs/reduce.md): the reference child (the reference run's seed, its cache folder at one path),
 the factor's child (the same seed, its folder at another path) and the control child (the same seed, the

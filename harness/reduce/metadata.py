@@ -1,5 +1,5 @@
 """The script's inline metadata (PEP 723) block, put back on the reduced program less what it no longer needs (pure),
-and what a release's environment installs, asked of its interpreter once (`installed_modules`)."""
+and what a release's environment installs, asked of its interpreter once (`installed_python_modules`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from harness.inputs.dependencies import JAX_OWN
-from harness.reduce.measure import Release
+from harness.reduce.measure_candidate import PreparedRelease
 from harness.reduce.passes import imported_packages
 
 # PEP 723's own regular expression for an inline metadata block.
@@ -65,19 +65,19 @@ def _without_unused(block: re.Match[str], source: str, reduced: str, modules: di
 
 # Each installed distribution's top-level modules, asked of a release's interpreter (Python 3.10+'s
 # packages_distributions; an older one prints nothing).
-_MODULES_OF = ("import importlib.metadata as m, json\nfound = {}\n"
+_PYTHON_MODULES_OF = ("import importlib.metadata as m, json\nfound = {}\n"
                "for module, names in getattr(m, 'packages_distributions', dict)().items():\n"
                "    for name in names:\n        found.setdefault(name, []).append(module)\nprint(json.dumps(found))")
 
 
-def installed_modules(release: Release | None) -> dict[str, frozenset[str]]:
+def installed_python_modules(release: PreparedRelease | None) -> dict[str, frozenset[str]]:
     """What `release`'s environment installs, by distribution (canonical names), where its interpreter says (a venv's;
     not a container's): which PEP 723 dependencies the reduced program no longer needs."""
     python = getattr(release.environment, "python", None) if release is not None else None
     if python is None:
         return {}
     try:
-        done = subprocess.run([str(python), "-I", "-c", _MODULES_OF], check=False, capture_output=True,
+        done = subprocess.run([str(python), "-I", "-c", _PYTHON_MODULES_OF], check=False, capture_output=True,
                               text=True, timeout=60)
         found = json.loads(done.stdout) if done.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired, ValueError):

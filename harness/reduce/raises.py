@@ -27,7 +27,7 @@ from types import ModuleType
 _BINDS_OUT_OF_SIGHT = frozenset({"globals", "locals", "vars", "exec", "eval", "setattr", "delattr", "__import__"})
 _SETS_ATTRIBUTES_OUT_OF_SIGHT = frozenset({"__setattr__", "__dict__", "__class__", "__getattr__",
                                            "__getattribute__"})
-_MODULE = ModuleType("module")  # stands for any module: not callable, not subscriptable
+_PYTHON_MODULE = ModuleType("module")  # stands for any module: not callable, not subscriptable
 _UNKNOWN = object()  # a value not known before the program runs
 
 
@@ -109,7 +109,7 @@ def _plain_class(node: ast.ClassDef) -> _Class | None:
 
 
 def _known_names(tree: ast.Module) -> dict[str, object]:
-    """The names whose value is known wherever they are read: a literal, a module (`_MODULE`), a class of
+    """The names whose value is known wherever they are read: a literal, a module (`_PYTHON_MODULE`), a class of
     the program's (`_Class`) or an instance of one made at module level (`_Instance`)."""
     if out_of_sight(tree):
         return {}
@@ -117,7 +117,7 @@ def _known_names(tree: ast.Module) -> dict[str, object]:
     known: dict[str, object] = {}
     for name, nodes in bound.items():
         if all(isinstance(n, ast.Import) for n in nodes):
-            known[name] = _MODULE
+            known[name] = _PYTHON_MODULE
         elif len(nodes) == 1 and isinstance(nodes[0], ast.ClassDef):
             found = _plain_class(nodes[0])
             if found is not None:
@@ -157,7 +157,7 @@ def _value_of(node: ast.expr, names: dict[str, object]) -> object:
 
 
 def _what(value: object) -> str:
-    if value is _MODULE:
+    if value is _PYTHON_MODULE:
         return "a module"
     if isinstance(value, _Class):
         return f"class {value.name}"
@@ -171,7 +171,7 @@ _Empty = type("_Empty", (), {})  # what every class and instance has: `type`'s a
 
 def _lacks(value: object, attribute: str, assigned: set[str]) -> bool:
     """Whether reading `attribute` of `value` raises AttributeError for certain."""
-    if value is _MODULE or attribute in assigned or attribute.startswith("__"):
+    if value is _PYTHON_MODULE or attribute in assigned or attribute.startswith("__"):
         return False  # a module's names, one the program sets somewhere, a dunder a decorator may add
     if isinstance(value, _Class):
         return attribute not in value.attributes and not hasattr(_Empty, attribute)
@@ -190,7 +190,7 @@ def certain_error(tree: ast.Module) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             value = _value_of(node.func, names)
-            if value is not _UNKNOWN and (value is _MODULE or (not isinstance(value, (_Class, _Instance))
+            if value is not _UNKNOWN and (value is _PYTHON_MODULE or (not isinstance(value, (_Class, _Instance))
                                                                and not callable(value))):
                 return f"calls {_what(value)}: {ast.unparse(node)[:60]}"
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):

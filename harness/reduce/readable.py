@@ -50,7 +50,7 @@ _PATH_CALLS = frozenset({"open", "Path", "PurePath", "PosixPath", "FileIO", "mkd
                          "unlink", "rmdir", "rmtree", "rename", "replace", "write_text", "write_bytes", "touch",
                          "copy", "copyfile", "copytree", "move", "symlink", "chdir", "savez", "save", "load",
                          "loadtxt", "savetxt", "NamedTemporaryFile", "mkdtemp", "mkstemp", "TemporaryDirectory"})
-_PATH_MODULES = frozenset({"os", "path", "shutil", "pathlib", "tempfile", "glob"})
+_PATH_PYTHON_MODULES = frozenset({"os", "path", "shutil", "pathlib", "tempfile", "glob"})
 # A file extension: a dot and up to 8 letters or digits at the end (`train.log`, `cfg.yaml`, `out.npz`).
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 
@@ -67,9 +67,9 @@ def _path_literals(tree: ast.AST) -> set[int]:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        module = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else \
+        python_module = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else \
             func.value.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) else ""
-        if _called(node) in _PATH_CALLS or module in _PATH_MODULES:
+        if _called(node) in _PATH_CALLS or python_module in _PATH_PYTHON_MODULES:
             for argument in [*node.args, *(k.value for k in node.keywords)]:
                 found |= {id(n) for n in ast.walk(argument) if isinstance(n, ast.Constant)
                           and isinstance(n.value, str)}

@@ -24,19 +24,19 @@ from harness.core.errors import EnvironmentUnavailable, HarnessFailure, UserErro
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict
 from harness.measure.progress import Progress
-from harness.reduce.measure import (REFUSED_FOR_WRITING, Launch, Measurer, Release, candidate_timeout, deciding_seeds,
+from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measurer, PreparedRelease, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
-from harness.reduce.metadata import installed_modules, metadata_block
+from harness.reduce.metadata import installed_python_modules, metadata_block
 from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
                                    normalise, probe_program, probed_values, size)
 from harness.reduce.screening import QuickScreen, ScreenMaker
-from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
+from harness.reduce.progress_lines import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
-from harness.results.reduction import REDUCE_SECTION, Plain, ProgramText, Reduced
-from harness.reduce.state import STATE_FILE, ReduceState, SaveSchedule, load_state
+from harness.results.reduce_results import REDUCE_SECTION, Plain, ProgramText, Reduced
+from harness.reduce.reduce_state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
 from harness.measure.seeds import SeedPlanner, random_seeds
@@ -263,13 +263,13 @@ class Reduction:
         partial.mkdir(exist_ok=True)
         partial.rename(snapshot)
 
-    def _release(self, version: str) -> Release:
+    def _release(self, version: str) -> PreparedRelease:
         spec = plan_cells(self.config, [version])[0]
         try:
             environment = self.backend.prepare(version, self.config.platform, self.progress.say)
         except EnvironmentUnavailable as exc:
             raise UserError(f"jax {version}: its environment cannot be made ({exc})") from None
-        return Release(spec, environment)
+        return PreparedRelease(spec, environment)
 
     def run(self, resume: bool = False) -> ReduceOutcome:
         """The whole reduction, holding the folder's writer lock throughout: a second reduction or
@@ -516,7 +516,7 @@ class Reduction:
 
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
                 taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
-        reduced = metadata_block(source, state.best, installed_modules(measurer.bad)) + state.best
+        reduced = metadata_block(source, state.best, installed_python_modules(measurer.bad)) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
         self.progress.say(f"reduced: {original_lines} -> {size(reduced)} lines, {state.measured} candidates run "

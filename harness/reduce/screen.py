@@ -6,7 +6,7 @@ It rejects the candidate's own uncaught Python exception (a NameError, an Attrib
 TypeError on a value made None), as a fresh run of the same seed would, or a hang past the child's timeout
 (`child_timeout`: 10 s + 3x the original's own forked run, shorter than a fresh run's: a candidate much slower
 than the original is rejected where a fresh run might have kept it; docs/reduce.md says so). Any other outcome (it ran to the end, exited otherwise, or the server is unwell) is unsure, and the candidate
-is measured as `harness check` measures it (fresh processes: harness/reduce/measure.py), so every kept
+is measured as `harness check` measures it (fresh processes: harness/reduce/measure_candidate.py), so every kept
 candidate, and the reduced program, is a fresh process's answer.
 
 Contained as candidates are: each server runs under bubblewrap (bwrap_argv: the file system read-only, its own
@@ -45,7 +45,7 @@ from harness.reduce.passes import PROBE_VARIABLE, digest, imported_packages
 from harness.reduce.sandbox import HOME_DIR, PRIVATE_TMP, TMP_DIR, Confines, Workspace, bwrap_launcher, empty
 
 SERVER = "fork_server.py"
-BASE_MODULES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
+BASE_PACKAGES = ("numpy", "jax")  # what every candidate imports first; a server imports them before any fork
 # A file operation the sandbox stopped, or one into a folder outside that is not there (a candidate's write
 # outside that fails for want of its parent): unsure, so the fresh run's write watch says where it wrote
 # (`refused: it wrote outside its own folder (...)`), as it did before the screen.
@@ -67,7 +67,7 @@ def preloaded(source: str, local: tuple[Path, ...]) -> tuple[str, ...]:
     """The modules a server imports before forking: jax and numpy, then the top-level packages the original
     imports at module level, less those that sit in the script's folders (the user's code runs in the child
     only)."""
-    names: list[str] = list(BASE_MODULES)
+    names: list[str] = list(BASE_PACKAGES)
     for name in imported_packages(ast.parse(source).body):
         if name not in names and not any((f / f"{name}.py").exists() or (f / name).is_dir() for f in local):
             names.append(name)

@@ -1,5 +1,5 @@
 """The quick screen of one reduction, set up from the original's forked children (harness/reduce/screen.py runs
-them; harness/reduce/measure.py asks them of each candidate).
+them; harness/reduce/measure_candidate.py asks them of each candidate).
 
 `ScreenMaker.make` starts the screen where it is as contained as a candidate's fresh run and the original passes it,
 and says so once; `QuickScreen` is what it found: the servers on the bad release, the good release's, and whether the
@@ -21,9 +21,9 @@ from harness.inputs.config import Config
 from harness.inputs.process_variables import merge_user_env, process_env
 from harness.inside.startup.jax_cache_harness_hook import JOB_COORDINATOR_VAR, JOB_PROCESSES_VAR, JOB_RANK_VAR
 from harness.measure.multiprocess_env import GroupPlan, rank_env
-from harness.reduce.measure import Measurer, Release
+from harness.reduce.measure_candidate import Measurer, PreparedRelease
 from harness.reduce.screen import ForkScreen, child_timeout, preloaded, screen_allowed
-from harness.reduce.state import ReduceState
+from harness.reduce.reduce_state import ReduceState
 
 
 @dataclass
@@ -160,7 +160,7 @@ class ScreenMaker:
             return None
         return good
 
-    def _forked(self, source: str, state: ReduceState, measurer: Measurer, release: Release, python: Path,
+    def _forked(self, source: str, state: ReduceState, measurer: Measurer, release: PreparedRelease, python: Path,
                 work: Path, env: dict[str, str] | None = None) -> ForkScreen:
         """Servers of `release`'s environment with a fresh run's variables (`env`, else seed 0's; a job's process's,
         between processes: its share of the devices, gloo), less the hash seed, the cache folder and the job (set per

@@ -12,7 +12,7 @@ Two kinds of passes, coarse first:
 The memo (by source digest) answers a candidate tried before, in this search or a resumed one; pyflakes
 rejects a candidate that uses a name it never defines without running it. The good release is checked at
 checkpoints rather than for every candidate (most are rejected on the bad release anyway), and so are the
-candidates the quick screen kept provisionally (forked children: harness/reduce/measure.py), by fresh
+candidates the quick screen kept provisionally (forked children: harness/reduce/measure_candidate.py), by fresh
 processes: when the best program fails the checkpoint, the accepted programs since the last checked one are
 bisected back to the last one that passes, the one that broke it is remembered as rejected, and the passes
 go on from there.
@@ -51,7 +51,7 @@ class Tried(msgspec.Struct, frozen=True, omit_defaults=True):
     kept: bool
     why: str = ""
     # False: decided without running it (pyflakes, the memo); the state file does not hold it
-    # (the state file holds only True: harness/reduce/state.py reads every remembered one as False)
+    # (the state file holds only True: harness/reduce/reduce_state.py reads every remembered one as False)
     measured: bool = True
 
 

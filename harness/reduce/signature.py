@@ -24,7 +24,7 @@ from harness.core.factors import Factor
 from harness.core.model import CellResult
 from harness.core.findings import FactorResult
 from harness.core.kinds import Verdict
-from harness.results.reduction import Signature
+from harness.results.reduce_results import Signature
 from harness.evidence.ranks import HOST_COMPONENTS
 
 

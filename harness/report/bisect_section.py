@@ -1,4 +1,4 @@
-"""The bisect section (pure): a bisection's Outcome (harness/results/bisection.py) as Markdown. report.md's
+"""The bisect section (pure): a bisection's BisectSection (harness/results/bisect_results.py) as Markdown. report.md's
 `## Bisection` and what `harness bisect` prints and writes (bisect.md) are this one rendering: the boundaries,
 the confidence of the clean verdicts, each commit search and its culprit, and the steps tested."""
 
@@ -13,7 +13,7 @@ from harness.core import markdown as md
 from harness.core.confidence import ASSUMES_CHOSEN, ASSUMES_OTHER, ASSUMES_RANDOM, bound_label
 from harness.core.kinds import Verdict
 from harness.core.model import CommitInfo
-from harness.results.bisection import CommitSearch, Outcome, Row, testable
+from harness.results.bisect_results import CommitSearch, BisectSection, Row, testable
 from harness.verdicts.boundaries import Boundaries, FailedRelease
 from harness.evidence.failure import outside_jax
 from harness.evidence.program_packages import NO_PACKAGES, PACKAGES_HEADER, ProgramPackages, line_with_packages
@@ -23,7 +23,7 @@ JAX_COMMIT_URL = "https://github.com/jax-ml/jax/commit/"
 DETAIL_CHARS = 70  # a step's detail in the tables: the start of its reason (the results keep all of it)
 
 
-def bisect_section(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) -> list[str]:
+def bisect_section(outcome: BisectSection, packages: ProgramPackages = NO_PACKAGES) -> list[str]:
     """The section's lines. `packages`: the program's own packages per release (--with, PEP 723, requirements:),
     named where they change at a boundary and, where they differ between releases, in the release steps."""
     lines = [SECTION_TITLE, "", *_headline(outcome, packages)]
@@ -46,13 +46,13 @@ def bisect_section(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) ->
 REPRODUCE_WITH = "Reproduce with: "  # bisect.md's last line: then the command, a code span
 
 
-def bisect_text(outcome: Outcome, command: str, packages: ProgramPackages = NO_PACKAGES) -> str:
+def bisect_text(outcome: BisectSection, command: str, packages: ProgramPackages = NO_PACKAGES) -> str:
     """What `harness bisect` prints and writes (bisect.md): the section, then the command that reproduces it (a
     code span: a program's arguments show as they are, never as Markdown or HTML)."""
     return "\n".join([*bisect_section(outcome, packages), "", f"{REPRODUCE_WITH}{md.code(command)}"])
 
 
-def release_boundaries(outcome: Outcome) -> Boundaries:
+def release_boundaries(outcome: BisectSection) -> Boundaries:
     """The bisection's boundaries as a sweep's are told: the releases it tested, those it stepped around
     between them (`skipped`), and which failed and why, so no boundary is named through a failure."""
     appears, fixed = outcome.appears, outcome.fixed
@@ -68,14 +68,14 @@ def release_boundaries(outcome: Outcome) -> Boundaries:
                       measured=measured, failed=failed)
 
 
-def boundaries_line(outcome: Outcome, packages: ProgramPackages = NO_PACKAGES) -> str:
+def boundaries_line(outcome: BisectSection, packages: ProgramPackages = NO_PACKAGES) -> str:
     """Where the regression appears and is fixed, in a sweep's words (`regression appears in ...`), with the
     releases stepped around between a boundary's two in it, and the program's package changes at a boundary."""
     found = release_boundaries(outcome)
     return line_with_packages(lambda also: found.line(also=also), packages)
 
 
-def _headline(outcome: Outcome, packages: ProgramPackages) -> list[str]:
+def _headline(outcome: BisectSection, packages: ProgramPackages) -> list[str]:
     if outcome.problem:  # what failed outside JAX first: it is often why nothing could be tested
         outside = release_boundaries(outcome).outside_jax_phrases()
         return [*([md.text("; ".join(outside)), ""] if outside else []),
@@ -94,7 +94,7 @@ def _what_failed(detail: str) -> str:
     return found.group("why") if found else detail
 
 
-def confidence_lines(outcome: Outcome) -> list[str]:
+def confidence_lines(outcome: BisectSection) -> list[str]:
     """The worst miss bounds of the clean points tested. Chosen seeds give `miss_bound` 0 only under their
     stated assumption; `miss_bound_other_mechanisms`, for any other hash-order dependence, counts every distinct
     seed run (1 for a single seed): both are shown, or the 0 overstates."""
@@ -115,7 +115,7 @@ def confidence_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def _release_table(outcome: Outcome, packages: ProgramPackages) -> str:
+def _release_table(outcome: BisectSection, packages: ProgramPackages) -> str:
     """One row per release tested; a `packages` column where the program's own packages differ between them."""
     varying = packages.varying()
     rows = [[i, *(_cell(v) for v in (r.point, r.role, r.verdict, r.runs, _bound(r),

@@ -16,9 +16,9 @@ from harness.core import markdown as md
 from harness.core.kinds import Cause, NothingCached
 from harness.core.model import CellResult
 from harness.evidence.cost import seconds
-from harness.evidence.per_test import Category, Follows, FunctionMiss
+from harness.evidence.misses import Category, Follows, FunctionMiss
 from harness.report.evidence import Evidence, MissingEvidence
-from harness.report.per_test import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
+from harness.report.misses_screen import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
 
 MAX_FINDINGS = 10  # lines the first screen names; the per-test table below has every miss
 

@@ -20,8 +20,8 @@ from harness.core.model import CellResult
 from harness.core.kinds import FolderMode, Verdict
 from harness.core.platforms import describe
 from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeader, host_flat
-from harness.results.bisection import Outcome
-from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.bisect_results import BisectSection
+from harness.results.reduce_results import REDUCE_SECTION, Reduced
 from harness.results.document import BISECTION, ResultsDocument, SweepStatus, summaries_by_mesh
 from harness.core.confidence import SeedStrategy
 from harness.report.bisect_section import bisect_section, commit_link
@@ -32,8 +32,8 @@ from harness.report.reproduce import (harness_command, seed_commands, shell_comm
                                       summary_of)
 from harness.verdicts.seed_check import phrase
 from harness.report.first_screen import first_screen
-from harness.report.per_test import FunctionEvidence, cell_findings, listings_note, per_test_section
-from harness.evidence.per_test import Category, Follows
+from harness.report.misses_screen import FunctionEvidence, cell_findings, listings_note, per_test_section
+from harness.evidence.misses import Category, Follows
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics
@@ -313,7 +313,7 @@ def _bisection(document: ResultsDocument, cells: list[CellResult]) -> list[str]:
     """Release boundaries and culprit commits, when `harness bisect` added them to the results: the section
     `harness bisect` itself prints (bisect_section)."""
     outcome = document.sections.get(BISECTION)
-    if not isinstance(outcome, Outcome):
+    if not isinstance(outcome, BisectSection):
         return []
     return bisect_section(outcome, ProgramPackages.of(cells, document.header.config.requirements or ()))
 

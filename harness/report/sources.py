@@ -19,7 +19,7 @@ from harness.core.ir_names import extract_lowered
 from harness.core.kinds import NothingCached
 from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
 from harness.core.findings import RankSplit
-from harness.evidence.per_test import Category, suite_findings, types_label
+from harness.evidence.misses import Category, suite_findings, types_label
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
                                      key_seeds, module_seeds, new_texts)
 from harness.inputs.process_variables import ir_dump_dir

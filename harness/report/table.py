@@ -15,7 +15,7 @@ from harness.verdicts.cell_facts import CellFacts, cells_facts, version_order
 from harness.evidence.keys import cell_comparison
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.evidence.not_cached import cell_not_cached
-from harness.evidence.per_test import SuiteFindings, suite_findings
+from harness.evidence.misses import SuiteFindings, suite_findings
 from harness.core.confidence import miss_probability_random, runs_for_target
 from harness.core.model import CellResult
 from harness.core.kinds import Verdict

@@ -8,7 +8,7 @@ from harness.core.files import refuse_links, write_atomic
 from harness.core.kinds import Cause
 from harness.core.model import CellResult
 from harness.report.evidence import Evidence, MissingEvidence, Seeds, cause_of, needs_evidence
-from harness.report.per_test import LISTINGS_FILE, FunctionEvidence
+from harness.report.misses_screen import LISTINGS_FILE, FunctionEvidence
 from harness.report.render import REPORT_FILE, render_listings, render_report
 from harness.report.sources import collect, function_evidence, uncached_facts
 from harness.results.document import ResultsDocument, load_results

@@ -28,8 +28,8 @@ from harness.verdicts.cell_facts import CellFacts, cell_facts, cells_facts
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
-from harness.results.bisection import Outcome, upgrade_bisection
-from harness.results.reduction import REDUCE_SECTION, Reduced
+from harness.results.bisect_results import BisectSection, upgrade_bisection
+from harness.results.reduce_results import REDUCE_SECTION, Reduced
 from harness.results.header import HEADER_KEYS, ResultsHeader, host_shape
 from harness.core.model import CellResult
 
@@ -59,7 +59,7 @@ WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, 
 MAX_RESULTS_BYTES = 256 << 20
 _DERIVED = ("summary", "summaries")  # computed from the cells on every write
 _KNOWN = {"schema_version", "finished", "status", "cells", *HEADER_KEYS, *_DERIVED}
-# The section a bisection adds (`bisection` in some earlier releases): an Outcome in memory.
+# The section a bisection adds (`bisection` in some earlier releases): a BisectSection in memory.
 BISECTION = "bisect"
 _BISECT_OPTIONS = ("good", "bad", "jax_repo")
 
@@ -350,7 +350,7 @@ class _Document(msgspec.Struct):
     status: str = SweepStatus.RUNNING
     finished: str | None = None
     cells: list[CellResult] = []
-    bisect: Outcome | None = None
+    bisect: BisectSection | None = None
     reduce: Reduced | None = None
 
 

@@ -9,7 +9,7 @@ import msgspec
 from harness.core.kinds import Verdict
 from harness.results.document import SweepStatus
 from harness.verdicts.boundaries import RecordedBoundaries
-from harness.evidence.per_test import SuiteFindings
+from harness.evidence.misses import SuiteFindings
 
 SUMMARY_FORMAT = 1  # bumped when a key changes meaning; keys are only ever added within a format
 
@@ -43,7 +43,7 @@ class SummaryCell(msgspec.Struct, frozen=True):
     # (compile_options)`, `not made (...)`); null where none was planned
     moved_folder: str | None = None
     # Every function that missed (test ids, category, component, argument types), each test's result and the
-    # tests that ran differently between runs (harness/evidence/per_test.py); null where nothing missed in a
+    # tests that ran differently between runs (harness/evidence/misses.py); null where nothing missed in a
     # program without tests
     per_test: SuiteFindings | None = None
 

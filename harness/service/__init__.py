@@ -2,7 +2,7 @@
 
 A module per command (pip's `commands/` is the model), over two shared ones:
 
-- `options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
+- `command_options`: the typed options each command takes, filled from harness/inputs/options.py's declarations;
 - `outcomes`: what each command produced, for the CLI to show;
 - `measurement`: the one place a measurement is opened (backend, versions, checks, runs at once, header) and
   finished (`finish`: its status however it ends, Ctrl-C included);
@@ -17,8 +17,8 @@ from harness.service.bisecting import BISECT_SPELLED, bisect, bisect_command, bi
 from harness.service.fingerprinting import diff_files, fingerprint
 from harness.service.fingerprinting import read as read_fingerprint
 from harness.service.measurement import version_entries
-from harness.service.options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
-                                     ReduceOptions, ScriptCheck, ScriptRun, SubmitOptions, SweepOptions)
+from harness.service.command_options import (BisectOptions, FingerprintOptions, JaxRef, MeasureOptions, PythonOptions,
+                                     ReduceOptions, ScriptCheck, ScriptRunOptions, SubmitOptions, SweepOptions)
 from harness.service.outcomes import (BISECT_REPORT_FILE, BisectOutcome, InFolder, MergeOutcome, NightlyOutcome,
                                       SubmitOutcome, SubmitWaitOutcome, SweepOutcome)
 from harness.service.preparing import base_image, init_config
@@ -31,7 +31,7 @@ from harness.service.watching import compare_folders, nightly
 __all__ = ["BISECT_REPORT_FILE", "BISECT_SPELLED", "DEFAULT_RESULTS", "SUBMIT_PASSES_ON", "BisectOptions",
            "FingerprintOptions", "diff_files", "fingerprint", "read_fingerprint",
            "BisectOutcome", "InFolder", "JaxRef", "MeasureOptions", "MergeOutcome", "NightlyOutcome",
-           "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRun", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
+           "PythonOptions", "ReduceOptions", "ScriptCheck", "ScriptRunOptions", "SubmitOptions", "SubmitOutcome", "SubmitWaitOutcome", "SweepOptions",
            "SweepOutcome", "as_pytest", "base_image", "bisect", "bisect_command", "bisect_program", "check_config", "with_script_packages", "with_pytest", "compare_folders",
            "init_config", "list_versions", "merge", "nightly", "plan_submission", "reduce", "report", "resume_command", "run", "submit",
            "sweep", "version_entries", "wait_submission"]

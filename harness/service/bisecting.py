@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
-from harness.bisect.state import BisectState
-from harness.results.bisection import Outcome
+from harness.bisect.bisect_state import BisectState
+from harness.results.bisect_results import BisectSection
 from harness.inputs.config import Config, load_config
 from harness.core.errors import UserError
 from harness.core.files import fitting_name, write_atomic
@@ -23,7 +23,7 @@ from harness.results.document import SweepStatus
 from harness.service import measurement
 from harness.service.measurement import finish, say_left_out, version_entries
 from harness.service.option_checks import check_bisect
-from harness.service.options import BisectOptions, ScriptCheck
+from harness.service.command_options import BisectOptions, ScriptCheck
 from harness.evidence.program_packages import ProgramPackages
 from harness.report.bisect_section import bisect_text
 from harness.service.sweeping import check_config, with_script_packages
@@ -73,7 +73,7 @@ def _release_range(config: Config, options: BisectOptions, index: PyPIIndex,
     return versions, options
 
 
-def _status(found: Outcome) -> SweepStatus:
+def _status(found: BisectSection) -> SweepStatus:
     return SweepStatus.COMPLETE if found.problem is None else SweepStatus.PROBLEM
 
 

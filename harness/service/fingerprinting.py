@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
+import platform as host_os
 import socket
 import tempfile
 from pathlib import Path
@@ -20,7 +20,7 @@ from harness.results.header import HostFacts, host_record
 from harness.measure.progress import Progress
 from harness.results.document import load_results, new_results_folder, results_file, results_folder
 from harness.service import measurement
-from harness.service.options import FingerprintOptions
+from harness.service.command_options import FingerprintOptions
 from harness.measure.sweep import cell_runner, plan_cells
 
 # The cache folder's path is part of the key on some releases (0.4.36 until 0.11.0): a fingerprint's runs
@@ -29,8 +29,8 @@ FINGERPRINT_CACHE = Path(tempfile.gettempdir()) / "jax-cache-harness-fingerprint
 
 
 def this_host(backend: str, cache_dir: Path) -> HostFacts:
-    return host_record({"hostname": socket.gethostname(), "os": platform.platform(),
-                                "machine": platform.machine(), "python": platform.python_version(),
+    return host_record({"hostname": socket.gethostname(), "os": host_os.platform(),
+                                "machine": host_os.machine(), "python": host_os.python_version(),
                                 "cpu_count": os.cpu_count(), "backend": backend, CACHE_DIR: str(cache_dir)})
 
 

@@ -4,7 +4,7 @@ status recorded however it ends: Ctrl-C, a failure, bad input found late)."""
 from __future__ import annotations
 
 import os
-import platform
+import platform as host_os
 import sys
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -32,7 +32,7 @@ from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, ho
 from harness.core.kinds import BackendName
 from harness.core.platforms import describe, tpu_chips
 from harness.results.document import SweepStatus
-from harness.service.options import MeasureOptions
+from harness.service.command_options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
 from harness.output.results_folder import ResultsWriter
 
@@ -162,7 +162,7 @@ def _backend_options(config: Config, options: MeasureOptions, index: PyPIIndex,
     return BackendOptions(rebuild=options.rebuild, python=options.python, docker=config.docker,
                           release_date=index.release_date, python_pin=config.python,
                           interpreters=lambda: interpreters.discover(search),
-                          wheel_pythons=lambda platforms: release_pythons(index, platforms),
+                          wheel_pythons=lambda wheel_platforms: release_pythons(index, wheel_platforms),
                           install_python=interpreters.install_with_uv if options.pythons.install else None,
                           requirements=config.requirements, sources=sources)
 
@@ -272,8 +272,8 @@ def host_facts(backend: dict[str, Any]) -> HostFacts:
     """This machine as results.json's `host` records it: the backend's facts, then the host's own (the GPUs
     nvidia-smi answers with, the Slurm job), probed here at the edge and not by the results document."""
     host = {
-        "os": platform.platform(),
-        "python": platform.python_version(),
+        "os": host_os.platform(),
+        "python": host_os.python_version(),
         "cpu_count": os.cpu_count(),
         "harness_python": sys.executable,
         "harness_version": harness_version(),

@@ -12,13 +12,13 @@ from harness.core.kinds import BackendName, Verdict
 from harness.core.runs import ProgramKind
 from harness.inputs.option_set import SCRIPT_ARGS
 from harness.inputs.options import PROGRAM, Given, options_for
-from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
+from harness.service.command_options import BisectOptions, ReduceOptions, SubmitOptions
 from harness.slurm.jobs import check_time, directive_problem
 
 
-def check_script_or_module(command: str, script: Path | None, module: str | None) -> None:
+def check_script_or_python_module(command: str, script: Path | None, python_module: str | None) -> None:
     """check: SCRIPT or -m MODULE, one of them."""
-    if (script is None) == (module is None):
+    if (script is None) == (python_module is None):
         raise UserError(f"{command}: name a script or -m MODULE (one of them)")
 
 
@@ -26,13 +26,13 @@ def check_script_or_module(command: str, script: Path | None, module: str | None
 PROGRAM_SUFFIXES = (".py",)
 
 
-def names_a_program(config: Path | None, module: str | None) -> bool:
+def names_a_program(config: Path | None, python_module: str | None) -> bool:
     """bisect: whether its CONFIG|SCRIPT argument is the user's program (a `.py` file, or -m MODULE), run as
     `harness check` runs it, rather than a config (a YAML file or a shipped config's name). One of them must
     be given, not both."""
-    if (config is None) == (module is None):
+    if (config is None) == (python_module is None):
         raise UserError("bisect: name a config, a script or -m MODULE (one of them)")
-    return module is not None or (config is not None and config.suffix in PROGRAM_SUFFIXES)
+    return python_module is not None or (config is not None and config.suffix in PROGRAM_SUFFIXES)
 
 
 def check_program_options_need_a_program(given: Given) -> None:

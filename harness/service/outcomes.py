@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.results.bisection import Outcome
+from harness.results.bisect_results import BisectSection
 from harness.core.model import CellResult
 from harness.nightly.compare import CellChange
 from harness.results.document import RESULTS_FILE, SweepStatus
@@ -42,7 +42,7 @@ class BisectOutcome(InFolder):
     command: str  # reproduces, and resumes, this bisection
     state_path: Path
     points: int  # points recorded in the state
-    outcome: Outcome | None = None  # None when interrupted
+    outcome: BisectSection | None = None  # None when interrupted
     text: str = ""  # bisect.md
 
     @property

@@ -14,7 +14,7 @@ from harness.inputs.pythons import AUTO, PythonVersion
 from harness.report.write import write_report
 from harness.results.document import load_results, new_results_folder, results_folder
 from harness.service.measurement import open_backend, version_entries
-from harness.service.options import MeasureOptions, PythonOptions
+from harness.service.command_options import MeasureOptions, PythonOptions
 from harness.service.outcomes import MergeOutcome
 from harness.results.merge import merge_documents
 from harness.inputs.versions import Resolution, resolve

@@ -15,7 +15,7 @@ from harness.results.document import lock_results_folder, new_results_folder
 from harness.inputs.versions import LATEST, check_syntax, is_specifier, resolve
 from harness.service import measurement
 from harness.service.option_checks import check_reduce
-from harness.service.options import ReduceOptions, ScriptCheck
+from harness.service.command_options import ReduceOptions, ScriptCheck
 from harness.service.sweeping import check_config, with_script_packages
 
 

@@ -17,7 +17,7 @@ from harness.inputs.options import Given, options_for, parse
 from harness.measure.progress import Progress
 from harness.service import measurement
 from harness.service.option_checks import check_submit
-from harness.service.options import SubmitOptions
+from harness.service.command_options import SubmitOptions
 from harness.service.outcomes import SubmitOutcome, SubmitWaitOutcome
 from harness.slurm import submission
 from harness.slurm.jobs import Resources, SweepJobs

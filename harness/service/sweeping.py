@@ -38,7 +38,7 @@ from harness.results.resume import check_same_sweep, finished_cells, still_to_me
 from harness.service import measurement
 from harness.service.measurement import finish, sources_line
 from harness.service.option_checks import check_pytest
-from harness.service.options import MeasureOptions, ScriptCheck, ScriptRun, SweepOptions
+from harness.service.command_options import MeasureOptions, ScriptCheck, ScriptRunOptions, SweepOptions
 from harness.service.outcomes import SweepOutcome
 from harness.measure.sweep import Sweep, plan_cells
 from harness.inputs.versions import LATEST, releases_between
@@ -57,7 +57,7 @@ def run(config_path: Path, options: SweepOptions, progress: Progress) -> SweepOu
 M = TypeVar("M", bound=MeasureOptions)
 
 
-def script_requirements(script_run: ScriptRun) -> tuple[Requirements, tuple[Path, ...]]:
+def script_requirements(script_run: ScriptRunOptions) -> tuple[Requirements, tuple[Path, ...]]:
     """The requirements of --with and --requirements, and the user's own package folders they name
     (`--with .`, `-e PATH` in the file): those are installed as --with-editable PATH is."""
     requirements, folders = split_script_requirements(script_run.with_requirements, "--with")  # a bad one names the flag
@@ -67,7 +67,7 @@ def script_requirements(script_run: ScriptRun) -> tuple[Requirements, tuple[Path
     return requirements, folders
 
 
-def with_script_packages(options: M, script_run: ScriptRun) -> M:
+def with_script_packages(options: M, script_run: ScriptRunOptions) -> M:
     """The options with the package folders --with and --requirements name added to --with-editable."""
     _, folders = script_requirements(script_run)
     return replace(options, with_editable=(*options.with_editable, *folders)) if folders else options

@@ -17,7 +17,7 @@ from harness.nightly.compare import CellChange, check_same_repro, compare, repro
 from harness.measure.progress import Progress
 from harness.environments.package_index import PyPIIndex
 from harness.results.document import SweepStatus, load_results
-from harness.service.options import JaxRef, SweepOptions
+from harness.service.command_options import JaxRef, SweepOptions
 from harness.service.outcomes import NightlyOutcome
 from harness.service.sweeping import sweep
 from harness.measure.sweep import Sweep

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
-from harness.evidence.beside import compared_phrase
+from harness.evidence.beside_keys import compared_phrase
 from harness.evidence.keys import nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.model import CellResult, CellSpec

@@ -25,7 +25,7 @@ from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_fi
                                    written_by_no_run)
 from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
-from harness.evidence.per_test import (MAX_NAMED, Category, changed_phrase, function_misses, new_input_phrase, others_missed,
+from harness.evidence.misses import (MAX_NAMED, Category, changed_phrase, function_misses, new_input_phrase, others_missed,
                                       test_changes)
 from harness.evidence.not_cached import NotCachedModule, not_cached_modules, not_cached_phrase
 from harness.evidence.ranks import first_split, host_components, local_differences, local_note, split_phrase, unattributed, writers

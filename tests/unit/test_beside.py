@@ -18,7 +18,7 @@ from harness.core.kinds import Platform, Verdict
 from harness.core.model import CellSpec
 from harness.core.runs import ComparedByKey, ProcessOutcome, RunRecord
 from harness.environments.base import Environment
-from harness.evidence.beside import compared_by_key, compared_phrase, why_not_compared
+from harness.evidence.beside_keys import compared_by_key, compared_phrase, why_not_compared
 from harness.inputs.config import Repro
 from harness.inside.startup.jax_cache_harness_hook import RECORD_VAR
 from harness.measure.beside import MIN_RUNS_TO_PAIR, pairing_problem

@@ -13,8 +13,8 @@ import pytest
 import harness.cli.commands as cli
 import harness.service as service
 from harness.report.bisect_section import bisect_text, confidence_lines
-from harness.results.bisection import Outcome, Row
-from harness.bisect.logic import Boundary, Role, Search
+from harness.results.bisect_results import BisectSection, Row
+from harness.bisect.logic import Boundary, Role, BoundariesFound
 from harness.environments import BackendChoice
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.kinds import Verdict
@@ -109,9 +109,9 @@ def test_resume_command_quotes_every_path():
         "--seeds", "chosen", "--jax-repo", "/src/my jax", "--good", "0.4.26", "--out", "/tmp/out dir"]
 
 
-def outcome_with(*rows: Row) -> Outcome:
-    search = Search(appears=Boundary("0.4.26", "0.4.27"), fixed=Boundary("0.4.28", "0.4.29"))
-    return Outcome(search.appears, search.fixed, search.problem, list(rows))
+def outcome_with(*rows: Row) -> BisectSection:
+    search = BoundariesFound(appears=Boundary("0.4.26", "0.4.27"), fixed=Boundary("0.4.28", "0.4.29"))
+    return BisectSection(search.appears, search.fixed, search.problem, list(rows))
 
 
 def row(verdict, bound=None, other=None) -> Row:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.core.records import convert, plain
-from harness.results import bisection
+from harness.results import bisect_results
 from harness.results.document import read_document
 from harness.bisect.logic import Boundary, Role, between, search
 from harness.core.model import CommitInfo
@@ -173,14 +173,14 @@ def test_a_long_untestable_stretch_stops_at_the_skip_budget_and_says_so():
 def test_a_bisection_outcome_reads_back_from_its_json_as_written_now_and_before():
     culprit = CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
     before = CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
-    rows = [bisection.Row("0.4.26", Role.ENDPOINT, Verdict.CLEAN, 8, 0.0, "1 key", miss_bound_other=0.016),
-            bisection.Row("0.4.27", Role.APPEARS, Verdict.REPRODUCED, 2, None, "a new key in run 2")]
-    commit_row = bisection.Row(culprit.sha, Role.APPEARS, Verdict.REPRODUCED, 2, None, "new key", culprit, "0.4.26")
-    search = bisection.CommitSearch(Role.APPEARS, ("0.4.26", "0.4.27"), 300, [commit_row],
+    rows = [bisect_results.Row("0.4.26", Role.ENDPOINT, Verdict.CLEAN, 8, 0.0, "1 key", miss_bound_other=0.016),
+            bisect_results.Row("0.4.27", Role.APPEARS, Verdict.REPRODUCED, 2, None, "a new key in run 2")]
+    commit_row = bisect_results.Row(culprit.sha, Role.APPEARS, Verdict.REPRODUCED, 2, None, "new key", culprit, "0.4.26")
+    search = bisect_results.CommitSearch(Role.APPEARS, ("0.4.26", "0.4.27"), 300, [commit_row],
                                     Boundary(before.sha, culprit.sha, ("abc",), resolved=False), None, culprit, before)
-    outcome = bisection.Outcome(Boundary("0.4.26", "0.4.27"), Boundary("0.4.28", None), None, rows, [search])
+    outcome = bisect_results.BisectSection(Boundary("0.4.26", "0.4.27"), Boundary("0.4.28", None), None, rows, [search])
     data = json.loads(json.dumps(plain(outcome)))
-    again = convert(data, bisection.Outcome)
+    again = convert(data, bisect_results.BisectSection)
     assert again == outcome and plain(again) == data
     assert again.commits[0].culprit == culprit and again.commits[0].before == before
     assert [r.point for r in again.release_rows] == ["0.4.26", "0.4.27"]

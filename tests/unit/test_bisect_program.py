@@ -120,7 +120,7 @@ def test_a_module_is_bisected_in_its_folder(backend, tmp_path, capsys, write):
 
 
 def test_bisect_takes_pytest_as_check_does():
-    """--pytest and -m are one declaration for both commands (options.py's AS_MODULE): the same option, help and all."""
+    """--pytest and -m are one declaration for both commands (options.py's AS_PYTHON_MODULE): the same option, help and all."""
     assert {"module", "pytest"} <= {o.dest for o in options_for("bisect")}
     for dest in ("module", "pytest"):
         [in_check] = [o for o in options_for("check") if o.dest == dest]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect import state as state_module
-from harness.bisect.state import STATE_FILE, BisectState, release_id
+from harness.bisect import bisect_state as state_module
+from harness.bisect.bisect_state import STATE_FILE, BisectState, release_id
 from harness.core import seal as seal_module
 from harness.core.errors import UserError
 from harness.results.document import load_results

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 from harness.report.bisect_section import REPRODUCE_WITH, bisect_text
-from harness.results.bisection import Outcome
+from harness.results.bisect_results import BisectSection
 from tests.helpers import github_html
 
 HOSTILE = ["--title", "<b>bold</b>", "--note", "a `tick` and *stars*", "--url", "https://evil.example/x"]
@@ -15,7 +15,7 @@ HOSTILE = ["--title", "<b>bold</b>", "--note", "a `tick` and *stars*", "--url", 
 
 def test_bisect_md_s_reproduce_line_is_a_code_span_that_shows_the_command_as_it_is():
     command = shlex.join(["harness", "bisect", "train.py", "--versions", ">=0.4.28", "--", *HOSTILE])
-    text = bisect_text(Outcome(), command)
+    text = bisect_text(BisectSection(), command)
     last = text.splitlines()[-1]
     assert last.startswith(REPRODUCE_WITH + "`")
     shown = github_html(last)

@@ -15,7 +15,7 @@ from harness.bisect.bisection import Bisection
 from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource,
                                     acceptable_jaxlibs, parse_version_py)
 from harness.bisect.logic import Boundary
-from harness.bisect.state import BisectState
+from harness.bisect.bisect_state import BisectState
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Backend, Environment
 from harness.environments.local import LocalEnvironment

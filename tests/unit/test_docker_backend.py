@@ -422,7 +422,7 @@ def test_resolution_is_as_of_the_release_date_and_downloads_are_binary_for_the_i
     cutoff = datetime(2024, 5, 9, 23, 25, tzinfo=timezone.utc)
     cmd = wh.lock_command("uv", ["jax==0.4.28"], "3.11", Path("out.txt"), cutoff, [])
     assert cmd[cmd.index("--exclude-newer") + 1] == "2024-05-10T23:25:00Z"
-    assert cmd[cmd.index("--python-platform") + 1] == wh.UV_PLATFORM
+    assert cmd[cmd.index("--python-platform") + 1] == wh.UV_WHEEL_PLATFORM
     dl = wh.download_command(Path("req.txt"), Path("wheels"), "3.11", [])
     assert "--no-deps" in dl and "--only-binary=:all:" in dl
     platforms = [dl[i + 1] for i, a in enumerate(dl) if a == "--platform"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.results.document import read_cell
 from harness.core.records import plain
 from harness.bisect import logic
-from harness.results.bisection import Outcome, Row
+from harness.results.bisect_results import BisectSection, Row
 from harness.report.bisect_section import boundaries_line
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
@@ -70,7 +70,7 @@ def test_clean_releases_then_a_failure_do_not_claim_the_range():
 
 def test_a_missing_module_is_outside_jax_and_names_the_option_that_adds_it():
     found = outside_jax(NO_MODULE)
-    assert found is not None and found.kind == OutsideJax.MISSING_MODULE and found.name == "importlib_resources"
+    assert found is not None and found.kind == OutsideJax.MISSING_PYTHON_MODULE and found.name == "importlib_resources"
     assert "--with importlib_resources" in found.phrase()
     assert outside_jax("exit code 1: ModuleNotFoundError: No module named 'yaml'").requirement == "pyyaml"
     # JAX's own module gone is an API change in JAX, not a missing dependency.
@@ -98,7 +98,7 @@ def test_a_bisection_through_failing_releases_names_no_boundary_through_them():
     search = logic.search(points, lambda p: verdicts.get(p, Verdict.ERROR))
     rows = [Row(s.point, s.role, s.verdict, 2, None, f"2 of 2 runs failed (run 1: {NO_MODULE})"
                 if s.verdict == Verdict.ERROR else "") for s in search.steps]
-    line = boundaries_line(Outcome(search.appears, search.fixed, search.problem, rows))
+    line = boundaries_line(BisectSection(search.appears, search.fixed, search.problem, rows))
     assert line.startswith("0.4.33-0.4.35 (3 releases) failed on a dependency of the program, not on JAX: the "
                            "program imports importlib_resources"), line
     assert "appears in 0.5.0" not in line and "regression appears after 0.4.31, by 0.5.0, with 0.4.33-0.4.35 failing" in line
@@ -110,7 +110,7 @@ def test_a_bisection_without_failures_keeps_its_words():
                 "0.4.29": Verdict.CLEAN, "0.4.30": Verdict.CLEAN}
     search = logic.search(points, verdicts.__getitem__)
     rows = [Row(s.point, s.role, s.verdict, 2, None, "") for s in search.steps]
-    assert boundaries_line(Outcome(search.appears, search.fixed, search.problem, rows)) == "regression appears in 0.4.27 (last clean 0.4.26); fixed in 0.4.29"
+    assert boundaries_line(BisectSection(search.appears, search.fixed, search.problem, rows)) == "regression appears in 0.4.27 (last clean 0.4.26); fixed in 0.4.29"
 
 
 # ---- the same failure twice stops the cell ----------------------------------------------------------------
@@ -220,6 +220,6 @@ def test_a_bisection_whose_far_end_fails_is_reproduced_through_its_last_release_
     detail = (f"2 of 2 runs failed (run 1: {API_GONE}); stopped after 2 of 4 runs: runs 1 and 2 failed the same "
               "way, so later runs could not change the verdict")
     rows = [Row(s.point, s.role, s.verdict, 2, None, detail if s.verdict == Verdict.ERROR else "") for s in search.steps]
-    assert boundaries_line(Outcome(search.appears, search.fixed, search.problem, rows)) == (
+    assert boundaries_line(BisectSection(search.appears, search.fixed, search.problem, rows)) == (
         "regression present from the first measured release, 0.4.28 (no clean release before it); reproduced "
         f"through 0.4.28; the program fails from 0.4.31 ({API_GONE}), so no release here fixes it")

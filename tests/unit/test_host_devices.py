@@ -81,11 +81,11 @@ def test_an_accelerators_mesh_says_its_count():
 @pytest.mark.parametrize("platform, given, host_devices", [
     (Platform.TPU, None, True), (Platform.TPU, 8, False), (Platform.CPU, None, True), (Platform.CPU, 4, False)])
 def test_check_leaves_the_count_to_the_host_only_when_none_is_given(tmp_path, platform, given, host_devices):
-    from harness.service import ScriptCheck, ScriptRun, check_config
+    from harness.service import ScriptCheck, ScriptRunOptions, check_config
 
     script = tmp_path / "prog.py"
     script.write_text("import jax\n")
-    made = check_config(ScriptCheck(script=script, script_run=ScriptRun(), versions=("0.10.2",), platform=platform,
+    made = check_config(ScriptCheck(script=script, script_run=ScriptRunOptions(), versions=("0.10.2",), platform=platform,
                                     device_count=given, runs=None, timeout_s=60.0))
     assert made.host_devices == host_devices and made.device_count == (given or 8)
     resolved, _ = with_host_devices(made, Host(chips=1))

@@ -14,7 +14,7 @@ from harness.evidence.not_cached import (callback_sites, cell_not_cached, not_ca
                                          short_site)
 from harness.nightly.compare import Change, classify
 from harness.output.ci import failing, write_junit
-from harness.report.per_test import per_test_section
+from harness.report.misses_screen import per_test_section
 from harness.report.table import summary_line
 from harness.verdicts.cell_facts import detail
 from harness.results.document import read_cell

@@ -11,13 +11,13 @@ from harness.core.errors import UserError
 from harness.core.kinds import BackendName
 from harness.inputs.sharding import parse_shard
 from harness.service import option_checks
-from harness.service.options import BisectOptions, ReduceOptions, SubmitOptions
+from harness.service.command_options import BisectOptions, ReduceOptions, SubmitOptions
 
 
 @pytest.mark.parametrize(("call", "said"), [
-    (lambda: option_checks.check_script_or_module("check", None, None),
+    (lambda: option_checks.check_script_or_python_module("check", None, None),
      "check: name a script or -m MODULE (one of them)"),
-    (lambda: option_checks.check_script_or_module("check", Path("s.py"), "m"),
+    (lambda: option_checks.check_script_or_python_module("check", Path("s.py"), "m"),
      "check: name a script or -m MODULE (one of them)"),
     (lambda: option_checks.check_fingerprint_source(None, None),
      "fingerprint: name a script, -m MODULE or a results folder (one of them)"),
@@ -44,7 +44,7 @@ def test_each_rule_says_the_flags_it_is_about(call, said):
 
 
 def test_what_the_rules_allow_passes():
-    option_checks.check_script_or_module("check", Path("s.py"), None)
+    option_checks.check_script_or_python_module("check", Path("s.py"), None)
     option_checks.check_ci_outputs_need_wait(True, Path("j.xml"), frozenset({"reproduced"}))
     option_checks.check_bisect(BisectOptions(backend=BackendName.VENV, jax_repo=Path("jax")))
     option_checks.check_submit(SubmitOptions(shards=3, only_shards=(1, 3)))

@@ -33,7 +33,7 @@ from harness.core.records import convert
 from harness.report.reproduce import harness_command
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.results.identity import SweepIdentity
-from harness.service import options as service_options
+from harness.service import command_options as service_options
 
 
 def _words(opt: Option) -> list[str]:
@@ -115,7 +115,7 @@ def test_a_flag_is_declared_once_per_command():
 
 @pytest.mark.parametrize("cls,command", [(service.SweepOptions, "run"), (service.SweepOptions, "check"),
                                          (service.BisectOptions, "bisect"), (service.SubmitOptions, "submit"),
-                                         (service.PythonOptions, "versions"), (service.ScriptRun, "check")])
+                                         (service.PythonOptions, "versions"), (service.ScriptRunOptions, "check")])
 def test_the_services_options_default_as_declared(cls, command):
     declared = {o.dest: o.default for o in options_for(command)}
     for f in fields(cls):
@@ -175,7 +175,7 @@ def test_the_service_options_hold_options_as_declared():
     assert sum(len(_holds(c)) for c in _service_option_classes()) > 40
     for cls in _service_option_classes():
         assert not _mistyped(cls), (cls.__name__, _mistyped(cls))
-    assert _holds(service.ScriptCheck)["timeout_s"] == "timeout" and "env" not in _holds(service.ScriptRun)
+    assert _holds(service.ScriptCheck)["timeout_s"] == "timeout" and "env" not in _holds(service.ScriptRunOptions)
 
 
 def test_a_field_that_drifts_from_the_declaration_is_caught():
@@ -288,7 +288,7 @@ def test_a_command_without_a_config_says_its_own_defaults():
     assert f"default: {runs_for_target()}," in options.option("check", "runs").help
     assert f"default: {LATEST})" in options.option("check", "versions").help
     assert "the config's" in options.option("run", "runs").help  # a config's command keeps its wording
-    config = service.check_config(service.ScriptCheck(script=Path(__file__), script_run=service.ScriptRun(), versions=None,
+    config = service.check_config(service.ScriptCheck(script=Path(__file__), script_run=service.ScriptRunOptions(), versions=None,
                                                       platform=Platform.CPU, device_count=8, runs=None,
                                                       timeout_s=300.0))
     assert (config.runs, config.jax_versions) == (runs_for_target(), (LATEST,))
@@ -305,7 +305,7 @@ def test_a_test_suite_makes_the_fewest_runs_that_are_not_weak_by_default():
     def config_of(runs: int | None, module: str | None) -> int:
         check = service.ScriptCheck(script=None if module else Path(__file__), versions=None, platform=Platform.CPU,
                                     device_count=8, runs=runs, timeout_s=300.0,
-                                    script_run=service.ScriptRun(module=module))
+                                    script_run=service.ScriptRunOptions(module=module))
         return service.check_config(check).runs
     assert config_of(None, "pytest") == SUITE_RUNS == config_of(None, "mypkg.train")
     assert config_of(9, "pytest") == 9

@@ -11,7 +11,7 @@ from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.ir_results import main_results, with_result_types
 from harness.report.evidence import compare_runs, likely_cause, what_differs
-from harness.report.per_test import per_test_section
+from harness.report.misses_screen import per_test_section
 from harness.report.sources import function_evidence, keyed_texts
 from harness.report.write import ReportWriter
 from harness.results.document import ResultsDocument, SweepStatus

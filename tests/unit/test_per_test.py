@@ -1,4 +1,4 @@
-"""A suite's misses per test and per function (harness/evidence/per_test.py), and `new input` as its own verdict:
+"""A suite's misses per test and per function (harness/evidence/misses.py), and `new input` as its own verdict:
 runs built by hand as the recorder reads them (each key with its tests and argument types), no JAX needed."""
 
 from xml.etree import ElementTree
@@ -9,13 +9,13 @@ from harness.core.kinds import Platform, Verdict, parse_fail_on
 from harness.core.records import replace
 from harness.core.runs import RunRecord
 from harness.output.ci import step_summary, write_junit
-from harness.report.per_test import per_test_section
+from harness.report.misses_screen import per_test_section
 from harness.report.render import render_listings, render_report
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.verdicts.judge import Tally
 from harness.evidence.keys import comparison_of
-from harness.evidence.per_test import Category, Follows, control_baseline, suite_findings
+from harness.evidence.misses import Category, Follows, control_baseline, suite_findings
 from harness.verdicts.verdict import judge
 
 from tests.cells import SCHEMA
@@ -233,7 +233,7 @@ def test_a_miss_names_the_test_that_compiled_it_and_its_own_runs_not_the_ones_th
 
 
 def test_argument_types_past_a_few_are_counted_not_listed():
-    from harness.evidence.per_test import types_label
+    from harness.evidence.misses import types_label
     many = [[f"float32[{n}]"] for n in range(1, 10)]
     assert types_label(many, 4) == "float32[1], float32[2], float32[3], float32[4] and 5 more"
     assert types_label(many[:2], 4) == "float32[1] and float32[2]"

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from harness.core.kinds import Platform
-from harness.core.platforms import (DEVICE_COUNT_FLAG, PLATFORMS, Container, Devices, Install, PlatformSpec, Probe,
+from harness.core.platforms import (DEVICE_COUNT_FLAG, PLATFORMS, Container, Devices, Install, PlatformSpec, DeviceProbe,
                                     Sharing, describe, tpu_chips)
 from harness.environments.requirements import find_links_for, jax_requirements
 
@@ -32,7 +32,7 @@ def test_every_platform_has_every_part(platform):
     if spec.devices.sharing == Sharing.SPLIT:
         assert spec.devices.visible_var, f"{platform}: runs could not be given their own devices"
     if spec.accelerator:
-        assert spec.probe != Probe.NONE and spec.jax_platforms
+        assert spec.probe != DeviceProbe.NONE and spec.jax_platforms
         assert spec.counts == (platform,), f"{platform}: with no --device-count, the host's would not be counted"
         assert spec.slurm, f"{platform}: a Slurm job would not ask for its devices"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.core.records import replace
 from harness.report.bisect_section import bisect_text
-from harness.results.bisection import Boundary, Outcome, Role, Row
+from harness.results.bisect_results import Boundary, BisectSection, Role, Row
 from harness.core.kinds import Verdict
 from harness.report.table import render, summary_line
 from harness.verdicts.boundaries import release_boundaries
@@ -81,7 +81,7 @@ def test_the_headers_requirements_count_where_cells_do_not_record_them():
 
 def test_a_bisection_names_the_change_at_its_boundary_and_in_its_table():
     cells = [with_packages("0.4.31", Verdict.CLEAN), with_packages("0.10.2", Verdict.REPRODUCED)]
-    outcome = Outcome(Boundary("0.4.31", "0.10.2"), None, None,
+    outcome = BisectSection(Boundary("0.4.31", "0.10.2"), None, None,
                       [Row("0.4.31", Role.ENDPOINT, Verdict.CLEAN, 11, 0.001, ""),
                        Row("0.10.2", Role.ENDPOINT, Verdict.REPRODUCED, 2, None, "")])
     text = bisect_text(outcome, "harness bisect train.py", packages=ProgramPackages.of(cells))

@@ -192,7 +192,7 @@ def test_harness_versions_prints_each_release_with_its_python(monkeypatch, capsy
 
     monkeypatch.setattr(service.measurement, "PyPIIndex", lambda **_: INDEX)
     monkeypatch.setattr(interpreters, "discover", lambda search=(): [interp(13)])
-    monkeypatch.setattr("harness.environments.host_platforms", lambda: HOST)
+    monkeypatch.setattr("harness.environments.host_wheel_platforms", lambda: HOST)
     assert cli.main(["versions", "configs/releases.yaml", "--versions", ">=0.10.2", "latest"]) == 0
     out, err = capsys.readouterr()
     assert [line.split("\t")[0] for line in out.splitlines()] == ["0.10.2", "0.11.0", "0.12.0.1"]

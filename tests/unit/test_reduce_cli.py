@@ -7,8 +7,8 @@ from harness.core.kinds import Cause, Verdict
 from harness.reduce.reduction import NOT_A_MISS
 from harness.reduce.search import Tried
 from harness.core.records import convert
-from harness.results.reduction import Reduced, Signature
-from harness.reduce.state import ReduceState, load_state
+from harness.results.reduce_results import Reduced, Signature
+from harness.reduce.reduce_state import ReduceState, load_state
 from harness.report.render import _minimal_reproducer
 from harness.core.errors import UserError
 from tests.helpers import assert_bad_input

@@ -1,4 +1,4 @@
-"""The quick screen under --vary cache-path and between processes (harness/reduce/forked_cells.py, measure.py)."""
+"""The quick screen under --vary cache-path and between processes (harness/reduce/forked_cells.py, measure_candidate.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.reduce import measure
+from harness.reduce import measure_candidate
 from harness.reduce.forked_cells import PROVISIONAL, More, factor_answer, factor_good_answer, job_answer
-from harness.reduce.measure import Measurer
+from harness.reduce.measure_candidate import Measurer
 from harness.reduce.passes import digest
 from harness.reduce.sandbox import bwrap_problem
 from harness.reduce.screen import ForkScreen, Screened
@@ -26,7 +26,7 @@ def answer(*children: Screened) -> Tried | None | More:
 
 
 def test_a_factor_s_children_keep_a_candidate_only_where_the_factor_misses_and_the_control_hits():
-    assert PROVISIONAL == measure.PROVISIONAL  # a resumed search finds its provisional keeps by these words
+    assert PROVISIONAL == measure_candidate.PROVISIONAL  # a resumed search finds its provisional keeps by these words
     assert answer(keys("a")) is More.CHILD and answer(keys("a"), keys("b")) is More.CHILD
     kept = answer(keys("a"), keys("b"), keys("a"))
     assert isinstance(kept, Tried) and kept.kept and kept.why.startswith(PROVISIONAL)
@@ -130,7 +130,7 @@ def _measurer(screen: ForkScreen, factor: str | None, seeds: list[int | tuple[in
     measurer.screen, measurer.good_screen, measurer.good, measurer.screen_decides = screen, None, None, True
     measurer.bad_seeds, measurer.screened, measurer.forked_kept, measurer.tolerated = seeds, 0, 0, ()
     measurer._provisional, measurer._good_seeds = set(), {}
-    measurer.bad = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.5.0"})()})()
+    measurer.bad = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.5.0"})()})()
     measurer.target = type("Signature", (), {"module": "jit_f", "factor": factor, "ranks": None if factor else (0, 1)})()
 
     def fresh(*args: object) -> None:

@@ -2,7 +2,7 @@
 
 import threading
 
-from harness.reduce.measure import Measurer
+from harness.reduce.measure_candidate import Measurer
 from harness.reduce.search import Tried
 from tests.reduce_cells import cell, key
 
@@ -30,8 +30,8 @@ def test_the_deciding_seeds_are_the_shortest_plan_for_each_kind_of_signature():
     from harness.core.findings import CellVariation, RankSplit
     from harness.core.kinds import Platform
     from harness.core.runs import RankRecord, RunRecord
-    from harness.reduce.measure import deciding_seeds, launch_of
-    from harness.results.reduction import Signature
+    from harness.reduce.measure_candidate import deciding_seeds, launch_of
+    from harness.results.reduce_results import Signature
 
     group_run = RunRecord(index=3, seed=7, exit_code=0, duration_s=1.0, new_entries=[],
                         ranks=[RankRecord(1, 70, 0, 1.0), RankRecord(0, 7, 0, 1.0)])
@@ -52,7 +52,7 @@ def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
     from harness.reduce.sandbox import Workspace
     from harness.inputs.config import Config, Repro
     from harness.core.factors import Factor
-    from harness.results.reduction import Signature
+    from harness.results.reduce_results import Signature
 
     config = Config("s", Repro("s", tmp_path / "s.py", builtin=False), ("0.5.0",),
                     vary=(Factor.CWD, Factor.CACHE_PATH))
@@ -68,7 +68,7 @@ def test_a_candidate_under_vary_runs_only_the_signature_s_factor(tmp_path):
 
 
 def test_how_a_process_died_in_one_word():
-    from harness.reduce.measure import failure_kind
+    from harness.reduce.measure_candidate import failure_kind
 
     gloo = ("exit code 1: jax.errors.JaxRuntimeError: UNKNOWN: Buffer Definition Event: Gloo context "
             "initialization failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: cpu:gloo/0")
@@ -79,7 +79,7 @@ def test_how_a_process_died_in_one_word():
 
 def test_a_candidate_may_run_10_s_plus_twice_the_originals_slowest_run_within_the_configs_timeout():
     from harness.core.runs import RunRecord
-    from harness.reduce.measure import candidate_timeout
+    from harness.reduce.measure_candidate import candidate_timeout
     runs = [RunRecord(1, 1, 0, 2.5, []), RunRecord(2, 2, 0, 1.8, []), RunRecord(3, 3, 1, 40.0, [])]  # a failed run: not
     assert candidate_timeout(runs, 300) == 15.0
     assert candidate_timeout(runs, 8) == 8  # never past the config's own timeout

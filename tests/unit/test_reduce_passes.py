@@ -344,7 +344,7 @@ def test_plain_jax_makes_nothing_for_a_program_that_imports_only_jax_numpy_and_p
 
 def test_plain_jax_is_a_coarse_pass_said_as_such():
     from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, plain_jax
-    from harness.reduce.progress import opening
+    from harness.reduce.progress_lines import opening
     assert plain_jax in COARSE_PASSES and PASS_NAMES[plain_jax] == PassName.PLAIN_JAX
     assert "down to plain JAX" in opening(10)
 
@@ -541,7 +541,7 @@ def test_a_class_that_is_more_than_a_value_holder_keeps_its_reads():
 
 def test_fields_read_as_their_values_is_a_coarse_pass_after_the_inlining():
     from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, field_values
-    from harness.reduce.progress import opening
+    from harness.reduce.progress_lines import opening
     assert COARSE_PASSES.index(field_values) == COARSE_PASSES.index(inlinings) + 1
     assert PASS_NAMES[field_values] == PassName.FIELD_VALUES and PassName.FIELD_VALUES.value in opening(10)
 

@@ -131,7 +131,7 @@ def test_plain_jax_puts_a_library_s_shardings_in_its_place_and_the_program_impor
 
 def test_the_reduction_records_which_pass_took_each_library_out_and_which_calls_remain():
     from harness.reduce.reduction import plain_jax_said
-    from harness.results.reduction import Plain
+    from harness.results.reduce_results import Plain
     original = "import jax\nimport flax.linen as nn\nimport optax\nm = nn.Dense(4)\ny = m.apply(1, 2)\no = optax.sgd(1)\n"
     reduced = "import jax\nimport flax.linen as nn\nm = nn.Dense(4)\ny = m.apply(1, 2)\nz = jax.numpy.ones(2)\n"
     said = plain_jax_said(original, reduced, {"optax": "down to plain JAX", "flax": "statements removed"})
@@ -142,7 +142,7 @@ def test_the_reduction_records_which_pass_took_each_library_out_and_which_calls_
 def test_the_report_says_how_the_program_got_plain_and_why_a_library_call_stayed():
     from harness.core.records import convert
     from harness.report.render import _minimal_reproducer
-    from harness.results.reduction import Reduced
+    from harness.results.reduce_results import Reduced
     section = {"original": {"path": "train.py", "lines": 50, "bytes": 2000},
                "reduced": {"path": "reduced.py", "lines": 2, "bytes": 30, "source": "import jax\nprint(1)\n"},
                "signature": {"module": "jit_f"}, "bad": "0.4.31",
@@ -173,11 +173,11 @@ def test_what_an_environment_installs_is_read_from_its_interpreter():
     import sys
     from types import SimpleNamespace
 
-    from harness.reduce.metadata import installed_modules
-    found = installed_modules(SimpleNamespace(environment=SimpleNamespace(python=sys.executable)))
+    from harness.reduce.metadata import installed_python_modules
+    found = installed_python_modules(SimpleNamespace(environment=SimpleNamespace(python=sys.executable)))
     assert "packaging" in found["packaging"] and "msgspec" in found["msgspec"]
-    assert installed_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
-    assert installed_modules(None) == {}
+    assert installed_python_modules(SimpleNamespace(environment=object())) == {}  # a container's: nothing to ask
+    assert installed_python_modules(None) == {}
 
 
 def test_the_search_remembers_the_pass_whose_kept_candidate_took_a_library_s_last_import_out(tmp_path):
@@ -185,11 +185,11 @@ def test_the_search_remembers_the_pass_whose_kept_candidate_took_a_library_s_las
 
     from harness.core.kinds import Cause
     from harness.reduce.passes import PassName
-    from harness.reduce.progress import SearchProgress
+    from harness.reduce.progress_lines import SearchProgress
     from harness.reduce.reduction import _Searching
     from harness.reduce.search import Tried
-    from harness.reduce.state import ReduceState
-    from harness.results.reduction import Signature
+    from harness.reduce.reduce_state import ReduceState
+    from harness.results.reduce_results import Signature
     original = "import jax\nimport flax\nimport optax\nx = flax.a(optax.b())\n"
     state = ReduceState("train.py", "d" * 64, "0.4.28", None, Signature("jit_f", ("computation",), Cause.ORDER),
                         [1, 2], 24.0, original)

@@ -8,10 +8,10 @@ import pytest
 import harness.service as service
 from harness.core.kinds import Cause
 from harness.reduce.passes import PassName, removals
-from harness.reduce.progress import CandidateCost, SearchProgress, duration, opening
+from harness.reduce.progress_lines import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.search import Search, Tried
-from harness.results.reduction import Signature
-from harness.reduce.state import ReduceState, load_state
+from harness.results.reduce_results import Signature
+from harness.reduce.reduce_state import ReduceState, load_state
 
 SCRIPT = "examples/train_shard_map_grad.py"
 

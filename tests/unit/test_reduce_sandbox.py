@@ -17,7 +17,7 @@ from harness.core.runs import Program
 from harness.core.errors import UserError
 from harness.inside.startup import startup_dir
 from harness.reduce import sandbox, socket_filter
-from harness.reduce.measure import Measured, wrote_outside
+from harness.reduce.measure_candidate import MeasuredCandidate, wrote_outside
 from harness.reduce.sandbox import (Confinement, Confines, Sandbox, Workspace, bwrap_argv, bwrap_launcher,
                                     bwrap_problem, copy_plan, write_places)
 
@@ -70,7 +70,7 @@ def test_the_write_watch_records_every_write_outside_the_candidate_s_folder(tmp_
     assert done.returncode == 0, done.stderr
     assert sorted(space.writes_outside()) == sorted(str(user.resolve() / n) for n in
                                                      ("canary.txt", "made", "appended.log"))
-    why = Measured(None, tuple(space.writes_outside())).refused
+    why = MeasuredCandidate(None, tuple(space.writes_outside())).refused
     assert why.startswith("refused: it wrote outside its own folder (") and "and 2 more" in why
     assert wrote_outside(()) is None
 

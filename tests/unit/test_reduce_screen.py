@@ -122,10 +122,10 @@ _PLAIN = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None
 
 
 def _measurer(screen):
-    from harness.reduce.measure import Measurer
+    from harness.reduce.measure_candidate import Measurer
     measurer = Measurer.__new__(Measurer)
     measurer.bad_seeds, measurer.screen, measurer.screened = [11, 12, 13], screen, 0
-    measurer.bad = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.28"})()})()
+    measurer.bad = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.4.28"})()})()
     measurer.target = _PLAIN
     measurer.fresh = []
 
@@ -214,7 +214,7 @@ def _deciding(screen, kept_fresh=True):
 
     def one_fresh(source, *args):
         calls.append(source)
-        return type("Measured", (), {"cell": None, "refused": "refused: stand-in" if not kept_fresh else None})()
+        return type("MeasuredCandidate", (), {"cell": None, "refused": "refused: stand-in" if not kept_fresh else None})()
 
     measurer.measure = one_fresh
     return measurer
@@ -268,7 +268,7 @@ class _GoodScreen:
 
 def test_a_provisional_keep_whose_forked_children_are_not_clean_on_the_good_release_is_rejected_at_once():
     measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}))
-    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
     measurer.good_screen = _GoodScreen(lambda seed: {f"jit_f-{seed}"})  # the key moves on the good release too
     assert measurer.one_bad("import jax\n") == Tried(False, "reproduced on 0.4.29, the good release (forked runs "
                                                             "of seeds 11 and 12 computed different keys)")
@@ -300,7 +300,7 @@ def test_the_good_release_s_children_run_beside_the_second_seed_s_and_decide_as_
     import threading
     together = threading.Barrier(3)  # the bad release's second seed, the good release's two
     measurer = _deciding(_Together(together, lambda seed: {f"jit_f-{seed}"}))
-    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
     measurer.good_screen = _Together(together, lambda seed: {"jit_f-0"})
     assert measurer.one_bad("import jax\n").kept and measurer.fresh == []
     assert measurer.screen.asked == [(11, False), (12, True)]  # the first seed's child alone, then the three
@@ -314,13 +314,13 @@ def test_a_checkpoint_measures_a_provisional_keep_on_both_releases_at_once_in_fr
     import threading
     together = threading.Barrier(2)
     measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}), kept_fresh=False)
-    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
     asked = []
 
     def fresh(source, release, seeds, tag, give_up):
         asked.append((tag, seeds))
         together.wait(timeout=10)  # the other release's cell runs at the same time, or this breaks
-        return type("Measured", (), {"cell": None, "refused": "refused: stand-in"})()
+        return type("MeasuredCandidate", (), {"cell": None, "refused": "refused: stand-in"})()
 
     measurer.measure = fresh
     assert measurer.one_bad("import jax\n").kept
@@ -330,7 +330,7 @@ def test_a_checkpoint_measures_a_provisional_keep_on_both_releases_at_once_in_fr
 
 def test_where_fresh_processes_disagree_by_other_seeds_the_good_release_is_asked_of_those():
     measurer = _deciding(_KeyScreen(lambda source, seed: {f"jit_f-{seed}"}))
-    measurer.good = type("Release", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
+    measurer.good = type("PreparedRelease", (), {"spec": type("Spec", (), {"jax_version": "0.4.29"})()})()
     assert measurer.one_bad("import jax\n").kept
     asked = []
 

@@ -1,7 +1,7 @@
 """The quick screen's state through a reduction (harness/reduce/screening.py): handed to the measurer to reject only
 until the original was measured fresh, then as the original's forked children found it."""
 
-from harness.reduce.measure import Measurer
+from harness.reduce.measure_candidate import Measurer
 from harness.reduce.screening import QuickScreen
 
 

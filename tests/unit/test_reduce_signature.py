@@ -4,7 +4,7 @@ from harness.core.kinds import Cause, Platform, Verdict
 from harness.core.model import CellSpec
 from harness.core.records import convert, plain
 from harness.reduce.signature import signature_of, why_not_kept
-from harness.results.reduction import Signature
+from harness.results.reduce_results import Signature
 from tests.reduce_cells import cell, key
 
 BAD = CellSpec("0.4.28", Platform.CPU, 8, None)

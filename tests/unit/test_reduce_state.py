@@ -14,10 +14,10 @@ from harness.core.errors import UserError
 from harness.core.factors import Factor
 from harness.core.kinds import Cause, FolderMode
 from harness.core import seal as seal_module
-from harness.reduce import state as state_module
+from harness.reduce import reduce_state as state_module
 from harness.reduce.search import Tried
-from harness.results.reduction import Signature
-from harness.reduce.state import STATE_FILE, ReduceState, load_state
+from harness.results.reduce_results import Signature
+from harness.reduce.reduce_state import STATE_FILE, ReduceState, load_state
 
 ORIGINAL = "import jax\nprint(jax.jit(lambda x: x)(1))\n"
 
@@ -242,7 +242,7 @@ def test_a_vary_state_written_before_reads_and_resumes_into_a_state_that_reads(r
 
 
 def test_the_state_is_written_at_every_new_best_and_otherwise_at_most_every_2_s():
-    from harness.reduce.state import SaveSchedule
+    from harness.reduce.reduce_state import SaveSchedule
     saving = SaveSchedule()
     assert saving.due("a\n", 100.0)  # the first answer
     assert not saving.due("a\n", 100.5) and not saving.due("a\n", 101.9)  # rejections, within 2 s: not written

@@ -16,7 +16,7 @@ from harness.cli import commands as cli
 from harness.core import confidence
 from harness.measure import seeds
 from harness.bisect import commits, logic
-from harness.results import bisection
+from harness.results import bisect_results
 from harness.inputs.config import parse_config
 from harness.core.model import CellResult, CellSpec, Mesh
 from harness.core.kinds import FolderMode, NothingCached, Platform, Verdict
@@ -239,9 +239,9 @@ def test_report_renders_what_the_bisector_really_stores():
     """Built with harness.bisect's own classes, so a change in what it stores shows up here."""
     culprit = commits.CommitInfo("0123456789abcdef0123", "2024-04-20T10:00:00Z", "residual names from a set")
     before = commits.CommitInfo("fedcba9876543210fedc", "2024-04-19T10:00:00Z", "an innocent commit")
-    search = bisection.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
+    search = bisect_results.CommitSearch(logic.Role.APPEARS, ("0.4.26", "0.4.27"), count=300,
                                     boundary=logic.Boundary(before.sha, culprit.sha), culprit=culprit, before=before)
-    outcome = bisection.Outcome(appears=logic.Boundary("0.4.26", "0.4.27"), fixed=logic.Boundary("0.4.28", "0.4.29"),
+    outcome = bisect_results.BisectSection(appears=logic.Boundary("0.4.26", "0.4.27"), fixed=logic.Boundary("0.4.28", "0.4.29"),
                                 commits=[search])
     cells = [_cell("0.4.26", Verdict.CLEAN), _cell("0.4.27", Verdict.REPRODUCED)]
     text = _render({**_doc(cells, bisect=plain(outcome)), "schema_version": SCHEMA_VERSION}, cells, {})

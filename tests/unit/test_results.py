@@ -218,12 +218,12 @@ def test_a_config_name_past_240_characters_is_one_line():
 
 
 def test_check_of_a_script_with_a_long_file_name_gets_a_name_that_fits(tmp_path):
-    from harness.service import ScriptCheck, ScriptRun, check_config
+    from harness.service import ScriptCheck, ScriptRunOptions, check_config
     from harness.core.kinds import Platform
 
     script = tmp_path / ("s" * 250 + ".py")
     script.write_text("import jax\n")
-    config = check_config(ScriptCheck(script=script, script_run=ScriptRun(), versions=("0.4.31",), platform=Platform.CPU,
+    config = check_config(ScriptCheck(script=script, script_run=ScriptRunOptions(), versions=("0.4.31",), platform=Platform.CPU,
                                       device_count=1, runs=None, timeout_s=60))
     assert len(config.name) <= 240 and config.name.startswith("check-sss")
 

@@ -34,7 +34,7 @@ from harness.environments.process import PROBE, log_tail
 from harness.environments.wheelhouse import MANYLINUX_X86_64, Wheelhouse
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.kinds import Platform
-from harness.core.platforms import Probe, describe
+from harness.core.platforms import DeviceProbe, describe
 from harness.inputs.pythons import NoPython, PythonChoice, PythonChooser, PythonVersion
 
 STATE_DIR = Path(os.environ.get("HARNESS_DOCKER_DIR", Path.home() / ".cache" / "jax-cache-harness" / "docker"))
@@ -152,7 +152,7 @@ class DockerBackend(Backend):
         facts.update(self._probe(tag, jax_version, platform, log))
         if facts.get("jax") != jax_version:
             raise EnvironmentUnavailable(f"image {tag} has jax {facts.get('jax')}, expected {jax_version}")
-        if describe(platform).probe == Probe.GPUS:
+        if describe(platform).probe == DeviceProbe.GPUS:
             facts.update(self.cuda_probe(tag, log))
         facts["image_id"] = self.client.images.get(tag).id
         return DockerEnvironment(self.client, tag, jax_version, platform, facts, self.user, self.mem_limit)

@@ -45,7 +45,7 @@ class PassName(Enum):
     OTHER = "other"  # a pass the search was given that is none of the above (tests' own)
 
 
-# What each coarse pass is called in the progress lines (harness/reduce/progress.py).
+# What each coarse pass is called in the progress lines (harness/reduce/progress_lines.py).
 PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, plain_jax: PassName.PLAIN_JAX,
                                     removals: PassName.REMOVALS,
                                     inlinings: PassName.INLINING, field_values: PassName.FIELD_VALUES,

@@ -10,13 +10,13 @@ import msgspec
 from tabulate import tabulate
 
 from harness.core.kinds import NothingCached
-from harness.evidence.beside import compared_phrase
+from harness.evidence.beside_keys import compared_phrase
 from harness.evidence.cost import seconds
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
 from harness.evidence.not_cached import cell_not_cached
-from harness.evidence.per_test import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
+from harness.evidence.misses import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
 MAX_ROWS = 10  # a longer table or list is cut (report.md stays under 20 KB): results.json (--json) has every row

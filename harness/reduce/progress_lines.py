@@ -53,7 +53,7 @@ def duration(seconds: float) -> str:
 
 
 @dataclass
-class Tally:
+class PassCounts:
     tried: int = 0  # candidates run (memo answers and pyflakes rejections not counted)
     kept: int = 0
 
@@ -66,7 +66,7 @@ class SearchProgress:
     original_lines: int
     seconds_before: float = 0.0
     clock: Callable[[], float] = time.monotonic
-    tallies: dict[PassName, Tally] = field(default_factory=dict)
+    tallies: dict[PassName, PassCounts] = field(default_factory=dict)
     _started: float | None = None
 
     def __post_init__(self) -> None:
@@ -77,7 +77,7 @@ class SearchProgress:
         return self.seconds_before + self.clock() - (self._started or 0.0)
 
     def candidate(self, number: int, lines: int, made_by: PassName, answer: Tried, best_lines: int) -> None:
-        tally = self.tallies.setdefault(made_by, Tally())
+        tally = self.tallies.setdefault(made_by, PassCounts())
         tally.tried += 1
         tally.kept += answer.kept
         verdict = "kept" if answer.kept else f"rejected: {answer.why}"

@@ -93,7 +93,7 @@ class ReduceOptions(MeasureOptions):
 
 
 @dataclass(frozen=True)
-class ScriptRun:
+class ScriptRunOptions:
     """How `harness check` runs the user's code: a module instead of the script, arguments, environment
     additions, working folder (validated as a config's module/args/env/cwd keys), and the script's
     requirements besides its inline metadata (--with strings, --requirements files)."""
@@ -119,7 +119,7 @@ class ScriptCheck:
     device_count: int | None  # None: cpu's 8, or the host's devices on an accelerator (Config.host_devices)
     runs: int | None
     timeout_s: float = field(metadata=takes("timeout"))
-    script_run: ScriptRun
+    script_run: ScriptRunOptions
 
 
 @dataclass(frozen=True)

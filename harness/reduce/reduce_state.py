@@ -24,7 +24,7 @@ from harness.core.kinds import FolderMode
 from harness.core.seal import KEY_FILE as SEAL_KEY_FILE, SEAL, seal_matches, seal_of, state_key
 from harness.core.records import convert, plain
 from harness.reduce.search import Tried
-from harness.results.reduction import Signature
+from harness.results.reduce_results import Signature
 
 STATE_FILE = "reduce.json"
 BEST_FILE = "best.py"  # the best program so far (the search's form), for a look while it works

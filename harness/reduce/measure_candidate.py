@@ -39,7 +39,7 @@ from harness.reduce.forked_cells import More, factor_answer, factor_good_answer,
 from harness.reduce.screen import ForkScreen, Screened, job_variables
 from harness.reduce.search import Tried
 from harness.reduce.signature import why_not_kept
-from harness.results.reduction import Signature
+from harness.results.reduce_results import Signature
 from harness.report.write import ReportWriter
 from harness.measure.sweep import cell_runner
 
@@ -117,7 +117,7 @@ REFUSED_FOR_WRITING = "refused: it wrote outside its own folder"  # and the plac
 
 
 @dataclass(frozen=True)
-class Measured:
+class MeasuredCandidate:
     """A candidate's cell, and the paths outside its own folder its runs wrote (or tried to)."""
 
     cell: CellResult
@@ -137,7 +137,7 @@ def wrote_outside(paths: tuple[str, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Release:
+class PreparedRelease:
     """Where candidates run for one release: its cell and its prepared environment."""
 
     spec: CellSpec
@@ -155,8 +155,8 @@ class Measurer:
     config: Config  # the original's check config: arguments, environment, thresholds, timeout
     script: Path  # the original script (candidates take its file name)
     workdir: Path  # the folder the original's runs start in
-    bad: Release
-    good: Release | None
+    bad: PreparedRelease
+    good: PreparedRelease | None
     target: Signature
     bad_seeds: list[Launch]  # the deciding seeds first, then the extras
     work: Path  # scratch: each candidate's folder is removed once measured
@@ -201,10 +201,10 @@ class Measurer:
         return replace(self.config, repro=Repro(path.stem, path.resolve(), builtin=False), cwd=space.work,
                        timeout_s=self.timeout_s, vary=(self.target.factor,) if self.target.factor else ())
 
-    def cell(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> CellResult:
+    def cell(self, source: str, release: PreparedRelease, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> CellResult:
         return self.measure(source, release, seeds, tag, give_up).cell
 
-    def measure(self, source: str, release: Release, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> Measured:
+    def measure(self, source: str, release: PreparedRelease, seeds: list[Launch], tag: str, give_up: GiveUp | None) -> MeasuredCandidate:
         # A folder of its own, even for a source measured twice at once (or left by an interrupted reduction).
         self.work.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{digest(source)[:16]}-{tag}-", dir=self.work))
@@ -222,7 +222,7 @@ class Measurer:
             if cell.interrupted:
                 raise KeyboardInterrupt
             wrote = tuple(space.writes_outside())
-            return Measured(cell, wrote)
+            return MeasuredCandidate(cell, wrote)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from harness.verdicts.boundaries import version_verdicts
 from harness.verdicts.finish import CauseReader
-from harness.bisect.state import BisectState, is_release
+from harness.bisect.bisect_state import BisectState, is_release
 from harness.inputs.config import Config
 from harness.environments.base import Environment
 from harness.core.errors import EnvironmentUnavailable

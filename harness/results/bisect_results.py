@@ -69,7 +69,7 @@ class CommitSearch(msgspec.Struct, omit_defaults=True):
     before: CommitInfo | None = msgspec.field(default=None, name="before_culprit")  # and its last
 
 
-class Outcome(msgspec.Struct, omit_defaults=True):
+class BisectSection(msgspec.Struct, omit_defaults=True):
     """A bisection's answer: where among the releases the regression appears and is fixed, the releases tested,
     and the commit searches inside those boundaries."""
 
