@@ -227,7 +227,9 @@ class OpenCell:
             give_up=give_up is not None,
             own_folder_problem=runner.environment.own_folder_problem) else BesideFirst.beside(cache_dir)
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
-                   Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
+                   Tally(len(launches), stop_when_reproduced, give_up=give_up,
+                         controlled=not runner.repro.builtin and not spec.is_multiprocess and give_up is None),
+                   list(enumerate(launches, start=1)),
                    folder=folder,
                    folder_why=folder_why, plan=plan,
                    seed_window=None if spec.is_multiprocess or reseed is None else
@@ -531,8 +533,8 @@ class OpenCell:
     def _plan_control(self) -> list[QueuedRun]:
         """A later run's key moved at argument types the first run had (a user's program, one process): one run
         with the first run's own seed (harness/evidence/per_test.py reads it)."""
-        if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
-            return []  # (give_up: harness reduce's candidates, judged by their signature alone)
+        if not self.tally.controlled:  # the built-in repro, a job, harness reduce's candidates (judged by their
+            return []  # signature alone: give_up)
         first = control_baseline(self.tally.records)
         return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
 

@@ -1,7 +1,8 @@
 """The one place a measured cell is finished (pure): everything its measurement gathered in, the cell out.
 
-A cell's verdict is judged once from its runs (`Tally.cell`); what the measurement learned beside the runs
-then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
+A cell's verdict is judged once from its runs (`Tally.cell`, with the seed control's word on keys at run 1's
+argument types whose modules return other types: harness/evidence/keys.py); what the measurement learned beside
+the runs then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
 the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
 how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
 follow the hash seed, the seed plan with the miss bounds it gives a clean cell, and a reproduced cell's
@@ -74,7 +75,8 @@ class Measured:
 
 def finish_cell(measured: Measured) -> CellResult:
     """The finished cell: the runs' verdict, then what was measured beside them (see the module)."""
-    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted)
+    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted,
+                               control=None if measured.interrupted else measured.seed_control)
     variation = measured.variation
     if variation is not None and measured.interrupted:  # what was judged is kept, said incomplete
         variation = copy.copy(variation)
