@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from collections.abc import Collection, Iterable, Sequence
-from typing import Literal
 
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
@@ -183,15 +182,13 @@ def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
 # What decides a later run's key at argument types run 1 had whose module returns other types: a static argument's
 # value drawn at random (the program computed something new: `new input`), or a mesh whose axis names come from a set,
 # whose shards' shapes follow the hash seed (a moved key, the seed's own bug class). Only the seed control tells them
-# apart (the first run's seed again: run 1's key again -> the hash seed's; another -> the program's):
-# - the control's keys (`RunKeys`): new input only where it computed another key than the first run's there;
-# - PENDING while the control is still to be made: such a key stops no cell early (it may turn out new input);
-# - None (no control made or planned: the built-in repro, a job, harness reduce's candidates): a moved key.
-PENDING: Literal["pending"] = "pending"
+# apart (the first run's seed again: run 1's key again -> the hash seed's; another -> the program's): with its keys,
+# new input only where it computed another key than the first run's there; without (no control made yet, or none
+# at all: the built-in repro, a job, harness reduce's candidates; or it failed), a moved key. A check that stopped at
+# such a key goes on with its planned runs once the control says new input (harness/verdicts/judge.py Tally).
 
 
-def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | Literal["pending"] | None = None
-                           ) -> Comparison:
+def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = None) -> Comparison:
     """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
     key that no earlier run computed is new; a first-run key a later run is known not to have computed
     (only its log can say: a hit writes nothing) is `fewer`; an entry the first run wrote (on disk from then
@@ -200,7 +197,7 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | Literal["
 
     A new key at argument types the first run never compiled its module at is `new_input`; one at the first run's
     argument types whose module returns other types is too, where the seed `control` says the program moved it (see
-    PENDING). Where the control says, each moved key it found following the hash seed is in `seed_moved`.
+    above). Where the control says, each moved key it found following the hash seed is in `seed_moved`.
 
     From the listing alone an entry appears once, but with overlapping runs it can appear while two
     runs ran: both are named, as it is not known which of them computed it. An entry that some run's
@@ -226,9 +223,8 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | Literal["
             return True
         if control is None or not _new_results(e, run, first_results):
             return False
-        return control == PENDING or (
-            isinstance(control, RunKeys) and seed_control_follows(control, first_keys, e.module, [run.types[e.key]],
-                                                                  run.tests.get(e.key, ("",))[0]) is False)
+        return seed_control_follows(control, first_keys, e.module, [run.types[e.key]],
+                                    run.tests.get(e.key, ("",))[0]) is False
     moved_by: list[tuple[RunKeys, Entry]] = []
     for run in later:
         known = run.known(claimed)
@@ -249,7 +245,7 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | Literal["
             seen |= run.computed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
-    seed_moved = _seed_moved(moved_by, control, first_keys) if isinstance(control, RunKeys) else frozenset()
+    seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
                       seed_moved)
 

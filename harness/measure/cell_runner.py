@@ -186,6 +186,7 @@ class OpenCell:
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
     # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
     control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
+    control_started: bool = False
     control_record: RunRecord | None = None
     # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due): run 1's
     # orders are read (and the interpreter probed) when run 2 is taken, after it, so that the probe overlaps it.
@@ -227,9 +228,7 @@ class OpenCell:
             give_up=give_up is not None,
             own_folder_problem=runner.environment.own_folder_problem) else BesideFirst.beside(cache_dir)
         return cls(runner, spec, cache_dir, log_dir, results_root.resolve() if results_root else None,
-                   Tally(len(launches), stop_when_reproduced, give_up=give_up,
-                         controlled=not runner.repro.builtin and not spec.is_multiprocess and give_up is None),
-                   list(enumerate(launches, start=1)),
+                   Tally(len(launches), stop_when_reproduced, give_up=give_up), list(enumerate(launches, start=1)),
                    folder=folder,
                    folder_why=folder_why, plan=plan,
                    seed_window=None if spec.is_multiprocess or reseed is None else
@@ -263,6 +262,8 @@ class OpenCell:
         if self.control is None and self.running == 0:
             self.control = self._plan_control()
         if self.control:
+            return True
+        if self._moved_planned_run_due():  # (no control to come: its planned run is decided now, before the phase)
             return True
         # --vary (and the moved folder): their runs one at a time, once every other run of the cell has ended
         if self.running:
@@ -325,6 +326,8 @@ class OpenCell:
         if moved is None or moved.again is None:
             return False
         if self.tally.stop_now():
+            if self._control_to_come():
+                return False  # decided once the control has ended: the cell may go on with its planned runs
             assert moved.result is not None
             moved.again = None
             moved.result = without_planned_control(
@@ -360,8 +363,14 @@ class OpenCell:
         if self.checks:
             return self.checks.pop(0)
         if self.control:
+            self.control_started = True
             return self.control.pop(0)
         return self._phase().take()
+
+    def _control_to_come(self) -> bool:
+        """The seed control is still to be planned, or planned and not ended: it may yet say that the key the cell
+        stopped at is new input, and then the planned runs go on (Tally.stop_now)."""
+        return self.control_record is None and (self.control is None or bool(self.control) or self.control_started)
 
     @property
     def baseline_done(self) -> bool:
@@ -533,8 +542,8 @@ class OpenCell:
     def _plan_control(self) -> list[QueuedRun]:
         """A later run's key moved at argument types the first run had (a user's program, one process): one run
         with the first run's own seed (harness/evidence/per_test.py reads it)."""
-        if not self.tally.controlled:  # the built-in repro, a job, harness reduce's candidates (judged by their
-            return []  # signature alone: give_up)
+        if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
+            return []  # (give_up: harness reduce's candidates, judged by their signature alone)
         first = control_baseline(self.tally.records)
         return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
 
@@ -578,7 +587,8 @@ class OpenCell:
             self._phase().done(queued, record)
             return None
         if queued.check == SEED_CONTROL:
-            self.control_record = record
+            # (the tally's too: where it says the key the cell stopped at is new input, the planned runs go on)
+            self.control_record = self.tally.control = record
             return None
         if queued.beside:
             return self._beside_done(queued, record)

@@ -11,7 +11,7 @@ is measured, and the cell is `not cached` (harness/evidence/not_cached.py), what
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 from collections.abc import Sequence
 
 from harness.core.jaxlog import Outcome, differing_components
@@ -76,10 +76,10 @@ class Judgement:
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
-          observed: Sequence[RunKeys] | None = None, control: RunKeys | Literal["pending"] | None = None) -> Judgement:
+          observed: Sequence[RunKeys] | None = None, control: RunKeys | None = None) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
     each successful run is known to have computed; by default its listing and its log (`observed_keys`);
-    `control`: the seed control's keys (or PENDING), for keys whose modules return other types."""
+    `control`: the seed control's keys, for keys whose modules return other types (harness/evidence/keys.py)."""
     good = counted(runs)
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
     comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs), control)

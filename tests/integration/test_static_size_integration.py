@@ -31,9 +31,11 @@ SET_MESH = ("import jax, jax.numpy as jnp, numpy as np\n"
 @pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
 def test_a_static_size_from_an_unseeded_numpy_generator_is_new_input(tmp_path, capsys, write, version):
     script = write("static_size.py", STATIC_SIZE)
-    swept = check([str(script), "--versions", version, "--runs", "3", "--no-moved-folder"], tmp_path / "out", capsys)
+    swept = check([str(script), "--versions", version, "--runs", "4", "--no-moved-folder"], tmp_path / "out", capsys)
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "new input", cell["reason"]
+    # it stopped at run 2's key, a moved key until the control said new input: then its planned runs went on
+    assert len(cell["runs"]) == 4, cell["runs"]
     assert cell["reason"].startswith("jit_tile at (float32[3], -> tensor<"), cell["reason"]
     assert "run 1 compiled it at float32[3]" in cell["reason"], cell["reason"]
     assert cell["seed_control"]["exit_code"] == 0  # what told it from a key the hash seed moved
@@ -44,6 +46,17 @@ def test_a_static_size_from_an_unseeded_numpy_generator_is_new_input(tmp_path, c
             and "a static argument's value (a size drawn at random) changed what it computes" in head), head
     assert "seed its generator" in head, head
     assert "a static argument's value (a size drawn at random) changed what it computes" in swept.out, swept.out
+
+
+def test_with_the_moved_folder_a_check_that_went_on_after_the_control_made_every_planned_run(tmp_path, capsys, write):
+    """The default check: the moved folder's run took run 3's place beside run 2 (its seed, a folder of run 1's
+    entries) and missed (another size), so run 3 was to be made again in the cell's own folder; the cell stopped at
+    run 2's key, then the control said new input: run 3 is made with the rest, never "only 3 of 4 runs"."""
+    script = write("static_size.py", STATIC_SIZE)
+    swept = check([str(script), "--versions", "0.10.2", "--runs", "4", "--jobs", "2"], tmp_path / "out", capsys)
+    (cell,) = swept.data["cells"]
+    assert cell["verdict"] == "new input", cell["reason"]
+    assert sorted(r["index"] for r in cell["runs"]) == [1, 2, 3, 4], cell["runs"]
 
 
 @pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
@@ -62,7 +75,7 @@ def test_a_device_put_onto_a_mesh_named_from_a_set_stays_reproduced(tmp_path, ca
                for k in later for f in first.values()), (first, later)
     control = [k["key"] for k in cell["seed_control"]["keys"]["keys"] if k["module"] == module]
     assert control and set(control) <= set(first), (control, first)
-    assert len(cell["runs"]) == 6  # such a key stopped nothing early: it could have been new input
+    assert len(cell["runs"]) < 6  # the control said the hash seed: the cell stopped at its first miss, as it does
     report = (swept.run_dir / "report.md").read_text()
     head = report[:report.index("## Results")]
     assert "moved key: hash seed" in head or "its key follows the hash seed" in head, head

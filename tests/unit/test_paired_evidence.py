@@ -17,7 +17,7 @@ from harness.report.write import ReportWriter
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.core.records import replace
-from harness.evidence.keys import PENDING, control_keys
+from harness.evidence.keys import control_keys
 from harness.evidence.per_test import Category
 from harness.report.first_screen import first_screen
 from harness.report.per_test import cell_findings
@@ -190,14 +190,11 @@ def test_other_result_types_at_run_1s_argument_types_are_new_input_only_where_th
     for control in (None, control_keys(failed)):
         j = judge(runs, control=control)
         assert j.verdict == Verdict.REPRODUCED and j.comparison is not None and j.comparison.new_input == {}, j.reason
-    # while the control is still to be made, such a key stops no cell early: it may be new input
-    assert judge(runs, control=PENDING).verdict == Verdict.NEW_INPUT
     same = [_static_run(tmp_path / "again", 1, 2), _static_run(tmp_path / "again", 2, 2)]
     same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key: moved, whatever
         "jit_tile", "jit_tile-" + "9" * 64, Outcome.WRITTEN, components={"computation": "9" * 64}, tests=(T_B,),
         arg_types=("float32[3]",), result_types=("tensor<6xf32>",))]), tests={T_B: "passed"})
     assert judge(same, control=control_keys(_control(7, tmp_path / "q"))).verdict == Verdict.REPRODUCED
-    assert judge(same, control=PENDING).verdict == Verdict.REPRODUCED
 
 
 def test_a_cell_finished_with_its_seed_control_reads_new_input_in_the_table_and_the_first_screen(tmp_path):
@@ -205,7 +202,7 @@ def test_a_cell_finished_with_its_seed_control_reads_new_input_in_the_table_and_
     the first screen's line on other result types, also for the cell read back from results.json."""
     runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
     control = _control(7, tmp_path)
-    tally = Tally(2, controlled=True)
+    tally = Tally(2)
     for run in runs:
         tally.add(run)
     cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=control)
@@ -228,17 +225,20 @@ def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
     assert main_results("module @m {\n") == () and main_results('func.func public @main(%arg0: tensor<3xf32>') == ()
 
 
-def test_a_key_the_seed_control_may_call_new_input_stops_no_cell_early(tmp_path):
+def test_a_check_stopped_at_a_key_the_seed_control_calls_new_input_goes_on_with_its_planned_runs(tmp_path):
     """check stops a cell at its first moved key; one at run 1's argument types with other results may turn out new
-    input once the control is made, so the runs that could show a key the hash seed moves are all made first (else a
-    set-ordered miss in run 3 would hide behind a random static size in run 2). Without a control to come (the
-    built-in repro, a job, a reduce candidate) such a key is a moved key and stops the cell as before."""
-    runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
-    controlled, plain = Tally(6, stop_when_reproduced=True, controlled=True), Tally(6, stop_when_reproduced=True)
-    for run in runs:
-        controlled.add(run)
-        plain.add(run)
-    assert not controlled.stop_now() and plain.stop_now()
+    input once the control is made: then the planned runs go on (a set-ordered miss in run 3 must not hide behind a
+    random static size in run 2). Where the control says the hash seed, the cell stays stopped (a set-named mesh)."""
+    for rows, goes_on in ((7, True), (2, False)):
+        tally = Tally(6, stop_when_reproduced=True)
+        for run in [_static_run(tmp_path / str(rows), 1, 2), _static_run(tmp_path / str(rows), 2, 5)]:
+            tally.add(run)
+        assert tally.stop_now()  # no control yet: a moved key
+        tally.control = _control(rows, tmp_path / str(rows))
+        assert tally.stop_now() is not goes_on
+        if not goes_on:  # stopped at 2 of 6 runs, reproduced (never "only 2 of 6 runs were made")
+            cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=tally.control)
+            assert cell.verdict == Verdict.REPRODUCED, cell.reason
 
 
 def _dumped_run(tmp: Path, name: str, index: int, compiled: list[tuple[LoggedKey, str]], tests: list[str]) -> RunRecord:
@@ -270,7 +270,7 @@ def test_the_headline_names_the_hash_seeds_module_before_the_programs_and_what_d
                                              _g("b", "[4.0, 5.0, 6.0]")], [T_A, T_B]),
             _dumped_run(tmp_path, "run", 3, [(f2, REORDERED), _g("c", "[7.0, 8.0, 9.0]")], [T_A, T_B])]
     control = _dumped_run(tmp_path, "control", 1, [(f1, ORDERED), _g("d", "[0.5, 0.5, 0.5]")], [T_A, T_B])
-    tally = Tally(3, controlled=True)
+    tally = Tally(3)
     for r in runs:
         tally.add(r)
     cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [n for r in runs for n in r.new_entries], {},
