@@ -219,12 +219,7 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
     first_keys = {e.key for e in baseline}
 
     def reshaped(e: Entry, run: RunKeys) -> bool:  # the program computed something new
-        if _new_input(e, run, first_types):
-            return True
-        if control is None or not _new_results(e, run, first_results):
-            return False
-        return seed_control_follows(control, first_keys, e.module, [run.types[e.key]],
-                                    run.tests.get(e.key, ("",))[0]) is False
+        return _new_input(e, run, first_types) or _drawn_by_program(e, run, first_results, control, first_keys)
     moved_by: list[tuple[RunKeys, Entry]] = []
     for run in later:
         known = run.known(claimed)
@@ -248,6 +243,17 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
     seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
                       seed_moved)
+
+
+def _drawn_by_program(entry: Entry, run: RunKeys,
+                      first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None],
+                      control: RunKeys | None, first_keys: Collection[str]) -> bool:
+    """Other result types at run 1's argument types (`_new_results`), where the seed control computed another key
+    than the first run's there (the program drew them, not the hash seed)."""
+    if control is None or not _new_results(entry, run, first_results):
+        return False
+    return seed_control_follows(control, first_keys, entry.module, [run.types[entry.key]],
+                                run.tests.get(entry.key, ("",))[0]) is False
 
 
 def seed_control_follows(control: RunKeys, first_keys: Collection[str], module: str,
