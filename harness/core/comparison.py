@@ -22,9 +22,13 @@ class Comparison:
     # later run -> module -> the first run's entries (on disk) it compiled again instead of loading
     unserved: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     # later run -> module -> keys no earlier run computed, compiled at argument types the first run never
-    # compiled that module at: the program computed something new (random shapes), not a key that moved.
+    # compiled that module at, or at its types returning other types where the seed control says the program (not the
+    # hash seed) moved them: the program computed something new (random shapes, sizes), not a key that moved.
     # Kept out of `new`, so that nothing pairs them with the first run's keys of another shape.
     new_input: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    # keys of `new` the seed control says the hash seed moved (its run of the first run's seed computed the first
+    # run's keys there); empty where no control was made. A headline names such a module first (issue 60.5's order).
+    seed_moved: frozenset[str] = frozenset()
 
     @property
     def reproduced(self) -> bool:
@@ -49,9 +53,11 @@ class Comparison:
         return [run for run, by_module in self.new.items() if module in by_module]
 
     def moved_module(self) -> str | None:
-        """The module with the most new keys (the seed's, jit_f, on a tie); None when none has one."""
+        """The module a headline names: one whose key the seed control says follows the hash seed first (the first
+        screen's order), then the most new keys (the seed's, jit_f, on a tie); None when none has one."""
         modules = {m for by_module in self.new.values() for m in by_module}
-        return max(sorted(modules), key=lambda m: (len(self.new_keys(m)), m == "jit_f"), default=None)
+        return max(sorted(modules), key=lambda m: (any(k in self.seed_moved for k in self.new_keys(m)),
+                                                   len(self.new_keys(m)), m == "jit_f"), default=None)
 
     def widest_module(self) -> str | None:
         """The first run's module with the most keys (jit_f on a tie)."""

@@ -10,7 +10,7 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
@@ -179,12 +179,25 @@ def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
     return out
 
 
-def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
+# What decides a later run's key at argument types run 1 had whose module returns other types: a static argument's
+# value drawn at random (the program computed something new: `new input`), or a mesh whose axis names come from a set,
+# whose shards' shapes follow the hash seed (a moved key, the seed's own bug class). Only the seed control tells them
+# apart (the first run's seed again: run 1's key again -> the hash seed's; another -> the program's): with its keys,
+# new input only where it computed another key than the first run's there; without (no control made yet, or none
+# at all: the built-in repro, a job, harness reduce's candidates; or it failed), a moved key. A check that stopped at
+# such a key goes on with its planned runs once the control says new input (harness/verdicts/judge.py Tally).
+
+
+def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = None) -> Comparison:
     """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
     key that no earlier run computed is new; a first-run key a later run is known not to have computed
     (only its log can say: a hit writes nothing) is `fewer`; an entry the first run wrote (on disk from then
     on, as the first run finishes alone) that a later run's trusted log says it compiled rather than loaded
     is `unserved`: the same key, a miss all the same (an entry JAX cannot read back, a folder emptied).
+
+    A new key at argument types the first run never compiled its module at is `new_input`; one at the first run's
+    argument types whose module returns other types is too, where the seed `control` says the program moved it (see
+    above). Where the control says, each moved key it found following the hash seed is in `seed_moved`.
 
     From the listing alone an entry appears once, but with overlapping runs it can appear while two
     runs ran: both are named, as it is not known which of them computed it. An entry that some run's
@@ -202,27 +215,79 @@ def compare_with_first_run(runs: Sequence[RunKeys]) -> Comparison:
     unserved: dict[int, dict[str, list[str]]] = {}
     new_input: dict[int, dict[str, list[str]]] = {}
     first_types = _types_by_module(first, baseline)
+    first_results = _results_by_types(first, baseline)
+    first_keys = {e.key for e in baseline}
+
+    def reshaped(e: Entry, run: RunKeys) -> bool:  # the program computed something new
+        return _new_input(e, run, first_types) or _drawn_by_program(e, run, first_results, control, first_keys)
+    moved_by: list[tuple[RunKeys, Entry]] = []
     for run in later:
         known = run.known(claimed)
         brought = known - seen
-        # (argument types alone: other result types at run 1's argument types are no new input, as a mesh whose
-        # axis names come from a set shards into shapes that follow the hash seed: the seed control tells)
-        other_input = {e for e in brought if _new_input(e, run, first_types)}
+        other_input = {e for e in brought if reshaped(e, run)}
         if brought - other_input:
             new[run.index] = _by_module(brought - other_input)
+            moved_by += [(run, e) for e in brought - other_input]
         if other_input:
             new_input[run.index] = _by_module(other_input)
         if run.computed is not None:
             # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
-            # run: random shapes) need not compute the first run's shapes again
-            reshaped = {e.module for e in known - baseline if _new_input(e, run, first_types)}
-            missing = {e for e in baseline - known if e.module not in reshaped and not _ran_alike(e, first, run)}
+            # run: random shapes), or at its types with other results, need not compute the first run's shapes again
+            reshapen = {e.module for e in known - baseline if reshaped(e, run)}
+            missing = {e for e in baseline - known if e.module not in reshapen and not _ran_alike(e, first, run)}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
             seen |= run.computed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
-    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input)
+    seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
+    return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
+                      seed_moved)
+
+
+def _drawn_by_program(entry: Entry, run: RunKeys,
+                      first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None],
+                      control: RunKeys | None, first_keys: Collection[str]) -> bool:
+    """Other result types at run 1's argument types (`_new_results`), where the seed control computed another key
+    than the first run's there (the program drew them, not the hash seed)."""
+    if control is None or not _new_results(entry, run, first_results):
+        return False
+    return seed_control_follows(control, first_keys, entry.module, [run.types[entry.key]],
+                                run.tests.get(entry.key, ("",))[0]) is False
+
+
+def seed_control_follows(control: RunKeys, first_keys: Collection[str], module: str,
+                         types: Collection[tuple[str, ...]] = (), test: str = "") -> bool | None:
+    """The seed control's word on `module`'s moved keys at argument types `types` (any, where empty), from `test` (any,
+    where ""): True where every key it computed there is one the first run had (its seed again gave run 1's key: the
+    hash seed moved it), False where one is not (the program's own randomness), None where it computed none there."""
+    mine = [e.key for e in control.computed or () if e.module == module
+            and (not types or control.types.get(e.key) in types)
+            and (not test or control.tests.get(e.key, ("",))[0] == test)]
+    if not mine:
+        return None
+    return all(k in first_keys for k in mine)
+
+
+def _seed_moved(moved: Sequence[tuple[RunKeys, Entry]], control: RunKeys, first_keys: Collection[str]
+                ) -> frozenset[str]:
+    """The moved keys the seed control says the hash seed moved: each by its own test and argument types, and where
+    the control computed none there, by its module at the types of those keys (as the per-test table says them,
+    harness/evidence/misses.py function_misses)."""
+    out: set[str] = set()
+    unknown: dict[str, list[tuple[str, tuple[str, ...] | None]]] = {}
+    for run, e in moved:
+        types = run.types.get(e.key)
+        said = (seed_control_follows(control, first_keys, e.module, [types], run.tests.get(e.key, ("",))[0])
+                if types else None)
+        if said:
+            out.add(e.key)
+        elif said is None:
+            unknown.setdefault(e.module, []).append((e.key, types))
+    for module, keys in unknown.items():
+        if seed_control_follows(control, first_keys, module, [t for _, t in keys if t]):
+            out.update(k for k, _ in keys)
+    return frozenset(out)
 
 
 def _ran_alike(entry: Entry, first: RunKeys, run: RunKeys) -> bool:
@@ -243,6 +308,38 @@ def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, se
     return out
 
 
+def _results_by_types(first: RunKeys, baseline: frozenset[Entry]
+                      ) -> dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]:
+    """(module, argument types) -> the result types the first run's modules had there; None where one of them is not
+    known (then nothing is told from results)."""
+    out: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None] = {}
+    for e in baseline:
+        types = first.types.get(e.key)
+        if not types:
+            continue
+        where = (e.module, types)
+        results = first.results.get(e.key)
+        if results is None or out.get(where, set()) is None:
+            out[where] = None
+        else:
+            mine = out.setdefault(where, set())
+            assert mine is not None
+            mine.add(results)
+    return out
+
+
+def _new_results(entry: Entry, run: RunKeys,
+                 first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]) -> bool:
+    """A later run's key at argument types the first run had, whose module returns types none of the first run's
+    there did (every one of them known): a static argument's value (a size drawn at random), or a mesh's shard shapes
+    that follow the hash seed; the seed control tells which (compare_with_first_run)."""
+    types, results = run.types.get(entry.key), run.results.get(entry.key)
+    if not types or not results:
+        return False
+    before = first_results.get((entry.module, types))
+    return before is not None and bool(before) and results not in before
+
+
 def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str, ...]]]) -> bool:
     """A later run's key of a module at argument types the first run never compiled it at (or a module the first
     run never compiled), both known from the logs (the first run's named some types): the program computed
@@ -251,17 +348,22 @@ def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str,
     return bool(types) and bool(first_types) and types not in first_types.get(entry.module, set())
 
 
-def comparison_of(runs: Sequence[RunRecord]) -> Comparison:
-    """The comparison of a cell's stored runs (the failed ones left out)."""
-    return compare_with_first_run(observed_keys(runs))
+def control_keys(control: RunRecord | None) -> RunKeys | None:
+    """The seed control's keys as its JAX log named them; None where it was not made, failed or logged none."""
+    return run_keys(control) if control is not None and control.ok and control.keys is not None else None
+
+
+def comparison_of(runs: Sequence[RunRecord], control: RunRecord | None = None) -> Comparison:
+    """The comparison of a cell's stored runs (the failed ones left out), with its seed control's word where made."""
+    return compare_with_first_run(observed_keys(runs), control_keys(control))
 
 
 def cell_comparison(cell: CellResult) -> Comparison:
-    """`comparison_of(cell.runs)`, kept on the cell: the one its verdict was judged from (Tally.cell keeps it),
+    """`comparison_of(cell.runs, cell.seed_control)`, kept on the cell: the one its verdict was judged from (Tally.cell keeps it),
     or, for a cell read from a file, derived the first time it is asked for; never again on every rewrite of
     the folder's files."""
     if cell.comparison is None:
-        cell.comparison = comparison_of(cell.runs)
+        cell.comparison = comparison_of(cell.runs, cell.seed_control)
     return cell.comparison
 
 

@@ -9,7 +9,9 @@ Categories (`Category`):
 - `moved key`: a later run computed a new key at argument types the first run compiled the module at: the same
   computation under another key (the hash seed, or the program's own randomness baked into the module).
 - `new input`: a later run compiled the module at argument types the first run never had (`jit_mse at
-  float32[6]; run 1 compiled [2] and [4]`): the program computed something new, a miss no cache can serve.
+  float32[6]; run 1 compiled [2] and [4]`), or at its types returning other types where the seed control says the
+  program drew them (a static size: harness/evidence/keys.py): the program computed something new, a miss no cache
+  can serve.
 - `not served`: a later run compiled a key whose entry the first run wrote (on disk), instead of loading it.
 - `not cached`: JAX never wrote the module (host callbacks, or a threshold as the program runs), so every later run
   compiled the same key again (harness/evidence/not_cached.py): with JAX's reason, the line that put the callback
@@ -27,7 +29,7 @@ from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
 from harness.core.kinds import NothingCached
-from harness.evidence.keys import comparison_of, counted, failing_tests
+from harness.evidence.keys import comparison_of, control_keys, counted, failing_tests, seed_control_follows
 from harness.evidence.not_cached import NotCachedModule
 
 
@@ -196,24 +198,24 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
 def _key_follows(k: LoggedKey, control: RunRecord, first_keys: set[str]) -> Follows | None:
     """One moved key's: the control's key of its module from the same test at the same argument types is the first
     run's -> the hash seed's; another -> the program's; none computed -> not known (then the module's, `_follows`)."""
-    assert control.keys is not None
-    test = k.tests[:1]
-    mine = [c.key for c in control.keys.keys if c.module == k.module and c.arg_types == k.arg_types
-            and (not test or c.tests[:1] == test)]
-    if not mine or not k.arg_types:
+    keys = control_keys(control)
+    if keys is None or not k.arg_types:
         return None
-    return Follows.HASH_SEED if all(c in first_keys for c in mine) else Follows.PROGRAM
+    return _said(seed_control_follows(keys, first_keys, k.module, [k.arg_types], k.tests[0] if k.tests else ""))
 
 
 def _follows(miss: FunctionMiss, control: RunRecord, first_keys: set[str]) -> Follows | None:
     """The control's keys of the module at the missed argument types: all the first run's -> the hash seed's; one
     the first run never had -> the program's; none computed -> not known."""
-    assert control.keys is not None
-    mine = [k.key for k in control.keys.keys if k.module == miss.module
-            and (not miss.arg_types or list(k.arg_types) in miss.arg_types)]
-    if not mine:
+    keys = control_keys(control)
+    if keys is None:
         return None
-    return Follows.HASH_SEED if all(k in first_keys for k in mine) else Follows.PROGRAM
+    return _said(seed_control_follows(keys, first_keys, miss.module, [tuple(t) for t in miss.arg_types]))
+
+
+def _said(follows_seed: bool | None) -> Follows | None:
+    """harness/evidence/keys.py seed_control_follows's word (the one rule the comparison's `seed_moved` uses too)."""
+    return None if follows_seed is None else Follows.HASH_SEED if follows_seed else Follows.PROGRAM
 
 
 def control_baseline(runs: Sequence[RunRecord]) -> RunRecord | None:

@@ -106,10 +106,15 @@ def not_cached_modules(runs: Sequence[RunRecord], sites: Mapping[str, str] | Non
     return sorted(out, key=lambda m: (-(m.seconds or 0.0), m.module))
 
 
+# The verdicts whose modules JAX never wrote are findings: a `not cached` cell's, and a `reproduced` one's beside its
+# moved key (each a line of the first screen and a row of the per-test table); a failure is the finding elsewhere.
+NOT_CACHED_TOLD = frozenset({Verdict.NOT_CACHED, Verdict.REPRODUCED})
+
+
 def cell_not_cached(cell: CellResult) -> list[NotCachedModule]:
-    """A `not cached` cell's modules JAX never wrote, with what its runs' files showed when it was finished (none
-    for another verdict: a moved key or a failure is the finding there)."""
-    if cell.verdict != Verdict.NOT_CACHED:
+    """A `not cached` or `reproduced` cell's modules JAX never wrote, with what its runs' files showed when it was
+    finished (none for another verdict: NOT_CACHED_TOLD)."""
+    if cell.verdict not in NOT_CACHED_TOLD:
         return []
     return not_cached_modules(cell.runs, cell.callback_sites, cell.refusal_seconds)
 

@@ -77,6 +77,7 @@ class OpenCell:
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
     # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
     control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
+    control_started: bool = False
     control_record: RunRecord | None = None
     # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due): run 1's
     # orders are read (and the interpreter probed) when run 2 is taken, after it, so that the probe overlaps it.
@@ -153,6 +154,8 @@ class OpenCell:
             self.control = self._plan_control()
         if self.control:
             return True
+        if self._moved_planned_run_due():  # (no control to come: its planned run is decided now, before the phase)
+            return True
         # --vary (and the moved folder): their runs one at a time, once every other run of the cell has ended
         if self.running:
             return False
@@ -214,6 +217,8 @@ class OpenCell:
         if moved is None or moved.again is None:
             return False
         if self.tally.stop_now():
+            if self._control_to_come():
+                return False  # decided once the control has ended: the cell may go on with its planned runs
             assert moved.result is not None
             moved.again = None
             moved.result = without_planned_control(
@@ -249,8 +254,14 @@ class OpenCell:
         if self.checks:
             return self.checks.pop(0)
         if self.control:
+            self.control_started = True
             return self.control.pop(0)
         return self._phase().take()
+
+    def _control_to_come(self) -> bool:
+        """The seed control is still to be planned, or planned and not ended: it may yet say that the key the cell
+        stopped at is new input, and then the planned runs go on (Tally.stop_now)."""
+        return self.control_record is None and (self.control is None or bool(self.control) or self.control_started)
 
     @property
     def baseline_done(self) -> bool:
@@ -467,7 +478,8 @@ class OpenCell:
             self._phase().done(queued, record)
             return None
         if queued.check == SEED_CONTROL:
-            self.control_record = record
+            # (the tally's too: where it says the key the cell stopped at is new input, the planned runs go on)
+            self.control_record = self.tally.control = record
             return None
         if queued.beside:
             return self._beside_done(queued, record)

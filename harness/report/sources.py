@@ -122,8 +122,10 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
             later.remove(cell.attribution.run_b)
             later.insert(0, cell.attribution.run_b)
         paired = paired_evidence(results_dir, comparison, first, {r.index: r for r in runs}, module, later)
-        if paired:  # the first diff, else why there is none
-            return next((e for e in paired if isinstance(e, Evidence)), paired[0]), key_seeds(cell, module)
+        if paired:  # the first diff (a key the hash seed moved before one the program did, as the first screen's
+            diffs = [e for e in paired if isinstance(e, Evidence)]  # order), else why there is none
+            chosen = next((e for e in diffs if e.key_b in comparison.seed_moved), diffs[0] if diffs else paired[0])
+            return chosen, key_seeds(cell, module)
     texts = [(run, lowered_texts(results_dir, run, module)) for run in runs]
     if overlapped:
         seeds = module_seeds(texts)

@@ -1,7 +1,8 @@
 """The one place a measured cell is finished (pure): everything its measurement gathered in, the cell out.
 
-A cell's verdict is judged once from its runs (`Tally.cell`); what the measurement learned beside the runs
-then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
+A cell's verdict is judged once from its runs (`Tally.cell`, with the seed control's word on keys at run 1's
+argument types whose modules return other types: harness/evidence/keys.py); what the measurement learned beside
+the runs then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
 the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
 how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
 follow the hash seed, the seed plan with the miss bounds it gives a clean cell, and a reproduced cell's
@@ -24,7 +25,7 @@ from harness.core.findings import CellVariation, FactorResult, SeedCheck
 from harness.core.kinds import Cause, FolderMode, ThresholdMode, Verdict
 from harness.core.runs import RunCommand, RunRecord
 from harness.evidence.cost import cell_cost
-from harness.evidence.not_cached import not_cached_modules, not_cached_phrase
+from harness.evidence.not_cached import NOT_CACHED_TOLD, not_cached_modules, not_cached_phrase
 from harness.verdicts.judge import Tally
 from harness.evidence.script_settings import with_script_cache
 from harness.verdicts.seed_check import with_seed_check
@@ -36,8 +37,9 @@ INTERRUPTED_VARY = "interrupted before every factor was run"
 # A judged cell's likely cause, from the diff of its lowered modules (harness/report/evidence.py); None when it
 # is not reproduced or its modules show none.
 CauseReader = Callable[[CellResult], Cause | None]
-# A `not cached` cell's modules as its runs' files show them (harness/report/sources.py): module -> the line that
-# put a host callback there, and module -> seconds per later start that JAX logged no compile time for.
+# A `not cached` (or `reproduced`) cell's modules JAX never wrote as its runs' files show them
+# (harness/report/sources.py): module -> the line that put a host callback there, and module -> seconds per later
+# start that JAX logged no compile time for.
 UncachedReader = Callable[[CellResult], tuple[dict[str, str], dict[str, float]]]
 
 
@@ -74,7 +76,8 @@ class Measured:
 
 def finish_cell(measured: Measured) -> CellResult:
     """The finished cell: the runs' verdict, then what was measured beside them (see the module)."""
-    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted)
+    cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted,
+                               control=None if measured.interrupted else measured.seed_control)
     variation = measured.variation
     if variation is not None and measured.interrupted:  # what was judged is kept, said incomplete
         variation = copy.copy(variation)
@@ -89,7 +92,7 @@ def finish_cell(measured: Measured) -> CellResult:
     if script is not None:
         cell.command = script.command
         cell = replace(cell, cache_folder=script.folder, cache_folder_why=script.folder_why)
-    if measured.read_uncached is not None and cell.verdict == Verdict.NOT_CACHED and not measured.interrupted:
+    if measured.read_uncached is not None and cell.verdict in NOT_CACHED_TOLD and not measured.interrupted:
         cell = with_uncached_facts(cell, *measured.read_uncached(cell))
     cell = explain(with_script_cache(cell, measured.thresholds), tell_thresholds=script is not None)
     if measured.seed_check is not None and not measured.interrupted:

@@ -80,14 +80,15 @@ Found = tuple[Verdict, str, dict[str, Any]]
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
-          observed: Sequence[RunKeys] | None = None) -> Judgement:
+          observed: Sequence[RunKeys] | None = None, control: RunKeys | None = None) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
-    each successful run is known to have computed; by default its listing and its log (`observed_keys`).
+    each successful run is known to have computed; by default its listing and its log (`observed_keys`);
+    `control`: the seed control's keys, for keys whose modules return other types (harness/evidence/keys.py).
     Phases in order, the first that finds ends it: a miss, runs that failed, what measured no miss of the
     cache, clean; then the notes every verdict's reason carries."""
     good = counted(runs)
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
-    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs))
+    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs), control)
     disagree, untrusted = inconsistencies(runs), untrusted_logs(runs)
     verdict, reason, facts = (_missed(runs, good, comparison) or _failed(runs, good, expected_runs)
                               or _no_miss(good, comparison, keys) or _clean(good, comparison, untrusted))

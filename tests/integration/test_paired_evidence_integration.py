@@ -59,9 +59,10 @@ STATIC = ("import functools, random\nimport jax, jax.numpy as jnp, numpy as np\n
           "    assert tile(np.ones(3, np.float32), random.randint(2, 100000)).ndim == 1\n")
 
 
-def test_a_random_size_passed_as_a_static_argument_is_a_moved_key_of_the_program(tmp_path, capsys, write):
-    """Other result types at run 1's argument types stay a moved key (a set-named mesh's shard shapes follow the hash
-    seed the same way): the seed control says this one follows the program; each key's result types are recorded."""
+def test_a_random_size_passed_as_a_static_argument_is_new_input(tmp_path, capsys, write):
+    """Issue 60.3: it read `moved key: program`. Other result types at run 1's argument types, and the seed control
+    (run 1's seed again) drew another size: the program computed something new (a set-named mesh's shard shapes,
+    which follow the hash seed, stay a moved key: tests/integration/test_static_size_integration.py)."""
     write("suite/tests/test_static.py", STATIC)
     out = tmp_path / "out"
     code = cli.main(["check", "--pytest", "--versions", "0.4.31", "--runs", "2", "--no-moved-folder", "--quiet",
@@ -69,8 +70,9 @@ def test_a_random_size_passed_as_a_static_argument_is_a_moved_key_of_the_program
     capsys.readouterr()
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
-    assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
-    assert cell["reason"].startswith("jit_tile: a new key in run 2"), cell["reason"]
+    assert code == 0 and cell["verdict"] == "new input", cell["reason"]
+    assert cell["reason"].startswith("jit_tile at (float32[3], -> tensor<"), cell["reason"]
+    assert "seed_control" in cell  # what told it from a key the hash seed moved
     first = cell["runs"][0]["keys"]["keys"]
     assert [k.get("result_types") for k in first if k["module"] == "jit_tile"] != [None], first
 

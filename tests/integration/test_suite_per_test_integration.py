@@ -72,8 +72,10 @@ def test_a_suite_names_each_test_and_function_with_its_category(version, tmp_pat
     code, cell, summary, run_dir, err = _check(tmp_path, capsys, "all", "--junit-xml", str(junit), "--", "-q",
                                                "-p", "no:randomly", "tests", version=version)
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]  # the set's order: a key that moved
-    assert cell["reason"].startswith("jit_add_noise: a new key in run 2"), cell["reason"]  # and every other one:
-    assert cell["reason"].endswith("; also missed: jit_by_names (moved key), jit_mse (new input)"), cell["reason"]
+    # the module whose key follows the hash seed first, as the first screen (issue 60.5: it named the random
+    # constant's, which moves in every run), and every other one:
+    assert cell["reason"].startswith("jit_by_names: a new key in run 2"), cell["reason"]
+    assert cell["reason"].endswith("; also missed: jit_add_noise (moved key), jit_mse (new input)"), cell["reason"]
     # By hand: the misses of run 2, per test, as JAX logged them.
     first, second = cell["runs"][:2]
     by_hand = _misses_by_hand(run_dir / second["log"].replace(".log", ".recorder.jsonl"))
@@ -96,8 +98,11 @@ def test_a_suite_names_each_test_and_function_with_its_category(version, tmp_pat
     head = report[:report.index("## Results")]
     assert "| `tests/test_names.py::test_set_order`" in head and "moved key: hash seed" in head and "new input" in head
     assert "moved key: program" in head
-    # the module the reason names follows the program: Reproduce with says so before its seeds
-    assert "moved `jit_add_noise`'s key again: it follows the program's own randomness" in report
+    # the title and the Evidence name the hash seed's module too; Reproduce with gives its seeds, with no word of
+    # the program's randomness (said where the module it names follows the program)
+    assert "on jax 0.4.31 `jit_by_names` got a persistent-cache key" in report.splitlines()[0].replace(
+        version, "0.4.31"), report.splitlines()[0]
+    assert "key again: it follows the program's own randomness" not in report
     assert "$ ls -1" not in report and "jit_double-" in (run_dir / "evidence" / "listings.md").read_text()
     # JUnit: a case per test, the moved key failing, new input and the stable tests passing
     SCHEMA.validate(str(junit))
@@ -145,15 +150,15 @@ def test_a_random_static_argument_reads_as_the_programs_with_the_lines_that_diff
     code, cell, summary, run_dir, _ = _check(tmp_path, capsys, "static", "--", "-q", "-p", "no:randomly", "tests")
     assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
     named = {(m["module"], m["category"], m.get("follows"), tuple(m["tests"])) for m in summary["per_test"]["misses"]}
-    # a static size that changes the results stays a moved key (a set-named mesh's shard shapes change the same way
-    # with the hash seed): the seed control says it follows the program
+    # a static size that changes the results is new input (issue 60.3): the module JAX dumped for each key says it
+    # returns other types at run 1's argument types, and the seed control says the program (not the hash seed) drew it
     assert named == {("jit_scale", "moved key", "program", ("tests/test_static.py::test_static_scale",)),
-                     ("jit_widen", "moved key", "program", ("tests/test_static.py::test_static_size",))}, named
+                     ("jit_widen", "new input", None, ("tests/test_static.py::test_static_size",))}, named
     report = (run_dir / "report.md").read_text()
     head = report[:report.index("## Results")]
     assert ("- `jit_scale` (moved key: program, `tests/test_static.py::test_static_scale`): float32\\[3\\]; "
             "run 2 against run 1: only constants differ") in head, head
     assert "stablehlo.constant dense<" in report
-    assert re.search(r"- `jit_widen` \(moved key: program, `tests/test_static.py::test_static_size`\): float32\\\[3\\\]; "
-                     r"run 2 against run 1: the results' types differ \(`tensor<\d+xf32>` -> `tensor<\d+xf32>`\)",
-                     head), head
+    assert re.search(r"- `jit_widen` \(new input, `tests/test_static.py::test_static_size`\): \(float32\\\[3\\\], -&gt; "
+                     r"tensor&lt;\d+xf32&gt;\); run 1 compiled it at float32\\\[3\\\]", head), head
+    assert "`jit_widen`: compiled at run 1's argument types returning other types" in head, head

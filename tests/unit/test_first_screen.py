@@ -99,3 +99,24 @@ def test_a_clean_cell_has_no_first_screen():
     j = judge(runs)
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason)
     assert first_screen([cell]) == [] and terminal_lines([cell]) == []
+
+
+def test_a_reproduced_cells_modules_jax_never_writes_are_on_its_first_screen_too():
+    """Issue 60.5: a module JAX never writes is a finding of its own beside a moved key (the per-test table's `not
+    cached` row, the first screen's line, with the callback's line and its cost), not only where it is the verdict."""
+    runs = _callback_cell().runs
+    moved = key("jit_names", "1", T_SET, ("float32[3]",))
+    for run, k in zip(runs, (moved, key("jit_names", "2", T_SET, ("float32[3]",), "d", seconds=1.5),
+                             hit(moved))):
+        run.keys = RunLog([*run.keys.keys, k])  # type: ignore[union-attr]
+        run.new_entries = [*run.new_entries, *([k.key] if k.outcome == Outcome.WRITTEN else [])]
+        run.tests = {**run.tests, T_SET: "passed"}
+    j = judge(runs)
+    assert j.verdict == "reproduced", j.reason
+    cell = with_uncached_facts(CellResult(CellSpec("0.10.2", Platform.CPU, 1, None), j.verdict, j.keys, runs,
+                                          j.reason), {"jit_while": "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print"},
+                               {"jit_while": 0.42})
+    lines = terminal_lines([cell])[1:]
+    assert len(lines) == 2 and lines[0].startswith(f"- {T_SET}: jit_names: its key moved"), lines
+    assert lines[1].startswith(f"- {T_LS}: jit_while: host callback at jaxopt/_src/zoom_linesearch.py:132 "
+                               "jax.debug.print; 0.42 s per start: the callback at"), lines

@@ -16,6 +16,12 @@ from harness.report.sources import function_evidence, keyed_texts
 from harness.report.write import ReportWriter
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
+from harness.core.records import replace
+from harness.evidence.keys import control_keys
+from harness.evidence.misses import Category
+from harness.report.first_screen import first_screen
+from harness.report.misses_screen import cell_findings
+from harness.verdicts.judge import Tally
 from harness.verdicts.verdict import judge
 
 T_A, T_COMPLEX, T_B = "t.py::test_set_order", "t.py::test_complex", "t.py::test_b"
@@ -156,19 +162,130 @@ def _static_run(tmp: Path, index: int, rows: int) -> RunRecord:
                      tests={T_B: "passed"})
 
 
-def test_other_result_types_at_run_1s_argument_types_are_a_moved_key_not_new_input(tmp_path):
-    """A static size drawn at random and a mesh whose axis names come from a set (its shards' shapes follow the hash
-    seed: the seed's own bug class) both give other result types at the same argument types: the results never make
-    such a key new input (a hash-seed miss would read new input, exit 0); the seed control says what moved it."""
+def _control(rows: int, tmp: Path) -> RunRecord:
+    """The seed control (run 1's seed again) that tiled `rows` times: 2, run 1's own size, when the hash seed decides
+    the results (a set-named mesh's shard shapes); another when the program draws it (a random static size)."""
+    return _static_run(tmp / "control", 1, rows)
+
+
+def test_other_result_types_at_run_1s_argument_types_are_new_input_only_where_the_seed_control_says_program(tmp_path):
+    """Issue 60.3: a static size drawn at random gives other result types at the same argument types, and so does a
+    mesh whose axis names come from a set (its shards' shapes follow the hash seed: the seed's own bug class). The seed
+    control tells them apart: it drew another size (the program's) -> new input; it computed run 1's key again (the
+    hash seed's) -> a moved key, reproduced; no control made (or it failed) -> a moved key (never hidden, exit 0)."""
     runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
     assert runs[0].keys is not None and runs[0].keys.keys[0].result_types == ("tensor<6xf32>",)
-    j = judge(runs)
-    assert j.verdict == Verdict.REPRODUCED, j.reason
-    assert j.comparison is not None and j.comparison.new_input == {} and j.comparison.new == {2: {"jit_tile": [
-        runs[1].keys.keys[0].key]}}  # type: ignore[union-attr]
+    moved = runs[1].keys.keys[0].key  # type: ignore[union-attr]
+    program = judge(runs, control=control_keys(_control(7, tmp_path / "p")))
+    assert program.verdict == Verdict.NEW_INPUT, program.reason
+    assert program.comparison is not None and program.comparison.new == {} and program.comparison.new_input == {
+        2: {"jit_tile": [moved]}}
+    assert program.reason.startswith("jit_tile at (float32[3], -> tensor<15xf32>) (run 2, t.py::test_b); run 1 "
+                                     "compiled it at float32[3]"), program.reason
+    seed = judge(runs, control=control_keys(_control(2, tmp_path / "s")))
+    assert seed.verdict == Verdict.REPRODUCED, seed.reason
+    assert seed.comparison is not None and seed.comparison.new == {2: {"jit_tile": [moved]}}
+    assert seed.comparison.seed_moved == {moved} and seed.comparison.new_input == {}
+    failed = RunRecord(1, 1, 1, 1.0, [], keys=_control(7, tmp_path / "f").keys)
+    for control in (None, control_keys(failed)):
+        j = judge(runs, control=control)
+        assert j.verdict == Verdict.REPRODUCED and j.comparison is not None and j.comparison.new_input == {}, j.reason
+    same = [_static_run(tmp_path / "again", 1, 2), _static_run(tmp_path / "again", 2, 2)]
+    same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key: moved, whatever
+        "jit_tile", "jit_tile-" + "9" * 64, Outcome.WRITTEN, components={"computation": "9" * 64}, tests=(T_B,),
+        arg_types=("float32[3]",), result_types=("tensor<6xf32>",))]), tests={T_B: "passed"})
+    assert judge(same, control=control_keys(_control(7, tmp_path / "q"))).verdict == Verdict.REPRODUCED
+
+
+def test_a_cell_finished_with_its_seed_control_reads_new_input_in_the_table_and_the_first_screen(tmp_path):
+    """The cell as finish_cell makes it (Tally.cell with the control): its verdict, the per-test table's category and
+    the first screen's line on other result types, also for the cell read back from results.json."""
+    runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
+    control = _control(7, tmp_path)
+    tally = Tally(2)
+    for run in runs:
+        tally.add(run)
+    cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=control)
+    cell.seed_control = control
+    assert cell.verdict == Verdict.NEW_INPUT, cell.reason
+    for shown in (cell, replace(cell, runs=list(cell.runs))):  # the second derives its comparison again
+        shown.comparison = None if shown is not cell else shown.comparison
+        [miss] = cell_findings(shown).misses
+        assert (miss.category, miss.arg_types) == (Category.NEW_INPUT, [["float32[3]", "-> tensor<15xf32>"]])
+        [line] = first_screen([shown])[2:]
+        assert ("`jit_tile`: compiled at run 1's argument types returning other types ((float32\\[3\\], -&gt; "
+                "tensor&lt;15xf32&gt;)): a static argument's value (a size drawn at random) changed what it computes"
+                ) in line, line
+        assert "**fix the value the test draws (seed its generator) if every start should hit**" in line, line
 
 
 def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
     assert main_results(_COMPLEX.replace("ADDRESS", "1")) == ("tensor<2xcomplex<f32>>",)
     assert main_results(ORDERED) == ("tensor<4xf32>",)
     assert main_results("module @m {\n") == () and main_results('func.func public @main(%arg0: tensor<3xf32>') == ()
+
+
+def test_a_check_stopped_at_a_key_the_seed_control_calls_new_input_goes_on_with_its_planned_runs(tmp_path):
+    """check stops a cell at its first moved key; one at run 1's argument types with other results may turn out new
+    input once the control is made: then the planned runs go on (a set-ordered miss in run 3 must not hide behind a
+    random static size in run 2). Where the control says the hash seed, the cell stays stopped (a set-named mesh)."""
+    for rows, goes_on in ((7, True), (2, False)):
+        tally = Tally(6, stop_when_reproduced=True)
+        for run in [_static_run(tmp_path / str(rows), 1, 2), _static_run(tmp_path / str(rows), 2, 5)]:
+            tally.add(run)
+        assert tally.stop_now()  # no control yet: a moved key
+        tally.control = _control(rows, tmp_path / str(rows))
+        assert tally.stop_now() is not goes_on
+        if not goes_on:  # stopped at 2 of 6 runs, reproduced (never "only 2 of 6 runs were made")
+            cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=tally.control)
+            assert cell.verdict == Verdict.REPRODUCED, cell.reason
+
+
+def _dumped_run(tmp: Path, name: str, index: int, compiled: list[tuple[LoggedKey, str]], tests: list[str]) -> RunRecord:
+    """A run that lowered each key's module in order (hits too: JAX dumps before it looks in the cache)."""
+    dump = tmp / "logs" / f"{name}-0{index}.ir"
+    dump.mkdir(parents=True)
+    for n, (k, text) in enumerate(compiled):
+        (dump / f"jax_ir{n}_{k.module}_compile.mlir").write_text(text)
+    keys = [k for k, _ in compiled]
+    return RunRecord(index, index, 0, 1.0, [k.key for k in keys if k.outcome == Outcome.WRITTEN], keys=RunLog(keys),
+                     log=f"logs/{name}-0{index}.log", tests=dict.fromkeys(tests, "passed"))
+
+
+def _g(tag: str, value: str, outcome: Outcome = Outcome.WRITTEN) -> tuple[LoggedKey, str]:
+    k = LoggedKey("jit_g", f"jit_g-{(tag * 64)[:64]}", outcome, components={"computation": (tag * 64)[:64]},
+                  tests=(T_B,), arg_types=("float32[3]",))
+    return k, _CONST.replace("VALUE", value)
+
+
+def test_the_headline_names_the_hash_seeds_module_before_the_programs_and_what_differs_agrees(tmp_path):
+    """Issue 60.5: the title named the module whose key the program's own randomness moved in every run (`jit_g`, a
+    random constant), not the one whose key followed the hash seed (`jit_f`, in one run of two), and "What differs"
+    below it spoke of the other module than the per-test table's first row. The seed control says which is which:
+    the title, the verdict's reason, the Evidence and "What differs" name the hash seed's first, as the first screen."""
+    f1, f2 = _key("1", T_A, ("float32[4]",)), _key("2", T_A, ("float32[4]",))
+    runs = [_dumped_run(tmp_path, "run", 1, [(f1, ORDERED), _g("a", "[1.0, 2.0, 3.0]")], [T_A, T_B]),
+            _dumped_run(tmp_path, "run", 2, [(LoggedKey(f1.module, f1.key, Outcome.HIT, components=f1.components,
+                                                         tests=f1.tests, arg_types=f1.arg_types), ORDERED),
+                                             _g("b", "[4.0, 5.0, 6.0]")], [T_A, T_B]),
+            _dumped_run(tmp_path, "run", 3, [(f2, REORDERED), _g("c", "[7.0, 8.0, 9.0]")], [T_A, T_B])]
+    control = _dumped_run(tmp_path, "control", 1, [(f1, ORDERED), _g("d", "[0.5, 0.5, 0.5]")], [T_A, T_B])
+    tally = Tally(3)
+    for r in runs:
+        tally.add(r)
+    cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [n for r in runs for n in r.new_entries], {},
+                      control=control)
+    cell.seed_control = control
+    assert cell.verdict == Verdict.REPRODUCED and cell.reason.startswith("jit_f: a new key in run 3"), cell.reason
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    title = report.splitlines()[0]
+    assert "`jit_f` got a persistent-cache key the first run did not compute in 1 of 2" in title, title
+    todo = report[report.index("## What to do"):report.index("## What missed")]
+    assert todo.splitlines()[2].startswith(f"- `{T_A}`: `jit_f`: its key follows the hash seed"), todo
+    table = report[report.index("## What missed"):report.index("## Results")]
+    assert "| `jit_f`     | moved key: hash seed |" in table or "moved key: hash seed" in table.splitlines()[4], table
+    what = next(line for line in report.splitlines() if line.startswith("- What differs: "))
+    assert "`order`" in what, what
+    assert "Likely cause (`order`)" in report[report.index("## Evidence"):]
