@@ -94,12 +94,15 @@ def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tm
 
 
 @pytest.mark.parametrize("fixture, library, names", [("flax_sharded.py", "flax", "{'data', 'model'}"),
-                                                     ("equinox_sharded.py", "equinox", "{'batch', 'model'}")])
+                                                     ("equinox_sharded.py", "equinox", "{'batch', 'model'}"),
+                                                     ("flax_traced.py", "flax", "{'data', 'model'}")])
 def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(tmp_path, fixture, library, names):
     """Issue 63, as a user runs it (from the program's folder, default options but --out): a Flax Linen program (its
-    mesh's axis names from a set, `nn.with_partitioning`, `nn.get_sharding`) and an Equinox one (an `eqx.nn.MLP`
-    trained on a batch sharded over such a mesh) each end in at most 20 lines of plain JAX that keep the names a set,
-    their PEP 723 block without the library, and the report says which pass took the library out."""
+    mesh's axis names from a set, `nn.with_partitioning`, `nn.get_sharding`), an Equinox one (an `eqx.nn.MLP`
+    trained on a batch sharded over such a mesh) and a Flax one whose model's init and apply are called inside
+    `jax.jit` (the miss in what apply traced to: its sharding constraint) each end in at most 20 lines of plain JAX
+    that keep the names a set, their PEP 723 block without the library, and the report says which pass took the
+    library out (for the last, the pass that wrote apply's trace out as `jax.lax` calls)."""
     import ast
 
     done = subprocess.run([sys.executable, "-m", "harness", "reduce", fixture, "--versions", "0.4.31",
@@ -118,6 +121,9 @@ def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(
     assert re.search(rf"The original imported `{library}` beyond JAX, NumPy and Python's own; taken out: `{library}` "
                      r"by \*[A-Za-z -]+\*", report), report
     assert "It imports JAX, NumPy and Python's own library only." in report
+    if fixture == "flax_traced.py":
+        assert "`flax` by *library calls as the JAX they traced to*" in report, report
+        assert "with_sharding_constraint" in reduced, reduced  # where the miss is, written as JAX
 
 
 def test_a_clean_script_is_refused_in_one_line(tmp_path):
