@@ -126,6 +126,25 @@ def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(
         assert "with_sharding_constraint" in reduced, reduced  # where the miss is, written as JAX
 
 
+def test_a_miss_in_the_library_s_own_code_keeps_the_smallest_call_and_the_report_says_why(tmp_path):
+    """Issue 63 item 1's last line: a program whose miss is in a library's own code (setlib, a package of the user's
+    beside it, adds a dict's arrays in a set's order) reduces keeping one call of it, and the report beside reduced.py
+    names that call and why it stays."""
+    folder_of = FIXTURES / "own_library"
+    done = subprocess.run([sys.executable, "-m", "harness", "reduce", "combine_terms.py", "--versions", "0.4.31",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=folder_of)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = only_folder(tmp_path)
+    reduced = (folder / "reduced.py").read_text()
+    assert size(reduced) <= 8 < size((folder_of / "combine_terms.py").read_text()), reduced
+    assert reduced.count("setlib.combine(") == 1 and "setlib.describe" not in reduced, reduced
+    assert load_results(folder).cells[0].verdict == "reproduced"
+    report = (folder / "report.md").read_text()
+    assert "It still uses `setlib`: calls `setlib.combine`. Every candidate that replaced such a call by its " \
+        "argument, by a value a run of the program read, or by the JAX it traced to, or removed it, lost the " \
+        "signature: the miss needs the library's own code there." in report, report
+
+
 def test_a_clean_script_is_refused_in_one_line(tmp_path):
     done = harness("reduce", ROOT / "examples" / "stable_script.py", "--versions", "0.4.28", "--out", tmp_path,
                    "--quiet")
