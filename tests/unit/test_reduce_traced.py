@@ -26,8 +26,10 @@ def test_the_probe_puts_the_writer_on_each_jitted_function_that_calls_the_librar
     tree = ast.parse(probe)
     decorated = {f.name: [ast.unparse(d) for d in f.decorator_list] for f in ast.walk(tree)
                  if isinstance(f, ast.FunctionDef) and f.name in ("init_fn", "apply_fn", "parse")}
-    assert decorated == {"init_fn": ["jax.jit", "__harness_traced__('init_fn')"],
-                         "apply_fn": ["jax.jit", "__harness_traced__('apply_fn')"], "parse": []}
+    assert decorated == {"init_fn": ["functools.partial(jax.jit, out_shardings=REPLICATED)",
+                                     "__harness_traced__('init_fn')"],
+                         "apply_fn": ["functools.partial(jax.jit, in_shardings=REPLICATED, out_shardings=REPLICATED)",
+                                      "__harness_traced__('apply_fn')"], "parse": []}
     # a value a function of the program's own made from the library is probed too (`variables = init_fn(...)`)
     assert "__harness_value__('init_fn(jax.random.PRNGKey(0), x)', variables)" in probe
 
