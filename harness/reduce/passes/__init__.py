@@ -39,7 +39,7 @@ from harness.reduce.passes.inlining import inlinings
 from harness.reduce.passes.library import PLAIN_PACKAGES, library_calls, library_packages
 from harness.reduce.passes.plain_jax import plain_jax
 from harness.reduce.passes.probe import PROBE_VARIABLE, probed_values
-from harness.reduce.passes.registry import COARSE_PASSES, PASS_NAMES, PassName, coarse_passes
+from harness.reduce.passes.registry import COARSE_PASSES, MAY_GROW, PASS_NAMES, PassName, coarse_passes
 from harness.reduce.passes.removals import removals
 from harness.reduce.passes.syntax import Pass, Place, digest, imported_packages, normalise, size
 from harness.reduce.passes.traced import probe_program, traced_bodies
@@ -47,4 +47,4 @@ from harness.reduce.passes.unwrapping import unwrappings
 
 __all__ = ["Pass", "Place", "digest", "imported_packages", "normalise", "size", "broken", "removals", "dead_code",
            "unwrappings", "inlinings", "field_values", "PLAIN_PACKAGES", "library_calls", "library_packages", "PROBE_VARIABLE", "probe_program",
-           "probed_values", "plain_jax", "traced_bodies", "COARSE_PASSES", "PASS_NAMES", "PassName", "coarse_passes"]
+           "probed_values", "plain_jax", "traced_bodies", "COARSE_PASSES", "MAY_GROW", "PASS_NAMES", "PassName", "coarse_passes"]

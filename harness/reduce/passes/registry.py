@@ -20,6 +20,13 @@ COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, traced_bodies, removals
                                    unwrappings)
 
 
+# The passes whose candidates may be longer than the program they come from: a jitted function's body written as the
+# JAX it traced to is longer than the library's call it stands for, until what that leaves unused (the module's
+# class, the library's import) goes. The search tries them whatever their length; each pass yields nothing once
+# what it rewrites is gone, so the coarse passes still reach their fixpoint.
+MAY_GROW: frozenset[Pass] = frozenset({traced_bodies})
+
+
 def coarse_passes(values: dict[str, str]) -> tuple[Pass, ...]:
     """COARSE_PASSES with `plain_jax` and `traced_bodies` given what a run of the program computed
     (`probed_values`)."""

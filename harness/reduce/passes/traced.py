@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from harness.reduce.passes.library import _library_names, _library_values, _mentions
+from harness.reduce.passes.library import _library_names, _library_values, _mentions, library_packages
 from harness.reduce.passes.probe import _values_put
 from harness.reduce.passes.probe import probe_program as _probe_program
 from harness.reduce.passes.syntax import Place, _blocks, _docstring, _drop_unused, _emit, _located_pass, _skipped
@@ -107,7 +107,8 @@ def {_TRACED}(name, _path=__import__("os").environ.get("HARNESS_REDUCE_VALUES"),
             extra = [k for k, v in p.items() if k not in accepted and v is not None]
             if extra:
                 raise TypeError(f"{{prim}}: {{extra}}")
-            keywords = "".join(f", {{k}}={{value(v)}}" for k, v in p.items() if k in accepted)
+            keywords = "".join(f", {{k}}={{value(v)}}" for k, v in p.items()
+                               if k in accepted and not (v is None and accepted[k].default is None))
             return f"jax.lax.{{name}}({{', '.join(args)}}{{keywords}})"
 
         def write(jaxpr, consts, inputs):
@@ -289,6 +290,8 @@ def traced_bodies(source: str, resume_at: Place | None = None,
         if _skipped(place, resume_at):
             continue
         text = candidate(only, with_values, without_library)
+        if text is not None and len(text) >= len(source) and library_packages(text) == library_packages(source):
+            continue  # longer and no library less (MAY_GROW: the search tries this pass's longer candidates)
         if text is not None and text not in seen:
             seen.add(text)
             yield place, text
