@@ -59,3 +59,15 @@ def test_its_candidates_put_the_body_and_the_values_and_drop_the_library():
 def test_the_pass_is_registered_after_down_to_plain_jax_with_its_name_and_may_grow_the_program():
     assert PASS_NAMES[traced_bodies] == PassName.TRACED and traced_bodies in MAY_GROW
     assert COARSE_PASSES.index(traced_bodies) == COARSE_PASSES.index(plain_jax) + 1
+
+
+def test_names_that_only_copy_another_are_read_as_it_in_one_candidate():
+    """What pysource-minimize leaves of a written body (`v8 = v6`: calls replaced by their arguments) goes in one
+    candidate of dead code; a name bound twice, or copied from one bound twice, stays."""
+    from harness.reduce.passes import dead_code
+
+    source = ("import jax\n\n@jax.jit\ndef f(x):\n    v1 = x\n    v2 = v1\n    v3 = jax.numpy.sin(v2)\n    v4 = v3\n"
+              "    return v4\ny = 1\ny = 2\nz = y\nprint(f(z))\n")
+    collapsed = dict(dead_code(source))[(4,)]
+    assert collapsed == ("import jax\n\n@jax.jit\ndef f(x):\n    v3 = jax.numpy.sin(x)\n    return v3\ny = 1\ny = 2\n"
+                         "z = y\nprint(f(z))\n"), collapsed
