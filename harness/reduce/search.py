@@ -32,7 +32,7 @@ import msgspec
 from pysource_minimize import minimize
 
 from harness.reduce.minimizer import Minimizer, Snapshot
-from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
+from harness.reduce.passes import COARSE_PASSES, MAY_GROW, PASS_NAMES, Pass, PassName, Place, broken, digest, normalise
 from harness.reduce.readable import less_readable, restorations
 
 # After a checkpoint undoes programs (not clean on the good release, or a provisional keep that fresh processes
@@ -488,7 +488,7 @@ class Search:
             while shrunk:
                 shrunk = False
                 for make in coarse:
-                    shrunk = self.run_pass(make) or shrunk
+                    shrunk = self.run_pass(make, getattr(make, "__wrapped__", make) not in MAY_GROW) or shrunk
             if self.checkpoint():
                 break
             # Undone back to the last program the checkpoint passed (the one that failed it is remembered as

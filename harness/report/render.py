@@ -302,7 +302,8 @@ def _plain_jax(found: Reduced) -> list[str]:
     if said.still:
         calls = ", ".join(md.code(c) for c in said.calls) or "none (only its import or a name)"
         lines.append(f"It still uses {', '.join(md.code(p) for p in said.still)}: calls {calls}. Every candidate that "
-                     "replaced such a call by its argument, by a value a run of the program read, or removed it, "
+                     "replaced such a call by its argument, by a value a run of the program read, or by the JAX it "
+                     "traced to, or removed it, "
                      "lost the signature: the miss needs the library's own code there.")
     else:
         lines.append("It imports JAX, NumPy and Python's own library only.")

@@ -16,6 +16,7 @@ from harness.core.bounded_read import read_bounded, size_words
 from harness.core.ir_lines import condense
 from harness.core.ir_results import paired_in_order
 from harness.core.ir_names import extract_lowered
+from harness.core.jaxlog import LoggedKey
 from harness.core.kinds import NothingCached
 from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
 from harness.core.findings import RankSplit
@@ -164,7 +165,7 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             continue
         logged = run.keys.by_key()
         later_texts: dict[str, str] | None = None
-        for key in comparison.new.get(index, {}).get(module, []):
+        for key in _in_log_order(comparison.new.get(index, {}).get(module, []), run):
             k = logged.get(key)
             if k is None or not k.arg_types:
                 return None
@@ -172,9 +173,11 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             if (test, k.arg_types) in seen or len(out) >= MAX_PAIRS:
                 continue
             seen.add((test, k.arg_types))
-            # the first run's key at these types that this test compiled (named first), else one it hit
-            same = sorted((f for f in first_keys if f.arg_types == k.arg_types and (not test or test in f.tests)),
-                          key=lambda f: f.tests[:1] != (test,))
+            # the first run's key at these types that this test compiled (named first), else one it hit: the one
+            # compiled at the same place among them (`_same_place`)
+            same = _same_place(k, run, sorted((f for f in first_keys if f.arg_types == k.arg_types
+                                               and (not test or test in f.tests)),
+                                              key=lambda f: f.tests[:1] != (test,)))
             if not same:
                 others = [f for f in first_keys if f.arg_types == k.arg_types]
                 elsewhere = (f" (it did in {others[0].tests[0]}, another test: not compared)"
@@ -194,6 +197,27 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             out.append(compare_runs(module, first, run, text_a, text_b, same[0].key, key, several,
                                     types_label([k.arg_types]), test))
     return out or None
+
+
+def _in_log_order(keys: list[str], run: RunRecord) -> list[str]:
+    """A run's new keys of a module in the order its log computed them (a comparison lists them by name: their
+    digests' order)."""
+    order = {k.key: n for n, k in enumerate(run.keys.keys)} if run.keys is not None else {}
+    return sorted(keys, key=lambda key: order.get(key, len(order)))
+
+
+def _same_place(k: LoggedKey, run: RunRecord, same: list[LoggedKey]) -> list[LoggedKey]:
+    """`same` (the first run's keys of k's function at k's argument types) with the one compiled at k's place first:
+    the n-th of them where k is the n-th such key of its own run. A function compiled twice at the same argument
+    types (a training step's first call, on the initial state, then with the state it returned: other shardings,
+    other weak types) has two keys a run; the later run's second is the first run's second, never its first (their
+    diff is the two calls' own difference, `unknown`, wherever the digests put the second key first)."""
+    if run.keys is None:
+        return same
+    mine = [x.key for x in run.keys.keys if x.module == k.module and x.arg_types == k.arg_types
+            and (not k.tests or k.tests[0] in x.tests)]
+    place = mine.index(k.key) if k.key in mine else 0
+    return [same[place], *same[:place], *same[place + 1:]] if place < len(same) else same
 
 
 def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evidence | MissingEvidence]]:

@@ -4,15 +4,17 @@ first run has none, the report says so; a module whose constants alone differ re
 
 from pathlib import Path
 
+import msgspec
+
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.kinds import Cause
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.ir_results import main_results, with_result_types
-from harness.report.evidence import compare_runs, likely_cause, what_differs
+from harness.report.evidence import Evidence, compare_runs, likely_cause, what_differs
 from harness.report.misses_screen import per_test_section
-from harness.report.sources import function_evidence, keyed_texts
+from harness.report.sources import collect, function_evidence, keyed_texts
 from harness.report.write import ReportWriter
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
@@ -289,3 +291,27 @@ def test_the_headline_names_the_hash_seeds_module_before_the_programs_and_what_d
     what = next(line for line in report.splitlines() if line.startswith("- What differs: "))
     assert "`order`" in what, what
     assert "Likely cause (`order`)" in report[report.index("## Evidence"):]
+def test_a_function_compiled_twice_at_one_types_pairs_its_nth_key_with_the_first_runs_nth(tmp_path):
+    """Issue 63 item 3: a training step compiled twice at the same argument types (its first call, then the state it
+    returned) has two keys a run. The later run's second key sorted before its first (the digests' order) and was
+    diffed against the first run's first module: the two calls' own difference read `unknown` (the Flax training
+    reduction's bad cell, one CI run of three). Each new key now pairs with the first run's key compiled at its place,
+    and the first compiled is the one shown."""
+    other = _F32.replace("FIRST", "subtract").replace("SECOND", "divide")
+    other_reordered = _F32.replace("FIRST", "divide").replace("SECOND", "subtract")
+    types = ("float32[4]",)
+    first = _run(tmp_path, 1, [(_key("1", T_A, types), ORDERED), (_key("2", T_A, types), other)], [T_A])
+    # run 2's first compilation's key sorts after its second's
+    later = _run(tmp_path, 2, [(_key("9", T_A, types), REORDERED), (_key("8", T_A, types), other_reordered)], [T_A])
+    cell = _cell([first, later])
+    [item] = function_evidence(tmp_path, cell)["jit_f"]
+    assert isinstance(item, Evidence) and item.key_b == later.keys.keys[0].key  # type: ignore[union-attr]
+    assert item.key_a == first.keys.keys[0].key and item.cause == Cause.ORDER, item.diff  # type: ignore[union-attr]
+    evidence, _ = collect(tmp_path, cell)
+    assert isinstance(evidence, Evidence) and evidence.cause == Cause.ORDER, evidence
+    # and where the later run compiled only its second call anew, that one is the first run's second
+    hit = msgspec.structs.replace(first.keys.keys[0], outcome=Outcome.HIT)  # type: ignore[union-attr]
+    again = _run(tmp_path, 3, [(hit, ORDERED), (_key("7", T_A, types), other_reordered)], [T_A])
+    [item] = function_evidence(tmp_path, _cell([first, again]))["jit_f"]
+    assert isinstance(item, Evidence) and item.key_a == first.keys.keys[1].key  # type: ignore[union-attr]
+    assert item.cause == Cause.ORDER, item.diff

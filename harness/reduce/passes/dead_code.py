@@ -42,6 +42,58 @@ def dead_code(source: str, resume_at: Place | None = None) -> Iterator[tuple[Pla
         text = _emit(tree)
         if text and text != source:
             yield (3,), text
+    # Then the names that only copy another (`v8 = v6`, what pysource-minimize leaves of a chain of calls it replaced
+    # by their arguments), each use read as the name it copies, all in one candidate.
+    if not _skipped((4,), resume_at):
+        tree = ast.parse(source)
+        if _collapse_aliases(tree):
+            text = _emit(tree)
+            if text and text != source:
+                yield (4,), text
+
+
+def _bindings(tree: ast.AST) -> dict[str, int]:
+    """How many times each name is bound anywhere in the program (assigned, a parameter, imported, defined, caught)."""
+    count: dict[str, int] = {}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names = [node.id]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.alias):
+            names = [(node.asname or node.name).split(".")[0]]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and node.name:
+            names = [node.name]
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = [*node.names, *node.names]  # never one binding
+        for name in names:
+            count[name] = count.get(name, 0) + 1
+    return count
+
+
+def _collapse_aliases(tree: ast.Module) -> bool:
+    """Each `a = b` (two names, each bound once in the whole program) dropped and `a` read as `b`: `b` was bound
+    before the copy ran, and nothing binds either again. True when one went."""
+    count = _bindings(tree)
+    alias: dict[str, str] = {}
+    for block in _blocks(tree):
+        keep = []
+        for stmt in block:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(target := stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Name) and count.get(target.id) == 1 \
+                    and count.get(stmt.value.id) == 1 and target.id != stmt.value.id:
+                alias[target.id] = stmt.value.id
+                continue
+            keep.append(stmt)
+        block[:] = keep or [_located_pass()]
+    if not alias:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            while node.id in alias:
+                node.id = alias[node.id]
+    return True
 
 
 # Decorators that keep a function's parameters free to go: `jax.jit` as it is (`static_argnums`, `in_specs` and

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Callable
 
-from harness.reduce.passes.library import _library_names, _library_values, _mentions
+from harness.reduce.passes.library import _draws, _library_names, _library_values, _mentions
 from harness.reduce.passes.syntax import _blocks, _docstring, _emit
 
 # ---- what a library computed, read from a run of the program --------------------------------------------------
@@ -98,21 +99,27 @@ def _probed_assignments(tree: ast.Module) -> list[tuple[list[ast.stmt], int, str
     if not libraries:
         return []
     tainted = _library_values(tree, set(libraries))
+    # the program's own functions that return what a library made (`def init_fn(k, x): return model.init(k, x)`)
+    producers = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                 and any(isinstance(r, ast.Return) and r.value is not None and _mentions(r.value, tainted)
+                         for r in ast.walk(f))}
     found = []
     for block in _blocks(tree, classes=False):
         for index, stmt in enumerate(block):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                    and _mentions(stmt.value, tainted):
+                    and _draws(stmt.value, tainted, producers):
                 found.append((block, index, stmt.targets[0].id, ast.unparse(stmt.value)))
     return found
 
 
-def probe_program(source: str) -> str | None:
+def probe_program(source: str, more: Callable[[ast.Module], str] | None = None) -> str | None:
     """The program with a probe after each assignment of a value a library made, which writes what it
-    computed (as plain JAX) to the file named by PROBE_VARIABLE; None where there is none."""
+    computed (as plain JAX) to the file named by PROBE_VARIABLE; None where there is none. `more`: probes of
+    another kind put in the tree, giving their helper's text ("" for none: harness/reduce/passes/traced.py)."""
     tree = ast.parse(source)
     found = _probed_assignments(tree)
-    if not found:
+    helper = more(tree) if more is not None else ""
+    if not found and not helper:
         return None
     for block, index, name, key in sorted(found, key=lambda f: -f[1]):  # from the end: the indexes hold
         probe = ast.parse(f"{_PROBE}({key!r}, {name})").body[0]
@@ -122,7 +129,7 @@ def probe_program(source: str) -> str | None:
                                       or (isinstance(stmt := tree.body[start], ast.ImportFrom)
                                           and stmt.module == "__future__")):
         start += 1
-    tree.body[start:start] = ast.parse(_PROBE_HELPER).body
+    tree.body[start:start] = ast.parse(_PROBE_HELPER + helper).body
     return _emit(tree)
 
 
@@ -141,24 +148,26 @@ def probed_values(lines: str) -> dict[str, str]:
             seen.setdefault(key, set()).add(said)
     values = {}
     for key, said in seen.items():
-        (only,) = said if len(said) == 1 else (_orders_only(*said) if len(said) == 2 else None,)
+        mode = "exec" if key.startswith("def ") else "eval"  # a traced body (passes/traced.py), or a value
+        first, second = (sorted(said, key=str) * 2)[:2]
+        (only,) = said if len(said) == 1 else (_orders_only(first, second, mode) if len(said) == 2 else None,)
         if only is not None:
             try:
-                ast.parse(only, mode="eval")
+                ast.parse(only, mode=mode)
             except SyntaxError:
                 continue
             values[key] = only
     return values
 
 
-def _orders_only(first: str | None, second: str | None) -> str | None:
+def _orders_only(first: str | None, second: str | None, mode: str = "eval") -> str | None:
     """Two runs' values of one right-hand side that differ only in the order of tuples of names (a mesh's axis names
     the program made from a set, run under two hash seeds): one of them, each such tuple written as `tuple({...})`,
     so the candidate orders it as a set does, seed by seed; None where they differ otherwise."""
     if first is None or second is None:
         return None
     try:
-        trees = ast.parse(first, mode="eval"), ast.parse(second, mode="eval")
+        trees = ast.parse(first, mode=mode), ast.parse(second, mode=mode)
     except SyntaxError:
         return None
     found: list[ast.Tuple] = []
