@@ -172,3 +172,33 @@ def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
     assert main_results(_COMPLEX.replace("ADDRESS", "1")) == ("tensor<2xcomplex<f32>>",)
     assert main_results(ORDERED) == ("tensor<4xf32>",)
     assert main_results("module @m {\n") == () and main_results('func.func public @main(%arg0: tensor<3xf32>') == ()
+
+
+_NOISE = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = ""}) {
+    %cst = stablehlo.constant dense<[NOISE]> : tensor<4xf32>
+    %0 = stablehlo.add %arg0, %cst : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_a_function_moved_in_many_tests_gives_two_comparisons_and_counts_the_rest(tmp_path):
+    """Issue 60.5 on distrax's own tests: a jitted KL divergence closed over unseeded random arrays moved in every
+    test that compiled it, and each (test, argument types) got its own line and diff: report.md was 36 KB for two
+    files on two releases. Now two lines a function, two diffs a cell, the rest of its four compared counted by
+    what differs."""
+    tests = [f"distrax/_src/distributions/normal_test.py::NormalTest::test_kl_case_{n}" for n in range(12)]
+    def noise(run: int, n: int) -> str:
+        return _NOISE.replace("NOISE", ", ".join(f"0.{run}{n}{i}4567891" for i in range(4)))
+    first = _run(tmp_path, 1, [(_key(f"a{n:02x}", t, ("float32[4]",)), noise(1, n)) for n, t in enumerate(tests)], tests)
+    later = _run(tmp_path, 2, [(_key(f"b{n:02x}", t, ("float32[4]",)), noise(2, n)) for n, t in enumerate(tests)],
+                 tests)
+    cell = _cell([first, later])
+    assert len(function_evidence(tmp_path, cell)["jit_f"]) == 4  # report/sources.py's MAX_PAIRS
+    section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
+    assert section.count("  - at float32\\[4\\] in `") == 2, section
+    assert section.count("```diff") == 2, section
+    assert "  - and 2 more tests or argument types compared: only constants differ" in section, section
+    assert len(section.encode()) < 4_000, len(section.encode())
