@@ -202,3 +202,26 @@ def test_a_function_moved_in_many_tests_gives_two_comparisons_and_counts_the_res
     assert section.count("```diff") == 2, section
     assert "  - and 2 more tests or argument types compared: only constants differ" in section, section
     assert len(section.encode()) < 4_000, len(section.encode())
+
+
+def test_a_suite_with_a_test_failing_in_every_run_gets_its_moved_keys_compared_and_reported(tmp_path):
+    """Issue 60.6 on distrax's own tests, 0.4.31: eight Greedy tests fail in every run (pytest's exit status 1 in
+    every run) while normal_test's keys move with unseeded random constants. The verdict counts such runs, but
+    gathering the evidence kept only runs that exited 0: `harness check` ended in an internal error
+    (StopIteration in report/sources.py's collect) and no results were written."""
+    from harness.core.records import replace
+    failing = "t.py::test_float64"
+    def failed(run: RunRecord) -> RunRecord:
+        return replace(run, exit_code=1, tests={**run.tests, failing: "failed"},
+                       reason="pytest: 1 failed, 1 passed in 1.00s")
+    first = failed(_run(tmp_path, 1, [(_key("a1", T_A, ("float32[4]",)), _NOISE.replace("NOISE", "0.1, 0.2, 0.3, 0.4"))],
+                        [T_A]))
+    later = failed(_run(tmp_path, 2, [(_key("b2", T_A, ("float32[4]",)), _NOISE.replace("NOISE", "0.5, 0.6, 0.7, 0.8"))],
+                        [T_A]))
+    cell = _cell([first, later])
+    assert cell.verdict == Verdict.REPRODUCED, cell.reason
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    assert "Likely cause (`constant`)" in report, report
+    assert f"`{failing}`" in report
