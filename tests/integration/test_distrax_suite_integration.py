@@ -34,11 +34,11 @@ MODULES = ["distrax._src.distributions.normal_test", "distrax._src.distributions
 PYTEST_ARGS = ["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--pyargs", *MODULES,
                "-k", "two_distributions or Greedy"]
 LOG_MODULES = "jax._src.cache_key,jax._src.compiler,jax._src.compilation_cache"
-# to file descriptor 2 itself: a test of distrax's replaces sys.stderr after the first test (seen: one id printed)
+# to file descriptor 2 itself, beside whatever the program does with sys.stderr
 PLUGIN = ("import os\n\n\ndef pytest_runtest_logstart(nodeid, location):\n"
           "    os.write(2, f'@@TEST {nodeid}\\n'.encode())\n")
 
-_START = re.compile(r"^@@TEST (\S.*)$")
+_START = re.compile(r"@@TEST (\S.*)$")  # pytest's progress dot may stand before it
 _KEY = re.compile(r"(?:PERSISTENT COMPILATION CACHE MISS|Persistent compilation cache hit) for '([^']+)' "
                   r"with key '([^']+)'")
 _MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '([^']+)' with key '([^']+)'")
@@ -67,7 +67,7 @@ class Run:
 def _read(text: str) -> Run:
     run, test, types = Run(), "", ""
     for line in text.splitlines():
-        if start := _START.match(line):
+        if start := _START.search(line):
             test = _short(start[1])
         if compiling := _COMPILING.search(line):
             types = compiling[2]
