@@ -118,10 +118,14 @@ def test_distraxs_own_tests_on_two_releases_agree_with_a_by_hand_count(tmp_path,
                                                                                            "0.10.2": "0.1.9"}
     figures = {}
     for version, cell in cells.items():
-        hand = by_hand(Path(cell["environment"]["path"]) / "bin" / "python", tmp_path / f"by-hand-{version}", RUNS)
+        # a cell that reproduces stops at its first later run that missed: run 2 here (and its seed control)
+        assert len(cell["runs"]) == 2 and all(r["exit_code"] in (0, 1) for r in cell["runs"]), cell["reason"]
+        # one account of each run: pytest's report of a failing test's stderr is not the run's log (0.4.31)
+        assert "disagree" not in cell["reason"], cell["reason"]
+        hand = by_hand(Path(cell["environment"]["path"]) / "bin" / "python", tmp_path / f"by-hand-{version}",
+                       len(cell["runs"]))
         first, later = hand[0], hand[1:]
         # keys and modules per run: the harness's own account of each run against JAX's log read here
-        assert len(cell["runs"]) == RUNS and all(r["exit_code"] in (0, 1) for r in cell["runs"]), cell["reason"]
         harness_keys = [len({k["key"] for k in r["keys"]["keys"]}) for r in cell["runs"]]
         harness_modules = [len({k["module"] for k in r["keys"]["keys"]}) for r in cell["runs"]]
         assert harness_keys == [len(r.keys) for r in hand], (version, harness_keys, [len(r.keys) for r in hand])
