@@ -66,11 +66,12 @@ def _label(cell: CellResult) -> str:
 # CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
 FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
 MAX_TESTS_NAMED = 2  # tests a row of the table names; the rest are counted (--json has them all)
+MAX_FAILING_NAMED = 3  # tests failing in every run named under a cell (the verdict's reason names five)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
 MAX_COMPARED = 2  # a moved function's comparisons (one per test and argument types) given a line; the rest counted
 MAX_DIFFS = 2  # diffs shown under a cell's functions (the first comparisons): report.md stays small
-FUNCTION_BYTES = 3_000  # a cell's function lines past this give their first line only (--json has every comparison)
+FUNCTION_BYTES = 4_000  # a cell's function lines past this give their first line only (--json has every comparison)
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -135,7 +136,8 @@ def _not_cached_line(miss: FunctionMiss) -> str:
 
 
 def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence],
-                   below: tuple[str, str | None] | None, diffs: list[int] | None = None) -> list[str]:
+                   below: tuple[str, str | None] | None, diffs: list[int] | None = None,
+                   most: int = MAX_COMPARED) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
     modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them); a
     function whose keys moved in several tests or at several argument types, each on its own line under it (the
@@ -158,10 +160,10 @@ def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence
     if len(compared) == 1:
         return _compared(line, compared[0], shown_below(compared[0]), diffs)
     out = [line]
-    for item in compared[:MAX_COMPARED]:
+    for item in compared[:most]:
         out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, shown_below(item), diffs)]
-    if len(compared) > MAX_COMPARED:  # a function compiled by many tests at many types: counted, by what differs
-        rest = compared[MAX_COMPARED:]
+    if len(compared) > most:  # a function compiled by many tests at many types: counted, by what differs
+        rest = compared[most:]
         said = {(md.text(c.why) if isinstance(c, MissingEvidence) else what_differs(c)) for c in rest}
         alike = f": {said.pop()}" if len(said) == 1 else f" ({len(said)} kinds of difference)"
         out.append(f"  - and {len(rest)} more tests or argument types compared{alike} (`harness check --json`, "
@@ -223,8 +225,10 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
             lines += ["Each function that missed, at the argument types of its missed keys:", ""]
             diffs, used = [MAX_DIFFS], 0
             for miss in found.misses[:MAX_ROWS]:
+                # past half the budget a function gets one comparison, past all of it its first line only
                 told = _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
-                                      (diffed_below or {}).get(cell.spec.key), diffs)
+                                      (diffed_below or {}).get(cell.spec.key), diffs,
+                                      MAX_COMPARED if used <= FUNCTION_BYTES // 2 else 1)
                 if used + sum(len(t.encode()) + 1 for t in told) > FUNCTION_BYTES and len(told) > 1:
                     told = [told[0] + (" (its modules compared: `harness check --json`, evidence/)"
                                        if miss.category == Category.MOVED_KEY else "")]
@@ -245,8 +249,9 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
                                               for c in found.changed[:MAX_ROWS]), ""]
         if failing:
             lines += ["Tests that failed in every run (the program's own failure, not a cache miss; the cell is judged "
-                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_ROWS])
-                      + (f" and {len(failing) - MAX_ROWS} more" if len(failing) > MAX_ROWS else ""), ""]
+                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_FAILING_NAMED])
+                      + (f" and {len(failing) - MAX_FAILING_NAMED} more (`harness check --json`)"
+                         if len(failing) > MAX_FAILING_NAMED else ""), ""]
         clean = [t for t in found.tests if t.status == "clean"]
         if found.tests:
             uncached = sum(t.status == "not cached" for t in found.tests)

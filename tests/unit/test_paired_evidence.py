@@ -187,8 +187,8 @@ _NOISE = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
 def test_a_function_moved_in_many_tests_gives_two_comparisons_and_counts_the_rest(tmp_path):
     """Issue 60.5 on distrax's own tests: a jitted KL divergence closed over unseeded random arrays moved in every
     test that compiled it, and each (test, argument types) got its own line and diff: report.md was 36 KB for two
-    files on two releases. Now two lines a function, two diffs a cell, the rest of its four compared counted by
-    what differs."""
+    files on two releases. Now two lines a function (one past half a cell's budget), two diffs a cell, the rest
+    of its four compared counted by what differs."""
     tests = [f"distrax/_src/distributions/normal_test.py::NormalTest::test_kl_case_{n}" for n in range(12)]
     def noise(run: int, n: int) -> str:
         return _NOISE.replace("NOISE", ", ".join(f"0.{run}{n}{i}4567891" for i in range(4)))
