@@ -121,6 +121,8 @@ def test_distraxs_own_tests_on_two_releases_agree_with_a_by_hand_count(tmp_path,
     for version, cell in cells.items():
         # a cell that reproduces stops at its first later run that missed: run 2 here (and its seed control)
         assert len(cell["runs"]) == 2 and all(r["exit_code"] in (0, 1) for r in cell["runs"]), cell["reason"]
+        # run 2 ran beside run 1 and was compared by key, also where run 1 exited 1 with its failing tests (0.4.31)
+        assert cell["runs"][1].get("compared_by_key") is not None, (version, cell["runs"][1])
         # one account of each run: pytest's report of a failing test's stderr is not the run's log (0.4.31)
         assert "disagree" not in cell["reason"], cell["reason"]
         hand = by_hand(Path(cell["environment"]["path"]) / "bin" / "python", tmp_path / f"by-hand-{version}",
