@@ -17,6 +17,7 @@ from harness.core.jaxlog import LoggedKey, Outcome
 from harness.core.listing import entries, parse_name
 from harness.core.records import replace
 from harness.core.runs import ComparedByKey, RunRecord
+from harness.evidence.keys import counted
 
 
 def written_keys(first: RunRecord) -> frozenset[str]:
@@ -52,14 +53,16 @@ def compared_by_key(run: RunRecord, first: RunRecord, own_entries: list[str], fo
                    compared_by_key=ComparedByKey(baseline=first.index, folder=folder, hits=hits))
 
 
-def why_not_compared(first: RunRecord | None, first_ran_again: bool) -> str:
+def why_not_compared(first: RunRecord | None, first_ran_again: bool, beside: RunRecord | None = None) -> str:
     """Why run 2's keys cannot be compared with run 1's entries (run 2 is then run again in the cell's folder, as
-    it would have been without the pairing), or "" when they can."""
+    it would have been without the pairing), or "" when they can. `beside`: run 2 as it ran; a pytest run 1 that ran
+    to its end with a test failing in it and in run 2 while another passed in both counts as a run (keys.counted)."""
     if first is None:
         return "run 1 did not end with a record"
     if first_ran_again:  # its first attempt's entries were removed: run 2 ran beside a run that does not count
         return "run 1 ran again (its script set its own cache folder after its first compilation)"
-    if not first.ok:  # no baseline in the cell's folder: run 2 may be the first run that counts, its entries kept
+    counts = beside is not None and any(r is first for r in counted([first, beside]))
+    if not first.ok and not counts:  # no baseline in the cell's folder: run 2 may be the first that counts
         return "run 1 failed"
     return ""
 

@@ -23,6 +23,7 @@ from harness.core.jaxlog import LoggedKey, Outcome
 from harness.core.findings import CellCost, RunCost
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
+from harness.evidence.keys import counted
 
 COMPILED = (Outcome.MISS, Outcome.WRITTEN, Outcome.NOT_WRITTEN)
 
@@ -61,7 +62,7 @@ def _round(value: float) -> float:
 def cell_cost(runs: Sequence[RunRecord]) -> CellCost | None:
     """The cost of a cell's misses per fresh process after the first, and what its hits saved; None when
     no successful run's log named a key (nothing to say in seconds)."""
-    good = sorted((r for r in runs if r.ok), key=lambda r: r.index)
+    good = sorted(counted(runs), key=lambda r: r.index)
     writer_s = _writer_seconds(good)
     costs = [c for c in (run_cost(r, writer_s) for r in good) if c is not None]
     if not costs or costs[0].run != good[0].index:
@@ -150,7 +151,7 @@ class ModuleStats:
 
 def module_stats(runs: Sequence[RunRecord]) -> list[ModuleStats]:
     """Per module, over a cell's successful runs whose logs named keys."""
-    good = sorted((r for r in runs if r.ok and r.keys is not None), key=lambda r: r.index)
+    good = sorted((r for r in counted(runs) if r.keys is not None), key=lambda r: r.index)
     writer_s = _writer_seconds(good)
     rows: dict[str, dict[str, Any]] = {}
     for number, run in enumerate(good):

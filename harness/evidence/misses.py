@@ -142,7 +142,9 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
     out: dict[tuple[str, Category, Follows | None], FunctionMiss] = {}
-    controlled = control is not None and control.ok and control.keys is not None
+    # the seed control runs the suite as a run does: it counts as a run would (a test failing in every run: exit 1)
+    controlled = (control is not None and control.keys is not None
+                  and any(r is control for r in counted([*good.values(), control])))
     sources = ((Category.MOVED_KEY, comparison.new), (Category.NEW_INPUT, comparison.new_input),
                (Category.NOT_SERVED, comparison.unserved))
     for category, by_run in sources:
@@ -163,29 +165,8 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                     miss.first_run_types = _distinct(list(k.arg_types) for k in mine if k.arg_types)
                     if key not in miss.keys:
                         miss.keys.append(key)
-                    if k is None:
-                        continue
-                    # the test that compiled it names it first; the ones after it hit the entry it wrote
-                    for test in k.tests[:1]:
-                        if test not in miss.tests:
-                            miss.tests.append(test)
-                        ran = miss.runs_by_test.setdefault(test, [])
-                        if index not in ran:
-                            ran.append(index)
-                        compiled_at = miss.types_by_test.setdefault(test, [])
-                        if k.arg_types and list(k.arg_types) not in compiled_at:
-                            compiled_at.append(list(k.arg_types))
-                    at = list(k.arg_types)
-                    if category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types:
-                        at.append("-> " + ", ".join(k.result_types))  # run 1's argument types, other results
-                    if at and at not in miss.arg_types:
-                        miss.arg_types.append(at)
-                    if category == Category.MOVED_KEY and k.components:
-                        same = [m for m in mine if m.arg_types == k.arg_types] or mine
-                        if same:
-                            counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
-                            moved = differing_components(counterpart, k)
-                            miss.components = list(dict.fromkeys([*miss.components, *moved]))
+                    if k is not None:
+                        _add_logged_key(miss, k, index, category, mine)
     if controlled and control is not None:
         for miss in out.values():
             if miss.category == Category.MOVED_KEY and miss.follows is None:
@@ -193,6 +174,31 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
     order = {c: i for i, c in enumerate(Category)}
     followed = {Follows.HASH_SEED: 0, None: 1, Follows.PROGRAM: 2}
     return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module, followed[m.follows]))
+
+
+def _add_logged_key(miss: FunctionMiss, k: LoggedKey, index: int, category: Category, mine: list[LoggedKey]) -> None:
+    """What JAX's log says of one missed key: the test that compiled it (it names it first; the ones after it hit the
+    entry it wrote), its argument types, and for a moved key the components that moved against run 1's."""
+    for test in k.tests[:1]:
+        if test not in miss.tests:
+            miss.tests.append(test)
+        ran = miss.runs_by_test.setdefault(test, [])
+        if index not in ran:
+            ran.append(index)
+        compiled_at = miss.types_by_test.setdefault(test, [])
+        if k.arg_types and list(k.arg_types) not in compiled_at:
+            compiled_at.append(list(k.arg_types))
+    at = list(k.arg_types)
+    if category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types:
+        at.append("-> " + ", ".join(k.result_types))  # run 1's argument types, other results
+    if at and at not in miss.arg_types:
+        miss.arg_types.append(at)
+    if category == Category.MOVED_KEY and k.components:
+        same = [m for m in mine if m.arg_types == k.arg_types] or mine
+        if same:
+            counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
+            moved = differing_components(counterpart, k)
+            miss.components = list(dict.fromkeys([*miss.components, *moved]))
 
 
 def _key_follows(k: LoggedKey, control: RunRecord, first_keys: set[str]) -> Follows | None:

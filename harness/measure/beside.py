@@ -102,7 +102,7 @@ class BesideFirst:
             first = self._first.result(timeout=wait_s)
         except TimeoutError:
             first = None
-        if why_not_compared(first, self.first_ran_again) or first is None:
+        if why_not_compared(first, self.first_ran_again, run) or first is None:
             set_aside()
             remove_path(self.own)
             return run

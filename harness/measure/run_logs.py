@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -47,8 +48,9 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
     # (a recorder whose lines did not all check out is no whole account: every key stderr shows computed is read)
     named = None if recording is None or recording.altered else jaxlog.named_keys(lines)
+    own = lines if recording is None or recording.altered or not tests else outside_captured(lines)
     parsed, disagree = jaxlog.combined(recorder.run_log(recording) if recording is not None else jaxlog.RunLog(),
-                                       jaxlog.parse(lines), named)
+                                       jaxlog.parse(own), named)
     sources += [f"its recorder and JAX's log on stderr disagree: {'; '.join(disagree)}"] if disagree else []
     said = recording.cut() if recording is not None else ""  # the hook's cap, or what the bounded read left out
     if parsed.empty:
@@ -57,6 +59,28 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
     if any(k.arg_types for k in parsed.keys):  # a static argument's value shows in the results alone
         parsed = msgspec.structs.replace(parsed, keys=with_result_types(parsed.keys, ir_dump_dir(log)))
     return parsed, said, tests, seconds, sources
+
+
+_CAPTURED = re.compile(r"^-+ Captured (?:stdout|stderr|log) (?:setup|call|teardown) -+$")
+_SECTION = re.compile(r"^(?:_{3,} .* _{3,}|={3,}.*={3,}|-{3,} .* -{3,})$")
+
+
+def outside_captured(lines: list[str]) -> list[str]:
+    """A pytest run's log without pytest's report of what its failing tests printed (`---- Captured stderr call
+    ----` up to the next section): excerpts of those tests' own stderr, JAX's log among them, not the process's
+    log. Where pytest captured stderr (its default) the recorder is then the run's one account; with `-s` the log
+    is whole and both are read. distrax's float64 tests failing on 0.4.31 had a key that run 1 compiled in one test
+    and hit in a failing one read as "a miss in the recorder, a hit on stderr"."""
+    out, inside = [], False
+    for line in lines:
+        if _CAPTURED.match(line):
+            inside = True
+            continue
+        if inside and _SECTION.match(line):
+            inside = False
+        if not inside:
+            out.append(line)
+    return out
 
 
 def missing_module(module: str, log: Path) -> str | None:

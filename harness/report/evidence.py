@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness.core import markdown as md
 from harness.core.ir_lines import condense, elided_constants
-from harness.evidence.keys import cell_comparison
+from harness.evidence.keys import cell_comparison, counted
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.core.ir_names import extract_lowered  # noqa: F401 (read from here by the report's tests)
 from harness.core.kinds import Cause, Verdict
@@ -136,7 +136,7 @@ def key_seeds(cell: CellResult, module: str) -> Seeds:
     """The first run's seed and each later run's that computed a new `module` key, from the runs' keys."""
     comparison = cell_comparison(cell)
     later = set(comparison.runs_with_new(module))
-    values = [r.seed for r in cell.runs if r.ok and (r.index == comparison.baseline_run or r.index in later)]
+    values = [r.seed for r in counted(cell.runs) if r.index == comparison.baseline_run or r.index in later]
     return _seeds(values, "key")
 
 

@@ -67,8 +67,12 @@ def _label(cell: CellResult) -> str:
 # CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
 FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
 MAX_TESTS_NAMED = 2  # tests a row of the table names; the rest are counted (--json has them all)
+MAX_FAILING_NAMED = 3  # tests failing in every run named under a cell (the verdict's reason names five)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
+MAX_COMPARED = 2  # a moved function's comparisons (one per test and argument types) given a line; the rest counted
+MAX_DIFFS = 2  # diffs shown under a cell's functions (the first comparisons): report.md stays small
+FUNCTION_BYTES = 4_000  # a cell's function lines past this give their first line only (--json has every comparison)
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -133,10 +137,13 @@ def _not_cached_line(miss: FunctionMiss) -> str:
 
 
 def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence],
-                   below: tuple[str, str | None] | None) -> list[str]:
+                   below: tuple[str, str | None] | None, diffs: list[int] | None = None,
+                   most: int = MAX_COMPARED) -> list[str]:
     """`jit_mse` (new input): float32[6]; run 1 compiled it at float32[2] and float32[4]` and, for a moved key whose
     modules were compared, what differs and the first changed lines (`below`: the Evidence section shows them); a
-    function whose keys moved in several tests or at several argument types, each on its own line under it."""
+    function whose keys moved in several tests or at several argument types, each on its own line under it (the
+    first MAX_COMPARED; the rest counted). `diffs`: the cell's diffs still to show (one item, decremented), so a
+    suite of many moved functions keeps report.md small; None: no limit."""
     if miss.category == Category.NOT_CACHED:
         return [_not_cached_line(miss)]
     category = f"{miss.category}: {miss.follows}" if miss.follows else str(miss.category)
@@ -152,10 +159,16 @@ def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence
         return (below is not None and isinstance(item, Evidence) and below[0] == item.module
                 and below[1] in (None, item.key_b))
     if len(compared) == 1:
-        return _compared(line, compared[0], shown_below(compared[0]))
+        return _compared(line, compared[0], shown_below(compared[0]), diffs)
     out = [line]
-    for item in compared:
-        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, shown_below(item))]
+    for item in compared[:most]:
+        out += [f"  {part}" if part else "" for part in _compared(f"- {_where(item)}", item, shown_below(item), diffs)]
+    if len(compared) > most:  # a function compiled by many tests at many types: counted, by what differs
+        rest = compared[most:]
+        said = {(md.text(c.why) if isinstance(c, MissingEvidence) else what_differs(c)) for c in rest}
+        alike = f": {said.pop()}" if len(said) == 1 else f" ({len(said)} kinds of difference)"
+        out.append(f"  - and {len(rest)} more tests or argument types compared{alike} (`harness check --json`, "
+                   "evidence/)")
     return out
 
 
@@ -173,12 +186,16 @@ def _where(item: Evidence | MissingEvidence) -> str:
     return md.text(f"at {types}") + (f" in {md.code(test)}" if test else "")
 
 
-def _compared(line: str, compared: Evidence | MissingEvidence, below: bool) -> list[str]:
+def _compared(line: str, compared: Evidence | MissingEvidence, below: bool, diffs: list[int] | None = None) -> list[str]:
     if isinstance(compared, MissingEvidence):
         return [f"{line}; {md.text(compared.why)}"]
     against = f"{line}; run {compared.run_b.index} against run {compared.run_a.index}: {what_differs(compared)}"
     if below:
         return [f"{against} (the diff: under Evidence below)"]
+    if diffs is not None:
+        if diffs[0] <= 0:
+            return [against]
+        diffs[0] -= 1
     changed = [d for d in compared.diff if d[:1] in "-+" and not d.startswith(("---", "+++"))]
     shown = [d if len(d) <= 160 else d[:157] + "..." for d in changed[:MAX_DIFF_LINES]]
     more = [f"... {len(changed) - MAX_DIFF_LINES} more changed lines"] if len(changed) > MAX_DIFF_LINES else []
@@ -198,26 +215,7 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
         if not found.misses and not found.changed and not failing:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
-        rows = [_row(row, tests) for row, tests in _rows(found).items()]
-        if rows:
-            shown = rows[:MAX_ROWS]
-            lines += [tabulate(shown, ["tests", "functions", "category", "component", "runs"],
-                               tablefmt="github", disable_numparse=True), ""]
-            if len(rows) > MAX_ROWS:
-                lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
-            mine = (compared or {}).get(cell.spec.key, {})
-            lines += ["Each function that missed, at the argument types of its missed keys:", ""]
-            for miss in found.misses[:MAX_ROWS]:
-                lines += _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
-                                        (diffed_below or {}).get(cell.spec.key))
-            if len(found.misses) > MAX_ROWS:
-                lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
-            lines.append("")
-            lines += [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category
-                      if any(m.category == c for m in found.misses)]
-            lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows
-                      if any(m.follows == f for m in found.misses)]
-            lines.append("")
+        lines += _function_lines(cell, found, compared, diffed_below)
         if found.changed:
             lines += ["Tests that ran differently between runs (random order, a flaky test; not read as cache "
                       "misses): " + "; ".join(f"{md.code(c.id)} ("
@@ -225,8 +223,9 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
                                               for c in found.changed[:MAX_ROWS]), ""]
         if failing:
             lines += ["Tests that failed in every run (the program's own failure, not a cache miss; the cell is judged "
-                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_ROWS])
-                      + (f" and {len(failing) - MAX_ROWS} more" if len(failing) > MAX_ROWS else ""), ""]
+                      "on the tests that passed): " + ", ".join(md.code(t) for t in failing[:MAX_FAILING_NAMED])
+                      + (f" and {len(failing) - MAX_FAILING_NAMED} more (`harness check --json`)"
+                         if len(failing) > MAX_FAILING_NAMED else ""), ""]
         clean = [t for t in found.tests if t.status == "clean"]
         if found.tests:
             uncached = sum(t.status == "not cached" for t in found.tests)
@@ -240,6 +239,42 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
     if not lines:
         return []
     return ["## What missed, per test and function", "", *lines]
+
+
+def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEvidence | None,
+                    diffed_below: dict[str, tuple[str, str | None]] | None) -> list[str]:
+    """A cell's table of misses per test and function, then each function's line and comparisons, in a budget."""
+    rows = [_row(row, tests) for row, tests in _rows(found).items()]
+    if not rows:
+        return []
+    lines: list[str] = []
+    shown = rows[:MAX_ROWS]
+    lines += [tabulate(shown, ["tests", "functions", "category", "component", "runs"],
+                       tablefmt="github", disable_numparse=True), ""]
+    if len(rows) > MAX_ROWS:
+        lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
+    mine = (compared or {}).get(cell.spec.key, {})
+    lines += ["Each function that missed, at the argument types of its missed keys:", ""]
+    diffs, used = [MAX_DIFFS], 0
+    for miss in found.misses[:MAX_ROWS]:
+        # past half the budget a function gets one comparison, past all of it its first line only
+        told = _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
+                              (diffed_below or {}).get(cell.spec.key), diffs,
+                              MAX_COMPARED if used <= FUNCTION_BYTES // 2 else 1)
+        if used + sum(len(t.encode()) + 1 for t in told) > FUNCTION_BYTES and len(told) > 1:
+            told = [told[0] + (" (its modules compared: `harness check --json`, evidence/)"
+                               if miss.category == Category.MOVED_KEY else "")]
+        used += sum(len(t.encode()) + 1 for t in told)
+        lines += told
+    if len(found.misses) > MAX_ROWS:
+        lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
+    lines.append("")
+    lines += [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category
+              if any(m.category == c for m in found.misses)]
+    lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows
+              if any(m.follows == f for m in found.misses)]
+    lines.append("")
+    return lines
 
 
 def listings_note() -> list[str]:

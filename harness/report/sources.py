@@ -113,7 +113,7 @@ def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tu
     module = comparison.moved_module()
     if module is None:
         return MissingEvidence(None, "no later run computed a key the first run did not"), None
-    runs = [r for r in cell.runs if r.ok]
+    runs = counted(cell.runs)  # a pytest run beside a test failing in every run counts too (issue 60.6)
     # Each run's own JAX log ties its keys to it: overlapping runs are then told apart exactly.
     overlapped = overlapped and not logs_complete(cell.runs)
     first = next(r for r in runs if r.index == comparison.baseline_run)
@@ -226,7 +226,7 @@ def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evi
     (`paired_evidence`), else by the modules' texts; {} when none."""
     comparison = cell_comparison(cell)
     moved = [m for m in suite_findings(cell.runs, comparison).misses if m.category == Category.MOVED_KEY]
-    runs = {r.index: r for r in cell.runs if r.ok}
+    runs = {r.index: r for r in counted(cell.runs)}
     first = runs.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     if first is None or cell.rank_split is not None:
         return {}

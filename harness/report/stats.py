@@ -8,6 +8,7 @@ from tabulate import tabulate
 from harness.core import markdown as md
 from harness.evidence.cost import ModuleStats, cost_of, cost_phrase, module_stats
 from harness.core.model import CellResult
+from harness.evidence.keys import counted
 
 STATS_TITLE = "## Cache statistics"
 MAX_MODULES = 10  # per cell in report.md (those that missed later first); every one in evidence/listings.md
@@ -25,7 +26,7 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
         return []
     rows = []
     for cell, stats in measured:
-        runs = sum(1 for r in cell.runs if r.ok and r.keys is not None)
+        runs = sum(1 for r in counted(cell.runs) if r.keys is not None)
         rows.append([md.cell(md.text(cell.label)), md.cell(md.text(cell.spec.mesh_label)), runs, sum(s.requests for s in stats),
                      sum(s.hits for s in stats), sum(s.misses for s in stats), sum(s.later_misses for s in stats),
                      sum(s.not_written for s in stats), f"{sum(s.compile_s for s in stats):.2f}",

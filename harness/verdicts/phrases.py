@@ -11,7 +11,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.runs import RunRecord
 from harness.core.comparison import Comparison
-from harness.evidence.keys import logged_keys, plural
+from harness.evidence.keys import counted, logged_keys, plural
 
 
 def run_ranges(indices: Sequence[int]) -> str:
@@ -61,7 +61,7 @@ def where_seen(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -
     were never written, JAX's reason."""
     new = set(comparison.new_keys(module))
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
-    logged = {k.key: k for k in logged_keys([r for r in runs if r.ok])}
+    logged = {k.key: k for k in logged_keys(counted(runs))}
     in_log = new & set(logged)
     if not in_log:
         return ""  # the listing's word alone, as without logs
@@ -100,7 +100,7 @@ def unobserved_hits_phrase(runs: Sequence[RunRecord], untrusted: dict[int, str])
     """For a clean cell: the later runs whose hits JAX's log did not show (no key named, or a log that
     disagrees with the folder), so only their keys' agreement on disk was measured; "" when every later
     run's log showed its hits."""
-    good = sorted((r for r in runs if r.ok), key=lambda r: r.index)[1:]
+    good = sorted(counted(runs), key=lambda r: r.index)[1:]
     blind = [r for r in good if r.keys is None or r.index in untrusted]
     if not blind:
         return ""

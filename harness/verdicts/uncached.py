@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from harness.core.records import replace
-from harness.evidence.keys import longest_compiles, never_written
+from harness.evidence.keys import counted, longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
 from harness.core.model import CellResult
@@ -65,7 +65,7 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
     if cell.interrupted:
         return cell
     facts = cell.script_cache
-    good = [r for r in cell.runs if r.ok]
+    good = counted(cell.runs)
     threshold = own_threshold(facts)
     slow = compile_times(good)
     early = compiled_before_any_cache(good)  # never written whatever the threshold
@@ -185,7 +185,7 @@ def why_nothing_cached(cell: CellResult, facts: ScriptCacheFacts | None, below: 
     wrote nothing; None otherwise. Measured: JAX refused each module it compiled (the same keys every run, never
     written: the cell stays `not cached`); any other cause measured nothing (`unsupported`).
     `no_folder`: the script sets no cache folder (sets_no_folder)."""
-    good = [r for r in cell.runs if r.ok]
+    good = counted(cell.runs)
     if cell.verdict not in (Verdict.UNSUPPORTED, Verdict.NOT_CACHED) or cell.keys or not good or written_any(good):
         return None
     found = _why_unwritten(cell, facts, below, threshold, no_folder)
@@ -204,7 +204,7 @@ def _refused_first(cell: CellResult, facts: ScriptCacheFacts | None) -> bool:
 
 def _why_unwritten(cell: CellResult, facts: ScriptCacheFacts | None, below: dict[str, float],
                    threshold: Threshold, no_folder: bool = False) -> tuple[NothingCached, str] | None:
-    good = [r for r in cell.runs if r.ok]
+    good = counted(cell.runs)
     if facts is not None and facts.disabled:
         return NothingCached.DISABLED, f"nothing is cached, because the script turned its cache off: {facts.disabled}"
     if facts is not None and facts.uninitialised:

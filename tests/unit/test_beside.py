@@ -88,6 +88,21 @@ def test_a_run_1_that_ran_again_or_failed_leaves_run_2_nothing_to_be_compared_wi
     assert why_not_compared(None, first_ran_again=False)
 
 
+def test_a_pytest_run_1_with_a_test_failing_in_both_runs_is_still_run_2s_baseline():
+    """distrax's tests on 0.4.31: ten float64 tests fail in every run (pytest's exit status 1), 41 pass. Run 1
+    counts as a run (keys.counted), so run 2, made beside it, is compared by key; it was run again after run 1
+    in the cell's folder, one more process in a row (its first attempt kept as `.beside.log`)."""
+    from harness.core.records import replace
+    tests = {"t.py::test_float64": "failed", "t.py::test_float32": "passed"}
+    first = replace(FIRST, exit_code=1, tests=tests)
+    second = replace(run(2, [], [], exit_code=1), tests=tests)
+    assert why_not_compared(first, first_ran_again=False, beside=second) == ""
+    # no test passed in both: the suite is broken here, run 1 is no baseline
+    broken = replace(second, tests={"t.py::test_float64": "failed", "t.py::test_float32": "failed"})
+    assert why_not_compared(first, first_ran_again=False, beside=broken) == "run 1 failed"
+    assert why_not_compared(first, first_ran_again=False) == "run 1 failed"
+
+
 def test_the_verdict_says_run_2_was_compared_by_key_and_which_runs_were_served():
     first = run(1, [logged("jit_f", 1, Outcome.WRITTEN)], [f"{key('jit_f', 1)}-cache"])
     own = compared_by_key(run(2, [logged("jit_f", 1, Outcome.WRITTEN)], [f"{key('jit_f', 1)}-cache"]), first,

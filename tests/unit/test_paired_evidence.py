@@ -315,3 +315,54 @@ def test_a_function_compiled_twice_at_one_types_pairs_its_nth_key_with_the_first
     [item] = function_evidence(tmp_path, _cell([first, again]))["jit_f"]
     assert isinstance(item, Evidence) and item.key_a == first.keys.keys[1].key  # type: ignore[union-attr]
     assert item.cause == Cause.ORDER, item.diff
+_NOISE = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = ""}) {
+    %cst = stablehlo.constant dense<[NOISE]> : tensor<4xf32>
+    %0 = stablehlo.add %arg0, %cst : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_a_function_moved_in_many_tests_gives_two_comparisons_and_counts_the_rest(tmp_path):
+    """Issue 60.5 on distrax's own tests: a jitted KL divergence closed over unseeded random arrays moved in every
+    test that compiled it, and each (test, argument types) got its own line and diff: report.md was 36 KB for two
+    files on two releases. Now two lines a function (one past half a cell's budget), two diffs a cell, the rest
+    of its four compared counted by what differs."""
+    tests = [f"distrax/_src/distributions/normal_test.py::NormalTest::test_kl_case_{n}" for n in range(12)]
+    def noise(run: int, n: int) -> str:
+        return _NOISE.replace("NOISE", ", ".join(f"0.{run}{n}{i}4567891" for i in range(4)))
+    first = _run(tmp_path, 1, [(_key(f"a{n:02x}", t, ("float32[4]",)), noise(1, n)) for n, t in enumerate(tests)], tests)
+    later = _run(tmp_path, 2, [(_key(f"b{n:02x}", t, ("float32[4]",)), noise(2, n)) for n, t in enumerate(tests)],
+                 tests)
+    cell = _cell([first, later])
+    assert len(function_evidence(tmp_path, cell)["jit_f"]) == 4  # report/sources.py's MAX_PAIRS
+    section = "\n".join(per_test_section([cell], {cell.spec.key: function_evidence(tmp_path, cell)}))
+    assert section.count("  - at float32\\[4\\] in `") == 2, section
+    assert section.count("```diff") == 2, section
+    assert "  - and 2 more tests or argument types compared: only constants differ" in section, section
+    assert len(section.encode()) < 4_000, len(section.encode())
+
+
+def test_a_suite_with_a_test_failing_in_every_run_gets_its_moved_keys_compared_and_reported(tmp_path):
+    """Issue 60.6 on distrax's own tests, 0.4.31: eight Greedy tests fail in every run (pytest's exit status 1 in
+    every run) while normal_test's keys move with unseeded random constants. The verdict counts such runs, but
+    gathering the evidence kept only runs that exited 0: `harness check` ended in an internal error
+    (StopIteration in report/sources.py's collect) and no results were written."""
+    from harness.core.records import replace
+    failing = "t.py::test_float64"
+    def failed(run: RunRecord) -> RunRecord:
+        return replace(run, exit_code=1, tests={**run.tests, failing: "failed"},
+                       reason="pytest: 1 failed, 1 passed in 1.00s")
+    first = failed(_run(tmp_path, 1, [(_key("a1", T_A, ("float32[4]",)), _NOISE.replace("NOISE", "0.1, 0.2, 0.3, 0.4"))],
+                        [T_A]))
+    later = failed(_run(tmp_path, 2, [(_key("b2", T_A, ("float32[4]",)), _NOISE.replace("NOISE", "0.5, 0.6, 0.7, 0.8"))],
+                        [T_A]))
+    cell = _cell([first, later])
+    assert cell.verdict == Verdict.REPRODUCED, cell.reason
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, [cell]).read_text()
+    assert "Likely cause (`constant`)" in report, report
+    assert f"`{failing}`" in report
