@@ -36,7 +36,9 @@ _WHY = {
 }
 _FOLLOWS = {
     Follows.HASH_SEED: "run again with the first run's own hash seed (a fresh folder holding its entries), it "
-                       "computed the first run's key: the hash seed moves it (a set's order, `hash()` of a string)",
+                       "computed the first run's key (at argument types the first run never had: it compiled the "
+                       "function at the first run's types only, or, as the first run, not at all): the hash seed "
+                       "moves it (a set's order, `hash()` of a string)",
     Follows.PROGRAM: "run again with the first run's own hash seed (a fresh folder holding its entries), its key "
                      "moved again: it follows the program's own randomness (random data or PRNG keys baked in as "
                      "constants, a clock, an address, a counter), not the hash seed",
