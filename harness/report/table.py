@@ -24,6 +24,7 @@ from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, Summar
 from harness.verdicts.factor_verdicts import MOVED_FOLDER, moved_folder_line
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
+MAX_DETAIL = 240  # characters of a cell's detail in report.md's table; table.md and results.json have it whole
 VARY_HEADER = "vary"  # --vary: the factors that missed
 
 
@@ -82,14 +83,26 @@ def render(cells: list[CellResult], fmt: str = "github") -> str:
                     tablefmt=fmt)
 
 
-def render_markdown_table(facts: Sequence[CellFacts]) -> str:
-    """The table for report.md and table.md: every cell's text escaped for Markdown (a module name or a
-    reason from a program or a results file cannot add columns, rows or HTML)."""
+def render_markdown_table(facts: Sequence[CellFacts], compact: bool = False) -> str:
+    """The table for table.md (padded, as tabulate aligns it) and report.md (`compact`: unpadded, each detail cut
+    at MAX_DETAIL characters, its whole text in results.json and `--json`): every cell's text escaped for
+    Markdown (a module name or a reason from a program or a results file cannot add columns, rows or HTML)."""
     if not facts:
         return "(no cells measured)"
     columns = _Columns(facts)
-    return tabulate([[markdown.cell(markdown.text(v)) for v in columns.row(f)] for f in _ordered(facts)],
-                    headers=columns.headers(), tablefmt="github")
+    rows = [columns.row(f) for f in _ordered(facts)]
+    if not compact:
+        return tabulate([[markdown.cell(markdown.text(v)) for v in row] for row in rows], headers=columns.headers(),
+                        tablefmt="github")
+    return markdown.pipe_table([[markdown.cell(markdown.text(v)) for v in [*row[:-1], _cut(str(row[-1]))]]
+                                for row in rows], columns.headers())
+
+
+def _cut(detail: str) -> str:
+    """A detail of at most MAX_DETAIL characters, cut at a word, saying where the rest is."""
+    if len(detail) <= MAX_DETAIL:
+        return detail
+    return detail[:MAX_DETAIL].rsplit(" ", 1)[0].rstrip(",;:") + " … (the rest: results.json, `harness check --json`)"
 
 
 def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> str:
