@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # Line breaks and other controls (a newline, a carriage return, an escape) and the bidirectional
 # overrides that reorder what a reader sees: none of them belongs inside one line of a report.
@@ -80,6 +80,14 @@ def code(value: object) -> str:
 def cell(value: str) -> str:
     """A table cell's Markdown (already `text` or `code`): its pipes escaped, as GFM asks inside code too."""
     return value.replace("|", "\\|")
+
+
+def pipe_table(rows: Iterable[Sequence[object]], headers: Sequence[object]) -> str:
+    """A GitHub Markdown table with no padding (GitHub renders it as a padded one; report.md stays small): each
+    value already Markdown (`text`, `code`, then `cell`), written as `str` gives it, one line a row."""
+    def line(values: Sequence[object]) -> str:
+        return "| " + " | ".join(one_line(v) for v in values) + " |"
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])
 
 
 def fence(lines: Iterable[object], info: str = "") -> list[str]:

@@ -391,8 +391,13 @@ def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str,
 
 
 def control_keys(control: RunRecord | None) -> RunKeys | None:
-    """The seed control's keys as its JAX log named them; None where it was not made, failed or logged none."""
-    return run_keys(control) if control is not None and control.ok and control.keys is not None else None
+    """The seed control's keys as its JAX log named them; None where it was not made, failed or logged none. A pytest
+    control that ran to its end with failing tests, some passing (a suite whose tests fail in every run), counts."""
+    if control is None or control.keys is None:
+        return None
+    ran_to_end = (not control.timed_out and control.exit_code == PYTEST_TESTS_FAILED
+                  and "passed" in control.tests.values())
+    return run_keys(control) if control.ok or ran_to_end else None
 
 
 def comparison_of(runs: Sequence[RunRecord], control: RunRecord | None = None) -> Comparison:

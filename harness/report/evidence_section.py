@@ -3,7 +3,6 @@ and how a cell is named in the report's sections."""
 
 from __future__ import annotations
 
-from tabulate import tabulate
 
 from harness.core import markdown as md
 from harness.core.findings import Attribution, RankSplit
@@ -16,6 +15,8 @@ from harness.report.evidence import (CAUSE_WORDS, Evidence, MissingEvidence, Pro
 
 EVIDENCE_TITLE = "## Evidence: a later run's new key against the same computation in the first run"
 MAX_DIFF_LINES = 80  # a longer diff is cut: the first changed lines carry the point
+EVIDENCE_BYTES = 3_000  # the section's cells past the first are folded in full while it stays within this, else a line
+MAX_DIFF_WIDTH = 160  # characters of a diff line shown (a dense constant is one line); evidence/ has them whole
 
 EvidenceMap = dict[str, Evidence | MissingEvidence]  # CellSpec.key -> evidence
 
@@ -31,9 +32,22 @@ def evidence_section(cells: list[CellResult], evidence: EvidenceMap) -> list[str
         title = f"{jax_words(cell)}, {where_words(cell)}"
         if number == 0:
             lines += [f"### {title}", "", *body, ""]
-        else:  # the first one makes the point; the rest are folded
+        elif sum(len(t.encode()) + 1 for t in [*lines, *body]) <= EVIDENCE_BYTES:  # the rest are folded
             lines += [f"<details><summary>{title}</summary>", "", *body, "", "</details>", ""]
+        else:  # past the section's budget: a line each (report.md stays under 20 KB)
+            lines += [_evidence_line(cell, evidence[cell.spec.key], title), ""]
     return lines
+
+
+def _evidence_line(cell: CellResult, item: Evidence | MissingEvidence, title: str) -> str:
+    """`- jax 0.10.2, user script, cpu x8: `jit_f`'s key moved in `computation`; likely cause `constant` (...)`."""
+    moved = cell.attribution.components if cell.attribution is not None and cell.rank_split is None else []
+    where = f" in {', '.join(md.code(n) for n in moved)}" if moved else ""
+    cause = f"; likely cause `{item.cause or Cause.UNKNOWN}`" if isinstance(item, Evidence) and item.diff else ""
+    whole = (f" (its diff: `evidence/{cell.spec.slug}.diff`)" if isinstance(item, Evidence) and item.diff
+             else " (`harness check --json`, evidence/)")
+    what = f"{md.code(item.module)}'s key" if item.module else "a key"
+    return f"- {title}: {what} moved{where}{cause}{whole}."
 
 
 def _attribution(cell: CellResult, item: Evidence | MissingEvidence | None = None) -> list[str]:
@@ -53,9 +67,8 @@ def _attribution(cell: CellResult, item: Evidence | MissingEvidence | None = Non
              ""]
     rows = [[md.cell(f"**{md.text(name)}**" if a != b else md.text(name)), _short_hash(a), _short_hash(b),
              "differs" if a != b else ""] for name, a, b in attribution.hashes]
-    lines += [tabulate(rows, headers=["component", md.cell(f"run {attribution.run_a} ({md.text(short_key(attribution.key_a))})"),
-                                      md.cell(f"run {attribution.run_b} ({md.text(short_key(attribution.key_b))})"), ""],
-                       tablefmt="github"), ""]
+    lines += [md.pipe_table(rows, ["component", md.cell(f"run {attribution.run_a} ({md.text(short_key(attribution.key_a))})"),
+                                   md.cell(f"run {attribution.run_b} ({md.text(short_key(attribution.key_b))})"), ""]), ""]
     if "computation" not in moved:
         lines += [(f"The lowered modules are identical (the `computation` hash is the same): the key moved through "
                    f"{names} alone."), ""]
@@ -94,9 +107,8 @@ def _rank_attribution(split: RankSplit, item: Evidence | MissingEvidence | None)
               f"(each process's own JAX log): {names}."), ""]
     rows = [[md.cell(f"**{md.text(name)}**" if x != y else md.text(name)), _short_hash(x), _short_hash(y),
              "differs" if x != y else ""] for name, x, y in split.hashes]
-    lines += [tabulate(rows, headers=["component", md.cell(f"process {a} ({md.text(short_key(split.keys[0]))})"),
-                                      md.cell(f"process {b} ({md.text(short_key(split.keys[1]))})"), ""],
-                       tablefmt="github"), ""]
+    lines += [md.pipe_table(rows, ["component", md.cell(f"process {a} ({md.text(short_key(split.keys[0]))})"),
+                                   md.cell(f"process {b} ({md.text(short_key(split.keys[1]))})"), ""]), ""]
     if "computation" in split.components:
         lines += [_programs_differ_words(item), ""]
     if "accelerator_config" in split.components:
@@ -142,14 +154,15 @@ def _one_evidence(item: Evidence | MissingEvidence) -> list[str]:
         first = (f"Run {b.index} (`PYTHONHASHSEED={b.seed}`) computed {md.code(short_key(item.key_b))}, a key the first "
                  f"run did not; the first run, run {a.index} (`PYTHONHASHSEED={a.seed}`), compiled the same "
                  f"computation{counterpart}. Their lowered {what} differs")
-    lines = [first + (" in:" if item.attributes else ":"), ""]
+    diff = [d if len(d) <= MAX_DIFF_WIDTH else d[:MAX_DIFF_WIDTH - 3] + "..." for d in item.diff]
+    if len(diff) > MAX_DIFF_LINES:
+        diff = diff[:MAX_DIFF_LINES] + [f"... ({len(item.diff) - MAX_DIFF_LINES} more diff lines)"]
+    whole = " (cut here; the whole diff is in evidence/)" if diff != item.diff and not item.identical else ""
+    lines = [first + whole + (" in:" if item.attributes else ":"), ""]
     for name, before, after in item.attributes:
         lines.append(f"- {md.code(name)}: {md.code(before)} → {md.code(after)}")
     if item.identical:
         return lines[:1] + ["", f"_{md.text(item.note)}._"]
-    diff = item.diff
-    if len(diff) > MAX_DIFF_LINES:
-        diff = diff[:MAX_DIFF_LINES] + [f"... ({len(item.diff) - MAX_DIFF_LINES} more diff lines)"]
     cause = item.cause or Cause.UNKNOWN  # None only for a diff without a changed line
     return lines + ["", *md.fence(diff, "diff"), "", f"Likely cause (`{cause}`): {CAUSE_WORDS[cause]}."]
 

@@ -7,7 +7,6 @@ of the report (and the cache listings, in evidence/listings.md) follows."""
 from __future__ import annotations
 
 import msgspec
-from tabulate import tabulate
 
 from harness.core.kinds import NothingCached
 from harness.evidence.beside_keys import compared_phrase
@@ -69,13 +68,14 @@ def _label(cell: CellResult) -> str:
 
 # CellSpec.key -> module -> its moved keys' modules compared, one per (test, argument types) (report/sources.py)
 FunctionEvidence = dict[str, dict[str, list[Evidence | MissingEvidence]]]
-MAX_TESTS_NAMED = 2  # tests a row of the table names; the rest are counted (--json has them all)
+MAX_TESTS_NAMED = 1  # tests a row of the table names; the rest are counted (--json has them all)
 MAX_FAILING_NAMED = 3  # tests failing in every run named under a cell (the verdict's reason names five)
 MAX_FUNCTIONS_NAMED = 5  # functions a row names
 MAX_DIFF_LINES = 4  # changed lines shown under a moved function (evidence/ and the Evidence section have more)
 MAX_COMPARED = 2  # a moved function's comparisons (one per test and argument types) given a line; the rest counted
-MAX_DIFFS = 2  # diffs shown under a cell's functions (the first comparisons): report.md stays small
-FUNCTION_BYTES = 4_000  # a cell's function lines past this give their first line only (--json has every comparison)
+MAX_DIFFS = 2  # diffs shown under the section's functions, every cell's together (the first comparisons)
+FUNCTION_BYTES = 2_500  # the section's function lines, every cell's together, past this give their first line only
+# (--json and evidence/ have every comparison): report.md stays under 20 KB (issue 60)
 
 
 class _Row(msgspec.Struct, frozen=True):
@@ -211,6 +211,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
     `compared`: per cell, the moved functions' lowered modules against the first run's (report/sources.py);
     `diffed_below`: per cell, the module and new key whose diff the Evidence section shows (said, not repeated)."""
     lines: list[str] = []
+    spent, diffs = [0], [MAX_DIFFS]  # one budget for the whole section, every cell's functions together
+    named: list[SuiteFindings] = []
     for cell in cells:
         found = cell_findings(cell)
         found = msgspec.structs.replace(found, misses=sorted(found.misses, key=priority))  # the most important first
@@ -218,7 +220,8 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
         if not found.misses and not found.changed and not failing:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
-        lines += _function_lines(cell, found, compared, diffed_below)
+        lines += _function_lines(cell, found, compared, diffed_below, spent, diffs)
+        named.append(found)
         if found.changed:
             lines += ["Tests that ran differently between runs (random order, a flaky test; not read as cache "
                       "misses): " + "; ".join(f"{md.code(c.id)} ("
@@ -241,24 +244,26 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
             lines += [f"{md.text(by_key[0].upper() + by_key[1:])}.", ""]
     if not lines:
         return []
-    return ["## What missed, per test and function", "", *lines]
+    return ["## What missed, per test and function", "", *lines, *_legend(named)]
 
 
 def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEvidence | None,
-                    diffed_below: dict[str, tuple[str, str | None]] | None) -> list[str]:
-    """A cell's table of misses per test and function, then each function's line and comparisons, in a budget."""
+                    diffed_below: dict[str, tuple[str, str | None]] | None, spent: list[int],
+                    diffs: list[int]) -> list[str]:
+    """A cell's table of misses per test and function, then each function's line and comparisons, in the budget
+    every cell of the section shares: `spent`, the bytes of function lines the cells before this one took;
+    `diffs`, the diffs they left to show."""
     rows = [_row(row, tests) for row, tests in _rows(found).items()]
     if not rows:
         return []
     lines: list[str] = []
     shown = rows[:MAX_ROWS]
-    lines += [tabulate(shown, ["tests", "functions", "category", "component", "runs"],
-                       tablefmt="github", disable_numparse=True), ""]
+    lines += [md.pipe_table(shown, ["tests", "functions", "category", "component", "runs"]), ""]
     if len(rows) > MAX_ROWS:
         lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
     mine = (compared or {}).get(cell.spec.key, {})
     lines += ["Each function that missed, at the argument types of its missed keys:", ""]
-    diffs, used = [MAX_DIFFS], 0
+    used = spent[0]
     for miss in found.misses[:MAX_ROWS]:
         # past half the budget a function gets one comparison, past all of it its first line only
         told = _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
@@ -269,15 +274,19 @@ def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEv
                                if miss.category == Category.MOVED_KEY else "")]
         used += sum(len(t.encode()) + 1 for t in told)
         lines += told
+    spent[0] = used
     if len(found.misses) > MAX_ROWS:
         lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
     lines.append("")
-    lines += [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category
-              if any(m.category == c for m in found.misses)]
-    lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows
-              if any(m.follows == f for m in found.misses)]
-    lines.append("")
     return lines
+
+
+def _legend(found: list[SuiteFindings]) -> list[str]:
+    """What each category the section's tables name means, once under every cell's (in Category's order)."""
+    misses = [m for f in found for m in f.misses]
+    lines = [f"- **{md.text(c)}**: {_WHY[c]}." for c in Category if any(m.category == c for m in misses)]
+    lines += [f"- **moved key: {f}**: {_FOLLOWS[f]}." for f in Follows if any(m.follows == f for m in misses)]
+    return [*lines, ""] if lines else []
 
 
 def listings_note() -> list[str]:

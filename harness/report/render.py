@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from tabulate import tabulate
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -68,7 +67,7 @@ def render_report(document: ResultsDocument, cells: list[CellResult], evidence: 
         per_test_section(cells, functions, {key: (e.module, e.key_b) for key, e in evidence.items()
                                             if isinstance(e, Evidence) and e.diff}),
         _as_it_runs(cells),
-        ["## Results", "", render_table(facts)],
+        ["## Results", "", render_table(facts, compact=True)],
         _boundaries(document, cells, evidence, bounds, summary),
         _groups(cells),
         cache_statistics(cells),
@@ -385,8 +384,7 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
                                                     env.get("python", "—"), env.get("numpy", "—"),
                                                     env.get("backend", "—"), env.get("image", "") or "")])
     if rows:
-        lines += ["", tabulate(rows, headers=["cell", "jax", "jaxlib", "python", "numpy", "backend", "image"],
-                               tablefmt="github")]
+        lines += ["", md.pipe_table(rows, ["cell", "jax", "jaxlib", "python", "numpy", "backend", "image"])]
     return lines + _packages(document, cells)
 
 

@@ -11,7 +11,7 @@ from harness.core.model import CellResult
 from harness.evidence.keys import counted
 
 STATS_TITLE = "## Cache statistics"
-MAX_MODULES = 10  # per cell in report.md (those that missed later first); every one in evidence/listings.md
+MAX_MODULES = 5  # per cell in report.md (those that missed later first); every one in evidence/listings.md
 
 
 def _where(cell: CellResult) -> str:
@@ -35,8 +35,8 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
              ("From each run's JAX log: every key a run computed is a request, loaded (a hit) or compiled (a miss; "
               "a cell's first run has a cold cache, so its misses are expected, a later run's are not). Seconds "
               "are JAX's own compile times (to the hundredth); a hit saved what the run that wrote it logged."), "",
-             tabulate(rows, headers=["jax", "mesh", "runs", "requests", "hits", "misses", "later misses",
-                                     "not written", "compile s", "saved s"], tablefmt="github"), ""]
+             md.pipe_table(rows, ["jax", "mesh", "runs", "requests", "hits", "misses", "later misses",
+                                  "not written", "compile s", "saved s"]), ""]
     for cell, _ in measured:
         phrase = cost_phrase(cost_of(cell), cell.spec.processes)
         if phrase:
@@ -50,9 +50,9 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
             lines.append(f"- ... and {len(refused) - MAX_MODULES} more (evidence/listings.md)")
     for cell, stats in measured:
         shown = sorted(stats, key=lambda s: (-s.later_misses, -s.not_written, -s.compile_s, s.module))[:MAX_MODULES]
-        more = (f"{len(stats) - len(shown)} more modules, every one in `evidence/listings.md`"
+        more = (f"and {len(stats) - len(shown)} more modules, every one in `evidence/listings.md`"
                 if len(stats) > len(shown) else "")
-        lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(shown), "",
+        lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(shown, compact=True), "",
                   *([more, ""] if more else []), "</details>"]
     return lines
 
@@ -67,8 +67,9 @@ def module_statistics(cells: list[CellResult]) -> list[str]:
     return lines
 
 
-def _module_table(stats: list[ModuleStats]) -> str:
+def _module_table(stats: list[ModuleStats], compact: bool = False) -> str:
+    """Per module: padded by tabulate for evidence/listings.md, unpadded (`compact`) for report.md."""
     rows = [[md.cell(md.text(s.module)), s.requests, s.hits, s.misses, s.later_misses, s.not_written, f"{s.compile_s:.2f}",
              f"{s.saved_s:.2f}"] for s in stats]
-    return tabulate(rows, headers=["module", "requests", "hits", "misses", "later misses", "not written",
-                                   "compile s", "saved s"], tablefmt="github")
+    headers = ["module", "requests", "hits", "misses", "later misses", "not written", "compile s", "saved s"]
+    return md.pipe_table(rows, headers) if compact else tabulate(rows, headers=headers, tablefmt="github")

@@ -12,7 +12,7 @@ from harness.core import markdown
 from harness.core.records import plain
 from harness.verdicts.boundaries import Boundaries, release_boundaries
 from harness.verdicts.cell_facts import CellFacts, cells_facts, version_order
-from harness.evidence.keys import cell_comparison
+from harness.evidence.keys import cell_comparison, counted
 from harness.evidence.program_packages import PACKAGES_HEADER, ProgramPackages, line_with_packages
 from harness.evidence.not_cached import cell_not_cached
 from harness.evidence.misses import SuiteFindings, suite_findings
@@ -24,6 +24,7 @@ from harness.results.summary import SUMMARY_FORMAT, Summary, SummaryCell, Summar
 from harness.verdicts.factor_verdicts import MOVED_FOLDER, moved_folder_line
 
 HEADERS = ["jax", "mesh", "platform", "verdict", "runs ok", "keys", "miss bound", "detail"]
+MAX_DETAIL = 240  # characters of a cell's detail in report.md's table; table.md and results.json have it whole
 VARY_HEADER = "vary"  # --vary: the factors that missed
 
 
@@ -53,7 +54,7 @@ class _Columns:
     def row(self, f: CellFacts) -> list[Any]:
         c = f.cell
         bound = c.miss_bounds.label() if c.miss_bounds else "-"  # a clean cell's chance a regression was missed
-        row = [f.label, c.spec.mesh_label, c.devices_label, str(c.verdict), f"{sum(r.ok for r in c.runs)}/{len(c.runs)}",
+        row = [f.label, c.spec.mesh_label, c.devices_label, str(c.verdict), runs_ok_label(c),
                f.keys, bound, f.detail]
         if self.vary:
             row.insert(-1, f.vary)
@@ -62,6 +63,14 @@ class _Columns:
         if self.with_packages:
             row.insert(-1, self.packages.column(c))
         return row
+
+
+def runs_ok_label(cell: CellResult) -> str:
+    """`runs ok`: the runs the verdict counted (harness/evidence/keys.py `counted`), a pytest run that ran to its end
+    with failing tests among them (said: `2/2 (tests failing)`), of the runs made."""
+    ok = counted(cell.runs)
+    failing = " (tests failing)" if any(not r.ok for r in ok) else ""
+    return f"{len(ok)}/{len(cell.runs)}{failing}"
 
 
 def rows(cells: list[CellResult]) -> list[list[Any]]:
@@ -82,14 +91,26 @@ def render(cells: list[CellResult], fmt: str = "github") -> str:
                     tablefmt=fmt)
 
 
-def render_markdown_table(facts: Sequence[CellFacts]) -> str:
-    """The table for report.md and table.md: every cell's text escaped for Markdown (a module name or a
-    reason from a program or a results file cannot add columns, rows or HTML)."""
+def render_markdown_table(facts: Sequence[CellFacts], compact: bool = False) -> str:
+    """The table for table.md (padded, as tabulate aligns it) and report.md (`compact`: unpadded, each detail cut
+    at MAX_DETAIL characters, its whole text in results.json and `--json`): every cell's text escaped for
+    Markdown (a module name or a reason from a program or a results file cannot add columns, rows or HTML)."""
     if not facts:
         return "(no cells measured)"
     columns = _Columns(facts)
-    return tabulate([[markdown.cell(markdown.text(v)) for v in columns.row(f)] for f in _ordered(facts)],
-                    headers=columns.headers(), tablefmt="github")
+    rows = [columns.row(f) for f in _ordered(facts)]
+    if not compact:
+        return tabulate([[markdown.cell(markdown.text(v)) for v in row] for row in rows], headers=columns.headers(),
+                        tablefmt="github")
+    return markdown.pipe_table([[markdown.cell(markdown.text(v)) for v in [*row[:-1], _cut(str(row[-1]))]]
+                                for row in rows], columns.headers())
+
+
+def _cut(detail: str) -> str:
+    """A detail of at most MAX_DETAIL characters, cut at a word, saying where the rest is."""
+    if len(detail) <= MAX_DETAIL:
+        return detail
+    return detail[:MAX_DETAIL].rsplit(" ", 1)[0].rstrip(",;:") + " … (the rest: results.json, harness check --json)"
 
 
 def summary_line(cells: list[CellResult], boundary_line: str | None = None) -> str:
@@ -191,7 +212,7 @@ def summary_json(cells: list[CellResult], status: SweepStatus, results_file: str
 def _summary_cell(facts: CellFacts) -> SummaryCell:
     cell, cost = facts.cell, facts.cost
     return SummaryCell(facts.label, cell.spec.jax_version, cell.spec.mesh_label, cell.spec.devices_label,
-                       cell.verdict, cell.reason, len(cell.runs), sum(r.ok for r in cell.runs), facts.keys,
+                       cell.verdict, cell.reason, len(cell.runs), len(counted(cell.runs)), facts.keys,
                        cell.miss_bounds.label() if cell.miss_bounds else None, facts.detail,
                        SummarySeconds(round(sum(r.duration_s for r in cell.runs), 3),
                                       cost.lost_per_start_s if cost else None,

@@ -75,7 +75,7 @@ def test_the_per_test_table_names_the_test_the_reason_the_line_and_the_cost():
                                                                       [T_LS], [2, 3])
     section = "\n".join(per_test_section([cell]))
     assert "| `tests/test_opt.py::test_linesearch` | `jit_while` | not cached | host callback at " \
-           "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print | 2, 3   |" in section, section
+           "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print | 2, 3 |" in section, section
     assert ("- `jit_while` (not cached, `tests/test_opt.py::test_linesearch`): host callback at "
             "jaxopt/_src/zoom_linesearch.py:132 jax.debug.print; 0.42 s lost per start") in section
     assert "1 of 2 tests are clean" in section and "1 is `not cached`" in section

@@ -287,7 +287,7 @@ def test_the_headline_names_the_hash_seeds_module_before_the_programs_and_what_d
     todo = report[report.index("## What to do"):report.index("## What missed")]
     assert todo.splitlines()[2].startswith(f"- `{T_A}`: `jit_f`: its key follows the hash seed"), todo
     table = report[report.index("## What missed"):report.index("## Results")]
-    assert "| `jit_f`     | moved key: hash seed |" in table or "moved key: hash seed" in table.splitlines()[4], table
+    assert "| `jit_f` | moved key: hash seed |" in table or "moved key: hash seed" in table.splitlines()[4], table
     what = next(line for line in report.splitlines() if line.startswith("- What differs: "))
     assert "`order`" in what, what
     assert "Likely cause (`order`)" in report[report.index("## Evidence"):]

@@ -84,7 +84,7 @@ def test_report_of_a_real_run(smoke_run):
     assert "jax-0.4.28/bin/pip install -q jax==0.4.28 jaxlib==0.4.28 numpy==1.26.4" in report
     assert "harness run configs/smoke.yaml --versions 0.4.28" in report
     # Environment facts and the listings, folded.
-    assert "| 0.4.28 | 0.4.28 | 0.4.28   | 3.11.7   | 1.26.4  | venv" in report
+    assert "| 0.4.28 | 0.4.28 | 0.4.28 | 3.11.7 | 1.26.4 | venv" in report
     assert "8 simulated CPU devices" in report
     listings = (smoke_run / "evidence" / "listings.md").read_text()  # beside the report, out of it
     assert "<details><summary>jax 0.4.28, mesh 8x1x1x1 (a,b,c,d), cpu x8: reproduced, 7 file(s)</summary>" in listings
