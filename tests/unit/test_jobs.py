@@ -270,3 +270,26 @@ def test_srun_mode_leaves_the_coordinator_and_rank_to_jax_and_slurm(monkeypatch,
     monkeypatch.delenv(hook.JOB_RANK_VAR, raising=False)
     monkeypatch.setenv(hook.JOB_PROCESSES_VAR, "2")
     assert hook.job_defaults(dict(__import__("os").environ), None, None, None) == (None, 2, None)
+
+
+def test_a_job_probe_that_ran_out_of_time_proves_no_limit_of_the_backend(monkeypatch, tmp_path):
+    """CI, a loaded machine, timeout_s 10: the probe job's process 0 was killed at the timeout while importing jax,
+    and the cell read `unsupported` ("cannot run a 2-process job here"), where its own runs hang and read `error`.
+    A probe that ran out of time with nothing failed says nothing; one whose process failed still does."""
+    from harness.core.runs import RankRecord, RunRecord
+    from harness.measure import multiprocess_run
+
+    def probe_job(*ranks: RankRecord):
+        def measure_job(*args, **kwargs):
+            return RunRecord(1, 1, None, 10.0, [], timed_out=any(r.timed_out for r in ranks), ranks=list(ranks),
+                             reason=multiprocess_run.group_reason(list(ranks)))
+        return measure_job
+
+    spec = CellSpec("0.10.2", Platform.CPU, 8, None, processes=2)
+    killed = RankRecord(0, 1, None, 10.0, timed_out=True, reason="killed after the 10 s timeout")
+    monkeypatch.setattr(multiprocess_run, "measure_job", probe_job(killed, RankRecord(1, 2, None, 10.0, timed_out=True)))
+    assert multiprocess_run._probe(object(), spec, tmp_path / "a", 10.0) is None  # type: ignore[arg-type]
+    failed = RankRecord(1, 2, 1, 3.0, reason="exit code 1")
+    monkeypatch.setattr(multiprocess_run, "measure_job", probe_job(killed, failed))
+    problem = multiprocess_run._probe(object(), spec, tmp_path / "b", 10.0)  # type: ignore[arg-type]
+    assert problem is not None and problem.startswith("jax 0.10.2 cannot run a 2-process job here: processes")
