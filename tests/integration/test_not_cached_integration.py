@@ -58,8 +58,9 @@ def test_a_suite_with_a_debug_print_is_not_cached_per_test_with_its_line_and_cos
     report = (swept.run_dir / "report.md").read_text()
     assert "nothing was measured" not in report and "Stepped over" not in report
     assert report.startswith("# check-pytest: not reproduced in this range; not cached on 0.10.2 (jit_step uses")
-    assert ("| `tests/test_cb.py::test_callback` | `jit_step`  | not cached | host callback at "
-            "tests/test_cb.py:5 jax.debug.print") in report
+    # (report.md's tables are unpadded since issue 60.5's 20 KB budget: the row's cells, whatever the spaces)
+    assert re.search(r"\| `tests/test_cb\.py::test_callback` +\| `jit_step` +\| not cached +\| host callback at "
+                     r"tests/test_cb\.py:5 jax\.debug\.print", report), report
     assert "1 of 2 tests are clean" in report and "1 is `not cached`" in report
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
     assert all(c.find("skipped") is None and c.find("failure") is None for c in cases.values())
