@@ -29,10 +29,6 @@ class Comparison:
     # keys of `new` the seed control says the hash seed moved (its run of the first run's seed computed the first
     # run's keys there); empty where no control was made. A headline names such a module first (issue 60.5's order).
     seed_moved: frozenset[str] = frozenset()
-    # keys of `seed_moved` at argument types the first run never compiled their module at: new input but where the seed
-    # control (the first run's seed again) compiled that module at the first run's types only: the types follow the
-    # hash seed (a set-ordered mesh that leaves an array unsharded for some orders)
-    seed_typed: frozenset[str] = frozenset()
 
     @property
     def reproduced(self) -> bool:

@@ -186,12 +186,6 @@ def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
 # new input only where it computed another key than the first run's there; without (no control made yet, or none
 # at all: the built-in repro, a job, harness reduce's candidates; or it failed), a moved key. A check that stopped at
 # such a key goes on with its planned runs once the control says new input (harness/verdicts/judge.py Tally).
-#
-# A later run's key at argument types run 1 never had is new input, but where the seed control compiled its module at
-# exactly run 1's argument types again (none, where run 1 compiled it not at all), from the same test: with the hash
-# seed held the new types are gone, so they follow it (a mesh of set-ordered names that leaves an array unsharded for
-# some orders: its slicing module is compiled only for the others), a moved key (`seed_typed`). Without a control,
-# new input as before (the control is planned for a cell with new input: harness/evidence/misses.py control_baseline).
 
 
 def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = None) -> Comparison:
@@ -225,8 +219,7 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
     first_keys = {e.key for e in baseline}
 
     def reshaped(e: Entry, run: RunKeys) -> bool:  # the program computed something new
-        return ((_new_input(e, run, first_types) and not _types_follow_seed(e, run, first, baseline, control))
-                or _drawn_by_program(e, run, first_results, control, first_keys))
+        return _new_input(e, run, first_types) or _drawn_by_program(e, run, first_results, control, first_keys)
     moved_by: list[tuple[RunKeys, Entry]] = []
     for run in later:
         known = run.known(claimed)
@@ -247,44 +240,9 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
             seen |= run.computed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
-    seed_typed = frozenset(e.key for run, e in moved_by if _new_input(e, run, first_types))  # (see above: moved)
-    seed_moved = _seed_moved(moved_by, control, first_keys) | seed_typed if control is not None else frozenset()
+    seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
-                      seed_moved, seed_typed)
-
-
-def _types_follow_seed(entry: Entry, run: RunKeys, first: RunKeys, baseline: frozenset[Entry],
-                       control: RunKeys | None) -> bool:
-    """A later run's key at argument types run 1 never had (`_new_input`) whose types follow the hash seed: the seed
-    control (run 1's seed again) compiled its module, from the key's own test, at exactly the argument types run 1
-    compiled it at there (none, where run 1 compiled it not at all), every one of them known (see above), and no
-    module at types run 1 never had it at: of that test, where run 1 compiled the module not at all (a module only
-    some orders compile); where it did, of the whole run. A test that draws a few shapes at random (optax's masks:
-    a mask's sum, 0 to 10) draws run 1's again by chance one time in five, but not every such test of the suite."""
-    if control is None or control.computed is None:
-        return False
-    test = run.tests.get(entry.key, ("",))[0]
-    before = _module_types(first, baseline, entry.module, test)
-    if before is None or _module_types(control, control.computed, entry.module, test) != before:
-        return False
-    scope = "" if before else test
-    had = {(e.module, first.types.get(e.key)) for e in baseline}
-    return all((e.module, control.types.get(e.key)) in had for e in control.computed
-               if not scope or control.tests.get(e.key, ("",))[0] == scope)
-
-
-def _module_types(run: RunKeys, found: Iterable[Entry], module: str, test: str) -> set[tuple[str, ...]] | None:
-    """The argument types `run` compiled `module` at (its keys among `found`), from `test` (any, where ""); None where
-    one of those keys' types is not known."""
-    out: set[tuple[str, ...]] = set()
-    for e in found:
-        if e.module != module or (test and run.tests.get(e.key, ("",))[0] != test):
-            continue
-        types = run.types.get(e.key)
-        if not types:
-            return None
-        out.add(types)
-    return out
+                      seed_moved)
 
 
 def _drawn_by_program(entry: Entry, run: RunKeys,

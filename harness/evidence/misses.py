@@ -155,10 +155,9 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                 for key in keys:
                     k = logged.get(key)
                     # each moved key by what it follows: a set-ordered test's beside a random constant's, apart
-                    follows = (None if not controlled or control is None or category != Category.MOVED_KEY
-                               else Follows.HASH_SEED if key in comparison.seed_typed  # its types follow it
-                               else _key_follows(k, control, set(comparison.baseline.get(module, [])))
-                               if k is not None else None)
+                    follows = (_key_follows(k, control, set(comparison.baseline.get(module, [])))
+                               if controlled and control is not None and k is not None
+                               and category == Category.MOVED_KEY else None)
                     miss = out.setdefault((module, category, follows),
                                           FunctionMiss(module=module, category=category, follows=follows))
                     if index not in miss.runs:
@@ -227,10 +226,9 @@ def _said(follows_seed: bool | None) -> Follows | None:
 
 def control_baseline(runs: Sequence[RunRecord]) -> RunRecord | None:
     """The run whose seed the seed control repeats (the first successful run), when a later run's key moved at
-    argument types it had, or a later run compiled at argument types it never had (new input: the control says
-    whether those types follow the hash seed, harness/evidence/keys.py); None when neither (a clean cell)."""
+    argument types it had; None when no key moved."""
     comparison = comparison_of(runs)
-    if not (comparison.new or comparison.new_input) or comparison.baseline_run is None:
+    if not comparison.new or comparison.baseline_run is None:
         return None
     return next((r for r in runs if r.index == comparison.baseline_run), None)
 

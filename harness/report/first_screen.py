@@ -54,11 +54,6 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         had = f"; run 1 compiled it at {miss.first_types_label}" if miss.first_run_types else ""
         return (f"compiled at {miss.types_label}, argument types run 1 never had{had}",
                 "fix the shapes the test draws (seed its generator) if every start should hit")
-    if miss.follows == Follows.HASH_SEED and any(t not in miss.first_run_types for t in miss.arg_types):
-        why = (f"its argument types follow the hash seed ({miss.types_label}, which run 1 never compiled it at, "
-               "gone with run 1's seed again): a set's order decides the shapes it computes (a mesh's axis names)")
-        return (why,
-                "iterate a sorted list, not a set, where the mesh or the shapes are made")
     if miss.follows == Follows.HASH_SEED or cause == Cause.ORDER:
         return ("its key follows the hash seed: a set's order (or hash() of a string) is traced into the module",
                 "iterate a sorted list, not a set, where the function is traced")

@@ -23,8 +23,7 @@ LISTINGS_FILE = "listings.md"  # in evidence/, beside report.md: each cell's cac
 
 _WHY = {
     Category.MOVED_KEY: "a later run computed another key for the same function at the same argument types "
-                        "(the hash seed, or the program's own randomness baked into the module), or at argument "
-                        "types the first run never had where the seed control says they follow the hash seed",
+                        "(the hash seed, or the program's own randomness baked into the module)",
     Category.NEW_INPUT: "a later run compiled the function at argument types the first run never compiled it at "
                         "(or at its types returning other types, where the seed control says the program drew them: "
                         "a static argument's value): the program computed something new, not a key that moved "
@@ -36,9 +35,7 @@ _WHY = {
 }
 _FOLLOWS = {
     Follows.HASH_SEED: "run again with the first run's own hash seed (a fresh folder holding its entries), it "
-                       "computed the first run's key (at argument types the first run never had: it compiled the "
-                       "function at the first run's types only, or, as the first run, not at all): the hash seed "
-                       "moves it (a set's order, `hash()` of a string)",
+                       "computed the first run's key: the hash seed moves it (a set's order, `hash()` of a string)",
     Follows.PROGRAM: "run again with the first run's own hash seed (a fresh folder holding its entries), its key "
                      "moved again: it follows the program's own randomness (random data or PRNG keys baked in as "
                      "constants, a clock, an address, a counter), not the hash seed",

@@ -43,22 +43,6 @@ def new_key_phrase(comparison: Comparison, module: str) -> str:
     return f"{module}: {text}"
 
 
-def seed_types_phrase(comparison: Comparison, module: str, runs: Sequence[RunRecord]) -> str:
-    """`; its argument types follow the hash seed: run 1 never compiled it at float32[8,16], and run 1's seed again
-    (the seed control) did not compile it either`: where the module's new keys are at argument types the first run
-    never had that the seed control says follow the hash seed (Comparison.seed_typed); "" elsewhere."""
-    keys = {k for k in comparison.new_keys(module) if k in comparison.seed_typed}
-    if not keys:
-        return ""
-    types = list(dict.fromkeys(k.arg_types for k in logged_keys(runs) if k.key in keys and k.arg_types))
-    label = ", ".join(t[0] if len(t) == 1 else f"({', '.join(t)})" for t in types) or "other argument types"
-    first = comparison.baseline_run
-    held = (f"compiled it at run {first}'s argument types only" if module in comparison.baseline
-            else "did not compile it either")
-    return (f"; its argument types follow the hash seed: run {first} never compiled it at {label}, and run {first}'s "
-            f"seed again (the seed control) {held}")
-
-
 def fewer_phrase(comparison: Comparison) -> str:
     run, by_module = next(iter(sorted(comparison.fewer.items())))
     module = max(sorted(by_module), key=lambda m: (len(by_module[m]), m == "jit_f"))

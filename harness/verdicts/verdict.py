@@ -23,7 +23,7 @@ from harness.core.comparison import Comparison
 from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, failing_tests,
                                    inconsistencies, longest_compiles, observed_keys, untrusted_logs,
                                    written_by_no_run)
-from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, seed_types_phrase, unobserved_hits_phrase,
+from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
                                      unserved_module, unserved_phrase, where_seen)
 from harness.evidence.misses import (MAX_NAMED, Category, changed_phrase, function_misses, new_input_phrase, others_missed,
                                       test_changes)
@@ -105,7 +105,7 @@ def _missed(runs: list[RunRecord], good: list[RunRecord], comparison: Comparison
     if module is not None:
         attribution, unavailable = attribute(comparison, good)
         return (Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs)
-                + seed_types_phrase(comparison, module, good) + others_missed(function_misses(good, comparison), module),
+                + others_missed(function_misses(good, comparison), module),
                 {"attribution": attribution, "attribution_unavailable": unavailable})
     if comparison.unserved:  # the same keys, but a later run compiled one that was on disk: a miss all the same
         missed = unserved_module(comparison, longest_compiles(good))

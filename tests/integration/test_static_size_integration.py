@@ -3,13 +3,10 @@ whose module returns other types is `new input` only where the seed control says
 seed. A size drawn from an unseeded numpy generator and passed as a static argument: the control (run 1's seed again)
 draws another size, so the program computed something new. A `device_put` onto a mesh whose axis names come from a set
 shards into shapes that follow the hash seed (other result types as well): the control computes run 1's key again, and
-the cell stays `reproduced` (the seed's own bug class, never hidden as new input). So does a key at argument types
-run 1 never had, where the control compiles its module at run 1's types only: a set-ordered mesh that leaves the array
-unsharded for run 1's order, so that only the other orders compile the slicing module."""
+the cell stays `reproduced` (the seed's own bug class, never hidden as new input)."""
 
 import pytest
 
-from harness.measure import seeds as seeds_module
 from tests.sweeps import check
 
 pytestmark = pytest.mark.integration
@@ -83,47 +80,3 @@ def test_a_device_put_onto_a_mesh_named_from_a_set_stays_reproduced(tmp_path, ca
     head = report[:report.index("## Results")]
     assert "moved key: hash seed" in head or "its key follows the hash seed" in head, head
     assert "new input" not in cell["reason"], cell["reason"]
-
-
-# Three names from a set onto a (2, 4, 1) mesh, the array sharded over 'batch' alone: where the order puts 'batch' last
-# (size 1) it stays whole and no slicing module is compiled; the other orders slice it (jit__multi_slice at
-# float32[8,16]). Run 1's seed puts 'batch' last, so the later runs that slice compile a module run 1 never compiled:
-# new input by its argument types, until the seed control (run 1's seed again) compiles it not at all either.
-SET_MESH_BATCH = ("import jax, jax.numpy as jnp, numpy as np\n"
-                  "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n\n"
-                  "names = tuple({'batch', 'model', 'data'})  # a set's order: the hash seed's\n"
-                  "mesh = Mesh(np.array(jax.devices()).reshape(2, 4, 1), names)\n"
-                  "x = jax.device_put(jnp.ones((8, 16)), NamedSharding(mesh, P('batch')))\n"
-                  "print(x.sharding.shard_shape(x.shape))\n")
-# On CPython 3.11: seed 3 orders the set (data, model, batch) and 8 (model, data, batch): 'batch' of size 1, unsharded;
-# 1 (model, batch, data): size 4; 7 (batch, model, data): size 2. Run 1's seed is 3, the later runs' are random
-# (run 1's module names no set), here fixed so that two of them slice and three do not.
-BATCH_LAST_FIRST = [3, 1, 7, 8, 4, 10]
-
-
-@pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
-def test_new_argument_types_that_follow_the_hash_seed_are_reproduced_not_new_input(tmp_path, capsys, write, version,
-                                                                                     monkeypatch):
-    monkeypatch.setattr(seeds_module, "random_seeds", lambda count, rng=None: BATCH_LAST_FIRST[:count])
-    script = write("set_mesh_batch.py", SET_MESH_BATCH)
-    swept = check([str(script), "--versions", version, "--runs", "6", "--no-moved-folder"], tmp_path / "out", capsys)
-    (cell,) = swept.data["cells"]
-    assert cell["runs"][0]["seed"] == 3, cell["runs"]
-    # the case was put to the test: run 1 never compiled the slicing module, later runs did at float32[8,16]
-    first = {k["module"] for k in cell["runs"][0]["keys"]["keys"]}
-    later = [k for r in cell["runs"][1:] for k in r["keys"]["keys"] if k["module"] == "jit__multi_slice"]
-    assert "jit__multi_slice" not in first and later, (first, later)
-    assert all(k["arg_types"] == ["float32[8,16]"] for k in later), later
-    assert cell["verdict"] == "reproduced", cell["reason"]  # main read "new input: jit__multi_slice at float32[8,16]"
-    # ...as the seed control (run 1's seed again) did not compile it: its types follow the hash seed
-    control = cell["seed_control"]
-    assert control["exit_code"] == 0 and control["seed"] == 3, control
-    assert not [k for k in control["keys"]["keys"] if k["module"] == "jit__multi_slice"], control["keys"]
-    assert cell["reason"].startswith("jit__multi_slice: "), cell["reason"]
-    assert ("its argument types follow the hash seed: run 1 never compiled it at float32[8,16], and run 1's seed "
-            "again (the seed control) did not compile it either") in cell["reason"], cell["reason"]
-    assert "new input" not in cell["reason"], cell["reason"]
-    report = (swept.run_dir / "report.md").read_text()
-    head = report[:report.index("## Results")]
-    assert "moved key: hash seed" in head and "its argument types follow the hash seed" in head, head
-    assert "new input" not in head, head
