@@ -10,7 +10,6 @@ import math
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar, get_type_hints
 
@@ -176,6 +175,9 @@ class Option:
             kwargs["required"] = True
         # A list's default is a fresh list (argparse appends to it).
         kwargs["default"] = list(self.default) if isinstance(self.default, tuple) else self.default
+        if self.default not in (None, False, [], ()) and "default" not in self.help:
+            # as the flag takes it, by its own spelling (a set's repr follows the hash seed)
+            kwargs["help"] = f"{self.help} (default: {self.spell(self.default)})"
         parser.add_argument(*self.flags, **kwargs)
 
     def words(self, value: Any, absolute: bool = False, force: bool = False) -> list[str]:
@@ -238,17 +240,9 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         default = action.default
         if (action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
                 and "default" not in text):
-            text += f" (default: {_spelled_default(default)})"
+            text += f" (default: {default})"
         return text
 
-
-def _spelled_default(default: object) -> str:
-    """A set of enum members in their declared order, as the flag takes them: a set's own order follows the hash
-    seed, and --help must read the same in every process."""
-    if isinstance(default, (set, frozenset)) and default and all(isinstance(v, Enum) for v in default):
-        members = type(next(iter(default)))
-        return ",".join(str(m.value) for m in members if m in default)
-    return str(default)
 
 
 def build_parser(commands: Iterable[Command], options_for: Callable[[str], tuple[Option, ...]], description: str,
