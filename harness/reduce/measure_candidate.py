@@ -183,6 +183,9 @@ class Measurer:
     # The good release's screen (with screen_decides): a provisional keep whose forked children there are not
     # clean is rejected before the checkpoint's fresh processes; None where it is not used.
     good_screen: ForkScreen | None = None
+    # Starts the good release's screen (QuickScreen.start_good): called once a checkpoint finds a kept program not
+    # clean on the good release, where provisional keeps failing there would otherwise each cost an undo.
+    start_good_screen: Callable[[], ForkScreen | None] | None = None
     _provisional: set[str] = field(default_factory=set)  # digests kept by forked children, not yet confirmed
     fresh_processes: int = 0  # processes started by fresh cells (a job's each, a factor's and control runs too)
     _counting: threading.Lock = field(default_factory=threading.Lock)
@@ -457,7 +460,8 @@ class Measurer:
         processes measure it (asked again only of a provisional keep), and is it clean on the good release?"""
         key = digest(source)
         if key not in self._provisional:
-            return self.test_good(source) if self.good is not None else Tried(True, "confirmed by fresh processes")
+            return self._good_checked(self.test_good(source)) if self.good is not None else \
+                Tried(True, "confirmed by fresh processes")
         if self.good is None:
             answer, good = self.one_bad(source, fresh=True), Tried(True, "confirmed by fresh processes")
         else:
@@ -471,6 +475,16 @@ class Measurer:
         if not answer.kept:
             return Tried(False, f"not confirmed by fresh processes: {answer.why}")
         self._provisional.discard(key)
+        return self._good_checked(good)
+
+    def _good_checked(self, good: Tried) -> Tried:
+        """A checkpoint's answer on the good release; where it found the kept program not clean there, from now on
+        each provisional keep is asked of the good release's forked children too (QuickScreen.start_good)."""
+        start, self.start_good_screen = self.start_good_screen, None
+        if not good.kept and start is not None and self.good_screen is None:
+            self.good_screen = start()
+        elif good.kept and start is not None:
+            self.start_good_screen = start
         return good
 
     def _seeds_on_good(self, source: str) -> list[Launch]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from harness.core.factors import Factor
@@ -35,12 +36,23 @@ class QuickScreen:
     screen: ForkScreen | None = None
     good: ForkScreen | None = None
     decides: bool = False
+    # The good release's screen, not started until a checkpoint finds a kept program not clean there: in every
+    # reduction of the integration tests none was, and its children were a quarter of all (start_good).
+    good_maker: Callable[[], ForkScreen | None] | None = None
 
     def attach(self, measurer: Measurer, deciding: bool) -> None:
         """The measurer asks these servers; `deciding` False: they only reject (the original is not measured fresh
-        yet), True: as they were found."""
+        yet), True: as they were found (and the good release's once a checkpoint asks for them)."""
         measurer.screen, measurer.good_screen = self.screen, self.good
         measurer.screen_decides = deciding and self.decides
+        measurer.start_good_screen = self.start_good if deciding and self.decides and self.good is None else None
+
+    def start_good(self) -> ForkScreen | None:
+        """The good release's screen, started once (None where the original's children there are not clean)."""
+        if self.good is None and self.good_maker is not None:
+            maker, self.good_maker = self.good_maker, None
+            self.good = maker()
+        return self.good
 
     @property
     def cpu_s(self) -> float:
@@ -93,8 +105,8 @@ class ScreenMaker:
         # costs a few times the original's forked run, not the fresh run's timeout.
         screen.timeout_s = child_timeout(original.seconds, measurer.timeout_s)
         found = QuickScreen(screen, decides=self._decides(screen, state))
-        if found.decides:
-            found.good = self._good(source, state, measurer, screen.timeout_s)
+        if found.decides and measurer.good is not None:
+            found.good_maker = partial(self._good, source, state, measurer, screen.timeout_s)
         hanging = (f"a child is stopped as hanging after {screen.timeout_s:.0f} s (the original ran "
                    f"{original.seconds:.1f} s forked)")
         if found.decides:
@@ -102,9 +114,10 @@ class ScreenMaker:
                      f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
                      f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
                      "seeds compute different keys is kept provisionally"
-                     + (f" if its forked children are clean on jax {self.good}" if found.good else "")
                      + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
-                     f"program is at the end; {hanging}")
+                     "program is at the end"
+                     + (f" (on jax {self.good} too; forked children there as well once a checkpoint finds a kept "
+                        "program not clean there)" if found.good_maker else "") + f"; {hanging}")
         else:
             self.say(f"quick screen: candidates that raise are rejected in a child forked from an interpreter that "
                      f"imported {', '.join(screen.modules)} (seed {seed}); the others, and every kept one, run as "
@@ -138,15 +151,16 @@ class ScreenMaker:
                      "as fresh processes")
             return QuickScreen()
         found = QuickScreen(screen, decides=True)
-        if factor is not None and isinstance(launch, int):
-            found.good = self._good_factor(source, state, measurer, launch)
+        if factor is not None and isinstance(launch, int) and measurer.good is not None:
+            found.good_maker = partial(self._good_factor, source, state, measurer, launch)
         self.say(f"quick screen: candidates run as children forked from interpreters that imported "
                  f"{', '.join(screen.modules)} (the original's did: {shown}); "
                  + (f"at two cache paths and the first again, seed {launch}" if factor is not None else
                     f"one job of children of seeds {', '.join(map(str, launch if isinstance(launch, tuple) else ()))}")
                  + "; one that raises or does not miss is rejected, one that misses is kept provisionally"
-                 + (f" if its forked children hit on jax {self.good}" if found.good else "")
-                 + ", and confirmed by fresh processes at each checkpoint, as the reduced program is at the end")
+                 + ", and confirmed by fresh processes at each checkpoint, as the reduced program is at the end"
+                 + (f" (on jax {self.good} too; forked children there as well once a checkpoint finds a kept program "
+                    "not clean there)" if found.good_maker else ""))
         return found
 
     def _good_factor(self, source: str, state: ReduceState, measurer: Measurer, seed: int) -> ForkScreen | None:
