@@ -50,7 +50,8 @@ def test_a_count_nobody_gave_is_the_hosts_on_an_accelerator(platform, host, coun
     assert resolved.device_count == count and not resolved.host_devices
     assert resolved.meshes == (Mesh((count, 1, 1, 1), ("a", "b", "c", "d")),)  # the built-in repro's, resized
     assert recorded_config(resolved).device_count == count  # results.json says the count used
-    assert (f"devices: {count} " in line) == (platform != "cpu" and (host.chips or host.gpus) > 0)
+    assert (f"devices: {count} {platform}" in line or f"devices: {count} tpu" in line
+            or f"devices: {count} cuda" in line) == (platform != "cpu" and (host.chips or host.gpus) > 0)
     host.check_gpus(resolved.platform, resolved.device_count)  # enough here: no shortfall
 
 
@@ -101,3 +102,25 @@ def test_autos_container_sees_no_accelerator_so_none_is_counted():
 
     assert with_host_devices(config("auto"), Container(chips=1, gpus=2))[0].device_count == 8
     assert with_host_devices(config("tpu"), Container(chips=1))[0].device_count == 1  # tpu's gets the chips
+
+
+@pytest.mark.parametrize("host, said", [
+    (Host(chips=1), "this host has 1 tpu chip(s): --platform tpu runs on them"),
+    (Host(gpus=2), "this host has 2 cuda GPU(s): --platform cuda runs on them"),
+    (Host(), None)])
+def test_on_cpu_a_host_s_accelerator_is_named_with_the_option_that_uses_it(host, said):
+    """Seen on a TPU host: `check --pytest` of a TPU user's suite ran on 8 simulated CPU devices (the default
+    platform), said only as `cpu x8`; the devices line now names the chips it left unused and how to use them."""
+    resolved, line = with_host_devices(config("cpu"), host)
+    assert resolved.device_count == 8
+    if said is None:
+        assert line == ""
+    else:
+        assert line.startswith("devices: 8 simulated on the CPU (--platform cpu); ") and line.endswith(said), line
+
+
+def test_a_backend_whose_runs_see_none_of_the_hosts_devices_names_none():
+    class Container(Host):
+        runs_on_host = False
+
+    assert with_host_devices(config("cpu"), Container(chips=1))[1] == ""
