@@ -79,7 +79,11 @@ class Devices:
 class PlatformSpec:
     platform: Platform
     name: str  # in sentences: "the TPU", "the GPUs"
-    jax_platforms: str  # JAX_PLATFORMS ("" leaves it to JAX)
+    # JAX_PLATFORMS ("" leaves it to JAX); the first is the default backend. An accelerator's lists cpu after it, as
+    # JAX does when none is set: a host callback (jax.debug.print, jax.pure_callback) places its operands on a CPU
+    # device, and with JAX_PLATFORMS=tpu a suite's test that passes bare failed under the harness (seen on a TPU v5e:
+    # "jax.debug.callback failed to find a local CPU device").
+    jax_platforms: str
     reported_as: str  # the platform jax.devices() reports ("gpu" for cuda; "" whichever it is)
     simulated: bool  # devices made by DEVICE_COUNT_FLAG on the host's CPU
     install: Install
@@ -119,14 +123,14 @@ PLATFORMS: dict[Platform, PlatformSpec] = {
         Platform.CPU, "the CPU", "cpu", "cpu", True, Install((), (), "cpu"), Container(False, (), False), "", DeviceProbe.NONE,
         Devices(Sharing.CORES, "", "", "core(s)", False), ()),
     Platform.CUDA: PlatformSpec(
-        Platform.CUDA, "the GPUs", "cuda", "gpu", False,
+        Platform.CUDA, "the GPUs", "cuda,cpu", "gpu", False,
         Install((("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),), "cuda"),
         Container(True, (), True), "#SBATCH --gres=gpu:{count}", DeviceProbe.GPUS,
         Devices(Sharing.SPLIT, "CUDA_VISIBLE_DEVICES",
                 "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False),
         (Platform.CUDA,)),
     Platform.TPU: PlatformSpec(
-        Platform.TPU, "the TPU", "tpu", "tpu", False,
+        Platform.TPU, "the TPU", "tpu,cpu", "tpu", False,
         Install((("0", "tpu"),), (("0.5.1", LIBTPU_FIND_LINKS),), "tpu"),
         # libtpu opens its chips through the device nodes; Slurm has no standard TPU resource: a whole node.
         Container(False, TPU_DEVICE_GLOBS, False), "#SBATCH --exclusive", DeviceProbe.CHIPS,

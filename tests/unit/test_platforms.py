@@ -43,8 +43,9 @@ def test_a_platform_added_without_a_description_fails():
 
 def test_run_variables():
     assert describe(Platform.CPU).run_env(8) == {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"{DEVICE_COUNT_FLAG}=8"}
-    assert describe(Platform.TPU).run_env(1) == {"JAX_PLATFORMS": "tpu"}
-    assert describe(Platform.CUDA).run_env(8) == {"JAX_PLATFORMS": "cuda"}
+    # An accelerator first (the default backend), cpu after it: a host callback's operands go to a CPU device.
+    assert describe(Platform.TPU).run_env(1) == {"JAX_PLATFORMS": "tpu,cpu"}
+    assert describe(Platform.CUDA).run_env(8) == {"JAX_PLATFORMS": "cuda,cpu"}
     assert describe(Platform.AUTO).run_env(8) == {}
 
 
