@@ -15,16 +15,15 @@ import pytest
 from harness.reduce.passes import size
 from harness.results.document import load_results
 
-pytestmark = pytest.mark.integration
+# Every reduction here runs on one pytest-xdist worker, one after another (`make test`'s --dist loadgroup): each
+# keeps as many candidates at once as there are cores (--jobs auto), so two reductions at once on CI's 2 cores
+# only doubled each one's time (a reduction of the Flax init/apply fixture: 73 s alone, 144 s beside another).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("reductions")]
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "examples" / "train_shard_map_grad.py"
 SEED = ROOT / "tests" / "fixtures" / "sm.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "reduce"
-# The four long reductions run one after another on one worker: each keeps 2 candidates at once (--jobs auto on
-# 2 cores), so two or more of them at once on CI's 2 cores only slowed each other down (and each one's time said
-# more about the others than about the reducer).
-LONG_REDUCTION = pytest.mark.xdist_group("long-reductions")
 
 
 def harness(*args, timeout=3600):
@@ -37,7 +36,6 @@ def only_folder(out: Path) -> Path:
     return folder
 
 
-@LONG_REDUCTION
 def test_the_training_script_reduces_to_a_short_program_with_the_same_signature(tmp_path):
     done = harness("reduce", TRAIN, "--versions", "0.4.28", "--good", "0.4.29", "--out", tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -63,7 +61,6 @@ def test_the_training_script_reduces_to_a_short_program_with_the_same_signature(
 FLAX_TRAIN = FIXTURES / "flax_train.py"
 
 
-@LONG_REDUCTION
 def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tmp_path):
     """Issue 48 item 3, as a user runs it (from the script's folder, a relative path, the default options but
     --out, which keeps the results out of the repository): a Flax/Optax training program whose miss is in a
@@ -229,7 +226,6 @@ def axis_names_read_as_names(source):
     assert list(restorations(source)) == [], source
 
 
-@LONG_REDUCTION
 def test_a_miss_under_a_factor_reduces_keeping_the_factor(tmp_path):
     # The cache folder's path is in the key on 0.5.0 (not on 0.4.31): a miss only `--vary cache-path` shows.
     done = harness("reduce", FIXTURES / "vary_cache_path.py", "--versions", "0.5.0", "--good", "0.4.31",
@@ -254,7 +250,6 @@ def test_a_miss_under_a_factor_reduces_keeping_the_factor(tmp_path):
     assert "when varying `cache-path`" in (folder / "report.md").read_text()
 
 
-@LONG_REDUCTION
 def test_processes_that_lower_different_programs_reduce_keeping_their_disagreement(tmp_path):
     # The pvary program of 0.8.1 (its processes order a frozenset of axis names by their own hash seeds),
     # fixed in 0.8.2, as a job of two processes.
