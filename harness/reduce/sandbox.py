@@ -33,6 +33,8 @@ from harness.core.runs import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment, Say
 from harness.environments.gpus import GpuCount
 from harness.reduce.socket_filter import SECCOMP_FD, SOCKET_ARCH, filter_file
+from harness.reduce.reduce_state import STATE_FILE as REDUCE_STATE_FILE
+from harness.results.document import WRITER_LOCK_FILE
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,
     WRITES_RECORD_VAR,
@@ -286,7 +288,7 @@ def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
     for root, dirs, files in os.walk(workdir):
         here = Path(root)
         dirs[:] = [d for d in dirs if d not in _SKIPPED and (here / d).resolve() not in skipped
-                   and not (here / d).is_symlink()]
+                   and not (here / d).is_symlink() and not harness_results(here / d)]
         for name in files:
             path = here / name
             if path.is_symlink() or not path.is_file():
@@ -298,6 +300,16 @@ def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
                                 "for each candidate (each runs in a copy of the working folder): put the script in a "
                                 "folder of its own with what it reads")
     return chosen
+
+
+def harness_results(folder: Path) -> bool:
+    """Whether `folder` is a results folder the harness wrote (its writer's lock, a reduction's state, or the
+    results.json and table.md every release writes): never input a candidate needs. Left out of each candidate's
+    copy, wherever it sits: earlier reductions' folders beside the script (`--out out2`) were copied for every
+    candidate, 30 MB and 1,716 files each time, and the harness's own process spent more CPU copying than the
+    candidates spent running."""
+    return (folder / WRITER_LOCK_FILE).is_file() or (folder / REDUCE_STATE_FILE).is_file() \
+        or ((folder / "results.json").is_file() and (folder / "table.md").is_file())
 
 
 @dataclass(frozen=True)
