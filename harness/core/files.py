@@ -199,3 +199,18 @@ def read_json_bounded(path: Path, limit: int, kind: str, precheck: Callable[[byt
         raise UserError(f"{path}: not a harness {kind} (nested too deeply)") from None
     except ValueError:  # Python converts no integer of more than 4,300 digits
         raise UserError(f"{path}: not a harness {kind} (a number of thousands of digits)") from None
+
+
+# The files that mark a folder the harness wrote results into: its writer's lock (held while it writes, left
+# behind), a reduction's state, and the pair every release since the first writes.
+WRITER_LOCK_FILE = ".writer.lock"
+REDUCE_STATE_FILE = "reduce.json"
+RESULTS_PAIR = ("results.json", "table.md")
+
+
+def holds_harness_results(folder: Path) -> bool:
+    """Whether the harness wrote results into `folder`: never part of what a program reads, so never copied with
+    it (a reduction's candidates' working folder, a script-path factor's copy). A user's own results.json alone
+    does not make one."""
+    return (folder / WRITER_LOCK_FILE).is_file() or (folder / REDUCE_STATE_FILE).is_file() \
+        or all((folder / name).is_file() for name in RESULTS_PAIR)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.records import replace
-from harness.core.files import remove_path
+from harness.core.files import holds_harness_results, remove_path
 from harness.core.factors import OTHER_HOSTNAME, OTHER_TZ, OTHER_UID, Factor, RunVariation
 from harness.core.runs import Program
 
@@ -23,9 +23,9 @@ from harness.core.runs import Program
 MAX_COPY_FILES = 5_000
 MAX_COPY_BYTES = 512 << 20
 _NOT_COPIED_NAMES = frozenset({".git", "__pycache__", ".venv"})
-# A folder holding one of these is an environment (a venv) or a results folder (earlier sweeps' too):
-# never part of what a script is, and a results folder inside the script's folder holds the copy itself.
-_NOT_COPIED_MARKERS = ("pyvenv.cfg", "results.json")
+# A folder holding this is an environment (a venv): never part of what a script is; nor is a folder the harness
+# wrote results into (holds_harness_results: earlier sweeps' too, and one inside the script's folder holds the copy).
+_VENV_MARKER = "pyvenv.cfg"
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _not_copied(folder: Path, target: Path, never: tuple[Path, ...]) -> bool:
     resolved = folder.resolve()
     if resolved in never or target.resolve().is_relative_to(resolved):
         return True
-    return any((folder / marker).exists() for marker in _NOT_COPIED_MARKERS)
+    return (folder / _VENV_MARKER).exists() or holds_harness_results(folder)
 
 
 def _size(folder: Path, target: Path, never: tuple[Path, ...]) -> tuple[int, int]:

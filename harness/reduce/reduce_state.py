@@ -19,14 +19,14 @@ from msgspec import Meta
 
 from harness.core.errors import UserError
 from harness.core.factors import Factor
-from harness.core.files import MAX_FLOAT, read_json_bounded, write_atomic
+from harness.core.files import MAX_FLOAT, REDUCE_STATE_FILE, read_json_bounded, write_atomic
 from harness.core.kinds import FolderMode
 from harness.core.seal import KEY_FILE as SEAL_KEY_FILE, SEAL, seal_matches, seal_of, state_key
 from harness.core.records import convert, plain
 from harness.reduce.search import Tried
 from harness.results.reduce_results import Signature
 
-STATE_FILE = "reduce.json"
+STATE_FILE = REDUCE_STATE_FILE
 BEST_FILE = "best.py"  # the best program so far (the search's form), for a look while it works
 # 2: vary, processes and a job's launches as seeds (1 reads as a plain cell's); 3: sealed.
 STATE_VERSION = 3

@@ -27,14 +27,13 @@ from typing import Any
 import msgspec
 
 from harness.core.errors import HarnessFailure, UserError
+from harness.core.files import holds_harness_results
 from harness.core.factors import Factor, RunVariation
 from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment, Say
 from harness.environments.gpus import GpuCount
 from harness.reduce.socket_filter import SECCOMP_FD, SOCKET_ARCH, filter_file
-from harness.reduce.reduce_state import STATE_FILE as REDUCE_STATE_FILE
-from harness.results.document import WRITER_LOCK_FILE
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,
     WRITES_RECORD_VAR,
@@ -47,7 +46,9 @@ WRITES_FILE = "writes.jsonl"
 # The original's working folder is copied for every candidate: past this it is too large to copy.
 MAX_COPY_BYTES = 256 << 20
 MAX_COPY_FILES = 10_000
-# Never copied: version control, environments, caches (the reduction's own folder is left out by path).
+# Never copied: version control, environments, caches (the reduction's own folder is left out by path), and any
+# folder the harness wrote results into (holds_harness_results): earlier --out folders beside the script were copied
+# for every candidate, 30 MB and 1,716 files each time, more CPU than the candidates' own.
 _SKIPPED = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache",
                       ".pytest_cache", ".tox", ".nox"})
 
@@ -288,7 +289,7 @@ def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
     for root, dirs, files in os.walk(workdir):
         here = Path(root)
         dirs[:] = [d for d in dirs if d not in _SKIPPED and (here / d).resolve() not in skipped
-                   and not (here / d).is_symlink() and not harness_results(here / d)]
+                   and not (here / d).is_symlink() and not holds_harness_results(here / d)]
         for name in files:
             path = here / name
             if path.is_symlink() or not path.is_file():
@@ -300,16 +301,6 @@ def copy_plan(workdir: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
                                 "for each candidate (each runs in a copy of the working folder): put the script in a "
                                 "folder of its own with what it reads")
     return chosen
-
-
-def harness_results(folder: Path) -> bool:
-    """Whether `folder` is a results folder the harness wrote (its writer's lock, a reduction's state, or the
-    results.json and table.md every release writes): never input a candidate needs. Left out of each candidate's
-    copy, wherever it sits: earlier reductions' folders beside the script (`--out out2`) were copied for every
-    candidate, 30 MB and 1,716 files each time, and the harness's own process spent more CPU copying than the
-    candidates spent running."""
-    return (folder / WRITER_LOCK_FILE).is_file() or (folder / REDUCE_STATE_FILE).is_file() \
-        or ((folder / "results.json").is_file() and (folder / "table.md").is_file())
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 from harness.verdicts.boundaries import release_boundaries
 from harness.verdicts.cell_facts import CellFacts, cell_facts, cells_facts
 from harness.core.errors import UserError
-from harness.core.files import fitting_name, read_json_bounded, refuse_links, write_atomic
+from harness.core.files import WRITER_LOCK_FILE, fitting_name, read_json_bounded, refuse_links, write_atomic
 from harness.core.records import convert, plain
 from harness.results.bisect_results import BisectSection, upgrade_bisection
 from harness.results.reduce_results import REDUCE_SECTION, Reduced
@@ -52,7 +52,6 @@ class SweepStatus(enum.StrEnum):
 
 
 # Held (flock) by the one process writing a results folder; the kernel drops it if that process dies.
-WRITER_LOCK_FILE = ".writer.lock"
 WRITER_HOLDER_FILE = ".writer.holder"  # who holds the lock: pid, command line, since when
 # A results.json of 10,000 cells with long listings is tens of MiB; past this it is not one of ours,
 # and reading it must not exhaust memory (`harness report /dev/zero`).

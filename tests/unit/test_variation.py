@@ -414,6 +414,10 @@ def test_a_script_path_copy_leaves_out_the_results_cache_and_environment_folders
     earlier = project / "results" / "20251231-t"
     earlier.mkdir()
     (earlier / "results.json").write_text("{}")
+    (earlier / "table.md").write_text("| jax |\n")  # the pair every release writes
+    mine = project / "data"  # a user's own results.json alone is the script's input: copied
+    mine.mkdir()
+    (mine / "results.json").write_text("[]")
     (project / "env" / "lib").mkdir(parents=True)  # a venv under any name
     (project / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     own_cache = project / "jax-cache"  # a cache folder given outside the results folder
@@ -423,7 +427,7 @@ def test_a_script_path_copy_leaves_out_the_results_cache_and_environment_folders
                           (results,))
     copy = run.program.script.parent
     copied = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
-    assert copied == ["pkg", "pkg/util.py", "train.py"], copied
+    assert copied == ["data", "data/results.json", "pkg", "pkg/util.py", "train.py"], copied
     assert run.program.workdir == copy
     module = varying.prepare(Factor.SCRIPT_PATH, Program(None, (), project, module="pkg.util"), own_cache, work,
                              {}, (results,))
