@@ -61,6 +61,11 @@ _FAILING = frozenset({"failed", "error"})
 PYTEST_TESTS_FAILED = 1  # pytest's exit status when its session ran to its end and some tests failed
 
 
+def _ended_with_failures(run: RunRecord) -> bool:
+    """A pytest session that ran to its end with tests failing (its own exit status), not one stopped by a timeout."""
+    return not run.timed_out and run.exit_code == PYTEST_TESTS_FAILED
+
+
 def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
     """The runs whose keys count: those that succeeded, and a pytest run that ran to its end (exit status 1) with
     failing tests that are all flaky, or while some test passed in every run: a test that failed in some runs is flaky, one that failed in
@@ -71,7 +76,7 @@ def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
     out = []
     for run in runs:
         failing = {t for t, outcome in run.tests.items() if outcome in _FAILING}
-        ran_to_end = not run.ok and not run.timed_out and run.exit_code == PYTEST_TESTS_FAILED and bool(failing)
+        ran_to_end = not run.ok and _ended_with_failures(run) and bool(failing)
         flaky = all(any(o.tests.get(t, "not run") != run.tests[t] for o in recorded if o is not run) for t in failing)
         if run.ok or (ran_to_end and (flaky or steady)):
             out.append(run)
@@ -353,8 +358,7 @@ def control_keys(control: RunRecord | None) -> RunKeys | None:
     control that ran to its end with failing tests, some passing (a suite whose tests fail in every run), counts."""
     if control is None or control.keys is None:
         return None
-    ran_to_end = (not control.timed_out and control.exit_code == PYTEST_TESTS_FAILED
-                  and "passed" in control.tests.values())
+    ran_to_end = _ended_with_failures(control) and "passed" in control.tests.values()
     return run_keys(control) if control.ok or ran_to_end else None
 
 

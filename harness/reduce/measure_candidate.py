@@ -480,11 +480,9 @@ class Measurer:
     def _good_checked(self, good: Tried) -> Tried:
         """A checkpoint's answer on the good release; where it found the kept program not clean there, from now on
         each provisional keep is asked of the good release's forked children too (QuickScreen.start_good)."""
-        start, self.start_good_screen = self.start_good_screen, None
-        if not good.kept and start is not None and self.good_screen is None:
+        if not good.kept and self.start_good_screen is not None:
+            start, self.start_good_screen = self.start_good_screen, None
             self.good_screen = start()
-        elif good.kept and start is not None:
-            self.start_good_screen = start
         return good
 
     def _seeds_on_good(self, source: str) -> list[Launch]:

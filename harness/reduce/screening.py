@@ -45,7 +45,7 @@ class QuickScreen:
         yet), True: as they were found (and the good release's once a checkpoint asks for them)."""
         measurer.screen, measurer.good_screen = self.screen, self.good
         measurer.screen_decides = deciding and self.decides
-        measurer.start_good_screen = self.start_good if deciding and self.decides and self.good is None else None
+        measurer.start_good_screen = self.start_good if deciding and self.decides and self.good_maker else None
 
     def start_good(self) -> ForkScreen | None:
         """The good release's screen, started once (None where the original's children there are not clean)."""

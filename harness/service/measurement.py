@@ -30,7 +30,7 @@ from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, host_record, recorded_config
 from harness.core.kinds import BackendName, Platform
-from harness.core.platforms import DeviceProbe, describe, tpu_chips
+from harness.core.platforms import describe, tpu_chips
 from harness.results.document import SweepStatus
 from harness.service.command_options import MeasureOptions
 from harness.inputs.versions import Resolution, check_syntax, matches, release_pythons, resolve
@@ -100,8 +100,6 @@ def with_host_devices(config: Config, backend: Backend) -> tuple[Config, str]:
     if not config.host_devices:
         return config, ""
     spec = describe(config.platform)
-    if spec.simulated:
-        return config.with_device_count(config.device_count), accelerators_unused(config, backend)
     for found_on in spec.counts:
         if found_on != config.platform and not backend.runs_on_host:
             continue  # auto's container has no device passed in: its runs see no accelerator of the host
@@ -111,7 +109,8 @@ def with_host_devices(config: Config, backend: Backend) -> tuple[Config, str]:
                 f"devices: {found} {found_on} {describe(found_on).devices.unit} here, each run sees them all "
                 f"(--device-count N for fewer)")
     # An accelerator with none here: asking for one makes the probe's one line say why (Measurement.ready).
-    return config.with_device_count(1 if spec.accelerator else config.device_count), ""
+    return (config.with_device_count(1 if spec.accelerator else config.device_count),
+            accelerators_unused(config, backend) if spec.simulated else "")
 
 
 def accelerators_unused(config: Config, backend: Backend) -> str:
@@ -120,12 +119,12 @@ def accelerators_unused(config: Config, backend: Backend) -> str:
     so and how to use them; "" elsewhere, and where the backend's runs see none of the host's devices."""
     if not backend.runs_on_host:
         return ""
-    for platform in Platform:
-        spec = describe(platform)
-        found = 0 if spec.simulated or spec.probe == DeviceProbe.NONE else backend.devices_here(platform)
+    for platform in describe(Platform.AUTO).counts:  # the accelerators `auto` looks for, in its order
+        found = backend.devices_here(platform)
         if found:
             return (f"devices: {config.device_count} simulated on the CPU (--platform {config.platform.value}); this "
-                    f"host has {found} {platform.value} {spec.devices.unit}: --platform {platform.value} runs on them")
+                    f"host has {found} {platform.value} {describe(platform).devices.unit}: --platform "
+                    f"{platform.value} runs on them")
     return ""
 
 
