@@ -13,6 +13,7 @@ import resource
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -431,7 +432,10 @@ class Reduction:
         seeds = [s for s in state.bad_seeds[:2] if isinstance(s, int)]
         if probe is None or measurer.screen is None or not seeds:
             return {}
-        values = probed_values("\n".join(measurer.screen.screen(probe, seed, values=True).values for seed in seeds))
+        screen = measurer.screen
+        with ThreadPoolExecutor(len(seeds), thread_name_prefix="probe") as pool:  # each seed has its own server
+            values = probed_values("\n".join(pool.map(lambda seed: screen.screen(probe, seed, values=True).values,
+                                                      seeds)))
         if values:
             self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from forked runs "
                               "of the program (arrays as their shapes and dtypes, shardings as their mesh and "

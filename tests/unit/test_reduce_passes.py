@@ -566,3 +566,65 @@ def test_a_removal_takes_the_imports_of_python_s_own_modules_and_the_config_fiel
                        for t in sources(removals(kept))), still
     assert any("momentum" not in t and "json.dumps" not in t and "steps: int" in t
                for t in sources(removals(program.replace("config = Config()", "config = Config(steps=1)"))))
+
+
+def test_module_constants_are_read_as_their_values_all_at_once_then_each():
+    from harness.reduce.passes import substitutions
+    program = normalise("import jax.numpy as jnp\nFEATURES = 4\nAXES = ('data', 'model')\nDTYPE = jnp.float32\n"
+                        "x = jnp.ones((FEATURES, 2), DTYPE)\nprint(x, AXES, -FEATURES)\n")
+    made = sources(substitutions(program))
+    assert made[0] == normalise("import jax.numpy as jnp\nx = jnp.ones((4, 2), jnp.float32)\n"
+                                "print(x, ('data', 'model'), -4)\n")
+    assert normalise("import jax.numpy as jnp\nAXES = ('data', 'model')\nDTYPE = jnp.float32\n"
+                     "x = jnp.ones((4, 2), DTYPE)\nprint(x, AXES, -4)\n") in made[1:]
+    assert len(made) == 4  # all three, then each
+
+
+def test_a_name_bound_twice_or_to_what_may_change_is_not_a_constant():
+    from harness.reduce.passes import substitutions
+    for program in (
+        "N = 4\nN = 5\nprint(N)\n",  # bound again
+        "N = 4\ndef f(N):\n    print(N)\nf(1)\nprint(N)\n",  # a parameter of the same name: another scope
+        "N = [4]\nN.append(1)\nprint(N)\n",  # a list: each copy would be another list
+        "N = f()\nprint(N)\n",  # a call
+        "N = 4\nglobals()['N'] = 5\nprint(N)\n",  # bound out of sight
+        "N = 4\n",  # never read: dead code's, not this pass's
+    ):
+        assert not list(substitutions(normalise(program))), program
+
+
+def test_a_function_that_only_returns_an_expression_is_written_at_each_of_its_calls():
+    from harness.reduce.passes import substitutions
+    program = normalise("import jax, jax.numpy as jnp\nmesh = jax.make_mesh((2, 4), ('a', 'b'))\n"
+                        "def spec(shape, dtype=jnp.float32):\n    'A shape and dtype.'\n"
+                        "    return jax.ShapeDtypeStruct(shape, dtype, sharding=mesh)\n"
+                        "w = spec((4,))\nx = spec(shape=(8, 4), dtype=jnp.int32)\nprint(spec(spec(1).shape))\n")
+    assert sources(substitutions(program)) == [normalise(
+        "import jax, jax.numpy as jnp\nmesh = jax.make_mesh((2, 4), ('a', 'b'))\n"
+        "w = jax.ShapeDtypeStruct((4,), jnp.float32, sharding=mesh)\n"
+        "x = jax.ShapeDtypeStruct((8, 4), jnp.int32, sharding=mesh)\n"
+        "print(jax.ShapeDtypeStruct(jax.ShapeDtypeStruct(1, jnp.float32, sharding=mesh).shape, jnp.float32, "
+        "sharding=mesh))\n")]
+
+
+def test_a_function_is_not_written_at_its_calls_where_that_could_mean_something_else():
+    from harness.reduce.passes import substitutions
+    for program in (
+        "def f(x):\n    y = x\n    return y\nprint(f(1))\n",  # more than a return
+        "def f(x):\n    return x\nprint(f(1), jax.jit(f))\n",  # handed on as a value
+        "@jax.jit\ndef f(x):\n    return x\nprint(f(1))\n",  # decorated
+        "def f(x, *rest):\n    return x\nprint(f(1))\n",  # a variable parameter
+        "def f(x):\n    return x\nprint(f())\n",  # a call that misses a parameter
+        "def f(x, y=g()):\n    return x + y\nprint(f(1))\n",  # a default that calls
+        "def f(x):\n    return f(x - 1)\nprint(f(1))\n",  # recursive
+        "def f(x):\n    return lambda y: x + y\nprint(f(y))\n",  # the argument's name is the lambda's own
+        "n = 1\ndef f(x):\n    return x + n\ndef g(n):\n    return f(n)\nprint(g(2))\n",  # `n` another scope's
+    ):
+        assert not [t for _, t in substitutions(normalise(program)) if "def f" not in t], program
+
+
+def test_substitutions_are_a_coarse_pass_before_the_inlining():
+    from harness.reduce.passes import COARSE_PASSES, PASS_NAMES, PassName, substitutions
+    from harness.reduce.progress_lines import opening
+    assert COARSE_PASSES.index(substitutions) == COARSE_PASSES.index(inlinings) - 1
+    assert PASS_NAMES[substitutions] == PassName.SUBSTITUTION and PassName.SUBSTITUTION.value in opening(10)

@@ -19,7 +19,8 @@ SCRIPT = "examples/train_shard_map_grad.py"
 def test_the_opening_says_the_original_s_lines_and_the_passes_in_their_order():
     line = opening(142)
     assert line.startswith("the original: 142 lines; passes: dead code, down to plain JAX, library calls as the JAX "
-                           "they traced to, statements removed, inlining, fields read as their values, unwrapping (again while they shrink it), then pysource-minimize")
+                           "they traced to, statements removed, constants and one-line functions written where read, inlining, "
+                           "fields read as their values, unwrapping (again while they shrink it), then pysource-minimize")
     assert line.index("statements removed") < line.index("pysource-minimize") < line.index("readable values")
 
 

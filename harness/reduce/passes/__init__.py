@@ -16,6 +16,9 @@ pysource-minimize's fine ones (harness/reduce/search.py says why both).
 - `inlinings`: a top-level function called once (`main()`, `mesh = make_mesh(config)`) replaced at the
   call by its body (parameters assigned, the final return as the assignment), and the
   `if __name__ == "__main__":` guard by what it guards: a reproducer reads top to bottom.
+- `substitutions`: a module-level name bound once to a literal or a module's attribute (`FEATURES = 4`) read as
+  its value, and a function whose body is one `return e` written as `e` at each of its calls (`spec(...)`), their
+  bindings dropped: what `inlinings` and pysource-minimize leave of small helpers.
 - `field_values`: a class that only holds values (`class TrainConfig: axis_names = ('a', 'b')`, what
   pysource-minimize leaves of a config) read through it or a name bound to it (`config.axis_names`) replaced by
   the value, the class and its binding dropped: pysource-minimize cannot put a value where a name reads it.
@@ -25,7 +28,8 @@ Every candidate is `ast.unparse`d, so equal programs have equal text (the memo's
 without running it when pyflakes finds a name it uses but never defines, or when it calls, subscripts or
 reads a missing attribute of a value known before it runs (harness/reduce/raises.py: `jax(f)`, `0(x)`).
 
-The package: a module per kind of pass (removals.py, dead_code.py, unwrapping.py, inlining.py, field_values.py,
+The package: a module per kind of pass (removals.py, dead_code.py, unwrapping.py, substitution.py, inlining.py,
+field_values.py,
 plain_jax.py over library.py and probe.py, traced.py: a jitted function's library calls written as the JAX they traced
 to), what they all work with (syntax.py), the checks before a candidate runs
 (checks.py), and the registry of the coarse passes in the search's order (registry.py). Names with an underscore
@@ -41,10 +45,11 @@ from harness.reduce.passes.plain_jax import plain_jax
 from harness.reduce.passes.probe import PROBE_VARIABLE, probed_values
 from harness.reduce.passes.registry import COARSE_PASSES, MAY_GROW, PASS_NAMES, PassName, coarse_passes
 from harness.reduce.passes.removals import removals
+from harness.reduce.passes.substitution import substitutions
 from harness.reduce.passes.syntax import Pass, Place, digest, imported_packages, normalise, size
 from harness.reduce.passes.traced import probe_program, traced_bodies
 from harness.reduce.passes.unwrapping import unwrappings
 
 __all__ = ["Pass", "Place", "digest", "imported_packages", "normalise", "size", "broken", "removals", "dead_code",
-           "unwrappings", "inlinings", "field_values", "PLAIN_PACKAGES", "library_calls", "library_packages", "PROBE_VARIABLE", "probe_program",
+           "unwrappings", "substitutions", "inlinings", "field_values", "PLAIN_PACKAGES", "library_calls", "library_packages", "PROBE_VARIABLE", "probe_program",
            "probed_values", "plain_jax", "traced_bodies", "COARSE_PASSES", "MAY_GROW", "PASS_NAMES", "PassName", "coarse_passes"]

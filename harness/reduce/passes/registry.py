@@ -12,12 +12,13 @@ from harness.reduce.passes.field_values import field_values
 from harness.reduce.passes.inlining import inlinings
 from harness.reduce.passes.plain_jax import plain_jax
 from harness.reduce.passes.removals import removals
+from harness.reduce.passes.substitution import substitutions
 from harness.reduce.passes.syntax import Pass, Place
 from harness.reduce.passes.traced import traced_bodies
 from harness.reduce.passes.unwrapping import unwrappings
 
-COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, traced_bodies, removals, dead_code, inlinings, field_values,
-                                   unwrappings)
+COARSE_PASSES: tuple[Pass, ...] = (dead_code, plain_jax, traced_bodies, removals, dead_code, substitutions, inlinings,
+                                   field_values, unwrappings)
 
 
 # The passes whose candidates may be longer than the program they come from: a jitted function's body written as the
@@ -50,6 +51,7 @@ class PassName(Enum):
     PLAIN_JAX = "down to plain JAX"
     TRACED = "library calls as the JAX they traced to"
     REMOVALS = "statements removed"
+    SUBSTITUTION = "constants and one-line functions written where read"
     INLINING = "inlining"
     FIELD_VALUES = "fields read as their values"
     UNWRAPPING = "unwrapping"
@@ -63,5 +65,5 @@ class PassName(Enum):
 PASS_NAMES: dict[Pass, PassName] = {dead_code: PassName.DEAD_CODE, plain_jax: PassName.PLAIN_JAX,
                                     traced_bodies: PassName.TRACED,
                                     removals: PassName.REMOVALS,
-                                    inlinings: PassName.INLINING, field_values: PassName.FIELD_VALUES,
+                                    substitutions: PassName.SUBSTITUTION, inlinings: PassName.INLINING, field_values: PassName.FIELD_VALUES,
                                     unwrappings: PassName.UNWRAPPING}
