@@ -619,6 +619,7 @@ def test_a_function_is_not_written_at_its_calls_where_that_could_mean_something_
         "def f(x):\n    return f(x - 1)\nprint(f(1))\n",  # recursive
         "def f(x):\n    return lambda y: x + y\nprint(f(y))\n",  # the argument's name is the lambda's own
         "n = 1\ndef f(x):\n    return x + n\ndef g(n):\n    return f(n)\nprint(g(2))\n",  # `n` another scope's
+        "def f(x):\n    return len(x)\ndef g(len):\n    return f(len)\nprint(g([1]))\n",  # a builtin shadowed there
     ):
         assert not [t for _, t in substitutions(normalise(program)) if "def f" not in t], program
 

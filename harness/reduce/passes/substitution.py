@@ -16,7 +16,9 @@ pysource-minimize's candidates, 12 after 680). Here, where that means the same:
   candidate per function.
 
 The name's single binding is what makes it the same everywhere: no scope can shadow it (`raises.bindings` sees
-every scope). A program that binds names out of sight (`globals()`, `exec`, `import *`) gets no candidate.
+every scope); a name `e` reads must be bound once and not by a function, lambda, class or comprehension, where a
+call written inside would read that one's own. A program that binds names out of sight (`globals()`, `exec`,
+`import *`) gets no candidate.
 """
 
 from __future__ import annotations
@@ -81,10 +83,31 @@ def _free_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _one_expression(fn: ast.stmt, binders: dict[str, list[ast.AST]]) -> ast.expr | None:
+def _inner_scopes_bind(tree: ast.AST) -> set[str]:
+    """The names a function, lambda, class or comprehension binds as its own (a parameter, a local, a loop's
+    target): a call written inside it would read those, not the module's."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts = [node.args, *node.body]
+        elif isinstance(node, ast.Lambda):
+            parts = [node.args, node.body]
+        elif isinstance(node, ast.ClassDef):
+            parts = list(node.body)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            parts = [generator.target for generator in node.generators]
+        else:
+            continue
+        for part in parts:
+            names |= set(bindings(part))
+    return names
+
+
+def _one_expression(fn: ast.stmt, binders: dict[str, list[ast.AST]], shadowed: set[str]) -> ast.expr | None:
     """What a top-level function returns, where it is one that may be written at its calls: `def f(p, q=1):
     return e`, bound once, no decorator, plain parameters with defaults that call nothing, and `e` binding none of
-    its parameters' names again nor reading a name another scope may shadow."""
+    its parameters' names again nor reading a name bound twice or by another scope (`shadowed`)."""
     if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or len(binders[fn.name]) != 1:
         return None
     body = fn.body[1:] if len(fn.body) == 2 and _docstring(fn.body[0]) else fn.body
@@ -101,8 +124,9 @@ def _one_expression(fn: ast.stmt, binders: dict[str, list[ast.AST]]) -> ast.expr
     if params & set(inner) or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
                                   for n in ast.walk(returned)):
         return None
-    if any(len(binders.get(name, [])) > 1 for name in _free_names(returned) - params - set(inner)):
-        return None  # read at a call inside another function, a name bound twice may mean its local there
+    free = _free_names(returned) - params - set(inner)
+    if free & shadowed or any(len(binders.get(name, [])) > 1 for name in free):
+        return None  # read at a call inside another function, such a name may mean that function's own
     return returned
 
 
@@ -166,8 +190,9 @@ def substitutions(source: str, resume_at: Place | None = None) -> Iterator[tuple
             text = _without(tree, {index}, {name: value})
             if text and text != source:
                 yield (1, index), text
+    shadowed = _inner_scopes_bind(tree)
     for index, fn in enumerate(tree.body):
-        returned = _one_expression(fn, binders)
+        returned = _one_expression(fn, binders, shadowed)
         if returned is None or _skipped((2, index), resume_at):
             continue
         assert isinstance(fn, ast.FunctionDef)  # (_one_expression)
