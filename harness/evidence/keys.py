@@ -226,9 +226,11 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
     def reshaped(e: Entry, run: RunKeys) -> bool:  # the program computed something new
         return _new_input(e, run, first_types) or _drawn_by_program(e, run, first_results, control, first_keys)
     moved_by: list[tuple[RunKeys, Entry]] = []
+    compiled_by = _compiled_by(later)
     for run in later:
         known = run.known(claimed)
-        brought = known - seen
+        borrowed = _hit_beside(run, known - seen, compiled_by)
+        brought = known - seen - borrowed
         other_input = {e for e in brought if reshaped(e, run)}
         if brought - other_input:
             new[run.index] = _by_module(brought - other_input)
@@ -242,12 +244,31 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
             missing = {e for e in baseline - known if e.module not in reshapen and not _ran_alike(e, first, run)}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
-            seen |= run.computed  # known exactly: a later run that computes these again hits them
+            seen |= run.computed - borrowed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
     seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
                       seed_moved)
+
+
+def _compiled_by(runs: Sequence[RunKeys]) -> dict[Entry, set[int]]:
+    """entry -> the runs whose logs say they compiled it (not loaded it)."""
+    out: dict[Entry, set[int]] = {}
+    for run in runs:
+        for e in run.compiled or ():
+            out.setdefault(e, set()).add(run.index)
+    return out
+
+
+def _hit_beside(run: RunKeys, fresh: frozenset[Entry], compiled_by: dict[Entry, set[int]]) -> frozenset[Entry]:
+    """The keys new to the cell that `run` only hit, where another later run compiled them: runs beside each other
+    (--jobs) share the cell's folder, so a run may hit an entry a later-numbered run wrote a moment before. Such a key
+    is the run's that compiled it, with its tests (one that only hit it named the test it was in then: optax's masked
+    tests on 0.10.2, `test_mask_similarity1` for `test_mask_distance1`'s key)."""
+    if run.compiled is None:
+        return frozenset()
+    return frozenset(e for e in fresh if e not in run.compiled and compiled_by.get(e, set()) - {run.index})
 
 
 def _drawn_by_program(entry: Entry, run: RunKeys,

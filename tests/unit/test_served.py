@@ -90,3 +90,17 @@ def test_logged_hits_are_clean_without_a_note_and_unlogged_ones_are_said():
     assert judgement.reason.endswith("; hits not observed in run 3 (JAX logged no cache key (the script ... changed "
                                      "logging itself)): the cache folder shows no new key, not that the entries "
                                      "were loaded")
+
+
+def test_a_key_one_run_hit_beside_the_run_that_compiled_it_is_the_compiling_run_s():
+    """Runs beside each other share the cell's folder: run 4 compiled and wrote a new key, and run 3, running at the
+    same time, hit it. The key is run 4's, with its test (optax's masked tests on 0.10.2: the test run 3 was in then
+    was named before); a run alone that hits a key it is new to keeps it, as before."""
+    f1 = Entry("jit_f", f"jit_f-{H1}")
+    f2 = Entry("jit_f", f"jit_f-{H2}")
+    first = RunKeys(1, frozenset({f1}), frozenset({f1}), compiled=frozenset({f1}))
+    hit_beside = RunKeys(3, frozenset({f2}), frozenset({f1, f2}), compiled=frozenset(), overlapped=True)
+    compiled = RunKeys(4, frozenset({f2}), frozenset({f1, f2}), compiled=frozenset({f2}), overlapped=True)
+    assert compare_with_first_run([first, hit_beside, compiled]).new == {4: {"jit_f": [f2.key]}}
+    # With no later run that compiled it (its log cut, or the writer not counted), the run that computed it has it.
+    assert compare_with_first_run([first, hit_beside]).new == {3: {"jit_f": [f2.key]}}
