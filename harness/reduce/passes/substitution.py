@@ -118,13 +118,14 @@ def _one_expression(fn: ast.stmt, binders: dict[str, list[ast.AST]], shadowed: s
         return None
     returned = body[0].value
     params = {p.arg for p in a.args}
-    if fn.name in _free_names(returned):
+    read = _free_names(returned)
+    if fn.name in read:
         return None  # recursive
-    inner = bindings(returned)  # a lambda's or comprehension's own names
-    if params & set(inner) or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
-                                  for n in ast.walk(returned)):
+    inner = set(bindings(returned))  # a lambda's or comprehension's own names
+    if params & inner or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+                             for n in ast.walk(returned)):
         return None
-    free = _free_names(returned) - params - set(inner)
+    free = read - params - inner
     if free & shadowed or any(len(binders.get(name, [])) > 1 for name in free):
         return None  # read at a call inside another function, such a name may mean that function's own
     return returned
@@ -145,11 +146,12 @@ def _arguments(fn: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | Non
 
 
 class _CallsWritten(ast.NodeTransformer):
-    """Each call of `name` replaced by `returned` with its arguments for the parameters; `failed` where a use of
-    `name` is not such a call."""
+    """Each call of `fn` replaced by `returned` with its arguments for the parameters; `failed` where a use of
+    `fn` is not such a call."""
 
     def __init__(self, fn: ast.FunctionDef, returned: ast.expr) -> None:
         self.fn, self.returned, self.failed, self.calls = fn, returned, False, 0
+        self.captured = set(bindings(returned))  # a lambda's or comprehension's own names inside `returned`
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if not (isinstance(node.func, ast.Name) and node.func.id == self.fn.name):
@@ -159,8 +161,7 @@ class _CallsWritten(ast.NodeTransformer):
             keyword.value = self.visit(keyword.value)
         node.args = [self.visit(argument) for argument in node.args]
         values = _arguments(self.fn, node)
-        captured = bindings(self.returned)
-        if values is None or any(_free_names(v) & set(captured) for v in values.values()):
+        if values is None or any(_free_names(v) & self.captured for v in values.values()):
             self.failed = True  # (an argument's names would be a lambda's own inside `e`)
             return node
         self.calls += 1
