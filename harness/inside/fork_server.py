@@ -28,6 +28,7 @@ function, once its cache folder holds an entry of that module).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib
 import json
@@ -344,6 +345,11 @@ def main() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - a library that cannot be imported here is imported by the child
             pass
+    # What the imports made is moved out of the collector's sight (after one collection, as a fresh run's would
+    # have had by then): else each child's collections walk, and write to, every object of jax and the libraries
+    # (copying the pages the fork shared): a third of a Flax/Optax program's child's CPU (docs/reduce.md).
+    gc.collect()
+    gc.freeze()
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     try:
