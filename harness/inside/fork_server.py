@@ -38,6 +38,7 @@ import runpy
 import select
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -88,14 +89,31 @@ def _join_job(environ: dict[str, str], joined: str | None) -> None:
                    process_id: int | None = None, *args: Any, **kwargs: Any) -> Any:
         if joined:
             open(joined, "w").close()  # an empty file: the program joined the job
-        return original(coordinator_address or environ[coordinator_var],
-                        int(environ[processes_var]) if num_processes is None else num_processes,
-                        int(environ[rank_var]) if process_id is None else process_id, *args, **kwargs)
+        address = coordinator_address or environ[coordinator_var]
+        rank = int(environ[rank_var]) if process_id is None else process_id
+        if rank and address == environ[coordinator_var]:
+            _wait_for_coordinator(address)  # the job's process 0 is a child starting beside this one
+        return original(address, int(environ[processes_var]) if num_processes is None else num_processes, rank,
+                        *args, **kwargs)
 
     setattr(module, "initialize", initialize)  # noqa: B010 - JAX's module, known only at run time
     public = sys.modules.get("jax.distributed")
     if public is not None and getattr(public, "initialize", None) is original:
         setattr(public, "initialize", initialize)  # noqa: B010
+
+
+def _wait_for_coordinator(address: str, timeout_s: float = 10.0) -> None:
+    """Until process 0's coordinator accepts a connection, at most `timeout_s`: connected before it listens, gRPC
+    tries again only after its reconnect backoff, about a second a job (the start-up hook's wait_for_coordinator,
+    which says what was measured; named again here: this file imports nothing of the harness)."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=1.0).close()
+            return
+        except (OSError, ValueError):
+            time.sleep(0.005)
 
 
 def _record_computations(folder: str | None) -> None:

@@ -293,3 +293,48 @@ def test_a_job_probe_that_ran_out_of_time_proves_no_limit_of_the_backend(monkeyp
     monkeypatch.setattr(multiprocess_run, "measure_job", probe_job(killed, failed))
     problem = multiprocess_run._probe(object(), spec, tmp_path / "b", 10.0)  # type: ignore[arg-type]
     assert problem is not None and problem.startswith("jax 0.10.2 cannot run a 2-process job here: processes")
+
+
+def _twins_of_the_coordinator_wait():
+    from harness.inside import fork_server
+    return [pytest.param(hook.wait_for_coordinator, id="hook"), pytest.param(fork_server._wait_for_coordinator, id="fork-server")]
+
+
+@pytest.mark.parametrize("wait", _twins_of_the_coordinator_wait())
+def test_a_later_process_connects_only_once_process_0_s_coordinator_listens(wait):
+    """A process other than 0 that connected before the coordinator listened waited gRPC's reconnect backoff, about
+    a second of every job: it now waits for the port (the start-up hook's for fresh jobs, fork_server.py's for a
+    job of forked children), returning as soon as a connection is accepted, and not past its limit."""
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # a port nobody listens on, for now
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def listen_later():
+        time.sleep(0.3)
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+
+    opener = threading.Thread(target=listen_later)
+    started = time.monotonic()
+    opener.start()
+    try:
+        wait(f"127.0.0.1:{port}", timeout_s=10.0)
+        waited = time.monotonic() - started
+        opener.join()
+        assert 0.3 <= waited < 5.0  # until it listened, not the limit
+        accepted, _ = listener.accept()  # the connection it made (and closed) is there
+        accepted.close()
+        started = time.monotonic()
+        wait(f"127.0.0.1:{port}", timeout_s=10.0)  # listening already: at once
+        assert time.monotonic() - started < 1.0
+    finally:
+        listener.close()
+    started = time.monotonic()
+    wait(f"127.0.0.1:{port}", timeout_s=0.2)  # nobody listens: it gives up at its limit, and JAX's own connect says
+    assert 0.2 <= time.monotonic() - started < 3.0
+    wait("no-port-here", timeout_s=0.1)  # not host:port: JAX says so, not this

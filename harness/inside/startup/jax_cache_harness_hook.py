@@ -30,8 +30,10 @@ import atexit
 import functools
 import json
 import os
+import socket
 import sys
 import threading
+import time
 
 # typing.TYPE_CHECKING without importing typing in every process at start-up (Python 3.9 does not import it by
 # itself); mypy and ruff read this name as they read typing's.
@@ -111,6 +113,7 @@ JOB_RANK_VAR = "HARNESS_JOB_RANK"
 DISTRIBUTED_MODULE = "jax._src.distributed"
 # The line each process prints when the script calls initialize(): the harness reads it in the run's log.
 JOINED_MARK = "harness: jax.distributed.initialize("
+COORDINATOR_WAIT_S = 10.0  # the longest a process waits for process 0's coordinator before it connects anyway
 
 
 def caller_api(module: str | None, function: str) -> str | None:
@@ -330,6 +333,21 @@ def job_defaults(environ: Mapping[str, str], coordinator_address: str | None, nu
     return coordinator_address, num_processes, process_id
 
 
+def wait_for_coordinator(address: str, timeout_s: float = COORDINATOR_WAIT_S) -> None:
+    """Until process 0's coordinator at `address` (host:port) accepts a connection, at most `timeout_s`: a process
+    that connects before it listens is retried by gRPC only after its reconnect backoff, about a second (jax
+    0.8.1, two processes started at once: 3 jobs of 4 lost 0.9-1.1 s in initialize(); 5 ms each once process 1
+    waited here). fork_server.py has its twin (it imports nothing of the harness)."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=1.0).close()
+            return
+        except (OSError, ValueError):  # not listening yet (ValueError: not host:port, which JAX then says)
+            time.sleep(0.005)
+
+
 # The reducer's candidates (harness/reduce/sandbox.py): the folders a run may write to, and the file where a
 # write elsewhere is recorded (the candidate is then refused). Seen through the audit events of Python's own
 # file operations, in this process and every Python process it starts (they inherit both variables).
@@ -435,6 +453,8 @@ def distributed_loaded(module: ModuleType) -> None:
         sys.stderr.write(f"{JOINED_MARK}coordinator_address={coordinator_address!r}, "
                          f"num_processes={num_processes!r}, process_id={process_id!r})\n")
         sys.stderr.flush()
+        if process_id and coordinator_address and coordinator_address == os.environ.get(JOB_COORDINATOR_VAR):
+            wait_for_coordinator(coordinator_address)  # the harness's job: its process 0 is starting too
         return original(coordinator_address, num_processes, process_id, *args, **kwargs)
 
     _wrapping(initialize, original, copied=("__doc__",))
