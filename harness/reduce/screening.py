@@ -114,7 +114,7 @@ class ScreenMaker:
                      f"{', '.join(screen.modules)} (one per seed: {', '.join(map(str, state.bad_seeds))}); one that "
                      f"raises, or computes one key of {state.signature.module} for every seed, is rejected; one whose "
                      "seeds compute different keys is kept provisionally"
-                     + ", and confirmed by fresh processes at each checkpoint (after each pass), as the reduced "
+                     + ", and confirmed by fresh processes at each checkpoint (each fixpoint of the coarse passes), as the reduced "
                      "program is at the end"
                      + (f" (on jax {self.good} too; forked children there as well once a checkpoint finds a kept "
                         "program not clean there)" if found.good_maker else "") + f"; {hanging}")

@@ -505,7 +505,10 @@ class Search:
                     break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
                 for _ in range(1 + AGAIN_AFTER_UNDO):
                     self.polish()
-                    if self.checkpoint():
+                    # A round after this one checks its answer at its coarse passes' fixpoint, a few candidates
+                    # on (a checkpoint is fresh processes on both releases: one fewer in every reduction);
+                    # the last round checks it here.
+                    if round_number + 1 < MAX_ROUNDS or self.checkpoint():
                         break  # (else undone: pysource-minimize goes on from the last program that passed it)
             self.restore()
         except OutOfCandidates:

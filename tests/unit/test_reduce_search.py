@@ -6,6 +6,7 @@ import time
 import pytest
 
 from harness.reduce.passes import digest, normalise, size
+from harness.reduce.passes import PassName
 from harness.reduce.search import OutOfCandidates, Search, Tried
 
 # A program "reproduces" while it still calls bug(n) with n defined; it is "clean on the good release"
@@ -180,6 +181,35 @@ def test_the_good_release_is_checked_at_checkpoints_and_a_program_that_breaks_it
     assert good_calls and len(good_calls) < search.measured  # not once per candidate
     rejected = [k for k, v in search.memo.items() if not v.kept and "good release" in v.why]
     assert rejected  # what broke it is remembered
+
+
+def test_pysource_minimize_s_answer_is_checked_at_the_next_round_s_fixpoint_not_right_after_it():
+    """A checkpoint is fresh processes on both releases: pysource-minimize's answer was checked right after it, and
+    again a few coarse candidates on, at the next round's fixpoint, where they shrank it (as the dead code and the
+    fields read as their values do after it, reducing the Flax/Optax fixture). Now only at that fixpoint (and
+    after the last round, and at the end, as before)."""
+    from harness.reduce.passes import removals
+
+    def bad(sources):  # `extra = 1` may go once n is 3, which only pysource-minimize (here a stand-in) makes it
+        return [Tried(reproduces(s) and ("extra = 1" in s or "n = 3" in s)) for s in sources]
+
+    checked, polished = [], []
+
+    def good(source):
+        checked.append(source)
+        return Tried(True)
+
+    search = Search(normalise(PROGRAM + "extra = 1\n"), bad, good)
+
+    def polish():  # pysource-minimize's answer: n made 3
+        if not polished:
+            search._accept(normalise(search.best.replace("n = 4", "n = 3")))
+            polished.append(search.best)
+
+    search.polish = polish  # type: ignore[method-assign]
+    best = search.run(coarse=(removals,))
+    assert reproduces(best) and "extra" not in best and "n = 3" in best
+    assert checked == [checked[0], best] and polished[0] not in checked, checked  # its answer: checked shrunk
 
 
 def test_a_spent_budget_keeps_the_best_so_far():
