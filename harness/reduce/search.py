@@ -135,6 +135,13 @@ class Search:
     # by side that is then kept were made from a program that is not the best; they are forgotten, as one at a
     # time they would not have been made.
     _predicted: list[str] = field(default_factory=list)
+    # The removals (`_edit`: the same lines removed) a measured candidate was rejected for since pysource-minimize last
+    # ran: the coarse passes run again after each other pass's keep, and the removals propose every chunk again in
+    # a program that changed elsewhere. What made one fail is still there (a removed definition's reader goes with
+    # it, and dead code goes by its own pass); reducing the Flax/Optax fixture, 61 of 179 removals were such repeats,
+    # and in five reductions none of them was kept. Forgotten when pysource-minimize runs: it changes expressions
+    # everywhere.
+    _rejected_removals: set[tuple[str, ...]] = field(default_factory=set)
     ahead_wasted: int = 0  # candidates measured ahead of one that was then kept: measured for nothing
 
     def __post_init__(self) -> None:
@@ -214,6 +221,12 @@ class Search:
                 quick = self._quick(candidate)
                 if quick is not None and not quick.kept:
                     continue  # already rejected: no slot spent on it
+                removal = _edit(self.best, candidate) if self.making is PassName.REMOVALS else None
+                if quick is None and removal in self._rejected_removals:
+                    self._told([candidate], [self._record(candidate, Tried(
+                        False, "not run: the same statements' removal was rejected in an earlier program",
+                        measured=False))])
+                    continue
                 measuring: Future[list[Tried]] = Future()
                 if quick is not None:
                     measuring.set_result([quick])  # kept before (the memo): the first kept if all before it are not
@@ -222,6 +235,8 @@ class Search:
                         raise OutOfCandidates()
                     self.measured += 1
                     measuring = pool.submit(self.test_bad, [candidate])
+                    if removal is not None:
+                        measuring.add_done_callback(partial(self._remember_removal, removal))
                 window.append((place, candidate, measuring))
                 while window:
                     while kept_at is None and window and window[0][2].done():
@@ -241,6 +256,12 @@ class Search:
             raise
         pool.shutdown()
         return kept_at
+
+    def _remember_removal(self, removal: tuple[str, ...], measuring: Future[list[Tried]]) -> None:
+        if not measuring.cancelled() and measuring.exception() is None:
+            answer = measuring.result()[0]
+            if answer.measured and not answer.kept:
+                self._rejected_removals.add(removal)
 
     def _answered(self, place: Place, candidate: str, measuring: Future[list[Tried]],
                   after_kept: bool = False) -> Place | None:
@@ -461,6 +482,7 @@ class Search:
                 high = middle
         for source in self._chain[high + 1:]:
             self.memo.pop(digest(source), None)  # made from one that is not clean: measured again if met
+        self._rejected_removals.clear()  # (rejected in programs now undone)
         self.best = self._chain[low]
         self._good.add(digest(self.best))
         self._chain = [self.best]
@@ -504,6 +526,7 @@ class Search:
                 if not fine or (round_number and not coarse_shrunk):
                     break  # pysource-minimize ran to its own fixpoint already: only a coarse change is new
                 for _ in range(1 + AGAIN_AFTER_UNDO):
+                    self._rejected_removals.clear()  # pysource-minimize changes expressions everywhere
                     self.polish()
                     # A round after this one checks its answer at its coarse passes' fixpoint, a few candidates
                     # on (a checkpoint is fresh processes on both releases: one fewer in every reduction);

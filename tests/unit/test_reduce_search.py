@@ -212,6 +212,34 @@ def test_pysource_minimize_s_answer_is_checked_at_the_next_round_s_fixpoint_not_
     assert checked == [checked[0], best] and polished[0] not in checked, checked  # its answer: checked shrunk
 
 
+def test_a_removal_rejected_once_is_not_measured_again_after_a_change_elsewhere_until_pysource_minimize_runs():
+    """The coarse passes run again after each other pass's keep, and the removals propose every chunk again: the
+    same statements' removal, rejected once (the signature needs the json line here), is not measured again in
+    the program the substitution shrank elsewhere; once pysource-minimize ran, it is measured again."""
+    from harness.reduce.passes import removals, substitutions
+
+    program = normalise("import json\nN = 4\nlog = [1]\ndef bug(k):\n    return k * 2\n"
+                        "print(json.dumps(log))\nprint(bug(N))\n")
+    measured, told = [], []
+
+    def bad(sources):
+        measured.extend(sources)
+        return [Tried("json.dumps(log)" in s and "print(bug(" in s) for s in sources]
+
+    search = Search(program, bad, on_tried=lambda source, answer, best: told.append((source, answer.why)))
+    best = search.run(coarse=(removals, substitutions), fine=False)
+    assert "print(bug(4))" in best and "N = 4" not in best and "json.dumps(log)" in best
+    not_run = [source for source, why in told
+               if why == "not run: the same statements' removal was rejected in an earlier program"]
+    # the json line's removal again, once N was written where read: not measured
+    assert not_run and all("bug(4)" in s and "json" not in s and s not in measured for s in not_run), told
+    assert search._rejected_removals
+    remembered_at_polish = []
+    search.polish = lambda: remembered_at_polish.append(len(search._rejected_removals))  # type: ignore[method-assign]
+    search.run(coarse=(removals, substitutions))
+    assert remembered_at_polish and remembered_at_polish[0] == 0  # pysource-minimize changes expressions everywhere
+
+
 def test_a_spent_budget_keeps_the_best_so_far():
     bad = Measured(reproduces)
     search = Search(PROGRAM, bad, max_candidates=3)
