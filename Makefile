@@ -92,7 +92,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pytest.py --repeats $(BENCH_REPS) --public $(BENCH_ARGS)  # check --pytest of a clean and a reproducing suite and optax's shipped tests, as ratios of their bare time
 	$(BIN)/python bench/bench_reduce.py --against bench/reduce-before.json $(BENCH_ARGS)  # the reduction before the quick screen
 	$(BIN)/python bench/bench_reduce.py --script tests/fixtures/reduce/vary_cache_path.py --bad 0.5.0 --good 0.4.31 --options "--vary cache-path --runs 2" --target 3 --against bench/reduce-vary-before.json $(BENCH_ARGS)  # under a factor, before its screen
-	$(BIN)/python bench/bench_reduce.py --script tests/fixtures/reduce/pvary_job.py --bad 0.8.1 --good 0.8.2 --options "--processes 2 --runs 4 --max-candidates 100" --target 3 --against bench/reduce-processes-before.json $(BENCH_ARGS)  # between processes, before its screen
+	$(BIN)/python bench/bench_reduce.py --script tests/fixtures/reduce/pvary_job.py --bad 0.8.1 --good 0.8.2 --options "--processes 2 --runs 4" --reduce-options "--max-candidates 100" --target 3 --against bench/reduce-processes-before.json $(BENCH_ARGS)  # between processes, before its screen
 
 stress: $(STAMP)
 	$(BIN)/python stress/stress.py $(ARGS)

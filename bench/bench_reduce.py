@@ -8,10 +8,12 @@
    the same machine) the ratios to it are printed: wall time, fresh processes' candidates, lines.
 
 `--options` gives both commands more options: `--vary cache-path --runs 2` or `--processes 2 --runs 4` measure
-those paths (tests/fixtures/reduce/vary_cache_path.py on 0.5.0 / 0.4.31, pvary_job.py on 0.8.1 / 0.8.2).
+those paths (tests/fixtures/reduce/vary_cache_path.py on 0.5.0 / 0.4.31, pvary_job.py on 0.8.1 / 0.8.2);
+`--reduce-options` the reduction only (`--max-candidates 100`: `harness check` has no such option).
 
     python bench/bench_reduce.py [--script examples/train_shard_map_grad.py] [--bad 0.4.28] [--good 0.4.29]
-                                 [--options "--vary cache-path"] [--target 4] [--save before.json]
+                                 [--options "--vary cache-path"] [--reduce-options "--max-candidates 100"]
+                                 [--target 4] [--save before.json]
                                  [--against before.json]
 """
 
@@ -61,6 +63,7 @@ def main() -> int:
     parser.add_argument("--bad", default="0.4.28")
     parser.add_argument("--good", default="0.4.29")
     parser.add_argument("--options", default="", help="more options for check and reduce (split on spaces)")
+    parser.add_argument("--reduce-options", default="", help="more options for reduce only (`--max-candidates N`)")
     parser.add_argument("--target", type=float, default=4.0, help="the speed-up asked for, said beside the ratio")
     parser.add_argument("--keep", type=Path, help="keep the check's and the reduction's folders here")
     parser.add_argument("--save", type=Path, help="write this run's figures here (JSON)")
@@ -73,13 +76,13 @@ def main() -> int:
                             *options], expected=1)
         started_load, started_cpu = os.getloadavg()[0], _children_cpu()
         reduce_s, progress = timed(["reduce", args.script, "--versions", args.bad, "--good", args.good,
-                                    "--out", f"{tmp}/reduce", *options])
+                                    "--out", f"{tmp}/reduce", *options, *args.reduce_options.split()])
         load, reduce_cpu = (started_load, os.getloadavg()[0]), _children_cpu() - started_cpu
         (folder,) = Path(tmp, "reduce").iterdir()
         reduced = (folder / "reduced.py").read_text()
         state = json.loads((folder / "reduce.json").read_text())
         section = json.loads((folder / "results.json").read_text())["reduce"]
-    print(f"harness reduce {args.script} --versions {args.bad} --good {args.good} {args.options}:")
+    print(f"harness reduce {args.script} --versions {args.bad} --good {args.good} {args.options} {args.reduce_options}:")
     print(f"  {section['original']['lines']} -> {section['reduced']['lines']} lines; {state['measured']} candidates "
           f"run, {section['candidates_decided']} decided (memo, pyflakes and runs)")
     print("the reduced program:\n" + reduced)
