@@ -221,8 +221,8 @@ class Search:
                 quick = self._quick(candidate)
                 if quick is not None and not quick.kept:
                     continue  # already rejected: no slot spent on it
-                removal = _edit(self.best, candidate) if self.making is PassName.REMOVALS else None
-                if quick is None and removal in self._rejected_removals:
+                removal = _edit(self.best, candidate) if quick is None and self.making is PassName.REMOVALS else None
+                if removal in self._rejected_removals:
                     self._told([candidate], [self._record(candidate, Tried(
                         False, "not run: the same statements' removal was rejected in an earlier program",
                         measured=False))])
