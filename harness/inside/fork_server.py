@@ -1,5 +1,5 @@
 """A pre-started interpreter that forks a child per candidate (harness reduce's quick screen; imports nothing
-of the harness).
+of the harness but the start-up hook's module, by its path, for a job's children).
 
 Started with the hash seed fixed (PYTHONHASHSEED, read at its start, as a fresh run's is), it imports the
 modules named on its command line (jax, numpy, the script's own libraries) but does not initialise JAX's
@@ -31,6 +31,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -38,7 +39,6 @@ import runpy
 import select
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -69,51 +69,46 @@ def _redirect(cache: str | None) -> None:
     setattr(cls, "update", update)  # noqa: B010 - a class of JAX's, known only at run time
 
 
-# A job's process (harness reduce --processes): the job's variables, as harness/measure/multiprocess_env.py sets them
-# and the start-up hook reads them (jax_cache_harness_hook.job_defaults), named here again: this file imports
-# nothing of the harness.
-JOB_VARIABLES = ("HARNESS_JOB_COORDINATOR", "HARNESS_JOB_PROCESSES", "HARNESS_JOB_RANK")
+def _startup_hook() -> Any:
+    """The start-up hook's module (startup/jax_cache_harness_hook.py beside this file), loaded by its path under a
+    name of its own: a job's child fills in initialize()'s arguments and waits for its coordinator with the code a
+    fresh process runs, and nothing a program imports is shadowed (the folder is not put on sys.path). It
+    imports only Python's own modules and does nothing until asked."""
+    name = "_jax_cache_harness_hook_of_the_fork_server"
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup", "jax_cache_harness_hook.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_HOOK = _startup_hook()
 
 
 def _join_job(environ: dict[str, str], joined: str | None) -> None:
     """A child that is a job's process: the program's `jax.distributed.initialize()` gets what it leaves out from
-    the job's variables, as the start-up hook gives a fresh process's (the server imported jax before the job
-    was known, so the hook's import-time wrapping cannot be used); the call is said by the file `joined`."""
-    coordinator_var, processes_var, rank_var = JOB_VARIABLES
+    the job's variables, and waits for the job's coordinator, as the start-up hook has a fresh process's (the
+    server imported jax before the job was known, so the hook's import-time wrapping cannot be used); the call is
+    said by the file `joined`."""
     module = sys.modules.get("jax._src.distributed")
     original = getattr(module, "initialize", None)
-    if not environ.get(processes_var) or original is None:
+    if not environ.get(_HOOK.JOB_PROCESSES_VAR) or original is None:
         return
 
     def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                    process_id: int | None = None, *args: Any, **kwargs: Any) -> Any:
         if joined:
             open(joined, "w").close()  # an empty file: the program joined the job
-        address = coordinator_address or environ[coordinator_var]
-        rank = int(environ[rank_var]) if process_id is None else process_id
-        if rank and address == environ[coordinator_var]:
-            _wait_for_coordinator(address)  # the job's process 0 is a child starting beside this one
-        return original(address, int(environ[processes_var]) if num_processes is None else num_processes, rank,
-                        *args, **kwargs)
+        address, processes, rank = _HOOK.job_defaults(environ, coordinator_address, num_processes, process_id)
+        _HOOK.wait_for_job_coordinator(environ, address, rank)  # its process 0 is a child starting beside it
+        return original(address, processes, rank, *args, **kwargs)
 
     setattr(module, "initialize", initialize)  # noqa: B010 - JAX's module, known only at run time
     public = sys.modules.get("jax.distributed")
     if public is not None and getattr(public, "initialize", None) is original:
         setattr(public, "initialize", initialize)  # noqa: B010
-
-
-def _wait_for_coordinator(address: str, timeout_s: float = 10.0) -> None:
-    """Until process 0's coordinator accepts a connection, at most `timeout_s`: connected before it listens, gRPC
-    tries again only after its reconnect backoff, about a second a job (the start-up hook's wait_for_coordinator,
-    which says what was measured; named again here: this file imports nothing of the harness)."""
-    host, _, port = address.rpartition(":")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=1.0).close()
-            return
-        except (OSError, ValueError):
-            time.sleep(0.005)
 
 
 def _record_computations(folder: str | None) -> None:

@@ -295,22 +295,28 @@ def test_a_job_probe_that_ran_out_of_time_proves_no_limit_of_the_backend(monkeyp
     assert problem is not None and problem.startswith("jax 0.10.2 cannot run a 2-process job here: processes")
 
 
-def _twins_of_the_coordinator_wait():
-    from harness.inside import fork_server
-    return [pytest.param(hook.wait_for_coordinator, id="hook"), pytest.param(fork_server._wait_for_coordinator, id="fork-server")]
-
-
-@pytest.mark.parametrize("wait", _twins_of_the_coordinator_wait())
-def test_a_later_process_connects_only_once_process_0_s_coordinator_listens(wait):
+def test_a_later_process_connects_only_once_process_0_s_coordinator_listens():
     """A process other than 0 that connected before the coordinator listened waited gRPC's reconnect backoff, about
-    a second of every job: it now waits for the port (the start-up hook's for fresh jobs, fork_server.py's for a
-    job of forked children), returning as soon as a connection is accepted, and not past its limit."""
+    a second of every job: it now waits for the port (a fresh job's through the start-up hook, a job of forked
+    children through fork_server.py, which calls the same function), returning as soon as a connection is
+    accepted, and not past its limit; process 0, and a coordinator that is not the harness's job's, never wait."""
     import socket
 
+    from harness.inside import fork_server
+
+    assert Path(fork_server._HOOK.__file__).resolve() == Path(hook.__file__).resolve()  # the same file's code
+    wait = hook.wait_for_job_coordinator
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # a port nobody listens on, for now
+    address = f"127.0.0.1:{port}"
+    job = {hook.JOB_COORDINATOR_VAR: address}
+    started = time.monotonic()
+    wait(job, address, 0, timeout_s=10.0)  # process 0 runs the coordinator itself
+    wait({}, address, 1, timeout_s=10.0)  # not the harness's job: JAX's own connect, as before
+    wait({hook.JOB_COORDINATOR_VAR: "127.0.0.1:1"}, address, 1, timeout_s=10.0)  # the script's own address
+    assert time.monotonic() - started < 1.0
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 
@@ -323,18 +329,18 @@ def test_a_later_process_connects_only_once_process_0_s_coordinator_listens(wait
     started = time.monotonic()
     opener.start()
     try:
-        wait(f"127.0.0.1:{port}", timeout_s=10.0)
+        wait(job, address, 1, timeout_s=10.0)
         waited = time.monotonic() - started
         opener.join()
         assert 0.3 <= waited < 5.0  # until it listened, not the limit
         accepted, _ = listener.accept()  # the connection it made (and closed) is there
         accepted.close()
         started = time.monotonic()
-        wait(f"127.0.0.1:{port}", timeout_s=10.0)  # listening already: at once
+        wait(job, address, 1, timeout_s=10.0)  # listening already: at once
         assert time.monotonic() - started < 1.0
     finally:
         listener.close()
     started = time.monotonic()
-    wait(f"127.0.0.1:{port}", timeout_s=0.2)  # nobody listens: it gives up at its limit, and JAX's own connect says
+    wait(job, address, 1, timeout_s=0.2)  # nobody listens: it gives up at its limit, and JAX's own connect says
     assert 0.2 <= time.monotonic() - started < 3.0
-    wait("no-port-here", timeout_s=0.1)  # not host:port: JAX says so, not this
+    wait({hook.JOB_COORDINATOR_VAR: "no-port-here"}, "no-port-here", 1, timeout_s=0.1)  # JAX says so, not this

@@ -333,12 +333,17 @@ def job_defaults(environ: Mapping[str, str], coordinator_address: str | None, nu
     return coordinator_address, num_processes, process_id
 
 
-def wait_for_coordinator(address: str, timeout_s: float = COORDINATOR_WAIT_S) -> None:
-    """Until process 0's coordinator at `address` (host:port) accepts a connection, at most `timeout_s`: a process
-    that connects before it listens is retried by gRPC only after its reconnect backoff, about a second (jax
-    0.8.1, two processes started at once: 3 jobs of 4 lost 0.9-1.1 s in initialize(); 5 ms each once process 1
-    waited here). fork_server.py has its twin (it imports nothing of the harness)."""
-    host, _, port = address.rpartition(":")
+def wait_for_job_coordinator(environ: Mapping[str, str], coordinator_address: str | None, process_id: int | None,
+                             timeout_s: float = COORDINATOR_WAIT_S) -> None:
+    """In a process other than 0 of the harness's own job (its coordinator the one the job's variables name),
+    until that coordinator accepts a connection, at most `timeout_s`: a process that connects before it listens
+    is retried by gRPC only after its reconnect backoff, about a second (jax 0.8.1, two processes started at once:
+    3 jobs of 4 lost 0.9-1.1 s in initialize(); 5 ms each once process 1 waited here). A fresh process's
+    initialize() (below) and a forked child's (harness/inside/fork_server.py, which loads this module) both wait
+    here."""
+    if not process_id or not coordinator_address or coordinator_address != environ.get(JOB_COORDINATOR_VAR):
+        return
+    host, _, port = coordinator_address.rpartition(":")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -453,8 +458,7 @@ def distributed_loaded(module: ModuleType) -> None:
         sys.stderr.write(f"{JOINED_MARK}coordinator_address={coordinator_address!r}, "
                          f"num_processes={num_processes!r}, process_id={process_id!r})\n")
         sys.stderr.flush()
-        if process_id and coordinator_address and coordinator_address == os.environ.get(JOB_COORDINATOR_VAR):
-            wait_for_coordinator(coordinator_address)  # the harness's job: its process 0 is starting too
+        wait_for_job_coordinator(os.environ, coordinator_address, process_id)  # its process 0 is starting too
         return original(coordinator_address, num_processes, process_id, *args, **kwargs)
 
     _wrapping(initialize, original, copied=("__doc__",))
