@@ -9,14 +9,26 @@ import time
 import pytest
 
 
-# The reductions take half the folder's time, the training script's alone about a third: they start first,
-# so that `make test`'s pytest-xdist workers (--dist loadgroup) end together rather than one waiting on
-# the longest test at the end.
+# The reductions: each keeps as many candidates at once as there are cores (--jobs auto), so `make test` runs them
+# on their own (`--reductions only`), one after another, before the others (`--reductions without`) on three
+# pytest-xdist workers; beside those they got about half the machine and took twice their time. In one run (the
+# default, `--reductions with`) they start first: the longest tests, so that the workers end together.
 FIRST = "test_reduce_integration.py"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--reductions", choices=("with", "only", "without"), default="with",
+                     help="tests/integration's reductions (test_reduce_integration.py): run with the others "
+                          "(the default), only them, or all but them (make test runs them apart)")
 
 
 def pytest_collection_modifyitems(config, items):
     here = config.rootpath / "tests" / "integration"
+    wanted = config.getoption("--reductions")
+    if wanted != "with":
+        keep = [item for item in items if (item.path.name == FIRST) == (wanted == "only")]
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
     for item in items:
         if item.path.is_relative_to(here) and not any(item.get_closest_marker(m) for m in ("docker", "slurm")):
             item.add_marker(pytest.mark.integration)
