@@ -352,12 +352,28 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
             "cpu_s": cpu_s}
 
 
+def _discover_plugins() -> None:
+    """JAX's discovery of its PJRT plugins (an entry-point scan, and importlib.metadata's import), done once here
+    rather than in every child at its backend's start: a tenth of a small program's child's CPU. On the CPU only
+    (JAX_PLATFORMS=cpu, a CPU cell's): there no plugin is used, while an accelerator's plugin may load its
+    library at registration, which stays in the child. JAX's private function, where it has one."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    discover = getattr(bridge, "_discover_and_register_pjrt_plugins", None)
+    if os.environ.get("JAX_PLATFORMS") != "cpu" or not callable(discover):
+        return
+    try:
+        discover()
+    except Exception:  # noqa: BLE001, S110 - the child discovers them then, as a fresh process does
+        pass
+
+
 def main() -> None:
     for name in sys.argv[1:]:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - a library that cannot be imported here is imported by the child
             pass
+    _discover_plugins()
     # What the imports made is moved out of the collector's sight (after one collection, as a fresh run's would
     # have had by then): else each child's collections walk, and write to, every object of jax and the libraries
     # (copying the pages the fork shared): a third of a Flax/Optax program's child's CPU (docs/reduce.md).

@@ -628,3 +628,38 @@ def test_what_the_server_imported_is_out_of_a_child_s_garbage_collector_s_sight(
     (answer,) = _serve(tmp_path, [_request(tmp_path, "counts", counts)])
     assert _ended(answer)["exit"] == 0
     assert (tmp_path / "counts.log").read_text() == "True True True\n"
+
+
+def _plugins_found_by(tmp_path, platforms):
+    """Which processes ran JAX's plugin discovery (a stand-in jax whose discovery names its process) when a server
+    of JAX_PLATFORMS=`platforms` served a child: the server's pid, the child's."""
+    bridge = tmp_path / "fake" / "jax" / "_src" / "xla_bridge.py"
+    bridge.parent.mkdir(parents=True)
+    (tmp_path / "fake" / "jax" / "__init__.py").write_text("from jax._src import xla_bridge\n")
+    (bridge.parent / "__init__.py").write_text("")
+    bridge.write_text("import os\nFOUND = []\n"
+                      "def _discover_and_register_pjrt_plugins():\n"
+                      "    if not FOUND:\n"
+                      f"        open({str(tmp_path / 'found')!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+                      "    FOUND.append(1)\n")
+    child = _request(tmp_path, "child", "import os\nfrom jax._src import xla_bridge\n"
+                                        "xla_bridge._discover_and_register_pjrt_plugins()\nprint(os.getpid())\n")
+    env = {**os.environ, "PYTHONHASHSEED": "7", "PYTHONPATH": str(tmp_path / "fake"), "JAX_PLATFORMS": platforms}
+    server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), "jax"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().strip() == "ready"
+    server.stdin.write(json.dumps(child) + "\n")
+    server.stdin.flush()
+    assert _ended(json.loads(server.stdout.readline()))["exit"] == 0
+    server.stdin.close()
+    server.wait(timeout=30)
+    found = (tmp_path / "found").read_text().split()
+    return found == [str(server.pid)], found == [(tmp_path / "child.log").read_text().strip()]
+
+
+def test_a_cpu_server_discovers_jax_s_plugins_once_for_all_its_children(tmp_path):
+    """JAX's plugin discovery (an entry-point scan: a tenth of a small program's child's CPU) runs in a CPU server
+    before it forks, so its children find it done; elsewhere (an accelerator's plugin may load its library) each
+    child discovers them as a fresh process does."""
+    assert _plugins_found_by(tmp_path / "cpu", "cpu") == (True, False)
+    assert _plugins_found_by(tmp_path / "tpu", "tpu,cpu") == (False, True)
