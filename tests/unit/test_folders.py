@@ -82,11 +82,10 @@ def test_the_reductions_are_collected_first_or_apart_and_slurm_tests_share_one_w
     assert order[:2] == ["tests/integration/test_reduce_integration.py::test_reduce_one",
                          "tests/integration/test_reduce_integration.py::test_reduce_two"]  # in the file's order
     # make test runs the reductions on their own, then the others: each of the folder's tests once.
-    only = [line for line in collect(folder, "tests/integration", "--reductions", "only").stdout.splitlines()
-            if "::" in line]
-    without = [line for line in collect(folder, "tests/integration", "--reductions", "without").stdout.splitlines()
-               if "::" in line]
-    assert only == order[:2] and sorted(without) == sorted(line for line in order[2:] if "::" in line), (only, without)
+    tests = [line for line in order if "::" in line]
+    only, without = ([line for line in collect(folder, "tests/integration", "--reductions", which).stdout.splitlines()
+                      if "::" in line] for which in ("only", "without"))
+    assert only == tests[:2] and sorted(without) == sorted(tests[2:]), (only, without)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slurm"],
                           cwd=folder, capture_output=True, text=True)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

@@ -37,9 +37,9 @@ def _screen(tmp_path, script, timeout_s=20.0, env=None, modules=("json",), **fie
                       script, [], (script.parent,), timeout_s, **fields)
 
 
-def _serve(tmp_path, requests, seed=7):
-    server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), "json"],
-                              env={**os.environ, "PYTHONHASHSEED": str(seed)}, stdin=subprocess.PIPE,
+def _serve(tmp_path, requests, seed=7, modules=("json",), env=None):
+    server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), *modules],
+                              env={**os.environ, **(env or {}), "PYTHONHASHSEED": str(seed)}, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert server.stdout.readline().strip() == "ready"
     answers = []
@@ -643,18 +643,14 @@ def _plugins_found_by(tmp_path, platforms):
                       f"        open({str(tmp_path / 'found')!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
                       "    FOUND.append(1)\n")
     child = _request(tmp_path, "child", "import os\nfrom jax._src import xla_bridge\n"
-                                        "xla_bridge._discover_and_register_pjrt_plugins()\nprint(os.getpid())\n")
-    env = {**os.environ, "PYTHONHASHSEED": "7", "PYTHONPATH": str(tmp_path / "fake"), "JAX_PLATFORMS": platforms}
-    server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), "jax"], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert server.stdout.readline().strip() == "ready"
-    server.stdin.write(json.dumps(child) + "\n")
-    server.stdin.flush()
-    assert _ended(json.loads(server.stdout.readline()))["exit"] == 0
-    server.stdin.close()
-    server.wait(timeout=30)
+                                        "xla_bridge._discover_and_register_pjrt_plugins()\n"
+                                        "print(os.getppid(), os.getpid())\n")  # its server, itself
+    (answer,) = _serve(tmp_path, [child], modules=("jax",),
+                       env={"PYTHONPATH": str(tmp_path / "fake"), "JAX_PLATFORMS": platforms})
+    assert _ended(answer)["exit"] == 0
+    server_pid, child_pid = (tmp_path / "child.log").read_text().split()
     found = (tmp_path / "found").read_text().split()
-    return found == [str(server.pid)], found == [(tmp_path / "child.log").read_text().strip()]
+    return found == [server_pid], found == [child_pid]
 
 
 def test_a_cpu_server_discovers_jax_s_plugins_once_for_all_its_children(tmp_path):
