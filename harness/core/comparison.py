@@ -5,7 +5,38 @@ It is what the verdict was judged from; harness/evidence/keys.py derives it from
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+
+
+class Moved(enum.StrEnum):
+    """What moved one function's keys in one test between fresh processes, as the cause controls decided it
+    (harness/evidence/controls.py): each control repeats a run's own hash seed in a fresh folder holding that run's
+    entries, and computes that function's keys in that test again."""
+
+    # every control gave its run's keys again, for at least two different runs' keys: the hash seed decides them
+    HASH_SEED = "hash seed"
+    # a control with a run's own seed computed other keys there: something the seed does not fix moved them
+    NOT_SEED = "not the hash seed"
+    # the controls made so far allow either (too few, or none could be made): not decided to the bound
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class CauseDecision:
+    """The controls' word on one function (`module`) in one test (`test`, "" for a plain script) whose keys differed
+    between the cell's runs: `moved`, from `controls` controls that repeated the seeds of runs `repeated`; `bound`:
+    for HASH_SEED, the largest chance that a program whose keys there follow its own randomness (not the hash seed)
+    would have agreed with every control as this one did; for NOT_SEED, the control that disagreed (`disagreed`, a
+    run index: certain, a seed's keys are fixed)."""
+
+    module: str
+    test: str
+    moved: Moved
+    controls: int = 0
+    repeated: tuple[int, ...] = ()
+    bound: float = 1.0
+    disagreed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -29,6 +60,11 @@ class Comparison:
     # keys of `new` the seed control says the hash seed moved (its run of the first run's seed computed the first
     # run's keys there); empty where no control was made. A headline names such a module first (issue 60.5's order).
     seed_moved: frozenset[str] = frozenset()
+    # the cause controls' decisions, one per function and test whose keys differed between runs (empty: no control)
+    decisions: tuple[CauseDecision, ...] = ()
+
+    def decision(self, module: str, test: str = "") -> CauseDecision | None:
+        return next((d for d in self.decisions if d.module == module and d.test == test), None)
 
     @property
     def reproduced(self) -> bool:

@@ -177,10 +177,13 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     moved_folder: FactorResult | None = None
     # seconds lost to misses per fresh process, saved by hits (from JAX's log)
     cost: CellCost | None = None
-    # One run more with the first run's own hash seed, in a fresh folder holding the first run's entries, made
-    # when a later run's key moved (harness/evidence/misses.py): a key that comes back is the hash seed's, one
-    # that moves again follows the program's own randomness (None: not made)
+    # The cause controls, made when a later run's keys differed from run 1's (harness/evidence/controls.py): each
+    # repeats a run's own hash seed (its `index` is that run's) in a fresh folder holding that run's entries; keys
+    # that come back every time, for two runs' seeds, are the hash seed's; one that moves again is not. The first
+    # control, and the others in the order they were made (None and []: none made; results before the others were
+    # made have the first alone).
     seed_control: RunRecord | None = None
+    more_controls: list[RunRecord] = []
 
     # In memory only (an attribute, not a field: never written, not compared): the later runs against the
     # first, as the verdict was judged (harness/evidence/keys.py's cell_comparison derives it once for a cell
@@ -192,6 +195,11 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     @comparison.setter
     def comparison(self, value: Comparison | None) -> None:
         self.__dict__["_comparison"] = value
+
+    @property
+    def controls(self) -> list[RunRecord]:
+        """Every cause control the cell made, in order."""
+        return [self.seed_control, *self.more_controls] if self.seed_control is not None else []
 
     @property
     def label(self) -> str:

@@ -10,13 +10,15 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from harness.core.comparison import Comparison
-from harness.core.jaxlog import LoggedKey, Outcome, refused_for_no_cache
+from harness.core.comparison import CauseDecision, Comparison, Moved
+from harness.core.jaxlog import LoggedKey, Outcome, differing_components, refused_for_no_cache
 from harness.core.listing import Entry, entries, keys_by_module
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
+from harness.evidence.controls import CAUSE_BOUND, Group, decide, next_repeat
+from harness.evidence.ranks import COMPUTATION
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class RunKeys:
     # Another of the harness's runs ran beside it (RunRecord.overlapped): an entry that appeared meanwhile and
     # that no run's account names may be that process's, so it is not this run's.
     overlapped: bool = False
+    # key -> what its log said of it (components, tests, types), where its log named it
+    logged: dict[str, LoggedKey] = field(default_factory=dict)
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
         """Its keys: its account's, and every entry that appeared while it ran that no run's account
@@ -106,7 +110,8 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
     results = {k.key: k.result_types for k in run.keys.keys if k.result_types} if run.keys is not None else {}
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
-                   results=results, tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped)
+                   results=results, tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped,
+                   logged=run.keys.by_key() if run.keys is not None else {})
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -184,30 +189,91 @@ def longest_compiles(runs: Sequence[RunRecord]) -> dict[str, float]:
     return out
 
 
-# What decides a later run's key at argument types run 1 had whose module returns other types: a static argument's
-# value drawn at random (the program computed something new: `new input`), or a mesh whose axis names come from a set,
-# whose shards' shapes follow the hash seed (a moved key, the seed's own bug class). Only the seed control tells them
-# apart (the first run's seed again: run 1's key again -> the hash seed's; another -> the program's): with its keys,
-# new input only where it computed another key than the first run's there; without (no control made yet, or none
-# at all: the built-in repro, a job, harness reduce's candidates; or it failed), a moved key. A check that stopped at
-# such a key goes on with its planned runs once the control says new input (harness/verdicts/judge.py Tally).
+# What moved a later run's key that run 1 did not compute (new argument types or not, other results or not), or
+# a function run 1 compiled and a later run did not: the hash seed, JAX's per-process values, or the program's own
+# randomness. The cause controls decide, per function and test (harness/evidence/controls.py); where none was made
+# (the built-in repro, a job, harness reduce's candidates, or before the cell's runs have ended) or they could not
+# decide, the keys alone: a key at argument types run 1 never compiled that function at in that test is new input,
+# any other a moved key.
 
 
-def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = None) -> Comparison:
+def key_test(run: RunKeys, key: str) -> str:
+    """The test that compiled `key` in `run` (the first whose messages named it); "" outside any test."""
+    return next(iter(run.tests.get(key, ())), "")
+
+
+def group_keys(run: RunKeys) -> dict[Group, frozenset[str]]:
+    """(module, test) -> the keys `run` computed there, as its account says (a key every test that named it)."""
+    out: dict[Group, set[str]] = {}
+    for e in run.computed or ():
+        for test in run.tests.get(e.key) or ("",):
+            out.setdefault((e.module, test), set()).add(e.key)
+    return {group: frozenset(keys) for group, keys in out.items()}
+
+
+def compare_with_first_run(runs: Sequence[RunKeys], controls: Sequence[RunKeys] = (),
+                           bound: float = CAUSE_BOUND) -> Comparison:
     """The rule, over the successful runs in order: the first one's keys are the baseline; a later run's
     key that no earlier run computed is new; a first-run key a later run is known not to have computed
     (only its log can say: a hit writes nothing) is `fewer`; an entry the first run wrote (on disk from then
     on, as the first run finishes alone) that a later run's trusted log says it compiled rather than loaded
     is `unserved`: the same key, a miss all the same (an entry JAX cannot read back, a folder emptied).
 
-    A new key at argument types the first run never compiled its module at is `new_input`; one at the first run's
-    argument types whose module returns other types is too, where the seed `control` says the program moved it (see
-    above). Where the control says, each moved key it found following the hash seed is in `seed_moved`.
+    Each new key, and each function in a test with fewer keys, is then the cause controls' (`controls`: each a run's
+    seed repeated; see above and harness/evidence/controls.py): the hash seed's keys are `new` (a moved key, in
+    `seed_moved`), whatever their argument types; keys something else moved are `new_input` (the program computed
+    something new), unless JAX's log says only components other than the computation moved (JAX put a per-process
+    value into the key: `new`); a function with fewer keys the controls decided either way is no `fewer`.
 
     From the listing alone an entry appears once, but with overlapping runs it can appear while two
     runs ran: both are named, as it is not known which of them computed it. An entry that some run's
     log names is that run's; one that no log names is a key of every run it appeared during, whatever
     their logs say (a log can be silenced or cut; the folder cannot)."""
+    plain = _compare(runs, {})
+    if not controls or plain.baseline_run is None:
+        return plain
+    ordered = sorted(runs, key=lambda r: r.index)
+    by_run = {r.index: group_keys(r) for r in ordered}
+    made = [(c.index, group_keys(c)) for c in controls if c.computed is not None]
+    decisions = {group: decide(group, by_run, made, bound) for group in questioned_groups(ordered, plain)}
+    return _compare(runs, decisions)
+
+
+def questioned_groups(runs: Sequence[RunKeys], plain: Comparison) -> dict[Group, int]:
+    """Each function and test whose keys a later run changed (a key new to the cell, or fewer than run 1's), in the
+    order of the runs -> the first later run that changed it: what the controls must decide."""
+    by_index = {r.index: r for r in runs}
+    first = by_index.get(plain.baseline_run) if plain.baseline_run is not None else None
+    out: dict[Group, int] = {}
+    for index in sorted({*plain.new, *plain.new_input, *plain.fewer}):
+        run = by_index[index]
+        for by_module in (plain.new.get(index, {}), plain.new_input.get(index, {})):
+            for module, keys in by_module.items():
+                for key in keys:
+                    out.setdefault((module, key_test(run, key)), index)
+        for module, keys in plain.fewer.get(index, {}).items():
+            for key in keys:
+                out.setdefault((module, key_test(first, key) if first is not None else ""), index)
+    return out
+
+
+def next_control(runs: Sequence[RunKeys], controls: Sequence[RunKeys], bound: float = CAUSE_BOUND) -> int | None:
+    """The run whose seed the next cause control repeats (its index), or None when none is needed: no function's keys
+    changed, every one is decided, or the controls made are enough (harness/evidence/controls.py)."""
+    plain = _compare(runs, {})
+    if plain.baseline_run is None:
+        return None
+    ordered = sorted(runs, key=lambda r: r.index)
+    if any(r.computed is None for r in ordered):
+        return None  # a run with no account of its keys: no control can repeat what it computed
+    questioned = questioned_groups(ordered, plain)
+    by_run = {r.index: group_keys(r) for r in ordered}
+    made = [(c.index, group_keys(c)) for c in controls if c.computed is not None]
+    return next_repeat(questioned, plain.baseline_run, by_run, made, bound) if questioned else None
+
+
+def _compare(runs: Sequence[RunKeys], decisions: Mapping[Group, CauseDecision]) -> Comparison:
+    """compare_with_first_run with the controls' `decisions` (none: the keys alone)."""
     runs = sorted(runs, key=lambda r: r.index)
     if not runs:
         return Comparison(None, {}, [])
@@ -219,13 +285,20 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
     fewer: dict[int, dict[str, list[str]]] = {}
     unserved: dict[int, dict[str, list[str]]] = {}
     new_input: dict[int, dict[str, list[str]]] = {}
-    first_types = _types_by_module(first, baseline)
-    first_results = _results_by_types(first, baseline)
-    first_keys = {e.key for e in baseline}
+    seed_moved: set[str] = set()
+    first_types = _types_by_group(first, baseline)
+
+    def moved_by(e: Entry, run: RunKeys) -> Moved:
+        decision = decisions.get((e.module, key_test(run, e.key)))
+        return decision.moved if decision is not None else Moved.UNDECIDED
 
     def reshaped(e: Entry, run: RunKeys) -> bool:  # the program computed something new
-        return _new_input(e, run, first_types) or _drawn_by_program(e, run, first_results, control, first_keys)
-    moved_by: list[tuple[RunKeys, Entry]] = []
+        moved = moved_by(e, run)
+        if moved == Moved.HASH_SEED:
+            return False
+        if moved == Moved.NOT_SEED:
+            return not _jax_moved(e, run, first, baseline)
+        return _new_input(e, run, first_types)
     compiled_by = _compiled_by(later)
     for run in later:
         known = run.known(claimed)
@@ -234,22 +307,25 @@ def compare_with_first_run(runs: Sequence[RunKeys], control: RunKeys | None = No
         other_input = {e for e in brought if reshaped(e, run)}
         if brought - other_input:
             new[run.index] = _by_module(brought - other_input)
-            moved_by += [(run, e) for e in brought - other_input]
+            seed_moved.update(e.key for e in brought - other_input if moved_by(e, run) == Moved.HASH_SEED)
         if other_input:
             new_input[run.index] = _by_module(other_input)
         if run.computed is not None:
-            # a module this run compiled at argument types run 1 never had (new here, or drawn by an earlier later
-            # run: random shapes), or at its types with other results, need not compute the first run's shapes again
+            # a function this run compiled at argument types run 1 never had it at (new here, or drawn by an earlier
+            # later run: random shapes) need not compute the first run's shapes again; nor one whose keys the
+            # controls decided (the hash seed or the program chose what it compiled)
             reshapen = {e.module for e in known - baseline if reshaped(e, run)}
-            missing = {e for e in baseline - known if e.module not in reshapen and not _ran_alike(e, first, run)}
+            decided = {(e.module, key_test(first, e.key)) for e in baseline
+                       if (d := decisions.get((e.module, key_test(first, e.key)))) and d.moved != Moved.UNDECIDED}
+            missing = {e for e in baseline - known if e.module not in reshapen and not _ran_alike(e, first, run)
+                       and (e.module, key_test(first, e.key)) not in decided}
             if run.log_trusted and missing:
                 fewer[run.index] = _by_module(missing)
             seen |= run.computed - borrowed  # known exactly: a later run that computes these again hits them
         if run.compiled is not None and run.log_trusted and run.compiled & first.appeared:
             unserved[run.index] = _by_module(run.compiled & first.appeared)
-    seed_moved = _seed_moved(moved_by, control, first_keys) if control is not None else frozenset()
     return Comparison(first.index, _by_module(baseline), [r.index for r in later], new, fewer, unserved, new_input,
-                      seed_moved)
+                      frozenset(seed_moved), tuple(decisions.values()))
 
 
 def _compiled_by(runs: Sequence[RunKeys]) -> dict[Entry, set[int]]:
@@ -271,49 +347,19 @@ def _hit_beside(run: RunKeys, fresh: frozenset[Entry], compiled_by: dict[Entry, 
     return frozenset(e for e in fresh if e not in run.compiled and compiled_by.get(e, set()) - {run.index})
 
 
-def _drawn_by_program(entry: Entry, run: RunKeys,
-                      first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None],
-                      control: RunKeys | None, first_keys: Collection[str]) -> bool:
-    """Other result types at run 1's argument types (`_new_results`), where the seed control computed another key
-    than the first run's there (the program drew them, not the hash seed)."""
-    if control is None or not _new_results(entry, run, first_results):
+def _jax_moved(entry: Entry, run: RunKeys, first: RunKeys, baseline: frozenset[Entry]) -> bool:
+    """JAX's log says only components other than the computation moved `entry`'s key against run 1's key of the same
+    function in the same test at the same argument types: JAX put a per-process value (a path, a device assignment)
+    into the key, not the program into the module. False where run 1 had no such key or the log named no components."""
+    types, test = run.types.get(entry.key), key_test(run, entry.key)
+    mine = run.logged.get(entry.key)
+    theirs = [first.logged[e.key] for e in baseline if e.module == entry.module and e.key in first.logged
+              and key_test(first, e.key) == test and first.types.get(e.key) == types]
+    if mine is None or not mine.components or not theirs:
         return False
-    return seed_control_follows(control, first_keys, entry.module, [run.types[entry.key]],
-                                run.tests.get(entry.key, ("",))[0]) is False
-
-
-def seed_control_follows(control: RunKeys, first_keys: Collection[str], module: str,
-                         types: Collection[tuple[str, ...]] = (), test: str = "") -> bool | None:
-    """The seed control's word on `module`'s moved keys at argument types `types` (any, where empty), from `test` (any,
-    where ""): True where every key it computed there is one the first run had (its seed again gave run 1's key: the
-    hash seed moved it), False where one is not (the program's own randomness), None where it computed none there."""
-    mine = [e.key for e in control.computed or () if e.module == module
-            and (not types or control.types.get(e.key) in types)
-            and (not test or control.tests.get(e.key, ("",))[0] == test)]
-    if not mine:
-        return None
-    return all(k in first_keys for k in mine)
-
-
-def _seed_moved(moved: Sequence[tuple[RunKeys, Entry]], control: RunKeys, first_keys: Collection[str]
-                ) -> frozenset[str]:
-    """The moved keys the seed control says the hash seed moved: each by its own test and argument types, and where
-    the control computed none there, by its module at the types of those keys (as the per-test table says them,
-    harness/evidence/misses.py function_misses)."""
-    out: set[str] = set()
-    unknown: dict[str, list[tuple[str, tuple[str, ...] | None]]] = {}
-    for run, e in moved:
-        types = run.types.get(e.key)
-        said = (seed_control_follows(control, first_keys, e.module, [types], run.tests.get(e.key, ("",))[0])
-                if types else None)
-        if said:
-            out.add(e.key)
-        elif said is None:
-            unknown.setdefault(e.module, []).append((e.key, types))
-    for module, keys in unknown.items():
-        if seed_control_follows(control, first_keys, module, [t for _, t in keys if t]):
-            out.update(k for k, _ in keys)
-    return frozenset(out)
+    counterpart = min(theirs, key=lambda k: (len(differing_components(k, mine)), k.key))
+    moved = differing_components(counterpart, mine)
+    return bool(moved) and COMPUTATION not in moved
 
 
 def _ran_alike(entry: Entry, first: RunKeys, run: RunKeys) -> bool:
@@ -325,75 +371,49 @@ def _ran_alike(entry: Entry, first: RunKeys, run: RunKeys) -> bool:
                                and run.outcomes.get(t) == first.outcomes.get(t) for t in tests)
 
 
-def _types_by_module(first: RunKeys, baseline: frozenset[Entry]) -> dict[str, set[tuple[str, ...]]]:
-    """module -> every argument types the first run compiled it at (those its log named)."""
-    out: dict[str, set[tuple[str, ...]]] = {}
+def _types_by_group(first: RunKeys, baseline: frozenset[Entry]) -> dict[Group, set[tuple[str, ...]]]:
+    """(module, test) -> every argument types the first run compiled it at there (those its log named)."""
+    out: dict[Group, set[tuple[str, ...]]] = {}
     for e in baseline:
         if e.key in first.types:
-            out.setdefault(e.module, set()).add(first.types[e.key])
+            out.setdefault((e.module, key_test(first, e.key)), set()).add(first.types[e.key])
     return out
 
 
-def _results_by_types(first: RunKeys, baseline: frozenset[Entry]
-                      ) -> dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]:
-    """(module, argument types) -> the result types the first run's modules had there; None where one of them is not
-    known (then nothing is told from results)."""
-    out: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None] = {}
-    for e in baseline:
-        types = first.types.get(e.key)
-        if not types:
-            continue
-        where = (e.module, types)
-        results = first.results.get(e.key)
-        if results is None or out.get(where, set()) is None:
-            out[where] = None
-        else:
-            mine = out.setdefault(where, set())
-            assert mine is not None
-            mine.add(results)
-    return out
-
-
-def _new_results(entry: Entry, run: RunKeys,
-                 first_results: dict[tuple[str, tuple[str, ...]], set[tuple[str, ...]] | None]) -> bool:
-    """A later run's key at argument types the first run had, whose module returns types none of the first run's
-    there did (every one of them known): a static argument's value (a size drawn at random), or a mesh's shard shapes
-    that follow the hash seed; the seed control tells which (compare_with_first_run)."""
-    types, results = run.types.get(entry.key), run.results.get(entry.key)
-    if not types or not results:
-        return False
-    before = first_results.get((entry.module, types))
-    return before is not None and bool(before) and results not in before
-
-
-def _new_input(entry: Entry, run: RunKeys, first_types: dict[str, set[tuple[str, ...]]]) -> bool:
-    """A later run's key of a module at argument types the first run never compiled it at (or a module the first
-    run never compiled), both known from the logs (the first run's named some types): the program computed
-    something new, not the same computation under another key."""
+def _new_input(entry: Entry, run: RunKeys, first_types: dict[Group, set[tuple[str, ...]]]) -> bool:
+    """A later run's key of a function at argument types the first run never compiled it at in the same test (or a
+    function it never compiled there), both known from the logs (the first run's named some types): the program
+    computed something new, not the same computation under another key."""
     types = run.types.get(entry.key)
-    return bool(types) and bool(first_types) and types not in first_types.get(entry.module, set())
+    return (bool(types) and bool(first_types)
+            and types not in first_types.get((entry.module, key_test(run, entry.key)), set()))
 
 
 def control_keys(control: RunRecord | None) -> RunKeys | None:
-    """The seed control's keys as its JAX log named them; None where it was not made, failed or logged none. A pytest
-    control that ran to its end with failing tests, some passing (a suite whose tests fail in every run), counts."""
+    """A cause control's keys as its JAX log named them; None where it failed or logged none. A pytest control that
+    ran to its end with failing tests, some passing (a suite whose tests fail in every run), counts."""
     if control is None or control.keys is None:
         return None
     ran_to_end = _ended_with_failures(control) and "passed" in control.tests.values()
     return run_keys(control) if control.ok or ran_to_end else None
 
 
-def comparison_of(runs: Sequence[RunRecord], control: RunRecord | None = None) -> Comparison:
-    """The comparison of a cell's stored runs (the failed ones left out), with its seed control's word where made."""
-    return compare_with_first_run(observed_keys(runs), control_keys(control))
+def controls_keys(controls: Sequence[RunRecord]) -> list[RunKeys]:
+    """The cause controls that count (control_keys), in the order they were made."""
+    return [k for k in map(control_keys, controls) if k is not None]
+
+
+def comparison_of(runs: Sequence[RunRecord], controls: Sequence[RunRecord] = ()) -> Comparison:
+    """The comparison of a cell's stored runs (the failed ones left out), with its cause controls' word where made."""
+    return compare_with_first_run(observed_keys(runs), controls_keys(controls))
 
 
 def cell_comparison(cell: CellResult) -> Comparison:
-    """`comparison_of(cell.runs, cell.seed_control)`, kept on the cell: the one its verdict was judged from (Tally.cell keeps it),
-    or, for a cell read from a file, derived the first time it is asked for; never again on every rewrite of
-    the folder's files."""
+    """`comparison_of(cell.runs, cell.controls)`, kept on the cell: the one its verdict was judged from (Tally.cell
+    keeps it), or, for a cell read from a file, derived the first time it is asked for; never again on every
+    rewrite of the folder's files."""
     if cell.comparison is None:
-        cell.comparison = comparison_of(cell.runs, cell.seed_control)
+        cell.comparison = comparison_of(cell.runs, cell.controls)
     return cell.comparison
 
 

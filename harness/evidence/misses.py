@@ -6,12 +6,13 @@ whose JAX messages named it and the argument types it was compiled at) and the c
 from. A plain script has no test ids: its misses are still listed per function, with no test.
 
 Categories (`Category`):
-- `moved key`: a later run computed a new key at argument types the first run compiled the module at: the same
-  computation under another key (the hash seed, or the program's own randomness baked into the module).
-- `new input`: a later run compiled the module at argument types the first run never had (`jit_mse at
-  float32[6]; run 1 compiled [2] and [4]`), or at its types returning other types where the seed control says the
-  program drew them (a static size: harness/evidence/keys.py): the program computed something new, a miss no cache
-  can serve.
+- `moved key`: a later run computed a key its test's function never had in run 1, and the cause controls say the
+  hash seed moved it, whatever its argument types (a set's order: the seed's bug class), or JAX's per-process value
+  (only components other than the computation moved); where no control decided, one at argument types run 1 had.
+- `new input`: a later run computed a key the cause controls say something other than the hash seed moved (the
+  program's own randomness: random shapes, constants, a clock), or, where no control decided, at argument types
+  run 1 never compiled that function at in that test (`jit_mse at float32[6]; run 1 compiled [2] and [4]`): the
+  program computed something new, a miss no cache can serve (harness/evidence/keys.py).
 - `not served`: a later run compiled a key whose entry the first run wrote (on disk), instead of loading it.
 - `not cached`: JAX never wrote the module (host callbacks, or a threshold as the program runs), so every later run
   compiled the same key again (harness/evidence/not_cached.py): with JAX's reason, the line that put the callback
@@ -29,20 +30,24 @@ from harness.core.comparison import Comparison
 from harness.core.jaxlog import LoggedKey, differing_components
 from harness.core.runs import RunRecord
 from harness.core.kinds import NothingCached
-from harness.evidence.keys import comparison_of, control_keys, counted, failing_tests, seed_control_follows
+from harness.core.comparison import Moved
+from harness.evidence.keys import counted, failing_tests
 from harness.evidence.not_cached import NotCachedModule
 
 
-SEED_CONTROL = "seed-control"
-_FAILED = frozenset({"failed", "error"})  # a test's outcomes that failed it (pytest's words)  # the cell runner's QueuedRun.check for the seed control run
+SEED_CONTROL = "seed-control"  # the cell runner's QueuedRun.check for a cause control's run
+_FAILED = frozenset({"failed", "error"})  # a test's outcomes that failed it (pytest's words)
 
 
 class Follows(enum.StrEnum):
-    """What a moved key follows, from the seed control: the first run's seed again, in a fresh folder with the
-    first run's entries (the same seed, the same program: only what the seed does not fix can differ)."""
+    """What a moved key follows, from the cause controls (harness/evidence/controls.py): runs' own seeds again, each
+    in a fresh folder with its run's entries (the same seed, the same program: only what the seed does not fix can
+    differ)."""
 
-    HASH_SEED = "hash seed"  # the control computed the first run's key again: the hash seed moved it (a set's order)
-    PROGRAM = "program"  # the control moved it again: the program's own randomness (random constants, a clock)
+    HASH_SEED = "hash seed"  # every control computed its run's keys again: the hash seed moved it (a set's order)
+    # a control moved it again, and JAX's log says only components other than the computation moved: JAX put a
+    # per-process value into the key (a path, a device assignment)
+    PROCESS = "process"
 
 
 class Category(enum.StrEnum):
@@ -65,7 +70,12 @@ class FunctionMiss(msgspec.Struct, omit_defaults=True, kw_only=True):
     first_run_types: list[list[str]] = []  # what run 1 compiled the module at
     components: list[str] = []  # moved key: the key components that differ from run 1's key at those types
     keys: list[str] = []  # the missed keys
-    follows: Follows | None = None  # moved key: what the seed control says it follows (None: no control made)
+    follows: Follows | None = None  # moved key: what the cause controls say moved it (None: not decided)
+    # the cause controls that decided it (moved key, new input): how many, the bound on calling the program's own
+    # randomness the hash seed (a hash-seed decision), the run whose seed a control repeated and got other keys
+    controls: int = 0
+    bound: float | None = None
+    disagreed: int | None = None
     # not cached: JAX's reason in words (`host callbacks`, `thresholds`), JAX's own words, the line that put the
     # callback there, and the seconds compiling it again costs each later start (None: not known)
     why: NothingCached | None = None
@@ -134,17 +144,13 @@ def _by_key(run: RunRecord) -> dict[str, LoggedKey]:
     return run.keys.by_key() if run.keys is not None else {}
 
 
-def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
-                    control: RunRecord | None = None) -> list[FunctionMiss]:
+def function_misses(runs: Sequence[RunRecord], comparison: Comparison) -> list[FunctionMiss]:
     """Every module that missed in a later run, per category, in the order of the first run that missed it;
-    a moved key says what it follows when the seed control (`control`) computed its module."""
+    a moved key says what moved it where the cause controls decided (the comparison's decisions)."""
     good = {r.index: r for r in counted(runs)}
     first = good.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     first_keys = [k for k in first.keys.keys] if first is not None and first.keys is not None else []
     out: dict[tuple[str, Category, Follows | None], FunctionMiss] = {}
-    # the seed control runs the suite as a run does: it counts as a run would (a test failing in every run: exit 1)
-    controlled = (control is not None and control.keys is not None
-                  and any(r is control for r in counted([*good.values(), control])))
     sources = ((Category.MOVED_KEY, comparison.new), (Category.NEW_INPUT, comparison.new_input),
                (Category.NOT_SERVED, comparison.unserved))
     for category, by_run in sources:
@@ -154,10 +160,8 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                 mine = [k for k in first_keys if k.module == module]
                 for key in keys:
                     k = logged.get(key)
-                    # each moved key by what it follows: a set-ordered test's beside a random constant's, apart
-                    follows = (_key_follows(k, control, set(comparison.baseline.get(module, [])))
-                               if controlled and control is not None and k is not None
-                               and category == Category.MOVED_KEY else None)
+                    # each moved key by what moved it: a set-ordered test's beside a per-process value's, apart
+                    follows = _moved_by(comparison, module, k) if category == Category.MOVED_KEY else None
                     miss = out.setdefault((module, category, follows),
                                           FunctionMiss(module=module, category=category, follows=follows))
                     if index not in miss.runs:
@@ -167,18 +171,51 @@ def function_misses(runs: Sequence[RunRecord], comparison: Comparison,
                         miss.keys.append(key)
                     if k is not None:
                         _add_logged_key(miss, k, index, category, mine)
-    if controlled and control is not None:
-        for miss in out.values():
-            if miss.category == Category.MOVED_KEY and miss.follows is None:
-                miss.follows = _follows(miss, control, set(comparison.baseline.get(miss.module, [])))
+                    _add_decision(miss, comparison, module, k)
     order = {c: i for i, c in enumerate(Category)}
-    followed = {Follows.HASH_SEED: 0, None: 1, Follows.PROGRAM: 2}
+    followed = {Follows.HASH_SEED: 0, None: 1, Follows.PROCESS: 2}
     return sorted(out.values(), key=lambda m: (min(m.runs), order[m.category], m.module, followed[m.follows]))
+
+
+def _moved_by(comparison: Comparison, module: str, k: LoggedKey | None) -> Follows | None:
+    """What the controls say moved a moved key of `module` (its own test's decision): the hash seed, or (decided
+    otherwise, yet a moved key) JAX's per-process value; None where they did not decide."""
+    test = k.tests[0] if k is not None and k.tests else ""
+    decision = comparison.decision(module, test)
+    if decision is None or decision.moved == Moved.UNDECIDED:
+        return None
+    return Follows.HASH_SEED if decision.moved == Moved.HASH_SEED else Follows.PROCESS
+
+
+def controls_phrase(miss: FunctionMiss) -> str:
+    """How the cause controls decided a miss: `5 controls, each a run's own hash seed again, computed that run's keys
+    again (chance of that from the program's own randomness: at most 0.035)`, `a control with run 3's own hash seed
+    computed another key`; "" where none decided it."""
+    if miss.bound is not None:
+        return (f"{miss.controls} controls, each a run's own hash seed again in a fresh folder, computed that run's "
+                f"keys again (chance of that from the program's own randomness: at most {miss.bound:.2g})")
+    if miss.disagreed is not None:
+        return f"a control with run {miss.disagreed}'s own hash seed computed another key"
+    return ""
+
+
+def _add_decision(miss: FunctionMiss, comparison: Comparison, module: str, k: LoggedKey | None) -> None:
+    """The cause controls' decision on the missed key's own function and test, where they made one."""
+    decision = comparison.decision(module, k.tests[0] if k is not None and k.tests else "")
+    if decision is None or decision.moved == Moved.UNDECIDED or miss.category == Category.NOT_SERVED:
+        return
+    miss.controls = max(miss.controls, decision.controls)
+    if decision.moved == Moved.HASH_SEED:
+        miss.bound = max(miss.bound or 0.0, decision.bound)
+    elif miss.disagreed is None:
+        miss.disagreed = decision.disagreed
 
 
 def _add_logged_key(miss: FunctionMiss, k: LoggedKey, index: int, category: Category, mine: list[LoggedKey]) -> None:
     """What JAX's log says of one missed key: the test that compiled it (it names it first; the ones after it hit the
-    entry it wrote), its argument types, and for a moved key the components that moved against run 1's."""
+    entry it wrote), its argument types, and for a moved key the components that moved against run 1's key of the
+    same function in the same test at the same argument types (none where run 1 never compiled it there: no other
+    test's key is its counterpart)."""
     for test in k.tests[:1]:
         if test not in miss.tests:
             miss.tests.append(test)
@@ -194,43 +231,11 @@ def _add_logged_key(miss: FunctionMiss, k: LoggedKey, index: int, category: Cate
     if at and at not in miss.arg_types:
         miss.arg_types.append(at)
     if category == Category.MOVED_KEY and k.components:
-        same = [m for m in mine if m.arg_types == k.arg_types] or mine
+        same = [m for m in mine if m.arg_types == k.arg_types and m.tests[:1] == k.tests[:1]]
         if same:
             counterpart = min(same, key=lambda m: (len(differing_components(m, k)), m.key))
             moved = differing_components(counterpart, k)
             miss.components = list(dict.fromkeys([*miss.components, *moved]))
-
-
-def _key_follows(k: LoggedKey, control: RunRecord, first_keys: set[str]) -> Follows | None:
-    """One moved key's: the control's key of its module from the same test at the same argument types is the first
-    run's -> the hash seed's; another -> the program's; none computed -> not known (then the module's, `_follows`)."""
-    keys = control_keys(control)
-    if keys is None or not k.arg_types:
-        return None
-    return _said(seed_control_follows(keys, first_keys, k.module, [k.arg_types], k.tests[0] if k.tests else ""))
-
-
-def _follows(miss: FunctionMiss, control: RunRecord, first_keys: set[str]) -> Follows | None:
-    """The control's keys of the module at the missed argument types: all the first run's -> the hash seed's; one
-    the first run never had -> the program's; none computed -> not known."""
-    keys = control_keys(control)
-    if keys is None:
-        return None
-    return _said(seed_control_follows(keys, first_keys, miss.module, [tuple(t) for t in miss.arg_types]))
-
-
-def _said(follows_seed: bool | None) -> Follows | None:
-    """harness/evidence/keys.py seed_control_follows's word (the one rule the comparison's `seed_moved` uses too)."""
-    return None if follows_seed is None else Follows.HASH_SEED if follows_seed else Follows.PROGRAM
-
-
-def control_baseline(runs: Sequence[RunRecord]) -> RunRecord | None:
-    """The run whose seed the seed control repeats (the first successful run), when a later run's key moved at
-    argument types it had; None when no key moved."""
-    comparison = comparison_of(runs)
-    if not comparison.new or comparison.baseline_run is None:
-        return None
-    return next((r for r in runs if r.index == comparison.baseline_run), None)
 
 
 def _distinct(items: Iterable[list[str]]) -> list[list[str]]:
@@ -263,10 +268,10 @@ def not_cached_misses(modules: Sequence[NotCachedModule]) -> list[FunctionMiss]:
 
 
 def suite_findings(runs: Sequence[RunRecord], comparison: Comparison,
-                   control: RunRecord | None = None, not_cached: Sequence[NotCachedModule] = ()) -> SuiteFindings:
+                   not_cached: Sequence[NotCachedModule] = ()) -> SuiteFindings:
     """Misses per function, the tests that ran differently, and each test's result (a --pytest program's);
     `not_cached`: the modules JAX never wrote (harness/evidence/not_cached.py), their own category."""
-    misses = function_misses(runs, comparison, control) + not_cached_misses(not_cached)
+    misses = function_misses(runs, comparison) + not_cached_misses(not_cached)
     changed = test_changes(runs)
     changed_ids = {c.id for c in changed}
     failing = set(failing_tests(runs))
@@ -297,6 +302,10 @@ def new_input_phrase(misses: Sequence[FunctionMiss], first_run: int | None = 1) 
     for m in misses[:1]:  # one in full: a suite's helpers at a dozen shapes each would fill a screen
         runs = ", ".join(map(str, m.runs))
         where = f"run{'s' if len(m.runs) > 1 else ''} {runs}" + (f", {m.tests[0]}" if m.tests else "")
+        if m.disagreed is not None:  # the controls decided it: the program's own randomness
+            at = f" at {m.types_label}" if m.arg_types else ""
+            parts.append(f"{m.module}{at} ({where}): {controls_phrase(m)}, so the program's own randomness moved it")
+            continue
         before = (f"run {first_run} compiled it at {m.first_types_label}" if m.first_run_types
                   else f"run {first_run} never compiled it")
         parts.append(f"{m.module} at {m.types_label} ({where}); {before}")

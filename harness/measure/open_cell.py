@@ -18,7 +18,7 @@ from harness.measure.beside import ATTEMPT_SUFFIX, BESIDE_INDEX, BesideFirst, pa
 from harness.measure.multiprocess_run import group_problem, measure_job
 from harness.measure.parallelism import slot_env
 from harness.core.platforms import describe
-from harness.core.listing import list_dir
+from harness.core.listing import list_dir, parse_name
 from harness.core.model import CellResult, CellSpec
 from harness.core.findings import FactorResult, SeedCheck, SeedRun
 from harness.core.kinds import FolderMode, ThresholdMode, Verdict
@@ -33,7 +33,8 @@ from harness.measure.seeds import Reseed, SeedWindow
 from harness.verdicts.finish import Measured, finish_cell, with_plan
 from harness.evidence.keys import counted
 from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
-from harness.evidence.misses import SEED_CONTROL, control_baseline
+from harness.evidence.misses import SEED_CONTROL
+from harness.evidence.keys import controls_keys, next_control, observed_keys
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
 from harness.verdicts.judge import Tally
 from harness.verdicts.factor_verdicts import (reference_of, why_not_varied, without_planned_control)
@@ -76,10 +77,13 @@ class OpenCell:
     seed_window: SeedWindow | None = None
     started: list[int] = field(default_factory=list)  # the planned runs' seeds, as they were started
     plan: SeedPlan | None = None  # the seed plan the launches come from: recorded in the finished cell
-    # The seed control (a key moved): the first run's seed again, in a fresh folder with its entries
-    control: list[QueuedRun] | None = None  # still to start (None: not planned yet)
-    control_started: bool = False
-    control_record: RunRecord | None = None
+    # The cause controls (a later run's keys changed: harness/evidence/controls.py), one at a time: a run's seed
+    # again, in a fresh folder with its entries, until what moved each changed key is decided
+    control: list[QueuedRun] = field(default_factory=list)  # the next one, planned and not started
+    control_running: bool = False
+    # the next control as last planned, and the runs and controls it was planned from: planned again only when
+    # either changed (startable is asked often)
+    _control_plan: tuple[tuple[int, int], QueuedRun | None] | None = None
     # harness check's moved folder, begun as soon as run 1 has ended (beside run 2, see _moved_run_due): run 1's
     # orders are read (and the interpreter probed) when run 2 is taken, after it, so that the probe overlaps it.
     moved: EarlyMoved | None = None
@@ -151,7 +155,7 @@ class OpenCell:
             return True
         if self.tally.gave_up:
             return False
-        if self.control is None and self.running == 0:
+        if not self.control and not self.control_running and self.running == 0:
             self.control = self._plan_control()
         if self.control:
             return True
@@ -255,14 +259,14 @@ class OpenCell:
         if self.checks:
             return self.checks.pop(0)
         if self.control:
-            self.control_started = True
+            self.control_running = True
             return self.control.pop(0)
         return self._phase().take()
 
     def _control_to_come(self) -> bool:
-        """The seed control is still to be planned, or planned and not ended: it may yet say that the key the cell
+        """A cause control is still to be made, or made and not ended: it may yet say that the key the cell
         stopped at is new input, and then the planned runs go on (Tally.stop_now)."""
-        return self.control_record is None and (self.control is None or bool(self.control) or self.control_started)
+        return bool(self.control) or self.control_running or bool(self._plan_control())
 
     @property
     def baseline_done(self) -> bool:
@@ -434,34 +438,48 @@ class OpenCell:
         return self.measure_run(queued, self.folder)
 
     def _plan_control(self) -> list[QueuedRun]:
-        """A later run's key moved at argument types the first run had (a user's program, one process): one run
-        with the first run's own seed (harness/evidence/misses.py reads it)."""
+        """The next cause control, while a later run's keys changed and what moved them is not decided to the bound
+        (harness/evidence/controls.py): a run's own seed again (a user's program, one process); [] when none is
+        needed, or when the runs cannot be repeated so (the built-in repro, a job, harness reduce's candidates)."""
         if self.runner.repro.builtin or self.spec.is_multiprocess or self.tally.give_up is not None:
             return []  # (give_up: harness reduce's candidates, judged by their signature alone)
-        first = control_baseline(self.tally.records)
-        return [] if first is None else [QueuedRun(first.index, first.seed, SEED_CONTROL)]
+        made = (len(self.tally.records), len(self.tally.controls))
+        if self._control_plan is None or self._control_plan[0] != made:
+            index = next_control(observed_keys(self.tally.records), controls_keys(self.tally.controls))
+            run = next((r for r in self.tally.records if r.index == index), None)
+            self._control_plan = (made, None if run is None else QueuedRun(run.index, run.seed, SEED_CONTROL))
+        planned = self._control_plan[1]
+        return [] if planned is None else [planned]
 
     def _control_run(self, queued: QueuedRun) -> RunRecord:
-        """The seed control: the first run's seed, and a fresh folder holding only the first run's entries at the
-        cell's own folder's path (from JAX 0.4.36 until 0.11.0 the path is in every key): the cell's folder is
-        set aside meanwhile and put back after, the control's kept beside it (`<folder>.seed-control`)."""
+        """A cause control: a run's seed, and a fresh folder holding only that run's entries (those it wrote and those
+        it hit) at the cell's own folder's path (from JAX 0.4.36 until 0.11.0 the path is in every key): the cell's
+        folder is set aside meanwhile and put back after; the first control's folder is kept beside it
+        (`<folder>.seed-control`), the others' removed (their runs' records hold what they computed)."""
+        made = len(self.tally.controls) + 1
         aside = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control-aside")
-        kept = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control")
+        kept = self.cache_dir.with_name(f"{self.cache_dir.name}.seed-control" + (f"-{made}" if made > 1 else ""))
         remove_path(aside)
         remove_path(kept)
         self.cache_dir.rename(aside)
         try:
             self.cache_dir.mkdir()
-            first = next(r for r in self.tally.records if r.index == queued.index)
-            for name in first.new_entries:
+            repeated = next(r for r in self.tally.records if r.index == queued.index)
+            computed = {k.key for k in repeated.keys.keys} if repeated.keys is not None else set()
+            for name in list_dir(aside):
                 source = aside / name
-                if source.is_file() and not source.is_symlink():
+                entry = parse_name(name)
+                if ((name in repeated.new_entries or (entry is not None and entry.key in computed))
+                        and source.is_file() and not source.is_symlink()):
                     shutil.copy2(source, self.cache_dir / name)
+            again = f"-{made}" if made > 1 else ""
             return self.measure_run(queued, self.folder or FolderMode.ENVIRONMENT,
-                                    name=f"seed-control-run-{queued.index:02d}-seed-{queued.seed}")
+                                    name=f"seed-control{again}-run-{queued.index:02d}-seed-{queued.seed}")
         finally:
             self.cache_dir.rename(kept)
             aside.rename(self.cache_dir)
+            if made > 1:
+                remove_path(kept)
 
     def _recheck(self, queued: QueuedRun) -> RunRecord:
         """A seed check's re-run, in a fresh cache folder of its own (as the cell's first run had)."""
@@ -481,8 +499,9 @@ class OpenCell:
             self._phase().done(queued, record)
             return None
         if queued.check == SEED_CONTROL:
-            # (the tally's too: where it says the key the cell stopped at is new input, the planned runs go on)
-            self.control_record = self.tally.control = record
+            # (the tally's: where the controls say the key the cell stopped at is new input, the planned runs go on)
+            self.tally.controls.append(record)
+            self.control_running = False
             return None
         if queued.beside:
             return self._beside_done(queued, record)
@@ -567,5 +586,5 @@ class OpenCell:
             variation=phase.variation if phase is not None and runner.vary else None,
             moved_folder=phase.moved_folder if phase is not None else None,
             seed_check=None if interrupted else self.seed_check(), plan=self.plan,
-            seed_control=self.control_record, read_cause=runner.read_cause,
+            controls=tuple(self.tally.controls), read_cause=runner.read_cause,
             read_uncached=runner.read_uncached))

@@ -16,7 +16,7 @@ from harness.core import markdown as md
 from harness.core.kinds import Cause, NothingCached
 from harness.core.model import CellResult
 from harness.evidence.cost import seconds
-from harness.evidence.misses import Category, Follows, FunctionMiss
+from harness.evidence.misses import Category, Follows, FunctionMiss, controls_phrase
 from harness.report.evidence import Evidence, MissingEvidence
 from harness.report.misses_screen import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
 
@@ -45,6 +45,13 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         if miss.why == NothingCached.THRESHOLDS:
             return why, "jax_persistent_cache_min_compile_time_secs=0 would keep it"
         return why, "no cache can serve it as it is"
+    decided = controls_phrase(miss)
+    if miss.category == Category.NEW_INPUT and miss.disagreed is not None:
+        at = (f"compiled at {miss.types_label}, argument types run 1 never had"
+              if any(t not in miss.first_run_types for t in miss.arg_types)
+              else "at run 1's argument types: other values baked in (random constants, a clock)")
+        why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
+        return why, "make what the program draws the same every start (seed its generators) if every start should hit"
     if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):
         why = (f"compiled at run 1's argument types returning other types ({miss.types_label}): a static argument's "
                "value (a size drawn at random) changed what it computes")
@@ -55,17 +62,21 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         return (f"compiled at {miss.types_label}, argument types run 1 never had{had}",
                 "fix the shapes the test draws (seed its generator) if every start should hit")
     if miss.follows == Follows.HASH_SEED or cause == Cause.ORDER:
-        return ("its key follows the hash seed: a set's order (or hash() of a string) is traced into the module",
-                "iterate a sorted list, not a set, where the function is traced")
+        why = ("its key follows the hash seed: a set's order (or hash() of a string) is traced into the module"
+               + (f" ({decided})" if decided else ""))
+        return why, ("iterate a sorted list, not a set, where the function is traced (a mesh's axis names, a "
+                     "PartitionSpec's, a dict's keys)")
+    if miss.follows == Follows.PROCESS:
+        components = ", ".join(miss.components) or "a component other than the computation"
+        why = (f"JAX put a per-process value into its key: only {components} moved, and the same hash seed moved "
+               f"it again ({decided})")
+        return why, "report it to JAX with the diff below: the program cannot fix it"
     if cause == Cause.CONSTANT:
         return ("a constant baked into the module differs each start (random data closed over)",
                 "seed the test's numpy generator (or pass the array as an argument)")
     if cause == Cause.ADDRESS:
         return ("an address baked into the module differs each start (an object's address, a host callback's)",
                 "keep the address out of the traced code: such a key never repeats")
-    if miss.follows == Follows.PROGRAM:
-        return ("its key follows the program's own randomness, not the hash seed",
-                "make what the test bakes in the same every start (seed its generators)")
     components = ", ".join(miss.components) or "a component"
     return f"its key moved ({components})", "read the diff below"
 

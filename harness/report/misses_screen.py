@@ -34,24 +34,25 @@ _WHY = {
                          "it (fails only with `--fail-on not-cached`)",
 }
 _FOLLOWS = {
-    Follows.HASH_SEED: "run again with the first run's own hash seed (a fresh folder holding its entries), it "
-                       "computed the first run's key: the hash seed moves it (a set's order, `hash()` of a string)",
-    Follows.PROGRAM: "run again with the first run's own hash seed (a fresh folder holding its entries), its key "
-                     "moved again: it follows the program's own randomness (random data or PRNG keys baked in as "
-                     "constants, a clock, an address, a counter), not the hash seed",
+    Follows.HASH_SEED: "run again with run 1's own hash seed and with a later run's, each in a fresh folder holding "
+                       "that run's entries, every control computed its run's keys again: the hash seed moves them (a "
+                       "set's order, `hash()` of a string), with the bound the row says on mistaking the program's "
+                       "own randomness for it",
+    Follows.PROCESS: "run again with a run's own hash seed, its key moved again, and only components other than the "
+                     "computation moved: JAX put a per-process value into the key (a path, a device assignment)",
 }
 
 
 def priority(miss: FunctionMiss) -> int:
-    """The order of the first screen and of the table (issue 60.5): keys that follow the hash seed, entries not
-    served, keys the program's own randomness moves, modules JAX never writes, new input."""
+    """The order of the first screen and of the table: keys that follow the hash seed, entries not served, keys
+    moved otherwise (JAX's per-process values, or not decided), modules JAX never writes, new input."""
     if miss.category == Category.MOVED_KEY:
         return 0 if miss.follows == Follows.HASH_SEED else 2
     return {Category.NOT_SERVED: 1, Category.NOT_CACHED: 3, Category.NEW_INPUT: 4}[miss.category]
 
 
 def cell_findings(cell: CellResult) -> SuiteFindings:
-    return suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
+    return suite_findings(cell.runs, cell_comparison(cell), cell_not_cached(cell))
 
 
 def jax_label(cell: CellResult) -> str:

@@ -31,8 +31,7 @@ from harness.report.reproduce import (harness_command, seed_commands, shell_comm
                                       summary_of)
 from harness.verdicts.seed_check import phrase
 from harness.report.first_screen import first_screen
-from harness.report.misses_screen import FunctionEvidence, cell_findings, listings_note, per_test_section
-from harness.evidence.misses import Category, Follows
+from harness.report.misses_screen import FunctionEvidence, listings_note, per_test_section
 from harness.report.variation_section import moved_folder_section, variation_section
 from harness.verdicts.factor_verdicts import by_factors_only
 from harness.report.stats import cache_statistics, module_statistics
@@ -442,7 +441,7 @@ def _reproduce(document: ResultsDocument, cells: list[CellResult], seeds: SeedsM
             return []
         lines += ["Nothing reproduced; to measure again:", ""]
     elif not chosen[0].spec.is_multiprocess:  # a job's cell says its seeds itself (_group_reproduce)
-        lines += [_seeds_sentence(chosen[0], _seeds_of(chosen[0], seeds)) + _follows_program(chosen[0]) +
+        lines += [_seeds_sentence(chosen[0], _seeds_of(chosen[0], seeds)) +
                   " From a checkout of the harness (for the built-in repro's script):", ""]
     for cell in chosen:
         if cell.spec.is_multiprocess:  # its processes must join one another: the harness starts them as a job
@@ -474,17 +473,6 @@ def _group_reproduce(cell: CellResult) -> str:
 def _seeds_of(cell: CellResult, seeds: SeedsMap) -> Seeds | None:
     module = moved_module(cell)
     return seeds.get(cell.spec.key) or (key_seeds(cell, module) if module else None)
-
-
-def _follows_program(cell: CellResult) -> str:
-    """Said before the seeds when the seed control found that the moved module's key follows the program."""
-    module = moved_module(cell)
-    found = [m for m in cell_findings(cell).misses if m.module == module and m.category == Category.MOVED_KEY]
-    if not found or found[0].follows != Follows.PROGRAM:
-        return ""
-    return (f" The seed control (the first run's seed again) moved {md.code(module)}'s key again: it follows the "
-            "program's own randomness (random constants, a clock), not the hash seed, so any two runs may differ "
-            "whatever their seeds.")
 
 
 def _seeds_sentence(cell: CellResult, seeds: Seeds | None) -> str:

@@ -223,5 +223,5 @@ def _summary_cell(facts: CellFacts) -> SummaryCell:
 
 
 def _per_test(cell: CellResult) -> SuiteFindings | None:
-    found = suite_findings(cell.runs, cell_comparison(cell), cell.seed_control, cell_not_cached(cell))
+    found = suite_findings(cell.runs, cell_comparison(cell), cell_not_cached(cell))
     return found if found.misses or found.changed or found.tests else None

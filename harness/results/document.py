@@ -121,6 +121,10 @@ def shape_problem(cell: dict[str, Any]) -> str:
                 run(f"runs[{i}]", each)
         elif key == "seed_control" and value is not None:
             run(key, value)
+        elif key == "more_controls" and value is not None:
+            checks.append((key, value, list))
+            for i, each in enumerate(value if isinstance(value, list) else []):
+                run(f"{key}[{i}]", each)
         elif key in ("moved_folder", "variation") and isinstance(value, dict):
             for part in ("run", "control"):
                 if value.get(part) is not None:
@@ -198,7 +202,9 @@ KEY_COMPONENTS = "key_components"
 def _run_dicts(cell: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every run a cell's mapping holds, and every process of each: its runs, the seed control, the moved folder's
     run, --vary's factor runs and control."""
-    places: list[Any] = [*(cell.get("runs") or []), cell.get("seed_control")]
+    controls = cell.get("more_controls")
+    places: list[Any] = [*(cell.get("runs") or []), cell.get("seed_control"),
+                         *(controls if isinstance(controls, list) else [])]
     for part in (cell.get("moved_folder"), cell.get("variation")):
         if isinstance(part, dict):
             places += [part.get("run"), part.get("control")]
@@ -263,6 +269,8 @@ def _copy_runs(cell: dict[str, Any]) -> dict[str, Any]:
         cell["runs"] = [run(r) for r in cell["runs"]]
     if "seed_control" in cell:
         cell["seed_control"] = run(cell["seed_control"])
+    if isinstance(cell.get("more_controls"), list):
+        cell["more_controls"] = [run(c) for c in cell["more_controls"]]
     for key in ("moved_folder", "variation"):
         if isinstance(part := cell.get(key), dict):
             part = cell[key] = {**part, **{k: run(part[k]) for k in ("run", "control") if k in part}}

@@ -1,7 +1,7 @@
 """The one place a measured cell is finished (pure): everything its measurement gathered in, the cell out.
 
-A cell's verdict is judged once from its runs (`Tally.cell`, with the seed control's word on keys at run 1's
-argument types whose modules return other types: harness/evidence/keys.py); what the measurement learned beside
+A cell's verdict is judged once from its runs (`Tally.cell`, with the cause controls' word on what moved each key
+that changed: harness/evidence/controls.py); what the measurement learned beside
 the runs then adds to it here, in one order: --vary's factors (a clean cell that misses under one is `reproduced`),
 the moved folder (said beside the verdict, never changing it), what a miss costs, a user script's command and
 how its runs got the folder, what its cache settings did and why nothing was cached, whether its failures
@@ -69,7 +69,7 @@ class Measured:
     moved_folder: FactorResult | None = None  # check's run through another path to the folder
     seed_check: SeedCheck | None = None  # the re-runs of a failing and a passing seed
     plan: SeedPlan | None = None  # the cell's seeds (None: its caller planned none)
-    seed_control: RunRecord | None = None  # the first run's seed again, in a fresh folder with its entries
+    controls: tuple[RunRecord, ...] = ()  # the cause controls: each a run's seed again, in a fresh folder with its entries
     read_cause: CauseReader | None = None  # None: the cause is not looked for (no results folder keeps evidence)
     read_uncached: UncachedReader | None = None  # None: no callback's line or untimed cost is looked for
 
@@ -77,7 +77,7 @@ class Measured:
 def finish_cell(measured: Measured) -> CellResult:
     """The finished cell: the runs' verdict, then what was measured beside them (see the module)."""
     cell = measured.tally.cell(measured.spec, measured.listing, measured.environment_facts, measured.interrupted,
-                               control=None if measured.interrupted else measured.seed_control)
+                               controls=[] if measured.interrupted else list(measured.controls))
     variation = measured.variation
     if variation is not None and measured.interrupted:  # what was judged is kept, said incomplete
         variation = copy.copy(variation)
@@ -86,7 +86,8 @@ def finish_cell(measured: Measured) -> CellResult:
         cell.verdict, cell.reason = verdict_with(cell.verdict, cell.reason, variation)
     cell.variation = variation
     cell.moved_folder = measured.moved_folder  # beside the verdict, which it never changes
-    cell.seed_control = None if measured.interrupted else measured.seed_control  # beside it too
+    if measured.controls and not measured.interrupted:  # beside it too
+        cell.seed_control, *cell.more_controls = measured.controls
     cell.cost = cell_cost(cell.runs)
     script = measured.script
     if script is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.evidence.beside_keys import compared_phrase
-from harness.evidence.keys import control_keys, nothing_cached, run_keys
+from harness.evidence.keys import controls_keys, nothing_cached, run_keys
 from harness.verdicts.verdict import group_facts, judge
 from harness.core.model import CellResult, CellSpec
 from harness.core.runs import RunRecord
@@ -55,10 +55,10 @@ class Tally:
     # Stop as soon as this says the runs so far cannot give what the caller looks for (`harness reduce`
     # rejects a candidate at its first crash, or a first run without the module it tracks).
     give_up: Callable[[list[RunRecord]], bool] | None = None
-    # The seed control's run, once made (harness/measure/open_cell.py): a cell that stopped at a key at run 1's
-    # argument types whose module returns other types goes on with its planned runs where the control says that key
-    # is new input (the program drew it), so that the runs that could show a key the hash seed moves are made.
-    control: RunRecord | None = None
+    # The cause controls, as they are made (harness/measure/open_cell.py): a cell that stopped at a new key goes on
+    # with its planned runs where the controls say the program drew it (new input), so that the runs that could
+    # show a key the hash seed moves are made.
+    controls: list[RunRecord] = field(default_factory=list)
     _stopped: Stop | None = None
 
     def add(self, record: RunRecord) -> None:
@@ -66,8 +66,8 @@ class Tally:
 
     def stop_now(self) -> bool:
         """Once true, stays true (runs still going when it turned are added, but it was decided), but for a stop at a
-        key the seed control, made since, says is new input (`control`): then the planned runs go on."""
-        if self._stopped == Stop.REPRODUCED and self.control is not None and not self._reproduced():
+        key the cause controls, made since, say is new input (`controls`): then the planned runs go on."""
+        if self._stopped == Stop.REPRODUCED and self.controls and not self._reproduced():
             self._stopped = None
         if self._stopped is None:
             if self.give_up is not None and self.give_up(self.records):
@@ -81,7 +81,7 @@ class Tally:
         return self._stopped is not None
 
     def _reproduced(self) -> bool:
-        return judge(self.records, control=control_keys(self.control)).verdict == Verdict.REPRODUCED
+        return judge(self.records, controls=controls_keys(self.controls)).verdict == Verdict.REPRODUCED
 
     @property
     def gave_up(self) -> bool:
@@ -102,17 +102,16 @@ class Tally:
                 and SEED_INDEPENDENT_FAILURE.search(first[0].reason) is not None)
 
     def cell(self, spec: CellSpec, listing: list[str], environment_facts: dict[str, Any],
-             interrupted: bool = False, control: RunRecord | None = None) -> CellResult:
+             interrupted: bool = False, controls: list[RunRecord] | None = None) -> CellResult:
         """The cell from the runs made: all of them, fewer when it stopped early, or those that finished
-        before Ctrl-C (`interrupted`: then a cell that had not reproduced says how far it got). `control`: the seed
-        control's run (the tally's own by default), which says whether a key at run 1's argument types with other
-        results is new input."""
+        before Ctrl-C (`interrupted`: then a cell that had not reproduced says how far it got). `controls`: the cause
+        controls (the tally's own by default), which say what moved each key that changed."""
         records = sorted(self.records, key=lambda r: r.index)
         stopped_early = not interrupted and self.stop_now() and len(records) < self.planned
         if self._stopped == Stop.NOTHING_CACHED and not nothing_cached(records):
             stopped_early = False  # a run still going then cached something after all: the cell is short
         judgement = judge(records, expected_runs=None if stopped_early else self.planned,
-                          control=control_keys(control or self.control))
+                          controls=controls_keys(self.controls if controls is None else controls))
         reason = judgement.reason
         if stopped_early and self._stopped == Stop.NOTHING_CACHED:
             reason += (f"; stopped after {len(records)} of {self.planned} runs: none wrote an entry"

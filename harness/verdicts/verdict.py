@@ -47,11 +47,15 @@ def attribute(comparison: Comparison, runs: Sequence[RunRecord]) -> tuple[Attrib
         return None, f"run {run.index}: {run.log_note or 'its log was not read'}"
     new_key = comparison.new[later.index][module][0]
     moved = later.keys.by_key().get(new_key)
-    mine = [k for k in first.keys.keys if k.module == module]
     if moved is None:
         return None, f"run {later.index}'s log does not name {new_key} (it was seen only in the cache folder)"
+    # only run 1's key of the same function in the same test at the same argument types is its counterpart
+    test = moved.tests[:1]
+    mine = [k for k in first.keys.keys if k.module == module and k.tests[:1] == test and k.arg_types == moved.arg_types]
     if not mine:
-        return None, f"the first run (run {first.index}) compiled no {module}: there is nothing to compare with"
+        where = (f" in {test[0]}" if test else "") + (f" at {', '.join(moved.arg_types)}" if moved.arg_types else "")
+        return None, (f"run {first.index} never compiled {module}{where}: no key of run {first.index} is this "
+                      "key's counterpart")
     again = set(later.keys.by_key())
     candidates = [k for k in mine if k.key not in again] or mine
     counterpart = min(candidates, key=lambda k: (len(differing_components(k, moved)), k.key))
@@ -80,15 +84,15 @@ Found = tuple[Verdict, str, dict[str, Any]]
 
 
 def judge(runs: list[RunRecord], expected_runs: int | None = None,
-          observed: Sequence[RunKeys] | None = None, control: RunKeys | None = None) -> Judgement:
+          observed: Sequence[RunKeys] | None = None, controls: Sequence[RunKeys] = ()) -> Judgement:
     """The verdict of one cell from its runs (see `compare_with_first_run` for the rule). `observed`: what
     each successful run is known to have computed; by default its listing and its log (`observed_keys`);
-    `control`: the seed control's keys, for keys whose modules return other types (harness/evidence/keys.py).
+    `controls`: the cause controls' keys, which decide what moved each changed key (harness/evidence/controls.py).
     Phases in order, the first that finds ends it: a miss, runs that failed, what measured no miss of the
     cache, clean; then the notes every verdict's reason carries."""
     good = counted(runs)
     keys = keys_by_module(entries({name for r in good for name in r.new_entries}))
-    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs), control)
+    comparison = compare_with_first_run(observed if observed is not None else observed_keys(runs), controls)
     disagree, untrusted = inconsistencies(runs), untrusted_logs(runs)
     verdict, reason, facts = (_missed(runs, good, comparison) or _failed(runs, good, expected_runs)
                               or _no_miss(good, comparison, keys) or _clean(good, comparison, untrusted))

@@ -9,6 +9,7 @@ from harness.core.runs import RunRecord
 from harness.report.evidence import compare_runs
 from harness.report.first_screen import first_screen, terminal_lines
 from harness.verdicts.verdict import judge
+from harness.evidence.keys import controls_keys
 
 from harness.verdicts.finish import with_uncached_facts
 
@@ -40,10 +41,16 @@ def _suite() -> CellResult:
     later = _run(2, [key("jit_mse", "4", T_SHAPE, ("float32[7]",), seconds=0.3),
                      key("jit_noise", "5", T_NOISE, ("float32[3]",), "e", seconds=0.25),
                      key("jit_names", "6", T_SET, ("float32[3]",), "d", seconds=1.5)])
-    control = _run(1, [hit(names), key("jit_noise", "7", T_NOISE, ("float32[3]",), "f"), hit(mse)])
-    j = judge([first, later])
+    # the cause controls: run 1's seed and run 2's, each again: the set's keys come back every time (bound 0.035),
+    # the noise moves again at once, and run 2's seed again draws yet another shape
+    controls = [_run(1, [hit(names), key("jit_noise", "7", T_NOISE, ("float32[3]",), "f"), hit(mse)]),
+                _run(2, [hit(later.keys.keys[2]), hit(later.keys.keys[1]), key("jit_mse", "8", T_SHAPE, ("float32[5]",))]),
+                _run(1, [hit(names)]), _run(2, [hit(later.keys.keys[2])]), _run(1, [hit(names)])]
+    for control in controls:
+        control.index = control.seed
+    j = judge([first, later], controls=controls_keys(controls))
     return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, [first, later], j.reason,
-                      seed_control=control)
+                      seed_control=controls[0], more_controls=controls[1:])
 
 
 def test_findings_come_most_important_first_with_cause_cost_and_action():
@@ -56,11 +63,16 @@ def test_findings_come_most_important_first_with_cause_cost_and_action():
     body = lines[2:]
     assert len(body) == 3, body
     assert body[0].startswith(f"- `{T_SET}`: `jit_names`: its key follows the hash seed") \
+        and "(5 controls, each a run's own hash seed again" in body[0] and "at most 0.035" in body[0] \
         and "1.50 s per start" in body[0] and "**iterate a sorted list, not a set" in body[0], body[0]
-    assert body[1].startswith(f"- `{T_NOISE}`: `jit_noise`: a constant baked into the module differs each start") \
-        and "0.25 s per start" in body[1] and "**seed the test's numpy generator" in body[1], body[1]
-    assert body[2].startswith(f"- `{T_SHAPE}`: `jit_mse`: compiled at float32\\[7\\], argument types run 1 "
-                              "never had"), body[2]
+    # the program's own randomness: new input, whatever its shapes (a control with a run's own seed moved it again)
+    assert body[1].startswith(f"- `{T_SHAPE}`: `jit_mse`: the program's own randomness moved it, not the hash seed "
+                              "(a control with run 2's own hash seed computed another key); compiled at float32\\[7\\], "
+                              "argument types run 1 never had") and "0.30 s per start" in body[1], body[1]
+    assert body[2].startswith(f"- `{T_NOISE}`: `jit_noise`: the program's own randomness moved it, not the hash seed "
+                              "(a control with run 1's own hash seed computed another key); at run 1's argument types: "
+                              "other values baked in") and "0.25 s per start" in body[2] \
+        and "**make what the program draws the same every start (seed its generators)" in body[2], body[2]
     assert terminal_lines([cell])[0] == "What to do:"
 
 

@@ -19,7 +19,8 @@ from harness.report.write import ReportWriter
 from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.core.records import replace
-from harness.evidence.keys import control_keys
+from harness.evidence.keys import controls_keys
+from harness.core.comparison import Moved
 from harness.evidence.misses import Category
 from harness.report.first_screen import first_screen
 from harness.report.misses_screen import cell_findings
@@ -63,10 +64,14 @@ def _run(tmp: Path, index: int, compiled: list[tuple[LoggedKey, str]], tests: li
                      tests=dict.fromkeys(tests, "passed"))
 
 
-def _cell(runs: list[RunRecord]) -> CellResult:
-    j = judge(runs)
-    return CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+def _cell(runs: list[RunRecord], controls: list[RunRecord] | None = None) -> CellResult:
+    j = judge(runs, controls=controls_keys(controls or []))
+    cell = CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
                       attribution=j.attribution, listing=[f"{k.key}-cache" for r in runs for k in r.keys.keys])
+    if controls:
+        cell.seed_control, *cell.more_controls = controls
+    cell.comparison = j.comparison
+    return cell
 
 
 def _two_tests(tmp: Path) -> CellResult:
@@ -105,7 +110,16 @@ def test_a_test_that_never_compiled_it_at_these_types_in_run_1_is_said_not_diffe
     first = _run(tmp_path, 1, [(_key("1", T_A, ("float32[4]",)), ORDERED)], [T_A, T_B])
     later = _run(tmp_path, 2, [(_key("1", T_A, ("float32[4]",), Outcome.HIT), ORDERED),
                                (_key("5", T_B, ("float32[4]",)), REORDERED)], [T_A, T_B])
-    cell = _cell([first, later])
+    # with no control, a function run 1 never compiled in this test is new input (never paired with T_A's)
+    assert _cell([first, later]).verdict == Verdict.NEW_INPUT
+    # the controls say the hash seed decides whether test_b compiles it: a moved key with no counterpart
+    def again(index: int, keys: list[LoggedKey]) -> RunRecord:
+        return RunRecord(index, index, 0, 1.0, [], keys=RunLog(keys), tests={T_A: "passed", T_B: "passed"})
+    controls = [again(1, [_key("1", T_A, ("float32[4]",), Outcome.HIT)]) if n % 2 == 0 else
+                again(2, [_key("1", T_A, ("float32[4]",), Outcome.HIT), _key("5", T_B, ("float32[4]",), Outcome.HIT)])
+                for n in range(5)]
+    cell = _cell([first, later], controls)
+    assert cell.verdict == Verdict.REPRODUCED and cell.attribution is None
     [item] = function_evidence(tmp_path, cell)["jit_f"]
     assert item.why == f"run 1 never compiled it at these types in this test (it did in {T_A}, another test: " \
         "not compared)", item  # type: ignore[union-attr]
@@ -164,50 +178,65 @@ def _static_run(tmp: Path, index: int, rows: int) -> RunRecord:
                      tests={T_B: "passed"})
 
 
-def _control(rows: int, tmp: Path) -> RunRecord:
-    """The seed control (run 1's seed again) that tiled `rows` times: 2, run 1's own size, when the hash seed decides
+def _control(rows: int, tmp: Path, of: int = 1) -> RunRecord:
+    """A cause control (run `of`'s seed again) that tiled `rows` times: its run's own size when the hash seed decides
     the results (a set-named mesh's shard shapes); another when the program draws it (a random static size)."""
-    return _static_run(tmp / "control", 1, rows)
+    return _static_run(tmp / f"control-{of}-{rows}", of, rows)
 
 
-def test_other_result_types_at_run_1s_argument_types_are_new_input_only_where_the_seed_control_says_program(tmp_path):
-    """Issue 60.3: a static size drawn at random gives other result types at the same argument types, and so does a
-    mesh whose axis names come from a set (its shards' shapes follow the hash seed: the seed's own bug class). The seed
-    control tells them apart: it drew another size (the program's) -> new input; it computed run 1's key again (the
-    hash seed's) -> a moved key, reproduced; no control made (or it failed) -> a moved key (never hidden, exit 0)."""
+def _seed_controls(tmp: Path, first_rows: int, later_rows: int, later: int = 2) -> list[RunRecord]:
+    """Run 1's seed three times and run `later`'s twice, each giving its run's own size again (the hash seed's)."""
+    return [_control(first_rows, tmp / f"c{n}", 1) if n % 2 == 0 else _control(later_rows, tmp / f"c{n}", later)
+            for n in range(5)]
+
+
+def test_other_result_types_at_run_1s_argument_types_are_new_input_only_where_the_controls_say_program(tmp_path):
+    """A static size drawn at random gives other result types at the same argument types, and so does a mesh whose
+    axis names come from a set (its shards' shapes follow the hash seed: the seed's own bug class). The cause controls
+    tell them apart: a run's own seed again drew another size (the program's) -> new input, certain; run 1's seed and
+    run 2's, each again, gave their runs' sizes every time (the hash seed's, bound 0.035) -> a moved key, reproduced;
+    one control of run 1's seed alone agreeing bounds nothing (a coin agrees half the time) -> not decided; no control
+    made (or it failed) -> a moved key (never hidden, exit 0)."""
     runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
     assert runs[0].keys is not None and runs[0].keys.keys[0].result_types == ("tensor<6xf32>",)
     moved = runs[1].keys.keys[0].key  # type: ignore[union-attr]
-    program = judge(runs, control=control_keys(_control(7, tmp_path / "p")))
+    program = judge(runs, controls=controls_keys([_control(7, tmp_path / "p")]))
     assert program.verdict == Verdict.NEW_INPUT, program.reason
     assert program.comparison is not None and program.comparison.new == {} and program.comparison.new_input == {
         2: {"jit_tile": [moved]}}
-    assert program.reason.startswith("jit_tile at (float32[3], -> tensor<15xf32>) (run 2, t.py::test_b); run 1 "
-                                     "compiled it at float32[3]"), program.reason
-    seed = judge(runs, control=control_keys(_control(2, tmp_path / "s")))
+    assert program.reason.startswith("jit_tile at (float32[3], -> tensor<15xf32>) (run 2, t.py::test_b): a control "
+                                     "with run 1's own hash seed computed another key"), program.reason
+    seed = judge(runs, controls=controls_keys(_seed_controls(tmp_path / "s", 2, 5)))
     assert seed.verdict == Verdict.REPRODUCED, seed.reason
     assert seed.comparison is not None and seed.comparison.new == {2: {"jit_tile": [moved]}}
     assert seed.comparison.seed_moved == {moved} and seed.comparison.new_input == {}
+    (decision,) = seed.comparison.decisions
+    assert (decision.moved, decision.controls, round(decision.bound, 5)) == (Moved.HASH_SEED, 5, 0.03456)
+    coincided = judge(runs, controls=controls_keys([_control(2, tmp_path / "one")]))
+    assert coincided.comparison is not None and coincided.comparison.seed_moved == frozenset()  # not decided
+    assert coincided.comparison.decisions[0].moved == Moved.UNDECIDED
     failed = RunRecord(1, 1, 1, 1.0, [], keys=_control(7, tmp_path / "f").keys)
-    for control in (None, control_keys(failed)):
-        j = judge(runs, control=control)
+    for controls in ([], [failed]):
+        j = judge(runs, controls=controls_keys(controls))
         assert j.verdict == Verdict.REPRODUCED and j.comparison is not None and j.comparison.new_input == {}, j.reason
     same = [_static_run(tmp_path / "again", 1, 2), _static_run(tmp_path / "again", 2, 2)]
-    same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key: moved, whatever
+    same[1] = RunRecord(2, 2, 0, 1.0, [], keys=RunLog([LoggedKey(  # the same results, another key
         "jit_tile", "jit_tile-" + "9" * 64, Outcome.WRITTEN, components={"computation": "9" * 64}, tests=(T_B,),
         arg_types=("float32[3]",), result_types=("tensor<6xf32>",))]), tests={T_B: "passed"})
-    assert judge(same, control=control_keys(_control(7, tmp_path / "q"))).verdict == Verdict.REPRODUCED
+    assert judge(same).verdict == Verdict.REPRODUCED  # no control: a moved key
+    # run 1's seed again computed yet another key: the program's own randomness baked in, new input
+    assert judge(same, controls=controls_keys([_control(7, tmp_path / "q")])).verdict == Verdict.NEW_INPUT
 
 
-def test_a_cell_finished_with_its_seed_control_reads_new_input_in_the_table_and_the_first_screen(tmp_path):
-    """The cell as finish_cell makes it (Tally.cell with the control): its verdict, the per-test table's category and
-    the first screen's line on other result types, also for the cell read back from results.json."""
+def test_a_cell_finished_with_its_controls_reads_new_input_in_the_table_and_the_first_screen(tmp_path):
+    """The cell as finish_cell makes it (Tally.cell with the controls): its verdict, the per-test table's category and
+    the first screen's line on the program's randomness, also for the cell read back from results.json."""
     runs = [_static_run(tmp_path, 1, 2), _static_run(tmp_path, 2, 5)]
     control = _control(7, tmp_path)
     tally = Tally(2)
     for run in runs:
         tally.add(run)
-    cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=control)
+    cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, controls=[control])
     cell.seed_control = control
     assert cell.verdict == Verdict.NEW_INPUT, cell.reason
     for shown in (cell, replace(cell, runs=list(cell.runs))):  # the second derives its comparison again
@@ -215,10 +244,9 @@ def test_a_cell_finished_with_its_seed_control_reads_new_input_in_the_table_and_
         [miss] = cell_findings(shown).misses
         assert (miss.category, miss.arg_types) == (Category.NEW_INPUT, [["float32[3]", "-> tensor<15xf32>"]])
         [line] = first_screen([shown])[2:]
-        assert ("`jit_tile`: compiled at run 1's argument types returning other types ((float32\\[3\\], -&gt; "
-                "tensor&lt;15xf32&gt;)): a static argument's value (a size drawn at random) changed what it computes"
-                ) in line, line
-        assert "**fix the value the test draws (seed its generator) if every start should hit**" in line, line
+        assert ("`jit_tile`: the program's own randomness moved it, not the hash seed (a control with run 1's own "
+                "hash seed computed another key)") in line, line
+        assert "**make what the program draws the same every start (seed its generators)" in line, line
 
 
 def test_the_result_types_of_an_entry_point_are_read_from_its_signature_line():
@@ -236,10 +264,10 @@ def test_a_check_stopped_at_a_key_the_seed_control_calls_new_input_goes_on_with_
         for run in [_static_run(tmp_path / str(rows), 1, 2), _static_run(tmp_path / str(rows), 2, 5)]:
             tally.add(run)
         assert tally.stop_now()  # no control yet: a moved key
-        tally.control = _control(rows, tmp_path / str(rows))
+        tally.controls = [_control(7, tmp_path / str(rows))] if goes_on else _seed_controls(tmp_path / str(rows), 2, 5)
         assert tally.stop_now() is not goes_on
         if not goes_on:  # stopped at 2 of 6 runs, reproduced (never "only 2 of 6 runs were made")
-            cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {}, control=tally.control)
+            cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [], {})
             assert cell.verdict == Verdict.REPRODUCED, cell.reason
 
 
@@ -271,13 +299,16 @@ def test_the_headline_names_the_hash_seeds_module_before_the_programs_and_what_d
                                                          tests=f1.tests, arg_types=f1.arg_types), ORDERED),
                                              _g("b", "[4.0, 5.0, 6.0]")], [T_A, T_B]),
             _dumped_run(tmp_path, "run", 3, [(f2, REORDERED), _g("c", "[7.0, 8.0, 9.0]")], [T_A, T_B])]
-    control = _dumped_run(tmp_path, "control", 1, [(f1, ORDERED), _g("d", "[0.5, 0.5, 0.5]")], [T_A, T_B])
+    # run 1's seed and run 3's, again: jit_f's keys come back every time, jit_g's constant moves again
+    controls = [_dumped_run(tmp_path, f"control{n}", of, [(f1 if of == 1 else f2, ORDERED if of == 1 else REORDERED),
+                                                           _g(tag, "[0.5, 0.5, 0.5]")], [T_A, T_B])
+                for n, (of, tag) in enumerate([(1, "d"), (3, "e"), (1, "f"), (3, "g"), (1, "h")])]
     tally = Tally(3)
     for r in runs:
         tally.add(r)
     cell = tally.cell(CellSpec("0.4.31", Platform.CPU, 1, None), [n for r in runs for n in r.new_entries], {},
-                      control=control)
-    cell.seed_control = control
+                      controls=controls)
+    cell.seed_control, *cell.more_controls = controls
     assert cell.verdict == Verdict.REPRODUCED and cell.reason.startswith("jit_f: a new key in run 3"), cell.reason
     document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=["0.4.31"]), [cell],
                                SweepStatus.COMPLETE)

@@ -15,7 +15,7 @@ from harness.results.document import ResultsDocument, SweepStatus
 from harness.results.header import RecordedConfig, ResultsHeader
 from harness.verdicts.judge import Tally
 from harness.evidence.keys import comparison_of
-from harness.evidence.misses import Category, Follows, control_baseline, suite_findings
+from harness.evidence.misses import Category, Follows, suite_findings
 from harness.verdicts.verdict import judge
 
 from tests.cells import SCHEMA
@@ -177,20 +177,32 @@ def test_the_reason_names_every_function_that_missed_and_a_flaky_test_as_such():
     assert judge([run(1, [MSE2, STABLE], {T_MSE: "passed", T_OK: "passed"}), crashed]).verdict == Verdict.ERROR
 
 
-def test_the_seed_control_tells_the_hash_seed_from_the_program():
+def test_the_cause_controls_tell_the_hash_seed_from_the_program():
+    """A suite with a set-ordered test and a noisy one: run 1's seed again brings the set's key back and moves the
+    noise again; only a later run's seed again, with its own key back, lets the set's key be the hash seed's (one
+    control of run 1's seed alone bounds nothing)."""
     noise = key("jit_noise", "7", "t.py::test_noise", ("float32[3]",))
+    moved_set = key("jit_by_names", "8", T_SET, ("float32[3]",), computation="d")
     first = run(1, [SET, noise], PASSED)
-    later = run(2, [key("jit_by_names", "8", T_SET, ("float32[3]",), computation="d"),
-                    key("jit_noise", "9", "t.py::test_noise", ("float32[3]",), computation="e")], PASSED)
-    # run 1's seed again: the set's order comes back, the noise moves again
-    control = run(1, [hit(SET), key("jit_noise", "a", "t.py::test_noise", ("float32[3]",), computation="f")])
-    assert control_baseline([first, later]) is first
-    found = suite_findings([first, later], comparison_of([first, later]), control)
-    assert {m.module: m.follows for m in found.misses} == {"jit_by_names": Follows.HASH_SEED,
-                                                           "jit_noise": Follows.PROGRAM}
-    assert {m.module: m.follows for m in suite_findings([first, later], comparison_of([first, later])).misses} == {
+    later = run(2, [moved_set, key("jit_noise", "9", "t.py::test_noise", ("float32[3]",), computation="e")], PASSED)
+    runs = [first, later]
+
+    def control(of: RunRecord, keys: list[LoggedKey]) -> RunRecord:
+        return RunRecord(of.index, of.seed, 0, 1.0, [], keys=RunLog(keys), tests=PASSED)
+    again = lambda tag: key("jit_noise", tag, "t.py::test_noise", ("float32[3]",), computation=tag)  # noqa: E731
+    controls = [control(first, [hit(SET), again("a")])]
+    found = suite_findings(runs, comparison_of(runs, controls))
+    # the noise moved again under run 1's own seed: new input, certain; the set's key not decided yet
+    assert {(m.module, m.category, m.follows) for m in found.misses} == {
+        ("jit_by_names", Category.MOVED_KEY, None), ("jit_noise", Category.NEW_INPUT, None)}
+    controls += [control(later, [hit(moved_set), again("b")]), control(first, [hit(SET), again("c")]),
+                 control(later, [hit(moved_set), again("d")]), control(first, [hit(SET), again("e")])]
+    found = suite_findings(runs, comparison_of(runs, controls))
+    (moved,) = [m for m in found.misses if m.category == Category.MOVED_KEY]
+    assert (moved.module, moved.follows, moved.controls) == ("jit_by_names", Follows.HASH_SEED, 5)
+    assert moved.bound is not None and abs(moved.bound - 108 / 3125) < 1e-12  # (3/5)^3 (2/5)^2
+    assert {m.module: m.follows for m in suite_findings(runs, comparison_of(runs)).misses} == {
         "jit_by_names": None, "jit_noise": None}  # no control made: not said
-    assert control_baseline([first, run(2, [hit(SET), hit(noise)], PASSED)]) is None  # nothing moved: no control
 
 
 def test_a_run_whose_random_shapes_an_earlier_run_had_did_not_compile_fewer_things():

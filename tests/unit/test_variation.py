@@ -308,7 +308,8 @@ def test_containers_see_the_moved_folder_at_another_path(tmp_path):
 
 class PathKeyedEnvironment(Environment):
     """Logs and writes keys like JAX 0.4.36-0.10.2: the cache folder's path is in the compile options,
-    the time zone in nothing; `moving` makes every run's computation differ (an address in the module).
+    the time zone in nothing; `moving` makes every run's computation differ, its seed's control's too (random
+    constants closed over: the program's own randomness, new input).
     `path_keyed=False`: keys like 0.4.31 (no path in them); `seed_keyed`: the hash seeds whose module differs
     (a set's order baked into it)."""
 
@@ -381,7 +382,7 @@ def test_factors_that_all_hit_cost_one_run_each_and_no_control(tmp_path):
 
 def test_keys_that_move_in_every_run_are_not_blamed_on_a_factor(tmp_path):
     cell = _measure(tmp_path, PathKeyedEnvironment(moving=True), (Factor.TZ,))
-    assert cell.verdict == Verdict.REPRODUCED  # by its own runs, as without --vary
+    assert cell.verdict == Verdict.NEW_INPUT  # by its own runs and their controls, as without --vary
     assert not cell.variation.missed()
 
 
@@ -534,7 +535,7 @@ def test_a_clean_cell_whose_moved_folder_misses_stays_clean_for_one_run_more(tmp
 def test_a_moved_folder_miss_on_keys_that_move_anyway_is_not_blamed_on_the_path(tmp_path):
     environment = PathKeyedEnvironment(moving=True)
     cell = _measure_moved(tmp_path, environment)
-    assert cell.verdict == Verdict.REPRODUCED  # by its own runs
+    assert cell.verdict == Verdict.NEW_INPUT  # by its own runs and their controls
     # its keys move by themselves: a control run (the plain folder, the same seed) decides, and misses too
     assert environment.runs[-2][1].factor == Factor.CACHE_PATH and environment.runs[-1][1] is None
     assert cell.moved_folder.outcome == FactorOutcome.NOT_JUDGED
@@ -595,20 +596,22 @@ def test_with_two_slots_the_moved_folder_runs_beside_run_2_and_says_what_it_says
     # same runs and the same finding as the moved run after the cell's runs with run 1's seed (one slot)
     assert early.moved_folder.run.seed == 13 and early.moved_folder.planned_run == 3
     assert late.moved_folder.run.seed == 11 and not late.moved_folder.planned_run
-    assert early.verdict == (Verdict.REPRODUCED if moving else Verdict.CLEAN)
+    assert early.verdict == (Verdict.NEW_INPUT if moving else Verdict.CLEAN)
     # its folder is a copy of what run 1 left: run 1's entry alone (run 2 had not written)
     assert len(beside.moved_folder_held) == 1 and beside.moved_folder_held[0] in early.runs[0].new_entries
     if not moving:
         assert _said(early) == _said(late)
         return
-    # the cell stopped at run 2's miss with its moved run made (it missed): run 3 is not made to tell the path
-    # from the seed (a set-order cell's moved run misses by its seed), so the path is not blamed, as the late
-    # one's control (another run) did not blame it
-    assert _said(early) == _said(late) == (Verdict.REPRODUCED, [(1, 11), (2, 12)],
+    # the cell stopped at run 2's new key, then run 1's seed again moved it again (the program's own randomness:
+    # new input), so its planned run 3 was made: the moved run, beside run 2 with run 3's seed, is judged by run 3
+    # made again in the cell's own folder, which missed too, so the path is not blamed, as the late one's control
+    # (another run) did not blame it
+    assert _said(early) == _said(late) == (Verdict.NEW_INPUT, [(1, 11), (2, 12), (3, 13)],
                                            (FactorOutcome.NOT_JUDGED, ["computation", "compile_options"]))
-    assert early.moved_folder.reason.endswith("not known to be the path's: the cell stopped at its first miss, so "
-                                              "run 3 was not made in the cell's own folder with this seed to tell "
-                                              "the path from the seed")
+    assert early.moved_folder.reason.endswith("run 3, seed 13 again in the cell's own folder, missed too (computation "
+                                              "moved, 1 of 1 module): the seed or the program moved the keys, so "
+                                              "whether the path moves them was not measured")
+    assert [len(c.controls) for c in (early, late)] == [1, 1]  # one control of run 1's seed decided it: certain
 
 
 def test_a_moved_folder_run_beside_a_run_that_fails_is_dropped_as_an_error_cell_has_none(tmp_path):
