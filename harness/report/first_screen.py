@@ -47,9 +47,13 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         return why, "no cache can serve it as it is"
     decided = controls_phrase(miss)
     if miss.category == Category.NEW_INPUT and miss.disagreed is not None:
-        at = (f"compiled at {miss.types_label}, argument types run 1 never had"
-              if any(t not in miss.first_run_types for t in miss.arg_types)
-              else "at run 1's argument types: other values baked in (random constants, a clock)")
+        if any(t and t[-1].startswith("-> ") for t in miss.arg_types):
+            at = (f"at run 1's argument types returning other types ({miss.types_label}): a static argument's value "
+                  "changed what it computes")
+        elif any(t not in miss.first_run_types for t in miss.arg_types):
+            at = f"compiled at {miss.types_label}, argument types run 1 never had"
+        else:
+            at = "at run 1's argument types: other values baked in (random constants, a clock)"
         why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
         return why, "make what the program draws the same every start (seed its generators) if every start should hit"
     if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):

@@ -37,15 +37,16 @@ def test_a_static_size_from_an_unseeded_numpy_generator_is_new_input(tmp_path, c
     # it stopped at run 2's key, a moved key until the control said new input: then its planned runs went on
     assert len(cell["runs"]) == 4, cell["runs"]
     assert cell["reason"].startswith("jit_tile at (float32[3], -> tensor<"), cell["reason"]
-    assert "run 1 compiled it at float32[3]" in cell["reason"], cell["reason"]
+    assert "a control with run 1's own hash seed computed another key" in cell["reason"], cell["reason"]
     assert cell["seed_control"]["exit_code"] == 0  # what told it from a key the hash seed moved
     report = (swept.run_dir / "report.md").read_text()
     head = report[:report.index("## Results")]
     assert "## What to do" in head, head
-    assert ("`jit_tile`: compiled at run 1's argument types returning other types (" in head
-            and "a static argument's value (a size drawn at random) changed what it computes" in head), head
-    assert "seed its generator" in head, head
-    assert "a static argument's value (a size drawn at random) changed what it computes" in swept.out, swept.out
+    assert ("`jit_tile`: the program's own randomness moved it, not the hash seed" in head
+            and "at run 1's argument types returning other types (" in head
+            and "a static argument's value changed what it computes" in head), head
+    assert "seed its generators" in head, head
+    assert "a static argument's value changed what it computes" in swept.out, swept.out
 
 
 def test_with_the_moved_folder_a_check_that_went_on_after_the_control_made_every_planned_run(tmp_path, capsys, write):
