@@ -5,6 +5,7 @@ and a fake environment; tests/integration/test_cause_controls_integration.py run
 
 from __future__ import annotations
 
+import hashlib
 from itertools import product
 
 import pytest
@@ -22,8 +23,15 @@ from harness.measure.cell_runner import CellRunner
 from harness.inputs.config import Repro
 from harness.results.document import cell_json, read_cell
 from harness.verdicts.verdict import judge
+from harness.core.model import CellResult, CellSpec
+from harness.core.kinds import Platform
 
-from tests.unit.test_variation import SPEC, h
+SPEC = CellSpec("0.5.0", Platform.CPU, 8, None)
+
+
+def h(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
 
 
 def test_the_bound_is_the_largest_chance_any_draw_agrees_with_every_control():
@@ -162,7 +170,6 @@ def test_controls_are_kept_in_results_json_and_an_old_single_control_still_reads
     runs = [run(1, *SHARDED), run(2, *WHOLE)]
     controls = _seed_controls(runs[0], runs[1], SHARDED, WHOLE)
     j = judge(runs, controls=controls_keys(controls))
-    from harness.core.model import CellResult
     cell = CellResult(SPEC, j.verdict, j.keys, runs, j.reason, seed_control=controls[0], more_controls=controls[1:])
     back = read_cell(cell_json(cell))
     assert len(back.controls) == 5 and comparison_of(back.runs, back.controls).seed_moved == j.comparison.seed_moved
