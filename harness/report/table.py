@@ -53,9 +53,8 @@ class _Columns:
 
     def row(self, f: CellFacts) -> list[Any]:
         c = f.cell
-        bound = c.miss_bounds.label() if c.miss_bounds else "-"  # a clean cell's chance a regression was missed
         row = [f.label, c.spec.mesh_label, c.devices_label, str(c.verdict), runs_ok_label(c),
-               f.keys, bound, f.detail]
+               f.keys, f.bound, f.detail]
         if self.vary:
             row.insert(-1, f.vary)
         if self.moved:

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from harness.core.confidence import (runs_for_strong, runs_to_target, target_bound_phrase, unseen_orders_phrase,
                                      weak_bound_phrase)
+from harness.core.comparison import Moved
 from harness.core.kinds import Verdict
 from harness.core.model import CellResult
 from harness.core.findings import CellCost
@@ -38,6 +39,9 @@ class CellFacts(msgspec.Struct, frozen=True):
     not_cached: str  # a `not cached` cell's modules JAX never wrote, said ("": its reason says it)
     vary: str  # --vary's column
     moved: str  # the moved-folder column
+    # the miss-bound column: a clean cell's miss bounds; a reproduced cell's bound on its cause, where the cause
+    # controls said the hash seed (`0.035 (cause: hash seed)`); "-" otherwise
+    bound: str = "-"
 
 
 def cell_facts(cell: CellResult) -> CellFacts:
@@ -49,7 +53,18 @@ def cell_facts(cell: CellResult) -> CellFacts:
     return CellFacts(cell, cell_label(cell), keys_column(cell), detail(cell), cost, weak,
                      runs_for_strong(seeds) if weak and seeds is not None else 0, above,
                      runs_to_target(bounds, seeds) if above and bounds is not None and seeds is not None else 0,
-                     _not_cached(cell), vary_column(cell.variation), moved_folder_column(cell.moved_folder))
+                     _not_cached(cell), vary_column(cell.variation), moved_folder_column(cell.moved_folder),
+                     bounds.label() if bounds else cause_bound_label(cell) or "-")
+
+
+def cause_bound_label(cell: CellResult) -> str:
+    """`0.035 (cause: hash seed)`: the largest bound of the cause controls' hash-seed decisions on the keys that moved
+    a reproduced cell (the chance a program's own randomness agreed with every control); "" where none decided so."""
+    if cell.verdict != Verdict.REPRODUCED or not cell.controls:
+        return ""
+    comparison = cell_comparison(cell)
+    bounds = [d.bound for d in comparison.decisions if d.moved == Moved.HASH_SEED]
+    return f"{max(bounds):.2g} (cause: hash seed)" if bounds else ""
 
 
 def cells_facts(cells: Iterable[CellResult]) -> list[CellFacts]:

@@ -239,3 +239,14 @@ def test_a_coin_reads_new_input_and_its_planned_runs_go_on(tmp_path):
                       stop_when_reproduced=True)
     assert cell.verdict == Verdict.NEW_INPUT, cell.reason
     assert len(cell.runs) == 4 and 1 <= len(cell.controls) < 5
+
+
+def test_the_table_says_the_cause_bound_beside_the_miss_bound():
+    from harness.verdicts.cell_facts import cell_facts
+    runs = [run(1, *SHARDED), run(2, *WHOLE)]
+    controls = _seed_controls(runs[0], runs[1], SHARDED, WHOLE)
+    j = judge(runs, controls=controls_keys(controls))
+    cell = CellResult(SPEC, j.verdict, j.keys, runs, j.reason, seed_control=controls[0], more_controls=controls[1:])
+    assert cell_facts(cell).bound == "0.035 (cause: hash seed)"
+    alone = CellResult(SPEC, Verdict.REPRODUCED, j.keys, runs, j.reason)  # no control made: nothing to bound
+    assert cell_facts(alone).bound == "-"
