@@ -226,7 +226,8 @@ def _add_logged_key(miss: FunctionMiss, k: LoggedKey, index: int, category: Cate
         if k.arg_types and list(k.arg_types) not in compiled_at:
             compiled_at.append(list(k.arg_types))
     at = list(k.arg_types)
-    if category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types:
+    if (category == Category.NEW_INPUT and k.result_types and at in miss.first_run_types
+            and not any(m.arg_types == k.arg_types and m.result_types == k.result_types for m in mine)):
         at.append("-> " + ", ".join(k.result_types))  # run 1's argument types, other results
     if at and at not in miss.arg_types:
         miss.arg_types.append(at)

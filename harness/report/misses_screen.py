@@ -174,8 +174,9 @@ def _function_line(miss: FunctionMiss, compared: list[Evidence | MissingEvidence
 
 
 def _its_own(miss: FunctionMiss, compared: list[Evidence | MissingEvidence]) -> list[Evidence | MissingEvidence]:
-    """The module comparisons of a moved key's own tests (a module whose keys moved apart is two misses)."""
-    if miss.category != Category.MOVED_KEY:
+    """The module comparisons of a moved key's own tests (a module whose keys moved apart is two misses), and of a
+    key the controls found the program's own randomness moved (new input: what it baked in differs)."""
+    if miss.category != Category.MOVED_KEY and not (miss.category == Category.NEW_INPUT and miss.disagreed is not None):
         return []
     return [c for c in compared if not c.test or not miss.tests or c.test in miss.tests]
 

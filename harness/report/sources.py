@@ -148,12 +148,13 @@ def keyed_texts(results_dir: Path, run: RunRecord, module: str) -> dict[str, str
 
 
 def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord, runs: dict[int, RunRecord],
-                    module: str, later: list[int]) -> list[Evidence | MissingEvidence] | None:
+                    module: str, later: list[int], new_input: bool = False) -> list[Evidence | MissingEvidence] | None:
     """Each moved key of `module` in the `later` runs, one per (test, argument types), diffed against the first run's
     key of the same function from the same test at the same argument types, and only that one (issue 60.3: another
     test's module at other shapes read `unknown` where an address differed); where the first run has none, the
     report says so. None where the keys cannot be tied to their modules (no argument types logged, no dump):
-    the caller then pairs by the modules' texts."""
+    the caller then pairs by the modules' texts. `new_input`: the keys the program's own randomness moved too, those
+    with a counterpart (what they baked in differs); one at argument types its test never had is not compared."""
     first_keys = [k for k in first.keys.keys if k.module == module] if first.keys is not None else []
     first_texts: dict[str, str] | None = None
     out: list[Evidence | MissingEvidence] = []
@@ -165,9 +166,12 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             continue
         logged = run.keys.by_key()
         later_texts: dict[str, str] | None = None
-        for key in _in_log_order(comparison.new.get(index, {}).get(module, []), run):
+        drawn = comparison.new_input.get(index, {}).get(module, []) if new_input else []
+        for key in _in_log_order(comparison.new.get(index, {}).get(module, []) + drawn, run):
             k = logged.get(key)
             if k is None or not k.arg_types:
+                if key in drawn:
+                    continue
                 return None
             test = k.tests[0] if k.tests else ""
             if (test, k.arg_types) in seen or len(out) >= MAX_PAIRS:
@@ -178,6 +182,8 @@ def paired_evidence(results_dir: Path, comparison: Comparison, first: RunRecord,
             same = _same_place(k, run, sorted((f for f in first_keys if f.arg_types == k.arg_types
                                                and (not test or test in f.tests)),
                                               key=lambda f: f.tests[:1] != (test,)))
+            if not same and key in drawn:
+                continue  # new argument types in its test: nothing to compare it with
             if not same:
                 others = [f for f in first_keys if f.arg_types == k.arg_types]
                 elsewhere = (f" (it did in {others[0].tests[0]}, another test: not compared)"
@@ -225,7 +231,8 @@ def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evi
     MAX_FUNCTION_DIFFS): its new lowered modules against the first run's, paired by test and argument types
     (`paired_evidence`), else by the modules' texts; {} when none."""
     comparison = cell_comparison(cell)
-    moved = [m for m in suite_findings(cell.runs, comparison).misses if m.category == Category.MOVED_KEY]
+    moved = [m for m in suite_findings(cell.runs, comparison).misses if m.category == Category.MOVED_KEY
+             or (m.category == Category.NEW_INPUT and m.disagreed is not None)]  # (the program's: what it baked in)
     runs = {r.index: r for r in counted(cell.runs)}
     first = runs.get(comparison.baseline_run) if comparison.baseline_run is not None else None
     if first is None or cell.rank_split is not None:
@@ -238,10 +245,13 @@ def function_evidence(results_dir: Path, cell: CellResult) -> dict[str, list[Evi
         later[miss.module] += [i for i in miss.runs if i not in later[miss.module]]
     for module, indices in list(later.items())[:MAX_FUNCTION_DIFFS]:
         indices.sort()
-        paired = paired_evidence(results_dir, comparison, first, runs, module, indices) if trusted else None
+        paired = paired_evidence(results_dir, comparison, first, runs, module, indices, new_input=True) \
+            if trusted else None
         if paired:
             out[module] = paired
             continue
+        if not any(m.module == module and m.category == Category.MOVED_KEY for m in moved):
+            continue  # new input alone: no module of another shape or test is its counterpart
         candidates = [runs[i] for i in indices if i in runs]
         texts = {r.index: lowered_texts(results_dir, r, module) for r in (first, *candidates)}
         out[module] = [_evidence(module, comparison, first, candidates, texts, False)]

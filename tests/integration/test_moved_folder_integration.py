@@ -99,7 +99,8 @@ def test_a_set_order_script_still_reproduces_with_the_moved_run_in_a_planned_pla
     elif indices == [1, 2]:  # run 2 reproduced: no run made to tell the moved run's miss (its seed's) from the path
         assert moved["outcome"] == "not judged" and "not known to be the path's: the cell stopped at its first " \
                                                     "miss" in moved["reason"], moved["reason"]
-        assert len(_processes(swept.run_dir)) == 4  # run 1, run 2, the moved run, the seed control: as before
+        # run 1, run 2, the moved run, and five cause controls (run 1's seed three times, run 2's twice)
+        assert len(_processes(swept.run_dir)) == 8
     else:  # run 2 hit (one in 24): the moved run's planned run, in the cell's own folder, moved the key too
         assert moved["outcome"] == "not judged" and "the seed or the program moved the keys" in moved["reason"]
         assert moved["planned_run"] in indices

@@ -154,22 +154,21 @@ STATIC = {
 
 def test_a_random_static_argument_reads_as_the_programs_with_the_lines_that_differ(tmp_path, capsys, write):
     """Issue 51, item 4: a static argument drawn at random moves its function's key at the same argument types (JAX's
-    log gives no static value); the seed control says it follows the program, and report.md's line names the test
-    and says how the lowered modules differ: only a constant, or the results' types (a shape inside)."""
+    log gives no static value); the cause controls say the program moved it (new input, exit 0), and report.md's line
+    names the test and says how the lowered modules differ: only a constant, or the results' types (a shape inside)."""
     for name, text in STATIC.items():
         write(f"suite/tests/{name}", text)
     code, cell, summary, run_dir, _ = _check(tmp_path, capsys, "static", "--", "-q", "-p", "no:randomly", "tests")
-    assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
+    assert code == 0 and cell["verdict"] == "new input", cell["reason"]
     named = {(m["module"], m["category"], m.get("follows"), tuple(m["tests"])) for m in summary["per_test"]["misses"]}
-    # a static size that changes the results is new input (issue 60.3): the module JAX dumped for each key says it
-    # returns other types at run 1's argument types, and the seed control says the program (not the hash seed) drew it
-    assert named == {("jit_scale", "moved key", "program", ("tests/test_static.py::test_static_scale",)),
+    # both are the program's own randomness: a control with run 1's own seed moved them again
+    assert named == {("jit_scale", "new input", None, ("tests/test_static.py::test_static_scale",)),
                      ("jit_widen", "new input", None, ("tests/test_static.py::test_static_size",))}, named
     report = (run_dir / "report.md").read_text()
     head = report[:report.index("## Results")]
-    assert ("- `jit_scale` (moved key: program, `tests/test_static.py::test_static_scale`): float32\\[3\\]; "
-            "run 2 against run 1: only constants differ") in head, head
+    assert ("- `jit_scale` (new input, `tests/test_static.py::test_static_scale`): float32\\[3\\]; "
+            "run 1 compiled it at float32\\[3\\]; run 2 against run 1: only constants differ") in head, head
     assert "stablehlo.constant dense<" in report
     assert re.search(r"- `jit_widen` \(new input, `tests/test_static.py::test_static_size`\): \(float32\\\[3\\\], -&gt; "
                      r"tensor&lt;\d+xf32&gt;\); run 1 compiled it at float32\\\[3\\\]", head), head
-    assert "`jit_widen`: compiled at run 1's argument types returning other types" in head, head
+    assert "`jit_widen`: the program's own randomness moved it" in head and "returning other types" in head, head
