@@ -5,6 +5,7 @@ such facts."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 from collections.abc import Mapping
 
@@ -23,6 +24,40 @@ def parse_nvidia_smi(output: str) -> dict[str, Any]:
     if not gpus:
         return {}
     return {"gpus": gpus, "driver_version": ", ".join(sorted(drivers))}
+
+
+# `nvidia-smi`'s header: "| NVIDIA-SMI 580.95.05    Driver Version: 580.95.05    CUDA Version: 13.0 |" (the newest
+# CUDA the driver runs; no --query-gpu field says it on every driver).
+_CUDA_VERSION_RE = re.compile(r"CUDA Version\s*:\s*([0-9]+(?:\.[0-9]+)*)")
+
+
+def parse_cuda_version(output: str) -> str | None:
+    """The CUDA version `nvidia-smi` says the driver runs (`13.0`), or None where it says none (pure)."""
+    found = _CUDA_VERSION_RE.search(output)
+    return found.group(1) if found else None
+
+
+# The processes that hold a GPU's memory, as nvidia-smi lists them: "1234, /usr/bin/python3, 104000 MiB".
+GPU_HOLDERS_QUERY = ["--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]
+
+
+def parse_gpu_holders(output: str) -> list[str]:
+    """nvidia-smi's compute processes -> `pid 1234 python3, 104000 MiB` each (pure)."""
+    out = []
+    for line in output.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].isdigit():
+            out.append(f"pid {parts[0]} {parts[1].rsplit('/', 1)[-1]}, {parts[2]}")
+    return out
+
+
+# The JAX CUDA plugin's distributions, newest CUDA first (a --backend local interpreter's, or an image's).
+JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda12-plugin")
+
+
+def jax_cuda_plugin(distributions: Mapping[str, str]) -> str | None:
+    """`jax-cuda13-plugin 0.11.2`: the plugin an interpreter has among its distributions (name -> version)."""
+    return next((f"{name} {distributions[name]}" for name in JAX_CUDA_PLUGINS if name in distributions), None)
 
 
 def tpu_facts(chips: int, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:

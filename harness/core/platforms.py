@@ -42,10 +42,15 @@ class Install:
     extras: tuple[tuple[str, str], ...]
     find_links: tuple[tuple[str, str], ...]
     flavour: str  # the venv's and image's name part, and the Dockerfile: Dockerfile.<flavour>
+    # An extra only a host's driver of at least this CUDA major runs ((extra, major)): where the driver is older or
+    # not known, the release's next extra (a driver runs what an older CUDA built, not a newer one's).
+    needs_cuda: tuple[tuple[str, int], ...] = ()
 
-    def extra_for(self, jax_version: str) -> str | None:
-        v = Version(jax_version)
-        return next((extra for since, extra in self.extras if v >= Version(since)), None)
+    def extra_for(self, jax_version: str, driver_cuda: str | None = None) -> str | None:
+        """The extra for `jax_version` on a host whose driver runs CUDA `driver_cuda` (`13.0`; None: not known)."""
+        v, major, needs = Version(jax_version), cuda_major(driver_cuda), dict(self.needs_cuda)
+        return next((extra for since, extra in self.extras if v >= Version(since)
+                     and (extra not in needs or (major is not None and major >= needs[extra]))), None)
 
     def find_links_for(self, jax_version: str) -> list[str]:
         v = Version(jax_version)
@@ -106,6 +111,11 @@ class PlatformSpec:
         return self.slurm.format(count=device_count) if self.slurm else ""
 
     @property
+    def sees_gpus(self) -> bool:
+        """Whether its runs may open GPUs (cuda's, or auto's where JAX finds them)."""
+        return self.probe == DeviceProbe.GPUS or Platform.CUDA in self.counts
+
+    @property
     def accelerator(self) -> bool:
         """Real devices, each costly to open (the plan of runs says so: harness/measure/seeds.py)."""
         return not self.simulated and self.probe != DeviceProbe.NONE
@@ -124,10 +134,14 @@ PLATFORMS: dict[Platform, PlatformSpec] = {
         Devices(Sharing.CORES, "", "", "core(s)", False), ()),
     Platform.CUDA: PlatformSpec(
         Platform.CUDA, "the GPUs", "cuda,cpu", "gpu", False,
-        Install((("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),), "cuda"),
+        # jax-cuda13-plugin from 0.7.2, for a driver that runs CUDA 13; jax[cuda12] runs on 12 and 13 alike.
+        Install((("0.7.2", "cuda13"), ("0.4.26", "cuda12"), ("0", "cuda12_pip")), (("0.4.26", JAX_CUDA_FIND_LINKS),),
+                "cuda", (("cuda13", 13),)),
         Container(True, (), True), "#SBATCH --gres=gpu:{count}", DeviceProbe.GPUS,
+        # A second process on a GPU fails: JAX preallocates 75% of every GPU it sees at its first operation.
         Devices(Sharing.SPLIT, "CUDA_VISIBLE_DEVICES",
-                "each run would claim most of every visible GPU's memory (JAX preallocates it)", "GPU(s)", False),
+                "each run claims 75% of every GPU it sees (JAX preallocates it): a second fails on memory", "GPU(s)",
+                True),
         (Platform.CUDA,)),
     Platform.TPU: PlatformSpec(
         Platform.TPU, "the TPU", "tpu,cpu", "tpu", False,
@@ -147,6 +161,12 @@ PLATFORMS: dict[Platform, PlatformSpec] = {
 
 def describe(platform: Platform) -> PlatformSpec:
     return PLATFORMS[platform]
+
+
+def cuda_major(version: str | None) -> int | None:
+    """`13.0` -> 13 (None for none, or words that are no version)."""
+    head = (version or "").strip().split(".")[0]
+    return int(head) if head.isdigit() else None
 
 
 def device_nodes(globs: tuple[str, ...]) -> list[str]:

@@ -6,6 +6,7 @@ its runs get them (see docker/gpu_probe.py). The judgement is pure.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Mapping
 
-from harness.core.hostinfo import NVIDIA_SMI_QUERY, parse_nvidia_smi
-from harness.core.platforms import tpu_chips
+from harness.core.hostinfo import (GPU_HOLDERS_QUERY, NVIDIA_SMI_QUERY, parse_cuda_version, parse_gpu_holders,
+                                   parse_nvidia_smi)
+from harness.core.kinds import Platform
+from harness.core.platforms import DeviceProbe, describe, tpu_chips
 
 _GPU_LINE = re.compile(r"^GPU \d+:", re.MULTILINE)  # `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)"
 TIMEOUT_S = 60
@@ -85,13 +88,43 @@ def host_gpus(nvidia_smi: str | None = None, environ: Mapping[str, str] = os.env
     return GpuCount(within_visible_devices(parse_gpu_list(proc.stdout), narrowed), counted_by)
 
 
-def accelerator_facts() -> dict[str, Any]:
-    """The host's GPUs and driver, for the report (collected when a sweep starts; never fails one)."""
+def _nvidia_smi(*args: str) -> str | None:
+    """nvidia-smi's answer, or None where it is absent or fails (never fails the caller)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
-        return {}
+        return None
     try:
-        proc = subprocess.run([smi, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run([smi, *args], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def accelerator_facts() -> dict[str, Any]:
+    """The host's GPUs (name and memory), driver and the CUDA it runs, for the report (collected when a sweep
+    starts; never fails one)."""
+    listed = _nvidia_smi(*NVIDIA_SMI_QUERY)
+    if listed is None:
         return {}
-    return parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else {}
+    facts = parse_nvidia_smi(listed)
+    cuda = driver_cuda_version()
+    return {**facts, "cuda_version": cuda} if facts and cuda else facts
+
+
+@functools.cache
+def driver_cuda_version() -> str | None:
+    """The CUDA version this host's driver runs (`13.0`, from nvidia-smi's header); None without a driver. Asked
+    once: the driver does not change under a sweep."""
+    header = _nvidia_smi()
+    return parse_cuda_version(header) if header is not None else None
+
+
+def driver_cuda_for(platform: Platform) -> str | None:
+    """The driver's CUDA where `platform`'s install depends on it (its GPUs'); None elsewhere, nothing asked."""
+    return driver_cuda_version() if describe(platform).probe == DeviceProbe.GPUS else None
+
+
+def gpu_memory_holders() -> list[str]:
+    """The processes holding GPU memory now (`pid 1234 python, 104000 MiB`); [] where none is or nvidia-smi
+    cannot say."""
+    return parse_gpu_holders(_nvidia_smi(*GPU_HOLDERS_QUERY) or "")

@@ -11,6 +11,7 @@ from harness.environments.base import Backend, Environment, Say, _quiet
 from harness.environments.process import (InterpreterEnvironment, clean_environment, kept_line, probe_interpreter,
                                           users_environment)
 from harness.environments.venv import compression_folder
+from harness.core.hostinfo import jax_cuda_plugin
 from harness.core.errors import BackendUnavailable, EnvironmentUnavailable
 from harness.core.kinds import Platform
 
@@ -68,10 +69,13 @@ class LocalBackend(Backend):
                                      f"--backend venv)")
 
     def describe(self) -> dict[str, Any]:
-        """The libtpu the interpreter has (its package's version: a TPU image's, on PYTHONPATH), where it has one."""
+        """The libtpu or JAX CUDA plugin the interpreter has (a TPU image's on PYTHONPATH, a GPU venv's), where it
+        has one."""
         dists = (self._facts or {}).get("distributions") or {}
         libtpu = next((dists[name] for name in LIBTPU_DISTRIBUTIONS if name in dists), None)
-        return {"backend": self.name, **({"libtpu_version": libtpu} if libtpu else {})}
+        plugin = jax_cuda_plugin(dists)
+        return {"backend": self.name, **({"libtpu_version": libtpu} if libtpu else {}),
+                **({"jax_cuda_plugin": plugin} if plugin else {})}
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
         installed = self.installed_version()

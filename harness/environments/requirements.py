@@ -14,14 +14,15 @@ def find_links_for(jax_version: str, platform: Platform) -> list[str]:
     return describe(platform).install.find_links_for(jax_version)
 
 
-def jax_requirements(jax_version: str, platform: Platform) -> list[str]:
+def jax_requirements(jax_version: str, platform: Platform, driver_cuda: str | None = None) -> list[str]:
     """Pip requirement strings that give exactly `jax_version` for `platform`.
 
     The extra is the platform's (harness/core/platforms.py): the CUDA extra was renamed (0.4.x up to 0.4.25
     published `cuda12_pip`, wheels on Google's find-links page; from 0.4.26 `cuda12` pulls the CUDA libraries from
-    the package index); `tpu` brings libtpu.
+    the package index; from 0.7.2 `cuda13` too, taken where the host's driver runs CUDA 13: `driver_cuda`, `13.0`);
+    `tpu` brings libtpu.
     """
-    extra = describe(platform).install.extra_for(jax_version)
+    extra = describe(platform).install.extra_for(jax_version, driver_cuda)
     return [f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}", f"jaxlib=={jax_version}"]
 
 

@@ -20,6 +20,7 @@ from harness.environments.locking import held
 from harness.environments.factor_runs import CannotVary
 from harness.environments.process import (InterpreterEnvironment, clean_environment, list_distributions,
                                            log_tail, probe_interpreter)
+from harness.environments.gpus import driver_cuda_for
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.core.errors import EnvironmentUnavailable, UserError
 from harness.core.factors import Factor
@@ -223,7 +224,7 @@ class VenvBackend(Backend):
         # (Optax, ...) of its time that works with it, or uv says why none does. So does the user's own
         # package (--with-editable): its dependencies as of the release, its pins held against jax's.
         install = [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"),
-                   *jax_requirements(jax_version, platform), *self.requirements.items,
+                   *jax_requirements(jax_version, platform, driver_cuda_for(platform)), *self.requirements.items,
                    *self.sources.editable_args(), *self.sources.index_args()]
         for link in find_links_for(jax_version, platform):  # cuda12_pip wheels live off the index
             install += ["--find-links", link]

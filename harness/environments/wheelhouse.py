@@ -27,10 +27,12 @@ from packaging.version import Version
 from harness.inputs.dependencies import Requirements
 from harness.environments.locking import held
 from harness.environments.process import log_tail
+from harness.environments.gpus import driver_cuda_for
 from harness.environments.requirements import exclude_newer, find_links_for, jax_requirements, resolver_reason
 from harness.environments.venv import find_uv
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.kinds import Platform
+from harness.core.platforms import describe
 from harness.inputs.pythons import PythonVersion
 from harness.inputs.versions import target_tags
 
@@ -165,7 +167,12 @@ class Wheelhouse:
         themselves are not in the list: the image installs them after it (Dockerfile lines of
         images.local_steps)."""
         stamp = cutoff.strftime("%Y%m%d") if cutoff else "latest"
-        suffix = f"-req{extra.digest}" if extra else ""
+        cuda = driver_cuda_for(platform)
+        requirements = jax_requirements(jax_version, platform, cuda)
+        # An extra the host's driver chose (cuda13 for CUDA 13) resolves to another list than the release's default.
+        install = describe(platform).install
+        chosen = install.extra_for(jax_version, cuda)
+        suffix = (f"-{chosen}" if chosen != install.extra_for(jax_version) else "") + (f"-req{extra.digest}" if extra else "")
         if local:
             named = "\n".join(f"{w.parent.name}/{w.name}" for w in local)  # the folders name the contents
             suffix += "-own" + hashlib.sha256(named.encode()).hexdigest()[:10]
@@ -175,7 +182,7 @@ class Wheelhouse:
         self.locks.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         own = {canonicalize_name(parse_wheel_filename(w.name)[0]): w for w in local}
-        requirements = [*jax_requirements(jax_version, platform), *extra.items,
+        requirements = [*requirements, *extra.items,
                         *(f"{name} @ {wheel.resolve().as_uri()}" for name, wheel in own.items())]
         cmd = lock_command(find_uv(), requirements, python_version, tmp, cutoff,
                            find_links_for(jax_version, platform))

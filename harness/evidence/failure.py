@@ -154,6 +154,34 @@ def with_detail(reason: str, lines: Sequence[str], versions: Sequence[str] = ())
     return f"{reason}: {detail}" if reason else detail
 
 
+# ---- a GPU another process held -----------------------------------------------------------------------------
+# A JAX process preallocates 75% of every GPU it sees at its first operation; where another process holds that
+# memory, XLA fails with RESOURCE_EXHAUSTED (CUDA's "out of memory") before the program computed anything. That is
+# the failure of whoever put two processes on the GPU (the harness gives each run whole GPUs), not the program's.
+_OUT_OF_MEMORY_RE = re.compile(r"RESOURCE_EXHAUSTED|CUDA_ERROR_OUT_OF_MEMORY|\bout of memory\b", re.IGNORECASE)
+# Words of a failure while JAX was still making its GPU client, before the program's first operation ran.
+_AT_START_RE = re.compile(r"Unable to initialize backend|preallocat", re.IGNORECASE)
+DEVICE_HELD = "the GPU's memory was held by another process"
+
+
+def out_of_device_memory(reason: str) -> bool:
+    """Whether a failed run's reason is XLA's (or CUDA's) out of memory."""
+    return bool(_OUT_OF_MEMORY_RE.search(reason))
+
+
+def held_device_reason(reason: str, lines: Sequence[str], holders: Sequence[str]) -> str | None:
+    """A run that failed on GPU memory another process held, said as the harness's failure (None where it did
+    not): its reason is XLA's out of memory, and either the log shows it while JAX made its GPU client (the
+    preallocation) or `holders`, the processes nvidia-smi saw holding GPU memory after it ended, are there."""
+    if not out_of_device_memory(reason):
+        return None
+    if not holders and not any(_AT_START_RE.search(line) for line in lines):
+        return None  # the program's own allocation: its failure
+    who = f" ({', '.join(holders)})" if holders else ""
+    return (f"{DEVICE_HELD}{who}: the harness's failure, not the program's (JAX preallocates 75% of every GPU "
+            f"a run sees; each run needs whole GPUs of its own): {reason}")
+
+
 # ---- failures outside JAX ----------------------------------------------------------------------------
 # A release whose runs fail on something JAX does not own (a module the program imports that the release's
 # environment lacks, a requirement that did not resolve with it) says nothing about JAX: a boundary drawn

@@ -28,7 +28,7 @@ from harness.inside.startup.jax_cache_harness_hook import DEVICES_VAR
 from harness.inputs.process_variables import (IR_DUMP_VAR, devices_path, read_devices, script_settings_path, hook_env, ir_dump_dir, merge_user_env, process_env)
 from harness.core.bounded_read import irregular_entries
 from harness.core.recorder import recorder_path
-from harness.measure.run_logs import missing_module, read_run, with_log_detail
+from harness.measure.run_logs import held_device, missing_module, read_run, with_log_detail
 from harness.measure.seeds import Reseed, SeedWindow
 from harness.verdicts.finish import Measured, finish_cell, with_plan
 from harness.evidence.keys import counted
@@ -355,6 +355,7 @@ class OpenCell:
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
             reason = (program.module and missing_module(program.module, log)) or with_log_detail(reason, log)
+            reason = held_device(reason, log, describe(spec.platform).sees_gpus)
         keys, note, tests, test_seconds, sources = read_run(log, spec.jax_version, outcome.ok,
                                                             None if builtin else recorded, program.kind is ProgramKind.PYTEST)
         if not builtin:  # a pipe or a folder put into the run's IR dump is left out of the evidence: said here

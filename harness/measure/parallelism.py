@@ -47,10 +47,32 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# JAX's GPU memory settings (docs/gpu_memory_allocation in JAX): each process preallocates this share of every GPU
+# it sees at its first operation, unless preallocation is off or the platform allocator allocates on demand.
+GPU_PREALLOCATED = 0.75
+
+
+def gpu_runs_per_device(environ: dict[str, str] | None = None) -> int | None:
+    """How many processes fit on one GPU with the memory settings the runs inherit: 1 with JAX's default (75%),
+    `1 // XLA_PYTHON_CLIENT_MEM_FRACTION` when that is set, None (no bound the harness can know) where
+    XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_ALLOCATOR=platform."""
+    env = os.environ if environ is None else environ
+    if env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").strip().lower() in ("false", "0") or \
+            env.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower() == "platform":
+        return None
+    try:
+        fraction = float(env.get("XLA_PYTHON_CLIENT_MEM_FRACTION", GPU_PREALLOCATED))
+    except ValueError:
+        fraction = GPU_PREALLOCATED
+    return max(1, int(1 // fraction)) if fraction > 0 else 1
+
+
 def choose_runs_at_once(requested: int | None, platform: Platform, cores: int, devices_here: int = 0,
-                        devices_per_run: int = 1) -> RunsAtOnce:
+                        devices_per_run: int = 1, runs_per_device: int | None = 1) -> RunsAtOnce:
     """`requested` None is `--jobs auto`; `devices_here`: the devices the platform's probe counted on this host
-    (0: not counted), `devices_per_run` the cell's device_count."""
+    (0: not counted), `devices_per_run` the cell's device_count; `runs_per_device`: the processes that fit on
+    one device at once (None: no bound known: the user's --jobs is kept), where the platform's devices admit
+    one process (exclusive)."""
     spec = describe(platform)
     sharing = spec.devices.sharing
     if sharing == Sharing.CORES:
@@ -61,10 +83,12 @@ def choose_runs_at_once(requested: int | None, platform: Platform, cores: int, d
     shares = tuple(tuple(range(i * devices_per_run, (i + 1) * devices_per_run)) for i in range(fit))
     here = f"{devices_here} {spec.devices.unit} here, {devices_per_run} a run"
     if requested is not None:
-        if spec.devices.exclusive and requested > max(1, fit):
-            # Never two processes on one device: the second's failure would be blamed on the program.
-            return RunsAtOnce(max(1, fit), f"--jobs {requested} capped: {spec.devices.alone_because}; {here}",
-                              shares)
+        if spec.devices.exclusive and runs_per_device is not None and requested > max(1, fit) * runs_per_device:
+            # Never two processes on one device unless they fit: the second's failure would be blamed on the program.
+            capped = max(1, fit) * runs_per_device
+            fits = f"; {runs_per_device} fit on one by the memory settings" if runs_per_device > 1 else ""
+            return RunsAtOnce(capped, f"--jobs {requested} capped: {spec.devices.alone_because}; {here}{fits}",
+                              shares if capped <= fit else ())
         return RunsAtOnce(requested, "--jobs", shares if requested <= fit else ())
     if fit >= 2:
         return RunsAtOnce(fit, f"auto: {here}, each run its own ({spec.devices.visible_var})", shares)

@@ -12,7 +12,8 @@ from harness.core.bounded_read import LOG_MAX_BYTES, read_bounded, read_text_bou
 from harness.core.files import write_atomic
 from harness.core.ir_results import with_result_types
 from harness.inputs.process_variables import ir_dump_dir
-from harness.evidence.failure import traceback_packages, with_detail
+from harness.environments.gpus import gpu_memory_holders
+from harness.evidence.failure import held_device_reason, out_of_device_memory, traceback_packages, with_detail
 
 
 def read_jax_log(log: Path, version: str, ok: bool,
@@ -109,6 +110,16 @@ def with_log_detail(reason: str, log: Path) -> str:
         return reason
     lines = text.splitlines()
     return with_detail(reason, lines, installed_versions(traceback_packages(lines)))
+
+
+def held_device(reason: str, log: Path, on_gpus: bool) -> str:
+    """A failed run's reason, said as the harness's failure where the GPU's memory was held by another process
+    (harness/evidence/failure.py); asks nvidia-smi who holds GPU memory only for an out-of-memory failure on a cell
+    whose runs see GPUs (`on_gpus`)."""
+    if not on_gpus or not out_of_device_memory(reason):
+        return reason
+    text = read_text_bounded(log, LOG_MAX_BYTES) or ""
+    return held_device_reason(reason, text.splitlines(), gpu_memory_holders()) or reason
 
 
 def installed_versions(packages: list[tuple[str, str]]) -> list[str]:

@@ -348,7 +348,7 @@ def _groups(cells: list[CellResult]) -> list[str]:
 
 # The host's facts the Environment section names itself; the others follow under their own names.
 _SHOWN_HOST_FACTS = {"os", "python", "cpu_count", "backend", "docker_version", "docker", "driver_version", "gpus",
-                     "tpu_accelerator_type", "tpu_chips", "libtpu_version",
+                     "cuda_version", "jax_cuda_plugin", "tpu_accelerator_type", "tpu_chips", "libtpu_version",
                      "harness_python"}  # harness_python: a path on the measuring machine, not a fact about it
 
 
@@ -356,7 +356,8 @@ def _environment(document: ResultsDocument, cells: list[CellResult]) -> list[str
     host = document.header.host
     named = [("OS", host.os), ("Python", host.python), ("CPUs", host.cpu_count), ("Backend", host.backend),
              ("Docker", host.facts.get("docker_version")), ("Docker", host.facts.get("docker")),  # older: docker
-             ("NVIDIA driver", host.driver_version), ("GPUs", host.gpus),
+             ("NVIDIA driver", host.driver_version), ("CUDA (driver)", host.cuda_version), ("GPUs", host.gpus),
+             ("JAX CUDA plugin", host.jax_cuda_plugin),
              ("TPU", host.tpu_accelerator_type), ("TPU chips", host.tpu_chips), ("libtpu", host.libtpu_version)]
     lines = ["## Environment", ""]
     for label, value in named:

@@ -131,6 +131,8 @@ class HostFacts(msgspec.Struct, frozen=True, omit_defaults=True):
     # from nvidia-smi: `name (memory)` each
     gpus: Annotated[tuple[str, ...], msgspec.Meta(description="a list of GPUs")] | None = None
     driver_version: str | None = None
+    cuda_version: str | None = None  # the CUDA the driver runs (nvidia-smi's header; absent in older folders)
+    jax_cuda_plugin: str | None = None  # `jax-cuda13-plugin 0.11.2`: --backend local's interpreter's
     # A TPU host's (absent elsewhere, and in older folders): its chips, TPU_ACCELERATOR_TYPE, and the libtpu that
     # --backend local's interpreter has (each run's devices record the platform version JAX reported)
     tpu_chips: int | None = None

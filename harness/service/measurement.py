@@ -25,7 +25,7 @@ from harness.core.hostinfo import scheduler_facts, tpu_facts
 from harness.core.confidence import SeedStrategy, default_runs
 from harness.core.factors import Factor
 from harness.measure.seeds import SeedPlanner
-from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, usable_cores
+from harness.measure.parallelism import RunsAtOnce, choose_runs_at_once, gpu_runs_per_device, usable_cores
 from harness.measure.progress import Progress
 from harness.environments.package_index import MAX_PRIVATE_PROJECTS, PyPIIndex, private_projects
 from harness.results.header import HostFacts, RecordedOptions, ResultsHeader, host_record, recorded_config
@@ -187,7 +187,8 @@ def runs_at_once_for(config: Config, options: MeasureOptions, progress: Progress
     """The runs at once (--jobs, or auto from the cores, the platform and the devices here), said and then
     recorded."""
     at_once = choose_runs_at_once(options.runs_at_once, config.platform, usable_cores(), devices_here,
-                                  config.device_count)
+                                  config.device_count,
+                                  gpu_runs_per_device() if describe(config.platform).sees_gpus else 1)
     progress.say(at_once.line())
     return at_once
 

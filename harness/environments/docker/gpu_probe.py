@@ -19,7 +19,7 @@ NO_CUDA_DEVICE = ("no CUDA device is visible in {image} (jax: {said}); check tha
 CUDA_PROBE = """\
 import importlib.metadata as md, json
 facts = {}
-for dist in ("jax-cuda12-plugin", "jax-cuda12-pjrt"):
+for dist in ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "jax-cuda12-pjrt"):
     try:
         facts[dist] = md.version(dist)
     except md.PackageNotFoundError:
