@@ -17,7 +17,7 @@ from harness.core.model import CellResult, CellSpec
 from harness.core.findings import FactorResult
 from harness.core.kinds import Cause, Platform
 from harness.core.factors import Factor
-from harness.verdicts.factor_verdicts import moved_folder_line
+from harness.verdicts.factor_verdicts import moved_folder_finding
 from harness.verdicts.finish import CauseReader, UncachedReader
 from harness.measure.progress import Progress
 from harness.measure.cell_runner import CellRunner, error_cell
@@ -176,7 +176,7 @@ def factor_line(progress: Progress, vary: tuple[Factor, ...] = ()) -> OnFactor:
     in the table."""
     def say(spec: CellSpec, result: FactorResult) -> None:
         if result.factor not in vary:
-            progress.say(f"  jax {spec.jax_version} {spec.mesh_label} {moved_folder_line(result)}")
+            progress.say(f"  jax {spec.jax_version} {spec.mesh_label} {moved_folder_finding(result)}")
             return
         progress.say(f"  jax {spec.jax_version} {spec.mesh_label} vary {result.factor}: {result.outcome}"
                      + (f" ({result.reason})" if result.reason else ""))

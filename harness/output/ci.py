@@ -29,7 +29,7 @@ from harness.core.model import CellResult
 from harness.core import markdown
 from harness.core.markdown import visible
 from harness.evidence.misses import Category
-from harness.verdicts.factor_verdicts import moved_folder_line
+from harness.verdicts.factor_verdicts import moved_folder_finding
 from harness.report.misses_screen import cell_findings, jax_label, not_cached_why
 from harness.report.table import in_version_order, render_markdown_table, summary_line
 from harness.verdicts.cell_facts import cell_label, cells_facts, detail, factor_cost_phrase
@@ -240,7 +240,7 @@ def _failure_text(cell: CellResult, text: str) -> str:
     phrase = factor_cost_phrase(cell) or cost_phrase(cost_of(cell), cell.spec.processes)
     if phrase:
         lines.append(f"cost: {phrase}")
-    moved = moved_folder_line(cell.moved_folder)
+    moved = moved_folder_finding(cell.moved_folder)
     if moved:
         lines.append(visible(moved))
     return "\n".join(lines)
@@ -249,7 +249,7 @@ def _failure_text(cell: CellResult, text: str) -> str:
 def _case_output(cell: CellResult) -> str:
     runs = ", ".join(f"run {r.index} (PYTHONHASHSEED={r.seed}): "
                      + ("ok" if r.ok else f"failed{': ' + r.reason if r.reason else ''}") for r in cell.runs)
-    moved = moved_folder_line(cell.moved_folder)  # a clean cell's too: it passes, and says it beside
+    moved = moved_folder_finding(cell.moved_folder)  # a clean cell's too: it passes, and says it beside
     return f"{cell.verdict}: {detail(cell)}\nruns: {runs or 'none'}" + (f"\n{moved}" if moved else "")
 
 

@@ -11,7 +11,7 @@ from harness.results.header import RecordedConfig, RecordedOptions, ResultsHeade
 from harness.core.model import CellResult
 from harness.core.findings import FactorResult
 from harness.report.reproduce import harness_command, run_setup, shell_comment
-from harness.verdicts.factor_verdicts import moved_folder_line, moved_run_detail
+from harness.verdicts.factor_verdicts import moved_folder_finding, moved_run_detail
 
 TITLE = "## Environment variation"
 
@@ -112,7 +112,7 @@ def moved_folder_section(header: ResultsHeader, cells: list[CellResult]) -> list
               "run is made in the cell's own folder with the same seed, which tells the path from the seed. Where no "
               "later run was left to take, it has the reference run's seed, one run more. The verdict is the fresh "
               "processes'; the moved folder's result never changes it (docs/measuring.md)."), ""]
-    lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_line(result))}"
+    lines += [f"- jax {md.text(c.label)}, {md.text(c.spec.mesh_label)}: {md.text(moved_folder_finding(result))}"
               + (f" ({md.text(detail)})" if (detail := moved_run_detail(result)) else "")
               for c, result in moved]
     lines.append("")

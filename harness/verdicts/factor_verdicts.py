@@ -237,6 +237,18 @@ def moved_folder_column(result: FactorResult | None) -> str:
     return f"{count} missed{moved}"
 
 
+def path_in_keys(result: FactorResult) -> bool | None:
+    """Whether the cache folder's path is in the keys on the release measured, as its moved-folder run showed:
+    every key hit (not in them), or every module missed in its compile options alone (in them: JAX 0.4.36 until
+    0.11.0 put `<cache dir>/xla_gpu_per_fusion_autotune_cache_dir` there); None where the run says neither."""
+    if result.outcome == FactorOutcome.HIT:
+        return False
+    whole = bool(result.modules) and len(result.modules) == result.modules_total
+    if result.outcome == FactorOutcome.MISS and whole and tuple(result.components) == ("compile_options",):
+        return True
+    return None
+
+
 def moved_folder_line(result: FactorResult | None) -> str:
     """`moved folder: every module missed (compile_options)`, with the reason where it was not judged or
     not made; "" where no such run was planned."""
@@ -245,6 +257,16 @@ def moved_folder_line(result: FactorResult | None) -> str:
     said = moved_folder_column(result)
     why = result.reason if result.outcome not in (FactorOutcome.HIT, FactorOutcome.MISS) and result.reason else ""
     return f"{MOVED_FOLDER}: {said}" + (f" ({why})" if why else "")
+
+
+def moved_folder_finding(result: FactorResult | None) -> str:
+    """The moved folder's line with what it shows of the release: `moved folder: hit: the cache folder's path is
+    not in the keys on this release` (the progress, the report, the CI outputs)."""
+    line = moved_folder_line(result)
+    in_keys = None if result is None else path_in_keys(result)
+    if in_keys is None:
+        return line
+    return f"{line}: the cache folder's path is {'' if in_keys else 'not '}in the keys on this release"
 
 
 # ---- the moved run in a planned later run's place (issue 51 item 7): one process fewer per clean cell ----

@@ -43,7 +43,7 @@ from harness.core.errors import UserError
 from harness.core.records import convert, plain
 from harness.core.records import plain as as_json
 from harness.verdicts.factor_verdicts import (as_planned_run, cannot_vary, counts_as_planned_run, judge_factor,
-                                              moved_folder_column, moved_folder_line, needs_control, not_judged,
+                                              moved_folder_column, moved_folder_finding, moved_folder_line, needs_control, not_judged,
                                               vary_column, verdict_with, why_not_varied, with_control,
                                               with_planned_control, without_planned_control)
 
@@ -497,6 +497,23 @@ def test_the_moved_folders_column_and_line_say_what_its_run_found():
     assert moved_folder_column(not_judged(Factor.CACHE_PATH, "its run failed")) == "not judged"
     # not planned (an error cell, --no-moved-folder): empty
     assert moved_folder_column(None) == "-" and moved_folder_line(None) == ""
+
+
+def test_the_moved_folder_says_whether_the_folders_path_is_in_the_keys_on_the_release_measured():
+    moved_all = record(9, logged("jit_f", computation="f", compile_options="/b"),
+                       logged("jit_g", computation="g", compile_options="/b"))
+    assert moved_folder_finding(judge_factor(Factor.CACHE_PATH, REFERENCE, moved_all)) == (
+        "moved folder: every module missed (compile_options): the cache folder's path is in the keys on this release")
+    assert moved_folder_finding(judge_factor(Factor.CACHE_PATH, REFERENCE, record(9, *REFERENCE.keys.keys))) == (
+        "moved folder: hit: the cache folder's path is not in the keys on this release")
+    # one module of two missed, or another component moved: it shows neither
+    one = judge_factor(Factor.CACHE_PATH, REFERENCE, record(9, logged("jit_f", computation="f", compile_options="/b"),
+                                                            REFERENCE.keys.keys[1]))
+    assert moved_folder_finding(one) == moved_folder_line(one)
+    computed = record(9, logged("jit_f", computation="x", compile_options="/b"),
+                      logged("jit_g", computation="y", compile_options="/b"))
+    assert "path" not in moved_folder_finding(judge_factor(Factor.CACHE_PATH, REFERENCE, computed))
+    assert moved_folder_finding(None) == ""
 
 
 def _measure_moved(tmp_path, environment, vary=()):
