@@ -19,7 +19,7 @@ BENCH_REPS ?= 3
 BENCH_ARGS ?=
 
 .PHONY: table smoke test test-unit lint typecheck docs bench stress bisect reduce nightly base-image cuda-image-check \
-	gpu-check tpu-check tpu-wheels clean-envs help
+	gpu-check tpu-check offline-wheels tpu-wheels clean-envs help
 
 help:
 	@echo "make table      sweep the seed's config (JAX 0.4.25-0.4.31) and print the version table"
@@ -38,9 +38,12 @@ help:
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
 	@echo "make base-image [DEBIAN=trixie]  build the offline Debian base image for --backend docker"
 	@echo "                (bookworm: Python 3.11; trixie: Python 3.13, for JAX 0.11+; needs root, dockerd)"
-	@echo "make gpu-check [GPU_PYTHON=python]  on a GPU machine with JAX installed: the seed on one GPU, under 3 min"
+	@echo "make gpu-check [GPU_WHEELS=dir GPU_PYTHON=python]  on a GPU host with JAX installed, offline: the seed, a"
+	@echo "                stable, a hash-seeded and a host-callback program on every GPU, under 5 min"
 	@echo "make tpu-check [TPU_WHEELS=dir TPU_PYTHON=python]  on a TPU host with JAX installed, offline: the seed, a stable"
-	@echo "                and a hash-seeded program on every chip, 3-4 min (make tpu-wheels makes the folder)"
+	@echo "                and a hash-seeded program on every chip, 3-4 min"
+	@echo "make offline-wheels [PY=3.12 OFFLINE_WHEELS=dir]  the folder those checks install the harness from, for the"
+	@echo "                host's Python (on a machine with network; make tpu-wheels: the same, TPU_PY=3.11 into tpu-wheels)"
 	@echo "make cuda-image-check  build the cuda image of jax 0.4.28 offline and check it without a GPU (~2 GB download)"
 	@echo "Variables: CONFIG=path ARGS='--jobs 2 ...' PYTEST_ARGS='-k verdict' XDIST= (unit tests in one process)"
 	@echo "           INTEGRATION_XDIST= (make test's integration tests in one process)"
@@ -118,21 +121,32 @@ DEBIAN ?= bookworm
 base-image: $(STAMP)
 	$(BIN)/harness base-image --debian $(DEBIAN) $(ARGS)
 
-gpu-check: $(STAMP)
+# No .venv: the GPU host has no network; the check installs the harness from GPU_WHEELS into its own venv.
+gpu-check:
 	.ci/gpu-check $(ARGS)
 
 # No .venv: the TPU host has no network; the check installs the harness from TPU_WHEELS into its own venv.
 tpu-check:
 	.ci/tpu-check $(ARGS)
 
-# On a machine with network: the harness's wheel and its dependencies' for the TPU host's Python (TPU_PY, 3.11).
+# On a machine with network: the harness's wheel and its runtime dependencies' (resolved from pyproject.toml) as
+# wheels for an accelerator host's Python PY, so that `pip install --no-index --find-links DIR jax-cache-harness`
+# works there with no index. WHEEL_PLATFORM: manylinux2014 (glibc 2.17) runs on every current Linux host.
+OFFLINE_WHEELS ?= offline-wheels
+PY ?= 3.12
+WHEEL_PLATFORM ?= manylinux2014_x86_64
+offline-wheels: $(STAMP)
+	rm -f $(OFFLINE_WHEELS)/jax_cache_harness-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps -w $(OFFLINE_WHEELS) .
+	$(BIN)/python -m pip download --quiet --only-binary=:all: --python-version $(PY) --platform $(WHEEL_PLATFORM) \
+		-d $(OFFLINE_WHEELS) $(OFFLINE_WHEELS)/jax_cache_harness-*.whl
+	@echo "offline-wheels: $$(ls $(OFFLINE_WHEELS)/*.whl | wc -l) wheels for Python $(PY) in $(OFFLINE_WHEELS)/ ($$(du -sh $(OFFLINE_WHEELS) | cut -f1))"
+
+# make offline-wheels for the TPU host's Python (TPU_PY, 3.11) into TPU_WHEELS, where make tpu-check looks.
 TPU_WHEELS ?= tpu-wheels
 TPU_PY ?= 3.11
 tpu-wheels: $(STAMP)
-	$(BIN)/python -m pip wheel --quiet --no-deps -w $(TPU_WHEELS) .
-	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --python-version $(TPU_PY) \
-		--platform manylinux2014_x86_64 -d $(TPU_WHEELS) msgspec PyYAML tabulate filelock junitparser \
-		pysource-minimize pyflakes shtab tomlkit packaging docker requests urllib3 certifi charset-normalizer idna
+	$(MAKE) --no-print-directory offline-wheels OFFLINE_WHEELS=$(TPU_WHEELS) PY=$(TPU_PY)
 
 cuda-image-check: $(STAMP)
 	$(BIN)/python docker/check_cuda_image.py $(ARGS)

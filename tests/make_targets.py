@@ -49,10 +49,16 @@ TARGETS = (
     Target("stress", THIS_TEST, ("ARGS=--only=5,000-digit",), expect_text="2 of 2 held"),
     Target("bench", THIS_TEST, ("BENCH_REPS=1", "BENCH_ARGS=--help"), expect_text="usage: bench_reduce.py"),
     Target("cuda-image-check", THIS_TEST, ("ARGS=--help",), expect_text="usage: check_cuda_image.py"),
-    # No GPU in CI: it stops at its first check, as on any machine without NVIDIA's driver (test_gpu_check.py
-    # runs the rest with stand-ins).
-    Target("gpu-check", THIS_TEST, expect_code=2, expect_text="no NVIDIA driver here"),
-    # The wheel folder a TPU host installs from (the harness's own wheel and its dependencies', from the index).
+    # No GPU in CI: the whole check on cpu's 8 simulated devices, with this venv's harness and, as GPU_PYTHON, the
+    # python of a venv with JAX 0.10.2 installed, as a GPU host's image has it (the test sets GPU_PYTHON; it also
+    # runs it on a machine without NVIDIA's driver; tests/unit/test_gpu_check.py the cuda path with stand-ins).
+    Target("gpu-check", THIS_TEST, expect_text="gpu-check: PASS",
+           env=(("GPU_CHECK_PLATFORM", "cpu"), ("GPU_CHECK_OUT", "{tmp}/gpu-check"))),
+    # The wheel folder an offline host installs from (the harness's own wheel and its dependencies', from the
+    # index) for Python 3.12; the test installs the harness from it in a fresh Python 3.12 venv with no index.
+    Target("offline-wheels", THIS_TEST, ("PY=3.12", "OFFLINE_WHEELS={tmp}/offline-wheels"),
+           expect_text="wheels for Python 3.12"),
+    # The same for the TPU host's Python (3.11) where make tpu-check looks.
     Target("tpu-wheels", THIS_TEST, ("TPU_WHEELS={tmp}/tpu-wheels",)),
     # No TPU in CI: the whole check on one simulated CPU device, with this venv's harness and a plain interpreter
     # whose PYTHONPATH gives it JAX 0.10.2, as a TPU host's image does (the test sets TPU_PYTHON and PYTHONPATH; it

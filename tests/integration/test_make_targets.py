@@ -15,6 +15,8 @@ import pytest
 
 from harness.core.kinds import Platform
 from harness.environments import dated_venv_backend
+from harness.environments.interpreters import discover
+from harness.inputs.pythons import PythonVersion
 from tests.make_targets import TARGETS, THIS_TEST, Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +49,9 @@ def make(target: Target, folder: Path) -> subprocess.CompletedProcess[str]:
     # Not the variables of the make that runs this test (make test ARGS=... would reach every target).
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env.update({k: v.format(**fill) for k, v in target.env})
-    if target.name == "gpu-check":  # as on a machine without NVIDIA's driver, whatever this one has
-        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
-                                      if not (Path(p) / "nvidia-smi").exists())
+    if target.name == "gpu-check":  # as a GPU host's venv with JAX, on cpu: whatever driver this machine has
+        env["GPU_PYTHON"] = dated_venv_backend().prepare("0.10.2", Platform.CPU).python
+        env["GPU_CHECK_VENV"] = str(VENV)
     if target.name == "tpu-check":
         env.update(tpu_host_env())
         env["TPU_CHECK_VENV"] = str(VENV)
@@ -68,6 +70,35 @@ def tpu_host_env() -> dict[str, str]:
                .splitlines() if " = " in line)
     python = Path(cfg["home"]) / f"python{sys.version_info.major}.{sys.version_info.minor}"
     return {"TPU_PYTHON": str(python), "PYTHONPATH": str(site)}
+
+
+def test_gpu_check_without_a_driver_says_so(folder: Path):
+    """On a machine without NVIDIA's driver (as CI's) the cuda check stops at its first check, installing nothing."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "nvidia-smi").exists())
+    env["GPU_CHECK_VENV"] = str(folder / "gpu-venv")
+    proc = subprocess.run(["make", "--no-print-directory", "gpu-check"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and "no NVIDIA driver here" in proc.stderr, proc.stdout + proc.stderr
+    assert not (folder / "gpu-venv").exists()
+
+
+def offline_install(wheels: Path, venv: Path) -> subprocess.CompletedProcess[str]:
+    """`pip install --no-index --find-links WHEELS jax-cache-harness` in a fresh Python 3.12 venv, with no index
+    reachable by configuration: no pip config file, an index URL nothing answers, none of this machine's
+    find-links."""
+    found = [i for i in discover() if i.version == PythonVersion(3, 12)]
+    if not found:
+        reason = "no Python 3.12 on this machine (PATH, uv's Pythons, pyenv's versions folder)"
+        if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    subprocess.run([found[0].path, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
+                           "--disable-pip-version-check", "--find-links", str(wheels), "jax-cache-harness"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_tpu_check_with_no_wheel_folder_says_so(folder: Path):
@@ -97,6 +128,12 @@ def test_the_target_runs(target: Target, folder: Path):
         assert not changed, f"make docs changed {changed}: the committed ones are stale"
     if target.name == "clean-envs":
         assert not (folder / "envs").exists()
+    if target.name == "offline-wheels":
+        installed = offline_install(folder / "offline-wheels", folder / "py312-venv")
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        version = subprocess.run([str(folder / "py312-venv" / "bin" / "harness"), "--version"], capture_output=True,
+                                 text=True, timeout=60, check=False)
+        assert version.returncode == 0 and version.stdout.startswith("harness "), version.stdout + version.stderr
     if target.name in ("table", "smoke", "nightly", "bisect", "reduce"):
         assert list((folder / target.name).glob("*/results.json")), said[-3000:]
     if target.name == "bench":
