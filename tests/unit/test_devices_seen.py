@@ -43,6 +43,10 @@ def test_the_plan_is_said_once_run_1_shows_a_run_s_cost_on_an_accelerator():
     assert open_cost_line(Platform.TPU, TPU, 12.4, 6) == "each run opens the TPU: ~12 s a run; 6 runs ≈ 74 s"
     assert open_cost_line(Platform.AUTO, TPU, 12.0, 6).startswith("each run opens the TPU v5 lite")
     assert open_cost_line(Platform.CPU, CPU8, 3.0, 11) == "" and open_cost_line(Platform.AUTO, None, 3.0, 11) == ""
+    # a GPU's: what run 1 cost (CUDA's start, JAX's preallocation, XLA's autotuning of its first compiles)
+    h200 = DeviceFacts("gpu", "NVIDIA H200", 1, "PJRT C API\ncuda 13000")
+    assert open_cost_line(Platform.CUDA, h200, 8.4, 6) == "each run opens the GPUs: ~8 s a run; 6 runs ≈ 50 s"
+    assert open_cost_line(Platform.AUTO, h200, 8.4, 6).startswith("each run opens the NVIDIA H200: ~8 s")
 
 
 def test_the_progress_says_the_devices_and_the_plan(capsys):
