@@ -47,7 +47,7 @@ document = {{"host": host, "cells": [{{"spec": {{"jax_version": os.environ["JAX"
 print(f"| {{name}} | {{cell['verdict']}} |")
 """
 CLEAN = {"seed-repro": {"verdict": "clean", "runs": 2}, "stable": {"verdict": "clean", "runs": 6},
-         "hash-seeded": {"verdict": "reproduced", "runs": 2, "opens": 3},
+         "hash-seeded": {"verdict": "reproduced", "runs": 2, "opens": 7},  # 2 runs, 5 seed controls
          "callback": {"verdict": "clean", "runs": 2}}
 
 
@@ -102,10 +102,11 @@ def test_a_pass_says_the_plan_first_then_the_tables_the_host_the_devices_and_the
                                       ["check", "examples/host_callback.py"]]
     assert all(c[-6:-2] == ["--backend", "local", "--python", sys.executable] for c in calls)
     assert "--no-moved-folder" in calls[2] and calls[3][calls[3].index("--runs") + 1] == "2"
+    assert "--runs" not in calls[1]  # the stable program by check's defaults on a GPU
     assert "shape: [2, 1, 1, 1]" in (tmp_path / "out" / "seed-repro.yaml").read_text()  # nvidia-smi -L: 2 GPUs
     assert ("gpu-check: 2 GPU(s), jax 0.11.2 (CUDA plugin: jax-cuda13-plugin 0.11.2)" in out)
     plan = next(line for line in out.splitlines() if "processes will open the GPU" in line)
-    assert plan.startswith("gpu-check: 13 processes will open the GPU (seed's repro 2, stable 6, hash-seeded 3, "
+    assert plan.startswith("gpu-check: 17 processes will open the GPU (seed's repro 2, stable 6, hash-seeded 7, "
                            "callback 2), one at a time")
     assert out.index(plan) < out.index("== seed-repro") < out.index("| seed-repro | clean |")
     assert ("host: gpus NVIDIA H200 (143771 MiB), NVIDIA H200 (143771 MiB); driver_version 580.95.05; "
@@ -113,7 +114,7 @@ def test_a_pass_says_the_plan_first_then_the_tables_the_host_the_devices_and_the
     assert ("seed-repro: clean (expected clean); jax 0.11.2 on NVIDIA H200 x2 (cuda 13000); runs ok 2/2; "
             "2 process(es) opened the device") in out
     assert "callback: clean (expected clean)" in out and "hash-seeded: reproduced (expected reproduced)" in out
-    assert "13 process(es) opened the device (13 expected)" in out
+    assert "17 process(es) opened the device (17 expected)" in out
     assert out.strip().splitlines()[-1].startswith("gpu-check: PASS in ")
 
 
@@ -129,7 +130,7 @@ def test_before_jax_0_11_a_host_callback_is_not_cached_and_the_folders_path_is_i
     cells = {"callback": {"verdict": "not cached", "runs": 2}, "stable": {"verdict": "clean", "runs": 6, "opens": 7}}
     proc, _ = run(jax="0.10.2", cells=cells, plugin="jax-cuda12-plugin")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "14 processes will open the GPU (seed's repro 2, stable 7" in proc.stdout
+    assert "18 processes will open the GPU (seed's repro 2, stable 7" in proc.stdout
     assert "callback: not cached (expected not cached)" in proc.stdout
     proc, _ = run(jax="0.10.2", cells={**cells, "callback": {"verdict": "clean", "runs": 2}})
     assert proc.returncode == 1 and "callback: clean, expected not cached" in proc.stdout
@@ -146,10 +147,11 @@ def test_failures(run, cells, says):
 
 
 def test_on_cpu_the_same_steps_need_no_driver(run, tmp_path):
-    proc, calls = run(smi=False, seen=8, REPORTED="cpu", GPU_CHECK_PLATFORM="cpu",
-                      cells={"stable": {"verdict": "clean", "runs": 11}})
+    proc, calls = run(smi=False, seen=8, REPORTED="cpu", GPU_CHECK_PLATFORM="cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "on cpu (GPU_CHECK_PLATFORM=cpu): 18 processes (seed's repro 2, stable 11," in proc.stdout  # 0.11.2: 11 runs, the moved one among them
+    # a GPU's 6 runs (cpu's default is 11), the moved one among them on 0.11.2
+    assert "on cpu (GPU_CHECK_PLATFORM=cpu): 17 processes (seed's repro 2, stable 6," in proc.stdout
+    assert calls[1][calls[1].index("--runs") + 1] == "6"
     assert "shape: [8, 1, 1, 1]" in (tmp_path / "out" / "seed-repro.yaml").read_text()
     assert all(c[c.index("--platform") + 1] == "cpu" for c in calls[1:])
 
