@@ -148,6 +148,27 @@ def test_a_crash_reason_carries_the_last_line_it_printed(tmp_path):
     assert result.verdict == Verdict.ERROR and "Unable to initialize backend" in result.reason
 
 
+def test_a_cuda_run_that_failed_on_memory_another_process_held_is_the_harness_s_failure(tmp_path, monkeypatch):
+    """JAX could not preallocate its GPU memory (another process held it): said as the harness's failure, in the
+    run's reason and the cell's; the same words on cpu (no GPU to hold) stay the program's."""
+    class Held(ScriptedEnvironment):
+        def run(self, program, env, cache_dir, log_path, timeout_s):
+            log_path.write_text("Traceback (most recent call last):\n  ...\njaxlib._jax.XlaRuntimeError: "
+                                "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 107.37GiB.\n")
+            return ProcessOutcome(1, 0.01, reason="exit code 1")
+
+    monkeypatch.setattr("harness.measure.run_logs.gpu_memory_holders", lambda: ["pid 4242 python3, 104000 MiB"])
+    cuda = CellSpec("0.11.2", Platform.CUDA, 1, Mesh((1, 1, 1, 1), ("a", "b", "c", "d")))
+    result = CellRunner(Held(lambda s: 1), REPRO, 10).run(cuda, [1, 2], tmp_path / "c", tmp_path / "l")
+    assert result.runs[0].reason.startswith("the GPU's memory was held by another process (pid 4242 python3, "
+                                            "104000 MiB): the harness's failure, not the program's")
+    assert result.runs[0].reason.endswith("exit code 1: jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of "
+                                          "memory while trying to allocate 107.37GiB.")
+    assert result.verdict == Verdict.ERROR and "the harness's failure, not the program's" in result.reason
+    on_cpu = CellRunner(Held(lambda s: 1), REPRO, 10).run(SPEC, [1, 2], tmp_path / "c2", tmp_path / "l2")
+    assert on_cpu.runs[0].reason.startswith("exit code 1: jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED")
+
+
 def test_a_reason_the_backend_wrote_as_the_log_is_not_repeated(tmp_path):
     class Refused(ScriptedEnvironment):
         def run(self, program, env, cache_dir, log_path, timeout_s):
