@@ -41,8 +41,6 @@ class RunKeys:
     compiled: frozenset[Entry] | None = None
     # key -> the argument types its log says it was compiled at (`float32[2]`), where the recorder saw them
     types: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # key -> the result types of the module its run dumped for it, where known (harness/core/ir_results.py)
-    results: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # a pytest run's: key -> the tests whose messages named it, and each test's outcome
     tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outcomes: dict[str, str] = field(default_factory=dict)
@@ -108,9 +106,8 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
             compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
-    results = {k.key: k.result_types for k in run.keys.keys if k.result_types} if run.keys is not None else {}
     return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
-                   results=results, tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped,
+                   tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped,
                    logged=run.keys.by_key() if run.keys is not None else {})
 
 
@@ -232,11 +229,17 @@ def compare_with_first_run(runs: Sequence[RunKeys], controls: Sequence[RunKeys] 
     plain = _compare(runs, {})
     if not controls or plain.baseline_run is None:
         return plain
+    questioned, by_run, made = _controls_view(runs, controls, plain)
+    return _compare(runs, {group: decide(group, by_run, made, bound) for group in questioned})
+
+
+def _controls_view(runs: Sequence[RunKeys], controls: Sequence[RunKeys], plain: Comparison
+                   ) -> tuple[dict[Group, int], dict[int, dict[Group, frozenset[str]]],
+                              list[tuple[int, dict[Group, frozenset[str]]]]]:
+    """What the controls decide on: the questioned functions and tests, each run's keys and each control's by them."""
     ordered = sorted(runs, key=lambda r: r.index)
-    by_run = {r.index: group_keys(r) for r in ordered}
-    made = [(c.index, group_keys(c)) for c in controls if c.computed is not None]
-    decisions = {group: decide(group, by_run, made, bound) for group in questioned_groups(ordered, plain)}
-    return _compare(runs, decisions)
+    return (questioned_groups(ordered, plain), {r.index: group_keys(r) for r in ordered},
+            [(c.index, group_keys(c)) for c in controls if c.computed is not None])
 
 
 def questioned_groups(runs: Sequence[RunKeys], plain: Comparison) -> dict[Group, int]:
@@ -263,12 +266,9 @@ def next_control(runs: Sequence[RunKeys], controls: Sequence[RunKeys], bound: fl
     plain = _compare(runs, {})
     if plain.baseline_run is None:
         return None
-    ordered = sorted(runs, key=lambda r: r.index)
-    if any(r.computed is None for r in ordered):
+    if any(r.computed is None for r in runs):
         return None  # a run with no account of its keys: no control can repeat what it computed
-    questioned = questioned_groups(ordered, plain)
-    by_run = {r.index: group_keys(r) for r in ordered}
-    made = [(c.index, group_keys(c)) for c in controls if c.computed is not None]
+    questioned, by_run, made = _controls_view(runs, controls, plain)
     return next_repeat(questioned, plain.baseline_run, by_run, made, bound) if questioned else None
 
 
