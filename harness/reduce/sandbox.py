@@ -125,8 +125,10 @@ def bwrap_argv(confines: Confines) -> list[str]:
     ended with the harness; no unix socket (the seccomp filter: the launcher opens it) and no network but a job's
     (`confines.network`); no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders writable; a
     scratch of its own at each place the original wrote outside its folder."""
-    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
-            "--new-session", "--seccomp", str(SECCOMP_FD)]
+    # No capabilities, as root too: bwrap run by root keeps them all (a candidate's shell remounted / read-write
+    # and unmounted /run); in a user namespace of its own with none, the mounts bwrap made are locked to it.
+    argv = ["--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc",
+            "/proc", "--die-with-parent", "--new-session", "--seccomp", str(SECCOMP_FD)]
     if not confines.network:
         argv.append("--unshare-net")
     for runtime in RUNTIME_DIRS:
