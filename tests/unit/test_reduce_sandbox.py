@@ -569,3 +569,20 @@ def test_earlier_results_folders_beside_the_script_are_never_copied(tmp_path):
     (tmp_path / "data" / "results.json").write_text("[1, 2]")  # the user's own: no table.md beside it
     copied = sorted(str(rel) for rel, _ in copy_plan(tmp_path, []))
     assert copied == ["data/results.json", "train.py"]
+
+
+def test_a_candidate_cannot_read_the_harness_s_seal_key(tmp_path, bwrap, monkeypatch):
+    """Issue 73 #5: the seal key was readable from every run (the file system is only read-only to a candidate);
+    now it is an empty file, also through the private /tmp's view of the machine's (where this test's key is)."""
+    from harness.core import seal
+
+    key = tmp_path / "keys" / "reduce-state.key"
+    monkeypatch.setattr(seal, "KEY_FILE", key)
+    secret = seal.state_key(key).hex()
+    (tmp_path / "own").mkdir()
+    view = Path("/tmp") / sandbox.HOST_VIEW / key.resolve().relative_to(Path("/tmp").resolve())
+    done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",))), "sh", "-c",
+                           'od -An -tx1 "$0" "$1" | wc -c; cat "$0" "$1" | wc -c', str(key), str(view)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0"] and secret not in done.stdout, done.stdout
