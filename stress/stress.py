@@ -1301,11 +1301,14 @@ def case_key_planted(h: Harness, plant: str) -> tuple[bool, str]:
         os.mkfifo(key)
     else:
         key.symlink_to("/dev/zero")
+    proc = h.start(*bisect_argv(h), env=h.env(HARNESS_STATE_KEY=str(key)))
     try:
-        code, _, err = h.run(*bisect_argv(h), env=h.env(HARNESS_STATE_KEY=str(key)), timeout=120)
+        _, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         return False, "still running after 120 s"
-    held, detail = one_line(code, err)
+    held, detail = one_line(proc.returncode, err)
     return held and "state key" in err, detail
 
 

@@ -79,3 +79,26 @@ def test_the_hider_is_skipped_where_a_launcher_hides_the_key_or_no_interpreter_s
     assert _hider(Program(tmp_path / "x.py"), sys.executable)[-1] == "--"
     assert _hider(Program(tmp_path / "x.py", key_hidden=True), sys.executable) == ()
     assert _hider(Program(tmp_path / "x.py"), str(tmp_path / "gone" / "python")) == ()
+
+
+@pytest.mark.parametrize("code,reason", [("import os; os.kill(os.getpid(), 11)", "killed by signal SIGSEGV"),
+                                         ("import os; os.abort()", "killed by signal SIGABRT"),
+                                         ("raise SystemExit(3)", "exit code 3")])
+def test_a_run_under_the_hider_ends_as_its_program_did(tmp_path, monkeypatch, hider, code, reason):
+    """bubblewrap ends with 128 + N when its child dies by signal N: the supervisor passes the signal on, so a
+    crash reads as the crash it was (not `exit code 139`)."""
+    monkeypatch.setattr(seal, "KEY_FILE", tmp_path / "reduce-state.key")
+    script = tmp_path / "ends.py"
+    script.write_text(code)
+    outcome = LocalEnvironment(sys.executable, {"jax": "0.4.29"}).run(Program(script), {}, tmp_path / "cache",
+                                                                       tmp_path / "run.log", 60)
+    assert outcome.reason == reason
+    assert "HARNESS_SIGNAL_EXIT" not in (tmp_path / "run.log").read_text()
+
+
+def test_the_supervisor_reads_a_wrapper_s_128_plus_n_as_signal_n():
+    from harness.inside.supervise import unwrapped
+
+    assert unwrapped(139 << 8) == 11  # exit 139: the wait status of a death by SIGSEGV
+    assert unwrapped(3 << 8) == 3 << 8 and unwrapped(128 << 8) == 128 << 8 and unwrapped(200 << 8) == 200 << 8
+    assert unwrapped(9) == 9  # a death by signal stays one
