@@ -97,6 +97,29 @@ def alive(pid: int) -> bool:
         return False
 
 
+# A run's program names a process by its pid and its PID namespace's inode (`{pid}-{namespace}`): under the seal
+# key's hider it runs in a PID namespace of its own, where its pid is not the machine's.
+OWN_PID = "f'{os.getpid()}-{os.stat(\"/proc/self/ns/pid\").st_ino}'"
+
+
+def alive_in(named: str) -> bool:
+    """Whether the process a run named (`{pid}-{namespace}`, OWN_PID) still runs, looked for on this machine."""
+    pid, namespace = (int(word) for word in named.split("-"))
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}/ns/pid").st_ino != namespace:
+                continue
+            with open(f"/proc/{entry}/status") as status:
+                inner = next(line.split()[-1] for line in status if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(inner) == pid:
+            return alive(int(entry))
+    return False
+
+
 def wait_for(predicate: Callable[[], T], seconds: float) -> T | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -116,16 +139,17 @@ jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
 os.kill(os.getpid(), signal.SIGSEGV)
 """
 
-HANG = """\
+HANG = f"""\
 import os, time
-open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"started-{os.getpid()}"), "w").close()
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], "started-" + {OWN_PID}), "w").close()
 time.sleep(600)
 """
 
 LEAVE_BEHIND = """\
 import os, subprocess, sys
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
-open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"left-{child.pid}"), "w").close()
+namespace = os.stat("/proc/self/ns/pid").st_ino
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"left-{child.pid}-{namespace}"), "w").close()
 """
 
 FLOOD = "import sys\nprint('FIRST')\nfor _ in range(60_000): sys.stdout.write('x' * 1023 + '\\n')\nprint('LAST')\n"
@@ -151,8 +175,7 @@ def case_sigterm(h: Harness, backend: str) -> tuple[bool, str]:
     status = results_of(out)["status"]
     left = ""
     if backend == "venv":
-        pid = int(marker[0].name.split("-")[1])
-        left = "the run still runs" if alive(pid) else ""
+        left = "the run still runs" if alive_in(marker[0].name.split("-", 1)[1]) else ""
     else:
         import docker
 
@@ -191,8 +214,8 @@ def case_left_behind(h: Harness) -> tuple[bool, str]:
     out = h.root / "left-out"
     code, _, _ = h.run("run", str(h.config("left", LEAVE_BEHIND)), "--seeds", "random", "--quiet",
                        "--out", str(out))
-    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
-    survivors = [p for p in pids if alive(p)]
+    pids = [p.name.split("-", 1)[1] for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive_in(p)]
     return code == 0 and bool(pids) and not survivors, f"{len(pids)} setsid grandchildren, {len(survivors)} alive after"
 
 
@@ -200,8 +223,8 @@ def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
     out = h.root / "timeout-out"
     code, _, _ = h.run("run", str(h.config("timeout", LEAVE_BEHIND + "import time; time.sleep(600)\n",
                                            timeout_s=5)), "--seeds", "random", "--quiet", "--out", str(out))
-    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
-    survivors = [p for p in pids if alive(p)]
+    pids = [p.name.split("-", 1)[1] for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive_in(p)]
     cell = results_of(out)["cells"][0]
     return (code == 0 and cell["verdict"] == "error" and bool(pids) and not survivors,
             f"verdict {cell['verdict']}, {len(survivors)} of {len(pids)} grandchildren alive")
