@@ -97,27 +97,12 @@ def alive(pid: int) -> bool:
         return False
 
 
-# A run's program names a process by its pid and its PID namespace's inode (`{pid}-{namespace}`): under the seal
-# key's hider it runs in a PID namespace of its own, where its pid is not the machine's.
-OWN_PID = "f'{os.getpid()}-{os.stat(\"/proc/self/ns/pid\").st_ino}'"
-
-
 def alive_in(named: str) -> bool:
-    """Whether the process a run named (`{pid}-{namespace}`, OWN_PID) still runs, looked for on this machine."""
-    pid, namespace = (int(word) for word in named.split("-"))
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}/ns/pid").st_ino != namespace:
-                continue
-            with open(f"/proc/{entry}/status") as status:
-                inner = next(line.split()[-1] for line in status if line.startswith("NSpid:"))
-        except (OSError, StopIteration):
-            continue
-        if int(inner) == pid:
-            return alive(int(entry))
-    return False
+    """Whether the process a run named (`{pid}-{namespace}`, tests/helpers.py's OWN_PID) still runs here."""
+    from tests.helpers import machine_pid
+
+    pid = machine_pid(named)
+    return pid is not None and alive(pid)
 
 
 def wait_for(predicate: Callable[[], T], seconds: float) -> T | None:
@@ -139,9 +124,9 @@ jax.jit(lambda x: x * 2)(jnp.arange(4.0)).block_until_ready()
 os.kill(os.getpid(), signal.SIGSEGV)
 """
 
-HANG = f"""\
+HANG = """\
 import os, time
-open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], "started-" + {OWN_PID}), "w").close()
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"started-{os.getpid()}-{os.stat('/proc/self/ns/pid').st_ino}"), "w").close()
 time.sleep(600)
 """
 
