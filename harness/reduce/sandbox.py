@@ -284,7 +284,8 @@ class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
         if self.confinement == Confinement.BWRAP:
             own = (f"; where the original wrote ({self._places()}) each gets a private stand-in" if self.places
                    else "")
-            return ("candidates run under bubblewrap: the file system read-only but their own folder (a copy of "
+            return ("candidates run under bubblewrap: no capability, no mount, the file system read-only but "
+                    "their own folder (a copy of "
                     "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run, no unix "
                     "socket (a seccomp filter), "
                     + ("the machine's network (the original's run connected over it)" if self.network
