@@ -97,6 +97,14 @@ def alive(pid: int) -> bool:
         return False
 
 
+def alive_in(named: str) -> bool:
+    """Whether the process a run named (`{pid}-{namespace}`, tests/helpers.py's OWN_PID) still runs here."""
+    from tests.helpers import machine_pid
+
+    pid = machine_pid(named)
+    return pid is not None and alive(pid)
+
+
 def wait_for(predicate: Callable[[], T], seconds: float) -> T | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -118,14 +126,15 @@ os.kill(os.getpid(), signal.SIGSEGV)
 
 HANG = """\
 import os, time
-open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"started-{os.getpid()}"), "w").close()
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"started-{os.getpid()}-{os.stat('/proc/self/ns/pid').st_ino}"), "w").close()
 time.sleep(600)
 """
 
 LEAVE_BEHIND = """\
 import os, subprocess, sys
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
-open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"left-{child.pid}"), "w").close()
+namespace = os.stat("/proc/self/ns/pid").st_ino
+open(os.path.join(os.environ["JAX_COMPILATION_CACHE_DIR"], f"left-{child.pid}-{namespace}"), "w").close()
 """
 
 FLOOD = "import sys\nprint('FIRST')\nfor _ in range(60_000): sys.stdout.write('x' * 1023 + '\\n')\nprint('LAST')\n"
@@ -151,8 +160,7 @@ def case_sigterm(h: Harness, backend: str) -> tuple[bool, str]:
     status = results_of(out)["status"]
     left = ""
     if backend == "venv":
-        pid = int(marker[0].name.split("-")[1])
-        left = "the run still runs" if alive(pid) else ""
+        left = "the run still runs" if alive_in(marker[0].name.split("-", 1)[1]) else ""
     else:
         import docker
 
@@ -191,8 +199,8 @@ def case_left_behind(h: Harness) -> tuple[bool, str]:
     out = h.root / "left-out"
     code, _, _ = h.run("run", str(h.config("left", LEAVE_BEHIND)), "--seeds", "random", "--quiet",
                        "--out", str(out))
-    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
-    survivors = [p for p in pids if alive(p)]
+    pids = [p.name.split("-", 1)[1] for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive_in(p)]
     return code == 0 and bool(pids) and not survivors, f"{len(pids)} setsid grandchildren, {len(survivors)} alive after"
 
 
@@ -200,8 +208,8 @@ def case_timeout_left_behind(h: Harness) -> tuple[bool, str]:
     out = h.root / "timeout-out"
     code, _, _ = h.run("run", str(h.config("timeout", LEAVE_BEHIND + "import time; time.sleep(600)\n",
                                            timeout_s=5)), "--seeds", "random", "--quiet", "--out", str(out))
-    pids = [int(p.name.split("-")[1]) for p in out.glob("*/caches/*/left-*")]
-    survivors = [p for p in pids if alive(p)]
+    pids = [p.name.split("-", 1)[1] for p in out.glob("*/caches/*/left-*")]
+    survivors = [p for p in pids if alive_in(p)]
     cell = results_of(out)["cells"][0]
     return (code == 0 and cell["verdict"] == "error" and bool(pids) and not survivors,
             f"verdict {cell['verdict']}, {len(survivors)} of {len(pids)} grandchildren alive")
@@ -1171,6 +1179,147 @@ def case_reduce_sockets(h: Harness, names: tuple[str, ...]) -> tuple[bool, str]:
                   + ", ".join(f"{n} {found['machine'][n]}" for n in names) + (f" {found['err']}" if found["code"] else ""))
 
 
+# Issue 73: a candidate of `harness reduce` run as root, and the seal key within a measured program's reach.
+AS_ROOT_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "escapes_as_root.py").read_text()
+
+
+class DatagramListener:
+    """A unix datagram socket (a path, or `@name`: an abstract one) that counts what arrives by who sent it: a
+    candidate (its working folder, the payload, is in a candidate's folder) or the original's own runs."""
+
+    def __init__(self, where: str) -> None:
+        import socket
+
+        if not where.startswith("@"):
+            Path(where).parent.mkdir(parents=True, exist_ok=True)
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind("\0" + where[1:] if where.startswith("@") else where)
+        self.machine = self.candidates = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                sender = self.socket.recv(4096).decode(errors="replace")
+            except OSError:
+                return
+            if "/candidates/" in sender:
+                self.candidates += 1
+            else:
+                self.machine += 1
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+_as_root: dict[str, Any] = {}
+
+
+def as_root_reduction(h: Harness) -> dict[str, Any]:
+    """One reduction (as root where the harness runs as root, as CI does) whose candidates try to remount / and the
+    view of /tmp read-write, unmount /run, and reach the machine's datagram sockets from a datagram pair; made
+    once, each case reads what landed."""
+    if not _as_root:
+        tag = f"harness-stress-{os.getpid()}"
+        home_canary, tmp_canary = Path.home() / f".{tag}-canary", Path(tempfile.mkdtemp(prefix=f"{tag}-", dir="/tmp"))
+        home_canary.mkdir()
+        where = {"tmp": str(tmp_canary / "a" / "b" / "d.sock"), "home": str(Path.home() / f".{tag}-d.sock"),
+                 "abstract": f"@{tag}-dgram"}
+        listeners = {name: DatagramListener(path) for name, path in where.items()}
+        script = h.write("as-root-project/train.py", AS_ROOT_SCRIPT.replace("@SOCKETS@", repr(list(where.values())))
+                         .replace("@CANARY@", str(home_canary)).replace("@TMP_CANARY@", str(tmp_canary)))
+        out = h.root / "as-root-out"
+        try:
+            code, _, err = h.run("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
+                                 "--max-candidates", "12", timeout=3600)
+            memo: list[Any] = []
+            for folder in out.iterdir():
+                memo = list(json.loads((folder / "reduce.json").read_text())["memo"].values())
+            time.sleep(0.5)  # the last datagrams read
+            _as_root.update(code=code, candidates=len(memo), err=err.strip()[-60:], uid=os.geteuid(),
+                            landed=sorted(p.name for p in home_canary.iterdir())
+                            + sorted(p.name for p in tmp_canary.iterdir() if p.name != "a"),
+                            machine={name: listener.machine for name, listener in listeners.items()},
+                            reached={name: listener.candidates for name, listener in listeners.items()})
+        finally:
+            for listener in listeners.values():
+                listener.close()
+            shutil.rmtree(home_canary, ignore_errors=True)
+            shutil.rmtree(tmp_canary, ignore_errors=True)
+            Path(where["home"]).unlink(missing_ok=True)
+    return _as_root
+
+
+def case_reduce_as_root_mounts(h: Harness) -> tuple[bool, str]:
+    """No candidate's remount or unmount wrote anything (as root: bubblewrap kept every capability)."""
+    found = as_root_reduction(h)
+    held = found["code"] == 0 and found["candidates"] > 0 and not found["landed"]
+    return held, (f"exit {found['code']} as uid {found['uid']}, {found['candidates']} candidates, written "
+                  f"{found['landed'] or 'nothing'}" + (f" {found['err']}" if found["code"] else ""))
+
+
+def case_reduce_datagrams(h: Harness, names: tuple[str, ...]) -> tuple[bool, str]:
+    """Each datagram socket got the original's datagrams (sent from a pair as a candidate's are) and none of a
+    candidate's."""
+    found = as_root_reduction(h)
+    reached = {n: found["reached"][n] for n in names}
+    answered = all(found["machine"][n] > 0 for n in names)
+    held = found["code"] == 0 and found["candidates"] > 0 and answered and not any(reached.values())
+    return held, (f"exit {found['code']}, {found['candidates']} candidates, from a candidate: "
+                  + ", ".join(f"{n} {c}" for n, c in reached.items()) + "; from the original's runs: "
+                  + ", ".join(f"{n} {found['machine'][n]}" for n in names))
+
+
+KEY_READER = """\
+import glob, sys
+import jax, jax.numpy as jnp
+key, out = sys.argv[1], sys.argv[2]
+found = []
+for path in [key, *(root + key for root in glob.glob("/proc/[0-9]*/root"))]:
+    try:
+        with open(path, "rb") as f:
+            found.append(f.read(64).hex())
+    except OSError as exc:
+        found.append(exc.strerror)
+with open(out, "a") as log:
+    log.write(" ".join(found) + "\\n")
+print(jax.jit(lambda x: x * 2)(jnp.ones(3)))
+"""
+
+
+def case_key_out_of_reach(h: Harness) -> tuple[bool, str]:
+    """A program `harness check` runs reads the seal key, directly and through every /proc/<pid>/root: it finds
+    an empty file (it read the key and forged another bisection's seal: issue 73 #5)."""
+    key, seen = h.root / "keys" / "reduce-state.key", h.root / "key-reader-saw.txt"
+    script = h.write("key-reader/train.py", KEY_READER)
+    code, _, _ = h.run("check", str(script), "--versions", VERSION, "--runs", "2", "--quiet", "--out",
+                         str(h.root / "key-reader-out"), "--", str(key), str(seen), env=h.env(HARNESS_STATE_KEY=str(key)))
+    secret = key.read_bytes().hex() if key.is_file() else "?"
+    lines = seen.read_text().splitlines() if seen.exists() else []
+    held = code == 0 and len(lines) >= 2 and not any(secret in line for line in lines) and key.is_file()
+    return held, f"exit {code}, {len(lines)} run(s) read: {sorted({w for line in lines for w in line.split()})[:3] or 'nothing'}"
+
+
+def case_key_planted(h: Harness, plant: str) -> tuple[bool, str]:
+    """The seal key replaced by a named pipe or a link to /dev/zero: the bisection's own command is one line, exit 2
+    (the pipe hung it until SIGTERM; /dev/zero was read until MemoryError)."""
+    bisected_folder(h)
+    key = h.root / f"planted-{plant}.key"
+    if plant == "fifo":
+        os.mkfifo(key)
+    else:
+        key.symlink_to("/dev/zero")
+    proc = h.start(*bisect_argv(h), env=h.env(HARNESS_STATE_KEY=str(key)))
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return False, "still running after 120 s"
+    held, detail = one_line(proc.returncode, err)
+    return held and "state key" in err, detail
+
+
 _bisected: dict[str, Any] = {}
 HOSTILE_ARGS = ["--title", "<b>bold</b>", "--note", "a `tick` and *stars*"]
 
@@ -1313,6 +1462,19 @@ def round_six_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]
     ]
     cases += [(f"bad input: {name}", partial(bad_input_held, h, argv)) for name, argv in upgrade_cases(h)]
     return cases
+
+
+def round_seven_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+    return [
+        ("reduce as root: no candidate remounts / or /tmp's view read-write or unmounts /run",
+         partial(case_reduce_as_root_mounts, h)),
+        ("reduce as root: a datagram pair's sendto/connect reaches no socket in /tmp or HOME",
+         partial(case_reduce_datagrams, h, ("tmp", "home"))),
+        ("reduce as root: a datagram pair reaches no abstract socket", partial(case_reduce_datagrams, h, ("abstract",))),
+        ("seal key: a program check runs reads an empty file in its place", partial(case_key_out_of_reach, h)),
+        ("seal key: a named pipe in its place is one line, exit 2", partial(case_key_planted, h, "fifo")),
+        ("seal key: a link to /dev/zero in its place is one line, exit 2", partial(case_key_planted, h, "dev-zero")),
+    ]
 
 # Issue 61: the recorder never outvotes the folder, runs never charge each other.
 THREADS = """\
@@ -1568,6 +1730,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
     for name, argv in bad_input_cases(h):
         cases.append((f"bad input: {name}", partial(bad_input_held, h, argv)))
     cases += round_six_cases(h)
+    cases += round_seven_cases(h)
     return cases
 
 

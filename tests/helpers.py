@@ -35,6 +35,30 @@ def pid_exists(pid: int) -> bool:
     return True
 
 
+# A run's program names a process by its pid and its PID namespace's inode (`{pid}-{namespace}`), an expression
+# of its own text: under the seal key's hider it runs in a PID namespace of its own, where its pid is not the
+# machine's (harness/environments/key_hiding.py).
+OWN_PID = "f'{os.getpid()}-{os.stat(\"/proc/self/ns/pid\").st_ino}'"
+
+
+def machine_pid(named: str) -> int | None:
+    """The pid on this machine of the process a run named (`{pid}-{namespace}`, OWN_PID), None when none is."""
+    pid, namespace = (int(word) for word in named.split("-"))
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}/ns/pid").st_ino != namespace:
+                continue
+            with open(f"/proc/{entry}/status") as status:
+                inner = next(line.split()[-1] for line in status if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(inner) == pid:
+            return int(entry)
+    return None
+
+
 def run_cli(argv, capsys):
     code = cli.main(argv)
     out, err = capsys.readouterr()

@@ -38,6 +38,7 @@ from harness.inputs.option_set import from_given
 from harness.inputs.options import Given
 from harness.slurm.jobs import LOG_FOLDER, MERGE_SCRIPT, SHARD_SCRIPT
 from harness.core.shield import shield_from_children
+from harness.environments.key_hiding import key_reach_caveat
 from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
 from harness.evidence.keys import cell_comparison
 from harness.report.first_screen import terminal_lines
@@ -175,18 +176,25 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
     return _show_sweep(swept, given.junit_xml, given.fail_on, as_json=given.json)
 
 
+def _unhidden_key() -> str:
+    """A line before a resume line where the programs run could read the key that seals the state it resumes
+    (no bubblewrap: docs/faults.md), else ""."""
+    caveat = key_reach_caveat()
+    return f"{caveat}: a state one of them sealed anew would be resumed as the harness's own\n" if caveat else ""
+
+
 def cmd_reduce(given: Given, words: tuple[str, ...]) -> int:
     options = from_given(service.ReduceOptions, given, command=_typed(words))
     reduction = service.reduce(_script_check(given), options, _progress(given.quiet))
     state = reduction.state
     if reduction.status == SweepStatus.INTERRUPTED and state is None:
-        print(f"\n{interrupted_how()} during the original's check: nothing reduced yet\n"
+        print(f"\n{interrupted_how()} during the original's check: nothing reduced yet\n{_unhidden_key()}"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
     assert state is not None  # a reduction that was not interrupted before its first candidate has a state
     if reduction.status == SweepStatus.INTERRUPTED:
         print(f"\n{interrupted_how()}: the best so far ({size(state.best)} of {reduction.original_lines} lines, "
-              f"{state.measured} candidates run) is {reduction.best_file}\n"
+              f"{state.measured} candidates run) is {reduction.best_file}\n{_unhidden_key()}"
               f"continue with: {service.resume_command(given, reduction.folder)}", file=sys.stderr)
         return interrupted_exit_code()
     assert reduction.reduced is not None  # a finished reduction wrote its reduced program
@@ -323,7 +331,7 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
         option_checks.check_program_options_need_a_program(given)  # --with, --env, ... are a script's
         found = service.bisect(given.config, options, _progress(given.quiet))
     if found.status == SweepStatus.INTERRUPTED:
-        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n"
+        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n{_unhidden_key()}"
               f"resume with: {found.command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)

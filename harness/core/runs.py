@@ -46,6 +46,9 @@ class Program:
     # A command the interpreter starts under, on this host (the reducer's sandbox: bwrap and its arguments);
     # a backend that runs elsewhere (a container) ignores it.
     launcher: tuple[str, ...] = ()
+    # The launcher keeps the harness's seal key out of the program's reach itself (the reducer's sandbox), so
+    # the run is not started under environments/key_hiding.py's bubblewrap too.
+    key_hidden: bool = False
 
     @property
     def kind(self) -> ProgramKind:

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from harness.environments.base import Environment
 from harness.environments.factor_runs import unreachable_by_others
+from harness.environments.key_hiding import key_hider
 from harness.environments.same_path import bind_argv, same_path_problem
 from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
@@ -28,7 +29,7 @@ from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
 from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import SOURCE_DIR
-from harness.inside.supervise import remove_run_tmp
+from harness.inside.supervise import SIGNAL_EXIT_VAR, remove_run_tmp
 
 # Variables of the harness's own process that must not leak into a run: they would change what JAX
 # or Python does (a fixed hash seed hides set-order bugs; a stray cache dir or platform changes keys).
@@ -406,15 +407,21 @@ class InterpreterEnvironment(Environment):
             if variation.other_prefix:
                 python = str(self.prefix_copy())
         full_env = reordered(clean_environment(extra, self.kept), variation)
-        return run_process([*program.launcher, *wrapped([python, *program.argv()], variation)], full_env, log_path,
-                           timeout_s, cwd=program.workdir)
+        # As another user (--vary user) the key is the harness's user's alone already, and out of that user's reach.
+        hider = () if variation is not None and variation.uid is not None else _hider(program, python)
+        return run_process([*program.launcher, *wrapped([*hider, python, *program.argv()], variation)],
+                           _signal_exit(full_env, program.launcher or hider), log_path, timeout_s,
+                           cwd=program.workdir)
 
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                   timeout_s: float) -> list[ProcessOutcome]:
-        argv = [*program.launcher, str(self.python), *program.argv()]
-        full = [clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}, self.kept) for env in envs]
+        srun = os.environ.get(LAUNCHER_VAR) == SRUN  # Slurm's nodes: bubblewrap may not be there (docs/slurm.md)
+        hider = () if srun else _hider(program, str(self.python))
+        argv = [*program.launcher, *hider, str(self.python), *program.argv()]
+        full = [_signal_exit(clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}, self.kept),
+                             () if srun else program.launcher or hider) for env in envs]
         starts = [(argv, env, log) for env, log in zip(full, log_paths)]
-        if os.environ.get(LAUNCHER_VAR) == SRUN:
+        if srun:
             return run_processes_srun(starts, timeout_s, cwd=program.workdir)
         return run_processes(starts, timeout_s, cwd=program.workdir)
 
@@ -480,6 +487,22 @@ def probe_interpreter(python: Path, env: dict[str, str]) -> dict[str, Any]:
         raise EnvironmentUnavailable(f"{python} did not report its jax version "
                                      f"(is it a Python interpreter?)") from None
     return facts
+
+
+def _signal_exit(env: dict[str, str], wrapper: tuple[str, ...]) -> dict[str, str]:
+    """`env`, telling the supervisor that the command is a wrapper's (bubblewrap) whose exit code 128 + N stands
+    for its child's death by signal N (a program's own exit code of 129 to 192 then reads as that signal, as a
+    container's does)."""
+    return {**env, SIGNAL_EXIT_VAR: "1"} if wrapper else env
+
+
+def _hider(program: Program, python: str) -> tuple[str, ...]:
+    """What a run's interpreter starts under to keep the seal key out of its reach (key_hiding.py); nothing when
+    its launcher does that already (the reducer's sandbox), or when the interpreter cannot start (a run that
+    reads nothing, which fails as it always did: `cannot start`, not bubblewrap's words)."""
+    if program.key_hidden or not os.access(python, os.X_OK):
+        return ()
+    return key_hider()
 
 
 def wrapped(argv: list[str], variation: RunVariation | None) -> list[str]:

@@ -22,7 +22,8 @@ without end cannot fill the disk. Every line of JAX's cache log from between is 
 When the harness names the run's temporary folder (HARNESS_RUN_TMPDIR, the folder TMPDIR, TEMP and TMP
 point at), the supervisor removes it once everything is killed: the harness removes it too after the run,
 but a SIGKILLed harness cannot, and a supervisor told by PR_SET_PDEATHSIG still does. The script does not
-see the variable.
+see the variable. Nor HARNESS_SIGNAL_EXIT: set when the command is bubblewrap's, whose exit code 128 + N (its
+child died by signal N) is passed on as that signal.
 
 Linux only (prctl); elsewhere the harness runs the script directly. Standard library only.
 """
@@ -45,6 +46,10 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 EXIT_CANNOT_START = 127  # as a shell reports a command it cannot run
 RUN_TMPDIR_VAR = "HARNESS_RUN_TMPDIR"  # harness/environments/process.py's (a test says so)
+# Set (to 1) when the command is bubblewrap's (the seal key's hider, a folder bound): bwrap ends with 128 + N
+# when its child died by signal N, and that is passed on as the signal, as docker's exit codes are read.
+SIGNAL_EXIT_VAR = "HARNESS_SIGNAL_EXIT"
+MAX_SIGNAL = 64
 CLEANUP_ROUNDS = 100  # each round kills the current children; their orphans arrive for the next
 
 
@@ -202,6 +207,13 @@ def kill_everything_left() -> None:
                 pass
 
 
+def unwrapped(status: int) -> int:
+    """The wait status of a script whose wrapper (bubblewrap) reported its death by signal N as exit 128 + N."""
+    if os.WIFEXITED(status) and 128 < os.WEXITSTATUS(status) <= 128 + MAX_SIGNAL:
+        return os.WEXITSTATUS(status) - 128  # the wait status of a death by that signal, no core
+    return status
+
+
 def exit_like(status: int) -> NoReturn:
     """End this process the way the script ended: its exit code, or death by its signal."""
     if os.WIFSIGNALED(status):
@@ -274,6 +286,7 @@ def relay(read_end: int, wake_read: int, script_pid: int, log: CappedLog) -> int
 def main(argv: list[str]) -> None:
     harness_pid, log_limit, command = int(argv[1]), int(argv[2]), argv[3:]
     run_tmp = os.environ.pop(RUN_TMPDIR_VAR, None)
+    signal_exit = os.environ.pop(SIGNAL_EXIT_VAR, None) == "1"
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -315,7 +328,7 @@ def main(argv: list[str]) -> None:
     remove_run_tmp(run_tmp)
     drain(read_end, log)
     log.close()
-    exit_like(status)
+    exit_like(unwrapped(status) if signal_exit else status)
 
 
 if __name__ == "__main__":

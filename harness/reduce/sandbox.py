@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from harness.core import seal
 from harness.core.errors import HarnessFailure, UserError
 from harness.core.files import holds_harness_results
 from harness.core.factors import Factor, RunVariation
@@ -33,6 +34,7 @@ from harness.core.kinds import Platform
 from harness.core.runs import ProcessOutcome, Program
 from harness.environments.base import Backend, Environment, Say
 from harness.environments.gpus import GpuCount
+from harness.environments.key_hiding import cover_argv
 from harness.reduce.socket_filter import SECCOMP_FD, SOCKET_ARCH, filter_file
 from harness.inside.startup.jax_cache_harness_hook import (
     WRITE_ROOTS_VAR,
@@ -119,26 +121,9 @@ def _under(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == r or path.is_relative_to(r) for r in roots)
 
 
-def bwrap_argv(confines: Confines) -> list[str]:
-    """bubblewrap's options for one candidate: the file system read-only; its own PID namespace with a fresh
-    /proc (no /proc/<pid>/root or /cwd of a process outside), its own session (no terminal to inject into),
-    ended with the harness; no unix socket (the seccomp filter: the launcher opens it) and no network but a job's
-    (`confines.network`); no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders writable; a
-    scratch of its own at each place the original wrote outside its folder."""
-    argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc", "/proc", "--die-with-parent",
-            "--new-session", "--seccomp", str(SECCOMP_FD)]
-    if not confines.network:
-        argv.append("--unshare-net")
-    for runtime in RUNTIME_DIRS:
-        if _is_real_dir(runtime):
-            argv += ["--tmpfs", str(runtime)]
-    for socket in _engine_sockets():
-        argv += ["--ro-bind", "/dev/null", str(socket)]
-    places = {place for place, _ in confines.scratch}
-    deeper = places | {p.resolve() for p in (*confines.writable, *confines.readable)}
-    private = tuple(p.resolve() for p in PRIVATE_TMP if _is_real_dir(p))
-    for tmp in private:
-        argv += ["--perms", "1777", "--tmpfs", str(tmp)]
+def _host_tmp_argv(private: tuple[Path, ...], places: set[Path], deeper: set[Path]) -> list[str]:
+    """Each private tmp's view of the machine's: bound once, read-only, its entries linked to from the top."""
+    argv: list[str] = []
     for tmp in private:
         try:
             entries = sorted(e for e in tmp.iterdir() if e.name != HOST_VIEW)
@@ -162,6 +147,34 @@ def bwrap_argv(confines: Confines) -> list[str]:
                 argv += ["--ro-bind-try", str(entry), str(entry)]
             else:
                 argv += ["--symlink", str(view / entry.name), str(entry)]
+    return argv
+
+
+def bwrap_argv(confines: Confines) -> list[str]:
+    """bubblewrap's options for one candidate: no capability, no mount; the file system read-only, the harness's
+    seal key hidden; its own PID namespace with a fresh
+    /proc (no /proc/<pid>/root or /cwd of a process outside), its own session (no terminal to inject into),
+    ended with the harness; no unix socket (the seccomp filter: the launcher opens it) and no network but a job's
+    (`confines.network`); no runtime sockets (/run hidden); a private /tmp and /var/tmp; its folders writable; a
+    scratch of its own at each place the original wrote outside its folder."""
+    # No capabilities, as root too: bwrap run by root keeps them all (a candidate's shell remounted / read-write
+    # and unmounted /run); in a user namespace of its own with none, the mounts bwrap made are locked to it.
+    argv = ["--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "--proc",
+            "/proc", "--die-with-parent", "--new-session", "--seccomp", str(SECCOMP_FD)]
+    if not confines.network:
+        argv.append("--unshare-net")
+    for runtime in RUNTIME_DIRS:
+        if _is_real_dir(runtime):
+            argv += ["--tmpfs", str(runtime)]
+    for socket in _engine_sockets():
+        argv += ["--ro-bind", "/dev/null", str(socket)]
+
+    places = {place for place, _ in confines.scratch}
+    deeper = places | {p.resolve() for p in (*confines.writable, *confines.readable)}
+    private = tuple(p.resolve() for p in PRIVATE_TMP if _is_real_dir(p))
+    for tmp in private:
+        argv += ["--perms", "1777", "--tmpfs", str(tmp)]
+    argv += _host_tmp_argv(private, places, deeper)
     hidden = private + tuple(r.resolve() for r in RUNTIME_DIRS if r.exists())
     for folder in confines.readable:
         folder = folder.resolve()
@@ -178,6 +191,13 @@ def bwrap_argv(confines: Confines) -> list[str]:
     for folder in confines.writable:
         folder = folder.resolve()
         argv += ["--bind", str(folder), str(folder)]
+    # Last, over whatever showed it: the harness's seal key, made now if there is none yet (one made while a
+    # candidate runs would show). No candidate may seal a state (harness/environments/key_hiding.py).
+    key = seal.KEY_FILE.absolute()
+    seal.state_key(key)
+    key = key.resolve()
+    for shown in (key, *(tmp / HOST_VIEW / key.relative_to(tmp) for tmp in private if key.is_relative_to(tmp))):
+        argv += cover_argv(shown)
     return argv
 
 
@@ -264,7 +284,8 @@ class Sandbox(msgspec.Struct, frozen=True, omit_defaults=True):
         if self.confinement == Confinement.BWRAP:
             own = (f"; where the original wrote ({self._places()}) each gets a private stand-in" if self.places
                    else "")
-            return ("candidates run under bubblewrap: the file system read-only but their own folder (a copy of "
+            return ("candidates run under bubblewrap: no capability, no mount, the file system read-only but "
+                    "their own folder (a copy of "
                     "the working folder, HOME, TMPDIR, cache), a private /tmp and /var/tmp, no /run, no unix "
                     "socket (a seccomp filter), "
                     + ("the machine's network (the original's run connected over it)" if self.network
@@ -412,7 +433,7 @@ class ConfinedEnvironment(Environment):
         readable = (*interpreter, *path, *self.readable)
         confines = Confines(writable, readable, self.space.stand_ins(self.sandbox.places),
                             network or self.sandbox.network)
-        return replace(program, launcher=bwrap_launcher(confines))
+        return replace(program, launcher=bwrap_launcher(confines), key_hidden=True)
 
     def _env(self, env: dict[str, str]) -> dict[str, str]:
         if not self.sandbox.watched:

@@ -9,6 +9,7 @@ import pytest
 from harness.results.document import read_cell
 from tests import sweeps
 from tests.sweeps import Swept
+from tests.helpers import OWN_PID, machine_pid
 from tests.docker_engine import engine_with_base_image, our_containers
 
 pytestmark = pytest.mark.integration
@@ -79,7 +80,7 @@ def test_processes_that_differ_in_a_constant_reproduce_and_their_collectives_are
 def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsys, write):
     script = write("never_joins.py", "import os, time\nimport jax\n"
                                      "if os.environ['HARNESS_JOB_RANK'] == '1':\n"
-                                     "    open(os.environ['PID_FILE'] + '.' + str(os.getpid()), 'w').close()\n"
+                                     "    open(os.environ['PID_FILE'] + '.' + " + OWN_PID + ", 'w').close()\n"
                                      "    time.sleep(3600)\n"
                                      "jax.distributed.initialize()\nprint(jax.device_count())\n")
     pids = tmp_path / "pids"
@@ -92,13 +93,13 @@ def test_a_process_that_never_joins_ends_at_the_timeout_as_error(tmp_path, capsy
     for run in cell["runs"]:
         assert run["timed_out"]
         assert 10 <= run["duration_s"] < 50
-    sleepers = [int(p.name.rsplit(".", 1)[1]) for p in pids.iterdir()]
+    sleepers = [p.name.rsplit(".", 1)[1] for p in pids.iterdir()]
     assert sleepers
-    for pid in sleepers:  # every process of every job is gone
+    for named in sleepers:  # every process of every job is gone (named by its pid in its own PID namespace)
         deadline = time.monotonic() + 5
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        while machine_pid(named) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not Path(f"/proc/{pid}").exists(), f"process {pid} was left behind"
+        assert machine_pid(named) is None, f"process {named} was left behind"
 
 
 def test_a_release_that_cannot_run_a_process_group_is_unsupported(tmp_path, capsys):

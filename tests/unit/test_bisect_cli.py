@@ -88,6 +88,25 @@ def test_a_failure_after_results_exist_marks_them_failed(capsys, tmp_path, backe
     assert json.loads(results.read_text())["status"] == "failed"
 
 
+@pytest.mark.parametrize("problem", ["", "bubblewrap (bwrap) is not installed"])
+def test_the_resume_line_says_when_the_programs_run_could_read_the_seal_key(capsys, tmp_path, backend, monkeypatch,
+                                                                           problem):
+    """Issue 73 #5: where bubblewrap cannot hide the key from the programs run, a resumed state may be one of
+    theirs: said before the resume line."""
+    from harness.environments import key_hiding
+
+    monkeypatch.setattr(key_hiding, "hiding_problem", lambda: problem)
+    backend.failure = KeyboardInterrupt()
+    code, _, err = bisect(["--versions", ">=0.4.26,<0.4.32", "--out", str(tmp_path)], capsys)
+    said = err.strip().splitlines()
+    assert code == 130 and said[-1].startswith("resume with: ")
+    if problem:
+        assert said[-2].startswith("the programs it runs here can read the seal key ") and problem in said[-2]
+        assert said[-2].endswith("a state one of them sealed anew would be resumed as the harness's own")
+    else:
+        assert "seal key" not in err
+
+
 def test_ctrl_c_prints_a_resume_command_that_survives_spaces(capsys, tmp_path, backend):
     backend.failure = KeyboardInterrupt()
     out_dir = tmp_path / "my results"

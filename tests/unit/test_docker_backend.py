@@ -90,6 +90,21 @@ def test_cpu_run_arguments(tmp_path):
     assert "device_requests" not in kwargs and "privileged" not in kwargs and "volumes" not in kwargs
 
 
+def test_the_seal_key_is_an_empty_file_in_a_container_that_mounts_its_folder(tmp_path, monkeypatch):
+    """Issue 73 #5: a script right in HOME mounts HOME, the seal key in it: an empty file is bound over it."""
+    from harness.core import seal
+    from harness.environments import key_hiding
+
+    home = tmp_path / "home"
+    monkeypatch.setattr(seal, "KEY_FILE", home / ".cache" / "jax-cache-harness" / "reduce-state.key")
+    mounts = dk.run_kwargs(home / "train.py", RUN_ENV, tmp_path / "cache", Platform.CPU, "0:0")["mounts"]
+    cover = {m["Target"]: m for m in mounts}[f"{dk.SCRIPT_MOUNT}/.cache/jax-cache-harness/reduce-state.key"]
+    assert cover["Source"] == str(key_hiding.empty_file()) and cover["ReadOnly"] is True
+    assert len(seal.KEY_FILE.read_bytes()) == seal.KEY_BYTES  # made before the run: never one made meanwhile
+    elsewhere = dk.run_kwargs(tmp_path / "project" / "train.py", RUN_ENV, tmp_path / "cache", Platform.CPU, "0:0")
+    assert len(elsewhere["mounts"]) == len(mounts) - 1
+
+
 def test_a_runs_temporary_folder_is_the_containers_own_whatever_the_host_said(tmp_path):
     """Issue 32.10: a host path (the harness's per-run folder, a config's TMPDIR) would not exist inside; the
     container's /tmp does, and goes with the container."""

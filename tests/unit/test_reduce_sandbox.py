@@ -158,10 +158,11 @@ def test_the_container_engine_s_socket_cannot_be_reached(tmp_path, bwrap):
 
 def test_bubblewrap_s_options_hold_the_namespace_and_the_session():
     argv = bwrap_argv(Confines())
-    for option in ("--unshare-pid", "--die-with-parent", "--new-session"):
+    for option in ("--unshare-pid", "--die-with-parent", "--new-session", "--unshare-user"):
         assert option in argv
     assert argv[argv.index("--proc") + 1] == "/proc"
     assert argv.index("--unshare-pid") < argv.index("--proc")  # a fresh /proc of its own namespace
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"  # as root too
 
 
 def test_a_private_tmp_links_into_one_view_and_stands_in_where_the_original_wrote(tmp_path, monkeypatch):
@@ -370,15 +371,103 @@ a, b = socket.socketpair(); a.sendall(b"p"); print("pair", b.recv(1).decode())
     assert lines[5] == "pair p", out
 
 
-def test_the_filter_refuses_unix_sockets_and_io_uring_and_other_architectures_only():
+def test_the_filter_refuses_unix_sockets_io_uring_mounts_namespaces_and_other_architectures_only():
     import struct
     for machine in ("x86_64", "aarch64"):
         program = socket_filter.unix_socket_filter(machine)
         assert len(program) % 8 == 0
         ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
         returns = [k for code, _, _, k in ops if code == 0x06]
-        assert sorted(set(returns)) == [0x00050000 | 13, 0x7FFF0000]  # EACCES or allowed, nothing else
-        assert any(code == 0x15 and k == 425 for code, _, _, k in ops)  # io_uring_setup
+        # EACCES (sockets), EPERM (mounts, namespaces), ENOSYS (clone3: glibc falls back to clone), or allowed
+        assert sorted(set(returns)) == [0x00050000 | 1, 0x00050000 | 13, 0x00050000 | 38, 0x7FFF0000]
+        compared = {k for code, _, _, k in ops if code == 0x15}
+        assert {425, 435} <= compared  # io_uring_setup, clone3
+        calls = socket_filter.SOCKET_ARCH[machine]
+        assert set(calls.refused) <= compared and {calls.socket, calls.socketpair, calls.clone} <= compared
+        for i, (code, true, false, _) in enumerate(ops):  # every jump lands inside the program
+            if code & 0x07 == 0x05:
+                assert i + 1 + max(true, false) < len(ops)
+
+
+MOUNTS = r"""
+grep CapEff /proc/self/status
+mount -o remount,bind,rw / 2>/dev/null && echo remounted
+touch "$1/via-remount" 2>/dev/null && echo wrote
+umount /run 2>/dev/null && echo unmounted
+umount -l /tmp 2>/dev/null && echo unmounted-tmp
+mount -t tmpfs none "$2" 2>/dev/null && echo mounted
+unshare -Urm sh -c "mount -o remount,bind,rw / && touch '$1/via-userns'" 2>/dev/null && echo own-namespace
+ls -A /run | grep -v '^mount$' || true
+"""
+
+
+def test_a_candidate_holds_no_capability_and_cannot_change_a_mount_as_root_too(tmp_path, bwrap):
+    """Issue 73 #1: run as root, bubblewrap kept every capability: a candidate's shell remounted / read-write and
+    wrote into HOME, and unmounted /run (the engine's socket then showed). Now none, and mounts are refused."""
+    user, own = tmp_path / "user", tmp_path / "own"
+    user.mkdir()
+    own.mkdir()
+    done = subprocess.run([*bwrap_launcher(Confines((own,))), "sh", "-c", MOUNTS, "sh", str(user), str(own)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["CapEff:\t0000000000000000"], done.stdout
+    assert list(user.iterdir()) == []
+
+
+SOCKET_TYPES = r"""
+import asyncio, errno, socket, sys
+def attempt(name, action):
+    try:
+        action()
+        print(name, "reached")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+for target in sys.argv[1:]:
+    address = "\0" + target[1:] if target.startswith("@") else target
+    attempt("dgram-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0].sendto(b"x", address))
+    attempt("seqpacket-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)[0].connect(address))
+    a, b = socket.socketpair()
+    attempt("sendto", lambda: a.sendto(b"x", address))
+    attempt("sendmsg", lambda: a.sendmsg([b"x"], [], 0, address))
+    b.close()
+    attempt("connect", lambda: a.connect(address))
+a, b = socket.socketpair()
+a.sendall(b"p")
+print("pair", b.recv(1).decode(), asyncio.run(asyncio.sleep(0, "asyncio")))
+"""
+
+
+def test_no_unix_socket_is_reachable_by_any_socket_type(tmp_path, bwrap):
+    """Issue 73 #2: socketpair(AF_UNIX, SOCK_DGRAM), then sendto(path) or connect(path), delivered datagrams to
+    the machine's sockets in /tmp and HOME: the filter looked at socket() alone. Only stream pairs are made now
+    (connected for good: nothing but their peer), so asyncio and multiprocessing's pipes still work."""
+    deep = Path(tempfile.mkdtemp(prefix="harness-test-sock-", dir="/tmp"))
+    made = []
+    try:
+        for kind, where in ((socket.SOCK_DGRAM, str(deep / "d.sock")), (socket.SOCK_DGRAM, str(tmp_path / "h.sock")),
+                            (socket.SOCK_STREAM, str(deep / "s.sock")), (socket.SOCK_DGRAM, "@harness-test-dgram")):
+            s = socket.socket(socket.AF_UNIX, kind)
+            s.bind("\0" + where[1:] if where.startswith("@") else where)
+            if kind == socket.SOCK_STREAM:
+                s.listen(4)
+            s.setblocking(False)
+            made.append((s, where))
+        (tmp_path / "own").mkdir()
+        for network in (False, True):
+            done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",), network=network)), sys.executable,
+                                   "-c", SOCKET_TYPES, *(w for _, w in made)], capture_output=True, text=True,
+                                  timeout=60)
+            assert done.returncode == 0, done.stderr
+            lines = done.stdout.splitlines()
+            assert lines[-1] == "pair p asyncio" and len(lines) == 1 + 5 * len(made), done.stdout
+            assert not any(line.endswith("reached") for line in lines), done.stdout
+        for s, where in made:
+            with pytest.raises(BlockingIOError):
+                s.accept() if s.type == socket.SOCK_STREAM else s.recv(8)
+    finally:
+        for s, _ in made:
+            s.close()
+        shutil.rmtree(deep, ignore_errors=True)
 
 
 def test_a_job_s_candidate_keeps_the_network_and_every_other_gets_its_own():
@@ -480,3 +569,20 @@ def test_earlier_results_folders_beside_the_script_are_never_copied(tmp_path):
     (tmp_path / "data" / "results.json").write_text("[1, 2]")  # the user's own: no table.md beside it
     copied = sorted(str(rel) for rel, _ in copy_plan(tmp_path, []))
     assert copied == ["data/results.json", "train.py"]
+
+
+def test_a_candidate_cannot_read_the_harness_s_seal_key(tmp_path, bwrap, monkeypatch):
+    """Issue 73 #5: the seal key was readable from every run (the file system is only read-only to a candidate);
+    now it is an empty file, also through the private /tmp's view of the machine's (where this test's key is)."""
+    from harness.core import seal
+
+    key = tmp_path / "keys" / "reduce-state.key"
+    monkeypatch.setattr(seal, "KEY_FILE", key)
+    secret = seal.state_key(key).hex()
+    (tmp_path / "own").mkdir()
+    view = Path("/tmp") / sandbox.HOST_VIEW / key.resolve().relative_to(Path("/tmp").resolve())
+    done = subprocess.run([*bwrap_launcher(Confines((tmp_path / "own",))), "sh", "-c",
+                           'od -An -tx1 "$0" "$1" | wc -c; cat "$0" "$1" | wc -c', str(key), str(view)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0"] and secret not in done.stdout, done.stdout

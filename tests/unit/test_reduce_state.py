@@ -248,3 +248,35 @@ def test_the_state_is_written_at_every_new_best_and_otherwise_at_most_every_2_s(
     assert not saving.due("a\n", 100.5) and not saving.due("a\n", 101.9)  # rejections, within 2 s: not written
     assert saving.due("b\n", 102.0)  # a new best: at once
     assert not saving.due("b\n", 103.9) and saving.due("b\n", 104.0)  # 2 s after the last write
+
+
+@pytest.mark.parametrize("plant", ["fifo", "dev-zero", "folder", "link"])
+def test_a_key_file_that_is_no_regular_file_is_one_line_and_never_read(tmp_path, plant):
+    """Issue 73 #5: the key file as a named pipe hung the harness, as a link to /dev/zero it was read until
+    MemoryError. Opened without following a link or blocking, at most a few bytes read: one line, exit 2."""
+    import os
+    import threading
+
+    key = state_module.KEY_FILE
+    key.parent.mkdir(parents=True)
+    (tmp_path / "real.key").write_bytes(b"k" * seal_module.KEY_BYTES)
+    {"fifo": lambda: os.mkfifo(key), "dev-zero": lambda: key.symlink_to("/dev/zero"), "folder": key.mkdir,
+     "link": lambda: key.symlink_to(tmp_path / "real.key")}[plant]()
+    raised: list[BaseException] = []
+
+    def save() -> None:
+        try:
+            _state().save(tmp_path)
+        except BaseException as exc:  # noqa: BLE001 - what it raised is the test's answer
+            raised.append(exc)
+
+    worker = threading.Thread(target=save, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # blocked on the pipe: unblock it so the test process can end
+        with open(key, "wb"):
+            pass
+        pytest.fail("the key's read blocked")
+    assert len(raised) == 1 and isinstance(raised[0], UserError), raised
+    assert str(raised[0]).startswith(f"the state key {key} ") and "not read" in str(raised[0])
+    assert not (tmp_path / STATE_FILE).exists()

@@ -21,8 +21,10 @@ from docker.types import DeviceRequest, Mount
 
 from harness.environments.docker.gpu_probe import NO_GPU
 from harness.environments.docker.reaping import INSIDE_DEADLINE_GRACE_S, LABEL, _remove, owner_labels
+from harness.environments.key_hiding import empty_file
 from harness.environments.process import MAX_LOG_BYTES, RUN_TMP_VARS, RUN_TMPDIR_VAR
 from harness.inside.supervise import CappedLog
+from harness.core import seal
 from harness.core.files import open_fresh, write_atomic
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.kinds import Platform
@@ -76,6 +78,7 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
     if working_dir == work_mount:
         # The working folder (--cwd, or a module's package folder), read-only like the script's.
         mounts.append(Mount(target=work_mount, source=str(workdir), type="bind", read_only=True))
+    mounts += _key_covers(mounts)
     _mount_harness_files(env, environment, mounts)
     if variation is not None and variation.uid is not None:
         user = f"{variation.uid}:{OTHER_GID}"
@@ -105,6 +108,20 @@ def run_kwargs(program: Program | Path, env: dict[str, str], cache_dir: Path, pl
     if access.device_globs:  # the TPU's chips as the host has them (libtpu opens the nodes itself)
         kwargs["devices"] = [f"{node}:{node}:rwm" for node in device_nodes(access.device_globs)]
     return kwargs
+
+
+def _key_covers(mounts: list[Mount]) -> list[Mount]:
+    """An empty file over the harness's seal key where a folder mounted holds it (a script right in HOME, `--cwd
+    ~`): no program may read it (environments/key_hiding.py)."""
+    key = seal.KEY_FILE.absolute().resolve()
+    covers = []
+    for mount in mounts:
+        source = Path(mount["Source"])
+        if key.is_relative_to(source):
+            seal.state_key(key)  # made now if there is none yet: one made while the run goes would show
+            covers.append(Mount(target=str(Path(mount["Target"]) / key.relative_to(source)),
+                                source=str(empty_file()), type="bind", read_only=True))
+    return covers
 
 
 def _mount_harness_files(env: dict[str, str], environment: dict[str, str], mounts: list[Mount]) -> None:

@@ -1,0 +1,94 @@
+"""The harness's seal key (harness/core/seal.py) kept out of the reach of the programs it runs, on this host (the
+venv and local backends; a container mounts only the folders its run names).
+
+A measured program runs as the harness's user: it read `reduce-state.key` and re-sealed another bisection's
+state.json with forged verdicts, which that bisection's own command then replayed. So each run's interpreter
+starts under bubblewrap with an empty file of the harness's bound over the key (not /dev/null: a device bound
+in a user namespace cannot be opened, so the program would tell a hidden key from none), and so that nothing uncovers it: in a
+user namespace of its own with no capability, as root too (with CAP_SYS_ADMIN a program unmounts the bind, with
+CAP_DAC_READ_SEARCH it opens the key by its handle), where the mounts bwrap made are locked for any namespace the
+program makes itself; and in a PID namespace of its own with a fresh /proc (through /proc/<pid>/root of a process
+outside, a shell of the same user, the machine's view shows the key). The rest is as the program had it: the
+root bound whole and writable, devices, the machine's network; no new session, so the run's supervisor still
+stops its process group. Where bubblewrap cannot do this, the key stays readable and the commands that trust a
+seal say so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import subprocess
+import tempfile
+import threading
+from functools import cache
+from pathlib import Path
+
+from harness.core import seal
+
+PROBE_TIMEOUT_S = 30
+
+
+_empty_folder: list[Path] = []
+_empty_lock = threading.Lock()  # runs start from threads of their own
+
+
+def empty_file() -> Path:
+    """An empty file of this process's own (in a private folder made once, removed at exit), made anew when gone
+    (a cleaner of /tmp): what a run sees in the key's place."""
+    with _empty_lock:
+        if not _empty_folder:
+            folder = Path(tempfile.mkdtemp(prefix="harness-key-"))  # mode 0700
+            atexit.register(shutil.rmtree, folder, True)
+            _empty_folder.append(folder)
+        path = _empty_folder[0] / "empty"
+        if not path.is_file() or path.stat().st_size:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            path.write_bytes(b"")
+    return path
+
+
+def cover_argv(key: Path) -> list[str]:
+    """bubblewrap's options that show `key` as an empty file."""
+    return ["--ro-bind", str(empty_file()), str(key)]
+
+
+def hide_argv(key: Path) -> list[str]:
+    """bubblewrap's command line that starts a command with `key` empty to it and nothing to uncover it."""
+    return [shutil.which("bwrap") or "bwrap", "--dev-bind", "/", "/", "--unshare-user", "--cap-drop", "ALL",
+            "--unshare-pid", "--proc", "/proc", *cover_argv(key), "--die-with-parent", "--"]
+
+
+@cache
+def hiding_problem() -> str:
+    """Why the key cannot be hidden from runs here, or "" (probed once per process: a file hidden, read empty)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    with tempfile.TemporaryDirectory(prefix="harness-key-probe-") as work:
+        secret = Path(work, "key")
+        secret.write_text("secret")
+        try:
+            probe = subprocess.run([*hide_argv(secret), "cat", str(secret)], capture_output=True, text=True,
+                                   timeout=PROBE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap cannot run here ({exc})"
+    if probe.returncode != 0 or probe.stdout:
+        return f"bwrap cannot hide a file here ({probe.stderr.strip()[:200] or f'exit code {probe.returncode}'})"
+    return ""
+
+
+def key_hider() -> tuple[str, ...]:
+    """What a run's interpreter starts under so that it cannot read the seal key, or () where that cannot hold
+    (`hiding_problem`). The key is made first if there is none yet: a run started before the first seal must not
+    find the one made while it runs."""
+    if hiding_problem():
+        return ()
+    key = seal.KEY_FILE.absolute()
+    seal.state_key(key)
+    return tuple(hide_argv(key))
+
+
+def key_reach_caveat() -> str:
+    """"" where the programs the harness runs cannot read the seal key; else a clause saying they can."""
+    problem = hiding_problem()
+    return f"the programs it runs here can read the seal key {seal.KEY_FILE} ({problem})" if problem else ""
