@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.core.records import plain
-from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy
+from harness.core.confidence import MissBounds, SeedPlan, SeedStrategy, SetCover
 from harness.core.jaxlog import LoggedKey, Outcome, RunLog
 from harness.core.findings import (
     Attribution,
@@ -60,7 +60,7 @@ def rich_cells() -> list[CellResult]:
     runs = [_run(1, script_cache=_script_cache(), keys=_log(), log_note="note", ranks=ranks),
             _run(2, timed_out=True, reason="slow"), _run(3, keys=RunLog())]
     chosen = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3], chosen=[1, 2], random=[3], python="3.11", candidates=40,
-                      covers=[{"pairs_in_both_orders": True, "axes": ["a", "b"]}], note="a note",
+                      covers=[SetCover(["a", "b"], True, orderings_run=["a,b", "b,a"])], note="a note",
                       ranks=[[1, 2], [3, 4]], ranks_how="spread")
     random = SeedPlan(SeedStrategy.RANDOM, [5, 6])
     full = CellResult(

@@ -115,9 +115,12 @@ def _checked(path: Path, data: Any, identity: dict[str, Any]) -> dict[str, list[
     for point, cells in points.items():
         if not isinstance(cells, list):
             raise refused(f"points.{point[:80]}: expected an array")
+        first: dict[str, int] = {}  # a cell's spec key -> where it is: a point measures each spec once
         for i, cell in enumerate(cells):
             try:
-                read_cell(cell)
+                key = read_cell(cell).spec.key
             except ValueError as exc:
                 raise refused(f"points.{point[:80]}[{i}].{exc}") from None
+            if (at := first.setdefault(key, i)) != i:
+                raise refused(f"points.{point[:80]}[{i}]: a second cell of {key} ([{at}] is the first)")
     return points

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any
 
 import msgspec
 
@@ -87,6 +86,22 @@ class MissBounds(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown
         return max(self.set_order, self.other or 0.0)
 
 
+class SetCover(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """What a plan's seeds cover of one probed set of names (harness/measure/seeds.py, set_orders.py): the orders
+    its runs lowered (or the probe predicted, `lowered` false), and whether every pair was seen both ways. Typed, so
+    that a results file's cover of another shape is refused on reading, not met by a reader's KeyError."""
+
+    names: list[str]
+    pairs_in_both_orders: bool
+    orderings_run: list[str] = []
+    orderings_predicted: list[str] = []
+    orderings_seen_in_candidates: int = 0
+    lowered: bool = False  # read back from the runs' modules (absent before they were)
+    # the pair orders never seen, and for the worst pair how many runs were predicted to lower it otherwise
+    pair_orders_not_seen: list[str] = []
+    seeds_predicted_otherwise: int = 0
+
+
 class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """The seeds of one cell, how they were chosen, what they cover and the miss bound they give."""
 
@@ -96,7 +111,7 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     random: list[int] = []
     python: str | None = None
     candidates: int = msgspec.field(default=0, name="candidates_probed")
-    covers: list[dict[str, Any]] = []
+    covers: list[SetCover] = []
     note: str = ""
     # A multi-process cell: each launch's seeds by rank (`seeds` are rank 0's); empty for one process.
     ranks: list[list[int]] = []
@@ -110,15 +125,15 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     def miss_bound(self) -> float:
         """Bound on P(a real regression reads clean), under `assumes`."""
         if self.strategy == SeedStrategy.CHOSEN:
-            complete = all(c["pairs_in_both_orders"] for c in self.covers)
+            complete = all(c.pairs_in_both_orders for c in self.covers)
             if complete:
                 return 0.0
             # Orders read back from the modules (issue 47): a pair never lowered both ways at one place could not
             # have moved a key that follows it; so either the set's order does not reach the module, or every
             # seed predicted to give the other order put both names in one slot of the set's table.
-            unseen = [c for c in self.covers if c.get("lowered") and not c["pairs_in_both_orders"]]
+            unseen = [c for c in self.covers if c.lowered and not c.pairs_in_both_orders]
             if unseen:
-                return max(MISPREDICTED ** int(c.get("seeds_predicted_otherwise", 0)) for c in unseen)
+                return max(MISPREDICTED ** c.seeds_predicted_otherwise for c in unseen)
             return miss_probability_random(len(self.random) + 1)
         # A job's processes each draw a seed, and any two that differ show (ranks of one run disagree, or a
         # later run brings a new key): every process counts.
@@ -129,9 +144,9 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
         pair orders never lowered (empty where every pair was seen both ways, or nothing was read back)."""
         out = []
         for c in self.covers:
-            if c.get("lowered") and not c["pairs_in_both_orders"]:
-                names = "{" + ", ".join(c["names"]) + "}"
-                for order in c.get("pair_orders_not_seen", []):
+            if c.lowered and not c.pairs_in_both_orders:
+                names = "{" + ", ".join(c.names) + "}"
+                for order in c.pair_orders_not_seen:
                     a, _, b = order.partition("/")
                     out.append(f"{names} as {order}" if not b else
                                f"{names} with {a} and {b.split()[0]} in another order at any one place")
@@ -173,8 +188,8 @@ class SeedPlan(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
         if self.strategy == SeedStrategy.RANDOM:
             return (f"{len(self.seeds)} random seeds" + (f" ({self.note})" if self.note else "")
                     + self._ranks_summary())
-        complete = all(c["pairs_in_both_orders"] for c in self.covers)
-        lowered = any(c.get("lowered") for c in self.covers)
+        complete = all(c.pairs_in_both_orders for c in self.covers)
+        lowered = any(c.lowered for c in self.covers)
         if lowered:  # read back from the runs' modules
             cover = ("every pair of names lowered in both orders" if complete else
                      "not lowered yet: " + _orders(self.unseen_orders()) if self.unseen_orders() else "not every pair order")
@@ -204,9 +219,9 @@ def runs_for_bound(plan: SeedPlan, target: float) -> int:
         # Orders read back: each two more runs give each order of a pair one more seed predicted for it, and
         # the bound falls by MISPREDICTED per seed of the rarer one (two such seeds are below WEAK_BOUND).
         needed = math.ceil(math.log(target) / math.log(MISPREDICTED) - 1e-9)
-        return len(plan.seeds) + 2 * max(0, needed - min(int(c.get("seeds_predicted_otherwise", 0))
+        return len(plan.seeds) + 2 * max(0, needed - min(c.seeds_predicted_otherwise
                                                          for c in plan.covers
-                                                         if c.get("lowered") and not c["pairs_in_both_orders"]))
+                                                         if c.lowered and not c.pairs_in_both_orders))
     if plan.strategy == SeedStrategy.CHOSEN:
         return len(plan.chosen) + random_runs - 1
     return math.ceil(random_runs / plan.processes)

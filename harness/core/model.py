@@ -10,8 +10,10 @@ import re
 from typing import Annotated, Any
 
 import msgspec
+from packaging.version import Version
 
 from harness.core.comparison import Comparison
+from harness.core.records import explained
 from harness.core.confidence import MissBounds, SeedPlan
 
 # The vocabulary by what it describes: its words (kinds), what a run did (runs), what a cell's runs show
@@ -113,9 +115,30 @@ class MeasuredCommit(CommitInfo, frozen=True, omit_defaults=True, forbid_unknown
     fetched_from: str | None = None  # the remote fetched before; None when nothing was fetched
     jaxlib: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.jaxlib is not None:  # the report installs it (jaxlib==...): a release's version, or refused
+            Version(self.jaxlib)
+
     @property
     def info(self) -> CommitInfo:
         return CommitInfo(self.sha, self.date, self.subject)
+
+
+class EnvironmentShape(msgspec.Struct, forbid_unknown_fields=False):
+    """The facts of a cell's environment that readers take by name (the report's tables, Reproduce with, a
+    bisection's jaxlib), typed: a cell's `environment` is checked against it on reading, so that a fact of another
+    shape is refused in one line rather than met by a reader. The mapping is kept as it was written (a backend's
+    other facts, any this release does not name, are shown as they are)."""
+
+    backend: str | None = None
+    python: str | None = None
+    jax: str | None = None
+    jaxlib: str | None = None
+    numpy: str | None = None
+    image: str | None = None
+    jaxlib_release: str | None = None
+    distributions: dict[str, str] | None = None
+    requirements: list[str] | None = None
 
 
 class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_fields=True):
@@ -184,6 +207,12 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     # made have the first alone).
     seed_control: RunRecord | None = None
     more_controls: list[RunRecord] = []
+
+    def __post_init__(self) -> None:
+        try:
+            msgspec.convert(self.environment_facts, EnvironmentShape, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ValueError(explained(exc, "environment")) from None
 
     # In memory only (an attribute, not a field: never written, not compared): the later runs against the
     # first, as the verdict was judged (harness/evidence/keys.py's cell_comparison derives it once for a cell

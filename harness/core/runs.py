@@ -8,7 +8,7 @@ import enum
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -237,7 +237,7 @@ class RunCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a cell's runs were started, for the report's commands: the interpreter's arguments (host
     paths), the user's environment additions as the runs got them (XLA_FLAGS merged), the folder."""
 
-    argv: tuple[str, ...] = ()
+    argv: Annotated[tuple[str, ...], msgspec.Meta(min_length=1)]  # the interpreter first: never empty
     env: dict[str, str] = {}
     cwd: str = ""
 

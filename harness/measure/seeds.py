@@ -30,11 +30,10 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from collections.abc import Callable
 
 from harness.core.bounded_read import read_bounded, read_text_bounded
-from harness.core.confidence import SeedPlan, SeedStrategy, default_runs
+from harness.core.confidence import SeedPlan, SeedStrategy, SetCover, default_runs
 from harness.core.ir_lines import condense
 from harness.environments.base import Environment
 from harness.environments.process import InterpreterEnvironment
@@ -247,7 +246,7 @@ def record_plan(cell: CellResult, plan: SeedPlan) -> None:
     with_plan(cell, plan)
 
 
-def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
+def covers(probe: Probe, seeds: list[int]) -> list[SetCover]:
     """Per probed set: the orderings the seeds give, how many the candidates showed, and whether every
     pair of names appears in both orders."""
     out = []
@@ -256,8 +255,8 @@ def covers(probe: Probe, seeds: list[int]) -> list[dict[str, Any]]:
         ran = [probe.orderings[s][i] for s in seeds if s in probe.orderings]
         pairs = {(a, b) for o in ran for a, b in itertools.combinations(o, 2)}
         both = all((a, b) in pairs and (b, a) in pairs for a, b in itertools.combinations(names, 2))
-        out.append({"names": list(names), "orderings_run": [",".join(o) for o in dict.fromkeys(ran)],
-                    "orderings_seen_in_candidates": len(seen), "pairs_in_both_orders": both})
+        out.append(SetCover(list(names), both, orderings_run=[",".join(o) for o in dict.fromkeys(ran)],
+                            orderings_seen_in_candidates=len(seen)))
     return out
 
 

@@ -8,6 +8,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from harness.core.confidence import SetCover
 from harness.core.ir_names import lowered_orders_of_sets
 
 
@@ -137,7 +140,7 @@ class OrderObserver:
                 counts[p] += 1
         return picks
 
-    def covers(self, seeds: list[int]) -> list[dict[str, Any]]:
+    def covers(self, seeds: list[int]) -> list[SetCover]:
         """Per probed set: the orders the runs lowered (`orderings_run`; the probe's word where the modules
         never quote the set, `lowered` false), the probe's prediction for the same seeds, whether every pair
         was seen both ways, the pair orders never seen (`pair_orders_not_seen`), and for the worst such pair how
@@ -185,7 +188,7 @@ class OrderObserver:
                           "pairs_in_both_orders": all((a, b) in both for a, b in itertools.combinations(names, 2))})
             if missing:
                 cover["pair_orders_not_seen"] = missing
-            out.append(cover)
+            out.append(msgspec.convert(cover, SetCover))
         return out
 
 

@@ -202,7 +202,7 @@ def _as_it_runs(cells: list[CellResult]) -> list[str]:
             sentences.append(cell.reason)
         if cell.seed_check is not None and cell.seed_check.follows_seed:
             sentences.append(f"{phrase(cell.seed_check)} (see Reproduce with)")
-        for sentence in sentences:
+        for sentence in filter(None, sentences):  # (a folder's empty reason says nothing)
             said.setdefault(sentence, []).append(jax_words(cell))
     return [f"- **{', '.join(where)}**: {md.text(text[0].upper() + text[1:])}." for text, where in said.items()]
 

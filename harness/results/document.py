@@ -377,11 +377,17 @@ def read_document(data: Any, source: Path | str) -> ResultsDocument:
         header, known = read_header(data), convert({k: v for k, v in data.items() if v is not None}, _Document)
     except ValueError as exc:
         raise UserError(f"{source}: {exc}") from None
+    first: dict[str, int] = {}  # a cell's spec key -> where it is
     for i, cell in enumerate(known.cells):
         try:
             Version(cell.spec.jax_version)  # compare and sorting need it
         except InvalidVersion as exc:
             raise UserError(f"{source}: cells[{i}].spec.jax_version: {exc}") from None
+        # Every reader looks a cell up by its spec (compare's baseline, the report's evidence, resume, merge): a
+        # second one would be read for the first, or hide it. No release writes two (a resume drops the cut one).
+        if (at := first.setdefault(cell.spec.key, i)) != i:
+            raise UserError(f"{source}: cells[{i}]: a second cell of {cell.spec.key} (cells[{at}] is the first); "
+                            "a results file holds one cell per version, platform, devices and mesh")
     status, _, detail = known.status.partition(": ")
     if status not in {s.value for s in SweepStatus}:
         raise UserError(f"{source}: status: {known.status!r} is not a status")

@@ -180,12 +180,12 @@ def test_a_seed_the_probe_never_predicted_counts_only_for_the_orders_its_module_
     observer.observe(1, ['loc("[(\'a\', \'b\'), None]")'])
     observer.observe(4000000000, ['loc("[(\'a\', \'b\'), None]")'])  # run 2: not probed, lowered a,b again
     (cover,) = observer.covers([1, 4000000000])
-    assert cover["pair_orders_not_seen"] == ["b,a"] and cover.get("seeds_predicted_otherwise", 0) == 0
+    assert cover.pair_orders_not_seen == ["b,a"] and cover.seeds_predicted_otherwise == 0
     plan = SeedPlan(SeedStrategy.CHOSEN, [1, 4000000000], chosen=[1], random=[4000000000], covers=[cover])
     assert plan.miss_bound == 1.0  # nothing predicted b,a: no claim
     observer.observe(4000000000, ['loc("[(\'b\', \'a\'), None]")'])  # had it lowered b,a: seen both ways
     (cover,) = observer.covers([1, 4000000000])
-    assert cover["pairs_in_both_orders"]
+    assert cover.pairs_in_both_orders
 
 
 # ---- the schedule (a scripted environment: no process, no JAX) ----

@@ -99,3 +99,12 @@ def test_fresh_starts_over_whatever_the_state_holds(tmp_path):
     (tmp_path / STATE_FILE).write_text("[]")
     assert not BisectState.open(tmp_path, IDENTITY, fresh=True).resumed
     assert not BisectState.open(tmp_path, IDENTITY).resumed
+
+
+def test_a_sealed_point_holding_two_cells_of_one_spec_is_one_line(tmp_path):
+    data = _recorded(tmp_path)
+    data.pop("seal")
+    cells = data["points"][release_id("0.4.28")]
+    data["points"][release_id("0.4.28")] = [{**cells[0], "verdict": "reproduced"}, *cells]
+    data["seal"] = seal_module.seal_of(data, seal_module.state_key(state_module.KEY_FILE))
+    assert "points.release:0.4.28[1]: a second cell of 0.4.28|cpu|8|" in _refused(tmp_path, json.dumps(data))

@@ -83,9 +83,9 @@ def test_a_release_that_always_lowers_one_order_is_not_said_to_have_run_both(tmp
     assert predicted == {"model,data", "data,model"}  # the probe predicts both among its candidates
     assert cell.verdict == Verdict.CLEAN and len(cell.runs) == 4
     (cover,) = cell.seeds.covers
-    assert cover["orderings_run"] == ["model,data"] and cover["lowered"] is True
-    assert cover["pairs_in_both_orders"] is False and cover["pair_orders_not_seen"] == ["data,model"]
-    assert "data,model" in cover["orderings_predicted"]  # what the probe said, kept beside
+    assert cover.orderings_run == ["model,data"] and cover.lowered is True
+    assert cover.pairs_in_both_orders is False and cover.pair_orders_not_seen == ["data,model"]
+    assert "data,model" in cover.orderings_predicted  # what the probe said, kept beside
     assert cell.miss_bounds.set_order > 0  # from the observed orders: not 0
     assert cell.seeds.seeds == [r.seed for r in cell.runs]  # the plan recorded is the seeds that ran
     assert "read back from the module it printed" in cell.seeds.note
@@ -97,8 +97,8 @@ def test_what_the_plan_says_ran_is_what_the_runs_printed(tmp_path):
     cell, _ = measure(tmp_path, environment, runs=6)
     (cover,) = cell.seeds.covers
     printed = {",".join(environment.lowered[r.seed]) for r in cell.runs}
-    assert set(cover["orderings_run"]) == printed
-    assert cover["pairs_in_both_orders"] is (len(printed) == 2)
+    assert set(cover.orderings_run) == printed
+    assert cover.pairs_in_both_orders is (len(printed) == 2)
 
 
 def test_a_clean_release_whose_module_shows_both_orders_keeps_a_bound_of_0(tmp_path):
@@ -113,7 +113,7 @@ def test_a_clean_release_whose_module_shows_both_orders_keeps_a_bound_of_0(tmp_p
     cell, _ = measure(tmp_path, environment, runs=4)
     (cover,) = cell.seeds.covers
     assert [r.seed for r in cell.runs[:2]] == first_two
-    assert cover["pairs_in_both_orders"] is True and cell.miss_bounds.set_order == 0.0
+    assert cover.pairs_in_both_orders is True and cell.miss_bounds.set_order == 0.0
     assert os.path.basename(cell.runs[0].log).startswith("run-01-")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+
+import msgspec
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +16,7 @@ from harness.environments.local import LocalEnvironment
 from harness.environments.process import clean_environment
 from harness.core.model import CellSpec, Mesh
 from harness.core.kinds import Platform
-from harness.core.confidence import (SHOWN_ORDERS, SeedPlan, SeedStrategy, _orders, miss_probability_random,
+from harness.core.confidence import (SHOWN_ORDERS, SeedPlan, SeedStrategy, SetCover, _orders, miss_probability_random,
                                      runs_for_target, weak_bound_phrase)
 from harness.core.ir_names import HLO_BEGIN, HLO_END, lowered_orders
 from harness.inputs.process_variables import ir_dump_dir
@@ -46,7 +48,7 @@ def test_two_names_need_the_one_seed_that_reverses_them():
     assert choose_seeds(probe) == [1, 4]
     plan = chosen_plan(probe)
     assert plan.seeds == [1, 4]
-    assert plan.covers[0]["pairs_in_both_orders"] is True
+    assert plan.covers[0].pairs_in_both_orders is True
     assert plan.miss_bound == 0.0
     # Two seeds, however chosen, are two draws for any other hash-order dependence: 2^(1-2).
     assert plan.miss_bound_other == 0.5
@@ -59,7 +61,7 @@ def test_an_order_never_seen_among_candidates_is_reported_and_gives_no_certainty
     probe = _probe({1: ["a", "b"], 2: ["a", "b"]})
     plan = chosen_plan(probe)
     assert len(plan.seeds) == 2  # still two runs
-    assert plan.covers[0]["pairs_in_both_orders"] is False
+    assert plan.covers[0].pairs_in_both_orders is False
     assert plan.miss_bound > 1e-3
 
 
@@ -94,7 +96,7 @@ def test_the_real_probe_agrees_with_fresh_interpreters_and_covers_both_orders(tm
         assert probe.orderings[seed][0] == _order_in_fresh_interpreter(seed, names)
     assert len({probe.orderings[s][0] for s in probe.orderings}) > 2
     seeds = choose_seeds(probe)
-    assert all(c["pairs_in_both_orders"] for c in covers(probe, seeds))
+    assert all(c.pairs_in_both_orders for c in covers(probe, seeds))
     assert 2 <= len(seeds) <= 4
 
 
@@ -168,13 +170,13 @@ def test_an_order_the_probe_predicted_but_the_run_did_not_lower_is_chosen_again(
     assert observer.next_seeds([3], 3)[0] == 1  # the probe's seed for a,b (then seeds that keep both even)
     observer.observe(1, _lowered(("b", "a")))  # ... which lowered b,a again
     (cover,) = observer.covers([3, 1])
-    assert cover["orderings_run"] == ["b,a"] and cover["orderings_predicted"] == ["b,a", "a,b"]
-    assert cover["pairs_in_both_orders"] is False and cover["pair_orders_not_seen"] == ["a,b"]
+    assert cover.orderings_run == ["b,a"] and cover.orderings_predicted == ["b,a", "a,b"]
+    assert cover.pairs_in_both_orders is False and cover.pair_orders_not_seen == ["a,b"]
     # the next seed for a,b; then one that keeps the predictions even, in case 2 is mispredicted too
     assert observer.next_seeds([3, 1], 2) == [2, 4]
     observer.observe(2, _lowered(("a", "b")))
     (cover,) = observer.covers([3, 1, 2])
-    assert cover["pairs_in_both_orders"] is True and "pair_orders_not_seen" not in cover
+    assert cover.pairs_in_both_orders is True and not cover.pair_orders_not_seen
     assert observer.next_seeds([3, 1, 2], 2) == []  # covered: the rest are random
 
 
@@ -185,9 +187,9 @@ def test_a_place_that_never_changes_order_covers_nothing():
     observer.observe(1, _lowered(("a", "b"), ("b", "a")))
     observer.observe(2, _lowered(("a", "b"), ("b", "a")))
     (cover,) = observer.covers([1, 2])
-    assert cover["pairs_in_both_orders"] is False
-    assert cover["pair_orders_not_seen"] == ["a/b (each order only at places that never changed)"]
-    assert cover["seeds_predicted_otherwise"] == 1
+    assert cover.pairs_in_both_orders is False
+    assert cover.pair_orders_not_seen == ["a/b (each order only at places that never changed)"]
+    assert cover.seeds_predicted_otherwise == 1
     plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2], chosen=[1, 2], covers=observer.covers([1, 2]))
     # Never lowered both ways at one place: either the set's order does not reach the module, or the seed
     # predicted otherwise put both names in one slot (1 in 8).
@@ -202,7 +204,7 @@ def test_a_set_the_modules_never_quote_keeps_the_probe_s_prediction():
     observer.observe(1, ["no names here"])
     observer.observe(2, ["no names here"])
     (cover,) = observer.covers([1, 2])
-    assert cover["lowered"] is False and cover["pairs_in_both_orders"] is True
+    assert cover.lowered is False and cover.pairs_in_both_orders is True
 
 
 def test_the_reseeder_chooses_from_run_1_s_dump_with_this_interpreter(tmp_path):
@@ -221,7 +223,7 @@ def test_the_reseeder_chooses_from_run_1_s_dump_with_this_interpreter(tmp_path):
     assert plan.chosen[0] == first and len(plan.chosen) >= 2
     # one run lowered so far: not yet every pair both ways, and the bound says so until the runs show it
     assert plan.miss_bound == 1.0 and "each run's orders read back from its module" in plan.note
-    assert all(c["lowered"] for c in plan.covers if len(c["names"]) == 2)
+    assert all(c.lowered for c in plan.covers if len(c.names) == 2)
 
 
 def test_a_dump_without_names_keeps_the_random_seeds(tmp_path):
@@ -265,8 +267,7 @@ def test_a_bound_above_the_target_says_so_with_the_runs_that_reach_it():
     group_plan = SeedPlan(SeedStrategy.RANDOM, [1, 2, 3], random=[1, 2, 3], ranks=[[1, 4], [2, 5], [3, 6]])
     assert runs_for_bound(group_plan, TARGET_MISS) == 6 == -(-runs_for_target() // 2)  # each process counts
     unseen = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3], chosen=[1, 2], random=[3], covers=[
-        {"names": ["a", "b"], "pairs_in_both_orders": False, "lowered": True, "pair_orders_not_seen": ["b/a"],
-         "seeds_predicted_otherwise": 1}])
+        SetCover(["a", "b"], False, lowered=True, pair_orders_not_seen=["b/a"], seeds_predicted_otherwise=1)])
     assert runs_for_bound(unseen, TARGET_MISS) == 3 + 2 * 3  # (1/8)^4 <= 1e-3 < (1/8)^3: three seeds more each
     assert runs_for_bound(unseen, WEAK_BOUND) == 3 + 2 * 1
 
@@ -282,7 +283,7 @@ def test_a_met_set_order_bound_still_says_the_other_mechanisms_bound_above_the_t
     from harness.verdicts.cell_facts import cells_facts
     from tests.cells import cell
     covered = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3, 4, 5, 6], chosen=[1, 2], random=[3, 4, 5, 6], covers=[
-        {"names": ["a", "b"], "pairs_in_both_orders": True, "lowered": True}])
+        SetCover(["a", "b"], True, lowered=True)])
     assert covered.bounds == MissBounds(0.0, 2 ** -5) and covered.bounds.worst == 2 ** -5
     assert runs_to_target(covered.bounds, covered) == 11
     assert target_bound_phrase(covered.bounds, covered) == (
@@ -325,18 +326,18 @@ def test_a_pair_lowered_one_way_only_counts_the_seeds_predicted_the_other_way():
     for seed in (1, 2, 3):
         observer.observe(seed, _lowered(("a", "b")))
     (cover,) = observer.covers([1, 2, 3])
-    assert cover["pair_orders_not_seen"] == ["b,a"] and cover["seeds_predicted_otherwise"] == 3
+    assert cover.pair_orders_not_seen == ["b,a"] and cover.seeds_predicted_otherwise == 3
     plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2, 3], chosen=[1, 2, 3], covers=observer.covers([1, 2, 3]))
     assert plan.miss_bound == (1 / 8) ** 3
     # a run whose module never quoted the names tested nothing: it does not count
     observer.observe(4, ["no names here"])
     observer.observe(2, ["no names here"])
     (cover,) = observer.covers([1, 2, 3, 4])
-    assert cover["seeds_predicted_otherwise"] == 2
+    assert cover.seeds_predicted_otherwise == 2
     # a seed predicted to give the order that was lowered tests nothing either
     observer.observe(4, _lowered(("a", "b")))
     (cover,) = observer.covers([1, 2, 3, 4])
-    assert cover["seeds_predicted_otherwise"] == 2
+    assert cover.seeds_predicted_otherwise == 2
 
 
 def test_no_seed_predicted_for_the_order_never_lowered_leaves_a_bound_of_1():
@@ -346,7 +347,7 @@ def test_no_seed_predicted_for_the_order_never_lowered_leaves_a_bound_of_1():
     observer.observe(1, _lowered(("a", "b")))
     observer.observe(2, _lowered(("a", "b")))
     plan = SeedPlan(SeedStrategy.CHOSEN, [1, 2], chosen=[1, 2], covers=observer.covers([1, 2]))
-    assert plan.covers[0]["seeds_predicted_otherwise"] == 0 and plan.miss_bound == 1.0
+    assert plan.covers[0].seeds_predicted_otherwise == 0 and plan.miss_bound == 1.0
 
 
 ABCD_PROBE = Path(__file__).parents[1] / "fixtures" / "seed_probe" / "abcd-cpython-3.11.json"
@@ -398,7 +399,7 @@ def test_a_cell_s_seeds_and_bound_do_not_depend_on_which_concurrent_run_ends_fir
         return _sweep_cell(logs, lambda running: min(next(taken, 0), running - 1), at_once=2)
 
     plans = [plan_for(choices) for choices in itertools.product((0, 1), repeat=6)]
-    said = {(tuple(p.seeds), tuple(p.chosen), p.miss_bound, json.dumps(p.covers, sort_keys=True)) for p in plans}
+    said = {(tuple(p.seeds), tuple(p.chosen), p.miss_bound, json.dumps(msgspec.to_builtins(p.covers), sort_keys=True)) for p in plans}
     assert len(said) == 1
     (plan,) = plans[:1]
     assert len(plan.seeds) == 8 and plan.random == []  # every run a probed seed for an order never lowered
