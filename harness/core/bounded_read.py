@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CHUNK = 64 << 10  # a streamed read takes the file this much at a time (a chunk of 2-byte lines: 32,768 of them)
+# A streamed read's longest line: a record of JAX's messages is a few KiB (a module's compile options at most some
+# hundred); a line past this was not written by the harness's hook, is skipped as it is read (never held whole),
+# and counted in the read's note.
+LINE_MAX_BYTES = 4 << 20
 # A run's log: the supervisor stops writing it at 32 MiB (harness/environments/process.py MAX_LOG_BYTES); a file
 # past this in its place was put there by the program, and only its start is read.
 LOG_MAX_BYTES = 64 << 20
@@ -51,6 +55,8 @@ class Bounded:
     problem: str = ""
     capped: bool = False
     size: int = 0  # the file's size, as fstat said when it was opened
+    long_lines: int = 0  # a streamed read's lines past its line bound, skipped
+    line_limit: int = 0
 
     @property
     def read(self) -> bool:
@@ -63,10 +69,14 @@ class Bounded:
         """One line for the run's row: why `what` was not read or read in part; "" when it was read whole."""
         if self.problem:
             return f"{what} {self.problem}: not read"
+        said = []
         if self.capped:
-            return f"{what} is {size_words(self.size)}, past the harness's bound of {size_words(limit)}: its first " \
-                   f"{size_words(limit)} read"
-        return ""
+            said.append(f"{what} is {size_words(self.size)}, past the harness's bound of {size_words(limit)}: its "
+                        f"first {size_words(limit)} read")
+        if self.long_lines:
+            said.append(f"{'it' if said else what} holds {self.long_lines} line{'s' if self.long_lines > 1 else ''} "
+                        f"longer than {size_words(self.line_limit)}: not read")
+        return "; ".join(said)
 
 
 def _open(path: Path) -> tuple[int | None, Bounded | None, int]:
@@ -128,16 +138,22 @@ class Lines:
     path: Path
     limit: int
     outcome: Bounded = Bounded()
+    line_limit: int = LINE_MAX_BYTES
 
     def lines(self) -> Iterator[bytes]:
-        """Each line of the file's first `limit` bytes (without its newline), never the whole file in memory:
-        a small multiple of CHUNK and the longest line. `outcome` says afterwards what was not read."""
+        """Each line of the file's first `limit` bytes (without its newline), never the whole file in memory: a
+        small multiple of CHUNK and the longest line kept (`line_limit`; a longer one is skipped as it is read, and
+        counted). Linear in the bytes read: each byte is looked at once, and a line's parts are joined once, when
+        its newline comes. `outcome` says afterwards what was not read."""
         fd, refused, size = _open(self.path)
         if fd is None:
             assert refused is not None
             self.outcome = refused
             return
-        got, rest, capped = 0, b"", False
+        got, capped, long_lines = 0, False, 0
+        pending: list[bytes] = []  # the parts of a line whose newline has not come yet
+        pending_bytes = 0
+        skipping = False  # the current line is past line_limit: its bytes are dropped until its newline
         try:
             while True:
                 want = min(CHUNK, self.limit - got)
@@ -148,16 +164,35 @@ class Lines:
                 if not chunk:
                     break
                 got += len(chunk)
-                *whole, rest = (rest + chunk if rest else chunk).split(b"\n")
-                yield from whole
+                if b"\n" not in chunk:  # the middle of a line: kept (or dropped, past the bound) as a part
+                    if not skipping:
+                        pending.append(chunk)
+                        pending_bytes += len(chunk)
+                        if pending_bytes > self.line_limit:  # dropped now: memory stays within the line bound
+                            long_lines += 1
+                            pending, pending_bytes, skipping = [], 0, True
+                    continue
+                first, *whole, last = chunk.split(b"\n")  # (a chunk's own lines split at C's speed)
+                if skipping:
+                    skipping = False
+                elif pending_bytes + len(first) > self.line_limit:
+                    long_lines += 1
+                else:
+                    yield b"".join((*pending, first)) if pending else first
+                for line in whole:
+                    if len(line) > self.line_limit:
+                        long_lines += 1
+                    else:
+                        yield line
+                pending, pending_bytes = ([last], len(last)) if last else ([], 0)
         except OSError as exc:
             self.outcome = Bounded(problem=f"could not be read ({exc.strerror})")
             return
         finally:
             os.close(fd)
-        if rest and not capped:
-            yield rest  # a last line without its newline (a cut write); a capped file's is cut by the bound
-        self.outcome = Bounded(capped=capped, size=max(size, got))
+        if pending and not capped:
+            yield b"".join(pending)  # a last line without its newline (a cut write); a capped file's is cut by the bound
+        self.outcome = Bounded(capped=capped, size=max(size, got), long_lines=long_lines, line_limit=self.line_limit)
 
 
 def irregular_entries(folder: Path, what: str) -> str:

@@ -379,16 +379,47 @@ CAP_KEEP_LINES = 500
 NOTE_PREFIX = "[harness: "  # the harness's notes in a log (the supervisor's too: supervise.NOTE_PREFIX)
 
 
-def capped(lines: list[str], keep: int = CAP_KEEP_LINES) -> list[str]:
-    """The first and last `keep` lines, and between them only the cache lines and the harness's notes,
-    with a line saying how many were cut."""
-    if len(lines) <= 2 * keep:
+# A line of a kept log past this is shortened (a program's one-line megabytes: the cut keeps whole lines, and one
+# line of 64 MiB was kept whole), its end replaced by a note; JAX's cache lines are a few hundred characters.
+LINE_CAP_CHARS = 16 << 10
+
+
+def shortened(line: str) -> str:
+    if len(line) <= LINE_CAP_CHARS:
+        return line
+    return f"{line[:LINE_CAP_CHARS]} {NOTE_PREFIX}{len(line) - LINE_CAP_CHARS:,} characters of this line cut]"
+
+
+def _within(lines: Iterable[str], budget: int) -> list[str]:
+    """The leading `lines` whose UTF-8 (a newline each) fits in `budget` bytes."""
+    out = []
+    for line in lines:
+        budget -= len(line.encode("utf-8", "replace")) + 1
+        if budget < 0:
+            break
+        out.append(line)
+    return out
+
+
+def capped(lines: list[str], keep: int = CAP_KEEP_LINES, budget: int = LOG_CAP_BYTES) -> list[str]:
+    """The first and last `keep` lines, and between them only the cache lines and the harness's notes, with a line
+    saying how many were cut; each line shortened to LINE_CAP_CHARS, and all of it within `budget` bytes whatever
+    the lines (a quarter for the first lines, a quarter for the last, the rest for what is kept between)."""
+    lines = [shortened(line) for line in lines]
+    if len(lines) <= 2 * keep and sum(len(line.encode("utf-8", "replace")) + 1 for line in lines) <= budget:
         return lines
-    middle = lines[keep:-keep]
-    kept = [line for line in middle if is_cache_line(line) or line.startswith(NOTE_PREFIX)]
-    note = (f"{NOTE_PREFIX}{len(middle) - len(kept)} lines cut here to keep the log under "
-            f"{LOG_CAP_BYTES // (1024 * 1024)} MiB; JAX's cache lines and the harness's notes kept]")
-    return lines[:keep] + [note] + kept + lines[-keep:]
+    first = min(keep, len(lines))
+    last = min(keep, len(lines) - first)
+    head, middle, tail = lines[:first], lines[first:len(lines) - last], lines[len(lines) - last:]
+    note_room = 200  # the note's own line
+    head = _within(head, budget // 4)
+    tail = _within(reversed(tail), budget // 4)[::-1]
+    used = sum(len(line.encode("utf-8", "replace")) + 1 for line in head + tail)
+    kept = _within((line for line in middle if is_cache_line(line) or line.startswith(NOTE_PREFIX)),
+                   budget - used - note_room)
+    note = (f"{NOTE_PREFIX}{len(lines) - len(head) - len(tail) - len(kept)} lines cut here to keep the log under "
+            f"{budget // (1024 * 1024)} MiB; JAX's cache lines and the harness's notes kept]")
+    return head + [note] + kept + tail
 
 
 def no_keys_note(version: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 
 from harness.core import jaxlog, recorder
-from harness.core.bounded_read import LOG_MAX_BYTES, read_bounded, read_text_bounded
+from harness.core.bounded_read import LOG_MAX_BYTES, Bounded, read_bounded, read_text_bounded
 from harness.core.files import write_atomic
 from harness.core.ir_results import with_result_types
 from harness.inputs.process_variables import ir_dump_dir
@@ -45,8 +45,10 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
         return None, f"its log {found.problem or 'is missing'}", tests, seconds, sources
     text = found.text()
     lines = text.splitlines()
-    if len(text) > jaxlog.LOG_CAP_BYTES:
+    cut = ""
+    if found.capped or len(text) > jaxlog.LOG_CAP_BYTES:  # what is kept is never past the cut, whatever the lines
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
+        cut = log_cut(found, lines)
     # (a recorder whose lines did not all check out is no whole account: every key stderr shows computed is read)
     named = None if recording is None or recording.altered else jaxlog.named_keys(lines)
     own = lines if recording is None or recording.altered or not tests else outside_captured(lines)
@@ -54,12 +56,23 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
                                        jaxlog.parse(own), named)
     sources += [f"its recorder and JAX's log on stderr disagree: {'; '.join(disagree)}"] if disagree else []
     said = recording.cut() if recording is not None else ""  # the hook's cap, or what the bounded read left out
+    said = "; ".join(n for n in (said, cut) if n)
     if parsed.empty:
         why = jaxlog.no_keys_note(version) if ok else "the run failed before JAX logged a cache key"
         return None, "; ".join(n for n in (why, said) if n), tests, seconds, sources
     if any(k.arg_types for k in parsed.keys):  # a static argument's value shows in the results alone
         parsed = msgspec.structs.replace(parsed, keys=with_result_types(parsed.keys, ir_dump_dir(log)))
     return parsed, said, tests, seconds, sources
+
+
+def log_cut(found: Bounded, lines: list[str]) -> str:
+    """What the kept log lost beyond its usual cut (its middle's lines that are not JAX's), for the run's row: a file
+    past the read bound, lines shortened; "" for neither (the supervisor writes no such log: the program's own)."""
+    long_lines = sum(len(line) > jaxlog.LINE_CAP_CHARS for line in lines)
+    said = [found.note("its log", LOG_MAX_BYTES)] if found.capped else []
+    said += [(f"{long_lines} line{'s' if long_lines > 1 else ''} of it longer than {jaxlog.LINE_CAP_CHARS >> 10} KiB "
+             "shortened")] if long_lines else []
+    return "; ".join(said) + f", the log kept cut to {jaxlog.LOG_CAP_BYTES >> 20} MiB" if said else ""
 
 
 _CAPTURED = re.compile(r"^-+ Captured (?:stdout|stderr|log) (?:setup|call|teardown) -+$")

@@ -6,12 +6,16 @@ blocked or crashed before; the assertions are on what comes out, never on time."
 
 import json
 import os
+import time
 import tracemalloc
 
 import pytest
 
 from harness.core import recorder
-from harness.core.bounded_read import Lines, irregular_entries, read_bounded
+from harness.core.bounded_read import CHUNK, Lines, irregular_entries, read_bounded
+from harness.core import jaxlog
+from harness.core.ir_results import with_result_types
+from harness.core.jaxlog import LoggedKey, Outcome
 from harness.core.ir_lines import LONG_LINE, condense
 from harness.core.ir_names import name_groups
 from harness.core.runs import RunRecord
@@ -234,3 +238,73 @@ def test_a_recorder_file_replaced_is_said_also_when_the_log_names_no_key(tmp_pat
     recorded = _fifo(recorder.recorder_path(log))
     keys, note, _, _, _ = read_run(log, "0.10.2", True, recorded)
     assert keys is None and note.endswith("; the recorder file is a named pipe, not a regular file: not read")
+
+
+def test_one_line_of_64_mib_is_read_in_linear_time_and_skipped_past_the_line_bound(tmp_path):
+    """A recorder that is one 64 MiB line (sparse, no newline): the reader joined and re-split the whole pending
+    line for each 64 KiB chunk (quadratic: 55-76 s a read); now each byte is looked at once and the line, past
+    the line bound, is dropped as it is read and said."""
+    path = tmp_path / "one-line.jsonl"
+    with path.open("wb") as out:
+        out.write(b'{"kind": "start", "pid": 1}\n')
+        out.truncate(64 << 20)  # zeros after it, no newline
+    reading = Lines(path, 80 << 20)
+    started = time.monotonic()
+    lines = list(reading.lines())
+    assert time.monotonic() - started < 8  # about 0.1 s here; the quadratic read took over 50
+    assert lines == [b'{"kind": "start", "pid": 1}'] and reading.outcome.long_lines == 1
+    assert reading.outcome.note("the recorder file", 80 << 20) == \
+        "the recorder file holds 1 line longer than 4.0 MiB: not read"
+
+
+def test_lines_across_chunks_and_at_the_line_bound_are_read_whole(tmp_path):
+    path = tmp_path / "lines"
+    long = b"x" * (CHUNK * 3 + 17)  # spans four chunks
+    path.write_bytes(b"a\n" + long + b"\n\n" + b"y" * 40 + b"\nlast")
+    reading = Lines(path, 1 << 20, line_limit=len(long))
+    assert list(reading.lines()) == [b"a", long, b"", b"y" * 40, b"last"] and not reading.outcome.long_lines
+    reading = Lines(path, 1 << 20, line_limit=len(long) - 1)
+    assert list(reading.lines()) == [b"a", b"", b"y" * 40, b"last"] and reading.outcome.long_lines == 1
+
+
+def test_a_dump_folder_of_thousands_of_sparse_files_keeps_no_heads(tmp_path):
+    """20,000 dump-named sparse files held 2.2 GB: every file's 64 KiB head was kept as text, whether a key needed
+    it or not. Now a module no key names is not opened, and of a named one only a digest and its result types are
+    kept (at most MAX_DUMPS + 1)."""
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    for i in range(300):
+        for module in ("jit_f", "jit_other"):
+            with (folder / f"jax_ir{2 * i + (module == 'jit_other')}_{module}_compile.mlir").open("wb") as out:
+                out.truncate(1 << 20)
+    keys = [LoggedKey("jit_f", f"jit_f-{'a' * 64}", Outcome.MISS)]
+    tracemalloc.start()
+    try:
+        got = with_result_types(keys, folder)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == keys  # (their heads say no result types)
+    assert peak < 4 << 20, peak  # the heads kept as text: over 38 MiB
+
+
+def test_a_run_log_replaced_by_a_sparse_gibibyte_is_kept_within_the_cut_and_said(tmp_path):
+    """The 2 MiB cut kept whole lines and never split one: a 1 GiB sparse log (one line) left a real 64 MiB log in
+    the results folder for each run. Now what is kept never passes the cut, and the row says what was cut."""
+    log = tmp_path / "run-01-seed-1.log"
+    with log.open("wb") as out:
+        out.write(b"started\n")
+        out.truncate(1 << 30)
+    keys, note, _, _, _ = read_run(log, "0.4.31", True)
+    assert keys is None and log.stat().st_size <= 2 << 20
+    assert ("its log is 1024.0 MiB, past the harness's bound of 64.0 MiB: its first 64.0 MiB read; 1 line of it "
+            "longer than 16 KiB shortened, the log kept cut to 2 MiB") in note
+    kept = log.read_text().splitlines()
+    assert kept[0] == "started" and kept[1].endswith("characters of this line cut]")
+
+
+def test_the_kept_log_is_within_the_cut_whatever_its_lines():
+    lines = ["x" * 10_000] * 2_000 + ["DEBUG:jax._src.compiler:Writing jit_f to persistent cache"] * 3
+    kept = jaxlog.capped(lines)
+    assert len("\n".join(kept).encode()) + 1 <= jaxlog.LOG_CAP_BYTES
+    assert sum("Writing jit_f" in line for line in kept) == 3 and sum("lines cut here" in line for line in kept) == 1
