@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import GitRepo
-from harness.bisect.bisect_state import BisectState
+from harness.bisect.bisect_state import PROGRAM, BisectState, program_content
 from harness.results.bisect_results import BisectSection
 from harness.inputs.config import Config, load_config
 from harness.core.errors import UserError
@@ -122,8 +122,11 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
     identity = SweepIdentity.of(header)
     folder = options.out / fitting_name(f"bisect-{config.name}-{identity.key(**search)}")
     folder.mkdir(parents=True, exist_ok=True)
-    state = BisectState.open(folder, {**asdict(identity), **search}, fresh=options.fresh)
-    if state.resumed:
+    state = BisectState.open(folder, {**asdict(identity), **search, PROGRAM: program_content(config)},
+                             fresh=options.fresh)
+    if state.restarted:
+        progress.say(f"not resuming {state.path}: {state.restarted}")
+    elif state.resumed:
         progress.say(f"resuming: {len(state.points)} point(s) recorded in {state.path}")
     writer = ResultsWriter(folder, header)
     progress.say(f"backend: {choice.backend.name}; releases {versions[0]}..{versions[-1]} "

@@ -163,3 +163,23 @@ def test_pytest_with_another_module_is_refused_by_bisect_as_by_check(backend, tm
         code = cli.main([command, "--pytest", "-m", "mypkg.train", "--versions", "0.4.28", "--out", str(tmp_path)])
         _, err = capsys.readouterr()
         assert code == 2 and "--pytest runs `-m pytest`: not with -m mypkg.train" in err, err
+
+
+def test_an_edited_script_is_measured_again_and_the_resume_line_says_why(backend, tmp_path, capsys, write):
+    """The identity held the script's path, not its text: the same command after an edit replayed the old
+    program's verdicts. Now the same program resumes; an edited one is measured again, the line saying why."""
+    script = write("train.py", "print('hello')\n")
+    argv = [str(script), "--versions", ">=0.4.26,<=0.4.31", "--seeds", "random", "--runs", "3",
+            "--out", str(tmp_path / "out"), "--", "--steps", "1"]
+    code, _, err = bisect(argv, capsys)
+    calls = sum(len(e.calls) for e in backend.environments)
+    assert code == 0 and "resuming" not in err
+    code, _, err = bisect(argv, capsys)  # the same program: replayed, nothing run
+    assert code == 0 and "resuming: " in err and sum(len(e.calls) for e in backend.environments) == calls
+    script.write_text("print('hello, edited')\n")
+    code, out, err = bisect(argv, capsys)
+    assert code == 0 and "regression appears in 0.4.29" in out
+    assert "(train's text differs)" in err and "recorded points not replayed, measured again" in err
+    assert sum(len(e.calls) for e in backend.environments) == 2 * calls  # every point measured again
+    code, _, err = bisect(argv, capsys)  # and the edited program's own points resume
+    assert code == 0 and "resuming: " in err and sum(len(e.calls) for e in backend.environments) == 2 * calls

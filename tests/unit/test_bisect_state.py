@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.bisect import bisect_state as state_module
-from harness.bisect.bisect_state import STATE_FILE, BisectState, release_id
+from harness.bisect.bisect_state import PROGRAM, STATE_FILE, BisectState, program_content, release_id
 from harness.core import seal as seal_module
 from harness.core.errors import UserError
+from harness.inputs.config import Config, Repro
 from harness.results.document import load_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -108,3 +109,43 @@ def test_a_sealed_point_holding_two_cells_of_one_spec_is_one_line(tmp_path):
     data["points"][release_id("0.4.28")] = [{**cells[0], "verdict": "reproduced"}, *cells]
     data["seal"] = seal_module.seal_of(data, seal_module.state_key(state_module.KEY_FILE))
     assert "points.release:0.4.28[1]: a second cell of 0.4.28|cpu|8|" in _refused(tmp_path, json.dumps(data))
+
+
+def test_a_state_written_before_the_identity_held_the_program_is_read_and_measured_again(tmp_path):
+    """An earlier release's state (sealed, its identity without the program's content) is read, cannot tell
+    whether the program changed, and so replays nothing; it says so."""
+    _recorded(tmp_path)
+    state = BisectState.open(tmp_path, {**IDENTITY, PROGRAM: {"digest": "d1", "what": "train's text"}})
+    assert not state.resumed and "written before a bisection held its program's content" in state.restarted
+    assert "1 recorded point not replayed, measured again" in state.restarted
+    again = BisectState.open(tmp_path, {**IDENTITY, PROGRAM: {"digest": "d1", "what": "train's text"}})
+    assert again.restarted == ""  # the new state is this program's
+
+
+def test_another_bisection_is_still_refused_whatever_its_program(tmp_path):
+    _recorded(tmp_path)
+    assert "belongs to a different bisection" in _refused_open(tmp_path, {**IDENTITY, "good": "0.4.27"})
+
+
+def _refused_open(folder: Path, identity: dict) -> str:
+    with pytest.raises(UserError) as raised:
+        BisectState.open(folder, identity)
+    return str(raised.value)
+
+
+def test_the_program_s_content_holds_its_script_and_the_files_its_arguments_name(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a(): pass\n")
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    config = Config("t", Repro("train", script, builtin=False), ("0.4.31",), args=("tests/test_a.py::test_a", "-x"),
+                    cwd=tmp_path)
+    first = program_content(config)
+    assert first["what"] == "train's text and the files its arguments name (tests/test_a.py)"
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a(): assert 0\n")
+    assert program_content(config)["digest"] != first["digest"]
+    pytest_run = Config("t", Repro("pytest", tmp_path, builtin=False, module="pytest"), ("0.4.31",),
+                        args=("tests",), cwd=tmp_path)
+    said = program_content(pytest_run)
+    (tmp_path / "tests" / "test_b.py").write_text("def test_b(): pass\n")
+    assert said["what"] == "the files its arguments name (tests)" and program_content(pytest_run) != said
