@@ -32,3 +32,12 @@ def no_real_tools_in_unit_tests(request, monkeypatch):
     monkeypatch.setattr(docker, "from_env", refuse)
     # The machine's own Pythons are not a unit test's input: only the harness's, unless a test says.
     monkeypatch.setattr(interpreters, "machine_sources", lambda search=(): {})
+
+
+@pytest.fixture(autouse=True)
+def runs_may_start():
+    """A test that interrupted a measurement leaves this process refusing to start runs (as the harness does
+    after a signal, until its next command): each test starts as a command does."""
+    from harness.core import signals
+
+    signals._stopping.clear()

@@ -331,7 +331,8 @@ def cmd_bisect(given: Given, words: tuple[str, ...]) -> int:
         option_checks.check_program_options_need_a_program(given)  # --with, --env, ... are a script's
         found = service.bisect(given.config, options, _progress(given.quiet))
     if found.status == SweepStatus.INTERRUPTED:
-        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path}\n{_unhidden_key()}"
+        print(f"\n{interrupted_how()}: {found.points} point(s) recorded in {found.state_path} (a point cut short is "
+              f"measured again on resume); no run started after it\n{_unhidden_key()}"
               f"resume with: {found.command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {found.results_file} (report: {found.report_file})", file=sys.stderr)
@@ -400,7 +401,10 @@ def _show_sweep(swept: service.SweepOutcome, junit_xml: Path | None, fail_on: fr
     outputs (--junit-xml, --fail-on: nightly has no --fail-on, its exit is the comparison's)."""
     ConsoleProgress.release_all()  # what was held (no cell started) comes before the outcome
     if swept.status == SweepStatus.INTERRUPTED:
-        print(f"\n{interrupted_how()}: {len(swept.cells)} cell(s) kept in {swept.results_file}\n"
+        cut = [c.label for c in swept.cells if c.interrupted]
+        print(f"\n{interrupted_how()}: {len(swept.cells) - len(cut)} cell(s) kept in {swept.results_file}"
+              + (f"; {', '.join(cut)} cut short (its finished runs kept to read; measured again on resume)"
+                 if cut else "") + "; no run started after it\n"
               f"resume with: {swept.resume_command}", file=sys.stderr)
         return interrupted_exit_code()
     print(f"results: {swept.results_file} (report: {swept.folder / REPORT_FILE})", file=sys.stderr)

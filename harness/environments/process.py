@@ -27,6 +27,7 @@ from harness.core.errors import EnvironmentUnavailable
 from harness.core.factors import OTHER_GID, Factor, RunVariation, reordered
 from harness.core.bounded_read import LOG_MAX_BYTES, read_text_bounded
 from harness.core.files import open_fresh, package_path, remove_path, write_atomic
+from harness.core.signals import RunsStopped, refuse_if_stopping, stop_runs
 from harness.core.runs import ProcessOutcome, Program
 from harness.inside.startup import SOURCE_DIR
 from harness.inside.supervise import SIGNAL_EXIT_VAR, remove_run_tmp
@@ -97,6 +98,7 @@ def supervised(argv: list[str], max_log_bytes: int = MAX_LOG_BYTES) -> list[str]
 
 def kill_all() -> None:
     """Stop every run still going: called when a sweep is interrupted."""
+    stop_runs()  # and none starts after
     with _live_lock:
         procs = list(_live)
     for proc in procs:
@@ -218,6 +220,7 @@ def start_process(argv: list[str], env: dict[str, str], log: BinaryIO, cwd: Path
     """Start `argv` supervised, its output into the open file `log`, registered for Ctrl-C, with a
     temporary folder of its own; or why it could not start (also written to the log). The caller waits
     for it, or `stop_process`es it, then calls `forget` (which removes its temporary folder)."""
+    refuse_if_stopping()  # (a signal has stopped the work: no run starts, a retry included)
     folder = make_run_tmp(env)
     try:
         # A new session: the run's process group is its own, apart from the harness's terminal.
@@ -233,6 +236,12 @@ def start_process(argv: list[str], env: dict[str, str], log: BinaryIO, cwd: Path
         _live.add(proc)
         if folder is not None:
             _run_tmp[proc] = folder
+    try:  # the signal came while it started, after kill_all looked: stopped here (kill_all looks under the lock)
+        refuse_if_stopping()
+    except RunsStopped:
+        _stop(proc)
+        forget(proc)
+        raise
     return proc
 
 

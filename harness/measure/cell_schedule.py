@@ -7,6 +7,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable, Iterator
 
 from harness.core.model import CellResult
+from harness.core.signals import stop_runs
 from harness.core.findings import FactorResult
 from harness.core.runs import RunRecord
 from harness.measure.cell_settings import OnRun, QueuedRun
@@ -117,6 +118,7 @@ class _Schedule:
 
     def interrupted(self) -> None:
         """Ctrl-C: the runs cut short measured nothing (not kept); every open cell comes back `interrupted`."""
+        stop_runs()  # no run starts after (a retry of one the interruption killed, a queued one)
         for cell in {id(c): c for c in self.open_cells()}.values():
             cell.runner.environment.interrupt()
         self.pool.shutdown(wait=True, cancel_futures=True)  # the runs cut short measured nothing: not kept

@@ -346,7 +346,8 @@ def test_a_results_file_of_more_cells_or_runs_than_any_sweep_is_refused_before_i
     (tmp_path / "results.json").write_text(json.dumps({**data, "cells": [small] * (results_document.MAX_CELLS + 1)}))
     with pytest.raises(UserError, match=r"20,001 cells, more than any sweep's \(20,000\): not a harness results file"):
         results_document.load_results(tmp_path)
-    (tmp_path / "results.json").write_text(json.dumps({**data, "cells": [small] * 3}))
+    three = [{**small, "jax_version": v} for v in ("0.4.28", "0.4.29", "0.4.30")]  # one cell per spec
+    (tmp_path / "results.json").write_text(json.dumps({**data, "cells": three}))
     monkeypatch.setattr(results_document, "MAX_RUNS", 3 * len(small["runs"]) - 1)
     with pytest.raises(UserError, match="runs, more than any sweep's"):
         results_document.load_results(tmp_path)

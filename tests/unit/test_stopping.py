@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
 import time
 
 import pytest
 
-from harness.core.signals import interrupted_exit_code, interrupted_how, stop_signals_interrupt
+from harness.core.kinds import Platform
+from harness.core.model import CellSpec
+from harness.core.signals import (RunsStopped, interrupted_exit_code, interrupted_how, refuse_if_stopping,
+                                  stop_signals_interrupt)
+from harness.environments.local import LocalEnvironment
+from harness.inputs.config import Repro
+from harness.measure.cell_runner import CellRunner
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -39,3 +47,37 @@ def test_the_previous_handlers_come_back():
     with stop_signals_interrupt():
         assert signal.getsignal(signal.SIGTERM) is not before
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+BLOCKED = """\
+import os, sys, time
+open(os.path.join(os.environ["MARKS"], f"started-{os.getpid()}"), "w").close()
+time.sleep(60)
+"""
+
+
+def test_after_sigterm_no_run_starts_not_even_the_first_run_s_retry(tmp_path):
+    """A user's script blocked in its first run: SIGTERM killed it, and then the first run's retry (a script that
+    set no folder and failed is run again) started a new one, which ran to its timeout. Now the signal stops the
+    work: the killed run is the last, and the cell comes back interrupted at once."""
+    script, marks = tmp_path / "s.py", tmp_path / "marks"
+    script.write_text(BLOCKED)
+    marks.mkdir()
+    runner = CellRunner(LocalEnvironment(sys.executable, {"jax": "none", "python": sys.version.split()[0]}),
+                        Repro("s", script, builtin=False), 120, env=(("MARKS", str(marks)),))
+
+    def terminate_once_started() -> None:
+        deadline = time.monotonic() + 60
+        while not list(marks.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_once_started, daemon=True).start()
+    started = time.monotonic()
+    with stop_signals_interrupt():
+        cell = runner.run(CellSpec("0.4.31", Platform.CPU, 1, None), [11, 12], tmp_path / "cache", tmp_path / "logs",
+                          results_root=tmp_path)
+    assert cell.interrupted and len(list(marks.iterdir())) == 1, sorted(p.name for p in marks.iterdir())
+    assert time.monotonic() - started < 30  # the retry ran on until its timeout (120 s)
+    with pytest.raises(RunsStopped):
+        refuse_if_stopping()  # (until the next command)

@@ -19,6 +19,7 @@ from docker.errors import DockerException
 from docker.models.containers import Container
 from docker.types import DeviceRequest, Mount
 
+from harness.core.signals import refuse_if_stopping
 from harness.environments.docker.gpu_probe import NO_GPU
 from harness.environments.docker.reaping import INSIDE_DEADLINE_GRACE_S, LABEL, _remove, owner_labels
 from harness.environments.key_hiding import empty_file
@@ -189,6 +190,7 @@ def run_container(client: docker.DockerClient, image: str, command: list[str], k
     container = None
     try:
         try:
+            refuse_if_stopping()  # (a signal has stopped the work: no run starts, a retry included)
             container = client.containers.create(image, command, **kwargs)
             container.start()
         except (DockerException, requests.RequestException) as exc:
