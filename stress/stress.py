@@ -1613,6 +1613,180 @@ def case_pytest_records(h: Harness, name: str, argv: list[str], files: dict[str,
             + (f", {failing} failed: {failed}" if failing else ""))
 
 
+# Round seven (issue 73, breaks 6 to 9): hostile results folders, bounded reading at any shape of input, a
+# bisection's program by its content, a signal that stops the work.
+PAIR = ("0.4.31", "0.10.2")
+NAMED_F = "import jax, jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return x * 2\n\nf(jnp.arange(4.0)).block_until_ready()\n"
+ONE_LONG_RECORDER_LINE = (NAMED_F + "import os\np = os.environ['HARNESS_RECORDER']\n"
+                          "os.truncate(p, os.path.getsize(p) + (64 << 20))\n")  # 64 MiB of zeros, no newline
+DUMP_FLOOD = (NAMED_F + "import os\nd = os.environ['JAX_DUMP_IR_TO']\n"
+              "for i in range(10_000):\n"
+              "    for module in ('f', 'other'):\n"
+              "        with open(os.path.join(d, f'jax_ir{100_000 + i}_jit_{module}_compile.mlir'), 'wb') as out:\n"
+              "            out.truncate(1 << 20)\n")  # 20,000 sparse dumps, half of them of the key's module
+SPARSE_LOG = (NAMED_F + "import os\nr = os.environ['HARNESS_RECORDER']\n"
+              "os.truncate(r.removesuffix('.recorder.jsonl') + '.log', 1 << 30)\n")  # the run's own log, 1 GiB sparse
+BLOCKS = ("import os, time\nopen(os.path.join(os.environ['MARKS'], f'started-{os.getpid()}'), 'w').close()\n"
+          "time.sleep(600)\n")  # sets no cache folder and never compiles: a failed first run is run again
+_checked_pair: dict[str, Path] = {}
+
+
+def checked_pair(h: Harness) -> Path:
+    """A real check of a clean program on 0.4.31 and 0.10.2 (made once): the folder the hostile copies start from."""
+    if "folder" not in _checked_pair:
+        out = h.root / "pair-out"
+        code, _, err = h.run("check", str(h.write("pair/prog.py", NAMED_F)), "--versions", *PAIR, "--runs", "2",
+                             "--quiet", "--out", str(out), cwd=h.root / "pair", timeout=900)
+        if code != 0:
+            raise RuntimeError(f"the check exited {code}: {err.strip()[-80:]}")
+        (_checked_pair["folder"],) = out.iterdir()
+    return _checked_pair["folder"]
+
+
+def hostile_copy(h: Harness, name: str, change: Callable[[dict[str, Any]], None]) -> Path:
+    """The checked pair's folder copied with its results.json changed."""
+    folder = h.root / "hostile-folders" / name
+    if not folder.exists():
+        shutil.copytree(checked_pair(h), folder)
+        document = json.loads((folder / "results.json").read_text())
+        change(document)
+        (folder / "results.json").write_text(json.dumps(document))
+    return folder
+
+
+def _second_cell_ahead(document: dict[str, Any]) -> None:
+    """A second 0.10.2 cell, reproduced, ahead of the real (clean) one."""
+    real = next(c for c in document["cells"] if c["spec"]["jax_version"] == "0.10.2")
+    document["cells"].insert(0, {**real, "verdict": "reproduced", "reason": "jit_f: a new key in run 2"})
+
+
+def _covers_of_the_wrong_shape(document: dict[str, Any]) -> None:
+    for cell in document["cells"]:
+        if cell["verdict"] == "clean":
+            cell.setdefault("seeds", {"strategy": "random"})["covers"] = [{"names": "ab", "pairs_in_both": 1}, 5]
+
+
+def round_seven_folder_cases(h: Harness) -> list[tuple[str, Argv]]:
+    """Every command that reads a folder, over a folder of the real pair with a duplicate cell or covers of the
+    wrong shape: one line, exit 2 (was: compare's "no change against the baseline", exit 0; a KeyError, exit 3)."""
+    def duplicated() -> Path:
+        return hostile_copy(h, "second-cell-ahead", _second_cell_ahead)
+
+    def covers() -> Path:
+        return hostile_copy(h, "covers-of-the-wrong-shape", _covers_of_the_wrong_shape)
+
+    config = h.config("nightly-pair", NAMED_F)
+    return [
+        ("a baseline with a second 0.10.2 cell, reproduced, ahead of the clean one: compare",
+         lambda: ["compare", str(checked_pair(h)), "--baseline", str(duplicated())]),
+        ("a baseline with a second 0.10.2 cell ahead of the clean one: nightly --baseline",
+         lambda: ["nightly", str(config), "--versions", "0.10.2", "--baseline", str(duplicated())]),
+        ("a folder with a second 0.10.2 cell: report", lambda: ["report", str(duplicated())]),
+        ("a folder with a second 0.10.2 cell: merge",
+         lambda: ["merge", str(duplicated()), "--out", str(h.root / "merged-out")]),
+        ("a folder with a second 0.10.2 cell: check --resume",
+         lambda: ["check", str(h.root / "pair" / "prog.py"), "--versions", *PAIR, "--runs", "2",
+                  "--resume", str(duplicated())]),
+        ("clean cells whose seeds.covers are of the wrong shape: report", lambda: ["report", str(covers())]),
+        ("clean cells whose seeds.covers are of the wrong shape: compare",
+         lambda: ["compare", str(covers()), "--baseline", str(checked_pair(h))]),
+    ]
+
+
+def run_with_peak(h: Harness, *argv: str, timeout: float = 900, cwd: Path = REPO) -> tuple[int, str, int, float]:
+    """`harness ARGV` with its own peak memory (VmHWM, its runs apart) read from /proc as it goes: (exit, stderr,
+    peak in KiB, seconds)."""
+    start = time.monotonic()
+    proc = h.start(*argv, cwd=cwd)
+    peak_kb = 0
+    reader = threading.Thread(target=lambda: setattr(proc, "said", proc.communicate()), daemon=True)
+    reader.start()  # (its pipes drained meanwhile)
+    while proc.poll() is None and time.monotonic() - start < timeout:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak_kb = max(peak_kb, int(status.split("VmHWM:")[1].split()[0]))
+        except (OSError, IndexError, ValueError):
+            pass
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    reader.join()
+    return proc.returncode, getattr(proc, "said", ("", ""))[1], peak_kb, time.monotonic() - start
+
+
+def case_bounded_input(h: Harness, name: str, script: str, said: str, seconds: float) -> tuple[bool, str]:
+    """A program that makes one of its run's files hostile (one long line, many files, a sparse gibibyte): the
+    check on 0.4.31 and 0.10.2 ends within `seconds`, the harness's own memory bounded, every run's row saying
+    `said`, and no kept log past the 2 MiB cut."""
+    out = h.root / f"{name}-out"
+    code, err, peak_kb, took = run_with_peak(h, "check", str(h.write(f"{name}/prog.py", script)), "--versions", *PAIR,
+                                             "--runs", "2", "--quiet", "--out", str(out), cwd=h.root / name)
+    if code not in (0, 1):
+        return False, f"exit {code} in {took:.0f} s: {err.strip()[-80:]}"
+    cells = results_of(out)["cells"]
+    notes = [r.get("log_note", "") for c in cells for r in c.get("runs", [])]
+    logs = [p.stat().st_size for p in out.glob("*/logs/**/*.log")]
+    held = (took < seconds and 0 < peak_kb < 512 * 1024 and len(notes) >= 4 and all(said in n for n in notes)
+            and max(logs, default=0) <= 2 << 20 and all(c["verdict"] != "error" for c in cells))
+    return held, (f"exit {code} in {took:.0f} s, the harness's peak {peak_kb >> 10} MB, {sum(said in n for n in notes)} "
+                  f"of {len(notes)} rows say it, largest kept log {max(logs, default=0) >> 10} KiB")
+
+
+def case_bisect_edited_program(h: Harness) -> tuple[bool, str]:
+    """A bisection on 0.4.31 and 0.10.2, its program edited (clean, then set-ordered), the same command again:
+    measured again (was: the old program's verdicts replayed), the line saying why; then the edited one resumes."""
+    program = h.write("edited/prog.py", NAMED_F)
+    argv = ["bisect", str(program), "--versions", *PAIR, "--runs", "3", "--seeds", "random", "--quiet",
+            "--out", str(h.root / "edited-out")]
+    first = h.run(*argv, timeout=900, cwd=h.root / "edited")
+    program.write_text("import jax, jax.numpy as jnp\n" + SET_ORDER_F + "f(jnp.ones(4)).block_until_ready()\n")
+    second = h.run(*argv, timeout=900, cwd=h.root / "edited")
+    third = h.run(*argv, timeout=900, cwd=h.root / "edited")
+    held = ("not resuming" in second[2] and "(prog's text differs)" in second[2] and second[1] != first[1]
+            and "resuming: " in third[2] and third[1] == second[1])
+    return held, (f"exits {first[0]}, {second[0]}, {third[0]}; again: "
+                  f"{next((line for line in second[2].splitlines() if 'resuming' in line), '(no resume line)')[-90:]}")
+
+
+def case_sigterm_blocked_first_run(h: Harness) -> tuple[bool, str]:
+    """SIGTERM while a program's first run is blocked: the run is killed and no run starts after it (was: the first
+    run's retry started a new one, which ran on), exit 143, the line saying what was kept."""
+    marks = h.root / "blocked-marks"
+    marks.mkdir(exist_ok=True)
+    out = h.root / "blocked-out"
+    proc = h.start("check", str(h.write("blocked/prog.py", BLOCKS)), "--versions", *PAIR, "--runs", "2",
+                   "--out", str(out), env=h.env(MARKS=str(marks)), cwd=h.root / "blocked")
+    if not wait_for(lambda: list(marks.iterdir()), 300):
+        proc.kill()
+        return False, "the run never started"
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    took = time.monotonic() - started
+    time.sleep(2)  # a run started after the signal would have made its mark by now
+    runs = len(list(marks.iterdir()))
+    held = proc.returncode == 143 and runs == 1 and "no run started after it" in err and took < 60
+    return held, f"exit {proc.returncode} {took:.0f} s after the signal, {runs} run(s) started in all"
+
+
+def round_seven_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+    cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
+        (f"hostile folder: {name}", partial(bad_input_held, h, argv)) for name, argv in round_seven_folder_cases(h)]
+    cases += [
+        ("a recorder that is one 64 MiB line: read in linear time, said in the row (0.4.31, 0.10.2)",
+         partial(case_bounded_input, h, "one-long-line", ONE_LONG_RECORDER_LINE, "longer than 4.0 MiB: not read", 240)),
+        ("an IR dump of 20,000 dump-named sparse files: the harness's memory bounded (0.4.31, 0.10.2)",
+         partial(case_bounded_input, h, "dump-flood", DUMP_FLOOD, "", 600)),
+        ("a run log replaced by a 1 GiB sparse file: what is kept stays within the cut, said (0.4.31, 0.10.2)",
+         partial(case_bounded_input, h, "sparse-log", SPARSE_LOG, "past the harness's bound of 64.0 MiB", 300)),
+        ("bisect: an edited program is measured again and the line says why (0.4.31, 0.10.2)",
+         partial(case_bisect_edited_program, h)),
+        ("SIGTERM while the first run is blocked: no run starts after it, its retry included",
+         partial(case_sigterm_blocked_first_run, h)),
+    ]
+    return cases
+
+
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
