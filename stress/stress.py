@@ -1754,8 +1754,9 @@ def case_sigterm_blocked_first_run(h: Harness) -> tuple[bool, str]:
     marks = h.root / "blocked-marks"
     marks.mkdir(exist_ok=True)
     out = h.root / "blocked-out"
+    # (--jobs 1: one run at a time, so a second run can only be one started after the signal)
     proc = h.start("check", str(h.write("blocked/prog.py", BLOCKS)), "--versions", *PAIR, "--runs", "2",
-                   "--out", str(out), env=h.env(MARKS=str(marks)), cwd=h.root / "blocked")
+                   "--jobs", "1", "--out", str(out), env=h.env(MARKS=str(marks)), cwd=h.root / "blocked")
     if not wait_for(lambda: list(marks.iterdir()), 300):
         proc.kill()
         return False, "the run never started"

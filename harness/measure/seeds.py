@@ -48,6 +48,9 @@ from harness.verdicts.finish import with_plan
 DEFAULT_CANDIDATES = 32  # seeds 1..K probed; 0 is not a seed (it switches randomisation off)
 MAX_NAMES_FOR_ALL_SUBSETS = 8
 MAX_DUMP_BYTES = 4 << 20  # a module's text read for names: its start holds the signatures and locations
+# A run's dumps read for names, at most (a long suite's run dumps some hundreds of modules)
+DUMP_FILES = 2_000
+DUMP_TOTAL_BYTES = 256 << 20
 MAX_LOG_BYTES = 16 << 20  # a built-in run's log read for the module it printed (JAX's log lines come before it)
 SCRIPT_RANDOM = "a user script: the name sets it iterates are unknown, so its seeds are random"
 PROBE_SCRIPT = package_path("harness.inside", "seeds_probe.py")  # run by the environment's interpreter
@@ -99,10 +102,16 @@ def choose_seeds(probe: Probe, minimum: int = 2, given: tuple[int, ...] = ()) ->
 
 
 def dump_texts(folder: Path) -> list[str]:
-    """The modules a run dumped (JAX_DUMP_IR_TO), each's start, in file order."""
-    texts = []
-    for path in sorted(folder.glob("*.mlir")) if folder.is_dir() and not folder.is_symlink() else []:
-        found = read_bounded(path, MAX_DUMP_BYTES)  # a pipe or a folder put there is left out
+    """The modules a run dumped (JAX_DUMP_IR_TO), each's start, in file order: at most DUMP_FILES of them and
+    DUMP_TOTAL_BYTES read in all (20,000 dump-named files of 1 MiB each were read whole, 20 GB a run), which the
+    names of a program's sets never need."""
+    texts: list[str] = []
+    left = DUMP_TOTAL_BYTES
+    for path in sorted(folder.glob("*.mlir"))[:DUMP_FILES] if folder.is_dir() and not folder.is_symlink() else []:
+        if left <= 0:
+            break
+        found = read_bounded(path, min(MAX_DUMP_BYTES, left))  # a pipe or a folder put there is left out
+        left -= len(found.data)
         if found.read:
             texts.append(condense(found.text()))  # a long constant as its size and digest: no names in it
     return texts

@@ -12,7 +12,7 @@ from harness.evidence.keys import cell_comparison, counted, logs_complete
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
 from harness.core import recorder
-from harness.core.bounded_read import read_bounded, size_words
+from harness.core.bounded_read import Bounded, read_bounded, size_words
 from harness.core.ir_lines import condense
 from harness.core.ir_results import paired_in_order
 from harness.core.ir_names import extract_lowered
@@ -30,6 +30,7 @@ _DUMP_RE = re.compile(r"^jax_ir(?P<n>\d+)_(?P<module>.+)_compile\.mlir$")
 MODULE_MAX_BYTES = 256 << 20
 LOG_MAX_BYTES = 64 << 20  # a run's log, read for the module the built-in repro printed into it
 MAX_DUMPS = 1000  # compilations of one module read from a run's dump (a function compiled at more shapes: its first)
+DUMPS_TOTAL_BYTES = 512 << 20  # and at most this much of them in all (condensed, as kept)
 
 
 def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
@@ -47,13 +48,12 @@ def lowered_texts(results_dir: Path, run: RunRecord, module: str) -> list[str]:
     return [condense(printed)] if printed is not None else []
 
 
-def _module_text(path: Path) -> str | None:
-    found = read_bounded(path, MODULE_MAX_BYTES)
+def _module_text(found: Bounded, limit: int) -> str | None:
     if not found.read:
         return None
     text = condense(found.text())
     if found.capped:  # said in the module itself, so a diff of two cut modules shows it
-        text += f"\n// [the harness read the first {size_words(MODULE_MAX_BYTES)} of {size_words(found.size)}]\n"
+        text += f"\n// [the harness read the first {size_words(limit)} of {size_words(found.size)}]\n"
     return text
 
 
@@ -67,8 +67,18 @@ def _from_dump(folder: Path, module: str) -> list[str]:
                  if (m := _DUMP_RE.match(p.name)) and m["module"] == safe]
     except OSError:
         return []
-    texts = (_module_text(p) for _, p in sorted(found)[:MAX_DUMPS])
-    return [t for t in texts if t is not None]
+    texts: list[str] = []
+    left = DUMPS_TOTAL_BYTES  # read in all (1,000 sparse dumps of a module, each read to its bound: 256 GB)
+    for _, path in sorted(found)[:MAX_DUMPS]:
+        if left <= 0:
+            break
+        limit = min(MODULE_MAX_BYTES, left)
+        read = read_bounded(path, limit)
+        left -= len(read.data)  # what was read, kept or not
+        text = _module_text(read, limit)
+        if text is not None:
+            texts.append(text)
+    return texts
 
 
 def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str], dict[str, float]]:

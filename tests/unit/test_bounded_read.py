@@ -308,3 +308,19 @@ def test_the_kept_log_is_within_the_cut_whatever_its_lines():
     kept = jaxlog.capped(lines)
     assert len("\n".join(kept).encode()) + 1 <= jaxlog.LOG_CAP_BYTES
     assert sum("Writing jit_f" in line for line in kept) == 3 and sum("lines cut here" in line for line in kept) == 1
+
+
+def test_the_dumps_read_for_names_are_bounded_in_files_and_bytes(tmp_path, monkeypatch):
+    """The seeds' read-back read every dump-named file of a run to 4 MiB (20,000 sparse files: 20 GB a run)."""
+    from harness.measure import seeds
+
+    folder = tmp_path / "run-01.ir"
+    folder.mkdir()
+    for i in range(40):
+        with (folder / f"jax_ir{i:05d}_jit_f_compile.mlir").open("wb") as out:
+            out.truncate(1 << 20)
+    monkeypatch.setattr(seeds, "DUMP_TOTAL_BYTES", 5 << 20)
+    assert len(seeds.dump_texts(folder)) == 5
+    monkeypatch.setattr(seeds, "DUMP_TOTAL_BYTES", 1 << 30)
+    monkeypatch.setattr(seeds, "DUMP_FILES", 7)
+    assert len(seeds.dump_texts(folder)) == 7
