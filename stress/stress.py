@@ -1661,9 +1661,12 @@ def _second_cell_ahead(document: dict[str, Any]) -> None:
 
 
 def _covers_of_the_wrong_shape(document: dict[str, Any]) -> None:
+    """Clean cells of chosen seeds whose covers lack `pairs_in_both_orders` (was: a KeyError, exit 3)."""
     for cell in document["cells"]:
         if cell["verdict"] == "clean":
-            cell.setdefault("seeds", {"strategy": "random"})["covers"] = [{"names": "ab", "pairs_in_both": 1}, 5]
+            seeds = cell.setdefault("seeds", {"seeds": [1, 2]})
+            seeds.update(strategy="chosen", chosen=seeds.get("seeds", [1])[:1],
+                         covers=[{"names": ["data", "model"], "orderings_run": ["data,model"], "lowered": True}])
 
 
 def round_seven_folder_cases(h: Harness) -> list[tuple[str, Argv]]:
@@ -1675,12 +1678,14 @@ def round_seven_folder_cases(h: Harness) -> list[tuple[str, Argv]]:
     def covers() -> Path:
         return hostile_copy(h, "covers-of-the-wrong-shape", _covers_of_the_wrong_shape)
 
-    config = h.config("nightly-pair", NAMED_F)
+    config = h.write("nightly-pair.yaml", f"name: pair\nrepro: {h.root / 'pair' / 'prog.py'}\n"
+                                          "jax_versions: ['0.10.2']\nruns: 2\n")  # the baseline's program
     return [
         ("a baseline with a second 0.10.2 cell, reproduced, ahead of the clean one: compare",
          lambda: ["compare", str(checked_pair(h)), "--baseline", str(duplicated())]),
         ("a baseline with a second 0.10.2 cell ahead of the clean one: nightly --baseline",
-         lambda: ["nightly", str(config), "--versions", "0.10.2", "--baseline", str(duplicated())]),
+         lambda: ["nightly", str(config), "--versions", "0.10.2", "--baseline", str(duplicated()),
+                  "--out", str(h.root / "nightly-out")]),
         ("a folder with a second 0.10.2 cell: report", lambda: ["report", str(duplicated())]),
         ("a folder with a second 0.10.2 cell: merge",
          lambda: ["merge", str(duplicated()), "--out", str(h.root / "merged-out")]),
@@ -1736,7 +1741,7 @@ def case_bisect_edited_program(h: Harness) -> tuple[bool, str]:
     """A bisection on 0.4.31 and 0.10.2, its program edited (clean, then set-ordered), the same command again:
     measured again (was: the old program's verdicts replayed), the line saying why; then the edited one resumes."""
     program = h.write("edited/prog.py", NAMED_F)
-    argv = ["bisect", str(program), "--versions", *PAIR, "--runs", "3", "--seeds", "random", "--quiet",
+    argv = ["bisect", str(program), "--versions", *PAIR, "--runs", "3", "--seeds", "random",  # (its progress said)
             "--out", str(h.root / "edited-out")]
     first = h.run(*argv, timeout=900, cwd=h.root / "edited")
     program.write_text("import jax, jax.numpy as jnp\n" + SET_ORDER_F + "f(jnp.ones(4)).block_until_ready()\n")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.signals import stop_signals_interrupt
+
 from harness.report.bisect_section import bisect_text
 from harness.bisect.bisection import Bisection
 from harness.bisect.commits import (CommitEnvironment, CommitSources, GitRepo, JaxSource,
@@ -197,13 +199,14 @@ def test_interrupted_after_k_commits_resumes_to_the_same_culprits(fake_jax, tmp_
     first = make_bisection(fake_jax, tmp_path,
                            jaxlib_environment=lambda version: StopAfter(plain_python(), stop))
     holder["bisection"] = first
-    with pytest.raises(KeyboardInterrupt):
-        first.run()
+    with pytest.raises(KeyboardInterrupt), stop_signals_interrupt():  # each a command of its own, as cli.main runs
+        first.run()  # (after it no run starts in this command)
     points = BisectState.open(tmp_path / "out", {"test": "fake"}).points
     recorded = [p for p in points if p.startswith("commit:")]
     assert len(recorded) == k, "the interrupted commit was not recorded"
 
-    assert searched(make_bisection(fake_jax, tmp_path).run()) == uninterrupted
+    with stop_signals_interrupt():
+        assert searched(make_bisection(fake_jax, tmp_path).run()) == uninterrupted
 
 
 def test_a_commits_jax_goes_first_and_a_scripts_hook_folder_stays_on_the_path(tmp_path):
