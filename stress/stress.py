@@ -1775,7 +1775,7 @@ def case_sigterm_blocked_first_run(h: Harness) -> tuple[bool, str]:
     return held, f"exit {proc.returncode} {took:.0f} s after the signal, {runs} run(s) started in all"
 
 
-def round_seven_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+def round_seven_input_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
         (f"hostile folder: {name}", partial(bad_input_held, h, argv)) for name, argv in round_seven_folder_cases(h)]
     cases += [
@@ -1911,6 +1911,7 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
         cases.append((f"bad input: {name}", partial(bad_input_held, h, argv)))
     cases += round_six_cases(h)
     cases += round_seven_cases(h)
+    cases += round_seven_input_cases(h)
     return cases
 
 
