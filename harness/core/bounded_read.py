@@ -119,10 +119,10 @@ def read_bounded(path: Path, limit: int) -> Bounded:
         return Bounded(problem=f"could not be read ({exc.strerror})")
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        return Bounded(data[:limit], capped=True, size=max(size, len(data)))
-    return Bounded(data, size=max(size, len(data)))
+    if got > limit:  # the byte past the bound dropped before the join: the data is never copied again
+        chunks[-1] = chunks[-1][:len(chunks[-1]) - (got - limit)]
+        return Bounded(b"".join(chunks), capped=True, size=max(size, got))
+    return Bounded(b"".join(chunks), size=max(size, got))
 
 
 def read_text_bounded(path: Path, limit: int) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -44,9 +45,11 @@ def read_run(log: Path, version: str, ok: bool, recorded: Path | None = None, py
     if not found.read:
         return None, f"its log {found.problem or 'is missing'}", tests, seconds, sources
     text = found.text()
-    lines = text.splitlines()
+    found = replace(found, data=b"")  # a log of 64 MiB held twice at most (its bytes, then its lines), not thrice
+    lines, over = text.splitlines(), found.capped or len(text) > jaxlog.LOG_CAP_BYTES
+    del text
     cut = ""
-    if found.capped or len(text) > jaxlog.LOG_CAP_BYTES:  # what is kept is never past the cut, whatever the lines
+    if over:  # what is kept is never past the cut, whatever the lines
         write_atomic(log, "\n".join(jaxlog.capped(lines)) + "\n")
         cut = log_cut(found, lines)
     # (a recorder whose lines did not all check out is no whole account: every key stderr shows computed is read)
