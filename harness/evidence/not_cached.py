@@ -21,7 +21,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.kinds import NothingCached, Verdict
 from harness.core.model import CellResult
 from harness.core.runs import RunRecord
-from harness.evidence.keys import counted, never_written
+from harness.evidence.keys import counted, never_written_keys
 
 # JAX's words (jax/_src/compiler.py, 0.4.26 to 0.10.2): "it uses host callbacks (e.g. from jax.debug.print or
 # breakpoint)"; "it took < 1.00 seconds to compile (0.28s)"; "its size (N bytes) is < ... min entry size".
@@ -54,6 +54,9 @@ class NotCachedModule(msgspec.Struct, omit_defaults=True, kw_only=True):
     runs: list[int] = []  # the later runs that compiled it again
     site: str = ""  # the line that put the callback there (`jaxopt/_src/zoom_linesearch.py:132 jax.debug.print`)
     seconds: float | None = None  # what compiling it again costs each later start (None: not known)
+    # its key differs between runs at the same test and argument types (a callback's address on older releases):
+    # never written either way, so it costs what it would cost had it stayed
+    moved: bool = False
 
     @property
     def reason_phrase(self) -> str:
@@ -79,17 +82,20 @@ def not_cached_modules(runs: Sequence[RunRecord], sites: Mapping[str, str] | Non
     that put its callback there; `refusal_s`: module -> seconds per later start where JAX logged no compile time
     (both read from the run's files by the report layer, harness/report/sources.py)."""
     good = sorted(counted(runs), key=lambda r: r.index)
-    refused = never_written(good)
-    if not refused:
+    never = never_written_keys(good)
+    if not never:
         return []
+    refused: dict[str, str] = {}  # module -> JAX's reason, for the modules with a key it never wrote
+    for k in never.values():
+        refused.setdefault(k.module, k.reason)
     out = []
-    for module, says in refused.items():
+    for module, says in sorted(refused.items()):
         tests: list[str] = []
         later: list[int] = []
         logged: dict[int, float] = {}  # later run -> its compile seconds of the module, where JAX logged them
         for number, run in enumerate(good):
             for k in run.keys.keys if run.keys is not None else ():
-                if k.module != module or k.outcome == Outcome.HIT:
+                if k.key not in never or k.outcome == Outcome.HIT:  # by key: a written namesake is not this one
                     continue
                 for test in k.tests[:1]:
                     if test not in tests:
@@ -102,7 +108,8 @@ def not_cached_modules(runs: Sequence[RunRecord], sites: Mapping[str, str] | Non
         seconds = (round(sum(logged.values()) / len(logged), 3) if logged
                    else (refusal_s or {}).get(module))
         out.append(NotCachedModule(module=module, why=kind_of(says), jax_says=says, tests=tests, runs=later,
-                                   site=(sites or {}).get(module, ""), seconds=seconds))
+                                   site=(sites or {}).get(module, ""), seconds=seconds,
+                                   moved=_moved(good, module, never)))
     return sorted(out, key=lambda m: (-(m.seconds or 0.0), m.module))
 
 
@@ -119,6 +126,20 @@ def cell_not_cached(cell: CellResult) -> list[NotCachedModule]:
     return not_cached_modules(cell.runs, cell.callback_sites, cell.refusal_seconds)
 
 
+def _moved(runs: Sequence[RunRecord], module: str, never: Mapping[str, object]) -> bool:
+    """Whether the module's never-written keys differ between runs where the same test compiled it at the same
+    argument types."""
+    seen: dict[tuple[str, tuple[str, ...]], set[frozenset[str]]] = {}
+    for run in runs:
+        mine: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+        for k in run.keys.keys if run.keys is not None else ():
+            if k.module == module and k.key in never:
+                mine.setdefault((k.tests[0] if k.tests else "", k.arg_types), set()).add(k.key)
+        for where, keys in mine.items():
+            seen.setdefault(where, set()).add(frozenset(keys))
+    return any(len(found) > 1 for found in seen.values())
+
+
 def lost_per_start(modules: Iterable[NotCachedModule]) -> float | None:
     """The seconds the modules cost each fresh process together; None when none was timed."""
     timed = [m.seconds for m in modules if m.seconds is not None]
@@ -132,7 +153,10 @@ def not_cached_phrase(modules: Sequence[NotCachedModule], limit: int = 3) -> str
     more = f" (and {len(modules) - limit} more)" if len(modules) > limit else ""
     lost = lost_per_start(modules)
     cost = f": {lost:.2f} s lost per start" if lost is not None else ""
-    return f"{shown}{more}; never written by JAX, so every fresh process compiles {_them(modules)} again{cost}"
+    moved = [m.module for m in modules[:limit] if m.moved]
+    also = (f" ({', '.join(moved)}: {'its key differs' if len(moved) == 1 else 'their keys differ'} between runs too, "
+            "which costs nothing more: never written either way)") if moved else ""
+    return f"{shown}{more}; never written by JAX, so every fresh process compiles {_them(modules)} again{cost}{also}"
 
 
 def _them(modules: Sequence[NotCachedModule]) -> str:
