@@ -41,6 +41,7 @@ _REF_RE = re.compile(r"#loc\d*")
 _API = {"debug_print": "jax.debug.print", "debug_callback": "jax.debug.callback", "pure_callback": "jax.pure_callback",
         "io_callback": "jax.experimental.io_callback", "callback": "a host callback"}
 _SITE_PACKAGES = "site-packages/"
+UNNAMED_API = "a host callback"  # a site's API where its location names none JAX's words map
 MAX_DEPTH = 64  # locations followed from one op (a chain is one per frame; a cycle is never followed forever)
 
 
@@ -62,7 +63,9 @@ class NotCachedModule(msgspec.Struct, omit_defaults=True, kw_only=True):
     def reason_phrase(self) -> str:
         """`uses a host callback (tests/t.py:5 jax.debug.print)`, `compiles under the threshold (0.28 s)`."""
         if self.why == NothingCached.HOST_CALLBACKS:
-            return "uses a host callback" + (f" ({self.site})" if self.site else "")
+            unnamed = self.site.removesuffix(" " + UNNAMED_API)  # the line alone where the API is not known
+            return "uses a host callback" + (f" (at {unnamed})" if unnamed != self.site else
+                                             f" ({self.site})" if self.site else "")
         if self.why == NothingCached.THRESHOLDS:
             return f'is under a threshold (JAX: "{self.jax_says}")'
         return f'JAX: "{self.jax_says}"'
@@ -217,7 +220,7 @@ def _resolve(expr: str, locs: Mapping[str, str]) -> str:
         return ""
     path, line = frame
     path = path.split(_SITE_PACKAGES, 1)[1] if _SITE_PACKAGES in path else path
-    return f"{path}:{line} {api or 'a host callback'}"
+    return f"{path}:{line} {api or UNNAMED_API}"
 
 
 def short_site(site: str, cwd: str = "") -> str:
