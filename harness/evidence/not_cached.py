@@ -63,7 +63,7 @@ class NotCachedModule(msgspec.Struct, omit_defaults=True, kw_only=True):
     def reason_phrase(self) -> str:
         """`uses a host callback (tests/t.py:5 jax.debug.print)`, `compiles under the threshold (0.28 s)`."""
         if self.why == NothingCached.HOST_CALLBACKS:
-            unnamed = self.site.removesuffix(" " + UNNAMED_API)  # the line alone where the API is not known
+            unnamed = site_label(self.site)  # the line alone where the API is not known
             return "uses a host callback" + (f" (at {unnamed})" if unnamed != self.site else
                                              f" ({self.site})" if self.site else "")
         if self.why == NothingCached.THRESHOLDS:
@@ -193,10 +193,11 @@ def callback_sites(text: str) -> list[str]:
 
 
 def _resolve(expr: str, locs: Mapping[str, str]) -> str:
-    """A callback op's location -> `path:line api`: the innermost frame of its call stack (JAX keeps the user's
-    frames only), and the primitive named on the way (`jit(step)/debug_print`)."""
+    """A callback op's location -> `path:line api`: the first frame of its call stack, innermost first, outside JAX
+    and the libraries' machinery (machinery_frame), else the innermost; and the primitive named on the way
+    (`jit(step)/debug_print`)."""
     api = ""
-    frame: tuple[str, str] | None = None
+    frames: list[tuple[str, str]] = []  # innermost first
     pending = [expr]
     seen = 0
     while pending and seen < MAX_DEPTH:
@@ -204,7 +205,7 @@ def _resolve(expr: str, locs: Mapping[str, str]) -> str:
         current = pending.pop()
         current = locs.get(current, current) if _REF_RE.fullmatch(current) else current
         if (m := _CALLSITE_RE.fullmatch(current)) is not None:
-            pending.append(m[1])  # the callee, the innermost frame, first
+            pending += [m[2], m[1]]  # the callee, the inner frames, first; then its caller
             continue
         if (m := _NAMED_RE.fullmatch(current)) is not None:
             name = m[1].rstrip(":").rsplit("/", 1)[-1]
@@ -212,15 +213,32 @@ def _resolve(expr: str, locs: Mapping[str, str]) -> str:
                 api = _API[name]
             pending.append(m[2])
             continue
-        if (m := _FILE_RE.match(current)) is not None and frame is None:
-            frame = (m[1], m[2])
-            if api:
-                break
-    if frame is None:
+        if (m := _FILE_RE.match(current)) is not None:
+            frames.append((m[1], m[2]))
+    if not frames:
         return ""
-    path, line = frame
+    path, line = next((f for f in frames if not machinery_frame(f[0])), frames[0])
     path = path.split(_SITE_PACKAGES, 1)[1] if _SITE_PACKAGES in path else path
     return f"{path}:{line} {api or UNNAMED_API}"
+
+
+# A frame of JAX's own, or of a library's machinery (equinox/internal/_primitive.py binds every equinox primitive): not
+# the line that put a callback there, which is the first frame outside them (a library's own code, or the program's).
+_JAX_PACKAGES = ("jax", "jaxlib")
+_MACHINERY_FOLDERS = ("internal", "_internal")
+
+
+def machinery_frame(path: str) -> bool:
+    """Whether a frame's file is JAX's (jax/, jaxlib/ in site-packages) or in a library's `internal` folder."""
+    if _SITE_PACKAGES not in path:
+        return False
+    parts = path.split(_SITE_PACKAGES, 1)[1].split("/")
+    return parts[0] in _JAX_PACKAGES or any(p in _MACHINERY_FOLDERS for p in parts[1:-1])
+
+
+def site_label(site: str) -> str:
+    """A site as a phrase reads it: `t.py:5 jax.debug.print`, or the line alone where its API is not known."""
+    return site.removesuffix(" " + UNNAMED_API)
 
 
 def short_site(site: str, cwd: str = "") -> str:

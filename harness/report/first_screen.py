@@ -17,6 +17,7 @@ from harness.core.kinds import Cause, NothingCached
 from harness.core.model import CellResult
 from harness.evidence.cost import seconds
 from harness.evidence.misses import Category, Follows, FunctionMiss, controls_phrase
+from harness.evidence.not_cached import site_label
 from harness.report.evidence import Evidence, MissingEvidence
 from harness.report.misses_screen import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
 
@@ -40,7 +41,7 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
     if miss.category == Category.NOT_CACHED:
         why = not_cached_why(miss)
         if miss.why == NothingCached.HOST_CALLBACKS:
-            where = f"the callback at {miss.site}" if miss.site else "a host callback"
+            where = f"the callback at {site_label(miss.site)}" if miss.site else "a host callback"
             return why, f"{where} keeps {module} out of the cache: move it out of the jitted code, or accept a compile per start"
         if miss.why == NothingCached.THRESHOLDS:
             return why, "jax_persistent_cache_min_compile_time_secs=0 would keep it"

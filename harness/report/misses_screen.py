@@ -14,7 +14,7 @@ from harness.evidence.cost import seconds
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
-from harness.evidence.not_cached import cell_not_cached
+from harness.evidence.not_cached import cell_not_cached, site_label
 from harness.evidence.misses import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
@@ -122,7 +122,7 @@ def not_cached_why(miss: FunctionMiss, words: bool = True) -> str:
     """`host callback at tests/t.py:5 jax.debug.print`, `threshold as it runs (JAX: "it took < 1.00 seconds ...")`;
     without JAX's `words` where they differ module by module (its compile time), so alike modules share a row."""
     if miss.why == NothingCached.HOST_CALLBACKS:
-        return "host callback" + (f" at {miss.site}" if miss.site else "")
+        return "host callback" + (f" at {site_label(miss.site)}" if miss.site else "")
     if miss.why == NothingCached.THRESHOLDS:
         return "threshold as it runs" + (f' (JAX: "{miss.jax_says}")' if words else "")
     return f'not written (JAX: "{miss.jax_says}")'
