@@ -241,10 +241,86 @@ def site_label(site: str) -> str:
     return site.removesuffix(" " + UNNAMED_API)
 
 
+# ---- the line that put a callback into a module, from the recorder's record of each callback API call ------------
+
+CALLBACK_MESSAGE = "Host callback "  # harness/inside/startup/jax_cache_harness_recorder.py writes it (standard library)
+_REFUSAL = "Not writing persistent cache entry for '"
+# Test runners whose frames call a library's tests: never what "reached from" names.
+_RUNNERS = frozenset({"_pytest", "pytest", "pluggy", "absl"})
+
+
+def recorded_sites(messages: Iterable[str]) -> dict[str, str]:
+    """module -> its callback's site from one thread's recorded messages, in order: each callback API call the
+    recorder saw (its API and stack) belongs to the next module JAX refused to write for host callbacks (a callback is
+    traced and lowered before its module's key, and a module without one is never refused for it); the first call
+    of each such module names it (recorded_site)."""
+    calls: list[tuple[str, list[str]]] = []
+    out: dict[str, str] = {}
+    for text in messages:
+        if text.startswith(CALLBACK_MESSAGE):
+            api, _, frames = text[len(CALLBACK_MESSAGE):].partition(": ")
+            try:
+                stack = msgspec.json.decode(frames, type=list[str])
+            except msgspec.ValidationError:
+                continue
+            calls.append((api, stack))
+        elif text.startswith(_REFUSAL) and _CALLBACK_WORDS in text and calls:
+            module = text[len(_REFUSAL):].partition("'")[0]
+            site = next((s for api, stack in calls if (s := recorded_site(api, stack))), "")
+            if site and module not in out:
+                out[module] = site
+            calls = []
+    return out
+
+
+def recorded_site(api: str, stack: Sequence[str]) -> str:
+    """`equinox/_errors.py:111 jax.pure_callback, reached from lineax/_solve.py:125`: the innermost frame outside JAX
+    and a library's machinery (JAX's own frames are never recorded), and where it lies in a library, the first frame
+    further out in another package that called into it (not a test runner's; none once the library's own tests
+    are reached); "" for an empty stack."""
+    frames = [f for f in stack if f.rpartition(":")[2].isdigit()]
+    if not frames:
+        return ""
+    at = next((i for i, f in enumerate(frames) if not machinery_frame(f.rpartition(":")[0])), 0)
+    site = frames[at]
+    package = _package(site)
+    reached = ""
+    if package:
+        for frame in frames[at + 1:]:
+            other = _package(frame)
+            if other == package:
+                if _test_file(frame):
+                    break  # the library's own test called it
+                continue
+            if other in _RUNNERS or machinery_frame(frame.rpartition(":")[0]):
+                continue
+            reached = frame
+            break
+    text = f"{_relative(site)} {api or UNNAMED_API}"
+    return text + (f", reached from {_relative(reached)}" if reached else "")
+
+
+def _package(frame: str) -> str:
+    """The top-level package of a frame in an installed library (`equinox`); "" for the program's own files."""
+    return frame.split(_SITE_PACKAGES, 1)[1].split("/", 1)[0] if _SITE_PACKAGES in frame else ""
+
+
+def _relative(frame: str) -> str:
+    return frame.split(_SITE_PACKAGES, 1)[1] if _SITE_PACKAGES in frame else frame
+
+
+def _test_file(frame: str) -> bool:
+    name = frame.rpartition(":")[0].rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py")
+
+
 def short_site(site: str, cwd: str = "") -> str:
     """A site with the program's folder left off its path (`tests/t.py:5 jax.debug.print`)."""
     prefix = cwd.rstrip("/") + "/" if cwd else ""
-    return site[len(prefix):] if prefix and site.startswith(prefix) else site
+    if not prefix:
+        return site
+    site = site.replace(", reached from " + prefix, ", reached from ")
+    return site.removeprefix(prefix)
 
 
 # ---- what a refusal JAX logged no time for costs, from the recorder's timestamped messages ----------------------

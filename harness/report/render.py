@@ -178,11 +178,13 @@ def _boundaries(document: ResultsDocument, cells: list[CellResult], evidence: Ev
     if len(groups) > 1:
         lines += ["", "Per mesh:", ""] + [f"- {md.text(g.get('group'))}: {md.text(g.get('line'))}" for g in groups]
     verdicts = version_verdicts(cells)
-    for verdict, what in ((Verdict.ERROR, "failed"), (Verdict.UNSUPPORTED, "nothing measured"),
-                          (Verdict.NOT_CACHED, "not cached, never clean")):
+    for verdict, what in ((Verdict.ERROR, "failed"), (Verdict.UNSUPPORTED, "nothing measured")):
         skipped = [v for v, found in verdicts.items() if found == verdict]
         if skipped:  # a failed release is said failed, not "nothing measured" (issue 47.4)
             lines += ["", f"_Stepped over ({what}): {md.text(', '.join(skipped))}._"]
+    uncached = [v for v, found in verdicts.items() if found == Verdict.NOT_CACHED]
+    if uncached:  # measured, but no boundary: never clean
+        lines += ["", f"_Not cached, so never clean nor a boundary: {md.text(', '.join(uncached))}._"]
     return lines
 
 

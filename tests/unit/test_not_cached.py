@@ -14,7 +14,7 @@ from harness.bisect.logic import search
 from harness.bisect.measure_point import point_verdict
 from harness.evidence.keys import cell_comparison
 from harness.evidence.misses import suite_findings
-from harness.evidence.not_cached import (callback_sites, cell_not_cached, machinery_frame, not_cached_modules, refusal_seconds,
+from harness.evidence.not_cached import (callback_sites, cell_not_cached, machinery_frame, recorded_site, recorded_sites, not_cached_modules, refusal_seconds,
                                          short_site)
 from harness.nightly.compare import Change, classify
 from harness.output.ci import failing, write_junit
@@ -235,3 +235,31 @@ def test_a_not_cached_release_is_its_own_state_never_clean_nor_a_boundary():
                                            "d": Verdict.NOT_CACHED}.__getitem__)
     assert found_.appears is not None and found_.appears.first == "b" and found_.fixed is not None
     assert found_.fixed.first is None, found_.fixed
+
+
+SP = "/v/lib/python3.11/site-packages/"
+
+
+def test_a_recorded_callback_call_names_its_line_and_the_package_that_reached_it():
+    """lineax's linear_solve puts equinox's error_if into `jit_linear_solve` while its primitive is lowered: the call's
+    line is equinox's, reached from lineax's; a program's own call or a library's own test names no other."""
+    lineax = [f"{SP}equinox/_errors.py:111", f"{SP}equinox/_errors.py:118", f"{SP}equinox/internal/_primitive.py:90",
+              f"{SP}lineax/_solve.py:125", f"{SP}equinox/internal/_primitive.py:274", "/work/suite/test/test_solve.py:9",
+              f"{SP}_pytest/python.py:159"]
+    assert recorded_site("jax.pure_callback", lineax) == \
+        "equinox/_errors.py:111 jax.pure_callback, reached from lineax/_solve.py:125"
+    optax = [f"{SP}optax/_src/linesearch.py:1746", f"{SP}optax/_src/linesearch_test.py:690",
+             f"{SP}absl/testing/parameterized.py:320", f"{SP}chex/_src/variants.py:70"]
+    assert recorded_site("jax.debug.print", optax) == "optax/_src/linesearch.py:1746 jax.debug.print"
+    assert recorded_site("jax.debug.print", ["/work/suite/t.py:5", "/work/suite/t.py:9"]) == \
+        "/work/suite/t.py:5 jax.debug.print"
+    assert recorded_site("", [f"{SP}equinox/internal/_loop.py:3", "/work/suite/t.py:9"]) == \
+        "/work/suite/t.py:9 a host callback"
+    assert short_site("/work/suite/lib.py:3 jax.pure_callback, reached from /work/suite/t.py:9", "/work/suite") == \
+        "lib.py:3 jax.pure_callback, reached from t.py:9"
+    # each call belongs to the next module refused for host callbacks, never to one refused otherwise
+    said = recorded_sites(['Host callback jax.debug.print: ["/work/suite/t.py:5"]',
+                           "Not writing persistent cache entry for 'jit_g' because it took < 1.00 seconds to compile",
+                           "Not writing persistent cache entry for 'jit_f' because it uses host callbacks (e.g. ...)",
+                           "Not writing persistent cache entry for 'jit_h' because it uses host callbacks (e.g. ...)"])
+    assert said == {"jit_f": "/work/suite/t.py:5 jax.debug.print"}
