@@ -407,7 +407,12 @@ def control_keys(control: RunRecord | None) -> RunKeys | None:
     if control is None or control.keys is None:
         return None
     ran_to_end = _ended_with_failures(control) and "passed" in control.tests.values()
-    return run_keys(control) if control.ok or ran_to_end else None
+    if not (control.ok or ran_to_end):
+        return None
+    # a key JAX refused for host callbacks is never written, whatever moves it: no control's word (observed_keys)
+    refused = frozenset(k.key for k in control.keys.keys
+                        if k.outcome == Outcome.NOT_WRITTEN and HOST_CALLBACKS in k.reason)
+    return _without(run_keys(control), refused)
 
 
 def controls_keys(controls: Sequence[RunRecord]) -> list[RunKeys]:
@@ -443,6 +448,7 @@ def logs_complete(runs: Sequence[RunRecord]) -> bool:
     return bool(good) and all(r.keys is not None for r in good)
 
 
+HOST_CALLBACKS = "host callbacks"  # JAX's refusal of a module with a host callback ("it uses host callbacks ...")
 NOT_PROCESS_0 = "process_id"  # JAX's refusal on a process other than 0 ("process_id != 0")
 
 

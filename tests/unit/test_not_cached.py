@@ -190,7 +190,7 @@ def test_a_callback_module_beside_a_written_namesake_is_not_cached_by_its_key():
     assert cell.verdict == Verdict.NOT_CACHED, cell.reason
     (module,) = cell_not_cached(cell)
     assert module.module == "jit__lambda" and module.tests == [T_LS] and module.runs == [2, 3]
-    status = {t.id: t.status for t in suite_findings(cell.runs, cell_comparison(cell), None,
+    status = {t.id: t.status for t in suite_findings(cell.runs, cell_comparison(cell),
                                                      cell_not_cached(cell)).tests}
     assert status == {T_LS: "not cached", T_OK: "clean"}
 
@@ -214,7 +214,7 @@ def test_a_never_written_key_that_moves_is_not_cached_and_a_reproduced_cell_keep
     assert "; also not cached: jit_while uses a host callback (jaxopt/_src/zoom_linesearch.py:132" in both.reason
     (module,) = cell_not_cached(both)
     assert module.tests == [T_LS] and module.seconds == 0.42
-    status = {t.id: t.status for t in suite_findings(both.runs, cell_comparison(both), None,
+    status = {t.id: t.status for t in suite_findings(both.runs, cell_comparison(both),
                                                      cell_not_cached(both)).tests}
     assert status == {T_LS: "not cached", T_OK: "missed"}
 
