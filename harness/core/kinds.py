@@ -60,7 +60,8 @@ class Verdict(enum.StrEnum):
     @property
     def no_key_moved(self) -> bool:
         """Compared, and no key moved: clean, new input (the program computed something new), not cached (what JAX
-        wrote hit): a release whose cells all say so reads clean (harness/verdicts/boundaries.py)."""
+        wrote hit): a release whose cells all say so reads clean, or `not cached` where one is
+        (harness/verdicts/boundaries.py)."""
         return self.compared and self != Verdict.REPRODUCED
 
     @property

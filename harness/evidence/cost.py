@@ -147,6 +147,7 @@ class ModuleStats:
     reason: str  # JAX's words for the last refusal
     compile_s: float
     saved_s: float
+    refused_runs: int = 0  # the processes (runs) in which JAX refused to write it: `not_written` counts compiles
 
 
 def module_stats(runs: Sequence[RunRecord]) -> list[ModuleStats]:
@@ -169,5 +170,7 @@ def module_stats(runs: Sequence[RunRecord]) -> list[ModuleStats]:
             if k.outcome == Outcome.NOT_WRITTEN:
                 row["not_written"] += 1
                 row["reason"] = k.reason
+                row.setdefault("refused_in", set()).add(run.index)
     return [ModuleStats(m, r["requests"], r["hits"], r["misses"], r["later_misses"], r["not_written"], r["reason"],
-                        _round(r["compile_s"]), _round(r["saved_s"])) for m, r in sorted(rows.items())]
+                        _round(r["compile_s"]), _round(r["saved_s"]), len(r.get("refused_in", ())))
+            for m, r in sorted(rows.items())]

@@ -157,10 +157,22 @@ def written_by_no_run(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
-    """What each successful run is known to have computed, the cache folder over the logs (see the module)."""
+    """What each successful run is known to have computed, the cache folder over the logs (see the module). A key JAX
+    never writes (never_written_keys) is left out: no persistent cache serves it, moved or not, so it is `not
+    cached` (harness/evidence/not_cached.py), never a moved key nor one a later run computed fewer of."""
     on_disk = frozenset(e.key for r in runs for e in entries(r.new_entries))
     untrusted = untrusted_logs(runs)
-    return [replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted) for r in counted(runs)]
+    never = frozenset(never_written_keys(runs))
+    return [_without(replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted), never)
+            for r in counted(runs)]
+
+
+def _without(run: RunKeys, keys: frozenset[str]) -> RunKeys:
+    if not keys:
+        return run
+    return replace(run, computed=None if run.computed is None else frozenset(e for e in run.computed
+                                                                             if e.key not in keys),
+                   compiled=None if run.compiled is None else frozenset(e for e in run.compiled if e.key not in keys))
 
 
 def nothing_cached(runs: Sequence[RunRecord]) -> bool:
@@ -395,7 +407,12 @@ def control_keys(control: RunRecord | None) -> RunKeys | None:
     if control is None or control.keys is None:
         return None
     ran_to_end = _ended_with_failures(control) and "passed" in control.tests.values()
-    return run_keys(control) if control.ok or ran_to_end else None
+    if not (control.ok or ran_to_end):
+        return None
+    # a key JAX refused for host callbacks is never written, whatever moves it: no control's word (observed_keys)
+    refused = frozenset(k.key for k in control.keys.keys
+                        if k.outcome == Outcome.NOT_WRITTEN and HOST_CALLBACKS in k.reason)
+    return _without(run_keys(control), refused)
 
 
 def controls_keys(controls: Sequence[RunRecord]) -> list[RunKeys]:
@@ -431,18 +448,38 @@ def logs_complete(runs: Sequence[RunRecord]) -> bool:
     return bool(good) and all(r.keys is not None for r in good)
 
 
-def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
-    """module -> JAX's reason, for each module that the successful runs' logs say was compiled and
-    never written (not one of its keys written, hit, or on disk). A module refused because JAX had no
-    cache yet (compiled before the script set its folder) is left out: that is the process's state at
-    the time, not the module's (a cell where nothing at all was cached is told by harness/verdicts/uncached.py)."""
+HOST_CALLBACKS = "host callbacks"  # JAX's refusal of a module with a host callback ("it uses host callbacks ...")
+NOT_PROCESS_0 = "process_id"  # JAX's refusal on a process other than 0 ("process_id != 0")
+
+
+def never_written_keys(runs: Sequence[RunRecord]) -> dict[str, LoggedKey]:
+    """key -> its first logged account, for each key the successful runs' logs say was compiled and never written:
+    JAX refused it in every run that computed it (none of them wrote or hit it, and it never was on disk). By key,
+    not by module name: a callback's `jit__lambda` beside a plain `jit__lambda` that is written is never written
+    all the same. A key refused because JAX had no cache yet (compiled before the script set its folder) is left
+    out: that is the process's state at the time, not the module's (a cell where nothing at all was cached is
+    told by harness/verdicts/uncached.py)."""
     good = counted(runs)
     on_disk = {e.key for r in runs for e in entries(r.new_entries)}
     logged = logged_keys(good)
-    refused = {k.module: k.reason for k in logged
-               if k.outcome == Outcome.NOT_WRITTEN and not refused_for_no_cache(k.reason)}
-    kept = {k.module for k in logged if k.outcome != Outcome.NOT_WRITTEN or k.key in on_disk}
-    return {module: reason for module, reason in sorted(refused.items()) if module not in kept}
+    refused: dict[str, LoggedKey] = {}
+    for run in good:
+        for k in run.keys.keys if run.keys is not None else ():
+            # a job's process other than 0 never writes (JAX writes from process 0 only): by design, judged per
+            # process (harness/verdicts/verdict.py group_facts), not a module JAX never writes
+            if (k.outcome == Outcome.NOT_WRITTEN and not refused_for_no_cache(k.reason)
+                    and not (run.ranks and NOT_PROCESS_0 in k.reason)):
+                refused.setdefault(k.key, k)
+    kept = {k.key for k in logged if k.outcome != Outcome.NOT_WRITTEN}
+    return {key: k for key, k in refused.items() if key not in kept and key not in on_disk}
+
+
+def never_written(runs: Sequence[RunRecord]) -> dict[str, str]:
+    """module -> JAX's reason, for each module with a key JAX never wrote (never_written_keys)."""
+    out: dict[str, str] = {}
+    for k in never_written_keys(runs).values():
+        out.setdefault(k.module, k.reason)
+    return dict(sorted(out.items()))
 
 
 def inconsistencies(runs: Sequence[RunRecord]) -> list[str]:

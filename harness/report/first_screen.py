@@ -17,6 +17,7 @@ from harness.core.kinds import Cause, NothingCached
 from harness.core.model import CellResult
 from harness.evidence.cost import seconds
 from harness.evidence.misses import Category, Follows, FunctionMiss, controls_phrase
+from harness.evidence.not_cached import site_label
 from harness.report.evidence import Evidence, MissingEvidence
 from harness.report.misses_screen import FunctionEvidence, cell_findings, jax_label, not_cached_why, priority
 
@@ -40,7 +41,7 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
     if miss.category == Category.NOT_CACHED:
         why = not_cached_why(miss)
         if miss.why == NothingCached.HOST_CALLBACKS:
-            where = f"the callback at {miss.site}" if miss.site else "a host callback"
+            where = f"the callback at {site_label(miss.site)}" if miss.site else "a host callback"
             return why, f"{where} keeps {module} out of the cache: move it out of the jitted code, or accept a compile per start"
         if miss.why == NothingCached.THRESHOLDS:
             return why, "jax_persistent_cache_min_compile_time_secs=0 would keep it"
@@ -132,12 +133,20 @@ def findings(cells: Sequence[CellResult], compared: FunctionEvidence | None = No
     return sorted(out, key=lambda f: f.rank)
 
 
+def shown(found: Sequence[Finding]) -> list[Finding]:
+    """The findings the first screen names, most important first: the first of each kind (rank) whatever the others
+    (a module JAX never writes is said beside a suite's dozens of moved keys), then the rest in order."""
+    firsts = [i for i, f in enumerate(found) if all(g.rank != f.rank for g in found[:i])][:MAX_FINDINGS]
+    rest = [i for i in range(len(found)) if i not in firsts][:MAX_FINDINGS - len(firsts)]
+    return [found[i] for i in sorted([*firsts, *rest])]  # (found is in rank order)
+
+
 def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
     """`## What to do`: one Markdown line per finding; empty when no cell has one."""
     found = findings(cells, compared)
     if not found:
         return []
-    lines = [f"- {f.markdown()}" for f in found[:MAX_FINDINGS]]
+    lines = [f"- {f.markdown()}" for f in shown(found)]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (the per-test table below)"] if len(found) > MAX_FINDINGS else []
     return ["## What to do", "", *lines, *more]
 
@@ -145,6 +154,6 @@ def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None 
 def terminal_lines(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
     """The same findings as plain text for the terminal, under the table."""
     found = findings(cells, compared)
-    lines = [f"- {f.plain()}" for f in found[:MAX_FINDINGS]]
+    lines = [f"- {f.plain()}" for f in shown(found)]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (report.md)"] if len(found) > MAX_FINDINGS else []
     return ["What to do:", *lines, *more] if lines else []

@@ -14,7 +14,7 @@ from harness.evidence.cost import seconds
 from harness.core import markdown as md
 from harness.core.model import CellResult
 from harness.evidence.keys import cell_comparison
-from harness.evidence.not_cached import cell_not_cached
+from harness.evidence.not_cached import cell_not_cached, site_label
 from harness.evidence.misses import Category, Follows, FunctionMiss, SuiteFindings, suite_findings
 from harness.report.evidence import Evidence, MissingEvidence, what_differs
 
@@ -122,7 +122,7 @@ def not_cached_why(miss: FunctionMiss, words: bool = True) -> str:
     """`host callback at tests/t.py:5 jax.debug.print`, `threshold as it runs (JAX: "it took < 1.00 seconds ...")`;
     without JAX's `words` where they differ module by module (its compile time), so alike modules share a row."""
     if miss.why == NothingCached.HOST_CALLBACKS:
-        return "host callback" + (f" at {miss.site}" if miss.site else "")
+        return "host callback" + (f" at {site_label(miss.site)}" if miss.site else "")
     if miss.why == NothingCached.THRESHOLDS:
         return "threshold as it runs" + (f' (JAX: "{miss.jax_says}")' if words else "")
     return f'not written (JAX: "{miss.jax_says}")'
@@ -205,10 +205,11 @@ def _compared(line: str, compared: Evidence | MissingEvidence, below: bool, diff
 
 
 def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None = None,
-                     diffed_below: dict[str, tuple[str, str | None]] | None = None) -> list[str]:
+                     diffed_below: dict[str, tuple[str, str | None]] | None = None, rows: int = MAX_ROWS) -> list[str]:
     """`## What missed, per test and function`: empty when no cell has a miss or a test that ran differently.
     `compared`: per cell, the moved functions' lowered modules against the first run's (report/sources.py);
-    `diffed_below`: per cell, the module and new key whose diff the Evidence section shows (said, not repeated)."""
+    `diffed_below`: per cell, the module and new key whose diff the Evidence section shows (said, not repeated);
+    `rows`: a cell's rows and function lines shown (fewer where report.md would pass its budget: render.py)."""
     lines: list[str] = []
     spent, diffs = [0], [MAX_DIFFS]  # one budget for the whole section, every cell's functions together
     named: list[SuiteFindings] = []
@@ -219,7 +220,7 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
         if not found.misses and not found.changed and not failing:
             continue
         lines += [f"### {md.text(_label(cell))}: {md.text(cell.verdict)}", ""]
-        lines += _function_lines(cell, found, compared, diffed_below, spent, diffs)
+        lines += _function_lines(cell, found, compared, diffed_below, spent, diffs, rows)
         named.append(found)
         if found.changed:
             lines += ["Tests that ran differently between runs (random order, a flaky test; not read as cache "
@@ -248,7 +249,7 @@ def per_test_section(cells: list[CellResult], compared: FunctionEvidence | None 
 
 def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEvidence | None,
                     diffed_below: dict[str, tuple[str, str | None]] | None, spent: list[int],
-                    diffs: list[int]) -> list[str]:
+                    diffs: list[int], limit: int = MAX_ROWS) -> list[str]:
     """A cell's table of misses per test and function, then each function's line and comparisons, in the budget
     every cell of the section shares: `spent`, the bytes of function lines the cells before this one took;
     `diffs`, the diffs they left to show."""
@@ -256,14 +257,14 @@ def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEv
     if not rows:
         return []
     lines: list[str] = []
-    shown = rows[:MAX_ROWS]
+    shown = rows[:limit]
     lines += [md.pipe_table(shown, ["tests", "functions", "category", "component", "runs"]), ""]
-    if len(rows) > MAX_ROWS:
-        lines += [f"... and {len(rows) - MAX_ROWS} more rows (every one in `harness check --json`).", ""]
+    if len(rows) > limit:
+        lines += [f"... and {len(rows) - limit} more rows (every one in `harness check --json`).", ""]
     mine = (compared or {}).get(cell.spec.key, {})
     lines += ["Each function that missed, at the argument types of its missed keys:", ""]
     used = spent[0]
-    for miss in found.misses[:MAX_ROWS]:
+    for miss in found.misses[:limit]:
         # past half the budget a function gets one comparison, past all of it its first line only
         told = _function_line(miss, _its_own(miss, mine.get(miss.module, [])),
                               (diffed_below or {}).get(cell.spec.key), diffs,
@@ -274,8 +275,8 @@ def _function_lines(cell: CellResult, found: SuiteFindings, compared: FunctionEv
         used += sum(len(t.encode()) + 1 for t in told)
         lines += told
     spent[0] = used
-    if len(found.misses) > MAX_ROWS:
-        lines.append(f"- ... and {len(found.misses) - MAX_ROWS} more functions (`harness check --json`)")
+    if len(found.misses) > limit:
+        lines.append(f"- ... and {len(found.misses) - limit} more functions (`harness check --json`)")
     lines.append("")
     return lines
 

@@ -18,7 +18,8 @@ from harness.core.ir_results import paired_in_order
 from harness.core.ir_names import extract_lowered
 from harness.core.jaxlog import LoggedKey
 from harness.core.kinds import NothingCached
-from harness.evidence.not_cached import callback_sites, not_cached_modules, refusal_seconds, short_site
+from harness.evidence.not_cached import (callback_sites, not_cached_modules, recorded_sites, refusal_seconds,
+                                         short_site)
 from harness.core.findings import RankSplit
 from harness.evidence.misses import Category, suite_findings, types_label
 from harness.report.evidence import (Evidence, MissingEvidence, Seeds, compare_ranks, compare_runs, counterpart,
@@ -90,10 +91,18 @@ def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str],
     good = sorted(counted(cell.runs), key=lambda r: r.index)  # a pytest run beside a failing test counts too
     cwd = cell.command.cwd if cell.command is not None else ""
     sites: dict[str, str] = {}
+    wanted = {m.module for m in modules if m.why == NothingCached.HOST_CALLBACKS}
+    for run in good if wanted else []:  # the recorder's record of each callback API call: the call's own stack
+        recording = recorder.read(recorder.recorder_path(results_dir / run.log)) if run.log else None
+        for module, site in _recorded_sites(recording).items():
+            if module in wanted and module not in sites:
+                sites[module] = short_site(site, cwd)
+        if wanted <= set(sites):
+            break
     for m in modules:
-        if m.why != NothingCached.HOST_CALLBACKS:
+        if m.why != NothingCached.HOST_CALLBACKS or m.module in sites:
             continue
-        for run in good:
+        for run in good:  # else the module's own locations in its dump
             found = next((s for text in lowered_texts(results_dir, run, m.module) for s in callback_sites(text)), "")
             if found:
                 sites[m.module] = short_site(found, cwd)
@@ -109,6 +118,20 @@ def uncached_facts(results_dir: Path, cell: CellResult) -> tuple[dict[str, str],
             if module in timed:
                 per_run.setdefault(module, []).append(timed[module])
     return sites, {m: round(sum(s) / len(s), 3) for m, s in per_run.items()}
+
+
+def _recorded_sites(recording: recorder.Recording | None) -> dict[str, str]:
+    """module -> its callback's site, each thread's messages read in order (recorded_sites)."""
+    if recording is None:
+        return {}
+    by_thread: dict[tuple[int, int | None], list[str]] = {}
+    for m in recording.messages:
+        by_thread.setdefault((m.pid, m.thread), []).append(m.message)
+    out: dict[str, str] = {}
+    for messages in by_thread.values():
+        for module, site in recorded_sites(messages).items():
+            out.setdefault(module, site)
+    return out
 
 
 def collect(results_dir: Path, cell: CellResult, overlapped: bool = False) -> tuple[Evidence | MissingEvidence,

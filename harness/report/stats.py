@@ -18,8 +18,9 @@ def _where(cell: CellResult) -> str:
     return md.text(f"jax {cell.label}, {cell.spec.mesh_label}, {cell.spec.platform} x{cell.spec.device_count}")
 
 
-def cache_statistics(cells: list[CellResult]) -> list[str]:
-    """The section's lines; empty when no cell's runs logged a key (nothing JAX said to count)."""
+def cache_statistics(cells: list[CellResult], modules: int = MAX_MODULES) -> list[str]:
+    """The section's lines; empty when no cell's runs logged a key (nothing JAX said to count). `modules`: those
+    named per cell (fewer where report.md would pass its budget: render.py; none, no per-module fold)."""
     measured = [(c, module_stats(c.runs)) for c in cells]
     measured = [(c, stats) for c, stats in measured if stats]
     if not measured:
@@ -44,17 +45,25 @@ def cache_statistics(cells: list[CellResult]) -> list[str]:
     refused = [(cell, s) for cell, stats in measured for s in stats if s.not_written]
     if refused:
         lines += ["", "Not written to the cache, and why (JAX's words):", ""]
-        lines += [f"- {_where(cell)}: {md.code(s.module)} in {s.not_written} run(s): \"{md.text(s.reason)}\""
-                  for cell, s in refused[:MAX_MODULES]]
-        if len(refused) > MAX_MODULES:
-            lines.append(f"- ... and {len(refused) - MAX_MODULES} more (evidence/listings.md)")
-    for cell, stats in measured:
-        shown = sorted(stats, key=lambda s: (-s.later_misses, -s.not_written, -s.compile_s, s.module))[:MAX_MODULES]
+        lines += [f"- {_where(cell)}: {md.code(s.module)} in {_refusals(s, cell)}: \"{md.text(s.reason)}\""
+                  for cell, s in refused[:max(modules, 1)]]
+        if len(refused) > max(modules, 1):
+            lines.append(f"- ... and {len(refused) - max(modules, 1)} more (evidence/listings.md)")
+    for cell, stats in measured if modules else ():
+        shown = sorted(stats, key=lambda s: (-s.later_misses, -s.not_written, -s.compile_s, s.module))[:modules]
         more = (f"and {len(stats) - len(shown)} more modules, every one in `evidence/listings.md`"
                 if len(stats) > len(shown) else "")
         lines += ["", f"<details><summary>{_where(cell)}: per module</summary>", "", _module_table(shown, compact=True), "",
                   *([more, ""] if more else []), "</details>"]
     return lines
+
+
+def _refusals(stats: ModuleStats, cell: CellResult) -> str:
+    """`4 of 4 runs (104 compiles)`: the processes that refused it, of the cell's runs that logged keys, and where
+    a run compiled it more than once (a suite's tests at several shapes), the compiles."""
+    runs = sum(1 for r in counted(cell.runs) if r.keys is not None)
+    compiles = f" ({stats.not_written} compiles)" if stats.not_written != stats.refused_runs else ""
+    return f"{stats.refused_runs} of {runs} run{'s' if runs != 1 else ''}{compiles}"
 
 
 def module_statistics(cells: list[CellResult]) -> list[str]:

@@ -118,6 +118,9 @@ class Boundaries:
     # Where every reproduced release reproduced only under --vary (its fresh processes all hit): the factors
     # that missed. The keys then follow the factor, not the program's own nondeterminism.
     missed_under: tuple[Factor, ...] = ()
+    # Releases whose cells read `not cached` (no key moved, a module JAX never writes): measured, never clean, so
+    # never a boundary; said where the line would otherwise call another release the only one measured.
+    not_cached: tuple[str, ...] = ()
 
     def recorded(self) -> RecordedBoundaries:
         """What results.json and --json hold of these boundaries."""
@@ -201,6 +204,10 @@ class Boundaries:
         elif first == last and self.failed:  # other releases were measured: they failed
             return (f"fresh processes miss the cache on {first}, the only release where the program ran, "
                     "so the range shows no boundary where it appears (measure an earlier release for one)")
+        elif first == last and self.not_cached:  # measured too, but never clean: no boundary with it
+            return (f"fresh processes miss the cache on {first}, the only release clean or reproduced "
+                    f"({_span(self.not_cached)} not cached, never clean), so the range shows no boundary (measure "
+                    "an earlier release for one)")
         elif first == last:
             return (f"fresh processes miss the cache on {first}, the only release measured, so the range "
                     "shows no boundary (measure an earlier release for one)")
@@ -257,9 +264,11 @@ class Boundaries:
 
 
 def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
-    """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced,
-    clean only if every cell is clean, `new input` or `not cached` (no key moved: summary_line says it), else error (if any) or unsupported. Releases only: a commit
-    measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
+    """One verdict per JAX version over all its cells (meshes): reproduced if any cell reproduced; else `not cached`
+    where a cell is and no key moved in any (its own state: never clean, so never a boundary between clean and
+    reproduced, as a failed release is not); clean only if every cell is clean or `new input` (no key moved: the
+    program computed something new, summary_line says it), else error (if any) or unsupported. Releases only: a
+    commit measured beside them (`nightly --jax-repo`) is compared on its own, never a release boundary."""
     by_version: dict[str, list[Verdict]] = {}
     for cell in cells:
         if cell.commit is not None:
@@ -269,10 +278,10 @@ def version_verdicts(cells: Iterable[CellResult]) -> dict[str, Verdict]:
     for version, verdicts in by_version.items():
         if Verdict.REPRODUCED in verdicts:
             out[version] = Verdict.REPRODUCED
+        elif all(v.no_key_moved for v in verdicts) and Verdict.NOT_CACHED in verdicts:
+            out[version] = Verdict.NOT_CACHED  # every start compiles what JAX never writes: not clean
         elif all(v.no_key_moved for v in verdicts):
-            # new input: no key moved (the program computed something new); not cached: no key moved, and what JAX
-            # wrote hit (what it never writes, summary_line says)
-            out[version] = Verdict.CLEAN
+            out[version] = Verdict.CLEAN  # new input: no key moved (the program computed something new)
         elif Verdict.ERROR in verdicts:
             out[version] = Verdict.ERROR
         else:
@@ -289,13 +298,14 @@ def release_boundaries(cells: Sequence[CellResult], releases: Sequence[str] = ()
     measured = tuple(v for v, verdict in verdicts.items() if verdict.measured)
     known = tuple(sorted({*releases, *verdicts}, key=Version))
     found = replace(boundaries(verdicts), measured=measured, uncached=uncached_ranges(cells, verdicts),
-                    releases=known, failed=failed_releases(cells, verdicts))
+                    releases=known, failed=failed_releases(cells, verdicts),
+                    not_cached=tuple(v for v, verdict in verdicts.items() if verdict == Verdict.NOT_CACHED))
     if found.appears_in is not None and not found.last_clean_before and not found.fixed_in:
         # Every release measured reproduced: no boundary, and no release it "appears in" to write.
         found = replace(found, appears_in=None, first_reproduced=found.appears_in,
                         missed_under=_factors_alone(cells, verdicts))
     releases_only = [c for c in cells if c.commit is None]
-    if releases_only and not measured:
+    if releases_only and not measured and Verdict.NOT_CACHED not in verdicts.values():  # not cached: measured
         failed = [c for c in releases_only if c.verdict == Verdict.ERROR or
                   (c.verdict == Verdict.UNSUPPORTED and c.nothing_cached is None)]  # not told by `uncached`
         first = min(failed, key=lambda c: Version(c.spec.jax_version), default=None)

@@ -109,7 +109,7 @@ def _missed(runs: list[RunRecord], good: list[RunRecord], comparison: Comparison
     if module is not None:
         attribution, unavailable = attribute(comparison, good)
         return (Verdict.REPRODUCED, new_key_phrase(comparison, module) + where_seen(comparison, module, runs)
-                + others_missed(function_misses(good, comparison), module),
+                + others_missed(function_misses(good, comparison), module) + _also_not_cached(good),
                 {"attribution": attribution, "attribution_unavailable": unavailable})
     if comparison.unserved:  # the same keys, but a later run compiled one that was on disk: a miss all the same
         missed = unserved_module(comparison, longest_compiles(good))
@@ -212,6 +212,13 @@ def _the_rest(comparison: Comparison, uncached: Sequence[NotCachedModule], good:
     tests = suite_size(good)
     whose = f"{plural(tests, 'test')}: " if tests else ""
     return (f"{whose}the other {plural(len(written), 'module')} hit, the same keys in all {len(good)} runs")
+
+
+def _also_not_cached(good: Sequence[RunRecord]) -> str:
+    """`; also not cached: jit_solve uses a host callback (...); never written by JAX, ...`: a reproduced cell's
+    modules JAX never writes, which no fix of the moved key makes hit (harness/verdicts/finish.py fills in the line)."""
+    uncached = not_cached_modules(good)
+    return f"; also not cached: {not_cached_phrase(uncached)}" if uncached else ""
 
 
 def _also_new_input(good: Sequence[RunRecord], comparison: Comparison) -> str:

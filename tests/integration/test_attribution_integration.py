@@ -60,15 +60,17 @@ def test_xla_flags_that_follow_the_hash_seed_are_attributed_with_identical_modul
     assert "`XLA_FLAGS=--xla_force_host_platform_device_count=8`" in report
 
 
-@pytest.mark.parametrize("version, verdict", [("0.4.31", "reproduced"), ("0.10.2", "not cached")])
-def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version, verdict):
+@pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
+def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version):
     data = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "3"], tmp_path / "r",
                  capsys).data
     (cell,) = data["cells"]
-    assert cell["verdict"] == verdict, cell["reason"]
-    assert 'JAX: "it uses host callbacks' in cell["reason"] or "uses a host callback (" in cell["reason"]
-    if verdict == "reproduced":  # the callback's address is printed into the module: it moves every process
-        assert cell["cause"] == "address" and "computation" in moved(cell)
+    # never written either way: `not cached`, on 0.4.31 too, where its key also moves (the callback's address is
+    # printed into the module), which costs nothing more
+    assert cell["verdict"] == "not cached", cell["reason"]
+    assert cell["reason"].startswith("jit_f uses a host callback (host_callback.py:19 jax.pure_callback)"), cell
+    if version == "0.4.31":
+        assert "its key differs between runs too" in cell["reason"], cell["reason"]
     for run in cell["runs"]:
         (f,) = [k for k in run["keys"]["keys"] if k["module"] == "jit_f"]
         assert f["outcome"] == "not written" and f["reason"].startswith("it uses host callbacks")

@@ -44,7 +44,7 @@ def test_cache_statistics_name_the_module_a_host_callback_keeps_out_of_the_cache
     assert cell["cost"]["each_start_missed"] == ["jit_f"] and cell["cost"]["untimed_modules"] == ["jit_f"]
     report = (swept.run_dir / "report.md").read_text()
     stats = report.split("## Cache statistics", 1)[1]
-    assert ("- jax 0.6.0, script, cpu x8: `jit_f` in 2 run(s): \"it uses host callbacks (e.g. from jax.debug.print "
+    assert ("- jax 0.6.0, script, cpu x8: `jit_f` in 2 of 2 runs: \"it uses host callbacks (e.g. from jax.debug.print "
             "or breakpoint)\"") in stats
     # The cell is `not cached`: its detail says the cost JAX logs no time for, from the recorder's timestamps.
     assert cell["verdict"] == "not cached" and re.search(r"jax\.pure_callback\); never written by JAX, so every fresh "

@@ -110,3 +110,39 @@ def test_a_test_failing_in_every_run_is_named_with_pytests_line_and_the_cell_jud
     assert cell["callback_sites"] == {"jit_step": "tests/test_cb.py:5 jax.debug.print"}
     report = (swept.run_dir / "report.md").read_text()
     assert "Tests that failed in every run" in report and "`tests/test_bad.py::test_tolerance`" in report
+
+
+# Two lambdas: both `jit__lambda` (0.10.2; `jit__lambda_` on 0.4.31), one with a `jax.debug.print` (line 5), one
+# written. On 0.4.31 the callback's key moves too (its address is lowered into the module): never written either way.
+# The script keeps a cache as it runs (its folder, no threshold), so what JAX never writes is the finding.
+LAMBDAS = ("import jax, jax.numpy as jnp\n"
+           "jax.config.update('jax_compilation_cache_dir', '/tmp/jax-cache-harness-lambdas-never-used')\n"
+           "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)\n\n"
+           "shout = jax.jit(lambda x: (jax.debug.print('x = {x}', x=x), x * 2)[1])\n"
+           "plain = jax.jit(lambda x: x + 1)\n"
+           "print(float(shout(jnp.ones(3)).sum()), float(plain(jnp.ones(3)).sum()))\n")
+
+
+def test_a_callback_module_beside_a_written_namesake_is_not_cached_on_both_releases_moved_or_not(tmp_path, capsys,
+                                                                                                 write):
+    """Issue 72 item 4: attribution by key, not by module name (a written `jit__lambda` hid the callback's, read
+    clean on 0.10.2); a never-written module whose key also moves is `not cached`, not `reproduced` (0.4.31); the
+    summary never calls the change between them a regression fixed."""
+    swept = sweep(["check", str(write("lambdas.py", LAMBDAS)), "--versions", "0.4.31", "0.10.2", "--runs", "2",
+                   "--no-moved-folder"], tmp_path / "r", capsys, expect=0)
+    cells = {c["spec"]["jax_version"]: c for c in swept.data["cells"]}
+    for version, cell in cells.items():
+        assert cell["verdict"] == "not cached", (version, cell["reason"])
+        module = next(k["module"] for r in cell["runs"] for k in r["keys"]["keys"] if k["outcome"] == "not written")
+        assert module.startswith("jit__lambda"), module
+        # the callback's module by its key: its namesake was written (on disk), and it is the one named
+        assert any(n.startswith(module + "-") for r in cell["runs"] for n in r["new_entries"]), cell["runs"]
+        assert cell["reason"].startswith(f"{module} uses a host callback"), cell["reason"]
+        # the recorder's record of the call (0.4.31's dump names only a debug_callback)
+        assert cell["callback_sites"] == {module: "lambdas.py:5 jax.debug.print"}, cell["callback_sites"]
+    assert "its key differs between runs too, which costs nothing more" in cells["0.4.31"]["reason"]
+    line = swept.data["summary"]["line"]
+    assert "fixed" not in line and "regression" not in line, line
+    report = (swept.run_dir / "report.md").read_text()
+    assert report.startswith("# check-lambdas: not reproduced in this range; not cached on 0.4.31, 0.10.2 (on 0.4.31: "
+                             "jit__lambda_ uses a host callback (lambdas.py:5 jax.debug.print); never written"), report[:300]

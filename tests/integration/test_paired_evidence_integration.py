@@ -1,7 +1,8 @@
 """Issue 60, item 3, on a real release: two tests compile the same function at other dtypes and shapes, one in a
 set's order (its key follows the hash seed), one with a host callback whose address JAX bakes into the module (its
 key moves every run). Each moved key is diffed against the first run's module of the same test at the same argument
-types: the callback's reads `address`, never a diff against the other test's module of other shapes."""
+types, never against the other test's module of other shapes; the callback's module, never written whatever moves
+its key, is `not cached` (issue 72), with its test and line, never a moved key."""
 
 import json
 import re
@@ -39,13 +40,15 @@ def test_each_moved_key_is_diffed_against_its_own_tests_module(tmp_path, capsys,
     capsys.readouterr()
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     (cell,) = json.loads((run_dir / "results.json").read_text())["cells"]
-    assert code == 1 and cell["verdict"] == "reproduced", cell["reason"]
+    # reproduced where a later run lowered the set in another order (all but always), else only not cached
+    assert (code, cell["verdict"]) in ((1, "reproduced"), (0, "not cached")), cell["reason"]
     report = (run_dir / "report.md").read_text()
     head = report[:report.index("## Results")] if "## Results" in report else report
+    line = next((x for x in head.splitlines() if f"`{COMPLEX}`" in x and "not cached" in x), None)
+    assert line is not None and "host callback at tests/test_pair.py:12 jax.pure_callback" in line, head
+    assert "tensor<3xf32>" not in line and "moved key" not in line
     lines = [x for x in head.splitlines() if "against run 1" in x]
-    line = next((x for x in lines if f"`{COMPLEX}`" in x), None)
-    assert line is not None and "what differs is a hex address" in line and "(moved key: program" in line, head
-    assert "tensor<3xf32>" not in line
+    assert not [x for x in lines if f"`{COMPLEX}`" in x], lines
     ordered = next((x for x in lines if f"`{SET_ORDER}`" in x), None)
     if ordered is not None:  # where a later run lowered the other order: its own row, diffed against its own module
         assert "(moved key: hash seed" in ordered, head

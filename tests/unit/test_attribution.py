@@ -44,13 +44,15 @@ def test_stable_runs_are_clean_with_logs():
     assert j.verdict == Verdict.CLEAN and j.attribution is None
 
 
-def test_host_callback_whose_key_moves_is_reproduced_from_the_log_alone():
+def test_host_callback_whose_key_moves_is_not_cached_never_reproduced():
+    """A module JAX never writes costs a compile per start whether or not its key moves (0.4.31 lowers the callback's
+    address into it): `not cached`, its moving key said, never a moved key."""
     runs = [run_from_log(1, 1, "host_callback-0.4.31-hs1.err"), run_from_log(2, 2, "host_callback-0.4.31-hs2.err")]
     j = judge(runs)
-    assert j.verdict == Verdict.REPRODUCED
-    assert j.reason.startswith("jit_f: a new key in run 2 (in JAX's log only, never written; "
-                               'JAX: "it uses host callbacks')
-    assert "computation" in j.attribution.components
+    assert j.verdict == Verdict.NOT_CACHED and j.attribution is None, j.reason
+    assert j.reason == ("jit_f uses a host callback; never written by JAX, so every fresh process compiles it again "
+                        "(jit_f: its key differs between runs too, which costs nothing more: never written either "
+                        "way); the other 2 modules hit, the same keys in all 2 runs")
 
 
 def test_host_callback_never_written_while_the_rest_hit_is_not_cached_never_unsupported():

@@ -132,3 +132,15 @@ def test_a_reproduced_cells_modules_jax_never_writes_are_on_its_first_screen_too
     assert len(lines) == 2 and lines[0].startswith(f"- {T_SET}: jit_names: its key moved"), lines
     assert lines[1].startswith(f"- {T_LS}: jit_while: host callback at jaxopt/_src/zoom_linesearch.py:132 "
                                "jax.debug.print; 0.42 s per start: the callback at"), lines
+
+
+def test_a_module_jax_never_writes_is_on_the_first_screen_beside_a_dozen_moved_keys():
+    """lineax's reproduced cell named only moved keys: its host callback's module, recompiled every start in 26 tests,
+    never reached the first screen. The first finding of each kind is named, whatever the others."""
+    from harness.report.first_screen import MAX_FINDINGS, Finding, shown
+    moved = [Finding(0, f"t.py::test_{n}", 0, f"jit_{n}", "", "its key moved", "1 s per start", "read the diff")
+             for n in range(12)]
+    callback = Finding(3, "t.py::test_cb", 25, "jit_linear_solve", "", "host callback", "9 s per start", "move it")
+    said = shown([*moved, callback])
+    assert len(said) == MAX_FINDINGS and said[-1] is callback and said[:-1] == moved[:MAX_FINDINGS - 1]
+    assert shown(moved) == moved[:MAX_FINDINGS]

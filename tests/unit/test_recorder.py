@@ -489,3 +489,34 @@ def test_the_hooks_lines_check_out_from_threads_and_forks_and_a_removed_one_is_s
     assert recording.altered == sum(1 for line in lines[cut + 1:] if f'"pid": {json.loads(lines[cut])["pid"]}' in line)
     assert recording.altered > 0 and f"jit_d-{'d' * 64}" not in recorder.run_log(recording).by_key()
     assert recorder.read(file, "00" * 32).altered == len(lines) - 1  # another run's key: nothing checks out
+
+
+def test_a_callback_api_call_is_recorded_with_its_stack_and_read_back_as_its_modules_line(tmp_path):
+    """The dump of a callback a library puts in while its primitive is lowered (equinox's error_if in lineax) keeps the
+    primitive's frames only: the recorder wraps the callback APIs and records each call's own stack, innermost first,
+    without JAX's frames; the call belongs to the next module JAX refuses to write for host callbacks."""
+    import types
+    from harness.evidence.not_cached import recorded_sites
+    from harness.inside.startup.jax_cache_harness_recorder import CALLBACK_APIS, Recorder, _callbacks_recorded
+    path = tmp_path / "run.recorder.jsonl"
+    hook = Recorder(str(path))
+    module = types.ModuleType("jax._src.callback")
+    calls = []
+
+    def pure_callback(callback, shape, *args, **kwargs):
+        """JAX's."""
+        calls.append((callback, shape, args, kwargs))
+        return "result"
+    module.pure_callback = pure_callback
+    _callbacks_recorded(hook, CALLBACK_APIS["jax._src.callback"])(module)
+    assert module.pure_callback.__doc__ == "JAX's." and module.pure_callback.__wrapped__ is pure_callback
+
+    def error_if():  # the caller's line is the record's innermost frame
+        return module.pure_callback(print, (), 1, vectorized=False)
+    assert error_if() == "result" and calls == [(print, (), (1,), {"vectorized": False})]
+    hook.message("jax._src.compiler", 10, "Not writing persistent cache entry for 'jit_solve' because it uses host "
+                 "callbacks (e.g. from jax.debug.print or breakpoint)", ())
+    recording = recorder.read(path)
+    assert recording is not None
+    sites = recorded_sites(m.message for m in recording.messages)
+    assert sites["jit_solve"].startswith(f"{__file__}:") and sites["jit_solve"].endswith(" jax.pure_callback"), sites

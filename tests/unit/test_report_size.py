@@ -45,3 +45,48 @@ def test_a_suite_of_thousands_of_keys_gets_a_report_under_20_kb(tmp_path):
     assert report.startswith("# suite:") and "## What to do" in report
     size = len(report.encode())
     assert size < MAX_REPORT_BYTES, (size, [(line[:80], len(line)) for line in report.splitlines() if len(line) > 600])
+
+
+CALLBACK = "it uses host callbacks (e.g. from jax.debug.print or breakpoint)"
+
+
+def _suite_cell(version: str, runs_n: int = 4) -> CellResult:
+    """A lineax-like cell: 46 long parametrised test ids, keys that move and new shapes in every later run, and a
+    never-written `jit_linear_solve` in 26 tests (each compiled at its own types)."""
+    tests = [f"test/test_solve.py::test_small_singular[{n}-make_matrix_operator-LU-float64-{'x' * 120}]"
+             for n in range(46)]
+    runs = []
+    for r in range(1, runs_n + 1):
+        keys = []
+        for n in range(300):
+            if n % 11 == 0 and r > 1:
+                keys.append(_key(n, tests[n % 46], "d", f"float32[{n}]", tag=10_000 * r))
+            elif n % 13 == 1 and r > 1:
+                keys.append(_key(n, tests[n % 46], "c", f"float32[{n + 900 * r}]", tag=20_000 * r))
+            else:
+                k = _key(n, tests[n % 46], "c", f"float32[{n}]")
+                keys.append(k if r == 1 else LoggedKey(k.module, k.key, Outcome.HIT, components=k.components,
+                                                       tests=k.tests, arg_types=k.arg_types))
+        keys += [LoggedKey("jit_linear_solve", f"jit_linear_solve-{5000 + n + 100 * r:064x}", Outcome.NOT_WRITTEN,
+                           reason=CALLBACK, tests=(tests[n],), arg_types=(f"float64[{n}]",)) for n in range(26)]
+        runs.append(RunRecord(r, r, 0, 60.0, [k.key for k in keys if k.outcome == Outcome.WRITTEN], keys=RunLog(keys),
+                              tests=dict.fromkeys(tests, "passed"), log=f"logs/run-0{r}.log"))
+    j = judge(runs)
+    return CellResult(CellSpec(version, Platform.CPU, 8, None), j.verdict, j.keys, runs, j.reason,
+                      attribution=j.attribution)
+
+
+def test_a_suite_measured_on_four_releases_gets_a_report_under_20_kb_with_its_answer_first(tmp_path):
+    """lineax's own tests on two releases made 29 KB: every cell's table, function lines and modules were cut at the
+    same count whatever the number of cells. Past the budget they shrink; the answer and the first screen stay."""
+    versions = ["0.4.31", "0.5.0", "0.6.0", "0.10.2"]
+    cells = [_suite_cell(v) for v in versions]
+    document = ResultsDocument(ResultsHeader(config=RecordedConfig(name="suite"), versions=versions), cells,
+                               SweepStatus.COMPLETE)
+    report = ReportWriter(tmp_path).write(document, cells).read_text()
+    size = len(report.encode())
+    assert size < MAX_REPORT_BYTES, size
+    assert report.startswith("# suite: fresh processes miss the cache on every release measured")
+    assert "## What to do" in report and "## What missed, per test and function" in report
+    # cache statistics count processes, not compiles
+    assert "`jit_linear_solve` in 4 of 4 runs (104 compiles)" in report and "run(s)" not in report

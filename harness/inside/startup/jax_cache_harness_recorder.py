@@ -275,6 +275,77 @@ def _module_loaded(recorder: Recorder, first_use: _FirstUse | None, names: Itera
     return loaded
 
 
+# --- Where a host callback is put into a module ---------------------------------------------------------------
+#
+# A module's dump keeps only the frames JAX's lowering knew: a callback a library puts in while its primitive is
+# lowered (equinox's `error_if`) carries the primitive's frames, not the call. So the callback APIs are wrapped: each
+# call records its Python stack, innermost first, without JAX's, the standard library's and this folder's frames
+# (harness/evidence/not_cached.py reads it: recorded_sites). A callback API called inside another (jax.debug.print
+# calls debug_callback on older releases) is the outer one's.
+CALLBACK_LOGGER = "jax_cache_harness.callback"
+CALLBACK_MESSAGE = "Host callback "  # + the API + ": " + the frames as a JSON list of "path:line"
+CALLBACK_APIS = {"jax._src.callback": {"pure_callback": "jax.pure_callback", "io_callback": "jax.experimental.io_callback"},
+                 "jax._src.debugging": {"debug_callback": "jax.debug.callback", "debug_print": "jax.debug.print"}}
+MAX_STACK = 200  # frames looked at, innermost first
+MAX_FRAMES = 24  # frames kept
+
+
+def _skipped_roots() -> tuple[str, ...]:
+    import sysconfig  # noqa: PLC0415 - only where a callback API loads
+    roots = {os.path.dirname(os.path.abspath(__file__)) + os.sep}
+    for name in ("stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(name)
+        if path:
+            roots.add(os.path.join(path, ""))
+    return tuple(roots)
+
+
+def _frames(skipped: tuple[str, ...]) -> list[str]:
+    import traceback  # noqa: PLC0415 - only where a callback is traced
+    out: list[str] = []
+    for frame in reversed(traceback.extract_stack(sys._getframe(2), limit=MAX_STACK)):
+        path = frame.filename
+        parts = path.replace(os.sep, "/").split("/site-packages/")
+        top = parts[1].split("/", 1)[0] if len(parts) > 1 else ""
+        library = len(parts) > 1 or "/dist-packages/" in path  # (the stdlib's folder may hold site-packages)
+        if top in ("jax", "jaxlib") or (path.startswith(skipped) and not library) or path.startswith("<"):
+            continue
+        out.append(f"{path}:{frame.lineno}")
+        if len(out) >= MAX_FRAMES:
+            break
+    return out
+
+
+def _callbacks_recorded(recorder: Recorder, apis: dict[str, str]) -> ModuleHook:
+    state = threading.local()
+
+    def loaded(module: ModuleType) -> None:
+        skipped = _skipped_roots()
+        for name, api in apis.items():
+            original = getattr(module, name, None)
+            if not callable(original):
+                continue
+
+            def wrapper(*args: Any, __original: Callable[..., Any] = original, __api: str = api,
+                        **kwargs: Any) -> Any:
+                if not getattr(state, "on", False):
+                    try:
+                        recorder.write({"kind": "log", "logger": CALLBACK_LOGGER, "level": logging.DEBUG,
+                                        "message": CALLBACK_MESSAGE + __api + ": " + json.dumps(_frames(skipped)),
+                                        "time": time.time(), "thread": threading.get_ident()})
+                    except Exception:  # noqa: BLE001, S110 - recording must never break the program it watches
+                        pass
+                outer = getattr(state, "on", False)
+                state.on = True
+                try:
+                    return __original(*args, **kwargs)
+                finally:
+                    state.on = outer
+            hook._wrapping(wrapper, original, ("__module__", "__name__", "__qualname__", "__doc__"))
+            hook._replace(module, name, wrapper)
+    return loaded
+
+
 def _warnings_recorded(recorder: Recorder) -> None:
     """JAX's cache warnings (an entry it could not read back) are warnings, not log messages: recorded as
     Python shows them, whether the program prints, records (pytest) or ignores them."""
@@ -315,7 +386,8 @@ def install_recorder(target: str | None = None) -> Recorder | None:
         "jax._src.compiler": _module_loaded(recorder, first_use, ("get_compile_options",)),
         hook.API_MODULE: _module_loaded(recorder, first_use, ("_initialize_cache", "is_cache_used")),
         ARGS_MODULE: _wrap_logger(recorder, True, ARGS_MESSAGE),
-        MONITORING_MODULE: _monitoring_loaded(recorder)}
+        MONITORING_MODULE: _monitoring_loaded(recorder),
+        **{name: _callbacks_recorded(recorder, apis) for name, apis in CALLBACK_APIS.items()}}
     sys.meta_path.insert(0, hook._AfterImport(hooks))
     _warnings_recorded(recorder)
     plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]
