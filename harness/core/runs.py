@@ -179,6 +179,38 @@ def read_device_facts(text: str) -> DeviceFacts | None:
         return None
 
 
+class FolderSeen(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What the harness itself saw happen in a run's cache folder while the run went (inotify, from outside the
+    program: harness/measure/folder_watch.py): the entry files created, written or moved in (`written`, those deleted
+    later in the run included), opened and read (`read`), and deleted or moved out (`deleted`), each name once,
+    sorted. `lost`: the kernel dropped events (its queue overflowed) or the folder itself was moved or removed, so
+    the history is not whole; `shared`: another of the harness's runs used the same folder meanwhile, so which
+    process did what is not known."""
+
+    written: list[str] = []
+    read: list[str] = []
+    deleted: list[str] = []
+    lost: bool = False
+    shared: bool = False
+
+    def keys(self, names: list[str]) -> frozenset[str]:
+        """The cache keys of `names` (an entry's `-cache` and `-atime` files are one key)."""
+        return frozenset(e.key for e in map(parse_name, names) if e is not None)
+
+    @property
+    def written_keys(self) -> frozenset[str]:
+        """Keys whose executable the folder saw written (a `-atime` file alone is a hit's timestamp, not a write)."""
+        return self.keys([n for n in self.written if not n.endswith("-atime")])
+
+    @property
+    def read_keys(self) -> frozenset[str]:
+        return self.keys([n for n in self.read if not n.endswith("-atime")])
+
+    @property
+    def deleted_keys(self) -> frozenset[str]:
+        return self.keys([n for n in self.deleted if not n.endswith("-atime")])
+
+
 class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     index: int
     seed: int  # the PYTHONHASHSEED this run had
@@ -220,6 +252,9 @@ class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # that process's, and one that no run's own account computed is charged to no run (harness/evidence/keys.py).
     # False in folders written before.
     overlapped: bool = False
+    # What the harness saw happen in its cache folder while it ran (None: not watched: no inotify here, the run
+    # predates the watch, or a job's run).
+    seen: FolderSeen | None = None
 
     @property
     def ok(self) -> bool:

@@ -10,13 +10,13 @@ disagrees with the folder is not trusted for that run (said in the reason) and n
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from harness.core.comparison import CauseDecision, Comparison, Moved
 from harness.core.jaxlog import LoggedKey, Outcome, differing_components, refused_for_no_cache
 from harness.core.listing import Entry, entries, keys_by_module
 from harness.core.model import CellResult
-from harness.core.runs import RunRecord
+from harness.core.runs import FolderSeen, RunRecord
 from harness.evidence.controls import CAUSE_BOUND, Group, decide, next_repeat
 from harness.evidence.ranks import COMPUTATION
 
@@ -49,14 +49,18 @@ class RunKeys:
     overlapped: bool = False
     # key -> what its log said of it (components, tests, types), where its log named it
     logged: dict[str, LoggedKey] = field(default_factory=dict)
+    # Entries the harness's own watch saw read in its folder while it ran (RunRecord.seen): hits of its process or
+    # of a child of it that has no account of its own (a `python -I` child, a minimal environment); empty where
+    # the folder was not watched or was shared with another run.
+    read: frozenset[Entry] = frozenset()
 
     def known(self, claimed: frozenset[Entry] = frozenset()) -> frozenset[Entry]:
-        """Its keys: its account's, and every entry that appeared while it ran that no run's account
-        (`claimed`: all of them together) names, where it ran alone (its process wrote it); the listing alone
-        when it has no account."""
+        """Its keys: its account's, every entry the folder saw it read, and every entry that appeared while it ran
+        (written ones it deleted again included) that no run's account (`claimed`: all of them together) names,
+        where it ran alone (its process wrote it); the listing alone when it has no account."""
         if self.computed is None:
-            return self.appeared
-        return self.computed if self.overlapped else self.computed | (self.appeared - claimed)
+            return self.appeared | self.read
+        return self.computed if self.overlapped else self.computed | (self.appeared - claimed) | self.read
 
 
 _FAILING = frozenset({"failed", "error"})
@@ -93,22 +97,70 @@ def failing_tests(runs: Sequence[RunRecord]) -> list[str]:
     return [t for t in recorded[0].tests if all(r.tests.get(t) in _FAILING for r in recorded)]
 
 
-def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None) -> RunKeys:
-    """What a stored run shows: its listing, and when JAX's log named its keys, every key it computed
-    (hits and entries never written included): the log ties each key to its own run. With `on_disk`
-    (every entry key that was ever in the cell's folder) a logged hit on a key never there is dropped:
-    nothing was there to hit, so JAX did not write that line."""
+def folder_entries(run: RunRecord) -> set[Entry]:
+    """The entries a run left in its folder or, where the folder was watched, was seen to write there (one it
+    deleted again before it ended included)."""
+    found = entries(run.new_entries)
+    seen = _seen(run)
+    if seen is not None:
+        found |= entries([n for n in seen.written if not n.endswith("-atime")])
+    return found
+
+
+def _seen(run: RunRecord) -> FolderSeen | None:
+    """What the watch saw of the run's folder; None for run 2 beside run 1, whose hits are by key, in a folder of its
+    own that never held run 1's entries (harness/evidence/beside_keys.py)."""
+    return run.seen if run.compared_by_key is None else None
+
+
+def _watched(run: RunRecord) -> bool:
+    """The folder's history is whole and the run's own: the watch can outvote its accounts."""
+    seen = _seen(run)
+    return seen is not None and not seen.lost and not seen.shared and not run.overlapped
+
+
+def unread_hits(run: RunRecord) -> list[str]:
+    """The keys its account says it hit that its folder, watched as it ran, never saw read (nothing was loaded:
+    a line the program printed or a record it wrote), sorted; [] where the folder was not watched whole."""
+    if run.keys is None or run.seen is None or not _watched(run):
+        return []
+    read = run.seen.read_keys
+    return sorted({k.key for k in run.keys.with_outcome(Outcome.HIT) if k.key not in read})
+
+
+def unseen_misses(run: RunRecord, before: Collection[str]) -> list[str]:
+    """The keys on disk before it ran (`before`) that its account says it compiled or wrote, where its folder,
+    watched as it ran, saw that entry neither written nor deleted (JAX writes an entry it could not load again only
+    where it is gone, and a program that spoils its entries writes them): a miss the folder does not show."""
+    if run.keys is None or run.seen is None or not _watched(run):
+        return []
+    touched = run.seen.written_keys | run.seen.deleted_keys
+    return sorted({k.key for k in run.keys.with_outcome(Outcome.MISS, Outcome.WRITTEN)
+                   if k.key in before and k.key not in touched})
+
+
+def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None, before: Collection[str] = ()) -> RunKeys:
+    """What a stored run shows: its listing (and what its watched folder saw it write and read), and when JAX's
+    log named its keys, every key it computed (hits and entries never written included): the log ties each key to
+    its own run. With `on_disk` (every entry key that was ever in the cell's folder) a logged hit on a key never
+    there is dropped: nothing was there to hit, so JAX did not write that line. Where the folder was watched, a hit
+    it never saw read is dropped too, and so is a miss on an entry on disk `before` it ran that it never saw
+    written or deleted (`unseen_misses`): a hit needs the folder's word that the entry was read."""
     computed = compiled = None
+    unread, unseen = set(unread_hits(run)), set(unseen_misses(run, before))
     if run.keys is not None:
         computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys
-                             if on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
+                             if (on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
+                             and k.key not in unread)
         if not run.ranks:
-            compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys if k.outcome != Outcome.HIT)
+            compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys
+                                 if k.outcome != Outcome.HIT and k.key not in unseen)
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
-    return RunKeys(run.index, frozenset(entries(run.new_entries)), computed, compiled=compiled, types=types,
+    read = entries([n for n in run.seen.read if not n.endswith("-atime")]) if run.seen and _watched(run) else set()
+    return RunKeys(run.index, frozenset(folder_entries(run)), computed, compiled=compiled, types=types,
                    tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped,
-                   logged=run.keys.by_key() if run.keys is not None else {})
+                   read=frozenset(read), logged=run.keys.by_key() if run.keys is not None else {})
 
 
 def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -117,15 +169,17 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
     missing: the script changed the `jax` loggers' levels or handlers, or its output was cut), or it
     logged a hit or a write of a key that never was in the folder (lines JAX did not write)."""
     good = counted(runs)
-    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    on_disk = {e.key for r in runs for e in folder_entries(r)}
     claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
     out: dict[int, str] = {}
     for run in good:
         if run.keys is None:
             continue
         # (beside another process, an entry no account names may be that process's: written_by_no_run says it)
-        unnamed = [] if run.overlapped else sorted(e.key for e in entries(run.new_entries) if e.key not in claimed)
+        unnamed = [] if run.overlapped else sorted(e.key for e in folder_entries(run) if e.key not in claimed)
         phantom = sorted(k.key for k in run.keys.with_outcome(Outcome.HIT, Outcome.WRITTEN) if k.key not in on_disk)
+        unread = [k for k in unread_hits(run) if k in on_disk]
+        unseen = unseen_misses(run, on_disk_before(runs, run.index))
         why = []
         if unnamed:
             why.append(f"{plural(len(unnamed), 'entry')} appeared in the cache folder while it ran that it does "
@@ -133,6 +187,13 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
         if phantom:
             why.append(f"it logged a hit or a write of {plural(len(phantom), 'key')} never in the cache folder "
                        f"({phantom[0]}{', ...' if len(phantom) > 1 else ''})")
+        if unread:
+            why.append(f"it logged a hit on {plural(len(unread), 'key')} the cache folder, watched as it ran, never "
+                       f"saw read ({unread[0]}{', ...' if len(unread) > 1 else ''})")
+        if unseen:
+            why.append(f"it logged compiling or writing {plural(len(unseen), 'key')} already in the cache folder "
+                       f"that the folder, watched as it ran, never saw written ({unseen[0]}"
+                       f"{', ...' if len(unseen) > 1 else ''})")
         if why:
             out[run.index] = "; ".join(why)
     return out
@@ -146,10 +207,10 @@ def written_by_no_run(runs: Sequence[RunRecord]) -> list[str]:
     good = counted(runs)
     claimed = {k.key for r in good if r.keys is not None for k in r.keys.keys}
     # an entry of a run that ran alone is its process's; one of a run with no account, the folder charges to it
-    alone = {e.key for r in good if not r.overlapped or r.keys is None for e in entries(r.new_entries)}
+    alone = {e.key for r in good if not r.overlapped or r.keys is None for e in folder_entries(r)}
     out: dict[str, int] = {}
     for run in good:
-        for e in entries(run.new_entries):
+        for e in folder_entries(run):
             if run.overlapped and e.key not in claimed and e.key not in alone:
                 out.setdefault(e.key, run.index)
     return [f"{key}: in the cache folder, written by no run (no run's recorder or JAX log computed it; it appeared "
@@ -160,11 +221,16 @@ def observed_keys(runs: Sequence[RunRecord]) -> list[RunKeys]:
     """What each successful run is known to have computed, the cache folder over the logs (see the module). A key JAX
     never writes (never_written_keys) is left out: no persistent cache serves it, moved or not, so it is `not
     cached` (harness/evidence/not_cached.py), never a moved key nor one a later run computed fewer of."""
-    on_disk = frozenset(e.key for r in runs for e in entries(r.new_entries))
+    on_disk = frozenset(e.key for r in runs for e in folder_entries(r))
     untrusted = untrusted_logs(runs)
     never = frozenset(never_written_keys(runs))
-    return [_without(replace(run_keys(r, on_disk), log_trusted=r.index not in untrusted), never)
-            for r in counted(runs)]
+    return [_without(replace(run_keys(r, on_disk, on_disk_before(runs, r.index)), log_trusted=r.index not in untrusted),
+                     never) for r in counted(runs)]
+
+
+def on_disk_before(runs: Sequence[RunRecord], index: int) -> frozenset[str]:
+    """The keys the runs before run `index` left or were seen to write in the folder."""
+    return frozenset(e.key for r in runs if r.index < index for e in folder_entries(r))
 
 
 def _without(run: RunKeys, keys: frozenset[str]) -> RunKeys:
@@ -460,7 +526,7 @@ def never_written_keys(runs: Sequence[RunRecord]) -> dict[str, LoggedKey]:
     out: that is the process's state at the time, not the module's (a cell where nothing at all was cached is
     told by harness/verdicts/uncached.py)."""
     good = counted(runs)
-    on_disk = {e.key for r in runs for e in entries(r.new_entries)}
+    on_disk = {e.key for r in runs for e in folder_entries(r)}
     logged = logged_keys(good)
     refused: dict[str, LoggedKey] = {}
     for run in good:
@@ -488,7 +554,7 @@ def inconsistencies(runs: Sequence[RunRecord]) -> list[str]:
     successful run's log named its keys."""
     if not logs_complete(runs):
         return []
-    on_disk = {e.key: e for r in runs for e in entries(r.new_entries)}
+    on_disk = {e.key: e for r in runs for e in folder_entries(r)}
     logged: dict[str, tuple[int, LoggedKey]] = {}
     for run in runs:
         for k in run.keys.keys if run.keys is not None else []:

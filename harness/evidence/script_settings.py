@@ -15,6 +15,7 @@ from typing import Any
 from collections.abc import Iterable, Iterator
 
 from harness.core.bounded_read import read_bounded
+from harness.core.jaxlog import Outcome, refused_for_no_cache
 from harness.core.records import replace
 from harness.core.runs import CacheSetting, RunRecord, ScriptCache
 from harness.core.model import CellResult
@@ -202,3 +203,13 @@ def sets_own_folder(cache: ScriptCache | None) -> str | None:
         if s.option == CACHE_DIR:
             return s.api
     return None
+
+
+def compiled_without_the_folder(run: RunRecord) -> bool:
+    """Whether a run in which the hook gave the cell's folder at JAX's first compilation (the script set none) logged
+    keys JAX had no cache for: another process of the program computed them, one without the hook (a child started
+    with `python -I` or a minimal environment), which the later runs' environment (JAX_COMPILATION_CACHE_DIR) would
+    have given the folder. Such a run 1 is not the later runs' equal: it runs again with the folder from the
+    environment (OpenCell._first_run)."""
+    return run.keys is not None and any(
+        k.outcome == Outcome.NOT_WRITTEN and refused_for_no_cache(k.reason) for k in run.keys.keys)

@@ -5,7 +5,6 @@ runs follow one another."""
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from harness.measure.run_logs import held_device, missing_module, read_run, with
 from harness.measure.seeds import Reseed, SeedWindow
 from harness.verdicts.finish import Measured, finish_cell, with_plan
 from harness.evidence.keys import counted
-from harness.evidence.script_settings import first_use, read_script_settings, sets_own_folder
+from harness.evidence.script_settings import compiled_without_the_folder, first_use, read_script_settings, sets_own_folder
 from harness.evidence.misses import SEED_CONTROL
 from harness.evidence.keys import controls_keys, next_control, observed_keys
 from harness.verdicts.seed_check import FAILING, PASSING, RERUNS, candidates
@@ -40,18 +39,14 @@ from harness.verdicts.judge import Tally
 from harness.verdicts.factor_verdicts import (reference_of, why_not_varied, without_planned_control)
 from harness.measure.cell_settings import CellSettings, QueuedRun
 from harness.measure.factor_phase import EarlyMoved, VaryPhase
+from harness.measure.folder_watch import watched
+from harness.measure.own_folder import SHARED, in_own_folder, mark_overlapped
 
 # A cell's first runs go one at a time: the first is the baseline (it must run alone), and the second,
 # with the seed that shows the axis names in the other order, settles a set-order regression (the cell
 # stops there) or a cell that cached nothing. Only then do its planned runs overlap; meanwhile the free
 # slots go to harness check's moved-folder run (OpenCell._moved_run_due), then to the next cell.
 SETTLING_RUNS = 2
-
-
-# This harness's runs going now, of every cell (planned runs, the moved-folder run, the seed control, run 2 beside
-# run 1, --vary's), each with whether another ran beside it at any moment (OpenCell.measure).
-_LIVE: dict[int, list[bool]] = {}
-_LIVE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -276,25 +271,26 @@ class OpenCell:
         return self.running == 0 and not self.startable()
 
     def measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
-        """One of the cell's runs (on a worker thread). A run that another process of this harness ran beside, at any
-        moment (of its cell or another: a program can write into any cell's folder), says so (RunRecord.overlapped):
-        an entry that appeared meanwhile and that no run's own account computed could be either's, and is charged to
-        neither (harness/evidence/keys.py)."""
-        beside = [False]
-        with _LIVE_LOCK:
-            if _LIVE:
-                beside[0] = True
-                for other in _LIVE.values():
-                    other[0] = True
-            _LIVE[id(beside)] = beside
-        try:
+        """One of the cell's runs (on a worker thread), `overlapped` where another of this harness's runs used its
+        folder meanwhile (own_folder.SHARED)."""
+        shared = self._shares_cell_folder(queued)
+        with SHARED.using(self.cache_dir if shared else None) as beside:
             record = self._measure(queued)
-        finally:
-            with _LIVE_LOCK:
-                del _LIVE[id(beside)]
-        if isinstance(record, RunRecord) and beside[0]:
-            record.overlapped = True
-        return record
+        return mark_overlapped(record) if isinstance(record, RunRecord) and beside[0] else record
+
+    def _own_folder(self, queued: QueuedRun) -> bool:
+        """A planned run after the first gets a folder of its own at the cell folder's path where runs overlap and
+        the environment can bind one there (harness/measure/own_folder.py)."""
+        return (self.runner.at_once > 1 and queued.index > 1 and not self.spec.is_multiprocess
+                and not self.runner.environment.own_folder_problem())
+
+    def _shares_cell_folder(self, queued: QueuedRun) -> bool:
+        """Whether the run's process works in the cell's folder itself (not one of its own)."""
+        if queued.beside or queued.factor is not None or queued.control or (self.moved and queued is self.moved.queued):
+            return False
+        if queued.check is not None:
+            return queued.check == SEED_CONTROL
+        return self.spec.is_multiprocess or self.folder is None or not self._own_folder(queued)
 
     def _measure(self, queued: QueuedRun) -> RunRecord | FactorResult:
         if self.moved is not None and queued is self.moved.queued:
@@ -313,7 +309,15 @@ class OpenCell:
             if self.beside is not None and queued.index == 1:
                 return self.beside.first_run(lambda: self._first_run(queued))
             return self._first_run(queued)
+        if self._own_folder(queued):
+            return self._own_folder_run(queued, self.folder)
         return self.measure_run(queued, self.folder)
+
+    def _own_folder_run(self, queued: QueuedRun, folder: FolderMode) -> RunRecord:
+        """A planned run in a folder of its own bound at the cell folder's path (harness/measure/own_folder.py)."""
+        return in_own_folder(self.cache_dir, queued.index, self.runner.environment, self.runner.program(self.spec),
+                             lambda own, program, told: self.measure_run(queued, folder, own, program=program,
+                                                                        given_folder=told))
 
     def measure_run(self, queued: QueuedRun, folder: FolderMode, cache_dir: Path | None = None,
                     name: str | None = None, program: Program | None = None,
@@ -346,11 +350,9 @@ class OpenCell:
             env[DEVICES_VAR] = str(devices_file.resolve())
             env.setdefault("PYTHONPATH", str(startup_dir()))
         program = program or runner.program(spec)
-        if variation is None:  # (an environment that varies nothing need not take the argument: Environment.run)
-            outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s)
-        else:
-            outcome = runner.environment.run(program, env, given_folder or cache_dir, log, runner.timeout_s,
-                                             variation=variation)
+        # (an environment that varies nothing need not take the argument: Environment.run); the folder watched as it goes
+        outcome, seen = watched(cache_dir, lambda: runner.environment.run(program, env, given_folder or cache_dir, log,
+            runner.timeout_s, **({} if variation is None else {"variation": variation})))
         added = sorted(list_dir(cache_dir) - before)
         reason = outcome.reason
         if not outcome.ok and not outcome.timed_out:
@@ -366,7 +368,7 @@ class OpenCell:
                          log=str(log.relative_to(self.results_root) if self.results_root else log),
                          script_cache=None if builtin else read_script_settings(record_file),
                          keys=keys, log_note=note, tests=tests, test_seconds=test_seconds,
-                         devices=read_devices(devices_file), sources=sources)
+                         devices=read_devices(devices_file), sources=sources, seen=seen)
 
     def measure_job(self, queued: QueuedRun) -> RunRecord:
         """One run of a multi-process cell: a job of a process per seed (harness/measure/multiprocess_run.py)."""
@@ -422,8 +424,8 @@ class OpenCell:
                                "JAX_COMPILATION_CACHE_DIR")
             # (a run that failed after the fallback may have read the variable before it; a pytest session that ran
             # to its end with a failing test, others passing, read it as the passing tests did: it counts as run 1)
-            if given and (record.ok or any(r is record for r in counted([record]))):
-                return record
+            if given and (record.ok or any(r is record for r in counted([record]))) and not compiled_without_the_folder(record):
+                return record  # (a child of it without the hook had no folder: it runs again, as the later runs go)
         else:
             self.folder, self.folder_why = FolderMode.HOOK, f"the script sets its cache folder in code ({api})"
             if not after:

@@ -250,13 +250,17 @@ def overlap(environment: SuiteEnvironment, a: int, b: int) -> bool:
 
 
 def test_a_clean_suite_runs_run_2_beside_run_1_in_its_own_folder_and_the_later_runs_in_the_cell_s(tmp_path):
+    """Runs 3.. are served from the cell's entries: each in a folder of its own holding them as it starts (runs
+    overlap: harness/measure/own_folder.py), whose changes go back into the cell's folder."""
     environment = SuiteEnvironment()
     cell = check(tmp_path, environment)
     assert cell.verdict == Verdict.CLEAN, cell.reason
     assert overlap(environment, 101, 102) and not overlap(environment, 102, 103)
     folders = {seed: folder for seed, folder, *_ in environment.runs}
-    own = tmp_path / "caches" / "cell.run-02"
-    assert folders[102] == own and {folders[s] for s in (101, 103, 104)} == {(tmp_path / "caches" / "cell").resolve()}
+    own, caches = tmp_path / "caches" / "cell.run-02", (tmp_path / "caches").resolve()
+    assert folders[102] == own and folders[101] == caches / "cell"
+    assert [folders[s] for s in (103, 104)] == [caches / "cell.own-run-03", caches / "cell.own-run-04"]
+    assert not (caches / "cell.own-run-03").exists()  # merged back into the cell's folder, then removed
     first, second, *later = cell.runs
     assert second.compared_by_key == ComparedByKey(baseline=1, folder="caches/cell.run-02")
     assert second.new_entries == [] and [p.name for p in own.iterdir()] == [f"jit_f-{1:064x}"]  # kept
@@ -293,8 +297,10 @@ def test_run_2_runs_again_in_the_cell_s_folder_when_its_comparison_cannot_stand(
     second = cell.runs[1]
     assert second.compared_by_key is None, why
     again = [folder for seed, folder, *_ in environment.runs if seed == second.seed]
-    # beside run 1 in its own folder, then again after it in the cell's (a seed check's runs may follow)
-    assert again[:2] == [tmp_path / "caches" / "cell.run-02", (tmp_path / "caches" / "cell").resolve()], why
+    # beside run 1 in its own folder, then again after it with the cell's entries (runs overlap: in a folder of its
+    # own at the cell folder's path, merged back; a seed check's runs may follow)
+    caches = (tmp_path / "caches").resolve()
+    assert again[:2] == [tmp_path / "caches" / "cell.run-02", caches / "cell.own-run-02"], why
     attempt = [p.name for p in (tmp_path / "logs").glob("run-02-*.beside.log")]
     assert len(attempt) == 1 and not (tmp_path / "caches" / "cell.run-02").exists()
     assert "ran beside" not in cell.reason

@@ -520,3 +520,30 @@ def test_a_callback_api_call_is_recorded_with_its_stack_and_read_back_as_its_mod
     assert recording is not None
     sites = recorded_sites(m.message for m in recording.messages)
     assert sites["jit_solve"].startswith(f"{__file__}:") and sites["jit_solve"].endswith(" jax.pure_callback"), sites
+
+
+def test_the_recorder_never_writes_into_a_descriptor_the_program_closed_and_reused(tmp_path):
+    """A program that closes its inherited descriptors (`os.closerange(3, 4096)`, as launchers do) and opens its own
+    output file got the hook's records in that file (the same number): they go to the recorder's file, by its path."""
+    from harness.inside.startup.jax_cache_harness_recorder import Recorder
+    path = tmp_path / "run.recorder.jsonl"
+    hook = Recorder(str(path))
+    hook.message("jax._src.compiler", 10, "before", ())
+    os.close(hook.fd)
+    mine = tmp_path / "program-output.txt"
+    fd = os.open(mine, os.O_WRONLY | os.O_CREAT)
+    try:
+        assert fd == hook.fd  # the program's file has the recorder's old number
+        for n in range(3):
+            hook.message("jax._src.compiler", 10, f"after {n}", ())
+    finally:
+        os.close(fd)
+    assert mine.read_text() == ""
+    assert [json.loads(line)["message"] for line in path.read_text().splitlines()] == [
+        "before", "after 0", "after 1", "after 2"]
+    path.unlink()
+    path.write_text("")  # another file at its path: not written either
+    hook.message("jax._src.compiler", 10, "replaced", ())
+    os.close(hook.fd)
+    hook.message("jax._src.compiler", 10, "replaced", ())
+    assert path.read_text() == ""

@@ -334,6 +334,7 @@ class PathKeyedEnvironment(Environment):
         lines.append(f"DEBUG:jax._src.cache_key:get_cache_key hash after serializing compression: {key}")
         entry = cache_dir / f"jit_f-{key}-cache"
         if entry.exists():
+            entry.read_bytes()  # (as JAX loads it: the folder's watch sees the read)
             lines.append(f"DEBUG:jax._src.compiler:Persistent compilation cache hit for 'jit_f' with key 'jit_f-{key}'")
         else:
             lines.append(f"DEBUG:jax._src.compiler:PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key 'jit_f-{key}'")

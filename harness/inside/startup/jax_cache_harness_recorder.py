@@ -82,7 +82,10 @@ class Recorder:
 
     def __init__(self, path: str, max_bytes: int = RECORDER_MAX_BYTES):
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        self.path = path
         self.fd = os.open(path, flags, 0o666)
+        st = os.fstat(self.fd)
+        self.identity: tuple[int, int] | None = (st.st_dev, st.st_ino)  # None: lost, nothing more is written
         self.max_bytes = max_bytes
         self.full = False
         self.test: str | None = None  # the pytest test id running now (None: none, or not pytest)
@@ -122,6 +125,32 @@ class Recorder:
         finally:
             self.busy.on = False
 
+    def _own_file(self) -> os.stat_result | None:
+        """The recorder's file as its descriptor shows it, or None: a program that closes the descriptors it
+        inherited (`os.closerange(3, ...)`, as launchers do) may have reused its number for a file of its own, which
+        is never written. The recorder's file is then opened again by its path, only if it is still the same file."""
+        if self.identity is None:
+            return None
+        try:
+            st = os.fstat(self.fd)
+            if (st.st_dev, st.st_ino) == self.identity:
+                return st
+        except OSError:
+            pass  # closed
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            self.identity = None
+            return None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self.identity:
+            os.close(fd)
+            self.identity = None  # replaced by another file: the record ends here (the harness reads what it holds)
+            return None
+        self.fd = fd
+        return st
+
     def _write(self, record: JsonObject) -> None:
         record["pid"] = os.getpid()
         if self.test is not None and "test" not in record:
@@ -131,7 +160,10 @@ class Recorder:
         if self.full:
             return
         body = json.dumps(record, default=str, sort_keys=True)  # ASCII: json escapes the rest
-        if os.fstat(self.fd).st_size + len(body) + MAC_HEX + 12 > self.max_bytes:
+        st = self._own_file()
+        if st is None:
+            return
+        if st.st_size + len(body) + MAC_HEX + 12 > self.max_bytes:
             self.full = True  # one line to say so, past the cap by its own few bytes at most
             body = json.dumps({"kind": "problem", "pid": record["pid"], "detail": (
                 f"{RECORDER_FULL} ({self.max_bytes} bytes): JAX's later messages in this process are not recorded"
