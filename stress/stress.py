@@ -1912,6 +1912,57 @@ def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[s
     cases += round_six_cases(h)
     cases += round_seven_cases(h)
     cases += round_seven_input_cases(h)
+    cases += folder_watch_cases(h)
+    return cases
+
+
+# Issue 73 (items 1) and 72 (item 5): what the cache folder itself saw, watched as each run goes. The programs are
+# tests/integration/test_folder_watch_integration.py's.
+def case_folder_watch(h: Harness, name: str, script: str, verdict: str, *options: str,
+                      said: str = "") -> tuple[bool, str]:
+    """`harness check` of `script` on 0.4.31 and 0.10.2 (its own folder): every cell `verdict`, its reason holding
+    `said`."""
+    out = h.root / f"{name}-out"
+    code, _, err = h.run("check", str(h.write(f"{name}/prog.py", script)), "--versions", "0.4.31", "0.10.2",
+                         "--quiet", "--out", str(out), *options, cwd=h.root / name)
+    cells = _cells(out) if out.exists() else []
+    held = bool(cells) and all(c["verdict"] == verdict and said in c["reason"] for c in cells)
+    return held, f"exit {code}, " + "; ".join(f"{c['spec']['jax_version']} {c['verdict']}: {c['reason'][:60]}"
+                                              for c in cells) if cells else err.strip()[-120:]
+
+
+def case_closed_descriptors(h: Harness) -> tuple[bool, str]:
+    from tests.integration.test_folder_watch_integration import CLOSES_ITS_DESCRIPTORS
+
+    held, detail = case_folder_watch(h, "closes-descriptors", CLOSES_ITS_DESCRIPTORS, "clean", "--runs", "3")
+    lines = (h.root / "closes-descriptors" / "own-output.txt").read_text().splitlines()
+    stranger = [line for line in lines if not line.startswith("line ")]
+    return held and bool(lines) and not stranger, f"{detail}; {len(stranger)} of {len(lines)} lines not its own"
+
+
+def folder_watch_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
+    from tests.integration.test_folder_watch_integration import (FORGERIES, ISOLATED_CHILD, MINIMAL_CHILD,
+                                                                 PRINTS_A_MISS, forged)
+
+    words = {"stderr-hits": "its recorder emptied and JAX's hit lines printed",
+             "recorder-fifo": "its recorder replaced by a named pipe",
+             "replayed-recorder": "stderr silenced and its recorder replaced by run 1's",
+             "re-signed": "its recorder re-signed with the run's own key"}
+    cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
+        (f"folder watch: entries deleted, {words[how]}, reproduces",
+         partial(case_folder_watch, h, f"forged-{how}", forged(how), "reproduced", "--runs", "4", "--jobs", "2"))
+        for how in FORGERIES]
+    cases += [(f"folder watch: a printed miss and write of a key on disk ({through}) leaves a clean program clean",
+               partial(case_folder_watch, h, f"printed-miss-{through}", PRINTS_A_MISS, "clean", "--runs", "3",
+                       "--env", f"THROUGH={through}", said="never saw written"))
+              for through in ("stderr", "recorder")]
+    cases += [(f"folder watch: a set-ordered child with a minimal environment reproduces (--jobs {jobs})",
+               partial(case_folder_watch, h, f"minimal-child-{jobs}", MINIMAL_CHILD, "reproduced", "--jobs", jobs))
+              for jobs in ("auto", "1")]
+    cases += [("folder watch: a deterministic python -I child is clean",
+               partial(case_folder_watch, h, "isolated-child", ISOLATED_CHILD, "clean", "--runs", "4")),
+              ("folder watch: a program that closes its descriptors gets none of the hook's records",
+               partial(case_closed_descriptors, h))]
     return cases
 
 

@@ -64,6 +64,7 @@ class RunKeys:
 
 
 _FAILING = frozenset({"failed", "error"})
+WATCHED = "watched as it ran"  # in what untrusted_logs says of an account the folder's own history contradicts
 PYTEST_TESTS_FAILED = 1  # pytest's exit status when its session ran to its end and some tests failed
 
 
@@ -188,11 +189,11 @@ def untrusted_logs(runs: Sequence[RunRecord]) -> dict[int, str]:
             why.append(f"it logged a hit or a write of {plural(len(phantom), 'key')} never in the cache folder "
                        f"({phantom[0]}{', ...' if len(phantom) > 1 else ''})")
         if unread:
-            why.append(f"it logged a hit on {plural(len(unread), 'key')} the cache folder, watched as it ran, never "
+            why.append(f"it logged a hit on {plural(len(unread), 'key')} the cache folder, {WATCHED}, never "
                        f"saw read ({unread[0]}{', ...' if len(unread) > 1 else ''})")
         if unseen:
             why.append(f"it logged compiling or writing {plural(len(unseen), 'key')} already in the cache folder "
-                       f"that the folder, watched as it ran, never saw written ({unseen[0]}"
+                       f"that the folder, {WATCHED}, never saw written ({unseen[0]}"
                        f"{', ...' if len(unseen) > 1 else ''})")
         if why:
             out[run.index] = "; ".join(why)

@@ -11,7 +11,7 @@ from harness.core.jaxlog import Outcome
 from harness.core.listing import entries
 from harness.core.runs import RunRecord
 from harness.core.comparison import Comparison
-from harness.evidence.keys import counted, logged_keys, plural
+from harness.evidence.keys import counted, folder_entries, logged_keys, plural
 
 
 def run_ranges(indices: Sequence[int]) -> str:
@@ -96,12 +96,20 @@ def unserved_phrase(comparison: Comparison, module: str, runs: Sequence[RunRecor
             f"disk, yet {where} compiled the same key again instead of loading it ({why}{more})")
 
 
+def _seen_loading(run: RunRecord, first: set[str]) -> bool:
+    """The run's folder, watched whole as it ran, saw every entry of the first run's read: its hits were observed."""
+    seen = run.seen
+    return (bool(first) and seen is not None and not seen.lost and not seen.shared and not run.overlapped
+            and first <= seen.read_keys)
+
+
 def unobserved_hits_phrase(runs: Sequence[RunRecord], untrusted: dict[int, str]) -> str:
     """For a clean cell: the later runs whose hits JAX's log did not show (no key named, or a log that
     disagrees with the folder), so only their keys' agreement on disk was measured; "" when every later
     run's log showed its hits."""
-    good = sorted(counted(runs), key=lambda r: r.index)[1:]
-    blind = [r for r in good if r.keys is None or r.index in untrusted]
+    good = sorted(counted(runs), key=lambda r: r.index)
+    baseline = {e.key for e in folder_entries(good[0])} if good else set()
+    blind = [r for r in good[1:] if (r.keys is None or r.index in untrusted) and not _seen_loading(r, baseline)]
     if not blind:
         return ""
     which = f"run {blind[0].index}" if len(blind) == 1 else f"runs {run_ranges([r.index for r in blind])}"

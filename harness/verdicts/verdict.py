@@ -20,7 +20,7 @@ from harness.core.findings import Attribution, JobFacts, ProcessVerdict, RankSpl
 from harness.core.runs import RunRecord
 from harness.core.kinds import Verdict
 from harness.core.comparison import Comparison
-from harness.evidence.keys import (RunKeys, logged_keys, plural, compare_with_first_run, counted, failing_tests,
+from harness.evidence.keys import (WATCHED, RunKeys, logged_keys, plural, compare_with_first_run, counted, failing_tests,
                                    inconsistencies, longest_compiles, observed_keys, untrusted_logs,
                                    written_by_no_run)
 from harness.verdicts.phrases import (fewer_phrase, new_key_phrase, run_ranges, unobserved_hits_phrase,
@@ -193,6 +193,11 @@ def _notes(verdict: Verdict, runs: list[RunRecord], good: list[RunRecord], disag
         whose = f"run {which[0]}'s JAX log" if len(which) == 1 else f"the JAX logs of runs {run_ranges(which)}"
         reason += (f"{',' if disagree else ';'} so {whose} {'is' if len(which) == 1 else 'are'} not trusted "
                    "(the cache folder's entries count)")
+        # what the folder, watched as the runs went, says their accounts made up: said plainly
+        forged = [(i, why) for i, why in sorted(untrusted.items()) if WATCHED in why]
+        if forged:
+            reason += f"; run {forged[0][0]}: {forged[0][1]}" + (
+                f" (and {plural(len(forged) - 1, 'other run')})" if len(forged) > 1 else "")
     unowned = written_by_no_run(runs)  # said, never a new key of the run it appeared beside
     if unowned:
         reason += f"; {unowned[0]}" + (f" (and {plural(len(unowned) - 1, 'other entry')})" if len(unowned) > 1 else "")

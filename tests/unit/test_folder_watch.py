@@ -83,6 +83,8 @@ def test_a_printed_miss_and_write_of_an_entry_on_disk_that_the_folder_saw_only_r
     judgement = judge(runs, expected_runs=2)
     assert judgement.verdict == Verdict.CLEAN, judgement.reason
     assert "never saw written (" + F1 in untrusted_logs(runs)[2]
+    assert "run 2: it logged compiling or writing 1 key already in the cache folder" in judgement.reason
+    assert "hits not observed" not in judgement.reason  # the folder saw them read
     # An entry the program spoils (written in place) or removes, then compiled again: a miss the folder shows
     for touched in (FolderSeen(read=[f"{F1}-cache"], written=[f"{F1}-cache"]), FolderSeen(deleted=[f"{F1}-cache"])):
         spoiled = run(2, [], [key(F1, Outcome.WRITTEN), key(G1, Outcome.HIT)],
