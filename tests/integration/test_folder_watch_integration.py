@@ -25,10 +25,12 @@ def f(x):
 
 f(jnp.ones(4)).block_until_ready()
 '''
-# Set-ordered (a new jit_f key in about every other fresh process). Run 1 notes what it left; every later run deletes
-# the entries it wrote, then does `FORGE` to its recorder and stderr.
-DELETES_ITS_ENTRIES = '''import json, os, pathlib, shutil, sys
+# Set-ordered (a new jit_f key in about every other fresh process), JAX's log kept off stderr. Run 1 notes what it
+# left; every later run deletes the entries it wrote, then forges its recorder and stderr (FORGERIES).
+DELETES_ITS_ENTRIES = '''import json, logging, os, pathlib, shutil, sys
 import jax, jax.numpy as jnp
+for name in ("jax", "jax._src.compiler", "jax._src.cache_key", "jax._src.compilation_cache"):
+    logging.getLogger(name).setLevel(logging.ERROR)  # JAX's own lines no longer on stderr (the recorder has them)
 ''' + SET_ORDERED + '''
 folder = pathlib.Path(jax.config.jax_compilation_cache_dir)
 here = pathlib.Path(__file__).parent
