@@ -153,8 +153,6 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None, before: Coll
         computed = frozenset(Entry(k.module, k.key) for k in run.keys.keys
                              if (on_disk is None or k.outcome != Outcome.HIT or k.key in on_disk)
                              and k.key not in unread)
-        if _watched(run) and run.seen is not None:  # what its folder saw it write, whatever its account says
-            computed |= entries([n for n in run.seen.written if not n.endswith("-atime")])
         if not run.ranks:
             compiled = frozenset(Entry(k.module, k.key) for k in run.keys.keys
                                  if k.outcome != Outcome.HIT and k.key not in unseen)
