@@ -179,6 +179,9 @@ def read_device_facts(text: str) -> DeviceFacts | None:
         return None
 
 
+TEMP_PREFIX = "_temp_"  # JAX's name for an entry being written, before it is renamed (GFileCache, up to 0.4.30)
+
+
 class FolderSeen(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """What the harness itself saw happen in a run's cache folder while the run went (inotify, from outside the
     program: harness/measure/folder_watch.py): the entry files created, written or moved in (`written`, those deleted
@@ -193,22 +196,28 @@ class FolderSeen(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown
     lost: bool = False
     shared: bool = False
 
+    @staticmethod
+    def entry_files(names: list[str]) -> list[str]:
+        """The names that hold an entry's executable: not a `-atime` file (a hit's timestamp, not a write) nor JAX's
+        temporary file while it writes one (`_temp_<module>-<hash>`, renamed to the entry's name: 0.4.26-0.4.30)."""
+        return [n for n in names if not n.endswith("-atime") and not n.startswith(TEMP_PREFIX)]
+
     def keys(self, names: list[str]) -> frozenset[str]:
-        """The cache keys of `names` (an entry's `-cache` and `-atime` files are one key)."""
-        return frozenset(e.key for e in map(parse_name, names) if e is not None)
+        """The cache keys of `names`' entry files."""
+        return frozenset(e.key for e in map(parse_name, self.entry_files(names)) if e is not None)
 
     @property
     def written_keys(self) -> frozenset[str]:
-        """Keys whose executable the folder saw written (a `-atime` file alone is a hit's timestamp, not a write)."""
-        return self.keys([n for n in self.written if not n.endswith("-atime")])
+        """Keys whose executable the folder saw written."""
+        return self.keys(self.written)
 
     @property
     def read_keys(self) -> frozenset[str]:
-        return self.keys([n for n in self.read if not n.endswith("-atime")])
+        return self.keys(self.read)
 
     @property
     def deleted_keys(self) -> frozenset[str]:
-        return self.keys([n for n in self.deleted if not n.endswith("-atime")])
+        return self.keys(self.deleted)
 
 
 class RunRecord(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):

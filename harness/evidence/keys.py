@@ -104,7 +104,7 @@ def folder_entries(run: RunRecord) -> set[Entry]:
     found = entries(run.new_entries)
     seen = _seen(run)
     if seen is not None:
-        found |= entries([n for n in seen.written if not n.endswith("-atime")])
+        found |= entries(seen.entry_files(seen.written))
     return found
 
 
@@ -158,7 +158,7 @@ def run_keys(run: RunRecord, on_disk: frozenset[str] | None = None, before: Coll
                                  if k.outcome != Outcome.HIT and k.key not in unseen)
     types = {k.key: k.arg_types for k in run.keys.keys if k.arg_types} if run.keys is not None else {}
     tests = {k.key: k.tests for k in run.keys.keys if k.tests} if run.keys is not None else {}
-    read = entries([n for n in run.seen.read if not n.endswith("-atime")]) if run.seen and _watched(run) else set()
+    read = entries(run.seen.entry_files(run.seen.read)) if run.seen and _watched(run) else set()
     return RunKeys(run.index, frozenset(folder_entries(run)), computed, compiled=compiled, types=types,
                    tests=tests, outcomes=dict(run.tests), overlapped=run.overlapped,
                    read=frozenset(read), logged=run.keys.by_key() if run.keys is not None else {})

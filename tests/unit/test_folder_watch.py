@@ -127,3 +127,13 @@ def test_a_run_s_own_folder_holds_the_cell_s_entries_and_its_changes_go_back(tmp
     assert {p.name: p.read_text() for p in cell.iterdir()} == {
         "kept": "kept", "replaced": "other", "in-place": "in-place+", "new": "mine", "beside": "another run's"}
     assert not own.exists()
+
+
+def test_jax_s_temporary_file_while_it_writes_an_entry_is_no_key():
+    """Up to 0.4.30 JAX writes `_temp_<module>-<hash>` and renames it to the entry's name: not a key nobody named
+    (examples/unreadable_entries.py read `clean` on 0.4.28, every log untrusted)."""
+    written = [f"_temp_{F1}", F1]
+    one = run(1, [F1], [key(F1, Outcome.WRITTEN)], FolderSeen(written=written, deleted=[f"_temp_{F1}"]))
+    two = run(2, [], [key(F1, Outcome.HIT)], FolderSeen(read=[F1]))
+    assert untrusted_logs([one, two]) == {}
+    assert judge([one, two], expected_runs=2).verdict == Verdict.CLEAN
