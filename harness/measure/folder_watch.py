@@ -15,6 +15,7 @@ judged as before from their listings and accounts."""
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,6 @@ try:
 except ImportError:  # not Linux, or an install without the package: runs go unwatched
     AVAILABLE = False
 
-READ_TIMEOUT_MS = 200  # how long the watch's thread waits for events before it looks whether it should stop
 
 if AVAILABLE:
     _CREATED = _flags.CREATE | _flags.MOVED_TO
@@ -55,7 +55,7 @@ class FolderWatch:
         self._read: set[str] = set()
         self._deleted: set[str] = set()
         self._lost = False
-        self._stop = threading.Event()
+        self._wake_r, self._wake_w = -1, -1  # stop() wakes the thread through this pipe
         self._thread: threading.Thread | None = None
         self._inotify: inotify_simple.INotify | None = None
 
@@ -73,14 +73,17 @@ class FolderWatch:
             inotify.close()
             return False
         self._inotify = inotify
+        self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._drain, args=(inotify,), name="folder-watch", daemon=True)
         self._thread.start()
         return True
 
     def _drain(self, inotify: inotify_simple.INotify) -> None:
-        while not self._stop.is_set():
-            self._take(inotify.read(timeout=READ_TIMEOUT_MS))
-        self._take(inotify.read(timeout=0))  # what came before stop(): the process has ended by then
+        while True:
+            ready, _, _ = select.select([inotify.fileno(), self._wake_r], [], [])
+            self._take(inotify.read(timeout=0))
+            if self._wake_r in ready:  # stop(): the process has ended, and what it did is read above
+                return
 
     def _take(self, events: list[inotify_simple.Event]) -> None:
         for event in events:
@@ -102,9 +105,11 @@ class FolderWatch:
         same folder meanwhile."""
         if self._thread is None or self._inotify is None:
             return None
-        self._stop.set()
+        os.write(self._wake_w, b"x")
         self._thread.join()
         self._inotify.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
         self._thread = None
         return FolderSeen(written=sorted(self._written), read=sorted(self._read), deleted=sorted(self._deleted),
                           lost=self._lost, shared=shared)
