@@ -323,16 +323,20 @@ def _controls_view(runs: Sequence[RunKeys], controls: Sequence[RunKeys], plain: 
 
 def questioned_groups(runs: Sequence[RunKeys], plain: Comparison) -> dict[Group, int]:
     """Each function and test whose keys a later run changed (a key new to the cell, or fewer than run 1's), in the
-    order of the runs -> the first later run that changed it: what the controls must decide."""
+    order of the runs -> the first later run that changed it: what the controls must decide. A key no run's account
+    names (only the folder saw it written: a child without the hook) is left out: no control can say what computed
+    it, so it stays a moved key (undecided), and no control is made for it."""
     by_index = {r.index: r for r in runs}
     first = by_index.get(plain.baseline_run) if plain.baseline_run is not None else None
     out: dict[Group, int] = {}
     for index in sorted({*plain.new, *plain.new_input, *plain.fewer}):
         run = by_index[index]
+        accounted = {e.key for e in run.computed or ()}
         for by_module in (plain.new.get(index, {}), plain.new_input.get(index, {})):
             for module, keys in by_module.items():
                 for key in keys:
-                    out.setdefault((module, key_test(run, key)), index)
+                    if key in accounted:
+                        out.setdefault((module, key_test(run, key)), index)
         for module, keys in plain.fewer.get(index, {}).items():
             for key in keys:
                 out.setdefault((module, key_test(first, key) if first is not None else ""), index)

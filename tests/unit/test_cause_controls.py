@@ -251,3 +251,21 @@ def test_the_table_says_the_cause_bound_beside_the_miss_bound():
     assert cell_facts(cell).bound == "0.035 (cause: hash seed)"
     alone = CellResult(SPEC, Verdict.REPRODUCED, j.keys, runs, j.reason)  # no control made: nothing to bound
     assert cell_facts(alone).bound == "-"
+
+
+def test_a_key_only_the_folder_saw_makes_no_control_and_stays_a_moved_key():
+    """A child without the hook writes a set-ordered entry no account names: no control can say what computed it."""
+    from harness.evidence.keys import RunKeys
+    from harness.core.listing import Entry
+    mine = Entry("jit_f", "jit_f-" + "1" * 64)
+    child = Entry("jit_child", "jit_child-" + "2" * 64)
+    runs = [RunKeys(1, frozenset({mine}), frozenset({mine})),
+            RunKeys(2, frozenset({child}), frozenset({mine}))]  # run 2 hit jit_f; the folder saw jit_child written
+    assert next_control(runs, []) is None
+    comparison = comparison_of_keys(runs)
+    assert comparison.new == {2: {"jit_child": [child.key]}} and comparison.decisions == ()
+
+
+def comparison_of_keys(runs):
+    from harness.evidence.keys import compare_with_first_run
+    return compare_with_first_run(runs, [runs[0]])  # a control given: still nothing to decide
