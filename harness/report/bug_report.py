@@ -98,7 +98,7 @@ class BugFacts:
 
 
 def title(facts: BugFacts) -> str:
-    module = f"`{facts.module}`" if facts.module else "a jitted function"
+    module = facts.module or "a jitted function"
     where = f"jax commit {facts.culprit.sha[:12]}" if facts.culprit else f"{facts.bad}"
     return f"Persistent compilation cache misses for {module} in every fresh process since {where}"
 
@@ -124,7 +124,8 @@ def install_line(facts: BugFacts) -> str:
 
 
 def render(facts: BugFacts) -> str:
-    out = [f"# {md.text(title(facts))}", "", _what_happens(facts), ""]
+    # The title as `gh issue create --title` takes it: a module's and a point's names, no Markdown.
+    out = [f"# {md.one_line(title(facts))}", "", _what_happens(facts), ""]
     out += _reduced_section(facts)
     out += ["## Releases and commits measured", ""]
     out += [facts.table or "No table: the night's results could not be read.", ""]

@@ -118,7 +118,13 @@ class Bisected:
 
 
 class TriageSteps(Protocol):
-    """The two measuring steps (the service's own, or fakes in the unit tests)."""
+    """The two measuring steps (the service's own, or fakes in the unit tests), and what their estimates need."""
+
+    def points(self, alarm: Alarm) -> int:
+        """How many commits (or releases) lie from the last clean point to the first bad one, both included."""
+        ...
+
+    def program_lines(self) -> int: ...
 
     def bisect(self, alarm: Alarm, folder: Path) -> Bisected: ...
 
@@ -147,7 +153,8 @@ def triage(results: Path, baseline: Path, options: TriageOptions, progress: Prog
     config, config_path = _night_config(night.header.config.source)
     steps = MeasuringSteps(config, config_path, options, progress, folder)
     return Triage(folder, alarm, night.cells, progress, steps, program=night.header.config.repro or "",
-                  night_folder=folder).run()
+                  host_os=night.header.host.os or "",
+                  max_candidates=options.max_candidates, night_folder=folder).run()
 
 
 def _night_config(source: str | None) -> tuple[Config, Path]:
@@ -166,6 +173,8 @@ class Triage:
     progress: Progress
     steps: TriageSteps
     program: str = ""  # the night's script or built-in repro, as its results name it
+    host_os: str = ""  # the measuring machine's, as the night's results name it
+    max_candidates: int | None = None
     night_folder: Path | None = None  # where the night's runs are (their lowered modules); None: not read
     clock: Callable[[], float] = time.monotonic
 
@@ -208,11 +217,11 @@ class Triage:
         return found
 
     def _bisect_estimate(self) -> str:
-        run_s = _run_seconds(self.alarm.cell)
-        runs = max(len(self.alarm.cell.runs), 2)
-        # Both ends confirmed, then a binary search: about log2(commits) + 2 points, a cell of `runs` runs each.
-        points = 2 + math.ceil(math.log2(64))
-        return f"estimate about {points * runs * run_s:.0f} s ({points} points of up to {runs} runs, {run_s:.1f} s a run)"
+        try:
+            count = self.steps.points(self.alarm)
+        except UserError:
+            count = 0
+        return bisect_estimate(count, self.alarm.cell)
 
     def _reduce(self, state: TriageState, work: Path, found: Bisected) -> Reduced | None:
         before = state.get(StepName.REDUCE)
@@ -238,18 +247,33 @@ class Triage:
         return reduced
 
     def _reduce_estimate(self) -> str:
-        run_s = _run_seconds(self.alarm.cell)
-        lines = 30  # the program's size is read by the reduction; a typical night's script
-        candidates = CANDIDATES_PER_LINE * lines
-        return (f"estimate about {candidates * RUNS_PER_CANDIDATE * run_s:.0f} s (about {candidates} candidates of "
-                f"{RUNS_PER_CANDIDATE} runs, {run_s:.1f} s a run; --max-candidates bounds it)")
+        return reduce_estimate(self.steps.program_lines(), self.alarm.cell, self.max_candidates)
 
     def _write(self, state: TriageState, found: Bisected | None, reduced: Reduced | None) -> str:
         facts = bug_facts(self.alarm, self.cells, tuple(state.steps.values()), found, reduced, self.night_folder,
-                          self.program)
+                          self.program, self.host_os)
         text = render(facts)
         write_atomic(self.folder / BUG_FILE, text)
         return text
+
+
+def bisect_estimate(count: int, cell: CellResult) -> str:
+    """Both ends confirmed, then a binary search: about log2(count) + 2 points, each a cell of the night's runs."""
+    run_s, runs = _run_seconds(cell), max(len(cell.runs), 2)
+    if count < 2:
+        return f"no estimate (the points between are not known yet; {run_s:.1f} s a run)"
+    points = min(count, 2 + math.ceil(math.log2(max(count - 2, 1))))
+    return (f"{count} points, about {points} measured: estimate about {points * runs * run_s:.0f} s "
+            f"(up to {runs} runs each, {run_s:.1f} s a run)")
+
+
+def reduce_estimate(lines: int, cell: CellResult, max_candidates: int | None) -> str:
+    """The original's check on both points, then about CANDIDATES_PER_LINE candidates a line (or --max-candidates)."""
+    run_s, runs = _run_seconds(cell), max(len(cell.runs), 2)
+    candidates = CANDIDATES_PER_LINE * lines if max_candidates is None else min(max_candidates, CANDIDATES_PER_LINE * lines)
+    seconds = (3 * runs + candidates * RUNS_PER_CANDIDATE) * run_s
+    return (f"{lines} lines: estimate about {seconds:.0f} s (about {candidates} candidates of {RUNS_PER_CANDIDATE} "
+            f"runs, {run_s:.1f} s a run)")
 
 
 def _run_seconds(cell: CellResult) -> float:
@@ -258,7 +282,7 @@ def _run_seconds(cell: CellResult) -> float:
 
 
 def bug_facts(alarm: Alarm, cells: list[CellResult], steps: tuple[Step, ...], found: Bisected | None,
-              reduced: Reduced | None, night_folder: Path | None, program: str = "") -> BugFacts:
+              reduced: Reduced | None, night_folder: Path | None, program: str = "", host_os: str = "") -> BugFacts:
     cell = alarm.cell
     components: tuple[str, ...] = tuple(cell.attribution.components) if cell.attribution else ()
     diff: tuple[str, ...] = ()
@@ -289,7 +313,7 @@ def bug_facts(alarm: Alarm, cells: list[CellResult], steps: tuple[Step, ...], fo
                    "jaxlib": str(facts.get("jaxlib_release") or facts.get("jaxlib") or
                                  (cell.commit.jaxlib if cell.commit else "") or ""),
                    "python": str(facts.get("python", "")),
-                   "platform": f"{cell.spec.platform} ({facts.get('os') or facts.get('platform') or 'linux'})",
+                   "platform": f"{cell.spec.platform}" + (f" ({host_os})" if host_os else ""),
                    "devices": str(cell.spec.device_count)}
     environment = {k: v for k, v in environment.items() if v}
     first_bad = found.first_bad if found else alarm.bad
@@ -318,6 +342,18 @@ class MeasuringSteps:
         o = self.options
         return {"backend": o.backend, "runs": o.runs, "seeds": o.seeds, "python": o.python, "pythons": o.pythons,
                 "runs_at_once": o.runs_at_once, "rebuild": o.rebuild, "command": o.command}
+
+    def points(self, alarm: Alarm) -> int:
+        repo = self.options.jax_repo
+        if repo is None:
+            return 0
+        clone = GitRepo(repo)
+        end = alarm.bad_commit or clone.release_commit(alarm.cell.spec.jax_version)
+        return len(clone.first_parent_range(clone.release_commit(alarm.good), end))
+
+    def program_lines(self) -> int:
+        path = self.config.repro.path
+        return size(path.read_text()) if path.is_file() else 0
 
     def bisect(self, alarm: Alarm, folder: Path) -> Bisected:
         repo = self.options.jax_repo
