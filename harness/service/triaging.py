@@ -374,8 +374,10 @@ class MeasuringSteps:
 
     def reduce(self, alarm: Alarm, found: Bisected, folder: Path, resume: bool) -> Reduced:
         repro = self.config.repro
-        if repro.module is not None or not repro.path.is_file():
-            raise UserError(f"the night's program is {repro.name}, not a script: reduce takes a script")
+        if repro.builtin or repro.module is not None or not repro.path.is_file():
+            # A built-in repro is already the smallest program; a module has no one file to shrink.
+            raise UserError(f"the night's program is {'the built-in repro ' if repro.builtin else ''}{repro.name}, "
+                            "not a script of yours: nothing to reduce")
         options = ReduceOptions(versions=None if found.culprit else (found.first_bad,), good=alarm.good,
                                 resume=folder if resume else None, out=folder.parent,
                                 max_candidates=self.options.max_candidates, **self._measure())

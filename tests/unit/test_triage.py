@@ -158,3 +158,27 @@ def test_an_unfinished_reduction_is_resumed(tmp_path):
     steps = FakeSteps()
     triage(tmp_path, steps)
     assert steps.calls == ["bisect", ("reduce", True)]
+
+
+def write_night(folder, cells, source=None):
+    import json
+
+    from harness.core.records import plain
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"name": "n", **({"source": source} if source else {})}
+    (folder / "results.json").write_text(json.dumps(
+        {"schema_version": 1, "status": "complete", "config": config, "cells": [plain(c) for c in cells]}))
+    return folder
+
+
+def test_triage_of_a_night_without_an_alarm_or_without_its_config_is_bad_input_in_one_line(tmp_path, capsys):
+    from harness.cli import commands as cli
+    base = write_night(tmp_path / "base", [cell("0.4.31", "clean")])
+    quiet = write_night(tmp_path / "quiet", [cell("0.4.31", "clean")])
+    assert cli.main(["triage", str(quiet), "--baseline", str(base)]) == 2
+    assert "no regression alarm" in capsys.readouterr().err
+    alarmed = write_night(tmp_path / "alarmed", [cell("0.4.31", "reproduced")], source=str(tmp_path / "gone.yaml"))
+    assert cli.main(["triage", str(alarmed), "--baseline", str(base)]) == 2
+    err = capsys.readouterr().err
+    assert "the night's config" in err and "Traceback" not in err
+    assert not (alarmed / "bug.md").exists()
