@@ -15,21 +15,21 @@ def _quiet(_: str) -> None:
 
 
 class CommitBackend(Backend):
-    """`base`, with `label` (a commit's PEP 440 label, as bisect's cells name it) run as the commit's `jax/` on
-    the path of `jaxlib`'s release environment."""
+    """`base`, with each label of `commits` (a commit's PEP 440 label, as bisect's cells name it) run as that
+    commit's `jax/` on the path of its jaxlib's release environment: {label: (sha, jaxlib)}."""
 
-    def __init__(self, base: Backend, label: str, sha: str, sources: CommitSources, jaxlib: str):
-        self.base, self.label, self.sha, self.sources, self.jaxlib = base, label, sha, sources, jaxlib
+    def __init__(self, base: Backend, sources: CommitSources, commits: dict[str, tuple[str, str]]):
+        self.base, self.sources, self.commits = base, sources, commits
         self.name = base.name
         self.pythons = base.pythons
         self.runs_on_host = base.runs_on_host
 
     def prepare(self, jax_version: str, platform: Platform, say: Say = _quiet) -> Environment:
-        if jax_version != self.label:
+        if jax_version not in self.commits:
             return self.base.prepare(jax_version, platform, say)
-        folder, _ = self.sources.get(self.sha)
-        return CommitEnvironment(self.base.prepare(self.jaxlib, platform, say), folder, self.sha, self.label,
-                                 self.jaxlib)
+        sha, jaxlib = self.commits[jax_version]
+        folder, _ = self.sources.get(sha)
+        return CommitEnvironment(self.base.prepare(jaxlib, platform, say), folder, sha, jax_version, jaxlib)
 
     def check(self, platform: Platform, say: Say = _quiet) -> None:
         self.base.check(platform, say)

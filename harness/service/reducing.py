@@ -62,10 +62,11 @@ class CommitPoint:
 
 
 def reduce_config(config: Config, script: Path, options: ReduceOptions, progress: Progress,
-                  commit: CommitPoint | None = None, folder: Path | None = None) -> ReduceOutcome:
+                  commit: CommitPoint | None = None, folder: Path | None = None,
+                  good_commit: CommitPoint | None = None) -> ReduceOutcome:
     """A reduction of `script` run as `config` says (a check's config, or a night's: `harness triage`), on
-    --versions' one release (or `commit`) against --good, in `folder` (else a new one under --out; --resume's
-    when given)."""
+    --versions' one release (or `commit`) against --good (or `good_commit`, the commit before it), in `folder`
+    (else a new one under --out; --resume's when given)."""
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
     opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice
@@ -73,8 +74,8 @@ def reduce_config(config: Config, script: Path, options: ReduceOptions, progress
     installed = backend.installed_version()
     if commit is not None:
         bad = commit.label
-        backend = CommitBackend(backend, commit.label, commit.sha, CommitSources(GitRepo(commit.repo), DEFAULT_SOURCES),
-                                commit.jaxlib)
+        points = {p.label: (p.sha, p.jaxlib) for p in (commit, good_commit) if p is not None}
+        backend = CommitBackend(backend, CommitSources(GitRepo(commit.repo), DEFAULT_SOURCES), points)
     elif installed is not None:
         if options.good:
             raise UserError(f"--good: --backend {choice.backend.name} has one JAX version ({installed}); "
@@ -83,7 +84,8 @@ def reduce_config(config: Config, script: Path, options: ReduceOptions, progress
     else:
         assert options.versions  # check_reduce: the one release
         bad = _one_release("--versions", options.versions[0], opened)
-    good = _one_release("--good", options.good, opened) if options.good else None
+    good = good_commit.label if good_commit is not None else \
+        _one_release("--good", options.good, opened) if options.good else None
     if good == bad:
         raise UserError(f"--good {good}: the same release as --versions")
     versions = [bad] + ([good] if good else [])

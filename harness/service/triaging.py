@@ -115,6 +115,7 @@ class Bisected:
     commits_in_range: int = 0
     releases_only: bool = False
     jaxlib: str | None = None  # the release whose jaxlib ran the culprit
+    before_jaxlib: str | None = None  # and the last clean commit
 
 
 class TriageSteps(Protocol):
@@ -232,7 +233,8 @@ class Triage:
             return Reduced(text, size(text), int(before.detail.split(" ")[0]) if before.detail[:1].isdigit() else 0,
                            str(reduce_folder / "reduced.py"))
         resume = (reduce_folder / "reduce.json").exists()
-        self.progress.say(f"triage 3/3 reduce: on {found.first_bad} against {self.alarm.good}; {self._reduce_estimate()}"
+        against = found.culprit.before[:12] if found.culprit and found.culprit.before else self.alarm.good
+        self.progress.say(f"triage 3/3 reduce: on {found.first_bad[:12]} against {against}; {self._reduce_estimate()}"
                           + ("; resuming" if resume else ""))
         started = self.clock()
         try:
@@ -381,14 +383,18 @@ class MeasuringSteps:
         options = ReduceOptions(versions=None if found.culprit else (found.first_bad,), good=alarm.good,
                                 resume=folder if resume else None, out=folder.parent,
                                 max_candidates=self.options.max_candidates, **self._measure())
-        commit = None
+        commit = good_commit = None
         if found.culprit is not None:
             assert self.options.jax_repo is not None  # a culprit is found only in a clone
             repo = GitRepo(self.options.jax_repo)
-            label = _label(repo, found.culprit.sha)
             jaxlib = found.jaxlib or (alarm.cell.commit.jaxlib if alarm.cell.commit else None) or alarm.good
-            commit = CommitPoint(label, found.culprit.sha, self.options.jax_repo, jaxlib)
-        outcome = reduce_config(self.config, repro.path, options, self.progress, commit, folder=folder)
+            commit = CommitPoint(_label(repo, found.culprit.sha), found.culprit.sha, self.options.jax_repo, jaxlib)
+            if found.culprit.before:  # the last clean commit: the culprit's change alone lies between them
+                before = found.culprit.before
+                good_commit = CommitPoint(_label(repo, before), before, self.options.jax_repo,
+                                          found.before_jaxlib or jaxlib)
+        outcome = reduce_config(self.config, repro.path, options, self.progress, commit, folder=folder,
+                                good_commit=good_commit)
         if outcome.status == SweepStatus.INTERRUPTED:
             raise KeyboardInterrupt
         assert outcome.reduced is not None
@@ -421,10 +427,12 @@ def bisected(outcome: BisectSection | None, alarm: Alarm, repo: GitRepo | None) 
     if search is not None:
         if search.culprit is None:
             raise UserError(f"the commit search: {search.problem or 'no culprit found'}")
-        jaxlib = next((r.jaxlib for r in search.rows if r.point == search.culprit.sha and r.jaxlib), None)
-        culprit = Culprit(search.culprit.sha, search.culprit.subject, search.culprit.date, _url_base(repo),
-                          search.before.sha if search.before else "")
-        return Bisected(culprit.sha, culprit, len(search.rows), search.count, jaxlib=jaxlib)
+        def jaxlib_of(sha: str | None) -> str | None:
+            return next((r.jaxlib for r in search.rows if r.point == sha and r.jaxlib), None)
+        before = search.before.sha if search.before else ""
+        culprit = Culprit(search.culprit.sha, search.culprit.subject, search.culprit.date, _url_base(repo), before)
+        return Bisected(culprit.sha, culprit, len(search.rows), search.count, jaxlib=jaxlib_of(culprit.sha),
+                        before_jaxlib=jaxlib_of(before))
     appears = outcome.appears
     if appears is None or appears.first is None:
         raise UserError(f"the bisection did not reproduce between {alarm.good} and {alarm.bad}")
