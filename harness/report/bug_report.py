@@ -18,6 +18,8 @@ from harness.report.bisect_section import JAX_COMMIT_URL
 BUG_FILE = "bug.md"
 MAX_DIFF_LINES = 20  # the lowered module's differing lines shown; the rest are in report.md
 # How a merge commit (or a squashed one) names its pull request.
+# A program that names its cache folder itself: the command's folder is not where its entries go.
+_OWN_CACHE_DIR = re.compile(r"set_cache_dir\(|jax_compilation_cache_dir|initialize_cache\(")
 _PR = re.compile(r"Merge pull request #(\d+)|\(#(\d+)\)\s*$|\bPR #(\d+)")
 
 
@@ -164,6 +166,8 @@ def _reduced_section(facts: BugFacts) -> list[str]:
     out += ["", "Run it as fresh processes sharing one cache folder (saved as `repro.py`):", ""]
     out += md.fence([install_line(facts), reproduce_command(facts, "repro.py")], "bash")
     out += [""]
+    if _OWN_CACHE_DIR.search(reduced.text):
+        out += ["The program sets its own cache folder (above): count the entries there instead of /tmp/jaxcache.", ""]
     if reduced.problem:
         out += [f"Its own check did not keep the night's signature: {md.text(reduced.problem)}.", ""]
     return out

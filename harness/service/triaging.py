@@ -153,7 +153,10 @@ def triage(results: Path, baseline: Path, options: TriageOptions, progress: Prog
     alarm = find_alarm(night.cells, compare(night.cells, base.cells))
     config, config_path = _night_config(night.header.config.source)
     steps = MeasuringSteps(config, config_path, options, progress, folder)
-    return Triage(folder, alarm, night.cells, progress, steps, program=night.header.config.repro or "",
+    # The table: the baseline's clean cell the alarm was compared with, then the night's.
+    clean = [c for c in base.cells if c.commit is None and c.spec.jax_version == alarm.good
+             and c.spec.mesh == alarm.cell.spec.mesh and c.spec.platform == alarm.cell.spec.platform]
+    return Triage(folder, alarm, clean[:1] + night.cells, progress, steps, program=night.header.config.repro or "",
                   host_os=night.header.host.os or "",
                   max_candidates=options.max_candidates, night_folder=folder).run()
 

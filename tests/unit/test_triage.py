@@ -75,6 +75,9 @@ def test_bug_md_has_every_part_of_an_issue():
     assert f"jax @ git+https://github.com/jax-ml/jax@{SHA}" in text
     assert "`computation`" in text and "+  jax.result_info" in text
     assert "- nothing: every step finished" in text
+    assert "sets its own cache folder" not in text
+    own = render(facts(reduced=Reduced("import jax\njax.config.update('jax_compilation_cache_dir', '/c')\n", 2, 30, "r.py")))
+    assert "The program sets its own cache folder" in own
 
 
 def test_a_failed_step_is_said_and_no_reduced_program_is_claimed():
