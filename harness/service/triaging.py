@@ -156,7 +156,9 @@ def triage(results: Path, baseline: Path, options: TriageOptions, progress: Prog
     # The table: the baseline's clean cell the alarm was compared with, then the night's.
     clean = [c for c in base.cells if c.commit is None and c.spec.jax_version == alarm.good
              and c.spec.mesh == alarm.cell.spec.mesh and c.spec.platform == alarm.cell.spec.platform]
-    return Triage(folder, alarm, clean[:1] + night.cells, progress, steps, program=night.header.config.repro or "",
+    # ...and of the night's, the alarm's cell and the releases the baseline's cell does not already say.
+    tonight = [c for c in night.cells if c is alarm.cell or not clean or c.spec.key != clean[0].spec.key]
+    return Triage(folder, alarm, clean[:1] + tonight, progress, steps, program=night.header.config.repro or "",
                   host_os=night.header.host.os or "",
                   max_candidates=options.max_candidates, night_folder=folder).run()
 
@@ -314,7 +316,7 @@ def bug_facts(alarm: Alarm, cells: list[CellResult], steps: tuple[Step, ...], fo
     if reduced is not None and any(f"import {lib}" in reduced.text for lib in ("flax", "equinox", "haiku")):
         not_established.append("plain JAX: the reduced program still imports a library")
     facts = cell.environment_facts
-    environment = {"jax": cell.commit.sha if cell.commit else cell.spec.jax_version,
+    environment = {"jax": f"commit {cell.commit.sha} (the night's)" if cell.commit else cell.spec.jax_version,
                    "jaxlib": str(facts.get("jaxlib_release") or facts.get("jaxlib") or
                                  (cell.commit.jaxlib if cell.commit else "") or ""),
                    "python": str(facts.get("python", "")),
