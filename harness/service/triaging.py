@@ -237,7 +237,8 @@ class Triage:
             text = (reduce_folder / "reduced.py").read_text()
             return Reduced(text, size(text), int(before.detail.split(" ")[0]) if before.detail[:1].isdigit() else 0,
                            str(reduce_folder / "reduced.py"))
-        resume = (reduce_folder / "reduce.json").exists()
+        # A folder left by an earlier try: reduce resumes it (from the original's check when it stopped before its state).
+        resume = reduce_folder.is_dir() and any(reduce_folder.iterdir())
         against = found.culprit.before[:12] if found.culprit and found.culprit.before else self.alarm.good
         self.progress.say(f"triage 3/3 reduce: on {found.first_bad[:12]} against {against}; {self._reduce_estimate()}"
                           + ("; resuming" if resume else ""))
@@ -385,7 +386,8 @@ class MeasuringSteps:
             # A built-in repro is already the smallest program; a module has no one file to shrink.
             raise UserError(f"the night's program is {'the built-in repro ' if repro.builtin else ''}{repro.name}, "
                             "not a script of yours: nothing to reduce")
-        options = ReduceOptions(versions=None if found.culprit else (found.first_bad,), good=alarm.good,
+        options = ReduceOptions(versions=None if found.culprit or alarm.bad_commit else (found.first_bad,),
+                                good=alarm.good,
                                 resume=folder if resume else None, out=folder.parent,
                                 max_candidates=self.options.max_candidates, **self._measure())
         commit = good_commit = None
@@ -398,6 +400,11 @@ class MeasuringSteps:
                 before = found.culprit.before
                 good_commit = CommitPoint(_label(repo, before), before, self.options.jax_repo,
                                           found.before_jaxlib or jaxlib)
+        elif alarm.bad_commit is not None:  # no culprit (the bisection failed): the night's own commit
+            if self.options.jax_repo is None or alarm.cell.commit is None or alarm.cell.commit.jaxlib is None:
+                raise UserError("the night's commit runs from a jax clone: give --jax-repo")
+            commit = CommitPoint(alarm.cell.spec.jax_version, alarm.bad_commit, self.options.jax_repo,
+                                 alarm.cell.commit.jaxlib)
         outcome = reduce_config(self.config, repro.path, options, self.progress, commit, folder=folder,
                                 good_commit=good_commit)
         if outcome.status == SweepStatus.INTERRUPTED:
