@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.bisect.commits import GitRepo, commit_label, parse_version_py
+from harness.bisect.commits import GitRepo, commit_label
 from harness.core.errors import HarnessFailure, UserError
 from harness.core.files import write_atomic
 from harness.core.model import CellResult
@@ -415,15 +415,13 @@ class MeasuringSteps:
 
 
 def _label(repo: GitRepo, sha: str) -> str:
-    proc = repo._git("show", f"{sha}:jax/version.py", check=False)
-    return commit_label(parse_version_py(proc.stdout) if proc.returncode == 0 else None, sha)
+    return commit_label(repo.version_py(sha), sha)
 
 
 def _url_base(repo: GitRepo | None) -> str:
     if repo is None:
         return JAX_COMMIT_URL
-    proc = repo._git("remote", "get-url", "origin", check=False)
-    url = proc.stdout.strip().removesuffix(".git") if proc.returncode == 0 else ""
+    url = (repo.remote_url() or "").removesuffix(".git")
     if url.startswith("git@github.com:"):
         url = "https://github.com/" + url.removeprefix("git@github.com:")
     return f"{url}/commit/" if url.startswith("https://github.com/") else JAX_COMMIT_URL

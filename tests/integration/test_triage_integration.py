@@ -3,7 +3,7 @@ committed into a fresh git repository in the test's folder (tagged jax-v0.4.31),
 that makes shard_map's lowering name its axes in a set's order (the seed's bug class), and another harmless one.
 A night at the last commit against a clean 0.4.31 baseline alarms; the triage names the culprit and reduces the
 program; the reduced program is then run by fresh processes without the harness at the bad commit and at 0.4.31.
-About 5 minutes on 2 cores: the baseline (3 runs), the night (3 + 2), 4 commits, a reduction of at most 40
+About 5 minutes on 2 cores: the baseline (6 runs), the night (6 + 2), 4 commits, a reduction of at most 40
 candidates, then 8 plain runs."""
 
 import os
@@ -124,8 +124,11 @@ def test_a_night_at_a_bad_commit_is_triaged_to_its_culprit_and_a_short_plain_jax
     script.write_text(PROGRAM)
     config = work / "night.yaml"
     config.write_text(f"name: night\nrepro: {script}\njax_versions: ['{VERSION}']\nplatform: cpu\ndevice_count: 8\n"
-                      "runs: 3\n")
-    baseline = harness("run", config, "--out", tmp_path / "base")
+                      "runs: 6\n")
+    # Random seeds: the planner's chosen seeds after run 1 lowered this set in the first run's order (16 and 21 as
+    # 4046102470: z,y,x) where it predicted others, and a 3-run cell of the bad commit read clean. Six random runs
+    # of three names all alike is about 1e-4 per bad cell; six keep the baseline's clean strong (0.03).
+    baseline = harness("run", config, "--out", tmp_path / "base", "--seeds", "random")
     assert baseline.returncode == 0, baseline.stderr[-3000:]
     (base,) = (tmp_path / "base").iterdir()
     (clean,) = load_results(base).cells
@@ -135,7 +138,8 @@ def test_a_night_at_a_bad_commit_is_triaged_to_its_culprit_and_a_short_plain_jax
     commits = synthetic_jax(repo, env)
 
     night = harness("nightly", config, "--baseline", base, "--config-versions", "--jax-repo", repo,
-                    "--ref", commits["head"], "--out", tmp_path / "night", "--triage", "--max-candidates", "40")
+                    "--ref", commits["head"], "--out", tmp_path / "night", "--triage", "--max-candidates", "40",
+                    "--seeds", "random")
     assert night.returncode == 1, night.stderr[-5000:]
     (folder,) = (tmp_path / "night").iterdir()
     bug = (folder / "bug.md").read_text()

@@ -185,3 +185,15 @@ def test_triage_of_a_night_without_an_alarm_or_without_its_config_is_bad_input_i
     err = capsys.readouterr().err
     assert "the night's config" in err and "Traceback" not in err
     assert not (alarmed / "bug.md").exists()
+
+
+def test_the_culprits_link_follows_the_clones_github_remote(tmp_path):
+    import subprocess
+
+    from harness.bisect.commits import GitRepo
+    from harness.service.triaging import _url_base
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert _url_base(GitRepo(tmp_path)) == "https://github.com/jax-ml/jax/commit/"  # no remote: jax's own
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:me/jax.git"], check=True)
+    assert _url_base(GitRepo(tmp_path)) == "https://github.com/me/jax/commit/"
+    assert _url_base(None) == "https://github.com/jax-ml/jax/commit/"
