@@ -64,6 +64,9 @@ class Bisection:
     good: str | None = None
     bad: str | None = None
     jax_repo: GitRepo | None = None  # built (so checked) by the caller before anything is measured
+    # A commit known bad after the last release (`harness triage` of a night at a jax commit): the commits from
+    # `good`'s release commit to it are searched, with no release search (the night measured both ends).
+    bad_commit: str | None = None
     sources_root: Path = DEFAULT_SOURCES
     # Injectable for tests: the environment providing jaxlib `version` (default: the backend's release).
     jaxlib_environment: Callable[[str], Environment] | None = None
@@ -98,6 +101,8 @@ class Bisection:
                                      lambda: self._release_env(version))
 
     def run(self) -> BisectSection:
+        if self.bad_commit is not None:
+            return self._to_commit(self.bad_commit)
         search = logic.search(self.versions, self.test_release, self.good, self.bad)
         outcome = BisectSection(search.appears, search.fixed, search.problem,
                           [row_for(s, self._cells[release_id(s.point)]) for s in search.steps])
@@ -111,6 +116,17 @@ class Bisection:
                 self.writer.set("bisect", outcome)
         return outcome
 
+    def _to_commit(self, sha: str) -> BisectSection:
+        assert self.jax_repo is not None and self.good is not None  # the service checks both
+        outcome = BisectSection(Boundary(self.good, sha), None, None, [])
+        sources = CommitSources(self.jax_repo, self.sources_root)
+        outcome.commits.append(self.commit_search(self.jax_repo, sources, Boundary(self.good, sha), Role.APPEARS))
+        self.writer.set("bisect", outcome)
+        return outcome
+
+    def _commit_of(self, repo: GitRepo, point: str) -> str:
+        return point if point == self.bad_commit else repo.release_commit(point)
+
     def commit_search(self, repo: GitRepo, sources: CommitSources, boundary: Boundary[str],
                       kind: Role) -> CommitSearch:
         before, after = (Verdict.CLEAN, Verdict.REPRODUCED) if kind == Role.APPEARS else \
@@ -120,12 +136,14 @@ class Bisection:
             found.problem = ("no clean release before the regression in the range" if kind == Role.APPEARS
                              else "not fixed in the range")
             return found
-        commits = repo.first_parent_range(repo.release_commit(boundary.last),
-                                          repo.release_commit(boundary.first))
+        commits = repo.first_parent_range(self._commit_of(repo, boundary.last),
+                                          self._commit_of(repo, boundary.first))
         found.count = len(commits)
         self.progress.say(f"commits {boundary.last}..{boundary.first}: {len(commits)} on the first-parent line")
         # The jaxlibs on offer: the releases on both sides of the boundary (and any between).
-        lo, hi = self.versions.index(boundary.last), self.versions.index(boundary.first)
+        lo = self.versions.index(boundary.last)
+        # A commit after the last release: any release from the boundary's on may be its jaxlib.
+        hi = len(self.versions) - 1 if boundary.first == self.bad_commit else self.versions.index(boundary.first)
         jaxlibs: dict[str, Callable[[], Environment]] = {v: partial(self._jaxlib_env, v)
                                                          for v in self.versions[lo:hi + 1]}
         infos: dict[str, CommitInfo] = {}

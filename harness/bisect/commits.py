@@ -126,6 +126,16 @@ class GitRepo:
         out = self._git("rev-list", "--first-parent", "--reverse", f"{old}..{new}").stdout.split()
         return [old, *out]
 
+    def version_py(self, sha: str) -> JaxSource | None:
+        """What jax/version.py says at `sha` (None when it is missing or unreadable)."""
+        proc = self._git("show", f"{sha}:jax/version.py", check=False)
+        return parse_version_py(proc.stdout) if proc.returncode == 0 else None
+
+    def remote_url(self) -> str | None:
+        """The URL of `origin` (None: no such remote)."""
+        proc = self._git("remote", "get-url", "origin", check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
     def info(self, sha: str) -> CommitInfo:
         out = self._git("show", "-s", "--format=%H%x00%cI%x00%s", sha).stdout.strip()
         full, date, subject = out.split("\x00", 2)

@@ -301,7 +301,33 @@ def cmd_nightly(given: Given, words: tuple[str, ...]) -> int:
     if code != ExitCode.OK:
         return code
     print()
-    return _show_changes(found.changes, given.baseline)
+    code = _show_changes(found.changes, given.baseline)
+    if code == ExitCode.REGRESSION and given.triage:
+        return _triage(found.sweep.folder, given, words)
+    return code
+
+
+def cmd_triage(given: Given, words: tuple[str, ...]) -> int:
+    return _triage(given.results, given, words)
+
+
+def _triage(results: Path, given: Given, words: tuple[str, ...]) -> int:
+    """Exit 1 (a regression, triaged), or 3 when a step failed (bug.md says what is known)."""
+    options = from_given(service.TriageOptions, given, command=_typed(words))
+    try:
+        found = service.triage(results, given.baseline, options, _progress(given.quiet))
+    except KeyboardInterrupt:
+        ConsoleProgress.release_all()
+        again = ["harness", "triage", str(results), "--baseline", str(given.baseline)]
+        again += ["--jax-repo", str(given.jax_repo)] if given.jax_repo is not None else []
+        folder = results if results.is_dir() else results.parent
+        print(f"\n{interrupted_how()}: {folder / 'bug.md'} says what is known so far; each step resumes from "
+              f"its own state\ncontinue with: {shlex.join(again)}", file=sys.stderr)
+        return interrupted_exit_code()
+    print(f"bug report: {found.bug}")
+    for step in found.failed:
+        print(f"harness: triage: {step.name} failed: {step.detail}", file=sys.stderr)
+    return ExitCode.FAILURE if found.failed else ExitCode.REGRESSION
 
 
 def cmd_compare(given: Given, words: tuple[str, ...]) -> int:

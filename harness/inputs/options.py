@@ -189,7 +189,12 @@ class Options:
         "the clone has a remote, and compare it with the baseline's newest release", group=Group.NIGHTLY,
         type=Path, metavar="PATH", example=("../jax",),
         per={"bisect": {"help": "a git clone of jax (bare is fine): continue to the commit inside each boundary",
-                        "group": Group.BISECT}})] = None
+                        "group": Group.BISECT},
+             "triage": {"help": "a git clone of jax (bare is fine): search the commits between the last clean point "
+                        "and the first bad one (without it, the releases)", "group": Group.BISECT}})] = None
+    triage: Annotated[bool, opt(
+        "--triage", help="on an alarm, triage it as `harness triage` does: bisect, reduce, write bug.md beside the "
+        "night's results", group=Group.NIGHTLY, action="store_true")] = False
     ref: Annotated[str, opt("--ref", help="--jax-repo: the branch, tag or commit to measure", group=Group.NIGHTLY,
                             example=("v0.4.30",))] = "main"
     good: Annotated[str | None, opt(
@@ -328,7 +333,13 @@ COMMANDS: tuple[Command, ...] = (
              "harness report results/20260101T000000Z-shard_map_grad --print", "results", "show"),
     _command("nightly", "sweep the newest releases and compare with a baseline (exit 1 on a regression)",
              "harness nightly shard_map_grad --baseline results/baseline",
-             SWEPT, "baseline", "max_lost_growth", "config_versions", "jax_repo", "ref", "junit_xml"),
+             SWEPT, "baseline", "max_lost_growth", "config_versions", "jax_repo", "ref", "junit_xml", "triage",
+             "max_candidates"),
+    _command("triage", "after a night's alarm: bisect the commits (or releases) between its last clean and first bad "
+             "point, reduce the program, write bug.md (exit 1: a regression triaged)",
+             "harness triage results/night --baseline results/baseline --jax-repo ../jax",
+             SOURCES, "backend", "rebuild", "python", "quiet", "runs_at_once", "seeds", "results", "baseline",
+             "jax_repo", "max_candidates"),
     _command("compare", "compare measured results with a baseline (exit 1 on a regression)",
              "harness compare results/new --baseline results/baseline", "results", "baseline", "max_lost_growth"),
     _command("merge", "join shard results (harness run --shard I/N) into one",

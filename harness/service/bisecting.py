@@ -98,7 +98,17 @@ def bisect_program(check: ScriptCheck, options: BisectOptions, progress: Progres
     return _bisect(config, check.script, options, progress)
 
 
-def _bisect(config: Config, config_path: Path | None, options: BisectOptions, progress: Progress) -> BisectOutcome:
+def bisect_config(config: Config, config_path: Path | None, options: BisectOptions, progress: Progress,
+                  bad_commit: str | None = None) -> BisectOutcome:
+    """A bisection of a config already loaded (`harness triage`: the night's). With `bad_commit` (a commit of
+    --jax-repo after the release --good), the commits from --good's release commit to it are searched."""
+    if bad_commit is not None and (options.jax_repo is None or options.good is None):
+        raise UserError("a bisection to a commit needs --jax-repo and --good")
+    return _bisect(config, config_path, options, progress, bad_commit)
+
+
+def _bisect(config: Config, config_path: Path | None, options: BisectOptions, progress: Progress,
+            bad_commit: str | None = None) -> BisectOutcome:
     """A bisection of `config` (a loaded config file, or a program's: `config_path` is then its script, or
     None for -m MODULE; the command line says it again as given)."""
     check_bisect(options)
@@ -119,6 +129,8 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
         bisect=BisectRange(options.good, options.bad, jax_repo)))
     # The same sweep, searched between the same endpoints the same way, finds its recorded state.
     search = {"good": options.good, "bad": options.bad, "backend": choice.backend.name, "jax_repo": jax_repo}
+    if bad_commit is not None:  # only then: a bisection's identity from before stays what it was
+        search["bad_commit"] = bad_commit
     identity = SweepIdentity.of(header)
     folder = options.out / fitting_name(f"bisect-{config.name}-{identity.key(**search)}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,7 +145,7 @@ def _bisect(config: Config, config_path: Path | None, options: BisectOptions, pr
                  f"({len(versions)}); seeds: {options.seeds}; results: {folder}")
     bisection = Bisection(config, versions, choice.backend, opened.planner(),
                           state, writer, progress, at_once=at_once.count, good=options.good, bad=options.bad,
-                          jax_repo=repo)
+                          jax_repo=repo, bad_commit=bad_commit)
     status, outcome = finish(writer, bisection.run, _status)
     text = ""
     if outcome is not None:

@@ -93,6 +93,14 @@ class ReduceOptions(MeasureOptions):
 
 
 @dataclass(frozen=True)
+class TriageOptions(MeasureOptions):
+    """`harness triage` (and `nightly --triage`): the clone for the commits, the reduction's budget."""
+
+    jax_repo: Path | None = Options.jax_repo
+    max_candidates: int | None = Options.max_candidates
+
+
+@dataclass(frozen=True)
 class ScriptRunOptions:
     """How `harness check` runs the user's code: a module instead of the script, arguments, environment
     additions, working folder (validated as a config's module/args/env/cwd keys), and the script's

@@ -4,8 +4,12 @@ bad and good releases, the folder; the reduction itself is harness/reduce/."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+from harness.bisect.bisection import DEFAULT_SOURCES
+from harness.bisect.commit_backend import CommitBackend
+from harness.bisect.commits import CommitSources, GitRepo
 from harness.inputs.config import Config
 from harness.core.errors import UserError
 from harness.measure.progress import Progress
@@ -44,11 +48,35 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     # The one release reduced is --versions (resolved below), the runs the reduction's: not what check says.
     config = check_config(replace(check, versions=None, runs=options.runs))
     options = with_script_packages(options, check.script_run)  # --with . and -e PATH are --with-editable PATH
+    return reduce_config(config, script, options, progress)
+
+
+@dataclass(frozen=True)
+class CommitPoint:
+    """The first bad point as a jax commit (`harness triage`): reduced on as a release is."""
+
+    label: str  # its PEP 440 label, as its cells name it
+    sha: str
+    repo: Path
+    jaxlib: str  # the release whose jaxlib runs it (the one the night's cell ran with)
+
+
+def reduce_config(config: Config, script: Path, options: ReduceOptions, progress: Progress,
+                  commit: CommitPoint | None = None, folder: Path | None = None,
+                  good_commit: CommitPoint | None = None) -> ReduceOutcome:
+    """A reduction of `script` run as `config` says (a check's config, or a night's: `harness triage`), on
+    --versions' one release (or `commit`) against --good (or `good_commit`, the commit before it), in `folder`
+    (else a new one under --out; --resume's when given)."""
     # As a sweep takes them: the signature then names the factor that missed, or the processes that disagreed.
     opened = measurement.open(config, options, progress.say)
     config, choice = opened.config, opened.choice
-    installed = choice.backend.installed_version()
-    if installed is not None:
+    backend = choice.backend
+    installed = backend.installed_version()
+    if commit is not None:
+        bad = commit.label
+        points = {p.label: (p.sha, p.jaxlib) for p in (commit, good_commit) if p is not None}
+        backend = CommitBackend(backend, CommitSources(GitRepo(commit.repo), DEFAULT_SOURCES), points)
+    elif installed is not None:
         if options.good:
             raise UserError(f"--good: --backend {choice.backend.name} has one JAX version ({installed}); "
                             "use venv or docker")
@@ -56,7 +84,8 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
     else:
         assert options.versions  # check_reduce: the one release
         bad = _one_release("--versions", options.versions[0], opened)
-    good = _one_release("--good", options.good, opened) if options.good else None
+    good = good_commit.label if good_commit is not None else \
+        _one_release("--good", options.good, opened) if options.good else None
     if good == bad:
         raise UserError(f"--good {good}: the same release as --versions")
     versions = [bad] + ([good] if good else [])
@@ -73,9 +102,10 @@ def _reduce(check: ScriptCheck, options: ReduceOptions, progress: Progress) -> R
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", script.stem) or "script"
     # Absolute: candidates run in folders of their own, under bubblewrap, where a relative path names another place.
-    folder = (options.resume or new_results_folder(options.out, f"reduce-{stem}")).absolute()
+    folder = (options.resume or folder or new_results_folder(options.out, f"reduce-{stem}")).absolute()
+    folder.mkdir(parents=True, exist_ok=True)
     progress.say(f"reducing {script} on jax {bad}" + (f" (clean on {good})" if good else "") + f": {folder}")
-    reduction = Reduction(config, script.absolute(), choice.backend, bad, good, folder, header, progress,
+    reduction = Reduction(config, script.absolute(), backend, bad, good, folder, header, progress,
                           opened.planner(), at_once=at_once.count,
                           max_candidates=options.max_candidates)
     return reduction.run(resume=options.resume is not None)

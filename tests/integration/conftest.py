@@ -14,6 +14,7 @@ import pytest
 # pytest-xdist workers; beside those they got about half the machine and took twice their time. In one run (the
 # default, `--reductions with`) they start first: the longest tests, so that the workers end together.
 FIRST = "test_reduce_integration.py"
+REDUCTIONS = (FIRST, "test_triage_integration.py")  # the triage's night ends in a reduction too
 
 
 def pytest_addoption(parser):
@@ -26,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
     here = config.rootpath / "tests" / "integration"
     wanted = config.getoption("--reductions")
     if wanted != "with":
-        keep = [item for item in items if (item.path.name == FIRST) == (wanted == "only")]
+        keep = [item for item in items if (item.path.name in REDUCTIONS) == (wanted == "only")]
         config.hook.pytest_deselected(items=[item for item in items if item not in keep])
         items[:] = keep
     for item in items:

@@ -257,3 +257,17 @@ def test_a_release_cell_cut_short_is_kept_in_the_results_but_never_recorded_as_a
     cut = [c for c in cells if c["spec"]["jax_version"] == "0.1.2"]
     assert len(cut) == 1 and cut[0]["interrupted"] and len(cut[0]["runs"]) == 1, cut
     assert "release:0.1.2" not in BisectState.open(tmp_path / "out", {"test": "fake"}).points
+
+
+def test_a_bisection_to_a_commit_after_the_release_searches_only_those_commits(fake_jax, tmp_path):
+    """harness triage of a night at a commit: from --good's release commit to that commit, no release search."""
+    repo = GitRepo(fake_jax["repo"])
+    night = repo.resolve("jax-v0.1.1")  # set-ordered, after the culprit
+    bisection = make_bisection(fake_jax, tmp_path)
+    bisection.good, bisection.bad_commit = "0.1.0", night
+    outcome = bisection.run()
+    assert outcome.release_rows == [] and outcome.fixed is None
+    (search,) = outcome.commits
+    assert search.problem is None and search.culprit.sha == fake_jax["bad"]
+    assert search.count == len(repo.first_parent_range(repo.release_commit("0.1.0"), night))
+    assert {r.point for r in search.rows} >= {repo.release_commit("0.1.0"), night}  # both ends confirmed
