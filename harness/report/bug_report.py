@@ -36,7 +36,7 @@ class StepName(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class Step:
+class TriageStep:
     name: StepName
     state: StepState
     detail: str = ""  # one line: what it found, or why it failed
@@ -68,7 +68,7 @@ def pull_request(subject: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Reduced:
+class ReducedProgram:
     text: str  # the reduced program
     lines: int
     original_lines: int
@@ -93,9 +93,9 @@ class BugFacts:
     releases_only: bool = False  # no clone: the releases were bisected
     components: tuple[str, ...] = ()  # the key's components that moved (JAX's log)
     diff: tuple[str, ...] = ()  # the lowered module's differing lines
-    reduced: Reduced | None = None
+    reduced: ReducedProgram | None = None
     environment: dict[str, str] = field(default_factory=dict)  # jax, jaxlib, python, platform, devices
-    steps: tuple[Step, ...] = ()
+    steps: tuple[TriageStep, ...] = ()
     not_established: tuple[str, ...] = ()
 
 

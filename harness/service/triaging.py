@@ -32,7 +32,7 @@ from harness.measure.progress import Progress
 from harness.nightly.compare import ALARMS, Change, CellChange, check_same_repro, compare, repro_of
 from harness.reduce.passes import size
 from harness.report.bisect_section import JAX_COMMIT_URL
-from harness.report.bug_report import (BUG_FILE, BugFacts, Culprit, Reduced, Step, StepName, StepState, render)
+from harness.report.bug_report import (BUG_FILE, BugFacts, Culprit, ReducedProgram, TriageStep, StepName, StepState, render)
 from harness.report.evidence import Evidence
 from harness.report.sources import collect
 from harness.report.table import render as render_table
@@ -81,7 +81,7 @@ class TriageState:
     """triage.json: each step's state, detail, time and folder."""
 
     path: Path
-    steps: dict[str, Step] = field(default_factory=dict)
+    steps: dict[str, TriageStep] = field(default_factory=dict)
 
     @classmethod
     def open(cls, folder: Path) -> TriageState:
@@ -90,18 +90,18 @@ class TriageState:
         if path.exists():
             try:
                 data = json.loads(path.read_text())
-                state.steps = {name: Step(StepName(s["name"]), StepState(s["state"]), s.get("detail", ""),
+                state.steps = {name: TriageStep(StepName(s["name"]), StepState(s["state"]), s.get("detail", ""),
                                           float(s.get("seconds", 0.0)), s.get("folder", ""))
                                for name, s in data.get("steps", {}).items()}
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise UserError(f"{path}: not a triage state ({exc}); remove it to start over") from None
         return state
 
-    def record(self, step: Step) -> None:
+    def record(self, step: TriageStep) -> None:
         self.steps[step.name] = step
         write_atomic(self.path, json.dumps({"steps": {k: asdict(v) for k, v in self.steps.items()}}, indent=1) + "\n")
 
-    def get(self, name: StepName) -> Step | None:
+    def get(self, name: StepName) -> TriageStep | None:
         return self.steps.get(name)
 
 
@@ -129,18 +129,18 @@ class TriageSteps(Protocol):
 
     def bisect(self, alarm: Alarm, folder: Path) -> Bisected: ...
 
-    def reduce(self, alarm: Alarm, found: Bisected, folder: Path, resume: bool) -> Reduced: ...
+    def reduce(self, alarm: Alarm, found: Bisected, folder: Path, resume: bool) -> ReducedProgram: ...
 
 
 @dataclass(frozen=True)
 class TriageOutcome:
     folder: Path  # the night's results folder, holding bug.md
     bug: Path
-    steps: tuple[Step, ...]
+    steps: tuple[TriageStep, ...]
     text: str
 
     @property
-    def failed(self) -> list[Step]:
+    def failed(self) -> list[TriageStep]:
         return [s for s in self.steps if s.state == StepState.FAILED]
 
 
@@ -192,10 +192,10 @@ class Triage:
         work.mkdir(exist_ok=True)
         said = (f"{alarm.change.change} at {alarm.bad} (clean in the baseline's {alarm.good}): "
                 f"{alarm.cell.reason or alarm.cell.verdict}")
-        state.record(Step(StepName.ALARM, StepState.DONE, said))
+        state.record(TriageStep(StepName.ALARM, StepState.DONE, said))
         self.progress.say(f"triage 1/3 alarm: {said}")
         found: Bisected | None = None
-        reduced: Reduced | None = None
+        reduced: ReducedProgram | None = None
         try:
             found = self._bisect(state, work)
             reduced = self._reduce(state, work, found) if found is not None else None
@@ -212,13 +212,13 @@ class Triage:
         try:
             found = self.steps.bisect(self.alarm, work)
         except (UserError, HarnessFailure) as exc:  # said in bug.md; the reduction still runs on the night's ends
-            state.record(Step(StepName.BISECT, StepState.FAILED, str(exc), self.clock() - started))
+            state.record(TriageStep(StepName.BISECT, StepState.FAILED, str(exc), self.clock() - started))
             self.progress.say(f"triage 2/3 bisect failed: {exc}")
             return Bisected(self.alarm.bad_commit or self.alarm.cell.spec.jax_version,
                             releases_only=self.alarm.bad_commit is None)
         detail = (f"culprit {found.culprit.sha[:12]} {found.culprit.subject}" if found.culprit
                   else f"first bad: {found.first_bad}")
-        state.record(Step(StepName.BISECT, StepState.DONE, detail, self.clock() - started, str(work)))
+        state.record(TriageStep(StepName.BISECT, StepState.DONE, detail, self.clock() - started, str(work)))
         self.progress.say(f"triage 2/3 bisect: {detail} ({self.clock() - started:.0f} s)")
         return found
 
@@ -229,13 +229,13 @@ class Triage:
             count = 0
         return bisect_estimate(count, self.alarm.cell)
 
-    def _reduce(self, state: TriageState, work: Path, found: Bisected) -> Reduced | None:
+    def _reduce(self, state: TriageState, work: Path, found: Bisected) -> ReducedProgram | None:
         before = state.get(StepName.REDUCE)
         reduce_folder = work / "reduce"
         if before is not None and before.state == StepState.DONE and (reduce_folder / "reduced.py").exists():
             self.progress.say(f"triage 3/3 reduce: done earlier, {reduce_folder / 'reduced.py'}")
             text = (reduce_folder / "reduced.py").read_text()
-            return Reduced(text, size(text), int(before.detail.split(" ")[0]) if before.detail[:1].isdigit() else 0,
+            return ReducedProgram(text, size(text), int(before.detail.split(" ")[0]) if before.detail[:1].isdigit() else 0,
                            str(reduce_folder / "reduced.py"))
         # A folder left by an earlier try: reduce resumes it (from the original's check when it stopped before its state).
         resume = reduce_folder.is_dir() and any(reduce_folder.iterdir())
@@ -246,18 +246,18 @@ class Triage:
         try:
             reduced = self.steps.reduce(self.alarm, found, reduce_folder, resume)
         except (UserError, HarnessFailure) as exc:
-            state.record(Step(StepName.REDUCE, StepState.FAILED, str(exc), self.clock() - started, str(reduce_folder)))
+            state.record(TriageStep(StepName.REDUCE, StepState.FAILED, str(exc), self.clock() - started, str(reduce_folder)))
             self.progress.say(f"triage 3/3 reduce failed: {exc}")
             return None
         detail = f"{reduced.original_lines} -> {reduced.lines} lines" + (f"; {reduced.problem}" if reduced.problem else "")
-        state.record(Step(StepName.REDUCE, StepState.DONE, detail, self.clock() - started, str(reduce_folder)))
+        state.record(TriageStep(StepName.REDUCE, StepState.DONE, detail, self.clock() - started, str(reduce_folder)))
         self.progress.say(f"triage 3/3 reduce: {detail} ({self.clock() - started:.0f} s)")
         return reduced
 
     def _reduce_estimate(self) -> str:
         return reduce_estimate(self.steps.program_lines(), self.alarm.cell, self.max_candidates)
 
-    def _write(self, state: TriageState, found: Bisected | None, reduced: Reduced | None) -> str:
+    def _write(self, state: TriageState, found: Bisected | None, reduced: ReducedProgram | None) -> str:
         facts = bug_facts(self.alarm, self.cells, tuple(state.steps.values()), found, reduced, self.night_folder,
                           self.program, self.host_os)
         text = render(facts)
@@ -289,8 +289,8 @@ def _run_seconds(cell: CellResult) -> float:
     return sum(durations) / len(durations) if durations else 2.0
 
 
-def bug_facts(alarm: Alarm, cells: list[CellResult], steps: tuple[Step, ...], found: Bisected | None,
-              reduced: Reduced | None, night_folder: Path | None, program: str = "", host_os: str = "") -> BugFacts:
+def bug_facts(alarm: Alarm, cells: list[CellResult], steps: tuple[TriageStep, ...], found: Bisected | None,
+              reduced: ReducedProgram | None, night_folder: Path | None, program: str = "", host_os: str = "") -> BugFacts:
     cell = alarm.cell
     components: tuple[str, ...] = tuple(cell.attribution.components) if cell.attribution else ()
     diff: tuple[str, ...] = ()
@@ -380,7 +380,7 @@ class MeasuringSteps:
             raise KeyboardInterrupt
         return bisected(found.outcome, alarm, GitRepo(repo) if repo else None)
 
-    def reduce(self, alarm: Alarm, found: Bisected, folder: Path, resume: bool) -> Reduced:
+    def reduce(self, alarm: Alarm, found: Bisected, folder: Path, resume: bool) -> ReducedProgram:
         repro = self.config.repro
         if repro.builtin or repro.module is not None or not repro.path.is_file():
             # A built-in repro is already the smallest program; a module has no one file to shrink.
@@ -411,7 +411,7 @@ class MeasuringSteps:
             raise KeyboardInterrupt
         assert outcome.reduced is not None
         text = outcome.reduced.read_text()
-        return Reduced(text, size(text), outcome.original_lines, str(outcome.reduced), outcome.problem or "")
+        return ReducedProgram(text, size(text), outcome.original_lines, str(outcome.reduced), outcome.problem or "")
 
 
 def _label(repo: GitRepo, sha: str) -> str:

@@ -7,7 +7,7 @@ from harness.core.errors import UserError
 from harness.core.kinds import Platform, Verdict
 from harness.core.model import CellResult, CellSpec, MeasuredCommit
 from harness.nightly.compare import compare
-from harness.report.bug_report import (BugFacts, Culprit, Reduced, Step, StepName, StepState, pull_request, render,
+from harness.report.bug_report import (BugFacts, Culprit, ReducedProgram, TriageStep, StepName, StepState, pull_request, render,
                                        title)
 from harness.service.triaging import Bisected, Triage, TriageState, find_alarm
 
@@ -55,10 +55,10 @@ def facts(**more):
                 "culprit": Culprit(SHA, "Merge pull request #21032 from mattjj:vmap-grad-shmap-bug", "2024-05-03"),
                 "commits_tested": 4, "commits_in_range": 9, "components": ("computation",),
                 "diff": ("--- run 1", "+++ run 2", "-  jax.result_info = \"('a', 'b')\"", "+  jax.result_info = \"('b', 'a')\""),
-                "reduced": Reduced("import jax\nprint(jax.jit(lambda x: x)(1))\n", 2, 30, "reduced.py"),
+                "reduced": ReducedProgram("import jax\nprint(jax.jit(lambda x: x)(1))\n", 2, 30, "reduced.py"),
                 "environment": {"jax": SHA, "jaxlib": "0.4.31", "python": "3.11.2", "platform": "cpu (linux)",
                              "devices": "8"},
-                "steps": (Step(StepName.ALARM, StepState.DONE, "regressed"), Step(StepName.BISECT, StepState.DONE, "x", 12.0))}
+                "steps": (TriageStep(StepName.ALARM, StepState.DONE, "regressed"), TriageStep(StepName.BISECT, StepState.DONE, "x", 12.0))}
     base.update(more)
     return BugFacts(**base)
 
@@ -76,7 +76,7 @@ def test_bug_md_has_every_part_of_an_issue():
     assert "`computation`" in text and "+  jax.result_info" in text
     assert "- nothing: every step finished" in text
     assert "sets its own cache folder" not in text
-    own = render(facts(reduced=Reduced("import jax\njax.config.update('jax_compilation_cache_dir', '/c')\n", 2, 30, "r.py")))
+    own = render(facts(reduced=ReducedProgram("import jax\njax.config.update('jax_compilation_cache_dir', '/c')\n", 2, 30, "r.py")))
     assert "The program sets its own cache folder" in own
 
 
@@ -117,7 +117,7 @@ class FakeSteps:
             raise UserError("the original is clean")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "reduced.py").write_text("import jax\n")
-        return Reduced("import jax\n", 1, 30, str(folder / "reduced.py"))
+        return ReducedProgram("import jax\n", 1, 30, str(folder / "reduced.py"))
 
 
 def triage(tmp_path, steps):
