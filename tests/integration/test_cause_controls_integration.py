@@ -20,6 +20,12 @@ SET_NAMED = _HEAD + (
     "mesh = Mesh(np.array(jax.devices()).reshape(8, 1), names)\n"
     "x = jax.device_put(jnp.ones((8, 16)), NamedSharding(mesh, P('batch')))\n"
     "print(names, jax.jit(body)(x.addressable_shards[0].data).shape)\n")
+# A parameter's PartitionSpec from a set on a (2, 4) grid: its shard is float32[4,4] or float32[2,8] by the set's order.
+SET_SPEC = _HEAD + (
+    "mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ('data', 'model'))\n"
+    "spec = P(*{'data', 'model'})  # a set's order: the hash seed's\n"
+    "x = jax.device_put(jnp.ones((8, 16)), NamedSharding(mesh, spec))\n"
+    "print(spec, jax.jit(body)(x.addressable_shards[0].data).shape)\n")
 # The same kind of choice by an unseeded die of four faces (the batch split 1, 2, 4 or 8 ways): the program's own
 # randomness. (A two-faced coin agrees with five controls in 1 of 32 checks, the bound's worst case, too often for CI;
 # the unit tests decide a coin with controls that draw each side, and the bound is said for it.)
@@ -30,10 +36,12 @@ DIE = _HEAD + (
     "print(split, jax.jit(body)(x.addressable_shards[0].data).shape)\n")
 
 
+@pytest.mark.parametrize("program", ["mesh", "spec"])
 @pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
-def test_a_set_named_mesh_that_leaves_the_batch_whole_is_reproduced_by_the_hash_seed(tmp_path, capsys, write,
-                                                                                       version):
-    script = write("set_named.py", SET_NAMED)
+def test_a_set_ordered_sharding_is_reproduced_by_the_hash_seed(tmp_path, capsys, write, version, program):
+    """A mesh named from a set that leaves the batch whole for some orders; a PartitionSpec from a set: the shard
+    function is compiled at other argument types by the hash seed."""
+    script = write("set_named.py", SET_NAMED if program == "mesh" else SET_SPEC)
     swept = check([str(script), "--versions", version], tmp_path / "out", capsys, expect=None)  # exit 1: reproduced
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
