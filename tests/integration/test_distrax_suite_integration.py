@@ -172,14 +172,15 @@ def test_distraxs_own_tests_on_two_releases_agree_with_a_by_hand_count(tmp_path,
                             "failing": len(always)}
     print(json.dumps(figures), file=sys.stderr)  # the by-hand count, for the note (pytest -s shows it)
 
-    # JUnit: a case per test of each release; the moved ones fail, the failing ones are skipped
+    # JUnit: a case per test of each release; new input fails none (only with --fail-on new-input), the failing
+    # ones are skipped
     SCHEMA.validate(str(tmp_path / "junit.xml"))
     cases = [c for c in ElementTree.parse(tmp_path / "junit.xml").getroot().iter("testcase")
              if " [jax " in (c.get("name") or "")]
     assert len(cases) == sum(len(s["per_test"]["tests"]) for s in summary.values())
     failed = {c.get("name") for c in cases if c.find("failure") is not None}
-    assert failed == {f"{t['id']} [jax {v}]" for v, s in summary.items() for t in s["per_test"]["tests"]
-                      if t["status"] == "missed"}
+    assert failed == set(), failed
+    assert any(t["status"] == "missed" for s in summary.values() for t in s["per_test"]["tests"])  # (new input)
     assert all(float(c.get("time") or 0) > 0 for c in cases if c.find("skipped") is None)
     report = (run_dir / "report.md").read_text()
     assert "distrax 0.1.5 on 0.4.31, 0.1.9 on 0.10.2" in report.splitlines()[0], report.splitlines()[0]
@@ -189,4 +190,4 @@ def test_distraxs_own_tests_on_two_releases_agree_with_a_by_hand_count(tmp_path,
     # the rest is; the facts of the first screen kept
     assert size < 20_000, size
     assert "the rest: results.json" in report or all(len(line) < 600 for line in report.splitlines() if line[:2] == "| ")
-    assert "## What to do" in report and "moved key" in report
+    assert "## What to do" in report and "the program's own randomness moved it" in report
