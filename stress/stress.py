@@ -1087,11 +1087,13 @@ SOCKETS_SCRIPT = (REPO / "tests" / "fixtures" / "reduce" / "tries_sockets.py").r
 
 
 class Listener:
-    """A unix socket (a path, or `@name`: an abstract one) that greets each connection and counts them by where
-    the peer runs: in this machine's PID namespace (the user's own run of the program), or in another (a
-    sandboxed candidate: bubblewrap's --unshare-pid), told by SO_PEERCRED's pid."""
+    """A unix socket (a path, or `@name`: an abstract one) that greets each connection and counts them by who the
+    peer is: the user's own run of the program (its working folder is the program's, `origin`), or a sandboxed
+    candidate (its working folder a candidate's copy), told by SO_PEERCRED's pid. (Not by PID namespace: every run
+    the harness measures starts in one of its own, the seal key's hider, the original's runs too.)"""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, origin: Path) -> None:
+        self.origin = str(origin.resolve())
         import socket
 
         if not where.startswith("@"):
@@ -1106,7 +1108,6 @@ class Listener:
         import socket
         import struct
 
-        own = os.readlink("/proc/self/ns/pid")
         while True:
             try:
                 conn, _ = self.socket.accept()
@@ -1115,10 +1116,10 @@ class Listener:
             with conn:
                 pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
                 try:
-                    theirs = os.readlink(f"/proc/{pid}/ns/pid")
+                    theirs = os.readlink(f"/proc/{pid}/cwd")
                 except OSError:
                     theirs = "gone"  # ended already: counted as sandboxed, the worse reading
-                if theirs == own:
+                if theirs == self.origin:
                     self.machine += 1
                 else:
                     self.sandboxed += 1
@@ -1141,10 +1142,10 @@ def socket_reduction(h: Harness) -> dict[str, Any]:
         where = {"deep": str(root / "a" / "b" / "c" / "d" / "s.sock"), "late": str(root / "late.sock"),
                  "ssh": str(Path.home() / f"{tag}-ssh-agent.sock"),
                  "gpg": str(Path.home() / f"{tag}-gnupg" / "S.gpg-agent.ssh"), "abstract": f"@harness-stress-{os.getpid()}"}
-        listeners = {name: Listener(path) for name, path in where.items() if name != "late"}
         paths = [where[n] for n in ("deep", "late", "ssh", "gpg")]
         script = h.write("socket-project/train.py", SOCKETS_SCRIPT.replace("@SOCKETS@", repr(paths))
                          .replace("@ABSTRACT@", where["abstract"]))
+        listeners = {name: Listener(path, script.parent) for name, path in where.items() if name != "late"}
         out = h.root / "socket-out"
         proc = h.start("reduce", str(script), "--versions", REDUCED_VERSION, "--quiet", "--out", str(out),
                        "--max-candidates", "30")
@@ -1152,7 +1153,7 @@ def socket_reduction(h: Harness) -> dict[str, Any]:
             # Made once the sandboxes started: the screen's servers, or the first candidate's folder.
             wait_for(lambda: list(out.glob("*/screened")) or list(out.glob("*/candidates/*"))
                      or proc.poll() is not None, 1800)
-            listeners["late"] = Listener(where["late"])
+            listeners["late"] = Listener(where["late"], script.parent)
             _, err = proc.communicate(timeout=3600)
             memo: list[Any] = []
             for folder in out.iterdir():
