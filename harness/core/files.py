@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+import atexit
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
@@ -91,6 +93,23 @@ def refuse_links(folder: Path) -> None:
 def open_fresh(path: Path) -> int:
     """`path` created or emptied for writing, as a file descriptor; OSError (ELOOP) when it is a link."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+
+
+_private_folders: dict[str, Path] = {}
+_private_lock = threading.Lock()  # runs and the screen's servers start from threads of their own
+
+
+def private_folder(prefix: str) -> Path:
+    """A folder of this process's own (mode 0700, under the temporary folder), made once per prefix and removed at
+    exit; made again where a cleaner of /tmp removed it."""
+    with _private_lock:
+        if prefix not in _private_folders:
+            folder = Path(tempfile.mkdtemp(prefix=prefix))
+            atexit.register(shutil.rmtree, folder, True)
+            _private_folders[prefix] = folder
+        folder = _private_folders[prefix]
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
 
 
 def remove_path(path: Path) -> None:

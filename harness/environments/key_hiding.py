@@ -16,7 +16,6 @@ seal say so.
 
 from __future__ import annotations
 
-import atexit
 import shutil
 import subprocess
 import tempfile
@@ -25,11 +24,11 @@ from functools import cache
 from pathlib import Path
 
 from harness.core import seal
+from harness.core.files import private_folder
 
 PROBE_TIMEOUT_S = 30
 
 
-_empty_folder: list[Path] = []
 _empty_lock = threading.Lock()  # runs start from threads of their own
 
 
@@ -37,13 +36,8 @@ def empty_file() -> Path:
     """An empty file of this process's own (in a private folder made once, removed at exit), made anew when gone
     (a cleaner of /tmp): what a run sees in the key's place."""
     with _empty_lock:
-        if not _empty_folder:
-            folder = Path(tempfile.mkdtemp(prefix="harness-key-"))  # mode 0700
-            atexit.register(shutil.rmtree, folder, True)
-            _empty_folder.append(folder)
-        path = _empty_folder[0] / "empty"
+        path = private_folder("harness-key-") / "empty"
         if not path.is_file() or path.stat().st_size:
-            path.parent.mkdir(mode=0o700, exist_ok=True)
             path.write_bytes(b"")
     return path
 

@@ -3,15 +3,14 @@ machine is reachable from a candidate, and nothing of the file system's shape ca
 
 from __future__ import annotations
 
-import atexit
 import os
 import platform
-import shutil
 import struct
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.core.files import private_folder
 
 # No unix socket of the machine is reachable from a candidate, whatever the path (a socket deep in /tmp, one made
 # after the sandbox started, an agent's in HOME, /var/lib/...), by any socket type: hiding them by path cannot keep
@@ -105,26 +104,16 @@ def unix_socket_filter(machine: str | None = None) -> bytes:
                     for i, (_, code, true, false, k) in enumerate(program))
 
 
-_filter_folder: list[Path] = []
-_filter_lock = threading.Lock()  # the screen's servers start from threads of their own
-
-
 def filter_file() -> Path:
     """The filter as a file of this process's own (a private folder made once, removed at exit), written anew
     when gone (a cleaner of /tmp): candidates cannot write there (the machine's /tmp is read-only to them)."""
-    with _filter_lock:
-        if not _filter_folder:
-            folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-"))  # mode 0700
-            atexit.register(shutil.rmtree, folder, True)
-            _filter_folder.append(folder)
-    path = _filter_folder[0] / "no-unix-sockets.bpf"
+    path = private_folder("harness-sandbox-") / "no-unix-sockets.bpf"
     wanted = unix_socket_filter()
     try:
         if path.read_bytes() == wanted:
             return path
     except OSError:
         pass
-    path.parent.mkdir(mode=0o700, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent)
     with os.fdopen(fd, "wb") as out:
         out.write(wanted)
