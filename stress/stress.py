@@ -701,20 +701,8 @@ def case_recorder_flood(h: Harness) -> tuple[bool, str]:
     normal check's is about 0.16 GB). Its peak (VmHWM) is read from /proc while it runs, its runs apart."""
     out = h.root / "recorder-flood-out"
     script = h.write("recorder-flood/script.py", RECORDER_FLOOD)
-    proc = h.start("check", str(script), "--versions", "0.10.2", "--runs", "2", "--quiet", "--out", str(out))
-    peak_kb = 0
-    deadline = time.monotonic() + 600
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            peak_kb = max(peak_kb, int(status.split("VmHWM:")[1].split()[0]))
-        except (OSError, IndexError, ValueError):
-            pass
-        time.sleep(0.1)
-    if proc.poll() is None:
-        proc.kill()
-    proc.communicate()
-    code = proc.returncode
+    code, _, peak_kb, _ = run_with_peak(h, "check", str(script), "--versions", "0.10.2", "--runs", "2", "--quiet",
+                                        "--out", str(out), timeout=600)
     cell = results_of(out)["cells"][0] if code in (0, 1) else {"verdict": "?"}
     held = code in (0, 1) and cell["verdict"] != "error" and 0 < peak_kb < 512 * 1024
     return held, f"exit {code}, verdict {cell['verdict']}, the harness's own peak {peak_kb >> 10} MB"
