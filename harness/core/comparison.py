@@ -90,9 +90,12 @@ class Comparison:
 
     def moved_module(self) -> str | None:
         """The module a headline names: one whose key the seed control says follows the hash seed first (the first
-        screen's order), then the most new keys (the seed's, jit_f, on a tie); None when none has one."""
+        screen's order), then one the first run compiled too (a key that moved, not a module only a later run
+        compiled), then the user's own function over one JAX compiles for an eager operation, then the most new keys
+        (the seed's, jit_f, on a tie); None when none has one."""
         modules = {m for by_module in self.new.values() for m in by_module}
         return max(sorted(modules), key=lambda m: (any(k in self.seed_moved for k in self.new_keys(m)),
+                                                   m in self.baseline, not dispatch_helper(m),
                                                    len(self.new_keys(m)), m == "jit_f"), default=None)
 
     def widest_module(self) -> str | None:

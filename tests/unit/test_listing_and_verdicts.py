@@ -288,3 +288,18 @@ def test_a_file_name_that_is_not_utf8_is_listed_readably(tmp_path):
     assert names == {"odd-\\xff\\xfe-name", f"jit_f-{H1}-cache"}
     json.dumps(sorted(names), ensure_ascii=False).encode()  # no surrogates left
     assert entries(names) == {Entry("jit_f", f"jit_f-{H1}")}
+
+
+def test_a_headline_names_the_users_moved_key_before_an_eager_module_only_a_later_run_compiled():
+    """A reduced flax program (CI, once): run 2 compiled `jit__multi_slice` (an eager slice, twice, at shapes the set's
+    order chose) that run 1 never compiled, and moved `jit_apply_fn`'s key; both follow the hash seed. The headline
+    (and the reducer's signature) names jit_apply_fn: a key that moved, in the user's function."""
+    from harness.core.comparison import Comparison
+
+    c = Comparison(baseline_run=1, baseline={"jit_apply_fn": ["a1"]}, later_runs=[2],
+                   new={2: {"jit_apply_fn": ["a2"], "jit__multi_slice": ["s1", "s2"]}},
+                   seed_moved=frozenset({"a2", "s1", "s2"}))
+    assert c.moved_module() == "jit_apply_fn"
+    # the hash seed's word still comes first: a module it moved is named before one it did not
+    assert Comparison(1, {"jit_apply_fn": ["a1"]}, [2], new={2: {"jit_apply_fn": ["a2"], "jit__multi_slice": ["s1"]}},
+                      seed_moved=frozenset({"s1"})).moved_module() == "jit__multi_slice"
