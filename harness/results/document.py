@@ -458,8 +458,21 @@ def load_results(path: Path) -> ResultsDocument:
 
     Bounded (MAX_RESULTS_BYTES, regular files only) and checked for the types every reader relies on,
     down to each cell's keys and runs, before anything is built from it."""
+    refuse_a_parent_of_results(Path(path))
     path = results_file(path)
     return read_document(read_json_bounded(path, MAX_RESULTS_BYTES, "results file", beyond_a_report), path)
+
+
+def refuse_a_parent_of_results(folder: Path) -> None:
+    """UserError naming the run folders inside `folder` when it is the folder `--out` names (it holds
+    TIME-NAME folders, each with a results.json) rather than one run's: `--baseline results` for
+    `--baseline results/20261207T224400Z-nightly` is an easy slip, and "no such results file" hides the fix."""
+    if not folder.is_dir() or (folder / RESULTS_FILE).exists():
+        return
+    runs = sorted(found.parent for found in folder.glob(f"*/{RESULTS_FILE}"))  # TIME-NAME: the newest last
+    if runs:
+        held = "a run's results folder:" if len(runs) == 1 else f"{len(runs)} runs' results folders, the newest"
+        raise UserError(f"{folder}: no {RESULTS_FILE} here; it holds {held} {runs[-1]} (name that folder)")
 
 
 # A report reads every cell and every run: past these a results file is not a sweep's (a sweep of 100 releases

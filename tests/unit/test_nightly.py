@@ -90,6 +90,17 @@ def test_bad_baseline_is_bad_input(tmp_path, capsys):
     assert "no such results file" in capsys.readouterr().err
 
 
+def test_a_baseline_that_holds_run_folders_names_the_one_to_give(tmp_path, capsys):
+    """`--out base` writes base/TIME-NAME/; `--baseline base` is refused with the folder to name instead."""
+    current = write_results(tmp_path / "now", [cell("0.4.29", Verdict.CLEAN)])
+    write_results(tmp_path / "base" / "20261207T010000Z-nightly", [cell("0.4.29", Verdict.CLEAN)])
+    newest = write_results(tmp_path / "base" / "20261207T020000Z-nightly", [cell("0.4.29", Verdict.CLEAN)])
+    assert cli.main(["compare", str(current), "--baseline", str(tmp_path / "base")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds 2 runs' results folders, the newest" in err and str(newest) in err
+    assert cli.main(["compare", str(current), "--baseline", str(newest)]) == 0  # the folder it names works
+
+
 @pytest.fixture
 def fake_sweep(monkeypatch, tmp_path):
     """The service's sweep replaced: records the versions nightly asked for; 0.4.30 'reproduces'."""
