@@ -124,6 +124,14 @@ _DISPATCH_PRIMITIVES = frozenset((
     "_mean", "_var", "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "cumsum", "sort", "rng_bit_generator",
     "random_bits", "random_wrap", "random_unwrap", "random_seed", "threefry2x32", "_threefry_split",
     "_uniform", "_normal", "_normal_real", "_truncated_normal", "_randint", "_bernoulli", "_gamma",
+    # jax.numpy's own jitted functions an eager `x @ w`, `jnp.mean(x)` or `jnp.einsum` compiles (a tutorial's
+    # headline once named jit_matmul over the training step)
+    "matmul", "dot", "vdot", "einsum", "_einsum", "tensordot", "inner", "outer", "clip", "_clip", "where",
+    "mean", "var", "std", "sum", "prod", "_reduce_max", "_reduce_min", "_reduce_prod", "cumprod", "_cumulative_reduction",
+    "square", "true_divide", "floor_divide", "remainder", "power", "multiply", "subtract", "divide", "negative",
+    "ones_like", "zeros_like", "full_like", "_roll_static", "_roll_dynamic", "take", "_take", "_rewriting_take",
+    "_gather", "_split", "split", "stack", "_stack", "atleast_1d", "atleast_2d", "ravel", "linspace", "_linspace",
+    "arange", "tril", "triu", "diag", "trace", "argsort", "norm", "logsumexp", "softmax", "_softmax", "log_softmax",
 ))
 
 

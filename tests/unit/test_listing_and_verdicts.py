@@ -303,3 +303,15 @@ def test_a_headline_names_the_users_moved_key_before_an_eager_module_only_a_late
     # the hash seed's word still comes first: a module it moved is named before one it did not
     assert Comparison(1, {"jit_apply_fn": ["a1"]}, [2], new={2: {"jit_apply_fn": ["a2"], "jit__multi_slice": ["s1"]}},
                       seed_moved=frozenset({"s1"})).moved_module() == "jit__multi_slice"
+
+
+def test_an_eager_matmul_is_jax_s_module_and_the_training_step_is_the_headline():
+    """A tutorial's script ran `x @ w` eagerly on sharded arrays: jnp.matmul's own jit (jit_matmul, two new keys)
+    was named over the user's jit_train_step (one moved key)."""
+    from harness.core.comparison import Comparison, dispatch_helper
+
+    assert dispatch_helper("jit_matmul") and dispatch_helper("jit_norm") and not dispatch_helper("jit_train_step")
+    c = Comparison(1, {"jit_train_step": ["t1"], "jit_matmul": ["m1"]}, [2],
+                   new={2: {"jit_train_step": ["t2"], "jit_matmul": ["m2", "m3"]}})
+    assert c.moved_module() == "jit_train_step"
+    assert c.main_module() == "jit_train_step"
