@@ -88,8 +88,9 @@ docs: $(STAMP)
 	$(MAKE) --no-print-directory site
 
 # NO_MKDOCS_2_WARNING: Material's notice about MkDocs 2.0 (and its own end of life) on every build, not a finding.
+# Not --quiet: it drops the warnings, and with them what --strict counts (a broken link then passed).
 site: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py --repeats $(BENCH_REPS) $(BENCH_ARGS)
