@@ -59,3 +59,13 @@ def test_no_users_page_names_an_internal_issue_number():
              for page in USER_PAGES for n, line in enumerate(page.read_text().splitlines(), 1)
              if ISSUE_NUMBER.search(line)]
     assert not found, "pages outside docs/design/ name internal issue numbers:\n" + "\n".join(found)
+
+
+def test_every_page_the_code_names_exists():
+    """A message, a help text or a comment that sends the reader to docs/X.md names a page that is there (pages
+    moved under docs/design/ and docs/reference/ must not leave a path behind)."""
+    named = {(path.relative_to(ROOT), page) for path in sorted((ROOT / "harness").rglob("*.py"))
+             for page in re.findall(r"\bdocs/[\w/-]+\.md", path.read_text())}
+    assert len(named) > 20
+    missing = sorted(f"{path}: {page}" for path, page in named if not (ROOT / page).exists())
+    assert not missing, "harness/ names pages that do not exist:\n" + "\n".join(missing)
