@@ -13,8 +13,10 @@ from harness.inputs.options import COMMAND_NAMES, options_for
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 # The pages a user reads: README, CHANGELOG, every page of the site but the design notes, docker's README.
+# The site's pages: every .md under docs/ but a tutorial's example files (mkdocs.yml's exclude_docs).
+SITE_PAGES = sorted(p for p in DOCS.rglob("*.md") if DOCS / "tutorials" / "examples" not in p.parents)
 USER_PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "docker" / "README.md",
-              *sorted(p for p in DOCS.rglob("*.md") if DOCS / "design" not in p.parents)]
+              *(p for p in SITE_PAGES if DOCS / "design" not in p.parents)]
 ISSUE_NUMBER = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.IGNORECASE)
 
 
@@ -44,7 +46,7 @@ def test_every_command_and_flag_is_on_its_page():
 def test_the_readme_is_short_and_every_local_link_leads_somewhere():
     readme = ROOT / "README.md"
     assert len(readme.read_text().splitlines()) <= 200
-    for page in [readme, *sorted(DOCS.rglob("*.md"))]:
+    for page in [readme, *SITE_PAGES]:
         for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
             if target.startswith(("http://", "https://", "#", "mailto:")):
                 continue

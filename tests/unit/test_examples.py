@@ -26,7 +26,9 @@ from harness import service
 from harness.service.option_checks import names_a_program
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "docker" / "README.md"]
+# The site's pages (a tutorial's example files, a results folder's report.md, are not: mkdocs.yml's exclude_docs).
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "examples" not in p.relative_to(ROOT).parts),
+         ROOT / "docker" / "README.md"]
 # The user's own code in an example: theirs to have, not the checkout's (a path to the checkout must exist).
 USER_SCRIPTS = {"train.py", "my_step.py", "my_model_step.py", "multihost_train.py"}
 USER_MODULES = {"mypkg.train", "pytest"}  # pytest: installed in the release's environment
