@@ -18,7 +18,7 @@ INTEGRATION_XDIST ?= -n 3 --dist loadgroup
 BENCH_REPS ?= 3
 BENCH_ARGS ?=
 
-.PHONY: table smoke test test-unit lint typecheck docs bench stress bisect reduce nightly base-image cuda-image-check \
+.PHONY: table smoke test test-unit lint typecheck docs site bench stress bisect reduce nightly base-image cuda-image-check \
 	gpu-check tpu-check offline-wheels tpu-wheels clean-envs help
 
 help:
@@ -32,7 +32,9 @@ help:
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make lint       ruff over harness/, docker/, bench/, stress/ (pyproject.toml: [tool.ruff])"
 	@echo "make typecheck  mypy, strict on harness/, over docker/, bench/, stress/ too (pyproject.toml: [tool.mypy])"
-	@echo "make docs       regenerate docs/commands.md from the options' declarations (harness/inputs/options.py)"
+	@echo "make docs       regenerate the command reference (docs/reference/commands/) and docs/schemas/, then build the site strictly (site/)"
+	@echo "make site       build the documentation site (mkdocs.yml) into site/, strictly: a broken link or a page missing"
+	@echo "                from the nav fails (make test builds it first; make docs regenerates the generated pages too)"
 	@echo "make bench [BENCH_REPS=N]  the harness's overhead against a bare shell loop, each timing the best of N"
 	@echo "make stress     replay the fault cases (signals, concurrency, hostile input) on real runs: a tried/held table"
 	@echo "make nightly BASELINE=results/<run>  sweep the latest release, exit 1 if a clean cell regressed"
@@ -60,11 +62,11 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# lint and typecheck first (a finding stops it); then the unit tests on every core, then the reductions one after
+# lint, typecheck and the site's strict build first (a finding stops it); then the unit tests on every core, then the reductions one after
 # another (each keeps a candidate per core: beside other tests each took twice its time), then the other
 # integration tests on three workers (INTEGRATION_XDIST above); all three always run, and the first failure's exit
 # code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
-test: $(STAMP) lint typecheck
+test: $(STAMP) lint typecheck site
 	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
 	reductions=0; $(BIN)/python -m pytest tests/integration --reductions only $(PYTEST_ARGS) || reductions=$$?; \
 	integration=0; $(BIN)/python -m pytest tests/integration --reductions without $(INTEGRATION_XDIST) $(PYTEST_ARGS) \
@@ -83,6 +85,12 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m harness.cli.docs
 	$(BIN)/python -m harness.results.schemas
+	$(MAKE) --no-print-directory site
+
+# NO_MKDOCS_2_WARNING: Material's notice about MkDocs 2.0 (and its own end of life) on every build, not a finding.
+# Not --quiet: it drops the warnings, and with them what --strict counts (a broken link then passed).
+site: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_table.py --repeats $(BENCH_REPS) $(BENCH_ARGS)

@@ -1786,7 +1786,7 @@ def round_seven_input_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bo
 
 
 def build_cases(h: Harness, with_docker: bool, with_slurm: bool) -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
-    """Every case by name (docs/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
+    """Every case by name (docs/design/faults.md lists each: tests/unit/test_stress_cases.py); nothing runs yet."""
     cases: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
         ("self-signalled SIGSEGV after compiling (venv) is error", lambda: case_self_signal(h, "venv")),
         ("SIGTERM to a running sweep (venv)", lambda: case_sigterm(h, "venv")),

@@ -38,6 +38,7 @@ TARGETS = (
            expect_text="1 passed"),
     Target("base-image", ".ci/run (make base-image, for bookworm and trixie)"),
     Target("docs", THIS_TEST),
+    Target("site", "make test, first (after lint and typecheck)"),
     Target("table", THIS_TEST, (f"ARGS={SHORT} --out {{tmp}}/table",)),
     Target("smoke", THIS_TEST, (f"ARGS={SHORT} --out {{tmp}}/smoke",)),
     # Against the table's results folder, {baseline} (the test runs `table` first).

@@ -1,2 +1,2 @@
-"""`harness`: parses arguments, calls the service, shows the outcome; the console; docs/commands.md.
+"""`harness`: parses arguments, calls the service, shows the outcome; the console; docs/reference/commands/.
 """

@@ -178,7 +178,7 @@ def cmd_check(given: Given, words: tuple[str, ...]) -> int:
 
 def _unhidden_key() -> str:
     """A line before a resume line where the programs run could read the key that seals the state it resumes
-    (no bubblewrap: docs/faults.md), else ""."""
+    (no bubblewrap: docs/design/faults.md), else ""."""
     caveat = key_reach_caveat()
     return f"{caveat}: a state one of them sealed anew would be resumed as the harness's own\n" if caveat else ""
 

@@ -424,7 +424,7 @@ class InterpreterEnvironment(Environment):
 
     def run_group(self, program: Program, envs: list[dict[str, str]], cache_dir: Path, log_paths: list[Path],
                   timeout_s: float) -> list[ProcessOutcome]:
-        srun = os.environ.get(LAUNCHER_VAR) == SRUN  # Slurm's nodes: bubblewrap may not be there (docs/slurm.md)
+        srun = os.environ.get(LAUNCHER_VAR) == SRUN  # Slurm's nodes: bubblewrap may not be there (docs/many-machines.md)
         hider = () if srun else _hider(program, str(self.python))
         argv = [*program.launcher, *hider, str(self.python), *program.argv()]
         full = [_signal_exit(clean_environment({**env, "JAX_COMPILATION_CACHE_DIR": str(cache_dir)}, self.kept),

@@ -95,7 +95,7 @@ def spell_fail_on(value: frozenset[Verdict]) -> str:
 # ---- the declaration ------------------------------------------------------------------------------
 
 class Group:
-    """The argument groups of --help and of docs/commands.md, in the order they are shown."""
+    """The argument groups of --help and of the command reference (docs/reference/commands/), in the order they are shown."""
 
     INPUT = "what to measure"
     MEASURE = "how it is measured"

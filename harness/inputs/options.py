@@ -7,7 +7,7 @@ metadata (`opt(...)`) holds its flags, default, help, argument group, example (t
 round-trip test), how its text is read and spelled back, and whether it is part of the sweep's identity
 (harness/results/identity.py). From these come the parser (`harness --help`), what the service receives
 (`Given`), every command line the harness prints (`Given.line`: resume, bisect and Slurm task lines, the
-report's reproduce line) and docs/commands.md (`make docs`; tests/unit/test_docs.py checks it).
+report's reproduce line) and docs/reference/commands/ (`make docs`; tests/unit/test_docs.py checks it).
 
 To add an option: a field of `Options` (its place is its place in --help), named in a group below or in the
 command that takes it. If the service acts on it, a field holding it in harness/service/command_options.py, named as it

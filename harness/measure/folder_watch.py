@@ -6,7 +6,7 @@ whether it was created, written or moved in, opened and read, deleted or moved o
 harness/evidence/keys.py weighs the runs' own accounts against it: a key the folder saw written is a key the run
 computed, deleted or not; a hit needs the folder to have seen the entry read.
 
-What it cannot see (docs/faults.md): a read through a descriptor opened before the run or through `mmap` (no read
+What it cannot see (docs/design/faults.md): a read through a descriptor opened before the run or through `mmap` (no read
 event), which process did what (inotify does not say; each run has its folder of its own where it can, so that
 this matters only where runs share one: FolderSeen.shared), and events past the kernel's queue (FolderSeen.lost).
 Where inotify is missing (not Linux, or the package not installed), runs go unwatched (`seen` None) and are

@@ -1,7 +1,7 @@
 """What the cache folder itself saw, on real releases: the harness watches each run's folder as it goes (inotify), so a
 program cannot forge a verdict by deleting the entries it wrote or by printing JAX's lines; and every process a
 program starts is measured, a child without the hook included, the same under --jobs auto and --jobs 1.
-(docs/faults.md; stress/stress.py replays each program.)"""
+(docs/design/faults.md; stress/stress.py replays each program.)"""
 
 import pytest
 

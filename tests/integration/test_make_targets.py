@@ -22,7 +22,7 @@ from tests.make_targets import TARGETS, THIS_TEST, Target
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(sys.prefix)  # the venv make's targets run from: this one
 # What `make docs` writes: committed, and already what it would write (tests/unit/test_docs.py, test_schemas.py).
-GENERATED = [ROOT / "docs" / "commands.md", *sorted((ROOT / "docs" / "schemas").glob("*"))]
+GENERATED = [*sorted((ROOT / "docs" / "reference" / "commands").glob("*.md")), *sorted((ROOT / "docs" / "schemas").glob("*"))]
 
 pytestmark = pytest.mark.xdist_group("make-targets")  # one worker, in this order: nightly compares with table's
 

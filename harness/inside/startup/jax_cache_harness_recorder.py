@@ -46,7 +46,7 @@ else:  # in a run: this folder is first on sys.path, and the hook is its top-lev
 RECORDER_VAR = "HARNESS_RECORDER"  # the recorder's file (in the run's own folder; a link there is refused)
 # The run's key (hex) that chains the recorder's lines: each line ends with `"mac": M`, M an HMAC over the process's
 # previous M and the line before it, so a line the program appended or rewrote afterwards does not check out
-# (harness/core/recorder.py reads only the lines that do: docs/faults.md).
+# (harness/core/recorder.py reads only the lines that do: docs/design/faults.md).
 RECORDER_KEY_VAR = "HARNESS_RECORDER_KEY"
 MAC_FIELD = ', "mac": "'
 MAC_HEX = 32
