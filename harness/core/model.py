@@ -263,8 +263,14 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
         harness's settings, so beside `clean` it reads as a note on the settings, not a contradiction."""
         if not self.as_you_run_it:
             return self.reason
-        head = self.as_you_run_it.split(":", 1)[0]
-        return f"{self.reason}; with the harness's cache settings (as you run it, {head.removeprefix('as you run it, ')}: see report.md)"
+        head, _, rest = self.as_you_run_it.partition(":")
+        # why, in a few words (a newcomer read "nothing is cached: see report.md" as the whole story); the sentences
+        # are harness/verdicts/uncached.py's
+        first = rest.split(";", 1)[0]
+        why = "the script sets no cache folder" if "sets no cache folder" in first else \
+            "its compiles are under JAX's thresholds" if "threshold" in first else ""
+        return (f"{self.reason}; with the harness's cache settings (as you run it, "
+                f"{head.removeprefix('as you run it, ')}{': ' + why if why else ''}; see report.md)")
 
 
 __all__ = ["NO_MESH", "CellResult", "CellSpec", "CommitInfo", "MeasuredCommit", "Mesh"]

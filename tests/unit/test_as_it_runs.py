@@ -86,7 +86,8 @@ def test_docs_example_measured_with_zeros_says_what_its_default_threshold_keeps_
     assert cell.as_you_run_it.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
     # The verdict's reason leads; the note follows, shortened to its head (report.md has it whole).
     assert cell.detail.startswith("jit_f: 1 key per run") and cell.as_you_run_it not in cell.detail
-    assert cell.detail.endswith("; with the harness's cache settings (as you run it, nothing is written: see report.md)")
+    assert cell.detail.endswith("; with the harness's cache settings (as you run it, nothing is written: its compiles are under "
+        "JAX's thresholds; see report.md)")
 
 
 def test_docs_example_as_it_runs_caches_nothing_because_of_its_threshold():
@@ -227,7 +228,7 @@ def test_a_script_that_sets_no_folder_is_told_that_first_not_a_threshold():
         "unless JAX_COMPILATION_CACHE_DIR is set (the harness set it to measure); even with it, jit_f compiles in ")
     assert cell.as_you_run_it.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
     assert cell.detail == ("jit_f: 1 key per run, the same in all 2 runs; with the harness's cache settings "
-                           "(as you run it, nothing is cached: see report.md)")
+                           "(as you run it, nothing is cached: the script sets no cache folder; see report.md)")
 
 
 def test_a_script_that_sets_no_folder_caches_nothing_as_written_because_it_has_no_cache():
