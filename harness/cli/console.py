@@ -95,7 +95,8 @@ class ConsoleProgress:
                  f"{status} in {run.duration_s:.1f}s, {shown}")
         if run.index == 1 and run.devices is not None:  # what JAX ran on, and whether it is what was asked
             differ = devices_differ(spec.platform, spec.device_count, run.devices)
-            version = f" ({run.devices.version_line})" if run.devices.version_line not in ("", run.devices.platform) else ""
+            shown_version = run.devices.version_line not in ("", "<unknown>", run.devices.platform)  # cpu: <unknown>
+            version = f" ({run.devices.version_line})" if shown_version else ""
             self.say(f"  devices: {differ or run.devices.label + version}")
         if run.index == 1 and run.ok and (plan := open_cost_line(spec.platform, run.devices, run.duration_s, planned)):
             self.say(f"  plan: {plan}")
