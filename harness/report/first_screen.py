@@ -8,6 +8,7 @@ cause: report/sources.py function_evidence), so the first screen and the table b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -108,13 +109,22 @@ class Finding(msgspec.Struct, frozen=True):
     cost: str
     action: str
 
-    def plain(self) -> str:
+    @property
+    def short_cause(self) -> str:
+        """The cause's head (`its key follows the hash seed`), for a line whose cause and action a line above said."""
+        return self.cause.split(":", 1)[0].split(" (", 1)[0]
+
+    def plain(self, repeated: bool = False) -> str:
         where = (f"{self.test}{f' and {self.more} more' if self.more else ''}: " if self.test else "") + self.module
+        if repeated:
+            return f"{where}{f' ({self.on})' if self.on else ''}: the same ({self.short_cause}); {self.cost}"
         return f"{where}{f' ({self.on})' if self.on else ''}: {self.cause}; {self.cost}: {self.action}"
 
-    def markdown(self) -> str:
+    def markdown(self, repeated: bool = False) -> str:
         where = (f"{md.code(self.test)}{f' and {self.more} more' if self.more else ''}: " if self.test else "")
         on = f" ({md.text(self.on)})" if self.on else ""
+        if repeated:
+            return f"{where}{md.code(self.module)}{on}: the same ({md.text(self.short_cause)}); {md.text(self.cost)}"
         return (f"{where}{md.code(self.module)}{on}: {md.text(self.cause)}; {md.text(self.cost)}: "
                 f"**{md.text(self.action)}**")
 
@@ -141,12 +151,26 @@ def shown(found: Sequence[Finding]) -> list[Finding]:
     return [found[i] for i in sorted([*firsts, *rest])]  # (found is in rank order)
 
 
+def _repeats(listed: Sequence[Finding]) -> list[bool]:
+    """Per line: whether a line above said its cause's head and its action (a script whose six modules all follow
+    the hash seed said the same long sentence six times): then it says "the same" and its own cost only."""
+    said: set[tuple[str, str, str]] = set()
+    out = []
+    for f in listed:
+        # the cause's words but its parentheses (the controls that decided it, their bound: each miss's own)
+        said_as = (re.sub(r" \([^()]*\)", "", f.cause), f.action, f.on)
+        out.append(said_as in said)
+        said.add(said_as)
+    return out
+
+
 def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
     """`## What to do`: one Markdown line per finding; empty when no cell has one."""
     found = findings(cells, compared)
     if not found:
         return []
-    lines = [f"- {f.markdown()}" for f in shown(found)]
+    listed = shown(found)
+    lines = [f"- {f.markdown(repeated)}" for f, repeated in zip(listed, _repeats(listed))]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (the per-test table below)"] if len(found) > MAX_FINDINGS else []
     return ["## What to do", "", *lines, *more]
 
@@ -154,6 +178,7 @@ def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None 
 def terminal_lines(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
     """The same findings as plain text for the terminal, under the table."""
     found = findings(cells, compared)
-    lines = [f"- {f.plain()}" for f in shown(found)]
+    listed = shown(found)
+    lines = [f"- {f.plain(repeated)}" for f, repeated in zip(listed, _repeats(listed))]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (report.md)"] if len(found) > MAX_FINDINGS else []
     return ["What to do:", *lines, *more] if lines else []
