@@ -51,8 +51,8 @@ def test_the_documentations_example_names_its_threshold_and_compile_time(tmp_pat
     assert told.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
     # The verdict's reason leads the table's detail; the note follows it, shortened.
     assert "| jit_f: 1 key per run" in swept.out and told not in swept.out
-    assert "; with the harness's cache settings (as you run it, nothing is written: its compiles are under "
-        "JAX's thresholds; see report.md)" in swept.out
+    assert ("; with the harness's cache settings (as you run it, nothing is written: its compiles are under "
+            "JAX's thresholds; see report.md)") in swept.out
     report = (swept.run_dir / "report.md").read_text()
     assert "**jax 0.4.31**: As you run it, nothing is written" in report[: report.index("## Results")]
     data = check([str(SCRIPTS / "docs_example.py"), "--versions", "0.4.31", "--runs", "2",
