@@ -31,6 +31,7 @@ from harness.evidence.keys import cell_comparison
 from harness.inputs.config import Config, Repro
 from harness.environments.base import Environment
 from harness.core.model import CellResult, CellSpec
+from harness.core.comparison import Moved
 from harness.core.kinds import FolderMode, Verdict
 from harness.core.runs import RunRecord
 from harness.reduce.passes import digest
@@ -275,6 +276,10 @@ class Measurer:
                                         f"{'' if quick.computed else ': it compiled nothing'})")
                 first = quick.keys
             elif quick.keys - first:
+                control = self._seed_control(source, seeds[0], first)
+                if control is not None:
+                    self.screened += 1
+                    return control
                 good = self._forked_good(source, [seeds[0], seed], on_good if i == 1 else None)
                 if good is not None:
                     self.screened += 1
@@ -287,6 +292,18 @@ class Measurer:
         self.screened += 1
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
+
+    def _seed_control(self, source: str, seed: int, first: frozenset[str]) -> Tried | None:
+        """Where the cause controls said the hash seed moved the original's key: the first seed's child again, which
+        must compute the same keys of the module (a rejection where it does not: the candidate's key moves for
+        another cause, the program's own randomness, say, not the original's). None: it does, or no control is due."""
+        if self.target.moved != Moved.HASH_SEED or self.screen is None:
+            return None
+        again = self.screen.screen(source, seed, module=self.target.module, stop=True)
+        if again.keys is None or again.keys == first:
+            return None
+        return Tried(False, f"another cause on {self.bad.spec.jax_version}: a forked run of seed {seed} again computed "
+                            f"other keys of {self.target.module} (not the hash seed, which moved the original's)")
 
     def _kept_provisionally(self, source: str, seeds: list[Launch]) -> None:
         """A candidate forked children kept: counted, confirmed by fresh processes at the next checkpoint, and asked

@@ -30,6 +30,7 @@ from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measu
 from harness.reduce.metadata import installed_python_modules, metadata_block
 from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
                                    normalise, probe_program, probed_values, size)
+from harness.reduce.passes.traced import alone_candidates, unspelled
 from harness.reduce.screening import QuickScreen, ScreenMaker
 from harness.reduce.progress_lines import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
@@ -120,7 +121,12 @@ class _Searching:
     saving: SaveSchedule = field(default_factory=SaveSchedule)
     # The pass whose kept candidate took out a package's last import (the report says it); the best it came from.
     taken_out_by: dict[str, str] = field(default_factory=dict)
+    # What a run of the program computed (passes.probed_values), and each jitted function whose traced body, put alone
+    # in its place, was measured and lost the signature: why (the report's claim that a call needs the library).
+    values: dict[str, str] = field(default_factory=dict)
+    lost_alone: dict[str, str] = field(default_factory=dict)
     _last_best: str = ""
+    _alone: tuple[str, dict[str, str]] = ("", {})
 
     def __post_init__(self) -> None:
         self._last_best = self.state.best
@@ -132,6 +138,12 @@ class _Searching:
         if answer.measured:
             state.measured += 1
             self.said.candidate(state.measured, size(candidate), search.making, answer, size(best))
+            if not answer.kept and search.making == PassName.TRACED and self.values:
+                if self._alone[0] != best:
+                    self._alone = (best, alone_candidates(best, self.values))
+                function = self._alone[1].get(candidate)
+                if function is not None:
+                    self.lost_alone.setdefault(function, answer.why)
         if search.best != self._last_best and search.making != PassName.GOOD:
             # A kept candidate became the best (the progress hears of a batch's answers after it did, in their
             # order: the first may be a rejected one's); the good release's checkpoint only goes back.
@@ -157,6 +169,8 @@ class Reduction:
     planner: SeedPlanner
     at_once: int = 1
     max_candidates: int | None = None
+    # each jitted function the traced pass could not write -> why (the probe's runs said it: passes.unspelled)
+    unspelled: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Absolute from here on: candidates run in folders of their own (and bubblewrap binds by path), so a
@@ -318,7 +332,7 @@ class Reduction:
         state.save(self.folder)
         measurer = self._searched(searching)
         try:
-            return self._finish(source, state, original_lines, measurer, searching.taken_out_by)
+            return self._finish(source, state, original_lines, measurer, searching.taken_out_by, searching.lost_alone)
         except KeyboardInterrupt:  # during the reduced program's check: --resume answers the search from the memo
             return self._interrupted(state, searching.said, original_lines)
 
@@ -391,7 +405,7 @@ class Reduction:
             if measurer.provisional(state.best):  # the original (measured fresh at the start) is where to go back
                 search.chain_from(source)
         quick.attach(measurer, deciding=True)
-        values = self._values(search.best, state, measurer)
+        values = searching.values = self._values(search.best, state, measurer)
         return search.run(coarse_passes(values)) if values else search.run()
 
     def _searched(self, searching: _Searching) -> Measurer:
@@ -434,8 +448,11 @@ class Reduction:
             return {}
         screen = measurer.screen
         with ThreadPoolExecutor(len(seeds), thread_name_prefix="probe") as pool:  # each seed has its own server
-            values = probed_values("\n".join(pool.map(lambda seed: screen.screen(probe, seed, values=True).values,
-                                                      seeds)))
+            lines = "\n".join(pool.map(lambda seed: screen.screen(probe, seed, values=True).values, seeds))
+        values = probed_values(lines)
+        self.unspelled = unspelled(lines, values)
+        for function, why in self.unspelled.items():
+            self.progress.say(f"library calls as the JAX they traced to: `{function}` not written: {why}")
         if values:
             self.progress.say(f"down to plain JAX: {len(values)} values a library made, read from forked runs "
                               "of the program (arrays as their shapes and dtypes, shardings as their mesh and "
@@ -519,7 +536,7 @@ class Reduction:
     # ---- the answer ---------------------------------------------------------------------------
 
     def _finish(self, source: str, state: ReduceState, original_lines: int, measurer: Measurer,
-                taken_out_by: dict[str, str] | None = None) -> ReduceOutcome:
+                taken_out_by: dict[str, str] | None = None, lost_alone: dict[str, str] | None = None) -> ReduceOutcome:
         reduced = metadata_block(source, state.best, installed_python_modules(measurer.bad)) + state.best
         path = self.folder / REDUCED_FILE
         write_atomic(path, reduced)  # a link planted as reduced.py is replaced, never written through
@@ -529,7 +546,8 @@ class Reduction:
                           ProgramText(REDUCED_FILE, size(reduced), len(reduced.encode()), reduced),
                           state.signature, state.bad, state.good, state.vary, state.processes, state.measured,
                           len(state.memo), round(state.seconds, 1), round(state.check_seconds, 1),
-                          plain(measurer.sandbox), plain_jax_said(source, state.best, taken_out_by or {}))
+                          plain(measurer.sandbox), plain_jax_said(source, state.best, taken_out_by or {}, self.unspelled,
+                                                                lost_alone or {}))
         # Its own check runs where the original ran, as a user would run it, with a HOME and TMPDIR of its own
         # and the write watch: a write outside this folder and the working folder is said, and not kept.
         space = Workspace(self.folder / CHECK_DIR)
@@ -555,14 +573,20 @@ class Reduction:
                              original_lines, path, tuple(cells), problem)
 
 
-def plain_jax_said(original: str, reduced: str, taken_out_by: dict[str, str]) -> Plain | None:
-    """What the report says of plain JAX: the original's libraries, the pass that took each out, the calls left."""
+def plain_jax_said(original: str, reduced: str, taken_out_by: dict[str, str],
+                   not_spelled: dict[str, str] | None = None, lost_alone: dict[str, str] | None = None) -> Plain | None:
+    """What the report says of plain JAX: the original's libraries, the pass that took each out, the calls left, and
+    for those, what the traced pass could not write and which function's body alone lost the signature (of the
+    functions the reduced program still defines)."""
     libraries = library_packages(original)
     if not libraries:
         return None
     still = libraries & library_packages(reduced)
+    defined = {n.name for n in ast.walk(ast.parse(reduced)) if isinstance(n, ast.FunctionDef)} if still else set()
     return Plain(tuple(sorted(libraries)), {p: taken_out_by[p] for p in sorted(libraries - still) if p in taken_out_by},
-                 tuple(library_calls(reduced)), tuple(sorted(still)))
+                 tuple(library_calls(reduced)), tuple(sorted(still)),
+                 {f: why for f, why in sorted((not_spelled or {}).items()) if f in defined},
+                 {f: why for f, why in sorted((lost_alone or {}).items()) if f in defined})
 
 
 def reduce_section(folder: Path) -> Reduced | None:

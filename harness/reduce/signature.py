@@ -23,6 +23,7 @@ from harness.evidence.keys import cell_comparison
 from harness.core.factors import Factor
 from harness.core.model import CellResult
 from harness.core.findings import FactorResult
+from harness.core.comparison import Moved
 from harness.core.kinds import Verdict
 from harness.results.reduce_results import Signature
 from harness.evidence.ranks import HOST_COMPONENTS
@@ -64,11 +65,14 @@ def signature_of(cell: CellResult, vary: tuple[Factor, ...] = (), own: frozenset
         split = cell.rank_split
         return Signature(split.module, _program_components(split.components), cell.cause,
                          ranks=(split.ranks[0], split.ranks[1]))
-    module = cell_comparison(cell).moved_module()
+    comparison = cell_comparison(cell)
+    module = comparison.moved_module()
     if module is None:
         return None
     components = tuple(sorted(cell.attribution.components)) if cell.attribution else ()
-    return Signature(module, components, cell.cause)
+    decision = comparison.decision(module)
+    moved = decision.moved if decision is not None and decision.moved != Moved.UNDECIDED else None
+    return Signature(module, components, cell.cause, moved=moved)
 
 
 def _not_reproduced(cell: CellResult) -> str:
@@ -126,6 +130,9 @@ def _why_not_seeds(target: Signature, bad: CellResult) -> str | None:
         return f"other key components moved ({', '.join(found.components) or 'unknown'})"
     if target.cause is not None and found.cause != target.cause:
         return f"another cause ({found.cause or 'unknown'}, not {target.cause})"
+    if target.moved is not None and found.moved is not None and found.moved != target.moved:
+        # (two misses of one module, the hash seed's and the program's own randomness': not the original's)
+        return f"another cause: the cause controls say {found.moved} moved {found.module}'s key, not {target.moved}"
     return None
 
 

@@ -306,6 +306,14 @@ def _minimal_reproducer(sections: dict[str, Any]) -> list[str]:
             *_plain_jax(found), f"{fence}python", source, fence]
 
 
+def _spans(said: str) -> str:
+    """A reason the harness wrote, its backquoted names as code and the rest as text."""
+    parts = said.split("`")
+    if len(parts) % 2 == 0:  # unbalanced: all of it text
+        return md.text(said)
+    return "".join(md.code(p) if i % 2 else md.text(p) for i, p in enumerate(parts))
+
+
 def _plain_jax(found: Reduced) -> list[str]:
     """Which libraries the reduction took out and by which pass, and the library calls left and why."""
     said = found.plain
@@ -318,10 +326,16 @@ def _plain_jax(found: Reduced) -> list[str]:
              "Python's own" + (f"; taken out: {', '.join(taken)}" if taken else "") + "."]
     if said.still:
         calls = ", ".join(md.code(c) for c in said.calls) or "none (only its import or a name)"
-        lines.append(f"It still uses {', '.join(md.code(p) for p in said.still)}: calls {calls}. Every candidate that "
-                     "replaced such a call by its argument, by a value a run of the program read, or by the JAX it "
-                     "traced to, or removed it, "
-                     "lost the signature: the miss needs the library's own code there.")
+        lines.append(f"It still uses {', '.join(md.code(p) for p in said.still)}: calls {calls}.")
+        lines += [f"A candidate that replaced {md.code(f)}'s library calls alone by the JAX they traced to lost the "
+                  f"signature ({_spans(why)}): the miss needs the library's own code there." for f, why in
+                  said.lost_alone.items()]
+        lines += [f"The traced pass could not write {md.code(f)} as the JAX it traced to: {_spans(why)}."
+                  for f, why in said.not_spelled.items() if f not in said.lost_alone]
+        if not said.lost_alone:
+            lines.append("No candidate that replaced such a call alone by the JAX it traced to lost the signature, so "
+                         "nothing here says the miss needs the library's own code; the passes could not write these "
+                         "calls as plain JAX.")
     else:
         lines.append("It imports JAX, NumPy and Python's own library only.")
     return [" ".join(lines), ""]

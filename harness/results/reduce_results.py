@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from harness.core.comparison import Moved
 from harness.core.kinds import Cause
 from harness.core.factors import Factor
 
@@ -22,6 +23,9 @@ class Signature(msgspec.Struct, frozen=True, omit_defaults=True):
     cause: Cause | None = None  # from the lowered modules' diff (None: no diff could be made)
     factor: Factor | None = None  # --vary: the factor under which the module missed
     ranks: tuple[int, int] | None = None  # --processes: the two processes whose keys disagreed
+    # what the cause controls said moved the module's key in the original's cell (harness/evidence/controls.py):
+    # a candidate whose own say another thing moved it missed for another cause (None: not decided there)
+    moved: Moved | None = None
 
     def describe(self) -> str:
         moved = ", ".join(self.components) if self.components else "components unknown"
@@ -30,7 +34,8 @@ class Signature(msgspec.Struct, frozen=True, omit_defaults=True):
             where = f" when varying {self.factor}"
         elif self.ranks is not None:
             where = f" between processes {self.ranks[0]} and {self.ranks[1]}"
-        return f"{self.module}{where} (component {moved}; cause {self.cause or 'unknown'})"
+        by = f"; moved by {self.moved}" if self.moved is not None else ""
+        return f"{self.module}{where} (component {moved}; cause {self.cause or 'unknown'}{by})"
 
 
 class ProgramText(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -45,13 +50,16 @@ class ProgramText(msgspec.Struct, frozen=True, omit_defaults=True):
 class Plain(msgspec.Struct, frozen=True, omit_defaults=True):
     """How far the reduced program got to plain JAX: the packages beyond JAX, NumPy and Python's own the original
     imported, the pass whose kept candidate took each one's last import out (absent: taken before a --resume, or
-    still imported), and the library calls the reduced program still makes (each kept because every candidate
-    that replaced or removed it lost the signature)."""
+    still imported), and the library calls the reduced program still makes, with what says why each stays."""
 
     libraries: tuple[str, ...] = ()
     taken_out_by: dict[str, str] = {}  # package -> the pass (as the progress names it)
     calls: tuple[str, ...] = ()  # the callees, as written (`nn.Dense`, `model.apply`)
     still: tuple[str, ...] = ()  # of `libraries`, those the reduced program still imports
+    # of the reduced program's jitted functions that still call a library: those the traced pass could not write as
+    # the JAX they traced to -> what it could not spell; those whose written body, put alone, lost the signature -> why
+    not_spelled: dict[str, str] = {}
+    lost_alone: dict[str, str] = {}
 
 
 class Reduced(msgspec.Struct, omit_defaults=True):

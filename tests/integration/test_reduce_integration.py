@@ -91,24 +91,27 @@ def test_a_flax_training_program_reduces_to_plain_jax_with_the_same_signature(tm
     assert "down to plain JAX: " in done.stderr  # the values a library made were read from a forked run
 
 
-@pytest.mark.parametrize("fixture, library, names", [("flax_sharded.py", "flax", "{'data', 'model'}"),
-                                                     ("equinox_sharded.py", "equinox", "{'batch', 'model'}"),
-                                                     ("flax_traced.py", "flax", "{'data', 'model'}")])
-def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(tmp_path, fixture, library, names):
-    """Issue 63, as a user runs it (from the program's folder, default options but --out): a Flax Linen program (its
-    mesh's axis names from a set, `nn.with_partitioning`, `nn.get_sharding`), an Equinox one (an `eqx.nn.MLP`
-    trained on a batch sharded over such a mesh) and a Flax one whose model's init and apply are called inside
-    `jax.jit` (the miss in what apply traced to: its sharding constraint) each end in at most 20 lines of plain JAX
-    that keep the names a set, their PEP 723 block without the library, and the report says which pass took the
-    library out (for the last, the pass that wrote apply's trace out as `jax.lax` calls)."""
+@pytest.mark.parametrize("fixture, library, names", [("flax_init_sharded.py", "flax", "{'data', 'model'}"),
+                                                     ("equinox_traced.py", "equinox", "{'batch', 'model'}")])
+def test_a_library_model_made_and_applied_inside_jit_reduces_to_plain_jax_and_its_report_says_how(tmp_path, fixture,
+                                                                                                  library, names):
+    """As a user runs it (from the program's folder, default options but --out): a Flax Linen model whose `init` runs
+    inside `jax.jit` with `out_shardings` from `nn.get_sharding` (`xavier_normal` weights, a mesh whose axis names come
+    from a set), and an Equinox model made inside `jax.jit` from a key and applied inside another that constrains its
+    output's sharding over such a mesh, each end in at most 15 lines of plain JAX within 5 minutes on CI's 2 cores:
+    the initialisers' random bits written as `jax.random` calls, the names still a set, the PEP 723 block without the
+    library, and the report says which pass took it out."""
     import ast
 
+    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "harness", "reduce", fixture, "--versions", "0.4.31",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=FIXTURES)
+    seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-3000:]
     folder = only_folder(tmp_path)
     reduced = (folder / "reduced.py").read_text()
-    assert size(reduced) <= 20 < size((FIXTURES / fixture).read_text()), reduced
+    print(f"{fixture}: {size((FIXTURES / fixture).read_text())} -> {size(reduced)} lines in {seconds:.0f} s\n{reduced}")
+    assert size(reduced) <= 15 < size((FIXTURES / fixture).read_text()), reduced
     imported = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
                 for n in ast.walk(ast.parse(reduced)) if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in (n.names if isinstance(n, ast.Import) else [n.names[0]])}
@@ -119,9 +122,6 @@ def test_a_sharded_library_program_reduces_to_plain_jax_and_its_report_says_how(
     assert re.search(rf"The original imported `{library}` beyond JAX, NumPy and Python's own; taken out: `{library}` "
                      r"by \*[A-Za-z -]+\*", report), report
     assert "It imports JAX, NumPy and Python's own library only." in report
-    if fixture == "flax_traced.py":
-        assert "`flax` by *library calls as the JAX they traced to*" in report, report
-        assert "with_sharding_constraint" in reduced, reduced  # where the miss is, written as JAX
 
 
 def test_a_miss_in_the_library_s_own_code_keeps_the_smallest_call_and_the_report_says_why(tmp_path):
@@ -138,9 +138,10 @@ def test_a_miss_in_the_library_s_own_code_keeps_the_smallest_call_and_the_report
     assert reduced.count("setlib.combine(") == 1 and "setlib.describe" not in reduced, reduced
     assert load_results(folder).cells[0].verdict == "reproduced"
     report = (folder / "report.md").read_text()
-    assert "It still uses `setlib`: calls `setlib.combine`. Every candidate that replaced such a call by its " \
-        "argument, by a value a run of the program read, or by the JAX it traced to, or removed it, lost the " \
-        "signature: the miss needs the library's own code there." in report, report
+    # its two seeds' runs traced `step` to different JAX (setlib iterates a set): no body stands for it, and the report
+    # says so rather than claiming more than a measured candidate showed
+    assert "It still uses `setlib`: calls `setlib.combine`. The traced pass could not write `step` as the JAX it " \
+        "traced to: its runs under two hash seeds traced it to different JAX" in report, report
 
 
 def test_a_clean_script_is_refused_in_one_line(tmp_path):

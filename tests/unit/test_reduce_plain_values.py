@@ -150,10 +150,28 @@ def test_the_report_says_how_the_program_got_plain_and_why_a_library_call_stayed
     text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
     assert ("The original imported `flax`, `optax` beyond JAX, NumPy and Python's own; taken out: `flax` before a "
             "`--resume`, `optax` by *down to plain JAX*. It imports JAX, NumPy and Python's own library only.") in text
-    section["plain"] = {"libraries": ["flax"], "calls": ["nn.Dense"], "still": ["flax"]}
+    # The claim that a call needs the library is made only where a candidate that replaced that function's library
+    # calls alone by their traced JAX lost the signature; otherwise the report says what the traced pass could not
+    # write, and that nothing says the library's own code is needed.
+    section["plain"] = {"libraries": ["flax"], "calls": ["nn.Dense"], "still": ["flax"],
+                        "not_spelled": {"init_fn": "the `erf_inv` primitive"}}
     text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
-    assert "It still uses `flax`: calls `nn.Dense`. Every candidate that replaced such a call" in text
-    assert "the miss needs the library's own code there" in text
+    assert "It still uses `flax`: calls `nn.Dense`. The traced pass could not write `init_fn` as the JAX it traced " \
+        "to: the `erf_inv` primitive. No candidate that replaced such a call alone" in text, text
+    assert "needs the library's own code there" not in text
+    section["plain"]["lost_alone"] = {"init_fn": "another module moved (jit_g, not jit_f)"}
+    text = " ".join(_minimal_reproducer({"reduce": convert(section, Reduced)}))
+    assert "A candidate that replaced `init_fn`'s library calls alone by the JAX they traced to lost the signature " \
+        "(another module moved (jit_g, not jit_f)): the miss needs the library's own code there." in text, text
+    assert "could not write" not in text and "No candidate" not in text
+
+
+def test_the_report_s_claims_are_of_functions_the_reduced_program_still_defines():
+    from harness.reduce.reduction import plain_jax_said
+    original = "import jax\nimport flax.linen as nn\n@jax.jit\ndef f(x):\n    return nn.relu(x)\n"
+    said = plain_jax_said(original, original, {}, {"f": "the `xyz` primitive", "gone": "a large constant"},
+                          {"gone": "clean on 0.4.31"})
+    assert said is not None and said.not_spelled == {"f": "the `xyz` primitive"} and said.lost_alone == {}
 
 
 # ---- reduced.py's PEP 723 block names only what it still imports (issue 63 item 3) --------------------------------

@@ -118,7 +118,7 @@ class _Screen:
         return self.answer
 
 
-_PLAIN = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None})()  # a plain cell's
+_PLAIN = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None, "moved": None})()  # a plain cell's
 
 
 def _measurer(screen):
@@ -226,6 +226,27 @@ def test_a_candidate_whose_forked_seeds_compute_different_keys_is_kept_provision
     assert answer.kept and answer.why.startswith("kept provisionally (forked runs of seeds 11 and 12")
     assert measurer.fresh == [] and measurer.provisional("import jax\n") and measurer.forked_kept == 1
     assert measurer._good_seeds[digest("import jax\n")] == [11, 12]  # the good release's seeds at the checkpoint
+
+
+def test_where_the_hash_seed_moved_the_original_s_key_a_candidate_whose_first_seed_again_computes_another_is_rejected():
+    """A candidate keeps the original's cause, not only its module: in a program with two misses of one function (the
+    hash seed's and an unseeded draw's), a candidate that lost the first one still has seeds computing different
+    keys, but its first seed's child run again computes another key too: rejected, not kept provisionally."""
+    from harness.core.comparison import Moved
+    draws = iter(range(100))
+    unseeded = _KeyScreen(lambda source, seed: {f"jit_f-{next(draws)}"})
+    measurer = _deciding(unseeded)
+    measurer.target = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None,
+                                             "moved": Moved.HASH_SEED})()
+    answer = measurer.one_bad("import jax\n")
+    assert answer == Tried(False, "another cause on 0.4.28: a forked run of seed 11 again computed other keys of "
+                                  "jit_f (not the hash seed, which moved the original's)")
+    assert unseeded.asked == [11, 12, 11] and not measurer.provisional("import jax\n")
+    seeded = _KeyScreen(lambda source, seed: {f"jit_f-{seed % 12}"})  # the hash seed's: its control agrees
+    measurer = _deciding(seeded)
+    measurer.target = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None,
+                                             "moved": Moved.HASH_SEED})()
+    assert measurer.one_bad("import jax\n").kept and seeded.asked == [11, 12, 11]
 
 
 def test_a_candidate_whose_forked_seeds_all_compute_one_key_or_none_is_rejected_without_a_fresh_process():

@@ -132,3 +132,30 @@ def test_between_processes_a_candidate_keeps_it_only_if_the_same_ranks_disagree_
     apart = split_cell(BAD)
     apart.runs[0].ranks = [RankRecord(0, 1, 0, 1.0, joined=False), RankRecord(1, 2, 0, 1.0, joined=False)]
     assert "never called jax.distributed.initialize()" in why_not_kept(RANK_TARGET, apart)
+
+
+# ---- the cause controls' word is part of the signature ------------------------------------------------
+
+def test_the_controls_word_on_the_module_is_kept_and_a_candidate_whose_controls_say_otherwise_loses_it():
+    """A candidate keeps the original's cause, not only its module: where the cause controls said the hash seed moved
+    the original's key, a candidate whose own controls say something else moved the same module's key (a second
+    miss of the program, its own randomness) does not keep it."""
+    from dataclasses import replace
+
+    from harness.core.comparison import CauseDecision, Moved
+    from harness.evidence.keys import cell_comparison
+
+    def decided(moved):
+        found = cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])
+        found.comparison = replace(cell_comparison(found), decisions=(CauseDecision("jit_f", "", moved),))
+        return found
+
+    target = signature_of(decided(Moved.HASH_SEED))
+    assert target == Signature("jit_f", ("computation",), Cause.ORDER, moved=Moved.HASH_SEED)
+    assert target.describe().endswith("cause order; moved by hash seed)")
+    assert signature_of(decided(Moved.UNDECIDED)) == TARGET  # no word: nothing more asked of a candidate
+    assert why_not_kept(target, decided(Moved.HASH_SEED)) is None
+    assert why_not_kept(target, decided(Moved.NOT_SEED)) == ("another cause: the cause controls say not the hash seed "
+                                                             "moved jit_f's key, not hash seed")
+    assert why_not_kept(target, cell(BAD, [[key("jit_f", 1)], [key("jit_f", 2)]])) is None  # no controls made there
+    assert convert(plain(target), Signature) == target

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness.reduce.passes import (COARSE_PASSES, MAY_GROW, PASS_NAMES, PassName, plain_jax, probe_program,
                                    probed_values, traced_bodies)
 from harness.reduce.passes.library import library_packages
+from harness.reduce.passes.traced import alone_candidates, unspelled
 
 FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "reduce" / "flax_traced.py").read_text()
 BODY = ("v1, v2, v3 = jax.tree_util.tree_leaves((variables, x))\n"
@@ -49,10 +50,12 @@ def test_its_candidates_put_the_body_and_the_values_and_drop_the_library():
     assert "jax.lax.with_sharding_constraint(v4" in plain and f"variables = {PARAMS}" in plain, plain
     assert "y = apply_fn(variables, x)" in plain  # the call of the function given its body stays a call
     assert "tuple({'data', 'model'})" in plain  # the mesh's names still a set
-    # the bodies without the values keep flax, and are longer than the program: not tried (the search tries this
-    # pass's candidates whatever their length, so the pass itself leaves out those that take no library out)
-    assert (0, 2) not in candidates and (1, 0) not in candidates
-    assert [place for place, _ in traced_bodies(FIXTURE, (0, 1), values)] == [(0, 1)]  # resumed at its place
+    # every body without the values keeps flax, and is longer than the program: not tried (the search tries this
+    # pass's candidates whatever their length, so the pass itself leaves out those that take no library out); one body
+    # alone is tried all the same: what it gives is what the report says of that function's library calls
+    assert (0, 2) not in candidates and "jax.lax.with_sharding_constraint(v4" in candidates[(1, 0)]
+    assert alone_candidates(FIXTURE, values) == {candidates[(1, 0)]: "apply_fn"}
+    assert [place for place, _ in traced_bodies(FIXTURE, (0, 1), values)] == [(0, 1), (1, 0)]  # resumed at its place
     assert list(traced_bodies(FIXTURE, None, {"x": "1"})) == []  # no body read: no candidate
 
 
@@ -71,3 +74,16 @@ def test_names_that_only_copy_another_are_read_as_it_in_one_candidate():
     collapsed = dict(dead_code(source))[(4,)]
     assert collapsed == ("import jax\n\n@jax.jit\ndef f(x):\n    v3 = jax.numpy.sin(x)\n    return v3\ny = 1\ny = 2\n"
                          "z = y\nprint(f(z))\n"), collapsed
+
+
+def test_what_the_writer_could_not_spell_is_read_back_for_the_report():
+    """The probe writes, beside a body it could not spell, why (`why def NAME`); a body two seeds' runs spelled
+    differently (not only in a tuple of names) has no text and is said so; a body written has no reason."""
+    lines = _lines(["def init_fn", None], ["why def init_fn", "the `erf_inv` primitive"], ["def init_fn", None],
+                   ["def apply_fn", BODY], ["def apply_fn", BODY], ["def step", "return 1"], ["def step", "return 2"])
+    values = probed_values(lines)
+    assert set(values) == {"def apply_fn"}  # the reasons are not values
+    said = unspelled(lines, values)
+    assert said == {"init_fn": "the `erf_inv` primitive",
+                    "step": "its runs under two hash seeds traced it to different JAX (its Python code, a library's "
+                            "included, follows the hash seed)"}

@@ -148,6 +148,8 @@ def probed_values(lines: str) -> dict[str, str]:
             seen.setdefault(key, set()).add(said)
     values = {}
     for key, said in seen.items():
+        if key.startswith("why "):  # what the traced body's writer could not spell (passes/traced.py: unspelled)
+            continue
         mode = "exec" if key.startswith("def ") else "eval"  # a traced body (passes/traced.py), or a value
         first, second = (sorted(said, key=str) * 2)[:2]
         (only,) = said if len(said) == 1 else (_orders_only(first, second, mode) if len(said) == 2 else None,)
