@@ -50,6 +50,9 @@ def test_its_candidates_put_the_body_and_the_values_and_drop_the_library():
     assert "jax.lax.with_sharding_constraint(v4" in plain and f"variables = {PARAMS}" in plain, plain
     assert "y = apply_fn(variables, x)" in plain  # the call of the function given its body stays a call
     assert "tuple({'data', 'model'})" in plain  # the mesh's names still a set
+    # first of all, for each rewritten function, the values its calls computed put too (a miss in another function
+    # that only reads them: the call goes)
+    assert "y = jnp.ones((8, 4))" in candidates[(-1, 0)] and "def apply_fn" not in candidates[(-1, 0)]
     # every body without the values keeps flax, and is longer than the program: not tried (the search tries this
     # pass's candidates whatever their length, so the pass itself leaves out those that take no library out); one body
     # alone is tried all the same: what it gives is what the report says of that function's library calls
@@ -87,3 +90,18 @@ def test_what_the_writer_could_not_spell_is_read_back_for_the_report():
     assert said == {"init_fn": "the `erf_inv` primitive",
                     "step": "its runs under two hash seeds traced it to different JAX (its Python code, a library's "
                             "included, follows the hash seed)"}
+
+
+def test_a_value_computed_by_a_jit_of_a_rewritten_function_stays_a_call_but_in_the_first_candidate():
+    """`variables = jax.jit(init_fn, out_shardings=...)(key, x)`: where init's out_shardings are the miss, putting its
+    value there loses it; only the first candidate (every value put) does, the others keep the call."""
+    init = (Path(__file__).resolve().parents[1] / "fixtures" / "reduce" / "flax_init_sharded.py").read_text()
+    body = ("v1 = jax.random.wrap_key_data(k)\nv2 = jax.random.truncated_normal(v1, -2, 2, (16, 16), jnp.float32)\n"
+            "return {'params': {'W1': v2, 'W2': v2}}")
+    shardings = "{'params': {'W1': jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, 'model'))}}"
+    values = probed_values(_lines(["def init_fn", body], ["nn.get_sharding(abstract_variables, mesh)", shardings],
+                                  ["jax.jit(init_fn, out_shardings=state_sharding)(key, x)", PARAMS]))
+    candidates = dict(traced_bodies(init, None, values))
+    assert "variables = jax.jit(init_fn, out_shardings=state_sharding)(key, x)" in candidates[(0, 1)]
+    assert f"state_sharding = {shardings}" in candidates[(0, 1)] and "flax" not in candidates[(0, 1)]
+    assert f"variables = {PARAMS}" in candidates[(-1, 0)]

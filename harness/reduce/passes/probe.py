@@ -80,6 +80,12 @@ def {_PROBE}(key, value, _path=__import__("os").environ.get("{PROBE_VARIABLE}"),
         if type(v) in (list, tuple):
             inner = ", ".join(map(text, v))
             return f"[{{inner}}]" if type(v) is list else f"({{inner}}{{',' if len(v) == 1 else ''}})"
+        import jax
+        leaves, tree = jax.tree_util.tree_flatten(v)
+        if leaves and not jax.tree_util.treedef_is_leaf(tree) and all(hasattr(x, "shape") and hasattr(x, "dtype")
+                                                                      for x in leaves):
+            # a library's box of arrays (Flax's `Partitioned`, an Equinox module): its arrays, as JAX flattens it
+            return text(leaves[0]) if len(leaves) == 1 else "(" + ", ".join(map(text, leaves)) + ")"
         raise TypeError(type(v))
 
     try:

@@ -285,6 +285,14 @@ def __TRACED__(name, _path=__import__("os").environ.get("HARNESS_REDUCE_VALUES")
                 return f"jax.lax.convert_element_type({args[0]}, {dtype(p['new_dtype'])})"
             if prim == "sharding_constraint":
                 return f"jax.lax.with_sharding_constraint({args[0]}, {value(p['sharding'])})"
+            if prim == "dynamic_slice":  # its start indices are operands of their own, a sequence to the function
+                return f"jax.lax.dynamic_slice({args[0]}, {tup(args[1:])}, {value(tuple(p['slice_sizes']))})"
+            if prim == "dynamic_update_slice":
+                return f"jax.lax.dynamic_update_slice({args[0]}, {args[1]}, {tup(args[2:])})"
+            if prim == "concatenate":
+                return f"jax.lax.concatenate([{', '.join(args)}], {p['dimension']})"
+            if prim in ("argmax", "argmin"):
+                return f"jax.lax.{prim}({args[0]}, {tuple(p['axes'])[0]}, {dtype(p['index_dtype'])})"
             if prim == "iota":
                 return (f"jax.lax.broadcasted_iota({dtype(p['dtype'])}, {value(tuple(p['shape']))}, "
                         f"{p['dimension']})")
@@ -557,13 +565,13 @@ def unspelled(lines: str, values: dict[str, str]) -> dict[str, str]:
 
 
 def _calls(expression: str, functions: set[str]) -> bool:
-    """Whether an expression (a probed value's key) calls one of `functions` by name."""
+    """Whether an expression (a probed value's key) calls one of `functions`: names it (`init_fn(k, x)`, or
+    `jax.jit(init_fn, out_shardings=...)(k, x)`)."""
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError:
         return True
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions
-               for n in ast.walk(tree))
+    return any(isinstance(n, ast.Name) and n.id in functions for n in ast.walk(tree))
 
 
 def _candidates(source: str, values: dict[str, str]) -> Iterator[tuple[Place, str, str | None]]:
@@ -572,13 +580,14 @@ def _candidates(source: str, values: dict[str, str]) -> Iterator[tuple[Place, st
     bodies = {key.removeprefix(TRACED_KEY) for key in values if key.startswith(TRACED_KEY)}
     unused = (ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef)
 
-    def candidate(only: int | None, with_values: bool, without_library: bool) -> str | None:
+    def candidate(only: int | None, with_values: bool, without_library: bool, computed: str | None = None) -> str | None:
         tree = ast.parse(source)
         if not _bodies_put(tree, values, only):
             return None
-        if with_values:  # but what a call of a function given its body computed: the call is what is kept
+        if with_values:  # what a call of a function given its body computed is put only for `computed`'s calls
+            kept = bodies - {computed}
             _values_put(tree, {key: value for key, value in values.items() if not key.startswith(TRACED_KEY)
-                               and not _calls(key, bodies)})
+                               and not _calls(key, kept)})
         _plain_imports(tree)
         _drop_unused(tree, lambda stmt: isinstance(stmt, unused))
         if without_library:
@@ -591,11 +600,15 @@ def _candidates(source: str, values: dict[str, str]) -> Iterator[tuple[Place, st
 
     tree = ast.parse(source)
     alone = [fn.name for fn in _jitted(tree) if TRACED_KEY + fn.name in values]
-    places: list[tuple[Place, int | None, bool, bool]] = [((0, 0), None, True, False), ((0, 1), None, True, True),
-                                                          ((0, 2), None, False, False)]
-    places += [((1, n), n, False, False) for n in range(len(alone))]
-    for place, only, with_values, without_library in places:
-        text = candidate(only, with_values, without_library)
+    # First, for each rewritten function, every value put, those its calls computed too, and what still uses a library
+    # removed: the smallest, where the miss is in another function that only reads such a value (a model's apply, not
+    # its init).
+    places: list[tuple[Place, int | None, bool, bool, str | None]] = [
+        ((-1, n), None, True, True, name) for n, name in enumerate(alone)]
+    places += [((0, 0), None, True, False, None), ((0, 1), None, True, True, None), ((0, 2), None, False, False, None)]
+    places += [((1, n), n, False, False, None) for n in range(len(alone))]
+    for place, only, with_values, without_library, computed in places:
+        text = candidate(only, with_values, without_library, computed)
         if text is not None:
             yield place, text, None if only is None else alone[only]
 
