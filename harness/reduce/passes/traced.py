@@ -505,11 +505,14 @@ def probe_program(source: str) -> str | None:
     return _probe_program(source, _traced_probes)
 
 
-def _bodies_put(tree: ast.Module, values: dict[str, str], only: int | None = None) -> int:
-    """Each jitted function with a traced body among `values` gets it (`only`: the one with that number alone). The
-    number of such functions."""
+def _bodies_put(tree: ast.Module, values: dict[str, str], only: int | None = None,
+                named: set[str] | None = None) -> int:
+    """Each jitted function with a traced body among `values` gets it (`only`: the one with that number alone;
+    `named`: the functions of these names, as found before values were put). The number of such functions."""
     count = 0
-    for fn in _jitted(tree):
+    found = _jitted(tree) if named is None else [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                                                 and n.name in named]
+    for fn in found:
         body = values.get(TRACED_KEY + fn.name)
         if body is None:
             continue
@@ -582,12 +585,16 @@ def _candidates(source: str, values: dict[str, str]) -> Iterator[tuple[Place, st
 
     def candidate(only: int | None, with_values: bool, without_library: bool, computed: str | None = None) -> str | None:
         tree = ast.parse(source)
-        if not _bodies_put(tree, values, only):
+        # what a call of a function given its body computed is put only for `computed`'s calls, before the bodies (an
+        # assignment is found by the library it reads, which its body no longer does once written)
+        put = {key: value for key, value in values.items() if not key.startswith(TRACED_KEY)
+               and not _calls(key, bodies - {computed})} if with_values else {}
+        if computed is not None:
+            _values_put(tree, put)
+        if not _bodies_put(tree, values, only, set(alone) if computed is not None else None):
             return None
-        if with_values:  # what a call of a function given its body computed is put only for `computed`'s calls
-            kept = bodies - {computed}
-            _values_put(tree, {key: value for key, value in values.items() if not key.startswith(TRACED_KEY)
-                               and not _calls(key, kept)})
+        if with_values and computed is None:
+            _values_put(tree, put)
         _plain_imports(tree)
         _drop_unused(tree, lambda stmt: isinstance(stmt, unused))
         if without_library:
