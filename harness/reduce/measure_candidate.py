@@ -276,7 +276,7 @@ class Measurer:
                                         f"{'' if quick.computed else ': it compiled nothing'})")
                 first = quick.keys
             elif quick.keys - first:
-                control = self._seed_control(source, seeds[0], first)
+                control = self._seed_control(source, seeds[0])
                 if control is not None:
                     self.screened += 1
                     return control
@@ -293,17 +293,24 @@ class Measurer:
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
 
-    def _seed_control(self, source: str, seed: int, first: frozenset[str]) -> Tried | None:
-        """Where the cause controls said the hash seed moved the original's key: the first seed's child again, which
-        must compute the same keys of the module (a rejection where it does not: the candidate's key moves for
-        another cause, the program's own randomness, say, not the original's). None: it does, or no control is due."""
+    def _seed_control(self, source: str, seed: int) -> Tried | None:
+        """Where the cause controls said the hash seed moved the original's key: the first seed's children, twice, must
+        compute the same keys of the module (a rejection where they do not: the candidate's key moves for another
+        cause, the program's own randomness, say, not the original's). None: they do, or no control is due."""
         if self.target.moved != Moved.HASH_SEED or self.screen is None:
             return None
-        again = self.screen.screen(source, seed, module=self.target.module, stop=True)
-        if again.keys is None or again.keys == first:
+        # Two children of the seed with one cache folder of their own: a server's own folder is its path, and from
+        # JAX 0.4.36 until 0.11.0 the path is in every key (two servers of one seed compute two keys).
+        folder = Path(tempfile.mkdtemp(prefix="seed-control-", dir=self.screen.work))
+        try:
+            once, again = (self.screen.screen(source, seed, module=self.target.module, stop=True, cache=folder / "cache")
+                           for _ in range(2))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if once.keys is None or again.keys is None or not (again.keys - once.keys):
             return None
-        return Tried(False, f"another cause on {self.bad.spec.jax_version}: a forked run of seed {seed} again computed "
-                            f"other keys of {self.target.module} (not the hash seed, which moved the original's)")
+        return Tried(False, f"another cause on {self.bad.spec.jax_version}: two forked runs of seed {seed} computed "
+                            f"different keys of {self.target.module} (not the hash seed, which moved the original's)")
 
     def _kept_provisionally(self, source: str, seeds: list[Launch]) -> None:
         """A candidate forked children kept: counted, confirmed by fresh processes at the next checkpoint, and asked

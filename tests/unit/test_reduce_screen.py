@@ -195,11 +195,13 @@ class _KeyScreen:
     """Forked children that compute, for each seed, the keys of `jit_f` given by `keys(source, seed)`."""
 
     def __init__(self, keys):
-        self.keys, self.asked = keys, []
+        import tempfile
+        self.keys, self.asked, self.work = keys, [], Path(tempfile.gettempdir())
 
-    def screen(self, source, seed, module=None, stop=False):
+    def screen(self, source, seed, module=None, stop=False, cache=None):
         assert module == "jit_f"
         self.asked.append(seed)
+        self.caches = getattr(self, "caches", []) + [cache]
         self.stopped = getattr(self, "stopped", []) + [stop]
         found = self.keys(source, seed)
         return Screened(finished=True, keys=frozenset(found), computed=bool(found))
@@ -239,14 +241,16 @@ def test_where_the_hash_seed_moved_the_original_s_key_a_candidate_whose_first_se
     measurer.target = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None,
                                              "moved": Moved.HASH_SEED})()
     answer = measurer.one_bad("import jax\n")
-    assert answer == Tried(False, "another cause on 0.4.28: a forked run of seed 11 again computed other keys of "
+    assert answer == Tried(False, "another cause on 0.4.28: two forked runs of seed 11 computed different keys of "
                                   "jit_f (not the hash seed, which moved the original's)")
-    assert unseeded.asked == [11, 12, 11] and not measurer.provisional("import jax\n")
+    assert unseeded.asked == [11, 12, 11, 11] and not measurer.provisional("import jax\n")
     seeded = _KeyScreen(lambda source, seed: {f"jit_f-{seed % 12}"})  # the hash seed's: its control agrees
     measurer = _deciding(seeded)
     measurer.target = type("Signature", (), {"module": "jit_f", "factor": None, "ranks": None,
                                              "moved": Moved.HASH_SEED})()
-    assert measurer.one_bad("import jax\n").kept and seeded.asked == [11, 12, 11]
+    assert measurer.one_bad("import jax\n").kept and seeded.asked == [11, 12, 11, 11]
+    # the control's two children share one cache folder of their own: its path is in the keys on some releases
+    assert seeded.caches[:2] == [None, None] and seeded.caches[2] == seeded.caches[3] is not None
 
 
 def test_a_candidate_whose_forked_seeds_all_compute_one_key_or_none_is_rejected_without_a_fresh_process():
