@@ -303,8 +303,8 @@ class Measurer:
         # JAX 0.4.36 until 0.11.0 the path is in every key (two servers of one seed compute two keys).
         folder = Path(tempfile.mkdtemp(prefix="seed-control-", dir=self.screen.work))
         try:
-            once, again = (self.screen.screen(source, seed, module=self.target.module, stop=True, cache=folder / "cache")
-                           for _ in range(2))
+            ask = partial(self.screen.screen, source, seed, module=self.target.module, stop=True, cache=folder / "cache")
+            once, again = side_by_side([ask, ask])  # (two servers of the seed, one folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if once.keys is None or again.keys is None or not (again.keys - once.keys):
