@@ -684,3 +684,21 @@ def test_a_cpu_server_discovers_jax_s_plugins_once_for_all_its_children(tmp_path
     child discovers them as a fresh process does."""
     assert _plugins_found_by(tmp_path / "cpu", "cpu") == (True, False)
     assert _plugins_found_by(tmp_path / "tpu", "tpu,cpu") == (False, True)
+
+
+def test_every_fork_server_s_warm_folder_has_one_path_and_a_link_there_is_never_followed(tmp_path, monkeypatch):
+    """From JAX 0.4.36 until 0.11.0 the cache folder's path is in every key: servers of two seeds with warm folders of
+    random names computed keys differing by the path alone, and every candidate's seeds disagreed (0.10.2). Each
+    server's warm folder is one path now; a place not a folder of this user's there (a link) gets a random one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fork_server_for_test", package_path("harness.inside", "fork_server.py"))
+    assert spec is not None and spec.loader is not None
+    server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(server)
+    monkeypatch.setattr(server, "WARM_PATH", str(tmp_path / "warm"))
+    assert server._shared_warm_path() == str(tmp_path / "warm") == server._shared_warm_path()  # made, then kept
+    (tmp_path / "warm").rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "warm").symlink_to(tmp_path / "elsewhere")
+    assert server._shared_warm_path() is None
