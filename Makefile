@@ -13,6 +13,8 @@ XDIST  ?= -n auto
 # workers: on two cores two workers left a third of the CPU idle while tests waited on image builds, installs and
 # Slurm; slurm's tests share one worker (tests/integration/conftest.py). INTEGRATION_XDIST= for one process.
 INTEGRATION_XDIST ?= -n 3 --dist loadgroup
+# Each stage of make test ends with its 20 slowest tests (CI's log: where the time goes).
+DURATIONS ?= --durations=20
 # make bench: each timing taken this many times (the best kept); BENCH_ARGS goes to every bench script
 # (CI runs `make bench BENCH_REPS=1 BENCH_ARGS=--help`: each script's command line parsed, its imports made).
 BENCH_REPS ?= 3
@@ -67,10 +69,11 @@ smoke: $(STAMP)
 # integration tests on three workers (INTEGRATION_XDIST above); all three always run, and the first failure's exit
 # code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP) lint typecheck site
-	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS) || unit=$$?; \
-	reductions=0; $(BIN)/python -m pytest tests/integration --reductions only $(PYTEST_ARGS) || reductions=$$?; \
-	integration=0; $(BIN)/python -m pytest tests/integration --reductions without $(INTEGRATION_XDIST) $(PYTEST_ARGS) \
-		|| integration=$$?; \
+	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(DURATIONS) $(PYTEST_ARGS) || unit=$$?; \
+	reductions=0; $(BIN)/python -m pytest tests/integration --reductions only $(DURATIONS) $(PYTEST_ARGS) \
+		|| reductions=$$?; \
+	integration=0; $(BIN)/python -m pytest tests/integration --reductions without $(INTEGRATION_XDIST) $(DURATIONS) \
+		$(PYTEST_ARGS) || integration=$$?; \
 	for rc in $$unit $$reductions $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 test-unit: $(STAMP)

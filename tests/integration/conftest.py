@@ -1,10 +1,13 @@
 """tests/integration/: real JAX releases, Docker, Slurm. Every test here is `integration` by its folder;
 one marked `docker` or `slurm` keeps that marker (`-m docker`, `-m slurm` select them in CI and the docs)."""
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,10 @@ def pytest_addoption(parser):
                           "(the default), only them, or all but them (make test runs them apart)")
 
 
+# Before pytest-xdist's own hook (registered after this conftest, so called before it without tryfirst), which puts
+# each test's xdist_group into its node id for --dist loadgroup: a group added after that was never seen (the Slurm
+# tests ran on several workers at once).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     here = config.rootpath / "tests" / "integration"
     wanted = config.getoption("--reductions")
@@ -33,10 +40,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.is_relative_to(here) and not any(item.get_closest_marker(m) for m in ("docker", "slurm")):
             item.add_marker(pytest.mark.integration)
+        shared = [name for name in SHARED_CELLS if name in getattr(item, "fixturenames", ())]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
         if item.get_closest_marker("slurm"):
             # One worker runs them in turn: the cluster has one node, and a test waits for its jobs to start.
             item.add_marker(pytest.mark.xdist_group("slurm"))
     items.sort(key=lambda item: item.path.name != FIRST)  # stable: each file's own order is kept
+
+
+# The session fixtures below that measure a cell: the tests that read one run on the worker that measured it.
+SHARED_CELLS = ("set_order_check",)
 
 
 # Slurm's node state on the way between two jobs: the node is up and takes the next job once done.
@@ -67,3 +81,24 @@ def slurm_cluster():
     if done.returncode != 0 or not {"idle", "mixed", "allocated"} & states:
         _slurm_missing(f"no Slurm node is up ({(done.stderr or done.stdout).strip() or 'sinfo said nothing'}): "
                        "run .ci/install-slurm.sh")
+
+
+# ---- measured cells several tests read: each is made once per worker, so the tests that read one go to one worker
+# (pytest_collection_modifyitems gives them its xdist group)
+
+@pytest.fixture(scope="session")
+def set_order_check(tmp_path_factory):
+    """`harness check examples/set_order_script.py --versions 0.4.31 --runs 6 --quiet`, run once as a user runs it:
+    its exit code and what it left. Read by tests/integration/test_integration.py (the verdict, 0.4.31's two files
+    per entry), test_moved_folder_integration.py (the moved run in a planned place) and
+    test_summary_words_integration.py (check's exit code): three measurements of one cell before."""
+    from tests.sweeps import Swept
+
+    out = tmp_path_factory.mktemp("set-order-check")
+    done = subprocess.run([sys.executable, "-m", "harness", "check", "examples/set_order_script.py", "--versions",
+                           "0.4.31", "--runs", "6", "--quiet", "--out", str(out)], capture_output=True, text=True,
+                          timeout=900, cwd=Path(__file__).resolve().parents[2])
+    folders = [p for p in out.iterdir() if p.is_dir()]
+    assert done.returncode in (0, 1) and len(folders) == 1, done.stderr[-3000:]
+    data = json.loads((folders[0] / "results.json").read_text())
+    return done.returncode, Swept(data, folders[0], done.stdout, done.stderr)

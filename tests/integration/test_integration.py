@@ -60,10 +60,9 @@ runs: 6
     assert (swept.run_dir / reproduced["runs"][0]["log"]).is_file()
 
 
-def test_user_script_with_its_own_set_order_bug(tmp_path, capsys):
-    data = sweep(["check", "examples/set_order_script.py", "--versions", "0.4.31", "--runs", "6"],
-                 tmp_path / "a", capsys).data
-    (cell,) = data["cells"]
+def test_user_script_with_its_own_set_order_bug(tmp_path, capsys, set_order_check):
+    _, swept = set_order_check  # check examples/set_order_script.py --versions 0.4.31 --runs 6 (conftest.py)
+    (cell,) = swept.data["cells"]
     assert cell["verdict"] == "reproduced"
     # 0.4.31 writes each entry as two files: -cache and -atime.
     assert any(name.endswith("-cache") for name in cell["listing"])

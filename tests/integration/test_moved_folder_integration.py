@@ -88,8 +88,8 @@ def test_where_the_path_is_keyed_the_moved_runs_planned_run_is_made_in_the_cells
     assert len(_processes(swept.run_dir)) == 4  # runs 1-3 and the moved run
 
 
-def test_a_set_order_script_still_reproduces_with_the_moved_run_in_a_planned_place(tmp_path, capsys):
-    swept = check(["examples/set_order_script.py", "--versions", "0.4.31", "--runs", "6"], tmp_path / "out", capsys)
+def test_a_set_order_script_still_reproduces_with_the_moved_run_in_a_planned_place(set_order_check):
+    _, swept = set_order_check  # check examples/set_order_script.py --versions 0.4.31 --runs 6 (conftest.py)
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "reproduced", cell["reason"]
     moved = cell["moved_folder"]

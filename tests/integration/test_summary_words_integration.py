@@ -2,6 +2,9 @@
 cell an error: nothing was measured, and why; check exits 1), a script that never imports JAX (it compiled
 nothing with JAX), and check on a reproducing example (exit 1 by default)."""
 
+import json
+import shutil
+
 import pytest
 
 from harness.cli import commands as cli
@@ -41,10 +44,16 @@ def test_a_script_that_never_imports_jax_says_it_compiled_nothing_with_jax(tmp_p
     assert '"nothing_cached": "no jax"' in (folder / "results.json").read_text()
 
 
-def test_check_on_a_reproducing_example_exits_1_by_default(tmp_path, capsys):
-    code, line, err = checked(["examples/set_order_script.py"], tmp_path / "r", capsys, runs=6)
+def test_check_on_a_reproducing_example_exits_1_by_default(tmp_path, capsys, set_order_check):
+    code, swept = set_order_check  # check examples/set_order_script.py --versions 0.4.31 --runs 6 (conftest.py)
+    err = swept.err
     assert code == 1, err
     assert "harness: --fail-on reproduced,error: 1 cell(s) failed: 0.4.31" in err
     assert "missed the cache in a fresh process" in err and "report.md" in err
-    code, _, err = checked(["examples/set_order_script.py", "--fail-on", "none"], tmp_path / "n", capsys, runs=6)
-    assert code == 0, err
+    # The same cell with --fail-on none: a copy of its folder resumed (complete: nothing is measured again).
+    copy = tmp_path / "n" / swept.run_dir.name
+    shutil.copytree(swept.run_dir, copy)
+    code = cli.main(["check", "examples/set_order_script.py", "--versions", VERSION, "--runs", "6", "--quiet",
+                     "--fail-on", "none", "--resume", str(copy)])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((copy / "results.json").read_text())["cells"] == swept.data["cells"]

@@ -38,19 +38,6 @@ def test_cache_path_reproduces_on_a_release_that_keys_the_path(tmp_path, capsys)
     assert "## Environment variation" in report and "--vary cache-path" in report
 
 
-def test_cache_path_is_clean_once_fixed_in_0_11_0(tmp_path, capsys):
-    if not any(i.version == PythonVersion(3, 12) for i in discover()):
-        reason = "no Python 3.12 on this machine; jax 0.11 needs one"
-        if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    data = sweep(["check", "examples/stable_script.py", "--versions", "0.11.0", "--runs", "2",
-                  "--vary", "cache-path"], tmp_path, capsys).data
-    (cell,) = data["cells"]
-    assert cell["verdict"] == "clean", cell["reason"]
-    assert factors(cell)["cache-path"]["outcome"] == "hit"
-
-
 def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
     swept = sweep(["check", "examples/stable_script.py", "--versions", "0.4.31", "--runs", "2",
                    "--vary", "all"], tmp_path, capsys)
@@ -71,7 +58,7 @@ def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
 
 
 def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
-    data = sweep(["run", "configs/smoke.yaml", "--vary", "all"], tmp_path, capsys).data
+    data = sweep(["run", "configs/smoke.yaml", "--runs", "2", "--vary", "all"], tmp_path, capsys).data
     cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
     assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced", "0.4.29": "clean"}
     assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
@@ -80,6 +67,7 @@ def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
 
 
 def test_bisection_with_cache_path_finds_where_the_miss_appears_and_where_it_is_fixed(tmp_path, capsys, write):
+    """Also the fix: 0.11.0, measured beside 0.10.2 for the boundary, is clean and its factor hits."""
     if not any(i.version == PythonVersion(3, 12) for i in discover()):
         reason = "no Python 3.12 on this machine; jax 0.11 needs one"
         if os.environ.get("HARNESS_REQUIRE_PYTHON_312") == "1":
@@ -97,6 +85,9 @@ def test_bisection_with_cache_path_finds_where_the_miss_appears_and_where_it_is_
     for version, cell in cells.items():  # every point measured its factor, and only the factor moved it
         assert factors(cell)["cache-path"]["outcome"] == ("miss" if cell["verdict"] == "reproduced" else "hit")
         assert cell["reason"].startswith("misses when the cache folder") == (cell["verdict"] == "reproduced")
+    # the fix's release (its own test before): clean, and the cache folder reached by another path hits
+    assert cells["0.11.0"]["verdict"] == "clean", cells["0.11.0"]["reason"]
+    assert factors(cells["0.11.0"])["cache-path"]["outcome"] == "hit"
 
 
 def test_fingerprints_of_two_environments_differing_in_one_factor_are_diffed(tmp_path, capsys):

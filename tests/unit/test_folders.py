@@ -89,3 +89,14 @@ def test_the_reductions_are_collected_first_or_apart_and_slurm_tests_share_one_w
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slurm"],
                           cwd=folder, capture_output=True, text=True)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+    # Under make test's --dist loadgroup the group is in the node id xdist schedules by (it was not: the conftest's
+    # marker came after xdist had read them); so is a shared cell's, for a test that reads it.
+    (integration / "test_shared.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef set_order_check():\n    return 1\n\n"
+        "def test_reads_the_cell(set_order_check):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
+                           "loadgroup", "tests/integration/test_cluster.py", "tests/integration/test_shared.py"],
+                          cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test_cluster.py::test_on_the_cluster@slurm" in done.stdout, done.stdout
+    assert "test_shared.py::test_reads_the_cell@set_order_check" in done.stdout, done.stdout
