@@ -145,8 +145,9 @@ def test_a_miss_in_the_library_s_own_code_keeps_the_smallest_call_and_the_report
 
 
 def test_a_clean_script_is_refused_in_one_line(tmp_path):
-    done = harness("reduce", ROOT / "examples" / "stable_script.py", "--versions", "0.4.28", "--out", tmp_path,
-                   "--quiet")
+    # Two runs: the original's check reads clean by them (the default's eleven only bound it more tightly).
+    done = harness("reduce", ROOT / "examples" / "stable_script.py", "--versions", "0.4.28", "--runs", "2",
+                   "--out", tmp_path, "--quiet")
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "clean on jax 0.4.28" in line and "nothing to reduce" in line
