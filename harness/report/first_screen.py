@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 from harness.core import markdown as md
+from harness.core.comparison import dispatch_helper
 from harness.core.kinds import Cause, NothingCached
 from harness.core.model import CellResult
 from harness.evidence.cost import seconds
@@ -130,8 +131,8 @@ class Finding(msgspec.Struct, frozen=True):
 
 
 def findings(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[Finding]:
-    """Every miss of every cell, most important first (stable within a rank: the cells in the order given, each
-    miss in the per-test table's order)."""
+    """Every miss of every cell, most important first (within a rank the user's functions first, then stable: the
+    cells in the order given, each miss in the per-test table's order)."""
     out: list[Finding] = []
     for cell in cells:
         mine = (compared or {}).get(cell.spec.key, {})
@@ -140,7 +141,13 @@ def findings(cells: Sequence[CellResult], compared: FunctionEvidence | None = No
             out.append(Finding(priority(miss), miss.tests[0] if miss.tests else "", max(len(miss.tests) - 1, 0),
                                miss.module, jax_label(cell) if len(cells) > 1 else "", cause, _cost(miss, cell),
                                action))
-    return sorted(out, key=lambda f: f.rank)
+    return in_order(out)
+
+
+def in_order(found: Sequence[Finding]) -> list[Finding]:
+    """Most important kind first; within a kind the user's own functions before the modules JAX compiles for an
+    eager operation (a set-ordered mesh's jit__multi_slice was said whole above jit_body); else as given."""
+    return sorted(found, key=lambda f: (f.rank, dispatch_helper(f.module)))
 
 
 def shown(found: Sequence[Finding]) -> list[Finding]:

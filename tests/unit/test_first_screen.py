@@ -162,3 +162,15 @@ def test_a_cause_and_action_said_above_is_said_again_as_the_same_with_its_own_co
     assert _repeats(found) == [False, True, False, False]
     assert found[1].plain(True) == "jit_norm: the same (its key follows the hash seed); 0.01 s per start"
     assert found[0].plain() == f"jit_step: {seed}; 1.50 s per start: {action}"
+
+
+def test_within_a_kind_the_user_s_function_is_named_before_an_eager_operation_s_module():
+    """A set-ordered mesh: the user's jit_body and the eager slice of a shard (jit__multi_slice) both follow the hash
+    seed; the user's function is said whole first, the eager slice "the same" after it."""
+    from harness.report.first_screen import Finding, in_order
+
+    seed, action = "its key follows the hash seed: a set's order", "iterate a sorted list"
+    found = [Finding(1, "", 0, "jit__multi_slice", "", seed, "0.01 s per start", action),
+             Finding(1, "", 0, "jit_body", "", seed, "0.02 s per start", action),
+             Finding(3, "", 0, "jit_noise", "", "randomness", "0.25 s per start", "seed it")]
+    assert [f.module for f in in_order(found)] == ["jit_body", "jit__multi_slice", "jit_noise"]
