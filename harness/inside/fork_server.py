@@ -39,7 +39,6 @@ import runpy
 import select
 import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -248,41 +247,32 @@ WARM_LIMIT_BYTES = 256 << 20
 _warm: list[str] = []
 
 
-WARM_PATH = "/tmp/harness-warm-cache"
-
-
-def _shared_warm_path() -> str | None:
-    """One path for every server's warm folder: from JAX 0.4.36 until 0.11.0 the cache folder's path is part of every
-    key, so servers of different seeds with folders of random names computed keys that differed by the path alone
-    (every candidate's seeds disagreed). Each server's /tmp is its sandbox's own, so the name is its own; where it is
-    not (a place another user made, a link), None: a folder of a random name instead."""
-    try:
-        os.mkdir(WARM_PATH, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        found = os.lstat(WARM_PATH)
-    except OSError:
-        return None
-    return WARM_PATH if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() else None
+# One folder for the warm caches of every server of a reduction, named by the harness (its work folder's): from JAX
+# 0.4.36 until 0.11.0 the cache folder's path is in every key, so servers of two seeds with folders of their own
+# computed keys that differed by the path alone, and every candidate's seeds disagreed. Read once and taken out of
+# the environment, so that no child sees it.
+SHARED_WARM = os.environ.pop("HARNESS_WARM_CACHE", "")
 
 
 def _warm_folder() -> str | None:
-    """The server's cache folder for its children, made on first use in its /tmp (the sandbox's private tmpfs: no
-    disk, gone with the server); emptied once past WARM_LIMIT_BYTES. None: no JAX key function to read keys by."""
+    """The server's cache folder for its children: the one the harness named for all its servers (SHARED_WARM), else
+    one made on first use in its /tmp (gone with the server); emptied once past WARM_LIMIT_BYTES. None: no JAX key
+    function to read keys by."""
     if _key_function() is None:
         return None
-    if not _warm:
-        folder = _shared_warm_path()
-        if folder is None:
+    if SHARED_WARM:
+        folder = SHARED_WARM  # the harness's, removed with its work folder
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            return None
+    else:
+        if not _warm:
             try:
-                folder = tempfile.mkdtemp(prefix="harness-warm-cache-", dir="/tmp")
+                _warm.append(tempfile.mkdtemp(prefix="harness-warm-cache-", dir="/tmp"))
             except OSError:
                 return None
-        _warm.append(folder)
-    folder = _warm[0]
+        folder = _warm[0]
     try:
         with os.scandir(folder) as found:
             size = sum(e.stat(follow_symlinks=False).st_size for e in found)

@@ -249,7 +249,9 @@ class ForkScreen:
             if self._starter is None:
                 self._starter = ThreadPoolExecutor(1, thread_name_prefix="fork-screen")
             starter = self._starter
-        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed)},
+        # every server's warm cache at one path (fork_server.py's SHARED_WARM: the path is in keys on some releases)
+        warm_at = {"HARNESS_WARM_CACHE": str(self.work / "warm-cache")}
+        server = starter.submit(_Server, argv, {**self.env, "PYTHONHASHSEED": str(seed), **warm_at},
                                 tuple(s for _, s in stand_ins)).result()
         with self._lock:
             self._all.append(server)

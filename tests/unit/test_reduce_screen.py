@@ -539,7 +539,8 @@ def test_a_child_loads_what_an_earlier_child_of_its_server_compiled_and_its_keys
         cold = screen.screen(hit_raises, 1, module="jit_f")
         assert cold.finished and len(cold.keys) == 1
         assert screen.screen(hit_raises, 1, module="jit_f").rejected == "RuntimeError: a hit"  # the server's folder
-        assert screen.screen(hit_raises, 2, module="jit_f").finished  # (another seed's server: its own folder)
+        # another seed's server warms the same folder (one path: it is in the keys on some releases)
+        assert screen.screen(hit_raises, 2, module="jit_f").rejected == "RuntimeError: a hit"
         other = screen.screen(COMPILES + "compile_or_get_cached('jit_h other')\n", 1, module="jit_f")
         assert other.keys == frozenset() and {k.partition("-")[0] for k in other.every} == {"jit_h"}
         # A cache folder the caller gives (a factor's child's) is the child's, never the server's.
@@ -547,8 +548,9 @@ def test_a_child_loads_what_an_earlier_child_of_its_server_compiled_and_its_keys
         given.mkdir(parents=True)
         assert screen.screen(hit_raises, 1, module="jit_f", cache=given).keys == cold.keys
         assert [p.name for p in given.iterdir()] == sorted(cold.keys)
-        # The server's own folder is in its private /tmp: the only entry under the screen's folder is the given one.
-        assert [p.parent for p in (tmp_path / "screened").rglob("jit_f-*")] == [given]
+        # The servers' folder is the screen's own warm-cache: else the only entry under the screen's folder is the
+        # given one.
+        assert {p.parent.name for p in (tmp_path / "screened").rglob("jit_f-*")} == {"given", "warm-cache"}
     finally:
         screen.close()
 
@@ -686,19 +688,27 @@ def test_a_cpu_server_discovers_jax_s_plugins_once_for_all_its_children(tmp_path
     assert _plugins_found_by(tmp_path / "tpu", "tpu,cpu") == (False, True)
 
 
-def test_every_fork_server_s_warm_folder_has_one_path_and_a_link_there_is_never_followed(tmp_path, monkeypatch):
+def test_servers_of_two_seeds_give_their_children_one_warm_folder_the_harness_named(tmp_path):
     """From JAX 0.4.36 until 0.11.0 the cache folder's path is in every key: servers of two seeds with warm folders of
-    random names computed keys differing by the path alone, and every candidate's seeds disagreed (0.10.2). Each
-    server's warm folder is one path now; a place not a folder of this user's there (a link) gets a random one."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("fork_server_for_test", package_path("harness.inside", "fork_server.py"))
-    assert spec is not None and spec.loader is not None
-    server = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(server)
-    monkeypatch.setattr(server, "WARM_PATH", str(tmp_path / "warm"))
-    assert server._shared_warm_path() == str(tmp_path / "warm") == server._shared_warm_path()  # made, then kept
-    (tmp_path / "warm").rmdir()
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "warm").symlink_to(tmp_path / "elsewhere")
-    assert server._shared_warm_path() is None
+    their own (random names) computed keys that differed by the path alone, and every candidate's seeds disagreed
+    (0.10.2). Every server of a reduction now warms the one folder the harness names; no child sees its variable."""
+    for name, text in STAND_IN_JAX.items():
+        (tmp_path / "lib" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "lib" / name).write_text(text)
+    shared = tmp_path / "work" / "warm-cache"
+    says = "import os\nprint(os.environ['JAX_COMPILATION_CACHE_DIR'], 'HARNESS_WARM_CACHE' in os.environ)\n"
+    for seed in ("7", "8"):
+        env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib"), "PYTHONHASHSEED": seed,
+               "HARNESS_WARM_CACHE": str(shared)}
+        server = subprocess.Popen([sys.executable, str(package_path("harness.inside", "fork_server.py")), "jax"],
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "ready"
+        request = {**_request(tmp_path, f"says{seed}", says), "env": {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / seed)},
+                   "cache": str(tmp_path / seed), "warm": True, "keys": str(tmp_path / f"{seed}.keys")}
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["warm"] is True
+        server.stdin.close()
+        server.wait(timeout=30)
+        assert (tmp_path / f"says{seed}.log").read_text() == f"{shared} False\n"
+    assert shared.is_dir()  # the harness's to remove (with its work folder), not a server's
