@@ -28,16 +28,17 @@ from harness.measure.progress import Progress
 from harness.reduce.measure_candidate import (REFUSED_FOR_WRITING, Launch, Measurer, PreparedRelease, candidate_timeout, deciding_seeds,
                                     own_failures, wrote_outside)
 from harness.reduce.metadata import installed_python_modules, metadata_block
-from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_calls, library_packages,
+from harness.reduce.passes import (PassName, coarse_passes, digest, imported_packages, library_packages,
                                    normalise, probe_program, probed_values, size)
 from harness.reduce.passes.traced import alone_candidates, unspelled
+from harness.reduce.plain_said import plain_jax_said
 from harness.reduce.screening import QuickScreen, ScreenMaker
 from harness.reduce.progress_lines import CandidateCost, SearchProgress, duration, opening
 from harness.reduce.sandbox import (HOME_DIR, TMP_DIR, Sandbox, WatchedBackend, Workspace, WriteRecordingBackend,
                                     copy_plan, write_places)
 from harness.reduce.search import Search, Tried
 from harness.reduce.signature import signature_of, why_not_kept
-from harness.results.reduce_results import REDUCE_SECTION, Plain, ProgramText, Reduced
+from harness.results.reduce_results import REDUCE_SECTION, ProgramText, Reduced
 from harness.reduce.reduce_state import STATE_FILE, ReduceState, SaveSchedule, load_state
 from harness.results.document import SweepStatus, load_results, lock_results_folder
 from harness.results.header import ResultsHeader
@@ -571,22 +572,6 @@ class Reduction:
         state.save(self.folder)
         return ReduceOutcome(self.folder, SweepStatus.COMPLETE if problem is None else SweepStatus.PROBLEM, state,
                              original_lines, path, tuple(cells), problem)
-
-
-def plain_jax_said(original: str, reduced: str, taken_out_by: dict[str, str],
-                   not_spelled: dict[str, str] | None = None, lost_alone: dict[str, str] | None = None) -> Plain | None:
-    """What the report says of plain JAX: the original's libraries, the pass that took each out, the calls left, and
-    for those, what the traced pass could not write and which function's body alone lost the signature (of the
-    functions the reduced program still defines)."""
-    libraries = library_packages(original)
-    if not libraries:
-        return None
-    still = libraries & library_packages(reduced)
-    defined = {n.name for n in ast.walk(ast.parse(reduced)) if isinstance(n, ast.FunctionDef)} if still else set()
-    return Plain(tuple(sorted(libraries)), {p: taken_out_by[p] for p in sorted(libraries - still) if p in taken_out_by},
-                 tuple(library_calls(reduced)), tuple(sorted(still)),
-                 {f: why for f, why in sorted((not_spelled or {}).items()) if f in defined},
-                 {f: why for f, why in sorted((lost_alone or {}).items()) if f in defined})
 
 
 def reduce_section(folder: Path) -> Reduced | None:

@@ -130,7 +130,7 @@ def test_plain_jax_puts_a_library_s_shardings_in_its_place_and_the_program_impor
 # ---- what the report says of plain JAX (issue 63 item 3) ----------------------------------------------------------
 
 def test_the_reduction_records_which_pass_took_each_library_out_and_which_calls_remain():
-    from harness.reduce.reduction import plain_jax_said
+    from harness.reduce.plain_said import plain_jax_said
     from harness.results.reduce_results import Plain
     original = "import jax\nimport flax.linen as nn\nimport optax\nm = nn.Dense(4)\ny = m.apply(1, 2)\no = optax.sgd(1)\n"
     reduced = "import jax\nimport flax.linen as nn\nm = nn.Dense(4)\ny = m.apply(1, 2)\nz = jax.numpy.ones(2)\n"
@@ -167,7 +167,7 @@ def test_the_report_says_how_the_program_got_plain_and_why_a_library_call_stayed
 
 
 def test_the_report_s_claims_are_of_functions_the_reduced_program_still_defines():
-    from harness.reduce.reduction import plain_jax_said
+    from harness.reduce.plain_said import plain_jax_said
     original = "import jax\nimport flax.linen as nn\n@jax.jit\ndef f(x):\n    return nn.relu(x)\n"
     said = plain_jax_said(original, original, {}, {"f": "the `xyz` primitive", "gone": "a large constant"},
                           {"gone": "clean on 0.4.31"})
