@@ -256,11 +256,30 @@ def case_two_resumes(h: Harness) -> tuple[bool, str]:
         first.kill()
         return False, "the first sweep never started a run"
     first.send_signal(signal.SIGINT)
-    first.communicate(timeout=60)
+    try:  # its run is stopped by its supervisor (SIGKILL after STOP_GRACE_S at most), then the folder saved
+        first.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        first.kill()
+        first.communicate()
+        return False, "the first sweep did not exit within 60 s of SIGINT"
     (folder,) = out.iterdir()
+    resumed_at = time.time_ns()
     again = h.start("run", str(h.root / "resume.yaml"), "--seeds", "random", "--resume", str(folder))
-    time.sleep(1)  # the resumed cell starts afresh: its old cache folder goes, a new run starts
-    wait_for(lambda: sorted(folder.glob("caches/*/started-*")), 300)
+
+    def again_writes() -> bool:
+        """The resume holds the folder (its pid in the holder's note) and a run of its own has started: the first
+        sweep's marker, still there until the resume empties the cell's folder, is older than the resume."""
+        try:
+            holder = json.loads((folder / ".writer.holder").read_text())
+        except (OSError, ValueError):
+            return False
+        return holder.get("pid") == again.pid and any(
+            p.stat().st_mtime_ns >= resumed_at for p in folder.glob("caches/*/started-*"))
+
+    if not wait_for(again_writes, 300):
+        again.kill()
+        again.communicate()
+        return False, "the first --resume never started a run"
     code, _, err = h.run("run", str(h.root / "resume.yaml"), "--seeds", "random", "--resume", str(folder))
     again.send_signal(signal.SIGTERM)
     again.communicate(timeout=60)
@@ -1959,6 +1978,16 @@ def folder_watch_cases(h: Harness) -> list[tuple[str, Callable[[], tuple[bool, s
     return cases
 
 
+def ctrl_c_reaches_children() -> None:
+    """Let the harness commands started here take SIGINT as a terminal's Ctrl-C. A background job of a shell without
+    job control (`make stress > log &` in a script) starts with SIGINT ignored, every process it starts inherits
+    that, and the harness then rightly keeps ignoring Ctrl-C (harness/core/signals.py): a case's SIGINT did
+    nothing, and its sweep ran on to its runs' timeouts. A handler of this process's own is reset to the default in
+    the programs it starts."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run only the cases whose name contains this")
@@ -1966,6 +1995,7 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print every case's name (docker and Slurm ones too), "
                                                             "one a line, and run none")
     args = parser.parse_args()
+    ctrl_c_reaches_children()
     sys.path.insert(0, str(REPO))
     root = Path(tempfile.mkdtemp(prefix="harness-stress-"))
     h = Harness(root, Path(os.environ.get("HARNESS_ENV_DIR",

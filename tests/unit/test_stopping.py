@@ -49,6 +49,24 @@ def test_the_previous_handlers_come_back():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+
+def test_a_harness_started_with_ctrl_c_ignored_keeps_ignoring_it_and_sigterm_still_stops_it():
+    """A background job of a shell without job control starts with SIGINT ignored (docs/signals-and-concurrency.md):
+    the harness leaves it so, as every program there does."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with stop_signals_interrupt():
+                assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # nothing happens
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # interrupted at once
+        assert interrupted_exit_code() == 128 + signal.SIGTERM
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
 BLOCKED = """\
 import os, sys, time
 open(os.path.join(os.environ["MARKS"], f"started-{os.getpid()}"), "w").close()
