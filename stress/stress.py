@@ -256,7 +256,7 @@ def case_two_resumes(h: Harness) -> tuple[bool, str]:
         first.kill()
         return False, "the first sweep never started a run"
     first.send_signal(signal.SIGINT)
-    try:  # its run is stopped by its supervisor (SIGKILL after STOP_GRACE_S at most), then the folder saved
+    try:  # told by SIGTERM, its run's supervisor kills the run at once; then the folder is saved (0.3 s; 3 s at load 11)
         first.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         first.kill()
