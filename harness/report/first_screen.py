@@ -158,15 +158,15 @@ def shown(found: Sequence[Finding]) -> list[Finding]:
     return [found[i] for i in sorted([*firsts, *rest])]  # (found is in rank order)
 
 
-def _repeats(listed: Sequence[Finding]) -> list[bool]:
-    """Per line: whether a line above said its cause's head and its action (a script whose six modules all follow
-    the hash seed said the same long sentence six times): then it says "the same" and its own cost only."""
+def _listed(found: Sequence[Finding]) -> list[tuple[Finding, bool]]:
+    """The findings shown, each with whether a line above said its cause and action (a script whose six modules all
+    follow the hash seed said the same long sentence six times): then it says "the same" and its own cost only."""
     said: set[tuple[str, str, str]] = set()
     out = []
-    for f in listed:
+    for f in shown(found):
         # the cause's words but its parentheses (the controls that decided it, their bound: each miss's own)
         said_as = (re.sub(r" \([^()]*\)", "", f.cause), f.action, f.on)
-        out.append(said_as in said)
+        out.append((f, said_as in said))
         said.add(said_as)
     return out
 
@@ -176,8 +176,7 @@ def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None 
     found = findings(cells, compared)
     if not found:
         return []
-    listed = shown(found)
-    lines = [f"- {f.markdown(repeated)}" for f, repeated in zip(listed, _repeats(listed))]
+    lines = [f"- {f.markdown(repeated)}" for f, repeated in _listed(found)]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (the per-test table below)"] if len(found) > MAX_FINDINGS else []
     return ["## What to do", "", *lines, *more]
 
@@ -185,7 +184,6 @@ def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None 
 def terminal_lines(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
     """The same findings as plain text for the terminal, under the table."""
     found = findings(cells, compared)
-    listed = shown(found)
-    lines = [f"- {f.plain(repeated)}" for f, repeated in zip(listed, _repeats(listed))]
+    lines = [f"- {f.plain(repeated)}" for f, repeated in _listed(found)]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (report.md)"] if len(found) > MAX_FINDINGS else []
     return ["What to do:", *lines, *more] if lines else []

@@ -150,7 +150,7 @@ def test_a_cause_and_action_said_above_is_said_again_as_the_same_with_its_own_co
     """A tutorial's script had six modules whose keys followed the hash seed: the first screen said the same long
     sentence six times. A line whose cause (but its controls' parentheses) and action a line above said reads
     "the same (its head)" with its own cost; another cause, or the same words on another release, is said whole."""
-    from harness.report.first_screen import Finding, _repeats
+    from harness.report.first_screen import Finding, _listed
 
     seed = ("its key follows the hash seed: a set's order (or hash() of a string) is traced into the module "
             "(5 controls, each a run's own hash seed again, at most 0.035)")
@@ -159,7 +159,7 @@ def test_a_cause_and_action_said_above_is_said_again_as_the_same_with_its_own_co
              Finding(1, "", 0, "jit_norm", "", seed.replace("5 controls", "3 controls"), "0.01 s per start", action),
              Finding(1, "", 0, "jit_step", "0.10.2", seed, "1.20 s per start", action),
              Finding(3, "", 0, "jit_noise", "", "the program's own randomness moved it", "0.25 s per start", "seed it")]
-    assert _repeats(found) == [False, True, False, False]
+    assert [repeated for _, repeated in _listed(found)] == [False, True, False, False]
     assert found[1].plain(True) == "jit_norm: the same (its key follows the hash seed); 0.01 s per start"
     assert found[0].plain() == f"jit_step: {seed}; 1.50 s per start: {action}"
 
