@@ -104,7 +104,8 @@ def keys_column(cell: CellResult) -> str:
         return f"{module}: {len(comparison.baseline.get(module, []))} per run, compiled again"
     if suite_size([r for r in runs if r.ok]) and comparison.baseline:  # a suite: all of it, not one helper
         keys = sum(len(k) for k in comparison.baseline.values())
-        return f"{keys} of {len(comparison.baseline)} function{'s' if len(comparison.baseline) != 1 else ''} per run"
+        functions = len(comparison.baseline)
+        return f"{keys} key{'s' if keys != 1 else ''} of {functions} function{'s' if functions != 1 else ''} per run"
     module = comparison.main_module(compile_s)
     return f"{module}: {len(comparison.baseline[module])} per run" if module is not None else "-"
 

@@ -257,7 +257,7 @@ def test_a_clean_suite_says_how_many_tests_keys_and_functions_not_one_helpers_co
     assert j.verdict == Verdict.CLEAN
     assert j.reason == "3 tests: 4 keys of 3 functions per run, the same in all 2 runs", j.reason
     from harness.verdicts.cell_facts import keys_column as _keys_column
-    assert _keys_column(_cell(runs)) == "4 of 3 functions per run"
+    assert _keys_column(_cell(runs)) == "4 keys of 3 functions per run"
 
 
 def test_a_new_input_reason_details_one_function_and_names_the_others():
