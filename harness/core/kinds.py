@@ -113,6 +113,13 @@ class FolderMode(enum.StrEnum):
     ENVIRONMENT = "environment"  # from JAX_COMPILATION_CACHE_DIR: the script sets none of its own
 
 
+class AsYouRunIt(enum.StrEnum):
+    """Why the program as its author runs it would cache less than the harness measured (a cell's note)."""
+
+    NO_FOLDER = "no cache folder"  # the script sets none: JAX keeps no persistent cache unless a variable is set
+    THRESHOLDS = "thresholds"  # some modules compile faster than the program's (or JAX's default) threshold
+
+
 class NothingCached(enum.StrEnum):
     """Why a cell's runs cached nothing (its verdict is `unsupported`): from JAX's log and the hook's record."""
 

@@ -29,6 +29,7 @@ from harness.core.findings import (
     SeedCheck,
 )
 from harness.core.kinds import (
+    AsYouRunIt,
     Cause,
     FolderMode,
     NothingCached,
@@ -183,6 +184,7 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
     # As the script runs it (its own or JAX's default thresholds): what would not be written, when
     # that differs from what was measured; shortened after the reason in the cell's detail (report.md has it whole).
     as_you_run_it: str = ""
+    as_you_run_it_why: AsYouRunIt | None = None  # its reason as a kind (None: older results, or no note)
     # A `not cached` cell's modules JAX never wrote, as read from the runs' files when the cell was finished
     # (harness/evidence/not_cached.py): module -> the line that put a host callback into it, from its lowered
     # module's locations (`jaxopt/_src/zoom_linesearch.py:132 jax.debug.print`); module -> the seconds compiling it
@@ -263,12 +265,10 @@ class CellResult(msgspec.Struct, omit_defaults=True, dict=True, forbid_unknown_f
         harness's settings, so beside `clean` it reads as a note on the settings, not a contradiction."""
         if not self.as_you_run_it:
             return self.reason
-        head, _, rest = self.as_you_run_it.partition(":")
-        # why, in a few words (a newcomer read "nothing is cached: see report.md" as the whole story); the sentences
-        # are harness/verdicts/uncached.py's
-        first = rest.split(";", 1)[0]
-        why = "the script sets no cache folder" if "sets no cache folder" in first else \
-            "its compiles are under JAX's thresholds" if "threshold" in first else ""
+        head = self.as_you_run_it.partition(":")[0]
+        # why, in a few words (a newcomer read "nothing is cached: see report.md" as the whole story)
+        why = {AsYouRunIt.NO_FOLDER: "the script sets no cache folder",
+               AsYouRunIt.THRESHOLDS: "its compiles are under JAX's thresholds", None: ""}[self.as_you_run_it_why]
         return (f"{self.reason}; with the harness's cache settings (as you run it, "
                 f"{head.removeprefix('as you run it, ')}{': ' + why if why else ''}; see report.md)")
 

@@ -25,7 +25,7 @@ from harness.evidence.keys import counted, longest_compiles, never_written
 from harness.core.jaxlog import NO_CACHE_YET, Outcome, refused_for_no_cache
 from harness.core.listing import entries
 from harness.core.model import CellResult
-from harness.core.kinds import NothingCached, Platform, Verdict
+from harness.core.kinds import AsYouRunIt, NothingCached, Platform, Verdict
 from harness.core.runs import RunRecord
 from harness.core.findings import ScriptCacheFacts
 from harness.evidence.not_cached import NotCachedModule, lost_per_start, not_cached_modules, not_cached_phrase
@@ -77,6 +77,7 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
     # nothing was, the reason says it); not over a failure, which is the finding.
     if tell_thresholds and below and written_any(good) and len(good) == len(cell.runs):
         as_run = as_you_run_it(below, slow, threshold, facts, early, no_folder)
+    why_as_run = (AsYouRunIt.NO_FOLDER if no_folder else AsYouRunIt.THRESHOLDS) if as_run else None
     cause = why_nothing_cached(cell, facts, below, threshold, no_folder)
     if cause is None:
         uncached = not_cached_modules(cell.runs, cell.callback_sites, cell.refusal_seconds)
@@ -84,12 +85,12 @@ def explain(cell: CellResult, tell_thresholds: bool = True) -> CellResult:
                 and all(m.module in below for m in uncached)):
             # Some modules written, the rest kept out by the program's own threshold as it runs: that is the
             # finding, and its headline (not a note beside it).
-            return replace(cell, nothing_cached=NothingCached.THRESHOLDS, as_you_run_it="",
+            return replace(cell, nothing_cached=NothingCached.THRESHOLDS, as_you_run_it="", as_you_run_it_why=None,
                            reason=as_run + _lost_and_fix(uncached, threshold) + _kept_notes(cell.reason))
-        return replace(cell, as_you_run_it=as_run)
+        return replace(cell, as_you_run_it=as_run, as_you_run_it_why=why_as_run)
     kind, sentence, measured = cause
     stop = cell.reason.find(_STOP_NOTE)
-    return replace(cell, nothing_cached=kind, as_you_run_it=as_run,
+    return replace(cell, nothing_cached=kind, as_you_run_it=as_run, as_you_run_it_why=why_as_run,
                    verdict=cell.verdict if measured else Verdict.UNSUPPORTED,
                    reason=sentence + (cell.reason[stop:] if stop >= 0 else ""))
 
