@@ -103,6 +103,18 @@ def kill_all() -> None:
         procs = list(_live)
     for proc in procs:
         _signal(proc, signal.SIGTERM if SUPERVISED else signal.SIGKILL)
+    if SUPERVISED and procs:
+        # A run's thread waits for its supervisor up to the run's own timeout: a supervisor that does not end within
+        # the grace period is killed with its group here, as _stop does, so an interrupted sweep ends promptly.
+        escalate = threading.Timer(STOP_GRACE_S, _kill_left, (procs,))
+        escalate.daemon = True
+        escalate.start()
+
+
+def _kill_left(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            _signal(proc, signal.SIGKILL)
 
 
 def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:

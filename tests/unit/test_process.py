@@ -442,3 +442,32 @@ def test_the_harness_and_the_supervisor_remove_a_run_s_temporary_folder_by_one_f
     (tmp_path / "base").chmod(0o755)
     supervise.remove_run_tmp(str(run_tmp))
     assert (tmp_path / "base").stat().st_mode & 0o777 == 0o755
+
+
+def test_an_interrupted_sweep_kills_a_supervisor_that_outlives_the_grace_period(monkeypatch):
+    """kill_all SIGTERMs every supervisor; one that does not end (hung) is killed with its group after the grace
+    period, not left for its run thread to wait out the run's whole timeout."""
+    import threading
+
+    from harness.core.signals import stop_signals_interrupt
+
+    monkeypatch.setattr(process, "STOP_GRACE_S", 0.5)
+    deaf_source = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(60)"
+    deaf = subprocess.Popen([sys.executable, "-c", deaf_source], stdout=subprocess.PIPE, start_new_session=True)
+    assert deaf.stdout is not None and deaf.stdout.readline() == b"ready\n"
+    with process._live_lock:
+        process._live.add(deaf)
+    try:
+        with stop_signals_interrupt():
+            started = time.monotonic()
+            process.kill_all()
+            waiter = threading.Thread(target=deaf.wait)
+            waiter.start()
+            waiter.join(10)
+            assert deaf.returncode == -signal.SIGKILL, deaf.returncode
+            assert time.monotonic() - started < 5
+    finally:
+        with process._live_lock:
+            process._live.discard(deaf)
+        if deaf.poll() is None:
+            deaf.kill()
