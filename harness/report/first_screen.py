@@ -57,6 +57,9 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
             at = f"compiled at {miss.types_label}, argument types run 1 never had"
         else:
             at = "at run 1's argument types: other values baked in (random constants, a clock)"
+            why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
+            return why, ("pass what the program draws anew each start (a PRNG key, an array) to the jitted function "
+                         "as an argument instead of closing over it, or seed its generators, if every start should hit")
         why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
         return why, "make what the program draws the same every start (seed its generators) if every start should hit"
     if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):

@@ -72,7 +72,9 @@ def test_findings_come_most_important_first_with_cause_cost_and_action():
     assert body[2].startswith(f"- `{T_NOISE}`: `jit_noise`: the program's own randomness moved it, not the hash seed "
                               "(a control with run 1's own hash seed computed another key); at run 1's argument types: "
                               "other values baked in") and "0.25 s per start" in body[2] \
-        and "**make what the program draws the same every start (seed its generators)" in body[2], body[2]
+        and "**pass what the program draws anew each start (a PRNG key, an array) to the jitted function as an " \
+            "argument instead of closing over it, or seed its generators" in body[2], body[2]
+    assert "**make what the program draws the same every start (seed its generators)" in body[1], body[1]
     assert terminal_lines([cell])[0] == "What to do:"
 
 
