@@ -115,6 +115,19 @@ def test_a_clean_cell_has_no_first_screen():
     assert first_screen([cell]) == [] and terminal_lines([cell]) == []
 
 
+def test_a_clean_cell_whose_program_writes_nothing_as_its_author_runs_it_says_so_under_the_table():
+    """A program under JAX's 1 s threshold read `clean` (with the harness's zeros its keys are stable) and the
+    reason every start compiles was only at the end of the detail column; the terminal now says it as a line."""
+    k = key("jit_f", "1", T_SET, ("float32[3]",))
+    runs = [_run(1, [k]), _run(2, [hit(k)])]
+    j = judge(runs)
+    why = "as you run it, nothing is written: jit_f compiles in 0.2 s, below JAX's default 1 s threshold"
+    cells = [CellResult(CellSpec(version, Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+                        as_you_run_it=why) for version in ("0.4.31", "0.10.2")]
+    assert terminal_lines(cells) == ["What to do:", f"- jax 0.4.31, jax 0.10.2: {why}"]
+    assert first_screen(cells) == []  # report.md says it in its first lines already
+
+
 def test_a_reproduced_cells_modules_jax_never_writes_are_on_its_first_screen_too():
     """Issue 60.5: a module JAX never writes is a finding of its own beside a moved key (the per-test table's `not
     cached` row, the first screen's line, with the callback's line and its cost), not only where it is the verdict."""
