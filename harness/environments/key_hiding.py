@@ -10,8 +10,8 @@ CAP_DAC_READ_SEARCH it opens the key by its handle), where the mounts bwrap made
 program makes itself; and in a PID namespace of its own with a fresh /proc (through /proc/<pid>/root of a process
 outside, a shell of the same user, the machine's view shows the key). There every run's interpreter would be pid 2,
 so a program that bakes its pid into a computation (a worker's seed) would compute the same key every start, where on
-a machine each start has another pid: a shell in the namespace first starts a random number of short-lived children
-and then the interpreter as its own child, so each run has another pid. The rest is as the program had it: the
+a machine each start has another pid: a shell in the namespace first starts a number of short-lived children (one
+more for each run) and then the interpreter as its own child, so each run has another pid. The rest is as the program had it: the
 root bound whole and writable, devices, the machine's network; no new session, so the run's supervisor still
 stops its process group. Where bubblewrap cannot do this, the key stays readable and the commands that trust a
 seal say so.
@@ -19,7 +19,7 @@ seal say so.
 
 from __future__ import annotations
 
-import secrets
+import itertools
 import shutil
 import subprocess
 import tempfile
@@ -31,9 +31,12 @@ from harness.core import seal
 from harness.core.files import private_folder
 
 PROBE_TIMEOUT_S = 30
-# Pids a run's interpreter may have in its namespace: 3 to 2 + PID_SPREAD. Two runs share one with a chance of
-# 1 / PID_SPREAD; each pid passed over costs a fork (about half a millisecond).
-PID_SPREAD = 256
+# Pids a run's interpreter may have in its namespace: 3 to 2 + PID_SPREAD, the next one for each run this process
+# starts, so any PID_SPREAD runs in a row (a cell's runs and controls, another cell's beside them) have distinct
+# pids; each pid passed over costs a fork (a fraction of a millisecond).
+PID_SPREAD = 64
+_runs_started = itertools.count()
+_count_lock = threading.Lock()  # runs start from threads of their own
 # Forks $0 short-lived subshells, then runs the command as a child (not exec: that keeps the shell's pid) and ends
 # as it did: a death by signal N is exit 128 + N, as bubblewrap's own is.
 _PASS_OVER_PIDS = 'n=$0; while [ "$n" -gt 0 ]; do ( : ); n=$((n-1)); done; "$@"; exit $?'
@@ -64,8 +67,11 @@ def hide_argv(key: Path) -> list[str]:
 
 
 def another_pid_argv() -> list[str]:
-    """A command line that runs the command after it with another pid in its PID namespace each time."""
-    return [shutil.which("sh") or "/bin/sh", "-c", _PASS_OVER_PIDS, str(secrets.randbelow(PID_SPREAD))]
+    """A command line that runs the command after it with another pid in its PID namespace than the last
+    PID_SPREAD - 1 such commands had."""
+    with _count_lock:
+        passed_over = next(_runs_started) % PID_SPREAD
+    return [shutil.which("sh") or "/bin/sh", "-c", _PASS_OVER_PIDS, str(passed_over)]
 
 
 @cache

@@ -94,7 +94,7 @@ def test_each_run_under_the_hider_has_another_pid(tmp_path, monkeypatch, hider):
         log = tmp_path / f"run-{run}.log"
         assert environment.run(Program(script), {}, tmp_path / "cache", log, 60).ok, log.read_text()
         pids.add(next(line for line in log.read_text().splitlines() if line.startswith("pid ")))
-    assert len(pids) > 1, pids  # four runs on one pid: a chance of 1 in PID_SPREAD ** 3
+    assert len(pids) == 4, pids
 
 
 @pytest.mark.parametrize("code,reason", [("import os; os.kill(os.getpid(), 11)", "killed by signal SIGSEGV"),
