@@ -8,7 +8,10 @@ in a user namespace cannot be opened, so the program would tell a hidden key fro
 user namespace of its own with no capability, as root too (with CAP_SYS_ADMIN a program unmounts the bind, with
 CAP_DAC_READ_SEARCH it opens the key by its handle), where the mounts bwrap made are locked for any namespace the
 program makes itself; and in a PID namespace of its own with a fresh /proc (through /proc/<pid>/root of a process
-outside, a shell of the same user, the machine's view shows the key). The rest is as the program had it: the
+outside, a shell of the same user, the machine's view shows the key). There every run's interpreter would be pid 2,
+so a program that bakes its pid into a computation (a worker's seed) would compute the same key every start, where on
+a machine each start has another pid: a shell in the namespace first starts a number of short-lived children (one
+more for each run) and then the interpreter as its own child, so each run has another pid. The rest is as the program had it: the
 root bound whole and writable, devices, the machine's network; no new session, so the run's supervisor still
 stops its process group. Where bubblewrap cannot do this, the key stays readable and the commands that trust a
 seal say so.
@@ -16,6 +19,7 @@ seal say so.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +31,15 @@ from harness.core import seal
 from harness.core.files import private_folder
 
 PROBE_TIMEOUT_S = 30
+# Pids a run's interpreter may have in its namespace: 3 to 2 + PID_SPREAD, the next one for each run this process
+# starts, so any PID_SPREAD runs in a row (a cell's runs and controls, another cell's beside them) have distinct
+# pids; each pid passed over costs a fork (a fraction of a millisecond).
+PID_SPREAD = 64
+_runs_started = itertools.count()
+_count_lock = threading.Lock()  # runs start from threads of their own
+# Forks $0 short-lived subshells, then runs the command as a child (not exec: that keeps the shell's pid) and ends
+# as it did: a death by signal N is exit 128 + N, as bubblewrap's own is.
+_PASS_OVER_PIDS = 'n=$0; while [ "$n" -gt 0 ]; do ( : ); n=$((n-1)); done; "$@"; exit $?'
 
 
 _empty_lock = threading.Lock()  # runs start from threads of their own
@@ -53,6 +66,14 @@ def hide_argv(key: Path) -> list[str]:
             "--unshare-pid", "--proc", "/proc", *cover_argv(key), "--die-with-parent", "--"]
 
 
+def another_pid_argv() -> list[str]:
+    """A command line that runs the command after it with another pid in its PID namespace than the last
+    PID_SPREAD - 1 such commands had."""
+    with _count_lock:
+        passed_over = next(_runs_started) % PID_SPREAD
+    return [shutil.which("sh") or "/bin/sh", "-c", _PASS_OVER_PIDS, str(passed_over)]
+
+
 @cache
 def hiding_problem() -> str:
     """Why the key cannot be hidden from runs here, or "" (probed once per process: a file hidden, read empty)."""
@@ -74,12 +95,12 @@ def hiding_problem() -> str:
 def key_hider() -> tuple[str, ...]:
     """What a run's interpreter starts under so that it cannot read the seal key, or () where that cannot hold
     (`hiding_problem`). The key is made first if there is none yet: a run started before the first seal must not
-    find the one made while it runs."""
+    find the one made while it runs. Each call passes over another number of pids (`another_pid_argv`)."""
     if hiding_problem():
         return ()
     key = seal.KEY_FILE.absolute()
     seal.state_key(key)
-    return tuple(hide_argv(key))
+    return (*hide_argv(key), *another_pid_argv())
 
 
 def key_reach_caveat() -> str:

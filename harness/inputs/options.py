@@ -252,9 +252,9 @@ class Options:
         "new-input, not-cached; comma-separated); without it, exit 0 whatever the cells say", group=Group.RESULTS, type=fail_on,
         metavar="VERDICT[,VERDICT]", spell=spell_fail_on, example=("reproduced,error",),
         per={"check": {"help": "exit 1 when a cell's verdict is one of these (reproduced, error, unsupported, "
-                       "new-input: a later run compiled new argument types; not-cached: JAX never wrote a module "
-                       "the runs compiled; comma-separated; `none`: exit 0 "
-                       "whatever the cells say)", "default": CHECK_FAILS_ON,
+                       "new-input: a later run compiled something new, argument types or values the program "
+                       "draws; not-cached: JAX never wrote a module the runs compiled; comma-separated; `none`: "
+                       "exit 0 whatever the cells say)", "default": CHECK_FAILS_ON,
                        "example": ("reproduced,error,unsupported",)}})] = None
     max_lost_growth: Annotated[float | None, opt(
         "--max-lost-growth", help="also alarm (exit 1) on a cell whose seconds lost per fresh process grew by more "

@@ -57,6 +57,9 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
             at = f"compiled at {miss.types_label}, argument types run 1 never had"
         else:
             at = "at run 1's argument types: other values baked in (random constants, a clock)"
+            why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
+            return why, ("pass what the program draws anew each start (a PRNG key, an array) to the jitted function "
+                         "as an argument instead of closing over it, or seed its generators, if every start should hit")
         why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
         return why, "make what the program draws the same every start (seed its generators) if every start should hit"
     if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):
@@ -181,9 +184,22 @@ def first_screen(cells: Sequence[CellResult], compared: FunctionEvidence | None 
     return ["## What to do", "", *lines, *more]
 
 
+def as_you_run_it_lines(cells: Sequence[CellResult]) -> list[str]:
+    """Where the program's own settings keep JAX from writing what was measured with the harness's (its threshold,
+    no cache folder): beside `clean` that is why every start compiles as its author runs it. report.md says it in
+    its first lines; the terminal had it only at the end of a long detail, where a newcomer read past it."""
+    said: dict[str, list[str]] = {}
+    for cell in cells:
+        if cell.as_you_run_it:
+            said.setdefault(cell.as_you_run_it, []).append(jax_label(cell))
+    return [f"- {', '.join(on)}: {text}" for text, on in said.items()]
+
+
 def terminal_lines(cells: Sequence[CellResult], compared: FunctionEvidence | None = None) -> list[str]:
-    """The same findings as plain text for the terminal, under the table."""
+    """The same findings as plain text for the terminal, under the table, then how the program differs as its
+    author runs it (report.md's first lines)."""
     found = findings(cells, compared)
     lines = [f"- {f.plain(repeated)}" for f, repeated in _listed(found)]
     more = [f"- ... and {len(found) - MAX_FINDINGS} more (report.md)"] if len(found) > MAX_FINDINGS else []
-    return ["What to do:", *lines, *more] if lines else []
+    lines = [*lines, *more, *as_you_run_it_lines(cells)]
+    return ["What to do:", *lines] if lines else []

@@ -172,12 +172,13 @@ def not_cached_sentence(facts: Sequence[CellFacts]) -> str:
 
 
 def new_input_sentence(facts: Sequence[CellFacts]) -> str:
-    """`new input on 0.4.31 (...)`: cells where no key moved but a later run compiled new argument types."""
+    """`new input on 0.4.31 (...)`: cells where no key moved but a later run compiled what the first never did (new
+    argument types, or other values baked in)."""
     found = [f for f in facts if f.cell.verdict == Verdict.NEW_INPUT]
     if not found:
         return ""
-    return (f"new input on {_labels(found)} (a later run compiled a function at argument types "
-            "the first run never had: the program's own, not a key that moved)")
+    return (f"new input on {_labels(found)} (a later run compiled something the first run never had: other argument "
+            "types, or values the program draws anew each start; the program's own, not a key that moved)")
 
 
 def render_markdown(document: ResultsDocument, summary: str) -> str:

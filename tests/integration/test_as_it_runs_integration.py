@@ -50,7 +50,9 @@ def test_the_documentations_example_names_its_threshold_and_compile_time(tmp_pat
     assert re.search(r"(: |, )jit_f (compiles )?in [0-9.]+ s", told), told
     assert told.endswith("below JAX's default 1 s threshold (jax_persistent_cache_min_compile_time_secs)")
     # The verdict's reason leads the table's detail; the note follows it, shortened.
-    assert "| jit_f: 1 key per run" in swept.out and told not in swept.out
+    table = swept.out[:swept.out.index("What to do:")]
+    assert "| jit_f: 1 key per run" in table and told not in table
+    assert f"What to do:\n- jax 0.4.31: {told}\n" in swept.out  # said whole under the table, not only in report.md
     assert ("; with the harness's cache settings (as you run it, nothing is written: its compiles are under "
             "JAX's thresholds; see report.md)") in swept.out
     report = (swept.run_dir / "report.md").read_text()

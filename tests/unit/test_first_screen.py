@@ -72,7 +72,9 @@ def test_findings_come_most_important_first_with_cause_cost_and_action():
     assert body[2].startswith(f"- `{T_NOISE}`: `jit_noise`: the program's own randomness moved it, not the hash seed "
                               "(a control with run 1's own hash seed computed another key); at run 1's argument types: "
                               "other values baked in") and "0.25 s per start" in body[2] \
-        and "**make what the program draws the same every start (seed its generators)" in body[2], body[2]
+        and "**pass what the program draws anew each start (a PRNG key, an array) to the jitted function as an " \
+            "argument instead of closing over it, or seed its generators" in body[2], body[2]
+    assert "**make what the program draws the same every start (seed its generators)" in body[1], body[1]
     assert terminal_lines([cell])[0] == "What to do:"
 
 
@@ -111,6 +113,19 @@ def test_a_clean_cell_has_no_first_screen():
     j = judge(runs)
     cell = CellResult(CellSpec("0.4.31", Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason)
     assert first_screen([cell]) == [] and terminal_lines([cell]) == []
+
+
+def test_a_clean_cell_whose_program_writes_nothing_as_its_author_runs_it_says_so_under_the_table():
+    """A program under JAX's 1 s threshold read `clean` (with the harness's zeros its keys are stable) and the
+    reason every start compiles was only at the end of the detail column; the terminal now says it as a line."""
+    k = key("jit_f", "1", T_SET, ("float32[3]",))
+    runs = [_run(1, [k]), _run(2, [hit(k)])]
+    j = judge(runs)
+    why = "as you run it, nothing is written: jit_f compiles in 0.2 s, below JAX's default 1 s threshold"
+    cells = [CellResult(CellSpec(version, Platform.CPU, 1, None), j.verdict, j.keys, runs, j.reason,
+                        as_you_run_it=why) for version in ("0.4.31", "0.10.2")]
+    assert terminal_lines(cells) == ["What to do:", f"- jax 0.4.31, jax 0.10.2: {why}"]
+    assert first_screen(cells) == []  # report.md says it in its first lines already
 
 
 def test_a_reproduced_cells_modules_jax_never_writes_are_on_its_first_screen_too():

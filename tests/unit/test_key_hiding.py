@@ -76,9 +76,25 @@ def test_the_hider_is_skipped_where_a_launcher_hides_the_key_or_no_interpreter_s
     from harness.environments.process import _hider
 
     monkeypatch.setattr(seal, "KEY_FILE", tmp_path / "reduce-state.key")
-    assert _hider(Program(tmp_path / "x.py"), sys.executable)[-1] == "--"
+    assert "--" in _hider(Program(tmp_path / "x.py"), sys.executable)
     assert _hider(Program(tmp_path / "x.py", key_hidden=True), sys.executable) == ()
     assert _hider(Program(tmp_path / "x.py"), str(tmp_path / "gone" / "python")) == ()
+
+
+def test_each_run_under_the_hider_has_another_pid(tmp_path, monkeypatch, hider):
+    """In a PID namespace of its own every run was pid 2: a program that bakes its pid into a computation (a
+    worker's seed) computed the same key every start and was judged clean, where on a machine it misses every
+    start. Runs have other pids now, as on a machine."""
+    monkeypatch.setattr(seal, "KEY_FILE", tmp_path / "reduce-state.key")
+    script = tmp_path / "pid.py"
+    script.write_text("import os; print('pid', os.getpid())")
+    environment = LocalEnvironment(sys.executable, {"jax": "0.4.29"})
+    pids = set()
+    for run in range(4):
+        log = tmp_path / f"run-{run}.log"
+        assert environment.run(Program(script), {}, tmp_path / "cache", log, 60).ok, log.read_text()
+        pids.add(next(line for line in log.read_text().splitlines() if line.startswith("pid ")))
+    assert len(pids) == 4, pids
 
 
 @pytest.mark.parametrize("code,reason", [("import os; os.kill(os.getpid(), 11)", "killed by signal SIGSEGV"),
