@@ -31,15 +31,18 @@ from harness.core import seal
 from harness.core.files import private_folder
 
 PROBE_TIMEOUT_S = 30
-# Pids a run's interpreter may have in its namespace: 3 to 2 + PID_SPREAD, the next one for each run this process
-# starts, so any PID_SPREAD runs in a row (a cell's runs and controls, another cell's beside them) have distinct
-# pids; each pid passed over costs a fork (a fraction of a millisecond).
+# The pid a run's command starts from in its namespace: PID_BASE + 0 .. PID_SPREAD - 1, the next one for each run
+# this process starts, so any PID_SPREAD runs in a row (a cell's runs and controls, another cell's beside them) have
+# distinct pids. A target, not a count of pids to pass over: how many pids a namespace used before the shell varies
+# (a container's runtime takes 5 to 7 of them, measured), and a count on top of that repeated pids. Each pid passed
+# over costs a fork (a fraction of a millisecond).
+PID_BASE = 16
 PID_SPREAD = 64
 _runs_started = itertools.count()
 _count_lock = threading.Lock()  # runs start from threads of their own
-# Forks $0 short-lived subshells, then runs the command as a child (not exec: that keeps the shell's pid) and ends
-# as it did: a death by signal N is exit 128 + N, as bubblewrap's own is.
-_PASS_OVER_PIDS = 'n=$0; while [ "$n" -gt 0 ]; do ( : ); n=$((n-1)); done; "$@"; exit $?'
+# Forks short-lived subshells until one had pid $0 or more, then runs the command as a child (not exec: that keeps
+# the shell's pid) and ends as it did: a death by signal N is exit 128 + N, as bubblewrap's own is.
+_PASS_OVER_PIDS = 't=$0; while :; do ( : ) & p=$!; wait "$p"; [ "$p" -ge "$t" ] && break; done; "$@"; exit $?'
 
 
 _empty_lock = threading.Lock()  # runs start from threads of their own
@@ -66,12 +69,13 @@ def hide_argv(key: Path) -> list[str]:
             "--unshare-pid", "--proc", "/proc", *cover_argv(key), "--die-with-parent", "--"]
 
 
-def another_pid_argv() -> list[str]:
+def another_pid_argv(shell: str | None = None) -> list[str]:
     """A command line that runs the command after it with another pid in its PID namespace than the last
-    PID_SPREAD - 1 such commands had."""
+    PID_SPREAD - 1 such commands had (`shell`: the shell's path where the command runs, a container's; this
+    machine's by default)."""
     with _count_lock:
-        passed_over = next(_runs_started) % PID_SPREAD
-    return [shutil.which("sh") or "/bin/sh", "-c", _PASS_OVER_PIDS, str(passed_over)]
+        target = PID_BASE + next(_runs_started) % PID_SPREAD
+    return [shell or shutil.which("sh") or "/bin/sh", "-c", _PASS_OVER_PIDS, str(target)]
 
 
 @cache

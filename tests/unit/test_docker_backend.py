@@ -162,7 +162,7 @@ def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
     (image, command), kwargs = client.containers.create.call_args
     assert image == "img:tag"
     # Its own deadline inside (issue 27, item 9): the run's timeout and a grace, whatever the harness does.
-    assert command == ["timeout", "-s", "KILL", str(30 + dk.INSIDE_DEADLINE_GRACE_S),
+    assert command[:2] == ["/bin/sh", "-c"] and command[4:] == ["timeout", "-s", "KILL", str(30 + dk.INSIDE_DEADLINE_GRACE_S),
                        "python", f"{dk.SCRIPT_MOUNT}/repro.py", "--mesh-shape", "8,1,1,1"]
     assert kwargs["device_requests"][0]["Capabilities"] == [["gpu"]]
     container.start.assert_called_once_with()

@@ -12,6 +12,7 @@ from harness.core.records import plain, convert
 from harness.cli import commands as cli
 from harness.inputs.config import parse_config
 from harness.environments import docker as dk
+from harness.environments import key_hiding
 from harness.core.errors import ConfigError
 from harness.core.model import CellResult, CellSpec
 from harness.core.kinds import Platform, Verdict
@@ -117,8 +118,12 @@ def test_docker_mounts_the_working_folder_read_only_where_the_script_folder_is_n
     module = Program(None, ("--steps", "1"), tmp_path / "proj", module="pkg.train")
     kwargs = dk.run_kwargs(module, {}, tmp_path / "c", Platform.CPU, "0:0")
     assert kwargs["working_dir"] == dk.WORK_MOUNT and dk.SCRIPT_MOUNT not in {m["Target"] for m in kwargs["mounts"]}
-    assert dk.container_command(module) == ["python", "-m", "pkg.train", "--steps", "1"]
-    assert dk.container_command(Program(script, ("a b",))) == ["python", f"{dk.SCRIPT_MOUNT}/train.py", "a b"]
+    # (after the shell that gives each run another pid in the container's PID namespace)
+    passed_over = [dk.container_command(module)[3] for _ in range(3)]
+    assert dk.container_command(module)[:3] == ["/bin/sh", "-c", key_hiding._PASS_OVER_PIDS]
+    assert len(set(passed_over)) == 3, passed_over
+    assert dk.container_command(module)[4:] == ["python", "-m", "pkg.train", "--steps", "1"]
+    assert dk.container_command(Program(script, ("a b",)))[4:] == ["python", f"{dk.SCRIPT_MOUNT}/train.py", "a b"]
 
 
 def test_reproduce_commands_are_shell_quoted_and_run_the_same_thing():

@@ -289,7 +289,7 @@ def test_containers_see_the_moved_folder_at_another_path(tmp_path):
     assert moved["environment"]["JAX_COMPILATION_CACHE_DIR"] == CACHE_MOUNT + ELSEWHERE
     assert {m["Target"] for m in moved["mounts"]} >= {CACHE_MOUNT + ELSEWHERE}
     copied = RunVariation(Factor.SCRIPT_PATH)
-    assert container_command(Program(script), copied)[1] == f"{SCRIPT_MOUNT}{ELSEWHERE}/s.py"
+    assert container_command(Program(script), copied)[5] == f"{SCRIPT_MOUNT}{ELSEWHERE}/s.py"
     assert run_kwargs(Program(script), {}, tmp_path, Platform.CPU, "0:0", variation=copied)["working_dir"] == \
         SCRIPT_MOUNT + ELSEWHERE
     other = run_kwargs(Program(script), {"A": "1", "B": "2"}, tmp_path, Platform.CPU, "0:0",
