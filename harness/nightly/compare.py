@@ -155,8 +155,8 @@ def render_changes(changes: list[CellChange]) -> str:
             parts.append(f"{len(broke)} cell(s) went from clean to "
                          + " or ".join(sorted({str(c.after) for c in broke})) + ": " + _labels(broke))
             if any(c.change == Change.NEW_INPUT for c in broke):
-                parts.append("new input: a later run compiled a function at argument types the first never had, "
-                             "a compile in every fresh process (report.md names the tests and functions)")
+                parts.append("new input: a later run compiled something the first run never had (other argument types, or "
+                             "values the program draws anew each start), a compile in every fresh process (report.md names the tests and functions)")
             if any(c.change == Change.NOT_CACHED for c in broke):
                 parts.append("not cached: JAX never writes a module the runs compiled (a host callback, or a "
                              "threshold as the program runs), a compile in every fresh process (report.md names "

@@ -25,8 +25,8 @@ _WHY = {
     Category.MOVED_KEY: "a later run computed another key for the same function at the same argument types "
                         "(the hash seed, or the program's own randomness baked into the module)",
     Category.NEW_INPUT: "a later run compiled the function at argument types the first run never compiled it at "
-                        "(or at its types returning other types, where the seed control says the program drew them: "
-                        "a static argument's value): the program computed something new, not a key that moved "
+                        "(or at its types with other values baked in, where the seed control says the program drew them: "
+                        "a static argument's value, a random constant, a clock): the program computed something new, not a key that moved "
                         "(fails only with `--fail-on new-input`)",
     Category.NOT_SERVED: "a later run compiled again a key whose entry the first run wrote, instead of loading it",
     Category.NOT_CACHED: "JAX never writes the module (a host callback in it, or as the program runs a threshold), "
