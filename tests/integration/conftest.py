@@ -46,11 +46,25 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("slurm"):
             # One worker runs them in turn: the cluster has one node, and a test waits for its jobs to start.
             item.add_marker(pytest.mark.xdist_group("slurm"))
-    items.sort(key=lambda item: item.path.name != FIRST)  # stable: each file's own order is kept
+    items.sort(key=started_at)  # stable: each file's own order is kept
+
+
+# The files whose tests took longest (over 40 s each in a fresh clone's make test), longest first: collected right
+# after the reductions, so that under --dist loadgroup (which hands out the groups first, then single tests in this
+# order) they start early and the workers end together, not one of them alone on a long test at the end.
+LONGEST = ("test_distrax_suite_integration.py", "test_public_suite_integration.py",
+           "test_public_callback_suite_integration.py", "test_multiprocess_integration.py", "test_action.py",
+           "test_faults_integration.py", "test_script_cache_integration.py", "test_docker_integration.py")
+
+
+def started_at(item) -> int:
+    if item.path.name == FIRST:
+        return 0
+    return 1 + LONGEST.index(item.path.name) if item.path.name in LONGEST else 1 + len(LONGEST)
 
 
 # The session fixtures below that measure a cell: the tests that read one run on the worker that measured it.
-SHARED_CELLS = ("set_order_check",)
+SHARED_CELLS = ("set_order_check", "new_venv_by_two")  # the second: test_faults_integration.py's, module-scoped
 
 
 # Slurm's node state on the way between two jobs: the node is up and takes the next job once done.

@@ -62,7 +62,7 @@ def test_xla_flags_that_follow_the_hash_seed_are_attributed_with_identical_modul
 
 @pytest.mark.parametrize("version", ["0.4.31", "0.10.2"])
 def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version):
-    data = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "3"], tmp_path / "r",
+    data = sweep(["check", "examples/host_callback.py", "--versions", version, "--runs", "2"], tmp_path / "r",
                  capsys).data
     (cell,) = data["cells"]
     # never written either way: `not cached`, on 0.4.31 too, where its key also moves (the callback's address is
@@ -77,7 +77,8 @@ def test_a_host_callback_is_never_clean_before_0_11(tmp_path, capsys, version):
 
 
 def test_jobs_2_ties_every_key_to_its_own_run(tmp_path, capsys, write):
-    swept = sweep(["run", str(write("seed.yaml", SEED.replace("runs: 2", "runs: 6"))), "--jobs", "2",
+    # Four runs, two at a time: each overlaps another (two rounds), what the attribution must see through.
+    swept = sweep(["run", str(write("seed.yaml", SEED.replace("runs: 2", "runs: 4"))), "--jobs", "2",
                    "--all-runs", "--seeds", "random"], tmp_path / "r", capsys)
     data = swept.data
     (cell,) = data["cells"]

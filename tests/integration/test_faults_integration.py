@@ -195,32 +195,41 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
             left.remove(force=True)
 
 
-def test_a_damaged_venv_is_detected_and_rebuilt(tmp_path):
-    backend = VenvBackend(root=tmp_path / "envs")
-    first = backend.prepare(VERSION, Platform.CPU)
-    target = first.python.resolve()
-    first.python.unlink()
-    first.python.symlink_to(tmp_path / "gone" / target.name)  # dangling; the ready marker stays
-    again = backend.prepare(VERSION, Platform.CPU)
-    assert again.describe()["reused"] is False and again.python.exists()
-
-    (jax_package,) = again.path.glob("lib/python*/site-packages/jax")
-    shutil.rmtree(jax_package)
-    third = backend.prepare(VERSION, Platform.CPU)
-    assert third.describe()["reused"] is False
-    assert list(third.path.glob("lib/python*/site-packages/jax/__init__.py"))
-
-
-def test_two_sweeps_needing_one_new_venv_share_it(tmp_path):
-    """Two processes prepare the same new venv at once: one builds it, the other waits and reuses it."""
+@pytest.fixture(scope="module")
+def new_venv_by_two(tmp_path_factory):
+    """Two processes prepare the same new venv at once (a folder of venvs of its own): their exit codes and outputs,
+    and that folder. The venv it leaves is the damaged-venv test's to damage (one venv made for both)."""
+    root = tmp_path_factory.mktemp("new-venv") / "envs"
     prepare = ("import json, sys; from pathlib import Path; from harness.environments.venv import VenvBackend; "
                "from harness.core.kinds import Platform; "
                f"env = VenvBackend(root=Path(sys.argv[1])).prepare({VERSION!r}, Platform.CPU, print); "
                "print(json.dumps(env.describe()))")
-    procs = [subprocess.Popen([sys.executable, "-c", prepare, str(tmp_path / "envs")], cwd=REPO,
+    procs = [subprocess.Popen([sys.executable, "-c", prepare, str(root)], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
+    return [p.returncode for p in procs], outputs, root
+
+
+def test_a_damaged_venv_is_detected_and_rebuilt(new_venv_by_two):
+    """Its jax package deleted, the ready marker kept: rebuilt for real. (Each damage the reuse check knows, a
+    dangling or non-executable bin/python too, is rebuilt saying why in tests/unit/test_venv_reuse.py.)"""
+    backend = VenvBackend(root=new_venv_by_two[2])
+    first = backend.prepare(VERSION, Platform.CPU)
+    assert first.describe()["reused"] is True, "the venv the two processes made"
+    (jax_package,) = first.path.glob("lib/python*/site-packages/jax")
+    shutil.rmtree(jax_package)
+    said: list[str] = []
+    again = backend.prepare(VERSION, Platform.CPU, said.append)
+    assert again.describe()["reused"] is False and again.python.exists()
+    assert any(line.startswith("rebuilding ") and "the jax package is missing" in line for line in said), said
+    assert list(again.path.glob("lib/python*/site-packages/jax/__init__.py"))
+    assert backend.prepare(VERSION, Platform.CPU).describe()["reused"] is True
+
+
+def test_two_sweeps_needing_one_new_venv_share_it(new_venv_by_two):
+    """Two processes prepare the same new venv at once: one builds it, the other waits and reuses it."""
+    codes, outputs, _ = new_venv_by_two
+    assert codes == [0, 0], outputs
     facts = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     assert sorted(f["reused"] for f in facts) == [False, True], outputs
     assert any("waiting for another harness process" in out for out in outputs), outputs

@@ -5,7 +5,6 @@ These create uv virtualenvs (cached under ~/.cache/jax-cache-harness/envs) and r
 
 import pytest
 
-from harness.environments.venv import VenvBackend
 from harness.environments import dated_venv_backend
 from harness.core.kinds import Platform
 from tests.sweeps import sweep
@@ -20,7 +19,7 @@ repro: shard_map_grad
 jax_versions: ["0.4.25", "0.4.26", "0.4.28", "0.4.29"]
 device_count: 8
 meshes: [{shape: [8, 1, 1, 1], axis_names: [a, b, c, d]}]
-runs: 6
+runs: 4
 """)
     swept = sweep(["run", str(config)], tmp_path / "results", capsys)
     data = swept.data
@@ -41,7 +40,7 @@ runs: 6
     # ran, and the set-order bound comes from the seeds predicted for the others (not 0: the probe's word).
     clean = next(c for c in data["cells"] if c["spec"]["jax_version"] == "0.4.29")
     full = clean["seeds"]["covers"][0]
-    assert len(clean["runs"]) == 6 and full["lowered"] and full["orderings_run"] == ["a,b,c,d"]
+    assert len(clean["runs"]) == 4 and full["lowered"] and full["orderings_run"] == ["a,b,c,d"]
     assert not full["pairs_in_both_orders"] and 0 < clean["miss_bounds"]["miss_bound"] < 1
     assert clean["seeds"]["seeds"] == [r["seed"] for r in clean["runs"]]  # what ran, as the plan says
     assert len({r["seed"] for r in reproduced["runs"]}) == len(reproduced["runs"])
@@ -50,7 +49,7 @@ runs: 6
     assert data["summary"]["last_clean_before"] == "0.4.26"
     assert data["summary"]["fixed_in"] == "0.4.29"
     # 0.4.27 is on the index but not in this config: the line says where it appears as a range, no more.
-    # ...then, where a clean release's bound from the observed orders is weak at 6 runs, that sentence.
+    # ...then, where a clean release's bound from the observed orders is weak at 4 runs, that sentence.
     assert swept.out.strip().splitlines()[-1].startswith(
         "regression appears after 0.4.26, by 0.4.28, with 0.4.27 not measured (narrow it: harness bisect "
         f"{config} --versions '>=0.4.26,<=0.4.28'); fixed in 0.4.29; nothing is cached in 0.4.25 (no "
@@ -77,13 +76,13 @@ def test_user_script_with_its_own_set_order_bug(tmp_path, capsys, set_order_chec
 
 def test_a_function_compiled_at_two_shapes_is_clean(tmp_path, capsys):
     # Two jit_f entries per process, both hit by every later process: not a miss (issue 15).
-    swept = sweep(["check", "examples/two_shapes.py", "--versions", "0.4.31", "0.10.2", "--runs", "4"],
+    swept = sweep(["check", "examples/two_shapes.py", "--versions", "0.4.31", "0.10.2", "--runs", "2"],
                   tmp_path, capsys)
     data = swept.data
     for cell in data["cells"]:
         assert cell["verdict"] == "clean", cell["reason"]
-        assert cell["reason"] == "jit_f: 2 keys per run, the same in all 4 runs"
-        assert len(cell["keys"]["jit_f"]) == 2 and len(cell["runs"]) == 4
+        assert cell["reason"] == "jit_f: 2 keys per run, the same in all 2 runs"
+        assert len(cell["keys"]["jit_f"]) == 2 and len(cell["runs"]) == 2
     assert "jit_f: 2 per run" in swept.out
 
 
@@ -117,19 +116,10 @@ def test_crashing_script_is_error_not_clean(tmp_path, capsys, write):
 def test_local_backend_uses_the_given_interpreter(tmp_path, capsys):
     env = dated_venv_backend().prepare("0.4.29", Platform.CPU)  # reused from the tests above
     data = sweep(["run", "configs/smoke.yaml", "--backend", "local", "--python", str(env.python),
-                  "--runs", "3"], tmp_path / "r", capsys).data
+                  "--runs", "2"], tmp_path / "r", capsys).data
     (cell,) = data["cells"]
     assert cell["spec"]["jax_version"] == "0.4.29" and cell["verdict"] == "clean"
     assert cell["environment"]["backend"] == "local"
-
-
-def test_half_made_venv_is_rebuilt(tmp_path):
-    backend = VenvBackend(root=tmp_path)
-    path = backend.env_path("0.4.29", Platform.CPU, backend.pythons.own)
-    (path / "bin").mkdir(parents=True)  # as if an install was interrupted: no ready marker
-    env = backend.prepare("0.4.29", Platform.CPU)
-    assert env.describe()["jax"] == "0.4.29" and env.describe()["reused"] is False
-    assert backend.prepare("0.4.29", Platform.CPU).describe()["reused"] is True
 
 
 def test_builtin_repro_runs_unmodified_on_newer_releases(tmp_path, capsys):

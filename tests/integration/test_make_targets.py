@@ -24,7 +24,9 @@ VENV = Path(sys.prefix)  # the venv make's targets run from: this one
 # What `make docs` writes: committed, and already what it would write (tests/unit/test_docs.py, test_schemas.py).
 GENERATED = [*sorted((ROOT / "docs" / "reference" / "commands").glob("*.md")), *sorted((ROOT / "docs" / "schemas").glob("*"))]
 
-pytestmark = pytest.mark.xdist_group("make-targets")  # one worker, in this order: nightly compares with table's
+# nightly compares with the results table wrote (this worker's `folder`): the two on one worker, in this order. The
+# other targets are each other's strangers: spread over the workers (one worker held them all, some 400 s in turn).
+TABLE_THEN_NIGHTLY = pytest.mark.xdist_group("make-table-nightly")
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,8 @@ def test_tpu_check_with_no_wheel_folder_says_so(folder: Path):
     assert proc.returncode == 2 and "no harness wheel in" in proc.stderr, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("target", [t for t in TARGETS if t.ran_by == THIS_TEST], ids=lambda t: t.name)
+@pytest.mark.parametrize("target", [pytest.param(t, marks=[TABLE_THEN_NIGHTLY] if t.name in ("table", "nightly") else [])
+                                    for t in TARGETS if t.ran_by == THIS_TEST], ids=lambda t: t.name)
 def test_the_target_runs(target: Target, folder: Path):
     before = {path: path.read_bytes() for path in GENERATED} if target.name == "docs" else {}
     if target.name == "nightly" and not (folder / "table").exists():

@@ -130,7 +130,9 @@ def _partitions() -> str:
 
 
 def test_a_cancelled_task_leaves_an_interrupted_shard_that_a_resubmission_completes(tmp_path):
-    options = ["--runs", "12", "--all-runs"]  # long enough to cancel shard 2 in the middle of its cell
+    # long enough to cancel shard 2 in the middle of its cell: 8 runs two at a time, some 10 s; the cancel comes
+    # within a second of its first run's log (12 made shard 1 and the resubmission 4 runs longer each)
+    options = ["--runs", "8", "--all-runs"]
     first = run_harness("submit", SMOKE, "--shards", "2", *options, "--out", str(tmp_path / "slurm"))
     assert first.returncode == 0, first.stderr
     array, merge, folder = submitted(first.stdout)

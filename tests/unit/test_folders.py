@@ -78,14 +78,20 @@ def test_the_reductions_are_collected_first_or_apart_and_slurm_tests_share_one_w
     (integration / "test_cluster.py").write_text(
         "import pytest\n\n@pytest.mark.slurm\ndef test_on_the_cluster(request):\n"
         "    assert request.node.get_closest_marker('xdist_group').args == ('slurm',)\n")
+    # one of the conftest's LONGEST, after test_cluster.py by name
+    (integration / "test_script_cache_integration.py").write_text("def test_long():\n    pass\n")
     order = collect(folder, "tests/integration").stdout.splitlines()
     assert order[:2] == ["tests/integration/test_reduce_integration.py::test_reduce_one",
                          "tests/integration/test_reduce_integration.py::test_reduce_two"]  # in the file's order
+    # then the longest files, so that xdist starts them early; then the others in the folder's order
+    assert order[2:5] == ["tests/integration/test_script_cache_integration.py::test_long",
+                          "tests/integration/test_cluster.py::test_on_the_cluster",
+                          "tests/integration/test_slow.py::test_plain"], order
     # make test runs the reductions on their own, then the others: each of the folder's tests once.
     tests = [line for line in order if "::" in line]
     only, without = ([line for line in collect(folder, "tests/integration", "--reductions", which).stdout.splitlines()
                       if "::" in line] for which in ("only", "without"))
-    assert only == tests[:2] and sorted(without) == sorted(tests[2:]), (only, without)
+    assert only == tests[:2] and without == tests[2:], (only, without)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slurm"],
                           cwd=folder, capture_output=True, text=True)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

@@ -156,6 +156,19 @@ def test_on_cpu_the_same_steps_need_no_driver(run, tmp_path):
     assert all(c[c.index("--platform") + 1] == "cpu" for c in calls[1:])
 
 
+def test_on_cpu_the_stable_program_s_runs_are_a_variable_and_a_gpu_s_never_change(run):
+    proc, calls = run(GPU_CHECK_CPU_RUNS="2")  # on a GPU: check's own default, as before
+    assert proc.returncode == 0 and "--runs" not in calls[1], proc.stdout + proc.stderr
+    # CI's test makes 2 (tests/make_targets.py): the steps and the judge, not a GPU's stability
+    cells = {"stable": {"verdict": "clean", "runs": 2}}
+    proc, calls = run(cells=cells, smi=False, seen=8, REPORTED="cpu", GPU_CHECK_PLATFORM="cpu", GPU_CHECK_CPU_RUNS="2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls[1][calls[1].index("--runs") + 1] == "2" and "stable 2," in proc.stdout
+    proc, calls = run(seen=8, REPORTED="cpu", GPU_CHECK_PLATFORM="cpu", GPU_CHECK_CPU_RUNS="1")
+    assert proc.returncode == 2 and "GPU_CHECK_CPU_RUNS is a number of runs, at least 2, not 1" in proc.stderr
+    assert calls == []
+
+
 def test_no_driver_is_one_line_and_nothing_runs(run):
     proc, calls = run(smi=False)
     assert proc.returncode == 2 and calls == []

@@ -3,6 +3,7 @@ that knew no release date (numpy and ml_dtypes of the day it was made) is rebuil
 by every later sweep whatever it measures."""
 
 import json
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -87,3 +88,41 @@ def test_resolved_otherwise_reads_the_marker():
     assert resolved_otherwise({"exclude_newer": CUTOFF}, CUTOFF) == ""
     assert resolved_otherwise({"exclude_newer": None}, None) == ""
     assert resolved_otherwise({}, CUTOFF) == f"its dependencies were resolved with no release date, not as of {CUTOFF}"
+
+
+def _dangling_python(path: Path) -> None:
+    (path / "bin" / "python").unlink()
+    (path / "bin" / "python").symlink_to(path / "gone" / "python3")
+
+
+def _python_not_executable(path: Path) -> None:
+    (path / "bin" / "python").unlink()
+    (path / "bin" / "python").write_text("")
+
+
+def _jax_deleted(path: Path) -> None:
+    shutil.rmtree(path / "lib" / "python3.11" / "site-packages" / "jax")
+
+
+def _half_made(path: Path) -> None:
+    (path / READY_MARKER).unlink()  # as if an install was interrupted: everything there but the marker
+
+
+@pytest.mark.parametrize("damage, why", [
+    (_half_made, "half-made"),
+    (_dangling_python, "damaged: bin/python is missing or a dangling link"),
+    (_python_not_executable, "damaged: bin/python is not executable"),
+    (_jax_deleted, "damaged: the jax package is missing"),
+], ids=["half-made", "dangling-python", "python-not-executable", "jax-deleted"])
+def test_a_half_made_or_damaged_venv_is_rebuilt_saying_why(tmp_path, monkeypatch, damage, why):
+    """Each damage the reuse check looks for, and a venv without its ready marker, without a process
+    (tests/integration/test_faults_integration.py rebuilds a damaged one for real: the same rebuild)."""
+    refuse_to_build(monkeypatch)
+    backend = VenvBackend(root=tmp_path, release_date=lambda _v: RELEASED)
+    path = ready_venv(backend, CUTOFF)
+    assert backend.prepare("0.4.28", Platform.CPU).facts["reused"] is True
+    damage(path)
+    said: list[str] = []
+    with pytest.raises(Rebuilt):
+        backend.prepare("0.4.28", Platform.CPU, said.append)
+    assert [s for s in said if s.startswith("rebuilding")] == [f"rebuilding {path.name} ({why})"]
