@@ -86,8 +86,10 @@ time.sleep(300)
 """
 
 
-def start_sweep(backend: str, script_text: str, tmp_path, runs: int = 3, timeout_s: int = 200):
-    """`harness run` on a user script as its own process (as Slurm or `timeout` would start it)."""
+def start_sweep(backend: str, script_text: str, tmp_path, runs: int = 3, timeout_s: int = 200,
+                env: dict[str, str] | None = None):
+    """`harness run` on a user script as its own process (as Slurm or `timeout` would start it), with `env` added
+    to its environment."""
     script = tmp_path / "script" / "user.py"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(script_text)
@@ -97,7 +99,8 @@ def start_sweep(backend: str, script_text: str, tmp_path, runs: int = 3, timeout
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(config), "--backend", backend,
                              "--seeds", "random", "--out", str(out)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
     return proc, out
 
 
@@ -164,12 +167,15 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
     The harness is stopped (SIGSTOP, which it cannot catch either) while its container's deadline is
     watched, and killed only after: a killed harness's container is every sweep's orphan, and the docker
     sweeps other tests run beside this one would remove it before its own deadline could be seen."""
-    from harness.environments.docker import INSIDE_DEADLINE_GRACE_S, reap_orphans
+    from harness.environments.docker import GRACE_VARIABLE, reap_orphans
 
     _docker_environment()
     client = docker.from_env()
-    timeout_s = 5
-    proc, out = start_sweep("docker", HANG_AFTER_START, tmp_path / "killed", runs=2, timeout_s=timeout_s)
+    # The container's own deadline is the run's timeout and a grace (30 s by default): 3 s here, so the test waits
+    # seconds for what it watches, not half a minute.
+    timeout_s, grace_s = 5, 3
+    proc, out = start_sweep("docker", HANG_AFTER_START, tmp_path / "killed", runs=2, timeout_s=timeout_s,
+                            env={GRACE_VARIABLE: str(grace_s)})
     try:
         wait_for(lambda: started_markers(out), 240, "the first run to start")
         proc.send_signal(signal.SIGSTOP)
@@ -177,9 +183,9 @@ def test_a_sigkilled_harness_leaves_no_container_past_its_deadline_nor_for_the_n
         (container,) = client.containers.list(all=True, filters=mine)
         # Still running now (nobody kills it), but not after the run's timeout and the grace.
         started = time.monotonic()
-        wait_for(lambda: not client.containers.list(filters=mine), timeout_s + INSIDE_DEADLINE_GRACE_S + 30,
+        wait_for(lambda: not client.containers.list(filters=mine), timeout_s + grace_s + 30,
                  "the container to end by itself")
-        assert time.monotonic() - started <= timeout_s + INSIDE_DEADLINE_GRACE_S + 30
+        assert time.monotonic() - started <= timeout_s + grace_s + 30
         proc.kill()
         proc.wait(timeout=30)
         assert [c.name for c in client.containers.list(all=True, filters=mine)] == [container.name]  # stopped

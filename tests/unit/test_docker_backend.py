@@ -171,6 +171,15 @@ def test_environment_run_creates_one_container_with_those_arguments(tmp_path):
     assert (tmp_path / "log.txt").read_bytes() == b"hello\n"
 
 
+@pytest.mark.parametrize("given, grace", [("4", 4), (" 0 ", 0), ("", 30), ("soon", 30), ("-5", 30), ("2.5", 30)])
+def test_the_container_s_own_deadline_takes_its_grace_from_the_environment_where_it_is_seconds(monkeypatch, given,
+                                                                                               grace):
+    monkeypatch.setenv(dk.GRACE_VARIABLE, given)
+    command = dk.container_command(Program(Path("/x/repro.py")), timeout_s=10)
+    at = command.index("timeout")
+    assert command[at:at + 4] == ["timeout", "-s", "KILL", str(10 + grace)]
+
+
 # ---------------------------------------------------------------- how runs end
 
 def run(client, tmp_path, timeout_s=30.0, **kwargs):

@@ -26,8 +26,9 @@ from harness.environments.docker.images import (DEBIAN_PYTHONS, DEFAULT_PYTHON, 
                                                 OFFLINE_BASE_IMAGE, OFFLINE_BASE_IMAGES, OFFLINE_PYTHONS,
                                                 build_base_image, default_base_images, dockerfile_for, image_tag,
                                                 offline_fix, write_context)
-from harness.environments.docker.reaping import (INSIDE_DEADLINE_GRACE_S, LABEL, OWNER_BOOT_LABEL, OWNER_LABEL,
-                                                 OWNER_START_LABEL, owner_gone, owner_labels, reap_orphans)
+from harness.environments.docker.reaping import (GRACE_VARIABLE, INSIDE_DEADLINE_GRACE_S, LABEL, OWNER_BOOT_LABEL,
+                                                 OWNER_LABEL, OWNER_START_LABEL, inside_deadline_grace_s, owner_gone,
+                                                 owner_labels, reap_orphans)
 
 __all__ = [
     "PROBE_TIMEOUT_S", "STATE_DIR", "DockerBackend", "docker_available",
@@ -38,6 +39,6 @@ __all__ = [
     "DEBIAN_PYTHONS", "DEFAULT_PYTHON", "DOCKERFILES", "IMAGE_REPO", "OFFLINE_BASE_IMAGE", "OFFLINE_BASE_IMAGES",
     "OFFLINE_PYTHONS", "build_base_image", "default_base_images", "dockerfile_for", "image_tag", "offline_fix",
     "write_context",
-    "INSIDE_DEADLINE_GRACE_S", "LABEL", "OWNER_BOOT_LABEL", "OWNER_LABEL", "OWNER_START_LABEL", "owner_gone",
-    "owner_labels", "reap_orphans",
+    "GRACE_VARIABLE", "INSIDE_DEADLINE_GRACE_S", "LABEL", "OWNER_BOOT_LABEL", "OWNER_LABEL", "OWNER_START_LABEL",
+    "inside_deadline_grace_s", "owner_gone", "owner_labels", "reap_orphans",
 ]

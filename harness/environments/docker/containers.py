@@ -21,7 +21,7 @@ from docker.types import DeviceRequest, Mount
 
 from harness.core.signals import refuse_if_stopping
 from harness.environments.docker.gpu_probe import NO_GPU
-from harness.environments.docker.reaping import INSIDE_DEADLINE_GRACE_S, LABEL, _remove, owner_labels
+from harness.environments.docker.reaping import LABEL, _remove, inside_deadline_grace_s, owner_labels
 from harness.environments.key_hiding import another_pid_argv, empty_file
 from harness.environments.process import MAX_LOG_BYTES, RUN_TMP_VARS, RUN_TMPDIR_VAR
 from harness.inside.supervise import CappedLog
@@ -176,7 +176,7 @@ def container_command(program: Program, variation: RunVariation | None = None,
     script = f"{mount_points(variation)[1]}/{program.script.name}" if program.script else None
     command = ["python", *program.argv(script)]
     if timeout_s is not None and math.isfinite(timeout_s):
-        command = ["timeout", "-s", "KILL", str(math.ceil(timeout_s) + INSIDE_DEADLINE_GRACE_S), *command]
+        command = ["timeout", "-s", "KILL", str(math.ceil(timeout_s) + inside_deadline_grace_s()), *command]
     # A container is a PID namespace of its own, where every run's interpreter would have one pid: a program that
     # bakes its pid into a computation would compute one key every start, where each start on a machine has another.
     return [*another_pid_argv("/bin/sh"), *command]
