@@ -41,7 +41,7 @@ def test_a_jax_from_pythonpath_is_probed_run_and_its_devices_recorded(tmp_path, 
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # an XLA_* of the user's, kept
     script = write("stable.py", STABLE)
-    swept = check([str(script), "--backend", "local", "--python", str(python), "--versions", "0.10.2", "--runs", "3"],
+    swept = check([str(script), "--backend", "local", "--python", str(python), "--versions", "0.10.2", "--runs", "2"],
                   tmp_path / "r", capsys, quiet=False)
     (cell,) = swept.data["cells"]
     assert cell["verdict"] == "clean", cell.get("reason")

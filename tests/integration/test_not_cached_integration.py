@@ -5,6 +5,7 @@ all but one over) JAX's 1 s threshold, has that as its headline, its sentences w
 
 import json
 import re
+import shutil
 from xml.etree import ElementTree
 
 import pytest
@@ -65,12 +66,16 @@ def test_a_suite_with_a_debug_print_is_not_cached_per_test_with_its_line_and_cos
     cases = {c.get("name"): c for c in ElementTree.parse(junit).getroot().iter("testcase")}
     assert all(c.find("skipped") is None and c.find("failure") is None for c in cases.values())
     assert "jit_step: not cached" in cases["tests/test_cb.py::test_callback [jax 0.10.2]"].find("system-out").text
-    # Failing on it is the user's choice.
-    code = cli.main(["check", "--pytest", "--versions", "0.10.2", "--runs", "2", "--no-moved-folder", "--quiet",
-                     "--cwd", str(tmp_path / "suite"), "--out", str(tmp_path / "r2"), "--fail-on", "not-cached",
-                     "--", "-q", "tests"])
+    # Failing on it is the user's choice: the same cell, a copy of its folder resumed (complete: nothing is measured
+    # again; a second check of the suite measured it twice).
+    copy = tmp_path / "r2" / swept.run_dir.name
+    shutil.copytree(swept.run_dir, copy)
+    capsys.readouterr()
+    code = cli.main(["check", "--pytest", "--versions", "0.10.2", "--runs", "3", "--quiet", "--cwd",
+                     str(tmp_path / "suite"), "--fail-on", "not-cached", "--resume", str(copy), "--", "-q", "tests"])
     err = capsys.readouterr().err
     assert code == 1 and "--fail-on not-cached: 1 cell(s) failed" in err, err
+    assert json.loads((copy / "results.json").read_text())["cells"] == swept.data["cells"]
 
 
 def test_an_mlp_step_as_it_runs_leads_with_its_threshold_never_nothing_measured(tmp_path, capsys, write):

@@ -34,7 +34,7 @@ def test_each_release_in_the_python_it_chose(interpreters, tmp_path, capsys, wri
 name: newest
 repro: shard_map_grad
 jax_versions: ["0.10.2", "0.12.0.1"]
-runs: 3
+runs: 2
 """)
     swept = sweep(["run", str(config)], tmp_path / "r", capsys, quiet=False)
     data = swept.data
@@ -55,7 +55,7 @@ name: pinned
 repro: shard_map_grad
 jax_versions: ["0.11.0"]
 python: "3.12"
-runs: 3
+runs: 2
 """)
     data = sweep(["run", str(config)], tmp_path / "r", capsys, quiet=False).data
     (cell,) = data["cells"]

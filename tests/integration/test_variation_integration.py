@@ -58,9 +58,11 @@ def test_every_factor_on_a_release_that_keys_none_is_clean(tmp_path, capsys):
 
 
 def test_the_seeds_regression_under_every_factor(tmp_path, capsys):
-    data = sweep(["run", "configs/smoke.yaml", "--runs", "2", "--vary", "all"], tmp_path, capsys).data
+    # 0.4.28 alone: a clean release under every factor (smoke's 0.4.29, 13 runs more) is the test above's, 0.4.31.
+    data = sweep(["run", "configs/smoke.yaml", "--versions", "0.4.28", "--runs", "2", "--vary", "all"], tmp_path,
+                 capsys).data
     cells = {c["spec"]["jax_version"]: c for c in data["cells"]}
-    assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced", "0.4.29": "clean"}
+    assert {v: c["verdict"] for v, c in cells.items()} == {"0.4.28": "reproduced"}
     assert cells["0.4.28"]["reason"].startswith("jit_f: a new key in run 2")  # by its seeds, as without --vary
     for cell in cells.values():
         assert not [f for f in cell["variation"]["factors"] if f["outcome"] == "miss"]
