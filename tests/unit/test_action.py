@@ -10,6 +10,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ACTION, CHECK_STEP, EXPRESSION, Runner, action
 
 
@@ -115,6 +117,27 @@ def test_a_bad_input_to_the_action_is_exit_2_and_says_so(tmp_path):
     named = runner.run(CHECK_STEP, {"script": "no/such/script.py", "artifact-name": "mine"}, "named")[1]
     assert named["artifact"] == "mine"
 
+
+
+@pytest.mark.parametrize("inputs, fail_on", [
+    ({}, "reproduced,error"),
+    ({"fail-on-not-cached": "true"}, "reproduced,error,not-cached"),
+    ({"fail-on-unsupported": "true", "fail-on-not-cached": "true"}, "reproduced,error,unsupported,not-cached"),
+], ids=["default", "not-cached", "both"])
+def test_the_fail_on_inputs_reach_the_harness_and_its_exit_code_is_the_step_s(tmp_path, inputs, fail_on):
+    """The harness a stand-in that says its arguments and fails as `--fail-on` would (that a not cached cell then
+    fails the check: tests/integration/test_not_cached_integration.py; the action on real releases:
+    tests/integration/test_action.py)."""
+    runner = Runner(tmp_path / "runner-temp", ROOT)
+    venv = tmp_path / "runner-temp" / "jax-cache-harness" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    (venv / "harness").write_text('#!/bin/sh\necho "harness $*"\nexit 1\n')
+    (venv / "harness").chmod(0o755)
+    code, outputs, text = runner.run(CHECK_STEP, {"script": "examples/stable_script.py", **inputs}, "fail-on")
+    assert code == 1 and outputs["exit-code"] == "1", text
+    (said,) = [line for line in text.splitlines() if line.startswith("harness check ")]
+    assert f" --fail-on {fail_on} " in f"{said} ", said
 
 
 def test_a_cells_reason_cannot_add_a_workflow_command(tmp_path):
