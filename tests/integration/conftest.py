@@ -49,12 +49,13 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=started_at)  # stable: each file's own order is kept
 
 
-# The files whose tests took longest (over 40 s each in a fresh clone's make test), longest first: collected right
+# The files holding the longest tests (40 s and more in a fresh clone's make test), longest first: collected right
 # after the reductions, so that under --dist loadgroup (which hands out the groups first, then single tests in this
 # order) they start early and the workers end together, not one of them alone on a long test at the end.
 LONGEST = ("test_distrax_suite_integration.py", "test_public_suite_integration.py",
-           "test_public_callback_suite_integration.py", "test_multiprocess_integration.py", "test_action.py",
-           "test_faults_integration.py", "test_script_cache_integration.py", "test_docker_integration.py")
+           "test_public_callback_suite_integration.py", "test_multiprocess_integration.py", "test_make_targets.py",
+           "test_action.py", "test_faults_integration.py", "test_script_cache_integration.py",
+           "test_docker_integration.py")
 
 
 def started_at(item) -> int:

@@ -25,7 +25,7 @@ VENV = Path(sys.prefix)  # the venv make's targets run from: this one
 GENERATED = [*sorted((ROOT / "docs" / "reference" / "commands").glob("*.md")), *sorted((ROOT / "docs" / "schemas").glob("*"))]
 
 # nightly compares with the results table wrote (this worker's `folder`): the two on one worker, in this order. The
-# other targets are each other's strangers: spread over the workers (one worker held them all, some 400 s in turn).
+# other targets are each other's strangers: spread over the workers (one worker held them all: 330 s in turn here).
 TABLE_THEN_NIGHTLY = pytest.mark.xdist_group("make-table-nightly")
 
 
