@@ -276,7 +276,7 @@ class Measurer:
                                         f"{'' if quick.computed else ': it compiled nothing'})")
                 first = quick.keys
             elif quick.keys - first:
-                control = self._seed_control(source, seeds[0])
+                control = self._seed_control(source, seeds[0], first)
                 if control is not None:
                     self.screened += 1
                     return control
@@ -293,21 +293,17 @@ class Measurer:
         return Tried(False, f"clean on {version} (forked runs of seeds {', '.join(map(str, seeds))} computed one "
                             f"key of {module})")
 
-    def _seed_control(self, source: str, seed: int) -> Tried | None:
-        """Where the cause controls said the hash seed moved the original's key: the first seed's children, twice, must
-        compute the same keys of the module (a rejection where they do not: the candidate's key moves for another
-        cause, the program's own randomness, say, not the original's). None: they do, or no control is due."""
+    def _seed_control(self, source: str, seed: int, first: frozenset[str]) -> Tried | None:
+        """Where the cause controls said the hash seed moved the original's key: one more child of the first seed must
+        compute no key of the module that its first child (`first`: its keys) did not (a rejection where it does: the
+        candidate's key moves for another cause, the program's own randomness, say, not the original's). None: it
+        does not, or no control is due."""
         if self.target.moved != Moved.HASH_SEED or self.screen is None:
             return None
-        # Two children of the seed with one cache folder of their own: a server's own folder is its path, and from
-        # JAX 0.4.36 until 0.11.0 the path is in every key (two servers of one seed compute two keys).
-        folder = Path(tempfile.mkdtemp(prefix="seed-control-", dir=self.screen.work))
-        try:
-            ask = partial(self.screen.screen, source, seed, module=self.target.module, stop=True, cache=folder / "cache")
-            once, again = side_by_side([ask, ask])  # (two servers of the seed, one folder)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        if once.keys is None or again.keys is None or not (again.keys - once.keys):
+        # Its cache folder is the first child's: every server of a reduction warms one folder, at one path (from JAX
+        # 0.4.36 until 0.11.0 the path is in every key), so the two children's keys differ only where the program's do.
+        again = self.screen.screen(source, seed, module=self.target.module, stop=True)
+        if again.keys is None or not (again.keys - first):
             return None
         return Tried(False, f"another cause on {self.bad.spec.jax_version}: two forked runs of seed {seed} computed "
                             f"different keys of {self.target.module} (not the hash seed, which moved the original's)")

@@ -308,11 +308,20 @@ def test_a_candidate_that_would_write_outside_its_folder_is_refused_and_nothing_
     assert load_results(folder).cells[0].verdict == "reproduced"
 
 
-def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path):
-    done = harness("reduce", SEED, "--versions", "0.4.28", "--out", tmp_path, "--max-candidates", "2")
+@pytest.fixture(scope="module")
+def short_reduction(tmp_path_factory):
+    """One short reduction of the seed (three candidates), read by the cost line's test and planted in by the
+    planted best's (each reduced the seed on its own before: ~20 s each on CI)."""
+    out = tmp_path_factory.mktemp("short-reduction")
+    done = harness("reduce", SEED, "--versions", "0.4.28", "--out", out, "--max-candidates", "3")
     assert done.returncode == 0, done.stderr[-3000:]
-    folder = only_folder(tmp_path)
+    return done, only_folder(out)
+
+
+def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path, short_reduction):
+    _, folder = short_reduction
     state = json.loads((folder / "reduce.json").read_text())
+    assert state["status"] == "complete"  # a finished reduction's state, sealed, with its best replaced
     planted = tmp_path / "planted-ran"
     state["best"] = f"open({str(planted)!r}, 'w').write('ran')\n"
     (folder / "reduce.json").write_text(json.dumps(state))
@@ -323,11 +332,10 @@ def test_a_planted_best_is_refused_on_resume_and_never_runs(tmp_path):
     assert not planted.exists()
 
 
-def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(tmp_path):
+def test_a_reduction_says_what_it_will_cost_and_how_each_pass_goes(short_reduction):
     """Issue 48 item 4: the original's lines, the passes, a candidate's cost from the original's own runs, then
     each candidate with its pass, that pass's tally, the best so far and the time spent."""
-    done = harness("reduce", SEED, "--versions", "0.4.28", "--out", tmp_path, "--max-candidates", "3")
-    assert done.returncode == 0, done.stderr[-3000:]
+    done, _ = short_reduction
     err = done.stderr
     original = size(SEED.read_text())
     assert f"the original: {original} lines; passes: dead code, down to plain JAX, library calls as the JAX they traced to, statements removed" in err
