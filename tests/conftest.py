@@ -1,4 +1,11 @@
+import sys
+
 import pytest
+
+# pytest keeps the test modules it rewrote for its assertions as bytecode unless bytecode is off: these machines set
+# PYTHONDONTWRITEBYTECODE, and every pytest process (each xdist worker, each stage) rewrote every test module again,
+# about 5 s of CPU a process for tests/unit. On for this process only: the programs the tests start keep the variable.
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
