@@ -9,10 +9,10 @@ JAX_REPO ?=
 ARGS   ?=
 # make test-unit spreads tests/unit over one pytest-xdist worker per core; XDIST= runs them in one process.
 XDIST  ?= -n auto
-# make test runs tests/integration's reductions on their own (each uses every core), then the others on three
-# workers: on two cores two workers left a third of the CPU idle while tests waited on image builds, installs and
-# Slurm; slurm's tests share one worker (tests/integration/conftest.py). INTEGRATION_XDIST= for one process.
-INTEGRATION_XDIST ?= -n 3 --dist loadgroup
+# make test runs tests/integration on four workers, the reductions first (the longest tests): on their own they left a
+# quarter of CI's 2 cores idle (a check's fresh runs follow one another), which the other tests now fill; slurm's tests
+# share one worker (tests/integration/conftest.py). INTEGRATION_XDIST= for one process.
+INTEGRATION_XDIST ?= -n 4 --dist loadgroup
 # Each stage of make test ends with its 20 slowest tests (CI's log: where the time goes).
 DURATIONS ?= --durations=20
 # make bench: each timing taken this many times (the best kept); BENCH_ARGS goes to every bench script
@@ -30,7 +30,7 @@ help:
 	@echo "make reduce [SCRIPT=path BAD=V GOOD=V]  shrink a script to the smallest one with its cache miss"
 	@echo "                (default: examples/train_shard_map_grad.py on 0.4.28, clean on 0.4.29; docs/reduce.md)"
 	@echo "make test       lint and typecheck, then all tests: tests/unit on every core, then tests/integration"
-	@echo "                (real JAX releases): its reductions one after another, then the others on three workers"
+	@echo "                (real JAX releases) on four workers, its reductions first"
 	@echo "make test-unit  the fast tests only (tests/unit: no JAX release, Docker or Slurm), on every core"
 	@echo "make lint       ruff over harness/, docker/, bench/, stress/ (pyproject.toml: [tool.ruff])"
 	@echo "make typecheck  mypy, strict on harness/, over docker/, bench/, stress/ too (pyproject.toml: [tool.mypy])"
@@ -67,17 +67,14 @@ table: $(STAMP)
 smoke: $(STAMP)
 	$(BIN)/harness run configs/smoke.yaml $(ARGS)
 
-# lint, typecheck and the site's strict build first (a finding stops it); then the unit tests on every core, then the reductions one after
-# another (each keeps a candidate per core: beside other tests each took twice its time), then the other
-# integration tests on three workers (INTEGRATION_XDIST above); all three always run, and the first failure's exit
-# code is make's. Exit 5 (nothing selected by PYTEST_ARGS) is no failure.
+# lint, typecheck and the site's strict build first (a finding stops it); then the unit tests on every core, then
+# tests/integration (INTEGRATION_XDIST above); both always run, and the first failure's exit code is make's. Exit 5
+# (nothing selected by PYTEST_ARGS) is no failure.
 test: $(STAMP) lint typecheck site
 	@unit=0; $(BIN)/python -m pytest tests/unit $(XDIST) $(DURATIONS) $(PYTEST_ARGS) || unit=$$?; \
-	reductions=0; $(BIN)/python -m pytest tests/integration --reductions only $(DURATIONS) $(PYTEST_ARGS) \
-		|| reductions=$$?; \
-	integration=0; $(BIN)/python -m pytest tests/integration --reductions without $(INTEGRATION_XDIST) $(DURATIONS) \
-		$(PYTEST_ARGS) || integration=$$?; \
-	for rc in $$unit $$reductions $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
+	integration=0; $(BIN)/python -m pytest tests/integration $(INTEGRATION_XDIST) $(DURATIONS) $(PYTEST_ARGS) \
+		|| integration=$$?; \
+	for rc in $$unit $$integration; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(XDIST) $(PYTEST_ARGS)

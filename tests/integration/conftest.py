@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 
-# The reductions: each keeps as many candidates at once as there are cores (--jobs auto), so `make test` runs them
-# on their own (`--reductions only`), one after another, before the others (`--reductions without`) on three
-# pytest-xdist workers; beside those they got about half the machine and took twice their time. In one run (the
-# default, `--reductions with`) they start first: the longest tests, so that the workers end together.
+# The reductions: the longest tests, collected first so that they start first and the workers end together
+# (`--reductions only` or `without` selects them or the others, to run them apart).
 FIRST = "test_reduce_integration.py"
 REDUCTIONS = (FIRST, "test_triage_integration.py")  # the triage's night ends in a reduction too
 
@@ -23,7 +21,7 @@ REDUCTIONS = (FIRST, "test_triage_integration.py")  # the triage's night ends in
 def pytest_addoption(parser):
     parser.addoption("--reductions", choices=("with", "only", "without"), default="with",
                      help="tests/integration's reductions (test_reduce_integration.py): run with the others "
-                          "(the default), only them, or all but them (make test runs them apart)")
+                          "(the default), only them, or all but them")
 
 
 # Before pytest-xdist's own hook (registered after this conftest, so called before it without tryfirst), which puts

@@ -15,11 +15,10 @@ import pytest
 from harness.reduce.passes import size
 from harness.results.document import load_results
 
-# The reductions run one after another, on their own (`make test`'s `--reductions only`; in one run with the others,
-# on one pytest-xdist worker): each keeps as many candidates at once as there are cores (--jobs auto), so two
-# reductions at once on CI's 2 cores only doubled each one's time (the Flax init/apply fixture: 73 s alone, 144 s
-# beside another), and beside the other tests' workers each took twice its time too.
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("reductions")]
+# The reductions are collected first (tests/integration/conftest.py), each a test of its own for pytest-xdist: the
+# longest tests start first, beside the others, which fill the CPU a reduction's check leaves idle (its fresh runs
+# follow one another).
+pytestmark = [pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "tests" / "fixtures" / "sm.py"

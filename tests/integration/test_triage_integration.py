@@ -17,7 +17,7 @@ import pytest
 from harness.reduce.passes import size
 from harness.results.document import load_results
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("reductions")]
+pytestmark = [pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.4.31"
