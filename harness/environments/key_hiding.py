@@ -10,8 +10,8 @@ CAP_DAC_READ_SEARCH it opens the key by its handle), where the mounts bwrap made
 program makes itself; and in a PID namespace of its own with a fresh /proc (through /proc/<pid>/root of a process
 outside, a shell of the same user, the machine's view shows the key). There every run's interpreter would be pid 2,
 so a program that bakes its pid into a computation (a worker's seed) would compute the same key every start, where on
-a machine each start has another pid: a shell in the namespace first starts a number of short-lived children (one
-more for each run) and then the interpreter as its own child, so each run has another pid. The rest is as the program had it: the
+a machine each start has another pid: a shell in the namespace first starts short-lived children up to a target pid
+(the next for each run) and then the interpreter as its own child, so each run has another pid. The rest is as the program had it: the
 root bound whole and writable, devices, the machine's network; no new session, so the run's supervisor still
 stops its process group. Where bubblewrap cannot do this, the key stays readable and the commands that trust a
 seal say so.
@@ -99,7 +99,7 @@ def hiding_problem() -> str:
 def key_hider() -> tuple[str, ...]:
     """What a run's interpreter starts under so that it cannot read the seal key, or () where that cannot hold
     (`hiding_problem`). The key is made first if there is none yet: a run started before the first seal must not
-    find the one made while it runs. Each call passes over another number of pids (`another_pid_argv`)."""
+    find the one made while it runs. Each call starts its command at another pid (`another_pid_argv`)."""
     if hiding_problem():
         return ()
     key = seal.KEY_FILE.absolute()

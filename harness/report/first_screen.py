@@ -50,6 +50,7 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
         return why, "no cache can serve it as it is"
     decided = controls_phrase(miss)
     if miss.category == Category.NEW_INPUT and miss.disagreed is not None:
+        action = "make what the program draws the same every start (seed its generators) if every start should hit"
         if any(t and t[-1].startswith("-> ") for t in miss.arg_types):
             at = (f"at run 1's argument types returning other types ({miss.types_label}): a static argument's value "
                   "changed what it computes")
@@ -57,11 +58,9 @@ def cause_and_action(miss: FunctionMiss, cause: Cause | None) -> tuple[str, str]
             at = f"compiled at {miss.types_label}, argument types run 1 never had"
         else:
             at = "at run 1's argument types: other values baked in (random constants, a clock)"
-            why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
-            return why, ("pass what the program draws anew each start (a PRNG key, an array) to the jitted function "
-                         "as an argument instead of closing over it, or seed its generators, if every start should hit")
-        why = f"the program's own randomness moved it, not the hash seed ({decided}); {at}"
-        return why, "make what the program draws the same every start (seed its generators) if every start should hit"
+            action = ("pass what the program draws anew each start (a PRNG key, an array) to the jitted function as an "
+                      "argument instead of closing over it, or seed its generators, if every start should hit")
+        return f"the program's own randomness moved it, not the hash seed ({decided}); {at}", action
     if miss.category == Category.NEW_INPUT and any(t and t[-1].startswith("-> ") for t in miss.arg_types):
         why = (f"compiled at run 1's argument types returning other types ({miss.types_label}): a static argument's "
                "value (a size drawn at random) changed what it computes")
